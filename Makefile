@@ -1,0 +1,41 @@
+# Two entry points for a fresh machine (Python 3.11, make, apt):
+#   make demo  — set up and run the bundled example workflow end to end
+#   make test  — set up (system packages included) and run lint, types and the whole test suite
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test setup system lint types pytest bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+system:
+	bash scripts/setup-system.sh
+
+demo: $(STAMP)
+	bash scripts/demo.sh
+
+lint: $(STAMP)
+	$(BIN)/ruff format --check agentctl tests benchmarks
+	$(BIN)/ruff check agentctl tests benchmarks
+
+types: $(STAMP)
+	$(BIN)/mypy --strict agentctl
+
+pytest: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+test: system $(STAMP) lint types pytest
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run_all.py
+
+clean:
+	rm -rf $(VENV) .agentctl .pytest_cache .mypy_cache .ruff_cache

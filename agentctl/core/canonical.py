@@ -1,0 +1,31 @@
+"""Canonical JSON and the digests built on it.
+
+Invariant: the same JSON value always yields the same bytes, whatever the key order of the
+source; non-ASCII stays as UTF-8 (``ensure_ascii=False``) so identifiers match the original.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    """Compact, sorted-key JSON text of ``value``."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def sha256_hex(data: str | bytes) -> str:
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    return hashlib.sha256(raw).hexdigest()
+
+
+def json_digest(value: Any) -> str:
+    """Bare SHA-256 hex of the canonical JSON of ``value``."""
+    return sha256_hex(canonical_json(value))
+
+
+def v1_digest(value: Any) -> str:
+    """Runtime fingerprints and condition digests: ``sha256:v1:<hex>``."""
+    return "sha256:v1:" + json_digest(value)

@@ -1,0 +1,56 @@
+"""Collects compile diagnostics so one compile reports every problem it finds.
+
+Invariants: diagnostics keep the order they were found in; each carries the dotted document
+path it is about and, when a locator is given, the line/column of the nearest located
+ancestor of that path (synthetic paths such as expanded children still point at their source).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agentctl.errors import Diagnostic, ValidationError
+
+Locator = Callable[[str], tuple[int, int] | None]
+
+
+class Collector:
+    """An append-only list of error diagnostics for one document."""
+
+    def __init__(self, file: str | None, locate: Locator | None) -> None:
+        self.file = file
+        self._locate = locate
+        self.items: list[Diagnostic] = []
+
+    def add(self, code: str, message: str, path: str | None, help: str | None = None) -> None:
+        line, column = self._position(path)
+        self.items.append(
+            Diagnostic(
+                code=code,
+                message=message,
+                file=self.file,
+                line=line,
+                column=column,
+                path=path,
+                help=help,
+            )
+        )
+
+    def _position(self, path: str | None) -> tuple[int | None, int | None]:
+        if self._locate is None or path is None:
+            return None, None
+        parts = path.split(".")
+        # Walk up: a missing optional key or a synthetic child still has a located ancestor.
+        while parts:
+            found = self._locate(".".join(parts))
+            if found is not None:
+                return found
+            parts.pop()
+        return None, None
+
+    def raise_if_any(self) -> None:
+        if self.items:
+            first = self.items[0].message
+            more = len(self.items) - 1
+            summary = first if more == 0 else f"{first} (and {more} more)"
+            raise ValidationError(f"workflow is invalid: {summary}", diagnostics=self.items)

@@ -1,0 +1,92 @@
+"""The compiler's intermediate records between the document and the final ``Plan``.
+
+``Source`` is a task after sub-workflow flattening (still one authored definition, possibly
+with foreach/matrix/loop pending); ``Node`` is one task of the expanded graph. Both keep the
+dotted document ``path`` of the authored definition so diagnostics about synthetic tasks point
+at the YAML the user wrote.
+
+Invariant: ``task`` dicts keep the normalized-document shape (camelCase keys, defaults filled);
+the compiler copies them before changing anything, so the input document is never mutated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+SourceRole = Literal["task", "subworkflow_input", "subworkflow_output"]
+
+DEFAULT_RETRY: dict[str, int] = {"maxAttempts": 1, "backoffMs": 0}
+
+TASK_DEFAULTS: dict[str, Any] = {
+    "needs": [],
+    "foreach": None,
+    "matrix": None,
+    "route": None,
+    "loop": None,
+    "memoryWrites": [],
+    "when": None,
+    "vars": {},
+    "with": {},
+    "retry": DEFAULT_RETRY,
+    "timeoutSeconds": None,
+    "failure": "stop",
+    "compensate": None,
+    "outputSchema": None,
+}
+
+
+def with_defaults(task: dict[str, Any]) -> dict[str, Any]:
+    """A shallow copy of ``task`` with every optional key present (tolerates sparse input)."""
+    filled = {key: task.get(key, default) for key, default in TASK_DEFAULTS.items()}
+    filled.update({key: value for key, value in task.items() if value is not None})
+    for key, default in TASK_DEFAULTS.items():
+        if filled.get(key) is None:
+            filled[key] = default
+    return filled
+
+
+@dataclass
+class Source:
+    """One task definition after sub-workflow flattening."""
+
+    task: dict[str, Any]
+    path: str
+    role: SourceRole = "task"
+    subworkflow: str | None = None  # "name@version" for boundary roles
+    parent: str | None = None  # the invocation id of the enclosing sub-workflow
+    children: tuple[str, ...] = ()  # output boundary: the invocation's own task ids
+    in_subworkflow: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The flattened definition as it enters the workflow digest."""
+        data = dict(self.task)
+        if self.role != "task":
+            data["subworkflow"] = {
+                "role": self.role,
+                "workflow": self.subworkflow,
+                "children": list(self.children),
+            }
+        return data
+
+
+@dataclass
+class Node:
+    """One task of the expanded graph, before references are resolved."""
+
+    id: str
+    source: Source
+    task: dict[str, Any]
+    needs: list[str]
+    kind: str | None = None  # fixed for synthetic tasks; derived from ``uses`` otherwise
+    bindings: dict[str, Any] = field(default_factory=dict)
+    when: str | None = None
+    children: tuple[str, ...] = ()
+    parent: str | None = None
+    guard: str | None = None
+    max_iterations: int | None = None
+    expansion: str | None = None  # "foreach" | "matrix" | "loop" for expanded children
+
+    @property
+    def path(self) -> str:
+        return self.source.path

@@ -1,0 +1,241 @@
+"""The expression language shared by templates and conditions (spec/dsl.md §6.1, §6.3).
+
+An expression is a *path* (``inputs.P``, ``vars.P``, ``memory.P``, ``tasks.ID.output[.P]``) or a
+*condition*: ``[not ]PATH`` (truthiness) or ``[not ]PATH OP LIT``. This module owns paths,
+their resolution against a runtime context, conditions and condition decisions; the
+``${{ … }}`` syntax and value rendering live in ``core.templates``, which builds on this
+module (that is why ``TemplateError`` is defined here and re-exported there).
+
+Invariants:
+- Parsing is total and static: a text either parses or raises ``TemplateError``; nothing here
+  evaluates code, indexes arrays, calls functions or compares a path with a path.
+- Operators are tried in the fixed order ``==, !=, <=, >=, <, >``; the first one found splits the
+  text at its first occurrence (so ``a > "x==y"`` splits at ``==`` and is rejected — the
+  original's behaviour, kept on purpose).
+- Equality is JSON identity *including the number type*: ``true != 1`` and ``1 != 1.0`` (the
+  original compares serde_json values, whose integer and float numbers never compare equal).
+- Ordering needs a numeric literal (checked at parse time) and a numeric, non-boolean value
+  (checked at evaluation time).
+- A condition decision's ``contextDigest`` covers exactly the value the condition read, as
+  ``{"<dotted path>": value}``, so unrelated context changes never change the digest.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agentctl.core.canonical import v1_digest
+from agentctl.errors import RunFailedError
+
+Root = Literal["inputs", "vars", "memory", "tasks"]
+Operator = Literal["==", "!=", "<=", ">=", "<", ">"]
+
+OPERATORS: tuple[Operator, ...] = ("==", "!=", "<=", ">=", "<", ">")
+ORDERING: frozenset[str] = frozenset({"<=", ">=", "<", ">"})
+_SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
+_NOT = "not "
+
+
+class TemplateError(RunFailedError):
+    """A template or condition that is malformed, or that cannot be evaluated in a context.
+
+    At run time this fails the task (exit 4); the compiler wraps it into a ``ValidationError``
+    with the diagnostic code ``invalid_template`` when it is found at check time.
+    """
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One path read by an expression.
+
+    ``segments`` follow the root: for ``tasks.build.output.a`` they are
+    ``("build", "output", "a")``; ``expression`` is the whole expression text it came from.
+    """
+
+    root: Root
+    segments: tuple[str, ...]
+    expression: str
+
+    @property
+    def path(self) -> str:
+        return ".".join((self.root, *self.segments))
+
+    @property
+    def task_id(self) -> str | None:
+        """The task read by a ``tasks.ID.output`` reference, else ``None``."""
+        return self.segments[0] if self.root == "tasks" else None
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A parsed condition; ``literal`` is meaningful only when ``operator`` is set."""
+
+    text: str
+    negated: bool
+    reference: Reference
+    operator: Operator | None = None
+    literal: Any = None
+
+
+def parse_reference(text: str, expression: str | None = None) -> Reference:
+    """Parse a path; raises ``TemplateError`` for an unknown root or a malformed segment."""
+    path = text.strip()
+    source = path if expression is None else expression
+    parts = path.split(".")
+    for part in parts:
+        if not _SEGMENT.fullmatch(part):
+            raise TemplateError(f"unsupported expression `{source}`: bad path segment {part!r}")
+    root, rest = parts[0], tuple(parts[1:])
+    if root in ("inputs", "vars", "memory"):
+        if not rest:
+            raise TemplateError(f"unsupported expression `{source}`: `{root}` needs a key")
+    elif root == "tasks":
+        if len(rest) < 2 or rest[1] != "output":
+            raise TemplateError(
+                f"unsupported expression `{source}`: task reads are `tasks.ID.output[.PATH]`"
+            )
+    else:
+        raise TemplateError(
+            f"unsupported expression `{source}`: roots are inputs, vars, memory and tasks"
+        )
+    return Reference(root=root, segments=rest, expression=source)  # type: ignore[arg-type]
+
+
+def resolve(reference: Reference, context: Mapping[str, Any]) -> Any:
+    """The value at ``reference`` in ``context``; a missing key or a non-object step raises."""
+    node: Any = context.get(reference.root)
+    if not isinstance(node, Mapping):
+        raise TemplateError(f"undefined value `{reference.path}`")
+    for segment in reference.segments:
+        if not isinstance(node, Mapping) or segment not in node:
+            raise TemplateError(f"undefined value `{reference.path}`")
+        node = node[segment]
+    return node
+
+
+def strip_exact_template(text: str) -> str:
+    """The inner expression of ``${{ X }}`` when ``text`` is one, else ``text`` trimmed."""
+    trimmed = text.strip()
+    if trimmed.startswith("${{") and trimmed.endswith("}}") and "${{" not in trimmed[3:]:
+        return trimmed[3:-2].strip()
+    return trimmed
+
+
+def is_condition_expression(expression: str) -> bool:
+    """True when an expression is a condition rather than a plain path (it renders a bool)."""
+    inner = expression.strip()
+    return inner.startswith(_NOT) or any(op in inner for op in OPERATORS)
+
+
+def parse_condition(text: str) -> Condition:
+    """Parse a bare condition or one exact template holding one; raises ``TemplateError``."""
+    inner = strip_exact_template(text)
+    if not inner:
+        raise TemplateError("empty condition")
+    if "${{" in inner or "}}" in inner:
+        raise TemplateError(f"condition `{text}` must be one expression")
+    negated = inner.startswith(_NOT)
+    body = inner[len(_NOT) :].strip() if negated else inner
+    for op in OPERATORS:
+        if op in body:
+            left, right = body.split(op, 1)
+            literal = parse_literal(right)
+            if op in ORDERING and not is_number(literal):
+                raise TemplateError(f"condition `{inner}`: `{op}` needs a numeric literal")
+            ref = parse_reference(left, inner)
+            return Condition(inner, negated, ref, op, literal)
+    return Condition(inner, negated, parse_reference(body, inner))
+
+
+def check_condition(text: str) -> list[Reference]:
+    """Compile-time check of a condition; returns the references it reads."""
+    return [parse_condition(text).reference]
+
+
+def parse_literal(text: str) -> Any:
+    """A literal is JSON when it parses as JSON, else the trimmed, quote-stripped string."""
+    raw = text.strip()
+    try:
+        return json.loads(raw, parse_constant=_reject_constant)
+    except ValueError:
+        return raw.strip("'\"")
+
+
+def _reject_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON; Python's parser would accept them otherwise.
+    raise ValueError(name)
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def json_identical(left: Any, right: Any) -> bool:
+    """Exact JSON identity: same type at every level (``true != 1``, ``1 != 1.0``)."""
+    if type(left) is not type(right):
+        return False
+    if isinstance(left, list):
+        return len(left) == len(right) and all(map(json_identical, left, right))
+    if isinstance(left, dict):
+        return left.keys() == right.keys() and all(
+            json_identical(v, right[k]) for k, v in left.items()
+        )
+    return bool(left == right)
+
+
+def truthy(value: Any) -> bool:
+    """null false; bool itself; number != 0; non-empty string, array or object."""
+    if value is None:
+        return False
+    if isinstance(value, bool):
+        return value
+    if is_number(value):
+        return bool(value != 0)
+    if isinstance(value, str | list | dict):
+        return len(value) > 0
+    raise TemplateError(f"value of type {type(value).__name__} is not JSON")
+
+
+def _compare(cond: Condition, value: Any) -> bool:
+    op = cond.operator
+    if op == "==":
+        return json_identical(value, cond.literal)
+    if op == "!=":
+        return not json_identical(value, cond.literal)
+    if not is_number(value):
+        raise TemplateError(f"condition `{cond.text}`: `{cond.reference.path}` is not a number")
+    if op == "<=":
+        return bool(value <= cond.literal)
+    if op == ">=":
+        return bool(value >= cond.literal)
+    if op == "<":
+        return bool(value < cond.literal)
+    return bool(value > cond.literal)
+
+
+def evaluate_read(cond: Condition, context: Mapping[str, Any]) -> tuple[bool, Any]:
+    """Evaluate ``cond``; returns the result and the one value it read."""
+    value = resolve(cond.reference, context)
+    result = truthy(value) if cond.operator is None else _compare(cond, value)
+    return (not result if cond.negated else result), value
+
+
+def evaluate(cond: Condition | str, context: Mapping[str, Any]) -> bool:
+    """Evaluate a condition (parsed, or text parsed on the fly) against a runtime context."""
+    parsed = parse_condition(cond) if isinstance(cond, str) else cond
+    return evaluate_read(parsed, context)[0]
+
+
+def decision(text: str, context: Mapping[str, Any]) -> dict[str, Any]:
+    """The audited decision record: expression, boolean result, digest of what was read."""
+    cond = parse_condition(text)
+    result, value = evaluate_read(cond, context)
+    return {
+        "expression": text,
+        "result": result,
+        "contextDigest": v1_digest({cond.reference.path: value}),
+    }

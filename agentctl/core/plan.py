@@ -1,0 +1,104 @@
+"""The compiled plan: the deterministic task graph a run executes.
+
+The compiler (``core.compiler``) is the only producer; the coordinator, the recovery planners
+and the CLI are consumers. A plan is immutable and fully static: foreach, matrix, loops and
+sub-workflows are already expanded into ordinary namespaced tasks, so nothing at run time can
+grow the graph.
+
+Invariants:
+- ``order`` is the Kahn topological order with the ready queue kept in expanded declaration
+  order; ``tasks[i].position == i`` and ``tasks[i].id == order[i]``.
+- every id in ``needs``, ``children``, ``parent`` and route destinations names a task of the plan.
+- templates in ``with_``, ``vars``, ``when``, ``guard`` and ``route.select`` are stored unrendered;
+  the coordinator renders them against the runtime context (spec/dsl.md §6.5).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Literal
+
+TaskKind = Literal[
+    "action",  # uses: action:N
+    "agent",  # uses: agent:N
+    "router",  # uses: router (pure)
+    "aggregate",  # foreach / matrix parent (pure): {items: [...]}
+    "loop_aggregate",  # loop parent (pure): {iterations, items}
+    "subworkflow_input",  # sub-workflow input boundary (pure): output = render(with_)
+    "subworkflow_output",  # sub-workflow output aggregate (pure): output = render(with_)
+]
+
+FailureMode = Literal["stop", "continue"]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 1
+    backoff_ms: int = 0
+
+
+@dataclass(frozen=True)
+class RouteCase:
+    equals: Any
+    tasks: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Route:
+    select: str  # one exact template
+    cases: tuple[RouteCase, ...]
+    default: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Compensation:
+    action: str  # name in spec.actions
+    with_: dict[str, Any]  # action defaults shallow-merged under the compensate `with`
+    retry: RetryPolicy
+    timeout_seconds: int | None
+
+
+@dataclass(frozen=True)
+class PlannedTask:
+    id: str
+    position: int
+    kind: TaskKind
+    uses: str  # as authored ("action:put", "agent:w", "router", "workflow:shout")
+    action: str | None  # spec.actions key when kind == "action"
+    agent: str | None  # spec.agents key when kind == "agent"
+    needs: tuple[str, ...]
+    with_: Any  # action `with` defaults merged under the task `with`; unrendered
+    vars: dict[str, Any]  # merged variable layers plus engine bindings; unrendered
+    bindings: dict[str, Any]  # engine bindings only (foreachIndex, matrix, loopIndex, ...)
+    when: str | None  # condition text (loop children: the rewritten guard)
+    retry: RetryPolicy
+    timeout_seconds: int
+    failure: FailureMode
+    memory_writes: tuple[str, ...]
+    output_schema: dict[str, Any] | None  # None = default contract {"type": "object"}
+    compensate: Compensation | None
+    route: Route | None
+    children: tuple[str, ...] = ()  # aggregates: child ids in expansion order
+    parent: str | None = None  # expanded children: their aggregate
+    guard: str | None = None  # loop aggregate: the guard, checked once more after the chain
+    max_iterations: int | None = None  # loop aggregate
+    definition_fingerprint: str = ""  # sha256:v1:... of the task's static definition
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    workflow_digest: str  # bare sha256 hex
+    plan_digest: str  # bare sha256 hex
+    max_concurrency: int
+    order: tuple[str, ...]
+    tasks: tuple[PlannedTask, ...]
+    requirements: dict[str, Any] = field(default_factory=dict)
+
+    def task(self, task_id: str) -> PlannedTask:
+        return self.tasks[self.index[task_id]]
+
+    @cached_property
+    def index(self) -> dict[str, int]:
+        return {t.id: t.position for t in self.tasks}

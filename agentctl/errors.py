@@ -1,0 +1,174 @@
+"""The one error hierarchy of agentctl; each error class maps to exactly one exit code.
+
+This module is a leaf: it imports nothing of ours, so every layer (core included) may raise
+these errors. Foreign exceptions are translated into these at exactly one boundary each
+(sqlite3 in the ledger, httpx in the provider executors) with ``raise ... from exc``.
+Errors cross process boundaries as data (``type``, ``message``, ``retryable``), never pickled.
+
+    AgentctlError                     (4, the generic runtime failure)
+    ├── ValidationError               2  usage, diagnostics, bad inputs, oversize files
+    ├── BlockedError                  3  paused run, blocked plan, unresolved effect, TTY needed
+    │   └── NetworkPolicyError        3  an egress denied by network policy
+    ├── RunFailedError                4  a run ended failed, or a task/policy denial at run time
+    │   └── PolicyDeniedError         4  an effect denied by policy (path escape, tool deny, ...)
+    ├── InvalidOperationError         4  resume of a terminal run, contradictory reconciliation
+    ├── PersistenceError              5  corrupt or incompatible state, artifact integrity
+    │   ├── NotFoundError             5  run / effect / approval / artifact not found
+    │   ├── FutureVersionError        5  a database or row format newer than supported
+    │   ├── LockTimeoutError          5  the database stayed locked beyond the busy timeout
+    │   └── OwnershipError            5  a run is owned by another live coordinator
+    ├── ProviderError                 6  provider, DNS or credential failure
+    │   └── CredentialMissingError    6
+    └── CancelledRunError           130  SIGINT / SIGTERM / agentctl cancel / --timeout-seconds
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+Severity = Literal["error", "warning"]
+
+DIAGNOSTIC_CODES = frozenset(
+    {
+        "yaml_syntax",
+        "schema_violation",
+        "unsupported_version",
+        "migration_required",
+        "duplicate_task",
+        "missing_reference",
+        "dependency_cycle",
+        "invalid_template",
+        "unsupported_capability",
+        "invalid_secret_reference",
+        "policy_denied",
+        "incompatible_state",
+    }
+)
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One finding about a user's document, located as precisely as we can."""
+
+    code: str
+    message: str
+    severity: Severity = "error"
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+    path: str | None = None
+    help: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "message": self.message,
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "path": self.path,
+            "help": self.help,
+        }
+
+
+class AgentctlError(Exception):
+    """Base of every error a user may see; ``exit_code`` is what the CLI exits with."""
+
+    exit_code: ClassVar[int] = 4
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        diagnostics: list[Diagnostic] | None = None,
+        run_id: str | None = None,
+        trace_id: str | None = None,
+        retryable: bool = False,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.diagnostics: list[Diagnostic] = list(diagnostics or [])
+        self.run_id = run_id
+        self.trace_id = trace_id
+        self.retryable = retryable
+        self.data: dict[str, Any] = dict(data or {})
+
+    def to_wire(self) -> dict[str, Any]:
+        """The error as data, for crossing a process boundary."""
+        return {"type": type(self).__name__, "message": self.message, "retryable": self.retryable}
+
+
+class ValidationError(AgentctlError):
+    exit_code = 2
+
+
+class BlockedError(AgentctlError):
+    exit_code = 3
+
+
+class NetworkPolicyError(BlockedError):
+    pass
+
+
+class RunFailedError(AgentctlError):
+    exit_code = 4
+
+
+class PolicyDeniedError(RunFailedError):
+    pass
+
+
+class InvalidOperationError(AgentctlError):
+    exit_code = 4
+
+
+class PersistenceError(AgentctlError):
+    exit_code = 5
+
+
+class NotFoundError(PersistenceError):
+    pass
+
+
+class FutureVersionError(PersistenceError):
+    pass
+
+
+class LockTimeoutError(PersistenceError):
+    pass
+
+
+class OwnershipError(PersistenceError):
+    pass
+
+
+class ProviderError(AgentctlError):
+    exit_code = 6
+
+
+class CredentialMissingError(ProviderError):
+    pass
+
+
+class CancelledRunError(AgentctlError):
+    exit_code = 130
+
+
+_BY_NAME: dict[str, type[AgentctlError]] = {}
+
+
+def _collect(cls: type[AgentctlError]) -> None:
+    _BY_NAME[cls.__name__] = cls
+    for sub in cls.__subclasses__():
+        _collect(sub)
+
+
+def error_from_wire(payload: dict[str, Any]) -> AgentctlError:
+    """Rebuild an error sent as data by ``AgentctlError.to_wire``; unknown types stay generic."""
+    if not _BY_NAME:
+        _collect(AgentctlError)
+    cls = _BY_NAME.get(str(payload.get("type")), AgentctlError)
+    return cls(str(payload.get("message", "")), retryable=bool(payload.get("retryable", False)))

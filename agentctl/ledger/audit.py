@@ -1,0 +1,146 @@
+"""Audit events and checkpoints: the per-run, append-only history of what happened.
+
+Invariants:
+- sequences are per run, start at 1 and have no gaps; the next one is taken inside the
+  writer's IMMEDIATE transaction, so concurrent writers cannot collide;
+- a checkpoint's ``checksum`` is the SHA-256 hex of its stored ``state_json`` text and is
+  verified on every read; a mismatch raises ``PersistenceError``;
+- rows are never updated or deleted here.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from agentctl.core.canonical import sha256_hex
+from agentctl.errors import PersistenceError
+from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_all, loads_opt
+
+_INSERT_AUDIT = """INSERT INTO audit_events
+    (run_id, sequence, format_version, event_type, task_id, trace_id, payload_json, created_at)
+    SELECT ?1, COALESCE(MAX(sequence), 0) + 1, ?2, ?3, ?4, ?5, ?6, ?7
+    FROM audit_events WHERE run_id = ?1"""
+
+_INSERT_CHECKPOINT = """INSERT INTO checkpoints
+    (run_id, sequence, format_version, state_json, checksum, created_at)
+    SELECT ?1, COALESCE(MAX(sequence), 0) + 1, ?2, ?3, ?4, ?5
+    FROM checkpoints WHERE run_id = ?1"""
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    run_id: str
+    sequence: int
+    event_type: str
+    task_id: str | None
+    trace_id: str | None
+    payload: Any
+    created_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runId": self.run_id,
+            "sequence": self.sequence,
+            "eventType": self.event_type,
+            "taskId": self.task_id,
+            "traceId": self.trace_id,
+            "payload": self.payload,
+            "createdAt": self.created_at,
+        }
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    run_id: str
+    sequence: int
+    format_version: int
+    state: Any
+    checksum: str
+    created_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runId": self.run_id,
+            "sequence": self.sequence,
+            "formatVersion": self.format_version,
+            "state": self.state,
+            "checksum": self.checksum,
+            "createdAt": self.created_at,
+        }
+
+
+def append_audit_txn(
+    conn: sqlite3.Connection,
+    run_id: str,
+    event_type: str,
+    payload: Any,
+    now: str,
+    *,
+    task_id: str | None = None,
+    trace_id: str | None = None,
+) -> None:
+    conn.execute(
+        _INSERT_AUDIT,
+        (run_id, ROW_FORMAT_VERSION, event_type, task_id, trace_id, dumps(payload), now),
+    )
+
+
+def write_checkpoint_txn(conn: sqlite3.Connection, run_id: str, state: Any, now: str) -> None:
+    text = dumps(state)
+    conn.execute(
+        _INSERT_CHECKPOINT, (run_id, ROW_FORMAT_VERSION, text, sha256_hex(text), now)
+    )
+
+
+def list_audit(conn: sqlite3.Connection, run_id: str) -> list[AuditEvent]:
+    rows = fetch_all(
+        conn, "SELECT * FROM audit_events WHERE run_id = ? ORDER BY sequence", (run_id,), "audit"
+    )
+    return [
+        AuditEvent(
+            run_id=r["run_id"],
+            sequence=r["sequence"],
+            event_type=r["event_type"],
+            task_id=r["task_id"],
+            trace_id=r["trace_id"],
+            payload=loads_opt(r["payload_json"]),
+            created_at=r["created_at"],
+        )
+        for r in rows
+    ]
+
+
+def _checkpoint(row: sqlite3.Row) -> Checkpoint:
+    text = row["state_json"]
+    if sha256_hex(text) != row["checksum"]:
+        raise PersistenceError(
+            f"checkpoint {row['sequence']} of run {row['run_id']} is corrupt: "
+            "its checksum does not match its stored state"
+        )
+    return Checkpoint(
+        run_id=row["run_id"],
+        sequence=row["sequence"],
+        format_version=row["format_version"],
+        state=loads_opt(text),
+        checksum=row["checksum"],
+        created_at=row["created_at"],
+    )
+
+
+def list_checkpoints(conn: sqlite3.Connection, run_id: str) -> list[Checkpoint]:
+    rows = fetch_all(
+        conn, "SELECT * FROM checkpoints WHERE run_id = ? ORDER BY sequence", (run_id,), "checkpoint"
+    )
+    return [_checkpoint(r) for r in rows]
+
+
+def latest_checkpoint(conn: sqlite3.Connection, run_id: str) -> Checkpoint | None:
+    rows = fetch_all(
+        conn,
+        "SELECT * FROM checkpoints WHERE run_id = ? ORDER BY sequence DESC LIMIT 1",
+        (run_id,),
+        "checkpoint",
+    )
+    return _checkpoint(rows[0]) if rows else None

@@ -1,0 +1,186 @@
+"""Opening the SQLite ledger and running transactions against it.
+
+This module is the one boundary where ``sqlite3`` errors become ``agentctl.errors``: every
+transaction and read goes through :func:`translate_errors`.
+
+Invariants:
+- ``open_ledger`` refuses a database newer than supported *before* it changes anything: the
+  version is read from the file header bytes, then again from a fresh connection, and only
+  then are journal mode and other persistent settings touched. A refused file keeps its bytes.
+- the database file (and its -wal/-shm companions) are created with mode 0600; SQLite gives
+  the companions the main file's mode, and we chmod them again where they exist.
+- every connection runs WAL, ``synchronous=FULL``, ``foreign_keys=ON`` and a busy timeout
+  (5 s by default); writes use ``BEGIN IMMEDIATE`` so a writer takes the lock up front.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from agentctl.errors import (
+    AgentctlError,
+    FutureVersionError,
+    LockTimeoutError,
+    PersistenceError,
+)
+from agentctl.ledger.migrations import SUPPORTED_SCHEMA_VERSION, MigrationResult, migrate
+
+DEFAULT_BUSY_TIMEOUT_MS = 5000
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+@contextlib.contextmanager
+def translate_errors(busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Iterator[None]:
+    """Turn sqlite3 errors raised inside the block into agentctl errors (exit 5)."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        text = str(exc).lower()
+        if "locked" in text or "busy" in text:
+            raise LockTimeoutError(
+                f"the database stayed locked for more than {busy_timeout_ms / 1000:g} s "
+                f"(another agentctl process holds it): {exc}"
+            ) from exc
+        raise PersistenceError(f"database error: {exc}") from exc
+    except sqlite3.Error as exc:
+        raise PersistenceError(f"database error: {exc}") from exc
+
+
+def _header_user_version(path: Path) -> int | None:
+    """``PRAGMA user_version`` read from the file header without opening it through SQLite."""
+    try:
+        with path.open("rb") as fh:
+            header = fh.read(100)
+    except FileNotFoundError:
+        return None
+    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+        return None
+    return int.from_bytes(header[60:64], "big", signed=True)
+
+
+def _refuse_future(found: int, path: Path) -> None:
+    if found > SUPPORTED_SCHEMA_VERSION:
+        raise FutureVersionError(
+            f"database {path} has schema {found}, newer than supported "
+            f"{SUPPORTED_SCHEMA_VERSION}; upgrade agentctl to open it"
+        )
+
+
+def _private_file(path: Path) -> None:
+    """Create ``path`` as 0600 if missing, so SQLite's companions inherit that mode."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    os.close(fd)
+
+
+def chmod_private(path: Path) -> None:
+    for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            os.chmod(candidate, 0o600)
+
+
+class Ledger:
+    """One open SQLite connection to a ledger file; used by one thread at a time."""
+
+    def __init__(
+        self,
+        path: Path,
+        conn: sqlite3.Connection,
+        busy_timeout_ms: int,
+        migration: MigrationResult,
+    ) -> None:
+        self.path = path
+        self.conn = conn
+        self.busy_timeout_ms = busy_timeout_ms
+        self.migration = migration  # what opening did: ``db migrate`` reports it
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; any exception rolls back and propagates."""
+        with translate_errors(self.busy_timeout_ms):
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.conn
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A deferred read transaction: every query in the block sees one snapshot."""
+        with translate_errors(self.busy_timeout_ms):
+            self.conn.execute("BEGIN")
+            try:
+                yield self.conn
+            finally:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+
+    def close(self) -> None:
+        with translate_errors(self.busy_timeout_ms):
+            self.conn.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect(path: Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> sqlite3.Connection:
+    """A raw connection with the session pragmas; checks the version before anything else."""
+    conn = sqlite3.connect(
+        path,
+        timeout=busy_timeout_ms / 1000,
+        isolation_level=None,
+        check_same_thread=False,
+    )
+    try:
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        (found,) = conn.execute("PRAGMA user_version").fetchone()
+        _refuse_future(int(found), path)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("PRAGMA foreign_keys = ON")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def open_ledger(
+    path: str | os.PathLike[str],
+    *,
+    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    target_version: int | None = None,
+) -> Ledger:
+    """Open (creating and migrating as needed) the ledger at ``path``.
+
+    ``target_version`` stops migration early; only tests building older schemas use it.
+    """
+    db = Path(path)
+    found = _header_user_version(db)
+    if found is not None:
+        _refuse_future(found, db)
+    try:
+        with translate_errors(busy_timeout_ms):
+            _private_file(db)
+            conn = connect(db, busy_timeout_ms)
+            try:
+                migration = migrate(conn, target_version)
+            except BaseException:
+                conn.close()
+                raise
+    except AgentctlError:
+        raise
+    except OSError as exc:
+        raise PersistenceError(f"cannot open database {db}: {exc}") from exc
+    chmod_private(db)
+    return Ledger(db, conn, busy_timeout_ms, migration)

@@ -1,0 +1,288 @@
+"""Schema migrations, keyed by ``PRAGMA user_version``.
+
+Invariants:
+- migrations are forward-only and ordered 1..SUPPORTED_SCHEMA_VERSION; migration N turns a
+  version N-1 database into a version N one;
+- each runs in its own ``BEGIN IMMEDIATE`` transaction that also sets ``user_version``, so a
+  failure leaves the previous version intact and two processes opening one file at once
+  cannot both apply a step (the loser re-reads the version inside its transaction);
+- every table carries a ``format_version`` column per row (see ``schema.ROW_FORMATS``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+# v1: the core run history.
+_V1 = (
+    """CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        format_version INTEGER NOT NULL DEFAULT 1,
+        state TEXT NOT NULL,
+        mode TEXT NOT NULL,
+        workflow_name TEXT NOT NULL,
+        workflow_digest TEXT NOT NULL,
+        plan_digest TEXT NOT NULL,
+        workflow_json TEXT NOT NULL,
+        plan_json TEXT NOT NULL,
+        inputs_json TEXT NOT NULL,
+        working_memory_json TEXT NOT NULL,
+        output_json TEXT,
+        parent_run_id TEXT,
+        cancellation_requested INTEGER NOT NULL DEFAULT 0,
+        trace_id TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL)""",
+    "CREATE INDEX runs_by_created ON runs (created_at)",
+    """CREATE TABLE task_states (
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        task_id TEXT NOT NULL,
+        format_version INTEGER NOT NULL DEFAULT 1,
+        position INTEGER NOT NULL,
+        state TEXT NOT NULL,
+        attempt INTEGER NOT NULL DEFAULT 0,
+        output_json TEXT,
+        error TEXT,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, task_id))""",
+    """CREATE TABLE effects (
+        effect_id TEXT PRIMARY KEY,
+        format_version INTEGER NOT NULL DEFAULT 1,
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        task_id TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        ordinal INTEGER NOT NULL,
+        operation TEXT NOT NULL,
+        input_digest TEXT NOT NULL,
+        effect_class TEXT NOT NULL,
+        risk TEXT NOT NULL,
+        idempotency TEXT NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        status TEXT NOT NULL,
+        request_json TEXT NOT NULL,
+        result_json TEXT,
+        error TEXT,
+        requested_at TEXT NOT NULL,
+        started_at TEXT,
+        completed_at TEXT,
+        trace_id TEXT,
+        confirmed INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (run_id, task_id, attempt, ordinal))""",
+    """CREATE TABLE approvals (
+        approval_id TEXT PRIMARY KEY,
+        format_version INTEGER NOT NULL DEFAULT 1,
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        task_id TEXT NOT NULL,
+        effect_id TEXT REFERENCES effects (effect_id),
+        agent TEXT,
+        tool TEXT,
+        capability TEXT,
+        risk TEXT,
+        redacted_input_json TEXT,
+        expected_effect TEXT,
+        reason TEXT,
+        trace_id TEXT,
+        status TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        resolved_at TEXT,
+        resolved_by TEXT,
+        resolution_reason TEXT)""",
+    "CREATE INDEX approvals_by_run ON approvals (run_id, status)",
+    """CREATE TABLE checkpoints (
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        sequence INTEGER NOT NULL,
+        format_version INTEGER NOT NULL DEFAULT 1,
+        state_json TEXT NOT NULL,
+        checksum TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, sequence))""",
+    """CREATE TABLE audit_events (
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        sequence INTEGER NOT NULL,
+        format_version INTEGER NOT NULL DEFAULT 1,
+        event_type TEXT NOT NULL,
+        task_id TEXT,
+        trace_id TEXT,
+        payload_json TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, sequence))""",
+)
+
+# v2: lineage, reuse metadata, reconciliations, sessions, tool calls, streams, memory, lease.
+_V2 = (
+    "ALTER TABLE runs ADD COLUMN source_run_id TEXT",
+    "ALTER TABLE runs ADD COLUMN roots_json TEXT",
+    "ALTER TABLE runs ADD COLUMN reason TEXT",
+    "ALTER TABLE runs ADD COLUMN base_path TEXT",
+    "ALTER TABLE runs ADD COLUMN owner_pid INTEGER",
+    "ALTER TABLE runs ADD COLUMN owner_create_time REAL",
+    "ALTER TABLE task_states ADD COLUMN disposition TEXT NOT NULL DEFAULT 'executed'",
+    "ALTER TABLE task_states ADD COLUMN definition_fingerprint TEXT",
+    "ALTER TABLE task_states ADD COLUMN input_digest TEXT",
+    "ALTER TABLE task_states ADD COLUMN output_contract_fingerprint TEXT",
+    "ALTER TABLE task_states ADD COLUMN output_digest TEXT",
+    "ALTER TABLE task_states ADD COLUMN state_delta_json TEXT",
+    "ALTER TABLE task_states ADD COLUMN state_delta_digest TEXT",
+    "ALTER TABLE task_states ADD COLUMN artifact_manifest_json TEXT",
+    "ALTER TABLE task_states ADD COLUMN source_run_id TEXT",
+    "ALTER TABLE task_states ADD COLUMN source_task_id TEXT",
+    "ALTER TABLE task_states ADD COLUMN source_attempt INTEGER",
+    "ALTER TABLE task_states ADD COLUMN decision_json TEXT",
+    "CREATE INDEX effects_by_task ON effects (run_id, task_id, attempt, ordinal)",
+    """CREATE TABLE effect_reconciliations (
+        reconciliation_id TEXT PRIMARY KEY,
+        effect_id TEXT NOT NULL REFERENCES effects (effect_id),
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        format_version INTEGER NOT NULL DEFAULT 1,
+        status TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        evidence_json TEXT NOT NULL,
+        result_json TEXT,
+        compensation_effect_id TEXT,
+        supersedes_id TEXT,
+        trace_id TEXT,
+        created_at TEXT NOT NULL)""",
+    "CREATE INDEX reconciliations_by_effect ON effect_reconciliations (effect_id, created_at)",
+    """CREATE TABLE provider_sessions (
+        session_id TEXT PRIMARY KEY,
+        format_version INTEGER NOT NULL DEFAULT 1,
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        task_id TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        provider TEXT NOT NULL,
+        model TEXT,
+        state_json TEXT NOT NULL DEFAULT '{}',
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL)""",
+    """CREATE TABLE tool_calls (
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        call_id TEXT NOT NULL,
+        format_version INTEGER NOT NULL DEFAULT 1,
+        task_id TEXT NOT NULL,
+        effect_id TEXT REFERENCES effects (effect_id),
+        tool TEXT NOT NULL,
+        status TEXT NOT NULL,
+        input_json TEXT NOT NULL,
+        output_json TEXT,
+        error TEXT,
+        created_at TEXT NOT NULL,
+        completed_at TEXT,
+        PRIMARY KEY (run_id, call_id))""",
+    """CREATE TABLE stream_events (
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        task_id TEXT NOT NULL,
+        attempt INTEGER NOT NULL,
+        sequence INTEGER NOT NULL,
+        format_version INTEGER NOT NULL DEFAULT 1,
+        event_type TEXT NOT NULL,
+        payload_json TEXT NOT NULL,
+        source_run_id TEXT,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, task_id, attempt, sequence))""",
+    """CREATE TABLE long_term_memory (
+        namespace TEXT NOT NULL,
+        key TEXT NOT NULL,
+        format_version INTEGER NOT NULL DEFAULT 1,
+        value_json TEXT NOT NULL,
+        expires_at TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (namespace, key))""",
+)
+
+# v3: the budget ledger (back-filled with a zero ledger per run) and the artifact store.
+_V3 = (
+    """CREATE TABLE run_budgets (
+        run_id TEXT PRIMARY KEY REFERENCES runs (run_id) ON DELETE CASCADE,
+        format_version INTEGER NOT NULL DEFAULT 1,
+        limits_json TEXT NOT NULL DEFAULT '{}',
+        usage_json TEXT NOT NULL DEFAULT '{}',
+        reserved_json TEXT NOT NULL DEFAULT '{}',
+        exceeded_json TEXT,
+        updated_at TEXT NOT NULL)""",
+    """CREATE TABLE budget_reservations (
+        run_id TEXT NOT NULL REFERENCES run_budgets (run_id) ON DELETE CASCADE,
+        reservation_id TEXT NOT NULL,
+        format_version INTEGER NOT NULL DEFAULT 1,
+        amounts_json TEXT NOT NULL,
+        actual_json TEXT,
+        status TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        settled_at TEXT,
+        PRIMARY KEY (run_id, reservation_id))""",
+    """INSERT INTO run_budgets (run_id, updated_at)
+        SELECT run_id, updated_at FROM runs""",
+    """CREATE TABLE artifact_blobs (
+        digest TEXT PRIMARY KEY,
+        format_version INTEGER NOT NULL DEFAULT 1,
+        size_bytes INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        last_verified_at TEXT)""",
+    """CREATE TABLE artifact_refs (
+        run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+        task_id TEXT NOT NULL,
+        logical_path TEXT NOT NULL,
+        format_version INTEGER NOT NULL DEFAULT 1,
+        attempt INTEGER NOT NULL,
+        digest TEXT NOT NULL REFERENCES artifact_blobs (digest),
+        media_type TEXT NOT NULL,
+        size_bytes INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (run_id, task_id, logical_path))""",
+    "CREATE INDEX artifact_refs_by_digest ON artifact_refs (digest)",
+    """CREATE TABLE artifact_ingests (
+        lease_id TEXT PRIMARY KEY,
+        format_version INTEGER NOT NULL DEFAULT 1,
+        digest TEXT NOT NULL,
+        run_id TEXT,
+        task_id TEXT,
+        created_at TEXT NOT NULL,
+        expires_at TEXT NOT NULL)""",
+    "CREATE INDEX artifact_ingests_by_digest ON artifact_ingests (digest)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
+SUPPORTED_SCHEMA_VERSION = len(MIGRATIONS)
+
+
+@dataclass(frozen=True)
+class MigrationResult:
+    from_version: int
+    to_version: int
+    applied: tuple[int, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {"from": self.from_version, "to": self.to_version, "applied": list(self.applied)}
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+    return int(version)
+
+
+def _apply_one(conn: sqlite3.Connection, version: int) -> bool:
+    """Apply migration ``version`` unless another process already did; True if applied."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if schema_version(conn) >= version:
+            conn.execute("ROLLBACK")
+            return False
+        for statement in MIGRATIONS[version - 1]:
+            conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {version}")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return True
+
+
+def migrate(conn: sqlite3.Connection, target: int | None = None) -> MigrationResult:
+    """Bring the database forward to ``target`` (default: the newest version)."""
+    goal = SUPPORTED_SCHEMA_VERSION if target is None else target
+    start = schema_version(conn)
+    applied = tuple(v for v in range(start + 1, goal + 1) if _apply_one(conn, v))
+    return MigrationResult(start, max(start, schema_version(conn)), applied)

@@ -1,0 +1,75 @@
+"""Shared helpers for ledger rows: IDs, JSON columns, row format checks, timestamps.
+
+Invariants:
+- JSON columns hold canonical JSON (sorted keys, compact), so equal values store equal text;
+- every row read back passes :func:`check_format`: a ``format_version`` above what this build
+  writes raises ``FutureVersionError`` naming both versions, before the row is interpreted;
+- timestamps are RFC 3339 UTC strings with milliseconds (``2024-05-01T12:00:00.000Z``),
+  supplied by the caller's injected clock; only this module parses them.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from typing import Any, NewType
+
+from agentctl.core.canonical import canonical_json
+from agentctl.errors import FutureVersionError, NotFoundError
+
+RunId = NewType("RunId", str)
+TaskId = NewType("TaskId", str)
+EffectId = NewType("EffectId", str)
+ApprovalId = NewType("ApprovalId", str)
+ReconciliationId = NewType("ReconciliationId", str)
+
+# The row format this build writes, per table; reading a newer one is refused.
+ROW_FORMAT_VERSION = 1
+
+
+def dumps(value: Any) -> str:
+    return canonical_json(value)
+
+
+def dumps_opt(value: Any) -> str | None:
+    return None if value is None else canonical_json(value)
+
+
+def loads_opt(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def check_format(row: sqlite3.Row, kind: str) -> sqlite3.Row:
+    """Refuse a row written by a newer agentctl (its format we cannot interpret)."""
+    found = int(row["format_version"])
+    if found > ROW_FORMAT_VERSION:
+        raise FutureVersionError(
+            f"{kind} row format {found} is newer than supported {ROW_FORMAT_VERSION}"
+        )
+    return row
+
+
+def fetch_one(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], kind: str) -> sqlite3.Row:
+    """The single row ``sql`` selects, format-checked; ``NotFoundError`` if there is none."""
+    row = conn.execute(sql, params).fetchone()
+    if row is None:
+        raise NotFoundError(f"{kind} {params[0]} not found")
+    return check_format(row, kind)
+
+
+def fetch_all(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], kind: str) -> list[sqlite3.Row]:
+    return [check_format(row, kind) for row in conn.execute(sql, params)]
+
+
+def parse_ts(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+
+
+def format_ts(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def shift_ts(text: str, seconds: float) -> str:
+    """``text`` moved by ``seconds`` (negative goes back), in the same format."""
+    return format_ts(parse_ts(text) + timedelta(seconds=seconds))

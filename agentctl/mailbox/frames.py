@@ -1,0 +1,98 @@
+"""Length-prefixed JSON frames over a trio byte stream.
+
+A frame is a 4-byte big-endian unsigned length followed by that many bytes of UTF-8 JSON
+holding one ``Message``. Invariants:
+- no frame is larger than ``MAX_FRAME_BYTES``; a larger announced length is refused before
+  any of its body is read, so a hostile or broken peer cannot make us allocate it;
+- ``receive`` returns ``None`` only on a clean EOF at a frame boundary; EOF inside a frame,
+  bad JSON, an unknown message or a broken socket raise ``ProtocolError`` — the caller drops
+  that connection and carries on (it never crashes the process);
+- sends are serialised by a lock, so concurrent effect tasks can share one channel.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import pydantic
+import trio
+
+from agentctl.errors import AgentctlError
+from agentctl.mailbox.messages import MESSAGE_ADAPTER, Message
+
+MAX_FRAME_BYTES = 16 * 1024 * 1024
+_HEADER = struct.Struct(">I")
+_READ_CHUNK = 256 * 1024
+
+
+class ProtocolError(AgentctlError):
+    """The peer broke the frame protocol or its connection failed.
+
+    It lives here rather than in ``agentctl.errors`` because it never reaches a user: it only
+    tells the owner of a channel to drop that peer. It is not a ``PersistenceError`` — nothing
+    durable is wrong — so it keeps the generic runtime exit code.
+    """
+
+
+def encode_frame(msg: Message) -> bytes:
+    """The wire bytes of ``msg``; raises ProtocolError if it would exceed the frame limit."""
+    body = msg.model_dump_json(by_alias=True).encode("utf-8")
+    if len(body) > MAX_FRAME_BYTES:
+        raise ProtocolError(f"frame of {len(body)} bytes exceeds the {MAX_FRAME_BYTES} limit")
+    return _HEADER.pack(len(body)) + body
+
+
+def decode_body(body: bytes) -> Message:
+    """Parse one frame body; any malformation becomes ProtocolError."""
+    try:
+        return MESSAGE_ADAPTER.validate_json(body)
+    except pydantic.ValidationError as exc:
+        # The error text may quote the payload; keep only the first line of the summary.
+        summary = str(exc).splitlines()[0]
+        raise ProtocolError(f"malformed frame: {summary}") from exc
+
+
+class FrameChannel:
+    """Frames over one ``trio.abc.Stream`` (usually a SocketStream on a socketpair)."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self._stream = stream
+        self._buffer = bytearray()
+        self._send_lock = trio.Lock()
+
+    async def send(self, msg: Message) -> None:
+        data = encode_frame(msg)
+        async with self._send_lock:
+            try:
+                await self._stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                raise ProtocolError(f"connection lost while sending: {exc}") from exc
+
+    async def receive(self) -> Message | None:
+        header = await self._read_exactly(_HEADER.size, at_boundary=True)
+        if header is None:
+            return None
+        (length,) = _HEADER.unpack(header)
+        if length > MAX_FRAME_BYTES:
+            raise ProtocolError(f"announced frame of {length} bytes exceeds the limit")
+        body = await self._read_exactly(length, at_boundary=False)
+        assert body is not None  # only a boundary read may return None
+        return decode_body(body)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def _read_exactly(self, count: int, *, at_boundary: bool) -> bytes | None:
+        while len(self._buffer) < count:
+            try:
+                chunk = await self._stream.receive_some(max(_READ_CHUNK, count - len(self._buffer)))
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                raise ProtocolError(f"connection lost while receiving: {exc}") from exc
+            if not chunk:
+                if at_boundary and not self._buffer:
+                    return None
+                raise ProtocolError("truncated frame: connection closed inside a frame")
+            self._buffer += chunk
+        data = bytes(self._buffer[:count])
+        del self._buffer[:count]
+        return data

@@ -1,0 +1,124 @@
+"""The versioned messages exchanged between the coordinator and its worker processes.
+
+One discriminated union (field ``type``) covers every frame. Invariants:
+- every message carries ``v: 1``; a frame of another version is rejected, never guessed at;
+- JSON keys are camelCase on the wire (``effectId``), snake_case in Python;
+- messages are frozen and reject unknown keys, so a peer built from other code fails loudly;
+- errors travel as data in the ``AgentctlError.to_wire()`` shape, never pickled.
+
+``EffectRequest`` / ``Go`` are the multi-effect handshake of DESIGN.md §3.3 (an agent asks the
+coordinator to record an effect and waits for the go-ahead); they are defined so the union is
+stable, though the built-in executors do not use them yet.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic.alias_generators import to_camel
+
+PROTOCOL_VERSION = 1
+
+
+class WireModel(BaseModel):
+    """Base of every wire model: camelCase aliases, strict keys, immutable."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+    )
+
+
+class WireError(WireModel):
+    """An error as data: the ``AgentctlError.to_wire()`` shape."""
+
+    type: str
+    message: str
+    retryable: bool = False
+
+
+class Hello(WireModel):
+    type: Literal["hello"] = "hello"
+    v: Literal[1] = 1
+    pid: int
+    protocol: int = PROTOCOL_VERSION
+
+
+class Execute(WireModel):
+    type: Literal["execute"] = "execute"
+    v: Literal[1] = 1
+    effect_id: str
+    run_id: str
+    task_id: str
+    attempt: int
+    operation: str  # action kind, e.g. "builtin.write"
+    request: dict[str, Any]  # operation-specific; see agentctl.mailbox.requests
+    timeout_seconds: float = Field(gt=0)
+
+
+class Result(WireModel):
+    type: Literal["result"] = "result"
+    v: Literal[1] = 1
+    effect_id: str
+    output: dict[str, Any]
+    usage: dict[str, int] = Field(default_factory=dict)
+    artifacts: list[str] = Field(default_factory=list)  # workspace-relative paths written
+
+
+class Failure(WireModel):
+    type: Literal["failure"] = "failure"
+    v: Literal[1] = 1
+    effect_id: str
+    error: WireError
+    # True when the effect may have happened (timeout, cancel or loss after it started).
+    uncertain: bool = False
+
+
+class Cancel(WireModel):
+    type: Literal["cancel"] = "cancel"
+    v: Literal[1] = 1
+    effect_id: str
+
+
+class Shutdown(WireModel):
+    type: Literal["shutdown"] = "shutdown"
+    v: Literal[1] = 1
+
+
+class EffectRequest(WireModel):
+    """Worker → coordinator: record a further effect of a running task, then wait for Go."""
+
+    type: Literal["effect_request"] = "effect_request"
+    v: Literal[1] = 1
+    parent_effect_id: str
+    ordinal: int
+    operation: str
+    request: dict[str, Any]
+
+
+class Go(WireModel):
+    """Coordinator → worker: the effect asked for is durably ``started``; execute it."""
+
+    type: Literal["go"] = "go"
+    v: Literal[1] = 1
+    parent_effect_id: str
+    ordinal: int
+    effect_id: str
+
+
+Message = Annotated[
+    Hello | Execute | Result | Failure | Cancel | Shutdown | EffectRequest | Go,
+    Field(discriminator="type"),
+]
+
+MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
+
+
+def failure_from_error(
+    effect_id: str, error: dict[str, Any], *, uncertain: bool = False
+) -> Failure:
+    """A Failure reply from an ``AgentctlError.to_wire()`` payload."""
+    return Failure(effect_id=effect_id, error=WireError(**error), uncertain=uncertain)

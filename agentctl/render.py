@@ -1,0 +1,149 @@
+"""Rendering of command results: the JSON envelope of spec/cli.md §2 and the human view.
+
+Invariants:
+- JSON mode prints exactly one compact ``agentctl.dev/cli/v1`` envelope: a success on stdout,
+  an error on stderr. Nothing else is written to stdout in JSON mode.
+- Human mode never writes ANSI escapes unless colour is on (``--color always``, or ``auto``
+  with a terminal on stdout).
+- ``rich`` is imported only when a human table is actually drawn, to keep start-up fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, TextIO
+
+from agentctl.errors import AgentctlError, Diagnostic
+
+API_VERSION = "agentctl.dev/cli/v1"
+OutputMode = Literal["human", "json", "jsonl"]
+ColorMode = Literal["auto", "always", "never"]
+
+
+@dataclass
+class Settings:
+    """The global presentation options, accepted before or after the command."""
+
+    output: OutputMode = "human"
+    color: ColorMode = "auto"
+    verbose: bool = False
+
+    def use_color(self, stream: TextIO) -> bool:
+        if self.color == "always":
+            return True
+        if self.color == "never":
+            return False
+        return bool(getattr(stream, "isatty", lambda: False)())
+
+
+@dataclass
+class Outcome:
+    """What a command produced: the envelope ``kind`` and ``data``, and its exit code."""
+
+    kind: str
+    data: Any
+    exit_code: int = 0
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    human: Callable[[Settings], str] | None = None
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def emit_outcome(outcome: Outcome, settings: Settings) -> None:
+    if settings.output in ("json", "jsonl"):
+        envelope = {
+            "apiVersion": API_VERSION,
+            "kind": outcome.kind,
+            "ok": True,
+            "data": outcome.data,
+            "diagnostics": [d.to_json() for d in outcome.diagnostics],
+        }
+        sys.stdout.write(_dump(envelope) + "\n")
+        sys.stdout.flush()
+        return
+    text = outcome.human(settings) if outcome.human else default_human(outcome)
+    if text:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    for diag in outcome.diagnostics:
+        sys.stderr.write(format_diagnostic(diag) + "\n")
+    if settings.verbose and outcome.human is not None:
+        sys.stdout.write(json.dumps(outcome.data, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def default_human(outcome: Outcome) -> str:
+    return json.dumps(outcome.data, indent=2, ensure_ascii=False)
+
+
+def emit_error(error: AgentctlError, settings: Settings) -> None:
+    if settings.output in ("json", "jsonl"):
+        envelope = {
+            "apiVersion": API_VERSION,
+            "kind": "Error",
+            "ok": False,
+            "error": {
+                "message": error.message,
+                "exitCode": error.exit_code,
+                "runId": error.run_id,
+                "traceId": error.trace_id,
+                **({"details": error.data} if error.data else {}),
+            },
+            "diagnostics": [d.to_json() for d in error.diagnostics],
+        }
+        sys.stderr.write(_dump(envelope) + "\n")
+        sys.stderr.flush()
+        return
+    lines = [f"error: {error.message}"]
+    lines.extend(format_diagnostic(d) for d in error.diagnostics)
+    if error.run_id:
+        lines.append(f"  run: {error.run_id}")
+    if error.trace_id:
+        lines.append(f"  trace: {error.trace_id}")
+    hint = error.data.get("hint") if error.data else None
+    if isinstance(hint, str):
+        lines.append(f"  hint: {hint}")
+    sys.stderr.write("\n".join(lines) + "\n")
+    sys.stderr.flush()
+
+
+def format_diagnostic(diag: Diagnostic) -> str:
+    where = diag.file or "<input>"
+    if diag.line is not None:
+        where += f":{diag.line}"
+        if diag.column is not None:
+            where += f":{diag.column}"
+    text = f"{diag.severity}[{diag.code}]: {diag.message}\n  --> {where}"
+    if diag.path:
+        text += f" ({diag.path})"
+    if diag.help:
+        text += f"\n  help: {diag.help}"
+    return text
+
+
+def table(title: str, columns: list[str], rows: list[list[str]], settings: Settings) -> str:
+    """A rich table rendered to text; plain (no ANSI) unless colour is on."""
+    from rich.console import Console
+    from rich.table import Table
+
+    tbl = Table(title=title, show_lines=False)
+    for col in columns:
+        tbl.add_column(col, overflow="fold")
+    for row in rows:
+        tbl.add_row(*row)
+    color = settings.use_color(sys.stdout)
+    console = Console(
+        file=None,
+        force_terminal=color,
+        no_color=not color,
+        color_system="auto" if color else None,
+        width=max(100, Console().width if color else 100),
+        record=True,
+    )
+    with console.capture() as capture:
+        console.print(tbl)
+    return capture.get()

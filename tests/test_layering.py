@@ -1,0 +1,100 @@
+"""The dependency arrows of DESIGN.md §4, checked on the real source.
+
+Each test fails if a module imports something its layer must not see; the walk is static
+(ast), so imports inside functions count too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "agentctl"
+
+# What each layer may import of ours (besides itself). errors.py is the shared leaf.
+ALLOWED: dict[str, set[str]] = {
+    "core": {"errors"},
+    "ledger": {"core", "errors"},
+    "mailbox": {"core", "errors"},
+    "sandbox": {"core", "errors"},
+    "workers": {"core", "mailbox", "sandbox", "errors"},
+    "coordinator": {"core", "ledger", "mailbox", "sandbox", "errors"},
+    "errors": set(),
+    "render": {"errors"},
+    "cli": {"core", "ledger", "coordinator", "render", "errors", "__init__"},
+    "__main__": {"cli"},
+    "__init__": set(),
+}
+
+# Foreign modules the pure core must never touch: no I/O, no clocks, no randomness.
+CORE_FORBIDDEN = {
+    "trio",
+    "sqlite3",
+    "sqlite_utils",
+    "httpx",
+    "psutil",
+    "filelock",
+    "cloudpickle",
+    "typer",
+    "rich",
+    "os",
+    "time",
+    "random",
+    "subprocess",
+    "socket",
+    "shutil",
+    "tempfile",
+    "threading",
+    "uuid",
+    "signal",
+    "asyncio",
+}
+
+
+def _layer(path: Path) -> str:
+    rel = path.relative_to(PACKAGE)
+    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+
+
+def _imports(path: Path) -> list[tuple[str, int]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((alias.name, node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.module, node.lineno))
+        elif isinstance(node, ast.ImportFrom) and node.level > 0:
+            found.append(("." * node.level + (node.module or ""), node.lineno))
+    return found
+
+
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_no_forbidden_arrow(path: Path) -> None:
+    layer = _layer(path)
+    allowed = ALLOWED.get(layer)
+    assert allowed is not None, f"{path}: layer {layer!r} has no entry in the layering table"
+    for name, line in _imports(path):
+        if name.startswith("."):
+            continue  # relative imports stay inside the module's own package
+        top, _, rest = name.partition(".")
+        if top == "agentctl":
+            target = rest.split(".")[0] if rest else "__init__"
+            assert target == layer or target in allowed, (
+                f"{path.relative_to(PACKAGE)}:{line}: layer {layer!r} must not import "
+                f"agentctl.{target}"
+            )
+        elif layer == "core":
+            assert top not in CORE_FORBIDDEN, (
+                f"{path.relative_to(PACKAGE)}:{line}: core must stay pure but imports {top}"
+            )
+
+
+def test_table_covers_every_layer() -> None:
+    layers = {_layer(p) for p in SOURCES}
+    assert layers <= set(ALLOWED), layers - set(ALLOWED)
