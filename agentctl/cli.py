@@ -12,6 +12,7 @@ Invariants:
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -216,6 +217,251 @@ def _plan_human(data: dict[str, Any]) -> Any:
         return head + table("plan", cols, rows, settings)
 
     return human
+
+
+# --------------------------------------------------------------------------- runs
+
+DbOpt = Annotated[str, typer.Option("--db", help="SQLite database (default .agentctl/runtime.db).")]
+DEFAULT_DB = ".agentctl/runtime.db"
+TimeoutOpt = Annotated[
+    float | None,
+    typer.Option("--timeout-seconds", min=0.001, help="Overall deadline; on expiry exit 130."),
+]
+
+
+def _progress() -> Any:
+    """Live task progress on stderr, only for a human at a terminal."""
+    if SETTINGS.output != "human" or not sys.stderr.isatty():
+        return None
+
+    def show(task_id: str, state: str) -> None:
+        sys.stderr.write(f"  {state:<20} {task_id}\n")
+        sys.stderr.flush()
+
+    return show
+
+
+def _announce(run_id: str, trace_id: str) -> None:
+    if SETTINGS.output == "human" and sys.stderr.isatty():
+        sys.stderr.write(f"run {run_id} (trace {trace_id})\n")
+        sys.stderr.flush()
+
+
+def _outcome(outcome: Any) -> Outcome:
+    codes = {"succeeded": 0, "paused": 3, "cancelled": 130}
+    data = outcome.to_json()
+
+    def human(_s: Settings) -> str:
+        text = f"run {data['runId']}: {data['state']}"
+        if data.get("output") is not None:
+            text += "\n" + json.dumps(data["output"], indent=2, ensure_ascii=False)
+        return text
+
+    return Outcome("RunOutcome", data, exit_code=codes.get(outcome.state, 4), human=human)
+
+
+@app.command("run")
+def run_cmd(
+    file: Annotated[Path, typer.Argument(help="Workflow YAML file to run.")],
+    db: DbOpt = DEFAULT_DB,
+    inputs: Annotated[
+        str | None, typer.Option("--inputs", help="Run inputs as a JSON object.")
+    ] = None,
+    inputs_file: Annotated[
+        Path | None, typer.Option("--inputs-file", help="File holding the inputs JSON object.")
+    ] = None,
+    input_pairs: Annotated[
+        list[str] | None, typer.Option("--input", help="KEY=VALUE (JSON, else text); repeatable.")
+    ] = None,
+    workspace: Annotated[
+        Path | None, typer.Option("--workspace", help="Workspace root (default: the file's dir).")
+    ] = None,
+    timeout_seconds: TimeoutOpt = None,
+) -> None:
+    """Compile and run a workflow durably; prints the RunOutcome."""
+    from agentctl.coordinator import api
+    from agentctl.core.compiler import plan_to_json
+
+    loaded, plan = compile_file(file)
+    file_text = None
+    if inputs_file is not None:
+        file_text = read_cli_file(inputs_file, "inputs file").decode("utf-8", "replace")
+    defaults = loaded.document["spec"].get("inputs") or {}
+    resolved = api.resolve_inputs(defaults, inputs, file_text, input_pairs or [])
+    outcome = api.start_run(
+        document=loaded.document,
+        plan=plan,
+        plan_json=plan_to_json(plan),
+        inputs=resolved,
+        db=db,
+        workspace=str(workspace or file.resolve().parent),
+        timeout_s=timeout_seconds,
+        progress=_progress(),
+        on_created=_announce,
+    )
+    deliver(_outcome(outcome))
+
+
+@app.command("resume")
+def resume_cmd(
+    run: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
+    db: DbOpt = DEFAULT_DB,
+    workspace: Annotated[Path | None, typer.Option("--workspace")] = None,
+    timeout_seconds: TimeoutOpt = None,
+) -> None:
+    """Continue a running or paused run from its durable state."""
+    from agentctl.coordinator import api
+
+    outcome = api.resume(
+        run, db=db, workspace=str(workspace) if workspace else None,
+        timeout_s=timeout_seconds, progress=_progress(),
+    )  # fmt: skip
+    deliver(_outcome(outcome))
+
+
+@app.command("cancel")
+def cancel_cmd(
+    run: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Record a durable cancellation request; the driving coordinator honours it."""
+    from agentctl.coordinator import api
+
+    data = api.cancel(run, db=db)
+    deliver(
+        Outcome(
+            "Cancellation", data, human=lambda _s: f"cancellation requested for {data['runId']}"
+        )
+    )
+
+
+@app.command("inspect")
+def inspect_cmd(
+    run: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Show a run: tasks, effects, reconciliations, approvals, checkpoints and audit."""
+    from agentctl.coordinator import api
+
+    data = api.inspect(run, db=db)
+    deliver(Outcome("RunInspection", data, human=_inspect_human(data)))
+
+
+def _inspect_human(data: dict[str, Any]) -> Any:
+    from agentctl.render import table
+
+    def human(settings: Settings) -> str:
+        run = data["run"]
+        head = (
+            f"run {run['runId']}  {run['state']}  mode {run['mode']}  workflow {run['workflow']}\n"
+        )
+        rows = [
+            [t["taskId"], t["state"], str(t["attempt"]), str(t.get("error") or "")]
+            for t in data["tasks"]
+        ]
+        erows = [
+            [e["effectId"][:16], e["taskId"], e["operation"], e["status"]] for e in data["effects"]
+        ]
+        return (
+            head
+            + table("tasks", ["task", "state", "attempt", "error"], rows, settings)
+            + table("effects", ["effect", "task", "operation", "status"], erows, settings)
+        )
+
+    return human
+
+
+runs_app = typer.Typer(help="List runs.", no_args_is_help=True)
+app.add_typer(runs_app, name="runs")
+
+
+@runs_app.command("list")
+def runs_list_cmd(
+    db: DbOpt = DEFAULT_DB,
+    state: Annotated[str | None, typer.Option("--state", help="Only runs in this state.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 50,
+) -> None:
+    """Runs newest first: runId, state, mode, workflow, created."""
+    from agentctl.coordinator import api
+    from agentctl.render import table
+
+    data = api.list_runs(db=db, state=state, limit=limit)
+
+    def human(settings: Settings) -> str:
+        rows = [
+            [r["runId"], r["state"], r["mode"], str(r["workflow"]), r["createdAt"]]
+            for r in data["runs"]
+        ]
+        return table("runs", ["run", "state", "mode", "workflow", "created"], rows, settings)
+
+    deliver(Outcome("RunList", data, human=human))
+
+
+effects_app = typer.Typer(help="List, inspect and reconcile effects.", no_args_is_help=True)
+app.add_typer(effects_app, name="effects")
+
+
+@effects_app.command("list")
+def effects_list_cmd(
+    run: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
+    db: DbOpt = DEFAULT_DB,
+    task: Annotated[str | None, typer.Option("--task")] = None,
+) -> None:
+    """The effects of a run (optionally of one task) and their reconciliations."""
+    from agentctl.coordinator import api
+
+    deliver(Outcome("EffectList", api.effects_list(run, db=db, task=task)))
+
+
+@effects_app.command("inspect")
+def effects_inspect_cmd(
+    effect: Annotated[str, typer.Argument(help="Effect id (64 hex).")],
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """One effect with its append-only reconciliation history."""
+    from agentctl.coordinator import api
+
+    deliver(Outcome("EffectInspection", api.effects_inspect(effect, db=db)))
+
+
+@effects_app.command("reconcile")
+def effects_reconcile_cmd(
+    effect: Annotated[str, typer.Argument(help="Effect id (64 hex).")],
+    status: Annotated[
+        str, typer.Option("--status", "--outcome", help="applied | not-applied | compensated")
+    ],
+    reason: Annotated[str, typer.Option("--reason", help="Why (required).")],
+    db: DbOpt = DEFAULT_DB,
+    actor: Annotated[str, typer.Option("--actor")] = "cli-user",
+    evidence_file: Annotated[Path | None, typer.Option("--evidence-file")] = None,
+    result_file: Annotated[Path | None, typer.Option("--result-file")] = None,
+    compensation_effect: Annotated[str | None, typer.Option("--compensation-effect")] = None,
+) -> None:
+    """Append an operator's conclusion about an uncertain or started effect."""
+    from agentctl.coordinator import api
+
+    if status not in ("applied", "not-applied", "not_applied", "compensated"):
+        raise ValidationError(
+            f"--status must be applied, not-applied or compensated, not {status!r}"
+        )
+    evidence = (
+        _json_file(evidence_file, "evidence file")
+        if evidence_file
+        else {"kind": "operator_statement", "statement": reason}
+    )
+    result = _json_file(result_file, "result file") if result_file else None
+    data = api.effects_reconcile(
+        effect, db=db, status=status, reason=reason, actor=actor, evidence=evidence,
+        result=result, compensation_effect_id=compensation_effect,
+    )  # fmt: skip
+    deliver(Outcome("EffectReconciliation", data))
+
+
+def _json_file(path: Path, what: str) -> Any:
+    try:
+        return json.loads(read_cli_file(path, what))
+    except json.JSONDecodeError as exc:
+        raise ValidationError(f"{what} {path} is not valid JSON: {exc}") from exc
 
 
 # --------------------------------------------------------------------------- entry point

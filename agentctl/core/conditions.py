@@ -14,6 +14,8 @@ Invariants:
   original's behaviour, kept on purpose).
 - Equality is JSON identity *including the number type*: ``true != 1`` and ``1 != 1.0`` (the
   original compares serde_json values, whose integer and float numbers never compare equal).
+- An unquoted literal that is itself a valid path is refused (no path-vs-path comparison);
+  ``"inputs.b"`` in JSON quotes stays an ordinary string literal.
 - Ordering needs a numeric literal (checked at parse time) and a numeric, non-boolean value
   (checked at evaluation time).
 - A condition decision's ``contextDigest`` covers exactly the value the condition read, as
@@ -144,11 +146,26 @@ def parse_condition(text: str) -> Condition:
         if op in body:
             left, right = body.split(op, 1)
             literal = parse_literal(right)
+            if _looks_like_path(right):
+                raise TemplateError(
+                    f"condition `{inner}`: comparing two paths is not supported "
+                    "(quote the literal if it is a string)"
+                )
             if op in ORDERING and not is_number(literal):
                 raise TemplateError(f"condition `{inner}`: `{op}` needs a numeric literal")
             ref = parse_reference(left, inner)
             return Condition(inner, negated, ref, op, literal)
     return Condition(inner, negated, parse_reference(body, inner))
+
+
+def _looks_like_path(text: str) -> bool:
+    # An unquoted literal that parses as a path is almost surely a path-vs-path comparison,
+    # which the original silently compared against the literal string; we refuse it instead.
+    try:
+        parse_reference(text)
+    except TemplateError:
+        return False
+    return True
 
 
 def check_condition(text: str) -> list[Reference]:

@@ -89,9 +89,7 @@ def append_audit_txn(
 
 def write_checkpoint_txn(conn: sqlite3.Connection, run_id: str, state: Any, now: str) -> None:
     text = dumps(state)
-    conn.execute(
-        _INSERT_CHECKPOINT, (run_id, ROW_FORMAT_VERSION, text, sha256_hex(text), now)
-    )
+    conn.execute(_INSERT_CHECKPOINT, (run_id, ROW_FORMAT_VERSION, text, sha256_hex(text), now))
 
 
 def list_audit(conn: sqlite3.Connection, run_id: str) -> list[AuditEvent]:
@@ -131,7 +129,10 @@ def _checkpoint(row: sqlite3.Row) -> Checkpoint:
 
 def list_checkpoints(conn: sqlite3.Connection, run_id: str) -> list[Checkpoint]:
     rows = fetch_all(
-        conn, "SELECT * FROM checkpoints WHERE run_id = ? ORDER BY sequence", (run_id,), "checkpoint"
+        conn,
+        "SELECT * FROM checkpoints WHERE run_id = ? ORDER BY sequence",
+        (run_id,),
+        "checkpoint",
     )
     return [_checkpoint(r) for r in rows]
 

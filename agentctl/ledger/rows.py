@@ -50,7 +50,9 @@ def check_format(row: sqlite3.Row, kind: str) -> sqlite3.Row:
     return row
 
 
-def fetch_one(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], kind: str) -> sqlite3.Row:
+def fetch_one(
+    conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], kind: str
+) -> sqlite3.Row:
     """The single row ``sql`` selects, format-checked; ``NotFoundError`` if there is none."""
     row = conn.execute(sql, params).fetchone()
     if row is None:
@@ -58,7 +60,9 @@ def fetch_one(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], kind:
     return check_format(row, kind)
 
 
-def fetch_all(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], kind: str) -> list[sqlite3.Row]:
+def fetch_all(
+    conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], kind: str
+) -> list[sqlite3.Row]:
     return [check_format(row, kind) for row in conn.execute(sql, params)]
 
 
@@ -67,7 +71,9 @@ def parse_ts(text: str) -> datetime:
 
 
 def format_ts(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return (
+        moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    )
 
 
 def shift_ts(text: str, seconds: float) -> str:

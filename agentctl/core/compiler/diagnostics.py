@@ -1,8 +1,9 @@
 """Collects compile diagnostics so one compile reports every problem it finds.
 
-Invariants: diagnostics keep the order they were found in; each carries the dotted document
-path it is about and, when a locator is given, the line/column of the nearest located
-ancestor of that path (synthetic paths such as expanded children still point at their source).
+Invariants: diagnostics keep the order they were found in; identical findings (same code,
+message and path, e.g. from the children of one foreach) are kept once; each carries the
+dotted document path it is about and, when a locator is given, the line/column of the
+nearest located ancestor of that path (expanded children point at their source).
 """
 
 from __future__ import annotations
@@ -21,8 +22,14 @@ class Collector:
         self.file = file
         self._locate = locate
         self.items: list[Diagnostic] = []
+        self._seen: set[tuple[str, str, str | None]] = set()
 
     def add(self, code: str, message: str, path: str | None, help: str | None = None) -> None:
+        # Expanded children share their parent's definition: report each finding once.
+        key = (code, message, path)
+        if key in self._seen:
+            return
+        self._seen.add(key)
         line, column = self._position(path)
         self.items.append(
             Diagnostic(

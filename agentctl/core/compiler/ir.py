@@ -11,6 +11,7 @@ the compiler copies them before changing anything, so the input document is neve
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -38,11 +39,10 @@ TASK_DEFAULTS: dict[str, Any] = {
 
 def with_defaults(task: dict[str, Any]) -> dict[str, Any]:
     """A shallow copy of ``task`` with every optional key present (tolerates sparse input)."""
-    filled = {key: task.get(key, default) for key, default in TASK_DEFAULTS.items()}
-    filled.update({key: value for key, value in task.items() if value is not None})
+    filled = dict(task)
     for key, default in TASK_DEFAULTS.items():
         if filled.get(key) is None:
-            filled[key] = default
+            filled[key] = copy.deepcopy(default)
     return filled
 
 
@@ -90,3 +90,39 @@ class Node:
     @property
     def path(self) -> str:
         return self.source.path
+
+
+@dataclass
+class Env:
+    """The document's name-keyed maps, shared read-only by every compiler pass."""
+
+    spec: dict[str, Any]
+    actions: dict[str, Any]
+    agents: dict[str, Any]
+    providers: dict[str, Any]
+    tools: dict[str, Any]
+
+    @classmethod
+    def of(cls, doc: dict[str, Any]) -> Env:
+        spec = doc["spec"]
+        return cls(
+            spec=spec,
+            actions=spec.get("actions") or {},
+            agents=spec.get("agents") or {},
+            providers=spec.get("providers") or {},
+            tools=spec.get("tools") or {},
+        )
+
+    def action_of(self, node: Node) -> dict[str, Any] | None:
+        uses = str(node.task.get("uses", ""))
+        if node.kind != "action" or not uses.startswith("action:"):
+            return None
+        action = self.actions.get(uses.removeprefix("action:"))
+        return action if isinstance(action, dict) else None
+
+    def agent_of(self, node: Node) -> dict[str, Any] | None:
+        uses = str(node.task.get("uses", ""))
+        if node.kind != "agent" or not uses.startswith("agent:"):
+            return None
+        agent = self.agents.get(uses.removeprefix("agent:"))
+        return agent if isinstance(agent, dict) else None

@@ -1,118 +1,60 @@
-"""Static template checks the compiler needs: syntax, exactness and task references.
+"""The compiler's view of templates: static checks over ``agentctl.core.templates`` plus the
+textual helpers sub-workflow flattening needs.
 
-This module only inspects template *text*; rendering belongs to ``agentctl.core.templates``.
-Grammar checked (spec/dsl.md §6): ``${{ EXPR }}`` where EXPR is ``[not ]PATH [OP LITERAL]``;
-roots ``inputs.P``, ``vars.P``, ``memory.P`` (at least one segment) and ``tasks.ID.output[.P]``;
-segments ``[A-Za-z0-9_-]+``; OP tried in the order ``== != <= >= < >`` (first split wins);
-ordering operators need a numeric literal.
-
-Invariant: functions here are total — they report problems as strings, never raise.
+Invariant: functions here are total — problems come back as strings, never as exceptions —
+and the grammar is exactly the runtime's (``core.templates`` / ``core.conditions``), so a
+plan that compiles never fails later on template syntax.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from agentctl.core.conditions import TemplateError, parse_condition
+from agentctl.core.templates import is_exact_expression, parse_template, referenced_task_ids
+
 OPEN = "${{"
 CLOSE = "}}"
-_SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
-_OPERATORS = ("==", "!=", "<=", ">=", "<", ">")
-_ORDERING = frozenset({"<=", ">=", "<", ">"})
-_ROOTS = frozenset({"inputs", "vars", "memory", "tasks"})
-
-
-def split_template(text: str) -> tuple[list[str], str | None]:
-    """The expressions inside ``text`` and the first syntax problem, if any."""
-    expressions: list[str] = []
-    start = text.find(OPEN)
-    while start != -1:
-        end = text.find(CLOSE, start + len(OPEN))
-        if end == -1:
-            return expressions, f"unclosed template expression in {text!r}"
-        inner = text[start + len(OPEN) : end].strip()
-        if not inner:
-            return expressions, f"empty template expression in {text!r}"
-        expressions.append(inner)
-        start = text.find(OPEN, end + len(CLOSE))
-    return expressions, None
 
 
 def is_exact_template(text: str) -> bool:
-    """True when ``text`` is one whole ``${{ ... }}`` expression and nothing else."""
-    stripped = text.strip()
-    if not (stripped.startswith(OPEN) and stripped.endswith(CLOSE)):
-        return False
-    inner = stripped[len(OPEN) : -len(CLOSE)]
-    return OPEN not in inner and CLOSE not in inner and bool(inner.strip())
-
-
-def check_expression(expression: str) -> str | None:
-    """The problem with one expression (the text between the braces), or None."""
-    body = expression.strip()
-    if body.startswith("not "):
-        body = body[4:].strip()
-    for operator in _OPERATORS:
-        if operator in body:
-            left, _, right = body.partition(operator)
-            problem = check_path(left.strip())
-            if problem is None and operator in _ORDERING and not _is_number(right.strip()):
-                problem = f"operator {operator} needs a numeric literal, got {right.strip()!r}"
-            return problem
-    return check_path(body)
-
-
-def check_path(path: str) -> str | None:
-    parts = path.split(".")
-    root = parts[0]
-    if root not in _ROOTS:
-        return f"unknown template root {root!r} in {path!r}"
-    if any(not _SEGMENT.fullmatch(part) for part in parts[1:]):
-        return f"invalid path segment in {path!r}"
-    if root == "tasks" and (len(parts) < 3 or parts[2] != "output"):
-        return f"task references must read tasks.ID.output, got {path!r}"
-    if len(parts) < 2:
-        return f"{root} references need at least one segment, got {path!r}"
-    return None
-
-
-def _is_number(literal: str) -> bool:
-    try:
-        value = json.loads(literal)
-    except ValueError:
-        return False
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """True when ``text`` is one whole well-formed ``${{ ... }}`` expression."""
+    return is_exact_expression(text)
 
 
 def template_problem(text: str) -> str | None:
-    """The first syntax or expression problem in a string value, or None."""
-    expressions, problem = split_template(text)
-    if problem is not None:
-        return problem
-    for expression in expressions:
-        problem = check_expression(expression)
-        if problem is not None:
-            return problem
+    """The syntax or expression problem of a string value, or None."""
+    try:
+        parse_template(text)
+    except TemplateError as exc:
+        return str(exc)
     return None
 
 
-def expression_tasks(expression: str) -> list[str]:
-    """Task ids an expression reads (``tasks.ID.output...``)."""
-    return [match.group(1) for match in _TASK_REF.finditer(expression)]
-
-
-_TASK_REF = re.compile(r"(?<![A-Za-z0-9_.-])tasks\.([A-Za-z0-9_-]+)")
-
-
 def task_references(text: str) -> list[str]:
-    """Task ids read by the expressions of ``text`` (syntax problems ignored)."""
-    expressions, _ = split_template(text)
-    found: list[str] = []
-    for expression in expressions:
-        found.extend(expression_tasks(expression))
-    return found
+    """Task ids read by the expressions of ``text`` (empty when it does not parse)."""
+    try:
+        return referenced_task_ids(text)
+    except TemplateError:
+        return []
+
+
+def condition_problem(text: str) -> str | None:
+    """The problem of a condition (bare or one exact template), or None."""
+    try:
+        parse_condition(text)
+    except TemplateError as exc:
+        return str(exc)
+    return None
+
+
+def condition_tasks(text: str) -> list[str]:
+    try:
+        task_id = parse_condition(text).reference.task_id
+    except TemplateError:
+        return []
+    return [] if task_id is None else [task_id]
 
 
 def iter_strings(value: Any) -> Iterator[str]:

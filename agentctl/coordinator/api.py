@@ -1,0 +1,264 @@
+"""The synchronous operations the CLI calls: run, resume, cancel, inspect, list, effects.
+
+Each function opens the ledger, does one job and returns JSON-ready data or a ``RunOutcome``.
+Invariant: ``run`` compiles and validates inputs before the database is even opened, so a
+bad workflow or bad input never creates state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.service import (
+    DriveRequest,
+    Progress,
+    RunOutcome,
+    check_resumable,
+    create_run,
+    drive_run,
+    outcome_or_raise,
+)
+from agentctl.core.plan import Plan
+from agentctl.errors import ValidationError
+from agentctl.ledger import approvals, audit, effects, reconcile, runs, tasks
+from agentctl.ledger.connection import Ledger, open_ledger
+
+DEFAULT_DB = ".agentctl/runtime.db"
+SUPPORTED_ACTIONS = frozenset(
+    {
+        "builtin.assign",
+        "builtin.assert",
+        "builtin.memory.read",
+        "builtin.memory.write",
+        "builtin.read",
+        "builtin.write",
+        "builtin.shell.exec",
+    }
+)
+
+
+def resolve_inputs(
+    defaults: Mapping[str, Any],
+    inputs_json: str | None,
+    inputs_file_text: str | None,
+    pairs: Sequence[str],
+) -> dict[str, Any]:
+    """spec.inputs ← --inputs / --inputs-file object ← each --input KEY=VALUE (JSON else text)."""
+    merged = dict(defaults)
+    if inputs_json is not None and inputs_file_text is not None:
+        raise ValidationError("--inputs and --inputs-file are mutually exclusive")
+    text = inputs_json if inputs_json is not None else inputs_file_text
+    if text is not None:
+        try:
+            given = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"run inputs are not valid JSON: {exc}") from exc
+        if not isinstance(given, dict):
+            raise ValidationError("run inputs must be a JSON object")
+        merged.update(given)
+    for pair in pairs:
+        key, eq, raw = pair.partition("=")
+        if not eq or not key:
+            raise ValidationError(f"--input expects KEY=VALUE, got {pair!r}")
+        try:
+            merged[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            merged[key] = raw
+    return merged
+
+
+def check_executable(plan: Plan, document: Mapping[str, Any]) -> None:
+    """Refuse, before any state exists, a workflow using what this version cannot execute."""
+    from agentctl.errors import Diagnostic
+
+    found: list[Diagnostic] = []
+    actions = document["spec"].get("actions") or {}
+    for task in plan.tasks:
+        what = None
+        if task.kind == "agent":
+            what = f"agent tasks (task {task.id})"
+        elif task.kind == "action":
+            action = actions.get(task.action or "") or {}
+            kind = action.get("kind")
+            if kind not in SUPPORTED_ACTIONS:
+                what = f"action kind {kind} (task {task.id})"
+            elif action.get("isolation") == "container":
+                what = f"container isolation (task {task.id})"
+            elif any(
+                not isinstance(r, Mapping) or "env" not in r
+                for r in (action.get("env") or {}).values()
+            ):
+                what = f"file/process secret references (task {task.id})"
+        if what:
+            found.append(
+                Diagnostic(
+                    "unsupported_capability",
+                    f"this version of agentctl cannot run {what} yet",
+                    help="`agentctl check` and `plan` accept it; run does not",
+                )
+            )
+    if found:
+        raise ValidationError(
+            "the workflow uses features this version cannot run", diagnostics=found
+        )
+
+
+def start_run(
+    *,
+    document: Mapping[str, Any],
+    plan: Plan,
+    plan_json: Any,
+    inputs: Mapping[str, Any],
+    db: str,
+    workspace: str,
+    timeout_s: float | None,
+    progress: Progress | None = None,
+    on_created: Any = None,
+) -> RunOutcome:
+    check_executable(plan, document)
+    clock = Clock()
+    with open_ledger(db) as ledger:
+        run_id, trace_id = create_run(
+            ledger, plan=plan, document=document, plan_json=plan_json, inputs=inputs,
+            workspace=os.path.abspath(workspace), clock=clock,
+        )  # fmt: skip
+        if on_created is not None:
+            on_created(run_id, trace_id)
+        req = DriveRequest(
+            ledger,
+            run_id,
+            trace_id,
+            plan,
+            document,
+            os.path.abspath(workspace),
+            timeout_s,
+            progress,
+            clock,
+        )
+        return outcome_or_raise(trio.run(drive_run, req))
+
+
+def resume(
+    run_ref: str,
+    *,
+    db: str,
+    workspace: str | None,
+    timeout_s: float | None,
+    progress: Progress | None = None,
+) -> RunOutcome:
+    from agentctl.core.compiler import compile_workflow
+
+    clock = Clock()
+    with open_ledger(_existing(db)) as ledger:
+        run = check_resumable(ledger, run_ref, clock)
+        plan = compile_workflow(run.workflow)
+        trace_id = clock.new_id("trace")
+        base = workspace or run.base_path or os.getcwd()
+        req = DriveRequest(
+            ledger,
+            run.run_id,
+            trace_id,
+            plan,
+            run.workflow,
+            os.path.abspath(base),
+            timeout_s,
+            progress,
+            clock,
+        )
+        return outcome_or_raise(trio.run(drive_run, req))
+
+
+def _existing(db: str) -> str:
+    from agentctl.errors import NotFoundError
+
+    if not Path(db).exists():
+        raise NotFoundError(f"database {db} does not exist")
+    return db
+
+
+def _open(db: str) -> Ledger:
+    return open_ledger(_existing(db))
+
+
+def cancel(run_ref: str, *, db: str) -> dict[str, Any]:
+    clock = Clock()
+    with _open(db) as ledger, ledger.transaction() as conn:
+        run = runs.find_run(conn, run_ref)
+        runs.request_cancel_txn(conn, run.run_id, clock.now())
+    return {"runId": run.run_id, "requested": True}
+
+
+def list_runs(*, db: str, state: str | None, limit: int) -> dict[str, Any]:
+    with _open(db) as ledger, ledger.read() as conn:
+        found = runs.list_runs(conn, state=state, limit=limit)
+    return {"runs": [r.summary_json() for r in found]}
+
+
+def inspect(run_ref: str, *, db: str) -> dict[str, Any]:
+    with _open(db) as ledger, ledger.read() as conn:
+        run = runs.find_run(conn, run_ref)
+        rid = run.run_id
+        return {
+            "run": run.to_json(),
+            "tasks": [t.to_json() for t in tasks.list_tasks(conn, rid)],
+            "effects": [e.to_json() for e in effects.list_effects(conn, rid)],
+            "effectReconciliations": [
+                r.to_json() for r in reconcile.list_reconciliations(conn, run_id=rid)
+            ],
+            "approvals": [a.to_json() for a in approvals.list_approvals(conn, rid)],
+            "checkpoints": [c.to_json() for c in audit.list_checkpoints(conn, rid)],
+            "toolCalls": effects.list_tool_calls(conn, rid),
+            "audit": [a.to_json() for a in audit.list_audit(conn, rid)],
+        }
+
+
+def effects_list(run_ref: str, *, db: str, task: str | None) -> dict[str, Any]:
+    with _open(db) as ledger, ledger.read() as conn:
+        run = runs.find_run(conn, run_ref)
+        found = effects.list_effects(conn, run.run_id, task)
+        recs = reconcile.list_reconciliations(conn, run_id=run.run_id)
+    wanted = {e.effect_id for e in found}
+    return {
+        "runId": run.run_id,
+        "taskId": task,
+        "effects": [e.to_json() for e in found],
+        "reconciliations": [r.to_json() for r in recs if r.effect_id in wanted],
+    }
+
+
+def effects_inspect(effect_id: str, *, db: str) -> dict[str, Any]:
+    with _open(db) as ledger, ledger.read() as conn:
+        eff = effects.get_effect(conn, effect_id)
+        recs = reconcile.list_reconciliations(conn, effect_id=effect_id)
+    return {
+        "effect": eff.to_json(),
+        "reconciliations": [r.to_json() for r in recs],
+        "effectiveReconciliation": recs[-1].to_json() if recs else None,
+    }
+
+
+def effects_reconcile(
+    effect_id: str,
+    *,
+    db: str,
+    status: str,
+    reason: str,
+    actor: str,
+    evidence: Any,
+    result: Any,
+    compensation_effect_id: str | None,
+) -> dict[str, Any]:
+    clock = Clock()
+    with _open(db) as ledger, ledger.transaction() as conn:
+        record = reconcile.reconcile_effect_txn(
+            conn, effect_id, status.replace("-", "_"), actor, reason, evidence, result,
+            compensation_effect_id, clock.now(),
+        )  # fmt: skip
+    return dict(record.to_json())

@@ -1,0 +1,39 @@
+"""The injected clock and identifier source of a coordinator.
+
+Invariants: timestamps are RFC 3339 UTC with milliseconds, so they sort as text; identifiers
+are a prefix plus a UUIDv7, so they sort by creation time. Tests inject a fixed ``Clock``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+
+def uuid7(ms: int | None = None) -> uuid.UUID:
+    """A version-7 UUID: 48 bits of Unix milliseconds, then random bits."""
+    millis = int(time.time() * 1000) if ms is None else ms
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (millis & ((1 << 48) - 1)) << 80
+    value |= 0x7 << 76
+    value |= ((rand >> 62) & 0xFFF) << 64
+    value |= 0b10 << 62
+    value |= rand & ((1 << 62) - 1)
+    return uuid.UUID(int=value)
+
+
+@dataclass
+class Clock:
+    """Wall clock and id minting; subclass or replace in tests."""
+
+    def now(self) -> str:
+        return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+    def new_id(self, prefix: str) -> str:
+        return f"{prefix}-{uuid7()}"

@@ -1,0 +1,343 @@
+"""The run driver: stable bounded ready batches under the effect protocol, committed in order.
+
+One loop: take the ready tasks in compiled order, at most ``maxConcurrency`` of them; prepare
+each against one immutable snapshot; record the effects (``requested``), commit ``started``,
+dispatch, commit each outcome at once, then commit the whole batch in compiled order.
+
+Invariants:
+- nothing is dispatched before its ``started`` row commits;
+- a confirmed outcome is never executed again: on resume it is reused from the ledger;
+- a started effect without an outcome is never repeated: it is uncertain and blocks;
+- task outputs, memory, audit and the checkpoint of a batch commit in one transaction, in
+  compiled order, whatever order the effects finished in.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from agentctl.coordinator import records
+from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.prepare import Prepared, RunSettings, memory_write_output, prepare_task
+from agentctl.coordinator.store import Store
+from agentctl.core import evaluate as ev
+from agentctl.core.plan import PlannedTask
+from agentctl.ledger.effects import EffectRecord, NewEffect
+from agentctl.mailbox.messages import Execute, Failure, Result
+
+TERMINAL = frozenset({"succeeded", "failed", "skipped", "cancelled"})
+SCHEDULABLE = frozenset({"pending", "retry_scheduled", "running", "waiting_for_effect"})
+
+
+def crash_point(name: str) -> None:
+    """SIGKILL this process at a named point when ``AGENTCTL_CRASH_AT`` names it (tests)."""
+    if os.environ.get("AGENTCTL_CRASH_AT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@dataclass
+class Inflight:
+    """A task found mid-flight on resume, with its effect and any reconciliation."""
+
+    effect: EffectRecord
+    reconciliation: str | None = None  # applied | not_applied | compensated
+    result: Any = None
+
+
+@dataclass
+class Live:
+    """The coordinator's mirror of the run's durable state."""
+
+    inputs: dict[str, Any]
+    memory: dict[str, Any]
+    states: dict[str, str]
+    attempts: dict[str, int]
+    outputs: dict[str, Any] = field(default_factory=dict)
+    errors: dict[str, str | None] = field(default_factory=dict)
+    inflight: dict[str, Inflight] = field(default_factory=dict)
+    not_before: dict[str, float] = field(default_factory=dict)
+
+
+class Driver:
+    def __init__(
+        self,
+        store: Store,
+        rs: RunSettings,
+        live: Live,
+        pool: Any,
+        clock: Clock,
+        trace_id: str,
+        on_progress: Callable[[str, str], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.rs = rs
+        self.live = live
+        self.pool = pool
+        self.clock = clock
+        self.trace_id = trace_id
+        self.stopped = False
+        self.on_progress = on_progress or (lambda _task, _state: None)
+
+    # ------------------------------------------------------------------ the loop
+
+    async def drive(self) -> str:
+        """Run until nothing is ready; returns succeeded | failed | paused | blocked."""
+        plan = self.rs.plan
+        while not self.stopped:
+            ready = self._ready()
+            if not ready:
+                if not self._waiting_retry():
+                    break
+                await trio.sleep(0.01)
+                continue
+            await self._run_batch(ready[: plan.max_concurrency])
+        return self._final_state()
+
+    def _ready(self) -> list[PlannedTask]:
+        now = self.clock.monotonic()
+        states = self.live.states
+        out = []
+        for task in self.rs.plan.tasks:
+            state = states[task.id]
+            if state not in SCHEDULABLE or self.live.not_before.get(task.id, 0.0) > now:
+                continue
+            if state == "waiting_for_effect" and task.id not in self.live.inflight:
+                continue
+            if all(states[n] in TERMINAL for n in task.needs):
+                out.append(task)
+        return out
+
+    def _waiting_retry(self) -> bool:
+        return any(s == "retry_scheduled" for s in self.live.states.values())
+
+    def _final_state(self) -> str:
+        states = set(self.live.states.values())
+        if "waiting_for_effect" in states:
+            return "blocked"
+        if "waiting_for_approval" in states:
+            return "paused"
+        if self.stopped or "failed" in states:
+            return "failed"
+        return "succeeded"
+
+    def view(self) -> ev.RuntimeView:
+        return ev.RuntimeView(
+            inputs=self.live.inputs,
+            memory=dict(self.live.memory),
+            outputs=dict(self.live.outputs),
+            states=dict(self.live.states),
+            errors=dict(self.live.errors),
+        )
+
+    # ------------------------------------------------------------------ one batch
+
+    async def _run_batch(self, batch: list[PlannedTask]) -> None:
+        view = self.view()
+        preps = [self._prepare(task, view) for task in batch]
+        fresh = [p for p in preps if p.kind == "effect" and p.task.id not in self.live.inflight]
+        if fresh:
+            await self._record_requests(fresh)
+        to_start = [p for p in preps if p.kind == "effect"]
+        if to_start:
+            await self._start_and_execute(to_start, view)
+        await self._commit(preps)
+
+    def _prepare(self, task: PlannedTask, view: ev.RuntimeView) -> Prepared:
+        state = self.live.states[task.id]
+        attempt = self.live.attempts.get(task.id, 0)
+        found = self.live.inflight.get(task.id)
+        if found is not None and state in ("running", "waiting_for_effect"):
+            return self._resume_prep(task, view, found, attempt)
+        return prepare_task(self.rs, task, view, attempt + 1)
+
+    def _resume_prep(
+        self, task: PlannedTask, view: ev.RuntimeView, found: Inflight, attempt: int
+    ) -> Prepared:
+        eff = found.effect
+        if eff.status == "succeeded" or found.reconciliation == "applied":
+            result = eff.result if eff.status == "succeeded" else found.result
+            del self.live.inflight[task.id]
+            return self._from_result(task, attempt, eff, result, view)
+        if eff.status == "failed":
+            del self.live.inflight[task.id]
+            return Prepared(task, attempt, "done", state="failed", error=eff.error)
+        if found.reconciliation in ("not_applied", "compensated"):
+            del self.live.inflight[task.id]
+            return prepare_task(self.rs, task, view, attempt + 1)
+        prep = prepare_task(self.rs, task, view, attempt)
+        if prep.effect is None or prep.effect.effect_id != eff.effect_id:
+            del self.live.inflight[task.id]
+            return Prepared(
+                task, attempt, "done", state="failed",
+                error=f"effect {eff.effect_id} can no longer be re-created identically; "
+                "reconcile it and retry the task",
+            )  # fmt: skip
+        return prep
+
+    def _from_result(
+        self, task: PlannedTask, attempt: int, eff: EffectRecord, result: Any, view: ev.RuntimeView
+    ) -> Prepared:
+        prep = Prepared(task, attempt, "done", output=result)
+        if eff.operation == "builtin.memory.write" and isinstance(eff.request, dict):
+            prep.memory_delta = {str(eff.request["key"]): eff.request.get("value")}
+        return prep
+
+    async def _record_requests(self, preps: list[Prepared]) -> None:
+        rows = []
+        for p in preps:
+            assert p.effect is not None
+            new = self._new_effect(p)
+            rows.append(
+                records.RequestRow(
+                    p.task.id, self.live.states[p.task.id], p.attempt, new, p.effect.budget
+                )
+            )
+        denied = await self.store.write(
+            records.record_requests_txn, self.rs.run_id, rows, self.clock.now(), self.trace_id
+        )
+        for p in preps:
+            self.live.states[p.task.id] = "running"
+            self.live.attempts[p.task.id] = p.attempt
+            self.on_progress(p.task.id, "running")
+        for p in preps:
+            if p.task.id in denied:
+                p.kind, p.state = "done", "failed"
+                p.error = f"task {p.task.id}: budget exceeded; nothing was dispatched"
+        crash_point("coordinator.after_requested")
+
+    def _new_effect(self, p: Prepared) -> NewEffect:
+        assert p.effect is not None
+        new = NewEffect(
+            run_id=self.rs.run_id,
+            task_id=p.task.id,
+            attempt=p.attempt,
+            ordinal=0,
+            operation=p.effect.operation,
+            request=p.effect.recorded_input,
+            effect_class=p.effect.effect_class,
+            risk=p.effect.risk,
+            idempotency=p.effect.idempotency,
+            trace_id=self.trace_id,
+        )
+        assert new.effect_id == p.effect.effect_id, "effect identity drifted"
+        return new
+
+    async def _start_and_execute(self, preps: list[Prepared], view: ev.RuntimeView) -> None:
+        live = [p for p in preps if p.kind == "effect"]
+        ids = [p.effect.effect_id for p in live if p.effect is not None]
+        if not ids:
+            return
+        await self.store.write(records.start_effects_txn, ids, self.clock.now())
+        crash_point("coordinator.after_started")
+        async with trio.open_nursery() as nursery:
+            for p in live:
+                nursery.start_soon(self._execute_one, p, view)
+        crash_point("coordinator.before_batch_commit")
+
+    async def _execute_one(self, p: Prepared, view: ev.RuntimeView) -> None:
+        eff = p.effect
+        assert eff is not None
+        spent: dict[str, int] | None = dict.fromkeys(eff.budget, 0) if eff.budget else None
+        if eff.in_process:
+            status, output, error = "succeeded", memory_write_output(view.memory, eff.request), None
+            p.memory_delta = {str(eff.request["key"]): eff.request.get("value")}
+        else:
+            status, output, error, retryable = await self._dispatch(p)
+            p.retryable = retryable
+            if spent is not None and output is not None:
+                size = len(str(output.get("stdout", ""))) + len(str(output.get("stderr", "")))
+                spent = {"processOutputBytes": size}
+        await self.store.write(
+            records.finish_effect_txn, self.rs.run_id, eff.effect_id, status, self.clock.now(),
+            output, error, spent, self.trace_id,
+        )  # fmt: skip
+        crash_point("coordinator.after_outcome")
+        self._settle(p, status, output, error)
+
+    async def _dispatch(self, p: Prepared) -> tuple[str, Any, str | None, bool]:
+        eff = p.effect
+        assert eff is not None
+        msg = Execute(
+            effect_id=eff.effect_id,
+            run_id=self.rs.run_id,
+            task_id=p.task.id,
+            attempt=p.attempt,
+            operation=eff.operation,
+            request=eff.request,
+            timeout_seconds=eff.timeout_s,
+        )
+        reply = await self.pool.execute(msg)
+        crash_point("coordinator.after_result")
+        if isinstance(reply, Result):
+            return "succeeded", reply.output, None, False
+        assert isinstance(reply, Failure)
+        status = "uncertain" if reply.uncertain else "failed"
+        return status, None, reply.error.message, reply.error.retryable
+
+    def _settle(self, p: Prepared, status: str, output: Any, error: str | None) -> None:
+        p.kind = "done"
+        if status == "succeeded":
+            try:
+                ev.check_contract(p.task, output)
+                p.state, p.output = "succeeded", output
+            except ev.TaskFailure as exc:
+                p.state, p.error = "failed", exc.message
+        elif status == "uncertain":
+            p.state, p.error = "waiting_for_effect", f"effect outcome uncertain: {error}"
+        else:
+            p.state, p.error = "failed", error
+
+    # ------------------------------------------------------------------ the batch commit
+
+    async def _commit(self, preps: list[Prepared]) -> None:
+        items: list[records.Finished] = []
+        memory: dict[str, Any] | None = None
+        for p in preps:
+            target = self._target_state(p)
+            if p.memory_delta and p.state == "succeeded":
+                memory = {**(memory if memory is not None else self.live.memory), **p.memory_delta}
+            items.append(
+                records.Finished(
+                    task_id=p.task.id,
+                    from_state=self.live.states[p.task.id],
+                    state=target,
+                    attempt=max(p.attempt, 1),
+                    output=p.output,
+                    error=p.error,
+                    decision=p.decision,
+                    definition_fingerprint=p.task.definition_fingerprint or None,
+                    state_delta=p.memory_delta if p.state == "succeeded" else None,
+                )
+            )
+        await self.store.write(
+            records.commit_batch_txn, self.rs.run_id, items, memory, self.clock.now(),
+            self.trace_id,
+        )  # fmt: skip
+        if memory is not None:
+            self.live.memory = memory
+        for p, item in zip(preps, items, strict=True):
+            self._apply(p, item.state)
+
+    def _target_state(self, p: Prepared) -> str:
+        if p.state == "failed" and p.retryable and p.attempt < p.task.retry.max_attempts:
+            return "retry_scheduled"
+        return p.state
+
+    def _apply(self, p: Prepared, state: str) -> None:
+        task_id = p.task.id
+        self.live.states[task_id] = state
+        self.live.attempts[task_id] = max(p.attempt, 1)
+        self.on_progress(task_id, state)
+        if state in ("succeeded", "skipped"):
+            self.live.outputs[task_id] = p.output
+        self.live.errors[task_id] = p.error
+        if state == "retry_scheduled":
+            self.live.not_before[task_id] = self.clock.monotonic() + p.task.retry.backoff_ms / 1000
+        if state == "failed" and p.task.failure == "stop":
+            self.stopped = True

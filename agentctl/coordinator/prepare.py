@@ -1,0 +1,304 @@
+"""Preparing one task of a batch: skip, compute pure work, or plan the effect to record.
+
+Nothing here writes to the ledger or runs an effect; the driver records what this module
+decides. A task reads only the immutable ``RuntimeView`` snapshot of its batch.
+
+Invariants:
+- an effect's identity covers exactly the recorded input (rendered ``with`` plus the action
+  configuration), never a secret value: secrets are recorded as source + SHA-256 only;
+- a policy denial or a template failure is decided here, before any effect row exists;
+- ``builtin.write`` of content already on disk is no effect at all (no row, no approval).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from agentctl.core import evaluate as ev
+from agentctl.core.canonical import sha256_hex
+from agentctl.core.effects import action_kind, effect_id, input_digest
+from agentctl.core.plan import Plan, PlannedTask
+from agentctl.core.policy import decide
+from agentctl.errors import PolicyDeniedError, RunFailedError
+from agentctl.sandbox.paths import resolve_write
+
+PrepKind = Literal["done", "effect"]
+
+
+@dataclass
+class EffectPlan:
+    """An effect about to be recorded and dispatched."""
+
+    effect_id: str
+    operation: str
+    effect_class: str
+    risk: str
+    idempotency: str
+    recorded_input: dict[str, Any]  # what the ledger stores (secret-free)
+    request: dict[str, Any]  # what the worker gets (may carry resolved secret values)
+    timeout_s: float
+    needs_approval: bool
+    in_process: bool  # working-memory writes run in the coordinator
+    budget: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Prepared:
+    task: PlannedTask
+    attempt: int
+    kind: PrepKind
+    state: str = "succeeded"
+    output: Any = None
+    error: str | None = None
+    decision: dict[str, Any] | None = None
+    effect: EffectPlan | None = None
+    memory_delta: dict[str, Any] | None = None
+    retryable: bool = False
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What every task of one run shares: the workflow document and where it runs."""
+
+    run_id: str
+    plan: Plan
+    document: Mapping[str, Any]
+    workspace: str
+    interactive: bool = False
+
+    @property
+    def spec(self) -> Mapping[str, Any]:
+        return self.document["spec"]  # type: ignore[no-any-return]
+
+
+def prepare_task(
+    rs: RunSettings, task: PlannedTask, view: ev.RuntimeView, attempt: int
+) -> Prepared:
+    """Decide what one ready task does in this batch."""
+    skip = ev.dependency_skip(task, view) or ev.route_skip(task, rs.plan, view)
+    if skip is not None:
+        return Prepared(task, attempt, "done", state="skipped", output=skip)
+    try:
+        ctx = ev.task_context(task, view)
+        record = ev.when_decision(task, ctx)
+        if record is not None and not record["result"]:
+            return Prepared(
+                task, attempt, "done", "skipped", ev.when_skip_record(record), decision=record
+            )
+        kind = _action_kind(rs, task)
+        if kind is None or action_kind(kind).is_pure:
+            output = ev.evaluate_pure(task, kind, ctx, rs.plan, view)
+            return Prepared(task, attempt, "done", output=output, decision=record)
+        return _prepare_effect(rs, task, kind, ev.render_input(task, ctx), view, attempt, record)
+    except RunFailedError as exc:
+        return Prepared(
+            task, attempt, "done", state="failed", error=exc.message, retryable=exc.retryable
+        )
+
+
+def _action_kind(rs: RunSettings, task: PlannedTask) -> str | None:
+    if task.kind != "action" or task.action is None:
+        return None
+    return str(rs.spec["actions"][task.action]["kind"])
+
+
+def _prepare_effect(
+    rs: RunSettings,
+    task: PlannedTask,
+    kind: str,
+    given: Any,
+    view: ev.RuntimeView,
+    attempt: int,
+    record: dict[str, Any] | None,
+) -> Prepared:
+    spec = action_kind(kind)
+    action = rs.spec["actions"][task.action or ""]
+    args = given if isinstance(given, Mapping) else {}
+    decision = decide(
+        rs.spec["policy"],
+        name=spec.policy_name or kind,
+        effect_class=str(spec.effect_class),
+        risk=str(spec.risk),
+        interactive=rs.interactive,
+    )
+    if decision.kind == "deny":
+        raise PolicyDeniedError(f"task {task.id}: {decision.reason}")
+    builder = _BUILDERS.get(kind)
+    if builder is None:
+        raise RunFailedError(f"task {task.id}: action kind {kind} cannot run in this version")
+    recorded, request = builder(rs, task, action, args)
+    if kind == "builtin.write" and _unchanged_on_disk(rs, args):
+        output = _unchanged_write_output(args)
+        return Prepared(task, attempt, "done", output=output, decision=record)
+    digest = input_digest(recorded)
+    plan = EffectPlan(
+        effect_id=effect_id(rs.run_id, task.id, attempt, 0, kind, digest),
+        operation=kind,
+        effect_class=str(spec.effect_class),
+        risk=str(spec.risk),
+        idempotency=str(spec.idempotency),
+        recorded_input=recorded,
+        request=request,
+        timeout_s=float(task.timeout_seconds),
+        needs_approval=decision.kind == "require_approval",
+        in_process=kind == "builtin.memory.write",
+        budget=_budget_estimate(kind, request),
+    )
+    return Prepared(task, attempt, "effect", state="running", effect=plan, decision=record)
+
+
+def _budget_estimate(kind: str, request: Mapping[str, Any]) -> dict[str, int]:
+    if kind == "builtin.shell.exec":
+        limits = request.get("limits") or {}
+        return {"processOutputBytes": int(limits.get("combinedOutputLimitBytes", 2 * 1024 * 1024))}
+    return {}
+
+
+# ----------------------------------------------------------------------------- builders
+
+Built = tuple[dict[str, Any], dict[str, Any]]
+
+
+def _read(
+    rs: RunSettings, task: PlannedTask, action: Mapping[str, Any], args: Mapping[str, Any]
+) -> Built:
+    path = _str_arg(task, args, "path")
+    return {"path": path}, {"workspace": rs.workspace, "path": path}
+
+
+def _write(
+    rs: RunSettings, task: PlannedTask, action: Mapping[str, Any], args: Mapping[str, Any]
+) -> Built:
+    path = _str_arg(task, args, "path")
+    content = _str_arg(task, args, "content")
+    roots = list(rs.spec["policy"].get("writableRoots") or [])
+    request = {"workspace": rs.workspace, "writableRoots": roots, "path": path, "content": content}
+    return {"path": path, "content": content}, request
+
+
+def _memory_write(
+    rs: RunSettings, task: PlannedTask, action: Mapping[str, Any], args: Mapping[str, Any]
+) -> Built:
+    key = _str_arg(task, args, "key")
+    if task.memory_writes and key not in task.memory_writes:
+        raise PolicyDeniedError(
+            f"task {task.id}: memory key {key!r} is not in its memoryWrites {list(task.memory_writes)}"
+        )
+    recorded = {"key": key, "value": args.get("value")}
+    return recorded, dict(recorded)
+
+
+def _shell(
+    rs: RunSettings, task: PlannedTask, action: Mapping[str, Any], args: Mapping[str, Any]
+) -> Built:
+    policy = rs.spec["policy"]
+    command = str(action.get("command") or "")
+    allow = list(policy.get("processAllowlist") or [])
+    if os.path.basename(command) not in allow:
+        raise PolicyDeniedError(
+            f"task {task.id}: process {os.path.basename(command)!r} is not in policy.processAllowlist"
+        )
+    env, recorded_env = _resolve_env(task, action, policy)
+    limits = {
+        "timeoutSeconds": float(task.timeout_seconds),
+        "stdoutLimitBytes": action.get("stdoutLimitBytes") or 1024 * 1024,
+        "stderrLimitBytes": action.get("stderrLimitBytes") or 1024 * 1024,
+        "combinedOutputLimitBytes": action.get("combinedOutputLimitBytes") or 2 * 1024 * 1024,
+    }
+    base = {
+        "command": command,
+        "args": list(action.get("args") or []),
+        "cwd": action.get("cwd"),
+        "isolation": action.get("isolation") or "process",
+        "container": action.get("container"),
+    }
+    request = {
+        **base,
+        "workspace": rs.workspace,
+        "env": env,
+        "limits": limits,
+        "processAllowlist": allow,
+    }
+    return {**base, "env": recorded_env, "limits": limits}, request
+
+
+def _resolve_env(
+    task: PlannedTask, action: Mapping[str, Any], policy: Mapping[str, Any]
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """Resolve ``env`` secret references; record only their source and SHA-256."""
+    allowed = set(policy.get("environmentAllowlist") or [])
+    values: dict[str, str] = {}
+    recorded: dict[str, Any] = {}
+    for name, ref in sorted((action.get("env") or {}).items()):
+        source = ref.get("env") if isinstance(ref, Mapping) else None
+        if not isinstance(source, str):
+            raise RunFailedError(
+                f"task {task.id}: env {name}: only {{env: NAME}} references run here"
+            )
+        if source not in allowed:
+            raise PolicyDeniedError(
+                f"task {task.id}: env {name} reads {source}, which is not in policy.environmentAllowlist"
+            )
+        value = os.environ.get(source)
+        if value is None:
+            raise RunFailedError(f"task {task.id}: environment variable {source} is not set")
+        values[name] = value
+        recorded[name] = {"source": f"env:{source}", "sha256": sha256_hex(value)}
+    return values, recorded
+
+
+def _str_arg(task: PlannedTask, args: Mapping[str, Any], key: str) -> str:
+    value = args.get(key)
+    if not isinstance(value, str):
+        raise RunFailedError(f"task {task.id}: `with.{key}` must be a string, got {value!r}")
+    return value
+
+
+_BUILDERS = {
+    "builtin.read": _read,
+    "builtin.write": _write,
+    "builtin.memory.write": _memory_write,
+    "builtin.shell.exec": _shell,
+}
+
+
+def _unchanged_on_disk(rs: RunSettings, args: Mapping[str, Any]) -> bool:
+    """True when the write target already holds exactly this content."""
+    roots = list(rs.spec["policy"].get("writableRoots") or [])
+    target = resolve_write(rs.workspace, roots, str(args["path"]))
+    try:
+        with open(target, "rb") as handle:
+            return handle.read() == str(args["content"]).encode("utf-8")
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return False
+
+
+def _unchanged_write_output(args: Mapping[str, Any]) -> dict[str, Any]:
+    content = args["content"]
+    return {
+        "status": "unchanged",
+        "changed": False,
+        "before": content,
+        "after": content,
+        "diff": None,
+        "path": args["path"],
+        "predictability": "partially_predictable",
+    }
+
+
+def memory_write_output(memory: Mapping[str, Any], recorded: Mapping[str, Any]) -> dict[str, Any]:
+    """The output of ``builtin.memory.write`` against the batch's memory snapshot."""
+    key = str(recorded["key"])
+    before = memory.get(key)
+    after = recorded.get("value")
+    changed = key not in memory or before != after
+    return {
+        "status": "changed" if changed else "unchanged",
+        "changed": changed,
+        "before": before,
+        "after": after,
+        "key": key,
+    }

@@ -1,0 +1,146 @@
+"""The coordinator's transactions: compositions of ledger ``*_txn`` calls, one per protocol step.
+
+Each function here runs inside one ``BEGIN IMMEDIATE`` transaction opened by ``Store.write``.
+
+Invariants (DESIGN.md §3):
+- ``record_requests_txn`` commits the task transition, the ``requested`` effect row and the
+  budget reservation together, before anything executes;
+- ``start_effects_txn`` commits ``started`` for a whole batch; only then is anything sent;
+- ``commit_batch_txn`` commits outputs, memory, audit and one checkpoint in compiled order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentctl.core.states import can_transition_task
+from agentctl.ledger import budget, effects, tasks
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A task's final (or retry) state for this batch, ready to commit."""
+
+    task_id: str
+    from_state: str
+    state: str
+    attempt: int
+    output: Any = None
+    error: str | None = None
+    decision: Any = None
+    definition_fingerprint: str | None = None
+    input_digest: str | None = None
+    state_delta: Any = None
+
+
+def transition_path(current: str, target: str) -> list[str]:
+    """The legal states to walk from ``current`` to ``target`` (target last)."""
+    path: list[str] = []
+    state = current
+    for _ in range(4):
+        if can_transition_task(state, target):
+            return [*path, target]
+        nxt = "ready" if state in ("pending", "retry_scheduled") else "running"
+        if not can_transition_task(state, nxt):
+            break
+        path.append(nxt)
+        state = nxt
+    raise ValueError(f"no legal path from task state {current} to {target}")
+
+
+def _walk_txn(
+    conn: Any,
+    run_id: str,
+    task_id: str,
+    current: str,
+    target: str,
+    attempt: int,
+    now: str,
+    trace_id: str,
+) -> None:
+    for step in transition_path(current, target)[:-1]:
+        tasks.transition_task_txn(
+            conn, run_id, task_id, step, now, attempt=attempt, trace_id=trace_id
+        )
+
+
+@dataclass(frozen=True)
+class RequestRow:
+    task_id: str
+    from_state: str
+    attempt: int
+    effect: effects.NewEffect
+    budget: Mapping[str, int]
+
+
+def record_requests_txn(
+    conn: Any, run_id: str, rows: Sequence[RequestRow], now: str, trace_id: str
+) -> list[str]:
+    """Tasks → running, effects → requested, budgets reserved; returns the denied task ids."""
+    denied: list[str] = []
+    for row in rows:
+        _walk_txn(conn, run_id, row.task_id, row.from_state, "running", row.attempt, now, trace_id)
+        tasks.transition_task_txn(
+            conn, run_id, row.task_id, "running", now, attempt=row.attempt, trace_id=trace_id
+        )
+        effects.insert_effect_txn(conn, row.effect, now)
+        if row.budget:
+            outcome = budget.reserve_budget_txn(
+                conn, run_id, row.effect.effect_id, row.budget, now, trace_id=trace_id
+            )
+            if not outcome.granted:
+                denied.append(row.task_id)
+    return denied
+
+
+def start_effects_txn(conn: Any, effect_ids: Sequence[str], now: str) -> None:
+    for effect_id in effect_ids:
+        effects.start_effect_txn(conn, effect_id, now)
+
+
+def finish_effect_txn(
+    conn: Any,
+    run_id: str,
+    effect_id: str,
+    status: str,
+    now: str,
+    result: Any,
+    error: str | None,
+    spent: Mapping[str, int] | None,
+    trace_id: str,
+) -> None:
+    effects.finish_effect_txn(conn, effect_id, status, now, result=result, error=error)
+    if spent is not None:
+        budget.settle_budget_txn(conn, run_id, effect_id, spent, now, trace_id=trace_id)
+
+
+def commit_batch_txn(
+    conn: Any,
+    run_id: str,
+    items: Sequence[Finished],
+    memory: Any,
+    now: str,
+    trace_id: str,
+) -> None:
+    """Walk each task to its committed state and commit the batch in compiled order."""
+    completions = []
+    for item in items:
+        _walk_txn(
+            conn, run_id, item.task_id, item.from_state, item.state, item.attempt, now, trace_id
+        )
+        completions.append(
+            tasks.TaskCompletion(
+                task_id=item.task_id,
+                state=item.state,
+                attempt=item.attempt,
+                output=item.output,
+                error=item.error,
+                decision=item.decision,
+                definition_fingerprint=item.definition_fingerprint,
+                input_digest=item.input_digest,
+                state_delta=item.state_delta,
+            )
+        )
+    tasks.commit_tasks_txn(conn, run_id, completions, memory, now, trace_id=trace_id)

@@ -1,0 +1,279 @@
+"""Run-level operations behind the CLI: start a run, resume one, and supervise the drive.
+
+Invariants:
+- a run is created (run row, pending tasks, budget ledger, audit, checkpoint, lease) in one
+  transaction, only after the workflow compiled;
+- exactly one live coordinator drives a run (the lease); a second one is refused;
+- SIGINT, SIGTERM, ``agentctl cancel`` and ``--timeout-seconds`` converge on one path: in-flight
+  work is cancelled, started-unconfirmed effects become uncertain, the run is cancelled (130);
+- ``maxWallTimeSeconds`` counts from the durable ``created_at``, so resuming cannot reset it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import psutil
+import trio
+
+from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.driver import Driver, Inflight, Live
+from agentctl.coordinator.prepare import RunSettings
+from agentctl.coordinator.store import Store
+from agentctl.coordinator.workerpool import open_worker_pool
+from agentctl.core.plan import Plan
+from agentctl.errors import (
+    BlockedError,
+    InvalidOperationError,
+    RunFailedError,
+)
+from agentctl.ledger import effects, reconcile, runs, tasks
+from agentctl.ledger.connection import Ledger
+
+CANCEL_POLL_S = 0.1
+Progress = Callable[[str, str], None]
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_id: str
+    trace_id: str
+    state: str
+    output: Any
+    errors: Mapping[str, str | None] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runId": self.run_id,
+            "traceId": self.trace_id,
+            "state": self.state,
+            "output": self.output,
+        }
+
+
+@dataclass(frozen=True)
+class DriveRequest:
+    ledger: Ledger
+    run_id: str
+    trace_id: str
+    plan: Plan
+    document: Mapping[str, Any]
+    workspace: str
+    timeout_s: float | None = None
+    progress: Progress | None = None
+    clock: Clock = field(default_factory=Clock)
+
+
+def _owner() -> tuple[int, float]:
+    pid = os.getpid()
+    return pid, psutil.Process(pid).create_time()
+
+
+def create_run(
+    ledger: Ledger,
+    *,
+    plan: Plan,
+    document: Mapping[str, Any],
+    plan_json: Any,
+    inputs: Mapping[str, Any],
+    workspace: str,
+    clock: Clock,
+    mode: str = "execute",
+) -> tuple[str, str]:
+    """Create the run and take its lease in one transaction; returns (run id, trace id)."""
+    run_id, trace_id = clock.new_id("run"), clock.new_id("trace")
+    spec = document["spec"]
+    new = runs.NewRun(
+        run_id=run_id,
+        mode=mode,
+        workflow_name=plan.name,
+        workflow_digest=plan.workflow_digest,
+        plan_digest=plan.plan_digest,
+        workflow=document,
+        plan=plan_json,
+        inputs=dict(inputs),
+        working_memory=dict((spec.get("memory") or {}).get("working") or {}),
+        trace_id=trace_id,
+        base_path=workspace,
+        budget_limits={
+            k: v
+            for k, v in ((spec.get("runtime") or {}).get("budgets") or {}).items()
+            if isinstance(v, int) and not isinstance(v, bool)
+        },
+    )
+    pid, ctime = _owner()
+    with ledger.transaction() as conn:
+        now = clock.now()
+        runs.create_run_txn(conn, new, list(plan.order), now)
+        runs.acquire_run_lease_txn(conn, run_id, pid, ctime, now)
+    return run_id, trace_id
+
+
+def load_live(conn: Any, run_id: str) -> Live:
+    """Rebuild the coordinator's mirror of a run from the ledger (fresh run or resume)."""
+    run = runs.get_run(conn, run_id)
+    records = tasks.list_tasks(conn, run_id)
+    live = Live(
+        inputs=dict(run.inputs or {}),
+        memory=dict(run.working_memory or {}),
+        states={t.task_id: t.state for t in records},
+        attempts={t.task_id: t.attempt for t in records},
+    )
+    for t in records:
+        if t.state in ("succeeded", "skipped"):
+            live.outputs[t.task_id] = t.output
+        live.errors[t.task_id] = t.error
+        if t.state in ("running", "waiting_for_effect"):
+            found = _inflight(conn, run_id, t.task_id, t.attempt)
+            if found is not None:
+                live.inflight[t.task_id] = found
+    return live
+
+
+def _inflight(conn: Any, run_id: str, task_id: str, attempt: int) -> Inflight | None:
+    eff = effects.latest_effect_for(conn, run_id, task_id, attempt)
+    if eff is None:
+        return None
+    recs = reconcile.list_reconciliations(conn, effect_id=eff.effect_id)
+    last = recs[-1] if recs else None
+    return Inflight(eff, last.status if last else None, last.result if last else None)
+
+
+async def drive_run(req: DriveRequest) -> RunOutcome:
+    """Drive a created or resumed run to a resting state under the one cancellation path."""
+    store = Store(req.ledger)
+    live = await store.read(load_live, req.run_id)
+    settings = RunSettings(req.run_id, req.plan, req.document, req.workspace)
+    size = max(1, min(req.plan.max_concurrency, os.cpu_count() or 1))
+    registry = str(req.ledger.path) + ".workers.json"
+    final, cancelled = "failed", False
+    async with open_worker_pool(size, registry_path=registry) as pool:
+        driver = Driver(store, settings, live, pool, req.clock, req.trace_id, req.progress)
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_watch_signals, scope)
+                nursery.start_soon(_watch_cancel_flag, store, req.run_id, scope)
+                _arm_deadlines(scope, req, store)
+                final = await driver.drive()
+                nursery.cancel_scope.cancel()
+        cancelled = scope.cancelled_caught
+    outcome: RunOutcome | None = None
+    with trio.CancelScope(shield=True):
+        outcome = await _finish(store, req, live, final, cancelled)
+    assert outcome is not None
+    return outcome
+
+
+def _arm_deadlines(scope: trio.CancelScope, req: DriveRequest, store: Store) -> None:
+    if req.timeout_s is not None:
+        scope.deadline = min(scope.deadline, trio.current_time() + req.timeout_s)
+
+
+async def _watch_signals(scope: trio.CancelScope) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
+
+
+async def _watch_cancel_flag(store: Store, run_id: str, scope: trio.CancelScope) -> None:
+    while True:
+        await trio.sleep(CANCEL_POLL_S)
+        if await store.read(runs.is_cancel_requested, run_id):
+            scope.cancel()
+            return
+
+
+async def _finish(
+    store: Store, req: DriveRequest, live: Live, final: str, cancelled: bool
+) -> RunOutcome:
+    from agentctl.core.evaluate import RuntimeView, TaskFailure, render_run_outputs
+
+    now = req.clock.now()
+    if cancelled:
+        await store.write(_cancel_txn, req.run_id, live, now)
+        return RunOutcome(req.run_id, req.trace_id, "cancelled", None, live.errors)
+    output: Any = None
+    if final == "succeeded":
+        view = RuntimeView(live.inputs, live.memory, live.outputs, live.states, live.errors)
+        try:
+            output = render_run_outputs(req.document["spec"].get("outputs") or {}, view)
+        except TaskFailure as exc:
+            final, output = "failed", {"error": exc.message}
+    state = {"blocked": "running"}.get(final, final)
+    await store.write(_settle_run_txn, req.run_id, state, output, now)
+    return RunOutcome(req.run_id, req.trace_id, final, output, live.errors)
+
+
+def _cancel_txn(conn: Any, run_id: str, live: Live, now: str) -> None:
+    effects.mark_uncertain_txn(conn, run_id, now)
+    for task_id, state in live.states.items():
+        if state in ("running", "waiting_for_effect", "retry_scheduled", "ready"):
+            tasks.transition_task_txn(conn, run_id, task_id, "cancelled", now)
+    runs.set_run_state_txn(conn, run_id, "cancelled", now)
+    runs.release_run_lease_txn(conn, run_id, os.getpid(), now)
+
+
+def _settle_run_txn(conn: Any, run_id: str, state: str, output: Any, now: str) -> None:
+    if state != "running":
+        runs.set_run_state_txn(conn, run_id, state, now, output=output)
+    runs.release_run_lease_txn(conn, run_id, os.getpid(), now)
+
+
+# ------------------------------------------------------------------------- outcomes → errors
+
+
+def outcome_or_raise(outcome: RunOutcome) -> RunOutcome:
+    """Paused/cancelled/succeeded outcomes are returned; failed and blocked ones raise."""
+    if outcome.state == "failed":
+        failed = [f"{t}: {e}" for t, e in outcome.errors.items() if e]
+        raise RunFailedError(
+            "run failed" + (": " + "; ".join(failed[:5]) if failed else ""),
+            run_id=outcome.run_id,
+            trace_id=outcome.trace_id,
+        )
+    if outcome.state == "blocked":
+        raise RunFailedError(
+            "an effect's outcome is uncertain; the run stays resumable after reconciliation",
+            run_id=outcome.run_id,
+            trace_id=outcome.trace_id,
+            data={"hint": f"agentctl effects list {outcome.run_id}, then agentctl effects "
+                  "reconcile EFFECT --status applied|not-applied --reason …, then resume"},
+        )  # fmt: skip
+    return outcome
+
+
+def check_resumable(ledger: Ledger, run_id: str, clock: Clock) -> Any:
+    """Refuse terminal runs and unresolved effects; take the lease; returns the run record."""
+    pid, ctime = _owner()
+    with ledger.transaction() as conn:
+        run = runs.find_run(conn, run_id)
+        if run.state in ("succeeded", "failed", "cancelled"):
+            raise InvalidOperationError(
+                f"run {run.run_id} is {run.state}; resume continues only running or paused runs "
+                "(use retry, repair or fork for a new run)",
+                run_id=run.run_id,
+            )
+        now = clock.now()
+        runs.acquire_run_lease_txn(conn, run.run_id, pid, ctime, now)
+        effects.mark_uncertain_txn(conn, run.run_id, now)
+    with ledger.read() as conn:
+        unresolved = reconcile.unresolved_effects(conn, run.run_id)
+    if unresolved:
+        with ledger.transaction() as conn:
+            runs.release_run_lease_txn(conn, run.run_id, pid, clock.now())
+        ids = ", ".join(f"{e.effect_id} (task {e.task_id}, {e.status})" for e in unresolved)
+        raise BlockedError(
+            f"run {run.run_id} has unresolved effects: {ids}",
+            run_id=run.run_id,
+            data={"hint": "agentctl effects reconcile EFFECT --status applied|not-applied "
+                  "--reason … (append-only), then resume again"},
+        )  # fmt: skip
+    if run.state == "paused":
+        with ledger.transaction() as conn:
+            runs.set_run_state_txn(conn, run.run_id, "running", clock.now())
+    return run

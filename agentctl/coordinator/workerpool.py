@@ -1,0 +1,338 @@
+"""The coordinator's pool of worker processes and its supervision of them.
+
+Invariants:
+- workers start lazily, on the first ``execute`` that finds no idle worker, up to ``size``;
+  each gets one AF_UNIX socketpair (the child end inherited as ``--fd N``) and must say
+  ``Hello`` before it is used; effects go to the least-loaded live worker;
+- every ``execute`` resolves exactly once: with the worker's ``Result``/``Failure`` or — when
+  the worker dies, its socket fails or it breaks the protocol — with an uncertain
+  ``Failure`` of type ``WorkerLost`` (the effect may have happened); that worker's tree is
+  SIGKILLed and the next ``execute`` starts a fresh one;
+- on exit: ``Shutdown`` to every worker, a short grace, then SIGTERM → grace → SIGKILL of each
+  worker tree (psutil), so no worker or grandchild outlives the pool;
+- with a ``registry_path`` the live workers' (pid, create time) are kept in a small JSON file,
+  so a later coordinator can kill the workers of a dead one (``kill_stale_workers``), matching
+  pid AND create time so that a recycled pid is never hit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import psutil
+import trio
+
+from agentctl.errors import AgentctlError, InvalidOperationError
+from agentctl.mailbox.frames import FrameChannel, ProtocolError
+from agentctl.mailbox.messages import Cancel, Execute, Failure, Hello, Result, Shutdown, WireError
+
+HELLO_TIMEOUT_S = 60.0
+SHUTDOWN_GRACE_S = 2.0
+TERM_GRACE_S = 1.0
+WORKER_LOST = "WorkerLost"
+
+
+@dataclass
+class _Reply:
+    event: trio.Event = field(default_factory=trio.Event)
+    value: Result | Failure | None = None
+
+    def resolve(self, value: Result | Failure) -> None:
+        if self.value is None:
+            self.value = value
+            self.event.set()
+
+
+@dataclass
+class _Worker:
+    proc: trio.Process
+    channel: FrameChannel
+    create_time: float
+    pending: dict[str, _Reply] = field(default_factory=dict)
+    lost: bool = False
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+
+def _signal_tree(pid: int, sig: signal.Signals) -> None:
+    """Signal ``pid`` and all its descendants (children first found, then signalled)."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            proc.send_signal(sig)
+
+
+def _lost_failure(effect_id: str, pid: int, reason: str) -> Failure:
+    error = WireError(type=WORKER_LOST, message=f"worker {pid} was lost: {reason}")
+    return Failure(effect_id=effect_id, error=error, uncertain=True)
+
+
+class WorkerPool:
+    """Dispatches ``Execute`` messages to worker processes; see the module invariants."""
+
+    def __init__(
+        self,
+        size: int,
+        nursery: trio.Nursery,
+        registry_path: str | None,
+        env: Mapping[str, str] | None,
+    ) -> None:
+        if size < 1:
+            raise InvalidOperationError(f"worker pool size must be at least 1, got {size}")
+        self.size = size
+        self._nursery = nursery
+        self._registry_path = registry_path
+        self._env = None if env is None else dict(env)
+        self._workers: list[_Worker] = []
+        self._lock = trio.Lock()
+        self._closed = False
+
+    def worker_pids(self) -> list[int]:
+        return [w.pid for w in self._workers if not w.lost]
+
+    async def execute(self, msg: Execute) -> Result | Failure:
+        """Run one effect on a worker and return its reply (WorkerLost if the worker died)."""
+        worker, reply = await self._assign(msg.effect_id)
+        try:
+            await worker.channel.send(msg)
+        except ProtocolError as exc:
+            self._lose(worker, exc.message)
+        try:
+            await reply.event.wait()
+        except BaseException:
+            worker.pending.pop(msg.effect_id, None)
+            with trio.CancelScope(shield=True), trio.move_on_after(TERM_GRACE_S):
+                await self._send_or_lose(worker, Cancel(effect_id=msg.effect_id))
+            raise
+        assert reply.value is not None
+        return reply.value
+
+    async def cancel(self, effect_id: str) -> None:
+        """Ask the worker running ``effect_id`` to cancel it; its reply resolves ``execute``."""
+        for worker in self._workers:
+            if effect_id in worker.pending and not worker.lost:
+                await self._send_or_lose(worker, Cancel(effect_id=effect_id))
+
+    async def _send_or_lose(self, worker: _Worker, msg: Cancel | Shutdown) -> None:
+        try:
+            await worker.channel.send(msg)
+        except ProtocolError as exc:
+            self._lose(worker, exc.message)
+
+    async def _assign(self, effect_id: str) -> tuple[_Worker, _Reply]:
+        async with self._lock:
+            if self._closed:
+                raise InvalidOperationError("the worker pool is closed")
+            if any(effect_id in w.pending for w in self._workers):
+                raise InvalidOperationError(f"effect {effect_id} is already executing")
+            live = [w for w in self._workers if not w.lost]
+            idle = [w for w in live if not w.pending]
+            if idle:
+                worker = idle[0]
+            elif len(live) < self.size:
+                worker = await self._spawn()
+            else:
+                worker = min(live, key=lambda w: len(w.pending))
+            reply = _Reply()
+            worker.pending[effect_id] = reply
+            return worker, reply
+
+    async def _spawn(self) -> _Worker:
+        parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        fd = child_sock.fileno()
+        try:
+            proc = await trio.lowlevel.open_process(
+                [sys.executable, "-m", "agentctl.workers", "--fd", str(fd)],
+                pass_fds=(fd,),
+                stdin=subprocess.DEVNULL,
+                env=self._env,
+            )
+        except OSError as exc:
+            parent_sock.close()
+            raise AgentctlError(f"cannot start a worker process: {exc}") from exc
+        finally:
+            child_sock.close()
+        channel = FrameChannel(trio.SocketStream(trio.socket.from_stdlib_socket(parent_sock)))
+        worker = _Worker(proc, channel, _create_time(proc.pid))
+        await self._handshake(worker)
+        self._workers.append(worker)
+        self._nursery.start_soon(self._read_replies, worker)
+        self._write_registry()
+        return worker
+
+    async def _handshake(self, worker: _Worker) -> None:
+        reason = "no Hello before the start-up timeout"
+        with trio.move_on_after(HELLO_TIMEOUT_S):
+            try:
+                hello = await worker.channel.receive()
+                if isinstance(hello, Hello):
+                    return
+                reason = "first frame was not Hello"
+            except ProtocolError as exc:
+                reason = exc.message
+        _signal_tree(worker.pid, signal.SIGKILL)
+        with trio.CancelScope(shield=True):
+            await worker.proc.wait()
+            await worker.channel.aclose()
+        raise AgentctlError(f"worker process {worker.pid} failed to start: {reason}")
+
+    async def _read_replies(self, worker: _Worker) -> None:
+        reason = "worker closed its socket"
+        try:
+            while True:
+                msg = await worker.channel.receive()
+                if msg is None:
+                    break
+                if not isinstance(msg, Result | Failure):
+                    reason = f"unexpected {msg.type!r} frame from a worker"
+                    break
+                reply = worker.pending.pop(msg.effect_id, None)
+                if reply is not None:
+                    reply.resolve(msg)
+        except ProtocolError as exc:
+            reason = exc.message
+        self._lose(worker, reason)
+
+    def _lose(self, worker: _Worker, reason: str) -> None:
+        """Resolve the worker's effects as WorkerLost, kill its tree, reap it in background."""
+        if worker.lost:
+            return
+        worker.lost = True
+        pending, worker.pending = worker.pending, {}
+        for effect_id, reply in pending.items():
+            reply.resolve(_lost_failure(effect_id, worker.pid, reason))
+        _signal_tree(worker.pid, signal.SIGKILL)
+        self._workers = [w for w in self._workers if w is not worker]
+        self._write_registry()
+        self._nursery.start_soon(self._reap, worker)
+
+    async def _reap(self, worker: _Worker) -> None:
+        with trio.CancelScope(shield=True):
+            await worker.proc.wait()
+            await worker.channel.aclose()
+
+    async def aclose(self) -> None:
+        """Shutdown, grace, then SIGTERM → grace → SIGKILL every worker tree."""
+        async with self._lock:
+            self._closed = True
+        workers = [w for w in self._workers if not w.lost]
+        for worker in workers:
+            with trio.move_on_after(TERM_GRACE_S):
+                await self._send_or_lose(worker, Shutdown())
+        await _wait_all(workers, SHUTDOWN_GRACE_S)
+        for sig, grace in ((signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, None)):
+            for worker in workers:
+                if worker.proc.returncode is None:
+                    _signal_tree(worker.pid, sig)
+            await _wait_all(workers, grace)
+        for worker in workers:
+            self._lose(worker, "worker pool closed")
+        self._write_registry()
+
+    def _write_registry(self) -> None:
+        if self._registry_path is None:
+            return
+        me = psutil.Process()
+        data = {
+            "version": 1,
+            "coordinator": {"pid": me.pid, "createTime": me.create_time()},
+            "workers": [
+                {"pid": w.pid, "createTime": w.create_time} for w in self._workers if not w.lost
+            ],
+        }
+        tmp = f"{self._registry_path}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, self._registry_path)
+
+
+def _create_time(pid: int) -> float:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return 0.0
+
+
+async def _wait_all(workers: list[_Worker], grace: float | None) -> None:
+    with trio.move_on_after(grace if grace is not None else float("inf")):
+        for worker in workers:
+            await worker.proc.wait()
+
+
+@contextlib.asynccontextmanager
+async def open_worker_pool(
+    size: int,
+    *,
+    registry_path: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> AsyncIterator[WorkerPool]:
+    """A worker pool of at most ``size`` processes, shut down and reaped on exit."""
+    body_error: BaseException | None = None
+    async with trio.open_nursery() as nursery:
+        pool = WorkerPool(size, nursery, registry_path, env)
+        try:
+            yield pool
+        except BaseException as exc:
+            # Re-raised outside the nursery so callers see their own exception, not a group.
+            body_error = exc
+        finally:
+            with trio.CancelScope(shield=True):
+                await pool.aclose()
+            nursery.cancel_scope.cancel()
+    if body_error is not None:
+        raise body_error
+
+
+def _matches(pid: int, create_time: float) -> psutil.Process | None:
+    try:
+        proc = psutil.Process(pid)
+        if abs(proc.create_time() - create_time) < 0.01:
+            return proc
+    except psutil.Error:
+        pass
+    return None
+
+
+def kill_stale_workers(registry_path: str) -> list[int]:
+    """Kill the workers recorded in ``registry_path`` if their coordinator is dead.
+
+    Only a process whose pid AND create time match a record is touched. Returns the pids
+    killed; the registry file is removed afterwards. A registry still owned by another live
+    coordinator is left alone.
+    """
+    try:
+        with open(registry_path, encoding="utf-8") as fh:
+            data: dict[str, Any] = json.load(fh)
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError):
+        data = {}
+    owner = data.get("coordinator") or {}
+    owner_proc = _matches(int(owner.get("pid", -1)), float(owner.get("createTime", 0.0)))
+    if owner_proc is not None and owner_proc.pid != os.getpid():
+        return []
+    killed: list[psutil.Process] = []
+    for entry in data.get("workers", []):
+        proc = _matches(int(entry.get("pid", -1)), float(entry.get("createTime", 0.0)))
+        if proc is not None:
+            _signal_tree(proc.pid, signal.SIGKILL)
+            killed.append(proc)
+    psutil.wait_procs(killed, timeout=5)
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(registry_path)
+    return [p.pid for p in killed]

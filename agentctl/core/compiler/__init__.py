@@ -1,0 +1,13 @@
+"""The workflow compiler: normalized document → deterministic, fully expanded ``Plan``.
+
+Public API: ``compile_workflow``, ``plan_to_json``, ``check_result_json`` and ``child_id``
+(the pinned expanded-child id rule). Pure: no I/O, clock or randomness.
+"""
+
+from __future__ import annotations
+
+from agentctl.core.compiler.compile import compile_workflow
+from agentctl.core.compiler.expand import child_id
+from agentctl.core.compiler.render_plan import check_result_json, plan_to_json
+
+__all__ = ["check_result_json", "child_id", "compile_workflow", "plan_to_json"]

@@ -1,0 +1,144 @@
+"""Builds each ``PlannedTask`` from a resolved node: merges, checks and compiled sub-parts.
+
+Merges (spec/dsl.md §3, §6.4): ``with_`` = action ``with`` defaults shallow-merged under the
+task ``with``; ``vars`` = workflow vars < agent vars < task vars (whole-key replacement) with
+the engine bindings last; ``timeout_seconds`` = task timeout, else action timeout, else
+``runtime.defaultTimeoutSeconds``. Aggregates are pure: no ``with``, vars, retry or schema.
+
+Invariant: the returned task is a draft (``position`` -1, no fingerprint); ``compile`` fixes
+both once the order is known.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentctl.core.compiler.capabilities import check_compensation
+from agentctl.core.compiler.diagnostics import Collector
+from agentctl.core.compiler.ir import Env, Node
+from agentctl.core.compiler.memory import memory_writes
+from agentctl.core.compiler.references import (
+    check_compensation_reference,
+    check_reads,
+    check_templates,
+    check_when,
+)
+from agentctl.core.compiler.routes import compile_route
+from agentctl.core.plan import Compensation, PlannedTask, RetryPolicy, TaskKind
+
+_AGGREGATES = frozenset({"aggregate", "loop_aggregate"})
+_AUTHORED = frozenset({"action", "agent", "router"})
+
+
+def retry_of(raw: Any) -> RetryPolicy:
+    raw = raw if isinstance(raw, dict) else {}
+    return RetryPolicy(
+        max_attempts=int(raw.get("maxAttempts") or 1), backoff_ms=int(raw.get("backoffMs") or 0)
+    )
+
+
+def draft_task(node: Node, env: Env, graph: dict[str, Node], diags: Collector) -> PlannedTask:
+    kind = str(node.kind)
+    task = node.task
+    action = env.action_of(node)
+    agent = env.agent_of(node)
+    with_ = _merged_with(node, action)
+    vars_ = _merged_vars(node, env, agent)
+    if kind not in _AGGREGATES:
+        check_reads(node, with_, "with", graph, diags)
+    check_reads(node, vars_, "vars", graph, diags)
+    check_when(node, graph, diags)
+    authored = kind in _AUTHORED
+    return PlannedTask(
+        id=node.id,
+        position=-1,
+        kind=_task_kind(kind),
+        uses=str(task.get("uses", "")),
+        action=str(task["uses"]).removeprefix("action:") if action is not None else None,
+        agent=str(task["uses"]).removeprefix("agent:") if agent is not None else None,
+        needs=tuple(dict.fromkeys(node.needs)),
+        with_=with_,
+        vars=vars_,
+        bindings=dict(node.bindings),
+        when=node.when,
+        retry=retry_of(task.get("retry")) if authored else RetryPolicy(),
+        timeout_seconds=_timeout(node, env, action),
+        failure="continue" if task.get("failure") == "continue" else "stop",
+        memory_writes=memory_writes(node, action, with_, diags) if authored else (),
+        output_schema=None if kind in _AGGREGATES else task.get("outputSchema"),
+        compensate=_compensation(node, env, graph, diags) if authored else None,
+        route=compile_route(node, graph, diags) if kind == "router" else None,
+        children=node.children,
+        parent=node.parent,
+        guard=node.guard,
+        max_iterations=node.max_iterations,
+    )
+
+
+def _task_kind(kind: str) -> TaskKind:
+    kinds: dict[str, TaskKind] = {
+        "action": "action",
+        "agent": "agent",
+        "router": "router",
+        "aggregate": "aggregate",
+        "loop_aggregate": "loop_aggregate",
+        "subworkflow_input": "subworkflow_input",
+        "subworkflow_output": "subworkflow_output",
+    }
+    return kinds[kind]
+
+
+def _merged_with(node: Node, action: dict[str, Any] | None) -> Any:
+    if node.kind in _AGGREGATES:
+        return {}
+    given = node.task.get("with")
+    defaults = action.get("with") if action is not None else None
+    if isinstance(defaults, dict) and isinstance(given, dict):
+        return {**defaults, **given}
+    return given if given is not None else (defaults or {})
+
+
+def _merged_vars(node: Node, env: Env, agent: dict[str, Any] | None) -> dict[str, Any]:
+    if node.kind not in _AUTHORED:
+        return {}
+    layers = [env.spec.get("vars"), agent.get("vars") if agent else None, node.task.get("vars")]
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        if isinstance(layer, dict):
+            merged.update(layer)
+    merged.update(node.bindings)
+    return merged
+
+
+def _timeout(node: Node, env: Env, action: dict[str, Any] | None) -> int:
+    runtime = env.spec.get("runtime") or {}
+    for candidate in (
+        node.task.get("timeoutSeconds") if node.kind in _AUTHORED else None,
+        action.get("timeoutSeconds") if action is not None else None,
+        runtime.get("defaultTimeoutSeconds"),
+    ):
+        if isinstance(candidate, int) and not isinstance(candidate, bool):
+            return candidate
+    return 120
+
+
+def _compensation(
+    node: Node, env: Env, graph: dict[str, Node], diags: Collector
+) -> Compensation | None:
+    raw = node.task.get("compensate")
+    if not isinstance(raw, dict):
+        return None
+    inverse = check_compensation_reference(node, env, diags)
+    check_compensation(node, inverse, env, diags)
+    if inverse is None:
+        return None
+    given = raw.get("with") or {}
+    check_templates(node, given, "compensate.with", graph, diags)
+    defaults = inverse.get("with") or {}
+    timeout = raw.get("timeoutSeconds", inverse.get("timeoutSeconds"))
+    return Compensation(
+        action=str(raw["uses"]).removeprefix("action:"),
+        with_={**defaults, **given} if isinstance(given, dict) else given,
+        retry=retry_of(raw.get("retry")),
+        timeout_seconds=timeout if isinstance(timeout, int) else None,
+    )

@@ -1,0 +1,127 @@
+"""``compile_workflow``: normalized workflow document → immutable, deterministic ``Plan``.
+
+Pipeline: flatten sub-workflows → expand foreach/matrix/loop in declaration position →
+resolve ids and kinds → check references, templates, routers, memory writes, capabilities
+and compensation → Kahn order → structural budgets → digests and fingerprints.
+
+Invariants: the input document is never mutated; every problem found is reported in one
+``ValidationError`` (diagnostics in discovery order); a returned plan satisfies every
+invariant documented in ``agentctl.core.plan``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from agentctl.core.compiler.build import draft_task
+from agentctl.core.compiler.capabilities import check_agents
+from agentctl.core.compiler.diagnostics import Collector, Locator
+from agentctl.core.compiler.digests import definition_fingerprint, plan_digest, workflow_digest
+from agentctl.core.compiler.expand import RESERVED_VARS, expand_sources
+from agentctl.core.compiler.ir import Env, Node
+from agentctl.core.compiler.memory import check_parallel_writes
+from agentctl.core.compiler.order import ancestors, find_cycle, stable_order
+from agentctl.core.compiler.references import check_agent_references, check_needs, resolve_nodes
+from agentctl.core.compiler.requirements import plan_requirements
+from agentctl.core.compiler.subworkflows import flatten_tasks
+from agentctl.core.plan import Plan, PlannedTask
+
+
+def compile_workflow(
+    doc: dict[str, Any], *, file: str | None = None, locate: Locator | None = None
+) -> Plan:
+    """Compile a schema-valid normalized document; raise ``ValidationError`` on any problem."""
+    diags = Collector(file, locate)
+    env = Env.of(doc)
+    sources = flatten_tasks(doc, diags)
+    graph = resolve_nodes(expand_sources(sources, diags), env, diags)
+    check_needs(graph, diags)
+    check_agent_references(env, diags)
+    check_agents(env, diags)
+    _check_reserved_layers(env, diags)
+    drafts = {task_id: draft_task(node, env, graph, diags) for task_id, node in graph.items()}
+    order = _order(graph, diags)
+    runtime = env.spec.get("runtime") or {}
+    max_concurrency = int(runtime.get("maxConcurrency") or 1)
+    if order is not None and max_concurrency > 1:
+        writes = {task_id: draft.memory_writes for task_id, draft in drafts.items()}
+        needs = {task_id: node.needs for task_id, node in graph.items()}
+        check_parallel_writes(order, writes, ancestors(order, needs), graph, diags)
+    _check_structural_budgets(graph, runtime, diags)
+    diags.raise_if_any()
+    assert order is not None  # a missing order always comes with a diagnostic
+    tasks = tuple(
+        _finalize(drafts[task_id], position, env) for position, task_id in enumerate(order)
+    )
+    name = str(doc["metadata"]["name"])
+    digest = workflow_digest(doc, sources)
+    requirements = plan_requirements(list(tasks), env)
+    return Plan(
+        name=name,
+        workflow_digest=digest,
+        plan_digest=plan_digest(name, digest, tuple(order), max_concurrency, tasks, requirements),
+        max_concurrency=max_concurrency,
+        order=tuple(order),
+        tasks=tasks,
+        requirements=requirements,
+    )
+
+
+def _finalize(draft: PlannedTask, position: int, env: Env) -> PlannedTask:
+    placed = dataclasses.replace(draft, position=position)
+    return dataclasses.replace(placed, definition_fingerprint=definition_fingerprint(placed, env))
+
+
+def _order(graph: dict[str, Node], diags: Collector) -> list[str] | None:
+    needs = {task_id: node.needs for task_id, node in graph.items()}
+    order, unplaced = stable_order(list(graph), needs)
+    if not unplaced:
+        return order
+    cycle = find_cycle(unplaced, needs)
+    diags.add(
+        "dependency_cycle",
+        f"task dependency cycle: {' -> '.join(cycle)}",
+        f"{graph[cycle[0]].path}.needs",
+        help="remove one of these needs to break the cycle",
+    )
+    return None
+
+
+def _check_reserved_layers(env: Env, diags: Collector) -> None:
+    layers = [("spec.vars", env.spec.get("vars"))]
+    layers += [
+        (f"spec.agents.{name}.vars", agent.get("vars")) for name, agent in env.agents.items()
+    ]
+    for path, layer in layers:
+        for name in RESERVED_VARS:
+            if isinstance(layer, dict) and name in layer:
+                diags.add(
+                    "schema_violation",
+                    f"vars.{name} is reserved for engine bindings",
+                    f"{path}.{name}",
+                )
+
+
+def _check_structural_budgets(
+    graph: dict[str, Node], runtime: dict[str, Any], diags: Collector
+) -> None:
+    budgets = runtime.get("budgets") or {}
+    counts = {
+        "maxTasks": len(graph),
+        "maxExpansionItems": sum(1 for n in graph.values() if n.expansion in ("foreach", "matrix")),
+        "maxLoopIterations": sum(1 for n in graph.values() if n.expansion == "loop"),
+    }
+    what = {
+        "maxTasks": "tasks",
+        "maxExpansionItems": "foreach/matrix children",
+        "maxLoopIterations": "loop iterations",
+    }
+    for key, count in counts.items():
+        limit = budgets.get(key)
+        if isinstance(limit, int) and count > limit:
+            diags.add(
+                "schema_violation",
+                f"the plan has {count} {what[key]}, over runtime.budgets.{key} = {limit}",
+                f"spec.runtime.budgets.{key}",
+            )

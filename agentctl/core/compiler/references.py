@@ -1,0 +1,188 @@
+"""Reference resolution: task kinds, unique ids, needs, template reads, agent/tool names.
+
+Invariants: every node leaves ``resolve_nodes`` with a ``kind`` or is dropped with a
+diagnostic; the returned mapping holds the first node of each id in expanded declaration
+order; a ``tasks.X.output`` read in ``with``/``vars`` must name a task of the plan that is in
+the reader's own ``needs`` (``when`` is exempt, as in the original).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentctl.core.compiler.diagnostics import Collector
+from agentctl.core.compiler.ir import Env, Node
+from agentctl.core.compiler.templating import (
+    OPEN,
+    condition_problem,
+    condition_tasks,
+    iter_strings,
+    task_references,
+    template_problem,
+)
+
+
+def resolve_nodes(nodes: list[Node], env: Env, diags: Collector) -> dict[str, Node]:
+    """Nodes by id with their kind set; duplicates and unresolvable uses reported and dropped."""
+    resolved: dict[str, Node] = {}
+    for node in nodes:
+        if node.id in resolved:
+            diags.add(
+                "duplicate_task",
+                f"task id `{node.id}` is used more than once after expansion",
+                f"{node.path}.id",
+                help="task ids must be unique, including expanded and sub-workflow ids",
+            )
+            continue
+        if node.kind is None:
+            node.kind = _kind_of(node, env, diags)
+        if node.kind is not None:
+            resolved[node.id] = node
+    return resolved
+
+
+def _kind_of(node: Node, env: Env, diags: Collector) -> str | None:
+    uses = str(node.task.get("uses", ""))
+    name = uses.partition(":")[2]
+    has_route = node.task.get("route") is not None
+    if uses == "router" or has_route:
+        if uses != "router" or not has_route:
+            diags.add(
+                "schema_violation",
+                f"task `{node.task['id']}`: `route` and `uses: router` go together",
+                f"{node.path}.route" if has_route else f"{node.path}.uses",
+            )
+            return None
+        return "router"
+    if uses.startswith("action:") and name in env.actions:
+        return "action"
+    if uses.startswith("agent:") and name in env.agents:
+        return "agent"
+    diags.add(
+        "missing_reference",
+        f"task `{node.task['id']}` uses unknown `{uses}`",
+        f"{node.path}.uses",
+        help="uses must name a spec.actions, spec.agents or spec.subworkflows entry, or router",
+    )
+    return None
+
+
+def check_needs(graph: dict[str, Node], diags: Collector) -> None:
+    for node in graph.values():
+        for need in node.needs:
+            if need not in graph:
+                diags.add(
+                    "missing_reference",
+                    f"task `{node.task['id']}` needs unknown task `{need}`",
+                    f"{node.path}.needs",
+                )
+
+
+def check_reads(
+    node: Node, value: Any, where: str, graph: dict[str, Node], diags: Collector
+) -> None:
+    """Template syntax of every string in ``value`` and its task reads against ``needs``."""
+    for text in iter_strings(value):
+        if OPEN not in text and "}}" not in text:
+            continue
+        problem = template_problem(text)
+        if problem is not None:
+            diags.add("invalid_template", problem, f"{node.path}.{where}")
+            continue
+        for task_id in task_references(text):
+            _check_read(node, task_id, where, graph, diags)
+
+
+def _check_read(
+    node: Node, task_id: str, where: str, graph: dict[str, Node], diags: Collector
+) -> None:
+    reader = node.task["id"]
+    if task_id not in graph:
+        diags.add(
+            "missing_reference",
+            f"task `{reader}` reads unknown task `{task_id}`",
+            f"{node.path}.{where}",
+        )
+    elif task_id not in node.needs:
+        diags.add(
+            "invalid_template",
+            f"task `{reader}` reads tasks.{task_id}.output without needing `{task_id}`",
+            f"{node.path}.{where}",
+            help=f"add {task_id} to needs",
+        )
+
+
+def check_when(node: Node, graph: dict[str, Node], diags: Collector) -> None:
+    """Conditions must parse and name existing tasks (the needs rule does not apply)."""
+    when = node.when
+    if not isinstance(when, str):
+        return
+    problem = condition_problem(when)
+    if problem is not None:
+        diags.add("invalid_template", problem, f"{node.path}.when")
+        return
+    for task_id in condition_tasks(when):
+        if task_id not in graph:
+            diags.add(
+                "missing_reference",
+                f"task `{node.task['id']}` condition reads unknown task `{task_id}`",
+                f"{node.path}.when",
+            )
+
+
+def check_templates(
+    node: Node, value: Any, where: str, graph: dict[str, Node], diags: Collector
+) -> None:
+    """Template syntax and task existence, without the needs rule (conditions, compensation)."""
+    for text in iter_strings(value):
+        if OPEN not in text:
+            continue
+        problem = template_problem(text)
+        if problem is not None:
+            diags.add("invalid_template", problem, f"{node.path}.{where}")
+            continue
+        for task_id in task_references(text):
+            if task_id not in graph:
+                diags.add(
+                    "missing_reference",
+                    f"task `{node.task['id']}` reads unknown task `{task_id}` in {where}",
+                    f"{node.path}.{where}",
+                )
+
+
+def check_agent_references(env: Env, diags: Collector) -> None:
+    for name, agent in env.agents.items():
+        provider = agent.get("provider")
+        if provider not in env.providers:
+            diags.add(
+                "missing_reference",
+                f"agent `{name}` uses unknown provider `{provider}`",
+                f"spec.agents.{name}.provider",
+                help="declare it under spec.providers",
+            )
+        for index, tool in enumerate(agent.get("tools") or []):
+            if tool not in env.tools:
+                diags.add(
+                    "missing_reference",
+                    f"agent `{name}` uses unknown tool `{tool}`",
+                    f"spec.agents.{name}.tools.{index}",
+                    help="declare it under spec.tools",
+                )
+
+
+def check_compensation_reference(node: Node, env: Env, diags: Collector) -> dict[str, Any] | None:
+    """The compensating action's definition, or None (reported) when it does not resolve."""
+    compensate = node.task.get("compensate")
+    if not isinstance(compensate, dict):
+        return None
+    uses = str(compensate.get("uses", ""))
+    action = env.actions.get(uses.removeprefix("action:"))
+    if not uses.startswith("action:") or not isinstance(action, dict):
+        diags.add(
+            "missing_reference",
+            f"task `{node.task['id']}` compensates with unknown `{uses}`",
+            f"{node.path}.compensate.uses",
+            help="compensate.uses must name a spec.actions entry as action:NAME",
+        )
+        return None
+    return action

@@ -1,0 +1,145 @@
+"""What a plan needs from the outside world: providers, tools, effects and processes.
+
+Shape (camelCase, every list sorted or in plan order, so the plan digest is stable):
+``{providers: [{name, kind, agents, capabilities}], tools: [{name, kind, capability,
+effectClass, risk, approval}], effects: [{task, operation, effectClass, risk,
+approvalPossible, predictability}], processes: [{action, kind, command, args, isolation,
+image}], budgets: {...}}``. Every action and agent task has one effect entry (pure kinds
+too, with effectClass ``pure``) — that entry carries the task's predictability.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentctl.core.compiler.capabilities import PROVIDER_CAPABILITIES, tool_class
+from agentctl.core.compiler.ir import Env
+from agentctl.core.plan import PlannedTask
+
+# action kind → (effect class, risk)
+ACTION_EFFECTS: dict[str, tuple[str, str]] = {
+    "builtin.assign": ("pure", "low"),
+    "builtin.assert": ("pure", "low"),
+    "builtin.read": ("observe", "low"),
+    "builtin.write": ("workspace_mutate", "medium"),
+    "builtin.shell.exec": ("process_execution", "high"),
+    "extension.process": ("process_execution", "high"),
+    "builtin.memory.read": ("pure", "low"),
+    "builtin.memory.write": ("internal_state", "low"),
+    "builtin.long_term_memory.read": ("observe", "low"),
+    "builtin.long_term_memory.write": ("external_mutate", "medium"),
+    "builtin.long_term_memory.search": ("observe", "low"),
+    "builtin.long_term_memory.promote": ("internal_state", "low"),
+    "mcp.call": ("network", "medium"),
+    "a2a.delegate": ("remote_agent", "high"),
+}
+_FULLY = frozenset(
+    {"builtin.assign", "builtin.assert", "builtin.memory.read", "builtin.memory.write"}
+)
+_PARTIALLY = frozenset({"builtin.read", "builtin.write"})
+_PROCESS_KINDS = frozenset({"builtin.shell.exec", "extension.process"})
+_MUTATION_CLASSES = frozenset(
+    {"workspace_mutate", "external_mutate", "process_execution", "remote_agent"}
+)
+
+
+def action_predictability(kind: str) -> str:
+    if kind in _FULLY:
+        return "fully_predictable"
+    if kind in _PARTIALLY:
+        return "partially_predictable"
+    return "requires_execution"
+
+
+def _approval_possible(env: Env, effect_class: str, risk: str, tool_approval: str) -> bool:
+    mode = str((env.spec.get("policy") or {}).get("approval", "mutations"))
+    if tool_approval == "always" or mode == "always":
+        return True
+    if mode == "mutations":
+        return effect_class in _MUTATION_CLASSES
+    return mode == "high_risk" and risk in ("high", "critical")
+
+
+def plan_requirements(tasks: list[PlannedTask], env: Env) -> dict[str, Any]:
+    agents = sorted({task.agent for task in tasks if task.agent is not None})
+    actions = sorted({task.action for task in tasks if task.action is not None})
+    tool_names = sorted({tool for name in agents for tool in (env.agents[name].get("tools") or [])})
+    return {
+        "providers": _providers(agents, env),
+        "tools": [_tool(name, env.tools.get(name) or {}) for name in tool_names],
+        "effects": [entry for task in tasks for entry in _effects(task, env)],
+        "processes": [
+            _process(name, env.actions[name]) for name in actions if _is_process(name, env)
+        ],
+        "budgets": (env.spec.get("runtime") or {}).get("budgets"),
+    }
+
+
+def _providers(agents: list[str], env: Env) -> list[dict[str, Any]]:
+    users: dict[str, list[str]] = {}
+    for agent in agents:
+        users.setdefault(str(env.agents[agent].get("provider")), []).append(agent)
+    result = []
+    for name in sorted(users):
+        kind = str((env.providers.get(name) or {}).get("kind"))
+        capabilities = sorted(PROVIDER_CAPABILITIES.get(kind, frozenset()))
+        result.append(
+            {"name": name, "kind": kind, "agents": users[name], "capabilities": capabilities}
+        )
+    return result
+
+
+def _tool(name: str, tool: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "kind": tool.get("kind"),
+        "capability": tool.get("capability"),
+        "effectClass": tool_class(tool),
+        "risk": tool.get("risk", "low"),
+        "approval": tool.get("approval", "policy"),
+    }
+
+
+def _effects(task: PlannedTask, env: Env) -> list[dict[str, Any]]:
+    if task.action is not None:
+        kind = str(env.actions[task.action].get("kind"))
+        effect_class, risk = ACTION_EFFECTS.get(kind, ("external_mutate", "high"))
+        entry = _effect(task.id, f"action:{task.action}", effect_class, risk, "policy", env)
+        return [{**entry, "predictability": action_predictability(kind)}]
+    if task.agent is None:
+        return []
+    entries = [_effect(task.id, f"agent:{task.agent}", "model", "medium", "policy", env)]
+    for name in env.agents[task.agent].get("tools") or []:
+        tool = env.tools.get(name) or {}
+        approval = str(tool.get("approval", "policy"))
+        risk = str(tool.get("risk", "low"))
+        entries.append(_effect(task.id, f"tool:{name}", tool_class(tool), risk, approval, env))
+    return [{**entry, "predictability": "requires_execution"} for entry in entries]
+
+
+def _effect(
+    task: str, operation: str, effect_class: str, risk: str, approval: str, env: Env
+) -> dict[str, Any]:
+    return {
+        "task": task,
+        "operation": operation,
+        "effectClass": effect_class,
+        "risk": risk,
+        "approvalPossible": _approval_possible(env, effect_class, risk, approval),
+    }
+
+
+def _is_process(name: str, env: Env) -> bool:
+    return env.actions[name].get("kind") in _PROCESS_KINDS
+
+
+def _process(name: str, action: dict[str, Any]) -> dict[str, Any]:
+    container = action.get("container") or {}
+    return {
+        "action": name,
+        "kind": action.get("kind"),
+        "command": action.get("command"),
+        "args": list(action.get("args") or []),
+        "isolation": action.get("isolation") or "process",
+        "image": container.get("image") if isinstance(container, dict) else None,
+    }

@@ -1,0 +1,93 @@
+"""Router checks (spec/dsl.md §4.11) and the compiled ``Route`` of a router task.
+
+Invariants of an accepted router: ``select`` is one exact template whose task reads are in the
+router's needs; there is at least one case and each has a destination; no two cases have the
+same ``equals`` under JSON identity (``1`` ≠ ``"1"``, ``true`` ≠ ``1``, ``1`` ≠ ``1.0``); every
+destination is listed once across cases and default, exists, and needs the router.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentctl.core.canonical import canonical_json
+from agentctl.core.compiler.diagnostics import Collector
+from agentctl.core.compiler.ir import Node
+from agentctl.core.compiler.references import check_reads
+from agentctl.core.compiler.templating import is_exact_template, template_problem
+from agentctl.core.plan import Route, RouteCase
+
+
+def compile_route(node: Node, graph: dict[str, Node], diags: Collector) -> Route:
+    route: dict[str, Any] = node.task.get("route") or {}
+    select = str(route.get("select", ""))
+    check_reads(node, select, "route.select", graph, diags)
+    if template_problem(select) is None and not is_exact_template(select):
+        diags.add(
+            "invalid_template",
+            f"router `{node.id}` select must be one exact template",
+            f"{node.path}.route.select",
+            help='e.g. select: "${{ tasks.scan.output.verdict }}"',
+        )
+    cases = _check_cases(node, route, diags)
+    default = tuple(str(task) for task in route.get("default") or [])
+    _check_destinations(node, [*(t for c in cases for t in c.tasks), *default], graph, diags)
+    return Route(select=select, cases=tuple(cases), default=default)
+
+
+def _check_cases(node: Node, route: dict[str, Any], diags: Collector) -> list[RouteCase]:
+    raw_cases = list(route.get("cases") or [])
+    if not raw_cases:
+        diags.add(
+            "schema_violation",
+            f"router `{node.id}` needs at least one case",
+            f"{node.path}.route.cases",
+        )
+    seen: set[str] = set()
+    cases: list[RouteCase] = []
+    for index, case in enumerate(raw_cases):
+        path = f"{node.path}.route.cases.{index}"
+        tasks = tuple(str(task) for task in case.get("tasks") or [])
+        if not tasks:
+            diags.add(
+                "schema_violation", f"router `{node.id}` case {index} has no tasks", f"{path}.tasks"
+            )
+        identity = canonical_json(case.get("equals"))
+        if identity in seen:
+            diags.add(
+                "schema_violation",
+                f"router `{node.id}` has two cases equal to {identity}",
+                f"{path}.equals",
+            )
+        seen.add(identity)
+        cases.append(RouteCase(equals=case.get("equals"), tasks=tasks))
+    return cases
+
+
+def _check_destinations(
+    node: Node, destinations: list[str], graph: dict[str, Node], diags: Collector
+) -> None:
+    listed: set[str] = set()
+    for destination in destinations:
+        if destination in listed:
+            diags.add(
+                "schema_violation",
+                f"router `{node.id}` lists destination `{destination}` more than once",
+                f"{node.path}.route",
+            )
+            continue
+        listed.add(destination)
+        target = graph.get(destination)
+        if target is None:
+            diags.add(
+                "missing_reference",
+                f"router `{node.id}` routes to unknown task `{destination}`",
+                f"{node.path}.route",
+            )
+        elif node.id not in target.needs:
+            diags.add(
+                "schema_violation",
+                f"routed task `{destination}` must need its router `{node.id}`",
+                f"{target.path}.needs",
+                help=f"add {node.id} to the needs of {destination}",
+            )

@@ -1,0 +1,136 @@
+"""The strict workflow language loader: YAML source → validated, normalized workflow document.
+
+Public API: ``load_workflow(source, file=None) -> LoadedWorkflow``; it raises only
+``agentctl.errors.ValidationError``, carrying every diagnostic found (code, message, file,
+1-based line/column, dotted path, help).
+
+The normalized document (``LoadedWorkflow.document``) is
+``workflow.model_dump(mode="json", by_alias=True)``: camelCase keys exactly as spec/dsl.md
+writes them, every spec default filled in. Keys the spec gives no default dump as ``None``
+when absent (the compiler treats ``None`` as absent): e.g. a task's ``when``, ``foreach``,
+``matrix``, ``loop``, ``route``, ``compensate``, ``outputSchema``, ``timeoutSeconds``; an
+action's process-only keys on non-process kinds; budget limits. Secret references stay
+``{"env": NAME}`` / ``{"file": PATH}`` / ``{"process": {...}}``.
+
+Documents without ``apiVersion`` that use the old ``playbook:`` form are translated first
+(``legacy.py``) and carry a ``migration_required`` warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError as PydanticValidationError
+
+from agentctl.core.dsl.diagnostics import (
+    Finding,
+    Locator,
+    findings_from_pydantic,
+    to_diagnostic,
+)
+from agentctl.core.dsl.legacy import is_legacy, legacy_locator, translate_legacy
+from agentctl.core.dsl.rules import document_findings
+from agentctl.core.dsl.secrets import (
+    EnvSecret,
+    FileSecret,
+    ProcessCommand,
+    ProcessSecret,
+    SecretRef,
+)
+from agentctl.core.dsl.workflow import API_VERSIONS, Workflow
+from agentctl.core.dsl.yamlload import MAX_SOURCE_BYTES, parse_yaml
+from agentctl.errors import Diagnostic, ValidationError
+
+__all__ = [
+    "API_VERSIONS",
+    "MAX_SOURCE_BYTES",
+    "EnvSecret",
+    "FileSecret",
+    "LoadedWorkflow",
+    "ProcessCommand",
+    "ProcessSecret",
+    "SecretRef",
+    "Workflow",
+    "load_workflow",
+]
+
+
+@dataclass(frozen=True)
+class LoadedWorkflow:
+    """A validated workflow with its normalized document and source positions."""
+
+    workflow: Workflow
+    document: dict[str, Any]
+    raw: dict[str, Any]
+    file: str | None
+    warnings: list[Diagnostic] = field(default_factory=list)
+    locator: Locator = field(default_factory=Locator, repr=False)
+
+    def locate(self, path: str) -> tuple[int, int] | None:
+        """(line, column) of the deepest known prefix of the dotted ``path``."""
+        return self.locator.locate(path)
+
+
+def load_workflow(source: str | bytes, file: str | None = None) -> LoadedWorkflow:
+    """Parse and validate a workflow document; raises ValidationError with all diagnostics."""
+    parsed = parse_yaml(source, file)
+    locator = Locator(parsed.positions, parsed.key_positions)
+    raw = parsed.value
+    if not isinstance(raw, dict):
+        finding = Finding("schema_violation", "", "a workflow document must be a mapping")
+        raise _invalid([to_diagnostic(finding, locator, file)])
+    warnings: list[Diagnostic] = []
+    if is_legacy(raw):
+        raw, rejected = translate_legacy(raw)
+        locator = legacy_locator(locator)
+        if rejected:
+            raise _invalid([to_diagnostic(f, locator, file) for f in rejected])
+        warnings.append(_migration_warning(file))
+    workflow, findings = _validate(raw)
+    diagnostics = [to_diagnostic(f, locator, file) for f in findings]
+    if workflow is None or diagnostics:
+        raise _invalid(diagnostics)
+    document = workflow.model_dump(mode="json", by_alias=True)
+    return LoadedWorkflow(workflow, document, raw, file, warnings, locator)
+
+
+def _validate(raw: dict[str, Any]) -> tuple[Workflow | None, list[Finding]]:
+    try:
+        workflow = Workflow.model_validate(raw)
+    except PydanticValidationError as exc:
+        findings = findings_from_pydantic(exc, raw, Workflow)
+        return None, [_version_help(f) for f in findings]
+    return workflow, document_findings(workflow)
+
+
+def _migration_warning(file: str | None) -> Diagnostic:
+    return Diagnostic(
+        code="migration_required",
+        severity="warning",
+        message="legacy `playbook:` document translated to apiVersion agentctl.dev/v1alpha1",
+        file=file,
+        line=1,
+        column=1,
+        help="run `agentctl migrate FILE --write OUT` to convert it permanently",
+    )
+
+
+def _version_help(finding: Finding) -> Finding:
+    if finding.path == "apiVersion" and finding.help == "add `apiVersion`":
+        return Finding(
+            finding.code,
+            finding.path,
+            finding.message,
+            f"start the document with apiVersion: {API_VERSIONS[0]}",
+            finding.point,
+        )
+    return finding
+
+
+def _invalid(diagnostics: list[Diagnostic]) -> ValidationError:
+    ordered = sorted(diagnostics, key=lambda d: (d.line or 0, d.column or 0))
+    count = len(ordered)
+    first = ordered[0].message if ordered else "invalid workflow"
+    plural = "problem" if count == 1 else "problems"
+    return ValidationError(f"invalid workflow ({count} {plural}): {first}", diagnostics=ordered)

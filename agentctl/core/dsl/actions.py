@@ -1,0 +1,193 @@
+"""Action definitions (spec/dsl.md §3): kinds, process-only keys and container isolation.
+
+Invariants:
+- Keys that only process kinds accept (``command``, ``args``, ``cwd``, ``env``, output limits,
+  ``isolation``, ``container``) are a ``schema_violation`` on every other kind.
+- For process kinds the process defaults are filled in (args [], env {}, stdout/stderr 1 MiB,
+  combined 2 MiB, isolation "process"); for other kinds those keys dump as ``None``.
+- ``container`` and ``isolation: container`` appear together; images are digest-pinned; the
+  container ``env`` never names a variable the container engine itself reads.
+- [late] kinds (extension.process, long-term memory search/promote) and the keys only they use
+  (protocolVersion, inputSchema, outputSchema, capabilities) are ``unsupported_capability``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, Self
+
+from pydantic import Field, model_validator
+from pydantic_core import PydanticCustomError
+
+from agentctl.core.dsl.base import (
+    ENV_NAME_RE,
+    MIB,
+    JsonObject,
+    OutputLimit,
+    Seconds,
+    StrictModel,
+    given_keys,
+    rule_error,
+    unsupported,
+)
+from agentctl.core.dsl.secrets import SecretRef
+
+ActionKind = Literal[
+    "builtin.assign",
+    "builtin.assert",
+    "builtin.read",
+    "builtin.write",
+    "builtin.shell.exec",
+    "extension.process",
+    "builtin.memory.read",
+    "builtin.memory.write",
+    "builtin.long_term_memory.read",
+    "builtin.long_term_memory.write",
+    "builtin.long_term_memory.search",
+    "builtin.long_term_memory.promote",
+    "mcp.call",
+    "a2a.delegate",
+]
+PROCESS_KINDS = frozenset({"builtin.shell.exec", "extension.process"})
+LATE_KINDS = frozenset(
+    {"extension.process", "builtin.long_term_memory.search", "builtin.long_term_memory.promote"}
+)
+IDEMPOTENCY_KINDS = frozenset({"mcp.call", "extension.process"})
+PROCESS_ONLY_KEYS = (
+    "command",
+    "args",
+    "cwd",
+    "env",
+    "stdoutLimitBytes",
+    "stderrLimitBytes",
+    "combinedOutputLimitBytes",
+    "isolation",
+    "container",
+)
+EXTENSION_ONLY_KEYS = ("protocolVersion", "inputSchema", "outputSchema", "capabilities")
+Idempotency = Literal["pure", "idempotent", "keyed", "at_most_once", "unknown"]
+
+_DIGEST_RE = re.compile(r"^(?:[^@\s]+@)?sha256:[0-9a-f]{64}$")
+_ENGINE_ENV_EXACT = frozenset({"PATH", "HOME", "TEMP", "TMP", "TMPDIR", "REGISTRY_AUTH_FILE"})
+_ENGINE_ENV_PREFIXES = (
+    "DOCKER_",
+    "CONTAINER_",
+    "CONTAINERS_",
+    "PODMAN_",
+    "BUILDAH_",
+    "TMP",
+    "XDG_",
+    "LD_",
+)
+
+
+class Container(StrictModel):
+    image: str
+    runtime: Literal["auto", "docker", "podman"] = "auto"
+    memory_limit_bytes: int = Field(
+        256 * MIB, alias="memoryLimitBytes", ge=16 * MIB, le=16 * 1024 * MIB
+    )
+    cpu_limit_millis: int = Field(1000, alias="cpuLimitMillis", ge=1, le=64_000)
+    pids_limit: int = Field(64, alias="pidsLimit", ge=1, le=4096)
+
+    @model_validator(mode="after")
+    def _pinned(self) -> Self:
+        if not _DIGEST_RE.match(self.image):
+            raise rule_error(
+                "schema_violation",
+                f"container image {self.image!r} is not pinned by digest",
+                at="image",
+                help="use NAME@sha256:<64 hex> or sha256:<64 hex>; images are never pulled",
+            )
+        return self
+
+
+def is_engine_variable(name: str) -> bool:
+    """True for variables a container engine reads itself (never passed into a container)."""
+    upper = name.upper()
+    return upper in _ENGINE_ENV_EXACT or upper.startswith(_ENGINE_ENV_PREFIXES)
+
+
+class Action(StrictModel):
+    kind: ActionKind
+    description: str | None = None
+    with_: JsonObject = Field(default_factory=dict, alias="with")
+    command: str | None = None
+    args: list[str] | None = None
+    cwd: str | None = None
+    env: dict[str, SecretRef] | None = None
+    timeout_seconds: Seconds | None = Field(None, alias="timeoutSeconds")
+    stdout_limit_bytes: OutputLimit | None = Field(None, alias="stdoutLimitBytes")
+    stderr_limit_bytes: OutputLimit | None = Field(None, alias="stderrLimitBytes")
+    combined_output_limit_bytes: OutputLimit | None = Field(None, alias="combinedOutputLimitBytes")
+    isolation: Literal["process", "container"] | None = None
+    container: Container | None = None
+    idempotency: Idempotency | None = None
+    protocol_version: str | None = Field(None, alias="protocolVersion")
+    input_schema: JsonObject | None = Field(None, alias="inputSchema")
+    output_schema: JsonObject | None = Field(None, alias="outputSchema")
+    capabilities: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _kind_rules(self) -> Self:
+        given = given_keys(self)
+        if self.kind in LATE_KINDS:
+            raise rule_error(
+                "unsupported_capability",
+                f"action kind {self.kind!r} is not supported by this version of agentctl",
+                at="kind",
+            )
+        for key in EXTENSION_ONLY_KEYS:
+            if key in given:
+                raise unsupported(key, "extension.process only")
+        if self.kind not in PROCESS_KINDS:
+            for key in PROCESS_ONLY_KEYS:
+                if key in given:
+                    raise _misplaced(key, self.kind, "process kinds (builtin.shell.exec)")
+        if "idempotency" in given and self.kind not in IDEMPOTENCY_KINDS:
+            raise _misplaced("idempotency", self.kind, "mcp.call")
+        if self.kind in PROCESS_KINDS:
+            self._process_rules(given)
+        return self
+
+    def _process_rules(self, given: set[str]) -> None:
+        if self.command is None:
+            raise rule_error(
+                "schema_violation",
+                f"action kind {self.kind!r} needs `command`",
+                help="set `command` to the program to run; arguments go in `args`",
+            )
+        self.args = self.args if self.args is not None else []
+        self.env = self.env if self.env is not None else {}
+        self.stdout_limit_bytes = self.stdout_limit_bytes or MIB
+        self.stderr_limit_bytes = self.stderr_limit_bytes or MIB
+        self.combined_output_limit_bytes = self.combined_output_limit_bytes or 2 * MIB
+        self.isolation = self.isolation or "process"
+        for name in self.env:
+            if not ENV_NAME_RE.match(name):
+                raise rule_error(
+                    "schema_violation", f"{name!r} is not an environment variable name", at="env"
+                )
+        if (self.isolation == "container") != (self.container is not None):
+            raise rule_error(
+                "schema_violation",
+                "`container` and `isolation: container` must appear together",
+                at="container" if "container" in given else "isolation",
+            )
+        if self.container is not None:
+            for name in self.env:
+                if is_engine_variable(name):
+                    raise rule_error(
+                        "schema_violation",
+                        f"container env may not set {name!r}: the container engine reads it",
+                        at=f"env.{name}",
+                    )
+
+
+def _misplaced(key: str, kind: str, allowed: str) -> PydanticCustomError:
+    return rule_error(
+        "schema_violation",
+        f"`{key}` is not allowed on a {kind} action; it belongs to {allowed}",
+        at=key,
+        help=f"remove `{key}` from this action",
+    )

@@ -1,0 +1,241 @@
+"""Providers, agents and tools (spec/dsl.md §5): their keys, defaults and local rules.
+
+Invariants:
+- A non-fake provider gets its spec default endpoint (Azure must name one) and, when no
+  ``credential`` is written, the conventional environment variable of its kind.
+- An agent has exactly one of ``instructions`` / ``instructionsFile``.
+- A tool's kind fixes its capability, effect class and idempotency (absent ones are filled in,
+  written ones must agree); its ``inputSchema`` is strict (object, no additional properties,
+  every property required); built-in tools declare no secrets and no network.
+- Rules that need other parts of the document (the agent's provider kind for ``reasoning`` and
+  ``providerOptions``) live in ``rules.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal, Self
+
+from pydantic import Field, field_validator, model_validator
+
+from agentctl.core.dsl.base import (
+    JsonObject,
+    NonEmptyStr,
+    Seconds,
+    StrictModel,
+    given_keys,
+    rule_error,
+    unsupported,
+)
+from agentctl.core.dsl.secrets import EnvSecret, SecretRef
+
+ProviderKind = Literal["fake", "openai", "azure_openai", "anthropic", "google"]
+DEFAULT_ENDPOINTS: dict[str, str] = {
+    "openai": "https://api.openai.com/v1/responses",
+    "anthropic": "https://api.anthropic.com/v1/messages",
+    "google": "https://generativelanguage.googleapis.com/v1beta/models",
+}
+CREDENTIAL_ENVS: dict[str, str] = {
+    "openai": "OPENAI_API_KEY",
+    "azure_openai": "AZURE_OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "google": "GEMINI_API_KEY",
+}
+TOOL_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+class Provider(StrictModel):
+    kind: ProviderKind
+    endpoint: str | None = None
+    credential: SecretRef | None = None
+    api_version: str | None = Field(None, alias="apiVersion")
+    headers: dict[str, SecretRef] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _defaults(self) -> Self:
+        if self.api_version is not None and self.kind != "azure_openai":
+            raise rule_error(
+                "schema_violation",
+                "`apiVersion` applies to azure_openai providers only",
+                at="apiVersion",
+            )
+        if self.kind == "azure_openai" and self.endpoint is None:
+            raise rule_error(
+                "schema_violation",
+                "an azure_openai provider needs an explicit `endpoint`",
+                help="set endpoint to your Azure OpenAI deployment URL",
+            )
+        if self.kind == "fake":
+            return self
+        if self.endpoint is None:
+            self.endpoint = DEFAULT_ENDPOINTS[self.kind]
+        if self.credential is None:
+            self.credential = EnvSecret(env=CREDENTIAL_ENVS[self.kind])
+        return self
+
+
+class Reasoning(StrictModel):
+    effort: Literal["none", "low", "medium", "high", "xhigh", "max"]
+    mode: str | None = None
+
+
+class UsageLimit(StrictModel):
+    max_input_tokens: int | None = Field(None, alias="maxInputTokens", ge=1)
+    max_output_tokens: int | None = Field(None, alias="maxOutputTokens", ge=1)
+    max_cost_usd: float | None = Field(None, alias="maxCostUsd", gt=0)
+
+
+class AgentRetry(StrictModel):
+    max_attempts: int = Field(1, alias="maxAttempts", ge=1, le=20)
+    backoff_ms: int = Field(0, alias="backoffMs", ge=0, le=60_000)
+
+
+class Agent(StrictModel):
+    provider: NonEmptyStr
+    model: NonEmptyStr
+    description: str | None = None
+    instructions: str | None = None
+    instructions_file: NonEmptyStr | None = Field(None, alias="instructionsFile")
+    vars: JsonObject = Field(default_factory=dict)
+    vars_files: list[str] = Field(default_factory=list, alias="varsFiles")
+    tools: list[str] = Field(default_factory=list)
+    max_turns: int = Field(8, alias="maxTurns", ge=1, le=64)
+    max_tool_calls: int = Field(16, alias="maxToolCalls", ge=0, le=256)
+    max_output_tokens: int = Field(2048, alias="maxOutputTokens", ge=1)
+    timeout_seconds: Seconds = Field(120, alias="timeoutSeconds")
+    retry: AgentRetry | None = None
+    reasoning: Reasoning | None = None
+    structured_output: JsonObject | None = Field(None, alias="structuredOutput")
+    usage_limit: UsageLimit | None = Field(None, alias="usageLimit")
+    stream: bool = False
+    provider_options: JsonObject = Field(default_factory=dict, alias="providerOptions")
+
+    @model_validator(mode="after")
+    def _rules(self) -> Self:
+        if (self.instructions is None) == (self.instructions_file is None):
+            raise rule_error(
+                "schema_violation",
+                "an agent needs exactly one of `instructions` or `instructionsFile`",
+                at="instructionsFile" if self.instructions_file is not None else None,
+            )
+        if self.vars_files:
+            raise unsupported("varsFiles", "variable files")
+        if len(set(self.tools)) != len(self.tools):
+            raise rule_error("schema_violation", "agent `tools` lists a tool twice", at="tools")
+        return self
+
+
+ToolKind = Literal["builtin.workspace.read", "builtin.workspace.write", "builtin.echo"]
+EffectClass = Literal[
+    "pure",
+    "internal_state",
+    "observe",
+    "workspace_mutate",
+    "external_mutate",
+    "process_execution",
+    "network",
+    "model",
+    "remote_agent",
+]
+ToolIdempotency = Literal["pure", "idempotent", "keyed", "at_most_once", "unknown"]
+
+# kind -> (capability, effect class, allowed idempotencies (first = default), default risk,
+# required input properties)
+_TOOL_KINDS: dict[str, tuple[str, str, tuple[str, ...], str, tuple[str, ...]]] = {
+    "builtin.workspace.read": ("filesystem.read", "observe", ("idempotent",), "low", ("path",)),
+    "builtin.workspace.write": (
+        "filesystem.write",
+        "workspace_mutate",
+        ("idempotent", "keyed"),
+        "medium",
+        ("path", "content"),
+    ),
+    "builtin.echo": ("internal", "pure", ("pure",), "low", ()),
+}
+
+
+class Tool(StrictModel):
+    kind: ToolKind
+    description: str | None = None
+    input_schema: JsonObject = Field(alias="inputSchema")
+    output_schema: JsonObject | None = Field(None, alias="outputSchema")
+    capability: str | None = None
+    risk: Literal["low", "medium", "high", "critical"] | None = None
+    effect_class: EffectClass | None = Field(None, alias="effectClass")
+    idempotency: ToolIdempotency | None = None
+    retry_safe: bool = Field(False, alias="retrySafe")
+    timeout_seconds: Seconds | None = Field(None, alias="timeoutSeconds")
+    secrets: list[SecretRef] = Field(default_factory=list)
+    network: list[str] = Field(default_factory=list)
+    approval: Literal["policy", "never", "always"] = "policy"
+
+    @field_validator("input_schema")
+    @classmethod
+    def _strict_schema(cls, schema: dict[str, Any]) -> dict[str, Any]:
+        check_strict_input_schema(schema)
+        return schema
+
+    @model_validator(mode="after")
+    def _kind_rules(self) -> Self:
+        capability, effect, idempotencies, risk, needed = _TOOL_KINDS[self.kind]
+        expected = {"capability": capability, "effectClass": effect}
+        for key, value in expected.items():
+            written = self.capability if key == "capability" else self.effect_class
+            if written is not None and written != value:
+                raise _kind_mismatch(self.kind, key, written, repr(value))
+        if self.idempotency is not None and self.idempotency not in idempotencies:
+            raise _kind_mismatch(
+                self.kind, "idempotency", self.idempotency, " or ".join(idempotencies)
+            )
+        self.capability = capability
+        self.effect_class = effect  # type: ignore[assignment]  # checked against the table
+        self.idempotency = self.idempotency or idempotencies[0]  # type: ignore[assignment]
+        self.risk = self.risk or risk  # type: ignore[assignment]
+        properties = self.input_schema.get("properties") or {}
+        for name in needed:
+            if name not in properties:
+                raise rule_error(
+                    "schema_violation",
+                    f"a {self.kind} tool's inputSchema must declare property {name!r}",
+                    at="inputSchema",
+                )
+        for key in ("secrets", "network"):
+            if key in given_keys(self) and getattr(self, key):
+                raise rule_error(
+                    "schema_violation", f"built-in tools may not declare `{key}`", at=key
+                )
+        return self
+
+
+def _kind_mismatch(kind: str, key: str, written: str, expected: str) -> Any:
+    return rule_error(
+        "schema_violation",
+        f"a {kind} tool must have {key} {expected}, not {written!r}",
+        at=key,
+        help=f"remove `{key}` or set it to {expected}",
+    )
+
+
+def check_strict_input_schema(schema: dict[str, Any]) -> None:
+    """A tool input schema: an object, ``additionalProperties: false``, all properties required."""
+    if schema.get("type") != "object":
+        raise rule_error("schema_violation", "a tool inputSchema must have `type: object`")
+    if schema.get("additionalProperties") is not False:
+        raise rule_error(
+            "schema_violation",
+            "a tool inputSchema must set `additionalProperties: false`",
+            help="models may only send the declared properties",
+        )
+    properties = schema.get("properties", {})
+    required = schema.get("required", [])
+    if not isinstance(properties, dict) or not isinstance(required, list):
+        raise rule_error(
+            "schema_violation", "inputSchema `properties` must be an object and `required` a list"
+        )
+    missing = [name for name in properties if name not in required]
+    if missing:
+        raise rule_error(
+            "schema_violation",
+            f"every inputSchema property must be required; not required: {', '.join(missing)}",
+            help="add them to `required`",
+        )

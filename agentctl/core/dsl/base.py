@@ -1,0 +1,70 @@
+"""Shared building blocks of the workflow models: the strict base class and rule failures.
+
+Invariants:
+- Every model is strict (no coercion: ``"3"`` is not ``3``, ``1`` is not ``true``), forbids
+  unknown keys and uses camelCase aliases equal to the YAML keys of spec/dsl.md.
+- A rule that fails inside a validator raises ``rule_error``: a ``PydanticCustomError`` whose
+  ``type`` is the diagnostic code and whose context carries the sub-path (``at``) relative to the
+  model being validated and an optional ``help`` text. ``diagnostics.py`` turns these into
+  ``Diagnostic`` objects; nothing else is needed to add a new rule.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
+
+IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MIB = 1024 * 1024
+
+
+class StrictModel(BaseModel):
+    """Base of every workflow model."""
+
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        populate_by_name=True,
+        # Defaults are built from literal values; validating them again would only cost time.
+        validate_default=False,
+    )
+
+
+def rule_error(
+    code: str, message: str, *, at: str | None = None, help: str | None = None
+) -> PydanticCustomError:
+    """A failed schema rule; ``at`` is the dotted sub-path of the offending key."""
+    # The message travels through the context so braces in user data are never formatted.
+    context: dict[str, Any] = {"msg": message}
+    if at is not None:
+        context["at"] = at
+    if help is not None:
+        context["help"] = help
+    return PydanticCustomError(code, "{msg}", context)
+
+
+def unsupported(key: str, what: str) -> PydanticCustomError:
+    """The spec names ``key`` but this version does not implement it."""
+    return rule_error(
+        "unsupported_capability",
+        f"`{key}` ({what}) is not supported by this version of agentctl",
+        at=key,
+        help=f"remove `{key}`",
+    )
+
+
+def given_keys(model: BaseModel) -> set[str]:
+    """The YAML keys the user actually wrote on ``model`` (defaults excluded)."""
+    fields = type(model).model_fields
+    return {fields[name].alias or name for name in model.model_fields_set}
+
+
+# Common constrained scalars.
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+Seconds = Annotated[int, Field(ge=1, le=86_400)]
+OutputLimit = Annotated[int, Field(ge=1, le=16 * MIB)]
+JsonObject = dict[str, Any]

@@ -1,0 +1,244 @@
+"""Turn pydantic validation errors and rule findings into located ``Diagnostic`` objects.
+
+Invariants:
+- Every diagnostic has a code from ``agentctl.errors.DIAGNOSTIC_CODES``: a rule's own code
+  (raised with ``base.rule_error``) or ``schema_violation`` for plain schema errors.
+- ``path`` is the dotted path of the offending value in the *source* document: pydantic's
+  synthetic location parts (union tags, validator names) are dropped by walking the raw data.
+- Position: an unknown key points at the key itself, a missing key at the enclosing mapping,
+  everything else at the deepest known prefix of the path (see ``Locator``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel
+from pydantic import ValidationError as PydanticValidationError
+
+from agentctl.errors import DIAGNOSTIC_CODES, Diagnostic
+
+Position = tuple[int, int]
+Point = Literal["value", "key", "enclosing"]
+
+_EXPECTED = {
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "string_type": "a string",
+    "bool_type": "true or false",
+    "float_type": "a number",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "list_type": "a list",
+}
+
+
+@dataclass
+class Locator:
+    """Positions of a document's dotted paths (see ``yamlload.ParsedYaml``)."""
+
+    positions: dict[str, Position] = field(default_factory=dict)
+    key_positions: dict[str, Position] = field(default_factory=dict)
+
+    def locate(self, path: str) -> Position | None:
+        """Position of the deepest known prefix of ``path`` (the root counts as a prefix)."""
+        parts = path.split(".") if path else []
+        while True:
+            found = self.positions.get(".".join(parts))
+            if found is not None or not parts:
+                return found
+            parts.pop()
+
+    def point(self, path: str, how: Point) -> Position | None:
+        if how == "key" and path in self.key_positions:
+            return self.key_positions[path]
+        if how == "enclosing":
+            return self.locate(parent_path(path))
+        return self.locate(path)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A rule failure before it is located."""
+
+    code: str
+    path: str
+    message: str
+    help: str | None = None
+    point: Point = "value"
+
+
+def parent_path(path: str) -> str:
+    return path.rpartition(".")[0]
+
+
+def to_diagnostic(finding: Finding, locator: Locator, file: str | None) -> Diagnostic:
+    pos = locator.point(finding.path, finding.point)
+    line, column = pos if pos is not None else (None, None)
+    code = finding.code if finding.code in DIAGNOSTIC_CODES else "schema_violation"
+    return Diagnostic(
+        code=code,
+        message=finding.message,
+        file=file,
+        line=line,
+        column=column,
+        path=finding.path or None,
+        help=finding.help,
+    )
+
+
+def source_path(loc: tuple[int | str, ...], raw: Any, keep_last: bool) -> list[str]:
+    """The parts of ``loc`` that exist in ``raw`` (plus the last one when ``keep_last``)."""
+    parts: list[str] = []
+    current = raw
+    for index, part in enumerate(loc):
+        if isinstance(current, dict) and isinstance(part, str) and part in current:
+            current = current[part]
+            parts.append(part)
+        elif isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
+            current = current[part]
+            parts.append(str(part))
+        elif keep_last and index == len(loc) - 1:
+            parts.append(str(part))
+    return parts
+
+
+def findings_from_pydantic(
+    exc: PydanticValidationError, raw: Any, root: type[BaseModel]
+) -> list[Finding]:
+    findings: list[Finding] = []
+    for error in exc.errors():
+        kind = str(error["type"])
+        ctx: dict[str, Any] = dict(error.get("ctx") or {})
+        parts = source_path(
+            tuple(error["loc"]), raw, keep_last=kind in {"missing", "extra_forbidden"}
+        )
+        if "at" in ctx:
+            parts.extend(str(ctx["at"]).split("."))
+        path = ".".join(parts)
+        if kind in DIAGNOSTIC_CODES:
+            findings.append(Finding(kind, path, str(ctx.get("msg", error["msg"])), ctx.get("help")))
+        elif kind == "extra_forbidden":
+            findings.append(_unknown_key(path, root))
+        elif kind == "missing":
+            findings.append(_missing_key(path))
+        else:
+            findings.append(_plain(kind, path, error))
+    return findings
+
+
+def _where(path: str) -> str:
+    parent = parent_path(path)
+    return f"`{parent}`" if parent else "the document root"
+
+
+def _unknown_key(path: str, root: type[BaseModel]) -> Finding:
+    key = path.rpartition(".")[2]
+    allowed = allowed_keys(root, parent_path(path))
+    help_text = None
+    if allowed:
+        close = difflib.get_close_matches(key, allowed, n=1)
+        hint = f"did you mean `{close[0]}`? " if close else ""
+        help_text = f"{hint}allowed keys here: {', '.join(allowed)}"
+    return Finding(
+        "schema_violation", path, f"unknown key `{key}` in {_where(path)}", help_text, "key"
+    )
+
+
+def _missing_key(path: str) -> Finding:
+    key = path.rpartition(".")[2]
+    return Finding(
+        "schema_violation",
+        path,
+        f"missing required key `{key}` in {_where(path)}",
+        f"add `{key}`",
+        "enclosing",
+    )
+
+
+def _plain(kind: str, path: str, error: Any) -> Finding:
+    shown = f"`{path}`" if path else "the document"
+    value = error.get("input")
+    if kind in _EXPECTED:
+        expected = _EXPECTED[kind]
+        message = f"{shown} must be {expected}, got {describe(value)}"
+        return Finding("schema_violation", path, message, _type_help(kind, value))
+    if kind == "literal_error":
+        message = (
+            f"{shown}: {error['msg'].replace('Input should be', 'expected')}, got {describe(value)}"
+        )
+        return Finding("schema_violation", path, message)
+    message = f"{shown}: {error['msg']}"
+    if not isinstance(value, (dict, list)):
+        message += f" (got {describe(value)})"
+    return Finding("schema_violation", path, message)
+
+
+def _type_help(kind: str, value: Any) -> str | None:
+    if kind in {"int_type", "float_type"} and isinstance(value, str):
+        return "write the number without quotes"
+    if kind == "bool_type":
+        return "write true or false (yes/no/on/off and numbers are not booleans)"
+    if kind == "string_type" and value is not None:
+        return "quote the value to make it a string"
+    return None
+
+
+def describe(value: Any) -> str:
+    """A short human description of a JSON value for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        text = value if len(value) <= 40 else value[:37] + "..."
+        return f"the string {text!r}"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+def allowed_keys(root: type[BaseModel], path: str) -> list[str]:
+    """The YAML keys of the model found at ``path`` below ``root`` ([] when not a model)."""
+    annotation: Any = root
+    for part in path.split(".") if path else []:
+        annotation = _unwrap(annotation)
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            fields = annotation.model_fields
+            match = [f for n, f in fields.items() if (f.alias or n) == part]
+            if not match:
+                return []
+            annotation = match[0].annotation
+        elif get_origin(annotation) is dict:
+            annotation = get_args(annotation)[1]
+        elif get_origin(annotation) is list:
+            annotation = get_args(annotation)[0]
+        else:
+            return []
+    annotation = _unwrap(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [f.alias or n for n, f in annotation.model_fields.items()]
+    return []
+
+
+def _unwrap(annotation: Any) -> Any:
+    """Strip ``Annotated`` and ``X | None``; a union of several models stays as it is."""
+    while True:
+        origin = get_origin(annotation)
+        if origin is Annotated:
+            annotation = get_args(annotation)[0]
+        elif origin in (Union, types.UnionType):
+            options = [a for a in get_args(annotation) if a is not type(None)]
+            if len(options) != 1:
+                return annotation
+            annotation = options[0]
+        else:
+            return annotation

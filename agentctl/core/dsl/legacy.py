@@ -1,0 +1,172 @@
+"""Translate the legacy flat ``playbook:`` document into the v1alpha1 shape (spec/dsl.md §1).
+
+The legacy form has no ``apiVersion``; its top level holds ``playbook: NAME`` and the spec
+keys directly. Translation is pure and total on any mapping; the result is then validated as
+strictly as any v1alpha1 document, and the caller adds a ``migration_required`` warning.
+
+Invariants:
+- ``playbook`` → ``metadata.name``; ``modules`` → ``actions``; ``uses: module:X`` →
+  ``action:X`` (tasks, sub-workflow tasks, compensations); ``memory.working.initial`` →
+  ``memory.working``; ``policy.approvalMode`` → ``policy.approval`` (never/always kept, anything
+  else becomes mutations); ``defaults``, ``promptCache``, ``mcpServers``, ``a2aAgents`` and
+  ``packs`` are dropped.
+- Agents: a heuristic agent (``heuristic: true`` or ``kind``/``type: heuristic``) uses provider
+  ``fake``, else its own provider, else ``openai``; ``model`` defaults to ``scripted``; keys an
+  agent does not have in v1alpha1 (vendor-specific ones) are dropped. Without ``providers`` the
+  document gets ``fake`` and ``openai`` (credential ``{env: OPENAI_API_KEY}``); a provider chosen
+  by the heuristic above is added when the document's own providers lack it.
+- Tool-level ``compensation`` and ``uses: team:NAME`` are refused (``schema_violation``).
+- The position table is remapped so diagnostics still point into the legacy source.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from agentctl.core.dsl.agents import Agent
+from agentctl.core.dsl.diagnostics import Finding, Locator
+
+_DROPPED = ("defaults", "promptCache", "mcpServers", "a2aAgents", "packs")
+_AGENT_KEYS = frozenset(f.alias or n for n, f in Agent.model_fields.items())
+_DEFAULT_PROVIDERS: dict[str, Any] = {
+    "fake": {"kind": "fake"},
+    "openai": {"kind": "openai", "credential": {"env": "OPENAI_API_KEY"}},
+}
+
+
+def is_legacy(raw: dict[str, Any]) -> bool:
+    return "apiVersion" not in raw and "playbook" in raw
+
+
+def translate_legacy(raw: dict[str, Any]) -> tuple[dict[str, Any], list[Finding]]:
+    """The v1alpha1 form of a legacy document, and the legacy forms that cannot be translated."""
+    body = {k: copy.deepcopy(v) for k, v in raw.items() if k not in _DROPPED}
+    name = body.pop("playbook")
+    metadata: dict[str, Any] = {"name": name}
+    for key in ("description", "labels"):
+        if key in body:
+            metadata[key] = body.pop(key)
+    if "modules" in body:
+        body["actions"] = body.pop("modules")
+    rejected = _rejections(body)
+    _translate_tasks(body.get("tasks"))
+    for sub in (body.get("subworkflows") or {}).values():
+        if isinstance(sub, dict):
+            _translate_tasks(sub.get("tasks"))
+    _translate_memory(body)
+    _translate_policy(body)
+    _translate_agents(body)
+    doc = {"apiVersion": "agentctl.dev/v1alpha1", "kind": "Workflow", "metadata": metadata}
+    doc["spec"] = body
+    return doc, rejected
+
+
+def legacy_locator(locator: Locator) -> Locator:
+    """Positions of the translated paths, taken from the legacy source."""
+    result = Locator()
+    for table, target in (
+        (locator.positions, result.positions),
+        (locator.key_positions, result.key_positions),
+    ):
+        for path, pos in table.items():
+            target[_new_path(path)] = pos
+    root = locator.positions.get("", (1, 1))
+    result.positions.update({"": root, "spec": root})
+    if "playbook" in locator.key_positions:
+        result.positions["metadata"] = locator.key_positions["playbook"]
+    return result
+
+
+def _new_path(path: str) -> str:
+    head, _, rest = path.partition(".")
+    if head == "playbook":
+        return "metadata.name"
+    if head in ("description", "labels"):
+        return f"metadata.{path}"
+    if head == "modules":
+        head = "actions"
+    if not path:
+        return ""
+    return f"spec.{head}.{rest}" if rest else f"spec.{head}"
+
+
+def _rejections(body: dict[str, Any]) -> list[Finding]:
+    found: list[Finding] = []
+    tools = body.get("tools")
+    for name, tool in (tools if isinstance(tools, dict) else {}).items():
+        if isinstance(tool, dict) and "compensation" in tool:
+            found.append(
+                Finding(
+                    "schema_violation",
+                    f"spec.tools.{name}.compensation",
+                    "tool-level `compensation` is a legacy form that cannot be migrated",
+                    "declare `compensate` on the task that uses the tool's agent",
+                    "key",
+                )
+            )
+    tasks = body.get("tasks")
+    for index, task in enumerate(tasks if isinstance(tasks, list) else []):
+        if isinstance(task, dict) and str(task.get("uses", "")).startswith("team:"):
+            found.append(
+                Finding(
+                    "schema_violation",
+                    f"spec.tasks.{index}.uses",
+                    "`uses: team:NAME` is a legacy form that cannot be migrated",
+                    "split the team into agent tasks joined by handoff tasks",
+                )
+            )
+    return found
+
+
+def _module_to_action(task: dict[str, Any]) -> None:
+    uses = task.get("uses")
+    if isinstance(uses, str) and uses.startswith("module:"):
+        task["uses"] = "action:" + uses.removeprefix("module:")
+
+
+def _translate_tasks(tasks: Any) -> None:
+    for task in tasks if isinstance(tasks, list) else []:
+        if isinstance(task, dict):
+            _module_to_action(task)
+            if isinstance(task.get("compensate"), dict):
+                _module_to_action(task["compensate"])
+
+
+def _translate_memory(body: dict[str, Any]) -> None:
+    memory = body.get("memory")
+    if isinstance(memory, dict) and isinstance(memory.get("working"), dict):
+        working = memory["working"]
+        if set(working) == {"initial"}:
+            memory["working"] = working["initial"]
+
+
+def _translate_policy(body: dict[str, Any]) -> None:
+    policy = body.get("policy")
+    if isinstance(policy, dict) and "approvalMode" in policy:
+        mode = policy.pop("approvalMode")
+        policy["approval"] = mode if mode in ("never", "always") else "mutations"
+
+
+def _translate_agents(body: dict[str, Any]) -> None:
+    agents = body.get("agents")
+    if "providers" not in body:
+        body["providers"] = copy.deepcopy(_DEFAULT_PROVIDERS)
+    if not isinstance(agents, dict):
+        return
+    for name, agent in list(agents.items()):
+        if not isinstance(agent, dict):
+            continue
+        heuristic = agent.get("heuristic") is True or "heuristic" in (
+            agent.get("kind"),
+            agent.get("type"),
+        )
+        provider = "fake" if heuristic else agent.get("provider", "openai")
+        kept = {k: v for k, v in agent.items() if k in _AGENT_KEYS}
+        kept["provider"] = provider
+        kept.setdefault("model", "scripted")
+        agents[name] = kept
+        providers = body["providers"]
+        chosen = heuristic or "provider" not in agent
+        if chosen and isinstance(providers, dict):
+            providers.setdefault(provider, copy.deepcopy(_DEFAULT_PROVIDERS[provider]))

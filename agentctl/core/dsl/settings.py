@@ -1,0 +1,212 @@
+"""Workflow-wide settings: policy (§7), runtime/budgets/pricing (§8), memory, output, remote peers.
+
+Invariants:
+- Every default of spec/dsl.md §2, §7 and §8 is filled in, so the normalized document can be
+  read without fallbacks; budget limits with no spec default stay ``None`` (= unlimited).
+- ``runtime.budgets.maxCostMicrousd`` requires ``runtime.pricing``; pricing rates default as the
+  spec says (reasoning = output rate, cache read/write = input rate).
+- ``output.showDiff`` [quirk]: true when the ``output`` block is absent (see ``workflow.py``),
+  false when the block is present without the key.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, Self
+
+from pydantic import Field, field_validator, model_validator
+
+from agentctl.core.dsl.base import JsonObject, NonEmptyStr, Seconds, StrictModel, rule_error
+from agentctl.core.dsl.secrets import SecretRef
+
+_HOST_PATTERN_RE = re.compile(r"^(?:\*\.)?[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$")
+_MODEL_KEY_RE = re.compile(r"^[^/\s]+/[^\s]+$")
+
+
+Scheme = Literal["https", "http"]
+
+
+def _default_schemes() -> list[Scheme]:
+    return ["https", "http"]
+
+
+class NetworkPolicy(StrictModel):
+    allowed_schemes: list[Scheme] = Field(
+        default_factory=_default_schemes, alias="allowedSchemes", min_length=1
+    )
+    allowed_ports: list[int] = Field(default_factory=list, alias="allowedPorts")
+    allow_private: bool = Field(False, alias="allowPrivate")
+    allow_proxy: bool = Field(False, alias="allowProxy")
+    custom_ca: SecretRef | None = Field(None, alias="customCa")
+    connect_timeout_seconds: int = Field(10, alias="connectTimeoutSeconds", ge=1, le=120)
+    max_response_bytes: int = Field(8_388_608, alias="maxResponseBytes", ge=1, le=67_108_864)
+
+    @field_validator("allowed_ports")
+    @classmethod
+    def _ports(cls, ports: list[int]) -> list[int]:
+        for port in ports:
+            if not 1 <= port <= 65_535:
+                raise rule_error("schema_violation", f"port {port} is not in 1..65535")
+        return ports
+
+
+class Policy(StrictModel):
+    workspace_root: str = Field(".", alias="workspaceRoot")
+    writable_roots: list[str] = Field(default_factory=list, alias="writableRoots")
+    environment_allowlist: list[str] = Field(default_factory=list, alias="environmentAllowlist")
+    network_allowlist: list[str] = Field(default_factory=list, alias="networkAllowlist")
+    network: NetworkPolicy = Field(default_factory=NetworkPolicy)
+    process_allowlist: list[str] = Field(default_factory=list, alias="processAllowlist")
+    secret_file_roots: list[str] = Field(default_factory=list, alias="secretFileRoots")
+    secret_process_allowlist: list[str] = Field(
+        default_factory=list, alias="secretProcessAllowlist"
+    )
+    providers: list[str] = Field(default_factory=list)
+    tools_allow: list[str] = Field(default_factory=list, alias="toolsAllow")
+    tools_deny: list[str] = Field(default_factory=list, alias="toolsDeny")
+    approval: Literal["never", "mutations", "high_risk", "always"] = "mutations"
+    non_interactive: Literal["pause", "deny_approval", "fail"] = Field(
+        "pause", alias="nonInteractive"
+    )
+
+    @model_validator(mode="after")
+    def _shapes(self) -> Self:
+        for index, host in enumerate(self.network_allowlist):
+            if not _HOST_PATTERN_RE.match(host):
+                raise rule_error(
+                    "schema_violation",
+                    f"network allowlist entry {host!r} is not a host or *.suffix pattern",
+                    at=f"networkAllowlist.{index}",
+                )
+        for key, names in (
+            ("processAllowlist", self.process_allowlist),
+            ("secretProcessAllowlist", self.secret_process_allowlist),
+        ):
+            for index, name in enumerate(names):
+                if not name or "/" in name:
+                    raise rule_error(
+                        "schema_violation",
+                        f"{key} entries are program basenames, not paths: {name!r}",
+                        at=f"{key}.{index}",
+                    )
+        return self
+
+
+class Budgets(StrictModel):
+    max_provider_requests: int | None = Field(None, alias="maxProviderRequests", ge=1)
+    max_turns: int | None = Field(None, alias="maxTurns", ge=1)
+    max_tool_calls: int | None = Field(None, alias="maxToolCalls", ge=1)
+    max_input_tokens: int | None = Field(None, alias="maxInputTokens", ge=1)
+    max_output_tokens: int | None = Field(None, alias="maxOutputTokens", ge=1)
+    max_total_tokens: int | None = Field(None, alias="maxTotalTokens", ge=1)
+    max_wall_time_seconds: int | None = Field(None, alias="maxWallTimeSeconds", ge=1)
+    max_process_output_bytes: int | None = Field(None, alias="maxProcessOutputBytes", ge=1)
+    max_artifact_bytes: int | None = Field(None, alias="maxArtifactBytes", ge=1)
+    max_tasks: int | None = Field(None, alias="maxTasks", ge=1)
+    max_expansion_items: int | None = Field(None, alias="maxExpansionItems", ge=1)
+    max_loop_iterations: int | None = Field(None, alias="maxLoopIterations", ge=1)
+    max_cost_microusd: int | None = Field(None, alias="maxCostMicrousd", ge=1)
+
+
+class ModelPrice(StrictModel):
+    input_rate: int = Field(alias="inputMicrousdPerMillionTokens", ge=1)
+    output_rate: int = Field(alias="outputMicrousdPerMillionTokens", ge=1)
+    reasoning_rate: int | None = Field(None, alias="reasoningMicrousdPerMillionTokens", ge=0)
+    cache_read_rate: int | None = Field(None, alias="cacheReadMicrousdPerMillionTokens", ge=0)
+    cache_write_rate: int | None = Field(None, alias="cacheWriteMicrousdPerMillionTokens", ge=0)
+
+    @model_validator(mode="after")
+    def _defaults(self) -> Self:
+        if self.reasoning_rate is None:
+            self.reasoning_rate = self.output_rate
+        if self.cache_read_rate is None:
+            self.cache_read_rate = self.input_rate
+        if self.cache_write_rate is None:
+            self.cache_write_rate = self.input_rate
+        return self
+
+
+class Pricing(StrictModel):
+    version: NonEmptyStr
+    models: dict[str, ModelPrice] = Field(min_length=1)
+
+    @field_validator("models")
+    @classmethod
+    def _keys(cls, models: dict[str, ModelPrice]) -> dict[str, ModelPrice]:
+        for key in models:
+            if not _MODEL_KEY_RE.match(key):
+                raise rule_error(
+                    "schema_violation",
+                    f"pricing model key {key!r} must be written provider/model",
+                    at=key,
+                )
+        return models
+
+
+class Runtime(StrictModel):
+    max_concurrency: int = Field(1, alias="maxConcurrency", ge=1, le=64)
+    default_timeout_seconds: Seconds = Field(120, alias="defaultTimeoutSeconds")
+    budgets: Budgets = Field(default_factory=Budgets)
+    pricing: Pricing | None = None
+
+    @model_validator(mode="after")
+    def _cost_needs_pricing(self) -> Self:
+        if self.budgets.max_cost_microusd is not None and self.pricing is None:
+            raise rule_error(
+                "schema_violation",
+                "budgets.maxCostMicrousd needs runtime.pricing",
+                at="budgets.maxCostMicrousd",
+                help="add runtime.pricing with a rate for every provider/model you use",
+            )
+        return self
+
+
+class Output(StrictModel):
+    verbose: bool = False
+    show_diff: bool = Field(False, alias="showDiff")
+
+
+class CompensationSettings(StrictModel):
+    on_failure: Literal["manual", "automatic"] = Field("manual", alias="onFailure")
+    approval: Literal["policy", "never", "always"] = "policy"
+
+
+class Embedding(StrictModel):
+    provider: Literal["local_hash"] = "local_hash"
+    model: str | None = None
+    dimensions: int = Field(64, ge=8, le=4096)
+
+
+class LongTermMemory(StrictModel):
+    provider: Literal["sqlite"] = "sqlite"
+    namespace: NonEmptyStr = "default"
+    retention_days: int | None = Field(None, alias="retentionDays", ge=1, le=36_500)
+    embedding: Embedding = Field(default_factory=Embedding)
+
+
+class Memory(StrictModel):
+    working: JsonObject = Field(default_factory=dict)
+    long_term: LongTermMemory = Field(default_factory=LongTermMemory, alias="longTerm")
+
+
+class McpServer(StrictModel):
+    url: NonEmptyStr
+    headers: dict[str, SecretRef] = Field(default_factory=dict)
+    timeout_seconds: Seconds = Field(120, alias="timeoutSeconds")
+    protocol_version: NonEmptyStr = Field("2025-11-25", alias="protocolVersion")
+
+
+class A2aPeer(StrictModel):
+    card_url: NonEmptyStr = Field(alias="cardUrl")
+    headers: dict[str, SecretRef] = Field(default_factory=dict)
+    timeout_seconds: Seconds = Field(120, alias="timeoutSeconds")
+    max_polls: int = Field(100, alias="maxPolls", ge=1, le=1000)
+    poll_interval_ms: int = Field(100, alias="pollIntervalMs", ge=1, le=60_000)
+    protocol_version: NonEmptyStr = Field("1.0", alias="protocolVersion")
+
+
+class Pack(StrictModel):
+    name: NonEmptyStr
+    version: NonEmptyStr
+    path: str | None = None
+    integrity: str | None = None

@@ -1,0 +1,238 @@
+"""Tasks and sub-workflow definitions (spec/dsl.md §4): keys, defaults and per-task rules.
+
+Invariants:
+- Defaults dumped for every task: needs [], memoryWrites [], vars {}, with {}, retry
+  {maxAttempts 1, backoffMs 0}, failure "stop"; absent optional keys (when, foreach, matrix,
+  loop, route, compensate, outputSchema, timeoutSeconds) dump as ``None``.
+- Schema-level exclusivity is enforced here: foreach ⊕ matrix, neither with route, route ⇔
+  ``uses: router``, loop alone, a sub-workflow invocation carries only needs/with/failure.
+- References (does ``action:x`` exist? does a need name a task?) are left to the compiler.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal, Self
+
+from pydantic import Field, field_validator, model_validator
+
+from agentctl.core.dsl.base import (
+    IDENTIFIER_RE,
+    JsonObject,
+    NonEmptyStr,
+    Seconds,
+    StrictModel,
+    given_keys,
+    rule_error,
+    unsupported,
+)
+
+TASK_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+USES_RE = re.compile(r"^(?:(?:action|agent|workflow):[A-Za-z_][A-Za-z0-9_.-]*|router)$")
+SEMVER_RE = re.compile(
+    r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
+    r"(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?$"
+)
+RESERVED_VARS = frozenset({"foreachIndex", "matrix", "matrixIndex", "loopIndex", "loopPrevious"})
+_INVOCATION_KEYS = frozenset({"id", "uses", "needs", "with", "failure"})
+
+
+class Retry(StrictModel):
+    max_attempts: int = Field(1, alias="maxAttempts", ge=1, le=20)
+    backoff_ms: int = Field(0, alias="backoffMs", ge=0, le=60_000)
+
+
+class Foreach(StrictModel):
+    items: list[Any]
+    as_: str = Field("item", alias="as")
+    max_items: int = Field(32, alias="maxItems", ge=1, le=256)
+
+    @model_validator(mode="after")
+    def _rules(self) -> Self:
+        if not IDENTIFIER_RE.match(self.as_) or self.as_ in RESERVED_VARS:
+            raise rule_error(
+                "schema_violation",
+                f"foreach `as` must be an identifier that is not reserved, got {self.as_!r}",
+                at="as",
+            )
+        if len(self.items) > self.max_items:
+            raise rule_error(
+                "schema_violation",
+                f"foreach has {len(self.items)} items, more than maxItems {self.max_items}",
+                at="items",
+                help="raise maxItems (at most 256) or split the list",
+            )
+        return self
+
+
+class Matrix(StrictModel):
+    axes: dict[str, list[Any]] = Field(min_length=1)
+    max_items: int = Field(32, alias="maxItems", ge=1, le=256)
+
+    @model_validator(mode="after")
+    def _rules(self) -> Self:
+        product = 1
+        for name, values in self.axes.items():
+            if not IDENTIFIER_RE.match(name):
+                raise rule_error(
+                    "schema_violation", f"matrix axis name {name!r} is not an identifier", at="axes"
+                )
+            product *= len(values)
+        if product > self.max_items:
+            raise rule_error(
+                "schema_violation",
+                f"matrix expands to {product} combinations, more than maxItems {self.max_items}",
+                at="maxItems" if "maxItems" in given_keys(self) else "axes",
+                help="raise maxItems (at most 256) or remove axis values",
+            )
+        return self
+
+
+class Loop(StrictModel):
+    max_iterations: int = Field(alias="maxIterations", ge=1, le=64)
+    while_: NonEmptyStr = Field(alias="while")
+    initial: Any = None
+
+
+class RouteCase(StrictModel):
+    equals: Any
+    tasks: list[str] = Field(min_length=1)
+
+
+class Route(StrictModel):
+    select: NonEmptyStr
+    cases: list[RouteCase] = Field(min_length=1)
+    default: list[str] = Field(default_factory=list)
+
+
+class Compensate(StrictModel):
+    uses: str = Field(pattern=r"^action:[A-Za-z_][A-Za-z0-9_.-]*$")
+    with_: JsonObject = Field(default_factory=dict, alias="with")
+    retry: Retry = Field(default_factory=Retry)
+    timeout_seconds: Seconds | None = Field(None, alias="timeoutSeconds")
+
+
+class Task(StrictModel):
+    id: str
+    uses: str
+    needs: list[str] = Field(default_factory=list)
+    foreach: Foreach | None = None
+    matrix: Matrix | None = None
+    route: Route | None = None
+    loop: Loop | None = None
+    memory_writes: list[NonEmptyStr] = Field(default_factory=list, alias="memoryWrites")
+    when: NonEmptyStr | None = None
+    vars: JsonObject = Field(default_factory=dict)
+    vars_files: list[str] = Field(default_factory=list, alias="varsFiles")
+    with_: JsonObject = Field(default_factory=dict, alias="with")
+    retry: Retry = Field(default_factory=Retry)
+    timeout_seconds: Seconds | None = Field(None, alias="timeoutSeconds")
+    failure: Literal["stop", "continue"] = "stop"
+    compensate: Compensate | None = None
+    output_schema: JsonObject | None = Field(None, alias="outputSchema")
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        if not TASK_ID_RE.match(value):
+            raise rule_error(
+                "schema_violation",
+                f"task id {value!r} is not valid",
+                help="start with an ASCII letter, then letters, digits, '_' or '-'",
+            )
+        return value
+
+    @field_validator("uses")
+    @classmethod
+    def _uses(cls, value: str) -> str:
+        if not USES_RE.match(value):
+            raise rule_error(
+                "schema_violation",
+                f"`uses` {value!r} is not valid",
+                help="write action:NAME, agent:NAME, workflow:NAME or router",
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _rules(self) -> Self:
+        given = given_keys(self)
+        _check_unique(self.needs, "needs")
+        _check_unique(self.memory_writes, "memoryWrites")
+        if self.vars_files:
+            raise unsupported("varsFiles", "variable files")
+        for name in self.vars:
+            if name in RESERVED_VARS or (self.foreach is not None and name == self.foreach.as_):
+                raise rule_error(
+                    "schema_violation",
+                    f"variable name {name!r} is reserved for the engine",
+                    at=f"vars.{name}",
+                )
+        if self.uses.startswith("workflow:"):
+            extra = sorted(given - _INVOCATION_KEYS)
+            if extra:
+                raise rule_error(
+                    "schema_violation",
+                    f"a task invoking a sub-workflow may carry only needs, with and failure; "
+                    f"remove `{extra[0]}`",
+                    at=extra[0],
+                )
+        _check_shape(self)
+        return self
+
+
+def _check_unique(values: list[str], key: str) -> None:
+    if len(set(values)) != len(values):
+        dup = next(v for i, v in enumerate(values) if v in values[:i])
+        raise rule_error("schema_violation", f"`{key}` lists {dup!r} twice", at=key)
+
+
+def _check_shape(task: Task) -> None:
+    """foreach ⊕ matrix, route ⇔ router, loop alone."""
+    if task.foreach is not None and task.matrix is not None:
+        raise rule_error(
+            "schema_violation", "a task may have `foreach` or `matrix`, not both", at="matrix"
+        )
+    is_router = task.uses == "router"
+    if task.route is not None and (task.foreach is not None or task.matrix is not None):
+        raise rule_error("schema_violation", "a router cannot be expanded", at="route")
+    if is_router != (task.route is not None):
+        raise rule_error(
+            "schema_violation",
+            "`route` and `uses: router` must appear together",
+            at="route" if task.route is not None else "uses",
+        )
+    if task.loop is not None:
+        clash = [
+            key
+            for key, present in (
+                ("when", task.when is not None),
+                ("foreach", task.foreach is not None),
+                ("matrix", task.matrix is not None),
+                ("route", is_router),
+            )
+            if present
+        ]
+        if clash:
+            raise rule_error(
+                "schema_violation", f"`loop` cannot be combined with `{clash[0]}`", at="loop"
+            )
+
+
+class Subworkflow(StrictModel):
+    version: str
+    inputs: JsonObject = Field(default_factory=dict)
+    input_schema: JsonObject | None = Field(None, alias="inputSchema")
+    outputs: JsonObject = Field(default_factory=dict)
+    output_schema: JsonObject | None = Field(None, alias="outputSchema")
+    tasks: Annotated[list[Task], Field(min_length=1)]
+
+    @field_validator("version")
+    @classmethod
+    def _semver(cls, value: str) -> str:
+        if not SEMVER_RE.match(value):
+            raise rule_error(
+                "schema_violation",
+                f"sub-workflow version {value!r} is not a semantic version",
+                help="write MAJOR.MINOR.PATCH, e.g. 0.1.0",
+            )
+        return value

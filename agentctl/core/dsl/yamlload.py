@@ -1,0 +1,331 @@
+"""Parse YAML source text into plain JSON data plus a table of source positions.
+
+Invariants:
+- The result is pure JSON data: dict (string keys only), list, str, int, float (finite), bool,
+  None. Nothing YAML 1.1 would turn into a date, timestamp, set, binary or Python object
+  survives: scalars are resolved with a YAML 1.2 "core"-like resolver of our own, so
+  ``2024-01-01`` stays a string and ``yes``/``no``/``on``/``off`` stay strings. Only
+  ``true``/``false`` (and their ``True``/``TRUE``/``False``/``FALSE`` spellings) are booleans.
+- Sources over ``MAX_SOURCE_BYTES`` are refused before any parsing; bytes must be UTF-8.
+- Duplicate mapping keys, non-string keys, anchors, aliases (hence merge keys through aliases),
+  explicit tags other than the standard str/int/float/bool/null/map/seq ones, multiple
+  documents and non-finite numbers are all rejected as ``yaml_syntax``.
+- Every failure is a ``Diagnostic`` (1-based line and column); no other exception escapes
+  ``parse_yaml`` besides ``agentctl.errors.ValidationError``.
+- Positions are keyed by dotted path (list indices as decimal numbers; the root is ``""``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+import yaml.reader
+from yaml.composer import Composer
+from yaml.events import AliasEvent, MappingStartEvent, ScalarEvent, SequenceStartEvent
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.parser import Parser
+from yaml.reader import Reader
+from yaml.resolver import BaseResolver
+from yaml.scanner import Scanner
+
+from agentctl.errors import Diagnostic, ValidationError
+
+MAX_SOURCE_BYTES = 1_048_576
+# Deeper documents are refused: they only ever come from garbage or attacks, and both the
+# recursive composer and our validators would otherwise hit Python's recursion limit.
+MAX_DEPTH = 64
+
+# Longer integer literals are refused: Python refuses to convert enormous digit strings, and
+# no key of the language takes a number anywhere near this size.
+_MAX_INT_CHARS = 40
+
+Position = tuple[int, int]
+
+_TAG = "tag:yaml.org,2002:"
+_NULL_RE = re.compile(r"^(?:~|null|Null|NULL|)$")
+_BOOL_RE = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+_INT_RE = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+_FLOAT_RE = re.compile(
+    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+)
+
+
+class _Resolver(BaseResolver):
+    """Implicit typing of plain scalars: null, bool, int, float; everything else is a string."""
+
+
+# PyYAML keys implicit resolvers by first character; None means "any first character".
+_Resolver.add_implicit_resolver(_TAG + "null", _NULL_RE, None)
+_Resolver.add_implicit_resolver(_TAG + "bool", _BOOL_RE, list("tTfF"))
+_Resolver.add_implicit_resolver(_TAG + "int", _INT_RE, list("-+0123456789"))
+_Resolver.add_implicit_resolver(_TAG + "float", _FLOAT_RE, list("-+0123456789."))
+
+
+class _RejectedConstruct(yaml.MarkedYAMLError):
+    """An anchor or alias; raised from inside the composer so the mark is exact."""
+
+
+def _mark(event: Any) -> Any:
+    return event.start_mark
+
+
+class _Loader(Reader, Scanner, Parser, Composer, _Resolver):
+    def __init__(self, stream: str) -> None:
+        Reader.__init__(self, stream)
+        Scanner.__init__(self)
+        Parser.__init__(self)
+        Composer.__init__(self)
+        _Resolver.__init__(self)
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, AliasEvent):
+            raise _RejectedConstruct(
+                None, None, "aliases (*name) are not supported; repeat the value", _mark(event)
+            )
+        anchor_events = (ScalarEvent, SequenceStartEvent, MappingStartEvent)
+        if isinstance(event, anchor_events) and event.anchor is not None:
+            raise _RejectedConstruct(
+                None, None, "anchors (&name) are not supported; repeat the value", _mark(event)
+            )
+        node: Node | None = super().compose_node(parent, index)
+        return node
+
+
+@dataclass
+class ParsedYaml:
+    """The JSON value of a document and where each dotted path appears in the source."""
+
+    value: Any
+    # Best position of each path: the value for scalars and flow collections, the key for
+    # block collections (whose value node starts on a later line).
+    positions: dict[str, Position] = field(default_factory=dict)
+    # Position of the mapping key that introduces a path (absent for list items and the root).
+    key_positions: dict[str, Position] = field(default_factory=dict)
+
+
+def _diag(
+    message: str, file: str | None, pos: Position | None, help: str | None = None
+) -> Diagnostic:
+    line, column = pos if pos is not None else (None, None)
+    return Diagnostic(
+        code="yaml_syntax",
+        message=message,
+        file=file,
+        line=line,
+        column=column,
+        path=None,
+        help=help,
+    )
+
+
+def _fail(diagnostics: list[Diagnostic]) -> ValidationError:
+    first = diagnostics[0].message
+    return ValidationError(f"invalid YAML: {first}", diagnostics=diagnostics)
+
+
+def decode_source(source: str | bytes, file: str | None) -> str:
+    """Size-check and decode ``source``; raises ValidationError on oversize or non-UTF-8."""
+    size = len(source.encode("utf-8", "surrogatepass")) if isinstance(source, str) else len(source)
+    if size > MAX_SOURCE_BYTES:
+        msg = f"workflow source is {size} bytes; the limit is {MAX_SOURCE_BYTES} bytes"
+        raise ValidationError(
+            msg,
+            diagnostics=[
+                Diagnostic(
+                    code="schema_violation",
+                    message=msg,
+                    file=file,
+                    line=1,
+                    column=1,
+                    help="split large data into input files or shrink the document",
+                )
+            ],
+        )
+    if isinstance(source, str):
+        text = source
+    else:
+        try:
+            text = source.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            msg = f"workflow source is not valid UTF-8 (byte offset {exc.start})"
+            prefix = source[: exc.start].decode("utf-8", "replace")
+            pos = _offset_pos(prefix, len(prefix))
+            raise _fail([_diag(msg, file, pos, "save the file as UTF-8")]) from exc
+    return text.removeprefix("\ufeff")
+
+
+def _offset_pos(text: str, offset: int) -> Position:
+    """1-based (line, column) of the character at ``offset`` of ``text``."""
+    line = text.count("\n", 0, offset) + 1
+    return (line, offset - (text.rfind("\n", 0, offset) + 1) + 1)
+
+
+def _mark_pos(mark: Any) -> Position | None:
+    if mark is None:
+        return None
+    return (int(mark.line) + 1, int(mark.column) + 1)
+
+
+def compose_yaml(text: str, file: str | None) -> Node:
+    """Compose exactly one YAML document into a node tree (the one PyYAML boundary)."""
+    try:
+        loader = _Loader(text)
+        try:
+            node = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        problem = exc.problem or exc.context or "malformed YAML"
+        where = exc.problem_mark or exc.context_mark
+        raise _fail([_diag(str(problem), file, _mark_pos(where))]) from exc
+    except yaml.reader.ReaderError as exc:
+        # Control characters and other code points YAML does not allow in a stream.
+        char: Any = exc.character
+        # PyYAML reports the code point as an int for text streams, a str/bytes otherwise.
+        code = char if isinstance(char, int) else ord(char[:1] or "\0")
+        msg = f"character #x{code:04x} is not allowed in YAML"
+        pos = _offset_pos(text, min(int(exc.position), len(text)))
+        raise _fail([_diag(msg, file, pos, "remove control characters")]) from exc
+    except yaml.YAMLError as exc:
+        raise _fail([_diag(f"unreadable YAML: {exc}", file, (1, 1))]) from exc
+    except RecursionError as exc:
+        raise _fail([_diag("document is nested too deeply", file, None)]) from exc
+    if node is None:
+        raise _fail([_diag("the document is empty; expected a workflow mapping", file, (1, 1))])
+    return node
+
+
+class _Builder:
+    """Turns a composed node tree into JSON data, collecting every problem it finds."""
+
+    def __init__(self, file: str | None) -> None:
+        self.file = file
+        self.out = ParsedYaml(value=None)
+        self.problems: list[Diagnostic] = []
+
+    def problem(
+        self, message: str, node: Node, help: str | None = None, path: str | None = None
+    ) -> None:
+        found = _diag(message, self.file, _mark_pos(node.start_mark), help)
+        self.problems.append(dataclasses.replace(found, path=path or None))
+
+    def build(self, node: Node, path: str, depth: int) -> Any:
+        if depth > MAX_DEPTH:
+            self.problem(f"the document is nested deeper than {MAX_DEPTH} levels", node)
+            return None
+        if isinstance(node, MappingNode):
+            return self._mapping(node, path, depth)
+        if isinstance(node, SequenceNode):
+            return self._sequence(node, path, depth)
+        if isinstance(node, ScalarNode):
+            return self._scalar(node)
+        self.problem("unsupported YAML node", node)  # pragma: no cover - composer never does this
+        return None
+
+    def _record(self, path: str, node: Node, key_node: Node | None) -> None:
+        value_pos = _mark_pos(node.start_mark)
+        assert value_pos is not None
+        best = value_pos
+        if key_node is not None:
+            key_pos = _mark_pos(key_node.start_mark)
+            assert key_pos is not None
+            self.out.key_positions[path] = key_pos
+            if isinstance(node, (MappingNode, SequenceNode)) and not node.flow_style:
+                best = key_pos
+        self.out.positions[path] = best
+
+    def _mapping(self, node: MappingNode, path: str, depth: int) -> dict[str, Any]:
+        if node.tag != _TAG + "map":
+            self.problem(f"unsupported tag {node.tag!r} on a mapping", node)
+        result: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = self._key(key_node)
+            if key is None:
+                continue
+            child = f"{path}.{key}" if path else key
+            if key in result:
+                self.problem(
+                    f"duplicate key {key!r}", key_node, "each key may appear only once", child
+                )
+                continue
+            self._record(child, value_node, key_node)
+            result[key] = self.build(value_node, child, depth + 1)
+        return result
+
+    def _key(self, key_node: Node) -> str | None:
+        if not isinstance(key_node, ScalarNode):
+            self.problem("mapping keys must be plain strings, not collections", key_node)
+            return None
+        if key_node.tag != _TAG + "str":
+            shown = key_node.value
+            self.problem(
+                f"mapping key {shown!r} is not a string",
+                key_node,
+                f'quote it to use it as a string key: "{shown}"',
+            )
+            return None
+        return str(key_node.value)
+
+    def _sequence(self, node: SequenceNode, path: str, depth: int) -> list[Any]:
+        if node.tag != _TAG + "seq":
+            self.problem(f"unsupported tag {node.tag!r} on a sequence", node)
+        items: list[Any] = []
+        for index, item in enumerate(node.value):
+            child = f"{path}.{index}" if path else str(index)
+            self._record(child, item, None)
+            items.append(self.build(item, child, depth + 1))
+        return items
+
+    def _scalar(self, node: ScalarNode) -> Any:
+        text: str = node.value
+        tag = node.tag
+        if tag == _TAG + "str":
+            return text
+        if tag == _TAG + "null" and _NULL_RE.match(text):
+            return None
+        if tag == _TAG + "bool" and _BOOL_RE.match(text):
+            return text.lower() == "true"
+        if tag == _TAG + "int" and _INT_RE.match(text):
+            if len(text) > _MAX_INT_CHARS:
+                self.problem(f"integer {text[:20]}... is too large", node)
+                return None
+            return _to_int(text)
+        if tag == _TAG + "float" and _FLOAT_RE.match(text):
+            number = float(
+                text.replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf")
+            )
+            if math.isfinite(number):
+                return number
+            self.problem(f"{text!r} is not a finite number; JSON cannot represent it", node)
+            return None
+        self.problem(f"unsupported tag {tag!r} for scalar {text!r}", node, "remove the tag")
+        return None
+
+
+def _to_int(text: str) -> int:
+    sign = -1 if text.startswith("-") else 1
+    body = text.lstrip("+-")
+    if body.startswith("0x"):
+        return int(body[2:], 16)
+    if body.startswith("0o"):
+        return int(body[2:], 8)
+    return sign * int(body, 10)
+
+
+def parse_yaml(source: str | bytes, file: str | None = None) -> ParsedYaml:
+    """Decode, compose and convert ``source``; raises ValidationError with yaml_syntax codes."""
+    text = decode_source(source, file)
+    node = compose_yaml(text, file)
+    builder = _Builder(file)
+    builder.out.positions[""] = _mark_pos(node.start_mark) or (1, 1)
+    builder.out.value = builder.build(node, "", 0)
+    if builder.problems:
+        raise _fail(builder.problems)
+    return builder.out

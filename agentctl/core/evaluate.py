@@ -1,0 +1,226 @@
+"""Evaluation of a planned task against the durable runtime view: contexts, decisions, pure work.
+
+Everything here is deterministic and side-effect free, so the coordinator runs it in-process
+and recorded replay could recompute it. Effects are never executed here: for an effectful task
+this module only renders the input that the coordinator records before dispatch.
+
+Invariants:
+- a task reads only the view it is handed (an immutable snapshot taken before its batch);
+- skip records have exactly the shapes of spec/dsl.md §4 (``when``, route, dependency);
+- every pure output is checked against the task's output contract before it is returned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentctl.core import jsonschema
+from agentctl.core.conditions import decision, json_identical
+from agentctl.core.plan import Plan, PlannedTask
+from agentctl.core.templates import render
+from agentctl.errors import RunFailedError
+
+DEFAULT_CONTRACT: dict[str, Any] = {"type": "object"}
+SUCCEEDED = "succeeded"
+NOT_SUCCEEDED = frozenset({"failed", "skipped", "cancelled"})
+PURE_ACTIONS = frozenset({"builtin.assign", "builtin.assert", "builtin.memory.read"})
+AGGREGATE_KINDS = frozenset({"aggregate", "loop_aggregate", "subworkflow_output"})
+
+
+class TaskFailure(RunFailedError):
+    """A task failed deterministically (assertion, template, contract, loop guard)."""
+
+
+@dataclass(frozen=True)
+class RuntimeView:
+    """What a task may read: run inputs, a memory snapshot, finished tasks' states and outputs."""
+
+    inputs: Mapping[str, Any]
+    memory: Mapping[str, Any]
+    outputs: Mapping[str, Any] = field(default_factory=dict)
+    states: Mapping[str, str] = field(default_factory=dict)
+    errors: Mapping[str, str | None] = field(default_factory=dict)
+
+
+def base_context(view: RuntimeView) -> dict[str, Any]:
+    tasks = {task_id: {"output": out} for task_id, out in view.outputs.items()}
+    return {"inputs": view.inputs, "memory": view.memory, "tasks": tasks, "vars": {}}
+
+
+def task_context(task: PlannedTask, view: RuntimeView) -> dict[str, Any]:
+    """The context of spec/dsl.md §6.5: vars are rendered against inputs/memory/tasks only."""
+    ctx = base_context(view)
+    ctx["vars"] = _guard(lambda: render(task.vars, ctx), task)
+    return ctx
+
+
+def render_input(task: PlannedTask, ctx: Mapping[str, Any]) -> Any:
+    return _guard(lambda: render(task.with_, ctx), task)
+
+
+def _guard(fn: Any, task: PlannedTask) -> Any:
+    try:
+        return fn()
+    except RunFailedError as exc:
+        raise TaskFailure(f"task {task.id}: {exc.message}") from exc
+
+
+# ----------------------------------------------------------------------------- skipping
+
+
+def dependency_skip(task: PlannedTask, view: RuntimeView) -> dict[str, Any] | None:
+    """The skip record when a dependency did not succeed (aggregates still run)."""
+    if task.kind in AGGREGATE_KINDS:
+        return None
+    for need in task.needs:
+        if view.states.get(need) in NOT_SUCCEEDED:
+            return {"reason": "dependency did not succeed", "dependency": need}
+    return None
+
+
+def route_skip(task: PlannedTask, plan: Plan, view: RuntimeView) -> dict[str, Any] | None:
+    """The skip record when a router this task needs did not select it."""
+    for need in task.needs:
+        router = plan.task(need)
+        if router.kind != "router" or router.route is None:
+            continue
+        out = view.outputs.get(need)
+        if not isinstance(out, Mapping):
+            continue
+        routed = {d for case in router.route.cases for d in case.tasks} | set(router.route.default)
+        if task.id in routed and task.id not in out.get("destinations", []):
+            return {
+                "reason": "route not selected",
+                "route": {
+                    "router": need,
+                    "selected": out.get("selected"),
+                    "matched": out.get("matched"),
+                },
+            }
+    return None
+
+
+def when_decision(task: PlannedTask, ctx: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The audited condition decision, or None for a task without ``when``."""
+    if task.when is None:
+        return None
+    return dict(_guard(lambda: decision(task.when or "", ctx), task))
+
+
+def when_skip_record(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {"reason": "when condition was false", "condition": dict(record)}
+
+
+# ----------------------------------------------------------------------------- pure work
+
+
+def evaluate_pure(
+    task: PlannedTask,
+    action_kind: str | None,
+    ctx: Mapping[str, Any],
+    plan: Plan,
+    view: RuntimeView,
+) -> Any:
+    """Compute a pure task's output; raises TaskFailure on a deterministic failure."""
+    if task.kind == "router":
+        output = _route(task, ctx)
+    elif task.kind == "aggregate":
+        output = {"items": _items(task, view)}
+    elif task.kind == "loop_aggregate":
+        output = _loop_aggregate(task, ctx, view)
+    elif task.kind in ("subworkflow_input", "subworkflow_output"):
+        output = render_input(task, ctx)
+    elif action_kind in PURE_ACTIONS:
+        output = _pure_action(task, action_kind or "", render_input(task, ctx), ctx)
+    else:
+        raise TaskFailure(f"task {task.id}: {action_kind or task.kind} is not pure")
+    check_contract(task, output)
+    return output
+
+
+def _pure_action(task: PlannedTask, kind: str, given: Any, ctx: Mapping[str, Any]) -> Any:
+    if kind == "builtin.assign":
+        return {
+            "status": "unchanged",
+            "changed": False,
+            "before": None,
+            "after": given,
+            "diff": None,
+            "output": given,
+            "predictability": "fully_predictable",
+        }
+    args = given if isinstance(given, Mapping) else {}
+    if kind == "builtin.assert":
+        that = args.get("that")
+        if not isinstance(that, bool):
+            raise TaskFailure(f"task {task.id}: assert `that` must be a boolean, got {that!r}")
+        if not that:
+            raise TaskFailure(f"task {task.id}: {args.get('message') or 'assertion failed'}")
+        return {"status": "unchanged", "changed": False, "passed": True}
+    key = args.get("key")
+    memory = ctx["memory"]
+    if not isinstance(key, str) or key not in memory:
+        raise TaskFailure(f"task {task.id}: working-memory key {key!r} does not exist")
+    return {"status": "unchanged", "changed": False, "value": memory[key]}
+
+
+def _route(task: PlannedTask, ctx: Mapping[str, Any]) -> dict[str, Any]:
+    assert task.route is not None
+    route = task.route
+    selected = _guard(lambda: render(route.select, ctx), task)
+    for case in route.cases:
+        if json_identical(case.equals, selected):
+            return {"selected": selected, "matched": True, "destinations": list(case.tasks)}
+    return {"selected": selected, "matched": False, "destinations": list(route.default)}
+
+
+def _items(task: PlannedTask, view: RuntimeView) -> list[dict[str, Any]]:
+    return [
+        {
+            "index": i,
+            "taskId": child,
+            "state": view.states.get(child),
+            "output": view.outputs.get(child),
+            "error": view.errors.get(child),
+        }
+        for i, child in enumerate(task.children)
+    ]
+
+
+def _loop_aggregate(task: PlannedTask, ctx: Mapping[str, Any], view: RuntimeView) -> Any:
+    items = _items(task, view)
+    ran = [item for item in items if item["state"] != "skipped"]
+    last = items[-1] if items else None
+    if last is not None and last["state"] == SUCCEEDED and task.guard:
+        guard_ctx = dict(ctx)
+        guard_ctx["vars"] = {"loopIndex": len(items), "loopPrevious": last["output"]}
+        if decision(task.guard, guard_ctx)["result"]:
+            raise TaskFailure(
+                f"task {task.id}: loop guard is still true after maxIterations "
+                f"({task.max_iterations}); failing closed"
+            )
+    return {"iterations": len(ran), "items": items}
+
+
+def check_contract(task: PlannedTask, output: Any) -> None:
+    """Validate an output against the task's contract (default: a JSON object)."""
+    schema = task.output_schema if task.output_schema is not None else DEFAULT_CONTRACT
+    problems = jsonschema.validate(output, schema)
+    if problems:
+        raise TaskFailure(
+            f"task {task.id}: output does not match its output contract: {'; '.join(problems[:3])}"
+        )
+
+
+def render_run_outputs(outputs_spec: Mapping[str, Any], view: RuntimeView) -> dict[str, Any]:
+    """The run output: rendered ``spec.outputs``, or a map task id → output when empty."""
+    if not outputs_spec:
+        return dict(view.outputs)
+    ctx = base_context(view)
+    try:
+        rendered = render(dict(outputs_spec), ctx)
+    except RunFailedError as exc:
+        raise TaskFailure(f"run outputs: {exc.message}") from exc
+    return dict(rendered)

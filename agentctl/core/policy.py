@@ -1,0 +1,226 @@
+"""Pure policy decisions (spec/dsl.md §7, spec/cli.md §9–§10): allow, require approval or deny.
+
+The I/O half of policy (canonicalising paths, resolving symlinks, spawning) lives in
+``agentctl.sandbox``; this module only judges values that are already canonical.
+
+Invariants:
+- Deny rules are checked before approval rules, and approval can only be *added*: a tool's
+  ``approval: always`` forces it, ``approval: never`` never waives what the policy requires.
+- Non-model effects are judged by name (tool id, or the action kind's policy name) against
+  ``toolsDeny`` then a non-empty ``toolsAllow``; model effects by provider against a non-empty
+  ``providers`` list.
+- Paths are POSIX strings compared segment by segment, so ``/ws/out`` never contains
+  ``/ws/outside``. No writable roots means every write is denied (fail closed).
+- Allowlists are exact: processes by basename, environment variables by name, hosts by exact
+  name or ``*.suffix`` (which excludes the bare apex).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Literal
+
+from agentctl.core.effects import MUTATION_CLASSES, EffectClass, Risk
+from agentctl.errors import PolicyDeniedError, ValidationError
+
+ToolApproval = Literal["policy", "never", "always"]
+APPROVAL_MODES = frozenset({"never", "mutations", "high_risk", "always"})
+NON_INTERACTIVE_MODES = frozenset({"pause", "deny_approval", "fail"})
+
+
+class DecisionKind(StrEnum):
+    ALLOW = "allow"
+    REQUIRE_APPROVAL = "require_approval"
+    DENY = "deny"
+
+
+@dataclass(frozen=True)
+class Decision:
+    kind: DecisionKind
+    reason: str
+
+    @property
+    def allowed(self) -> bool:
+        return self.kind is DecisionKind.ALLOW
+
+    @property
+    def denied(self) -> bool:
+        return self.kind is DecisionKind.DENY
+
+    @property
+    def needs_approval(self) -> bool:
+        return self.kind is DecisionKind.REQUIRE_APPROVAL
+
+
+def _deny_reason(
+    policy: Mapping[str, Any], name: str, is_model: bool, provider: str | None
+) -> str | None:
+    if is_model:
+        providers = list(policy.get("providers") or [])
+        if providers and provider not in providers:
+            return f"provider {provider!r} is not in policy.providers"
+        return None
+    if name in (policy.get("toolsDeny") or []):
+        return f"{name!r} is in policy.toolsDeny"
+    allow = list(policy.get("toolsAllow") or [])
+    if allow and name not in allow:
+        return f"{name!r} is not in policy.toolsAllow"
+    return None
+
+
+def approval_required(policy: Mapping[str, Any], effect_class: str, risk: str) -> bool:
+    """Whether ``policy.approval`` alone requires approval for this class and risk."""
+    mode = policy.get("approval", "mutations")
+    if mode not in APPROVAL_MODES:
+        raise ValidationError(f"unknown policy.approval {mode!r}")
+    if mode == "always":
+        return True
+    if mode == "high_risk":
+        return Risk(risk) in (Risk.HIGH, Risk.CRITICAL)
+    if mode == "mutations":
+        return EffectClass(effect_class) in MUTATION_CLASSES
+    return False
+
+
+def decide(
+    policy: Mapping[str, Any],
+    *,
+    name: str,
+    effect_class: str,
+    risk: str,
+    is_model: bool = False,
+    provider: str | None = None,
+    tool_approval: ToolApproval = "policy",
+    interactive: bool = False,
+) -> Decision:
+    """The policy decision for one effect; ``policy`` is the normalized camelCase dict."""
+    denial = _deny_reason(policy, name, is_model, provider)
+    if denial is not None:
+        return Decision(DecisionKind.DENY, denial)
+    forced = tool_approval == "always"
+    if not (approval_required(policy, effect_class, risk) or forced):
+        return Decision(DecisionKind.ALLOW, "request satisfies policy")
+    source = "tool contract" if forced else f"policy.approval {policy.get('approval', 'mutations')}"
+    if interactive:
+        return Decision(DecisionKind.REQUIRE_APPROVAL, f"{source} requires approval")
+    mode = policy.get("nonInteractive", "pause")
+    if mode not in NON_INTERACTIVE_MODES:
+        raise ValidationError(f"unknown policy.nonInteractive {mode!r}")
+    if mode == "pause":
+        return Decision(
+            DecisionKind.REQUIRE_APPROVAL,
+            f"{source} requires approval; the non-interactive run pauses durably",
+        )
+    return Decision(
+        DecisionKind.DENY, f"{source} requires approval and policy.nonInteractive is {mode}"
+    )
+
+
+# --- path confinement on canonical POSIX strings ------------------------------------------
+
+
+def _segments(path: str) -> list[str]:
+    return [s for s in path.split("/") if s not in ("", ".")]
+
+
+def check_relative_path(text: str) -> str:
+    """Normalise a workspace-relative path; absolute paths, ``..``, NUL and empty are denied."""
+    if not text or not text.strip():
+        raise PolicyDeniedError("path is empty")
+    if "\0" in text:
+        raise PolicyDeniedError("path contains a NUL byte")
+    if text.startswith("/"):
+        raise PolicyDeniedError(f"path {text!r} is absolute; paths are workspace-relative")
+    segments = _segments(text)
+    if ".." in segments:
+        raise PolicyDeniedError(f"path {text!r} escapes the workspace with `..`")
+    return "/".join(segments) or "."
+
+
+def join(root: str, relative: str) -> str:
+    """``root`` joined with a checked relative path, as a normalised absolute string."""
+    return "/" + "/".join(_segments(root) + _segments(check_relative_path(relative)))
+
+
+def is_within(root: str, path: str) -> bool:
+    """True when absolute ``path`` is ``root`` or below it, compared segment by segment."""
+    if not root.startswith("/") or not path.startswith("/"):
+        return False
+    if "\0" in root or "\0" in path:
+        return False
+    base, target = _segments(root), _segments(path)
+    if ".." in base or ".." in target:
+        return False  # not canonical: a lexical comparison would be meaningless
+    return target[: len(base)] == base
+
+
+def resolve_root(workspace_root: str, root: str) -> str:
+    """A configured root as an absolute string: absolute stays, relative joins the workspace."""
+    return root if root.startswith("/") else join(workspace_root, root)
+
+
+def writable(path: str, workspace_root: str, writable_roots: Iterable[str]) -> bool:
+    """True when canonical ``path`` lies inside one of the writable roots (none ⇒ False)."""
+    return any(is_within(resolve_root(workspace_root, r), path) for r in writable_roots)
+
+
+def check_readable(path: str, workspace_root: str) -> None:
+    if not is_within(workspace_root, path):
+        raise PolicyDeniedError(f"path {path!r} is outside the workspace")
+
+
+def check_writable(path: str, workspace_root: str, writable_roots: Iterable[str]) -> None:
+    roots = list(writable_roots)
+    if not roots:
+        raise PolicyDeniedError(f"path {path!r} is not writable: policy has no writableRoots")
+    if not writable(path, workspace_root, roots):
+        raise PolicyDeniedError(f"path {path!r} is outside every writable root")
+
+
+# --- allowlists ----------------------------------------------------------------------------
+
+
+def process_basename(command: str) -> str:
+    return command.rstrip("/").rsplit("/", 1)[-1]
+
+
+def process_allowed(command: str, allowlist: Iterable[str]) -> bool:
+    base = process_basename(command)
+    return bool(base) and base in set(allowlist)
+
+
+def check_process(command: str, allowlist: Iterable[str]) -> None:
+    if not process_allowed(command, allowlist):
+        raise PolicyDeniedError(f"process {command!r} is not in policy.processAllowlist")
+
+
+def environment_allowed(name: str, allowlist: Iterable[str]) -> bool:
+    return name in set(allowlist)
+
+
+def check_environment(name: str, allowlist: Iterable[str]) -> None:
+    if not environment_allowed(name, allowlist):
+        raise PolicyDeniedError(
+            f"environment variable {name!r} is not in policy.environmentAllowlist"
+        )
+
+
+def filter_environment(env: Mapping[str, str], allowlist: Iterable[str]) -> dict[str, str]:
+    """Only the allowlisted variables of ``env``, in sorted name order."""
+    allowed = set(allowlist)
+    return {k: env[k] for k in sorted(env) if k in allowed}
+
+
+def host_allowed(host: str, allowlist: Iterable[str]) -> bool:
+    """Exact host, or ``*.suffix`` matching strict subdomains only (the apex is excluded)."""
+    name = host.lower().rstrip(".")
+    for rule in allowlist:
+        pattern = rule.lower()
+        if pattern.startswith("*."):
+            if name.endswith("." + pattern[2:]) and name != pattern[2:]:
+                return True
+        elif name == pattern:
+            return True
+    return False

@@ -1,0 +1,65 @@
+"""Secret redaction for everything persisted, audited, traced or shown (spec/cli.md §12).
+
+Invariants:
+- Every occurrence of every resolved secret string, in any string value at any depth, becomes
+  ``[REDACTED]``. Longer secrets are matched first, so a secret that contains another one is
+  hidden whole. Secrets of any non-zero length are redacted, even one to three characters: a
+  short secret may over-redact ordinary text, which is the safe failure (leaking is not).
+  The empty string is ignored (it would match between every character).
+- The whole value of a sensitive key is replaced. A key is sensitive when its name, lowercased
+  with ``_`` and ``-`` removed, *ends with* authorization, apikey, token, secret or password
+  (``Authorization``, ``x-api-key``, ``accessToken``, ``client_secret``). A suffix, not a
+  substring: usage and budget fields such as ``inputTokens`` or ``maxOutputTokens`` and policy
+  keys such as ``secretFileRoots`` must survive redaction.
+- Keys are kept as they are; redaction never changes a value's shape except for the sensitive
+  keys' values. The input is never mutated.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+REDACTED = "[REDACTED]"
+SENSITIVE_KEY_SUFFIXES = ("authorization", "apikey", "token", "secret", "password")
+
+
+def is_sensitive_key(key: str) -> bool:
+    normalized = key.lower().replace("_", "").replace("-", "")
+    return normalized.endswith(SENSITIVE_KEY_SUFFIXES)
+
+
+class Redactor:
+    """Redacts a fixed set of resolved secret values (and sensitive keys) from values."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        distinct = {s for s in secrets if s}
+        ordered = sorted(distinct, key=lambda s: (-len(s), s))
+        self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+    def redact_text(self, text: str) -> str:
+        """``text`` with every secret occurrence replaced."""
+        if self._pattern is None:
+            return text
+        return self._pattern.sub(REDACTED, text)
+
+    def redact(self, value: Any) -> Any:
+        """A redacted copy of a JSON-like value."""
+        if isinstance(value, str):
+            return self.redact_text(value)
+        if isinstance(value, Mapping):
+            return {
+                key: REDACTED
+                if isinstance(key, str) and is_sensitive_key(key)
+                else self.redact(item)
+                for key, item in value.items()
+            }
+        if isinstance(value, list | tuple):
+            return [self.redact(item) for item in value]
+        return value
+
+
+def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
+    """One-shot form of ``Redactor(secrets).redact(value)``."""
+    return Redactor(secrets).redact(value)

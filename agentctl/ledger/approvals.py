@@ -1,0 +1,221 @@
+"""Approval requests and their resolution, plus long-term memory rows.
+
+Invariants:
+- an approval is created ``pending`` and resolved at most once (approved | rejected); resolving
+  anything not pending raises a ``PersistenceError`` (exit 5) and writes nothing;
+- resolution moves the approval's effect ``waiting_for_approval`` → ``requested`` (approved)
+  or ``cancelled`` (rejected) in the same transaction, with audit event and checkpoint;
+- long-term memory is keyed by (namespace, key); an expired entry reads as absent.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from agentctl.errors import InvalidOperationError, NotFoundError, PersistenceError
+from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
+from agentctl.ledger.effects import resolve_waiting_effect_txn
+from agentctl.ledger.rows import (
+    ROW_FORMAT_VERSION,
+    dumps,
+    dumps_opt,
+    fetch_all,
+    fetch_one,
+    loads_opt,
+)
+
+
+@dataclass(frozen=True)
+class NewApproval:
+    run_id: str
+    task_id: str
+    effect_id: str | None
+    reason: str
+    approval_id: str | None = None
+    agent: str | None = None
+    tool: str | None = None
+    capability: str | None = None
+    risk: str | None = None
+    redacted_input: Any = None
+    expected_effect: str | None = None
+    trace_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ApprovalRecord:
+    approval_id: str
+    run_id: str
+    task_id: str
+    effect_id: str | None
+    agent: str | None
+    tool: str | None
+    capability: str | None
+    risk: str | None
+    redacted_input: Any
+    expected_effect: str | None
+    reason: str | None
+    trace_id: str | None
+    status: str
+    created_at: str
+    resolved_at: str | None
+    resolved_by: str | None
+    resolution_reason: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "approvalId": self.approval_id,
+            "runId": self.run_id,
+            "taskId": self.task_id,
+            "effectId": self.effect_id,
+            "agent": self.agent,
+            "tool": self.tool,
+            "capability": self.capability,
+            "risk": self.risk,
+            "redactedInput": self.redacted_input,
+            "expectedEffect": self.expected_effect,
+            "status": self.status,
+            "reason": self.reason,
+            "traceId": self.trace_id,
+            "createdAt": self.created_at,
+            "resolvedAt": self.resolved_at,
+            "resolvedBy": self.resolved_by,
+            "resolutionReason": self.resolution_reason,
+        }
+
+
+def _approval(row: sqlite3.Row) -> ApprovalRecord:
+    return ApprovalRecord(
+        approval_id=row["approval_id"],
+        run_id=row["run_id"],
+        task_id=row["task_id"],
+        effect_id=row["effect_id"],
+        agent=row["agent"],
+        tool=row["tool"],
+        capability=row["capability"],
+        risk=row["risk"],
+        redacted_input=loads_opt(row["redacted_input_json"]),
+        expected_effect=row["expected_effect"],
+        reason=row["reason"],
+        trace_id=row["trace_id"],
+        status=row["status"],
+        created_at=row["created_at"],
+        resolved_at=row["resolved_at"],
+        resolved_by=row["resolved_by"],
+        resolution_reason=row["resolution_reason"],
+    )
+
+
+def insert_approval_txn(conn: sqlite3.Connection, a: NewApproval, now: str) -> str:
+    """Record a pending approval request; returns its id."""
+    approval_id = a.approval_id or f"approval-{uuid.uuid4()}"
+    conn.execute(
+        "INSERT INTO approvals (approval_id, format_version, run_id, task_id, effect_id, agent,"
+        " tool, capability, risk, redacted_input_json, expected_effect, reason, trace_id, status,"
+        " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
+        (
+            approval_id, ROW_FORMAT_VERSION, a.run_id, a.task_id, a.effect_id, a.agent, a.tool,
+            a.capability, a.risk, dumps_opt(a.redacted_input), a.expected_effect, a.reason,
+            a.trace_id, now,
+        ),
+    )  # fmt: skip
+    payload = {"approvalId": approval_id, "effectId": a.effect_id, "reason": a.reason}
+    append_audit_txn(
+        conn, a.run_id, "approval.requested", payload, now, task_id=a.task_id, trace_id=a.trace_id
+    )
+    return approval_id
+
+
+def get_approval(conn: sqlite3.Connection, approval_id: str) -> ApprovalRecord:
+    row = fetch_one(
+        conn, "SELECT * FROM approvals WHERE approval_id = ?", (approval_id,), "approval"
+    )
+    return _approval(row)
+
+
+def list_approvals(
+    conn: sqlite3.Connection, run_id: str, status: str | None = "pending"
+) -> list[ApprovalRecord]:
+    """Approvals of a run (pending ones by default), oldest first."""
+    sql = "SELECT * FROM approvals WHERE run_id = ?"
+    params: tuple[str, ...] = (run_id,)
+    if status is not None:
+        sql, params = sql + " AND status = ?", (run_id, status)
+    rows = fetch_all(conn, sql + " ORDER BY created_at, rowid", params, "approval")
+    return [_approval(r) for r in rows]
+
+
+def resolve_approval_txn(
+    conn: sqlite3.Connection,
+    approval_id: str,
+    approve: bool,
+    actor: str,
+    reason: str,
+    now: str,
+    *,
+    trace_id: str | None = None,
+) -> ApprovalRecord:
+    """Approve or reject a pending approval and move its effect accordingly."""
+    current = get_approval(conn, approval_id)
+    if current.status != "pending":
+        raise PersistenceError(f"approval {approval_id} is already {current.status}")
+    if not reason.strip():
+        raise InvalidOperationError("resolving an approval needs a reason")
+    status = "approved" if approve else "rejected"
+    conn.execute(
+        "UPDATE approvals SET status = ?, resolved_at = ?, resolved_by = ?, resolution_reason = ?"
+        " WHERE approval_id = ? AND status = 'pending'",
+        (status, now, actor, reason, approval_id),
+    )
+    if current.effect_id is not None:
+        resolve_waiting_effect_txn(conn, current.effect_id, approve, now)
+    payload = {"approvalId": approval_id, "status": status, "actor": actor, "reason": reason}
+    append_audit_txn(
+        conn, current.run_id, f"approval.{status}", payload, now,
+        task_id=current.task_id, trace_id=trace_id,
+    )  # fmt: skip
+    write_checkpoint_txn(
+        conn, current.run_id, {"runId": current.run_id, "event": f"approval.{status}"}, now
+    )
+    return get_approval(conn, approval_id)
+
+
+def memory_put_txn(
+    conn: sqlite3.Connection,
+    namespace: str,
+    key: str,
+    value: Any,
+    now: str,
+    *,
+    expires_at: str | None = None,
+) -> None:
+    conn.execute(
+        "INSERT INTO long_term_memory (namespace, key, format_version, value_json, expires_at,"
+        " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (namespace, key) DO UPDATE SET value_json = excluded.value_json,"
+        " expires_at = excluded.expires_at, updated_at = excluded.updated_at",
+        (namespace, key, ROW_FORMAT_VERSION, dumps(value), expires_at, now, now),
+    )
+
+
+def memory_get(conn: sqlite3.Connection, namespace: str, key: str, now: str) -> Any:
+    """The stored value, or raise ``NotFoundError`` when absent or expired."""
+    rows = fetch_all(
+        conn,
+        "SELECT * FROM long_term_memory WHERE namespace = ? AND key = ?"
+        " AND (expires_at IS NULL OR expires_at > ?)",
+        (namespace, key, now),
+        "memory",
+    )
+    if not rows:
+        raise NotFoundError(f"memory {namespace}/{key} not found")
+    return loads_opt(rows[0]["value_json"])
+
+
+def memory_delete_expired_txn(conn: sqlite3.Connection, now: str) -> int:
+    cur = conn.execute(
+        "DELETE FROM long_term_memory WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
+    )
+    return cur.rowcount

@@ -1,0 +1,166 @@
+"""Artifact rows only (no file I/O): blob rows, ingestion leases and task references.
+
+Invariants:
+- a reference always names an existing blob row (foreign key);
+- references are committed by the task-completion transaction, which also releases the
+  ingestion leases that protected the blobs from GC in between (``commit_artifact_refs_txn``);
+- digests are ``sha256:<64 lowercase hex>``.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all
+
+
+@dataclass(frozen=True)
+class ArtifactRef:
+    """One file a task produced: where it was in the workspace and which blob holds it."""
+
+    logical_path: str
+    digest: str
+    size_bytes: int
+    media_type: str | None = None
+
+    def resolved_media_type(self) -> str:
+        if self.media_type:
+            return self.media_type
+        guessed, _ = mimetypes.guess_type(self.logical_path)
+        return guessed or "application/octet-stream"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.logical_path,
+            "digest": self.digest,
+            "sizeBytes": self.size_bytes,
+            "mediaType": self.resolved_media_type(),
+        }
+
+
+@dataclass(frozen=True)
+class ArtifactRefRecord:
+    run_id: str
+    task_id: str
+    attempt: int
+    logical_path: str
+    digest: str
+    media_type: str
+    size_bytes: int
+    created_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runId": self.run_id,
+            "taskId": self.task_id,
+            "attempt": self.attempt,
+            "path": self.logical_path,
+            "digest": self.digest,
+            "mediaType": self.media_type,
+            "sizeBytes": self.size_bytes,
+            "createdAt": self.created_at,
+        }
+
+
+@dataclass(frozen=True)
+class BlobRecord:
+    digest: str
+    size_bytes: int
+    created_at: str
+    last_verified_at: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "digest": self.digest,
+            "sizeBytes": self.size_bytes,
+            "createdAt": self.created_at,
+            "lastVerifiedAt": self.last_verified_at,
+        }
+
+
+_INSERT_REF = """INSERT OR REPLACE INTO artifact_refs (run_id, task_id, logical_path,
+    format_version, attempt, digest, media_type, size_bytes, created_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+
+
+def commit_artifact_refs_txn(
+    conn: sqlite3.Connection,
+    run_id: str,
+    task_id: str,
+    attempt: int,
+    refs: Sequence[ArtifactRef],
+    lease_ids: Sequence[str],
+    now: str,
+) -> None:
+    """Record a task's artifact references and release its ingestion leases."""
+    if refs:
+        conn.executemany(
+            _INSERT_REF,
+            [
+                (
+                    run_id, task_id, r.logical_path, ROW_FORMAT_VERSION, attempt, r.digest,
+                    r.resolved_media_type(), r.size_bytes, now,
+                )
+                for r in refs
+            ],
+        )  # fmt: skip
+    if lease_ids:
+        conn.executemany(
+            "DELETE FROM artifact_ingests WHERE lease_id = ?", [(lease,) for lease in lease_ids]
+        )
+
+
+def _ref(row: sqlite3.Row) -> ArtifactRefRecord:
+    return ArtifactRefRecord(
+        run_id=row["run_id"],
+        task_id=row["task_id"],
+        attempt=row["attempt"],
+        logical_path=row["logical_path"],
+        digest=row["digest"],
+        media_type=row["media_type"],
+        size_bytes=row["size_bytes"],
+        created_at=row["created_at"],
+    )
+
+
+def _blob(row: sqlite3.Row) -> BlobRecord:
+    return BlobRecord(
+        digest=row["digest"],
+        size_bytes=row["size_bytes"],
+        created_at=row["created_at"],
+        last_verified_at=row["last_verified_at"],
+    )
+
+
+def list_refs(
+    conn: sqlite3.Connection,
+    *,
+    run_id: str | None = None,
+    task_id: str | None = None,
+    digest: str | None = None,
+) -> list[ArtifactRefRecord]:
+    clauses, params = [], []
+    for column, value in (("run_id", run_id), ("task_id", task_id), ("digest", digest)):
+        if value is not None:
+            clauses.append(f"{column} = ?")
+            params.append(value)
+    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    sql = f"SELECT * FROM artifact_refs{where} ORDER BY run_id, task_id, logical_path"
+    return [_ref(r) for r in fetch_all(conn, sql, tuple(params), "artifact reference")]
+
+
+def list_blobs(conn: sqlite3.Connection, digests: Sequence[str] | None = None) -> list[BlobRecord]:
+    rows = fetch_all(conn, "SELECT * FROM artifact_blobs ORDER BY digest", (), "artifact blob")
+    wanted = None if digests is None else set(digests)
+    return [_blob(r) for r in rows if wanted is None or r["digest"] in wanted]
+
+
+def get_blob(conn: sqlite3.Connection, digest: str) -> BlobRecord | None:
+    rows = fetch_all(
+        conn, "SELECT * FROM artifact_blobs WHERE digest = ?", (digest,), "artifact blob"
+    )
+    return _blob(rows[0]) if rows else None

@@ -1,0 +1,211 @@
+"""The per-run budget ledger: limits, usage, active reservations, and the exceeded record.
+
+Dimensions are the camelCase counter names (``providerRequests``, ``turns``, ``toolCalls``,
+``inputTokens``, ``outputTokens``, ``totalTokens``, ``processOutputBytes``, ``artifactBytes``,
+``costMicrousd``, …); limits may be given with the DSL's ``max`` prefix
+(``maxToolCalls``) and are normalised. Wall time is not reserved: it is derived from the
+durable ``runs.created_at`` (see ``runs.wall_time_exceeded``).
+
+Invariants:
+- reserve and settle run inside the caller's ``BEGIN IMMEDIATE`` transaction, so the
+  read-check-write of one run's ledger is serialised across processes: for every limited
+  dimension, usage + active reservations never exceeds the limit through a reservation
+  (equality allowed); only a settled actual above its reservation can overshoot;
+- a reservation id is used once: reserving it again is a no-op, settling it again too;
+- once ``exceeded`` is recorded every further reservation is denied.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agentctl.errors import NotFoundError
+from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
+from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_one, loads_opt
+
+
+@dataclass(frozen=True)
+class ReservationOutcome:
+    granted: bool
+    reservation_id: str
+    exceeded: dict[str, Any] | None = None
+    already_recorded: bool = False
+
+
+@dataclass(frozen=True)
+class BudgetSnapshot:
+    run_id: str
+    limits: dict[str, int]
+    usage: dict[str, int]
+    reserved: dict[str, int]
+    exceeded: dict[str, Any] | None
+    updated_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runId": self.run_id,
+            "limits": self.limits,
+            "usage": self.usage,
+            "reserved": self.reserved,
+            "exceeded": self.exceeded,
+            "updatedAt": self.updated_at,
+        }
+
+
+def normalise_dimension(name: str) -> str:
+    """``maxToolCalls`` → ``toolCalls``; counter names pass through."""
+    if name.startswith("max") and len(name) > 3 and name[3].isupper():
+        return name[3].lower() + name[4:]
+    return name
+
+
+def _amounts(values: Mapping[str, int]) -> dict[str, int]:
+    """Normalised amounts; ``totalTokens`` derived from input + output when not given."""
+    out = {normalise_dimension(k): int(v) for k, v in values.items()}
+    if "totalTokens" not in out and ("inputTokens" in out or "outputTokens" in out):
+        out["totalTokens"] = out.get("inputTokens", 0) + out.get("outputTokens", 0)
+    return out
+
+
+def _add(base: dict[str, int], delta: Mapping[str, int], sign: int = 1) -> dict[str, int]:
+    out = dict(base)
+    for key, value in delta.items():
+        out[key] = out.get(key, 0) + sign * value
+    return out
+
+
+def init_budget_txn(
+    conn: sqlite3.Connection, run_id: str, limits: Mapping[str, int], now: str
+) -> None:
+    conn.execute(
+        "INSERT INTO run_budgets (run_id, format_version, limits_json, updated_at)"
+        " VALUES (?, ?, ?, ?)",
+        (
+            run_id,
+            ROW_FORMAT_VERSION,
+            dumps({normalise_dimension(k): int(v) for k, v in limits.items()}),
+            now,
+        ),
+    )
+
+
+def budget_snapshot(conn: sqlite3.Connection, run_id: str) -> BudgetSnapshot:
+    row = fetch_one(conn, "SELECT * FROM run_budgets WHERE run_id = ?", (run_id,), "budget")
+    return BudgetSnapshot(
+        run_id=run_id,
+        limits=loads_opt(row["limits_json"]),
+        usage=loads_opt(row["usage_json"]),
+        reserved=loads_opt(row["reserved_json"]),
+        exceeded=loads_opt(row["exceeded_json"]),
+        updated_at=row["updated_at"],
+    )
+
+
+def _first_overrun(
+    snap: BudgetSnapshot, usage: Mapping[str, int], extra: Mapping[str, int]
+) -> dict[str, Any] | None:
+    for dim in sorted(extra):
+        limit = snap.limits.get(dim)
+        if limit is None:
+            continue
+        attempted = usage.get(dim, 0) + snap.reserved.get(dim, 0) + extra[dim]
+        if attempted > limit:
+            return {"dimension": dim, "limit": limit, "attempted": attempted}
+    return None
+
+
+def _record_exceeded(
+    conn: sqlite3.Connection, run_id: str, exceeded: dict[str, Any], now: str, trace_id: str | None
+) -> None:
+    conn.execute(
+        "UPDATE run_budgets SET exceeded_json = ?, updated_at = ? WHERE run_id = ?",
+        (dumps(exceeded), now, run_id),
+    )
+    append_audit_txn(conn, run_id, "budget.exceeded", exceeded, now, trace_id=trace_id)
+    write_checkpoint_txn(
+        conn, run_id, {"runId": run_id, "event": "budget.exceeded", **exceeded}, now
+    )
+
+
+def reserve_budget_txn(
+    conn: sqlite3.Connection,
+    run_id: str,
+    reservation_id: str,
+    amounts: Mapping[str, int],
+    now: str,
+    *,
+    trace_id: str | None = None,
+) -> ReservationOutcome:
+    """Reserve ``amounts`` before a dispatch, or record the overrun and deny it."""
+    seen = conn.execute(
+        "SELECT status FROM budget_reservations WHERE run_id = ? AND reservation_id = ?",
+        (run_id, reservation_id),
+    ).fetchone()
+    if seen is not None:
+        return ReservationOutcome(True, reservation_id, already_recorded=True)
+    snap = budget_snapshot(conn, run_id)
+    wanted = _amounts(amounts)
+    exceeded = snap.exceeded or _first_overrun(snap, snap.usage, wanted)
+    if exceeded is not None:
+        _record_exceeded(conn, run_id, exceeded, now, trace_id)
+        return ReservationOutcome(False, reservation_id, exceeded=exceeded)
+    conn.execute(
+        "INSERT INTO budget_reservations (run_id, reservation_id, format_version, amounts_json,"
+        " status, created_at) VALUES (?, ?, ?, ?, 'active', ?)",
+        (run_id, reservation_id, ROW_FORMAT_VERSION, dumps(wanted), now),
+    )
+    conn.execute(
+        "UPDATE run_budgets SET reserved_json = ?, updated_at = ? WHERE run_id = ?",
+        (dumps(_add(snap.reserved, wanted)), now, run_id),
+    )
+    payload = {"reservationId": reservation_id, "amounts": wanted}
+    append_audit_txn(conn, run_id, "budget.reserved", payload, now, trace_id=trace_id)
+    return ReservationOutcome(True, reservation_id)
+
+
+def settle_budget_txn(
+    conn: sqlite3.Connection,
+    run_id: str,
+    reservation_id: str,
+    actual: Mapping[str, int],
+    now: str,
+    *,
+    trace_id: str | None = None,
+) -> BudgetSnapshot:
+    """Replace a reservation by the actual usage; an overshoot records ``exceeded``."""
+    row = conn.execute(
+        "SELECT amounts_json, status FROM budget_reservations"
+        " WHERE run_id = ? AND reservation_id = ?",
+        (run_id, reservation_id),
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"budget reservation {reservation_id} of run {run_id} not found")
+    if row["status"] == "reconciled":
+        return budget_snapshot(conn, run_id)
+    snap = budget_snapshot(conn, run_id)
+    spent = _amounts(actual)
+    reserved = _add(snap.reserved, loads_opt(row["amounts_json"]), -1)
+    usage = _add(snap.usage, spent)
+    conn.execute(
+        "UPDATE budget_reservations SET status = 'reconciled', actual_json = ?, settled_at = ?"
+        " WHERE run_id = ? AND reservation_id = ?",
+        (dumps(spent), now, run_id, reservation_id),
+    )
+    conn.execute(
+        "UPDATE run_budgets SET usage_json = ?, reserved_json = ?, updated_at = ? WHERE run_id = ?",
+        (dumps(usage), dumps(reserved), now, run_id),
+    )
+    over = next(
+        (
+            {"dimension": d, "limit": lim, "attempted": usage[d]}
+            for d, lim in sorted(snap.limits.items())
+            if usage.get(d, 0) > lim
+        ),
+        None,
+    )
+    if over is not None and snap.exceeded is None:
+        _record_exceeded(conn, run_id, over, now, trace_id)
+    return budget_snapshot(conn, run_id)

@@ -1,0 +1,320 @@
+"""The effect ledger: one row per effect on the outside world, with guarded status moves.
+
+Invariants (spec/cli.md §4, DESIGN.md §3):
+- the ``requested`` row commits before any executor runs; identity = SHA-256 over
+  run, task, attempt, ordinal, operation and input digest; ``idempotency_key`` = identity;
+- status moves are guarded single statements: start only from ``requested``, finish only
+  from ``started``; ``succeeded`` sets ``confirmed = 1``; ``waiting_for_approval`` moves to
+  ``requested`` (approved) or ``cancelled`` (rejected) only;
+- a tool effect and its tool-call row finish in the same transaction (the caller's).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from agentctl.core.effects import effect_id as core_effect_id
+from agentctl.core.effects import input_digest as core_input_digest
+from agentctl.errors import InvalidOperationError, NotFoundError
+from agentctl.ledger.rows import (
+    ROW_FORMAT_VERSION,
+    dumps,
+    dumps_opt,
+    fetch_all,
+    fetch_one,
+    loads_opt,
+)
+
+FINISHED_STATUSES = frozenset({"succeeded", "failed", "uncertain"})
+
+
+@dataclass(frozen=True)
+class NewEffect:
+    run_id: str
+    task_id: str
+    attempt: int
+    ordinal: int
+    operation: str
+    request: Any
+    effect_class: str
+    risk: str
+    idempotency: str
+    trace_id: str | None = None
+    waiting_for_approval: bool = False
+
+    @property
+    def input_digest(self) -> str:
+        return core_input_digest(self.request)
+
+    @property
+    def effect_id(self) -> str:
+        return core_effect_id(
+            self.run_id, self.task_id, self.attempt, self.ordinal, self.operation, self.input_digest
+        )
+
+
+@dataclass(frozen=True)
+class EffectRecord:
+    effect_id: str
+    run_id: str
+    task_id: str
+    attempt: int
+    ordinal: int
+    operation: str
+    input_digest: str
+    effect_class: str
+    risk: str
+    idempotency: str
+    idempotency_key: str
+    status: str
+    request: Any
+    result: Any
+    error: str | None
+    requested_at: str
+    started_at: str | None
+    completed_at: str | None
+    trace_id: str | None
+    confirmed: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "effectId": self.effect_id,
+            "runId": self.run_id,
+            "taskId": self.task_id,
+            "attempt": self.attempt,
+            "ordinal": self.ordinal,
+            "operation": self.operation,
+            "inputDigest": self.input_digest,
+            "effectClass": self.effect_class,
+            "risk": self.risk,
+            "idempotency": self.idempotency,
+            "idempotencyKey": self.idempotency_key,
+            "status": self.status,
+            "confirmed": self.confirmed,
+            "request": self.request,
+            "result": self.result,
+            "error": self.error,
+            "requestedAt": self.requested_at,
+            "startedAt": self.started_at,
+            "completedAt": self.completed_at,
+            "traceId": self.trace_id,
+        }
+
+
+def _effect(row: sqlite3.Row) -> EffectRecord:
+    return EffectRecord(
+        effect_id=row["effect_id"],
+        run_id=row["run_id"],
+        task_id=row["task_id"],
+        attempt=row["attempt"],
+        ordinal=row["ordinal"],
+        operation=row["operation"],
+        input_digest=row["input_digest"],
+        effect_class=row["effect_class"],
+        risk=row["risk"],
+        idempotency=row["idempotency"],
+        idempotency_key=row["idempotency_key"],
+        status=row["status"],
+        request=loads_opt(row["request_json"]),
+        result=loads_opt(row["result_json"]),
+        error=row["error"],
+        requested_at=row["requested_at"],
+        started_at=row["started_at"],
+        completed_at=row["completed_at"],
+        trace_id=row["trace_id"],
+        confirmed=bool(row["confirmed"]),
+    )
+
+
+_INSERT_EFFECT = """INSERT INTO effects (effect_id, format_version, run_id, task_id, attempt,
+    ordinal, operation, input_digest, effect_class, risk, idempotency, idempotency_key, status,
+    request_json, requested_at, trace_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+
+
+def insert_effect_txn(conn: sqlite3.Connection, effect: NewEffect, now: str) -> str:
+    """Record an effect as ``requested`` (or ``waiting_for_approval``); returns its id."""
+    effect_id = effect.effect_id
+    status = "waiting_for_approval" if effect.waiting_for_approval else "requested"
+    conn.execute(
+        _INSERT_EFFECT,
+        (
+            effect_id, ROW_FORMAT_VERSION, effect.run_id, effect.task_id, effect.attempt,
+            effect.ordinal, effect.operation, effect.input_digest, effect.effect_class,
+            effect.risk, effect.idempotency, effect_id, status, dumps(effect.request), now,
+            effect.trace_id,
+        ),
+    )  # fmt: skip
+    return effect_id
+
+
+def _status_of(conn: sqlite3.Connection, effect_id: str) -> str:
+    row = conn.execute("SELECT status FROM effects WHERE effect_id = ?", (effect_id,)).fetchone()
+    if row is None:
+        raise NotFoundError(f"effect {effect_id} not found")
+    return str(row["status"])
+
+
+def _guarded(
+    conn: sqlite3.Connection, effect_id: str, sql: str, params: tuple[Any, ...], want: str
+) -> None:
+    if conn.execute(sql, params).rowcount != 1:
+        found = _status_of(conn, effect_id)
+        raise InvalidOperationError(f"effect {effect_id} is {found}, not {want}")
+
+
+def start_effect_txn(conn: sqlite3.Connection, effect_id: str, now: str) -> None:
+    """``requested`` → ``started``; the executor may run once this commits."""
+    _guarded(
+        conn,
+        effect_id,
+        "UPDATE effects SET status = 'started', started_at = ?"
+        " WHERE effect_id = ? AND status = 'requested'",
+        (now, effect_id),
+        "requested",
+    )
+
+
+def finish_effect_txn(
+    conn: sqlite3.Connection,
+    effect_id: str,
+    status: str,
+    now: str,
+    *,
+    result: Any = None,
+    error: str | None = None,
+) -> None:
+    """``started`` → succeeded (confirmed) | failed | uncertain."""
+    if status not in FINISHED_STATUSES:
+        raise InvalidOperationError(f"an effect cannot finish as {status!r}")
+    _guarded(
+        conn,
+        effect_id,
+        "UPDATE effects SET status = ?, result_json = ?, error = ?, completed_at = ?,"
+        " confirmed = ? WHERE effect_id = ? AND status = 'started'",
+        (status, dumps_opt(result), error, now, int(status == "succeeded"), effect_id),
+        "started",
+    )
+
+
+def resolve_waiting_effect_txn(
+    conn: sqlite3.Connection, effect_id: str, approved: bool, now: str
+) -> None:
+    """``waiting_for_approval`` → ``requested`` (approved) or ``cancelled`` (rejected)."""
+    new = "requested" if approved else "cancelled"
+    completed = None if approved else now
+    _guarded(
+        conn,
+        effect_id,
+        "UPDATE effects SET status = ?, completed_at = ?"
+        " WHERE effect_id = ? AND status = 'waiting_for_approval'",
+        (new, completed, effect_id),
+        "waiting_for_approval",
+    )
+
+
+def mark_uncertain_txn(conn: sqlite3.Connection, run_id: str, now: str) -> list[str]:
+    """Every ``started`` effect of the run becomes ``uncertain`` (after a crash or cancel)."""
+    ids = [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT effect_id FROM effects WHERE run_id = ? AND status = 'started'", (run_id,)
+        )
+    ]
+    conn.execute(
+        "UPDATE effects SET status = 'uncertain', completed_at = ?"
+        " WHERE run_id = ? AND status = 'started'",
+        (now, run_id),
+    )
+    return ids
+
+
+def get_effect(conn: sqlite3.Connection, effect_id: str) -> EffectRecord:
+    return _effect(
+        fetch_one(conn, "SELECT * FROM effects WHERE effect_id = ?", (effect_id,), "effect")
+    )
+
+
+def list_effects(
+    conn: sqlite3.Connection, run_id: str, task_id: str | None = None
+) -> list[EffectRecord]:
+    """Effects of a run (optionally one task), in request order."""
+    sql = "SELECT e.* FROM effects e JOIN task_states t USING (run_id, task_id) WHERE run_id = ?"
+    params: tuple[Any, ...] = (run_id,)
+    if task_id is not None:
+        sql += " AND task_id = ?"
+        params = (run_id, task_id)
+    sql += " ORDER BY t.position, e.attempt, e.ordinal"
+    return [_effect(r) for r in fetch_all(conn, sql, params, "effect")]
+
+
+def latest_effect_for(
+    conn: sqlite3.Connection, run_id: str, task_id: str, attempt: int
+) -> EffectRecord | None:
+    rows = fetch_all(
+        conn,
+        "SELECT * FROM effects WHERE run_id = ? AND task_id = ? AND attempt = ?"
+        " ORDER BY ordinal DESC LIMIT 1",
+        (run_id, task_id, attempt),
+        "effect",
+    )
+    return _effect(rows[0]) if rows else None
+
+
+def insert_tool_call_txn(
+    conn: sqlite3.Connection,
+    run_id: str,
+    call_id: str,
+    task_id: str,
+    tool: str,
+    tool_input: Any,
+    now: str,
+    *,
+    effect_id: str | None = None,
+) -> None:
+    conn.execute(
+        "INSERT INTO tool_calls (run_id, call_id, format_version, task_id, effect_id, tool,"
+        " status, input_json, created_at) VALUES (?, ?, ?, ?, ?, ?, 'started', ?, ?)",
+        (run_id, call_id, ROW_FORMAT_VERSION, task_id, effect_id, tool, dumps(tool_input), now),
+    )
+
+
+def finish_tool_call_txn(
+    conn: sqlite3.Connection,
+    run_id: str,
+    call_id: str,
+    status: str,
+    now: str,
+    *,
+    output: Any = None,
+    error: str | None = None,
+) -> None:
+    """Finish a tool call; call it in the same transaction as ``finish_effect_txn``."""
+    cur = conn.execute(
+        "UPDATE tool_calls SET status = ?, output_json = ?, error = ?, completed_at = ?"
+        " WHERE run_id = ? AND call_id = ? AND status = 'started'",
+        (status, dumps_opt(output), error, now, run_id, call_id),
+    )
+    if cur.rowcount != 1:
+        raise InvalidOperationError(f"tool call {call_id} of run {run_id} is not started")
+
+
+def list_tool_calls(conn: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
+    rows = fetch_all(
+        conn, "SELECT * FROM tool_calls WHERE run_id = ? ORDER BY created_at, call_id",
+        (run_id,), "tool call",
+    )  # fmt: skip
+    return [
+        {
+            "callId": r["call_id"],
+            "taskId": r["task_id"],
+            "effectId": r["effect_id"],
+            "tool": r["tool"],
+            "status": r["status"],
+            "input": loads_opt(r["input_json"]),
+            "output": loads_opt(r["output_json"]),
+            "error": r["error"],
+        }
+        for r in rows
+    ]

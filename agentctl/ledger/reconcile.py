@@ -1,0 +1,185 @@
+"""Operator reconciliation of effects: append-only conclusions with evidence.
+
+Invariants (spec/cli.md §4):
+- rows are only ever inserted; each new record's ``supersedes_id`` is the previous latest
+  record of the same effect, so the history is a chain and the last row is effective;
+- the status rules are ``agentctl.core.effects.check_reconciliation``; contradictions raise
+  ``InvalidOperationError`` (exit 4), an unknown effect ``NotFoundError`` (exit 5);
+- ``applied`` carries a result; ``compensated`` names a different, confirmed (or reconciled
+  applied) effect of the same run or of a compensation run sourced from it;
+- an ``effect.reconciled`` audit event and a checkpoint commit with the record.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from agentctl.core.effects import check_reconciliation
+from agentctl.errors import InvalidOperationError
+from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
+from agentctl.ledger.effects import EffectRecord, get_effect
+from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, dumps_opt, fetch_all, loads_opt
+
+
+@dataclass(frozen=True)
+class ReconciliationRecord:
+    reconciliation_id: str
+    effect_id: str
+    run_id: str
+    status: str
+    actor: str
+    reason: str
+    evidence: Any
+    result: Any
+    compensation_effect_id: str | None
+    supersedes_id: str | None
+    trace_id: str | None
+    created_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "reconciliationId": self.reconciliation_id,
+            "effectId": self.effect_id,
+            "runId": self.run_id,
+            "status": self.status,
+            "actor": self.actor,
+            "reason": self.reason,
+            "evidence": self.evidence,
+            "result": self.result,
+            "compensationEffectId": self.compensation_effect_id,
+            "supersedesId": self.supersedes_id,
+            "traceId": self.trace_id,
+            "createdAt": self.created_at,
+        }
+
+
+def _record(row: sqlite3.Row) -> ReconciliationRecord:
+    return ReconciliationRecord(
+        reconciliation_id=row["reconciliation_id"],
+        effect_id=row["effect_id"],
+        run_id=row["run_id"],
+        status=row["status"],
+        actor=row["actor"],
+        reason=row["reason"],
+        evidence=loads_opt(row["evidence_json"]),
+        result=loads_opt(row["result_json"]),
+        compensation_effect_id=row["compensation_effect_id"],
+        supersedes_id=row["supersedes_id"],
+        trace_id=row["trace_id"],
+        created_at=row["created_at"],
+    )
+
+
+def list_reconciliations(
+    conn: sqlite3.Connection, *, run_id: str | None = None, effect_id: str | None = None
+) -> list[ReconciliationRecord]:
+    """Reconciliation records in the order they were appended."""
+    if effect_id is not None:
+        sql, params = "SELECT * FROM effect_reconciliations WHERE effect_id = ?", (effect_id,)
+    elif run_id is not None:
+        sql, params = "SELECT * FROM effect_reconciliations WHERE run_id = ?", (run_id,)
+    else:
+        raise InvalidOperationError("list_reconciliations needs a run or an effect")
+    return [_record(r) for r in fetch_all(conn, sql + " ORDER BY rowid", params, "reconciliation")]
+
+
+def _check_compensation(
+    conn: sqlite3.Connection, effect: EffectRecord, compensation_effect_id: str | None
+) -> None:
+    if not compensation_effect_id or compensation_effect_id == effect.effect_id:
+        raise InvalidOperationError("compensated needs a compensation effect other than itself")
+    comp = get_effect(conn, compensation_effect_id)
+    if comp.run_id != effect.run_id:
+        row = conn.execute(
+            "SELECT mode, source_run_id FROM runs WHERE run_id = ?", (comp.run_id,)
+        ).fetchone()
+        if row is None or row["mode"] != "compensation" or row["source_run_id"] != effect.run_id:
+            raise InvalidOperationError(
+                f"compensation effect {comp.effect_id} is not in run {effect.run_id} "
+                "or a compensation run sourced from it"
+            )
+    history = list_reconciliations(conn, effect_id=comp.effect_id)
+    applied = bool(history) and history[-1].status == "applied"
+    if not ((comp.status == "succeeded" and comp.confirmed) or applied):
+        raise InvalidOperationError(
+            f"compensation effect {comp.effect_id} is neither confirmed nor reconciled applied"
+        )
+
+
+def reconcile_effect_txn(
+    conn: sqlite3.Connection,
+    effect_id: str,
+    status: str,
+    actor: str,
+    reason: str,
+    evidence: Any,
+    result: Any,
+    compensation_effect_id: str | None,
+    now: str,
+    *,
+    reconciliation_id: str | None = None,
+    trace_id: str | None = None,
+) -> ReconciliationRecord:
+    """Append a reconciliation record for ``effect_id`` after checking every rule."""
+    effect = get_effect(conn, effect_id)
+    if not actor.strip() or not reason.strip():
+        raise InvalidOperationError("a reconciliation needs a non-empty actor and reason")
+    history = list_reconciliations(conn, effect_id=effect_id)
+    check_reconciliation(effect.status, effect.confirmed, [h.status for h in history], status)
+    if status == "applied" and result is None:
+        raise InvalidOperationError("an applied reconciliation needs the effect's result")
+    if status == "compensated":
+        _check_compensation(conn, effect, compensation_effect_id)
+    record = ReconciliationRecord(
+        reconciliation_id=reconciliation_id or f"reconciliation-{uuid.uuid4()}",
+        effect_id=effect_id,
+        run_id=effect.run_id,
+        status=status,
+        actor=actor,
+        reason=reason,
+        evidence=evidence or {"kind": "operator_statement", "statement": reason},
+        result=result,
+        compensation_effect_id=compensation_effect_id if status == "compensated" else None,
+        supersedes_id=history[-1].reconciliation_id if history else None,
+        trace_id=trace_id,
+        created_at=now,
+    )
+    _insert(conn, record)
+    payload = {"effectId": effect_id, "status": status, "actor": actor, "reason": reason}
+    append_audit_txn(
+        conn, effect.run_id, "effect.reconciled", payload, now,
+        task_id=effect.task_id, trace_id=trace_id,
+    )  # fmt: skip
+    write_checkpoint_txn(
+        conn, effect.run_id, {"runId": effect.run_id, "event": "effect.reconciled", **payload}, now
+    )
+    return record
+
+
+def _insert(conn: sqlite3.Connection, r: ReconciliationRecord) -> None:
+    conn.execute(
+        "INSERT INTO effect_reconciliations (reconciliation_id, effect_id, run_id,"
+        " format_version, status, actor, reason, evidence_json, result_json,"
+        " compensation_effect_id, supersedes_id, trace_id, created_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            r.reconciliation_id, r.effect_id, r.run_id, ROW_FORMAT_VERSION, r.status, r.actor,
+            r.reason, dumps(r.evidence), dumps_opt(r.result), r.compensation_effect_id,
+            r.supersedes_id, r.trace_id, r.created_at,
+        ),
+    )  # fmt: skip
+
+
+def unresolved_effects(conn: sqlite3.Connection, run_id: str) -> list[EffectRecord]:
+    """Started or uncertain effects of the run with no reconciliation: they block resume."""
+    rows = conn.execute(
+        "SELECT e.effect_id FROM effects e WHERE e.run_id = ?"
+        " AND e.status IN ('started', 'uncertain') AND NOT EXISTS"
+        " (SELECT 1 FROM effect_reconciliations r WHERE r.effect_id = e.effect_id)"
+        " ORDER BY e.requested_at, e.effect_id",
+        (run_id,),
+    ).fetchall()
+    return [get_effect(conn, r["effect_id"]) for r in rows]

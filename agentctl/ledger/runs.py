@@ -1,0 +1,313 @@
+"""Run rows: creation, lookup, state changes, cancellation flag and the ownership lease.
+
+Invariants:
+- a run is created together with one ``pending`` task row per plan task (position = plan
+  index), its zero budget ledger, a ``run.created`` audit event and a checkpoint — one txn;
+- run state changes follow ``transitions.RUN_TRANSITIONS``; terminal runs never change;
+- at most one live coordinator owns a run: the lease records pid + process create time, and
+  a lease whose process is gone (or whose pid was reused) may be taken over.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import psutil
+
+from agentctl.errors import NotFoundError, OwnershipError, ValidationError
+from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
+from agentctl.ledger.budget import init_budget_txn
+from agentctl.ledger.rows import (
+    ROW_FORMAT_VERSION,
+    dumps,
+    dumps_opt,
+    fetch_all,
+    fetch_one,
+    loads_opt,
+    parse_ts,
+)
+from agentctl.ledger.transitions import RUN_PREDECESSORS, check_run_transition
+
+
+@dataclass(frozen=True)
+class NewRun:
+    run_id: str
+    mode: str
+    workflow_name: str
+    workflow_digest: str
+    plan_digest: str
+    workflow: Any
+    plan: Any
+    inputs: Any
+    working_memory: Any
+    trace_id: str
+    base_path: str | None = None
+    parent_run_id: str | None = None
+    source_run_id: str | None = None
+    roots: Sequence[str] | None = None
+    reason: str | None = None
+    budget_limits: Mapping[str, int] = field(default_factory=dict)
+    state: str = "running"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: str
+    state: str
+    mode: str
+    workflow_name: str
+    workflow_digest: str
+    plan_digest: str
+    workflow: Any
+    plan: Any
+    inputs: Any
+    working_memory: Any
+    output: Any
+    parent_run_id: str | None
+    source_run_id: str | None
+    roots: list[str] | None
+    reason: str | None
+    cancellation_requested: bool
+    base_path: str | None
+    trace_id: str
+    owner_pid: int | None
+    owner_create_time: float | None
+    created_at: str
+    updated_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runId": self.run_id,
+            "state": self.state,
+            "mode": self.mode,
+            "workflow": self.workflow_name,
+            "workflowDigest": self.workflow_digest,
+            "planDigest": self.plan_digest,
+            "parentRunId": self.parent_run_id,
+            "sourceRunId": self.source_run_id,
+            "roots": self.roots,
+            "reason": self.reason,
+            "inputs": self.inputs,
+            "output": self.output,
+            "basePath": self.base_path,
+            "traceId": self.trace_id,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+            "cancellationRequested": self.cancellation_requested,
+        }
+
+    def summary_json(self) -> dict[str, Any]:
+        """The ``runs list`` entry shape."""
+        keys = ("runId", "state", "mode", "workflow", "createdAt", "updatedAt")
+        full = self.to_json()
+        return {k: full[k] for k in (*keys, "parentRunId", "sourceRunId")}
+
+
+def _run(row: sqlite3.Row) -> RunRecord:
+    return RunRecord(
+        run_id=row["run_id"],
+        state=row["state"],
+        mode=row["mode"],
+        workflow_name=row["workflow_name"],
+        workflow_digest=row["workflow_digest"],
+        plan_digest=row["plan_digest"],
+        workflow=loads_opt(row["workflow_json"]),
+        plan=loads_opt(row["plan_json"]),
+        inputs=loads_opt(row["inputs_json"]),
+        working_memory=loads_opt(row["working_memory_json"]),
+        output=loads_opt(row["output_json"]),
+        parent_run_id=row["parent_run_id"],
+        source_run_id=row["source_run_id"],
+        roots=loads_opt(row["roots_json"]),
+        reason=row["reason"],
+        cancellation_requested=bool(row["cancellation_requested"]),
+        base_path=row["base_path"],
+        trace_id=row["trace_id"],
+        owner_pid=row["owner_pid"],
+        owner_create_time=row["owner_create_time"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+_INSERT_RUN = """INSERT INTO runs (run_id, format_version, state, mode, workflow_name,
+    workflow_digest, plan_digest, workflow_json, plan_json, inputs_json, working_memory_json,
+    parent_run_id, source_run_id, roots_json, reason, base_path, trace_id, created_at, updated_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+
+
+def create_run_txn(
+    conn: sqlite3.Connection, run: NewRun, task_ids_in_order: Sequence[str], now: str
+) -> None:
+    """Insert the run, its pending tasks, its budget ledger, audit and first checkpoint."""
+    conn.execute(
+        _INSERT_RUN,
+        (
+            run.run_id, ROW_FORMAT_VERSION, run.state, run.mode, run.workflow_name,
+            run.workflow_digest, run.plan_digest, dumps(run.workflow), dumps(run.plan),
+            dumps(run.inputs), dumps(run.working_memory), run.parent_run_id,
+            run.source_run_id, dumps_opt(None if run.roots is None else list(run.roots)),
+            run.reason, run.base_path, run.trace_id, now, now,
+        ),
+    )  # fmt: skip
+    conn.executemany(
+        "INSERT INTO task_states (run_id, task_id, format_version, position, state, updated_at)"
+        " VALUES (?, ?, ?, ?, 'pending', ?)",
+        [(run.run_id, t, ROW_FORMAT_VERSION, i, now) for i, t in enumerate(task_ids_in_order)],
+    )
+    init_budget_txn(conn, run.run_id, run.budget_limits, now)
+    payload = {"mode": run.mode, "workflow": run.workflow_name, "tasks": len(task_ids_in_order)}
+    append_audit_txn(conn, run.run_id, "run.created", payload, now, trace_id=run.trace_id)
+    write_checkpoint_txn(
+        conn, run.run_id, {"runId": run.run_id, "event": "run.created", "runState": run.state}, now
+    )
+
+
+def get_run(conn: sqlite3.Connection, run_id: str) -> RunRecord:
+    return _run(fetch_one(conn, "SELECT * FROM runs WHERE run_id = ?", (run_id,), "run"))
+
+
+def find_run(conn: sqlite3.Connection, prefix: str) -> RunRecord:
+    """The run whose id is ``prefix`` or uniquely starts with it."""
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    rows = fetch_all(
+        conn,
+        "SELECT * FROM runs WHERE run_id = ? OR run_id LIKE ? ESCAPE '\\' LIMIT 3",
+        (prefix, escaped + "%"),
+        "run",
+    )
+    exact = [r for r in rows if r["run_id"] == prefix]
+    if exact:
+        return _run(exact[0])
+    if not rows:
+        raise NotFoundError(f"run {prefix} not found")
+    if len(rows) > 1:
+        raise ValidationError(f"run id prefix {prefix!r} is ambiguous")
+    return _run(rows[0])
+
+
+def list_runs(
+    conn: sqlite3.Connection, *, state: str | None = None, limit: int | None = None
+) -> list[RunRecord]:
+    """Runs newest first, optionally filtered by state."""
+    sql = "SELECT * FROM runs"
+    params: tuple[Any, ...] = ()
+    if state is not None:
+        sql += " WHERE state = ?"
+        params = (state,)
+    sql += " ORDER BY created_at DESC, run_id DESC"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    return [_run(r) for r in fetch_all(conn, sql, params, "run")]
+
+
+def _current_state(conn: sqlite3.Connection, run_id: str) -> str:
+    row = conn.execute("SELECT state FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    if row is None:
+        raise NotFoundError(f"run {run_id} not found")
+    return str(row["state"])
+
+
+def set_run_state_txn(
+    conn: sqlite3.Connection,
+    run_id: str,
+    state: str,
+    now: str,
+    *,
+    output: Any = None,
+    error: str | None = None,
+    trace_id: str | None = None,
+) -> None:
+    """Move the run to ``state`` (legal transitions only), with audit and checkpoint."""
+    allowed = RUN_PREDECESSORS.get(state, ())
+    marks = ",".join("?" * len(allowed)) or "NULL"
+    cur = conn.execute(
+        f"UPDATE runs SET state = ?, updated_at = ?, output_json = COALESCE(?, output_json)"
+        f" WHERE run_id = ? AND state IN ({marks})",
+        (state, now, dumps_opt(output), run_id, *allowed),
+    )
+    if cur.rowcount != 1:
+        check_run_transition(_current_state(conn, run_id), state)
+    payload: dict[str, Any] = {"state": state}
+    if error is not None:
+        payload["error"] = error
+    append_audit_txn(conn, run_id, f"run.{state}", payload, now, trace_id=trace_id)
+    write_checkpoint_txn(
+        conn, run_id, {"runId": run_id, "event": f"run.{state}", "runState": state}, now
+    )
+
+
+def request_cancel_txn(
+    conn: sqlite3.Connection, run_id: str, now: str, *, trace_id: str | None = None
+) -> None:
+    """Set the durable cancel flag of a running or paused run (else ``NotFoundError``)."""
+    cur = conn.execute(
+        "UPDATE runs SET cancellation_requested = 1, updated_at = ?"
+        " WHERE run_id = ? AND state IN ('running', 'paused')",
+        (now, run_id),
+    )
+    if cur.rowcount != 1:
+        raise NotFoundError(f"no running or paused run {run_id} to cancel")
+    append_audit_txn(conn, run_id, "run.cancellation_requested", {}, now, trace_id=trace_id)
+    write_checkpoint_txn(
+        conn, run_id, {"runId": run_id, "event": "run.cancellation_requested"}, now
+    )
+
+
+def is_cancel_requested(conn: sqlite3.Connection, run_id: str) -> bool:
+    row = conn.execute(
+        "SELECT cancellation_requested FROM runs WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"run {run_id} not found")
+    return bool(row[0])
+
+
+def _owner_alive(pid: int, create_time: float | None) -> bool:
+    try:
+        actual = psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return False
+    except psutil.Error:
+        return True  # exists but unreadable: assume alive rather than steal the run
+    return create_time is None or abs(actual - create_time) < 0.01
+
+
+def acquire_run_lease_txn(
+    conn: sqlite3.Connection, run_id: str, pid: int, create_time: float, now: str
+) -> None:
+    """Make (pid, create_time) the owner of ``run_id`` unless a live other process owns it."""
+    row = conn.execute(
+        "SELECT owner_pid, owner_create_time FROM runs WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"run {run_id} not found")
+    owner, owner_time = row["owner_pid"], row["owner_create_time"]
+    same = owner == pid and owner_time is not None and abs(owner_time - create_time) < 0.01
+    if owner is not None and not same and _owner_alive(owner, owner_time):
+        raise OwnershipError(
+            f"run {run_id} is being driven by a live coordinator (pid {owner}); "
+            f"wait for it or `agentctl cancel {run_id}`",
+            run_id=run_id,
+        )
+    conn.execute(
+        "UPDATE runs SET owner_pid = ?, owner_create_time = ?, updated_at = ? WHERE run_id = ?",
+        (pid, create_time, now, run_id),
+    )
+
+
+def release_run_lease_txn(conn: sqlite3.Connection, run_id: str, pid: int, now: str) -> None:
+    """Drop the lease if ``pid`` holds it; a lease held by another process is left alone."""
+    conn.execute(
+        "UPDATE runs SET owner_pid = NULL, owner_create_time = NULL, updated_at = ?"
+        " WHERE run_id = ? AND owner_pid = ?",
+        (now, run_id, pid),
+    )
+
+
+def wall_time_exceeded(run: RunRecord, limit_s: float, now: str) -> bool:
+    """Whether more than ``limit_s`` seconds passed since the durable creation time."""
+    return (parse_ts(now) - parse_ts(run.created_at)).total_seconds() > limit_s

@@ -1,0 +1,264 @@
+"""Task rows: single transitions and the batched, ordered task-completion commit.
+
+Invariants:
+- every transition is a guarded ``UPDATE … WHERE state IN (legal predecessors)``; an illegal
+  one raises ``InvalidOperationError`` and the caller's transaction rolls back;
+- every transition writes its audit event(s) and a checkpoint in the same transaction;
+- ``commit_tasks_txn`` applies a parallel batch in the given (compiled) order, then replaces
+  working memory and writes ONE checkpoint — the whole batch is one transaction, and it is
+  kept to a handful of statements because it sits on the hot path (benchmarks/bench_ledger).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentctl.core.canonical import json_digest
+from agentctl.errors import NotFoundError
+from agentctl.ledger.artifacts.refs import ArtifactRef, commit_artifact_refs_txn
+from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
+from agentctl.ledger.rows import dumps, dumps_opt, fetch_all, fetch_one, loads_opt
+from agentctl.ledger.transitions import TASK_PREDECESSORS, check_task_transition
+
+
+@dataclass(frozen=True)
+class AuditSpec:
+    """An audit event a completion appends (after its own transition)."""
+
+    event_type: str
+    payload: Any = None
+
+
+@dataclass(frozen=True)
+class TaskCompletion:
+    task_id: str
+    state: str
+    attempt: int
+    disposition: str = "executed"
+    output: Any = None
+    error: str | None = None
+    definition_fingerprint: str | None = None
+    input_digest: str | None = None
+    output_contract_fingerprint: str | None = None
+    output_digest: str | None = None
+    state_delta: Any = None
+    artifacts: Sequence[ArtifactRef] = ()
+    ingest_lease_ids: Sequence[str] = ()
+    decision: Any = None
+    source_run_id: str | None = None
+    source_task_id: str | None = None
+    source_attempt: int | None = None
+    events: Sequence[AuditSpec] = ()
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    run_id: str
+    task_id: str
+    position: int
+    state: str
+    attempt: int
+    disposition: str
+    output: Any
+    error: str | None
+    definition_fingerprint: str | None
+    input_digest: str | None
+    output_contract_fingerprint: str | None
+    output_digest: str | None
+    state_delta: Any
+    state_delta_digest: str | None
+    artifact_manifest: Any
+    source_run_id: str | None
+    source_task_id: str | None
+    source_attempt: int | None
+    decision: Any
+    updated_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "taskId": self.task_id,
+            "position": self.position,
+            "state": self.state,
+            "attempt": self.attempt,
+            "disposition": self.disposition,
+            "output": self.output,
+            "error": self.error,
+            "definitionFingerprint": self.definition_fingerprint,
+            "inputDigest": self.input_digest,
+            "outputContractFingerprint": self.output_contract_fingerprint,
+            "outputDigest": self.output_digest,
+            "stateDelta": self.state_delta,
+            "stateDeltaDigest": self.state_delta_digest,
+            "artifacts": self.artifact_manifest,
+            "sourceRunId": self.source_run_id,
+            "sourceTaskId": self.source_task_id,
+            "sourceAttempt": self.source_attempt,
+            "decision": self.decision,
+            "updatedAt": self.updated_at,
+        }
+
+
+def _task(row: sqlite3.Row) -> TaskRecord:
+    return TaskRecord(
+        run_id=row["run_id"],
+        task_id=row["task_id"],
+        position=row["position"],
+        state=row["state"],
+        attempt=row["attempt"],
+        disposition=row["disposition"],
+        output=loads_opt(row["output_json"]),
+        error=row["error"],
+        definition_fingerprint=row["definition_fingerprint"],
+        input_digest=row["input_digest"],
+        output_contract_fingerprint=row["output_contract_fingerprint"],
+        output_digest=row["output_digest"],
+        state_delta=loads_opt(row["state_delta_json"]),
+        state_delta_digest=row["state_delta_digest"],
+        artifact_manifest=loads_opt(row["artifact_manifest_json"]),
+        source_run_id=row["source_run_id"],
+        source_task_id=row["source_task_id"],
+        source_attempt=row["source_attempt"],
+        decision=loads_opt(row["decision_json"]),
+        updated_at=row["updated_at"],
+    )
+
+
+def _guard(state: str) -> str:
+    preds = TASK_PREDECESSORS.get(state, ())
+    return f"state IN ({','.join(repr(p) for p in preds)})" if preds else "0"
+
+
+_COMPLETE_SQL = {
+    state: f"""UPDATE task_states SET state = ?, attempt = ?, disposition = ?, output_json = ?,
+        error = ?, definition_fingerprint = ?, input_digest = ?, output_contract_fingerprint = ?,
+        output_digest = ?, state_delta_json = ?, state_delta_digest = ?,
+        artifact_manifest_json = ?, source_run_id = ?, source_task_id = ?, source_attempt = ?,
+        decision_json = ?, updated_at = ?
+        WHERE run_id = ? AND task_id = ? AND {_guard(state)}"""
+    for state in TASK_PREDECESSORS
+}
+
+_TRANSITION_SQL = {
+    state: f"""UPDATE task_states SET state = ?, attempt = COALESCE(?, attempt),
+        error = COALESCE(?, error), updated_at = ?
+        WHERE run_id = ? AND task_id = ? AND {_guard(state)}"""
+    for state in TASK_PREDECESSORS
+}
+
+
+def _refuse(conn: sqlite3.Connection, run_id: str, task_id: str, state: str) -> None:
+    """Explain why a guarded update matched no row: unknown task or illegal transition."""
+    row = conn.execute(
+        "SELECT state FROM task_states WHERE run_id = ? AND task_id = ?", (run_id, task_id)
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"task {task_id} of run {run_id} not found")
+    check_task_transition(row["state"], state)
+
+
+def _complete_one(conn: sqlite3.Connection, run_id: str, c: TaskCompletion, now: str) -> None:
+    sql = _COMPLETE_SQL.get(c.state)
+    delta = dumps_opt(c.state_delta)
+    output_digest = c.output_digest
+    if output_digest is None and c.output is not None:
+        output_digest = json_digest(c.output)
+    manifest = [r.to_json() for r in c.artifacts] if c.artifacts else None
+    params = (
+        c.state, c.attempt, c.disposition, dumps_opt(c.output), c.error,
+        c.definition_fingerprint, c.input_digest, c.output_contract_fingerprint, output_digest,
+        delta, None if c.state_delta is None else json_digest(c.state_delta),
+        dumps_opt(manifest), c.source_run_id, c.source_task_id, c.source_attempt,
+        dumps_opt(c.decision), now, run_id, c.task_id,
+    )  # fmt: skip
+    if sql is None or conn.execute(sql, params).rowcount != 1:
+        _refuse(conn, run_id, c.task_id, c.state)
+    if c.artifacts or c.ingest_lease_ids:
+        commit_artifact_refs_txn(
+            conn, run_id, c.task_id, c.attempt, c.artifacts, c.ingest_lease_ids, now
+        )
+
+
+def commit_tasks_txn(
+    conn: sqlite3.Connection,
+    run_id: str,
+    completions: Sequence[TaskCompletion],
+    working_memory: Any,
+    now: str,
+    *,
+    trace_id: str | None = None,
+) -> None:
+    """Commit a batch of task results in order, then memory and one checkpoint.
+
+    ``working_memory`` replaces the run's memory unless it is ``None``.
+    """
+    summary = []
+    for c in completions:
+        _complete_one(conn, run_id, c, now)
+        events = c.events or (AuditSpec(f"task.{c.state}", None),)
+        for ev in events:
+            payload = ev.payload
+            if payload is None:
+                payload = {"attempt": c.attempt, "disposition": c.disposition}
+            append_audit_txn(
+                conn, run_id, ev.event_type, payload, now, task_id=c.task_id, trace_id=trace_id
+            )
+        summary.append({"taskId": c.task_id, "state": c.state, "attempt": c.attempt})
+    state: dict[str, Any] = {"runId": run_id, "event": "tasks.committed", "tasks": summary}
+    if working_memory is None:
+        conn.execute("UPDATE runs SET updated_at = ? WHERE run_id = ?", (now, run_id))
+    else:
+        text = dumps(working_memory)
+        conn.execute(
+            "UPDATE runs SET working_memory_json = ?, updated_at = ? WHERE run_id = ?",
+            (text, now, run_id),
+        )
+        state["workingMemoryDigest"] = json_digest(working_memory)
+    write_checkpoint_txn(conn, run_id, state, now)
+
+
+def transition_task_txn(
+    conn: sqlite3.Connection,
+    run_id: str,
+    task_id: str,
+    state: str,
+    now: str,
+    *,
+    attempt: int | None = None,
+    error: str | None = None,
+    payload: Any = None,
+    trace_id: str | None = None,
+) -> None:
+    """Move one task (e.g. to ready/running/retry_scheduled/waiting_for_approval)."""
+    sql = _TRANSITION_SQL.get(state)
+    params = (state, attempt, error, now, run_id, task_id)
+    if sql is None or conn.execute(sql, params).rowcount != 1:
+        _refuse(conn, run_id, task_id, state)
+    body = payload if payload is not None else ({"attempt": attempt} if attempt else {})
+    append_audit_txn(conn, run_id, f"task.{state}", body, now, task_id=task_id, trace_id=trace_id)
+    write_checkpoint_txn(
+        conn,
+        run_id,
+        {"runId": run_id, "event": f"task.{state}", "tasks": [{"taskId": task_id, "state": state}]},
+        now,
+    )
+
+
+def list_tasks(conn: sqlite3.Connection, run_id: str) -> list[TaskRecord]:
+    """The run's tasks in compiled order."""
+    rows = fetch_all(
+        conn, "SELECT * FROM task_states WHERE run_id = ? ORDER BY position", (run_id,), "task"
+    )
+    return [_task(r) for r in rows]
+
+
+def get_task(conn: sqlite3.Connection, run_id: str, task_id: str) -> TaskRecord:
+    row = fetch_one(
+        conn,
+        "SELECT * FROM task_states WHERE run_id = ? AND task_id = ?",
+        (run_id, task_id),
+        "task",
+    )
+    return _task(row)

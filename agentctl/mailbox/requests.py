@@ -1,0 +1,75 @@
+"""The ``Execute.request`` payload of each built-in operation, shared by both sides.
+
+The coordinator builds these (after policy, approvals and secret resolution) and sends
+``model_dump(by_alias=True)``; the worker validates the dict back into the same model before
+acting. Invariants: paths are workspace-relative strings (the worker confines them again);
+``env`` holds only names the coordinator's policy allowed, already resolved to values;
+defaults match spec/dsl.md §3.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from agentctl.mailbox.messages import WireModel
+
+MIB = 1024 * 1024
+
+
+class ReadRequest(WireModel):
+    """``builtin.read``: ``path`` relative to ``workspace``."""
+
+    workspace: str
+    path: str
+    max_bytes: int = Field(default=MIB, ge=1)
+
+
+class WriteRequest(WireModel):
+    """``builtin.write``: writable roots are workspace-relative (or absolute) directories."""
+
+    workspace: str
+    writable_roots: list[str] = Field(default_factory=list)
+    path: str
+    content: str
+    diff: bool = False
+
+
+class ProcessLimits(WireModel):
+    timeout_seconds: float = Field(default=120, gt=0)
+    stdout_limit_bytes: int = Field(default=MIB, ge=1, le=16 * MIB)
+    stderr_limit_bytes: int = Field(default=MIB, ge=1, le=16 * MIB)
+    combined_output_limit_bytes: int = Field(default=2 * MIB, ge=1, le=16 * MIB)
+    memory_limit_bytes: int | None = Field(default=None, ge=1)
+    cpu_limit_seconds: float | None = Field(default=None, gt=0)
+
+
+class ContainerConfig(WireModel):
+    image: str  # NAME@sha256:<64hex> or sha256:<64hex>
+    runtime: Literal["auto", "docker", "podman"] = "auto"
+    memory_limit_bytes: int = Field(default=256 * MIB, ge=16 * MIB, le=16 * 1024 * MIB)
+    cpu_limit_millis: int = Field(default=1000, ge=1, le=64000)
+    pids_limit: int = Field(default=64, ge=1, le=4096)
+
+
+class ShellRequest(WireModel):
+    """``builtin.shell.exec``: argv only, cleared environment plus ``env``."""
+
+    workspace: str
+    command: str
+    args: list[str] = Field(default_factory=list)
+    cwd: str | None = None  # workspace-relative; None = the workspace itself
+    env: dict[str, str] = Field(default_factory=dict)
+    limits: ProcessLimits = Field(default_factory=ProcessLimits)
+    isolation: Literal["process", "container"] = "process"
+    container: ContainerConfig | None = None
+    # Defence in depth: when present, the command's basename must be listed (policy checked it).
+    process_allowlist: list[str] | None = None
+
+
+class PreflightRequest(WireModel):
+    """``container.preflight``: is the engine answering and the image present locally?"""
+
+    runtime: Literal["auto", "docker", "podman"] = "auto"
+    image: str

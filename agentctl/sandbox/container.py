@@ -1,0 +1,165 @@
+"""Container command construction, engine/image preflight and forced removal.
+
+Invariants (spec/cli.md §10, notes/containers.md):
+- images are never pulled (``--pull=never``) and must already be present by digest;
+- the container has no network, a read-only root and a read-only ``/workspace`` bind, runs as
+  65532:65532 with every capability dropped and ``no-new-privileges``, under memory, CPU,
+  pids, nofile and nproc limits, with a small noexec ``/tmp``;
+- environment variables cross by name only (``-e NAME``), so values never appear in argv;
+- preflight fails closed: no answering engine or no local image ⇒ ``PolicyDeniedError``;
+  there is never a fallback to host execution.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from agentctl.errors import PolicyDeniedError, RunFailedError
+from agentctl.sandbox.process import run_process
+
+EngineKind = Literal["docker", "podman"]
+CONTAINER_USER = "65532:65532"
+RUNC_PATH = "/usr/sbin/runc"
+# Variables the engine client itself needs; the workload gets only its declared names.
+ENGINE_ENV_NAMES = (
+    "PATH",
+    "HOME",
+    "XDG_RUNTIME_DIR",
+    "CONTAINERS_CONF",
+    "CONTAINERS_STORAGE_CONF",
+    "DOCKER_HOST",
+    "DOCKER_CONFIG",
+    "TMPDIR",
+)
+_PROBE_TIMEOUT_S = 30.0
+_PROBE_LIMIT = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Engine:
+    kind: EngineKind
+    binary: str  # absolute path of the client
+    runtime: str | None  # OCI runtime passed as --runtime, if any
+
+
+@dataclass(frozen=True)
+class ContainerLimits:
+    memory_bytes: int = 256 * 1024 * 1024
+    cpu_millis: int = 1000
+    pids: int = 64
+
+
+def oci_runtime_for(kind: EngineKind, environ: Mapping[str, str]) -> str | None:
+    """``AGENTCTL_OCI_RUNTIME`` if set; podman defaults to runc when it is installed."""
+    configured = environ.get("AGENTCTL_OCI_RUNTIME", "").strip()
+    if configured:
+        return configured
+    if kind == "podman" and os.path.exists(RUNC_PATH):
+        return "runc"
+    return None
+
+
+def container_argv(
+    engine: str,
+    runtime: str | None,
+    image: str,
+    name: str,
+    command: str,
+    args: Sequence[str],
+    env_names: Sequence[str],
+    workspace: str,
+    limits: ContainerLimits,
+) -> list[str]:
+    """The full engine command line running ``command args`` in ``image``."""
+    is_docker = os.path.basename(engine).startswith("docker")
+    # podman takes --runtime as a global option; docker only as an option of `run`.
+    argv = [engine] + (["--runtime", runtime] if runtime and not is_docker else []) + ["run"]
+    argv += ["--runtime", runtime] if runtime and is_docker else []
+    argv += ["--rm", "--pull=never", "--name", name, "--network=none", "--read-only"]
+    argv += ["--user", CONTAINER_USER, "--cap-drop=ALL", "--security-opt", "no-new-privileges"]
+    argv += [
+        f"--memory={limits.memory_bytes}b",
+        f"--cpus={limits.cpu_millis / 1000:g}",
+        f"--pids-limit={limits.pids}",
+        "--tmpfs",
+        "/tmp:rw,size=16m,noexec,nosuid,nodev",
+        "-v",
+        f"{workspace}:/workspace:ro",
+        "--workdir",
+        "/workspace",
+        "--ulimit",
+        "nofile=1024:1024",
+        "--ulimit",
+        "nproc=256:256",
+    ]
+    for env_name in env_names:
+        argv += ["-e", env_name]
+    argv += ["--entrypoint", command, image, *args]
+    return argv
+
+
+def engine_env(environ: Mapping[str, str]) -> dict[str, str]:
+    return {k: environ[k] for k in ENGINE_ENV_NAMES if k in environ}
+
+
+async def _probe(argv: list[str], environ: Mapping[str, str]) -> bool:
+    try:
+        result = await run_process(
+            argv,
+            env=engine_env(environ),
+            cwd=None,
+            timeout_s=_PROBE_TIMEOUT_S,
+            stdout_limit=_PROBE_LIMIT,
+            stderr_limit=_PROBE_LIMIT,
+            combined_limit=2 * _PROBE_LIMIT,
+        )
+    except RunFailedError:
+        return False
+    return result.ok
+
+
+def _candidates(preference: str) -> list[EngineKind]:
+    if preference == "docker":
+        return ["docker"]
+    if preference == "podman":
+        return ["podman"]
+    return ["podman", "docker"]
+
+
+async def preflight(
+    engine_pref: str, image: str, environ: Mapping[str, str] | None = None
+) -> Engine:
+    """The first engine of ``engine_pref`` that answers and holds ``image`` locally."""
+    env = dict(os.environ if environ is None else environ)
+    tried: list[str] = []
+    for kind in _candidates(engine_pref):
+        binary = shutil.which(kind, path=env.get("PATH"))
+        if binary is None:
+            tried.append(f"{kind}: not installed")
+            continue
+        runtime = oci_runtime_for(kind, env)
+        prefix = _prefix(Engine(kind, binary, runtime))
+        if not await _probe([*prefix, "version"], env):
+            tried.append(f"{kind}: engine not answering")
+            continue
+        if not await _probe([*prefix, "image", "inspect", image], env):
+            tried.append(f"{kind}: image {image!r} not present locally (images are never pulled)")
+            continue
+        return Engine(kind, binary, runtime)
+    raise PolicyDeniedError("container isolation unavailable: " + "; ".join(tried))
+
+
+async def force_remove(engine: Engine, name: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Remove the named container whatever its state; True if the engine reported success."""
+    env = dict(os.environ if environ is None else environ)
+    return await _probe([*_prefix(engine), "rm", "-f", name], env)
+
+
+def _prefix(engine: Engine) -> list[str]:
+    if engine.runtime and engine.kind == "podman":
+        return [engine.binary, "--runtime", engine.runtime]
+    return [engine.binary]

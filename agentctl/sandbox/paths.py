@@ -1,0 +1,94 @@
+"""Canonical path confinement for workspace reads and writes.
+
+Invariants:
+- a user path is relative, non-empty, NUL-free and has no ``..`` component — rejected
+  lexically before the filesystem is consulted;
+- the decision is made on canonical paths (``os.path.realpath``: every symlink of the target
+  and of every parent resolved), so a symlinked file or directory pointing outside is denied;
+- a read target must lie inside the canonical workspace; a write target must lie inside the
+  canonical workspace *and* a canonical writable root, judged from its nearest existing
+  parent (the missing tail cannot contain links); no writable roots ⇒ every write denied;
+- the functions return the canonical path, and callers act on that path, not the lexical one.
+Every denial raises ``PolicyDeniedError`` (exit 4) naming the path, never its content.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import PurePosixPath
+
+from agentctl.errors import PolicyDeniedError
+
+
+def _check_lexical(rel: str) -> tuple[str, ...]:
+    if not isinstance(rel, str) or rel == "":
+        raise PolicyDeniedError("path denied: empty path")
+    if "\x00" in rel:
+        raise PolicyDeniedError("path denied: path contains a NUL byte")
+    if os.path.isabs(rel) or rel.startswith("/"):
+        raise PolicyDeniedError(f"path denied: {rel!r} is absolute; paths are workspace-relative")
+    parts = tuple(p for p in PurePosixPath(rel).parts if p not in ("", "."))
+    if ".." in parts:
+        raise PolicyDeniedError(f"path denied: {rel!r} contains '..'")
+    if not parts:
+        raise PolicyDeniedError(f"path denied: {rel!r} names the workspace itself")
+    return parts
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def canonical_workspace(workspace: str) -> str:
+    root = os.path.realpath(workspace)
+    if not os.path.isdir(root):
+        raise PolicyDeniedError(f"workspace {workspace!r} is not a directory")
+    return root
+
+
+def resolve_read(workspace: str, rel: str) -> str:
+    """The canonical path of ``rel`` for reading; it must resolve inside the workspace."""
+    parts = _check_lexical(rel)
+    root = canonical_workspace(workspace)
+    target = os.path.realpath(os.path.join(root, *parts))
+    if not _inside(target, root):
+        raise PolicyDeniedError(f"path denied: {rel!r} resolves outside the workspace")
+    return target
+
+
+def _nearest_existing(root: str, parts: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """Split ``root/parts`` into its deepest existing prefix and the missing tail."""
+    for cut in range(len(parts), -1, -1):
+        candidate = os.path.join(root, *parts[:cut])
+        if os.path.lexists(candidate):
+            return candidate, parts[cut:]
+    return root, parts
+
+
+def _canonical_roots(root: str, writable_roots: list[str]) -> list[str]:
+    result = []
+    for entry in writable_roots:
+        if not entry or "\x00" in entry:
+            continue
+        joined = entry if os.path.isabs(entry) else os.path.join(root, entry)
+        result.append(os.path.realpath(joined))
+    return result
+
+
+def resolve_write(workspace: str, writable_roots: list[str], rel: str) -> str:
+    """The canonical target path of a write to ``rel``; it must fall inside a writable root."""
+    parts = _check_lexical(rel)
+    root = canonical_workspace(workspace)
+    roots = _canonical_roots(root, writable_roots)
+    if not roots:
+        raise PolicyDeniedError(f"path denied: {rel!r}: no writable roots are configured")
+    existing, tail = _nearest_existing(root, parts)
+    # realpath of the existing part follows a symlinked target or parent wherever it points.
+    target = os.path.join(os.path.realpath(existing), *tail)
+    if not _inside(target, root):
+        raise PolicyDeniedError(f"path denied: {rel!r} resolves outside the workspace")
+    if not any(_inside(target, r) and _inside(r, root) for r in roots):
+        raise PolicyDeniedError(f"path denied: {rel!r} is outside every writable root")
+    if target in roots:
+        raise PolicyDeniedError(f"path denied: {rel!r} names a writable root itself")
+    return target

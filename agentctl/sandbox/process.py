@@ -1,0 +1,218 @@
+"""Bounded host subprocesses: argv only, cleared env, own process group, capped capture.
+
+Invariants:
+- the child gets exactly the ``env`` the caller passes and no shell; it leads a new session,
+  so the whole tree can be signalled at once;
+- stdout and stderr are drained concurrently; we never hold more than the per-stream limits,
+  whatever the child prints; on overflow the tree is killed and the captured bytes dropped;
+- on timeout, overflow, memory/CPU limit or cancellation the whole tree (process group plus
+  every psutil descendant, which may have left the group) is SIGKILLed and the child reaped
+  before we return or re-raise — nothing we started outlives the call;
+- after a normal exit, leftovers in the process group are killed too, so a background
+  grandchild holding our pipes cannot stall the effect.
+This is containment of our own children, not a security sandbox (spec/cli.md §10).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import psutil
+import trio
+
+from agentctl.errors import RunFailedError
+
+Outcome = Literal["exited", "timed_out", "output_limit", "memory_limit", "cpu_limit"]
+WATCH_INTERVAL_S = 0.05
+_CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    outcome: Outcome
+    exit_code: int | None  # None unless outcome == "exited"
+    stdout: bytes
+    stderr: bytes
+    detail: str = ""  # which limit was hit, without any captured bytes
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "exited" and self.exit_code == 0
+
+
+@dataclass(frozen=True)
+class Limits:
+    stdout: int
+    stderr: int
+    combined: int
+    memory_bytes: int | None
+    cpu_s: float | None
+
+
+class _Capture:
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.buffers = {"stdout": bytearray(), "stderr": bytearray()}
+        self.stopped: tuple[Outcome, str] | None = None
+
+    def add(self, stream: str, chunk: bytes | bytearray) -> bool:
+        """Keep ``chunk``; False once a limit is exceeded (the chunk is then dropped)."""
+        buf = self.buffers[stream]
+        limit = self.limits.stdout if stream == "stdout" else self.limits.stderr
+        total = len(self.buffers["stdout"]) + len(self.buffers["stderr"]) + len(chunk)
+        if len(buf) + len(chunk) > limit:
+            self.stop("output_limit", f"{stream} exceeded its limit of {limit} bytes")
+            return False
+        if total > self.limits.combined:
+            self.stop(
+                "output_limit",
+                f"output exceeded the combined limit of {self.limits.combined} bytes",
+            )
+            return False
+        buf += chunk
+        return True
+
+    def stop(self, outcome: Outcome, detail: str) -> None:
+        if self.stopped is None:
+            self.stopped = (outcome, detail)
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL the process group led by ``pid`` and every descendant of ``pid``; never raises."""
+    try:
+        descendants = psutil.Process(pid).children(recursive=True)
+    except psutil.Error:
+        descendants = []
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
+    for child in descendants:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+
+
+async def _drain(stream: trio.abc.ReceiveStream, name: str, cap: _Capture, pid: int) -> None:
+    while True:
+        chunk = await stream.receive_some(_CHUNK)
+        if not chunk:
+            return
+        if cap.stopped is None and not cap.add(name, chunk):
+            kill_tree(pid)
+            # Keep reading to EOF so the child never blocks on a full pipe before it dies.
+
+
+def _tree_usage(pid: int) -> tuple[int, float]:
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0, 0.0
+    rss, cpu = 0, 0.0
+    for proc in procs:
+        try:
+            rss += proc.memory_info().rss
+            times = proc.cpu_times()
+            cpu += times.user + times.system + times.children_user + times.children_system
+        except psutil.Error:
+            continue
+    return rss, cpu
+
+
+async def _watch(pid: int, cap: _Capture) -> None:
+    limits = cap.limits
+    while cap.stopped is None:
+        rss, cpu = _tree_usage(pid)
+        if limits.memory_bytes is not None and rss > limits.memory_bytes:
+            cap.stop("memory_limit", f"memory use exceeded {limits.memory_bytes} bytes")
+        elif limits.cpu_s is not None and cpu > limits.cpu_s:
+            cap.stop("cpu_limit", f"CPU time exceeded {limits.cpu_s} s")
+        else:
+            await trio.sleep(WATCH_INTERVAL_S)
+            continue
+        kill_tree(pid)
+        return
+
+
+async def _supervise(proc: trio.Process, cap: _Capture) -> None:
+    assert proc.stdout is not None and proc.stderr is not None
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_drain, proc.stdout, "stdout", cap, proc.pid)
+        nursery.start_soon(_drain, proc.stderr, "stderr", cap, proc.pid)
+        watcher = trio.CancelScope()
+        if cap.limits.memory_bytes is not None or cap.limits.cpu_s is not None:
+
+            async def watch() -> None:
+                with watcher:
+                    await _watch(proc.pid, cap)
+
+            nursery.start_soon(watch)
+        await proc.wait()
+        watcher.cancel()
+        # The leader is gone; kill what is left of its group so the pipes reach EOF.
+        with contextlib.suppress(OSError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+async def _spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> trio.Process:
+    try:
+        return await trio.lowlevel.open_process(
+            list(argv),
+            env=dict(env),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError as exc:
+        name = os.path.basename(argv[0]) if argv else "<empty argv>"
+        raise RunFailedError(f"cannot start process {name!r}: {exc.strerror}") from exc
+
+
+async def run_process(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    cwd: str | None,
+    timeout_s: float,
+    stdout_limit: int,
+    stderr_limit: int,
+    combined_limit: int,
+    memory_limit_bytes: int | None = None,
+    cpu_limit_s: float | None = None,
+) -> ProcessResult:
+    """Run ``argv`` to completion within the given bounds; see the module invariants."""
+    if not argv:
+        raise RunFailedError("cannot start process: empty argv")
+    limits = Limits(stdout_limit, stderr_limit, combined_limit, memory_limit_bytes, cpu_limit_s)
+    cap = _Capture(limits)
+    proc = await _spawn(argv, env, cwd)
+    try:
+        with trio.move_on_after(timeout_s):
+            await _supervise(proc, cap)
+        if proc.returncode is None:
+            cap.stop("timed_out", f"timed out after {timeout_s} s")
+    finally:
+        if proc.returncode is None or cap.stopped is not None:
+            kill_tree(proc.pid)
+        with trio.CancelScope(shield=True):
+            await proc.wait()
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    await pipe.aclose()
+    return _result(proc, cap)
+
+
+def _result(proc: trio.Process, cap: _Capture) -> ProcessResult:
+    if cap.stopped is not None:
+        outcome, detail = cap.stopped
+        return ProcessResult(outcome, None, b"", b"", detail)
+    return ProcessResult(
+        "exited", proc.returncode, bytes(cap.buffers["stdout"]), bytes(cap.buffers["stderr"])
+    )

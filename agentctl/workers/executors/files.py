@@ -1,0 +1,140 @@
+"""``builtin.read`` and ``builtin.write``: confined workspace file effects.
+
+Invariants:
+- every path goes through ``sandbox.paths`` and the executor acts on the canonical path it
+  returns, never on the lexical one;
+- a write is atomic: temp file in the target directory, fsync, rename, fsync of the directory;
+  readers see the old or the new content, never a mix; identical content writes nothing;
+- blocking I/O runs in a thread so other effects of this worker keep going;
+- local I/O errors are retryable (spec/dsl.md §4.5); policy and size failures are not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import os
+import stat
+import tempfile
+from typing import Any
+
+import trio
+
+from agentctl.errors import AgentctlError, PolicyDeniedError, RunFailedError
+from agentctl.mailbox.messages import Execute
+from agentctl.mailbox.requests import ReadRequest, WriteRequest
+from agentctl.sandbox.paths import resolve_read, resolve_write
+from agentctl.workers.executors import ExecOutcome, parse_request
+
+
+def _io_error(action: str, rel: str, exc: OSError) -> AgentctlError:
+    return RunFailedError(f"cannot {action} {rel!r}: {exc.strerror}", retryable=True)
+
+
+def _read_text(target: str, rel: str, max_bytes: int) -> str:
+    try:
+        with open(target, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise RunFailedError(f"cannot read {rel!r}: not a regular file")
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise _io_error("read", rel, exc) from exc
+    if len(data) > max_bytes:
+        raise RunFailedError(f"cannot read {rel!r}: larger than {max_bytes} bytes")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RunFailedError(f"cannot read {rel!r}: not valid UTF-8") from exc
+
+
+async def execute_read(msg: Execute) -> ExecOutcome:
+    req = parse_request(ReadRequest, msg)
+    target = resolve_read(req.workspace, req.path)
+    content = await trio.to_thread.run_sync(_read_text, target, req.path, req.max_bytes)
+    return ExecOutcome({"status": "unchanged", "changed": False, "content": content})
+
+
+def _current(target: str) -> str | None:
+    try:
+        with open(target, "rb") as fh:
+            return fh.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _atomic_write(target: str, data: bytes) -> None:
+    parent = os.path.dirname(target)
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = 0o644
+    fd, tmp = tempfile.mkstemp(dir=parent, prefix=".agentctl-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fchmod(fh.fileno(), mode)
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(parent)
+
+
+def _make_parents(req: WriteRequest, target: str) -> str:
+    """Create the target's parents, then confine again: a link may have appeared meanwhile."""
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    again = resolve_write(req.workspace, req.writable_roots, req.path)
+    if again != target:
+        raise PolicyDeniedError(f"path denied: {req.path!r} changed while it was being written")
+    return again
+
+
+def _write(req: WriteRequest, target: str) -> dict[str, Any]:
+    try:
+        before = _current(target)
+        if before == req.content:
+            return _write_output(req, before, changed=False)
+        target = _make_parents(req, target)
+        _atomic_write(target, req.content.encode("utf-8"))
+    except OSError as exc:
+        raise _io_error("write", req.path, exc) from exc
+    return _write_output(req, before, changed=True)
+
+
+def _write_output(req: WriteRequest, before: str | None, *, changed: bool) -> dict[str, Any]:
+    diff = None
+    if req.diff:
+        lines = difflib.unified_diff(
+            (before or "").splitlines(keepends=True),
+            req.content.splitlines(keepends=True),
+            fromfile=f"a/{req.path}",
+            tofile=f"b/{req.path}",
+        )
+        diff = "".join(lines)
+    return {
+        "status": "changed" if changed else "unchanged",
+        "changed": changed,
+        "before": before,
+        "after": req.content,
+        "diff": diff,
+        "path": req.path,
+        "predictability": "partially_predictable",
+    }
+
+
+async def execute_write(msg: Execute) -> ExecOutcome:
+    req = parse_request(WriteRequest, msg)
+    target = resolve_write(req.workspace, req.writable_roots, req.path)
+    output = await trio.to_thread.run_sync(_write, req, target)
+    return ExecOutcome(output, artifacts=[req.path] if output["changed"] else [])

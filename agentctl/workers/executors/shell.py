@@ -1,0 +1,147 @@
+"""``builtin.shell.exec`` (host process or container) and ``container.preflight``.
+
+Invariants:
+- argv only, no shell; the child environment is exactly ``request.env`` (host mode) or the
+  engine client's own variables plus ``request.env`` forwarded by name (container mode);
+- the command basename is checked against ``processAllowlist`` again when the request carries
+  it (the coordinator's policy checked it first; this is defence in depth);
+- outcomes: exit 0 ⇒ result; exit ≠ 0, output overflow, memory/CPU limit ⇒ definitive failure;
+  timeout or cancellation after start ⇒ uncertain (the command may have had its effect);
+- a container that timed out or was cancelled is force-removed by name before we report.
+Resolved env values are secrets: they are redacted from captured output.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import trio
+
+from agentctl.errors import PolicyDeniedError, RunFailedError
+from agentctl.mailbox.messages import Execute
+from agentctl.mailbox.requests import PreflightRequest, ShellRequest
+from agentctl.sandbox.container import (
+    ENGINE_ENV_NAMES,
+    ContainerLimits,
+    container_argv,
+    engine_env,
+    force_remove,
+    preflight,
+)
+from agentctl.sandbox.paths import canonical_workspace, resolve_read
+from agentctl.sandbox.process import ProcessResult, run_process
+from agentctl.workers.executors import ExecOutcome, UncertainEffect, parse_request
+
+REDACTED = "[REDACTED]"
+_REMOVE_GRACE_S = 30.0
+
+
+def _check_allowlist(req: ShellRequest) -> None:
+    if req.process_allowlist is None:
+        return
+    name = os.path.basename(req.command)
+    if name not in req.process_allowlist:
+        raise PolicyDeniedError(f"process {name!r} is not in the process allowlist")
+
+
+def _cwd(req: ShellRequest) -> str:
+    if req.cwd is None or req.cwd in ("", "."):
+        return canonical_workspace(req.workspace)
+    target = resolve_read(req.workspace, req.cwd)
+    if not os.path.isdir(target):
+        raise PolicyDeniedError(f"process cwd {req.cwd!r} is not a directory in the workspace")
+    return target
+
+
+async def _run(
+    argv: list[str], env: dict[str, str], cwd: str | None, req: ShellRequest, *, watch: bool
+) -> ProcessResult:
+    lim = req.limits
+    return await run_process(
+        argv,
+        env=env,
+        cwd=cwd,
+        timeout_s=lim.timeout_seconds,
+        stdout_limit=lim.stdout_limit_bytes,
+        stderr_limit=lim.stderr_limit_bytes,
+        combined_limit=lim.combined_output_limit_bytes,
+        memory_limit_bytes=lim.memory_limit_bytes if watch else None,
+        cpu_limit_s=lim.cpu_limit_seconds if watch else None,
+    )
+
+
+async def _run_container(msg: Execute, req: ShellRequest) -> ProcessResult:
+    cfg = req.container
+    if cfg is None:
+        raise PolicyDeniedError("isolation: container needs a container configuration")
+    clash = sorted(set(req.env) & set(ENGINE_ENV_NAMES))
+    if clash:
+        raise PolicyDeniedError(f"container env may not name engine variables: {clash}")
+    engine = await preflight(cfg.runtime, cfg.image)
+    name = f"agentctl-{msg.effect_id[:40]}"
+    limits = ContainerLimits(cfg.memory_limit_bytes, cfg.cpu_limit_millis, cfg.pids_limit)
+    argv = container_argv(
+        engine.binary,
+        engine.runtime,
+        cfg.image,
+        name,
+        req.command,
+        req.args,
+        sorted(req.env),
+        canonical_workspace(req.workspace),
+        limits,
+    )
+    env = {**engine_env(os.environ), **req.env}
+    finished = False
+    try:
+        result = await _run(argv, env, None, req, watch=False)
+        finished = result.outcome == "exited"
+        return result
+    finally:
+        if not finished:
+            with trio.CancelScope(shield=True), trio.move_on_after(_REMOVE_GRACE_S):
+                await force_remove(engine, name)
+
+
+def _redact(data: bytes, secrets: list[str]) -> str:
+    text = data.decode("utf-8", errors="replace")
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def _outcome(req: ShellRequest, result: ProcessResult) -> ExecOutcome:
+    if result.outcome == "timed_out":
+        raise UncertainEffect(RunFailedError(f"process {result.detail}"))
+    if result.outcome != "exited":
+        raise RunFailedError(f"process killed: {result.detail}")
+    if result.exit_code != 0:
+        raise RunFailedError(f"process exited with code {result.exit_code}")
+    secrets = [v for v in req.env.values() if v]
+    output: dict[str, Any] = {
+        "status": "changed",
+        "changed": True,
+        "exitCode": result.exit_code,
+        "stdout": _redact(result.stdout, secrets),
+        "stderr": _redact(result.stderr, secrets),
+    }
+    usage = {"processOutputBytes": len(result.stdout) + len(result.stderr)}
+    return ExecOutcome(output, usage=usage)
+
+
+async def execute_shell(msg: Execute) -> ExecOutcome:
+    req = parse_request(ShellRequest, msg)
+    _check_allowlist(req)
+    if req.isolation == "container":
+        result = await _run_container(msg, req)
+    else:
+        result = await _run([req.command, *req.args], dict(req.env), _cwd(req), req, watch=True)
+    return _outcome(req, result)
+
+
+async def execute_preflight(msg: Execute) -> ExecOutcome:
+    req = parse_request(PreflightRequest, msg)
+    engine = await preflight(req.runtime, req.image)
+    output = {"engine": engine.kind, "binary": engine.binary, "runtime": engine.runtime}
+    return ExecOutcome({**output, "image": req.image})

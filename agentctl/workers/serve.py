@@ -1,0 +1,137 @@
+"""The worker main loop: handshake, then run each ``Execute`` in its own task.
+
+Invariants:
+- the first frame a worker sends is ``Hello``; afterwards exactly one ``Result`` or
+  ``Failure`` per ``Execute`` (unless the worker dies, which the coordinator treats as loss);
+- effects run concurrently in the worker's nursery, each under its own cancel scope, so
+  ``Cancel`` stops exactly one effect (reported uncertain: it had started);
+- socket EOF or a protocol error cancels every effect — killing their process trees — and the
+  worker exits; ``Shutdown`` stops reading, lets running effects finish, then exits;
+- an executor bug never kills the worker: it becomes an uncertain ``Failure``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import trio
+
+from agentctl.errors import AgentctlError, CancelledRunError, RunFailedError
+from agentctl.mailbox.frames import FrameChannel, ProtocolError
+from agentctl.mailbox.messages import (
+    PROTOCOL_VERSION,
+    Cancel,
+    Execute,
+    Failure,
+    Hello,
+    Result,
+    Shutdown,
+    failure_from_error,
+)
+from agentctl.workers.crashpoints import crash_point
+from agentctl.workers.executors import ExecOutcome, UncertainEffect, executor_for
+
+
+async def _execute(msg: Execute) -> ExecOutcome:
+    outcome: ExecOutcome | None = None
+    with trio.move_on_after(msg.timeout_seconds):
+        outcome = await executor_for(msg.operation)(msg)
+    if outcome is None:
+        raise UncertainEffect(RunFailedError(f"effect timed out after {msg.timeout_seconds} s"))
+    return outcome
+
+
+async def _reply_for(msg: Execute, scope: trio.CancelScope) -> Result | Failure:
+    try:
+        with scope:
+            outcome = await _execute(msg)
+            return Result(
+                effect_id=msg.effect_id,
+                output=outcome.output,
+                usage=outcome.usage,
+                artifacts=outcome.artifacts,
+            )
+    except UncertainEffect as exc:
+        return failure_from_error(msg.effect_id, exc.error.to_wire(), uncertain=True)
+    except AgentctlError as exc:
+        return failure_from_error(msg.effect_id, exc.to_wire())
+    except Exception as exc:  # an executor bug: the effect may have half-happened
+        err = AgentctlError(f"internal worker error: {type(exc).__name__}: {exc}")
+        return failure_from_error(msg.effect_id, err.to_wire(), uncertain=True)
+    err = CancelledRunError("effect cancelled after it started")
+    return failure_from_error(msg.effect_id, err.to_wire(), uncertain=True)
+
+
+class _Worker:
+    def __init__(self, channel: FrameChannel, nursery: trio.Nursery) -> None:
+        self.channel = channel
+        self.nursery = nursery
+        self.scopes: dict[str, trio.CancelScope] = {}
+
+    async def run_effect(self, msg: Execute) -> None:
+        scope = self.scopes[msg.effect_id]
+        try:
+            reply = await _reply_for(msg, scope)
+            crash_point("worker.before_result")
+            await self._send(reply)
+        except ProtocolError:
+            # The coordinator is gone: nobody can receive results any more.
+            self.nursery.cancel_scope.cancel()
+        finally:
+            self.scopes.pop(msg.effect_id, None)
+
+    async def _send(self, reply: Result | Failure) -> None:
+        try:
+            await self.channel.send(reply)
+        except ProtocolError as exc:
+            if isinstance(reply, Result) and "exceeds" in exc.message:
+                err = RunFailedError(f"effect result too large to send: {exc.message}")
+                await self.channel.send(failure_from_error(reply.effect_id, err.to_wire()))
+            else:
+                raise
+
+    async def serve(self) -> None:
+        """Read messages until EOF, error or Shutdown."""
+        while True:
+            try:
+                msg = await self.channel.receive()
+            except ProtocolError:
+                msg = None
+            if msg is None:
+                self.nursery.cancel_scope.cancel()
+                return
+            if isinstance(msg, Shutdown):
+                return
+            if isinstance(msg, Execute):
+                self._start(msg)
+            elif isinstance(msg, Cancel) and msg.effect_id in self.scopes:
+                self.scopes[msg.effect_id].cancel()
+
+    def _start(self, msg: Execute) -> None:
+        if msg.effect_id in self.scopes:
+            return  # a duplicate Execute of an effect already running here
+        crash_point("worker.before_execute")
+        self.scopes[msg.effect_id] = trio.CancelScope()
+        self.nursery.start_soon(self.run_effect, msg)
+
+
+async def serve_worker(channel: FrameChannel) -> None:
+    """Handshake on ``channel`` and serve it until EOF or Shutdown."""
+    await channel.send(Hello(pid=os.getpid(), protocol=PROTOCOL_VERSION))
+    async with trio.open_nursery() as nursery:
+        await _Worker(channel, nursery).serve()
+
+
+async def run_worker(fd: int) -> None:
+    """Serve the inherited AF_UNIX socket ``fd`` (we take ownership of it)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
+    stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
+    channel = FrameChannel(stream)
+    try:
+        await serve_worker(channel)
+    except ProtocolError:
+        pass  # the coordinator vanished before the handshake; nothing ran
+    finally:
+        with trio.CancelScope(shield=True):
+            await channel.aclose()

@@ -1,0 +1,225 @@
+"""Static expansion and sub-workflow flattening: pinned ids, structure and limits."""
+
+from __future__ import annotations
+
+from compiler_docs import codes, compile_ok, diagnostics, task, workflow
+
+from agentctl.core.compiler import child_id
+
+
+def test_pinned_foreach_ids() -> None:
+    doc = workflow(
+        [task("greet", foreach={"items": ["ada", "lin"], "as": "name", "maxItems": 32})]
+    )
+    plan = compile_ok(doc)
+    assert plan.order == ("greet--0000-8cbaeab3680b", "greet--0001-e41cc1e0b8a6", "greet")
+    assert child_id("greet", 0, {"name": "ada", "foreachIndex": 0}) == plan.order[0]
+    first = plan.task("greet--0000-8cbaeab3680b")
+    assert first.bindings == {"name": "ada", "foreachIndex": 0}
+    assert first.vars["name"] == "ada" and first.parent == "greet"
+    aggregate = plan.task("greet")
+    assert aggregate.kind == "aggregate"
+    assert aggregate.children == plan.order[:2] and aggregate.needs == plan.order[:2]
+
+
+def test_pinned_matrix_ids_sorted_axes_first_slowest() -> None:
+    axes = {"os": ["linux", "mac"], "arch": ["amd64", "arm64"]}
+    plan = compile_ok(workflow([task("build", matrix={"axes": axes, "maxItems": 4})]))
+    assert plan.order[0] == "build--0000-f4109a71efaf"
+    combos = [plan.task(i).bindings["matrix"] for i in plan.task("build").children]
+    assert combos == [
+        {"arch": "amd64", "os": "linux"},
+        {"arch": "amd64", "os": "mac"},
+        {"arch": "arm64", "os": "linux"},
+        {"arch": "arm64", "os": "mac"},
+    ]
+    assert [plan.task(i).bindings["matrixIndex"] for i in plan.task("build").children] == [
+        0,
+        1,
+        2,
+        3,
+    ]
+
+
+def test_children_copy_definition_and_parent_needs() -> None:
+    doc = workflow(
+        [
+            task("first"),
+            task(
+                "fan",
+                "action:save",
+                needs=["first"],
+                foreach={"items": ["a"], "as": "item", "maxItems": 32},
+                with_={"path": "out/${{ vars.item }}", "content": "${{ tasks.first.output }}"},
+                retry={"maxAttempts": 3, "backoffMs": 5},
+                failure="continue",
+                when="${{ inputs.go }}",
+                compensate={"uses": "action:save", "with": {"content": ""}},
+            ),
+        ],
+        inputs={"go": True},
+    )
+    plan = compile_ok(doc)
+    child = plan.task(plan.task("fan").children[0])
+    assert child.needs == ("first",)
+    assert child.retry.max_attempts == 3 and child.failure == "continue"
+    assert child.when == "${{ inputs.go }}"
+    assert child.compensate is not None and child.compensate.action == "save"
+    aggregate = plan.task("fan")
+    assert aggregate.with_ == {} and aggregate.when is None and aggregate.compensate is None
+    assert aggregate.failure == "continue"
+
+
+def test_foreach_over_max_items_is_schema_violation() -> None:
+    doc = workflow([task("fan", foreach={"items": [1, 2, 3, 4], "as": "x", "maxItems": 3})])
+    assert codes(doc) == {"schema_violation"}
+
+
+def test_matrix_product_over_max_items_is_schema_violation() -> None:
+    axes = {"a": [1, 2], "b": [1, 2]}
+    assert codes(workflow([task("m", matrix={"axes": axes, "maxItems": 3})])) == {
+        "schema_violation"
+    }
+
+
+def test_empty_axis_gives_aggregate_without_children() -> None:
+    doc = workflow(
+        [task("first"), task("m", needs=["first"], matrix={"axes": {"a": []}, "maxItems": 4})]
+    )
+    plan = compile_ok(doc)
+    assert plan.order == ("first", "m")
+    assert plan.task("m").children == () and plan.task("m").needs == ("first",)
+
+
+def test_reserved_binding_names_rejected_in_vars() -> None:
+    doc = workflow([task("fan", vars={"x": 1}, foreach={"items": [1], "as": "x", "maxItems": 2})])
+    assert codes(doc) == {"schema_violation"}
+    assert codes(workflow([task("a", vars={"loopIndex": 1})])) == {"schema_violation"}
+    assert codes(workflow([task("a")], vars={"matrix": 1})) == {"schema_violation"}
+
+
+def _loop(**loop: object) -> dict[str, object]:
+    spec = {"maxIterations": 3, "while": "${{ vars.loopIndex < 2 }}", "initial": {"n": 0}}
+    spec.update(loop)
+    return spec
+
+
+def test_loop_chain_structure() -> None:
+    plan = compile_ok(workflow([task("pre"), task("poll", needs=["pre"], loop=_loop())]))
+    children = plan.task("poll").children
+    assert len(children) == 3 and plan.order == ("pre", *children, "poll")
+    first, second, third = (plan.task(c) for c in children)
+    assert first.bindings == {"loopIndex": 0, "loopPrevious": {"n": 0}}
+    assert first.id == child_id("poll", 0, first.bindings)
+    assert second.bindings["loopPrevious"] == f"${{{{ tasks.{first.id}.output }}}}"
+    assert second.needs == ("pre", first.id) and third.needs == ("pre", second.id)
+    assert first.when == "${{ vars.loopIndex < 2 }}"
+    aggregate = plan.task("poll")
+    assert aggregate.kind == "loop_aggregate" and aggregate.max_iterations == 3
+    assert aggregate.guard == "${{ vars.loopIndex < 2 }}" and aggregate.needs == children
+
+
+def test_loop_output_in_guard_is_rewritten() -> None:
+    plan = compile_ok(workflow([task("poll", loop=_loop(**{"while": "${{ loop.output.more }}"}))]))
+    assert plan.task("poll").guard == "${{ vars.loopPrevious.more }}"
+    assert plan.task(plan.task("poll").children[0]).when == "${{ vars.loopPrevious.more }}"
+
+
+def test_loop_rejections() -> None:
+    assert codes(workflow([task("p", loop=_loop(), when="${{ inputs.x }}")])) == {
+        "schema_violation"
+    }
+    assert codes(workflow([task("p", loop=_loop(**{"while": "vars.loopIndex < 2"}))])) == {
+        "invalid_template"
+    }
+    not_exact = "go ${{ vars.loopIndex }}"
+    assert codes(workflow([task("p", loop=_loop(**{"while": not_exact}))])) == {
+        "invalid_template"
+    }
+
+
+SHOUT = {
+    "version": "0.1.0",
+    "inputs": {"word": "hey"},
+    "inputSchema": {"type": "object"},
+    "outputSchema": {"type": "object"},
+    "outputs": {"loud": "${{ tasks.echo.output.output.w }}"},
+    "tasks": [task("echo", with_={"w": "${{ inputs.word }}"})],
+}
+
+
+def test_subworkflow_ids_and_rewrites() -> None:
+    doc = workflow(
+        [task("pre"), task("wrap", "workflow:shout", needs=["pre"], with_={"word": "hi"})],
+        subworkflows={"shout": SHOUT},
+    )
+    plan = compile_ok(doc)
+    assert plan.order == ("pre", "wrap--inputs-a160ebeb", "wrap--echo", "wrap")
+    boundary = plan.task("wrap--inputs-a160ebeb")
+    assert boundary.kind == "subworkflow_input" and boundary.with_ == {"word": "hi"}
+    assert boundary.needs == ("pre",) and boundary.output_schema == {"type": "object"}
+    echo = plan.task("wrap--echo")
+    assert echo.with_ == {"w": "${{ tasks.wrap--inputs-a160ebeb.output.word }}"}
+    assert echo.needs == ("wrap--inputs-a160ebeb",) and echo.parent == "wrap"
+    out = plan.task("wrap")
+    assert out.kind == "subworkflow_output"
+    assert out.with_ == {"loud": "${{ tasks.wrap--echo.output.output.w }}"}
+    assert set(out.needs) == {"wrap--inputs-a160ebeb", "wrap--echo"}
+
+
+def test_subworkflow_memory_keys_are_prefixed() -> None:
+    sub = dict(SHOUT, tasks=[task("keep", "action:remember", with_={"key": "k", "value": 1})])
+    sub["outputs"] = {}
+    doc = workflow([task("my-call", "workflow:shout")], subworkflows={"shout": sub})
+    keep = compile_ok(doc).task("my-call--keep")
+    assert keep.with_["key"] == "my_call__k" and keep.memory_writes == ("my_call__k",)
+
+
+def test_subworkflow_templated_memory_key_unsupported() -> None:
+    sub = dict(SHOUT, tasks=[task("keep", "action:remember", with_={"key": "${{ inputs.word }}"})])
+    sub["outputs"] = {}
+    doc = workflow([task("wrap", "workflow:shout")], subworkflows={"shout": sub})
+    assert "unsupported_capability" in codes(doc)
+
+
+def test_nested_subworkflows_namespace_each_level() -> None:
+    outer = {
+        "version": "1.0.0",
+        "inputs": {"word": "x"},
+        "outputs": {"got": "${{ tasks.inner.output.loud }}"},
+        "tasks": [task("inner", "workflow:shout", with_={"word": "${{ inputs.word }}"})],
+    }
+    doc = workflow(
+        [task("top", "workflow:outer", with_={"word": "yo"})],
+        subworkflows={"shout": SHOUT, "outer": outer},
+    )
+    plan = compile_ok(doc)
+    outer_in = next(i for i in plan.order if i.startswith("top--inputs-"))
+    inner_in = next(i for i in plan.order if i.startswith("top--inner--inputs-"))
+    assert plan.order == (outer_in, inner_in, "top--inner--echo", "top--inner", "top")
+    assert plan.task(inner_in).with_ == {"word": f"${{{{ tasks.{outer_in}.output.word }}}}"}
+    assert outer_in in plan.task(inner_in).needs
+    assert plan.task("top").with_ == {"got": "${{ tasks.top--inner.output.loud }}"}
+
+
+def test_subworkflow_cycle_and_unknown() -> None:
+    a = dict(SHOUT, tasks=[task("x", "workflow:b")], outputs={})
+    b = dict(SHOUT, tasks=[task("y", "workflow:a")], outputs={})
+    found = diagnostics(workflow([task("go", "workflow:a")], subworkflows={"a": a, "b": b}))
+    assert ("dependency_cycle", "sub-workflow cycle: a -> b -> a") in found
+    assert codes(workflow([task("go", "workflow:nope")])) == {"missing_reference"}
+
+
+def test_subworkflow_invocation_restrictions() -> None:
+    retry = {"maxAttempts": 2, "backoffMs": 0}
+    base = {"subworkflows": {"shout": SHOUT}}
+    assert codes(workflow([task("wrap", "workflow:shout", retry=retry)], **base)) == {
+        "schema_violation"
+    }
+    assert codes(workflow([task("wrap", "workflow:shout", when="${{ inputs.a }}")], **base)) == {
+        "schema_violation"
+    }
+    bad_version = {"shout": dict(SHOUT, version="v1")}
+    assert codes(workflow([task("wrap", "workflow:shout")], subworkflows=bad_version)) == {
+        "schema_violation"
+    }

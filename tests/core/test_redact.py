@@ -1,0 +1,130 @@
+"""Redaction of resolved secrets and sensitive keys (spec/cli.md §12)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentctl.core.redact import REDACTED, Redactor, is_sensitive_key, redact
+
+
+def test_secret_values_are_redacted_everywhere() -> None:
+    value = {
+        "stdout": "key=sk-live-123 and again sk-live-123",
+        "nested": [{"msg": "prefix sk-live-123suffix"}, "sk-live-123", 7, None, True],
+        "tuple": ("sk-live-123",),
+    }
+    assert redact(value, ["sk-live-123"]) == {
+        "stdout": f"key={REDACTED} and again {REDACTED}",
+        "nested": [{"msg": f"prefix {REDACTED}suffix"}, REDACTED, 7, None, True],
+        "tuple": [REDACTED],
+    }
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "authorization",
+        "Authorization",
+        "api_key",
+        "API-KEY",
+        "apikey",
+        "x-api-key",
+        "token",
+        "accessToken",
+        "client_secret",
+        "SECRET",
+        "password",
+        "db_password",
+    ],
+)
+def test_sensitive_keys_are_replaced_whole(key: str) -> None:
+    assert is_sensitive_key(key)
+    assert redact({key: {"any": "shape"}, "other": "kept"}) == {key: REDACTED, "other": "kept"}
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "inputTokens",
+        "maxOutputTokens",
+        "total_tokens",
+        "secretFileRoots",
+        "secrets",
+        "tokenizer",
+        "passwordPolicy",
+        "name",
+    ],
+)
+def test_usage_and_policy_keys_survive(key: str) -> None:
+    # A substring match would wreck usage and budget records; we match name suffixes.
+    assert not is_sensitive_key(key)
+    assert redact({key: 12}) == {key: 12}
+
+
+def test_short_secrets_are_still_redacted() -> None:
+    assert Redactor(["ab"]).redact_text("cab and abc") == f"c{REDACTED} and {REDACTED}c"
+    assert Redactor(["x"]).redact_text("xx") == REDACTED * 2
+
+
+def test_empty_secret_is_ignored_and_no_secrets_is_identity() -> None:
+    assert Redactor([""]).redact_text("abc") == "abc"
+    assert Redactor().redact({"a": ["b"]}) == {"a": ["b"]}
+
+
+def test_longer_secret_wins_over_a_contained_one() -> None:
+    redactor = Redactor(["abc", "abcdef"])
+    assert redactor.redact_text("xabcdefx abc") == f"x{REDACTED}x {REDACTED}"
+
+
+def test_regex_characters_in_secrets_are_literal() -> None:
+    assert Redactor(["a.c"]).redact_text("abc a.c") == f"abc {REDACTED}"
+
+
+def test_input_is_not_mutated_and_keys_are_kept() -> None:
+    value = {"s3cr3t-key": ["s3cr3t"], "token": "x"}
+    before = copy.deepcopy(value)
+    assert redact(value, ["s3cr3t"]) == {"s3cr3t-key": [REDACTED], "token": REDACTED}
+    assert value == before
+
+
+ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789 "
+
+
+@given(
+    st.text(alphabet="abcxyz0123", min_size=1, max_size=6),
+    st.recursive(
+        st.text(alphabet=ALPHABET, max_size=8) | st.integers(),
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(st.sampled_from(["a", "b", "c"]), inner, max_size=3)
+        ),
+        max_leaves=8,
+    ),
+)
+def test_no_secret_survives_redaction(secret: str, value: Any) -> None:
+    # Embed the secret into every string, then check no string still contains it.
+    def embed(v: Any) -> Any:
+        if isinstance(v, str):
+            return v + secret + v
+        if isinstance(v, list):
+            return [embed(i) for i in v]
+        if isinstance(v, dict):
+            return {k: embed(i) for k, i in v.items()}
+        return v
+
+    def strings(v: Any) -> list[str]:
+        if isinstance(v, str):
+            return [v]
+        if isinstance(v, list):
+            return [s for i in v for s in strings(i)]
+        if isinstance(v, dict):
+            return [s for i in v.values() for s in strings(i)]
+        return []
+
+    for text in strings(redact(embed(value), [secret])):
+        assert secret not in text

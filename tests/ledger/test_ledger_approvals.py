@@ -1,0 +1,85 @@
+"""Approvals (pending → approved | rejected, moving the effect) and long-term memory."""
+
+from __future__ import annotations
+
+import pytest
+from ledger_helpers import make_run, ts
+
+from agentctl.errors import NotFoundError, PersistenceError
+from agentctl.ledger import (
+    Ledger,
+    NewApproval,
+    NewEffect,
+    get_effect,
+    insert_approval_txn,
+    insert_effect_txn,
+    list_approvals,
+    list_audit,
+    memory_delete_expired_txn,
+    memory_get,
+    memory_put_txn,
+    resolve_approval_txn,
+)
+
+
+def _pause_for_approval(ledger: Ledger, task: str) -> tuple[str, str]:
+    effect = NewEffect(
+        run_id="run-1", task_id=task, attempt=1, ordinal=0, operation="shell.exec",
+        request={"argv": ["rm"]}, effect_class="process_execution", risk="high",
+        idempotency="unknown", waiting_for_approval=True,
+    )  # fmt: skip
+    with ledger.transaction() as conn:
+        eid = insert_effect_txn(conn, effect, ts(1))
+        aid = insert_approval_txn(
+            conn, NewApproval("run-1", task, eid, "mutations need approval", tool="shell"), ts(1)
+        )
+    return eid, aid
+
+
+def test_approve_moves_effect_to_requested(ledger: Ledger) -> None:
+    make_run(ledger)
+    eid, aid = _pause_for_approval(ledger, "a")
+    with ledger.read() as conn:
+        assert get_effect(conn, eid).status == "waiting_for_approval"
+        (pending,) = list_approvals(conn, "run-1")
+        assert pending.to_json()["approvalId"] == aid and pending.status == "pending"
+    with ledger.transaction() as conn:
+        resolved = resolve_approval_txn(conn, aid, True, "alice", "looks fine", ts(2))
+    assert (resolved.status, resolved.resolved_by, resolved.resolved_at) == (
+        "approved", "alice", ts(2),
+    )  # fmt: skip
+    with ledger.read() as conn:
+        assert get_effect(conn, eid).status == "requested"
+        assert list_approvals(conn, "run-1") == []
+        assert list_audit(conn, "run-1")[-1].event_type == "approval.approved"
+    with pytest.raises(PersistenceError) as info, ledger.transaction() as conn:
+        resolve_approval_txn(conn, aid, False, "bob", "changed my mind", ts(3))
+    assert info.value.exit_code == 5
+
+
+def test_reject_cancels_effect(ledger: Ledger) -> None:
+    make_run(ledger)
+    eid, aid = _pause_for_approval(ledger, "b")
+    with ledger.transaction() as conn:
+        resolve_approval_txn(conn, aid, False, "alice", "no", ts(2))
+    with ledger.read() as conn:
+        assert get_effect(conn, eid).status == "cancelled"
+        assert [a.status for a in list_approvals(conn, "run-1", status=None)] == ["rejected"]
+    with pytest.raises(NotFoundError), ledger.transaction() as conn:
+        resolve_approval_txn(conn, "approval-missing", True, "a", "r", ts(3))
+
+
+def test_long_term_memory_with_expiry(ledger: Ledger) -> None:
+    with ledger.transaction() as conn:
+        memory_put_txn(conn, "ns", "k", {"v": 1}, ts(1))
+        memory_put_txn(conn, "ns", "tmp", [1], ts(1), expires_at=ts(10))
+        memory_put_txn(conn, "ns", "k", {"v": 2}, ts(2))
+    with ledger.read() as conn:
+        assert memory_get(conn, "ns", "k", ts(3)) == {"v": 2}
+        assert memory_get(conn, "ns", "tmp", ts(9)) == [1]
+        with pytest.raises(NotFoundError):
+            memory_get(conn, "ns", "tmp", ts(10))
+        with pytest.raises(NotFoundError):
+            memory_get(conn, "other", "k", ts(3))
+    with ledger.transaction() as conn:
+        assert memory_delete_expired_txn(conn, ts(11)) == 1

@@ -1,0 +1,124 @@
+"""The budget ledger: reservations, denials, settlement, and cross-process atomicity."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from ledger_helpers import make_run, ts
+
+from agentctl.errors import NotFoundError
+from agentctl.ledger import (
+    Ledger,
+    budget_snapshot,
+    list_audit,
+    list_checkpoints,
+    reserve_budget_txn,
+    settle_budget_txn,
+)
+
+
+def test_reserve_until_the_limit_then_deny(ledger: Ledger) -> None:
+    make_run(ledger, limits={"maxToolCalls": 2, "maxTotalTokens": 100})
+    with ledger.transaction() as conn:
+        assert reserve_budget_txn(conn, "run-1", "r1", {"toolCalls": 1}, ts(1)).granted
+        assert reserve_budget_txn(conn, "run-1", "r2", {"toolCalls": 1}, ts(2)).granted  # == limit
+        again = reserve_budget_txn(conn, "run-1", "r2", {"toolCalls": 1}, ts(3))
+        assert again.granted and again.already_recorded  # same id: no-op
+        denied = reserve_budget_txn(conn, "run-1", "r3", {"toolCalls": 1}, ts(4))
+    assert not denied.granted
+    assert denied.exceeded == {"dimension": "toolCalls", "limit": 2, "attempted": 3}
+    with ledger.read() as conn:
+        snap = budget_snapshot(conn, "run-1")
+        assert snap.reserved == {"toolCalls": 2} and snap.exceeded == denied.exceeded
+        events = [e.event_type for e in list_audit(conn, "run-1")]
+        assert events.count("budget.reserved") == 2 and events[-1] == "budget.exceeded"
+        assert list_checkpoints(conn, "run-1")[-1].state["event"] == "budget.exceeded"
+    with ledger.transaction() as conn:  # once exceeded, everything is denied
+        assert not reserve_budget_txn(conn, "run-1", "r4", {"inputTokens": 1}, ts(5)).granted
+
+
+def test_settle_replaces_the_reservation_and_records_overshoot(ledger: Ledger) -> None:
+    make_run(ledger, limits={"maxInputTokens": 100, "maxOutputTokens": 50})
+    with ledger.transaction() as conn:
+        reserve_budget_txn(conn, "run-1", "p1", {"inputTokens": 40, "outputTokens": 50}, ts(1))
+        snap = settle_budget_txn(
+            conn, "run-1", "p1", {"inputTokens": 30, "outputTokens": 20}, ts(2)
+        )
+        assert snap.usage == {"inputTokens": 30, "outputTokens": 20, "totalTokens": 50}
+        assert snap.reserved == {"inputTokens": 0, "outputTokens": 0, "totalTokens": 0}
+        # settling twice is a no-op
+        assert settle_budget_txn(conn, "run-1", "p1", {"inputTokens": 99}, ts(3)) == snap
+        reserve_budget_txn(conn, "run-1", "p2", {"inputTokens": 60}, ts(4))
+        over = settle_budget_txn(conn, "run-1", "p2", {"inputTokens": 75}, ts(5))
+    assert over.usage["inputTokens"] == 105
+    assert over.exceeded == {"dimension": "inputTokens", "limit": 100, "attempted": 105}
+    with pytest.raises(NotFoundError), ledger.transaction() as conn:
+        settle_budget_txn(conn, "run-1", "nope", {}, ts(6))
+
+
+_WORKER = textwrap.dedent(
+    """
+    import json, random, sys
+    from agentctl.ledger import open_ledger, reserve_budget_txn, settle_budget_txn
+
+    db, worker, attempts = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    rng = random.Random(worker)
+    led = open_ledger(db)
+    granted = {"toolCalls": 0, "inputTokens": 0}
+    for i in range(attempts):
+        rid = f"w{worker}-{i}"
+        amounts = {"toolCalls": 1, "inputTokens": rng.randint(1, 5)}
+        now = f"2024-05-01T12:00:{i % 60:02d}.000Z"
+        with led.transaction() as conn:
+            outcome = reserve_budget_txn(conn, "run-1", rid, amounts, now)
+        if outcome.granted:
+            for k in granted:
+                granted[k] += amounts[k]
+            if rng.random() < 0.5:
+                with led.transaction() as conn:
+                    settle_budget_txn(conn, "run-1", rid, amounts, now)
+    led.close()
+    print(json.dumps(granted))
+    """
+)
+
+
+def test_concurrent_processes_never_overspend(
+    ledger: Ledger, db_path: Path, tmp_path: Path
+) -> None:
+    limit = 50
+    make_run(ledger, limits={"maxToolCalls": limit, "maxInputTokens": 10_000})
+    script = tmp_path / "reserve.py"
+    script.write_text(_WORKER)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(db_path), str(w), "30"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(4)
+    ]
+    results = []
+    for p in procs:
+        out, _ = p.communicate(timeout=120)
+        assert p.returncode == 0
+        results.append(json.loads(out))
+    granted_calls = sum(r["toolCalls"] for r in results)
+    granted_tokens = sum(r["inputTokens"] for r in results)
+    with ledger.read() as conn:
+        snap = budget_snapshot(conn, "run-1")
+        reserved_events = [
+            e for e in list_audit(conn, "run-1") if e.event_type == "budget.reserved"
+        ]
+    # 120 attempts of one call each against a limit of 50: exactly 50 fit, never more.
+    assert granted_calls == limit
+    assert snap.usage.get("toolCalls", 0) + snap.reserved["toolCalls"] == limit
+    assert snap.usage.get("inputTokens", 0) + snap.reserved["inputTokens"] == granted_tokens
+    assert len(reserved_events) == limit
+    assert snap.exceeded is not None and snap.exceeded["dimension"] == "toolCalls"
+    assert ledger.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -1,0 +1,123 @@
+"""Migrations: every older schema version, with data in it, migrates to the newest."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from ledger_helpers import T0
+
+from agentctl.core.canonical import sha256_hex
+from agentctl.ledger import (
+    SUPPORTED_SCHEMA_VERSION,
+    budget_snapshot,
+    get_run,
+    list_checkpoints,
+    list_effects,
+    list_tasks,
+    open_ledger,
+)
+from agentctl.ledger.migrations import MIGRATIONS, migrate
+
+
+def _fill_v1(conn: sqlite3.Connection) -> None:
+    """Data written by a version-1 agentctl (only the v1 columns exist)."""
+    conn.execute(
+        "INSERT INTO runs (run_id, state, mode, workflow_name, workflow_digest, plan_digest,"
+        " workflow_json, plan_json, inputs_json, working_memory_json, trace_id, created_at,"
+        " updated_at) VALUES ('run-old', 'succeeded', 'execute', 'demo', 'wd', 'pd', '{}', '{}',"
+        " '{}', '{\"k\":1}', 'trace-old', ?, ?)",
+        (T0, T0),
+    )
+    conn.execute(
+        "INSERT INTO task_states (run_id, task_id, position, state, attempt, output_json,"
+        " updated_at) VALUES ('run-old', 'a', 0, 'succeeded', 1, '{\"ok\":true}', ?)",
+        (T0,),
+    )
+    conn.execute(
+        "INSERT INTO effects (effect_id, run_id, task_id, attempt, ordinal, operation,"
+        " input_digest, effect_class, risk, idempotency, idempotency_key, status, request_json,"
+        " requested_at, confirmed) VALUES ('e1', 'run-old', 'a', 1, 0, 'builtin.write', 'd',"
+        " 'workspace_mutate', 'medium', 'idempotent', 'e1', 'succeeded', '{}', ?, 1)",
+        (T0,),
+    )
+    state = '{"runId":"run-old"}'
+    conn.execute(
+        "INSERT INTO checkpoints (run_id, sequence, state_json, checksum, created_at)"
+        " VALUES ('run-old', 1, ?, ?, ?)",
+        (state, sha256_hex(state), T0),
+    )
+
+
+def _fill_v2(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        "INSERT INTO long_term_memory (namespace, key, value_json, created_at, updated_at)"
+        " VALUES ('ns', 'k', '1', ?, ?)",
+        (T0, T0),
+    )
+
+
+_FILLERS = {1: [_fill_v1], 2: [_fill_v1, _fill_v2]}
+
+
+def test_every_version_has_a_filler() -> None:
+    assert len(MIGRATIONS) >= 3
+    assert set(_FILLERS) == set(range(1, SUPPORTED_SCHEMA_VERSION))
+
+
+@pytest.mark.parametrize("version", range(1, SUPPORTED_SCHEMA_VERSION))
+def test_older_schema_with_data_migrates(tmp_path: Path, version: int) -> None:
+    db = tmp_path / "old.db"
+    old = open_ledger(db, target_version=version)
+    assert old.conn.execute("PRAGMA user_version").fetchone()[0] == version
+    with old.transaction() as conn:
+        for fill in _FILLERS[version]:
+            fill(conn)
+    old.close()
+
+    led = open_ledger(db)
+    try:
+        assert led.migration.from_version == version
+        assert led.migration.to_version == SUPPORTED_SCHEMA_VERSION
+        assert led.migration.applied == tuple(range(version + 1, SUPPORTED_SCHEMA_VERSION + 1))
+        with led.read() as conn:
+            run = get_run(conn, "run-old")
+            assert run.working_memory == {"k": 1}
+            assert run.source_run_id is None
+            (task,) = list_tasks(conn, "run-old")
+            assert (task.state, task.disposition, task.output) == (
+                "succeeded",
+                "executed",
+                {"ok": True},
+            )
+            assert [e.effect_id for e in list_effects(conn, "run-old")] == ["e1"]
+            assert budget_snapshot(conn, "run-old").usage == {}  # back-filled zero ledger
+            assert len(list_checkpoints(conn, "run-old")) == 1
+        assert led.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    finally:
+        led.close()
+
+
+def test_reopening_the_newest_applies_nothing(db_path: Path) -> None:
+    open_ledger(db_path).close()
+    led = open_ledger(db_path)
+    assert led.migration.to_json() == {
+        "from": SUPPORTED_SCHEMA_VERSION,
+        "to": SUPPORTED_SCHEMA_VERSION,
+        "applied": [],
+    }
+    led.close()
+
+
+def test_a_failing_migration_leaves_the_previous_version(tmp_path: Path) -> None:
+    db = tmp_path / "half.db"
+    open_ledger(db, target_version=1).close()
+    conn = sqlite3.connect(db, isolation_level=None)
+    conn.execute("CREATE TABLE provider_sessions (x)")  # makes migration 2 fail midway
+    with pytest.raises(sqlite3.OperationalError):
+        migrate(conn)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
+    assert "source_run_id" not in columns  # the ALTERs before the failure rolled back
+    conn.close()

@@ -1,0 +1,161 @@
+"""Runs: creation, lookup, state changes, cancellation and the ownership lease."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import psutil
+import pytest
+from ledger_helpers import T0, make_run, ts
+
+from agentctl.errors import InvalidOperationError, NotFoundError, OwnershipError, ValidationError
+from agentctl.ledger import (
+    Ledger,
+    acquire_run_lease_txn,
+    budget_snapshot,
+    find_run,
+    get_run,
+    is_cancel_requested,
+    list_audit,
+    list_checkpoints,
+    list_runs,
+    list_tasks,
+    release_run_lease_txn,
+    request_cancel_txn,
+    set_run_state_txn,
+    wall_time_exceeded,
+)
+
+
+def test_create_run_writes_run_tasks_budget_audit_checkpoint(ledger: Ledger) -> None:
+    make_run(ledger, tasks=("b", "a", "c"), limits={"maxToolCalls": 3})
+    with ledger.read() as conn:
+        run = get_run(conn, "run-1")
+        assert (run.state, run.mode, run.created_at) == ("running", "execute", T0)
+        assert run.inputs == {"x": 1} and run.working_memory == {"count": 0}
+        tasks = list_tasks(conn, "run-1")
+        assert [(t.task_id, t.position, t.state) for t in tasks] == [
+            ("b", 0, "pending"), ("a", 1, "pending"), ("c", 2, "pending"),
+        ]  # fmt: skip
+        assert budget_snapshot(conn, "run-1").limits == {"toolCalls": 3}
+        assert [e.event_type for e in list_audit(conn, "run-1")] == ["run.created"]
+        assert len(list_checkpoints(conn, "run-1")) == 1
+    assert run.to_json()["cancellationRequested"] is False
+
+
+def test_run_state_transitions_are_validated(ledger: Ledger) -> None:
+    make_run(ledger)
+    with ledger.transaction() as conn:
+        set_run_state_txn(conn, "run-1", "paused", ts(1))
+        set_run_state_txn(conn, "run-1", "running", ts(2))
+        set_run_state_txn(conn, "run-1", "succeeded", ts(3), output={"done": True})
+    with pytest.raises(InvalidOperationError), ledger.transaction() as conn:
+        set_run_state_txn(conn, "run-1", "running", ts(4))  # terminal is immutable
+    with ledger.read() as conn:
+        run = get_run(conn, "run-1")
+        assert (run.state, run.output, run.updated_at) == ("succeeded", {"done": True}, ts(3))
+        events = [e.event_type for e in list_audit(conn, "run-1")]
+        assert events == ["run.created", "run.paused", "run.running", "run.succeeded"]
+        assert len(list_checkpoints(conn, "run-1")) == 4
+    with pytest.raises(NotFoundError), ledger.transaction() as conn:
+        set_run_state_txn(conn, "nope", "failed", ts(5))
+
+
+def test_cancel_only_for_running_or_paused(ledger: Ledger) -> None:
+    make_run(ledger)
+    with ledger.read() as conn:
+        assert not is_cancel_requested(conn, "run-1")
+    with ledger.transaction() as conn:
+        request_cancel_txn(conn, "run-1", ts(1))
+    with ledger.read() as conn:
+        assert is_cancel_requested(conn, "run-1")
+        assert get_run(conn, "run-1").updated_at == ts(1)
+        assert list_audit(conn, "run-1")[-1].event_type == "run.cancellation_requested"
+    with ledger.transaction() as conn:
+        set_run_state_txn(conn, "run-1", "cancelled", ts(2))
+    with pytest.raises(NotFoundError), ledger.transaction() as conn:
+        request_cancel_txn(conn, "run-1", ts(3))
+    with pytest.raises(NotFoundError), ledger.transaction() as conn:
+        request_cancel_txn(conn, "run-missing", ts(3))
+
+
+def test_find_by_prefix_and_list_newest_first(ledger: Ledger) -> None:
+    make_run(ledger, "run-abc1", now=ts(1))
+    make_run(ledger, "run-abc2", now=ts(2))
+    make_run(ledger, "run-xyz", now=ts(3))
+    with ledger.transaction() as conn:
+        set_run_state_txn(conn, "run-xyz", "failed", ts(4))
+    with ledger.read() as conn:
+        assert find_run(conn, "run-x").run_id == "run-xyz"
+        assert find_run(conn, "run-abc1").run_id == "run-abc1"
+        with pytest.raises(ValidationError):
+            find_run(conn, "run-abc")
+        with pytest.raises(NotFoundError):
+            find_run(conn, "run-q")
+        assert [r.run_id for r in list_runs(conn)] == ["run-xyz", "run-abc2", "run-abc1"]
+        assert [r.run_id for r in list_runs(conn, state="running", limit=1)] == ["run-abc2"]
+        assert set(list_runs(conn)[0].summary_json()) == {
+            "runId", "state", "mode", "workflow", "createdAt", "updatedAt", "parentRunId",
+            "sourceRunId",
+        }  # fmt: skip
+
+
+def test_wall_time_counts_from_durable_creation(ledger: Ledger) -> None:
+    make_run(ledger, now=T0)
+    with ledger.read() as conn:
+        run = get_run(conn, "run-1")
+    assert not wall_time_exceeded(run, 60, ts(60))
+    assert wall_time_exceeded(run, 60, ts(61))
+
+
+@pytest.fixture
+def other_process() -> Iterator[psutil.Process]:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        yield psutil.Process(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+
+
+def _me() -> tuple[int, float]:
+    return os.getpid(), psutil.Process().create_time()
+
+
+def test_lease_refused_while_another_owner_lives(
+    ledger: Ledger, other_process: psutil.Process
+) -> None:
+    make_run(ledger)
+    with ledger.transaction() as conn:
+        acquire_run_lease_txn(conn, "run-1", other_process.pid, other_process.create_time(), T0)
+    pid, created = _me()
+    with pytest.raises(OwnershipError) as info, ledger.transaction() as conn:
+        acquire_run_lease_txn(conn, "run-1", pid, created, ts(1))
+    assert f"pid {other_process.pid}" in info.value.message
+    assert "agentctl cancel run-1" in info.value.message
+    other_process.kill()
+    other_process.wait()
+    with ledger.transaction() as conn:  # the owner is dead now: take over
+        acquire_run_lease_txn(conn, "run-1", pid, created, ts(2))
+    with ledger.read() as conn:
+        assert get_run(conn, "run-1").owner_pid == pid
+
+
+def test_lease_with_reused_pid_is_stale(ledger: Ledger, other_process: psutil.Process) -> None:
+    make_run(ledger)
+    with ledger.transaction() as conn:  # same pid, different start time: a recycled pid
+        acquire_run_lease_txn(conn, "run-1", other_process.pid, 12.5, T0)
+    pid, created = _me()
+    with ledger.transaction() as conn:
+        acquire_run_lease_txn(conn, "run-1", pid, created, ts(1))
+        acquire_run_lease_txn(conn, "run-1", pid, created, ts(2))  # re-entrant for the owner
+        release_run_lease_txn(conn, "run-1", other_process.pid, ts(3))  # not the owner: no-op
+    with ledger.read() as conn:
+        assert get_run(conn, "run-1").owner_pid == pid
+    with ledger.transaction() as conn:
+        release_run_lease_txn(conn, "run-1", pid, ts(4))
+    with ledger.read() as conn:
+        assert get_run(conn, "run-1").owner_pid is None

@@ -1,0 +1,136 @@
+"""Frames round-trip over a real socketpair; malformed input raises ProtocolError."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+import trio
+
+from agentctl.mailbox import (
+    MAX_FRAME_BYTES,
+    Cancel,
+    EffectRequest,
+    Execute,
+    Failure,
+    FrameChannel,
+    Go,
+    Hello,
+    Message,
+    ProtocolError,
+    Result,
+    Shutdown,
+    WireError,
+)
+from agentctl.mailbox.frames import encode_frame
+
+
+async def _pair() -> tuple[FrameChannel, trio.SocketStream]:
+    a, b = trio.socket.socketpair()
+    return FrameChannel(trio.SocketStream(a)), trio.SocketStream(b)
+
+
+SAMPLES: list[Message] = [
+    Hello(pid=42),
+    Execute(
+        effect_id="e" * 64,
+        run_id="run-1",
+        task_id="t",
+        attempt=1,
+        operation="builtin.write",
+        request={"path": "out/ä.txt", "nested": {"x": [1, None, True]}},
+        timeout_seconds=5,
+    ),
+    Result(effect_id="e1", output={"status": "changed"}, usage={"n": 3}, artifacts=["out/a"]),
+    Failure(
+        effect_id="e2",
+        error=WireError(type="RunFailedError", message="boom", retryable=False),
+        uncertain=True,
+    ),
+    Cancel(effect_id="e3"),
+    Shutdown(),
+    EffectRequest(parent_effect_id="e4", ordinal=1, operation="model", request={}),
+    Go(parent_effect_id="e4", ordinal=1, effect_id="e5"),
+]
+
+
+async def test_every_message_round_trips_in_order() -> None:
+    left, right_stream = await _pair()
+    right = FrameChannel(right_stream)
+    for msg in SAMPLES:
+        await left.send(msg)
+    for msg in SAMPLES:
+        assert await right.receive() == msg
+    await left.aclose()
+    assert await right.receive() is None  # clean EOF at a frame boundary
+
+
+def test_wire_keys_are_camel_case_and_versioned() -> None:
+    frame = encode_frame(
+        Execute(
+            effect_id="e",
+            run_id="r",
+            task_id="t",
+            attempt=1,
+            operation="op",
+            request={},
+            timeout_seconds=1,
+        )
+    )
+    body = json.loads(frame[4:])
+    assert body["type"] == "execute" and body["v"] == 1
+    assert {"effectId", "runId", "taskId", "timeoutSeconds"} <= set(body)
+    assert struct.unpack(">I", frame[:4])[0] == len(frame) - 4
+
+
+async def _receive_raw(raw: bytes) -> None:
+    chan, peer = await _pair()
+    await peer.send_all(raw)
+    await peer.aclose()
+    await chan.receive()
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        pytest.param(struct.pack(">I", 10) + b"{}", id="truncated-body"),
+        pytest.param(b"\x00\x00", id="truncated-header"),
+        pytest.param(struct.pack(">I", MAX_FRAME_BYTES + 1), id="oversized"),
+        pytest.param(struct.pack(">I", 5) + b"nope!", id="not-json"),
+        pytest.param(struct.pack(">I", 2) + b"{}", id="no-type"),
+        pytest.param(struct.pack(">I", 2) + b"\xff\xfe", id="not-utf8"),
+    ],
+)
+async def test_bad_frames_raise_protocol_error(raw: bytes) -> None:
+    with pytest.raises(ProtocolError):
+        await _receive_raw(raw)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"type": "hello", "v": 2, "pid": 1, "protocol": 1},
+        {"type": "launch", "v": 1},
+        {"type": "cancel", "v": 1, "effectId": "e", "surprise": 1},
+    ],
+    ids=["future-version", "unknown-type", "unknown-key"],
+)
+async def test_invalid_messages_raise_protocol_error(body: dict[str, object]) -> None:
+    data = json.dumps(body).encode()
+    with pytest.raises(ProtocolError):
+        await _receive_raw(struct.pack(">I", len(data)) + data)
+
+
+def test_oversized_outgoing_message_is_refused() -> None:
+    big = Result(effect_id="e", output={"blob": "x" * (MAX_FRAME_BYTES + 1)})
+    with pytest.raises(ProtocolError):
+        encode_frame(big)
+
+
+async def test_send_to_a_closed_peer_raises_protocol_error() -> None:
+    chan, peer = await _pair()
+    await peer.aclose()
+    with pytest.raises(ProtocolError):
+        for _ in range(64):  # the first send may still fit in the kernel buffer
+            await chan.send(Result(effect_id="e", output={"x": "y" * 65536}))

@@ -1,0 +1,133 @@
+"""run_process with real children: cleared env, caps, timeouts, limits and tree kills."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import trio
+
+from agentctl.errors import RunFailedError
+from agentctl.sandbox.process import ProcessResult, run_process
+
+MIB = 1024 * 1024
+
+
+async def _run(argv: list[str], **kw: object) -> ProcessResult:
+    opts: dict[str, object] = {
+        "env": {},
+        "cwd": None,
+        "timeout_s": 60,
+        "stdout_limit": MIB,
+        "stderr_limit": MIB,
+        "combined_limit": 2 * MIB,
+    }
+    opts.update(kw)
+    return await run_process(argv, **opts)  # type: ignore[arg-type]
+
+
+def _gone(pid: int) -> bool:
+    """True once ``pid`` no longer runs (exited or a zombie awaiting its reaper)."""
+    deadline = time.monotonic() + 10  # a bound on waiting, not an assertion about speed
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+async def _wait_for_pids(path: Path, count: int) -> list[int]:
+    while True:
+        if path.exists():
+            pids = [int(x) for x in path.read_text().split()]
+            if len(pids) >= count:
+                return pids
+        await trio.sleep(0.02)
+
+
+async def test_env_is_exactly_what_the_caller_passes(tmp_path: Path) -> None:
+    result = await _run(["/usr/bin/env"], env={"ONLY": "this"}, cwd=str(tmp_path))
+    assert result.ok
+    assert result.stdout == b"ONLY=this\n"
+
+
+async def test_exit_code_and_both_streams_are_captured() -> None:
+    result = await _run(["/bin/sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert (result.outcome, result.exit_code) == ("exited", 3)
+    assert (result.stdout, result.stderr) == (b"out\n", b"err\n")
+
+
+async def test_missing_binary_is_a_run_failure() -> None:
+    with pytest.raises(RunFailedError):
+        await _run(["/nonexistent/tool"])
+
+
+async def test_huge_output_is_cut_off_and_memory_stays_bounded() -> None:
+    script = "import sys\nb = b'x' * 65536\nfor _ in range(1600): sys.stdout.buffer.write(b)"
+    result = await _run([sys.executable, "-c", script])  # ~100 MiB against a 1 MiB limit
+    assert result.outcome == "output_limit"
+    assert "stdout" in result.detail
+    assert result.stdout == b"" and result.stderr == b""
+    assert psutil.Process().memory_info().rss < 200 * MIB
+
+
+async def test_combined_limit_applies_across_streams() -> None:
+    script = (
+        "import sys\nsys.stdout.write('a' * 600)\nsys.stdout.flush()\nsys.stderr.write('b' * 600)"
+    )
+    result = await _run(
+        [sys.executable, "-c", script], stdout_limit=1000, stderr_limit=1000, combined_limit=1000
+    )
+    assert result.outcome == "output_limit"
+    assert "combined" in result.detail
+
+
+async def test_timeout_kills_the_whole_tree(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pids"
+    # One grandchild stays in the group, one escapes it with setsid: both must die.
+    script = (
+        f"sleep 60 & echo $! >> {pidfile}; setsid sleep 60 & echo $! >> {pidfile}; "
+        f"echo $$ >> {pidfile}; wait"
+    )
+    result = await _run(["/bin/sh", "-c", script], env={"PATH": "/usr/bin:/bin"}, timeout_s=2)
+    assert result.outcome == "timed_out"
+    pids = [int(x) for x in pidfile.read_text().split()]
+    assert len(pids) == 3
+    assert all(_gone(pid) for pid in pids)
+
+
+async def test_cancellation_kills_the_tree_before_reraising(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pids"
+    script = f"sleep 60 & echo $! >> {pidfile}; echo $$ >> {pidfile}; wait"
+    with trio.CancelScope() as scope:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_run, ["/bin/sh", "-c", script])
+            pids = await _wait_for_pids(pidfile, 2)
+            scope.cancel()
+    assert scope.cancelled_caught
+    assert all(_gone(pid) for pid in pids)
+
+
+async def test_background_leftovers_are_killed_after_the_leader_exits(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pids"
+    # The leader exits at once while its background child still holds stdout open.
+    result = await _run(["/bin/sh", "-c", f"sleep 60 & echo $! > {pidfile}"], timeout_s=120)
+    assert result.ok
+    assert _gone(int(pidfile.read_text()))
+
+
+async def test_memory_limit_kills_the_tree() -> None:
+    script = "import time\nx = b'x' * (200 * 1024 * 1024)\ntime.sleep(60)"
+    result = await _run([sys.executable, "-c", script], memory_limit_bytes=64 * MIB)
+    assert result.outcome == "memory_limit"
+
+
+async def test_cpu_limit_kills_the_tree() -> None:
+    result = await _run([sys.executable, "-c", "while True: pass"], cpu_limit_s=0.5)
+    assert result.outcome == "cpu_limit"
