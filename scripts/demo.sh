@@ -10,3 +10,7 @@ cd "$work"
 echo "# demo directory: $work"
 echo "\$ agentctl check hello.yaml";  "$ctl" check hello.yaml
 echo "\$ agentctl plan hello.yaml";   "$ctl" plan hello.yaml
+echo "\$ agentctl run hello.yaml";     "$ctl" run hello.yaml
+run_id=$("$ctl" --output json runs list --limit 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["runs"][0]["runId"])')
+echo "\$ agentctl inspect $run_id";    "$ctl" inspect "$run_id"
+echo "\$ cat out/hello.txt";           cat out/hello.txt; echo

@@ -44,6 +44,34 @@ SUPPORTED_ACTIONS = frozenset(
 )
 
 
+def run_trio(fn: Any, *args: Any) -> Any:
+    """``trio.run``, with a nursery's exception group unwrapped to the error a user should see."""
+    try:
+        return trio.run(fn, *args)
+    except BaseExceptionGroup as group:
+        raise _first_leaf(group) from group
+
+
+def _first_leaf(group: BaseExceptionGroup[Any]) -> BaseException:
+    from agentctl.errors import AgentctlError
+
+    leaves: list[BaseException] = []
+    stack: list[BaseException] = [group]
+    while stack:
+        exc = stack.pop(0)
+        if isinstance(exc, BaseExceptionGroup):
+            stack.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    for leaf in leaves:
+        if isinstance(leaf, AgentctlError):
+            return leaf
+    for leaf in leaves:
+        if isinstance(leaf, KeyboardInterrupt):
+            return leaf
+    return leaves[0] if leaves else group
+
+
 def resolve_inputs(
     defaults: Mapping[str, Any],
     inputs_json: str | None,
@@ -142,7 +170,7 @@ def start_run(
             progress,
             clock,
         )
-        return outcome_or_raise(trio.run(drive_run, req))
+        return outcome_or_raise(run_trio(drive_run, req))
 
 
 def resume(
@@ -172,7 +200,7 @@ def resume(
             progress,
             clock,
         )
-        return outcome_or_raise(trio.run(drive_run, req))
+        return outcome_or_raise(run_trio(drive_run, req))
 
 
 def _existing(db: str) -> str:

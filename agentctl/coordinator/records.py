@@ -81,7 +81,14 @@ def record_requests_txn(
     """Tasks → running, effects → requested, budgets reserved; returns the denied task ids."""
     denied: list[str] = []
     for row in rows:
-        _walk_txn(conn, run_id, row.task_id, row.from_state, "running", row.attempt, now, trace_id)
+        current = row.from_state
+        if current in ("running", "waiting_for_effect"):
+            # A fresh attempt after a not-applied/compensated reconciliation.
+            tasks.transition_task_txn(
+                conn, run_id, row.task_id, "retry_scheduled", now, trace_id=trace_id
+            )
+            current = "retry_scheduled"
+        _walk_txn(conn, run_id, row.task_id, current, "running", row.attempt, now, trace_id)
         tasks.transition_task_txn(
             conn, run_id, row.task_id, "running", now, attempt=row.attempt, trace_id=trace_id
         )
@@ -116,6 +123,14 @@ def finish_effect_txn(
         budget.settle_budget_txn(conn, run_id, effect_id, spent, now, trace_id=trace_id)
 
 
+def _events(item: Finished) -> tuple[tasks.AuditSpec, ...]:
+    """Audit a task's state change; a condition or route decision is audited with it."""
+    final = tasks.AuditSpec(f"task.{item.state}", {"attempt": item.attempt, "error": item.error})
+    if isinstance(item.decision, Mapping) and "expression" in item.decision:
+        return (tasks.AuditSpec("task.condition_evaluated", dict(item.decision)), final)
+    return (final,)
+
+
 def commit_batch_txn(
     conn: Any,
     run_id: str,
@@ -141,6 +156,7 @@ def commit_batch_txn(
                 definition_fingerprint=item.definition_fingerprint,
                 input_digest=item.input_digest,
                 state_delta=item.state_delta,
+                events=_events(item),
             )
         )
     tasks.commit_tasks_txn(conn, run_id, completions, memory, now, trace_id=trace_id)

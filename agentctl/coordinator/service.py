@@ -11,10 +11,12 @@ Invariants:
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import psutil
@@ -31,7 +33,7 @@ from agentctl.errors import (
     InvalidOperationError,
     RunFailedError,
 )
-from agentctl.ledger import effects, reconcile, runs, tasks
+from agentctl.ledger import audit, effects, reconcile, runs, tasks
 from agentctl.ledger.connection import Ledger
 
 CANCEL_POLL_S = 0.1
@@ -150,17 +152,22 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
     settings = RunSettings(req.run_id, req.plan, req.document, req.workspace)
     size = max(1, min(req.plan.max_concurrency, os.cpu_count() or 1))
     registry = str(req.ledger.path) + ".workers.json"
-    final, cancelled = "failed", False
+    final, cancelled, wall_expired = "failed", False, False
+    wall_deadline = await _wall_deadline(store, req)
     async with open_worker_pool(size, registry_path=registry) as pool:
         driver = Driver(store, settings, live, pool, req.clock, req.trace_id, req.progress)
-        with trio.CancelScope() as scope:
+        with trio.CancelScope() as scope, trio.CancelScope(deadline=wall_deadline) as wall:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_watch_signals, scope)
                 nursery.start_soon(_watch_cancel_flag, store, req.run_id, scope)
-                _arm_deadlines(scope, req, store)
+                if req.timeout_s is not None:
+                    scope.deadline = trio.current_time() + req.timeout_s
                 final = await driver.drive()
                 nursery.cancel_scope.cancel()
         cancelled = scope.cancelled_caught
+        wall_expired = wall.cancelled_caught and not cancelled
+    if wall_expired:
+        final = "wall_time_exceeded"
     outcome: RunOutcome | None = None
     with trio.CancelScope(shield=True):
         outcome = await _finish(store, req, live, final, cancelled)
@@ -168,9 +175,20 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
     return outcome
 
 
-def _arm_deadlines(scope: trio.CancelScope, req: DriveRequest, store: Store) -> None:
-    if req.timeout_s is not None:
-        scope.deadline = min(scope.deadline, trio.current_time() + req.timeout_s)
+async def _wall_deadline(store: Store, req: DriveRequest) -> float:
+    """``maxWallTimeSeconds`` counts from the durable run creation, across pauses and resumes."""
+    limit = ((req.document["spec"].get("runtime") or {}).get("budgets") or {}).get(
+        "maxWallTimeSeconds"
+    )
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        return math.inf
+    run = await store.read(runs.get_run, req.run_id)
+    elapsed = (_ts(req.clock.now()) - _ts(run.created_at)).total_seconds()
+    return trio.current_time() + max(0.0, limit - elapsed)
+
+
+def _ts(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 async def _watch_signals(scope: trio.CancelScope) -> None:
@@ -195,8 +213,12 @@ async def _finish(
 
     now = req.clock.now()
     if cancelled:
-        await store.write(_cancel_txn, req.run_id, live, now)
+        await store.write(_cancel_txn, req.run_id, live, now, "cancelled", None)
         return RunOutcome(req.run_id, req.trace_id, "cancelled", None, live.errors)
+    if final == "wall_time_exceeded":
+        reason = "budget maxWallTimeSeconds exceeded (counted from run creation)"
+        await store.write(_cancel_txn, req.run_id, live, now, "failed", reason)
+        return RunOutcome(req.run_id, req.trace_id, "failed", None, {"run": reason})
     output: Any = None
     if final == "succeeded":
         view = RuntimeView(live.inputs, live.memory, live.outputs, live.states, live.errors)
@@ -209,12 +231,20 @@ async def _finish(
     return RunOutcome(req.run_id, req.trace_id, final, output, live.errors)
 
 
-def _cancel_txn(conn: Any, run_id: str, live: Live, now: str) -> None:
+def _cancel_txn(
+    conn: Any, run_id: str, live: Live, now: str, state: str, reason: str | None
+) -> None:
+    """Stop in-flight work durably: started effects → uncertain, tasks → cancelled."""
     effects.mark_uncertain_txn(conn, run_id, now)
-    for task_id, state in live.states.items():
-        if state in ("running", "waiting_for_effect", "retry_scheduled", "ready"):
+    for task_id, task_state in live.states.items():
+        if task_state in ("running", "waiting_for_effect", "retry_scheduled", "ready"):
             tasks.transition_task_txn(conn, run_id, task_id, "cancelled", now)
-    runs.set_run_state_txn(conn, run_id, "cancelled", now)
+    if reason is not None:
+        audit.append_audit_txn(
+            conn, run_id, "budget.exceeded", {"dimension": "maxWallTimeSeconds", "reason": reason},
+            now,
+        )  # fmt: skip
+    runs.set_run_state_txn(conn, run_id, state, now, error=reason)
     runs.release_run_lease_txn(conn, run_id, os.getpid(), now)
 
 

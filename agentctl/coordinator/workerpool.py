@@ -65,13 +65,24 @@ class _Worker:
         return self.proc.pid
 
 
-def _signal_tree(pid: int, sig: signal.Signals) -> None:
-    """Signal ``pid`` and all its descendants (children first found, then signalled)."""
-    try:
+def _session_members(sid: int) -> list[psutil.Process]:
+    members = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(OSError, psutil.Error):
+            if os.getsid(proc.pid) == sid:
+                members.append(proc)
+    return members
+
+
+def _signal_tree(pid: int, sig: signal.Signals, *, session: bool = False) -> None:
+    """Signal ``pid`` and all its descendants; with ``session``, every process of the session
+    ``pid`` leads too — a worker's effect children stay in its session even once orphaned."""
+    procs: list[psutil.Process] = []
+    with contextlib.suppress(psutil.Error):
         root = psutil.Process(pid)
         procs = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return
+    if session:
+        procs += _session_members(pid)
     for proc in procs:
         with contextlib.suppress(psutil.Error):
             proc.send_signal(sig)
@@ -160,6 +171,9 @@ class WorkerPool:
                 [sys.executable, "-m", "agentctl.workers", "--fd", str(fd)],
                 pass_fds=(fd,),
                 stdin=subprocess.DEVNULL,
+                # Its own session: the terminal's SIGINT goes to the coordinator only, and
+                # the session id finds the worker's orphaned children if the worker dies.
+                start_new_session=True,
                 env=self._env,
             )
         except OSError as exc:
@@ -216,7 +230,7 @@ class WorkerPool:
         pending, worker.pending = worker.pending, {}
         for effect_id, reply in pending.items():
             reply.resolve(_lost_failure(effect_id, worker.pid, reason))
-        _signal_tree(worker.pid, signal.SIGKILL)
+        _signal_tree(worker.pid, signal.SIGKILL, session=True)
         self._workers = [w for w in self._workers if w is not worker]
         self._write_registry()
         self._nursery.start_soon(self._reap, worker)
@@ -237,8 +251,7 @@ class WorkerPool:
         await _wait_all(workers, SHUTDOWN_GRACE_S)
         for sig, grace in ((signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, None)):
             for worker in workers:
-                if worker.proc.returncode is None:
-                    _signal_tree(worker.pid, sig)
+                _signal_tree(worker.pid, sig, session=True)
             await _wait_all(workers, grace)
         for worker in workers:
             self._lose(worker, "worker pool closed")
@@ -330,7 +343,7 @@ def kill_stale_workers(registry_path: str) -> list[int]:
     for entry in data.get("workers", []):
         proc = _matches(int(entry.get("pid", -1)), float(entry.get("createTime", 0.0)))
         if proc is not None:
-            _signal_tree(proc.pid, signal.SIGKILL)
+            _signal_tree(proc.pid, signal.SIGKILL, session=True)
             killed.append(proc)
     psutil.wait_procs(killed, timeout=5)
     with contextlib.suppress(FileNotFoundError):

@@ -17,7 +17,9 @@ from agentctl.ledger.approvals import (
     memory_put_txn,
     resolve_approval_txn,
 )
+from agentctl.ledger.artifacts.gc import run_gc
 from agentctl.ledger.artifacts.refs import ArtifactRef
+from agentctl.ledger.artifacts.store import ArtifactStore, IngestResult, open_artifact_store
 from agentctl.ledger.audit import (
     AuditEvent,
     Checkpoint,
@@ -88,12 +90,14 @@ __all__ = [
     "ApprovalId",
     "ApprovalRecord",
     "ArtifactRef",
+    "ArtifactStore",
     "AuditEvent",
     "AuditSpec",
     "BudgetSnapshot",
     "Checkpoint",
     "EffectId",
     "EffectRecord",
+    "IngestResult",
     "Ledger",
     "MigrationResult",
     "NewApproval",
@@ -137,6 +141,7 @@ __all__ = [
     "memory_delete_expired_txn",
     "memory_get",
     "memory_put_txn",
+    "open_artifact_store",
     "open_ledger",
     "reconcile_effect_txn",
     "release_run_lease_txn",
@@ -144,6 +149,7 @@ __all__ = [
     "reserve_budget_txn",
     "resolve_approval_txn",
     "resolve_waiting_effect_txn",
+    "run_gc",
     "set_run_state_txn",
     "settle_budget_txn",
     "start_effect_txn",

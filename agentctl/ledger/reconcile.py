@@ -148,15 +148,18 @@ def reconcile_effect_txn(
         created_at=now,
     )
     _insert(conn, record)
-    payload = {"effectId": effect_id, "status": status, "actor": actor, "reason": reason}
-    append_audit_txn(
-        conn, effect.run_id, "effect.reconciled", payload, now,
-        task_id=effect.task_id, trace_id=trace_id,
-    )  # fmt: skip
-    write_checkpoint_txn(
-        conn, effect.run_id, {"runId": effect.run_id, "event": "effect.reconciled", **payload}, now
-    )
+    _audit(conn, effect, record)
     return record
+
+
+def _audit(conn: sqlite3.Connection, effect: EffectRecord, r: ReconciliationRecord) -> None:
+    payload = {"effectId": r.effect_id, "status": r.status, "actor": r.actor, "reason": r.reason}
+    append_audit_txn(
+        conn, effect.run_id, "effect.reconciled", payload, r.created_at,
+        task_id=effect.task_id, trace_id=r.trace_id,
+    )  # fmt: skip
+    state = {"runId": effect.run_id, "event": "effect.reconciled", **payload}
+    write_checkpoint_txn(conn, effect.run_id, state, r.created_at)
 
 
 def _insert(conn: sqlite3.Connection, r: ReconciliationRecord) -> None:

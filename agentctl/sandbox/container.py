@@ -156,7 +156,9 @@ async def preflight(
 async def force_remove(engine: Engine, name: str, environ: Mapping[str, str] | None = None) -> bool:
     """Remove the named container whatever its state; True if the engine reported success."""
     env = dict(os.environ if environ is None else environ)
-    return await _probe([*_prefix(engine), "rm", "-f", name], env)
+    # podman would otherwise wait its stop timeout (SIGTERM first) before killing.
+    extra = ["--time=0"] if engine.kind == "podman" else []
+    return await _probe([*_prefix(engine), "rm", "-f", *extra, name], env)
 
 
 def _prefix(engine: Engine) -> list[str]:

@@ -1,8 +1,8 @@
 """Bounded host subprocesses: argv only, cleared env, own process group, capped capture.
 
 Invariants:
-- the child gets exactly the ``env`` the caller passes and no shell; it leads a new session,
-  so the whole tree can be signalled at once;
+- the child gets exactly the ``env`` the caller passes and no shell; it leads a new process
+  group (in the caller's session), so the whole tree can be signalled at once;
 - stdout and stderr are drained concurrently; we never hold more than the per-stream limits,
   whatever the child prints; on overflow the tree is killed and the captured bytes dropped;
 - on timeout, overflow, memory/CPU limit or cancellation the whole tree (process group plus
@@ -167,7 +167,9 @@ async def _spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            start_new_session=True,
+            # Own process group, but the worker's session: a coordinator that loses the
+            # worker can still find (by session id) and kill what that worker started.
+            process_group=0,
             close_fds=True,
         )
     except OSError as exc:

@@ -8,9 +8,7 @@ from agentctl.core.compiler import child_id
 
 
 def test_pinned_foreach_ids() -> None:
-    doc = workflow(
-        [task("greet", foreach={"items": ["ada", "lin"], "as": "name", "maxItems": 32})]
-    )
+    doc = workflow([task("greet", foreach={"items": ["ada", "lin"], "as": "name", "maxItems": 32})])
     plan = compile_ok(doc)
     assert plan.order == ("greet--0000-8cbaeab3680b", "greet--0001-e41cc1e0b8a6", "greet")
     assert child_id("greet", 0, {"name": "ada", "foreachIndex": 0}) == plan.order[0]
@@ -133,9 +131,7 @@ def test_loop_rejections() -> None:
         "invalid_template"
     }
     not_exact = "go ${{ vars.loopIndex }}"
-    assert codes(workflow([task("p", loop=_loop(**{"while": not_exact}))])) == {
-        "invalid_template"
-    }
+    assert codes(workflow([task("p", loop=_loop(**{"while": not_exact}))])) == {"invalid_template"}
 
 
 SHOUT = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+
 from agentctl.ledger import Ledger, NewRun, create_run_txn
 
 T0 = "2024-05-01T12:00:00.000Z"

@@ -11,6 +11,7 @@ both once the order is known.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from agentctl.core.compiler.capabilities import check_compensation
@@ -24,6 +25,7 @@ from agentctl.core.compiler.references import (
     check_when,
 )
 from agentctl.core.compiler.routes import compile_route
+from agentctl.core.jsonschema import check_schema
 from agentctl.core.plan import Compensation, PlannedTask, RetryPolicy, TaskKind
 
 _AGGREGATES = frozenset({"aggregate", "loop_aggregate"})
@@ -42,12 +44,15 @@ def draft_task(node: Node, env: Env, graph: dict[str, Node], diags: Collector) -
     task = node.task
     action = env.action_of(node)
     agent = env.agent_of(node)
-    with_ = _merged_with(node, action)
-    vars_ = _merged_vars(node, env, agent)
+    # Deep copies: children of one expansion share their parent's definition dicts.
+    with_ = copy.deepcopy(_merged_with(node, action))
+    vars_ = copy.deepcopy(_merged_vars(node, env, agent))
     if kind not in _AGGREGATES:
         check_reads(node, with_, "with", graph, diags)
     check_reads(node, vars_, "vars", graph, diags)
     check_when(node, graph, diags)
+    output_schema = None if kind in _AGGREGATES else copy.deepcopy(task.get("outputSchema"))
+    _check_output_schema(node, output_schema, diags)
     authored = kind in _AUTHORED
     return PlannedTask(
         id=node.id,
@@ -65,7 +70,7 @@ def draft_task(node: Node, env: Env, graph: dict[str, Node], diags: Collector) -
         timeout_seconds=_timeout(node, env, action),
         failure="continue" if task.get("failure") == "continue" else "stop",
         memory_writes=memory_writes(node, action, with_, diags) if authored else (),
-        output_schema=None if kind in _AGGREGATES else task.get("outputSchema"),
+        output_schema=output_schema,
         compensate=_compensation(node, env, graph, diags) if authored else None,
         route=compile_route(node, graph, diags) if kind == "router" else None,
         children=node.children,
@@ -73,6 +78,18 @@ def draft_task(node: Node, env: Env, graph: dict[str, Node], diags: Collector) -
         guard=node.guard,
         max_iterations=node.max_iterations,
     )
+
+
+def _check_output_schema(node: Node, schema: Any, diags: Collector) -> None:
+    if schema is None:
+        return
+    key = "inputSchema" if node.kind == "subworkflow_input" else "outputSchema"
+    for problem in check_schema(schema):
+        diags.add(
+            "schema_violation",
+            f"task `{node.task['id']}` {key} is not a usable JSON Schema: {problem}",
+            f"{node.path}.outputSchema" if node.kind in _AUTHORED else node.path,
+        )
 
 
 def _task_kind(kind: str) -> TaskKind:

@@ -56,7 +56,6 @@ class Source:
     subworkflow: str | None = None  # "name@version" for boundary roles
     parent: str | None = None  # the invocation id of the enclosing sub-workflow
     children: tuple[str, ...] = ()  # output boundary: the invocation's own task ids
-    in_subworkflow: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The flattened definition as it enters the workflow digest."""

@@ -47,6 +47,7 @@ _INVOCATION_FORBIDDEN: dict[str, Any] = {
     "timeoutSeconds": None,
     "vars": {},
     "memoryWrites": [],
+    "varsFiles": [],
     "retry": DEFAULT_RETRY,
 }
 
@@ -70,7 +71,7 @@ class _Flattener:
     def place(self, task: dict[str, Any], path: str, stack: list[str], out: list[Source]) -> None:
         uses = str(task.get("uses", ""))
         if not uses.startswith("workflow:"):
-            out.append(Source(task=task, path=path, in_subworkflow=bool(stack)))
+            out.append(Source(task=task, path=path))
             return
         name = uses.removeprefix("workflow:")
         definition = self.subworkflows.get(name)
@@ -165,7 +166,6 @@ class _Flattener:
             role="subworkflow_input",
             subworkflow=workflow,
             parent=str(task["id"]),
-            in_subworkflow=True,
         )
 
     def _output_boundary(
@@ -203,7 +203,6 @@ class _Flattener:
             task["needs"] = [*task["needs"], scope.boundary]
         source.parent = scope.inv if is_direct else scope.local_id(str(source.parent))
         source.children = tuple(scope.local_id(child) for child in source.children)
-        source.in_subworkflow = True
         self._prefix_memory_key(task, source.path, scope, report=is_direct)
         source.task = task
 

@@ -136,16 +136,16 @@ class Action(StrictModel):
                 "unsupported_capability",
                 f"action kind {self.kind!r} is not supported by this version of agentctl",
                 at="kind",
+                help="use one of the builtin.* kinds, mcp.call or a2a.delegate",
             )
         for key in EXTENSION_ONLY_KEYS:
             if key in given:
                 raise unsupported(key, "extension.process only")
-        if self.kind not in PROCESS_KINDS:
-            for key in PROCESS_ONLY_KEYS:
-                if key in given:
-                    raise _misplaced(key, self.kind, "process kinds (builtin.shell.exec)")
+        misplaced = [key for key in PROCESS_ONLY_KEYS if key in given]
+        if self.kind not in PROCESS_KINDS and misplaced:
+            raise _misplaced(misplaced, self.kind, "process kinds (builtin.shell.exec)")
         if "idempotency" in given and self.kind not in IDEMPOTENCY_KINDS:
-            raise _misplaced("idempotency", self.kind, "mcp.call")
+            raise _misplaced(["idempotency"], self.kind, "mcp.call")
         if self.kind in PROCESS_KINDS:
             self._process_rules(given)
         return self
@@ -184,10 +184,14 @@ class Action(StrictModel):
                     )
 
 
-def _misplaced(key: str, kind: str, allowed: str) -> PydanticCustomError:
+def _misplaced(keys: list[str], kind: str, allowed: str) -> PydanticCustomError:
+    """Points at the first misplaced key and names them all (one error per action)."""
+    shown = ", ".join(f"`{key}`" for key in keys)
+    verb = "is" if len(keys) == 1 else "are"
     return rule_error(
         "schema_violation",
-        f"`{key}` is not allowed on a {kind} action; it belongs to {allowed}",
-        at=key,
-        help=f"remove `{key}` from this action",
+        f"{shown} {verb} not allowed on a {kind} action; only {allowed} accept it",
+        at=keys[0],
+        help=f"remove {shown} from this action",
+        key=True,
     )

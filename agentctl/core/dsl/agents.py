@@ -28,6 +28,7 @@ from agentctl.core.dsl.base import (
     unsupported,
 )
 from agentctl.core.dsl.secrets import EnvSecret, SecretRef
+from agentctl.core.dsl.tasks import RESERVED_VARS
 
 ProviderKind = Literal["fake", "openai", "azure_openai", "anthropic", "google"]
 DEFAULT_ENDPOINTS: dict[str, str] = {
@@ -58,6 +59,7 @@ class Provider(StrictModel):
                 "schema_violation",
                 "`apiVersion` applies to azure_openai providers only",
                 at="apiVersion",
+                key=True,
             )
         if self.kind == "azure_openai" and self.endpoint is None:
             raise rule_error(
@@ -120,6 +122,14 @@ class Agent(StrictModel):
             )
         if self.vars_files:
             raise unsupported("varsFiles", "variable files")
+        reserved = sorted(RESERVED_VARS.intersection(self.vars))
+        if reserved:
+            raise rule_error(
+                "schema_violation",
+                f"variable name {reserved[0]!r} is reserved for the engine",
+                at=f"vars.{reserved[0]}",
+                key=True,
+            )
         if len(set(self.tools)) != len(self.tools):
             raise rule_error("schema_violation", "agent `tools` lists a tool twice", at="tools")
         return self
@@ -202,7 +212,7 @@ class Tool(StrictModel):
         for key in ("secrets", "network"):
             if key in given_keys(self) and getattr(self, key):
                 raise rule_error(
-                    "schema_violation", f"built-in tools may not declare `{key}`", at=key
+                    "schema_violation", f"built-in tools may not declare `{key}`", at=key, key=True
                 )
         return self
 

@@ -5,8 +5,9 @@ Invariants:
   unknown keys and uses camelCase aliases equal to the YAML keys of spec/dsl.md.
 - A rule that fails inside a validator raises ``rule_error``: a ``PydanticCustomError`` whose
   ``type`` is the diagnostic code and whose context carries the sub-path (``at``) relative to the
-  model being validated and an optional ``help`` text. ``diagnostics.py`` turns these into
-  ``Diagnostic`` objects; nothing else is needed to add a new rule.
+  model being validated, whether to point at the key or the value, and an optional ``help``.
+  ``diagnostics.py`` turns these into ``Diagnostic`` objects; nothing else is needed to add a
+  new rule.
 """
 
 from __future__ import annotations
@@ -35,11 +36,20 @@ class StrictModel(BaseModel):
 
 
 def rule_error(
-    code: str, message: str, *, at: str | None = None, help: str | None = None
+    code: str,
+    message: str,
+    *,
+    at: str | None = None,
+    help: str | None = None,
+    key: bool = False,
 ) -> PydanticCustomError:
-    """A failed schema rule; ``at`` is the dotted sub-path of the offending key."""
+    """A failed schema rule; ``at`` is the dotted sub-path of the offending key.
+
+    ``key=True`` points the diagnostic at the key itself (the key should not be there) rather
+    than at its value (the value is wrong).
+    """
     # The message travels through the context so braces in user data are never formatted.
-    context: dict[str, Any] = {"msg": message}
+    context: dict[str, Any] = {"msg": message, "point": "key" if key else "value"}
     if at is not None:
         context["at"] = at
     if help is not None:
@@ -54,13 +64,23 @@ def unsupported(key: str, what: str) -> PydanticCustomError:
         f"`{key}` ({what}) is not supported by this version of agentctl",
         at=key,
         help=f"remove `{key}`",
+        key=True,
     )
 
 
 def given_keys(model: BaseModel) -> set[str]:
-    """The YAML keys the user actually wrote on ``model`` (defaults excluded)."""
+    """The YAML keys written on ``model`` with a value other than the key's default.
+
+    Comparing with the default (rather than asking only whether the key was written) keeps the
+    normalized document loadable again: it spells out ``null`` and every default explicitly.
+    """
     fields = type(model).model_fields
-    return {fields[name].alias or name for name in model.model_fields_set}
+    given: set[str] = set()
+    for name in model.model_fields_set:
+        info = fields[name]
+        if getattr(model, name) != info.get_default(call_default_factory=True):
+            given.add(info.alias or name)
+    return given
 
 
 # Common constrained scalars.

@@ -121,7 +121,9 @@ def findings_from_pydantic(
             parts.extend(str(ctx["at"]).split("."))
         path = ".".join(parts)
         if kind in DIAGNOSTIC_CODES:
-            findings.append(Finding(kind, path, str(ctx.get("msg", error["msg"])), ctx.get("help")))
+            point: Point = "key" if ctx.get("point") == "key" else "value"
+            message = str(ctx.get("msg", error["msg"]))
+            findings.append(Finding(kind, path, message, ctx.get("help"), point))
         elif kind == "extra_forbidden":
             findings.append(_unknown_key(path, root))
         elif kind == "missing":

@@ -10,7 +10,6 @@ Invariants:
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Iterator
 from typing import Any
 
@@ -124,7 +123,7 @@ def _agent_provider(agent: Agent, provider: Provider, base: str) -> Iterator[Fin
 
 def _secret_refs(spec: Spec) -> Iterator[tuple[str, Any]]:
     for name, provider in spec.providers.items():
-        if provider.credential is not None and "credential" in provider.model_fields_set:
+        if provider.credential is not None:
             yield f"spec.providers.{name}.credential", provider.credential
         for header, ref in provider.headers.items():
             yield f"spec.providers.{name}.headers.{header}", ref
@@ -153,7 +152,7 @@ def _secret_rules(spec: Spec) -> Iterator[Finding]:
                 "add the directory holding the secret to policy.secretFileRoots",
             )
         elif isinstance(ref, ProcessSecret):
-            program = posixpath.basename(ref.process.command)
+            program = ref.process.command.rsplit("/", 1)[-1]
             if program not in policy.secret_process_allowlist:
                 yield Finding(
                     "invalid_secret_reference",

@@ -139,6 +139,7 @@ class Pricing(StrictModel):
                     "schema_violation",
                     f"pricing model key {key!r} must be written provider/model",
                     at=key,
+                    key=True,
                 )
         return models
 

@@ -166,6 +166,7 @@ class Task(StrictModel):
                     "schema_violation",
                     f"variable name {name!r} is reserved for the engine",
                     at=f"vars.{name}",
+                    key=True,
                 )
         if self.uses.startswith("workflow:"):
             extra = sorted(given - _INVOCATION_KEYS)
@@ -175,6 +176,7 @@ class Task(StrictModel):
                     f"a task invoking a sub-workflow may carry only needs, with and failure; "
                     f"remove `{extra[0]}`",
                     at=extra[0],
+                    key=True,
                 )
         _check_shape(self)
         return self
@@ -190,16 +192,20 @@ def _check_shape(task: Task) -> None:
     """foreach ⊕ matrix, route ⇔ router, loop alone."""
     if task.foreach is not None and task.matrix is not None:
         raise rule_error(
-            "schema_violation", "a task may have `foreach` or `matrix`, not both", at="matrix"
+            "schema_violation",
+            "a task may have `foreach` or `matrix`, not both",
+            at="matrix",
+            key=True,
         )
     is_router = task.uses == "router"
     if task.route is not None and (task.foreach is not None or task.matrix is not None):
-        raise rule_error("schema_violation", "a router cannot be expanded", at="route")
+        raise rule_error("schema_violation", "a router cannot be expanded", at="route", key=True)
     if is_router != (task.route is not None):
         raise rule_error(
             "schema_violation",
             "`route` and `uses: router` must appear together",
             at="route" if task.route is not None else "uses",
+            key=task.route is not None,
         )
     if task.loop is not None:
         clash = [
@@ -214,7 +220,10 @@ def _check_shape(task: Task) -> None:
         ]
         if clash:
             raise rule_error(
-                "schema_violation", f"`loop` cannot be combined with `{clash[0]}`", at="loop"
+                "schema_violation",
+                f"`loop` cannot be combined with `{clash[0]}`",
+                at="loop",
+                key=True,
             )
 
 

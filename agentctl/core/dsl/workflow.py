@@ -70,6 +70,7 @@ class Spec(StrictModel):
                     "schema_violation",
                     f"tool name {name!r} is not an identifier",
                     at=name,
+                    key=True,
                     help="use letters, digits, '_' and '-', starting with a letter or '_'",
                 )
         return tools
@@ -79,7 +80,9 @@ class Spec(StrictModel):
     def _reserved(cls, values: dict[str, Any]) -> dict[str, Any]:
         for name in values:
             if name in RESERVED_VARS:
-                raise rule_error("schema_violation", f"variable name {name!r} is reserved", at=name)
+                raise rule_error(
+                    "schema_violation", f"variable name {name!r} is reserved", at=name, key=True
+                )
         return values
 
     @model_validator(mode="after")

@@ -183,6 +183,8 @@ def compose_yaml(text: str, file: str | None) -> Node:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
         problem = exc.problem or exc.context or "malformed YAML"
+        if exc.problem and exc.context:
+            problem = f"{exc.problem} ({exc.context})"
         where = exc.problem_mark or exc.context_mark
         raise _fail([_diag(str(problem), file, _mark_pos(where))]) from exc
     except yaml.reader.ReaderError as exc:
@@ -196,7 +198,7 @@ def compose_yaml(text: str, file: str | None) -> Node:
     except yaml.YAMLError as exc:
         raise _fail([_diag(f"unreadable YAML: {exc}", file, (1, 1))]) from exc
     except RecursionError as exc:
-        raise _fail([_diag("document is nested too deeply", file, None)]) from exc
+        raise _fail([_diag("document is nested too deeply", file, (1, 1))]) from exc
     if node is None:
         raise _fail([_diag("the document is empty; expected a workflow mapping", file, (1, 1))])
     return node

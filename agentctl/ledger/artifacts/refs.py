@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentctl.errors import PersistenceError
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all
 
 
@@ -164,3 +165,32 @@ def get_blob(conn: sqlite3.Connection, digest: str) -> BlobRecord | None:
         conn, "SELECT * FROM artifact_blobs WHERE digest = ?", (digest,), "artifact blob"
     )
     return _blob(rows[0]) if rows else None
+
+
+def record_ingest_txn(
+    conn: sqlite3.Connection,
+    digest: str,
+    size_bytes: int,
+    lease_id: str,
+    expires_at: str,
+    now: str,
+    *,
+    run_id: str | None = None,
+    task_id: str | None = None,
+) -> None:
+    """Insert the blob row (an existing row must agree) and a durable ingestion lease."""
+    conn.execute(
+        "INSERT INTO artifact_blobs (digest, format_version, size_bytes, created_at)"
+        " VALUES (?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING",
+        (digest, ROW_FORMAT_VERSION, size_bytes, now),
+    )
+    blob = get_blob(conn, digest)
+    if blob is None or blob.size_bytes != size_bytes:
+        raise PersistenceError(
+            f"artifact blob row {digest} disagrees with its bytes ({size_bytes} bytes)"
+        )
+    conn.execute(
+        "INSERT INTO artifact_ingests (lease_id, format_version, digest, run_id, task_id,"
+        " created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (lease_id, ROW_FORMAT_VERSION, digest, run_id, task_id, now, expires_at),
+    )

@@ -1,0 +1,101 @@
+"""Reachability-based garbage collection of the artifact store.
+
+Candidates: blobs with no reference and no live ingestion lease, created before the cutoff;
+blob files with no row (an ingest that died before its row); anything in ``tmp/``.
+
+Invariants:
+- the whole collection runs under the store lock and inside one ``BEGIN IMMEDIATE``
+  transaction, so no ingest or completion can add a reference half-way;
+- blob files are first moved to ``trash/``; a row is deleted only if the blob is still
+  unreachable (else its file is restored); the deletion commits before ``trash/`` is emptied.
+  A crash at any step leaves either the rows (and recovery restores the files from
+  ``trash/``) or no rows (and recovery drops the trashed files) — never a row without bytes;
+- a dry run reports the same candidates and rolls everything back.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from agentctl.ledger.artifacts.store import ArtifactStore, clear_dir, fsync_dir
+from agentctl.ledger.crashpoints import crash_point
+from agentctl.ledger.rows import shift_ts
+
+_UNREACHABLE = """NOT EXISTS (SELECT 1 FROM artifact_refs r WHERE r.digest = b.digest)
+    AND NOT EXISTS (SELECT 1 FROM artifact_ingests i WHERE i.digest = b.digest
+                    AND i.expires_at > ?)"""
+
+
+class _DryRun(Exception):
+    """Raised inside the GC transaction to roll a dry run back."""
+
+
+def _candidates(conn: sqlite3.Connection, before: str, now: str) -> list[tuple[str, int]]:
+    rows = conn.execute(
+        f"SELECT b.digest, b.size_bytes FROM artifact_blobs b WHERE b.created_at < ?"
+        f" AND {_UNREACHABLE} ORDER BY b.digest",
+        (before, now),
+    ).fetchall()
+    return [(str(r[0]), int(r[1])) for r in rows]
+
+
+def _untracked(store: ArtifactStore, conn: sqlite3.Connection) -> list[Path]:
+    tracked = {str(r[0]) for r in conn.execute("SELECT digest FROM artifact_blobs")}
+    return sorted(
+        f
+        for sub in store.blobs_dir.iterdir()
+        for f in sub.iterdir()
+        if "sha256:" + f.name not in tracked
+    )
+
+
+def _collect_txn(
+    store: ArtifactStore, conn: sqlite3.Connection, before: str, now: str, dry_run: bool
+) -> dict[str, Any]:
+    expired = conn.execute("DELETE FROM artifact_ingests WHERE expires_at <= ?", (now,)).rowcount
+    blobs = _candidates(conn, before, now)
+    untracked = _untracked(store, conn)
+    report: dict[str, Any] = {
+        "blobs": [{"digest": d, "sizeBytes": s} for d, s in blobs],
+        "untrackedFiles": [str(p.relative_to(store.root)) for p in untracked],
+        "tmpFiles": sorted(p.name for p in store.tmp_dir.iterdir()),
+        "expiredLeases": expired,
+        "bytes": sum(s for _, s in blobs),
+    }
+    if dry_run:
+        raise _DryRun(report)
+    for path in [store.blob_path(d) for d, _ in blobs] + untracked:
+        if path.exists():
+            os.replace(path, store.trash_dir / path.name)
+    fsync_dir(store.trash_dir)
+    crash_point("gc.after_move_to_trash")
+    for digest, _ in blobs:
+        gone = conn.execute(
+            f"DELETE FROM artifact_blobs AS b WHERE b.digest = ? AND {_UNREACHABLE}",
+            (digest, now),
+        ).rowcount
+        if not gone:  # became reachable after all: put the bytes back
+            os.replace(store.trash_dir / digest.removeprefix("sha256:"), store.blob_path(digest))
+            report["blobs"] = [b for b in report["blobs"] if b["digest"] != digest]
+    crash_point("gc.after_delete_rows")
+    return report
+
+
+def run_gc(
+    store: ArtifactStore, now: str, *, older_than_days: int = 30, dry_run: bool = False
+) -> dict[str, Any]:
+    """Collect unreachable artifacts; returns the ``ArtifactGarbageCollection`` data."""
+    before = shift_ts(now, -older_than_days * 86400)
+    with store.locked():
+        try:
+            with store.ledger.transaction() as conn:
+                report = _collect_txn(store, conn, before, now, dry_run)
+        except _DryRun as dry:
+            return {"dryRun": True, "before": before, "report": dry.args[0]}
+        crash_point("gc.after_commit")
+        clear_dir(store.trash_dir)
+        clear_dir(store.tmp_dir)
+    return {"dryRun": False, "before": before, "report": report}

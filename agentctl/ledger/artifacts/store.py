@@ -1,0 +1,300 @@
+"""The on-disk content-addressed store: ingest, verify, export, and recovery at open.
+
+Layout under ``<db dir>/artifacts/`` (0700): ``sha256/<2hex>/<64hex>`` blobs (0400),
+``tmp/`` partial writes, ``trash/`` GC quarantine, ``.lock`` (0600, cross-process lock).
+
+Invariants:
+- a blob file under ``sha256/`` only ever appears complete: bytes are hashed into ``tmp/``,
+  fsynced, made read-only and then hard-linked into place (no clobber), and the directory is
+  fsynced; an existing blob is re-verified instead of trusted;
+- the blob row is written only after its file is in place, so every row names real bytes;
+  an ingestion lease (60 min) protects the blob from GC until the task's completion commits
+  its references (``refs.commit_artifact_refs_txn``);
+- ingest, verify, export, GC and recovery all hold the exclusive ``.lock``, so under the lock
+  anything in ``tmp/`` or ``trash/`` is left over from a crashed process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import stat
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import filelock
+
+from agentctl.errors import InvalidOperationError, LockTimeoutError, NotFoundError, PersistenceError
+from agentctl.ledger.artifacts.refs import ArtifactRef, get_blob, list_blobs, record_ingest_txn
+from agentctl.ledger.connection import Ledger
+from agentctl.ledger.crashpoints import crash_point
+from agentctl.ledger.rows import shift_ts
+
+MAX_INGEST_BYTES = 16 * 1024 * 1024
+LEASE_SECONDS = 3600
+LOCK_TIMEOUT_S = 30.0
+_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    digest: str
+    size_bytes: int
+    lease_id: str
+
+    def ref(self, logical_path: str, media_type: str | None = None) -> ArtifactRef:
+        return ArtifactRef(logical_path, self.digest, self.size_bytes, media_type)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def hex_of(digest: str) -> str:
+    prefix, _, hexd = digest.partition(":")
+    if prefix != "sha256" or len(hexd) != 64 or any(c not in "0123456789abcdef" for c in hexd):
+        raise InvalidOperationError(f"not an artifact digest: {digest!r} (want sha256:<64 hex>)")
+    return hexd
+
+
+def blob_problem(path: Path, digest: str, size_bytes: int) -> str | None:
+    """Why the blob file at ``path`` does not hold ``digest`` (None when it does)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "blob file is missing"
+    if not stat.S_ISREG(st.st_mode):
+        return "blob is not a regular file"
+    if st.st_size != size_bytes:
+        return f"size {st.st_size} differs from recorded {size_bytes}"
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            h.update(chunk)
+    if "sha256:" + h.hexdigest() != digest:
+        return "content does not match its digest"
+    return None
+
+
+class ArtifactStore:
+    """The CAS beside one ledger; methods take the cross-process lock themselves."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self.root = ledger.path.parent / "artifacts"
+        self.blobs_dir = self.root / "sha256"
+        self.tmp_dir = self.root / "tmp"
+        self.trash_dir = self.root / "trash"
+        for d in (self.root, self.blobs_dir, self.tmp_dir, self.trash_dir):
+            d.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.chmod(d, 0o700)
+        lock_path = self.root / ".lock"
+        self._lock = filelock.FileLock(
+            lock_path, timeout=LOCK_TIMEOUT_S, mode=0o600, thread_local=False,
+            preserve_lock_file=True,
+        )  # fmt: skip
+        with self.locked():
+            os.chmod(lock_path, 0o600)
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        try:
+            with self._lock:
+                yield
+        except filelock.Timeout as exc:
+            raise LockTimeoutError(
+                f"the artifact store lock {self.root / '.lock'} stayed busy for "
+                f"{LOCK_TIMEOUT_S:g} s"
+            ) from exc
+
+    def blob_path(self, digest: str) -> Path:
+        hexd = hex_of(digest)
+        return self.blobs_dir / hexd[:2] / hexd
+
+    # --- ingest ------------------------------------------------------------------------
+
+    def ingest(
+        self,
+        source: str | os.PathLike[str],
+        now: str,
+        *,
+        run_id: str | None = None,
+        task_id: str | None = None,
+        lease_id: str | None = None,
+    ) -> IngestResult:
+        """Copy a regular file into the store and lease its blob until completion commits."""
+        src = Path(source)
+        with self.locked():
+            tmp, digest, size = self._write_tmp(src)
+            crash_point("artifact.after_tmp_write")
+            self._publish(tmp, digest, size)
+            crash_point("artifact.after_rename")
+            lease = lease_id or f"ingest-{uuid.uuid4()}"
+            expires = shift_ts(now, LEASE_SECONDS)
+            with self.ledger.transaction() as conn:
+                record_ingest_txn(
+                    conn, digest, size, lease, expires, now, run_id=run_id, task_id=task_id
+                )
+            crash_point("artifact.after_blob_row")
+        return IngestResult(digest, size, lease)
+
+    def _open_source(self, src: Path) -> int:
+        try:
+            fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError as exc:
+            raise InvalidOperationError(
+                f"cannot ingest {src}: only existing regular files (never symlinks) are stored"
+            ) from exc
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_INGEST_BYTES:
+            os.close(fd)
+            raise InvalidOperationError(
+                f"cannot ingest {src}: only regular files up to {MAX_INGEST_BYTES} bytes are stored"
+            )
+        return fd
+
+    def _write_tmp(self, src: Path) -> tuple[Path, str, int]:
+        """Stream ``src`` into ``tmp/`` while hashing; fsynced before returning."""
+        fd = self._open_source(src)
+        tmp = self.tmp_dir / f"{uuid.uuid4().hex}.part"
+        h, size = hashlib.sha256(), 0
+        try:
+            with os.fdopen(fd, "rb") as fin, tmp.open("xb") as fout:
+                while chunk := fin.read(_CHUNK):
+                    size += len(chunk)
+                    if size > MAX_INGEST_BYTES:
+                        raise InvalidOperationError(f"{src} grew beyond {MAX_INGEST_BYTES} bytes")
+                    h.update(chunk)
+                    fout.write(chunk)
+                fout.flush()
+                os.fsync(fout.fileno())
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        return tmp, "sha256:" + h.hexdigest(), size
+
+    def _publish(self, tmp: Path, digest: str, size: int) -> None:
+        """Hard-link the verified temp file into place (no clobber) and drop the temp name."""
+        dest = self.blob_path(digest)
+        dest.parent.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(tmp, 0o400)
+        try:
+            os.link(tmp, dest)
+        except FileExistsError:
+            if blob_problem(dest, digest, size) is not None:
+                os.replace(tmp, dest)  # a corrupt copy is replaced by the good bytes
+        tmp.unlink(missing_ok=True)
+        fsync_dir(dest.parent)
+        fsync_dir(self.tmp_dir)
+
+    # --- verify and export -------------------------------------------------------------
+
+    def verify(self, now: str, digests: Sequence[str] | None = None) -> dict[str, Any]:
+        """Check blobs (all when ``digests`` is None); any failure raises PersistenceError."""
+        with self.locked():
+            with self.ledger.read() as conn:
+                blobs = list_blobs(conn, digests)
+            missing = sorted(set(digests or ()) - {b.digest for b in blobs})
+            if missing:
+                raise NotFoundError(f"artifact {missing[0]} not found")
+            results = []
+            for b in blobs:
+                problem = blob_problem(self.blob_path(b.digest), b.digest, b.size_bytes)
+                entry = {"digest": b.digest, "sizeBytes": b.size_bytes, "valid": problem is None}
+                results.append({**entry, "detail": problem})
+            good = [(now, r["digest"]) for r in results if r["valid"]]
+            with self.ledger.transaction() as conn:
+                conn.executemany(
+                    "UPDATE artifact_blobs SET last_verified_at = ? WHERE digest = ?", good
+                )
+        report = {"valid": len(good) == len(results), "artifacts": results}
+        bad = [r for r in results if not r["valid"]]
+        if bad:
+            raise PersistenceError(
+                f"artifact {bad[0]['digest']} failed verification: {bad[0]['detail']}",
+                data=report,
+            )
+        return report
+
+    def export(
+        self, digest: str, destination: str | os.PathLike[str], *, overwrite: bool = False
+    ) -> dict[str, Any]:
+        """Write a verified blob's bytes to ``destination`` atomically."""
+        dest = Path(destination)
+        with self.locked():
+            with self.ledger.read() as conn:
+                blob = get_blob(conn, digest)
+            if blob is None:
+                raise NotFoundError(f"artifact {digest} not found")
+            src = self.blob_path(digest)
+            problem = blob_problem(src, digest, blob.size_bytes)
+            if problem is not None:
+                raise PersistenceError(f"artifact {digest} failed verification: {problem}")
+            if dest.is_symlink():
+                raise PersistenceError(f"refusing to export onto the symlink {dest}")
+            if dest.exists() and not overwrite:
+                raise PersistenceError(f"{dest} exists; pass --overwrite to replace it")
+            self._copy_atomically(src, dest)
+        return {"digest": digest, "destination": str(dest), "bytes": blob.size_bytes}
+
+    def _copy_atomically(self, src: Path, dest: Path) -> None:
+        parent = dest.parent if str(dest.parent) else Path(".")
+        tmp = parent / f".{dest.name}.{uuid.uuid4().hex}.tmp"
+        try:
+            with src.open("rb") as fin, tmp.open("xb") as fout:
+                while chunk := fin.read(_CHUNK):
+                    fout.write(chunk)
+                fout.flush()
+                os.fsync(fout.fileno())
+            os.replace(tmp, dest)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        fsync_dir(parent)
+
+    # --- recovery ----------------------------------------------------------------------
+
+    def recover(self) -> dict[str, int]:
+        """Finish what a crashed GC or ingest left: restore or drop trash, clear tmp."""
+        restored = dropped = 0
+        with self.locked():
+            with self.ledger.read() as conn:
+                tracked = {b.digest for b in list_blobs(conn)}
+            for entry in sorted(self.trash_dir.iterdir()):
+                digest = "sha256:" + entry.name
+                if digest in tracked and not self.blob_path(digest).exists():
+                    self.blob_path(digest).parent.mkdir(mode=0o700, exist_ok=True)
+                    os.replace(entry, self.blob_path(digest))
+                    restored += 1
+                else:
+                    entry.unlink()
+                    dropped += 1
+            stale = clear_dir(self.tmp_dir)
+            fsync_dir(self.trash_dir)
+        return {"restored": restored, "dropped": dropped, "staleTmp": stale}
+
+
+def clear_dir(path: Path) -> int:
+    count = 0
+    for entry in path.iterdir():
+        entry.unlink()
+        count += 1
+    return count
+
+
+def open_artifact_store(ledger: Ledger) -> ArtifactStore:
+    """Open (creating) the store beside ``ledger`` and recover anything a crash left."""
+    try:
+        store = ArtifactStore(ledger)
+        store.recover()
+    except OSError as exc:
+        raise PersistenceError(f"artifact store beside {ledger.path}: {exc}") from exc
+    return store

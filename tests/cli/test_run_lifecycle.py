@@ -1,0 +1,165 @@
+"""Run lifecycle from the outside: cancel from another shell, signals, deadlines, ownership."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+
+from tests.conftest import agentctl_argv, cli_env
+
+SLOW = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: slow }
+spec:
+  policy: { approval: never, processAllowlist: [sh] }
+  actions:
+    nap:
+      kind: builtin.shell.exec
+      command: /bin/sh
+      args: ["-c", "sleep 37.5 & wait"]
+      timeoutSeconds: 120
+  tasks:
+    - { id: nap, uses: "action:nap" }
+"""
+
+
+def _start(wf: Path, db: Path, cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        agentctl_argv("--output", "json", "run", str(wf), "--db", str(db)),
+        cwd=cwd,
+        env=cli_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for_running(cli, db: Path) -> str:  # type: ignore[no-untyped-def]
+    """The run id once its effect has been dispatched (the sleep exists)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if db.exists() and _sleepers():
+            listed = cli("--output", "json", "runs", "list", "--db", str(db))
+            if listed.rc == 0 and listed.data["runs"]:
+                return str(listed.data["runs"][0]["runId"])
+        time.sleep(0.05)
+    raise AssertionError("the run never dispatched its effect")
+
+
+def _sleepers() -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = proc.info.get("cmdline") or []
+        if cmd[:2] == ["sleep", "37.5"]:
+            found.append(proc)
+    return found
+
+
+def _state(cli, db: Path, run_id: str) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    data = cli("--output", "json", "inspect", run_id, "--db", str(db)).data
+    return {
+        "run": data["run"]["state"],
+        "tasks": [t["state"] for t in data["tasks"]],
+        "effects": [e["status"] for e in data["effects"]],
+    }
+
+
+def test_cancel_from_another_shell(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    wf = write_workflow(SLOW)
+    db = tmp_path / "r.db"
+    proc = _start(wf, db, tmp_path)
+    run_id = _wait_for_running(cli, db)
+    asked = cli("--output", "json", "cancel", run_id, "--db", str(db))
+    assert asked.rc == 0 and asked.data == {"runId": run_id, "requested": True}
+    out, _err = proc.communicate(timeout=10)
+    assert proc.returncode == 130
+    assert json.loads(out)["data"]["state"] == "cancelled"
+    assert _sleepers() == [], "the subprocess tree survived the cancellation"
+    assert _state(cli, db, run_id) == {
+        "run": "cancelled", "tasks": ["cancelled"], "effects": ["uncertain"],
+    }  # fmt: skip
+    again = cli("--output", "json", "cancel", run_id, "--db", str(db))
+    assert again.rc == 5  # only running or paused runs can be cancelled
+
+
+def test_sigterm_cancels_like_agentctl_cancel(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    wf = write_workflow(SLOW)
+    db = tmp_path / "r.db"
+    proc = _start(wf, db, tmp_path)
+    run_id = _wait_for_running(cli, db)
+    proc.send_signal(signal.SIGTERM)
+    out, _err = proc.communicate(timeout=10)
+    assert proc.returncode == 130
+    assert json.loads(out)["data"]["state"] == "cancelled"
+    assert _sleepers() == []
+    assert _state(cli, db, run_id)["effects"] == ["uncertain"]
+
+
+def test_timeout_seconds_cancels_the_run(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    wf = write_workflow(SLOW)
+    db = tmp_path / "r.db"
+    done = cli("--output", "json", "run", str(wf), "--db", str(db), "--timeout-seconds", "1")
+    assert done.rc == 130
+    assert done.data["state"] == "cancelled"
+    assert _sleepers() == []
+
+
+def test_second_driver_of_a_live_run_is_refused(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    wf = write_workflow(SLOW)
+    db = tmp_path / "r.db"
+    proc = _start(wf, db, tmp_path)
+    run_id = _wait_for_running(cli, db)
+    second = cli("--output", "json", "resume", run_id, "--db", str(db))
+    assert second.rc == 5
+    assert "live coordinator" in second.error["error"]["message"]
+    cli("cancel", run_id, "--db", str(db))
+    proc.communicate(timeout=10)
+    assert proc.returncode == 130
+
+
+HELLO = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: pair }
+spec:
+  policy: { approval: never, processAllowlist: [sh], writableRoots: [out] }
+  actions:
+    work: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "sleep 0.3; echo ok"] }
+    save: { kind: builtin.write }
+  tasks:
+    - { id: work, uses: "action:work" }
+    - { id: save, uses: "action:save", needs: [work],
+        with: { path: "out/${{ inputs.name }}.txt", content: "${{ tasks.work.output.stdout }}" } }
+"""
+
+
+def test_two_runs_share_one_database(write_workflow, tmp_path: Path) -> None:
+    wf = write_workflow(HELLO)
+    db = tmp_path / "shared.db"
+    procs = [
+        subprocess.Popen(
+            agentctl_argv(
+                "--output", "json", "run", str(wf), "--db", str(db), "--input", f"name={n}"
+            ),
+            cwd=tmp_path,
+            env=cli_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in ("a", "b")
+    ]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1] for o in outs]
+    ids = {json.loads(o[0])["data"]["runId"] for o in outs}
+    assert len(ids) == 2
+    assert (tmp_path / "out" / "a.txt").read_text() == "ok\n"
+    assert (tmp_path / "out" / "b.txt").read_text() == "ok\n"

@@ -1,0 +1,228 @@
+"""What a run does, checked from the outside: conditions, failures, memory, routers, order."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+
+HEAD = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: semantics }
+spec:
+"""
+
+
+def _inspect(cli, db: Path, run_id: str):  # type: ignore[no-untyped-def]
+    got = cli("--output", "json", "inspect", run_id, "--db", str(db))
+    assert got.rc == 0, got.stderr
+    return got.data
+
+
+def _tasks(data) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    return {t["taskId"]: t for t in data["tasks"]}
+
+
+def test_when_false_skips_with_a_recorded_decision(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    wf = write_workflow(
+        HEAD
+        + """\
+  inputs: { go: false }
+  actions: { put: { kind: builtin.assign } }
+  tasks:
+    - { id: gate, uses: "action:put", when: "${{ inputs.go == true }}", with: { a: 1 } }
+    - { id: after, uses: "action:put", needs: [gate], with: { b: 2 } }
+    - { id: other, uses: "action:put", with: { c: 3 } }
+"""
+    )
+    db = tmp_path / "r.db"
+    done = cli("--output", "json", "run", str(wf), "--db", str(db))
+    assert done.rc == 0, done.stderr
+    tasks = _tasks(_inspect(cli, db, done.data["runId"]))
+    gate = tasks["gate"]
+    assert gate["state"] == "skipped"
+    assert gate["output"]["reason"] == "when condition was false"
+    condition = gate["output"]["condition"]
+    assert condition["expression"] == "${{ inputs.go == true }}" and condition["result"] is False
+    assert condition["contextDigest"].startswith("sha256:v1:")
+    assert tasks["after"]["state"] == "skipped"
+    assert tasks["after"]["output"] == {
+        "reason": "dependency did not succeed",
+        "dependency": "gate",
+    }
+    assert tasks["other"]["state"] == "succeeded"
+    # The same input flips the decision: the condition really reads the input.
+    again = cli("--output", "json", "run", str(wf), "--db", str(db), "--input", "go=true")
+    assert _tasks(_inspect(cli, db, again.data["runId"]))["gate"]["state"] == "succeeded"
+
+
+def test_failure_continue_skips_dependants_and_runs_the_rest(
+    cli, write_workflow, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    wf = write_workflow(
+        HEAD
+        + """\
+  actions: { check: { kind: builtin.assert }, put: { kind: builtin.assign } }
+  tasks:
+    - { id: bad, uses: "action:check", failure: continue, with: { that: false, message: nope } }
+    - { id: child, uses: "action:put", needs: [bad] }
+    - { id: free, uses: "action:put", with: { x: 1 } }
+"""
+    )
+    db = tmp_path / "r.db"
+    done = cli("--output", "json", "run", str(wf), "--db", str(db))
+    assert done.rc == 4
+    err = done.error["error"]
+    assert "nope" in err["message"] and err["runId"]
+    tasks = _tasks(_inspect(cli, db, err["runId"]))
+    assert [tasks[t]["state"] for t in ("bad", "child", "free")] == [
+        "failed",
+        "skipped",
+        "succeeded",
+    ]
+
+
+def test_failure_stop_ends_the_run(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    wf = write_workflow(
+        HEAD
+        + """\
+  actions: { check: { kind: builtin.assert }, put: { kind: builtin.assign } }
+  tasks:
+    - { id: bad, uses: "action:check", with: { that: false } }
+    - { id: later, uses: "action:put", with: { x: 1 } }
+"""
+    )
+    db = tmp_path / "r.db"
+    done = cli("--output", "json", "run", str(wf), "--db", str(db))
+    assert done.rc == 4 and "assertion failed" in done.error["error"]["message"]
+    data = _inspect(cli, db, done.error["error"]["runId"])
+    assert data["run"]["state"] == "failed"
+    assert _tasks(data)["later"]["state"] == "pending"
+
+
+def test_memory_write_then_read(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    wf = write_workflow(
+        HEAD
+        + """\
+  policy: { approval: never }
+  memory: { working: { seed: 1 } }
+  actions: { remember: { kind: builtin.memory.write }, recall: { kind: builtin.memory.read } }
+  outputs: { got: "${{ tasks.recall.output.value }}", seed: "${{ memory.seed }}" }
+  tasks:
+    - { id: remember, uses: "action:remember", with: { key: colour, value: blue } }
+    - { id: recall, uses: "action:recall", needs: [remember], with: { key: colour } }
+"""
+    )
+    db = tmp_path / "r.db"
+    done = cli("--output", "json", "run", str(wf), "--db", str(db))
+    assert done.rc == 0, done.stderr
+    assert done.data["output"] == {"got": "blue", "seed": 1}
+    data = _inspect(cli, db, done.data["runId"])
+    [effect] = data["effects"]
+    assert effect["operation"] == "builtin.memory.write" and effect["status"] == "succeeded"
+    assert _tasks(data)["remember"]["stateDelta"] == {"colour": "blue"}
+
+
+def test_router_skips_unselected_destinations(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    wf = write_workflow(
+        HEAD
+        + """\
+  inputs: { verdict: go }
+  actions: { put: { kind: builtin.assign } }
+  tasks:
+    - { id: decide, uses: "action:put", with: { v: "${{ inputs.verdict }}" } }
+    - id: pick
+      uses: router
+      needs: [decide]
+      route: { select: "${{ tasks.decide.output.output.v }}", cases: [ { equals: go, tasks: [publish] } ], default: [shelve] }
+    - { id: publish, uses: "action:put", needs: [pick] }
+    - { id: shelve, uses: "action:put", needs: [pick] }
+"""
+    )
+    db = tmp_path / "r.db"
+    done = cli("--output", "json", "run", str(wf), "--db", str(db))
+    assert done.rc == 0, done.stderr
+    tasks = _tasks(_inspect(cli, db, done.data["runId"]))
+    assert tasks["pick"]["output"] == {
+        "selected": "go",
+        "matched": True,
+        "destinations": ["publish"],
+    }
+    assert tasks["publish"]["state"] == "succeeded"
+    assert tasks["shelve"]["state"] == "skipped"
+    assert tasks["shelve"]["output"] == {
+        "reason": "route not selected",
+        "route": {"router": "pick", "selected": "go", "matched": True},
+    }
+
+
+def test_parallel_batch_commits_in_compiled_order(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Later-declared tasks finish first; the commits must still follow compiled order.
+    items = ", ".join(str(0.05 * (8 - i)) for i in range(8))
+    wf = write_workflow(
+        HEAD
+        + f"""\
+  runtime: {{ maxConcurrency: 8 }}
+  policy: {{ approval: never, processAllowlist: [sleep] }}
+  actions: {{ nap: {{ kind: builtin.shell.exec, command: /bin/sleep, args: ["0.01"] }} }}
+  tasks:
+    - {{ id: fan, uses: "action:put", foreach: {{ items: [{items}], maxItems: 8 }}, with: {{ s: "${{{{ vars.item }}}}" }} }}
+""".replace('uses: "action:put"', 'uses: "action:nap"')
+    )
+    db = tmp_path / "r.db"
+    done = cli("--output", "json", "run", str(wf), "--db", str(db))
+    assert done.rc == 0, done.stderr
+    data = _inspect(cli, db, done.data["runId"])
+    order = [t["taskId"] for t in data["tasks"]]
+    committed = [a["taskId"] for a in data["audit"] if a["eventType"] == "task.succeeded"]
+    assert committed == order
+
+
+def test_wall_time_budget_fails_the_run(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    wf = write_workflow(
+        HEAD
+        + """\
+  runtime: { budgets: { maxWallTimeSeconds: 1 } }
+  policy: { approval: never, processAllowlist: [sleep] }
+  actions: { nap: { kind: builtin.shell.exec, command: /bin/sleep, args: ["20"], timeoutSeconds: 60 } }
+  tasks: [ { id: nap, uses: "action:nap" } ]
+"""
+    )
+    db = tmp_path / "r.db"
+    done = cli("--output", "json", "run", str(wf), "--db", str(db), timeout=30)
+    assert done.rc == 4, done.stderr
+    assert "maxWallTimeSeconds" in done.error["error"]["message"]
+    data = _inspect(cli, db, done.error["error"]["runId"])
+    assert data["run"]["state"] == "failed"
+    assert [e["status"] for e in data["effects"]] == ["uncertain"]
+    assert any(a["eventType"] == "budget.exceeded" for a in data["audit"])
+
+
+def test_locked_database_is_a_persistence_error(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    wf = write_workflow(
+        HEAD
+        + """\
+  actions: { put: { kind: builtin.assign } }
+  tasks: [ { id: a, uses: "action:put" } ]
+"""
+    )
+    db = tmp_path / "r.db"
+    assert cli("run", str(wf), "--db", str(db)).rc == 0
+    holder = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(20, holder.rollback)
+    release.start()
+    try:
+        started = time.monotonic()
+        blocked = cli("--output", "json", "run", str(wf), "--db", str(db))
+        assert blocked.rc == 5, blocked.stderr
+        assert "lock" in blocked.error["error"]["message"].lower()
+        assert time.monotonic() - started < 19
+    finally:
+        release.cancel()
+        holder.rollback()
+        holder.close()
+    listed = cli("--output", "json", "runs", "list", "--db", str(db))
+    assert len(listed.data["runs"]) == 1  # the blocked run was never created

@@ -1,0 +1,241 @@
+"""The worker pool with real worker processes: dispatch, loss, bad frames, shutdown, stale kill."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import trio
+
+from agentctl.coordinator.workerpool import kill_stale_workers, open_worker_pool
+from agentctl.mailbox import Execute, Failure, Result
+
+_counter = iter(range(1_000_000))
+
+
+def _exec(operation: str, request: dict[str, Any]) -> Execute:
+    return Execute(
+        effect_id=f"effect-{next(_counter)}",
+        run_id="run-1",
+        task_id="t",
+        attempt=1,
+        operation=operation,
+        request=request,
+        timeout_seconds=120,
+    )
+
+
+def _shell(ws: Path, script: str) -> Execute:
+    return _exec(
+        "builtin.shell.exec", {"workspace": str(ws), "command": "/bin/sh", "args": ["-c", script]}
+    )
+
+
+def _gone(pid: int) -> bool:
+    deadline = time.monotonic() + 10  # a bound on waiting, not a speed assertion
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+async def _pid_from(path: Path) -> int:
+    while not path.exists() or not path.read_text().strip():
+        await trio.sleep(0.02)
+    return int(path.read_text())
+
+
+async def test_lazy_start_and_real_file_effects(tmp_path: Path) -> None:
+    async with open_worker_pool(2) as pool:
+        assert pool.worker_pids() == []
+        write = _exec(
+            "builtin.write",
+            {
+                "workspace": str(tmp_path),
+                "writableRoots": ["out"],
+                "path": "out/a.txt",
+                "content": "hi",
+            },
+        )
+        reply = await pool.execute(write)
+        assert isinstance(reply, Result) and reply.effect_id == write.effect_id
+        assert len(pool.worker_pids()) == 1  # one idle worker is reused, not a second spawned
+        read = await pool.execute(
+            _exec("builtin.read", {"workspace": str(tmp_path), "path": "out/a.txt"})
+        )
+        assert isinstance(read, Result) and read.output["content"] == "hi"
+        assert len(pool.worker_pids()) == 1
+        pids = pool.worker_pids()
+    assert all(_gone(pid) for pid in pids)
+
+
+async def test_sixteen_concurrent_effects_through_two_workers(tmp_path: Path) -> None:
+    replies: list[Result | Failure] = []
+    async with open_worker_pool(2) as pool:
+
+        async def one(i: int) -> None:
+            replies.append(await pool.execute(_shell(tmp_path, f"sleep 1; echo {i}")))
+
+        async with trio.open_nursery() as nursery:
+            for i in range(16):
+                nursery.start_soon(one, i)
+        assert len(pool.worker_pids()) == 2
+    assert all(isinstance(r, Result) for r in replies)
+    assert sorted(int(r.output["stdout"]) for r in replies if isinstance(r, Result)) == list(
+        range(16)
+    )
+
+
+async def test_killed_worker_resolves_as_uncertain_worker_lost(tmp_path: Path) -> None:
+    async with open_worker_pool(1) as pool:
+        result: list[Result | Failure] = []
+
+        async def slow() -> None:
+            result.append(
+                await pool.execute(_shell(tmp_path, f"echo $$ > {tmp_path}/p; exec sleep 60"))
+            )
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(slow)
+            child = await _pid_from(tmp_path / "p")
+            [victim] = pool.worker_pids()
+            os.kill(victim, signal.SIGKILL)
+        [lost] = result
+        assert isinstance(lost, Failure) and lost.uncertain and lost.error.type == "WorkerLost"
+        assert _gone(child)  # the lost worker's tree is killed too
+        fresh = await pool.execute(_shell(tmp_path, "echo again"))
+        assert isinstance(fresh, Result) and fresh.output["stdout"] == "again\n"
+        assert pool.worker_pids() != [victim]
+
+
+async def test_malformed_frame_from_a_worker_keeps_the_pool_usable(tmp_path: Path) -> None:
+    # A real worker whose Result frames are corrupted on the wire (sitecustomize hook).
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(
+        "import agentctl.mailbox.frames as f\n"
+        "_orig = f.encode_frame\n"
+        "def bad(msg):\n"
+        "    return b'\\x00\\x00\\x00\\x05nope!' if msg.type == 'result' else _orig(msg)\n"
+        "f.encode_frame = bad\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(hook)}
+    async with open_worker_pool(1, env=env) as pool:
+        reply = await pool.execute(_shell(tmp_path, "echo hi"))
+        assert isinstance(reply, Failure) and reply.error.type == "WorkerLost" and reply.uncertain
+        assert "malformed" in reply.error.message
+        # Failure frames are intact: the replacement worker still answers definitively.
+        denied = await pool.execute(
+            _exec("builtin.read", {"workspace": str(tmp_path), "path": "../x"})
+        )
+        assert isinstance(denied, Failure) and denied.error.type == "PolicyDeniedError"
+
+
+async def test_pool_cancel_reports_uncertain(tmp_path: Path) -> None:
+    async with open_worker_pool(1) as pool:
+        msg = _shell(tmp_path, f"echo $$ > {tmp_path}/p; exec sleep 60")
+        result: list[Result | Failure] = []
+
+        async def run() -> None:
+            result.append(await pool.execute(msg))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run)
+            child = await _pid_from(tmp_path / "p")
+            await pool.cancel(msg.effect_id)
+        [reply] = result
+        assert isinstance(reply, Failure) and reply.uncertain
+        assert reply.error.type == "CancelledRunError"
+        assert _gone(child)
+
+
+async def test_pool_exit_kills_workers_and_their_children(tmp_path: Path) -> None:
+    registry = tmp_path / "workers.json"
+    with trio.CancelScope() as scope:
+        async with (
+            open_worker_pool(1, registry_path=str(registry)) as pool,
+            trio.open_nursery() as nursery,
+        ):
+            nursery.start_soon(
+                pool.execute, _shell(tmp_path, f"echo $$ > {tmp_path}/p; exec sleep 60")
+            )
+            child = await _pid_from(tmp_path / "p")
+            [worker] = pool.worker_pids()
+            data = json.loads(registry.read_text())
+            assert data["workers"] == [
+                {"pid": worker, "createTime": psutil.Process(worker).create_time()}
+            ]
+            scope.cancel()
+    assert _gone(worker) and _gone(child)
+    assert json.loads(registry.read_text())["workers"] == []
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_kill_stale_workers_matches_pid_and_create_time(tmp_path: Path) -> None:
+    stale = subprocess.Popen(["sleep", "60"])
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        registry = tmp_path / "workers.json"
+        registry.write_text(
+            json.dumps(
+                {
+                    "version": 1,
+                    "coordinator": {"pid": _dead_pid(), "createTime": 1.0},
+                    "workers": [
+                        {"pid": stale.pid, "createTime": psutil.Process(stale.pid).create_time()},
+                        {"pid": other.pid, "createTime": 12345.0},  # a recycled pid: must survive
+                    ],
+                }
+            )
+        )
+        assert kill_stale_workers(str(registry)) == [stale.pid]
+        assert _gone(stale.pid)
+        assert other.poll() is None
+        assert not registry.exists()
+    finally:
+        for proc in (stale, other):
+            proc.kill()
+            proc.wait()
+
+
+def test_kill_stale_workers_leaves_a_live_coordinators_workers(tmp_path: Path) -> None:
+    owner = subprocess.Popen(["sleep", "60"])
+    worker = subprocess.Popen(["sleep", "60"])
+    try:
+        registry = tmp_path / "workers.json"
+        registry.write_text(
+            json.dumps(
+                {
+                    "version": 1,
+                    "coordinator": {
+                        "pid": owner.pid,
+                        "createTime": psutil.Process(owner.pid).create_time(),
+                    },
+                    "workers": [
+                        {"pid": worker.pid, "createTime": psutil.Process(worker.pid).create_time()}
+                    ],
+                }
+            )
+        )
+        assert kill_stale_workers(str(registry)) == []
+        assert worker.poll() is None
+    finally:
+        for proc in (owner, worker):
+            proc.kill()
+            proc.wait()

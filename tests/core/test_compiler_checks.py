@@ -1,0 +1,264 @@
+"""Compile-time checks: references, templates, routers, memory writes, capabilities,
+compensation, budgets, duplicates, cycles and the declaration-order tie-break."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from compiler_docs import codes, compile_ok, diagnostics, task, workflow
+
+from agentctl.core.compiler import compile_workflow
+from agentctl.errors import ValidationError
+
+
+def test_declaration_order_tie_break() -> None:
+    plan = compile_ok(workflow([task("b"), task("a"), task("c", needs=["a", "b"])]))
+    assert plan.order == ("b", "a", "c")
+    assert [t.position for t in plan.tasks] == [0, 1, 2]
+    assert [t.id for t in plan.tasks] == list(plan.order)
+
+
+def test_ready_queue_prefers_earlier_declaration() -> None:
+    plan = compile_ok(workflow([task("a"), task("y", needs=["a"]), task("b")]))
+    assert plan.order == ("a", "y", "b")
+
+
+def test_cycle_is_named() -> None:
+    doc = workflow([task("a", needs=["c"]), task("b", needs=["a"]), task("c", needs=["b"])])
+    assert diagnostics(doc) == [("dependency_cycle", "task dependency cycle: a -> c -> b -> a")]
+
+
+def test_unknown_references() -> None:
+    assert codes(workflow([task("a", "action:nope")])) == {"missing_reference"}
+    assert codes(workflow([task("a", "agent:nope")])) == {"missing_reference"}
+    assert codes(workflow([task("a", needs=["ghost"])])) == {"missing_reference"}
+    reads_ghost = task("a", with_={"x": "${{ tasks.ghost.output }}"})
+    assert codes(workflow([reads_ghost])) == {"missing_reference"}
+
+
+def test_duplicate_ids_after_expansion() -> None:
+    plan_doc = workflow([task("a"), task("a")])
+    assert codes(plan_doc) == {"duplicate_task"}
+    fan = task("fan", foreach={"items": ["a"], "as": "item", "maxItems": 2})
+    clash = task("fan--0000-" + _first_fan_digest())
+    assert codes(workflow([fan, clash])) == {"duplicate_task"}
+
+
+def _first_fan_digest() -> str:
+    from agentctl.core.compiler import child_id
+
+    return child_id("fan", 0, {"item": "a", "foreachIndex": 0}).rsplit("-", 1)[1]
+
+
+def test_task_read_requires_own_needs() -> None:
+    doc = workflow([task("x"), task("y", with_={"v": "${{ tasks.x.output.output }}"})])
+    with pytest.raises(ValidationError) as info:
+        compile_workflow(doc, file="wf.yaml")
+    [diag] = info.value.diagnostics
+    assert diag.code == "invalid_template" and diag.help == "add x to needs"
+    assert diag.path == "spec.tasks.1.with" and diag.file == "wf.yaml"
+    in_vars = workflow([task("x"), task("y", vars={"v": "${{ tasks.x.output }}"})])
+    assert codes(in_vars) == {"invalid_template"}
+
+
+def test_when_is_exempt_from_needs_rule_but_checked() -> None:
+    compile_ok(workflow([task("x"), task("y", when="${{ tasks.x.output.ok }}")]))
+    assert codes(workflow([task("y", when="${{ vars.a < b }}")])) == {"invalid_template"}
+
+
+def test_template_syntax_errors() -> None:
+    assert codes(workflow([task("a", with_={"v": "${{ inputs.a"})])) == {"invalid_template"}
+    assert codes(workflow([task("a", with_={"v": "${{ }}"})])) == {"invalid_template"}
+    assert codes(workflow([task("a", with_={"v": "${{ env.HOME }}"})])) == {"invalid_template"}
+
+
+def test_locate_gives_line_and_column_of_nearest_ancestor() -> None:
+    positions = {"spec.tasks.0": (7, 5)}
+    doc = workflow([task("a", "action:nope")])
+    with pytest.raises(ValidationError) as info:
+        compile_workflow(doc, locate=positions.get)
+    [diag] = info.value.diagnostics
+    assert (diag.line, diag.column, diag.path) == (7, 5, "spec.tasks.0.uses")
+
+
+def test_all_diagnostics_reported_together() -> None:
+    doc = workflow([task("a", "action:nope"), task("b", needs=["ghost"])])
+    assert [code for code, _ in diagnostics(doc)] == ["missing_reference", "missing_reference"]
+
+
+def _router(**route: Any) -> dict[str, Any]:
+    spec = {"select": "${{ tasks.src.output.v }}", "cases": [{"equals": 1, "tasks": ["x"]}]}
+    spec["default"] = []
+    spec.update(route)
+    return task("pick", "router", needs=["src"], route=spec)
+
+
+def _routed(*extra: dict[str, Any], router: dict[str, Any] | None = None) -> dict[str, Any]:
+    tasks = [task("src"), router or _router(), task("x", needs=["pick"]), *extra]
+    return workflow(tasks)
+
+
+def test_router_compiles() -> None:
+    route = compile_ok(_routed()).task("pick").route
+    assert route is not None and route.cases[0].tasks == ("x",)
+    assert compile_ok(_routed()).task("pick").kind == "router"
+
+
+def test_router_rules() -> None:
+    not_exact = _router(select="v=${{ tasks.src.output.v }}")
+    assert codes(_routed(router=not_exact)) == {"invalid_template"}
+    no_need = task("pick", "router", route=_router()["route"])
+    assert codes(_routed(router=no_need)) == {"invalid_template"}
+    assert codes(_routed(router=_router(cases=[]))) == {"schema_violation"}
+    assert codes(_routed(router=_router(cases=[{"equals": 1, "tasks": []}]))) == {
+        "schema_violation"
+    }
+    unknown = _router(default=["ghost"])
+    assert codes(_routed(router=unknown)) == {"missing_reference"}
+    twice = _router(default=["x"])
+    assert codes(_routed(router=twice)) == {"schema_violation"}
+    not_needing = _router(default=["z"])
+    assert codes(_routed(task("z"), router=not_needing)) == {"schema_violation"}
+    assert codes(workflow([task("r", route={"select": "x", "cases": []})])) == {"schema_violation"}
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "duplicate"),
+    [(1, "1", False), (True, 1, False), (1, 1.0, False), ("go", "go", True), (None, None, True)],
+)
+def test_router_duplicate_equals_uses_json_identity(
+    first: Any, second: Any, duplicate: bool
+) -> None:
+    cases = [{"equals": first, "tasks": ["x"]}, {"equals": second, "tasks": ["y"]}]
+    doc = _routed(task("y", needs=["pick"]), router=_router(cases=cases))
+    if duplicate:
+        assert codes(doc) == {"schema_violation"}
+    else:
+        compile_ok(doc)
+
+
+def _memory(task_id: str, key: str, **fields: Any) -> dict[str, Any]:
+    return task(task_id, "action:remember", with_={"key": key, "value": 1}, **fields)
+
+
+def test_memory_write_inference_and_rules() -> None:
+    plan = compile_ok(workflow([_memory("a", "k")]))
+    assert plan.task("a").memory_writes == ("k",)
+    assert codes(workflow([_memory("a", "k", memoryWrites=["other"])])) == {"schema_violation"}
+    assert codes(workflow([_memory("a", "${{ inputs.k }}")])) == {"schema_violation"}
+    templated = _memory("a", "${{ inputs.k }}", memoryWrites=["k2", "k1"])
+    assert compile_ok(workflow([templated])).task("a").memory_writes == ("k1", "k2")
+    assert codes(workflow([task("a", memoryWrites=["k"])])) == {"schema_violation"}
+
+
+def test_parallel_memory_conflict_only_when_concurrent_and_unordered() -> None:
+    both = [_memory("left", "k"), _memory("right", "k")]
+    found = diagnostics(workflow(both, max_concurrency=2))
+    assert len(found) == 1 and found[0][0] == "schema_violation"
+    assert "left" in found[0][1] and "right" in found[0][1]
+    compile_ok(workflow(both))
+    ordered = [_memory("left", "k"), _memory("right", "k", needs=["left"])]
+    compile_ok(workflow(ordered, max_concurrency=2))
+    chained = [_memory("a", "k"), task("mid", needs=["a"]), _memory("b", "k", needs=["mid"])]
+    compile_ok(workflow(chained, max_concurrency=2))
+
+
+def test_foreach_children_inherit_full_write_set_quirk() -> None:
+    fan = _memory(
+        "fan",
+        "k_${{ vars.env }}",
+        memoryWrites=["k_dev", "k_prod"],
+        foreach={"items": ["dev", "prod"], "as": "env", "maxItems": 2},
+    )
+    assert codes(workflow([fan], max_concurrency=3)) == {"schema_violation"}
+    plan = compile_ok(workflow([fan]))
+    assert plan.task(plan.task("fan").children[1]).memory_writes == ("k_dev", "k_prod")
+
+
+def test_compensation_rules() -> None:
+    inverse = {"uses": "action:save", "with": {"content": "undone"}, "retry": {"maxAttempts": 2}}
+    made = task("make", "action:save", with_={"path": "p", "content": "c"}, compensate=inverse)
+    compensation = compile_ok(workflow([made])).task("make").compensate
+    assert compensation is not None and compensation.retry.max_attempts == 2
+    assert compensation.with_ == {"content": "undone"}
+    on_assign = task("a", compensate={"uses": "action:save", "with": {}})
+    assert codes(workflow([on_assign])) == {"unsupported_capability"}
+    pure_inverse = task("m", "action:save", compensate={"uses": "action:put", "with": {}})
+    assert codes(workflow([pure_inverse])) == {"unsupported_capability"}
+    unknown = task("m", "action:save", compensate={"uses": "action:nope", "with": {}})
+    assert codes(workflow([unknown])) == {"missing_reference"}
+
+
+def _agent_doc(agent: dict[str, Any], kind: str = "fake") -> dict[str, Any]:
+    base = {"provider": "p", "model": "m", "instructions": "x", "tools": []}
+    return workflow(
+        [task("ask", "agent:w", with_={"prompt": "hi"})],
+        providers={"p": {"kind": kind}},
+        agents={"w": {**base, **agent}},
+        tools={"peek": {"kind": "builtin.workspace.read", "effectClass": "observe"}},
+    )
+
+
+def test_agent_capability_negotiation() -> None:
+    compile_ok(_agent_doc({"tools": ["peek"], "providerOptions": {"failFirst": 1}}))
+    assert codes(_agent_doc({"reasoning": {"effort": "low"}})) == {"unsupported_capability"}
+    compile_ok(_agent_doc({"reasoning": {"effort": "low"}}, kind="openai"))
+    assert codes(_agent_doc({"usageLimit": {"maxCostUsd": 1}}, kind="openai")) == {
+        "unsupported_capability"
+    }
+    assert codes(_agent_doc({"providerOptions": {"store": True}})) == {"unsupported_capability"}
+    assert codes(_agent_doc({"stream": True}, kind="anthropic")) == {"unsupported_capability"}
+    no_store = {"tools": ["peek"], "providerOptions": {"store": False}}
+    assert codes(_agent_doc(no_store, kind="openai")) == {"unsupported_capability"}
+    assert codes(_agent_doc({"providerOptions": {"failFirst": -1}})) == {"schema_violation"}
+
+
+def test_agent_references() -> None:
+    assert codes(_agent_doc({"provider": "ghost"})) == {"missing_reference"}
+    assert codes(_agent_doc({"tools": ["ghost"]})) == {"missing_reference"}
+
+
+def test_structural_budgets() -> None:
+    two = [task("a"), task("b")]
+    assert codes(workflow(two, budgets={"maxTasks": 1})) == {"schema_violation"}
+    compile_ok(workflow(two, budgets={"maxTasks": 2}))
+    fan = task("f", foreach={"items": [1, 2, 3], "as": "item", "maxItems": 8})
+    assert codes(workflow([fan], budgets={"maxExpansionItems": 2})) == {"schema_violation"}
+    loop = {"maxIterations": 4, "while": "${{ vars.loopIndex < 9 }}", "initial": None}
+    assert codes(workflow([task("l", loop=loop)], budgets={"maxLoopIterations": 3})) == {
+        "schema_violation"
+    }
+
+
+def test_merges_and_timeouts() -> None:
+    doc = workflow(
+        [
+            task("a", "action:tuned", with_={"b": 2, "c": 3}, vars={"v": "task"}),
+            task("b", timeoutSeconds=9),
+            task("c"),
+        ],
+        vars={"v": "wf", "w": "wf"},
+        actions={
+            "tuned": {"kind": "builtin.assign", "with": {"a": 1, "b": 1}, "timeoutSeconds": 30},
+            "put": {"kind": "builtin.assign", "with": {}},
+        },
+    )
+    plan = compile_ok(doc)
+    first = plan.task("a")
+    assert first.with_ == {"a": 1, "b": 2, "c": 3}
+    assert first.vars == {"v": "task", "w": "wf"}
+    assert first.timeout_seconds == 30 and first.action == "tuned"
+    assert plan.task("b").timeout_seconds == 9 and plan.task("c").timeout_seconds == 120
+
+
+def test_agent_vars_layer_between_workflow_and_task() -> None:
+    doc = _agent_doc({"vars": {"x": "agent", "y": "agent"}})
+    doc["spec"]["vars"] = {"x": "wf", "y": "wf", "z": "wf"}
+    doc["spec"]["tasks"][0]["vars"] = {"y": "task"}
+    assert compile_ok(doc).task("ask").vars == {"x": "agent", "y": "task", "z": "wf"}
+
+
+def test_output_schema_must_be_usable() -> None:
+    assert codes(workflow([task("a", outputSchema={"type": "objekt"})])) == {"schema_violation"}
+    compile_ok(workflow([task("a", outputSchema={"type": "object", "required": ["x"]})]))

@@ -1,0 +1,109 @@
+"""``plan_to_json`` / ``check_result_json`` shapes, predictability, requirements and plan
+invariants."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from compiler_docs import compile_ok, task, workflow
+
+from agentctl.core.canonical import json_digest
+from agentctl.core.compiler import check_result_json, compile_workflow, plan_to_json
+
+
+def _doc() -> dict[str, object]:
+    return workflow(
+        [
+            task("calc"),
+            task("look", "action:peek", with_={"path": "a.txt"}),
+            task("save", "action:save", needs=["calc"], with_={"path": "o", "content": "c"}),
+            task("ask", "agent:w", needs=["look"], with_={"prompt": "hi"}),
+            task("fan", foreach={"items": [1], "as": "item", "maxItems": 2}),
+            task("run", "action:hello"),
+        ],
+        budgets={"maxTasks": 20},
+        actions={
+            "put": {"kind": "builtin.assign", "with": {}},
+            "peek": {"kind": "builtin.read", "with": {}},
+            "save": {"kind": "builtin.write", "with": {}},
+            "hello": {"kind": "builtin.shell.exec", "command": "/bin/echo", "args": ["hi"]},
+        },
+        providers={"sim": {"kind": "fake"}},
+        agents={"w": {"provider": "sim", "model": "m", "instructions": "x", "tools": ["t"]}},
+        tools={"t": {"kind": "builtin.echo", "effectClass": "pure", "approval": "always"}},
+    )
+
+
+def test_plan_json_shape_and_predictability() -> None:
+    plan = compile_ok(_doc())
+    data = plan_to_json(plan)
+    json.dumps(data)  # plain JSON
+    assert data["name"] == "t" and data["order"] == list(plan.order)
+    assert data["maxConcurrency"] == 1 and data["budget"] == {"maxTasks": 20}
+    assert data["planDigest"] == plan.plan_digest
+    by_id = {t["id"]: t for t in data["tasks"]}
+    assert by_id["calc"]["predictability"] == "fully_predictable"
+    assert by_id["look"]["predictability"] == "partially_predictable"
+    assert by_id["save"]["predictability"] == "partially_predictable"
+    assert by_id["ask"]["predictability"] == "requires_execution"
+    assert by_id["run"]["predictability"] == "requires_execution"
+    assert by_id["fan"]["predictability"] == "fully_predictable"
+    assert data["predictability"] == "requires_execution"
+    assert by_id["save"]["needs"] == ["calc"] and by_id["fan"]["kind"] == "aggregate"
+    assert by_id["save"]["retry"] == {"maxAttempts": 1, "backoffMs": 0}
+    assert by_id["save"]["definitionFingerprint"].startswith("sha256:v1:")
+
+
+def test_requirements() -> None:
+    requirements = plan_to_json(compile_ok(_doc()))["requirements"]
+    assert set(requirements) == {"providers", "tools", "effects", "processes"}
+    [provider] = requirements["providers"]
+    assert provider["name"] == "sim" and provider["agents"] == ["w"]
+    assert "function_tools" in provider["capabilities"]
+    assert requirements["tools"][0]["name"] == "t"
+    assert requirements["processes"] == [
+        {
+            "action": "hello",
+            "kind": "builtin.shell.exec",
+            "command": "/bin/echo",
+            "args": ["hi"],
+            "isolation": "process",
+            "image": None,
+        }
+    ]
+    effects = {(e["task"], e["operation"]): e for e in requirements["effects"]}
+    assert effects[("save", "action:save")]["approvalPossible"] is True
+    assert effects[("calc", "action:put")]["approvalPossible"] is False
+    assert effects[("ask", "tool:t")]["approvalPossible"] is True  # tool approval: always
+
+
+def test_check_result() -> None:
+    plan = compile_ok(_doc())
+    assert check_result_json(plan) == {
+        "valid": True,
+        "workflow": "t",
+        "workflowDigest": plan.workflow_digest,
+        "planDigest": plan.plan_digest,
+        "tasks": 7,
+    }
+
+
+def test_plan_invariants_and_input_untouched() -> None:
+    doc = _doc()
+    before = copy.deepcopy(doc)
+    plan = compile_workflow(doc)
+    assert doc == before
+    assert [t.position for t in plan.tasks] == list(range(len(plan.tasks)))
+    assert tuple(t.id for t in plan.tasks) == plan.order
+    for planned in plan.tasks:
+        assert all(need in plan.index for need in planned.needs)
+        assert all(child in plan.index for child in planned.children)
+
+
+def test_workflow_digest_is_canonical_document_digest() -> None:
+    doc = workflow([task("a", with_={"x": "é"})])
+    plan = compile_ok(doc)
+    flattened = copy.deepcopy(doc)
+    del flattened["spec"]["subworkflows"]
+    assert plan.workflow_digest == json_digest(flattened)

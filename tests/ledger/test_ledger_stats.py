@@ -1,0 +1,81 @@
+"""The JSON data behind the CLI's read commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from ledger_helpers import T0, make_run, ts
+
+from agentctl.errors import NotFoundError, ValidationError
+from agentctl.ledger import (
+    SUPPORTED_SCHEMA_VERSION,
+    Ledger,
+    NewEffect,
+    TaskCompletion,
+    commit_tasks_txn,
+    insert_effect_txn,
+)
+from agentctl.ledger.artifacts.store import open_artifact_store
+from agentctl.ledger.stats import (
+    artifact_inspection,
+    artifact_list,
+    database_migration,
+    database_stats,
+    effect_inspection,
+    effect_list,
+    run_inspection,
+    run_list,
+)
+
+
+def test_database_stats_and_migration(ledger: Ledger, db_path: Path) -> None:
+    make_run(ledger)
+    stats = database_stats(ledger)
+    assert stats["path"] == str(db_path) and stats["journalMode"] == "wal"
+    assert stats["schemaVersion"] == stats["supportedSchemaVersion"] == SUPPORTED_SCHEMA_VERSION
+    assert stats["counts"]["runs"] == 1 and stats["counts"]["task_states"] == 3
+    assert stats["sizeBytes"] > 0
+    assert database_migration(ledger)["applied"] == list(range(1, SUPPORTED_SCHEMA_VERSION + 1))
+
+
+def test_run_inspection_and_effect_lists(ledger: Ledger) -> None:
+    make_run(ledger)
+    effect = NewEffect("run-1", "a", 1, 0, "builtin.read", {}, "observe", "low", "idempotent")
+    with ledger.transaction() as conn:
+        eid = insert_effect_txn(conn, effect, ts(1))
+    with ledger.read() as conn:
+        inspection = run_inspection(conn, "run-1")
+        assert inspection["run"]["runId"] == "run-1"
+        assert [t["taskId"] for t in inspection["tasks"]] == ["a", "b", "c"]
+        assert [e["effectId"] for e in inspection["effects"]] == [eid]
+        assert inspection["budget"]["usage"] == {}
+        listing = effect_list(conn, "run-1", "a")
+        assert listing["runId"] == "run-1" and len(listing["effects"]) == 1
+        assert effect_inspection(conn, eid)["effectiveReconciliation"] is None
+        assert run_list(conn)["runs"][0]["runId"] == "run-1"
+        with pytest.raises(NotFoundError):
+            effect_list(conn, "run-missing")
+
+
+def test_artifact_list_and_inspection(ledger: Ledger, tmp_path: Path) -> None:
+    make_run(ledger)
+    store = open_artifact_store(ledger)
+    src = tmp_path / "r.md"
+    src.write_text("# hi")
+    got = store.ingest(src, T0)
+    with ledger.transaction() as conn:
+        done = TaskCompletion("a", "succeeded", 0, artifacts=[got.ref("r.md")])
+        commit_tasks_txn(conn, "run-1", [done], None, ts(1))
+    with ledger.read() as conn:
+        listing = artifact_list(conn, "run-1", "a")
+        assert [r["digest"] for r in listing["references"]] == [got.digest]
+        assert [b["digest"] for b in listing["blobs"]] == [got.digest]
+        assert artifact_list(conn, "run-1", "b")["blobs"] == []
+        inspected = artifact_inspection(conn, got.digest)
+        assert inspected["blob"]["sizeBytes"] == 4
+        assert inspected["references"][0]["mediaType"] == "text/markdown"
+        with pytest.raises(ValidationError):
+            artifact_list(conn, None, "a")
+        with pytest.raises(NotFoundError):
+            artifact_inspection(conn, "sha256:" + "1" * 64)

@@ -1,0 +1,258 @@
+"""A real worker process over a real socketpair: handshake, executors, cancel, EOF."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+import trio
+
+from agentctl.mailbox import Cancel, Execute, Failure, FrameChannel, Hello, Result, Shutdown
+
+
+class WorkerUnderTest:
+    def __init__(self, proc: trio.Process, channel: FrameChannel) -> None:
+        self.proc = proc
+        self.channel = channel
+
+    async def call(self, msg: Execute) -> Result | Failure:
+        await self.channel.send(msg)
+        reply = await self.channel.receive()
+        assert isinstance(reply, Result | Failure)
+        return reply
+
+
+@pytest.fixture
+async def worker() -> AsyncIterator[WorkerUnderTest]:
+    parent, child = socket.socketpair()
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "agentctl.workers", "--fd", str(child.fileno())],
+        pass_fds=(child.fileno(),),
+    )
+    child.close()
+    channel = FrameChannel(trio.SocketStream(trio.socket.from_stdlib_socket(parent)))
+    hello = await channel.receive()
+    assert isinstance(hello, Hello) and hello.pid == proc.pid
+    yield WorkerUnderTest(proc, channel)
+    await channel.aclose()
+    with trio.move_on_after(10):
+        await proc.wait()
+    if proc.returncode is None:
+        proc.kill()
+        await proc.wait()
+
+
+def _exec(
+    operation: str, request: dict[str, Any], effect: str = "e1", timeout: float = 60
+) -> Execute:
+    return Execute(
+        effect_id=effect,
+        run_id="run-1",
+        task_id="t",
+        attempt=1,
+        operation=operation,
+        request=request,
+        timeout_seconds=timeout,
+    )
+
+
+def _write(ws: Path, path: str, content: str, **extra: Any) -> Execute:
+    req = {"workspace": str(ws), "writableRoots": ["out"], "path": path, "content": content}
+    return _exec("builtin.write", {**req, **extra})
+
+
+async def test_write_then_read_then_unchanged_write(
+    worker: WorkerUnderTest, tmp_path: Path
+) -> None:
+    first = await worker.call(_write(tmp_path, "out/sub/a.txt", "hello\n", diff=True))
+    assert isinstance(first, Result), first
+    assert first.output["status"] == "changed" and first.output["changed"] is True
+    assert first.output["before"] is None and first.output["after"] == "hello\n"
+    assert "+hello" in first.output["diff"]
+    assert first.output["predictability"] == "partially_predictable"
+    assert first.artifacts == ["out/sub/a.txt"]
+    assert (tmp_path / "out" / "sub" / "a.txt").read_text() == "hello\n"
+    assert not [p for p in (tmp_path / "out" / "sub").iterdir() if p.name.endswith(".tmp")]
+
+    read = await worker.call(
+        _exec("builtin.read", {"workspace": str(tmp_path), "path": "out/sub/a.txt"})
+    )
+    assert isinstance(read, Result)
+    assert read.output == {"status": "unchanged", "changed": False, "content": "hello\n"}
+
+    again = await worker.call(_write(tmp_path, "out/sub/a.txt", "hello\n"))
+    assert isinstance(again, Result)
+    assert again.output["status"] == "unchanged" and again.output["diff"] is None
+    assert again.artifacts == []
+
+
+async def test_escaping_write_is_denied_and_writes_nothing(
+    worker: WorkerUnderTest, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    ws = tmp_path / "ws"
+    (ws / "out").mkdir(parents=True)
+    (ws / "out" / "esc").symlink_to(outside, target_is_directory=True)
+    reply = await worker.call(_write(ws, "out/esc/x.txt", "pwned"))
+    assert isinstance(reply, Failure)
+    assert reply.error.type == "PolicyDeniedError" and not reply.uncertain
+    assert list(outside.iterdir()) == []
+
+
+async def test_read_of_missing_file_is_a_retryable_io_failure(
+    worker: WorkerUnderTest, tmp_path: Path
+) -> None:
+    reply = await worker.call(
+        _exec("builtin.read", {"workspace": str(tmp_path), "path": "nope.txt"})
+    )
+    assert isinstance(reply, Failure)
+    assert reply.error.retryable and not reply.uncertain
+
+
+async def test_shell_exec_success_failure_and_allowlist(
+    worker: WorkerUnderTest, tmp_path: Path
+) -> None:
+    base = {"workspace": str(tmp_path), "env": {"TOKEN": "s3cr3t"}, "processAllowlist": ["sh"]}
+    ok = await worker.call(
+        _exec(
+            "builtin.shell.exec",
+            {**base, "command": "/bin/sh", "args": ["-c", "echo hi $TOKEN; pwd"]},
+        )
+    )
+    assert isinstance(ok, Result), ok
+    assert ok.output["exitCode"] == 0 and ok.output["status"] == "changed"
+    assert ok.output["stdout"] == f"hi [REDACTED]\n{os.path.realpath(tmp_path)}\n"
+
+    bad = await worker.call(
+        _exec(
+            "builtin.shell.exec",
+            {**base, "command": "/bin/sh", "args": ["-c", "exit 7"]},
+            effect="e2",
+        )
+    )
+    assert isinstance(bad, Failure) and not bad.uncertain and not bad.error.retryable
+    assert "7" in bad.error.message
+
+    denied = await worker.call(
+        _exec("builtin.shell.exec", {**base, "command": "/bin/echo"}, effect="e3")
+    )
+    assert isinstance(denied, Failure) and denied.error.type == "PolicyDeniedError"
+
+
+async def test_shell_timeout_and_overflow(worker: WorkerUnderTest, tmp_path: Path) -> None:
+    base = {"workspace": str(tmp_path), "command": "/bin/sh"}
+    slow = {**base, "args": ["-c", "sleep 30"], "limits": {"timeoutSeconds": 1}}
+    timed_out = await worker.call(_exec("builtin.shell.exec", slow))
+    assert isinstance(timed_out, Failure) and timed_out.uncertain
+    loud = {**base, "args": ["-c", "yes"], "limits": {"stdoutLimitBytes": 1000}}
+    overflow = await worker.call(_exec("builtin.shell.exec", loud, effect="e2"))
+    assert isinstance(overflow, Failure) and not overflow.uncertain
+    assert "limit" in overflow.error.message
+
+
+async def test_unknown_operation_and_bad_request_fail_cleanly(worker: WorkerUnderTest) -> None:
+    unknown = await worker.call(_exec("test.sleep", {}))
+    assert isinstance(unknown, Failure) and unknown.error.type == "ValidationError"
+    bad = await worker.call(_exec("builtin.read", {"path": 3}, effect="e2"))
+    assert isinstance(bad, Failure) and bad.error.type == "ValidationError" and not bad.uncertain
+
+
+async def _pid_from(path: Path) -> int:
+    while not path.exists() or not path.read_text().strip():
+        await trio.sleep(0.02)
+    return int(path.read_text())
+
+
+def _gone(pid: int) -> bool:
+    deadline = time.monotonic() + 10  # a bound on waiting, not a speed assertion
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def _sleeper(ws: Path, effect: str) -> Execute:
+    pidfile = ws / f"{effect}.pid"
+    return _exec(
+        "builtin.shell.exec",
+        {
+            "workspace": str(ws),
+            "command": "/bin/sh",
+            "args": ["-c", f"echo $$ > {pidfile}; exec sleep 60"],
+        },
+        effect=effect,
+    )
+
+
+async def test_cancel_stops_one_effect_and_reports_uncertain(
+    worker: WorkerUnderTest, tmp_path: Path
+) -> None:
+    await worker.channel.send(_sleeper(tmp_path, "slow"))
+    pid = await _pid_from(tmp_path / "slow.pid")
+    quick = _exec("builtin.read", {"workspace": str(tmp_path), "path": "slow.pid"}, effect="quick")
+    assert isinstance(await worker.call(quick), Result)  # still serving while one effect runs
+    await worker.channel.send(Cancel(effect_id="slow"))
+    reply = await worker.channel.receive()
+    assert isinstance(reply, Failure) and reply.effect_id == "slow" and reply.uncertain
+    assert _gone(pid)
+
+
+async def test_eof_kills_running_children_and_the_worker_exits(
+    worker: WorkerUnderTest, tmp_path: Path
+) -> None:
+    await worker.channel.send(_sleeper(tmp_path, "orphan"))
+    pid = await _pid_from(tmp_path / "orphan.pid")
+    await worker.channel.aclose()
+    await worker.proc.wait()
+    assert _gone(pid)
+
+
+async def test_shutdown_finishes_running_effects_first(
+    worker: WorkerUnderTest, tmp_path: Path
+) -> None:
+    msg = _exec(
+        "builtin.shell.exec",
+        {"workspace": str(tmp_path), "command": "/bin/sh", "args": ["-c", "sleep 1; echo done"]},
+    )
+    await worker.channel.send(msg)
+    await worker.channel.send(Shutdown())
+    reply = await worker.channel.receive()
+    assert isinstance(reply, Result) and reply.output["stdout"] == "done\n"
+    assert await worker.channel.receive() is None
+    assert await worker.proc.wait() == 0
+
+
+def test_crash_point_kills_the_worker_before_it_replies(tmp_path: Path) -> None:
+    parent, child = socket.socketpair()
+    env = {**os.environ, "AGENTCTL_CRASH_AT": "worker.before_result"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentctl.workers", "--fd", str(child.fileno())],
+        pass_fds=(child.fileno(),),
+        env=env,
+    )
+    child.close()
+
+    async def drive() -> list[object]:
+        channel = FrameChannel(trio.SocketStream(trio.socket.from_stdlib_socket(parent)))
+        seen: list[object] = [await channel.receive()]
+        await channel.send(_write(tmp_path, "out/a.txt", "x"))
+        seen.append(await channel.receive())
+        return seen
+
+    seen = trio.run(drive)
+    assert isinstance(seen[0], Hello) and seen[1] is None  # EOF: no reply was ever sent
+    assert proc.wait(timeout=30) == -9
+    assert (tmp_path / "out" / "a.txt").read_text() == "x"  # it executed before dying
