@@ -21,10 +21,16 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from agentctl import __version__
+from agentctl.clikit import (
+    DEFAULT_DB,
+    DbOpt,
+    Delivered,
+    deliver,
+    json_file,
+    read_cli_file,
+)
 from agentctl.errors import AgentctlError, ValidationError
 from agentctl.render import Outcome, Settings, emit_error, emit_outcome
-
-MAX_CLI_FILE_BYTES = 1_048_576
 
 app = typer.Typer(
     name="agentctl",
@@ -36,18 +42,6 @@ app = typer.Typer(
 )
 
 SETTINGS = Settings()
-
-
-class _Delivered(Exception):
-    """Carries a finished command's outcome out of typer to ``main``."""
-
-    def __init__(self, outcome: Outcome) -> None:
-        super().__init__(outcome.kind)
-        self.outcome = outcome
-
-
-def deliver(outcome: Outcome) -> NoReturn:
-    raise _Delivered(outcome)
 
 
 # --------------------------------------------------------------------------- argv handling
@@ -114,27 +108,6 @@ def _apply_flag(settings: Settings, name: str, value: str) -> None:
 
 
 # --------------------------------------------------------------------------- shared helpers
-
-
-def read_cli_file(path: Path, what: str = "file") -> bytes:
-    """Read a user-named file of at most 1 MiB; a missing or oversize file is exit 2."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_CLI_FILE_BYTES:
-            raise ValidationError(
-                f"{what} {path} is {size} bytes; the limit is {MAX_CLI_FILE_BYTES} bytes"
-            )
-        with path.open("rb") as handle:
-            data = handle.read(MAX_CLI_FILE_BYTES + 1)
-    except FileNotFoundError as exc:
-        raise ValidationError(f"{what} {path} does not exist") from exc
-    except IsADirectoryError as exc:
-        raise ValidationError(f"{what} {path} is a directory") from exc
-    except PermissionError as exc:
-        raise ValidationError(f"{what} {path} is not readable: permission denied") from exc
-    if len(data) > MAX_CLI_FILE_BYTES:
-        raise ValidationError(f"{what} {path} is larger than {MAX_CLI_FILE_BYTES} bytes")
-    return data
 
 
 def compile_file(path: Path) -> Any:
@@ -221,8 +194,6 @@ def _plan_human(data: dict[str, Any]) -> Any:
 
 # --------------------------------------------------------------------------- runs
 
-DbOpt = Annotated[str, typer.Option("--db", help="SQLite database (default .agentctl/runtime.db).")]
-DEFAULT_DB = ".agentctl/runtime.db"
 TimeoutOpt = Annotated[
     float | None,
     typer.Option("--timeout-seconds", min=0.001, help="Overall deadline; on expiry exit 130."),
@@ -445,11 +416,11 @@ def effects_reconcile_cmd(
             f"--status must be applied, not-applied or compensated, not {status!r}"
         )
     evidence = (
-        _json_file(evidence_file, "evidence file")
+        json_file(evidence_file, "evidence file")
         if evidence_file
         else {"kind": "operator_statement", "statement": reason}
     )
-    result = _json_file(result_file, "result file") if result_file else None
+    result = json_file(result_file, "result file") if result_file else None
     data = api.effects_reconcile(
         effect, db=db, status=status, reason=reason, actor=actor, evidence=evidence,
         result=result, compensation_effect_id=compensation_effect,
@@ -457,11 +428,14 @@ def effects_reconcile_cmd(
     deliver(Outcome("EffectReconciliation", data))
 
 
-def _json_file(path: Path, what: str) -> Any:
-    try:
-        return json.loads(read_cli_file(path, what))
-    except json.JSONDecodeError as exc:
-        raise ValidationError(f"{what} {path} is not valid JSON: {exc}") from exc
+def _register_state_groups() -> None:
+    from agentctl.cli_state import artifacts_app, db_app
+
+    app.add_typer(artifacts_app, name="artifacts")
+    app.add_typer(db_app, name="db")
+
+
+_register_state_groups()
 
 
 # --------------------------------------------------------------------------- entry point
@@ -472,7 +446,7 @@ def _run_app(args: list[str]) -> int:
 
     try:
         result = app(args=args, prog_name="agentctl", standalone_mode=False)
-    except _Delivered as done:
+    except Delivered as done:
         emit_outcome(done.outcome, SETTINGS)
         return done.outcome.exit_code
     except click_exc.NoArgsIsHelpError as exc:

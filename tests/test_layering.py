@@ -23,7 +23,9 @@ ALLOWED: dict[str, set[str]] = {
     "coordinator": {"core", "ledger", "mailbox", "sandbox", "errors"},
     "errors": set(),
     "render": {"errors"},
-    "cli": {"core", "ledger", "coordinator", "render", "errors", "__init__"},
+    "cli": {"core", "ledger", "coordinator", "render", "errors", "__init__", "clikit", "cli_state"},
+    "clikit": {"render", "errors"},
+    "cli_state": {"clikit", "render", "errors", "ledger", "coordinator"},
     "__main__": {"cli"},
     "__init__": set(),
 }

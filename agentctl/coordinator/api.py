@@ -27,7 +27,7 @@ from agentctl.coordinator.service import (
 )
 from agentctl.core.plan import Plan
 from agentctl.errors import ValidationError
-from agentctl.ledger import approvals, audit, effects, reconcile, runs, tasks
+from agentctl.ledger import reconcile, runs, stats
 from agentctl.ledger.connection import Ledger, open_ledger
 
 DEFAULT_DB = ".agentctl/runtime.db"
@@ -225,51 +225,22 @@ def cancel(run_ref: str, *, db: str) -> dict[str, Any]:
 
 def list_runs(*, db: str, state: str | None, limit: int) -> dict[str, Any]:
     with _open(db) as ledger, ledger.read() as conn:
-        found = runs.list_runs(conn, state=state, limit=limit)
-    return {"runs": [r.summary_json() for r in found]}
+        return stats.run_list(conn, state=state, limit=limit)
 
 
 def inspect(run_ref: str, *, db: str) -> dict[str, Any]:
     with _open(db) as ledger, ledger.read() as conn:
-        run = runs.find_run(conn, run_ref)
-        rid = run.run_id
-        return {
-            "run": run.to_json(),
-            "tasks": [t.to_json() for t in tasks.list_tasks(conn, rid)],
-            "effects": [e.to_json() for e in effects.list_effects(conn, rid)],
-            "effectReconciliations": [
-                r.to_json() for r in reconcile.list_reconciliations(conn, run_id=rid)
-            ],
-            "approvals": [a.to_json() for a in approvals.list_approvals(conn, rid)],
-            "checkpoints": [c.to_json() for c in audit.list_checkpoints(conn, rid)],
-            "toolCalls": effects.list_tool_calls(conn, rid),
-            "audit": [a.to_json() for a in audit.list_audit(conn, rid)],
-        }
+        return stats.run_inspection(conn, runs.find_run(conn, run_ref).run_id)
 
 
 def effects_list(run_ref: str, *, db: str, task: str | None) -> dict[str, Any]:
     with _open(db) as ledger, ledger.read() as conn:
-        run = runs.find_run(conn, run_ref)
-        found = effects.list_effects(conn, run.run_id, task)
-        recs = reconcile.list_reconciliations(conn, run_id=run.run_id)
-    wanted = {e.effect_id for e in found}
-    return {
-        "runId": run.run_id,
-        "taskId": task,
-        "effects": [e.to_json() for e in found],
-        "reconciliations": [r.to_json() for r in recs if r.effect_id in wanted],
-    }
+        return stats.effect_list(conn, runs.find_run(conn, run_ref).run_id, task)
 
 
 def effects_inspect(effect_id: str, *, db: str) -> dict[str, Any]:
     with _open(db) as ledger, ledger.read() as conn:
-        eff = effects.get_effect(conn, effect_id)
-        recs = reconcile.list_reconciliations(conn, effect_id=effect_id)
-    return {
-        "effect": eff.to_json(),
-        "reconciliations": [r.to_json() for r in recs],
-        "effectiveReconciliation": recs[-1].to_json() if recs else None,
-    }
+        return stats.effect_inspection(conn, effect_id)
 
 
 def effects_reconcile(

@@ -31,8 +31,13 @@ from agentctl.core.plan import PlannedTask
 from agentctl.ledger.effects import EffectRecord, NewEffect
 from agentctl.mailbox.messages import Execute, Failure, Result
 
+MAX_ARTIFACT_BYTES = 16 * 1024 * 1024
 TERMINAL = frozenset({"succeeded", "failed", "skipped", "cancelled"})
 SCHEDULABLE = frozenset({"pending", "retry_scheduled", "running", "waiting_for_effect"})
+
+
+def _ingest_one(ledger: Any, store: Any, path: str, now: str, run_id: str, task_id: str) -> Any:
+    return store.ingest(path, now, run_id=run_id, task_id=task_id)
 
 
 def crash_point(name: str) -> None:
@@ -74,7 +79,9 @@ class Driver:
         clock: Clock,
         trace_id: str,
         on_progress: Callable[[str, str], None] | None = None,
+        artifacts: Any = None,
     ) -> None:
+        self.artifacts = artifacts
         self.store = store
         self.rs = rs
         self.live = live
@@ -250,6 +257,9 @@ class Driver:
         else:
             status, output, error, retryable = await self._dispatch(p)
             p.retryable = retryable
+            if status == "succeeded" and p.artifact_paths:
+                error = await self._ingest(p)
+                status = "succeeded" if error is None else status
             if spent is not None and output is not None:
                 size = len(str(output.get("stdout", ""))) + len(str(output.get("stderr", "")))
                 spent = {"processOutputBytes": size}
@@ -275,10 +285,30 @@ class Driver:
         reply = await self.pool.execute(msg)
         crash_point("coordinator.after_result")
         if isinstance(reply, Result):
+            p.artifact_paths = list(reply.artifacts)
             return "succeeded", reply.output, None, False
         assert isinstance(reply, Failure)
         status = "uncertain" if reply.uncertain else "failed"
         return status, None, reply.error.message, reply.error.retryable
+
+    async def _ingest(self, p: Prepared) -> str | None:
+        """Ingest the files a confirmed mutation wrote into the artifact store (≤ 16 MiB each)."""
+        if self.artifacts is None:
+            return None
+        for rel in p.artifact_paths:
+            path = os.path.join(self.rs.workspace, rel)
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                continue
+            if size > MAX_ARTIFACT_BYTES or not os.path.isfile(path):
+                continue
+            got = await self.store.call(
+                _ingest_one, self.artifacts, path, self.clock.now(), self.rs.run_id, p.task.id
+            )
+            p.artifacts.append(got.ref(rel))
+            p.lease_ids.append(got.lease_id)
+        return None
 
     def _settle(self, p: Prepared, status: str, output: Any, error: str | None) -> None:
         p.kind = "done"
@@ -313,6 +343,8 @@ class Driver:
                     decision=p.decision,
                     definition_fingerprint=p.task.definition_fingerprint or None,
                     state_delta=p.memory_delta if p.state == "succeeded" else None,
+                    artifacts=tuple(p.artifacts) if target == "succeeded" else (),
+                    lease_ids=tuple(p.lease_ids),
                 )
             )
         await self.store.write(

@@ -57,6 +57,9 @@ class Prepared:
     effect: EffectPlan | None = None
     memory_delta: dict[str, Any] | None = None
     retryable: bool = False
+    artifact_paths: list[str] = field(default_factory=list)
+    artifacts: list[Any] = field(default_factory=list)  # ArtifactRef of ingested files
+    lease_ids: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

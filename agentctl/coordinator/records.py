@@ -17,6 +17,7 @@ from typing import Any
 
 from agentctl.core.states import can_transition_task
 from agentctl.ledger import budget, effects, tasks
+from agentctl.ledger.artifacts.refs import ArtifactRef
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ class Finished:
     definition_fingerprint: str | None = None
     input_digest: str | None = None
     state_delta: Any = None
+    artifacts: tuple[ArtifactRef, ...] = ()
+    lease_ids: tuple[str, ...] = ()
 
 
 def transition_path(current: str, target: str) -> list[str]:
@@ -157,6 +160,8 @@ def commit_batch_txn(
                 input_digest=item.input_digest,
                 state_delta=item.state_delta,
                 events=_events(item),
+                artifacts=item.artifacts,
+                ingest_lease_ids=item.lease_ids,
             )
         )
     tasks.commit_tasks_txn(conn, run_id, completions, memory, now, trace_id=trace_id)

@@ -34,6 +34,7 @@ from agentctl.errors import (
     RunFailedError,
 )
 from agentctl.ledger import audit, effects, reconcile, runs, tasks
+from agentctl.ledger.artifacts.store import open_artifact_store
 from agentctl.ledger.connection import Ledger
 
 CANCEL_POLL_S = 0.1
@@ -155,7 +156,10 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
     final, cancelled, wall_expired = "failed", False, False
     wall_deadline = await _wall_deadline(store, req)
     async with open_worker_pool(size, registry_path=registry) as pool:
-        driver = Driver(store, settings, live, pool, req.clock, req.trace_id, req.progress)
+        cas = await store.call(open_artifact_store)
+        driver = Driver(
+            store, settings, live, pool, req.clock, req.trace_id, req.progress, artifacts=cas
+        )
         with trio.CancelScope() as scope, trio.CancelScope(deadline=wall_deadline) as wall:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_watch_signals, scope)

@@ -32,6 +32,10 @@ class Store:
 
         return await trio.to_thread.run_sync(work, limiter=self._limiter)
 
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(ledger, *args)`` in the ledger thread; ``fn`` manages its own transactions."""
+        return await trio.to_thread.run_sync(lambda: fn(self.ledger, *args), limiter=self._limiter)
+
     async def read(self, fn: Callable[..., T], *args: Any) -> T:
         def work() -> T:
             with self.ledger.read() as conn:

@@ -4,9 +4,6 @@ spec defaults the compiler relies on; also ``locate`` and the legacy ``playbook:
 ``EXAMPLES`` is imported by the other ``test_dsl_*`` modules.
 """
 
-# The examples are quoted verbatim from the spec, long lines included.
-# ruff: noqa: E501
-
 from __future__ import annotations
 
 import json

@@ -1,0 +1,155 @@
+"""Command groups over stored state that need no coordinator: ``artifacts`` and ``db``.
+
+Each command opens the ledger (which migrates it, or refuses a newer schema with exit 5 and
+changes nothing), does one read or one guarded operation, and delivers one outcome.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from agentctl.clikit import DEFAULT_DB, DbOpt, deliver
+from agentctl.errors import NotFoundError, ValidationError
+from agentctl.render import Outcome, Settings
+
+artifacts_app = typer.Typer(
+    help="List, verify, export and collect stored artifacts.", no_args_is_help=True
+)
+db_app = typer.Typer(help="Database statistics and migration.", no_args_is_help=True)
+
+
+def _now() -> str:
+    from agentctl.coordinator.clock import Clock
+
+    return Clock().now()
+
+
+def _ledger(db: str, *, create: bool = False) -> Any:
+    from agentctl.ledger import open_ledger
+
+    if not create and not Path(db).exists():
+        raise NotFoundError(f"database {db} does not exist")
+    return open_ledger(db)
+
+
+def _store(ledger: Any) -> Any:
+    from agentctl.ledger import open_artifact_store
+
+    return open_artifact_store(ledger)
+
+
+@artifacts_app.command("list")
+def artifacts_list_cmd(
+    db: DbOpt = DEFAULT_DB,
+    run: Annotated[str | None, typer.Option("--run", help="Only this run's references.")] = None,
+    task: Annotated[
+        str | None, typer.Option("--task", help="Only this task (needs --run).")
+    ] = None,
+) -> None:
+    """Artifact references and the blobs they name."""
+    from agentctl.ledger import runs, stats
+
+    if task is not None and run is None:
+        raise ValidationError("artifacts list --task needs --run")
+    with _ledger(db) as ledger, ledger.read() as conn:
+        run_id = runs.find_run(conn, run).run_id if run else None
+        data = stats.artifact_list(conn, run_id, task)
+    deliver(Outcome("ArtifactList", data, human=_list_human(data)))
+
+
+def _list_human(data: dict[str, Any]) -> Any:
+    from agentctl.render import table
+
+    def human(settings: Settings) -> str:
+        rows = [
+            [
+                r.get("runId", ""),
+                r.get("taskId", ""),
+                r["path"],
+                r["digest"][:19],
+                str(r["sizeBytes"]),
+            ]
+            for r in data["references"]
+        ]
+        return table("artifacts", ["run", "task", "path", "digest", "bytes"], rows, settings)
+
+    return human
+
+
+@artifacts_app.command("inspect")
+def artifacts_inspect_cmd(
+    digest: Annotated[str, typer.Argument(help="sha256:<64 hex>")],
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """One blob and every reference to it."""
+    from agentctl.ledger import stats
+
+    with _ledger(db) as ledger, ledger.read() as conn:
+        data = stats.artifact_inspection(conn, digest)
+    deliver(Outcome("ArtifactInspection", data))
+
+
+@artifacts_app.command("verify")
+def artifacts_verify_cmd(
+    digest: Annotated[str | None, typer.Argument(help="sha256:<64 hex>; omit with --all")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Verify every blob.")] = False,
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Re-hash stored blobs; any mismatch is exit 5."""
+    if (digest is None) == (not all_):
+        raise ValidationError("artifacts verify needs exactly one of DIGEST or --all")
+    with _ledger(db) as ledger:
+        data = _store(ledger).verify(_now(), None if all_ else [digest])
+    deliver(Outcome("ArtifactVerification", data))
+
+
+@artifacts_app.command("export")
+def artifacts_export_cmd(
+    digest: Annotated[str, typer.Argument(help="sha256:<64 hex>")],
+    dest: Annotated[Path, typer.Argument(help="Destination file.")],
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace an existing file.")
+    ] = False,
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Copy a verified blob to DEST atomically (never through a symlink)."""
+    with _ledger(db) as ledger:
+        data = _store(ledger).export(digest, dest, overwrite=overwrite)
+    deliver(Outcome("ArtifactExport", data))
+
+
+@artifacts_app.command("gc")
+def artifacts_gc_cmd(
+    older_than_days: Annotated[int, typer.Option("--older-than-days", min=0)] = 30,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report, change nothing.")] = False,
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Collect unreferenced, unleased blobs and stale temporary files."""
+    from agentctl.ledger import run_gc
+
+    with _ledger(db) as ledger:
+        data = run_gc(_store(ledger), _now(), older_than_days=older_than_days, dry_run=dry_run)
+    deliver(Outcome("ArtifactGarbageCollection", data))
+
+
+@db_app.command("stats")
+def db_stats_cmd(db: DbOpt = DEFAULT_DB) -> None:
+    """Schema version, size on disk and row counts."""
+    from agentctl.ledger import stats
+
+    with _ledger(db) as ledger:
+        data = stats.database_stats(ledger)
+    deliver(Outcome("DatabaseStats", data))
+
+
+@db_app.command("migrate")
+def db_migrate_cmd(db: DbOpt = DEFAULT_DB) -> None:
+    """Create or migrate the database to the supported schema."""
+    from agentctl.ledger import stats
+
+    with _ledger(db, create=True) as ledger:
+        data = stats.database_migration(ledger)
+    deliver(Outcome("DatabaseMigration", data))

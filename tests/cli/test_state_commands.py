@@ -1,0 +1,112 @@
+"""The state commands as a user calls them: artifacts, db, and refusals of future databases."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES
+
+
+@pytest.fixture
+def hello_run(cli, tmp_path: Path) -> tuple[Path, str]:  # type: ignore[no-untyped-def]
+    shutil.copy(EXAMPLES / "hello.yaml", tmp_path / "hello.yaml")
+    db = tmp_path / "state" / "r.db"
+    done = cli("--output", "json", "run", "hello.yaml", "--db", str(db))
+    assert done.rc == 0, done.stderr
+    return db, str(done.data["runId"])
+
+
+def test_written_files_become_verified_artifacts(cli, hello_run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    db, run_id = hello_run
+    listed = cli("--output", "json", "artifacts", "list", "--run", run_id, "--db", str(db))
+    assert listed.rc == 0, listed.stderr
+    [ref] = listed.data["references"]
+    content = (tmp_path / "out" / "hello.txt").read_bytes()
+    assert ref["path"] == "out/hello.txt" and ref["taskId"] == "save"
+    assert ref["digest"] == "sha256:" + hashlib.sha256(content).hexdigest()
+    blob = db.parent / "artifacts" / "sha256" / ref["digest"][7:9] / ref["digest"][7:]
+    assert blob.read_bytes() == content
+    assert stat.S_IMODE(blob.stat().st_mode) == 0o400
+    assert stat.S_IMODE((db.parent / "artifacts").stat().st_mode) == 0o700
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    ok = cli("--output", "json", "artifacts", "verify", "--all", "--db", str(db))
+    assert ok.rc == 0 and ok.data["valid"] is True
+    out = tmp_path / "copy.txt"
+    exported = cli(
+        "--output", "json", "artifacts", "export", ref["digest"], str(out), "--db", str(db)
+    )
+    assert exported.rc == 0 and out.read_bytes() == content
+    again = cli("--output", "json", "artifacts", "export", ref["digest"], str(out), "--db", str(db))
+    assert again.rc == 5 and "--overwrite" in again.error["error"]["message"]
+    inspected = cli("--output", "json", "inspect", run_id, "--db", str(db)).data
+    assert [a["digest"] for a in inspected["artifacts"]] == [ref["digest"]]
+
+
+def test_corrupted_blob_fails_verify_and_export(cli, hello_run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    db, run_id = hello_run
+    ref = cli("--output", "json", "artifacts", "list", "--db", str(db)).data["references"][0]
+    blob = db.parent / "artifacts" / "sha256" / ref["digest"][7:9] / ref["digest"][7:]
+    os.chmod(blob, 0o600)
+    blob.write_bytes(b"tampered")
+    bad = cli("--output", "json", "artifacts", "verify", ref["digest"], "--db", str(db))
+    assert bad.rc == 5
+    assert ref["digest"] in bad.error["error"]["message"]
+    target = tmp_path / "exported.txt"
+    refused = cli(
+        "--output", "json", "artifacts", "export", ref["digest"], str(target), "--db", str(db)
+    )
+    assert refused.rc == 5 and not target.exists()
+
+
+def test_db_stats_and_migrate(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    db = tmp_path / "fresh" / "x.db"
+    migrated = cli("--output", "json", "db", "migrate", "--db", str(db))
+    assert migrated.rc == 0, migrated.stderr
+    supported = migrated.data["to"]
+    assert migrated.data["from"] == 0 and migrated.data["applied"] == list(range(1, supported + 1))
+    stats = cli("--output", "json", "db", "stats", "--db", str(db)).data
+    assert stats["schemaVersion"] == stats["supportedSchemaVersion"] == supported
+    assert stats["journalMode"] == "wal" and stats["counts"]["runs"] == 0
+    again = cli("--output", "json", "db", "migrate", "--db", str(db)).data
+    assert again["applied"] == []
+
+
+COMMANDS = [
+    ["run", "hello.yaml"],
+    ["resume", "run-x"],
+    ["inspect", "run-x"],
+    ["cancel", "run-x"],
+    ["runs", "list"],
+    ["effects", "list", "run-x"],
+    ["artifacts", "list"],
+    ["artifacts", "verify", "--all"],
+    ["artifacts", "gc"],
+    ["db", "stats"],
+    ["db", "migrate"],
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c[:2]))
+def test_future_schema_is_refused_and_untouched(
+    cli, hello_run, tmp_path: Path, command: list[str]
+) -> None:  # type: ignore[no-untyped-def]
+    db, _run_id = hello_run
+    with sqlite3.connect(db) as conn:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        conn.execute("PRAGMA journal_mode=DELETE")
+        conn.execute(f"PRAGMA user_version={version + 1}")
+    before = db.read_bytes()
+    siblings = sorted(p.name for p in db.parent.iterdir())
+    got = cli("--output", "json", *command, "--db", str(db))
+    assert got.rc == 5, (command, got.rc, got.stderr)
+    message = got.error["error"]["message"]
+    assert str(version + 1) in message and str(version) in message
+    assert db.read_bytes() == before
+    assert sorted(p.name for p in db.parent.iterdir()) == siblings

@@ -1,0 +1,482 @@
+"""Every way a workflow source can be wrong yields a ValidationError whose diagnostics carry the
+right code, dotted path and 1-based line/column (computed here from the source text itself).
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_dsl_examples import EXAMPLES, HEAD
+
+from agentctl.core.dsl import MAX_SOURCE_BYTES, load_workflow
+from agentctl.errors import Diagnostic, ValidationError
+
+MINIMAL = HEAD + "metadata: { name: m }\nspec:\n  tasks:\n    - id: a\n      uses: action:x\n"
+
+
+def diagnostics(source: str | bytes) -> list[Diagnostic]:
+    with pytest.raises(ValidationError) as info:
+        load_workflow(source, "wf.yaml")
+    found = info.value.diagnostics
+    assert found, "a ValidationError must carry at least one diagnostic"
+    assert all(d.file == "wf.yaml" for d in found)
+    assert "\n" not in info.value.message
+    return found
+
+
+def only(source: str | bytes) -> Diagnostic:
+    found = diagnostics(source)
+    assert len(found) == 1, [d.message for d in found]
+    return found[0]
+
+
+def position(source: str, needle: str, nth: int = 1) -> tuple[int, int]:
+    """1-based line and column of the ``nth`` occurrence of ``needle`` in ``source``."""
+    offset = -1
+    for _ in range(nth):
+        offset = source.index(needle, offset + 1)
+    line = source.count("\n", 0, offset) + 1
+    return line, offset - (source.rfind("\n", 0, offset) + 1) + 1
+
+
+def check(diag: Diagnostic, code: str, path: str | None, where: tuple[int, int]) -> None:
+    assert (diag.code, diag.path, (diag.line, diag.column)) == (code, path, where), diag
+
+
+# --- YAML level -----------------------------------------------------------------------------
+
+
+def test_malformed_yaml_points_at_the_problem() -> None:
+    source = MINIMAL + "\tbroken: here\n"
+    check(only(source), "yaml_syntax", None, position(source, "\tbroken"))
+    unclosed = HEAD + "metadata: { name: x\nspec: { tasks: [] }\n"
+    diag = only(unclosed)
+    assert diag.code == "yaml_syntax" and diag.line == 4
+
+
+def test_binary_garbage_and_bad_utf8() -> None:
+    check(only(b"\x89PNG\r\n\x1a\n\x00\x00\xff"), "yaml_syntax", None, (1, 1))
+    check(only(b"apiVersion: x\nkind: \xff\xfe"), "yaml_syntax", None, (2, 7))
+    check(only("kind: Workflow\x00\n"), "yaml_syntax", None, (1, 15))
+
+
+def test_a_two_mib_source_is_refused_before_parsing() -> None:
+    # Not YAML at all: it would be a yaml_syntax error if the size check ran after parsing.
+    huge = "{[" * (1024 * 1024)
+    for source in (huge, huge.encode()):
+        diag = only(source)
+        assert diag.code == "schema_violation" and (diag.line, diag.column) == (1, 1)
+        assert str(MAX_SOURCE_BYTES) in diag.message
+
+
+def test_a_source_of_exactly_the_limit_is_parsed() -> None:
+    padding = MAX_SOURCE_BYTES - len(MINIMAL.encode()) - 2
+    source = MINIMAL + "#" + "x" * padding + "\n"
+    assert len(source.encode()) == MAX_SOURCE_BYTES
+    assert load_workflow(source).document["metadata"]["name"] == "m"
+
+
+def test_duplicate_keys_are_reported_at_the_second_key() -> None:
+    source = MINIMAL.replace("      uses:", "      with: { a: 1, a: 2 }\n      uses:")
+    source += "metadata: { name: again }\n"
+    first, second = diagnostics(source)
+    check(first, "yaml_syntax", "spec.tasks.0.with.a", position(source, "a: 2"))
+    check(second, "yaml_syntax", "metadata", position(source, "metadata", 2))
+
+
+@pytest.mark.parametrize(
+    ("fragment", "message"),
+    [
+        ("x: &a 1", "anchors"),
+        ("x: *a", "alias"),
+        ("x: !!binary aGk=", "unsupported tag"),
+        ("x: !custom 1", "unsupported tag"),
+        ("x: .inf", "finite"),
+        ("1: one", "not a string"),
+        ("? [a, b]\n        : one", "plain strings"),
+    ],
+)
+def test_unsupported_yaml_constructs(fragment: str, message: str) -> None:
+    source = MINIMAL.replace("      uses:", f"      with:\n        {fragment}\n      uses:")
+    diag = only(source)
+    assert diag.code == "yaml_syntax" and message in diag.message
+    # Each problem is reported on the fragment's first line (line 8).
+    assert diag.line == position(source, fragment.splitlines()[0])[0] == 8
+
+
+def test_multiple_documents_and_empty_or_non_mapping_documents() -> None:
+    assert only(MINIMAL + "---\na: 1\n").code == "yaml_syntax"
+    check(only(""), "yaml_syntax", None, (1, 1))
+    check(only("- just\n- a list\n"), "schema_violation", None, (1, 1))
+
+
+# --- schema level ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "path", "needle"),
+    [
+        ("kind: Workflow\n", "kind: Workflow\nextra: 1\n", "extra", "extra"),
+        ("{ name: m }", "{ name: m, nmae: n }", "metadata.nmae", "nmae"),
+        ("spec:\n", "spec:\n  concurrency: 2\n", "spec.concurrency", "concurrency"),
+        (
+            "      uses:",
+            "      retry: { tries: 2 }\n      uses:",
+            "spec.tasks.0.retry.tries",
+            "tries",
+        ),
+        (
+            "spec:\n",
+            "spec:\n  policy:\n    network: { allowPrivate: false, proxy: true }\n",
+            "spec.policy.network.proxy",
+            "proxy",
+        ),
+        (
+            "spec:\n",
+            "spec:\n  actions:\n    x: { kind: builtin.assign, with: {}, bogus: 1 }\n",
+            "spec.actions.x.bogus",
+            "bogus",
+        ),
+    ],
+)
+def test_unknown_keys_point_at_the_key(old: str, new: str, path: str, needle: str) -> None:
+    source = MINIMAL.replace(old, new, 1)
+    diag = only(source)
+    check(diag, "schema_violation", path, position(source, needle))
+    assert needle in diag.message and diag.help and "allowed keys" in diag.help
+
+
+def test_unknown_key_suggests_the_closest_known_key() -> None:
+    source = MINIMAL.replace("spec:\n", "spec:\n  runtime: { maxConcurency: 2 }\n")
+    assert "did you mean `maxConcurrency`" in (only(source).help or "")
+
+
+@pytest.mark.parametrize(
+    ("fragment", "path", "needle", "expected"),
+    [
+        ('runtime: { maxConcurrency: "3" }', "spec.runtime.maxConcurrency", '"3"', "integer"),
+        ("runtime: { maxConcurrency: true }", "spec.runtime.maxConcurrency", "true", "integer"),
+        ("output: { verbose: 1 }", "spec.output.verbose", "1 }", "true or false"),
+        ("output: { verbose: yes }", "spec.output.verbose", "yes", "true or false"),
+        ("policy: { writableRoots: out }", "spec.policy.writableRoots", "out", "list"),
+        ("inputs: [1]", "spec.inputs", "[1]", "mapping"),
+        ("runtime: { maxConcurrency: 1.0 }", "spec.runtime.maxConcurrency", "1.0", "integer"),
+    ],
+)
+def test_wrong_types_are_not_coerced(fragment: str, path: str, needle: str, expected: str) -> None:
+    source = MINIMAL.replace("spec:\n", f"spec:\n  {fragment}\n")
+    diag = only(source)
+    check(diag, "schema_violation", path, position(source, needle))
+    assert expected in diag.message and "got" in diag.message
+
+
+@pytest.mark.parametrize(
+    ("fragment", "path", "needle"),
+    [
+        ("runtime: { maxConcurrency: 65 }", "spec.runtime.maxConcurrency", "65"),
+        ("runtime: { maxConcurrency: 0 }", "spec.runtime.maxConcurrency", "0 }"),
+        (
+            "runtime: { defaultTimeoutSeconds: 86401 }",
+            "spec.runtime.defaultTimeoutSeconds",
+            "86401",
+        ),
+        ("runtime: { budgets: { maxTasks: 0 } }", "spec.runtime.budgets.maxTasks", "0 }"),
+        ("policy: { approval: sometimes }", "spec.policy.approval", "sometimes"),
+        (
+            "policy: { network: { connectTimeoutSeconds: 121 } }",
+            "spec.policy.network.connectTimeoutSeconds",
+            "121",
+        ),
+        (
+            "memory: { longTerm: { embedding: { dimensions: 7 } } }",
+            "spec.memory.longTerm.embedding.dimensions",
+            "7 }",
+        ),
+    ],
+)
+def test_ranges_and_enums(fragment: str, path: str, needle: str) -> None:
+    source = MINIMAL.replace("spec:\n", f"spec:\n  {fragment}\n")
+    check(only(source), "schema_violation", path, position(source, needle))
+
+
+@pytest.mark.parametrize(
+    ("task_extra", "path", "needle"),
+    [
+        ("retry: { maxAttempts: 21 }", "spec.tasks.0.retry.maxAttempts", "21"),
+        ("retry: { backoffMs: 60001 }", "spec.tasks.0.retry.backoffMs", "60001"),
+        ("timeoutSeconds: 0", "spec.tasks.0.timeoutSeconds", "0\n"),
+        ("failure: ignore", "spec.tasks.0.failure", "ignore"),
+        ("foreach: { items: [1, 2], maxItems: 1 }", "spec.tasks.0.foreach.items", "[1, 2]"),
+        ("foreach: { items: [1], as: matrix }", "spec.tasks.0.foreach.as", "matrix }"),
+        ("needs: [b, b]", "spec.tasks.0.needs", "[b, b]"),
+        ("vars: { loopIndex: 1 }", "spec.tasks.0.vars.loopIndex", "loopIndex"),
+        ("loop: { maxIterations: 65, while: x }", "spec.tasks.0.loop.maxIterations", "65"),
+    ],
+)
+def test_task_rules(task_extra: str, path: str, needle: str) -> None:
+    source = MINIMAL + f"      {task_extra}\n"
+    check(only(source), "schema_violation", path, position(source, needle))
+
+
+def test_missing_keys_point_at_the_enclosing_mapping() -> None:
+    source = MINIMAL.replace("      uses: action:x\n", "")
+    diag = only(source)
+    check(diag, "schema_violation", "spec.tasks.0.uses", position(source, "id: a"))
+    assert "uses" in diag.message
+
+
+def test_invalid_task_id_and_uses() -> None:
+    source = MINIMAL.replace("id: a", "id: 9lives").replace("action:x", "module:x")
+    first, second = diagnostics(source)
+    check(first, "schema_violation", "spec.tasks.0.id", position(source, "9lives"))
+    check(second, "schema_violation", "spec.tasks.0.uses", position(source, "module:x"))
+
+
+def test_envelope_rules() -> None:
+    bad_version = MINIMAL.replace("v1alpha1", "v2")
+    diag = only(bad_version)
+    check(diag, "unsupported_version", "apiVersion", position(bad_version, "agentctl.dev/v2"))
+    assert "agentctl.dev/v1alpha1" in (diag.help or "")
+    no_version = MINIMAL.replace("apiVersion: agentctl.dev/v1alpha1\n", "")
+    assert "agentctl.dev/v1alpha1" in (only(no_version).help or "")
+    wrong_kind = MINIMAL.replace("kind: Workflow", "kind: Playbook")
+    check(only(wrong_kind), "schema_violation", "kind", position(wrong_kind, "Playbook"))
+    empty_name = MINIMAL.replace("name: m", 'name: ""')
+    check(only(empty_name), "schema_violation", "metadata.name", position(empty_name, '""'))
+    no_tasks = HEAD + "metadata: { name: m }\nspec: { tasks: [] }\n"
+    check(only(no_tasks), "schema_violation", "spec.tasks", position(no_tasks, "[]"))
+
+
+def test_all_problems_are_reported_in_source_order() -> None:
+    source = MINIMAL.replace("{ name: m }", "{ name: m, x: 1 }") + "      failure: maybe\n"
+    source = source.replace("spec:\n", "spec:\n  runtime: { maxConcurrency: 99 }\n")
+    found = diagnostics(source)
+    assert [d.path for d in found] == [
+        "metadata.x",
+        "spec.runtime.maxConcurrency",
+        "spec.tasks.0.failure",
+    ]
+    assert [d.line for d in found] == sorted(d.line or 0 for d in found)
+
+
+# --- the failing variants of spec/dsl.md §10 -------------------------------------------------
+
+
+def test_e9_process_key_on_an_assign_action() -> None:
+    source = EXAMPLES["e9"].replace(
+        "actions: {", "actions: { put: { kind: builtin.assign, stdoutLimitBytes: 1024 },"
+    )
+    diag = only(source)
+    check(
+        diag,
+        "schema_violation",
+        "spec.actions.put.stdoutLimitBytes",
+        position(source, "stdoutLimitBytes"),
+    )
+    assert "builtin.assign" in diag.message
+
+
+def test_e9_unpinned_container_image() -> None:
+    container = "isolation: container, container: { image: 'busybox:latest' }"
+    source = EXAMPLES["e9"].replace("stdoutLimitBytes: 1024", container)
+    diag = only(source)
+    check(
+        diag, "schema_violation", "spec.actions.hello.container.image", position(source, "'busybox")
+    )
+    pinned = source.replace("busybox:latest", "localhost/busybox@sha256:" + "ab" * 32)
+    assert (
+        load_workflow(pinned).document["spec"]["actions"]["hello"]["container"]["pidsLimit"] == 64
+    )
+
+
+def test_container_and_isolation_go_together_and_env_avoids_engine_variables() -> None:
+    alone = EXAMPLES["e9"].replace("stdoutLimitBytes: 1024", "isolation: container")
+    check(
+        only(alone),
+        "schema_violation",
+        "spec.actions.hello.isolation",
+        position(alone, "container"),
+    )
+    image = "'sha256:" + "0" * 64 + "'"
+    env = f"isolation: container, container: {{ image: {image} }}, env: {{ DOCKER_HOST: {{ env: X }} }}"
+    source = EXAMPLES["e9"].replace("stdoutLimitBytes: 1024", env)
+    diag = only(source)
+    assert diag.path == "spec.actions.hello.env.DOCKER_HOST" and diag.code == "schema_violation"
+
+
+def test_e2_reasoning_on_a_fake_agent() -> None:
+    source = EXAMPLES["e2"].replace("maxTurns: 2,", "maxTurns: 2, reasoning: { effort: low },")
+    diag = only(source)
+    check(
+        diag, "unsupported_capability", "spec.agents.scout.reasoning", position(source, "reasoning")
+    )
+
+
+def test_provider_options_outside_the_allow_list() -> None:
+    source = EXAMPLES["e2"].replace("finalText:", "store: true, finalText:")
+    diag = only(source)
+    check(
+        diag,
+        "unsupported_capability",
+        "spec.agents.scout.providerOptions.store",
+        position(source, "store"),
+    )
+    typed = EXAMPLES["e8"].replace("failFirst: 1", "failFirst: -1")
+    check(
+        only(typed),
+        "schema_violation",
+        "spec.agents.w.providerOptions.failFirst",
+        position(typed, "-1"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "key"),
+    [
+        (", retry: { maxAttempts: 2 }", "retry"),
+        (", when: inputs.x", "when"),
+        (", vars: { a: 1 }", "vars"),
+    ],
+)
+def test_e5_invoking_task_carries_only_needs_with_failure(extra: str, key: str) -> None:
+    source = EXAMPLES["e5"].replace("with: { word: hi } }", f"with: {{ word: hi }}{extra} }}")
+    check(
+        only(source),
+        "schema_violation",
+        f"spec.tasks.0.{key}",
+        position(source, f"{key}:"),
+    )
+
+
+def test_e5_subworkflow_version_must_be_semver() -> None:
+    source = EXAMPLES["e5"].replace("version: 0.1.0", "version: v1")
+    check(
+        only(source), "schema_violation", "spec.subworkflows.shout.version", position(source, "v1,")
+    )
+
+
+def test_shape_exclusivity_rules() -> None:
+    both = EXAMPLES["e3"].replace(
+        "foreach: { items: [dev, prod], as: env, maxItems: 2 }",
+        "foreach: { items: [a] }, matrix: { axes: { x: [1] } }",
+    )
+    check(only(both), "schema_violation", "spec.tasks.2.matrix", position(both, "matrix:"))
+    no_route = EXAMPLES["e2"].replace(
+        '{ id: publish, uses: "action:pass"', '{ id: publish, uses: "router"'
+    )
+    check(only(no_route), "schema_violation", "spec.tasks.3.uses", position(no_route, '"router"'))
+    loop_when = EXAMPLES["e4"].replace(
+        "initial: { n: 0 } },", "initial: { n: 0 } }, when: inputs.go,"
+    )
+    check(only(loop_when), "schema_violation", "spec.tasks.0.loop", position(loop_when, "loop:"))
+    matrix = EXAMPLES["e3"].replace("maxItems: 4", "maxItems: 3")
+    line, column = position(matrix, "maxItems: 3")
+    check(only(matrix), "schema_violation", "spec.tasks.3.matrix.maxItems", (line, column + 10))
+
+
+def test_memory_writes_only_on_memory_write_tasks() -> None:
+    source = EXAMPLES["e3"].replace(
+        '{ id: fan, uses: "action:put",', '{ id: fan, uses: "action:put", memoryWrites: [k],'
+    )
+    check(
+        only(source),
+        "schema_violation",
+        "spec.tasks.2.memoryWrites",
+        position(source, "memoryWrites"),
+    )
+    allowed = EXAMPLES["e3"].replace(
+        "with: { key: left, value: L }", "memoryWrites: [left], with: { key: left, value: L }"
+    )
+    assert load_workflow(allowed).document["spec"]["tasks"][0]["memoryWrites"] == ["left"]
+    # An unknown action is the compiler's missing_reference, not a schema error here.
+    unknown = EXAMPLES["e3"].replace(
+        '{ id: fan, uses: "action:put",', '{ id: fan, uses: "action:nope", memoryWrites: [k],'
+    )
+    load_workflow(unknown)
+
+
+def test_tool_rules() -> None:
+    loose = EXAMPLES["e2"].replace(
+        "required: [path], additionalProperties: false", "required: [path]"
+    )
+    check(
+        only(loose),
+        "schema_violation",
+        "spec.tools.peek.inputSchema",
+        position(loose, "{ type: object, properties: { path"),
+    )
+    optional = EXAMPLES["e2"].replace(
+        "required: [path], additionalProperties", "required: [], additionalProperties"
+    )
+    assert "required" in only(optional).message
+    mismatch = EXAMPLES["e2"].replace("effectClass: observe", "effectClass: pure")
+    check(
+        only(mismatch),
+        "schema_violation",
+        "spec.tools.peek.effectClass",
+        position(mismatch, "pure"),
+    )
+
+
+def test_late_features_are_refused_not_ignored() -> None:
+    late_kind = MINIMAL.replace(
+        "spec:\n", "spec:\n  actions: { s: { kind: builtin.long_term_memory.search } }\n"
+    )
+    check(
+        only(late_kind),
+        "unsupported_capability",
+        "spec.actions.s.kind",
+        position(late_kind, "builtin.long"),
+    )
+    packs = MINIMAL.replace("spec:\n", "spec:\n  packs: [ { name: p, version: 1.0.0 } ]\n")
+    check(only(packs), "unsupported_capability", "spec.packs", position(packs, "packs"))
+    var_files = MINIMAL.replace("spec:\n", "spec:\n  varsFiles: [a.yaml]\n")
+    assert only(var_files).code == "unsupported_capability"
+
+
+# --- secret references ----------------------------------------------------------------------
+
+
+def _with_provider(provider: str, policy: str = "{}") -> str:
+    return MINIMAL.replace(
+        "spec:\n", f"spec:\n  policy: {policy}\n  providers: {{ o: {provider} }}\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("credential", "needle"),
+    [
+        ("'OPENAI_API_KEY'", "'OPENAI"),
+        ("{ env: A, file: b }", "{ env: A"),
+        ("{ secret: A }", "{ secret"),
+        ("{ env: 'not valid' }", "'not valid'"),
+    ],
+)
+def test_malformed_secret_references(credential: str, needle: str) -> None:
+    source = _with_provider(f"{{ kind: openai, credential: {credential} }}")
+    diag = only(source)
+    assert diag.code == "invalid_secret_reference" and diag.path is not None
+    assert diag.path.startswith("spec.providers.o.credential")
+    assert (diag.line, diag.column) == position(source, needle)
+
+
+def test_secret_references_need_their_policy() -> None:
+    file_ref = _with_provider("{ kind: openai, credential: { file: /s/key } }")
+    check(
+        only(file_ref),
+        "invalid_secret_reference",
+        "spec.providers.o.credential",
+        position(file_ref, "{ file"),
+    )
+    assert load_workflow(file_ref.replace("policy: {}", "policy: { secretFileRoots: [/s] }"))
+    process = _with_provider("{ kind: openai, credential: { process: { command: /bin/vault } } }")
+    diag = only(process)
+    assert diag.code == "invalid_secret_reference" and "vault" in diag.message
+    ok = process.replace("policy: {}", "policy: { secretProcessAllowlist: [vault] }")
+    assert (
+        load_workflow(ok).document["spec"]["providers"]["o"]["credential"]["process"][
+            "timeoutSeconds"
+        ]
+        == 5
+    )
+    ca = MINIMAL.replace("spec:\n", "spec:\n  policy: { network: { customCa: { env: CA } } }\n")
+    assert only(ca).code == "invalid_secret_reference"
