@@ -188,7 +188,8 @@ def _memory_write(
     key = _str_arg(task, args, "key")
     if task.memory_writes and key not in task.memory_writes:
         raise PolicyDeniedError(
-            f"task {task.id}: memory key {key!r} is not in its memoryWrites {list(task.memory_writes)}"
+            f"task {task.id}: memory key {key!r} is not in its memoryWrites "
+            f"{list(task.memory_writes)}"
         )
     recorded = {"key": key, "value": args.get("value")}
     return recorded, dict(recorded)
@@ -202,7 +203,8 @@ def _shell(
     allow = list(policy.get("processAllowlist") or [])
     if os.path.basename(command) not in allow:
         raise PolicyDeniedError(
-            f"task {task.id}: process {os.path.basename(command)!r} is not in policy.processAllowlist"
+            f"task {task.id}: process {os.path.basename(command)!r} is not in "
+            "policy.processAllowlist"
         )
     env, recorded_env = _resolve_env(task, action, policy)
     limits = {
@@ -243,7 +245,8 @@ def _resolve_env(
             )
         if source not in allowed:
             raise PolicyDeniedError(
-                f"task {task.id}: env {name} reads {source}, which is not in policy.environmentAllowlist"
+                f"task {task.id}: env {name} reads {source}, which is not in "
+                "policy.environmentAllowlist"
             )
         value = os.environ.get(source)
         if value is None:

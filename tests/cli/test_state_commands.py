@@ -50,7 +50,7 @@ def test_written_files_become_verified_artifacts(cli, hello_run, tmp_path: Path)
 
 
 def test_corrupted_blob_fails_verify_and_export(cli, hello_run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    db, run_id = hello_run
+    db, _run_id = hello_run
     ref = cli("--output", "json", "artifacts", "list", "--db", str(db)).data["references"][0]
     blob = db.parent / "artifacts" / "sha256" / ref["digest"][7:9] / ref["digest"][7:]
     os.chmod(blob, 0o600)

@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (the examples are kept verbatim from spec/dsl.md §10)
 """The spec's §10 examples (spec/dsl.md) compiled through the real loader, plus every
 failing variant that is a compile-time error."""
 
