@@ -429,8 +429,9 @@ def effects_reconcile_cmd(
 
 
 def _register_state_groups() -> None:
-    from agentctl.cli_state import artifacts_app, db_app
+    from agentctl.cli_state import approvals_app, artifacts_app, db_app
 
+    app.add_typer(approvals_app, name="approvals")
     app.add_typer(artifacts_app, name="artifacts")
     app.add_typer(db_app, name="db")
 

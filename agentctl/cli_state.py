@@ -153,3 +153,80 @@ def db_migrate_cmd(db: DbOpt = DEFAULT_DB) -> None:
     with _ledger(db, create=True) as ledger:
         data = stats.database_migration(ledger)
     deliver(Outcome("DatabaseMigration", data))
+
+
+approvals_app = typer.Typer(
+    help="List, approve and reject pending approvals.", no_args_is_help=True
+)
+
+
+@approvals_app.command("list")
+def approvals_list_cmd(
+    run: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """The pending approvals of a run."""
+    from agentctl.ledger import runs, stats
+
+    with _ledger(db) as ledger, ledger.read() as conn:
+        data = stats.approval_list(conn, runs.find_run(conn, run).run_id)
+    deliver(Outcome("ApprovalList", data, human=_approvals_human(data)))
+
+
+def _approvals_human(data: dict[str, Any]) -> Any:
+    from agentctl.render import table
+
+    def human(settings: Settings) -> str:
+        rows = [
+            [a["approvalId"], a["taskId"], str(a.get("capability")), str(a.get("reason"))]
+            for a in data["approvals"]
+        ]
+        if not rows:
+            return f"no pending approvals for {data['runId']}"
+        return table("pending approvals", ["approval", "task", "operation", "why"], rows, settings)
+
+    return human
+
+
+def _resolve(approval: str, approve: bool, reason: str, actor: str, db: str) -> None:
+    from agentctl.ledger import approvals
+
+    with _ledger(db) as ledger, ledger.transaction() as conn:
+        record = approvals.resolve_approval_txn(conn, approval, approve, actor, reason, _now())
+    data = {"approvalId": record.approval_id, "status": record.status, "runId": record.run_id}
+    deliver(
+        Outcome(
+            "ApprovalResolution",
+            data,
+            human=lambda _s: (
+                f"{record.approval_id} {record.status}; "
+                f"continue with: agentctl resume {record.run_id}"
+            ),
+        )
+    )
+
+
+ReasonOpt = Annotated[str, typer.Option("--reason", help="Why (required, recorded).")]
+ActorOpt = Annotated[str, typer.Option("--actor", help="Who decides (recorded).")]
+
+
+@approvals_app.command("approve")
+def approve_cmd(
+    approval: Annotated[str, typer.Argument(help="Approval id.")],
+    reason: ReasonOpt,
+    actor: ActorOpt = "cli-user",
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Approve a pending effect; `resume` then runs it exactly once."""
+    _resolve(approval, True, reason, actor, db)
+
+
+@approvals_app.command("reject")
+def reject_cmd(
+    approval: Annotated[str, typer.Argument(help="Approval id.")],
+    reason: ReasonOpt,
+    actor: ActorOpt = "cli-user",
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Reject a pending effect; `resume` then fails its task and the run."""
+    _resolve(approval, False, reason, actor, db)

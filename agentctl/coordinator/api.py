@@ -117,13 +117,6 @@ def check_executable(plan: Plan, document: Mapping[str, Any]) -> None:
             kind = action.get("kind")
             if kind not in SUPPORTED_ACTIONS:
                 what = f"action kind {kind} (task {task.id})"
-            elif action.get("isolation") == "container":
-                what = f"container isolation (task {task.id})"
-            elif any(
-                not isinstance(r, Mapping) or "env" not in r
-                for r in (action.get("env") or {}).values()
-            ):
-                what = f"file/process secret references (task {task.id})"
         if what:
             found.append(
                 Diagnostic(
@@ -136,6 +129,26 @@ def check_executable(plan: Plan, document: Mapping[str, Any]) -> None:
         raise ValidationError(
             "the workflow uses features this version cannot run", diagnostics=found
         )
+
+
+def preflight_containers(plan: Plan, document: Mapping[str, Any]) -> None:
+    """Fail closed before any state exists: every container action's engine and image."""
+    from agentctl.sandbox.container import preflight
+
+    actions = document["spec"].get("actions") or {}
+    wanted = set()
+    for task in plan.tasks:
+        action = actions.get(task.action or "") if task.kind == "action" else None
+        if action and action.get("isolation") == "container" and action.get("container"):
+            box = action["container"]
+            wanted.add((str(box.get("runtime") or "auto"), str(box["image"])))
+
+    async def check_all() -> None:
+        for runtime, image in sorted(wanted):
+            await preflight(runtime, image)
+
+    if wanted:
+        run_trio(check_all)
 
 
 def start_run(
@@ -151,6 +164,7 @@ def start_run(
     on_created: Any = None,
 ) -> RunOutcome:
     check_executable(plan, document)
+    preflight_containers(plan, document)
     clock = Clock()
     with open_ledger(db) as ledger:
         run_id, trace_id = create_run(

@@ -28,12 +28,15 @@ from agentctl.coordinator.prepare import Prepared, RunSettings, memory_write_out
 from agentctl.coordinator.store import Store
 from agentctl.core import evaluate as ev
 from agentctl.core.plan import PlannedTask
+from agentctl.core.redact import Redactor
 from agentctl.ledger.effects import EffectRecord, NewEffect
 from agentctl.mailbox.messages import Execute, Failure, Result
 
 MAX_ARTIFACT_BYTES = 16 * 1024 * 1024
 TERMINAL = frozenset({"succeeded", "failed", "skipped", "cancelled"})
-SCHEDULABLE = frozenset({"pending", "retry_scheduled", "running", "waiting_for_effect"})
+SCHEDULABLE = frozenset(
+    {"pending", "retry_scheduled", "running", "waiting_for_effect", "waiting_for_approval"}
+)
 
 
 def _ingest_one(ledger: Any, store: Any, path: str, now: str, run_id: str, task_id: str) -> Any:
@@ -114,11 +117,22 @@ class Driver:
             state = states[task.id]
             if state not in SCHEDULABLE or self.live.not_before.get(task.id, 0.0) > now:
                 continue
-            if state == "waiting_for_effect" and task.id not in self.live.inflight:
+            if state in ("waiting_for_effect", "waiting_for_approval") and not self._resolved(
+                task.id
+            ):
                 continue
             if all(states[n] in TERMINAL for n in task.needs):
                 out.append(task)
         return out
+
+    def _resolved(self, task_id: str) -> bool:
+        """A waiting task can move once an operator resolved its effect or approval."""
+        found = self.live.inflight.get(task_id)
+        if found is None:
+            return False
+        if self.live.states[task_id] == "waiting_for_approval":
+            return found.effect.status in ("requested", "cancelled")
+        return True
 
     def _waiting_retry(self) -> bool:
         return any(s == "retry_scheduled" for s in self.live.states.values())
@@ -147,19 +161,19 @@ class Driver:
     async def _run_batch(self, batch: list[PlannedTask]) -> None:
         view = self.view()
         preps = [self._prepare(task, view) for task in batch]
-        fresh = [p for p in preps if p.kind == "effect" and p.task.id not in self.live.inflight]
+        fresh = [p for p in preps if p.kind == "effect" and not p.recorded]
         if fresh:
             await self._record_requests(fresh)
         to_start = [p for p in preps if p.kind == "effect"]
         if to_start:
             await self._start_and_execute(to_start, view)
-        await self._commit(preps)
+        await self._commit([p for p in preps if p.kind != "waiting"])
 
     def _prepare(self, task: PlannedTask, view: ev.RuntimeView) -> Prepared:
         state = self.live.states[task.id]
         attempt = self.live.attempts.get(task.id, 0)
         found = self.live.inflight.get(task.id)
-        if found is not None and state in ("running", "waiting_for_effect"):
+        if found is not None and state in ("running", "waiting_for_effect", "waiting_for_approval"):
             return self._resume_prep(task, view, found, attempt)
         return prepare_task(self.rs, task, view, attempt + 1)
 
@@ -174,12 +188,16 @@ class Driver:
         if eff.status == "failed":
             del self.live.inflight[task.id]
             return Prepared(task, attempt, "done", state="failed", error=eff.error)
+        if eff.status == "cancelled":
+            del self.live.inflight[task.id]
+            return Prepared(task, attempt, "done", state="failed", error="approval rejected")
         if found.reconciliation in ("not_applied", "compensated"):
             del self.live.inflight[task.id]
             return prepare_task(self.rs, task, view, attempt + 1)
+        del self.live.inflight[task.id]
         prep = prepare_task(self.rs, task, view, attempt)
+        prep.recorded = True
         if prep.effect is None or prep.effect.effect_id != eff.effect_id:
-            del self.live.inflight[task.id]
             return Prepared(
                 task, attempt, "done", state="failed",
                 error=f"effect {eff.effect_id} can no longer be re-created identically; "
@@ -200,18 +218,28 @@ class Driver:
         for p in preps:
             assert p.effect is not None
             new = self._new_effect(p)
+            reason = p.effect.approval_reason if p.effect.needs_approval else None
             rows.append(
                 records.RequestRow(
-                    p.task.id, self.live.states[p.task.id], p.attempt, new, p.effect.budget
+                    p.task.id,
+                    self.live.states[p.task.id],
+                    p.attempt,
+                    new,
+                    p.effect.budget,
+                    reason,
                 )
             )
         denied = await self.store.write(
             records.record_requests_txn, self.rs.run_id, rows, self.clock.now(), self.trace_id
         )
         for p in preps:
-            self.live.states[p.task.id] = "running"
+            assert p.effect is not None
+            waiting = p.effect.needs_approval
+            self.live.states[p.task.id] = "waiting_for_approval" if waiting else "running"
             self.live.attempts[p.task.id] = p.attempt
-            self.on_progress(p.task.id, "running")
+            self.on_progress(p.task.id, self.live.states[p.task.id])
+            if waiting:
+                p.kind = "waiting"
         for p in preps:
             if p.task.id in denied:
                 p.kind, p.state = "done", "failed"
@@ -231,6 +259,7 @@ class Driver:
             risk=p.effect.risk,
             idempotency=p.effect.idempotency,
             trace_id=self.trace_id,
+            waiting_for_approval=p.effect.needs_approval,
         )
         assert new.effect_id == p.effect.effect_id, "effect identity drifted"
         return new
@@ -240,7 +269,15 @@ class Driver:
         ids = [p.effect.effect_id for p in live if p.effect is not None]
         if not ids:
             return
-        await self.store.write(records.start_effects_txn, ids, self.clock.now())
+        approved = [
+            p.task.id for p in live if self.live.states[p.task.id] == "waiting_for_approval"
+        ]
+        await self.store.write(
+            records.start_effects_txn, self.rs.run_id, ids, approved, self.clock.now(),
+            self.trace_id,
+        )  # fmt: skip
+        for task_id in approved:
+            self.live.states[task_id] = "running"
         crash_point("coordinator.after_started")
         async with trio.open_nursery() as nursery:
             for p in live:
@@ -263,6 +300,9 @@ class Driver:
             if spent is not None and output is not None:
                 size = len(str(output.get("stdout", ""))) + len(str(output.get("stderr", "")))
                 spent = {"processOutputBytes": size}
+        if eff.secrets:
+            redactor = Redactor(eff.secrets)
+            output, error = redactor.redact(output), redactor.redact(error)
         await self.store.write(
             records.finish_effect_txn, self.rs.run_id, eff.effect_id, status, self.clock.now(),
             output, error, spent, self.trace_id,

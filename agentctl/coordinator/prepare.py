@@ -17,15 +17,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agentctl.coordinator import secrets
 from agentctl.core import evaluate as ev
-from agentctl.core.canonical import sha256_hex
 from agentctl.core.effects import action_kind, effect_id, input_digest
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.policy import decide
 from agentctl.errors import PolicyDeniedError, RunFailedError
 from agentctl.sandbox.paths import resolve_write
 
-PrepKind = Literal["done", "effect"]
+PrepKind = Literal["done", "effect", "waiting"]
 
 
 @dataclass
@@ -41,7 +41,9 @@ class EffectPlan:
     request: dict[str, Any]  # what the worker gets (may carry resolved secret values)
     timeout_s: float
     needs_approval: bool
+    approval_reason: str | None
     in_process: bool  # working-memory writes run in the coordinator
+    secrets: tuple[str, ...] = ()  # resolved values, redacted from everything recorded
     budget: dict[str, int] = field(default_factory=dict)
 
 
@@ -57,6 +59,7 @@ class Prepared:
     effect: EffectPlan | None = None
     memory_delta: dict[str, Any] | None = None
     retryable: bool = False
+    recorded: bool = False  # the effect row already exists (resumed in-flight effect)
     artifact_paths: list[str] = field(default_factory=list)
     artifacts: list[Any] = field(default_factory=list)  # ArtifactRef of ingested files
     lease_ids: list[str] = field(default_factory=list)
@@ -147,8 +150,10 @@ def _prepare_effect(
         request=request,
         timeout_s=float(task.timeout_seconds),
         needs_approval=decision.kind == "require_approval",
+        approval_reason=decision.reason if decision.kind == "require_approval" else None,
         in_process=kind == "builtin.memory.write",
         budget=_budget_estimate(kind, request),
+        secrets=tuple(str(v) for v in (request.get("env") or {}).values()),
     )
     return Prepared(task, attempt, "effect", state="running", effect=plan, decision=record)
 
@@ -206,7 +211,7 @@ def _shell(
             f"task {task.id}: process {os.path.basename(command)!r} is not in "
             "policy.processAllowlist"
         )
-    env, recorded_env = _resolve_env(task, action, policy)
+    env, recorded_env = _resolve_env(rs, task, action, policy)
     limits = {
         "timeoutSeconds": float(task.timeout_seconds),
         "stdoutLimitBytes": action.get("stdoutLimitBytes") or 1024 * 1024,
@@ -231,28 +236,15 @@ def _shell(
 
 
 def _resolve_env(
-    task: PlannedTask, action: Mapping[str, Any], policy: Mapping[str, Any]
+    rs: RunSettings, task: PlannedTask, action: Mapping[str, Any], policy: Mapping[str, Any]
 ) -> tuple[dict[str, str], dict[str, Any]]:
     """Resolve ``env`` secret references; record only their source and SHA-256."""
-    allowed = set(policy.get("environmentAllowlist") or [])
     values: dict[str, str] = {}
     recorded: dict[str, Any] = {}
     for name, ref in sorted((action.get("env") or {}).items()):
-        source = ref.get("env") if isinstance(ref, Mapping) else None
-        if not isinstance(source, str):
-            raise RunFailedError(
-                f"task {task.id}: env {name}: only {{env: NAME}} references run here"
-            )
-        if source not in allowed:
-            raise PolicyDeniedError(
-                f"task {task.id}: env {name} reads {source}, which is not in "
-                "policy.environmentAllowlist"
-            )
-        value = os.environ.get(source)
-        if value is None:
-            raise RunFailedError(f"task {task.id}: environment variable {source} is not set")
-        values[name] = value
-        recorded[name] = {"source": f"env:{source}", "sha256": sha256_hex(value)}
+        got = secrets.resolve(ref, policy, rs.workspace, f"task {task.id}: env {name}")
+        values[name] = got.value
+        recorded[name] = got.recorded()
     return values, recorded
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentctl.core.states import can_transition_task
-from agentctl.ledger import budget, effects, tasks
+from agentctl.ledger import approvals, budget, effects, tasks
 from agentctl.ledger.artifacts.refs import ArtifactRef
 
 
@@ -76,6 +76,7 @@ class RequestRow:
     attempt: int
     effect: effects.NewEffect
     budget: Mapping[str, int]
+    approval_reason: str | None = None  # set when policy requires an approval first
 
 
 def record_requests_txn(
@@ -102,10 +103,48 @@ def record_requests_txn(
             )
             if not outcome.granted:
                 denied.append(row.task_id)
+                continue
+        if row.approval_reason is not None:
+            _pause_for_approval_txn(conn, run_id, row, now, trace_id)
     return denied
 
 
-def start_effects_txn(conn: Any, effect_ids: Sequence[str], now: str) -> None:
+def _pause_for_approval_txn(
+    conn: Any, run_id: str, row: RequestRow, now: str, trace_id: str
+) -> None:
+    """The pause transaction: task and effect wait, an approval row is pending."""
+    tasks.transition_task_txn(
+        conn, run_id, row.task_id, "waiting_for_approval", now, attempt=row.attempt,
+        trace_id=trace_id,
+    )  # fmt: skip
+    approvals.insert_approval_txn(
+        conn,
+        approvals.NewApproval(
+            run_id=run_id,
+            task_id=row.task_id,
+            effect_id=row.effect.effect_id,
+            reason=row.approval_reason or "approval required",
+            capability=row.effect.operation,
+            risk=row.effect.risk,
+            redacted_input=row.effect.request,
+            expected_effect=row.effect.effect_class,
+            trace_id=trace_id,
+        ),
+        now,
+    )
+
+
+def start_effects_txn(
+    conn: Any,
+    run_id: str,
+    effect_ids: Sequence[str],
+    approved_tasks: Sequence[str],
+    now: str,
+    trace_id: str,
+) -> None:
+    """Commit ``started`` for a batch; approved tasks move back to running first."""
+    for task_id in approved_tasks:
+        tasks.transition_task_txn(conn, run_id, task_id, "running", now, trace_id=trace_id)
     for effect_id in effect_ids:
         effects.start_effect_txn(conn, effect_id, now)
 

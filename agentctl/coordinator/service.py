@@ -130,7 +130,7 @@ def load_live(conn: Any, run_id: str) -> Live:
         if t.state in ("succeeded", "skipped"):
             live.outputs[t.task_id] = t.output
         live.errors[t.task_id] = t.error
-        if t.state in ("running", "waiting_for_effect"):
+        if t.state in ("running", "waiting_for_effect", "waiting_for_approval"):
             found = _inflight(conn, run_id, t.task_id, t.attempt)
             if found is not None:
                 live.inflight[t.task_id] = found

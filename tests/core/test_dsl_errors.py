@@ -145,6 +145,14 @@ def test_unknown_keys_point_at_the_key(old: str, new: str, path: str, needle: st
     assert needle in diag.message and diag.help and "allowed keys" in diag.help
 
 
+def test_python_field_names_are_not_accepted_as_keys() -> None:
+    for fragment, needle in (("runtime: { max_concurrency: 2 }", "max_concurrency"),):
+        source = MINIMAL.replace("spec:\n", f"spec:\n  {fragment}\n")
+        check(only(source), "schema_violation", f"spec.runtime.{needle}", position(source, needle))
+    with_ = MINIMAL + "      with_: { a: 1 }\n"
+    check(only(with_), "schema_violation", "spec.tasks.0.with_", position(with_, "with_"))
+
+
 def test_unknown_key_suggests_the_closest_known_key() -> None:
     source = MINIMAL.replace("spec:\n", "spec:\n  runtime: { maxConcurency: 2 }\n")
     assert "did you mean `maxConcurrency`" in (only(source).help or "")
@@ -431,6 +439,22 @@ def test_late_features_are_refused_not_ignored() -> None:
     check(only(packs), "unsupported_capability", "spec.packs", position(packs, "packs"))
     var_files = MINIMAL.replace("spec:\n", "spec:\n  varsFiles: [a.yaml]\n")
     assert only(var_files).code == "unsupported_capability"
+    retention = MINIMAL.replace("spec:\n", "spec:\n  memory: { longTerm: { retentionDays: 30 } }\n")
+    check(
+        only(retention),
+        "unsupported_capability",
+        "spec.memory.longTerm.retentionDays",
+        position(retention, "retentionDays"),
+    )
+    extension = MINIMAL.replace(
+        "spec:\n", "spec:\n  actions: { s: { kind: mcp.call, protocolVersion: x } }\n"
+    )
+    check(
+        only(extension),
+        "unsupported_capability",
+        "spec.actions.s.protocolVersion",
+        position(extension, "protocolVersion"),
+    )
 
 
 # --- secret references ----------------------------------------------------------------------

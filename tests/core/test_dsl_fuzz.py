@@ -4,6 +4,7 @@ is plain JSON, or raises ValidationError with well-formed diagnostics — never 
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -41,6 +42,7 @@ REPLACEMENTS: list[Any] = [
     {"kind": "fake"},
     {"maxAttempts": 2},
 ]
+_PARSED = {name: yaml.safe_load(source) for name, source in EXAMPLES.items()}
 NEW_KEYS = ["zz", "kind", "with", "env", "uses", "needs", "route", "loop", "reasoning", "<<"]
 
 
@@ -94,21 +96,24 @@ def _mutate_tree(draw: st.DrawFn, doc: Any) -> None:
     if parent is None:
         return
     op = draw(st.sampled_from(["replace", "delete", "add"]))
+    # Copies: a later mutation may descend into the new value and must not touch REPLACEMENTS.
+    new = copy.deepcopy(draw(st.sampled_from(REPLACEMENTS)))
     if op == "replace" or isinstance(parent, list):
-        parent[key] = draw(st.sampled_from(REPLACEMENTS))
+        parent[key] = new
     elif op == "delete":
         del parent[key]
     else:
-        parent[draw(st.sampled_from(NEW_KEYS))] = draw(st.sampled_from(REPLACEMENTS))
+        parent[draw(st.sampled_from(NEW_KEYS))] = new
 
 
 @st.composite
 def tree_mutations(draw: st.DrawFn) -> str:
-    doc = yaml.safe_load(draw(st.sampled_from(sorted(EXAMPLES.values()))))
+    # A fresh copy per example: mutations must never leak into the next one.
+    doc = copy.deepcopy(_PARSED[draw(st.sampled_from(sorted(_PARSED)))])
     for _ in range(draw(st.integers(1, 4))):
         _mutate_tree(draw, doc)
     style = draw(st.sampled_from([None, True, False]))
-    return yaml.safe_dump(doc, default_flow_style=style, sort_keys=False)
+    return yaml.dump(doc, Dumper=yaml.CSafeDumper, default_flow_style=style, sort_keys=False)
 
 
 @FUZZ

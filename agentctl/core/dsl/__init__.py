@@ -97,7 +97,9 @@ def load_workflow(source: str | bytes, file: str | None = None) -> LoadedWorkflo
 
 def _validate(raw: dict[str, Any]) -> tuple[Workflow | None, list[Finding]]:
     try:
-        workflow = Workflow.model_validate(raw)
+        # Field names (``max_concurrency``, ``with_``) are for Python callers only; a document
+        # must spell every key exactly as the spec does.
+        workflow = Workflow.model_validate(raw, by_alias=True, by_name=False)
     except PydanticValidationError as exc:
         findings = findings_from_pydantic(exc, raw, Workflow)
         return None, [_version_help(f) for f in findings]

@@ -16,7 +16,14 @@ from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
-from agentctl.core.dsl.base import JsonObject, NonEmptyStr, Seconds, StrictModel, rule_error
+from agentctl.core.dsl.base import (
+    JsonObject,
+    NonEmptyStr,
+    Seconds,
+    StrictModel,
+    rule_error,
+    unsupported,
+)
 from agentctl.core.dsl.secrets import SecretRef
 
 _HOST_PATTERN_RE = re.compile(r"^(?:\*\.)?[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$")
@@ -183,6 +190,13 @@ class LongTermMemory(StrictModel):
     namespace: NonEmptyStr = "default"
     retention_days: int | None = Field(None, alias="retentionDays", ge=1, le=36_500)
     embedding: Embedding = Field(default_factory=Embedding)
+
+    @model_validator(mode="after")
+    def _late(self) -> Self:
+        # [late] nothing in this version expires long-term entries; refusing beats ignoring.
+        if self.retention_days is not None:
+            raise unsupported("retentionDays", "long-term memory retention")
+        return self
 
 
 class Memory(StrictModel):

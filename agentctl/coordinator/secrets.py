@@ -1,0 +1,105 @@
+"""Resolving secret references (``{env}``, ``{file}``, ``{process}``) at dispatch time.
+
+Invariants (spec/cli.md §12):
+- a resolved value is never stored: the ledger gets only its source description and SHA-256;
+- every anomaly fails closed with a message that names the reference, never the value;
+- ``{env}`` names must be in ``policy.environmentAllowlist``; ``{file}`` paths must lie under a
+  ``policy.secretFileRoots`` entry (UTF-8, ≤ 64 KiB, one trailing newline stripped);
+  ``{process}`` commands run argv-only with a cleared environment, their basename in
+  ``policy.secretProcessAllowlist``, under a timeout and an output limit.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agentctl.core.canonical import sha256_hex
+from agentctl.errors import PolicyDeniedError, RunFailedError
+
+MAX_FILE_SECRET_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Resolved:
+    value: str
+    source: str
+
+    def recorded(self) -> dict[str, str]:
+        """What the ledger may keep of a secret."""
+        return {"source": self.source, "sha256": sha256_hex(self.value)}
+
+
+def resolve(ref: Any, policy: Mapping[str, Any], workspace: str, what: str) -> Resolved:
+    """Resolve one secret reference; ``what`` names its place for error messages."""
+    if isinstance(ref, Mapping) and isinstance(ref.get("env"), str):
+        return _from_env(ref["env"], policy, what)
+    if isinstance(ref, Mapping) and isinstance(ref.get("file"), str):
+        return _from_file(ref["file"], policy, workspace, what)
+    if isinstance(ref, Mapping) and isinstance(ref.get("process"), Mapping):
+        return _from_process(ref["process"], policy, what)
+    raise RunFailedError(f"{what}: not a secret reference")
+
+
+def _from_env(name: str, policy: Mapping[str, Any], what: str) -> Resolved:
+    if name not in (policy.get("environmentAllowlist") or []):
+        raise PolicyDeniedError(
+            f"{what} reads environment variable {name}, which is not in policy.environmentAllowlist"
+        )
+    value = os.environ.get(name)
+    if value is None:
+        raise RunFailedError(f"{what}: environment variable {name} is not set")
+    return Resolved(value, f"env:{name}")
+
+
+def _from_file(path: str, policy: Mapping[str, Any], workspace: str, what: str) -> Resolved:
+    full = os.path.realpath(os.path.join(workspace, path))
+    roots = [
+        os.path.realpath(os.path.join(workspace, r)) for r in policy.get("secretFileRoots") or []
+    ]
+    if not any(full == r or full.startswith(r.rstrip("/") + "/") for r in roots):
+        raise PolicyDeniedError(f"{what}: secret file {path} is not under policy.secretFileRoots")
+    try:
+        with open(full, "rb") as handle:
+            raw = handle.read(MAX_FILE_SECRET_BYTES + 1)
+    except OSError as exc:
+        raise RunFailedError(f"{what}: cannot read secret file {path}: {exc.strerror}") from exc
+    if len(raw) > MAX_FILE_SECRET_BYTES:
+        raise RunFailedError(f"{what}: secret file {path} is larger than 64 KiB")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RunFailedError(f"{what}: secret file {path} is not UTF-8") from exc
+    return Resolved(text[:-1] if text.endswith("\n") else text, f"file:{path}")
+
+
+def _from_process(spec: Mapping[str, Any], policy: Mapping[str, Any], what: str) -> Resolved:
+    command = str(spec.get("command") or "")
+    if os.path.basename(command) not in (policy.get("secretProcessAllowlist") or []):
+        raise PolicyDeniedError(
+            f"{what}: secret helper {os.path.basename(command)!r} is not in "
+            "policy.secretProcessAllowlist"
+        )
+    limit = int(spec.get("outputLimitBytes") or 16384)
+    try:
+        done = subprocess.run(
+            [command, *[str(a) for a in spec.get("args") or []]],
+            env={},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=float(spec.get("timeoutSeconds") or 5),
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RunFailedError(
+            f"{what}: secret helper {command} failed: {type(exc).__name__}"
+        ) from exc
+    if done.returncode != 0:
+        raise RunFailedError(f"{what}: secret helper {command} exited {done.returncode}")
+    if len(done.stdout) > limit:
+        raise RunFailedError(f"{what}: secret helper {command} printed more than {limit} bytes")
+    text = done.stdout.decode("utf-8", "replace")
+    return Resolved(text[:-1] if text.endswith("\n") else text, f"process:{command}")

@@ -1,0 +1,300 @@
+"""Policy, approvals, secrets and isolation, checked the way an operator meets them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import agentctl_argv, cli_env
+
+HEAD = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: guarded }
+spec:
+"""
+
+
+def _write_wf(path: str, roots: str = "[out]") -> str:
+    return (
+        HEAD
+        + f"""\
+  policy: {{ approval: never, writableRoots: {roots} }}
+  actions: {{ save: {{ kind: builtin.write }} }}
+  tasks: [ {{ id: save, uses: "action:save", with: {{ path: {path}, content: escaped }} }} ]
+"""
+    )
+
+
+ESCAPES = {
+    "parent": '"../x.txt"',
+    "absolute": '"/tmp/agentctl-escape-abs.txt"',
+    "nested-parent": '"out/../../x.txt"',
+    "deep-parent": '"out/sub/../../../x.txt"',
+    "dot-parent": '"./../x.txt"',
+    "symlinked-dir": '"out/link/x.txt"',
+    "symlinked-parent": '"linked/x.txt"',
+    "symlink-file": '"out/file-link"',
+    "nul-byte": '"out/a\\0b.txt"',
+    "empty": '""',
+    "outside-writable-roots": '"other/x.txt"',
+}
+
+
+@pytest.mark.parametrize("name", sorted(ESCAPES))
+def test_write_escape_attempts_are_denied(name: str, cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    outside = tmp_path / "outside"
+    (ws / "out").mkdir(parents=True)
+    (ws / "other").mkdir()
+    outside.mkdir()
+    os.symlink(outside, ws / "out" / "link")
+    os.symlink(outside, ws / "linked")
+    os.symlink(outside / "target.txt", ws / "out" / "file-link")
+    roots = "[out, linked]" if name == "symlinked-parent" else "[out]"
+    wf = write_workflow(_write_wf(ESCAPES[name], roots))
+    before = sorted(str(p) for p in tmp_path.rglob("*") if "state" not in p.parts)
+    done = cli("--output", "json", "run", str(wf), "--db", str(tmp_path / "state" / "r.db"),
+               "--workspace", str(ws))  # fmt: skip
+    assert done.rc == 4, (name, done.rc, done.stderr)
+    assert "Traceback" not in done.stderr
+    after = sorted(str(p) for p in tmp_path.rglob("*") if "state" not in p.parts)
+    assert after == before, f"{name}: something was written"
+    assert not Path("/tmp/agentctl-escape-abs.txt").exists()
+
+
+def test_no_writable_roots_denies_every_write(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    wf = write_workflow(_write_wf('"out/a.txt"', "[]"))
+    done = cli("--output", "json", "run", str(wf), "--db", str(tmp_path / "r.db"))
+    assert done.rc == 4 and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected_rc"),
+    [
+        ("{ writableRoots: [out], toolsDeny: [filesystem.write], approval: never }", 4),
+        ("{ writableRoots: [out], toolsAllow: [process.exec], approval: never }", 4),
+        ("{ writableRoots: [out], nonInteractive: fail }", 4),
+        ("{ writableRoots: [out], nonInteractive: deny_approval }", 4),
+        ("{ writableRoots: [out] }", 3),
+        ("{ writableRoots: [out], approval: never }", 0),
+    ],
+)
+def test_policy_decisions(
+    policy: str, expected_rc: int, cli, write_workflow, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    wf = write_workflow(
+        HEAD
+        + f"""\
+  policy: {policy}
+  actions: {{ save: {{ kind: builtin.write }} }}
+  tasks: [ {{ id: save, uses: "action:save", with: {{ path: out/a.txt, content: hello }} }} ]
+"""
+    )
+    done = cli("--output", "json", "run", str(wf), "--db", str(tmp_path / "r.db"))
+    assert done.rc == expected_rc, done.stderr
+    assert (tmp_path / "out" / "a.txt").exists() == (expected_rc == 0)
+
+
+def test_unchanged_content_is_no_effect_and_needs_no_approval(
+    cli, write_workflow, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "a.txt").write_text("hello")
+    wf = write_workflow(
+        HEAD
+        + """\
+  policy: { writableRoots: [out] }
+  actions: { save: { kind: builtin.write } }
+  tasks: [ { id: save, uses: "action:save", with: { path: out/a.txt, content: hello } } ]
+"""
+    )
+    done = cli("--output", "json", "run", str(wf), "--db", str(tmp_path / "r.db"))
+    assert done.rc == 0, done.stderr
+    assert done.data["output"]["save"]["status"] == "unchanged"
+    data = cli(
+        "--output", "json", "inspect", done.data["runId"], "--db", str(tmp_path / "r.db")
+    ).data
+    assert data["effects"] == [] and data["approvals"] == []
+
+
+APPROVAL = (
+    HEAD
+    + """\
+  policy: { writableRoots: [out], processAllowlist: [sh] }
+  actions:
+    save: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "echo once >> out/a.txt"] }
+  tasks: [ { id: save, uses: "action:save" } ]
+"""
+)
+
+
+def _approval_id(cli, db: Path, run_id: str) -> str:  # type: ignore[no-untyped-def]
+    listed = cli("--output", "json", "approvals", "list", run_id, "--db", str(db))
+    assert listed.rc == 0, listed.stderr
+    [approval] = listed.data["approvals"]
+    assert approval["status"] == "pending" and approval["taskId"] == "save"
+    return str(approval["approvalId"])
+
+
+def test_approve_then_resume_runs_the_effect_once(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "out").mkdir()
+    wf = write_workflow(APPROVAL)
+    db = tmp_path / "r.db"
+    paused = cli("--output", "json", "run", str(wf), "--db", str(db))
+    assert paused.rc == 3 and paused.data["state"] == "paused"
+    assert not (tmp_path / "out" / "a.txt").exists()
+    run_id = paused.data["runId"]
+    approval = _approval_id(cli, db, run_id)
+    ok = cli("--output", "json", "approvals", "approve", approval, "--reason", "looks fine",
+             "--actor", "ops", "--db", str(db))  # fmt: skip
+    assert ok.rc == 0 and ok.data["status"] == "approved"
+    assert not (tmp_path / "out" / "a.txt").exists(), "approval alone must not execute"
+    done = cli("--output", "json", "resume", run_id, "--db", str(db))
+    assert done.rc == 0, done.stderr
+    assert (tmp_path / "out" / "a.txt").read_text() == "once\n"
+    assert cli("resume", run_id, "--db", str(db)).rc == 4  # terminal now
+    assert (tmp_path / "out" / "a.txt").read_text() == "once\n"
+    twice = cli(
+        "--output", "json", "approvals", "approve", approval, "--reason", "again", "--db", str(db)
+    )
+    assert twice.rc == 5
+
+
+def test_reject_then_resume_fails_the_run(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "out").mkdir()
+    wf = write_workflow(APPROVAL)
+    db = tmp_path / "r.db"
+    paused = cli("--output", "json", "run", str(wf), "--db", str(db))
+    run_id = paused.data["runId"]
+    approval = _approval_id(cli, db, run_id)
+    assert cli("approvals", "reject", approval, "--reason", "no", "--db", str(db)).rc == 0
+    done = cli("--output", "json", "resume", run_id, "--db", str(db))
+    assert done.rc == 4
+    assert "approval rejected" in done.error["error"]["message"]
+    assert not (tmp_path / "out" / "a.txt").exists()
+
+
+def test_env_secret_never_reaches_disk_or_output(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    secret = "s3cr3t-" + os.urandom(8).hex()
+    wf = write_workflow(
+        HEAD
+        + """\
+  policy: { approval: never, processAllowlist: [sh], environmentAllowlist: [DEPLOY_TOKEN], writableRoots: [out] }
+  actions:
+    leak:
+      kind: builtin.shell.exec
+      command: /bin/sh
+      args: ["-c", "echo token=$TOKEN; echo $TOKEN >&2; exit 0"]
+      env: { TOKEN: { env: DEPLOY_TOKEN } }
+    save: { kind: builtin.write }
+  tasks:
+    - { id: leak, uses: "action:leak" }
+    - { id: save, uses: "action:save", needs: [leak], with: { path: out/log.txt, content: "${{ tasks.leak.output.stdout }}" } }
+"""
+    )
+    db = tmp_path / "state" / "r.db"
+    done = cli("--output", "json", "run", str(wf), "--db", str(db), env={"DEPLOY_TOKEN": secret})
+    assert done.rc == 0, done.stderr
+    assert done.data["output"]["leak"]["stdout"] == "token=[REDACTED]\n"
+    shown = cli("--output", "json", "inspect", done.data["runId"], "--db", str(db))
+    for text in (done.stdout, done.stderr, shown.stdout, shown.stderr):
+        assert secret not in text
+    for path in (tmp_path / "state").rglob("*"):
+        if path.is_file():
+            os.chmod(path, 0o600)
+            assert secret.encode() not in path.read_bytes(), path
+    effect = next(e for e in shown.data["effects"] if e["taskId"] == "leak")
+    assert effect["request"]["env"]["TOKEN"]["source"] == "env:DEPLOY_TOKEN"
+
+
+def test_runaway_output_is_stopped_and_the_coordinator_stays_small(
+    write_workflow, tmp_path: Path
+) -> None:
+    wf = write_workflow(
+        HEAD
+        + """\
+  policy: { approval: never, processAllowlist: [head] }
+  actions:
+    flood: { kind: builtin.shell.exec, command: /usr/bin/head, args: ["-c", "100000000", "/dev/zero"], timeoutSeconds: 60 }
+  tasks: [ { id: flood, uses: "action:flood" } ]
+"""
+    )
+    proc = subprocess.Popen(
+        agentctl_argv("--output", "json", "run", str(wf), "--db", str(tmp_path / "r.db")),
+        cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    coordinator = psutil.Process(proc.pid)
+    peak = 0
+    while proc.poll() is None:
+        try:
+            peak = max(peak, coordinator.memory_info().rss)
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.02)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 4, err
+    assert "limit" in err.lower()
+    assert peak < 200 * 1024 * 1024, f"coordinator peaked at {peak / 1e6:.0f} MB"
+
+
+def _podman_image() -> str | None:
+    if shutil.which("podman") is None:
+        return None
+    got = subprocess.run(
+        ["podman", "image", "inspect", "localhost/agentctl-test:1", "--format", "{{.Digest}}"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    digest = got.stdout.strip()
+    return f"localhost/agentctl-test@{digest}" if got.returncode == 0 and digest else None
+
+
+CONTAINER = (
+    HEAD
+    + """\
+  policy: { approval: never, processAllowlist: [sh] }
+  actions:
+    probe:
+      kind: builtin.shell.exec
+      command: /bin/sh
+      args: ["-c", "id -u; touch /workspace/x 2>/dev/null && echo wrote || echo readonly; cat /proc/net/dev | tail -n +3 | cut -d: -f1"]
+      timeoutSeconds: 60
+      isolation: container
+      container: { image: "IMAGE", runtime: podman }
+  tasks: [ { id: probe, uses: "action:probe" } ]
+"""
+)
+
+
+@pytest.mark.container
+def test_container_action_is_isolated(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    image = _podman_image()
+    if image is None:
+        pytest.skip("podman or localhost/agentctl-test:1 missing (run scripts/setup-system.sh)")
+    wf = write_workflow(CONTAINER.replace("IMAGE", image))
+    done = cli("--output", "json", "run", str(wf), "--db", str(tmp_path / "r.db"), timeout=180)
+    assert done.rc == 0, done.stderr
+    lines = done.data["output"]["probe"]["stdout"].split()
+    assert lines == ["65532", "readonly", "lo"]
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.container
+@pytest.mark.parametrize("broken", ["image", "engine"])
+def test_container_preflight_fails_closed(broken: str, cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    image = _podman_image() or "localhost/agentctl-test@sha256:" + "0" * 64
+    if broken == "image":
+        image = image.split("@")[0] + "@sha256:" + "a" * 64
+    wf = write_workflow(CONTAINER.replace("IMAGE", image))
+    env = {"PATH": "/nonexistent"} if broken == "engine" else None
+    db = tmp_path / "r.db"
+    done = cli("--output", "json", "run", str(wf), "--db", str(db), env=env, timeout=120)
+    assert done.rc == 4
+    assert "container isolation unavailable" in done.error["error"]["message"]
+    assert not db.exists(), "preflight must fail before any run or effect row exists"
