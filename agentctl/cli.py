@@ -194,6 +194,7 @@ def _plan_human(data: dict[str, Any]) -> Any:
 
 # --------------------------------------------------------------------------- runs
 
+DiffOpt = Annotated[bool, typer.Option("--diff", help="Include unified diffs of file writes.")]
 TimeoutOpt = Annotated[
     float | None,
     typer.Option("--timeout-seconds", min=0.001, help="Overall deadline; on expiry exit 130."),
@@ -248,6 +249,11 @@ def run_cmd(
         Path | None, typer.Option("--workspace", help="Workspace root (default: the file's dir).")
     ] = None,
     timeout_seconds: TimeoutOpt = None,
+    check: Annotated[
+        bool,
+        typer.Option("--check", help="Preview: run only pure and observe work; write nothing."),
+    ] = False,
+    diff: DiffOpt = False,
 ) -> None:
     """Compile and run a workflow durably; prints the RunOutcome."""
     from agentctl.coordinator import api
@@ -269,6 +275,8 @@ def run_cmd(
         timeout_s=timeout_seconds,
         progress=_progress(),
         on_created=_announce,
+        check_mode=check,
+        diff=diff,
     )
     deliver(_outcome(outcome))
 
@@ -279,13 +287,14 @@ def resume_cmd(
     db: DbOpt = DEFAULT_DB,
     workspace: Annotated[Path | None, typer.Option("--workspace")] = None,
     timeout_seconds: TimeoutOpt = None,
+    diff: DiffOpt = False,
 ) -> None:
     """Continue a running or paused run from its durable state."""
     from agentctl.coordinator import api
 
     outcome = api.resume(
         run, db=db, workspace=str(workspace) if workspace else None,
-        timeout_s=timeout_seconds, progress=_progress(),
+        timeout_s=timeout_seconds, progress=_progress(), diff=diff,
     )  # fmt: skip
     deliver(_outcome(outcome))
 

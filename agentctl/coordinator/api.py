@@ -162,28 +162,24 @@ def start_run(
     timeout_s: float | None,
     progress: Progress | None = None,
     on_created: Any = None,
+    check_mode: bool = False,
+    diff: bool = False,
 ) -> RunOutcome:
     check_executable(plan, document)
     preflight_containers(plan, document)
     clock = Clock()
+    root = os.path.abspath(workspace)
     with open_ledger(db) as ledger:
         run_id, trace_id = create_run(
             ledger, plan=plan, document=document, plan_json=plan_json, inputs=inputs,
-            workspace=os.path.abspath(workspace), clock=clock,
+            workspace=root, clock=clock, mode="check" if check_mode else "execute",
         )  # fmt: skip
         if on_created is not None:
             on_created(run_id, trace_id)
         req = DriveRequest(
-            ledger,
-            run_id,
-            trace_id,
-            plan,
-            document,
-            os.path.abspath(workspace),
-            timeout_s,
-            progress,
-            clock,
-        )
+            ledger, run_id, trace_id, plan, document, root, timeout_s, progress, clock,
+            check_mode=check_mode, diff=diff,
+        )  # fmt: skip
         return outcome_or_raise(run_trio(drive_run, req))
 
 
@@ -194,6 +190,7 @@ def resume(
     workspace: str | None,
     timeout_s: float | None,
     progress: Progress | None = None,
+    diff: bool = False,
 ) -> RunOutcome:
     from agentctl.core.compiler import compile_workflow
 
@@ -202,18 +199,11 @@ def resume(
         run = check_resumable(ledger, run_ref, clock)
         plan = compile_workflow(run.workflow)
         trace_id = clock.new_id("trace")
-        base = workspace or run.base_path or os.getcwd()
+        base = os.path.abspath(workspace or run.base_path or os.getcwd())
         req = DriveRequest(
-            ledger,
-            run.run_id,
-            trace_id,
-            plan,
-            run.workflow,
-            os.path.abspath(base),
-            timeout_s,
-            progress,
-            clock,
-        )
+            ledger, run.run_id, trace_id, plan, run.workflow, base, timeout_s, progress, clock,
+            check_mode=run.mode == "check", diff=diff,
+        )  # fmt: skip
         return outcome_or_raise(run_trio(drive_run, req))
 
 

@@ -17,13 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from agentctl.coordinator import secrets
+from agentctl.coordinator import preview, secrets
 from agentctl.core import evaluate as ev
 from agentctl.core.effects import action_kind, effect_id, input_digest
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.policy import decide
 from agentctl.errors import PolicyDeniedError, RunFailedError
-from agentctl.sandbox.paths import resolve_write
 
 PrepKind = Literal["done", "effect", "waiting"]
 
@@ -74,6 +73,8 @@ class RunSettings:
     document: Mapping[str, Any]
     workspace: str
     interactive: bool = False
+    check_mode: bool = False  # `run --check`: only pure, internal and observe work runs
+    diff: bool = False  # `--diff`: write outputs carry a unified diff
 
     @property
     def spec(self) -> Mapping[str, Any]:
@@ -136,8 +137,17 @@ def _prepare_effect(
     if builder is None:
         raise RunFailedError(f"task {task.id}: action kind {kind} cannot run in this version")
     recorded, request = builder(rs, task, action, args)
-    if kind == "builtin.write" and _unchanged_on_disk(rs, args):
-        output = _unchanged_write_output(args)
+    if kind == "builtin.write":
+        roots = list(request["writableRoots"])
+        before = preview.current_content(rs.workspace, roots, str(args["path"]))
+        if rs.check_mode or before == args["content"]:
+            output = preview.write_output(
+                str(args["path"]), before, str(args["content"]), diff=rs.diff or rs.check_mode
+            )
+            return Prepared(task, attempt, "done", output=output, decision=record)
+        request["diff"] = rs.diff
+    elif rs.check_mode and spec.effect_class not in ("internal_state", "observe"):
+        output = preview.requires_execution(kind, action)
         return Prepared(task, attempt, "done", output=output, decision=record)
     digest = input_digest(recorded)
     plan = EffectPlan(
@@ -261,30 +271,6 @@ _BUILDERS = {
     "builtin.memory.write": _memory_write,
     "builtin.shell.exec": _shell,
 }
-
-
-def _unchanged_on_disk(rs: RunSettings, args: Mapping[str, Any]) -> bool:
-    """True when the write target already holds exactly this content."""
-    roots = list(rs.spec["policy"].get("writableRoots") or [])
-    target = resolve_write(rs.workspace, roots, str(args["path"]))
-    try:
-        with open(target, "rb") as handle:
-            return handle.read() == str(args["content"]).encode("utf-8")
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return False
-
-
-def _unchanged_write_output(args: Mapping[str, Any]) -> dict[str, Any]:
-    content = args["content"]
-    return {
-        "status": "unchanged",
-        "changed": False,
-        "before": content,
-        "after": content,
-        "diff": None,
-        "path": args["path"],
-        "predictability": "partially_predictable",
-    }
 
 
 def memory_write_output(memory: Mapping[str, Any], recorded: Mapping[str, Any]) -> dict[str, Any]:

@@ -69,6 +69,8 @@ class DriveRequest:
     timeout_s: float | None = None
     progress: Progress | None = None
     clock: Clock = field(default_factory=Clock)
+    check_mode: bool = False
+    diff: bool = False
 
 
 def _owner() -> tuple[int, float]:
@@ -150,7 +152,9 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
     """Drive a created or resumed run to a resting state under the one cancellation path."""
     store = Store(req.ledger)
     live = await store.read(load_live, req.run_id)
-    settings = RunSettings(req.run_id, req.plan, req.document, req.workspace)
+    settings = RunSettings(
+        req.run_id, req.plan, req.document, req.workspace, check_mode=req.check_mode, diff=req.diff
+    )
     size = max(1, min(req.plan.max_concurrency, os.cpu_count() or 1))
     registry = str(req.ledger.path) + ".workers.json"
     final, cancelled, wall_expired = "failed", False, False
@@ -224,15 +228,20 @@ async def _finish(
         await store.write(_cancel_txn, req.run_id, live, now, "failed", reason)
         return RunOutcome(req.run_id, req.trace_id, "failed", None, {"run": reason})
     output: Any = None
+    errors = dict(live.errors)
     if final == "succeeded":
         view = RuntimeView(live.inputs, live.memory, live.outputs, live.states, live.errors)
         try:
             output = render_run_outputs(req.document["spec"].get("outputs") or {}, view)
         except TaskFailure as exc:
-            final, output = "failed", {"error": exc.message}
+            if req.check_mode:  # a preview cannot know what unexecuted work would return
+                output = {"unavailableInCheckMode": exc.message}
+            else:
+                final, output = "failed", None
+                errors = {**live.errors, "outputs": exc.message}
     state = {"blocked": "running"}.get(final, final)
     await store.write(_settle_run_txn, req.run_id, state, output, now)
-    return RunOutcome(req.run_id, req.trace_id, final, output, live.errors)
+    return RunOutcome(req.run_id, req.trace_id, final, output, errors)
 
 
 def _cancel_txn(

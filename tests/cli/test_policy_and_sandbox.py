@@ -298,3 +298,36 @@ def test_container_preflight_fails_closed(broken: str, cli, write_workflow, tmp_
     assert done.rc == 4
     assert "container isolation unavailable" in done.error["error"]["message"]
     assert not db.exists(), "preflight must fail before any run or effect row exists"
+
+
+def test_check_mode_previews_without_mutating(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "a.txt").write_text("old\n")
+    wf = write_workflow(
+        HEAD
+        + """\
+  policy: { writableRoots: [out], processAllowlist: [sh] }
+  memory: { working: {} }
+  actions:
+    save: { kind: builtin.write }
+    touch: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "echo ran > out/ran.txt"] }
+    look: { kind: builtin.read }
+  tasks:
+    - { id: save, uses: "action:save", with: { path: out/a.txt, content: "new\\n" } }
+    - { id: touch, uses: "action:touch" }
+    - { id: look, uses: "action:look", with: { path: out/a.txt } }
+"""
+    )
+    db = tmp_path / "r.db"
+    done = cli("--output", "json", "run", str(wf), "--db", str(db), "--check")
+    assert done.rc == 0, done.stderr
+    out = done.data["output"]
+    assert out["save"]["diff"] == "--- a/out/a.txt\n+++ b/out/a.txt\n@@ -1 +1 @@\n-old\n+new\n"
+    assert out["touch"]["status"] == "requires_execution"
+    assert out["look"]["content"] == "old\n"  # observe work really runs
+    assert (tmp_path / "out" / "a.txt").read_text() == "old\n"
+    assert not (tmp_path / "out" / "ran.txt").exists()
+    data = cli("--output", "json", "inspect", done.data["runId"], "--db", str(db)).data
+    assert data["run"]["mode"] == "check"
+    assert [e["operation"] for e in data["effects"]] == ["builtin.read"]
+    assert data["approvals"] == []

@@ -1,0 +1,60 @@
+"""What a mutation would do, without doing it: check-mode previews and write diffs.
+
+Invariants: nothing here writes; a path is confined by the same policy as a real write (a
+denied path is denied in a preview too); reading the current content of a write target is
+the only observation, and it happens before any effect row exists.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from typing import Any
+
+from agentctl.sandbox.paths import resolve_write
+
+MAX_PREVIEW_BYTES = 1024 * 1024
+
+
+def current_content(workspace: str, roots: list[str], path: str) -> str | None:
+    """The text now at a write target (None when absent or unreadable as UTF-8)."""
+    target = resolve_write(workspace, roots, path)
+    try:
+        with open(target, "rb") as handle:
+            raw = handle.read(MAX_PREVIEW_BYTES + 1)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def unified_diff(path: str, before: str | None, after: str) -> str:
+    lines = difflib.unified_diff(
+        (before or "").splitlines(),
+        after.splitlines(),
+        fromfile=f"a/{path}" if before is not None else "/dev/null",
+        tofile=f"b/{path}",
+        lineterm="",
+    )
+    return "".join(line + "\n" for line in lines)
+
+
+def write_output(path: str, before: str | None, after: str, *, diff: bool) -> dict[str, Any]:
+    """The ``builtin.write`` output shape for a change that is previewed or found unchanged."""
+    changed = before != after
+    return {
+        "status": "changed" if changed else "unchanged",
+        "changed": changed,
+        "before": before,
+        "after": after,
+        "diff": unified_diff(path, before, after) if (diff and changed) else None,
+        "path": path,
+        "predictability": "partially_predictable",
+    }
+
+
+def requires_execution(kind: str, action: Mapping[str, Any]) -> dict[str, Any]:
+    """Check mode for work whose outcome cannot be known without running it."""
+    return {"status": "requires_execution", "changed": False, "kind": kind}
