@@ -201,22 +201,13 @@ TimeoutOpt = Annotated[
 ]
 
 
-def _progress() -> Any:
-    """Live task progress on stderr, only for a human at a terminal."""
+def _live_view() -> Any:
+    """A live progress view, only for a human at a terminal; None otherwise."""
     if SETTINGS.output != "human" or not sys.stderr.isatty():
         return None
+    from agentctl.render import LiveProgress
 
-    def show(task_id: str, state: str) -> None:
-        sys.stderr.write(f"  {state:<20} {task_id}\n")
-        sys.stderr.flush()
-
-    return show
-
-
-def _announce(run_id: str, trace_id: str) -> None:
-    if SETTINGS.output == "human" and sys.stderr.isatty():
-        sys.stderr.write(f"run {run_id} (trace {trace_id})\n")
-        sys.stderr.flush()
+    return LiveProgress(color=SETTINGS.color != "never")
 
 
 def _outcome(outcome: Any) -> Outcome:
@@ -265,19 +256,24 @@ def run_cmd(
         file_text = read_cli_file(inputs_file, "inputs file").decode("utf-8", "replace")
     defaults = loaded.document["spec"].get("inputs") or {}
     resolved = api.resolve_inputs(defaults, inputs, file_text, input_pairs or [])
-    outcome = api.start_run(
-        document=loaded.document,
-        plan=plan,
-        plan_json=plan_to_json(plan),
-        inputs=resolved,
-        db=db,
-        workspace=str(workspace or file.resolve().parent),
-        timeout_s=timeout_seconds,
-        progress=_progress(),
-        on_created=_announce,
-        check_mode=check,
-        diff=diff,
-    )
+    view = _live_view()
+    try:
+        outcome = api.start_run(
+            document=loaded.document,
+            plan=plan,
+            plan_json=plan_to_json(plan),
+            inputs=resolved,
+            db=db,
+            workspace=str(workspace or file.resolve().parent),
+            timeout_s=timeout_seconds,
+            progress=view.update if view else None,
+            on_created=view.start if view else None,
+            check_mode=check,
+            diff=diff,
+        )
+    finally:
+        if view is not None:
+            view.stop()
     deliver(_outcome(outcome))
 
 
@@ -292,10 +288,17 @@ def resume_cmd(
     """Continue a running or paused run from its durable state."""
     from agentctl.coordinator import api
 
-    outcome = api.resume(
-        run, db=db, workspace=str(workspace) if workspace else None,
-        timeout_s=timeout_seconds, progress=_progress(), diff=diff,
-    )  # fmt: skip
+    view = _live_view()
+    if view is not None:
+        view.start(run, "resumed")
+    try:
+        outcome = api.resume(
+            run, db=db, workspace=str(workspace) if workspace else None,
+            timeout_s=timeout_seconds, progress=view.update if view else None, diff=diff,
+        )  # fmt: skip
+    finally:
+        if view is not None:
+            view.stop()
     deliver(_outcome(outcome))
 
 

@@ -147,3 +147,59 @@ def table(title: str, columns: list[str], rows: list[list[str]], settings: Setti
     with console.capture() as capture:
         console.print(tbl)
     return capture.get()
+
+
+class LiveProgress:
+    """A live view of task progress on stderr, for a human at a terminal only.
+
+    Shows the run id as soon as the run exists, counts per task state and the most recent
+    task changes; refreshes at most ten times a second so 10,000-task runs stay cheap.
+    """
+
+    RECENT = 8
+
+    def __init__(self, color: bool = True) -> None:
+        self._color = color
+        self._states: dict[str, str] = {}
+        self._recent: list[tuple[str, str]] = []
+        self._live: Any = None
+        self._title = ""
+        self._last = 0.0
+
+    def start(self, run_id: str, trace_id: str) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        self._title = f"run {run_id}  (trace {trace_id})"
+        console = Console(stderr=True, no_color=not self._color)
+        console.print(self._title)
+        self._live = Live(self._view(), console=console, auto_refresh=False, transient=True)
+        self._live.start()
+
+    def update(self, task_id: str, state: str) -> None:
+        import time
+
+        self._states[task_id] = state
+        self._recent = [*self._recent[-(self.RECENT - 1) :], (task_id, state)]
+        now = time.monotonic()
+        if self._live is not None and now - self._last >= 0.1:
+            self._last = now
+            self._live.update(self._view(), refresh=True)
+
+    def stop(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def _view(self) -> Any:
+        from rich.table import Table
+
+        counts: dict[str, int] = {}
+        for state in self._states.values():
+            counts[state] = counts.get(state, 0) + 1
+        tbl = Table(title=", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "starting")
+        tbl.add_column("task")
+        tbl.add_column("state")
+        for task_id, state in self._recent:
+            tbl.add_row(task_id, state)
+        return tbl

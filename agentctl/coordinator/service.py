@@ -11,12 +11,14 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import signal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -26,7 +28,7 @@ from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.driver import Driver, Inflight, Live
 from agentctl.coordinator.prepare import RunSettings
 from agentctl.coordinator.store import Store
-from agentctl.coordinator.workerpool import open_worker_pool
+from agentctl.coordinator.workerpool import kill_stale_workers, open_worker_pool
 from agentctl.core.plan import Plan
 from agentctl.errors import (
     BlockedError,
@@ -156,7 +158,7 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
         req.run_id, req.plan, req.document, req.workspace, check_mode=req.check_mode, diff=req.diff
     )
     size = max(1, min(req.plan.max_concurrency, os.cpu_count() or 1))
-    registry = str(req.ledger.path) + ".workers.json"
+    registry = _worker_registry(req.ledger)
     final, cancelled, wall_expired = "failed", False, False
     wall_deadline = await _wall_deadline(store, req)
     async with open_worker_pool(size, registry_path=registry) as pool:
@@ -174,6 +176,8 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
                 nursery.cancel_scope.cancel()
         cancelled = scope.cancelled_caught
         wall_expired = wall.cancelled_caught and not cancelled
+    with contextlib.suppress(OSError):
+        os.unlink(registry)
     if wall_expired:
         final = "wall_time_exceeded"
     outcome: RunOutcome | None = None
@@ -181,6 +185,15 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
         outcome = await _finish(store, req, live, final, cancelled)
     assert outcome is not None
     return outcome
+
+
+def _worker_registry(ledger: Ledger) -> str:
+    """This coordinator's worker registry; kills the workers left by dead coordinators."""
+    folder = Path(f"{ledger.path}.workers")
+    folder.mkdir(mode=0o700, exist_ok=True)
+    for stale in folder.glob("*.json"):
+        kill_stale_workers(str(stale))
+    return str(folder / f"{os.getpid()}.json")
 
 
 async def _wall_deadline(store: Store, req: DriveRequest) -> float:

@@ -163,3 +163,22 @@ def test_two_runs_share_one_database(write_workflow, tmp_path: Path) -> None:
     assert len(ids) == 2
     assert (tmp_path / "out" / "a.txt").read_text() == "ok\n"
     assert (tmp_path / "out" / "b.txt").read_text() == "ok\n"
+
+
+def test_killed_coordinator_leaves_no_worker_tree_and_an_uncertain_effect(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    wf = write_workflow(SLOW)
+    db = tmp_path / "r.db"
+    proc = _start(wf, db, tmp_path)
+    run_id = _wait_for_running(cli, db)
+    proc.kill()
+    proc.communicate(timeout=10)
+    deadline = time.monotonic() + 10
+    while _sleepers() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _sleepers() == [], "a worker outlived its coordinator"
+    resumed = cli("--output", "json", "resume", run_id, "--db", str(db))
+    assert resumed.rc == 3
+    [effect] = cli("--output", "json", "effects", "list", run_id, "--db", str(db)).data["effects"]
+    assert effect["status"] == "uncertain"
+    assert effect["effectId"] in resumed.error["error"]["message"]
+    assert "reconcile" in resumed.stderr
