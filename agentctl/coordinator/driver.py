@@ -14,6 +14,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from collections.abc import Callable
@@ -24,11 +25,19 @@ import trio
 
 from agentctl.coordinator import records
 from agentctl.coordinator.clock import Clock
-from agentctl.coordinator.prepare import Prepared, RunSettings, memory_write_output, prepare_task
+from agentctl.coordinator.prepare import (
+    Prepared,
+    RunSettings,
+    memory_write_output,
+    prepare_task,
+    resolved_input_digest,
+)
 from agentctl.coordinator.store import Store
 from agentctl.core import evaluate as ev
+from agentctl.core.canonical import v1_digest
 from agentctl.core.plan import PlannedTask
 from agentctl.core.redact import Redactor
+from agentctl.errors import RunFailedError
 from agentctl.ledger.effects import EffectRecord, NewEffect
 from agentctl.mailbox.messages import Execute, Failure, Result
 
@@ -37,6 +46,11 @@ TERMINAL = frozenset({"succeeded", "failed", "skipped", "cancelled"})
 SCHEDULABLE = frozenset(
     {"pending", "retry_scheduled", "running", "waiting_for_effect", "waiting_for_approval"}
 )
+
+
+def contract_fingerprint(task: PlannedTask) -> str:
+    """The fingerprint of a task's output contract (the default contract when none is set)."""
+    return v1_digest(task.output_schema if task.output_schema is not None else ev.DEFAULT_CONTRACT)
 
 
 def _ingest_one(ledger: Any, store: Any, path: str, now: str, run_id: str, task_id: str) -> Any:
@@ -174,7 +188,12 @@ class Driver:
         attempt = self.live.attempts.get(task.id, 0)
         found = self.live.inflight.get(task.id)
         if found is not None and state in ("running", "waiting_for_effect", "waiting_for_approval"):
-            return self._resume_prep(task, view, found, attempt)
+            prep = self._resume_prep(task, view, found, attempt)
+            if prep.input_digest is None:
+                with contextlib.suppress(RunFailedError):
+                    ctx = ev.task_context(task, view)
+                    prep.input_digest = resolved_input_digest(task, ctx, view)
+            return prep
         return prepare_task(self.rs, task, view, attempt + 1)
 
     def _resume_prep(
@@ -382,6 +401,8 @@ class Driver:
                     error=p.error,
                     decision=p.decision,
                     definition_fingerprint=p.task.definition_fingerprint or None,
+                    input_digest=p.input_digest,
+                    output_contract_fingerprint=contract_fingerprint(p.task),
                     state_delta=p.memory_delta if p.state == "succeeded" else None,
                     artifacts=tuple(p.artifacts) if target == "succeeded" else (),
                     lease_ids=tuple(p.lease_ids),

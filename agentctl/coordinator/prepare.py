@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from agentctl.coordinator import preview, secrets
 from agentctl.core import evaluate as ev
+from agentctl.core.canonical import v1_digest
 from agentctl.core.effects import action_kind, effect_id, input_digest
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.policy import decide
@@ -59,6 +60,7 @@ class Prepared:
     memory_delta: dict[str, Any] | None = None
     retryable: bool = False
     recorded: bool = False  # the effect row already exists (resumed in-flight effect)
+    input_digest: str | None = None
     artifact_paths: list[str] = field(default_factory=list)
     artifacts: list[Any] = field(default_factory=list)  # ArtifactRef of ingested files
     lease_ids: list[str] = field(default_factory=list)
@@ -90,20 +92,45 @@ def prepare_task(
         return Prepared(task, attempt, "done", state="skipped", output=skip)
     try:
         ctx = ev.task_context(task, view)
-        record = ev.when_decision(task, ctx)
-        if record is not None and not record["result"]:
-            return Prepared(
-                task, attempt, "done", "skipped", ev.when_skip_record(record), decision=record
-            )
-        kind = _action_kind(rs, task)
-        if kind is None or action_kind(kind).is_pure:
-            output = ev.evaluate_pure(task, kind, ctx, rs.plan, view)
-            return Prepared(task, attempt, "done", output=output, decision=record)
-        return _prepare_effect(rs, task, kind, ev.render_input(task, ctx), view, attempt, record)
+        digest = resolved_input_digest(task, ctx, view)
+        prep = _prepare_in_context(rs, task, ctx, view, attempt)
+        prep.input_digest = digest
+        return prep
     except RunFailedError as exc:
         return Prepared(
             task, attempt, "done", state="failed", error=exc.message, retryable=exc.retryable
         )
+
+
+def _prepare_in_context(
+    rs: RunSettings, task: PlannedTask, ctx: dict[str, Any], view: ev.RuntimeView, attempt: int
+) -> Prepared:
+    record = ev.when_decision(task, ctx)
+    if record is not None and not record["result"]:
+        return Prepared(
+            task, attempt, "done", "skipped", ev.when_skip_record(record), decision=record
+        )
+    kind = _action_kind(rs, task)
+    if kind is None or action_kind(kind).is_pure:
+        output = ev.evaluate_pure(task, kind, ctx, rs.plan, view)
+        return Prepared(task, attempt, "done", output=output, decision=record)
+    return _prepare_effect(rs, task, kind, ev.render_input(task, ctx), view, attempt, record)
+
+
+def resolved_input_digest(task: PlannedTask, ctx: Mapping[str, Any], view: ev.RuntimeView) -> str:
+    """What a task read: run inputs, memory, rendered vars and its dependencies' outputs.
+
+    Repair reuses a task only when this digest is unchanged, so it must cover every value the
+    task's result can depend on.
+    """
+    return v1_digest(
+        {
+            "inputs": view.inputs,
+            "memory": view.memory,
+            "vars": ctx["vars"],
+            "upstream": {need: view.outputs.get(need) for need in task.needs},
+        }
+    )
 
 
 def _action_kind(rs: RunSettings, task: PlannedTask) -> str | None:

@@ -33,6 +33,7 @@ class Finished:
     decision: Any = None
     definition_fingerprint: str | None = None
     input_digest: str | None = None
+    output_contract_fingerprint: str | None = None
     state_delta: Any = None
     artifacts: tuple[ArtifactRef, ...] = ()
     lease_ids: tuple[str, ...] = ()
@@ -197,6 +198,7 @@ def commit_batch_txn(
                 decision=item.decision,
                 definition_fingerprint=item.definition_fingerprint,
                 input_digest=item.input_digest,
+                output_contract_fingerprint=item.output_contract_fingerprint,
                 state_delta=item.state_delta,
                 events=_events(item),
                 artifacts=item.artifacts,

@@ -164,7 +164,7 @@ def test_workflow_path_that_is_not_a_file(cli: Cli, tmp_path: Path, what: str, m
     if what == "directory":
         (tmp_path / "wf.yaml").mkdir()
     before = _listing(tmp_path)
-    for command in ("check", "plan", "run"):
+    for command in ("check", "plan", "run") if mode == "json" else ("check",):
         done = cli(*_mode_flags(mode), command, "wf.yaml")
         _assert_clean_failure(done, mode)
         message = done.error["error"]["message"] if mode == "json" else done.stderr
