@@ -302,6 +302,41 @@ def resume_cmd(
     deliver(_outcome(outcome))
 
 
+@app.command("replay")
+def replay_cmd(
+    run: Annotated[str, typer.Argument(help="A terminal run id (or a unique prefix).")],
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Recorded replay: a new linked run built from stored outputs; executes nothing."""
+    from agentctl.coordinator import api
+
+    deliver(_outcome(api.replay(run, db=db)))
+
+
+@app.command("fork")
+def fork_cmd(
+    run: Annotated[str, typer.Argument(help="Run id (or a unique prefix) to fork.")],
+    db: DbOpt = DEFAULT_DB,
+    workspace: Annotated[Path | None, typer.Option("--workspace")] = None,
+    timeout_seconds: TimeoutOpt = None,
+    diff: DiffOpt = False,
+) -> None:
+    """A new linked run of the same workflow and inputs that executes fresh effects."""
+    from agentctl.coordinator import api
+
+    view = _live_view()
+    try:
+        outcome = api.fork(
+            run, db=db, workspace=str(workspace) if workspace else None,
+            timeout_s=timeout_seconds, progress=view.update if view else None,
+            on_created=view.start if view else None, diff=diff,
+        )  # fmt: skip
+    finally:
+        if view is not None:
+            view.stop()
+    deliver(_outcome(outcome))
+
+
 @app.command("cancel")
 def cancel_cmd(
     run: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],

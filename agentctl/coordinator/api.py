@@ -207,6 +207,46 @@ def resume(
         return outcome_or_raise(run_trio(drive_run, req))
 
 
+def replay(run_ref: str, *, db: str) -> RunOutcome:
+    """A recorded replay of a terminal run: nothing executes."""
+    from agentctl.coordinator import lineage
+
+    with _open(db) as ledger:
+        return outcome_or_raise(lineage.replay(ledger, run_ref, Clock()))
+
+
+def fork(
+    run_ref: str,
+    *,
+    db: str,
+    workspace: str | None,
+    timeout_s: float | None,
+    progress: Progress | None = None,
+    on_created: Any = None,
+    diff: bool = False,
+) -> RunOutcome:
+    """A new run linked to the source that executes everything again with fresh effects."""
+    from agentctl.coordinator import lineage
+    from agentctl.core.compiler import compile_workflow
+
+    clock = Clock()
+    with _open(db) as ledger:
+        with ledger.read() as conn:
+            source = runs.find_run(conn, run_ref)
+        plan = compile_workflow(source.workflow)
+        check_executable(plan, source.workflow)
+        preflight_containers(plan, source.workflow)
+        run_id, trace_id = lineage.new_fork(ledger, source, list(plan.order), clock)
+        if on_created is not None:
+            on_created(run_id, trace_id)
+        base = os.path.abspath(workspace or source.base_path or os.getcwd())
+        req = DriveRequest(
+            ledger, run_id, trace_id, plan, source.workflow, base, timeout_s, progress, clock,
+            diff=diff,
+        )  # fmt: skip
+        return outcome_or_raise(run_trio(drive_run, req))
+
+
 def _existing(db: str) -> str:
     from agentctl.errors import NotFoundError
 

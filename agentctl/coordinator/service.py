@@ -75,7 +75,7 @@ class DriveRequest:
     diff: bool = False
 
 
-def _owner() -> tuple[int, float]:
+def owner_identity() -> tuple[int, float]:
     pid = os.getpid()
     return pid, psutil.Process(pid).create_time()
 
@@ -112,7 +112,7 @@ def create_run(
             if isinstance(v, int) and not isinstance(v, bool)
         },
     )
-    pid, ctime = _owner()
+    pid, ctime = owner_identity()
     with ledger.transaction() as conn:
         now = clock.now()
         runs.create_run_txn(conn, new, list(plan.order), now)
@@ -305,7 +305,7 @@ def outcome_or_raise(outcome: RunOutcome) -> RunOutcome:
 
 def check_resumable(ledger: Ledger, run_id: str, clock: Clock) -> Any:
     """Refuse terminal runs and unresolved effects; take the lease; returns the run record."""
-    pid, ctime = _owner()
+    pid, ctime = owner_identity()
     with ledger.transaction() as conn:
         run = runs.find_run(conn, run_id)
         if run.state in ("succeeded", "failed", "cancelled"):

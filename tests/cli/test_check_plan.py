@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -150,12 +151,12 @@ def test_failing_variant_is_located(cli: Cli, tmp_path: Path, case: str) -> None
 # --------------------------------------------------------------------------- plan JSON
 
 
-def _plan(cli: Cli, example: str) -> dict:  # type: ignore[type-arg]
+def _plan(cli: Cli, example: str) -> dict[str, Any]:
     done = cli("--output", "json", "plan", str(EXAMPLES / example))
     assert done.rc == 0, done.stderr
     envelope = json.loads(done.stdout)
     assert envelope["apiVersion"] == "agentctl.dev/cli/v1" and envelope["kind"] == "Plan"
-    data: dict = envelope["data"]  # type: ignore[type-arg]
+    data: dict[str, Any] = envelope["data"]
     assert [t["id"] for t in data["tasks"]] == data["order"]
     return data
 
