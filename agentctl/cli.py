@@ -27,6 +27,7 @@ from agentctl.clikit import (
     Delivered,
     deliver,
     json_file,
+    compile_file,
     read_cli_file,
 )
 from agentctl.errors import AgentctlError, ValidationError
@@ -39,6 +40,12 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=(
+        "Global options, accepted before or after the command: --output human|json|jsonl, "
+        "--color auto|always|never, --verbose. State commands take --db PATH "
+        "(default .agentctl/runtime.db). -V/--version prints the version."
+    ),
 )
 
 SETTINGS = Settings()
@@ -108,17 +115,6 @@ def _apply_flag(settings: Settings, name: str, value: str) -> None:
 
 
 # --------------------------------------------------------------------------- shared helpers
-
-
-def compile_file(path: Path) -> Any:
-    """Load and compile a workflow file; returns (LoadedWorkflow, Plan)."""
-    from agentctl.core.compiler import compile_workflow
-    from agentctl.core.dsl import load_workflow
-
-    source = read_cli_file(path, "workflow file")
-    loaded = load_workflow(source, file=str(path))
-    plan = compile_workflow(loaded.document, file=str(path), locate=loaded.locate)
-    return loaded, plan
 
 
 # --------------------------------------------------------------------------- commands
@@ -476,7 +472,10 @@ def effects_reconcile_cmd(
 
 
 def _register_state_groups() -> None:
+    from agentctl import cli_recovery
     from agentctl.cli_state import approvals_app, artifacts_app, db_app
+
+    cli_recovery.register(app)
 
     app.add_typer(approvals_app, name="approvals")
     app.add_typer(artifacts_app, name="artifacts")
@@ -522,6 +521,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
     code: int
     try:
         SETTINGS, normalized = normalize_argv(args)
+        if normalized[:1] in (["-V"], ["--version"]):
+            normalized = ["version", *normalized[1:]]
         code = _run_app(normalized)
     except AgentctlError as exc:
         if exc.exit_code == 2 and SETTINGS.output == "human":

@@ -58,3 +58,14 @@ def json_file(path: Path, what: str) -> Any:
         return json.loads(read_cli_file(path, what))
     except json.JSONDecodeError as exc:
         raise ValidationError(f"{what} {path} is not valid JSON: {exc}") from exc
+
+
+def compile_file(path: Path) -> Any:
+    """Load and compile a workflow file; returns (LoadedWorkflow, Plan)."""
+    from agentctl.core.compiler import compile_workflow
+    from agentctl.core.dsl import load_workflow
+
+    source = read_cli_file(path, "workflow file")
+    loaded = load_workflow(source, file=str(path))
+    plan = compile_workflow(loaded.document, file=str(path), locate=loaded.locate)
+    return loaded, plan

@@ -131,8 +131,10 @@ def table(title: str, columns: list[str], rows: list[list[str]], settings: Setti
     from rich.table import Table
 
     tbl = Table(title=title, show_lines=False)
-    for col in columns:
-        tbl.add_column(col, overflow="fold")
+    for i, col in enumerate(columns):
+        # Identifiers must stay on one line so they can be copied; prose may wrap.
+        ident = i == 0 or col in ("run", "task", "effect", "approval", "digest")
+        tbl.add_column(col, overflow="fold", no_wrap=ident)
     for row in rows:
         tbl.add_row(*row)
     color = settings.use_color(sys.stdout)
@@ -141,7 +143,7 @@ def table(title: str, columns: list[str], rows: list[list[str]], settings: Setti
         force_terminal=color,
         no_color=not color,
         color_system="auto" if color else None,
-        width=max(100, Console().width if color else 100),
+        width=max(160, Console().width if color else 160),
         record=True,
     )
     with console.capture() as capture:

@@ -26,7 +26,7 @@ from agentctl.coordinator.service import (
     outcome_or_raise,
 )
 from agentctl.core.plan import Plan
-from agentctl.errors import ValidationError
+from agentctl.errors import InvalidOperationError, ValidationError
 from agentctl.ledger import reconcile, runs, stats
 from agentctl.ledger.connection import Ledger, open_ledger
 
@@ -305,3 +305,115 @@ def effects_reconcile(
             compensation_effect_id, clock.now(),
         )  # fmt: skip
     return dict(record.to_json())
+
+
+def recover(
+    kind: str,
+    *,
+    document: Mapping[str, Any],
+    target: Plan,
+    plan_json: Any,
+    source_ref: str,
+    db: str,
+    roots: Sequence[str],
+    failed_only: bool,
+    plan_only: bool,
+    restart_successful: bool,
+    reason: str | None,
+    workspace: str | None,
+    timeout_s: float | None,
+    progress: Progress | None = None,
+) -> tuple[str, dict[str, Any], int]:
+    """Plan a retry or repair of ``source_ref``; run it unless planning only or blocked.
+
+    Returns (envelope kind, data, exit code): a blocked plan is printed with exit 3 and
+    creates nothing.
+    """
+    from agentctl.coordinator import recovery
+    from agentctl.core import recovery as rc
+
+    clock = Clock()
+    title = "Retry" if kind == "retry" else "Repair"
+    with _open(db) as ledger:
+        source_run, source = recovery.load_source(ledger, source_ref)
+        ok = recovery.artifact_checker(ledger)
+        if kind == "retry":
+            planned = rc.plan_retry(
+                source, target, failed_only=failed_only, roots=roots,
+                restart_successful=restart_successful, artifact_ok=ok,
+            )  # fmt: skip
+        else:
+            planned = rc.plan_repair(
+                source, target, roots=roots, restart_successful=restart_successful,
+                artifact_ok=ok, reason=reason,
+            )  # fmt: skip
+        if plan_only or not planned.compatible:
+            return f"{title}Plan", planned.to_json(), 0 if planned.compatible else 3
+        check_executable(target, document)
+        preflight_containers(target, document)
+        base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
+        run_id, trace_id = recovery.create_derived_run(
+            ledger, source_run=source_run, source=source, recovery=planned, target=target,
+            document=document, plan_json=plan_json, inputs=source_run.inputs or {},
+            workspace=base, reason=reason, clock=clock,
+        )  # fmt: skip
+        req = DriveRequest(ledger, run_id, trace_id, target, document, base, timeout_s,
+                           progress, clock)  # fmt: skip
+        outcome = outcome_or_raise(run_trio(drive_run, req))
+        with ledger.read() as conn:
+            refs = stats.artifact_list(conn, run_id)["references"]
+    data = {
+        **outcome.to_json(),
+        "sourceRunId": source.run_id,
+        "reusedTasks": list(planned.reuse),
+        "executedTasks": list(planned.execute),
+        "artifacts": refs,
+    }
+    return (
+        f"{title}Outcome",
+        data,
+        {"succeeded": 0, "paused": 3, "cancelled": 130}.get(outcome.state, 4),
+    )
+
+
+def compensate(
+    source_ref: str,
+    *,
+    db: str,
+    tasks_filter: Sequence[str] | None,
+    plan_only: bool,
+    workspace: str | None,
+    timeout_s: float | None,
+    progress: Progress | None = None,
+) -> tuple[str, dict[str, Any], int]:
+    """Plan (and run) the declared inverse actions of a terminal run's confirmed mutations."""
+    from agentctl.coordinator import recovery
+    from agentctl.core import recovery as rc
+    from agentctl.core.compiler import compile_workflow, plan_to_json
+
+    clock = Clock()
+    with _open(db) as ledger:
+        source_run, source = recovery.load_source(ledger, source_ref)
+        if source_run.state not in ("succeeded", "failed", "cancelled"):
+            raise InvalidOperationError(
+                f"run {source_run.run_id} is {source_run.state}; compensate needs a terminal run"
+            )
+        source_plan = compile_workflow(source_run.workflow)
+        planned = rc.plan_compensation(source, source_plan, tasks=tasks_filter)
+        data = planned.to_json()
+        if plan_only or not planned.executable:
+            return "CompensationPlan", data, 0 if planned.complete else 3
+        document = rc.compensation_document(source_run.workflow, planned)
+        plan = compile_workflow(document)
+        base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
+        run_id, trace_id = create_run(
+            ledger, plan=plan, document=document, plan_json=plan_to_json(plan),
+            inputs=source_run.inputs or {}, workspace=base, clock=clock, mode="compensation",
+            source_run_id=source_run.run_id,
+        )  # fmt: skip
+        links = {s.compensation_task_id: s.source_effect_ids for s in planned.steps}
+        req = DriveRequest(ledger, run_id, trace_id, plan, document, base, timeout_s, progress,
+                           clock, compensates=links)  # fmt: skip
+        outcome = run_trio(drive_run, req)
+    result = {**outcome.to_json(), "sourceRunId": source_run.run_id, "plan": data}
+    return "CompensationOutcome", result, 0 if outcome.state == "succeeded" else 4

@@ -408,9 +408,15 @@ class Driver:
                     lease_ids=tuple(p.lease_ids),
                 )
             )
+        compensated = [
+            (source_effect, p.effect.effect_id)
+            for p, item in zip(preps, items, strict=True)
+            if item.state == "succeeded" and p.effect is not None
+            for source_effect in self.rs.compensates.get(p.task.id, ())
+        ]
         await self.store.write(
             records.commit_batch_txn, self.rs.run_id, items, memory, self.clock.now(),
-            self.trace_id,
+            self.trace_id, compensated,
         )  # fmt: skip
         if memory is not None:
             self.live.memory = memory

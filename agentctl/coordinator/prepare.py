@@ -77,6 +77,8 @@ class RunSettings:
     interactive: bool = False
     check_mode: bool = False  # `run --check`: only pure, internal and observe work runs
     diff: bool = False  # `--diff`: write outputs carry a unified diff
+    # compensation runs: compensation task id → the source effects its inverse compensates
+    compensates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def spec(self) -> Mapping[str, Any]:
@@ -167,7 +169,8 @@ def _prepare_effect(
     if kind == "builtin.write":
         roots = list(request["writableRoots"])
         before = preview.current_content(rs.workspace, roots, str(args["path"]))
-        if rs.check_mode or before == args["content"]:
+        unchanged = before == args["content"] and not rs.compensates
+        if rs.check_mode or unchanged:
             output = preview.write_output(
                 str(args["path"]), before, str(args["content"]), diff=rs.diff or rs.check_mode
             )

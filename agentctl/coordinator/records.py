@@ -181,6 +181,7 @@ def commit_batch_txn(
     memory: Any,
     now: str,
     trace_id: str,
+    compensated: Sequence[tuple[str, str]] = (),
 ) -> None:
     """Walk each task to its committed state and commit the batch in compiled order."""
     completions = []
@@ -206,3 +207,8 @@ def commit_batch_txn(
             )
         )
     tasks.commit_tasks_txn(conn, run_id, completions, memory, now, trace_id=trace_id)
+    if compensated:
+        # Late import: recovery builds on this module.
+        from agentctl.coordinator.recovery import compensated_reconciliations_txn
+
+        compensated_reconciliations_txn(conn, run_id, compensated, now, trace_id)

@@ -73,6 +73,7 @@ class DriveRequest:
     clock: Clock = field(default_factory=Clock)
     check_mode: bool = False
     diff: bool = False
+    compensates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def owner_identity() -> tuple[int, float]:
@@ -90,9 +91,11 @@ def create_run(
     workspace: str,
     clock: Clock,
     mode: str = "execute",
+    source_run_id: str | None = None,
 ) -> tuple[str, str]:
     """Create the run and take its lease in one transaction; returns (run id, trace id)."""
-    run_id, trace_id = clock.new_id("run"), clock.new_id("trace")
+    prefix = "compensation" if mode == "compensation" else "run"
+    run_id, trace_id = clock.new_id(prefix), clock.new_id("trace")
     spec = document["spec"]
     new = runs.NewRun(
         run_id=run_id,
@@ -106,6 +109,8 @@ def create_run(
         working_memory=dict((spec.get("memory") or {}).get("working") or {}),
         trace_id=trace_id,
         base_path=workspace,
+        parent_run_id=source_run_id,
+        source_run_id=source_run_id,
         budget_limits={
             k: v
             for k, v in ((spec.get("runtime") or {}).get("budgets") or {}).items()
@@ -155,8 +160,9 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
     store = Store(req.ledger)
     live = await store.read(load_live, req.run_id)
     settings = RunSettings(
-        req.run_id, req.plan, req.document, req.workspace, check_mode=req.check_mode, diff=req.diff
-    )
+        req.run_id, req.plan, req.document, req.workspace, check_mode=req.check_mode,
+        diff=req.diff, compensates=req.compensates,
+    )  # fmt: skip
     size = max(1, min(req.plan.max_concurrency, os.cpu_count() or 1))
     registry = _worker_registry(req.ledger)
     final, cancelled, wall_expired = "failed", False, False

@@ -165,7 +165,9 @@ def test_two_runs_share_one_database(write_workflow, tmp_path: Path) -> None:
     assert (tmp_path / "out" / "b.txt").read_text() == "ok\n"
 
 
-def test_killed_coordinator_leaves_no_worker_tree_and_an_uncertain_effect(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_killed_coordinator_leaves_no_worker_tree_and_an_uncertain_effect(
+    cli, write_workflow, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     wf = write_workflow(SLOW)
     db = tmp_path / "r.db"
     proc = _start(wf, db, tmp_path)

@@ -300,9 +300,8 @@ class _Builder:
                 return None
             return _to_int(text)
         if tag == _TAG + "float" and _FLOAT_RE.match(text):
-            number = float(
-                text.replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf")
-            )
+            # YAML spells the specials .inf/.nan (any case); Python wants inf/nan.
+            number = float(text.lower().replace(".inf", "inf").replace(".nan", "nan"))
             if math.isfinite(number):
                 return number
             self.problem(f"{text!r} is not a finite number; JSON cannot represent it", node)

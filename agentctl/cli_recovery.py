@@ -1,0 +1,108 @@
+"""Recovery commands: ``retry``, ``repair`` and ``compensate``.
+
+Planning is effect-free: ``--plan`` prints the plan and creates nothing, and a blocked plan is
+printed (with exit 3) even without ``--plan`` — no run is created for it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentctl.clikit import DEFAULT_DB, DbOpt, compile_file, deliver
+from agentctl.errors import ValidationError
+from agentctl.render import Outcome
+
+FileArg = Annotated[Path, typer.Argument(help="The target workflow file.")]
+SourceArg = Annotated[str, typer.Argument(help="The source run id (or a unique prefix).")]
+FromOpt = Annotated[
+    list[str] | None, typer.Option("--from", help="A repair/retry root task; repeatable.")
+]
+PlanOpt = Annotated[bool, typer.Option("--plan", help="Print the plan; create nothing.")]
+RestartOpt = Annotated[
+    bool, typer.Option("--restart-successful", help="Allow succeeded tasks as roots.")
+]
+ReasonOpt = Annotated[str | None, typer.Option("--reason", help="Why (recorded on the run).")]
+WorkspaceOpt = Annotated[Path | None, typer.Option("--workspace")]
+TimeoutOpt = Annotated[float | None, typer.Option("--timeout-seconds", min=0.001)]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("retry")(retry_cmd)
+    app.command("repair")(repair_cmd)
+    app.command("compensate")(compensate_cmd)
+
+
+def _recover(kind: str, file: Path, source: str, roots: list[str], failed: bool, plan: bool,
+             restart: bool, reason: str | None, db: str, workspace: Path | None,
+             timeout: float | None) -> None:  # fmt: skip
+    from agentctl.coordinator import api
+    from agentctl.core.compiler import plan_to_json
+
+    _loaded, target = compile_file(file)
+    name, data, code = api.recover(
+        kind, document=_loaded.document, target=target, plan_json=plan_to_json(target),
+        source_ref=source, db=db, roots=roots, failed_only=failed, plan_only=plan,
+        restart_successful=restart, reason=reason,
+        workspace=str(workspace) if workspace else None, timeout_s=timeout,
+    )  # fmt: skip
+    deliver(Outcome(name, data, exit_code=code))
+
+
+def retry_cmd(
+    file: FileArg,
+    source: SourceArg,
+    failed: Annotated[bool, typer.Option("--failed", help="Retry every failed task.")] = False,
+    roots: FromOpt = None,
+    plan: PlanOpt = False,
+    restart_successful: RestartOpt = False,
+    reason: ReasonOpt = None,
+    db: DbOpt = DEFAULT_DB,
+    workspace: WorkspaceOpt = None,
+    timeout_seconds: TimeoutOpt = None,
+) -> None:
+    """Re-run failed (or chosen) tasks and their dependants for an identical workflow."""
+    if failed == bool(roots):
+        raise ValidationError("retry needs exactly one of --failed or --from TASK")
+    _recover("retry", file, source, roots or [], failed, plan, restart_successful, reason, db,
+             workspace, timeout_seconds)  # fmt: skip
+
+
+def repair_cmd(
+    file: FileArg,
+    source: SourceArg,
+    roots: FromOpt = None,
+    plan: PlanOpt = False,
+    restart_successful: RestartOpt = False,
+    reason: ReasonOpt = None,
+    db: DbOpt = DEFAULT_DB,
+    workspace: WorkspaceOpt = None,
+    timeout_seconds: TimeoutOpt = None,
+) -> None:
+    """Run a corrected workflow from chosen roots, reusing every compatible earlier result."""
+    if not roots:
+        raise ValidationError("repair needs at least one --from TASK")
+    _recover("repair", file, source, roots, False, plan, restart_successful, reason, db,
+             workspace, timeout_seconds)  # fmt: skip
+
+
+def compensate_cmd(
+    source: SourceArg,
+    task: Annotated[
+        list[str] | None, typer.Option("--task", help="Only this source task; repeatable.")
+    ] = None,
+    plan: PlanOpt = False,
+    db: DbOpt = DEFAULT_DB,
+    workspace: WorkspaceOpt = None,
+    timeout_seconds: TimeoutOpt = None,
+) -> None:
+    """Run the declared inverse actions of a run's confirmed mutations, newest first."""
+    from agentctl.coordinator import api
+
+    name, data, code = api.compensate(
+        source, db=db, tasks_filter=task, plan_only=plan,
+        workspace=str(workspace) if workspace else None, timeout_s=timeout_seconds,
+    )  # fmt: skip
+    deliver(Outcome(name, data, exit_code=code))

@@ -1,0 +1,118 @@
+"""The recovery planners' input snapshot of a source run and the block record they emit.
+
+The coordinator reads a terminal source run out of the ledger into these frozen values; the
+planners in this package are pure functions of them plus a compiled target ``Plan``.
+
+Invariants:
+- Every value here is immutable from the planners' point of view: they never mutate a
+  ``SourceRun`` (nor anything reachable from it) and never return an alias of its mutable parts.
+- Persisted enums are lowercase strings exactly as the ledger stores them (spec/cli.md §3–§4).
+- ``effective_outcome`` is the single place that reads an effect's status, confirmation flag
+  and latest reconciliation together; every rule in this package classifies effects through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agentctl.core.canonical import v1_digest
+from agentctl.core.plan import PlannedTask
+
+TERMINAL_RUN_STATES = frozenset({"succeeded", "failed", "cancelled"})
+DEFAULT_OUTPUT_CONTRACT: dict[str, Any] = {"type": "object"}
+
+Outcome = Literal["unresolved", "applied", "not_applied", "compensated", "none"]
+_RECONCILED: dict[str, Outcome] = {
+    "applied": "applied",
+    "not_applied": "not_applied",
+    "compensated": "compensated",
+}
+
+
+@dataclass(frozen=True)
+class SourceEffect:
+    effect_id: str
+    task_id: str
+    attempt: int
+    operation: str  # action kind, e.g. "builtin.write"
+    effect_class: str
+    idempotency: str
+    status: str
+    confirmed: bool
+    reconciliation: str | None  # latest reconciliation: applied|not_applied|compensated|None
+
+
+@dataclass(frozen=True)
+class SourceTask:
+    task_id: str
+    state: str
+    attempt: int
+    disposition: str  # executed|reused|recorded
+    output: Any
+    definition_fingerprint: str | None
+    input_digest: str | None  # "sha256:v1:..." of the resolved input (rendered with + vars)
+    output_contract_fingerprint: str | None
+    output_digest: str | None
+    state_delta: dict[str, Any] | None  # working-memory keys this task wrote
+    artifacts: tuple[dict[str, Any], ...]  # [{path, digest, sizeBytes}]
+    effects: tuple[SourceEffect, ...]  # this task's effects, all attempts, in order
+    needs: tuple[str, ...]  # the task's needs in the SOURCE plan
+
+
+@dataclass(frozen=True)
+class SourceRun:
+    run_id: str
+    mode: str
+    state: str
+    workflow_name: str
+    workflow_digest: str
+    tasks: Mapping[str, SourceTask]  # by task id, source compiled order preserved
+
+
+@dataclass(frozen=True)
+class Block:
+    """Why a plan cannot proceed (spec/cli.md §5). Run-level blocks carry ``task_id == ""``."""
+
+    task_id: str
+    rule: str
+    message: str
+    source_fingerprint: str | None = None
+    target_fingerprint: str | None = None
+    suggested_repair_roots: tuple[str, ...] = ()
+    full_fork_required: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "taskId": self.task_id,
+            "rule": self.rule,
+            "message": self.message,
+            "sourceFingerprint": self.source_fingerprint,
+            "targetFingerprint": self.target_fingerprint,
+            "suggestedRepairRoots": list(self.suggested_repair_roots),
+            "fullForkRequired": self.full_fork_required,
+        }
+
+
+def output_contract_fingerprint(task: PlannedTask) -> str:
+    """The fingerprint of a task's output contract; the ledger stores the same value."""
+    return v1_digest(task.output_schema or DEFAULT_OUTPUT_CONTRACT)
+
+
+def effective_outcome(effect: SourceEffect) -> Outcome:
+    """What is known about an effect's consequence once its reconciliation is applied.
+
+    A reconciliation wins over the raw status (it is the operator's later conclusion). Without
+    one: started/uncertain — and a "succeeded" row lacking its confirmation flag, which should
+    not exist — are unresolved; a confirmed success applied; anything else (requested, failed,
+    cancelled, waiting for approval) never took effect as far as the ledger knows.
+    """
+    reconciled = _RECONCILED.get(effect.reconciliation or "")
+    if reconciled is not None:
+        return reconciled
+    if effect.status in ("started", "uncertain"):
+        return "unresolved"
+    if effect.status == "succeeded":
+        return "applied" if effect.confirmed else "unresolved"
+    return "none"
