@@ -25,9 +25,9 @@ from agentctl.clikit import (
     DEFAULT_DB,
     DbOpt,
     Delivered,
+    compile_file,
     deliver,
     json_file,
-    compile_file,
     read_cli_file,
 )
 from agentctl.errors import AgentctlError, ValidationError

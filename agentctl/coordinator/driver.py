@@ -32,6 +32,7 @@ from agentctl.coordinator.prepare import (
     prepare_task,
     resolved_input_digest,
 )
+from agentctl.coordinator.schedule import SCHEDULABLE, WAITING, Scheduler
 from agentctl.coordinator.store import Store
 from agentctl.core import evaluate as ev
 from agentctl.core.canonical import v1_digest
@@ -42,10 +43,7 @@ from agentctl.ledger.effects import EffectRecord, NewEffect
 from agentctl.mailbox.messages import Execute, Failure, Result
 
 MAX_ARTIFACT_BYTES = 16 * 1024 * 1024
-TERMINAL = frozenset({"succeeded", "failed", "skipped", "cancelled"})
-SCHEDULABLE = frozenset(
-    {"pending", "retry_scheduled", "running", "waiting_for_effect", "waiting_for_approval"}
-)
+FUSE_LIMIT = 512  # pure results staged at most before a commit
 
 
 def contract_fingerprint(task: PlannedTask) -> str:
@@ -106,38 +104,36 @@ class Driver:
         self.clock = clock
         self.trace_id = trace_id
         self.stopped = False
+        self.schedule = Scheduler(rs.plan, live.states)
+        self.fused: list[records.Finished] = []  # results applied, not yet committed
+        self.fused_compensated: list[tuple[str, str]] = []
+        self.fused_memory = False
         self.on_progress = on_progress or (lambda _task, _state: None)
 
     # ------------------------------------------------------------------ the loop
 
     async def drive(self) -> str:
         """Run until nothing is ready; returns succeeded | failed | paused | blocked."""
-        plan = self.rs.plan
+        limit = self.rs.plan.max_concurrency
         while not self.stopped:
-            ready = self._ready()
+            ready = self.schedule.ready_tasks(self._eligible, limit)
             if not ready:
-                if not self._waiting_retry():
+                if not self.schedule.has_retry():
                     break
+                await self._flush()
                 await trio.sleep(0.01)
                 continue
-            await self._run_batch(ready[: plan.max_concurrency])
+            await self._run_batch(ready)
+        await self._flush()
         return self._final_state()
 
-    def _ready(self) -> list[PlannedTask]:
-        now = self.clock.monotonic()
-        states = self.live.states
-        out = []
-        for task in self.rs.plan.tasks:
-            state = states[task.id]
-            if state not in SCHEDULABLE or self.live.not_before.get(task.id, 0.0) > now:
-                continue
-            if state in ("waiting_for_effect", "waiting_for_approval") and not self._resolved(
-                task.id
-            ):
-                continue
-            if all(states[n] in TERMINAL for n in task.needs):
-                out.append(task)
-        return out
+    def _eligible(self, task: PlannedTask) -> bool:
+        state = self.live.states[task.id]
+        if state not in SCHEDULABLE:
+            return False
+        if self.live.not_before.get(task.id, 0.0) > self.clock.monotonic():
+            return False
+        return state not in WAITING or self._resolved(task.id)
 
     def _resolved(self, task_id: str) -> bool:
         """A waiting task can move once an operator resolved its effect or approval."""
@@ -147,9 +143,6 @@ class Driver:
         if self.live.states[task_id] == "waiting_for_approval":
             return found.effect.status in ("requested", "cancelled")
         return True
-
-    def _waiting_retry(self) -> bool:
-        return any(s == "retry_scheduled" for s in self.live.states.values())
 
     def _final_state(self) -> str:
         states = set(self.live.states.values())
@@ -162,19 +155,28 @@ class Driver:
         return "succeeded"
 
     def view(self) -> ev.RuntimeView:
+        # No copies: live mappings change only after a batch is prepared and executed, and
+        # memory is replaced (never mutated), so every task of a batch sees one snapshot.
         return ev.RuntimeView(
             inputs=self.live.inputs,
-            memory=dict(self.live.memory),
-            outputs=dict(self.live.outputs),
-            states=dict(self.live.states),
-            errors=dict(self.live.errors),
+            memory=self.live.memory,
+            outputs=self.live.outputs,
+            states=self.live.states,
+            errors=self.live.errors,
         )
 
     # ------------------------------------------------------------------ one batch
 
     async def _run_batch(self, batch: list[PlannedTask]) -> None:
+        for task in batch:
+            self.schedule.take(task)
         view = self.view()
         preps = [self._prepare(task, view) for task in batch]
+        if all(p.kind == "done" for p in preps) and len(self.fused) < FUSE_LIMIT:
+            # Pure work is re-derivable, so consecutive pure batches share one commit.
+            self._stage(preps)
+            return
+        await self._flush()
         fresh = [p for p in preps if p.kind == "effect" and not p.recorded]
         if fresh:
             await self._record_requests(fresh)
@@ -385,43 +387,52 @@ class Driver:
     # ------------------------------------------------------------------ the batch commit
 
     async def _commit(self, preps: list[Prepared]) -> None:
-        items: list[records.Finished] = []
-        memory: dict[str, Any] | None = None
+        self._stage(preps)
+        await self._flush()
+
+    def _stage(self, preps: list[Prepared]) -> None:
+        """Apply a batch's results to the live state and queue them for the next commit."""
         for p in preps:
             target = self._target_state(p)
             if p.memory_delta and p.state == "succeeded":
-                memory = {**(memory if memory is not None else self.live.memory), **p.memory_delta}
-            items.append(
-                records.Finished(
-                    task_id=p.task.id,
-                    from_state=self.live.states[p.task.id],
-                    state=target,
-                    attempt=max(p.attempt, 1),
-                    output=p.output,
-                    error=p.error,
-                    decision=p.decision,
-                    definition_fingerprint=p.task.definition_fingerprint or None,
-                    input_digest=p.input_digest,
-                    output_contract_fingerprint=contract_fingerprint(p.task),
-                    state_delta=p.memory_delta if p.state == "succeeded" else None,
-                    artifacts=tuple(p.artifacts) if target == "succeeded" else (),
-                    lease_ids=tuple(p.lease_ids),
-                )
+                self.live.memory = {**self.live.memory, **p.memory_delta}
+                self.fused_memory = True
+            self.fused.append(self._finished(p, target))
+            self.fused_compensated.extend(
+                (source_effect, p.effect.effect_id)
+                for source_effect in self.rs.compensates.get(p.task.id, ())
+                if target == "succeeded" and p.effect is not None
             )
-        compensated = [
-            (source_effect, p.effect.effect_id)
-            for p, item in zip(preps, items, strict=True)
-            if item.state == "succeeded" and p.effect is not None
-            for source_effect in self.rs.compensates.get(p.task.id, ())
-        ]
+            self._apply(p, target)
+
+    async def _flush(self) -> None:
+        """Commit every staged result in compiled order, with memory and one checkpoint."""
+        if not self.fused:
+            return
+        items, compensated = self.fused, self.fused_compensated
+        memory = self.live.memory if self.fused_memory else None
+        self.fused, self.fused_compensated, self.fused_memory = [], [], False
         await self.store.write(
             records.commit_batch_txn, self.rs.run_id, items, memory, self.clock.now(),
             self.trace_id, compensated,
         )  # fmt: skip
-        if memory is not None:
-            self.live.memory = memory
-        for p, item in zip(preps, items, strict=True):
-            self._apply(p, item.state)
+
+    def _finished(self, p: Prepared, target: str) -> records.Finished:
+        return records.Finished(
+            task_id=p.task.id,
+            from_state=self.live.states[p.task.id],
+            state=target,
+            attempt=max(p.attempt, 1),
+            output=p.output,
+            error=p.error,
+            decision=p.decision,
+            definition_fingerprint=p.task.definition_fingerprint or None,
+            input_digest=p.input_digest,
+            output_contract_fingerprint=contract_fingerprint(p.task),
+            state_delta=p.memory_delta if p.state == "succeeded" else None,
+            artifacts=tuple(p.artifacts) if target == "succeeded" else (),
+            lease_ids=tuple(p.lease_ids),
+        )
 
     def _target_state(self, p: Prepared) -> str:
         if p.state == "failed" and p.retryable and p.attempt < p.task.retry.max_attempts:
@@ -431,6 +442,7 @@ class Driver:
     def _apply(self, p: Prepared, state: str) -> None:
         task_id = p.task.id
         self.live.states[task_id] = state
+        self.schedule.settle(task_id, state)
         self.live.attempts[task_id] = max(p.attempt, 1)
         self.on_progress(task_id, state)
         if state in ("succeeded", "skipped"):

@@ -12,7 +12,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,8 +44,27 @@ class RuntimeView:
     errors: Mapping[str, str | None] = field(default_factory=dict)
 
 
+class TaskOutputs(Mapping[str, Any]):
+    """``tasks.ID.output`` over the finished outputs, without copying them per task."""
+
+    def __init__(self, outputs: Mapping[str, Any]) -> None:
+        self._outputs = outputs
+
+    def __getitem__(self, task_id: str) -> dict[str, Any]:
+        return {"output": self._outputs[task_id]}
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._outputs)
+
+    def __len__(self) -> int:
+        return len(self._outputs)
+
+    def __contains__(self, task_id: object) -> bool:
+        return task_id in self._outputs
+
+
 def base_context(view: RuntimeView) -> dict[str, Any]:
-    tasks = {task_id: {"output": out} for task_id, out in view.outputs.items()}
+    tasks = TaskOutputs(view.outputs)
     return {"inputs": view.inputs, "memory": view.memory, "tasks": tasks, "vars": {}}
 
 

@@ -73,13 +73,16 @@ class _Worker:
         scope = self.scopes[msg.effect_id]
         try:
             reply = await _reply_for(msg, scope)
-            crash_point("worker.before_result")
+        finally:
+            # Forget the effect before replying: once the reply is on the wire the
+            # coordinator may legitimately send the same id again (a new execution).
+            self.scopes.pop(msg.effect_id, None)
+        crash_point("worker.before_result")
+        try:
             await self._send(reply)
         except ProtocolError:
             # The coordinator is gone: nobody can receive results any more.
             self.nursery.cancel_scope.cancel()
-        finally:
-            self.scopes.pop(msg.effect_id, None)
 
     async def _send(self, reply: Result | Failure) -> None:
         try:

@@ -50,9 +50,13 @@ async def worker() -> AsyncIterator[WorkerUnderTest]:
         await proc.wait()
 
 
+_ids = iter(range(1_000_000))
+
+
 def _exec(
-    operation: str, request: dict[str, Any], effect: str = "e1", timeout: float = 60
+    operation: str, request: dict[str, Any], effect: str = "", timeout: float = 60
 ) -> Execute:
+    effect = effect or f"effect-{next(_ids)}"
     return Execute(
         effect_id=effect,
         run_id="run-1",

@@ -173,8 +173,49 @@ def _mark_pos(mark: Any) -> Position | None:
     return (int(mark.line) + 1, int(mark.column) + 1)
 
 
+_CParser: Any
+try:
+    from yaml.cyaml import CParser as _CParser  # type: ignore[attr-defined]
+except ImportError:  # PyYAML built without libyaml: the pure-Python path serves alone
+    _CParser = None
+
+
+def _fast_loader(text: str) -> Any:
+    """libyaml's parser with our resolver: the same node tree, an order of magnitude faster."""
+
+    class _FastLoader(_CParser, _Resolver):  # type: ignore[misc]
+        def __init__(self, stream: str) -> None:
+            _CParser.__init__(self, stream)
+            _Resolver.__init__(self)
+
+    return _FastLoader(text)
+
+
+def _compose_fast(text: str) -> Node | None:
+    """The node tree via libyaml, or None when the exact pure-Python path must decide.
+
+    libyaml resolves anchors and aliases itself, so sources that could hold them ("&", "*"),
+    and any source it rejects, go through the pure-Python composer, whose diagnostics carry
+    exact positions.
+    """
+    if _CParser is None or "&" in text or "*" in text:
+        return None
+    try:
+        loader = _fast_loader(text)
+        try:
+            node: Node | None = loader.get_single_node()
+        finally:
+            loader.dispose()
+    except (yaml.YAMLError, ValueError, TypeError):
+        return None
+    return node
+
+
 def compose_yaml(text: str, file: str | None) -> Node:
     """Compose exactly one YAML document into a node tree (the one PyYAML boundary)."""
+    fast = _compose_fast(text)
+    if fast is not None:
+        return fast
     try:
         loader = _Loader(text)
         try:

@@ -1,0 +1,48 @@
+"""Effect-free recovery planning: retry, repair and compensation (spec/cli.md §5).
+
+The coordinator snapshots a terminal source run into ``SourceRun`` values and asks these pure
+planners what a new run would reuse, execute or refuse; it executes the answer. Nothing here
+performs I/O: artifact integrity is asked through the caller's ``artifact_ok`` probe.
+"""
+
+from __future__ import annotations
+
+from agentctl.core.recovery.compensation import (
+    COMPENSATION_PLAN_API,
+    CompensationPlan,
+    CompensationStep,
+    compensation_document,
+    compensation_task_id,
+    plan_compensation,
+)
+from agentctl.core.recovery.model import (
+    Block,
+    SourceEffect,
+    SourceRun,
+    SourceTask,
+    effective_outcome,
+    output_contract_fingerprint,
+)
+from agentctl.core.recovery.planner import plan_repair, plan_retry, rebuild_memory
+from agentctl.core.recovery.plans import REPAIR_PLAN_API, RETRY_PLAN_API, RecoveryPlan
+
+__all__ = [
+    "COMPENSATION_PLAN_API",
+    "REPAIR_PLAN_API",
+    "RETRY_PLAN_API",
+    "Block",
+    "CompensationPlan",
+    "CompensationStep",
+    "RecoveryPlan",
+    "SourceEffect",
+    "SourceRun",
+    "SourceTask",
+    "compensation_document",
+    "compensation_task_id",
+    "effective_outcome",
+    "output_contract_fingerprint",
+    "plan_compensation",
+    "plan_repair",
+    "plan_retry",
+    "rebuild_memory",
+]

@@ -1,0 +1,259 @@
+"""Effect-free compensation planning and the workflow document of a compensation run.
+
+Eligible (spec/cli.md §5, spec/dsl.md §4.10): a task of the source plan that declares
+``compensate`` and has a potentially mutating effect that took effect — confirmed successful,
+or reconciled ``applied``. An effect already reconciled ``compensated`` is listed in
+``already_compensated`` and never planned again, so re-running the planner after a partial
+compensation plans only the remainder. A started or uncertain effect without reconciliation
+blocks its task: nobody knows what there is to undo.
+
+Invariants: steps run in reverse compiled order of the source plan; one step per task, naming
+every eligible effect of it; ``executable`` = no blocks and at least one step; ``complete`` =
+executable, or nothing left to do. Pure: arguments are only read, never mutated.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentctl.core.plan import Plan, PlannedTask, RetryPolicy
+from agentctl.core.recovery.model import (
+    TERMINAL_RUN_STATES,
+    Block,
+    SourceEffect,
+    SourceRun,
+    effective_outcome,
+)
+
+COMPENSATION_PLAN_API = "agentctl.dev/compensation-plan/v1"
+COMPENSATION_SUFFIX = "--compensate"
+
+_NON_MUTATING = frozenset({"pure", "observe", "model"})
+
+# The loader's defaults for the task keys a compensation step does not set itself.
+_TASK_DEFAULTS: dict[str, Any] = {
+    "needs": [],
+    "foreach": None,
+    "matrix": None,
+    "route": None,
+    "loop": None,
+    "memoryWrites": [],
+    "when": None,
+    "vars": {},
+    "varsFiles": [],
+    "with": {},
+    "retry": {"maxAttempts": 1, "backoffMs": 0},
+    "timeoutSeconds": None,
+    "failure": "stop",
+    "compensate": None,
+    "outputSchema": None,
+}
+
+
+@dataclass(frozen=True)
+class CompensationStep:
+    source_task_id: str
+    compensation_task_id: str
+    action: str  # name in spec.actions
+    with_: dict[str, Any]
+    retry: RetryPolicy
+    timeout_seconds: int | None
+    source_effect_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CompensationPlan:
+    executable: bool
+    complete: bool
+    steps: tuple[CompensationStep, ...]  # reverse compiled order
+    blocked: tuple[Block, ...]
+    already_compensated: tuple[str, ...]  # source effect ids
+    source_run_id: str = ""
+    warnings: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "apiVersion": COMPENSATION_PLAN_API,
+            "sourceRunId": self.source_run_id,
+            "executable": self.executable,
+            "complete": self.complete,
+            "tasks": [
+                {
+                    "sourceTaskId": step.source_task_id,
+                    "compensationTaskId": step.compensation_task_id,
+                    "action": step.action,
+                    "sourceEffectIds": list(step.source_effect_ids),
+                }
+                for step in self.steps
+            ],
+            "blocked": [block.to_json() for block in self.blocked],
+            "alreadyCompensatedEffects": list(self.already_compensated),
+            "warnings": list(self.warnings),
+        }
+
+
+def compensation_task_id(source_task_id: str) -> str:
+    return source_task_id + COMPENSATION_SUFFIX
+
+
+def plan_compensation(
+    source: SourceRun, source_plan: Plan, *, tasks: Sequence[str] | None = None
+) -> CompensationPlan:
+    """Plan the inverse actions for ``source`` (all tasks, or only ``tasks``)."""
+    if source.state not in TERMINAL_RUN_STATES:
+        block = Block(
+            "",
+            "source_not_terminal",
+            f"run {source.run_id} is {source.state}; only a terminal run can be compensated",
+        )
+        return CompensationPlan(False, False, (), (block,), (), source.run_id)
+    blocks, selected = _selection(source_plan, tasks)
+    steps: list[CompensationStep] = []
+    already: list[str] = []
+    warnings: list[str] = []
+    for task in reversed(source_plan.tasks):
+        src = source.tasks.get(task.id)
+        if task.compensate is None or task.id not in selected or src is None:
+            continue
+        eligible, done, unresolved = _classify(src.effects)
+        already.extend(done)
+        blocks.extend(_unresolved_block(task.id, effect) for effect in unresolved)
+        if eligible and not unresolved:
+            steps.append(_step(task, eligible))
+        elif src.disposition in ("reused", "recorded") and src.state == "succeeded":
+            warnings.append(
+                f"task {task.id} was {src.disposition} by run {source.run_id}; its effects "
+                "belong to an earlier run — compensate that run"
+            )
+    executable = not blocks and bool(steps)
+    return CompensationPlan(
+        executable=executable,
+        complete=executable or (not steps and not blocks),
+        steps=tuple(steps),
+        blocked=tuple(blocks),
+        already_compensated=tuple(already),
+        source_run_id=source.run_id,
+        warnings=tuple(warnings),
+    )
+
+
+def _selection(plan: Plan, tasks: Sequence[str] | None) -> tuple[list[Block], set[str]]:
+    if tasks is None:
+        return [], {t.id for t in plan.tasks if t.compensate is not None}
+    blocks: list[Block] = []
+    selected: set[str] = set()
+    for task_id in dict.fromkeys(tasks):
+        if task_id not in plan.index:
+            blocks.append(
+                Block(
+                    task_id,
+                    "compensation_task_missing",
+                    f"task {task_id} is not a task of the source run's plan",
+                )
+            )
+        elif plan.task(task_id).compensate is None:
+            blocks.append(
+                Block(
+                    task_id,
+                    "compensation_not_declared",
+                    f"task {task_id} declares no `compensate` action",
+                    plan.task(task_id).definition_fingerprint or None,
+                )
+            )
+        else:
+            selected.add(task_id)
+    return blocks, selected
+
+
+def _classify(
+    effects: Sequence[SourceEffect],
+) -> tuple[list[str], list[str], list[SourceEffect]]:
+    """(eligible effect ids, already compensated effect ids, unresolved effects)."""
+    eligible: list[str] = []
+    done: list[str] = []
+    unresolved: list[SourceEffect] = []
+    for effect in effects:
+        outcome = effective_outcome(effect)
+        if outcome == "compensated":
+            done.append(effect.effect_id)
+        elif outcome == "unresolved":
+            unresolved.append(effect)
+        elif outcome == "applied" and effect.effect_class not in _NON_MUTATING:
+            eligible.append(effect.effect_id)
+    return eligible, done, unresolved
+
+
+def _unresolved_block(task_id: str, effect: SourceEffect) -> Block:
+    return Block(
+        task_id,
+        "unreconciled_effect",
+        f"effect {effect.effect_id} ({effect.operation}) of task {task_id} is {effect.status} "
+        f"with no reconciliation; reconcile it first (agentctl effects reconcile "
+        f"{effect.effect_id})",
+    )
+
+
+def _step(task: PlannedTask, effect_ids: list[str]) -> CompensationStep:
+    assert task.compensate is not None
+    inverse = task.compensate
+    return CompensationStep(
+        source_task_id=task.id,
+        compensation_task_id=compensation_task_id(task.id),
+        action=inverse.action,
+        with_=copy.deepcopy(inverse.with_),
+        retry=inverse.retry,
+        timeout_seconds=inverse.timeout_seconds,
+        source_effect_ids=tuple(effect_ids),
+    )
+
+
+# --- the compensation run's workflow ---------------------------------------------------------
+
+
+def compensation_document(
+    source_document: Mapping[str, Any], plan: CompensationPlan
+) -> dict[str, Any]:
+    """The normalized document of the compensation run: the source's with only the steps.
+
+    Every spec key of the source stays (actions, policy, providers, memory...), the tasks are
+    the steps in plan order with no needs and ``failure: continue`` (a failed inverse must not
+    stop its siblings), and the run is sequential with no outputs. Compile it with
+    ``compile_workflow``; the compiler's stable order keeps the plan's reverse order.
+    """
+    document = copy.deepcopy(dict(source_document))
+    spec = dict(document.get("spec") or {})
+    keys = _task_keys(spec.get("tasks"))
+    spec["tasks"] = [_step_task(step, keys) for step in plan.steps]
+    runtime = dict(spec.get("runtime") or {})
+    runtime["maxConcurrency"] = 1
+    spec["runtime"] = runtime
+    spec["outputs"] = {}
+    document["spec"] = spec
+    return document
+
+
+def _task_keys(tasks: Any) -> list[str]:
+    keys = ["id", "uses", *_TASK_DEFAULTS]
+    for task in tasks if isinstance(tasks, list) else []:
+        if isinstance(task, Mapping):
+            keys.extend(str(key) for key in task if key not in keys)
+    return keys
+
+
+def _step_task(step: CompensationStep, keys: list[str]) -> dict[str, Any]:
+    task: dict[str, Any] = {key: copy.deepcopy(_TASK_DEFAULTS.get(key)) for key in keys}
+    task.update(
+        {
+            "id": step.compensation_task_id,
+            "uses": f"action:{step.action}",
+            "needs": [],
+            "with": copy.deepcopy(step.with_),
+            "retry": {"maxAttempts": step.retry.max_attempts, "backoffMs": step.retry.backoff_ms},
+            "timeoutSeconds": step.timeout_seconds,
+            "failure": "continue",
+        }
+    )
+    return task

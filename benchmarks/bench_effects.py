@@ -1,0 +1,63 @@
+"""Benchmark: an effect chain — N sequential effect tasks, each one recorded effect.
+
+Two kinds, each a chain where task i needs task i-1 (so nothing overlaps):
+- ``builtin.write`` of a distinct small file ``out/f{i}.txt`` (distinct content: an unchanged
+  file would be no effect at all);
+- ``builtin.shell.exec`` of ``/bin/true`` (no arguments; argv only, cleared environment).
+Per effect the runtime commits the effect ``requested``/``started`` before the worker runs
+it, sends one ``Execute`` to a reused worker process and commits the outcome with the task.
+The figure includes the one-off start of the single worker (maxConcurrency 1 ⇒ pool of 1),
+spread over the N effects. Measured in-process (around ``api.start_run``) and via the CLI.
+Target (reported, never asserted): ≤ 1.0 ms per effect.
+
+Run: ``python benchmarks/bench_effects.py [--n 1000] [--runs 5] [--json]``.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import benchkit  # noqa: E402
+
+KINDS = {"write": benchkit.write_chain, "shell": benchkit.shell_chain}
+
+
+def measure_kind(
+    kind: str, n: int, runs: int, workdir: Path, budget_s: float
+) -> list[benchkit.Figure]:
+    doc = KINDS[kind](n)
+    inproc = benchkit.series(
+        runs, lambda d: benchkit.run_inprocess(doc, d), workdir, f"{kind}{n}-in", budget_s
+    )
+    cli_dir = workdir / f"{kind}{n}-cli-files"
+    cli_dir.mkdir(parents=True, exist_ok=True)
+
+    def cli_once(d: Path) -> benchkit.Timed:
+        # Each run needs a fresh workspace too: rewriting identical files is no effect.
+        yaml_path = benchkit.write_yaml(doc, d / "wf.yaml")
+        return benchkit.run_cli(yaml_path, d / "runtime.db")
+
+    cli = benchkit.series(runs, cli_once, workdir, f"{kind}{n}-cli", budget_s)
+    return [
+        benchkit.per_item_figure(f"effect_chain_{kind}_{n}_inprocess", inproc, n),
+        benchkit.per_item_figure(f"effect_chain_{kind}_{n}_cli", cli, n),
+    ]
+
+
+def main(n: int = 1000, runs: int = 5, budget_s: float = 120.0, workdir: Path | None = None) -> Any:
+    figures: list[benchkit.Figure] = []
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        for kind in KINDS:
+            figures += measure_kind(kind, n, runs, Path(tmp), budget_s)
+    for f in figures:
+        f.unit = "ms/effect"
+    return {"benchmark": "effect_chain", "figures": [f.to_json() for f in figures]}
+
+
+if __name__ == "__main__":
+    benchkit.module_cli(__doc__, main, {"n": 1000, "runs": 5, "budget_s": 120.0})

@@ -1,0 +1,133 @@
+"""Benchmark: the floors of this machine, measured in the same run as everything else.
+
+- a bare one-row SQLite commit, WAL + ``synchronous=FULL`` (``bench_ledger``'s bare writer);
+- a task-completion commit through the ledger API (``bench_ledger``'s ledger writer) — what
+  one durable agentctl step costs in SQLite alone, before any scheduling;
+- ``write(64 B)`` + ``fsync`` of a file on the same disk;
+- a coordinator ↔ worker frame round trip: ``WorkerPool.execute`` of an ``Execute`` for an
+  operation no worker supports, so the worker answers ``Failure`` with no I/O — two frames,
+  two pydantic validations, one socket hop each way;
+- spawning ``/bin/true`` and waiting for it (the floor under a trivial shell effect).
+
+Run: ``python benchmarks/bench_floors.py [--runs 7] [--reps 300] [--json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_ledger  # noqa: E402
+import benchkit  # noqa: E402
+
+
+def commit_floors(workdir: Path, runs: int, reps: int) -> list[benchkit.Figure]:
+    bare = bench_ledger._bare(workdir / "bare.db")
+    task = bench_ledger._ledger(workdir / "ledger.db", (runs + 1) * reps)
+    bench_ledger._measure(bare, 0, min(reps, 20))  # warm-up: table pages, WAL file
+    bare_ms, task_ms = [], []
+    for rep in range(runs):  # interleaved, so disk drift hits both alike
+        bare_ms.append(bench_ledger._measure(bare, (rep + 1) * reps, reps))
+        task_ms.append(bench_ledger._measure(task, rep * reps, reps))
+    return [
+        benchkit.figure("sqlite_commit", "ms/commit", bare_ms),
+        benchkit.figure("ledger_task_commit", "ms/commit", task_ms),
+    ]
+
+
+def fsync_floor(workdir: Path, runs: int, reps: int) -> benchkit.Figure:
+    path = workdir / "fsync.bin"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        samples = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                os.write(fd, b"x" * 64)
+                os.fsync(fd)
+            samples.append((time.perf_counter() - t0) * 1000 / reps)
+    finally:
+        os.close(fd)
+    return benchkit.figure("fsync", "ms/fsync", samples)
+
+
+def frame_round_trip(runs: int, reps: int) -> benchkit.Figure:
+    import trio
+
+    from agentctl.coordinator.workerpool import open_worker_pool
+    from agentctl.mailbox.messages import Execute, Failure
+
+    samples: list[float] = []
+
+    async def main() -> None:
+        async with open_worker_pool(1) as pool:
+            serial = 0
+
+            async def once() -> None:
+                nonlocal serial
+                serial += 1
+                msg = Execute(
+                    effect_id=f"e{serial}", run_id="r", task_id="t", attempt=1,
+                    operation="bench.noop", request={}, timeout_seconds=5,
+                )  # fmt: skip
+                reply = await pool.execute(msg)
+                if not isinstance(reply, Failure) or reply.error.type == "WorkerLost":
+                    raise RuntimeError(f"unexpected worker reply {reply!r}")
+
+            for _ in range(20):  # warm-up: spawn, imports in the worker
+                await once()
+            for _ in range(runs):
+                t0 = time.perf_counter()
+                for _ in range(reps):
+                    await once()
+                samples.append((time.perf_counter() - t0) * 1000 / reps)
+
+    trio.run(main)
+    return benchkit.figure("frame_round_trip", "ms/round trip", samples)
+
+
+def spawn_floor(runs: int, reps: int) -> benchkit.Figure:
+    samples = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            subprocess.run(["/bin/true"], check=True, stdin=subprocess.DEVNULL)
+        samples.append((time.perf_counter() - t0) * 1000 / reps)
+    return benchkit.figure("spawn_true", "ms/process", samples)
+
+
+def main(runs: int = 7, reps: int = 300, workdir: Path | None = None) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        figures = commit_floors(Path(tmp), runs, reps)
+        figures.append(fsync_floor(Path(tmp), runs, reps))
+    figures.append(frame_round_trip(runs, reps))
+    figures.append(spawn_floor(runs, max(1, reps // 5)))
+    return {"benchmark": "floors", "figures": [f.to_json() for f in figures]}
+
+
+def _cli() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--reps", type=int, default=300)
+    parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--json", action="store_true", help="one BENCH-JSON line for run_all")
+    args = parser.parse_args()
+    result = main(args.runs, args.reps, args.dir)
+    if args.json:
+        benchkit.emit(result)
+        return
+    for f in result["figures"]:
+        print(f"{f['name']:20s} min {f['min']:.4f}  median {f['median']:.4f}  max {f['max']:.4f} "
+              f"{f['unit']}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    _cli()

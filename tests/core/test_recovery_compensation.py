@@ -1,0 +1,154 @@
+"""Compensation planning and the compensation run's document (spec/cli.md §5, dsl.md §4.10)."""
+
+from __future__ import annotations
+
+import copy
+
+from test_recovery_helpers import compile_yaml, effect, succeeded_run, with_task
+
+from agentctl.core.compiler import compile_workflow
+from agentctl.core.recovery import (
+    COMPENSATION_PLAN_API,
+    SourceRun,
+    compensation_document,
+    plan_compensation,
+)
+
+WORKFLOW = """
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: comp }
+spec:
+  policy: { approval: never, processAllowlist: [echo] }
+  actions:
+    put: { kind: builtin.assign }
+    write: { kind: builtin.write }
+    blank: { kind: builtin.write, with: { content: "" } }
+    remember: { kind: builtin.memory.write }
+  outputs: { x: "${{ tasks.a.output }}" }
+  tasks:
+    - { id: a, uses: "action:write", with: { path: a.txt, content: A }, compensate: { uses: "action:blank", with: { path: a.txt }, retry: { maxAttempts: 3, backoffMs: 5 }, timeoutSeconds: 9 } }
+    - { id: p, uses: "action:put", needs: [a] }
+    - { id: b, uses: "action:write", needs: [p], with: { path: b.txt, content: B }, compensate: { uses: "action:blank", with: { path: b.txt } } }
+    - { id: m, uses: "action:remember", needs: [b], with: { key: k, value: 1 }, compensate: { uses: "action:remember", with: { key: k, value: null } } }
+    - { id: w, uses: "action:write", needs: [m], with: { path: w.txt, content: W } }
+"""
+
+COMPILED = compile_yaml(WORKFLOW)
+
+
+def source() -> SourceRun:
+    return succeeded_run(COMPILED)
+
+
+def test_steps_run_in_reverse_compiled_order() -> None:
+    plan = plan_compensation(source(), COMPILED.plan)
+    assert plan.executable and plan.complete and plan.blocked == ()
+    assert [s.source_task_id for s in plan.steps] == ["m", "b", "a"]
+    assert [s.compensation_task_id for s in plan.steps] == [
+        "m--compensate",
+        "b--compensate",
+        "a--compensate",
+    ]
+    step_a = plan.steps[-1]
+    assert step_a.action == "blank" and step_a.with_ == {"path": "a.txt", "content": ""}
+    assert (step_a.retry.max_attempts, step_a.retry.backoff_ms, step_a.timeout_seconds) == (3, 5, 9)
+    assert step_a.source_effect_ids == tuple(e.effect_id for e in source().tasks["a"].effects)
+
+
+def test_plan_json_shape() -> None:
+    data = plan_compensation(source(), COMPILED.plan).to_json()
+    assert data["apiVersion"] == COMPENSATION_PLAN_API
+    assert data["executable"] is True and data["complete"] is True
+    assert data["tasks"][0] == {
+        "sourceTaskId": "m",
+        "compensationTaskId": "m--compensate",
+        "action": "remember",
+        "sourceEffectIds": [source().tasks["m"].effects[0].effect_id],
+    }
+    assert data["blocked"] == [] and data["alreadyCompensatedEffects"] == []
+
+
+def test_already_compensated_effects_are_excluded() -> None:
+    done = effect("b", reconciliation="compensated")
+    run = with_task(source(), "b", effects=(done,))
+    plan = plan_compensation(run, COMPILED.plan)
+    assert [s.source_task_id for s in plan.steps] == ["m", "a"]
+    assert plan.already_compensated == (done.effect_id,)
+    everything = run
+    for task_id in ("a", "m"):
+        everything = with_task(
+            everything, task_id, effects=(effect(task_id, reconciliation="compensated"),)
+        )
+    finished = plan_compensation(everything, COMPILED.plan)
+    assert finished.steps == () and finished.complete and not finished.executable
+    assert len(finished.already_compensated) == 3
+
+
+def test_only_effects_that_took_effect_are_eligible() -> None:
+    run = with_task(source(), "a", effects=(effect("a", status="failed"),))
+    run = with_task(run, "m", state="failed", effects=(effect("m", status="cancelled"),))
+    applied = effect("b", status="uncertain", reconciliation="applied")
+    run = with_task(run, "b", effects=(applied,))
+    plan = plan_compensation(run, COMPILED.plan)
+    assert [s.source_task_id for s in plan.steps] == ["b"]
+    assert plan.steps[0].source_effect_ids == (applied.effect_id,)
+
+
+def test_not_applied_effects_are_skipped() -> None:
+    run = with_task(
+        source(), "b", effects=(effect("b", status="uncertain", reconciliation="not_applied"),)
+    )
+    assert [s.source_task_id for s in plan_compensation(run, COMPILED.plan).steps] == ["m", "a"]
+
+
+def test_unresolved_effect_blocks() -> None:
+    for status in ("started", "uncertain"):
+        run = with_task(source(), "b", effects=(effect("b", status=status),))
+        plan = plan_compensation(run, COMPILED.plan)
+        assert not plan.executable and not plan.complete
+        assert [(b.task_id, b.rule) for b in plan.blocked] == [("b", "unreconciled_effect")]
+        assert [s.source_task_id for s in plan.steps] == ["m", "a"]
+
+
+def test_tasks_without_compensate_are_never_planned() -> None:
+    plan = plan_compensation(source(), COMPILED.plan)
+    assert "w" not in [s.source_task_id for s in plan.steps]
+
+
+def test_task_filter() -> None:
+    plan = plan_compensation(source(), COMPILED.plan, tasks=["a"])
+    assert [s.source_task_id for s in plan.steps] == ["a"] and plan.executable
+    unknown = plan_compensation(source(), COMPILED.plan, tasks=["a", "ghost"])
+    assert [(b.task_id, b.rule) for b in unknown.blocked] == [
+        ("ghost", "compensation_task_missing")
+    ]
+    assert not unknown.executable
+    undeclared = plan_compensation(source(), COMPILED.plan, tasks=["w"])
+    assert [b.rule for b in undeclared.blocked] == ["compensation_not_declared"]
+
+
+def test_source_must_be_terminal() -> None:
+    run = succeeded_run(COMPILED, state="running")
+    plan = plan_compensation(run, COMPILED.plan)
+    assert [b.rule for b in plan.blocked] == ["source_not_terminal"] and not plan.executable
+
+
+def test_compensation_document_compiles_to_the_reverse_sequential_run() -> None:
+    plan = plan_compensation(source(), COMPILED.plan)
+    original = copy.deepcopy(COMPILED.document)
+    document = compensation_document(COMPILED.document, plan)
+    assert COMPILED.document == original
+    assert set(document["spec"]) == set(original["spec"])
+    assert document["metadata"] == original["metadata"]
+    assert document["spec"]["outputs"] == {}
+    assert document["spec"]["runtime"]["maxConcurrency"] == 1
+    for task in document["spec"]["tasks"]:
+        assert set(task) == set(original["spec"]["tasks"][0])
+        assert task["failure"] == "continue" and task["needs"] == []
+    compiled = compile_workflow(document)
+    assert compiled.order == ("m--compensate", "b--compensate", "a--compensate")
+    first = compiled.task("a--compensate")
+    assert first.action == "blank" and first.with_ == {"content": "", "path": "a.txt"}
+    assert (first.retry.max_attempts, first.retry.backoff_ms, first.timeout_seconds) == (3, 5, 9)
+    assert compiled.task("m--compensate").memory_writes == ("k",)
