@@ -49,7 +49,7 @@ def measure_kind(
     ]
 
 
-def main(n: int = 1000, runs: int = 5, budget_s: float = 120.0, workdir: Path | None = None) -> Any:
+def main(n: int = 1000, runs: int = 5, budget_s: float = 60.0, workdir: Path | None = None) -> Any:
     figures: list[benchkit.Figure] = []
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         for kind in KINDS:
@@ -60,4 +60,4 @@ def main(n: int = 1000, runs: int = 5, budget_s: float = 120.0, workdir: Path | 
 
 
 if __name__ == "__main__":
-    benchkit.module_cli(__doc__, main, {"n": 1000, "runs": 5, "budget_s": 120.0})
+    benchkit.module_cli(__doc__, main, {"n": 1000, "runs": 5, "budget_s": 60.0})

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +37,7 @@ from agentctl.core import evaluate as ev
 from agentctl.core.canonical import v1_digest
 from agentctl.core.plan import PlannedTask
 from agentctl.core.redact import Redactor
+from agentctl.crashpoints import crash_point
 from agentctl.errors import RunFailedError
 from agentctl.ledger.effects import EffectRecord, NewEffect
 from agentctl.mailbox.messages import Execute, Failure, Result
@@ -53,12 +53,6 @@ def contract_fingerprint(task: PlannedTask) -> str:
 
 def _ingest_one(ledger: Any, store: Any, path: str, now: str, run_id: str, task_id: str) -> Any:
     return store.ingest(path, now, run_id=run_id, task_id=task_id)
-
-
-def crash_point(name: str) -> None:
-    """SIGKILL this process at a named point when ``AGENTCTL_CRASH_AT`` names it (tests)."""
-    if os.environ.get("AGENTCTL_CRASH_AT") == name:
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 @dataclass

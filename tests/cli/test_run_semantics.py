@@ -226,3 +226,40 @@ def test_locked_database_is_a_persistence_error(cli, write_workflow, tmp_path: P
         holder.close()
     listed = cli("--output", "json", "runs", "list", "--db", str(db))
     assert len(listed.data["runs"]) == 1  # the blocked run was never created
+
+
+def test_commit_order_is_compiled_order_under_random_timing(
+    cli, write_workflow, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    import random
+
+    rng = random.Random(20261129)
+    for run in range(20):
+        sleeps = [round(rng.uniform(0.0, 0.08), 3) for _ in range(8)]
+        actions = "".join(
+            f'    s{i}: {{ kind: builtin.shell.exec, command: /bin/sleep, args: ["{t}"] }}\n'
+            for i, t in enumerate(sleeps)
+        )
+        tasks = "".join(f'    - {{ id: t{i}, uses: "action:s{i}" }}\n' for i in range(8))
+        wf = write_workflow(
+            HEAD
+            + "  runtime: { maxConcurrency: 8 }\n"
+            + "  policy: { approval: never, processAllowlist: [sleep] }\n"
+            + "  actions:\n"
+            + actions
+            + "  tasks:\n"
+            + tasks
+            + '    - { id: last, uses: "action:s0", needs: [t0, t1, t2, t3, t4, t5, t6, t7] }\n',
+            name=f"wf{run}.yaml",
+        )
+        db = tmp_path / f"r{run}.db"
+        done = cli("--output", "json", "run", str(wf), "--db", str(db))
+        assert done.rc == 0, done.stderr
+        data = _inspect(cli, db, done.data["runId"])
+        order = [t["taskId"] for t in data["tasks"]]
+        committed = [a["taskId"] for a in data["audit"] if a["eventType"] == "task.succeeded"]
+        assert committed == order, (run, sleeps, committed)
+        outcome_order = list(done.data["output"].keys())
+        assert outcome_order == order
+        batch = [c for c in data["checkpoints"] if len(c["state"].get("tasks", [])) == 8]
+        assert [t["taskId"] for t in batch[0]["state"]["tasks"]] == order[:8]

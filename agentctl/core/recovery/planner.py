@@ -19,7 +19,7 @@ read-only CAS probe), never mutate them, and return equal plans for equal inputs
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,7 +72,7 @@ def plan_retry(
         chosen += [t.id for t in target.tasks if _state(source, t.id) == "failed"]
     request = _Request("retry", source, target, chosen, restart_successful, artifact_ok)
     request.failed_only = failed_only
-    request.forced.update(_retry_forced(source, target))
+    request.forced, request.quiet = _retry_forced(source, target)
     return _assemble(request, failed_only=failed_only, reason=None)
 
 
@@ -134,6 +134,7 @@ class _Request:
     restart_successful: bool
     artifact_ok: ArtifactCheck
     forced: dict[str, str] = field(default_factory=dict)  # task id → why it must execute
+    quiet: set[str] = field(default_factory=set)  # forced tasks whose dependants may be reused
     failed_only: bool = False
     warnings: list[str] = field(default_factory=list)
 
@@ -177,19 +178,30 @@ def _run_blocks(source: SourceRun, verb: str) -> list[Block]:
     return blocks
 
 
-def _retry_forced(source: SourceRun, target: Plan) -> dict[str, str]:
+def _retry_forced(source: SourceRun, target: Plan) -> tuple[dict[str, str], set[str]]:
+    """Tasks a retry must execute although no root leads to them, and the quiet ones.
+
+    Every unsuccessful task executes, and so does a task whose effect was compensated (its
+    recorded result no longer holds); their dependants follow. A skipped task is quiet: it is
+    evaluated again, but a skip is a pure decision over reused upstream results, so its
+    dependants (an aggregate over an early-ended loop, say) stay reusable rather than dragging
+    everything after them into fresh effects.
+    """
     forced: dict[str, str] = {}
+    quiet: set[str] = set()
     for task in target.tasks:
         src = source.tasks.get(task.id)
         if src is None:
             continue
         if src.state != "succeeded":
             forced[task.id] = f"source task {src.state}"
+            if src.state == "skipped":
+                quiet.add(task.id)
         elif any(effective_outcome(e) == "compensated" for e in src.effects):
             forced[task.id] = (
                 "a source effect was compensated; compensated effects are never reused"
             )
-    return forced
+    return forced, quiet
 
 
 def _refused(
@@ -221,7 +233,7 @@ def _refused(
 def _assemble(request: _Request, *, failed_only: bool, reason: str | None) -> RecoveryPlan:
     source, target = request.source, request.target
     roots, root_blocks = _check_roots(request)
-    closure = _closure(target, roots, request.forced, request.kind)
+    closure = _closure(target, roots, request.forced, request.quiet, request.kind)
     outcome = _Outcome(blocked=root_blocks)
     feeders = {need for task in target.tasks for need in task.needs}
     for task in target.tasks:
@@ -229,13 +241,7 @@ def _assemble(request: _Request, *, failed_only: bool, reason: str | None) -> Re
             _place_executed(outcome, task, source.tasks.get(task.id), closure[task.id])
         else:
             _place_other(outcome, request, task, task.id in feeders)
-    removed = tuple(tid for tid in source.tasks if tid not in target.index)
-    for task_id in removed:
-        outcome.row(task_id, "removed", "not in the target workflow")
-        request.warnings.append(
-            f"task {task_id} of run {source.run_id} is not in the target workflow; "
-            "its result is not carried over"
-        )
+    removed = _removed(outcome, request)
     execute = tuple(outcome.execute)
     return RecoveryPlan(
         kind=request.kind,
@@ -259,6 +265,17 @@ def _assemble(request: _Request, *, failed_only: bool, reason: str | None) -> Re
         approval_summary=approval_summary(target, execute),
         estimated_provider_tasks=estimated_provider_tasks(target, execute),
     )
+
+
+def _removed(outcome: _Outcome, request: _Request) -> tuple[str, ...]:
+    removed = tuple(tid for tid in request.source.tasks if tid not in request.target.index)
+    for task_id in removed:
+        outcome.row(task_id, "removed", "not in the target workflow")
+        request.warnings.append(
+            f"task {task_id} of run {request.source.run_id} is not in the target workflow; "
+            "its result is not carried over"
+        )
+    return removed
 
 
 def _check_roots(request: _Request) -> tuple[tuple[str, ...], list[Block]]:
@@ -317,23 +334,29 @@ def _root_blocks(root: str, source: SourceRun, restart_successful: bool) -> Iter
 
 
 def _closure(
-    target: Plan, roots: Sequence[str], forced: Mapping[str, str], kind: PlanKind
+    target: Plan, roots: Sequence[str], forced: Mapping[str, str], quiet: Set[str], kind: PlanKind
 ) -> dict[str, str]:
     """Roots, forced tasks and their transitive dependants (task id → reason), target order.
 
+    A ``quiet`` forced task executes without pulling in its dependants (see ``_retry_forced``).
     One pass suffices: the compiled order is topological, so every need precedes its task.
     """
     seeds = {root: f"{kind} root" for root in roots if root in target.index}
     closure: dict[str, str] = {}
+    spreading: set[str] = set()
     for task in target.tasks:
+        upstream = next((need for need in task.needs if need in spreading), None)
         if task.id in seeds:
             closure[task.id] = seeds[task.id]
+        elif upstream is not None:
+            closure[task.id] = f"needs {upstream}, which executes"
         elif task.id in forced:
             closure[task.id] = forced[task.id]
+            if task.id in quiet:
+                continue
         else:
-            upstream = next((need for need in task.needs if need in closure), None)
-            if upstream is not None:
-                closure[task.id] = f"needs {upstream}, which executes"
+            continue
+        spreading.add(task.id)
     return closure
 
 
