@@ -3,11 +3,13 @@
 Two kinds, each a chain where task i needs task i-1 (so nothing overlaps):
 - ``builtin.write`` of a distinct small file ``out/f{i}.txt`` (distinct content: an unchanged
   file would be no effect at all);
-- ``builtin.shell.exec`` of ``/bin/true`` (no arguments; argv only, cleared environment).
+- ``builtin.shell.exec`` of ``/bin/true`` (no arguments; argv only, cleared environment);
+- ``builtin.memory.write`` of key ``k`` (a recorded effect on state the coordinator owns: the
+  same effect protocol and commits, but no worker hop — the effect floor of the protocol).
 Per effect the runtime commits the effect ``requested``/``started`` before the worker runs
 it, sends one ``Execute`` to a reused worker process and commits the outcome with the task.
-The figure includes the one-off start of the single worker (maxConcurrency 1 ⇒ pool of 1),
-spread over the N effects. Measured in-process (around ``api.start_run``) and via the CLI.
+The worker figures include the one-off start of the single worker (maxConcurrency 1 ⇒ pool
+of 1), spread over the N effects. Measured in-process (around ``api.start_run``) and via the CLI.
 Target (reported, never asserted): ≤ 1.0 ms per effect.
 
 Run: ``python benchmarks/bench_effects.py [--n 1000] [--runs 5] [--json]``.
@@ -24,7 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import benchkit  # noqa: E402
 
-KINDS = {"write": benchkit.write_chain, "shell": benchkit.shell_chain}
+KINDS = {
+    "write": benchkit.write_chain,
+    "shell": benchkit.shell_chain,
+    "memory": benchkit.memory_chain,
+}
 
 
 def measure_kind(

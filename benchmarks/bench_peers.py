@@ -2,8 +2,11 @@
 
 All three run in this one process, on the same disk, interleaved round by round (so load
 drift from other processes hits each alike), each round in fresh database files:
-- agentctl: a pure chain of N ``builtin.assign`` tasks (``api.start_run``; WAL,
-  ``synchronous=FULL``) — one transaction per task;
+- agentctl, two ways (``api.start_run``; WAL, ``synchronous=FULL``): a pure chain of N
+  ``builtin.assign`` tasks — deterministic results, which the runtime may group-commit since
+  a resume re-derives them — and a chain of N ``builtin.memory.write`` effects, each recorded
+  through the effect protocol and committed before the next task starts, the like-for-like
+  match of a peer's individually persisted step;
 - DBOS Transact on SQLite (its default configuration: rollback journal, SQLite's default
   ``synchronous=FULL``): one ``@DBOS.workflow`` calling a ``@DBOS.step`` N times — DBOS
   records each step's output before the workflow continues;
@@ -75,8 +78,8 @@ def _pragma(db: Path, name: str) -> str:
 # --------------------------------------------------------------------------- agentctl
 
 
-def agentctl_runner(n: int) -> tuple[Runner, Callable[[Path], Path]]:
-    doc = benchkit.pure_chain(n)
+def agentctl_runner(n: int, kind: str) -> tuple[Runner, Callable[[Path], Path]]:
+    doc = benchkit.pure_chain(n) if kind == "pure" else benchkit.memory_chain(n)
 
     def run(d: Path) -> float:
         return benchkit.run_inprocess(doc, d).seconds
@@ -173,7 +176,8 @@ def langgraph_runner(n: int, durability: str) -> tuple[Runner, Callable[[Path], 
 
 
 SYSTEMS: dict[str, Callable[[int], tuple[Runner, Callable[[Path], Path]]]] = {
-    "agentctl": agentctl_runner,
+    "agentctl_pure": lambda n: agentctl_runner(n, "pure"),
+    "agentctl_effect": lambda n: agentctl_runner(n, "effect"),
     "dbos": dbos_runner,
     "langgraph_sync": lambda n: langgraph_runner(n, "sync"),
     "langgraph_async": lambda n: langgraph_runner(n, "async"),

@@ -113,6 +113,14 @@ def write_chain(n: int) -> dict[str, Any]:
     return document("write-chain", tasks, policy=policy, actions={"w": {"kind": "builtin.write"}})
 
 
+def memory_chain(n: int) -> dict[str, Any]:
+    """Each task a recorded ``builtin.memory.write`` effect (runs in the coordinator)."""
+    tasks = chain_tasks(n, "m", lambda i: {"key": "k", "value": i})
+    policy = {"approval": "never"}
+    actions = {"m": {"kind": "builtin.memory.write"}}
+    return document("memory-chain", tasks, policy=policy, actions=actions)
+
+
 def shell_chain(n: int) -> dict[str, Any]:
     action = {"kind": "builtin.shell.exec", "command": "/bin/true", "timeoutSeconds": 30}
     policy = {"approval": "never", "processAllowlist": ["true"]}
@@ -174,13 +182,20 @@ class Timed:
 
 def run_inprocess(doc: dict[str, Any], workdir: Path, *, cap_s: float | None = None) -> Timed:
     """Compile outside the clock, then time ``api.start_run`` — the runtime alone."""
-    from agentctl.coordinator import api
     from agentctl.core.compiler import compile_workflow, plan_to_json
+
+    plan = compile_workflow(doc)
+    return start_compiled(doc, plan, plan_to_json(plan), workdir, cap_s=cap_s)
+
+
+def start_compiled(
+    doc: dict[str, Any], plan: Any, plan_json: Any, workdir: Path, *, cap_s: float | None = None
+) -> Timed:
+    """Time one ``api.start_run`` of an already compiled workflow in a fresh database."""
+    from agentctl.coordinator import api
     from agentctl.errors import AgentctlError
 
     workdir.mkdir(parents=True, exist_ok=True)
-    plan = compile_workflow(doc)
-    plan_json = plan_to_json(plan)
     t0 = time.perf_counter()
     try:
         out = api.start_run(

@@ -111,7 +111,10 @@ def check_executable(plan: Plan, document: Mapping[str, Any]) -> None:
     for task in plan.tasks:
         what = None
         if task.kind == "agent":
-            what = f"agent tasks (task {task.id})"
+            agent = (document["spec"].get("agents") or {}).get(task.agent or "") or {}
+            provider = (document["spec"].get("providers") or {}).get(agent.get("provider"), {})
+            if provider.get("kind") != "fake":
+                what = f"{provider.get('kind')} providers (task {task.id}); only fake runs"
         elif task.kind == "action":
             action = actions.get(task.action or "") or {}
             kind = action.get("kind")

@@ -23,6 +23,7 @@ from typing import Any
 import trio
 
 from agentctl.coordinator import records
+from agentctl.coordinator.agent import AgentRunner, AgentUncertain
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.prepare import (
     Prepared,
@@ -99,6 +100,7 @@ class Driver:
         self.trace_id = trace_id
         self.stopped = False
         self.schedule = Scheduler(rs.plan, live.states)
+        self.provider_calls: dict[str, int] = {}  # the fake provider's per-run call counter
         self.fused: list[records.Finished] = []  # results applied, not yet committed
         self.fused_compensated: list[tuple[str, str]] = []
         self.fused_memory = False
@@ -174,7 +176,10 @@ class Driver:
         fresh = [p for p in preps if p.kind == "effect" and not p.recorded]
         if fresh:
             await self._record_requests(fresh)
-        to_start = [p for p in preps if p.kind == "effect"]
+        agents = [p for p in preps if p.kind == "agent" and not p.recorded]
+        if agents:
+            await self._start_agents(agents)
+        to_start = [p for p in preps if p.kind in ("effect", "agent")]
         if to_start:
             await self._start_and_execute(to_start, view)
         await self._commit([p for p in preps if p.kind != "waiting"])
@@ -196,6 +201,8 @@ class Driver:
         self, task: PlannedTask, view: ev.RuntimeView, found: Inflight, attempt: int
     ) -> Prepared:
         eff = found.effect
+        if task.kind == "agent":
+            return self._resume_agent(task, view, found, attempt)
         if eff.status == "succeeded" or found.reconciliation == "applied":
             result = eff.result if eff.status == "succeeded" else found.result
             del self.live.inflight[task.id]
@@ -218,6 +225,16 @@ class Driver:
                 error=f"effect {eff.effect_id} can no longer be re-created identically; "
                 "reconcile it and retry the task",
             )  # fmt: skip
+        return prep
+
+    def _resume_agent(
+        self, task: PlannedTask, view: ev.RuntimeView, found: Inflight, attempt: int
+    ) -> Prepared:
+        """Re-enter an agent's loop: its confirmed calls are reused by identity, not resent."""
+        del self.live.inflight[task.id]
+        fresh = found.reconciliation in ("not_applied", "compensated")
+        prep = prepare_task(self.rs, task, view, attempt + 1 if fresh else attempt)
+        prep.recorded = not fresh
         return prep
 
     def _from_result(
@@ -261,6 +278,16 @@ class Driver:
                 p.error = f"task {p.task.id}: budget exceeded; nothing was dispatched"
         crash_point("coordinator.after_requested")
 
+    async def _start_agents(self, preps: list[Prepared]) -> None:
+        rows = [(p.task.id, self.live.states[p.task.id], p.attempt) for p in preps]
+        await self.store.write(
+            records.start_tasks_txn, self.rs.run_id, rows, self.clock.now(), self.trace_id
+        )
+        for p in preps:
+            self.live.states[p.task.id] = "running"
+            self.live.attempts[p.task.id] = p.attempt
+            self.on_progress(p.task.id, "running")
+
     def _new_effect(self, p: Prepared) -> NewEffect:
         assert p.effect is not None
         new = NewEffect(
@@ -280,24 +307,39 @@ class Driver:
         return new
 
     async def _start_and_execute(self, preps: list[Prepared], view: ev.RuntimeView) -> None:
-        live = [p for p in preps if p.kind == "effect"]
+        live = [p for p in preps if p.kind in ("effect", "agent")]
         ids = [p.effect.effect_id for p in live if p.effect is not None]
-        if not ids:
+        if not live:
             return
         approved = [
             p.task.id for p in live if self.live.states[p.task.id] == "waiting_for_approval"
         ]
-        await self.store.write(
-            records.start_effects_txn, self.rs.run_id, ids, approved, self.clock.now(),
-            self.trace_id,
-        )  # fmt: skip
+        if ids:
+            await self.store.write(
+                records.start_effects_txn, self.rs.run_id, ids, approved, self.clock.now(),
+                self.trace_id,
+            )  # fmt: skip
         for task_id in approved:
             self.live.states[task_id] = "running"
         crash_point("coordinator.after_started")
         async with trio.open_nursery() as nursery:
             for p in live:
-                nursery.start_soon(self._execute_one, p, view)
+                run = self._execute_agent if p.kind == "agent" else self._execute_one
+                nursery.start_soon(run, p, view)
         crash_point("coordinator.before_batch_commit")
+
+    async def _execute_agent(self, p: Prepared, view: ev.RuntimeView) -> None:
+        runner = AgentRunner(self, p.task.id, p.attempt, p.task.agent or "", p.prompt or "")
+        try:
+            output = await runner.run()
+        except AgentUncertain as exc:
+            self._settle(p, "uncertain", None, str(exc))
+            return
+        except RunFailedError as exc:
+            p.retryable = exc.retryable
+            self._settle(p, "failed", None, f"task {p.task.id}: {exc.message}")
+            return
+        self._settle(p, "succeeded", output, None)
 
     async def _execute_one(self, p: Prepared, view: ev.RuntimeView) -> None:
         eff = p.effect

@@ -25,7 +25,7 @@ from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.policy import decide
 from agentctl.errors import PolicyDeniedError, RunFailedError
 
-PrepKind = Literal["done", "effect", "waiting"]
+PrepKind = Literal["done", "effect", "waiting", "agent"]
 
 
 @dataclass
@@ -61,6 +61,7 @@ class Prepared:
     retryable: bool = False
     recorded: bool = False  # the effect row already exists (resumed in-flight effect)
     input_digest: str | None = None
+    prompt: str | None = None  # agents: the rendered user message
     artifact_paths: list[str] = field(default_factory=list)
     artifacts: list[Any] = field(default_factory=list)  # ArtifactRef of ingested files
     lease_ids: list[str] = field(default_factory=list)
@@ -112,11 +113,30 @@ def _prepare_in_context(
         return Prepared(
             task, attempt, "done", "skipped", ev.when_skip_record(record), decision=record
         )
+    if task.kind == "agent":
+        return _prepare_agent(rs, task, ctx, attempt, record)
     kind = _action_kind(rs, task)
     if kind is None or action_kind(kind).is_pure:
         output = ev.evaluate_pure(task, kind, ctx, rs.plan, view)
         return Prepared(task, attempt, "done", output=output, decision=record)
     return _prepare_effect(rs, task, kind, ev.render_input(task, ctx), view, attempt, record)
+
+
+def _prepare_agent(
+    rs: RunSettings,
+    task: PlannedTask,
+    ctx: dict[str, Any],
+    attempt: int,
+    record: dict[str, Any] | None,
+) -> Prepared:
+    from agentctl.coordinator.agent import agent_prompt
+
+    if rs.check_mode:
+        agent = rs.spec["agents"][task.agent or ""]
+        output = {"status": "requires_execution", "changed": False, "provider": agent["provider"]}
+        return Prepared(task, attempt, "done", output=output, decision=record)
+    prompt = agent_prompt(ev.render_input(task, ctx))
+    return Prepared(task, attempt, "agent", state="running", decision=record, prompt=prompt)
 
 
 def resolved_input_digest(task: PlannedTask, ctx: Mapping[str, Any], view: ev.RuntimeView) -> str:

@@ -97,14 +97,14 @@ def record_requests_txn(
         tasks.transition_task_txn(
             conn, run_id, row.task_id, "running", now, attempt=row.attempt, trace_id=trace_id
         )
-        effects.insert_effect_txn(conn, row.effect, now)
         if row.budget:
             outcome = budget.reserve_budget_txn(
                 conn, run_id, row.effect.effect_id, row.budget, now, trace_id=trace_id
             )
-            if not outcome.granted:
+            if not outcome.granted:  # the overrun is recorded; no effect row is
                 denied.append(row.task_id)
                 continue
+        effects.insert_effect_txn(conn, row.effect, now)
         if row.approval_reason is not None:
             _pause_for_approval_txn(conn, run_id, row, now, trace_id)
     return denied
@@ -133,6 +133,20 @@ def _pause_for_approval_txn(
         ),
         now,
     )
+
+
+def start_tasks_txn(
+    conn: Any, run_id: str, rows: Sequence[tuple[str, str, int]], now: str, trace_id: str
+) -> None:
+    """Move tasks that record their own effects as they go (agents) to running."""
+    for task_id, current, attempt in rows:
+        if current in ("running", "waiting_for_effect"):
+            tasks.transition_task_txn(conn, run_id, task_id, "retry_scheduled", now,
+                                      trace_id=trace_id)  # fmt: skip
+            current = "retry_scheduled"
+        _walk_txn(conn, run_id, task_id, current, "running", attempt, now, trace_id)
+        tasks.transition_task_txn(conn, run_id, task_id, "running", now, attempt=attempt,
+                                  trace_id=trace_id)  # fmt: skip
 
 
 def start_effects_txn(

@@ -120,20 +120,33 @@ def test_e1_dataflow_outputs_total(runner: Runner) -> None:
     assert tasks["gate"]["output"]["passed"] is True
 
 
-# E2 and E8 use agents. Until agent execution lands, `run` must refuse them up front, before
-# any state exists. When agents land, replace these with real runs: E2 → scan {verdict: go},
-# publish runs, shelve skipped; E8 → first retries the scripted 503, second hits the budget.
-@pytest.mark.parametrize(
-    ("name", "tasks"),
-    [("e2-agent-router.yaml", ["scan"]), ("e8-retry-budget.yaml", ["first", "second"])],
-)
-def test_agent_examples_are_refused_by_run(runner: Runner, name: str, tasks: list[str]) -> None:
-    done = runner.run(name)
-    assert done.rc == 2, (done.stdout, done.stderr)
-    diagnostics = done.error["diagnostics"]
-    assert {d["code"] for d in diagnostics} == {"unsupported_capability"}
-    assert all(any(t in d["message"] for d in diagnostics) for t in tasks)
-    assert not runner.db.parent.exists(), "a refused run must create no state"
+def test_e2_agent_tool_handoff_router(runner: Runner) -> None:
+    data = _succeeded(runner.run("e2-agent-router.yaml"))
+    assert data["output"]["scan"] == {"verdict": "go"}
+    tasks = runner.tasks(data["runId"])
+    assert tasks["relay"]["output"]["output"]["payload"] == {"verdict": "go"}
+    assert tasks["publish"]["state"] == "succeeded"
+    assert tasks["shelve"]["state"] == "skipped"
+    assert tasks["shelve"]["output"]["reason"] == "route not selected"
+    effects = runner.inspect(data["runId"])["effects"]
+    # model call → tool call (workspace read of notes.txt) → model call, each its own effect
+    assert [(e["ordinal"], e["operation"]) for e in effects] == [
+        (0, "model.fake"), (1, "builtin.read"), (2, "model.fake"),
+    ]  # fmt: skip
+    [call] = runner.inspect(data["runId"])["toolCalls"]
+    assert call["tool"] == "peek" and call["status"] == "succeeded"
+
+
+def test_e8_retry_then_budget_refusal(runner: Runner) -> None:
+    run_id = _failed(runner.run("e8-retry-budget.yaml"))
+    data = runner.inspect(run_id)
+    tasks = {t["taskId"]: t for t in data["tasks"]}
+    assert tasks["first"]["state"] == "succeeded" and tasks["first"]["attempt"] == 2
+    assert tasks["first"]["output"]["text"] == "fake: one"
+    assert tasks["second"]["state"] == "failed"
+    assert "budget exceeded" in tasks["second"]["error"]
+    assert [e["status"] for e in data["effects"]] == ["failed", "succeeded"]
+    assert data["budget"]["exceeded"]["dimension"] == "providerRequests"
 
 
 def test_e3_fanout_succeeds(runner: Runner) -> None:

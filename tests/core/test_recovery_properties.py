@@ -27,8 +27,16 @@ TARGETS = [
 ]
 TASK_IDS = list(SOURCE_WORKFLOW.plan.order)
 
-STATUSES = ["requested", "started", "succeeded", "failed", "uncertain", "cancelled"]
-CLASSES = ["pure", "observe", "workspace_mutate", "process_execution", "network", "model"]
+STATUSES = ["requested", "started", "succeeded", "failed", "uncertain", "cancelled", "odd"]
+CLASSES = [
+    "pure",
+    "observe",
+    "workspace_mutate",
+    "process_execution",
+    "network",
+    "model",
+    "future_class",
+]
 
 effects_st = st.builds(
     lambda cls, idem, status, rec, attempt: effect(

@@ -7,6 +7,7 @@ from typing import Any
 from test_recovery_helpers import (
     always_ok,
     base,
+    compile_yaml,
     effect,
     failed,
     rules,
@@ -136,3 +137,55 @@ def test_retry_is_a_fresh_attempt_of_the_whole_closure() -> None:
         "internal_state": 1,
         "workspace_mutate": 1,
     }
+
+
+EXPANDED = """
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: loops }
+spec:
+  actions: { step: { kind: builtin.assign }, check: { kind: builtin.assert } }
+  tasks:
+    - { id: poll, uses: "action:step", loop: { maxIterations: 4, while: "${{ vars.loopIndex < 3 }}", initial: { n: 0 } }, with: { i: "${{ vars.loopIndex }}" } }
+    - { id: after, uses: "action:step", needs: [poll] }
+    - { id: fan, uses: "action:step", foreach: { items: [x, y], as: it, maxItems: 2 }, failure: continue, with: { v: "${{ vars.it }}" } }
+    - { id: gate, uses: "action:check", with: { that: false, message: no } }
+"""
+
+
+def test_skipped_task_is_evaluated_again_without_dragging_its_dependants() -> None:
+    compiled = compile_yaml(EXPANDED)
+    last_child = compiled.plan.task("poll").children[-1]
+    source = failed(succeeded_run(compiled), "gate")
+    source = with_task(source, last_child, state="skipped", output={"reason": "guard false"})
+    plan = retry(source, compiled, failed_only=True)
+    assert plan.compatible and plan.execute == (last_child, "gate")
+    assert "poll" in plan.reuse and "after" in plan.reuse
+
+
+def test_unsuccessful_non_root_task_pulls_in_its_aggregate() -> None:
+    compiled = compile_yaml(EXPANDED)
+    child = compiled.plan.task("fan").children[0]
+    source = failed(succeeded_run(compiled), child)
+    plan = retry(source, compiled, "gate", restart_successful=True)
+    assert plan.compatible and plan.execute == (child, "fan", "gate")
+    reasons = {row["taskId"]: row["reason"] for row in plan.tasks}
+    assert (
+        reasons[child] == "source task failed"
+        and reasons["fan"] == f"needs {child}, which executes"
+    )
+
+
+def test_reason_is_recorded() -> None:
+    source = failed(succeeded_run(base()), "c", "e")
+    assert retry(source, failed_only=True).to_json()["reason"] is None
+    plan = plan_retry(
+        source,
+        base().plan,
+        failed_only=True,
+        roots=[],
+        restart_successful=False,
+        artifact_ok=always_ok,
+        reason="flaky disk",
+    )
+    assert plan.to_json()["reason"] == "flaky disk"

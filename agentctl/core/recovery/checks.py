@@ -26,10 +26,10 @@ from agentctl.core.canonical import json_digest, v1_digest
 from agentctl.core.effects import MUTATION_CLASSES
 from agentctl.core.plan import PlannedTask
 from agentctl.core.recovery.model import (
-    DEFAULT_OUTPUT_CONTRACT,
     Block,
     SourceEffect,
     SourceTask,
+    contract_of,
     effective_outcome,
     output_contract_fingerprint,
 )
@@ -185,7 +185,7 @@ def _output_digest(ctx: ReuseContext) -> Finding:
 
 
 def _output_valid(ctx: ReuseContext) -> Finding:
-    schema = ctx.task.output_schema or DEFAULT_OUTPUT_CONTRACT
+    schema = contract_of(ctx.task)
     try:
         problems = jsonschema.validate(ctx.source.output, schema)
     except ValidationError as exc:

@@ -96,8 +96,15 @@ class Block:
 
 
 def output_contract_fingerprint(task: PlannedTask) -> str:
-    """The fingerprint of a task's output contract; the ledger stores the same value."""
-    return v1_digest(task.output_schema or DEFAULT_OUTPUT_CONTRACT)
+    """The fingerprint of a task's output contract; the ledger stores the same value.
+
+    Only an absent schema means the default contract: ``{}`` is a contract of its own.
+    """
+    return v1_digest(contract_of(task))
+
+
+def contract_of(task: PlannedTask) -> dict[str, Any]:
+    return DEFAULT_OUTPUT_CONTRACT if task.output_schema is None else task.output_schema
 
 
 def effective_outcome(effect: SourceEffect) -> Outcome:

@@ -8,7 +8,8 @@ tasks that the source already ran must not repeat an unresolved or unsafe effect
 
 Retry differs from repair in three ways: the workflow digest must be identical (else the single
 block ``workflow_digest_mismatch`` sends the user to repair); every source task that did not
-succeed executes; and a task whose effect was compensated executes (repair blocks its reuse
+succeed executes, with its dependants unless it was merely skipped (``_retry_forced``); and a
+task whose effect was compensated executes with its dependants (repair blocks its reuse
 instead). ``resolved_input_digest_mismatch`` is checked by the coordinator while it
 materialises reused tasks, not here: the resolved input depends on the new run's memory.
 
@@ -51,6 +52,7 @@ def plan_retry(
     roots: Sequence[str],
     restart_successful: bool,
     artifact_ok: ArtifactCheck,
+    reason: str | None = None,
 ) -> RecoveryPlan:
     """Plan ``agentctl retry``: same workflow, failed or chosen roots re-executed."""
     if source.workflow_digest != target.workflow_digest:
@@ -63,17 +65,17 @@ def plan_retry(
             source.workflow_digest,
             target.workflow_digest,
         )
-        return _refused("retry", source, target, tuple(roots), [block], failed_only)
+        return _refused("retry", source, target, tuple(roots), [block], failed_only, reason)
     refused = _run_blocks(source, "retried")
     if refused:
-        return _refused("retry", source, target, tuple(roots), refused, failed_only)
+        return _refused("retry", source, target, tuple(roots), refused, failed_only, reason)
     chosen = list(roots)
     if failed_only:
         chosen += [t.id for t in target.tasks if _state(source, t.id) == "failed"]
     request = _Request("retry", source, target, chosen, restart_successful, artifact_ok)
     request.failed_only = failed_only
     request.forced, request.quiet = _retry_forced(source, target)
-    return _assemble(request, failed_only=failed_only, reason=None)
+    return _assemble(request, reason)
 
 
 def plan_repair(
@@ -103,7 +105,7 @@ def plan_repair(
     if refused:
         return _refused("repair", source, target, tuple(roots), refused, False, reason)
     request = _Request("repair", source, target, list(roots), restart_successful, artifact_ok)
-    return _assemble(request, failed_only=False, reason=reason)
+    return _assemble(request, reason)
 
 
 def rebuild_memory(
@@ -230,7 +232,7 @@ def _refused(
     )
 
 
-def _assemble(request: _Request, *, failed_only: bool, reason: str | None) -> RecoveryPlan:
+def _assemble(request: _Request, reason: str | None) -> RecoveryPlan:
     source, target = request.source, request.target
     roots, root_blocks = _check_roots(request)
     closure = _closure(target, roots, request.forced, request.quiet, request.kind)
@@ -255,7 +257,7 @@ def _assemble(request: _Request, *, failed_only: bool, reason: str | None) -> Re
         blocked=tuple(outcome.blocked),
         warnings=tuple(request.warnings),
         tasks=tuple(outcome.rows),
-        failed_only=failed_only,
+        failed_only=request.failed_only,
         reason=reason,
         rerun_tasks=tuple(tid for tid in execute if tid in source.tasks),
         new_tasks=tuple(t.id for t in target.tasks if t.id not in source.tasks),

@@ -45,6 +45,7 @@ _REGISTRY: dict[str, str] = {
     "builtin.write": "agentctl.workers.executors.files:execute_write",
     "builtin.shell.exec": "agentctl.workers.executors.shell:execute_shell",
     "container.preflight": "agentctl.workers.executors.shell:execute_preflight",
+    "model.fake": "agentctl.workers.executors.models:execute_fake",
 }
 
 

@@ -1,0 +1,175 @@
+"""Profile: where a run's time goes, on the two hottest paths (pyinstrument, sampling).
+
+Workloads: the 10,000-task pure chain and the 1,000-task ``builtin.write`` effect chain, each
+profiled once around ``api.start_run``. The coordinator reaches SQLite through
+``trio.to_thread.run_sync``, and a sampling profiler sees only the thread it started in; so
+for the profile (only) that call is replaced by a direct call, putting the ledger's work in
+the same trace. The run is then slightly faster than a real one (no thread hop), and every
+cost is attributed to the function that pays it.
+
+Reported per workload, each as a share of the profiled run: the top functions by self time
+(any code, with ``file:line``), and the top agentctl functions by *attributed* time — every
+sample charged to the innermost agentctl frame on its stack, so the time of a library call
+(sqlite3, json, pydantic, fsync) lands on the agentctl function that made it. Compilation
+and imports happen before the profiler starts.
+
+Run: ``python benchmarks/bench_profile.py [--chain 10000] [--effects 1000] [--json]``.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import benchkit  # noqa: E402
+
+INTERVAL_S = 0.0005
+
+
+def inline_ledger_thread() -> Callable[[], None]:
+    """Replace ``trio.to_thread.run_sync`` by a direct call; returns the undo."""
+    import trio
+
+    original = trio.to_thread.run_sync
+
+    async def direct(fn: Callable[..., Any], *args: Any, **_kw: Any) -> Any:
+        return fn(*args)
+
+    trio.to_thread.run_sync = direct  # type: ignore[assignment]
+
+    def undo() -> None:
+        trio.to_thread.run_sync = original
+
+    return undo
+
+
+def profile_run(doc: dict[str, Any], workdir: Path) -> Any:
+    from pyinstrument import Profiler
+
+    from agentctl.core.compiler import compile_workflow, plan_to_json
+
+    plan = compile_workflow(doc)
+    plan_json = plan_to_json(plan)
+    benchkit.run_inprocess(benchkit.pure_chain(2), workdir / "warm")  # imports, caches
+    undo = inline_ledger_thread()
+    profiler = Profiler(interval=INTERVAL_S, async_mode="disabled")
+    try:
+        profiler.start()
+        timed = benchkit.start_compiled(doc, plan, plan_json, workdir)
+        profiler.stop()
+    finally:
+        undo()
+    if timed.state != "succeeded":
+        raise RuntimeError("the profiled run did not succeed")
+    return profiler.last_session
+
+
+def _where(frame: Any) -> str:
+    path = frame.file_path or ""
+    marker = "/agentctl/"
+    if marker in path:
+        path = "agentctl/" + path.split(marker, 1)[1]
+    elif "site-packages/" in path:
+        path = path.split("site-packages/", 1)[1]
+    else:
+        path = Path(path).name if path else ""
+    return f"{frame.function} ({path}:{frame.line_no})" if path else frame.function
+
+
+def summarise(session: Any, top: int = 12) -> dict[str, Any]:
+    """Self-time and inclusive-time rankings from a pyinstrument session."""
+    root = session.root_frame()
+    total = root.time
+    self_time: dict[str, float] = defaultdict(float)
+    attributed: dict[str, float] = defaultdict(float)
+    callers: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+
+    def walk(frame: Any, owner: str, caller: str) -> None:
+        if frame.is_synthetic:
+            return
+        name = _where(frame)
+        if "agentctl/" in name and name != owner:
+            owner, caller = name, owner
+        self_time[name] += frame.total_self_time
+        attributed[owner] += frame.total_self_time
+        callers[owner][caller] += frame.total_self_time
+        for child in frame.children:
+            walk(child, owner, caller)
+
+    walk(root, "(outside agentctl)", "")
+
+    def ranked(table: dict[str, float]) -> list[dict[str, Any]]:
+        rows = sorted(table.items(), key=lambda kv: kv[1], reverse=True)[:top]
+        out = []
+        for k, v in rows:
+            row = {"function": k, "seconds": v, "share": v / total}
+            if k in callers:
+                row["via"] = max(callers[k].items(), key=lambda kv: kv[1])[0]
+            out.append(row)
+        return out
+
+    return {
+        "seconds": total,
+        "selfTime": ranked(self_time),
+        "attributed": ranked(attributed),
+        "tree": session_text(session),
+    }
+
+
+def session_text(session: Any) -> str:
+    from pyinstrument.renderers import ConsoleRenderer
+
+    renderer = ConsoleRenderer(unicode=False, color=False, short_mode=True, time="percent_of_total")
+    text: str = renderer.render(session)
+    return "\n".join(line for line in text.splitlines()[:80] if line.strip())
+
+
+def main(chain: int = 10000, effects: int = 1000, workdir: Path | None = None) -> dict[str, Any]:
+    profiles = {}
+    with tempfile.TemporaryDirectory(dir=workdir) as tmp:
+        for name, doc in (
+            (f"pure_chain_{chain}", benchkit.pure_chain(chain)),
+            (f"write_chain_{effects}", benchkit.write_chain(effects)),
+        ):
+            profiles[name] = summarise(profile_run(doc, Path(tmp) / name))
+    figures = [
+        benchkit.figure(f"profiled_{name}", "s", [p["seconds"]], note="one profiled run")
+        for name, p in profiles.items()
+    ]
+    return {
+        "benchmark": "profile",
+        "figures": [f.to_json() for f in figures],
+        "profiles": profiles,
+    }
+
+
+def _print(result: dict[str, Any]) -> None:
+    for name, prof in result["profiles"].items():
+        print(f"== {name}: {prof['seconds']:.2f} s profiled")
+        for title, key in (("self time", "selfTime"), ("attributed (agentctl)", "attributed")):
+            print(f"  top by {title}:")
+            for row in prof[key]:
+                via = f"  <- {row['via']}" if row.get("via") else ""
+                print(f"    {row['share'] * 100:5.1f}%  {row['function']}{via}")
+
+
+if __name__ == "__main__":
+    if "--json" in sys.argv:
+        benchkit.module_cli(__doc__, main, {"chain": 10000, "effects": 1000})
+    else:
+        sys.argv.append("--json")
+        import contextlib
+        import io
+
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            benchkit.module_cli(__doc__, main, {"chain": 10000, "effects": 1000})
+        import json
+
+        _print(json.loads(buf.getvalue().split("BENCH-JSON ", 1)[1]))
