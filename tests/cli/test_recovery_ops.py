@@ -1,0 +1,193 @@
+"""Replay, retry, repair, fork and compensate from the outside, with marker files.
+
+Each effectful task appends its name to ``marker.txt`` from a real subprocess, so the tests
+see exactly which effects executed in each derived run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+HEAD = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: recover }
+spec:
+  policy: { approval: never, processAllowlist: [sh], writableRoots: [out] }
+"""
+
+FLOW = (
+    HEAD
+    + """\
+  actions:
+    a: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "echo a >> marker.txt; echo A"] }
+    b: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "echo B_ECHO >> marker.txt; test -f ok.flag"] }
+    c: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "echo c >> marker.txt"] }
+    save: { kind: builtin.write }
+  tasks:
+    - { id: a, uses: "action:a" }
+    - { id: w, uses: "action:save", needs: [a], with: { path: out/a.txt, content: "${{ tasks.a.output.stdout }}" } }
+    - { id: b, uses: "action:b", needs: [a] }
+    - { id: c, uses: "action:c", needs: [b] }
+"""
+)
+
+
+def _marker(ws: Path) -> list[str]:
+    path = ws / "marker.txt"
+    return path.read_text().split() if path.exists() else []
+
+
+def _setup(cli, ws: Path, text: str = FLOW) -> tuple[Path, Path, str]:  # type: ignore[no-untyped-def]
+    ws.mkdir(parents=True, exist_ok=True)
+    wf = ws / "wf.yaml"
+    wf.write_text(text.replace("B_ECHO", "b"))
+    db = ws.parent / "state" / "r.db"
+    first = cli("--output", "json", "run", str(wf), "--db", str(db))
+    assert first.rc == 4, first.stderr
+    assert _marker(ws) == ["a", "b"]
+    return wf, db, str(first.error["error"]["runId"])
+
+
+def _inspect(cli, db: Path, run_id: str):  # type: ignore[no-untyped-def]
+    got = cli("--output", "json", "inspect", run_id, "--db", str(db))
+    assert got.rc == 0, got.stderr
+    return got.data
+
+
+def test_replay_executes_nothing(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    _wf, db, source = _setup(cli, ws)
+    replayed = cli("--output", "json", "replay", source, "--db", str(db))
+    assert replayed.rc == 4  # a failed source replays as failed
+    run_id = replayed.error["error"]["runId"]
+    assert _marker(ws) == ["a", "b"]
+    data = _inspect(cli, db, run_id)
+    assert data["run"]["mode"] == "replay" and data["run"]["parentRunId"] == source
+    assert data["effects"] == []
+    src = {t["taskId"]: t for t in _inspect(cli, db, source)["tasks"]}
+    for task in data["tasks"]:
+        assert task["state"] == src[task["taskId"]]["state"]
+        assert task["output"] == src[task["taskId"]]["output"]
+        if task["state"] != "pending":
+            assert task["disposition"] == "recorded"
+
+
+def test_retry_failed_runs_only_the_failed_task_and_descendants(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    wf, db, source = _setup(cli, ws)
+    plan = cli("--output", "json", "retry", str(wf), source, "--failed", "--plan", "--db", str(db))
+    assert plan.rc == 0, plan.stderr
+    assert plan.data["compatible"] is True
+    assert sorted(plan.data["reusedTasks"]) == ["a", "w"]
+    assert _marker(ws) == ["a", "b"], "--plan must not execute anything"
+    (ws / "ok.flag").write_text("")
+    done = cli("--output", "json", "retry", str(wf), source, "--failed", "--db", str(db))
+    assert done.rc == 0, done.stderr
+    assert _marker(ws) == ["a", "b", "b", "c"]
+    run_id = done.data["runId"]
+    data = _inspect(cli, db, run_id)
+    assert data["run"]["mode"] == "retry" and data["run"]["sourceRunId"] == source
+    tasks = {t["taskId"]: t for t in data["tasks"]}
+    assert tasks["a"]["disposition"] == "reused" and tasks["a"]["sourceRunId"] == source
+    assert tasks["b"]["disposition"] == "executed" and tasks["c"]["state"] == "succeeded"
+    # The new run owns copies of what it reused: the source workspace can go away.
+    shutil.rmtree(ws)
+    assert cli("--output", "json", "inspect", run_id, "--db", str(db)).rc == 0
+    assert cli("--output", "json", "replay", run_id, "--db", str(db)).rc == 0
+
+
+def test_retry_refuses_a_changed_workflow(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    wf, db, source = _setup(cli, ws)
+    wf.write_text(FLOW.replace("B_ECHO", "b2"))
+    got = cli("--output", "json", "retry", str(wf), source, "--failed", "--db", str(db))
+    assert got.rc == 3
+    assert "repair" in str(got.data["blockedReuse"])
+    assert len(cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"]) == 1
+
+
+def test_repair_reuses_everything_outside_the_closure(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    wf, db, source = _setup(cli, ws)
+    (ws / "ok.flag").write_text("")
+    wf.write_text(FLOW.replace("B_ECHO", "b2"))  # the corrected definition of b
+    done = cli("--output", "json", "repair", str(wf), source, "--from", "b", "--db", str(db))
+    assert done.rc == 0, done.stderr
+    assert _marker(ws) == ["a", "b", "b2", "c"]
+    assert sorted(done.data["reusedTasks"]) == ["a", "w"]
+    data = _inspect(cli, db, done.data["runId"])
+    assert data["run"]["mode"] == "repair" and data["run"]["sourceRunId"] == source
+    assert [a["path"] for a in data["artifacts"]] == ["out/a.txt"]
+    shutil.rmtree(ws)
+    assert cli("--output", "json", "replay", done.data["runId"], "--db", str(db)).rc == 0
+
+
+def test_repair_is_blocked_by_a_corrupt_artifact(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    wf, db, source = _setup(cli, ws)
+    [blob] = [p for p in (db.parent / "artifacts" / "sha256").rglob("*") if p.is_file()]
+    os.chmod(blob, 0o600)
+    blob.write_bytes(b"corrupted")
+    got = cli("--output", "json", "repair", str(wf), source, "--from", "b", "--db", str(db))
+    assert got.rc == 3, got.stderr
+    rules = {b["rule"] for b in got.data["blockedReuse"]}
+    assert "artifact_integrity" in rules
+    assert len(cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"]) == 1
+
+
+def test_fork_executes_everything_again(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    _wf, db, source = _setup(cli, ws)
+    (ws / "ok.flag").write_text("")
+    done = cli("--output", "json", "fork", source, "--db", str(db))
+    assert done.rc == 0, done.stderr
+    assert _marker(ws) == ["a", "b", "a", "b", "c"]
+    data = _inspect(cli, db, done.data["runId"])
+    assert data["run"]["mode"] == "fork" and data["run"]["parentRunId"] == source
+    assert {t["disposition"] for t in data["tasks"]} == {"executed"}
+
+
+COMPENSATED = (
+    HEAD
+    + """\
+  actions:
+    make: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "echo $0 >> marker.txt", "made"] }
+    undo1: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "test -f allow.flag && echo undo1 >> marker.txt"] }
+    undo2: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "echo undo2 >> marker.txt"] }
+    check: { kind: builtin.assert }
+  tasks:
+    - { id: m1, uses: "action:make", compensate: { uses: "action:undo1" } }
+    - { id: m2, uses: "action:make", needs: [m1], compensate: { uses: "action:undo2" } }
+    - { id: verify, uses: "action:check", needs: [m2], with: { that: false, message: boom } }
+"""
+)
+
+
+def test_compensation_resumes_only_the_remainder(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    wf = ws / "wf.yaml"
+    wf.write_text(COMPENSATED)
+    db = tmp_path / "state" / "r.db"
+    source = cli("--output", "json", "run", str(wf), "--db", str(db)).error["error"]["runId"]
+    plan = cli("--output", "json", "compensate", source, "--plan", "--db", str(db))
+    assert plan.rc == 0, plan.stderr
+    assert [t["sourceTaskId"] for t in plan.data["tasks"]] == ["m2", "m1"]  # reverse order
+    first = cli("--output", "json", "compensate", source, "--db", str(db))
+    assert first.rc == 4  # undo1 failed; undo2 still ran
+    assert _marker(ws) == ["made", "made", "undo2"]
+    again = cli("--output", "json", "compensate", source, "--plan", "--db", str(db))
+    assert [t["sourceTaskId"] for t in again.data["tasks"]] == ["m1"]
+    assert len(again.data["alreadyCompensatedEffects"]) == 1
+    (ws / "allow.flag").write_text("")
+    second = cli("--output", "json", "compensate", source, "--db", str(db))
+    assert second.rc == 0, second.stderr
+    assert _marker(ws) == ["made", "made", "undo2", "undo1"]
+    done = cli("--output", "json", "compensate", source, "--plan", "--db", str(db))
+    assert done.data["tasks"] == [] and len(done.data["alreadyCompensatedEffects"]) == 2
+    effects = cli("--output", "json", "effects", "list", source, "--db", str(db)).data
+    assert {r["status"] for r in effects["reconciliations"]} == {"compensated"}
+    assert len(effects["reconciliations"]) == 2
