@@ -7,6 +7,7 @@ bad workflow or bad input never creates state.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -183,7 +184,31 @@ def start_run(
             ledger, run_id, trace_id, plan, document, root, timeout_s, progress, clock,
             check_mode=check_mode, diff=diff,
         )  # fmt: skip
-        return outcome_or_raise(run_trio(drive_run, req))
+        outcome = run_trio(drive_run, req)
+    if outcome.state == "failed" and _automatic_compensation(document):
+        outcome = _compensate_after_failure(outcome, db, root, timeout_s)
+    return outcome_or_raise(outcome)
+
+
+def _automatic_compensation(document: Mapping[str, Any]) -> bool:
+    settings = document["spec"].get("compensation") or {}
+    return settings.get("onFailure") == "automatic"
+
+
+def _compensate_after_failure(
+    outcome: RunOutcome, db: str, workspace: str, timeout_s: float | None
+) -> RunOutcome:
+    """``compensation.onFailure: automatic``: run the inverse actions of a failed run."""
+    name, data, _code = compensate(
+        outcome.run_id, db=db, tasks_filter=None, plan_only=False, workspace=workspace,
+        timeout_s=timeout_s,
+    )  # fmt: skip
+    note = (
+        f"automatic compensation {data.get('runId')} ended {data.get('state')}"
+        if name == "CompensationOutcome"
+        else "automatic compensation had nothing executable to run"
+    )
+    return dataclasses.replace(outcome, errors={**outcome.errors, "compensation": note})
 
 
 def resume(

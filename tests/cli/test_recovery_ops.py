@@ -191,3 +191,21 @@ def test_compensation_resumes_only_the_remainder(cli, tmp_path: Path) -> None:  
     effects = cli("--output", "json", "effects", "list", source, "--db", str(db)).data
     assert {r["status"] for r in effects["reconciliations"]} == {"compensated"}
     assert len(effects["reconciliations"]) == 2
+
+
+def test_automatic_compensation_after_failure(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "allow.flag").write_text("")
+    wf = ws / "wf.yaml"
+    wf.write_text(
+        COMPENSATED.replace("  tasks:\n", "  compensation: { onFailure: automatic }\n  tasks:\n", 1)
+    )
+    db = tmp_path / "state" / "r.db"
+    done = cli("--output", "json", "run", str(wf), "--db", str(db))
+    assert done.rc == 4
+    assert "automatic compensation" in done.error["error"]["message"]
+    assert _marker(ws) == ["made", "made", "undo2", "undo1"]
+    runs = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"]
+    assert [r["mode"] for r in runs] == ["compensation", "execute"]
+    assert runs[0]["sourceRunId"] == runs[1]["runId"]
