@@ -22,7 +22,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import benchkit  # noqa: E402
+import benchkit
 
 
 def measure_size(

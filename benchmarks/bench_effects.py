@@ -24,7 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import benchkit  # noqa: E402
+import benchkit
 
 KINDS = {
     "write": benchkit.write_chain,

@@ -25,8 +25,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import bench_ledger  # noqa: E402
-import benchkit  # noqa: E402
+import bench_ledger
+import benchkit
 
 
 def commit_floors(workdir: Path, runs: int, reps: int) -> list[benchkit.Figure]:

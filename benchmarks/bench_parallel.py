@@ -19,7 +19,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import benchkit  # noqa: E402
+import benchkit
 
 
 def _both(doc: dict[str, Any], runs: int, workdir: Path, tag: str, budget_s: float) -> Any:

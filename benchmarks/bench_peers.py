@@ -34,7 +34,7 @@ from typing import Any, TypedDict
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import benchkit  # noqa: E402
+import benchkit
 
 Runner = Callable[[Path], float]  # one N-step chain in a fresh directory → seconds
 
@@ -190,7 +190,9 @@ def main(n: int = 1000, runs: int = 5, workdir: Path | None = None) -> dict[str,
     for name, make in SYSTEMS.items():
         try:
             ready[name] = make(n)
-        except Exception as exc:  # an optional peer missing or broken must not stop the suite
+        except ImportError as exc:
+            unavailable[name] = f"not installed ({exc}); pip install -e '.[bench]'"
+        except Exception as exc:  # an optional peer broken here must not stop the suite
             unavailable[name] = f"{type(exc).__name__}: {exc}"
     samples: dict[str, list[float]] = {name: [] for name in ready}
     details: dict[str, Any] = {}

@@ -27,9 +27,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import benchkit  # noqa: E402
+import benchkit
 
 INTERVAL_S = 0.0005
+IDLE = "(idle: trio waits for I/O — worker replies, subprocess exits)"
 
 
 def inline_ledger_thread() -> Callable[[], None]:
@@ -96,6 +97,8 @@ def summarise(session: Any, top: int = 12) -> dict[str, Any]:
         name = _where(frame)
         if "agentctl/" in name and name != owner:
             owner, caller = name, owner
+        elif frame.function in ("poll", "get_events") and "epoll" in name.lower():
+            owner, caller = IDLE, owner
         self_time[name] += frame.total_self_time
         attributed[owner] += frame.total_self_time
         callers[owner][caller] += frame.total_self_time
@@ -131,6 +134,11 @@ def session_text(session: Any) -> str:
 
 
 def main(chain: int = 10000, effects: int = 1000, workdir: Path | None = None) -> dict[str, Any]:
+    try:
+        import pyinstrument  # noqa: F401
+    except ImportError:
+        why = "pyinstrument is not installed (pip install -e '.[bench]')"
+        return {"benchmark": "profile", "figures": [], "profiles": {}, "unavailable": why}
     profiles = {}
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         for name, doc in (

@@ -30,7 +30,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import benchkit  # noqa: E402
+import benchkit
 
 POLL_S = 0.02
 

@@ -379,7 +379,9 @@ def rate_figure(name: str, s: Series, items: int, unit: str = "tasks/s") -> Figu
     return figure(name, unit, [items / t for t in s.seconds], higher=True, note=s.note)
 
 
-def module_cli(doc: str | None, main: Callable[..., dict[str, Any]], defaults: dict[str, Any]) -> None:
+def module_cli(
+    doc: str | None, main: Callable[..., dict[str, Any]], defaults: dict[str, Any]
+) -> None:
     """argparse over ``defaults`` (each ``--name``), plus ``--dir`` and ``--json``."""
     import argparse
 

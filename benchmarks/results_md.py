@@ -27,7 +27,9 @@ class Figures:
 
     def largest(self, pattern: str) -> Fig | None:
         """The figure matching ``pattern`` (one ``(\\d+)`` group) with the largest N."""
-        found = [(int(m.group(1)), f) for n, f in self.by_name.items() if (m := re.fullmatch(pattern, n))]
+        found = [
+            (int(m.group(1)), f) for n, f in self.by_name.items() if (m := re.fullmatch(pattern, n))
+        ]
         return max(found, key=lambda t: t[0])[1] if found else None
 
     def median(self, name: str) -> float | None:
@@ -160,28 +162,38 @@ def peers_section(report: dict[str, Any], figs: Figures) -> list[str]:
         lines.append(f"- **{name} unavailable here**: {why}")
     base = figs.median("durable_step_agentctl_effect")
     lines += [
-        "", "| system | runs | min | median | max ms/step | peer ÷ agentctl effect step "
-        "| rows kept/step | bytes on disk/step | journal |", "|---|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]  # fmt: skip
+        "",
+        "| system | runs | min | median | max ms/step | peer ÷ agentctl effect step "
+        "| rows kept/step | bytes on disk/step | journal |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for fig in peers["figures"]:
         x = fig["extra"]
         ratio = fig["median"] / base if base else None
+        system = fig["name"].removeprefix("durable_step_")
         lines.append(
-            f"| `{fig['name'].removeprefix('durable_step_')}` | {fig['runs']} | {fmt(fig['min'])} | "
+            f"| `{system}` | {fig['runs']} | {fmt(fig['min'])} | "
             f"**{fmt(fig['median'])}** | {fmt(fig['max'])} | {fmt(ratio, 2)} | "
             f"{x.get('rowsPerStep', '—')} | {x.get('bytesPerStep', '—')} | "
             f"{x.get('journalMode', '—')} |"
         )
-    return lines + ["", PERSISTS]
+    lines += ["", "Rows present per table after one run:", ""]
+    for fig in peers["figures"]:
+        rows = fig["extra"].get("rowsByTable", {})
+        n = peers["n"]
+        per = ", ".join(f"{t} {c / n:.2f}" for t, c in rows.items())
+        lines.append(f"- `{fig['name'].removeprefix('durable_step_')}` (per step): {per}")
+    return [*lines, "", PERSISTS]
 
 
 PERSISTS = """What each system makes durable per step (so the ratios can be read fairly):
 
 - **agentctl, effect step** (`builtin.memory.write` chain, the like-for-like row): the effect
-  row is inserted `requested` and moved to `started` before the effect runs, then the outcome,
-  the task's state/output/digests, the working-memory delta, an audit event and a checkpoint
-  commit — each a `BEGIN IMMEDIATE` transaction in WAL mode with `synchronous=FULL` (one WAL
-  fsync per commit). The next task starts only after its predecessor's commit.
+  row is committed `requested`/`started` before the effect runs, then its outcome, and the
+  task's state, output, digests, the working-memory delta, audit events and checkpoints — in
+  `BEGIN IMMEDIATE` transactions, WAL mode, `synchronous=FULL` (one WAL fsync per commit).
+  The next task starts only after its predecessor's completion commits. The rows-by-table
+  line below shows the audit events and checkpoints (one each per transaction) per step.
 - **agentctl, pure step** (`builtin.assign` chain): the task's state, output, input digest,
   output digest and an audit event; deterministic results are staged and committed in groups
   (one checkpoint per group), because a resume re-derives any pure result lost in a crash.
@@ -195,16 +207,17 @@ PERSISTS = """What each system makes durable per step (so the ratios can be read
   before the next superstep with `durability="sync"`; `durability="async"` (the default)
   overlaps that write with the next step, so a crash may lose the last step.
 
-"rows kept/step" counts rows present at the end (agentctl updates its one `task_states` row
-per task in place and prunes older checkpoints); "bytes on disk/step" is the database plus
-WAL/journal size after one run, divided by N."""
+"rows kept/step" counts rows present after one run (agentctl updates each task's one
+`task_states` row in place); "bytes on disk/step" is the database plus WAL/journal size after
+one run, divided by N (for tiny N it is dominated by fixed schema pages)."""
 
 
 def profile_section(report: dict[str, Any]) -> list[str]:
     prof = next((r for r in report["results"] if r.get("benchmark") == "profile"), None)
     lines = ["## Profile of the hottest paths (pyinstrument)", ""]
-    if prof is None or "error" in prof:
-        return lines + [f"The profile did not run: {prof and prof.get('error')}"]
+    if prof is None or "error" in prof or prof.get("unavailable"):
+        why = prof and (prof.get("error") or prof.get("unavailable"))
+        return [*lines, f"The profile did not run: {why}"]
     lines.append(
         "Ledger calls inlined into the coordinator thread for the profile (see "
         "`bench_profile.py`). *Attributed* = time charged to the innermost agentctl function "
@@ -248,6 +261,7 @@ def misses_section(report: dict[str, Any], figs: Figures) -> list[str]:
 def _hint(what: str, figs: Figures, tops: dict[str, str]) -> str:
     commit = figs.median("sqlite_commit")
     rtt = figs.median("frame_round_trip")
+    first = _median(figs.largest(r"resume_(\d+)_to_first_task"))
     hints: dict[str, Callable[[], str]] = {
         "pure": lambda: f"Top attributed costs on the pure chain: {tops.get('pure', '—')}.",
         "effect": lambda: (
@@ -263,14 +277,21 @@ def _hint(what: str, figs: Figures, tops: dict[str, str]) -> str:
         "speed-up": lambda: "See the peer table: rows and bytes per step, and the profile.",
         "RSS": lambda: "Peak RSS holds the whole plan, live state and outputs in memory.",
         "resume": lambda: (
-            f"Time to first task after resume: "
-            f"{fmt(figs.median('resume_10000_to_first_task'))} s; the rest is the remaining tasks."
+            f"Time to first task after resume: {fmt(first)} s; the rest is the remaining tasks."
         ),
     }
     for key, make in hints.items():
         if key in what or key.lower() in what:
             return make()
     return ""
+
+
+def _median(fig: Fig | None) -> float | None:
+    return None if fig is None else float(fig["median"])
+
+
+FLOORS = r"(sqlite_commit|ledger_task_commit|fsync|frame_round_trip|spawn_true|check_cold_start)"
+RSS = r"(coordinator_peak_rss|crash_run)_.*"
 
 
 def render(report: dict[str, Any]) -> str:
@@ -294,22 +315,22 @@ def render(report: dict[str, Any]) -> str:
     errors = [r for r in report["results"] if r.get("error")]
     for r in errors:
         out.append(f"- **{r['benchmark']} failed**: {r['error']}")
-    out += targets_section(figs) + [""]
+    out += [*targets_section(figs), ""]
     sections = [
-        ("Floors of this machine", r"(sqlite_commit|ledger_task_commit|fsync|frame_round_trip|spawn_true|check_cold_start)"),
+        ("Floors of this machine", FLOORS),
         ("Pure chain (sequential builtin.assign)", r"pure_chain_.*"),
         ("Effect chain (sequential effects)", r"effect_chain_.*"),
         ("Parallel batch and fan-out (maxConcurrency 64)", r"(sleep_batch|foreach)_.*"),
-        ("Memory: coordinator peak RSS (kernel high-water mark via wait4)", r"(coordinator_peak_rss|crash_run)_.*"),
+        ("Memory: coordinator peak RSS (kernel high-water mark, wait4)", RSS),
         ("Recovery: SIGKILL, then resume", r"resume_.*"),
     ]  # fmt: skip
     for title, pattern in sections:
         names = [n for n in figs.by_name if re.fullmatch(pattern, n)]
-        out += [f"## {title}", ""] + table(figs, names) + [""]
+        out += [f"## {title}", "", *table(figs, names), ""]
         out += SECTION_NOTES.get(title, [])
-    out += peers_section(report, figs) + [""]
-    out += misses_section(report, figs) + [""]
-    out += profile_section(report) + [""]
+    out += [*peers_section(report, figs), ""]
+    out += [*misses_section(report, figs), ""]
+    out += [*profile_section(report), ""]
     return "\n".join(out)
 
 

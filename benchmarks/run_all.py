@@ -49,7 +49,9 @@ PLAN: dict[str, tuple[list[str], list[str], float]] = {
         ["--total", "2000", "--kill-at", "1", "--runs", "1"],
         1500,
     ),
-    "bench_profile": (["--chain", "10000", "--effects", "1000"], ["--chain", "5", "--effects", "3"], 900),
+    "bench_profile": (
+        ["--chain", "10000", "--effects", "1000"], ["--chain", "5", "--effects", "3"], 900,
+    ),
 }  # fmt: skip
 
 

@@ -17,6 +17,7 @@ import socket
 
 import trio
 
+from agentctl.crashpoints import crash_point
 from agentctl.errors import AgentctlError, CancelledRunError, RunFailedError
 from agentctl.mailbox.frames import FrameChannel, ProtocolError
 from agentctl.mailbox.messages import (
@@ -29,7 +30,6 @@ from agentctl.mailbox.messages import (
     Shutdown,
     failure_from_error,
 )
-from agentctl.workers.crashpoints import crash_point
 from agentctl.workers.executors import ExecOutcome, UncertainEffect, executor_for
 
 

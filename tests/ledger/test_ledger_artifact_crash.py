@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from ledger_helpers import T0, make_run, ts
 
+from agentctl.crashpoints import CRASH_ENV
 from agentctl.ledger import Ledger, TaskCompletion, commit_tasks_txn, open_ledger
 from agentctl.ledger.artifacts.gc import run_gc
 from agentctl.ledger.artifacts.refs import commit_artifact_refs_txn, list_blobs
 from agentctl.ledger.artifacts.store import ArtifactStore, open_artifact_store
-from agentctl.ledger.crashpoints import CRASH_ENV
 
 LATER = "2024-07-01T12:00:00.000Z"
 

@@ -20,8 +20,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from agentctl.crashpoints import crash_point
 from agentctl.ledger.artifacts.store import ArtifactStore, clear_dir, fsync_dir
-from agentctl.ledger.crashpoints import crash_point
 from agentctl.ledger.rows import shift_ts
 
 _UNREACHABLE = """NOT EXISTS (SELECT 1 FROM artifact_refs r WHERE r.digest = b.digest)

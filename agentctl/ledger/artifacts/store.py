@@ -28,10 +28,10 @@ from typing import Any
 
 import filelock
 
+from agentctl.crashpoints import crash_point
 from agentctl.errors import InvalidOperationError, LockTimeoutError, NotFoundError, PersistenceError
 from agentctl.ledger.artifacts.refs import ArtifactRef, get_blob, list_blobs, record_ingest_txn
 from agentctl.ledger.connection import Ledger
-from agentctl.ledger.crashpoints import crash_point
 from agentctl.ledger.rows import shift_ts
 
 MAX_INGEST_BYTES = 16 * 1024 * 1024

@@ -1,0 +1,79 @@
+"""Every benchmark of the suite still runs: ``benchmarks/run_all.py --tiny``, end to end.
+
+Toy sizes only; the test checks that each benchmark produced its figures, that every figure
+is a positive finite number with min ≤ median ≤ max, and that RESULTS.md was rendered with
+every section. It never asserts a timing target (timing belongs to the benchmarks).
+Optional parts (the peers, the profiler) must either produce figures or say why not.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO
+
+BENCH = REPO / "benchmarks"
+
+
+def _run_tiny(tmp_path: Path) -> tuple[dict, str]:  # type: ignore[type-arg]
+    sys.path.insert(0, str(BENCH))
+    try:
+        import run_all
+
+        out, raw = tmp_path / "RESULTS.md", tmp_path / "results.json"
+        run_all.main(["--tiny", "--out", str(out), "--json-out", str(raw), "--dir", str(tmp_path)])
+    finally:
+        sys.path.remove(str(BENCH))
+    return json.loads(raw.read_text()), out.read_text()
+
+
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def test_every_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
+    report, markdown = _run_tiny(tmp_path)
+    results = {r["benchmark"]: r for r in report["results"]}
+    failed = {name: r["error"] for name, r in results.items() if r.get("error")}
+    assert not failed
+
+    figures = {f["name"]: f for r in report["results"] for f in r["figures"]}
+    for fig in figures.values():
+        values = [fig["min"], fig["median"], fig["max"]]
+        assert all(math.isfinite(v) and v > 0 for v in values), fig
+        assert fig["min"] <= fig["median"] <= fig["max"], fig
+
+    expected = [
+        "sqlite_commit", "ledger_task_commit", "fsync", "frame_round_trip", "spawn_true",
+        "pure_chain_5_inprocess", "pure_chain_5_cli", "coordinator_peak_rss_5",
+        "effect_chain_write_3_inprocess", "effect_chain_shell_3_inprocess",
+        "effect_chain_memory_3_inprocess", "effect_chain_write_3_cli",
+        "sleep_batch_4_inprocess", "sleep_batch_4_cli", "foreach_6_inprocess",
+        "resume_1_to_completion", "resume_1_to_first_task", "crash_run_1_peak_rss",
+        "durable_step_agentctl_pure", "durable_step_agentctl_effect", "check_cold_start",
+    ]  # fmt: skip
+    assert [name for name in expected if name not in figures] == []
+
+    peers = results["peers"]
+    if _installed("dbos"):
+        assert "durable_step_dbos" in figures
+    else:
+        assert "dbos" in peers["unavailable"]
+    if _installed("langgraph") and _installed("langgraph.checkpoint.sqlite"):
+        assert "durable_step_langgraph_sync" in figures
+    else:
+        assert "langgraph_sync" in peers["unavailable"]
+    if _installed("pyinstrument"):
+        assert "profiled_pure_chain_5" in figures
+        assert results["profile"]["profiles"]["pure_chain_5"]["attributed"]
+    else:
+        assert "pyinstrument" in results["profile"]["unavailable"]
+
+    assert "TINY RUN" in markdown
+    for heading in ("## Targets", "## Floors", "## Pure chain", "## Effect chain",
+                    "## Parallel batch", "## Memory", "## Recovery", "## Peers", "## Profile"):  # fmt: skip
+        assert heading in markdown
