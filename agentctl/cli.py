@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -27,7 +28,6 @@ from agentctl.clikit import (
     Delivered,
     compile_file,
     deliver,
-    json_file,
     read_cli_file,
 )
 from agentctl.errors import AgentctlError, ValidationError
@@ -197,13 +197,21 @@ TimeoutOpt = Annotated[
 ]
 
 
-def _live_view() -> Any:
-    """A live progress view, only for a human at a terminal; None otherwise."""
-    if SETTINGS.output != "human" or not sys.stderr.isatty():
-        return None
-    from agentctl.render import LiveProgress
+def _drive(call: Callable[[Any, Any], Any], announce: str | None = None) -> NoReturn:
+    """Run ``call(progress, on_created)`` under a live view (for a human at a terminal)."""
+    view = None
+    if SETTINGS.output == "human" and sys.stderr.isatty():
+        from agentctl.render import LiveProgress
 
-    return LiveProgress(color=SETTINGS.color != "never")
+        view = LiveProgress(color=SETTINGS.color != "never")
+        if announce is not None:
+            view.start(announce, "resumed")
+    try:
+        outcome = call(view.update if view else None, view.start if view else None)
+    finally:
+        if view is not None:
+            view.stop()
+    deliver(_outcome(outcome))
 
 
 def _outcome(outcome: Any) -> Outcome:
@@ -252,9 +260,8 @@ def run_cmd(
         file_text = read_cli_file(inputs_file, "inputs file").decode("utf-8", "replace")
     defaults = loaded.document["spec"].get("inputs") or {}
     resolved = api.resolve_inputs(defaults, inputs, file_text, input_pairs or [])
-    view = _live_view()
-    try:
-        outcome = api.start_run(
+    _drive(
+        lambda progress, created: api.start_run(
             document=loaded.document,
             plan=plan,
             plan_json=plan_to_json(plan),
@@ -262,15 +269,12 @@ def run_cmd(
             db=db,
             workspace=str(workspace or file.resolve().parent),
             timeout_s=timeout_seconds,
-            progress=view.update if view else None,
-            on_created=view.start if view else None,
+            progress=progress,
+            on_created=created,
             check_mode=check,
             diff=diff,
         )
-    finally:
-        if view is not None:
-            view.stop()
-    deliver(_outcome(outcome))
+    )
 
 
 @app.command("resume")
@@ -284,18 +288,13 @@ def resume_cmd(
     """Continue a running or paused run from its durable state."""
     from agentctl.coordinator import api
 
-    view = _live_view()
-    if view is not None:
-        view.start(run, "resumed")
-    try:
-        outcome = api.resume(
-            run, db=db, workspace=str(workspace) if workspace else None,
-            timeout_s=timeout_seconds, progress=view.update if view else None, diff=diff,
-        )  # fmt: skip
-    finally:
-        if view is not None:
-            view.stop()
-    deliver(_outcome(outcome))
+    where = str(workspace) if workspace else None
+    _drive(
+        lambda progress, _created: api.resume(
+            run, db=db, workspace=where, timeout_s=timeout_seconds, progress=progress, diff=diff
+        ),
+        announce=run,
+    )
 
 
 @app.command("replay")
@@ -320,161 +319,25 @@ def fork_cmd(
     """A new linked run of the same workflow and inputs that executes fresh effects."""
     from agentctl.coordinator import api
 
-    view = _live_view()
-    try:
-        outcome = api.fork(
-            run, db=db, workspace=str(workspace) if workspace else None,
-            timeout_s=timeout_seconds, progress=view.update if view else None,
-            on_created=view.start if view else None, diff=diff,
+    where = str(workspace) if workspace else None
+    _drive(
+        lambda progress, created: api.fork(
+            run,
+            db=db,
+            workspace=where,
+            timeout_s=timeout_seconds,
+            progress=progress,
+            on_created=created,
+            diff=diff,
         )  # fmt: skip
-    finally:
-        if view is not None:
-            view.stop()
-    deliver(_outcome(outcome))
-
-
-@app.command("cancel")
-def cancel_cmd(
-    run: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
-    db: DbOpt = DEFAULT_DB,
-) -> None:
-    """Record a durable cancellation request; the driving coordinator honours it."""
-    from agentctl.coordinator import api
-
-    data = api.cancel(run, db=db)
-    deliver(
-        Outcome(
-            "Cancellation", data, human=lambda _s: f"cancellation requested for {data['runId']}"
-        )
     )
-
-
-@app.command("inspect")
-def inspect_cmd(
-    run: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
-    db: DbOpt = DEFAULT_DB,
-) -> None:
-    """Show a run: tasks, effects, reconciliations, approvals, checkpoints and audit."""
-    from agentctl.coordinator import api
-
-    data = api.inspect(run, db=db)
-    deliver(Outcome("RunInspection", data, human=_inspect_human(data)))
-
-
-def _inspect_human(data: dict[str, Any]) -> Any:
-    from agentctl.render import table
-
-    def human(settings: Settings) -> str:
-        run = data["run"]
-        head = (
-            f"run {run['runId']}  {run['state']}  mode {run['mode']}  workflow {run['workflow']}\n"
-        )
-        rows = [
-            [t["taskId"], t["state"], str(t["attempt"]), str(t.get("error") or "")]
-            for t in data["tasks"]
-        ]
-        erows = [
-            [e["effectId"][:16], e["taskId"], e["operation"], e["status"]] for e in data["effects"]
-        ]
-        return (
-            head
-            + table("tasks", ["task", "state", "attempt", "error"], rows, settings)
-            + table("effects", ["effect", "task", "operation", "status"], erows, settings)
-        )
-
-    return human
-
-
-runs_app = typer.Typer(help="List runs.", no_args_is_help=True)
-app.add_typer(runs_app, name="runs")
-
-
-@runs_app.command("list")
-def runs_list_cmd(
-    db: DbOpt = DEFAULT_DB,
-    state: Annotated[str | None, typer.Option("--state", help="Only runs in this state.")] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1)] = 50,
-) -> None:
-    """Runs newest first: runId, state, mode, workflow, created."""
-    from agentctl.coordinator import api
-    from agentctl.render import table
-
-    data = api.list_runs(db=db, state=state, limit=limit)
-
-    def human(settings: Settings) -> str:
-        rows = [
-            [r["runId"], r["state"], r["mode"], str(r["workflow"]), r["createdAt"]]
-            for r in data["runs"]
-        ]
-        return table("runs", ["run", "state", "mode", "workflow", "created"], rows, settings)
-
-    deliver(Outcome("RunList", data, human=human))
-
-
-effects_app = typer.Typer(help="List, inspect and reconcile effects.", no_args_is_help=True)
-app.add_typer(effects_app, name="effects")
-
-
-@effects_app.command("list")
-def effects_list_cmd(
-    run: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
-    db: DbOpt = DEFAULT_DB,
-    task: Annotated[str | None, typer.Option("--task")] = None,
-) -> None:
-    """The effects of a run (optionally of one task) and their reconciliations."""
-    from agentctl.coordinator import api
-
-    deliver(Outcome("EffectList", api.effects_list(run, db=db, task=task)))
-
-
-@effects_app.command("inspect")
-def effects_inspect_cmd(
-    effect: Annotated[str, typer.Argument(help="Effect id (64 hex).")],
-    db: DbOpt = DEFAULT_DB,
-) -> None:
-    """One effect with its append-only reconciliation history."""
-    from agentctl.coordinator import api
-
-    deliver(Outcome("EffectInspection", api.effects_inspect(effect, db=db)))
-
-
-@effects_app.command("reconcile")
-def effects_reconcile_cmd(
-    effect: Annotated[str, typer.Argument(help="Effect id (64 hex).")],
-    status: Annotated[
-        str, typer.Option("--status", "--outcome", help="applied | not-applied | compensated")
-    ],
-    reason: Annotated[str, typer.Option("--reason", help="Why (required).")],
-    db: DbOpt = DEFAULT_DB,
-    actor: Annotated[str, typer.Option("--actor")] = "cli-user",
-    evidence_file: Annotated[Path | None, typer.Option("--evidence-file")] = None,
-    result_file: Annotated[Path | None, typer.Option("--result-file")] = None,
-    compensation_effect: Annotated[str | None, typer.Option("--compensation-effect")] = None,
-) -> None:
-    """Append an operator's conclusion about an uncertain or started effect."""
-    from agentctl.coordinator import api
-
-    if status not in ("applied", "not-applied", "not_applied", "compensated"):
-        raise ValidationError(
-            f"--status must be applied, not-applied or compensated, not {status!r}"
-        )
-    evidence = (
-        json_file(evidence_file, "evidence file")
-        if evidence_file
-        else {"kind": "operator_statement", "statement": reason}
-    )
-    result = json_file(result_file, "result file") if result_file else None
-    data = api.effects_reconcile(
-        effect, db=db, status=status, reason=reason, actor=actor, evidence=evidence,
-        result=result, compensation_effect_id=compensation_effect,
-    )  # fmt: skip
-    deliver(Outcome("EffectReconciliation", data))
 
 
 def _register_state_groups() -> None:
-    from agentctl import cli_recovery
+    from agentctl import cli_inspect, cli_recovery
     from agentctl.cli_state import approvals_app, artifacts_app, db_app
 
+    cli_inspect.register(app)
     cli_recovery.register(app)
 
     app.add_typer(approvals_app, name="approvals")

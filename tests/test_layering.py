@@ -36,6 +36,7 @@ ALLOWED: dict[str, set[str]] = {
         "cli_recovery",
     },
     "clikit": {"render", "errors", "core"},
+    "cli_inspect": {"clikit", "render", "errors", "coordinator"},
     "cli_recovery": {"clikit", "render", "errors", "coordinator", "core"},
     "cli_state": {"clikit", "render", "errors", "ledger", "coordinator"},
     "__main__": {"cli"},

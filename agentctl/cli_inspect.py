@@ -1,0 +1,160 @@
+"""Inspection commands over stored runs: ``inspect``, ``cancel``, ``runs list`` and ``effects``.
+
+Each opens the ledger for one short read (or one guarded write: ``cancel``, ``effects
+reconcile``) and delivers one outcome; none of them drives a run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from agentctl.clikit import DEFAULT_DB, DbOpt, deliver, json_file
+from agentctl.errors import ValidationError
+from agentctl.render import Outcome, Settings
+
+app = typer.Typer()
+
+
+@app.command("cancel")
+def cancel_cmd(
+    run: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Record a durable cancellation request; the driving coordinator honours it."""
+    from agentctl.coordinator import api
+
+    data = api.cancel(run, db=db)
+    deliver(
+        Outcome(
+            "Cancellation", data, human=lambda _s: f"cancellation requested for {data['runId']}"
+        )
+    )
+
+
+@app.command("inspect")
+def inspect_cmd(
+    run: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Show a run: tasks, effects, reconciliations, approvals, checkpoints and audit."""
+    from agentctl.coordinator import api
+
+    data = api.inspect(run, db=db)
+    deliver(Outcome("RunInspection", data, human=_inspect_human(data)))
+
+
+def _inspect_human(data: dict[str, Any]) -> Any:
+    from agentctl.render import table
+
+    def human(settings: Settings) -> str:
+        run = data["run"]
+        head = (
+            f"run {run['runId']}  {run['state']}  mode {run['mode']}  workflow {run['workflow']}\n"
+        )
+        rows = [
+            [t["taskId"], t["state"], str(t["attempt"]), str(t.get("error") or "")]
+            for t in data["tasks"]
+        ]
+        erows = [
+            [e["effectId"][:16], e["taskId"], e["operation"], e["status"]] for e in data["effects"]
+        ]
+        return (
+            head
+            + table("tasks", ["task", "state", "attempt", "error"], rows, settings)
+            + table("effects", ["effect", "task", "operation", "status"], erows, settings)
+        )
+
+    return human
+
+
+runs_app = typer.Typer(help="List runs.", no_args_is_help=True)
+
+
+@runs_app.command("list")
+def runs_list_cmd(
+    db: DbOpt = DEFAULT_DB,
+    state: Annotated[str | None, typer.Option("--state", help="Only runs in this state.")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 50,
+) -> None:
+    """Runs newest first: runId, state, mode, workflow, created."""
+    from agentctl.coordinator import api
+    from agentctl.render import table
+
+    data = api.list_runs(db=db, state=state, limit=limit)
+
+    def human(settings: Settings) -> str:
+        rows = [
+            [r["runId"], r["state"], r["mode"], str(r["workflow"]), r["createdAt"]]
+            for r in data["runs"]
+        ]
+        return table("runs", ["run", "state", "mode", "workflow", "created"], rows, settings)
+
+    deliver(Outcome("RunList", data, human=human))
+
+
+effects_app = typer.Typer(help="List, inspect and reconcile effects.", no_args_is_help=True)
+
+
+@effects_app.command("list")
+def effects_list_cmd(
+    run: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
+    db: DbOpt = DEFAULT_DB,
+    task: Annotated[str | None, typer.Option("--task")] = None,
+) -> None:
+    """The effects of a run (optionally of one task) and their reconciliations."""
+    from agentctl.coordinator import api
+
+    deliver(Outcome("EffectList", api.effects_list(run, db=db, task=task)))
+
+
+@effects_app.command("inspect")
+def effects_inspect_cmd(
+    effect: Annotated[str, typer.Argument(help="Effect id (64 hex).")],
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """One effect with its append-only reconciliation history."""
+    from agentctl.coordinator import api
+
+    deliver(Outcome("EffectInspection", api.effects_inspect(effect, db=db)))
+
+
+@effects_app.command("reconcile")
+def effects_reconcile_cmd(
+    effect: Annotated[str, typer.Argument(help="Effect id (64 hex).")],
+    status: Annotated[
+        str, typer.Option("--status", "--outcome", help="applied | not-applied | compensated")
+    ],
+    reason: Annotated[str, typer.Option("--reason", help="Why (required).")],
+    db: DbOpt = DEFAULT_DB,
+    actor: Annotated[str, typer.Option("--actor")] = "cli-user",
+    evidence_file: Annotated[Path | None, typer.Option("--evidence-file")] = None,
+    result_file: Annotated[Path | None, typer.Option("--result-file")] = None,
+    compensation_effect: Annotated[str | None, typer.Option("--compensation-effect")] = None,
+) -> None:
+    """Append an operator's conclusion about an uncertain or started effect."""
+    from agentctl.coordinator import api
+
+    if status not in ("applied", "not-applied", "not_applied", "compensated"):
+        raise ValidationError(
+            f"--status must be applied, not-applied or compensated, not {status!r}"
+        )
+    evidence = (
+        json_file(evidence_file, "evidence file")
+        if evidence_file
+        else {"kind": "operator_statement", "statement": reason}
+    )
+    result = json_file(result_file, "result file") if result_file else None
+    data = api.effects_reconcile(
+        effect, db=db, status=status, reason=reason, actor=actor, evidence=evidence,
+        result=result, compensation_effect_id=compensation_effect,
+    )  # fmt: skip
+    deliver(Outcome("EffectReconciliation", data))
+
+
+def register(main_app: typer.Typer) -> None:
+    main_app.registered_commands.extend(app.registered_commands)
+    main_app.add_typer(runs_app, name="runs")
+    main_app.add_typer(effects_app, name="effects")
