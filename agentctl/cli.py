@@ -329,7 +329,7 @@ def fork_cmd(
             progress=progress,
             on_created=created,
             diff=diff,
-        )  # fmt: skip
+        )
     )
 
 
