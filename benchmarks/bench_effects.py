@@ -40,8 +40,6 @@ def measure_kind(
     inproc = benchkit.series(
         runs, lambda d: benchkit.run_inprocess(doc, d), workdir, f"{kind}{n}-in", budget_s
     )
-    cli_dir = workdir / f"{kind}{n}-cli-files"
-    cli_dir.mkdir(parents=True, exist_ok=True)
 
     def cli_once(d: Path) -> benchkit.Timed:
         # Each run needs a fresh workspace too: rewriting identical files is no effect.

@@ -1,7 +1,8 @@
 """Profile: where a run's time goes, on the two hottest paths (pyinstrument, sampling).
 
 Workloads: the 10,000-task pure chain and the 1,000-task ``builtin.write`` effect chain, each
-profiled once around ``api.start_run``. The coordinator reaches SQLite through
+profiled once around ``api.start_run``; and ``api.resume`` of an 11,000-task chain SIGKILLed
+after 10,000 tasks (as in ``bench_recovery``). The coordinator reaches SQLite through
 ``trio.to_thread.run_sync``, and a sampling profiler sees only the thread it started in; so
 for the profile (only) that call is replaced by a direct call, putting the ledger's work in
 the same trace. The run is then slightly faster than a real one (no thread hop), and every
@@ -133,7 +134,31 @@ def session_text(session: Any) -> str:
     return "\n".join(line for line in text.splitlines()[:80] if line.strip())
 
 
-def main(chain: int = 10000, effects: int = 1000, workdir: Path | None = None) -> dict[str, Any]:
+def profile_resume(total: int, kill_at: int, workdir: Path) -> Any:
+    """SIGKILL a ``total``-task chain at ``kill_at`` done (as bench_recovery does), then
+    profile ``api.resume`` to completion."""
+    import bench_recovery
+    from pyinstrument import Profiler
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    yaml_path = benchkit.write_yaml(benchkit.pure_chain(total), workdir / "chain.yaml")
+    db = workdir / "runtime.db"
+    bench_recovery.crash_at(yaml_path, db, kill_at, cap_s=600)
+    undo = inline_ledger_thread()
+    profiler = Profiler(interval=INTERVAL_S, async_mode="disabled")
+    try:
+        profiler.start()
+        bench_recovery.resume_timed(db, workdir)
+        profiler.stop()
+    finally:
+        undo()
+    return profiler.last_session
+
+
+def main(
+    chain: int = 10000, effects: int = 1000, resume_total: int = 11000,
+    resume_kill_at: int = 10000, workdir: Path | None = None,
+) -> dict[str, Any]:  # fmt: skip
     try:
         import pyinstrument  # noqa: F401
     except ImportError:
@@ -146,6 +171,8 @@ def main(chain: int = 10000, effects: int = 1000, workdir: Path | None = None) -
             (f"write_chain_{effects}", benchkit.write_chain(effects)),
         ):
             profiles[name] = summarise(profile_run(doc, Path(tmp) / name))
+        name = f"resume_{resume_kill_at}"
+        profiles[name] = summarise(profile_resume(resume_total, resume_kill_at, Path(tmp) / name))
     figures = [
         benchkit.figure(f"profiled_{name}", "s", [p["seconds"]], note="one profiled run")
         for name, p in profiles.items()
@@ -167,9 +194,11 @@ def _print(result: dict[str, Any]) -> None:
                 print(f"    {row['share'] * 100:5.1f}%  {row['function']}{via}")
 
 
+DEFAULTS = {"chain": 10000, "effects": 1000, "resume_total": 11000, "resume_kill_at": 10000}
+
 if __name__ == "__main__":
     if "--json" in sys.argv:
-        benchkit.module_cli(__doc__, main, {"chain": 10000, "effects": 1000})
+        benchkit.module_cli(__doc__, main, DEFAULTS)
     else:
         sys.argv.append("--json")
         import contextlib
@@ -177,7 +206,7 @@ if __name__ == "__main__":
 
         buf = io.StringIO()
         with contextlib.redirect_stdout(buf):
-            benchkit.module_cli(__doc__, main, {"chain": 10000, "effects": 1000})
+            benchkit.module_cli(__doc__, main, DEFAULTS)
         import json
 
         _print(json.loads(buf.getvalue().split("BENCH-JSON ", 1)[1]))

@@ -71,12 +71,6 @@ def figure(name: str, unit: str, samples: Iterable[float], **kw: Any) -> Figure:
     return Figure(name, unit, values, **kw)
 
 
-def repeat(runs: int, once: Callable[[], float]) -> list[float]:
-    if runs < 1:
-        raise ValueError("runs must be at least 1")
-    return [once() for _ in range(runs)]
-
-
 # --------------------------------------------------------------------------- workflows
 
 

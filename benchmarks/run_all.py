@@ -46,11 +46,13 @@ PLAN: dict[str, tuple[list[str], list[str], float]] = {
         ["--total", "11000", "--kill-at", "10000", "--runs", "5"],
         # More than one commit group (pure results are committed in groups), so the kill
         # lands mid-run even at this size.
-        ["--total", "2000", "--kill-at", "1", "--runs", "1"],
+        ["--total", "1100", "--kill-at", "1", "--runs", "1"],
         1500,
     ),
     "bench_profile": (
-        ["--chain", "10000", "--effects", "1000"], ["--chain", "5", "--effects", "3"], 900,
+        ["--chain", "10000", "--effects", "1000"],
+        ["--chain", "5", "--effects", "3", "--resume-total", "1100", "--resume-kill-at", "1"],
+        900,
     ),
 }  # fmt: skip
 

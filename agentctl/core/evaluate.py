@@ -143,6 +143,8 @@ def evaluate_pure(
     view: RuntimeView,
 ) -> Any:
     """Compute a pure task's output; raises TaskFailure on a deterministic failure."""
+    if task.kind in AGGREGATE_KINDS:
+        _check_children(task, view)
     if task.kind == "router":
         output = _route(task, ctx)
     elif task.kind == "aggregate":
@@ -157,6 +159,20 @@ def evaluate_pure(
         raise TaskFailure(f"task {task.id}: {action_kind or task.kind} is not pure")
     check_contract(task, output)
     return output
+
+
+def _check_children(task: PlannedTask, view: RuntimeView) -> None:
+    """An aggregate runs even when a child did not succeed, but fails if one failed.
+
+    Skipped children are normal (a false guard ends a loop early); failed or cancelled ones
+    fail the aggregate, so its dependants do not proceed on partial results.
+    """
+    members = task.children or task.needs
+    broken = [c for c in members if view.states.get(c) in ("failed", "cancelled")]
+    if broken:
+        raise TaskFailure(
+            f"task {task.id}: {len(broken)} of its tasks did not succeed: {', '.join(broken[:5])}"
+        )
 
 
 def _pure_action(task: PlannedTask, kind: str, given: Any, ctx: Mapping[str, Any]) -> Any:
