@@ -38,6 +38,8 @@ from agentctl.mailbox.messages import Cancel, Execute, Failure, Hello, Result, S
 HELLO_TIMEOUT_S = 60.0
 SHUTDOWN_GRACE_S = 2.0
 TERM_GRACE_S = 1.0
+# Beyond an effect's own timeout, before its worker counts as hung (operators may tune it).
+ANSWER_GRACE_S = float(os.environ.get("AGENTCTL_ANSWER_GRACE_SECONDS", "10"))
 WORKER_LOST = "WorkerLost"
 
 
@@ -117,14 +119,21 @@ class WorkerPool:
         return [w.pid for w in self._workers if not w.lost]
 
     async def execute(self, msg: Execute) -> Result | Failure:
-        """Run one effect on a worker and return its reply (WorkerLost if the worker died)."""
+        """Run one effect on a worker and return its reply (WorkerLost if the worker died).
+
+        A worker that has not answered ``ANSWER_GRACE_S`` after the effect's own timeout is
+        hung: it is killed and the effect resolves as uncertain, so nothing waits forever.
+        """
         worker, reply = await self._assign(msg.effect_id)
         try:
             await worker.channel.send(msg)
         except ProtocolError as exc:
             self._lose(worker, exc.message)
         try:
-            await reply.event.wait()
+            with trio.move_on_after(msg.timeout_seconds + ANSWER_GRACE_S):
+                await reply.event.wait()
+            if reply.value is None:
+                self._lose(worker, f"no answer within {msg.timeout_seconds + ANSWER_GRACE_S:g}s")
         except BaseException:
             worker.pending.pop(msg.effect_id, None)
             with trio.CancelScope(shield=True), trio.move_on_after(TERM_GRACE_S):

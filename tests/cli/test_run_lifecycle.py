@@ -184,3 +184,27 @@ def test_killed_coordinator_leaves_no_worker_tree_and_an_uncertain_effect(
     assert effect["status"] == "uncertain"
     assert effect["effectId"] in resumed.error["error"]["message"]
     assert "reconcile" in resumed.stderr
+
+
+def test_a_hung_worker_is_killed_and_its_effect_is_uncertain(
+    write_workflow, tmp_path: Path
+) -> None:
+    wf = write_workflow(SLOW.replace("timeoutSeconds: 120", "timeoutSeconds: 1"))
+    db = tmp_path / "r.db"
+    proc = subprocess.Popen(
+        agentctl_argv("--output", "json", "run", str(wf), "--db", str(db)),
+        cwd=tmp_path, env=cli_env({"AGENTCTL_ANSWER_GRACE_SECONDS": "1"}),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while not _sleepers() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    [sleeper] = _sleepers()
+    worker = psutil.Process(sleeper.ppid()).parent()  # sh → worker
+    assert worker is not None and "agentctl.workers" in " ".join(worker.cmdline())
+    worker.suspend()  # the worker can no longer answer, nor enforce the 1 s timeout
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 4, err
+    assert "uncertain" in err
+    assert not worker.is_running() or worker.status() == psutil.STATUS_ZOMBIE
+    assert _sleepers() == []
