@@ -41,6 +41,8 @@ SUPPORTED_ACTIONS = frozenset(
         "builtin.read",
         "builtin.write",
         "builtin.shell.exec",
+        "builtin.long_term_memory.read",
+        "builtin.long_term_memory.write",
     }
 )
 

@@ -345,9 +345,11 @@ class Driver:
         eff = p.effect
         assert eff is not None
         spent: dict[str, int] | None = dict.fromkeys(eff.budget, 0) if eff.budget else None
+        put = None
         if eff.in_process:
-            status, output, error = "succeeded", memory_write_output(view.memory, eff.request), None
-            p.memory_delta = {str(eff.request["key"]): eff.request.get("value")}
+            status, output, error = await self._in_process(p, view)
+            if eff.operation == "builtin.long_term_memory.write" and status == "succeeded":
+                put = (eff.request["namespace"], eff.request["key"], eff.request.get("value"))
         else:
             status, output, error, retryable = await self._dispatch(p)
             p.retryable = retryable
@@ -362,10 +364,27 @@ class Driver:
             output, error = redactor.redact(output), redactor.redact(error)
         await self.store.write(
             records.finish_effect_txn, self.rs.run_id, eff.effect_id, status, self.clock.now(),
-            output, error, spent, self.trace_id,
+            output, error, spent, self.trace_id, put,
         )  # fmt: skip
         crash_point("coordinator.after_outcome")
         self._settle(p, status, output, error)
+
+    async def _in_process(self, p: Prepared, view: ev.RuntimeView) -> tuple[str, Any, str | None]:
+        """Effects on state the coordinator owns: working memory and long-term memory."""
+        eff = p.effect
+        assert eff is not None
+        req = eff.request
+        if eff.operation == "builtin.memory.write":
+            p.memory_delta = {str(req["key"]): req.get("value")}
+            return "succeeded", memory_write_output(view.memory, req), None
+        if eff.operation == "builtin.long_term_memory.write":
+            return "succeeded", {"status": "changed", "changed": True, "key": req["key"]}, None
+        found, value = await self.store.read(
+            records.long_term_get, req["namespace"], req["key"], self.clock.now()
+        )
+        if not found:
+            return "failed", None, f"no long-term memory entry {req['namespace']}/{req['key']}"
+        return "succeeded", {"status": "unchanged", "changed": False, "value": value}, None
 
     async def _dispatch(self, p: Prepared) -> tuple[str, Any, str | None, bool]:
         eff = p.effect

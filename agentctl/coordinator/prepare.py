@@ -211,7 +211,7 @@ def _prepare_effect(
         timeout_s=float(task.timeout_seconds),
         needs_approval=decision.kind == "require_approval",
         approval_reason=decision.reason if decision.kind == "require_approval" else None,
-        in_process=kind == "builtin.memory.write",
+        in_process=kind in IN_PROCESS,
         budget=_budget_estimate(kind, request),
         secrets=tuple(str(v) for v in (request.get("env") or {}).values()),
     )
@@ -315,7 +315,25 @@ def _str_arg(task: PlannedTask, args: Mapping[str, Any], key: str) -> str:
     return value
 
 
+def _long_term(
+    rs: RunSettings, task: PlannedTask, action: Mapping[str, Any], args: Mapping[str, Any]
+) -> Built:
+    settings = (rs.spec.get("memory") or {}).get("longTerm") or {}
+    recorded: dict[str, Any] = {"namespace": str(settings.get("namespace") or "default"),
+                "key": _str_arg(task, args, "key")}  # fmt: skip
+    if action["kind"] == "builtin.long_term_memory.write":
+        recorded["value"] = args.get("value")
+    return recorded, dict(recorded)
+
+
+# Effects on state the coordinator owns run in the coordinator, under the same protocol.
+IN_PROCESS = frozenset(
+    {"builtin.memory.write", "builtin.long_term_memory.read", "builtin.long_term_memory.write"}
+)
+
 _BUILDERS = {
+    "builtin.long_term_memory.read": _long_term,
+    "builtin.long_term_memory.write": _long_term,
     "builtin.read": _read,
     "builtin.write": _write,
     "builtin.memory.write": _memory_write,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentctl.core.states import can_transition_task
+from agentctl.errors import NotFoundError
 from agentctl.ledger import approvals, budget, effects, tasks
 from agentctl.ledger.artifacts.refs import ArtifactRef
 
@@ -174,8 +175,13 @@ def finish_effect_txn(
     error: str | None,
     spent: Mapping[str, int] | None,
     trace_id: str,
+    long_term_put: tuple[str, str, Any] | None = None,
 ) -> None:
+    """An effect's outcome; a long-term memory write lands in the same transaction."""
     effects.finish_effect_txn(conn, effect_id, status, now, result=result, error=error)
+    if long_term_put is not None:
+        namespace, key, value = long_term_put
+        approvals.memory_put_txn(conn, namespace, key, value, now)
     if spent is not None:
         budget.settle_budget_txn(conn, run_id, effect_id, spent, now, trace_id=trace_id)
 
@@ -186,6 +192,14 @@ def _events(item: Finished) -> tuple[tasks.AuditSpec, ...]:
     if isinstance(item.decision, Mapping) and "expression" in item.decision:
         return (tasks.AuditSpec("task.condition_evaluated", dict(item.decision)), final)
     return (final,)
+
+
+def long_term_get(conn: Any, namespace: str, key: str, now: str) -> tuple[bool, Any]:
+    """(found, value) of a long-term memory entry (expired entries are absent)."""
+    try:
+        return True, approvals.memory_get(conn, namespace, key, now)
+    except NotFoundError:
+        return False, None
 
 
 def commit_batch_txn(

@@ -331,3 +331,52 @@ def test_check_mode_previews_without_mutating(cli, write_workflow, tmp_path: Pat
     assert data["run"]["mode"] == "check"
     assert [e["operation"] for e in data["effects"]] == ["builtin.read"]
     assert data["approvals"] == []
+
+
+@pytest.mark.parametrize("kind", ["file", "process"])
+def test_file_and_process_secret_references(kind: str, cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    secret = "k-" + os.urandom(6).hex()
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "token").write_text(secret + "\n")
+    ref = (
+        "{ file: secrets/token }"
+        if kind == "file"
+        else f'{{ process: {{ command: /bin/cat, args: ["{tmp_path / "secrets" / "token"}"] }} }}'
+    )
+    wf = write_workflow(
+        HEAD
+        + f"""\
+  policy: {{ approval: never, processAllowlist: [sh], secretFileRoots: [secrets], secretProcessAllowlist: [cat] }}
+  actions:
+    use: {{ kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "echo got=$TOKEN"], env: {{ TOKEN: {ref} }} }}
+  tasks: [ {{ id: use, uses: "action:use" }} ]
+"""
+    )
+    db = tmp_path / "state" / "r.db"
+    done = cli("--output", "json", "run", str(wf), "--db", str(db))
+    assert done.rc == 0, done.stderr
+    assert done.data["output"]["use"]["stdout"] == "got=[REDACTED]\n"
+    for path in (tmp_path / "state").rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+    shown = cli("--output", "json", "inspect", done.data["runId"], "--db", str(db))
+    [effect] = shown.data["effects"]
+    assert effect["request"]["env"]["TOKEN"]["source"].startswith(kind + ":")
+    assert secret not in shown.stdout
+
+
+def test_secret_file_outside_its_roots_is_denied(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "token").write_text("nope")
+    wf = write_workflow(
+        HEAD
+        + """\
+  policy: { approval: never, processAllowlist: [sh], secretFileRoots: [secrets] }
+  actions:
+    use: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "true"], env: { T: { file: elsewhere/token } } }
+  tasks: [ { id: use, uses: "action:use" } ]
+"""
+    )
+    done = cli("--output", "json", "run", str(wf), "--db", str(tmp_path / "r.db"))
+    assert done.rc == 4
+    assert "secretFileRoots" in done.error["error"]["message"]

@@ -263,3 +263,45 @@ def test_commit_order_is_compiled_order_under_random_timing(
         assert outcome_order == order
         batch = [c for c in data["checkpoints"] if len(c["state"].get("tasks", [])) == 8]
         assert [t["taskId"] for t in batch[0]["state"]["tasks"]] == order[:8]
+
+
+def test_long_term_memory_outlives_the_run_and_replay_reuses_reads(
+    cli, write_workflow, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    writer = write_workflow(
+        HEAD
+        + """\
+  policy: { approval: never }
+  memory: { longTerm: { namespace: team } }
+  actions: { keep: { kind: builtin.long_term_memory.write } }
+  tasks: [ { id: keep, uses: "action:keep", with: { key: motto, value: { say: durable } } } ]
+""",
+        name="writer.yaml",
+    )
+    reader = write_workflow(
+        HEAD
+        + """\
+  memory: { longTerm: { namespace: team } }
+  actions: { recall: { kind: builtin.long_term_memory.read } }
+  outputs: { said: "${{ tasks.recall.output.value.say }}" }
+  tasks: [ { id: recall, uses: "action:recall", with: { key: motto } } ]
+""",
+        name="reader.yaml",
+    )
+    db = tmp_path / "r.db"
+    missing = cli("--output", "json", "run", str(reader), "--db", str(db))
+    assert missing.rc == 4 and "team/motto" in missing.error["error"]["message"]
+    wrote = cli("--output", "json", "run", str(writer), "--db", str(db))
+    assert wrote.rc == 0, wrote.stderr
+    [effect] = _inspect(cli, db, wrote.data["runId"])["effects"]
+    assert effect["effectClass"] == "external_mutate" and effect["status"] == "succeeded"
+    read = cli("--output", "json", "run", str(reader), "--db", str(db))
+    assert read.rc == 0, read.stderr
+    assert read.data["output"] == {"said": "durable"}
+    # Overwrite the entry: a replay of the reading run still shows what it read then.
+    changed = writer.read_text().replace("durable", "changed")
+    writer.write_text(changed)
+    assert cli("run", str(writer), "--db", str(db)).rc == 0
+    replayed = cli("--output", "json", "replay", read.data["runId"], "--db", str(db))
+    assert replayed.rc == 0 and replayed.data["output"] == {"said": "durable"}
+    assert _inspect(cli, db, replayed.data["runId"])["effects"] == []
