@@ -25,7 +25,8 @@ from agentctl.core import jsonschema
 from agentctl.core.effects import effect_id, input_digest
 from agentctl.core.evaluate import TaskFailure
 from agentctl.core.policy import decide
-from agentctl.errors import PolicyDeniedError, RunFailedError
+from agentctl.crashpoints import crash_point
+from agentctl.errors import NotFoundError, PolicyDeniedError, RunFailedError
 from agentctl.ledger import budget, effects, reconcile
 from agentctl.mailbox.messages import Execute, Result
 
@@ -209,6 +210,7 @@ class AgentRunner:
             raise RunFailedError(
                 f"budget exceeded before {call.operation}: {refused}; nothing was dispatched"
             )
+        crash_point("coordinator.after_started")
         msg = Execute(effect_id=eid, run_id=self.d.rs.run_id, task_id=self.task_id,
                       attempt=self.attempt, operation=call.operation, request=call.request,
                       timeout_seconds=float(self.agent.get("timeoutSeconds") or 120))  # fmt: skip
@@ -220,6 +222,7 @@ class AgentRunner:
         spent = _spent(call, ok)
         await self.d.store.write(_finish_txn, new, call, status, output, error, spent,
                                  self.d.clock.now())  # fmt: skip
+        crash_point("coordinator.after_outcome")
         if isinstance(reply, Result):
             return reply.output
         if reply.uncertain:
@@ -242,9 +245,7 @@ def _recorded_result(conn: Any, eid: str) -> Any:
     """The result to reuse for an effect that already happened (confirmed or applied)."""
     try:
         found = effects.get_effect(conn, eid)
-    except RunFailedError:
-        return None
-    except Exception:  # NotFoundError from the ledger: a new call
+    except NotFoundError:  # a call this attempt has not made yet
         return None
     if found.status == "succeeded":
         return found.result

@@ -319,9 +319,9 @@ class Driver:
                 records.start_effects_txn, self.rs.run_id, ids, approved, self.clock.now(),
                 self.trace_id,
             )  # fmt: skip
+            crash_point("coordinator.after_started")
         for task_id in approved:
             self.live.states[task_id] = "running"
-        crash_point("coordinator.after_started")
         async with trio.open_nursery() as nursery:
             for p in live:
                 run = self._execute_agent if p.kind == "agent" else self._execute_one
