@@ -273,6 +273,8 @@ def run_cmd(
             on_created=created,
             check_mode=check,
             diff=diff,
+            file=str(file),
+            locate=loaded.locate,
         )
     )
 

@@ -27,6 +27,12 @@ def _now() -> str:
     return Clock().now()
 
 
+def _trace_id() -> str:
+    from agentctl.coordinator.clock import Clock
+
+    return Clock().new_id("trace")
+
+
 def _ledger(db: str, *, create: bool = False) -> Any:
     from agentctl.ledger import open_ledger
 
@@ -192,7 +198,9 @@ def _resolve(approval: str, approve: bool, reason: str, actor: str, db: str) -> 
     from agentctl.ledger import approvals
 
     with _ledger(db) as ledger, ledger.transaction() as conn:
-        record = approvals.resolve_approval_txn(conn, approval, approve, actor, reason, _now())
+        record = approvals.resolve_approval_txn(
+            conn, approval, approve, actor, reason, _now(), trace_id=_trace_id()
+        )
     data = {"approvalId": record.approval_id, "status": record.status, "runId": record.run_id}
     deliver(
         Outcome(

@@ -208,7 +208,9 @@ class AgentRunner:
         refused = await self.d.store.write(_record_and_start_txn, new, call, self.d.clock.now())
         if refused is not None:
             raise RunFailedError(
-                f"budget exceeded before {call.operation}: {refused}; nothing was dispatched"
+                f"budget {refused.get('dimension')} exceeded before {call.operation} "
+                f"(limit {refused.get('limit')}, would reach {refused.get('attempted')}); "
+                "nothing was dispatched"
             )
         crash_point("coordinator.after_started")
         msg = Execute(effect_id=eid, run_id=self.d.rs.run_id, task_id=self.task_id,

@@ -105,36 +105,53 @@ def resolve_inputs(
     return merged
 
 
-def check_executable(plan: Plan, document: Mapping[str, Any]) -> None:
+def check_executable(
+    plan: Plan, document: Mapping[str, Any], *, file: str | None = None, locate: Any = None
+) -> None:
     """Refuse, before any state exists, a workflow using what this version cannot execute."""
     from agentctl.errors import Diagnostic
 
     found: list[Diagnostic] = []
-    actions = document["spec"].get("actions") or {}
+    spec = document["spec"]
     for task in plan.tasks:
-        what = None
-        if task.kind == "agent":
-            agent = (document["spec"].get("agents") or {}).get(task.agent or "") or {}
-            provider = (document["spec"].get("providers") or {}).get(agent.get("provider"), {})
-            if provider.get("kind") != "fake":
-                what = f"{provider.get('kind')} providers (task {task.id}); only fake runs"
-        elif task.kind == "action":
-            action = actions.get(task.action or "") or {}
-            kind = action.get("kind")
-            if kind not in SUPPORTED_ACTIONS:
-                what = f"action kind {kind} (task {task.id})"
-        if what:
-            found.append(
-                Diagnostic(
-                    "unsupported_capability",
-                    f"this version of agentctl cannot run {what} yet",
-                    help="`agentctl check` and `plan` accept it; run does not",
-                )
+        gap = _capability_gap(task, spec)
+        if gap is None:
+            continue
+        what, path = gap
+        line, column = (locate(path) if locate else None) or (None, None)
+        found.append(
+            Diagnostic(
+                "unsupported_capability",
+                f"this version of agentctl cannot run {what} yet",
+                file=file,
+                line=line,
+                column=column,
+                path=path,
+                help="`agentctl check` and `plan` accept it; run does not",
             )
+        )
     if found:
         raise ValidationError(
             "the workflow uses features this version cannot run", diagnostics=found
         )
+
+
+def _capability_gap(task: Any, spec: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(what, dotted path) of an unsupported feature this task uses, or None."""
+    if task.kind == "agent":
+        agent = (spec.get("agents") or {}).get(task.agent or "") or {}
+        name = agent.get("provider")
+        kind = ((spec.get("providers") or {}).get(name) or {}).get("kind")
+        if kind != "fake":
+            return (
+                f"{kind} providers (task {task.id}); only fake runs",
+                f"spec.providers.{name}.kind",
+            )
+    elif task.kind == "action":
+        kind = ((spec.get("actions") or {}).get(task.action or "") or {}).get("kind")
+        if kind not in SUPPORTED_ACTIONS:
+            return f"action kind {kind} (task {task.id})", f"spec.actions.{task.action}.kind"
+    return None
 
 
 def preflight_containers(plan: Plan, document: Mapping[str, Any]) -> None:
@@ -170,8 +187,10 @@ def start_run(
     on_created: Any = None,
     check_mode: bool = False,
     diff: bool = False,
+    file: str | None = None,
+    locate: Any = None,
 ) -> RunOutcome:
-    check_executable(plan, document)
+    check_executable(plan, document, file=file, locate=locate)
     preflight_containers(plan, document)
     clock = Clock()
     root = os.path.abspath(workspace)
@@ -242,7 +261,8 @@ def replay(run_ref: str, *, db: str) -> RunOutcome:
     from agentctl.coordinator import lineage
 
     with _open(db) as ledger:
-        return outcome_or_raise(lineage.replay(ledger, run_ref, Clock()))
+        # A replay prints its outcome with the source's exit code, even when it failed.
+        return lineage.replay(ledger, run_ref, Clock())
 
 
 def fork(
@@ -332,7 +352,8 @@ def effects_reconcile(
     with _open(db) as ledger, ledger.transaction() as conn:
         record = reconcile.reconcile_effect_txn(
             conn, effect_id, status.replace("-", "_"), actor, reason, evidence, result,
-            compensation_effect_id, clock.now(),
+            compensation_effect_id, clock.now(), reconciliation_id=clock.new_id("reconciliation"),
+            trace_id=clock.new_id("trace"),
         )  # fmt: skip
     return dict(record.to_json())
 

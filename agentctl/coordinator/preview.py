@@ -7,10 +7,10 @@ the only observation, and it happens before any effect row exists.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from typing import Any
 
+from agentctl.core.textdiff import unified_diff
 from agentctl.sandbox.paths import resolve_write
 
 MAX_PREVIEW_BYTES = 1024 * 1024
@@ -28,17 +28,6 @@ def current_content(workspace: str, roots: list[str], path: str) -> str | None:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return None
-
-
-def unified_diff(path: str, before: str | None, after: str) -> str:
-    lines = difflib.unified_diff(
-        (before or "").splitlines(),
-        after.splitlines(),
-        fromfile=f"a/{path}" if before is not None else "/dev/null",
-        tofile=f"b/{path}",
-        lineterm="",
-    )
-    return "".join(line + "\n" for line in lines)
 
 
 def write_output(path: str, before: str | None, after: str, *, diff: bool) -> dict[str, Any]:

@@ -259,7 +259,8 @@ async def _finish(
                 final, output = "failed", None
                 errors = {**live.errors, "outputs": exc.message}
     state = {"blocked": "running"}.get(final, final)
-    await store.write(_settle_run_txn, req.run_id, state, output, now)
+    never_started = [t for t, st in live.states.items() if st == "pending" and final == "failed"]
+    await store.write(_settle_run_txn, req.run_id, state, output, now, never_started)
     return RunOutcome(req.run_id, req.trace_id, final, output, errors)
 
 
@@ -280,7 +281,15 @@ def _cancel_txn(
     runs.release_run_lease_txn(conn, run_id, os.getpid(), now)
 
 
-def _settle_run_txn(conn: Any, run_id: str, state: str, output: Any, now: str) -> None:
+def _settle_run_txn(
+    conn: Any, run_id: str, state: str, output: Any, now: str, never_started: list[str]
+) -> None:
+    # A failed run ends with every task terminal: what never started is cancelled.
+    for task_id in never_started:
+        tasks.transition_task_txn(
+            conn, run_id, task_id, "cancelled", now,
+            error="not started: the run stopped after a task failed",
+        )  # fmt: skip
     if state != "running":
         runs.set_run_state_txn(conn, run_id, state, now, output=output)
     runs.release_run_lease_txn(conn, run_id, os.getpid(), now)

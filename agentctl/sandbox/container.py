@@ -1,6 +1,6 @@
 """Container command construction, engine/image preflight and forced removal.
 
-Invariants (spec/cli.md §10, notes/containers.md):
+Invariants (spec/cli.md §10, docs/containers.md):
 - images are never pulled (``--pull=never``) and must already be present by digest;
 - the container has no network, a read-only root and a read-only ``/workspace`` bind, runs as
   65532:65532 with every capability dropped and ``no-new-privileges``, under memory, CPU,

@@ -144,7 +144,7 @@ def test_e8_retry_then_budget_refusal(runner: Runner) -> None:
     assert tasks["first"]["state"] == "succeeded" and tasks["first"]["attempt"] == 2
     assert tasks["first"]["output"]["text"] == "fake: one"
     assert tasks["second"]["state"] == "failed"
-    assert "budget exceeded" in tasks["second"]["error"]
+    assert "budget providerRequests exceeded" in tasks["second"]["error"]
     assert [e["status"] for e in data["effects"]] == ["failed", "succeeded"]
     assert data["budget"]["exceeded"]["dimension"] == "providerRequests"
 
@@ -304,3 +304,15 @@ def test_foreach_files_example(runner: Runner) -> None:
     for index, name in enumerate(["ada", "lin", "grace"]):
         text = (runner.dir / "out" / f"{name}.txt").read_text()
         assert text == f"hello, {name} (#{index})"
+
+
+def test_e7_compensate_writes_undone_and_records_the_reconciliation(runner: Runner) -> None:
+    source = _failed(runner.run("e7-compensation.yaml"))
+    plan = runner.cli("--output", "json", "compensate", source, "--plan", "--db", str(runner.db))
+    assert plan.rc == 0, plan.stderr
+    assert [t["sourceTaskId"] for t in plan.data["tasks"]] == ["make"]
+    done = runner.cli("--output", "json", "compensate", source, "--db", str(runner.db))
+    assert done.rc == 0, done.stderr
+    assert (runner.dir / "out" / "r.txt").read_text() == "undone"
+    effects = runner.cli("--output", "json", "effects", "list", source, "--db", str(runner.db))
+    assert [r["status"] for r in effects.data["reconciliations"]] == ["compensated"]

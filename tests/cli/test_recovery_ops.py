@@ -61,8 +61,9 @@ def test_replay_executes_nothing(cli, tmp_path: Path) -> None:  # type: ignore[n
     ws = tmp_path / "ws"
     _wf, db, source = _setup(cli, ws)
     replayed = cli("--output", "json", "replay", source, "--db", str(db))
-    assert replayed.rc == 4  # a failed source replays as failed
-    run_id = replayed.error["error"]["runId"]
+    # A failed source replays as failed: a normal RunOutcome on stdout, with exit 4.
+    assert replayed.rc == 4 and replayed.data["state"] == "failed"
+    run_id = replayed.data["runId"]
     assert _marker(ws) == ["a", "b"]
     data = _inspect(cli, db, run_id)
     assert data["run"]["mode"] == "replay" and data["run"]["parentRunId"] == source

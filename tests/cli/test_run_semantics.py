@@ -99,7 +99,8 @@ def test_failure_stop_ends_the_run(cli, write_workflow, tmp_path: Path) -> None:
     assert done.rc == 4 and "assertion failed" in done.error["error"]["message"]
     data = _inspect(cli, db, done.error["error"]["runId"])
     assert data["run"]["state"] == "failed"
-    assert _tasks(data)["later"]["state"] == "pending"
+    later = _tasks(data)["later"]
+    assert later["state"] == "cancelled" and "not started" in later["error"]
 
 
 def test_memory_write_then_read(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

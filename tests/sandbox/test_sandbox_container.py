@@ -146,7 +146,9 @@ async def test_real_container_runs_confined(tmp_path: Path) -> None:
         pytest.skip("podman is not installed")
     image = _test_image_digest()
     if image is None:
-        pytest.skip(f"image {TEST_IMAGE} is not present locally (see notes/containers.md)")
+        pytest.skip(
+            f"image {TEST_IMAGE} is not present locally (run scripts/setup-system.sh; see docs/containers.md)"
+        )
     tmp_path.chmod(0o755)  # the container user 65532 must be able to read the workspace
     (tmp_path / "seen.txt").write_text("from host")
     (tmp_path / "seen.txt").chmod(0o644)

@@ -242,7 +242,10 @@ class ArtifactStore:
                 raise PersistenceError(f"refusing to export onto the symlink {dest}")
             if dest.exists() and not overwrite:
                 raise PersistenceError(f"{dest} exists; pass --overwrite to replace it")
-            self._copy_atomically(src, dest)
+            try:
+                self._copy_atomically(src, dest)
+            except OSError as exc:
+                raise PersistenceError(f"cannot export to {dest}: {exc.strerror}") from exc
         return {"digest": digest, "destination": str(dest), "bytes": blob.size_bytes}
 
     def _copy_atomically(self, src: Path, dest: Path) -> None:

@@ -12,7 +12,6 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
-import difflib
 import os
 import stat
 import tempfile
@@ -20,6 +19,7 @@ from typing import Any
 
 import trio
 
+from agentctl.core.textdiff import unified_diff
 from agentctl.errors import AgentctlError, PolicyDeniedError, RunFailedError
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ReadRequest, WriteRequest
@@ -113,15 +113,7 @@ def _write(req: WriteRequest, target: str) -> dict[str, Any]:
 
 
 def _write_output(req: WriteRequest, before: str | None, *, changed: bool) -> dict[str, Any]:
-    diff = None
-    if req.diff:
-        lines = difflib.unified_diff(
-            (before or "").splitlines(keepends=True),
-            req.content.splitlines(keepends=True),
-            fromfile=f"a/{req.path}",
-            tofile=f"b/{req.path}",
-        )
-        diff = "".join(lines)
+    diff = unified_diff(req.path, before, req.content) if req.diff else None
     return {
         "status": "changed" if changed else "unchanged",
         "changed": changed,

@@ -116,9 +116,11 @@ def _outcome(req: ShellRequest, result: ProcessResult) -> ExecOutcome:
         raise UncertainEffect(RunFailedError(f"process {result.detail}"))
     if result.outcome != "exited":
         raise RunFailedError(f"process killed: {result.detail}")
-    if result.exit_code != 0:
-        raise RunFailedError(f"process exited with code {result.exit_code}")
     secrets = [v for v in req.env.values() if v]
+    if result.exit_code != 0:
+        tail = _redact(result.stderr[-400:], secrets).strip()
+        where = f"; stderr ends: {tail}" if tail else ""
+        raise RunFailedError(f"process exited with code {result.exit_code}{where}")
     output: dict[str, Any] = {
         "status": "changed",
         "changed": True,
