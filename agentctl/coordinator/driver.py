@@ -33,7 +33,7 @@ from agentctl.coordinator.prepare import (
     resolved_input_digest,
 )
 from agentctl.coordinator.schedule import SCHEDULABLE, WAITING, Scheduler
-from agentctl.coordinator.store import Store
+from agentctl.coordinator.store import GroupCommitter, Store
 from agentctl.core import evaluate as ev
 from agentctl.core.canonical import v1_digest
 from agentctl.core.plan import PlannedTask
@@ -104,6 +104,9 @@ class Driver:
         self.fused: list[records.Finished] = []  # results applied, not yet committed
         self.fused_compensated: list[tuple[str, str]] = []
         self.fused_memory = False
+        self.fused_finishes: list[tuple[Any, ...]] = []
+        self.defer_outcome = False
+        self.committer = GroupCommitter(store)
         self.on_progress = on_progress or (lambda _task, _state: None)
 
     # ------------------------------------------------------------------ the loop
@@ -272,11 +275,15 @@ class Driver:
             self.on_progress(p.task.id, self.live.states[p.task.id])
             if waiting:
                 p.kind = "waiting"
+            else:
+                p.started = True
         for p in preps:
             if p.task.id in denied:
                 p.kind, p.state = "done", "failed"
                 p.error = f"task {p.task.id}: budget exceeded; nothing was dispatched"
         crash_point("coordinator.after_requested")
+        if any(p.started for p in preps):
+            crash_point("coordinator.after_started")
 
     async def _start_agents(self, preps: list[Prepared]) -> None:
         rows = [(p.task.id, self.live.states[p.task.id], p.attempt) for p in preps]
@@ -308,7 +315,7 @@ class Driver:
 
     async def _start_and_execute(self, preps: list[Prepared], view: ev.RuntimeView) -> None:
         live = [p for p in preps if p.kind in ("effect", "agent")]
-        ids = [p.effect.effect_id for p in live if p.effect is not None]
+        ids = [p.effect.effect_id for p in live if p.effect is not None and not p.started]
         if not live:
             return
         approved = [
@@ -322,10 +329,17 @@ class Driver:
             crash_point("coordinator.after_started")
         for task_id in approved:
             self.live.states[task_id] = "running"
-        async with trio.open_nursery() as nursery:
-            for p in live:
-                run = self._execute_agent if p.kind == "agent" else self._execute_one
-                nursery.start_soon(run, p, view)
+        # One effect alone commits its outcome with its completion; several share group
+        # commits of whatever outcomes are ready, each durable as soon as its group commits.
+        self.defer_outcome = len(live) == 1 and live[0].kind == "effect"
+        async with trio.open_nursery() as outer:
+            self.committer = GroupCommitter(self.store)
+            outer.start_soon(self.committer.serve)
+            async with trio.open_nursery() as nursery:
+                for p in live:
+                    run = self._execute_agent if p.kind == "agent" else self._execute_one
+                    nursery.start_soon(run, p, view)
+            self.committer.close()
         crash_point("coordinator.before_batch_commit")
 
     async def _execute_agent(self, p: Prepared, view: ev.RuntimeView) -> None:
@@ -362,11 +376,13 @@ class Driver:
         if eff.secrets:
             redactor = Redactor(eff.secrets)
             output, error = redactor.redact(output), redactor.redact(error)
-        await self.store.write(
-            records.finish_effect_txn, self.rs.run_id, eff.effect_id, status, self.clock.now(),
-            output, error, spent, self.trace_id, put,
-        )  # fmt: skip
-        crash_point("coordinator.after_outcome")
+        finish = (self.rs.run_id, eff.effect_id, status, self.clock.now(), output, error, spent,
+                  self.trace_id, put)  # fmt: skip
+        if self.defer_outcome:
+            p.deferred_finish = finish
+        else:
+            await self.committer.commit(finish)
+            crash_point("coordinator.after_outcome")
         self._settle(p, status, output, error)
 
     async def _in_process(self, p: Prepared, view: ev.RuntimeView) -> tuple[str, Any, str | None]:
@@ -453,6 +469,8 @@ class Driver:
                 self.live.memory = {**self.live.memory, **p.memory_delta}
                 self.fused_memory = True
             self.fused.append(self._finished(p, target))
+            if p.deferred_finish is not None:
+                self.fused_finishes.append(p.deferred_finish)
             self.fused_compensated.extend(
                 (source_effect, p.effect.effect_id)
                 for source_effect in self.rs.compensates.get(p.task.id, ())
@@ -465,12 +483,16 @@ class Driver:
         if not self.fused:
             return
         items, compensated = self.fused, self.fused_compensated
+        finishes = self.fused_finishes
         memory = self.live.memory if self.fused_memory else None
         self.fused, self.fused_compensated, self.fused_memory = [], [], False
+        self.fused_finishes = []
         await self.store.write(
             records.commit_batch_txn, self.rs.run_id, items, memory, self.clock.now(),
-            self.trace_id, compensated,
+            self.trace_id, compensated, finishes,
         )  # fmt: skip
+        if finishes:
+            crash_point("coordinator.after_outcome")
 
     def _finished(self, p: Prepared, target: str) -> records.Finished:
         return records.Finished(

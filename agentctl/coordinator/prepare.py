@@ -60,6 +60,8 @@ class Prepared:
     memory_delta: dict[str, Any] | None = None
     retryable: bool = False
     recorded: bool = False  # the effect row already exists (resumed in-flight effect)
+    started: bool = False  # its `started` row committed with its request (fast path)
+    deferred_finish: tuple[Any, ...] | None = None  # outcome to commit with the completion
     input_digest: str | None = None
     prompt: str | None = None  # agents: the rendered user message
     artifact_paths: list[str] = field(default_factory=list)

@@ -108,6 +108,10 @@ def record_requests_txn(
         effects.insert_effect_txn(conn, row.effect, now)
         if row.approval_reason is not None:
             _pause_for_approval_txn(conn, run_id, row, now, trace_id)
+        else:
+            # DESIGN.md §8 fast path: the request still commits before anything executes,
+            # but `requested` and `started` share this one transaction.
+            effects.start_effect_txn(conn, row.effect.effect_id, now)
     return denied
 
 
@@ -202,6 +206,12 @@ def long_term_get(conn: Any, namespace: str, key: str, now: str) -> tuple[bool, 
         return False, None
 
 
+def finish_many_txn(conn: Any, finishes: Sequence[tuple[Any, ...]]) -> None:
+    """Several effect outcomes in one transaction (group commit of one batch's results)."""
+    for args in finishes:
+        finish_effect_txn(conn, *args)
+
+
 def commit_batch_txn(
     conn: Any,
     run_id: str,
@@ -210,8 +220,14 @@ def commit_batch_txn(
     now: str,
     trace_id: str,
     compensated: Sequence[tuple[str, str]] = (),
+    finishes: Sequence[tuple[Any, ...]] = (),
 ) -> None:
-    """Walk each task to its committed state and commit the batch in compiled order."""
+    """Walk each task to its committed state and commit the batch in compiled order.
+
+    ``finishes`` are effect outcomes not yet committed (a batch of one effect commits its
+    outcome with its completion: one transaction instead of two).
+    """
+    finish_many_txn(conn, finishes)
     completions = []
     for item in items:
         _walk_txn(

@@ -8,6 +8,7 @@ what the ledger says is always what happened).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -42,3 +43,53 @@ class Store:
                 return fn(conn, *args)
 
         return await trio.to_thread.run_sync(work, limiter=self._limiter)
+
+
+class GroupCommitter:
+    """Commits effect outcomes as they arrive, several to a transaction under load.
+
+    Each ``commit`` returns only once its outcome is durable, so confirmed results stay as
+    early as possible; outcomes that arrive while a commit is in flight share the next one.
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._send, self._recv = trio.open_memory_channel[
+            tuple[tuple[Any, ...], trio.Event, list[BaseException]]
+        ](math.inf)
+
+    async def commit(self, finish: tuple[Any, ...]) -> None:
+        done, errors = trio.Event(), list[BaseException]()
+        await self._send.send((finish, done, errors))
+        await done.wait()
+        if errors:
+            raise errors[0]
+
+    def close(self) -> None:
+        self._send.close()
+
+    async def serve(self) -> None:
+        from agentctl.coordinator.records import finish_many_txn
+
+        async with self._recv:
+            async for first in self._recv:
+                group = [first]
+                while True:
+                    try:
+                        group.append(self._recv.receive_nowait())
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                try:
+                    await self.write_group(finish_many_txn, group)
+                finally:
+                    for _finish, done, _errors in group:
+                        done.set()
+
+    async def write_group(self, fn: Callable[..., Any], group: list[Any]) -> None:
+        try:
+            await self.store.write(fn, [finish for finish, _done, _errors in group])
+        except BaseException as exc:
+            for _finish, _done, errors in group:
+                errors.append(exc)
+            if not isinstance(exc, Exception):
+                raise
