@@ -12,6 +12,7 @@ Invariants:
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -258,11 +259,17 @@ def run_cmd(
     file_text = None
     if inputs_file is not None:
         file_text = read_cli_file(inputs_file, "inputs file").decode("utf-8", "replace")
-    defaults = loaded.document["spec"].get("inputs") or {}
-    resolved = api.resolve_inputs(defaults, inputs, file_text, input_pairs or [])
+    document = loaded.document
+    resolved = api.resolve_inputs(
+        document["spec"].get("inputs") or {}, inputs, file_text, input_pairs or []
+    )
+    api.check_executable(plan, document, file=str(file), locate=loaded.locate)
+    # The parsed models and position tables are no longer needed: free them before the run.
+    del loaded
+    gc.collect()
     _drive(
         lambda progress, created: api.start_run(
-            document=loaded.document,
+            document=document,
             plan=plan,
             plan_json=plan_to_json(plan),
             inputs=resolved,
@@ -273,8 +280,6 @@ def run_cmd(
             on_created=created,
             check_mode=check,
             diff=diff,
-            file=str(file),
-            locate=loaded.locate,
         )
     )
 
