@@ -35,6 +35,7 @@ pytest: $(STAMP)
 test: system $(STAMP) lint types pytest
 
 bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python benchmarks/run_all.py
 
 clean:

@@ -47,9 +47,14 @@ MAX_ARTIFACT_BYTES = 16 * 1024 * 1024
 FUSE_LIMIT = 512  # pure results staged at most before a commit
 
 
+_DEFAULT_CONTRACT_FINGERPRINT = v1_digest(ev.DEFAULT_CONTRACT)
+
+
 def contract_fingerprint(task: PlannedTask) -> str:
     """The fingerprint of a task's output contract (the default contract when none is set)."""
-    return v1_digest(task.output_schema if task.output_schema is not None else ev.DEFAULT_CONTRACT)
+    if task.output_schema is None:
+        return _DEFAULT_CONTRACT_FINGERPRINT  # most tasks: computed once, not per task
+    return v1_digest(task.output_schema)
 
 
 def _ingest_one(ledger: Any, store: Any, path: str, now: str, run_id: str, task_id: str) -> Any:
