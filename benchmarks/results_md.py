@@ -391,8 +391,33 @@ def render(report: dict[str, Any]) -> str:
         out += SECTION_NOTES.get(title, [])
     out += [*peers_section(report, figs), ""]
     out += [*misses_section(report, figs), ""]
+    out += [*FIXES, ""]
     out += [*profile_section(report), ""]
     return "\n".join(out)
+
+
+# What the profiles led to, in the order the changes landed (see docs/adr/).
+FIXES = [
+    "## Fixes the profiles led to",
+    "",
+    "1. **Ready tasks tracked incrementally, no per-batch snapshot copies.** The first driver "
+    "rescanned the plan and copied every output for each batch: quadratic in the number of "
+    "tasks. Unfinished-need counters and read-only views made scheduling linear.",
+    "2. **Consecutive pure batches share one commit** (ADR 0003): a 1,000-task pure chain went "
+    "from 3.2 s to 1.0 s end to end; pure work is re-derivable, so it is staged (≤ 512) and "
+    "always committed before any effect is recorded.",
+    "3. **libyaml composes the YAML node tree** when the source cannot hold anchors or "
+    "aliases; PyYAML's pure-Python scanner was ~60% of a large workflow's load.",
+    "4. **Two commits per effect instead of four:** `requested` and `started` share one "
+    "transaction (the request still commits before dispatch), a lone effect's outcome commits "
+    "with its task's completion, and concurrent outcomes group-commit.",
+    "5. **The default output-contract fingerprint is computed once** instead of one canonical "
+    "JSON digest per task.",
+    "",
+    "Still open, in the order of their cost: canonical-JSON digests of each task's output and "
+    "resolved input (needed for repair's reuse checks), the fsyncs of artifact ingestion on every "
+    "`builtin.write`, and resume recompiling the stored workflow instead of loading the plan.",
+]
 
 
 SECTION_NOTES = {
