@@ -92,6 +92,10 @@ def prepare_task(
     rs: RunSettings, task: PlannedTask, view: ev.RuntimeView, attempt: int
 ) -> Prepared:
     """Decide what one ready task does in this batch."""
+    if rs.check_mode and _routed_by_unknown(rs.plan, task, view):
+        reason = "its router's decision needs work that only a real run performs"
+        output = {"status": "requires_execution", "changed": False, "reason": reason}
+        return Prepared(task, attempt, "done", output=output)
     skip = ev.dependency_skip(task, view) or ev.route_skip(task, rs.plan, view)
     if skip is not None:
         return Prepared(task, attempt, "done", state="skipped", output=skip)
@@ -102,9 +106,36 @@ def prepare_task(
         prep.input_digest = digest
         return prep
     except RunFailedError as exc:
+        if rs.check_mode and _reads_unknown(rs.plan, task, view):
+            # A preview cannot know what unexecuted work returns; neither can what reads it.
+            output = {"status": "requires_execution", "changed": False, "reason": exc.message}
+            return Prepared(task, attempt, "done", output=output)
         return Prepared(
             task, attempt, "done", state="failed", error=exc.message, retryable=exc.retryable
         )
+
+
+def _is_stub(value: Any) -> bool:
+    return isinstance(value, Mapping) and value.get("status") == "requires_execution"
+
+
+def _routed_by_unknown(plan: Plan, task: PlannedTask, view: ev.RuntimeView) -> bool:
+    return any(plan.task(n).kind == "router" and _is_stub(view.outputs.get(n)) for n in task.needs)
+
+
+def _reads_unknown(plan: Plan, task: PlannedTask, view: ev.RuntimeView) -> bool:
+    """Whether anything this task depends on (transitively) is a ``requires_execution`` stub."""
+    seen: set[str] = set()
+    stack = list(task.needs)
+    while stack:
+        need = stack.pop()
+        if need in seen:
+            continue
+        seen.add(need)
+        if _is_stub(view.outputs.get(need)):
+            return True
+        stack.extend(plan.task(need).needs)
+    return False
 
 
 def _prepare_in_context(

@@ -316,3 +316,11 @@ def test_e7_compensate_writes_undone_and_records_the_reconciliation(runner: Runn
     assert (runner.dir / "out" / "r.txt").read_text() == "undone"
     effects = runner.cli("--output", "json", "effects", "list", source, "--db", str(runner.db))
     assert [r["status"] for r in effects.data["reconciliations"]] == ["compensated"]
+
+
+def test_e2_check_mode_previews_without_calling_the_model(runner: Runner) -> None:
+    data = _succeeded(runner.run("e2-agent-router.yaml", "--check"))
+    statuses = {k: v.get("status") for k, v in data["output"].items()}
+    assert statuses["scan"] == "requires_execution"
+    assert statuses["pick"] == statuses["publish"] == statuses["shelve"] == "requires_execution"
+    assert runner.inspect(data["runId"])["effects"] == []
