@@ -337,6 +337,9 @@ class Driver:
         # One effect alone commits its outcome with its completion; several share group
         # commits of whatever outcomes are ready, each durable as soon as its group commits.
         self.defer_outcome = len(live) == 1 and live[0].kind == "effect"
+        remote = [p for p in live if p.kind == "agent" or (p.effect and not p.effect.in_process)]
+        if len(remote) > 1:
+            await self.pool.warm(len(remote))
         async with trio.open_nursery() as outer:
             self.committer = GroupCommitter(self.store)
             outer.start_soon(self.committer.serve)

@@ -17,7 +17,7 @@ from typing import Any
 
 from agentctl.core.states import can_transition_task
 from agentctl.errors import NotFoundError
-from agentctl.ledger import approvals, budget, effects, tasks
+from agentctl.ledger import approvals, audit, budget, effects, tasks
 from agentctl.ledger.artifacts.refs import ArtifactRef
 
 
@@ -65,9 +65,10 @@ def _walk_txn(
     now: str,
     trace_id: str,
 ) -> None:
+    # Intermediate steps are audited; the caller's transaction ends with one checkpoint.
     for step in transition_path(current, target)[:-1]:
         tasks.transition_task_txn(
-            conn, run_id, task_id, step, now, attempt=attempt, trace_id=trace_id
+            conn, run_id, task_id, step, now, attempt=attempt, trace_id=trace_id, checkpoint=False
         )
 
 
@@ -91,13 +92,15 @@ def record_requests_txn(
         if current in ("running", "waiting_for_effect"):
             # A fresh attempt after a not-applied/compensated reconciliation.
             tasks.transition_task_txn(
-                conn, run_id, row.task_id, "retry_scheduled", now, trace_id=trace_id
-            )
+                conn, run_id, row.task_id, "retry_scheduled", now, trace_id=trace_id,
+                checkpoint=False,
+            )  # fmt: skip
             current = "retry_scheduled"
         _walk_txn(conn, run_id, row.task_id, current, "running", row.attempt, now, trace_id)
         tasks.transition_task_txn(
-            conn, run_id, row.task_id, "running", now, attempt=row.attempt, trace_id=trace_id
-        )
+            conn, run_id, row.task_id, "running", now, attempt=row.attempt, trace_id=trace_id,
+            checkpoint=False,
+        )  # fmt: skip
         if row.budget:
             outcome = budget.reserve_budget_txn(
                 conn, run_id, row.effect.effect_id, row.budget, now, trace_id=trace_id
@@ -112,7 +115,13 @@ def record_requests_txn(
             # DESIGN.md §8 fast path: the request still commits before anything executes,
             # but `requested` and `started` share this one transaction.
             effects.start_effect_txn(conn, row.effect.effect_id, now)
+    _checkpoint_txn(conn, run_id, "effects.requested", [r.task_id for r in rows], now)
     return denied
+
+
+def _checkpoint_txn(conn: Any, run_id: str, event: str, task_ids: Sequence[str], now: str) -> None:
+    state = {"runId": run_id, "event": event, "tasks": [{"taskId": t} for t in task_ids]}
+    audit.write_checkpoint_txn(conn, run_id, state, now)
 
 
 def _pause_for_approval_txn(
@@ -121,7 +130,7 @@ def _pause_for_approval_txn(
     """The pause transaction: task and effect wait, an approval row is pending."""
     tasks.transition_task_txn(
         conn, run_id, row.task_id, "waiting_for_approval", now, attempt=row.attempt,
-        trace_id=trace_id,
+        trace_id=trace_id, checkpoint=False,
     )  # fmt: skip
     approvals.insert_approval_txn(
         conn,

@@ -26,9 +26,10 @@ import trio
 
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.driver import Driver, Inflight, Live
-from agentctl.coordinator.prepare import RunSettings
+from agentctl.coordinator.prepare import IN_PROCESS, RunSettings
 from agentctl.coordinator.store import Store
 from agentctl.coordinator.workerpool import kill_stale_workers, open_worker_pool
+from agentctl.core.effects import action_kind
 from agentctl.core.plan import Plan
 from agentctl.errors import (
     BlockedError,
@@ -176,6 +177,9 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_watch_signals, scope)
                 nursery.start_soon(_watch_cancel_flag, store, req.run_id, scope)
+                if _wide_effects(req.plan, req.document):
+                    # Worker start-up (~0.1-0.3 s) overlaps the run's first transactions.
+                    nursery.start_soon(pool.warm, size)
                 if req.timeout_s is not None:
                     scope.deadline = trio.current_time() + req.timeout_s
                 final = await driver.drive()
@@ -191,6 +195,21 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
         outcome = await _finish(store, req, live, final, cancelled)
     assert outcome is not None
     return outcome
+
+
+def _wide_effects(plan: Plan, document: Mapping[str, Any]) -> bool:
+    """Whether the run will want more than one worker: concurrent worker-executed tasks."""
+    if plan.max_concurrency < 2:
+        return False
+    actions = document["spec"].get("actions") or {}
+    remote = 0
+    for task in plan.tasks:
+        kind = (actions.get(task.action or "") or {}).get("kind") if task.kind == "action" else None
+        in_coordinator = kind is None or kind in IN_PROCESS or action_kind(kind).is_pure
+        remote += task.kind == "agent" or not in_coordinator
+        if remote > 1:
+            return True
+    return False
 
 
 def _worker_registry(ledger: Ledger) -> str:

@@ -154,6 +154,21 @@ class WorkerPool:
         except ProtocolError as exc:
             self._lose(worker, exc.message)
 
+    async def warm(self, wanted: int) -> None:
+        """Start the workers ``wanted`` concurrent effects will use, all at once.
+
+        Lazily, the first effects of a wide batch would start workers one after another (each
+        waits for its Hello under the pool lock); starting them together pays that once.
+        """
+        async with self._lock:
+            live = [w for w in self._workers if not w.lost]
+            missing = min(wanted, self.size) - len(live)
+            if missing <= 0 or self._closed:
+                return
+            async with trio.open_nursery() as nursery:
+                for _ in range(missing):
+                    nursery.start_soon(self._spawn)
+
     async def _assign(self, effect_id: str) -> tuple[_Worker, _Reply]:
         async with self._lock:
             if self._closed:

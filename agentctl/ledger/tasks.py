@@ -230,14 +230,21 @@ def transition_task_txn(
     error: str | None = None,
     payload: Any = None,
     trace_id: str | None = None,
+    checkpoint: bool = True,
 ) -> None:
-    """Move one task (e.g. to ready/running/retry_scheduled/waiting_for_approval)."""
+    """Move one task (e.g. to ready/running/retry_scheduled/waiting_for_approval).
+
+    ``checkpoint=False`` is for a caller that moves several tasks in one transaction and
+    writes one checkpoint itself before committing.
+    """
     sql = _TRANSITION_SQL.get(state)
     params = (state, attempt, error, now, run_id, task_id)
     if sql is None or conn.execute(sql, params).rowcount != 1:
         _refuse(conn, run_id, task_id, state)
     body = payload if payload is not None else ({"attempt": attempt} if attempt else {})
     append_audit_txn(conn, run_id, f"task.{state}", body, now, task_id=task_id, trace_id=trace_id)
+    if not checkpoint:
+        return
     write_checkpoint_txn(
         conn,
         run_id,
