@@ -27,6 +27,9 @@ from agentctl.clikit import (
     DEFAULT_DB,
     DbOpt,
     Delivered,
+    DiffOpt,
+    TimeoutOpt,
+    WorkspaceOpt,
     compile_file,
     deliver,
     read_cli_file,
@@ -191,12 +194,6 @@ def _plan_human(data: dict[str, Any]) -> Any:
 
 # --------------------------------------------------------------------------- runs
 
-DiffOpt = Annotated[bool, typer.Option("--diff", help="Include unified diffs of file writes.")]
-TimeoutOpt = Annotated[
-    float | None,
-    typer.Option("--timeout-seconds", min=0.001, help="Overall deadline; on expiry exit 130."),
-]
-
 
 def _drive(call: Callable[[Any, Any], Any], announce: str | None = None) -> NoReturn:
     """Run ``call(progress, on_created)`` under a live view (for a human at a terminal)."""
@@ -288,7 +285,7 @@ def run_cmd(
 def resume_cmd(
     run: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
     db: DbOpt = DEFAULT_DB,
-    workspace: Annotated[Path | None, typer.Option("--workspace")] = None,
+    workspace: WorkspaceOpt = None,
     timeout_seconds: TimeoutOpt = None,
     diff: DiffOpt = False,
 ) -> None:
@@ -319,7 +316,7 @@ def replay_cmd(
 def fork_cmd(
     run: Annotated[str, typer.Argument(help="Run id (or a unique prefix) to fork.")],
     db: DbOpt = DEFAULT_DB,
-    workspace: Annotated[Path | None, typer.Option("--workspace")] = None,
+    workspace: WorkspaceOpt = None,
     timeout_seconds: TimeoutOpt = None,
     diff: DiffOpt = False,
 ) -> None:

@@ -11,7 +11,14 @@ from typing import Annotated
 
 import typer
 
-from agentctl.clikit import DEFAULT_DB, DbOpt, compile_file, deliver
+from agentctl.clikit import (
+    DEFAULT_DB,
+    DbOpt,
+    TimeoutOpt,
+    WorkspaceOpt,
+    compile_file,
+    deliver,
+)
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome
 
@@ -25,8 +32,6 @@ RestartOpt = Annotated[
     bool, typer.Option("--restart-successful", help="Allow succeeded tasks as roots.")
 ]
 ReasonOpt = Annotated[str | None, typer.Option("--reason", help="Why (recorded on the run).")]
-WorkspaceOpt = Annotated[Path | None, typer.Option("--workspace")]
-TimeoutOpt = Annotated[float | None, typer.Option("--timeout-seconds", min=0.001)]
 
 
 def register(app: typer.Typer) -> None:

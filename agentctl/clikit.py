@@ -18,6 +18,14 @@ from agentctl.render import Outcome
 MAX_CLI_FILE_BYTES = 1_048_576
 DEFAULT_DB = ".agentctl/runtime.db"
 DbOpt = Annotated[str, typer.Option("--db", help="SQLite database (default .agentctl/runtime.db).")]
+DiffOpt = Annotated[bool, typer.Option("--diff", help="Include unified diffs of file writes.")]
+TimeoutOpt = Annotated[
+    float | None,
+    typer.Option("--timeout-seconds", min=0.001, help="Overall deadline; on expiry exit 130."),
+]
+WorkspaceOpt = Annotated[
+    Path | None, typer.Option("--workspace", help="Workspace root (default: the run's own).")
+]
 
 
 class Delivered(Exception):

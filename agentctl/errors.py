@@ -155,20 +155,3 @@ class CredentialMissingError(ProviderError):
 
 class CancelledRunError(AgentctlError):
     exit_code = 130
-
-
-_BY_NAME: dict[str, type[AgentctlError]] = {}
-
-
-def _collect(cls: type[AgentctlError]) -> None:
-    _BY_NAME[cls.__name__] = cls
-    for sub in cls.__subclasses__():
-        _collect(sub)
-
-
-def error_from_wire(payload: dict[str, Any]) -> AgentctlError:
-    """Rebuild an error sent as data by ``AgentctlError.to_wire``; unknown types stay generic."""
-    if not _BY_NAME:
-        _collect(AgentctlError)
-    cls = _BY_NAME.get(str(payload.get("type")), AgentctlError)
-    return cls(str(payload.get("message", "")), retryable=bool(payload.get("retryable", False)))

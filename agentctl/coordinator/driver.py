@@ -214,7 +214,7 @@ class Driver:
         if eff.status == "succeeded" or found.reconciliation == "applied":
             result = eff.result if eff.status == "succeeded" else found.result
             del self.live.inflight[task.id]
-            return self._from_result(task, attempt, eff, result, view)
+            return self._from_result(task, attempt, eff, result)
         if eff.status == "failed":
             del self.live.inflight[task.id]
             return Prepared(task, attempt, "done", state="failed", error=eff.error)
@@ -246,7 +246,7 @@ class Driver:
         return prep
 
     def _from_result(
-        self, task: PlannedTask, attempt: int, eff: EffectRecord, result: Any, view: ev.RuntimeView
+        self, task: PlannedTask, attempt: int, eff: EffectRecord, result: Any
     ) -> Prepared:
         prep = Prepared(task, attempt, "done", output=result)
         if eff.operation == "builtin.memory.write" and isinstance(eff.request, dict):

@@ -94,7 +94,7 @@ def prepare_task(
     """Decide what one ready task does in this batch."""
     if rs.check_mode and _routed_by_unknown(rs.plan, task, view):
         reason = "its router's decision needs work that only a real run performs"
-        output = {"status": "requires_execution", "changed": False, "reason": reason}
+        output = preview.requires_execution(reason=reason)
         return Prepared(task, attempt, "done", output=output)
     skip = ev.dependency_skip(task, view) or ev.route_skip(task, rs.plan, view)
     if skip is not None:
@@ -108,19 +108,18 @@ def prepare_task(
     except RunFailedError as exc:
         if rs.check_mode and _reads_unknown(rs.plan, task, view):
             # A preview cannot know what unexecuted work returns; neither can what reads it.
-            output = {"status": "requires_execution", "changed": False, "reason": exc.message}
+            output = preview.requires_execution(reason=exc.message)
             return Prepared(task, attempt, "done", output=output)
         return Prepared(
             task, attempt, "done", state="failed", error=exc.message, retryable=exc.retryable
         )
 
 
-def _is_stub(value: Any) -> bool:
-    return isinstance(value, Mapping) and value.get("status") == "requires_execution"
-
-
 def _routed_by_unknown(plan: Plan, task: PlannedTask, view: ev.RuntimeView) -> bool:
-    return any(plan.task(n).kind == "router" and _is_stub(view.outputs.get(n)) for n in task.needs)
+    return any(
+        plan.task(n).kind == "router" and preview.is_stand_in(view.outputs.get(n))
+        for n in task.needs
+    )
 
 
 def _reads_unknown(plan: Plan, task: PlannedTask, view: ev.RuntimeView) -> bool:
@@ -132,7 +131,7 @@ def _reads_unknown(plan: Plan, task: PlannedTask, view: ev.RuntimeView) -> bool:
         if need in seen:
             continue
         seen.add(need)
-        if _is_stub(view.outputs.get(need)):
+        if preview.is_stand_in(view.outputs.get(need)):
             return True
         stack.extend(plan.task(need).needs)
     return False
@@ -166,7 +165,7 @@ def _prepare_agent(
 
     if rs.check_mode:
         agent = rs.spec["agents"][task.agent or ""]
-        output = {"status": "requires_execution", "changed": False, "provider": agent["provider"]}
+        output = preview.requires_execution(provider=agent["provider"])
         return Prepared(task, attempt, "done", output=output, decision=record)
     prompt = agent_prompt(ev.render_input(task, ctx))
     return Prepared(task, attempt, "agent", state="running", decision=record, prompt=prompt)
@@ -230,7 +229,7 @@ def _prepare_effect(
             return Prepared(task, attempt, "done", output=output, decision=record)
         request["diff"] = rs.diff
     elif rs.check_mode and spec.effect_class not in ("internal_state", "observe"):
-        output = preview.requires_execution(kind, action)
+        output = preview.requires_execution(kind=kind)
         return Prepared(task, attempt, "done", output=output, decision=record)
     digest = input_digest(recorded)
     plan = EffectPlan(

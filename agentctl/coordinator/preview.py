@@ -44,6 +44,11 @@ def write_output(path: str, before: str | None, after: str, *, diff: bool) -> di
     }
 
 
-def requires_execution(kind: str, action: Mapping[str, Any]) -> dict[str, Any]:
-    """Check mode for work whose outcome cannot be known without running it."""
-    return {"status": "requires_execution", "changed": False, "kind": kind}
+def requires_execution(**details: Any) -> dict[str, Any]:
+    """Check mode's stand-in for work whose outcome only a real run can know."""
+    return {"status": "requires_execution", "changed": False, **details}
+
+
+def is_stand_in(value: Any) -> bool:
+    """Whether ``value`` is a ``requires_execution`` stand-in from this preview."""
+    return isinstance(value, Mapping) and value.get("status") == "requires_execution"

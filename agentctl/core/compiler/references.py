@@ -121,12 +121,19 @@ def check_when(node: Node, graph: dict[str, Node], diags: Collector) -> None:
     if problem is not None:
         diags.add("invalid_template", problem, f"{node.path}.when")
         return
-    for task_id in condition_tasks(when):
+    _unknown_reads(node, condition_tasks(when), "condition", "when", graph, diags)
+
+
+def _unknown_reads(
+    node: Node, task_ids: Any, what: str, where: str, graph: dict[str, Node], diags: Collector
+) -> None:
+    """``missing_reference`` for every task a condition or template reads that does not exist."""
+    for task_id in task_ids:
         if task_id not in graph:
             diags.add(
                 "missing_reference",
-                f"task `{node.task['id']}` condition reads unknown task `{task_id}`",
-                f"{node.path}.when",
+                f"task `{node.task['id']}` {what} reads unknown task `{task_id}`",
+                f"{node.path}.{where}",
             )
 
 
@@ -141,13 +148,7 @@ def check_templates(
         if problem is not None:
             diags.add("invalid_template", problem, f"{node.path}.{where}")
             continue
-        for task_id in task_references(text):
-            if task_id not in graph:
-                diags.add(
-                    "missing_reference",
-                    f"task `{node.task['id']}` reads unknown task `{task_id}` in {where}",
-                    f"{node.path}.{where}",
-                )
+        _unknown_reads(node, task_references(text), f"{where} template", where, graph, diags)
 
 
 def check_agent_references(env: Env, diags: Collector) -> None:
