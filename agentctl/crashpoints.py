@@ -1,4 +1,4 @@
-"""Named crash points for kill-and-recover tests (DESIGN.md §7).
+"""Named crash points for kill-and-recover tests (DESIGN.md §7), as one enum.
 
 When ``AGENTCTL_CRASH_AT`` names the point reached, the process SIGKILLs itself on the spot —
 no cleanup, no atexit, no flush — exactly like a power cut of this one process. With
@@ -6,29 +6,48 @@ no cleanup, no atexit, no flush — exactly like a power cut of this one process
 so a test can kill a run in the middle of an expansion. Unset (production), a point is one
 environment lookup.
 
-This module is a leaf that every layer may import (like ``errors``). Points:
-- coordinator: ``coordinator.after_requested``, ``coordinator.after_started``,
-  ``coordinator.after_result``, ``coordinator.after_outcome``,
-  ``coordinator.before_batch_commit``
-- worker: ``worker.before_execute``, ``worker.before_result``
-- ledger: ``artifact.after_tmp_write``, ``artifact.after_rename``, ``artifact.after_blob_row``,
-  ``gc.after_move_to_trash``, ``gc.after_delete_rows``, ``gc.after_commit``
+Invariants:
+- every point marks its own window of durable state; no two points are reached with the same
+  state on disk (tests/crash/test_crash_matrix.py checks this for the coordinator and worker
+  points, tests/ledger/test_ledger_artifact_crash.py for the artifact and GC points);
+- this module is a leaf that every layer may import (like ``errors``).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+from enum import StrEnum
 
 CRASH_ENV = "AGENTCTL_CRASH_AT"
 HIT_ENV = "AGENTCTL_CRASH_HIT"
-_hits: dict[str, int] = {}
 
 
-def crash_point(name: str) -> None:
+class CrashPoint(StrEnum):
+    # coordinator: the effect protocol's windows, in the order one effect passes them
+    AFTER_REQUESTED = "coordinator.after_requested"  # request durable, held for an approval
+    AFTER_STARTED = "coordinator.after_started"  # `started` durable, nothing dispatched yet
+    AFTER_RESULT = "coordinator.after_result"  # the result is in memory, its outcome is not durable
+    AFTER_OUTCOME = "coordinator.after_outcome"  # the outcome is durable
+    # worker: inside the process that executes the effect
+    WORKER_BEFORE_EXECUTE = "worker.before_execute"  # Execute received, nothing run
+    WORKER_BEFORE_RESULT = "worker.before_result"  # the effect ran, its reply is not sent
+    # ledger: the artifact store's ingestion and collection steps
+    ARTIFACT_AFTER_TMP_WRITE = "artifact.after_tmp_write"
+    ARTIFACT_AFTER_RENAME = "artifact.after_rename"
+    ARTIFACT_AFTER_BLOB_ROW = "artifact.after_blob_row"
+    GC_AFTER_MOVE_TO_TRASH = "gc.after_move_to_trash"
+    GC_AFTER_DELETE_ROWS = "gc.after_delete_rows"
+    GC_AFTER_COMMIT = "gc.after_commit"
+
+
+_hits: dict[CrashPoint, int] = {}
+
+
+def crash_point(point: CrashPoint) -> None:
     """Die by SIGKILL here if ``AGENTCTL_CRASH_AT`` names this point (at the chosen hit)."""
-    if os.environ.get(CRASH_ENV) != name:
+    if os.environ.get(CRASH_ENV) != point.value:
         return
-    _hits[name] = _hits.get(name, 0) + 1
-    if _hits[name] >= int(os.environ.get(HIT_ENV, "1")):
+    _hits[point] = _hits.get(point, 0) + 1
+    if _hits[point] >= int(os.environ.get(HIT_ENV, "1")):
         os.kill(os.getpid(), signal.SIGKILL)

@@ -25,7 +25,7 @@ from agentctl.core import jsonschema
 from agentctl.core.effects import effect_id, input_digest
 from agentctl.core.evaluate import TaskFailure
 from agentctl.core.policy import decide
-from agentctl.crashpoints import crash_point
+from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import NotFoundError, PolicyDeniedError, RunFailedError
 from agentctl.ledger import budget, effects, reconcile
 from agentctl.mailbox.messages import Execute, Result
@@ -212,11 +212,12 @@ class AgentRunner:
                 f"(limit {refused.get('limit')}, would reach {refused.get('attempted')}); "
                 "nothing was dispatched"
             )
-        crash_point("coordinator.after_started")
+        crash_point(CrashPoint.AFTER_STARTED)
         msg = Execute(effect_id=eid, run_id=self.d.rs.run_id, task_id=self.task_id,
                       attempt=self.attempt, operation=call.operation, request=call.request,
                       timeout_seconds=float(self.agent.get("timeoutSeconds") or 120))  # fmt: skip
         reply = await self.d.pool.execute(msg)
+        crash_point(CrashPoint.AFTER_RESULT)
         ok = isinstance(reply, Result)
         status = "succeeded" if ok else ("uncertain" if reply.uncertain else "failed")
         output = reply.output if isinstance(reply, Result) else None
@@ -224,7 +225,7 @@ class AgentRunner:
         spent = _spent(call, ok)
         await self.d.store.write(_finish_txn, new, call, status, output, error, spent,
                                  self.d.clock.now())  # fmt: skip
-        crash_point("coordinator.after_outcome")
+        crash_point(CrashPoint.AFTER_OUTCOME)
         if isinstance(reply, Result):
             return reply.output
         if reply.uncertain:

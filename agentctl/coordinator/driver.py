@@ -38,7 +38,7 @@ from agentctl.core import evaluate as ev
 from agentctl.core.canonical import v1_digest
 from agentctl.core.plan import PlannedTask
 from agentctl.core.redact import Redactor
-from agentctl.crashpoints import crash_point
+from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import RunFailedError
 from agentctl.ledger.effects import EffectRecord, NewEffect
 from agentctl.mailbox.messages import Execute, Failure, Result
@@ -286,9 +286,10 @@ class Driver:
             if p.task.id in denied:
                 p.kind, p.state = "done", "failed"
                 p.error = f"task {p.task.id}: budget exceeded; nothing was dispatched"
-        crash_point("coordinator.after_requested")
+        if any(p.kind == "waiting" for p in preps):
+            crash_point(CrashPoint.AFTER_REQUESTED)  # held for approval: requested, not started
         if any(p.started for p in preps):
-            crash_point("coordinator.after_started")
+            crash_point(CrashPoint.AFTER_STARTED)
 
     async def _start_agents(self, preps: list[Prepared]) -> None:
         rows = [(p.task.id, self.live.states[p.task.id], p.attempt) for p in preps]
@@ -331,7 +332,7 @@ class Driver:
                 records.start_effects_txn, self.rs.run_id, ids, approved, self.clock.now(),
                 self.trace_id,
             )  # fmt: skip
-            crash_point("coordinator.after_started")
+            crash_point(CrashPoint.AFTER_STARTED)
         for task_id in approved:
             self.live.states[task_id] = "running"
         # One effect alone commits its outcome with its completion; several share group
@@ -348,7 +349,6 @@ class Driver:
                     run = self._execute_agent if p.kind == "agent" else self._execute_one
                     nursery.start_soon(run, p, view)
             self.committer.close()
-        crash_point("coordinator.before_batch_commit")
 
     async def _execute_agent(self, p: Prepared, view: ev.RuntimeView) -> None:
         runner = AgentRunner(self, p.task.id, p.attempt, p.task.agent or "", p.prompt or "")
@@ -390,7 +390,7 @@ class Driver:
             p.deferred_finish = finish
         else:
             await self.committer.commit(finish)
-            crash_point("coordinator.after_outcome")
+            crash_point(CrashPoint.AFTER_OUTCOME)
         self._settle(p, status, output, error)
 
     async def _in_process(self, p: Prepared, view: ev.RuntimeView) -> tuple[str, Any, str | None]:
@@ -423,7 +423,7 @@ class Driver:
             timeout_seconds=eff.timeout_s,
         )
         reply = await self.pool.execute(msg)
-        crash_point("coordinator.after_result")
+        crash_point(CrashPoint.AFTER_RESULT)
         if isinstance(reply, Result):
             p.artifact_paths = list(reply.artifacts)
             return "succeeded", reply.output, None, False
@@ -500,7 +500,7 @@ class Driver:
             self.trace_id, compensated, finishes,
         )  # fmt: skip
         if finishes:
-            crash_point("coordinator.after_outcome")
+            crash_point(CrashPoint.AFTER_OUTCOME)
 
     def _finished(self, p: Prepared, target: str) -> records.Finished:
         return records.Finished(

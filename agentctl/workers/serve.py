@@ -17,7 +17,7 @@ import socket
 
 import trio
 
-from agentctl.crashpoints import crash_point
+from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import AgentctlError, CancelledRunError, RunFailedError
 from agentctl.mailbox.frames import FrameChannel, ProtocolError
 from agentctl.mailbox.messages import (
@@ -77,7 +77,7 @@ class _Worker:
             # Forget the effect before replying: once the reply is on the wire the
             # coordinator may legitimately send the same id again (a new execution).
             self.scopes.pop(msg.effect_id, None)
-        crash_point("worker.before_result")
+        crash_point(CrashPoint.WORKER_BEFORE_RESULT)
         try:
             await self._send(reply)
         except ProtocolError:
@@ -114,7 +114,7 @@ class _Worker:
     def _start(self, msg: Execute) -> None:
         if msg.effect_id in self.scopes:
             return  # a duplicate Execute of an effect already running here
-        crash_point("worker.before_execute")
+        crash_point(CrashPoint.WORKER_BEFORE_EXECUTE)
         self.scopes[msg.effect_id] = trio.CancelScope()
         self.nursery.start_soon(self.run_effect, msg)
 

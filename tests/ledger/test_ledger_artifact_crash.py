@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from ledger_helpers import T0, make_run, ts
 
-from agentctl.crashpoints import CRASH_ENV
+from agentctl.crashpoints import CRASH_ENV, CrashPoint
 from agentctl.ledger import Ledger, TaskCompletion, commit_tasks_txn, open_ledger
 from agentctl.ledger.artifacts.gc import run_gc
 from agentctl.ledger.artifacts.refs import commit_artifact_refs_txn, list_blobs
@@ -63,9 +63,7 @@ def _reopen_consistent(db: Path) -> tuple[Ledger, ArtifactStore]:
     return led, store
 
 
-@pytest.mark.parametrize(
-    "point", ["artifact.after_tmp_write", "artifact.after_rename", "artifact.after_blob_row"]
-)
+@pytest.mark.parametrize("point", [p.value for p in CrashPoint if p.startswith("artifact.")])
 def test_kill_during_ingest(tmp_path: Path, db_path: Path, point: str) -> None:
     open_artifact_store(open_ledger(db_path)).ledger.close()
     src = tmp_path / "big.bin"
@@ -105,9 +103,7 @@ def _gc_fixture(tmp_path: Path, db: Path) -> tuple[str, str]:
     return victim.digest, kept.digest
 
 
-@pytest.mark.parametrize(
-    "point", ["gc.after_move_to_trash", "gc.after_delete_rows", "gc.after_commit"]
-)
+@pytest.mark.parametrize("point", [p.value for p in CrashPoint if p.startswith("gc.")])
 def test_kill_during_gc(tmp_path: Path, db_path: Path, point: str) -> None:
     victim, kept = _gc_fixture(tmp_path, db_path)
     _run_step(tmp_path, db_path, point, "gc", "-", LATER)

@@ -20,7 +20,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from agentctl.crashpoints import crash_point
+from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.ledger.artifacts.store import ArtifactStore, clear_dir, fsync_dir
 from agentctl.ledger.rows import shift_ts
 
@@ -71,7 +71,7 @@ def _collect_txn(
         if path.exists():
             os.replace(path, store.trash_dir / path.name)
     fsync_dir(store.trash_dir)
-    crash_point("gc.after_move_to_trash")
+    crash_point(CrashPoint.GC_AFTER_MOVE_TO_TRASH)
     for digest, _ in blobs:
         gone = conn.execute(
             f"DELETE FROM artifact_blobs AS b WHERE b.digest = ? AND {_UNREACHABLE}",
@@ -80,7 +80,7 @@ def _collect_txn(
         if not gone:  # became reachable after all: put the bytes back
             os.replace(store.trash_dir / digest.removeprefix("sha256:"), store.blob_path(digest))
             report["blobs"] = [b for b in report["blobs"] if b["digest"] != digest]
-    crash_point("gc.after_delete_rows")
+    crash_point(CrashPoint.GC_AFTER_DELETE_ROWS)
     return report
 
 
@@ -95,7 +95,7 @@ def run_gc(
                 report = _collect_txn(store, conn, before, now, dry_run)
         except _DryRun as dry:
             return {"dryRun": True, "before": before, "report": dry.args[0]}
-        crash_point("gc.after_commit")
+        crash_point(CrashPoint.GC_AFTER_COMMIT)
         clear_dir(store.trash_dir)
         clear_dir(store.tmp_dir)
     return {"dryRun": False, "before": before, "report": report}

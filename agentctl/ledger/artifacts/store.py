@@ -28,7 +28,7 @@ from typing import Any
 
 import filelock
 
-from agentctl.crashpoints import crash_point
+from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import InvalidOperationError, LockTimeoutError, NotFoundError, PersistenceError
 from agentctl.ledger.artifacts.refs import ArtifactRef, get_blob, list_blobs, record_ingest_txn
 from agentctl.ledger.connection import Ledger
@@ -134,16 +134,16 @@ class ArtifactStore:
         src = Path(source)
         with self.locked():
             tmp, digest, size = self._write_tmp(src)
-            crash_point("artifact.after_tmp_write")
+            crash_point(CrashPoint.ARTIFACT_AFTER_TMP_WRITE)
             self._publish(tmp, digest, size)
-            crash_point("artifact.after_rename")
+            crash_point(CrashPoint.ARTIFACT_AFTER_RENAME)
             lease = lease_id or f"ingest-{uuid.uuid4()}"
             expires = shift_ts(now, LEASE_SECONDS)
             with self.ledger.transaction() as conn:
                 record_ingest_txn(
                     conn, digest, size, lease, expires, now, run_id=run_id, task_id=task_id
                 )
-            crash_point("artifact.after_blob_row")
+            crash_point(CrashPoint.ARTIFACT_AFTER_BLOB_ROW)
         return IngestResult(digest, size, lease)
 
     def _open_source(self, src: Path) -> int:
