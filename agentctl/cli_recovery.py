@@ -6,6 +6,7 @@ printed (with exit 3) even without ``--plan`` — no run is created for it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -40,19 +41,43 @@ def register(app: typer.Typer) -> None:
     app.command("compensate")(compensate_cmd)
 
 
-def _recover(kind: str, file: Path, source: str, roots: list[str], failed: bool, plan: bool,
-             restart: bool, reason: str | None, db: str, workspace: Path | None,
-             timeout: float | None) -> None:  # fmt: skip
+@dataclass(frozen=True)
+class _Recovery:
+    """What ``retry`` and ``repair`` were asked for, as given on the command line."""
+
+    kind: str
+    file: Path
+    source: str
+    roots: list[str]
+    failed: bool
+    plan: bool
+    restart: bool
+    reason: str | None
+    db: str
+    workspace: Path | None
+    timeout: float | None
+
+
+def _recover(req: _Recovery) -> None:
     from agentctl.coordinator import api
     from agentctl.core.compiler import plan_to_json
 
-    _loaded, target = compile_file(file)
+    loaded, target = compile_file(req.file)
     name, data, code = api.recover(
-        kind, document=_loaded.document, target=target, plan_json=plan_to_json(target),
-        source_ref=source, db=db, roots=roots, failed_only=failed, plan_only=plan,
-        restart_successful=restart, reason=reason,
-        workspace=str(workspace) if workspace else None, timeout_s=timeout,
-    )  # fmt: skip
+        req.kind,
+        document=loaded.document,
+        target=target,
+        plan_json=plan_to_json(target),
+        source_ref=req.source,
+        db=req.db,
+        roots=req.roots,
+        failed_only=req.failed,
+        plan_only=req.plan,
+        restart_successful=req.restart,
+        reason=req.reason,
+        workspace=str(req.workspace) if req.workspace else None,
+        timeout_s=req.timeout,
+    )
     deliver(Outcome(name, data, exit_code=code))
 
 
@@ -71,8 +96,21 @@ def retry_cmd(
     """Re-run failed (or chosen) tasks and their dependants for an identical workflow."""
     if failed == bool(roots):
         raise ValidationError("retry needs exactly one of --failed or --from TASK")
-    _recover("retry", file, source, roots or [], failed, plan, restart_successful, reason, db,
-             workspace, timeout_seconds)  # fmt: skip
+    _recover(
+        _Recovery(
+            kind="retry",
+            file=file,
+            source=source,
+            roots=roots or [],
+            failed=failed,
+            plan=plan,
+            restart=restart_successful,
+            reason=reason,
+            db=db,
+            workspace=workspace,
+            timeout=timeout_seconds,
+        )
+    )
 
 
 def repair_cmd(
@@ -89,8 +127,21 @@ def repair_cmd(
     """Run a corrected workflow from chosen roots, reusing every compatible earlier result."""
     if not roots:
         raise ValidationError("repair needs at least one --from TASK")
-    _recover("repair", file, source, roots, False, plan, restart_successful, reason, db,
-             workspace, timeout_seconds)  # fmt: skip
+    _recover(
+        _Recovery(
+            kind="repair",
+            file=file,
+            source=source,
+            roots=roots,
+            failed=False,
+            plan=plan,
+            restart=restart_successful,
+            reason=reason,
+            db=db,
+            workspace=workspace,
+            timeout=timeout_seconds,
+        )
+    )
 
 
 def compensate_cmd(
@@ -107,7 +158,11 @@ def compensate_cmd(
     from agentctl.coordinator import api
 
     name, data, code = api.compensate(
-        source, db=db, tasks_filter=task, plan_only=plan,
-        workspace=str(workspace) if workspace else None, timeout_s=timeout_seconds,
-    )  # fmt: skip
+        source,
+        db=db,
+        tasks_filter=task,
+        plan_only=plan,
+        workspace=str(workspace) if workspace else None,
+        timeout_s=timeout_seconds,
+    )
     deliver(Outcome(name, data, exit_code=code))
