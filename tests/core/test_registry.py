@@ -17,6 +17,7 @@ from pydantic import ValidationError as PydanticValidationError
 from agentctl.core import registry
 from agentctl.core.dsl.actions import Action
 from agentctl.core.dsl.agents import Provider, Tool
+from agentctl.core.evaluate import PURE_ACTIONS
 from agentctl.core.operations import Operation
 from agentctl.errors import InvalidOperationError
 from agentctl.workers.executors import ExecOutcome
@@ -95,6 +96,11 @@ def test_every_runnable_effect_has_a_builder(op: Operation) -> None:
         assert op.builder is not None, f"{op.name} is runnable but cannot build its request"
     if op.is_pure:
         assert op.builder is None and op.executor is None
+
+
+def test_every_pure_action_kind_has_an_implementation() -> None:
+    pure = {op.name for op in registry.entries("action") if op.is_pure}
+    assert pure == set(PURE_ACTIONS)
 
 
 def test_entries_sharing_an_effect_operation_share_the_executor() -> None:
