@@ -13,6 +13,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from agentctl.core.compiler.serialize import task_json
@@ -154,7 +155,13 @@ def _task(raw: Any, actions: Any, agents: dict[str, AgentConfig]) -> PlannedTask
 
 
 def _retry(raw: Any) -> RetryPolicy:
-    return RetryPolicy(max_attempts=raw["maxAttempts"], backoff_ms=raw["backoffMs"])
+    return _retry_policy(raw["maxAttempts"], raw["backoffMs"])
+
+
+@functools.lru_cache(maxsize=64)
+def _retry_policy(max_attempts: int, backoff_ms: int) -> RetryPolicy:
+    """Retry policies are few and immutable: one shared instance each (large plans load faster)."""
+    return RetryPolicy(max_attempts=max_attempts, backoff_ms=backoff_ms)
 
 
 def _compensation(raw: Any) -> Compensation | None:
