@@ -17,6 +17,7 @@ from typing import Any
 import trio
 
 from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.creation import load_plan
 from agentctl.coordinator.service import (
     DriveRequest,
     Progress,
@@ -24,7 +25,6 @@ from agentctl.coordinator.service import (
     check_resumable,
     create_run,
     drive_run,
-    load_plan,
     outcome_or_raise,
 )
 from agentctl.core import registry

@@ -15,8 +15,9 @@ import dataclasses
 from typing import Any
 
 from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.creation import owner_identity, stored_plan_text
 from agentctl.coordinator.records import transition_path
-from agentctl.coordinator.service import RunOutcome, owner_identity, stored_plan_text
+from agentctl.coordinator.service import RunOutcome
 from agentctl.core.plan import Plan
 from agentctl.errors import InvalidOperationError
 from agentctl.ledger import runs, tasks

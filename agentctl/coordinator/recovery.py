@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentctl.coordinator.clock import Clock
-from agentctl.coordinator.service import owner_identity, stored_plan_text
+from agentctl.coordinator.creation import owner_identity, stored_plan_text
 from agentctl.core import recovery as rc
 from agentctl.core.plan import Plan
 from agentctl.ledger import audit, effects, reconcile, runs, tasks

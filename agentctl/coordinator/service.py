@@ -4,7 +4,7 @@ Invariants:
 - a run is created (run row with its document and compiled plan, pending tasks, budget
   ledger, audit, checkpoint, lease) in one transaction, only after the workflow compiled;
 - driving reads the run's configuration only from the plan, never from the document; a
-  resumed run loads the plan it was created with (``load_plan``) instead of compiling;
+  resumed run loads the plan it was created with (``creation.load_plan``), never compiling;
 - exactly one live coordinator drives a run (the lease); a second one is refused;
 - SIGINT, SIGTERM, ``agentctl cancel`` and ``--timeout-seconds`` converge on one path: in-flight
   work is cancelled, started-unconfirmed effects become uncertain, the run is cancelled (130);
@@ -14,7 +14,6 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import signal
@@ -24,17 +23,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import psutil
 import trio
 
 from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.creation import owner_identity, stored_plan_text
 from agentctl.coordinator.driver import Driver, Inflight, Live
 from agentctl.coordinator.prepare import RunSettings
 from agentctl.coordinator.store import Store
 from agentctl.coordinator.workerpool import kill_stale_workers, open_worker_pool
-from agentctl.core.canonical import canonical_json
-from agentctl.core.compiler import compile_workflow
-from agentctl.core.compiler.stored import plan_from_stored, plan_to_stored
 from agentctl.core.evaluate import RuntimeView, TaskFailure, render_run_outputs
 from agentctl.core.plan import Plan
 from agentctl.errors import (
@@ -82,11 +78,6 @@ class DriveRequest:
     compensates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-def owner_identity() -> tuple[int, float]:
-    pid = os.getpid()
-    return pid, psutil.Process(pid).create_time()
-
-
 def create_run(
     ledger: Ledger,
     *,
@@ -125,22 +116,6 @@ def create_run(
         runs.create_run_txn(conn, new, list(plan.order), now)
         runs.acquire_run_lease_txn(conn, run_id, pid, ctime, now)
     return run_id, trace_id
-
-
-def stored_plan_text(plan: Plan) -> str:
-    """The compiled plan as the JSON text stored with a run (see ``core.compiler.stored``)."""
-    return canonical_json(plan_to_stored(plan))
-
-
-def load_plan(run: runs.RunRecord) -> Plan:
-    """The plan a run was created with.
-
-    A run created before schema v4 has no stored plan: its stored workflow is compiled again
-    (the same document compiles to the same plan, so its digests still match the run's).
-    """
-    if run.compiled_plan_json is None:
-        return compile_workflow(run.workflow)
-    return plan_from_stored(json.loads(run.compiled_plan_json))
 
 
 def load_live(conn: Any, run_id: str) -> Live:

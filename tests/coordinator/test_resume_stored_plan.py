@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from registry_helpers import compile_text, fetch_effects
 
-from agentctl.coordinator import api, service
+from agentctl.coordinator import api, creation, service
 from agentctl.coordinator.clock import Clock
 from agentctl.core.compiler import compile as compile_module
 from agentctl.core.compiler import plan_to_json
@@ -73,7 +73,7 @@ def _forbid_compiling(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
         return compiled
 
-    monkeypatch.setattr(service, "compile_workflow", refuse("service.compile_workflow"))
+    monkeypatch.setattr(creation, "compile_workflow", refuse("creation.compile_workflow"))
     monkeypatch.setattr(compile_module, "flatten_tasks", refuse("compiler.flatten_tasks"))
     return calls
 
@@ -119,9 +119,9 @@ def test_a_run_from_before_v4_resumes_by_compiling(
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE runs SET compiled_plan_json = NULL")
     compiled: list[Any] = []
-    original = service.compile_workflow
+    original = creation.compile_workflow
     monkeypatch.setattr(
-        service, "compile_workflow", lambda doc: compiled.append(doc) or original(doc)
+        creation, "compile_workflow", lambda doc: compiled.append(doc) or original(doc)
     )
     outcome = api.resume(run_id, db=db, workspace=None, timeout_s=60)
     assert len(compiled) == 1
