@@ -225,45 +225,38 @@ def _outcome(outcome: Any) -> Outcome:
     return Outcome("RunOutcome", data, exit_code=codes.get(outcome.state, 4), human=human)
 
 
+InputsOpt = Annotated[str | None, typer.Option("--inputs", help="Run inputs as a JSON object.")]
+InputsFileOpt = Annotated[
+    Path | None, typer.Option("--inputs-file", help="File holding the inputs JSON object.")
+]
+InputPairsOpt = Annotated[
+    list[str] | None, typer.Option("--input", help="KEY=VALUE (JSON, else text); repeatable.")
+]
+RunWorkspaceOpt = Annotated[
+    Path | None, typer.Option("--workspace", help="Workspace root (default: the file's dir).")
+]
+CheckOpt = Annotated[
+    bool, typer.Option("--check", help="Preview: run only pure and observe work; write nothing.")
+]
+
+
 @app.command("run")
 def run_cmd(
     file: Annotated[Path, typer.Argument(help="Workflow YAML file to run.")],
     db: DbOpt = DEFAULT_DB,
-    inputs: Annotated[
-        str | None, typer.Option("--inputs", help="Run inputs as a JSON object.")
-    ] = None,
-    inputs_file: Annotated[
-        Path | None, typer.Option("--inputs-file", help="File holding the inputs JSON object.")
-    ] = None,
-    input_pairs: Annotated[
-        list[str] | None, typer.Option("--input", help="KEY=VALUE (JSON, else text); repeatable.")
-    ] = None,
-    workspace: Annotated[
-        Path | None, typer.Option("--workspace", help="Workspace root (default: the file's dir).")
-    ] = None,
+    inputs: InputsOpt = None,
+    inputs_file: InputsFileOpt = None,
+    input_pairs: InputPairsOpt = None,
+    workspace: RunWorkspaceOpt = None,
     timeout_seconds: TimeoutOpt = None,
-    check: Annotated[
-        bool,
-        typer.Option("--check", help="Preview: run only pure and observe work; write nothing."),
-    ] = False,
+    check: CheckOpt = False,
     diff: DiffOpt = False,
 ) -> None:
     """Compile and run a workflow durably; prints the RunOutcome."""
     from agentctl.coordinator import api
     from agentctl.core.compiler import plan_to_json
 
-    loaded, plan = compile_file(file)
-    file_text = None
-    if inputs_file is not None:
-        file_text = read_cli_file(inputs_file, "inputs file").decode("utf-8", "replace")
-    document = loaded.document
-    resolved = api.resolve_inputs(
-        document["spec"].get("inputs") or {}, inputs, file_text, input_pairs or []
-    )
-    api.check_executable(plan, document, file=str(file), locate=loaded.locate)
-    # The parsed models and position tables are no longer needed: free them before the run.
-    del loaded
-    gc.collect()
+    document, plan, resolved = _prepare_run(file, inputs, inputs_file, input_pairs)
     _drive(
         lambda progress, created: api.start_run(
             document=document,
@@ -279,6 +272,27 @@ def run_cmd(
             diff=diff,
         )
     )
+
+
+def _prepare_run(
+    file: Path, inputs: str | None, inputs_file: Path | None, input_pairs: list[str] | None
+) -> tuple[Any, Any, dict[str, Any]]:
+    """Compile, resolve the inputs and refuse what cannot run; returns (document, plan, inputs)."""
+    from agentctl.coordinator import api
+
+    loaded, plan = compile_file(file)
+    file_text = None
+    if inputs_file is not None:
+        file_text = read_cli_file(inputs_file, "inputs file").decode("utf-8", "replace")
+    document = loaded.document
+    resolved = api.resolve_inputs(
+        document["spec"].get("inputs") or {}, inputs, file_text, input_pairs or []
+    )
+    api.check_executable(plan, file=str(file), locate=loaded.locate)
+    # The parsed models and position tables are no longer needed: free them before the run.
+    del loaded
+    gc.collect()
+    return document, plan, resolved
 
 
 @app.command("resume")

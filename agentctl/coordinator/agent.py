@@ -1,8 +1,10 @@
 """Bounded agent tasks: the turn loop, with every model call and tool call its own effect.
 
-The loop itself is deterministic and runs in the coordinator; each model call and each
-effectful tool call is recorded (requested and started in one transaction, before dispatch),
-executed by a worker, and finished at once, with its budget reserved before and settled after.
+The loop itself is deterministic and runs in the coordinator; the agent, its provider and tools
+come from the compiled plan, and what each call is (operation, class, request, budget estimate,
+output shape) from its registry entry. Each model call and each effectful tool call is
+recorded (requested and started in one transaction, before dispatch), executed by a worker,
+and finished at once, with its budget reserved before and settled after.
 
 Invariants:
 - effect ordinals number the calls of one attempt; the recorded input of a call is the whole
@@ -15,15 +17,17 @@ Invariants:
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentctl.core import jsonschema
+from agentctl.core import jsonschema, registry
 from agentctl.core.effects import effect_id, input_digest
 from agentctl.core.evaluate import TaskFailure
+from agentctl.core.jsonvalue import JsonObject
+from agentctl.core.operations import BuildInput, Operation
+from agentctl.core.plan import AgentConfig
 from agentctl.core.policy import decide
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import NotFoundError, PolicyDeniedError, RunFailedError
@@ -46,13 +50,6 @@ class AgentCall:
     tool: str | None = None
 
 
-def agent_prompt(given: Any) -> str:
-    """The user message: ``with.prompt`` when it is a string, else the JSON of ``with``."""
-    if isinstance(given, Mapping) and isinstance(given.get("prompt"), str):
-        return str(given["prompt"])
-    return json.dumps(given, sort_keys=True, ensure_ascii=False)
-
-
 class AgentRunner:
     """Runs one agent task attempt on behalf of the driver."""
 
@@ -60,12 +57,13 @@ class AgentRunner:
         self.d = driver
         self.task_id = task_id
         self.attempt = attempt
-        spec = driver.rs.spec
-        self.agent: Mapping[str, Any] = spec["agents"][agent_name]
-        self.provider_name = str(self.agent["provider"])
-        self.provider: Mapping[str, Any] = spec["providers"][self.provider_name]
-        self.tools = {name: spec["tools"][name] for name in self.agent.get("tools") or []}
-        self.policy: Mapping[str, Any] = spec["policy"]
+        config: AgentConfig | None = driver.rs.plan.task(task_id).agent_config
+        assert config is not None, f"agent task {task_id} ({agent_name}) carries no agent"
+        self.config = config
+        self.agent: Mapping[str, Any] = config.agent
+        self.provider_name = config.provider_name
+        self.tools: Mapping[str, Mapping[str, Any]] = config.tools
+        self.policy: Mapping[str, Any] = driver.rs.plan.run.policy
         self.prompt = prompt
         self.ordinal = 0
 
@@ -85,36 +83,44 @@ class AgentRunner:
                 if tool_calls > int(self.agent["maxToolCalls"]):
                     raise TaskFailure(f"agent exceeded maxToolCalls ({self.agent['maxToolCalls']})")
                 result = await self._tool(call)
-                messages.append(
-                    {"role": "tool", "toolCallId": call["id"], "name": call["name"],
-                     "content": result}
-                )  # fmt: skip
+                answer = {"role": "tool", "toolCallId": call["id"], "name": call["name"]}
+                messages.append({**answer, "content": result})
         raise TaskFailure(f"agent used all {self.agent['maxTurns']} turns without completing")
 
     # ---------------------------------------------------------------- model calls
 
     def _model_call(self, messages: list[dict[str, Any]]) -> AgentCall:
-        kind = str(self.provider["kind"])
-        decision = decide(self.policy, name=self.provider_name, effect_class="model",
-                          risk="medium", is_model=True, provider=self.provider_name)  # fmt: skip
+        entry = registry.model_operation(self.config.provider_kind)
+        decision = decide(
+            self.policy,
+            name=self.provider_name,
+            effect_class=str(entry.effect_class),
+            risk=str(entry.risk),
+            is_model=True,
+            provider=self.provider_name,
+        )
         if decision.denied:
             raise PolicyDeniedError(f"model call denied: {decision.reason}")
-        recorded = {
-            "provider": self.provider_name,
-            "model": self.agent["model"],
-            "messages": messages,
-            "tools": list(self.tools),
-            "maxOutputTokens": self.agent["maxOutputTokens"],
-            "options": dict(self.agent.get("providerOptions") or {}),
-        }
+        config: JsonObject = {"agent": self.config.agent, "provider": self.config.provider}
+        built = self._build(entry, self.provider_name, config, list(messages))
         counter = self.d.provider_calls.get(self.provider_name, 0) + 1
         self.d.provider_calls[self.provider_name] = counter
-        estimate = len(json.dumps(messages)) // 4 + 1
-        out_tokens = int(self.agent["maxOutputTokens"])
-        reserve = {"providerRequests": 1, "turns": 1, "inputTokens": estimate,
-                   "outputTokens": out_tokens, "totalTokens": estimate + out_tokens}  # fmt: skip
-        return AgentCall(f"model.{kind}", recorded, {**recorded, "callNumber": counter},
-                         "model", "medium", "at_most_once", reserve)  # fmt: skip
+        request = {**built.request, "callNumber": counter}
+        return AgentCall(
+            entry.effect_operation,
+            built.recorded,
+            request,
+            str(entry.effect_class),
+            str(entry.risk),
+            str(entry.idempotency),
+            entry.estimate(built.request) if entry.estimate is not None else {},
+        )
+
+    def _build(self, entry: Operation, name: str, config: Any, args: Any) -> Any:
+        if entry.builder is None:
+            raise RunFailedError(f"{entry.name} cannot run in this version")
+        context = self.d.rs.context
+        return entry.builder(BuildInput(self.task_id, name, config, args, context))
 
     def _final(self, reply: Mapping[str, Any]) -> Any:
         text = str(reply.get("text") or "")
@@ -143,10 +149,21 @@ class AgentRunner:
         problems = jsonschema.validate(args, tool["inputSchema"])
         if problems:
             raise TaskFailure(f"tool {name} input is invalid: {'; '.join(problems[:3])}")
+        self._decide_tool(name, tool)
+        output = await self._tool_effect(name, tool, args, str(call.get("id")))
+        problems = jsonschema.validate(output, tool.get("outputSchema") or {"type": "object"})
+        if problems:
+            raise TaskFailure(f"tool {name} output is invalid: {'; '.join(problems[:3])}")
+        return output
+
+    def _decide_tool(self, name: str, tool: Mapping[str, Any]) -> None:
         decision = decide(
-            self.policy, name=name, effect_class=str(tool["effectClass"]),
-            risk=str(tool["risk"]), tool_approval=tool.get("approval") or "policy",
-        )  # fmt: skip
+            self.policy,
+            name=name,
+            effect_class=str(tool["effectClass"]),
+            risk=str(tool["risk"]),
+            tool_approval=tool.get("approval") or "policy",
+        )
         if decision.denied:
             raise PolicyDeniedError(f"tool {name} denied: {decision.reason}")
         if decision.needs_approval:
@@ -154,57 +171,52 @@ class AgentRunner:
                 f"tool {name} needs approval ({decision.reason}); approvals inside agent turns "
                 "are not supported yet, so the call is refused"
             )
-        output = await self._tool_effect(name, tool, args, str(call.get("id")))
-        problems = jsonschema.validate(output, tool.get("outputSchema") or {"type": "object"})
-        if problems:
-            raise TaskFailure(f"tool {name} output is invalid: {'; '.join(problems[:3])}")
-        return output
 
     async def _tool_effect(
         self, name: str, tool: Mapping[str, Any], args: Any, call_id: str
     ) -> Any:
-        kind = str(tool["kind"])
-        if kind == "builtin.echo":
+        entry = registry.lookup(str(tool["kind"]))
+        if entry.is_pure:
             return args
-        ws = self.d.rs.workspace
-        if kind == "builtin.workspace.read":
-            op, request = "builtin.read", {"workspace": ws, "path": args["path"]}
-        else:
-            roots = list(self.policy.get("writableRoots") or [])
-            op = "builtin.write"
-            request = {"workspace": ws, "writableRoots": roots, "path": args["path"],
-                       "content": args["content"]}  # fmt: skip
-        recorded = {"tool": name, "arguments": args}
-        agent_call = AgentCall(op, recorded, request, str(tool["effectClass"]), str(tool["risk"]),
-                               str(tool["idempotency"]), {"toolCalls": 1},
-                               f"{self.task_id}:{self.attempt}:{call_id}", name)  # fmt: skip
+        built = self._build(entry, name, tool, args)
+        agent_call = AgentCall(
+            entry.effect_operation,
+            built.recorded,
+            built.request,
+            str(tool["effectClass"]),
+            str(tool["risk"]),
+            str(tool["idempotency"]),
+            entry.estimate(built.request) if entry.estimate is not None else {},
+            f"{self.task_id}:{self.attempt}:{call_id}",
+            name,
+        )
         result = await self._call(agent_call)
-        content = result.get("content")
-        text = content if isinstance(content, str) else str(args.get("content", ""))
-        raw = text.encode("utf-8")
-        shaped = {
-            "path": args["path"],
-            "bytes": len(raw),
-            "sha256": hashlib.sha256(raw).hexdigest(),
-        }
-        return {**shaped, "content": text} if kind == "builtin.workspace.read" else shaped
+        return entry.shape(args, result) if entry.shape is not None else result
 
     # ---------------------------------------------------------------- the effect protocol
 
     async def _call(self, call: AgentCall) -> Any:
         ordinal = self.ordinal
         self.ordinal += 1
-        eid = effect_id(self.d.rs.run_id, self.task_id, self.attempt, ordinal, call.operation,
-                        input_digest(call.recorded))  # fmt: skip
+        digest = input_digest(call.recorded)
+        eid = effect_id(
+            self.d.rs.run_id, self.task_id, self.attempt, ordinal, call.operation, digest
+        )
         reused = await self.d.store.read(_recorded_result, eid)
         if reused is not None:
             return reused
         new = effects.NewEffect(
-            run_id=self.d.rs.run_id, task_id=self.task_id, attempt=self.attempt,
-            ordinal=ordinal, operation=call.operation, request=call.recorded,
-            effect_class=call.effect_class, risk=call.risk, idempotency=call.idempotency,
+            run_id=self.d.rs.run_id,
+            task_id=self.task_id,
+            attempt=self.attempt,
+            ordinal=ordinal,
+            operation=call.operation,
+            request=call.recorded,
+            effect_class=call.effect_class,
+            risk=call.risk,
+            idempotency=call.idempotency,
             trace_id=self.d.trace_id,
-        )  # fmt: skip
+        )
         refused = await self.d.store.write(_record_and_start_txn, new, call, self.d.clock.now())
         if refused is not None:
             raise RunFailedError(
@@ -213,9 +225,18 @@ class AgentRunner:
                 "nothing was dispatched"
             )
         crash_point(CrashPoint.AFTER_STARTED)
-        msg = Execute(effect_id=eid, run_id=self.d.rs.run_id, task_id=self.task_id,
-                      attempt=self.attempt, operation=call.operation, request=call.request,
-                      timeout_seconds=float(self.agent.get("timeoutSeconds") or 120))  # fmt: skip
+        return await self._dispatch(new, call, eid)
+
+    async def _dispatch(self, new: effects.NewEffect, call: AgentCall, eid: str) -> Any:
+        msg = Execute(
+            effect_id=eid,
+            run_id=self.d.rs.run_id,
+            task_id=self.task_id,
+            attempt=self.attempt,
+            operation=call.operation,
+            request=call.request,
+            timeout_seconds=float(self.agent.get("timeoutSeconds") or 120),
+        )
         reply = await self.d.pool.execute(msg)
         crash_point(CrashPoint.AFTER_RESULT)
         ok = isinstance(reply, Result)
@@ -223,8 +244,8 @@ class AgentRunner:
         output = reply.output if isinstance(reply, Result) else None
         error = None if isinstance(reply, Result) else reply.error.message
         spent = _spent(call, ok)
-        await self.d.store.write(_finish_txn, new, call, status, output, error, spent,
-                                 self.d.clock.now())  # fmt: skip
+        now = self.d.clock.now()
+        await self.d.store.write(_finish_txn, new, call, status, output, error, spent, now)
         crash_point(CrashPoint.AFTER_OUTCOME)
         if isinstance(reply, Result):
             return reply.output
@@ -238,9 +259,15 @@ class AgentUncertain(Exception):
 
 
 def _spent(call: AgentCall, ok: bool) -> dict[str, int]:
-    if call.operation.startswith("model."):
-        return {"providerRequests": 1, "turns": 1, "inputTokens": 1 if ok else 0,
-                "outputTokens": 1 if ok else 0, "totalTokens": 2 if ok else 0}  # fmt: skip
+    if call.operation.startswith(registry.MODEL_PREFIX):
+        tokens = 1 if ok else 0
+        return {
+            "providerRequests": 1,
+            "turns": 1,
+            "inputTokens": tokens,
+            "outputTokens": tokens,
+            "totalTokens": 2 * tokens,
+        }
     return {"toolCalls": 1}
 
 
@@ -270,20 +297,39 @@ def _record_and_start_txn(
         return outcome.exceeded or {}
     effects.insert_effect_txn(conn, new, now)
     if call.tool_call_id is not None:
-        effects.insert_tool_call_txn(conn, new.run_id, call.tool_call_id, new.task_id,
-                                     call.tool or "", call.recorded, now,
-                                     effect_id=new.effect_id)  # fmt: skip
+        effects.insert_tool_call_txn(
+            conn,
+            new.run_id,
+            call.tool_call_id,
+            new.task_id,
+            call.tool or "",
+            call.recorded,
+            now,
+            effect_id=new.effect_id,
+        )
     effects.start_effect_txn(conn, new.effect_id, now)
     return None
 
 
 def _finish_txn(
-    conn: Any, new: effects.NewEffect, call: AgentCall, status: str, output: Any,
-    error: str | None, spent: dict[str, int], now: str,
-) -> None:  # fmt: skip
+    conn: Any,
+    new: effects.NewEffect,
+    call: AgentCall,
+    status: str,
+    output: Any,
+    error: str | None,
+    spent: dict[str, int],
+    now: str,
+) -> None:
     effects.finish_effect_txn(conn, new.effect_id, status, now, result=output, error=error)
     budget.settle_budget_txn(conn, new.run_id, new.effect_id, spent, now)
     if call.tool_call_id is not None:
-        effects.finish_tool_call_txn(conn, new.run_id, call.tool_call_id,
-                                     "succeeded" if status == "succeeded" else status, now,
-                                     output=output, error=error)  # fmt: skip
+        effects.finish_tool_call_txn(
+            conn,
+            new.run_id,
+            call.tool_call_id,
+            "succeeded" if status == "succeeded" else status,
+            now,
+            output=output,
+            error=error,
+        )

@@ -17,6 +17,7 @@ from typing import Any
 import trio
 
 from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.creation import load_plan
 from agentctl.coordinator.service import (
     DriveRequest,
     Progress,
@@ -26,25 +27,13 @@ from agentctl.coordinator.service import (
     drive_run,
     outcome_or_raise,
 )
-from agentctl.core.plan import Plan
-from agentctl.errors import InvalidOperationError, ValidationError
+from agentctl.core import registry
+from agentctl.core.plan import Plan, PlannedTask
+from agentctl.errors import Diagnostic, InvalidOperationError, ValidationError
 from agentctl.ledger import reconcile, runs, stats
 from agentctl.ledger.connection import Ledger, open_ledger
 
 DEFAULT_DB = ".agentctl/runtime.db"
-SUPPORTED_ACTIONS = frozenset(
-    {
-        "builtin.assign",
-        "builtin.assert",
-        "builtin.memory.read",
-        "builtin.memory.write",
-        "builtin.read",
-        "builtin.write",
-        "builtin.shell.exec",
-        "builtin.long_term_memory.read",
-        "builtin.long_term_memory.write",
-    }
-)
 
 
 def run_trio(fn: Any, *args: Any) -> Any:
@@ -105,16 +94,11 @@ def resolve_inputs(
     return merged
 
 
-def check_executable(
-    plan: Plan, document: Mapping[str, Any], *, file: str | None = None, locate: Any = None
-) -> None:
+def check_executable(plan: Plan, *, file: str | None = None, locate: Any = None) -> None:
     """Refuse, before any state exists, a workflow using what this version cannot execute."""
-    from agentctl.errors import Diagnostic
-
     found: list[Diagnostic] = []
-    spec = document["spec"]
     for task in plan.tasks:
-        gap = _capability_gap(task, spec)
+        gap = _capability_gap(task)
         if gap is None:
             continue
         what, path = gap
@@ -136,34 +120,31 @@ def check_executable(
         )
 
 
-def _capability_gap(task: Any, spec: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(what, dotted path) of an unsupported feature this task uses, or None."""
-    if task.kind == "agent":
-        agent = (spec.get("agents") or {}).get(task.agent or "") or {}
-        name = agent.get("provider")
-        kind = ((spec.get("providers") or {}).get(name) or {}).get("kind")
-        if kind != "fake":
-            return (
-                f"{kind} providers (task {task.id}); only fake runs",
-                f"spec.providers.{name}.kind",
+def _capability_gap(task: PlannedTask) -> tuple[str, str] | None:
+    """(what, dotted path) of a registry operation this task uses that does not run yet."""
+    entry = task.entry
+    if task.kind == "agent" and task.agent_config is not None:
+        if entry is None or not entry.runnable:
+            name, kind = task.agent_config.provider_name, task.agent_config.provider_kind
+            runnable = [op.name for op in registry.entries("model") if op.runnable]
+            only = ", ".join(name.removeprefix(registry.MODEL_PREFIX) for name in runnable)
+            return f"{kind} providers (task {task.id}); only {only} runs", (
+                f"spec.providers.{name}.kind"
             )
-    elif task.kind == "action":
-        kind = ((spec.get("actions") or {}).get(task.action or "") or {}).get("kind")
-        if kind not in SUPPORTED_ACTIONS:
-            return f"action kind {kind} (task {task.id})", f"spec.actions.{task.action}.kind"
+    elif task.kind == "action" and (entry is None or not entry.runnable):
+        return f"action kind {task.operation} (task {task.id})", f"spec.actions.{task.action}.kind"
     return None
 
 
-def preflight_containers(plan: Plan, document: Mapping[str, Any]) -> None:
+def preflight_containers(plan: Plan) -> None:
     """Fail closed before any state exists: every container action's engine and image."""
     from agentctl.sandbox.container import preflight
 
-    actions = document["spec"].get("actions") or {}
     wanted = set()
     for task in plan.tasks:
-        action = actions.get(task.action or "") if task.kind == "action" else None
-        if action and action.get("isolation") == "container" and action.get("container"):
-            box = action["container"]
+        action = task.action_config if task.kind == "action" else None
+        box = action.get("container") if action and action.get("isolation") == "container" else None
+        if isinstance(box, dict):
             wanted.add((str(box.get("runtime") or "auto"), str(box["image"])))
 
     async def check_all() -> None:
@@ -190,30 +171,29 @@ def start_run(
     file: str | None = None,
     locate: Any = None,
 ) -> RunOutcome:
-    check_executable(plan, document, file=file, locate=locate)
-    preflight_containers(plan, document)
+    check_executable(plan, file=file, locate=locate)
+    preflight_containers(plan)
     clock = Clock()
     root = os.path.abspath(workspace)
+    mode = "check" if check_mode else "execute"
     with open_ledger(db) as ledger:
         run_id, trace_id = create_run(
-            ledger, plan=plan, document=document, plan_json=plan_json, inputs=inputs,
-            workspace=root, clock=clock, mode="check" if check_mode else "execute",
-        )  # fmt: skip
+            ledger,
+            plan=plan,
+            document=document,
+            plan_json=plan_json,
+            inputs=inputs,
+            workspace=root,
+            clock=clock,
+            mode=mode,
+        )
         if on_created is not None:
             on_created(run_id, trace_id)
-        req = DriveRequest(
-            ledger, run_id, trace_id, plan, document, root, timeout_s, progress, clock,
-            check_mode=check_mode, diff=diff,
-        )  # fmt: skip
-        outcome = run_trio(drive_run, req)
-    if outcome.state == "failed" and _automatic_compensation(document):
+        req = DriveRequest(ledger, run_id, trace_id, plan, root, timeout_s, progress, clock)
+        outcome = run_trio(drive_run, dataclasses.replace(req, check_mode=check_mode, diff=diff))
+    if outcome.state == "failed" and plan.run.compensation.get("onFailure") == "automatic":
         outcome = _compensate_after_failure(outcome, db, root, timeout_s)
     return outcome_or_raise(outcome)
-
-
-def _automatic_compensation(document: Mapping[str, Any]) -> bool:
-    settings = document["spec"].get("compensation") or {}
-    return settings.get("onFailure") == "automatic"
 
 
 def _compensate_after_failure(
@@ -221,9 +201,13 @@ def _compensate_after_failure(
 ) -> RunOutcome:
     """``compensation.onFailure: automatic``: run the inverse actions of a failed run."""
     name, data, _code = compensate(
-        outcome.run_id, db=db, tasks_filter=None, plan_only=False, workspace=workspace,
+        outcome.run_id,
+        db=db,
+        tasks_filter=None,
+        plan_only=False,
+        workspace=workspace,
         timeout_s=timeout_s,
-    )  # fmt: skip
+    )
     note = (
         f"automatic compensation {data.get('runId')} ended {data.get('state')}"
         if name == "CompensationOutcome"
@@ -241,18 +225,15 @@ def resume(
     progress: Progress | None = None,
     diff: bool = False,
 ) -> RunOutcome:
-    from agentctl.core.compiler import compile_workflow
-
+    """Continue a run with the plan it was created with (loaded, not compiled again)."""
     clock = Clock()
     with open_ledger(_existing(db)) as ledger:
         run = check_resumable(ledger, run_ref, clock)
-        plan = compile_workflow(run.workflow)
+        plan = load_plan(run)
         trace_id = clock.new_id("trace")
         base = os.path.abspath(workspace or run.base_path or os.getcwd())
-        req = DriveRequest(
-            ledger, run.run_id, trace_id, plan, run.workflow, base, timeout_s, progress, clock,
-            check_mode=run.mode == "check", diff=diff,
-        )  # fmt: skip
+        req = DriveRequest(ledger, run.run_id, trace_id, plan, base, timeout_s, progress, clock)
+        req = dataclasses.replace(req, check_mode=run.mode == "check", diff=diff)
         return outcome_or_raise(run_trio(drive_run, req))
 
 
@@ -277,24 +258,20 @@ def fork(
 ) -> RunOutcome:
     """A new run linked to the source that executes everything again with fresh effects."""
     from agentctl.coordinator import lineage
-    from agentctl.core.compiler import compile_workflow
 
     clock = Clock()
     with _open(db) as ledger:
         with ledger.read() as conn:
             source = runs.find_run(conn, run_ref)
-        plan = compile_workflow(source.workflow)
-        check_executable(plan, source.workflow)
-        preflight_containers(plan, source.workflow)
-        run_id, trace_id = lineage.new_fork(ledger, source, list(plan.order), clock)
+        plan = load_plan(source)
+        check_executable(plan)
+        preflight_containers(plan)
+        run_id, trace_id = lineage.new_fork(ledger, source, plan, clock)
         if on_created is not None:
             on_created(run_id, trace_id)
         base = os.path.abspath(workspace or source.base_path or os.getcwd())
-        req = DriveRequest(
-            ledger, run_id, trace_id, plan, source.workflow, base, timeout_s, progress, clock,
-            diff=diff,
-        )  # fmt: skip
-        return outcome_or_raise(run_trio(drive_run, req))
+        req = DriveRequest(ledger, run_id, trace_id, plan, base, timeout_s, progress, clock)
+        return outcome_or_raise(run_trio(drive_run, dataclasses.replace(req, diff=diff)))
 
 
 def _existing(db: str) -> str:
@@ -351,10 +328,18 @@ def effects_reconcile(
     clock = Clock()
     with _open(db) as ledger, ledger.transaction() as conn:
         record = reconcile.reconcile_effect_txn(
-            conn, effect_id, status.replace("-", "_"), actor, reason, evidence, result,
-            compensation_effect_id, clock.now(), reconciliation_id=clock.new_id("reconciliation"),
+            conn,
+            effect_id,
+            status.replace("-", "_"),
+            actor,
+            reason,
+            evidence,
+            result,
+            compensation_effect_id,
+            clock.now(),
+            reconciliation_id=clock.new_id("reconciliation"),
             trace_id=clock.new_id("trace"),
-        )  # fmt: skip
+        )
     return dict(record.to_json())
 
 
@@ -375,56 +360,81 @@ def recover(
     timeout_s: float | None,
     progress: Progress | None = None,
 ) -> tuple[str, dict[str, Any], int]:
-    """Plan a retry or repair of ``source_ref``; run it unless planning only or blocked.
-
-    Returns (envelope kind, data, exit code): a blocked plan is printed with exit 3 and
-    creates nothing.
-    """
+    """Plan a retry or repair; run it unless planning only or blocked (exit 3, creates nothing)."""
     from agentctl.coordinator import recovery
     from agentctl.core import recovery as rc
 
-    clock = Clock()
     title = "Retry" if kind == "retry" else "Repair"
     with _open(db) as ledger:
         source_run, source = recovery.load_source(ledger, source_ref)
         ok = recovery.artifact_checker(ledger)
-        if kind == "retry":
-            planned = rc.plan_retry(
-                source, target, failed_only=failed_only, roots=roots,
-                restart_successful=restart_successful, artifact_ok=ok,
-            )  # fmt: skip
-        else:
-            planned = rc.plan_repair(
-                source, target, roots=roots, restart_successful=restart_successful,
-                artifact_ok=ok, reason=reason,
-            )  # fmt: skip
+        options = {"roots": roots, "restart_successful": restart_successful, "artifact_ok": ok}
+        planned = (
+            rc.plan_retry(source, target, failed_only=failed_only, **options)
+            if kind == "retry"
+            else rc.plan_repair(source, target, reason=reason, **options)
+        )
         if plan_only or not planned.compatible:
             return f"{title}Plan", planned.to_json(), 0 if planned.compatible else 3
-        check_executable(target, document)
-        preflight_containers(target, document)
-        base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
-        run_id, trace_id = recovery.create_derived_run(
-            ledger, source_run=source_run, source=source, recovery=planned, target=target,
-            document=document, plan_json=plan_json, inputs=source_run.inputs or {},
-            workspace=base, reason=reason, clock=clock,
-        )  # fmt: skip
-        req = DriveRequest(ledger, run_id, trace_id, target, document, base, timeout_s,
-                           progress, clock)  # fmt: skip
-        outcome = outcome_or_raise(run_trio(drive_run, req))
-        with ledger.read() as conn:
-            refs = stats.artifact_list(conn, run_id)["references"]
-    data = {
+        derived = _Derived(document, target, plan_json, workspace, reason, timeout_s, progress)
+        outcome, refs = _run_derived(ledger, source_run, source, planned, derived)
+    return f"{title}Outcome", _recovered(outcome, source.run_id, planned, refs), _code(outcome)
+
+
+def _recovered(outcome: RunOutcome, source: str, planned: Any, refs: Any) -> dict[str, Any]:
+    return {
         **outcome.to_json(),
-        "sourceRunId": source.run_id,
+        "sourceRunId": source,
         "reusedTasks": list(planned.reuse),
         "executedTasks": list(planned.execute),
         "artifacts": refs,
     }
-    return (
-        f"{title}Outcome",
-        data,
-        {"succeeded": 0, "paused": 3, "cancelled": 130}.get(outcome.state, 4),
+
+
+def _code(outcome: RunOutcome) -> int:
+    return {"succeeded": 0, "paused": 3, "cancelled": 130}.get(outcome.state, 4)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Derived:
+    """What a retry or repair run is made of, besides its source and recovery plan."""
+
+    document: Mapping[str, Any]
+    target: Plan
+    plan_json: Any
+    workspace: str | None
+    reason: str | None
+    timeout_s: float | None
+    progress: Progress | None
+
+
+def _run_derived(
+    ledger: Ledger, source_run: Any, source: Any, planned: Any, d: _Derived
+) -> tuple[RunOutcome, Any]:
+    """Create and drive the derived run; returns its outcome and its artifact references."""
+    from agentctl.coordinator import recovery
+
+    check_executable(d.target)
+    preflight_containers(d.target)
+    clock = Clock()
+    base = os.path.abspath(d.workspace or source_run.base_path or os.getcwd())
+    run_id, trace_id = recovery.create_derived_run(
+        ledger,
+        source_run=source_run,
+        source=source,
+        recovery=planned,
+        target=d.target,
+        document=d.document,
+        plan_json=d.plan_json,
+        inputs=source_run.inputs or {},
+        workspace=base,
+        reason=d.reason,
+        clock=clock,
     )
+    req = DriveRequest(ledger, run_id, trace_id, d.target, base, d.timeout_s, d.progress, clock)
+    outcome = outcome_or_raise(run_trio(drive_run, req))
+    with ledger.read() as conn:
+        return outcome, stats.artifact_list(conn, run_id)["references"]
 
 
 def compensate(
@@ -440,31 +450,51 @@ def compensate(
     """Plan (and run) the declared inverse actions of a terminal run's confirmed mutations."""
     from agentctl.coordinator import recovery
     from agentctl.core import recovery as rc
-    from agentctl.core.compiler import compile_workflow, plan_to_json
 
-    clock = Clock()
     with _open(db) as ledger:
         source_run, source = recovery.load_source(ledger, source_ref)
         if source_run.state not in ("succeeded", "failed", "cancelled"):
             raise InvalidOperationError(
                 f"run {source_run.run_id} is {source_run.state}; compensate needs a terminal run"
             )
-        source_plan = compile_workflow(source_run.workflow)
-        planned = rc.plan_compensation(source, source_plan, tasks=tasks_filter)
+        planned = rc.plan_compensation(source, load_plan(source_run), tasks=tasks_filter)
         data = planned.to_json()
         if plan_only or not planned.executable:
             return "CompensationPlan", data, 0 if planned.complete else 3
-        document = rc.compensation_document(source_run.workflow, planned)
-        plan = compile_workflow(document)
-        base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
-        run_id, trace_id = create_run(
-            ledger, plan=plan, document=document, plan_json=plan_to_json(plan),
-            inputs=source_run.inputs or {}, workspace=base, clock=clock, mode="compensation",
-            source_run_id=source_run.run_id,
-        )  # fmt: skip
-        links = {s.compensation_task_id: s.source_effect_ids for s in planned.steps}
-        req = DriveRequest(ledger, run_id, trace_id, plan, document, base, timeout_s, progress,
-                           clock, compensates=links)  # fmt: skip
-        outcome = run_trio(drive_run, req)
+        where = workspace or source_run.base_path or os.getcwd()
+        outcome = _run_compensation(ledger, source_run, planned, where, timeout_s, progress)
     result = {**outcome.to_json(), "sourceRunId": source_run.run_id, "plan": data}
     return "CompensationOutcome", result, 0 if outcome.state == "succeeded" else 4
+
+
+def _run_compensation(
+    ledger: Ledger,
+    source_run: Any,
+    planned: Any,
+    workspace: str,
+    timeout_s: float | None,
+    progress: Progress | None,
+) -> RunOutcome:
+    """Compile the compensation document, create its source-linked run and drive it."""
+    from agentctl.core import recovery as rc
+    from agentctl.core.compiler import compile_workflow, plan_to_json
+
+    clock = Clock()
+    document = rc.compensation_document(source_run.workflow, planned)
+    plan = compile_workflow(document)
+    base = os.path.abspath(workspace)
+    run_id, trace_id = create_run(
+        ledger,
+        plan=plan,
+        document=document,
+        plan_json=plan_to_json(plan),
+        inputs=source_run.inputs or {},
+        workspace=base,
+        clock=clock,
+        mode="compensation",
+        source_run_id=source_run.run_id,
+    )
+    links = {s.compensation_task_id: s.source_effect_ids for s in planned.steps}
+    req = DriveRequest(ledger, run_id, trace_id, plan, base, timeout_s, progress, clock)
+    outcome: RunOutcome = run_trio(drive_run, dataclasses.replace(req, compensates=links))
+    return outcome

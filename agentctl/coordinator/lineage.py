@@ -5,7 +5,8 @@ Invariants:
   it copies a terminal source's task records (disposition ``recorded``) into a new run whose
   tasks still walk legal transitions, after verifying the source's artifact bytes;
 - a replay ends in its source's state (a failed source replays as failed);
-- fork re-runs the same workflow, plan and inputs from the initial memory with fresh effects.
+- fork re-runs the same workflow, plan and inputs from the initial memory with fresh effects;
+  it drives the source's stored plan and stores it with the fork (resume never recompiles).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import dataclasses
 from typing import Any
 
 from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.creation import owner_identity, stored_plan_text
 from agentctl.coordinator.records import transition_path
 from agentctl.coordinator.service import RunOutcome
+from agentctl.core.plan import Plan
 from agentctl.errors import InvalidOperationError
 from agentctl.ledger import runs, tasks
 from agentctl.ledger.artifacts.refs import ArtifactRef, list_refs
@@ -38,11 +41,13 @@ def replay(ledger: Ledger, source_ref: str, clock: Clock) -> RunOutcome:
     run_id, trace_id = clock.new_id("replay"), clock.new_id("trace")
     with ledger.transaction() as conn:
         now = clock.now()
-        runs.create_run_txn(conn, _derived(source, run_id, trace_id, "replay"),
-                            [t.task_id for t in records], now)  # fmt: skip
+        runs.create_run_txn(
+            conn, _derived(source, run_id, trace_id, "replay"), [t.task_id for t in records], now
+        )
         _copy_tasks_txn(conn, run_id, records, refs, source, now, trace_id)
-        runs.set_run_state_txn(conn, run_id, source.state, now, output=source.output,
-                               trace_id=trace_id)  # fmt: skip
+        runs.set_run_state_txn(
+            conn, run_id, source.state, now, output=source.output, trace_id=trace_id
+        )
     errors = {t.task_id: t.error for t in records if t.error}
     return RunOutcome(run_id, trace_id, source.state, source.output, errors)
 
@@ -76,13 +81,19 @@ def _derived(source: Any, run_id: str, trace_id: str, mode: str) -> runs.NewRun:
         trace_id=trace_id,
         base_path=source.base_path,
         parent_run_id=source.run_id,
+        compiled_plan_json=source.compiled_plan_json,
     )
 
 
 def _copy_tasks_txn(
-    conn: Any, run_id: str, records: list[Any], refs: list[Any], source: Any, now: str,
+    conn: Any,
+    run_id: str,
+    records: list[Any],
+    refs: list[Any],
+    source: Any,
+    now: str,
     trace_id: str,
-) -> None:  # fmt: skip
+) -> None:
     by_task: dict[str, list[ArtifactRef]] = {}
     for ref in refs:
         by_task.setdefault(ref.task_id, []).append(
@@ -93,52 +104,48 @@ def _copy_tasks_txn(
         if t.state == "pending":
             continue
         for step in transition_path("pending", t.state)[:-1]:
-            tasks.transition_task_txn(conn, run_id, t.task_id, step, now, attempt=t.attempt,
-                                      trace_id=trace_id)  # fmt: skip
-        completions.append(
-            tasks.TaskCompletion(
-                task_id=t.task_id,
-                state=t.state,
-                attempt=t.attempt,
-                disposition="recorded",
-                output=t.output,
-                error=t.error,
-                definition_fingerprint=t.definition_fingerprint,
-                input_digest=t.input_digest,
-                output_contract_fingerprint=t.output_contract_fingerprint,
-                output_digest=t.output_digest,
-                state_delta=t.state_delta,
-                artifacts=tuple(by_task.get(t.task_id, ())),
-                decision=t.decision,
-                source_run_id=source.run_id,
-                source_task_id=t.task_id,
-                source_attempt=t.attempt,
-                events=(tasks.AuditSpec(f"task.{t.state}", {"recordedFrom": source.run_id}),),
+            tasks.transition_task_txn(
+                conn, run_id, t.task_id, step, now, attempt=t.attempt, trace_id=trace_id
             )
-        )
-    tasks.commit_tasks_txn(conn, run_id, completions, source.working_memory, now,
-                           trace_id=trace_id)  # fmt: skip
+        completions.append(_recorded(t, tuple(by_task.get(t.task_id, ())), source.run_id))
+    tasks.commit_tasks_txn(conn, run_id, completions, source.working_memory, now, trace_id=trace_id)
 
 
-def new_fork(ledger: Ledger, source: Any, order: list[str], clock: Clock) -> tuple[str, str]:
-    """Create a fork of a run: same workflow and inputs, initial memory, fresh effects."""
-    from agentctl.coordinator.service import owner_identity
+def _recorded(t: Any, artifacts: tuple[ArtifactRef, ...], source_run_id: str) -> Any:
+    """The completion that copies one source task record into a replay."""
+    return tasks.TaskCompletion(
+        task_id=t.task_id,
+        state=t.state,
+        attempt=t.attempt,
+        disposition="recorded",
+        output=t.output,
+        error=t.error,
+        definition_fingerprint=t.definition_fingerprint,
+        input_digest=t.input_digest,
+        output_contract_fingerprint=t.output_contract_fingerprint,
+        output_digest=t.output_digest,
+        state_delta=t.state_delta,
+        artifacts=artifacts,
+        decision=t.decision,
+        source_run_id=source_run_id,
+        source_task_id=t.task_id,
+        source_attempt=t.attempt,
+        events=(tasks.AuditSpec(f"task.{t.state}", {"recordedFrom": source_run_id}),),
+    )
 
-    spec = source.workflow.get("spec") or {}
-    initial = dict((spec.get("memory") or {}).get("working") or {})
-    budgets = (spec.get("runtime") or {}).get("budgets") or {}
+
+def new_fork(ledger: Ledger, source: Any, plan: Plan, clock: Clock) -> tuple[str, str]:
+    """Create a fork of a run: same workflow, plan and inputs, initial memory, fresh effects."""
     run_id, trace_id = clock.new_id("fork"), clock.new_id("trace")
-    derived = _derived(source, run_id, trace_id, "fork")
     new = dataclasses.replace(
-        derived,
-        working_memory=initial,
-        budget_limits={
-            k: v for k, v in budgets.items() if isinstance(v, int) and not isinstance(v, bool)
-        },
+        _derived(source, run_id, trace_id, "fork"),
+        working_memory=dict(plan.run.working_memory),
+        budget_limits=plan.run.budget_limits(),
+        compiled_plan_json=stored_plan_text(plan),
     )
     pid, ctime = owner_identity()
     with ledger.transaction() as conn:
         now = clock.now()
-        runs.create_run_txn(conn, new, order, now)
+        runs.create_run_txn(conn, new, list(plan.order), now)
         runs.acquire_run_lease_txn(conn, run_id, pid, ctime, now)
     return run_id, trace_id

@@ -1,28 +1,34 @@
 """Preparing one task of a batch: skip, compute pure work, or plan the effect to record.
 
 Nothing here writes to the ledger or runs an effect; the driver records what this module
-decides. A task reads only the immutable ``RuntimeView`` snapshot of its batch.
+decides. A task reads only the immutable ``RuntimeView`` snapshot of its batch, and the run's
+configuration only from the compiled plan (never from the workflow document).
 
 Invariants:
+- what an effect is (class, risk, policy name, placement, preview) and how its request is built
+  come from the task's registry entry; nothing here knows a particular action kind;
 - an effect's identity covers exactly the recorded input (rendered ``with`` plus the action
   configuration), never a secret value: secrets are recorded as source + SHA-256 only;
 - a policy denial or a template failure is decided here, before any effect row exists;
-- ``builtin.write`` of content already on disk is no effect at all (no row, no approval).
+- a ``file_write`` effect of content already on disk is no effect at all (no row, no approval).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from agentctl.coordinator import preview, secrets
 from agentctl.core import evaluate as ev
+from agentctl.core.builders import agent_prompt
 from agentctl.core.canonical import v1_digest
-from agentctl.core.effects import action_kind, effect_id, input_digest
+from agentctl.core.effects import effect_id, input_digest
+from agentctl.core.jsonvalue import JsonObject
+from agentctl.core.operations import BuildInput, Built, Operation, RunContext
 from agentctl.core.plan import Plan, PlannedTask
-from agentctl.core.policy import decide
+from agentctl.core.policy import Decision, decide
 from agentctl.errors import PolicyDeniedError, RunFailedError
 
 PrepKind = Literal["done", "effect", "waiting", "agent"]
@@ -71,11 +77,10 @@ class Prepared:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """What every task of one run shares: the workflow document and where it runs."""
+    """What every task of one run shares: its compiled plan and where it runs."""
 
     run_id: str
     plan: Plan
-    document: Mapping[str, Any]
     workspace: str
     interactive: bool = False
     check_mode: bool = False  # `run --check`: only pure, internal and observe work runs
@@ -83,9 +88,11 @@ class RunSettings:
     # compensation runs: compensation task id → the source effects its inverse compensates
     compensates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
-    @property
-    def spec(self) -> Mapping[str, Any]:
-        return self.document["spec"]  # type: ignore[no-any-return]
+    @cached_property
+    def context(self) -> RunContext:
+        """What request builders may know about the run."""
+        run = self.plan.run
+        return RunContext(self.workspace, run.policy, run.long_term_namespace)
 
 
 def prepare_task(
@@ -147,11 +154,12 @@ def _prepare_in_context(
         )
     if task.kind == "agent":
         return _prepare_agent(rs, task, ctx, attempt, record)
-    kind = _action_kind(rs, task)
-    if kind is None or action_kind(kind).is_pure:
+    entry = task.entry if task.kind == "action" else None
+    if entry is None or entry.is_pure:
+        kind = task.operation if task.kind == "action" else None
         output = ev.evaluate_pure(task, kind, ctx, rs.plan, view)
         return Prepared(task, attempt, "done", output=output, decision=record)
-    return _prepare_effect(rs, task, kind, ev.render_input(task, ctx), view, attempt, record)
+    return _prepare_effect(rs, task, entry, ev.render_input(task, ctx), attempt, record)
 
 
 def _prepare_agent(
@@ -161,11 +169,9 @@ def _prepare_agent(
     attempt: int,
     record: dict[str, Any] | None,
 ) -> Prepared:
-    from agentctl.coordinator.agent import agent_prompt
-
     if rs.check_mode:
-        agent = rs.spec["agents"][task.agent or ""]
-        output = preview.requires_execution(provider=agent["provider"])
+        provider = task.agent_config.provider_name if task.agent_config else None
+        output = preview.requires_execution(provider=provider)
         return Prepared(task, attempt, "done", output=output, decision=record)
     prompt = agent_prompt(ev.render_input(task, ctx))
     return Prepared(task, attempt, "agent", state="running", decision=record, prompt=prompt)
@@ -187,190 +193,122 @@ def resolved_input_digest(task: PlannedTask, ctx: Mapping[str, Any], view: ev.Ru
     )
 
 
-def _action_kind(rs: RunSettings, task: PlannedTask) -> str | None:
-    if task.kind != "action" or task.action is None:
-        return None
-    return str(rs.spec["actions"][task.action]["kind"])
-
-
 def _prepare_effect(
     rs: RunSettings,
     task: PlannedTask,
-    kind: str,
+    entry: Operation,
     given: Any,
-    view: ev.RuntimeView,
     attempt: int,
     record: dict[str, Any] | None,
 ) -> Prepared:
-    spec = action_kind(kind)
-    action = rs.spec["actions"][task.action or ""]
-    args = given if isinstance(given, Mapping) else {}
-    decision = decide(
-        rs.spec["policy"],
-        name=spec.policy_name or kind,
-        effect_class=str(spec.effect_class),
-        risk=str(spec.risk),
-        interactive=rs.interactive,
-    )
-    if decision.kind == "deny":
-        raise PolicyDeniedError(f"task {task.id}: {decision.reason}")
-    builder = _BUILDERS.get(kind)
-    if builder is None:
-        raise RunFailedError(f"task {task.id}: action kind {kind} cannot run in this version")
-    recorded, request = builder(rs, task, action, args)
-    if kind == "builtin.write":
-        roots = list(request["writableRoots"])
-        before = preview.current_content(rs.workspace, roots, str(args["path"]))
-        unchanged = before == args["content"] and not rs.compensates
-        if rs.check_mode or unchanged:
-            output = preview.write_output(
-                str(args["path"]), before, str(args["content"]), diff=rs.diff or rs.check_mode
-            )
-            return Prepared(task, attempt, "done", output=output, decision=record)
+    decision = _decide(rs, task, entry)
+    recorded, request, values = _build(rs, task, entry, given)
+    if entry.preview == "file_write":
+        previewed = _preview_write(rs, task, request, attempt, record)
+        if previewed is not None:
+            return previewed
         request["diff"] = rs.diff
-    elif rs.check_mode and spec.effect_class not in ("internal_state", "observe"):
-        output = preview.requires_execution(kind=kind)
+    elif rs.check_mode and entry.preview == "stand_in":
+        output = preview.requires_execution(kind=entry.name)
         return Prepared(task, attempt, "done", output=output, decision=record)
-    digest = input_digest(recorded)
-    plan = EffectPlan(
-        effect_id=effect_id(rs.run_id, task.id, attempt, 0, kind, digest),
-        operation=kind,
-        effect_class=str(spec.effect_class),
-        risk=str(spec.risk),
-        idempotency=str(spec.idempotency),
-        recorded_input=recorded,
-        request=request,
-        timeout_s=float(task.timeout_seconds),
-        needs_approval=decision.kind == "require_approval",
-        approval_reason=decision.reason if decision.kind == "require_approval" else None,
-        in_process=kind in IN_PROCESS,
-        budget=_budget_estimate(kind, request),
-        secrets=tuple(str(v) for v in (request.get("env") or {}).values()),
-    )
+    plan = _effect_plan(rs, task, entry, attempt, recorded, request, decision)
+    plan.secrets = values
     return Prepared(task, attempt, "effect", state="running", effect=plan, decision=record)
 
 
-def _budget_estimate(kind: str, request: Mapping[str, Any]) -> dict[str, int]:
-    if kind == "builtin.shell.exec":
-        limits = request.get("limits") or {}
-        return {"processOutputBytes": int(limits.get("combinedOutputLimitBytes", 2 * 1024 * 1024))}
-    return {}
+def _decide(rs: RunSettings, task: PlannedTask, entry: Operation) -> Decision:
+    decision = decide(
+        rs.plan.run.policy,
+        name=entry.policy_name or entry.name,
+        effect_class=str(entry.effect_class),
+        risk=str(entry.risk),
+        interactive=rs.interactive,
+    )
+    if decision.denied:
+        raise PolicyDeniedError(f"task {task.id}: {decision.reason}")
+    return decision
 
 
-# ----------------------------------------------------------------------------- builders
-
-Built = tuple[dict[str, Any], dict[str, Any]]
-
-
-def _read(
-    rs: RunSettings, task: PlannedTask, action: Mapping[str, Any], args: Mapping[str, Any]
-) -> Built:
-    path = _str_arg(task, args, "path")
-    return {"path": path}, {"workspace": rs.workspace, "path": path}
-
-
-def _write(
-    rs: RunSettings, task: PlannedTask, action: Mapping[str, Any], args: Mapping[str, Any]
-) -> Built:
-    path = _str_arg(task, args, "path")
-    content = _str_arg(task, args, "content")
-    roots = list(rs.spec["policy"].get("writableRoots") or [])
-    request = {"workspace": rs.workspace, "writableRoots": roots, "path": path, "content": content}
-    return {"path": path, "content": content}, request
-
-
-def _memory_write(
-    rs: RunSettings, task: PlannedTask, action: Mapping[str, Any], args: Mapping[str, Any]
-) -> Built:
-    key = _str_arg(task, args, "key")
-    if task.memory_writes and key not in task.memory_writes:
-        raise PolicyDeniedError(
-            f"task {task.id}: memory key {key!r} is not in its memoryWrites "
-            f"{list(task.memory_writes)}"
+def _build(
+    rs: RunSettings, task: PlannedTask, entry: Operation, given: Any
+) -> tuple[JsonObject, JsonObject, tuple[str, ...]]:
+    """(recorded input, worker request, resolved secret values) of the task's effect."""
+    if entry.builder is None:
+        raise RunFailedError(f"task {task.id}: action kind {entry.name} cannot run in this version")
+    built = entry.builder(
+        BuildInput(
+            task_id=task.id,
+            name=task.action or "",
+            config=task.config(),
+            args=given,
+            run=rs.context,
+            memory_writes=task.memory_writes,
+            timeout_seconds=float(task.timeout_seconds),
         )
-    recorded = {"key": key, "value": args.get("value")}
-    return recorded, dict(recorded)
+    )
+    return _with_secrets(rs, task, built)
 
 
-def _shell(
-    rs: RunSettings, task: PlannedTask, action: Mapping[str, Any], args: Mapping[str, Any]
-) -> Built:
-    policy = rs.spec["policy"]
-    command = str(action.get("command") or "")
-    allow = list(policy.get("processAllowlist") or [])
-    if os.path.basename(command) not in allow:
-        raise PolicyDeniedError(
-            f"task {task.id}: process {os.path.basename(command)!r} is not in "
-            "policy.processAllowlist"
-        )
-    env, recorded_env = _resolve_env(rs, task, action, policy)
-    limits = {
-        "timeoutSeconds": float(task.timeout_seconds),
-        "stdoutLimitBytes": action.get("stdoutLimitBytes") or 1024 * 1024,
-        "stderrLimitBytes": action.get("stderrLimitBytes") or 1024 * 1024,
-        "combinedOutputLimitBytes": action.get("combinedOutputLimitBytes") or 2 * 1024 * 1024,
-    }
-    base = {
-        "command": command,
-        "args": list(action.get("args") or []),
-        "cwd": action.get("cwd"),
-        "isolation": action.get("isolation") or "process",
-        "container": action.get("container"),
-    }
-    request = {
-        **base,
-        "workspace": rs.workspace,
-        "env": env,
-        "limits": limits,
-        "processAllowlist": allow,
-    }
-    return {**base, "env": recorded_env, "limits": limits}, request
+def _with_secrets(
+    rs: RunSettings, task: PlannedTask, built: Built
+) -> tuple[JsonObject, JsonObject, tuple[str, ...]]:
+    """Resolve ``env`` secret references: values to the worker, source + SHA-256 recorded."""
+    recorded, request = built.recorded, built.request
+    if not built.secret_env:
+        return recorded, request, ()
+    values, kept = secrets.resolve_named(
+        built.secret_env, rs.plan.run.policy, rs.workspace, f"task {task.id}"
+    )
+    recorded["env"], request["env"] = kept, dict(values.items())
+    return recorded, request, tuple(values.values())
 
 
-def _resolve_env(
-    rs: RunSettings, task: PlannedTask, action: Mapping[str, Any], policy: Mapping[str, Any]
-) -> tuple[dict[str, str], dict[str, Any]]:
-    """Resolve ``env`` secret references; record only their source and SHA-256."""
-    values: dict[str, str] = {}
-    recorded: dict[str, Any] = {}
-    for name, ref in sorted((action.get("env") or {}).items()):
-        got = secrets.resolve(ref, policy, rs.workspace, f"task {task.id}: env {name}")
-        values[name] = got.value
-        recorded[name] = got.recorded()
-    return values, recorded
+def _preview_write(
+    rs: RunSettings,
+    task: PlannedTask,
+    request: JsonObject,
+    attempt: int,
+    record: dict[str, Any] | None,
+) -> Prepared | None:
+    """Check mode's diff, or no effect at all when the content is already there."""
+    given = request.get("writableRoots")
+    roots = [str(root) for root in given] if isinstance(given, list) else []
+    path, content = str(request["path"]), str(request["content"])
+    before = preview.current_content(rs.workspace, roots, path)
+    unchanged = before == content and not rs.compensates
+    if not (rs.check_mode or unchanged):
+        return None
+    output = preview.write_output(path, before, content, diff=rs.diff or rs.check_mode)
+    return Prepared(task, attempt, "done", output=output, decision=record)
 
 
-def _str_arg(task: PlannedTask, args: Mapping[str, Any], key: str) -> str:
-    value = args.get(key)
-    if not isinstance(value, str):
-        raise RunFailedError(f"task {task.id}: `with.{key}` must be a string, got {value!r}")
-    return value
-
-
-def _long_term(
-    rs: RunSettings, task: PlannedTask, action: Mapping[str, Any], args: Mapping[str, Any]
-) -> Built:
-    settings = (rs.spec.get("memory") or {}).get("longTerm") or {}
-    recorded: dict[str, Any] = {"namespace": str(settings.get("namespace") or "default"),
-                "key": _str_arg(task, args, "key")}  # fmt: skip
-    if action["kind"] == "builtin.long_term_memory.write":
-        recorded["value"] = args.get("value")
-    return recorded, dict(recorded)
-
-
-# Effects on state the coordinator owns run in the coordinator, under the same protocol.
-IN_PROCESS = frozenset(
-    {"builtin.memory.write", "builtin.long_term_memory.read", "builtin.long_term_memory.write"}
-)
-
-_BUILDERS = {
-    "builtin.long_term_memory.read": _long_term,
-    "builtin.long_term_memory.write": _long_term,
-    "builtin.read": _read,
-    "builtin.write": _write,
-    "builtin.memory.write": _memory_write,
-    "builtin.shell.exec": _shell,
-}
+def _effect_plan(
+    rs: RunSettings,
+    task: PlannedTask,
+    entry: Operation,
+    attempt: int,
+    recorded: JsonObject,
+    request: JsonObject,
+    decision: Decision,
+) -> EffectPlan:
+    operation = entry.effect_operation
+    declared = task.config().get("idempotency")
+    idempotency = declared if declared in entry.idempotency_choices else entry.idempotency
+    approval = decision.needs_approval
+    return EffectPlan(
+        effect_id=effect_id(rs.run_id, task.id, attempt, 0, operation, input_digest(recorded)),
+        operation=operation,
+        effect_class=str(entry.effect_class),
+        risk=str(entry.risk),
+        idempotency=str(idempotency),
+        recorded_input=recorded,
+        request=request,
+        timeout_s=float(task.timeout_seconds),
+        needs_approval=approval,
+        approval_reason=decision.reason if approval else None,
+        in_process=entry.placement == "coordinator",
+        budget=entry.estimate(request) if entry.estimate is not None else {},
+    )
 
 
 def memory_write_output(memory: Mapping[str, Any], recorded: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agentctl.coordinator.clock import Clock
-from agentctl.coordinator.service import owner_identity
+from agentctl.coordinator.creation import owner_identity, stored_plan_text
 from agentctl.core import recovery as rc
 from agentctl.core.plan import Plan
 from agentctl.ledger import audit, effects, reconcile, runs, tasks
@@ -61,9 +61,13 @@ def load_source(ledger: Ledger, run_ref: str) -> tuple[Any, rc.SourceRun]:
         )
     source_tasks = {t.task_id: _source_task(t, by_task, arts, needs) for t in records}
     view = rc.SourceRun(
-        run_id=run.run_id, mode=run.mode, state=run.state, workflow_name=run.workflow_name,
-        workflow_digest=run.workflow_digest, tasks=source_tasks,
-    )  # fmt: skip
+        run_id=run.run_id,
+        mode=run.mode,
+        state=run.state,
+        workflow_name=run.workflow_name,
+        workflow_digest=run.workflow_digest,
+        tasks=source_tasks,
+    )
     return run, view
 
 
@@ -74,13 +78,20 @@ def _source_task(
     needs: Mapping[str, tuple[str, ...]],
 ) -> rc.SourceTask:
     return rc.SourceTask(
-        task_id=t.task_id, state=t.state, attempt=t.attempt, disposition=t.disposition,
-        output=t.output, definition_fingerprint=t.definition_fingerprint,
-        input_digest=t.input_digest, output_contract_fingerprint=t.output_contract_fingerprint,
-        output_digest=t.output_digest, state_delta=t.state_delta,
-        artifacts=tuple(arts.get(t.task_id, ())), effects=tuple(by_task.get(t.task_id, ())),
+        task_id=t.task_id,
+        state=t.state,
+        attempt=t.attempt,
+        disposition=t.disposition,
+        output=t.output,
+        definition_fingerprint=t.definition_fingerprint,
+        input_digest=t.input_digest,
+        output_contract_fingerprint=t.output_contract_fingerprint,
+        output_digest=t.output_digest,
+        state_delta=t.state_delta,
+        artifacts=tuple(arts.get(t.task_id, ())),
+        effects=tuple(by_task.get(t.task_id, ())),
         needs=needs.get(t.task_id, ()),
-    )  # fmt: skip
+    )
 
 
 def artifact_checker(ledger: Ledger) -> Any:
@@ -110,38 +121,58 @@ def create_derived_run(
     """One transaction: the run, its reused tasks, rebuilt memory, audit and lease."""
     mode = recovery.kind
     run_id, trace_id = clock.new_id(mode), clock.new_id("trace")
-    spec = document["spec"]
     reused = {tid: source.tasks[tid] for tid in recovery.reuse}
-    initial = dict((spec.get("memory") or {}).get("working") or {})
-    memory = rc.rebuild_memory(initial, target, reused)
+    memory = rc.rebuild_memory(dict(target.run.working_memory), target, reused)
     new = runs.NewRun(
-        run_id=run_id, mode=mode, workflow_name=target.name,
-        workflow_digest=target.workflow_digest, plan_digest=target.plan_digest,
-        workflow=document, plan=plan_json, inputs=dict(inputs), working_memory=memory,
-        trace_id=trace_id, base_path=workspace, parent_run_id=source.run_id,
-        source_run_id=source.run_id, roots=list(recovery.roots), reason=reason,
-        budget_limits=_limits(spec),
-    )  # fmt: skip
+        run_id=run_id,
+        mode=mode,
+        workflow_name=target.name,
+        workflow_digest=target.workflow_digest,
+        plan_digest=target.plan_digest,
+        workflow=document,
+        plan=plan_json,
+        inputs=dict(inputs),
+        working_memory=memory,
+        trace_id=trace_id,
+        base_path=workspace,
+        parent_run_id=source.run_id,
+        source_run_id=source.run_id,
+        roots=list(recovery.roots),
+        reason=reason,
+        budget_limits=target.run.budget_limits(),
+        compiled_plan_json=stored_plan_text(target),
+    )
+    _create_derived(ledger, new, target, source, recovery, reused, clock)
+    return run_id, trace_id
+
+
+def _create_derived(
+    ledger: Ledger,
+    new: runs.NewRun,
+    target: Plan,
+    source: rc.SourceRun,
+    recovery: rc.RecoveryPlan,
+    reused: Mapping[str, rc.SourceTask],
+    clock: Clock,
+) -> None:
+    """The derived run's one transaction: run, reused tasks, memory, audit and lease."""
     pid, ctime = owner_identity()
+    mode, run_id, trace_id = new.mode, new.run_id, new.trace_id
+    payload = {
+        "sourceRunId": source.run_id,
+        "roots": list(recovery.roots),
+        "reason": new.reason,
+        "reused": list(recovery.reuse),
+        "execute": list(recovery.execute),
+    }
     with ledger.transaction() as conn:
         now = clock.now()
         runs.create_run_txn(conn, new, list(target.order), now)
         refs = _source_refs(conn, source.run_id)
         done = [_reuse_completion(reused[tid], refs, source.run_id, mode) for tid in recovery.reuse]
-        tasks.commit_tasks_txn(conn, run_id, done, memory, now, trace_id=trace_id)
-        audit.append_audit_txn(
-            conn, run_id, f"{mode}.created",
-            {"sourceRunId": source.run_id, "roots": list(recovery.roots), "reason": reason,
-             "reused": list(recovery.reuse), "execute": list(recovery.execute)},
-            now, trace_id=trace_id,
-        )  # fmt: skip
+        tasks.commit_tasks_txn(conn, run_id, done, new.working_memory, now, trace_id=trace_id)
+        audit.append_audit_txn(conn, run_id, f"{mode}.created", payload, now, trace_id=trace_id)
         runs.acquire_run_lease_txn(conn, run_id, pid, ctime, now)
-    return run_id, trace_id
-
-
-def _limits(spec: Mapping[str, Any]) -> dict[str, int]:
-    budgets = (spec.get("runtime") or {}).get("budgets") or {}
-    return {k: v for k, v in budgets.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
 def _source_refs(conn: Any, run_id: str) -> dict[str, list[ArtifactRef]]:
@@ -157,14 +188,26 @@ def _reuse_completion(
     t: rc.SourceTask, refs: Mapping[str, list[ArtifactRef]], source_run_id: str, mode: str
 ) -> tasks.TaskCompletion:
     return tasks.TaskCompletion(
-        task_id=t.task_id, state="succeeded", attempt=0, disposition="reused", output=t.output,
-        definition_fingerprint=t.definition_fingerprint, input_digest=t.input_digest,
-        output_contract_fingerprint=t.output_contract_fingerprint, output_digest=t.output_digest,
-        state_delta=t.state_delta, artifacts=tuple(refs.get(t.task_id, ())),
-        source_run_id=source_run_id, source_task_id=t.task_id, source_attempt=t.attempt,
-        events=(tasks.AuditSpec(f"{mode}.task_reused", {"sourceRunId": source_run_id,
-                                                        "sourceAttempt": t.attempt}),),
-    )  # fmt: skip
+        task_id=t.task_id,
+        state="succeeded",
+        attempt=0,
+        disposition="reused",
+        output=t.output,
+        definition_fingerprint=t.definition_fingerprint,
+        input_digest=t.input_digest,
+        output_contract_fingerprint=t.output_contract_fingerprint,
+        output_digest=t.output_digest,
+        state_delta=t.state_delta,
+        artifacts=tuple(refs.get(t.task_id, ())),
+        source_run_id=source_run_id,
+        source_task_id=t.task_id,
+        source_attempt=t.attempt,
+        events=(
+            tasks.AuditSpec(
+                f"{mode}.task_reused", {"sourceRunId": source_run_id, "sourceAttempt": t.attempt}
+            ),
+        ),
+    )
 
 
 def compensated_reconciliations_txn(
@@ -177,9 +220,14 @@ def compensated_reconciliations_txn(
     """Append ``compensated`` to each source effect whose inverse effect just confirmed."""
     for source_effect, inverse_effect in pairs:
         reconcile.reconcile_effect_txn(
-            conn, source_effect, "compensated", "agentctl-compensation",
+            conn,
+            source_effect,
+            "compensated",
+            "agentctl-compensation",
             f"inverse action confirmed in {compensation_run_id}",
-            {"kind": "compensation_run", "runId": compensation_run_id,
-             "effectId": inverse_effect},
-            None, inverse_effect, now, trace_id=trace_id,
-        )  # fmt: skip
+            {"kind": "compensation_run", "runId": compensation_run_id, "effectId": inverse_effect},
+            None,
+            inverse_effect,
+            now,
+            trace_id=trace_id,
+        )

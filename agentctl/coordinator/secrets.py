@@ -103,3 +103,19 @@ def _from_process(spec: Mapping[str, Any], policy: Mapping[str, Any], what: str)
         raise RunFailedError(f"{what}: secret helper {command} printed more than {limit} bytes")
     text = done.stdout.decode("utf-8", "replace")
     return Resolved(text[:-1] if text.endswith("\n") else text, f"process:{command}")
+
+
+def resolve_named(
+    refs: Mapping[str, Any], policy: Mapping[str, Any], workspace: str, what: str
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """Resolve name → reference maps (an action's ``env``): (values, what the ledger keeps).
+
+    Names resolve in sorted order, so the first failure reported is always the same one.
+    """
+    values: dict[str, str] = {}
+    recorded: dict[str, Any] = {}
+    for name, ref in sorted(refs.items()):
+        got = resolve(ref, policy, workspace, f"{what}: env {name}")
+        values[name] = got.value
+        recorded[name] = got.recorded()
+    return values, recorded

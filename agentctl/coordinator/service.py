@@ -1,8 +1,10 @@
 """Run-level operations behind the CLI: start a run, resume one, and supervise the drive.
 
 Invariants:
-- a run is created (run row, pending tasks, budget ledger, audit, checkpoint, lease) in one
-  transaction, only after the workflow compiled;
+- a run is created (run row with its document and compiled plan, pending tasks, budget
+  ledger, audit, checkpoint, lease) in one transaction, only after the workflow compiled;
+- driving reads the run's configuration only from the plan, never from the document; a
+  resumed run loads the plan it was created with (``creation.load_plan``), never compiling;
 - exactly one live coordinator drives a run (the lease); a second one is refused;
 - SIGINT, SIGTERM, ``agentctl cancel`` and ``--timeout-seconds`` converge on one path: in-flight
   work is cancelled, started-unconfirmed effects become uncertain, the run is cancelled (130);
@@ -21,15 +23,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import psutil
 import trio
 
 from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.creation import owner_identity, stored_plan_text
 from agentctl.coordinator.driver import Driver, Inflight, Live
-from agentctl.coordinator.prepare import IN_PROCESS, RunSettings
+from agentctl.coordinator.prepare import RunSettings
 from agentctl.coordinator.store import Store
 from agentctl.coordinator.workerpool import kill_stale_workers, open_worker_pool
-from agentctl.core.effects import action_kind
+from agentctl.core.evaluate import RuntimeView, TaskFailure, render_run_outputs
 from agentctl.core.plan import Plan
 from agentctl.errors import (
     BlockedError,
@@ -67,7 +69,6 @@ class DriveRequest:
     run_id: str
     trace_id: str
     plan: Plan
-    document: Mapping[str, Any]
     workspace: str
     timeout_s: float | None = None
     progress: Progress | None = None
@@ -75,11 +76,6 @@ class DriveRequest:
     check_mode: bool = False
     diff: bool = False
     compensates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-
-
-def owner_identity() -> tuple[int, float]:
-    pid = os.getpid()
-    return pid, psutil.Process(pid).create_time()
 
 
 def create_run(
@@ -94,10 +90,9 @@ def create_run(
     mode: str = "execute",
     source_run_id: str | None = None,
 ) -> tuple[str, str]:
-    """Create the run and take its lease in one transaction; returns (run id, trace id)."""
+    """Create the run (document and compiled plan stored) and take its lease in one txn."""
     prefix = "compensation" if mode == "compensation" else "run"
     run_id, trace_id = clock.new_id(prefix), clock.new_id("trace")
-    spec = document["spec"]
     new = runs.NewRun(
         run_id=run_id,
         mode=mode,
@@ -107,16 +102,13 @@ def create_run(
         workflow=document,
         plan=plan_json,
         inputs=dict(inputs),
-        working_memory=dict((spec.get("memory") or {}).get("working") or {}),
+        working_memory=dict(plan.run.working_memory),
         trace_id=trace_id,
         base_path=workspace,
         parent_run_id=source_run_id,
         source_run_id=source_run_id,
-        budget_limits={
-            k: v
-            for k, v in ((spec.get("runtime") or {}).get("budgets") or {}).items()
-            if isinstance(v, int) and not isinstance(v, bool)
-        },
+        budget_limits=plan.run.budget_limits(),
+        compiled_plan_json=stored_plan_text(plan),
     )
     pid, ctime = owner_identity()
     with ledger.transaction() as conn:
@@ -160,10 +152,7 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
     """Drive a created or resumed run to a resting state under the one cancellation path."""
     store = Store(req.ledger)
     live = await store.read(load_live, req.run_id)
-    settings = RunSettings(
-        req.run_id, req.plan, req.document, req.workspace, check_mode=req.check_mode,
-        diff=req.diff, compensates=req.compensates,
-    )  # fmt: skip
+    settings = _settings(req)
     size = max(1, min(req.plan.max_concurrency, os.cpu_count() or 1))
     registry = _worker_registry(req.ledger)
     final, cancelled, wall_expired = "failed", False, False
@@ -177,7 +166,7 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_watch_signals, scope)
                 nursery.start_soon(_watch_cancel_flag, store, req.run_id, scope)
-                if _wide_effects(req.plan, req.document):
+                if _wide_effects(req.plan):
                     # Worker start-up (~0.1-0.3 s) overlaps the run's first transactions.
                     nursery.start_soon(pool.warm, size)
                 if req.timeout_s is not None:
@@ -197,16 +186,25 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
     return outcome
 
 
-def _wide_effects(plan: Plan, document: Mapping[str, Any]) -> bool:
+def _settings(req: DriveRequest) -> RunSettings:
+    return RunSettings(
+        req.run_id,
+        req.plan,
+        req.workspace,
+        check_mode=req.check_mode,
+        diff=req.diff,
+        compensates=req.compensates,
+    )
+
+
+def _wide_effects(plan: Plan) -> bool:
     """Whether the run will want more than one worker: concurrent worker-executed tasks."""
     if plan.max_concurrency < 2:
         return False
-    actions = document["spec"].get("actions") or {}
     remote = 0
     for task in plan.tasks:
-        kind = (actions.get(task.action or "") or {}).get("kind") if task.kind == "action" else None
-        in_coordinator = kind is None or kind in IN_PROCESS or action_kind(kind).is_pure
-        remote += task.kind == "agent" or not in_coordinator
+        entry = task.entry if task.kind in ("action", "agent") else None
+        remote += entry is not None and entry.placement == "worker"
         if remote > 1:
             return True
     return False
@@ -223,10 +221,8 @@ def _worker_registry(ledger: Ledger) -> str:
 
 async def _wall_deadline(store: Store, req: DriveRequest) -> float:
     """``maxWallTimeSeconds`` counts from the durable run creation, across pauses and resumes."""
-    limit = ((req.document["spec"].get("runtime") or {}).get("budgets") or {}).get(
-        "maxWallTimeSeconds"
-    )
-    if not isinstance(limit, int) or isinstance(limit, bool):
+    limit = req.plan.run.wall_time_limit()
+    if limit is None:
         return math.inf
     run = await store.read(runs.get_run, req.run_id)
     elapsed = (_ts(req.clock.now()) - _ts(run.created_at)).total_seconds()
@@ -255,8 +251,6 @@ async def _watch_cancel_flag(store: Store, run_id: str, scope: trio.CancelScope)
 async def _finish(
     store: Store, req: DriveRequest, live: Live, final: str, cancelled: bool
 ) -> RunOutcome:
-    from agentctl.core.evaluate import RuntimeView, TaskFailure, render_run_outputs
-
     now = req.clock.now()
     if cancelled:
         await store.write(_cancel_txn, req.run_id, live, now, "cancelled", None)
@@ -270,7 +264,7 @@ async def _finish(
     if final == "succeeded":
         view = RuntimeView(live.inputs, live.memory, live.outputs, live.states, live.errors)
         try:
-            output = render_run_outputs(req.document["spec"].get("outputs") or {}, view)
+            output = render_run_outputs(req.plan.run.outputs, view)
         except TaskFailure as exc:
             if req.check_mode:  # a preview cannot know what unexecuted work would return
                 output = {"unavailableInCheckMode": exc.message}
@@ -292,12 +286,21 @@ def _cancel_txn(
         if task_state in ("running", "waiting_for_effect", "retry_scheduled", "ready"):
             tasks.transition_task_txn(conn, run_id, task_id, "cancelled", now)
     if reason is not None:
-        audit.append_audit_txn(
-            conn, run_id, "budget.exceeded", {"dimension": "maxWallTimeSeconds", "reason": reason},
-            now,
-        )  # fmt: skip
+        payload = {"dimension": "maxWallTimeSeconds", "reason": reason}
+        audit.append_audit_txn(conn, run_id, "budget.exceeded", payload, now)
     runs.set_run_state_txn(conn, run_id, state, now, error=reason)
     runs.release_run_lease_txn(conn, run_id, os.getpid(), now)
+
+
+_NOT_STARTED = "not started: the run stopped after a task failed"
+_BLOCKED_HINT = (
+    "agentctl effects list {run}, then agentctl effects "
+    "reconcile EFFECT --status applied|not-applied --reason …, then resume"
+)
+_UNRESOLVED_HINT = (
+    "agentctl effects reconcile EFFECT --status applied|not-applied "
+    "--reason … (append-only), then resume again"
+)
 
 
 def _settle_run_txn(
@@ -305,10 +308,7 @@ def _settle_run_txn(
 ) -> None:
     # A failed run ends with every task terminal: what never started is cancelled.
     for task_id in never_started:
-        tasks.transition_task_txn(
-            conn, run_id, task_id, "cancelled", now,
-            error="not started: the run stopped after a task failed",
-        )  # fmt: skip
+        tasks.transition_task_txn(conn, run_id, task_id, "cancelled", now, error=_NOT_STARTED)
     if state != "running":
         runs.set_run_state_txn(conn, run_id, state, now, output=output)
     runs.release_run_lease_txn(conn, run_id, os.getpid(), now)
@@ -331,9 +331,8 @@ def outcome_or_raise(outcome: RunOutcome) -> RunOutcome:
             "an effect's outcome is uncertain; the run stays resumable after reconciliation",
             run_id=outcome.run_id,
             trace_id=outcome.trace_id,
-            data={"hint": f"agentctl effects list {outcome.run_id}, then agentctl effects "
-                  "reconcile EFFECT --status applied|not-applied --reason …, then resume"},
-        )  # fmt: skip
+            data={"hint": _BLOCKED_HINT.format(run=outcome.run_id)},
+        )
     return outcome
 
 
@@ -360,9 +359,8 @@ def check_resumable(ledger: Ledger, run_id: str, clock: Clock) -> Any:
         raise BlockedError(
             f"run {run.run_id} has unresolved effects: {ids}",
             run_id=run.run_id,
-            data={"hint": "agentctl effects reconcile EFFECT --status applied|not-applied "
-                  "--reason … (append-only), then resume again"},
-        )  # fmt: skip
+            data={"hint": _UNRESOLVED_HINT},
+        )
     if run.state == "paused":
         with ledger.transaction() as conn:
             runs.set_run_state_txn(conn, run.run_id, "running", clock.now())

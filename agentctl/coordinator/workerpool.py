@@ -31,6 +31,7 @@ from typing import Any
 import psutil
 import trio
 
+from agentctl.core import registry
 from agentctl.errors import AgentctlError, InvalidOperationError
 from agentctl.mailbox.frames import FrameChannel, ProtocolError
 from agentctl.mailbox.messages import Cancel, Execute, Failure, Hello, Result, Shutdown, WireError
@@ -124,6 +125,11 @@ class WorkerPool:
         A worker that has not answered ``ANSWER_GRACE_S`` after the effect's own timeout is
         hung: it is killed and the effect resolves as uncertain, so nothing waits forever.
         """
+        if msg.executor is None:
+            # Name the executor from this process's registry, so a kind registered at run
+            # time (not known to a fresh worker) still runs.
+            named = registry.executor_for_operation(msg.operation)
+            msg = msg.model_copy(update={"executor": named})
         worker, reply = await self._assign(msg.effect_id)
         try:
             await worker.channel.send(msg)

@@ -1,4 +1,4 @@
-"""Effect identity, the static action-kind table and the effect/reconciliation rules.
+"""Effect identity, the effect vocabulary (classes, risks, …) and the effect/reconciliation rules.
 
 Identity (spec/cli.md §4), byte-compatible with the original:
 ``input_digest = sha256hex(canonical_json(input))`` and
@@ -20,9 +20,8 @@ new run therefore always yields a new identity. Pinned vectors (also in tests/co
   → 7b258d1a42a9641d9b0eb003be770185fc96b4e7226d17a7e00738c7fc0f42af
 
 Invariants:
-- The action-kind table is static data (spec/dsl.md §3): pure kinds create no effect record and
-  pass no policy; ``policy_name is None`` on an effectful kind (long-term-memory reads) means it
-  is recorded but has no policy name to allow or deny.
+- What each operation is (class, risk, idempotency, policy name…) lives in
+  ``agentctl.core.registry``; this module only names the vocabulary and the rules.
 - Reconciliation is append-only: ``check_reconciliation`` only ever judges the *next* record
   against the effect and the records already written; it never rewrites history.
 """
@@ -30,7 +29,6 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, NewType
 
@@ -110,71 +108,6 @@ def idempotency_key(identity: EffectId) -> str:
     return str(identity)
 
 
-# --- the static action-kind table ---------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ActionKindSpec:
-    kind: str
-    effect_class: EffectClass
-    risk: Risk
-    idempotency: Idempotency  # the default; mcp.call / extension.process may declare another
-    policy_name: str | None
-    predictability: Predictability
-
-    @property
-    def is_pure(self) -> bool:
-        return self.effect_class is EffectClass.PURE
-
-
-def _spec(
-    kind: str, cls: str, risk: str, idem: str, policy: str | None, pred: str
-) -> ActionKindSpec:
-    return ActionKindSpec(
-        kind, EffectClass(cls), Risk(risk), Idempotency(idem), policy, Predictability(pred)
-    )
-
-
-_FULL, _PART, _EXEC = "fully_predictable", "partially_predictable", "requires_execution"
-ACTION_KINDS: dict[str, ActionKindSpec] = {
-    s.kind: s
-    for s in (
-        _spec("builtin.assign", "pure", "low", "pure", None, _FULL),
-        _spec("builtin.assert", "pure", "low", "pure", None, _FULL),
-        _spec("builtin.memory.read", "pure", "low", "pure", None, _FULL),
-        _spec("builtin.read", "observe", "low", "idempotent", "filesystem.read", _PART),
-        _spec(
-            "builtin.write", "workspace_mutate", "medium", "idempotent", "filesystem.write", _PART
-        ),
-        _spec("builtin.shell.exec", "process_execution", "high", "unknown", "process.exec", _EXEC),
-        _spec("extension.process", "process_execution", "high", "unknown", "process.exec", _EXEC),
-        _spec("builtin.memory.write", "internal_state", "low", "keyed", "memory.write", _FULL),
-        _spec("builtin.long_term_memory.read", "observe", "low", "idempotent", None, _EXEC),
-        _spec("builtin.long_term_memory.search", "observe", "low", "idempotent", None, _EXEC),
-        _spec(
-            "builtin.long_term_memory.write",
-            "external_mutate",
-            "medium",
-            "keyed",
-            "memory.write",
-            _EXEC,
-        ),
-        _spec(
-            "builtin.long_term_memory.promote",
-            "internal_state",
-            "low",
-            "keyed",
-            "memory.write",
-            _EXEC,
-        ),
-        _spec("mcp.call", "network", "medium", "unknown", "mcp.call", _EXEC),
-        _spec("a2a.delegate", "remote_agent", "high", "unknown", "a2a.delegate", _EXEC),
-    )
-}
-
-# A model call: at-most-once after start, so a lost acknowledgement leaves it uncertain.
-MODEL_EFFECT = (EffectClass.MODEL, Risk.MEDIUM, Idempotency.AT_MOST_ONCE)
-
 # The classes the `mutations` approval mode gates (spec/dsl.md §7).
 MUTATION_CLASSES = frozenset(
     {
@@ -185,11 +118,6 @@ MUTATION_CLASSES = frozenset(
     }
 )
 _NON_MUTATING = frozenset({EffectClass.PURE, EffectClass.OBSERVE, EffectClass.MODEL})
-
-
-def action_kind(kind: str) -> ActionKindSpec:
-    """The static spec of an action kind; an unknown kind is a ``KeyError`` (a compiler bug)."""
-    return ACTION_KINDS[kind]
 
 
 def is_mutation(effect_class: str) -> bool:

@@ -12,7 +12,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,6 @@ from agentctl.errors import RunFailedError
 DEFAULT_CONTRACT: dict[str, Any] = {"type": "object"}
 SUCCEEDED = "succeeded"
 NOT_SUCCEEDED = frozenset({"failed", "skipped", "cancelled"})
-PURE_ACTIONS = frozenset({"builtin.assign", "builtin.assert", "builtin.memory.read"})
 AGGREGATE_KINDS = frozenset({"aggregate", "loop_aggregate", "subworkflow_output"})
 
 
@@ -154,7 +153,7 @@ def evaluate_pure(
     elif task.kind in ("subworkflow_input", "subworkflow_output"):
         output = render_input(task, ctx)
     elif action_kind in PURE_ACTIONS:
-        output = _pure_action(task, action_kind or "", render_input(task, ctx), ctx)
+        output = PURE_ACTIONS[action_kind](task, render_input(task, ctx), ctx)
     else:
         raise TaskFailure(f"task {task.id}: {action_kind or task.kind} is not pure")
     check_contract(task, output)
@@ -175,30 +174,43 @@ def _check_children(task: PlannedTask, view: RuntimeView) -> None:
         )
 
 
-def _pure_action(task: PlannedTask, kind: str, given: Any, ctx: Mapping[str, Any]) -> Any:
-    if kind == "builtin.assign":
-        return {
-            "status": "unchanged",
-            "changed": False,
-            "before": None,
-            "after": given,
-            "diff": None,
-            "output": given,
-            "predictability": "fully_predictable",
-        }
+def _assign(task: PlannedTask, given: Any, ctx: Mapping[str, Any]) -> Any:
+    return {
+        "status": "unchanged",
+        "changed": False,
+        "before": None,
+        "after": given,
+        "diff": None,
+        "output": given,
+        "predictability": "fully_predictable",
+    }
+
+
+def _assert(task: PlannedTask, given: Any, ctx: Mapping[str, Any]) -> Any:
     args = given if isinstance(given, Mapping) else {}
-    if kind == "builtin.assert":
-        that = args.get("that")
-        if not isinstance(that, bool):
-            raise TaskFailure(f"task {task.id}: assert `that` must be a boolean, got {that!r}")
-        if not that:
-            raise TaskFailure(f"task {task.id}: {args.get('message') or 'assertion failed'}")
-        return {"status": "unchanged", "changed": False, "passed": True}
+    that = args.get("that")
+    if not isinstance(that, bool):
+        raise TaskFailure(f"task {task.id}: assert `that` must be a boolean, got {that!r}")
+    if not that:
+        raise TaskFailure(f"task {task.id}: {args.get('message') or 'assertion failed'}")
+    return {"status": "unchanged", "changed": False, "passed": True}
+
+
+def _memory_read(task: PlannedTask, given: Any, ctx: Mapping[str, Any]) -> Any:
+    args = given if isinstance(given, Mapping) else {}
     key = args.get("key")
     memory = ctx["memory"]
     if not isinstance(key, str) or key not in memory:
         raise TaskFailure(f"task {task.id}: working-memory key {key!r} does not exist")
     return {"status": "unchanged", "changed": False, "value": memory[key]}
+
+
+# The implementation of each pure action kind of the registry (a test checks they agree).
+PURE_ACTIONS: dict[str, Callable[[PlannedTask, Any, Mapping[str, Any]], Any]] = {
+    "builtin.assign": _assign,
+    "builtin.assert": _assert,
+    "builtin.memory.read": _memory_read,
+}
 
 
 def _route(task: PlannedTask, ctx: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,13 +11,24 @@ Invariants:
 - every id in ``needs``, ``children``, ``parent`` and route destinations names a task of the plan.
 - templates in ``with_``, ``vars``, ``when``, ``guard`` and ``route.select`` are stored unrendered;
   the coordinator renders them against the runtime context (spec/dsl.md §6.5).
+- the plan carries everything a run needs, so the coordinator never reads the document while
+  driving: each action task its normalized action definition and registry operation, each
+  agent task its agent, provider and tools, and ``Plan.run`` the run-level settings. These
+  carried parts never enter the plan digest, the fingerprints or the printed plan (those are
+  user contracts computed from the fields above); ``agentctl.core.compiler.stored`` turns the
+  whole plan into JSON and back, exactly.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
+
+from agentctl.core import registry
+from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.operations import Operation
 
 TaskKind = Literal[
     "action",  # uses: action:N
@@ -60,6 +71,46 @@ class Compensation:
 
 
 @dataclass(frozen=True)
+class AgentConfig:
+    """An agent task's resolved definitions (normalized document shapes)."""
+
+    agent: JsonObject
+    provider_name: str
+    provider: JsonObject
+    tools: dict[str, JsonObject]  # in the agent's `tools` order
+
+    @property
+    def provider_kind(self) -> str:
+        return str(self.provider.get("kind"))
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The run-level settings a run needs while driving (normalized document shapes)."""
+
+    policy: JsonObject = field(default_factory=dict)
+    working_memory: JsonObject = field(default_factory=dict)  # the initial working memory
+    long_term: JsonObject | None = None  # spec.memory.longTerm
+    budgets: JsonObject = field(default_factory=dict)  # spec.runtime.budgets
+    outputs: JsonObject = field(default_factory=dict)  # spec.outputs (templates)
+    compensation: JsonObject = field(default_factory=dict)  # spec.compensation
+
+    @property
+    def long_term_namespace(self) -> str:
+        return str((self.long_term or {}).get("namespace") or "default")
+
+    def budget_limits(self) -> dict[str, int]:
+        """The integer budget limits the run's budget ledger enforces."""
+        return {
+            k: v for k, v in self.budgets.items() if isinstance(v, int) and not isinstance(v, bool)
+        }
+
+    def wall_time_limit(self) -> int | None:
+        limit = self.budgets.get("maxWallTimeSeconds")
+        return limit if isinstance(limit, int) and not isinstance(limit, bool) else None
+
+
+@dataclass(frozen=True)
 class PlannedTask:
     id: str
     position: int
@@ -84,6 +135,20 @@ class PlannedTask:
     guard: str | None = None  # loop aggregate: the guard, checked once more after the chain
     max_iterations: int | None = None  # loop aggregate
     definition_fingerprint: str = ""  # sha256:v1:... of the task's static definition
+    # Carried for the run, outside every digest: the registry operation name (action kind,
+    # or "model.<provider kind>" for agents) and the resolved definitions it runs.
+    operation: str | None = field(default=None, repr=False)
+    action_config: JsonObject | None = field(default=None, repr=False)
+    agent_config: AgentConfig | None = field(default=None, repr=False)
+
+    @property
+    def entry(self) -> Operation | None:
+        """The registry entry of ``operation`` (None for routers, aggregates, boundaries)."""
+        return registry.find(self.operation) if self.operation is not None else None
+
+    def config(self) -> Mapping[str, JsonValue]:
+        """The action definition of an action task ({} otherwise)."""
+        return self.action_config or {}
 
 
 @dataclass(frozen=True)
@@ -95,6 +160,7 @@ class Plan:
     order: tuple[str, ...]
     tasks: tuple[PlannedTask, ...]
     requirements: dict[str, Any] = field(default_factory=dict)
+    run: RunConfig = field(default_factory=RunConfig, repr=False)  # outside every digest
 
     def task(self, task_id: str) -> PlannedTask:
         return self.tasks[self.index[task_id]]

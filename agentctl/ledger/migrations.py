@@ -243,7 +243,11 @@ _V3 = (
     "CREATE INDEX artifact_ingests_by_digest ON artifact_ingests (digest)",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
+# v4: the compiled plan stored with its run (JSON text, see agentctl.core.compiler.stored), so
+# resume loads it instead of recompiling; runs created before v4 keep NULL and are recompiled.
+_V4 = ("ALTER TABLE runs ADD COLUMN compiled_plan_json TEXT",)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
 SUPPORTED_SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -51,6 +51,8 @@ class NewRun:
     reason: str | None = None
     budget_limits: Mapping[str, int] = field(default_factory=dict)
     state: str = "running"
+    # The compiled plan as JSON text, stored as given (the ledger never interprets it).
+    compiled_plan_json: str | None = None
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,9 @@ class RunRecord:
     owner_create_time: float | None
     created_at: str
     updated_at: str
+    # Kept as text: it is large, and only resume, fork and compensate parse it (None: the
+    # run was created before schema v4).
+    compiled_plan_json: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -130,29 +135,32 @@ def _run(row: sqlite3.Row) -> RunRecord:
         owner_create_time=row["owner_create_time"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        compiled_plan_json=row["compiled_plan_json"],
     )
 
 
 _INSERT_RUN = """INSERT INTO runs (run_id, format_version, state, mode, workflow_name,
     workflow_digest, plan_digest, workflow_json, plan_json, inputs_json, working_memory_json,
-    parent_run_id, source_run_id, roots_json, reason, base_path, trace_id, created_at, updated_at)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+    parent_run_id, source_run_id, roots_json, reason, base_path, trace_id, created_at, updated_at,
+    compiled_plan_json)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+
+
+def _run_values(run: NewRun, now: str) -> tuple[Any, ...]:
+    """The ``_INSERT_RUN`` parameters of ``run``, in column order."""
+    roots = dumps_opt(None if run.roots is None else list(run.roots))
+    head = (run.run_id, ROW_FORMAT_VERSION, run.state, run.mode, run.workflow_name)
+    digests = (run.workflow_digest, run.plan_digest, dumps(run.workflow), dumps(run.plan))
+    data = (dumps(run.inputs), dumps(run.working_memory), run.parent_run_id, run.source_run_id)
+    tail = (run.reason, run.base_path, run.trace_id, now, now, run.compiled_plan_json)
+    return (*head, *digests, *data, roots, *tail)
 
 
 def create_run_txn(
     conn: sqlite3.Connection, run: NewRun, task_ids_in_order: Sequence[str], now: str
 ) -> None:
     """Insert the run, its pending tasks, its budget ledger, audit and first checkpoint."""
-    conn.execute(
-        _INSERT_RUN,
-        (
-            run.run_id, ROW_FORMAT_VERSION, run.state, run.mode, run.workflow_name,
-            run.workflow_digest, run.plan_digest, dumps(run.workflow), dumps(run.plan),
-            dumps(run.inputs), dumps(run.working_memory), run.parent_run_id,
-            run.source_run_id, dumps_opt(None if run.roots is None else list(run.roots)),
-            run.reason, run.base_path, run.trace_id, now, now,
-        ),
-    )  # fmt: skip
+    conn.execute(_INSERT_RUN, _run_values(run, now))
     conn.executemany(
         "INSERT INTO task_states (run_id, task_id, format_version, position, state, updated_at)"
         " VALUES (?, ?, ?, ?, 'pending', ?)",

@@ -57,6 +57,9 @@ class Execute(WireModel):
     operation: str  # action kind, e.g. "builtin.write"
     request: dict[str, Any]  # operation-specific; see agentctl.mailbox.requests
     timeout_seconds: float = Field(gt=0)
+    # "module:function" of the executor (from the coordinator's registry); absent: the worker
+    # looks the operation up in its own registry.
+    executor: str | None = None
 
 
 class Result(WireModel):

@@ -36,7 +36,7 @@ from agentctl.workers.executors import ExecOutcome, UncertainEffect, executor_fo
 async def _execute(msg: Execute) -> ExecOutcome:
     outcome: ExecOutcome | None = None
     with trio.move_on_after(msg.timeout_seconds):
-        outcome = await executor_for(msg.operation)(msg)
+        outcome = await executor_for(msg)(msg)
     if outcome is None:
         raise UncertainEffect(RunFailedError(f"effect timed out after {msg.timeout_seconds} s"))
     return outcome

@@ -1,4 +1,4 @@
-"""Effect identity vectors, the action-kind table and the reconciliation rules (spec/cli.md §4)."""
+"""Effect identity vectors, the registry's action kinds and the reconciliation rules (spec/cli.md §4)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentctl.core.effects import (
-    ACTION_KINDS,
-    MODEL_EFFECT,
     EffectClass,
     EffectStatus,
     Idempotency,
     Predictability,
     ReconciliationStatus,
     Risk,
-    action_kind,
     check_effect_transition,
     check_reconciliation,
     effect_id,
@@ -29,6 +26,7 @@ from agentctl.core.effects import (
     is_potentially_mutating,
     is_unresolved,
 )
+from agentctl.core.registry import entries, lookup, model_operation, names
 from agentctl.errors import InvalidOperationError
 
 # Computed once and pinned; the same table is in the module docstring of agentctl.core.effects.
@@ -195,7 +193,7 @@ def test_input_digest_is_independent_of_key_order(value: dict[str, Any]) -> None
 def test_action_kind_table(
     kind: str, cls: str, risk: str, idem: str, policy: str | None, pred: str
 ) -> None:
-    spec = action_kind(kind)
+    spec = lookup(kind)
     assert (
         spec.effect_class,
         spec.risk,
@@ -213,13 +211,19 @@ def test_action_kind_table(
 
 
 def test_pure_kinds_have_no_policy_name() -> None:
-    for spec in ACTION_KINDS.values():
+    for spec in entries("action"):
         if spec.is_pure:
             assert spec.policy_name is None
 
 
 def test_model_effect_and_enums_are_lowercase_strings() -> None:
-    assert MODEL_EFFECT == ("model", "medium", "at_most_once")
+    for provider_kind in names("model"):
+        model = model_operation(provider_kind)
+        assert (model.effect_class, model.risk, model.idempotency) == (
+            "model",
+            "medium",
+            "at_most_once",
+        )
     for enum in (
         EffectClass,
         Risk,

@@ -13,7 +13,6 @@ from typing import Any
 from agentctl.core.canonical import json_digest, sha256_hex
 from agentctl.core.compiler import compile_workflow
 from agentctl.core.dsl import load_workflow
-from agentctl.core.effects import ACTION_KINDS
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.recovery import (
     SourceEffect,
@@ -21,6 +20,7 @@ from agentctl.core.recovery import (
     SourceTask,
     output_contract_fingerprint,
 )
+from agentctl.core.registry import lookup
 
 BASE = """
 apiVersion: agentctl.dev/v1alpha1
@@ -102,9 +102,9 @@ def _default_effects(compiled: Compiled, task: PlannedTask) -> tuple[SourceEffec
     if task.kind == "agent":
         return (effect(task.id, "model.call", "model", "at_most_once"),)
     kind = compiled.kind_of(task)
-    if kind is None or ACTION_KINDS[kind].is_pure:
+    if kind is None or lookup(kind).is_pure:
         return ()
-    spec = ACTION_KINDS[kind]
+    spec = lookup(kind)
     return (effect(task.id, kind, spec.effect_class.value, spec.idempotency.value),)
 
 

@@ -58,11 +58,19 @@ def _fill_v2(conn: sqlite3.Connection) -> None:
     )
 
 
-_FILLERS = {1: [_fill_v1], 2: [_fill_v1, _fill_v2]}
+def _fill_v3(conn: sqlite3.Connection) -> None:
+    """A v3 agentctl creates a run together with its budget ledger row."""
+    conn.execute(
+        "INSERT INTO run_budgets (run_id, limits_json, updated_at) VALUES ('run-old', '{}', ?)",
+        (T0,),
+    )
+
+
+_FILLERS = {1: [_fill_v1], 2: [_fill_v1, _fill_v2], 3: [_fill_v1, _fill_v2, _fill_v3]}
 
 
 def test_every_version_has_a_filler() -> None:
-    assert len(MIGRATIONS) >= 3
+    assert len(MIGRATIONS) >= 4
     assert set(_FILLERS) == set(range(1, SUPPORTED_SCHEMA_VERSION))
 
 
@@ -85,6 +93,7 @@ def test_older_schema_with_data_migrates(tmp_path: Path, version: int) -> None:
             run = get_run(conn, "run-old")
             assert run.working_memory == {"k": 1}
             assert run.source_run_id is None
+            assert run.compiled_plan_json is None  # created before v4: resume recompiles
             (task,) = list_tasks(conn, "run-old")
             assert (task.state, task.disposition, task.output) == (
                 "succeeded",

@@ -5,6 +5,9 @@ task ``with``; ``vars`` = workflow vars < agent vars < task vars (whole-key repl
 the engine bindings last; ``timeout_seconds`` = task timeout, else action timeout, else
 ``runtime.defaultTimeoutSeconds``. Aggregates are pure: no ``with``, vars, retry or schema.
 
+Carried (outside every digest): an action task's normalized action definition and its kind as
+registry operation; an agent task's agent, provider and tool definitions, and ``model.<kind>``.
+
 Invariant: the returned task is a draft (``position`` -1, no fingerprint); ``compile`` fixes
 both once the order is known.
 """
@@ -26,7 +29,8 @@ from agentctl.core.compiler.references import (
 )
 from agentctl.core.compiler.routes import compile_route
 from agentctl.core.jsonschema import check_schema
-from agentctl.core.plan import Compensation, PlannedTask, RetryPolicy, TaskKind
+from agentctl.core.plan import AgentConfig, Compensation, PlannedTask, RetryPolicy, TaskKind
+from agentctl.core.registry import MODEL_PREFIX
 
 _AGGREGATES = frozenset({"aggregate", "loop_aggregate"})
 _AUTHORED = frozenset({"action", "agent", "router"})
@@ -77,7 +81,23 @@ def draft_task(node: Node, env: Env, graph: dict[str, Node], diags: Collector) -
         parent=node.parent,
         guard=node.guard,
         max_iterations=node.max_iterations,
+        **_carried(env, action, agent),
     )
+
+
+def _carried(
+    env: Env, action: dict[str, Any] | None, agent: dict[str, Any] | None
+) -> dict[str, Any]:
+    """What the run needs of the task's action or agent (shared, never copied per task)."""
+    if action is not None:
+        return {"operation": str(action.get("kind")), "action_config": action}
+    if agent is None:
+        return {}
+    name = str(agent.get("provider"))
+    provider = env.providers.get(name) or {}
+    tools = {tool: env.tools.get(tool) or {} for tool in agent.get("tools") or []}
+    config = AgentConfig(agent=agent, provider_name=name, provider=provider, tools=tools)
+    return {"operation": f"{MODEL_PREFIX}{provider.get('kind')}", "agent_config": config}
 
 
 def _check_output_schema(node: Node, schema: Any, diags: Collector) -> None:

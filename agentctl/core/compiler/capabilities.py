@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentctl.core import registry
 from agentctl.core.compiler.diagnostics import Collector
 from agentctl.core.compiler.ir import Env, Node
 
@@ -67,22 +68,13 @@ _OPTION_RULES: dict[str, dict[str, tuple[str | None, Any, str]]] = {
 }
 _OPTION_RULES["azure_openai"] = _OPTION_RULES["openai"]
 
-MUTATING_ACTION_KINDS = frozenset(
-    {
-        "builtin.write",
-        "builtin.shell.exec",
-        "builtin.memory.write",
-        "builtin.long_term_memory.write",
-        "mcp.call",
-        "a2a.delegate",
-    }
-)
 _NON_MUTATING_CLASSES = frozenset({"pure", "observe", "model"})
-_TOOL_KIND_CLASS = {
-    "builtin.workspace.read": "observe",
-    "builtin.workspace.write": "workspace_mutate",
-    "builtin.echo": "pure",
-}
+
+
+def mutating_kind(kind: object) -> bool:
+    """Whether an action kind may change state (its registry entry says so)."""
+    entry = registry.find(str(kind))
+    return entry is not None and entry.family == "action" and entry.mutating
 
 
 def _count(value: Any) -> bool:
@@ -160,14 +152,17 @@ def _check_options(
 
 
 def tool_class(tool: dict[str, Any]) -> str:
-    return str(tool.get("effectClass") or _TOOL_KIND_CLASS.get(str(tool.get("kind")), "pure"))
+    if tool.get("effectClass"):
+        return str(tool["effectClass"])
+    entry = registry.find(str(tool.get("kind")))
+    return str(entry.effect_class) if entry is not None and entry.family == "tool" else "pure"
 
 
 def can_mutate(node: Node, env: Env) -> bool:
     """Whether a task may change the world, which makes compensating it meaningful."""
     action = env.action_of(node)
     if action is not None:
-        return action.get("kind") in MUTATING_ACTION_KINDS
+        return mutating_kind(action.get("kind"))
     agent = env.agent_of(node)
     if agent is None:
         return False
@@ -190,7 +185,7 @@ def check_compensation(
             help="compensate only writes, processes, memory writes, remote calls, "
             "or agents with mutating tools",
         )
-    if inverse is not None and inverse.get("kind") not in MUTATING_ACTION_KINDS:
+    if inverse is not None and not mutating_kind(inverse.get("kind")):
         diags.add(
             "unsupported_capability",
             f"task `{node.task['id']}` compensates with a {inverse.get('kind')} action; "

@@ -25,7 +25,7 @@ from agentctl.core.compiler.order import ancestors, find_cycle, stable_order
 from agentctl.core.compiler.references import check_agent_references, check_needs, resolve_nodes
 from agentctl.core.compiler.requirements import plan_requirements
 from agentctl.core.compiler.subworkflows import flatten_tasks
-from agentctl.core.plan import Plan, PlannedTask
+from agentctl.core.plan import Plan, PlannedTask, RunConfig
 
 
 def compile_workflow(
@@ -65,6 +65,20 @@ def compile_workflow(
         order=tuple(order),
         tasks=tasks,
         requirements=requirements,
+        run=run_config(env.spec),
+    )
+
+
+def run_config(spec: dict[str, Any]) -> RunConfig:
+    """The run-level settings the plan carries for the coordinator (outside every digest)."""
+    memory = spec.get("memory") or {}
+    return RunConfig(
+        policy=spec.get("policy") or {},
+        working_memory=memory.get("working") or {},
+        long_term=memory.get("longTerm"),
+        budgets=(spec.get("runtime") or {}).get("budgets") or {},
+        outputs=spec.get("outputs") or {},
+        compensation=spec.get("compensation") or {},
     )
 
 

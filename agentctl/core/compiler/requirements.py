@@ -12,43 +12,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentctl.core import registry
 from agentctl.core.compiler.capabilities import PROVIDER_CAPABILITIES, tool_class
 from agentctl.core.compiler.ir import Env
 from agentctl.core.plan import PlannedTask
 
-# action kind → (effect class, risk)
-ACTION_EFFECTS: dict[str, tuple[str, str]] = {
-    "builtin.assign": ("pure", "low"),
-    "builtin.assert": ("pure", "low"),
-    "builtin.read": ("observe", "low"),
-    "builtin.write": ("workspace_mutate", "medium"),
-    "builtin.shell.exec": ("process_execution", "high"),
-    "extension.process": ("process_execution", "high"),
-    "builtin.memory.read": ("pure", "low"),
-    "builtin.memory.write": ("internal_state", "low"),
-    "builtin.long_term_memory.read": ("observe", "low"),
-    "builtin.long_term_memory.write": ("external_mutate", "medium"),
-    "builtin.long_term_memory.search": ("observe", "low"),
-    "builtin.long_term_memory.promote": ("internal_state", "low"),
-    "mcp.call": ("network", "medium"),
-    "a2a.delegate": ("remote_agent", "high"),
-}
-_FULLY = frozenset(
-    {"builtin.assign", "builtin.assert", "builtin.memory.read", "builtin.memory.write"}
-)
-_PARTIALLY = frozenset({"builtin.read", "builtin.write"})
-_PROCESS_KINDS = frozenset({"builtin.shell.exec", "extension.process"})
+_UNKNOWN_KIND = ("external_mutate", "high")  # never reached: the DSL accepts only known kinds
 _MUTATION_CLASSES = frozenset(
     {"workspace_mutate", "external_mutate", "process_execution", "remote_agent"}
 )
 
 
 def action_predictability(kind: str) -> str:
-    if kind in _FULLY:
-        return "fully_predictable"
-    if kind in _PARTIALLY:
-        return "partially_predictable"
-    return "requires_execution"
+    entry = registry.find(kind)
+    return str(entry.predictability) if entry is not None else "requires_execution"
 
 
 def _approval_possible(env: Env, effect_class: str, risk: str, tool_approval: str) -> bool:
@@ -103,7 +80,8 @@ def _tool(name: str, tool: dict[str, Any]) -> dict[str, Any]:
 def _effects(task: PlannedTask, env: Env) -> list[dict[str, Any]]:
     if task.action is not None:
         kind = str(env.actions[task.action].get("kind"))
-        effect_class, risk = ACTION_EFFECTS.get(kind, ("external_mutate", "high"))
+        op = registry.find(kind)
+        effect_class, risk = (str(op.effect_class), str(op.risk)) if op else _UNKNOWN_KIND
         entry = _effect(task.id, f"action:{task.action}", effect_class, risk, "policy", env)
         return [{**entry, "predictability": action_predictability(kind)}]
     if task.agent is None:
@@ -130,7 +108,8 @@ def _effect(
 
 
 def _is_process(name: str, env: Env) -> bool:
-    return env.actions[name].get("kind") in _PROCESS_KINDS
+    entry = registry.find(str(env.actions[name].get("kind")))
+    return entry is not None and entry.is_process
 
 
 def _process(name: str, action: dict[str, Any]) -> dict[str, Any]:

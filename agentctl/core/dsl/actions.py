@@ -1,14 +1,16 @@
 """Action definitions (spec/dsl.md §3): kinds, process-only keys and container isolation.
 
 Invariants:
-- Keys that only process kinds accept (``command``, ``args``, ``cwd``, ``env``, output limits,
-  ``isolation``, ``container``) are a ``schema_violation`` on every other kind.
+- Which kinds exist, and which configuration keys each accepts (process keys, extension keys,
+  ``idempotency``), comes from ``agentctl.core.registry``; a key the kind does not accept is a
+  ``schema_violation`` naming the kinds that do.
 - For process kinds the process defaults are filled in (args [], env {}, stdout/stderr 1 MiB,
   combined 2 MiB, isolation "process"); for other kinds those keys dump as ``None``.
 - ``container`` and ``isolation: container`` appear together; images are digest-pinned; the
   container ``env`` never names a variable the container engine itself reads.
-- [late] kinds (extension.process, long-term memory search/promote) and the keys only they use
-  (protocolVersion, inputSchema, outputSchema, capabilities) are ``unsupported_capability``.
+- [late] kinds (registry entries with ``accepted=False``: extension.process, long-term memory
+  search/promote) and the keys only they use (protocolVersion, inputSchema, outputSchema,
+  capabilities) are ``unsupported_capability``.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ from __future__ import annotations
 import re
 from typing import Literal, Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from agentctl.core import registry
 from agentctl.core.dsl.base import (
     ENV_NAME_RE,
     MIB,
@@ -27,44 +30,13 @@ from agentctl.core.dsl.base import (
     Seconds,
     StrictModel,
     given_keys,
+    registered_kind,
     rule_error,
     unsupported,
 )
 from agentctl.core.dsl.secrets import SecretRef
+from agentctl.core.operations import EXTENSION_KEYS, IDEMPOTENCY_KEY, PROCESS_KEYS
 
-ActionKind = Literal[
-    "builtin.assign",
-    "builtin.assert",
-    "builtin.read",
-    "builtin.write",
-    "builtin.shell.exec",
-    "extension.process",
-    "builtin.memory.read",
-    "builtin.memory.write",
-    "builtin.long_term_memory.read",
-    "builtin.long_term_memory.write",
-    "builtin.long_term_memory.search",
-    "builtin.long_term_memory.promote",
-    "mcp.call",
-    "a2a.delegate",
-]
-PROCESS_KINDS = frozenset({"builtin.shell.exec", "extension.process"})
-LATE_KINDS = frozenset(
-    {"extension.process", "builtin.long_term_memory.search", "builtin.long_term_memory.promote"}
-)
-IDEMPOTENCY_KINDS = frozenset({"mcp.call", "extension.process"})
-PROCESS_ONLY_KEYS = (
-    "command",
-    "args",
-    "cwd",
-    "env",
-    "stdoutLimitBytes",
-    "stderrLimitBytes",
-    "combinedOutputLimitBytes",
-    "isolation",
-    "container",
-)
-EXTENSION_ONLY_KEYS = ("protocolVersion", "inputSchema", "outputSchema", "capabilities")
 Idempotency = Literal["pure", "idempotent", "keyed", "at_most_once", "unknown"]
 
 _DIGEST_RE = re.compile(r"^(?:[^@\s]+@)?sha256:[0-9a-f]{64}$")
@@ -109,7 +81,7 @@ def is_engine_variable(name: str) -> bool:
 
 
 class Action(StrictModel):
-    kind: ActionKind
+    kind: str  # an action kind of the registry (checked by ``_known_kind``)
     description: str | None = None
     with_: JsonObject = Field(default_factory=dict, alias="with")
     command: str | None = None
@@ -128,25 +100,31 @@ class Action(StrictModel):
     output_schema: JsonObject | None = Field(None, alias="outputSchema")
     capabilities: list[str] | None = None
 
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _known_kind(cls, value: object) -> str:
+        return registered_kind(value, registry.names("action"))
+
     @model_validator(mode="after")
     def _kind_rules(self) -> Self:
         given = given_keys(self)
-        if self.kind in LATE_KINDS:
+        entry = registry.lookup(self.kind)
+        if not entry.accepted:
             raise rule_error(
                 "unsupported_capability",
                 f"action kind {self.kind!r} is not supported by this version of agentctl",
                 at="kind",
                 help="use one of the builtin.* kinds, mcp.call or a2a.delegate",
             )
-        for key in EXTENSION_ONLY_KEYS:
-            if key in given:
-                raise unsupported(key, "extension.process only")
-        misplaced = [key for key in PROCESS_ONLY_KEYS if key in given]
-        if self.kind not in PROCESS_KINDS and misplaced:
-            raise _misplaced(misplaced, self.kind, "process kinds (builtin.shell.exec)")
-        if "idempotency" in given and self.kind not in IDEMPOTENCY_KINDS:
-            raise _misplaced(["idempotency"], self.kind, "mcp.call")
-        if self.kind in PROCESS_KINDS:
+        for key in EXTENSION_KEYS:
+            if key in given and key not in entry.config_keys:
+                raise unsupported(key, f"{_owners(key, accepted_only=False)} only")
+        misplaced = [k for k in PROCESS_KEYS if k in given and k not in entry.config_keys]
+        if misplaced:
+            raise _misplaced(misplaced, self.kind, f"process kinds ({_owners('command')})")
+        if IDEMPOTENCY_KEY in given and IDEMPOTENCY_KEY not in entry.config_keys:
+            raise _misplaced([IDEMPOTENCY_KEY], self.kind, _owners(IDEMPOTENCY_KEY))
+        if entry.is_process:
             self._process_rules(given)
         return self
 
@@ -182,6 +160,16 @@ class Action(StrictModel):
                         f"container env may not set {name!r}: the container engine reads it",
                         at=f"env.{name}",
                     )
+
+
+def _owners(key: str, *, accepted_only: bool = True) -> str:
+    """The kinds whose configuration takes ``key`` (the accepted ones, unless told otherwise)."""
+    found = [
+        op.name
+        for op in registry.entries("action")
+        if key in op.config_keys and (op.accepted or not accepted_only)
+    ]
+    return ", ".join(found)
 
 
 def _misplaced(keys: list[str], kind: str, allowed: str) -> PydanticCustomError:

@@ -4,8 +4,9 @@ Invariants:
 - A non-fake provider gets its spec default endpoint (Azure must name one) and, when no
   ``credential`` is written, the conventional environment variable of its kind.
 - An agent has exactly one of ``instructions`` / ``instructionsFile``.
-- A tool's kind fixes its capability, effect class and idempotency (absent ones are filled in,
-  written ones must agree); its ``inputSchema`` is strict (object, no additional properties,
+- Provider and tool kinds are those of ``agentctl.core.registry``; a tool's registry entry
+  fixes its capability, effect class and idempotency (absent ones are filled in, written ones
+  must agree); its ``inputSchema`` is strict (object, no additional properties,
   every property required); built-in tools declare no secrets and no network.
 - Rules that need other parts of the document (the agent's provider kind for ``reasoning`` and
   ``providerOptions``) live in ``rules.py``.
@@ -18,19 +19,20 @@ from typing import Any, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
+from agentctl.core import registry
 from agentctl.core.dsl.base import (
     JsonObject,
     NonEmptyStr,
     Seconds,
     StrictModel,
     given_keys,
+    registered_kind,
     rule_error,
     unsupported,
 )
 from agentctl.core.dsl.secrets import EnvSecret, SecretRef
 from agentctl.core.dsl.tasks import RESERVED_VARS
 
-ProviderKind = Literal["fake", "openai", "azure_openai", "anthropic", "google"]
 DEFAULT_ENDPOINTS: dict[str, str] = {
     "openai": "https://api.openai.com/v1/responses",
     "anthropic": "https://api.anthropic.com/v1/messages",
@@ -46,11 +48,16 @@ TOOL_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
 class Provider(StrictModel):
-    kind: ProviderKind
+    kind: str  # a provider kind with a model-call entry in the registry (``model.<kind>``)
     endpoint: str | None = None
     credential: SecretRef | None = None
     api_version: str | None = Field(None, alias="apiVersion")
     headers: dict[str, SecretRef] = Field(default_factory=dict)
+
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _known_kind(cls, value: object) -> str:
+        return registered_kind(value, registry.names("model"))
 
     @model_validator(mode="after")
     def _defaults(self) -> Self:
@@ -135,7 +142,6 @@ class Agent(StrictModel):
         return self
 
 
-ToolKind = Literal["builtin.workspace.read", "builtin.workspace.write", "builtin.echo"]
 EffectClass = Literal[
     "pure",
     "internal_state",
@@ -149,23 +155,9 @@ EffectClass = Literal[
 ]
 ToolIdempotency = Literal["pure", "idempotent", "keyed", "at_most_once", "unknown"]
 
-# kind -> (capability, effect class, allowed idempotencies (first = default), default risk,
-# required input properties)
-_TOOL_KINDS: dict[str, tuple[str, str, tuple[str, ...], str, tuple[str, ...]]] = {
-    "builtin.workspace.read": ("filesystem.read", "observe", ("idempotent",), "low", ("path",)),
-    "builtin.workspace.write": (
-        "filesystem.write",
-        "workspace_mutate",
-        ("idempotent", "keyed"),
-        "medium",
-        ("path", "content"),
-    ),
-    "builtin.echo": ("internal", "pure", ("pure",), "low", ()),
-}
-
 
 class Tool(StrictModel):
-    kind: ToolKind
+    kind: str  # a tool kind of the registry (checked by ``_known_kind``)
     description: str | None = None
     input_schema: JsonObject = Field(alias="inputSchema")
     output_schema: JsonObject | None = Field(None, alias="outputSchema")
@@ -179,6 +171,11 @@ class Tool(StrictModel):
     network: list[str] = Field(default_factory=list)
     approval: Literal["policy", "never", "always"] = "policy"
 
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _known_kind(cls, value: object) -> str:
+        return registered_kind(value, registry.names("tool"))
+
     @field_validator("input_schema")
     @classmethod
     def _strict_schema(cls, schema: dict[str, Any]) -> dict[str, Any]:
@@ -187,7 +184,10 @@ class Tool(StrictModel):
 
     @model_validator(mode="after")
     def _kind_rules(self) -> Self:
-        capability, effect, idempotencies, risk, needed = _TOOL_KINDS[self.kind]
+        entry = registry.lookup(self.kind)
+        capability, effect = entry.capability, str(entry.effect_class)
+        idempotencies = tuple(str(value) for value in entry.idempotency_choices)
+        risk, needed = str(entry.risk), entry.required_inputs
         expected = {"capability": capability, "effectClass": effect}
         for key, value in expected.items():
             written = self.capability if key == "capability" else self.effect_class

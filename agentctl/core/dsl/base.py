@@ -68,6 +68,20 @@ def unsupported(key: str, what: str) -> PydanticCustomError:
     )
 
 
+def registered_kind(value: object, allowed: tuple[str, ...]) -> str:
+    """``value`` when it names a registered kind; else the error a ``Literal`` would raise.
+
+    Kinds come from ``agentctl.core.registry`` at validation time (so a kind registered at
+    run time is accepted), while the diagnostic stays word for word the one a ``Literal``
+    field gives: ``Input should be 'a', 'b' or 'c'``.
+    """
+    if isinstance(value, str) and value in allowed:
+        return value
+    quoted = [repr(kind) for kind in allowed]
+    expected = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+    raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+
+
 def given_keys(model: BaseModel) -> set[str]:
     """The YAML keys written on ``model`` with a value other than the key's default.
 

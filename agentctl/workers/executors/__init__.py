@@ -1,4 +1,8 @@
-"""The executor registry: one operation name → one async function taking an ``Execute``.
+"""Executors: one async function per worker-placed operation, taking an ``Execute``.
+
+Which function runs an operation is the registry's business (``agentctl.core.registry``): the
+coordinator names it in ``Execute.executor`` as ``"module:function"``; a message without one
+is looked up by its operation in the worker's own registry.
 
 Invariants:
 - an executor returns an ``ExecOutcome`` or raises; an ``AgentctlError`` is a definitive
@@ -17,6 +21,7 @@ from typing import Any, TypeVar
 
 import pydantic
 
+from agentctl.core import registry
 from agentctl.errors import AgentctlError, ValidationError
 from agentctl.mailbox.messages import Execute, WireModel
 
@@ -39,26 +44,17 @@ class UncertainEffect(Exception):
 M = TypeVar("M", bound=WireModel)
 Executor = Callable[[Execute], Awaitable[ExecOutcome]]
 
-# operation → "module:function", resolved lazily.
-_REGISTRY: dict[str, str] = {
-    "builtin.read": "agentctl.workers.executors.files:execute_read",
-    "builtin.write": "agentctl.workers.executors.files:execute_write",
-    "builtin.shell.exec": "agentctl.workers.executors.shell:execute_shell",
-    "container.preflight": "agentctl.workers.executors.shell:execute_preflight",
-    "model.fake": "agentctl.workers.executors.models:execute_fake",
-}
 
-
-def operations() -> list[str]:
-    return sorted(_REGISTRY)
-
-
-def executor_for(operation: str) -> Executor:
-    target = _REGISTRY.get(operation)
+def executor_for(msg: Execute) -> Executor:
+    """The executor ``msg`` names, else the one the registry holds for its operation."""
+    target = msg.executor or registry.executor_for_operation(msg.operation)
     if target is None:
-        raise ValidationError(f"unsupported operation {operation!r} in a worker")
-    module_name, func_name = target.split(":")
-    func: Executor = getattr(importlib.import_module(module_name), func_name)
+        raise ValidationError(f"unsupported operation {msg.operation!r} in a worker")
+    module_name, _, func_name = target.partition(":")
+    try:
+        func: Executor = getattr(importlib.import_module(module_name), func_name)
+    except (ImportError, AttributeError) as exc:
+        raise ValidationError(f"executor {target!r} of {msg.operation} cannot be loaded") from exc
     return func
 
 

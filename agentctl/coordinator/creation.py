@@ -1,0 +1,46 @@
+"""What creating or re-entering a run needs besides the ledger: who owns it, which plan it runs.
+
+Kept apart from ``service`` so the modules that create runs (``service``, ``recovery``,
+``lineage``) share it without importing one another.
+
+Invariants:
+- a run's owner is this process, identified by pid and process start time (a reused pid with
+  another start time is not the owner);
+- the plan stored with a run is ``core.compiler.stored``'s exact JSON form; loading it gives
+  back the plan the run was created with, and nothing is compiled unless the run predates
+  schema v4 (no stored plan), in which case its stored workflow is compiled as before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import psutil
+
+from agentctl.core.canonical import canonical_json
+from agentctl.core.compiler import compile_workflow
+from agentctl.core.compiler.stored import plan_from_stored, plan_to_stored
+from agentctl.core.plan import Plan
+from agentctl.ledger.runs import RunRecord
+
+
+def owner_identity() -> tuple[int, float]:
+    pid = os.getpid()
+    return pid, psutil.Process(pid).create_time()
+
+
+def stored_plan_text(plan: Plan) -> str:
+    """The compiled plan as the JSON text stored with a run."""
+    return canonical_json(plan_to_stored(plan))
+
+
+def load_plan(run: RunRecord) -> Plan:
+    """The plan a run was created with.
+
+    A run created before schema v4 has no stored plan: its stored workflow is compiled again
+    (the same document compiles to the same plan, so its digests still match the run's).
+    """
+    if run.compiled_plan_json is None:
+        return compile_workflow(run.workflow)
+    return plan_from_stored(json.loads(run.compiled_plan_json))

@@ -1,0 +1,206 @@
+"""The request builders, budget estimates and tool-output shapes of the built-in operations.
+
+Each builder turns a task's resolved configuration and rendered input into the recorded
+(secret-free) effect input and the worker request; the registry names one per operation.
+
+Invariants:
+- pure functions: no clock, file, environment or network; a secret reference in ``env`` is
+  returned unresolved in ``Built.secret_env`` (the coordinator resolves it);
+- an invalid input fails with the same ``RunFailedError`` / ``PolicyDeniedError`` message the
+  coordinator reported before the registry existed (messages are part of the CLI contract);
+- the recorded input is exactly what the effect identity covers, so it never changes shape.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+
+from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
+from agentctl.core.operations import BuildInput, Built
+from agentctl.errors import PolicyDeniedError, RunFailedError
+
+MIB = 1024 * 1024
+
+
+def str_arg(b: BuildInput, key: str) -> str:
+    """``with.<key>`` as a string, else the task fails."""
+    value = b.args.get(key) if isinstance(b.args, dict) else None
+    if not isinstance(value, str):
+        raise RunFailedError(f"task {b.task_id}: `with.{key}` must be a string, got {value!r}")
+    return value
+
+
+def _args(b: BuildInput) -> JsonObject:
+    return b.args if isinstance(b.args, dict) else {}
+
+
+def _roots(b: BuildInput) -> list[JsonValue]:
+    roots = b.run.policy.get("writableRoots")
+    return list(roots) if isinstance(roots, list) else []
+
+
+# ----------------------------------------------------------------------------- actions
+
+
+def build_read(b: BuildInput) -> Built:
+    path = str_arg(b, "path")
+    return Built({"path": path}, {"workspace": b.run.workspace, "path": path})
+
+
+def build_write(b: BuildInput) -> Built:
+    path = str_arg(b, "path")
+    content = str_arg(b, "content")
+    request: JsonObject = {
+        "workspace": b.run.workspace,
+        "writableRoots": _roots(b),
+        "path": path,
+        "content": content,
+    }
+    return Built({"path": path, "content": content}, request)
+
+
+def build_memory_write(b: BuildInput) -> Built:
+    key = str_arg(b, "key")
+    if b.memory_writes and key not in b.memory_writes:
+        raise PolicyDeniedError(
+            f"task {b.task_id}: memory key {key!r} is not in its memoryWrites "
+            f"{list(b.memory_writes)}"
+        )
+    recorded: JsonObject = {"key": key, "value": _args(b).get("value")}
+    return Built(recorded, dict(recorded))
+
+
+def build_long_term_read(b: BuildInput) -> Built:
+    recorded: JsonObject = {"namespace": b.run.long_term_namespace, "key": str_arg(b, "key")}
+    return Built(recorded, dict(recorded))
+
+
+def build_long_term_write(b: BuildInput) -> Built:
+    recorded: JsonObject = {"namespace": b.run.long_term_namespace, "key": str_arg(b, "key")}
+    recorded["value"] = _args(b).get("value")
+    return Built(recorded, dict(recorded))
+
+
+def build_shell(b: BuildInput) -> Built:
+    """``builtin.shell.exec``: the process allowlist is checked before any secret resolves."""
+    command = str(b.config.get("command") or "")
+    allowed = b.run.policy.get("processAllowlist")
+    allow: list[JsonValue] = list(allowed) if isinstance(allowed, list) else []
+    name = command.rsplit("/", 1)[-1]  # os.path.basename on POSIX, without importing os
+    if name not in allow:
+        raise PolicyDeniedError(
+            f"task {b.task_id}: process {name!r} is not in policy.processAllowlist"
+        )
+    refs = dict(sorted(as_object(b.config.get("env") or {}).items()))
+    limits: JsonObject = {
+        "timeoutSeconds": float(b.timeout_seconds),
+        "stdoutLimitBytes": b.config.get("stdoutLimitBytes") or MIB,
+        "stderrLimitBytes": b.config.get("stderrLimitBytes") or MIB,
+        "combinedOutputLimitBytes": b.config.get("combinedOutputLimitBytes") or 2 * MIB,
+    }
+    base: JsonObject = {
+        "command": command,
+        "args": list(as_list(b.config.get("args"))),
+        "cwd": b.config.get("cwd"),
+        "isolation": b.config.get("isolation") or "process",
+        "container": b.config.get("container"),
+    }
+    request: JsonObject = {**base, "workspace": b.run.workspace, "env": dict(refs)}
+    request.update({"limits": limits, "processAllowlist": allow})
+    return Built({**base, "env": dict(refs), "limits": limits}, request, secret_env=refs)
+
+
+def as_list(value: JsonValue) -> list[JsonValue]:
+    return value if isinstance(value, list) else []
+
+
+def shell_estimate(request: Mapping[str, JsonValue]) -> dict[str, int]:
+    limits = as_object(request.get("limits") or {})
+    limit = limits.get("combinedOutputLimitBytes", 2 * MIB)
+    return {"processOutputBytes": int(limit) if isinstance(limit, int) else 2 * MIB}
+
+
+# ----------------------------------------------------------------------------- agents
+
+
+def agent_prompt(given: JsonValue) -> str:
+    """The user message: ``with.prompt`` when it is a string, else the JSON of ``with``."""
+    if isinstance(given, dict) and isinstance(given.get("prompt"), str):
+        return str(given["prompt"])
+    return json.dumps(given, sort_keys=True, ensure_ascii=False)
+
+
+def build_model_call(b: BuildInput) -> Built:
+    """A model call: the whole conversation so far is the recorded input (its identity)."""
+    agent = as_object(b.config.get("agent") or {})
+    recorded: JsonObject = {
+        "provider": b.name,
+        "model": agent.get("model"),
+        "messages": b.args,
+        "tools": list(as_list(agent.get("tools"))),
+        "maxOutputTokens": agent.get("maxOutputTokens"),
+        "options": dict(as_object(agent.get("providerOptions") or {})),
+    }
+    return Built(recorded, dict(recorded))
+
+
+def model_estimate(request: Mapping[str, JsonValue]) -> dict[str, int]:
+    """1 request + 1 turn + the serialized input's tokens + the agent's maxOutputTokens."""
+    estimate = len(json.dumps(request.get("messages"))) // 4 + 1
+    out = request.get("maxOutputTokens")
+    out_tokens = int(out) if isinstance(out, int) else 0
+    return {
+        "providerRequests": 1,
+        "turns": 1,
+        "inputTokens": estimate,
+        "outputTokens": out_tokens,
+        "totalTokens": estimate + out_tokens,
+    }
+
+
+def build_tool_read(b: BuildInput) -> Built:
+    args = _args(b)
+    request: JsonObject = {"workspace": b.run.workspace, "path": args.get("path")}
+    return Built({"tool": b.name, "arguments": b.args}, request)
+
+
+def build_tool_write(b: BuildInput) -> Built:
+    args = _args(b)
+    request: JsonObject = {
+        "workspace": b.run.workspace,
+        "writableRoots": _roots(b),
+        "path": args.get("path"),
+        "content": args.get("content"),
+    }
+    return Built({"tool": b.name, "arguments": b.args}, request)
+
+
+def tool_call_estimate(request: Mapping[str, JsonValue]) -> dict[str, int]:
+    return {"toolCalls": 1}
+
+
+def _file_shape(args: JsonValue, output: Mapping[str, JsonValue]) -> JsonObject:
+    given = as_object(args)
+    content = output.get("content")
+    text = content if isinstance(content, str) else str(given.get("content", ""))
+    raw = text.encode("utf-8")
+    return {
+        "path": given.get("path"),
+        "bytes": len(raw),
+        "sha256": hashlib.sha256(raw).hexdigest(),
+        "content": text,
+    }
+
+
+def shape_tool_read(args: JsonValue, output: Mapping[str, JsonValue]) -> JsonValue:
+    """``{path, bytes, sha256, content}`` of the file read."""
+    return _file_shape(args, output)
+
+
+def shape_tool_write(args: JsonValue, output: Mapping[str, JsonValue]) -> JsonValue:
+    """``{path, bytes, sha256}`` of the content written."""
+    shaped = _file_shape(args, output)
+    del shaped["content"]
+    return shaped

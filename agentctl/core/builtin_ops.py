@@ -1,0 +1,267 @@
+"""The built-in entries of the operation registry: spec/dsl.md §3 (actions) and §5 (agents).
+
+Pure data. Each entry is one row of the spec's tables; ``agentctl.core.registry`` seeds itself
+from ``BUILTIN_OPERATIONS`` in this order, which is also the order the DSL lists kinds in.
+
+Invariants: a worker-placed runnable entry names its executor; a runnable non-pure entry
+has a builder; [late] kinds are ``accepted=False`` (the DSL refuses them) and every entry this
+version cannot execute is ``runnable=False`` (check and plan accept it, run refuses it).
+"""
+
+from __future__ import annotations
+
+from agentctl.core import builders as b
+from agentctl.core.effects import EffectClass as C
+from agentctl.core.effects import Idempotency as I
+from agentctl.core.effects import Predictability as P
+from agentctl.core.effects import Risk as R
+from agentctl.core.operations import EXTENSION_KEYS, IDEMPOTENCY_KEY, PROCESS_KEYS, Operation
+
+_X = "agentctl.workers.executors"
+READ_EXECUTOR = f"{_X}.files:execute_read"
+WRITE_EXECUTOR = f"{_X}.files:execute_write"
+_FULL, _PART, _EXEC = P.FULLY_PREDICTABLE, P.PARTIALLY_PREDICTABLE, P.REQUIRES_EXECUTION
+_ANY = tuple(I)
+
+
+def _pure(name: str) -> Operation:
+    return Operation(name, "action", C.PURE, R.LOW, I.PURE, _FULL, "pure")
+
+
+ACTIONS: tuple[Operation, ...] = (
+    _pure("builtin.assign"),
+    _pure("builtin.assert"),
+    Operation(
+        "builtin.read",
+        "action",
+        C.OBSERVE,
+        R.LOW,
+        I.IDEMPOTENT,
+        _PART,
+        "worker",
+        policy_name="filesystem.read",
+        builder=b.build_read,
+        executor=READ_EXECUTOR,
+    ),
+    Operation(
+        "builtin.write",
+        "action",
+        C.WORKSPACE_MUTATE,
+        R.MEDIUM,
+        I.IDEMPOTENT,
+        _PART,
+        "worker",
+        policy_name="filesystem.write",
+        builder=b.build_write,
+        executor=WRITE_EXECUTOR,
+        preview="file_write",
+    ),
+    Operation(
+        "builtin.shell.exec",
+        "action",
+        C.PROCESS_EXECUTION,
+        R.HIGH,
+        I.UNKNOWN,
+        _EXEC,
+        "worker",
+        policy_name="process.exec",
+        config_keys=frozenset(PROCESS_KEYS),
+        builder=b.build_shell,
+        estimate=b.shell_estimate,
+        executor=f"{_X}.shell:execute_shell",
+        preview="stand_in",
+    ),
+    Operation(
+        "extension.process",
+        "action",
+        C.PROCESS_EXECUTION,
+        R.HIGH,
+        I.UNKNOWN,
+        _EXEC,
+        "worker",
+        policy_name="process.exec",
+        idempotency_choices=_ANY,
+        config_keys=frozenset((*PROCESS_KEYS, *EXTENSION_KEYS, IDEMPOTENCY_KEY)),
+        accepted=False,
+        runnable=False,
+        preview="stand_in",
+    ),
+    _pure("builtin.memory.read"),
+    Operation(
+        "builtin.memory.write",
+        "action",
+        C.INTERNAL_STATE,
+        R.LOW,
+        I.KEYED,
+        _FULL,
+        "coordinator",
+        policy_name="memory.write",
+        builder=b.build_memory_write,
+    ),
+    Operation(
+        "builtin.long_term_memory.read",
+        "action",
+        C.OBSERVE,
+        R.LOW,
+        I.IDEMPOTENT,
+        _EXEC,
+        "coordinator",
+        builder=b.build_long_term_read,
+    ),
+    Operation(
+        "builtin.long_term_memory.write",
+        "action",
+        C.EXTERNAL_MUTATE,
+        R.MEDIUM,
+        I.KEYED,
+        _EXEC,
+        "coordinator",
+        policy_name="memory.write",
+        builder=b.build_long_term_write,
+        preview="stand_in",
+    ),
+    Operation(
+        "builtin.long_term_memory.search",
+        "action",
+        C.OBSERVE,
+        R.LOW,
+        I.IDEMPOTENT,
+        _EXEC,
+        "coordinator",
+        accepted=False,
+        runnable=False,
+    ),
+    Operation(
+        "builtin.long_term_memory.promote",
+        "action",
+        C.INTERNAL_STATE,
+        R.LOW,
+        I.KEYED,
+        _EXEC,
+        "coordinator",
+        policy_name="memory.write",
+        accepted=False,
+        runnable=False,
+    ),
+    Operation(
+        "mcp.call",
+        "action",
+        C.NETWORK,
+        R.MEDIUM,
+        I.UNKNOWN,
+        _EXEC,
+        "worker",
+        policy_name="mcp.call",
+        idempotency_choices=_ANY,
+        config_keys=frozenset((IDEMPOTENCY_KEY,)),
+        runnable=False,
+        preview="stand_in",
+    ),
+    Operation(
+        "a2a.delegate",
+        "action",
+        C.REMOTE_AGENT,
+        R.HIGH,
+        I.UNKNOWN,
+        _EXEC,
+        "worker",
+        policy_name="a2a.delegate",
+        runnable=False,
+        preview="stand_in",
+    ),
+)
+
+
+def _model(provider_kind: str, executor: str | None) -> Operation:
+    """A model call: at-most-once after start, so a lost answer leaves it uncertain.
+
+    Policy judges model calls by provider name (``policy.providers``), not by a policy name.
+    """
+    return Operation(
+        f"model.{provider_kind}",
+        "model",
+        C.MODEL,
+        R.MEDIUM,
+        I.AT_MOST_ONCE,
+        _EXEC,
+        "worker",
+        builder=b.build_model_call,
+        estimate=b.model_estimate,
+        executor=executor,
+        runnable=executor is not None,
+        preview="stand_in",
+    )
+
+
+MODELS: tuple[Operation, ...] = (
+    _model("fake", f"{_X}.models:execute_fake"),
+    _model("openai", None),
+    _model("azure_openai", None),
+    _model("anthropic", None),
+    _model("google", None),
+)
+
+# Tool kinds: policy judges a tool call by the tool's own name (its id in spec.tools).
+TOOLS: tuple[Operation, ...] = (
+    Operation(
+        "builtin.workspace.read",
+        "tool",
+        C.OBSERVE,
+        R.LOW,
+        I.IDEMPOTENT,
+        _PART,
+        "worker",
+        idempotency_choices=(I.IDEMPOTENT,),
+        operation="builtin.read",
+        builder=b.build_tool_read,
+        estimate=b.tool_call_estimate,
+        executor=READ_EXECUTOR,
+        capability="filesystem.read",
+        required_inputs=("path",),
+        shape=b.shape_tool_read,
+    ),
+    Operation(
+        "builtin.workspace.write",
+        "tool",
+        C.WORKSPACE_MUTATE,
+        R.MEDIUM,
+        I.IDEMPOTENT,
+        _PART,
+        "worker",
+        idempotency_choices=(I.IDEMPOTENT, I.KEYED),
+        operation="builtin.write",
+        builder=b.build_tool_write,
+        estimate=b.tool_call_estimate,
+        executor=WRITE_EXECUTOR,
+        capability="filesystem.write",
+        required_inputs=("path", "content"),
+        shape=b.shape_tool_write,
+    ),
+    Operation(
+        "builtin.echo",
+        "tool",
+        C.PURE,
+        R.LOW,
+        I.PURE,
+        _FULL,
+        "pure",
+        idempotency_choices=(I.PURE,),
+        capability="internal",
+    ),
+)
+
+# Worker operations no task names directly.
+INTERNAL: tuple[Operation, ...] = (
+    Operation(
+        "container.preflight",
+        "internal",
+        C.OBSERVE,
+        R.LOW,
+        I.IDEMPOTENT,
+        _EXEC,
+        "worker",
+        executor=f"{_X}.shell:execute_preflight",
+    ),
+)
+
+BUILTIN_OPERATIONS: tuple[Operation, ...] = ACTIONS + MODELS + TOOLS + INTERNAL

@@ -1,0 +1,145 @@
+"""What one operation is: the registry entry type and the inputs and outputs of its builder.
+
+An *operation* is anything a task can ask for: an action kind (``builtin.write``), a model call
+of one provider kind (``model.fake``), an agent tool kind (``builtin.workspace.read``) or an
+internal worker operation (``container.preflight``). ``agentctl.core.registry`` holds one
+``Operation`` per name; this module only defines the shapes, so the builders and the registry
+can both import it without a cycle.
+
+Invariants:
+- an ``Operation`` is frozen, pure data plus pure functions: a builder never reads a clock,
+  a file or the environment, and returns secret *references* unresolved (``Built.secret_env``);
+  the coordinator resolves them generically and records only their source and SHA-256;
+- ``placement`` says where the operation happens: ``pure`` (evaluated in the coordinator, no
+  effect record), ``coordinator`` (a recorded effect on state the coordinator owns, such as
+  working or long-term memory) or ``worker`` (a recorded effect run by the named executor);
+- ``executor`` is a ``"module:function"`` reference the worker imports; the coordinator names
+  it in each ``Execute`` it sends, so a kind registered at run time runs in a real worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agentctl.core.effects import EffectClass, Idempotency, Predictability, Risk
+from agentctl.core.jsonvalue import JsonObject, JsonValue
+
+Family = Literal["action", "model", "tool", "internal"]
+Placement = Literal["pure", "coordinator", "worker"]
+# How check mode and unchanged content treat the effect: ``execute`` runs it even in check
+# mode (internal and observe work), ``stand_in`` answers ``requires_execution`` in check mode,
+# ``file_write`` previews a diff in check mode and is no effect at all when nothing changes.
+Preview = Literal["execute", "stand_in", "file_write"]
+
+# Action-config keys beyond the common ones (kind, description, with, timeoutSeconds); an
+# operation accepts a subset, and the DSL's misplaced-key rules derive from it.
+PROCESS_KEYS = (
+    "command",
+    "args",
+    "cwd",
+    "env",
+    "stdoutLimitBytes",
+    "stderrLimitBytes",
+    "combinedOutputLimitBytes",
+    "isolation",
+    "container",
+)
+EXTENSION_KEYS = ("protocolVersion", "inputSchema", "outputSchema", "capabilities")
+IDEMPOTENCY_KEY = "idempotency"
+_NON_MUTATING = frozenset({EffectClass.PURE, EffectClass.OBSERVE, EffectClass.MODEL})
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a builder may know about the run: where it runs and under which settings."""
+
+    workspace: str
+    policy: Mapping[str, JsonValue]
+    long_term_namespace: str = "default"
+
+
+@dataclass(frozen=True)
+class BuildInput:
+    """One request to build: the task, its resolved configuration and its rendered input.
+
+    ``config`` is the normalized action definition (actions), the tool definition (tools) or
+    ``{"agent": …, "provider": …}`` (model calls); ``name`` is the action, tool or provider
+    name; ``args`` the rendered ``with`` (actions), the tool-call arguments (tools) or the
+    conversation so far (model calls).
+    """
+
+    task_id: str
+    name: str
+    config: Mapping[str, JsonValue]
+    args: JsonValue
+    run: RunContext
+    memory_writes: tuple[str, ...] = ()
+    timeout_seconds: float = 120.0
+
+
+@dataclass(frozen=True)
+class Built:
+    """A built effect: what the ledger records and what the worker is sent.
+
+    ``secret_env`` maps names to unresolved secret references; when it is non-empty both
+    ``recorded["env"]`` and ``request["env"]`` hold the same names, and the coordinator
+    replaces them with the recorded form (source + SHA-256) and the value respectively.
+    """
+
+    recorded: JsonObject
+    request: JsonObject
+    secret_env: Mapping[str, JsonValue] = field(default_factory=dict)
+
+
+Builder = Callable[[BuildInput], Built]
+Estimate = Callable[[Mapping[str, JsonValue]], dict[str, int]]
+Shape = Callable[[JsonValue, Mapping[str, JsonValue]], JsonValue]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One registry entry; see the module docstring for the meaning of each part."""
+
+    name: str
+    family: Family
+    effect_class: EffectClass
+    risk: Risk
+    idempotency: Idempotency  # the default
+    predictability: Predictability
+    placement: Placement
+    policy_name: str | None = None  # actions: the name policy allows or denies (spec §3)
+    # What a workflow may declare instead of the default: for actions, a non-empty tuple
+    # admits the ``idempotency`` key; for tools, the allowed values (the default first).
+    idempotency_choices: tuple[Idempotency, ...] = ()
+    config_keys: frozenset[str] = frozenset()
+    accepted: bool = True  # False: a [late] kind the DSL refuses (unsupported_capability)
+    runnable: bool = True  # False: check and plan accept it, `run` refuses it
+    operation: str | None = None  # the recorded effect operation, when not ``name``
+    builder: Builder | None = None
+    estimate: Estimate | None = None
+    executor: str | None = None  # "module:function", for worker placement
+    preview: Preview = "execute"
+    capability: str | None = None  # tools: the capability the kind implies
+    required_inputs: tuple[str, ...] = ()  # tools: inputSchema properties the kind needs
+    shape: Shape | None = None  # tools: (arguments, worker output) → the tool's output
+
+    @property
+    def is_pure(self) -> bool:
+        return self.placement == "pure"
+
+    @property
+    def effect_operation(self) -> str:
+        """The operation name recorded on the effect row (and part of its identity)."""
+        return self.operation or self.name
+
+    @property
+    def mutating(self) -> bool:
+        """Whether it may change state, which makes compensating it meaningful (§4.10)."""
+        return self.accepted and self.effect_class not in _NON_MUTATING
+
+    @property
+    def is_process(self) -> bool:
+        """Whether it takes the process configuration (command, args, env, limits, …)."""
+        return "command" in self.config_keys
