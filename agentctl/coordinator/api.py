@@ -7,6 +7,7 @@ bad workflow or bad input never creates state.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -28,8 +29,9 @@ from agentctl.coordinator.service import (
 )
 from agentctl.core.plan import Plan
 from agentctl.errors import InvalidOperationError, ValidationError
-from agentctl.ledger import reconcile, runs, stats
-from agentctl.ledger.connection import Ledger, open_ledger
+from agentctl.ledger.interface import RunLedger
+from agentctl.ledger.model import ReconcileRequest
+from agentctl.ledger.sqlite_ledger import open_ledger
 
 DEFAULT_DB = ".agentctl/runtime.db"
 SUPPORTED_ACTIONS = frozenset(
@@ -281,8 +283,7 @@ def fork(
 
     clock = Clock()
     with _open(db) as ledger:
-        with ledger.read() as conn:
-            source = runs.find_run(conn, run_ref)
+        source = ledger.find_run(run_ref)
         plan = compile_workflow(source.workflow)
         check_executable(plan, source.workflow)
         preflight_containers(plan, source.workflow)
@@ -305,36 +306,35 @@ def _existing(db: str) -> str:
     return db
 
 
-def _open(db: str) -> Ledger:
+def _open(db: str) -> contextlib.AbstractContextManager[RunLedger]:
+    """The existing ledger at ``db`` (``NotFoundError`` if there is none), closed on exit."""
     return open_ledger(_existing(db))
 
 
 def cancel(run_ref: str, *, db: str) -> dict[str, Any]:
-    clock = Clock()
-    with _open(db) as ledger, ledger.transaction() as conn:
-        run = runs.find_run(conn, run_ref)
-        runs.request_cancel_txn(conn, run.run_id, clock.now())
+    with _open(db) as ledger:
+        run = ledger.request_cancel(run_ref, Clock().now())
     return {"runId": run.run_id, "requested": True}
 
 
 def list_runs(*, db: str, state: str | None, limit: int) -> dict[str, Any]:
-    with _open(db) as ledger, ledger.read() as conn:
-        return stats.run_list(conn, state=state, limit=limit)
+    with _open(db) as ledger:
+        return ledger.list_runs(state=state, limit=limit).to_json()
 
 
 def inspect(run_ref: str, *, db: str) -> dict[str, Any]:
-    with _open(db) as ledger, ledger.read() as conn:
-        return stats.run_inspection(conn, runs.find_run(conn, run_ref).run_id)
+    with _open(db) as ledger:
+        return ledger.inspect_run(run_ref).to_json()
 
 
 def effects_list(run_ref: str, *, db: str, task: str | None) -> dict[str, Any]:
-    with _open(db) as ledger, ledger.read() as conn:
-        return stats.effect_list(conn, runs.find_run(conn, run_ref).run_id, task)
+    with _open(db) as ledger:
+        return ledger.list_effects(run_ref, task).to_json()
 
 
 def effects_inspect(effect_id: str, *, db: str) -> dict[str, Any]:
-    with _open(db) as ledger, ledger.read() as conn:
-        return stats.effect_inspection(conn, effect_id)
+    with _open(db) as ledger:
+        return ledger.inspect_effect(effect_id).to_json()
 
 
 def effects_reconcile(
@@ -349,13 +349,20 @@ def effects_reconcile(
     compensation_effect_id: str | None,
 ) -> dict[str, Any]:
     clock = Clock()
-    with _open(db) as ledger, ledger.transaction() as conn:
-        record = reconcile.reconcile_effect_txn(
-            conn, effect_id, status.replace("-", "_"), actor, reason, evidence, result,
-            compensation_effect_id, clock.now(), reconciliation_id=clock.new_id("reconciliation"),
-            trace_id=clock.new_id("trace"),
-        )  # fmt: skip
-    return dict(record.to_json())
+    request = ReconcileRequest(
+        effect_id=effect_id,
+        status=status.replace("-", "_"),
+        actor=actor,
+        reason=reason,
+        evidence=evidence,
+        result=result,
+        compensation_effect_id=compensation_effect_id,
+        now=clock.now(),
+        reconciliation_id=clock.new_id("reconciliation"),
+        trace_id=clock.new_id("trace"),
+    )
+    with _open(db) as ledger:
+        return ledger.reconcile_effect(request).to_json()
 
 
 def recover(
@@ -411,8 +418,7 @@ def recover(
         req = DriveRequest(ledger, run_id, trace_id, target, document, base, timeout_s,
                            progress, clock)  # fmt: skip
         outcome = outcome_or_raise(run_trio(drive_run, req))
-        with ledger.read() as conn:
-            refs = stats.artifact_list(conn, run_id)["references"]
+        refs = ledger.list_artifacts(run_id).to_json()["references"]
     data = {
         **outcome.to_json(),
         "sourceRunId": source.run_id,

@@ -33,12 +33,12 @@ from agentctl.core.effects import action_kind
 from agentctl.core.plan import Plan
 from agentctl.errors import (
     BlockedError,
-    InvalidOperationError,
     RunFailedError,
 )
-from agentctl.ledger import audit, effects, reconcile, runs, tasks
-from agentctl.ledger.artifacts.store import open_artifact_store
-from agentctl.ledger.connection import Ledger
+from agentctl.ledger.interface import RunLedger
+from agentctl.ledger.lifecycle import cancellable
+from agentctl.ledger.model import CancelRun, LiveState, Owner, SettleRun
+from agentctl.ledger.runs import NewRun, RunRecord
 
 CANCEL_POLL_S = 0.1
 Progress = Callable[[str, str], None]
@@ -63,7 +63,7 @@ class RunOutcome:
 
 @dataclass(frozen=True)
 class DriveRequest:
-    ledger: Ledger
+    ledger: RunLedger
     run_id: str
     trace_id: str
     plan: Plan
@@ -77,13 +77,14 @@ class DriveRequest:
     compensates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-def owner_identity() -> tuple[int, float]:
+def owner_identity() -> Owner:
+    """This process as a lease owner (pid + start time, so a reused pid is not the owner)."""
     pid = os.getpid()
-    return pid, psutil.Process(pid).create_time()
+    return Owner(pid, psutil.Process(pid).create_time())
 
 
 def create_run(
-    ledger: Ledger,
+    ledger: RunLedger,
     *,
     plan: Plan,
     document: Mapping[str, Any],
@@ -98,13 +99,13 @@ def create_run(
     prefix = "compensation" if mode == "compensation" else "run"
     run_id, trace_id = clock.new_id(prefix), clock.new_id("trace")
     spec = document["spec"]
-    new = runs.NewRun(
+    new = NewRun(
         run_id=run_id,
         mode=mode,
         workflow_name=plan.name,
         workflow_digest=plan.workflow_digest,
         plan_digest=plan.plan_digest,
-        workflow=document,
+        workflow=dict(document),
         plan=plan_json,
         inputs=dict(inputs),
         working_memory=dict((spec.get("memory") or {}).get("working") or {}),
@@ -118,60 +119,43 @@ def create_run(
             if isinstance(v, int) and not isinstance(v, bool)
         },
     )
-    pid, ctime = owner_identity()
-    with ledger.transaction() as conn:
-        now = clock.now()
-        runs.create_run_txn(conn, new, list(plan.order), now)
-        runs.acquire_run_lease_txn(conn, run_id, pid, ctime, now)
+    ledger.create_run(new, plan.order, owner_identity(), clock.now())
     return run_id, trace_id
 
 
-def load_live(conn: Any, run_id: str) -> Live:
-    """Rebuild the coordinator's mirror of a run from the ledger (fresh run or resume)."""
-    run = runs.get_run(conn, run_id)
-    records = tasks.list_tasks(conn, run_id)
+def live_from(state: LiveState) -> Live:
+    """The coordinator's mutable mirror of a run, built from the ledger's snapshot."""
+    run = state.run
     live = Live(
         inputs=dict(run.inputs or {}),
         memory=dict(run.working_memory or {}),
-        states={t.task_id: t.state for t in records},
-        attempts={t.task_id: t.attempt for t in records},
+        states={t.task_id: t.state for t in state.tasks},
+        attempts={t.task_id: t.attempt for t in state.tasks},
     )
-    for t in records:
+    for t in state.tasks:
         if t.state in ("succeeded", "skipped"):
             live.outputs[t.task_id] = t.output
         live.errors[t.task_id] = t.error
-        if t.state in ("running", "waiting_for_effect", "waiting_for_approval"):
-            found = _inflight(conn, run_id, t.task_id, t.attempt)
-            if found is not None:
-                live.inflight[t.task_id] = found
+    for found in state.inflight:
+        last = found.reconciliation
+        status, result = (last.status, last.result) if last else (None, None)
+        live.inflight[found.task_id] = Inflight(found.effect, status, result)
     return live
-
-
-def _inflight(conn: Any, run_id: str, task_id: str, attempt: int) -> Inflight | None:
-    eff = effects.latest_effect_for(conn, run_id, task_id, attempt)
-    if eff is None:
-        return None
-    recs = reconcile.list_reconciliations(conn, effect_id=eff.effect_id)
-    last = recs[-1] if recs else None
-    return Inflight(eff, last.status if last else None, last.result if last else None)
 
 
 async def drive_run(req: DriveRequest) -> RunOutcome:
     """Drive a created or resumed run to a resting state under the one cancellation path."""
     store = Store(req.ledger)
-    live = await store.read(load_live, req.run_id)
-    settings = RunSettings(
-        req.run_id, req.plan, req.document, req.workspace, check_mode=req.check_mode,
-        diff=req.diff, compensates=req.compensates,
-    )  # fmt: skip
+    live = live_from(await store.load_live(req.run_id))
+    settings = _settings(req)
     size = max(1, min(req.plan.max_concurrency, os.cpu_count() or 1))
-    registry = _worker_registry(req.ledger)
+    registry = _worker_registry(req.ledger.location)
     final, cancelled, wall_expired = "failed", False, False
     wall_deadline = await _wall_deadline(store, req)
     async with open_worker_pool(size, registry_path=registry) as pool:
-        cas = await store.call(open_artifact_store)
+        await store.open_artifacts()
         driver = Driver(
-            store, settings, live, pool, req.clock, req.trace_id, req.progress, artifacts=cas
+            store, settings, live, pool, req.clock, req.trace_id, req.progress, artifacts=True
         )
         with trio.CancelScope() as scope, trio.CancelScope(deadline=wall_deadline) as wall:
             async with trio.open_nursery() as nursery:
@@ -197,6 +181,18 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
     return outcome
 
 
+def _settings(req: DriveRequest) -> RunSettings:
+    return RunSettings(
+        req.run_id,
+        req.plan,
+        req.document,
+        req.workspace,
+        check_mode=req.check_mode,
+        diff=req.diff,
+        compensates=req.compensates,
+    )
+
+
 def _wide_effects(plan: Plan, document: Mapping[str, Any]) -> bool:
     """Whether the run will want more than one worker: concurrent worker-executed tasks."""
     if plan.max_concurrency < 2:
@@ -212,9 +208,9 @@ def _wide_effects(plan: Plan, document: Mapping[str, Any]) -> bool:
     return False
 
 
-def _worker_registry(ledger: Ledger) -> str:
+def _worker_registry(location: Path) -> str:
     """This coordinator's worker registry; kills the workers left by dead coordinators."""
-    folder = Path(f"{ledger.path}.workers")
+    folder = Path(f"{location}.workers")
     folder.mkdir(mode=0o700, exist_ok=True)
     for stale in folder.glob("*.json"):
         kill_stale_workers(str(stale))
@@ -228,7 +224,7 @@ async def _wall_deadline(store: Store, req: DriveRequest) -> float:
     )
     if not isinstance(limit, int) or isinstance(limit, bool):
         return math.inf
-    run = await store.read(runs.get_run, req.run_id)
+    run = await store.get_run(req.run_id)
     elapsed = (_ts(req.clock.now()) - _ts(run.created_at)).total_seconds()
     return trio.current_time() + max(0.0, limit - elapsed)
 
@@ -247,7 +243,7 @@ async def _watch_signals(scope: trio.CancelScope) -> None:
 async def _watch_cancel_flag(store: Store, run_id: str, scope: trio.CancelScope) -> None:
     while True:
         await trio.sleep(CANCEL_POLL_S)
-        if await store.read(runs.is_cancel_requested, run_id):
+        if await store.is_cancel_requested(run_id):
             scope.cancel()
             return
 
@@ -259,11 +255,11 @@ async def _finish(
 
     now = req.clock.now()
     if cancelled:
-        await store.write(_cancel_txn, req.run_id, live, now, "cancelled", None)
+        await store.cancel_run(_stop(req.run_id, live, now, "cancelled", None))
         return RunOutcome(req.run_id, req.trace_id, "cancelled", None, live.errors)
     if final == "wall_time_exceeded":
         reason = "budget maxWallTimeSeconds exceeded (counted from run creation)"
-        await store.write(_cancel_txn, req.run_id, live, now, "failed", reason)
+        await store.cancel_run(_stop(req.run_id, live, now, "failed", reason))
         return RunOutcome(req.run_id, req.trace_id, "failed", None, {"run": reason})
     output: Any = None
     errors = dict(live.errors)
@@ -278,40 +274,16 @@ async def _finish(
                 final, output = "failed", None
                 errors = {**live.errors, "outputs": exc.message}
     state = {"blocked": "running"}.get(final, final)
-    never_started = [t for t, st in live.states.items() if st == "pending" and final == "failed"]
-    await store.write(_settle_run_txn, req.run_id, state, output, now, never_started)
+    never_started = tuple(
+        t for t, st in live.states.items() if st == "pending" and final == "failed"
+    )
+    await store.settle_run(SettleRun(req.run_id, state, output, now, os.getpid(), never_started))
     return RunOutcome(req.run_id, req.trace_id, final, output, errors)
 
 
-def _cancel_txn(
-    conn: Any, run_id: str, live: Live, now: str, state: str, reason: str | None
-) -> None:
+def _stop(run_id: str, live: Live, now: str, state: str, reason: str | None) -> CancelRun:
     """Stop in-flight work durably: started effects → uncertain, tasks → cancelled."""
-    effects.mark_uncertain_txn(conn, run_id, now)
-    for task_id, task_state in live.states.items():
-        if task_state in ("running", "waiting_for_effect", "retry_scheduled", "ready"):
-            tasks.transition_task_txn(conn, run_id, task_id, "cancelled", now)
-    if reason is not None:
-        audit.append_audit_txn(
-            conn, run_id, "budget.exceeded", {"dimension": "maxWallTimeSeconds", "reason": reason},
-            now,
-        )  # fmt: skip
-    runs.set_run_state_txn(conn, run_id, state, now, error=reason)
-    runs.release_run_lease_txn(conn, run_id, os.getpid(), now)
-
-
-def _settle_run_txn(
-    conn: Any, run_id: str, state: str, output: Any, now: str, never_started: list[str]
-) -> None:
-    # A failed run ends with every task terminal: what never started is cancelled.
-    for task_id in never_started:
-        tasks.transition_task_txn(
-            conn, run_id, task_id, "cancelled", now,
-            error="not started: the run stopped after a task failed",
-        )  # fmt: skip
-    if state != "running":
-        runs.set_run_state_txn(conn, run_id, state, now, output=output)
-    runs.release_run_lease_txn(conn, run_id, os.getpid(), now)
+    return CancelRun(run_id, state, now, os.getpid(), cancellable(live.states), reason)
 
 
 # ------------------------------------------------------------------------- outcomes → errors
@@ -331,39 +303,30 @@ def outcome_or_raise(outcome: RunOutcome) -> RunOutcome:
             "an effect's outcome is uncertain; the run stays resumable after reconciliation",
             run_id=outcome.run_id,
             trace_id=outcome.trace_id,
-            data={"hint": f"agentctl effects list {outcome.run_id}, then agentctl effects "
-                  "reconcile EFFECT --status applied|not-applied --reason …, then resume"},
-        )  # fmt: skip
+            data={
+                "hint": f"agentctl effects list {outcome.run_id}, then agentctl effects "
+                "reconcile EFFECT --status applied|not-applied --reason …, then resume"
+            },
+        )
     return outcome
 
 
-def check_resumable(ledger: Ledger, run_id: str, clock: Clock) -> Any:
+def check_resumable(ledger: RunLedger, run_id: str, clock: Clock) -> RunRecord:
     """Refuse terminal runs and unresolved effects; take the lease; returns the run record."""
-    pid, ctime = owner_identity()
-    with ledger.transaction() as conn:
-        run = runs.find_run(conn, run_id)
-        if run.state in ("succeeded", "failed", "cancelled"):
-            raise InvalidOperationError(
-                f"run {run.run_id} is {run.state}; resume continues only running or paused runs "
-                "(use retry, repair or fork for a new run)",
-                run_id=run.run_id,
-            )
-        now = clock.now()
-        runs.acquire_run_lease_txn(conn, run.run_id, pid, ctime, now)
-        effects.mark_uncertain_txn(conn, run.run_id, now)
-    with ledger.read() as conn:
-        unresolved = reconcile.unresolved_effects(conn, run.run_id)
+    owner = owner_identity()
+    run = ledger.claim_for_resume(run_id, owner, clock.now())
+    unresolved = ledger.unresolved_effects(run.run_id)
     if unresolved:
-        with ledger.transaction() as conn:
-            runs.release_run_lease_txn(conn, run.run_id, pid, clock.now())
+        ledger.release_lease(run.run_id, owner.pid, clock.now())
         ids = ", ".join(f"{e.effect_id} (task {e.task_id}, {e.status})" for e in unresolved)
         raise BlockedError(
             f"run {run.run_id} has unresolved effects: {ids}",
             run_id=run.run_id,
-            data={"hint": "agentctl effects reconcile EFFECT --status applied|not-applied "
-                  "--reason … (append-only), then resume again"},
-        )  # fmt: skip
+            data={
+                "hint": "agentctl effects reconcile EFFECT --status applied|not-applied "
+                "--reason … (append-only), then resume again"
+            },
+        )
     if run.state == "paused":
-        with ledger.transaction() as conn:
-            runs.set_run_state_txn(conn, run.run_id, "running", clock.now())
+        ledger.set_run_state(run.run_id, "running", clock.now())
     return run

@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlite3
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError, NotFoundError, PersistenceError
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.effects import resolve_waiting_effect_txn
@@ -39,7 +39,7 @@ class NewApproval:
     tool: str | None = None
     capability: str | None = None
     risk: str | None = None
-    redacted_input: Any = None
+    redacted_input: JsonValue = None
     expected_effect: str | None = None
     trace_id: str | None = None
 
@@ -54,7 +54,7 @@ class ApprovalRecord:
     tool: str | None
     capability: str | None
     risk: str | None
-    redacted_input: Any
+    redacted_input: JsonValue
     expected_effect: str | None
     reason: str | None
     trace_id: str | None
@@ -64,7 +64,7 @@ class ApprovalRecord:
     resolved_by: str | None
     resolution_reason: str | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "approvalId": self.approval_id,
             "runId": self.run_id,
@@ -186,7 +186,7 @@ def memory_put_txn(
     conn: sqlite3.Connection,
     namespace: str,
     key: str,
-    value: Any,
+    value: JsonValue,
     now: str,
     *,
     expires_at: str | None = None,
@@ -200,7 +200,7 @@ def memory_put_txn(
     )
 
 
-def memory_get(conn: sqlite3.Connection, namespace: str, key: str, now: str) -> Any:
+def memory_get(conn: sqlite3.Connection, namespace: str, key: str, now: str) -> JsonValue:
     """The stored value, or raise ``NotFoundError`` when absent or expired."""
     rows = fetch_all(
         conn,

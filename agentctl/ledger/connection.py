@@ -4,7 +4,7 @@ This module is the one boundary where ``sqlite3`` errors become ``agentctl.error
 transaction and read goes through :func:`translate_errors`.
 
 Invariants:
-- ``open_ledger`` refuses a database newer than supported *before* it changes anything: the
+- ``open_database`` refuses a database newer than supported *before* it changes anything: the
   version is read from the file header bytes, then again from a fresh connection, and only
   then are journal mode and other persistent settings touched. A refused file keeps its bytes.
 - the database file (and its -wal/-shm companions) are created with mode 0600; SQLite gives
@@ -110,7 +110,7 @@ def chmod_private(path: Path) -> None:
             os.chmod(candidate, 0o600)
 
 
-class Ledger:
+class Database:
     """One open SQLite connection to a ledger file; used by one thread at a time."""
 
     def __init__(
@@ -153,7 +153,7 @@ class Ledger:
         with translate_errors(self.busy_timeout_ms):
             self.conn.close()
 
-    def __enter__(self) -> Ledger:
+    def __enter__(self) -> Database:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -214,12 +214,12 @@ def _connect_and_migrate(
         raise
 
 
-def open_ledger(
+def open_database(
     path: str | os.PathLike[str],
     *,
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
     target_version: int | None = None,
-) -> Ledger:
+) -> Database:
     """Open (creating and migrating as needed) the ledger database at ``path``.
 
     ``target_version`` stops migration early; only tests building older schemas use it.
@@ -242,4 +242,4 @@ def open_ledger(
     except OSError as exc:
         raise PersistenceError(f"cannot open database {db}: {exc}") from exc
     chmod_private(db)
-    return Ledger(db, conn, busy_timeout_ms, migration)
+    return Database(db, conn, busy_timeout_ms, migration)

@@ -15,9 +15,9 @@ from __future__ import annotations
 import sqlite3
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from agentctl.core.effects import check_reconciliation
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.effects import EffectRecord, get_effect
@@ -32,14 +32,14 @@ class ReconciliationRecord:
     status: str
     actor: str
     reason: str
-    evidence: Any
-    result: Any
+    evidence: JsonValue
+    result: JsonValue
     compensation_effect_id: str | None
     supersedes_id: str | None
     trace_id: str | None
     created_at: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "reconciliationId": self.reconciliation_id,
             "effectId": self.effect_id,
@@ -115,8 +115,8 @@ def reconcile_effect_txn(
     status: str,
     actor: str,
     reason: str,
-    evidence: Any,
-    result: Any,
+    evidence: JsonValue,
+    result: JsonValue,
     compensation_effect_id: str | None,
     now: str,
     *,

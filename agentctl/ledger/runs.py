@@ -13,19 +13,21 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import psutil
 
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import NotFoundError, OwnershipError, ValidationError
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.budget import init_budget_txn
 from agentctl.ledger.rows import (
     ROW_FORMAT_VERSION,
+    SqlParam,
     dumps,
     dumps_opt,
     fetch_all,
     fetch_one,
+    loads_object,
     loads_opt,
     parse_ts,
 )
@@ -39,10 +41,10 @@ class NewRun:
     workflow_name: str
     workflow_digest: str
     plan_digest: str
-    workflow: Any
-    plan: Any
-    inputs: Any
-    working_memory: Any
+    workflow: JsonObject
+    plan: JsonObject
+    inputs: JsonObject
+    working_memory: JsonObject
     trace_id: str
     base_path: str | None = None
     parent_run_id: str | None = None
@@ -61,11 +63,11 @@ class RunRecord:
     workflow_name: str
     workflow_digest: str
     plan_digest: str
-    workflow: Any
-    plan: Any
-    inputs: Any
-    working_memory: Any
-    output: Any
+    workflow: JsonObject
+    plan: JsonObject
+    inputs: JsonObject
+    working_memory: JsonObject
+    output: JsonValue
     parent_run_id: str | None
     source_run_id: str | None
     roots: list[str] | None
@@ -78,7 +80,7 @@ class RunRecord:
     created_at: str
     updated_at: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "runId": self.run_id,
             "state": self.state,
@@ -88,7 +90,7 @@ class RunRecord:
             "planDigest": self.plan_digest,
             "parentRunId": self.parent_run_id,
             "sourceRunId": self.source_run_id,
-            "roots": self.roots,
+            "roots": None if self.roots is None else list[JsonValue](self.roots),
             "reason": self.reason,
             "inputs": self.inputs,
             "output": self.output,
@@ -99,11 +101,16 @@ class RunRecord:
             "cancellationRequested": self.cancellation_requested,
         }
 
-    def summary_json(self) -> dict[str, Any]:
+    def summary_json(self) -> JsonObject:
         """The ``runs list`` entry shape."""
         keys = ("runId", "state", "mode", "workflow", "createdAt", "updatedAt")
         full = self.to_json()
         return {k: full[k] for k in (*keys, "parentRunId", "sourceRunId")}
+
+
+def _roots(text: str | None) -> list[str] | None:
+    value = loads_opt(text)
+    return [str(r) for r in value] if isinstance(value, list) else None
 
 
 def _run(row: sqlite3.Row) -> RunRecord:
@@ -114,14 +121,14 @@ def _run(row: sqlite3.Row) -> RunRecord:
         workflow_name=row["workflow_name"],
         workflow_digest=row["workflow_digest"],
         plan_digest=row["plan_digest"],
-        workflow=loads_opt(row["workflow_json"]),
-        plan=loads_opt(row["plan_json"]),
-        inputs=loads_opt(row["inputs_json"]),
-        working_memory=loads_opt(row["working_memory_json"]),
+        workflow=loads_object(row["workflow_json"]),
+        plan=loads_object(row["plan_json"]),
+        inputs=loads_object(row["inputs_json"]),
+        working_memory=loads_object(row["working_memory_json"]),
         output=loads_opt(row["output_json"]),
         parent_run_id=row["parent_run_id"],
         source_run_id=row["source_run_id"],
-        roots=loads_opt(row["roots_json"]),
+        roots=_roots(row["roots_json"]),
         reason=row["reason"],
         cancellation_requested=bool(row["cancellation_requested"]),
         base_path=row["base_path"],
@@ -194,7 +201,7 @@ def list_runs(
 ) -> list[RunRecord]:
     """Runs newest first, optionally filtered by state."""
     sql = "SELECT * FROM runs"
-    params: tuple[Any, ...] = ()
+    params: tuple[SqlParam, ...] = ()
     if state is not None:
         sql += " WHERE state = ?"
         params = (state,)
@@ -217,7 +224,7 @@ def set_run_state_txn(
     state: str,
     now: str,
     *,
-    output: Any = None,
+    output: JsonValue = None,
     error: str | None = None,
     trace_id: str | None = None,
 ) -> None:
@@ -231,7 +238,7 @@ def set_run_state_txn(
     )
     if cur.rowcount != 1:
         check_run_transition(_current_state(conn, run_id), state)
-    payload: dict[str, Any] = {"state": state}
+    payload: JsonObject = {"state": state}
     if error is not None:
         payload["error"] = error
     append_audit_txn(conn, run_id, f"run.{state}", payload, now, trace_id=trace_id)

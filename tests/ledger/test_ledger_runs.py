@@ -12,25 +12,24 @@ import pytest
 from ledger_helpers import T0, make_run, ts
 
 from agentctl.errors import InvalidOperationError, NotFoundError, OwnershipError, ValidationError
-from agentctl.ledger import (
-    Ledger,
+from agentctl.ledger.audit import list_audit, list_checkpoints
+from agentctl.ledger.budget import budget_snapshot
+from agentctl.ledger.connection import Database
+from agentctl.ledger.runs import (
     acquire_run_lease_txn,
-    budget_snapshot,
     find_run,
     get_run,
     is_cancel_requested,
-    list_audit,
-    list_checkpoints,
     list_runs,
-    list_tasks,
     release_run_lease_txn,
     request_cancel_txn,
     set_run_state_txn,
     wall_time_exceeded,
 )
+from agentctl.ledger.tasks import list_tasks
 
 
-def test_create_run_writes_run_tasks_budget_audit_checkpoint(ledger: Ledger) -> None:
+def test_create_run_writes_run_tasks_budget_audit_checkpoint(ledger: Database) -> None:
     make_run(ledger, tasks=("b", "a", "c"), limits={"maxToolCalls": 3})
     with ledger.read() as conn:
         run = get_run(conn, "run-1")
@@ -46,7 +45,7 @@ def test_create_run_writes_run_tasks_budget_audit_checkpoint(ledger: Ledger) -> 
     assert run.to_json()["cancellationRequested"] is False
 
 
-def test_run_state_transitions_are_validated(ledger: Ledger) -> None:
+def test_run_state_transitions_are_validated(ledger: Database) -> None:
     make_run(ledger)
     with ledger.transaction() as conn:
         set_run_state_txn(conn, "run-1", "paused", ts(1))
@@ -64,7 +63,7 @@ def test_run_state_transitions_are_validated(ledger: Ledger) -> None:
         set_run_state_txn(conn, "nope", "failed", ts(5))
 
 
-def test_cancel_only_for_running_or_paused(ledger: Ledger) -> None:
+def test_cancel_only_for_running_or_paused(ledger: Database) -> None:
     make_run(ledger)
     with ledger.read() as conn:
         assert not is_cancel_requested(conn, "run-1")
@@ -82,7 +81,7 @@ def test_cancel_only_for_running_or_paused(ledger: Ledger) -> None:
         request_cancel_txn(conn, "run-missing", ts(3))
 
 
-def test_find_by_prefix_and_list_newest_first(ledger: Ledger) -> None:
+def test_find_by_prefix_and_list_newest_first(ledger: Database) -> None:
     make_run(ledger, "run-abc1", now=ts(1))
     make_run(ledger, "run-abc2", now=ts(2))
     make_run(ledger, "run-xyz", now=ts(3))
@@ -103,7 +102,7 @@ def test_find_by_prefix_and_list_newest_first(ledger: Ledger) -> None:
         }  # fmt: skip
 
 
-def test_wall_time_counts_from_durable_creation(ledger: Ledger) -> None:
+def test_wall_time_counts_from_durable_creation(ledger: Database) -> None:
     make_run(ledger, now=T0)
     with ledger.read() as conn:
         run = get_run(conn, "run-1")
@@ -126,7 +125,7 @@ def _me() -> tuple[int, float]:
 
 
 def test_lease_refused_while_another_owner_lives(
-    ledger: Ledger, other_process: psutil.Process
+    ledger: Database, other_process: psutil.Process
 ) -> None:
     make_run(ledger)
     with ledger.transaction() as conn:
@@ -144,7 +143,7 @@ def test_lease_refused_while_another_owner_lives(
         assert get_run(conn, "run-1").owner_pid == pid
 
 
-def test_lease_with_reused_pid_is_stale(ledger: Ledger, other_process: psutil.Process) -> None:
+def test_lease_with_reused_pid_is_stale(ledger: Database, other_process: psutil.Process) -> None:
     make_run(ledger)
     with ledger.transaction() as conn:  # same pid, different start time: a recycled pid
         acquire_run_lease_txn(conn, "run-1", other_process.pid, 12.5, T0)
