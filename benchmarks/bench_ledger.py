@@ -43,9 +43,17 @@ def _ledger(path: Path, total: int) -> Callable[[int], None]:
     led = open_database(path)
     tasks = [f"t{i}" for i in range(total)]
     run = NewRun(
-        run_id="run-bench", mode="execute", workflow_name="bench", workflow_digest="w",
-        plan_digest="p", workflow={}, plan={}, inputs={}, working_memory={}, trace_id="trace",
-    )  # fmt: skip
+        run_id="run-bench",
+        mode="execute",
+        workflow_name="bench",
+        workflow_digest="w",
+        plan_digest="p",
+        workflow={},
+        plan={},
+        inputs={},
+        working_memory={},
+        trace_id="trace",
+    )
     with led.transaction() as conn:
         create_run_txn(conn, run, tasks, NOW)
 

@@ -198,15 +198,30 @@ def start_run(
     root = os.path.abspath(workspace)
     with open_ledger(db) as ledger:
         run_id, trace_id = create_run(
-            ledger, plan=plan, document=document, plan_json=plan_json, inputs=inputs,
-            workspace=root, clock=clock, mode="check" if check_mode else "execute",
-        )  # fmt: skip
+            ledger,
+            plan=plan,
+            document=document,
+            plan_json=plan_json,
+            inputs=inputs,
+            workspace=root,
+            clock=clock,
+            mode="check" if check_mode else "execute",
+        )
         if on_created is not None:
             on_created(run_id, trace_id)
         req = DriveRequest(
-            ledger, run_id, trace_id, plan, document, root, timeout_s, progress, clock,
-            check_mode=check_mode, diff=diff,
-        )  # fmt: skip
+            ledger,
+            run_id,
+            trace_id,
+            plan,
+            document,
+            root,
+            timeout_s,
+            progress,
+            clock,
+            check_mode=check_mode,
+            diff=diff,
+        )
         outcome = run_trio(drive_run, req)
     if outcome.state == "failed" and _automatic_compensation(document):
         outcome = _compensate_after_failure(outcome, db, root, timeout_s)
@@ -223,9 +238,13 @@ def _compensate_after_failure(
 ) -> RunOutcome:
     """``compensation.onFailure: automatic``: run the inverse actions of a failed run."""
     name, data, _code = compensate(
-        outcome.run_id, db=db, tasks_filter=None, plan_only=False, workspace=workspace,
+        outcome.run_id,
+        db=db,
+        tasks_filter=None,
+        plan_only=False,
+        workspace=workspace,
         timeout_s=timeout_s,
-    )  # fmt: skip
+    )
     note = (
         f"automatic compensation {data.get('runId')} ended {data.get('state')}"
         if name == "CompensationOutcome"
@@ -252,9 +271,18 @@ def resume(
         trace_id = clock.new_id("trace")
         base = os.path.abspath(workspace or run.base_path or os.getcwd())
         req = DriveRequest(
-            ledger, run.run_id, trace_id, plan, run.workflow, base, timeout_s, progress, clock,
-            check_mode=run.mode == "check", diff=diff,
-        )  # fmt: skip
+            ledger,
+            run.run_id,
+            trace_id,
+            plan,
+            run.workflow,
+            base,
+            timeout_s,
+            progress,
+            clock,
+            check_mode=run.mode == "check",
+            diff=diff,
+        )
         return outcome_or_raise(run_trio(drive_run, req))
 
 
@@ -292,9 +320,17 @@ def fork(
             on_created(run_id, trace_id)
         base = os.path.abspath(workspace or source.base_path or os.getcwd())
         req = DriveRequest(
-            ledger, run_id, trace_id, plan, source.workflow, base, timeout_s, progress, clock,
+            ledger,
+            run_id,
+            trace_id,
+            plan,
+            source.workflow,
+            base,
+            timeout_s,
+            progress,
+            clock,
             diff=diff,
-        )  # fmt: skip
+        )
         return outcome_or_raise(run_trio(drive_run, req))
 
 
@@ -397,26 +433,43 @@ def recover(
         ok = recovery.artifact_checker(ledger)
         if kind == "retry":
             planned = rc.plan_retry(
-                source, target, failed_only=failed_only, roots=roots,
-                restart_successful=restart_successful, artifact_ok=ok,
-            )  # fmt: skip
+                source,
+                target,
+                failed_only=failed_only,
+                roots=roots,
+                restart_successful=restart_successful,
+                artifact_ok=ok,
+            )
         else:
             planned = rc.plan_repair(
-                source, target, roots=roots, restart_successful=restart_successful,
-                artifact_ok=ok, reason=reason,
-            )  # fmt: skip
+                source,
+                target,
+                roots=roots,
+                restart_successful=restart_successful,
+                artifact_ok=ok,
+                reason=reason,
+            )
         if plan_only or not planned.compatible:
             return f"{title}Plan", planned.to_json(), 0 if planned.compatible else 3
         check_executable(target, document)
         preflight_containers(target, document)
         base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
         run_id, trace_id = recovery.create_derived_run(
-            ledger, source_run=source_run, source=source, recovery=planned, target=target,
-            document=document, plan_json=plan_json, inputs=source_run.inputs or {},
-            workspace=base, reason=reason, clock=clock,
-        )  # fmt: skip
-        req = DriveRequest(ledger, run_id, trace_id, target, document, base, timeout_s,
-                           progress, clock)  # fmt: skip
+            ledger,
+            source_run=source_run,
+            source=source,
+            recovery=planned,
+            target=target,
+            document=document,
+            plan_json=plan_json,
+            inputs=source_run.inputs or {},
+            workspace=base,
+            reason=reason,
+            clock=clock,
+        )
+        req = DriveRequest(
+            ledger, run_id, trace_id, target, document, base, timeout_s, progress, clock
+        )
         outcome = outcome_or_raise(run_trio(drive_run, req))
         refs = ledger.list_artifacts(run_id).to_json()["references"]
     data = {
@@ -464,13 +517,29 @@ def compensate(
         plan = compile_workflow(document)
         base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
         run_id, trace_id = create_run(
-            ledger, plan=plan, document=document, plan_json=plan_to_json(plan),
-            inputs=source_run.inputs or {}, workspace=base, clock=clock, mode="compensation",
+            ledger,
+            plan=plan,
+            document=document,
+            plan_json=plan_to_json(plan),
+            inputs=source_run.inputs or {},
+            workspace=base,
+            clock=clock,
+            mode="compensation",
             source_run_id=source_run.run_id,
-        )  # fmt: skip
+        )
         links = {s.compensation_task_id: s.source_effect_ids for s in planned.steps}
-        req = DriveRequest(ledger, run_id, trace_id, plan, document, base, timeout_s, progress,
-                           clock, compensates=links)  # fmt: skip
+        req = DriveRequest(
+            ledger,
+            run_id,
+            trace_id,
+            plan,
+            document,
+            base,
+            timeout_s,
+            progress,
+            clock,
+            compensates=links,
+        )
         outcome = run_trio(drive_run, req)
     result = {**outcome.to_json(), "sourceRunId": source_run.run_id, "plan": data}
     return "CompensationOutcome", result, 0 if outcome.state == "succeeded" else 4

@@ -116,11 +116,22 @@ def insert_approval_txn(conn: sqlite3.Connection, a: NewApproval, now: str) -> s
         " tool, capability, risk, redacted_input_json, expected_effect, reason, trace_id, status,"
         " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
         (
-            approval_id, ROW_FORMAT_VERSION, a.run_id, a.task_id, a.effect_id, a.agent, a.tool,
-            a.capability, a.risk, dumps_opt(a.redacted_input), a.expected_effect, a.reason,
-            a.trace_id, now,
+            approval_id,
+            ROW_FORMAT_VERSION,
+            a.run_id,
+            a.task_id,
+            a.effect_id,
+            a.agent,
+            a.tool,
+            a.capability,
+            a.risk,
+            dumps_opt(a.redacted_input),
+            a.expected_effect,
+            a.reason,
+            a.trace_id,
+            now,
         ),
-    )  # fmt: skip
+    )
     payload = {"approvalId": approval_id, "effectId": a.effect_id, "reason": a.reason}
     append_audit_txn(
         conn, a.run_id, "approval.requested", payload, now, task_id=a.task_id, trace_id=a.trace_id
@@ -173,9 +184,14 @@ def resolve_approval_txn(
         resolve_waiting_effect_txn(conn, current.effect_id, approve, now)
     payload = {"approvalId": approval_id, "status": status, "actor": actor, "reason": reason}
     append_audit_txn(
-        conn, current.run_id, f"approval.{status}", payload, now,
-        task_id=current.task_id, trace_id=trace_id,
-    )  # fmt: skip
+        conn,
+        current.run_id,
+        f"approval.{status}",
+        payload,
+        now,
+        task_id=current.task_id,
+        trace_id=trace_id,
+    )
     write_checkpoint_txn(
         conn, current.run_id, {"runId": current.run_id, "event": f"approval.{status}"}, now
     )

@@ -155,9 +155,14 @@ def reconcile_effect_txn(
 def _audit(conn: sqlite3.Connection, effect: EffectRecord, r: ReconciliationRecord) -> None:
     payload = {"effectId": r.effect_id, "status": r.status, "actor": r.actor, "reason": r.reason}
     append_audit_txn(
-        conn, effect.run_id, "effect.reconciled", payload, r.created_at,
-        task_id=effect.task_id, trace_id=r.trace_id,
-    )  # fmt: skip
+        conn,
+        effect.run_id,
+        "effect.reconciled",
+        payload,
+        r.created_at,
+        task_id=effect.task_id,
+        trace_id=r.trace_id,
+    )
     state = {"runId": effect.run_id, "event": "effect.reconciled", **payload}
     write_checkpoint_txn(conn, effect.run_id, state, r.created_at)
 
@@ -169,11 +174,21 @@ def _insert(conn: sqlite3.Connection, r: ReconciliationRecord) -> None:
         " compensation_effect_id, supersedes_id, trace_id, created_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
-            r.reconciliation_id, r.effect_id, r.run_id, ROW_FORMAT_VERSION, r.status, r.actor,
-            r.reason, dumps(r.evidence), dumps_opt(r.result), r.compensation_effect_id,
-            r.supersedes_id, r.trace_id, r.created_at,
+            r.reconciliation_id,
+            r.effect_id,
+            r.run_id,
+            ROW_FORMAT_VERSION,
+            r.status,
+            r.actor,
+            r.reason,
+            dumps(r.evidence),
+            dumps_opt(r.result),
+            r.compensation_effect_id,
+            r.supersedes_id,
+            r.trace_id,
+            r.created_at,
         ),
-    )  # fmt: skip
+    )
 
 
 def unresolved_effects(conn: sqlite3.Connection, run_id: str) -> list[EffectRecord]:

@@ -153,13 +153,27 @@ def create_run_txn(
     conn.execute(
         _INSERT_RUN,
         (
-            run.run_id, ROW_FORMAT_VERSION, run.state, run.mode, run.workflow_name,
-            run.workflow_digest, run.plan_digest, dumps(run.workflow), dumps(run.plan),
-            dumps(run.inputs), dumps(run.working_memory), run.parent_run_id,
-            run.source_run_id, dumps_opt(None if run.roots is None else list(run.roots)),
-            run.reason, run.base_path, run.trace_id, now, now,
+            run.run_id,
+            ROW_FORMAT_VERSION,
+            run.state,
+            run.mode,
+            run.workflow_name,
+            run.workflow_digest,
+            run.plan_digest,
+            dumps(run.workflow),
+            dumps(run.plan),
+            dumps(run.inputs),
+            dumps(run.working_memory),
+            run.parent_run_id,
+            run.source_run_id,
+            dumps_opt(None if run.roots is None else list(run.roots)),
+            run.reason,
+            run.base_path,
+            run.trace_id,
+            now,
+            now,
         ),
-    )  # fmt: skip
+    )
     conn.executemany(
         "INSERT INTO task_states (run_id, task_id, format_version, position, state, updated_at)"
         " VALUES (?, ?, ?, ?, 'pending', ?)",

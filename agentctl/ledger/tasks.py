@@ -171,12 +171,26 @@ def _complete_one(conn: sqlite3.Connection, run_id: str, c: TaskCompletion, now:
         output_digest = json_digest(c.output)
     manifest = [r.to_json() for r in c.artifacts] if c.artifacts else None
     params = (
-        c.state, c.attempt, c.disposition, dumps_opt(c.output), c.error,
-        c.definition_fingerprint, c.input_digest, c.output_contract_fingerprint, output_digest,
-        delta, None if c.state_delta is None else json_digest(c.state_delta),
-        dumps_opt(manifest), c.source_run_id, c.source_task_id, c.source_attempt,
-        dumps_opt(c.decision), now, run_id, c.task_id,
-    )  # fmt: skip
+        c.state,
+        c.attempt,
+        c.disposition,
+        dumps_opt(c.output),
+        c.error,
+        c.definition_fingerprint,
+        c.input_digest,
+        c.output_contract_fingerprint,
+        output_digest,
+        delta,
+        None if c.state_delta is None else json_digest(c.state_delta),
+        dumps_opt(manifest),
+        c.source_run_id,
+        c.source_task_id,
+        c.source_attempt,
+        dumps_opt(c.decision),
+        now,
+        run_id,
+        c.task_id,
+    )
     if sql is None or conn.execute(sql, params).rowcount != 1:
         _refuse(conn, run_id, c.task_id, c.state)
     if c.artifacts or c.ingest_lease_ids:

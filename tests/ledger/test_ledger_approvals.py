@@ -22,10 +22,17 @@ from agentctl.ledger.effects import get_effect, insert_effect_txn
 
 def _pause_for_approval(ledger: Database, task: str) -> tuple[str, str]:
     effect = NewEffect(
-        run_id="run-1", task_id=task, attempt=1, ordinal=0, operation="shell.exec",
-        request={"argv": ["rm"]}, effect_class="process_execution", risk="high",
-        idempotency="unknown", waiting_for_approval=True,
-    )  # fmt: skip
+        run_id="run-1",
+        task_id=task,
+        attempt=1,
+        ordinal=0,
+        operation="shell.exec",
+        request={"argv": ["rm"]},
+        effect_class="process_execution",
+        risk="high",
+        idempotency="unknown",
+        waiting_for_approval=True,
+    )
     with ledger.transaction() as conn:
         eid = insert_effect_txn(conn, effect, ts(1))
         aid = insert_approval_txn(
@@ -44,8 +51,10 @@ def test_approve_moves_effect_to_requested(ledger: Database) -> None:
     with ledger.transaction() as conn:
         resolved = resolve_approval_txn(conn, aid, True, "alice", "looks fine", ts(2))
     assert (resolved.status, resolved.resolved_by, resolved.resolved_at) == (
-        "approved", "alice", ts(2),
-    )  # fmt: skip
+        "approved",
+        "alice",
+        ts(2),
+    )
     with ledger.read() as conn:
         assert get_effect(conn, eid).status == "requested"
         assert list_approvals(conn, "run-1") == []

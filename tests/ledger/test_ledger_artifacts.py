@@ -85,8 +85,10 @@ def test_completion_commits_refs_and_releases_lease(
     with ledger.read() as conn:
         (ref,) = list_refs(conn, run_id="run-1", task_id="a")
         assert (ref.digest, ref.media_type, ref.logical_path) == (
-            got.digest, "application/json", "out.json",
-        )  # fmt: skip
+            got.digest,
+            "application/json",
+            "out.json",
+        )
         assert conn.execute("SELECT COUNT(*) FROM artifact_ingests").fetchone()[0] == 0
     report = run_gc(store, LATER)  # referenced: never collected
     assert report["report"]["blobs"] == []
@@ -101,8 +103,10 @@ def test_verify_and_export(store: ArtifactStore, tmp_path: Path) -> None:
     dest = tmp_path / "out" / "a.bin"
     dest.parent.mkdir()
     assert store.export(got.digest, dest) == {
-        "digest": got.digest, "destination": str(dest), "bytes": 7,
-    }  # fmt: skip
+        "digest": got.digest,
+        "destination": str(dest),
+        "bytes": 7,
+    }
     assert dest.read_bytes() == b"payload"
     with pytest.raises(PersistenceError, match="overwrite"):
         store.export(got.digest, dest)

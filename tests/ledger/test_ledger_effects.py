@@ -29,10 +29,17 @@ from agentctl.ledger.reconcile import list_reconciliations, reconcile_effect_txn
 
 def _effect(task: str = "a", ordinal: int = 0, attempt: int = 1, run: str = "run-1") -> NewEffect:
     return NewEffect(
-        run_id=run, task_id=task, attempt=attempt, ordinal=ordinal, operation="builtin.write",
-        request={"path": "out.txt", "n": ordinal}, effect_class="workspace_mutate",
-        risk="medium", idempotency="idempotent", trace_id="trace-1",
-    )  # fmt: skip
+        run_id=run,
+        task_id=task,
+        attempt=attempt,
+        ordinal=ordinal,
+        operation="builtin.write",
+        request={"path": "out.txt", "n": ordinal},
+        effect_class="workspace_mutate",
+        risk="medium",
+        idempotency="idempotent",
+        trace_id="trace-1",
+    )
 
 
 def _started(ledger: Database, effect: NewEffect) -> str:
@@ -51,12 +58,27 @@ def test_identity_and_request_row(ledger: Database) -> None:
     with ledger.read() as conn:
         rec = get_effect(conn, eid)
     assert (rec.status, rec.confirmed, rec.idempotency_key, rec.request) == (
-        "requested", False, eid, e.request,
-    )  # fmt: skip
+        "requested",
+        False,
+        eid,
+        e.request,
+    )
     assert set(rec.to_json()) >= {
-        "effectId", "runId", "taskId", "attempt", "ordinal", "operation", "effectClass", "risk",
-        "idempotency", "status", "confirmed", "requestedAt", "startedAt", "completedAt",
-    }  # fmt: skip
+        "effectId",
+        "runId",
+        "taskId",
+        "attempt",
+        "ordinal",
+        "operation",
+        "effectClass",
+        "risk",
+        "idempotency",
+        "status",
+        "confirmed",
+        "requestedAt",
+        "startedAt",
+        "completedAt",
+    }
 
 
 def test_status_moves_are_guarded(ledger: Database) -> None:
@@ -74,8 +96,11 @@ def test_status_moves_are_guarded(ledger: Database) -> None:
     with ledger.read() as conn:
         rec = get_effect(conn, eid)
     assert (rec.status, rec.confirmed, rec.result, rec.completed_at) == (
-        "succeeded", True, {"ok": 1}, ts(3),
-    )  # fmt: skip
+        "succeeded",
+        True,
+        {"ok": 1},
+        ts(3),
+    )
     with pytest.raises(InvalidOperationError), ledger.transaction() as conn:
         finish_effect_txn(conn, eid, "failed", ts(4), error="late")
     with pytest.raises(NotFoundError), ledger.transaction() as conn:
@@ -120,8 +145,11 @@ def test_tool_call_finishes_with_its_effect(ledger: Database) -> None:
         (record,) = list_tool_calls(conn, "run-1")
     call = record.to_json()
     assert {k: call[k] for k in ("callId", "taskId", "tool", "status")} == {
-        "callId": "call-1", "taskId": "a", "tool": "search", "status": "succeeded",
-    }  # fmt: skip
+        "callId": "call-1",
+        "taskId": "a",
+        "tool": "search",
+        "status": "succeeded",
+    }
     with pytest.raises(InvalidOperationError), ledger.transaction() as conn:
         finish_tool_call_txn(conn, "run-1", "call-1", "failed", ts(4))
 
@@ -131,9 +159,16 @@ def _reconcile(ledger: Database, eid: str, status: str, **kw: Any) -> Any:
     args.update(kw)
     with ledger.transaction() as conn:
         return reconcile_effect_txn(
-            conn, eid, status, "ops", "checked by hand", args["evidence"], args["result"],
-            args["compensation_effect_id"], ts(9),
-        )  # fmt: skip
+            conn,
+            eid,
+            status,
+            "ops",
+            "checked by hand",
+            args["evidence"],
+            args["result"],
+            args["compensation_effect_id"],
+            ts(9),
+        )
 
 
 def test_reconciliation_is_an_append_only_chain(ledger: Database) -> None:
@@ -150,8 +185,9 @@ def test_reconciliation_is_an_append_only_chain(ledger: Database) -> None:
     with ledger.read() as conn:
         chain = list_reconciliations(conn, effect_id=eid)
         assert [r.reconciliation_id for r in chain] == [
-            first.reconciliation_id, second.reconciliation_id,
-        ]  # fmt: skip
+            first.reconciliation_id,
+            second.reconciliation_id,
+        ]
         assert unresolved_effects(conn, "run-1") == []
         assert list_audit(conn, "run-1")[-1].event_type == "effect.reconciled"
     with pytest.raises(NotFoundError):

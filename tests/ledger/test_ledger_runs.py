@@ -37,8 +37,10 @@ def test_create_run_writes_run_tasks_budget_audit_checkpoint(ledger: Database) -
         assert run.inputs == {"x": 1} and run.working_memory == {"count": 0}
         tasks = list_tasks(conn, "run-1")
         assert [(t.task_id, t.position, t.state) for t in tasks] == [
-            ("b", 0, "pending"), ("a", 1, "pending"), ("c", 2, "pending"),
-        ]  # fmt: skip
+            ("b", 0, "pending"),
+            ("a", 1, "pending"),
+            ("c", 2, "pending"),
+        ]
         assert budget_snapshot(conn, "run-1").limits == {"toolCalls": 3}
         assert [e.event_type for e in list_audit(conn, "run-1")] == ["run.created"]
         assert len(list_checkpoints(conn, "run-1")) == 1
@@ -97,9 +99,15 @@ def test_find_by_prefix_and_list_newest_first(ledger: Database) -> None:
         assert [r.run_id for r in list_runs(conn)] == ["run-xyz", "run-abc2", "run-abc1"]
         assert [r.run_id for r in list_runs(conn, state="running", limit=1)] == ["run-abc2"]
         assert set(list_runs(conn)[0].summary_json()) == {
-            "runId", "state", "mode", "workflow", "createdAt", "updatedAt", "parentRunId",
+            "runId",
+            "state",
+            "mode",
+            "workflow",
+            "createdAt",
+            "updatedAt",
+            "parentRunId",
             "sourceRunId",
-        }  # fmt: skip
+        }
 
 
 def test_wall_time_counts_from_durable_creation(ledger: Database) -> None:

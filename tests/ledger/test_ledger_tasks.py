@@ -29,8 +29,9 @@ def test_single_transitions_write_audit_and_checkpoint(ledger: Database) -> None
         assert (task.state, task.attempt, task.updated_at) == ("running", 1, ts(2))
         audit = list_audit(conn, "run-1")
         assert [(e.event_type, e.task_id) for e in audit[1:]] == [
-            ("task.ready", "a"), ("task.running", "a"),
-        ]  # fmt: skip
+            ("task.ready", "a"),
+            ("task.running", "a"),
+        ]
         assert [e.sequence for e in audit] == [1, 2, 3]
         assert [c.sequence for c in list_checkpoints(conn, "run-1")] == [1, 2, 3]
 
@@ -51,14 +52,22 @@ def test_batch_commits_in_order_with_one_checkpoint(ledger: Database) -> None:
     checkpoints_before = 5
     batch = [
         TaskCompletion(
-            "a", "succeeded", 1, output={"v": 1}, state_delta={"count": 1},
-            definition_fingerprint="sha256:v1:def", decision={"when": True},
+            "a",
+            "succeeded",
+            1,
+            output={"v": 1},
+            state_delta={"count": 1},
+            definition_fingerprint="sha256:v1:def",
+            decision={"when": True},
         ),
         TaskCompletion(
-            "b", "failed", 1, error="boom",
+            "b",
+            "failed",
+            1,
+            error="boom",
             events=[AuditSpec("task.failed", {"error": "boom"}), AuditSpec("custom.note")],
         ),
-    ]  # fmt: skip
+    ]
     with ledger.transaction() as conn:
         commit_tasks_txn(conn, "run-1", batch, {"count": 1}, ts(10), trace_id="trace-2")
     with ledger.read() as conn:
@@ -73,8 +82,10 @@ def test_batch_commits_in_order_with_one_checkpoint(ledger: Database) -> None:
         assert (b.state, b.error, c.state) == ("failed", "boom", "pending")
         tail = list_audit(conn, "run-1")[-3:]
         assert [(e.event_type, e.task_id) for e in tail] == [
-            ("task.succeeded", "a"), ("task.failed", "b"), ("custom.note", "b"),
-        ]  # fmt: skip
+            ("task.succeeded", "a"),
+            ("task.failed", "b"),
+            ("custom.note", "b"),
+        ]
         assert tail[0].trace_id == "trace-2"
         checkpoints = list_checkpoints(conn, "run-1")
         assert len(checkpoints) == checkpoints_before + 1
@@ -100,10 +111,16 @@ def test_an_illegal_completion_rolls_back_the_whole_batch(ledger: Database) -> N
 def test_reused_task_materialises_from_pending_with_provenance(ledger: Database) -> None:
     make_run(ledger)
     reused = TaskCompletion(
-        "a", "succeeded", 0, disposition="reused", output={"v": 2},
-        source_run_id="run-0", source_task_id="a", source_attempt=3,
+        "a",
+        "succeeded",
+        0,
+        disposition="reused",
+        output={"v": 2},
+        source_run_id="run-0",
+        source_task_id="a",
+        source_attempt=3,
         events=[AuditSpec("repair.task_reused")],
-    )  # fmt: skip
+    )
     with ledger.transaction() as conn:
         commit_tasks_txn(conn, "run-1", [reused], None, ts(1))
     with ledger.read() as conn:

@@ -103,12 +103,19 @@ def commit_artifact_refs_txn(
             _INSERT_REF,
             [
                 (
-                    run_id, task_id, r.logical_path, ROW_FORMAT_VERSION, attempt, r.digest,
-                    r.resolved_media_type(), r.size_bytes, now,
+                    run_id,
+                    task_id,
+                    r.logical_path,
+                    ROW_FORMAT_VERSION,
+                    attempt,
+                    r.digest,
+                    r.resolved_media_type(),
+                    r.size_bytes,
+                    now,
                 )
                 for r in refs
             ],
-        )  # fmt: skip
+        )
     if lease_ids:
         conn.executemany(
             "DELETE FROM artifact_ingests WHERE lease_id = ?", [(lease,) for lease in lease_ids]

@@ -98,9 +98,12 @@ class ArtifactStore:
             os.chmod(d, 0o700)
         lock_path = self.root / ".lock"
         self._lock = filelock.FileLock(
-            lock_path, timeout=LOCK_TIMEOUT_S, mode=0o600, thread_local=False,
+            lock_path,
+            timeout=LOCK_TIMEOUT_S,
+            mode=0o600,
+            thread_local=False,
             preserve_lock_file=True,
-        )  # fmt: skip
+        )
         with self.locked():
             os.chmod(lock_path, 0o600)
 
