@@ -39,20 +39,8 @@ from agentctl.core.plan import PlannedTask
 from agentctl.core.redact import Redactor
 from agentctl.crashpoints import crash_point
 from agentctl.errors import RunFailedError
+from agentctl.ledger import model
 from agentctl.ledger.effects import EffectRecord, NewEffect
-from agentctl.ledger.model import (
-    BatchCommit,
-    CompensatedPair,
-    EffectOutcome,
-    EffectStartBatch,
-    Finished,
-    IngestRequest,
-    MemoryPut,
-    RequestBatch,
-    RequestRow,
-    TaskStart,
-    TaskStartBatch,
-)
 from agentctl.mailbox.messages import Execute, Failure, Result
 
 MAX_ARTIFACT_BYTES = 16 * 1024 * 1024
@@ -114,10 +102,10 @@ class Driver:
         self.stopped = False
         self.schedule = Scheduler(rs.plan, live.states)
         self.provider_calls: dict[str, int] = {}  # the fake provider's per-run call counter
-        self.fused: list[Finished] = []  # results applied, not yet committed
-        self.fused_compensated: list[CompensatedPair] = []
+        self.fused: list[model.Finished] = []  # results applied, not yet committed
+        self.fused_compensated: list[model.CompensatedPair] = []
         self.fused_memory = False
-        self.fused_finishes: list[EffectOutcome] = []
+        self.fused_finishes: list[model.EffectOutcome] = []
         self.defer_outcome = False
         self.committer = GroupCommitter(store)
         self.on_progress = on_progress or (lambda _task, _state: None)
@@ -268,7 +256,7 @@ class Driver:
             new = self._new_effect(p)
             reason = p.effect.approval_reason if p.effect.needs_approval else None
             rows.append(
-                RequestRow(
+                model.RequestRow(
                     p.task.id,
                     self.live.states[p.task.id],
                     p.attempt,
@@ -278,7 +266,7 @@ class Driver:
                 )
             )
         denied = await self.store.record_requests(
-            RequestBatch(self.rs.run_id, rows, self.clock.now(), self.trace_id)
+            model.RequestBatch(self.rs.run_id, rows, self.clock.now(), self.trace_id)
         )
         for p in preps:
             assert p.effect is not None
@@ -299,9 +287,9 @@ class Driver:
             crash_point("coordinator.after_started")
 
     async def _start_agents(self, preps: list[Prepared]) -> None:
-        rows = [TaskStart(p.task.id, self.live.states[p.task.id], p.attempt) for p in preps]
+        rows = [model.TaskStart(p.task.id, self.live.states[p.task.id], p.attempt) for p in preps]
         await self.store.start_tasks(
-            TaskStartBatch(self.rs.run_id, rows, self.clock.now(), self.trace_id)
+            model.TaskStartBatch(self.rs.run_id, rows, self.clock.now(), self.trace_id)
         )
         for p in preps:
             self.live.states[p.task.id] = "running"
@@ -336,7 +324,9 @@ class Driver:
         ]
         if ids:
             await self.store.start_effects(
-                EffectStartBatch(self.rs.run_id, ids, approved, self.clock.now(), self.trace_id)
+                model.EffectStartBatch(
+                    self.rs.run_id, ids, approved, self.clock.now(), self.trace_id
+                )
             )
             crash_point("coordinator.after_started")
         for task_id in approved:
@@ -379,7 +369,7 @@ class Driver:
             status, output, error = await self._in_process(p, view)
             if eff.operation == "builtin.long_term_memory.write" and status == "succeeded":
                 req = eff.request
-                put = MemoryPut(req["namespace"], req["key"], req.get("value"))
+                put = model.MemoryPut(req["namespace"], req["key"], req.get("value"))
         else:
             status, output, error, retryable = await self._dispatch(p)
             p.retryable = retryable
@@ -393,7 +383,7 @@ class Driver:
             redactor = Redactor(eff.secrets)
             output, error = redactor.redact(output), redactor.redact(error)
         run_id, trace_id = self.rs.run_id, self.trace_id
-        finish = EffectOutcome(
+        finish = model.EffectOutcome(
             run_id, eff.effect_id, status, self.clock.now(), output, error, spent, trace_id, put
         )
         if self.defer_outcome:
@@ -452,7 +442,7 @@ class Driver:
             if size > MAX_ARTIFACT_BYTES or not os.path.isfile(path):
                 continue
             got = await self.store.ingest_artifact(
-                IngestRequest(path, self.clock.now(), self.rs.run_id, p.task.id)
+                model.IngestRequest(path, self.clock.now(), self.rs.run_id, p.task.id)
             )
             p.artifacts.append(got.ref(rel))
             p.lease_ids.append(got.lease_id)
@@ -488,7 +478,7 @@ class Driver:
             if p.deferred_finish is not None:
                 self.fused_finishes.append(p.deferred_finish)
             self.fused_compensated.extend(
-                CompensatedPair(source_effect, p.effect.effect_id)
+                model.CompensatedPair(source_effect, p.effect.effect_id)
                 for source_effect in self.rs.compensates.get(p.task.id, ())
                 if target == "succeeded" and p.effect is not None
             )
@@ -503,15 +493,15 @@ class Driver:
         memory = self.live.memory if self.fused_memory else None
         self.fused, self.fused_compensated, self.fused_memory = [], [], False
         self.fused_finishes = []
-        batch = BatchCommit(
+        batch = model.BatchCommit(
             self.rs.run_id, items, memory, self.clock.now(), self.trace_id, compensated, finishes
         )
         await self.store.commit_batch(batch)
         if finishes:
             crash_point("coordinator.after_outcome")
 
-    def _finished(self, p: Prepared, target: str) -> Finished:
-        return Finished(
+    def _finished(self, p: Prepared, target: str) -> model.Finished:
+        return model.Finished(
             task_id=p.task.id,
             from_state=self.live.states[p.task.id],
             state=target,

@@ -111,46 +111,51 @@ def artifact_checker(ledger: RunLedger) -> Callable[[str, int], bool]:
     return ledger.blob_intact
 
 
+@dataclass(frozen=True)
+class DerivedTarget:
+    """The run a retry or repair creates: its plan, document, inputs and workspace."""
+
+    plan: Plan
+    document: Mapping[str, Any]
+    plan_json: JsonObject
+    inputs: Mapping[str, Any]
+    workspace: str
+    reason: str | None
+
+
 def create_derived_run(
     ledger: RunLedger,
-    *,
-    source_run: RunRecord,
     source: rc.SourceRun,
     recovery: rc.RecoveryPlan,
-    target: Plan,
-    document: Mapping[str, Any],
-    plan_json: JsonObject,
-    inputs: Mapping[str, Any],
-    workspace: str,
-    reason: str | None,
+    target: DerivedTarget,
     clock: Clock,
 ) -> tuple[str, str]:
     """One transaction: the run, its reused tasks, rebuilt memory, audit and lease."""
     mode = recovery.kind
     run_id, trace_id = clock.new_id(mode), clock.new_id("trace")
-    spec = document["spec"]
+    spec = target.document["spec"]
     reused = {tid: source.tasks[tid] for tid in recovery.reuse}
     initial = dict((spec.get("memory") or {}).get("working") or {})
-    memory = rc.rebuild_memory(initial, target, reused)
+    memory = rc.rebuild_memory(initial, target.plan, reused)
     new = NewRun(
         run_id=run_id,
         mode=mode,
-        workflow_name=target.name,
-        workflow_digest=target.workflow_digest,
-        plan_digest=target.plan_digest,
-        workflow=dict(document),
-        plan=plan_json,
-        inputs=dict(inputs),
+        workflow_name=target.plan.name,
+        workflow_digest=target.plan.workflow_digest,
+        plan_digest=target.plan.plan_digest,
+        workflow=dict(target.document),
+        plan=target.plan_json,
+        inputs=dict(target.inputs),
         working_memory=memory,
         trace_id=trace_id,
-        base_path=workspace,
+        base_path=target.workspace,
         parent_run_id=source.run_id,
         source_run_id=source.run_id,
         roots=list(recovery.roots),
-        reason=reason,
+        reason=target.reason,
         budget_limits=budget_limits(spec),
     )
-    ledger.create_derived_run(_derived(ledger, new, source, recovery, target, clock))
+    ledger.create_derived_run(_derived(ledger, new, source, recovery, target.plan, clock))
     return run_id, trace_id
 
 

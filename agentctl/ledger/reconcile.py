@@ -109,6 +109,25 @@ def _check_compensation(
         )
 
 
+def _check_rules(
+    conn: sqlite3.Connection,
+    effect: EffectRecord,
+    history: list[ReconciliationRecord],
+    asked: tuple[str, str, str, JsonValue],
+    compensation_effect_id: str | None,
+) -> None:
+    """Refuse an empty actor or reason, a contradiction, a result-less ``applied`` and an
+    invalid compensation."""
+    status, actor, reason, result = asked
+    if not actor.strip() or not reason.strip():
+        raise InvalidOperationError("a reconciliation needs a non-empty actor and reason")
+    check_reconciliation(effect.status, effect.confirmed, [h.status for h in history], status)
+    if status == "applied" and result is None:
+        raise InvalidOperationError("an applied reconciliation needs the effect's result")
+    if status == "compensated":
+        _check_compensation(conn, effect, compensation_effect_id)
+
+
 def reconcile_effect_txn(
     conn: sqlite3.Connection,
     effect_id: str,
@@ -125,14 +144,8 @@ def reconcile_effect_txn(
 ) -> ReconciliationRecord:
     """Append a reconciliation record for ``effect_id`` after checking every rule."""
     effect = get_effect(conn, effect_id)
-    if not actor.strip() or not reason.strip():
-        raise InvalidOperationError("a reconciliation needs a non-empty actor and reason")
     history = list_reconciliations(conn, effect_id=effect_id)
-    check_reconciliation(effect.status, effect.confirmed, [h.status for h in history], status)
-    if status == "applied" and result is None:
-        raise InvalidOperationError("an applied reconciliation needs the effect's result")
-    if status == "compensated":
-        _check_compensation(conn, effect, compensation_effect_id)
+    _check_rules(conn, effect, history, (status, actor, reason, result), compensation_effect_id)
     record = ReconciliationRecord(
         reconciliation_id=reconciliation_id or f"reconciliation-{uuid.uuid4()}",
         effect_id=effect_id,

@@ -21,7 +21,8 @@ PROCESSES = 4
 
 
 def _start_together(db: Path, cwd: Path) -> list[subprocess.Popen[str]]:
-    argv = agentctl_argv("--output", "json", "run", str(EXAMPLES / "hello.yaml"), "--db", str(db))
+    workflow = str(EXAMPLES / "hello.yaml")
+    argv = agentctl_argv("--output", "json", "run", workflow, "--db", str(db), "--workspace", ".")
     return [
         subprocess.Popen(
             argv,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from ledger_helpers import make_run, ts
 
@@ -50,33 +52,16 @@ def test_batch_commits_in_order_with_one_checkpoint(ledger: Database) -> None:
     make_run(ledger)
     _to_running(ledger, "a", "b")
     checkpoints_before = 5
-    batch = [
-        TaskCompletion(
-            "a",
-            "succeeded",
-            1,
-            output={"v": 1},
-            state_delta={"count": 1},
-            definition_fingerprint="sha256:v1:def",
-            decision={"when": True},
-        ),
-        TaskCompletion(
-            "b",
-            "failed",
-            1,
-            error="boom",
-            events=[AuditSpec("task.failed", {"error": "boom"}), AuditSpec("custom.note")],
-        ),
-    ]
+    first = TaskCompletion("a", "succeeded", 1, output={"v": 1}, state_delta={"count": 1})
+    first = replace(first, definition_fingerprint="sha256:v1:def", decision={"when": True})
+    events = [AuditSpec("task.failed", {"error": "boom"}), AuditSpec("custom.note")]
+    batch = [first, TaskCompletion("b", "failed", 1, error="boom", events=events)]
     with ledger.transaction() as conn:
         commit_tasks_txn(conn, "run-1", batch, {"count": 1}, ts(10), trace_id="trace-2")
     with ledger.read() as conn:
         a, b, c = list_tasks(conn, "run-1")
-        assert (a.state, a.output, a.output_digest) == (
-            "succeeded",
-            {"v": 1},
-            json_digest({"v": 1}),
-        )
+        assert (a.state, a.output) == ("succeeded", {"v": 1})
+        assert a.output_digest == json_digest({"v": 1})
         assert (a.state_delta, a.state_delta_digest) == ({"count": 1}, json_digest({"count": 1}))
         assert (a.definition_fingerprint, a.decision) == ("sha256:v1:def", {"when": True})
         assert (b.state, b.error, c.state) == ("failed", "boom", "pending")

@@ -1,0 +1,144 @@
+"""What every CLI operation that drives a run shares: refusing what cannot run, opening an
+existing ledger, and running trio with the user-facing error unwrapped.
+
+Invariant: every check here runs before any state is created (a refused workflow writes
+nothing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from agentctl.core.plan import Plan
+from agentctl.errors import ValidationError
+from agentctl.ledger.interface import RunLedger
+from agentctl.ledger.sqlite_ledger import open_ledger
+
+SUPPORTED_ACTIONS = frozenset(
+    {
+        "builtin.assign",
+        "builtin.assert",
+        "builtin.memory.read",
+        "builtin.memory.write",
+        "builtin.read",
+        "builtin.write",
+        "builtin.shell.exec",
+        "builtin.long_term_memory.read",
+        "builtin.long_term_memory.write",
+    }
+)
+
+
+def run_trio(fn: Any, *args: Any) -> Any:
+    """``trio.run``, with a nursery's exception group unwrapped to the error a user should see."""
+    try:
+        return trio.run(fn, *args)
+    except BaseExceptionGroup as group:
+        raise _first_leaf(group) from group
+
+
+def _first_leaf(group: BaseExceptionGroup[Any]) -> BaseException:
+    from agentctl.errors import AgentctlError
+
+    leaves: list[BaseException] = []
+    stack: list[BaseException] = [group]
+    while stack:
+        exc = stack.pop(0)
+        if isinstance(exc, BaseExceptionGroup):
+            stack.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    for leaf in leaves:
+        if isinstance(leaf, AgentctlError):
+            return leaf
+    for leaf in leaves:
+        if isinstance(leaf, KeyboardInterrupt):
+            return leaf
+    return leaves[0] if leaves else group
+
+
+def check_executable(
+    plan: Plan, document: Mapping[str, Any], *, file: str | None = None, locate: Any = None
+) -> None:
+    """Refuse, before any state exists, a workflow using what this version cannot execute."""
+    from agentctl.errors import Diagnostic
+
+    found: list[Diagnostic] = []
+    spec = document["spec"]
+    for task in plan.tasks:
+        gap = _capability_gap(task, spec)
+        if gap is None:
+            continue
+        what, path = gap
+        line, column = (locate(path) if locate else None) or (None, None)
+        found.append(
+            Diagnostic(
+                "unsupported_capability",
+                f"this version of agentctl cannot run {what} yet",
+                file=file,
+                line=line,
+                column=column,
+                path=path,
+                help="`agentctl check` and `plan` accept it; run does not",
+            )
+        )
+    if found:
+        raise ValidationError(
+            "the workflow uses features this version cannot run", diagnostics=found
+        )
+
+
+def _capability_gap(task: Any, spec: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(what, dotted path) of an unsupported feature this task uses, or None."""
+    if task.kind == "agent":
+        agent = (spec.get("agents") or {}).get(task.agent or "") or {}
+        name = agent.get("provider")
+        kind = ((spec.get("providers") or {}).get(name) or {}).get("kind")
+        if kind != "fake":
+            return (
+                f"{kind} providers (task {task.id}); only fake runs",
+                f"spec.providers.{name}.kind",
+            )
+    elif task.kind == "action":
+        kind = ((spec.get("actions") or {}).get(task.action or "") or {}).get("kind")
+        if kind not in SUPPORTED_ACTIONS:
+            return f"action kind {kind} (task {task.id})", f"spec.actions.{task.action}.kind"
+    return None
+
+
+def preflight_containers(plan: Plan, document: Mapping[str, Any]) -> None:
+    """Fail closed before any state exists: every container action's engine and image."""
+    from agentctl.sandbox.container import preflight
+
+    actions = document["spec"].get("actions") or {}
+    wanted = set()
+    for task in plan.tasks:
+        action = actions.get(task.action or "") if task.kind == "action" else None
+        if action and action.get("isolation") == "container" and action.get("container"):
+            box = action["container"]
+            wanted.add((str(box.get("runtime") or "auto"), str(box["image"])))
+
+    async def check_all() -> None:
+        for runtime, image in sorted(wanted):
+            await preflight(runtime, image)
+
+    if wanted:
+        run_trio(check_all)
+
+
+def existing(db: str) -> str:
+    from agentctl.errors import NotFoundError
+
+    if not Path(db).exists():
+        raise NotFoundError(f"database {db} does not exist")
+    return db
+
+
+def open_existing(db: str) -> contextlib.AbstractContextManager[RunLedger]:
+    """The existing ledger at ``db`` (``NotFoundError`` if there is none), closed on exit."""
+    return open_ledger(existing(db))
