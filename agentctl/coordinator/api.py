@@ -27,6 +27,8 @@ from agentctl.coordinator.service import (
     drive_run,
     outcome_or_raise,
 )
+from agentctl.core.compiler.diagnostics import Locator
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
 from agentctl.errors import ValidationError
 from agentctl.ledger.model import ReconcileRequest
@@ -40,7 +42,7 @@ def resolve_inputs(
     inputs_json: str | None,
     inputs_file_text: str | None,
     pairs: Sequence[str],
-) -> dict[str, Any]:
+) -> JsonObject:
     """spec.inputs ← --inputs / --inputs-file object ← each --input KEY=VALUE (JSON else text)."""
     merged = dict(defaults)
     if inputs_json is not None and inputs_file_text is not None:
@@ -69,7 +71,7 @@ def start_run(
     *,
     document: Mapping[str, Any],
     plan: Plan,
-    plan_json: Any,
+    plan_json: JsonObject,
     inputs: Mapping[str, Any],
     db: str,
     workspace: str,
@@ -79,7 +81,7 @@ def start_run(
     check_mode: bool = False,
     diff: bool = False,
     file: str | None = None,
-    locate: Any = None,
+    locate: Locator | None = None,
 ) -> RunOutcome:
     check_executable(plan, document, file=file, locate=locate)
     preflight_containers(plan, document)
@@ -213,28 +215,28 @@ def fork(
         return outcome_or_raise(run_trio(drive_run, req))
 
 
-def cancel(run_ref: str, *, db: str) -> dict[str, Any]:
+def cancel(run_ref: str, *, db: str) -> JsonObject:
     with open_existing(db) as ledger:
         run = ledger.request_cancel(run_ref, Clock().now())
     return {"runId": run.run_id, "requested": True}
 
 
-def list_runs(*, db: str, state: str | None, limit: int) -> dict[str, Any]:
+def list_runs(*, db: str, state: str | None, limit: int) -> JsonObject:
     with open_existing(db) as ledger:
         return ledger.list_runs(state=state, limit=limit).to_json()
 
 
-def inspect(run_ref: str, *, db: str) -> dict[str, Any]:
+def inspect(run_ref: str, *, db: str) -> JsonObject:
     with open_existing(db) as ledger:
         return ledger.inspect_run(run_ref).to_json()
 
 
-def effects_list(run_ref: str, *, db: str, task: str | None) -> dict[str, Any]:
+def effects_list(run_ref: str, *, db: str, task: str | None) -> JsonObject:
     with open_existing(db) as ledger:
         return ledger.list_effects(run_ref, task).to_json()
 
 
-def effects_inspect(effect_id: str, *, db: str) -> dict[str, Any]:
+def effects_inspect(effect_id: str, *, db: str) -> JsonObject:
     with open_existing(db) as ledger:
         return ledger.inspect_effect(effect_id).to_json()
 
@@ -246,10 +248,10 @@ def effects_reconcile(
     status: str,
     reason: str,
     actor: str,
-    evidence: Any,
-    result: Any,
+    evidence: JsonValue,
+    result: JsonValue,
     compensation_effect_id: str | None,
-) -> dict[str, Any]:
+) -> JsonObject:
     clock = Clock()
     request = ReconcileRequest(
         effect_id=effect_id,

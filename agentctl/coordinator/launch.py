@@ -8,17 +8,20 @@ nothing).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, TypeVarTuple
 
 import trio
 
-from agentctl.core.plan import Plan
+from agentctl.core.compiler.diagnostics import Locator
+from agentctl.core.plan import Plan, PlannedTask
 from agentctl.errors import ValidationError
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.sqlite_ledger import open_ledger
 
+T = TypeVar("T")
+Args = TypeVarTuple("Args")
 SUPPORTED_ACTIONS = frozenset(
     {
         "builtin.assign",
@@ -34,7 +37,7 @@ SUPPORTED_ACTIONS = frozenset(
 )
 
 
-def run_trio(fn: Any, *args: Any) -> Any:
+def run_trio(fn: Callable[[*Args], Awaitable[T]], *args: *Args) -> T:
     """``trio.run``, with a nursery's exception group unwrapped to the error a user should see."""
     try:
         return trio.run(fn, *args)
@@ -42,7 +45,7 @@ def run_trio(fn: Any, *args: Any) -> Any:
         raise _first_leaf(group) from group
 
 
-def _first_leaf(group: BaseExceptionGroup[Any]) -> BaseException:
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
     from agentctl.errors import AgentctlError
 
     leaves: list[BaseException] = []
@@ -63,7 +66,11 @@ def _first_leaf(group: BaseExceptionGroup[Any]) -> BaseException:
 
 
 def check_executable(
-    plan: Plan, document: Mapping[str, Any], *, file: str | None = None, locate: Any = None
+    plan: Plan,
+    document: Mapping[str, Any],
+    *,
+    file: str | None = None,
+    locate: Locator | None = None,
 ) -> None:
     """Refuse, before any state exists, a workflow using what this version cannot execute."""
     from agentctl.errors import Diagnostic
@@ -93,7 +100,7 @@ def check_executable(
         )
 
 
-def _capability_gap(task: Any, spec: Mapping[str, Any]) -> tuple[str, str] | None:
+def _capability_gap(task: PlannedTask, spec: Mapping[str, Any]) -> tuple[str, str] | None:
     """(what, dotted path) of an unsupported feature this task uses, or None."""
     if task.kind == "agent":
         agent = (spec.get("agents") or {}).get(task.agent or "") or {}

@@ -52,7 +52,7 @@ def load_source(ledger: RunLedger, run_ref: str) -> tuple[RunRecord, rc.SourceRu
                 reconciliation=latest.get(e.effect_id),
             )
         )
-    arts: dict[str, list[dict[str, Any]]] = {}
+    arts: dict[str, list[JsonObject]] = {}
     for ref in snap.artifacts:
         arts.setdefault(ref.task_id, []).append(
             {"path": ref.logical_path, "digest": ref.digest, "sizeBytes": ref.size_bytes}
@@ -84,7 +84,7 @@ def _needs(plan: JsonValue) -> dict[str, tuple[str, ...]]:
 @dataclass(frozen=True)
 class _SourceContext:
     by_task: Mapping[str, list[rc.SourceEffect]]
-    arts: Mapping[str, list[dict[str, Any]]]
+    arts: Mapping[str, list[JsonObject]]
     needs: Mapping[str, tuple[str, ...]]
 
     def task(self, t: TaskRecord) -> rc.SourceTask:

@@ -31,12 +31,13 @@ from agentctl.coordinator.service import (
     outcome_or_raise,
 )
 from agentctl.core import recovery as rc
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
 from agentctl.errors import InvalidOperationError
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.runs import RunRecord
 
-Envelope = tuple[str, dict[str, Any], int]
+Envelope = tuple[str, JsonObject, int]
 _RECOVERY_EXIT = {"succeeded": 0, "paused": 3, "cancelled": 130}
 
 
@@ -56,7 +57,7 @@ def recover(
     *,
     document: Mapping[str, Any],
     target: Plan,
-    plan_json: Any,
+    plan_json: JsonObject,
     source_ref: str,
     db: str,
     roots: Sequence[str],
@@ -134,8 +135,8 @@ def _plan(
 
 
 def _recovered(
-    outcome: RunOutcome, planned: rc.RecoveryPlan, source_run_id: str, refs: Any
-) -> dict[str, Any]:
+    outcome: RunOutcome, planned: rc.RecoveryPlan, source_run_id: str, refs: JsonValue
+) -> JsonObject:
     return {
         **outcome.to_json(),
         "sourceRunId": source_run_id,

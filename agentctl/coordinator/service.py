@@ -30,6 +30,7 @@ from agentctl.coordinator.prepare import IN_PROCESS, RunSettings
 from agentctl.coordinator.store import Store
 from agentctl.coordinator.workerpool import kill_stale_workers, open_worker_pool
 from agentctl.core.effects import action_kind
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
 from agentctl.errors import (
     BlockedError,
@@ -49,10 +50,10 @@ class RunOutcome:
     run_id: str
     trace_id: str
     state: str
-    output: Any
+    output: JsonValue
     errors: Mapping[str, str | None] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "runId": self.run_id,
             "traceId": self.trace_id,
@@ -88,7 +89,7 @@ def create_run(
     *,
     plan: Plan,
     document: Mapping[str, Any],
-    plan_json: Any,
+    plan_json: JsonObject,
     inputs: Mapping[str, Any],
     workspace: str,
     clock: Clock,
@@ -261,7 +262,7 @@ async def _finish(
         reason = "budget maxWallTimeSeconds exceeded (counted from run creation)"
         await store.cancel_run(_stop(req.run_id, live, now, "failed", reason))
         return RunOutcome(req.run_id, req.trace_id, "failed", None, {"run": reason})
-    output: Any = None
+    output: JsonValue = None
     errors = dict(live.errors)
     if final == "succeeded":
         view = RuntimeView(live.inputs, live.memory, live.outputs, live.states, live.errors)
