@@ -86,10 +86,9 @@ def runs_list_cmd(
     data = api.list_runs(db=db, state=state, limit=limit)
 
     def human(settings: Settings) -> str:
-        rows = [
-            [r["runId"], r["state"], r["mode"], str(r["workflow"]), r["createdAt"]]
-            for r in data["runs"]
-        ]
+        keys = ("runId", "state", "mode", "workflow", "createdAt")
+        runs = data["runs"] if isinstance(data["runs"], list) else []
+        rows = [[str(r.get(k)) for k in keys] for r in runs if isinstance(r, dict)]
         return table("runs", ["run", "state", "mode", "workflow", "created"], rows, settings)
 
     deliver(Outcome("RunList", data, human=human))
@@ -148,9 +147,15 @@ def effects_reconcile_cmd(
     )
     result = json_file(result_file, "result file") if result_file else None
     data = api.effects_reconcile(
-        effect, db=db, status=status, reason=reason, actor=actor, evidence=evidence,
-        result=result, compensation_effect_id=compensation_effect,
-    )  # fmt: skip
+        effect,
+        db=db,
+        status=status,
+        reason=reason,
+        actor=actor,
+        evidence=evidence,
+        result=result,
+        compensation_effect_id=compensation_effect,
+    )
     deliver(Outcome("EffectReconciliation", data))
 
 

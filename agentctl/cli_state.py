@@ -6,14 +6,18 @@ changes nothing), does one read or one guarded operation, and delivers one outco
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agentctl.clikit import DEFAULT_DB, DbOpt, deliver
 from agentctl.errors import NotFoundError, ValidationError
 from agentctl.render import Outcome, Settings
+
+if TYPE_CHECKING:
+    from agentctl.ledger import RunLedger
 
 artifacts_app = typer.Typer(
     help="List, verify, export and collect stored artifacts.", no_args_is_help=True
@@ -33,18 +37,13 @@ def _trace_id() -> str:
     return Clock().new_id("trace")
 
 
-def _ledger(db: str, *, create: bool = False) -> Any:
+def _ledger(db: str, *, create: bool = False) -> AbstractContextManager[RunLedger]:
+    """The ledger at ``db`` (created only by ``db migrate``), closed when the block ends."""
     from agentctl.ledger import open_ledger
 
     if not create and not Path(db).exists():
         raise NotFoundError(f"database {db} does not exist")
     return open_ledger(db)
-
-
-def _store(ledger: Any) -> Any:
-    from agentctl.ledger import open_artifact_store
-
-    return open_artifact_store(ledger)
 
 
 @artifacts_app.command("list")
@@ -56,13 +55,10 @@ def artifacts_list_cmd(
     ] = None,
 ) -> None:
     """Artifact references and the blobs they name."""
-    from agentctl.ledger import runs, stats
-
     if task is not None and run is None:
         raise ValidationError("artifacts list --task needs --run")
-    with _ledger(db) as ledger, ledger.read() as conn:
-        run_id = runs.find_run(conn, run).run_id if run else None
-        data = stats.artifact_list(conn, run_id, task)
+    with _ledger(db) as ledger:
+        data = ledger.list_artifacts(run, task).to_json()
     deliver(Outcome("ArtifactList", data, human=_list_human(data)))
 
 
@@ -91,10 +87,8 @@ def artifacts_inspect_cmd(
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """One blob and every reference to it."""
-    from agentctl.ledger import stats
-
-    with _ledger(db) as ledger, ledger.read() as conn:
-        data = stats.artifact_inspection(conn, digest)
+    with _ledger(db) as ledger:
+        data = ledger.inspect_artifact(digest).to_json()
     deliver(Outcome("ArtifactInspection", data))
 
 
@@ -108,7 +102,7 @@ def artifacts_verify_cmd(
     if (digest is None) == (not all_):
         raise ValidationError("artifacts verify needs exactly one of DIGEST or --all")
     with _ledger(db) as ledger:
-        data = _store(ledger).verify(_now(), None if all_ else [digest])
+        data = ledger.verify_artifacts(_now(), [digest] if digest is not None else None)
     deliver(Outcome("ArtifactVerification", data))
 
 
@@ -123,7 +117,7 @@ def artifacts_export_cmd(
 ) -> None:
     """Copy a verified blob to DEST atomically (never through a symlink)."""
     with _ledger(db) as ledger:
-        data = _store(ledger).export(digest, dest, overwrite=overwrite)
+        data = ledger.export_artifact(digest, dest, overwrite)
     deliver(Outcome("ArtifactExport", data))
 
 
@@ -134,30 +128,27 @@ def artifacts_gc_cmd(
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """Collect unreferenced, unleased blobs and stale temporary files."""
-    from agentctl.ledger import run_gc
+    from agentctl.ledger import GcRequest
 
+    request = GcRequest(_now(), older_than_days=older_than_days, dry_run=dry_run)
     with _ledger(db) as ledger:
-        data = run_gc(_store(ledger), _now(), older_than_days=older_than_days, dry_run=dry_run)
+        data = ledger.collect_artifacts(request)
     deliver(Outcome("ArtifactGarbageCollection", data))
 
 
 @db_app.command("stats")
 def db_stats_cmd(db: DbOpt = DEFAULT_DB) -> None:
     """Schema version, size on disk and row counts."""
-    from agentctl.ledger import stats
-
     with _ledger(db) as ledger:
-        data = stats.database_stats(ledger)
+        data = ledger.database_stats().to_json()
     deliver(Outcome("DatabaseStats", data))
 
 
 @db_app.command("migrate")
 def db_migrate_cmd(db: DbOpt = DEFAULT_DB) -> None:
     """Create or migrate the database to the supported schema."""
-    from agentctl.ledger import stats
-
     with _ledger(db, create=True) as ledger:
-        data = stats.database_migration(ledger)
+        data = ledger.migration().to_json()
     deliver(Outcome("DatabaseMigration", data))
 
 
@@ -172,10 +163,8 @@ def approvals_list_cmd(
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """The pending approvals of a run."""
-    from agentctl.ledger import runs, stats
-
-    with _ledger(db) as ledger, ledger.read() as conn:
-        data = stats.approval_list(conn, runs.find_run(conn, run).run_id)
+    with _ledger(db) as ledger:
+        data = ledger.list_approvals(run).to_json()
     deliver(Outcome("ApprovalList", data, human=_approvals_human(data)))
 
 
@@ -195,12 +184,11 @@ def _approvals_human(data: dict[str, Any]) -> Any:
 
 
 def _resolve(approval: str, approve: bool, reason: str, actor: str, db: str) -> None:
-    from agentctl.ledger import approvals
+    from agentctl.ledger import ApprovalDecision
 
-    with _ledger(db) as ledger, ledger.transaction() as conn:
-        record = approvals.resolve_approval_txn(
-            conn, approval, approve, actor, reason, _now(), trace_id=_trace_id()
-        )
+    decision = ApprovalDecision(approval, approve, actor, reason, _now(), _trace_id())
+    with _ledger(db) as ledger:
+        record = ledger.resolve_approval(decision)
     data = {"approvalId": record.approval_id, "status": record.status, "runId": record.run_id}
     deliver(
         Outcome(

@@ -17,7 +17,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from agentctl.ledger import NewRun, TaskCompletion, commit_tasks_txn, create_run_txn, open_ledger
+from agentctl.ledger import NewRun, TaskCompletion
+from agentctl.ledger.connection import open_database
+from agentctl.ledger.runs import create_run_txn
+from agentctl.ledger.tasks import commit_tasks_txn
 
 NOW = "2024-05-01T12:00:00.000Z"
 
@@ -37,12 +40,20 @@ def _bare(path: Path) -> Callable[[int], None]:
 
 
 def _ledger(path: Path, total: int) -> Callable[[int], None]:
-    led = open_ledger(path)
+    led = open_database(path)
     tasks = [f"t{i}" for i in range(total)]
     run = NewRun(
-        run_id="run-bench", mode="execute", workflow_name="bench", workflow_digest="w",
-        plan_digest="p", workflow={}, plan={}, inputs={}, working_memory={}, trace_id="trace",
-    )  # fmt: skip
+        run_id="run-bench",
+        mode="execute",
+        workflow_name="bench",
+        workflow_digest="w",
+        plan_digest="p",
+        workflow={},
+        plan={},
+        inputs={},
+        working_memory={},
+        trace_id="trace",
+    )
     with led.transaction() as conn:
         create_run_txn(conn, run, tasks, NOW)
 

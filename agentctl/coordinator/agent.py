@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agentctl.core import jsonschema, registry
@@ -30,8 +30,9 @@ from agentctl.core.operations import BuildInput, Operation
 from agentctl.core.plan import AgentConfig
 from agentctl.core.policy import decide
 from agentctl.crashpoints import CrashPoint, crash_point
-from agentctl.errors import NotFoundError, PolicyDeniedError, RunFailedError
-from agentctl.ledger import budget, effects, reconcile
+from agentctl.errors import PolicyDeniedError, RunFailedError
+from agentctl.ledger.effects import NewEffect
+from agentctl.ledger.model import CallRecord, EffectOutcome
 from agentctl.mailbox.messages import Execute, Result
 
 
@@ -202,10 +203,10 @@ class AgentRunner:
         eid = effect_id(
             self.d.rs.run_id, self.task_id, self.attempt, ordinal, call.operation, digest
         )
-        reused = await self.d.store.read(_recorded_result, eid)
+        reused = await self.d.store.recorded_result(eid)
         if reused is not None:
             return reused
-        new = effects.NewEffect(
+        new = NewEffect(
             run_id=self.d.rs.run_id,
             task_id=self.task_id,
             attempt=self.attempt,
@@ -217,7 +218,8 @@ class AgentRunner:
             idempotency=call.idempotency,
             trace_id=self.d.trace_id,
         )
-        refused = await self.d.store.write(_record_and_start_txn, new, call, self.d.clock.now())
+        record = CallRecord(new, call.reserve, self.d.clock.now(), call.tool_call_id, call.tool)
+        refused = await self.d.store.record_and_start_call(record)
         if refused is not None:
             raise RunFailedError(
                 f"budget {refused.get('dimension')} exceeded before {call.operation} "
@@ -227,7 +229,7 @@ class AgentRunner:
         crash_point(CrashPoint.AFTER_STARTED)
         return await self._dispatch(new, call, eid)
 
-    async def _dispatch(self, new: effects.NewEffect, call: AgentCall, eid: str) -> Any:
+    async def _dispatch(self, new: NewEffect, call: AgentCall, eid: str) -> Any:
         msg = Execute(
             effect_id=eid,
             run_id=self.d.rs.run_id,
@@ -244,8 +246,8 @@ class AgentRunner:
         output = reply.output if isinstance(reply, Result) else None
         error = None if isinstance(reply, Result) else reply.error.message
         spent = _spent(call, ok)
-        now = self.d.clock.now()
-        await self.d.store.write(_finish_txn, new, call, status, output, error, spent, now)
+        outcome = EffectOutcome(new.run_id, eid, status, self.d.clock.now(), output, error, spent)
+        await self.d.store.finish_effects([replace(outcome, tool_call_id=call.tool_call_id)])
         crash_point(CrashPoint.AFTER_OUTCOME)
         if isinstance(reply, Result):
             return reply.output
@@ -269,67 +271,3 @@ def _spent(call: AgentCall, ok: bool) -> dict[str, int]:
             "totalTokens": 2 * tokens,
         }
     return {"toolCalls": 1}
-
-
-def _recorded_result(conn: Any, eid: str) -> Any:
-    """The result to reuse for an effect that already happened (confirmed or applied)."""
-    try:
-        found = effects.get_effect(conn, eid)
-    except NotFoundError:  # a call this attempt has not made yet
-        return None
-    if found.status == "succeeded":
-        return found.result
-    recs = reconcile.list_reconciliations(conn, effect_id=eid)
-    if recs and recs[-1].status == "applied":
-        return recs[-1].result
-    return None
-
-
-def _record_and_start_txn(
-    conn: Any, new: effects.NewEffect, call: AgentCall, now: str
-) -> dict[str, Any] | None:
-    """Reserve, record and start one call; returns the overrun when the budget refuses it.
-
-    A refusal still commits (the ``budget.exceeded`` record is durable) but records no effect.
-    """
-    outcome = budget.reserve_budget_txn(conn, new.run_id, new.effect_id, call.reserve, now)
-    if not outcome.granted:
-        return outcome.exceeded or {}
-    effects.insert_effect_txn(conn, new, now)
-    if call.tool_call_id is not None:
-        effects.insert_tool_call_txn(
-            conn,
-            new.run_id,
-            call.tool_call_id,
-            new.task_id,
-            call.tool or "",
-            call.recorded,
-            now,
-            effect_id=new.effect_id,
-        )
-    effects.start_effect_txn(conn, new.effect_id, now)
-    return None
-
-
-def _finish_txn(
-    conn: Any,
-    new: effects.NewEffect,
-    call: AgentCall,
-    status: str,
-    output: Any,
-    error: str | None,
-    spent: dict[str, int],
-    now: str,
-) -> None:
-    effects.finish_effect_txn(conn, new.effect_id, status, now, result=output, error=error)
-    budget.settle_budget_txn(conn, new.run_id, new.effect_id, spent, now)
-    if call.tool_call_id is not None:
-        effects.finish_tool_call_txn(
-            conn,
-            new.run_id,
-            call.tool_call_id,
-            "succeeded" if status == "succeeded" else status,
-            now,
-            output=output,
-            error=error,
-        )

@@ -22,12 +22,14 @@ from agentctl.core.canonical import canonical_json
 from agentctl.core.compiler import compile_workflow
 from agentctl.core.compiler.stored import plan_from_stored, plan_to_stored
 from agentctl.core.plan import Plan
+from agentctl.ledger.model import Owner
 from agentctl.ledger.runs import RunRecord
 
 
-def owner_identity() -> tuple[int, float]:
+def owner_identity() -> Owner:
+    """This process as a lease owner (pid + start time, so a reused pid is not the owner)."""
     pid = os.getpid()
-    return pid, psutil.Process(pid).create_time()
+    return Owner(pid, psutil.Process(pid).create_time())
 
 
 def stored_plan_text(plan: Plan) -> str:

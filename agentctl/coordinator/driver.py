@@ -22,7 +22,6 @@ from typing import Any
 
 import trio
 
-from agentctl.coordinator import records
 from agentctl.coordinator.agent import AgentRunner, AgentUncertain
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.prepare import (
@@ -40,6 +39,7 @@ from agentctl.core.plan import PlannedTask
 from agentctl.core.redact import Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import RunFailedError
+from agentctl.ledger import model
 from agentctl.ledger.effects import EffectRecord, NewEffect
 from agentctl.mailbox.messages import Execute, Failure, Result
 
@@ -55,10 +55,6 @@ def contract_fingerprint(task: PlannedTask) -> str:
     if task.output_schema is None:
         return _DEFAULT_CONTRACT_FINGERPRINT  # most tasks: computed once, not per task
     return v1_digest(task.output_schema)
-
-
-def _ingest_one(ledger: Any, store: Any, path: str, now: str, run_id: str, task_id: str) -> Any:
-    return store.ingest(path, now, run_id=run_id, task_id=task_id)
 
 
 @dataclass
@@ -94,7 +90,7 @@ class Driver:
         clock: Clock,
         trace_id: str,
         on_progress: Callable[[str, str], None] | None = None,
-        artifacts: Any = None,
+        artifacts: bool = False,
     ) -> None:
         self.artifacts = artifacts
         self.store = store
@@ -106,10 +102,10 @@ class Driver:
         self.stopped = False
         self.schedule = Scheduler(rs.plan, live.states)
         self.provider_calls: dict[str, int] = {}  # the fake provider's per-run call counter
-        self.fused: list[records.Finished] = []  # results applied, not yet committed
-        self.fused_compensated: list[tuple[str, str]] = []
+        self.fused: list[model.Finished] = []  # results applied, not yet committed
+        self.fused_compensated: list[model.CompensatedPair] = []
         self.fused_memory = False
-        self.fused_finishes: list[tuple[Any, ...]] = []
+        self.fused_finishes: list[model.EffectOutcome] = []
         self.defer_outcome = False
         self.committer = GroupCommitter(store)
         self.on_progress = on_progress or (lambda _task, _state: None)
@@ -260,7 +256,7 @@ class Driver:
             new = self._new_effect(p)
             reason = p.effect.approval_reason if p.effect.needs_approval else None
             rows.append(
-                records.RequestRow(
+                model.RequestRow(
                     p.task.id,
                     self.live.states[p.task.id],
                     p.attempt,
@@ -269,8 +265,8 @@ class Driver:
                     reason,
                 )
             )
-        denied = await self.store.write(
-            records.record_requests_txn, self.rs.run_id, rows, self.clock.now(), self.trace_id
+        denied = await self.store.record_requests(
+            model.RequestBatch(self.rs.run_id, rows, self.clock.now(), self.trace_id)
         )
         for p in preps:
             assert p.effect is not None
@@ -292,9 +288,9 @@ class Driver:
             crash_point(CrashPoint.AFTER_STARTED)
 
     async def _start_agents(self, preps: list[Prepared]) -> None:
-        rows = [(p.task.id, self.live.states[p.task.id], p.attempt) for p in preps]
-        await self.store.write(
-            records.start_tasks_txn, self.rs.run_id, rows, self.clock.now(), self.trace_id
+        rows = [model.TaskStart(p.task.id, self.live.states[p.task.id], p.attempt) for p in preps]
+        await self.store.start_tasks(
+            model.TaskStartBatch(self.rs.run_id, rows, self.clock.now(), self.trace_id)
         )
         for p in preps:
             self.live.states[p.task.id] = "running"
@@ -328,10 +324,11 @@ class Driver:
             p.task.id for p in live if self.live.states[p.task.id] == "waiting_for_approval"
         ]
         if ids:
-            await self.store.write(
-                records.start_effects_txn, self.rs.run_id, ids, approved, self.clock.now(),
-                self.trace_id,
-            )  # fmt: skip
+            await self.store.start_effects(
+                model.EffectStartBatch(
+                    self.rs.run_id, ids, approved, self.clock.now(), self.trace_id
+                )
+            )
             crash_point(CrashPoint.AFTER_STARTED)
         for task_id in approved:
             self.live.states[task_id] = "running"
@@ -371,7 +368,8 @@ class Driver:
         if eff.in_process:
             status, output, error = await self._in_process(p, view)
             if eff.operation == "builtin.long_term_memory.write" and status == "succeeded":
-                put = (eff.request["namespace"], eff.request["key"], eff.request.get("value"))
+                req = eff.request
+                put = model.MemoryPut(req["namespace"], req["key"], req.get("value"))
         else:
             status, output, error, retryable = await self._dispatch(p)
             p.retryable = retryable
@@ -384,8 +382,10 @@ class Driver:
         if eff.secrets:
             redactor = Redactor(eff.secrets)
             output, error = redactor.redact(output), redactor.redact(error)
-        finish = (self.rs.run_id, eff.effect_id, status, self.clock.now(), output, error, spent,
-                  self.trace_id, put)  # fmt: skip
+        run_id, trace_id = self.rs.run_id, self.trace_id
+        finish = model.EffectOutcome(
+            run_id, eff.effect_id, status, self.clock.now(), output, error, spent, trace_id, put
+        )
         if self.defer_outcome:
             p.deferred_finish = finish
         else:
@@ -403,12 +403,10 @@ class Driver:
             return "succeeded", memory_write_output(view.memory, req), None
         if eff.operation == "builtin.long_term_memory.write":
             return "succeeded", {"status": "changed", "changed": True, "key": req["key"]}, None
-        found, value = await self.store.read(
-            records.long_term_get, req["namespace"], req["key"], self.clock.now()
-        )
-        if not found:
+        entry = await self.store.long_term_get(req["namespace"], req["key"], self.clock.now())
+        if not entry.found:
             return "failed", None, f"no long-term memory entry {req['namespace']}/{req['key']}"
-        return "succeeded", {"status": "unchanged", "changed": False, "value": value}, None
+        return "succeeded", {"status": "unchanged", "changed": False, "value": entry.value}, None
 
     async def _dispatch(self, p: Prepared) -> tuple[str, Any, str | None, bool]:
         eff = p.effect
@@ -433,7 +431,7 @@ class Driver:
 
     async def _ingest(self, p: Prepared) -> str | None:
         """Ingest the files a confirmed mutation wrote into the artifact store (≤ 16 MiB each)."""
-        if self.artifacts is None:
+        if not self.artifacts:
             return None
         for rel in p.artifact_paths:
             path = os.path.join(self.rs.workspace, rel)
@@ -443,8 +441,8 @@ class Driver:
                 continue
             if size > MAX_ARTIFACT_BYTES or not os.path.isfile(path):
                 continue
-            got = await self.store.call(
-                _ingest_one, self.artifacts, path, self.clock.now(), self.rs.run_id, p.task.id
+            got = await self.store.ingest_artifact(
+                model.IngestRequest(path, self.clock.now(), self.rs.run_id, p.task.id)
             )
             p.artifacts.append(got.ref(rel))
             p.lease_ids.append(got.lease_id)
@@ -480,7 +478,7 @@ class Driver:
             if p.deferred_finish is not None:
                 self.fused_finishes.append(p.deferred_finish)
             self.fused_compensated.extend(
-                (source_effect, p.effect.effect_id)
+                model.CompensatedPair(source_effect, p.effect.effect_id)
                 for source_effect in self.rs.compensates.get(p.task.id, ())
                 if target == "succeeded" and p.effect is not None
             )
@@ -495,15 +493,15 @@ class Driver:
         memory = self.live.memory if self.fused_memory else None
         self.fused, self.fused_compensated, self.fused_memory = [], [], False
         self.fused_finishes = []
-        await self.store.write(
-            records.commit_batch_txn, self.rs.run_id, items, memory, self.clock.now(),
-            self.trace_id, compensated, finishes,
-        )  # fmt: skip
+        batch = model.BatchCommit(
+            self.rs.run_id, items, memory, self.clock.now(), self.trace_id, compensated, finishes
+        )
+        await self.store.commit_batch(batch)
         if finishes:
             crash_point(CrashPoint.AFTER_OUTCOME)
 
-    def _finished(self, p: Prepared, target: str) -> records.Finished:
-        return records.Finished(
+    def _finished(self, p: Prepared, target: str) -> model.Finished:
+        return model.Finished(
             task_id=p.task.id,
             from_state=self.live.states[p.task.id],
             state=target,

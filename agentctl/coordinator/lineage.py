@@ -12,47 +12,47 @@ Invariants:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Sequence
 
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import owner_identity, stored_plan_text
-from agentctl.coordinator.records import transition_path
 from agentctl.coordinator.service import RunOutcome
 from agentctl.core.plan import Plan
 from agentctl.errors import InvalidOperationError
-from agentctl.ledger import runs, tasks
-from agentctl.ledger.artifacts.refs import ArtifactRef, list_refs
-from agentctl.ledger.artifacts.store import open_artifact_store
-from agentctl.ledger.connection import Ledger
+from agentctl.ledger.artifacts.refs import ArtifactRef, ArtifactRefRecord
+from agentctl.ledger.interface import RunLedger
+from agentctl.ledger.model import DerivedRun
+from agentctl.ledger.runs import NewRun, RunRecord
+from agentctl.ledger.tasks import AuditSpec, TaskCompletion, TaskRecord
 
 TERMINAL_RUN = frozenset({"succeeded", "failed", "cancelled"})
 IN_FLIGHT = frozenset({"ready", "running", "waiting_for_approval", "waiting_for_effect"})
 
 
-def replay(ledger: Ledger, source_ref: str, clock: Clock) -> RunOutcome:
+def replay(ledger: RunLedger, source_ref: str, clock: Clock) -> RunOutcome:
     """Create a recorded replay of a terminal run; returns its outcome."""
-    with ledger.read() as conn:
-        source = runs.find_run(conn, source_ref)
-        records = tasks.list_tasks(conn, source.run_id)
-        refs = list_refs(conn, run_id=source.run_id)
+    snap = ledger.load_source(source_ref)
+    source, records, refs = snap.run, snap.tasks, snap.artifacts
     _check_replayable(source, records)
     if refs:
-        open_artifact_store(ledger).verify(clock.now(), sorted({r.digest for r in refs}))
+        ledger.verify_artifacts(clock.now(), sorted({r.digest for r in refs}))
     run_id, trace_id = clock.new_id("replay"), clock.new_id("trace")
-    with ledger.transaction() as conn:
-        now = clock.now()
-        runs.create_run_txn(
-            conn, _derived(source, run_id, trace_id, "replay"), [t.task_id for t in records], now
-        )
-        _copy_tasks_txn(conn, run_id, records, refs, source, now, trace_id)
-        runs.set_run_state_txn(
-            conn, run_id, source.state, now, output=source.output, trace_id=trace_id
-        )
+    derived = DerivedRun(
+        run=_derived(source, run_id, trace_id, "replay"),
+        task_order=tuple(t.task_id for t in records),
+        completions=_recorded(records, refs, source.run_id),
+        working_memory=source.working_memory,
+        now=clock.now(),
+        walk=True,
+        final_state=source.state,
+        final_output=source.output,
+    )
+    ledger.create_derived_run(derived)
     errors = {t.task_id: t.error for t in records if t.error}
     return RunOutcome(run_id, trace_id, source.state, source.output, errors)
 
 
-def _check_replayable(source: Any, records: list[Any]) -> None:
+def _check_replayable(source: RunRecord, records: Sequence[TaskRecord]) -> None:
     if source.state not in TERMINAL_RUN:
         raise InvalidOperationError(
             f"run {source.run_id} is {source.state}; only a terminal run can be replayed",
@@ -67,8 +67,8 @@ def _check_replayable(source: Any, records: list[Any]) -> None:
         )
 
 
-def _derived(source: Any, run_id: str, trace_id: str, mode: str) -> runs.NewRun:
-    return runs.NewRun(
+def _derived(source: RunRecord, run_id: str, trace_id: str, mode: str) -> NewRun:
+    return NewRun(
         run_id=run_id,
         mode=mode,
         workflow_name=source.workflow_name,
@@ -85,56 +85,41 @@ def _derived(source: Any, run_id: str, trace_id: str, mode: str) -> runs.NewRun:
     )
 
 
-def _copy_tasks_txn(
-    conn: Any,
-    run_id: str,
-    records: list[Any],
-    refs: list[Any],
-    source: Any,
-    now: str,
-    trace_id: str,
-) -> None:
+def _recorded(
+    records: Sequence[TaskRecord], refs: Sequence[ArtifactRefRecord], source_run_id: str
+) -> tuple[TaskCompletion, ...]:
+    """The source's non-pending tasks as ``recorded`` completions (pending ones stay)."""
     by_task: dict[str, list[ArtifactRef]] = {}
     for ref in refs:
         by_task.setdefault(ref.task_id, []).append(
             ArtifactRef(ref.logical_path, ref.digest, ref.size_bytes, ref.media_type)
         )
-    completions = []
-    for t in records:
-        if t.state == "pending":
-            continue
-        for step in transition_path("pending", t.state)[:-1]:
-            tasks.transition_task_txn(
-                conn, run_id, t.task_id, step, now, attempt=t.attempt, trace_id=trace_id
-            )
-        completions.append(_recorded(t, tuple(by_task.get(t.task_id, ())), source.run_id))
-    tasks.commit_tasks_txn(conn, run_id, completions, source.working_memory, now, trace_id=trace_id)
-
-
-def _recorded(t: Any, artifacts: tuple[ArtifactRef, ...], source_run_id: str) -> Any:
-    """The completion that copies one source task record into a replay."""
-    return tasks.TaskCompletion(
-        task_id=t.task_id,
-        state=t.state,
-        attempt=t.attempt,
-        disposition="recorded",
-        output=t.output,
-        error=t.error,
-        definition_fingerprint=t.definition_fingerprint,
-        input_digest=t.input_digest,
-        output_contract_fingerprint=t.output_contract_fingerprint,
-        output_digest=t.output_digest,
-        state_delta=t.state_delta,
-        artifacts=artifacts,
-        decision=t.decision,
-        source_run_id=source_run_id,
-        source_task_id=t.task_id,
-        source_attempt=t.attempt,
-        events=(tasks.AuditSpec(f"task.{t.state}", {"recordedFrom": source_run_id}),),
+    return tuple(
+        TaskCompletion(
+            task_id=t.task_id,
+            state=t.state,
+            attempt=t.attempt,
+            disposition="recorded",
+            output=t.output,
+            error=t.error,
+            definition_fingerprint=t.definition_fingerprint,
+            input_digest=t.input_digest,
+            output_contract_fingerprint=t.output_contract_fingerprint,
+            output_digest=t.output_digest,
+            state_delta=t.state_delta,
+            artifacts=tuple(by_task.get(t.task_id, ())),
+            decision=t.decision,
+            source_run_id=source_run_id,
+            source_task_id=t.task_id,
+            source_attempt=t.attempt,
+            events=(AuditSpec(f"task.{t.state}", {"recordedFrom": source_run_id}),),
+        )
+        for t in records
+        if t.state != "pending"
     )
 
 
-def new_fork(ledger: Ledger, source: Any, plan: Plan, clock: Clock) -> tuple[str, str]:
+def new_fork(ledger: RunLedger, source: RunRecord, plan: Plan, clock: Clock) -> tuple[str, str]:
     """Create a fork of a run: same workflow, plan and inputs, initial memory, fresh effects."""
     run_id, trace_id = clock.new_id("fork"), clock.new_id("trace")
     new = dataclasses.replace(
@@ -143,9 +128,5 @@ def new_fork(ledger: Ledger, source: Any, plan: Plan, clock: Clock) -> tuple[str
         budget_limits=plan.run.budget_limits(),
         compiled_plan_json=stored_plan_text(plan),
     )
-    pid, ctime = owner_identity()
-    with ledger.transaction() as conn:
-        now = clock.now()
-        runs.create_run_txn(conn, new, list(plan.order), now)
-        runs.acquire_run_lease_txn(conn, run_id, pid, ctime, now)
+    ledger.create_run(new, plan.order, owner_identity(), clock.now())
     return run_id, trace_id

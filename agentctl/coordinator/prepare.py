@@ -30,6 +30,7 @@ from agentctl.core.operations import BuildInput, Built, Operation, RunContext
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.policy import Decision, decide
 from agentctl.errors import PolicyDeniedError, RunFailedError
+from agentctl.ledger.model import EffectOutcome
 
 PrepKind = Literal["done", "effect", "waiting", "agent"]
 
@@ -67,7 +68,7 @@ class Prepared:
     retryable: bool = False
     recorded: bool = False  # the effect row already exists (resumed in-flight effect)
     started: bool = False  # its `started` row committed with its request (fast path)
-    deferred_finish: tuple[Any, ...] | None = None  # outcome to commit with the completion
+    deferred_finish: EffectOutcome | None = None  # outcome to commit with the completion
     input_digest: str | None = None
     prompt: str | None = None  # agents: the rendered user message
     artifact_paths: list[str] = field(default_factory=list)

@@ -32,15 +32,16 @@ from agentctl.coordinator.prepare import RunSettings
 from agentctl.coordinator.store import Store
 from agentctl.coordinator.workerpool import kill_stale_workers, open_worker_pool
 from agentctl.core.evaluate import RuntimeView, TaskFailure, render_run_outputs
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
 from agentctl.errors import (
     BlockedError,
-    InvalidOperationError,
     RunFailedError,
 )
-from agentctl.ledger import audit, effects, reconcile, runs, tasks
-from agentctl.ledger.artifacts.store import open_artifact_store
-from agentctl.ledger.connection import Ledger
+from agentctl.ledger.interface import RunLedger
+from agentctl.ledger.lifecycle import cancellable
+from agentctl.ledger.model import CancelRun, LiveState, SettleRun
+from agentctl.ledger.runs import NewRun, RunRecord
 
 CANCEL_POLL_S = 0.1
 Progress = Callable[[str, str], None]
@@ -51,10 +52,10 @@ class RunOutcome:
     run_id: str
     trace_id: str
     state: str
-    output: Any
+    output: JsonValue
     errors: Mapping[str, str | None] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "runId": self.run_id,
             "traceId": self.trace_id,
@@ -65,7 +66,7 @@ class RunOutcome:
 
 @dataclass(frozen=True)
 class DriveRequest:
-    ledger: Ledger
+    ledger: RunLedger
     run_id: str
     trace_id: str
     plan: Plan
@@ -79,11 +80,11 @@ class DriveRequest:
 
 
 def create_run(
-    ledger: Ledger,
+    ledger: RunLedger,
     *,
     plan: Plan,
     document: Mapping[str, Any],
-    plan_json: Any,
+    plan_json: JsonObject,
     inputs: Mapping[str, Any],
     workspace: str,
     clock: Clock,
@@ -93,13 +94,13 @@ def create_run(
     """Create the run (document and compiled plan stored) and take its lease in one txn."""
     prefix = "compensation" if mode == "compensation" else "run"
     run_id, trace_id = clock.new_id(prefix), clock.new_id("trace")
-    new = runs.NewRun(
+    new = NewRun(
         run_id=run_id,
         mode=mode,
         workflow_name=plan.name,
         workflow_digest=plan.workflow_digest,
         plan_digest=plan.plan_digest,
-        workflow=document,
+        workflow=dict(document),
         plan=plan_json,
         inputs=dict(inputs),
         working_memory=dict(plan.run.working_memory),
@@ -110,57 +111,43 @@ def create_run(
         budget_limits=plan.run.budget_limits(),
         compiled_plan_json=stored_plan_text(plan),
     )
-    pid, ctime = owner_identity()
-    with ledger.transaction() as conn:
-        now = clock.now()
-        runs.create_run_txn(conn, new, list(plan.order), now)
-        runs.acquire_run_lease_txn(conn, run_id, pid, ctime, now)
+    ledger.create_run(new, plan.order, owner_identity(), clock.now())
     return run_id, trace_id
 
 
-def load_live(conn: Any, run_id: str) -> Live:
-    """Rebuild the coordinator's mirror of a run from the ledger (fresh run or resume)."""
-    run = runs.get_run(conn, run_id)
-    records = tasks.list_tasks(conn, run_id)
+def live_from(state: LiveState) -> Live:
+    """The coordinator's mutable mirror of a run, built from the ledger's snapshot."""
+    run = state.run
     live = Live(
         inputs=dict(run.inputs or {}),
         memory=dict(run.working_memory or {}),
-        states={t.task_id: t.state for t in records},
-        attempts={t.task_id: t.attempt for t in records},
+        states={t.task_id: t.state for t in state.tasks},
+        attempts={t.task_id: t.attempt for t in state.tasks},
     )
-    for t in records:
+    for t in state.tasks:
         if t.state in ("succeeded", "skipped"):
             live.outputs[t.task_id] = t.output
         live.errors[t.task_id] = t.error
-        if t.state in ("running", "waiting_for_effect", "waiting_for_approval"):
-            found = _inflight(conn, run_id, t.task_id, t.attempt)
-            if found is not None:
-                live.inflight[t.task_id] = found
+    for found in state.inflight:
+        last = found.reconciliation
+        status, result = (last.status, last.result) if last else (None, None)
+        live.inflight[found.task_id] = Inflight(found.effect, status, result)
     return live
-
-
-def _inflight(conn: Any, run_id: str, task_id: str, attempt: int) -> Inflight | None:
-    eff = effects.latest_effect_for(conn, run_id, task_id, attempt)
-    if eff is None:
-        return None
-    recs = reconcile.list_reconciliations(conn, effect_id=eff.effect_id)
-    last = recs[-1] if recs else None
-    return Inflight(eff, last.status if last else None, last.result if last else None)
 
 
 async def drive_run(req: DriveRequest) -> RunOutcome:
     """Drive a created or resumed run to a resting state under the one cancellation path."""
     store = Store(req.ledger)
-    live = await store.read(load_live, req.run_id)
+    live = live_from(await store.load_live(req.run_id))
     settings = _settings(req)
     size = max(1, min(req.plan.max_concurrency, os.cpu_count() or 1))
-    registry = _worker_registry(req.ledger)
+    registry = _worker_registry(req.ledger.location)
     final, cancelled, wall_expired = "failed", False, False
     wall_deadline = await _wall_deadline(store, req)
     async with open_worker_pool(size, registry_path=registry) as pool:
-        cas = await store.call(open_artifact_store)
+        await store.open_artifacts()
         driver = Driver(
-            store, settings, live, pool, req.clock, req.trace_id, req.progress, artifacts=cas
+            store, settings, live, pool, req.clock, req.trace_id, req.progress, artifacts=True
         )
         with trio.CancelScope() as scope, trio.CancelScope(deadline=wall_deadline) as wall:
             async with trio.open_nursery() as nursery:
@@ -210,9 +197,9 @@ def _wide_effects(plan: Plan) -> bool:
     return False
 
 
-def _worker_registry(ledger: Ledger) -> str:
+def _worker_registry(location: Path) -> str:
     """This coordinator's worker registry; kills the workers left by dead coordinators."""
-    folder = Path(f"{ledger.path}.workers")
+    folder = Path(f"{location}.workers")
     folder.mkdir(mode=0o700, exist_ok=True)
     for stale in folder.glob("*.json"):
         kill_stale_workers(str(stale))
@@ -224,7 +211,7 @@ async def _wall_deadline(store: Store, req: DriveRequest) -> float:
     limit = req.plan.run.wall_time_limit()
     if limit is None:
         return math.inf
-    run = await store.read(runs.get_run, req.run_id)
+    run = await store.get_run(req.run_id)
     elapsed = (_ts(req.clock.now()) - _ts(run.created_at)).total_seconds()
     return trio.current_time() + max(0.0, limit - elapsed)
 
@@ -243,7 +230,7 @@ async def _watch_signals(scope: trio.CancelScope) -> None:
 async def _watch_cancel_flag(store: Store, run_id: str, scope: trio.CancelScope) -> None:
     while True:
         await trio.sleep(CANCEL_POLL_S)
-        if await store.read(runs.is_cancel_requested, run_id):
+        if await store.is_cancel_requested(run_id):
             scope.cancel()
             return
 
@@ -253,13 +240,13 @@ async def _finish(
 ) -> RunOutcome:
     now = req.clock.now()
     if cancelled:
-        await store.write(_cancel_txn, req.run_id, live, now, "cancelled", None)
+        await store.cancel_run(_stop(req.run_id, live, now, "cancelled", None))
         return RunOutcome(req.run_id, req.trace_id, "cancelled", None, live.errors)
     if final == "wall_time_exceeded":
         reason = "budget maxWallTimeSeconds exceeded (counted from run creation)"
-        await store.write(_cancel_txn, req.run_id, live, now, "failed", reason)
+        await store.cancel_run(_stop(req.run_id, live, now, "failed", reason))
         return RunOutcome(req.run_id, req.trace_id, "failed", None, {"run": reason})
-    output: Any = None
+    output: JsonValue = None
     errors = dict(live.errors)
     if final == "succeeded":
         view = RuntimeView(live.inputs, live.memory, live.outputs, live.states, live.errors)
@@ -272,27 +259,20 @@ async def _finish(
                 final, output = "failed", None
                 errors = {**live.errors, "outputs": exc.message}
     state = {"blocked": "running"}.get(final, final)
-    never_started = [t for t, st in live.states.items() if st == "pending" and final == "failed"]
-    await store.write(_settle_run_txn, req.run_id, state, output, now, never_started)
+    never_started = tuple(
+        t for t, st in live.states.items() if st == "pending" and final == "failed"
+    )
+    await store.settle_run(SettleRun(req.run_id, state, output, now, os.getpid(), never_started))
     return RunOutcome(req.run_id, req.trace_id, final, output, errors)
 
 
-def _cancel_txn(
-    conn: Any, run_id: str, live: Live, now: str, state: str, reason: str | None
-) -> None:
+def _stop(run_id: str, live: Live, now: str, state: str, reason: str | None) -> CancelRun:
     """Stop in-flight work durably: started effects → uncertain, tasks → cancelled."""
-    effects.mark_uncertain_txn(conn, run_id, now)
-    for task_id, task_state in live.states.items():
-        if task_state in ("running", "waiting_for_effect", "retry_scheduled", "ready"):
-            tasks.transition_task_txn(conn, run_id, task_id, "cancelled", now)
-    if reason is not None:
-        payload = {"dimension": "maxWallTimeSeconds", "reason": reason}
-        audit.append_audit_txn(conn, run_id, "budget.exceeded", payload, now)
-    runs.set_run_state_txn(conn, run_id, state, now, error=reason)
-    runs.release_run_lease_txn(conn, run_id, os.getpid(), now)
+    return CancelRun(run_id, state, now, os.getpid(), cancellable(live.states), reason)
 
 
-_NOT_STARTED = "not started: the run stopped after a task failed"
+# ------------------------------------------------------------------------- outcomes → errors
+
 _BLOCKED_HINT = (
     "agentctl effects list {run}, then agentctl effects "
     "reconcile EFFECT --status applied|not-applied --reason …, then resume"
@@ -301,20 +281,6 @@ _UNRESOLVED_HINT = (
     "agentctl effects reconcile EFFECT --status applied|not-applied "
     "--reason … (append-only), then resume again"
 )
-
-
-def _settle_run_txn(
-    conn: Any, run_id: str, state: str, output: Any, now: str, never_started: list[str]
-) -> None:
-    # A failed run ends with every task terminal: what never started is cancelled.
-    for task_id in never_started:
-        tasks.transition_task_txn(conn, run_id, task_id, "cancelled", now, error=_NOT_STARTED)
-    if state != "running":
-        runs.set_run_state_txn(conn, run_id, state, now, output=output)
-    runs.release_run_lease_txn(conn, run_id, os.getpid(), now)
-
-
-# ------------------------------------------------------------------------- outcomes → errors
 
 
 def outcome_or_raise(outcome: RunOutcome) -> RunOutcome:
@@ -336,25 +302,13 @@ def outcome_or_raise(outcome: RunOutcome) -> RunOutcome:
     return outcome
 
 
-def check_resumable(ledger: Ledger, run_id: str, clock: Clock) -> Any:
+def check_resumable(ledger: RunLedger, run_id: str, clock: Clock) -> RunRecord:
     """Refuse terminal runs and unresolved effects; take the lease; returns the run record."""
-    pid, ctime = owner_identity()
-    with ledger.transaction() as conn:
-        run = runs.find_run(conn, run_id)
-        if run.state in ("succeeded", "failed", "cancelled"):
-            raise InvalidOperationError(
-                f"run {run.run_id} is {run.state}; resume continues only running or paused runs "
-                "(use retry, repair or fork for a new run)",
-                run_id=run.run_id,
-            )
-        now = clock.now()
-        runs.acquire_run_lease_txn(conn, run.run_id, pid, ctime, now)
-        effects.mark_uncertain_txn(conn, run.run_id, now)
-    with ledger.read() as conn:
-        unresolved = reconcile.unresolved_effects(conn, run.run_id)
+    owner = owner_identity()
+    run = ledger.claim_for_resume(run_id, owner, clock.now())
+    unresolved = ledger.unresolved_effects(run.run_id)
     if unresolved:
-        with ledger.transaction() as conn:
-            runs.release_run_lease_txn(conn, run.run_id, pid, clock.now())
+        ledger.release_lease(run.run_id, owner.pid, clock.now())
         ids = ", ".join(f"{e.effect_id} (task {e.task_id}, {e.status})" for e in unresolved)
         raise BlockedError(
             f"run {run.run_id} has unresolved effects: {ids}",
@@ -362,6 +316,5 @@ def check_resumable(ledger: Ledger, run_id: str, clock: Clock) -> Any:
             data={"hint": _UNRESOLVED_HINT},
         )
     if run.state == "paused":
-        with ledger.transaction() as conn:
-            runs.set_run_state_txn(conn, run.run_id, "running", clock.now())
+        ledger.set_run_state(run.run_id, "running", clock.now())
     return run

@@ -1,48 +1,95 @@
-"""The coordinator's async door to the ledger: one connection, one thread at a time.
+"""The coordinator's async door to the ledger: one ``RunLedger``, one thread at a time.
 
 Invariants: every ledger call runs in a worker thread behind a capacity-1 limiter, so the one
-sqlite3 connection is never used concurrently; a write runs inside ``BEGIN IMMEDIATE`` …
-``COMMIT`` and is not abandoned when the caller is cancelled (a commit in flight finishes, so
-what the ledger says is always what happened).
+ledger connection is never used concurrently; each call is one ledger transaction, and it is
+not abandoned when the caller is cancelled (a commit in flight finishes, so what the ledger
+says is always what happened).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import trio
 
-from agentctl.ledger.connection import Ledger
+from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.ledger.artifacts.store import IngestResult
+from agentctl.ledger.interface import RunLedger
+from agentctl.ledger.model import (
+    BatchCommit,
+    CallRecord,
+    CancelRun,
+    EffectOutcome,
+    EffectStartBatch,
+    IngestRequest,
+    LiveState,
+    MemoryEntry,
+    RequestBatch,
+    SettleRun,
+    TaskStartBatch,
+)
+from agentctl.ledger.runs import RunRecord
 
 T = TypeVar("T")
 
 
 class Store:
-    def __init__(self, ledger: Ledger) -> None:
+    """Async facade over ``RunLedger``: the same steps, awaited in the ledger's thread."""
+
+    def __init__(self, ledger: RunLedger) -> None:
         self.ledger = ledger
         self._limiter = trio.CapacityLimiter(1)
 
-    async def write(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(conn, *args)`` in one immediate transaction."""
+    async def _run(self, fn: Callable[[], T]) -> T:
+        # abandon_on_cancel stays False: a cancelled caller still waits for its commit.
+        return await trio.to_thread.run_sync(fn, limiter=self._limiter)
 
-        def work() -> T:
-            with self.ledger.transaction() as conn:
-                return fn(conn, *args)
+    async def load_live(self, run_id: str) -> LiveState:
+        return await self._run(lambda: self.ledger.load_live(run_id))
 
-        return await trio.to_thread.run_sync(work, limiter=self._limiter)
+    async def get_run(self, run_id: str) -> RunRecord:
+        return await self._run(lambda: self.ledger.get_run(run_id))
 
-    async def call(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(ledger, *args)`` in the ledger thread; ``fn`` manages its own transactions."""
-        return await trio.to_thread.run_sync(lambda: fn(self.ledger, *args), limiter=self._limiter)
+    async def is_cancel_requested(self, run_id: str) -> bool:
+        return await self._run(lambda: self.ledger.is_cancel_requested(run_id))
 
-    async def read(self, fn: Callable[..., T], *args: Any) -> T:
-        def work() -> T:
-            with self.ledger.read() as conn:
-                return fn(conn, *args)
+    async def cancel_run(self, stop: CancelRun) -> None:
+        await self._run(lambda: self.ledger.cancel_run(stop))
 
-        return await trio.to_thread.run_sync(work, limiter=self._limiter)
+    async def settle_run(self, settle: SettleRun) -> None:
+        await self._run(lambda: self.ledger.settle_run(settle))
+
+    async def record_requests(self, batch: RequestBatch) -> tuple[str, ...]:
+        return await self._run(lambda: self.ledger.record_requests(batch))
+
+    async def start_tasks(self, batch: TaskStartBatch) -> None:
+        await self._run(lambda: self.ledger.start_tasks(batch))
+
+    async def start_effects(self, batch: EffectStartBatch) -> None:
+        await self._run(lambda: self.ledger.start_effects(batch))
+
+    async def record_and_start_call(self, call: CallRecord) -> JsonObject | None:
+        return await self._run(lambda: self.ledger.record_and_start_call(call))
+
+    async def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
+        await self._run(lambda: self.ledger.finish_effects(outcomes))
+
+    async def commit_batch(self, batch: BatchCommit) -> None:
+        await self._run(lambda: self.ledger.commit_batch(batch))
+
+    async def recorded_result(self, effect_id: str) -> JsonValue:
+        return await self._run(lambda: self.ledger.recorded_result(effect_id))
+
+    async def long_term_get(self, namespace: str, key: str, now: str) -> MemoryEntry:
+        return await self._run(lambda: self.ledger.long_term_get(namespace, key, now))
+
+    async def open_artifacts(self) -> None:
+        await self._run(self.ledger.open_artifacts)
+
+    async def ingest_artifact(self, request: IngestRequest) -> IngestResult:
+        return await self._run(lambda: self.ledger.ingest_artifact(request))
 
 
 class GroupCommitter:
@@ -55,12 +102,12 @@ class GroupCommitter:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._send, self._recv = trio.open_memory_channel[
-            tuple[tuple[Any, ...], trio.Event, list[BaseException]]
+            tuple[EffectOutcome, trio.Event, list[BaseException]]
         ](math.inf)
 
-    async def commit(self, finish: tuple[Any, ...]) -> None:
+    async def commit(self, outcome: EffectOutcome) -> None:
         done, errors = trio.Event(), list[BaseException]()
-        await self._send.send((finish, done, errors))
+        await self._send.send((outcome, done, errors))
         await done.wait()
         if errors:
             raise errors[0]
@@ -69,8 +116,6 @@ class GroupCommitter:
         self._send.close()
 
     async def serve(self) -> None:
-        from agentctl.coordinator.records import finish_many_txn
-
         async with self._recv:
             async for first in self._recv:
                 group = [first]
@@ -80,16 +125,18 @@ class GroupCommitter:
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
                 try:
-                    await self.write_group(finish_many_txn, group)
+                    await self._write_group(group)
                 finally:
-                    for _finish, done, _errors in group:
+                    for _outcome, done, _errors in group:
                         done.set()
 
-    async def write_group(self, fn: Callable[..., Any], group: list[Any]) -> None:
+    async def _write_group(
+        self, group: list[tuple[EffectOutcome, trio.Event, list[BaseException]]]
+    ) -> None:
         try:
-            await self.store.write(fn, [finish for finish, _done, _errors in group])
+            await self.store.finish_effects([outcome for outcome, _done, _errors in group])
         except BaseException as exc:
-            for _finish, _done, errors in group:
+            for _outcome, _done, errors in group:
                 errors.append(exc)
             if not isinstance(exc, Exception):
                 raise

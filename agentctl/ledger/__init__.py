@@ -1,160 +1,122 @@
-"""The SQLite ledger: versioned run history, effect ledger, budget ledger and artifact store.
+"""The ledger: versioned run history, effect ledger, budget ledger and artifact store.
 
-This is the only package that imports ``sqlite3``. Writes are ``*_txn(conn, …)`` functions run
-inside ``Ledger.transaction()`` (``BEGIN IMMEDIATE``); reads take a connection (use
-``Ledger.read()`` for one snapshot) and return frozen dataclasses with ``to_json()``.
+Public surface: the ``RunLedger`` protocol (``interface``), its SQLite implementation
+(``SqliteLedger``, opened with ``open_ledger``), the frozen values that cross it (``model``,
+the record types, the ``stats`` read models) and the ID types.
+
+Inside this package only: ``sqlite3`` / ``sqlite_utils``, the ``Database`` connection wrapper
+and the ``*_txn(conn, …)`` functions, which run inside ``Database.transaction()``
+(``BEGIN IMMEDIATE``) and are composed into one transaction per ``RunLedger`` method.
 Every write takes the injected clock's ``now`` (RFC 3339 UTC with milliseconds).
 """
 
-from agentctl.ledger.approvals import (
-    ApprovalRecord,
-    NewApproval,
-    get_approval,
-    insert_approval_txn,
-    list_approvals,
-    memory_delete_expired_txn,
-    memory_get,
-    memory_put_txn,
-    resolve_approval_txn,
-)
-from agentctl.ledger.artifacts.gc import run_gc
-from agentctl.ledger.artifacts.refs import ArtifactRef
-from agentctl.ledger.artifacts.store import ArtifactStore, IngestResult, open_artifact_store
-from agentctl.ledger.audit import (
-    AuditEvent,
-    Checkpoint,
-    append_audit_txn,
-    latest_checkpoint,
-    list_audit,
-    list_checkpoints,
-    write_checkpoint_txn,
-)
-from agentctl.ledger.budget import (
-    BudgetSnapshot,
-    ReservationOutcome,
-    budget_snapshot,
-    init_budget_txn,
-    reserve_budget_txn,
-    settle_budget_txn,
-)
-from agentctl.ledger.connection import Ledger, open_ledger
-from agentctl.ledger.effects import (
-    EffectRecord,
-    NewEffect,
-    finish_effect_txn,
-    finish_tool_call_txn,
-    get_effect,
-    insert_effect_txn,
-    insert_tool_call_txn,
-    latest_effect_for,
-    list_effects,
-    list_tool_calls,
-    mark_uncertain_txn,
-    resolve_waiting_effect_txn,
-    start_effect_txn,
-)
+from agentctl.ledger.approvals import ApprovalRecord, NewApproval
+from agentctl.ledger.artifacts.refs import ArtifactRef, ArtifactRefRecord, BlobRecord
+from agentctl.ledger.artifacts.store import IngestResult
+from agentctl.ledger.audit import AuditEvent, Checkpoint
+from agentctl.ledger.budget import BudgetSnapshot, ReservationOutcome
+from agentctl.ledger.effects import EffectRecord, NewEffect, ToolCallRecord
+from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.migrations import SUPPORTED_SCHEMA_VERSION, MigrationResult
-from agentctl.ledger.reconcile import (
-    ReconciliationRecord,
-    list_reconciliations,
-    reconcile_effect_txn,
-    unresolved_effects,
+from agentctl.ledger.model import (
+    ApprovalDecision,
+    BatchCommit,
+    CallRecord,
+    CancelRun,
+    CompensatedPair,
+    DerivedRun,
+    EffectOutcome,
+    EffectStartBatch,
+    Finished,
+    GcRequest,
+    InflightEffect,
+    IngestRequest,
+    LiveState,
+    MemoryEntry,
+    MemoryPut,
+    Owner,
+    ReconcileRequest,
+    RequestBatch,
+    RequestRow,
+    SettleRun,
+    SourceSnapshot,
+    TaskStart,
+    TaskStartBatch,
 )
+from agentctl.ledger.reconcile import ReconciliationRecord
 from agentctl.ledger.rows import ApprovalId, EffectId, RunId, TaskId
-from agentctl.ledger.runs import (
-    NewRun,
-    RunRecord,
-    acquire_run_lease_txn,
-    create_run_txn,
-    find_run,
-    get_run,
-    is_cancel_requested,
-    list_runs,
-    release_run_lease_txn,
-    request_cancel_txn,
-    set_run_state_txn,
-    wall_time_exceeded,
+from agentctl.ledger.runs import NewRun, RunRecord
+from agentctl.ledger.sqlite_ledger import SqliteLedger, open_ledger
+from agentctl.ledger.stats import (
+    ApprovalList,
+    ArtifactInspection,
+    ArtifactList,
+    DatabaseStats,
+    EffectInspection,
+    EffectList,
+    RunInspection,
+    RunList,
 )
-from agentctl.ledger.tasks import (
-    AuditSpec,
-    TaskCompletion,
-    TaskRecord,
-    commit_tasks_txn,
-    get_task,
-    list_tasks,
-    transition_task_txn,
-)
+from agentctl.ledger.tasks import AuditSpec, TaskCompletion, TaskRecord
 
 __all__ = [
     "SUPPORTED_SCHEMA_VERSION",
+    "ApprovalDecision",
     "ApprovalId",
+    "ApprovalList",
     "ApprovalRecord",
+    "ArtifactInspection",
+    "ArtifactList",
     "ArtifactRef",
-    "ArtifactStore",
+    "ArtifactRefRecord",
     "AuditEvent",
     "AuditSpec",
+    "BatchCommit",
+    "BlobRecord",
     "BudgetSnapshot",
+    "CallRecord",
+    "CancelRun",
     "Checkpoint",
+    "CompensatedPair",
+    "DatabaseStats",
+    "DerivedRun",
     "EffectId",
+    "EffectInspection",
+    "EffectList",
+    "EffectOutcome",
     "EffectRecord",
+    "EffectStartBatch",
+    "Finished",
+    "GcRequest",
+    "InflightEffect",
+    "IngestRequest",
     "IngestResult",
-    "Ledger",
+    "LiveState",
+    "MemoryEntry",
+    "MemoryPut",
     "MigrationResult",
     "NewApproval",
     "NewEffect",
     "NewRun",
+    "Owner",
+    "ReconcileRequest",
     "ReconciliationRecord",
+    "RequestBatch",
+    "RequestRow",
     "ReservationOutcome",
     "RunId",
+    "RunInspection",
+    "RunLedger",
+    "RunList",
     "RunRecord",
+    "SettleRun",
+    "SourceSnapshot",
+    "SqliteLedger",
     "TaskCompletion",
     "TaskId",
     "TaskRecord",
-    "acquire_run_lease_txn",
-    "append_audit_txn",
-    "budget_snapshot",
-    "commit_tasks_txn",
-    "create_run_txn",
-    "find_run",
-    "finish_effect_txn",
-    "finish_tool_call_txn",
-    "get_approval",
-    "get_effect",
-    "get_run",
-    "get_task",
-    "init_budget_txn",
-    "insert_approval_txn",
-    "insert_effect_txn",
-    "insert_tool_call_txn",
-    "is_cancel_requested",
-    "latest_checkpoint",
-    "latest_effect_for",
-    "list_approvals",
-    "list_audit",
-    "list_checkpoints",
-    "list_effects",
-    "list_reconciliations",
-    "list_runs",
-    "list_tasks",
-    "list_tool_calls",
-    "mark_uncertain_txn",
-    "memory_delete_expired_txn",
-    "memory_get",
-    "memory_put_txn",
-    "open_artifact_store",
+    "TaskStart",
+    "TaskStartBatch",
+    "ToolCallRecord",
     "open_ledger",
-    "reconcile_effect_txn",
-    "release_run_lease_txn",
-    "request_cancel_txn",
-    "reserve_budget_txn",
-    "resolve_approval_txn",
-    "resolve_waiting_effect_txn",
-    "run_gc",
-    "set_run_state_txn",
-    "settle_budget_txn",
-    "start_effect_txn",
-    "transition_task_txn",
-    "unresolved_effects",
-    "wall_time_exceeded",
-    "write_checkpoint_txn",
 ]

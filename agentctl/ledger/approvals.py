@@ -13,8 +13,8 @@ from __future__ import annotations
 import sqlite3
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError, NotFoundError, PersistenceError
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.effects import resolve_waiting_effect_txn
@@ -39,7 +39,7 @@ class NewApproval:
     tool: str | None = None
     capability: str | None = None
     risk: str | None = None
-    redacted_input: Any = None
+    redacted_input: JsonValue = None
     expected_effect: str | None = None
     trace_id: str | None = None
 
@@ -54,7 +54,7 @@ class ApprovalRecord:
     tool: str | None
     capability: str | None
     risk: str | None
-    redacted_input: Any
+    redacted_input: JsonValue
     expected_effect: str | None
     reason: str | None
     trace_id: str | None
@@ -64,7 +64,7 @@ class ApprovalRecord:
     resolved_by: str | None
     resolution_reason: str | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "approvalId": self.approval_id,
             "runId": self.run_id,
@@ -116,11 +116,22 @@ def insert_approval_txn(conn: sqlite3.Connection, a: NewApproval, now: str) -> s
         " tool, capability, risk, redacted_input_json, expected_effect, reason, trace_id, status,"
         " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?)",
         (
-            approval_id, ROW_FORMAT_VERSION, a.run_id, a.task_id, a.effect_id, a.agent, a.tool,
-            a.capability, a.risk, dumps_opt(a.redacted_input), a.expected_effect, a.reason,
-            a.trace_id, now,
+            approval_id,
+            ROW_FORMAT_VERSION,
+            a.run_id,
+            a.task_id,
+            a.effect_id,
+            a.agent,
+            a.tool,
+            a.capability,
+            a.risk,
+            dumps_opt(a.redacted_input),
+            a.expected_effect,
+            a.reason,
+            a.trace_id,
+            now,
         ),
-    )  # fmt: skip
+    )
     payload = {"approvalId": approval_id, "effectId": a.effect_id, "reason": a.reason}
     append_audit_txn(
         conn, a.run_id, "approval.requested", payload, now, task_id=a.task_id, trace_id=a.trace_id
@@ -173,9 +184,14 @@ def resolve_approval_txn(
         resolve_waiting_effect_txn(conn, current.effect_id, approve, now)
     payload = {"approvalId": approval_id, "status": status, "actor": actor, "reason": reason}
     append_audit_txn(
-        conn, current.run_id, f"approval.{status}", payload, now,
-        task_id=current.task_id, trace_id=trace_id,
-    )  # fmt: skip
+        conn,
+        current.run_id,
+        f"approval.{status}",
+        payload,
+        now,
+        task_id=current.task_id,
+        trace_id=trace_id,
+    )
     write_checkpoint_txn(
         conn, current.run_id, {"runId": current.run_id, "event": f"approval.{status}"}, now
     )
@@ -186,7 +202,7 @@ def memory_put_txn(
     conn: sqlite3.Connection,
     namespace: str,
     key: str,
-    value: Any,
+    value: JsonValue,
     now: str,
     *,
     expires_at: str | None = None,
@@ -200,7 +216,7 @@ def memory_put_txn(
     )
 
 
-def memory_get(conn: sqlite3.Connection, namespace: str, key: str, now: str) -> Any:
+def memory_get(conn: sqlite3.Connection, namespace: str, key: str, now: str) -> JsonValue:
     """The stored value, or raise ``NotFoundError`` when absent or expired."""
     rows = fetch_all(
         conn,

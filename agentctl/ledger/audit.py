@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import Any
 
 from agentctl.core.canonical import sha256_hex
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import PersistenceError
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_all, loads_opt
 
@@ -36,10 +36,10 @@ class AuditEvent:
     event_type: str
     task_id: str | None
     trace_id: str | None
-    payload: Any
+    payload: JsonValue
     created_at: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "runId": self.run_id,
             "sequence": self.sequence,
@@ -56,11 +56,11 @@ class Checkpoint:
     run_id: str
     sequence: int
     format_version: int
-    state: Any
+    state: JsonValue
     checksum: str
     created_at: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "runId": self.run_id,
             "sequence": self.sequence,
@@ -75,7 +75,7 @@ def append_audit_txn(
     conn: sqlite3.Connection,
     run_id: str,
     event_type: str,
-    payload: Any,
+    payload: object,
     now: str,
     *,
     task_id: str | None = None,
@@ -87,7 +87,7 @@ def append_audit_txn(
     )
 
 
-def write_checkpoint_txn(conn: sqlite3.Connection, run_id: str, state: Any, now: str) -> None:
+def write_checkpoint_txn(conn: sqlite3.Connection, run_id: str, state: object, now: str) -> None:
     text = dumps(state)
     conn.execute(_INSERT_CHECKPOINT, (run_id, ROW_FORMAT_VERSION, text, sha256_hex(text), now))
 

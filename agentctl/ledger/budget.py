@@ -20,18 +20,18 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import NotFoundError
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
-from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_one, loads_opt
+from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_one, loads_counts, loads_object
 
 
 @dataclass(frozen=True)
 class ReservationOutcome:
     granted: bool
     reservation_id: str
-    exceeded: dict[str, Any] | None = None
+    exceeded: JsonObject | None = None
     already_recorded: bool = False
 
 
@@ -41,15 +41,15 @@ class BudgetSnapshot:
     limits: dict[str, int]
     usage: dict[str, int]
     reserved: dict[str, int]
-    exceeded: dict[str, Any] | None
+    exceeded: JsonObject | None
     updated_at: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "runId": self.run_id,
-            "limits": self.limits,
-            "usage": self.usage,
-            "reserved": self.reserved,
+            "limits": dict[str, JsonValue](self.limits),
+            "usage": dict[str, JsonValue](self.usage),
+            "reserved": dict[str, JsonValue](self.reserved),
             "exceeded": self.exceeded,
             "updatedAt": self.updated_at,
         }
@@ -96,17 +96,17 @@ def budget_snapshot(conn: sqlite3.Connection, run_id: str) -> BudgetSnapshot:
     row = fetch_one(conn, "SELECT * FROM run_budgets WHERE run_id = ?", (run_id,), "budget")
     return BudgetSnapshot(
         run_id=run_id,
-        limits=loads_opt(row["limits_json"]),
-        usage=loads_opt(row["usage_json"]),
-        reserved=loads_opt(row["reserved_json"]),
-        exceeded=loads_opt(row["exceeded_json"]),
+        limits=loads_counts(row["limits_json"]),
+        usage=loads_counts(row["usage_json"]),
+        reserved=loads_counts(row["reserved_json"]),
+        exceeded=None if row["exceeded_json"] is None else loads_object(row["exceeded_json"]),
         updated_at=row["updated_at"],
     )
 
 
 def _first_overrun(
     snap: BudgetSnapshot, usage: Mapping[str, int], extra: Mapping[str, int]
-) -> dict[str, Any] | None:
+) -> JsonObject | None:
     for dim in sorted(extra):
         limit = snap.limits.get(dim)
         if limit is None:
@@ -118,7 +118,7 @@ def _first_overrun(
 
 
 def _record_exceeded(
-    conn: sqlite3.Connection, run_id: str, exceeded: dict[str, Any], now: str, trace_id: str | None
+    conn: sqlite3.Connection, run_id: str, exceeded: JsonObject, now: str, trace_id: str | None
 ) -> None:
     conn.execute(
         "UPDATE run_budgets SET exceeded_json = ?, updated_at = ? WHERE run_id = ?",
@@ -128,6 +128,14 @@ def _record_exceeded(
     write_checkpoint_txn(
         conn, run_id, {"runId": run_id, "event": "budget.exceeded", **exceeded}, now
     )
+
+
+def _overshoot(limits: Mapping[str, int], usage: Mapping[str, int]) -> JsonObject | None:
+    """The first limited dimension whose settled usage went over its limit."""
+    for dim, limit in sorted(limits.items()):
+        if usage.get(dim, 0) > limit:
+            return {"dimension": dim, "limit": limit, "attempted": usage[dim]}
+    return None
 
 
 def reserve_budget_txn(
@@ -187,7 +195,7 @@ def settle_budget_txn(
         return budget_snapshot(conn, run_id)
     snap = budget_snapshot(conn, run_id)
     spent = _amounts(actual)
-    reserved = _add(snap.reserved, loads_opt(row["amounts_json"]), -1)
+    reserved = _add(snap.reserved, loads_counts(row["amounts_json"]), -1)
     usage = _add(snap.usage, spent)
     conn.execute(
         "UPDATE budget_reservations SET status = 'reconciled', actual_json = ?, settled_at = ?"
@@ -198,14 +206,7 @@ def settle_budget_txn(
         "UPDATE run_budgets SET usage_json = ?, reserved_json = ?, updated_at = ? WHERE run_id = ?",
         (dumps(usage), dumps(reserved), now, run_id),
     )
-    over = next(
-        (
-            {"dimension": d, "limit": lim, "attempted": usage[d]}
-            for d, lim in sorted(snap.limits.items())
-            if usage.get(d, 0) > lim
-        ),
-        None,
-    )
+    over = _overshoot(snap.limits, usage)
     if over is not None and snap.exceeded is None:
         _record_exceeded(conn, run_id, over, now, trace_id)
     return budget_snapshot(conn, run_id)

@@ -4,13 +4,19 @@ This module is the one boundary where ``sqlite3`` errors become ``agentctl.error
 transaction and read goes through :func:`translate_errors`.
 
 Invariants:
-- ``open_ledger`` refuses a database newer than supported *before* it changes anything: the
+- ``open_database`` refuses a database newer than supported *before* it changes anything: the
   version is read from the file header bytes, then again from a fresh connection, and only
   then are journal mode and other persistent settings touched. A refused file keeps its bytes.
 - the database file (and its -wal/-shm companions) are created with mode 0600; SQLite gives
   the companions the main file's mode, and we chmod them again where they exist.
 - every connection runs WAL, ``synchronous=FULL``, ``foreign_keys=ON`` and a busy timeout
   (5 s by default); writes use ``BEGIN IMMEDIATE`` so a writer takes the lock up front.
+- first-time setup (creating the file, switching it to WAL, migrating) is serialised across
+  processes by an exclusive file lock ``<db>.lock`` (0600). Switching a fresh rollback-mode
+  file to WAL upgrades a read lock to a write lock, and SQLite answers two processes doing that
+  at once with an immediate SQLITE_BUSY that no busy timeout waits out; under the lock only one
+  process converts the file and the others find it done. A file whose header already says WAL
+  at the wanted version needs no setup and takes no lock (the common, hot path).
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+import filelock
+
 from agentctl.errors import (
     AgentctlError,
     FutureVersionError,
@@ -30,7 +38,9 @@ from agentctl.errors import (
 from agentctl.ledger.migrations import SUPPORTED_SCHEMA_VERSION, MigrationResult, migrate
 
 DEFAULT_BUSY_TIMEOUT_MS = 5000
+SETUP_LOCK_TIMEOUT_S = 60.0
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+_WAL_FORMAT = 2  # header bytes 18/19 (write/read format version) are 2 in WAL mode
 
 
 @contextlib.contextmanager
@@ -50,8 +60,8 @@ def translate_errors(busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Iterator
         raise PersistenceError(f"database error: {exc}") from exc
 
 
-def _header_user_version(path: Path) -> int | None:
-    """``PRAGMA user_version`` read from the file header without opening it through SQLite."""
+def _read_header(path: Path) -> bytes | None:
+    """The 100-byte SQLite header, read without opening the file through SQLite."""
     try:
         with path.open("rb") as fh:
             header = fh.read(100)
@@ -59,7 +69,24 @@ def _header_user_version(path: Path) -> int | None:
         return None
     if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
         return None
+    return header
+
+
+def _header_version(header: bytes) -> int:
+    """``PRAGMA user_version`` as stored in the header."""
     return int.from_bytes(header[60:64], "big", signed=True)
+
+
+def _already_set_up(header: bytes | None, goal: int) -> bool:
+    """Whether the header says the file is already WAL at ``goal``: no setup, no setup lock.
+
+    The header can lag a WAL database (a migration may sit in the ``-wal`` file); a stale
+    header only sends the opener down the locked path, which re-checks everything.
+    """
+    if header is None:
+        return False
+    wal = header[18] == _WAL_FORMAT and header[19] == _WAL_FORMAT
+    return wal and _header_version(header) >= goal
 
 
 def _refuse_future(found: int, path: Path) -> None:
@@ -83,7 +110,7 @@ def chmod_private(path: Path) -> None:
             os.chmod(candidate, 0o600)
 
 
-class Ledger:
+class Database:
     """One open SQLite connection to a ledger file; used by one thread at a time."""
 
     def __init__(
@@ -126,7 +153,7 @@ class Ledger:
         with translate_errors(self.busy_timeout_ms):
             self.conn.close()
 
-    def __enter__(self) -> Ledger:
+    def __enter__(self) -> Database:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -155,32 +182,64 @@ def connect(path: Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> sqlit
     return conn
 
 
-def open_ledger(
+@contextlib.contextmanager
+def _setup_lock(db: Path) -> Iterator[None]:
+    """Hold ``<db>.lock`` exclusively while this process creates, converts or migrates ``db``."""
+    lock = filelock.FileLock(
+        f"{db}.lock",
+        timeout=SETUP_LOCK_TIMEOUT_S,
+        mode=0o600,
+        thread_local=False,
+        preserve_lock_file=True,
+    )
+    try:
+        with lock:
+            yield
+    except filelock.Timeout as exc:
+        raise LockTimeoutError(
+            f"another agentctl process kept setting up {db} for more than "
+            f"{SETUP_LOCK_TIMEOUT_S:g} s"
+        ) from exc
+
+
+def _connect_and_migrate(
+    db: Path, busy_timeout_ms: int, target_version: int | None
+) -> tuple[sqlite3.Connection, MigrationResult]:
+    _private_file(db)
+    conn = connect(db, busy_timeout_ms)
+    try:
+        return conn, migrate(conn, target_version)
+    except BaseException:
+        conn.close()
+        raise
+
+
+def open_database(
     path: str | os.PathLike[str],
     *,
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
     target_version: int | None = None,
-) -> Ledger:
-    """Open (creating and migrating as needed) the ledger at ``path``.
+) -> Database:
+    """Open (creating and migrating as needed) the ledger database at ``path``.
 
     ``target_version`` stops migration early; only tests building older schemas use it.
     """
     db = Path(path)
-    found = _header_user_version(db)
-    if found is not None:
-        _refuse_future(found, db)
+    header = _read_header(db)
+    if header is not None:
+        _refuse_future(_header_version(header), db)
+    goal = SUPPORTED_SCHEMA_VERSION if target_version is None else target_version
     try:
         with translate_errors(busy_timeout_ms):
-            _private_file(db)
-            conn = connect(db, busy_timeout_ms)
-            try:
-                migration = migrate(conn, target_version)
-            except BaseException:
-                conn.close()
-                raise
+            if _already_set_up(header, goal):
+                conn, migration = _connect_and_migrate(db, busy_timeout_ms, target_version)
+            else:
+                db.parent.mkdir(parents=True, exist_ok=True)
+                with _setup_lock(db):
+                    conn, migration = _connect_and_migrate(db, busy_timeout_ms, target_version)
     except AgentctlError:
         raise
     except OSError as exc:
         raise PersistenceError(f"cannot open database {db}: {exc}") from exc
     chmod_private(db)
-    return Ledger(db, conn, busy_timeout_ms, migration)
+    return Database(db, conn, busy_timeout_ms, migration)

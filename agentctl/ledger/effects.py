@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import Any
 
 from agentctl.core.effects import effect_id as core_effect_id
 from agentctl.core.effects import input_digest as core_input_digest
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError, NotFoundError
 from agentctl.ledger.rows import (
     ROW_FORMAT_VERSION,
+    SqlParam,
     dumps,
     dumps_opt,
     fetch_all,
@@ -37,7 +38,7 @@ class NewEffect:
     attempt: int
     ordinal: int
     operation: str
-    request: Any
+    request: JsonValue
     effect_class: str
     risk: str
     idempotency: str
@@ -69,8 +70,8 @@ class EffectRecord:
     idempotency: str
     idempotency_key: str
     status: str
-    request: Any
-    result: Any
+    request: JsonValue
+    result: JsonValue
     error: str | None
     requested_at: str
     started_at: str | None
@@ -78,7 +79,7 @@ class EffectRecord:
     trace_id: str | None
     confirmed: bool
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "effectId": self.effect_id,
             "runId": self.run_id,
@@ -137,15 +138,10 @@ def insert_effect_txn(conn: sqlite3.Connection, effect: NewEffect, now: str) -> 
     """Record an effect as ``requested`` (or ``waiting_for_approval``); returns its id."""
     effect_id = effect.effect_id
     status = "waiting_for_approval" if effect.waiting_for_approval else "requested"
-    conn.execute(
-        _INSERT_EFFECT,
-        (
-            effect_id, ROW_FORMAT_VERSION, effect.run_id, effect.task_id, effect.attempt,
-            effect.ordinal, effect.operation, effect.input_digest, effect.effect_class,
-            effect.risk, effect.idempotency, effect_id, status, dumps(effect.request), now,
-            effect.trace_id,
-        ),
-    )  # fmt: skip
+    identity = (effect_id, ROW_FORMAT_VERSION, effect.run_id, effect.task_id, effect.attempt)
+    kind = (effect.ordinal, effect.operation, effect.input_digest, effect.effect_class)
+    rest = (effect.risk, effect.idempotency, effect_id, status, dumps(effect.request), now)
+    conn.execute(_INSERT_EFFECT, (*identity, *kind, *rest, effect.trace_id))
     return effect_id
 
 
@@ -157,7 +153,7 @@ def _status_of(conn: sqlite3.Connection, effect_id: str) -> str:
 
 
 def _guarded(
-    conn: sqlite3.Connection, effect_id: str, sql: str, params: tuple[Any, ...], want: str
+    conn: sqlite3.Connection, effect_id: str, sql: str, params: tuple[SqlParam, ...], want: str
 ) -> None:
     if conn.execute(sql, params).rowcount != 1:
         found = _status_of(conn, effect_id)
@@ -182,7 +178,7 @@ def finish_effect_txn(
     status: str,
     now: str,
     *,
-    result: Any = None,
+    result: JsonValue = None,
     error: str | None = None,
 ) -> None:
     """``started`` → succeeded (confirmed) | failed | uncertain."""
@@ -241,7 +237,7 @@ def list_effects(
 ) -> list[EffectRecord]:
     """Effects of a run (optionally one task), in request order."""
     sql = "SELECT e.* FROM effects e JOIN task_states t USING (run_id, task_id) WHERE run_id = ?"
-    params: tuple[Any, ...] = (run_id,)
+    params: tuple[SqlParam, ...] = (run_id,)
     if task_id is not None:
         sql += " AND task_id = ?"
         params = (run_id, task_id)
@@ -268,7 +264,7 @@ def insert_tool_call_txn(
     call_id: str,
     task_id: str,
     tool: str,
-    tool_input: Any,
+    tool_input: JsonValue,
     now: str,
     *,
     effect_id: str | None = None,
@@ -287,7 +283,7 @@ def finish_tool_call_txn(
     status: str,
     now: str,
     *,
-    output: Any = None,
+    output: JsonValue = None,
     error: str | None = None,
 ) -> None:
     """Finish a tool call; call it in the same transaction as ``finish_effect_txn``."""
@@ -300,21 +296,44 @@ def finish_tool_call_txn(
         raise InvalidOperationError(f"tool call {call_id} of run {run_id} is not started")
 
 
-def list_tool_calls(conn: sqlite3.Connection, run_id: str) -> list[dict[str, Any]]:
-    rows = fetch_all(
-        conn, "SELECT * FROM tool_calls WHERE run_id = ? ORDER BY created_at, call_id",
-        (run_id,), "tool call",
-    )  # fmt: skip
-    return [
-        {
-            "callId": r["call_id"],
-            "taskId": r["task_id"],
-            "effectId": r["effect_id"],
-            "tool": r["tool"],
-            "status": r["status"],
-            "input": loads_opt(r["input_json"]),
-            "output": loads_opt(r["output_json"]),
-            "error": r["error"],
+@dataclass(frozen=True)
+class ToolCallRecord:
+    """One tool call of an agent, finished with its effect."""
+
+    call_id: str
+    task_id: str
+    effect_id: str | None
+    tool: str
+    status: str
+    input: JsonValue
+    output: JsonValue
+    error: str | None
+
+    def to_json(self) -> JsonObject:
+        return {
+            "callId": self.call_id,
+            "taskId": self.task_id,
+            "effectId": self.effect_id,
+            "tool": self.tool,
+            "status": self.status,
+            "input": self.input,
+            "output": self.output,
+            "error": self.error,
         }
-        for r in rows
+
+
+def list_tool_calls(conn: sqlite3.Connection, run_id: str) -> list[ToolCallRecord]:
+    sql = "SELECT * FROM tool_calls WHERE run_id = ? ORDER BY created_at, call_id"
+    return [
+        ToolCallRecord(
+            call_id=r["call_id"],
+            task_id=r["task_id"],
+            effect_id=r["effect_id"],
+            tool=r["tool"],
+            status=r["status"],
+            input=loads_opt(r["input_json"]),
+            output=loads_opt(r["output_json"]),
+            error=r["error"],
+        )
+        for r in fetch_all(conn, sql, (run_id,), "tool call")
     ]

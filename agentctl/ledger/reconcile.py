@@ -15,9 +15,9 @@ from __future__ import annotations
 import sqlite3
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from agentctl.core.effects import check_reconciliation
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.effects import EffectRecord, get_effect
@@ -32,14 +32,14 @@ class ReconciliationRecord:
     status: str
     actor: str
     reason: str
-    evidence: Any
-    result: Any
+    evidence: JsonValue
+    result: JsonValue
     compensation_effect_id: str | None
     supersedes_id: str | None
     trace_id: str | None
     created_at: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "reconciliationId": self.reconciliation_id,
             "effectId": self.effect_id,
@@ -109,14 +109,33 @@ def _check_compensation(
         )
 
 
+def _check_rules(
+    conn: sqlite3.Connection,
+    effect: EffectRecord,
+    history: list[ReconciliationRecord],
+    asked: tuple[str, str, str, JsonValue],
+    compensation_effect_id: str | None,
+) -> None:
+    """Refuse an empty actor or reason, a contradiction, a result-less ``applied`` and an
+    invalid compensation."""
+    status, actor, reason, result = asked
+    if not actor.strip() or not reason.strip():
+        raise InvalidOperationError("a reconciliation needs a non-empty actor and reason")
+    check_reconciliation(effect.status, effect.confirmed, [h.status for h in history], status)
+    if status == "applied" and result is None:
+        raise InvalidOperationError("an applied reconciliation needs the effect's result")
+    if status == "compensated":
+        _check_compensation(conn, effect, compensation_effect_id)
+
+
 def reconcile_effect_txn(
     conn: sqlite3.Connection,
     effect_id: str,
     status: str,
     actor: str,
     reason: str,
-    evidence: Any,
-    result: Any,
+    evidence: JsonValue,
+    result: JsonValue,
     compensation_effect_id: str | None,
     now: str,
     *,
@@ -125,14 +144,8 @@ def reconcile_effect_txn(
 ) -> ReconciliationRecord:
     """Append a reconciliation record for ``effect_id`` after checking every rule."""
     effect = get_effect(conn, effect_id)
-    if not actor.strip() or not reason.strip():
-        raise InvalidOperationError("a reconciliation needs a non-empty actor and reason")
     history = list_reconciliations(conn, effect_id=effect_id)
-    check_reconciliation(effect.status, effect.confirmed, [h.status for h in history], status)
-    if status == "applied" and result is None:
-        raise InvalidOperationError("an applied reconciliation needs the effect's result")
-    if status == "compensated":
-        _check_compensation(conn, effect, compensation_effect_id)
+    _check_rules(conn, effect, history, (status, actor, reason, result), compensation_effect_id)
     record = ReconciliationRecord(
         reconciliation_id=reconciliation_id or f"reconciliation-{uuid.uuid4()}",
         effect_id=effect_id,
@@ -155,9 +168,14 @@ def reconcile_effect_txn(
 def _audit(conn: sqlite3.Connection, effect: EffectRecord, r: ReconciliationRecord) -> None:
     payload = {"effectId": r.effect_id, "status": r.status, "actor": r.actor, "reason": r.reason}
     append_audit_txn(
-        conn, effect.run_id, "effect.reconciled", payload, r.created_at,
-        task_id=effect.task_id, trace_id=r.trace_id,
-    )  # fmt: skip
+        conn,
+        effect.run_id,
+        "effect.reconciled",
+        payload,
+        r.created_at,
+        task_id=effect.task_id,
+        trace_id=r.trace_id,
+    )
     state = {"runId": effect.run_id, "event": "effect.reconciled", **payload}
     write_checkpoint_txn(conn, effect.run_id, state, r.created_at)
 
@@ -169,11 +187,21 @@ def _insert(conn: sqlite3.Connection, r: ReconciliationRecord) -> None:
         " compensation_effect_id, supersedes_id, trace_id, created_at)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
-            r.reconciliation_id, r.effect_id, r.run_id, ROW_FORMAT_VERSION, r.status, r.actor,
-            r.reason, dumps(r.evidence), dumps_opt(r.result), r.compensation_effect_id,
-            r.supersedes_id, r.trace_id, r.created_at,
+            r.reconciliation_id,
+            r.effect_id,
+            r.run_id,
+            ROW_FORMAT_VERSION,
+            r.status,
+            r.actor,
+            r.reason,
+            dumps(r.evidence),
+            dumps_opt(r.result),
+            r.compensation_effect_id,
+            r.supersedes_id,
+            r.trace_id,
+            r.created_at,
         ),
-    )  # fmt: skip
+    )
 
 
 def unresolved_effects(conn: sqlite3.Connection, run_id: str) -> list[EffectRecord]:

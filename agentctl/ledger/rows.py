@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 import sqlite3
 from datetime import UTC, datetime, timedelta
-from typing import Any, NewType
+from typing import NewType
 
 from agentctl.core.canonical import canonical_json
+from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.errors import FutureVersionError, NotFoundError
 
 RunId = NewType("RunId", str)
@@ -28,16 +29,35 @@ ReconciliationId = NewType("ReconciliationId", str)
 ROW_FORMAT_VERSION = 1
 
 
-def dumps(value: Any) -> str:
+# SQL parameters: what sqlite3 binds (the ledger never binds anything else).
+SqlParam = str | int | float | None
+
+
+def dumps(value: object) -> str:
+    """Canonical JSON text of anything ``json`` can encode (mappings, sequences, scalars)."""
     return canonical_json(value)
 
 
-def dumps_opt(value: Any) -> str | None:
+def dumps_opt(value: object) -> str | None:
     return None if value is None else canonical_json(value)
 
 
-def loads_opt(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
+def loads_opt(text: str | None) -> JsonValue:
+    """A JSON column's value (None for SQL NULL)."""
+    if text is None:
+        return None
+    value: JsonValue = json.loads(text)
+    return value
+
+
+def loads_object(text: str | None) -> JsonObject:
+    """A JSON column that always holds an object (an empty one for NULL)."""
+    return as_object(loads_opt(text))
+
+
+def loads_counts(text: str | None) -> dict[str, int]:
+    """A JSON column holding ``{dimension: integer}`` counters."""
+    return {k: int(v) for k, v in loads_object(text).items() if isinstance(v, int | float)}
 
 
 def check_format(row: sqlite3.Row, kind: str) -> sqlite3.Row:
@@ -51,7 +71,7 @@ def check_format(row: sqlite3.Row, kind: str) -> sqlite3.Row:
 
 
 def fetch_one(
-    conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], kind: str
+    conn: sqlite3.Connection, sql: str, params: tuple[SqlParam, ...], kind: str
 ) -> sqlite3.Row:
     """The single row ``sql`` selects, format-checked; ``NotFoundError`` if there is none."""
     row = conn.execute(sql, params).fetchone()
@@ -61,7 +81,7 @@ def fetch_one(
 
 
 def fetch_all(
-    conn: sqlite3.Connection, sql: str, params: tuple[Any, ...], kind: str
+    conn: sqlite3.Connection, sql: str, params: tuple[SqlParam, ...], kind: str
 ) -> list[sqlite3.Row]:
     return [check_format(row, kind) for row in conn.execute(sql, params)]
 

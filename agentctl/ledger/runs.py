@@ -13,19 +13,21 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import psutil
 
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import NotFoundError, OwnershipError, ValidationError
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.budget import init_budget_txn
 from agentctl.ledger.rows import (
     ROW_FORMAT_VERSION,
+    SqlParam,
     dumps,
     dumps_opt,
     fetch_all,
     fetch_one,
+    loads_object,
     loads_opt,
     parse_ts,
 )
@@ -39,10 +41,10 @@ class NewRun:
     workflow_name: str
     workflow_digest: str
     plan_digest: str
-    workflow: Any
-    plan: Any
-    inputs: Any
-    working_memory: Any
+    workflow: JsonObject
+    plan: JsonObject
+    inputs: JsonObject
+    working_memory: JsonObject
     trace_id: str
     base_path: str | None = None
     parent_run_id: str | None = None
@@ -63,11 +65,11 @@ class RunRecord:
     workflow_name: str
     workflow_digest: str
     plan_digest: str
-    workflow: Any
-    plan: Any
-    inputs: Any
-    working_memory: Any
-    output: Any
+    workflow: JsonObject
+    plan: JsonObject
+    inputs: JsonObject
+    working_memory: JsonObject
+    output: JsonValue
     parent_run_id: str | None
     source_run_id: str | None
     roots: list[str] | None
@@ -83,7 +85,7 @@ class RunRecord:
     # run was created before schema v4).
     compiled_plan_json: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "runId": self.run_id,
             "state": self.state,
@@ -93,7 +95,7 @@ class RunRecord:
             "planDigest": self.plan_digest,
             "parentRunId": self.parent_run_id,
             "sourceRunId": self.source_run_id,
-            "roots": self.roots,
+            "roots": None if self.roots is None else list[JsonValue](self.roots),
             "reason": self.reason,
             "inputs": self.inputs,
             "output": self.output,
@@ -104,11 +106,16 @@ class RunRecord:
             "cancellationRequested": self.cancellation_requested,
         }
 
-    def summary_json(self) -> dict[str, Any]:
+    def summary_json(self) -> JsonObject:
         """The ``runs list`` entry shape."""
         keys = ("runId", "state", "mode", "workflow", "createdAt", "updatedAt")
         full = self.to_json()
         return {k: full[k] for k in (*keys, "parentRunId", "sourceRunId")}
+
+
+def _roots(text: str | None) -> list[str] | None:
+    value = loads_opt(text)
+    return [str(r) for r in value] if isinstance(value, list) else None
 
 
 def _run(row: sqlite3.Row) -> RunRecord:
@@ -119,14 +126,14 @@ def _run(row: sqlite3.Row) -> RunRecord:
         workflow_name=row["workflow_name"],
         workflow_digest=row["workflow_digest"],
         plan_digest=row["plan_digest"],
-        workflow=loads_opt(row["workflow_json"]),
-        plan=loads_opt(row["plan_json"]),
-        inputs=loads_opt(row["inputs_json"]),
-        working_memory=loads_opt(row["working_memory_json"]),
+        workflow=loads_object(row["workflow_json"]),
+        plan=loads_object(row["plan_json"]),
+        inputs=loads_object(row["inputs_json"]),
+        working_memory=loads_object(row["working_memory_json"]),
         output=loads_opt(row["output_json"]),
         parent_run_id=row["parent_run_id"],
         source_run_id=row["source_run_id"],
-        roots=loads_opt(row["roots_json"]),
+        roots=_roots(row["roots_json"]),
         reason=row["reason"],
         cancellation_requested=bool(row["cancellation_requested"]),
         base_path=row["base_path"],
@@ -146,14 +153,30 @@ _INSERT_RUN = """INSERT INTO runs (run_id, format_version, state, mode, workflow
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 
 
-def _run_values(run: NewRun, now: str) -> tuple[Any, ...]:
+def _run_values(run: NewRun, now: str) -> tuple[str | int | None, ...]:
     """The ``_INSERT_RUN`` parameters of ``run``, in column order."""
-    roots = dumps_opt(None if run.roots is None else list(run.roots))
-    head = (run.run_id, ROW_FORMAT_VERSION, run.state, run.mode, run.workflow_name)
-    digests = (run.workflow_digest, run.plan_digest, dumps(run.workflow), dumps(run.plan))
-    data = (dumps(run.inputs), dumps(run.working_memory), run.parent_run_id, run.source_run_id)
-    tail = (run.reason, run.base_path, run.trace_id, now, now, run.compiled_plan_json)
-    return (*head, *digests, *data, roots, *tail)
+    return (
+        run.run_id,
+        ROW_FORMAT_VERSION,
+        run.state,
+        run.mode,
+        run.workflow_name,
+        run.workflow_digest,
+        run.plan_digest,
+        dumps(run.workflow),
+        dumps(run.plan),
+        dumps(run.inputs),
+        dumps(run.working_memory),
+        run.parent_run_id,
+        run.source_run_id,
+        dumps_opt(None if run.roots is None else list(run.roots)),
+        run.reason,
+        run.base_path,
+        run.trace_id,
+        now,
+        now,
+        run.compiled_plan_json,
+    )
 
 
 def create_run_txn(
@@ -202,7 +225,7 @@ def list_runs(
 ) -> list[RunRecord]:
     """Runs newest first, optionally filtered by state."""
     sql = "SELECT * FROM runs"
-    params: tuple[Any, ...] = ()
+    params: tuple[SqlParam, ...] = ()
     if state is not None:
         sql += " WHERE state = ?"
         params = (state,)
@@ -225,7 +248,7 @@ def set_run_state_txn(
     state: str,
     now: str,
     *,
-    output: Any = None,
+    output: JsonValue = None,
     error: str | None = None,
     trace_id: str | None = None,
 ) -> None:
@@ -239,7 +262,7 @@ def set_run_state_txn(
     )
     if cur.rowcount != 1:
         check_run_transition(_current_state(conn, run_id), state)
-    payload: dict[str, Any] = {"state": state}
+    payload: JsonObject = {"state": state}
     if error is not None:
         payload["error"] = error
     append_audit_txn(conn, run_id, f"run.{state}", payload, now, trace_id=trace_id)

@@ -14,13 +14,13 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from agentctl.core.canonical import json_digest
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import NotFoundError
 from agentctl.ledger.artifacts.refs import ArtifactRef, commit_artifact_refs_txn
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
-from agentctl.ledger.rows import dumps, dumps_opt, fetch_all, fetch_one, loads_opt
+from agentctl.ledger.rows import dumps, dumps_opt, fetch_all, fetch_one, loads_object, loads_opt
 from agentctl.ledger.transitions import TASK_PREDECESSORS, check_task_transition
 
 
@@ -29,7 +29,7 @@ class AuditSpec:
     """An audit event a completion appends (after its own transition)."""
 
     event_type: str
-    payload: Any = None
+    payload: JsonValue = None
 
 
 @dataclass(frozen=True)
@@ -38,16 +38,16 @@ class TaskCompletion:
     state: str
     attempt: int
     disposition: str = "executed"
-    output: Any = None
+    output: JsonValue = None
     error: str | None = None
     definition_fingerprint: str | None = None
     input_digest: str | None = None
     output_contract_fingerprint: str | None = None
     output_digest: str | None = None
-    state_delta: Any = None
+    state_delta: JsonObject | None = None
     artifacts: Sequence[ArtifactRef] = ()
     ingest_lease_ids: Sequence[str] = ()
-    decision: Any = None
+    decision: JsonObject | None = None
     source_run_id: str | None = None
     source_task_id: str | None = None
     source_attempt: int | None = None
@@ -62,22 +62,22 @@ class TaskRecord:
     state: str
     attempt: int
     disposition: str
-    output: Any
+    output: JsonValue
     error: str | None
     definition_fingerprint: str | None
     input_digest: str | None
     output_contract_fingerprint: str | None
     output_digest: str | None
-    state_delta: Any
+    state_delta: JsonObject | None
     state_delta_digest: str | None
-    artifact_manifest: Any
+    artifact_manifest: JsonValue
     source_run_id: str | None
     source_task_id: str | None
     source_attempt: int | None
-    decision: Any
+    decision: JsonObject | None
     updated_at: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "taskId": self.task_id,
             "position": self.position,
@@ -101,6 +101,10 @@ class TaskRecord:
         }
 
 
+def _object_or_none(text: str | None) -> JsonObject | None:
+    return None if text is None else loads_object(text)
+
+
 def _task(row: sqlite3.Row) -> TaskRecord:
     return TaskRecord(
         run_id=row["run_id"],
@@ -115,13 +119,13 @@ def _task(row: sqlite3.Row) -> TaskRecord:
         input_digest=row["input_digest"],
         output_contract_fingerprint=row["output_contract_fingerprint"],
         output_digest=row["output_digest"],
-        state_delta=loads_opt(row["state_delta_json"]),
+        state_delta=_object_or_none(row["state_delta_json"]),
         state_delta_digest=row["state_delta_digest"],
         artifact_manifest=loads_opt(row["artifact_manifest_json"]),
         source_run_id=row["source_run_id"],
         source_task_id=row["source_task_id"],
         source_attempt=row["source_attempt"],
-        decision=loads_opt(row["decision_json"]),
+        decision=_object_or_none(row["decision_json"]),
         updated_at=row["updated_at"],
     )
 
@@ -167,12 +171,26 @@ def _complete_one(conn: sqlite3.Connection, run_id: str, c: TaskCompletion, now:
         output_digest = json_digest(c.output)
     manifest = [r.to_json() for r in c.artifacts] if c.artifacts else None
     params = (
-        c.state, c.attempt, c.disposition, dumps_opt(c.output), c.error,
-        c.definition_fingerprint, c.input_digest, c.output_contract_fingerprint, output_digest,
-        delta, None if c.state_delta is None else json_digest(c.state_delta),
-        dumps_opt(manifest), c.source_run_id, c.source_task_id, c.source_attempt,
-        dumps_opt(c.decision), now, run_id, c.task_id,
-    )  # fmt: skip
+        c.state,
+        c.attempt,
+        c.disposition,
+        dumps_opt(c.output),
+        c.error,
+        c.definition_fingerprint,
+        c.input_digest,
+        c.output_contract_fingerprint,
+        output_digest,
+        delta,
+        None if c.state_delta is None else json_digest(c.state_delta),
+        dumps_opt(manifest),
+        c.source_run_id,
+        c.source_task_id,
+        c.source_attempt,
+        dumps_opt(c.decision),
+        now,
+        run_id,
+        c.task_id,
+    )
     if sql is None or conn.execute(sql, params).rowcount != 1:
         _refuse(conn, run_id, c.task_id, c.state)
     if c.artifacts or c.ingest_lease_ids:
@@ -185,7 +203,7 @@ def commit_tasks_txn(
     conn: sqlite3.Connection,
     run_id: str,
     completions: Sequence[TaskCompletion],
-    working_memory: Any,
+    working_memory: JsonValue,
     now: str,
     *,
     trace_id: str | None = None,
@@ -194,7 +212,7 @@ def commit_tasks_txn(
 
     ``working_memory`` replaces the run's memory unless it is ``None``.
     """
-    summary = []
+    summary: list[JsonValue] = []
     for c in completions:
         _complete_one(conn, run_id, c, now)
         events = c.events or (AuditSpec(f"task.{c.state}", None),)
@@ -206,7 +224,7 @@ def commit_tasks_txn(
                 conn, run_id, ev.event_type, payload, now, task_id=c.task_id, trace_id=trace_id
             )
         summary.append({"taskId": c.task_id, "state": c.state, "attempt": c.attempt})
-    state: dict[str, Any] = {"runId": run_id, "event": "tasks.committed", "tasks": summary}
+    state: JsonObject = {"runId": run_id, "event": "tasks.committed", "tasks": summary}
     if working_memory is None:
         conn.execute("UPDATE runs SET updated_at = ? WHERE run_id = ?", (now, run_id))
     else:
@@ -228,7 +246,7 @@ def transition_task_txn(
     *,
     attempt: int | None = None,
     error: str | None = None,
-    payload: Any = None,
+    payload: JsonValue = None,
     trace_id: str | None = None,
     checkpoint: bool = True,
 ) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentctl.ledger import Ledger, open_ledger
+from agentctl.ledger.connection import Database, open_database
 
 
 @pytest.fixture
@@ -16,8 +16,8 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def ledger(db_path: Path) -> Iterator[Ledger]:
-    led = open_ledger(db_path)
+def ledger(db_path: Path) -> Iterator[Database]:
+    led = open_database(db_path)
     try:
         yield led
     finally:

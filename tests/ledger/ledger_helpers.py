@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from agentctl.ledger import Ledger, NewRun, create_run_txn
+from agentctl.ledger import NewRun
+from agentctl.ledger.connection import Database
+from agentctl.ledger.runs import create_run_txn
 
 T0 = "2024-05-01T12:00:00.000Z"
 
@@ -39,7 +41,7 @@ def new_run(
 
 
 def make_run(
-    ledger: Ledger,
+    ledger: Database,
     run_id: str = "run-1",
     tasks: Sequence[str] = ("a", "b", "c"),
     *,

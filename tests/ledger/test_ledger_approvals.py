@@ -6,28 +6,33 @@ import pytest
 from ledger_helpers import make_run, ts
 
 from agentctl.errors import NotFoundError, PersistenceError
-from agentctl.ledger import (
-    Ledger,
-    NewApproval,
-    NewEffect,
-    get_effect,
+from agentctl.ledger import NewApproval, NewEffect
+from agentctl.ledger.approvals import (
     insert_approval_txn,
-    insert_effect_txn,
     list_approvals,
-    list_audit,
     memory_delete_expired_txn,
     memory_get,
     memory_put_txn,
     resolve_approval_txn,
 )
+from agentctl.ledger.audit import list_audit
+from agentctl.ledger.connection import Database
+from agentctl.ledger.effects import get_effect, insert_effect_txn
 
 
-def _pause_for_approval(ledger: Ledger, task: str) -> tuple[str, str]:
+def _pause_for_approval(ledger: Database, task: str) -> tuple[str, str]:
     effect = NewEffect(
-        run_id="run-1", task_id=task, attempt=1, ordinal=0, operation="shell.exec",
-        request={"argv": ["rm"]}, effect_class="process_execution", risk="high",
-        idempotency="unknown", waiting_for_approval=True,
-    )  # fmt: skip
+        run_id="run-1",
+        task_id=task,
+        attempt=1,
+        ordinal=0,
+        operation="shell.exec",
+        request={"argv": ["rm"]},
+        effect_class="process_execution",
+        risk="high",
+        idempotency="unknown",
+        waiting_for_approval=True,
+    )
     with ledger.transaction() as conn:
         eid = insert_effect_txn(conn, effect, ts(1))
         aid = insert_approval_txn(
@@ -36,7 +41,7 @@ def _pause_for_approval(ledger: Ledger, task: str) -> tuple[str, str]:
     return eid, aid
 
 
-def test_approve_moves_effect_to_requested(ledger: Ledger) -> None:
+def test_approve_moves_effect_to_requested(ledger: Database) -> None:
     make_run(ledger)
     eid, aid = _pause_for_approval(ledger, "a")
     with ledger.read() as conn:
@@ -46,8 +51,10 @@ def test_approve_moves_effect_to_requested(ledger: Ledger) -> None:
     with ledger.transaction() as conn:
         resolved = resolve_approval_txn(conn, aid, True, "alice", "looks fine", ts(2))
     assert (resolved.status, resolved.resolved_by, resolved.resolved_at) == (
-        "approved", "alice", ts(2),
-    )  # fmt: skip
+        "approved",
+        "alice",
+        ts(2),
+    )
     with ledger.read() as conn:
         assert get_effect(conn, eid).status == "requested"
         assert list_approvals(conn, "run-1") == []
@@ -57,7 +64,7 @@ def test_approve_moves_effect_to_requested(ledger: Ledger) -> None:
     assert info.value.exit_code == 5
 
 
-def test_reject_cancels_effect(ledger: Ledger) -> None:
+def test_reject_cancels_effect(ledger: Database) -> None:
     make_run(ledger)
     eid, aid = _pause_for_approval(ledger, "b")
     with ledger.transaction() as conn:
@@ -69,7 +76,7 @@ def test_reject_cancels_effect(ledger: Ledger) -> None:
         resolve_approval_txn(conn, "approval-missing", True, "a", "r", ts(3))
 
 
-def test_long_term_memory_with_expiry(ledger: Ledger) -> None:
+def test_long_term_memory_with_expiry(ledger: Database) -> None:
     with ledger.transaction() as conn:
         memory_put_txn(conn, "ns", "k", {"v": 1}, ts(1))
         memory_put_txn(conn, "ns", "tmp", [1], ts(1), expires_at=ts(10))

@@ -14,22 +14,24 @@ import pytest
 from ledger_helpers import T0, make_run, ts
 
 from agentctl.crashpoints import CRASH_ENV, CrashPoint
-from agentctl.ledger import Ledger, TaskCompletion, commit_tasks_txn, open_ledger
+from agentctl.ledger import TaskCompletion
 from agentctl.ledger.artifacts.gc import run_gc
 from agentctl.ledger.artifacts.refs import commit_artifact_refs_txn, list_blobs
 from agentctl.ledger.artifacts.store import ArtifactStore, open_artifact_store
+from agentctl.ledger.connection import Database, open_database
+from agentctl.ledger.tasks import commit_tasks_txn
 
 LATER = "2024-07-01T12:00:00.000Z"
 
 _STEP = textwrap.dedent(
     """
     import sys
-    from agentctl.ledger import open_ledger
+    from agentctl.ledger.connection import open_database
     from agentctl.ledger.artifacts.gc import run_gc
     from agentctl.ledger.artifacts.store import open_artifact_store
 
     db, action, arg, now = sys.argv[1:5]
-    store = open_artifact_store(open_ledger(db))
+    store = open_artifact_store(open_database(db))
     if action == "ingest":
         store.ingest(arg, now)
     else:
@@ -48,9 +50,9 @@ def _run_step(tmp_path: Path, db: Path, point: str, action: str, arg: str, now: 
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
 
 
-def _reopen_consistent(db: Path) -> tuple[Ledger, ArtifactStore]:
+def _reopen_consistent(db: Path) -> tuple[Database, ArtifactStore]:
     """Open after a crash and check that the store and database agree byte for byte."""
-    led = open_ledger(db)
+    led = open_database(db)
     store = open_artifact_store(led)
     assert led.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert list(store.tmp_dir.iterdir()) == [] and list(store.trash_dir.iterdir()) == []
@@ -65,7 +67,7 @@ def _reopen_consistent(db: Path) -> tuple[Ledger, ArtifactStore]:
 
 @pytest.mark.parametrize("point", [p.value for p in CrashPoint if p.startswith("artifact.")])
 def test_kill_during_ingest(tmp_path: Path, db_path: Path, point: str) -> None:
-    open_artifact_store(open_ledger(db_path)).ledger.close()
+    open_artifact_store(open_database(db_path)).ledger.close()
     src = tmp_path / "big.bin"
     data = os.urandom(3 * 1024 * 1024 + 17)
     src.write_bytes(data)
@@ -86,7 +88,7 @@ def test_kill_during_ingest(tmp_path: Path, db_path: Path, point: str) -> None:
 
 def _gc_fixture(tmp_path: Path, db: Path) -> tuple[str, str]:
     """One unreachable old blob (the victim) and one referenced blob (kept)."""
-    led = open_ledger(db)
+    led = open_database(db)
     store = open_artifact_store(led)
     make_run(led)
     victim_src, kept_src = tmp_path / "victim", tmp_path / "kept"

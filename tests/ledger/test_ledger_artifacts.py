@@ -12,16 +12,18 @@ import pytest
 from ledger_helpers import T0, make_run, ts
 
 from agentctl.errors import InvalidOperationError, NotFoundError, PersistenceError
-from agentctl.ledger import Ledger, TaskCompletion, commit_tasks_txn, transition_task_txn
+from agentctl.ledger import TaskCompletion
 from agentctl.ledger.artifacts.gc import run_gc
 from agentctl.ledger.artifacts.refs import list_blobs, list_refs
 from agentctl.ledger.artifacts.store import ArtifactStore, open_artifact_store
+from agentctl.ledger.connection import Database
+from agentctl.ledger.tasks import commit_tasks_txn, transition_task_txn
 
 LATER = "2024-07-01T12:00:00.000Z"  # > 30 days after T0, when every lease has expired
 
 
 @pytest.fixture
-def store(ledger: Ledger) -> Iterator[ArtifactStore]:
+def store(ledger: Database) -> Iterator[ArtifactStore]:
     yield open_artifact_store(ledger)
 
 
@@ -69,7 +71,7 @@ def test_ingest_dedupes_and_refuses_symlinks_and_dirs(store: ArtifactStore, tmp_
 
 
 def test_completion_commits_refs_and_releases_lease(
-    ledger: Ledger, store: ArtifactStore, tmp_path: Path
+    ledger: Database, store: ArtifactStore, tmp_path: Path
 ) -> None:
     make_run(ledger)
     got = store.ingest(_file(tmp_path, "out.json", b"{}"), T0, run_id="run-1", task_id="a")
@@ -83,8 +85,10 @@ def test_completion_commits_refs_and_releases_lease(
     with ledger.read() as conn:
         (ref,) = list_refs(conn, run_id="run-1", task_id="a")
         assert (ref.digest, ref.media_type, ref.logical_path) == (
-            got.digest, "application/json", "out.json",
-        )  # fmt: skip
+            got.digest,
+            "application/json",
+            "out.json",
+        )
         assert conn.execute("SELECT COUNT(*) FROM artifact_ingests").fetchone()[0] == 0
     report = run_gc(store, LATER)  # referenced: never collected
     assert report["report"]["blobs"] == []
@@ -99,8 +103,10 @@ def test_verify_and_export(store: ArtifactStore, tmp_path: Path) -> None:
     dest = tmp_path / "out" / "a.bin"
     dest.parent.mkdir()
     assert store.export(got.digest, dest) == {
-        "digest": got.digest, "destination": str(dest), "bytes": 7,
-    }  # fmt: skip
+        "digest": got.digest,
+        "destination": str(dest),
+        "bytes": 7,
+    }
     assert dest.read_bytes() == b"payload"
     with pytest.raises(PersistenceError, match="overwrite"):
         store.export(got.digest, dest)

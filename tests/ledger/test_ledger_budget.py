@@ -12,17 +12,12 @@ import pytest
 from ledger_helpers import make_run, ts
 
 from agentctl.errors import NotFoundError
-from agentctl.ledger import (
-    Ledger,
-    budget_snapshot,
-    list_audit,
-    list_checkpoints,
-    reserve_budget_txn,
-    settle_budget_txn,
-)
+from agentctl.ledger.audit import list_audit, list_checkpoints
+from agentctl.ledger.budget import budget_snapshot, reserve_budget_txn, settle_budget_txn
+from agentctl.ledger.connection import Database
 
 
-def test_reserve_until_the_limit_then_deny(ledger: Ledger) -> None:
+def test_reserve_until_the_limit_then_deny(ledger: Database) -> None:
     make_run(ledger, limits={"maxToolCalls": 2, "maxTotalTokens": 100})
     with ledger.transaction() as conn:
         assert reserve_budget_txn(conn, "run-1", "r1", {"toolCalls": 1}, ts(1)).granted
@@ -42,7 +37,7 @@ def test_reserve_until_the_limit_then_deny(ledger: Ledger) -> None:
         assert not reserve_budget_txn(conn, "run-1", "r4", {"inputTokens": 1}, ts(5)).granted
 
 
-def test_settle_replaces_the_reservation_and_records_overshoot(ledger: Ledger) -> None:
+def test_settle_replaces_the_reservation_and_records_overshoot(ledger: Database) -> None:
     make_run(ledger, limits={"maxInputTokens": 100, "maxOutputTokens": 50})
     with ledger.transaction() as conn:
         reserve_budget_txn(conn, "run-1", "p1", {"inputTokens": 40, "outputTokens": 50}, ts(1))
@@ -64,11 +59,12 @@ def test_settle_replaces_the_reservation_and_records_overshoot(ledger: Ledger) -
 _WORKER = textwrap.dedent(
     """
     import json, random, sys
-    from agentctl.ledger import open_ledger, reserve_budget_txn, settle_budget_txn
+    from agentctl.ledger.budget import reserve_budget_txn, settle_budget_txn
+    from agentctl.ledger.connection import open_database
 
     db, worker, attempts = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     rng = random.Random(worker)
-    led = open_ledger(db)
+    led = open_database(db)
     granted = {"toolCalls": 0, "inputTokens": 0}
     for i in range(attempts):
         rid = f"w{worker}-{i}"
@@ -89,7 +85,7 @@ _WORKER = textwrap.dedent(
 
 
 def test_concurrent_processes_never_overspend(
-    ledger: Ledger, db_path: Path, tmp_path: Path
+    ledger: Database, db_path: Path, tmp_path: Path
 ) -> None:
     limit = 50
     make_run(ledger, limits={"maxToolCalls": limit, "maxInputTokens": 10_000})

@@ -1,4 +1,4 @@
-"""open_ledger: pragmas, file modes, future versions, lock timeout, error translation."""
+"""open_database: pragmas, file modes, future versions, lock timeout, error translation."""
 
 from __future__ import annotations
 
@@ -10,14 +10,16 @@ import pytest
 from ledger_helpers import T0, make_run
 
 from agentctl.errors import FutureVersionError, LockTimeoutError, PersistenceError
-from agentctl.ledger import SUPPORTED_SCHEMA_VERSION, Ledger, get_run, open_ledger
+from agentctl.ledger import SUPPORTED_SCHEMA_VERSION
+from agentctl.ledger.connection import Database, open_database
+from agentctl.ledger.runs import get_run
 
 
 def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-def test_open_creates_parents_and_sets_pragmas(ledger: Ledger, db_path: Path) -> None:
+def test_open_creates_parents_and_sets_pragmas(ledger: Database, db_path: Path) -> None:
     assert db_path.parent.is_dir()
     conn = ledger.conn
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -27,7 +29,7 @@ def test_open_creates_parents_and_sets_pragmas(ledger: Ledger, db_path: Path) ->
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SUPPORTED_SCHEMA_VERSION
 
 
-def test_database_and_wal_files_are_private(ledger: Ledger, db_path: Path) -> None:
+def test_database_and_wal_files_are_private(ledger: Database, db_path: Path) -> None:
     make_run(ledger)
     companions = [Path(f"{db_path}-wal"), Path(f"{db_path}-shm")]
     assert all(p.exists() for p in companions)
@@ -44,7 +46,7 @@ def test_future_schema_is_refused_without_touching_the_file(tmp_path: Path) -> N
     raw.close()
     before = db.read_bytes()
     with pytest.raises(FutureVersionError) as info:
-        open_ledger(db)
+        open_database(db)
     assert info.value.exit_code == 5
     assert str(SUPPORTED_SCHEMA_VERSION + 1) in info.value.message
     assert str(SUPPORTED_SCHEMA_VERSION) in info.value.message
@@ -55,16 +57,16 @@ def test_future_schema_is_refused_without_touching_the_file(tmp_path: Path) -> N
 
 def test_future_schema_in_a_wal_database_is_refused(tmp_path: Path) -> None:
     db = tmp_path / "future-wal.db"
-    open_ledger(db).close()
+    open_database(db).close()
     raw = sqlite3.connect(db)
     raw.execute(f"PRAGMA user_version = {SUPPORTED_SCHEMA_VERSION + 1}")
     raw.commit()
     raw.close()
     with pytest.raises(FutureVersionError):
-        open_ledger(db)
+        open_database(db)
 
 
-def test_future_row_format_is_refused(ledger: Ledger) -> None:
+def test_future_row_format_is_refused(ledger: Database) -> None:
     make_run(ledger)
     ledger.conn.execute("UPDATE runs SET format_version = 2")
     with pytest.raises(FutureVersionError, match="newer than supported 1"), ledger.read() as c:
@@ -72,8 +74,8 @@ def test_future_row_format_is_refused(ledger: Ledger) -> None:
 
 
 def test_lock_held_beyond_busy_timeout_raises_lock_timeout(db_path: Path) -> None:
-    holder = open_ledger(db_path)
-    waiter = open_ledger(db_path, busy_timeout_ms=50)
+    holder = open_database(db_path)
+    waiter = open_database(db_path, busy_timeout_ms=50)
     try:
         with holder.transaction():
             with pytest.raises(LockTimeoutError) as info, waiter.transaction():
@@ -84,7 +86,7 @@ def test_lock_held_beyond_busy_timeout_raises_lock_timeout(db_path: Path) -> Non
         waiter.close()
 
 
-def test_sqlite_errors_are_translated_and_rolled_back(ledger: Ledger) -> None:
+def test_sqlite_errors_are_translated_and_rolled_back(ledger: Database) -> None:
     make_run(ledger)
     with pytest.raises(PersistenceError, match="database error"):
         make_run(ledger)  # duplicate run id
@@ -96,11 +98,11 @@ def test_garbage_file_is_a_persistence_error(tmp_path: Path) -> None:
     db = tmp_path / "junk.db"
     db.write_bytes(b"not a database at all" * 20)
     with pytest.raises(PersistenceError):
-        open_ledger(db)
+        open_database(db)
 
 
 def test_read_sees_committed_writes_of_another_connection(db_path: Path) -> None:
-    a, b = open_ledger(db_path), open_ledger(db_path)
+    a, b = open_database(db_path), open_database(db_path)
     try:
         make_run(a, now=T0)
         with b.read() as conn:

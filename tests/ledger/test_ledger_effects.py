@@ -9,42 +9,47 @@ from ledger_helpers import make_run, ts
 
 from agentctl.core.effects import effect_id, input_digest
 from agentctl.errors import InvalidOperationError, NotFoundError
-from agentctl.ledger import (
-    Ledger,
-    NewEffect,
+from agentctl.ledger import NewEffect
+from agentctl.ledger.audit import list_audit
+from agentctl.ledger.connection import Database
+from agentctl.ledger.effects import (
     finish_effect_txn,
     finish_tool_call_txn,
     get_effect,
     insert_effect_txn,
     insert_tool_call_txn,
     latest_effect_for,
-    list_audit,
     list_effects,
-    list_reconciliations,
     list_tool_calls,
     mark_uncertain_txn,
-    reconcile_effect_txn,
     start_effect_txn,
-    unresolved_effects,
 )
+from agentctl.ledger.reconcile import list_reconciliations, reconcile_effect_txn, unresolved_effects
 
 
 def _effect(task: str = "a", ordinal: int = 0, attempt: int = 1, run: str = "run-1") -> NewEffect:
     return NewEffect(
-        run_id=run, task_id=task, attempt=attempt, ordinal=ordinal, operation="builtin.write",
-        request={"path": "out.txt", "n": ordinal}, effect_class="workspace_mutate",
-        risk="medium", idempotency="idempotent", trace_id="trace-1",
-    )  # fmt: skip
+        run_id=run,
+        task_id=task,
+        attempt=attempt,
+        ordinal=ordinal,
+        operation="builtin.write",
+        request={"path": "out.txt", "n": ordinal},
+        effect_class="workspace_mutate",
+        risk="medium",
+        idempotency="idempotent",
+        trace_id="trace-1",
+    )
 
 
-def _started(ledger: Ledger, effect: NewEffect) -> str:
+def _started(ledger: Database, effect: NewEffect) -> str:
     with ledger.transaction() as conn:
         eid = insert_effect_txn(conn, effect, ts(1))
         start_effect_txn(conn, eid, ts(2))
     return eid
 
 
-def test_identity_and_request_row(ledger: Ledger) -> None:
+def test_identity_and_request_row(ledger: Database) -> None:
     make_run(ledger)
     e = _effect()
     with ledger.transaction() as conn:
@@ -53,15 +58,30 @@ def test_identity_and_request_row(ledger: Ledger) -> None:
     with ledger.read() as conn:
         rec = get_effect(conn, eid)
     assert (rec.status, rec.confirmed, rec.idempotency_key, rec.request) == (
-        "requested", False, eid, e.request,
-    )  # fmt: skip
+        "requested",
+        False,
+        eid,
+        e.request,
+    )
     assert set(rec.to_json()) >= {
-        "effectId", "runId", "taskId", "attempt", "ordinal", "operation", "effectClass", "risk",
-        "idempotency", "status", "confirmed", "requestedAt", "startedAt", "completedAt",
-    }  # fmt: skip
+        "effectId",
+        "runId",
+        "taskId",
+        "attempt",
+        "ordinal",
+        "operation",
+        "effectClass",
+        "risk",
+        "idempotency",
+        "status",
+        "confirmed",
+        "requestedAt",
+        "startedAt",
+        "completedAt",
+    }
 
 
-def test_status_moves_are_guarded(ledger: Ledger) -> None:
+def test_status_moves_are_guarded(ledger: Database) -> None:
     make_run(ledger)
     with ledger.transaction() as conn:
         eid = insert_effect_txn(conn, _effect(), ts(1))
@@ -76,15 +96,18 @@ def test_status_moves_are_guarded(ledger: Ledger) -> None:
     with ledger.read() as conn:
         rec = get_effect(conn, eid)
     assert (rec.status, rec.confirmed, rec.result, rec.completed_at) == (
-        "succeeded", True, {"ok": 1}, ts(3),
-    )  # fmt: skip
+        "succeeded",
+        True,
+        {"ok": 1},
+        ts(3),
+    )
     with pytest.raises(InvalidOperationError), ledger.transaction() as conn:
         finish_effect_txn(conn, eid, "failed", ts(4), error="late")
     with pytest.raises(NotFoundError), ledger.transaction() as conn:
         start_effect_txn(conn, "0" * 64, ts(4))
 
 
-def test_crash_marks_started_uncertain_and_they_are_unresolved(ledger: Ledger) -> None:
+def test_crash_marks_started_uncertain_and_they_are_unresolved(ledger: Database) -> None:
     make_run(ledger)
     started = _started(ledger, _effect("a", 0))
     with ledger.transaction() as conn:
@@ -96,7 +119,7 @@ def test_crash_marks_started_uncertain_and_they_are_unresolved(ledger: Ledger) -
         assert [e.effect_id for e in unresolved_effects(conn, "run-1")] == [started]
 
 
-def test_list_and_latest_follow_compiled_order(ledger: Ledger) -> None:
+def test_list_and_latest_follow_compiled_order(ledger: Database) -> None:
     make_run(ledger, tasks=("b", "a"))
     with ledger.transaction() as conn:
         a1 = insert_effect_txn(conn, _effect("a", 1), ts(1))
@@ -110,7 +133,7 @@ def test_list_and_latest_follow_compiled_order(ledger: Ledger) -> None:
         assert latest_effect_for(conn, "run-1", "a", 2) is None
 
 
-def test_tool_call_finishes_with_its_effect(ledger: Ledger) -> None:
+def test_tool_call_finishes_with_its_effect(ledger: Database) -> None:
     make_run(ledger)
     eid = _started(ledger, _effect())
     with ledger.transaction() as conn:
@@ -119,25 +142,36 @@ def test_tool_call_finishes_with_its_effect(ledger: Ledger) -> None:
         finish_effect_txn(conn, eid, "succeeded", ts(3), result={"hits": 0})
         finish_tool_call_txn(conn, "run-1", "call-1", "succeeded", ts(3), output={"hits": 0})
     with ledger.read() as conn:
-        (call,) = list_tool_calls(conn, "run-1")
+        (record,) = list_tool_calls(conn, "run-1")
+    call = record.to_json()
     assert {k: call[k] for k in ("callId", "taskId", "tool", "status")} == {
-        "callId": "call-1", "taskId": "a", "tool": "search", "status": "succeeded",
-    }  # fmt: skip
+        "callId": "call-1",
+        "taskId": "a",
+        "tool": "search",
+        "status": "succeeded",
+    }
     with pytest.raises(InvalidOperationError), ledger.transaction() as conn:
         finish_tool_call_txn(conn, "run-1", "call-1", "failed", ts(4))
 
 
-def _reconcile(ledger: Ledger, eid: str, status: str, **kw: Any) -> Any:
+def _reconcile(ledger: Database, eid: str, status: str, **kw: Any) -> Any:
     args: dict[str, Any] = {"evidence": None, "result": None, "compensation_effect_id": None}
     args.update(kw)
     with ledger.transaction() as conn:
         return reconcile_effect_txn(
-            conn, eid, status, "ops", "checked by hand", args["evidence"], args["result"],
-            args["compensation_effect_id"], ts(9),
-        )  # fmt: skip
+            conn,
+            eid,
+            status,
+            "ops",
+            "checked by hand",
+            args["evidence"],
+            args["result"],
+            args["compensation_effect_id"],
+            ts(9),
+        )
 
 
-def test_reconciliation_is_an_append_only_chain(ledger: Ledger) -> None:
+def test_reconciliation_is_an_append_only_chain(ledger: Database) -> None:
     make_run(ledger)
     eid = _started(ledger, _effect())
     with pytest.raises(InvalidOperationError, match="result"):
@@ -151,15 +185,16 @@ def test_reconciliation_is_an_append_only_chain(ledger: Ledger) -> None:
     with ledger.read() as conn:
         chain = list_reconciliations(conn, effect_id=eid)
         assert [r.reconciliation_id for r in chain] == [
-            first.reconciliation_id, second.reconciliation_id,
-        ]  # fmt: skip
+            first.reconciliation_id,
+            second.reconciliation_id,
+        ]
         assert unresolved_effects(conn, "run-1") == []
         assert list_audit(conn, "run-1")[-1].event_type == "effect.reconciled"
     with pytest.raises(NotFoundError):
         _reconcile(ledger, "f" * 64, "not_applied")
 
 
-def test_first_record_rules(ledger: Ledger) -> None:
+def test_first_record_rules(ledger: Database) -> None:
     make_run(ledger)
     with ledger.transaction() as conn:
         requested = insert_effect_txn(conn, _effect("a", 0), ts(1))
@@ -170,7 +205,7 @@ def test_first_record_rules(ledger: Ledger) -> None:
         _reconcile(ledger, started, "compensated", compensation_effect_id=requested)
 
 
-def test_compensation_needs_a_confirmed_other_effect(ledger: Ledger) -> None:
+def test_compensation_needs_a_confirmed_other_effect(ledger: Database) -> None:
     make_run(ledger)
     done = _started(ledger, _effect("a", 0))
     undo = _started(ledger, _effect("b", 0))
@@ -186,7 +221,7 @@ def test_compensation_needs_a_confirmed_other_effect(ledger: Ledger) -> None:
     assert rec.compensation_effect_id == undo
 
 
-def test_compensation_from_an_unrelated_run_is_refused(ledger: Ledger) -> None:
+def test_compensation_from_an_unrelated_run_is_refused(ledger: Database) -> None:
     make_run(ledger)
     make_run(ledger, "run-other")
     make_run(ledger, "run-comp", mode="compensation", source_run_id="run-1")

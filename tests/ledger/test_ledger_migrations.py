@@ -9,16 +9,14 @@ import pytest
 from ledger_helpers import T0
 
 from agentctl.core.canonical import sha256_hex
-from agentctl.ledger import (
-    SUPPORTED_SCHEMA_VERSION,
-    budget_snapshot,
-    get_run,
-    list_checkpoints,
-    list_effects,
-    list_tasks,
-    open_ledger,
-)
+from agentctl.ledger import SUPPORTED_SCHEMA_VERSION
+from agentctl.ledger.audit import list_checkpoints
+from agentctl.ledger.budget import budget_snapshot
+from agentctl.ledger.connection import open_database
+from agentctl.ledger.effects import list_effects
 from agentctl.ledger.migrations import MIGRATIONS, migrate
+from agentctl.ledger.runs import get_run
+from agentctl.ledger.tasks import list_tasks
 
 
 def _fill_v1(conn: sqlite3.Connection) -> None:
@@ -77,14 +75,14 @@ def test_every_version_has_a_filler() -> None:
 @pytest.mark.parametrize("version", range(1, SUPPORTED_SCHEMA_VERSION))
 def test_older_schema_with_data_migrates(tmp_path: Path, version: int) -> None:
     db = tmp_path / "old.db"
-    old = open_ledger(db, target_version=version)
+    old = open_database(db, target_version=version)
     assert old.conn.execute("PRAGMA user_version").fetchone()[0] == version
     with old.transaction() as conn:
         for fill in _FILLERS[version]:
             fill(conn)
     old.close()
 
-    led = open_ledger(db)
+    led = open_database(db)
     try:
         assert led.migration.from_version == version
         assert led.migration.to_version == SUPPORTED_SCHEMA_VERSION
@@ -109,8 +107,8 @@ def test_older_schema_with_data_migrates(tmp_path: Path, version: int) -> None:
 
 
 def test_reopening_the_newest_applies_nothing(db_path: Path) -> None:
-    open_ledger(db_path).close()
-    led = open_ledger(db_path)
+    open_database(db_path).close()
+    led = open_database(db_path)
     assert led.migration.to_json() == {
         "from": SUPPORTED_SCHEMA_VERSION,
         "to": SUPPORTED_SCHEMA_VERSION,
@@ -121,7 +119,7 @@ def test_reopening_the_newest_applies_nothing(db_path: Path) -> None:
 
 def test_a_failing_migration_leaves_the_previous_version(tmp_path: Path) -> None:
     db = tmp_path / "half.db"
-    open_ledger(db, target_version=1).close()
+    open_database(db, target_version=1).close()
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("CREATE TABLE provider_sessions (x)")  # makes migration 2 fail midway
     with pytest.raises(sqlite3.OperationalError):

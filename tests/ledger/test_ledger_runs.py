@@ -12,25 +12,24 @@ import pytest
 from ledger_helpers import T0, make_run, ts
 
 from agentctl.errors import InvalidOperationError, NotFoundError, OwnershipError, ValidationError
-from agentctl.ledger import (
-    Ledger,
+from agentctl.ledger.audit import list_audit, list_checkpoints
+from agentctl.ledger.budget import budget_snapshot
+from agentctl.ledger.connection import Database
+from agentctl.ledger.runs import (
     acquire_run_lease_txn,
-    budget_snapshot,
     find_run,
     get_run,
     is_cancel_requested,
-    list_audit,
-    list_checkpoints,
     list_runs,
-    list_tasks,
     release_run_lease_txn,
     request_cancel_txn,
     set_run_state_txn,
     wall_time_exceeded,
 )
+from agentctl.ledger.tasks import list_tasks
 
 
-def test_create_run_writes_run_tasks_budget_audit_checkpoint(ledger: Ledger) -> None:
+def test_create_run_writes_run_tasks_budget_audit_checkpoint(ledger: Database) -> None:
     make_run(ledger, tasks=("b", "a", "c"), limits={"maxToolCalls": 3})
     with ledger.read() as conn:
         run = get_run(conn, "run-1")
@@ -38,15 +37,17 @@ def test_create_run_writes_run_tasks_budget_audit_checkpoint(ledger: Ledger) -> 
         assert run.inputs == {"x": 1} and run.working_memory == {"count": 0}
         tasks = list_tasks(conn, "run-1")
         assert [(t.task_id, t.position, t.state) for t in tasks] == [
-            ("b", 0, "pending"), ("a", 1, "pending"), ("c", 2, "pending"),
-        ]  # fmt: skip
+            ("b", 0, "pending"),
+            ("a", 1, "pending"),
+            ("c", 2, "pending"),
+        ]
         assert budget_snapshot(conn, "run-1").limits == {"toolCalls": 3}
         assert [e.event_type for e in list_audit(conn, "run-1")] == ["run.created"]
         assert len(list_checkpoints(conn, "run-1")) == 1
     assert run.to_json()["cancellationRequested"] is False
 
 
-def test_run_state_transitions_are_validated(ledger: Ledger) -> None:
+def test_run_state_transitions_are_validated(ledger: Database) -> None:
     make_run(ledger)
     with ledger.transaction() as conn:
         set_run_state_txn(conn, "run-1", "paused", ts(1))
@@ -64,7 +65,7 @@ def test_run_state_transitions_are_validated(ledger: Ledger) -> None:
         set_run_state_txn(conn, "nope", "failed", ts(5))
 
 
-def test_cancel_only_for_running_or_paused(ledger: Ledger) -> None:
+def test_cancel_only_for_running_or_paused(ledger: Database) -> None:
     make_run(ledger)
     with ledger.read() as conn:
         assert not is_cancel_requested(conn, "run-1")
@@ -82,7 +83,7 @@ def test_cancel_only_for_running_or_paused(ledger: Ledger) -> None:
         request_cancel_txn(conn, "run-missing", ts(3))
 
 
-def test_find_by_prefix_and_list_newest_first(ledger: Ledger) -> None:
+def test_find_by_prefix_and_list_newest_first(ledger: Database) -> None:
     make_run(ledger, "run-abc1", now=ts(1))
     make_run(ledger, "run-abc2", now=ts(2))
     make_run(ledger, "run-xyz", now=ts(3))
@@ -98,12 +99,18 @@ def test_find_by_prefix_and_list_newest_first(ledger: Ledger) -> None:
         assert [r.run_id for r in list_runs(conn)] == ["run-xyz", "run-abc2", "run-abc1"]
         assert [r.run_id for r in list_runs(conn, state="running", limit=1)] == ["run-abc2"]
         assert set(list_runs(conn)[0].summary_json()) == {
-            "runId", "state", "mode", "workflow", "createdAt", "updatedAt", "parentRunId",
+            "runId",
+            "state",
+            "mode",
+            "workflow",
+            "createdAt",
+            "updatedAt",
+            "parentRunId",
             "sourceRunId",
-        }  # fmt: skip
+        }
 
 
-def test_wall_time_counts_from_durable_creation(ledger: Ledger) -> None:
+def test_wall_time_counts_from_durable_creation(ledger: Database) -> None:
     make_run(ledger, now=T0)
     with ledger.read() as conn:
         run = get_run(conn, "run-1")
@@ -126,7 +133,7 @@ def _me() -> tuple[int, float]:
 
 
 def test_lease_refused_while_another_owner_lives(
-    ledger: Ledger, other_process: psutil.Process
+    ledger: Database, other_process: psutil.Process
 ) -> None:
     make_run(ledger)
     with ledger.transaction() as conn:
@@ -144,7 +151,7 @@ def test_lease_refused_while_another_owner_lives(
         assert get_run(conn, "run-1").owner_pid == pid
 
 
-def test_lease_with_reused_pid_is_stale(ledger: Ledger, other_process: psutil.Process) -> None:
+def test_lease_with_reused_pid_is_stale(ledger: Database, other_process: psutil.Process) -> None:
     make_run(ledger)
     with ledger.transaction() as conn:  # same pid, different start time: a recycled pid
         acquire_run_lease_txn(conn, "run-1", other_process.pid, 12.5, T0)

@@ -8,57 +8,54 @@ import pytest
 from ledger_helpers import T0, make_run, ts
 
 from agentctl.errors import NotFoundError, ValidationError
-from agentctl.ledger import (
-    SUPPORTED_SCHEMA_VERSION,
-    Ledger,
-    NewEffect,
-    TaskCompletion,
-    commit_tasks_txn,
-    insert_effect_txn,
-)
+from agentctl.ledger import SUPPORTED_SCHEMA_VERSION, NewEffect, TaskCompletion
 from agentctl.ledger.artifacts.store import open_artifact_store
+from agentctl.ledger.connection import Database
+from agentctl.ledger.effects import insert_effect_txn
+from agentctl.ledger.runs import list_runs
 from agentctl.ledger.stats import (
+    RunList,
     artifact_inspection,
     artifact_list,
-    database_migration,
     database_stats,
     effect_inspection,
     effect_list,
     run_inspection,
-    run_list,
 )
+from agentctl.ledger.tasks import commit_tasks_txn
 
 
-def test_database_stats_and_migration(ledger: Ledger, db_path: Path) -> None:
+def test_database_stats_and_migration(ledger: Database, db_path: Path) -> None:
     make_run(ledger)
-    stats = database_stats(ledger)
+    with ledger.read() as conn:
+        stats = database_stats(conn, db_path).to_json()
     assert stats["path"] == str(db_path) and stats["journalMode"] == "wal"
     assert stats["schemaVersion"] == stats["supportedSchemaVersion"] == SUPPORTED_SCHEMA_VERSION
     assert stats["counts"]["runs"] == 1 and stats["counts"]["task_states"] == 3
     assert stats["sizeBytes"] > 0
-    assert database_migration(ledger)["applied"] == list(range(1, SUPPORTED_SCHEMA_VERSION + 1))
+    assert ledger.migration.to_json()["applied"] == list(range(1, SUPPORTED_SCHEMA_VERSION + 1))
 
 
-def test_run_inspection_and_effect_lists(ledger: Ledger) -> None:
+def test_run_inspection_and_effect_lists(ledger: Database) -> None:
     make_run(ledger)
     effect = NewEffect("run-1", "a", 1, 0, "builtin.read", {}, "observe", "low", "idempotent")
     with ledger.transaction() as conn:
         eid = insert_effect_txn(conn, effect, ts(1))
     with ledger.read() as conn:
-        inspection = run_inspection(conn, "run-1")
+        inspection = run_inspection(conn, "run-1").to_json()
         assert inspection["run"]["runId"] == "run-1"
         assert [t["taskId"] for t in inspection["tasks"]] == ["a", "b", "c"]
         assert [e["effectId"] for e in inspection["effects"]] == [eid]
         assert inspection["budget"]["usage"] == {}
-        listing = effect_list(conn, "run-1", "a")
+        listing = effect_list(conn, "run-1", "a").to_json()
         assert listing["runId"] == "run-1" and len(listing["effects"]) == 1
-        assert effect_inspection(conn, eid)["effectiveReconciliation"] is None
-        assert run_list(conn)["runs"][0]["runId"] == "run-1"
+        assert effect_inspection(conn, eid).to_json()["effectiveReconciliation"] is None
+        assert RunList(tuple(list_runs(conn))).to_json()["runs"][0]["runId"] == "run-1"
         with pytest.raises(NotFoundError):
             effect_list(conn, "run-missing")
 
 
-def test_artifact_list_and_inspection(ledger: Ledger, tmp_path: Path) -> None:
+def test_artifact_list_and_inspection(ledger: Database, tmp_path: Path) -> None:
     make_run(ledger)
     store = open_artifact_store(ledger)
     src = tmp_path / "r.md"
@@ -68,11 +65,11 @@ def test_artifact_list_and_inspection(ledger: Ledger, tmp_path: Path) -> None:
         done = TaskCompletion("a", "succeeded", 0, artifacts=[got.ref("r.md")])
         commit_tasks_txn(conn, "run-1", [done], None, ts(1))
     with ledger.read() as conn:
-        listing = artifact_list(conn, "run-1", "a")
+        listing = artifact_list(conn, "run-1", "a").to_json()
         assert [r["digest"] for r in listing["references"]] == [got.digest]
         assert [b["digest"] for b in listing["blobs"]] == [got.digest]
-        assert artifact_list(conn, "run-1", "b")["blobs"] == []
-        inspected = artifact_inspection(conn, got.digest)
+        assert artifact_list(conn, "run-1", "b").blobs == ()
+        inspected = artifact_inspection(conn, got.digest).to_json()
         assert inspected["blob"]["sizeBytes"] == 4
         assert inspected["references"][0]["mediaType"] == "text/markdown"
         with pytest.raises(ValidationError):

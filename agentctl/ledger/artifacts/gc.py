@@ -18,8 +18,8 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any
 
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.ledger.artifacts.store import ArtifactStore, clear_dir, fsync_dir
 from agentctl.ledger.rows import shift_ts
@@ -54,14 +54,15 @@ def _untracked(store: ArtifactStore, conn: sqlite3.Connection) -> list[Path]:
 
 def _collect_txn(
     store: ArtifactStore, conn: sqlite3.Connection, before: str, now: str, dry_run: bool
-) -> dict[str, Any]:
+) -> JsonObject:
     expired = conn.execute("DELETE FROM artifact_ingests WHERE expires_at <= ?", (now,)).rowcount
     blobs = _candidates(conn, before, now)
     untracked = _untracked(store, conn)
-    report: dict[str, Any] = {
-        "blobs": [{"digest": d, "sizeBytes": s} for d, s in blobs],
-        "untrackedFiles": [str(p.relative_to(store.root)) for p in untracked],
-        "tmpFiles": sorted(p.name for p in store.tmp_dir.iterdir()),
+    kept: list[JsonObject] = [{"digest": d, "sizeBytes": s} for d, s in blobs]
+    report: JsonObject = {
+        "blobs": list[JsonValue](kept),
+        "untrackedFiles": list[JsonValue](str(p.relative_to(store.root)) for p in untracked),
+        "tmpFiles": list[JsonValue](sorted(p.name for p in store.tmp_dir.iterdir())),
         "expiredLeases": expired,
         "bytes": sum(s for _, s in blobs),
     }
@@ -79,14 +80,15 @@ def _collect_txn(
         ).rowcount
         if not gone:  # became reachable after all: put the bytes back
             os.replace(store.trash_dir / digest.removeprefix("sha256:"), store.blob_path(digest))
-            report["blobs"] = [b for b in report["blobs"] if b["digest"] != digest]
+            kept = [b for b in kept if b["digest"] != digest]
+            report["blobs"] = list[JsonValue](kept)
     crash_point(CrashPoint.GC_AFTER_DELETE_ROWS)
     return report
 
 
 def run_gc(
     store: ArtifactStore, now: str, *, older_than_days: int = 30, dry_run: bool = False
-) -> dict[str, Any]:
+) -> JsonObject:
     """Collect unreachable artifacts; returns the ``ArtifactGarbageCollection`` data."""
     before = shift_ts(now, -older_than_days * 86400)
     with store.locked():

@@ -13,8 +13,8 @@ import mimetypes
 import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import PersistenceError
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all
 
@@ -34,7 +34,7 @@ class ArtifactRef:
         guessed, _ = mimetypes.guess_type(self.logical_path)
         return guessed or "application/octet-stream"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "path": self.logical_path,
             "digest": self.digest,
@@ -54,7 +54,7 @@ class ArtifactRefRecord:
     size_bytes: int
     created_at: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "runId": self.run_id,
             "taskId": self.task_id,
@@ -74,7 +74,7 @@ class BlobRecord:
     created_at: str
     last_verified_at: str | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "digest": self.digest,
             "sizeBytes": self.size_bytes,
@@ -103,12 +103,19 @@ def commit_artifact_refs_txn(
             _INSERT_REF,
             [
                 (
-                    run_id, task_id, r.logical_path, ROW_FORMAT_VERSION, attempt, r.digest,
-                    r.resolved_media_type(), r.size_bytes, now,
+                    run_id,
+                    task_id,
+                    r.logical_path,
+                    ROW_FORMAT_VERSION,
+                    attempt,
+                    r.digest,
+                    r.resolved_media_type(),
+                    r.size_bytes,
+                    now,
                 )
                 for r in refs
             ],
-        )  # fmt: skip
+        )
     if lease_ids:
         conn.executemany(
             "DELETE FROM artifact_ingests WHERE lease_id = ?", [(lease,) for lease in lease_ids]

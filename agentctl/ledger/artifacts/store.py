@@ -24,14 +24,14 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import filelock
 
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import InvalidOperationError, LockTimeoutError, NotFoundError, PersistenceError
 from agentctl.ledger.artifacts.refs import ArtifactRef, get_blob, list_blobs, record_ingest_txn
-from agentctl.ledger.connection import Ledger
+from agentctl.ledger.connection import Database
 from agentctl.ledger.rows import shift_ts
 
 MAX_INGEST_BYTES = 16 * 1024 * 1024
@@ -87,7 +87,7 @@ def blob_problem(path: Path, digest: str, size_bytes: int) -> str | None:
 class ArtifactStore:
     """The CAS beside one ledger; methods take the cross-process lock themselves."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Database) -> None:
         self.ledger = ledger
         self.root = ledger.path.parent / "artifacts"
         self.blobs_dir = self.root / "sha256"
@@ -98,9 +98,12 @@ class ArtifactStore:
             os.chmod(d, 0o700)
         lock_path = self.root / ".lock"
         self._lock = filelock.FileLock(
-            lock_path, timeout=LOCK_TIMEOUT_S, mode=0o600, thread_local=False,
+            lock_path,
+            timeout=LOCK_TIMEOUT_S,
+            mode=0o600,
+            thread_local=False,
             preserve_lock_file=True,
-        )  # fmt: skip
+        )
         with self.locked():
             os.chmod(lock_path, 0o600)
 
@@ -197,7 +200,7 @@ class ArtifactStore:
 
     # --- verify and export -------------------------------------------------------------
 
-    def verify(self, now: str, digests: Sequence[str] | None = None) -> dict[str, Any]:
+    def verify(self, now: str, digests: Sequence[str] | None = None) -> JsonObject:
         """Check blobs (all when ``digests`` is None); any failure raises PersistenceError."""
         with self.locked():
             with self.ledger.read() as conn:
@@ -205,17 +208,18 @@ class ArtifactStore:
             missing = sorted(set(digests or ()) - {b.digest for b in blobs})
             if missing:
                 raise NotFoundError(f"artifact {missing[0]} not found")
-            results = []
+            results: list[JsonObject] = []
             for b in blobs:
                 problem = blob_problem(self.blob_path(b.digest), b.digest, b.size_bytes)
-                entry = {"digest": b.digest, "sizeBytes": b.size_bytes, "valid": problem is None}
-                results.append({**entry, "detail": problem})
+                entry: JsonObject = {"digest": b.digest, "sizeBytes": b.size_bytes}
+                results.append({**entry, "valid": problem is None, "detail": problem})
             good = [(now, r["digest"]) for r in results if r["valid"]]
             with self.ledger.transaction() as conn:
                 conn.executemany(
                     "UPDATE artifact_blobs SET last_verified_at = ? WHERE digest = ?", good
                 )
-        report = {"valid": len(good) == len(results), "artifacts": results}
+        checked = list[JsonValue](results)
+        report: JsonObject = {"valid": len(good) == len(results), "artifacts": checked}
         bad = [r for r in results if not r["valid"]]
         if bad:
             raise PersistenceError(
@@ -226,7 +230,7 @@ class ArtifactStore:
 
     def export(
         self, digest: str, destination: str | os.PathLike[str], *, overwrite: bool = False
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """Write a verified blob's bytes to ``destination`` atomically."""
         dest = Path(destination)
         with self.locked():
@@ -293,7 +297,7 @@ def clear_dir(path: Path) -> int:
     return count
 
 
-def open_artifact_store(ledger: Ledger) -> ArtifactStore:
+def open_artifact_store(ledger: Database) -> ArtifactStore:
     """Open (creating) the store beside ``ledger`` and recover anything a crash left."""
     try:
         store = ArtifactStore(ledger)

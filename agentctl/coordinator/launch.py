@@ -1,0 +1,126 @@
+"""What every CLI operation that drives a run shares: refusing what cannot run, opening an
+existing ledger, and running trio with the user-facing error unwrapped.
+
+Invariant: every check here runs before any state is created (a refused workflow writes
+nothing).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar, TypeVarTuple
+
+import trio
+
+from agentctl.core import registry
+from agentctl.core.compiler.diagnostics import Locator
+from agentctl.core.plan import Plan, PlannedTask
+from agentctl.errors import Diagnostic, ValidationError
+from agentctl.ledger.interface import RunLedger
+from agentctl.ledger.sqlite_ledger import open_ledger
+
+T = TypeVar("T")
+Args = TypeVarTuple("Args")
+
+
+def run_trio(fn: Callable[[*Args], Awaitable[T]], *args: *Args) -> T:
+    """``trio.run``, with a nursery's exception group unwrapped to the error a user should see."""
+    try:
+        return trio.run(fn, *args)
+    except BaseExceptionGroup as group:
+        raise _first_leaf(group) from group
+
+
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    from agentctl.errors import AgentctlError
+
+    leaves: list[BaseException] = []
+    stack: list[BaseException] = [group]
+    while stack:
+        exc = stack.pop(0)
+        if isinstance(exc, BaseExceptionGroup):
+            stack.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    for leaf in leaves:
+        if isinstance(leaf, AgentctlError):
+            return leaf
+    for leaf in leaves:
+        if isinstance(leaf, KeyboardInterrupt):
+            return leaf
+    return leaves[0] if leaves else group
+
+
+def check_executable(plan: Plan, *, file: str | None = None, locate: Locator | None = None) -> None:
+    """Refuse, before any state exists, a workflow using what this version cannot execute."""
+    found: list[Diagnostic] = []
+    for task in plan.tasks:
+        gap = _capability_gap(task)
+        if gap is None:
+            continue
+        what, path = gap
+        line, column = (locate(path) if locate else None) or (None, None)
+        found.append(
+            Diagnostic(
+                "unsupported_capability",
+                f"this version of agentctl cannot run {what} yet",
+                file=file,
+                line=line,
+                column=column,
+                path=path,
+                help="`agentctl check` and `plan` accept it; run does not",
+            )
+        )
+    if found:
+        raise ValidationError(
+            "the workflow uses features this version cannot run", diagnostics=found
+        )
+
+
+def _capability_gap(task: PlannedTask) -> tuple[str, str] | None:
+    """(what, dotted path) of a registry operation this task uses that does not run yet."""
+    entry = task.entry
+    if task.kind == "agent" and task.agent_config is not None:
+        if entry is None or not entry.runnable:
+            name, kind = task.agent_config.provider_name, task.agent_config.provider_kind
+            runnable = [op.name for op in registry.entries("model") if op.runnable]
+            only = ", ".join(name.removeprefix(registry.MODEL_PREFIX) for name in runnable)
+            what = f"{kind} providers (task {task.id}); only {only} runs"
+            return what, f"spec.providers.{name}.kind"
+    elif task.kind == "action" and (entry is None or not entry.runnable):
+        return f"action kind {task.operation} (task {task.id})", f"spec.actions.{task.action}.kind"
+    return None
+
+
+def preflight_containers(plan: Plan) -> None:
+    """Fail closed before any state exists: every container action's engine and image."""
+    from agentctl.sandbox.container import preflight
+
+    wanted = set()
+    for task in plan.tasks:
+        action = task.action_config if task.kind == "action" else None
+        box = action.get("container") if action and action.get("isolation") == "container" else None
+        if isinstance(box, dict):
+            wanted.add((str(box.get("runtime") or "auto"), str(box["image"])))
+
+    async def check_all() -> None:
+        for runtime, image in sorted(wanted):
+            await preflight(runtime, image)
+
+    if wanted:
+        run_trio(check_all)
+
+
+def existing(db: str) -> str:
+    from agentctl.errors import NotFoundError
+
+    if not Path(db).exists():
+        raise NotFoundError(f"database {db} does not exist")
+    return db
+
+
+def open_existing(db: str) -> contextlib.AbstractContextManager[RunLedger]:
+    """The existing ledger at ``db`` (``NotFoundError`` if there is none), closed on exit."""
+    return open_ledger(existing(db))

@@ -1,0 +1,203 @@
+"""The CLI's recovery operations over terminal runs: retry, repair and compensate.
+
+Each plans first (effect-free, ``agentctl.core.recovery``) and creates a run only when the
+plan is executable and not ``--plan-only``; it returns (envelope kind, data, exit code).
+
+Invariant: a blocked or plan-only request creates no state (exit 3 when blocked).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentctl.coordinator import recovery
+from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.creation import load_plan
+from agentctl.coordinator.launch import (
+    check_executable,
+    open_existing,
+    preflight_containers,
+    run_trio,
+)
+from agentctl.coordinator.service import (
+    DriveRequest,
+    Progress,
+    RunOutcome,
+    create_run,
+    drive_run,
+    outcome_or_raise,
+)
+from agentctl.core import recovery as rc
+from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.plan import Plan
+from agentctl.errors import InvalidOperationError
+from agentctl.ledger.interface import RunLedger
+from agentctl.ledger.runs import RunRecord
+
+Envelope = tuple[str, JsonObject, int]
+_RECOVERY_EXIT = {"succeeded": 0, "paused": 3, "cancelled": 130}
+
+
+@dataclass(frozen=True)
+class RecoveryRequest:
+    """A retry or repair as the CLI asked for it."""
+
+    kind: str  # retry | repair
+    roots: Sequence[str]
+    failed_only: bool
+    restart_successful: bool
+    reason: str | None
+
+
+def recover(
+    kind: str,
+    *,
+    document: Mapping[str, Any],
+    target: Plan,
+    plan_json: JsonObject,
+    source_ref: str,
+    db: str,
+    roots: Sequence[str],
+    failed_only: bool,
+    plan_only: bool,
+    restart_successful: bool,
+    reason: str | None,
+    workspace: str | None,
+    timeout_s: float | None,
+    progress: Progress | None = None,
+) -> Envelope:
+    """Plan a retry or repair of ``source_ref``; run it unless planning only or blocked.
+
+    Returns (envelope kind, data, exit code): a blocked plan is printed with exit 3 and
+    creates nothing.
+    """
+    ask = RecoveryRequest(kind, roots, failed_only, restart_successful, reason)
+    title = "Retry" if kind == "retry" else "Repair"
+    with open_existing(db) as ledger:
+        source_run, source = recovery.load_source(ledger, source_ref)
+        planned = _plan(ledger, ask, source, target)
+        if plan_only or not planned.compatible:
+            return f"{title}Plan", planned.to_json(), 0 if planned.compatible else 3
+        check_executable(target)
+        preflight_containers(target)
+        base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
+        inputs = source_run.inputs or {}
+        derived = recovery.DerivedTarget(target, document, plan_json, inputs, base, reason)
+        clock, limit = Clock(), (timeout_s, progress)
+        run_id, outcome = _run_derived(ledger, source, planned, derived, clock, limit)
+        refs = ledger.list_artifacts(run_id).to_json()["references"]
+    data = _recovered(outcome, planned, source.run_id, refs)
+    return f"{title}Outcome", data, _RECOVERY_EXIT.get(outcome.state, 4)
+
+
+def _run_derived(
+    ledger: RunLedger,
+    source: rc.SourceRun,
+    planned: rc.RecoveryPlan,
+    derived: recovery.DerivedTarget,
+    clock: Clock,
+    limit: tuple[float | None, Progress | None],
+) -> tuple[str, RunOutcome]:
+    """Create the derived run and drive it; returns its id and (raising) outcome."""
+    run_id, trace_id = recovery.create_derived_run(ledger, source, planned, derived, clock)
+    timeout_s, progress = limit
+    req = DriveRequest(ledger, run_id, trace_id, derived.plan, derived.workspace, timeout_s)
+    req = dataclasses.replace(req, progress=progress, clock=clock)
+    return run_id, outcome_or_raise(run_trio(drive_run, req))
+
+
+def _plan(
+    ledger: RunLedger, ask: RecoveryRequest, source: rc.SourceRun, target: Plan
+) -> rc.RecoveryPlan:
+    ok = recovery.artifact_checker(ledger)
+    if ask.kind == "retry":
+        return rc.plan_retry(
+            source,
+            target,
+            failed_only=ask.failed_only,
+            roots=ask.roots,
+            restart_successful=ask.restart_successful,
+            artifact_ok=ok,
+        )
+    return rc.plan_repair(
+        source,
+        target,
+        roots=ask.roots,
+        restart_successful=ask.restart_successful,
+        artifact_ok=ok,
+        reason=ask.reason,
+    )
+
+
+def _recovered(
+    outcome: RunOutcome, planned: rc.RecoveryPlan, source_run_id: str, refs: JsonValue
+) -> JsonObject:
+    return {
+        **outcome.to_json(),
+        "sourceRunId": source_run_id,
+        "reusedTasks": list(planned.reuse),
+        "executedTasks": list(planned.execute),
+        "artifacts": refs,
+    }
+
+
+def compensate(
+    source_ref: str,
+    *,
+    db: str,
+    tasks_filter: Sequence[str] | None,
+    plan_only: bool,
+    workspace: str | None,
+    timeout_s: float | None,
+    progress: Progress | None = None,
+) -> Envelope:
+    """Plan (and run) the declared inverse actions of a terminal run's confirmed mutations."""
+    with open_existing(db) as ledger:
+        source_run, source = recovery.load_source(ledger, source_ref)
+        if source_run.state not in ("succeeded", "failed", "cancelled"):
+            raise InvalidOperationError(
+                f"run {source_run.run_id} is {source_run.state}; compensate needs a terminal run"
+            )
+        planned = rc.plan_compensation(source, load_plan(source_run), tasks=tasks_filter)
+        data = planned.to_json()
+        if plan_only or not planned.executable:
+            return "CompensationPlan", data, 0 if planned.complete else 3
+        base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
+        outcome = _run_compensation(ledger, source_run, planned, base, timeout_s, progress)
+    result = {**outcome.to_json(), "sourceRunId": source_run.run_id, "plan": data}
+    return "CompensationOutcome", result, 0 if outcome.state == "succeeded" else 4
+
+
+def _run_compensation(
+    ledger: RunLedger,
+    source_run: RunRecord,
+    planned: rc.CompensationPlan,
+    base: str,
+    timeout_s: float | None,
+    progress: Progress | None,
+) -> RunOutcome:
+    from agentctl.core.compiler import compile_workflow, plan_to_json
+
+    clock = Clock()
+    document = rc.compensation_document(source_run.workflow, planned)
+    plan = compile_workflow(document)
+    run_id, trace_id = create_run(
+        ledger,
+        plan=plan,
+        document=document,
+        plan_json=plan_to_json(plan),
+        inputs=source_run.inputs or {},
+        workspace=base,
+        clock=clock,
+        mode="compensation",
+        source_run_id=source_run.run_id,
+    )
+    links = {s.compensation_task_id: s.source_effect_ids for s in planned.steps}
+    req = DriveRequest(ledger, run_id, trace_id, plan, base, timeout_s, progress, clock)
+    req = dataclasses.replace(req, compensates=links)
+    outcome: RunOutcome = run_trio(drive_run, req)
+    return outcome

@@ -1,0 +1,225 @@
+"""``RunLedger``: the one typed door to durable state, for the coordinator and the CLI.
+
+One method per protocol step or read; each method is exactly one transaction (a write commits
+before it returns, a read sees one snapshot). Values in and out are frozen dataclasses
+(``ledger.model``, the record types of the ledger modules, ``ledger.stats`` read models) and
+JSON values; no connection, cursor or row ever crosses this boundary. ``SqliteLedger`` is the
+implementation today; a second backend implements this protocol and nothing else changes.
+
+Errors: implementations raise ``agentctl.errors`` only (``NotFoundError``,
+``InvalidOperationError``, ``OwnershipError``, ``PersistenceError``, ``LockTimeoutError``, …),
+translated from their driver's errors at their own boundary.
+
+Calls are blocking and not thread-safe: one caller at a time (the coordinator reaches the
+ledger through ``coordinator.store.Store``, one worker thread behind a capacity-1 limiter).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.ledger.approvals import ApprovalRecord
+from agentctl.ledger.artifacts.store import IngestResult
+from agentctl.ledger.effects import EffectRecord
+from agentctl.ledger.migrations import MigrationResult
+from agentctl.ledger.model import (
+    ApprovalDecision,
+    BatchCommit,
+    CallRecord,
+    CancelRun,
+    DerivedRun,
+    EffectOutcome,
+    EffectStartBatch,
+    GcRequest,
+    IngestRequest,
+    LiveState,
+    MemoryEntry,
+    Owner,
+    ReconcileRequest,
+    RequestBatch,
+    SettleRun,
+    SourceSnapshot,
+    TaskStartBatch,
+)
+from agentctl.ledger.reconcile import ReconciliationRecord
+from agentctl.ledger.runs import NewRun, RunRecord
+from agentctl.ledger.stats import (
+    ApprovalList,
+    ArtifactInspection,
+    ArtifactList,
+    DatabaseStats,
+    EffectInspection,
+    EffectList,
+    RunInspection,
+    RunList,
+)
+
+
+class RunLedger(Protocol):
+    """Everything agentctl persists or reads about runs, effects, budgets and artifacts."""
+
+    @property
+    def location(self) -> Path:
+        """A local path naming this ledger; per-ledger companions (worker registry) sit beside."""
+        ...
+
+    def close(self) -> None: ...
+
+    # ---------------------------------------------------------------- run lifecycle
+
+    def create_run(self, run: NewRun, task_order: Sequence[str], owner: Owner, now: str) -> None:
+        """Create a run (pending tasks, budget, audit, checkpoint) with ``owner``'s lease."""
+        ...
+
+    def create_derived_run(self, derived: DerivedRun) -> None:
+        """Materialise a retry/repair/replay run with its copied tasks (see ``DerivedRun``)."""
+        ...
+
+    def claim_for_resume(self, run_ref: str, owner: Owner, now: str) -> RunRecord:
+        """Refuse terminal runs, take the lease, turn started effects uncertain."""
+        ...
+
+    def acquire_lease(self, run_id: str, owner: Owner, now: str) -> None:
+        """Own the run unless a live other process does (``OwnershipError``)."""
+        ...
+
+    def release_lease(self, run_id: str, pid: int, now: str) -> None:
+        """Drop the lease if ``pid`` holds it."""
+        ...
+
+    def set_run_state(self, run_id: str, state: str, now: str) -> None:
+        """A legal run state change (e.g. paused → running on resume), audited."""
+        ...
+
+    def request_cancel(self, run_ref: str, now: str) -> RunRecord:
+        """Set the durable cancellation flag of a running or paused run."""
+        ...
+
+    def is_cancel_requested(self, run_id: str) -> bool: ...
+
+    def cancel_run(self, stop: CancelRun) -> None:
+        """Stop a run: started effects uncertain, in-flight tasks cancelled, lease released."""
+        ...
+
+    def settle_run(self, settle: SettleRun) -> None:
+        """End a drive in its resting state with its output, lease released."""
+        ...
+
+    def load_live(self, run_id: str) -> LiveState:
+        """The run, its tasks and its in-flight effects, to (re)start driving it."""
+        ...
+
+    # ---------------------------------------------------------------- the effect protocol
+
+    def record_requests(self, batch: RequestBatch) -> tuple[str, ...]:
+        """Tasks → running, effects requested (+ started, or paused for approval), budgets
+        reserved; returns the tasks whose reservation the budget denied."""
+        ...
+
+    def start_tasks(self, batch: TaskStartBatch) -> None:
+        """Move agent tasks (which record their calls as they go) to running."""
+        ...
+
+    def start_effects(self, batch: EffectStartBatch) -> None:
+        """Commit ``started`` for recorded effects (approved tasks back to running)."""
+        ...
+
+    def record_and_start_call(self, call: CallRecord) -> JsonObject | None:
+        """Reserve, record and start one agent call (+ tool-call row); the overrun if refused."""
+        ...
+
+    def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
+        """Commit effect outcomes with settlement, memory writes, tool calls: one group commit."""
+        ...
+
+    def commit_batch(self, batch: BatchCommit) -> None:
+        """Commit a batch's completions in compiled order (see ``BatchCommit``)."""
+        ...
+
+    def recorded_result(self, effect_id: str) -> JsonValue:
+        """The result of an effect that already happened (confirmed or reconciled applied);
+        None when there is nothing to reuse."""
+        ...
+
+    def long_term_get(self, namespace: str, key: str, now: str) -> MemoryEntry: ...
+
+    # ---------------------------------------------------------------- operators
+
+    def list_approvals(self, run_ref: str) -> ApprovalList:
+        """The pending approvals of the run ``run_ref`` names."""
+        ...
+
+    def get_approval(self, approval_id: str) -> ApprovalRecord: ...
+
+    def resolve_approval(self, decision: ApprovalDecision) -> ApprovalRecord:
+        """Approve or reject a pending approval; its effect moves with it."""
+        ...
+
+    def reconcile_effect(self, request: ReconcileRequest) -> ReconciliationRecord:
+        """Append an operator's conclusion about an effect (append-only, rules checked)."""
+        ...
+
+    def unresolved_effects(self, run_id: str) -> tuple[EffectRecord, ...]:
+        """Started or uncertain effects with no reconciliation: they block resume."""
+        ...
+
+    # ---------------------------------------------------------------- reads
+
+    def get_run(self, run_id: str) -> RunRecord: ...
+
+    def find_run(self, run_ref: str) -> RunRecord:
+        """The run whose id is ``run_ref`` or uniquely starts with it."""
+        ...
+
+    def list_runs(self, state: str | None = None, limit: int | None = None) -> RunList: ...
+
+    def inspect_run(self, run_ref: str) -> RunInspection: ...
+
+    def list_effects(self, run_ref: str, task_id: str | None = None) -> EffectList: ...
+
+    def inspect_effect(self, effect_id: str) -> EffectInspection: ...
+
+    def load_source(self, run_ref: str) -> SourceSnapshot:
+        """A run with its tasks, effects, reconciliations and artifacts (recovery, replay)."""
+        ...
+
+    def database_stats(self) -> DatabaseStats: ...
+
+    def migration(self) -> MigrationResult:
+        """What opening this ledger migrated."""
+        ...
+
+    # ---------------------------------------------------------------- artifacts
+
+    def open_artifacts(self) -> None:
+        """Make the artifact store ready, finishing what a crashed process left; idempotent."""
+        ...
+
+    def ingest_artifact(self, request: IngestRequest) -> IngestResult:
+        """Store a file's bytes and lease the blob until its task's completion commits."""
+        ...
+
+    def blob_intact(self, digest: str, size_bytes: int) -> bool:
+        """Whether the blob's bytes exist and hash to ``digest``."""
+        ...
+
+    def list_artifacts(
+        self, run_ref: str | None = None, task_id: str | None = None
+    ) -> ArtifactList: ...
+
+    def inspect_artifact(self, digest: str) -> ArtifactInspection: ...
+
+    def verify_artifacts(self, now: str, digests: Sequence[str] | None = None) -> JsonObject:
+        """Re-hash blobs (all when None); the ``ArtifactVerification`` report."""
+        ...
+
+    def export_artifact(self, digest: str, destination: Path, overwrite: bool) -> JsonObject:
+        """Copy a verified blob to ``destination`` atomically; the ``ArtifactExport`` report."""
+        ...
+
+    def collect_artifacts(self, request: GcRequest) -> JsonObject:
+        """Garbage-collect unreachable blobs; the ``ArtifactGarbageCollection`` report."""
+        ...

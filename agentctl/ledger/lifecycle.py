@@ -1,0 +1,179 @@
+"""Run lifecycle transactions and snapshot reads behind ``RunLedger``: create, resume, stop.
+
+Each ``*_txn`` here is the body of one ``RunLedger`` step inside the caller's one
+``BEGIN IMMEDIATE`` transaction; each ``read_*`` runs inside one read snapshot.
+
+Invariants:
+- a run is created together with its lease (a created run always has an owner);
+- a derived run (retry, repair, replay) is one transaction: run, copied tasks, memory, audit
+  and lease — it never exists half-materialised;
+- claiming a run for resume refuses terminal runs, takes the lease and turns every
+  ``started`` effect (whose outcome died with the previous coordinator) into ``uncertain``;
+- stopping or settling a run releases only a lease its own process holds.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import agentctl.ledger.approvals as approvals
+import agentctl.ledger.audit as audit
+import agentctl.ledger.effects as effects
+import agentctl.ledger.reconcile as reconcile
+import agentctl.ledger.runs as runs
+import agentctl.ledger.tasks as tasks
+from agentctl.core.jsonvalue import JsonValue
+from agentctl.errors import InvalidOperationError, NotFoundError
+from agentctl.ledger.artifacts.refs import list_refs
+from agentctl.ledger.model import (
+    CancelRun,
+    DerivedRun,
+    InflightEffect,
+    LiveState,
+    MemoryEntry,
+    Owner,
+    SettleRun,
+    SourceSnapshot,
+)
+from agentctl.ledger.steps import walk_txn
+
+TERMINAL_RUN = frozenset({"succeeded", "failed", "cancelled"})
+_IN_FLIGHT = frozenset({"running", "waiting_for_effect", "waiting_for_approval"})
+_CANCELLABLE = frozenset({"running", "waiting_for_effect", "retry_scheduled", "ready"})
+
+
+def create_run_txn(
+    conn: sqlite3.Connection, run: runs.NewRun, order: tuple[str, ...], owner: Owner, now: str
+) -> None:
+    """The run (tasks, budget, audit, checkpoint) and its lease."""
+    runs.create_run_txn(conn, run, order, now)
+    runs.acquire_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now)
+
+
+def create_derived_run_txn(conn: sqlite3.Connection, d: DerivedRun) -> None:
+    """A run materialised from another one; see ``model.DerivedRun`` for the order."""
+    run_id, trace_id, now = d.run.run_id, d.run.trace_id, d.now
+    runs.create_run_txn(conn, d.run, d.task_order, now)
+    if d.walk:
+        for c in d.completions:
+            steps = ("pending", c.state, c.attempt)
+            walk_txn(conn, run_id, c.task_id, steps, now, trace_id, checkpoint=True)
+    tasks.commit_tasks_txn(conn, run_id, d.completions, d.working_memory, now, trace_id=trace_id)
+    for ev in d.events:
+        audit.append_audit_txn(conn, run_id, ev.event_type, ev.payload, now, trace_id=trace_id)
+    if d.final_state is not None:
+        runs.set_run_state_txn(
+            conn, run_id, d.final_state, now, output=d.final_output, trace_id=trace_id
+        )
+    if d.owner is not None:
+        runs.acquire_run_lease_txn(conn, run_id, d.owner.pid, d.owner.create_time, now)
+
+
+def claim_for_resume_txn(
+    conn: sqlite3.Connection, run_ref: str, owner: Owner, now: str
+) -> runs.RunRecord:
+    """Refuse terminal runs; take the lease; started effects become uncertain."""
+    run = runs.find_run(conn, run_ref)
+    if run.state in TERMINAL_RUN:
+        raise InvalidOperationError(
+            f"run {run.run_id} is {run.state}; resume continues only running or paused runs "
+            "(use retry, repair or fork for a new run)",
+            run_id=run.run_id,
+        )
+    runs.acquire_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now)
+    effects.mark_uncertain_txn(conn, run.run_id, now)
+    return run
+
+
+def request_cancel_txn(conn: sqlite3.Connection, run_ref: str, now: str) -> runs.RunRecord:
+    """Set the durable cancel flag of the run ``run_ref`` names."""
+    run = runs.find_run(conn, run_ref)
+    runs.request_cancel_txn(conn, run.run_id, now)
+    return run
+
+
+def cancel_run_txn(conn: sqlite3.Connection, stop: CancelRun) -> None:
+    """Stop in-flight work durably: started effects → uncertain, tasks → cancelled."""
+    run_id, now = stop.run_id, stop.now
+    effects.mark_uncertain_txn(conn, run_id, now)
+    for task_id in stop.cancel_tasks:
+        tasks.transition_task_txn(conn, run_id, task_id, "cancelled", now)
+    if stop.reason is not None:
+        payload = {"dimension": "maxWallTimeSeconds", "reason": stop.reason}
+        audit.append_audit_txn(conn, run_id, "budget.exceeded", payload, now)
+    runs.set_run_state_txn(conn, run_id, stop.state, now, error=stop.reason)
+    runs.release_run_lease_txn(conn, run_id, stop.pid, now)
+
+
+def settle_run_txn(conn: sqlite3.Connection, settle: SettleRun) -> None:
+    """End a drive; a failed run ends with every task terminal (never started → cancelled)."""
+    run_id, now = settle.run_id, settle.now
+    for task_id in settle.never_started:
+        tasks.transition_task_txn(
+            conn,
+            run_id,
+            task_id,
+            "cancelled",
+            now,
+            error="not started: the run stopped after a task failed",
+        )
+    if settle.state != "running":
+        runs.set_run_state_txn(conn, run_id, settle.state, now, output=settle.output)
+    runs.release_run_lease_txn(conn, run_id, settle.pid, now)
+
+
+def cancellable(states: dict[str, str]) -> tuple[str, ...]:
+    """The tasks a cancellation moves to ``cancelled`` (in flight or about to start)."""
+    return tuple(t for t, s in states.items() if s in _CANCELLABLE)
+
+
+def read_live(conn: sqlite3.Connection, run_id: str) -> LiveState:
+    """The run, its tasks, and the latest effect (+ reconciliation) of each task in flight."""
+    run = runs.get_run(conn, run_id)
+    records = tuple(tasks.list_tasks(conn, run_id))
+    inflight = []
+    for t in records:
+        if t.state not in _IN_FLIGHT:
+            continue
+        eff = effects.latest_effect_for(conn, run_id, t.task_id, t.attempt)
+        if eff is None:
+            continue
+        recs = reconcile.list_reconciliations(conn, effect_id=eff.effect_id)
+        inflight.append(InflightEffect(t.task_id, eff, recs[-1] if recs else None))
+    return LiveState(run, records, tuple(inflight))
+
+
+def read_source(conn: sqlite3.Connection, run_ref: str) -> SourceSnapshot:
+    run = runs.find_run(conn, run_ref)
+    return SourceSnapshot(
+        run=run,
+        tasks=tuple(tasks.list_tasks(conn, run.run_id)),
+        effects=tuple(effects.list_effects(conn, run.run_id)),
+        reconciliations=tuple(reconcile.list_reconciliations(conn, run_id=run.run_id)),
+        artifacts=tuple(list_refs(conn, run_id=run.run_id)),
+    )
+
+
+def read_recorded_result(conn: sqlite3.Connection, effect_id: str) -> JsonValue:
+    """The result to reuse for an effect that already happened (confirmed or applied).
+
+    None when there is nothing to reuse (no such effect yet, or not confirmed).
+    """
+    try:
+        found = effects.get_effect(conn, effect_id)
+    except NotFoundError:  # a call this attempt has not made yet
+        return None
+    if found.status == "succeeded":
+        return found.result
+    recs = reconcile.list_reconciliations(conn, effect_id=effect_id)
+    if recs and recs[-1].status == "applied":
+        return recs[-1].result
+    return None
+
+
+def read_memory(conn: sqlite3.Connection, namespace: str, key: str, now: str) -> MemoryEntry:
+    """A long-term memory entry (expired entries are absent)."""
+    try:
+        return MemoryEntry(True, approvals.memory_get(conn, namespace, key, now))
+    except NotFoundError:
+        return MemoryEntry(False)

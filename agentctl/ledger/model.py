@@ -1,0 +1,331 @@
+"""The frozen values that cross the ledger interface (``RunLedger``): requests and snapshots.
+
+Each protocol step of ``interface.RunLedger`` takes one of these (or a few plain values) and
+returns a record or a snapshot; nothing here knows about SQL, so a second backend implements
+the same steps over the same values.
+
+Invariants:
+- every value is immutable (``frozen=True``); sequences are tuples or caller-owned sequences
+  the ledger only reads;
+- JSON payloads are ``JsonValue``/``JsonObject``: exactly what the ledger can store and return;
+- timestamps (``now``) come from the coordinator's injected clock, never from the ledger.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.ledger.artifacts.refs import ArtifactRef, ArtifactRefRecord
+from agentctl.ledger.effects import EffectRecord, NewEffect
+from agentctl.ledger.reconcile import ReconciliationRecord
+from agentctl.ledger.runs import NewRun, RunRecord
+from agentctl.ledger.tasks import AuditSpec, TaskCompletion, TaskRecord
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The process that leases a run: pid plus process start time (pid reuse is detected)."""
+
+    pid: int
+    create_time: float
+
+
+# ------------------------------------------------------------------------- run lifecycle
+
+
+@dataclass(frozen=True)
+class DerivedRun:
+    """A run materialised from another one (retry, repair, replay) in one transaction.
+
+    Order: create the run; for each completion, walk the task through its legal intermediate
+    states when ``walk`` is set (each step audited and checkpointed, as a replay shows them);
+    commit the completions with ``working_memory``; append ``events`` (run-level audit); move
+    the run to ``final_state`` if given; take the lease if ``owner`` is given.
+    """
+
+    run: NewRun
+    task_order: tuple[str, ...]
+    completions: tuple[TaskCompletion, ...]
+    working_memory: JsonValue
+    now: str
+    walk: bool = False
+    events: tuple[AuditSpec, ...] = ()
+    final_state: str | None = None
+    final_output: JsonValue = None
+    owner: Owner | None = None
+
+
+@dataclass(frozen=True)
+class CancelRun:
+    """Stop a run durably: started effects → uncertain, ``cancel_tasks`` → cancelled.
+
+    ``reason`` (wall time exceeded) is audited as ``budget.exceeded`` before the run moves to
+    ``state``; the lease held by ``pid`` is released in the same transaction.
+    """
+
+    run_id: str
+    state: str
+    now: str
+    pid: int
+    cancel_tasks: tuple[str, ...]
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class SettleRun:
+    """End a drive: cancel ``never_started`` tasks, move the run to ``state`` (unless it stays
+    ``running``) with ``output``, and release the lease held by ``pid``."""
+
+    run_id: str
+    state: str
+    output: JsonValue
+    now: str
+    pid: int
+    never_started: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class InflightEffect:
+    """The latest effect of a task found mid-flight, with its latest reconciliation."""
+
+    task_id: str
+    effect: EffectRecord
+    reconciliation: ReconciliationRecord | None
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """What a coordinator needs to (re)start driving a run, read as one snapshot."""
+
+    run: RunRecord
+    tasks: tuple[TaskRecord, ...]
+    inflight: tuple[InflightEffect, ...]
+
+
+@dataclass(frozen=True)
+class SourceSnapshot:
+    """A run as recovery, replay and fork read it: one consistent snapshot."""
+
+    run: RunRecord
+    tasks: tuple[TaskRecord, ...]
+    effects: tuple[EffectRecord, ...]
+    reconciliations: tuple[ReconciliationRecord, ...]
+    artifacts: tuple[ArtifactRefRecord, ...]
+
+
+# ------------------------------------------------------------------------- protocol steps
+
+
+@dataclass(frozen=True)
+class RequestRow:
+    """One task of a batch moving to running with its effect ``requested`` (DESIGN.md §3.1)."""
+
+    task_id: str
+    from_state: str
+    attempt: int
+    effect: NewEffect
+    budget: Mapping[str, int]
+    approval_reason: str | None = None  # set when policy requires an approval first
+
+
+@dataclass(frozen=True)
+class RequestBatch:
+    run_id: str
+    rows: Sequence[RequestRow]
+    now: str
+    trace_id: str
+
+
+@dataclass(frozen=True)
+class TaskStart:
+    """A task that records its own effects as it goes (an agent) moving to running."""
+
+    task_id: str
+    from_state: str
+    attempt: int
+
+
+@dataclass(frozen=True)
+class TaskStartBatch:
+    run_id: str
+    starts: Sequence[TaskStart]
+    now: str
+    trace_id: str
+
+
+@dataclass(frozen=True)
+class EffectStartBatch:
+    """``started`` for already-requested effects; approved tasks move back to running first."""
+
+    run_id: str
+    effect_ids: Sequence[str]
+    approved_tasks: Sequence[str]
+    now: str
+    trace_id: str
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One call of an agent: reserve, record ``requested`` + ``started``, tool-call row."""
+
+    effect: NewEffect
+    reserve: Mapping[str, int]
+    now: str
+    tool_call_id: str | None = None
+    tool: str | None = None
+
+
+@dataclass(frozen=True)
+class MemoryPut:
+    """A long-term memory write that lands with its effect's outcome."""
+
+    namespace: str
+    key: str
+    value: JsonValue
+
+
+@dataclass(frozen=True)
+class EffectOutcome:
+    """An effect's outcome: status, budget settlement, memory write and tool-call finish.
+
+    ``spent`` settles the effect's reservation (None: nothing was reserved);
+    ``tool_call_id`` finishes the tool-call row recorded with the effect.
+    """
+
+    run_id: str
+    effect_id: str
+    status: str  # succeeded | failed | uncertain
+    now: str
+    result: JsonValue = None
+    error: str | None = None
+    spent: Mapping[str, int] | None = None
+    trace_id: str | None = None
+    long_term_put: MemoryPut | None = None
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A task's final (or retry) state for this batch, ready to commit."""
+
+    task_id: str
+    from_state: str
+    state: str
+    attempt: int
+    output: JsonValue = None
+    error: str | None = None
+    decision: JsonObject | None = None
+    definition_fingerprint: str | None = None
+    input_digest: str | None = None
+    output_contract_fingerprint: str | None = None
+    state_delta: JsonObject | None = None
+    artifacts: tuple[ArtifactRef, ...] = ()
+    lease_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CompensatedPair:
+    """A source effect whose inverse effect (in a compensation run) just confirmed."""
+
+    source_effect_id: str
+    inverse_effect_id: str
+
+
+@dataclass(frozen=True)
+class BatchCommit:
+    """A batch's completions in compiled order, with memory, audit and one checkpoint.
+
+    ``outcomes`` are effect outcomes not yet committed (a lone effect commits its outcome with
+    its completion); ``memory`` replaces working memory unless None.
+    """
+
+    run_id: str
+    items: Sequence[Finished]
+    memory: JsonObject | None
+    now: str
+    trace_id: str
+    compensated: Sequence[CompensatedPair] = ()
+    outcomes: Sequence[EffectOutcome] = ()
+
+
+@dataclass(frozen=True)
+class MemoryEntry:
+    """A long-term memory lookup: ``found`` is False when absent or expired."""
+
+    found: bool
+    value: JsonValue = None
+
+
+# ------------------------------------------------------------------------- operators
+
+
+@dataclass(frozen=True)
+class ApprovalDecision:
+    approval_id: str
+    approve: bool
+    actor: str
+    reason: str
+    now: str
+    trace_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ReconcileRequest:
+    """An operator's (or a compensation run's) conclusion about one effect."""
+
+    effect_id: str
+    status: str  # applied | not_applied | compensated
+    actor: str
+    reason: str
+    evidence: JsonValue
+    result: JsonValue
+    compensation_effect_id: str | None
+    now: str
+    reconciliation_id: str | None = None
+    trace_id: str | None = None
+
+
+@dataclass(frozen=True)
+class IngestRequest:
+    """A file a confirmed mutation wrote, to be stored and leased until its task commits."""
+
+    path: str
+    now: str
+    run_id: str
+    task_id: str
+
+
+@dataclass(frozen=True)
+class GcRequest:
+    now: str
+    older_than_days: int = 30
+    dry_run: bool = False
+
+
+__all__ = [
+    "ApprovalDecision",
+    "BatchCommit",
+    "CallRecord",
+    "CancelRun",
+    "CompensatedPair",
+    "DerivedRun",
+    "EffectOutcome",
+    "EffectStartBatch",
+    "Finished",
+    "GcRequest",
+    "InflightEffect",
+    "IngestRequest",
+    "LiveState",
+    "MemoryEntry",
+    "MemoryPut",
+    "Owner",
+    "ReconcileRequest",
+    "RequestBatch",
+    "RequestRow",
+    "SettleRun",
+    "SourceSnapshot",
+    "TaskStart",
+    "TaskStartBatch",
+]

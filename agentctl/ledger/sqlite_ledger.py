@@ -1,0 +1,280 @@
+"""``SqliteLedger``: the SQLite implementation of ``RunLedger`` (DESIGN.md §5).
+
+Each method opens exactly one transaction on the one connection (``BEGIN IMMEDIATE`` for
+writes, a deferred snapshot for reads) and runs one composition of the private ``*_txn``
+functions inside it. The artifact store (CAS beside the database file) is opened lazily, with
+its crash recovery, on first use.
+Invariant: no ``sqlite3`` object, row or connection is returned to the caller.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import agentctl.ledger.approvals as approvals
+import agentctl.ledger.effects as effects
+import agentctl.ledger.lifecycle as lifecycle
+import agentctl.ledger.reconcile as reconcile
+import agentctl.ledger.runs as runs
+import agentctl.ledger.stats as stats
+import agentctl.ledger.steps as steps
+from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.ledger.approvals import ApprovalRecord
+from agentctl.ledger.artifacts.gc import run_gc
+from agentctl.ledger.artifacts.store import (
+    ArtifactStore,
+    IngestResult,
+    blob_problem,
+    open_artifact_store,
+)
+from agentctl.ledger.connection import DEFAULT_BUSY_TIMEOUT_MS, Database, open_database
+from agentctl.ledger.migrations import MigrationResult
+from agentctl.ledger.model import (
+    ApprovalDecision,
+    BatchCommit,
+    CallRecord,
+    CancelRun,
+    DerivedRun,
+    EffectOutcome,
+    EffectStartBatch,
+    GcRequest,
+    IngestRequest,
+    LiveState,
+    MemoryEntry,
+    Owner,
+    ReconcileRequest,
+    RequestBatch,
+    SettleRun,
+    SourceSnapshot,
+    TaskStartBatch,
+)
+from agentctl.ledger.reconcile import ReconciliationRecord
+from agentctl.ledger.runs import NewRun, RunRecord
+
+
+class SqliteLedger:
+    """``RunLedger`` over one SQLite connection; one caller (thread) at a time."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._cas: ArtifactStore | None = None
+
+    @property
+    def location(self) -> Path:
+        return self._db.path
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> SqliteLedger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------- run lifecycle
+
+    def create_run(self, run: NewRun, task_order: Sequence[str], owner: Owner, now: str) -> None:
+        with self._db.transaction() as conn:
+            lifecycle.create_run_txn(conn, run, tuple(task_order), owner, now)
+
+    def create_derived_run(self, derived: DerivedRun) -> None:
+        with self._db.transaction() as conn:
+            lifecycle.create_derived_run_txn(conn, derived)
+
+    def claim_for_resume(self, run_ref: str, owner: Owner, now: str) -> RunRecord:
+        with self._db.transaction() as conn:
+            return lifecycle.claim_for_resume_txn(conn, run_ref, owner, now)
+
+    def acquire_lease(self, run_id: str, owner: Owner, now: str) -> None:
+        with self._db.transaction() as conn:
+            runs.acquire_run_lease_txn(conn, run_id, owner.pid, owner.create_time, now)
+
+    def release_lease(self, run_id: str, pid: int, now: str) -> None:
+        with self._db.transaction() as conn:
+            runs.release_run_lease_txn(conn, run_id, pid, now)
+
+    def set_run_state(self, run_id: str, state: str, now: str) -> None:
+        with self._db.transaction() as conn:
+            runs.set_run_state_txn(conn, run_id, state, now)
+
+    def request_cancel(self, run_ref: str, now: str) -> RunRecord:
+        with self._db.transaction() as conn:
+            return lifecycle.request_cancel_txn(conn, run_ref, now)
+
+    def is_cancel_requested(self, run_id: str) -> bool:
+        with self._db.read() as conn:
+            return runs.is_cancel_requested(conn, run_id)
+
+    def cancel_run(self, stop: CancelRun) -> None:
+        with self._db.transaction() as conn:
+            lifecycle.cancel_run_txn(conn, stop)
+
+    def settle_run(self, settle: SettleRun) -> None:
+        with self._db.transaction() as conn:
+            lifecycle.settle_run_txn(conn, settle)
+
+    def load_live(self, run_id: str) -> LiveState:
+        with self._db.read() as conn:
+            return lifecycle.read_live(conn, run_id)
+
+    # ---------------------------------------------------------------- the effect protocol
+
+    def record_requests(self, batch: RequestBatch) -> tuple[str, ...]:
+        with self._db.transaction() as conn:
+            return steps.record_requests_txn(conn, batch)
+
+    def start_tasks(self, batch: TaskStartBatch) -> None:
+        with self._db.transaction() as conn:
+            steps.start_tasks_txn(conn, batch)
+
+    def start_effects(self, batch: EffectStartBatch) -> None:
+        with self._db.transaction() as conn:
+            steps.start_effects_txn(conn, batch)
+
+    def record_and_start_call(self, call: CallRecord) -> JsonObject | None:
+        with self._db.transaction() as conn:
+            return steps.record_and_start_call_txn(conn, call)
+
+    def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
+        with self._db.transaction() as conn:
+            steps.finish_effects_txn(conn, outcomes)
+
+    def commit_batch(self, batch: BatchCommit) -> None:
+        with self._db.transaction() as conn:
+            steps.commit_batch_txn(conn, batch)
+
+    def recorded_result(self, effect_id: str) -> JsonValue:
+        with self._db.read() as conn:
+            return lifecycle.read_recorded_result(conn, effect_id)
+
+    def long_term_get(self, namespace: str, key: str, now: str) -> MemoryEntry:
+        with self._db.read() as conn:
+            return lifecycle.read_memory(conn, namespace, key, now)
+
+    # ---------------------------------------------------------------- operators
+
+    def list_approvals(self, run_ref: str) -> stats.ApprovalList:
+        with self._db.read() as conn:
+            return stats.approval_list(conn, runs.find_run(conn, run_ref).run_id)
+
+    def get_approval(self, approval_id: str) -> ApprovalRecord:
+        with self._db.read() as conn:
+            return approvals.get_approval(conn, approval_id)
+
+    def resolve_approval(self, decision: ApprovalDecision) -> ApprovalRecord:
+        d = decision
+        with self._db.transaction() as conn:
+            return approvals.resolve_approval_txn(
+                conn, d.approval_id, d.approve, d.actor, d.reason, d.now, trace_id=d.trace_id
+            )
+
+    def reconcile_effect(self, request: ReconcileRequest) -> ReconciliationRecord:
+        r = request
+        with self._db.transaction() as conn:
+            return reconcile.reconcile_effect_txn(
+                conn,
+                r.effect_id,
+                r.status,
+                r.actor,
+                r.reason,
+                r.evidence,
+                r.result,
+                r.compensation_effect_id,
+                r.now,
+                reconciliation_id=r.reconciliation_id,
+                trace_id=r.trace_id,
+            )
+
+    def unresolved_effects(self, run_id: str) -> tuple[effects.EffectRecord, ...]:
+        with self._db.read() as conn:
+            return tuple(reconcile.unresolved_effects(conn, run_id))
+
+    # ---------------------------------------------------------------- reads
+
+    def get_run(self, run_id: str) -> RunRecord:
+        with self._db.read() as conn:
+            return runs.get_run(conn, run_id)
+
+    def find_run(self, run_ref: str) -> RunRecord:
+        with self._db.read() as conn:
+            return runs.find_run(conn, run_ref)
+
+    def list_runs(self, state: str | None = None, limit: int | None = None) -> stats.RunList:
+        with self._db.read() as conn:
+            return stats.RunList(tuple(runs.list_runs(conn, state=state, limit=limit)))
+
+    def inspect_run(self, run_ref: str) -> stats.RunInspection:
+        with self._db.read() as conn:
+            return stats.run_inspection(conn, runs.find_run(conn, run_ref).run_id)
+
+    def list_effects(self, run_ref: str, task_id: str | None = None) -> stats.EffectList:
+        with self._db.read() as conn:
+            return stats.effect_list(conn, runs.find_run(conn, run_ref).run_id, task_id)
+
+    def inspect_effect(self, effect_id: str) -> stats.EffectInspection:
+        with self._db.read() as conn:
+            return stats.effect_inspection(conn, effect_id)
+
+    def load_source(self, run_ref: str) -> SourceSnapshot:
+        with self._db.read() as conn:
+            return lifecycle.read_source(conn, run_ref)
+
+    def database_stats(self) -> stats.DatabaseStats:
+        with self._db.read() as conn:
+            return stats.database_stats(conn, self._db.path)
+
+    def migration(self) -> MigrationResult:
+        return self._db.migration
+
+    # ---------------------------------------------------------------- artifacts
+
+    def _store(self) -> ArtifactStore:
+        if self._cas is None:
+            self._cas = open_artifact_store(self._db)
+        return self._cas
+
+    def open_artifacts(self) -> None:
+        self._store()
+
+    def ingest_artifact(self, request: IngestRequest) -> IngestResult:
+        r = request
+        return self._store().ingest(r.path, r.now, run_id=r.run_id, task_id=r.task_id)
+
+    def blob_intact(self, digest: str, size_bytes: int) -> bool:
+        return blob_problem(self._store().blob_path(digest), digest, size_bytes) is None
+
+    def list_artifacts(
+        self, run_ref: str | None = None, task_id: str | None = None
+    ) -> stats.ArtifactList:
+        with self._db.read() as conn:
+            run_id = runs.find_run(conn, run_ref).run_id if run_ref else None
+            return stats.artifact_list(conn, run_id, task_id)
+
+    def inspect_artifact(self, digest: str) -> stats.ArtifactInspection:
+        with self._db.read() as conn:
+            return stats.artifact_inspection(conn, digest)
+
+    def verify_artifacts(self, now: str, digests: Sequence[str] | None = None) -> JsonObject:
+        return self._store().verify(now, digests)
+
+    def export_artifact(self, digest: str, destination: Path, overwrite: bool) -> JsonObject:
+        return self._store().export(digest, destination, overwrite=overwrite)
+
+    def collect_artifacts(self, request: GcRequest) -> JsonObject:
+        r = request
+        return run_gc(self._store(), r.now, older_than_days=r.older_than_days, dry_run=r.dry_run)
+
+
+def open_ledger(
+    path: str | os.PathLike[str],
+    *,
+    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+    target_version: int | None = None,
+) -> SqliteLedger:
+    """Open (creating and migrating as needed) the ledger at ``path``; use it as a context
+    manager so the connection closes. ``target_version`` is for tests of older schemas."""
+    db = open_database(path, busy_timeout_ms=busy_timeout_ms, target_version=target_version)
+    return SqliteLedger(db)

@@ -1,0 +1,301 @@
+"""The effect protocol's transactions (DESIGN.md §3): compositions of the row-level ``*_txn``.
+
+Each public function here is the body of one ``RunLedger`` step and runs inside the one
+``BEGIN IMMEDIATE`` transaction the caller (``SqliteLedger``) opened for it.
+
+Invariants:
+- ``record_requests_txn`` commits the task transition, the ``requested`` effect row and the
+  budget reservation together, before anything executes (and ``started`` with them on the
+  fast path, or the approval pause instead);
+- ``start_effects_txn`` commits ``started`` for a whole batch; only then is anything sent;
+- ``finish_effects_txn`` commits outcomes with their settlement, memory write and tool-call
+  finish (the group commit);
+- ``commit_batch_txn`` commits outputs, memory, audit and one checkpoint in compiled order.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+
+import agentctl.ledger.approvals as approvals
+import agentctl.ledger.audit as audit
+import agentctl.ledger.budget as budget
+import agentctl.ledger.effects as effects
+import agentctl.ledger.reconcile as reconcile
+import agentctl.ledger.tasks as tasks
+from agentctl.core.jsonvalue import JsonObject
+from agentctl.core.states import can_transition_task
+from agentctl.ledger.model import (
+    BatchCommit,
+    CallRecord,
+    CompensatedPair,
+    EffectOutcome,
+    EffectStartBatch,
+    Finished,
+    RequestBatch,
+    RequestRow,
+    TaskStartBatch,
+)
+
+
+def transition_path(current: str, target: str) -> list[str]:
+    """The legal states to walk from ``current`` to ``target`` (target last)."""
+    path: list[str] = []
+    state = current
+    for _ in range(4):
+        if can_transition_task(state, target):
+            return [*path, target]
+        nxt = "ready" if state in ("pending", "retry_scheduled") else "running"
+        if not can_transition_task(state, nxt):
+            break
+        path.append(nxt)
+        state = nxt
+    raise ValueError(f"no legal path from task state {current} to {target}")
+
+
+def walk_txn(
+    conn: sqlite3.Connection,
+    run_id: str,
+    task_id: str,
+    steps: tuple[str, str, int],
+    now: str,
+    trace_id: str | None,
+    *,
+    checkpoint: bool = False,
+) -> None:
+    """Walk a task through the intermediate states from ``steps[0]`` towards ``steps[1]``.
+
+    Every step is audited; with ``checkpoint=False`` the caller's transaction ends with one
+    checkpoint of its own.
+    """
+    current, target, attempt = steps
+    for step in transition_path(current, target)[:-1]:
+        tasks.transition_task_txn(
+            conn,
+            run_id,
+            task_id,
+            step,
+            now,
+            attempt=attempt,
+            trace_id=trace_id,
+            checkpoint=checkpoint,
+        )
+
+
+def _to_running_txn(
+    conn: sqlite3.Connection,
+    run_id: str,
+    start: tuple[str, str, int],
+    now: str,
+    trace_id: str,
+    checkpoint: bool,
+) -> None:
+    """Move a task to running; one found running already starts a fresh attempt first."""
+    task_id, current, attempt = start
+    if current in ("running", "waiting_for_effect"):
+        # A fresh attempt after a not-applied/compensated reconciliation.
+        tasks.transition_task_txn(
+            conn, run_id, task_id, "retry_scheduled", now, trace_id=trace_id, checkpoint=checkpoint
+        )
+        current = "retry_scheduled"
+    walk_txn(conn, run_id, task_id, (current, "running", attempt), now, trace_id)
+    tasks.transition_task_txn(
+        conn,
+        run_id,
+        task_id,
+        "running",
+        now,
+        attempt=attempt,
+        trace_id=trace_id,
+        checkpoint=checkpoint,
+    )
+
+
+def record_requests_txn(conn: sqlite3.Connection, batch: RequestBatch) -> tuple[str, ...]:
+    """Tasks → running, effects → requested, budgets reserved; returns the denied task ids."""
+    run_id, now, trace_id = batch.run_id, batch.now, batch.trace_id
+    denied: list[str] = []
+    for row in batch.rows:
+        start = (row.task_id, row.from_state, row.attempt)
+        _to_running_txn(conn, run_id, start, now, trace_id, checkpoint=False)
+        if row.budget:
+            outcome = budget.reserve_budget_txn(
+                conn, run_id, row.effect.effect_id, row.budget, now, trace_id=trace_id
+            )
+            if not outcome.granted:  # the overrun is recorded; no effect row is
+                denied.append(row.task_id)
+                continue
+        effects.insert_effect_txn(conn, row.effect, now)
+        if row.approval_reason is not None:
+            _pause_for_approval_txn(conn, run_id, row, now, trace_id)
+        else:
+            # DESIGN.md §8 fast path: the request still commits before anything executes,
+            # but `requested` and `started` share this one transaction.
+            effects.start_effect_txn(conn, row.effect.effect_id, now)
+    _checkpoint_txn(conn, run_id, "effects.requested", [r.task_id for r in batch.rows], now)
+    return tuple(denied)
+
+
+def _checkpoint_txn(
+    conn: sqlite3.Connection, run_id: str, event: str, task_ids: Sequence[str], now: str
+) -> None:
+    state = {"runId": run_id, "event": event, "tasks": [{"taskId": t} for t in task_ids]}
+    audit.write_checkpoint_txn(conn, run_id, state, now)
+
+
+def _pause_for_approval_txn(
+    conn: sqlite3.Connection, run_id: str, row: RequestRow, now: str, trace_id: str
+) -> None:
+    """The pause transaction: task and effect wait, an approval row is pending."""
+    tasks.transition_task_txn(
+        conn,
+        run_id,
+        row.task_id,
+        "waiting_for_approval",
+        now,
+        attempt=row.attempt,
+        trace_id=trace_id,
+        checkpoint=False,
+    )
+    request = approvals.NewApproval(
+        run_id=run_id,
+        task_id=row.task_id,
+        effect_id=row.effect.effect_id,
+        reason=row.approval_reason or "approval required",
+        capability=row.effect.operation,
+        risk=row.effect.risk,
+        redacted_input=row.effect.request,
+        expected_effect=row.effect.effect_class,
+        trace_id=trace_id,
+    )
+    approvals.insert_approval_txn(conn, request, now)
+
+
+def start_tasks_txn(conn: sqlite3.Connection, batch: TaskStartBatch) -> None:
+    """Move tasks that record their own effects as they go (agents) to running."""
+    for s in batch.starts:
+        start = (s.task_id, s.from_state, s.attempt)
+        _to_running_txn(conn, batch.run_id, start, batch.now, batch.trace_id, checkpoint=True)
+
+
+def start_effects_txn(conn: sqlite3.Connection, batch: EffectStartBatch) -> None:
+    """Commit ``started`` for a batch; approved tasks move back to running first."""
+    for task_id in batch.approved_tasks:
+        tasks.transition_task_txn(
+            conn, batch.run_id, task_id, "running", batch.now, trace_id=batch.trace_id
+        )
+    for effect_id in batch.effect_ids:
+        effects.start_effect_txn(conn, effect_id, batch.now)
+
+
+def record_and_start_call_txn(conn: sqlite3.Connection, call: CallRecord) -> JsonObject | None:
+    """Reserve, record and start one agent call; returns the overrun when the budget refuses.
+
+    A refusal still commits (the ``budget.exceeded`` record is durable) but records no effect.
+    """
+    new, now = call.effect, call.now
+    outcome = budget.reserve_budget_txn(conn, new.run_id, new.effect_id, call.reserve, now)
+    if not outcome.granted:
+        return outcome.exceeded or {}
+    effects.insert_effect_txn(conn, new, now)
+    if call.tool_call_id is not None:
+        effects.insert_tool_call_txn(
+            conn,
+            new.run_id,
+            call.tool_call_id,
+            new.task_id,
+            call.tool or "",
+            new.request,
+            now,
+            effect_id=new.effect_id,
+        )
+    effects.start_effect_txn(conn, new.effect_id, now)
+    return None
+
+
+def _finish_one_txn(conn: sqlite3.Connection, o: EffectOutcome) -> None:
+    """An effect's outcome; its memory write, settlement and tool-call row land with it."""
+    effects.finish_effect_txn(conn, o.effect_id, o.status, o.now, result=o.result, error=o.error)
+    if o.long_term_put is not None:
+        put = o.long_term_put
+        approvals.memory_put_txn(conn, put.namespace, put.key, put.value, o.now)
+    if o.spent is not None:
+        budget.settle_budget_txn(conn, o.run_id, o.effect_id, o.spent, o.now, trace_id=o.trace_id)
+    if o.tool_call_id is not None:
+        effects.finish_tool_call_txn(
+            conn, o.run_id, o.tool_call_id, o.status, o.now, output=o.result, error=o.error
+        )
+
+
+def finish_effects_txn(conn: sqlite3.Connection, outcomes: Sequence[EffectOutcome]) -> None:
+    """Several effect outcomes in one transaction (the group commit)."""
+    for outcome in outcomes:
+        _finish_one_txn(conn, outcome)
+
+
+def _events(item: Finished) -> tuple[tasks.AuditSpec, ...]:
+    """Audit a task's state change; a condition or route decision is audited with it."""
+    final = tasks.AuditSpec(f"task.{item.state}", {"attempt": item.attempt, "error": item.error})
+    if isinstance(item.decision, Mapping) and "expression" in item.decision:
+        return (tasks.AuditSpec("task.condition_evaluated", dict(item.decision)), final)
+    return (final,)
+
+
+def _completion(item: Finished) -> tasks.TaskCompletion:
+    return tasks.TaskCompletion(
+        task_id=item.task_id,
+        state=item.state,
+        attempt=item.attempt,
+        output=item.output,
+        error=item.error,
+        decision=item.decision,
+        definition_fingerprint=item.definition_fingerprint,
+        input_digest=item.input_digest,
+        output_contract_fingerprint=item.output_contract_fingerprint,
+        state_delta=item.state_delta,
+        events=_events(item),
+        artifacts=item.artifacts,
+        ingest_lease_ids=item.lease_ids,
+    )
+
+
+def commit_batch_txn(conn: sqlite3.Connection, batch: BatchCommit) -> None:
+    """Walk each task to its committed state and commit the batch in compiled order."""
+    run_id, now, trace_id = batch.run_id, batch.now, batch.trace_id
+    finish_effects_txn(conn, batch.outcomes)
+    for item in batch.items:
+        steps = (item.from_state, item.state, item.attempt)
+        walk_txn(conn, run_id, item.task_id, steps, now, trace_id)
+    completions = [_completion(item) for item in batch.items]
+    tasks.commit_tasks_txn(conn, run_id, completions, batch.memory, now, trace_id=trace_id)
+    if batch.compensated:
+        compensated_txn(conn, run_id, batch.compensated, now, trace_id)
+
+
+def compensated_txn(
+    conn: sqlite3.Connection,
+    compensation_run_id: str,
+    pairs: Sequence[CompensatedPair],
+    now: str,
+    trace_id: str,
+) -> None:
+    """Append ``compensated`` to each source effect whose inverse effect just confirmed."""
+    for pair in pairs:
+        evidence: JsonObject = {
+            "kind": "compensation_run",
+            "runId": compensation_run_id,
+            "effectId": pair.inverse_effect_id,
+        }
+        reconcile.reconcile_effect_txn(
+            conn,
+            pair.source_effect_id,
+            "compensated",
+            "agentctl-compensation",
+            f"inverse action confirmed in {compensation_run_id}",
+            evidence,
+            None,
+            pair.inverse_effect_id,
+            now,
+            trace_id=trace_id,
+        )

@@ -1,0 +1,170 @@
+"""The ``RunLedger`` protocol steps on a real SQLite file, through ``SqliteLedger`` only."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import psutil
+import pytest
+from ledger_helpers import new_run, ts
+
+from agentctl.errors import InvalidOperationError, OwnershipError
+from agentctl.ledger import (
+    ApprovalDecision,
+    BatchCommit,
+    CallRecord,
+    CancelRun,
+    EffectOutcome,
+    EffectStartBatch,
+    Finished,
+    MemoryPut,
+    NewEffect,
+    Owner,
+    ReconcileRequest,
+    RequestBatch,
+    RequestRow,
+    RunLedger,
+    SettleRun,
+    SqliteLedger,
+    open_ledger,
+)
+
+OWNER = Owner(os.getpid(), psutil.Process().create_time())  # a live owner
+
+
+def _effect(task: str, *, approval: bool = False, attempt: int = 1) -> NewEffect:
+    request = {"path": f"{task}.txt"}
+    effect = NewEffect("run-1", task, attempt, 0, "builtin.write", request, "mutation", "low", "")
+    return replace(
+        effect, idempotency="idempotent", trace_id="trace-1", waiting_for_approval=approval
+    )
+
+
+def _request(ledger: RunLedger, *rows: RequestRow) -> tuple[str, ...]:
+    return ledger.record_requests(RequestBatch("run-1", rows, ts(1), "trace-1"))
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> SqliteLedger:
+    led = open_ledger(tmp_path / "state" / "runtime.db")
+    led.create_run(new_run(limits={"maxToolCalls": 2}), ("a", "b", "c"), OWNER, ts(0))
+    return led
+
+
+def test_requested_and_started_commit_together_with_the_reservation(ledger: SqliteLedger) -> None:
+    denied = _request(ledger, RequestRow("a", "pending", 1, _effect("a"), {"toolCalls": 1}))
+    assert denied == ()
+    inspection = ledger.inspect_run("run-1")
+    assert [e.status for e in inspection.effects] == ["started"]
+    assert inspection.tasks[0].state == "running"
+    assert inspection.budget.reserved == {"toolCalls": 1}
+    with pytest.raises(OwnershipError):  # the run is leased by its creator
+        ledger.acquire_lease("run-1", Owner(2, 2.0), ts(1))
+
+
+def test_budget_denial_records_no_effect(ledger: SqliteLedger) -> None:
+    rows = [RequestRow(t, "pending", 1, _effect(t), {"toolCalls": 1}) for t in ("a", "b", "c")]
+    assert _request(ledger, *rows) == ("c",)
+    assert [e.task_id for e in ledger.list_effects("run-1").effects] == ["a", "b"]
+
+
+def test_finish_settles_the_budget_and_writes_long_term_memory(ledger: SqliteLedger) -> None:
+    eff = _effect("a")
+    _request(ledger, RequestRow("a", "pending", 1, eff, {"toolCalls": 1}))
+    put = MemoryPut("ns", "k", {"v": 1})
+    spent = {"toolCalls": 1}
+    outcome = EffectOutcome("run-1", eff.effect_id, "succeeded", ts(2), {"ok": True}, None, spent)
+    outcome = replace(outcome, trace_id="trace-1", long_term_put=put)
+    ledger.finish_effects([outcome])
+    inspection = ledger.inspect_run("run-1")
+    assert inspection.effects[0].status == "succeeded" and inspection.effects[0].confirmed
+    assert inspection.budget.usage == {"toolCalls": 1} and inspection.budget.reserved == {
+        "toolCalls": 0
+    }
+    assert ledger.long_term_get("ns", "k", ts(3)).value == {"v": 1}
+    assert not ledger.long_term_get("ns", "missing", ts(3)).found
+    assert ledger.recorded_result(eff.effect_id) == {"ok": True}
+
+
+def test_batch_commit_is_in_compiled_order_with_memory_and_deferred_outcomes(
+    ledger: SqliteLedger,
+) -> None:
+    eff = _effect("b")
+    _request(ledger, RequestRow("b", "pending", 1, eff, {}))
+    outcome = EffectOutcome("run-1", eff.effect_id, "succeeded", ts(2), {"n": 2})
+    items = [
+        Finished("a", "pending", "succeeded", 1, output={"n": 1}),
+        Finished("b", "running", "succeeded", 1, output={"n": 2}),
+    ]
+    ledger.commit_batch(BatchCommit("run-1", items, {"count": 2}, ts(3), "trace-1", (), [outcome]))
+    live = ledger.load_live("run-1")
+    assert [(t.task_id, t.state, t.output) for t in live.tasks[:2]] == [
+        ("a", "succeeded", {"n": 1}),
+        ("b", "succeeded", {"n": 2}),
+    ]
+    assert live.run.working_memory == {"count": 2} and live.inflight == ()
+    audit = [e.event_type for e in ledger.inspect_run("run-1").audit if e.task_id]
+    assert audit.index("task.succeeded") < len(audit) - 1  # a then b, both audited
+
+
+def test_live_state_after_a_crash_blocks_until_reconciled(ledger: SqliteLedger) -> None:
+    eff = _effect("a")
+    _request(ledger, RequestRow("a", "pending", 1, eff, {}))
+    # The coordinator dies here: `started` committed, no outcome. A new one claims the run.
+    run = ledger.claim_for_resume("run", OWNER, ts(5))
+    assert run.run_id == "run-1"
+    (found,) = ledger.load_live("run-1").inflight
+    assert found.task_id == "a" and found.effect.status == "uncertain"
+    assert found.reconciliation is None
+    assert [e.effect_id for e in ledger.unresolved_effects("run-1")] == [eff.effect_id]
+    evidence, result = {"kind": "note"}, {"ok": True}
+    request = ReconcileRequest(
+        eff.effect_id, "applied", "op", "hand", evidence, result, None, ts(6)
+    )
+    assert ledger.reconcile_effect(request).status == "applied"
+    assert ledger.unresolved_effects("run-1") == ()
+    (found,) = ledger.load_live("run-1").inflight
+    assert found.reconciliation is not None and found.reconciliation.status == "applied"
+    assert ledger.recorded_result(eff.effect_id) == {"ok": True}
+    with pytest.raises(InvalidOperationError):  # not_applied contradicts applied
+        ledger.reconcile_effect(replace(request, status="not_applied", result=None))
+
+
+def test_approval_pause_then_approve_then_start(ledger: SqliteLedger) -> None:
+    eff = _effect("a", approval=True)
+    _request(ledger, RequestRow("a", "pending", 1, eff, {}, approval_reason="risky"))
+    (pending,) = ledger.list_approvals("run-1").approvals
+    assert pending.effect_id == eff.effect_id and pending.reason == "risky"
+    decision = ApprovalDecision(pending.approval_id, True, "op", "fine", ts(2))
+    assert ledger.resolve_approval(decision).status == "approved"
+    assert ledger.get_approval(pending.approval_id).resolved_by == "op"
+    ledger.start_effects(EffectStartBatch("run-1", [eff.effect_id], ["a"], ts(3), "trace-1"))
+    assert ledger.inspect_effect(eff.effect_id).effect.status == "started"
+    assert ledger.load_live("run-1").tasks[0].state == "running"
+
+
+def test_agent_call_records_its_tool_call_and_finishes_it(ledger: SqliteLedger) -> None:
+    eff = _effect("a")
+    call = CallRecord(eff, {"toolCalls": 1}, ts(1), tool_call_id="a:1:c1", tool="write")
+    assert ledger.record_and_start_call(call) is None
+    outcome = EffectOutcome("run-1", eff.effect_id, "succeeded", ts(2), {"bytes": 1}, None, {})
+    outcome = replace(outcome, tool_call_id="a:1:c1")
+    ledger.finish_effects([outcome])
+    (tool_call,) = ledger.inspect_run("run-1").tool_calls
+    assert tool_call.status == "succeeded" and tool_call.output == {"bytes": 1}
+    refused = ledger.record_and_start_call(CallRecord(_effect("b"), {"toolCalls": 5}, ts(3)))
+    assert refused is not None and refused["dimension"] == "toolCalls"
+
+
+def test_cancel_and_settle_release_the_lease(ledger: SqliteLedger) -> None:
+    assert ledger.request_cancel("run-1", ts(1)).run_id == "run-1"
+    assert ledger.is_cancel_requested("run-1")
+    _request(ledger, RequestRow("a", "pending", 1, _effect("a"), {}))
+    ledger.cancel_run(CancelRun("run-1", "cancelled", ts(2), OWNER.pid, ("a",)))
+    run = ledger.get_run("run-1")
+    assert run.state == "cancelled" and run.owner_pid is None
+    assert ledger.inspect_run("run-1").effects[0].status == "uncertain"
+    with pytest.raises(InvalidOperationError):  # terminal runs never change
+        ledger.settle_run(SettleRun("run-1", "succeeded", None, ts(3), OWNER.pid))
