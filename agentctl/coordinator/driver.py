@@ -2,7 +2,8 @@
 
 One loop: take the ready tasks in compiled order, at most ``maxConcurrency`` of them; prepare
 each against one immutable snapshot; record the effects (``requested``), commit ``started``,
-dispatch, commit each outcome at once, then commit the whole batch in compiled order.
+dispatch, commit each outcome at once, then commit the whole batch in compiled order. Each
+task moves through the states of ``steps.py``; every phase below turns steps into new steps.
 
 Invariants:
 - nothing is dispatched before its ``started`` row commits;
@@ -15,69 +16,44 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
-import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+import dataclasses
+from collections.abc import Callable, Sequence
 
 import trio
 
-from agentctl.coordinator.agent import AgentRunner, AgentUncertain
+from agentctl.coordinator.agent import AgentRunner
+from agentctl.coordinator.calls import AgentUncertain, CallGateway
 from agentctl.coordinator.clock import Clock
-from agentctl.coordinator.prepare import (
-    Prepared,
-    RunSettings,
-    memory_write_output,
-    prepare_task,
-    resolved_input_digest,
-)
+from agentctl.coordinator.execute import EffectRunner
+from agentctl.coordinator.live import Inflight, Live
+from agentctl.coordinator.local import recorded_delta
+from agentctl.coordinator.prepare import RunSettings, prepare_task, resolved_input_digest
 from agentctl.coordinator.schedule import SCHEDULABLE, WAITING, Scheduler
+from agentctl.coordinator.staging import Staged
+from agentctl.coordinator.steps import (
+    Executable,
+    HeldForApproval,
+    PendingAgent,
+    PendingEffect,
+    Prepared,
+    RunningAgent,
+    Settled,
+    StartedEffect,
+    Step,
+    running,
+    started,
+)
 from agentctl.coordinator.store import GroupCommitter, Store
+from agentctl.coordinator.workerpool import WorkerPool
 from agentctl.core import evaluate as ev
-from agentctl.core.canonical import v1_digest
 from agentctl.core.plan import PlannedTask
-from agentctl.core.redact import Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import RunFailedError
 from agentctl.ledger import model
-from agentctl.ledger.effects import EffectRecord, NewEffect
-from agentctl.mailbox.messages import Execute, Failure, Result
+from agentctl.ledger.effects import NewEffect
 
-MAX_ARTIFACT_BYTES = 16 * 1024 * 1024
 FUSE_LIMIT = 512  # pure results staged at most before a commit
-
-
-_DEFAULT_CONTRACT_FINGERPRINT = v1_digest(ev.DEFAULT_CONTRACT)
-
-
-def contract_fingerprint(task: PlannedTask) -> str:
-    """The fingerprint of a task's output contract (the default contract when none is set)."""
-    if task.output_schema is None:
-        return _DEFAULT_CONTRACT_FINGERPRINT  # most tasks: computed once, not per task
-    return v1_digest(task.output_schema)
-
-
-@dataclass
-class Inflight:
-    """A task found mid-flight on resume, with its effect and any reconciliation."""
-
-    effect: EffectRecord
-    reconciliation: str | None = None  # applied | not_applied | compensated
-    result: Any = None
-
-
-@dataclass
-class Live:
-    """The coordinator's mirror of the run's durable state."""
-
-    inputs: dict[str, Any]
-    memory: dict[str, Any]
-    states: dict[str, str]
-    attempts: dict[str, int]
-    outputs: dict[str, Any] = field(default_factory=dict)
-    errors: dict[str, str | None] = field(default_factory=dict)
-    inflight: dict[str, Inflight] = field(default_factory=dict)
-    not_before: dict[str, float] = field(default_factory=dict)
+_RESUMABLE = ("running", "waiting_for_effect", "waiting_for_approval")
 
 
 class Driver:
@@ -86,13 +62,12 @@ class Driver:
         store: Store,
         rs: RunSettings,
         live: Live,
-        pool: Any,
+        pool: WorkerPool,
         clock: Clock,
         trace_id: str,
         on_progress: Callable[[str, str], None] | None = None,
         artifacts: bool = False,
     ) -> None:
-        self.artifacts = artifacts
         self.store = store
         self.rs = rs
         self.live = live
@@ -101,13 +76,11 @@ class Driver:
         self.trace_id = trace_id
         self.stopped = False
         self.schedule = Scheduler(rs.plan, live.states)
-        self.provider_calls: dict[str, int] = {}  # the fake provider's per-run call counter
-        self.fused: list[model.Finished] = []  # results applied, not yet committed
-        self.fused_compensated: list[model.CompensatedPair] = []
-        self.fused_memory = False
-        self.fused_finishes: list[model.EffectOutcome] = []
-        self.defer_outcome = False
-        self.committer = GroupCommitter(store)
+        self.staged = Staged()  # results applied to ``live``, not yet committed
+        self.effects = EffectRunner(
+            store, pool, clock, rs.run_id, trace_id, rs.workspace, ingest=artifacts
+        )
+        self.gateway = CallGateway(store, pool, clock, rs.run_id, trace_id, rs.context)
         self.on_progress = on_progress or (lambda _task, _state: None)
 
     # ------------------------------------------------------------------ the loop
@@ -171,367 +144,260 @@ class Driver:
         for task in batch:
             self.schedule.take(task)
         view = self.view()
-        preps = [self._prepare(task, view) for task in batch]
-        if all(p.kind == "done" for p in preps) and len(self.fused) < FUSE_LIMIT:
+        steps: list[Step] = [self._prepare(task, view) for task in batch]
+        if all(isinstance(s, Settled) for s in steps) and len(self.staged) < FUSE_LIMIT:
             # Pure work is re-derivable, so consecutive pure batches share one commit.
-            self._stage(preps)
+            self._stage(steps)
             return
         await self._flush()
-        fresh = [p for p in preps if p.kind == "effect" and not p.recorded]
-        if fresh:
-            await self._record_requests(fresh)
-        agents = [p for p in preps if p.kind == "agent" and not p.recorded]
-        if agents:
-            await self._start_agents(agents)
-        to_start = [p for p in preps if p.kind in ("effect", "agent")]
-        if to_start:
-            await self._start_and_execute(to_start, view)
-        await self._commit([p for p in preps if p.kind != "waiting"])
+        steps = await self._record(steps)
+        steps = await self._start(steps)
+        steps = await self._execute(steps, view)
+        self._stage(steps)
+        await self._flush()
 
     def _prepare(self, task: PlannedTask, view: ev.RuntimeView) -> Prepared:
-        state = self.live.states[task.id]
         attempt = self.live.attempts.get(task.id, 0)
-        found = self.live.inflight.get(task.id)
-        if found is not None and state in ("running", "waiting_for_effect", "waiting_for_approval"):
-            prep = self._resume_prep(task, view, found, attempt)
-            if prep.input_digest is None:
-                with contextlib.suppress(RunFailedError):
-                    ctx = ev.task_context(task, view)
-                    prep.input_digest = resolved_input_digest(task, ctx, view)
-            return prep
-        return prepare_task(self.rs, task, view, attempt + 1)
+        found = self.live.inflight.pop(task.id, None)
+        if found is None or self.live.states[task.id] not in _RESUMABLE:
+            return prepare_task(self.rs, task, view, attempt + 1)
+        prep = self._resume(task, view, found, attempt)
+        if prep.input_digest is None:
+            with contextlib.suppress(RunFailedError):
+                ctx = ev.task_context(task, view)
+                prep = dataclasses.replace(
+                    prep, input_digest=resolved_input_digest(task, ctx, view)
+                )
+        return prep
 
-    def _resume_prep(
+    def _resume(
         self, task: PlannedTask, view: ev.RuntimeView, found: Inflight, attempt: int
     ) -> Prepared:
+        """A task found mid-flight: reuse its outcome, or re-create its effect identically."""
         eff = found.effect
+        fresh = found.reconciliation in ("not_applied", "compensated")
         if task.kind == "agent":
-            return self._resume_agent(task, view, found, attempt)
+            # Re-enter the loop: its confirmed calls are reused by identity, not resent.
+            prep = prepare_task(self.rs, task, view, attempt + 1 if fresh else attempt)
+            if isinstance(prep, PendingAgent):
+                return dataclasses.replace(prep, recorded=not fresh)
+            return prep
         if eff.status == "succeeded" or found.reconciliation == "applied":
             result = eff.result if eff.status == "succeeded" else found.result
-            del self.live.inflight[task.id]
-            return self._from_result(task, attempt, eff, result)
-        if eff.status == "failed":
-            del self.live.inflight[task.id]
-            return Prepared(task, attempt, "done", state="failed", error=eff.error)
-        if eff.status == "cancelled":
-            del self.live.inflight[task.id]
-            return Prepared(task, attempt, "done", state="failed", error="approval rejected")
-        if found.reconciliation in ("not_applied", "compensated"):
-            del self.live.inflight[task.id]
-            return prepare_task(self.rs, task, view, attempt + 1)
-        del self.live.inflight[task.id]
-        prep = prepare_task(self.rs, task, view, attempt)
-        prep.recorded = True
-        if prep.effect is None or prep.effect.effect_id != eff.effect_id:
-            return Prepared(
-                task, attempt, "done", state="failed",
-                error=f"effect {eff.effect_id} can no longer be re-created identically; "
-                "reconcile it and retry the task",
-            )  # fmt: skip
-        return prep
-
-    def _resume_agent(
-        self, task: PlannedTask, view: ev.RuntimeView, found: Inflight, attempt: int
-    ) -> Prepared:
-        """Re-enter an agent's loop: its confirmed calls are reused by identity, not resent."""
-        del self.live.inflight[task.id]
-        fresh = found.reconciliation in ("not_applied", "compensated")
-        prep = prepare_task(self.rs, task, view, attempt + 1 if fresh else attempt)
-        prep.recorded = not fresh
-        return prep
-
-    def _from_result(
-        self, task: PlannedTask, attempt: int, eff: EffectRecord, result: Any
-    ) -> Prepared:
-        prep = Prepared(task, attempt, "done", output=result)
-        if eff.operation == "builtin.memory.write" and isinstance(eff.request, dict):
-            prep.memory_delta = {str(eff.request["key"]): eff.request.get("value")}
-        return prep
-
-    async def _record_requests(self, preps: list[Prepared]) -> None:
-        rows = []
-        for p in preps:
-            assert p.effect is not None
-            new = self._new_effect(p)
-            reason = p.effect.approval_reason if p.effect.needs_approval else None
-            rows.append(
-                model.RequestRow(
-                    p.task.id,
-                    self.live.states[p.task.id],
-                    p.attempt,
-                    new,
-                    p.effect.budget,
-                    reason,
-                )
+            delta = recorded_delta(eff.operation, eff.request)
+            return Settled(
+                task, attempt, "succeeded", result, memory_delta=delta, effect_id=eff.effect_id
             )
-        denied = await self.store.record_requests(
-            model.RequestBatch(self.rs.run_id, rows, self.clock.now(), self.trace_id)
-        )
-        for p in preps:
-            assert p.effect is not None
-            waiting = p.effect.needs_approval
-            self.live.states[p.task.id] = "waiting_for_approval" if waiting else "running"
-            self.live.attempts[p.task.id] = p.attempt
-            self.on_progress(p.task.id, self.live.states[p.task.id])
-            if waiting:
-                p.kind = "waiting"
-            else:
-                p.started = True
-        for p in preps:
-            if p.task.id in denied:
-                p.kind, p.state = "done", "failed"
-                p.error = f"task {p.task.id}: budget exceeded; nothing was dispatched"
-        if any(p.kind == "waiting" for p in preps):
+        if eff.status in ("failed", "cancelled"):
+            error = eff.error if eff.status == "failed" else "approval rejected"
+            return Settled(task, attempt, "failed", error=error)
+        if fresh:
+            return prepare_task(self.rs, task, view, attempt + 1)
+        prep = prepare_task(self.rs, task, view, attempt)
+        if not isinstance(prep, PendingEffect) or prep.effect.effect_id != eff.effect_id:
+            error = (
+                f"effect {eff.effect_id} can no longer be re-created identically; "
+                "reconcile it and retry the task"
+            )
+            return Settled(task, attempt, "failed", error=error)
+        return dataclasses.replace(prep, recorded=True)
+
+    # ------------------------------------------------------------------ record and start
+
+    async def _record(self, steps: list[Step]) -> list[Step]:
+        """Fresh effects: request (+ start, or hold for approval) and reserve, in one commit."""
+        fresh = [s for s in steps if isinstance(s, PendingEffect) and not s.recorded]
+        if not fresh:
+            return steps
+        rows = [self._request_row(s) for s in fresh]
+        batch = model.RequestBatch(self.rs.run_id, rows, self.clock.now(), self.trace_id)
+        denied = await self.store.record_requests(batch)
+        moved: dict[int, Step] = {}
+        for step in fresh:
+            moved[id(step)] = self._recorded(step, step.task.id in denied)
+        if any(isinstance(s, HeldForApproval) for s in moved.values()):
             crash_point(CrashPoint.AFTER_REQUESTED)  # held for approval: requested, not started
-        if any(p.started for p in preps):
+        if any(isinstance(s, StartedEffect) for s in moved.values()):
             crash_point(CrashPoint.AFTER_STARTED)
+        return [moved.get(id(s), s) for s in steps]
 
-    async def _start_agents(self, preps: list[Prepared]) -> None:
-        rows = [model.TaskStart(p.task.id, self.live.states[p.task.id], p.attempt) for p in preps]
-        await self.store.start_tasks(
-            model.TaskStartBatch(self.rs.run_id, rows, self.clock.now(), self.trace_id)
-        )
-        for p in preps:
-            self.live.states[p.task.id] = "running"
-            self.live.attempts[p.task.id] = p.attempt
-            self.on_progress(p.task.id, "running")
-
-    def _new_effect(self, p: Prepared) -> NewEffect:
-        assert p.effect is not None
+    def _request_row(self, step: PendingEffect) -> model.RequestRow:
+        eff = step.effect
         new = NewEffect(
             run_id=self.rs.run_id,
-            task_id=p.task.id,
-            attempt=p.attempt,
+            task_id=step.task.id,
+            attempt=step.attempt,
             ordinal=0,
-            operation=p.effect.operation,
-            request=p.effect.recorded_input,
-            effect_class=p.effect.effect_class,
-            risk=p.effect.risk,
-            idempotency=p.effect.idempotency,
+            operation=eff.operation,
+            request=eff.recorded_input,
+            effect_class=eff.effect_class,
+            risk=eff.risk,
+            idempotency=eff.idempotency,
             trace_id=self.trace_id,
-            waiting_for_approval=p.effect.needs_approval,
+            waiting_for_approval=eff.needs_approval,
         )
-        assert new.effect_id == p.effect.effect_id, "effect identity drifted"
-        return new
+        assert new.effect_id == eff.effect_id, "effect identity drifted"
+        state = self.live.states[step.task.id]
+        return model.RequestRow(
+            step.task.id, state, step.attempt, new, eff.budget, eff.approval_reason
+        )
 
-    async def _start_and_execute(self, preps: list[Prepared], view: ev.RuntimeView) -> None:
-        live = [p for p in preps if p.kind in ("effect", "agent")]
-        ids = [p.effect.effect_id for p in live if p.effect is not None and not p.started]
-        if not live:
-            return
-        approved = [
-            p.task.id for p in live if self.live.states[p.task.id] == "waiting_for_approval"
-        ]
-        if ids:
-            await self.store.start_effects(
-                model.EffectStartBatch(
-                    self.rs.run_id, ids, approved, self.clock.now(), self.trace_id
-                )
+    def _recorded(self, step: PendingEffect, denied: bool) -> Step:
+        """The step after its request committed, mirrored into the live state."""
+        held = step.effect.needs_approval and not denied
+        self._mirror(step.task.id, "waiting_for_approval" if held else "running", step.attempt)
+        if denied:  # the overrun is recorded; no effect row is
+            error = f"task {step.task.id}: budget exceeded; nothing was dispatched"
+            return Settled(step.task, step.attempt, "failed", error=error)
+        if held:
+            return HeldForApproval(step.task, step.attempt, step.effect)
+        return started(step)
+
+    def _mirror(self, task_id: str, state: str, attempt: int) -> None:
+        self.live.states[task_id] = state
+        self.live.attempts[task_id] = attempt
+        self.on_progress(task_id, state)
+
+    async def _start(self, steps: list[Step]) -> list[Step]:
+        """Fresh agents to running; resumed (already recorded) effects to ``started``."""
+        agents = [s for s in steps if isinstance(s, PendingAgent) and not s.recorded]
+        if agents:
+            rows = [
+                model.TaskStart(s.task.id, self.live.states[s.task.id], s.attempt) for s in agents
+            ]
+            now = self.clock.now()
+            await self.store.start_tasks(
+                model.TaskStartBatch(self.rs.run_id, rows, now, self.trace_id)
             )
-            crash_point(CrashPoint.AFTER_STARTED)
+            for step in agents:
+                self._mirror(step.task.id, "running", step.attempt)
+        resumed = [s for s in steps if isinstance(s, PendingEffect)]
+        if resumed:
+            await self._start_recorded(resumed)
+        return [_started_step(s) for s in steps]
+
+    async def _start_recorded(self, resumed: Sequence[PendingEffect]) -> None:
+        ids = [s.effect.effect_id for s in resumed]
+        waiting = "waiting_for_approval"
+        approved = [s.task.id for s in resumed if self.live.states[s.task.id] == waiting]
+        start = model.EffectStartBatch(
+            self.rs.run_id, ids, approved, self.clock.now(), self.trace_id
+        )
+        await self.store.start_effects(start)
+        crash_point(CrashPoint.AFTER_STARTED)
         for task_id in approved:
             self.live.states[task_id] = "running"
+
+    # ------------------------------------------------------------------ execute
+
+    async def _execute(self, steps: list[Step], view: ev.RuntimeView) -> list[Step]:
+        """Run every started effect and agent of the batch concurrently."""
+        work = [s for s in steps if isinstance(s, (StartedEffect, RunningAgent))]
+        if not work:
+            return steps
         # One effect alone commits its outcome with its completion; several share group
         # commits of whatever outcomes are ready, each durable as soon as its group commits.
-        self.defer_outcome = len(live) == 1 and live[0].kind == "effect"
-        remote = [p for p in live if p.kind == "agent" or (p.effect and not p.effect.in_process)]
+        defer = len(work) == 1 and isinstance(work[0], StartedEffect)
+        remote = [s for s in work if isinstance(s, RunningAgent) or not s.effect.in_process]
         if len(remote) > 1:
             await self.pool.warm(len(remote))
+        done: dict[int, Step] = {}
         async with trio.open_nursery() as outer:
-            self.committer = GroupCommitter(self.store)
-            outer.start_soon(self.committer.serve)
+            committer = GroupCommitter(self.store)
+            outer.start_soon(committer.serve)
             async with trio.open_nursery() as nursery:
-                for p in live:
-                    run = self._execute_agent if p.kind == "agent" else self._execute_one
-                    nursery.start_soon(run, p, view)
-            self.committer.close()
+                for step in work:
+                    nursery.start_soon(
+                        self._execute_one, step, view, None if defer else committer, done
+                    )
+            committer.close()
+        return [done.get(id(s), s) for s in steps]
 
-    async def _execute_agent(self, p: Prepared, view: ev.RuntimeView) -> None:
-        runner = AgentRunner(self, p.task.id, p.attempt, p.task.agent or "", p.prompt or "")
+    async def _execute_one(
+        self,
+        step: Executable,
+        view: ev.RuntimeView,
+        committer: GroupCommitter | None,
+        done: dict[int, Step],
+    ) -> None:
+        if isinstance(step, RunningAgent):
+            done[id(step)] = await self._run_agent(step)
+        else:
+            done[id(step)] = await self.effects.run(step, view.memory, committer)
+
+    async def _run_agent(self, step: RunningAgent) -> Settled:
+        runner = AgentRunner(step.task, step.attempt, step.prompt, self.gateway)
+        base = Settled(
+            step.task, step.attempt, "succeeded", None, None, step.decision, step.input_digest
+        )
         try:
             output = await runner.run()
         except AgentUncertain as exc:
-            self._settle(p, "uncertain", None, str(exc))
-            return
+            error = f"effect outcome uncertain: {exc}"
+            return dataclasses.replace(base, state="waiting_for_effect", error=error)
         except RunFailedError as exc:
-            p.retryable = exc.retryable
-            self._settle(p, "failed", None, f"task {p.task.id}: {exc.message}")
-            return
-        self._settle(p, "succeeded", output, None)
-
-    async def _execute_one(self, p: Prepared, view: ev.RuntimeView) -> None:
-        eff = p.effect
-        assert eff is not None
-        spent: dict[str, int] | None = dict.fromkeys(eff.budget, 0) if eff.budget else None
-        put = None
-        if eff.in_process:
-            status, output, error = await self._in_process(p, view)
-            if eff.operation == "builtin.long_term_memory.write" and status == "succeeded":
-                req = eff.request
-                put = model.MemoryPut(req["namespace"], req["key"], req.get("value"))
-        else:
-            status, output, error, retryable = await self._dispatch(p)
-            p.retryable = retryable
-            if status == "succeeded" and p.artifact_paths:
-                error = await self._ingest(p)
-                status = "succeeded" if error is None else status
-            if spent is not None and output is not None:
-                size = len(str(output.get("stdout", ""))) + len(str(output.get("stderr", "")))
-                spent = {"processOutputBytes": size}
-        if eff.secrets:
-            redactor = Redactor(eff.secrets)
-            output, error = redactor.redact(output), redactor.redact(error)
-        run_id, trace_id = self.rs.run_id, self.trace_id
-        finish = model.EffectOutcome(
-            run_id, eff.effect_id, status, self.clock.now(), output, error, spent, trace_id, put
-        )
-        if self.defer_outcome:
-            p.deferred_finish = finish
-        else:
-            await self.committer.commit(finish)
-            crash_point(CrashPoint.AFTER_OUTCOME)
-        self._settle(p, status, output, error)
-
-    async def _in_process(self, p: Prepared, view: ev.RuntimeView) -> tuple[str, Any, str | None]:
-        """Effects on state the coordinator owns: working memory and long-term memory."""
-        eff = p.effect
-        assert eff is not None
-        req = eff.request
-        if eff.operation == "builtin.memory.write":
-            p.memory_delta = {str(req["key"]): req.get("value")}
-            return "succeeded", memory_write_output(view.memory, req), None
-        if eff.operation == "builtin.long_term_memory.write":
-            return "succeeded", {"status": "changed", "changed": True, "key": req["key"]}, None
-        entry = await self.store.long_term_get(req["namespace"], req["key"], self.clock.now())
-        if not entry.found:
-            return "failed", None, f"no long-term memory entry {req['namespace']}/{req['key']}"
-        return "succeeded", {"status": "unchanged", "changed": False, "value": entry.value}, None
-
-    async def _dispatch(self, p: Prepared) -> tuple[str, Any, str | None, bool]:
-        eff = p.effect
-        assert eff is not None
-        msg = Execute(
-            effect_id=eff.effect_id,
-            run_id=self.rs.run_id,
-            task_id=p.task.id,
-            attempt=p.attempt,
-            operation=eff.operation,
-            request=eff.request,
-            timeout_seconds=eff.timeout_s,
-        )
-        reply = await self.pool.execute(msg)
-        crash_point(CrashPoint.AFTER_RESULT)
-        if isinstance(reply, Result):
-            p.artifact_paths = list(reply.artifacts)
-            return "succeeded", reply.output, None, False
-        assert isinstance(reply, Failure)
-        status = "uncertain" if reply.uncertain else "failed"
-        return status, None, reply.error.message, reply.error.retryable
-
-    async def _ingest(self, p: Prepared) -> str | None:
-        """Ingest the files a confirmed mutation wrote into the artifact store (≤ 16 MiB each)."""
-        if not self.artifacts:
-            return None
-        for rel in p.artifact_paths:
-            path = os.path.join(self.rs.workspace, rel)
-            try:
-                size = os.stat(path).st_size
-            except OSError:
-                continue
-            if size > MAX_ARTIFACT_BYTES or not os.path.isfile(path):
-                continue
-            got = await self.store.ingest_artifact(
-                model.IngestRequest(path, self.clock.now(), self.rs.run_id, p.task.id)
-            )
-            p.artifacts.append(got.ref(rel))
-            p.lease_ids.append(got.lease_id)
-        return None
-
-    def _settle(self, p: Prepared, status: str, output: Any, error: str | None) -> None:
-        p.kind = "done"
-        if status == "succeeded":
-            try:
-                ev.check_contract(p.task, output)
-                p.state, p.output = "succeeded", output
-            except ev.TaskFailure as exc:
-                p.state, p.error = "failed", exc.message
-        elif status == "uncertain":
-            p.state, p.error = "waiting_for_effect", f"effect outcome uncertain: {error}"
-        else:
-            p.state, p.error = "failed", error
+            error = f"task {step.task.id}: {exc.message}"
+            return dataclasses.replace(base, state="failed", error=error, retryable=exc.retryable)
+        try:
+            ev.check_contract(step.task, output)
+        except ev.TaskFailure as exc:
+            return dataclasses.replace(base, state="failed", error=exc.message)
+        return dataclasses.replace(base, output=output)
 
     # ------------------------------------------------------------------ the batch commit
 
-    async def _commit(self, preps: list[Prepared]) -> None:
-        self._stage(preps)
-        await self._flush()
-
-    def _stage(self, preps: list[Prepared]) -> None:
+    def _stage(self, steps: Sequence[Step]) -> None:
         """Apply a batch's results to the live state and queue them for the next commit."""
-        for p in preps:
-            target = self._target_state(p)
-            if p.memory_delta and p.state == "succeeded":
-                self.live.memory = {**self.live.memory, **p.memory_delta}
-                self.fused_memory = True
-            self.fused.append(self._finished(p, target))
-            if p.deferred_finish is not None:
-                self.fused_finishes.append(p.deferred_finish)
-            self.fused_compensated.extend(
-                model.CompensatedPair(source_effect, p.effect.effect_id)
-                for source_effect in self.rs.compensates.get(p.task.id, ())
-                if target == "succeeded" and p.effect is not None
-            )
-            self._apply(p, target)
+        for step in steps:
+            if not isinstance(step, Settled):
+                continue  # held for approval: its pause committed with its request
+            target = _target_state(step)
+            if step.memory_delta and step.state == "succeeded":
+                self.live.memory = {**self.live.memory, **step.memory_delta}
+                self.staged.memory_changed = True
+            links = self.rs.compensates.get(step.task.id, ()) if target == "succeeded" else ()
+            self.staged.add(step, self.live.states[step.task.id], target, links)
+            self._apply(step, target)
 
     async def _flush(self) -> None:
         """Commit every staged result in compiled order, with memory and one checkpoint."""
-        if not self.fused:
+        if not self.staged:
             return
-        items, compensated = self.fused, self.fused_compensated
-        finishes = self.fused_finishes
-        memory = self.live.memory if self.fused_memory else None
-        self.fused, self.fused_compensated, self.fused_memory = [], [], False
-        self.fused_finishes = []
-        batch = model.BatchCommit(
-            self.rs.run_id, items, memory, self.clock.now(), self.trace_id, compensated, finishes
+        staged, self.staged = self.staged, Staged()
+        memory = self.live.memory if staged.memory_changed else None
+        await self.store.commit_batch(
+            staged.batch(self.rs.run_id, memory, self.clock.now(), self.trace_id)
         )
-        await self.store.commit_batch(batch)
-        if finishes:
+        if staged.outcomes:
             crash_point(CrashPoint.AFTER_OUTCOME)
 
-    def _finished(self, p: Prepared, target: str) -> model.Finished:
-        return model.Finished(
-            task_id=p.task.id,
-            from_state=self.live.states[p.task.id],
-            state=target,
-            attempt=max(p.attempt, 1),
-            output=p.output,
-            error=p.error,
-            decision=p.decision,
-            definition_fingerprint=p.task.definition_fingerprint or None,
-            input_digest=p.input_digest,
-            output_contract_fingerprint=contract_fingerprint(p.task),
-            state_delta=p.memory_delta if p.state == "succeeded" else None,
-            artifacts=tuple(p.artifacts) if target == "succeeded" else (),
-            lease_ids=tuple(p.lease_ids),
-        )
-
-    def _target_state(self, p: Prepared) -> str:
-        if p.state == "failed" and p.retryable and p.attempt < p.task.retry.max_attempts:
-            return "retry_scheduled"
-        return p.state
-
-    def _apply(self, p: Prepared, state: str) -> None:
-        task_id = p.task.id
+    def _apply(self, step: Settled, state: str) -> None:
+        task_id = step.task.id
         self.live.states[task_id] = state
         self.schedule.settle(task_id, state)
-        self.live.attempts[task_id] = max(p.attempt, 1)
+        self.live.attempts[task_id] = max(step.attempt, 1)
         self.on_progress(task_id, state)
         if state in ("succeeded", "skipped"):
-            self.live.outputs[task_id] = p.output
-        self.live.errors[task_id] = p.error
+            self.live.outputs[task_id] = step.output
+        self.live.errors[task_id] = step.error
         if state == "retry_scheduled":
-            self.live.not_before[task_id] = self.clock.monotonic() + p.task.retry.backoff_ms / 1000
-        if state == "failed" and p.task.failure == "stop":
+            backoff = step.task.retry.backoff_ms / 1000
+            self.live.not_before[task_id] = self.clock.monotonic() + backoff
+        if state == "failed" and step.task.failure == "stop":
             self.stopped = True
+
+
+def _started_step(step: Step) -> Step:
+    if isinstance(step, PendingEffect):
+        return started(step)
+    if isinstance(step, PendingAgent):
+        return running(step)
+    return step
+
+
+def _target_state(step: Settled) -> str:
+    """A retryable failure with attempts left is rescheduled instead of failing the task."""
+    retry = step.task.retry
+    if step.state == "failed" and step.retryable and step.attempt < retry.max_attempts:
+        return "retry_scheduled"
+    return step.state

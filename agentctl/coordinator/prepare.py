@@ -15,65 +15,22 @@ Invariants:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Literal
 
 from agentctl.coordinator import preview, secrets
+from agentctl.coordinator.steps import EffectPlan, PendingAgent, PendingEffect, Prepared, Settled
 from agentctl.core import evaluate as ev
 from agentctl.core.builders import agent_prompt
 from agentctl.core.canonical import v1_digest
 from agentctl.core.effects import effect_id, input_digest
-from agentctl.core.jsonvalue import JsonObject
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.operations import BuildInput, Built, Operation, RunContext
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.policy import Decision, decide
 from agentctl.errors import PolicyDeniedError, RunFailedError
-from agentctl.ledger.model import EffectOutcome
-
-PrepKind = Literal["done", "effect", "waiting", "agent"]
-
-
-@dataclass
-class EffectPlan:
-    """An effect about to be recorded and dispatched."""
-
-    effect_id: str
-    operation: str
-    effect_class: str
-    risk: str
-    idempotency: str
-    recorded_input: dict[str, Any]  # what the ledger stores (secret-free)
-    request: dict[str, Any]  # what the worker gets (may carry resolved secret values)
-    timeout_s: float
-    needs_approval: bool
-    approval_reason: str | None
-    in_process: bool  # working-memory writes run in the coordinator
-    secrets: tuple[str, ...] = ()  # resolved values, redacted from everything recorded
-    budget: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass
-class Prepared:
-    task: PlannedTask
-    attempt: int
-    kind: PrepKind
-    state: str = "succeeded"
-    output: Any = None
-    error: str | None = None
-    decision: dict[str, Any] | None = None
-    effect: EffectPlan | None = None
-    memory_delta: dict[str, Any] | None = None
-    retryable: bool = False
-    recorded: bool = False  # the effect row already exists (resumed in-flight effect)
-    started: bool = False  # its `started` row committed with its request (fast path)
-    deferred_finish: EffectOutcome | None = None  # outcome to commit with the completion
-    input_digest: str | None = None
-    prompt: str | None = None  # agents: the rendered user message
-    artifact_paths: list[str] = field(default_factory=list)
-    artifacts: list[Any] = field(default_factory=list)  # ArtifactRef of ingested files
-    lease_ids: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -102,25 +59,21 @@ def prepare_task(
     """Decide what one ready task does in this batch."""
     if rs.check_mode and _routed_by_unknown(rs.plan, task, view):
         reason = "its router's decision needs work that only a real run performs"
-        output = preview.requires_execution(reason=reason)
-        return Prepared(task, attempt, "done", output=output)
+        return Settled(task, attempt, "succeeded", preview.requires_execution(reason=reason))
     skip = ev.dependency_skip(task, view) or ev.route_skip(task, rs.plan, view)
     if skip is not None:
-        return Prepared(task, attempt, "done", state="skipped", output=skip)
+        return Settled(task, attempt, "skipped", skip)
     try:
         ctx = ev.task_context(task, view)
         digest = resolved_input_digest(task, ctx, view)
         prep = _prepare_in_context(rs, task, ctx, view, attempt)
-        prep.input_digest = digest
-        return prep
+        return dataclasses.replace(prep, input_digest=digest)
     except RunFailedError as exc:
         if rs.check_mode and _reads_unknown(rs.plan, task, view):
             # A preview cannot know what unexecuted work returns; neither can what reads it.
             output = preview.requires_execution(reason=exc.message)
-            return Prepared(task, attempt, "done", output=output)
-        return Prepared(
-            task, attempt, "done", state="failed", error=exc.message, retryable=exc.retryable
-        )
+            return Settled(task, attempt, "succeeded", output)
+        return Settled(task, attempt, "failed", error=exc.message, retryable=exc.retryable)
 
 
 def _routed_by_unknown(plan: Plan, task: PlannedTask, view: ev.RuntimeView) -> bool:
@@ -146,39 +99,33 @@ def _reads_unknown(plan: Plan, task: PlannedTask, view: ev.RuntimeView) -> bool:
 
 
 def _prepare_in_context(
-    rs: RunSettings, task: PlannedTask, ctx: dict[str, Any], view: ev.RuntimeView, attempt: int
+    rs: RunSettings, task: PlannedTask, ctx: ev.Context, view: ev.RuntimeView, attempt: int
 ) -> Prepared:
     record = ev.when_decision(task, ctx)
     if record is not None and not record["result"]:
-        return Prepared(
-            task, attempt, "done", "skipped", ev.when_skip_record(record), decision=record
-        )
+        return Settled(task, attempt, "skipped", ev.when_skip_record(record), decision=record)
     if task.kind == "agent":
         return _prepare_agent(rs, task, ctx, attempt, record)
     entry = task.entry if task.kind == "action" else None
     if entry is None or entry.is_pure:
         kind = task.operation if task.kind == "action" else None
         output = ev.evaluate_pure(task, kind, ctx, rs.plan, view)
-        return Prepared(task, attempt, "done", output=output, decision=record)
+        return Settled(task, attempt, "succeeded", output, decision=record)
     return _prepare_effect(rs, task, entry, ev.render_input(task, ctx), attempt, record)
 
 
 def _prepare_agent(
-    rs: RunSettings,
-    task: PlannedTask,
-    ctx: dict[str, Any],
-    attempt: int,
-    record: dict[str, Any] | None,
+    rs: RunSettings, task: PlannedTask, ctx: ev.Context, attempt: int, record: JsonObject | None
 ) -> Prepared:
     if rs.check_mode:
         provider = task.agent_config.provider_name if task.agent_config else None
         output = preview.requires_execution(provider=provider)
-        return Prepared(task, attempt, "done", output=output, decision=record)
+        return Settled(task, attempt, "succeeded", output, decision=record)
     prompt = agent_prompt(ev.render_input(task, ctx))
-    return Prepared(task, attempt, "agent", state="running", decision=record, prompt=prompt)
+    return PendingAgent(task, attempt, prompt, decision=record)
 
 
-def resolved_input_digest(task: PlannedTask, ctx: Mapping[str, Any], view: ev.RuntimeView) -> str:
+def resolved_input_digest(task: PlannedTask, ctx: ev.Context, view: ev.RuntimeView) -> str:
     """What a task read: run inputs, memory, rendered vars and its dependencies' outputs.
 
     Repair reuses a task only when this digest is unchanged, so it must cover every value the
@@ -198,23 +145,22 @@ def _prepare_effect(
     rs: RunSettings,
     task: PlannedTask,
     entry: Operation,
-    given: Any,
+    given: JsonValue,
     attempt: int,
-    record: dict[str, Any] | None,
+    record: JsonObject | None,
 ) -> Prepared:
     decision = _decide(rs, task, entry)
-    recorded, request, values = _build(rs, task, entry, given)
+    built = _build(rs, task, entry, given)
     if entry.preview == "file_write":
-        previewed = _preview_write(rs, task, request, attempt, record)
+        previewed = _preview_write(rs, task, built.request, attempt, record)
         if previewed is not None:
             return previewed
-        request["diff"] = rs.diff
+        built.request["diff"] = rs.diff
     elif rs.check_mode and entry.preview == "stand_in":
         output = preview.requires_execution(kind=entry.name)
-        return Prepared(task, attempt, "done", output=output, decision=record)
-    plan = _effect_plan(rs, task, entry, attempt, recorded, request, decision)
-    plan.secrets = values
-    return Prepared(task, attempt, "effect", state="running", effect=plan, decision=record)
+        return Settled(task, attempt, "succeeded", output, decision=record)
+    plan = _effect_plan(rs, task, entry, attempt, built, decision)
+    return PendingEffect(task, attempt, plan, decision=record)
 
 
 def _decide(rs: RunSettings, task: PlannedTask, entry: Operation) -> Decision:
@@ -230,10 +176,17 @@ def _decide(rs: RunSettings, task: PlannedTask, entry: Operation) -> Decision:
     return decision
 
 
-def _build(
-    rs: RunSettings, task: PlannedTask, entry: Operation, given: Any
-) -> tuple[JsonObject, JsonObject, tuple[str, ...]]:
-    """(recorded input, worker request, resolved secret values) of the task's effect."""
+@dataclass(frozen=True)
+class _Resolved:
+    """A built effect with its secret references resolved."""
+
+    recorded: JsonObject  # secret-free: sources and SHA-256 only
+    request: JsonObject  # carries the resolved values
+    secrets: tuple[str, ...]  # the values, to redact from whatever is recorded
+
+
+def _build(rs: RunSettings, task: PlannedTask, entry: Operation, given: JsonValue) -> _Resolved:
+    """The task's effect, built by its registry entry, with secrets resolved."""
     if entry.builder is None:
         raise RunFailedError(f"task {task.id}: action kind {entry.name} cannot run in this version")
     built = entry.builder(
@@ -250,18 +203,16 @@ def _build(
     return _with_secrets(rs, task, built)
 
 
-def _with_secrets(
-    rs: RunSettings, task: PlannedTask, built: Built
-) -> tuple[JsonObject, JsonObject, tuple[str, ...]]:
+def _with_secrets(rs: RunSettings, task: PlannedTask, built: Built) -> _Resolved:
     """Resolve ``env`` secret references: values to the worker, source + SHA-256 recorded."""
     recorded, request = built.recorded, built.request
     if not built.secret_env:
-        return recorded, request, ()
+        return _Resolved(recorded, request, ())
     values, kept = secrets.resolve_named(
         built.secret_env, rs.plan.run.policy, rs.workspace, f"task {task.id}"
     )
     recorded["env"], request["env"] = kept, dict(values.items())
-    return recorded, request, tuple(values.values())
+    return _Resolved(recorded, request, tuple(values.values()))
 
 
 def _preview_write(
@@ -269,7 +220,7 @@ def _preview_write(
     task: PlannedTask,
     request: JsonObject,
     attempt: int,
-    record: dict[str, Any] | None,
+    record: JsonObject | None,
 ) -> Prepared | None:
     """Check mode's diff, or no effect at all when the content is already there."""
     given = request.get("writableRoots")
@@ -280,7 +231,7 @@ def _preview_write(
     if not (rs.check_mode or unchanged):
         return None
     output = preview.write_output(path, before, content, diff=rs.diff or rs.check_mode)
-    return Prepared(task, attempt, "done", output=output, decision=record)
+    return Settled(task, attempt, "succeeded", output, decision=record)
 
 
 def _effect_plan(
@@ -288,40 +239,26 @@ def _effect_plan(
     task: PlannedTask,
     entry: Operation,
     attempt: int,
-    recorded: JsonObject,
-    request: JsonObject,
+    built: _Resolved,
     decision: Decision,
 ) -> EffectPlan:
     operation = entry.effect_operation
     declared = task.config().get("idempotency")
     idempotency = declared if declared in entry.idempotency_choices else entry.idempotency
-    approval = decision.needs_approval
+    digest = input_digest(built.recorded)
     return EffectPlan(
-        effect_id=effect_id(rs.run_id, task.id, attempt, 0, operation, input_digest(recorded)),
+        effect_id=effect_id(rs.run_id, task.id, attempt, 0, operation, digest),
         operation=operation,
         effect_class=str(entry.effect_class),
         risk=str(entry.risk),
         idempotency=str(idempotency),
-        recorded_input=recorded,
-        request=request,
+        recorded_input=built.recorded,
+        request=built.request,
         timeout_s=float(task.timeout_seconds),
-        needs_approval=approval,
-        approval_reason=decision.reason if approval else None,
+        approval_reason=(decision.reason or "approval required")
+        if decision.needs_approval
+        else None,
         in_process=entry.placement == "coordinator",
-        budget=entry.estimate(request) if entry.estimate is not None else {},
+        secrets=built.secrets,
+        budget=entry.estimate(built.request) if entry.estimate is not None else {},
     )
-
-
-def memory_write_output(memory: Mapping[str, Any], recorded: Mapping[str, Any]) -> dict[str, Any]:
-    """The output of ``builtin.memory.write`` against the batch's memory snapshot."""
-    key = str(recorded["key"])
-    before = memory.get(key)
-    after = recorded.get("value")
-    changed = key not in memory or before != after
-    return {
-        "status": "changed" if changed else "unchanged",
-        "changed": changed,
-        "before": before,
-        "after": after,
-        "key": key,
-    }

@@ -27,7 +27,8 @@ import trio
 
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import owner_identity, stored_plan_text
-from agentctl.coordinator.driver import Driver, Inflight, Live
+from agentctl.coordinator.driver import Driver
+from agentctl.coordinator.live import Live, live_from
 from agentctl.coordinator.prepare import RunSettings
 from agentctl.coordinator.store import Store
 from agentctl.coordinator.workerpool import kill_stale_workers, open_worker_pool
@@ -40,7 +41,7 @@ from agentctl.errors import (
 )
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.lifecycle import cancellable
-from agentctl.ledger.model import CancelRun, LiveState, SettleRun
+from agentctl.ledger.model import CancelRun, SettleRun
 from agentctl.ledger.runs import NewRun, RunRecord
 
 CANCEL_POLL_S = 0.1
@@ -113,26 +114,6 @@ def create_run(
     )
     ledger.create_run(new, plan.order, owner_identity(), clock.now())
     return run_id, trace_id
-
-
-def live_from(state: LiveState) -> Live:
-    """The coordinator's mutable mirror of a run, built from the ledger's snapshot."""
-    run = state.run
-    live = Live(
-        inputs=dict(run.inputs or {}),
-        memory=dict(run.working_memory or {}),
-        states={t.task_id: t.state for t in state.tasks},
-        attempts={t.task_id: t.attempt for t in state.tasks},
-    )
-    for t in state.tasks:
-        if t.state in ("succeeded", "skipped"):
-            live.outputs[t.task_id] = t.output
-        live.errors[t.task_id] = t.error
-    for found in state.inflight:
-        last = found.reconciliation
-        status, result = (last.status, last.result) if last else (None, None)
-        live.inflight[found.task_id] = Inflight(found.effect, status, result)
-    return live
 
 
 async def drive_run(req: DriveRequest) -> RunOutcome:

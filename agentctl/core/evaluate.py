@@ -22,6 +22,9 @@ from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.templates import render
 from agentctl.errors import RunFailedError
 
+# A task's template context: inputs, memory, rendered vars and task outputs (spec/dsl.md §6.5).
+Context = dict[str, Any]
+
 DEFAULT_CONTRACT: dict[str, Any] = {"type": "object"}
 SUCCEEDED = "succeeded"
 NOT_SUCCEEDED = frozenset({"failed", "skipped", "cancelled"})
@@ -62,12 +65,12 @@ class TaskOutputs(Mapping[str, Any]):
         return task_id in self._outputs
 
 
-def base_context(view: RuntimeView) -> dict[str, Any]:
+def base_context(view: RuntimeView) -> Context:
     tasks = TaskOutputs(view.outputs)
     return {"inputs": view.inputs, "memory": view.memory, "tasks": tasks, "vars": {}}
 
 
-def task_context(task: PlannedTask, view: RuntimeView) -> dict[str, Any]:
+def task_context(task: PlannedTask, view: RuntimeView) -> Context:
     """The context of spec/dsl.md §6.5: vars are rendered against inputs/memory/tasks only."""
     ctx = base_context(view)
     ctx["vars"] = _guard(lambda: render(task.vars, ctx), task)

@@ -18,3 +18,8 @@ JsonArray: TypeAlias = list[JsonValue]
 def as_object(value: JsonValue) -> JsonObject:
     """``value`` when it is a JSON object, else an empty object (never a shared instance)."""
     return value if isinstance(value, dict) else {}
+
+
+def as_list(value: JsonValue) -> JsonArray:
+    """``value`` when it is a JSON array, else an empty array (never a shared instance)."""
+    return value if isinstance(value, list) else []

@@ -1,0 +1,167 @@
+"""The effect protocol for one agent call: reuse, or record + start, dispatch, finish.
+
+An agent's loop (``agent.py``) decides *what* to call; this gateway is the only way it reaches
+the ledger and the workers, one call at a time, under the same protocol as a task's effect.
+
+Invariants:
+- a call whose effect already succeeded (or was reconciled ``applied``) returns the recorded
+  result and is never sent again; identity is (run, task, attempt, ordinal, operation, input);
+- a call is dispatched only after its ``requested`` + ``started`` rows (with its budget
+  reservation and tool-call row) committed; a refused reservation records no effect;
+- its outcome commits at once with the budget settlement and the tool-call row's finish;
+  a lost answer (timeout, transport loss, worker death) leaves it ``uncertain`` and raises
+  ``AgentUncertain``: model calls are at-most-once, never resent automatically.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.store import Store
+from agentctl.coordinator.workerpool import WorkerPool
+from agentctl.core import registry
+from agentctl.core.effects import effect_id, input_digest
+from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.operations import RunContext
+from agentctl.crashpoints import CrashPoint, crash_point
+from agentctl.errors import RunFailedError
+from agentctl.ledger.effects import NewEffect
+from agentctl.ledger.model import CallRecord, EffectOutcome
+from agentctl.mailbox.messages import Execute, Failure, Result
+
+
+class AgentUncertain(Exception):
+    """A call's outcome is unknown; the driver parks the task as waiting_for_effect."""
+
+
+@dataclass(frozen=True)
+class AgentCall:
+    """One effect of an agent attempt: what is recorded and what the executor is sent."""
+
+    task_id: str
+    attempt: int
+    ordinal: int  # numbers the calls of one attempt, in order
+    operation: str
+    recorded: JsonObject  # the effect's recorded input (its identity)
+    request: JsonObject
+    effect_class: str
+    risk: str
+    idempotency: str
+    reserve: dict[str, int]
+    timeout_s: float
+    tool_call_id: str | None = None
+    tool: str | None = None
+
+    @property
+    def is_model_call(self) -> bool:
+        return self.operation.startswith(registry.MODEL_PREFIX)
+
+
+@dataclass
+class CallGateway:
+    """The driver's side of the narrow interface an agent loop talks through."""
+
+    store: Store
+    pool: WorkerPool
+    clock: Clock
+    run_id: str
+    trace_id: str
+    context: RunContext
+    # A provider's call counter is shared by every task using it (the fake provider's
+    # scripted failures count per provider instance, spec/dsl.md §5).
+    counters: dict[str, int] = field(default_factory=dict)
+
+    def next_call_number(self, provider: str) -> int:
+        self.counters[provider] = self.counters.get(provider, 0) + 1
+        return self.counters[provider]
+
+    async def perform(self, call: AgentCall) -> JsonValue:
+        """The call's result: reused when already confirmed, else executed exactly once."""
+        digest = input_digest(call.recorded)
+        eid = effect_id(
+            self.run_id, call.task_id, call.attempt, call.ordinal, call.operation, digest
+        )
+        reused = await self.store.recorded_result(eid)
+        if reused is not None:
+            return reused
+        new = self._new_effect(call)
+        record = CallRecord(new, call.reserve, self.clock.now(), call.tool_call_id, call.tool)
+        refused = await self.store.record_and_start_call(record)
+        if refused is not None:
+            raise RunFailedError(
+                f"budget {refused.get('dimension')} exceeded before {call.operation} "
+                f"(limit {refused.get('limit')}, would reach {refused.get('attempted')}); "
+                "nothing was dispatched"
+            )
+        crash_point(CrashPoint.AFTER_STARTED)
+        return await self._dispatch(new, call)
+
+    def _new_effect(self, call: AgentCall) -> NewEffect:
+        return NewEffect(
+            run_id=self.run_id,
+            task_id=call.task_id,
+            attempt=call.attempt,
+            ordinal=call.ordinal,
+            operation=call.operation,
+            request=call.recorded,
+            effect_class=call.effect_class,
+            risk=call.risk,
+            idempotency=call.idempotency,
+            trace_id=self.trace_id,
+        )
+
+    async def _dispatch(self, new: NewEffect, call: AgentCall) -> JsonValue:
+        msg = Execute(
+            effect_id=new.effect_id,
+            run_id=self.run_id,
+            task_id=call.task_id,
+            attempt=call.attempt,
+            operation=call.operation,
+            request=call.request,
+            timeout_seconds=call.timeout_s,
+        )
+        reply = await self.pool.execute(msg)
+        crash_point(CrashPoint.AFTER_RESULT)
+        await self.store.finish_effects([self._outcome(new, call, reply)])
+        crash_point(CrashPoint.AFTER_OUTCOME)
+        if isinstance(reply, Result):
+            return reply.output
+        if reply.uncertain:
+            raise AgentUncertain(reply.error.message or "lost")
+        raise RunFailedError(
+            f"{call.operation}: {reply.error.message}", retryable=reply.error.retryable
+        )
+
+    def _outcome(self, new: NewEffect, call: AgentCall, reply: Result | Failure) -> EffectOutcome:
+        ok = isinstance(reply, Result)
+        if isinstance(reply, Result):
+            status, output, error = "succeeded", reply.output, None
+        else:
+            status = "uncertain" if reply.uncertain else "failed"
+            output, error = None, reply.error.message
+        return EffectOutcome(
+            self.run_id,
+            new.effect_id,
+            status,
+            self.clock.now(),
+            output,
+            error,
+            _spent(call, ok),
+            trace_id=self.trace_id,
+            tool_call_id=call.tool_call_id,
+        )
+
+
+def _spent(call: AgentCall, ok: bool) -> dict[str, int]:
+    """What one call consumed, to settle its reservation."""
+    if call.is_model_call:
+        tokens = 1 if ok else 0
+        return {
+            "providerRequests": 1,
+            "turns": 1,
+            "inputTokens": tokens,
+            "outputTokens": tokens,
+            "totalTokens": 2 * tokens,
+        }
+    return {"toolCalls": 1}

@@ -1,0 +1,196 @@
+"""Executing one started effect: in a worker or in the coordinator, then its outcome.
+
+The driver hands this module a ``StartedEffect`` (its ``started`` row is durable) and gets back
+a ``Settled`` task result. Worker effects go to the pool; effects on state the coordinator owns
+run through ``local.LOCAL_OPERATIONS``. A confirmed mutation's files are ingested into the
+artifact store before the task can complete.
+
+Invariants:
+- each outcome becomes durable exactly once: either at once through the group committer (so a
+  confirmed result survives a crash of the rest of the batch), or — for a batch of one effect —
+  deferred into ``Settled.outcome`` and committed with the task's completion;
+- resolved secret values are redacted from the output and error before anything is recorded;
+- a result that breaks the task's output contract fails the task (the effect still succeeded).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.local import LOCAL_OPERATIONS, LocalResult
+from agentctl.coordinator.steps import Settled, StartedEffect
+from agentctl.coordinator.store import GroupCommitter, Store
+from agentctl.coordinator.workerpool import WorkerPool
+from agentctl.core import evaluate as ev
+from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.redact import Redactor
+from agentctl.crashpoints import CrashPoint, crash_point
+from agentctl.ledger.artifacts.refs import ArtifactRef
+from agentctl.ledger.model import EffectOutcome, IngestRequest, MemoryEntry, MemoryPut
+from agentctl.mailbox.messages import Execute, Result
+
+MAX_ARTIFACT_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Execution:
+    """What executing an effect produced, before it is recorded."""
+
+    status: str  # succeeded | failed | uncertain
+    output: JsonValue = None
+    error: str | None = None
+    retryable: bool = False
+    usage: Mapping[str, int] | None = None
+    memory_delta: JsonObject | None = None
+    long_term_put: MemoryPut | None = None
+    artifacts: tuple[ArtifactRef, ...] = ()
+    lease_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Local:
+    """``local.LocalHost`` for one effect: the batch's memory snapshot and ledger lookups."""
+
+    store: Store
+    clock: Clock
+    memory: Mapping[str, JsonValue]
+
+    async def long_term_get(self, namespace: str, key: str) -> MemoryEntry:
+        return await self.store.long_term_get(namespace, key, self.clock.now())
+
+
+@dataclass
+class EffectRunner:
+    """Executes started effects of one run and records their outcomes."""
+
+    store: Store
+    pool: WorkerPool
+    clock: Clock
+    run_id: str
+    trace_id: str
+    workspace: str
+    ingest: bool  # whether confirmed mutations' files go into the artifact store
+
+    async def run(
+        self, step: StartedEffect, memory: Mapping[str, JsonValue], committer: GroupCommitter | None
+    ) -> Settled:
+        """Execute ``step``; commit its outcome through ``committer``, or defer it (None)."""
+        eff = step.effect
+        if eff.in_process:
+            done = _from_local(await self._local(step, memory))
+        else:
+            done = await self._remote(step)
+        if eff.secrets:
+            redactor = Redactor(eff.secrets)
+            output, error = redactor.redact(done.output), redactor.redact(done.error)
+            done = dataclasses.replace(done, output=output, error=error)
+        outcome = self._outcome(step, done)
+        if committer is not None:
+            await committer.commit(outcome)
+            crash_point(CrashPoint.AFTER_OUTCOME)
+        return settle(step, done, None if committer is not None else outcome)
+
+    def _outcome(self, step: StartedEffect, done: Execution) -> EffectOutcome:
+        budget = step.effect.budget
+        spent = {dim: (done.usage or {}).get(dim, 0) for dim in budget} if budget else None
+        return EffectOutcome(
+            self.run_id,
+            step.effect.effect_id,
+            done.status,
+            self.clock.now(),
+            done.output,
+            done.error,
+            spent,
+            self.trace_id,
+            done.long_term_put,
+        )
+
+    async def _local(self, step: StartedEffect, memory: Mapping[str, JsonValue]) -> LocalResult:
+        local = LOCAL_OPERATIONS[step.effect.operation]
+        return await local.execute(step.effect.request, _Local(self.store, self.clock, memory))
+
+    async def _remote(self, step: StartedEffect) -> Execution:
+        msg = Execute(
+            effect_id=step.effect.effect_id,
+            run_id=self.run_id,
+            task_id=step.task.id,
+            attempt=step.attempt,
+            operation=step.effect.operation,
+            request=step.effect.request,
+            timeout_seconds=step.effect.timeout_s,
+        )
+        reply = await self.pool.execute(msg)
+        crash_point(CrashPoint.AFTER_RESULT)
+        if not isinstance(reply, Result):
+            status = "uncertain" if reply.uncertain else "failed"
+            return Execution(status, error=reply.error.message, retryable=reply.error.retryable)
+        refs, leases = await self._ingest(step.task.id, reply.artifacts)
+        output: JsonObject = dict(reply.output)
+        return Execution("succeeded", output, usage=reply.usage, artifacts=refs, lease_ids=leases)
+
+    async def _ingest(
+        self, task_id: str, paths: list[str]
+    ) -> tuple[tuple[ArtifactRef, ...], tuple[str, ...]]:
+        """Ingest the files a confirmed mutation wrote (each ≤ 16 MiB) into the artifact store."""
+        refs: list[ArtifactRef] = []
+        leases: list[str] = []
+        for rel in paths if self.ingest else []:
+            path = os.path.join(self.workspace, rel)
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                continue  # gone again: nothing to keep
+            if size > MAX_ARTIFACT_BYTES or not os.path.isfile(path):
+                continue
+            got = await self.store.ingest_artifact(
+                IngestRequest(path, self.clock.now(), self.run_id, task_id)
+            )
+            refs.append(got.ref(rel))
+            leases.append(got.lease_id)
+        return tuple(refs), tuple(leases)
+
+
+def _from_local(local: LocalResult) -> Execution:
+    return Execution(
+        local.status,
+        local.output,
+        local.error,
+        memory_delta=local.memory_delta,
+        long_term_put=local.long_term_put,
+    )
+
+
+def settle(step: StartedEffect, done: Execution, outcome: EffectOutcome | None) -> Settled:
+    """The task's result from its effect's execution (the output contract checked here)."""
+    state, output, error = _judged(step, done)
+    return Settled(
+        step.task,
+        step.attempt,
+        state,
+        output,
+        error,
+        decision=step.decision,
+        input_digest=step.input_digest,
+        retryable=done.retryable,
+        memory_delta=done.memory_delta,
+        artifacts=done.artifacts,
+        lease_ids=done.lease_ids,
+        effect_id=step.effect.effect_id,
+        outcome=outcome,
+    )
+
+
+def _judged(step: StartedEffect, done: Execution) -> tuple[str, JsonValue, str | None]:
+    if done.status == "uncertain":
+        return "waiting_for_effect", None, f"effect outcome uncertain: {done.error}"
+    if done.status != "succeeded":
+        return "failed", None, done.error
+    try:
+        ev.check_contract(step.task, done.output)
+    except ev.TaskFailure as exc:
+        return "failed", None, exc.message
+    return "succeeded", done.output, None

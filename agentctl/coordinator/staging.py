@@ -1,0 +1,81 @@
+"""Task results applied to the live state but not yet committed, and the commit they make.
+
+The driver stages each settled task here in compiled order; consecutive pure batches share
+one stage (pure work is re-derivable), and every stage becomes exactly one ``BatchCommit``.
+
+Invariants:
+- completions are committed in the order they were staged (compiled order);
+- an outcome deferred into a ``Settled`` commits in the same transaction as its task's
+  completion, never separately;
+- a compensation link is committed only for an inverse that succeeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from agentctl.coordinator.steps import Settled
+from agentctl.core import evaluate as ev
+from agentctl.core.canonical import v1_digest
+from agentctl.core.jsonvalue import JsonObject
+from agentctl.core.plan import PlannedTask
+from agentctl.ledger import model
+
+_DEFAULT_CONTRACT_FINGERPRINT = v1_digest(ev.DEFAULT_CONTRACT)
+
+
+def contract_fingerprint(task: PlannedTask) -> str:
+    """The fingerprint of a task's output contract (the default contract when none is set)."""
+    if task.output_schema is None:
+        return _DEFAULT_CONTRACT_FINGERPRINT  # most tasks: computed once, not per task
+    return v1_digest(task.output_schema)
+
+
+@dataclass
+class Staged:
+    """What the next batch commit carries."""
+
+    finished: list[model.Finished] = field(default_factory=list)
+    outcomes: list[model.EffectOutcome] = field(default_factory=list)
+    compensated: list[model.CompensatedPair] = field(default_factory=list)
+    memory_changed: bool = False
+
+    def __len__(self) -> int:
+        return len(self.finished)
+
+    def add(self, step: Settled, from_state: str, target: str, links: Sequence[str]) -> None:
+        """Stage ``step`` moving from ``from_state`` to ``target``; ``links`` are the source
+        effects its (succeeded) inverse compensates."""
+        self.finished.append(finished(step, from_state, target))
+        if step.outcome is not None:
+            self.outcomes.append(step.outcome)
+        if step.effect_id is not None:
+            self.compensated.extend(model.CompensatedPair(src, step.effect_id) for src in links)
+
+    def batch(
+        self, run_id: str, memory: JsonObject | None, now: str, trace_id: str
+    ) -> model.BatchCommit:
+        return model.BatchCommit(
+            run_id, self.finished, memory, now, trace_id, self.compensated, self.outcomes
+        )
+
+
+def finished(step: Settled, from_state: str, target: str) -> model.Finished:
+    """The completion record of a settled task."""
+    ok = step.state == "succeeded"
+    return model.Finished(
+        task_id=step.task.id,
+        from_state=from_state,
+        state=target,
+        attempt=max(step.attempt, 1),
+        output=step.output,
+        error=step.error,
+        decision=step.decision,
+        definition_fingerprint=step.task.definition_fingerprint or None,
+        input_digest=step.input_digest,
+        output_contract_fingerprint=contract_fingerprint(step.task),
+        state_delta=step.memory_delta if ok else None,
+        artifacts=step.artifacts if target == "succeeded" else (),
+        lease_ids=step.lease_ids,
+    )

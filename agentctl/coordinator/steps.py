@@ -1,0 +1,141 @@
+"""Where one task stands within one batch: a small state machine of frozen values.
+
+The driver moves every task of a batch through these states, one protocol step at a time,
+and each step returns *new* values instead of flipping flags on a shared object:
+
+    prepare ─┬─> Settled                       (pure work, skips, failures before any effect)
+             ├─> PendingEffect ── record ──┬─> StartedEffect ── execute ──> Settled
+             │   (recorded=False)          ├─> HeldForApproval              (the run pauses)
+             │                             └─> Settled                     (budget refused)
+             ├─> PendingEffect ── start ───> StartedEffect                 (resumed: row exists)
+             └─> PendingAgent ─── start ───> RunningAgent ── run ────────> Settled
+
+Invariants:
+- an effect is executed only from ``StartedEffect``, which the driver creates only after the
+  ``started`` row committed (DESIGN.md §3);
+- ``Settled`` is the only state that commits a task's completion; ``HeldForApproval`` commits
+  nothing more (its pause committed with the request);
+- ``Settled.outcome`` is an effect outcome not yet durable: it commits in the same transaction
+  as the task's completion (a batch of one effect), so it is never lost and never committed
+  twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.plan import PlannedTask
+from agentctl.ledger.artifacts.refs import ArtifactRef
+from agentctl.ledger.model import EffectOutcome
+
+
+@dataclass(frozen=True)
+class EffectPlan:
+    """An effect about to be recorded and dispatched, decided by ``prepare``."""
+
+    effect_id: str
+    operation: str
+    effect_class: str
+    risk: str
+    idempotency: str
+    recorded_input: JsonObject  # what the ledger stores (secret-free)
+    request: JsonObject  # what the executor gets (may carry resolved secret values)
+    timeout_s: float
+    approval_reason: str | None  # set when policy requires an approval first
+    in_process: bool  # executed by the coordinator (state it owns), not by a worker
+    secrets: tuple[str, ...] = ()  # resolved values, redacted from everything recorded
+    budget: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def needs_approval(self) -> bool:
+        return self.approval_reason is not None
+
+
+@dataclass(frozen=True)
+class Settled:
+    """A task's result for this batch is known and ready to commit in compiled order."""
+
+    task: PlannedTask
+    attempt: int
+    state: str  # succeeded | failed | skipped | waiting_for_effect
+    output: JsonValue = None
+    error: str | None = None
+    decision: JsonObject | None = None
+    input_digest: str | None = None
+    retryable: bool = False
+    memory_delta: JsonObject | None = None
+    artifacts: tuple[ArtifactRef, ...] = ()
+    lease_ids: tuple[str, ...] = ()
+    effect_id: str | None = None  # the effect that produced it, if any
+    outcome: EffectOutcome | None = None  # an outcome that commits with the completion
+
+
+@dataclass(frozen=True)
+class PendingEffect:
+    """An effect decided but not started: fresh (no row yet) or resumed (row recorded)."""
+
+    task: PlannedTask
+    attempt: int
+    effect: EffectPlan
+    decision: JsonObject | None = None
+    input_digest: str | None = None
+    recorded: bool = False
+
+
+@dataclass(frozen=True)
+class StartedEffect:
+    """``started`` is durable: the effect may now be executed, exactly once."""
+
+    task: PlannedTask
+    attempt: int
+    effect: EffectPlan
+    decision: JsonObject | None = None
+    input_digest: str | None = None
+
+
+@dataclass(frozen=True)
+class HeldForApproval:
+    """Recorded and paused: an operator must approve or reject before it can start."""
+
+    task: PlannedTask
+    attempt: int
+    effect: EffectPlan
+
+
+@dataclass(frozen=True)
+class PendingAgent:
+    """An agent attempt about to run: fresh, or resumed (its confirmed calls are reused)."""
+
+    task: PlannedTask
+    attempt: int
+    prompt: str
+    decision: JsonObject | None = None
+    input_digest: str | None = None
+    recorded: bool = False
+
+
+@dataclass(frozen=True)
+class RunningAgent:
+    """The agent task is durably running; its loop records each call as its own effect."""
+
+    task: PlannedTask
+    attempt: int
+    prompt: str
+    decision: JsonObject | None = None
+    input_digest: str | None = None
+
+
+Prepared = Settled | PendingEffect | PendingAgent
+Step = Settled | PendingEffect | StartedEffect | HeldForApproval | PendingAgent | RunningAgent
+Executable = StartedEffect | RunningAgent
+
+
+def started(step: PendingEffect) -> StartedEffect:
+    """The transition a committed ``started`` row allows."""
+    return StartedEffect(step.task, step.attempt, step.effect, step.decision, step.input_digest)
+
+
+def running(step: PendingAgent) -> RunningAgent:
+    """The transition a committed ``running`` task row allows."""
+    return RunningAgent(step.task, step.attempt, step.prompt, step.decision, step.input_digest)
