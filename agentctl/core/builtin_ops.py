@@ -11,6 +11,7 @@ version cannot execute is ``runnable=False`` (check and plan accept it, run refu
 from __future__ import annotations
 
 from agentctl.core import builders as b
+from agentctl.core import extension as ext
 from agentctl.core.effects import EffectClass as C
 from agentctl.core.effects import Idempotency as I
 from agentctl.core.effects import Predictability as P
@@ -82,8 +83,9 @@ ACTIONS: tuple[Operation, ...] = (
         policy_name="process.exec",
         idempotency_choices=_ANY,
         config_keys=frozenset((*PROCESS_KEYS, *EXTENSION_KEYS, IDEMPOTENCY_KEY)),
-        accepted=False,
-        runnable=False,
+        builder=ext.build_extension,
+        estimate=ext.extension_estimate,
+        executor="agentctl.workers.executors.extension:execute_extension",
         preview="stand_in",
     ),
     _pure("builtin.memory.read"),

@@ -9,7 +9,7 @@ defaults match spec/dsl.md §3.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -73,3 +73,17 @@ class PreflightRequest(WireModel):
 
     runtime: Literal["auto", "docker", "podman"] = "auto"
     image: str
+
+
+class ExtensionRequest(ShellRequest):
+    """``extension.process``: a configured process that speaks the process-extension protocol.
+
+    The declared ``protocolVersion``, schemas and capabilities are what the handshake must
+    answer; ``input`` (already checked against ``inputSchema``) is what the invocation gets.
+    """
+
+    protocol_version: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    capabilities: list[str]
+    input: Any = None

@@ -73,15 +73,30 @@ def container_argv(
     env_names: Sequence[str],
     workspace: str,
     limits: ContainerLimits,
+    *,
+    interactive: bool = False,
 ) -> list[str]:
-    """The full engine command line running ``command args`` in ``image``."""
+    """The full engine command line running ``command args`` in ``image``.
+
+    ``interactive`` keeps the container's stdin open (``-i``) for a payload written to it.
+    """
     is_docker = os.path.basename(engine).startswith("docker")
     # podman takes --runtime as a global option; docker only as an option of `run`.
     argv = [engine] + (["--runtime", runtime] if runtime and not is_docker else []) + ["run"]
     argv += ["--runtime", runtime] if runtime and is_docker else []
     argv += ["--rm", "--pull=never", "--name", name, "--network=none", "--read-only"]
     argv += ["--user", CONTAINER_USER, "--cap-drop=ALL", "--security-opt", "no-new-privileges"]
-    argv += [
+    argv += _confinement(workspace, limits)
+    for env_name in env_names:
+        argv += ["-e", env_name]
+    argv += ["-i"] if interactive else []
+    argv += ["--entrypoint", command, image, *args]
+    return argv
+
+
+def _confinement(workspace: str, limits: ContainerLimits) -> list[str]:
+    """Resource limits, a read-only workspace mount and a small no-exec /tmp."""
+    return [
         f"--memory={limits.memory_bytes}b",
         f"--cpus={limits.cpu_millis / 1000:g}",
         f"--pids-limit={limits.pids}",
@@ -96,10 +111,6 @@ def container_argv(
         "--ulimit",
         "nproc=256:256",
     ]
-    for env_name in env_names:
-        argv += ["-e", env_name]
-    argv += ["--entrypoint", command, image, *args]
-    return argv
 
 
 def engine_env(environ: Mapping[str, str]) -> dict[str, str]:

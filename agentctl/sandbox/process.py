@@ -9,7 +9,9 @@ Invariants:
   every psutil descendant, which may have left the group) is SIGKILLed and the child reaped
   before we return or re-raise — nothing we started outlives the call;
 - after a normal exit, leftovers in the process group are killed too, so a background
-  grandchild holding our pipes cannot stall the effect.
+  grandchild holding our pipes cannot stall the effect;
+- stdin is empty unless the caller passes bytes, which are written concurrently with the
+  draining (a child that never reads them cannot deadlock us) and then closed.
 This is containment of our own children, not a security sandbox (spec/cli.md §10).
 """
 
@@ -138,9 +140,18 @@ async def _watch(pid: int, cap: _Capture) -> None:
         return
 
 
-async def _supervise(proc: trio.Process, cap: _Capture) -> None:
+async def _feed(stream: trio.abc.SendStream, data: bytes) -> None:
+    """Write ``data`` to the child's stdin, then close it; a child that exits first is fine."""
+    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        async with stream:
+            await stream.send_all(data)
+
+
+async def _supervise(proc: trio.Process, cap: _Capture, stdin: bytes | None) -> None:
     assert proc.stdout is not None and proc.stderr is not None
     async with trio.open_nursery() as nursery:
+        if stdin is not None and proc.stdin is not None:
+            nursery.start_soon(_feed, proc.stdin, stdin)
         nursery.start_soon(_drain, proc.stdout, "stdout", cap, proc.pid)
         nursery.start_soon(_drain, proc.stderr, "stderr", cap, proc.pid)
         watcher = trio.CancelScope()
@@ -158,13 +169,15 @@ async def _supervise(proc: trio.Process, cap: _Capture) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-async def _spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str | None) -> trio.Process:
+async def _spawn(
+    argv: Sequence[str], env: Mapping[str, str], cwd: str | None, *, piped: bool
+) -> trio.Process:
     try:
         return await trio.lowlevel.open_process(
             list(argv),
             env=dict(env),
             cwd=cwd,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if piped else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             # Own process group, but the worker's session: a coordinator that loses the
@@ -188,16 +201,17 @@ async def run_process(
     combined_limit: int,
     memory_limit_bytes: int | None = None,
     cpu_limit_s: float | None = None,
+    stdin: bytes | None = None,
 ) -> ProcessResult:
     """Run ``argv`` to completion within the given bounds; see the module invariants."""
     if not argv:
         raise RunFailedError("cannot start process: empty argv")
     limits = Limits(stdout_limit, stderr_limit, combined_limit, memory_limit_bytes, cpu_limit_s)
     cap = _Capture(limits)
-    proc = await _spawn(argv, env, cwd)
+    proc = await _spawn(argv, env, cwd, piped=stdin is not None)
     try:
         with trio.move_on_after(timeout_s):
-            await _supervise(proc, cap)
+            await _supervise(proc, cap, stdin)
         if proc.returncode is None:
             cap.stop("timed_out", f"timed out after {timeout_s} s")
     finally:
@@ -205,7 +219,7 @@ async def run_process(
             kill_tree(proc.pid)
         with trio.CancelScope(shield=True):
             await proc.wait()
-            for pipe in (proc.stdout, proc.stderr):
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
                 if pipe is not None:
                     await pipe.aclose()
     return _result(proc, cap)

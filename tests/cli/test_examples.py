@@ -28,6 +28,7 @@ EXPECTED = {
     "e7-compensation.yaml": ("e7", 2),
     "e8-retry-budget.yaml": ("e8", 2),
     "e9-process.yaml": ("e9", 1),
+    "e10-extension.yaml": ("extension-wordcount", 1),
     "router.yaml": ("router", 6),
     "memory.yaml": ("memory", 6),
     "foreach-files.yaml": ("foreach-files", 4),
@@ -110,6 +111,14 @@ def test_hello_runs(runner: Runner) -> None:
     assert data["output"]["message"] == "hello, world"
     assert data["output"]["echoed"] == "hello from a subprocess\n"
     assert (runner.dir / "out" / "hello.txt").read_text() == "hello, world"
+
+
+def test_e10_extension_counts_words(runner: Runner) -> None:
+    data = _succeeded(runner.run("e10-extension.yaml"))
+    words = len((runner.dir / "notes.txt").read_text().split())
+    assert data["output"] == {"words": words}
+    report = (runner.dir / "artifacts" / "report.json").read_text()
+    assert f'"words": {words}' in report
 
 
 def test_e1_dataflow_outputs_total(runner: Runner) -> None:

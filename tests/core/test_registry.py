@@ -43,7 +43,14 @@ SPEC_ACTION_KINDS = (
 )
 SPEC_PROVIDER_KINDS = ("fake", "openai", "azure_openai", "anthropic", "google")
 SPEC_TOOL_KINDS = ("builtin.workspace.read", "builtin.workspace.write", "builtin.echo")
-LATE = {"extension.process", "builtin.long_term_memory.search", "builtin.long_term_memory.promote"}
+LATE = {"builtin.long_term_memory.search", "builtin.long_term_memory.promote"}
+# The least a process extension must declare (spec/dsl.md §3, extension.process).
+EXTENSION_DECLARATION = {
+    "protocolVersion": "agentctl.dev/process-extension/v1",
+    "inputSchema": {"type": "object"},
+    "outputSchema": {"type": "object"},
+    "capabilities": ["demo"],
+}
 # §3: effectful kinds pass policy under a policy name, except long-term-memory reads/searches.
 NO_POLICY_NAME = {"builtin.long_term_memory.read", "builtin.long_term_memory.search"}
 
@@ -130,6 +137,8 @@ def test_only_what_this_version_executes_is_runnable() -> None:
 def test_the_dsl_accepts_exactly_the_accepted_action_kinds() -> None:
     for op in registry.entries("action"):
         config = {"kind": op.name, **({"command": "true"} if op.is_process else {})}
+        if "protocolVersion" in op.config_keys:
+            config.update(EXTENSION_DECLARATION)
         if op.accepted:
             assert Action.model_validate(config).kind == op.name
         else:
@@ -164,10 +173,11 @@ def test_tool_and_provider_kinds_come_from_the_registry() -> None:
 
 def test_misplaced_keys_name_the_kinds_that_accept_them() -> None:
     with pytest.raises(
-        PydanticValidationError, match=r"only process kinds \(builtin\.shell\.exec\)"
+        PydanticValidationError,
+        match=r"only process kinds \(builtin\.shell\.exec, extension\.process\)",
     ):
         Action.model_validate({"kind": "builtin.read", "command": "ls"})
-    with pytest.raises(PydanticValidationError, match=r"only mcp\.call accept"):
+    with pytest.raises(PydanticValidationError, match=r"only extension\.process, mcp\.call accept"):
         Action.model_validate({"kind": "builtin.read", "idempotency": "keyed"})
 
 

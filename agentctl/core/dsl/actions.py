@@ -8,9 +8,11 @@ Invariants:
   combined 2 MiB, isolation "process"); for other kinds those keys dump as ``None``.
 - ``container`` and ``isolation: container`` appear together; images are digest-pinned; the
   container ``env`` never names a variable the container engine itself reads.
-- [late] kinds (registry entries with ``accepted=False``: extension.process, long-term memory
-  search/promote) and the keys only they use (protocolVersion, inputSchema, outputSchema,
-  capabilities) are ``unsupported_capability``.
+- [late] kinds (registry entries with ``accepted=False``: long-term memory search/promote)
+  are ``unsupported_capability``, and so are the extension keys (protocolVersion,
+  inputSchema, outputSchema, capabilities) on a kind that does not take them.
+- extension.process declares ``protocolVersion`` (the one this version speaks), valid
+  ``inputSchema`` / ``outputSchema`` and a non-empty list of distinct ``capabilities``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Literal, Self
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from agentctl.core import registry
+from agentctl.core import jsonschema, registry
 from agentctl.core.dsl.base import (
     ENV_NAME_RE,
     MIB,
@@ -35,6 +37,7 @@ from agentctl.core.dsl.base import (
     unsupported,
 )
 from agentctl.core.dsl.secrets import SecretRef
+from agentctl.core.extension import PROTOCOL_VERSION
 from agentctl.core.operations import EXTENSION_KEYS, IDEMPOTENCY_KEY, PROCESS_KEYS
 
 Idempotency = Literal["pure", "idempotent", "keyed", "at_most_once", "unknown"]
@@ -126,7 +129,35 @@ class Action(StrictModel):
             raise _misplaced([IDEMPOTENCY_KEY], self.kind, _owners(IDEMPOTENCY_KEY))
         if entry.is_process:
             self._process_rules(given)
+        if EXTENSION_KEYS[0] in entry.config_keys:
+            self._extension_rules()
         return self
+
+    def _extension_rules(self) -> None:
+        """The process-extension protocol's declaration (spec/dsl.md §3, extension.process)."""
+        if self.protocol_version != PROTOCOL_VERSION:
+            raise rule_error(
+                "schema_violation",
+                f"action kind {self.kind!r} needs `protocolVersion: {PROTOCOL_VERSION}`",
+                at="protocolVersion" if self.protocol_version is not None else None,
+                help="the only process-extension protocol this version speaks",
+            )
+        for key, schema in (
+            ("inputSchema", self.input_schema),
+            ("outputSchema", self.output_schema),
+        ):
+            if schema is None:
+                raise rule_error("schema_violation", f"action kind {self.kind!r} needs `{key}`")
+            problems = jsonschema.check_schema(schema)
+            if problems:
+                raise rule_error("schema_violation", f"`{key}`: {problems[0]}", at=key)
+        capabilities = self.capabilities or []
+        if not capabilities or len(set(capabilities)) != len(capabilities) or "" in capabilities:
+            raise rule_error(
+                "schema_violation",
+                "`capabilities` must be a non-empty list of distinct, non-empty names",
+                at="capabilities" if self.capabilities is not None else None,
+            )
 
     def _process_rules(self, given: set[str]) -> None:
         if self.command is None:

@@ -14,6 +14,7 @@ Resolved env values are secrets: they are redacted from captured output.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import trio
@@ -37,7 +38,7 @@ REDACTED = "[REDACTED]"
 _REMOVE_GRACE_S = 30.0
 
 
-def _check_allowlist(req: ShellRequest) -> None:
+def check_allowlist(req: ShellRequest) -> None:
     if req.process_allowlist is None:
         return
     name = os.path.basename(req.command)
@@ -55,7 +56,13 @@ def _cwd(req: ShellRequest) -> str:
 
 
 async def _run(
-    argv: list[str], env: dict[str, str], cwd: str | None, req: ShellRequest, *, watch: bool
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str | None,
+    req: ShellRequest,
+    *,
+    watch: bool,
+    stdin: bytes | None = None,
 ) -> ProcessResult:
     lim = req.limits
     return await run_process(
@@ -68,10 +75,11 @@ async def _run(
         combined_limit=lim.combined_output_limit_bytes,
         memory_limit_bytes=lim.memory_limit_bytes if watch else None,
         cpu_limit_s=lim.cpu_limit_seconds if watch else None,
+        stdin=stdin,
     )
 
 
-async def _run_container(msg: Execute, req: ShellRequest) -> ProcessResult:
+async def _run_container(msg: Execute, req: ShellRequest, phase: Phase) -> ProcessResult:
     cfg = req.container
     if cfg is None:
         raise PolicyDeniedError("isolation: container needs a container configuration")
@@ -79,7 +87,7 @@ async def _run_container(msg: Execute, req: ShellRequest) -> ProcessResult:
     if clash:
         raise PolicyDeniedError(f"container env may not name engine variables: {clash}")
     engine = await preflight(cfg.runtime, cfg.image)
-    name = f"agentctl-{msg.effect_id[:40]}"
+    name = f"agentctl-{msg.effect_id[:40]}{phase.suffix}"
     limits = ContainerLimits(cfg.memory_limit_bytes, cfg.cpu_limit_millis, cfg.pids_limit)
     argv = container_argv(
         engine.binary,
@@ -87,15 +95,16 @@ async def _run_container(msg: Execute, req: ShellRequest) -> ProcessResult:
         cfg.image,
         name,
         req.command,
-        req.args,
+        [*req.args, *phase.extra_args],
         sorted(req.env),
         canonical_workspace(req.workspace),
         limits,
+        interactive=phase.stdin is not None,
     )
     env = {**engine_env(os.environ), **req.env}
     finished = False
     try:
-        result = await _run(argv, env, None, req, watch=False)
+        result = await _run(argv, env, None, req, watch=False, stdin=phase.stdin)
         finished = result.outcome == "exited"
         return result
     finally:
@@ -104,7 +113,7 @@ async def _run_container(msg: Execute, req: ShellRequest) -> ProcessResult:
                 await force_remove(engine, name)
 
 
-def _redact(data: bytes, secrets: list[str]) -> str:
+def redact(data: bytes, secrets: list[str]) -> str:
     text = data.decode("utf-8", errors="replace")
     for secret in sorted(secrets, key=len, reverse=True):
         text = text.replace(secret, REDACTED)
@@ -118,28 +127,41 @@ def _outcome(req: ShellRequest, result: ProcessResult) -> ExecOutcome:
         raise RunFailedError(f"process killed: {result.detail}")
     secrets = [v for v in req.env.values() if v]
     if result.exit_code != 0:
-        tail = _redact(result.stderr[-400:], secrets).strip()
+        tail = redact(result.stderr[-400:], secrets).strip()
         where = f"; stderr ends: {tail}" if tail else ""
         raise RunFailedError(f"process exited with code {result.exit_code}{where}")
     output: dict[str, Any] = {
         "status": "changed",
         "changed": True,
         "exitCode": result.exit_code,
-        "stdout": _redact(result.stdout, secrets),
-        "stderr": _redact(result.stderr, secrets),
+        "stdout": redact(result.stdout, secrets),
+        "stderr": redact(result.stderr, secrets),
     }
     usage = {"processOutputBytes": len(result.stdout) + len(result.stderr)}
     return ExecOutcome(output, usage=usage)
 
 
+@dataclass(frozen=True)
+class Phase:
+    """One run of a configured process: extra arguments, stdin bytes, container name suffix."""
+
+    extra_args: tuple[str, ...] = ()
+    stdin: bytes | None = None
+    suffix: str = ""
+
+
+async def run_configured(msg: Execute, req: ShellRequest, phase: Phase = Phase()) -> ProcessResult:
+    """Run the request's process (host or container) once, under its limits and allowlist."""
+    check_allowlist(req)
+    if req.isolation == "container":
+        return await _run_container(msg, req, phase)
+    argv = [req.command, *req.args, *phase.extra_args]
+    return await _run(argv, dict(req.env), _cwd(req), req, watch=True, stdin=phase.stdin)
+
+
 async def execute_shell(msg: Execute) -> ExecOutcome:
     req = parse_request(ShellRequest, msg)
-    _check_allowlist(req)
-    if req.isolation == "container":
-        result = await _run_container(msg, req)
-    else:
-        result = await _run([req.command, *req.args], dict(req.env), _cwd(req), req, watch=True)
-    return _outcome(req, result)
+    return _outcome(req, await run_configured(msg, req))
 
 
 async def execute_preflight(msg: Execute) -> ExecOutcome:

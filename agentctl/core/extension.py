@@ -1,0 +1,50 @@
+"""``extension.process`` requests: a process action plus the process-extension protocol.
+
+The worker runs the configured process twice (handshake, then invocation; see
+``agentctl.workers.executors.extension``); this module builds what it is sent and what the
+ledger records.
+
+Invariants:
+- the rendered ``with`` is the extension's input, checked against the declared
+  ``inputSchema`` here, before any effect row exists (a bad input is the task's failure);
+- the recorded input carries the input and the declared protocol (so the effect identity
+  changes with either), never a secret value (env references resolve in the coordinator);
+- the budget reserves the combined output limit twice: handshake and invocation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from agentctl.core import jsonschema
+from agentctl.core.builders import build_shell, shell_estimate
+from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
+from agentctl.core.operations import BuildInput, Built
+from agentctl.errors import RunFailedError
+
+PROTOCOL_VERSION = "agentctl.dev/process-extension/v1"
+
+
+def build_extension(b: BuildInput) -> Built:
+    shell = build_shell(b)
+    schema = as_object(b.config.get("inputSchema"))
+    problems = jsonschema.validate(b.args, schema)
+    if problems:
+        raise RunFailedError(
+            f"task {b.task_id}: extension input breaks its inputSchema: {'; '.join(problems[:3])}"
+        )
+    protocol: JsonObject = {
+        "protocolVersion": b.config.get("protocolVersion"),
+        "inputSchema": schema,
+        "outputSchema": as_object(b.config.get("outputSchema")),
+        "capabilities": b.config.get("capabilities"),
+        "input": b.args,
+    }
+    return Built(
+        {**shell.recorded, **protocol}, {**shell.request, **protocol}, secret_env=shell.secret_env
+    )
+
+
+def extension_estimate(request: Mapping[str, JsonValue]) -> dict[str, int]:
+    """Output of the handshake and of the invocation, each up to the combined limit."""
+    return {k: 2 * v for k, v in shell_estimate(request).items()}

@@ -1,0 +1,115 @@
+"""``extension.process``: a team's own program, spoken to in the process-extension protocol.
+
+Two runs of the configured process (same sandbox as ``builtin.shell.exec``: argv only, cleared
+environment, process allowlist, output limits, kill and reap, optional container):
+
+1. ``CMD ARGS --agentctl-handshake`` prints one JSON object ``{protocolVersion, inputSchema,
+   outputSchema, capabilities}``, which must equal what the workflow declared;
+2. ``CMD ARGS --agentctl-invoke`` reads ``{protocolVersion, effectId, input}`` on stdin and
+   prints ``{protocolVersion, effectId, output}``; ``output`` must match ``outputSchema``.
+
+Invariants:
+- nothing is invoked unless the handshake matched: a bad handshake is a definitive failure;
+- a timeout or cancellation of the invocation leaves the effect uncertain (it may have acted);
+- a reply that is not JSON, names another effect or protocol, or breaks the output schema is
+  a failure naming the extension and quoting (a bounded, redacted part of) what it said.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from agentctl.core import jsonschema
+from agentctl.core.canonical import canonical_json
+from agentctl.errors import RunFailedError
+from agentctl.mailbox.messages import Execute
+from agentctl.mailbox.requests import ExtensionRequest
+from agentctl.sandbox.process import ProcessResult
+from agentctl.workers.executors import ExecOutcome, UncertainEffect, parse_request
+from agentctl.workers.executors.shell import Phase, redact, run_configured
+
+HANDSHAKE_FLAG = "--agentctl-handshake"
+INVOKE_FLAG = "--agentctl-invoke"
+_QUOTE = 200  # characters of a bad reply quoted in the error
+
+
+class _Said:
+    """What one run of the extension printed, and how to name it in errors."""
+
+    def __init__(self, req: ExtensionRequest, phase: str, result: ProcessResult) -> None:
+        self.name = f"extension {os.path.basename(req.command)!r} ({phase})"
+        self.result = result
+        self.secrets = [v for v in req.env.values() if v]
+
+    def fail(self, problem: str) -> RunFailedError:
+        shown = redact(self.result.stdout[:_QUOTE], self.secrets).strip()
+        said = f"; it said: {shown!r}" if shown else ""
+        return RunFailedError(f"{self.name}: {problem}{said}")
+
+    def reply(self) -> dict[str, Any]:
+        """The one JSON object printed on stdout, after a clean exit."""
+        if self.result.outcome != "exited":
+            raise RunFailedError(f"{self.name} was stopped: {self.result.detail}")
+        if self.result.exit_code != 0:
+            tail = redact(self.result.stderr[-400:], self.secrets).strip()
+            where = f"; stderr ends: {tail}" if tail else ""
+            raise RunFailedError(f"{self.name} exited with code {self.result.exit_code}{where}")
+        try:
+            value = json.loads(self.result.stdout.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            raise self.fail("its reply is not one JSON object") from None
+        if not isinstance(value, dict):
+            raise self.fail("its reply is not a JSON object")
+        return value
+
+
+def _check_handshake(req: ExtensionRequest, said: _Said) -> None:
+    reply = said.reply()
+    expected = {
+        "protocolVersion": req.protocol_version,
+        "inputSchema": req.input_schema,
+        "outputSchema": req.output_schema,
+    }
+    for key, value in expected.items():
+        if canonical_json(reply.get(key)) != canonical_json(value):
+            raise said.fail(f"its handshake {key} differs from the workflow's declaration")
+    capabilities = reply.get("capabilities")
+    if not isinstance(capabilities, list) or not capabilities:
+        raise said.fail("its handshake declares no capabilities")
+    if len(set(map(str, capabilities))) != len(capabilities):
+        raise said.fail("its handshake lists a capability twice")
+    if sorted(map(str, capabilities)) != sorted(req.capabilities):
+        raise said.fail("its handshake capabilities differ from the workflow's declaration")
+
+
+def _check_reply(req: ExtensionRequest, msg: Execute, said: _Said) -> dict[str, Any]:
+    reply = said.reply()
+    if reply.get("protocolVersion") != req.protocol_version:
+        raise said.fail(f"it answered protocol {reply.get('protocolVersion')!r}")
+    if reply.get("effectId") != msg.effect_id:
+        raise said.fail(f"it answered for effect {reply.get('effectId')!r}, not this one")
+    if "output" not in reply:
+        raise said.fail("its reply has no output")
+    output = reply["output"]
+    problems = jsonschema.validate(output, req.output_schema)
+    if problems:
+        raise said.fail(f"its output breaks outputSchema: {'; '.join(problems[:3])}")
+    if not isinstance(output, dict):
+        raise said.fail("its output is not a JSON object")
+    return output
+
+
+async def execute_extension(msg: Execute) -> ExecOutcome:
+    req = parse_request(ExtensionRequest, msg)
+    shake = await run_configured(msg, req, Phase((HANDSHAKE_FLAG,), suffix="-handshake"))
+    _check_handshake(req, _Said(req, "handshake", shake))
+    payload = {"protocolVersion": req.protocol_version, "effectId": msg.effect_id}
+    stdin = json.dumps({**payload, "input": req.input}).encode("utf-8")
+    ran = await run_configured(msg, req, Phase((INVOKE_FLAG,), stdin=stdin))
+    if ran.outcome == "timed_out":
+        raise UncertainEffect(RunFailedError(f"extension invocation {ran.detail}"))
+    output = _check_reply(req, msg, _Said(req, "invoke", ran))
+    used = len(shake.stdout) + len(shake.stderr) + len(ran.stdout) + len(ran.stderr)
+    return ExecOutcome(output, usage={"processOutputBytes": used})

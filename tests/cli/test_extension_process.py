@@ -1,0 +1,207 @@
+"""``extension.process`` through the CLI: handshake, invocation, replay, crash, bad replies.
+
+The extensions are small Python scripts written into the test's workspace. Each invocation
+appends a line to ``marker.txt``, so the tests can count how often the effect really ran.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Cli, agentctl_argv, cli_env
+
+PROTOCOL = "agentctl.dev/process-extension/v1"
+INPUT = {"type": "object", "properties": {"file": {"type": "string"}}, "required": ["file"]}
+OUTPUT = {"type": "object", "properties": {"lines": {"type": "integer"}}, "required": ["lines"]}
+
+SCRIPT = """\
+import json, os, sys, time
+HANDSHAKE = {handshake}
+if sys.argv[-1] == "--agentctl-handshake":
+    print(json.dumps(HANDSHAKE))
+elif sys.argv[-1] == "--agentctl-invoke":
+    req = json.load(sys.stdin)
+    with open("marker.txt", "a") as m:
+        m.write(req["effectId"] + "\\n")
+    if os.path.exists("delay.txt"):  # the environment is cleared, so a file says how long
+        time.sleep(float(open("delay.txt").read()))
+    lines = len(open(req["input"]["file"]).read().splitlines())
+    os.makedirs("artifacts", exist_ok=True)
+    with open("artifacts/report.json", "w") as f:
+        json.dump({{"lines": lines}}, f)
+    reply = {{"protocolVersion": "{protocol}", "effectId": req["effectId"], "output": {{"lines": lines}}}}
+    reply.update({override})
+    print({printer})
+"""
+
+WORKFLOW = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {{ name: ext }}
+spec:
+  policy: {{ approval: never, processAllowlist: [{program}] }}
+  actions:
+    report:
+      kind: extension.process
+      command: {python}
+      args: [ext.py]
+      timeoutSeconds: 60
+      protocolVersion: {protocol}
+      inputSchema: {input}
+      outputSchema: {output}
+      capabilities: [report]
+  tasks:
+    - {{ id: report, uses: action:report, with: {{ file: fixture.txt }} }}
+  outputs:
+    lines: "${{{{ tasks.report.output.lines }}}}"
+"""
+
+
+def _setup(
+    tmp_path: Path,
+    *,
+    handshake: dict[str, object] | None = None,
+    override: str = "{}",
+    printer: str = "json.dumps(reply)",
+) -> Path:
+    shake = handshake or {
+        "protocolVersion": PROTOCOL,
+        "inputSchema": INPUT,
+        "outputSchema": OUTPUT,
+        "capabilities": ["report"],
+    }
+    script = SCRIPT.format(
+        handshake=repr(shake), protocol=PROTOCOL, override=override, printer=printer
+    )
+    (tmp_path / "ext.py").write_text(script)
+    (tmp_path / "fixture.txt").write_text("a\nb\nc\n")
+    wf = WORKFLOW.format(
+        program=os.path.basename(sys.executable),
+        python=sys.executable,
+        protocol=PROTOCOL,
+        input=json.dumps(INPUT),
+        output=json.dumps(OUTPUT),
+    )
+    (tmp_path / "wf.yaml").write_text(wf)
+    return tmp_path / "wf.yaml"
+
+
+def _marker(tmp_path: Path) -> list[str]:
+    path = tmp_path / "marker.txt"
+    return path.read_text().split() if path.exists() else []
+
+
+def test_runs_checks_output_and_replay_invokes_nothing(cli: Cli, tmp_path: Path) -> None:
+    _setup(tmp_path)
+    done = cli("--output", "json", "run", "wf.yaml")
+    assert done.rc == 0, done.stderr
+    assert done.data["output"] == {"lines": 3}
+    assert json.loads((tmp_path / "artifacts" / "report.json").read_text()) == {"lines": 3}
+    [effect_id] = _marker(tmp_path)
+    effects = cli("--output", "json", "effects", "list", done.data["runId"]).data["effects"]
+    assert [(e["effectId"], e["operation"], e["status"]) for e in effects] == [
+        (effect_id, "extension.process", "succeeded")
+    ]
+    replayed = cli("--output", "json", "replay", done.data["runId"])
+    assert replayed.rc == 0, replayed.stderr
+    assert replayed.data["output"] == {"lines": 3}
+    assert _marker(tmp_path) == [effect_id]  # replay invoked nothing
+
+
+def test_sigkill_mid_invocation_leaves_it_uncertain(cli: Cli, tmp_path: Path) -> None:
+    wf = _setup(tmp_path)
+    (tmp_path / "delay.txt").write_text("30")
+    proc = subprocess.Popen(
+        agentctl_argv("--output", "json", "run", str(wf)),
+        cwd=tmp_path,
+        env=cli_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while not _marker(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _marker(tmp_path), "the extension was never invoked"
+    os.killpg(proc.pid, signal.SIGKILL)  # the coordinator, its workers and the extension
+    proc.wait()
+    run_id = cli("--output", "json", "runs", "list").data["runs"][0]["runId"]
+    resumed = cli("--output", "json", "resume", run_id)
+    assert resumed.rc == 3, resumed.stderr
+    [effect_id] = _marker(tmp_path)
+    assert effect_id in resumed.error["error"]["message"]
+    assert len(_marker(tmp_path)) == 1  # resume did not invoke it again
+
+
+@pytest.mark.parametrize(
+    ("handshake", "override", "printer", "needle"),
+    [
+        ({"protocolVersion": "other/v9"}, "{}", "json.dumps(reply)", "handshake protocolVersion"),
+        (
+            {
+                "protocolVersion": PROTOCOL,
+                "inputSchema": INPUT,
+                "outputSchema": OUTPUT,
+                "capabilities": [],
+            },
+            "{}",
+            "json.dumps(reply)",
+            "no capabilities",
+        ),
+        (None, '{"effectId": "someone-else"}', "json.dumps(reply)", "for effect 'someone-else'"),
+        (None, '{"output": {"lines": "three"}}', "json.dumps(reply)", "breaks outputSchema"),
+        (None, "{}", "'not json at all'", "not one JSON object"),
+        (None, "{}", "'x' * 3_000_000", "was stopped"),
+    ],
+)
+def test_bad_extensions_fail_clearly(  # type: ignore[no-untyped-def]
+    cli: Cli, tmp_path: Path, handshake, override, printer, needle
+) -> None:
+    _setup(tmp_path, handshake=handshake, override=override, printer=printer)
+    done = cli("--output", "json", "run", "wf.yaml")
+    assert done.rc == 4, (done.stdout, done.stderr)
+    message = done.error["error"]["message"]
+    assert "extension" in message and needle in message, message
+    assert "Traceback" not in done.stderr
+
+
+def test_input_breaking_the_schema_fails_before_any_effect(cli: Cli, tmp_path: Path) -> None:
+    _setup(tmp_path)
+    text = (tmp_path / "wf.yaml").read_text().replace("with: { file: fixture.txt }", "with: {}")
+    (tmp_path / "wf.yaml").write_text(text)
+    done = cli("--output", "json", "run", "wf.yaml")
+    assert done.rc == 4, (done.stdout, done.stderr)
+    assert "inputSchema" in done.error["error"]["message"]
+    run_id = done.error["error"]["runId"]
+    assert cli("--output", "json", "effects", "list", run_id).data["effects"] == []
+    assert _marker(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (
+            ("protocolVersion: agentctl.dev/process-extension/v1", "protocolVersion: v0"),
+            "protocolVersion",
+        ),
+        (("capabilities: [report]", "capabilities: [report, report]"), "capabilities"),
+        (("      capabilities: [report]\n", ""), "capabilities"),
+    ],
+)
+def test_bad_declarations_fail_check(cli: Cli, tmp_path: Path, edit, needle) -> None:  # type: ignore[no-untyped-def]
+    _setup(tmp_path)
+    text = (tmp_path / "wf.yaml").read_text()
+    assert edit[0] in text
+    (tmp_path / "wf.yaml").write_text(text.replace(edit[0], edit[1]))
+    done = cli("--output", "json", "check", "wf.yaml")
+    assert done.rc == 2, done.stdout
+    assert needle in done.stderr
