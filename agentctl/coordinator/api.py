@@ -32,8 +32,8 @@ from agentctl.core.compiler.diagnostics import Locator
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
 from agentctl.errors import ValidationError
+from agentctl.ledger import open_ledger
 from agentctl.ledger.model import ReconcileRequest
-from agentctl.ledger.sqlite_ledger import open_ledger
 
 DEFAULT_DB = ".agentctl/runtime.db"
 

@@ -18,8 +18,8 @@ from agentctl.core import registry
 from agentctl.core.compiler.diagnostics import Locator
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.errors import Diagnostic, ValidationError
+from agentctl.ledger import open_ledger
 from agentctl.ledger.interface import RunLedger
-from agentctl.ledger.sqlite_ledger import open_ledger
 
 T = TypeVar("T")
 Args = TypeVarTuple("Args")

@@ -35,12 +35,12 @@ from agentctl.coordinator.workerpool import kill_stale_workers, open_worker_pool
 from agentctl.core.evaluate import RuntimeView, TaskFailure, render_run_outputs
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
+from agentctl.core.states import cancellable
 from agentctl.errors import (
     BlockedError,
     RunFailedError,
 )
 from agentctl.ledger.interface import RunLedger
-from agentctl.ledger.lifecycle import cancellable
 from agentctl.ledger.model import CancelRun, SettleRun
 from agentctl.ledger.runs import NewRun, RunRecord
 

@@ -18,7 +18,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 
 from agentctl.errors import InvalidOperationError
@@ -95,6 +95,13 @@ RUN_TRANSITIONS: dict[RunState, frozenset[RunState]] = {
 
 TERMINAL_TASK_STATES = frozenset(s for s, exits in TASK_TRANSITIONS.items() if not exits)
 TERMINAL_RUN_STATES = frozenset(s for s, exits in RUN_TRANSITIONS.items() if not exits)
+# What a cancellation (or a wall-time stop) moves to ``cancelled``: in flight or about to start.
+CANCELLABLE_TASK_STATES = frozenset({"running", "waiting_for_effect", "retry_scheduled", "ready"})
+
+
+def cancellable(states: Mapping[str, str]) -> tuple[str, ...]:
+    """The tasks (of ``task id → state``) a cancellation moves to ``cancelled``."""
+    return tuple(t for t, s in states.items() if s in CANCELLABLE_TASK_STATES)
 
 
 def _parse_task(value: str) -> TaskState:

@@ -39,7 +39,6 @@ from agentctl.ledger.steps import walk_txn
 
 TERMINAL_RUN = frozenset({"succeeded", "failed", "cancelled"})
 _IN_FLIGHT = frozenset({"running", "waiting_for_effect", "waiting_for_approval"})
-_CANCELLABLE = frozenset({"running", "waiting_for_effect", "retry_scheduled", "ready"})
 
 
 def create_run_txn(
@@ -120,11 +119,6 @@ def settle_run_txn(conn: sqlite3.Connection, settle: SettleRun) -> None:
     if settle.state != "running":
         runs.set_run_state_txn(conn, run_id, settle.state, now, output=settle.output)
     runs.release_run_lease_txn(conn, run_id, settle.pid, now)
-
-
-def cancellable(states: dict[str, str]) -> tuple[str, ...]:
-    """The tasks a cancellation moves to ``cancelled`` (in flight or about to start)."""
-    return tuple(t for t, s in states.items() if s in _CANCELLABLE)
 
 
 def read_live(conn: sqlite3.Connection, run_id: str) -> LiveState:
