@@ -8,7 +8,8 @@ Errors cross process boundaries as data (``type``, ``message``, ``retryable``), 
     AgentctlError                     (4, the generic runtime failure)
     ├── ValidationError               2  usage, diagnostics, bad inputs, oversize files
     ├── BlockedError                  3  paused run, blocked plan, unresolved effect, TTY needed
-    │   └── NetworkPolicyError        3  an egress denied by network policy
+    │   └── NetworkPolicyError        3  an egress denied by network policy (before any request),
+    │                                        or a redirect refused (no redirects are followed)
     ├── RunFailedError                4  a run ended failed, or a task/policy denial at run time
     │   └── PolicyDeniedError         4  an effect denied by policy (path escape, tool deny, ...)
     ├── InvalidOperationError         4  resume of a terminal run, contradictory reconciliation
@@ -17,8 +18,10 @@ Errors cross process boundaries as data (``type``, ``message``, ``retryable``), 
     │   ├── FutureVersionError        5  a database or row format newer than supported
     │   ├── LockTimeoutError          5  the database stayed locked beyond the busy timeout
     │   └── OwnershipError            5  a run is owned by another live coordinator
-    ├── ProviderError                 6  provider, DNS or credential failure
-    │   └── CredentialMissingError    6
+    ├── ProviderError                 6  provider, DNS or credential failure (429 / 5xx retryable)
+    │   ├── CredentialMissingError    6
+    │   ├── DnsError                  6  an egress host did not resolve (before any request)
+    │   └── ResponseTooLargeError     6  an answer beyond policy.network.maxResponseBytes
     └── CancelledRunError           130  SIGINT / SIGTERM / agentctl cancel / --timeout-seconds
 """
 
@@ -150,6 +153,14 @@ class ProviderError(AgentctlError):
 
 
 class CredentialMissingError(ProviderError):
+    pass
+
+
+class DnsError(ProviderError):
+    pass
+
+
+class ResponseTooLargeError(ProviderError):
     pass
 
 

@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
-from agentctl.core.operations import BuildInput, Built
+from agentctl.core.operations import BuildInput, Built, pointer
 from agentctl.errors import PolicyDeniedError, RunFailedError
 
 MIB = 1024 * 1024
@@ -133,8 +133,16 @@ def agent_prompt(given: JsonValue) -> str:
 
 
 def build_model_call(b: BuildInput) -> Built:
-    """A model call: the whole conversation so far is the recorded input (its identity)."""
+    """A model call: the whole conversation so far is the recorded input (its identity).
+
+    The fake provider's recorded input is fixed (resumed runs compare effect ids); a real
+    provider's adds what its adapter needs (``_provider_call``).
+    """
     agent = as_object(b.config.get("agent") or {})
+    provider = as_object(b.config.get("provider") or {})
+    kind = provider.get("kind")
+    if isinstance(kind, str) and kind != "fake":
+        return _provider_call(b, agent, provider, kind)
     recorded: JsonObject = {
         "provider": b.name,
         "model": agent.get("model"),
@@ -144,6 +152,85 @@ def build_model_call(b: BuildInput) -> Built:
         "options": dict(as_object(agent.get("providerOptions") or {})),
     }
     return Built(recorded, dict(recorded))
+
+
+def _provider_call(b: BuildInput, agent: JsonObject, provider: JsonObject, kind: str) -> Built:
+    """A real provider's call (``agentctl.mailbox.requests.ModelRequest``).
+
+    ``credential``, every ``headers`` value and ``policy.network.customCa`` stay secret
+    references, named in ``secret_refs`` for the coordinator to resolve; ``egress`` (the
+    policy the call runs under) goes to the worker only, it is not the call's input.
+    """
+    credential = provider.get("credential")
+    if credential is None:
+        raise RunFailedError(f"task {b.task_id}: provider {b.name} has no credential")
+    headers = dict(sorted(as_object(provider.get("headers") or {}).items()))
+    recorded: JsonObject = {
+        "provider": b.name,
+        "kind": kind,
+        "endpoint": provider.get("endpoint"),
+        "apiVersion": provider.get("apiVersion"),
+        "headers": dict(headers),
+        "credential": credential,
+        "model": agent.get("model"),
+        "messages": b.args,
+        "tools": _tool_definitions(b, agent),
+        "maxOutputTokens": agent.get("maxOutputTokens"),
+        "structuredOutput": agent.get("structuredOutput"),
+        "reasoning": agent.get("reasoning"),
+        "stream": agent.get("stream") is True,
+        "options": dict(as_object(agent.get("providerOptions") or {})),
+    }
+    refs: dict[str, JsonValue] = {pointer("credential"): credential}
+    refs.update({pointer("headers", name): ref for name, ref in headers.items()})
+    egress = egress_settings(b.run.policy)
+    if egress.get("customCa") is not None:
+        refs[pointer("egress", "customCa")] = egress["customCa"]
+    timeout = agent.get("timeoutSeconds")
+    request: JsonObject = {**recorded, "headers": dict(headers), "egress": egress}
+    request["timeoutSeconds"] = float(timeout) if isinstance(timeout, int | float) else 120.0
+    return Built(recorded, request, secret_refs=refs)
+
+
+def _tool_definitions(b: BuildInput, agent: JsonObject) -> list[JsonValue]:
+    """``{name, description, inputSchema}`` of each agent tool, in the agent's order.
+
+    The definitions come from ``config["tools"]`` (the plan's ``AgentConfig.tools``)."""
+    known = as_object(b.config.get("tools") or {})
+    found: list[JsonValue] = []
+    for name in as_list(agent.get("tools")):
+        tool = known.get(str(name))
+        if not isinstance(tool, dict):
+            raise RunFailedError(
+                f"task {b.task_id}: the model call needs the definition of tool {name!r}"
+            )
+        description = tool.get("description")
+        found.append(
+            {
+                "name": name,
+                "description": description if isinstance(description, str) else "",
+                "inputSchema": tool.get("inputSchema"),
+            }
+        )
+    return found
+
+
+def egress_settings(policy: Mapping[str, JsonValue]) -> JsonObject:
+    """The egress half of the policy as a network request carries it (``EgressSettings``)."""
+    network = as_object(policy.get("network") or {})
+    settings: JsonObject = {"networkAllowlist": list(as_list(policy.get("networkAllowlist")))}
+    for key in (
+        "allowedSchemes",
+        "allowedPorts",
+        "allowPrivate",
+        "allowProxy",
+        "customCa",
+        "connectTimeoutSeconds",
+        "maxResponseBytes",
+    ):
+        if network.get(key) is not None:
+            settings[key] = network[key]
+    return settings
 
 
 def model_estimate(request: Mapping[str, JsonValue]) -> dict[str, int]:

@@ -174,7 +174,7 @@ ACTIONS: tuple[Operation, ...] = (
 )
 
 
-def _model(provider_kind: str, executor: str | None) -> Operation:
+def _model(provider_kind: str, executor: str, *, runnable: bool = True) -> Operation:
     """A model call: at-most-once after start, so a lost answer leaves it uncertain.
 
     Policy judges model calls by provider name (``policy.providers``), not by a policy name.
@@ -190,17 +190,20 @@ def _model(provider_kind: str, executor: str | None) -> Operation:
         builder=b.build_model_call,
         estimate=b.model_estimate,
         executor=executor,
-        runnable=executor is not None,
+        runnable=runnable,
         preview="stand_in",
     )
 
 
+_P = f"{_X}.providers"
+# The real providers' executors exist (workers/executors/providers/); `run` refuses them until
+# the coordinator resolves their credentials and settles their usage (issue 12).
 MODELS: tuple[Operation, ...] = (
     _model("fake", f"{_X}.models:execute_fake"),
-    _model("openai", None),
-    _model("azure_openai", None),
-    _model("anthropic", None),
-    _model("google", None),
+    _model("openai", f"{_P}.openai_responses:execute_openai", runnable=False),
+    _model("azure_openai", f"{_P}.azure_openai:execute_azure_openai", runnable=False),
+    _model("anthropic", f"{_P}.anthropic_messages:execute_anthropic", runnable=False),
+    _model("google", f"{_P}.google_gemini:execute_google", runnable=False),
 )
 
 # Tool kinds: policy judges a tool call by the tool's own name (its id in spec.tools).

@@ -8,8 +8,9 @@ can both import it without a cycle.
 
 Invariants:
 - an ``Operation`` is frozen, pure data plus pure functions: a builder never reads a clock,
-  a file or the environment, and returns secret *references* unresolved (``Built.secret_env``);
-  the coordinator resolves them generically and records only their source and SHA-256;
+  a file or the environment, and returns secret *references* unresolved (``Built.secret_env``
+  for process environments, ``Built.secret_refs`` for any other place in the request); the
+  coordinator resolves them generically and records only their source and SHA-256;
 - ``placement`` says where the operation happens: ``pure`` (evaluated in the coordinator, no
   effect record), ``coordinator`` (a recorded effect on state the coordinator owns, such as
   working or long-term memory) or ``worker`` (a recorded effect run by the named executor);
@@ -86,11 +87,57 @@ class Built:
     ``secret_env`` maps names to unresolved secret references; when it is non-empty both
     ``recorded["env"]`` and ``request["env"]`` hold the same names, and the coordinator
     replaces them with the recorded form (source + SHA-256) and the value respectively.
+
+    ``secret_refs`` maps JSON Pointers (RFC 6901, e.g. ``/credential``, ``/headers/X-Org``,
+    ``/egress/customCa``) to unresolved references. Each pointer names a place in
+    ``request`` that holds the reference; the coordinator puts the resolved value there
+    (``replace_at``) and, where ``recorded`` holds the same pointer, the recorded form. So
+    the recorded input never carries a value, and its identity changes with the secret.
     """
 
     recorded: JsonObject
     request: JsonObject
     secret_env: Mapping[str, JsonValue] = field(default_factory=dict)
+    secret_refs: Mapping[str, JsonValue] = field(default_factory=dict)
+
+
+def pointer(*parts: str) -> str:
+    """The JSON Pointer of ``parts`` (``~`` and ``/`` escaped as RFC 6901 says)."""
+    return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def has_pointer(document: JsonValue, where: str) -> bool:
+    """Whether ``where`` names an existing member of nested objects in ``document``."""
+    node = document
+    for part in _parts(where):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def replace_at(document: JsonObject, where: str, value: JsonValue) -> JsonObject:
+    """A copy of ``document`` with the member at ``where`` set to ``value`` (copies only the
+    objects on the path; the member's parent objects must exist)."""
+    parts = _parts(where)
+    if not parts:
+        raise ValueError("an empty JSON Pointer names the whole document")
+    head, rest = parts[0], parts[1:]
+    copy = dict(document)
+    if not rest:
+        copy[head] = value
+        return copy
+    child = copy.get(head)
+    if not isinstance(child, dict):
+        raise KeyError(f"no object at {where!r}")
+    copy[head] = replace_at(child, pointer(*rest), value)
+    return copy
+
+
+def _parts(where: str) -> list[str]:
+    if where and not where.startswith("/"):
+        raise ValueError(f"not a JSON Pointer: {where!r}")
+    return [p.replace("~1", "/").replace("~0", "~") for p in where.split("/")[1:]]
 
 
 Builder = Callable[[BuildInput], Built]

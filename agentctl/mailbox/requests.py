@@ -87,3 +87,64 @@ class ExtensionRequest(ShellRequest):
     output_schema: dict[str, Any]
     capabilities: list[str]
     input: Any = None
+
+
+Scheme = Literal["https", "http"]
+
+
+def _both_schemes() -> list[Scheme]:
+    return ["https", "http"]
+
+
+class EgressSettings(WireModel):
+    """The egress policy a network effect runs under (spec/dsl.md §7 ``networkAllowlist`` +
+    ``network``); ``custom_ca`` is the resolved PEM, never a reference."""
+
+    network_allowlist: list[str] = Field(default_factory=list)
+    allowed_schemes: list[Scheme] = Field(default_factory=_both_schemes, min_length=1)
+    allowed_ports: list[int] = Field(default_factory=list)
+    allow_private: bool = False
+    allow_proxy: bool = False
+    custom_ca: str | None = None
+    connect_timeout_seconds: float = Field(default=10, gt=0, le=120)
+    max_response_bytes: int = Field(default=8 * MIB, ge=1, le=64 * MIB)
+
+
+class ToolDefinition(WireModel):
+    """A function tool as the model sees it: only what it needs to call it."""
+
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any]
+
+
+class Reasoning(WireModel):
+    effort: Literal["none", "low", "medium", "high", "xhigh", "max"]
+    mode: str | None = None
+
+
+class ModelRequest(WireModel):
+    """``model.<kind>`` for a real provider: one call of the provider's API.
+
+    ``credential`` and ``headers`` hold resolved values (the coordinator fills them from the
+    secret references the builder named); ``messages`` is the conversation in the shape the
+    fake provider receives (system / user / assistant with ``toolCalls`` / tool).
+    """
+
+    provider: str
+    kind: Literal["openai", "azure_openai", "anthropic", "google"]
+    endpoint: str
+    api_version: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    credential: str
+    model: str
+    messages: list[dict[str, Any]]
+    tools: list[ToolDefinition] = Field(default_factory=list)
+    max_output_tokens: int = Field(default=2048, ge=1)
+    structured_output: dict[str, Any] | None = None
+    reasoning: Reasoning | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    stream: bool = False
+    timeout_seconds: float = Field(default=120, gt=0)
+    egress: EgressSettings = Field(default_factory=EgressSettings)
+    call_number: int | None = None  # added by the coordinator to every model call

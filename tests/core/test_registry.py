@@ -61,10 +61,12 @@ def _resolve(target: str) -> object:
 
 
 def _executor_functions() -> set[str]:
-    """Every ``execute_*`` coroutine function defined in agentctl/workers/executors/."""
+    """Every ``execute_*`` coroutine function defined under agentctl/workers/executors/."""
     found = set()
-    for path in EXECUTORS.glob("*.py"):
-        module = "agentctl.workers.executors" + ("" if path.stem == "__init__" else f".{path.stem}")
+    for path in EXECUTORS.rglob("*.py"):
+        parts = path.relative_to(EXECUTORS).with_suffix("").parts
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        module = ".".join(("agentctl.workers.executors", *parts))
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.AsyncFunctionDef) and node.name.startswith("execute_"):
                 found.add(f"{module}:{node.name}")
@@ -82,7 +84,8 @@ def test_the_spec_kinds_are_exactly_the_registry_entries() -> None:
 def test_every_worker_entry_names_an_importable_executor(op: Operation) -> None:
     if op.placement != "worker" or not op.runnable:
         assert op.executor is None or op.placement == "worker"
-        return
+        if op.executor is None:
+            return
     assert op.executor is not None, f"{op.name} runs in a worker but names no executor"
     func = _resolve(op.executor)
     assert inspect.iscoroutinefunction(func)

@@ -1,0 +1,155 @@
+"""``model.anthropic``: the Anthropic Messages API (``POST {endpoint}``, default
+``https://api.anthropic.com/v1/messages``) through the official ``anthropic`` SDK.
+
+Invariants: the SDK gets our egress-bound ``httpx2`` client and ``max_retries=0`` and is
+imported only when a call runs; the endpoint is the full ``…/v1/messages`` URL; consecutive
+messages of one role are merged (the API wants user and assistant turns to alternate, and
+several tool results answer one assistant turn); streaming is refused, as the capability
+table of spec/dsl.md §5 says (``check`` refuses it first).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx2
+
+from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.errors import ValidationError
+from agentctl.mailbox.messages import Execute
+from agentctl.mailbox.requests import ModelRequest
+from agentctl.workers.executors import ExecOutcome
+from agentctl.workers.executors.providers.common import (
+    Reply,
+    run_model_call,
+    system_text,
+    tool_output_text,
+)
+
+SUFFIX = "/v1/messages"
+FINISH = {"tool_use": "tool_calls", "max_tokens": "max_tokens", "refusal": "refusal"}
+# The API's effort levels start at low: "none" sends no effort (the model's default).
+NO_EFFORT = "none"
+
+
+async def execute_anthropic(msg: Execute) -> ExecOutcome:
+    return await run_model_call(msg, _call, status_of)
+
+
+async def _call(req: ModelRequest, http: httpx2.AsyncClient) -> Reply:
+    from anthropic import AsyncAnthropic, Omit
+
+    if req.stream:
+        raise ValidationError("anthropic providers do not stream (spec/dsl.md §5)")
+    if not req.endpoint.rstrip("/").endswith(SUFFIX):
+        raise ValidationError(f"an anthropic endpoint ends with {SUFFIX}: {req.endpoint}")
+    # The Messages API's documented key header is x-api-key; this SDK would send the key as
+    # a bearer token instead, so the header is set here and Authorization left out per call.
+    client: Any = AsyncAnthropic(
+        api_key=req.credential,
+        base_url=req.endpoint.rstrip("/").removesuffix(SUFFIX),
+        http_client=http,
+        max_retries=0,
+        default_headers={**req.headers, "x-api-key": req.credential},
+        timeout=req.timeout_seconds,
+    )
+    no_bearer = {"Authorization": Omit()}
+    return normalize(await client.messages.create(**request_params(req), extra_headers=no_bearer))
+
+
+def status_of(exc: BaseException) -> tuple[int, str] | None:
+    import anthropic
+
+    if isinstance(exc, anthropic.APIStatusError):
+        return exc.status_code, exc.message
+    return None
+
+
+def request_params(req: ModelRequest) -> JsonObject:
+    """The ``messages.create`` parameters of one call."""
+    turns: list[JsonValue] = [*messages(req.messages)]
+    params: JsonObject = {"model": req.model, "max_tokens": req.max_output_tokens}
+    params["messages"] = turns
+    system = system_text(req.messages)
+    if system:
+        params["system"] = system
+    if req.tools:
+        params["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+            for t in req.tools
+        ]
+    output: JsonObject = {}
+    if req.structured_output is not None:
+        output["format"] = {"type": "json_schema", "schema": req.structured_output}
+    if req.reasoning is not None and req.reasoning.effort != NO_EFFORT:
+        output["effort"] = req.reasoning.effort
+    if output:
+        params["output_config"] = output
+    return params
+
+
+def messages(conversation: list[JsonObject]) -> list[JsonObject]:
+    """The conversation as alternating Messages turns of content blocks."""
+    turns: list[JsonObject] = []
+    for message in conversation:
+        role, blocks = _blocks(message)
+        if not blocks:
+            continue
+        last = turns[-1] if turns else None
+        if last is not None and last["role"] == role and isinstance(last["content"], list):
+            last["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    return turns
+
+
+def _blocks(message: JsonObject) -> tuple[str, list[JsonValue]]:
+    role = message.get("role")
+    if role == "user":
+        return "user", [{"type": "text", "text": str(message.get("content") or "")}]
+    if role == "assistant":
+        blocks: list[JsonValue] = []
+        if message.get("content"):
+            blocks.append({"type": "text", "text": str(message["content"])})
+        calls = message.get("toolCalls")
+        for call in calls if isinstance(calls, list) else []:
+            if isinstance(call, dict):
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": call.get("id"),
+                        "name": call.get("name"),
+                        "input": call.get("arguments"),
+                    }
+                )
+        return "assistant", blocks
+    if role == "tool":
+        result: JsonObject = {
+            "type": "tool_result",
+            "tool_use_id": message.get("toolCallId"),
+            "content": tool_output_text(message.get("content")),
+        }
+        return "user", [result]
+    return "system", []  # system text goes to the `system` parameter
+
+
+def normalize(message: Any) -> Reply:
+    """A Messages ``Message`` object as our reply."""
+    reply = Reply(finish=FINISH.get(str(message.stop_reason), "complete"))
+    texts: list[str] = []
+    for block in message.content:
+        if block.type == "text":
+            texts.append(block.text)
+        elif block.type == "tool_use":
+            reply.tool_calls.append({"id": block.id, "name": block.name, "arguments": block.input})
+    reply.text = "".join(texts)
+    usage = message.usage
+    details = getattr(usage, "output_tokens_details", None)
+    reply.usage = {
+        "inputTokens": usage.input_tokens or 0,
+        "outputTokens": usage.output_tokens or 0,
+        "reasoningTokens": getattr(details, "thinking_tokens", 0) or 0,
+        "cacheReadTokens": usage.cache_read_input_tokens or 0,
+        "cacheWriteTokens": usage.cache_creation_input_tokens or 0,
+    }
+    return reply

@@ -1,0 +1,170 @@
+"""What every real-provider executor shares: the call frame, the reply shape and error mapping.
+
+The frame (``run_model_call``) validates the request, applies the egress policy (every denial
+and DNS failure happens here, before any request), builds the egress-bound ``httpx2`` client
+the SDK is given, runs the adapter's call and translates whatever it raises.
+
+Invariants:
+- one call sends at most one HTTP request: SDK retries are off (each adapter sets
+  ``max_retries=0`` or its SDK's equivalent) and nothing here resends;
+- the reply is the fake provider's shape ``{finish, text, toolCalls, usage}`` (+ ``fragments``
+  when streaming), ``finish`` one of complete | tool_calls | max_tokens | refusal;
+- an HTTP 429 or 5xx answer is a retryable ``ProviderError``, another 4xx a non-retryable one;
+  a failure after the first request byte left (timeout, cancellation, lost connection) is
+  ``UncertainEffect`` — the call may have happened and is never resent; a failure before that
+  is definitive;
+- no credential or header value appears in any error message or output (they are redacted).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import httpx2
+import trio
+
+from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.redact import Redactor
+from agentctl.errors import AgentctlError, ProviderError
+from agentctl.mailbox.messages import Execute
+from agentctl.mailbox.requests import ModelRequest
+from agentctl.workers.egress import EgressPolicy
+from agentctl.workers.egress_http import EgressRoute, check_route, egress_client
+from agentctl.workers.executors import ExecOutcome, UncertainEffect, parse_request
+
+MAX_FRAGMENTS = 1024  # a stream longer than this keeps its text, not every delta
+USAGE_KEYS = (
+    "inputTokens",
+    "outputTokens",
+    "reasoningTokens",
+    "cacheReadTokens",
+    "cacheWriteTokens",
+)
+StatusOf = Callable[[BaseException], tuple[int, str] | None]
+
+
+class Fragments:
+    """The deltas of one streamed answer, in order, bounded to ``limit`` entries."""
+
+    def __init__(self, limit: int = MAX_FRAGMENTS) -> None:
+        self.limit = limit
+        self.items: list[JsonObject] = []
+        self.dropped = 0
+
+    def add(self, kind: str, text: str) -> None:
+        if not text:
+            return
+        if len(self.items) >= self.limit:
+            self.dropped += 1  # the final text still carries it; only the event is dropped
+            return
+        self.items.append({"index": len(self.items), "kind": kind, "text": text})
+
+
+@dataclass
+class Reply:
+    """A normalized provider answer."""
+
+    finish: str = "complete"
+    text: str = ""
+    tool_calls: list[JsonObject] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    fragments: Fragments | None = None
+
+    def to_output(self) -> JsonObject:
+        usage: JsonObject = {key: int(self.usage.get(key, 0)) for key in USAGE_KEYS}
+        output: JsonObject = {
+            "finish": "tool_calls" if self.tool_calls else self.finish,
+            "text": self.text,
+            "toolCalls": list(self.tool_calls),
+            "usage": usage,
+        }
+        if self.fragments is not None:
+            output["fragments"] = list(self.fragments.items)
+            output["droppedFragments"] = self.fragments.dropped
+        return output
+
+    def budget_usage(self) -> dict[str, int]:
+        """What the budget ledger settles: one request and the tokens the answer reports."""
+        spent = {key: int(self.usage.get(key, 0)) for key in USAGE_KEYS}
+        spent["totalTokens"] = spent["inputTokens"] + spent["outputTokens"]
+        return {"providerRequests": 1, **spent}
+
+
+def parse_arguments(raw: str | None) -> JsonValue:
+    """A tool call's arguments as JSON; text that is not JSON stays text (the schema check
+    in the coordinator then fails the call with a readable message)."""
+    if not raw:
+        return {}
+    try:
+        value: JsonValue = json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+    return value
+
+
+def tool_output_text(content: JsonValue) -> str:
+    """A tool result as the text the provider APIs take."""
+    return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+
+
+def system_text(messages: list[JsonObject]) -> str:
+    return "\n\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
+
+
+Call = Callable[[ModelRequest, httpx2.AsyncClient], Awaitable[Reply]]
+
+
+async def run_model_call(msg: Execute, call: Call, status_of: StatusOf) -> ExecOutcome:
+    """Check egress, run ``call`` on an egress-bound client and translate its failures."""
+    req = parse_request(ModelRequest, msg)
+    redactor = Redactor([req.credential, *req.headers.values()])
+    policy = EgressPolicy.from_json(req.egress.model_dump(by_alias=True))
+    try:
+        route = await check_route(req.endpoint, policy)
+    except AgentctlError as exc:
+        raise type(exc)(redactor.redact_text(exc.message), retryable=exc.retryable) from None
+    client = egress_client(route, read_timeout=req.timeout_seconds)
+    try:
+        reply = await call(req, client)
+    except Exception as exc:
+        raise translate(exc, route, redactor, req.provider, status_of) from None
+    finally:
+        with trio.CancelScope(shield=True):
+            await client.aclose()
+    return ExecOutcome(reply.to_output(), usage=reply.budget_usage())
+
+
+def _own_error(exc: BaseException) -> AgentctlError | None:
+    """Ours, raised inside the transport and wrapped by the SDK (policy, size cap)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, AgentctlError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def translate(
+    exc: Exception, route: EgressRoute, redactor: Redactor, provider: str, status_of: StatusOf
+) -> Exception:
+    """Our error for an SDK failure: ``AgentctlError`` if definitive, else ``UncertainEffect``."""
+    if isinstance(exc, UncertainEffect):
+        exc.error.message = redactor.redact_text(exc.error.message)
+        return exc
+    own = _own_error(exc)
+    if own is not None:
+        return type(own)(redactor.redact_text(own.message), retryable=own.retryable)
+    status = status_of(exc)
+    if status is not None:
+        code, detail = status
+        retryable = code == 429 or code >= 500
+        text = f"provider {provider}: HTTP {code}: {detail}"
+        return ProviderError(redactor.redact_text(text[:2000]), retryable=retryable)
+    what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if route.tracker.sent:
+        text = f"provider {provider}: the request was sent, then {what}; it may have run"
+        return UncertainEffect(ProviderError(redactor.redact_text(text)))
+    text = f"provider {provider}: nothing was sent: {what}"
+    return ProviderError(redactor.redact_text(text), retryable=True)

@@ -1,0 +1,177 @@
+"""``model.google``: Gemini ``generateContent`` (``POST {endpoint}/{model}:generateContent``,
+default endpoint ``https://generativelanguage.googleapis.com/v1beta/models``) through the
+official ``google-genai`` SDK.
+
+Invariants: the SDK gets our egress-bound ``httpx2`` client, one attempt
+(``HttpRetryOptions(attempts=1)``, which also turns its implicit retries off), no automatic
+function calling, and is imported only when a call runs; the endpoint ends with
+``/{apiVersion}/models``, from which the SDK's base URL and API version are taken; a function
+call without an id gets ``call-N`` (its position), echoed back with its result; streaming is
+refused, as the capability table of spec/dsl.md §5 says.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx2
+
+from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.errors import ValidationError
+from agentctl.mailbox.messages import Execute
+from agentctl.mailbox.requests import ModelRequest
+from agentctl.workers.executors import ExecOutcome
+from agentctl.workers.executors.providers.common import Reply, run_model_call, system_text
+
+SUFFIX = "/models"
+LEVELS = {"low": "LOW", "medium": "MEDIUM", "high": "HIGH", "xhigh": "HIGH", "max": "HIGH"}
+REFUSALS = frozenset(
+    {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "LANGUAGE"}
+)
+
+
+async def execute_google(msg: Execute) -> ExecOutcome:
+    return await run_model_call(msg, _call, status_of)
+
+
+def split_endpoint(endpoint: str) -> tuple[str, str]:
+    """(SDK base URL, API version) of ``https://host/…/v1beta/models``."""
+    path = endpoint.rstrip("/")
+    if not path.endswith(SUFFIX):
+        raise ValidationError(f"a google endpoint ends with /{{apiVersion}}{SUFFIX}: {endpoint}")
+    base, _, version = path.removesuffix(SUFFIX).rpartition("/")
+    if not version or "://" not in base:
+        raise ValidationError(f"a google endpoint ends with /{{apiVersion}}{SUFFIX}: {endpoint}")
+    return base, version
+
+
+async def _call(req: ModelRequest, http: httpx2.AsyncClient) -> Reply:
+    from google import genai
+    from google.genai import types
+
+    if req.stream:
+        raise ValidationError("google providers do not stream (spec/dsl.md §5)")
+    base, version = split_endpoint(req.endpoint)
+    options = types.HttpOptions(
+        base_url=base,
+        api_version=version,
+        headers=dict(req.headers),
+        timeout=int(req.timeout_seconds * 1000),
+        httpx_async_client=http,
+        retry_options=types.HttpRetryOptions(attempts=1),
+    )
+    # vertexai=False: the Gemini API, whatever GOOGLE_GENAI_USE_VERTEXAI says.
+    client: Any = genai.Client(api_key=req.credential, vertexai=False, http_options=options)
+    response = await client.aio.models.generate_content(
+        model=req.model, contents=contents(req.messages), config=config(req)
+    )
+    return normalize(response)
+
+
+def status_of(exc: BaseException) -> tuple[int, str] | None:
+    from google.genai import errors
+
+    if isinstance(exc, errors.APIError):
+        return int(exc.code), str(exc.message or exc.status or "")
+    return None
+
+
+def config(req: ModelRequest) -> JsonObject:
+    """The ``GenerateContentConfig`` of one call."""
+    result: JsonObject = {
+        "max_output_tokens": req.max_output_tokens,
+        "automatic_function_calling": {"disable": True},
+    }
+    system = system_text(req.messages)
+    if system:
+        result["system_instruction"] = system
+    if req.tools:
+        declarations: list[JsonValue] = [
+            {"name": t.name, "description": t.description, "parameters_json_schema": t.input_schema}
+            for t in req.tools
+        ]
+        result["tools"] = [{"function_declarations": declarations}]
+    if req.structured_output is not None:
+        result["response_mime_type"] = "application/json"
+        result["response_json_schema"] = req.structured_output
+    if req.reasoning is not None:
+        effort = req.reasoning.effort
+        thinking: JsonObject = (
+            {"thinking_budget": 0} if effort == "none" else {"thinking_level": LEVELS[effort]}
+        )
+        result["thinking_config"] = thinking
+    return result
+
+
+def contents(conversation: list[JsonObject]) -> list[JsonObject]:
+    """The conversation as ``Content`` turns (system text goes to ``system_instruction``)."""
+    turns: list[JsonObject] = []
+    for message in conversation:
+        role, parts = _parts(message)
+        if not parts:
+            continue
+        last = turns[-1] if turns else None
+        if last is not None and last["role"] == role and isinstance(last["parts"], list):
+            last["parts"].extend(parts)
+        else:
+            turns.append({"role": role, "parts": parts})
+    return turns
+
+
+def _parts(message: JsonObject) -> tuple[str, list[JsonValue]]:
+    role = message.get("role")
+    if role == "user":
+        return "user", [{"text": str(message.get("content") or "")}]
+    if role == "assistant":
+        parts: list[JsonValue] = []
+        if message.get("content"):
+            parts.append({"text": str(message["content"])})
+        calls = message.get("toolCalls")
+        for call in calls if isinstance(calls, list) else []:
+            if isinstance(call, dict):
+                args = call.get("arguments")
+                function: JsonObject = {"id": call.get("id"), "name": call.get("name")}
+                parts.append({"function_call": {**function, "args": args}})
+        return "model", parts
+    if role == "tool":
+        answer: JsonObject = {"id": message.get("toolCallId"), "name": message.get("name")}
+        answer["response"] = {"output": message.get("content")}
+        return "user", [{"function_response": answer}]
+    return "system", []
+
+
+def normalize(response: Any) -> Reply:
+    """A ``GenerateContentResponse`` as our reply."""
+    reply = Reply(usage=_usage(response.usage_metadata))
+    candidates = response.candidates or []
+    if not candidates:
+        reply.finish = "refusal"  # the prompt itself was blocked (promptFeedback)
+        return reply
+    candidate = candidates[0]
+    texts: list[str] = []
+    parts = candidate.content.parts if candidate.content is not None else None
+    for part in parts or []:
+        if part.function_call is not None:
+            call = part.function_call
+            call_id = call.id or f"call-{len(reply.tool_calls) + 1}"
+            reply.tool_calls.append({"id": call_id, "name": call.name, "arguments": call.args})
+        elif part.text and not part.thought:
+            texts.append(part.text)
+    reply.text = "".join(texts)
+    reason = getattr(candidate.finish_reason, "value", candidate.finish_reason)
+    if reason == "MAX_TOKENS":
+        reply.finish = "max_tokens"
+    elif reason in REFUSALS:
+        reply.finish = "refusal"
+    return reply
+
+
+def _usage(usage: Any) -> dict[str, int]:
+    if usage is None:
+        return {}
+    return {
+        "inputTokens": usage.prompt_token_count or 0,
+        "outputTokens": usage.candidates_token_count or 0,
+        "reasoningTokens": usage.thoughts_token_count or 0,
+        "cacheReadTokens": usage.cached_content_token_count or 0,
+    }

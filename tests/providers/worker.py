@@ -1,0 +1,49 @@
+"""A real worker subprocess for the provider tests, started as tests/workers starts one."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import trio
+
+from agentctl.mailbox import Execute, Failure, FrameChannel, Hello, Result
+
+
+class Worker:
+    def __init__(self, proc: trio.Process, channel: FrameChannel) -> None:
+        self.proc = proc
+        self.channel = channel
+
+    async def call(self, msg: Execute) -> Result | Failure:
+        await self.channel.send(msg)
+        reply = await self.channel.receive()
+        assert isinstance(reply, Result | Failure)
+        return reply
+
+
+@asynccontextmanager
+async def open_worker(env: dict[str, str] | None = None) -> AsyncIterator[Worker]:
+    """``python -m agentctl.workers`` on a socketpair; ``env`` is added to ours."""
+    parent, child = socket.socketpair()
+    proc = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "agentctl.workers", "--fd", str(child.fileno())],
+        pass_fds=(child.fileno(),),
+        env={**os.environ, **(env or {})},
+    )
+    child.close()
+    channel = FrameChannel(trio.SocketStream(trio.socket.from_stdlib_socket(parent)))
+    try:
+        hello = await channel.receive()
+        assert isinstance(hello, Hello) and hello.pid == proc.pid
+        yield Worker(proc, channel)
+    finally:
+        await channel.aclose()
+        with trio.move_on_after(10):
+            await proc.wait()
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()

@@ -1,0 +1,7 @@
+"""Shared fixtures: the scripted provider server of ``tests.providers.fixtures``."""
+
+from __future__ import annotations
+
+from tests.providers.fixtures import server
+
+__all__ = ["server"]
