@@ -7,6 +7,12 @@ Invariants:
 - ``open_database`` refuses a database newer than supported *before* it changes anything: the
   version is read from the file header bytes, then again from a fresh connection, and only
   then are journal mode and other persistent settings touched. A refused file keeps its bytes.
+- a file that is not an agentctl ledger is never taken over: a non-SQLite file, an SQLite file
+  with another ``application_id``, or one with ``user_version`` 0 that already has tables (or
+  a versioned one without our ``runs`` table) is refused with exit 5 before journal mode,
+  schema or mode are touched — first from the header bytes, then again over SQL (a WAL file
+  may hold what the header does not show yet). Ledgers carry ``APPLICATION_ID`` from schema
+  v5 on; older ledgers of ours are recognised by their ``runs`` table and get it on migration;
 - the database file (and its -wal/-shm companions) are created with mode 0600; SQLite gives
   the companions the main file's mode, and we chmod them again where they exist.
 - every connection runs WAL, ``synchronous=FULL``, ``foreign_keys=ON`` and a busy timeout
@@ -24,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import filelock
@@ -34,8 +40,14 @@ from agentctl.errors import (
     FutureVersionError,
     LockTimeoutError,
     PersistenceError,
+    from_os_error,
 )
-from agentctl.ledger.migrations import SUPPORTED_SCHEMA_VERSION, MigrationResult, migrate
+from agentctl.ledger.migrations import (
+    APPLICATION_ID,
+    SUPPORTED_SCHEMA_VERSION,
+    MigrationResult,
+    migrate,
+)
 
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 SETUP_LOCK_TIMEOUT_S = 60.0
@@ -61,15 +73,66 @@ def translate_errors(busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Iterator
 
 
 def _read_header(path: Path) -> bytes | None:
-    """The 100-byte SQLite header, read without opening the file through SQLite."""
+    """The 100-byte SQLite header, read without opening the file through SQLite.
+
+    None for a missing or empty file (a ledger to create); a non-empty file that is not
+    SQLite is refused here, before anything could write to it.
+    """
     try:
         with path.open("rb") as fh:
             header = fh.read(100)
     except FileNotFoundError:
         return None
-    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+    if not header:
         return None
+    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+        raise PersistenceError(
+            f"{path} is not an SQLite database, so not an agentctl ledger; refusing to use it "
+            "(choose another --db)"
+        )
     return header
+
+
+def _foreign(path: Path, why: str) -> PersistenceError:
+    return PersistenceError(
+        f"{path} is not an agentctl ledger ({why}); refusing to take it over — "
+        "it was left unchanged (choose another --db)"
+    )
+
+
+def _refuse_foreign(path: Path, app_id: int, version: int, has: Callable[[str], bool]) -> None:
+    """Refuse a SQLite file of another program; ``has(table)`` says whether it has tables."""
+    if app_id not in (0, APPLICATION_ID):
+        raise _foreign(path, f"its application_id is {app_id:#x}")
+    _refuse_future(version, path)
+    if app_id == 0 and version == 0 and has(""):
+        raise _foreign(path, "it has tables of its own and no agentctl schema version")
+    if app_id == 0 and version > 0 and not has("runs"):
+        raise _foreign(path, f"schema version {version} but no agentctl runs table")
+
+
+def _refuse_foreign_header(path: Path, header: bytes) -> None:
+    """The header-only check: application id (bytes 68-71), version, schema cookie (40-43)."""
+    app_id = int.from_bytes(header[68:72], "big")
+    cookie = int.from_bytes(header[40:44], "big")
+
+    def has(table: str) -> bool:
+        # A changed schema cookie means tables were created; whether a versioned file has
+        # our runs table the header cannot say, so that is left to the SQL check.
+        return bool(cookie) if not table else True
+
+    _refuse_foreign(path, app_id, _header_version(header), has)
+
+
+def _refuse_foreign_sql(conn: sqlite3.Connection, path: Path) -> None:
+    (app_id,) = conn.execute("PRAGMA application_id").fetchone()
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+
+    def has(table: str) -> bool:
+        sql = "SELECT 1 FROM sqlite_schema WHERE type = 'table'" + (" AND name = ?" * bool(table))
+        return conn.execute(sql, (table,) if table else ()).fetchone() is not None
+
+    _refuse_foreign(path, int(app_id), int(version), has)
 
 
 def _header_version(header: bytes) -> int:
@@ -171,8 +234,7 @@ def connect(path: Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> sqlit
     try:
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        (found,) = conn.execute("PRAGMA user_version").fetchone()
-        _refuse_future(int(found), path)
+        _refuse_foreign_sql(conn, path)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA foreign_keys = ON")
@@ -225,9 +287,12 @@ def open_database(
     ``target_version`` stops migration early; only tests building older schemas use it.
     """
     db = Path(path)
-    header = _read_header(db)
+    try:
+        header = _read_header(db)
+    except OSError as exc:
+        raise from_os_error(exc, f"database {db}") from exc
     if header is not None:
-        _refuse_future(_header_version(header), db)
+        _refuse_foreign_header(db, header)
     goal = SUPPORTED_SCHEMA_VERSION if target_version is None else target_version
     try:
         with translate_errors(busy_timeout_ms):
@@ -240,6 +305,6 @@ def open_database(
     except AgentctlError:
         raise
     except OSError as exc:
-        raise PersistenceError(f"cannot open database {db}: {exc}") from exc
+        raise from_os_error(exc, f"database {db}") from exc
     chmod_private(db)
     return Database(db, conn, busy_timeout_ms, migration)
