@@ -12,10 +12,12 @@ from typing import Annotated, Any
 import typer
 
 from agentctl.clikit import DEFAULT_DB, DbOpt, deliver, json_file
+from agentctl.core.jsonvalue import JsonValue
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings
 
 app = typer.Typer()
+MAX_LIMIT = 2**63 - 1  # SQLite's LIMIT is a signed 64-bit integer
 
 
 @app.command("cancel")
@@ -77,7 +79,7 @@ runs_app = typer.Typer(help="List runs.", no_args_is_help=True)
 def runs_list_cmd(
     db: DbOpt = DEFAULT_DB,
     state: Annotated[str | None, typer.Option("--state", help="Only runs in this state.")] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1)] = 50,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=MAX_LIMIT)] = 50,
 ) -> None:
     """Runs newest first: runId, state, mode, workflow, created."""
     from agentctl.coordinator import api
@@ -140,11 +142,8 @@ def effects_reconcile_cmd(
         raise ValidationError(
             f"--status must be applied, not-applied or compensated, not {status!r}"
         )
-    evidence = (
-        json_file(evidence_file, "evidence file")
-        if evidence_file
-        else {"kind": "operator_statement", "statement": reason}
-    )
+    statement: JsonValue = {"kind": "operator_statement", "statement": reason}
+    evidence = json_file(evidence_file, "evidence file") if evidence_file else statement
     result = json_file(result_file, "result file") if result_file else None
     data = api.effects_reconcile(
         effect,

@@ -123,7 +123,7 @@ def artifacts_export_cmd(
 
 @artifacts_app.command("gc")
 def artifacts_gc_cmd(
-    older_than_days: Annotated[int, typer.Option("--older-than-days", min=0)] = 30,
+    older_than_days: Annotated[int, typer.Option("--older-than-days", min=0, max=36_500)] = 30,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report, change nothing.")] = False,
     db: DbOpt = DEFAULT_DB,
 ) -> None:

@@ -8,7 +8,6 @@ bad workflow or bad input never creates state.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -31,6 +30,7 @@ from agentctl.coordinator.service import (
 from agentctl.core.compiler.diagnostics import Locator
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
+from agentctl.core.strictjson import RefusedJsonError, parse_strict
 from agentctl.errors import ValidationError
 from agentctl.ledger.model import ReconcileRequest
 from agentctl.ledger.sqlite_ledger import open_ledger
@@ -44,28 +44,43 @@ def resolve_inputs(
     inputs_file_text: str | None,
     pairs: Sequence[str],
 ) -> JsonObject:
-    """spec.inputs ← --inputs / --inputs-file object ← each --input KEY=VALUE (JSON else text)."""
+    """spec.inputs ← --inputs / --inputs-file object ← each --input KEY=VALUE (JSON else text).
+
+    All JSON is strict (no NaN/Infinity, bounded nesting); ``--input`` names only a declared
+    input (``spec.inputs``) — a typo would otherwise be silently ignored by the workflow.
+    """
     merged = dict(defaults)
     if inputs_json is not None and inputs_file_text is not None:
         raise ValidationError("--inputs and --inputs-file are mutually exclusive")
+    what = "--inputs" if inputs_json is not None else "--inputs-file"
     text = inputs_json if inputs_json is not None else inputs_file_text
     if text is not None:
-        try:
-            given = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValidationError(f"run inputs are not valid JSON: {exc}") from exc
+        given = parse_strict(text, f"run inputs ({what})")
         if not isinstance(given, dict):
             raise ValidationError("run inputs must be a JSON object")
         merged.update(given)
     for pair in pairs:
-        key, eq, raw = pair.partition("=")
-        if not eq or not key:
-            raise ValidationError(f"--input expects KEY=VALUE, got {pair!r}")
-        try:
-            merged[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            merged[key] = raw
+        key, value = _input_pair(pair, defaults)
+        merged[key] = value
     return merged
+
+
+def _input_pair(pair: str, declared: Mapping[str, Any]) -> tuple[str, JsonValue]:
+    """One ``--input KEY=VALUE``: a declared input's name, and VALUE as JSON, else as text."""
+    key, eq, raw = pair.partition("=")
+    if not eq or not key:
+        raise ValidationError(f"--input expects KEY=VALUE, got {pair!r}")
+    allowed = ", ".join(sorted(declared)) or "none (the workflow declares no spec.inputs)"
+    if not key.isidentifier():
+        raise ValidationError(f"--input {key!r} is not a valid input name; inputs: {allowed}")
+    if key not in declared:
+        raise ValidationError(f"--input {key!r} is not a declared input; inputs: {allowed}")
+    try:
+        return key, parse_strict(raw, f"--input {key}")
+    except RefusedJsonError:
+        raise
+    except ValidationError:  # not JSON at all: the value is plain text
+        return key, raw
 
 
 def start_run(
