@@ -29,11 +29,13 @@ def cancel_cmd(
     from agentctl.coordinator import api
 
     data = api.cancel(run, db=db)
-    deliver(
-        Outcome(
-            "Cancellation", data, human=lambda _s: f"cancellation requested for {data['runId']}"
-        )
-    )
+
+    def human(_s: Settings) -> str:
+        if data["state"] == "cancelled":  # a paused run: nothing was driving it
+            return f"run {data['runId']} cancelled (it was paused; its approvals are closed)"
+        return f"cancellation requested for {data['runId']}"
+
+    deliver(Outcome("Cancellation", data, human=human))
 
 
 @app.command("inspect")
