@@ -121,6 +121,7 @@ def existing(db: str) -> str:
     return db
 
 
-def open_existing(db: str) -> contextlib.AbstractContextManager[RunLedger]:
-    """The existing ledger at ``db`` (``NotFoundError`` if there is none), closed on exit."""
-    return open_ledger(existing(db))
+def open_existing(db: str, *, verify: bool = True) -> contextlib.AbstractContextManager[RunLedger]:
+    """The existing ledger at ``db`` (``NotFoundError`` if there is none), closed on exit;
+    ``verify=False`` skips the corruption check, for plain reads of possibly large files."""
+    return open_ledger(existing(db), verify=verify)

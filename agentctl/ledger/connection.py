@@ -28,6 +28,7 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -55,21 +56,43 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 _WAL_FORMAT = 2  # header bytes 18/19 (write/read format version) are 2 in WAL mode
 
 
+_SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_NOTADB = 11, 13, 26
+CORRUPT_HINT = (
+    "stop using this file; restore the database (with its -wal) and artifacts/ from a backup "
+    "(docs/operations.md, Backups)"
+)
+
+
+def corrupt_error(path: Path | None, detail: str) -> PersistenceError:
+    return PersistenceError(
+        f"database {path or ''} is corrupt: {detail}; nothing more was written to it",
+        data={"hint": CORRUPT_HINT},
+    )
+
+
 @contextlib.contextmanager
-def translate_errors(busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Iterator[None]:
-    """Turn sqlite3 errors raised inside the block into agentctl errors (exit 5)."""
+def translate_errors(
+    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, path: Path | None = None
+) -> Iterator[None]:
+    """Turn sqlite3 errors raised inside the block into agentctl errors (exit 5).
+
+    The one classification of SQLite failures: locked, disk full, corrupt, anything else.
+    """
     try:
         yield
-    except sqlite3.OperationalError as exc:
+    except sqlite3.Error as exc:
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # the primary result code
         text = str(exc).lower()
-        if "locked" in text or "busy" in text:
+        if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
             raise LockTimeoutError(
                 f"the database stayed locked for more than {busy_timeout_ms / 1000:g} s "
                 f"(another agentctl process holds it): {exc}"
             ) from exc
-        raise PersistenceError(f"database error: {exc}") from exc
-    except sqlite3.Error as exc:
-        raise PersistenceError(f"database error: {exc}") from exc
+        if code == _SQLITE_FULL:
+            raise from_os_error(OSError(errno.ENOSPC, str(exc)), f"database {path}") from exc
+        if code in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+            raise corrupt_error(path, str(exc)) from exc
+        raise PersistenceError(f"database error ({path}): {exc}") from exc
 
 
 def _read_header(path: Path) -> bytes | None:
@@ -191,7 +214,7 @@ class Database:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """``BEGIN IMMEDIATE`` … ``COMMIT``; any exception rolls back and propagates."""
-        with translate_errors(self.busy_timeout_ms):
+        with translate_errors(self.busy_timeout_ms, self.path):
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self.conn
@@ -204,7 +227,7 @@ class Database:
     @contextlib.contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """A deferred read transaction: every query in the block sees one snapshot."""
-        with translate_errors(self.busy_timeout_ms):
+        with translate_errors(self.busy_timeout_ms, self.path):
             self.conn.execute("BEGIN")
             try:
                 yield self.conn
@@ -213,7 +236,7 @@ class Database:
                     self.conn.execute("ROLLBACK")
 
     def close(self) -> None:
-        with translate_errors(self.busy_timeout_ms):
+        with translate_errors(self.busy_timeout_ms, self.path):
             self.conn.close()
 
     def __enter__(self) -> Database:
@@ -223,8 +246,11 @@ class Database:
         self.close()
 
 
-def connect(path: Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> sqlite3.Connection:
-    """A raw connection with the session pragmas; checks the version before anything else."""
+def connect(
+    path: Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, *, verify: bool = False
+) -> sqlite3.Connection:
+    """A raw connection with the session pragmas; checks the file (foreign, future version,
+    and with ``verify`` corrupt pages) before anything could write to it."""
     conn = sqlite3.connect(
         path,
         timeout=busy_timeout_ms / 1000,
@@ -235,6 +261,8 @@ def connect(path: Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> sqlit
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         _refuse_foreign_sql(conn, path)
+        if verify:
+            _refuse_corrupt(conn, path)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA foreign_keys = ON")
@@ -242,6 +270,13 @@ def connect(path: Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> sqlit
         conn.close()
         raise
     return conn
+
+
+def _refuse_corrupt(conn: sqlite3.Connection, path: Path) -> None:
+    """``PRAGMA quick_check``: every page and index structure, O(size) but no row compare."""
+    found = [str(row[0]) for row in conn.execute("PRAGMA quick_check(5)")]
+    if found != ["ok"]:
+        raise corrupt_error(path, "; ".join(found))
 
 
 @contextlib.contextmanager
@@ -265,10 +300,10 @@ def _setup_lock(db: Path) -> Iterator[None]:
 
 
 def _connect_and_migrate(
-    db: Path, busy_timeout_ms: int, target_version: int | None
+    db: Path, busy_timeout_ms: int, target_version: int | None, verify: bool
 ) -> tuple[sqlite3.Connection, MigrationResult]:
     _private_file(db)
-    conn = connect(db, busy_timeout_ms)
+    conn = connect(db, busy_timeout_ms, verify=verify)
     try:
         return conn, migrate(conn, target_version)
     except BaseException:
@@ -281,10 +316,13 @@ def open_database(
     *,
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
     target_version: int | None = None,
+    verify: bool = True,
 ) -> Database:
     """Open (creating and migrating as needed) the ledger database at ``path``.
 
-    ``target_version`` stops migration early; only tests building older schemas use it.
+    ``verify`` runs ``PRAGMA quick_check`` before anything is written (corrupt → exit 5);
+    plain reads pass False to stay fast on large files (they still fail cleanly, exit 5,
+    on any corrupt page they touch). ``target_version`` stops migration early (tests only).
     """
     db = Path(path)
     try:
@@ -295,13 +333,15 @@ def open_database(
         _refuse_foreign_header(db, header)
     goal = SUPPORTED_SCHEMA_VERSION if target_version is None else target_version
     try:
-        with translate_errors(busy_timeout_ms):
+        with translate_errors(busy_timeout_ms, db):
             if _already_set_up(header, goal):
-                conn, migration = _connect_and_migrate(db, busy_timeout_ms, target_version)
+                conn, migration = _connect_and_migrate(db, busy_timeout_ms, target_version, verify)
             else:
                 db.parent.mkdir(parents=True, exist_ok=True)
                 with _setup_lock(db):
-                    conn, migration = _connect_and_migrate(db, busy_timeout_ms, target_version)
+                    conn, migration = _connect_and_migrate(
+                        db, busy_timeout_ms, target_version, verify
+                    )
     except AgentctlError:
         raise
     except OSError as exc:
