@@ -388,6 +388,8 @@ def _run_app(args: list[str]) -> Outcome | int:
         raise ValidationError(_usage_message(exc)) from exc
     except typer.Abort as exc:
         raise KeyboardInterrupt from exc
+    if result == 130:  # typer swallows KeyboardInterrupt into a silent 130; our commands
+        raise KeyboardInterrupt  # never return a code, so say that it was an interrupt
     return result if isinstance(result, int) else 0
 
 

@@ -4,8 +4,9 @@ Invariants:
 - SIGINT at any moment gives exit 130 and an error (an envelope with ``--output json``),
   never a traceback — including while ``agentctl.cli`` and its dependencies (typer, rich,
   pydantic) are still being imported, which is most of a short command's life;
-- this module imports only the standard library at the top, so the guard is in place within
-  the first milliseconds of the interpreter running our code;
+- this module imports only the standard library at the top, and ``main`` first defers SIGINT
+  (a flag, checked once the imports are done), so the guard is in place within the first
+  moments of the interpreter running our code; importing this module changes no handler;
 - once the outcome is decided, ``ignore_interrupts`` makes it final, and a stdout closed by
   the reader (``agentctl runs list | head -0``) is reported on stderr, not as a crash.
 """
@@ -24,13 +25,28 @@ if TYPE_CHECKING:
 BROKEN_PIPE_EXIT = 4  # spec/cli.md §2: "other runtime error"
 
 
+_interrupted = False
+
+
+def _defer(_signum: int, _frame: object) -> None:
+    """SIGINT while importing: remember it; raising mid-import would leave half-built modules."""
+    global _interrupted
+    _interrupted = True
+
+
 def main() -> NoReturn:
     """``agentctl`` / ``python -m agentctl``."""
     try:
+        signal.signal(signal.SIGINT, _defer)
         from agentctl.cli import main as cli_main
+
+        # From here a SIGINT raises KeyboardInterrupt, which cli.main turns into exit 130.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if _interrupted:
+            raise KeyboardInterrupt
+        cli_main()
     except KeyboardInterrupt:
         _interrupted_at_startup(sys.argv[1:])
-    cli_main()
 
 
 def ignore_interrupts() -> None:
