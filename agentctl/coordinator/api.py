@@ -15,7 +15,13 @@ from typing import Any
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import load_plan
 from agentctl.coordinator.launch import check_executable as check_executable
-from agentctl.coordinator.launch import existing, open_existing, preflight_containers, run_trio
+from agentctl.coordinator.launch import (
+    existing,
+    naming_run,
+    open_existing,
+    preflight_containers,
+    run_trio,
+)
 from agentctl.coordinator.remedy import compensate as compensate
 from agentctl.coordinator.remedy import recover as recover
 from agentctl.coordinator.service import (
@@ -118,7 +124,10 @@ def start_run(
         if on_created is not None:
             on_created(run_id, trace_id)
         req = DriveRequest(ledger, run_id, trace_id, plan, root, timeout_s, progress, clock)
-        outcome = run_trio(drive_run, dataclasses.replace(req, check_mode=check_mode, diff=diff))
+        with naming_run(run_id):
+            outcome = run_trio(
+                drive_run, dataclasses.replace(req, check_mode=check_mode, diff=diff)
+            )
     if outcome.state == "failed" and plan.run.compensation.get("onFailure") == "automatic":
         outcome = _compensate_after_failure(outcome, db, root, timeout_s)
     return outcome_or_raise(outcome)
@@ -162,7 +171,8 @@ def resume(
         base = os.path.abspath(workspace or run.base_path or os.getcwd())
         req = DriveRequest(ledger, run.run_id, trace_id, plan, base, timeout_s, progress, clock)
         req = dataclasses.replace(req, check_mode=run.mode == "check", diff=diff)
-        return outcome_or_raise(run_trio(drive_run, req))
+        with naming_run(run.run_id):
+            return outcome_or_raise(run_trio(drive_run, req))
 
 
 def replay(run_ref: str, *, db: str) -> RunOutcome:
@@ -198,7 +208,8 @@ def fork(
             on_created(run_id, trace_id)
         base = os.path.abspath(workspace or source.base_path or os.getcwd())
         req = DriveRequest(ledger, run_id, trace_id, plan, base, timeout_s, progress, clock)
-        return outcome_or_raise(run_trio(drive_run, dataclasses.replace(req, diff=diff)))
+        with naming_run(run_id):
+            return outcome_or_raise(run_trio(drive_run, dataclasses.replace(req, diff=diff)))
 
 
 def cancel(run_ref: str, *, db: str) -> JsonObject:
