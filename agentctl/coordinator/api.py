@@ -107,8 +107,7 @@ def start_run(
 ) -> RunOutcome:
     check_executable(plan, file=file, locate=locate)
     preflight_containers(plan)
-    clock = Clock()
-    root = os.path.abspath(workspace)
+    clock, root = Clock(), os.path.abspath(workspace)
     mode = "check" if check_mode else "execute"
     with open_ledger(db) as ledger:
         run_id, trace_id = create_run(
@@ -124,10 +123,9 @@ def start_run(
         if on_created is not None:
             on_created(run_id, trace_id)
         req = DriveRequest(ledger, run_id, trace_id, plan, root, timeout_s, progress, clock)
+        req = dataclasses.replace(req, check_mode=check_mode, diff=diff)
         with naming_run(run_id):
-            outcome = run_trio(
-                drive_run, dataclasses.replace(req, check_mode=check_mode, diff=diff)
-            )
+            outcome = run_trio(drive_run, req)
     if outcome.state == "failed" and plan.run.compensation.get("onFailure") == "automatic":
         outcome = _compensate_after_failure(outcome, db, root, timeout_s)
     return outcome_or_raise(outcome)
