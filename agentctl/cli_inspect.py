@@ -28,10 +28,10 @@ def cancel_cmd(
     """Record a durable cancellation request; the driving coordinator honours it."""
     from agentctl.coordinator import api
 
-    data = api.cancel(run, db=db)
+    data, state = api.cancel(run, db=db)
 
     def human(_s: Settings) -> str:
-        if data["state"] == "cancelled":  # a paused run: nothing was driving it
+        if state == "cancelled":  # a paused run: nothing was driving it
             return f"run {data['runId']} cancelled (it was paused; its approvals are closed)"
         return f"cancellation requested for {data['runId']}"
 

@@ -210,11 +210,12 @@ def fork(
             return outcome_or_raise(run_trio(drive_run, dataclasses.replace(req, diff=diff)))
 
 
-def cancel(run_ref: str, *, db: str) -> JsonObject:
-    """Request cancellation; ``state`` says whether it took effect at once (a paused run)."""
+def cancel(run_ref: str, *, db: str) -> tuple[JsonObject, str]:
+    """Request cancellation: the ``Cancellation`` data of spec/cli.md and the run's state
+    after it (``cancelled`` at once for a paused run, else still ``running``)."""
     with open_existing(db) as ledger:
         run = ledger.request_cancel(run_ref, Clock().now())
-    return {"runId": run.run_id, "requested": True, "state": run.state}
+    return {"runId": run.run_id, "requested": True}, run.state
 
 
 def list_runs(*, db: str, state: str | None, limit: int) -> JsonObject:

@@ -43,7 +43,9 @@ def test_cancel_of_a_paused_run_takes_effect_at_once(cli: Cli, tmp_path: Path) -
 
     cancelled = cli("--output", "json", "cancel", run_id, "--db", "s/r.db")
     assert cancelled.rc == 0, cancelled.stderr
-    assert cancelled.data == {"runId": run_id, "requested": True, "state": "cancelled"}
+    assert cancelled.data == {"runId": run_id, "requested": True}
+    human = cli("cancel", run_id, "--db", "s/r.db")  # already cancelled: nothing to cancel
+    assert human.rc == 5 and "no running or paused run" in human.stderr
 
     approve = cli(
         "--output", "json", "approvals", "approve", approval_id, "--reason", "r", "--db", "s/r.db"
