@@ -32,9 +32,10 @@ from agentctl.clikit import (
     check_workspace,
     compile_file,
     deliver,
+    ignore_interrupts,
     read_cli_file,
+    report_closed_stdout,
 )
-from agentctl.entry import ignore_interrupts, report_closed_stdout
 from agentctl.errors import AgentctlError, CancelledRunError, ValidationError, from_os_error
 from agentctl.render import Outcome, Settings, dump_json, emit_error, emit_outcome
 

@@ -7,13 +7,18 @@ Invariants:
   through ``read_cli_file`` (regular files only — a FIFO, socket or device is refused before
   it is opened, so nothing blocks — and at most 1 MiB), ``--db`` through ``check_db_path``
   and ``--workspace`` through ``check_workspace`` (typer callbacks, so they run while the
-  command line is parsed); each refusal is a ``ValidationError`` (exit 2).
+  command line is parsed); each refusal is a ``ValidationError`` (exit 2);
+- ``ignore_interrupts`` and ``report_closed_stdout`` serve ``cli.main``'s last step: once
+  the outcome is decided it is final, and a reader that closed stdout is told on stderr.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import stat
+import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -21,8 +26,8 @@ import typer
 
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.strictjson import parse_strict
-from agentctl.errors import ValidationError
-from agentctl.render import Outcome
+from agentctl.errors import AgentctlError, ValidationError
+from agentctl.render import Outcome, Settings, emit_error
 
 MAX_CLI_FILE_BYTES = 1_048_576
 DEFAULT_DB = ".agentctl/runtime.db"
@@ -159,3 +164,23 @@ def compile_file(path: Path) -> Any:
     loaded = load_workflow(source, file=str(path))
     plan = compile_workflow(loaded.document, file=str(path), locate=loaded.locate)
     return loaded, plan
+
+
+def ignore_interrupts() -> None:
+    """From here on SIGINT is ignored: the outcome is decided and is being written."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+BROKEN_PIPE_EXIT = 4  # spec/cli.md §2: "other runtime error"
+
+
+def report_closed_stdout(settings: Settings) -> int:
+    """stdout's reader went away: say so on stderr and exit non-zero, quietly otherwise."""
+    # Point stdout at /dev/null so the interpreter's final flush does not fail again.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    message = "stdout was closed by its reader before the output was written (broken pipe)"
+    with contextlib.suppress(OSError):
+        emit_error(AgentctlError(message), settings)
+    return BROKEN_PIPE_EXIT

@@ -7,23 +7,15 @@ Invariants:
 - this module imports only the standard library at the top, and ``main`` first defers SIGINT
   (a flag, checked once the imports are done), so the guard is in place within the first
   moments of the interpreter running our code; importing this module changes no handler;
-- once the outcome is decided, ``ignore_interrupts`` makes it final, and a stdout closed by
-  the reader (``agentctl runs list | head -0``) is reported on stderr, not as a crash.
+- ``cli.main`` makes a decided outcome final (``clikit.ignore_interrupts``) and reports a
+  stdout closed by its reader (``clikit.report_closed_stdout``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
 import sys
-from typing import TYPE_CHECKING, NoReturn
-
-if TYPE_CHECKING:
-    from agentctl.render import Settings
-
-BROKEN_PIPE_EXIT = 4  # spec/cli.md §2: "other runtime error"
-
+from typing import NoReturn
 
 _interrupted = False
 
@@ -49,13 +41,8 @@ def main() -> NoReturn:
         _interrupted_at_startup(sys.argv[1:])
 
 
-def ignore_interrupts() -> None:
-    """From here on SIGINT is ignored: the outcome is decided and is being written."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def _interrupted_at_startup(args: list[str]) -> NoReturn:
-    ignore_interrupts()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the outcome is decided: keep it
     from agentctl.errors import CancelledRunError
     from agentctl.render import Settings, emit_error
 
@@ -77,18 +64,3 @@ def _wants_json(args: list[str]) -> bool:
         if value is not None:
             return value in ("json", "jsonl")
     return False
-
-
-def report_closed_stdout(settings: Settings) -> int:
-    """stdout's reader went away: say so on stderr and exit non-zero, quietly otherwise."""
-    from agentctl.errors import AgentctlError
-    from agentctl.render import emit_error
-
-    # Point stdout at /dev/null so the interpreter's final flush does not fail again.
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-    message = "stdout was closed by its reader before the output was written (broken pipe)"
-    with contextlib.suppress(OSError):
-        emit_error(AgentctlError(message), settings)
-    return BROKEN_PIPE_EXIT

@@ -34,7 +34,6 @@ ALLOWED: dict[str, set[str]] = {
         "clikit",
         "cli_state",
         "cli_recovery",
-        "entry",
     },
     "clikit": {"render", "errors", "core"},
     "cli_inspect": {"clikit", "render", "errors", "coordinator", "core"},
