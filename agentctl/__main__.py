@@ -1,6 +1,6 @@
 """``python -m agentctl`` is the same program as the ``agentctl`` console script."""
 
-from agentctl.cli import main
+from agentctl.entry import main
 
 if __name__ == "__main__":
     main()

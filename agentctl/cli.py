@@ -13,7 +13,6 @@ Invariants:
 from __future__ import annotations
 
 import gc
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -30,12 +29,15 @@ from agentctl.clikit import (
     DiffOpt,
     TimeoutOpt,
     WorkspaceOpt,
+    check_workspace,
     compile_file,
     deliver,
+    ignore_interrupts,
     read_cli_file,
+    report_closed_stdout,
 )
-from agentctl.errors import AgentctlError, ValidationError
-from agentctl.render import Outcome, Settings, emit_error, emit_outcome
+from agentctl.errors import AgentctlError, CancelledRunError, ValidationError, from_os_error
+from agentctl.render import Outcome, Settings, dump_json, emit_error, emit_outcome
 
 app = typer.Typer(
     name="agentctl",
@@ -219,7 +221,7 @@ def _outcome(outcome: Any) -> Outcome:
     def human(_s: Settings) -> str:
         text = f"run {data['runId']}: {data['state']}"
         if data.get("output") is not None:
-            text += "\n" + json.dumps(data["output"], indent=2, ensure_ascii=False)
+            text += "\n" + dump_json(data["output"], indent=2)
         return text
 
     return Outcome("RunOutcome", data, exit_code=codes.get(outcome.state, 4), human=human)
@@ -233,7 +235,10 @@ InputPairsOpt = Annotated[
     list[str] | None, typer.Option("--input", help="KEY=VALUE (JSON, else text); repeatable.")
 ]
 RunWorkspaceOpt = Annotated[
-    Path | None, typer.Option("--workspace", help="Workspace root (default: the file's dir).")
+    Path | None,
+    typer.Option(
+        "--workspace", help="Workspace root (default: the file's dir).", callback=check_workspace
+    ),
 ]
 CheckOpt = Annotated[
     bool, typer.Option("--check", help="Preview: run only pure and observe work; write nothing.")
@@ -369,14 +374,14 @@ _register_state_groups()
 # --------------------------------------------------------------------------- entry point
 
 
-def _run_app(args: list[str]) -> int:
+def _run_app(args: list[str]) -> Outcome | int:
+    """The command's outcome (rendered later by ``main``), or the exit code of a help page."""
     from typer._click import exceptions as click_exc
 
     try:
         result = app(args=args, prog_name="agentctl", standalone_mode=False)
     except Delivered as done:
-        emit_outcome(done.outcome, SETTINGS)
-        return done.outcome.exit_code
+        return done.outcome
     except click_exc.NoArgsIsHelpError as exc:
         sys.stdout.write(exc.ctx.get_help() + "\n" if exc.ctx else "")
         return 0
@@ -384,6 +389,8 @@ def _run_app(args: list[str]) -> int:
         raise ValidationError(_usage_message(exc)) from exc
     except typer.Abort as exc:
         raise KeyboardInterrupt from exc
+    if result == 130:  # typer swallows KeyboardInterrupt into a silent 130; our commands
+        raise KeyboardInterrupt  # never return a code, so say that it was an interrupt
     return result if isinstance(result, int) else 0
 
 
@@ -395,28 +402,54 @@ def _usage_message(exc: Any) -> str:
     return message
 
 
-def main(argv: list[str] | None = None) -> NoReturn:
-    """Console-script entry point; never lets a traceback reach the user."""
+def _execute(args: list[str]) -> Outcome | AgentctlError | int:
+    """Parse and run the command; every failure becomes the error a user should see."""
     global SETTINGS
-    args = list(sys.argv[1:] if argv is None else argv)
-    code: int
     try:
         SETTINGS, normalized = normalize_argv(args)
         if normalized[:1] in (["-V"], ["--version"]):
             normalized = ["version", *normalized[1:]]
-        code = _run_app(normalized)
+        return _run_app(normalized)
     except AgentctlError as exc:
         if exc.exit_code == 2 and SETTINGS.output == "human":
             SETTINGS.output = _sniff_output(args)  # type: ignore[assignment]
-        emit_error(exc, SETTINGS)
-        code = exc.exit_code
+        return exc
     except KeyboardInterrupt:
-        emit_error(AgentctlError("interrupted"), SETTINGS)
-        code = 130
+        return CancelledRunError("interrupted (SIGINT) before the command finished")
+    except OSError as exc:  # an OS failure no layer below classified: still a clear message
+        return from_os_error(exc, str(exc.filename or "a file agentctl needed"))
     except Exception as exc:  # the last line of defence: report, never show a traceback
         if os.environ.get("AGENTCTL_DEBUG"):
             raise
-        emit_error(AgentctlError(f"internal error: {type(exc).__name__}: {exc}"), SETTINGS)
-        code = 4
-    sys.stdout.flush()
+        return AgentctlError(f"internal error: {type(exc).__name__}: {exc}")
+
+
+def _render(result: Outcome | AgentctlError | int) -> int:
+    """Write the one outcome or error; returns the exit code."""
+    if isinstance(result, int):
+        return result
+    if isinstance(result, Outcome):
+        emit_outcome(result, SETTINGS)
+        return result.exit_code
+    emit_error(result, SETTINGS)
+    return result.exit_code
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Console-script entry point; never lets a traceback reach the user.
+
+    Once the outcome is decided SIGINT is ignored: an interrupt can no longer change the
+    result or cut its rendering in half (an interrupt before that point is exit 130).
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        result = _execute(args)
+    except KeyboardInterrupt:  # landed between two statements of the handlers above
+        result = CancelledRunError("interrupted (SIGINT) before the command finished")
+    ignore_interrupts()
+    try:
+        code = _render(result)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = report_closed_stdout(SETTINGS)
     sys.exit(code)

@@ -12,10 +12,12 @@ from typing import Annotated, Any
 import typer
 
 from agentctl.clikit import DEFAULT_DB, DbOpt, deliver, json_file
+from agentctl.core.jsonvalue import JsonValue
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings
 
 app = typer.Typer()
+MAX_LIMIT = 2**63 - 1  # SQLite's LIMIT is a signed 64-bit integer
 
 
 @app.command("cancel")
@@ -26,12 +28,14 @@ def cancel_cmd(
     """Record a durable cancellation request; the driving coordinator honours it."""
     from agentctl.coordinator import api
 
-    data = api.cancel(run, db=db)
-    deliver(
-        Outcome(
-            "Cancellation", data, human=lambda _s: f"cancellation requested for {data['runId']}"
-        )
-    )
+    data, state = api.cancel(run, db=db)
+
+    def human(_s: Settings) -> str:
+        if state == "cancelled":  # a paused run: nothing was driving it
+            return f"run {data['runId']} cancelled (it was paused; its approvals are closed)"
+        return f"cancellation requested for {data['runId']}"
+
+    deliver(Outcome("Cancellation", data, human=human))
 
 
 @app.command("inspect")
@@ -77,7 +81,7 @@ runs_app = typer.Typer(help="List runs.", no_args_is_help=True)
 def runs_list_cmd(
     db: DbOpt = DEFAULT_DB,
     state: Annotated[str | None, typer.Option("--state", help="Only runs in this state.")] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1)] = 50,
+    limit: Annotated[int, typer.Option("--limit", min=1, max=MAX_LIMIT)] = 50,
 ) -> None:
     """Runs newest first: runId, state, mode, workflow, created."""
     from agentctl.coordinator import api
@@ -140,11 +144,8 @@ def effects_reconcile_cmd(
         raise ValidationError(
             f"--status must be applied, not-applied or compensated, not {status!r}"
         )
-    evidence = (
-        json_file(evidence_file, "evidence file")
-        if evidence_file
-        else {"kind": "operator_statement", "statement": reason}
-    )
+    statement: JsonValue = {"kind": "operator_statement", "statement": reason}
+    evidence = json_file(evidence_file, "evidence file") if evidence_file else statement
     result = json_file(result_file, "result file") if result_file else None
     data = api.effects_reconcile(
         effect,

@@ -37,13 +37,16 @@ def _trace_id() -> str:
     return Clock().new_id("trace")
 
 
-def _ledger(db: str, *, create: bool = False) -> AbstractContextManager[RunLedger]:
-    """The ledger at ``db`` (created only by ``db migrate``), closed when the block ends."""
+def _ledger(
+    db: str, *, create: bool = False, verify: bool = True
+) -> AbstractContextManager[RunLedger]:
+    """The ledger at ``db`` (created only by ``db migrate``), closed when the block ends;
+    ``verify=False`` for plain reads (no quick_check of a possibly large file)."""
     from agentctl.ledger import open_ledger
 
     if not create and not Path(db).exists():
         raise NotFoundError(f"database {db} does not exist")
-    return open_ledger(db)
+    return open_ledger(db, verify=verify)
 
 
 @artifacts_app.command("list")
@@ -57,7 +60,7 @@ def artifacts_list_cmd(
     """Artifact references and the blobs they name."""
     if task is not None and run is None:
         raise ValidationError("artifacts list --task needs --run")
-    with _ledger(db) as ledger:
+    with _ledger(db, verify=False) as ledger:
         data = ledger.list_artifacts(run, task).to_json()
     deliver(Outcome("ArtifactList", data, human=_list_human(data)))
 
@@ -87,7 +90,7 @@ def artifacts_inspect_cmd(
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """One blob and every reference to it."""
-    with _ledger(db) as ledger:
+    with _ledger(db, verify=False) as ledger:
         data = ledger.inspect_artifact(digest).to_json()
     deliver(Outcome("ArtifactInspection", data))
 
@@ -123,7 +126,7 @@ def artifacts_export_cmd(
 
 @artifacts_app.command("gc")
 def artifacts_gc_cmd(
-    older_than_days: Annotated[int, typer.Option("--older-than-days", min=0)] = 30,
+    older_than_days: Annotated[int, typer.Option("--older-than-days", min=0, max=36_500)] = 30,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report, change nothing.")] = False,
     db: DbOpt = DEFAULT_DB,
 ) -> None:
@@ -163,7 +166,7 @@ def approvals_list_cmd(
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """The pending approvals of a run."""
-    with _ledger(db) as ledger:
+    with _ledger(db, verify=False) as ledger:
         data = ledger.list_approvals(run).to_json()
     deliver(Outcome("ApprovalList", data, human=_approvals_human(data)))
 

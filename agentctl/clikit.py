@@ -1,30 +1,104 @@
 """Shared pieces of the command line: delivering an outcome, reading user files, common options.
 
-Invariant: a command never prints by itself; it hands one ``Outcome`` to ``deliver`` and the
-entry point renders it, so JSON mode always writes exactly one envelope.
+Invariants:
+- a command never prints by itself; it hands one ``Outcome`` to ``deliver`` and the entry
+  point renders it, so JSON mode always writes exactly one envelope;
+- every path the user names is checked here, before any state exists: files the CLI reads go
+  through ``read_cli_file`` (regular files only — a FIFO, socket or device is refused before
+  it is opened, so nothing blocks — and at most 1 MiB), ``--db`` through ``check_db_path``
+  and ``--workspace`` through ``check_workspace`` (typer callbacks, so they run while the
+  command line is parsed); each refusal is a ``ValidationError`` (exit 2);
+- ``ignore_interrupts`` and ``report_closed_stdout`` serve ``cli.main``'s last step: once
+  the outcome is decided it is final, and a reader that closed stdout is told on stderr.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
+import os
+import signal
+import stat
+import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
 
-from agentctl.errors import ValidationError
-from agentctl.render import Outcome
+from agentctl.core.jsonvalue import JsonValue
+from agentctl.core.strictjson import parse_strict
+from agentctl.errors import AgentctlError, ValidationError
+from agentctl.render import Outcome, Settings, emit_error
 
 MAX_CLI_FILE_BYTES = 1_048_576
 DEFAULT_DB = ".agentctl/runtime.db"
-DbOpt = Annotated[str, typer.Option("--db", help="SQLite database (default .agentctl/runtime.db).")]
+
+
+def _file_kind(mode: int) -> str:
+    """What a non-regular file is, in the words of ``ls -l``."""
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _blocking_ancestor(path: Path) -> Path | None:
+    """The nearest existing ancestor of ``path`` that is not a directory (None if all are)."""
+    for parent in path.absolute().parents:
+        if parent.exists():
+            return None if parent.is_dir() else parent
+    return None
+
+
+def check_db_path(value: str) -> str:
+    """``--db``: a regular file or a path that can become one; never a directory or device."""
+    if not value.strip():
+        raise ValidationError("--db is empty; give the path of a database file")
+    path = Path(value)
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        raise ValidationError(f"--db {value} is {_file_kind(mode)}; give a database file path")
+    blocker = _blocking_ancestor(path)
+    if blocker is not None:
+        raise ValidationError(f"--db {value}: {blocker} is a file, not a directory")
+    return value
+
+
+def check_workspace(value: Path | None) -> Path | None:
+    """``--workspace``: an existing directory, checked before any database or run exists."""
+    if value is None:
+        return None
+    if not value.exists():
+        raise ValidationError(f"--workspace {value} does not exist")
+    if not value.is_dir():
+        raise ValidationError(f"--workspace {value} is not a directory")
+    return value
+
+
+DbOpt = Annotated[
+    str,
+    typer.Option(
+        "--db", help="SQLite database (default .agentctl/runtime.db).", callback=check_db_path
+    ),
+]
 DiffOpt = Annotated[bool, typer.Option("--diff", help="Include unified diffs of file writes.")]
 TimeoutOpt = Annotated[
     float | None,
     typer.Option("--timeout-seconds", min=0.001, help="Overall deadline; on expiry exit 130."),
 ]
 WorkspaceOpt = Annotated[
-    Path | None, typer.Option("--workspace", help="Workspace root (default: the run's own).")
+    Path | None,
+    typer.Option(
+        "--workspace", help="Workspace root (default: the run's own).", callback=check_workspace
+    ),
 ]
 
 
@@ -40,32 +114,45 @@ def deliver(outcome: Outcome) -> NoReturn:
     raise Delivered(outcome)
 
 
+def _check_regular(path: Path, mode: int, size: int, what: str) -> None:
+    if not stat.S_ISREG(mode):
+        raise ValidationError(f"{what} {path} is {_file_kind(mode)}, not a regular file")
+    if size > MAX_CLI_FILE_BYTES:
+        raise ValidationError(
+            f"{what} {path} is {size} bytes; the limit is {MAX_CLI_FILE_BYTES} bytes"
+        )
+
+
 def read_cli_file(path: Path, what: str = "file") -> bytes:
-    """Read a user-named file of at most 1 MiB; a missing or oversize file is exit 2."""
+    """Read a user-named regular file of at most 1 MiB; anything else is exit 2.
+
+    The type is checked before opening (opening a FIFO blocks until a writer appears), and
+    again on the open descriptor, which is opened non-blocking in case the path was swapped.
+    """
     try:
-        size = path.stat().st_size
-        if size > MAX_CLI_FILE_BYTES:
-            raise ValidationError(
-                f"{what} {path} is {size} bytes; the limit is {MAX_CLI_FILE_BYTES} bytes"
-            )
-        with path.open("rb") as handle:
+        st = path.stat()
+        _check_regular(path, st.st_mode, st.st_size, what)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            st = os.fstat(handle.fileno())
+            _check_regular(path, st.st_mode, st.st_size, what)
             data = handle.read(MAX_CLI_FILE_BYTES + 1)
     except FileNotFoundError as exc:
         raise ValidationError(f"{what} {path} does not exist") from exc
-    except IsADirectoryError as exc:
-        raise ValidationError(f"{what} {path} is a directory") from exc
+    except NotADirectoryError as exc:
+        raise ValidationError(f"{what} {path}: a parent is not a directory") from exc
     except PermissionError as exc:
         raise ValidationError(f"{what} {path} is not readable: permission denied") from exc
+    except OSError as exc:
+        raise ValidationError(f"{what} {path} cannot be read: {exc.strerror}") from exc
     if len(data) > MAX_CLI_FILE_BYTES:
         raise ValidationError(f"{what} {path} is larger than {MAX_CLI_FILE_BYTES} bytes")
     return data
 
 
-def json_file(path: Path, what: str) -> Any:
-    try:
-        return json.loads(read_cli_file(path, what))
-    except json.JSONDecodeError as exc:
-        raise ValidationError(f"{what} {path} is not valid JSON: {exc}") from exc
+def json_file(path: Path, what: str) -> JsonValue:
+    """A user-named file holding strict JSON (no NaN/Infinity, bounded nesting)."""
+    return parse_strict(read_cli_file(path, what), f"{what} {path}")
 
 
 def compile_file(path: Path) -> Any:
@@ -77,3 +164,23 @@ def compile_file(path: Path) -> Any:
     loaded = load_workflow(source, file=str(path))
     plan = compile_workflow(loaded.document, file=str(path), locate=loaded.locate)
     return loaded, plan
+
+
+def ignore_interrupts() -> None:
+    """From here on SIGINT is ignored: the outcome is decided and is being written."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+BROKEN_PIPE_EXIT = 4  # spec/cli.md §2: "other runtime error"
+
+
+def report_closed_stdout(settings: Settings) -> int:
+    """stdout's reader went away: say so on stderr and exit non-zero, quietly otherwise."""
+    # Point stdout at /dev/null so the interpreter's final flush does not fail again.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    message = "stdout was closed by its reader before the output was written (broken pipe)"
+    with contextlib.suppress(OSError):
+        emit_error(AgentctlError(message), settings)
+    return BROKEN_PIPE_EXIT

@@ -13,7 +13,9 @@ Errors cross process boundaries as data (``type``, ``message``, ``retryable``), 
     ├── RunFailedError                4  a run ended failed, or a task/policy denial at run time
     │   └── PolicyDeniedError         4  an effect denied by policy (path escape, tool deny, ...)
     ├── InvalidOperationError         4  resume of a terminal run, contradictory reconciliation
-    ├── PersistenceError              5  corrupt or incompatible state, artifact integrity
+    ├── PersistenceError              5  corrupt, foreign or incompatible state, artifact integrity,
+    │   │                                  an OS error on state files (``from_os_error``)
+    │   ├── DiskFullError             5  ENOSPC / EDQUOT / SQLITE_FULL while writing state
     │   ├── NotFoundError             5  run / effect / approval / artifact not found
     │   ├── FutureVersionError        5  a database or row format newer than supported
     │   ├── LockTimeoutError          5  the database stayed locked beyond the busy timeout
@@ -27,6 +29,7 @@ Errors cross process boundaries as data (``type``, ``message``, ``retryable``), 
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
@@ -132,6 +135,10 @@ class PersistenceError(AgentctlError):
     exit_code = 5
 
 
+class DiskFullError(PersistenceError):
+    pass
+
+
 class NotFoundError(PersistenceError):
     pass
 
@@ -166,3 +173,32 @@ class ResponseTooLargeError(ProviderError):
 
 class CancelledRunError(AgentctlError):
     exit_code = 130
+
+
+_OS_REASONS = {
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EROFS: "the file system is read-only",
+    errno.EISDIR: "it is a directory",
+    errno.ENOTDIR: "a parent is not a directory",
+    errno.ENOENT: "it does not exist",
+    errno.EMFILE: "too many open files",
+    errno.ENFILE: "too many open files in the system",
+    errno.EIO: "input/output error",
+}
+
+DISK_FULL_HINT = "free some space, then run the command again (`agentctl resume RUN` for a run)"
+
+
+def from_os_error(exc: OSError, what: str) -> PersistenceError:
+    """The one classification of an OS error met on state files (``what`` names the file).
+
+    A full disk is an ordinary, recoverable failure: its own class and a hint, because the run
+    stays resumable once space is freed.
+    """
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return DiskFullError(
+            f"no space left on the device holding {what}", data={"hint": DISK_FULL_HINT}
+        )
+    reason = _OS_REASONS.get(exc.errno or 0) or exc.strerror or str(exc)
+    return PersistenceError(f"{what}: {reason}")

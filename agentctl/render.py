@@ -11,6 +11,7 @@ Invariants:
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,8 +51,26 @@ class Outcome:
     human: Callable[[Settings], str] | None = None
 
 
-def _dump(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+def dump_json(value: Any, indent: int | None = None) -> str:
+    """Strict JSON text: a non-finite float (which inputs refuse, but a workflow's own YAML or
+    arithmetic could still produce) is written as ``null``, never as a bare ``NaN``."""
+    separators = (",", ":") if indent is None else None
+    try:
+        return json.dumps(
+            value, separators=separators, indent=indent, ensure_ascii=False, allow_nan=False
+        )
+    except ValueError:  # rare: pay for the walk only when there is something to replace
+        return json.dumps(_finite(value), separators=separators, indent=indent, ensure_ascii=False)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def emit_outcome(outcome: Outcome, settings: Settings) -> None:
@@ -63,7 +82,7 @@ def emit_outcome(outcome: Outcome, settings: Settings) -> None:
             "data": outcome.data,
             "diagnostics": [d.to_json() for d in outcome.diagnostics],
         }
-        sys.stdout.write(_dump(envelope) + "\n")
+        sys.stdout.write(dump_json(envelope) + "\n")
         sys.stdout.flush()
         return
     text = outcome.human(settings) if outcome.human else default_human(outcome)
@@ -72,12 +91,12 @@ def emit_outcome(outcome: Outcome, settings: Settings) -> None:
     for diag in outcome.diagnostics:
         sys.stderr.write(format_diagnostic(diag) + "\n")
     if settings.verbose and outcome.human is not None:
-        sys.stdout.write(json.dumps(outcome.data, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(dump_json(outcome.data, indent=2) + "\n")
     sys.stdout.flush()
 
 
 def default_human(outcome: Outcome) -> str:
-    return json.dumps(outcome.data, indent=2, ensure_ascii=False)
+    return dump_json(outcome.data, indent=2)
 
 
 def emit_error(error: AgentctlError, settings: Settings) -> None:
@@ -95,7 +114,7 @@ def emit_error(error: AgentctlError, settings: Settings) -> None:
             },
             "diagnostics": [d.to_json() for d in error.diagnostics],
         }
-        sys.stderr.write(_dump(envelope) + "\n")
+        sys.stderr.write(dump_json(envelope) + "\n")
         sys.stderr.flush()
         return
     lines = [f"error: {error.message}"]

@@ -8,7 +8,6 @@ bad workflow or bad input never creates state.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -16,7 +15,13 @@ from typing import Any
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import load_plan
 from agentctl.coordinator.launch import check_executable as check_executable
-from agentctl.coordinator.launch import existing, open_existing, preflight_containers, run_trio
+from agentctl.coordinator.launch import (
+    existing,
+    naming_run,
+    open_existing,
+    preflight_containers,
+    run_trio,
+)
 from agentctl.coordinator.remedy import compensate as compensate
 from agentctl.coordinator.remedy import recover as recover
 from agentctl.coordinator.service import (
@@ -31,6 +36,7 @@ from agentctl.coordinator.service import (
 from agentctl.core.compiler.diagnostics import Locator
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
+from agentctl.core.strictjson import RefusedJsonError, parse_strict
 from agentctl.errors import ValidationError
 from agentctl.ledger import open_ledger
 from agentctl.ledger.model import ReconcileRequest
@@ -44,28 +50,43 @@ def resolve_inputs(
     inputs_file_text: str | None,
     pairs: Sequence[str],
 ) -> JsonObject:
-    """spec.inputs ← --inputs / --inputs-file object ← each --input KEY=VALUE (JSON else text)."""
+    """spec.inputs ← --inputs / --inputs-file object ← each --input KEY=VALUE (JSON else text).
+
+    All JSON is strict (no NaN/Infinity, bounded nesting); ``--input`` names only a declared
+    input (``spec.inputs``) — a typo would otherwise be silently ignored by the workflow.
+    """
     merged = dict(defaults)
     if inputs_json is not None and inputs_file_text is not None:
         raise ValidationError("--inputs and --inputs-file are mutually exclusive")
+    what = "--inputs" if inputs_json is not None else "--inputs-file"
     text = inputs_json if inputs_json is not None else inputs_file_text
     if text is not None:
-        try:
-            given = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ValidationError(f"run inputs are not valid JSON: {exc}") from exc
+        given = parse_strict(text, f"run inputs ({what})")
         if not isinstance(given, dict):
             raise ValidationError("run inputs must be a JSON object")
         merged.update(given)
     for pair in pairs:
-        key, eq, raw = pair.partition("=")
-        if not eq or not key:
-            raise ValidationError(f"--input expects KEY=VALUE, got {pair!r}")
-        try:
-            merged[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            merged[key] = raw
+        key, value = _input_pair(pair, defaults)
+        merged[key] = value
     return merged
+
+
+def _input_pair(pair: str, declared: Mapping[str, Any]) -> tuple[str, JsonValue]:
+    """One ``--input KEY=VALUE``: a declared input's name, and VALUE as JSON, else as text."""
+    key, eq, raw = pair.partition("=")
+    if not eq or not key:
+        raise ValidationError(f"--input expects KEY=VALUE, got {pair!r}")
+    allowed = ", ".join(sorted(declared)) or "none (the workflow declares no spec.inputs)"
+    if not key.isidentifier():
+        raise ValidationError(f"--input {key!r} is not a valid input name; inputs: {allowed}")
+    if key not in declared:
+        raise ValidationError(f"--input {key!r} is not a declared input; inputs: {allowed}")
+    try:
+        return key, parse_strict(raw, f"--input {key}")
+    except RefusedJsonError:
+        raise
+    except ValidationError:  # not JSON at all: the value is plain text
+        return key, raw
 
 
 def start_run(
@@ -86,8 +107,7 @@ def start_run(
 ) -> RunOutcome:
     check_executable(plan, file=file, locate=locate)
     preflight_containers(plan)
-    clock = Clock()
-    root = os.path.abspath(workspace)
+    clock, root = Clock(), os.path.abspath(workspace)
     mode = "check" if check_mode else "execute"
     with open_ledger(db) as ledger:
         run_id, trace_id = create_run(
@@ -103,7 +123,9 @@ def start_run(
         if on_created is not None:
             on_created(run_id, trace_id)
         req = DriveRequest(ledger, run_id, trace_id, plan, root, timeout_s, progress, clock)
-        outcome = run_trio(drive_run, dataclasses.replace(req, check_mode=check_mode, diff=diff))
+        req = dataclasses.replace(req, check_mode=check_mode, diff=diff)
+        with naming_run(run_id):
+            outcome = run_trio(drive_run, req)
     if outcome.state == "failed" and plan.run.compensation.get("onFailure") == "automatic":
         outcome = _compensate_after_failure(outcome, db, root, timeout_s)
     return outcome_or_raise(outcome)
@@ -147,7 +169,8 @@ def resume(
         base = os.path.abspath(workspace or run.base_path or os.getcwd())
         req = DriveRequest(ledger, run.run_id, trace_id, plan, base, timeout_s, progress, clock)
         req = dataclasses.replace(req, check_mode=run.mode == "check", diff=diff)
-        return outcome_or_raise(run_trio(drive_run, req))
+        with naming_run(run.run_id):
+            return outcome_or_raise(run_trio(drive_run, req))
 
 
 def replay(run_ref: str, *, db: str) -> RunOutcome:
@@ -183,32 +206,35 @@ def fork(
             on_created(run_id, trace_id)
         base = os.path.abspath(workspace or source.base_path or os.getcwd())
         req = DriveRequest(ledger, run_id, trace_id, plan, base, timeout_s, progress, clock)
-        return outcome_or_raise(run_trio(drive_run, dataclasses.replace(req, diff=diff)))
+        with naming_run(run_id):
+            return outcome_or_raise(run_trio(drive_run, dataclasses.replace(req, diff=diff)))
 
 
-def cancel(run_ref: str, *, db: str) -> JsonObject:
+def cancel(run_ref: str, *, db: str) -> tuple[JsonObject, str]:
+    """Request cancellation: the ``Cancellation`` data of spec/cli.md and the run's state
+    after it (``cancelled`` at once for a paused run, else still ``running``)."""
     with open_existing(db) as ledger:
         run = ledger.request_cancel(run_ref, Clock().now())
-    return {"runId": run.run_id, "requested": True}
+    return {"runId": run.run_id, "requested": True}, run.state
 
 
 def list_runs(*, db: str, state: str | None, limit: int) -> JsonObject:
-    with open_existing(db) as ledger:
+    with open_existing(db, verify=False) as ledger:
         return ledger.list_runs(state=state, limit=limit).to_json()
 
 
 def inspect(run_ref: str, *, db: str) -> JsonObject:
-    with open_existing(db) as ledger:
+    with open_existing(db, verify=False) as ledger:
         return ledger.inspect_run(run_ref).to_json()
 
 
 def effects_list(run_ref: str, *, db: str, task: str | None) -> JsonObject:
-    with open_existing(db) as ledger:
+    with open_existing(db, verify=False) as ledger:
         return ledger.list_effects(run_ref, task).to_json()
 
 
 def effects_inspect(effect_id: str, *, db: str) -> JsonObject:
-    with open_existing(db) as ledger:
+    with open_existing(db, verify=False) as ledger:
         return ledger.inspect_effect(effect_id).to_json()
 
 

@@ -8,7 +8,7 @@ nothing).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TypeVar, TypeVarTuple
 
@@ -17,7 +17,7 @@ import trio
 from agentctl.core import registry
 from agentctl.core.compiler.diagnostics import Locator
 from agentctl.core.plan import Plan, PlannedTask
-from agentctl.errors import Diagnostic, ValidationError
+from agentctl.errors import AgentctlError, Diagnostic, ValidationError
 from agentctl.ledger import open_ledger
 from agentctl.ledger.interface import RunLedger
 
@@ -51,6 +51,17 @@ def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
         if isinstance(leaf, KeyboardInterrupt):
             return leaf
     return leaves[0] if leaves else group
+
+
+@contextlib.contextmanager
+def naming_run(run_id: str) -> Iterator[None]:
+    """Errors escaping a drive carry the run's id (a full disk: the run to resume later)."""
+    try:
+        yield
+    except AgentctlError as exc:
+        if exc.run_id is None:
+            exc.run_id = run_id
+        raise
 
 
 def check_executable(plan: Plan, *, file: str | None = None, locate: Locator | None = None) -> None:
@@ -121,6 +132,7 @@ def existing(db: str) -> str:
     return db
 
 
-def open_existing(db: str) -> contextlib.AbstractContextManager[RunLedger]:
-    """The existing ledger at ``db`` (``NotFoundError`` if there is none), closed on exit."""
-    return open_ledger(existing(db))
+def open_existing(db: str, *, verify: bool = True) -> contextlib.AbstractContextManager[RunLedger]:
+    """The existing ledger at ``db`` (``NotFoundError`` if there is none), closed on exit;
+    ``verify=False`` skips the corruption check, for plain reads of possibly large files."""
+    return open_ledger(existing(db), verify=verify)

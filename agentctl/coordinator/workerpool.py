@@ -32,7 +32,7 @@ import psutil
 import trio
 
 from agentctl.core import registry
-from agentctl.errors import AgentctlError, InvalidOperationError
+from agentctl.errors import AgentctlError, InvalidOperationError, PersistenceError, from_os_error
 from agentctl.mailbox.frames import FrameChannel, ProtocolError
 from agentctl.mailbox.messages import Cancel, Execute, Failure, Hello, Result, Shutdown, WireError
 
@@ -285,7 +285,10 @@ class WorkerPool:
             await _wait_all(workers, grace)
         for worker in workers:
             self._lose(worker, "worker pool closed")
-        self._write_registry()
+        # Best effort: every worker is dead now, and a stale entry is harmless (matched by pid
+        # and start time); failing here (a full disk) must not mask why the pool closed.
+        with contextlib.suppress(PersistenceError):
+            self._write_registry()
 
     def _write_registry(self) -> None:
         if self._registry_path is None:
@@ -299,9 +302,14 @@ class WorkerPool:
             ],
         }
         tmp = f"{self._registry_path}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(data, fh)
-        os.replace(tmp, self._registry_path)
+        try:
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(data, fh)
+            os.replace(tmp, self._registry_path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)  # no stray .tmp per attempt
+            raise from_os_error(exc, f"worker registry {self._registry_path}") from exc
 
 
 def _create_time(pid: int) -> float:

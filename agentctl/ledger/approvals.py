@@ -1,8 +1,9 @@
 """Approval requests and their resolution, plus long-term memory rows.
 
 Invariants:
-- an approval is created ``pending`` and resolved at most once (approved | rejected); resolving
-  anything not pending raises a ``PersistenceError`` (exit 5) and writes nothing;
+- an approval is created ``pending`` and resolved at most once (approved | rejected, or
+  ``cancelled`` when its run is cancelled while paused); resolving anything not pending raises
+  a ``PersistenceError`` (exit 5) and writes nothing;
 - resolution moves the approval's effect ``waiting_for_approval`` → ``requested`` (approved)
   or ``cancelled`` (rejected) in the same transaction, with audit event and checkpoint;
 - long-term memory is keyed by (namespace, key); an expired entry reads as absent.
@@ -196,6 +197,21 @@ def resolve_approval_txn(
         conn, current.run_id, {"runId": current.run_id, "event": f"approval.{status}"}, now
     )
     return get_approval(conn, approval_id)
+
+
+def close_pending_txn(conn: sqlite3.Connection, run_id: str, now: str, reason: str) -> None:
+    """Close every pending approval of a run that was cancelled: status ``cancelled``, its
+    effect ``cancelled`` (it never ran), audited; a later approve is refused as not pending."""
+    for current in list_approvals(conn, run_id):
+        conn.execute(
+            "UPDATE approvals SET status = 'cancelled', resolved_at = ?, resolved_by = ?,"
+            " resolution_reason = ? WHERE approval_id = ? AND status = 'pending'",
+            (now, "agentctl cancel", reason, current.approval_id),
+        )
+        if current.effect_id is not None:
+            resolve_waiting_effect_txn(conn, current.effect_id, False, now)
+        payload = {"approvalId": current.approval_id, "status": "cancelled", "reason": reason}
+        append_audit_txn(conn, run_id, "approval.cancelled", payload, now, task_id=current.task_id)
 
 
 def memory_put_txn(

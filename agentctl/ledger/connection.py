@@ -7,6 +7,12 @@ Invariants:
 - ``open_database`` refuses a database newer than supported *before* it changes anything: the
   version is read from the file header bytes, then again from a fresh connection, and only
   then are journal mode and other persistent settings touched. A refused file keeps its bytes.
+- a file that is not an agentctl ledger is never taken over: a non-SQLite file, an SQLite file
+  with another ``application_id``, or one with ``user_version`` 0 that already has tables (or
+  a versioned one without our ``runs`` table) is refused with exit 5 before journal mode,
+  schema or mode are touched — first from the header bytes, then again over SQL (a WAL file
+  may hold what the header does not show yet). Ledgers carry ``APPLICATION_ID`` from schema
+  v5 on; older ledgers of ours are recognised by their ``runs`` table and get it on migration;
 - the database file (and its -wal/-shm companions) are created with mode 0600; SQLite gives
   the companions the main file's mode, and we chmod them again where they exist.
 - every connection runs WAL, ``synchronous=FULL``, ``foreign_keys=ON`` and a busy timeout
@@ -22,9 +28,10 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import filelock
@@ -34,8 +41,14 @@ from agentctl.errors import (
     FutureVersionError,
     LockTimeoutError,
     PersistenceError,
+    from_os_error,
 )
-from agentctl.ledger.migrations import SUPPORTED_SCHEMA_VERSION, MigrationResult, migrate
+from agentctl.ledger.migrations import (
+    APPLICATION_ID,
+    SUPPORTED_SCHEMA_VERSION,
+    MigrationResult,
+    migrate,
+)
 
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 SETUP_LOCK_TIMEOUT_S = 60.0
@@ -43,33 +56,106 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 _WAL_FORMAT = 2  # header bytes 18/19 (write/read format version) are 2 in WAL mode
 
 
+_SQLITE_CORRUPT, _SQLITE_FULL, _SQLITE_NOTADB = 11, 13, 26
+CORRUPT_HINT = (
+    "stop using this file; restore the database (with its -wal) and artifacts/ from a backup "
+    "(docs/operations.md, Backups)"
+)
+
+
+def corrupt_error(path: Path | None, detail: str) -> PersistenceError:
+    return PersistenceError(
+        f"database {path or ''} is corrupt: {detail}; nothing more was written to it",
+        data={"hint": CORRUPT_HINT},
+    )
+
+
 @contextlib.contextmanager
-def translate_errors(busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> Iterator[None]:
-    """Turn sqlite3 errors raised inside the block into agentctl errors (exit 5)."""
+def translate_errors(
+    busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, path: Path | None = None
+) -> Iterator[None]:
+    """Turn sqlite3 errors raised inside the block into agentctl errors (exit 5).
+
+    The one classification of SQLite failures: locked, disk full, corrupt, anything else.
+    """
     try:
         yield
-    except sqlite3.OperationalError as exc:
+    except sqlite3.Error as exc:
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # the primary result code
         text = str(exc).lower()
-        if "locked" in text or "busy" in text:
+        if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
             raise LockTimeoutError(
                 f"the database stayed locked for more than {busy_timeout_ms / 1000:g} s "
                 f"(another agentctl process holds it): {exc}"
             ) from exc
-        raise PersistenceError(f"database error: {exc}") from exc
-    except sqlite3.Error as exc:
-        raise PersistenceError(f"database error: {exc}") from exc
+        if code == _SQLITE_FULL:
+            raise from_os_error(OSError(errno.ENOSPC, str(exc)), f"database {path}") from exc
+        if code in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+            raise corrupt_error(path, str(exc)) from exc
+        raise PersistenceError(f"database error ({path}): {exc}") from exc
 
 
 def _read_header(path: Path) -> bytes | None:
-    """The 100-byte SQLite header, read without opening the file through SQLite."""
+    """The 100-byte SQLite header, read without opening the file through SQLite.
+
+    None for a missing or empty file (a ledger to create); a non-empty file that is not
+    SQLite is refused here, before anything could write to it.
+    """
     try:
         with path.open("rb") as fh:
             header = fh.read(100)
     except FileNotFoundError:
         return None
-    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+    if not header:
         return None
+    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+        raise PersistenceError(
+            f"{path} is not an SQLite database, so not an agentctl ledger; refusing to use it "
+            "(choose another --db)"
+        )
     return header
+
+
+def _foreign(path: Path, why: str) -> PersistenceError:
+    return PersistenceError(
+        f"{path} is not an agentctl ledger ({why}); refusing to take it over — "
+        "it was left unchanged (choose another --db)"
+    )
+
+
+def _refuse_foreign(path: Path, app_id: int, version: int, has: Callable[[str], bool]) -> None:
+    """Refuse a SQLite file of another program; ``has(table)`` says whether it has tables."""
+    if app_id not in (0, APPLICATION_ID):
+        raise _foreign(path, f"its application_id is {app_id:#x}")
+    _refuse_future(version, path)
+    if app_id == 0 and version == 0 and has(""):
+        raise _foreign(path, "it has tables of its own and no agentctl schema version")
+    if app_id == 0 and version > 0 and not has("runs"):
+        raise _foreign(path, f"schema version {version} but no agentctl runs table")
+
+
+def _refuse_foreign_header(path: Path, header: bytes) -> None:
+    """The header-only check: application id (bytes 68-71), version, schema cookie (40-43)."""
+    app_id = int.from_bytes(header[68:72], "big")
+    cookie = int.from_bytes(header[40:44], "big")
+
+    def has(table: str) -> bool:
+        # A changed schema cookie means tables were created; whether a versioned file has
+        # our runs table the header cannot say, so that is left to the SQL check.
+        return bool(cookie) if not table else True
+
+    _refuse_foreign(path, app_id, _header_version(header), has)
+
+
+def _refuse_foreign_sql(conn: sqlite3.Connection, path: Path) -> None:
+    (app_id,) = conn.execute("PRAGMA application_id").fetchone()
+    (version,) = conn.execute("PRAGMA user_version").fetchone()
+
+    def has(table: str) -> bool:
+        sql = "SELECT 1 FROM sqlite_schema WHERE type = 'table'" + (" AND name = ?" * bool(table))
+        return conn.execute(sql, (table,) if table else ()).fetchone() is not None
+
+    _refuse_foreign(path, int(app_id), int(version), has)
 
 
 def _header_version(header: bytes) -> int:
@@ -128,7 +214,7 @@ class Database:
     @contextlib.contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """``BEGIN IMMEDIATE`` … ``COMMIT``; any exception rolls back and propagates."""
-        with translate_errors(self.busy_timeout_ms):
+        with translate_errors(self.busy_timeout_ms, self.path):
             self.conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self.conn
@@ -141,7 +227,7 @@ class Database:
     @contextlib.contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """A deferred read transaction: every query in the block sees one snapshot."""
-        with translate_errors(self.busy_timeout_ms):
+        with translate_errors(self.busy_timeout_ms, self.path):
             self.conn.execute("BEGIN")
             try:
                 yield self.conn
@@ -150,7 +236,7 @@ class Database:
                     self.conn.execute("ROLLBACK")
 
     def close(self) -> None:
-        with translate_errors(self.busy_timeout_ms):
+        with translate_errors(self.busy_timeout_ms, self.path):
             self.conn.close()
 
     def __enter__(self) -> Database:
@@ -160,8 +246,11 @@ class Database:
         self.close()
 
 
-def connect(path: Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> sqlite3.Connection:
-    """A raw connection with the session pragmas; checks the version before anything else."""
+def connect(
+    path: Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, *, verify: bool = False
+) -> sqlite3.Connection:
+    """A raw connection with the session pragmas; checks the file (foreign, future version,
+    and with ``verify`` corrupt pages) before anything could write to it."""
     conn = sqlite3.connect(
         path,
         timeout=busy_timeout_ms / 1000,
@@ -171,8 +260,9 @@ def connect(path: Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> sqlit
     try:
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        (found,) = conn.execute("PRAGMA user_version").fetchone()
-        _refuse_future(int(found), path)
+        _refuse_foreign_sql(conn, path)
+        if verify:
+            _refuse_corrupt(conn, path)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA foreign_keys = ON")
@@ -180,6 +270,13 @@ def connect(path: Path, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> sqlit
         conn.close()
         raise
     return conn
+
+
+def _refuse_corrupt(conn: sqlite3.Connection, path: Path) -> None:
+    """``PRAGMA quick_check``: every page and index structure, O(size) but no row compare."""
+    found = [str(row[0]) for row in conn.execute("PRAGMA quick_check(5)")]
+    if found != ["ok"]:
+        raise corrupt_error(path, "; ".join(found))
 
 
 @contextlib.contextmanager
@@ -203,10 +300,10 @@ def _setup_lock(db: Path) -> Iterator[None]:
 
 
 def _connect_and_migrate(
-    db: Path, busy_timeout_ms: int, target_version: int | None
+    db: Path, busy_timeout_ms: int, target_version: int | None, verify: bool
 ) -> tuple[sqlite3.Connection, MigrationResult]:
     _private_file(db)
-    conn = connect(db, busy_timeout_ms)
+    conn = connect(db, busy_timeout_ms, verify=verify)
     try:
         return conn, migrate(conn, target_version)
     except BaseException:
@@ -219,27 +316,35 @@ def open_database(
     *,
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
     target_version: int | None = None,
+    verify: bool = True,
 ) -> Database:
     """Open (creating and migrating as needed) the ledger database at ``path``.
 
-    ``target_version`` stops migration early; only tests building older schemas use it.
+    ``verify`` runs ``PRAGMA quick_check`` before anything is written (corrupt → exit 5);
+    plain reads pass False to stay fast on large files (they still fail cleanly, exit 5,
+    on any corrupt page they touch). ``target_version`` stops migration early (tests only).
     """
     db = Path(path)
-    header = _read_header(db)
+    try:
+        header = _read_header(db)
+    except OSError as exc:
+        raise from_os_error(exc, f"database {db}") from exc
     if header is not None:
-        _refuse_future(_header_version(header), db)
+        _refuse_foreign_header(db, header)
     goal = SUPPORTED_SCHEMA_VERSION if target_version is None else target_version
     try:
-        with translate_errors(busy_timeout_ms):
+        with translate_errors(busy_timeout_ms, db):
             if _already_set_up(header, goal):
-                conn, migration = _connect_and_migrate(db, busy_timeout_ms, target_version)
+                conn, migration = _connect_and_migrate(db, busy_timeout_ms, target_version, verify)
             else:
                 db.parent.mkdir(parents=True, exist_ok=True)
                 with _setup_lock(db):
-                    conn, migration = _connect_and_migrate(db, busy_timeout_ms, target_version)
+                    conn, migration = _connect_and_migrate(
+                        db, busy_timeout_ms, target_version, verify
+                    )
     except AgentctlError:
         raise
     except OSError as exc:
-        raise PersistenceError(f"cannot open database {db}: {exc}") from exc
+        raise from_os_error(exc, f"database {db}") from exc
     chmod_private(db)
     return Database(db, conn, busy_timeout_ms, migration)

@@ -95,7 +95,8 @@ class RunLedger(Protocol):
         ...
 
     def request_cancel(self, run_ref: str, now: str) -> RunRecord:
-        """Set the durable cancellation flag of a running or paused run."""
+        """Set the durable cancellation flag of a running or paused run; a paused run that no
+        live coordinator drives is cancelled at once (approvals closed). Returns the run."""
         ...
 
     def is_cancel_requested(self, run_id: str) -> bool: ...

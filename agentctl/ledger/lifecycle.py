@@ -39,6 +39,7 @@ from agentctl.ledger.steps import walk_txn
 
 TERMINAL_RUN = frozenset({"succeeded", "failed", "cancelled"})
 _IN_FLIGHT = frozenset({"running", "waiting_for_effect", "waiting_for_approval"})
+_OPEN_WHEN_PAUSED = frozenset({"pending", "ready", "retry_scheduled", "waiting_for_approval"})
 
 
 def create_run_txn(
@@ -85,10 +86,28 @@ def claim_for_resume_txn(
 
 
 def request_cancel_txn(conn: sqlite3.Connection, run_ref: str, now: str) -> runs.RunRecord:
-    """Set the durable cancel flag of the run ``run_ref`` names."""
+    """Set the durable cancel flag of the run ``run_ref`` names; returns the run after it.
+
+    A paused run that no live coordinator owns is cancelled at once: nothing is driving it
+    that could honour the flag, and waiting for a ``resume`` would leave its approvals open
+    (an approve would still be accepted). A run being driven honours the flag itself.
+    """
     run = runs.find_run(conn, run_ref)
     runs.request_cancel_txn(conn, run.run_id, now)
-    return run
+    if run.state == "paused" and not runs.has_live_owner(conn, run.run_id):
+        _cancel_paused_txn(conn, run.run_id, now)
+    return runs.get_run(conn, run.run_id)
+
+
+def _cancel_paused_txn(conn: sqlite3.Connection, run_id: str, now: str) -> None:
+    """Pending approvals closed (their effects cancelled), open tasks cancelled, run cancelled."""
+    approvals.close_pending_txn(conn, run_id, now, "the run was cancelled")
+    for task in tasks.list_tasks(conn, run_id):
+        if task.state in _OPEN_WHEN_PAUSED:
+            tasks.transition_task_txn(
+                conn, run_id, task.task_id, "cancelled", now, error="the run was cancelled"
+            )
+    runs.set_run_state_txn(conn, run_id, "cancelled", now)
 
 
 def cancel_run_txn(conn: sqlite3.Connection, stop: CancelRun) -> None:

@@ -247,7 +247,12 @@ _V3 = (
 # resume loads it instead of recompiling; runs created before v4 keep NULL and are recompiled.
 _V4 = ("ALTER TABLE runs ADD COLUMN compiled_plan_json TEXT",)
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
+# v5: mark the file as an agentctl ledger (``PRAGMA application_id``, header bytes 68-71), so
+# opening can tell our ledgers from other SQLite files and refuse to take those over.
+APPLICATION_ID = 0x41474354  # "AGCT"
+_V5 = (f"PRAGMA application_id = {APPLICATION_ID}",)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
 SUPPORTED_SCHEMA_VERSION = len(MIGRATIONS)
 
 

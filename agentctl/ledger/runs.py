@@ -307,6 +307,16 @@ def _owner_alive(pid: int, create_time: float | None) -> bool:
     return create_time is None or abs(actual - create_time) < 0.01
 
 
+def has_live_owner(conn: sqlite3.Connection, run_id: str) -> bool:
+    """Whether a live process holds the run's lease (it is being driven right now)."""
+    row = conn.execute(
+        "SELECT owner_pid, owner_create_time FROM runs WHERE run_id = ?", (run_id,)
+    ).fetchone()
+    if row is None or row["owner_pid"] is None:
+        return False
+    return _owner_alive(int(row["owner_pid"]), row["owner_create_time"])
+
+
 def acquire_run_lease_txn(
     conn: sqlite3.Connection, run_id: str, pid: int, create_time: float, now: str
 ) -> None:

@@ -273,8 +273,12 @@ def open_ledger(
     *,
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
     target_version: int | None = None,
+    verify: bool = True,
 ) -> SqliteLedger:
     """Open (creating and migrating as needed) the ledger at ``path``; use it as a context
-    manager so the connection closes. ``target_version`` is for tests of older schemas."""
-    db = open_database(path, busy_timeout_ms=busy_timeout_ms, target_version=target_version)
+    manager so the connection closes. ``verify`` (default) quick-checks the file before any
+    write; read-only commands pass False. ``target_version`` is for tests of older schemas."""
+    db = open_database(
+        path, busy_timeout_ms=busy_timeout_ms, target_version=target_version, verify=verify
+    )
     return SqliteLedger(db)

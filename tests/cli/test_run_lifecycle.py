@@ -129,6 +129,7 @@ apiVersion: agentctl.dev/v1alpha1
 kind: Workflow
 metadata: { name: pair }
 spec:
+  inputs: { name: default }
   policy: { approval: never, processAllowlist: [sh], writableRoots: [out] }
   actions:
     work: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "sleep 0.3; echo ok"] }

@@ -14,7 +14,7 @@ from agentctl.ledger.audit import list_checkpoints
 from agentctl.ledger.budget import budget_snapshot
 from agentctl.ledger.connection import open_database
 from agentctl.ledger.effects import list_effects
-from agentctl.ledger.migrations import MIGRATIONS, migrate
+from agentctl.ledger.migrations import APPLICATION_ID, MIGRATIONS, migrate
 from agentctl.ledger.runs import get_run
 from agentctl.ledger.tasks import list_tasks
 
@@ -64,7 +64,12 @@ def _fill_v3(conn: sqlite3.Connection) -> None:
     )
 
 
-_FILLERS = {1: [_fill_v1], 2: [_fill_v1, _fill_v2], 3: [_fill_v1, _fill_v2, _fill_v3]}
+_FILLERS = {
+    1: [_fill_v1],
+    2: [_fill_v1, _fill_v2],
+    3: [_fill_v1, _fill_v2, _fill_v3],
+    4: [_fill_v1, _fill_v2, _fill_v3],  # v4 only added a nullable column
+}
 
 
 def test_every_version_has_a_filler() -> None:
@@ -77,6 +82,7 @@ def test_older_schema_with_data_migrates(tmp_path: Path, version: int) -> None:
     db = tmp_path / "old.db"
     old = open_database(db, target_version=version)
     assert old.conn.execute("PRAGMA user_version").fetchone()[0] == version
+    assert old.conn.execute("PRAGMA application_id").fetchone()[0] == 0  # before v5
     with old.transaction() as conn:
         for fill in _FILLERS[version]:
             fill(conn)
@@ -88,6 +94,8 @@ def test_older_schema_with_data_migrates(tmp_path: Path, version: int) -> None:
         assert led.migration.to_version == SUPPORTED_SCHEMA_VERSION
         assert led.migration.applied == tuple(range(version + 1, SUPPORTED_SCHEMA_VERSION + 1))
         with led.read() as conn:
+            # An older ledger of ours is recognised by its runs table and marked as ours.
+            assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
             run = get_run(conn, "run-old")
             assert run.working_memory == {"k": 1}
             assert run.source_run_id is None

@@ -1,0 +1,86 @@
+"""Strict JSON for everything a user hands the command line (inputs, evidence, results).
+
+Invariants:
+- only RFC 8259 JSON with finite numbers is accepted: Python's ``json`` would also take
+  ``NaN``, ``Infinity`` and ``-Infinity`` (and turn ``1e999`` into infinity), which no other
+  JSON reader accepts and which would poison digests, the ledger and every later output; they
+  are refused as a ``RefusedJsonError`` (exit 2);
+- nesting is bounded (``MAX_DEPTH``): deeper documents are refused with a clear message instead
+  of exhausting the interpreter's recursion limit somewhere downstream (parser, canonical
+  digests, template rendering);
+- a refusal names what was being read, so the user knows which flag or file to fix.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from agentctl.core.jsonvalue import JsonValue
+from agentctl.errors import ValidationError
+
+MAX_DEPTH = 64
+
+
+class RefusedJsonError(ValidationError):
+    """Text Python's parser would take but we refuse: a non-finite number, too deep nesting.
+
+    Distinct from a plain syntax error so ``--input K=V`` (JSON, else text) can refuse these
+    instead of quietly treating them as text.
+    """
+
+
+class _NonFinite(Exception):
+    pass
+
+
+def _refuse_constant(name: str) -> JsonValue:
+    raise _NonFinite(name)  # the literal itself; parse_strict words the message
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 is valid JSON syntax but overflows to infinity
+        raise _NonFinite(f"{text} (beyond the range of a 64-bit float)")
+    return value
+
+
+def parse_strict(text: str | bytes, what: str) -> JsonValue:
+    """Parse ``text`` as strict JSON; ``what`` names the source in error messages."""
+    try:
+        value: JsonValue = json.loads(
+            text, parse_constant=_refuse_constant, parse_float=_finite_float
+        )
+    except _NonFinite as exc:
+        raise RefusedJsonError(
+            f"{what} contains {exc}, which is not valid JSON "
+            "(NaN, Infinity and -Infinity are refused; use null or a string)"
+        ) from None
+    except RecursionError:
+        raise RefusedJsonError(_too_deep(what)) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValidationError(f"{what} is not valid JSON: {exc}") from None
+    if _depth_exceeds(value, MAX_DEPTH):
+        raise RefusedJsonError(_too_deep(what))
+    return value
+
+
+def _too_deep(what: str) -> str:
+    return f"{what} is nested more than {MAX_DEPTH} levels deep; flatten it"
+
+
+def _depth_exceeds(value: JsonValue, limit: int) -> bool:
+    """Whether arrays/objects nest deeper than ``limit`` (iterative: no recursion to exhaust)."""
+    stack: list[tuple[JsonValue, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: list[JsonValue] = list(item.values())
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False

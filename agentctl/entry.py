@@ -1,0 +1,66 @@
+"""The process entry point: a guard that exists before anything heavy is imported.
+
+Invariants:
+- SIGINT at any moment gives exit 130 and an error (an envelope with ``--output json``),
+  never a traceback — including while ``agentctl.cli`` and its dependencies (typer, rich,
+  pydantic) are still being imported, which is most of a short command's life;
+- this module imports only the standard library at the top, and ``main`` first defers SIGINT
+  (a flag, checked once the imports are done), so the guard is in place within the first
+  moments of the interpreter running our code; importing this module changes no handler;
+- ``cli.main`` makes a decided outcome final (``clikit.ignore_interrupts``) and reports a
+  stdout closed by its reader (``clikit.report_closed_stdout``).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from typing import NoReturn
+
+_interrupted = False
+
+
+def _defer(_signum: int, _frame: object) -> None:
+    """SIGINT while importing: remember it; raising mid-import would leave half-built modules."""
+    global _interrupted
+    _interrupted = True
+
+
+def main() -> NoReturn:
+    """``agentctl`` / ``python -m agentctl``."""
+    try:
+        signal.signal(signal.SIGINT, _defer)
+        from agentctl.cli import main as cli_main
+
+        # From here a SIGINT raises KeyboardInterrupt, which cli.main turns into exit 130.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        if _interrupted:
+            raise KeyboardInterrupt
+        cli_main()
+    except KeyboardInterrupt:
+        _interrupted_at_startup(sys.argv[1:])
+
+
+def _interrupted_at_startup(args: list[str]) -> NoReturn:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the outcome is decided: keep it
+    from agentctl.errors import CancelledRunError
+    from agentctl.render import Settings, emit_error
+
+    settings = Settings()
+    if _wants_json(args):
+        settings.output = "json"
+    emit_error(CancelledRunError("interrupted (SIGINT) while starting"), settings)
+    sys.exit(CancelledRunError.exit_code)
+
+
+def _wants_json(args: list[str]) -> bool:
+    """The ``--output`` sniff of ``cli`` without importing it (it is what was interrupted)."""
+    for i, arg in enumerate(args):
+        if arg == "--":
+            break
+        value = args[i + 1] if arg == "--output" and i + 1 < len(args) else None
+        if arg.startswith("--output="):
+            value = arg.split("=", 1)[1]
+        if value is not None:
+            return value in ("json", "jsonl")
+    return False

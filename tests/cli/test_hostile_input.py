@@ -1,0 +1,251 @@
+"""Hostile command lines (issue 18): each is refused at once with its own message and exit 2,
+and the working directory is byte-for-byte what it was before.
+
+Covered: special files as file arguments (never opened, so nothing hangs), strict JSON
+(``NaN``/``Infinity`` and overflowing numbers), impossible ``--db`` paths, over-deep inputs,
+a ``--limit`` beyond 64 bits, a ``--workspace`` that is not a directory, undeclared or
+malformed ``--input`` names, and a stdout closed by its reader.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Cli, agentctl_argv, cli_env
+
+WF = """apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: hostile }
+spec:
+  inputs: { who: world, count: 1 }
+  policy: { approval: never, writableRoots: [out] }
+  actions:
+    put: { kind: builtin.assign }
+    save: { kind: builtin.write }
+  tasks:
+    - { id: a, uses: action:put, with: { who: "${{ inputs.who }}" } }
+    - { id: b, uses: action:save, needs: [a], with: { path: out/x.txt, content: hi } }
+"""
+EFFECT = "0" * 64
+HANG_GUARD_S = 60  # a FIFO would block forever; this only turns a hang into a failure
+
+
+def snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every path under ``root`` with its bytes (None for directories and special files)."""
+    found: dict[str, bytes | None] = {}
+    for path in sorted(root.rglob("*")):
+        regular = path.is_file() and not path.is_symlink()
+        found[str(path.relative_to(root))] = path.read_bytes() if regular else None
+    return found
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    (tmp_path / "wf.yaml").write_text(WF, encoding="utf-8")
+    (tmp_path / "plain.txt").write_text("not a directory\n", encoding="utf-8")
+    return tmp_path
+
+
+def refused(cli: Cli, root: Path, *args: str, needle: str, code: int = 2) -> None:
+    """Run ``agentctl --output json ARGS``: exit ``code``, ``needle`` in the message, no change."""
+    before = snapshot(root)
+    result = cli("--output", "json", *args, timeout=HANG_GUARD_S)
+    assert result.rc == code, (result.rc, result.stdout, result.stderr)
+    assert result.stdout == ""
+    message = result.error["error"]["message"]
+    assert needle in message, message
+    assert "internal error" not in message and "Traceback" not in result.stderr
+    assert snapshot(root) == before
+
+
+# ----------------------------------------------------------------- 2. special files never hang
+
+
+@contextlib.contextmanager
+def special_file(kind: str, where: Path) -> Iterator[Path]:
+    if kind == "fifo":
+        os.mkfifo(where)
+        yield where
+    elif kind == "socket":
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(str(where))
+        with server:
+            yield where
+    else:
+        yield Path("/dev/null")
+
+
+def _reconcile(status: str, flag: str, path: Path) -> list[str]:
+    return ["effects", "reconcile", EFFECT, "--status", status, "--reason", "r", flag, str(path)]
+
+
+FILE_ARGS: dict[str, Callable[[Path], list[str]]] = {
+    "workflow": lambda p: ["check", str(p)],
+    "inputs-file": lambda p: ["run", "wf.yaml", "--inputs-file", str(p)],
+    "result-file": lambda p: _reconcile("applied", "--result-file", p),
+    "evidence-file": lambda p: _reconcile("not-applied", "--evidence-file", p),
+}
+KINDS = {"fifo": "a FIFO", "socket": "a socket", "device": "a character device"}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("arg", sorted(FILE_ARGS))
+def test_special_file_arguments_are_refused_without_opening(
+    cli: Cli, ws: Path, kind: str, arg: str
+) -> None:
+    with special_file(kind, ws / "special") as special:
+        refused(cli, ws, *FILE_ARGS[arg](special), needle=f"is {KINDS[kind]}")
+
+
+# ----------------------------------------------------------------- 5. strict JSON everywhere
+
+LITERALS = ["NaN", "Infinity", "-Infinity", "1e999"]
+
+
+def _json_args(where: str, literal: str, root: Path) -> list[str]:
+    document = '{"who": [' + literal + "]}"
+    if where == "input":
+        return ["run", "wf.yaml", "--input", f"who={literal}"]
+    if where == "inputs":
+        return ["run", "wf.yaml", "--inputs", document]
+    (root / "data.json").write_text(document, encoding="utf-8")
+    if where == "inputs-file":
+        return ["run", "wf.yaml", "--inputs-file", "data.json"]
+    return _reconcile("applied", "--result-file", Path("data.json"))
+
+
+@pytest.mark.parametrize("literal", LITERALS)
+@pytest.mark.parametrize("where", ["input", "inputs", "inputs-file", "result-file"])
+def test_non_finite_numbers_are_refused(cli: Cli, ws: Path, where: str, literal: str) -> None:
+    args = _json_args(where, literal, ws)
+    refused(cli, ws, *args, needle=f"contains {literal}")
+
+
+def test_rendering_never_writes_a_bare_nan() -> None:
+    """The last guard, for a value no input check saw: non-finite floats render as null."""
+    from agentctl.render import dump_json
+
+    text = dump_json({"a": [float("nan"), float("inf")], "b": -float("inf"), "c": 1.5})
+    assert json.loads(text, parse_constant=lambda c: pytest.fail(c)) == {
+        "a": [None, None],
+        "b": None,
+        "c": 1.5,
+    }
+
+
+# ----------------------------------------------------------------- 6. no "internal error"
+
+
+def test_db_that_is_a_directory(cli: Cli, ws: Path) -> None:
+    (ws / "state").mkdir()
+    refused(cli, ws, "runs", "list", "--db", "state", needle="--db state is a directory")
+
+
+def test_db_under_a_regular_file(cli: Cli, ws: Path) -> None:
+    refused(cli, ws, "run", "wf.yaml", "--db", "plain.txt/r.db", needle="is a file, not a dir")
+
+
+def test_db_that_is_empty(cli: Cli, ws: Path) -> None:
+    refused(cli, ws, "inspect", "run-x", "--db", "", needle="--db is empty")
+
+
+def test_deeply_nested_inputs(cli: Cli, ws: Path) -> None:
+    deep = '{"who": ' + "[" * 5000 + "]" * 5000 + "}"
+    refused(cli, ws, "run", "wf.yaml", "--inputs", deep, needle="nested more than 64 levels")
+
+
+def test_limit_beyond_64_bits(cli: Cli, ws: Path) -> None:
+    refused(cli, ws, "runs", "list", "--limit", str(2**64), needle="--limit")
+
+
+def test_closed_stdout_is_reported_not_a_crash(ws: Path) -> None:
+    """``agentctl runs list | head -0``: the reader is gone before agentctl writes."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    argv = agentctl_argv("--output", "json", "db", "migrate", "--db", "s/r.db")
+    proc = subprocess.run(argv, cwd=ws, env=cli_env(), stdout=write_end, stderr=subprocess.PIPE)
+    os.close(write_end)
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 4, stderr
+    error = json.loads(stderr.strip().splitlines()[-1])["error"]
+    assert "broken pipe" in error["message"] and error["exitCode"] == 4
+    assert "Traceback" not in stderr and "internal error" not in stderr
+
+
+# ----------------------------------------------------------------- 7. flags before state
+
+
+@pytest.mark.parametrize(
+    ("workspace", "needle"), [("nope", "does not exist"), ("plain.txt", "is not a directory")]
+)
+def test_workspace_checked_before_any_state(
+    cli: Cli, ws: Path, workspace: str, needle: str
+) -> None:
+    refused(
+        cli,
+        ws,
+        "run",
+        "wf.yaml",
+        "--workspace",
+        workspace,
+        needle=f"--workspace {workspace} {needle}",
+    )
+
+
+# ----------------------------------------------------------------- 9. input names
+
+
+@pytest.mark.parametrize(
+    ("pair", "needle"),
+    [
+        ("whom=x", "'whom' is not a declared input"),
+        ("1st=x", "'1st' is not a valid input name"),
+        ("a-b=x", "'a-b' is not a valid input name"),
+    ],
+)
+def test_input_names_must_be_declared_identifiers(
+    cli: Cli, ws: Path, pair: str, needle: str
+) -> None:
+    refused(cli, ws, "run", "wf.yaml", "--input", pair, needle=needle)
+    result = cli("--output", "json", "run", "wf.yaml", "--input", pair)
+    assert "inputs: count, who" in result.error["error"]["message"]
+
+
+# ----------------------------------------------------------------- 3. foreign databases
+
+
+def _foreign_sqlite(path: Path, application_id: int) -> None:
+    import sqlite3  # the test builds another program's file; agentctl never sees sqlite3 here
+
+    raw = sqlite3.connect(path)
+    raw.execute(f"PRAGMA application_id = {application_id}")
+    raw.execute("CREATE TABLE notes (body TEXT)")
+    raw.execute("INSERT INTO notes VALUES ('mine')")
+    raw.commit()
+    raw.close()
+    path.chmod(0o644)
+
+
+@pytest.mark.parametrize("application_id", [0, 0x1234])
+@pytest.mark.parametrize("command", [["runs", "list"], ["db", "migrate"], ["run", "wf.yaml"]])
+def test_foreign_sqlite_file_is_never_taken_over(
+    cli: Cli, ws: Path, application_id: int, command: list[str]
+) -> None:
+    _foreign_sqlite(ws / "other.db", application_id)
+    mode = (ws / "other.db").stat().st_mode
+    refused(
+        cli, ws, *command, "--db", "other.db", needle="other.db is not an agentctl ledger", code=5
+    )
+    assert (ws / "other.db").stat().st_mode == mode
+
+
+def test_non_sqlite_file_is_never_taken_over(cli: Cli, ws: Path) -> None:
+    refused(cli, ws, "db", "stats", "--db", "plain.txt", needle="not an SQLite database", code=5)

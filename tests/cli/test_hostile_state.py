@@ -1,0 +1,119 @@
+"""Faults in stored state (issue 18), black-box through the CLI in a fresh directory.
+
+- cancelling a paused run takes effect at once: the run ends ``cancelled``, its approval is
+  closed (approving it afterwards is refused), and nothing runs — not even on ``resume``;
+- a ledger whose pages are corrupt is noticed (``PRAGMA quick_check``) by the commands that
+  would write into it or drive a run from it, and by ``db stats``: exit 5 naming the file,
+  and the file is never written into further (byte comparison).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Cli
+
+APPROVAL_WF = """apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: gated }
+spec:
+  policy: { writableRoots: [out] }
+  actions:
+    save: { kind: builtin.write }
+  tasks:
+    - { id: save, uses: action:save, with: { path: out/a.txt, content: hello } }
+"""
+
+
+def _paused_run(cli: Cli, root: Path) -> tuple[str, str]:
+    (root / "wf.yaml").write_text(APPROVAL_WF, encoding="utf-8")
+    ran = cli("--output", "json", "run", "wf.yaml", "--db", "s/r.db")
+    assert ran.rc == 3, ran.stderr
+    run_id = ran.data["runId"]
+    listed = cli("--output", "json", "approvals", "list", run_id, "--db", "s/r.db")
+    (approval,) = listed.data["approvals"]
+    return run_id, approval["approvalId"]
+
+
+def test_cancel_of_a_paused_run_takes_effect_at_once(cli: Cli, tmp_path: Path) -> None:
+    run_id, approval_id = _paused_run(cli, tmp_path)
+
+    cancelled = cli("--output", "json", "cancel", run_id, "--db", "s/r.db")
+    assert cancelled.rc == 0, cancelled.stderr
+    assert cancelled.data == {"runId": run_id, "requested": True}
+    human = cli("cancel", run_id, "--db", "s/r.db")  # already cancelled: nothing to cancel
+    assert human.rc == 5 and "no running or paused run" in human.stderr
+
+    approve = cli(
+        "--output", "json", "approvals", "approve", approval_id, "--reason", "r", "--db", "s/r.db"
+    )
+    assert approve.rc == 5
+    assert f"approval {approval_id} is already cancelled" in approve.error["error"]["message"]
+
+    resumed = cli("--output", "json", "resume", run_id, "--db", "s/r.db")
+    assert resumed.rc == 4 and "is cancelled" in resumed.error["error"]["message"]
+
+    seen = cli("--output", "json", "inspect", run_id, "--db", "s/r.db").data
+    assert seen["run"]["state"] == "cancelled"
+    assert [(t["taskId"], t["state"]) for t in seen["tasks"]] == [("save", "cancelled")]
+    assert [e["status"] for e in seen["effects"]] == ["cancelled"]
+    assert seen["approvals"] == []  # none pending any more
+    assert not (tmp_path / "out").exists()  # nothing ran
+
+
+# ----------------------------------------------------------------- 10. corruption noticed
+
+SIMPLE_WF = """apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: simple }
+spec:
+  actions:
+    put: { kind: builtin.assign }
+  tasks:
+    - { id: a, uses: action:put, with: { x: 1 } }
+"""
+
+
+def _corrupt_a_table(db: Path) -> None:
+    """Overwrite the middle of the ``runs`` table's root page: header and schema stay fine."""
+    raw = sqlite3.connect(db)
+    raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    (page,) = raw.execute(
+        "SELECT rootpage FROM sqlite_schema WHERE name = 'task_states'"
+    ).fetchone()
+    (size,) = raw.execute("PRAGMA page_size").fetchone()
+    raw.close()
+    with db.open("r+b") as fh:
+        fh.seek((page - 1) * size)
+        fh.write(b"\x0d\x00\x00\xff\xff" + b"\xa5" * 64)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["resume", "RUN"],
+        ["retry", "wf.yaml", "RUN", "--failed"],
+        ["repair", "wf.yaml", "RUN", "--from", "a"],
+        ["run", "wf.yaml"],
+        ["cancel", "RUN"],
+        ["db", "stats"],
+    ],
+)
+def test_corrupt_ledger_is_noticed_and_never_written(
+    cli: Cli, tmp_path: Path, command: list[str]
+) -> None:
+    (tmp_path / "wf.yaml").write_text(SIMPLE_WF, encoding="utf-8")
+    ran = cli("--output", "json", "run", "wf.yaml", "--db", "s/r.db")
+    assert ran.rc == 0, ran.stderr
+    db = tmp_path / "s" / "r.db"
+    _corrupt_a_table(db)
+    before = db.read_bytes()
+    args = [ran.data["runId"] if a == "RUN" else a for a in command]
+    result = cli("--output", "json", *args, "--db", "s/r.db")
+    assert result.rc == 5, (result.rc, result.stdout, result.stderr)
+    message = result.error["error"]["message"]
+    assert "s/r.db" in message and "corrupt" in message, message
+    assert db.read_bytes() == before

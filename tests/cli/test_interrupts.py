@@ -1,0 +1,91 @@
+"""SIGINT at any moment of a command (issue 18): exit 130 with an error envelope in JSON mode
+(or the command's own outcome if it finished first) — never a traceback, never silence.
+
+The signal is sent at several delays after agentctl's entry point is loaded: the child is
+``python -c`` importing ``agentctl.entry`` (stdlib only), writing one byte to a pipe, then
+calling ``entry.main()`` exactly as ``python -m agentctl`` does. Before that byte, only the
+interpreter's own start-up runs, where no program's code can react yet. The early delays land
+in the start-up imports (typer, pydantic, the compiler, the ledger).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import agentctl_argv, cli_env
+
+WF = """apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: slowish }
+spec:
+  policy: { approval: never, processAllowlist: [sleep] }
+  actions:
+    put: { kind: builtin.assign }
+    nap: { kind: builtin.shell.exec, command: /bin/sleep, args: ["0.3"], timeoutSeconds: 10 }
+  tasks:
+    - { id: a, uses: action:put, with: { x: 1 } }
+    - { id: b, uses: action:nap, needs: [a] }
+"""
+DELAYS_S = [0.0, 0.02, 0.05, 0.1, 0.2]
+COMMANDS = {
+    "check": ["check", "wf.yaml"],
+    "run": ["run", "wf.yaml", "--db", "s/r.db"],
+    "inspect": ["inspect", "run-none", "--db", "s/r.db"],
+}
+# What each command exits with when it finishes before the signal lands.
+FINISHED = {"check": 0, "run": 0, "inspect": 5}
+
+
+BOOT = (
+    "import os, sys; import agentctl.entry as e; "
+    "fd = int(sys.argv.pop(1)); os.write(fd, b'!'); os.close(fd); e.main()"
+)
+
+
+def _interrupt(root: Path, args: list[str], delay: float) -> tuple[int, str, str]:
+    ready, ready_w = os.pipe()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", BOOT, str(ready_w), "--output", "json", *args],
+        cwd=root,
+        env=cli_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        pass_fds=(ready_w,),
+    )
+    os.close(ready_w)
+    assert os.read(ready, 1) == b"!"
+    os.close(ready)
+    time.sleep(delay)
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return proc.returncode, out, err
+
+
+@pytest.mark.parametrize("delay", DELAYS_S)
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_sigint_is_exit_130_with_an_envelope(tmp_path: Path, command: str, delay: float) -> None:
+    (tmp_path / "wf.yaml").write_text(WF, encoding="utf-8")
+    if command == "inspect":
+        subprocess.run(agentctl_argv("db", "migrate", "--db", "s/r.db"), cwd=tmp_path, check=True)
+    rc, out, err = _interrupt(tmp_path, COMMANDS[command], delay)
+    assert "Traceback" not in err and "internal error" not in err, err
+    if rc == FINISHED[command] and rc != 130:  # it completed before the signal arrived
+        assert (out or err).strip(), "silent"
+        return
+    assert rc == 130, (rc, out, err)
+    if out.strip():  # a run that was being driven reports its cancelled RunOutcome
+        assert json.loads(out)["data"]["state"] == "cancelled"
+    else:
+        error = json.loads(err.strip().splitlines()[-1])["error"]
+        assert error["exitCode"] == 130 and "interrupt" in error["message"]
