@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -12,6 +13,9 @@ import psutil
 
 from tests.conftest import agentctl_argv, cli_env
 
+# A sleep length unique to this test process, so the process scans below never see the sleeps
+# of another test suite running on the same machine.
+NAP = f"37.{os.getpid()}"
 SLOW = """\
 apiVersion: agentctl.dev/v1alpha1
 kind: Workflow
@@ -22,11 +26,11 @@ spec:
     nap:
       kind: builtin.shell.exec
       command: /bin/sh
-      args: ["-c", "sleep 37.5 & wait"]
+      args: ["-c", "sleep NAP & wait"]
       timeoutSeconds: 120
   tasks:
     - { id: nap, uses: "action:nap" }
-"""
+""".replace("NAP", NAP)
 
 
 def _start(wf: Path, db: Path, cwd: Path) -> subprocess.Popen[str]:
@@ -57,7 +61,7 @@ def _sleepers() -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmd = proc.info.get("cmdline") or []
-        if cmd[:2] == ["sleep", "37.5"]:
+        if cmd[:2] == ["sleep", NAP]:
             found.append(proc)
     return found
 
