@@ -52,6 +52,8 @@ VARIANTS: dict[str, tuple[str, list[Edit], str, str]] = {
                 "    - id: fan\n      uses: action:remember\n      memoryWrites: [k_dev, k_prod]\n",
             ),
             ('        env: "${{ vars.env }}"', '        key: "k_${{ vars.env }}"'),
+            # builtin.memory.write reads only `key` and `value`.
+            ('        i: "${{ vars.foreachIndex }}"', '        value: "${{ vars.foreachIndex }}"'),
         ],
         "schema_violation",
         "memoryWrites:",

@@ -8,6 +8,9 @@ the engine bindings last; ``timeout_seconds`` = task timeout, else action timeou
 Carried (outside every digest): an action task's normalized action definition and its kind as
 registry operation; an agent task's agent, provider and tool definitions, and ``model.<kind>``.
 
+Checked here per task: template reads against ``needs``, the ``with`` keys its action kind
+reads and the templates of its action's configuration (``actionchecks``).
+
 Invariant: the returned task is a draft (``position`` -1, no fingerprint); ``compile`` fixes
 both once the order is known.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from agentctl.core.compiler.actionchecks import check_action, check_with_keys
 from agentctl.core.compiler.capabilities import check_compensation
 from agentctl.core.compiler.diagnostics import Collector
 from agentctl.core.compiler.ir import Env, Node
@@ -55,6 +59,8 @@ def draft_task(node: Node, env: Env, graph: dict[str, Node], diags: Collector) -
         check_reads(node, with_, "with", graph, diags)
     check_reads(node, vars_, "vars", graph, diags)
     check_when(node, graph, diags)
+    if action is not None:
+        check_action(node, str(task["uses"]).removeprefix("action:"), action, graph, diags)
     output_schema = None if kind in _AGGREGATES else copy.deepcopy(task.get("outputSchema"))
     _check_output_schema(node, output_schema, diags)
     authored = kind in _AUTHORED
@@ -171,6 +177,8 @@ def _compensation(
         return None
     given = raw.get("with") or {}
     check_templates(node, given, "compensate.with", graph, diags)
+    where = f"{node.path}.compensate.with"
+    check_with_keys(str(inverse.get("kind")), given, where, str(node.task["id"]), diags)
     defaults = inverse.get("with") or {}
     timeout = raw.get("timeoutSeconds", inverse.get("timeoutSeconds"))
     return Compensation(
