@@ -171,13 +171,17 @@ def _plan_human(data: dict[str, Any]) -> Any:
 
     def human(settings: Settings) -> str:
         rows = []
-        for i, task in enumerate(data.get("tasks", [])):
+        for i, task in enumerate(data.get("tasks", {}).values()):
+            uses = task.get("uses") or {}
+            shown = (
+                f"{uses.get('kind')}:{uses.get('name')}" if uses.get("name") else uses.get("kind")
+            )
             rows.append(
                 [
                     str(i + 1),
                     str(task.get("id")),
                     str(task.get("kind")),
-                    str(task.get("uses")),
+                    str(shown),
                     ", ".join(task.get("needs", [])),
                     str(task.get("predictability", "")),
                 ]

@@ -87,8 +87,18 @@ def draft_task(node: Node, env: Env, graph: dict[str, Node], diags: Collector) -
         parent=node.parent,
         guard=node.guard,
         max_iterations=node.max_iterations,
+        subworkflow=_subworkflow(node, env),
         **_carried(env, action, agent),
     )
+
+
+def _subworkflow(node: Node, env: Env) -> str | None:
+    """``NAME@VERSION`` of the definition a sub-workflow boundary or aggregate invokes."""
+    if node.kind not in ("subworkflow_input", "subworkflow_output"):
+        return None
+    name = str(node.task.get("uses", "")).removeprefix("workflow:")
+    definition = (env.spec.get("subworkflows") or {}).get(name) or {}
+    return f"{name}@{definition.get('version')}"
 
 
 def _carried(
