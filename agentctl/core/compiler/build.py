@@ -1,9 +1,10 @@
 """Builds each ``PlannedTask`` from a resolved node: merges, checks and compiled sub-parts.
 
 Merges (spec/dsl.md §3, §6.4): ``with_`` = action ``with`` defaults shallow-merged under the
-task ``with``; ``vars`` = workflow vars < agent vars < task vars (whole-key replacement) with
-the engine bindings last; ``timeout_seconds`` = task timeout, else action timeout, else
-``runtime.defaultTimeoutSeconds``. Aggregates are pure: no ``with``, vars, retry or schema.
+task ``with``; ``vars`` = the layers of ``variables.merged_vars`` (var files, vars, CLI
+variables; whole-key replacement) with the engine bindings last; ``timeout_seconds`` = task
+timeout, else action timeout, else ``runtime.defaultTimeoutSeconds``. Aggregates are pure:
+no ``with``, vars, retry or schema.
 
 Carried (outside every digest): an action task's normalized action definition and its kind as
 registry operation; an agent task's agent, provider and tool definitions, and ``model.<kind>``.
@@ -32,6 +33,7 @@ from agentctl.core.compiler.references import (
     check_when,
 )
 from agentctl.core.compiler.routes import compile_route
+from agentctl.core.compiler.variables import merged_vars
 from agentctl.core.jsonschema import check_schema
 from agentctl.core.plan import AgentConfig, Compensation, PlannedTask, RetryPolicy, TaskKind
 from agentctl.core.registry import MODEL_PREFIX
@@ -154,11 +156,7 @@ def _merged_with(node: Node, action: dict[str, Any] | None) -> Any:
 def _merged_vars(node: Node, env: Env, agent: dict[str, Any] | None) -> dict[str, Any]:
     if node.kind not in _AUTHORED:
         return {}
-    layers = [env.spec.get("vars"), agent.get("vars") if agent else None, node.task.get("vars")]
-    merged: dict[str, Any] = {}
-    for layer in layers:
-        if isinstance(layer, dict):
-            merged.update(layer)
+    merged = merged_vars(env.spec, agent, node.task, env.variables)
     merged.update(node.bindings)
     return merged
 

@@ -25,15 +25,24 @@ from agentctl.core.compiler.order import ancestors, find_cycle, stable_order
 from agentctl.core.compiler.references import check_agent_references, check_needs, resolve_nodes
 from agentctl.core.compiler.requirements import plan_requirements
 from agentctl.core.compiler.subworkflows import flatten_tasks
+from agentctl.core.compiler.variables import CapturedVars, check_captured
 from agentctl.core.plan import Plan, PlannedTask, RunConfig
 
 
 def compile_workflow(
-    doc: dict[str, Any], *, file: str | None = None, locate: Locator | None = None
+    doc: dict[str, Any],
+    *,
+    file: str | None = None,
+    locate: Locator | None = None,
+    variables: CapturedVars | None = None,
 ) -> Plan:
-    """Compile a schema-valid normalized document; raise ``ValidationError`` on any problem."""
+    """Compile a schema-valid normalized document; raise ``ValidationError`` on any problem.
+
+    ``variables``: the var files and CLI variables the caller captured (``variables.py``).
+    """
     diags = Collector(file, locate)
-    env = Env.of(doc)
+    env = Env.of(doc, variables)
+    check_captured(doc, env.variables, diags)
     sources = flatten_tasks(doc, diags)
     graph = resolve_nodes(expand_sources(sources, diags), env, diags)
     check_needs(graph, diags)
