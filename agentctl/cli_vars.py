@@ -107,18 +107,25 @@ def _no_constant(word: str) -> Any:
     raise ValueError(f"{word} is not JSON")
 
 
-def compile_with_vars(
-    path: Path, vars_files: list[Path] | None = None, var_pairs: list[str] | None = None
-) -> tuple[Any, Any]:
-    """Load ``path``, capture its var files and the CLI variables, compile; (loaded, plan)."""
-    loaded = load_workflow(read_cli_file(path, "workflow file"), file=str(path))
+def capture_vars(
+    loaded: Any, path: Path, vars_files: list[Path] | None, var_pairs: list[str] | None
+) -> CapturedVars:
+    """Read the var files ``loaded`` (the workflow at ``path``) declares, and the CLI layer."""
     capture = _Capture()
     _declared(loaded, path.resolve().parent, capture)
     cli: JsonObject = {}
     for file in vars_files or []:
         cli.update(_read(file, capture))
     cli.update(var_pair(text) for text in var_pairs or [])
-    captured = CapturedVars(files=dict(capture.files), cli=cli)
+    return CapturedVars(files=dict(capture.files), cli=cli)
+
+
+def compile_with_vars(
+    path: Path, vars_files: list[Path] | None = None, var_pairs: list[str] | None = None
+) -> tuple[Any, Any]:
+    """Load ``path``, capture its var files and the CLI variables, compile; (loaded, plan)."""
+    loaded = load_workflow(read_cli_file(path, "workflow file"), file=str(path))
+    captured = capture_vars(loaded, path, vars_files, var_pairs)
     plan = compile_workflow(
         loaded.document, file=str(path), locate=loaded.locate, variables=captured
     )

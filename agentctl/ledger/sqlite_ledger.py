@@ -54,6 +54,7 @@ from agentctl.ledger.model import (
 )
 from agentctl.ledger.reconcile import ReconciliationRecord
 from agentctl.ledger.runs import NewRun, RunRecord
+from agentctl.ledger.upgrade import RunUpgrade, upgrade_run_txn
 
 
 class SqliteLedger:
@@ -117,6 +118,10 @@ class SqliteLedger:
     def settle_run(self, settle: SettleRun) -> None:
         with self._db.transaction() as conn:
             lifecycle.settle_run_txn(conn, settle)
+
+    def upgrade_run(self, upgrade: RunUpgrade) -> None:
+        with self._db.transaction() as conn:
+            upgrade_run_txn(conn, upgrade)
 
     def load_live(self, run_id: str) -> LiveState:
         with self._db.read() as conn:
