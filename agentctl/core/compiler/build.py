@@ -57,12 +57,7 @@ def draft_task(node: Node, env: Env, graph: dict[str, Node], diags: Collector) -
     # Deep copies: children of one expansion share their parent's definition dicts.
     with_ = copy.deepcopy(_merged_with(node, action))
     vars_ = copy.deepcopy(_merged_vars(node, env, agent))
-    if kind not in _AGGREGATES:
-        check_reads(node, with_, "with", graph, diags)
-    check_reads(node, vars_, "vars", graph, diags)
-    check_when(node, graph, diags)
-    if action is not None:
-        check_action(node, str(task["uses"]).removeprefix("action:"), action, graph, diags)
+    _check_task(node, action, (with_, vars_), graph, diags)
     output_schema = None if kind in _AGGREGATES else copy.deepcopy(task.get("outputSchema"))
     _check_output_schema(node, output_schema, diags)
     authored = kind in _AUTHORED
@@ -101,6 +96,24 @@ def _subworkflow(node: Node, env: Env) -> str | None:
     name = str(node.task.get("uses", "")).removeprefix("workflow:")
     definition = (env.spec.get("subworkflows") or {}).get(name) or {}
     return f"{name}@{definition.get('version')}"
+
+
+def _check_task(
+    node: Node,
+    action: dict[str, Any] | None,
+    merged: tuple[Any, dict[str, Any]],
+    graph: dict[str, Node],
+    diags: Collector,
+) -> None:
+    """Template reads of the merged ``with`` and vars, ``when``, and the action's own checks."""
+    with_, vars_ = merged
+    if node.kind not in _AGGREGATES:
+        check_reads(node, with_, "with", graph, diags)
+    check_reads(node, vars_, "vars", graph, diags)
+    check_when(node, graph, diags)
+    if action is not None:
+        name = str(node.task["uses"]).removeprefix("action:")
+        check_action(node, name, action, graph, diags)
 
 
 def _carried(
