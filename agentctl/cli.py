@@ -22,6 +22,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from agentctl import __version__
+from agentctl.cli_vars import compile_with_vars
 from agentctl.clikit import (
     DEFAULT_DB,
     DbOpt,
@@ -30,7 +31,6 @@ from agentctl.clikit import (
     TimeoutOpt,
     WorkspaceOpt,
     check_workspace,
-    compile_file,
     deliver,
     ignore_interrupts,
     read_cli_file,
@@ -137,14 +137,25 @@ def version_cmd() -> None:
     deliver(Outcome("Version", data, human=lambda _s: f"agentctl {__version__}"))
 
 
+VarOpt = Annotated[
+    list[str] | None, typer.Option("--var", help="Variable NAME=JSON (highest layer); repeatable.")
+]
+VarsFileOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--vars-file", help="YAML/JSON file of variables; repeatable."),
+]
+
+
 @app.command("check")
 def check_cmd(
     file: Annotated[Path, typer.Argument(help="Workflow YAML file to validate.")],
+    var_pairs: VarOpt = None,
+    vars_files: VarsFileOpt = None,
 ) -> None:
     """Validate and compile a workflow without creating any state."""
     from agentctl.core.compiler import check_result_json
 
-    loaded, plan = compile_file(file)
+    loaded, plan = compile_with_vars(file, vars_files, var_pairs)
     data = check_result_json(plan)
 
     def human(_s: Settings) -> str:
@@ -159,11 +170,13 @@ def check_cmd(
 @app.command("plan")
 def plan_cmd(
     file: Annotated[Path, typer.Argument(help="Workflow YAML file to plan.")],
+    var_pairs: VarOpt = None,
+    vars_files: VarsFileOpt = None,
 ) -> None:
     """Print the compiled task graph in execution order; creates no state."""
     from agentctl.core.compiler import plan_to_json
 
-    loaded, plan = compile_file(file)
+    loaded, plan = compile_with_vars(file, vars_files, var_pairs)
     data = plan_to_json(plan)
     deliver(Outcome("Plan", data, diagnostics=list(loaded.warnings), human=_plan_human(data)))
 
@@ -173,13 +186,17 @@ def _plan_human(data: dict[str, Any]) -> Any:
 
     def human(settings: Settings) -> str:
         rows = []
-        for i, task in enumerate(data.get("tasks", [])):
+        for i, task in enumerate(data.get("tasks", {}).values()):
+            uses = task.get("uses") or {}
+            shown = (
+                f"{uses.get('kind')}:{uses.get('name')}" if uses.get("name") else uses.get("kind")
+            )
             rows.append(
                 [
                     str(i + 1),
                     str(task.get("id")),
                     str(task.get("kind")),
-                    str(task.get("uses")),
+                    str(shown),
                     ", ".join(task.get("needs", [])),
                     str(task.get("predictability", "")),
                 ]
@@ -256,12 +273,15 @@ def run_cmd(
     timeout_seconds: TimeoutOpt = None,
     check: CheckOpt = False,
     diff: DiffOpt = False,
+    var_pairs: VarOpt = None,
+    vars_files: VarsFileOpt = None,
 ) -> None:
     """Compile and run a workflow durably; prints the RunOutcome."""
     from agentctl.coordinator import api
     from agentctl.core.compiler import plan_to_json
 
-    document, plan, resolved = _prepare_run(file, inputs, inputs_file, input_pairs)
+    variables = (vars_files, var_pairs)
+    document, plan, resolved = _prepare_run(file, inputs, inputs_file, input_pairs, variables)
     _drive(
         lambda progress, created: api.start_run(
             document=document,
@@ -280,12 +300,19 @@ def run_cmd(
 
 
 def _prepare_run(
-    file: Path, inputs: str | None, inputs_file: Path | None, input_pairs: list[str] | None
+    file: Path,
+    inputs: str | None,
+    inputs_file: Path | None,
+    input_pairs: list[str] | None,
+    variables: tuple[list[Path] | None, list[str] | None],
 ) -> tuple[Any, Any, dict[str, Any]]:
-    """Compile, resolve the inputs and refuse what cannot run; returns (document, plan, inputs)."""
+    """Compile, resolve the inputs and refuse what cannot run; returns (document, plan, inputs).
+
+    ``variables``: the ``--vars-file`` paths and ``--var`` pairs (``cli_vars``).
+    """
     from agentctl.coordinator import api
 
-    loaded, plan = compile_file(file)
+    loaded, plan = compile_with_vars(file, *variables)
     file_text = None
     if inputs_file is not None:
         file_text = read_cli_file(inputs_file, "inputs file").decode("utf-8", "replace")
@@ -357,11 +384,12 @@ def fork_cmd(
 
 
 def _register_state_groups() -> None:
-    from agentctl import cli_inspect, cli_recovery
+    from agentctl import cli_docs, cli_inspect, cli_recovery
     from agentctl.cli_state import approvals_app, artifacts_app, db_app
 
     cli_inspect.register(app)
     cli_recovery.register(app)
+    cli_docs.register(app, cli_inspect.runs_app)
 
     app.add_typer(approvals_app, name="approvals")
     app.add_typer(artifacts_app, name="artifacts")

@@ -74,7 +74,7 @@ def _inspect_human(data: dict[str, Any]) -> Any:
     return human
 
 
-runs_app = typer.Typer(help="List runs.", no_args_is_help=True)
+runs_app = typer.Typer(help="List, analyze or upgrade runs.", no_args_is_help=True)
 
 
 @runs_app.command("list")

@@ -12,12 +12,12 @@ from typing import Annotated
 
 import typer
 
+from agentctl.cli_vars import compile_with_vars
 from agentctl.clikit import (
     DEFAULT_DB,
     DbOpt,
     TimeoutOpt,
     WorkspaceOpt,
-    compile_file,
     deliver,
 )
 from agentctl.errors import ValidationError
@@ -62,7 +62,7 @@ def _recover(req: _Recovery) -> None:
     from agentctl.coordinator import api
     from agentctl.core.compiler import plan_to_json
 
-    loaded, target = compile_file(req.file)
+    loaded, target = compile_with_vars(req.file)  # the target's own var files, read now
     name, data, code = api.recover(
         req.kind,
         document=loaded.document,

@@ -20,7 +20,7 @@ import signal
 import stat
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -153,17 +153,6 @@ def read_cli_file(path: Path, what: str = "file") -> bytes:
 def json_file(path: Path, what: str) -> JsonValue:
     """A user-named file holding strict JSON (no NaN/Infinity, bounded nesting)."""
     return parse_strict(read_cli_file(path, what), f"{what} {path}")
-
-
-def compile_file(path: Path) -> Any:
-    """Load and compile a workflow file; returns (LoadedWorkflow, Plan)."""
-    from agentctl.core.compiler import compile_workflow
-    from agentctl.core.dsl import load_workflow
-
-    source = read_cli_file(path, "workflow file")
-    loaded = load_workflow(source, file=str(path))
-    plan = compile_workflow(loaded.document, file=str(path), locate=loaded.locate)
-    return loaded, plan
 
 
 def ignore_interrupts() -> None:

@@ -10,7 +10,9 @@ Invariants:
   confirmed result survives a crash of the rest of the batch), or — for a batch of one effect —
   deferred into ``Settled.outcome`` and committed with the task's completion;
 - resolved secret values are redacted from the output and error before anything is recorded;
-- a result that breaks the task's output contract fails the task (the effect still succeeded).
+- a result that breaks the task's output contract fails the task (the effect still succeeded);
+  so do files over the run's ``maxArtifactBytes``: refused before they are stored, the
+  effect stays succeeded (it happened) while the task and the run fail.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.redact import Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.ledger.artifacts.refs import ArtifactRef
+from agentctl.ledger.budget import BudgetRefusedError
 from agentctl.ledger.model import EffectOutcome, IngestRequest, MemoryEntry, MemoryPut
 from agentctl.mailbox.messages import Execute, Result
 
@@ -49,6 +52,8 @@ class Execution:
     long_term_put: MemoryPut | None = None
     artifacts: tuple[ArtifactRef, ...] = ()
     lease_ids: tuple[str, ...] = ()
+    # The effect succeeded but the task fails anyway (its artifacts exceed the budget).
+    task_error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -128,8 +133,11 @@ class EffectRunner:
         if not isinstance(reply, Result):
             status = "uncertain" if reply.uncertain else "failed"
             return Execution(status, error=reply.error.message, retryable=reply.error.retryable)
-        refs, leases = await self._ingest(step.task.id, reply.artifacts)
         output: JsonObject = dict(reply.output)
+        try:
+            refs, leases = await self._ingest(step.task.id, reply.artifacts)
+        except BudgetRefusedError as exc:
+            return Execution("succeeded", output, usage=reply.usage, task_error=exc.message)
         return Execution("succeeded", output, usage=reply.usage, artifacts=refs, lease_ids=leases)
 
     async def _ingest(
@@ -189,6 +197,8 @@ def _judged(step: StartedEffect, done: Execution) -> tuple[str, JsonValue, str |
         return "waiting_for_effect", None, f"effect outcome uncertain: {done.error}"
     if done.status != "succeeded":
         return "failed", None, done.error
+    if done.task_error is not None:
+        return "failed", None, f"task {step.task.id}: {done.task_error}"
     try:
         ev.check_contract(step.task, done.output)
     except ev.TaskFailure as exc:

@@ -8,7 +8,8 @@ Invariants:
 - what an effect is (class, risk, policy name, placement, preview) and how its request is built
   come from the task's registry entry; nothing here knows a particular action kind;
 - an effect's identity covers exactly the recorded input (rendered ``with`` plus the action
-  configuration), never a secret value: secrets are recorded as source + SHA-256 only;
+  configuration with its templates rendered, ``core.actionconfig``), never a secret value:
+  secrets are recorded as source + SHA-256 only;
 - a policy denial or a template failure is decided here, before any effect row exists;
 - a ``file_write`` effect of content already on disk is no effect at all (no row, no approval).
 """
@@ -111,7 +112,9 @@ def _prepare_in_context(
         kind = task.operation if task.kind == "action" else None
         output = ev.evaluate_pure(task, kind, ctx, rs.plan, view)
         return Settled(task, attempt, "succeeded", output, decision=record)
-    return _prepare_effect(rs, task, entry, ev.render_input(task, ctx), attempt, record)
+    given = ev.render_input(task, ctx)
+    config = ev.render_action_config(task, ctx)
+    return _prepare_effect(rs, task, entry, (given, config), attempt, record)
 
 
 def _prepare_agent(
@@ -145,12 +148,13 @@ def _prepare_effect(
     rs: RunSettings,
     task: PlannedTask,
     entry: Operation,
-    given: JsonValue,
+    rendered: tuple[JsonValue, Mapping[str, JsonValue]],
     attempt: int,
     record: JsonObject | None,
 ) -> Prepared:
+    """``rendered``: the task's ``with`` and its action configuration, both rendered."""
     decision = _decide(rs, task, entry)
-    built = _build(rs, task, entry, given)
+    built = _build(rs, task, entry, *rendered)
     if entry.preview == "file_write":
         previewed = _preview_write(rs, task, built.request, attempt, record)
         if previewed is not None:
@@ -185,7 +189,13 @@ class _Resolved:
     secrets: tuple[str, ...]  # the values, to redact from whatever is recorded
 
 
-def _build(rs: RunSettings, task: PlannedTask, entry: Operation, given: JsonValue) -> _Resolved:
+def _build(
+    rs: RunSettings,
+    task: PlannedTask,
+    entry: Operation,
+    given: JsonValue,
+    config: Mapping[str, JsonValue],
+) -> _Resolved:
     """The task's effect, built by its registry entry, with secrets resolved."""
     if entry.builder is None:
         raise RunFailedError(f"task {task.id}: action kind {entry.name} cannot run in this version")
@@ -193,7 +203,7 @@ def _build(rs: RunSettings, task: PlannedTask, entry: Operation, given: JsonValu
         BuildInput(
             task_id=task.id,
             name=task.action or "",
-            config=task.config(),
+            config=config,
             args=given,
             run=rs.context,
             memory_writes=task.memory_writes,
@@ -211,8 +221,14 @@ def _with_secrets(rs: RunSettings, task: PlannedTask, built: Built) -> _Resolved
     values, kept = secrets.resolve_named(
         built.secret_env, rs.plan.run.policy, rs.workspace, f"task {task.id}"
     )
-    recorded["env"], request["env"] = kept, dict(values.items())
+    recorded["env"] = {**_env(recorded), **kept}
+    request["env"] = {**_env(request), **dict(values.items())}
     return _Resolved(recorded, request, tuple(values.values()))
+
+
+def _env(built: JsonObject) -> JsonObject:
+    env = built.get("env")
+    return dict(env) if isinstance(env, dict) else {}
 
 
 def _preview_write(

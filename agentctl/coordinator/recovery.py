@@ -71,10 +71,14 @@ def load_source(ledger: RunLedger, run_ref: str) -> tuple[RunRecord, rc.SourceRu
 
 
 def _needs(plan: JsonValue) -> dict[str, tuple[str, ...]]:
-    """Each task's needs in the source plan."""
+    """Each task's needs in the source plan's printed form.
+
+    ``tasks`` is keyed by task id in runs created since issue 14, a list before: both are read.
+    """
     tasks = as_object(plan).get("tasks")
+    entries = list(tasks.values()) if isinstance(tasks, dict) else tasks
     found: dict[str, tuple[str, ...]] = {}
-    for entry in tasks if isinstance(tasks, list) else []:
+    for entry in entries if isinstance(entries, list) else []:
         task = as_object(entry)
         needs = task.get("needs")
         found[str(task["id"])] = tuple(str(n) for n in needs) if isinstance(needs, list) else ()

@@ -168,8 +168,20 @@ def compensate(
             return "CompensationPlan", data, 0 if planned.complete else 3
         base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
         outcome = _run_compensation(ledger, source_run, planned, base, timeout_s, progress)
+        done = _compensated_tasks(ledger, outcome.run_id, planned)
     result = {**outcome.to_json(), "sourceRunId": source_run.run_id, "plan": data}
+    result["compensatedTasks"] = list[JsonValue](done)
     return "CompensationOutcome", result, 0 if outcome.state == "succeeded" else 4
+
+
+def _compensated_tasks(ledger: RunLedger, run_id: str, planned: rc.CompensationPlan) -> list[str]:
+    """Source tasks whose inverse succeeded in compensation run ``run_id`` (plan order)."""
+    states = {t.task_id: t.state for t in ledger.inspect_run(run_id).tasks}
+    return [
+        step.source_task_id
+        for step in planned.steps
+        if states.get(step.compensation_task_id) == "succeeded"
+    ]
 
 
 def _run_compensation(

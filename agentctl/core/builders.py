@@ -93,7 +93,10 @@ def build_shell(b: BuildInput) -> Built:
         raise PolicyDeniedError(
             f"task {b.task_id}: process {name!r} is not in policy.processAllowlist"
         )
-    refs = dict(sorted(as_object(b.config.get("env") or {}).items()))
+    env = dict(sorted(as_object(b.config.get("env") or {}).items()))
+    # String values are rendered templates (plain data); mappings are secret references.
+    refs = {name: ref for name, ref in env.items() if not isinstance(ref, str)}
+    plain = [name for name, value in env.items() if isinstance(value, str)]
     limits: JsonObject = {
         "timeoutSeconds": float(b.timeout_seconds),
         "stdoutLimitBytes": b.config.get("stdoutLimitBytes") or MIB,
@@ -107,9 +110,11 @@ def build_shell(b: BuildInput) -> Built:
         "isolation": b.config.get("isolation") or "process",
         "container": b.config.get("container"),
     }
-    request: JsonObject = {**base, "workspace": b.run.workspace, "env": dict(refs)}
+    request: JsonObject = {**base, "workspace": b.run.workspace, "env": dict(env)}
     request.update({"limits": limits, "processAllowlist": allow})
-    return Built({**base, "env": dict(refs), "limits": limits}, request, secret_env=refs)
+    if plain:
+        request["plainEnv"] = list(plain)
+    return Built({**base, "env": dict(env), "limits": limits}, request, secret_env=refs)
 
 
 def as_list(value: JsonValue) -> list[JsonValue]:

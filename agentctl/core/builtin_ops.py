@@ -25,13 +25,18 @@ _FULL, _PART, _EXEC = P.FULLY_PREDICTABLE, P.PARTIALLY_PREDICTABLE, P.REQUIRES_E
 _ANY = tuple(I)
 
 
-def _pure(name: str) -> Operation:
-    return Operation(name, "action", C.PURE, R.LOW, I.PURE, _FULL, "pure")
+def _pure(name: str, *with_keys: str) -> Operation:
+    keys = frozenset(with_keys) if with_keys else None
+    return Operation(name, "action", C.PURE, R.LOW, I.PURE, _FULL, "pure", with_keys=keys)
+
+
+def _keys(*names: str) -> frozenset[str]:
+    return frozenset(names)
 
 
 ACTIONS: tuple[Operation, ...] = (
     _pure("builtin.assign"),
-    _pure("builtin.assert"),
+    _pure("builtin.assert", "that", "message"),
     Operation(
         "builtin.read",
         "action",
@@ -42,6 +47,7 @@ ACTIONS: tuple[Operation, ...] = (
         "worker",
         policy_name="filesystem.read",
         builder=b.build_read,
+        with_keys=_keys("path"),
         executor=READ_EXECUTOR,
     ),
     Operation(
@@ -54,6 +60,7 @@ ACTIONS: tuple[Operation, ...] = (
         "worker",
         policy_name="filesystem.write",
         builder=b.build_write,
+        with_keys=_keys("path", "content"),
         executor=WRITE_EXECUTOR,
         preview="file_write",
     ),
@@ -68,6 +75,7 @@ ACTIONS: tuple[Operation, ...] = (
         policy_name="process.exec",
         config_keys=frozenset(PROCESS_KEYS),
         builder=b.build_shell,
+        with_keys=_keys(),
         estimate=b.shell_estimate,
         executor=f"{_X}.shell:execute_shell",
         preview="stand_in",
@@ -88,7 +96,7 @@ ACTIONS: tuple[Operation, ...] = (
         executor="agentctl.workers.executors.extension:execute_extension",
         preview="stand_in",
     ),
-    _pure("builtin.memory.read"),
+    _pure("builtin.memory.read", "key"),
     Operation(
         "builtin.memory.write",
         "action",
@@ -99,6 +107,7 @@ ACTIONS: tuple[Operation, ...] = (
         "coordinator",
         policy_name="memory.write",
         builder=b.build_memory_write,
+        with_keys=_keys("key", "value"),
     ),
     Operation(
         "builtin.long_term_memory.read",
@@ -109,6 +118,7 @@ ACTIONS: tuple[Operation, ...] = (
         _EXEC,
         "coordinator",
         builder=b.build_long_term_read,
+        with_keys=_keys("key"),
     ),
     Operation(
         "builtin.long_term_memory.write",
@@ -120,6 +130,7 @@ ACTIONS: tuple[Operation, ...] = (
         "coordinator",
         policy_name="memory.write",
         builder=b.build_long_term_write,
+        with_keys=_keys("key", "value"),
         preview="stand_in",
     ),
     Operation(
@@ -156,6 +167,7 @@ ACTIONS: tuple[Operation, ...] = (
         policy_name="mcp.call",
         idempotency_choices=_ANY,
         config_keys=frozenset((IDEMPOTENCY_KEY,)),
+        with_keys=_keys("server", "tool", "arguments"),
         runnable=False,
         preview="stand_in",
     ),
@@ -168,6 +180,7 @@ ACTIONS: tuple[Operation, ...] = (
         _EXEC,
         "worker",
         policy_name="a2a.delegate",
+        with_keys=_keys("peer", "messageId", "message"),
         runnable=False,
         preview="stand_in",
     ),

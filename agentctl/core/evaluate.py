@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentctl.core import jsonschema
+from agentctl.core.actionconfig import render_config
 from agentctl.core.conditions import decision, json_identical
+from agentctl.core.jsonvalue import JsonObject
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.templates import render
 from agentctl.errors import RunFailedError
@@ -79,6 +81,12 @@ def task_context(task: PlannedTask, view: RuntimeView) -> Context:
 
 def render_input(task: PlannedTask, ctx: Mapping[str, Any]) -> Any:
     return _guard(lambda: render(task.with_, ctx), task)
+
+
+def render_action_config(task: PlannedTask, ctx: Mapping[str, Any]) -> JsonObject:
+    """The task's action configuration with its ``args`` / ``env`` templates rendered."""
+    rendered: JsonObject = _guard(lambda: render_config(task.config(), ctx), task)
+    return rendered
 
 
 def _guard(fn: Any, task: PlannedTask) -> Any:

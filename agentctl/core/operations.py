@@ -14,6 +14,8 @@ Invariants:
 - ``placement`` says where the operation happens: ``pure`` (evaluated in the coordinator, no
   effect record), ``coordinator`` (a recorded effect on state the coordinator owns, such as
   working or long-term memory) or ``worker`` (a recorded effect run by the named executor);
+- ``with_keys`` is the one table of which ``with`` keys an action kind reads; the compiler
+  rejects any other key, so a misspelt or misplaced key is never silently ignored;
 - ``executor`` is a ``"module:function"`` reference the worker imports; the coordinator names
   it in each ``Execute`` it sends, so a kind registered at run time runs in a real worker.
 """
@@ -85,8 +87,9 @@ class Built:
     """A built effect: what the ledger records and what the worker is sent.
 
     ``secret_env`` maps names to unresolved secret references; when it is non-empty both
-    ``recorded["env"]`` and ``request["env"]`` hold the same names, and the coordinator
-    replaces them with the recorded form (source + SHA-256) and the value respectively.
+    ``recorded["env"]`` and ``request["env"]`` hold those names (among plain, rendered
+    values), and the coordinator replaces them with the recorded form (source + SHA-256) and
+    the value respectively.
 
     ``secret_refs`` maps JSON Pointers (RFC 6901, e.g. ``/credential``, ``/headers/X-Org``,
     ``/egress/customCa``) to unresolved references. Each pointer names a place in
@@ -161,6 +164,9 @@ class Operation:
     # admits the ``idempotency`` key; for tools, the allowed values (the default first).
     idempotency_choices: tuple[Idempotency, ...] = ()
     config_keys: frozenset[str] = frozenset()
+    # Actions: the ``with`` keys the kind reads; any other key fails ``check``. None: any key
+    # (``builtin.assign`` takes arbitrary data; model, tool and internal entries have no ``with``).
+    with_keys: frozenset[str] | None = None
     accepted: bool = True  # False: a [late] kind the DSL refuses (unsupported_capability)
     runnable: bool = True  # False: check and plan accept it, `run` refuses it
     operation: str | None = None  # the recorded effect operation, when not ``name``

@@ -140,6 +140,9 @@ class PlannedTask:
     operation: str | None = field(default=None, repr=False)
     action_config: JsonObject | None = field(default=None, repr=False)
     agent_config: AgentConfig | None = field(default=None, repr=False)
+    # Sub-workflow boundaries and aggregates: "NAME@VERSION" of the invoked definition (for
+    # the printed plan only; outside every digest, absent from plans stored before it).
+    subworkflow: str | None = field(default=None, repr=False)
 
     @property
     def entry(self) -> Operation | None:

@@ -22,9 +22,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.errors import NotFoundError
+from agentctl.errors import NotFoundError, RunFailedError
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_one, loads_counts, loads_object
+
+# Limits the compiler checks against the plan; the run never consumes them.
+STRUCTURAL = frozenset({"tasks", "expansionItems", "loopIterations"})
+WALL_TIME = "wallTimeSeconds"
+
+
+class BudgetRefusedError(RunFailedError):
+    """A reservation was refused; ``exceeded`` is the recorded ``{dimension, limit, attempted}``."""
+
+    def __init__(self, exceeded: JsonObject) -> None:
+        dim, limit = exceeded.get("dimension"), exceeded.get("limit")
+        super().__init__(f"budget {dim} exceeded (limit {limit}); nothing more was stored")
+        self.exceeded = exceeded
 
 
 @dataclass(frozen=True)
@@ -43,6 +56,18 @@ class BudgetSnapshot:
     reserved: dict[str, int]
     exceeded: JsonObject | None
     updated_at: str
+
+    def metered(self, wall_seconds: int, planned: Mapping[str, int]) -> dict[str, int]:
+        """Usage of every limited dimension (0 when unused), wall time and planned counts."""
+        usage = dict(self.usage)
+        for dim in self.limits:
+            if dim == WALL_TIME:
+                usage[dim] = wall_seconds
+            elif dim in STRUCTURAL:
+                usage[dim] = planned.get(dim, 0)
+            else:
+                usage.setdefault(dim, 0)
+        return usage
 
     def to_json(self) -> JsonObject:
         return {

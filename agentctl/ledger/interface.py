@@ -56,6 +56,7 @@ from agentctl.ledger.stats import (
     RunInspection,
     RunList,
 )
+from agentctl.ledger.upgrade import RunUpgrade
 
 
 class RunLedger(Protocol):
@@ -185,6 +186,10 @@ class RunLedger(Protocol):
 
     def load_source(self, run_ref: str) -> SourceSnapshot:
         """A run with its tasks, effects, reconciliations and artifacts (recovery, replay)."""
+        ...
+
+    def upgrade_run(self, upgrade: RunUpgrade) -> None:
+        """Write a legacy run's proven reuse metadata (NULL fields only), one transaction."""
         ...
 
     def database_stats(self) -> DatabaseStats: ...

@@ -10,10 +10,12 @@ Invariant: no ``sqlite3`` object, row or connection is returned to the caller.
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
 import agentctl.ledger.approvals as approvals
+import agentctl.ledger.budget as budget
 import agentctl.ledger.effects as effects
 import agentctl.ledger.lifecycle as lifecycle
 import agentctl.ledger.reconcile as reconcile
@@ -52,6 +54,7 @@ from agentctl.ledger.model import (
 )
 from agentctl.ledger.reconcile import ReconciliationRecord
 from agentctl.ledger.runs import NewRun, RunRecord
+from agentctl.ledger.upgrade import RunUpgrade, upgrade_run_txn
 
 
 class SqliteLedger:
@@ -115,6 +118,10 @@ class SqliteLedger:
     def settle_run(self, settle: SettleRun) -> None:
         with self._db.transaction() as conn:
             lifecycle.settle_run_txn(conn, settle)
+
+    def upgrade_run(self, upgrade: RunUpgrade) -> None:
+        with self._db.transaction() as conn:
+            upgrade_run_txn(conn, upgrade)
 
     def load_live(self, run_id: str) -> LiveState:
         with self._db.read() as conn:
@@ -240,8 +247,21 @@ class SqliteLedger:
         self._store()
 
     def ingest_artifact(self, request: IngestRequest) -> IngestResult:
+        """Meter the file's bytes as ``artifactBytes`` (refused over the limit), then store it."""
         r = request
-        return self._store().ingest(r.path, r.now, run_id=r.run_id, task_id=r.task_id)
+        lease = f"ingest-{uuid.uuid4()}"
+        size = os.stat(r.path).st_size
+        with self._db.transaction() as conn:
+            got = budget.reserve_budget_txn(conn, r.run_id, lease, {"artifactBytes": size}, r.now)
+        if not got.granted:
+            raise budget.BudgetRefusedError(got.exceeded or {"dimension": "artifactBytes"})
+        stored = self._store().ingest(
+            r.path, r.now, run_id=r.run_id, task_id=r.task_id, lease_id=lease
+        )
+        with self._db.transaction() as conn:
+            spent = {"artifactBytes": stored.size_bytes}
+            budget.settle_budget_txn(conn, r.run_id, lease, spent, r.now)
+        return stored
 
     def blob_intact(self, digest: str, size_bytes: int) -> bool:
         return blob_problem(self._store().blob_path(digest), digest, size_bytes) is None

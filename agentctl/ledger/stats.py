@@ -33,6 +33,7 @@ from agentctl.ledger.effects import (
 )
 from agentctl.ledger.migrations import SUPPORTED_SCHEMA_VERSION, schema_version
 from agentctl.ledger.reconcile import ReconciliationRecord, list_reconciliations
+from agentctl.ledger.rows import parse_ts
 from agentctl.ledger.runs import RunRecord, get_run
 from agentctl.ledger.tasks import TaskRecord, list_tasks
 
@@ -159,7 +160,7 @@ class RunInspection:
 
     def to_json(self) -> JsonObject:
         return {
-            "run": self.run.to_json(),
+            "run": {**self.run.to_json(), "workingMemory": self.run.working_memory},
             "tasks": [t.to_json() for t in self.tasks],
             "effects": _all(self.effects),
             "effectReconciliations": [r.to_json() for r in self.reconciliations],
@@ -173,8 +174,33 @@ class RunInspection:
             "artifacts": [r.to_json() for r in self.artifacts],
             "audit": [e.to_json() for e in self.audit],
             "traces": [],
-            "budget": self.budget.to_json(),
+            "budget": self._budget_json(),
         }
+
+    def _budget_json(self) -> JsonObject:
+        """The budget with ``usage`` metering every limited dimension (issue 14 item 7)."""
+        planned = planned_counts(self.run.plan)
+        wall = (parse_ts(self.run.updated_at) - parse_ts(self.run.created_at)).total_seconds()
+        found = self.budget.to_json()
+        found["usage"] = dict[str, JsonValue](self.budget.metered(int(wall), planned))
+        found["planned"] = dict[str, JsonValue](planned)
+        return found
+
+
+def planned_counts(plan: JsonValue) -> dict[str, int]:
+    """Task, foreach/matrix child and loop-iteration counts of a run's printed plan.
+
+    Reads the engine bindings, present in both printed forms (tasks as a list, or keyed by id).
+    """
+    tasks = plan.get("tasks") if isinstance(plan, dict) else None
+    entries = list(tasks.values()) if isinstance(tasks, dict) else tasks
+    items = [t for t in entries if isinstance(t, dict)] if isinstance(entries, list) else []
+    bindings = [b for b in (t.get("bindings") for t in items) if isinstance(b, dict)]
+    return {
+        "tasks": len(items),
+        "expansionItems": sum(1 for b in bindings if "foreachIndex" in b or "matrixIndex" in b),
+        "loopIterations": sum(1 for b in bindings if "loopIndex" in b),
+    }
 
 
 def run_inspection(conn: sqlite3.Connection, run_id: str) -> RunInspection:

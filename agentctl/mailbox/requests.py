@@ -61,6 +61,8 @@ class ShellRequest(WireModel):
     args: list[str] = Field(default_factory=list)
     cwd: str | None = None  # workspace-relative; None = the workspace itself
     env: dict[str, str] = Field(default_factory=dict)
+    # Names in ``env`` whose values are rendered templates, not secrets: never redacted.
+    plain_env: list[str] = Field(default_factory=list)
     limits: ProcessLimits = Field(default_factory=ProcessLimits)
     isolation: Literal["process", "container"] = "process"
     container: ContainerConfig | None = None

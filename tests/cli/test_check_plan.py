@@ -52,6 +52,8 @@ VARIANTS: dict[str, tuple[str, list[Edit], str, str]] = {
                 "    - id: fan\n      uses: action:remember\n      memoryWrites: [k_dev, k_prod]\n",
             ),
             ('        env: "${{ vars.env }}"', '        key: "k_${{ vars.env }}"'),
+            # builtin.memory.write reads only `key` and `value`.
+            ('        i: "${{ vars.foreachIndex }}"', '        value: "${{ vars.foreachIndex }}"'),
         ],
         "schema_violation",
         "memoryWrites:",
@@ -157,7 +159,7 @@ def _plan(cli: Cli, example: str) -> dict[str, Any]:
     envelope = json.loads(done.stdout)
     assert envelope["apiVersion"] == "agentctl.dev/cli/v1" and envelope["kind"] == "Plan"
     data: dict[str, Any] = envelope["data"]
-    assert [t["id"] for t in data["tasks"]] == data["order"]
+    assert [t["id"] for t in data["tasks"].values()] == list(data["tasks"]) == data["order"]
     return data
 
 
@@ -172,7 +174,7 @@ def test_plan_of_e3(cli: Cli) -> None:
     assert builds[0] == "build--0000-f4109a71efaf"  # pinned by spec/dsl.md §9
     assert [b[:12] for b in builds] == [f"build--000{i}-" for i in range(4)]
     assert order[9:] == ["build", "report"]
-    tasks = {t["id"]: t for t in data["tasks"]}
+    tasks = data["tasks"]
     matrices = [tasks[b]["bindings"]["matrix"] for b in builds]
     assert [(m["arch"], m["os"]) for m in matrices] == [
         ("amd64", "linux"),
@@ -191,7 +193,7 @@ def test_plan_of_e5(cli: Cli) -> None:
     assert data["name"] == "e5"
     assert data["maxConcurrency"] == 1
     assert data["order"] == ["wrap--inputs-a160ebeb", "wrap--echo", "wrap"]
-    boundary, echo, wrap = data["tasks"]
+    boundary, echo, wrap = data["tasks"].values()
     assert boundary["kind"] == "subworkflow_input" and boundary["with"] == {"word": "hi"}
     assert echo["needs"] == ["wrap--inputs-a160ebeb"]
     assert wrap["kind"] == "subworkflow_output"

@@ -167,9 +167,9 @@ def test_parallel_batch_commits_in_compiled_order(cli, write_workflow, tmp_path:
         + f"""\
   runtime: {{ maxConcurrency: 8 }}
   policy: {{ approval: never, processAllowlist: [sleep] }}
-  actions: {{ nap: {{ kind: builtin.shell.exec, command: /bin/sleep, args: ["0.01"] }} }}
+  actions: {{ nap: {{ kind: builtin.shell.exec, command: /bin/sleep, args: ["${{{{ vars.item }}}}"] }} }}
   tasks:
-    - {{ id: fan, uses: "action:put", foreach: {{ items: [{items}], maxItems: 8 }}, with: {{ s: "${{{{ vars.item }}}}" }} }}
+    - {{ id: fan, uses: "action:put", foreach: {{ items: [{items}], maxItems: 8 }} }}
 """.replace('uses: "action:put"', 'uses: "action:nap"')
     )
     db = tmp_path / "r.db"

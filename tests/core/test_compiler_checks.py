@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from compiler_docs import codes, compile_ok, diagnostics, task, workflow
 
-from agentctl.core.compiler import compile_workflow
+from agentctl.core.compiler import CapturedVars, compile_workflow
 from agentctl.errors import ValidationError
 
 
@@ -262,3 +262,16 @@ def test_agent_vars_layer_between_workflow_and_task() -> None:
 def test_output_schema_must_be_usable() -> None:
     assert codes(workflow([task("a", outputSchema={"type": "objekt"})])) == {"schema_violation"}
     compile_ok(workflow([task("a", outputSchema={"type": "object", "required": ["x"]})]))
+
+
+def test_var_files_come_only_from_the_caller_capture() -> None:
+    # The compiler is pure: a declared var file it was not handed is an error, never a read.
+    doc = workflow([{**task("a"), "varsFiles": ["v.yaml"]}])
+    doc["spec"]["varsFiles"] = ["w.yaml"]
+    assert diagnostics(doc) == [
+        ("schema_violation", "variable file 'w.yaml' was not read before compiling"),
+        ("schema_violation", "variable file 'v.yaml' was not read before compiling"),
+    ]
+    captured = CapturedVars(files={"w.yaml": {"x": 1, "y": 1}, "v.yaml": {"y": 2}}, cli={})
+    plan = compile_workflow(doc, variables=captured)
+    assert plan.tasks[0].vars == {"x": 1, "y": 2}

@@ -186,7 +186,11 @@ def test_e3_foreach_templated_key_quirk() -> None:
         '- { id: fan, uses: "action:put",',
         '- { id: fan, uses: "action:remember", memoryWrites: [k_dev, k_prod],',
     )
-    key = ('with: { env: "${{ vars.env }}"', 'with: { key: "k_${{ vars.env }}"')
+    # `i` is renamed `value`: builtin.memory.write reads only `key` and `value`.
+    key = (
+        'with: { env: "${{ vars.env }}", i:',
+        'with: { key: "k_${{ vars.env }}", value:',
+    )
     assert [code for code, _ in _codes(E3, templated, key)] == ["schema_violation"]
     serial = ("maxConcurrency: 3", "maxConcurrency: 1")
     _compile(E3, templated, key, serial)

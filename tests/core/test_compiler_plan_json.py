@@ -42,7 +42,8 @@ def test_plan_json_shape_and_predictability() -> None:
     assert data["name"] == "t" and data["order"] == list(plan.order)
     assert data["maxConcurrency"] == 1 and data["budget"] == {"maxTasks": 20}
     assert data["planDigest"] == plan.plan_digest
-    by_id = {t["id"]: t for t in data["tasks"]}
+    by_id = data["tasks"]  # keyed by task id, in compiled order
+    assert list(by_id) == data["order"]
     assert by_id["calc"]["predictability"] == "fully_predictable"
     assert by_id["look"]["predictability"] == "partially_predictable"
     assert by_id["save"]["predictability"] == "partially_predictable"

@@ -1,7 +1,8 @@
 """The workflow compiler: normalized document → deterministic, fully expanded ``Plan``.
 
-Public API: ``compile_workflow``, ``plan_to_json``, ``check_result_json`` and ``child_id``
-(the pinned expanded-child id rule). Pure: no I/O, clock or randomness.
+Public API: ``compile_workflow``, ``plan_to_json``, ``check_result_json``, ``child_id``
+(the pinned expanded-child id rule) and ``CapturedVars`` (var files and CLI variables read
+by the caller before compiling). Pure: no I/O, clock or randomness.
 """
 
 from __future__ import annotations
@@ -9,5 +10,6 @@ from __future__ import annotations
 from agentctl.core.compiler.compile import compile_workflow
 from agentctl.core.compiler.expand import child_id
 from agentctl.core.compiler.render_plan import check_result_json, plan_to_json
+from agentctl.core.compiler.variables import CapturedVars
 
-__all__ = ["check_result_json", "child_id", "compile_workflow", "plan_to_json"]
+__all__ = ["CapturedVars", "check_result_json", "child_id", "compile_workflow", "plan_to_json"]

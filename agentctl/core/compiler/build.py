@@ -1,12 +1,16 @@
 """Builds each ``PlannedTask`` from a resolved node: merges, checks and compiled sub-parts.
 
 Merges (spec/dsl.md §3, §6.4): ``with_`` = action ``with`` defaults shallow-merged under the
-task ``with``; ``vars`` = workflow vars < agent vars < task vars (whole-key replacement) with
-the engine bindings last; ``timeout_seconds`` = task timeout, else action timeout, else
-``runtime.defaultTimeoutSeconds``. Aggregates are pure: no ``with``, vars, retry or schema.
+task ``with``; ``vars`` = the layers of ``variables.merged_vars`` (var files, vars, CLI
+variables; whole-key replacement) with the engine bindings last; ``timeout_seconds`` = task
+timeout, else action timeout, else ``runtime.defaultTimeoutSeconds``. Aggregates are pure:
+no ``with``, vars, retry or schema.
 
 Carried (outside every digest): an action task's normalized action definition and its kind as
 registry operation; an agent task's agent, provider and tool definitions, and ``model.<kind>``.
+
+Checked here per task: template reads against ``needs``, the ``with`` keys its action kind
+reads and the templates of its action's configuration (``actionchecks``).
 
 Invariant: the returned task is a draft (``position`` -1, no fingerprint); ``compile`` fixes
 both once the order is known.
@@ -17,6 +21,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from agentctl.core.compiler.actionchecks import check_action, check_with_keys
 from agentctl.core.compiler.capabilities import check_compensation
 from agentctl.core.compiler.diagnostics import Collector
 from agentctl.core.compiler.ir import Env, Node
@@ -28,6 +33,7 @@ from agentctl.core.compiler.references import (
     check_when,
 )
 from agentctl.core.compiler.routes import compile_route
+from agentctl.core.compiler.variables import merged_vars
 from agentctl.core.jsonschema import check_schema
 from agentctl.core.plan import AgentConfig, Compensation, PlannedTask, RetryPolicy, TaskKind
 from agentctl.core.registry import MODEL_PREFIX
@@ -51,10 +57,7 @@ def draft_task(node: Node, env: Env, graph: dict[str, Node], diags: Collector) -
     # Deep copies: children of one expansion share their parent's definition dicts.
     with_ = copy.deepcopy(_merged_with(node, action))
     vars_ = copy.deepcopy(_merged_vars(node, env, agent))
-    if kind not in _AGGREGATES:
-        check_reads(node, with_, "with", graph, diags)
-    check_reads(node, vars_, "vars", graph, diags)
-    check_when(node, graph, diags)
+    _check_task(node, action, (with_, vars_), graph, diags)
     output_schema = None if kind in _AGGREGATES else copy.deepcopy(task.get("outputSchema"))
     _check_output_schema(node, output_schema, diags)
     authored = kind in _AUTHORED
@@ -81,8 +84,36 @@ def draft_task(node: Node, env: Env, graph: dict[str, Node], diags: Collector) -
         parent=node.parent,
         guard=node.guard,
         max_iterations=node.max_iterations,
+        subworkflow=_subworkflow(node, env),
         **_carried(env, action, agent),
     )
+
+
+def _subworkflow(node: Node, env: Env) -> str | None:
+    """``NAME@VERSION`` of the definition a sub-workflow boundary or aggregate invokes."""
+    if node.kind not in ("subworkflow_input", "subworkflow_output"):
+        return None
+    name = str(node.task.get("uses", "")).removeprefix("workflow:")
+    definition = (env.spec.get("subworkflows") or {}).get(name) or {}
+    return f"{name}@{definition.get('version')}"
+
+
+def _check_task(
+    node: Node,
+    action: dict[str, Any] | None,
+    merged: tuple[Any, dict[str, Any]],
+    graph: dict[str, Node],
+    diags: Collector,
+) -> None:
+    """Template reads of the merged ``with`` and vars, ``when``, and the action's own checks."""
+    with_, vars_ = merged
+    if node.kind not in _AGGREGATES:
+        check_reads(node, with_, "with", graph, diags)
+    check_reads(node, vars_, "vars", graph, diags)
+    check_when(node, graph, diags)
+    if action is not None:
+        name = str(node.task["uses"]).removeprefix("action:")
+        check_action(node, name, action, graph, diags)
 
 
 def _carried(
@@ -138,11 +169,7 @@ def _merged_with(node: Node, action: dict[str, Any] | None) -> Any:
 def _merged_vars(node: Node, env: Env, agent: dict[str, Any] | None) -> dict[str, Any]:
     if node.kind not in _AUTHORED:
         return {}
-    layers = [env.spec.get("vars"), agent.get("vars") if agent else None, node.task.get("vars")]
-    merged: dict[str, Any] = {}
-    for layer in layers:
-        if isinstance(layer, dict):
-            merged.update(layer)
+    merged = merged_vars(env.spec, agent, node.task, env.variables)
     merged.update(node.bindings)
     return merged
 
@@ -171,6 +198,8 @@ def _compensation(
         return None
     given = raw.get("with") or {}
     check_templates(node, given, "compensate.with", graph, diags)
+    where = f"{node.path}.compensate.with"
+    check_with_keys(str(inverse.get("kind")), given, where, str(node.task["id"]), diags)
     defaults = inverse.get("with") or {}
     timeout = raw.get("timeoutSeconds", inverse.get("timeoutSeconds"))
     return Compensation(

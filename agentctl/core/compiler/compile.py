@@ -25,29 +25,31 @@ from agentctl.core.compiler.order import ancestors, find_cycle, stable_order
 from agentctl.core.compiler.references import check_agent_references, check_needs, resolve_nodes
 from agentctl.core.compiler.requirements import plan_requirements
 from agentctl.core.compiler.subworkflows import flatten_tasks
+from agentctl.core.compiler.variables import CapturedVars, check_captured
 from agentctl.core.plan import Plan, PlannedTask, RunConfig
 
 
 def compile_workflow(
-    doc: dict[str, Any], *, file: str | None = None, locate: Locator | None = None
+    doc: dict[str, Any],
+    *,
+    file: str | None = None,
+    locate: Locator | None = None,
+    variables: CapturedVars | None = None,
 ) -> Plan:
-    """Compile a schema-valid normalized document; raise ``ValidationError`` on any problem."""
+    """Compile a schema-valid normalized document; raise ``ValidationError`` on any problem.
+
+    ``variables``: the var files and CLI variables the caller captured (``variables.py``).
+    """
     diags = Collector(file, locate)
-    env = Env.of(doc)
+    env = Env.of(doc, variables)
     sources = flatten_tasks(doc, diags)
     graph = resolve_nodes(expand_sources(sources, diags), env, diags)
-    check_needs(graph, diags)
-    check_agent_references(env, diags)
-    check_agents(env, diags)
-    _check_reserved_layers(env, diags)
+    _check_document(doc, env, graph, diags)
     drafts = {task_id: draft_task(node, env, graph, diags) for task_id, node in graph.items()}
     order = _order(graph, diags)
     runtime = env.spec.get("runtime") or {}
     max_concurrency = int(runtime.get("maxConcurrency") or 1)
-    if order is not None and max_concurrency > 1:
-        writes = {task_id: draft.memory_writes for task_id, draft in drafts.items()}
-        needs = {task_id: node.needs for task_id, node in graph.items()}
-        check_parallel_writes(order, writes, ancestors(order, needs), graph, diags)
+    _check_graph(order, max_concurrency, drafts, graph, diags)
     _check_structural_budgets(graph, runtime, diags)
     diags.raise_if_any()
     assert order is not None  # a missing order always comes with a diagnostic
@@ -100,6 +102,31 @@ def _order(graph: dict[str, Node], diags: Collector) -> list[str] | None:
         help="remove one of these needs to break the cycle",
     )
     return None
+
+
+def _check_graph(
+    order: list[str] | None,
+    max_concurrency: int,
+    drafts: dict[str, PlannedTask],
+    graph: dict[str, Node],
+    diags: Collector,
+) -> None:
+    """Parallel memory-write conflicts, only possible when tasks may run concurrently."""
+    if order is not None and max_concurrency > 1:
+        writes = {task_id: draft.memory_writes for task_id, draft in drafts.items()}
+        needs = {task_id: node.needs for task_id, node in graph.items()}
+        check_parallel_writes(order, writes, ancestors(order, needs), graph, diags)
+
+
+def _check_document(
+    doc: dict[str, Any], env: Env, graph: dict[str, Node], diags: Collector
+) -> None:
+    """Checks of the document as a whole: captured variables, needs, agents, reserved names."""
+    check_captured(doc, env.variables, diags)
+    check_needs(graph, diags)
+    check_agent_references(env, diags)
+    check_agents(env, diags)
+    _check_reserved_layers(env, diags)
 
 
 def _check_reserved_layers(env: Env, diags: Collector) -> None:

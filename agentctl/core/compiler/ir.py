@@ -15,6 +15,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agentctl.core.compiler.variables import CapturedVars
+
 SourceRole = Literal["task", "subworkflow_input", "subworkflow_output"]
 
 DEFAULT_RETRY: dict[str, int] = {"maxAttempts": 1, "backoffMs": 0}
@@ -100,9 +102,10 @@ class Env:
     agents: dict[str, Any]
     providers: dict[str, Any]
     tools: dict[str, Any]
+    variables: CapturedVars = field(default_factory=CapturedVars)
 
     @classmethod
-    def of(cls, doc: dict[str, Any]) -> Env:
+    def of(cls, doc: dict[str, Any], variables: CapturedVars | None = None) -> Env:
         spec = doc["spec"]
         return cls(
             spec=spec,
@@ -110,6 +113,7 @@ class Env:
             agents=spec.get("agents") or {},
             providers=spec.get("providers") or {},
             tools=spec.get("tools") or {},
+            variables=variables or CapturedVars(),
         )
 
     def action_of(self, node: Node) -> dict[str, Any] | None:

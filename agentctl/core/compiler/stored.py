@@ -6,8 +6,10 @@ and compiling its workflow again; this module is the exact, versioned JSON form 
 Invariants:
 - ``plan_from_stored(plan_to_stored(plan)) == plan`` for every compiled plan (tested over every
   example and the compiler's generated graphs), including the carried run configuration;
-- a task's stored shape is its printed ``task_json`` plus ``operation``; shared definitions
-  (actions, agents with their provider and tools) are stored once and shared again on load;
+- a task's stored shape is its digest shape ``task_json`` plus ``operation`` (and
+  ``subworkflow`` on sub-workflow boundaries, optional so older stored plans still load);
+  shared definitions (actions, agents with their provider and tools) are stored once and
+  shared again on load;
 - a stored plan of an unknown ``format`` is refused, never guessed at.
 """
 
@@ -43,7 +45,10 @@ def plan_to_stored(plan: Plan) -> JsonObject:
             actions[task.action] = task.action_config
         if task.agent is not None and task.agent_config is not None:
             agents[task.agent] = _agent_json(task.agent_config)
-        tasks.append({**task_json(task), "operation": task.operation})
+        stored: JsonObject = {**task_json(task), "operation": task.operation}
+        if task.subworkflow is not None:
+            stored["subworkflow"] = task.subworkflow
+        tasks.append(stored)
     return {
         "format": STORED_PLAN_FORMAT,
         "name": plan.name,
@@ -151,6 +156,7 @@ def _task(raw: Any, actions: Any, agents: dict[str, AgentConfig]) -> PlannedTask
         operation=raw["operation"],
         action_config=actions.get(action) if action is not None else None,
         agent_config=agents.get(agent) if agent is not None else None,
+        subworkflow=raw.get("subworkflow"),
     )
 
 

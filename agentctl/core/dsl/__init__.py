@@ -21,8 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError as PydanticValidationError
-
 from agentctl.core.dsl.diagnostics import (
     Finding,
     Locator,
@@ -31,6 +29,7 @@ from agentctl.core.dsl.diagnostics import (
 )
 from agentctl.core.dsl.legacy import is_legacy, legacy_locator, translate_legacy
 from agentctl.core.dsl.rules import document_findings
+from agentctl.core.dsl.scalars import validate_as_written
 from agentctl.core.dsl.secrets import (
     EnvSecret,
     FileSecret,
@@ -81,13 +80,15 @@ def load_workflow(source: str | bytes, file: str | None = None) -> LoadedWorkflo
         finding = Finding("schema_violation", "", "a workflow document must be a mapping")
         raise _invalid([to_diagnostic(finding, locator, file)])
     warnings: list[Diagnostic] = []
+    texts = parsed.plain_texts
     if is_legacy(raw):
+        texts = {}  # the translation moves paths; legacy documents keep the strict typing
         raw, rejected = translate_legacy(raw)
         locator = legacy_locator(locator)
         if rejected:
             raise _invalid([to_diagnostic(f, locator, file) for f in rejected])
         warnings.append(_migration_warning(file))
-    workflow, findings = _validate(raw)
+    workflow, raw, findings = _validate(raw, texts)
     diagnostics = [to_diagnostic(f, locator, file) for f in findings]
     if workflow is None or diagnostics:
         raise _invalid(diagnostics)
@@ -95,15 +96,17 @@ def load_workflow(source: str | bytes, file: str | None = None) -> LoadedWorkflo
     return LoadedWorkflow(workflow, document, raw, file, warnings, locator)
 
 
-def _validate(raw: dict[str, Any]) -> tuple[Workflow | None, list[Finding]]:
-    try:
-        # Field names (``max_concurrency``, ``with_``) are for Python callers only; a document
-        # must spell every key exactly as the spec does.
-        workflow = Workflow.model_validate(raw, by_alias=True, by_name=False)
-    except PydanticValidationError as exc:
-        findings = findings_from_pydantic(exc, raw, Workflow)
-        return None, [_version_help(f) for f in findings]
-    return workflow, document_findings(workflow)
+def _validate(
+    raw: dict[str, Any], texts: dict[str, str]
+) -> tuple[Workflow | None, dict[str, Any], list[Finding]]:
+    # Field names (``max_concurrency``, ``with_``) are for Python callers only; a document
+    # must spell every key exactly as the spec does (validate_as_written passes by_name=False).
+    found = validate_as_written(Workflow, raw, texts)
+    if found.model is None:
+        assert found.error is not None
+        findings = findings_from_pydantic(found.error, found.raw, Workflow)
+        return None, found.raw, [_version_help(f) for f in findings]
+    return found.model, found.raw, document_findings(found.model)
 
 
 def _migration_warning(file: str | None) -> Diagnostic:

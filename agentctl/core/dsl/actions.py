@@ -36,7 +36,7 @@ from agentctl.core.dsl.base import (
     rule_error,
     unsupported,
 )
-from agentctl.core.dsl.secrets import SecretRef
+from agentctl.core.dsl.secrets import EnvValue
 from agentctl.core.extension import PROTOCOL_VERSION
 from agentctl.core.operations import EXTENSION_KEYS, IDEMPOTENCY_KEY, PROCESS_KEYS
 
@@ -90,7 +90,7 @@ class Action(StrictModel):
     command: str | None = None
     args: list[str] | None = None
     cwd: str | None = None
-    env: dict[str, SecretRef] | None = None
+    env: dict[str, EnvValue] | None = None
     timeout_seconds: Seconds | None = Field(None, alias="timeoutSeconds")
     stdout_limit_bytes: OutputLimit | None = Field(None, alias="stdoutLimitBytes")
     stderr_limit_bytes: OutputLimit | None = Field(None, alias="stderrLimitBytes")

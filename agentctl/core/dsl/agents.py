@@ -25,10 +25,10 @@ from agentctl.core.dsl.base import (
     NonEmptyStr,
     Seconds,
     StrictModel,
+    VarsFiles,
     given_keys,
     registered_kind,
     rule_error,
-    unsupported,
 )
 from agentctl.core.dsl.secrets import EnvSecret, SecretRef
 from agentctl.core.dsl.tasks import RESERVED_VARS
@@ -106,7 +106,7 @@ class Agent(StrictModel):
     instructions: str | None = None
     instructions_file: NonEmptyStr | None = Field(None, alias="instructionsFile")
     vars: JsonObject = Field(default_factory=dict)
-    vars_files: list[str] = Field(default_factory=list, alias="varsFiles")
+    vars_files: VarsFiles = Field(default_factory=list, alias="varsFiles")
     tools: list[str] = Field(default_factory=list)
     max_turns: int = Field(8, alias="maxTurns", ge=1, le=64)
     max_tool_calls: int = Field(16, alias="maxToolCalls", ge=0, le=256)
@@ -127,8 +127,6 @@ class Agent(StrictModel):
                 "an agent needs exactly one of `instructions` or `instructionsFile`",
                 at="instructionsFile" if self.instructions_file is not None else None,
             )
-        if self.vars_files:
-            raise unsupported("varsFiles", "variable files")
         reserved = sorted(RESERVED_VARS.intersection(self.vars))
         if reserved:
             raise rule_error(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
 IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -96,6 +96,19 @@ def given_keys(model: BaseModel) -> set[str]:
             given.add(info.alias or name)
     return given
 
+
+def _literal_path(value: str) -> str:
+    if not value or "\0" in value or "${{" in value:
+        raise rule_error(
+            "schema_violation",
+            f"varsFiles entry {value!r} is not a literal file path",
+            help="write the path of a YAML or JSON file, relative to this workflow file",
+        )
+    return value
+
+
+# ``varsFiles``: literal paths (never templates), at most 256 per list (spec/dsl.md §6.4).
+VarsFiles = Annotated[list[Annotated[str, AfterValidator(_literal_path)]], Field(max_length=256)]
 
 # Common constrained scalars.
 NonEmptyStr = Annotated[str, Field(min_length=1)]

@@ -128,8 +128,9 @@ def _secret_refs(spec: Spec) -> Iterator[tuple[str, Any]]:
         for header, ref in provider.headers.items():
             yield f"spec.providers.{name}.headers.{header}", ref
     for name, action in spec.actions.items():
-        for var, ref in (action.env or {}).items():
-            yield f"spec.actions.{name}.env.{var}", ref
+        for var, value in (action.env or {}).items():
+            if not isinstance(value, str):  # a string is a template, not a reference
+                yield f"spec.actions.{name}.env.{var}", value
     for name, tool in spec.tools.items():
         for index, ref in enumerate(tool.secrets):
             yield f"spec.tools.{name}.secrets.{index}", ref

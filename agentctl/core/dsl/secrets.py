@@ -4,6 +4,8 @@ Invariants:
 - A reference is exactly one of the three shapes; anything else (a plain string, an object with
   none or several of the keys) fails with ``invalid_secret_reference``.
 - The normalized form dumps back to the same one-key object, with process defaults filled in.
+- ``EnvValue`` (action ``env`` only) also takes a string holding a ``${{ … }}`` template: it
+  renders per task into plain data (``core.actionconfig``) and is never a secret.
 - Look-alike objects inside ``with`` / ``vars`` are never validated here: only the positions the
   spec lists use ``SecretRef`` (provider credential/headers, action env, tool secrets, MCP and
   A2A headers, policy.network.customCa).
@@ -79,6 +81,12 @@ def _shape(value: Any) -> str | None:
     return present[0] if len(present) == 1 else None
 
 
+def _env_shape(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "text" if "${{" in value else None
+    return _shape(value)
+
+
 SecretRef = Annotated[
     Annotated[EnvSecret, Tag("env")]
     | Annotated[FileSecret, Tag("file")]
@@ -93,3 +101,20 @@ SecretRef = Annotated[
     ),
 ]
 """A validated secret reference; see the module docstring."""
+
+EnvValue = Annotated[
+    Annotated[str, Tag("text")]
+    | Annotated[EnvSecret, Tag("env")]
+    | Annotated[FileSecret, Tag("file")]
+    | Annotated[ProcessSecret, Tag("process")],
+    Discriminator(
+        _env_shape,
+        custom_error_type="invalid_secret_reference",
+        custom_error_message=(
+            "a secret reference must be exactly one of `env: NAME`, `file: PATH` "
+            "or `process: {command, args}`"
+        ),
+    ),
+]
+"""An action ``env`` value: a secret reference, or a string holding a ``${{ … }}`` template
+(our extension, rendered per task; a plain string stays an invalid secret reference)."""

@@ -22,9 +22,9 @@ from agentctl.core.dsl.base import (
     NonEmptyStr,
     Seconds,
     StrictModel,
+    VarsFiles,
     given_keys,
     rule_error,
-    unsupported,
 )
 
 TASK_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
@@ -123,7 +123,7 @@ class Task(StrictModel):
     memory_writes: list[NonEmptyStr] = Field(default_factory=list, alias="memoryWrites")
     when: NonEmptyStr | None = None
     vars: JsonObject = Field(default_factory=dict)
-    vars_files: list[str] = Field(default_factory=list, alias="varsFiles")
+    vars_files: VarsFiles = Field(default_factory=list, alias="varsFiles")
     with_: JsonObject = Field(default_factory=dict, alias="with")
     retry: Retry = Field(default_factory=Retry)
     timeout_seconds: Seconds | None = Field(None, alias="timeoutSeconds")
@@ -158,8 +158,6 @@ class Task(StrictModel):
         given = given_keys(self)
         _check_unique(self.needs, "needs")
         _check_unique(self.memory_writes, "memoryWrites")
-        if self.vars_files:
-            raise unsupported("varsFiles", "variable files")
         for name in self.vars:
             if name in RESERVED_VARS or (self.foreach is not None and name == self.foreach.as_):
                 raise rule_error(

@@ -4,8 +4,8 @@ Invariants:
 - ``apiVersion`` is one of ``API_VERSIONS`` (else ``unsupported_version``), ``kind`` is
   ``Workflow``, ``metadata.name`` is non-empty and ``spec.tasks`` is non-empty.
 - Every spec key has its default; absent optional blocks without a spec default dump as None.
-- Spec keys the spec names but this version does not implement ([late] ``varsFiles``,
-  ``packTrust``, and ``packs``) are refused with ``unsupported_capability`` when written with a
+- Spec keys the spec names but this version does not implement ([late] ``packTrust`` and
+  ``packs``) are refused with ``unsupported_capability`` when written with a
   value, never silently ignored.
 """
 
@@ -17,7 +17,14 @@ from pydantic import Field, field_validator, model_validator
 
 from agentctl.core.dsl.actions import Action
 from agentctl.core.dsl.agents import TOOL_NAME_RE, Agent, Provider, Tool
-from agentctl.core.dsl.base import JsonObject, NonEmptyStr, StrictModel, rule_error, unsupported
+from agentctl.core.dsl.base import (
+    JsonObject,
+    NonEmptyStr,
+    StrictModel,
+    VarsFiles,
+    rule_error,
+    unsupported,
+)
 from agentctl.core.dsl.settings import (
     A2aPeer,
     CompensationSettings,
@@ -42,7 +49,7 @@ class Metadata(StrictModel):
 class Spec(StrictModel):
     inputs: JsonObject = Field(default_factory=dict)
     vars: JsonObject = Field(default_factory=dict)
-    vars_files: list[str] = Field(default_factory=list, alias="varsFiles")
+    vars_files: VarsFiles = Field(default_factory=list, alias="varsFiles")
     outputs: JsonObject = Field(default_factory=dict)
     providers: dict[str, Provider] = Field(default_factory=dict)
     agents: dict[str, Agent] = Field(default_factory=dict)
@@ -87,8 +94,6 @@ class Spec(StrictModel):
 
     @model_validator(mode="after")
     def _late(self) -> Self:
-        if self.vars_files:
-            raise unsupported("varsFiles", "variable files")
         if self.packs:
             raise unsupported("packs", "workflow packs")
         if self.pack_trust is not None:

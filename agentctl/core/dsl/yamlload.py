@@ -7,9 +7,17 @@ Invariants:
   ``2024-01-01`` stays a string and ``yes``/``no``/``on``/``off`` stay strings. Only
   ``true``/``false`` (and their ``True``/``TRUE``/``False``/``FALSE`` spellings) are booleans.
 - Sources over ``MAX_SOURCE_BYTES`` are refused before any parsing; bytes must be UTF-8.
-- Duplicate mapping keys, non-string keys, anchors, aliases (hence merge keys through aliases),
-  explicit tags other than the standard str/int/float/bool/null/map/seq ones, multiple
-  documents and non-finite numbers are all rejected as ``yaml_syntax``.
+- Anchors and aliases are expanded (an alias is a copy of its anchored value), but the copies
+  may add at most ``MAX_ALIAS_NODES`` nodes in all: a "billion laughs" document fails as soon
+  as it passes the bound, before it costs memory or time. A repeated anchor name redefines
+  the anchor (YAML 1.2). Merge keys (``<<``) are YAML 1.1
+  only and stay ordinary keys (which the schema then rejects as unknown).
+- Duplicate mapping keys, non-string keys, undefined aliases, explicit tags other
+  than the standard str/int/float/bool/null/map/seq ones, multiple documents and non-finite
+  numbers are all rejected as ``yaml_syntax``.
+- ``ParsedYaml.plain_texts`` keeps the source text of every plain (unquoted) scalar that
+  resolved to a boolean or a number, so a caller whose schema wants a string there can take
+  the text as written (``true`` the program name, ``1.10`` the version).
 - Every failure is a ``Diagnostic`` (1-based line and column); no other exception escapes
   ``parse_yaml`` besides ``agentctl.errors.ValidationError``.
 - Positions are keyed by dotted path (list indices as decimal numbers; the root is ``""``).
@@ -26,7 +34,7 @@ from typing import Any
 import yaml
 import yaml.reader
 from yaml.composer import Composer
-from yaml.events import AliasEvent, MappingStartEvent, ScalarEvent, SequenceStartEvent
+from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.parser import Parser
 from yaml.reader import Reader
@@ -39,6 +47,10 @@ MAX_SOURCE_BYTES = 1_048_576
 # Deeper documents are refused: they only ever come from garbage or attacks, and both the
 # recursive composer and our validators would otherwise hit Python's recursion limit.
 MAX_DEPTH = 64
+
+# Nodes that alias expansion may add to a document. Real workflows reuse a few blocks; an
+# exponential "billion laughs" document passes this bound within a few levels.
+MAX_ALIAS_NODES = 10_000
 
 # Longer integer literals are refused: Python refuses to convert enormous digit strings, and
 # no key of the language takes a number anywhere near this size.
@@ -56,6 +68,10 @@ _FLOAT_RE = re.compile(
 )
 
 
+# Implicitly typed plain scalars whose text a string-typed key takes as written.
+_PLAIN_TYPED = frozenset({_TAG + "bool", _TAG + "int", _TAG + "float"})
+
+
 class _Resolver(BaseResolver):
     """Implicit typing of plain scalars: null, bool, int, float; everything else is a string."""
 
@@ -67,12 +83,12 @@ _Resolver.add_implicit_resolver(_TAG + "int", _INT_RE, list("-+0123456789"))
 _Resolver.add_implicit_resolver(_TAG + "float", _FLOAT_RE, list("-+0123456789."))
 
 
-class _RejectedConstruct(yaml.MarkedYAMLError):
-    """An anchor or alias; raised from inside the composer so the mark is exact."""
+class _AliasBoundError(Exception):
+    """Alias expansion passed ``MAX_ALIAS_NODES``; carries the node being copied."""
 
-
-def _mark(event: Any) -> Any:
-    return event.start_mark
+    def __init__(self, node: Node) -> None:
+        super().__init__("alias expansion bound")
+        self.node = node
 
 
 class _Loader(Reader, Scanner, Parser, Composer, _Resolver):
@@ -84,16 +100,10 @@ class _Loader(Reader, Scanner, Parser, Composer, _Resolver):
         _Resolver.__init__(self)
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        # YAML 1.2: a repeated anchor name redefines it; later aliases see the latest value.
         event = self.peek_event()  # type: ignore[no-untyped-call]
-        if isinstance(event, AliasEvent):
-            raise _RejectedConstruct(
-                None, None, "aliases (*name) are not supported; repeat the value", _mark(event)
-            )
-        anchor_events = (ScalarEvent, SequenceStartEvent, MappingStartEvent)
-        if isinstance(event, anchor_events) and event.anchor is not None:
-            raise _RejectedConstruct(
-                None, None, "anchors (&name) are not supported; repeat the value", _mark(event)
-            )
+        if not isinstance(event, AliasEvent) and getattr(event, "anchor", None) is not None:
+            self.anchors.pop(event.anchor, None)
         node: Node | None = super().compose_node(parent, index)
         return node
 
@@ -108,6 +118,8 @@ class ParsedYaml:
     positions: dict[str, Position] = field(default_factory=dict)
     # Position of the mapping key that introduces a path (absent for list items and the root).
     key_positions: dict[str, Position] = field(default_factory=dict)
+    # Source text of plain scalars resolved to a boolean or a number, by path.
+    plain_texts: dict[str, str] = field(default_factory=dict)
 
 
 def _diag(
@@ -194,9 +206,9 @@ def _fast_loader(text: str) -> Any:
 def _compose_fast(text: str) -> Node | None:
     """The node tree via libyaml, or None when the exact pure-Python path must decide.
 
-    libyaml resolves anchors and aliases itself, so sources that could hold them ("&", "*"),
-    and any source it rejects, go through the pure-Python composer, whose diagnostics carry
-    exact positions.
+    Sources that could hold anchors or aliases ("&", "*"), and any source libyaml rejects,
+    go through the pure-Python composer, whose diagnostics (undefined aliases included)
+    carry exact positions.
     """
     if _CParser is None or "&" in text or "*" in text:
         return None
@@ -252,6 +264,9 @@ class _Builder:
         self.file = file
         self.out = ParsedYaml(value=None)
         self.problems: list[Diagnostic] = []
+        # Nodes built once already: meeting one again means an alias is being copied.
+        self.built: set[int] = set()
+        self.copied = 0
 
     def problem(
         self, message: str, node: Node, help: str | None = None, path: str | None = None
@@ -263,14 +278,24 @@ class _Builder:
         if depth > MAX_DEPTH:
             self.problem(f"the document is nested deeper than {MAX_DEPTH} levels", node)
             return None
+        self._count(node)
         if isinstance(node, MappingNode):
             return self._mapping(node, path, depth)
         if isinstance(node, SequenceNode):
             return self._sequence(node, path, depth)
         if isinstance(node, ScalarNode):
-            return self._scalar(node)
+            return self._scalar(node, path)
         self.problem("unsupported YAML node", node)  # pragma: no cover - composer never does this
         return None
+
+    def _count(self, node: Node) -> None:
+        """Count the nodes alias expansion copies; stop at once past the bound."""
+        if id(node) not in self.built:
+            self.built.add(id(node))
+            return
+        self.copied += 1
+        if self.copied > MAX_ALIAS_NODES:
+            raise _AliasBoundError(node)
 
     def _record(self, path: str, node: Node, key_node: Node | None) -> None:
         value_pos = _mark_pos(node.start_mark)
@@ -326,11 +351,13 @@ class _Builder:
             items.append(self.build(item, child, depth + 1))
         return items
 
-    def _scalar(self, node: ScalarNode) -> Any:
+    def _scalar(self, node: ScalarNode, path: str) -> Any:
         text: str = node.value
         tag = node.tag
         if tag == _TAG + "str":
             return text
+        if node.style is None and tag in _PLAIN_TYPED:
+            self.out.plain_texts[path] = text
         if tag == _TAG + "null" and _NULL_RE.match(text):
             return None
         if tag == _TAG + "bool" and _BOOL_RE.match(text):
@@ -367,7 +394,12 @@ def parse_yaml(source: str | bytes, file: str | None = None) -> ParsedYaml:
     node = compose_yaml(text, file)
     builder = _Builder(file)
     builder.out.positions[""] = _mark_pos(node.start_mark) or (1, 1)
-    builder.out.value = builder.build(node, "", 0)
+    try:
+        builder.out.value = builder.build(node, "", 0)
+    except _AliasBoundError as exc:
+        message = f"aliases expand this document by more than {MAX_ALIAS_NODES} nodes"
+        help = "repeat fewer or smaller anchored values (is this a 'billion laughs' document?)"
+        raise _fail([_diag(message, file, _mark_pos(exc.node.start_mark), help)]) from None
     if builder.problems:
         raise _fail(builder.problems)
     return builder.out

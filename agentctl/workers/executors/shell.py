@@ -8,7 +8,8 @@ Invariants:
 - outcomes: exit 0 ⇒ result; exit ≠ 0, output overflow, memory/CPU limit ⇒ definitive failure;
   timeout or cancellation after start ⇒ uncertain (the command may have had its effect);
 - a container that timed out or was cancelled is force-removed by name before we report.
-Resolved env values are secrets: they are redacted from captured output.
+Resolved env values are secrets: they are redacted from captured output (except the names in
+``plain_env``, values rendered from templates, which are ordinary data).
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ def _outcome(req: ShellRequest, result: ProcessResult) -> ExecOutcome:
         raise UncertainEffect(RunFailedError(f"process {result.detail}"))
     if result.outcome != "exited":
         raise RunFailedError(f"process killed: {result.detail}")
-    secrets = [v for v in req.env.values() if v]
+    secrets = [v for k, v in req.env.items() if v and k not in req.plain_env]
     if result.exit_code != 0:
         tail = redact(result.stderr[-400:], secrets).strip()
         where = f"; stderr ends: {tail}" if tail else ""

@@ -1,0 +1,141 @@
+"""Document commands: ``schema``, ``migrate`` and ``runs analyze|upgrade`` (issue 14 item 4).
+
+Invariants: ``schema`` and ``migrate`` create no state; ``--write P`` replaces P atomically
+(temporary file + rename) and never writes anything else; ``migrate`` refuses to write a
+document that does not compile to the same tasks (order and definition fingerprints) as its
+source. ``runs analyze`` and ``runs upgrade --dry-run`` only read the database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from agentctl.cli_vars import capture_vars
+from agentctl.clikit import DEFAULT_DB, DbOpt, deliver, read_cli_file
+from agentctl.errors import ValidationError
+from agentctl.render import Outcome, Settings
+
+WriteOpt = Annotated[Path | None, typer.Option("--write", help="Write the result to this file.")]
+
+
+def _write(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically (a reader sees the old or the new file)."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.resolve().parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise ValidationError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def schema_cmd(write: WriteOpt = None) -> None:
+    """Print (or write) the JSON Schema of the workflow document."""
+    from agentctl.core.dsl.schema import workflow_json_schema
+
+    schema = workflow_json_schema()
+    text = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+    if write is not None:
+        _write(write, text)
+    data = {"schema": schema, "written": str(write) if write else None}
+    human = (lambda _s: f"wrote {write}") if write else (lambda _s: text.rstrip("\n"))
+    deliver(Outcome("WorkflowSchema", data, human=human))
+
+
+def _same_tasks(before: Any, after: Any) -> bool:
+    def shape(plan: Any) -> list[tuple[str, str]]:
+        return [(t.id, t.definition_fingerprint) for t in plan.tasks]
+
+    return bool(shape(before) == shape(after) and before.order == after.order)
+
+
+def migrate_cmd(
+    file: Annotated[Path, typer.Argument(help="Workflow file to migrate.")],
+    write: WriteOpt = None,
+) -> None:
+    """Rewrite a workflow for apiVersion agentctl.dev/v1 (v1alpha1 or legacy playbook in)."""
+    from agentctl.core.compiler import compile_workflow
+    from agentctl.core.dsl import load_workflow
+    from agentctl.core.dsl.migrate import migrate_source
+
+    source = read_cli_file(file, "workflow file")
+    loaded = load_workflow(source, file=str(file))
+    captured = capture_vars(loaded, file, None, None)
+    before = compile_workflow(loaded.document, file=str(file), variables=captured)
+    migration = migrate_source(source, file=str(file))
+    after = compile_workflow(load_workflow(migration.text).document, variables=captured)
+    if not _same_tasks(before, after):
+        raise ValidationError(f"migrating {file} would change its tasks; nothing was written")
+    if write is not None:
+        _write(write, migration.text)
+    data = {
+        "file": str(file),
+        "sourceVersion": migration.source_version,
+        "targetVersion": migration.target_version,
+        "changes": list(migration.changes),
+        "written": str(write) if write else None,
+        "document": None if write else migration.text,
+        "sourcePlanDigest": before.plan_digest,
+        "planDigest": after.plan_digest,
+        "sameTasks": True,
+    }
+    deliver(Outcome("Migration", data, human=_migrate_human(data, migration.text)))
+
+
+def _migrate_human(data: dict[str, Any], text: str) -> Any:
+    def human(_s: Settings) -> str:
+        if data["written"] is None:
+            return text.rstrip("\n")
+        changes = "; ".join(data["changes"]) or "already current"
+        return f"wrote {data['written']} ({changes})"
+
+    return human
+
+
+RunArg = Annotated[str, typer.Argument(help="Run id (or a unique prefix).")]
+
+
+def runs_analyze_cmd(run: RunArg, db: DbOpt = DEFAULT_DB) -> None:
+    """Which reuse metadata of a (legacy) run can be proven; changes nothing."""
+    from agentctl.coordinator import upgrade
+
+    data = upgrade.analyze(run, db=db)
+    deliver(Outcome("RunAnalysis", data, human=_runs_human(data)))
+
+
+def runs_upgrade_cmd(
+    run: RunArg,
+    db: DbOpt = DEFAULT_DB,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report only; write nothing.")] = False,
+) -> None:
+    """Persist every reuse field of a legacy run that its records prove (one transaction)."""
+    from agentctl.coordinator import upgrade
+
+    data = upgrade.upgrade(run, db=db, dry_run=dry_run)
+    deliver(Outcome("RunUpgrade", data, human=_runs_human(data)))
+
+
+def _runs_human(data: dict[str, Any]) -> Any:
+    def human(_s: Settings) -> str:
+        lines = [f"run {data['runId']}  plan proven: {data['planProven']}"]
+        lines.append(f"upgradeable: {', '.join(data['upgradeableTasks']) or '-'}")
+        missing = [t["taskId"] for t in data["unavailableTasks"]]
+        lines.append(f"unavailable: {', '.join(missing) or '-'}")
+        if "upgradedTasks" in data:
+            lines.append(f"upgraded: {', '.join(data['upgradedTasks']) or '-'}")
+        return "\n".join(lines)
+
+    return human
+
+
+def register(main_app: typer.Typer, runs_app: typer.Typer) -> None:
+    main_app.command("schema")(schema_cmd)
+    main_app.command("migrate")(migrate_cmd)
+    runs_app.command("analyze")(runs_analyze_cmd)
+    runs_app.command("upgrade")(runs_upgrade_cmd)

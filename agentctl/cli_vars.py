@@ -1,0 +1,132 @@
+"""Reading the variable layers a compile needs, before it starts (spec/dsl.md §6.4).
+
+Job: the command line's side of variables. The compiler is pure, so every var file a
+workflow declares (``varsFiles`` on the workflow, its agents and tasks, paths relative to
+the workflow file) and every ``--vars-file F`` / ``--var K=JSON`` is read here, once, and
+handed to ``compile_workflow`` as ``CapturedVars``.
+
+Invariants:
+- a var file is UTF-8 YAML or JSON holding one mapping, at most 1 MiB, read through the strict
+  workflow YAML loader; it may not hold ``varsFiles``, ``include`` or ``includes`` keys (var
+  files never chain); one capture reads at most 256 files and 16 MiB in all;
+- a problem with a declared file is a ``ValidationError`` (exit 2) located at its
+  ``varsFiles`` entry; nothing is read once compiling has started, and no state is created;
+- the CLI layer is every ``--vars-file`` object in order, then every ``--var``, last wins.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentctl.clikit import read_cli_file
+from agentctl.core.compiler import CapturedVars, compile_workflow
+from agentctl.core.dsl import load_workflow
+from agentctl.core.dsl.yamlload import parse_yaml
+from agentctl.core.jsonvalue import JsonObject
+from agentctl.errors import Diagnostic, ValidationError
+
+MAX_FILES = 256
+MAX_TOTAL_BYTES = 16 * 1024 * 1024
+FORBIDDEN_KEYS = ("varsFiles", "include", "includes")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+
+
+@dataclass
+class _Capture:
+    """What one capture has read so far (its limits span every file it reads)."""
+
+    files: dict[str, JsonObject] = field(default_factory=dict)
+    count: int = 0
+    total: int = 0
+
+
+def _located(exc: ValidationError, where: str | None, loaded: Any) -> ValidationError:
+    """``exc`` pointing at the ``varsFiles`` entry that named the file."""
+    if where is None or exc.diagnostics:
+        return exc
+    line, column = loaded.locate(where) or (None, None)
+    found = Diagnostic(
+        code="schema_violation",
+        message=exc.message,
+        file=loaded.file,
+        line=line,
+        column=column,
+        path=where,
+        help="var files are UTF-8 YAML or JSON mappings of at most 1 MiB",
+    )
+    return ValidationError(exc.message, diagnostics=[found])
+
+
+def _read(path: Path, capture: _Capture) -> JsonObject:
+    capture.count += 1
+    if capture.count > MAX_FILES:
+        raise ValidationError(f"more than {MAX_FILES} var files in one run")
+    data = read_cli_file(path, "var file")
+    capture.total += len(data)
+    if capture.total > MAX_TOTAL_BYTES:
+        raise ValidationError(f"var files total more than {MAX_TOTAL_BYTES} bytes")
+    value = parse_yaml(data, file=str(path)).value
+    if not isinstance(value, dict):
+        raise ValidationError(f"var file {path} must hold a mapping of variable names")
+    chained = [key for key in FORBIDDEN_KEYS if key in value]
+    if chained:
+        raise ValidationError(f"var file {path} may not hold `{chained[0]}`: var files never chain")
+    return value
+
+
+def _declared(loaded: Any, base: Path, capture: _Capture) -> None:
+    from agentctl.core.compiler.variables import declared_files
+
+    for where, written in declared_files(loaded.document):
+        if written in capture.files:
+            continue
+        try:
+            capture.files[written] = _read(base / written, capture)
+        except ValidationError as exc:
+            raise _located(exc, where, loaded) from exc
+
+
+def var_pair(text: str) -> tuple[str, Any]:
+    """``K=JSON`` → (K, value); the value must be JSON (``--var n=3``, ``--var s='"x"'``)."""
+    name, sep, raw = text.partition("=")
+    if not sep or not _NAME.match(name):
+        raise ValidationError(f"--var {text!r}: expected NAME=JSON (NAME a variable name)")
+    try:
+        return name, json.loads(raw, parse_constant=_no_constant)
+    except ValueError as exc:
+        raise ValidationError(
+            f"--var {name}: {raw!r} is not JSON (quote text: '\"text\"')"
+        ) from exc
+
+
+def _no_constant(word: str) -> Any:
+    raise ValueError(f"{word} is not JSON")
+
+
+def capture_vars(
+    loaded: Any, path: Path, vars_files: list[Path] | None, var_pairs: list[str] | None
+) -> CapturedVars:
+    """Read the var files ``loaded`` (the workflow at ``path``) declares, and the CLI layer."""
+    capture = _Capture()
+    _declared(loaded, path.resolve().parent, capture)
+    cli: JsonObject = {}
+    for file in vars_files or []:
+        cli.update(_read(file, capture))
+    cli.update(var_pair(text) for text in var_pairs or [])
+    return CapturedVars(files=dict(capture.files), cli=cli)
+
+
+def compile_with_vars(
+    path: Path, vars_files: list[Path] | None = None, var_pairs: list[str] | None = None
+) -> tuple[Any, Any]:
+    """Load ``path``, capture its var files and the CLI variables, compile; (loaded, plan)."""
+    loaded = load_workflow(read_cli_file(path, "workflow file"), file=str(path))
+    captured = capture_vars(loaded, path, vars_files, var_pairs)
+    plan = compile_workflow(
+        loaded.document, file=str(path), locate=loaded.locate, variables=captured
+    )
+    return loaded, plan

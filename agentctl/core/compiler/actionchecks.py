@@ -1,0 +1,87 @@
+"""Checks of an action task against its action kind: the ``with`` keys it reads, and the
+templates in the action's own configuration (``core.actionconfig``).
+
+Invariants:
+- which ``with`` keys a kind reads comes only from its registry entry (``Operation.with_keys``;
+  None admits any key); any other key is a ``schema_violation`` at that key's line/column —
+  in the task's ``with``, the action's ``with`` defaults or a ``compensate.with`` — naming the
+  keys the kind does read;
+- a template in an action's ``args`` / ``env`` is checked like one in ``with``: its syntax once
+  per action, and for every task using the action, each ``tasks.X.output`` it reads must be in
+  that task's own ``needs``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agentctl.core import registry
+from agentctl.core.actionconfig import templated_strings
+from agentctl.core.compiler.diagnostics import Collector
+from agentctl.core.compiler.ir import Node
+from agentctl.core.compiler.templating import OPEN, task_references, template_problem
+
+
+def check_with_keys(kind: str, given: Any, where: str, task_id: str, diags: Collector) -> None:
+    """Every key of ``given`` (a ``with`` mapping at dotted path ``where``) is read by ``kind``."""
+    entry = registry.find(kind)
+    if entry is None or entry.with_keys is None or not isinstance(given, Mapping):
+        return
+    for key in given:
+        if key in entry.with_keys:
+            continue
+        reads = ", ".join(f"`{k}`" for k in sorted(entry.with_keys))
+        help = f"{kind} reads {reads}" if reads else _no_with_help(kind)
+        diags.add(
+            "schema_violation",
+            f"task `{task_id}`: `with.{key}` is not read by a {kind} action",
+            f"{where}.{key}",
+            help=help,
+        )
+
+
+def _no_with_help(kind: str) -> str:
+    entry = registry.find(kind)
+    if entry is not None and entry.is_process:
+        return (
+            f"{kind} takes no `with`; configure the action (command, args, env) and use "
+            "`${{ … }}` in its args or env values to vary it per task"
+        )
+    return f"remove `with`: {kind} takes none"
+
+
+def check_action(
+    node: Node, name: str, action: Mapping[str, Any], graph: Mapping[str, Node], diags: Collector
+) -> None:
+    """The ``with`` keys of the task and the action, and the action configuration's templates."""
+    kind = str(action.get("kind"))
+    task_id = str(node.task.get("id"))
+    check_with_keys(kind, node.task.get("with"), f"{node.path}.with", task_id, diags)
+    check_with_keys(kind, action.get("with"), f"spec.actions.{name}.with", task_id, diags)
+    for sub, text in templated_strings(action):
+        if OPEN not in text and "}}" not in text:
+            continue
+        where = f"spec.actions.{name}.{sub}"
+        problem = template_problem(text)
+        if problem is not None:
+            diags.add("invalid_template", problem, where)
+            continue
+        for read in task_references(text):
+            _check_read(node, read, where, graph, diags)
+
+
+def _check_read(
+    node: Node, task_id: str, where: str, graph: Mapping[str, Node], diags: Collector
+) -> None:
+    reader = node.task.get("id")
+    if task_id not in graph:
+        diags.add("missing_reference", f"task `{reader}` reads unknown task `{task_id}`", where)
+    elif task_id not in node.needs:
+        diags.add(
+            "invalid_template",
+            f"task `{reader}` reads tasks.{task_id}.output (in its action's configuration) "
+            f"without needing `{task_id}`",
+            where,
+            help=f"add {task_id} to the needs of {reader}",
+        )

@@ -1,0 +1,102 @@
+"""Variable layers (spec/dsl.md §6.4): var files, CLI variables, and their precedence.
+
+Each task's vars, low → high, whole-key replacement: workflow ``varsFiles`` → workflow
+``vars`` → agent ``varsFiles`` → agent ``vars`` → task ``varsFiles`` → task ``vars`` → CLI
+``--vars-file`` … → CLI ``--var K=JSON`` … (the CLI layer arrives merged, last wins); the
+engine bindings (foreachIndex, matrix, …) are added last by the caller.
+
+Invariants:
+- pure: the compiler never reads a file. The caller captures every declared var file's
+  object *before* compiling (``CapturedVars.files``, keyed by the path as written); a declared
+  file that was not captured is a ``schema_violation`` at its ``varsFiles`` entry;
+- no layer may set a reserved engine name (``RESERVED_VARS``); a var file or CLI variable
+  that does is a ``schema_violation``;
+- captured contents count in the plan (merged ``vars`` are part of each task's definition),
+  never in the workflow digest, which covers the document as written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentctl.core.compiler.diagnostics import Collector
+from agentctl.core.jsonvalue import JsonObject
+
+RESERVED = ("foreachIndex", "matrix", "matrixIndex", "loopIndex", "loopPrevious")
+
+
+@dataclass(frozen=True)
+class CapturedVars:
+    """What the caller read before compiling: var files by declared path, and CLI vars."""
+
+    files: Mapping[str, JsonObject] = field(default_factory=dict)
+    cli: JsonObject = field(default_factory=dict)
+
+
+def _paths(holder: Any) -> list[str]:
+    found = holder.get("varsFiles") if isinstance(holder, dict) else None
+    return [str(p) for p in found] if isinstance(found, list) else []
+
+
+def merged_vars(
+    spec: Mapping[str, Any], agent: Any, task: Mapping[str, Any], captured: CapturedVars
+) -> dict[str, Any]:
+    """The task's variable layers merged in precedence order (bindings not included)."""
+    layers: list[Any] = []
+    for holder in (spec, agent, task):
+        layers.extend(captured.files.get(path) for path in _paths(holder))
+        layers.append(holder.get("vars") if isinstance(holder, dict) else None)
+    layers.append(captured.cli)
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        if isinstance(layer, dict):
+            merged.update(layer)
+    return merged
+
+
+def declared_files(doc: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """``(dotted path of the varsFiles entry, path as written)`` of every declared var file."""
+    spec = doc.get("spec") or {}
+    for index, path in enumerate(_paths(spec)):
+        yield f"spec.varsFiles.{index}", path
+    for name, agent in (spec.get("agents") or {}).items():
+        for index, path in enumerate(_paths(agent)):
+            yield f"spec.agents.{name}.varsFiles.{index}", path
+    for where, task in _tasks(spec):
+        for index, path in enumerate(_paths(task)):
+            yield f"{where}.varsFiles.{index}", path
+
+
+def _tasks(spec: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    for index, task in enumerate(spec.get("tasks") or []):
+        yield f"spec.tasks.{index}", task
+    for name, sub in (spec.get("subworkflows") or {}).items():
+        for index, task in enumerate((sub or {}).get("tasks") or []):
+            yield f"spec.subworkflows.{name}.tasks.{index}", task
+
+
+def check_captured(doc: Mapping[str, Any], captured: CapturedVars, diags: Collector) -> None:
+    """Every declared file was captured; no file or CLI variable sets a reserved name."""
+    for where, path in declared_files(doc):
+        if path not in captured.files:
+            diags.add(
+                "schema_violation",
+                f"variable file {path!r} was not read before compiling",
+                where,
+                help="compile through the agentctl CLI, which reads declared var files first",
+            )
+            continue
+        _reserved(captured.files[path], f"variable file {path!r}", where, diags)
+    _reserved(captured.cli, "the command line", None, diags)
+
+
+def _reserved(layer: Mapping[str, Any], what: str, where: str | None, diags: Collector) -> None:
+    for name in RESERVED:
+        if name in layer:
+            diags.add(
+                "schema_violation",
+                f"{what} sets vars.{name}, which is reserved for engine bindings",
+                where,
+            )

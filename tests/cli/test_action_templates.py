@@ -1,0 +1,105 @@
+"""Templates in an action's configuration and the ``with`` keys a kind reads (issue 14 item 6).
+
+Black box, in a fresh directory: a foreach over a shell action whose ``args`` / ``env`` use
+``${{ vars.item }}`` runs each child with its own value, as one argv element that no shell
+re-parses, recorded (rendered) in the effect input; a ``with`` key the action kind does not
+read fails ``check`` with exit 2 at its line and column.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import Cli
+
+PER_TASK = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: per-task }
+spec:
+  policy: { approval: never, processAllowlist: [echo, sh], writableRoots: [out] }
+  actions:
+    greet: { kind: builtin.shell.exec, command: echo, args: ["hello ${{ vars.item }}", "${{ vars.foreachIndex }}"], timeoutSeconds: 5 }
+    quote: { kind: builtin.shell.exec, command: sh, args: [-c, 'printf "%s|" "$WHO"'], env: { WHO: "${{ vars.item }}" }, timeoutSeconds: 5 }
+    save: { kind: builtin.write, with: { path: "out/${{ vars.item }}.txt", content: "for ${{ vars.item }}" } }
+  tasks:
+    - { id: say, uses: "action:greet", foreach: { items: [ada, "lin; echo pwned"] } }
+    - { id: env, uses: "action:quote", foreach: { items: ["$(echo pwned)", "b c"] } }
+    - { id: keep, uses: "action:save", foreach: { items: [x, y] } }
+"""
+
+
+def _children(output: dict[str, object], parent: str) -> list[dict[str, object]]:
+    return [output[k] for k in sorted(output) if k.startswith(f"{parent}--")]  # type: ignore[misc]
+
+
+def test_foreach_children_of_a_shell_action_differ(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "wf.yaml").write_text(PER_TASK, encoding="utf-8")
+    done = cli("--output", "json", "run", "wf.yaml", "--db", "db.sqlite")
+    assert done.rc == 0, done.stderr
+    output = done.data["output"]
+    # Each rendered value is one argv element: `;` is text, never a shell separator.
+    assert [c["stdout"] for c in _children(output, "say")] == [
+        "hello ada 0\n",
+        "hello lin; echo pwned 1\n",
+    ]
+    # Values reach `sh -c` through env, unexpanded by any shell and not redacted as secrets.
+    assert [c["stdout"] for c in _children(output, "env")] == ["$(echo pwned)|", "b c|"]
+    assert (tmp_path / "out" / "x.txt").read_text() == "for x"
+    assert (tmp_path / "out" / "y.txt").read_text() == "for y"
+    effects = cli("--output", "json", "effects", "list", done.data["runId"], "--db", "db.sqlite")
+    recorded = {e["taskId"]: e["request"] for e in effects.data["effects"]}
+    say = [recorded[k] for k in sorted(recorded) if k.startswith("say--")]
+    assert [r["args"] for r in say] == [["hello ada", "0"], ["hello lin; echo pwned", "1"]]
+    env = [recorded[k]["env"] for k in sorted(recorded) if k.startswith("env--")]
+    assert env == [{"WHO": "$(echo pwned)"}, {"WHO": "b c"}]
+
+
+def _diagnostics(cli: Cli, tmp_path: Path, text: str) -> list[dict[str, object]]:
+    (tmp_path / "bad.yaml").write_text(text, encoding="utf-8")
+    got = cli("--output", "json", "check", "bad.yaml")
+    assert got.rc == 2, got.stdout
+    assert not (tmp_path / ".agentctl").exists()
+    return list(got.error["diagnostics"])
+
+
+def test_a_with_key_on_a_shell_action_fails_check(cli: Cli, tmp_path: Path) -> None:
+    bad = PER_TASK.replace(
+        '- { id: say, uses: "action:greet",',
+        '- { id: say, uses: "action:greet", with: { who: ada },',
+    )
+    (diag,) = _diagnostics(cli, tmp_path, bad)
+    assert diag["code"] == "schema_violation" and diag["path"] == "spec.tasks.0.with.who"
+    line = bad.splitlines()[10]
+    assert (diag["line"], diag["column"]) == (11, line.index("ada }") + 1)
+    assert "not read by a builtin.shell.exec action" in str(diag["message"])
+    assert "args or env" in str(diag["help"])
+
+
+def test_with_keys_a_kind_does_not_read_fail_check(cli: Cli, tmp_path: Path) -> None:
+    misspelt = PER_TASK.replace('content: "for ', 'contents: "for ')
+    (diag,) = _diagnostics(cli, tmp_path, misspelt)
+    assert diag["path"] == "spec.actions.save.with.contents" and diag["line"] == 9
+    assert "`content`, `path`" in str(diag["help"])
+
+
+def test_action_templates_follow_the_needs_rule(cli: Cli, tmp_path: Path) -> None:
+    reads = PER_TASK.replace('"${{ vars.foreachIndex }}"', '"${{ tasks.keep.output.items }}"')
+    codes = {(d["code"], d["path"]) for d in _diagnostics(cli, tmp_path, reads)}
+    assert codes == {("invalid_template", "spec.actions.greet.args.1")}
+    broken = PER_TASK.replace("${{ vars.foreachIndex }}", "${{ vars.foreachIndex")
+    (diag,) = _diagnostics(cli, tmp_path, broken)
+    assert diag["code"] == "invalid_template" and diag["path"] == "spec.actions.greet.args.1"
+
+
+def test_an_object_in_an_argument_fails_the_task(cli: Cli, tmp_path: Path) -> None:
+    text = PER_TASK.replace(
+        '"hello ${{ vars.item }}", "${{ vars.foreachIndex }}"', '"${{ vars.matrix }}"'
+    )
+    text = text.replace(
+        'foreach: { items: [ada, "lin; echo pwned"] }', "matrix: { axes: { n: [1] } }"
+    )
+    (tmp_path / "wf.yaml").write_text(text, encoding="utf-8")
+    done = cli("--output", "json", "run", "wf.yaml", "--db", "db.sqlite")
+    assert done.rc == 4
+    assert "`args.0` must render to text" in done.error["error"]["message"]

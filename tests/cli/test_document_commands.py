@@ -1,0 +1,127 @@
+"""Document commands (issue 14 item 4), through the CLI in a fresh directory.
+
+``schema [--write P]`` prints the generated JSON Schema; ``migrate FILE [--write P]`` turns
+every ``v1alpha1`` example (and a legacy playbook) into a ``v1`` document that ``check``
+accepts with the same tasks; ``runs analyze|upgrade RUN`` prove and persist the reuse
+metadata of a run recorded without it, after which ``retry`` can reuse its tasks.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import EXAMPLES, Cli
+
+V1ALPHA1 = sorted(p.name for p in EXAMPLES.glob("*.yaml"))
+
+
+def test_schema_prints_and_writes_the_document_schema(cli: Cli, tmp_path: Path) -> None:
+    printed = cli("--output", "json", "schema")
+    assert printed.rc == 0, printed.stderr
+    schema = printed.data["schema"]
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["properties"]["apiVersion"]["enum"] == [
+        "agentctl.dev/v1alpha1",
+        "agentctl.dev/v1",
+    ]
+    assert schema["additionalProperties"] is False and "spec" in schema["required"]
+    assert "builtin.write" in schema["$defs"]["Action"]["properties"]["kind"]["enum"]
+    assert "varsFiles" in schema["$defs"]["Task"]["properties"]
+    written = cli("--output", "json", "schema", "--write", "schema.json")
+    assert written.rc == 0 and written.data["written"] == "schema.json"
+    assert json.loads((tmp_path / "schema.json").read_text()) == schema
+
+
+def _plan_tasks(cli: Cli, path: Path) -> list[tuple[str, str]]:
+    plan = cli("--output", "json", "plan", str(path))
+    assert plan.rc == 0, plan.stderr
+    return [(t, task["definitionFingerprint"]) for t, task in plan.data["tasks"].items()]
+
+
+@pytest.mark.parametrize("name", V1ALPHA1)
+def test_migrate_every_example_to_v1(cli: Cli, tmp_path: Path, name: str) -> None:
+    source = (EXAMPLES / name).read_text(encoding="utf-8")
+    assert "apiVersion: agentctl.dev/v1alpha1" in source
+    (tmp_path / name).write_text(source, encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("notes", encoding="utf-8")
+    done = cli("--output", "json", "migrate", name, "--write", "v1.yaml")
+    assert done.rc == 0, done.stderr
+    assert done.data["changes"] == ["apiVersion agentctl.dev/v1alpha1 -> agentctl.dev/v1"]
+    migrated = (tmp_path / "v1.yaml").read_text(encoding="utf-8")
+    # Only the version changes: comments and layout survive.
+    assert migrated == source.replace("agentctl.dev/v1alpha1", "agentctl.dev/v1", 1)
+    assert cli("check", "v1.yaml").rc == 0
+    assert _plan_tasks(cli, tmp_path / "v1.yaml") == _plan_tasks(cli, tmp_path / name)
+    again = cli("--output", "json", "migrate", "v1.yaml")
+    assert again.data["changes"] == [] and again.data["document"] == migrated
+
+
+def test_migrate_a_legacy_playbook_and_refuse_bad_input(cli: Cli, tmp_path: Path) -> None:
+    legacy = "playbook: old\nmodules: { put: { kind: builtin.assign } }\n"
+    legacy += 'tasks:\n  - { id: a, uses: "module:put", with: { x: 1 } }\n'
+    (tmp_path / "old.yaml").write_text(legacy, encoding="utf-8")
+    done = cli("--output", "json", "migrate", "old.yaml")
+    assert done.rc == 0, done.stderr
+    assert done.data["sourceVersion"] == "legacy" and done.data["written"] is None
+    (tmp_path / "new.yaml").write_text(done.data["document"], encoding="utf-8")
+    checked = cli("--output", "json", "check", "new.yaml")
+    assert checked.rc == 0 and checked.data["tasks"] == 1 and checked.stdout.count("warning") == 0
+    (tmp_path / "bad.yaml").write_text(legacy.replace("id: a", "id: 1a"), encoding="utf-8")
+    refused = cli("--output", "json", "migrate", "bad.yaml", "--write", "out.yaml")
+    assert refused.rc == 2 and not (tmp_path / "out.yaml").exists()
+
+
+def _forget_reuse_metadata(db: Path) -> None:
+    """Make a run look like one recorded before these fields existed (schema v1)."""
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "UPDATE task_states SET definition_fingerprint = NULL, output_digest = NULL,"
+            " output_contract_fingerprint = NULL"
+        )
+        conn.execute("UPDATE runs SET compiled_plan_json = NULL")
+
+
+def _reused(cli: Cli, run_id: str) -> Any:
+    args = ("retry", str(EXAMPLES / "e5-subworkflow.yaml"), run_id, "--from", "wrap", "--plan")
+    got = cli("--output", "json", *args, "--db", "db.sqlite")
+    # A successful root needs --restart-successful, so the plan itself is blocked (exit 3).
+    assert got.rc == 3, got.stderr
+    return got.data["reusedTasks"]
+
+
+def test_runs_analyze_and_upgrade_a_legacy_run(cli: Cli, tmp_path: Path) -> None:
+    run = cli("--output", "json", "run", str(EXAMPLES / "e5-subworkflow.yaml"), "--db", "db.sqlite")
+    run_id = run.data["runId"]
+    _forget_reuse_metadata(tmp_path / "db.sqlite")
+    assert _reused(cli, run_id) == []  # nothing provable, nothing reused
+    analysis = cli("--output", "json", "runs", "analyze", run_id, "--db", "db.sqlite").data
+    everything = ["wrap--inputs-a160ebeb", "wrap--echo", "wrap"]
+    assert analysis["planProven"] is True and analysis["storedPlan"] is False
+    assert analysis["upgradeableTasks"] == everything and analysis["unavailableTasks"] == []
+    field = analysis["tasks"][1]["fields"]["definitionFingerprint"]
+    assert field["status"] == "derived" and field["value"].startswith("sha256:v1:")
+    dry = cli("--output", "json", "runs", "upgrade", run_id, "--dry-run", "--db", "db.sqlite")
+    assert dry.data["upgradedTasks"] == [] and _reused(cli, run_id) == []
+    done = cli("--output", "json", "runs", "upgrade", run_id, "--db", "db.sqlite")
+    assert done.rc == 0 and done.data["upgradedTasks"] == everything
+    assert done.data["storedPlan"] is True and done.data["upgradeableTasks"] == []
+    assert _reused(cli, run_id) == ["wrap--inputs-a160ebeb", "wrap--echo"]
+    audit = cli("--output", "json", "inspect", run_id, "--db", "db.sqlite").data["audit"]
+    assert [a["eventType"] for a in audit].count("run.upgraded") == 1
+
+
+def test_an_unprovable_plan_leaves_fields_unavailable(cli: Cli, tmp_path: Path) -> None:
+    run = cli("--output", "json", "run", str(EXAMPLES / "e1-dataflow.yaml"), "--db", "db.sqlite")
+    _forget_reuse_metadata(tmp_path / "db.sqlite")
+    with sqlite3.connect(tmp_path / "db.sqlite") as conn:
+        conn.execute("UPDATE runs SET plan_digest = 'not-this-plan'")
+    args = ("runs", "upgrade", run.data["runId"], "--db", "db.sqlite")
+    done = cli("--output", "json", *args)
+    assert done.rc == 0 and done.data["planProven"] is False and done.data["upgradedTasks"] == []
+    assert [t["taskId"] for t in done.data["unavailableTasks"]] == ["stash", "gate"]
+    assert done.data["recommendedRepairRoots"] == ["stash", "gate"]

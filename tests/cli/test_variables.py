@@ -1,0 +1,126 @@
+"""Variables (issue 14 item 1; spec/dsl.md §6.4), through the CLI in a fresh directory.
+
+Precedence low → high: workflow ``varsFiles`` → workflow ``vars`` → agent ``varsFiles`` →
+agent ``vars`` → task ``varsFiles`` → task ``vars`` → ``--vars-file`` → ``--var``; and the
+limits: files are YAML/JSON mappings (≤ 1 MiB, no chaining), paths are literal and relative
+to the workflow file, reserved engine names are refused; every refusal is exit 2 with no
+state created.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import Cli
+
+LAYERS = ["wf-file", "wf-vars", "agent-file", "agent-vars", "task-file", "task-vars"]
+LAYERS += ["cli-file", "cli-var"]
+KEYS = [f"k{i}" for i in range(1, 9)]
+
+
+def _layer(level: int) -> dict[str, str]:
+    """Layer ``level`` sets k<level+1>..k8, so key k<n> is won by layer n-1."""
+    return {key: LAYERS[level] for key in KEYS[level:]}
+
+
+def _workflow() -> str:
+    prompt = " ".join(f"${{{{ vars.{key} }}}}" for key in KEYS)
+    return f"""\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: {{ name: layered }}
+spec:
+  varsFiles: [vars/workflow.yaml]
+  vars: {json.dumps(_layer(1))}
+  providers: {{ sim: {{ kind: fake }} }}
+  agents:
+    talk: {{ provider: sim, model: m, instructions: echo, maxTurns: 1,
+      varsFiles: [vars/agent.json], vars: {json.dumps(_layer(3))} }}
+  tasks:
+    - id: ask
+      uses: agent:talk
+      varsFiles: [vars/task.yaml]
+      vars: {json.dumps(_layer(5))}
+      with: {{ prompt: "{prompt}" }}
+"""
+
+
+def _setup(tmp_path: Path) -> None:
+    (tmp_path / "flows").mkdir()
+    (tmp_path / "flows" / "wf.yaml").write_text(_workflow(), encoding="utf-8")
+    vars_dir = tmp_path / "flows" / "vars"  # relative to the workflow file, not the cwd
+    vars_dir.mkdir()
+    (vars_dir / "workflow.yaml").write_text(json.dumps(_layer(0)), encoding="utf-8")
+    (vars_dir / "agent.json").write_text(json.dumps(_layer(2)), encoding="utf-8")
+    (vars_dir / "task.yaml").write_text(json.dumps(_layer(4)), encoding="utf-8")
+    (tmp_path / "cli.yaml").write_text(json.dumps(_layer(6)), encoding="utf-8")
+
+
+def test_every_layer_in_precedence_order(cli: Cli, tmp_path: Path) -> None:
+    _setup(tmp_path)
+    args = ("--vars-file", "cli.yaml", "--var", 'k8="cli-var"', "--var", "k9=[1]")
+    done = cli("--output", "json", "run", "flows/wf.yaml", "--db", "db.sqlite", *args)
+    assert done.rc == 0, done.stderr
+    assert done.data["output"]["ask"]["text"] == "fake: " + " ".join(LAYERS)
+    plan = cli("--output", "json", "plan", "flows/wf.yaml", *args)
+    assert plan.data["tasks"]["ask"]["vars"]["k9"] == [1]
+    without = cli("--output", "json", "plan", "flows/wf.yaml")
+    assert without.data["tasks"]["ask"]["vars"]["k8"] == "task-vars"
+    # Captured values are part of the plan, so they change its digest.
+    assert without.data["planDigest"] != plan.data["planDigest"]
+
+
+def _refused(cli: Cli, tmp_path: Path, *args: str) -> dict[str, object]:
+    got = cli("--output", "json", "run", "flows/wf.yaml", "--db", "db.sqlite", *args)
+    assert got.rc == 2, got.stderr
+    assert not (tmp_path / "db.sqlite").exists()
+    return dict(got.error)
+
+
+def test_var_file_problems_are_located_at_their_entry(cli: Cli, tmp_path: Path) -> None:
+    _setup(tmp_path)
+    task_file = tmp_path / "flows" / "vars" / "task.yaml"
+    line = _workflow().splitlines().index("      varsFiles: [vars/task.yaml]") + 1
+    for text, needle in (
+        ("- just a list\n", "must hold a mapping"),
+        ("varsFiles: [other.yaml]\n", "never chain"),
+        ("include: x\n", "never chain"),
+        ("a: 1\n" + "#" * (1024 * 1024), "limit is 1048576 bytes"),
+    ):
+        task_file.write_text(text, encoding="utf-8")
+        error = _refused(cli, tmp_path)
+        (diag,) = error["diagnostics"]  # type: ignore[misc]
+        assert needle in diag["message"] and diag["path"] == "spec.tasks.0.varsFiles.0"
+        assert (diag["line"], diag["column"]) == (line, 19)
+    task_file.unlink()
+    (diag,) = _refused(cli, tmp_path)["diagnostics"]  # type: ignore[misc]
+    assert "does not exist" in diag["message"]
+
+
+def test_bad_yaml_reserved_names_and_templated_paths(cli: Cli, tmp_path: Path) -> None:
+    _setup(tmp_path)
+    task_file = tmp_path / "flows" / "vars" / "task.yaml"
+    task_file.write_text("a: [unclosed\n", encoding="utf-8")
+    (diag,) = _refused(cli, tmp_path)["diagnostics"]  # type: ignore[misc]
+    assert diag["code"] == "yaml_syntax" and str(diag["file"]).endswith("task.yaml")
+    task_file.write_text("loopIndex: 3\n", encoding="utf-8")
+    (diag,) = _refused(cli, tmp_path)["diagnostics"]  # type: ignore[misc]
+    assert "reserved" in diag["message"] and diag["path"] == "spec.tasks.0.varsFiles.0"
+    wf = tmp_path / "flows" / "wf.yaml"
+    wf.write_text(_workflow().replace("vars/task.yaml", '"${{ inputs.f }}"'), encoding="utf-8")
+    (diag,) = _refused(cli, tmp_path)["diagnostics"]  # type: ignore[misc]
+    assert diag["code"] == "schema_violation" and "literal" in diag["message"]
+
+
+def test_cli_variables_are_checked(cli: Cli, tmp_path: Path) -> None:
+    _setup(tmp_path)
+    for args, needle in (
+        (("--var", "k8=bare-text"), "is not JSON"),
+        (("--var", "k8"), "expected NAME=JSON"),
+        (("--var", "k8=NaN"), "is not JSON"),
+        (("--var", "matrixIndex=1"), "reserved"),
+        (("--vars-file", "missing.yaml"), "does not exist"),
+    ):
+        error = _refused(cli, tmp_path, *args)
+        assert needle in json.dumps(error), (args, error)
