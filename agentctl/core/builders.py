@@ -17,7 +17,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 
-from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
+from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list, as_object
 from agentctl.core.operations import BuildInput, Built, pointer
 from agentctl.errors import PolicyDeniedError, RunFailedError
 
@@ -115,10 +115,6 @@ def build_shell(b: BuildInput) -> Built:
     if plain:
         request["plainEnv"] = list(plain)
     return Built({**base, "env": dict(env), "limits": limits}, request, secret_env=refs)
-
-
-def as_list(value: JsonValue) -> list[JsonValue]:
-    return value if isinstance(value, list) else []
 
 
 def shell_estimate(request: Mapping[str, JsonValue]) -> dict[str, int]:

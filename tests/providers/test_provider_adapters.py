@@ -20,7 +20,7 @@ from agentctl.core.operations import BuildInput, RunContext, replace_at
 from agentctl.mailbox import Execute, Failure, Result
 from tests.providers import fixtures as fx
 from tests.providers.fixtures import FixtureServer, Reply
-from tests.providers.worker import open_worker
+from tests.worker_process import open_worker
 
 KEY = "sk-fixture-SECRET-0042"
 HEADER_VALUE = "hdr-SECRET-7"

@@ -16,38 +16,14 @@ import pytest
 import trio
 
 from agentctl.mailbox import Cancel, Execute, Failure, FrameChannel, Hello, Result, Shutdown
-
-
-class WorkerUnderTest:
-    def __init__(self, proc: trio.Process, channel: FrameChannel) -> None:
-        self.proc = proc
-        self.channel = channel
-
-    async def call(self, msg: Execute) -> Result | Failure:
-        await self.channel.send(msg)
-        reply = await self.channel.receive()
-        assert isinstance(reply, Result | Failure)
-        return reply
+from tests.worker_process import Worker as WorkerUnderTest
+from tests.worker_process import open_worker
 
 
 @pytest.fixture
 async def worker() -> AsyncIterator[WorkerUnderTest]:
-    parent, child = socket.socketpair()
-    proc = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "agentctl.workers", "--fd", str(child.fileno())],
-        pass_fds=(child.fileno(),),
-    )
-    child.close()
-    channel = FrameChannel(trio.SocketStream(trio.socket.from_stdlib_socket(parent)))
-    hello = await channel.receive()
-    assert isinstance(hello, Hello) and hello.pid == proc.pid
-    yield WorkerUnderTest(proc, channel)
-    await channel.aclose()
-    with trio.move_on_after(10):
-        await proc.wait()
-    if proc.returncode is None:
-        proc.kill()
-        await proc.wait()
+    async with open_worker() as started:
+        yield started
 
 
 _ids = iter(range(1_000_000))

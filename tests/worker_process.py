@@ -1,4 +1,4 @@
-"""A real worker subprocess for the provider tests, started as tests/workers starts one."""
+"""A real worker subprocess on a socketpair, for tests that drive one frame by frame."""
 
 from __future__ import annotations
 
