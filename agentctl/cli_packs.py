@@ -166,7 +166,11 @@ def lock_cmd(workflow: WorkflowArg) -> None:
 def _changes(old: dict[str, Any], new: list[Any]) -> dict[str, list[Any]]:
     current = {e["name"]: e for e in new}
     changed = [
-        {"name": n, "from": old[n]["version"], "to": e["version"]}
+        {
+            "name": n,
+            "from": {"version": old[n]["version"], "integrity": old[n]["integrity"]},
+            "to": {"version": e["version"], "integrity": e["integrity"]},
+        }
         for n, e in current.items()
         if n in old and (old[n]["version"], old[n]["integrity"]) != (e["version"], e["integrity"])
     ]

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import Field
+from pydantic import ValidationError as PydanticError
 
 from agentctl.core.dsl.base import NonEmptyStr, StrictModel
 from agentctl.core.dsl.packs import PackSource
@@ -74,7 +75,7 @@ def parse_lock(data: bytes, file: str) -> PackLock:
     raw = parse_yaml(data, file).value
     try:
         return PackLock.model_validate(raw, by_alias=True, by_name=False)
-    except Exception as exc:  # pydantic's error text names the offending key
+    except PydanticError as exc:  # its text names the offending key
         raise ValidationError(
             f"{file} is not a valid pack lock ({LOCK_API_VERSION}): {exc}",
         ) from None
