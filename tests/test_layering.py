@@ -46,7 +46,7 @@ ALLOWED: dict[str, set[str]] = {
     # Packs: reading sources, archives and the lock file (decisions live in core/packs).
     "packsource": {"clikit", "errors", "core"},
     "cli_packs": {"clikit", "render", "errors", "core", "packsource", "cli_docs"},
-    "cli_docs": {"clikit", "render", "errors", "core", "coordinator", "cli_vars"},
+    "cli_docs": {"clikit", "render", "errors", "core", "coordinator", "cli_vars", "packsource"},
     "cli_state": {"clikit", "render", "errors", "ledger", "coordinator"},
     "__main__": {"entry"},
     # The process entry point: the SIGINT guard around importing the CLI.

@@ -345,3 +345,11 @@ def test_the_bundled_pack_example_runs_locked(cli: Cli, tmp_path: Path) -> None:
     assert done.rc == 0, done.stderr
     assert done.data["output"] == {"text": "hello, ada", "signedBy": "example.greeting"}
     assert cli("--output", "json", "packs", "verify-lock", "ex/reusable-pack.yaml").rc == 0
+
+
+def test_migrate_keeps_a_workflow_with_packs_compiling(cli: Cli, project: Path) -> None:
+    path = project / "wf.yaml"
+    path.write_text(path.read_text().replace("agentctl.dev/v1\n", "agentctl.dev/v1alpha1\n"))
+    done = cli("--output", "json", "migrate", "wf.yaml", "--write", "v1.yaml")
+    assert done.rc == 0, done.stderr
+    assert cli("--output", "json", "run", "v1.yaml").rc == 0

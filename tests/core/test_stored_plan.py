@@ -76,7 +76,7 @@ def test_generated_dags_round_trip(graph: tuple[list[str], dict[str, list[str]]]
 
 @pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: p.name)
 def test_carried_data_is_outside_every_digest(path: Path) -> None:
-    plan = compile_workflow(load_workflow(path.read_bytes(), str(path)).document)
+    plan = compile_workflow(with_packs(load_workflow(path.read_bytes(), str(path)), path).document)
     carried = {"operation": None, "action_config": None, "agent_config": None}
     bare = tuple(dataclasses.replace(t, **carried) for t in plan.tasks)
     stripped = dataclasses.replace(plan, tasks=bare, run=RunConfig())
