@@ -297,6 +297,7 @@ def with_packs(loaded: Any, workflow: Path) -> Any:
     graph = resolve_for(loaded, workflow)
     check_lock(workflow, graph, loaded)
     trusted = _located(lambda: apply_trust(graph, spec.pack_trust, loaded.file), loaded)
+    trusted = [_locate(d, loaded) for d in trusted]
     document = _located(lambda: merge_packs(loaded.document, graph), loaded)
     warnings = [*loaded.warnings, *_legacy_warnings(loaded), *trusted]
     return dataclasses.replace(loaded, document=document, warnings=warnings)

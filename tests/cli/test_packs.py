@@ -353,3 +353,75 @@ def test_migrate_keeps_a_workflow_with_packs_compiling(cli: Cli, project: Path) 
     done = cli("--output", "json", "migrate", "wf.yaml", "--write", "v1.yaml")
     assert done.rc == 0, done.stderr
     assert cli("--output", "json", "run", "v1.yaml").rc == 0
+
+
+AI_PACK = """\
+apiVersion: agentctl.dev/pack/v1alpha1
+name: acme.ai
+version: 0.1.0
+agentctl: "*"
+tools:
+  peek:
+    kind: builtin.workspace.read
+    description: read a file
+    capability: filesystem.read
+    risk: low
+    effectClass: observe
+    idempotency: idempotent
+    retrySafe: true
+    timeoutSeconds: 5
+    outputSchema: { type: object }
+    inputSchema: { type: object, properties: { path: { type: string } }, required: [path], additionalProperties: false }
+agents:
+  scout:
+    provider: sim
+    model: m
+    instructions: Gather.
+    tools: [peek]
+    maxTurns: 2
+    providerOptions: { toolInput: { path: notes.txt }, finalText: done }
+"""
+
+AI_WORKFLOW = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: { name: pack-agent }
+spec:
+  packTrust: { unsigned: allow }
+  policy: { approval: never, toolsAllow: [acme.ai.peek] }
+  providers: { sim: { kind: fake } }
+  packs: [ { name: acme.ai, version: "0.1", source: { path: ai } } ]
+  tasks: [ { id: scan, uses: "agent:acme.ai.scout", with: { prompt: look } } ]
+"""
+
+
+def test_a_pack_agent_uses_its_own_tools_and_the_workflows_provider(
+    cli: Cli, tmp_path: Path
+) -> None:
+    (tmp_path / "ai").mkdir()
+    (tmp_path / "ai" / "agentctl.pack.yaml").write_text(AI_PACK)
+    (tmp_path / "wf.yaml").write_text(AI_WORKFLOW)
+    (tmp_path / "notes.txt").write_text("notes")
+    done = cli("--output", "json", "run", "wf.yaml")
+    assert done.rc == 0, done.stderr
+    calls = cli("--output", "json", "inspect", done.data["runId"]).data["toolCalls"]
+    assert [c["tool"] for c in calls] == ["acme.ai.peek"]
+    (tmp_path / "ai" / "agentctl.pack.yaml").write_text(
+        AI_PACK.replace("tools: [peek]", "tools: [poke]")
+    )
+    missing = cli("--output", "json", "check", "wf.yaml")
+    assert missing.rc == 2
+    assert missing.error["diagnostics"][0]["code"] == "missing_reference"
+    assert "'poke'" in missing.error["error"]["message"]
+
+
+def test_a_pack_name_may_not_shadow_a_workflow_definition(cli: Cli, project: Path) -> None:
+    text = (project / "wf.yaml").read_text()
+    shadow = text.replace(
+        "  tasks:\n", "  actions: { acme.tools.tag: { kind: builtin.assign } }\n  tasks:\n"
+    )
+    (project / "wf.yaml").write_text(shadow)
+    done = cli("--output", "json", "check", "wf.yaml")
+    assert (
+        done.rc == 2 and "defined by the workflow and by a pack" in done.error["error"]["message"]
+    )
