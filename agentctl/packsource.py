@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from agentctl.clikit import read_cli_file
 from agentctl.core.dsl.packs import DEFAULT_MANIFEST, PackSource
+from agentctl.core.packs.integrity import digest_of, normalize_integrity
 from agentctl.core.packs.lock import LOCK_FILE, build_lock, lock_drift, parse_lock
 from agentctl.core.packs.manifest import check_asset_path, load_manifest
 from agentctl.core.packs.merge import merge_packs
@@ -104,6 +105,8 @@ class Fetcher:
         where: dict[str, Any] = {"path": target.relative_to(self.root).as_posix()}
         if source.manifest is not None:
             where["manifest"] = source.manifest
+        if source.integrity is not None:  # an archive's own digest, when the workflow pins it
+            where["integrity"] = normalize_integrity(source.integrity)
         return where
 
     def _local(self, source: PackSource, target: Path, origin: str) -> Fetched:
@@ -125,11 +128,13 @@ class Fetcher:
         data = target.read_bytes() if target.stat().st_size <= MAX_ARCHIVE_BYTES else None
         if data is None:
             raise fail(f"pack archive {target} is larger than {MAX_ARCHIVE_BYTES} bytes", origin)
-        if source.integrity is not None:
-            from agentctl.core.packs.integrity import digest_of, normalize_integrity
-
-            if digest_of(data) != normalize_integrity(source.integrity):
-                raise fail(f"pack archive {target}: integrity mismatch", origin)
+        if source.integrity is not None and digest_of(data) != normalize_integrity(
+            source.integrity
+        ):
+            raise fail(
+                f"pack archive {target}: integrity mismatch: the archive is {digest_of(data)}",
+                origin,
+            )
         members = read_archive(data, str(target), origin)
         name = source.manifest or DEFAULT_MANIFEST
         manifest = members.get(name)

@@ -302,6 +302,12 @@ def test_a_local_archive_is_a_pack_source(cli: Cli, project: Path) -> None:
     done = cli("--output", "json", "run", "wf.yaml")
     assert done.rc == 0, done.stderr
     assert done.data["output"]["doubled"] == "hey-hey"
+    locked = cli("--output", "json", "packs", "lock", "wf.yaml")
+    assert locked.rc == 0, locked.stderr
+    tools_entry = locked.data["packs"][1]
+    assert tools_entry["source"] == {"path": "tools.tgz", "integrity": _digest(data)}
+    assert cli("--output", "json", "--locked", "packs", "verify-lock", "wf.yaml").rc == 0
+    (project / "agentctl.pack.lock").unlink()
     bad = _tar({"agentctl.pack.yaml": tools, "NOTICE.txt": NOTICE}, {"evil": "/etc/passwd"})
     (project / "tools.tgz").write_bytes(bad)
     _workflow(project, source="path: tools.tgz")
