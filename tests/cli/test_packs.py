@@ -431,3 +431,20 @@ def test_a_pack_name_may_not_shadow_a_workflow_definition(cli: Cli, project: Pat
     assert (
         done.rc == 2 and "defined by the workflow and by a pack" in done.error["error"]["message"]
     )
+
+
+def test_repair_reuses_pack_tasks_of_the_source_run(cli: Cli, project: Path) -> None:
+    text = (project / "wf.yaml").read_text()
+    gate = '    - { id: gate, uses: "action:check", needs: [mark], with: { that: false, message: no } }\n'
+    failing = text.replace(
+        "  tasks:\n", "  actions: { check: { kind: builtin.assert } }\n  tasks:\n"
+    )
+    (project / "wf.yaml").write_text(failing + gate)
+    failed = cli("--output", "json", "run", "wf.yaml")
+    assert failed.rc == 4, failed.stderr
+    run_id = failed.error["error"]["runId"]
+    (project / "fixed.yaml").write_text(failing + gate.replace("that: false", "that: true"))
+    repaired = cli("--output", "json", "repair", "fixed.yaml", run_id, "--from", "gate")
+    assert repaired.rc == 0, repaired.stderr
+    assert "both--second" in repaired.data["reusedTasks"]
+    assert repaired.data["executedTasks"] == ["gate"]
