@@ -440,7 +440,8 @@ def _execute(args: list[str]) -> Outcome | AgentctlError | int:
     global SETTINGS
     try:
         SETTINGS, normalized = normalize_argv(args)
-        if SETTINGS.offline or SETTINGS.locked:
+        # Set on every call once loaded, so an earlier call in this process never leaks in.
+        if SETTINGS.offline or SETTINGS.locked or "agentctl.packsource" in sys.modules:
             from agentctl import packsource
 
             packsource.MODE = packsource.PackMode(SETTINGS.offline, SETTINGS.locked)

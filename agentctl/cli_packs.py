@@ -155,9 +155,9 @@ def lock_cmd(workflow: WorkflowArg) -> None:
     """Resolve the complete pack graph and write agentctl.pack.lock beside the workflow."""
     from agentctl.packsource import MODE, check_lock
 
-    loaded, graph = _graph(workflow)
+    _loaded, graph = _graph(workflow)
     if MODE.locked:  # --locked: the existing lock must already say exactly this
-        check_lock(workflow, graph, loaded)
+        check_lock(workflow, graph, strict=True)
     path = _write_lock(workflow, graph)
     data = {"lockfile": str(path), "packs": _entries(graph)}
     deliver(Outcome("PackLock", data, human=lambda _s: f"wrote {path} ({len(graph)} packs)"))
@@ -212,15 +212,10 @@ def update_cmd(
 @packs_app.command("verify-lock")
 def verify_lock_cmd(workflow: WorkflowArg) -> None:
     """The lock beside the workflow exists and matches its resolved pack graph exactly."""
-    from agentctl.packsource import MODE, check_lock, lock_path
+    from agentctl.packsource import check_lock, lock_path
 
-    loaded, graph = _graph(workflow)
-    strict = MODE.locked
-    MODE.locked = True  # verification is always strict: the lock must exist and match
-    try:
-        check_lock(workflow, graph, loaded)
-    finally:
-        MODE.locked = strict
+    _loaded, graph = _graph(workflow)
+    check_lock(workflow, graph, strict=True)  # verification is always strict
     data = {
         "valid": True,
         "lockfile": str(lock_path(workflow)),

@@ -242,18 +242,19 @@ def _locate(diag: Diagnostic, loaded: Any) -> Diagnostic:
     return dataclasses.replace(diag, file=loaded.file, line=line, column=column)
 
 
-def check_lock(workflow: Path, graph: list[ResolvedPack], loaded: Any) -> None:
-    """Verify ``graph`` against the lock beside ``workflow`` (``--locked``: it must exist)."""
+def check_lock(workflow: Path, graph: list[ResolvedPack], *, strict: bool) -> None:
+    """Verify ``graph`` against the lock beside ``workflow``; ``strict`` (``--locked``): the
+    lock must exist and may hold no entry the graph no longer reaches."""
     path = lock_path(workflow)
     if not path.exists():
-        if MODE.locked:
+        if strict:
             raise ValidationError(
                 f"--locked needs {LOCK_FILE} beside {workflow}; "
                 f"run `agentctl packs lock {workflow}` and commit it"
             )
         return
     lock = parse_lock(read_cli_file(path, "pack lock"), str(path))
-    drift = lock_drift(lock, graph, strict=MODE.locked)
+    drift = lock_drift(lock, graph, strict=strict)
     if drift:
         raise ValidationError(
             f"{path} does not match the workflow's packs: {drift[0]}"
@@ -297,10 +298,10 @@ def with_packs(loaded: Any, workflow: Path) -> Any:
     spec = loaded.workflow.spec
     if not spec.packs:
         if MODE.locked and lock_path(workflow).exists():
-            check_lock(workflow, [], loaded)
+            check_lock(workflow, [], strict=True)
         return loaded
     graph = resolve_for(loaded, workflow)
-    check_lock(workflow, graph, loaded)
+    check_lock(workflow, graph, strict=MODE.locked)
     trusted = _located(lambda: apply_trust(graph, spec.pack_trust, loaded.file), loaded)
     trusted = [_locate(d, loaded) for d in trusted]
     document = _located(lambda: merge_packs(loaded.document, graph), loaded)
