@@ -31,6 +31,9 @@ class Settings:
     output: OutputMode = "human"
     color: ColorMode = "auto"
     verbose: bool = False
+    # Pack resolution modes (global flags; the CLI hands them to ``packsource``).
+    offline: bool = False
+    locked: bool = False
 
     def use_color(self, stream: TextIO) -> bool:
         if self.color == "always":

@@ -32,6 +32,7 @@ EXPECTED = {
     "router.yaml": ("router", 6),
     "memory.yaml": ("memory", 6),
     "foreach-files.yaml": ("foreach-files", 4),
+    "reusable-pack.yaml": ("reusable-pack", 5),  # greet: boundary, 2 tasks, aggregate; mark
 }
 
 

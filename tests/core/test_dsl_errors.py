@@ -434,8 +434,16 @@ def test_late_features_are_refused_not_ignored() -> None:
         "spec.actions.s.kind",
         position(late_kind, "builtin.long"),
     )
-    packs = MINIMAL.replace("spec:\n", "spec:\n  packs: [ { name: p, version: 1.0.0 } ]\n")
-    check(only(packs), "unsupported_capability", "spec.packs", position(packs, "packs"))
+    signed = MINIMAL.replace(
+        "spec:\n",
+        "spec:\n  packs: [ { name: ex.p, version: 1.0.0, source: { path: p }, signature: { bundle: b } } ]\n",
+    )
+    check(
+        only(signed),
+        "unsupported_capability",
+        "spec.packs.0.signature",
+        position(signed, "signature"),
+    )
     retention = MINIMAL.replace("spec:\n", "spec:\n  memory: { longTerm: { retentionDays: 30 } }\n")
     check(
         only(retention),

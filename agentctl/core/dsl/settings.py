@@ -218,10 +218,3 @@ class A2aPeer(StrictModel):
     max_polls: int = Field(100, alias="maxPolls", ge=1, le=1000)
     poll_interval_ms: int = Field(100, alias="pollIntervalMs", ge=1, le=60_000)
     protocol_version: NonEmptyStr = Field("1.0", alias="protocolVersion")
-
-
-class Pack(StrictModel):
-    name: NonEmptyStr
-    version: NonEmptyStr
-    path: str | None = None
-    integrity: str | None = None
