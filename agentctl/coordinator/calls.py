@@ -10,29 +10,38 @@ Invariants:
   reservation and tool-call row) committed; a refused reservation records no effect;
 - its outcome commits at once with the budget settlement and the tool-call row's finish;
   a lost answer (timeout, transport loss, worker death) leaves it ``uncertain`` and raises
-  ``AgentUncertain``: model calls are at-most-once, never resent automatically.
+  ``AgentUncertain``: model calls are at-most-once, never resent automatically;
+- a call that needs an approval goes through ``RunLedger.gate_call`` instead: held (raises
+  ``AgentAwaitingApproval``; the task and run pause), started once approved (then dispatched
+  like any call, exactly once), or rejected (the task fails, saying so).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agentctl.coordinator import secrets
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.store import Store
 from agentctl.coordinator.workerpool import WorkerPool
 from agentctl.core import registry
 from agentctl.core.effects import effect_id, input_digest
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.core.operations import RunContext
+from agentctl.core.operations import RunContext, replace_at
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import RunFailedError
 from agentctl.ledger.effects import NewEffect
+from agentctl.ledger.held_calls import GatedCall
 from agentctl.ledger.model import CallRecord, EffectOutcome
 from agentctl.mailbox.messages import Execute, Failure, Result
 
 
 class AgentUncertain(Exception):
     """A call's outcome is unknown; the driver parks the task as waiting_for_effect."""
+
+
+class AgentAwaitingApproval(Exception):
+    """A tool call is held for an approval (durably); the driver leaves the task paused."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,12 @@ class AgentCall:
     timeout_s: float
     tool_call_id: str | None = None
     tool: str | None = None
+    approval_reason: str | None = None  # set when policy wants an approval first
+    agent: str | None = None  # the spec.agents key making the call
+    capability: str | None = None
+    # JSON Pointer → secret reference in ``request`` (a real provider's credential, headers),
+    # resolved at dispatch time and never recorded.
+    secret_refs: dict[str, JsonValue] = field(default_factory=dict)
 
     @property
     def is_model_call(self) -> bool:
@@ -85,17 +100,45 @@ class CallGateway:
         reused = await self.store.recorded_result(eid)
         if reused is not None:
             return reused
+        request = self._resolved(call)  # before recording: a missing secret records nothing
         new = self._new_effect(call)
         record = CallRecord(new, call.reserve, self.clock.now(), call.tool_call_id, call.tool)
-        refused = await self.store.record_and_start_call(record)
-        if refused is not None:
-            raise RunFailedError(
-                f"budget {refused.get('dimension')} exceeded before {call.operation} "
-                f"(limit {refused.get('limit')}, would reach {refused.get('attempted')}); "
-                "nothing was dispatched"
-            )
+        if call.approval_reason is not None:
+            await self._gate(record, call)
+        else:
+            refused = await self.store.record_and_start_call(record)
+            if refused is not None:
+                raise _over_budget(call, refused)
         crash_point(CrashPoint.AFTER_STARTED)
-        return await self._dispatch(new, call)
+        return await self._dispatch(new, call, request)
+
+    def _resolved(self, call: AgentCall) -> JsonObject:
+        request = call.request
+        for where, ref in sorted(call.secret_refs.items()):
+            what = f"task {call.task_id}: {call.operation} {where}"
+            value = secrets.resolve(ref, self.context.policy, self.context.workspace, what).value
+            request = replace_at(request, where, value)
+        return request
+
+    async def _gate(self, record: CallRecord, call: AgentCall) -> None:
+        """Returns once the approved call is durably started; raises while it may not run."""
+        gated = GatedCall(
+            record, call.approval_reason or "", call.agent, call.capability, self.trace_id
+        )
+        gate = await self.store.gate_call(gated)
+        if gate.status == "started":
+            return
+        if gate.status == "held":
+            crash_point(CrashPoint.AFTER_REQUESTED)
+            raise AgentAwaitingApproval(f"tool call {call.tool_call_id} awaits approval")
+        detail = gate.detail or {}
+        if gate.status == "refused":
+            raise _over_budget(call, detail)
+        raise RunFailedError(
+            f"tool call {call.tool_call_id} ({call.tool}) was rejected: approval "
+            f"{detail.get('approvalId')} rejected by {detail.get('resolvedBy')} "
+            f"({detail.get('reason')}); the tool did not run"
+        )
 
     def _new_effect(self, call: AgentCall) -> NewEffect:
         return NewEffect(
@@ -111,14 +154,14 @@ class CallGateway:
             trace_id=self.trace_id,
         )
 
-    async def _dispatch(self, new: NewEffect, call: AgentCall) -> JsonValue:
+    async def _dispatch(self, new: NewEffect, call: AgentCall, request: JsonObject) -> JsonValue:
         msg = Execute(
             effect_id=new.effect_id,
             run_id=self.run_id,
             task_id=call.task_id,
             attempt=call.attempt,
             operation=call.operation,
-            request=call.request,
+            request=request,
             timeout_seconds=call.timeout_s,
         )
         reply = await self.pool.execute(msg)
@@ -151,6 +194,14 @@ class CallGateway:
             trace_id=self.trace_id,
             tool_call_id=call.tool_call_id,
         )
+
+
+def _over_budget(call: AgentCall, refused: JsonObject) -> RunFailedError:
+    return RunFailedError(
+        f"budget {refused.get('dimension')} exceeded before {call.operation} "
+        f"(limit {refused.get('limit')}, would reach {refused.get('attempted')}); "
+        "nothing was dispatched"
+    )
 
 
 def _spent(call: AgentCall, ok: bool) -> dict[str, int]:

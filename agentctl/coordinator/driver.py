@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 import trio
 
 from agentctl.coordinator.agent import AgentRunner
-from agentctl.coordinator.calls import AgentUncertain, CallGateway
+from agentctl.coordinator.calls import AgentAwaitingApproval, AgentUncertain, CallGateway
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.execute import EffectRunner
 from agentctl.coordinator.live import Inflight, Live
@@ -31,6 +31,7 @@ from agentctl.coordinator.prepare import RunSettings, prepare_task, resolved_inp
 from agentctl.coordinator.schedule import SCHEDULABLE, WAITING, Scheduler
 from agentctl.coordinator.staging import Staged
 from agentctl.coordinator.steps import (
+    AgentHeld,
     Executable,
     HeldForApproval,
     PendingAgent,
@@ -180,7 +181,10 @@ class Driver:
             # Re-enter the loop: its confirmed calls are reused by identity, not resent.
             prep = prepare_task(self.rs, task, view, attempt + 1 if fresh else attempt)
             if isinstance(prep, PendingAgent):
-                return dataclasses.replace(prep, recorded=not fresh)
+                # A task paused at a held tool call moves back to running (same attempt)
+                # before its loop re-enters; the gateway then finds the approval's outcome.
+                held = self.live.states[task.id] == "waiting_for_approval"
+                return dataclasses.replace(prep, recorded=not fresh and not held)
             return prep
         if eff.status == "succeeded" or found.reconciliation == "applied":
             result = eff.result if eff.status == "succeeded" else found.result
@@ -325,13 +329,16 @@ class Driver:
         else:
             done[id(step)] = await self.effects.run(step, view.memory, committer)
 
-    async def _run_agent(self, step: RunningAgent) -> Settled:
+    async def _run_agent(self, step: RunningAgent) -> Settled | AgentHeld:
         runner = AgentRunner(step.task, step.attempt, step.prompt, self.gateway)
         base = Settled(
             step.task, step.attempt, "succeeded", None, None, step.decision, step.input_digest
         )
         try:
             output = await runner.run()
+        except AgentAwaitingApproval:
+            self._mirror(step.task.id, "waiting_for_approval", step.attempt)
+            return AgentHeld(step.task, step.attempt)
         except AgentUncertain as exc:
             error = f"effect outcome uncertain: {exc}"
             return dataclasses.replace(base, state="waiting_for_effect", error=error)

@@ -24,6 +24,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.ledger.approvals import ApprovalRecord
 from agentctl.ledger.artifacts.store import IngestResult
 from agentctl.ledger.effects import EffectRecord
+from agentctl.ledger.held_calls import CallGate, GatedCall
 from agentctl.ledger.migrations import MigrationResult
 from agentctl.ledger.model import (
     ApprovalDecision,
@@ -131,6 +132,11 @@ class RunLedger(Protocol):
 
     def record_and_start_call(self, call: CallRecord) -> JsonObject | None:
         """Reserve, record and start one agent call (+ tool-call row); the overrun if refused."""
+        ...
+
+    def gate_call(self, gated: GatedCall) -> CallGate:
+        """An agent's tool call that needs an approval: hold it (task and run pause), start it
+        once approved, or report its rejection — the same call is never recorded twice."""
         ...
 
     def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import agentctl.ledger.approvals as approvals
 import agentctl.ledger.budget as budget
 import agentctl.ledger.effects as effects
+import agentctl.ledger.held_calls as held_calls
 import agentctl.ledger.lifecycle as lifecycle
 import agentctl.ledger.reconcile as reconcile
 import agentctl.ledger.runs as runs
@@ -144,6 +145,10 @@ class SqliteLedger:
     def record_and_start_call(self, call: CallRecord) -> JsonObject | None:
         with self._db.transaction() as conn:
             return steps.record_and_start_call_txn(conn, call)
+
+    def gate_call(self, gated: held_calls.GatedCall) -> held_calls.CallGate:
+        with self._db.transaction() as conn:
+            return held_calls.gate_call_txn(conn, gated)
 
     def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
         with self._db.transaction() as conn:
