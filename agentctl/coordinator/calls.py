@@ -13,7 +13,9 @@ Invariants:
   ``AgentUncertain``: model calls are at-most-once, never resent automatically;
 - a call that needs an approval goes through ``RunLedger.gate_call`` instead: held (raises
   ``AgentAwaitingApproval``; the task and run pause), started once approved (then dispatched
-  like any call, exactly once), or rejected (the task fails, saying so).
+  like any call, exactly once), or rejected (the task fails, saying so);
+- a streaming model call (``stream: true``) dispatches with a ``FragmentKeeper``: each delta is
+  a durable stream event before the worker reads on; the call's outcome is unchanged by it.
 """
 
 from __future__ import annotations
@@ -23,11 +25,13 @@ from dataclasses import dataclass, field
 from agentctl.coordinator import secrets
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.store import Store
+from agentctl.coordinator.streaming import FragmentKeeper, StreamListener
 from agentctl.coordinator.workerpool import WorkerPool
 from agentctl.core import registry
 from agentctl.core.effects import effect_id, input_digest
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.operations import RunContext, replace_at
+from agentctl.core.redact import Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import RunFailedError
 from agentctl.ledger.effects import NewEffect
@@ -86,6 +90,7 @@ class CallGateway:
     # A provider's call counter is shared by every task using it (the fake provider's
     # scripted failures count per provider instance, spec/dsl.md §5).
     counters: dict[str, int] = field(default_factory=dict)
+    on_stream: StreamListener | None = None  # shown each persisted stream event, live
 
     def next_call_number(self, provider: str) -> int:
         self.counters[provider] = self.counters.get(provider, 0) + 1
@@ -100,7 +105,7 @@ class CallGateway:
         reused = await self.store.recorded_result(eid)
         if reused is not None:
             return reused
-        request = self._resolved(call)  # before recording: a missing secret records nothing
+        request, values = self._resolved(call)  # before recording: a missing secret records nothing
         new = self._new_effect(call)
         record = CallRecord(new, call.reserve, self.clock.now(), call.tool_call_id, call.tool)
         if call.approval_reason is not None:
@@ -110,15 +115,29 @@ class CallGateway:
             if refused is not None:
                 raise _over_budget(call, refused)
         crash_point(CrashPoint.AFTER_STARTED)
-        return await self._dispatch(new, call, request)
+        keeper = self._keeper(new, call, values) if call.request.get("stream") is True else None
+        return await self._dispatch(new, call, request, keeper)
 
-    def _resolved(self, call: AgentCall) -> JsonObject:
-        request = call.request
+    def _resolved(self, call: AgentCall) -> tuple[JsonObject, list[str]]:
+        """The request with its secret references resolved, and the values (to redact)."""
+        request, values = call.request, list[str]()
         for where, ref in sorted(call.secret_refs.items()):
             what = f"task {call.task_id}: {call.operation} {where}"
             value = secrets.resolve(ref, self.context.policy, self.context.workspace, what).value
-            request = replace_at(request, where, value)
-        return request
+            request, values = replace_at(request, where, value), [*values, value]
+        return request, values
+
+    def _keeper(self, new: NewEffect, call: AgentCall, values: list[str]) -> FragmentKeeper:
+        return FragmentKeeper(
+            self.store,
+            self.clock,
+            self.run_id,
+            call.task_id,
+            call.attempt,
+            new.effect_id,
+            Redactor(values),
+            self.on_stream,
+        )
 
     async def _gate(self, record: CallRecord, call: AgentCall) -> None:
         """Returns once the approved call is durably started; raises while it may not run."""
@@ -154,7 +173,13 @@ class CallGateway:
             trace_id=self.trace_id,
         )
 
-    async def _dispatch(self, new: NewEffect, call: AgentCall, request: JsonObject) -> JsonValue:
+    async def _dispatch(
+        self,
+        new: NewEffect,
+        call: AgentCall,
+        request: JsonObject,
+        keeper: FragmentKeeper | None,
+    ) -> JsonValue:
         msg = Execute(
             effect_id=new.effect_id,
             run_id=self.run_id,
@@ -164,7 +189,7 @@ class CallGateway:
             request=request,
             timeout_seconds=call.timeout_s,
         )
-        reply = await self.pool.execute(msg)
+        reply = await self.pool.execute(msg, keeper)
         crash_point(CrashPoint.AFTER_RESULT)
         await self.store.finish_effects([self._outcome(new, call, reply)])
         crash_point(CrashPoint.AFTER_OUTCOME)

@@ -45,6 +45,7 @@ from agentctl.coordinator.steps import (
     started,
 )
 from agentctl.coordinator.store import GroupCommitter, Store
+from agentctl.coordinator.streaming import StreamListener
 from agentctl.coordinator.workerpool import WorkerPool
 from agentctl.core import evaluate as ev
 from agentctl.core.plan import PlannedTask
@@ -68,6 +69,7 @@ class Driver:
         trace_id: str,
         on_progress: Callable[[str, str], None] | None = None,
         artifacts: bool = False,
+        on_stream: StreamListener | None = None,
     ) -> None:
         self.store = store
         self.rs = rs
@@ -81,7 +83,9 @@ class Driver:
         self.effects = EffectRunner(
             store, pool, clock, rs.run_id, trace_id, rs.workspace, ingest=artifacts
         )
-        self.gateway = CallGateway(store, pool, clock, rs.run_id, trace_id, rs.context)
+        self.gateway = CallGateway(
+            store, pool, clock, rs.run_id, trace_id, rs.context, on_stream=on_stream
+        )
         self.on_progress = on_progress or (lambda _task, _state: None)
 
     # ------------------------------------------------------------------ the loop

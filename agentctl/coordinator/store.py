@@ -32,6 +32,7 @@ from agentctl.ledger.model import (
     TaskStartBatch,
 )
 from agentctl.ledger.runs import RunRecord
+from agentctl.ledger.streams import NewStreamEvent, StreamEventRecord
 
 T = TypeVar("T")
 
@@ -76,6 +77,9 @@ class Store:
 
     async def gate_call(self, gated: GatedCall) -> CallGate:
         return await self._run(lambda: self.ledger.gate_call(gated))
+
+    async def append_stream_event(self, event: NewStreamEvent) -> StreamEventRecord | None:
+        return await self._run(lambda: self.ledger.append_stream_event(event))
 
     async def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
         await self._run(lambda: self.ledger.finish_effects(outcomes))

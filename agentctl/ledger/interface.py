@@ -57,6 +57,7 @@ from agentctl.ledger.stats import (
     RunInspection,
     RunList,
 )
+from agentctl.ledger.streams import NewStreamEvent, StreamEventRecord
 from agentctl.ledger.upgrade import RunUpgrade
 
 
@@ -137,6 +138,11 @@ class RunLedger(Protocol):
     def gate_call(self, gated: GatedCall) -> CallGate:
         """An agent's tool call that needs an approval: hold it (task and run pause), start it
         once approved, or report its rejection — the same call is never recorded twice."""
+        ...
+
+    def append_stream_event(self, event: NewStreamEvent) -> StreamEventRecord | None:
+        """Persist one fragment of a streamed model answer, bounded, under the task attempt's
+        next sequence; None when the attempt already holds the most events it may keep."""
         ...
 
     def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:

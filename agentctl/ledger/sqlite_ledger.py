@@ -23,6 +23,7 @@ import agentctl.ledger.reconcile as reconcile
 import agentctl.ledger.runs as runs
 import agentctl.ledger.stats as stats
 import agentctl.ledger.steps as steps
+import agentctl.ledger.streams as streams
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.ledger.approvals import ApprovalRecord
 from agentctl.ledger.artifacts.gc import run_gc
@@ -149,6 +150,12 @@ class SqliteLedger:
     def gate_call(self, gated: held_calls.GatedCall) -> held_calls.CallGate:
         with self._db.transaction() as conn:
             return held_calls.gate_call_txn(conn, gated)
+
+    def append_stream_event(
+        self, event: streams.NewStreamEvent
+    ) -> streams.StreamEventRecord | None:
+        with self._db.transaction() as conn:
+            return streams.append_stream_event_txn(conn, event)
 
     def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
         with self._db.transaction() as conn:

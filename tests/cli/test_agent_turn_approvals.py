@@ -9,33 +9,15 @@ with an OpenAI Responses fixture server on 127.0.0.1, which must see the tool's 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from tests.conftest import Cli
 from tests.providers import fixtures as fx
 from tests.providers.fixtures import FixtureServer, Reply
 
 KEY = "sk-approval-fixture-77"
-TOOL = """
-  tools:
-    save:
-      kind: builtin.workspace.write
-      description: write a file
-      capability: filesystem.write
-      risk: medium
-      effectClass: workspace_mutate
-      idempotency: idempotent
-      outputSchema: { type: object }
-      inputSchema:
-        type: object
-        properties: { path: { type: string }, content: { type: string } }
-        required: [path, content]
-        additionalProperties: false
-"""
+TOOL = "  tools:\n" + fx.SAVE_TOOL
 FAKE = f"""apiVersion: agentctl.dev/v1alpha1
 kind: Workflow
 metadata: {{ name: approve-in-turn }}
@@ -59,22 +41,10 @@ spec:
 
 
 def _openai_workflow(port: int) -> str:
-    return f"""apiVersion: agentctl.dev/v1alpha1
-kind: Workflow
-metadata: {{ name: approve-in-turn-openai }}
-spec:
-  policy:
-    approval: mutations
-    writableRoots: ["."]
-    environmentAllowlist: [FIXTURE_KEY]
-    networkAllowlist: [127.0.0.1]
-    network: {{ allowPrivate: true, allowedPorts: [{port}] }}
-  providers:
-    main:
-      kind: openai
-      endpoint: http://127.0.0.1:{port}/v1/responses
-      credential: {{ env: FIXTURE_KEY }}
-{TOOL}
+    policy = '    approval: mutations\n    writableRoots: ["."]\n'
+    return (
+        fx.local_openai_spec(port, "approve-in-turn-openai", policy)
+        + f"""{TOOL}
   agents:
     writer:
       provider: main
@@ -84,13 +54,7 @@ spec:
   tasks:
     - {{ id: w, uses: "agent:writer", with: {{ prompt: go }} }}
 """
-
-
-@pytest.fixture
-def provider() -> Iterator[FixtureServer]:
-    srv = FixtureServer()
-    yield srv
-    srv.close()
+    )
 
 
 def _json(cli: Cli, *args: str, env: dict[str, str] | None = None) -> Any:
@@ -166,27 +130,25 @@ def test_rejected_tool_call_fails_the_task_saying_so(cli: Cli, tmp_path: Path) -
 
 
 def test_openai_server_sees_the_approved_tool_result(
-    cli: Cli, tmp_path: Path, provider: FixtureServer
+    cli: Cli, tmp_path: Path, server: FixtureServer
 ) -> None:
-    (tmp_path / "wf.yaml").write_text(_openai_workflow(provider.port))
-    provider.script(
+    (tmp_path / "wf.yaml").write_text(_openai_workflow(server.port))
+    server.script(
         Reply(body=fx.openai_tool_call("save", {"path": "out.txt", "content": "hi"}, "call_9")),
         Reply(body=fx.openai_text("saved")),
     )
     env = {"FIXTURE_KEY": KEY}
     run_id, approval = _pause(cli, env)
     assert approval["redactedInput"]["toolCallId"] == "w:1:call_9"
-    assert len(provider.seen) == 1
+    assert len(server.seen) == 1
     _json(cli, "approvals", "approve", approval["approvalId"], "--reason", "fine")
     done = _json(cli, "resume", run_id, env=env)
     assert done.rc == 0, done.stderr
     assert done.data["output"]["w"]["text"] == "saved"
     assert (tmp_path / "out.txt").read_text() == "hi"
-    assert len(provider.seen) == 2  # the first call was reused from the ledger, not resent
-    [answer] = [
-        i for i in provider.seen[1].body["input"] if i.get("type") == "function_call_output"
-    ]
+    assert len(server.seen) == 2  # the first call was reused from the ledger, not resent
+    [answer] = [i for i in server.seen[1].body["input"] if i.get("type") == "function_call_output"]
     assert answer["call_id"] == "call_9" and '"path": "out.txt"' in answer["output"]
-    assert provider.seen[1].headers["authorization"] == f"Bearer {KEY}"
+    assert server.seen[1].headers["authorization"] == f"Bearer {KEY}"
     writes = [e for e in _effects(cli, run_id) if e["operation"] == "builtin.write"]
     assert [e["status"] for e in writes] == ["succeeded"]
