@@ -155,3 +155,16 @@ def test_providers_without_streaming_fail_check(cli: Cli, tmp_path: Path, kind: 
     checked = cli("--output", "json", "check", "wf.yaml")
     assert checked.rc == 2
     assert "stream" in checked.stderr
+
+
+def test_a_fragment_carrying_the_credential_is_redacted_before_it_is_kept(
+    cli: Cli, tmp_path: Path, server: FixtureServer
+) -> None:
+    (tmp_path / "wf.yaml").write_text(_openai_workflow(server.port))
+    server.script(Reply(events=fx.openai_stream(["the key is ", KEY])))
+    done = cli("--output", "jsonl", "run", "wf.yaml", "--db", "r.db", env={"FIXTURE_KEY": KEY})
+    assert done.rc == 0, done.stderr
+    shown = [line["data"] for line in _lines(done.stdout) if line["kind"] == "StreamEvent"]
+    assert [e["payload"]["text"] for e in shown] == ["the key is ", "[REDACTED]"]
+    stored = _inspect(cli, shown[0]["runId"])["streamEvents"]
+    assert [e["payload"]["text"] for e in stored] == ["the key is ", "[REDACTED]"]
