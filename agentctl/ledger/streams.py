@@ -11,7 +11,8 @@ Invariants:
   the whole answer;
 - a stored payload is at most ``MAX_PAYLOAD_BYTES`` of JSON: a longer text is replaced by its
   UTF-8 length and SHA-256, with ``truncated`` set;
-- rows are append-only; nothing here updates or deletes them.
+- rows are append-only; nothing here updates or deletes them. A recorded replay copies its
+  source's rows (``copy_stream_events_txn``) with ``source_run_id`` / ``source_sequence``.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class StreamEventRecord:
     payload: JsonValue
     truncated: bool
     created_at: str
+    source_run_id: str | None = None
+    source_sequence: int | None = None
 
     def to_json(self) -> JsonObject:
         return {
@@ -66,6 +69,8 @@ class StreamEventRecord:
             "payload": self.payload,
             "truncated": self.truncated,
             "createdAt": self.created_at,
+            "sourceRunId": self.source_run_id,
+            "sourceSequence": self.source_sequence,
         }
 
 
@@ -143,6 +148,21 @@ def list_stream_events(conn: sqlite3.Connection, run_id: str) -> list[StreamEven
             payload=loads_opt(r["payload_json"]),
             truncated=bool(r["truncated"]),
             created_at=r["created_at"],
+            source_run_id=r["source_run_id"],
+            source_sequence=r["source_sequence"],
         )
         for r in rows
     ]
+
+
+def copy_stream_events_txn(conn: sqlite3.Connection, source_run_id: str, run_id: str) -> None:
+    """A recorded replay's copy of its source's events: same rows, linked to their origin."""
+    conn.execute(
+        "INSERT INTO stream_events (run_id, task_id, attempt, sequence, format_version,"
+        " event_type, payload_json, created_at, effect_id, provider_sequence, truncated,"
+        " source_run_id, source_sequence)"
+        " SELECT ?, task_id, attempt, sequence, format_version, event_type, payload_json,"
+        " created_at, effect_id, provider_sequence, truncated, run_id, sequence"
+        " FROM stream_events WHERE run_id = ? ORDER BY rowid",
+        (run_id, source_run_id),
+    )

@@ -92,14 +92,26 @@ def test_jsonl_prints_one_event_per_delta_then_the_outcome(
     assert KEY not in (tmp_path / "r.db").read_bytes().decode("utf-8", "replace")
 
 
-def test_json_output_stays_one_document(cli: Cli, tmp_path: Path, server: FixtureServer) -> None:
+def test_json_output_stays_one_document_and_replay_copies_the_events(
+    cli: Cli, tmp_path: Path, server: FixtureServer
+) -> None:
     (tmp_path / "wf.yaml").write_text(_openai_workflow(server.port))
     server.script(Reply(events=fx.openai_stream(CHUNKS)))
     done = cli("--output", "json", "run", "wf.yaml", "--db", "r.db", env={"FIXTURE_KEY": KEY})
     assert done.rc == 0, done.stderr
     [only] = _lines(done.stdout)
     assert only["kind"] == "RunOutcome"
-    assert len(_inspect(cli, only["data"]["runId"])["streamEvents"]) == len(CHUNKS)
+    run_id = only["data"]["runId"]
+    source = _inspect(cli, run_id)["streamEvents"]
+    assert len(source) == len(CHUNKS)
+    replayed = cli("--output", "json", "replay", run_id, "--db", "r.db")
+    assert replayed.rc == 0, replayed.stderr
+    copied = _inspect(cli, replayed.data["runId"])["streamEvents"]
+    assert [(e["sourceRunId"], e["sourceSequence"]) for e in copied] == [
+        (run_id, e["sequence"]) for e in source
+    ]
+    assert [e["payload"] for e in copied] == [e["payload"] for e in source]
+    assert len(server.seen) == 1  # the replay sent nothing
 
 
 def test_killed_mid_stream_keeps_fragments_and_leaves_the_call_uncertain(
