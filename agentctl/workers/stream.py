@@ -20,7 +20,12 @@ import trio
 
 from agentctl.errors import ProviderError
 from agentctl.mailbox.frames import FrameChannel, ProtocolError
-from agentctl.mailbox.messages import FragmentKind, StreamAck, StreamFragment
+from agentctl.mailbox.messages import (
+    MAX_FRAGMENT_CHARS,
+    FragmentKind,
+    StreamAck,
+    StreamFragment,
+)
 from agentctl.workers.executors import UncertainEffect
 
 
@@ -37,7 +42,12 @@ class StreamSink:
     async def emit(
         self, kind: FragmentKind, text: str, provider_sequence: int | None = None
     ) -> None:
-        """Send one fragment and wait until the coordinator persisted it."""
+        """Send one delta and wait until the coordinator persisted it (a delta longer than one
+        frame may carry goes as several fragments, each acknowledged before the next)."""
+        for start in range(0, max(len(text), 1), MAX_FRAGMENT_CHARS):
+            await self._emit_one(kind, text[start : start + MAX_FRAGMENT_CHARS], provider_sequence)
+
+    async def _emit_one(self, kind: FragmentKind, text: str, provider_sequence: int | None) -> None:
         fragment = StreamFragment(
             effect_id=self._effect_id,
             index=self._next,
