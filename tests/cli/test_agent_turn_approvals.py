@@ -152,3 +152,21 @@ def test_openai_server_sees_the_approved_tool_result(
     assert server.seen[1].headers["authorization"] == f"Bearer {KEY}"
     writes = [e for e in _effects(cli, run_id) if e["operation"] == "builtin.write"]
     assert [e["status"] for e in writes] == ["succeeded"]
+
+
+def test_a_hold_survives_a_crash_right_after_it_committed(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "wf.yaml").write_text(FAKE)
+    crash = {"AGENTCTL_CRASH_AT": "coordinator.after_requested"}
+    killed = cli("--output", "json", "run", "wf.yaml", "--db", "r.db", env=crash)
+    assert killed.rc == -9, killed.stderr
+    run_id = _json(cli, "runs", "list").data["runs"][0]["runId"]
+    again = _json(cli, "resume", run_id)
+    assert again.rc == 3 and again.data["state"] == "paused", again.stderr
+    [approval] = _json(cli, "approvals", "list", run_id).data["approvals"]
+    assert approval["redactedInput"]["toolCallId"] == "w:1:fake-call-1"
+    _json(cli, "approvals", "approve", approval["approvalId"], "--reason", "fine")
+    done = _json(cli, "resume", run_id)
+    assert done.rc == 0, done.stderr
+    writes = [e for e in _effects(cli, run_id) if e["operation"] == "builtin.write"]
+    assert [e["status"] for e in writes] == ["succeeded"]
+    assert (tmp_path / "out.txt").read_text() == "hello"
