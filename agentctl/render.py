@@ -102,7 +102,13 @@ class JsonRecord(Protocol):
 
 
 def stream_event_printer(settings: Settings) -> Callable[[JsonRecord], None] | None:
-    """With ``--output jsonl``: print each stream event as a ``StreamEvent`` line, at once."""
+    """With ``--output jsonl``: print each stream event as a ``StreamEvent`` line, at once.
+
+    In human mode without a terminal on stderr, each fragment's text goes to stderr as it
+    arrives (at a terminal the live progress view owns stderr); ``json`` prints none.
+    """
+    if settings.output == "human" and not sys.stderr.isatty():
+        return _show_text
     if settings.output != "jsonl":
         return None
 
@@ -118,6 +124,14 @@ def stream_event_printer(settings: Settings) -> Callable[[JsonRecord], None] | N
         sys.stdout.flush()
 
     return show
+
+
+def _show_text(record: JsonRecord) -> None:
+    payload = record.to_json().get("payload")
+    text = payload.get("text") if isinstance(payload, dict) else None
+    if isinstance(text, str):
+        sys.stderr.write(text)
+        sys.stderr.flush()
 
 
 def default_human(outcome: Outcome) -> str:

@@ -180,3 +180,12 @@ def test_a_fragment_carrying_the_credential_is_redacted_before_it_is_kept(
     assert [e["payload"]["text"] for e in shown] == ["the key is ", "[REDACTED]"]
     stored = _inspect(cli, shown[0]["runId"])["streamEvents"]
     assert [e["payload"]["text"] for e in stored] == ["the key is ", "[REDACTED]"]
+
+
+def test_human_output_writes_the_fragments_to_stderr(cli: Cli, tmp_path: Path) -> None:
+    text = FAKE_WITH_APPROVAL.replace("approval: mutations", "approval: never")
+    (tmp_path / "wf.yaml").write_text(text)
+    done = cli("run", "wf.yaml", "--db", "r.db")
+    assert done.rc == 0, done.stderr
+    assert '{"content": "hi", "path": "out.txt"}all three words' in done.stderr
+    assert done.stdout.startswith("run ") and "succeeded" in done.stdout.splitlines()[0]
