@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Cli
+from tests.conftest import Cli, CliResult
 from tests.providers import fixtures as fx
 from tests.providers.fixtures import FixtureServer, Reply
 
@@ -69,12 +69,25 @@ def _inspect(cli: Cli, run_id: str) -> Any:
     return cli("--output", "json", "inspect", run_id, "--db", "r.db").data
 
 
+def _stream_run(
+    cli: Cli,
+    tmp_path: Path,
+    server: FixtureServer,
+    output: str,
+    chunks: list[str],
+    env: dict[str, str] | None = None,
+) -> CliResult:
+    """``run`` the OpenAI streaming workflow against ``chunks`` served as SSE deltas."""
+    (tmp_path / "wf.yaml").write_text(_openai_workflow(server.port))
+    server.script(Reply(events=fx.openai_stream(chunks)))
+    env = {"FIXTURE_KEY": KEY, **(env or {})}
+    return cli("--output", output, "run", "wf.yaml", "--db", "r.db", env=env)
+
+
 def test_jsonl_prints_one_event_per_delta_then_the_outcome(
     cli: Cli, tmp_path: Path, server: FixtureServer
 ) -> None:
-    (tmp_path / "wf.yaml").write_text(_openai_workflow(server.port))
-    server.script(Reply(events=fx.openai_stream(CHUNKS)))
-    done = cli("--output", "jsonl", "run", "wf.yaml", "--db", "r.db", env={"FIXTURE_KEY": KEY})
+    done = _stream_run(cli, tmp_path, server, "jsonl", CHUNKS)
     assert done.rc == 0, done.stderr
     lines = _lines(done.stdout)
     assert [line["kind"] for line in lines] == ["StreamEvent"] * len(CHUNKS) + ["RunOutcome"]
@@ -95,9 +108,7 @@ def test_jsonl_prints_one_event_per_delta_then_the_outcome(
 def test_json_output_stays_one_document_and_replay_copies_the_events(
     cli: Cli, tmp_path: Path, server: FixtureServer
 ) -> None:
-    (tmp_path / "wf.yaml").write_text(_openai_workflow(server.port))
-    server.script(Reply(events=fx.openai_stream(CHUNKS)))
-    done = cli("--output", "json", "run", "wf.yaml", "--db", "r.db", env={"FIXTURE_KEY": KEY})
+    done = _stream_run(cli, tmp_path, server, "json", CHUNKS)
     assert done.rc == 0, done.stderr
     [only] = _lines(done.stdout)
     assert only["kind"] == "RunOutcome"
@@ -117,12 +128,8 @@ def test_json_output_stays_one_document_and_replay_copies_the_events(
 def test_killed_mid_stream_keeps_fragments_and_leaves_the_call_uncertain(
     cli: Cli, tmp_path: Path, server: FixtureServer
 ) -> None:
-    (tmp_path / "wf.yaml").write_text(_openai_workflow(server.port))
-    server.script(Reply(events=fx.openai_stream(CHUNKS)))
     crash = {"AGENTCTL_CRASH_AT": "stream.after_event", "AGENTCTL_CRASH_HIT": "2"}
-    killed = cli(
-        "--output", "jsonl", "run", "wf.yaml", "--db", "r.db", env={"FIXTURE_KEY": KEY, **crash}
-    )
+    killed = _stream_run(cli, tmp_path, server, "jsonl", CHUNKS, crash)
     assert killed.rc == -9, killed.stderr
     runs = cli("--output", "json", "runs", "list", "--db", "r.db").data["runs"]
     run_id = runs[0]["runId"]
@@ -172,9 +179,7 @@ def test_providers_without_streaming_fail_check(cli: Cli, tmp_path: Path, kind: 
 def test_a_fragment_carrying_the_credential_is_redacted_before_it_is_kept(
     cli: Cli, tmp_path: Path, server: FixtureServer
 ) -> None:
-    (tmp_path / "wf.yaml").write_text(_openai_workflow(server.port))
-    server.script(Reply(events=fx.openai_stream(["the key is ", KEY])))
-    done = cli("--output", "jsonl", "run", "wf.yaml", "--db", "r.db", env={"FIXTURE_KEY": KEY})
+    done = _stream_run(cli, tmp_path, server, "jsonl", ["the key is ", KEY])
     assert done.rc == 0, done.stderr
     shown = [line["data"] for line in _lines(done.stdout) if line["kind"] == "StreamEvent"]
     assert [e["payload"]["text"] for e in shown] == ["the key is ", "[REDACTED]"]
