@@ -37,7 +37,14 @@ from agentctl.clikit import (
     report_closed_stdout,
 )
 from agentctl.errors import AgentctlError, CancelledRunError, ValidationError, from_os_error
-from agentctl.render import Outcome, Settings, dump_json, emit_error, emit_outcome
+from agentctl.render import (
+    Outcome,
+    Settings,
+    dump_json,
+    emit_error,
+    emit_outcome,
+    stream_event_printer,
+)
 
 app = typer.Typer(
     name="agentctl",
@@ -299,6 +306,7 @@ def run_cmd(
             on_created=created,
             check_mode=check,
             diff=diff,
+            on_stream=stream_event_printer(SETTINGS),
         )
     )
 
@@ -345,7 +353,13 @@ def resume_cmd(
     where = str(workspace) if workspace else None
     _drive(
         lambda progress, _created: api.resume(
-            run, db=db, workspace=where, timeout_s=timeout_seconds, progress=progress, diff=diff
+            run,
+            db=db,
+            workspace=where,
+            timeout_s=timeout_seconds,
+            progress=progress,
+            diff=diff,
+            on_stream=stream_event_printer(SETTINGS),
         ),
         announce=run,
     )

@@ -10,11 +10,14 @@ Invariants:
   whole conversation so far, so its identity is the same when a resumed loop reaches it again
   (the gateway then returns the confirmed result instead of calling again);
 - tool inputs and outputs are validated against the tool's schemas; policy decides each call;
+  a call that needs an approval is handed to the gateway with its reason, which holds it
+  durably and pauses the task (the loop re-runs on ``resume``, reusing every confirmed call);
 - turns and tool calls are bounded by ``maxTurns`` / ``maxToolCalls``; exhausting them fails.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Literal, Protocol
@@ -105,6 +108,7 @@ class AgentRunner:
             timeout_s=float(_int(self.agent.get("timeoutSeconds") or 120)),
             tool_call_id=tool_call_id,
             tool=str(given["name"]) if "name" in given else None,
+            secret_refs=dict(built.secret_refs),
         )
         self.ordinal += 1
         return call
@@ -129,11 +133,15 @@ class AgentRunner:
         )
         if decision.denied:
             raise PolicyDeniedError(f"model call denied: {decision.reason}")
-        config: JsonObject = {"agent": dict(self.agent), "provider": dict(self.config.provider)}
+        config: JsonObject = {
+            "agent": dict(self.agent),
+            "provider": dict(self.config.provider),
+            "tools": {k: dict(v) for k, v in self.config.tools.items()},
+        }
         built = self._build(entry, name, config, list(messages))
         number = self.gateway.next_call_number(name)
         request = {**built.request, "callNumber": number}
-        return self._call(entry, Built(built.recorded, request))
+        return self._call(entry, Built(built.recorded, request, secret_refs=built.secret_refs))
 
     def _final(self, reply: JsonObject) -> JsonValue:
         text = str(reply.get("text") or "")
@@ -163,15 +171,16 @@ class AgentRunner:
         problems = jsonschema.validate(args, as_object(tool["inputSchema"]))
         if problems:
             raise TaskFailure(f"tool {name} input is invalid: {'; '.join(problems[:3])}")
-        self._decide_tool(name, tool)
-        output = await self._tool_effect(name, dict(tool), args, str(call.get("id")))
+        approval = self._decide_tool(name, tool)
+        output = await self._tool_effect(name, dict(tool), args, str(call.get("id")), approval)
         schema = as_object(tool.get("outputSchema") or {"type": "object"})
         problems = jsonschema.validate(output, schema)
         if problems:
             raise TaskFailure(f"tool {name} output is invalid: {'; '.join(problems[:3])}")
         return output
 
-    def _decide_tool(self, name: str, tool: Mapping[str, JsonValue]) -> None:
+    def _decide_tool(self, name: str, tool: Mapping[str, JsonValue]) -> str | None:
+        """Refuse a denied call; the reason an approval is needed, or None."""
         decision = decide(
             self.policy,
             name=name,
@@ -181,22 +190,28 @@ class AgentRunner:
         )
         if decision.denied:
             raise PolicyDeniedError(f"tool {name} denied: {decision.reason}")
-        if decision.needs_approval:
-            raise PolicyDeniedError(
-                f"tool {name} needs approval ({decision.reason}); approvals inside agent turns "
-                "are not supported yet, so the call is refused"
-            )
+        return decision.reason if decision.needs_approval else None
 
     async def _tool_effect(
-        self, name: str, tool: JsonObject, args: JsonValue, call_id: str
+        self, name: str, tool: JsonObject, args: JsonValue, call_id: str, approval: str | None
     ) -> JsonValue:
         entry = registry.lookup(str(tool["kind"]))
         if entry.is_pure:
+            if approval is not None:  # no effect to hold: nothing durable could wait
+                raise PolicyDeniedError(f"tool {name} needs approval ({approval}) but is pure")
             return args
         built = self._build(entry, name, tool, args)
         call_ref = f"{self.task.id}:{self.attempt}:{call_id}"
         declared = {**tool, "name": name}
         call = self._call(entry, built, declared=declared, tool_call_id=call_ref)
+        if approval is not None:
+            capability = tool.get("capability")
+            call = dataclasses.replace(
+                call,
+                approval_reason=approval,
+                agent=self.task.agent,
+                capability=str(capability) if capability is not None else entry.policy_name,
+            )
         result = await self.gateway.perform(call)
         return entry.shape(args, as_object(result)) if entry.shape is not None else result
 

@@ -33,6 +33,7 @@ from agentctl.coordinator.service import (
     drive_run,
     outcome_or_raise,
 )
+from agentctl.coordinator.streaming import StreamListener
 from agentctl.core.compiler.diagnostics import Locator
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
@@ -104,6 +105,7 @@ def start_run(
     diff: bool = False,
     file: str | None = None,
     locate: Locator | None = None,
+    on_stream: StreamListener | None = None,
 ) -> RunOutcome:
     check_executable(plan, file=file, locate=locate)
     preflight_containers(plan)
@@ -123,7 +125,7 @@ def start_run(
         if on_created is not None:
             on_created(run_id, trace_id)
         req = DriveRequest(ledger, run_id, trace_id, plan, root, timeout_s, progress, clock)
-        req = dataclasses.replace(req, check_mode=check_mode, diff=diff)
+        req = dataclasses.replace(req, check_mode=check_mode, diff=diff, on_stream=on_stream)
         with naming_run(run_id):
             outcome = run_trio(drive_run, req)
     if outcome.state == "failed" and plan.run.compensation.get("onFailure") == "automatic":
@@ -159,6 +161,7 @@ def resume(
     timeout_s: float | None,
     progress: Progress | None = None,
     diff: bool = False,
+    on_stream: StreamListener | None = None,
 ) -> RunOutcome:
     """Continue a run with the plan it was created with (loaded, not compiled again)."""
     clock = Clock()
@@ -168,7 +171,9 @@ def resume(
         trace_id = clock.new_id("trace")
         base = os.path.abspath(workspace or run.base_path or os.getcwd())
         req = DriveRequest(ledger, run.run_id, trace_id, plan, base, timeout_s, progress, clock)
-        req = dataclasses.replace(req, check_mode=run.mode == "check", diff=diff)
+        req = dataclasses.replace(
+            req, check_mode=run.mode == "check", diff=diff, on_stream=on_stream
+        )
         with naming_run(run.run_id):
             return outcome_or_raise(run_trio(drive_run, req))
 

@@ -10,29 +10,42 @@ Invariants:
   reservation and tool-call row) committed; a refused reservation records no effect;
 - its outcome commits at once with the budget settlement and the tool-call row's finish;
   a lost answer (timeout, transport loss, worker death) leaves it ``uncertain`` and raises
-  ``AgentUncertain``: model calls are at-most-once, never resent automatically.
+  ``AgentUncertain``: model calls are at-most-once, never resent automatically;
+- a call that needs an approval goes through ``RunLedger.gate_call`` instead: held (raises
+  ``AgentAwaitingApproval``; the task and run pause), started once approved (then dispatched
+  like any call, exactly once), or rejected (the task fails, saying so);
+- a streaming model call (``stream: true``) dispatches with a ``FragmentKeeper``: each delta is
+  a durable stream event before the worker reads on; the call's outcome is unchanged by it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agentctl.coordinator import secrets
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.store import Store
+from agentctl.coordinator.streaming import FragmentKeeper, StreamListener
 from agentctl.coordinator.workerpool import WorkerPool
 from agentctl.core import registry
 from agentctl.core.effects import effect_id, input_digest
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.core.operations import RunContext
+from agentctl.core.operations import RunContext, replace_at
+from agentctl.core.redact import Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import RunFailedError
 from agentctl.ledger.effects import NewEffect
+from agentctl.ledger.held_calls import GatedCall
 from agentctl.ledger.model import CallRecord, EffectOutcome
 from agentctl.mailbox.messages import Execute, Failure, Result
 
 
 class AgentUncertain(Exception):
     """A call's outcome is unknown; the driver parks the task as waiting_for_effect."""
+
+
+class AgentAwaitingApproval(Exception):
+    """A tool call is held for an approval (durably); the driver leaves the task paused."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +65,12 @@ class AgentCall:
     timeout_s: float
     tool_call_id: str | None = None
     tool: str | None = None
+    approval_reason: str | None = None  # set when policy wants an approval first
+    agent: str | None = None  # the spec.agents key making the call
+    capability: str | None = None
+    # JSON Pointer → secret reference in ``request`` (a real provider's credential, headers),
+    # resolved at dispatch time and never recorded.
+    secret_refs: dict[str, JsonValue] = field(default_factory=dict)
 
     @property
     def is_model_call(self) -> bool:
@@ -71,6 +90,7 @@ class CallGateway:
     # A provider's call counter is shared by every task using it (the fake provider's
     # scripted failures count per provider instance, spec/dsl.md §5).
     counters: dict[str, int] = field(default_factory=dict)
+    on_stream: StreamListener | None = None  # shown each persisted stream event, live
 
     def next_call_number(self, provider: str) -> int:
         self.counters[provider] = self.counters.get(provider, 0) + 1
@@ -85,17 +105,59 @@ class CallGateway:
         reused = await self.store.recorded_result(eid)
         if reused is not None:
             return reused
+        request, values = self._resolved(call)  # before recording: a missing secret records nothing
         new = self._new_effect(call)
         record = CallRecord(new, call.reserve, self.clock.now(), call.tool_call_id, call.tool)
-        refused = await self.store.record_and_start_call(record)
-        if refused is not None:
-            raise RunFailedError(
-                f"budget {refused.get('dimension')} exceeded before {call.operation} "
-                f"(limit {refused.get('limit')}, would reach {refused.get('attempted')}); "
-                "nothing was dispatched"
-            )
+        if call.approval_reason is not None:
+            await self._gate(record, call)
+        else:
+            refused = await self.store.record_and_start_call(record)
+            if refused is not None:
+                raise _over_budget(call, refused)
         crash_point(CrashPoint.AFTER_STARTED)
-        return await self._dispatch(new, call)
+        keeper = self._keeper(new, call, values) if call.request.get("stream") is True else None
+        return await self._dispatch(new, call, request, keeper)
+
+    def _resolved(self, call: AgentCall) -> tuple[JsonObject, list[str]]:
+        """The request with its secret references resolved, and the values (to redact)."""
+        request, values = call.request, list[str]()
+        for where, ref in sorted(call.secret_refs.items()):
+            what = f"task {call.task_id}: {call.operation} {where}"
+            value = secrets.resolve(ref, self.context.policy, self.context.workspace, what).value
+            request, values = replace_at(request, where, value), [*values, value]
+        return request, values
+
+    def _keeper(self, new: NewEffect, call: AgentCall, values: list[str]) -> FragmentKeeper:
+        return FragmentKeeper(
+            self.store,
+            self.clock,
+            self.run_id,
+            call.task_id,
+            call.attempt,
+            new.effect_id,
+            Redactor(values),
+            self.on_stream,
+        )
+
+    async def _gate(self, record: CallRecord, call: AgentCall) -> None:
+        """Returns once the approved call is durably started; raises while it may not run."""
+        gated = GatedCall(
+            record, call.approval_reason or "", call.agent, call.capability, self.trace_id
+        )
+        gate = await self.store.gate_call(gated)
+        if gate.status == "started":
+            return
+        if gate.status == "held":
+            crash_point(CrashPoint.AFTER_REQUESTED)
+            raise AgentAwaitingApproval(f"tool call {call.tool_call_id} awaits approval")
+        detail = gate.detail or {}
+        if gate.status == "refused":
+            raise _over_budget(call, detail)
+        raise RunFailedError(
+            f"tool call {call.tool_call_id} ({call.tool}) was rejected: approval "
+            f"{detail.get('approvalId')} rejected by {detail.get('resolvedBy')} "
+            f"({detail.get('reason')}); the tool did not run"
+        )
 
     def _new_effect(self, call: AgentCall) -> NewEffect:
         return NewEffect(
@@ -111,17 +173,23 @@ class CallGateway:
             trace_id=self.trace_id,
         )
 
-    async def _dispatch(self, new: NewEffect, call: AgentCall) -> JsonValue:
+    async def _dispatch(
+        self,
+        new: NewEffect,
+        call: AgentCall,
+        request: JsonObject,
+        keeper: FragmentKeeper | None,
+    ) -> JsonValue:
         msg = Execute(
             effect_id=new.effect_id,
             run_id=self.run_id,
             task_id=call.task_id,
             attempt=call.attempt,
             operation=call.operation,
-            request=call.request,
+            request=request,
             timeout_seconds=call.timeout_s,
         )
-        reply = await self.pool.execute(msg)
+        reply = await self.pool.execute(msg, keeper)
         crash_point(CrashPoint.AFTER_RESULT)
         await self.store.finish_effects([self._outcome(new, call, reply)])
         crash_point(CrashPoint.AFTER_OUTCOME)
@@ -151,6 +219,14 @@ class CallGateway:
             trace_id=self.trace_id,
             tool_call_id=call.tool_call_id,
         )
+
+
+def _over_budget(call: AgentCall, refused: JsonObject) -> RunFailedError:
+    return RunFailedError(
+        f"budget {refused.get('dimension')} exceeded before {call.operation} "
+        f"(limit {refused.get('limit')}, would reach {refused.get('attempted')}); "
+        "nothing was dispatched"
+    )
 
 
 def _spent(call: AgentCall, ok: bool) -> dict[str, int]:

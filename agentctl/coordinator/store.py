@@ -16,6 +16,7 @@ import trio
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.ledger.artifacts.store import IngestResult
+from agentctl.ledger.held_calls import CallGate, GatedCall
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import (
     BatchCommit,
@@ -31,6 +32,7 @@ from agentctl.ledger.model import (
     TaskStartBatch,
 )
 from agentctl.ledger.runs import RunRecord
+from agentctl.ledger.streams import NewStreamEvent, StreamEventRecord
 
 T = TypeVar("T")
 
@@ -72,6 +74,12 @@ class Store:
 
     async def record_and_start_call(self, call: CallRecord) -> JsonObject | None:
         return await self._run(lambda: self.ledger.record_and_start_call(call))
+
+    async def gate_call(self, gated: GatedCall) -> CallGate:
+        return await self._run(lambda: self.ledger.gate_call(gated))
+
+    async def append_stream_event(self, event: NewStreamEvent) -> StreamEventRecord | None:
+        return await self._run(lambda: self.ledger.append_stream_event(event))
 
     async def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
         await self._run(lambda: self.ledger.finish_effects(outcomes))

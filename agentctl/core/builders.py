@@ -152,7 +152,10 @@ def build_model_call(b: BuildInput) -> Built:
         "maxOutputTokens": agent.get("maxOutputTokens"),
         "options": dict(as_object(agent.get("providerOptions") or {})),
     }
-    return Built(recorded, dict(recorded))
+    # Streaming changes how the answer travels, not what it is: the request says so, the
+    # recorded input (the call's identity) does not.
+    streaming: JsonObject = {"stream": True} if agent.get("stream") is True else {}
+    return Built(recorded, {**recorded, **streaming})
 
 
 def _provider_call(b: BuildInput, agent: JsonObject, provider: JsonObject, kind: str) -> Built:

@@ -213,7 +213,7 @@ _P = f"{_X}.providers"
 # the coordinator resolves their credentials and settles their usage (issue 12).
 MODELS: tuple[Operation, ...] = (
     _model("fake", f"{_X}.models:execute_fake"),
-    _model("openai", f"{_P}.openai_responses:execute_openai", runnable=False),
+    _model("openai", f"{_P}.openai_responses:execute_openai"),
     _model("azure_openai", f"{_P}.azure_openai:execute_azure_openai", runnable=False),
     _model("anthropic", f"{_P}.anthropic_messages:execute_anthropic", runnable=False),
     _model("google", f"{_P}.google_gemini:execute_google", runnable=False),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError, NotFoundError, PersistenceError
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
-from agentctl.ledger.effects import resolve_waiting_effect_txn
+from agentctl.ledger.effects import move_held_tool_call_txn, resolve_waiting_effect_txn
 from agentctl.ledger.rows import (
     ROW_FORMAT_VERSION,
     dumps,
@@ -183,6 +183,9 @@ def resolve_approval_txn(
     )
     if current.effect_id is not None:
         resolve_waiting_effect_txn(conn, current.effect_id, approve, now)
+        if not approve:  # a held tool call of an agent turn ends with its approval
+            error = f"approval {approval_id} rejected by {actor}: {reason}"
+            move_held_tool_call_txn(conn, current.effect_id, "rejected", now, error=error)
     payload = {"approvalId": approval_id, "status": status, "actor": actor, "reason": reason}
     append_audit_txn(
         conn,
@@ -210,6 +213,7 @@ def close_pending_txn(conn: sqlite3.Connection, run_id: str, now: str, reason: s
         )
         if current.effect_id is not None:
             resolve_waiting_effect_txn(conn, current.effect_id, False, now)
+            move_held_tool_call_txn(conn, current.effect_id, "cancelled", now, error=reason)
         payload = {"approvalId": current.approval_id, "status": "cancelled", "reason": reason}
         append_audit_txn(conn, run_id, "approval.cancelled", payload, now, task_id=current.task_id)
 

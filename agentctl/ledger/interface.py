@@ -24,6 +24,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.ledger.approvals import ApprovalRecord
 from agentctl.ledger.artifacts.store import IngestResult
 from agentctl.ledger.effects import EffectRecord
+from agentctl.ledger.held_calls import CallGate, GatedCall
 from agentctl.ledger.migrations import MigrationResult
 from agentctl.ledger.model import (
     ApprovalDecision,
@@ -56,6 +57,7 @@ from agentctl.ledger.stats import (
     RunInspection,
     RunList,
 )
+from agentctl.ledger.streams import NewStreamEvent, StreamEventRecord
 from agentctl.ledger.upgrade import RunUpgrade
 
 
@@ -131,6 +133,16 @@ class RunLedger(Protocol):
 
     def record_and_start_call(self, call: CallRecord) -> JsonObject | None:
         """Reserve, record and start one agent call (+ tool-call row); the overrun if refused."""
+        ...
+
+    def gate_call(self, gated: GatedCall) -> CallGate:
+        """An agent's tool call that needs an approval: hold it (task and run pause), start it
+        once approved, or report its rejection — the same call is never recorded twice."""
+        ...
+
+    def append_stream_event(self, event: NewStreamEvent) -> StreamEventRecord | None:
+        """Persist one fragment of a streamed model answer, bounded, under the task attempt's
+        next sequence; None when the attempt already holds the most events it may keep."""
         ...
 
     def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:

@@ -252,7 +252,20 @@ _V4 = ("ALTER TABLE runs ADD COLUMN compiled_plan_json TEXT",)
 APPLICATION_ID = 0x41474354  # "AGCT"
 _V5 = (f"PRAGMA application_id = {APPLICATION_ID}",)
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
+
+def _stream_event_links() -> tuple[str, ...]:
+    """Durable streaming (issue 12 item 5): each ``stream_events`` row names the model effect
+    that streamed it, the provider's own sequence, whether its payload was cut to the cap,
+    and (for recorded replay) the source row's sequence."""
+    return (
+        "ALTER TABLE stream_events ADD COLUMN effect_id TEXT",
+        "ALTER TABLE stream_events ADD COLUMN provider_sequence INTEGER",
+        "ALTER TABLE stream_events ADD COLUMN truncated INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE stream_events ADD COLUMN source_sequence INTEGER",
+    )
+
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _stream_event_links())
 SUPPORTED_SCHEMA_VERSION = len(MIGRATIONS)
 
 

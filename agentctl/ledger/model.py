@@ -42,7 +42,8 @@ class DerivedRun:
     Order: create the run; for each completion, walk the task through its legal intermediate
     states when ``walk`` is set (each step audited and checkpointed, as a replay shows them);
     commit the completions with ``working_memory``; append ``events`` (run-level audit); move
-    the run to ``final_state`` if given; take the lease if ``owner`` is given.
+    the run to ``final_state`` if given; copy ``stream_source``'s stream events; take the
+    lease if ``owner`` is given.
     """
 
     run: NewRun
@@ -55,6 +56,8 @@ class DerivedRun:
     final_state: str | None = None
     final_output: JsonValue = None
     owner: Owner | None = None
+    # Recorded replay: copy this run's stream events, linked to their source rows.
+    stream_source: str | None = None
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,13 @@ from pathlib import Path
 import agentctl.ledger.approvals as approvals
 import agentctl.ledger.budget as budget
 import agentctl.ledger.effects as effects
+import agentctl.ledger.held_calls as held_calls
 import agentctl.ledger.lifecycle as lifecycle
 import agentctl.ledger.reconcile as reconcile
 import agentctl.ledger.runs as runs
 import agentctl.ledger.stats as stats
 import agentctl.ledger.steps as steps
+import agentctl.ledger.streams as streams
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.ledger.approvals import ApprovalRecord
 from agentctl.ledger.artifacts.gc import run_gc
@@ -144,6 +146,16 @@ class SqliteLedger:
     def record_and_start_call(self, call: CallRecord) -> JsonObject | None:
         with self._db.transaction() as conn:
             return steps.record_and_start_call_txn(conn, call)
+
+    def gate_call(self, gated: held_calls.GatedCall) -> held_calls.CallGate:
+        with self._db.transaction() as conn:
+            return held_calls.gate_call_txn(conn, gated)
+
+    def append_stream_event(
+        self, event: streams.NewStreamEvent
+    ) -> streams.StreamEventRecord | None:
+        with self._db.transaction() as conn:
+            return streams.append_stream_event_txn(conn, event)
 
     def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
         with self._db.transaction() as conn:
