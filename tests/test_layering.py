@@ -36,6 +36,7 @@ ALLOWED: dict[str, set[str]] = {
         "cli_recovery",
         "cli_vars",
         "cli_docs",
+        "cli_memory",
     },
     "clikit": {"render", "errors", "core"},
     "cli_inspect": {"clikit", "render", "errors", "coordinator", "core"},
@@ -43,6 +44,7 @@ ALLOWED: dict[str, set[str]] = {
     "cli_vars": {"clikit", "errors", "core"},
     "cli_docs": {"clikit", "render", "errors", "core", "coordinator", "cli_vars"},
     "cli_state": {"clikit", "render", "errors", "ledger", "coordinator"},
+    "cli_memory": {"clikit", "render", "errors", "ledger", "core", "cli_state"},
     "__main__": {"entry"},
     # The process entry point: the SIGINT guard around importing the CLI.
     "entry": {"cli", "render", "errors"},
