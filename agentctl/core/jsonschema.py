@@ -17,7 +17,9 @@ Invariants:
 - ``format`` is an annotation and asserts nothing, as Draft 2020-12 specifies by default.
 - Messages read ``<json-pointer>: <problem>``; the root is ``/``. The package and its
   ``referencing`` companion are imported on first use, so a workflow without schemas never
-  pays for them (``agentctl check`` stays fast).
+  pays for them (``agentctl check`` stays fast); a schema that is only ``type`` — the default
+  output contract of every task — is applied here, with the package's semantics, so plain
+  runs do not import it either.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from referencing._core import Resolver
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
+_TYPE_NAMES = frozenset({"null", "boolean", "integer", "number", "string", "array", "object"})
 _ROOT_URI = "urn:agentctl:schema"
 
 # Keywords whose value is one subschema, a map of subschemas, or an array of subschemas.
@@ -280,6 +283,12 @@ def validate(instance: Any, schema: Any) -> list[str]:
 
     Raises ``ValidationError`` when the schema itself is malformed.
     """
+    if _is_type_only(schema):  # the default contract of every task: no package import
+        expected = schema["type"]
+        if _type_matches(instance, expected):
+            return []
+        names = " or ".join(expected) if isinstance(expected, list) else expected
+        return [f"/: expected {names}, got {type_of(instance)}"]
     compiled = _compiled(_key(schema))
     if compiled.validator is None:
         problems = [p.message() for p in compiled.problems]
@@ -289,6 +298,26 @@ def validate(instance: Any, schema: Any) -> list[str]:
         where = _ptr("/", *error.absolute_path)
         found.extend(f"{where}: {text}" for text in problem_text(error))
     return list(dict.fromkeys(found))
+
+
+def _is_type_only(schema: Any) -> bool:
+    """``{"type": NAME}`` or ``{"type": [distinct NAMEs]}`` with known names, nothing else."""
+    if not isinstance(schema, dict) or schema.keys() != {"type"}:
+        return False
+    names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    known = all(isinstance(n, str) and n in _TYPE_NAMES for n in names)
+    return bool(names) and known and len(set(names)) == len(names)
+
+
+def _type_matches(instance: Any, expected: str | list[str]) -> bool:
+    """Draft 2020-12 ``type``: an integer is a number; an integral float is an integer."""
+    actual = type_of(instance)
+    for name in expected if isinstance(expected, list) else [expected]:
+        if name == actual or (name == "number" and actual == "integer"):
+            return True
+        if name == "integer" and isinstance(instance, float) and instance.is_integer():
+            return True
+    return False
 
 
 def is_valid(instance: Any, schema: Any) -> bool:

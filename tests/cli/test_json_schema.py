@@ -128,9 +128,9 @@ def test_draft_2020_12_contracts_hold_at_run_time(
     assert "missing required property 'reason'" in needs_reason.stderr
 
 
-def _imports_jsonschema(path: Path, cwd: Path) -> bool:
+def _imports_jsonschema(path: Path, cwd: Path, *command: str) -> bool:
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "agentctl", "check", str(path)],
+        [sys.executable, "-X", "importtime", "-m", "agentctl", *(command or ("check",)), str(path)],
         cwd=cwd,
         env=cli_env(),
         capture_output=True,
@@ -145,3 +145,7 @@ def test_the_package_is_imported_only_for_workflows_with_schemas(
 ) -> None:
     assert not _imports_jsonschema(EXAMPLES / "hello.yaml", tmp_path)
     assert _imports_jsonschema(write_workflow(CONTRACT), tmp_path)
+    # Running checks every task's output against its default contract (`type: object`)
+    # without the package.
+    plain = CONTRACT.split("      outputSchema:")[0]
+    assert not _imports_jsonschema(write_workflow(plain, "plain.yaml"), tmp_path, "run")

@@ -300,3 +300,11 @@ def test_const_and_enum_accept_the_value_itself(value: Any) -> None:
     assert is_valid(value, {"const": value})
     assert is_valid(value, {"enum": ["other", value]})
     assert is_valid(value, {"type": type_of(value)})
+
+
+@given(JSON, st.sampled_from(["null", "boolean", "integer", "number", "string", "array", "object"]))
+def test_the_type_only_shortcut_agrees_with_the_package(value: Any, name: str) -> None:
+    # {"type": ...} alone is checked without the package; an annotation forces the package.
+    assert validate(value, {"type": name}) == validate(value, {"type": name, "title": "t"})
+    pair = [name, "null"] if name != "null" else ["null", "string"]
+    assert validate(value, {"type": pair}) == validate(value, {"type": pair, "title": "t"})
