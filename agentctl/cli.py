@@ -403,6 +403,7 @@ def fork_cmd(
 
 def _register_state_groups() -> None:
     from agentctl import cli_docs, cli_inspect, cli_packs, cli_recovery
+    from agentctl.cli_memory import memory_app
     from agentctl.cli_state import approvals_app, artifacts_app, db_app
 
     cli_inspect.register(app)
@@ -413,6 +414,7 @@ def _register_state_groups() -> None:
     app.add_typer(approvals_app, name="approvals")
     app.add_typer(artifacts_app, name="artifacts")
     app.add_typer(db_app, name="db")
+    app.add_typer(memory_app, name="memory")
 
 
 _register_state_groups()

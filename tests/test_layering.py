@@ -38,6 +38,7 @@ ALLOWED: dict[str, set[str]] = {
         "cli_docs",
         "cli_packs",
         "packsource",
+        "cli_memory",
     },
     "clikit": {"render", "errors", "core"},
     "cli_inspect": {"clikit", "render", "errors", "coordinator", "core"},
@@ -48,6 +49,7 @@ ALLOWED: dict[str, set[str]] = {
     "cli_packs": {"clikit", "render", "errors", "core", "packsource", "cli_docs"},
     "cli_docs": {"clikit", "render", "errors", "core", "coordinator", "cli_vars", "packsource"},
     "cli_state": {"clikit", "render", "errors", "ledger", "coordinator"},
+    "cli_memory": {"clikit", "render", "errors", "ledger", "core", "cli_state"},
     "__main__": {"entry"},
     # The process entry point: the SIGINT guard around importing the CLI.
     "entry": {"cli", "render", "errors"},

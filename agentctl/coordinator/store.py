@@ -15,6 +15,7 @@ from typing import TypeVar
 import trio
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.longterm import Candidate
 from agentctl.ledger.artifacts.store import IngestResult
 from agentctl.ledger.held_calls import CallGate, GatedCall
 from agentctl.ledger.interface import RunLedger
@@ -92,6 +93,9 @@ class Store:
 
     async def long_term_get(self, namespace: str, key: str, now: str) -> MemoryEntry:
         return await self._run(lambda: self.ledger.long_term_get(namespace, key, now))
+
+    async def long_term_candidates(self, namespace: str, now: str) -> Sequence[Candidate]:
+        return await self._run(lambda: self.ledger.long_term_candidates(namespace, now))
 
     async def open_artifacts(self) -> None:
         await self._run(self.ledger.open_artifacts)

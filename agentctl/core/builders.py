@@ -72,17 +72,6 @@ def build_memory_write(b: BuildInput) -> Built:
     return Built(recorded, dict(recorded))
 
 
-def build_long_term_read(b: BuildInput) -> Built:
-    recorded: JsonObject = {"namespace": b.run.long_term_namespace, "key": str_arg(b, "key")}
-    return Built(recorded, dict(recorded))
-
-
-def build_long_term_write(b: BuildInput) -> Built:
-    recorded: JsonObject = {"namespace": b.run.long_term_namespace, "key": str_arg(b, "key")}
-    recorded["value"] = _args(b).get("value")
-    return Built(recorded, dict(recorded))
-
-
 def build_shell(b: BuildInput) -> Built:
     """``builtin.shell.exec``: the process allowlist is checked before any secret resolves."""
     command = str(b.config.get("command") or "")

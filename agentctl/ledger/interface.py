@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.longterm import Candidate, EmbeddingIdentity
 from agentctl.ledger.approvals import ApprovalRecord
 from agentctl.ledger.artifacts.store import IngestResult
 from agentctl.ledger.effects import EffectRecord
@@ -38,6 +39,7 @@ from agentctl.ledger.model import (
     IngestRequest,
     LiveState,
     MemoryEntry,
+    MemoryPut,
     Owner,
     ReconcileRequest,
     RequestBatch,
@@ -159,6 +161,18 @@ class RunLedger(Protocol):
         ...
 
     def long_term_get(self, namespace: str, key: str, now: str) -> MemoryEntry: ...
+
+    def long_term_candidates(self, namespace: str, now: str) -> Sequence[Candidate]:
+        """Every active entry of ``namespace``, in key order, for a search to rank."""
+        ...
+
+    def long_term_put(self, put: MemoryPut, now: str) -> None:
+        """Write one long-term entry outside any run (``agentctl memory put``)."""
+        ...
+
+    def long_term_reindex(self, namespace: str, identity: EmbeddingIdentity, now: str) -> int:
+        """Recompute the vectors of every active entry of ``namespace``; how many."""
+        ...
 
     # ---------------------------------------------------------------- operators
 

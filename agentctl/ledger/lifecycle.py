@@ -19,6 +19,7 @@ import sqlite3
 import agentctl.ledger.approvals as approvals
 import agentctl.ledger.audit as audit
 import agentctl.ledger.effects as effects
+import agentctl.ledger.longterm as longterm
 import agentctl.ledger.reconcile as reconcile
 import agentctl.ledger.runs as runs
 import agentctl.ledger.streams as streams
@@ -189,7 +190,4 @@ def read_recorded_result(conn: sqlite3.Connection, effect_id: str) -> JsonValue:
 
 def read_memory(conn: sqlite3.Connection, namespace: str, key: str, now: str) -> MemoryEntry:
     """A long-term memory entry (expired entries are absent)."""
-    try:
-        return MemoryEntry(True, approvals.memory_get(conn, namespace, key, now))
-    except NotFoundError:
-        return MemoryEntry(False)
+    return longterm.get_entry(conn, namespace, key, now)

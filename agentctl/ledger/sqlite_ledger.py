@@ -19,12 +19,14 @@ import agentctl.ledger.budget as budget
 import agentctl.ledger.effects as effects
 import agentctl.ledger.held_calls as held_calls
 import agentctl.ledger.lifecycle as lifecycle
+import agentctl.ledger.longterm as longterm
 import agentctl.ledger.reconcile as reconcile
 import agentctl.ledger.runs as runs
 import agentctl.ledger.stats as stats
 import agentctl.ledger.steps as steps
 import agentctl.ledger.streams as streams
 from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.longterm import Candidate, EmbeddingIdentity
 from agentctl.ledger.approvals import ApprovalRecord
 from agentctl.ledger.artifacts.gc import run_gc
 from agentctl.ledger.artifacts.store import (
@@ -47,6 +49,7 @@ from agentctl.ledger.model import (
     IngestRequest,
     LiveState,
     MemoryEntry,
+    MemoryPut,
     Owner,
     ReconcileRequest,
     RequestBatch,
@@ -172,6 +175,18 @@ class SqliteLedger:
     def long_term_get(self, namespace: str, key: str, now: str) -> MemoryEntry:
         with self._db.read() as conn:
             return lifecycle.read_memory(conn, namespace, key, now)
+
+    def long_term_candidates(self, namespace: str, now: str) -> Sequence[Candidate]:
+        with self._db.read() as conn:
+            return longterm.candidates(conn, namespace, now)
+
+    def long_term_put(self, put: MemoryPut, now: str) -> None:
+        with self._db.transaction() as conn:
+            longterm.put_txn(conn, put, now)
+
+    def long_term_reindex(self, namespace: str, identity: EmbeddingIdentity, now: str) -> int:
+        with self._db.transaction() as conn:
+            return longterm.reindex_txn(conn, namespace, identity, now)
 
     # ---------------------------------------------------------------- operators
 

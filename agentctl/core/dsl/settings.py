@@ -22,7 +22,6 @@ from agentctl.core.dsl.base import (
     Seconds,
     StrictModel,
     rule_error,
-    unsupported,
 )
 from agentctl.core.dsl.secrets import SecretRef
 
@@ -190,13 +189,6 @@ class LongTermMemory(StrictModel):
     namespace: NonEmptyStr = "default"
     retention_days: int | None = Field(None, alias="retentionDays", ge=1, le=36_500)
     embedding: Embedding = Field(default_factory=Embedding)
-
-    @model_validator(mode="after")
-    def _late(self) -> Self:
-        # [late] nothing in this version expires long-term entries; refusing beats ignoring.
-        if self.retention_days is not None:
-            raise unsupported("retentionDays", "long-term memory retention")
-        return self
 
 
 class Memory(StrictModel):
