@@ -61,6 +61,7 @@ class RunContext:
     workspace: str
     policy: Mapping[str, JsonValue]
     long_term_namespace: str = "default"
+    mcp_servers: Mapping[str, JsonValue] = field(default_factory=dict)  # spec.mcpServers
 
 
 @dataclass(frozen=True)

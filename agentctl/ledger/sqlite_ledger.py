@@ -18,6 +18,7 @@ import agentctl.ledger.approvals as approvals
 import agentctl.ledger.budget as budget
 import agentctl.ledger.effects as effects
 import agentctl.ledger.lifecycle as lifecycle
+import agentctl.ledger.protocols as protocols
 import agentctl.ledger.reconcile as reconcile
 import agentctl.ledger.runs as runs
 import agentctl.ledger.stats as stats
@@ -46,6 +47,7 @@ from agentctl.ledger.model import (
     LiveState,
     MemoryEntry,
     Owner,
+    ProtocolReport,
     ReconcileRequest,
     RequestBatch,
     SettleRun,
@@ -152,6 +154,10 @@ class SqliteLedger:
     def commit_batch(self, batch: BatchCommit) -> None:
         with self._db.transaction() as conn:
             steps.commit_batch_txn(conn, batch)
+
+    def record_protocol(self, report: ProtocolReport) -> None:
+        with self._db.transaction() as conn:
+            protocols.record_protocol_txn(conn, report.effect_id, report.evidence, report.now)
 
     def recorded_result(self, effect_id: str) -> JsonValue:
         with self._db.read() as conn:
