@@ -2,6 +2,7 @@
 """A small MCP server (Streamable HTTP) built with the official ``mcp`` package.
 
     python3 examples/mcp/notes_server.py [--port N] [--port-file FILE] [--calls FILE]
+                                         [--token-env NAME]
 
 Tools:
   word_count(text)  → {"words": N}           (structured content, read-only)
@@ -11,18 +12,23 @@ Tools:
 It listens on 127.0.0.1 (``--port 0``, the default, picks a free port) and writes the port it
 got to ``--port-file`` once it accepts connections. Every ``tools/call`` it receives appends
 one line (the tool's name) to ``--calls``, so a test can count what reached the server.
+With ``--token-env NAME`` it answers 401 to any request whose ``X-Notes-Token`` header is not
+the value of the environment variable NAME.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import socket
 from pathlib import Path
+from typing import Any
 
 import anyio
 import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
+from starlette.responses import PlainTextResponse
 
 NOTES: list[str] = []
 
@@ -58,8 +64,23 @@ def build(calls: Path | None) -> MCPServer:
     return server
 
 
-async def serve(port: int, port_file: Path | None, calls: Path | None) -> None:
+def guarded(app: Any, token: str) -> Any:
+    """``app`` behind a shared-token check (the header agentctl sends from a secret)."""
+
+    async def check(scope: Any, receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers") or [])
+        if scope["type"] == "http" and headers.get(b"x-notes-token") != token.encode():
+            await PlainTextResponse("bad token", status_code=401)(scope, receive, send)
+            return
+        await app(scope, receive, send)
+
+    return check
+
+
+async def serve(port: int, port_file: Path | None, calls: Path | None, token: str | None) -> None:
     app = build(calls).streamable_http_app()
+    if token is not None:
+        app = guarded(app, token)
     listener = socket.create_server(("127.0.0.1", port))
     config = uvicorn.Config(app, log_level="warning")
     server = uvicorn.Server(config)
@@ -78,8 +99,10 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--port-file", type=Path)
     parser.add_argument("--calls", type=Path)
+    parser.add_argument("--token-env")
     args = parser.parse_args()
-    anyio.run(serve, args.port, args.port_file, args.calls)
+    token = os.environ[args.token_env] if args.token_env else None
+    anyio.run(serve, args.port, args.port_file, args.calls, token)
 
 
 if __name__ == "__main__":

@@ -14,12 +14,15 @@ Invariants:
   a cancellation leaves the effect uncertain: nothing here reconnects or sends it again;
 - tool annotations and descriptions are the server's claims: reported, never acted on;
 - every outcome, success or failure, carries the session and calls as protocol evidence;
-- no header value appears in an error or in the evidence (values are redacted).
+- no header value appears in an error or in the evidence (values are redacted);
+- the SDK's own log lines (warnings, tracebacks of its background tasks) never reach the
+  user's terminal: what matters is in the effect's outcome and evidence.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import httpx2
@@ -37,6 +40,9 @@ from agentctl.workers.executors import ExecOutcome, FailedEffect, UncertainEffec
 from agentctl.workers.executors.mcp_wire import Wire, innermost, own_error
 
 MAX_LIST_PAGES = 16  # a tools/list longer than this many pages is cut (and says so)
+# A handler of its own keeps the SDK's records from Python's last-resort stderr handler.
+logging.getLogger("mcp").addHandler(logging.NullHandler())
+logging.getLogger("mcp").propagate = False
 
 
 async def execute_mcp(msg: Execute) -> ExecOutcome:

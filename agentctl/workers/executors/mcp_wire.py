@@ -50,6 +50,7 @@ class Wire:
         self.remote_session_id: str | None = None
         self.sent: list[_Sent] = []
         self.call_sent = False
+        self.refusal: str | None = None  # the last HTTP error status, which the SDK hides
 
     async def on_request(self, request: httpx2.Request) -> None:
         message = _json_rpc(request)
@@ -64,6 +65,8 @@ class Wire:
         given = response.headers.get(SESSION_HEADER)
         if given and self.remote_session_id is None:
             self.remote_session_id = bounded(given)
+        if response.status_code >= 400:
+            self.refusal = f"HTTP {response.status_code}"
         if response.is_success:
             # An answered POST: every earlier request but a tools/call is complete by now
             # (the client waits for each before sending the next); tools/call is settled
@@ -108,7 +111,8 @@ class Wire:
         """A one-line account of a foreign failure (exception groups unwrapped)."""
         leaf = innermost(exc)
         text = str(leaf)
-        return bounded(f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__)
+        said = f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
+        return bounded(f"{said} ({self.refusal})" if self.refusal else said)
 
 
 def _json_rpc(request: httpx2.Request) -> dict[str, JsonValue] | None:
