@@ -387,6 +387,11 @@ spec:
             "unknown MCP server `nowhere`",
         ),
         (("arguments: {} }", "arguments: {}, extra: 1 }"), "schema_violation", "with.extra"),
+        (
+            ('mcp" }', 'mcp", protocolVersion: "2024-11-05" }'),
+            "unsupported_capability",
+            "MCP protocol '2024-11-05'",
+        ),
     ],
 )
 def test_check_judges_mcp_declarations(  # type: ignore[no-untyped-def]
