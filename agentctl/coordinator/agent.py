@@ -124,7 +124,9 @@ class AgentRunner:
         if entry.builder is None:
             raise RunFailedError(f"{entry.name} cannot run in this version")
         context = self.gateway.context
-        built = entry.builder(BuildInput(self.task.id, name, config, args, context))
+        timeout = float(_int(self.agent.get("timeoutSeconds") or 120))
+        given = BuildInput(self.task.id, name, config, args, context, timeout_seconds=timeout)
+        built = entry.builder(given)
         if not built.secret_refs:
             return built
         where = (context.policy, context.workspace, f"task {self.task.id}: {name}")

@@ -407,3 +407,52 @@ def test_check_judges_mcp_declarations(  # type: ignore[no-untyped-def]
     assert done.rc == 2, (done.stdout, done.stderr)
     found = [(d["code"], d["message"]) for d in done.error["diagnostics"]]
     assert any(c == code and needle in m for c, m in found), found
+
+
+def test_a_resumed_agent_reuses_its_recorded_tool_listing(
+    cli: Cli, tmp_path: Path, server: NotesServer
+) -> None:
+    text = AGENT.format(port=server.port, url=server.url, tool_input='{ text: "a b c" }')
+    (tmp_path / "wf.yaml").write_text(text, encoding="utf-8")
+    # The coordinator dies right after the listing's outcome became durable.
+    crash = {"AGENTCTL_CRASH_AT": "coordinator.after_outcome", "AGENTCTL_CRASH_HIT": "1"}
+    crashed = subprocess.run(
+        agentctl_argv("--output", "json", "run", "wf.yaml"),
+        cwd=tmp_path,
+        env={**cli_env(), **crash},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    run_id = cli("--output", "json", "runs", "list").data["runs"][0]["runId"]
+    listed = [e for e in _inspect(cli, run_id)["effects"] if e["operation"] == "mcp.list_tools"]
+    assert [e["status"] for e in listed] == ["succeeded"]
+    assert server.calls() == []
+
+    resumed = cli("--output", "json", "resume", run_id)
+    assert resumed.rc == 0, resumed.stderr
+    seen = _inspect(cli, run_id)
+    operations = [e["operation"] for e in seen["effects"]]
+    assert operations == ["mcp.list_tools", "model.fake", "mcp.call", "model.fake"]
+    assert seen["effects"][0]["effectId"] == listed[0]["effectId"]  # reused, not listed again
+    assert len(seen["protocolSessions"]) == 2  # the listing's session and the call's
+    assert server.calls() == ["word_count"]
+
+
+def test_each_tool_call_is_reserved_against_max_tool_calls(
+    cli: Cli, tmp_path: Path, server: NotesServer
+) -> None:
+    path = _workflow(tmp_path, server)
+    text = path.read_text(encoding="utf-8")
+    text = text.replace("  actions:", "  runtime: { budgets: { maxToolCalls: 1 } }\n  actions:")
+    second = "    - { id: again, uses: action:call, needs: [count], with: { server: notes, tool: word_count, arguments: { text: x } } }\n"
+    path.write_text(text + second, encoding="utf-8")
+    done = cli("--output", "json", "run", "wf.yaml")
+    assert done.rc == 4, (done.stdout, done.stderr)
+    assert "budget exceeded" in done.error["error"]["message"]
+    assert server.calls() == ["word_count"]  # the second call never reached the server
+    budget = _inspect(cli, done.error["error"]["runId"])["budget"]
+    assert budget["usage"]["toolCalls"] == 1
+    assert budget["exceeded"]["dimension"] == "toolCalls"
