@@ -456,3 +456,19 @@ def test_each_tool_call_is_reserved_against_max_tool_calls(
     budget = _inspect(cli, done.error["error"]["runId"])["budget"]
     assert budget["usage"]["toolCalls"] == 1
     assert budget["exceeded"]["dimension"] == "toolCalls"
+
+
+def test_a_timeout_after_dispatch_is_uncertain_and_never_resent(
+    cli: Cli, tmp_path: Path, server: NotesServer
+) -> None:
+    path = _workflow(tmp_path, server, tool="slow", arguments="{ seconds: 5 }")
+    path.write_text(path.read_text().replace("timeoutSeconds: 60", "timeoutSeconds: 1"))
+    done = cli("--output", "json", "run", "wf.yaml")
+    assert done.rc == 4, (done.stdout, done.stderr)
+    seen = _inspect(cli, done.error["error"]["runId"])
+    [effect] = seen["effects"]
+    assert effect["status"] == "uncertain"
+    call = seen["protocolCalls"][-1]
+    assert (call["method"], call["status"]) == ("tools/call", "uncertain")
+    assert "timed out" in call["detail"]
+    assert server.calls() == ["slow"]

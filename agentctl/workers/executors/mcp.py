@@ -76,6 +76,7 @@ async def _session(req: McpRequest, client: httpx2.AsyncClient, wire: Wire) -> J
     async with Client(
         transport, mode="legacy", cache=None, read_timeout_seconds=req.timeout_seconds
     ) as mcp_client:
+        wire.settle("initialize", "succeeded")
         wire.opened(_session_evidence(req, mcp_client, wire))
         if mcp_client.protocol_version != req.protocol_version:
             raise RunFailedError(
@@ -83,7 +84,7 @@ async def _session(req: McpRequest, client: httpx2.AsyncClient, wire: Wire) -> J
                 f"not the configured {req.protocol_version}"
             )
         if req.method == "tools/list":
-            return await _list_tools(req, mcp_client)
+            return await _list_tools(req, mcp_client, wire)
         return await _call_tool(req, mcp_client, wire)
 
 
@@ -103,7 +104,7 @@ def _session_evidence(req: McpRequest, mcp_client: Any, wire: Wire) -> ProtocolS
     )
 
 
-async def _list_tools(req: McpRequest, mcp_client: Any) -> JsonObject:
+async def _list_tools(req: McpRequest, mcp_client: Any, wire: Wire) -> JsonObject:
     wanted = set(req.tools)
     found: list[Any] = []
     cursor: str | None = None
@@ -113,6 +114,7 @@ async def _list_tools(req: McpRequest, mcp_client: Any) -> JsonObject:
         cursor = page.next_cursor
         if cursor is None:
             break
+    wire.settle("tools/list", "succeeded")
     tools: list[JsonValue] = [_tool_json(tool) for tool in found]
     return {"server": req.server, "tools": tools, "complete": cursor is None}
 
@@ -154,10 +156,10 @@ async def _call_tool(req: McpRequest, mcp_client: Any, wire: Wire) -> JsonObject
         output["structuredContent"] = raw["structuredContent"]
     if output["isError"] and req.fail_on_tool_error:
         detail = _text_of(output["content"])
-        wire.answered("failed", detail)
+        wire.settle("tools/call", "failed", detail)
         error = RunFailedError(f"MCP tool {req.server}/{req.tool} reported an error: {detail}")
         raise FailedEffect(error, wire.evidence())
-    wire.answered("succeeded")
+    wire.settle("tools/call", "succeeded")
     return output
 
 
@@ -178,11 +180,14 @@ def _translate(exc: BaseException, wire: Wire, redactor: Redactor) -> Exception:
     own = own_error(exc)
     what = redactor.redact_text(own.message if own is not None else wire.describe(exc))
     if wire.call_sent:
-        wire.answered("uncertain", what)
+        wire.settle("*", "uncertain", what)
         text = f"MCP server {wire.server}: tools/call was sent, then {what}; it may have run"
         return UncertainEffect(RunFailedError(text), wire.evidence())
+    wire.settle("*", "failed", what)
     if own is not None:
-        return type(own)(what, retryable=own.retryable)
-    retryable = not wire.tracker.sent
-    error = RunFailedError(f"MCP server {wire.server}: {what}", retryable=retryable)
+        error: AgentctlError = type(own)(what, retryable=own.retryable)
+    else:
+        # Retryable only when not one byte left: then the server cannot have seen anything.
+        retryable = not wire.tracker.sent
+        error = RunFailedError(f"MCP server {wire.server}: {what}", retryable=retryable)
     return FailedEffect(error, wire.evidence()) if wire.has_evidence else error

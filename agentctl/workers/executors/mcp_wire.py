@@ -67,21 +67,14 @@ class Wire:
             self.remote_session_id = bounded(given)
         if response.status_code >= 400:
             self.refusal = f"HTTP {response.status_code}"
-        if response.is_success:
-            # An answered POST: every earlier request but a tools/call is complete by now
-            # (the client waits for each before sending the next); tools/call is settled
-            # by ``answered`` once its result is read.
-            for sent in self.sent:
-                if sent.status == "started" and sent.method != "tools/call":
-                    sent.status = "succeeded"
 
     def opened(self, session: ProtocolSession) -> None:
         self.session = session
 
-    def answered(self, status: CallStatus, detail: str | None = None) -> None:
-        """Settle the ``tools/call`` (the last one sent) and anything still open."""
+    def settle(self, method: str, status: CallStatus, detail: str | None = None) -> None:
+        """Record the answer to the requests of ``method`` still open (``*``: all of them)."""
         for sent in self.sent:
-            if sent.method == "tools/call" or sent.status == "started":
+            if sent.status == "started" and method in ("*", sent.method):
                 sent.status = status
                 sent.detail = bounded(detail) if detail else None
 
