@@ -253,12 +253,10 @@ APPLICATION_ID = 0x41474354  # "AGCT"
 _V5 = (f"PRAGMA application_id = {APPLICATION_ID}",)
 
 
+# Rows belong to an effect (its run, task and attempt copied), keyed by effect id plus the
+# session key or the call's position, so a repeated report updates them in place.
 def _protocol_records() -> tuple[str, ...]:
-    """Protocol sessions and calls (MCP, later A2A): the evidence remote effects report.
-
-    Rows belong to an effect (its run, task and attempt copied), keyed by effect id plus the
-    session key or the call's position, so a repeated report updates them in place.
-    """
+    """Protocol sessions and calls (MCP, later A2A): the evidence remote effects report."""
     return (
         """CREATE TABLE protocol_sessions (
             session_id TEXT PRIMARY KEY,
