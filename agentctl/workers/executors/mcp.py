@@ -47,12 +47,12 @@ logging.getLogger("mcp").propagate = False
 
 async def execute_mcp(msg: Execute) -> ExecOutcome:
     req = parse_request(McpRequest, msg)
-    redactor = Redactor(list(req.headers.values()))
     policy = EgressPolicy.from_json(req.egress.model_dump(by_alias=True))
     try:
         route = await check_route(req.url, policy)
     except AgentctlError as exc:
-        raise type(exc)(redactor.redact_text(exc.message), retryable=exc.retryable) from None
+        redact = Redactor(list(req.headers.values())).redact_text
+        raise type(exc)(redact(exc.message), retryable=exc.retryable) from None
     wire = Wire(req, route.tracker)
     client = egress_client(route, read_timeout=req.timeout_seconds)
     client.headers.update(req.headers)
@@ -60,7 +60,7 @@ async def execute_mcp(msg: Execute) -> ExecOutcome:
     try:
         output = await _session(req, client, wire)
     except Exception as exc:
-        raise _translate(exc, wire, redactor) from None
+        raise _translate(exc, wire) from None
     finally:
         with trio.CancelScope(shield=True):
             await client.aclose()
@@ -155,7 +155,7 @@ async def _call_tool(req: McpRequest, mcp_client: Any, wire: Wire) -> JsonObject
     if "structuredContent" in raw:
         output["structuredContent"] = raw["structuredContent"]
     if output["isError"] and req.fail_on_tool_error:
-        detail = _text_of(output["content"])
+        detail = wire.redactor.redact_text(_text_of(output["content"]))
         wire.settle("tools/call", "failed", detail)
         error = RunFailedError(f"MCP tool {req.server}/{req.tool} reported an error: {detail}")
         raise FailedEffect(error, wire.evidence())
@@ -172,13 +172,13 @@ def _usage(req: McpRequest) -> dict[str, int]:
     return {"toolCalls": 1} if req.method == "tools/call" else {}
 
 
-def _translate(exc: BaseException, wire: Wire, redactor: Redactor) -> Exception:
+def _translate(exc: BaseException, wire: Wire) -> Exception:
     """Ours for whatever the SDK raised: definitive before the call left, else uncertain."""
     leaf = innermost(exc)
     if isinstance(leaf, FailedEffect | UncertainEffect):
         return leaf
     own = own_error(exc)
-    what = redactor.redact_text(own.message if own is not None else wire.describe(exc))
+    what = wire.redactor.redact_text(own.message if own is not None else wire.describe(exc))
     if wire.call_sent:
         wire.settle("*", "uncertain", what)
         text = f"MCP server {wire.server}: tools/call was sent, then {what}; it may have run"

@@ -6,7 +6,8 @@ call: ``call_sent`` turns true when the ``tools/call`` request is handed to the 
 before any of its bytes leave.
 
 Invariants: hooks only observe (they never change a request or answer); a body that is not
-a JSON-RPC request is ignored; evidence is bounded and carries no header values.
+a JSON-RPC request is ignored; evidence is bounded and carries no header values (a detail
+quoting one, even from the server, is redacted).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from agentctl.core.protocols import (
     ProtocolSession,
     bounded,
 )
+from agentctl.core.redact import Redactor
 from agentctl.errors import AgentctlError
 from agentctl.mailbox.requests import McpRequest
 from agentctl.workers.egress_http import SendTracker
@@ -43,6 +45,7 @@ class Wire:
     """The evidence of one session, collected while it runs."""
 
     def __init__(self, req: McpRequest, tracker: SendTracker) -> None:
+        self.redactor = Redactor(list(req.headers.values()))
         self.server = req.server
         self.tool = req.tool
         self.tracker = tracker
@@ -76,7 +79,7 @@ class Wire:
         for sent in self.sent:
             if sent.status == "started" and method in ("*", sent.method):
                 sent.status = status
-                sent.detail = bounded(detail) if detail else None
+                sent.detail = bounded(self.redactor.redact_text(detail)) if detail else None
 
     @property
     def has_evidence(self) -> bool:
