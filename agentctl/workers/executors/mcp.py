@@ -67,13 +67,23 @@ async def execute_mcp(msg: Execute) -> ExecOutcome:
     return ExecOutcome(output, usage=_usage(req), protocol=wire.evidence())
 
 
-async def _session(req: McpRequest, client: httpx2.AsyncClient, wire: Wire) -> JsonObject:
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
+def _sdk() -> tuple[Any, Any]:
+    """The ``mcp`` package's client and transport (an optional dependency)."""
+    try:
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+    except ImportError as exc:
+        raise RunFailedError(
+            "MCP needs the `mcp` package: pip install 'agentctl[protocols]'"
+        ) from exc
+    return Client, streamable_http_client
 
-    transport = streamable_http_client(req.url, http_client=client)
+
+async def _session(req: McpRequest, client: httpx2.AsyncClient, wire: Wire) -> JsonObject:
+    client_class, transport_for = _sdk()
+    transport = transport_for(req.url, http_client=client)
     # "legacy" is the initialize handshake; no response cache: every call reaches the server.
-    async with Client(
+    async with client_class(
         transport, mode="legacy", cache=None, read_timeout_seconds=req.timeout_seconds
     ) as mcp_client:
         wire.settle("initialize", "succeeded")
