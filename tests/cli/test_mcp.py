@@ -133,6 +133,8 @@ def test_mcp_call_returns_the_tool_result_and_replay_calls_nothing(
     )
     [effect] = seen["effects"]
     assert (effect["operation"], effect["status"]) == ("mcp.call", "succeeded")
+    # word_count is annotated idempotentHint by the server; only the workflow's word counts.
+    assert effect["idempotency"] == "unknown"
 
     replayed = cli("--output", "json", "replay", run_id)
     assert replayed.rc == 0, replayed.stderr
@@ -158,6 +160,11 @@ def test_an_agent_uses_an_mcp_tool_in_a_turn(cli: Cli, tmp_path: Path, server: N
     ]
     tool_effect = seen["effects"][2]
     assert tool_effect["idempotency"] == "idempotent"  # declared by the workflow
+    [listed] = cli("--output", "json", "effects", "inspect", seen["effects"][0]["effectId"]).data[
+        "effect"
+    ]["result"]["tools"]
+    assert listed["name"] == "word_count" and listed["inputSchema"]["required"] == ["text"]
+    assert listed["annotations"]["idempotentHint"] is True  # recorded as a claim, not used
     [tool_call] = seen["toolCalls"]
     assert (tool_call["tool"], tool_call["status"]) == ("count_words", "succeeded")
     assert tool_call["output"]["structuredContent"] == {"words": 3}
