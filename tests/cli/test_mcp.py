@@ -468,8 +468,8 @@ def test_each_tool_call_is_reserved_against_max_tool_calls(
 def test_a_timeout_after_dispatch_is_uncertain_and_never_resent(
     cli: Cli, tmp_path: Path, server: NotesServer
 ) -> None:
-    path = _workflow(tmp_path, server, tool="slow", arguments="{ seconds: 5 }")
-    path.write_text(path.read_text().replace("timeoutSeconds: 60", "timeoutSeconds: 1"))
+    path = _workflow(tmp_path, server, tool="slow", arguments="{ seconds: 30 }")
+    path.write_text(path.read_text().replace("timeoutSeconds: 60", "timeoutSeconds: 3"))
     done = cli("--output", "json", "run", "wf.yaml")
     assert done.rc == 4, (done.stdout, done.stderr)
     seen = _inspect(cli, done.error["error"]["runId"])
