@@ -394,6 +394,7 @@ spec:
             "unknown MCP server `nowhere`",
         ),
         (("arguments: {} }", "arguments: {}, extra: 1 }"), "schema_violation", "with.extra"),
+        (("tool: word_count, arguments", "arguments"), "schema_violation", "needs `with.tool`"),
         (
             ('mcp" }', 'mcp", protocolVersion: "2024-11-05" }'),
             "unsupported_capability",

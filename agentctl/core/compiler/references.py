@@ -210,5 +210,13 @@ def check_mcp_references(env: Env, graph: dict[str, Node], diags: Collector) -> 
         if action is None or action.get("kind") != "mcp.call":
             continue
         given = {**(action.get("with") or {}), **(node.task.get("with") or {})}
-        where = f"{node.path}.with.server"
-        check(given.get("server"), f"task `{node.task.get('id')}`", where)
+        task_id = node.task.get("id")
+        for key in ("server", "tool"):
+            if key not in given:
+                diags.add(
+                    "schema_violation",
+                    f"task `{task_id}`: mcp.call needs `with.{key}`",
+                    f"{node.path}.with",
+                    help="give the spec.mcpServers key as `server` and the tool's name as `tool`",
+                )
+        check(given.get("server"), f"task `{task_id}`", f"{node.path}.with.server")
