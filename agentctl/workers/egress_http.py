@@ -30,8 +30,9 @@ from typing import Any
 import httpcore2
 import httpx2
 
+from agentctl.core.egress_rules import Target
 from agentctl.errors import NetworkPolicyError, ResponseTooLargeError
-from agentctl.workers.egress import EgressPolicy, Resolver, Target, check_url, resolve_checked
+from agentctl.workers.egress import EgressPolicy, Resolver, check_url, resolve_checked
 
 Pins = Mapping[tuple[str, int], tuple[str, ...]]
 

@@ -278,30 +278,45 @@ class _Listener:
         self.sock.close()
 
 
-@pytest.mark.parametrize(
-    ("host", "network"),
-    [
-        ("localhost", "allowPrivate: true"),  # a host outside networkAllowlist
-        ("127.0.0.1", "allowPrivate: false"),  # an allowed name resolving to loopback
-    ],
-)
-def test_egress_policy_refuses_before_any_request(
-    cli: Cli, tmp_path: Path, host: str, network: str
+def test_a_host_outside_the_allowlist_is_refused_before_the_run_exists(
+    cli: Cli, tmp_path: Path
 ) -> None:
     listener = _Listener()
     try:
-        url = f"http://{host}:{listener.port}/mcp"
+        url = f"http://localhost:{listener.port}/mcp"  # networkAllowlist holds 127.0.0.1 only
         text = WORKFLOW.format(
             port=listener.port, url=url, tool="word_count", arguments="{}", headers=""
-        ).replace("allowPrivate: true", network)
+        )
         (tmp_path / "wf.yaml").write_text(text, encoding="utf-8")
         done = cli("--output", "json", "run", "wf.yaml")
     finally:
         listener.close()
-    # Refused in the worker, before it connects: the task and so the run fail (exit 4).
-    assert done.rc == 4, (done.stdout, done.stderr)
+    assert done.rc == 3, (done.stdout, done.stderr)
     message = done.error["error"]["message"]
-    assert ("networkAllowlist" in message) if host == "localhost" else ("allowPrivate" in message)
+    assert "MCP server notes" in message and "networkAllowlist" in message
+    assert done.error["error"]["runId"] is None  # refused before any state:
+    assert not list(tmp_path.rglob("*.db"))  # not even a database
+    assert listener.accepted == 0
+
+
+def test_an_allowed_name_resolving_to_loopback_is_refused_before_any_request(
+    cli: Cli, tmp_path: Path
+) -> None:
+    listener = _Listener()
+    try:
+        url = f"http://127.0.0.1:{listener.port}/mcp"
+        text = WORKFLOW.format(
+            port=listener.port, url=url, tool="word_count", arguments="{}", headers=""
+        ).replace("allowPrivate: true", "allowPrivate: false")
+        (tmp_path / "wf.yaml").write_text(text, encoding="utf-8")
+        done = cli("--output", "json", "run", "wf.yaml")
+    finally:
+        listener.close()
+    # Resolution is the worker's: the task fails (exit 4) before it connects.
+    assert done.rc == 4, (done.stdout, done.stderr)
+    assert "allowPrivate" in done.error["error"]["message"]
+    [effect] = _inspect(cli, done.error["error"]["runId"])["effects"]
+    assert effect["status"] == "failed"
     assert listener.accepted == 0
 
 
