@@ -12,6 +12,11 @@ Invariants:
 - tool inputs and outputs are validated against the tool's schemas; policy decides each call;
   a call that needs an approval is handed to the gateway with its reason, which holds it
   durably and pauses the task (the loop re-runs on ``resume``, reusing every confirmed call);
+- an agent with MCP tools first lists each of their servers' tools (``tools/list``, one
+  recorded effect per server): the model sees, and inputs are checked against, the schemas the
+  server listed then; a resumed attempt reuses the recorded listing, so its model calls keep
+  their identity. Descriptions and annotations are the server's claims, never trusted for
+  policy or idempotency (those come from the workflow's tool declaration);
 - turns and tool calls are bounded by ``maxTurns`` / ``maxToolCalls``; exhausting them fails.
 """
 
@@ -22,10 +27,12 @@ import json
 from collections.abc import Mapping
 from typing import Literal, Protocol
 
+from agentctl.coordinator import secrets
 from agentctl.coordinator.calls import AgentCall
 from agentctl.core import jsonschema, registry
 from agentctl.core.evaluate import TaskFailure
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list, as_object
+from agentctl.core.mcp import LIST_OPERATION, listed_tool
 from agentctl.core.operations import BuildInput, Built, Operation, RunContext
 from agentctl.core.plan import AgentConfig, PlannedTask
 from agentctl.core.policy import decide
@@ -58,6 +65,8 @@ class AgentRunner:
         self.agent: Mapping[str, JsonValue] = task.agent_config.agent
         self.policy: Mapping[str, JsonValue] = gateway.context.policy
         self.ordinal = 0
+        # The agent's tools by name; MCP tools gain their listed schema in ``_list_mcp_tools``.
+        self.tools: dict[str, JsonObject] = dict(task.agent_config.tools)
 
     async def run(self) -> JsonValue:
         messages: list[JsonValue] = [
@@ -65,6 +74,7 @@ class AgentRunner:
             {"role": "user", "content": self.prompt},
         ]
         tool_calls = 0
+        await self._list_mcp_tools()
         for _turn in range(_int(self.agent["maxTurns"])):
             reply = as_object(await self.gateway.perform(self._model_call(messages)))
             if reply.get("finish") != "tool_calls":
@@ -114,9 +124,34 @@ class AgentRunner:
         return call
 
     def _build(self, entry: Operation, name: str, config: JsonObject, args: JsonValue) -> Built:
+        """The call, built by its registry entry, with pointer-named secrets resolved."""
         if entry.builder is None:
             raise RunFailedError(f"{entry.name} cannot run in this version")
-        return entry.builder(BuildInput(self.task.id, name, config, args, self.gateway.context))
+        context = self.gateway.context
+        timeout = float(_int(self.agent.get("timeoutSeconds") or 120))
+        given = BuildInput(self.task.id, name, config, args, context, timeout_seconds=timeout)
+        built = entry.builder(given)
+        if not built.secret_refs:
+            return built
+        where = (context.policy, context.workspace, f"task {self.task.id}: {name}")
+        got = secrets.resolve_pointers(built.recorded, built.request, built.secret_refs, where)
+        return Built(got.recorded, got.request)
+
+    # ---------------------------------------------------------------- MCP tool listings
+
+    async def _list_mcp_tools(self) -> None:
+        """``tools/list`` of each server the agent's MCP tools name, in the agent's order."""
+        servers: dict[str, list[str]] = {}
+        for tool in self.tools.values():
+            if tool.get("kind") == "mcp.tool":
+                servers.setdefault(str(tool["server"]), []).append(str(tool["tool"]))
+        entry = registry.lookup(LIST_OPERATION)
+        for server, remote in servers.items():
+            built = self._build(entry, server, {"tools": list[JsonValue](remote)}, None)
+            listing = await self.gateway.perform(self._call(entry, built))
+            for name, tool in self.tools.items():
+                if tool.get("kind") == "mcp.tool" and tool.get("server") == server:
+                    self.tools[name] = _with_listing(name, tool, listing)
 
     # ---------------------------------------------------------------- model calls
 
@@ -136,7 +171,7 @@ class AgentRunner:
         config: JsonObject = {
             "agent": dict(self.agent),
             "provider": dict(self.config.provider),
-            "tools": {k: dict(v) for k, v in self.config.tools.items()},
+            "tools": dict[str, JsonValue](self.tools),
         }
         built = self._build(entry, name, config, list(messages))
         number = self.gateway.next_call_number(name)
@@ -164,7 +199,7 @@ class AgentRunner:
 
     async def _tool(self, call: JsonObject) -> JsonValue:
         name = str(call.get("name"))
-        tool = self.config.tools.get(name)
+        tool = self.tools.get(name)
         if tool is None:
             raise TaskFailure(f"the model called unknown tool {name!r}")
         args = call.get("arguments")
@@ -214,6 +249,18 @@ class AgentRunner:
             )
         result = await self.gateway.perform(call)
         return entry.shape(args, as_object(result)) if entry.shape is not None else result
+
+
+def _with_listing(name: str, tool: JsonObject, listing: JsonValue) -> JsonObject:
+    """An MCP tool's declaration completed by what its server listed (schema, description)."""
+    remote = str(tool["tool"])
+    found = listed_tool(listing, remote)
+    if found is None:
+        raise TaskFailure(
+            f"MCP server {tool['server']} does not list tool {remote!r} (agent tool {name})"
+        )
+    description = tool.get("description") or found.get("description") or ""
+    return {**tool, "description": description, "inputSchema": found.get("inputSchema")}
 
 
 def _int(value: JsonValue) -> int:

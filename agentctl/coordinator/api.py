@@ -20,6 +20,7 @@ from agentctl.coordinator.launch import (
     naming_run,
     open_existing,
     preflight_containers,
+    preflight_egress,
     run_trio,
 )
 from agentctl.coordinator.remedy import compensate as compensate
@@ -109,6 +110,7 @@ def start_run(
 ) -> RunOutcome:
     check_executable(plan, file=file, locate=locate)
     preflight_containers(plan)
+    preflight_egress(plan)
     clock, root = Clock(), os.path.abspath(workspace)
     mode = "check" if check_mode else "execute"
     with open_ledger(db) as ledger:
@@ -206,6 +208,7 @@ def fork(
         plan = load_plan(source)
         check_executable(plan)
         preflight_containers(plan)
+        preflight_egress(plan)
         run_id, trace_id = lineage.new_fork(ledger, source, plan, clock)
         if on_created is not None:
             on_created(run_id, trace_id)

@@ -218,6 +218,7 @@ class CallGateway:
             _spent(call, ok),
             trace_id=self.trace_id,
             tool_call_id=call.tool_call_id,
+            protocol=reply.protocol,
         )
 
 
@@ -240,4 +241,4 @@ def _spent(call: AgentCall, ok: bool) -> dict[str, int]:
             "outputTokens": tokens,
             "totalTokens": 2 * tokens,
         }
-    return {"toolCalls": 1}
+    return {"toolCalls": 1} if call.tool is not None else {}

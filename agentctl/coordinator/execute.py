@@ -30,6 +30,7 @@ from agentctl.coordinator.workerpool import WorkerPool
 from agentctl.core import evaluate as ev
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate
+from agentctl.core.protocols import ProtocolEvidence
 from agentctl.core.redact import Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.ledger.artifacts.refs import ArtifactRef
@@ -55,6 +56,7 @@ class Execution:
     lease_ids: tuple[str, ...] = ()
     # The effect succeeded but the task fails anyway (its artifacts exceed the budget).
     task_error: str | None = None
+    protocol: ProtocolEvidence | None = None  # what a remote-protocol effect said on the wire
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,7 @@ class EffectRunner:
             spent,
             self.trace_id,
             done.long_term_put,
+            protocol=done.protocol,
         )
 
     async def _local(self, step: StartedEffect, memory: Mapping[str, JsonValue]) -> LocalResult:
@@ -134,15 +137,20 @@ class EffectRunner:
         )
         reply = await self.pool.execute(msg)
         crash_point(CrashPoint.AFTER_RESULT)
+        wire = reply.protocol
         if not isinstance(reply, Result):
             status = "uncertain" if reply.uncertain else "failed"
-            return Execution(status, error=reply.error.message, retryable=reply.error.retryable)
+            error, retryable = reply.error.message, reply.error.retryable
+            return Execution(status, error=error, retryable=retryable, protocol=wire)
         output: JsonObject = dict(reply.output)
         try:
             refs, leases = await self._ingest(step.task.id, reply.artifacts)
         except BudgetRefusedError as exc:
-            return Execution("succeeded", output, usage=reply.usage, task_error=exc.message)
-        return Execution("succeeded", output, usage=reply.usage, artifacts=refs, lease_ids=leases)
+            used = reply.usage
+            return Execution("succeeded", output, usage=used, task_error=exc.message, protocol=wire)
+        return Execution(
+            "succeeded", output, usage=reply.usage, artifacts=refs, lease_ids=leases, protocol=wire
+        )
 
     async def _ingest(
         self, task_id: str, paths: list[str]

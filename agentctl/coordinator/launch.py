@@ -16,8 +16,10 @@ import trio
 
 from agentctl.core import registry
 from agentctl.core.compiler.diagnostics import Locator
+from agentctl.core.egress_rules import url_target
+from agentctl.core.jsonvalue import as_list, as_object
 from agentctl.core.plan import Plan, PlannedTask
-from agentctl.errors import AgentctlError, Diagnostic, ValidationError
+from agentctl.errors import AgentctlError, Diagnostic, NetworkPolicyError, ValidationError
 from agentctl.ledger import open_ledger
 from agentctl.ledger.interface import RunLedger
 
@@ -122,6 +124,35 @@ def preflight_containers(plan: Plan) -> None:
 
     if wanted:
         run_trio(check_all)
+
+
+def preflight_egress(plan: Plan) -> None:
+    """Fail closed before any state exists: the URL of every MCP server the plan reaches
+    must pass the policy's URL rules (resolution and address checks follow in the worker)."""
+    policy = plan.run.policy
+    network = as_object(policy.get("network") or {})
+    allowlist = tuple(str(h) for h in as_list(policy.get("networkAllowlist")))
+    schemes = tuple(str(s) for s in as_list(network.get("allowedSchemes"))) or ("https", "http")
+    ports = tuple(p for p in as_list(network.get("allowedPorts")) if isinstance(p, int))
+    for name in sorted(_mcp_servers_reached(plan)):
+        server = as_object(plan.run.mcp_servers.get(name))
+        try:
+            url_target(str(server.get("url")), allowlist, schemes, ports)
+        except NetworkPolicyError as exc:
+            raise NetworkPolicyError(f"MCP server {name}: {exc.message}") from None
+
+
+def _mcp_servers_reached(plan: Plan) -> set[str]:
+    """The servers named by mcp.call tasks (literally) and by agents' mcp.tool tools."""
+    found: set[str] = set()
+    for task in plan.tasks:
+        if task.operation == "mcp.call" and isinstance(task.with_, dict):
+            server = task.with_.get("server")
+            if isinstance(server, str) and server in plan.run.mcp_servers:
+                found.add(server)
+        tools = task.agent_config.tools.values() if task.agent_config is not None else ()
+        found.update(str(t.get("server")) for t in tools if t.get("kind") == "mcp.tool")
+    return found
 
 
 def existing(db: str) -> str:

@@ -51,7 +51,13 @@ class RunSettings:
     def context(self) -> RunContext:
         """What request builders may know about the run."""
         run = self.plan.run
-        return RunContext(self.workspace, run.policy, run.long_term_namespace, run.long_term or {})
+        return RunContext(
+            self.workspace,
+            run.policy,
+            run.long_term_namespace,
+            long_term=run.long_term or {},
+            mcp_servers=run.mcp_servers,
+        )
 
 
 def prepare_task(
@@ -214,16 +220,17 @@ def _build(
 
 
 def _with_secrets(rs: RunSettings, task: PlannedTask, built: Built) -> _Resolved:
-    """Resolve ``env`` secret references: values to the worker, source + SHA-256 recorded."""
-    recorded, request = built.recorded, built.request
+    """Resolve secret references (``env`` names and pointer-named places such as MCP
+    headers): values to the worker, source + SHA-256 recorded."""
+    context = (rs.plan.run.policy, rs.workspace, f"task {task.id}")
+    pointed = secrets.resolve_pointers(built.recorded, built.request, built.secret_refs, context)
+    recorded, request = pointed.recorded, pointed.request
     if not built.secret_env:
-        return _Resolved(recorded, request, ())
-    values, kept = secrets.resolve_named(
-        built.secret_env, rs.plan.run.policy, rs.workspace, f"task {task.id}"
-    )
+        return _Resolved(recorded, request, pointed.values)
+    values, kept = secrets.resolve_named(built.secret_env, *context)
     recorded["env"] = {**_env(recorded), **kept}
     request["env"] = {**_env(request), **dict(values.items())}
-    return _Resolved(recorded, request, tuple(values.values()))
+    return _Resolved(recorded, request, (*pointed.values, *values.values()))
 
 
 def _env(built: JsonObject) -> JsonObject:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentctl.core.canonical import sha256_hex
+from agentctl.core.jsonvalue import JsonValue
+from agentctl.core.operations import has_pointer, replace_at
 from agentctl.errors import PolicyDeniedError, RunFailedError
 
 MAX_FILE_SECRET_BYTES = 64 * 1024
@@ -119,3 +121,34 @@ def resolve_named(
         values[name] = got.value
         recorded[name] = got.recorded()
     return values, recorded
+
+
+@dataclass(frozen=True)
+class ResolvedRefs:
+    """A built request with its pointer-named secret references resolved."""
+
+    recorded: dict[str, Any]  # each reference replaced by its source + SHA-256
+    request: dict[str, Any]  # each reference replaced by its value
+    values: tuple[str, ...]  # the values, to redact from whatever is recorded
+
+
+def resolve_pointers(
+    recorded: dict[str, Any],
+    request: dict[str, Any],
+    refs: Mapping[str, Any],
+    context: tuple[Mapping[str, Any], str, str],
+) -> ResolvedRefs:
+    """Resolve ``Built.secret_refs`` (JSON Pointer → reference), in sorted pointer order.
+
+    ``context`` is (policy, workspace, what): the policy the references must pass, the
+    workspace file references are relative to, and the place named in errors.
+    """
+    policy, workspace, what = context
+    values: list[str] = []
+    for where, ref in sorted(refs.items()):
+        got = resolve(ref, policy, workspace, f"{what}: {where.lstrip('/')}")
+        request = replace_at(request, where, got.value)
+        if has_pointer(recorded, where):
+            recorded = replace_at(recorded, where, dict[str, JsonValue](got.recorded()))
+        values.append(got.value)
+    return ResolvedRefs(recorded, request, tuple(values))

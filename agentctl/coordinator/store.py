@@ -28,6 +28,7 @@ from agentctl.ledger.model import (
     IngestRequest,
     LiveState,
     MemoryEntry,
+    ProtocolReport,
     RequestBatch,
     SettleRun,
     TaskStartBatch,
@@ -87,6 +88,9 @@ class Store:
 
     async def commit_batch(self, batch: BatchCommit) -> None:
         await self._run(lambda: self.ledger.commit_batch(batch))
+
+    async def record_protocol(self, report: ProtocolReport) -> None:
+        await self._run(lambda: self.ledger.record_protocol(report))
 
     async def recorded_result(self, effect_id: str) -> JsonValue:
         return await self._run(lambda: self.ledger.recorded_result(effect_id))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from agentctl.core import builders as b
 from agentctl.core import extension as ext
+from agentctl.core import mcp
 from agentctl.core.effects import EffectClass as C
 from agentctl.core.effects import Idempotency as I
 from agentctl.core.effects import Predictability as P
@@ -22,6 +23,7 @@ from agentctl.core.longterm.search import literal_search_problems
 from agentctl.core.operations import EXTENSION_KEYS, IDEMPOTENCY_KEY, PROCESS_KEYS, Operation
 
 _X = "agentctl.workers.executors"
+MCP_EXECUTOR = f"{_X}.mcp:execute_mcp"
 READ_EXECUTOR = f"{_X}.files:execute_read"
 WRITE_EXECUTOR = f"{_X}.files:execute_write"
 _FULL, _PART, _EXEC = P.FULLY_PREDICTABLE, P.PARTIALLY_PREDICTABLE, P.REQUIRES_EXECUTION
@@ -176,8 +178,10 @@ ACTIONS: tuple[Operation, ...] = (
         policy_name="mcp.call",
         idempotency_choices=_ANY,
         config_keys=frozenset((IDEMPOTENCY_KEY,)),
+        builder=mcp.build_mcp_call,
         with_keys=_keys("server", "tool", "arguments"),
-        runnable=False,
+        estimate=mcp.mcp_call_estimate,
+        executor=MCP_EXECUTOR,
         preview="stand_in",
     ),
     Operation(
@@ -275,6 +279,23 @@ TOOLS: tuple[Operation, ...] = (
         idempotency_choices=(I.PURE,),
         capability="internal",
     ),
+    # A tool of an MCP server; its declared idempotency is the workflow's word, never the
+    # server's annotations (unknown unless declared).
+    Operation(
+        "mcp.tool",
+        "tool",
+        C.NETWORK,
+        R.MEDIUM,
+        I.UNKNOWN,
+        _EXEC,
+        "worker",
+        idempotency_choices=(I.UNKNOWN, I.PURE, I.IDEMPOTENT, I.KEYED, I.AT_MOST_ONCE),
+        operation="mcp.call",
+        builder=mcp.build_mcp_tool_call,
+        estimate=b.tool_call_estimate,
+        executor=MCP_EXECUTOR,
+        capability="mcp",
+    ),
 )
 
 # Worker operations no task names directly.
@@ -288,6 +309,19 @@ INTERNAL: tuple[Operation, ...] = (
         _EXEC,
         "worker",
         executor=f"{_X}.shell:execute_preflight",
+    ),
+    # An agent's look at an MCP server's tools before its first model call: recorded, so a
+    # resumed agent shows the model the same tools as before.
+    Operation(
+        mcp.LIST_OPERATION,
+        "internal",
+        C.OBSERVE,
+        R.LOW,
+        I.IDEMPOTENT,
+        _EXEC,
+        "worker",
+        builder=mcp.build_mcp_list,
+        executor=MCP_EXECUTOR,
     ),
 )
 

@@ -62,6 +62,7 @@ class RunContext:
     policy: Mapping[str, JsonValue]
     long_term_namespace: str = "default"
     long_term: Mapping[str, JsonValue] = field(default_factory=dict)  # spec.memory.longTerm
+    mcp_servers: Mapping[str, JsonValue] = field(default_factory=dict)  # spec.mcpServers
 
 
 @dataclass(frozen=True)

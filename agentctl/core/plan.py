@@ -94,6 +94,7 @@ class RunConfig:
     budgets: JsonObject = field(default_factory=dict)  # spec.runtime.budgets
     outputs: JsonObject = field(default_factory=dict)  # spec.outputs (templates)
     compensation: JsonObject = field(default_factory=dict)  # spec.compensation
+    mcp_servers: JsonObject = field(default_factory=dict)  # spec.mcpServers
 
     @property
     def long_term_namespace(self) -> str:

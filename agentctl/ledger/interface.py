@@ -41,6 +41,7 @@ from agentctl.ledger.model import (
     MemoryEntry,
     MemoryPut,
     Owner,
+    ProtocolReport,
     ReconcileRequest,
     RequestBatch,
     SettleRun,
@@ -153,6 +154,11 @@ class RunLedger(Protocol):
 
     def commit_batch(self, batch: BatchCommit) -> None:
         """Commit a batch's completions in compiled order (see ``BatchCommit``)."""
+        ...
+
+    def record_protocol(self, report: ProtocolReport) -> None:
+        """Store (or update in place) an effect's protocol sessions and calls, outside its
+        outcome: for protocols that learn something while the effect runs."""
         ...
 
     def recorded_result(self, effect_id: str) -> JsonValue:

@@ -281,14 +281,56 @@ def _long_term_search_index() -> tuple[str, ...]:
     )
 
 
+# Rows belong to an effect (its run, task and attempt copied), keyed by effect id plus the
+# session key or the call's position, so a repeated report updates them in place.
+def _protocol_records() -> tuple[str, ...]:
+    """Protocol sessions and calls (MCP, later A2A): the evidence remote effects report."""
+    return (
+        """CREATE TABLE protocol_sessions (
+            session_id TEXT PRIMARY KEY,
+            format_version INTEGER NOT NULL DEFAULT 1,
+            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+            task_id TEXT NOT NULL,
+            attempt INTEGER NOT NULL,
+            effect_id TEXT NOT NULL REFERENCES effects (effect_id),
+            protocol TEXT NOT NULL,
+            peer TEXT NOT NULL,
+            endpoint TEXT NOT NULL,
+            protocol_version TEXT,
+            remote_session_id TEXT,
+            peer_info_json TEXT NOT NULL DEFAULT '{}',
+            created_at TEXT NOT NULL)""",
+        "CREATE INDEX protocol_sessions_by_run ON protocol_sessions (run_id)",
+        """CREATE TABLE protocol_calls (
+            call_id TEXT PRIMARY KEY,
+            format_version INTEGER NOT NULL DEFAULT 1,
+            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+            task_id TEXT NOT NULL,
+            attempt INTEGER NOT NULL,
+            effect_id TEXT NOT NULL REFERENCES effects (effect_id),
+            position INTEGER NOT NULL,
+            session_id TEXT REFERENCES protocol_sessions (session_id),
+            protocol TEXT NOT NULL,
+            peer TEXT NOT NULL,
+            method TEXT NOT NULL,
+            target TEXT,
+            remote_id TEXT,
+            status TEXT NOT NULL,
+            detail TEXT,
+            updated_at TEXT NOT NULL)""",
+        "CREATE INDEX protocol_calls_by_run ON protocol_calls (run_id)",
+    )
+
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V1,
     _V2,
     _V3,
     _V4,
     _V5,
-    _stream_event_links(),
-    _long_term_search_index(),
+    _stream_event_links(),  # v6
+    _long_term_search_index(),  # v7
+    _protocol_records(),  # v8: protocol sessions and calls (MCP, A2A), shown by `inspect`
 )
 SUPPORTED_SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import EmbeddingIdentity, Entry
+from agentctl.core.protocols import ProtocolEvidence
 from agentctl.ledger.artifacts.refs import ArtifactRef, ArtifactRefRecord
 from agentctl.ledger.effects import EffectRecord, NewEffect
 from agentctl.ledger.reconcile import ReconciliationRecord
@@ -202,7 +203,8 @@ class EffectOutcome:
     """An effect's outcome: status, budget settlement, memory write and tool-call finish.
 
     ``spent`` settles the effect's reservation (None: nothing was reserved);
-    ``tool_call_id`` finishes the tool-call row recorded with the effect.
+    ``tool_call_id`` finishes the tool-call row recorded with the effect; ``protocol`` is the
+    wire evidence of a remote-protocol effect (MCP, A2A), stored with the outcome.
     """
 
     run_id: str
@@ -215,6 +217,7 @@ class EffectOutcome:
     trace_id: str | None = None
     long_term_put: MemoryPut | None = None
     tool_call_id: str | None = None
+    protocol: ProtocolEvidence | None = None
 
 
 @dataclass(frozen=True)
@@ -361,3 +364,12 @@ __all__ = [
     "TaskStart",
     "TaskStartBatch",
 ]
+
+
+@dataclass(frozen=True)
+class ProtocolReport:
+    """Protocol evidence of one effect, reported apart from its outcome (e.g. mid-effect)."""
+
+    effect_id: str
+    evidence: ProtocolEvidence
+    now: str

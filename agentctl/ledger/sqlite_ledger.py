@@ -20,6 +20,7 @@ import agentctl.ledger.effects as effects
 import agentctl.ledger.held_calls as held_calls
 import agentctl.ledger.lifecycle as lifecycle
 import agentctl.ledger.longterm as longterm
+import agentctl.ledger.protocols as protocols
 import agentctl.ledger.reconcile as reconcile
 import agentctl.ledger.runs as runs
 import agentctl.ledger.stats as stats
@@ -51,6 +52,7 @@ from agentctl.ledger.model import (
     MemoryEntry,
     MemoryPut,
     Owner,
+    ProtocolReport,
     ReconcileRequest,
     RequestBatch,
     SettleRun,
@@ -167,6 +169,10 @@ class SqliteLedger:
     def commit_batch(self, batch: BatchCommit) -> None:
         with self._db.transaction() as conn:
             steps.commit_batch_txn(conn, batch)
+
+    def record_protocol(self, report: ProtocolReport) -> None:
+        with self._db.transaction() as conn:
+            protocols.record_protocol_txn(conn, report.effect_id, report.evidence, report.now)
 
     def recorded_result(self, effect_id: str) -> JsonValue:
         with self._db.read() as conn:

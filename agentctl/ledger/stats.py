@@ -32,6 +32,12 @@ from agentctl.ledger.effects import (
     list_tool_calls,
 )
 from agentctl.ledger.migrations import SUPPORTED_SCHEMA_VERSION, schema_version
+from agentctl.ledger.protocols import (
+    ProtocolCallRecord,
+    ProtocolSessionRecord,
+    list_protocol_calls,
+    list_protocol_sessions,
+)
 from agentctl.ledger.reconcile import ReconciliationRecord, list_reconciliations
 from agentctl.ledger.rows import parse_ts
 from agentctl.ledger.runs import RunRecord, get_run
@@ -155,6 +161,8 @@ class RunInspection:
     approvals: tuple[ApprovalRecord, ...]
     checkpoints: tuple[Checkpoint, ...]
     tool_calls: tuple[ToolCallRecord, ...]
+    protocol_sessions: tuple[ProtocolSessionRecord, ...]
+    protocol_calls: tuple[ProtocolCallRecord, ...]
     artifacts: tuple[ArtifactRefRecord, ...]
     audit: tuple[AuditEvent, ...]
     budget: BudgetSnapshot
@@ -170,8 +178,8 @@ class RunInspection:
             "checkpoints": [c.to_json() for c in self.checkpoints],
             "providerSessions": [],
             "streamEvents": [e.to_json() for e in self.stream_events],
-            "protocolSessions": [],
-            "protocolCalls": [],
+            "protocolSessions": [s.to_json() for s in self.protocol_sessions],
+            "protocolCalls": [c.to_json() for c in self.protocol_calls],
             "toolCalls": [c.to_json() for c in self.tool_calls],
             "artifacts": [r.to_json() for r in self.artifacts],
             "audit": [e.to_json() for e in self.audit],
@@ -214,6 +222,8 @@ def run_inspection(conn: sqlite3.Connection, run_id: str) -> RunInspection:
         approvals=tuple(list_approvals(conn, run_id)),
         checkpoints=tuple(list_checkpoints(conn, run_id)),
         tool_calls=tuple(list_tool_calls(conn, run_id)),
+        protocol_sessions=tuple(list_protocol_sessions(conn, run_id)),
+        protocol_calls=tuple(list_protocol_calls(conn, run_id)),
         artifacts=tuple(list_refs(conn, run_id=run_id)),
         audit=tuple(list_audit(conn, run_id)),
         budget=budget_snapshot(conn, run_id),

@@ -23,6 +23,7 @@ import agentctl.ledger.audit as audit
 import agentctl.ledger.budget as budget
 import agentctl.ledger.effects as effects
 import agentctl.ledger.longterm as longterm
+import agentctl.ledger.protocols as protocols
 import agentctl.ledger.reconcile as reconcile
 import agentctl.ledger.tasks as tasks
 from agentctl.core.jsonvalue import JsonObject
@@ -216,7 +217,8 @@ def record_and_start_call_txn(conn: sqlite3.Connection, call: CallRecord) -> Jso
 
 
 def _finish_one_txn(conn: sqlite3.Connection, o: EffectOutcome) -> None:
-    """An effect's outcome; its memory write, settlement and tool-call row land with it."""
+    """An effect's outcome; its memory write, settlement, tool-call row and protocol evidence
+    land with it."""
     effects.finish_effect_txn(conn, o.effect_id, o.status, o.now, result=o.result, error=o.error)
     if o.long_term_put is not None:
         longterm.put_txn(conn, o.long_term_put, o.now)
@@ -226,6 +228,8 @@ def _finish_one_txn(conn: sqlite3.Connection, o: EffectOutcome) -> None:
         effects.finish_tool_call_txn(
             conn, o.run_id, o.tool_call_id, o.status, o.now, output=o.result, error=o.error
         )
+    if o.protocol is not None and not o.protocol.empty:
+        protocols.record_protocol_txn(conn, o.effect_id, o.protocol, o.now)
 
 
 def finish_effects_txn(conn: sqlite3.Connection, outcomes: Sequence[EffectOutcome]) -> None:

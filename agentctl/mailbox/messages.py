@@ -21,6 +21,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
 
+from agentctl.core.protocols import ProtocolEvidence
+
 PROTOCOL_VERSION = 1
 
 
@@ -72,6 +74,7 @@ class Result(WireModel):
     output: dict[str, Any]
     usage: dict[str, int] = Field(default_factory=dict)
     artifacts: list[str] = Field(default_factory=list)  # workspace-relative paths written
+    protocol: ProtocolEvidence | None = None  # what a remote-protocol effect did on the wire
 
 
 class Failure(WireModel):
@@ -81,6 +84,7 @@ class Failure(WireModel):
     error: WireError
     # True when the effect may have happened (timeout, cancel or loss after it started).
     uncertain: bool = False
+    protocol: ProtocolEvidence | None = None
 
 
 class Cancel(WireModel):
@@ -167,7 +171,12 @@ MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
 
 
 def failure_from_error(
-    effect_id: str, error: dict[str, Any], *, uncertain: bool = False
+    effect_id: str,
+    error: dict[str, Any],
+    *,
+    uncertain: bool = False,
+    protocol: ProtocolEvidence | None = None,
 ) -> Failure:
     """A Failure reply from an ``AgentctlError.to_wire()`` payload."""
-    return Failure(effect_id=effect_id, error=WireError(**error), uncertain=uncertain)
+    wire = WireError(**error)
+    return Failure(effect_id=effect_id, error=wire, uncertain=uncertain, protocol=protocol)

@@ -150,3 +150,25 @@ class ModelRequest(WireModel):
     timeout_seconds: float = Field(default=120, gt=0)
     egress: EgressSettings = Field(default_factory=EgressSettings)
     call_number: int | None = None  # added by the coordinator to every model call
+
+
+class McpRequest(WireModel):
+    """``mcp.call`` / an agent's MCP tool / ``mcp.list_tools``: one session with one server.
+
+    ``headers`` hold resolved values (the coordinator fills them from the server's secret
+    references); ``method`` is what the session does after ``initialize``.
+    """
+
+    server: str  # the spec.mcpServers key
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict)
+    protocol_version: str = "2025-11-25"
+    timeout_seconds: float = Field(default=120, gt=0)
+    egress: EgressSettings = Field(default_factory=EgressSettings)
+    method: Literal["tools/call", "tools/list"]
+    tool: str | None = None  # tools/call: the remote tool's name
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    tools: list[str] = Field(default_factory=list)  # tools/list: the tools to report
+    # tools/call: an answer with ``isError`` fails the effect (an action) or is handed to the
+    # model as the tool's result (an agent's tool).
+    fail_on_tool_error: bool = True

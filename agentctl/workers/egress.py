@@ -1,7 +1,9 @@
 """Egress policy decisions (spec/cli.md §12): which URL may be called, and at which addresses.
 
 This module decides; ``agentctl.workers.egress_http`` enforces the decision on the wire.
-Providers use both now; MCP and A2A reuse them.
+Providers and MCP use both; A2A will. The URL rules themselves (scheme, userinfo, host,
+port) are pure and live in ``agentctl.core.egress_rules``, so the coordinator can refuse a
+URL before a run exists; resolving and the address rules happen here.
 
 Invariants:
 - a URL passes only with an allowed scheme, no userinfo, a host matching
@@ -22,16 +24,16 @@ import ipaddress
 import socket
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 import trio
 
+from agentctl.core.egress_rules import Target, url_target
+from agentctl.core.egress_rules import host_allowed as host_allowed
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.errors import DnsError, NetworkPolicyError
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Awaitable[list[str]]]
-DEFAULT_PORTS = {"http": 80, "https": 443}
 MAX_RESPONSE_BYTES = 8_388_608
 
 # The refused ranges, each with the category an error names. IPv6 addresses outside
@@ -103,53 +105,9 @@ def _list(value: JsonValue) -> list[JsonValue]:
     return value if isinstance(value, list) else []
 
 
-@dataclass(frozen=True)
-class Target:
-    """A URL's checked origin."""
-
-    scheme: str
-    host: str  # lower case, no trailing dot, IPv6 without brackets
-    port: int
-
-
-def host_allowed(host: str, allowlist: tuple[str, ...]) -> bool:
-    """Exact match, or ``*.suffix`` matching a strict subdomain (never the bare suffix)."""
-    name = host.lower().rstrip(".")
-    for pattern in allowlist:
-        entry = pattern.lower().rstrip(".")
-        if entry.startswith("*."):
-            if name.endswith(entry[1:]):  # ".suffix": the apex itself never ends with it
-                return True
-        elif name == entry:
-            return True
-    return False
-
-
 def check_url(url: str, policy: EgressPolicy) -> Target:
     """The URL's origin if policy admits it, else ``NetworkPolicyError``."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme not in DEFAULT_PORTS or scheme not in policy.schemes:
-        raise NetworkPolicyError(
-            f"egress to {scheme or '(no scheme)'}:// is not in policy.network.allowedSchemes"
-        )
-    if parts.username is not None or parts.password is not None:
-        raise NetworkPolicyError("egress URLs may not carry userinfo (user:password@)")
-    host = (parts.hostname or "").rstrip(".")
-    if not host:
-        raise NetworkPolicyError(f"egress URL {url!r} has no host")
-    if not host_allowed(host, policy.allowlist):
-        raise NetworkPolicyError(f"egress host {host!r} is not in policy.networkAllowlist")
-    try:
-        port = parts.port or DEFAULT_PORTS[scheme]
-    except ValueError as exc:
-        raise NetworkPolicyError(f"egress URL {url!r} has an invalid port") from exc
-    allowed = policy.ports or (DEFAULT_PORTS[scheme],)
-    if port not in allowed:
-        raise NetworkPolicyError(
-            f"egress port {port} of {host!r} is not in policy.network.allowedPorts"
-        )
-    return Target(scheme, host, port)
+    return url_target(url, policy.allowlist, policy.schemes, policy.ports)
 
 
 def _embedded_v4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:

@@ -1,7 +1,7 @@
 """The egress decision on the wire: an ``httpx2`` client that cannot leave the checked route.
 
 ``agentctl.workers.egress`` decides which URL and which addresses; this module builds the HTTP
-client the provider SDKs (and later MCP and A2A) are given. It imports ``httpx2`` and
+client the provider SDKs and the MCP client (and later A2A) are given. It imports ``httpx2`` and
 ``httpcore2`` (the HTTP stack of the official SDKs), so only executors that talk HTTP import it.
 
 Invariants:
@@ -30,8 +30,9 @@ from typing import Any
 import httpcore2
 import httpx2
 
+from agentctl.core.egress_rules import Target
 from agentctl.errors import NetworkPolicyError, ResponseTooLargeError
-from agentctl.workers.egress import EgressPolicy, Resolver, Target, check_url, resolve_checked
+from agentctl.workers.egress import EgressPolicy, Resolver, check_url, resolve_checked
 
 Pins = Mapping[tuple[str, int], tuple[str, ...]]
 

@@ -33,7 +33,7 @@ from agentctl.mailbox.messages import (
     StreamAck,
     failure_from_error,
 )
-from agentctl.workers.executors import ExecOutcome, UncertainEffect, executor_for
+from agentctl.workers.executors import ExecOutcome, FailedEffect, UncertainEffect, executor_for
 from agentctl.workers.stream import StreamSink, bind_sink
 
 
@@ -55,9 +55,13 @@ async def _reply_for(msg: Execute, scope: trio.CancelScope) -> Result | Failure:
                 output=outcome.output,
                 usage=outcome.usage,
                 artifacts=outcome.artifacts,
+                protocol=outcome.protocol,
             )
     except UncertainEffect as exc:
-        return failure_from_error(msg.effect_id, exc.error.to_wire(), uncertain=True)
+        wire = exc.error.to_wire()
+        return failure_from_error(msg.effect_id, wire, uncertain=True, protocol=exc.protocol)
+    except FailedEffect as exc:
+        return failure_from_error(msg.effect_id, exc.error.to_wire(), protocol=exc.protocol)
     except AgentctlError as exc:
         return failure_from_error(msg.effect_id, exc.to_wire())
     except Exception as exc:  # an executor bug: the effect may have half-happened

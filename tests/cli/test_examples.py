@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli.mcp_server import TOKEN, start_server
 from tests.conftest import EXAMPLES, Cli, CliResult
 
 # file name -> (metadata.name, task count after expansion). A new example must be added here.
@@ -29,6 +30,7 @@ EXPECTED = {
     "e8-retry-budget.yaml": ("e8", 2),
     "e9-process.yaml": ("e9", 1),
     "e10-extension.yaml": ("extension-wordcount", 1),
+    "e11-mcp.yaml": ("mcp-notes", 2),
     "router.yaml": ("router", 6),
     "memory.yaml": ("memory", 6),
     "long-term-memory.yaml": ("long-term-memory", 5),
@@ -121,6 +123,22 @@ def test_e10_extension_counts_words(runner: Runner) -> None:
     assert data["output"] == {"words": words}
     report = (runner.dir / "artifacts" / "report.json").read_text()
     assert f'"words": {words}' in report
+
+
+def test_e11_mcp_counts_and_keeps_a_note(runner: Runner, tmp_path: Path) -> None:
+    server = start_server(tmp_path / "server", token=True)
+    try:
+        variant = runner.edit(
+            "e11-mcp.yaml",
+            ("allowedPorts: [8765]", f"allowedPorts: [{server.port}]"),
+            ("http://127.0.0.1:8765/mcp", server.url),
+        )
+        argv = ("--output", "json", "run", str(runner.dir / variant), "--db", str(runner.db))
+        data = _succeeded(runner.cli(*argv, env={"NOTES_TOKEN": TOKEN}))
+        assert data["output"] == {"words": 4, "scribe": "noted"}
+        assert server.calls() == ["word_count", "append_note"]
+    finally:
+        server.kill()
 
 
 def test_e1_dataflow_outputs_total(runner: Runner) -> None:

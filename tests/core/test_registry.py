@@ -42,7 +42,8 @@ SPEC_ACTION_KINDS = (
     "a2a.delegate",
 )
 SPEC_PROVIDER_KINDS = ("fake", "openai", "azure_openai", "anthropic", "google")
-SPEC_TOOL_KINDS = ("builtin.workspace.read", "builtin.workspace.write", "builtin.echo")
+# The spec's built-in tool kinds, then ours: an MCP server's tool (docs/protocols.md).
+SPEC_TOOL_KINDS = ("builtin.workspace.read", "builtin.workspace.write", "builtin.echo", "mcp.tool")
 LATE: set[str] = set()  # [late] action kinds this version does not accept yet (none left)
 # The least a process extension must declare (spec/dsl.md §3, extension.process).
 EXTENSION_DECLARATION = {
@@ -131,7 +132,7 @@ def test_policy_names_where_the_spec_gives_them(op: Operation) -> None:
 
 def test_only_what_this_version_executes_is_runnable() -> None:
     runnable = {op.name for op in registry.entries() if op.runnable}
-    refused = {"mcp.call", "a2a.delegate", "model.azure_openai"}
+    refused = {"a2a.delegate", "model.azure_openai"}
     refused |= {"model.anthropic", "model.google"} | LATE
     assert runnable.isdisjoint(refused)
     assert {op.name for op in registry.entries() if not op.runnable} == refused

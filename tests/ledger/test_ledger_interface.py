@@ -11,7 +11,8 @@ import pytest
 from ledger_helpers import new_run, ts
 
 from agentctl.core.longterm import Entry
-from agentctl.errors import InvalidOperationError, OwnershipError
+from agentctl.core.protocols import ProtocolCall, ProtocolEvidence, ProtocolSession
+from agentctl.errors import InvalidOperationError, NotFoundError, OwnershipError
 from agentctl.ledger import (
     ApprovalDecision,
     BatchCommit,
@@ -23,6 +24,7 @@ from agentctl.ledger import (
     MemoryPut,
     NewEffect,
     Owner,
+    ProtocolReport,
     ReconcileRequest,
     RequestBatch,
     RequestRow,
@@ -157,6 +159,48 @@ def test_agent_call_records_its_tool_call_and_finishes_it(ledger: SqliteLedger) 
     assert tool_call.status == "succeeded" and tool_call.output == {"bytes": 1}
     refused = ledger.record_and_start_call(CallRecord(_effect("b"), {"toolCalls": 5}, ts(3)))
     assert refused is not None and refused["dimension"] == "toolCalls"
+
+
+def _evidence(status: str, *, remote_task: str | None = None) -> ProtocolEvidence:
+    session = ProtocolSession(
+        key="s1", protocol="a2a", peer="helper", endpoint="https://peer.example/a2a"
+    )
+    sent = ProtocolCall(
+        session_key="s1", protocol="a2a", peer="helper", method="message/send", status=status
+    )
+    return ProtocolEvidence(
+        sessions=[session], calls=[sent.model_copy(update={"remote_id": remote_task})]
+    )
+
+
+def test_protocol_evidence_is_stored_with_the_outcome_and_updated_in_place(
+    ledger: SqliteLedger,
+) -> None:
+    eff = _effect("a")
+    _request(ledger, RequestRow("a", "pending", 1, eff, {}))
+    # Reported mid-effect (a remote task id became known), then again with the outcome.
+    ledger.record_protocol(
+        ProtocolReport(eff.effect_id, _evidence("started", remote_task="t-9"), ts(2))
+    )
+    started = ledger.inspect_run("run-1")
+    assert [(c.status, c.remote_id) for c in started.protocol_calls] == [("started", "t-9")]
+    outcome = EffectOutcome("run-1", eff.effect_id, "succeeded", ts(3), {"ok": True})
+    done = _evidence("succeeded", remote_task="t-9")
+    ledger.finish_effects([replace(outcome, protocol=done)])
+    seen = ledger.inspect_run("run-1")
+    [session] = seen.protocol_sessions
+    [call] = seen.protocol_calls
+    assert (session.task_id, session.attempt, session.effect_id) == ("a", 1, eff.effect_id)
+    assert (call.status, call.remote_id, call.session_id) == (
+        "succeeded",
+        "t-9",
+        session.session_id,
+    )
+    shown = seen.to_json()
+    assert shown["protocolSessions"][0]["peer"] == "helper"
+    assert shown["protocolCalls"][0]["method"] == "message/send"
+    with pytest.raises(NotFoundError):  # evidence belongs to a recorded effect
+        ledger.record_protocol(ProtocolReport("no-such-effect", done, ts(4)))
 
 
 def test_cancel_and_settle_release_the_lease(ledger: SqliteLedger) -> None:

@@ -22,7 +22,12 @@ from agentctl.core.compiler.expand import RESERVED_VARS, expand_sources
 from agentctl.core.compiler.ir import Env, Node
 from agentctl.core.compiler.memory import check_parallel_writes
 from agentctl.core.compiler.order import ancestors, find_cycle, stable_order
-from agentctl.core.compiler.references import check_agent_references, check_needs, resolve_nodes
+from agentctl.core.compiler.references import (
+    check_agent_references,
+    check_mcp_references,
+    check_needs,
+    resolve_nodes,
+)
 from agentctl.core.compiler.requirements import plan_requirements
 from agentctl.core.compiler.subworkflows import flatten_tasks
 from agentctl.core.compiler.variables import CapturedVars, check_captured
@@ -81,6 +86,7 @@ def run_config(spec: dict[str, Any]) -> RunConfig:
         budgets=(spec.get("runtime") or {}).get("budgets") or {},
         outputs=spec.get("outputs") or {},
         compensation=spec.get("compensation") or {},
+        mcp_servers=spec.get("mcpServers") or {},
     )
 
 
@@ -125,6 +131,7 @@ def _check_document(
     check_captured(doc, env.variables, diags)
     check_needs(graph, diags)
     check_agent_references(env, diags)
+    check_mcp_references(env, graph, diags)
     check_agents(env, diags)
     _check_reserved_layers(env, diags)
 

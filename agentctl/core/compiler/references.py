@@ -187,3 +187,36 @@ def check_compensation_reference(node: Node, env: Env, diags: Collector) -> dict
         )
         return None
     return action
+
+
+def check_mcp_references(env: Env, graph: dict[str, Node], diags: Collector) -> None:
+    """Every MCP server an ``mcp.tool`` or an ``mcp.call`` (literal ``with.server``) names."""
+    servers = env.spec.get("mcpServers") or {}
+
+    def check(name: Any, what: str, where: str) -> None:
+        if isinstance(name, str) and OPEN not in name and name not in servers:
+            diags.add(
+                "missing_reference",
+                f"{what} uses unknown MCP server `{name}`",
+                where,
+                help="declare it under spec.mcpServers",
+            )
+
+    for tool_name, tool in env.tools.items():
+        if isinstance(tool, dict) and tool.get("kind") == "mcp.tool":
+            check(tool.get("server"), f"tool `{tool_name}`", f"spec.tools.{tool_name}.server")
+    for node in graph.values():
+        action = env.action_of(node)
+        if action is None or action.get("kind") != "mcp.call":
+            continue
+        given = {**(action.get("with") or {}), **(node.task.get("with") or {})}
+        task_id = node.task.get("id")
+        for key in ("server", "tool"):
+            if key not in given:
+                diags.add(
+                    "schema_violation",
+                    f"task `{task_id}`: mcp.call needs `with.{key}`",
+                    f"{node.path}.with",
+                    help="give the spec.mcpServers key as `server` and the tool's name as `tool`",
+                )
+        check(given.get("server"), f"task `{task_id}`", f"{node.path}.with.server")

@@ -95,6 +95,7 @@ def _run_json(run: RunConfig) -> JsonObject:
         "budgets": run.budgets,
         "outputs": run.outputs,
         "compensation": run.compensation,
+        "mcpServers": run.mcp_servers,
     }
 
 
@@ -106,6 +107,7 @@ def _run(raw: Any) -> RunConfig:
         budgets=raw["budgets"],
         outputs=raw["outputs"],
         compensation=raw["compensation"],
+        mcp_servers=raw.get("mcpServers") or {},  # absent in plans stored before MCP ran
     )
 
 

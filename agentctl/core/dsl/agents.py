@@ -8,6 +8,9 @@ Invariants:
   fixes its capability, effect class and idempotency (absent ones are filled in, written ones
   must agree); its ``inputSchema`` is strict (object, no additional properties,
   every property required); built-in tools declare no secrets and no network.
+- An ``mcp.tool`` names a tool of an MCP server (``server``: a ``spec.mcpServers`` key,
+  ``tool``: the server's name for it) and declares no ``inputSchema``: the model sees the
+  schema the server lists at run time. Only ``mcp.tool`` takes ``server`` and ``tool``.
 - Rules that need other parts of the document (the agent's provider kind for ``reasoning`` and
   ``providerOptions``) live in ``rules.py``.
 """
@@ -46,6 +49,7 @@ CREDENTIAL_ENVS: dict[str, str] = {
     "google": "GEMINI_API_KEY",
 }
 TOOL_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+MCP_TOOL_KIND = "mcp.tool"
 
 
 class Provider(StrictModel):
@@ -159,8 +163,10 @@ ToolIdempotency = Literal["pure", "idempotent", "keyed", "at_most_once", "unknow
 class Tool(StrictModel):
     kind: str  # a tool kind of the registry (checked by ``_known_kind``)
     description: str | None = None
-    input_schema: JsonObject = Field(alias="inputSchema")
+    input_schema: JsonObject | None = Field(None, alias="inputSchema")
     output_schema: JsonObject | None = Field(None, alias="outputSchema")
+    server: NonEmptyStr | None = None  # mcp.tool only
+    tool: NonEmptyStr | None = None  # mcp.tool only
     capability: str | None = None
     risk: Literal["low", "medium", "high", "critical"] | None = None
     effect_class: EffectClass | None = Field(None, alias="effectClass")
@@ -178,9 +184,35 @@ class Tool(StrictModel):
 
     @field_validator("input_schema")
     @classmethod
-    def _strict_schema(cls, schema: dict[str, Any]) -> dict[str, Any]:
-        check_strict_input_schema(schema)
+    def _strict_schema(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        if schema is not None:
+            check_strict_input_schema(schema)
         return schema
+
+    @model_validator(mode="after")
+    def _remote_tool(self) -> Self:
+        """``server``/``tool`` exactly on mcp.tool; ``inputSchema`` exactly on the others."""
+        remote = self.kind == MCP_TOOL_KIND
+        for key in ("server", "tool"):
+            given = getattr(self, key) is not None
+            if given != remote:
+                problem = "needs" if remote else "may not declare"
+                raise rule_error(
+                    "schema_violation",
+                    f"a {self.kind} tool {problem} `{key}`",
+                    at=key if given else None,
+                    key=given,
+                    help="only mcp.tool tools name an MCP server and its tool",
+                )
+        if (self.input_schema is not None) == remote:
+            problem = "takes its inputSchema from the server" if remote else "needs `inputSchema`"
+            raise rule_error(
+                "schema_violation",
+                f"a {self.kind} tool {problem}",
+                at="inputSchema" if remote else None,
+                key=remote,
+            )
+        return self
 
     @model_validator(mode="after")
     def _kind_rules(self) -> Self:
@@ -203,7 +235,7 @@ class Tool(StrictModel):
         self.effect_class = effect  # type: ignore[assignment]  # checked against the table
         self.idempotency = self.idempotency or idempotencies[0]  # type: ignore[assignment]
         self.risk = self.risk or risk  # type: ignore[assignment]
-        properties = self.input_schema.get("properties") or {}
+        properties = (self.input_schema or {}).get("properties") or {}
         for name in needed:
             if name not in properties:
                 raise rule_error(
@@ -214,7 +246,10 @@ class Tool(StrictModel):
         for key in ("secrets", "network"):
             if key in given_keys(self) and getattr(self, key):
                 raise rule_error(
-                    "schema_violation", f"built-in tools may not declare `{key}`", at=key, key=True
+                    "schema_violation",
+                    f"{self.kind} tools may not declare `{key}`",
+                    at=key,
+                    key=True,
                 )
         return self
 

@@ -196,11 +196,26 @@ class Memory(StrictModel):
     long_term: LongTermMemory = Field(default_factory=LongTermMemory, alias="longTerm")
 
 
+MCP_PROTOCOL_VERSION = "2025-11-25"
+
+
 class McpServer(StrictModel):
     url: NonEmptyStr
     headers: dict[str, SecretRef] = Field(default_factory=dict)
     timeout_seconds: Seconds = Field(120, alias="timeoutSeconds")
-    protocol_version: NonEmptyStr = Field("2025-11-25", alias="protocolVersion")
+    protocol_version: NonEmptyStr = Field(MCP_PROTOCOL_VERSION, alias="protocolVersion")
+
+    @field_validator("protocol_version")
+    @classmethod
+    def _spoken(cls, value: str) -> str:
+        # The client offers this revision in `initialize`; another could never be agreed.
+        if value != MCP_PROTOCOL_VERSION:
+            raise rule_error(
+                "unsupported_capability",
+                f"MCP protocol {value!r} is not spoken by this version of agentctl",
+                help=f"use protocolVersion {MCP_PROTOCOL_VERSION} (the default)",
+            )
+        return value
 
 
 class A2aPeer(StrictModel):

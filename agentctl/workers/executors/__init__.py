@@ -7,7 +7,10 @@ is looked up by its operation in the worker's own registry.
 Invariants:
 - an executor returns an ``ExecOutcome`` or raises; an ``AgentctlError`` is a definitive
   failure (the effect did not happen, or failed visibly), ``UncertainEffect`` says it may have
-  happened (timeout or cancellation after it started);
+  happened (timeout or cancellation after it started); ``FailedEffect`` is a definitive failure
+  that carries protocol evidence (a remote peer answered with an error);
+- protocol evidence (``agentctl.core.protocols``) travels with the outcome or the failure, so
+  what was said on the wire is recorded even when the effect failed or was lost;
 - modules are imported on first use, so a worker that only writes files never imports the
   container code.
 """
@@ -22,6 +25,7 @@ from typing import Any, TypeVar
 import pydantic
 
 from agentctl.core import registry
+from agentctl.core.protocols import ProtocolEvidence
 from agentctl.errors import AgentctlError, ValidationError
 from agentctl.mailbox.messages import Execute, WireModel
 
@@ -31,14 +35,25 @@ class ExecOutcome:
     output: dict[str, Any]
     usage: dict[str, int] = field(default_factory=dict)
     artifacts: list[str] = field(default_factory=list)
+    protocol: ProtocolEvidence | None = None
 
 
 class UncertainEffect(Exception):
     """Internal to workers: the effect may have happened; carries the error to report."""
 
-    def __init__(self, error: AgentctlError) -> None:
+    def __init__(self, error: AgentctlError, protocol: ProtocolEvidence | None = None) -> None:
         super().__init__(error.message)
         self.error = error
+        self.protocol = protocol
+
+
+class FailedEffect(Exception):
+    """Internal to workers: a definitive failure that carries protocol evidence."""
+
+    def __init__(self, error: AgentctlError, protocol: ProtocolEvidence) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.protocol = protocol
 
 
 M = TypeVar("M", bound=WireModel)

@@ -1,0 +1,91 @@
+"""MCP requests: ``mcp.call`` actions, agents' ``mcp.tool`` calls and their ``tools/list``.
+
+Each builds one ``McpRequest`` (``agentctl.mailbox.requests``) for the worker executor
+``agentctl.workers.executors.mcp`` from the run's ``spec.mcpServers`` entry.
+
+Invariants:
+- the recorded input names the server, its URL and protocol version, the method, the tool and
+  the arguments (so the effect identity changes with any of them) and each header only as its
+  secret reference (the coordinator records source + SHA-256 and sends the value);
+- the egress policy goes to the worker only; it is not part of the call's input;
+- the session's read timeout is the server's ``timeoutSeconds``, capped by the task's (or
+  agent's) own timeout, so a slow server ends the call before the effect's deadline does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from agentctl.core.builders import egress_settings, str_arg
+from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list, as_object
+from agentctl.core.operations import BuildInput, Built, pointer
+from agentctl.errors import RunFailedError
+
+LIST_OPERATION = "mcp.list_tools"
+
+
+def _server(b: BuildInput, name: str) -> JsonObject:
+    server = b.run.mcp_servers.get(name)
+    if not isinstance(server, dict):
+        raise RunFailedError(f"task {b.task_id}: MCP server {name!r} is not in spec.mcpServers")
+    return server
+
+
+def _request(b: BuildInput, name: str, method: str, call: JsonObject) -> Built:
+    server = _server(b, name)
+    headers = dict(sorted(as_object(server.get("headers") or {}).items()))
+    recorded: JsonObject = {
+        "server": name,
+        "url": server.get("url"),
+        "protocolVersion": server.get("protocolVersion") or "2025-11-25",
+        "headers": dict(headers),
+        "method": method,
+        **call,
+    }
+    refs: dict[str, JsonValue] = {pointer("headers", h): ref for h, ref in headers.items()}
+    egress = egress_settings(b.run.policy)
+    if egress.get("customCa") is not None:
+        refs[pointer("egress", "customCa")] = egress["customCa"]
+    limit = server.get("timeoutSeconds")
+    timeout = float(limit) if isinstance(limit, int | float) else 120.0
+    request: JsonObject = {**recorded, "headers": dict(headers), "egress": egress}
+    request["timeoutSeconds"] = min(timeout, b.timeout_seconds)
+    return Built(recorded, request, secret_refs=refs)
+
+
+def build_mcp_call(b: BuildInput) -> Built:
+    """``mcp.call``: ``with`` = ``{server, tool, arguments}``; a tool error fails the task."""
+    arguments = as_object(b.args).get("arguments", {})
+    if not isinstance(arguments, dict):
+        raise RunFailedError(f"task {b.task_id}: mcp.call `with.arguments` must be an object")
+    call: JsonObject = {"tool": str_arg(b, "tool"), "arguments": arguments}
+    return _request(b, str_arg(b, "server"), "tools/call", call)
+
+
+def build_mcp_tool_call(b: BuildInput) -> Built:
+    """An agent's ``mcp.tool``: a tool error goes back to the model as the tool's result."""
+    call: JsonObject = {
+        "tool": b.config.get("tool"),
+        "arguments": as_object(b.args),
+        "failOnToolError": False,
+    }
+    return _request(b, str(b.config.get("server")), "tools/call", call)
+
+
+def build_mcp_list(b: BuildInput) -> Built:
+    """``tools/list`` of one server, reporting the tools ``config["tools"]`` names."""
+    wanted = sorted(str(t) for t in as_list(b.config.get("tools")))
+    return _request(b, b.name, "tools/list", {"tools": list(wanted)})
+
+
+def mcp_call_estimate(request: Mapping[str, JsonValue]) -> dict[str, int]:
+    """A tools/call counts as one tool call against ``maxToolCalls``; a listing as nothing."""
+    return {"toolCalls": 1} if request.get("method") == "tools/call" else {}
+
+
+def listed_tool(listing: JsonValue, name: str) -> JsonObject | None:
+    """The tool ``name`` of a ``tools/list`` result, if the server offered it."""
+    for tool in as_list(as_object(listing).get("tools")):
+        if isinstance(tool, dict) and tool.get("name") == name:
+            return tool
+    return None

@@ -1,0 +1,172 @@
+"""Protocol sessions and calls: what remote-protocol effects (MCP, A2A) did on the wire.
+
+Rows come from ``ProtocolEvidence`` a worker reported with an effect's outcome (or, for a
+protocol that learns something mid-effect, reported on its own). They are evidence for
+operators and ``inspect``; recovery decides from the effect rows alone.
+
+Invariants:
+- a session's id is ``<effect id>/<key>`` and a call's ``<effect id>/<position>``, so
+  reporting the same evidence again (a later, fuller report of one effect) updates rows in
+  place instead of adding more;
+- every row belongs to an existing effect of its run (its task and attempt are copied from the
+  effect row); evidence for an unknown effect is refused;
+- evidence holds no secret values (the worker never reports headers); remote text is bounded.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.protocols import ProtocolEvidence
+from agentctl.errors import NotFoundError
+from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_all, loads_opt
+
+_INSERT_SESSION = (
+    "INSERT OR REPLACE INTO protocol_sessions (session_id, format_version, run_id, task_id,"
+    " attempt, effect_id, protocol, peer, endpoint, protocol_version, remote_session_id,"
+    " peer_info_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_CALL = (
+    "INSERT OR REPLACE INTO protocol_calls (call_id, format_version, run_id, task_id, attempt,"
+    " effect_id, position, session_id, protocol, peer, method, target, remote_id, status,"
+    " detail, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def record_protocol_txn(
+    conn: sqlite3.Connection, effect_id: str, evidence: ProtocolEvidence, now: str
+) -> None:
+    """Store (or update) one effect's protocol evidence; call it inside a transaction."""
+    row = conn.execute(
+        "SELECT run_id, task_id, attempt FROM effects WHERE effect_id = ?", (effect_id,)
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"protocol evidence names unknown effect {effect_id}")
+    run_id, task_id, attempt = row[0], row[1], row[2]
+    owner = (ROW_FORMAT_VERSION, run_id, task_id, attempt, effect_id)
+    for s in evidence.sessions:
+        session_row = (f"{effect_id}/{s.key}", *owner, s.protocol, s.peer, s.endpoint)
+        detail_row = (s.protocol_version, s.remote_session_id, dumps(s.peer_info), now)
+        conn.execute(_INSERT_SESSION, (*session_row, *detail_row))
+    for position, c in enumerate(evidence.calls):
+        session = f"{effect_id}/{c.session_key}" if c.session_key is not None else None
+        call_row = (f"{effect_id}/{position}", *owner, position, session, c.protocol, c.peer)
+        detail = (c.method, c.target, c.remote_id, c.status, c.detail, now)
+        conn.execute(_INSERT_CALL, (*call_row, *detail))
+
+
+@dataclass(frozen=True)
+class ProtocolSessionRecord:
+    session_id: str
+    run_id: str
+    task_id: str
+    attempt: int
+    effect_id: str
+    protocol: str
+    peer: str
+    endpoint: str
+    protocol_version: str | None
+    remote_session_id: str | None
+    peer_info: JsonValue
+    created_at: str
+
+    def to_json(self) -> JsonObject:
+        return {
+            "sessionId": self.session_id,
+            "runId": self.run_id,
+            "taskId": self.task_id,
+            "attempt": self.attempt,
+            "effectId": self.effect_id,
+            "protocol": self.protocol,
+            "peer": self.peer,
+            "endpoint": self.endpoint,
+            "protocolVersion": self.protocol_version,
+            "remoteSessionId": self.remote_session_id,
+            "peerInfo": self.peer_info,
+            "createdAt": self.created_at,
+        }
+
+
+@dataclass(frozen=True)
+class ProtocolCallRecord:
+    call_id: str
+    run_id: str
+    task_id: str
+    attempt: int
+    effect_id: str
+    session_id: str | None
+    protocol: str
+    peer: str
+    method: str
+    target: str | None
+    remote_id: str | None
+    status: str
+    detail: str | None
+    updated_at: str
+
+    def to_json(self) -> JsonObject:
+        return {
+            "callId": self.call_id,
+            "runId": self.run_id,
+            "taskId": self.task_id,
+            "attempt": self.attempt,
+            "effectId": self.effect_id,
+            "sessionId": self.session_id,
+            "protocol": self.protocol,
+            "peer": self.peer,
+            "method": self.method,
+            "target": self.target,
+            "remoteId": self.remote_id,
+            "status": self.status,
+            "detail": self.detail,
+            "updatedAt": self.updated_at,
+        }
+
+
+def list_protocol_sessions(conn: sqlite3.Connection, run_id: str) -> list[ProtocolSessionRecord]:
+    sql = "SELECT * FROM protocol_sessions WHERE run_id = ? ORDER BY created_at, session_id"
+    return [
+        ProtocolSessionRecord(
+            session_id=r["session_id"],
+            run_id=r["run_id"],
+            task_id=r["task_id"],
+            attempt=r["attempt"],
+            effect_id=r["effect_id"],
+            protocol=r["protocol"],
+            peer=r["peer"],
+            endpoint=r["endpoint"],
+            protocol_version=r["protocol_version"],
+            remote_session_id=r["remote_session_id"],
+            peer_info=loads_opt(r["peer_info_json"]),
+            created_at=r["created_at"],
+        )
+        for r in fetch_all(conn, sql, (run_id,), "protocol session")
+    ]
+
+
+def list_protocol_calls(conn: sqlite3.Connection, run_id: str) -> list[ProtocolCallRecord]:
+    sql = (
+        "SELECT c.* FROM protocol_calls c JOIN effects e ON e.effect_id = c.effect_id"
+        " WHERE c.run_id = ? ORDER BY e.requested_at, c.effect_id, c.position"
+    )
+    return [
+        ProtocolCallRecord(
+            call_id=r["call_id"],
+            run_id=r["run_id"],
+            task_id=r["task_id"],
+            attempt=r["attempt"],
+            effect_id=r["effect_id"],
+            session_id=r["session_id"],
+            protocol=r["protocol"],
+            peer=r["peer"],
+            method=r["method"],
+            target=r["target"],
+            remote_id=r["remote_id"],
+            status=r["status"],
+            detail=r["detail"],
+            updated_at=r["updated_at"],
+        )
+        for r in fetch_all(conn, sql, (run_id,), "protocol call")
+    ]

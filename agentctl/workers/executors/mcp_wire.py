@@ -1,0 +1,141 @@
+"""What one MCP session said on the wire, seen from ``httpx2`` event hooks.
+
+The ``mcp`` client hides its JSON-RPC ids and the ``Mcp-Session-Id`` it was given; the hooks
+on the HTTP client it is handed see both. They also mark the uncertainty boundary of a tool
+call: ``call_sent`` turns true when the ``tools/call`` request is handed to the transport,
+before any of its bytes leave.
+
+Invariants: hooks only observe (they never change a request or answer); a body that is not
+a JSON-RPC request is ignored; evidence is bounded and carries no header values (a detail
+quoting one, even from the server, is redacted).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import httpx2
+
+from agentctl.core.jsonvalue import JsonValue
+from agentctl.core.protocols import (
+    CallStatus,
+    ProtocolCall,
+    ProtocolEvidence,
+    ProtocolSession,
+    bounded,
+)
+from agentctl.core.redact import Redactor
+from agentctl.errors import AgentctlError
+from agentctl.mailbox.requests import McpRequest
+from agentctl.workers.egress_http import SendTracker
+
+SESSION_HEADER = "mcp-session-id"
+
+
+@dataclass
+class _Sent:
+    method: str
+    remote_id: str
+    status: CallStatus = "started"
+    detail: str | None = None
+
+
+class Wire:
+    """The evidence of one session, collected while it runs."""
+
+    def __init__(self, req: McpRequest, tracker: SendTracker) -> None:
+        self.redactor = Redactor(list(req.headers.values()))
+        self.server = req.server
+        self.tool = req.tool
+        self.tracker = tracker
+        self.session: ProtocolSession | None = None
+        self.remote_session_id: str | None = None
+        self.sent: list[_Sent] = []
+        self.call_sent = False
+        self.refusal: str | None = None  # the last HTTP error status, which the SDK hides
+
+    async def on_request(self, request: httpx2.Request) -> None:
+        message = _json_rpc(request)
+        if message is None or "id" not in message or not isinstance(message.get("method"), str):
+            return
+        method = str(message["method"])
+        self.sent.append(_Sent(method, str(message["id"])))
+        if method == "tools/call":
+            self.call_sent = True
+
+    async def on_response(self, response: httpx2.Response) -> None:
+        given = response.headers.get(SESSION_HEADER)
+        if given and self.remote_session_id is None:
+            self.remote_session_id = bounded(given)
+        if response.status_code >= 400:
+            self.refusal = f"HTTP {response.status_code}"
+
+    def opened(self, session: ProtocolSession) -> None:
+        self.session = session
+
+    def settle(self, method: str, status: CallStatus, detail: str | None = None) -> None:
+        """Record the answer to the requests of ``method`` still open (``*``: all of them)."""
+        for sent in self.sent:
+            if sent.status == "started" and method in ("*", sent.method):
+                sent.status = status
+                sent.detail = bounded(self.redactor.redact_text(detail)) if detail else None
+
+    @property
+    def has_evidence(self) -> bool:
+        return self.session is not None or bool(self.sent)
+
+    def evidence(self) -> ProtocolEvidence:
+        key = self.session.key if self.session is not None else None
+        calls = [
+            ProtocolCall(
+                session_key=key,
+                protocol="mcp",
+                peer=self.server,
+                method=sent.method,
+                target=self.tool if sent.method == "tools/call" else None,
+                remote_id=sent.remote_id,
+                status=sent.status,
+                detail=sent.detail,
+            )
+            for sent in self.sent
+        ]
+        sessions = [self.session] if self.session is not None else []
+        return ProtocolEvidence(sessions=sessions, calls=calls)
+
+    def describe(self, exc: BaseException) -> str:
+        """A one-line account of a foreign failure (exception groups unwrapped)."""
+        leaf = innermost(exc)
+        text = str(leaf)
+        said = f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
+        return bounded(f"{said} ({self.refusal})" if self.refusal else said)
+
+
+def _json_rpc(request: httpx2.Request) -> dict[str, JsonValue] | None:
+    if request.method != "POST":
+        return None
+    try:
+        value = json.loads(request.content)
+    except (ValueError, httpx2.RequestNotRead):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def innermost(exc: BaseException) -> BaseException:
+    """The first non-group exception inside ``exc`` (anyio wraps task failures in groups)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def own_error(exc: BaseException) -> AgentctlError | None:
+    """Ours, raised inside the transport (policy, size cap) and wrapped by the SDK or anyio."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, AgentctlError):
+            return seen
+        if isinstance(seen, BaseExceptionGroup):
+            found = [own_error(inner) for inner in seen.exceptions]
+            return next((e for e in found if e is not None), None)
+        seen = seen.__cause__ or seen.__context__
+    return None
