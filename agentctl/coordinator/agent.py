@@ -15,10 +15,12 @@ Invariants:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Literal, Protocol
 
+from agentctl.coordinator import modelcalls
 from agentctl.coordinator.calls import AgentCall
 from agentctl.core import jsonschema, registry
 from agentctl.core.evaluate import TaskFailure
@@ -26,6 +28,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list, as_object
 from agentctl.core.operations import BuildInput, Built, Operation, RunContext
 from agentctl.core.plan import AgentConfig, PlannedTask
 from agentctl.core.policy import decide
+from agentctl.core.pricing import price_for
 from agentctl.errors import PolicyDeniedError, RunFailedError
 
 Message = JsonObject
@@ -84,6 +87,7 @@ class AgentRunner:
         *,
         declared: Mapping[str, JsonValue] | None = None,
         tool_call_id: str | None = None,
+        rates: Mapping[str, int] | None = None,
     ) -> AgentCall:
         """The next call of this attempt (the ordinal advances with every call made).
 
@@ -91,6 +95,7 @@ class AgentRunner:
         (``declared``); a model call with its registry entry's.
         """
         given = declared or {}
+        estimate = entry.estimate(built.request) if entry.estimate is not None else {}
         call = AgentCall(
             task_id=self.task.id,
             attempt=self.attempt,
@@ -101,10 +106,11 @@ class AgentRunner:
             effect_class=str(given.get("effectClass") or entry.effect_class),
             risk=str(given.get("risk") or entry.risk),
             idempotency=str(given.get("idempotency") or entry.idempotency),
-            reserve=entry.estimate(built.request) if entry.estimate is not None else {},
+            reserve=modelcalls.with_cost(estimate, rates),
             timeout_s=float(_int(self.agent.get("timeoutSeconds") or 120)),
             tool_call_id=tool_call_id,
             tool=str(given["name"]) if "name" in given else None,
+            rates=rates,
         )
         self.ordinal += 1
         return call
@@ -130,10 +136,16 @@ class AgentRunner:
         if decision.denied:
             raise PolicyDeniedError(f"model call denied: {decision.reason}")
         config: JsonObject = {"agent": dict(self.agent), "provider": dict(self.config.provider)}
+        config["tools"] = dict[str, JsonValue](self.config.tools)  # offered to the model
+        context = self.gateway.context
         built = self._build(entry, name, config, list(messages))
+        resolved = modelcalls.resolve_secret_refs(built, context, f"task {self.task.id}: {name}")
         number = self.gateway.next_call_number(name)
-        request = {**built.request, "callNumber": number}
-        return self._call(entry, Built(built.recorded, request))
+        request = {**resolved.request, "callNumber": number}
+        model = str(self.agent.get("model"))
+        rates = price_for(context.pricing, name, self.config.provider_kind, model)
+        call = self._call(entry, Built(resolved.recorded, request), rates=rates)
+        return dataclasses.replace(call, secrets=resolved.secrets)
 
     def _final(self, reply: JsonObject) -> JsonValue:
         text = str(reply.get("text") or "")

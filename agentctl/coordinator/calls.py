@@ -15,15 +15,18 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.modelcalls import model_spent
 from agentctl.coordinator.store import Store
 from agentctl.coordinator.workerpool import WorkerPool
 from agentctl.core import registry
 from agentctl.core.effects import effect_id, input_digest
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.operations import RunContext
+from agentctl.core.redact import Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import RunFailedError
 from agentctl.ledger.effects import NewEffect
@@ -52,6 +55,10 @@ class AgentCall:
     timeout_s: float
     tool_call_id: str | None = None
     tool: str | None = None
+    secrets: tuple[str, ...] = ()  # resolved values the request carries: redacted when recorded
+    rates: Mapping[str, int] | None = (
+        None  # a model call's price (``core.pricing``); None: unpriced
+    )
 
     @property
     def is_model_call(self) -> bool:
@@ -121,7 +128,7 @@ class CallGateway:
             request=call.request,
             timeout_seconds=call.timeout_s,
         )
-        reply = await self.pool.execute(msg)
+        reply = _redacted(call, await self.pool.execute(msg))
         crash_point(CrashPoint.AFTER_RESULT)
         await self.store.finish_effects([self._outcome(new, call, reply)])
         crash_point(CrashPoint.AFTER_OUTCOME)
@@ -134,7 +141,6 @@ class CallGateway:
         )
 
     def _outcome(self, new: NewEffect, call: AgentCall, reply: Result | Failure) -> EffectOutcome:
-        ok = isinstance(reply, Result)
         if isinstance(reply, Result):
             status, output, error = "succeeded", reply.output, None
         else:
@@ -147,21 +153,26 @@ class CallGateway:
             self.clock.now(),
             output,
             error,
-            _spent(call, ok),
+            _spent(call, reply),
             trace_id=self.trace_id,
             tool_call_id=call.tool_call_id,
         )
 
 
-def _spent(call: AgentCall, ok: bool) -> dict[str, int]:
+def _redacted(call: AgentCall, reply: Result | Failure) -> Result | Failure:
+    """``reply`` without the call's resolved secret values (a model may echo what it saw)."""
+    if not call.secrets:
+        return reply
+    redactor = Redactor(call.secrets)
+    if isinstance(reply, Result):
+        return reply.model_copy(update={"output": redactor.redact(reply.output)})
+    error = reply.error.model_copy(update={"message": redactor.redact_text(reply.error.message)})
+    return reply.model_copy(update={"error": error})
+
+
+def _spent(call: AgentCall, reply: Result | Failure) -> dict[str, int]:
     """What one call consumed, to settle its reservation."""
     if call.is_model_call:
-        tokens = 1 if ok else 0
-        return {
-            "providerRequests": 1,
-            "turns": 1,
-            "inputTokens": tokens,
-            "outputTokens": tokens,
-            "totalTokens": 2 * tokens,
-        }
+        usage = reply.usage if isinstance(reply, Result) else {}
+        return model_spent(usage, call.rates)
     return {"toolCalls": 1}

@@ -61,6 +61,7 @@ class RunContext:
     workspace: str
     policy: Mapping[str, JsonValue]
     long_term_namespace: str = "default"
+    pricing: Mapping[str, JsonValue] | None = None  # ``runtime.pricing`` (``core.pricing``)
 
 
 @dataclass(frozen=True)

@@ -94,6 +94,7 @@ class RunConfig:
     budgets: JsonObject = field(default_factory=dict)  # spec.runtime.budgets
     outputs: JsonObject = field(default_factory=dict)  # spec.outputs (templates)
     compensation: JsonObject = field(default_factory=dict)  # spec.compensation
+    pricing: JsonObject | None = None  # spec.runtime.pricing (core.pricing reads it)
 
     @property
     def long_term_namespace(self) -> str:

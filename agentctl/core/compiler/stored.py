@@ -95,6 +95,7 @@ def _run_json(run: RunConfig) -> JsonObject:
         "budgets": run.budgets,
         "outputs": run.outputs,
         "compensation": run.compensation,
+        "pricing": run.pricing,
     }
 
 
@@ -106,6 +107,7 @@ def _run(raw: Any) -> RunConfig:
         budgets=raw["budgets"],
         outputs=raw["outputs"],
         compensation=raw["compensation"],
+        pricing=raw.get("pricing"),  # absent in plans stored before pricing was carried
     )
 
 
