@@ -14,6 +14,7 @@ from typing import Any
 
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import load_plan
+from agentctl.coordinator.credentials import preflight_credentials
 from agentctl.coordinator.launch import check_executable as check_executable
 from agentctl.coordinator.launch import (
     existing,
@@ -108,6 +109,8 @@ def start_run(
     check_executable(plan, file=file, locate=locate)
     preflight_containers(plan)
     clock, root = Clock(), os.path.abspath(workspace)
+    if not check_mode:  # a preview calls no provider
+        preflight_credentials(plan, root)
     mode = "check" if check_mode else "execute"
     with open_ledger(db) as ledger:
         run_id, trace_id = create_run(
