@@ -18,6 +18,7 @@ from agentctl.coordinator import secrets
 from agentctl.coordinator.modelcalls import DEFAULT_CREDENTIAL_ENVS
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.plan import Plan
+from agentctl.core.providerinfo import secret_reference
 from agentctl.errors import CredentialMissingError
 
 NOT_AVAILABLE = ("missing", "missing_or_denied")
@@ -64,9 +65,9 @@ def _status(
     place: str, ref: JsonValue, policy: Mapping[str, JsonValue], workspace: str
 ) -> SecretStatus:
     defaults = DEFAULT_CREDENTIAL_ENVS if place == "credential" else frozenset()
-    kind, reference = secrets.describe(ref)
+    shown = as_object(secret_reference(ref))
     found = secrets.availability(ref, policy, workspace, default_envs=defaults)
-    return SecretStatus(place, kind, reference, found)
+    return SecretStatus(place, str(shown.get("kind")), str(shown.get("reference")), found)
 
 
 def provider_auth(

@@ -165,15 +165,3 @@ def availability(
             return "missing_or_denied"
         return "present" if os.path.isfile(full) and os.access(full, os.R_OK) else "missing"
     return "unchecked"
-
-
-def describe(ref: Any) -> tuple[str, str]:
-    """(kind, reference) of a secret reference, as reports show it: never a value."""
-    if isinstance(ref, Mapping):
-        if isinstance(ref.get("env"), str):
-            return "env", str(ref["env"])
-        if isinstance(ref.get("file"), str):
-            return "file", str(ref["file"])
-        if isinstance(ref.get("process"), Mapping):
-            return "process", str(ref["process"].get("command") or "")
-    return "unknown", ""
