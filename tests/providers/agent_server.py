@@ -3,6 +3,7 @@
 ``AgentServer`` is a ``FixtureServer`` (127.0.0.1, counts and records every request) that,
 when no reply is scripted, answers from the request itself, without state:
 
+- no tool offered: answer ``done: <the user message>`` at once;
 - no tool result in the conversation yet: call the first offered tool with the user message
   (a JSON object) as its arguments;
 - a tool result present: answer with the JSON text ``{path, bytes, firstLine}`` of the file
@@ -87,11 +88,13 @@ def dialogue_reply(seen: Seen) -> Json:
     dialect = dialect_of(seen.path)
     body = seen.body or {}
     result = _tool_result(dialect, body)
+    texts = {"openai": fx.openai_text, "anthropic": fx.anthropic_text}
+    if not body.get("tools") and result is None:  # nothing to call: answer at once
+        return texts.get(dialect, fx.gemini_text)(f"done: {_user_text(dialect, body)}")
     if result is None:
         name, arguments = _first_tool(dialect, body), json.loads(_user_text(dialect, body))
         calls = {"openai": fx.openai_tool_call, "anthropic": fx.anthropic_tool_use}
         return calls.get(dialect, fx.gemini_function_call)(name, arguments)
-    texts = {"openai": fx.openai_text, "anthropic": fx.anthropic_text}
     return texts.get(dialect, fx.gemini_text)(summary(result))
 
 
