@@ -166,10 +166,13 @@ def resume(
     """Continue a run with the plan it was created with (loaded, not compiled again)."""
     clock = Clock()
     with open_ledger(existing(db)) as ledger:
+        found = ledger.find_run(run_ref)
+        plan = load_plan(found)
+        base = os.path.abspath(workspace or found.base_path or os.getcwd())
+        if found.mode != "check":  # before the lease: a missing key changes nothing
+            preflight_credentials(plan, base)
         run = check_resumable(ledger, run_ref, clock)
-        plan = load_plan(run)
         trace_id = clock.new_id("trace")
-        base = os.path.abspath(workspace or run.base_path or os.getcwd())
         req = DriveRequest(ledger, run.run_id, trace_id, plan, base, timeout_s, progress, clock)
         req = dataclasses.replace(req, check_mode=run.mode == "check", diff=diff)
         with naming_run(run.run_id):

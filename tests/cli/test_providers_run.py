@@ -148,17 +148,15 @@ def test_usage_and_cost_are_settled_from_the_answers(
     assert "unpricedProviderRequests" not in spent
 
 
+def _agentctl_without_key(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in cli_env().items() if k != "OPENAI_API_KEY"}
+    argv = agentctl_argv("--output", "json", *args)
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
 def test_a_missing_key_exits_6_before_any_state(tmp_path: Path, server: AgentServer) -> None:
     wf, db = OPENAI.workflow(server, tmp_path / "ws"), tmp_path / "state" / "r.db"
-    env = {k: v for k, v in cli_env().items() if k != "OPENAI_API_KEY"}
-    proc = subprocess.run(
-        agentctl_argv("--output", "json", "run", str(wf), "--db", str(db)),
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = _agentctl_without_key(tmp_path, "run", str(wf), "--db", str(db))
     assert proc.returncode == 6, proc.stderr
     assert "OPENAI_API_KEY" in json.loads(proc.stderr.splitlines()[-1])["error"]["message"]
     assert not (tmp_path / "state").exists()
@@ -269,6 +267,8 @@ def test_sigkill_during_a_slow_call_leaves_it_uncertain_until_reconciled(
     reconcile = ("effects", "reconcile", model["effectId"], "--status", "not-applied")
     reconciled = cli("--output", "json", *reconcile, "--reason", why, "--db", str(db))
     assert reconciled.rc == 0, reconciled.stderr
+    keyless = _agentctl_without_key(tmp_path, "resume", run_id, "--db", str(db))
+    assert keyless.returncode == 6, keyless.stderr  # checked before the run is touched
     resumed = cli("--output", "json", "resume", run_id, "--db", str(db), env=env)
     assert resumed.rc == 0, resumed.stderr
     assert len(server.seen) == 2  # exactly one more request
