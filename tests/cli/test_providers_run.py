@@ -273,3 +273,15 @@ def test_sigkill_during_a_slow_call_leaves_it_uncertain_until_reconciled(
     assert resumed.rc == 0, resumed.stderr
     assert len(server.seen) == 2  # exactly one more request
     assert KEY not in resumed.stdout + blocked.stderr
+
+
+def test_a_key_the_model_echoes_is_redacted_from_output_and_state(
+    cli: Cli, tmp_path: Path, server: AgentServer
+) -> None:
+    wf, db = OPENAI.workflow(server, tmp_path / "ws", **ONE_CALL), tmp_path / "state" / "r.db"
+    echoed = {"path": f"key is {KEY}", "bytes": 1, "firstLine": "x"}
+    server.script(Reply(body=fx.openai_text(json.dumps(echoed))))
+    done = _run(cli, OPENAI, wf, db)
+    assert done.rc == 0, done.stderr
+    assert done.data["output"]["describe"]["path"] == "key is [REDACTED]"
+    assert _files_containing(tmp_path, KEY.encode()) == []
