@@ -285,3 +285,19 @@ def test_a_key_the_model_echoes_is_redacted_from_output_and_state(
     assert done.rc == 0, done.stderr
     assert done.data["output"]["describe"]["path"] == "key is [REDACTED]"
     assert _files_containing(tmp_path, KEY.encode()) == []
+
+
+def test_a_call_that_times_out_after_dispatch_is_uncertain_and_never_resent(
+    cli: Cli, tmp_path: Path, server: AgentServer
+) -> None:
+    edits = {**ONE_CALL, "maxTurns: 3": "maxTurns: 3\n      timeoutSeconds: 8"}
+    edits["uses: agent:reader\n"] = "uses: agent:reader\n      retry: { maxAttempts: 3 }\n"
+    wf, db = OPENAI.workflow(server, tmp_path / "ws", **edits), tmp_path / "state" / "r.db"
+    server.script(Reply(body=fx.openai_text("{}"), delay=30))
+    done = _run(cli, OPENAI, wf, db)
+    assert done.rc == 4, done.stderr
+    assert "uncertain" in done.error["error"]["message"]
+    assert len(server.seen) == 1  # the retry policy does not resend an uncertain call
+    run_id = done.error["error"]["runId"]
+    listed = cli("--output", "json", "effects", "list", run_id, "--db", str(db)).data["effects"]
+    assert [e["status"] for e in listed if e["operation"] == "model.openai"] == ["uncertain"]
