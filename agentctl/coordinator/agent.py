@@ -9,6 +9,8 @@ Invariants:
 - effect ordinals number the calls of one attempt; the recorded input of a model call is the
   whole conversation so far, so its identity is the same when a resumed loop reaches it again
   (the gateway then returns the confirmed result instead of calling again);
+- a model call offers the agent's tools; its secret references are resolved for the worker
+  only (``modelcalls``), the recorded input keeping their source and digest;
 - tool inputs and outputs are validated against the tool's schemas; policy decides each call;
 - turns and tool calls are bounded by ``maxTurns`` / ``maxToolCalls``; exhausting them fails.
 """

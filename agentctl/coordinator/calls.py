@@ -10,7 +10,10 @@ Invariants:
   reservation and tool-call row) committed; a refused reservation records no effect;
 - its outcome commits at once with the budget settlement and the tool-call row's finish;
   a lost answer (timeout, transport loss, worker death) leaves it ``uncertain`` and raises
-  ``AgentUncertain``: model calls are at-most-once, never resent automatically.
+  ``AgentUncertain``: model calls are at-most-once, never resent automatically;
+- the secret values a call's request carries (``AgentCall.secrets``) are redacted from its
+  answer before anything is recorded or returned; a model call settles the usage its answer
+  reported (``modelcalls.model_spent``), priced by ``AgentCall.rates``.
 """
 
 from __future__ import annotations
