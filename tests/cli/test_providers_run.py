@@ -301,3 +301,19 @@ def test_a_call_that_times_out_after_dispatch_is_uncertain_and_never_resent(
     run_id = done.error["error"]["runId"]
     listed = cli("--output", "json", "effects", "list", run_id, "--db", str(db)).data["effects"]
     assert [e["status"] for e in listed if e["operation"] == "model.openai"] == ["uncertain"]
+
+
+def test_a_header_secret_reaches_the_server_and_is_recorded_as_its_digest(
+    cli: Cli, tmp_path: Path, server: AgentServer
+) -> None:
+    org = "org-SECRET-77e1"
+    edits = {
+        "    approval: never\n": "    approval: never\n    environmentAllowlist: [ORG_ID]\n",
+        "      kind: openai\n": "      kind: openai\n      headers: { OpenAI-Organization: { env: ORG_ID } }\n",
+    }
+    wf, db = OPENAI.workflow(server, tmp_path / "ws", **edits), tmp_path / "state" / "r.db"
+    done = _run(cli, OPENAI, wf, db, ORG_ID=org)
+    assert done.rc == 0, done.stderr
+    assert [s.headers.get("openai-organization") for s in server.seen] == [org, org]
+    assert _files_containing(tmp_path, org.encode()) == []
+    assert org not in done.stdout + done.stderr
