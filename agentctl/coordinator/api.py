@@ -21,6 +21,7 @@ from agentctl.coordinator.launch import (
     naming_run,
     open_existing,
     preflight_containers,
+    refuse_before_state,
     run_trio,
 )
 from agentctl.coordinator.remedy import compensate as compensate
@@ -106,11 +107,8 @@ def start_run(
     file: str | None = None,
     locate: Locator | None = None,
 ) -> RunOutcome:
-    check_executable(plan, file=file, locate=locate)
-    preflight_containers(plan)
     clock, root = Clock(), os.path.abspath(workspace)
-    if not check_mode:  # a preview calls no provider
-        preflight_credentials(plan, root)
+    refuse_before_state(plan, root, preview=check_mode, file=file, locate=locate)
     mode = "check" if check_mode else "execute"
     with open_ledger(db) as ledger:
         run_id, trace_id = create_run(
@@ -169,8 +167,8 @@ def resume(
         found = ledger.find_run(run_ref)
         plan = load_plan(found)
         base = os.path.abspath(workspace or found.base_path or os.getcwd())
-        if found.mode != "check":  # before the lease: a missing key changes nothing
-            preflight_credentials(plan, base)
+        # Before the lease is taken: a missing key leaves the run as it was.
+        preflight_credentials(plan, base, preview=found.mode == "check")
         run = check_resumable(ledger, run_ref, clock)
         trace_id = clock.new_id("trace")
         req = DriveRequest(ledger, run.run_id, trace_id, plan, base, timeout_s, progress, clock)

@@ -96,8 +96,13 @@ def used_providers(plan: Plan) -> dict[str, JsonValue]:
     return used
 
 
-def preflight_credentials(plan: Plan, workspace: str) -> None:
-    """Refuse, before any state exists, a run whose providers lack a credential or header."""
+def preflight_credentials(plan: Plan, workspace: str, *, preview: bool = False) -> None:
+    """Refuse, before any state exists, a run whose providers lack a credential or header.
+
+    A preview (``run --check``) calls no provider, so it needs none.
+    """
+    if preview:
+        return
     for auth in provider_auth(used_providers(plan), plan.run.policy, workspace):
         for status in auth.unavailable:
             why = (

@@ -14,6 +14,7 @@ from typing import TypeVar, TypeVarTuple
 
 import trio
 
+from agentctl.coordinator.credentials import preflight_credentials
 from agentctl.core import registry
 from agentctl.core.compiler.diagnostics import Locator
 from agentctl.core.plan import Plan, PlannedTask
@@ -122,6 +123,21 @@ def preflight_containers(plan: Plan) -> None:
 
     if wanted:
         run_trio(check_all)
+
+
+def refuse_before_state(
+    plan: Plan,
+    workspace: str,
+    *,
+    preview: bool,
+    file: str | None = None,
+    locate: Locator | None = None,
+) -> None:
+    """Every refusal ``run`` makes before it creates anything: capabilities, container
+    engines and images, then provider credentials (a preview needs none)."""
+    check_executable(plan, file=file, locate=locate)
+    preflight_containers(plan)
+    preflight_credentials(plan, workspace, preview=preview)
 
 
 def existing(db: str) -> str:
