@@ -60,6 +60,7 @@ class AgentRunner:
         self.agent: Mapping[str, JsonValue] = task.agent_config.agent
         self.policy: Mapping[str, JsonValue] = gateway.context.policy
         self.ordinal = 0
+        self.rates: Mapping[str, int] | None = None  # the model's price, once a call made it
 
     async def run(self) -> JsonValue:
         messages: list[JsonValue] = [
@@ -146,6 +147,7 @@ class AgentRunner:
         request = {**resolved.request, "callNumber": number}
         model = str(self.agent.get("model"))
         rates = price_for(context.pricing, name, self.config.provider_kind, model)
+        self.rates = rates
         call = self._call(entry, Built(resolved.recorded, request), rates=rates)
         return dataclasses.replace(call, secrets=resolved.secrets)
 
@@ -153,8 +155,9 @@ class AgentRunner:
         text = str(reply.get("text") or "")
         schema = self.agent.get("structuredOutput")
         if schema is None:
-            usage = {**as_object(reply.get("usage")), "costMicrousd": None}
-            return {"text": text, "usage": usage}
+            usage = as_object(reply.get("usage"))
+            cost = modelcalls.reply_cost(usage, self.rates)  # None: no price for the model
+            return {"text": text, "usage": {**usage, "costMicrousd": cost}}
         try:
             value: JsonValue = json.loads(text)
         except json.JSONDecodeError as exc:

@@ -317,3 +317,39 @@ def test_a_header_secret_reaches_the_server_and_is_recorded_as_its_digest(
     assert [s.headers.get("openai-organization") for s in server.seen] == [org, org]
     assert _files_containing(tmp_path, org.encode()) == []
     assert org not in done.stdout + done.stderr
+
+
+PLAIN_AGENT = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: { name: plain }
+spec:
+  policy:
+    approval: never
+    networkAllowlist: [127.0.0.1]
+    network: { allowedPorts: [PORT], allowPrivate: true }
+  runtime:
+    pricing:
+      version: test
+      models:
+        openai/m1: { inputMicrousdPerMillionTokens: 1000000, outputMicrousdPerMillionTokens: 1000000 }
+  providers:
+    main: { kind: openai, endpoint: "http://127.0.0.1:PORT/v1/responses" }
+  agents:
+    a: { provider: main, model: m1, instructions: Answer. }
+  tasks:
+    - { id: ask, uses: "agent:a", with: { prompt: hello } }
+"""
+
+
+def test_a_text_answer_reports_its_usage_and_cost(
+    cli: Cli, tmp_path: Path, server: AgentServer
+) -> None:
+    wf = tmp_path / "wf.yaml"
+    wf.write_text(PLAIN_AGENT.replace("PORT", str(server.port)))
+    done = _run(cli, OPENAI, wf, tmp_path / "state" / "r.db")
+    assert done.rc == 0, done.stderr
+    answer = done.data["output"]["ask"]
+    assert answer["text"] == "done: hello"
+    # 11 in + 7 out + 3 reasoning + 5 cache read + 1 cache write, all at 1 µUSD per token.
+    assert answer["usage"]["inputTokens"] == 11 and answer["usage"]["costMicrousd"] == 27
