@@ -353,3 +353,28 @@ def test_a_text_answer_reports_its_usage_and_cost(
     assert answer["text"] == "done: hello"
     # 11 in + 7 out + 3 reasoning + 5 cache read + 1 cache write, all at 1 µUSD per token.
     assert answer["usage"]["inputTokens"] == 11 and answer["usage"]["costMicrousd"] == 27
+
+
+def test_agentctl_cancel_during_a_call_leaves_it_uncertain_and_sends_nothing_more(
+    cli: Cli, tmp_path: Path, server: AgentServer
+) -> None:
+    wf, db = OPENAI.workflow(server, tmp_path / "ws", **ONE_CALL), tmp_path / "state" / "r.db"
+    server.script(Reply(body=fx.openai_text("{}"), delay=600))
+    proc = subprocess.Popen(
+        agentctl_argv("--output", "json", "run", str(wf), "--db", str(db)),
+        cwd=tmp_path,
+        env=cli_env({"OPENAI_API_KEY": KEY}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for_requests(server, 1, proc)
+    run_id = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"][0]["runId"]
+    asked = cli("--output", "json", "cancel", run_id, "--db", str(db))
+    assert asked.rc == 0, asked.stderr
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert json.loads(out)["data"]["state"] == "cancelled"
+    listed = cli("--output", "json", "effects", "list", run_id, "--db", str(db)).data["effects"]
+    assert [e["status"] for e in listed if e["operation"] == "model.openai"] == ["uncertain"]
+    assert len(server.seen) == 1
