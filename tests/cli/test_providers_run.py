@@ -290,10 +290,10 @@ def test_a_key_the_model_echoes_is_redacted_from_output_and_state(
 def test_a_call_that_times_out_after_dispatch_is_uncertain_and_never_resent(
     cli: Cli, tmp_path: Path, server: AgentServer
 ) -> None:
-    edits = {**ONE_CALL, "maxTurns: 3": "maxTurns: 3\n      timeoutSeconds: 8"}
+    edits = {**ONE_CALL, "maxTurns: 3": "maxTurns: 3\n      timeoutSeconds: 20"}
     edits["uses: agent:reader\n"] = "uses: agent:reader\n      retry: { maxAttempts: 3 }\n"
     wf, db = OPENAI.workflow(server, tmp_path / "ws", **edits), tmp_path / "state" / "r.db"
-    server.script(Reply(body=fx.openai_text("{}"), delay=30))
+    server.script(Reply(body=fx.openai_text("{}"), delay=120))
     done = _run(cli, OPENAI, wf, db)
     assert done.rc == 4, done.stderr
     assert "uncertain" in done.error["error"]["message"]
