@@ -146,9 +146,8 @@ class AgentRunner:
         number = self.gateway.next_call_number(name)
         request = {**resolved.request, "callNumber": number}
         model = str(self.agent.get("model"))
-        rates = price_for(context.pricing, name, self.config.provider_kind, model)
-        self.rates = rates
-        call = self._call(entry, Built(resolved.recorded, request), rates=rates)
+        self.rates = price_for(context.pricing, name, self.config.provider_kind, model)
+        call = self._call(entry, Built(resolved.recorded, request), rates=self.rates)
         return dataclasses.replace(call, secrets=resolved.secrets)
 
     def _final(self, reply: JsonObject) -> JsonValue:

@@ -59,9 +59,8 @@ class AgentCall:
     tool_call_id: str | None = None
     tool: str | None = None
     secrets: tuple[str, ...] = ()  # resolved values the request carries: redacted when recorded
-    rates: Mapping[str, int] | None = (
-        None  # a model call's price (``core.pricing``); None: unpriced
-    )
+    # A model call's price (``core.pricing.price_for``); None: unpriced.
+    rates: Mapping[str, int] | None = None
 
     @property
     def is_model_call(self) -> bool:
