@@ -38,10 +38,11 @@ def agents_batch(n: int, port: int) -> dict[str, Any]:
     provider = {"kind": "openai", "endpoint": f"http://127.0.0.1:{port}/v1/responses"}
     agent = {"provider": "main", "model": "m", "instructions": "Answer.", "maxTurns": 1}
     tasks = [{"id": f"a{i}", "uses": "agent:w", "with": {"prompt": f"q{i}"}} for i in range(n)]
+    runtime = {"maxConcurrency": min(max(n, 1), 64)}
     doc = benchkit.document(
-        "provider-batch", tasks, policy=policy, providers={"main": provider},
-        agents={"w": agent}, runtime={"maxConcurrency": min(max(n, 1), 64)},
-    )  # fmt: skip
+        "provider-batch", tasks, policy=policy, providers={"main": provider}, agents={"w": agent}
+    )
+    doc["spec"]["runtime"] = runtime
     # The document as `agentctl run` sees it: defaults filled in (credential, limits).
     return dict(load_workflow(yaml.safe_dump(doc)).document)
 
