@@ -37,7 +37,14 @@ from agentctl.clikit import (
     report_closed_stdout,
 )
 from agentctl.errors import AgentctlError, CancelledRunError, ValidationError, from_os_error
-from agentctl.render import Outcome, Settings, dump_json, emit_error, emit_outcome
+from agentctl.render import (
+    Outcome,
+    Settings,
+    dump_json,
+    emit_error,
+    emit_outcome,
+    stream_event_printer,
+)
 
 app = typer.Typer(
     name="agentctl",
@@ -49,7 +56,8 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
     epilog=(
         "Global options, accepted before or after the command: --output human|json|jsonl, "
-        "--color auto|always|never, --verbose. State commands take --db PATH "
+        "--color auto|always|never, --verbose, --offline (no network pack sources), "
+        "--locked (require agentctl.pack.lock, reject drift). State commands take --db PATH "
         "(default .agentctl/runtime.db). -V/--version prints the version."
     ),
 )
@@ -60,6 +68,7 @@ SETTINGS = Settings()
 # --------------------------------------------------------------------------- argv handling
 
 _VALUE_FLAGS = {"--output": ("human", "json", "jsonl"), "--color": ("auto", "always", "never")}
+_PACK_FLAGS = ("--offline", "--locked")  # pack resolution modes, global like --verbose
 
 
 def _sniff_output(argv: list[str]) -> str:
@@ -99,6 +108,8 @@ def normalize_argv(argv: list[str]) -> tuple[Settings, list[str]]:
                 _apply_flag(settings, name, value)
         elif arg == "--verbose":
             settings.verbose = True
+        elif arg in _PACK_FLAGS:
+            setattr(settings, arg[2:], True)
         else:
             rest.append(arg)
         i += 1
@@ -295,6 +306,7 @@ def run_cmd(
             on_created=created,
             check_mode=check,
             diff=diff,
+            on_stream=stream_event_printer(SETTINGS),
         )
     )
 
@@ -341,7 +353,13 @@ def resume_cmd(
     where = str(workspace) if workspace else None
     _drive(
         lambda progress, _created: api.resume(
-            run, db=db, workspace=where, timeout_s=timeout_seconds, progress=progress, diff=diff
+            run,
+            db=db,
+            workspace=where,
+            timeout_s=timeout_seconds,
+            progress=progress,
+            diff=diff,
+            on_stream=stream_event_printer(SETTINGS),
         ),
         announce=run,
     )
@@ -384,17 +402,20 @@ def fork_cmd(
 
 
 def _register_state_groups() -> None:
-    from agentctl import cli_docs, cli_inspect, cli_providers, cli_recovery
+    from agentctl import cli_docs, cli_inspect, cli_packs, cli_providers, cli_recovery
+    from agentctl.cli_memory import memory_app
     from agentctl.cli_state import approvals_app, artifacts_app, db_app
 
     cli_inspect.register(app)
     cli_recovery.register(app)
     cli_docs.register(app, cli_inspect.runs_app)
+    cli_packs.register(app)
     cli_providers.register(app)
 
     app.add_typer(approvals_app, name="approvals")
     app.add_typer(artifacts_app, name="artifacts")
     app.add_typer(db_app, name="db")
+    app.add_typer(memory_app, name="memory")
 
 
 _register_state_groups()
@@ -436,6 +457,11 @@ def _execute(args: list[str]) -> Outcome | AgentctlError | int:
     global SETTINGS
     try:
         SETTINGS, normalized = normalize_argv(args)
+        # Set on every call once loaded, so an earlier call in this process never leaks in.
+        if SETTINGS.offline or SETTINGS.locked or "agentctl.packsource" in sys.modules:
+            from agentctl import packsource
+
+            packsource.MODE = packsource.PackMode(SETTINGS.offline, SETTINGS.locked)
         if normalized[:1] in (["-V"], ["--version"]):
             normalized = ["version", *normalized[1:]]
         return _run_app(normalized)

@@ -63,13 +63,15 @@ def migrate_cmd(
     from agentctl.core.compiler import compile_workflow
     from agentctl.core.dsl import load_workflow
     from agentctl.core.dsl.migrate import migrate_source
+    from agentctl.packsource import with_packs
 
     source = read_cli_file(file, "workflow file")
-    loaded = load_workflow(source, file=str(file))
+    loaded = with_packs(load_workflow(source, file=str(file)), file)
     captured = capture_vars(loaded, file, None, None)
     before = compile_workflow(loaded.document, file=str(file), variables=captured)
     migration = migrate_source(source, file=str(file))
-    after = compile_workflow(load_workflow(migration.text).document, variables=captured)
+    migrated = with_packs(load_workflow(migration.text, file=str(file)), file)
+    after = compile_workflow(migrated.document, variables=captured)
     if not _same_tasks(before, after):
         raise ValidationError(f"migrating {file} would change its tasks; nothing was written")
     if write is not None:

@@ -123,8 +123,12 @@ def capture_vars(
 def compile_with_vars(
     path: Path, vars_files: list[Path] | None = None, var_pairs: list[str] | None = None
 ) -> tuple[Any, Any]:
-    """Load ``path``, capture its var files and the CLI variables, compile; (loaded, plan)."""
+    """Load ``path``, resolve its packs, capture its var files and the CLI variables,
+    compile; (loaded, plan). ``loaded.document`` is the document with its packs merged."""
+    from agentctl.packsource import with_packs
+
     loaded = load_workflow(read_cli_file(path, "workflow file"), file=str(path))
+    loaded = with_packs(loaded, path)
     captured = capture_vars(loaded, path, vars_files, var_pairs)
     plan = compile_workflow(
         loaded.document, file=str(path), locate=loaded.locate, variables=captured

@@ -32,6 +32,8 @@ class CrashPoint(StrEnum):
     # worker: inside the process that executes the effect
     WORKER_BEFORE_EXECUTE = "worker.before_execute"  # Execute received, nothing run
     WORKER_BEFORE_RESULT = "worker.before_result"  # the effect ran, its reply is not sent
+    # stream: a streamed model answer's fragment is durable, the worker not yet told so
+    STREAM_AFTER_EVENT = "stream.after_event"
     # ledger: the artifact store's ingestion and collection steps
     ARTIFACT_AFTER_TMP_WRITE = "artifact.after_tmp_write"
     ARTIFACT_AFTER_RENAME = "artifact.after_rename"

@@ -2,7 +2,9 @@
 
 Invariants:
 - JSON mode prints exactly one compact ``agentctl.dev/cli/v1`` envelope: a success on stdout,
-  an error on stderr. Nothing else is written to stdout in JSON mode.
+  an error on stderr. Nothing else is written to stdout in JSON mode. JSONL mode is the same,
+  except that ``run`` / ``resume`` first print one ``StreamEvent`` envelope per durable stream
+  event, live, each on its own line (``stream_event_printer``).
 - Human mode never writes ANSI escapes unless colour is on (``--color always``, or ``auto``
   with a terminal on stdout).
 - ``rich`` is imported only when a human table is actually drawn, to keep start-up fast.
@@ -15,7 +17,7 @@ import math
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, Protocol, TextIO
 
 from agentctl.errors import AgentctlError, Diagnostic
 
@@ -31,6 +33,9 @@ class Settings:
     output: OutputMode = "human"
     color: ColorMode = "auto"
     verbose: bool = False
+    # Pack resolution modes (global flags; the CLI hands them to ``packsource``).
+    offline: bool = False
+    locked: bool = False
 
     def use_color(self, stream: TextIO) -> bool:
         if self.color == "always":
@@ -93,6 +98,43 @@ def emit_outcome(outcome: Outcome, settings: Settings) -> None:
     if settings.verbose and outcome.human is not None:
         sys.stdout.write(dump_json(outcome.data, indent=2) + "\n")
     sys.stdout.flush()
+
+
+class JsonRecord(Protocol):
+    def to_json(self) -> Any: ...
+
+
+def stream_event_printer(settings: Settings) -> Callable[[JsonRecord], None] | None:
+    """With ``--output jsonl``: print each stream event as a ``StreamEvent`` line, at once.
+
+    In human mode without a terminal on stderr, each fragment's text goes to stderr as it
+    arrives (at a terminal the live progress view owns stderr); ``json`` prints none.
+    """
+    if settings.output == "human" and not sys.stderr.isatty():
+        return _show_text
+    if settings.output != "jsonl":
+        return None
+
+    def show(record: JsonRecord) -> None:
+        envelope = {
+            "apiVersion": API_VERSION,
+            "kind": "StreamEvent",
+            "ok": True,
+            "data": record.to_json(),
+            "diagnostics": [],
+        }
+        sys.stdout.write(dump_json(envelope) + "\n")
+        sys.stdout.flush()
+
+    return show
+
+
+def _show_text(record: JsonRecord) -> None:
+    payload = record.to_json().get("payload")
+    text = payload.get("text") if isinstance(payload, dict) else None
+    if isinstance(text, str):
+        sys.stderr.write(text)
+        sys.stderr.flush()
 
 
 def default_human(outcome: Outcome) -> str:

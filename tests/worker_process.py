@@ -10,17 +10,33 @@ from contextlib import asynccontextmanager
 
 import trio
 
-from agentctl.mailbox import Execute, Failure, FrameChannel, Hello, Result
+from agentctl.mailbox import (
+    Execute,
+    Failure,
+    FrameChannel,
+    Hello,
+    Result,
+    StreamAck,
+    StreamFragment,
+)
 
 
 class Worker:
     def __init__(self, proc: trio.Process, channel: FrameChannel) -> None:
         self.proc = proc
         self.channel = channel
+        self.fragments: list[StreamFragment] = []  # every fragment acknowledged, in order
 
     async def call(self, msg: Execute) -> Result | Failure:
+        """Send ``msg`` and wait for its reply, acknowledging stream fragments on the way as
+        the coordinator does (the worker waits for each acknowledgement)."""
         await self.channel.send(msg)
-        reply = await self.channel.receive()
+        while True:
+            reply = await self.channel.receive()
+            if not isinstance(reply, StreamFragment):
+                break
+            self.fragments.append(reply)
+            await self.channel.send(StreamAck(effect_id=reply.effect_id, index=reply.index))
         assert isinstance(reply, Result | Failure)
         return reply
 

@@ -12,6 +12,8 @@ Invariants:
 - a model call offers the agent's tools; its secret references are resolved for the worker
   only (``modelcalls``), the recorded input keeping their source and digest;
 - tool inputs and outputs are validated against the tool's schemas; policy decides each call;
+  a call that needs an approval is handed to the gateway with its reason, which holds it
+  durably and pauses the task (the loop re-runs on ``resume``, reusing every confirmed call);
 - turns and tool calls are bounded by ``maxTurns`` / ``maxToolCalls``; exhausting them fails.
 """
 
@@ -138,8 +140,11 @@ class AgentRunner:
         )
         if decision.denied:
             raise PolicyDeniedError(f"model call denied: {decision.reason}")
-        config: JsonObject = {"agent": dict(self.agent), "provider": dict(self.config.provider)}
-        config["tools"] = dict[str, JsonValue](self.config.tools)  # offered to the model
+        config: JsonObject = {
+            "agent": dict(self.agent),
+            "provider": dict(self.config.provider),
+            "tools": {k: dict(v) for k, v in self.config.tools.items()},  # offered to the model
+        }
         context = self.gateway.context
         built = self._build(entry, name, config, list(messages))
         resolved = modelcalls.resolve_secret_refs(built, context, f"task {self.task.id}: {name}")
@@ -179,15 +184,16 @@ class AgentRunner:
         problems = jsonschema.validate(args, as_object(tool["inputSchema"]))
         if problems:
             raise TaskFailure(f"tool {name} input is invalid: {'; '.join(problems[:3])}")
-        self._decide_tool(name, tool)
-        output = await self._tool_effect(name, dict(tool), args, str(call.get("id")))
+        approval = self._decide_tool(name, tool)
+        output = await self._tool_effect(name, dict(tool), args, str(call.get("id")), approval)
         schema = as_object(tool.get("outputSchema") or {"type": "object"})
         problems = jsonschema.validate(output, schema)
         if problems:
             raise TaskFailure(f"tool {name} output is invalid: {'; '.join(problems[:3])}")
         return output
 
-    def _decide_tool(self, name: str, tool: Mapping[str, JsonValue]) -> None:
+    def _decide_tool(self, name: str, tool: Mapping[str, JsonValue]) -> str | None:
+        """Refuse a denied call; the reason an approval is needed, or None."""
         decision = decide(
             self.policy,
             name=name,
@@ -197,22 +203,28 @@ class AgentRunner:
         )
         if decision.denied:
             raise PolicyDeniedError(f"tool {name} denied: {decision.reason}")
-        if decision.needs_approval:
-            raise PolicyDeniedError(
-                f"tool {name} needs approval ({decision.reason}); approvals inside agent turns "
-                "are not supported yet, so the call is refused"
-            )
+        return decision.reason if decision.needs_approval else None
 
     async def _tool_effect(
-        self, name: str, tool: JsonObject, args: JsonValue, call_id: str
+        self, name: str, tool: JsonObject, args: JsonValue, call_id: str, approval: str | None
     ) -> JsonValue:
         entry = registry.lookup(str(tool["kind"]))
         if entry.is_pure:
+            if approval is not None:  # no effect to hold: nothing durable could wait
+                raise PolicyDeniedError(f"tool {name} needs approval ({approval}) but is pure")
             return args
         built = self._build(entry, name, tool, args)
         call_ref = f"{self.task.id}:{self.attempt}:{call_id}"
         declared = {**tool, "name": name}
         call = self._call(entry, built, declared=declared, tool_call_id=call_ref)
+        if approval is not None:
+            capability = tool.get("capability")
+            call = dataclasses.replace(
+                call,
+                approval_reason=approval,
+                agent=self.task.agent,
+                capability=str(capability) if capability is not None else entry.policy_name,
+            )
         result = await self.gateway.perform(call)
         return entry.shape(args, as_object(result)) if entry.shape is not None else result
 

@@ -35,6 +35,7 @@ from agentctl.coordinator.service import (
     drive_run,
     outcome_or_raise,
 )
+from agentctl.coordinator.streaming import StreamListener
 from agentctl.core.compiler.diagnostics import Locator
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
@@ -106,6 +107,7 @@ def start_run(
     diff: bool = False,
     file: str | None = None,
     locate: Locator | None = None,
+    on_stream: StreamListener | None = None,
 ) -> RunOutcome:
     clock, root = Clock(), os.path.abspath(workspace)
     refuse_before_state(plan, root, preview=check_mode, file=file, locate=locate)
@@ -124,7 +126,7 @@ def start_run(
         if on_created is not None:
             on_created(run_id, trace_id)
         req = DriveRequest(ledger, run_id, trace_id, plan, root, timeout_s, progress, clock)
-        req = dataclasses.replace(req, check_mode=check_mode, diff=diff)
+        req = dataclasses.replace(req, check_mode=check_mode, diff=diff, on_stream=on_stream)
         with naming_run(run_id):
             outcome = run_trio(drive_run, req)
     if outcome.state == "failed" and plan.run.compensation.get("onFailure") == "automatic":
@@ -160,6 +162,7 @@ def resume(
     timeout_s: float | None,
     progress: Progress | None = None,
     diff: bool = False,
+    on_stream: StreamListener | None = None,
 ) -> RunOutcome:
     """Continue a run with the plan it was created with (loaded, not compiled again)."""
     clock = Clock()
@@ -172,7 +175,9 @@ def resume(
         run = check_resumable(ledger, run_ref, clock)
         trace_id = clock.new_id("trace")
         req = DriveRequest(ledger, run.run_id, trace_id, plan, base, timeout_s, progress, clock)
-        req = dataclasses.replace(req, check_mode=run.mode == "check", diff=diff)
+        req = dataclasses.replace(
+            req, check_mode=run.mode == "check", diff=diff, on_stream=on_stream
+        )
         with naming_run(run.run_id):
             return outcome_or_raise(run_trio(drive_run, req))
 

@@ -12,8 +12,14 @@ Invariants:
   a lost answer (timeout, transport loss, worker death) leaves it ``uncertain`` and raises
   ``AgentUncertain``: model calls are at-most-once, never resent automatically;
 - the secret values a call's request carries (``AgentCall.secrets``) are redacted from its
-  answer before anything is recorded or returned; a model call settles the usage its answer
-  reported (``modelcalls.model_spent``), priced by ``AgentCall.rates``.
+  answer (and from each streamed fragment) before anything is recorded or returned; a model
+  call settles the usage its answer reported (``modelcalls.model_spent``), priced by
+  ``AgentCall.rates``;
+- a call that needs an approval goes through ``RunLedger.gate_call`` instead: held (raises
+  ``AgentAwaitingApproval``; the task and run pause), started once approved (then dispatched
+  like any call, exactly once), or rejected (the task fails, saying so);
+- a streaming model call (``stream: true``) dispatches with a ``FragmentKeeper``: each delta is
+  a durable stream event before the worker reads on; the call's outcome is unchanged by it.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dataclasses import dataclass, field
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.modelcalls import model_spent
 from agentctl.coordinator.store import Store
+from agentctl.coordinator.streaming import FragmentKeeper, StreamListener
 from agentctl.coordinator.workerpool import WorkerPool
 from agentctl.core import registry
 from agentctl.core.effects import effect_id, input_digest
@@ -33,12 +40,17 @@ from agentctl.core.redact import Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import RunFailedError
 from agentctl.ledger.effects import NewEffect
+from agentctl.ledger.held_calls import GatedCall
 from agentctl.ledger.model import CallRecord, EffectOutcome
 from agentctl.mailbox.messages import Execute, Failure, Result
 
 
 class AgentUncertain(Exception):
     """A call's outcome is unknown; the driver parks the task as waiting_for_effect."""
+
+
+class AgentAwaitingApproval(Exception):
+    """A tool call is held for an approval (durably); the driver leaves the task paused."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +70,12 @@ class AgentCall:
     timeout_s: float
     tool_call_id: str | None = None
     tool: str | None = None
-    secrets: tuple[str, ...] = ()  # resolved values the request carries: redacted when recorded
+    approval_reason: str | None = None  # set when policy wants an approval first
+    agent: str | None = None  # the spec.agents key making the call
+    capability: str | None = None
+    # Resolved secret values ``request`` carries (``modelcalls.resolve_secret_refs``; the
+    # recorded input keeps their source and digest): redacted from whatever is recorded.
+    secrets: tuple[str, ...] = ()
     # A model call's price (``core.pricing.price_for``); None: unpriced.
     rates: Mapping[str, int] | None = None
 
@@ -80,6 +97,7 @@ class CallGateway:
     # A provider's call counter is shared by every task using it (the fake provider's
     # scripted failures count per provider instance, spec/dsl.md §5).
     counters: dict[str, int] = field(default_factory=dict)
+    on_stream: StreamListener | None = None  # shown each persisted stream event, live
 
     def next_call_number(self, provider: str) -> int:
         self.counters[provider] = self.counters.get(provider, 0) + 1
@@ -96,15 +114,47 @@ class CallGateway:
             return reused
         new = self._new_effect(call)
         record = CallRecord(new, call.reserve, self.clock.now(), call.tool_call_id, call.tool)
-        refused = await self.store.record_and_start_call(record)
-        if refused is not None:
-            raise RunFailedError(
-                f"budget {refused.get('dimension')} exceeded before {call.operation} "
-                f"(limit {refused.get('limit')}, would reach {refused.get('attempted')}); "
-                "nothing was dispatched"
-            )
+        if call.approval_reason is not None:
+            await self._gate(record, call)
+        else:
+            refused = await self.store.record_and_start_call(record)
+            if refused is not None:
+                raise _over_budget(call, refused)
         crash_point(CrashPoint.AFTER_STARTED)
-        return await self._dispatch(new, call)
+        keeper = self._keeper(new, call) if call.request.get("stream") is True else None
+        return await self._dispatch(new, call, keeper)
+
+    def _keeper(self, new: NewEffect, call: AgentCall) -> FragmentKeeper:
+        return FragmentKeeper(
+            self.store,
+            self.clock,
+            self.run_id,
+            call.task_id,
+            call.attempt,
+            new.effect_id,
+            Redactor(call.secrets),
+            self.on_stream,
+        )
+
+    async def _gate(self, record: CallRecord, call: AgentCall) -> None:
+        """Returns once the approved call is durably started; raises while it may not run."""
+        gated = GatedCall(
+            record, call.approval_reason or "", call.agent, call.capability, self.trace_id
+        )
+        gate = await self.store.gate_call(gated)
+        if gate.status == "started":
+            return
+        if gate.status == "held":
+            crash_point(CrashPoint.AFTER_REQUESTED)
+            raise AgentAwaitingApproval(f"tool call {call.tool_call_id} awaits approval")
+        detail = gate.detail or {}
+        if gate.status == "refused":
+            raise _over_budget(call, detail)
+        raise RunFailedError(
+            f"tool call {call.tool_call_id} ({call.tool}) was rejected: approval "
+            f"{detail.get('approvalId')} rejected by {detail.get('resolvedBy')} "
+            f"({detail.get('reason')}); the tool did not run"
+        )
 
     def _new_effect(self, call: AgentCall) -> NewEffect:
         return NewEffect(
@@ -120,7 +170,12 @@ class CallGateway:
             trace_id=self.trace_id,
         )
 
-    async def _dispatch(self, new: NewEffect, call: AgentCall) -> JsonValue:
+    async def _dispatch(
+        self,
+        new: NewEffect,
+        call: AgentCall,
+        keeper: FragmentKeeper | None,
+    ) -> JsonValue:
         msg = Execute(
             effect_id=new.effect_id,
             run_id=self.run_id,
@@ -130,7 +185,7 @@ class CallGateway:
             request=call.request,
             timeout_seconds=call.timeout_s,
         )
-        reply = _redacted(call, await self.pool.execute(msg))
+        reply = _redacted(call, await self.pool.execute(msg, keeper))
         crash_point(CrashPoint.AFTER_RESULT)
         await self.store.finish_effects([self._outcome(new, call, reply)])
         crash_point(CrashPoint.AFTER_OUTCOME)
@@ -170,6 +225,14 @@ def _redacted(call: AgentCall, reply: Result | Failure) -> Result | Failure:
         return reply.model_copy(update={"output": redactor.redact(reply.output)})
     error = reply.error.model_copy(update={"message": redactor.redact_text(reply.error.message)})
     return reply.model_copy(update={"error": error})
+
+
+def _over_budget(call: AgentCall, refused: JsonObject) -> RunFailedError:
+    return RunFailedError(
+        f"budget {refused.get('dimension')} exceeded before {call.operation} "
+        f"(limit {refused.get('limit')}, would reach {refused.get('attempted')}); "
+        "nothing was dispatched"
+    )
 
 
 def _spent(call: AgentCall, reply: Result | Failure) -> dict[str, int]:

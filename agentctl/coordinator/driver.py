@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 import trio
 
 from agentctl.coordinator.agent import AgentRunner
-from agentctl.coordinator.calls import AgentUncertain, CallGateway
+from agentctl.coordinator.calls import AgentAwaitingApproval, AgentUncertain, CallGateway
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.execute import EffectRunner
 from agentctl.coordinator.live import Inflight, Live
@@ -31,6 +31,7 @@ from agentctl.coordinator.prepare import RunSettings, prepare_task, resolved_inp
 from agentctl.coordinator.schedule import SCHEDULABLE, WAITING, Scheduler
 from agentctl.coordinator.staging import Staged
 from agentctl.coordinator.steps import (
+    AgentHeld,
     Executable,
     HeldForApproval,
     PendingAgent,
@@ -44,6 +45,7 @@ from agentctl.coordinator.steps import (
     started,
 )
 from agentctl.coordinator.store import GroupCommitter, Store
+from agentctl.coordinator.streaming import StreamListener
 from agentctl.coordinator.workerpool import WorkerPool
 from agentctl.core import evaluate as ev
 from agentctl.core.plan import PlannedTask
@@ -67,6 +69,7 @@ class Driver:
         trace_id: str,
         on_progress: Callable[[str, str], None] | None = None,
         artifacts: bool = False,
+        on_stream: StreamListener | None = None,
     ) -> None:
         self.store = store
         self.rs = rs
@@ -80,7 +83,9 @@ class Driver:
         self.effects = EffectRunner(
             store, pool, clock, rs.run_id, trace_id, rs.workspace, ingest=artifacts
         )
-        self.gateway = CallGateway(store, pool, clock, rs.run_id, trace_id, rs.context)
+        self.gateway = CallGateway(
+            store, pool, clock, rs.run_id, trace_id, rs.context, on_stream=on_stream
+        )
         self.on_progress = on_progress or (lambda _task, _state: None)
 
     # ------------------------------------------------------------------ the loop
@@ -180,7 +185,10 @@ class Driver:
             # Re-enter the loop: its confirmed calls are reused by identity, not resent.
             prep = prepare_task(self.rs, task, view, attempt + 1 if fresh else attempt)
             if isinstance(prep, PendingAgent):
-                return dataclasses.replace(prep, recorded=not fresh)
+                # A task paused at a held tool call moves back to running (same attempt)
+                # before its loop re-enters; the gateway then finds the approval's outcome.
+                held = self.live.states[task.id] == "waiting_for_approval"
+                return dataclasses.replace(prep, recorded=not fresh and not held)
             return prep
         if eff.status == "succeeded" or found.reconciliation == "applied":
             result = eff.result if eff.status == "succeeded" else found.result
@@ -325,13 +333,16 @@ class Driver:
         else:
             done[id(step)] = await self.effects.run(step, view.memory, committer)
 
-    async def _run_agent(self, step: RunningAgent) -> Settled:
+    async def _run_agent(self, step: RunningAgent) -> Settled | AgentHeld:
         runner = AgentRunner(step.task, step.attempt, step.prompt, self.gateway)
         base = Settled(
             step.task, step.attempt, "succeeded", None, None, step.decision, step.input_digest
         )
         try:
             output = await runner.run()
+        except AgentAwaitingApproval:
+            self._mirror(step.task.id, "waiting_for_approval", step.attempt)
+            return AgentHeld(step.task, step.attempt)
         except AgentUncertain as exc:
             error = f"effect outcome uncertain: {exc}"
             return dataclasses.replace(base, state="waiting_for_effect", error=error)

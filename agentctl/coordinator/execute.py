@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from agentctl.coordinator.clock import Clock
@@ -29,6 +29,7 @@ from agentctl.coordinator.store import GroupCommitter, Store
 from agentctl.coordinator.workerpool import WorkerPool
 from agentctl.core import evaluate as ev
 from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.longterm import Candidate
 from agentctl.core.redact import Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.ledger.artifacts.refs import ArtifactRef
@@ -66,6 +67,9 @@ class _Local:
 
     async def long_term_get(self, namespace: str, key: str) -> MemoryEntry:
         return await self.store.long_term_get(namespace, key, self.clock.now())
+
+    async def long_term_candidates(self, namespace: str) -> Sequence[Candidate]:
+        return await self.store.long_term_candidates(namespace, self.clock.now())
 
 
 @dataclass

@@ -3,7 +3,8 @@
 Invariants:
 - replay executes nothing: it dispatches no effect, calls no executor, reads no credential;
   it copies a terminal source's task records (disposition ``recorded``) into a new run whose
-  tasks still walk legal transitions, after verifying the source's artifact bytes;
+  tasks still walk legal transitions, after verifying the source's artifact bytes, and its
+  stream events, each linked to its source row;
 - a replay ends in its source's state (a failed source replays as failed);
 - fork re-runs the same workflow, plan and inputs from the initial memory with fresh effects;
   it drives the source's stored plan and stores it with the fork (resume never recompiles).
@@ -46,6 +47,7 @@ def replay(ledger: RunLedger, source_ref: str, clock: Clock) -> RunOutcome:
         walk=True,
         final_state=source.state,
         final_output=source.output,
+        stream_source=source.run_id,
     )
     ledger.create_derived_run(derived)
     errors = {t.task_id: t.error for t in records if t.error}

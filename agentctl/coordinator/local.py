@@ -10,26 +10,40 @@ Invariants:
   ``MemoryPut`` that commits in the same transaction as the effect's outcome, and a working
   memory write as a delta that commits with the task's completion;
 - ``recorded_delta`` gives the working-memory delta of an effect confirmed in an earlier
-  process (resume), from its recorded input, so a resumed run rebuilds the same memory.
+  process (resume), from its recorded input, so a resumed run rebuilds the same memory;
+- a long-term search reads the ledger's candidates once and ranks them with
+  ``core.longterm.rank``; promotion is a working-memory write under its own operation name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
+from agentctl.core.longterm import (
+    Candidate,
+    EmbeddingIdentity,
+    Entry,
+    local_hash,
+    rank,
+    search_query_of,
+)
+from agentctl.core.longterm.actions import entry_json
+from agentctl.errors import AgentctlError
 from agentctl.ledger.model import MemoryEntry, MemoryPut
 
 
 class LocalHost(Protocol):
-    """What a coordinator-side executor may use: the batch's memory and a ledger lookup."""
+    """What a coordinator-side executor may use: the batch's memory and ledger lookups."""
 
     @property
     def memory(self) -> Mapping[str, JsonValue]: ...
 
     async def long_term_get(self, namespace: str, key: str) -> MemoryEntry: ...
+
+    async def long_term_candidates(self, namespace: str) -> Sequence[Candidate]: ...
 
 
 @dataclass(frozen=True)
@@ -81,7 +95,17 @@ async def execute_memory_write(request: JsonObject, host: LocalHost) -> LocalRes
 
 async def execute_long_term_write(request: JsonObject, host: LocalHost) -> LocalResult:
     key, namespace = str(request["key"]), str(request["namespace"])
-    put = MemoryPut(namespace, key, request.get("value"))
+    value, text, metadata = entry_json(request)
+    identity = EmbeddingIdentity.from_settings(as_object(request.get("embedding")))
+    days = request.get("retentionDays")
+    put = MemoryPut(
+        namespace,
+        key,
+        Entry(value, text, metadata),
+        identity,
+        local_hash(text, identity),
+        days if isinstance(days, int) else None,
+    )
     output: JsonObject = {"status": "changed", "changed": True, "key": key}
     return LocalResult("succeeded", output, long_term_put=put)
 
@@ -94,10 +118,24 @@ async def execute_long_term_read(request: JsonObject, host: LocalHost) -> LocalR
     return LocalResult("succeeded", {"status": "unchanged", "changed": False, "value": entry.value})
 
 
+async def execute_long_term_search(request: JsonObject, host: LocalHost) -> LocalResult:
+    try:
+        query = search_query_of(request, str(request["namespace"]))
+        identity = EmbeddingIdentity.from_settings(as_object(request.get("embedding")))
+        found = rank(query, await host.long_term_candidates(query.namespace), identity)
+    except AgentctlError as exc:  # an invalid query, or an index that needs rebuilding
+        return LocalResult("failed", error=exc.message)
+    output: JsonObject = {"status": "unchanged", "changed": False, **query.to_json()}
+    output["results"] = list[JsonValue](found)
+    return LocalResult("succeeded", output)
+
+
 LOCAL_OPERATIONS: dict[str, LocalOperation] = {
     "builtin.memory.write": LocalOperation(execute_memory_write, _memory_delta),
     "builtin.long_term_memory.write": LocalOperation(execute_long_term_write),
     "builtin.long_term_memory.read": LocalOperation(execute_long_term_read),
+    "builtin.long_term_memory.search": LocalOperation(execute_long_term_search),
+    "builtin.long_term_memory.promote": LocalOperation(execute_memory_write, _memory_delta),
 }
 
 

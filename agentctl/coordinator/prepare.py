@@ -51,7 +51,8 @@ class RunSettings:
     def context(self) -> RunContext:
         """What request builders may know about the run."""
         run = self.plan.run
-        return RunContext(self.workspace, run.policy, run.long_term_namespace, run.pricing)
+        namespace = run.long_term_namespace
+        return RunContext(self.workspace, run.policy, namespace, run.long_term or {}, run.pricing)
 
 
 def prepare_task(

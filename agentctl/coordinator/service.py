@@ -31,6 +31,7 @@ from agentctl.coordinator.driver import Driver
 from agentctl.coordinator.live import Live, live_from
 from agentctl.coordinator.prepare import RunSettings
 from agentctl.coordinator.store import Store
+from agentctl.coordinator.streaming import StreamListener
 from agentctl.coordinator.workerpool import kill_stale_workers, open_worker_pool
 from agentctl.core.evaluate import RuntimeView, TaskFailure, render_run_outputs
 from agentctl.core.jsonvalue import JsonObject, JsonValue
@@ -78,6 +79,7 @@ class DriveRequest:
     check_mode: bool = False
     diff: bool = False
     compensates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    on_stream: StreamListener | None = None  # each durable stream event, live
 
 
 def create_run(
@@ -128,7 +130,15 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
     async with open_worker_pool(size, registry_path=registry) as pool:
         await store.open_artifacts()
         driver = Driver(
-            store, settings, live, pool, req.clock, req.trace_id, req.progress, artifacts=True
+            store,
+            settings,
+            live,
+            pool,
+            req.clock,
+            req.trace_id,
+            req.progress,
+            artifacts=True,
+            on_stream=req.on_stream,
         )
         with trio.CancelScope() as scope, trio.CancelScope(deadline=wall_deadline) as wall:
             async with trio.open_nursery() as nursery:

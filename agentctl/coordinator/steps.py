@@ -8,7 +8,9 @@ and each step returns *new* values instead of flipping flags on a shared object:
              │   (recorded=False)          ├─> HeldForApproval              (the run pauses)
              │                             └─> Settled                     (budget refused)
              ├─> PendingEffect ── start ───> StartedEffect                 (resumed: row exists)
-             └─> PendingAgent ─── start ───> RunningAgent ── run ────────> Settled
+             └─> PendingAgent ─── start ───> RunningAgent ── run ──┬─────> Settled
+                                                                   └─> AgentHeld
+                                                  (a tool call held for approval: paused)
 
 Invariants:
 - an effect is executed only from ``StartedEffect``, which the driver creates only after the
@@ -126,8 +128,25 @@ class RunningAgent:
     input_digest: str | None = None
 
 
+@dataclass(frozen=True)
+class AgentHeld:
+    """The agent's loop stopped at a tool call held for approval; the hold is durable (task
+    ``waiting_for_approval``), so nothing more commits until ``resume`` re-enters the loop."""
+
+    task: PlannedTask
+    attempt: int
+
+
 Prepared = Settled | PendingEffect | PendingAgent
-Step = Settled | PendingEffect | StartedEffect | HeldForApproval | PendingAgent | RunningAgent
+Step = (
+    Settled
+    | PendingEffect
+    | StartedEffect
+    | HeldForApproval
+    | PendingAgent
+    | RunningAgent
+    | AgentHeld
+)
 Executable = StartedEffect | RunningAgent
 
 

@@ -15,7 +15,9 @@ from typing import TypeVar
 import trio
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.longterm import Candidate
 from agentctl.ledger.artifacts.store import IngestResult
+from agentctl.ledger.held_calls import CallGate, GatedCall
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import (
     BatchCommit,
@@ -31,6 +33,7 @@ from agentctl.ledger.model import (
     TaskStartBatch,
 )
 from agentctl.ledger.runs import RunRecord
+from agentctl.ledger.streams import NewStreamEvent, StreamEventRecord
 
 T = TypeVar("T")
 
@@ -73,6 +76,12 @@ class Store:
     async def record_and_start_call(self, call: CallRecord) -> JsonObject | None:
         return await self._run(lambda: self.ledger.record_and_start_call(call))
 
+    async def gate_call(self, gated: GatedCall) -> CallGate:
+        return await self._run(lambda: self.ledger.gate_call(gated))
+
+    async def append_stream_event(self, event: NewStreamEvent) -> StreamEventRecord | None:
+        return await self._run(lambda: self.ledger.append_stream_event(event))
+
     async def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
         await self._run(lambda: self.ledger.finish_effects(outcomes))
 
@@ -84,6 +93,9 @@ class Store:
 
     async def long_term_get(self, namespace: str, key: str, now: str) -> MemoryEntry:
         return await self._run(lambda: self.ledger.long_term_get(namespace, key, now))
+
+    async def long_term_candidates(self, namespace: str, now: str) -> Sequence[Candidate]:
+        return await self._run(lambda: self.ledger.long_term_candidates(namespace, now))
 
     async def open_artifacts(self) -> None:
         await self._run(self.ledger.open_artifacts)

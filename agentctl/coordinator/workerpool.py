@@ -10,6 +10,9 @@ Invariants:
   SIGKILLed and the next ``execute`` starts a fresh one;
 - on exit: ``Shutdown`` to every worker, a short grace, then SIGTERM → grace → SIGKILL of each
   worker tree (psutil), so no worker or grandchild outlives the pool;
+- a ``StreamFragment`` from a worker goes to the sink its effect's ``execute`` was given, and
+  the worker gets its ``StreamAck`` only after that sink returned (the fragment is durable);
+  a fragment nobody listens for, or one the sink could not keep, is refused;
 - with a ``registry_path`` the live workers' (pid, create time) are kept in a small JSON file,
   so a later coordinator can kill the workers of a dead one (``kill_stale_workers``), matching
   pid AND create time so that a recycled pid is never hit.
@@ -24,7 +27,7 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +37,17 @@ import trio
 from agentctl.core import registry
 from agentctl.errors import AgentctlError, InvalidOperationError, PersistenceError, from_os_error
 from agentctl.mailbox.frames import FrameChannel, ProtocolError
-from agentctl.mailbox.messages import Cancel, Execute, Failure, Hello, Result, Shutdown, WireError
+from agentctl.mailbox.messages import (
+    Cancel,
+    Execute,
+    Failure,
+    Hello,
+    Result,
+    Shutdown,
+    StreamAck,
+    StreamFragment,
+    WireError,
+)
 
 HELLO_TIMEOUT_S = 60.0
 SHUTDOWN_GRACE_S = 2.0
@@ -42,12 +55,15 @@ TERM_GRACE_S = 1.0
 # Beyond an effect's own timeout, before its worker counts as hung (operators may tune it).
 ANSWER_GRACE_S = float(os.environ.get("AGENTCTL_ANSWER_GRACE_SECONDS", "10"))
 WORKER_LOST = "WorkerLost"
+# Persists one fragment of a streaming effect; raises AgentctlError when it cannot.
+FragmentSink = Callable[[StreamFragment], Awaitable[None]]
 
 
 @dataclass
 class _Reply:
     event: trio.Event = field(default_factory=trio.Event)
     value: Result | Failure | None = None
+    on_fragment: FragmentSink | None = None
 
     def resolve(self, value: Result | Failure) -> None:
         if self.value is None:
@@ -119,11 +135,14 @@ class WorkerPool:
     def worker_pids(self) -> list[int]:
         return [w.pid for w in self._workers if not w.lost]
 
-    async def execute(self, msg: Execute) -> Result | Failure:
+    async def execute(
+        self, msg: Execute, on_fragment: FragmentSink | None = None
+    ) -> Result | Failure:
         """Run one effect on a worker and return its reply (WorkerLost if the worker died).
 
         A worker that has not answered ``ANSWER_GRACE_S`` after the effect's own timeout is
         hung: it is killed and the effect resolves as uncertain, so nothing waits forever.
+        ``on_fragment`` receives the effect's stream fragments, one at a time, in order.
         """
         if msg.executor is None:
             # Name the executor from this process's registry, so a kind registered at run
@@ -131,6 +150,7 @@ class WorkerPool:
             named = registry.executor_for_operation(msg.operation)
             msg = msg.model_copy(update={"executor": named})
         worker, reply = await self._assign(msg.effect_id)
+        reply.on_fragment = on_fragment
         try:
             await worker.channel.send(msg)
         except ProtocolError as exc:
@@ -242,6 +262,9 @@ class WorkerPool:
                 msg = await worker.channel.receive()
                 if msg is None:
                     break
+                if isinstance(msg, StreamFragment):
+                    await self._keep_fragment(worker, msg)
+                    continue
                 if not isinstance(msg, Result | Failure):
                     reason = f"unexpected {msg.type!r} frame from a worker"
                     break
@@ -251,6 +274,23 @@ class WorkerPool:
         except ProtocolError as exc:
             reason = exc.message
         self._lose(worker, reason)
+
+    async def _keep_fragment(self, worker: _Worker, fragment: StreamFragment) -> None:
+        """Hand a fragment to its effect's sink, then acknowledge it (refused if not kept).
+
+        Awaited in the reader on purpose: fragments stay in order, and the worker — waiting
+        for this acknowledgement — reads no more of its answer until the fragment is durable.
+        """
+        reply = worker.pending.get(fragment.effect_id)
+        ack = StreamAck(effect_id=fragment.effect_id, index=fragment.index)
+        if reply is None or reply.on_fragment is None:
+            ack = ack.model_copy(update={"accepted": False, "error": "nobody keeps its stream"})
+        else:
+            try:
+                await reply.on_fragment(fragment)
+            except AgentctlError as exc:
+                ack = ack.model_copy(update={"accepted": False, "error": exc.message})
+        await worker.channel.send(ack)
 
     def _lose(self, worker: _Worker, reason: str) -> None:
         """Resolve the worker's effects as WorkerLost, kill its tree, reap it in background."""

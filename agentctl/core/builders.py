@@ -72,17 +72,6 @@ def build_memory_write(b: BuildInput) -> Built:
     return Built(recorded, dict(recorded))
 
 
-def build_long_term_read(b: BuildInput) -> Built:
-    recorded: JsonObject = {"namespace": b.run.long_term_namespace, "key": str_arg(b, "key")}
-    return Built(recorded, dict(recorded))
-
-
-def build_long_term_write(b: BuildInput) -> Built:
-    recorded: JsonObject = {"namespace": b.run.long_term_namespace, "key": str_arg(b, "key")}
-    recorded["value"] = _args(b).get("value")
-    return Built(recorded, dict(recorded))
-
-
 def build_shell(b: BuildInput) -> Built:
     """``builtin.shell.exec``: the process allowlist is checked before any secret resolves."""
     command = str(b.config.get("command") or "")
@@ -152,7 +141,10 @@ def build_model_call(b: BuildInput) -> Built:
         "maxOutputTokens": agent.get("maxOutputTokens"),
         "options": dict(as_object(agent.get("providerOptions") or {})),
     }
-    return Built(recorded, dict(recorded))
+    # Streaming changes how the answer travels, not what it is: the request says so, the
+    # recorded input (the call's identity) does not.
+    streaming: JsonObject = {"stream": True} if agent.get("stream") is True else {}
+    return Built(recorded, {**recorded, **streaming})
 
 
 def _provider_call(b: BuildInput, agent: JsonObject, provider: JsonObject, kind: str) -> Built:

@@ -16,6 +16,9 @@ from agentctl.core.effects import EffectClass as C
 from agentctl.core.effects import Idempotency as I
 from agentctl.core.effects import Predictability as P
 from agentctl.core.effects import Risk as R
+from agentctl.core.longterm import actions as lt
+from agentctl.core.longterm.entries import literal_write_problems
+from agentctl.core.longterm.search import literal_search_problems
 from agentctl.core.operations import EXTENSION_KEYS, IDEMPOTENCY_KEY, PROCESS_KEYS, Operation
 
 _X = "agentctl.workers.executors"
@@ -117,8 +120,8 @@ ACTIONS: tuple[Operation, ...] = (
         I.IDEMPOTENT,
         _EXEC,
         "coordinator",
-        builder=b.build_long_term_read,
-        with_keys=_keys("key"),
+        builder=lt.build_long_term_read,
+        with_keys=_keys("key", "namespace"),
     ),
     Operation(
         "builtin.long_term_memory.write",
@@ -129,8 +132,11 @@ ACTIONS: tuple[Operation, ...] = (
         _EXEC,
         "coordinator",
         policy_name="memory.write",
-        builder=b.build_long_term_write,
-        with_keys=_keys("key", "value"),
+        builder=lt.build_long_term_write,
+        with_keys=_keys(
+            "key", "namespace", "value", "text", "metadata", "content", "retentionDays"
+        ),
+        with_check=literal_write_problems,
         preview="stand_in",
     ),
     Operation(
@@ -141,20 +147,23 @@ ACTIONS: tuple[Operation, ...] = (
         I.IDEMPOTENT,
         _EXEC,
         "coordinator",
-        accepted=False,
-        runnable=False,
+        builder=lt.build_long_term_search,
+        with_keys=_keys("query", "text", "mode", "limit", "filters", "namespace"),
+        with_check=literal_search_problems,
     ),
+    # Promotion copies a value (usually a search or read result) into working memory: a
+    # working-memory write of its own kind, under the same memoryWrites rules.
     Operation(
         "builtin.long_term_memory.promote",
         "action",
         C.INTERNAL_STATE,
         R.LOW,
         I.KEYED,
-        _EXEC,
+        _FULL,
         "coordinator",
         policy_name="memory.write",
-        accepted=False,
-        runnable=False,
+        builder=b.build_memory_write,
+        with_keys=_keys("key", "value"),
     ),
     Operation(
         "mcp.call",

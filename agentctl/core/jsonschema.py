@@ -1,50 +1,122 @@
-"""A small, strict JSON Schema subset: schema well-formedness and instance validation.
+"""JSON Schema (Draft 2020-12) for workflow schemas, through the ``jsonschema`` package.
 
-We may not depend on the ``jsonschema`` package, and workflow schemas (output contracts, tool
-input/output schemas, sub-workflow boundaries, reconciliation results) only need a subset.
+Workflow schemas (output contracts, agent ``structuredOutput``, tool and extension input/output
+schemas, sub-workflow boundaries, reconciliation results) are checked with ``check_schema`` when
+a workflow is compiled and applied with ``validate`` when a value crosses them.
 
 Invariants:
-- ``check_schema`` accepts only the keywords listed in ``KEYWORDS``; ``$ref`` and every unknown
-  keyword are reported, never silently ignored. Annotations (description, title, default,
-  examples, $schema, $comment, format) are accepted and have no effect on validation.
-- ``validate`` refuses (``ValidationError``) a schema that ``check_schema`` rejects, so a typo
-  in a schema can never make validation vacuously pass.
-- Booleans are never numbers: ``true`` is not an ``integer``; an integral float such as ``1.0``
-  *is* an ``integer``, as JSON Schema defines it.
-- ``enum``/``const``/``uniqueItems`` compare by JSON equality with booleans kept apart from
-  numbers (``true != 1``) and numbers compared by value (``1 == 1.0``, JSON Schema's rule).
-- Messages read ``<json-pointer>: <problem>``; the root is ``/``.
+- Draft 2020-12 only: a ``$schema`` naming another draft is reported, so ``items: [...]`` can
+  never silently change meaning.
+- Stricter than the standard in two ways, both reported by ``check_schema`` with the JSON
+  Pointer of the offending keyword: an unknown keyword (a typo would otherwise make a
+  constraint vacuous), and a ``$ref``/``$dynamicRef`` that is not a fragment of the schema
+  itself (``#…``) or does not resolve inside it — nothing is ever fetched.
+- ``validate`` refuses (``ValidationError``) a schema that ``check_schema`` rejects.
+- Booleans are never numbers (``true`` is not an ``integer``, ``true != 1`` in ``enum``); an
+  integral float such as ``1.0`` *is* an ``integer``, as JSON Schema defines it.
+- ``format`` is an annotation and asserts nothing, as Draft 2020-12 specifies by default.
+- Messages read ``<json-pointer>: <problem>``; the root is ``/``. The package and its
+  ``referencing`` companion are imported on first use, so a workflow without schemas never
+  pays for them (``agentctl check`` stays fast); a schema that is only ``type`` — the default
+  output contract of every task — is applied here, with the package's semantics, so plain
+  runs do not import it either.
 """
 
 from __future__ import annotations
 
-import operator
-import re
-from collections.abc import Callable
-from typing import Any
+import functools
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from agentctl.core.jsonschema_text import problem_text, schema_problem_text, type_of
 from agentctl.errors import ValidationError
 
-TYPES = frozenset({"null", "boolean", "integer", "number", "string", "array", "object"})
+__all__ = ["SchemaProblem", "check_schema", "is_valid", "schema_problems", "type_of", "validate"]
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+    from referencing import Registry
+    from referencing._core import Resolver
+
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+_TYPE_NAMES = frozenset({"null", "boolean", "integer", "number", "string", "array", "object"})
+_ROOT_URI = "urn:agentctl:schema"
+
+# Keywords whose value is one subschema, a map of subschemas, or an array of subschemas.
+_SCHEMA_ONE = frozenset(
+    {
+        "additionalProperties",
+        "items",
+        "not",
+        "if",
+        "then",
+        "else",
+        "contains",
+        "propertyNames",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "contentSchema",
+    }
+)
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "dependentSchemas"})
+_SCHEMA_LISTS = frozenset({"prefixItems", "allOf", "anyOf", "oneOf"})
+_NAMES_EXTRA = frozenset({"additionalProperties", "unevaluatedProperties"})
+_REFS = frozenset({"$ref", "$dynamicRef"})
+_VALUES = frozenset(
+    {
+        "type",
+        "enum",
+        "const",
+        "multipleOf",
+        "maximum",
+        "exclusiveMaximum",
+        "minimum",
+        "exclusiveMinimum",
+        "maxLength",
+        "minLength",
+        "pattern",
+        "maxItems",
+        "minItems",
+        "uniqueItems",
+        "maxContains",
+        "minContains",
+        "maxProperties",
+        "minProperties",
+        "required",
+        "dependentRequired",
+    }
+)
 ANNOTATIONS = frozenset(
-    {"description", "title", "default", "examples", "$schema", "$comment", "format"}
+    {
+        "$schema",
+        "$id",
+        "$anchor",
+        "$dynamicAnchor",
+        "$vocabulary",
+        "$comment",
+        "title",
+        "description",
+        "default",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "examples",
+        "format",
+        "contentEncoding",
+        "contentMediaType",
+    }
 )
-_SCHEMA_MAPS = frozenset({"properties"})
-_SCHEMA_ONE = frozenset({"additionalProperties", "items", "not"})
-_SCHEMA_LISTS = frozenset({"prefixItems", "anyOf", "oneOf", "allOf"})
-_NUMBERS = frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
-_COUNTS = frozenset(
-    {"minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"}
-)
-KEYWORDS = (
-    ANNOTATIONS
-    | _SCHEMA_MAPS
-    | _SCHEMA_ONE
-    | _SCHEMA_LISTS
-    | _NUMBERS
-    | _COUNTS
-    | {"type", "required", "enum", "const", "pattern", "uniqueItems"}
-)
+KEYWORDS = _SCHEMA_ONE | _SCHEMA_MAPS | _SCHEMA_LISTS | _REFS | _VALUES | ANNOTATIONS
+# Keywords of older drafts that 2020-12 renamed: name the replacement instead of "unknown".
+_RENAMED = {
+    "definitions": "$defs",
+    "dependencies": "dependentRequired / dependentSchemas",
+    "additionalItems": "items (with prefixItems)",
+    "$recursiveRef": "$dynamicRef",
+    "$recursiveAnchor": "$dynamicAnchor",
+}
 
 
 def _ptr(base: str, *parts: str | int) -> str:
@@ -52,143 +124,155 @@ def _ptr(base: str, *parts: str | int) -> str:
     return base.rstrip("/") + "".join("/" + p for p in escaped) or "/"
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def type_of(value: Any) -> str:
-    """The JSON type name of a Python JSON value (``integer`` for ints, ``number`` floats)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
-def json_equal(left: Any, right: Any) -> bool:
-    """JSON Schema equality: booleans apart from numbers, numbers by value, deep otherwise."""
-    if isinstance(left, bool) or isinstance(right, bool):
-        return isinstance(left, bool) and isinstance(right, bool) and left == right
-    if _is_number(left) and _is_number(right):
-        return bool(left == right)
-    if type(left) is not type(right):
-        return False
-    if isinstance(left, list):
-        return len(left) == len(right) and all(map(json_equal, left, right))
-    if isinstance(left, dict):
-        return left.keys() == right.keys() and all(json_equal(v, right[k]) for k, v in left.items())
-    return bool(left == right)
-
-
 # --- schema well-formedness ---------------------------------------------------------------
 
 
 def check_schema(schema: Any, pointer: str = "/") -> list[str]:
     """Every well-formedness problem of ``schema``; an empty list means it is usable."""
-    if isinstance(schema, bool):
-        return []
+    return [p.message(pointer) for p in schema_problems(schema)]
+
+
+def schema_problems(schema: Any) -> tuple[SchemaProblem, ...]:
+    """Every well-formedness problem of ``schema``, each with where it is."""
+    return _compiled(_key(schema)).problems
+
+
+@dataclass(frozen=True)
+class SchemaProblem:
+    """One problem of a schema: the path of the offending keyword or value, and what is wrong."""
+
+    path: tuple[str | int, ...]
+    text: str
+    about_key: bool = False  # the keyword itself is wrong (unknown), not its value
+
+    def message(self, base: str = "/") -> str:
+        return _ptr(base, *self.path) + ": " + self.text
+
+    @property
+    def dotted(self) -> str:
+        """The path as the workflow diagnostics write it (``properties.a.$ref``)."""
+        return ".".join(str(part) for part in self.path)
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    problems: tuple[SchemaProblem, ...]
+    validator: Validator | None
+
+
+def _key(schema: Any) -> str:
+    # The cache key keeps booleans apart from numbers (json.dumps writes true, not 1).
+    return json.dumps(schema, sort_keys=True, ensure_ascii=False)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(key: str) -> _Compiled:
+    """The problems of a schema and, when it has none, its validator (cached per schema)."""
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads(key)
+    meta = Draft202012Validator(
+        Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER
+    )
+    found = [
+        SchemaProblem(tuple(e.absolute_path), schema_problem_text(e))
+        for e in meta.iter_errors(schema)
+    ]
+    if not found:
+        registry = _registry(schema)
+        found.extend(_walk(schema, (), registry.resolver(base_uri=_ROOT_URI)))
+    problems = tuple(dict.fromkeys(found))  # the metaschema repeats itself per vocabulary
+    if problems:
+        return _Compiled(problems, None)
+    usable = _without_false(schema)
+    return _Compiled((), Draft202012Validator(usable, registry=_registry(usable)))
+
+
+def _without_false(schema: Any) -> Any:
+    """``schema`` with each nested ``false`` spelt ``{"not": {}}`` (the same meaning): the
+    package reports a nested ``false`` without the instance path, ``not`` with it. A ``false``
+    for additional or unevaluated properties stays: its own error names the property."""
     if not isinstance(schema, dict):
-        return [f"{pointer}: a schema must be an object or a boolean"]
-    errors: list[str] = []
+        return schema
+    copy = dict(schema)
     for key, value in schema.items():
-        here = _ptr(pointer, key)
-        if key == "$ref":
-            errors.append(f"{here}: `$ref` is not supported; inline the referenced schema")
+        if key in _SCHEMA_ONE and key not in _NAMES_EXTRA:
+            copy[key] = _nested(value)
+        elif key in _SCHEMA_MAPS:
+            copy[key] = {name: _nested(sub) for name, sub in value.items()}
+        elif key in _SCHEMA_LISTS:
+            copy[key] = [_nested(sub) for sub in value]
+    return copy
+
+
+def _nested(schema: Any) -> Any:
+    return {"not": {}} if schema is False else _without_false(schema)
+
+
+def _registry(schema: Any) -> Registry[Any]:
+    from referencing import Registry
+    from referencing.jsonschema import DRAFT202012
+
+    # The default retrieval fails for every URI: nothing outside the schema is ever fetched.
+    resource = DRAFT202012.create_resource(schema)
+    registry: Registry[Any] = Registry().with_resource(_ROOT_URI, resource).crawl()
+    return registry
+
+
+def _walk(
+    schema: Any, path: tuple[str | int, ...], resolver: Resolver[Any]
+) -> Iterator[SchemaProblem]:
+    """Our strictness on top of the metaschema: known keywords and local references only."""
+    if not isinstance(schema, dict):
+        return
+    if "$id" in schema:
+        from referencing.jsonschema import DRAFT202012
+
+        resolver = resolver.in_subresource(DRAFT202012.create_resource(schema))
+    for key, value in schema.items():
+        here = (*path, key)
+        if key in _REFS:
+            yield from _check_ref(str(value), here, resolver)
+        elif key == "$schema" and str(value).rstrip("#") != DRAFT:
+            yield SchemaProblem(here, f"only JSON Schema Draft 2020-12 is supported (`{DRAFT}`)")
+        elif key in _RENAMED:
+            text = f"`{key}` is not a Draft 2020-12 keyword; use `{_RENAMED[key]}`"
+            yield SchemaProblem(here, text, about_key=True)
         elif key not in KEYWORDS:
-            errors.append(f"{here}: unknown schema keyword `{key}`")
+            yield SchemaProblem(here, f"unknown schema keyword `{key}`", about_key=True)
         else:
-            errors.extend(_check_keyword(key, value, here))
-    return errors
+            for sub_path, sub in _subschemas(key, value, here):
+                yield from _walk(sub, sub_path, resolver)
 
 
-def _check_keyword(key: str, value: Any, here: str) -> list[str]:
+def _subschemas(
+    key: str, value: Any, here: tuple[str | int, ...]
+) -> Iterable[tuple[tuple[str | int, ...], Any]]:
     if key in _SCHEMA_ONE:
-        return check_schema(value, here)
+        return [(here, value)]
     if key in _SCHEMA_MAPS:
-        if not isinstance(value, dict):
-            return [f"{here}: must be an object of schemas"]
-        return [e for name, sub in value.items() for e in check_schema(sub, _ptr(here, name))]
+        return [((*here, name), sub) for name, sub in value.items()]
     if key in _SCHEMA_LISTS:
-        if not isinstance(value, list) or not value:
-            return [f"{here}: must be a non-empty array of schemas"]
-        return [e for i, sub in enumerate(value) for e in check_schema(sub, _ptr(here, i))]
-    if key in _NUMBERS and not _is_number(value):
-        return [f"{here}: must be a number"]
-    if key in _COUNTS and not _is_count(value):
-        return [f"{here}: must be a non-negative integer"]
-    checker = _SIMPLE_CHECKS.get(key)
-    return checker(value, here) if checker else []
-
-
-def _check_type(value: Any, here: str) -> list[str]:
-    names = value if isinstance(value, list) else [value]
-    if isinstance(value, list) and (not value or len(set(map(str, value))) != len(value)):
-        return [f"{here}: must be a type name or a non-empty array of distinct type names"]
-    bad = [n for n in names if not isinstance(n, str) or n not in TYPES]
-    return [f"{here}: unknown type {n!r}" for n in bad]
-
-
-def _check_required(value: Any, here: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        return [f"{here}: must be an array of strings"]
-    if len(set(value)) != len(value):
-        return [f"{here}: names must be distinct"]
+        return [((*here, index), sub) for index, sub in enumerate(value)]
     return []
 
 
-def _check_pattern(value: Any, here: str) -> list[str]:
-    if not isinstance(value, str):
-        return [f"{here}: must be a string"]
+def _check_ref(
+    ref: str, here: tuple[str | int, ...], resolver: Resolver[Any]
+) -> Iterator[SchemaProblem]:
+    from referencing.exceptions import Unresolvable
+
+    if not ref.startswith("#"):
+        yield SchemaProblem(
+            here,
+            f"`{here[-1]}` {ref!r} points outside this schema; only references inside it "
+            "(starting with `#`) are allowed, and nothing is fetched",
+        )
+        return
     try:
-        re.compile(value)
-    except re.error as exc:
-        return [f"{here}: invalid regular expression: {exc}"]
-    return []
-
-
-def _check_enum(value: Any, here: str) -> list[str]:
-    return [] if isinstance(value, list) and value else [f"{here}: must be a non-empty array"]
-
-
-def _check_string(value: Any, here: str) -> list[str]:
-    return [] if isinstance(value, str) else [f"{here}: must be a string"]
-
-
-def _check_bool(value: Any, here: str) -> list[str]:
-    return [] if isinstance(value, bool) else [f"{here}: must be a boolean"]
-
-
-def _check_examples(value: Any, here: str) -> list[str]:
-    return [] if isinstance(value, list) else [f"{here}: must be an array"]
-
-
-_SIMPLE_CHECKS: dict[str, Callable[[Any, str], list[str]]] = {
-    "type": _check_type,
-    "required": _check_required,
-    "pattern": _check_pattern,
-    "enum": _check_enum,
-    "uniqueItems": _check_bool,
-    "description": _check_string,
-    "title": _check_string,
-    "$schema": _check_string,
-    "$comment": _check_string,
-    "format": _check_string,
-    "examples": _check_examples,
-}
+        resolver.lookup(ref)
+    except Unresolvable:
+        yield SchemaProblem(here, f"`{here[-1]}` {ref!r} does not resolve inside this schema")
 
 
 # --- instance validation ------------------------------------------------------------------
@@ -199,43 +283,36 @@ def validate(instance: Any, schema: Any) -> list[str]:
 
     Raises ``ValidationError`` when the schema itself is malformed.
     """
-    problems = check_schema(schema)
-    if problems:
+    if _is_type_only(schema):  # the default contract of every task: no package import
+        expected = schema["type"]
+        if _type_matches(instance, expected):
+            return []
+        names = " or ".join(expected) if isinstance(expected, list) else expected
+        return [f"/: expected {names}, got {type_of(instance)}"]
+    compiled = _compiled(_key(schema))
+    if compiled.validator is None:
+        problems = [p.message() for p in compiled.problems]
         raise ValidationError("invalid JSON Schema: " + "; ".join(problems))
-    errors: list[str] = []
-    _validate(instance, schema, "/", errors)
-    return errors
+    found: list[str] = []
+    for error in compiled.validator.iter_errors(instance):
+        where = _ptr("/", *error.absolute_path)
+        found.extend(f"{where}: {text}" for text in problem_text(error))
+    return list(dict.fromkeys(found))
 
 
-def is_valid(instance: Any, schema: Any) -> bool:
-    return not validate(instance, schema)
-
-
-def _validate(instance: Any, schema: Any, path: str, errors: list[str]) -> None:
-    if schema is True:
-        return
-    if schema is False:
-        errors.append(f"{path}: no value is allowed here")
-        return
-    if "type" in schema and not _type_matches(instance, schema["type"]):
-        errors.append(f"{path}: expected {_type_text(schema['type'])}, got {type_of(instance)}")
-        return  # later keywords would only repeat the type mismatch
-    _validate_values(instance, schema, path, errors)
-    if isinstance(instance, str):
-        _validate_string(instance, schema, path, errors)
-    elif _is_number(instance):
-        _validate_number(instance, schema, path, errors)
-    elif isinstance(instance, list):
-        _validate_array(instance, schema, path, errors)
-    elif isinstance(instance, dict):
-        _validate_object(instance, schema, path, errors)
-    _validate_combinators(instance, schema, path, errors)
+def _is_type_only(schema: Any) -> bool:
+    """``{"type": NAME}`` or ``{"type": [distinct NAMEs]}`` with known names, nothing else."""
+    if not isinstance(schema, dict) or schema.keys() != {"type"}:
+        return False
+    names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    known = all(isinstance(n, str) and n in _TYPE_NAMES for n in names)
+    return bool(names) and known and len(set(names)) == len(names)
 
 
 def _type_matches(instance: Any, expected: str | list[str]) -> bool:
-    names = expected if isinstance(expected, list) else [expected]
+    """Draft 2020-12 ``type``: an integer is a number; an integral float is an integer."""
     actual = type_of(instance)
-    for name in names:
+    for name in expected if isinstance(expected, list) else [expected]:
         if name == actual or (name == "number" and actual == "integer"):
             return True
         if name == "integer" and isinstance(instance, float) and instance.is_integer():
@@ -243,99 +320,5 @@ def _type_matches(instance: Any, expected: str | list[str]) -> bool:
     return False
 
 
-def _type_text(expected: str | list[str]) -> str:
-    return " or ".join(expected) if isinstance(expected, list) else expected
-
-
-def _validate_values(instance: Any, schema: dict[str, Any], path: str, errors: list[str]) -> None:
-    if "enum" in schema and not any(json_equal(instance, v) for v in schema["enum"]):
-        errors.append(f"{path}: value is not one of the allowed values")
-    if "const" in schema and not json_equal(instance, schema["const"]):
-        errors.append(f"{path}: value must equal the constant {schema['const']!r}")
-
-
-def _validate_string(instance: str, schema: dict[str, Any], path: str, errors: list[str]) -> None:
-    length = len(instance)
-    if "minLength" in schema and length < schema["minLength"]:
-        errors.append(f"{path}: string shorter than {schema['minLength']} characters")
-    if "maxLength" in schema and length > schema["maxLength"]:
-        errors.append(f"{path}: string longer than {schema['maxLength']} characters")
-    if "pattern" in schema and re.search(schema["pattern"], instance) is None:
-        errors.append(f"{path}: string does not match pattern {schema['pattern']!r}")
-
-
-_BOUNDS: tuple[tuple[str, Callable[[Any, Any], Any], str], ...] = (
-    ("minimum", operator.ge, "must be >="),
-    ("maximum", operator.le, "must be <="),
-    ("exclusiveMinimum", operator.gt, "must be >"),
-    ("exclusiveMaximum", operator.lt, "must be <"),
-)
-
-
-def _validate_number(
-    instance: int | float, schema: dict[str, Any], path: str, errors: list[str]
-) -> None:
-    for key, holds, text in _BOUNDS:
-        if key in schema and not holds(instance, schema[key]):
-            errors.append(f"{path}: {instance!r} {text} {schema[key]!r}")
-
-
-def _validate_array(
-    instance: list[Any], schema: dict[str, Any], path: str, errors: list[str]
-) -> None:
-    if "minItems" in schema and len(instance) < schema["minItems"]:
-        errors.append(f"{path}: fewer than {schema['minItems']} items")
-    if "maxItems" in schema and len(instance) > schema["maxItems"]:
-        errors.append(f"{path}: more than {schema['maxItems']} items")
-    if schema.get("uniqueItems") is True and _has_duplicates(instance):
-        errors.append(f"{path}: items are not unique")
-    prefix = schema.get("prefixItems", [])
-    for index, item in enumerate(instance):
-        sub = prefix[index] if index < len(prefix) else schema.get("items", True)
-        _validate(item, sub, _ptr(path, index), errors)
-
-
-def _has_duplicates(items: list[Any]) -> bool:
-    return any(json_equal(a, b) for i, a in enumerate(items) for b in items[i + 1 :])
-
-
-def _validate_object(
-    instance: dict[str, Any], schema: dict[str, Any], path: str, errors: list[str]
-) -> None:
-    if "minProperties" in schema and len(instance) < schema["minProperties"]:
-        errors.append(f"{path}: fewer than {schema['minProperties']} properties")
-    if "maxProperties" in schema and len(instance) > schema["maxProperties"]:
-        errors.append(f"{path}: more than {schema['maxProperties']} properties")
-    for name in schema.get("required", []):
-        if name not in instance:
-            errors.append(f"{path}: missing required property {name!r}")
-    properties: dict[str, Any] = schema.get("properties", {})
-    extra = schema.get("additionalProperties", True)
-    for name, value in instance.items():
-        if name in properties:
-            _validate(value, properties[name], _ptr(path, name), errors)
-        elif extra is False:
-            errors.append(f"{path}: property {name!r} is not allowed")
-        else:
-            _validate(value, extra, _ptr(path, name), errors)
-
-
-def _validate_combinators(
-    instance: Any, schema: dict[str, Any], path: str, errors: list[str]
-) -> None:
-    for sub in schema.get("allOf", []):
-        _validate(instance, sub, path, errors)
-    if "anyOf" in schema and not any(_passes(instance, s) for s in schema["anyOf"]):
-        errors.append(f"{path}: value matches none of the anyOf schemas")
-    if "oneOf" in schema:
-        matched = sum(1 for s in schema["oneOf"] if _passes(instance, s))
-        if matched != 1:
-            errors.append(f"{path}: value matches {matched} of the oneOf schemas, not exactly 1")
-    if "not" in schema and _passes(instance, schema["not"]):
-        errors.append(f"{path}: value matches the schema under `not`")
-
-
-def _passes(instance: Any, schema: Any) -> bool:
-    found: list[str] = []
-    _validate(instance, schema, "/", found)
-    return not found
+def is_valid(instance: Any, schema: Any) -> bool:
+    return not validate(instance, schema)

@@ -61,6 +61,7 @@ class RunContext:
     workspace: str
     policy: Mapping[str, JsonValue]
     long_term_namespace: str = "default"
+    long_term: Mapping[str, JsonValue] = field(default_factory=dict)  # spec.memory.longTerm
     pricing: Mapping[str, JsonValue] | None = None  # ``runtime.pricing`` (``core.pricing``)
 
 
@@ -145,6 +146,8 @@ def _parts(where: str) -> list[str]:
 
 
 Builder = Callable[[BuildInput], Built]
+# The problems of the literal (untemplated) ``with`` values of one mapping: (key, problem).
+WithCheck = Callable[[Mapping[str, JsonValue]], list[tuple[str, str]]]
 Estimate = Callable[[Mapping[str, JsonValue]], dict[str, int]]
 Shape = Callable[[JsonValue, Mapping[str, JsonValue]], JsonValue]
 
@@ -168,6 +171,9 @@ class Operation:
     # Actions: the ``with`` keys the kind reads; any other key fails ``check``. None: any key
     # (``builtin.assign`` takes arbitrary data; model, tool and internal entries have no ``with``).
     with_keys: frozenset[str] | None = None
+    # Actions: what ``check`` can already tell about literal ``with`` values (a bad search
+    # ``mode``), so it fails at compile time rather than when the task runs.
+    with_check: WithCheck | None = None
     accepted: bool = True  # False: a [late] kind the DSL refuses (unsupported_capability)
     runnable: bool = True  # False: check and plan accept it, `run` refuses it
     operation: str | None = None  # the recorded effect operation, when not ``name``

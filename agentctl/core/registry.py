@@ -17,6 +17,7 @@ Invariants:
 from __future__ import annotations
 
 from agentctl.core.builtin_ops import BUILTIN_OPERATIONS
+from agentctl.core.effects import EffectClass
 from agentctl.core.operations import Family, Operation
 from agentctl.errors import InvalidOperationError
 
@@ -56,6 +57,16 @@ def names(family: Family) -> tuple[str, ...]:
     if family == "model":
         return tuple(op.name.removeprefix(MODEL_PREFIX) for op in entries("model"))
     return tuple(op.name for op in entries(family))
+
+
+def working_memory_writers() -> frozenset[str]:
+    """The action kinds that write the run's working memory (internal state), the only ones
+    that take ``memoryWrites``: ``builtin.memory.write``, ``builtin.long_term_memory.promote``."""
+    return frozenset(
+        op.name
+        for op in entries("action")
+        if op.accepted and op.effect_class is EffectClass.INTERNAL_STATE
+    )
 
 
 def model_operation(provider_kind: str) -> Operation:

@@ -16,12 +16,11 @@ import uuid
 from dataclasses import dataclass
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.errors import InvalidOperationError, NotFoundError, PersistenceError
+from agentctl.errors import InvalidOperationError, PersistenceError
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
-from agentctl.ledger.effects import resolve_waiting_effect_txn
+from agentctl.ledger.effects import move_held_tool_call_txn, resolve_waiting_effect_txn
 from agentctl.ledger.rows import (
     ROW_FORMAT_VERSION,
-    dumps,
     dumps_opt,
     fetch_all,
     fetch_one,
@@ -183,6 +182,9 @@ def resolve_approval_txn(
     )
     if current.effect_id is not None:
         resolve_waiting_effect_txn(conn, current.effect_id, approve, now)
+        if not approve:  # a held tool call of an agent turn ends with its approval
+            error = f"approval {approval_id} rejected by {actor}: {reason}"
+            move_held_tool_call_txn(conn, current.effect_id, "rejected", now, error=error)
     payload = {"approvalId": approval_id, "status": status, "actor": actor, "reason": reason}
     append_audit_txn(
         conn,
@@ -210,44 +212,6 @@ def close_pending_txn(conn: sqlite3.Connection, run_id: str, now: str, reason: s
         )
         if current.effect_id is not None:
             resolve_waiting_effect_txn(conn, current.effect_id, False, now)
+            move_held_tool_call_txn(conn, current.effect_id, "cancelled", now, error=reason)
         payload = {"approvalId": current.approval_id, "status": "cancelled", "reason": reason}
         append_audit_txn(conn, run_id, "approval.cancelled", payload, now, task_id=current.task_id)
-
-
-def memory_put_txn(
-    conn: sqlite3.Connection,
-    namespace: str,
-    key: str,
-    value: JsonValue,
-    now: str,
-    *,
-    expires_at: str | None = None,
-) -> None:
-    conn.execute(
-        "INSERT INTO long_term_memory (namespace, key, format_version, value_json, expires_at,"
-        " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
-        " ON CONFLICT (namespace, key) DO UPDATE SET value_json = excluded.value_json,"
-        " expires_at = excluded.expires_at, updated_at = excluded.updated_at",
-        (namespace, key, ROW_FORMAT_VERSION, dumps(value), expires_at, now, now),
-    )
-
-
-def memory_get(conn: sqlite3.Connection, namespace: str, key: str, now: str) -> JsonValue:
-    """The stored value, or raise ``NotFoundError`` when absent or expired."""
-    rows = fetch_all(
-        conn,
-        "SELECT * FROM long_term_memory WHERE namespace = ? AND key = ?"
-        " AND (expires_at IS NULL OR expires_at > ?)",
-        (namespace, key, now),
-        "memory",
-    )
-    if not rows:
-        raise NotFoundError(f"memory {namespace}/{key} not found")
-    return loads_opt(rows[0]["value_json"])
-
-
-def memory_delete_expired_txn(conn: sqlite3.Connection, now: str) -> int:
-    cur = conn.execute(
-        "DELETE FROM long_term_memory WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)
-    )
-    return cur.rowcount

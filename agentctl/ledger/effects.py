@@ -268,11 +268,37 @@ def insert_tool_call_txn(
     now: str,
     *,
     effect_id: str | None = None,
+    status: str = "started",
 ) -> None:
+    """A tool call's row: ``started`` with its effect, or ``waiting_for_approval`` when held."""
     conn.execute(
         "INSERT INTO tool_calls (run_id, call_id, format_version, task_id, effect_id, tool,"
-        " status, input_json, created_at) VALUES (?, ?, ?, ?, ?, ?, 'started', ?, ?)",
-        (run_id, call_id, ROW_FORMAT_VERSION, task_id, effect_id, tool, dumps(tool_input), now),
+        " status, input_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            run_id,
+            call_id,
+            ROW_FORMAT_VERSION,
+            task_id,
+            effect_id,
+            tool,
+            status,
+            dumps(tool_input),
+            now,
+        ),
+    )
+
+
+def move_held_tool_call_txn(
+    conn: sqlite3.Connection, effect_id: str, status: str, now: str, *, error: str | None = None
+) -> None:
+    """A held tool call (``waiting_for_approval``) moves with its approval: ``started`` when its
+    approved effect starts, or ends ``rejected`` / ``cancelled``. A task-level effect has no
+    tool-call row, so nothing moves for it."""
+    completed = None if status == "started" else now
+    conn.execute(
+        "UPDATE tool_calls SET status = ?, error = ?, completed_at = ?"
+        " WHERE effect_id = ? AND status = 'waiting_for_approval'",
+        (status, error, completed, effect_id),
     )
 
 

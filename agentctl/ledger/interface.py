@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Protocol
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.longterm import Candidate, EmbeddingIdentity
 from agentctl.ledger.approvals import ApprovalRecord
 from agentctl.ledger.artifacts.store import IngestResult
 from agentctl.ledger.effects import EffectRecord
+from agentctl.ledger.held_calls import CallGate, GatedCall
 from agentctl.ledger.migrations import MigrationResult
 from agentctl.ledger.model import (
     ApprovalDecision,
@@ -37,6 +39,7 @@ from agentctl.ledger.model import (
     IngestRequest,
     LiveState,
     MemoryEntry,
+    MemoryPut,
     Owner,
     ReconcileRequest,
     RequestBatch,
@@ -56,6 +59,7 @@ from agentctl.ledger.stats import (
     RunInspection,
     RunList,
 )
+from agentctl.ledger.streams import NewStreamEvent, StreamEventRecord
 from agentctl.ledger.upgrade import RunUpgrade
 
 
@@ -133,6 +137,16 @@ class RunLedger(Protocol):
         """Reserve, record and start one agent call (+ tool-call row); the overrun if refused."""
         ...
 
+    def gate_call(self, gated: GatedCall) -> CallGate:
+        """An agent's tool call that needs an approval: hold it (task and run pause), start it
+        once approved, or report its rejection — the same call is never recorded twice."""
+        ...
+
+    def append_stream_event(self, event: NewStreamEvent) -> StreamEventRecord | None:
+        """Persist one fragment of a streamed model answer, bounded, under the task attempt's
+        next sequence; None when the attempt already holds the most events it may keep."""
+        ...
+
     def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
         """Commit effect outcomes with settlement, memory writes, tool calls: one group commit."""
         ...
@@ -147,6 +161,18 @@ class RunLedger(Protocol):
         ...
 
     def long_term_get(self, namespace: str, key: str, now: str) -> MemoryEntry: ...
+
+    def long_term_candidates(self, namespace: str, now: str) -> Sequence[Candidate]:
+        """Every active entry of ``namespace``, in key order, for a search to rank."""
+        ...
+
+    def long_term_put(self, put: MemoryPut, now: str) -> None:
+        """Write one long-term entry outside any run (``agentctl memory put``)."""
+        ...
+
+    def long_term_reindex(self, namespace: str, identity: EmbeddingIdentity, now: str) -> int:
+        """Recompute the vectors of every active entry of ``namespace``; how many."""
+        ...
 
     # ---------------------------------------------------------------- operators
 

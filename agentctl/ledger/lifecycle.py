@@ -19,8 +19,10 @@ import sqlite3
 import agentctl.ledger.approvals as approvals
 import agentctl.ledger.audit as audit
 import agentctl.ledger.effects as effects
+import agentctl.ledger.longterm as longterm
 import agentctl.ledger.reconcile as reconcile
 import agentctl.ledger.runs as runs
+import agentctl.ledger.streams as streams
 import agentctl.ledger.tasks as tasks
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.errors import InvalidOperationError, NotFoundError
@@ -65,6 +67,8 @@ def create_derived_run_txn(conn: sqlite3.Connection, d: DerivedRun) -> None:
         runs.set_run_state_txn(
             conn, run_id, d.final_state, now, output=d.final_output, trace_id=trace_id
         )
+    if d.stream_source is not None:
+        streams.copy_stream_events_txn(conn, d.stream_source, run_id)
     if d.owner is not None:
         runs.acquire_run_lease_txn(conn, run_id, d.owner.pid, d.owner.create_time, now)
 
@@ -186,7 +190,4 @@ def read_recorded_result(conn: sqlite3.Connection, effect_id: str) -> JsonValue:
 
 def read_memory(conn: sqlite3.Connection, namespace: str, key: str, now: str) -> MemoryEntry:
     """A long-term memory entry (expired entries are absent)."""
-    try:
-        return MemoryEntry(True, approvals.memory_get(conn, namespace, key, now))
-    except NotFoundError:
-        return MemoryEntry(False)
+    return longterm.get_entry(conn, namespace, key, now)

@@ -252,7 +252,44 @@ _V4 = ("ALTER TABLE runs ADD COLUMN compiled_plan_json TEXT",)
 APPLICATION_ID = 0x41474354  # "AGCT"
 _V5 = (f"PRAGMA application_id = {APPLICATION_ID}",)
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
+
+def _stream_event_links() -> tuple[str, ...]:
+    """Durable streaming (issue 12 item 5): each ``stream_events`` row names the model effect
+    that streamed it, the provider's own sequence, whether its payload was cut to the cap,
+    and (for recorded replay) the source row's sequence."""
+    return (
+        "ALTER TABLE stream_events ADD COLUMN effect_id TEXT",
+        "ALTER TABLE stream_events ADD COLUMN provider_sequence INTEGER",
+        "ALTER TABLE stream_events ADD COLUMN truncated INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE stream_events ADD COLUMN source_sequence INTEGER",
+    )
+
+
+def _long_term_search_index() -> tuple[str, ...]:
+    """Long-term memory search: each entry's searchable text, exact-match metadata and its
+    embedding (identity + vector, NULL until indexed). Existing entries get their derived text
+    (a string value itself, else its JSON) and stay unindexed until ``memory reindex``."""
+    return (
+        "ALTER TABLE long_term_memory ADD COLUMN text TEXT",
+        "ALTER TABLE long_term_memory ADD COLUMN metadata_json TEXT NOT NULL DEFAULT '{}'",
+        "ALTER TABLE long_term_memory ADD COLUMN embedding_provider TEXT",
+        "ALTER TABLE long_term_memory ADD COLUMN embedding_model TEXT",
+        "ALTER TABLE long_term_memory ADD COLUMN embedding_dimensions INTEGER",
+        "ALTER TABLE long_term_memory ADD COLUMN vector_json TEXT",
+        "UPDATE long_term_memory SET text = CASE WHEN json_type(value_json) = 'text'"
+        " THEN json_extract(value_json, '$') ELSE value_json END",
+    )
+
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    _V1,
+    _V2,
+    _V3,
+    _V4,
+    _V5,
+    _stream_event_links(),
+    _long_term_search_index(),
+)
 SUPPORTED_SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -14,9 +14,10 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.longterm import EmbeddingIdentity, Entry
 from agentctl.ledger.artifacts.refs import ArtifactRef, ArtifactRefRecord
 from agentctl.ledger.effects import EffectRecord, NewEffect
 from agentctl.ledger.reconcile import ReconciliationRecord
@@ -42,7 +43,8 @@ class DerivedRun:
     Order: create the run; for each completion, walk the task through its legal intermediate
     states when ``walk`` is set (each step audited and checkpointed, as a replay shows them);
     commit the completions with ``working_memory``; append ``events`` (run-level audit); move
-    the run to ``final_state`` if given; take the lease if ``owner`` is given.
+    the run to ``final_state`` if given; copy ``stream_source``'s stream events; take the
+    lease if ``owner`` is given.
     """
 
     run: NewRun
@@ -55,6 +57,8 @@ class DerivedRun:
     final_state: str | None = None
     final_output: JsonValue = None
     owner: Owner | None = None
+    # Recorded replay: copy this run's stream events, linked to their source rows.
+    stream_source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -179,11 +183,18 @@ class CallRecord:
 
 @dataclass(frozen=True)
 class MemoryPut:
-    """A long-term memory write that lands with its effect's outcome."""
+    """A long-term memory write (with its effect's outcome, or from ``agentctl memory put``).
+
+    ``vector`` is the entry's embedding under ``embedding``; ``retention_days`` sets its
+    expiry from the commit time (None: it never expires).
+    """
 
     namespace: str
     key: str
-    value: JsonValue
+    entry: Entry
+    embedding: EmbeddingIdentity | None = None
+    vector: tuple[float, ...] | None = None
+    retention_days: int | None = None
 
 
 @dataclass(frozen=True)
@@ -256,6 +267,27 @@ class MemoryEntry:
 
     found: bool
     value: JsonValue = None
+    namespace: str = ""
+    key: str = ""
+    text: str | None = None
+    metadata: JsonObject = field(default_factory=dict)
+    embedding: EmbeddingIdentity | None = None  # None: not indexed for vector search
+    expires_at: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+
+    def to_json(self) -> JsonObject:
+        return {
+            "namespace": self.namespace,
+            "key": self.key,
+            "value": self.value,
+            "text": self.text,
+            "metadata": dict(self.metadata),
+            "embedding": self.embedding.to_json() if self.embedding else None,
+            "expiresAt": self.expires_at,
+            "createdAt": self.created_at,
+            "updatedAt": self.updated_at,
+        }
 
 
 # ------------------------------------------------------------------------- operators

@@ -17,12 +17,16 @@ from pathlib import Path
 import agentctl.ledger.approvals as approvals
 import agentctl.ledger.budget as budget
 import agentctl.ledger.effects as effects
+import agentctl.ledger.held_calls as held_calls
 import agentctl.ledger.lifecycle as lifecycle
+import agentctl.ledger.longterm as longterm
 import agentctl.ledger.reconcile as reconcile
 import agentctl.ledger.runs as runs
 import agentctl.ledger.stats as stats
 import agentctl.ledger.steps as steps
+import agentctl.ledger.streams as streams
 from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.longterm import Candidate, EmbeddingIdentity
 from agentctl.ledger.approvals import ApprovalRecord
 from agentctl.ledger.artifacts.gc import run_gc
 from agentctl.ledger.artifacts.store import (
@@ -45,6 +49,7 @@ from agentctl.ledger.model import (
     IngestRequest,
     LiveState,
     MemoryEntry,
+    MemoryPut,
     Owner,
     ReconcileRequest,
     RequestBatch,
@@ -145,6 +150,16 @@ class SqliteLedger:
         with self._db.transaction() as conn:
             return steps.record_and_start_call_txn(conn, call)
 
+    def gate_call(self, gated: held_calls.GatedCall) -> held_calls.CallGate:
+        with self._db.transaction() as conn:
+            return held_calls.gate_call_txn(conn, gated)
+
+    def append_stream_event(
+        self, event: streams.NewStreamEvent
+    ) -> streams.StreamEventRecord | None:
+        with self._db.transaction() as conn:
+            return streams.append_stream_event_txn(conn, event)
+
     def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
         with self._db.transaction() as conn:
             steps.finish_effects_txn(conn, outcomes)
@@ -160,6 +175,18 @@ class SqliteLedger:
     def long_term_get(self, namespace: str, key: str, now: str) -> MemoryEntry:
         with self._db.read() as conn:
             return lifecycle.read_memory(conn, namespace, key, now)
+
+    def long_term_candidates(self, namespace: str, now: str) -> Sequence[Candidate]:
+        with self._db.read() as conn:
+            return longterm.candidates(conn, namespace, now)
+
+    def long_term_put(self, put: MemoryPut, now: str) -> None:
+        with self._db.transaction() as conn:
+            longterm.put_txn(conn, put, now)
+
+    def long_term_reindex(self, namespace: str, identity: EmbeddingIdentity, now: str) -> int:
+        with self._db.transaction() as conn:
+            return longterm.reindex_txn(conn, namespace, identity, now)
 
     # ---------------------------------------------------------------- operators
 

@@ -35,6 +35,7 @@ from agentctl.ledger.migrations import SUPPORTED_SCHEMA_VERSION, schema_version
 from agentctl.ledger.reconcile import ReconciliationRecord, list_reconciliations
 from agentctl.ledger.rows import parse_ts
 from agentctl.ledger.runs import RunRecord, get_run
+from agentctl.ledger.streams import StreamEventRecord, list_stream_events
 from agentctl.ledger.tasks import TaskRecord, list_tasks
 
 
@@ -157,6 +158,7 @@ class RunInspection:
     artifacts: tuple[ArtifactRefRecord, ...]
     audit: tuple[AuditEvent, ...]
     budget: BudgetSnapshot
+    stream_events: tuple[StreamEventRecord, ...] = ()
 
     def to_json(self) -> JsonObject:
         return {
@@ -167,7 +169,7 @@ class RunInspection:
             "approvals": _all(self.approvals),
             "checkpoints": [c.to_json() for c in self.checkpoints],
             "providerSessions": [],
-            "streamEvents": [],
+            "streamEvents": [e.to_json() for e in self.stream_events],
             "protocolSessions": [],
             "protocolCalls": [],
             "toolCalls": [c.to_json() for c in self.tool_calls],
@@ -215,6 +217,7 @@ def run_inspection(conn: sqlite3.Connection, run_id: str) -> RunInspection:
         artifacts=tuple(list_refs(conn, run_id=run_id)),
         audit=tuple(list_audit(conn, run_id)),
         budget=budget_snapshot(conn, run_id),
+        stream_events=tuple(list_stream_events(conn, run_id)),
     )
 
 

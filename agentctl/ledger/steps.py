@@ -22,6 +22,7 @@ import agentctl.ledger.approvals as approvals
 import agentctl.ledger.audit as audit
 import agentctl.ledger.budget as budget
 import agentctl.ledger.effects as effects
+import agentctl.ledger.longterm as longterm
 import agentctl.ledger.reconcile as reconcile
 import agentctl.ledger.tasks as tasks
 from agentctl.core.jsonvalue import JsonObject
@@ -218,8 +219,7 @@ def _finish_one_txn(conn: sqlite3.Connection, o: EffectOutcome) -> None:
     """An effect's outcome; its memory write, settlement and tool-call row land with it."""
     effects.finish_effect_txn(conn, o.effect_id, o.status, o.now, result=o.result, error=o.error)
     if o.long_term_put is not None:
-        put = o.long_term_put
-        approvals.memory_put_txn(conn, put.namespace, put.key, put.value, o.now)
+        longterm.put_txn(conn, o.long_term_put, o.now)
     if o.spent is not None:
         budget.settle_budget_txn(conn, o.run_id, o.effect_id, o.spent, o.now, trace_id=o.trace_id)
     if o.tool_call_id is not None:

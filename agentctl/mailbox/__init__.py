@@ -15,6 +15,8 @@ from agentctl.mailbox.messages import (
     Message,
     Result,
     Shutdown,
+    StreamAck,
+    StreamFragment,
     WireError,
 )
 
@@ -32,5 +34,7 @@ __all__ = [
     "ProtocolError",
     "Result",
     "Shutdown",
+    "StreamAck",
+    "StreamFragment",
     "WireError",
 ]

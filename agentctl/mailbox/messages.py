@@ -9,6 +9,9 @@ One discriminated union (field ``type``) covers every frame. Invariants:
 ``EffectRequest`` / ``Go`` are the multi-effect handshake of DESIGN.md §3.3 (an agent asks the
 coordinator to record an effect and waits for the go-ahead); they are defined so the union is
 stable, though the built-in executors do not use them yet.
+
+``StreamFragment`` / ``StreamAck`` are the durable-streaming handshake: a worker streaming a
+model answer sends each delta and waits for its acknowledgement before reading on.
 """
 
 from __future__ import annotations
@@ -112,8 +115,51 @@ class Go(WireModel):
     effect_id: str
 
 
+# A fragment's text travels whole (the coordinator bounds what it stores); this keeps one frame
+# far below MAX_FRAME_BYTES whatever a provider sends in one delta.
+MAX_FRAGMENT_CHARS = 1024 * 1024
+FragmentKind = Literal["text", "refusal", "tool_arguments", "reasoning"]
+
+
+class StreamFragment(WireModel):
+    """Worker → coordinator, while a model call streams: one delta of its answer.
+
+    The worker sends it and waits for the matching ``StreamAck`` before it reads more of the
+    provider's answer, so every fragment is durable (or refused) before the next one exists.
+    """
+
+    type: Literal["stream_fragment"] = "stream_fragment"
+    v: Literal[1] = 1
+    effect_id: str
+    index: int = Field(ge=0)  # 0-based, in order, within the effect
+    kind: FragmentKind
+    text: str = Field(max_length=MAX_FRAGMENT_CHARS)
+    provider_sequence: int | None = None  # the provider's own event number, when it has one
+
+
+class StreamAck(WireModel):
+    """Coordinator → worker: fragment ``index`` of ``effect_id`` is persisted (``accepted``),
+    or could not be (the worker then fails the call as uncertain: it was already sent)."""
+
+    type: Literal["stream_ack"] = "stream_ack"
+    v: Literal[1] = 1
+    effect_id: str
+    index: int
+    accepted: bool = True
+    error: str | None = None
+
+
 Message = Annotated[
-    Hello | Execute | Result | Failure | Cancel | Shutdown | EffectRequest | Go,
+    Hello
+    | Execute
+    | Result
+    | Failure
+    | Cancel
+    | Shutdown
+    | EffectRequest
+    | Go
+    | StreamFragment
+    | StreamAck,
     Field(discriminator="type"),
 ]
 

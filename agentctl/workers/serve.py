@@ -7,7 +7,9 @@ Invariants:
   ``Cancel`` stops exactly one effect (reported uncertain: it had started);
 - socket EOF or a protocol error cancels every effect — killing their process trees — and the
   worker exits; ``Shutdown`` stops reading, lets running effects finish, then exits;
-- an executor bug never kills the worker: it becomes an uncertain ``Failure``.
+- an executor bug never kills the worker: it becomes an uncertain ``Failure``;
+- each effect has its own stream sink (``stream.py``): a ``StreamAck`` wakes the effect whose
+  fragment it answers, and only that one.
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ from agentctl.mailbox.messages import (
     Hello,
     Result,
     Shutdown,
+    StreamAck,
     failure_from_error,
 )
 from agentctl.workers.executors import ExecOutcome, UncertainEffect, executor_for
+from agentctl.workers.stream import StreamSink, bind_sink
 
 
 async def _execute(msg: Execute) -> ExecOutcome:
@@ -68,15 +72,19 @@ class _Worker:
         self.channel = channel
         self.nursery = nursery
         self.scopes: dict[str, trio.CancelScope] = {}
+        self.sinks: dict[str, StreamSink] = {}
 
     async def run_effect(self, msg: Execute) -> None:
         scope = self.scopes[msg.effect_id]
+        sink = self.sinks[msg.effect_id] = StreamSink(self.channel, msg.effect_id)
+        bind_sink(sink)
         try:
             reply = await _reply_for(msg, scope)
         finally:
             # Forget the effect before replying: once the reply is on the wire the
             # coordinator may legitimately send the same id again (a new execution).
             self.scopes.pop(msg.effect_id, None)
+            self.sinks.pop(msg.effect_id, None)
         crash_point(CrashPoint.WORKER_BEFORE_RESULT)
         try:
             await self._send(reply)
@@ -110,6 +118,8 @@ class _Worker:
                 self._start(msg)
             elif isinstance(msg, Cancel) and msg.effect_id in self.scopes:
                 self.scopes[msg.effect_id].cancel()
+            elif isinstance(msg, StreamAck) and msg.effect_id in self.sinks:
+                self.sinks[msg.effect_id].acknowledge_nowait(msg)
 
     def _start(self, msg: Execute) -> None:
         if msg.effect_id in self.scopes:

@@ -31,7 +31,9 @@ EXPECTED = {
     "e10-extension.yaml": ("extension-wordcount", 1),
     "router.yaml": ("router", 6),
     "memory.yaml": ("memory", 6),
+    "long-term-memory.yaml": ("long-term-memory", 5),
     "foreach-files.yaml": ("foreach-files", 4),
+    "reusable-pack.yaml": ("reusable-pack", 5),  # greet: boundary, 2 tasks, aggregate; mark
 }
 
 
@@ -301,6 +303,18 @@ def test_memory_example(runner: Runner) -> None:
     data = _succeeded(runner.run("memory.yaml"))
     notes = (runner.dir / "notes.txt").read_text()
     assert data["output"] == {"notes": notes, "seen": 1, "stage": "reviewed"}
+
+
+def test_long_term_memory_example(runner: Runner) -> None:
+    data = _succeeded(runner.run("long-term-memory.yaml"))
+    recalled = data["output"]["recalled"]
+    # Only team: docs entries; the one sharing the most query words first.
+    assert [r["key"] for r in recalled] == ["style", "changelog"]
+    assert recalled[0]["score"] > recalled[1]["score"] > 0
+    listed = runner.cli(
+        *("--output", "json", "memory", "get", "releases", "window", "--db", str(runner.db))
+    )
+    assert listed.rc == 0 and listed.data["value"] == {"day": "friday", "hour": 14}
 
 
 def test_foreach_files_example(runner: Runner) -> None:

@@ -425,23 +425,15 @@ def test_tool_rules() -> None:
 
 
 def test_late_features_are_refused_not_ignored() -> None:
-    late_kind = MINIMAL.replace(
-        "spec:\n", "spec:\n  actions: { s: { kind: builtin.long_term_memory.search } }\n"
+    signed = MINIMAL.replace(
+        "spec:\n",
+        "spec:\n  packs: [ { name: ex.p, version: 1.0.0, source: { path: p }, signature: { bundle: b } } ]\n",
     )
     check(
-        only(late_kind),
+        only(signed),
         "unsupported_capability",
-        "spec.actions.s.kind",
-        position(late_kind, "builtin.long"),
-    )
-    packs = MINIMAL.replace("spec:\n", "spec:\n  packs: [ { name: p, version: 1.0.0 } ]\n")
-    check(only(packs), "unsupported_capability", "spec.packs", position(packs, "packs"))
-    retention = MINIMAL.replace("spec:\n", "spec:\n  memory: { longTerm: { retentionDays: 30 } }\n")
-    check(
-        only(retention),
-        "unsupported_capability",
-        "spec.memory.longTerm.retentionDays",
-        position(retention, "retentionDays"),
+        "spec.packs.0.signature",
+        position(signed, "signature"),
     )
     extension = MINIMAL.replace(
         "spec:\n", "spec:\n  actions: { s: { kind: mcp.call, protocolVersion: x } }\n"

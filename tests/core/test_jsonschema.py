@@ -1,4 +1,4 @@
-"""The strict JSON Schema subset: well-formedness checks and instance validation."""
+"""JSON Schema Draft 2020-12 through the package, with our strictness and our wording."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentctl.core.jsonschema import check_schema, is_valid, json_equal, type_of, validate
+from agentctl.core.jsonschema import check_schema, is_valid, type_of, validate
 from agentctl.errors import ValidationError
 
 JSON = st.recursive(
@@ -47,6 +47,9 @@ def test_a_rich_well_formed_schema_has_no_problems() -> None:
         "maxProperties": 9,
     }
     assert check_schema(schema) == []
+    assert check_schema({"$defs": {"n": {"type": "integer"}}, "items": {"$ref": "#/$defs/n"}}) == []
+    assert check_schema({"$id": "https://x.test/s", "properties": {"a": {"$ref": "#"}}}) == []
+    assert check_schema({"$schema": "https://json-schema.org/draft/2020-12/schema#"}) == []
     assert check_schema(True) == []
     assert check_schema(False) == []
 
@@ -54,8 +57,17 @@ def test_a_rich_well_formed_schema_has_no_problems() -> None:
 @pytest.mark.parametrize(
     ("schema", "fragment"),
     [
-        ({"$ref": "#/defs/x"}, "/$ref: `$ref` is not supported"),
-        ({"properties": {"a": {"$ref": "#"}}}, "/properties/a/$ref"),
+        ({"$ref": "#/defs/x"}, "/$ref: `$ref` '#/defs/x' does not resolve inside this schema"),
+        (
+            {"$ref": "https://example.com/s.json"},
+            "/$ref: `$ref` 'https://example.com/s.json' points outside",
+        ),
+        ({"properties": {"a": {"$ref": "other.json#/x"}}}, "/properties/a/$ref"),
+        ({"items": {"$dynamicRef": "http://h/x"}}, "/items/$dynamicRef: `$dynamicRef`"),
+        ({"$defs": {"a": {"tpye": "string"}}}, "/$defs/a/tpye: unknown schema keyword `tpye`"),
+        ({"if": {"minimum": 1}, "then": {"maxLenght": 1}}, "/then/maxLenght: unknown schema"),
+        ({"definitions": {}}, "`definitions` is not a Draft 2020-12 keyword; use `$defs`"),
+        ({"$schema": "http://json-schema.org/draft-07/schema#"}, "only JSON Schema Draft 2020-12"),
         ({"typo": 1}, "/typo: unknown schema keyword `typo`"),
         ({"type": "float"}, "unknown type 'float'"),
         ({"type": []}, "non-empty array of distinct type names"),
@@ -63,12 +75,13 @@ def test_a_rich_well_formed_schema_has_no_problems() -> None:
         ({"properties": []}, "must be an object of schemas"),
         ({"properties": {"a/b": 3}}, "/properties/a~1b: a schema must be an object"),
         ({"required": "a"}, "must be an array of strings"),
-        ({"required": ["a", "a"]}, "names must be distinct"),
+        ({"required": ["a", "a"]}, "entries must be distinct"),
         ({"additionalProperties": "no"}, "a schema must be an object or a boolean"),
         ({"items": [{"type": "string"}]}, "a schema must be an object or a boolean"),
         ({"prefixItems": []}, "non-empty array of schemas"),
         ({"anyOf": {}}, "non-empty array of schemas"),
-        ({"enum": []}, "must be a non-empty array"),
+        ({"enum": 3}, "/enum: must be an array"),
+        ({"multipleOf": 0}, "/multipleOf"),
         ({"minimum": "1"}, "must be a number"),
         ({"maximum": True}, "must be a number"),
         ({"minLength": -1}, "non-negative integer"),
@@ -135,11 +148,11 @@ def test_object_keywords_and_paths() -> None:
         "additionalProperties": False,
     }
     errors = validate({"a": 1, "n/m": {"x": "no"}, "zz": 0}, schema)
-    assert errors == [
+    assert sorted(errors) == [
         "/: missing required property 'b'",
+        "/: property 'zz' is not allowed",
         "/a: expected string, got integer",
         "/n~1m/x: expected integer, got string",
-        "/: property 'zz' is not allowed",
     ]
 
 
@@ -163,6 +176,11 @@ def test_array_keywords() -> None:
     assert validate([], schema) == ["/: fewer than 1 items"]
     assert validate(["a", 1, 2, 3], schema) == ["/: more than 3 items"]
     assert validate([1], {"items": False}) == ["/0: no value is allowed here"]
+    assert validate([1, 2], {"prefixItems": [True], "items": False}) == [
+        "/1: no value is allowed here"
+    ]
+    assert validate([1], {"items": {"not": True}}) == ["/0: value matches the schema under `not`"]
+    assert validate({"a": 1}, {"properties": {"a": False}}) == ["/a: no value is allowed here"]
     assert is_valid([], {"items": False})
 
 
@@ -207,9 +225,12 @@ def test_combinators() -> None:
     any_of = {"anyOf": [{"type": "string"}, {"type": "integer"}]}
     assert is_valid(1, any_of)
     assert validate(None, any_of) == ["/: value matches none of the anyOf schemas"]
-    one_of = {"oneOf": [{"type": "integer"}, {"minimum": 0}]}
+    one_of = {"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 0}]}
     assert is_valid(-1, one_of)
-    assert validate(3, one_of) == ["/: value matches 2 of the oneOf schemas, not exactly 1"]
+    assert validate(3, one_of) == [
+        "/: value matches more than one of the oneOf schemas, not exactly 1"
+    ]
+    assert validate("x", one_of) == ["/: value matches none of the oneOf schemas"]
     all_of = {"allOf": [{"type": "integer"}, {"minimum": 2}]}
     assert validate(1, all_of) == ["/: 1 must be >= 2"]
     assert validate("x", {"not": {"type": "string"}}) == ["/: value matches the schema under `not`"]
@@ -220,7 +241,7 @@ def test_annotations_do_not_constrain() -> None:
     assert is_valid("not an email", schema)
 
 
-def test_type_of_and_json_equal() -> None:
+def test_type_of_and_json_equality() -> None:
     samples: tuple[Any, ...] = (None, True, 1, 1.5, "", [], {})
     assert [type_of(v) for v in samples] == [
         "null",
@@ -231,10 +252,40 @@ def test_type_of_and_json_equal() -> None:
         "array",
         "object",
     ]
-    assert json_equal(1, 1.0)
-    assert not json_equal(True, 1)
-    assert not json_equal(False, 0)
-    assert not json_equal("1", 1)
+    assert is_valid(1, {"const": 1.0})
+    assert not is_valid(True, {"enum": [1]})
+    assert not is_valid(False, {"const": 0})
+    assert not is_valid("1", {"const": 1})
+
+
+def test_draft_2020_12_keywords_beyond_the_old_subset() -> None:
+    schema = {
+        "$defs": {"pos": {"type": "integer", "minimum": 1}},
+        "type": "object",
+        "properties": {"n": {"$ref": "#/$defs/pos"}, "tags": {"contains": {"const": "x"}}},
+        "patternProperties": {"^x-": {"type": "string"}},
+        "additionalProperties": False,
+        "dependentRequired": {"n": ["tags"]},
+    }
+    assert is_valid({"n": 2, "tags": ["x"], "x-note": "ok"}, schema)
+    assert validate({"n": 0, "tags": ["x"]}, schema) == ["/n: 0 must be >= 1"]
+    assert validate({"x-note": 1}, schema) == ["/x-note: expected string, got integer"]
+    assert validate({"y": 1}, schema) == ["/: property 'y' is not allowed"]
+    assert not is_valid({"n": 1}, schema)  # dependentRequired: n needs tags
+    assert not is_valid({"tags": ["y"]}, schema)  # contains
+    assert validate(3, {"multipleOf": 2}) == ["/: 3 is not a multiple of 2"]
+
+
+def test_a_recursive_local_reference_validates_nested_values() -> None:
+    tree = {
+        "type": "object",
+        "properties": {"kids": {"type": "array", "items": {"$ref": "#"}}},
+        "required": ["kids"],
+    }
+    assert is_valid({"kids": [{"kids": []}]}, tree)
+    assert validate({"kids": [{"kids": [{}]}]}, tree) == [
+        "/kids/0/kids/0: missing required property 'kids'"
+    ]
 
 
 @given(JSON)
@@ -249,3 +300,11 @@ def test_const_and_enum_accept_the_value_itself(value: Any) -> None:
     assert is_valid(value, {"const": value})
     assert is_valid(value, {"enum": ["other", value]})
     assert is_valid(value, {"type": type_of(value)})
+
+
+@given(JSON, st.sampled_from(["null", "boolean", "integer", "number", "string", "array", "object"]))
+def test_the_type_only_shortcut_agrees_with_the_package(value: Any, name: str) -> None:
+    # {"type": ...} alone is checked without the package; an annotation forces the package.
+    assert validate(value, {"type": name}) == validate(value, {"type": name, "title": "t"})
+    pair = [name, "null"] if name != "null" else ["null", "string"]
+    assert validate(value, {"type": pair}) == validate(value, {"type": pair, "title": "t"})

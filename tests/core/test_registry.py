@@ -43,7 +43,7 @@ SPEC_ACTION_KINDS = (
 )
 SPEC_PROVIDER_KINDS = ("fake", "openai", "azure_openai", "anthropic", "google")
 SPEC_TOOL_KINDS = ("builtin.workspace.read", "builtin.workspace.write", "builtin.echo")
-LATE = {"builtin.long_term_memory.search", "builtin.long_term_memory.promote"}
+LATE: set[str] = set()  # [late] action kinds this version does not accept yet (none left)
 # The least a process extension must declare (spec/dsl.md §3, extension.process).
 EXTENSION_DECLARATION = {
     "protocolVersion": "agentctl.dev/process-extension/v1",

@@ -25,8 +25,13 @@ from agentctl.core.compiler.stored import plan_from_stored, plan_to_stored
 from agentctl.core.dsl import load_workflow
 from agentctl.core.plan import Plan, RunConfig
 from agentctl.errors import FutureVersionError
+from agentctl.packsource import with_packs
 
-EXAMPLE_FILES = sorted((Path(__file__).resolve().parents[2] / "examples").rglob("*.yaml"))
+EXAMPLE_FILES = sorted(
+    p
+    for p in (Path(__file__).resolve().parents[2] / "examples").rglob("*.yaml")
+    if p.name != "agentctl.pack.yaml"  # pack manifests, not workflows
+)
 
 
 def _round_trip(plan: Plan) -> Plan:
@@ -44,7 +49,7 @@ def _check(plan: Plan) -> None:
 
 @pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: p.name)
 def test_every_example_round_trips(path: Path) -> None:
-    loaded = load_workflow(path.read_bytes(), str(path))
+    loaded = with_packs(load_workflow(path.read_bytes(), str(path)), path)
     _check(compile_workflow(loaded.document))
 
 
@@ -71,7 +76,7 @@ def test_generated_dags_round_trip(graph: tuple[list[str], dict[str, list[str]]]
 
 @pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: p.name)
 def test_carried_data_is_outside_every_digest(path: Path) -> None:
-    plan = compile_workflow(load_workflow(path.read_bytes(), str(path)).document)
+    plan = compile_workflow(with_packs(load_workflow(path.read_bytes(), str(path)), path).document)
     carried = {"operation": None, "action_config": None, "agent_config": None}
     bare = tuple(dataclasses.replace(t, **carried) for t in plan.tasks)
     stripped = dataclasses.replace(plan, tasks=bare, run=RunConfig())

@@ -1,4 +1,4 @@
-"""Approvals (pending → approved | rejected, moving the effect) and long-term memory."""
+"""Approvals (pending → approved | rejected, moving the effect)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,6 @@ from agentctl.ledger import NewApproval, NewEffect
 from agentctl.ledger.approvals import (
     insert_approval_txn,
     list_approvals,
-    memory_delete_expired_txn,
-    memory_get,
-    memory_put_txn,
     resolve_approval_txn,
 )
 from agentctl.ledger.audit import list_audit
@@ -74,19 +71,3 @@ def test_reject_cancels_effect(ledger: Database) -> None:
         assert [a.status for a in list_approvals(conn, "run-1", status=None)] == ["rejected"]
     with pytest.raises(NotFoundError), ledger.transaction() as conn:
         resolve_approval_txn(conn, "approval-missing", True, "a", "r", ts(3))
-
-
-def test_long_term_memory_with_expiry(ledger: Database) -> None:
-    with ledger.transaction() as conn:
-        memory_put_txn(conn, "ns", "k", {"v": 1}, ts(1))
-        memory_put_txn(conn, "ns", "tmp", [1], ts(1), expires_at=ts(10))
-        memory_put_txn(conn, "ns", "k", {"v": 2}, ts(2))
-    with ledger.read() as conn:
-        assert memory_get(conn, "ns", "k", ts(3)) == {"v": 2}
-        assert memory_get(conn, "ns", "tmp", ts(9)) == [1]
-        with pytest.raises(NotFoundError):
-            memory_get(conn, "ns", "tmp", ts(10))
-        with pytest.raises(NotFoundError):
-            memory_get(conn, "other", "k", ts(3))
-    with ledger.transaction() as conn:
-        assert memory_delete_expired_txn(conn, ts(11)) == 1

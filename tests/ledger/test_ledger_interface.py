@@ -10,6 +10,7 @@ import psutil
 import pytest
 from ledger_helpers import new_run, ts
 
+from agentctl.core.longterm import Entry
 from agentctl.errors import InvalidOperationError, OwnershipError
 from agentctl.ledger import (
     ApprovalDecision,
@@ -73,7 +74,7 @@ def test_budget_denial_records_no_effect(ledger: SqliteLedger) -> None:
 def test_finish_settles_the_budget_and_writes_long_term_memory(ledger: SqliteLedger) -> None:
     eff = _effect("a")
     _request(ledger, RequestRow("a", "pending", 1, eff, {"toolCalls": 1}))
-    put = MemoryPut("ns", "k", {"v": 1})
+    put = MemoryPut("ns", "k", Entry({"v": 1}, '{"v":1}', {}))
     spent = {"toolCalls": 1}
     outcome = EffectOutcome("run-1", eff.effect_id, "succeeded", ts(2), {"ok": True}, None, spent)
     outcome = replace(outcome, trace_id="trace-1", long_term_put=put)

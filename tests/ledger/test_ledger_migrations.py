@@ -16,6 +16,7 @@ from agentctl.ledger.connection import open_database
 from agentctl.ledger.effects import list_effects
 from agentctl.ledger.migrations import APPLICATION_ID, MIGRATIONS, migrate
 from agentctl.ledger.runs import get_run
+from agentctl.ledger.streams import list_stream_events
 from agentctl.ledger.tasks import list_tasks
 
 
@@ -54,6 +55,13 @@ def _fill_v2(conn: sqlite3.Connection) -> None:
         " VALUES ('ns', 'k', '1', ?, ?)",
         (T0, T0),
     )
+    # A stream event as v2 shaped it (no effect link, provider sequence or truncation yet).
+    conn.execute(
+        "INSERT INTO stream_events (run_id, task_id, attempt, sequence, event_type,"
+        " payload_json, created_at) VALUES ('run-old', 'a', 1, 1, 'text.delta',"
+        ' \'{"text":"hi"}\', ?)',
+        (T0,),
+    )
 
 
 def _fill_v3(conn: sqlite3.Connection) -> None:
@@ -69,6 +77,8 @@ _FILLERS = {
     2: [_fill_v1, _fill_v2],
     3: [_fill_v1, _fill_v2, _fill_v3],
     4: [_fill_v1, _fill_v2, _fill_v3],  # v4 only added a nullable column
+    5: [_fill_v1, _fill_v2, _fill_v3],  # v5 only marked the file as ours
+    6: [_fill_v1, _fill_v2, _fill_v3],  # v6 only added nullable stream-event columns
 }
 
 
@@ -82,7 +92,8 @@ def test_older_schema_with_data_migrates(tmp_path: Path, version: int) -> None:
     db = tmp_path / "old.db"
     old = open_database(db, target_version=version)
     assert old.conn.execute("PRAGMA user_version").fetchone()[0] == version
-    assert old.conn.execute("PRAGMA application_id").fetchone()[0] == 0  # before v5
+    marked = old.conn.execute("PRAGMA application_id").fetchone()[0]
+    assert marked == (APPLICATION_ID if version >= 5 else 0)  # v5 marks the file
     with old.transaction() as conn:
         for fill in _FILLERS[version]:
             fill(conn)
@@ -109,6 +120,10 @@ def test_older_schema_with_data_migrates(tmp_path: Path, version: int) -> None:
             assert [e.effect_id for e in list_effects(conn, "run-old")] == ["e1"]
             assert budget_snapshot(conn, "run-old").usage == {}  # back-filled zero ledger
             assert len(list_checkpoints(conn, "run-old")) == 1
+            events = list_stream_events(conn, "run-old")  # kept, the newer columns empty
+            assert [(e.sequence, e.payload, e.effect_id, e.truncated) for e in events] == (
+                [(1, {"text": "hi"}, None, False)] if version >= 2 else []
+            )
         assert led.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         led.close()

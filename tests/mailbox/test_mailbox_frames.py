@@ -21,6 +21,8 @@ from agentctl.mailbox import (
     ProtocolError,
     Result,
     Shutdown,
+    StreamAck,
+    StreamFragment,
     WireError,
 )
 from agentctl.mailbox.frames import encode_frame
@@ -52,6 +54,8 @@ SAMPLES: list[Message] = [
     Shutdown(),
     EffectRequest(parent_effect_id="e4", ordinal=1, operation="model", request={}),
     Go(parent_effect_id="e4", ordinal=1, effect_id="e5"),
+    StreamFragment(effect_id="e6", index=0, kind="text", text="Hel", provider_sequence=3),
+    StreamAck(effect_id="e6", index=0, accepted=False, error="disk full"),
 ]
 
 

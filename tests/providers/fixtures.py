@@ -297,6 +297,43 @@ def gemini_error(status: int, message: str) -> Reply:
     return Reply(status=status, body={"error": error})
 
 
+# A workspace-writing agent tool (policy ``approval: mutations`` holds its calls), as the
+# YAML under ``spec.tools`` (indented 4).
+SAVE_TOOL = """    save:
+      kind: builtin.workspace.write
+      description: write a file
+      capability: filesystem.write
+      risk: medium
+      effectClass: workspace_mutate
+      idempotency: idempotent
+      outputSchema: { type: object }
+      inputSchema:
+        type: object
+        properties: { path: { type: string }, content: { type: string } }
+        required: [path, content]
+        additionalProperties: false
+"""
+
+
+def local_openai_spec(port: int, name: str, policy: str = "") -> str:
+    """The head of a workflow whose provider ``main`` is an OpenAI fixture on 127.0.0.1:
+    ``policy`` adds policy lines (indented 4); the key comes from ``FIXTURE_KEY``."""
+    return f"""apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: {{ name: {name} }}
+spec:
+  policy:
+{policy}    environmentAllowlist: [FIXTURE_KEY]
+    networkAllowlist: [127.0.0.1]
+    network: {{ allowPrivate: true, allowedPorts: [{port}] }}
+  providers:
+    main:
+      kind: openai
+      endpoint: http://127.0.0.1:{port}/v1/responses
+      credential: {{ env: FIXTURE_KEY }}
+"""
+
+
 @pytest.fixture
 def server() -> Iterator[FixtureServer]:
     """A fresh scripted server per test (conftest modules re-export this fixture)."""

@@ -314,6 +314,9 @@ async def test_streamed_answer_returns_its_fragments(kind: str, server: FixtureS
         {"index": 2, "kind": "text", "text": "world"},
     ]
     assert server.seen[0].body["stream"] is True
+    # Each delta went through the awaited sink, with the provider's event number.
+    sent = [(f.index, f.kind, f.text, f.provider_sequence) for f in worker.fragments]
+    assert sent == [(0, "text", "Hel", 1), (1, "text", "lo, ", 2), (2, "text", "world", 3)]
 
 
 async def test_connection_refused_is_definitive(server: FixtureServer) -> None:

@@ -5,7 +5,7 @@ Invariants:
 - which ``with`` keys a kind reads comes only from its registry entry (``Operation.with_keys``;
   None admits any key); any other key is a ``schema_violation`` at that key's line/column —
   in the task's ``with``, the action's ``with`` defaults or a ``compensate.with`` — naming the
-  keys the kind does read;
+  keys the kind does read; the entry's ``with_check`` judges the literal values the same way;
 - a template in an action's ``args`` / ``env`` is checked like one in ``with``: its syntax once
   per action, and for every task using the action, each ``tasks.X.output`` it reads must be in
   that task's own ``needs``.
@@ -39,6 +39,8 @@ def check_with_keys(kind: str, given: Any, where: str, task_id: str, diags: Coll
             f"{where}.{key}",
             help=help,
         )
+    for key, problem in entry.with_check(given) if entry.with_check else ():
+        diags.add("schema_violation", f"task `{task_id}`: `with.{key}` {problem}", f"{where}.{key}")
 
 
 def _no_with_help(kind: str) -> str:

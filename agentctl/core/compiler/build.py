@@ -34,7 +34,7 @@ from agentctl.core.compiler.references import (
 )
 from agentctl.core.compiler.routes import compile_route
 from agentctl.core.compiler.variables import merged_vars
-from agentctl.core.jsonschema import check_schema
+from agentctl.core.jsonschema import schema_problems
 from agentctl.core.plan import AgentConfig, Compensation, PlannedTask, RetryPolicy, TaskKind
 from agentctl.core.registry import MODEL_PREFIX
 
@@ -135,11 +135,12 @@ def _check_output_schema(node: Node, schema: Any, diags: Collector) -> None:
     if schema is None:
         return
     key = "inputSchema" if node.kind == "subworkflow_input" else "outputSchema"
-    for problem in check_schema(schema):
+    base = f"{node.path}.outputSchema" if node.kind in _AUTHORED else node.path
+    for problem in schema_problems(schema):
         diags.add(
             "schema_violation",
-            f"task `{node.task['id']}` {key} is not a usable JSON Schema: {problem}",
-            f"{node.path}.outputSchema" if node.kind in _AUTHORED else node.path,
+            f"task `{node.task['id']}` {key} is not a usable JSON Schema: {problem.message()}",
+            f"{base}.{problem.dotted}" if node.kind in _AUTHORED and problem.path else base,
         )
 
 

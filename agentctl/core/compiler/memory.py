@@ -12,11 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from agentctl.core import registry
 from agentctl.core.compiler.diagnostics import Collector
 from agentctl.core.compiler.ir import Node
 from agentctl.core.compiler.templating import OPEN
 
-MEMORY_WRITE_KINDS = frozenset({"builtin.memory.write", "builtin.long_term_memory.promote"})
+_WRITERS_HELP = (
+    "memoryWrites belongs on working-memory writes only "
+    "(builtin.memory.write, builtin.long_term_memory.promote)"
+)
 
 
 def memory_writes(
@@ -26,13 +30,13 @@ def memory_writes(
     declared = [str(key) for key in node.task.get("memoryWrites") or []]
     path = f"{node.path}.memoryWrites"
     writes = _declared_set(node, declared, path, diags)
-    if action is None or action.get("kind") not in MEMORY_WRITE_KINDS:
+    if action is None or action.get("kind") not in registry.working_memory_writers():
         if declared:
             diags.add(
                 "schema_violation",
                 f"task `{node.task['id']}` declares memoryWrites but is not a memory write",
                 path,
-                help="memoryWrites belongs on builtin.memory.write tasks only",
+                help=_WRITERS_HELP,
             )
         return ()
     key = with_.get("key") if isinstance(with_, dict) else None

@@ -30,10 +30,15 @@ _SEMVER = re.compile(
     r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?"
 )
 _ROOT_REF = re.compile(r"(?<![A-Za-z0-9_.-])(inputs|memory|tasks)\.([A-Za-z0-9_-]+)")
-_KEYED_MEMORY_KINDS = {"builtin.memory.read": "key", "builtin.memory.write": "key"}
+_KEYED_MEMORY_KINDS = {
+    "builtin.memory.read": "key",
+    "builtin.memory.write": "key",
+    "builtin.long_term_memory.promote": "key",
+}
 _NAMESPACED_MEMORY_KINDS = {
     "builtin.long_term_memory.read": "namespace",
     "builtin.long_term_memory.write": "namespace",
+    "builtin.long_term_memory.search": "namespace",
 }
 # Keys an invocation may not carry, with the value meaning "not written".
 _INVOCATION_FORBIDDEN: dict[str, Any] = {

@@ -23,7 +23,7 @@ from typing import Literal, Self
 from pydantic import Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from agentctl.core import jsonschema, registry
+from agentctl.core import registry
 from agentctl.core.dsl.base import (
     ENV_NAME_RE,
     MIB,
@@ -31,6 +31,7 @@ from agentctl.core.dsl.base import (
     OutputLimit,
     Seconds,
     StrictModel,
+    check_json_schema,
     given_keys,
     registered_kind,
     rule_error,
@@ -148,9 +149,7 @@ class Action(StrictModel):
         ):
             if schema is None:
                 raise rule_error("schema_violation", f"action kind {self.kind!r} needs `{key}`")
-            problems = jsonschema.check_schema(schema)
-            if problems:
-                raise rule_error("schema_violation", f"`{key}`: {problems[0]}", at=key)
+            check_json_schema(schema, key)
         capabilities = self.capabilities or []
         if not capabilities or len(set(capabilities)) != len(capabilities) or "" in capabilities:
             raise rule_error(

@@ -26,6 +26,7 @@ from agentctl.core.dsl.base import (
     Seconds,
     StrictModel,
     VarsFiles,
+    check_json_schema,
     given_keys,
     registered_kind,
     rule_error,
@@ -137,6 +138,7 @@ class Agent(StrictModel):
             )
         if len(set(self.tools)) != len(self.tools):
             raise rule_error("schema_violation", "agent `tools` lists a tool twice", at="tools")
+        check_json_schema(self.structured_output, "structuredOutput")
         return self
 
 
@@ -182,6 +184,8 @@ class Tool(StrictModel):
 
     @model_validator(mode="after")
     def _kind_rules(self) -> Self:
+        check_json_schema(self.input_schema, "inputSchema")
+        check_json_schema(self.output_schema, "outputSchema")
         entry = registry.lookup(self.kind)
         capability, effect = entry.capability, str(entry.effect_class)
         idempotencies = tuple(str(value) for value in entry.idempotency_choices)

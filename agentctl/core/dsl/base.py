@@ -18,6 +18,8 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+from agentctl.core import jsonschema
+
 IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MIB = 1024 * 1024
@@ -55,6 +57,22 @@ def rule_error(
     if help is not None:
         context["help"] = help
     return PydanticCustomError(code, "{msg}", context)
+
+
+def check_json_schema(schema: Any, key: str, what: str = "") -> None:
+    """The JSON Schema written at ``key`` is usable, else its first problem fails the model,
+    located at the offending keyword (``structuredOutput.properties.a.$ref``)."""
+    if schema is None:
+        return
+    problems = jsonschema.schema_problems(schema)
+    if problems:
+        first = problems[0]
+        raise rule_error(
+            "schema_violation",
+            f"{what or f'`{key}`'} is not a usable JSON Schema: {first.message()}",
+            at=".".join((key, first.dotted)) if first.path else key,
+            key=first.about_key,
+        )
 
 
 def unsupported(key: str, what: str) -> PydanticCustomError:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from agentctl.core import registry
 from agentctl.core.dsl.agents import Agent, Provider
 from agentctl.core.dsl.diagnostics import Finding
 from agentctl.core.dsl.secrets import EnvSecret, FileSecret, ProcessSecret
@@ -75,12 +76,13 @@ def _memory_writes(spec: Spec, tasks: list[Task], base: str) -> Iterator[Finding
         action = spec.actions.get(name) if kind == "action" else None
         if kind == "action" and action is None:
             continue
-        if action is None or action.kind != "builtin.memory.write":
+        if action is None or action.kind not in registry.working_memory_writers():
             what = f"a {action.kind} action" if action is not None else f"`uses: {task.uses}`"
             yield Finding(
                 "schema_violation",
                 f"{base}.{index}.memoryWrites",
-                f"`memoryWrites` is only allowed on builtin.memory.write tasks, not on {what}",
+                "`memoryWrites` is only allowed on working-memory writes (builtin.memory.write, "
+                f"builtin.long_term_memory.promote), not on {what}",
                 "remove `memoryWrites` from this task",
                 "key",
             )

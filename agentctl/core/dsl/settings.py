@@ -22,7 +22,6 @@ from agentctl.core.dsl.base import (
     Seconds,
     StrictModel,
     rule_error,
-    unsupported,
 )
 from agentctl.core.dsl.secrets import SecretRef
 
@@ -191,13 +190,6 @@ class LongTermMemory(StrictModel):
     retention_days: int | None = Field(None, alias="retentionDays", ge=1, le=36_500)
     embedding: Embedding = Field(default_factory=Embedding)
 
-    @model_validator(mode="after")
-    def _late(self) -> Self:
-        # [late] nothing in this version expires long-term entries; refusing beats ignoring.
-        if self.retention_days is not None:
-            raise unsupported("retentionDays", "long-term memory retention")
-        return self
-
 
 class Memory(StrictModel):
     working: JsonObject = Field(default_factory=dict)
@@ -218,10 +210,3 @@ class A2aPeer(StrictModel):
     max_polls: int = Field(100, alias="maxPolls", ge=1, le=1000)
     poll_interval_ms: int = Field(100, alias="pollIntervalMs", ge=1, le=60_000)
     protocol_version: NonEmptyStr = Field("1.0", alias="protocolVersion")
-
-
-class Pack(StrictModel):
-    name: NonEmptyStr
-    version: NonEmptyStr
-    path: str | None = None
-    integrity: str | None = None

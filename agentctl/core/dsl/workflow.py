@@ -4,16 +4,16 @@ Invariants:
 - ``apiVersion`` is one of ``API_VERSIONS`` (else ``unsupported_version``), ``kind`` is
   ``Workflow``, ``metadata.name`` is non-empty and ``spec.tasks`` is non-empty.
 - Every spec key has its default; absent optional blocks without a spec default dump as None.
-- Spec keys the spec names but this version does not implement ([late] ``packTrust`` and
-  ``packs``) are refused with ``unsupported_capability`` when written with a
-  value, never silently ignored.
+- ``packs`` and ``packTrust`` are validated here (``packs.py``); the packs themselves are
+  read, verified and merged into the document outside core (``agentctl/packsource.py``,
+  ``core/packs/merge.py``) before the compiler sees it.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from agentctl.core.dsl.actions import Action
 from agentctl.core.dsl.agents import TOOL_NAME_RE, Agent, Provider, Tool
@@ -23,15 +23,14 @@ from agentctl.core.dsl.base import (
     StrictModel,
     VarsFiles,
     rule_error,
-    unsupported,
 )
+from agentctl.core.dsl.packs import PackRef, PackTrust
 from agentctl.core.dsl.settings import (
     A2aPeer,
     CompensationSettings,
     McpServer,
     Memory,
     Output,
-    Pack,
     Policy,
     Runtime,
 )
@@ -62,8 +61,9 @@ class Spec(StrictModel):
     memory: Memory = Field(default_factory=Memory)
     mcp_servers: dict[str, McpServer] = Field(default_factory=dict, alias="mcpServers")
     a2a_peers: dict[str, A2aPeer] = Field(default_factory=dict, alias="a2aPeers")
-    packs: list[Pack] = Field(default_factory=list)
-    pack_trust: Any = Field(None, alias="packTrust")
+    packs: list[PackRef] = Field(default_factory=list)
+    # None when absent (not the defaults), so documents without packs keep their digests.
+    pack_trust: PackTrust | None = Field(None, alias="packTrust")
     runtime: Runtime = Field(default_factory=Runtime)
     # [quirk] an absent block means showDiff true; see the module docstring of settings.py.
     output: Output = Field(default_factory=lambda: Output(verbose=False, show_diff=True))
@@ -92,13 +92,16 @@ class Spec(StrictModel):
                 )
         return values
 
-    @model_validator(mode="after")
-    def _late(self) -> Self:
-        if self.packs:
-            raise unsupported("packs", "workflow packs")
-        if self.pack_trust is not None:
-            raise unsupported("packTrust", "pack signature trust")
-        return self
+    @field_validator("packs")
+    @classmethod
+    def _unique_packs(cls, packs: list[PackRef]) -> list[PackRef]:
+        names = [p.name for p in packs]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise rule_error(
+                    "schema_violation", f"pack {name!r} is listed twice", at=f"{i}.name"
+                )
+        return packs
 
 
 class Workflow(StrictModel):

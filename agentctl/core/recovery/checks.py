@@ -32,6 +32,7 @@ from agentctl.core.recovery.model import (
     contract_of,
     effective_outcome,
     output_contract_fingerprint,
+    structured_output_of,
 )
 from agentctl.errors import ValidationError
 
@@ -165,10 +166,13 @@ def _output_contract_present(ctx: ReuseContext) -> Finding:
     task = ctx.task
     if task.kind != "agent" or task.output_schema is not None or not ctx.feeds_others:
         return None
+    if structured_output_of(task) is not None:
+        return None  # structuredOutput is the agent's output contract (spec/dsl.md §4.13)
     return (
         "missing_output_contract",
-        f"agent task {task.id} feeds other tasks but declares no outputSchema, so its stored "
-        "output cannot be trusted as their input; add an outputSchema or execute it again",
+        f"agent task {task.id} feeds other tasks but declares neither an outputSchema nor a "
+        "structuredOutput, so its stored output cannot be trusted as their input; add one "
+        "or execute it again",
     )
 
 
@@ -185,9 +189,11 @@ def _output_digest(ctx: ReuseContext) -> Finding:
 
 
 def _output_valid(ctx: ReuseContext) -> Finding:
-    schema = contract_of(ctx.task)
+    schemas = [contract_of(ctx.task), structured_output_of(ctx.task)]
     try:
-        problems = jsonschema.validate(ctx.source.output, schema)
+        problems = [
+            p for s in schemas if s is not None for p in jsonschema.validate(ctx.source.output, s)
+        ]
     except ValidationError as exc:
         problems = [str(exc)]
     if not problems:

@@ -107,6 +107,13 @@ def contract_of(task: PlannedTask) -> dict[str, Any]:
     return DEFAULT_OUTPUT_CONTRACT if task.output_schema is None else task.output_schema
 
 
+def structured_output_of(task: PlannedTask) -> dict[str, Any] | None:
+    """An agent task's ``structuredOutput``: the schema its output was validated against when
+    it ran (part of its definition fingerprint, so a reused output met the same schema)."""
+    schema = task.agent_config.agent.get("structuredOutput") if task.agent_config else None
+    return schema if isinstance(schema, dict) else None
+
+
 def effective_outcome(effect: SourceEffect) -> Outcome:
     """What is known about an effect's consequence once its reconciliation is applied.
 

@@ -7,18 +7,24 @@ answer is a pure function of the recorded request.
 
 Invariants: a scripted transient failure is a retryable provider error (HTTP 503); usage is
 always one input and one output token; a tool call names the agent's first tool, id
-``fake-call-1``, only while no tool result exists yet.
+``fake-call-1``, only while no tool result exists yet. With ``stream`` the answer is also sent
+as fragments through the effect's awaited sink, deterministically: one ``text`` fragment per
+word of the final text (each word with the blanks after it), or one ``tool_arguments``
+fragment with the tool call's JSON arguments.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 import trio
 
 from agentctl.errors import ProviderError
-from agentctl.mailbox.messages import Execute
+from agentctl.mailbox.messages import Execute, FragmentKind
 from agentctl.workers.executors import ExecOutcome
+from agentctl.workers.stream import current_sink
 
 USAGE = {
     "inputTokens": 1,
@@ -42,14 +48,26 @@ async def execute_fake(msg: Execute) -> ExecOutcome:
     has_result = any(m.get("role") == "tool" for m in messages)
     if options.get("toolInput") is not None and tools and not has_result:
         call = {"id": "fake-call-1", "name": tools[0], "arguments": options["toolInput"]}
+        if req.get("stream"):
+            await _stream("tool_arguments", [json.dumps(options["toolInput"], sort_keys=True)])
         response = {"finish": "tool_calls", "toolCalls": [call], "text": "", "usage": USAGE}
         return ExecOutcome(response, usage=_usage())
     latest = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
     text = options.get("finalText")
     if not isinstance(text, str):
         text = f"fake: {latest}"
+    if req.get("stream"):
+        await _stream("text", re.findall(r"\S+\s*", text))
     response = {"finish": "complete", "toolCalls": [], "text": text, "usage": USAGE}
     return ExecOutcome(response, usage=_usage())
+
+
+async def _stream(kind: FragmentKind, pieces: list[str]) -> None:
+    sink = current_sink()
+    if sink is None:
+        return
+    for number, piece in enumerate(pieces):
+        await sink.emit(kind, piece, number)
 
 
 def _usage() -> dict[str, int]:

@@ -7,7 +7,9 @@ call runs, never at module import.
 Invariants: the SDK gets our egress-bound ``httpx2`` client and ``max_retries=0``; the
 endpoint is the full ``…/responses`` URL, the SDK's base URL is what precedes it; tool calls
 come back with the API's ``call_id`` as their id, so the tool result of the next turn
-answers the same id; streamed deltas become bounded ``fragments`` beside the final reply.
+answers the same id; each streamed delta goes through the effect's awaited stream sink
+(persisted by the coordinator before the next event is read) and into the bounded
+``fragments`` beside the final reply.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import httpx2
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import ProviderError, ValidationError
-from agentctl.mailbox.messages import Execute
+from agentctl.mailbox.messages import Execute, FragmentKind
 from agentctl.mailbox.requests import ModelRequest
 from agentctl.workers.executors import ExecOutcome, UncertainEffect
 from agentctl.workers.executors.providers.common import (
@@ -33,7 +35,7 @@ from agentctl.workers.executors.providers.common import (
 
 SUFFIX = "/responses"
 # Stream event type → fragment kind.
-DELTA_KINDS = {
+DELTA_KINDS: dict[str, FragmentKind] = {
     "response.output_text.delta": "text",
     "response.refusal.delta": "refusal",
     "response.function_call_arguments.delta": "tool_arguments",
@@ -197,7 +199,8 @@ async def _streamed(client: Any, params: JsonObject) -> Reply:
         async for event in stream:
             kind = DELTA_KINDS.get(event.type)
             if kind is not None:
-                fragments.add(kind, event.delta)
+                # Awaited: the fragment is durable before the next event is read.
+                await fragments.add(kind, event.delta, getattr(event, "sequence_number", None))
             elif event.type in ("response.completed", "response.incomplete"):
                 final = event.response
             elif event.type in ("response.failed", "error"):

@@ -1,0 +1,160 @@
+"""``agentctl memory get|put|search|reindex``: long-term memory administration outside runs.
+
+The CLI path stores and searches with the ``local_hash`` embedding, 64 dimensions and model
+``local-hash-v1`` unless ``--dimensions`` / ``--model`` say otherwise (our extension: they let
+an operator index a namespace for a workflow that configures another size). Searches rank
+exactly as the workflow action does (``core.longterm.rank``).
+
+Invariants: ``put`` creates the database when it does not exist yet; ``get``, ``search`` and
+``reindex`` refuse a missing database (exit 5) and never create one; ``get`` of an absent or
+expired key is exit 5; bad arguments are exit 2 before the database is opened.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from agentctl.cli_state import _ledger, _now
+from agentctl.clikit import DEFAULT_DB, DbOpt, deliver
+from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.longterm import (
+    DEFAULT_DIMENSIONS,
+    DEFAULT_MODEL,
+    EmbeddingIdentity,
+    entry_from_args,
+    local_hash,
+    rank,
+    retention_days_of,
+    search_query_of,
+)
+from agentctl.core.strictjson import parse_strict
+from agentctl.errors import NotFoundError, ValidationError
+from agentctl.render import Outcome, Settings
+
+memory_app = typer.Typer(
+    help="Read, write, search and reindex namespaced long-term memory.", no_args_is_help=True
+)
+
+DimensionsOpt = Annotated[
+    int,
+    typer.Option("--dimensions", min=8, max=4096, help="local_hash vector size (default 64)."),
+]
+ModelOpt = Annotated[str, typer.Option("--model", help="local_hash model name (salts the hashes).")]
+
+
+def _identity(dimensions: int, model: str) -> EmbeddingIdentity:
+    return EmbeddingIdentity(dimensions=dimensions, model=model)
+
+
+def _json(text: str, what: str) -> JsonValue:
+    return parse_strict(text, what)
+
+
+@memory_app.command("get")
+def memory_get_cmd(
+    namespace: Annotated[str, typer.Argument(help="Namespace.")],
+    key: Annotated[str, typer.Argument(help="Key.")],
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """One entry: value, searchable text, metadata, expiry and how it is indexed."""
+    with _ledger(db, verify=False) as ledger:
+        entry = ledger.long_term_get(namespace, key, _now())
+    if not entry.found:
+        raise NotFoundError(f"long-term memory {namespace}/{key} not found (absent or expired)")
+    deliver(Outcome("MemoryValue", entry.to_json()))
+
+
+@memory_app.command("put")
+def memory_put_cmd(
+    namespace: Annotated[str, typer.Argument(help="Namespace.")],
+    key: Annotated[str, typer.Argument(help="Key.")],
+    value: Annotated[str, typer.Argument(help="The value, as JSON ('\"text\"' for a string).")],
+    text: Annotated[str | None, typer.Option("--text", help="Searchable text.")] = None,
+    metadata: Annotated[
+        str | None, typer.Option("--metadata", help="Exact-match metadata, a JSON object.")
+    ] = None,
+    retention_days: Annotated[
+        int | None, typer.Option("--retention-days", help="Expire after N days (1..36500).")
+    ] = None,
+    dimensions: DimensionsOpt = DEFAULT_DIMENSIONS,
+    model: ModelOpt = DEFAULT_MODEL,
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Write (or replace) one entry and index it for vector search."""
+    from agentctl.ledger import MemoryPut
+
+    args: JsonObject = {"value": _json(value, "VALUE"), "text": text}
+    if metadata is not None:
+        args["metadata"] = _json(metadata, "--metadata")
+    entry = entry_from_args(args)
+    days = retention_days_of(retention_days, "--retention-days")
+    identity = _identity(dimensions, model)
+    put = MemoryPut(namespace, key, entry, identity, local_hash(entry.text, identity), days)
+    with _ledger(db, create=True) as ledger:
+        ledger.long_term_put(put, _now())
+        written = ledger.long_term_get(namespace, key, _now())
+    deliver(Outcome("MemoryWrite", written.to_json()))
+
+
+def _filter_pair(text: str) -> tuple[str, JsonValue]:
+    name, sep, raw = text.partition("=")
+    if not sep or not name:
+        raise ValidationError(f"--filter {text!r}: expected KEY=JSON")
+    return name, _json(raw, f"--filter {name}")
+
+
+@memory_app.command("search")
+def memory_search_cmd(
+    namespace: Annotated[str, typer.Argument(help="Namespace.")],
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    mode: Annotated[str, typer.Option("--mode", help="text, vector or hybrid.")] = "text",
+    limit: Annotated[int, typer.Option("--limit", help="At most this many results.")] = 10,
+    filters: Annotated[
+        list[str] | None,
+        typer.Option("--filter", help="KEY=JSON: metadata KEY must equal the value (repeat)."),
+    ] = None,
+    dimensions: DimensionsOpt = DEFAULT_DIMENSIONS,
+    model: ModelOpt = DEFAULT_MODEL,
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Ranked entries of a namespace, as the search action ranks them."""
+    wanted = dict(_filter_pair(f) for f in filters or [])
+    args: JsonObject = {"query": query, "mode": mode, "limit": limit, "filters": wanted}
+    search = search_query_of(args, namespace)
+    with _ledger(db, verify=False) as ledger:
+        candidates = ledger.long_term_candidates(namespace, _now())
+    results = rank(search, candidates, _identity(dimensions, model))
+    data: JsonObject = {**search.to_json(), "results": list[JsonValue](results)}
+    deliver(Outcome("MemorySearch", data, human=_search_human(data)))
+
+
+def _search_human(data: JsonObject) -> Any:
+    from agentctl.render import table
+
+    def human(settings: Settings) -> str:
+        found = data["results"] if isinstance(data["results"], list) else []
+        rows = [
+            [str(r.get("key")), f"{int(str(r.get('score'))) / 1_000_000:.3f}", str(r.get("text"))]
+            for r in found
+            if isinstance(r, dict)
+        ]
+        return table("results", ["key", "score", "text"], rows, settings)
+
+    return human
+
+
+@memory_app.command("reindex")
+def memory_reindex_cmd(
+    namespace: Annotated[str, typer.Argument(help="Namespace.")],
+    dimensions: DimensionsOpt = DEFAULT_DIMENSIONS,
+    model: ModelOpt = DEFAULT_MODEL,
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Rebuild the vectors of every active entry of a namespace."""
+    identity = _identity(dimensions, model)
+    with _ledger(db) as ledger:
+        count = ledger.long_term_reindex(namespace, identity, _now())
+    data: JsonObject = {"namespace": namespace, "reindexed": count, "embedding": identity.to_json()}
+    deliver(Outcome("MemoryReindex", data))

@@ -1,0 +1,228 @@
+"""``agentctl packs inspect|verify|lock|update|verify-lock`` (issue 14 item 3).
+
+- ``inspect PACK``: the manifest of a pack (file, directory or ``.tar.gz``), strictly parsed,
+  with its integrity, its compatibility with this agentctl and what it exports;
+- ``verify PACK --integrity D``: the manifest digest equals ``D`` and every declared file
+  matches its digest;
+- ``lock WORKFLOW``: resolve the workflow's complete pack graph and write
+  ``agentctl.pack.lock`` beside it;
+- ``update WORKFLOW [--pack NAME]``: resolve again and rewrite the lock, reporting what
+  changed (``--pack`` names a root the workflow lists; the whole graph stays consistent);
+- ``verify-lock WORKFLOW``: the lock exists and describes the resolved graph exactly.
+
+Invariants: no command here creates run state or touches the database; a refusal is exit 2
+(or 3 for trust), and only ``lock`` / ``update`` write, and only the lock file (atomically).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from agentctl.cli_docs import _write as write_atomically
+from agentctl.clikit import deliver, read_cli_file
+from agentctl.errors import ValidationError
+from agentctl.render import Outcome, Settings
+
+packs_app = typer.Typer(
+    help="Inspect and verify reusable packs; lock a workflow's pack graph.",
+    no_args_is_help=True,
+)
+
+PackArg = Annotated[Path, typer.Argument(help="Pack manifest file, directory or .tar.gz archive.")]
+WorkflowArg = Annotated[Path, typer.Argument(help="Workflow YAML file.")]
+
+
+def _standalone(path: Path) -> Any:
+    """Fetch the pack at ``path`` on its own (its directory is the containment root)."""
+    from agentctl.core.dsl.packs import PackSource
+    from agentctl.packsource import Fetcher
+
+    if not path.exists():
+        raise ValidationError(f"pack {path} does not exist")
+    target = path.resolve()
+    root = target if target.is_dir() else target.parent
+    return Fetcher(root)(PackSource(path=str(target)), str(root), "pack")
+
+
+def _exports(pack: str, manifest: Any) -> dict[str, list[str]]:
+    return {
+        key: [f"{pack}.{name}" for name in sorted(getattr(manifest, key))]
+        for key in ("actions", "agents", "tools", "workflows")
+    }
+
+
+@packs_app.command("inspect")
+def inspect_cmd(pack: PackArg) -> None:
+    """Strictly parse a pack manifest; show its identity, integrity and exports."""
+    from agentctl.core.packs.resolve import COMPAT_VERSION
+    from agentctl.core.packs.semver import parse_constraint, parse_version
+
+    got = _standalone(pack)
+    manifest, document = got.loaded.manifest, got.loaded.document
+    compatible = parse_constraint(manifest.agentctl).allows(parse_version(COMPAT_VERSION))
+    if not compatible:
+        raise ValidationError(
+            f"pack {manifest.name} {manifest.version} requires agentctl {manifest.agentctl!r}; "
+            f"this agentctl implements the {COMPAT_VERSION} contract"
+        )
+    data = {
+        "name": manifest.name,
+        "version": manifest.version,
+        "agentctl": manifest.agentctl,
+        "compatible": compatible,
+        "integrity": got.loaded.digest,
+        "exports": _exports(manifest.name, manifest),
+        "dependencies": document["dependencies"],
+        "files": document["files"],
+        "capabilities": document["capabilities"],
+        "providers": document["providers"],
+        "policyDefaults": document["policyDefaults"],
+    }
+
+    def human(_s: Settings) -> str:
+        lines = [f"pack {data['name']} {data['version']} (agentctl {data['agentctl']})"]
+        lines.append(f"integrity {data['integrity']}")
+        lines += [f"{k}: {', '.join(v)}" for k, v in data["exports"].items() if v]
+        return "\n".join(lines)
+
+    deliver(Outcome("PackInspection", data, human=human))
+
+
+@packs_app.command("verify")
+def verify_cmd(
+    pack: PackArg,
+    integrity: Annotated[
+        str, typer.Option("--integrity", help="Expected manifest digest (sha256:<hex>).")
+    ],
+) -> None:
+    """Check a pack's manifest digest and every file it declares."""
+    from agentctl.core.dsl.packs import PackSource
+    from agentctl.core.packs.integrity import normalize_integrity
+    from agentctl.core.packs.resolve import Requirement, check_fetched
+
+    try:
+        expected = normalize_integrity(integrity)
+    except ValueError as exc:
+        raise ValidationError(f"--integrity: {exc}") from None
+    got = _standalone(pack)
+    name = got.loaded.manifest.name
+    check_fetched(
+        Requirement(name, "*", PackSource(path=str(pack)), expected, "pack", "", str(pack)), got
+    )
+    data = {
+        "valid": True,
+        "name": name,
+        "version": got.loaded.manifest.version,
+        "integrity": got.loaded.digest,
+        "files": sorted(got.loaded.manifest.files),
+    }
+    deliver(Outcome("PackVerification", data, human=lambda _s: f"ok: {name} {expected}"))
+
+
+def _graph(workflow: Path, *, trust: bool = True) -> tuple[Any, list[Any]]:
+    from agentctl.core.dsl import load_workflow
+    from agentctl.core.packs.trust import apply_trust
+    from agentctl.packsource import resolve_for
+
+    loaded = load_workflow(read_cli_file(workflow, "workflow file"), file=str(workflow))
+    graph = resolve_for(loaded, workflow)
+    if trust:
+        apply_trust(graph, loaded.workflow.spec.pack_trust, loaded.file)
+    return loaded, graph
+
+
+def _entries(graph: list[Any]) -> list[Any]:
+    from agentctl.core.packs.lock import build_lock
+
+    packs = build_lock(graph)["packs"]
+    assert isinstance(packs, list)
+    return packs
+
+
+def _write_lock(workflow: Path, graph: list[Any]) -> Path:
+    from agentctl.packsource import lock_path, lock_text
+
+    path = lock_path(workflow)
+    write_atomically(path, lock_text(graph))
+    return path
+
+
+@packs_app.command("lock")
+def lock_cmd(workflow: WorkflowArg) -> None:
+    """Resolve the complete pack graph and write agentctl.pack.lock beside the workflow."""
+    from agentctl.packsource import MODE, check_lock
+
+    _loaded, graph = _graph(workflow)
+    if MODE.locked:  # --locked: the existing lock must already say exactly this
+        check_lock(workflow, graph, strict=True)
+    path = _write_lock(workflow, graph)
+    data = {"lockfile": str(path), "packs": _entries(graph)}
+    deliver(Outcome("PackLock", data, human=lambda _s: f"wrote {path} ({len(graph)} packs)"))
+
+
+def _changes(old: dict[str, Any], new: list[Any]) -> dict[str, list[Any]]:
+    current = {e["name"]: e for e in new}
+    changed = [
+        {
+            "name": n,
+            "from": {"version": old[n]["version"], "integrity": old[n]["integrity"]},
+            "to": {"version": e["version"], "integrity": e["integrity"]},
+        }
+        for n, e in current.items()
+        if n in old and (old[n]["version"], old[n]["integrity"]) != (e["version"], e["integrity"])
+    ]
+    return {
+        "added": sorted(n for n in current if n not in old),
+        "removed": sorted(n for n in old if n not in current),
+        "changed": changed,
+    }
+
+
+@packs_app.command("update")
+def update_cmd(
+    workflow: WorkflowArg,
+    pack: Annotated[
+        str | None, typer.Option("--pack", help="A pack the workflow lists (a root).")
+    ] = None,
+) -> None:
+    """Resolve the pack graph again and rewrite agentctl.pack.lock; reports what changed."""
+    from agentctl.core.packs.lock import parse_lock
+    from agentctl.packsource import MODE, lock_path
+
+    if MODE.locked:
+        raise ValidationError("--locked forbids changing agentctl.pack.lock; drop --locked")
+    loaded, graph = _graph(workflow)
+    roots = [ref.name for ref in loaded.workflow.spec.packs]
+    if pack is not None and pack not in roots:
+        raise ValidationError(f"--pack {pack}: the workflow lists no such pack ({roots})")
+    path = lock_path(workflow)
+    old: dict[str, Any] = {}
+    if path.exists():
+        lock = parse_lock(read_cli_file(path, "pack lock"), str(path))
+        old = {e.name: {"version": e.version, "integrity": e.integrity} for e in lock.packs}
+    entries = _entries(graph)
+    _write_lock(workflow, graph)
+    data = {"lockfile": str(path), "pack": pack, "packs": entries, **_changes(old, entries)}
+    deliver(Outcome("PackUpdate", data, human=lambda _s: f"updated {path}"))
+
+
+@packs_app.command("verify-lock")
+def verify_lock_cmd(workflow: WorkflowArg) -> None:
+    """The lock beside the workflow exists and matches its resolved pack graph exactly."""
+    from agentctl.packsource import check_lock, lock_path
+
+    _loaded, graph = _graph(workflow)
+    check_lock(workflow, graph, strict=True)  # verification is always strict
+    data = {
+        "valid": True,
+        "lockfile": str(lock_path(workflow)),
+        "packs": [{"name": p.name, "version": p.version, "integrity": p.integrity} for p in graph],
+    }
+    deliver(Outcome("PackLockVerification", data, human=lambda _s: "ok: the lock matches"))
+
+
+def register(main_app: typer.Typer) -> None:
+    main_app.add_typer(packs_app, name="packs")

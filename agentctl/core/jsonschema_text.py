@@ -1,0 +1,145 @@
+"""User-facing wording of JSON Schema problems (the ``jsonschema`` package's errors, reworded).
+
+The package's messages quote Python reprs (``'b' is a required property``); ours say what is
+wrong in the workflow author's terms and are pinned by tests/core/test_jsonschema.py. Problems
+of a schema itself arrive as metaschema errors; problems of a value against a schema as
+validation errors. Either way an error of a keyword we do not reword keeps the package's text.
+
+Invariant: pure functions of one error; nothing here imports the package (the caller does).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError as SchemaError
+
+_ARTICLE = {
+    "string": "a string",
+    "boolean": "a boolean",
+    "number": "a number",
+    "integer": "an integer",
+    "array": "an array",
+    "object": "an object",
+    "null": "null",
+}
+
+
+def type_of(value: Any) -> str:
+    """The JSON type name of a Python JSON value (``integer`` for ints, ``number`` floats)."""
+    names = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string"}
+    if type(value) in names:
+        return names[type(value)]
+    if isinstance(value, list):
+        return "array"
+    return "object" if isinstance(value, dict) else type(value).__name__
+
+
+# --- problems of a schema (metaschema errors) ---------------------------------------------
+
+
+def schema_problem_text(error: SchemaError) -> str:
+    """One metaschema error of a workflow's schema, in the author's terms."""
+    rule: Mapping[str, Any] = error.schema if isinstance(error.schema, dict) else {}
+    if error.validator == "anyOf" and error.absolute_path and error.absolute_path[-1] == "type":
+        if isinstance(error.instance, str):
+            return f"unknown type {error.instance!r}"
+        return "must be a type name or a non-empty array of distinct type names"
+    if rule.get("type") == "integer" and rule.get("minimum") == 0:
+        return "must be a non-negative integer"
+    if rule.get("type") == "array" and rule.get("minItems") == 1:
+        return "must be a non-empty array of schemas"
+    if error.validator == "format" and error.validator_value == "regex":
+        return _regex_problem(str(error.instance))
+    if error.validator == "uniqueItems":
+        return "entries must be distinct"
+    if error.validator == "type":
+        return _type_rule_text(error.validator_value, rule)
+    return str(error.message)
+
+
+def _type_rule_text(expected: Any, rule: Mapping[str, Any]) -> str:
+    if expected == ["object", "boolean"]:
+        return "a schema must be an object or a boolean"
+    if expected == "object" and "additionalProperties" in rule:
+        return "must be an object of schemas"
+    items = rule.get("items")
+    if expected == "array" and isinstance(items, dict) and items.get("type") == "string":
+        return "must be an array of strings"
+    return "must be " + _ARTICLE.get(str(expected), str(expected))
+
+
+def _regex_problem(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        return f"invalid regular expression: {exc}"
+    return "invalid regular expression"
+
+
+# --- problems of a value (validation errors) ----------------------------------------------
+
+
+def problem_text(error: SchemaError) -> list[str]:
+    """The problems one validation error stands for (``required`` and ``additionalProperties``
+    may stand for several names; the caller drops repeats)."""
+    keyword, value, instance = error.validator, error.validator_value, error.instance
+    if keyword is None or (keyword == "not" and value == {}):  # the schema `false`
+        return ["no value is allowed here"]
+    if keyword == "required" and isinstance(instance, dict) and isinstance(value, list):
+        return [f"missing required property {n!r}" for n in value if n not in instance]
+    if keyword == "additionalProperties" and isinstance(instance, dict):
+        extra = _extra_properties(instance, error.schema)
+        return [f"property {n!r} is not allowed" for n in extra]
+    if keyword == "type":
+        expected = " or ".join(value) if isinstance(value, list) else str(value)
+        return [f"expected {expected}, got {type_of(instance)}"]
+    if keyword == "oneOf":
+        return [_one_of_text(error)]
+    text = _SIMPLE.get(str(keyword))
+    return [text.format(v=value, i=instance, j=_json(value)) if text else str(error.message)]
+
+
+_SIMPLE = {
+    "enum": "value is not one of the allowed values",
+    "const": "value must equal the constant {j}",
+    "minLength": "string shorter than {v} characters",
+    "maxLength": "string longer than {v} characters",
+    "pattern": "string does not match pattern {v!r}",
+    "minimum": "{i!r} must be >= {v!r}",
+    "maximum": "{i!r} must be <= {v!r}",
+    "exclusiveMinimum": "{i!r} must be > {v!r}",
+    "exclusiveMaximum": "{i!r} must be < {v!r}",
+    "multipleOf": "{i!r} is not a multiple of {v!r}",
+    "minItems": "fewer than {v} items",
+    "maxItems": "more than {v} items",
+    "uniqueItems": "items are not unique",
+    "minProperties": "fewer than {v} properties",
+    "maxProperties": "more than {v} properties",
+    "anyOf": "value matches none of the anyOf schemas",
+    "not": "value matches the schema under `not`",
+}
+
+
+def _one_of_text(error: SchemaError) -> str:
+    # The package gives the failed branches as context only when no branch matched.
+    if error.context:
+        return "value matches none of the oneOf schemas"
+    return "value matches more than one of the oneOf schemas, not exactly 1"
+
+
+def _extra_properties(instance: Mapping[str, Any], schema: Any) -> list[str]:
+    """Names ``additionalProperties`` applies to: in neither ``properties`` nor
+    ``patternProperties``."""
+    rule: Mapping[str, Any] = schema if isinstance(schema, dict) else {}
+    named = rule.get("properties") or {}
+    patterns = list(rule.get("patternProperties") or {})
+    return [n for n in instance if n not in named and not any(re.search(p, n) for p in patterns)]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)

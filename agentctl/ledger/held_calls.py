@@ -1,0 +1,144 @@
+"""Tool calls of an agent turn that policy holds for an approval: hold, then start or refuse.
+
+An agent's tool call whose policy decision needs an approval is recorded like a task-level
+effect held for approval (spec/cli.md §9), but from inside the turn loop: ``gate_call_txn`` is
+the one transaction the coordinator's call gateway runs each time the loop reaches the call —
+on the first run, and again on every ``resume`` that re-enters the loop.
+
+Invariants:
+- the hold commits together: budget reservation, the effect ``waiting_for_approval``, the
+  tool-call row ``waiting_for_approval``, the task ``waiting_for_approval``, a pending approval
+  naming the agent, the tool and the tool call, audit and one checkpoint; nothing executes;
+- the same call reached again finds its effect by identity and never records it twice: still
+  waiting → held; approved (``requested``) → ``started`` with its tool-call row, in this
+  transaction, so the caller dispatches it exactly once; rejected (``cancelled``) → rejected,
+  with the resolution (its tool-call row already ended ``rejected`` with the approval);
+- a budget refusal records the overrun and no effect.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sqlite3
+from dataclasses import dataclass
+from typing import Literal
+
+import agentctl.ledger.approvals as approvals
+import agentctl.ledger.audit as audit
+import agentctl.ledger.budget as budget
+import agentctl.ledger.effects as effects
+import agentctl.ledger.tasks as tasks
+from agentctl.core.jsonvalue import JsonObject
+from agentctl.errors import InvalidOperationError, NotFoundError
+from agentctl.ledger.model import CallRecord
+
+GateStatus = Literal["held", "started", "rejected", "refused"]
+
+
+@dataclass(frozen=True)
+class GatedCall:
+    """A tool call that needs an approval before it may start."""
+
+    call: CallRecord
+    reason: str  # the policy's reason, shown with the approval
+    agent: str | None  # the spec.agents key of the task
+    capability: str | None
+    trace_id: str | None = None
+
+
+@dataclass(frozen=True)
+class CallGate:
+    """Where a gated call stands after ``gate_call_txn``."""
+
+    status: GateStatus
+    # refused: the budget overrun; rejected: {approvalId, resolvedBy, reason}
+    detail: JsonObject | None = None
+
+
+def gate_call_txn(conn: sqlite3.Connection, gated: GatedCall) -> CallGate:
+    """Hold the call for approval, or start it once approved, or report its rejection."""
+    new, now = gated.call.effect, gated.call.now
+    try:
+        status = effects.get_effect(conn, new.effect_id).status
+    except NotFoundError:
+        return _hold_txn(conn, gated)
+    if status == "waiting_for_approval":
+        return CallGate("held")
+    if status == "requested":
+        effects.start_effect_txn(conn, new.effect_id, now)
+        effects.move_held_tool_call_txn(conn, new.effect_id, "started", now)
+        return CallGate("started")
+    if status == "cancelled":
+        return CallGate("rejected", _resolution(conn, new.run_id, new.effect_id))
+    raise InvalidOperationError(
+        f"effect {new.effect_id} is {status}; the held tool call cannot start again"
+    )
+
+
+def _hold_txn(conn: sqlite3.Connection, gated: GatedCall) -> CallGate:
+    call, now = gated.call, gated.call.now
+    new = dataclasses.replace(call.effect, waiting_for_approval=True)
+    run_id, task_id = new.run_id, new.task_id
+    reserved = budget.reserve_budget_txn(
+        conn, run_id, new.effect_id, call.reserve, now, trace_id=gated.trace_id
+    )
+    if not reserved.granted:
+        return CallGate("refused", reserved.exceeded or {})
+    effects.insert_effect_txn(conn, new, now)
+    call_id = call.tool_call_id or new.effect_id
+    effects.insert_tool_call_txn(
+        conn,
+        run_id,
+        call_id,
+        task_id,
+        call.tool or "",
+        new.request,
+        now,
+        effect_id=new.effect_id,
+        status="waiting_for_approval",
+    )
+    tasks.transition_task_txn(
+        conn,
+        run_id,
+        task_id,
+        "waiting_for_approval",
+        now,
+        attempt=new.attempt,
+        trace_id=gated.trace_id,
+        checkpoint=False,
+    )
+    approvals.insert_approval_txn(conn, _approval(gated, call_id), now)
+    state = {"runId": run_id, "event": "tool_call.held", "tasks": [{"taskId": task_id}]}
+    audit.write_checkpoint_txn(conn, run_id, state, now)
+    return CallGate("held")
+
+
+def _approval(gated: GatedCall, call_id: str) -> approvals.NewApproval:
+    new = gated.call.effect
+    tool = gated.call.tool or ""
+    return approvals.NewApproval(
+        run_id=new.run_id,
+        task_id=new.task_id,
+        effect_id=new.effect_id,
+        reason=f"tool call {call_id} ({tool}) of agent {gated.agent}: {gated.reason}",
+        agent=gated.agent,
+        tool=tool,
+        capability=gated.capability,
+        risk=new.risk,
+        redacted_input={"toolCallId": call_id, "tool": tool, "input": new.request},
+        expected_effect=new.effect_class,
+        trace_id=gated.trace_id,
+    )
+
+
+def _resolution(conn: sqlite3.Connection, run_id: str, effect_id: str) -> JsonObject:
+    """Who rejected the call's approval and why (the newest resolution of its effect)."""
+    found = [a for a in approvals.list_approvals(conn, run_id, None) if a.effect_id == effect_id]
+    if not found:
+        return {"approvalId": None, "resolvedBy": None, "reason": None}
+    last = found[-1]
+    return {
+        "approvalId": last.approval_id,
+        "resolvedBy": last.resolved_by,
+        "reason": last.resolution_reason,
+    }

@@ -1,0 +1,172 @@
+"""Approvals inside an agent turn (issue 12 item 6), through the CLI as a black box.
+
+An agent's tool call whose policy needs an approval pauses the run (exit 3) with a pending
+approval naming the tool call; approve + ``resume`` runs the tool exactly once and the agent
+continues with its result (the model call before it reused, not resent); reject ends the tool
+call ``rejected`` and fails the task saying so. Both with the scripted ``fake`` provider and
+with an OpenAI Responses fixture server on 127.0.0.1, which must see the tool's result.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import Cli
+from tests.providers import fixtures as fx
+from tests.providers.fixtures import FixtureServer, Reply
+
+KEY = "sk-approval-fixture-77"
+TOOL = "  tools:\n" + fx.SAVE_TOOL
+FAKE = f"""apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: {{ name: approve-in-turn }}
+spec:
+  policy: {{ approval: mutations, writableRoots: ["."] }}
+  providers:
+    sim: {{ kind: fake }}
+{TOOL}
+  agents:
+    writer:
+      provider: sim
+      model: m
+      instructions: Write.
+      tools: [save]
+      providerOptions:
+        toolInput: {{ path: out.txt, content: hello }}
+        finalText: done
+  tasks:
+    - {{ id: w, uses: "agent:writer", with: {{ prompt: go }} }}
+"""
+
+
+def _openai_workflow(port: int) -> str:
+    policy = '    approval: mutations\n    writableRoots: ["."]\n'
+    return (
+        fx.local_openai_spec(port, "approve-in-turn-openai", policy)
+        + f"""{TOOL}
+  agents:
+    writer:
+      provider: main
+      model: gpt-fixture
+      instructions: Write.
+      tools: [save]
+  tasks:
+    - {{ id: w, uses: "agent:writer", with: {{ prompt: go }} }}
+"""
+    )
+
+
+def _json(cli: Cli, *args: str, env: dict[str, str] | None = None) -> Any:
+    return cli("--output", "json", *args, "--db", "r.db", env=env)
+
+
+def _pause(cli: Cli, env: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
+    """Run the workflow to its pause; the run id and its one pending approval."""
+    paused = _json(cli, "run", "wf.yaml", env=env)
+    assert paused.rc == 3, paused.stderr
+    assert paused.data["state"] == "paused"
+    run_id = str(paused.data["runId"])
+    [approval] = _json(cli, "approvals", "list", run_id).data["approvals"]
+    return run_id, approval
+
+
+def _effects(cli: Cli, run_id: str) -> list[dict[str, Any]]:
+    return list(_json(cli, "effects", "list", run_id).data["effects"])
+
+
+def test_fake_agent_pauses_at_the_tool_call_then_runs_it_once(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "wf.yaml").write_text(FAKE)
+    run_id, approval = _pause(cli)
+    assert approval["tool"] == "save" and approval["agent"] == "writer"
+    assert approval["redactedInput"]["toolCallId"] == "w:1:fake-call-1"
+    assert "w:1:fake-call-1" in approval["reason"]
+    assert not (tmp_path / "out.txt").exists()
+    held = _effects(cli, run_id)
+    assert [(e["operation"], e["status"]) for e in held] == [
+        ("model.fake", "succeeded"),
+        ("builtin.write", "waiting_for_approval"),
+    ]
+    # Resuming before anyone decided stays paused and records nothing new.
+    again = _json(cli, "resume", run_id)
+    assert again.rc == 3 and again.data["state"] == "paused"
+    assert _effects(cli, run_id) == held
+    assert len(_json(cli, "approvals", "list", run_id).data["approvals"]) == 1
+
+    ok = _json(cli, "approvals", "approve", approval["approvalId"], "--reason", "fine")
+    assert ok.rc == 0, ok.stderr
+    done = _json(cli, "resume", run_id)
+    assert done.rc == 0, done.stderr
+    assert done.data["output"]["w"]["text"] == "done"
+    assert (tmp_path / "out.txt").read_text() == "hello"
+    after = _effects(cli, run_id)
+    assert [(e["operation"], e["status"]) for e in after] == [
+        ("model.fake", "succeeded"),
+        ("builtin.write", "succeeded"),
+        ("model.fake", "succeeded"),
+    ]
+    assert after[0]["startedAt"] == held[0]["startedAt"]  # the first model call was reused
+    [call] = _json(cli, "inspect", run_id).data["toolCalls"]
+    assert call["status"] == "succeeded" and call["output"]["before"] is None
+
+
+def test_rejected_tool_call_fails_the_task_saying_so(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "wf.yaml").write_text(FAKE)
+    run_id, approval = _pause(cli)
+    no = _json(cli, "approvals", "reject", approval["approvalId"], "--reason", "not today")
+    assert no.rc == 0, no.stderr
+    failed = _json(cli, "resume", run_id)
+    assert failed.rc == 4
+    message = failed.error["error"]["message"]
+    assert "w:1:fake-call-1" in message and "rejected" in message and "not today" in message
+    assert not (tmp_path / "out.txt").exists()
+    inspection = _json(cli, "inspect", run_id).data
+    [call] = inspection["toolCalls"]
+    assert call["status"] == "rejected" and "not today" in call["error"]
+    [task] = inspection["tasks"]
+    assert task["state"] == "failed" and "rejected" in task["error"]
+    statuses = [(e["operation"], e["status"]) for e in _effects(cli, run_id)]
+    assert statuses == [("model.fake", "succeeded"), ("builtin.write", "cancelled")]
+
+
+def test_openai_server_sees_the_approved_tool_result(
+    cli: Cli, tmp_path: Path, server: FixtureServer
+) -> None:
+    (tmp_path / "wf.yaml").write_text(_openai_workflow(server.port))
+    server.script(
+        Reply(body=fx.openai_tool_call("save", {"path": "out.txt", "content": "hi"}, "call_9")),
+        Reply(body=fx.openai_text("saved")),
+    )
+    env = {"FIXTURE_KEY": KEY}
+    run_id, approval = _pause(cli, env)
+    assert approval["redactedInput"]["toolCallId"] == "w:1:call_9"
+    assert len(server.seen) == 1
+    _json(cli, "approvals", "approve", approval["approvalId"], "--reason", "fine")
+    done = _json(cli, "resume", run_id, env=env)
+    assert done.rc == 0, done.stderr
+    assert done.data["output"]["w"]["text"] == "saved"
+    assert (tmp_path / "out.txt").read_text() == "hi"
+    assert len(server.seen) == 2  # the first call was reused from the ledger, not resent
+    [answer] = [i for i in server.seen[1].body["input"] if i.get("type") == "function_call_output"]
+    assert answer["call_id"] == "call_9" and '"path": "out.txt"' in answer["output"]
+    assert server.seen[1].headers["authorization"] == f"Bearer {KEY}"
+    writes = [e for e in _effects(cli, run_id) if e["operation"] == "builtin.write"]
+    assert [e["status"] for e in writes] == ["succeeded"]
+
+
+def test_a_hold_survives_a_crash_right_after_it_committed(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "wf.yaml").write_text(FAKE)
+    crash = {"AGENTCTL_CRASH_AT": "coordinator.after_requested"}
+    killed = cli("--output", "json", "run", "wf.yaml", "--db", "r.db", env=crash)
+    assert killed.rc == -9, killed.stderr
+    run_id = _json(cli, "runs", "list").data["runs"][0]["runId"]
+    again = _json(cli, "resume", run_id)
+    assert again.rc == 3 and again.data["state"] == "paused", again.stderr
+    [approval] = _json(cli, "approvals", "list", run_id).data["approvals"]
+    assert approval["redactedInput"]["toolCallId"] == "w:1:fake-call-1"
+    _json(cli, "approvals", "approve", approval["approvalId"], "--reason", "fine")
+    done = _json(cli, "resume", run_id)
+    assert done.rc == 0, done.stderr
+    writes = [e for e in _effects(cli, run_id) if e["operation"] == "builtin.write"]
+    assert [e["status"] for e in writes] == ["succeeded"]
+    assert (tmp_path / "out.txt").read_text() == "hello"
