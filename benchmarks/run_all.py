@@ -49,6 +49,9 @@ PLAN: dict[str, tuple[list[str], list[str], float]] = {
         ["--total", "1100", "--kill-at", "1", "--runs", "1"],
         1500,
     ),
+    "bench_providers": (
+        ["--runs", "5"], ["--agents", "2", "--delay-s", "0.05", "--runs", "1"], 600,
+    ),
     "bench_profile": (
         ["--chain", "10000", "--effects", "1000"],
         ["--chain", "5", "--effects", "3", "--resume-total", "1100", "--resume-kill-at", "1"],

@@ -53,7 +53,7 @@ def test_every_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
         "effect_chain_write_3_inprocess", "effect_chain_shell_3_inprocess",
         "effect_chain_memory_3_inprocess", "effect_chain_write_3_cli",
         "sleep_batch_4_inprocess", "sleep_batch_4_cli", "foreach_6_inprocess",
-        "resume_1_to_completion", "resume_1_to_first_task", "crash_run_1_peak_rss",
+        "provider_batch_2_inprocess", "resume_1_to_completion", "resume_1_to_first_task", "crash_run_1_peak_rss",
         "durable_step_agentctl_pure", "durable_step_agentctl_effect", "check_cold_start",
     ]  # fmt: skip
     assert [name for name in expected if name not in figures] == []

@@ -9,6 +9,8 @@ Invariants:
 - effect ordinals number the calls of one attempt; the recorded input of a model call is the
   whole conversation so far, so its identity is the same when a resumed loop reaches it again
   (the gateway then returns the confirmed result instead of calling again);
+- a model call offers the agent's tools; its secret references are resolved for the worker
+  only (``modelcalls``), the recorded input keeping their source and digest;
 - tool inputs and outputs are validated against the tool's schemas; policy decides each call;
   a call that needs an approval is handed to the gateway with its reason, which holds it
   durably and pauses the task (the loop re-runs on ``resume``, reusing every confirmed call);
@@ -27,15 +29,16 @@ import json
 from collections.abc import Mapping
 from typing import Literal, Protocol
 
-from agentctl.coordinator import secrets
+from agentctl.coordinator import modelcalls
 from agentctl.coordinator.calls import AgentCall
 from agentctl.core import jsonschema, registry
 from agentctl.core.evaluate import TaskFailure
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list, as_object
 from agentctl.core.mcp import LIST_OPERATION, listed_tool
-from agentctl.core.operations import BuildInput, Built, Operation, RunContext
+from agentctl.core.operations import BuildInput, Operation, RunContext
 from agentctl.core.plan import AgentConfig, PlannedTask
 from agentctl.core.policy import decide
+from agentctl.core.pricing import price_for
 from agentctl.errors import PolicyDeniedError, RunFailedError
 
 Message = JsonObject
@@ -67,6 +70,7 @@ class AgentRunner:
         self.ordinal = 0
         # The agent's tools by name; MCP tools gain their listed schema in ``_list_mcp_tools``.
         self.tools: dict[str, JsonObject] = dict(task.agent_config.tools)
+        self.rates: Mapping[str, int] | None = None  # the model's price, once a call made it
 
     async def run(self) -> JsonValue:
         messages: list[JsonValue] = [
@@ -93,10 +97,11 @@ class AgentRunner:
     def _call(
         self,
         entry: Operation,
-        built: Built,
+        built: modelcalls.ResolvedCall,
         *,
         declared: Mapping[str, JsonValue] | None = None,
         tool_call_id: str | None = None,
+        rates: Mapping[str, int] | None = None,
     ) -> AgentCall:
         """The next call of this attempt (the ordinal advances with every call made).
 
@@ -104,6 +109,7 @@ class AgentRunner:
         (``declared``); a model call with its registry entry's.
         """
         given = declared or {}
+        estimate = entry.estimate(built.request) if entry.estimate is not None else {}
         call = AgentCall(
             task_id=self.task.id,
             attempt=self.attempt,
@@ -114,28 +120,29 @@ class AgentRunner:
             effect_class=str(given.get("effectClass") or entry.effect_class),
             risk=str(given.get("risk") or entry.risk),
             idempotency=str(given.get("idempotency") or entry.idempotency),
-            reserve=entry.estimate(built.request) if entry.estimate is not None else {},
+            reserve=modelcalls.with_cost(estimate, rates),
             timeout_s=float(_int(self.agent.get("timeoutSeconds") or 120)),
             tool_call_id=tool_call_id,
             tool=str(given["name"]) if "name" in given else None,
-            secret_refs=dict(built.secret_refs),
+            rates=rates,
+            secrets=built.secrets,
         )
         self.ordinal += 1
         return call
 
-    def _build(self, entry: Operation, name: str, config: JsonObject, args: JsonValue) -> Built:
-        """The call, built by its registry entry, with pointer-named secrets resolved."""
+    def _build(
+        self, entry: Operation, name: str, config: JsonObject, args: JsonValue
+    ) -> modelcalls.ResolvedCall:
+        """The call, built by its registry entry, its secret references resolved for the worker
+        (the recorded form keeps each one's source + SHA-256)."""
         if entry.builder is None:
             raise RunFailedError(f"{entry.name} cannot run in this version")
         context = self.gateway.context
         timeout = float(_int(self.agent.get("timeoutSeconds") or 120))
         given = BuildInput(self.task.id, name, config, args, context, timeout_seconds=timeout)
-        built = entry.builder(given)
-        if not built.secret_refs:
-            return built
-        where = (context.policy, context.workspace, f"task {self.task.id}: {name}")
-        got = secrets.resolve_pointers(built.recorded, built.request, built.secret_refs, where)
-        return Built(got.recorded, got.request)
+        return modelcalls.resolve_secret_refs(
+            entry.builder(given), context, f"task {self.task.id}: {name}"
+        )
 
     # ---------------------------------------------------------------- MCP tool listings
 
@@ -176,14 +183,18 @@ class AgentRunner:
         built = self._build(entry, name, config, list(messages))
         number = self.gateway.next_call_number(name)
         request = {**built.request, "callNumber": number}
-        return self._call(entry, Built(built.recorded, request, secret_refs=built.secret_refs))
+        model = str(self.agent.get("model"))
+        self.rates = price_for(self.gateway.context.pricing, name, self.config.provider_kind, model)
+        called = modelcalls.ResolvedCall(built.recorded, request, built.secrets)
+        return self._call(entry, called, rates=self.rates)
 
     def _final(self, reply: JsonObject) -> JsonValue:
         text = str(reply.get("text") or "")
         schema = self.agent.get("structuredOutput")
         if schema is None:
-            usage = {**as_object(reply.get("usage")), "costMicrousd": None}
-            return {"text": text, "usage": usage}
+            usage = as_object(reply.get("usage"))
+            cost = modelcalls.reply_cost(usage, self.rates)  # None: no price for the model
+            return {"text": text, "usage": {**usage, "costMicrousd": cost}}
         try:
             value: JsonValue = json.loads(text)
         except json.JSONDecodeError as exc:

@@ -14,13 +14,13 @@ from typing import Any
 
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import load_plan
+from agentctl.coordinator.credentials import preflight_credentials
 from agentctl.coordinator.launch import check_executable as check_executable
 from agentctl.coordinator.launch import (
     existing,
     naming_run,
     open_existing,
-    preflight_containers,
-    preflight_egress,
+    refuse_before_state,
     run_trio,
 )
 from agentctl.coordinator.remedy import compensate as compensate
@@ -108,10 +108,8 @@ def start_run(
     locate: Locator | None = None,
     on_stream: StreamListener | None = None,
 ) -> RunOutcome:
-    check_executable(plan, file=file, locate=locate)
-    preflight_containers(plan)
-    preflight_egress(plan)
     clock, root = Clock(), os.path.abspath(workspace)
+    refuse_before_state(plan, root, preview=check_mode, file=file, locate=locate)
     mode = "check" if check_mode else "execute"
     with open_ledger(db) as ledger:
         run_id, trace_id = create_run(
@@ -168,10 +166,13 @@ def resume(
     """Continue a run with the plan it was created with (loaded, not compiled again)."""
     clock = Clock()
     with open_ledger(existing(db)) as ledger:
+        found = ledger.find_run(run_ref)
+        plan = load_plan(found)
+        base = os.path.abspath(workspace or found.base_path or os.getcwd())
+        # Before the lease is taken: a missing key leaves the run as it was.
+        preflight_credentials(plan, base, preview=found.mode == "check")
         run = check_resumable(ledger, run_ref, clock)
-        plan = load_plan(run)
         trace_id = clock.new_id("trace")
-        base = os.path.abspath(workspace or run.base_path or os.getcwd())
         req = DriveRequest(ledger, run.run_id, trace_id, plan, base, timeout_s, progress, clock)
         req = dataclasses.replace(
             req, check_mode=run.mode == "check", diff=diff, on_stream=on_stream
@@ -206,13 +207,11 @@ def fork(
     with open_existing(db) as ledger:
         source = ledger.find_run(run_ref)
         plan = load_plan(source)
-        check_executable(plan)
-        preflight_containers(plan)
-        preflight_egress(plan)
+        base = os.path.abspath(workspace or source.base_path or os.getcwd())
+        refuse_before_state(plan, base, preview=False)
         run_id, trace_id = lineage.new_fork(ledger, source, plan, clock)
         if on_created is not None:
             on_created(run_id, trace_id)
-        base = os.path.abspath(workspace or source.base_path or os.getcwd())
         req = DriveRequest(ledger, run_id, trace_id, plan, base, timeout_s, progress, clock)
         with naming_run(run_id):
             return outcome_or_raise(run_trio(drive_run, dataclasses.replace(req, diff=diff)))

@@ -11,6 +11,10 @@ Invariants:
 - its outcome commits at once with the budget settlement and the tool-call row's finish;
   a lost answer (timeout, transport loss, worker death) leaves it ``uncertain`` and raises
   ``AgentUncertain``: model calls are at-most-once, never resent automatically;
+- the secret values a call's request carries (``AgentCall.secrets``) are redacted from its
+  answer (and from each streamed fragment) before anything is recorded or returned; a model
+  call settles the usage its answer reported (``modelcalls.model_spent``), priced by
+  ``AgentCall.rates``;
 - a call that needs an approval goes through ``RunLedger.gate_call`` instead: held (raises
   ``AgentAwaitingApproval``; the task and run pause), started once approved (then dispatched
   like any call, exactly once), or rejected (the task fails, saying so);
@@ -20,17 +24,18 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from agentctl.coordinator import secrets
 from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.modelcalls import model_spent
 from agentctl.coordinator.store import Store
 from agentctl.coordinator.streaming import FragmentKeeper, StreamListener
 from agentctl.coordinator.workerpool import WorkerPool
 from agentctl.core import registry
 from agentctl.core.effects import effect_id, input_digest
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.core.operations import RunContext, replace_at
+from agentctl.core.operations import RunContext
 from agentctl.core.redact import Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import RunFailedError
@@ -68,9 +73,11 @@ class AgentCall:
     approval_reason: str | None = None  # set when policy wants an approval first
     agent: str | None = None  # the spec.agents key making the call
     capability: str | None = None
-    # JSON Pointer → secret reference in ``request`` (a real provider's credential, headers),
-    # resolved at dispatch time and never recorded.
-    secret_refs: dict[str, JsonValue] = field(default_factory=dict)
+    # Resolved secret values ``request`` carries (``modelcalls.resolve_secret_refs``; the
+    # recorded input keeps their source and digest): redacted from whatever is recorded.
+    secrets: tuple[str, ...] = ()
+    # A model call's price (``core.pricing.price_for``); None: unpriced.
+    rates: Mapping[str, int] | None = None
 
     @property
     def is_model_call(self) -> bool:
@@ -105,7 +112,6 @@ class CallGateway:
         reused = await self.store.recorded_result(eid)
         if reused is not None:
             return reused
-        request, values = self._resolved(call)  # before recording: a missing secret records nothing
         new = self._new_effect(call)
         record = CallRecord(new, call.reserve, self.clock.now(), call.tool_call_id, call.tool)
         if call.approval_reason is not None:
@@ -115,19 +121,10 @@ class CallGateway:
             if refused is not None:
                 raise _over_budget(call, refused)
         crash_point(CrashPoint.AFTER_STARTED)
-        keeper = self._keeper(new, call, values) if call.request.get("stream") is True else None
-        return await self._dispatch(new, call, request, keeper)
+        keeper = self._keeper(new, call) if call.request.get("stream") is True else None
+        return await self._dispatch(new, call, keeper)
 
-    def _resolved(self, call: AgentCall) -> tuple[JsonObject, list[str]]:
-        """The request with its secret references resolved, and the values (to redact)."""
-        request, values = call.request, list[str]()
-        for where, ref in sorted(call.secret_refs.items()):
-            what = f"task {call.task_id}: {call.operation} {where}"
-            value = secrets.resolve(ref, self.context.policy, self.context.workspace, what).value
-            request, values = replace_at(request, where, value), [*values, value]
-        return request, values
-
-    def _keeper(self, new: NewEffect, call: AgentCall, values: list[str]) -> FragmentKeeper:
+    def _keeper(self, new: NewEffect, call: AgentCall) -> FragmentKeeper:
         return FragmentKeeper(
             self.store,
             self.clock,
@@ -135,7 +132,7 @@ class CallGateway:
             call.task_id,
             call.attempt,
             new.effect_id,
-            Redactor(values),
+            Redactor(call.secrets),
             self.on_stream,
         )
 
@@ -177,7 +174,6 @@ class CallGateway:
         self,
         new: NewEffect,
         call: AgentCall,
-        request: JsonObject,
         keeper: FragmentKeeper | None,
     ) -> JsonValue:
         msg = Execute(
@@ -186,10 +182,10 @@ class CallGateway:
             task_id=call.task_id,
             attempt=call.attempt,
             operation=call.operation,
-            request=request,
+            request=call.request,
             timeout_seconds=call.timeout_s,
         )
-        reply = await self.pool.execute(msg, keeper)
+        reply = _redacted(call, await self.pool.execute(msg, keeper))
         crash_point(CrashPoint.AFTER_RESULT)
         await self.store.finish_effects([self._outcome(new, call, reply)])
         crash_point(CrashPoint.AFTER_OUTCOME)
@@ -202,7 +198,6 @@ class CallGateway:
         )
 
     def _outcome(self, new: NewEffect, call: AgentCall, reply: Result | Failure) -> EffectOutcome:
-        ok = isinstance(reply, Result)
         if isinstance(reply, Result):
             status, output, error = "succeeded", reply.output, None
         else:
@@ -215,11 +210,22 @@ class CallGateway:
             self.clock.now(),
             output,
             error,
-            _spent(call, ok),
+            _spent(call, reply),
             trace_id=self.trace_id,
             tool_call_id=call.tool_call_id,
             protocol=reply.protocol,
         )
+
+
+def _redacted(call: AgentCall, reply: Result | Failure) -> Result | Failure:
+    """``reply`` without the call's resolved secret values (a model may echo what it saw)."""
+    if not call.secrets:
+        return reply
+    redactor = Redactor(call.secrets)
+    if isinstance(reply, Result):
+        return reply.model_copy(update={"output": redactor.redact(reply.output)})
+    error = reply.error.model_copy(update={"message": redactor.redact_text(reply.error.message)})
+    return reply.model_copy(update={"error": error})
 
 
 def _over_budget(call: AgentCall, refused: JsonObject) -> RunFailedError:
@@ -230,15 +236,9 @@ def _over_budget(call: AgentCall, refused: JsonObject) -> RunFailedError:
     )
 
 
-def _spent(call: AgentCall, ok: bool) -> dict[str, int]:
+def _spent(call: AgentCall, reply: Result | Failure) -> dict[str, int]:
     """What one call consumed, to settle its reservation."""
     if call.is_model_call:
-        tokens = 1 if ok else 0
-        return {
-            "providerRequests": 1,
-            "turns": 1,
-            "inputTokens": tokens,
-            "outputTokens": tokens,
-            "totalTokens": 2 * tokens,
-        }
-    return {"toolCalls": 1} if call.tool is not None else {}
+        usage = reply.usage if isinstance(reply, Result) else {}
+        return model_spent(usage, call.rates)
+    return {"toolCalls": 1} if call.tool is not None else {}  # an MCP listing is no tool call

@@ -14,6 +14,7 @@ from typing import TypeVar, TypeVarTuple
 
 import trio
 
+from agentctl.coordinator.credentials import preflight_credentials
 from agentctl.core import registry
 from agentctl.core.compiler.diagnostics import Locator
 from agentctl.core.egress_rules import url_target
@@ -153,6 +154,22 @@ def _mcp_servers_reached(plan: Plan) -> set[str]:
         tools = task.agent_config.tools.values() if task.agent_config is not None else ()
         found.update(str(t.get("server")) for t in tools if t.get("kind") == "mcp.tool")
     return found
+
+
+def refuse_before_state(
+    plan: Plan,
+    workspace: str,
+    *,
+    preview: bool,
+    file: str | None = None,
+    locate: Locator | None = None,
+) -> None:
+    """Every refusal ``run`` makes before it creates anything: capabilities, container
+    engines and images, MCP server URLs, then provider credentials (a preview needs none)."""
+    check_executable(plan, file=file, locate=locate)
+    preflight_containers(plan)
+    preflight_egress(plan)
+    preflight_credentials(plan, workspace, preview=preview)
 
 
 def existing(db: str) -> str:

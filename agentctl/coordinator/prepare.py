@@ -57,6 +57,7 @@ class RunSettings:
             run.long_term_namespace,
             long_term=run.long_term or {},
             mcp_servers=run.mcp_servers,
+            pricing=run.pricing,
         )
 
 

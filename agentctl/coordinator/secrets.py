@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from agentctl.core.canonical import sha256_hex
 from agentctl.core.jsonvalue import JsonValue
@@ -35,10 +35,21 @@ class Resolved:
         return {"source": self.source, "sha256": sha256_hex(self.value)}
 
 
-def resolve(ref: Any, policy: Mapping[str, Any], workspace: str, what: str) -> Resolved:
-    """Resolve one secret reference; ``what`` names its place for error messages."""
+def resolve(
+    ref: Any,
+    policy: Mapping[str, Any],
+    workspace: str,
+    what: str,
+    *,
+    default_envs: Collection[str] = (),
+) -> Resolved:
+    """Resolve one secret reference; ``what`` names its place for error messages.
+
+    ``default_envs`` are variables readable without ``policy.environmentAllowlist`` (a
+    provider's conventional credential variable, spec/cli.md §12).
+    """
     if isinstance(ref, Mapping) and isinstance(ref.get("env"), str):
-        return _from_env(ref["env"], policy, what)
+        return _from_env(ref["env"], policy, what, default_envs)
     if isinstance(ref, Mapping) and isinstance(ref.get("file"), str):
         return _from_file(ref["file"], policy, workspace, what)
     if isinstance(ref, Mapping) and isinstance(ref.get("process"), Mapping):
@@ -46,8 +57,10 @@ def resolve(ref: Any, policy: Mapping[str, Any], workspace: str, what: str) -> R
     raise RunFailedError(f"{what}: not a secret reference")
 
 
-def _from_env(name: str, policy: Mapping[str, Any], what: str) -> Resolved:
-    if name not in (policy.get("environmentAllowlist") or []):
+def _from_env(
+    name: str, policy: Mapping[str, Any], what: str, default_envs: Collection[str]
+) -> Resolved:
+    if name not in default_envs and name not in (policy.get("environmentAllowlist") or []):
         raise PolicyDeniedError(
             f"{what} reads environment variable {name}, which is not in policy.environmentAllowlist"
         )
@@ -57,12 +70,20 @@ def _from_env(name: str, policy: Mapping[str, Any], what: str) -> Resolved:
     return Resolved(value, f"env:{name}")
 
 
-def _from_file(path: str, policy: Mapping[str, Any], workspace: str, what: str) -> Resolved:
+def _under_roots(path: str, policy: Mapping[str, Any], workspace: str) -> str | None:
+    """The real path of a ``{file}`` secret, or None when it is not under a secret root."""
     full = os.path.realpath(os.path.join(workspace, path))
     roots = [
         os.path.realpath(os.path.join(workspace, r)) for r in policy.get("secretFileRoots") or []
     ]
     if not any(full == r or full.startswith(r.rstrip("/") + "/") for r in roots):
+        return None
+    return full
+
+
+def _from_file(path: str, policy: Mapping[str, Any], workspace: str, what: str) -> Resolved:
+    full = _under_roots(path, policy, workspace)
+    if full is None:
         raise PolicyDeniedError(f"{what}: secret file {path} is not under policy.secretFileRoots")
     try:
         with open(full, "rb") as handle:
@@ -137,18 +158,47 @@ def resolve_pointers(
     request: dict[str, Any],
     refs: Mapping[str, Any],
     context: tuple[Mapping[str, Any], str, str],
+    *,
+    credential_envs: Collection[str] = (),
 ) -> ResolvedRefs:
     """Resolve ``Built.secret_refs`` (JSON Pointer → reference), in sorted pointer order.
 
     ``context`` is (policy, workspace, what): the policy the references must pass, the
     workspace file references are relative to, and the place named in errors.
+    ``credential_envs`` are readable without the allowlist, at ``/credential`` only.
     """
     policy, workspace, what = context
     values: list[str] = []
     for where, ref in sorted(refs.items()):
-        got = resolve(ref, policy, workspace, f"{what}: {where.lstrip('/')}")
+        defaults = credential_envs if where == "/credential" else ()
+        got = resolve(ref, policy, workspace, f"{what}: {where.lstrip('/')}", default_envs=defaults)
         request = replace_at(request, where, got.value)
         if has_pointer(recorded, where):
             recorded = replace_at(recorded, where, dict[str, JsonValue](got.recorded()))
         values.append(got.value)
     return ResolvedRefs(recorded, request, tuple(values))
+
+
+Availability = Literal["present", "missing", "missing_or_denied", "unchecked"]
+
+
+def availability(
+    ref: Any, policy: Mapping[str, Any], workspace: str, *, default_envs: Collection[str] = ()
+) -> Availability:
+    """Whether a reference could resolve, judged by presence only.
+
+    Never reads a value and never runs a helper: an ``{env}`` variable is set (and readable
+    under policy), a ``{file}`` exists under a secret root and is readable; a ``{process}``
+    helper is ``unchecked``. A reference policy refuses is ``missing_or_denied``.
+    """
+    if isinstance(ref, Mapping) and isinstance(ref.get("env"), str):
+        name = ref["env"]
+        if name not in default_envs and name not in (policy.get("environmentAllowlist") or []):
+            return "missing_or_denied"
+        return "present" if name in os.environ else "missing"
+    if isinstance(ref, Mapping) and isinstance(ref.get("file"), str):
+        full = _under_roots(ref["file"], policy, workspace)
+        if full is None:
+            return "missing_or_denied"
+        return "present" if os.path.isfile(full) and os.access(full, os.R_OK) else "missing"
+    return "unchecked"

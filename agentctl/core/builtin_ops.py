@@ -200,7 +200,7 @@ ACTIONS: tuple[Operation, ...] = (
 )
 
 
-def _model(provider_kind: str, executor: str, *, runnable: bool = True) -> Operation:
+def _model(provider_kind: str, executor: str) -> Operation:
     """A model call: at-most-once after start, so a lost answer leaves it uncertain.
 
     Policy judges model calls by provider name (``policy.providers``), not by a policy name.
@@ -216,20 +216,19 @@ def _model(provider_kind: str, executor: str, *, runnable: bool = True) -> Opera
         builder=b.build_model_call,
         estimate=b.model_estimate,
         executor=executor,
-        runnable=runnable,
         preview="stand_in",
     )
 
 
 _P = f"{_X}.providers"
-# The real providers' executors exist (workers/executors/providers/); `run` refuses them until
-# the coordinator resolves their credentials and settles their usage (issue 12).
+# The real providers' executors live in workers/executors/providers/; the coordinator
+# resolves their credentials (coordinator/modelcalls.py) and settles their usage.
 MODELS: tuple[Operation, ...] = (
     _model("fake", f"{_X}.models:execute_fake"),
     _model("openai", f"{_P}.openai_responses:execute_openai"),
-    _model("azure_openai", f"{_P}.azure_openai:execute_azure_openai", runnable=False),
-    _model("anthropic", f"{_P}.anthropic_messages:execute_anthropic", runnable=False),
-    _model("google", f"{_P}.google_gemini:execute_google", runnable=False),
+    _model("azure_openai", f"{_P}.azure_openai:execute_azure_openai"),
+    _model("anthropic", f"{_P}.anthropic_messages:execute_anthropic"),
+    _model("google", f"{_P}.google_gemini:execute_google"),
 )
 
 # Tool kinds: policy judges a tool call by the tool's own name (its id in spec.tools).

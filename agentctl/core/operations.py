@@ -63,6 +63,7 @@ class RunContext:
     long_term_namespace: str = "default"
     long_term: Mapping[str, JsonValue] = field(default_factory=dict)  # spec.memory.longTerm
     mcp_servers: Mapping[str, JsonValue] = field(default_factory=dict)  # spec.mcpServers
+    pricing: Mapping[str, JsonValue] | None = None  # ``runtime.pricing`` (``core.pricing``)
 
 
 @dataclass(frozen=True)

@@ -95,6 +95,7 @@ class RunConfig:
     outputs: JsonObject = field(default_factory=dict)  # spec.outputs (templates)
     compensation: JsonObject = field(default_factory=dict)  # spec.compensation
     mcp_servers: JsonObject = field(default_factory=dict)  # spec.mcpServers
+    pricing: JsonObject | None = None  # spec.runtime.pricing (core.pricing reads it)
 
     @property
     def long_term_namespace(self) -> str:

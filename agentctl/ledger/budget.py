@@ -12,13 +12,15 @@ Invariants:
   dimension, usage + active reservations never exceeds the limit through a reservation
   (equality allowed); only a settled actual above its reservation can overshoot;
 - a reservation id is used once: reserving it again is a no-op, settling it again too;
-- once ``exceeded`` is recorded every further reservation is denied.
+- once ``exceeded`` is recorded every further reservation is denied;
+- dimensions are checked in ``CHECK_FIRST`` order, so the one named is the request count
+  before any token or cost dimension.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
@@ -29,6 +31,17 @@ from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_one, loads_cou
 # Limits the compiler checks against the plan; the run never consumes them.
 STRUCTURAL = frozenset({"tasks", "expansionItems", "loopIterations"})
 WALL_TIME = "wallTimeSeconds"
+# A model call is refused for its request count before its tokens and cost (issue 14 item 8):
+# a run over its request limit names ``providerRequests``, whatever the call would have used.
+CHECK_FIRST = (
+    "providerRequests",
+    "turns",
+    "toolCalls",
+    "inputTokens",
+    "outputTokens",
+    "totalTokens",
+    "costMicrousd",
+)
 
 
 class BudgetRefusedError(RunFailedError):
@@ -129,10 +142,16 @@ def budget_snapshot(conn: sqlite3.Connection, run_id: str) -> BudgetSnapshot:
     )
 
 
+def checked_order(dimensions: Iterable[str]) -> list[str]:
+    """Dimensions in the order they are checked: ``CHECK_FIRST``, then by name."""
+    first = {dim: i for i, dim in enumerate(CHECK_FIRST)}
+    return sorted(dimensions, key=lambda dim: (first.get(dim, len(first)), dim))
+
+
 def _first_overrun(
     snap: BudgetSnapshot, usage: Mapping[str, int], extra: Mapping[str, int]
 ) -> JsonObject | None:
-    for dim in sorted(extra):
+    for dim in checked_order(extra):
         limit = snap.limits.get(dim)
         if limit is None:
             continue
@@ -157,9 +176,9 @@ def _record_exceeded(
 
 def _overshoot(limits: Mapping[str, int], usage: Mapping[str, int]) -> JsonObject | None:
     """The first limited dimension whose settled usage went over its limit."""
-    for dim, limit in sorted(limits.items()):
-        if usage.get(dim, 0) > limit:
-            return {"dimension": dim, "limit": limit, "attempted": usage[dim]}
+    for dim in checked_order(limits):
+        if usage.get(dim, 0) > limits[dim]:
+            return {"dimension": dim, "limit": limits[dim], "attempted": usage[dim]}
     return None
 
 

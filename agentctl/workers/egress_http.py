@@ -21,6 +21,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import ssl
 import urllib.request
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -84,10 +85,21 @@ def egress_client(route: EgressRoute, *, read_timeout: float) -> httpx2.AsyncCli
 
 
 def ssl_context(policy: EgressPolicy) -> ssl.SSLContext:
+    return _verifying_context(policy.custom_ca or None)
+
+
+@functools.lru_cache(maxsize=8)
+def _verifying_context(custom_ca: str | None) -> ssl.SSLContext:
+    """One verifying context per CA set, shared by every call of this worker.
+
+    Loading the system roots costs tens of milliseconds of CPU; built per call it was most of
+    a model call's own cost, and concurrent calls in one worker queued behind each other.
+    A context is safe to share: connections only read it (httpcore sets the same ALPN list).
+    """
     context = ssl.create_default_context()
-    if policy.custom_ca:
+    if custom_ca:
         try:
-            context.load_verify_locations(cadata=policy.custom_ca)
+            context.load_verify_locations(cadata=custom_ca)
         except ssl.SSLError as exc:
             raise NetworkPolicyError("policy.network.customCa is not a valid PEM") from exc
     return context

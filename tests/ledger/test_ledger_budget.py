@@ -56,6 +56,19 @@ def test_settle_replaces_the_reservation_and_records_overshoot(ledger: Database)
         settle_budget_txn(conn, "run-1", "nope", {}, ts(6))
 
 
+def test_a_model_call_is_refused_for_its_request_count_before_its_tokens(
+    ledger: Database,
+) -> None:
+    # Both limits would be crossed; the request count is named (issue 14 item 8), although
+    # "inputTokens" sorts first by name.
+    make_run(ledger, limits={"maxProviderRequests": 1, "maxInputTokens": 10, "maxCostMicrousd": 5})
+    call = {"providerRequests": 1, "inputTokens": 8, "costMicrousd": 4}
+    with ledger.transaction() as conn:
+        assert reserve_budget_txn(conn, "run-1", "m1", call, ts(1)).granted
+        denied = reserve_budget_txn(conn, "run-1", "m2", call, ts(2))
+    assert denied.exceeded == {"dimension": "providerRequests", "limit": 1, "attempted": 2}
+
+
 _WORKER = textwrap.dedent(
     """
     import json, random, sys

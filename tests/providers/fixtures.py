@@ -47,15 +47,21 @@ class Seen:
     body: Any
 
 
+class _Server(ThreadingHTTPServer):
+    # The default backlog (5) drops connections when several calls arrive at once: the
+    # client's TCP stack then retries after a second, which a test would see as slowness.
+    request_queue_size = 128
+
+
 class FixtureServer:
     """A scripted provider on 127.0.0.1; ``close()`` also releases slow answers."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.replies: deque[Reply] = deque()
         self.seen: list[Seen] = []
         self.lock = threading.Lock()
         self.stopping = threading.Event()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self.httpd = _Server(("127.0.0.1", port), _handler_for(self))
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()

@@ -87,6 +87,7 @@ def run_config(spec: dict[str, Any]) -> RunConfig:
         outputs=spec.get("outputs") or {},
         compensation=spec.get("compensation") or {},
         mcp_servers=spec.get("mcpServers") or {},
+        pricing=(spec.get("runtime") or {}).get("pricing"),
     )
 
 

@@ -96,6 +96,7 @@ def _run_json(run: RunConfig) -> JsonObject:
         "outputs": run.outputs,
         "compensation": run.compensation,
         "mcpServers": run.mcp_servers,
+        "pricing": run.pricing,
     }
 
 
@@ -108,6 +109,7 @@ def _run(raw: Any) -> RunConfig:
         outputs=raw["outputs"],
         compensation=raw["compensation"],
         mcp_servers=raw.get("mcpServers") or {},  # absent in plans stored before MCP ran
+        pricing=raw.get("pricing"),  # absent in plans stored before pricing was carried
     )
 
 

@@ -12,6 +12,7 @@ refused, as the capability table of spec/dsl.md §5 says.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import httpx2
@@ -49,6 +50,9 @@ async def _call(req: ModelRequest, http: httpx2.AsyncClient) -> Reply:
     from google import genai
     from google.genai import types
 
+    # The SDK logs a warning on stderr (the user's terminal: workers share it) whenever an
+    # answer holds a function call; our reply carries the calls, so the warning is noise.
+    logging.getLogger("google_genai").setLevel(logging.ERROR)
     if req.stream:
         raise ValidationError("google providers do not stream (spec/dsl.md §5)")
     base, version = split_endpoint(req.endpoint)

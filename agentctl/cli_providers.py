@@ -1,0 +1,94 @@
+"""Provider commands: ``providers inspect FILE`` and ``auth check FILE`` (spec/cli.md §1).
+
+Invariants: neither command creates state or calls a service. ``providers inspect`` reports
+what each declared provider offers from the document alone. ``auth check`` judges each
+secret reference by presence only — it never reads a value and never runs a ``{process}``
+helper — and exits 6 when a reference is missing, after printing the whole report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from agentctl.cli_vars import compile_with_vars
+from agentctl.clikit import deliver
+from agentctl.render import Outcome, Settings, table
+
+providers_app = typer.Typer(
+    help="Inspect the providers a workflow declares (no service is called).",
+    no_args_is_help=True,
+)
+auth_app = typer.Typer(
+    help="Check a workflow's secret references without revealing values.",
+    no_args_is_help=True,
+)
+FileArg = Annotated[Path, typer.Argument(help="Workflow YAML file.")]
+
+
+@providers_app.command("inspect")
+def providers_inspect_cmd(file: FileArg) -> None:
+    """Each provider's kind, endpoint, credential reference, capabilities and options."""
+    from agentctl.core.providerinfo import provider_capabilities
+
+    loaded, _plan = compile_with_vars(file)
+    data: Any = provider_capabilities(loaded.document["spec"])
+
+    def human(settings: Settings) -> str:
+        rows = [
+            [
+                str(p["name"]),
+                str(p["kind"]),
+                str(p["endpoint"] or "-"),
+                _reference(p["credential"]),
+                ", ".join(p["usedBy"]) or "-",
+                ", ".join(p["capabilities"]),
+            ]
+            for p in data["providers"]
+        ]
+        cols = ["provider", "kind", "endpoint", "credential", "used by", "capabilities"]
+        return table("providers", cols, rows, settings)
+
+    deliver(Outcome("ProviderCapabilities", data, human=human))
+
+
+@auth_app.command("check")
+def auth_check_cmd(file: FileArg) -> None:
+    """Whether each provider credential and header is available (presence only); exit 6 if not."""
+    from agentctl.coordinator.credentials import provider_auth
+
+    loaded, _plan = compile_with_vars(file)
+    spec = loaded.document["spec"]
+    found = provider_auth(spec.get("providers") or {}, spec.get("policy") or {}, _base(file))
+    data = [auth.to_json() for auth in found]
+    missing = any(auth.unavailable for auth in found)
+
+    def human(settings: Settings) -> str:
+        rows = []
+        for auth in found:
+            secrets = ([auth.credential] if auth.credential else []) + list(auth.headers)
+            for s in secrets:
+                place = s.place
+                rows.append([auth.provider, place, f"{s.kind} {s.reference}", s.availability])
+        head = "some credentials are missing\n" if missing else "all credentials are present\n"
+        return head + table(
+            "auth", ["provider", "secret", "reference", "availability"], rows, settings
+        )
+
+    deliver(Outcome("AuthStatus", data, exit_code=6 if missing else 0, human=human))
+
+
+def _base(file: Path) -> str:
+    """Where ``{file}`` references resolve from: the workflow's directory (run's default)."""
+    return str(file.resolve().parent)
+
+
+def _reference(ref: Any) -> str:
+    return f"{ref['kind']} {ref['reference']}" if isinstance(ref, dict) else "-"
+
+
+def register(main_app: typer.Typer) -> None:
+    main_app.add_typer(providers_app, name="providers")
+    main_app.add_typer(auth_app, name="auth")

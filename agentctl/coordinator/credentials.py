@@ -1,0 +1,116 @@
+"""Credential presence: ``agentctl auth check`` and the credential pre-flight of ``run``.
+
+Invariants:
+- presence only: a value is never read (an ``{env}`` variable is looked up by name, a
+  ``{file}`` is checked for existence and readability) and a ``{process}`` helper never runs
+  (it is reported ``unchecked`` and resolved at dispatch time);
+- ``run`` pre-flights only the providers its agent tasks use, before any database exists, so
+  a missing key exits 6 and creates no state (spec/cli.md §1, order of ``run``);
+- reports name references (``env OPENAI_API_KEY``), never values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from agentctl.coordinator import secrets
+from agentctl.coordinator.modelcalls import DEFAULT_CREDENTIAL_ENVS
+from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
+from agentctl.core.plan import Plan
+from agentctl.core.providerinfo import secret_reference
+from agentctl.errors import CredentialMissingError
+
+NOT_AVAILABLE = ("missing", "missing_or_denied")
+
+
+@dataclass(frozen=True)
+class SecretStatus:
+    """One secret reference of a provider and whether it is available."""
+
+    place: str  # "credential" or "headers.<Name>"
+    kind: str  # env | file | process
+    reference: str  # the variable, path or helper command
+    availability: secrets.Availability
+
+    def to_json(self) -> JsonObject:
+        return {"kind": self.kind, "reference": self.reference, "availability": self.availability}
+
+
+@dataclass(frozen=True)
+class ProviderAuth:
+    """The secret references of one provider."""
+
+    provider: str
+    kind: str
+    credential: SecretStatus | None  # None: the provider takes no credential (fake)
+    headers: tuple[SecretStatus, ...]
+
+    @property
+    def unavailable(self) -> list[SecretStatus]:
+        every = ([self.credential] if self.credential else []) + list(self.headers)
+        return [s for s in every if s.availability in NOT_AVAILABLE]
+
+    def to_json(self) -> JsonObject:
+        headers: JsonObject = {s.place.removeprefix("headers."): s.to_json() for s in self.headers}
+        return {
+            "provider": self.provider,
+            "kind": self.kind,
+            "credential": self.credential.to_json() if self.credential else None,
+            "headers": headers,
+        }
+
+
+def _status(
+    place: str, ref: JsonValue, policy: Mapping[str, JsonValue], workspace: str
+) -> SecretStatus:
+    defaults = DEFAULT_CREDENTIAL_ENVS if place == "credential" else frozenset()
+    shown = as_object(secret_reference(ref))
+    found = secrets.availability(ref, policy, workspace, default_envs=defaults)
+    return SecretStatus(place, str(shown.get("kind")), str(shown.get("reference")), found)
+
+
+def provider_auth(
+    providers: Mapping[str, JsonValue], policy: Mapping[str, JsonValue], workspace: str
+) -> list[ProviderAuth]:
+    """The presence of every secret reference of ``providers`` (name → definition), by name."""
+    found: list[ProviderAuth] = []
+    for name, raw in sorted(providers.items()):
+        provider = as_object(raw)
+        ref = provider.get("credential")
+        credential = None if ref is None else _status("credential", ref, policy, workspace)
+        headers = tuple(
+            _status(f"headers.{header}", value, policy, workspace)
+            for header, value in sorted(as_object(provider.get("headers")).items())
+        )
+        found.append(ProviderAuth(name, str(provider.get("kind")), credential, headers))
+    return found
+
+
+def used_providers(plan: Plan) -> dict[str, JsonValue]:
+    """The providers the plan's agent tasks call (name → definition)."""
+    used: dict[str, JsonValue] = {}
+    for task in plan.tasks:
+        if task.agent_config is not None:
+            used[task.agent_config.provider_name] = dict(task.agent_config.provider)
+    return used
+
+
+def preflight_credentials(plan: Plan, workspace: str, *, preview: bool = False) -> None:
+    """Refuse, before any state exists, a run whose providers lack a credential or header.
+
+    A preview (``run --check``) calls no provider, so it needs none.
+    """
+    if preview:
+        return
+    for auth in provider_auth(used_providers(plan), plan.run.policy, workspace):
+        for status in auth.unavailable:
+            why = (
+                "is not available"
+                if status.availability == "missing"
+                else "is not available under policy (environmentAllowlist / secretFileRoots)"
+            )
+            raise CredentialMissingError(
+                f"provider {auth.provider}: {status.place} ({status.kind} {status.reference}) "
+                f"{why}; nothing was created"
+            )

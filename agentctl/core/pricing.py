@@ -1,0 +1,63 @@
+"""Model-call cost in micro-USD from ``runtime.pricing`` (spec/dsl.md §8, spec/cli.md §7).
+
+A price names micro-USD per million tokens for each token kind: input and output are
+required; reasoning defaults to the output rate, cache read and cache write to the input
+rate. Prices are keyed ``provider/model``, where ``provider`` is the provider's name under
+``spec.providers`` (its kind is accepted too, so one table can serve several providers of a
+kind).
+
+Invariants: pure integer arithmetic, costs rounded *up* to a whole micro-USD (a budget never
+under-counts); a reservation prices every token at the highest rate of the price, so the
+settled actual never exceeds it for the same token counts; no price means no cost (the call
+counts as an unpriced provider request).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from agentctl.core.jsonvalue import JsonValue, as_object
+
+PER_MILLION = 1_000_000
+# usage counter → (the rate's key, the key whose rate it defaults to)
+_RATES: dict[str, tuple[str, str]] = {
+    "inputTokens": ("inputMicrousdPerMillionTokens", "inputMicrousdPerMillionTokens"),
+    "outputTokens": ("outputMicrousdPerMillionTokens", "outputMicrousdPerMillionTokens"),
+    "reasoningTokens": ("reasoningMicrousdPerMillionTokens", "outputMicrousdPerMillionTokens"),
+    "cacheReadTokens": ("cacheReadMicrousdPerMillionTokens", "inputMicrousdPerMillionTokens"),
+    "cacheWriteTokens": ("cacheWriteMicrousdPerMillionTokens", "inputMicrousdPerMillionTokens"),
+}
+
+
+def price_for(
+    pricing: Mapping[str, JsonValue] | None, provider: str, kind: str, model: str
+) -> dict[str, int] | None:
+    """The rates of ``provider/model`` (else ``kind/model``), every rate filled; None: unpriced."""
+    models = as_object((pricing or {}).get("models") or {})
+    raw = models.get(f"{provider}/{model}") or models.get(f"{kind}/{model}")
+    if not isinstance(raw, dict):
+        return None
+    given = as_object(raw)
+    rates: dict[str, int] = {}
+    for counter, (key, fallback) in _RATES.items():
+        value = given.get(key)
+        if not isinstance(value, int):
+            value = given.get(fallback)
+        rates[counter] = value if isinstance(value, int) else 0
+    return rates
+
+
+def _ceil_div(numerator: int, denominator: int) -> int:
+    return -(-numerator // denominator)
+
+
+def cost_microusd(rates: Mapping[str, int], usage: Mapping[str, int]) -> int:
+    """What ``usage`` costs at ``rates``, rounded up."""
+    total = sum(int(usage.get(counter, 0)) * rate for counter, rate in rates.items())
+    return _ceil_div(total, PER_MILLION)
+
+
+def max_cost_microusd(rates: Mapping[str, int], tokens: int) -> int:
+    """The most ``tokens`` tokens of any kind can cost: what a reservation holds."""
+    highest = max(rates.values(), default=0)
+    return _ceil_div(tokens * highest, PER_MILLION)

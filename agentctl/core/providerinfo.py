@@ -1,0 +1,59 @@
+"""What ``agentctl providers inspect`` reports: each declared provider and what it offers.
+
+Invariants: pure and offline — built from the normalized document alone (no service is
+called, no credential is looked at); a secret reference is shown by its kind and name, never
+resolved; the capability and option tables are the compiler's own (``compiler.capabilities``,
+``dsl.rules``), so the report cannot disagree with what ``check`` accepts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from agentctl.core import registry
+from agentctl.core.compiler.capabilities import PROVIDER_CAPABILITIES
+from agentctl.core.dsl.rules import PROVIDER_OPTIONS
+from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
+
+
+def secret_reference(ref: JsonValue) -> JsonValue:
+    """``{kind, reference}`` of a secret reference (the variable, path or helper command)."""
+    given = as_object(ref)
+    for kind in ("env", "file"):
+        if isinstance(given.get(kind), str):
+            return {"kind": kind, "reference": given[kind]}
+    process = as_object(given.get("process"))
+    if process:
+        return {"kind": "process", "reference": process.get("command")}
+    return None
+
+
+def provider_capabilities(spec: Mapping[str, JsonValue]) -> JsonObject:
+    """The ``ProviderCapabilities`` data of a workflow's ``spec`` (providers sorted by name)."""
+    agents = as_object(spec.get("agents"))
+    found: list[JsonValue] = []
+    for name, raw in sorted(as_object(spec.get("providers")).items()):
+        provider = as_object(raw)
+        kind = str(provider.get("kind"))
+        entry = registry.find(f"{registry.MODEL_PREFIX}{kind}")
+        used_by = sorted(
+            a for a, agent in agents.items() if as_object(agent).get("provider") == name
+        )
+        headers = as_object(provider.get("headers"))
+        found.append(
+            {
+                "name": name,
+                "kind": kind,
+                "endpoint": provider.get("endpoint"),
+                "apiVersion": provider.get("apiVersion"),
+                "credential": secret_reference(provider.get("credential")),
+                "headers": {
+                    header: secret_reference(ref) for header, ref in sorted(headers.items())
+                },
+                "capabilities": list[JsonValue](sorted(PROVIDER_CAPABILITIES.get(kind, ()))),
+                "providerOptions": list(PROVIDER_OPTIONS.get(kind, ())),
+                "runnable": entry is not None and entry.runnable,
+                "usedBy": list[JsonValue](used_by),
+            }
+        )
+    return {"providers": found}
