@@ -30,6 +30,7 @@ from agentctl.ledger.model import (
     SettleRun,
     TaskStartBatch,
 )
+from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.ledger.runs import RunRecord
 
 T = TypeVar("T")
@@ -72,6 +73,9 @@ class Store:
 
     async def record_and_start_call(self, call: CallRecord) -> JsonObject | None:
         return await self._run(lambda: self.ledger.record_and_start_call(call))
+
+    async def record_remote_handle(self, handle: RemoteHandleRecord) -> None:
+        await self._run(lambda: self.ledger.record_remote_handle(handle))
 
     async def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
         await self._run(lambda: self.ledger.finish_effects(outcomes))

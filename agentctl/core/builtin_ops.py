@@ -10,6 +10,7 @@ version cannot execute is ``runnable=False`` (check and plan accept it, run refu
 
 from __future__ import annotations
 
+from agentctl.core import a2a
 from agentctl.core import builders as b
 from agentctl.core import extension as ext
 from agentctl.core.effects import EffectClass as C
@@ -180,8 +181,9 @@ ACTIONS: tuple[Operation, ...] = (
         _EXEC,
         "worker",
         policy_name="a2a.delegate",
+        builder=a2a.build_delegate,
         with_keys=_keys("peer", "messageId", "message"),
-        runnable=False,
+        executor=f"{_X}.a2a:execute_delegate",
         preview="stand_in",
     ),
 )

@@ -61,6 +61,7 @@ class RunContext:
     workspace: str
     policy: Mapping[str, JsonValue]
     long_term_namespace: str = "default"
+    a2a_peers: Mapping[str, JsonValue] = field(default_factory=dict)  # spec.a2aPeers
 
 
 @dataclass(frozen=True)

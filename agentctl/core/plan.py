@@ -94,6 +94,7 @@ class RunConfig:
     budgets: JsonObject = field(default_factory=dict)  # spec.runtime.budgets
     outputs: JsonObject = field(default_factory=dict)  # spec.outputs (templates)
     compensation: JsonObject = field(default_factory=dict)  # spec.compensation
+    a2a_peers: JsonObject = field(default_factory=dict)  # spec.a2aPeers (name → peer)
 
     @property
     def long_term_namespace(self) -> str:

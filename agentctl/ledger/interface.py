@@ -45,6 +45,7 @@ from agentctl.ledger.model import (
     TaskStartBatch,
 )
 from agentctl.ledger.reconcile import ReconciliationRecord
+from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.ledger.runs import NewRun, RunRecord
 from agentctl.ledger.stats import (
     ApprovalList,
@@ -147,6 +148,15 @@ class RunLedger(Protocol):
         ...
 
     def long_term_get(self, namespace: str, key: str, now: str) -> MemoryEntry: ...
+
+    def record_remote_handle(self, handle: RemoteHandleRecord) -> None:
+        """Persist the remote work a started effect began (an A2A task id), mid-effect; the
+        same handle again is a no-op, a different one is refused."""
+        ...
+
+    def remote_handle(self, effect_id: str) -> RemoteHandleRecord | None:
+        """The remote work the effect began, if a handle was persisted."""
+        ...
 
     # ---------------------------------------------------------------- operators
 

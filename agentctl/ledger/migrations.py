@@ -252,7 +252,25 @@ _V4 = ("ALTER TABLE runs ADD COLUMN compiled_plan_json TEXT",)
 APPLICATION_ID = 0x41474354  # "AGCT"
 _V5 = (f"PRAGMA application_id = {APPLICATION_ID}",)
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
+
+def _remote_handles() -> tuple[str, ...]:
+    """``remote_handles``: the remote task an effect started (an A2A task id), written by the
+    coordinator mid-effect so resume and ``effects continue-remote`` can observe it again."""
+    return (
+        """CREATE TABLE remote_handles (
+            effect_id TEXT PRIMARY KEY REFERENCES effects (effect_id),
+            format_version INTEGER NOT NULL DEFAULT 1,
+            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+            protocol TEXT NOT NULL,
+            peer TEXT NOT NULL,
+            remote_task_id TEXT NOT NULL,
+            context_id TEXT,
+            created_at TEXT NOT NULL)""",
+        "CREATE INDEX remote_handles_by_run ON remote_handles (run_id)",
+    )
+
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _remote_handles())
 SUPPORTED_SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -19,6 +19,7 @@ import agentctl.ledger.budget as budget
 import agentctl.ledger.effects as effects
 import agentctl.ledger.lifecycle as lifecycle
 import agentctl.ledger.reconcile as reconcile
+import agentctl.ledger.remote as remote
 import agentctl.ledger.runs as runs
 import agentctl.ledger.stats as stats
 import agentctl.ledger.steps as steps
@@ -160,6 +161,14 @@ class SqliteLedger:
     def long_term_get(self, namespace: str, key: str, now: str) -> MemoryEntry:
         with self._db.read() as conn:
             return lifecycle.read_memory(conn, namespace, key, now)
+
+    def record_remote_handle(self, handle: remote.RemoteHandleRecord) -> None:
+        with self._db.transaction() as conn:
+            remote.record_handle_txn(conn, handle)
+
+    def remote_handle(self, effect_id: str) -> remote.RemoteHandleRecord | None:
+        with self._db.read() as conn:
+            return remote.get_handle(conn, effect_id)
 
     # ---------------------------------------------------------------- operators
 

@@ -33,6 +33,7 @@ from agentctl.ledger.effects import (
 )
 from agentctl.ledger.migrations import SUPPORTED_SCHEMA_VERSION, schema_version
 from agentctl.ledger.reconcile import ReconciliationRecord, list_reconciliations
+from agentctl.ledger.remote import RemoteHandleRecord, get_handle, list_handles
 from agentctl.ledger.rows import parse_ts
 from agentctl.ledger.runs import RunRecord, get_run
 from agentctl.ledger.tasks import TaskRecord, list_tasks
@@ -40,6 +41,22 @@ from agentctl.ledger.tasks import TaskRecord, list_tasks
 
 def _all(items: tuple[ApprovalRecord, ...] | tuple[EffectRecord, ...]) -> list[JsonValue]:
     return [i.to_json() for i in items]
+
+
+def _effects_json(
+    effects: tuple[EffectRecord, ...], handles: tuple[RemoteHandleRecord, ...]
+) -> list[JsonValue]:
+    """Effect records, each with ``remoteTaskId`` when it started remote work (A2A)."""
+    by_effect = {h.effect_id: h for h in handles}
+    found: list[JsonValue] = []
+    for effect in effects:
+        entry = effect.to_json()
+        handle = by_effect.get(effect.effect_id)
+        if handle is not None:
+            entry["remoteTaskId"] = handle.remote_task_id
+            entry["remoteHandle"] = handle.to_json()
+        found.append(entry)
+    return found
 
 
 @dataclass(frozen=True)
@@ -114,11 +131,13 @@ def effect_list(conn: sqlite3.Connection, run_id: str, task_id: str | None = Non
 class EffectInspection:
     effect: EffectRecord
     reconciliations: tuple[ReconciliationRecord, ...]
+    remote: RemoteHandleRecord | None = None
 
     def to_json(self) -> JsonObject:
         recs: list[JsonValue] = [r.to_json() for r in self.reconciliations]
+        handles = (self.remote,) if self.remote is not None else ()
         return {
-            "effect": self.effect.to_json(),
+            "effect": _effects_json((self.effect,), handles)[0],
             "reconciliations": recs,
             "effectiveReconciliation": recs[-1] if recs else None,
         }
@@ -126,7 +145,8 @@ class EffectInspection:
 
 def effect_inspection(conn: sqlite3.Connection, effect_id: str) -> EffectInspection:
     effect = get_effect(conn, effect_id)
-    return EffectInspection(effect, tuple(list_reconciliations(conn, effect_id=effect_id)))
+    recs = tuple(list_reconciliations(conn, effect_id=effect_id))
+    return EffectInspection(effect, recs, get_handle(conn, effect_id))
 
 
 @dataclass(frozen=True)
@@ -157,12 +177,13 @@ class RunInspection:
     artifacts: tuple[ArtifactRefRecord, ...]
     audit: tuple[AuditEvent, ...]
     budget: BudgetSnapshot
+    remote_handles: tuple[RemoteHandleRecord, ...] = ()
 
     def to_json(self) -> JsonObject:
         return {
             "run": {**self.run.to_json(), "workingMemory": self.run.working_memory},
             "tasks": [t.to_json() for t in self.tasks],
-            "effects": _all(self.effects),
+            "effects": _effects_json(self.effects, self.remote_handles),
             "effectReconciliations": [r.to_json() for r in self.reconciliations],
             "approvals": _all(self.approvals),
             "checkpoints": [c.to_json() for c in self.checkpoints],
@@ -215,6 +236,7 @@ def run_inspection(conn: sqlite3.Connection, run_id: str) -> RunInspection:
         artifacts=tuple(list_refs(conn, run_id=run_id)),
         audit=tuple(list_audit(conn, run_id)),
         budget=budget_snapshot(conn, run_id),
+        remote_handles=tuple(list_handles(conn, run_id)),
     )
 
 

@@ -2,7 +2,8 @@
 
 Invariants:
 - the first frame a worker sends is ``Hello``; afterwards exactly one ``Result`` or
-  ``Failure`` per ``Execute`` (unless the worker dies, which the coordinator treats as loss);
+  ``Failure`` per ``Execute`` (unless the worker dies, which the coordinator treats as loss),
+  preceded by any ``RemoteHandle`` frames the effect sent mid-way (``workers.remote``);
 - effects run concurrently in the worker's nursery, each under its own cancel scope, so
   ``Cancel`` stops exactly one effect (reported uncertain: it had started);
 - socket EOF or a protocol error cancels every effect — killing their process trees — and the
@@ -26,11 +27,13 @@ from agentctl.mailbox.messages import (
     Execute,
     Failure,
     Hello,
+    RemoteHandleAck,
     Result,
     Shutdown,
     failure_from_error,
 )
 from agentctl.workers.executors import ExecOutcome, UncertainEffect, executor_for
+from agentctl.workers.remote import CURRENT_LINK, HandleLink
 
 
 async def _execute(msg: Execute) -> ExecOutcome:
@@ -68,6 +71,7 @@ class _Worker:
         self.channel = channel
         self.nursery = nursery
         self.scopes: dict[str, trio.CancelScope] = {}
+        self.link = HandleLink(channel)
 
     async def run_effect(self, msg: Execute) -> None:
         scope = self.scopes[msg.effect_id]
@@ -110,6 +114,8 @@ class _Worker:
                 self._start(msg)
             elif isinstance(msg, Cancel) and msg.effect_id in self.scopes:
                 self.scopes[msg.effect_id].cancel()
+            elif isinstance(msg, RemoteHandleAck):
+                self.link.acknowledge(msg)
 
     def _start(self, msg: Execute) -> None:
         if msg.effect_id in self.scopes:
@@ -123,7 +129,10 @@ async def serve_worker(channel: FrameChannel) -> None:
     """Handshake on ``channel`` and serve it until EOF or Shutdown."""
     await channel.send(Hello(pid=os.getpid(), protocol=PROTOCOL_VERSION))
     async with trio.open_nursery() as nursery:
-        await _Worker(channel, nursery).serve()
+        worker = _Worker(channel, nursery)
+        # Effect tasks start from this task, so they inherit the link (workers.remote).
+        CURRENT_LINK.set(worker.link)
+        await worker.serve()
 
 
 async def run_worker(fd: int) -> None:

@@ -131,7 +131,7 @@ def test_policy_names_where_the_spec_gives_them(op: Operation) -> None:
 
 def test_only_what_this_version_executes_is_runnable() -> None:
     runnable = {op.name for op in registry.entries() if op.runnable}
-    refused = {"mcp.call", "a2a.delegate", "model.openai", "model.azure_openai"}
+    refused = {"mcp.call", "model.openai", "model.azure_openai"}
     refused |= {"model.anthropic", "model.google"} | LATE
     assert runnable.isdisjoint(refused)
     assert {op.name for op in registry.entries() if not op.runnable} == refused

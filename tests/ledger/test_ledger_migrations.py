@@ -69,6 +69,7 @@ _FILLERS = {
     2: [_fill_v1, _fill_v2],
     3: [_fill_v1, _fill_v2, _fill_v3],
     4: [_fill_v1, _fill_v2, _fill_v3],  # v4 only added a nullable column
+    5: [_fill_v1, _fill_v2, _fill_v3],  # v5 only marked the file as ours
 }
 
 
@@ -82,7 +83,8 @@ def test_older_schema_with_data_migrates(tmp_path: Path, version: int) -> None:
     db = tmp_path / "old.db"
     old = open_database(db, target_version=version)
     assert old.conn.execute("PRAGMA user_version").fetchone()[0] == version
-    assert old.conn.execute("PRAGMA application_id").fetchone()[0] == 0  # before v5
+    marked = APPLICATION_ID if version >= 5 else 0  # v5 marks the file
+    assert old.conn.execute("PRAGMA application_id").fetchone()[0] == marked
     with old.transaction() as conn:
         for fill in _FILLERS[version]:
             fill(conn)

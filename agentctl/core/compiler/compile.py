@@ -81,6 +81,7 @@ def run_config(spec: dict[str, Any]) -> RunConfig:
         budgets=(spec.get("runtime") or {}).get("budgets") or {},
         outputs=spec.get("outputs") or {},
         compensation=spec.get("compensation") or {},
+        a2a_peers=spec.get("a2aPeers") or {},
     )
 
 

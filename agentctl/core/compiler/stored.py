@@ -95,6 +95,7 @@ def _run_json(run: RunConfig) -> JsonObject:
         "budgets": run.budgets,
         "outputs": run.outputs,
         "compensation": run.compensation,
+        "a2aPeers": run.a2a_peers,
     }
 
 
@@ -106,6 +107,7 @@ def _run(raw: Any) -> RunConfig:
         budgets=raw["budgets"],
         outputs=raw["outputs"],
         compensation=raw["compensation"],
+        a2a_peers=raw.get("a2aPeers") or {},  # absent from plans stored before A2A ran
     )
 
 
