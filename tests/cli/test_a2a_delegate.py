@@ -7,21 +7,17 @@ every HTTP request it served, so the tests can count what agentctl really sent.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, Cli, agentctl_argv, cli_env
-
-PEER = EXAMPLES / "peers" / "a2a_peer.py"
+from tests.a2a_peer_process import Peer, running_peer
+from tests.conftest import Cli, agentctl_argv, cli_env
 
 WORKFLOW = """
 apiVersion: agentctl.dev/v1
@@ -48,46 +44,23 @@ spec:
 """
 
 
-@dataclass
-class Peer:
-    port: int
-    received: Path
-    requests: Path
-
-    def lines(self, path: Path) -> list[dict[str, str]]:
-        if not path.exists():
-            return []
-        return [json.loads(line) for line in path.read_text().splitlines()]
-
-    def workflow(self, tmp_path: Path, allowed: str = "127.0.0.1") -> Path:
-        text = WORKFLOW.replace("PORT", str(self.port)).replace("ALLOWED", allowed)
-        path = tmp_path / "wf.yaml"
-        path.write_text(text, encoding="utf-8")
-        return path
-
-
-def _start_peer(tmp_path: Path, delay: float) -> Iterator[Peer]:
-    received, requests = tmp_path / "received.jsonl", tmp_path / "requests.jsonl"
-    argv = [sys.executable, str(PEER), "--port", "0", "--delay", str(delay)]
-    argv += ["--received", str(received), "--requests", str(requests)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert proc.stdout is not None
-        port = int(proc.stdout.readline())  # printed once it listens
-        yield Peer(port, received, requests)
-    finally:
-        proc.kill()
-        proc.wait()
+def _workflow(peer: Peer, tmp_path: Path, allowed: str = "127.0.0.1") -> Path:
+    text = WORKFLOW.replace("PORT", str(peer.port)).replace("ALLOWED", allowed)
+    path = tmp_path / "wf.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 @pytest.fixture
 def quick_peer(tmp_path: Path) -> Iterator[Peer]:
-    yield from _start_peer(tmp_path, delay=0.2)
+    with running_peer(tmp_path, delay=0.2) as peer:
+        yield peer
 
 
 @pytest.fixture
 def slow_peer(tmp_path: Path) -> Iterator[Peer]:
-    yield from _start_peer(tmp_path, delay=4.0)
+    with running_peer(tmp_path, delay=4.0) as peer:
+        yield peer
 
 
 def _db(tmp_path: Path) -> str:
@@ -97,7 +70,7 @@ def _db(tmp_path: Path) -> str:
 def test_delegation_completes_and_replay_calls_nothing(
     cli: Cli, tmp_path: Path, quick_peer: Peer
 ) -> None:
-    wf, db = quick_peer.workflow(tmp_path), _db(tmp_path)
+    wf, db = _workflow(quick_peer, tmp_path), _db(tmp_path)
     done = cli("--output", "json", "run", str(wf), "--db", db)
     assert done.rc == 0, done.stderr
     assert done.data["output"] == {"review": "reviewed: check the release notes"}
@@ -120,7 +93,7 @@ def test_delegation_completes_and_replay_calls_nothing(
 def test_host_outside_allowlist_is_refused_before_any_request(
     cli: Cli, tmp_path: Path, quick_peer: Peer
 ) -> None:
-    wf, db = quick_peer.workflow(tmp_path, allowed="peer.example.com"), _db(tmp_path)
+    wf, db = _workflow(quick_peer, tmp_path, allowed="peer.example.com"), _db(tmp_path)
     done = cli("--output", "json", "run", str(wf), "--db", db)
     assert done.rc == 4
     assert "networkAllowlist" in done.error["error"]["message"]
@@ -137,7 +110,7 @@ def test_host_outside_allowlist_is_refused_before_any_request(
 def _killed_mid_task(cli: Cli, tmp_path: Path, peer: Peer) -> tuple[str, dict[str, str]]:
     """Start a run, SIGKILL its coordinator once the remote task id is durable; returns the
     run id and the effect as ``inspect`` shows it then."""
-    wf, db = peer.workflow(tmp_path), _db(tmp_path)
+    wf, db = _workflow(peer, tmp_path), _db(tmp_path)
     argv = agentctl_argv("--output", "json", "run", str(wf), "--db", db)
     proc = subprocess.Popen(
         argv, cwd=tmp_path, env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.a2a_peer_process import Peer, running_peer
 from tests.conftest import EXAMPLES, Cli, CliResult
 
 # file name -> (metadata.name, task count after expansion). A new example must be added here.
@@ -29,6 +30,7 @@ EXPECTED = {
     "e8-retry-budget.yaml": ("e8", 2),
     "e9-process.yaml": ("e9", 1),
     "e10-extension.yaml": ("extension-wordcount", 1),
+    "e11-a2a-delegate.yaml": ("a2a-delegate", 1),
     "router.yaml": ("router", 6),
     "memory.yaml": ("memory", 6),
     "foreach-files.yaml": ("foreach-files", 4),
@@ -119,6 +121,21 @@ def test_e10_extension_counts_words(runner: Runner) -> None:
     assert data["output"] == {"words": words}
     report = (runner.dir / "artifacts" / "report.json").read_text()
     assert f'"words": {words}' in report
+
+
+def test_e11_a2a_delegates_to_the_example_peer(runner: Runner) -> None:
+    script = runner.dir / "peers" / "a2a_peer.py"
+    with running_peer(runner.dir.parent, delay=0.1, script=script) as peer:
+        port = str(peer.port)
+        variant = runner.edit(
+            "e11-a2a-delegate.yaml",
+            ("allowedPorts: [8765]", f"allowedPorts: [{port}]"),
+            ("127.0.0.1:8765/.well", f"127.0.0.1:{port}/.well"),
+        )
+        data = _succeeded(runner.run(variant))
+        assert len(Peer.lines(peer.received)) == 1
+    assert data["output"]["review"] == "reviewed: Release 2.3 adds resumable A2A delegation."
+    assert data["output"]["remoteTask"]
 
 
 def test_e1_dataflow_outputs_total(runner: Runner) -> None:
