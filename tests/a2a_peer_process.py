@@ -21,6 +21,10 @@ class Peer:
     port: int
     received: Path  # one JSON line per message: {"messageId": ...}
     requests: Path  # one JSON line per HTTP request: {"method": ..., "path": ...}
+    release: Path  # tasks complete only once this file exists (with ``hold``)
+
+    def let_tasks_finish(self) -> None:
+        self.release.touch()
 
     @staticmethod
     def lines(path: Path) -> list[dict[str, str]]:
@@ -30,16 +34,21 @@ class Peer:
 
 
 @contextmanager
-def running_peer(folder: Path, delay: float, script: Path = PEER_SCRIPT) -> Iterator[Peer]:
-    """The peer on a free port; each task it starts completes after ``delay`` seconds."""
+def running_peer(
+    folder: Path, delay: float, script: Path = PEER_SCRIPT, *, hold: bool = False
+) -> Iterator[Peer]:
+    """The peer on a free port; each task it starts completes after ``delay`` seconds — and,
+    with ``hold``, not before ``Peer.let_tasks_finish``."""
     received, requests = folder / "received.jsonl", folder / "requests.jsonl"
+    release = folder / "release-tasks"
     argv = [sys.executable, str(script), "--port", "0", "--delay", str(delay)]
     argv += ["--received", str(received), "--requests", str(requests)]
+    argv += ["--release", str(release)] if hold else []
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert proc.stdout is not None
         port = int(proc.stdout.readline())  # printed once it listens
-        yield Peer(port, received, requests)
+        yield Peer(port, received, requests, release)
     finally:
         proc.kill()
         proc.wait()

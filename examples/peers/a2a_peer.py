@@ -4,11 +4,14 @@ It serves its Agent Card at /.well-known/agent-card.json and JSON-RPC at /a2a on
 Each message starts a task that works for --delay seconds, then completes with one text
 artifact: "reviewed: <the message text>".
 
-    python examples/peers/a2a_peer.py --port 8765 [--delay 1] [--received FILE] [--requests FILE]
+    python examples/peers/a2a_peer.py --port 8765 [--delay 1] [--release FILE]
+                                      [--received FILE] [--requests FILE]
 
 --port 0 picks a free port; the port is printed on stdout (first line) once it listens.
 --received appends one JSON line per message received (its messageId), --requests one line
 per HTTP request (method and path): tests count them to prove what was sent, and how often.
+--release FILE holds every task open (after --delay) until FILE exists, so a task can be
+caught while it still runs (interrupt the run, then create FILE and resume).
 Needs agentctl's `protocols` extra (a2a-sdk[http-server], uvicorn).
 """
 
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import socket
 import sys
 from typing import Any
@@ -41,9 +45,15 @@ def _append(path: str | None, entry: dict[str, str]) -> None:
 class Reviewer(AgentExecutor):
     """Works on each message for a while, then answers with one text artifact."""
 
-    def __init__(self, delay: float, received: str | None) -> None:
+    def __init__(self, delay: float, received: str | None, release: str | None) -> None:
         self.delay = delay
         self.received = received
+        self.release = release
+
+    async def _work(self) -> None:
+        await asyncio.sleep(self.delay)
+        while self.release and not os.path.exists(self.release):
+            await asyncio.sleep(0.05)
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         message = context.message
@@ -53,7 +63,7 @@ class Reviewer(AgentExecutor):
         await event_queue.enqueue_event(task)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         await updater.start_work()
-        await asyncio.sleep(self.delay)
+        await self._work()
         text = " ".join(p.text for p in message.parts if p.HasField("text"))
         await updater.add_artifact([pb.Part(text=f"reviewed: {text}")], name="review")
         await updater.complete()
@@ -87,7 +97,7 @@ def _card(port: int) -> pb.AgentCard:
 def _app(port: int, args: argparse.Namespace) -> Any:
     card = _card(port)
     handler = DefaultRequestHandler(
-        agent_executor=Reviewer(args.delay, args.received),
+        agent_executor=Reviewer(args.delay, args.received, args.release),
         task_store=InMemoryTaskStore(),
         agent_card=card,
     )
@@ -108,6 +118,7 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=1.0)
     parser.add_argument("--received")
     parser.add_argument("--requests")
+    parser.add_argument("--release")
     args = parser.parse_args()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -59,7 +59,8 @@ def quick_peer(tmp_path: Path) -> Iterator[Peer]:
 
 @pytest.fixture
 def slow_peer(tmp_path: Path) -> Iterator[Peer]:
-    with running_peer(tmp_path, delay=4.0) as peer:
+    """Its tasks keep working until the test lets them finish."""
+    with running_peer(tmp_path, delay=0.0, hold=True) as peer:
         yield peer
 
 
@@ -142,6 +143,7 @@ def test_resume_after_coordinator_kill_observes_the_same_task(
 ) -> None:
     run_id, effect = _killed_mid_task(cli, tmp_path, slow_peer)
     db = _db(tmp_path)
+    slow_peer.let_tasks_finish()  # the task was still working when the coordinator died
     done = cli("--output", "json", "resume", run_id, "--db", db)
     assert done.rc == 0, done.stderr
     assert done.data["output"] == {"review": "reviewed: check the release notes"}
@@ -156,6 +158,7 @@ def test_continue_remote_records_the_observed_result(
 ) -> None:
     run_id, effect = _killed_mid_task(cli, tmp_path, slow_peer)
     db = _db(tmp_path)
+    slow_peer.let_tasks_finish()
     cont = cli(
         "--output",
         "json",
