@@ -29,6 +29,7 @@ from agentctl.core import registry
 from agentctl.core.effects import input_digest
 from agentctl.core.jsonvalue import JsonObject, as_object
 from agentctl.core.operations import BuildInput, RunContext, replace_at
+from agentctl.core.redact import Redactor
 from agentctl.errors import BlockedError, InvalidOperationError, ProviderError
 from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.interface import RunLedger
@@ -46,6 +47,7 @@ class Observation:
     effect: EffectRecord
     handle: RemoteHandleRecord
     message: Execute
+    secrets: tuple[str, ...] = ()  # resolved header values, redacted from what is recorded
 
 
 def continue_remote(effect_id: str, *, db: str, actor: str, reason: str | None) -> JsonObject:
@@ -91,10 +93,13 @@ def _continuable(ledger: RunLedger, effect_id: str) -> Observation:
             "reconcile it with `agentctl effects reconcile`",
             run_id=effect.run_id,
         )
-    return Observation(effect, handle, _message(ledger, effect, handle))
+    message, values = _message(ledger, effect, handle)
+    return Observation(effect, handle, message, values)
 
 
-def _message(ledger: RunLedger, effect: EffectRecord, handle: RemoteHandleRecord) -> Execute:
+def _message(
+    ledger: RunLedger, effect: EffectRecord, handle: RemoteHandleRecord
+) -> tuple[Execute, tuple[str, ...]]:
     """The polling request, built again by the task's registry entry from the recorded input."""
     run = ledger.get_run(effect.run_id)
     plan = load_plan(run)
@@ -103,8 +108,9 @@ def _message(ledger: RunLedger, effect: EffectRecord, handle: RemoteHandleRecord
     if entry is None or entry.builder is None:
         raise InvalidOperationError(f"effect {effect.effect_id}: {effect.operation} cannot run")
     workspace = os.path.abspath(run.base_path or os.getcwd())
+    run_config = plan.run
     context = RunContext(
-        workspace, plan.run.policy, plan.run.long_term_namespace, plan.run.a2a_peers
+        workspace, run_config.policy, run_config.long_term_namespace, a2a_peers=run_config.a2a_peers
     )
     built = entry.builder(
         BuildInput(task.id, task.action or "", task.config(), as_object(effect.request), context)
@@ -114,12 +120,13 @@ def _message(ledger: RunLedger, effect: EffectRecord, handle: RemoteHandleRecord
             f"effect {effect.effect_id}: the run's plan no longer builds the recorded request "
             "(its peer changed); nothing was observed"
         )
-    request = dict(built.request)
+    request, values = dict(built.request), []
     for where, ref in built.secret_refs.items():
-        found = secrets.resolve(ref, plan.run.policy, workspace, f"effect {effect.effect_id}")
+        found = secrets.resolve(ref, run_config.policy, workspace, f"effect {effect.effect_id}")
         request = replace_at(request, where, found.value)
+        values.append(found.value)
     request["continueTaskId"] = handle.remote_task_id
-    return Execute(
+    message = Execute(
         effect_id=effect.effect_id,
         run_id=effect.run_id,
         task_id=effect.task_id,
@@ -129,6 +136,7 @@ def _message(ledger: RunLedger, effect: EffectRecord, handle: RemoteHandleRecord
         timeout_seconds=float(task.timeout_seconds),
         executor=entry.executor,
     )
+    return message, tuple(values)
 
 
 async def _observe(message: Execute) -> Result | Failure:
@@ -137,11 +145,13 @@ async def _observe(message: Execute) -> Result | Failure:
 
 
 def _observed(found: Observation, reply: Result | Failure) -> JsonObject:
+    redactor = Redactor(found.secrets)
     if isinstance(reply, Result):
-        return dict(reply.output)
+        return as_object(redactor.redact(dict(reply.output)))
     raise ProviderError(
         f"remote task {found.handle.remote_task_id} of effect {found.effect.effect_id} was not "
-        f"observed to completion: {reply.error.message}; nothing was recorded"
+        f"observed to completion: {redactor.redact_text(reply.error.message)}; "
+        "nothing was recorded"
     )
 
 

@@ -51,7 +51,9 @@ class RunSettings:
     def context(self) -> RunContext:
         """What request builders may know about the run."""
         run = self.plan.run
-        return RunContext(self.workspace, run.policy, run.long_term_namespace, run.a2a_peers)
+        return RunContext(
+            self.workspace, run.policy, run.long_term_namespace, a2a_peers=run.a2a_peers
+        )
 
 
 def prepare_task(

@@ -109,12 +109,13 @@ class EffectList:
     task_id: str | None
     effects: tuple[EffectRecord, ...]
     reconciliations: tuple[ReconciliationRecord, ...]
+    remote_handles: tuple[RemoteHandleRecord, ...] = ()
 
     def to_json(self) -> JsonObject:
         return {
             "runId": self.run_id,
             "taskId": self.task_id,
-            "effects": _all(self.effects),
+            "effects": _effects_json(self.effects, self.remote_handles),
             "reconciliations": [r.to_json() for r in self.reconciliations],
         }
 
@@ -124,7 +125,8 @@ def effect_list(conn: sqlite3.Connection, run_id: str, task_id: str | None = Non
     effects = tuple(list_effects(conn, run_id, task_id))
     ids = {e.effect_id for e in effects}
     recs = tuple(r for r in list_reconciliations(conn, run_id=run_id) if r.effect_id in ids)
-    return EffectList(run_id, task_id, effects, recs)
+    handles = tuple(h for h in list_handles(conn, run_id) if h.effect_id in ids)
+    return EffectList(run_id, task_id, effects, recs, handles)
 
 
 @dataclass(frozen=True)

@@ -108,8 +108,10 @@ def test_host_outside_allowlist_is_refused_before_any_request(
     assert again.rc == 4 and "unresolved" in again.error["error"]["message"]
 
 
-def _killed_mid_task(cli: Cli, tmp_path: Path, peer: Peer) -> tuple[str, dict[str, str]]:
-    """Start a run, SIGKILL its coordinator once the remote task id is durable; returns the
+def _killed_mid_task(
+    cli: Cli, tmp_path: Path, peer: Peer, sig: signal.Signals = signal.SIGKILL
+) -> tuple[str, dict[str, str]]:
+    """Start a run, signal its coordinator once the remote task id is durable; returns the
     run id and the effect as ``inspect`` shows it then."""
     wf, db = _workflow(peer, tmp_path), _db(tmp_path)
     argv = agentctl_argv("--output", "json", "run", str(wf), "--db", db)
@@ -119,7 +121,7 @@ def _killed_mid_task(cli: Cli, tmp_path: Path, peer: Peer) -> tuple[str, dict[st
     try:
         effect = _wait_for_handle(cli, db)
     finally:
-        os.kill(proc.pid, signal.SIGKILL)
+        os.kill(proc.pid, sig)
         proc.wait()
     run_id = effect["runId"]
     return run_id, effect
@@ -185,3 +187,19 @@ def test_continue_remote_records_the_observed_result(
     assert slow_peer.lines(slow_peer.received) == [{"messageId": "msg-1"}]
     again = cli("--output", "json", "effects", "continue-remote", effect["effectId"], "--db", db)
     assert again.rc == 4 and "already reconciled" in again.error["error"]["message"]
+
+
+def test_a_cancelled_delegation_is_settled_by_continue_remote(
+    cli: Cli, tmp_path: Path, slow_peer: Peer
+) -> None:
+    run_id, effect = _killed_mid_task(cli, tmp_path, slow_peer, signal.SIGTERM)
+    db = _db(tmp_path)
+    (cancelled,) = cli("--output", "json", "effects", "list", run_id, "--db", db).data["effects"]
+    assert cancelled["status"] == "uncertain"  # cancelled mid-poll: the outcome is unknown
+    assert cancelled["remoteTaskId"] == effect["remoteTaskId"]  # ... but the task is known
+    slow_peer.let_tasks_finish()
+    cont = cli("--output", "json", "effects", "continue-remote", effect["effectId"], "--db", db)
+    assert cont.rc == 0, cont.stderr
+    assert cont.data["status"] == "applied"
+    assert cont.data["result"]["taskId"] == effect["remoteTaskId"]
+    assert slow_peer.lines(slow_peer.received) == [{"messageId": "msg-1"}]
