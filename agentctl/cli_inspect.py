@@ -1,7 +1,8 @@
 """Inspection commands over stored runs: ``inspect``, ``cancel``, ``runs list`` and ``effects``.
 
 Each opens the ledger for one short read (or one guarded write: ``cancel``, ``effects
-reconcile``) and delivers one outcome; none of them drives a run.
+reconcile``) and delivers one outcome; none of them drives a run. ``effects continue-remote``
+also observes one remote task through a worker (``coordinator.continuation``).
 """
 
 from __future__ import annotations
@@ -98,7 +99,9 @@ def runs_list_cmd(
     deliver(Outcome("RunList", data, human=human))
 
 
-effects_app = typer.Typer(help="List, inspect and reconcile effects.", no_args_is_help=True)
+effects_app = typer.Typer(
+    help="List, inspect, reconcile and continue effects.", no_args_is_help=True
+)
 
 
 @effects_app.command("list")
@@ -157,6 +160,23 @@ def effects_reconcile_cmd(
         result=result,
         compensation_effect_id=compensation_effect,
     )
+    deliver(Outcome("EffectReconciliation", data))
+
+
+@effects_app.command("continue-remote")
+def effects_continue_remote_cmd(
+    effect: Annotated[str, typer.Argument(help="Effect id (64 hex).")],
+    db: DbOpt = DEFAULT_DB,
+    actor: Annotated[str, typer.Option("--actor")] = "cli-user",
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why (default: what was seen).")
+    ] = None,
+) -> None:
+    """Observe the persisted remote task of an unresolved effect (never resubmits); when it
+    completed, record its result as an applied reconciliation."""
+    from agentctl.coordinator.continuation import continue_remote
+
+    data = continue_remote(effect, db=db, actor=actor, reason=reason)
     deliver(Outcome("EffectReconciliation", data))
 
 

@@ -185,7 +185,7 @@ class CallGateway:
             request=call.request,
             timeout_seconds=call.timeout_s,
         )
-        reply = _redacted(call, await self.pool.execute(msg, keeper))
+        reply = _redacted(call, await self.pool.execute(msg, on_fragment=keeper))
         crash_point(CrashPoint.AFTER_RESULT)
         await self.store.finish_effects([self._outcome(new, call, reply)])
         crash_point(CrashPoint.AFTER_OUTCOME)

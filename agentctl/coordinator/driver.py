@@ -8,7 +8,8 @@ task moves through the states of ``steps.py``; every phase below turns steps int
 Invariants:
 - nothing is dispatched before its ``started`` row commits;
 - a confirmed outcome is never executed again: on resume it is reused from the ledger;
-- a started effect without an outcome is never repeated: it is uncertain and blocks;
+- a started effect without an outcome is never repeated: it is uncertain and blocks — unless
+  its remote work has a durable handle, which the resumed effect observes instead;
 - task outputs, memory, audit and the checkpoint of a batch commit in one transaction, in
   compiled order, whatever order the effects finished in.
 """
@@ -161,7 +162,7 @@ class Driver:
         self._stage(steps)
         await self._flush()
 
-    def _prepare(self, task: PlannedTask, view: ev.RuntimeView) -> Prepared:
+    def _prepare(self, task: PlannedTask, view: ev.RuntimeView) -> Prepared | StartedEffect:
         attempt = self.live.attempts.get(task.id, 0)
         found = self.live.inflight.pop(task.id, None)
         if found is None or self.live.states[task.id] not in _RESUMABLE:
@@ -177,7 +178,7 @@ class Driver:
 
     def _resume(
         self, task: PlannedTask, view: ev.RuntimeView, found: Inflight, attempt: int
-    ) -> Prepared:
+    ) -> Prepared | StartedEffect:
         """A task found mid-flight: reuse its outcome, or re-create its effect identically."""
         eff = found.effect
         fresh = found.reconciliation in ("not_applied", "compensated")
@@ -201,10 +202,23 @@ class Driver:
             return Settled(task, attempt, "failed", error=error)
         if fresh:
             return prepare_task(self.rs, task, view, attempt + 1)
+        prep = self._recreate(task, view, eff.effect_id, attempt)
+        if isinstance(prep, PendingEffect) and found.remote is not None and eff.status == "started":
+            # Its remote work is known and durable: observe it, never send it again.
+            observe = {**prep.effect.request, "continueTaskId": found.remote.remote_task_id}
+            return started(
+                dataclasses.replace(prep, effect=dataclasses.replace(prep.effect, request=observe))
+            )
+        return prep
+
+    def _recreate(
+        self, task: PlannedTask, view: ev.RuntimeView, effect_id: str, attempt: int
+    ) -> PendingEffect | Settled:
+        """The recorded effect prepared again; it must come out with the same identity."""
         prep = prepare_task(self.rs, task, view, attempt)
-        if not isinstance(prep, PendingEffect) or prep.effect.effect_id != eff.effect_id:
+        if not isinstance(prep, PendingEffect) or prep.effect.effect_id != effect_id:
             error = (
-                f"effect {eff.effect_id} can no longer be re-created identically; "
+                f"effect {effect_id} can no longer be re-created identically; "
                 "reconcile it and retry the task"
             )
             return Settled(task, attempt, "failed", error=error)

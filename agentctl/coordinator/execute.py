@@ -10,6 +10,8 @@ Invariants:
   confirmed result survives a crash of the rest of the batch), or — for a batch of one effect —
   deferred into ``Settled.outcome`` and committed with the task's completion;
 - resolved secret values are redacted from the output and error before anything is recorded;
+- a remote handle a worker reports mid-effect (an A2A task id) is committed before the worker
+  is told to go on (``_handle_sink``), so what was started remotely is never forgotten;
 - a result that breaks the task's output contract fails the task (the effect still succeeded);
   so do files over the run's ``maxArtifactBytes``: refused before they are stored, the
   effect stays succeeded (it happened) while the task and the run fail.
@@ -26,7 +28,7 @@ from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.local import LOCAL_OPERATIONS, LocalResult
 from agentctl.coordinator.steps import Settled, StartedEffect
 from agentctl.coordinator.store import GroupCommitter, Store
-from agentctl.coordinator.workerpool import WorkerPool
+from agentctl.coordinator.workerpool import HandleSink, WorkerPool
 from agentctl.core import evaluate as ev
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate
@@ -36,7 +38,8 @@ from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.ledger.artifacts.refs import ArtifactRef
 from agentctl.ledger.budget import BudgetRefusedError
 from agentctl.ledger.model import EffectOutcome, IngestRequest, MemoryEntry, MemoryPut
-from agentctl.mailbox.messages import Execute, Result
+from agentctl.ledger.remote import RemoteHandleRecord
+from agentctl.mailbox.messages import Execute, RemoteHandle, Result
 
 MAX_ARTIFACT_BYTES = 16 * 1024 * 1024
 
@@ -135,7 +138,7 @@ class EffectRunner:
             request=step.effect.request,
             timeout_seconds=step.effect.timeout_s,
         )
-        reply = await self.pool.execute(msg)
+        reply = await self.pool.execute(msg, on_handle=self._handle_sink())
         crash_point(CrashPoint.AFTER_RESULT)
         wire = reply.protocol
         if not isinstance(reply, Result):
@@ -151,6 +154,23 @@ class EffectRunner:
         return Execution(
             "succeeded", output, usage=reply.usage, artifacts=refs, lease_ids=leases, protocol=wire
         )
+
+    def _handle_sink(self) -> HandleSink:
+        """Commits the remote handles an effect reports before its worker goes on."""
+
+        async def persist(handle: RemoteHandle) -> None:
+            record = RemoteHandleRecord(
+                effect_id=handle.effect_id,
+                run_id=self.run_id,
+                protocol=handle.protocol,
+                peer=handle.peer,
+                remote_task_id=handle.remote_task_id,
+                context_id=handle.context_id,
+                created_at=self.clock.now(),
+            )
+            await self.store.record_remote_handle(record)
+
+        return persist
 
     async def _ingest(
         self, task_id: str, paths: list[str]

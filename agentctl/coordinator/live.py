@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.model import LiveState
+from agentctl.ledger.remote import RemoteHandleRecord
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,7 @@ class Inflight:
     effect: EffectRecord
     reconciliation: str | None = None  # applied | not_applied | compensated
     result: JsonValue = None
+    remote: RemoteHandleRecord | None = None  # the remote work the effect started, if known
 
 
 @dataclass
@@ -53,5 +55,5 @@ def live_from(state: LiveState) -> Live:
     for found in state.inflight:
         last = found.reconciliation
         status, result = (last.status, last.result) if last else (None, None)
-        live.inflight[found.task_id] = Inflight(found.effect, status, result)
+        live.inflight[found.task_id] = Inflight(found.effect, status, result, found.remote)
     return live

@@ -58,6 +58,7 @@ class RunSettings:
             long_term=run.long_term or {},
             mcp_servers=run.mcp_servers,
             pricing=run.pricing,
+            a2a_peers=run.a2a_peers,
         )
 
 

@@ -33,6 +33,7 @@ from agentctl.ledger.model import (
     SettleRun,
     TaskStartBatch,
 )
+from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.ledger.runs import RunRecord
 from agentctl.ledger.streams import NewStreamEvent, StreamEventRecord
 
@@ -82,6 +83,9 @@ class Store:
 
     async def append_stream_event(self, event: NewStreamEvent) -> StreamEventRecord | None:
         return await self._run(lambda: self.ledger.append_stream_event(event))
+
+    async def record_remote_handle(self, handle: RemoteHandleRecord) -> None:
+        await self._run(lambda: self.ledger.record_remote_handle(handle))
 
     async def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
         await self._run(lambda: self.ledger.finish_effects(outcomes))

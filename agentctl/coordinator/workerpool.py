@@ -4,6 +4,9 @@ Invariants:
 - workers start lazily, on the first ``execute`` that finds no idle worker, up to ``size``;
   each gets one AF_UNIX socketpair (the child end inherited as ``--fd N``) and must say
   ``Hello`` before it is used; effects go to the least-loaded live worker;
+- a worker's mid-effect ``RemoteHandle`` is persisted through the effect's ``on_handle`` and
+  acknowledged (``RemoteHandleAck``) only after it returned, so the worker goes on only once
+  the handle is durable;
 - every ``execute`` resolves exactly once: with the worker's ``Result``/``Failure`` or — when
   the worker dies, its socket fails or it breaks the protocol — with an uncertain
   ``Failure`` of type ``WorkerLost`` (the effect may have happened); that worker's tree is
@@ -42,6 +45,8 @@ from agentctl.mailbox.messages import (
     Execute,
     Failure,
     Hello,
+    RemoteHandle,
+    RemoteHandleAck,
     Result,
     Shutdown,
     StreamAck,
@@ -59,11 +64,16 @@ WORKER_LOST = "WorkerLost"
 FragmentSink = Callable[[StreamFragment], Awaitable[None]]
 
 
+# Persists a worker's mid-effect ``RemoteHandle`` durably; raises AgentctlError if it cannot.
+HandleSink = Callable[[RemoteHandle], Awaitable[None]]
+
+
 @dataclass
 class _Reply:
     event: trio.Event = field(default_factory=trio.Event)
     value: Result | Failure | None = None
     on_fragment: FragmentSink | None = None
+    on_handle: HandleSink | None = None
 
     def resolve(self, value: Result | Failure) -> None:
         if self.value is None:
@@ -136,13 +146,19 @@ class WorkerPool:
         return [w.pid for w in self._workers if not w.lost]
 
     async def execute(
-        self, msg: Execute, on_fragment: FragmentSink | None = None
+        self,
+        msg: Execute,
+        *,
+        on_fragment: FragmentSink | None = None,
+        on_handle: HandleSink | None = None,
     ) -> Result | Failure:
         """Run one effect on a worker and return its reply (WorkerLost if the worker died).
 
         A worker that has not answered ``ANSWER_GRACE_S`` after the effect's own timeout is
         hung: it is killed and the effect resolves as uncertain, so nothing waits forever.
         ``on_fragment`` receives the effect's stream fragments, one at a time, in order.
+        ``on_handle`` persists the remote handles the effect reports on its way; the worker is
+        acknowledged once it returns (a refusal tells the worker the handle is not durable).
         """
         if msg.executor is None:
             # Name the executor from this process's registry, so a kind registered at run
@@ -151,6 +167,7 @@ class WorkerPool:
             msg = msg.model_copy(update={"executor": named})
         worker, reply = await self._assign(msg.effect_id)
         reply.on_fragment = on_fragment
+        reply.on_handle = on_handle
         try:
             await worker.channel.send(msg)
         except ProtocolError as exc:
@@ -174,7 +191,9 @@ class WorkerPool:
             if effect_id in worker.pending and not worker.lost:
                 await self._send_or_lose(worker, Cancel(effect_id=effect_id))
 
-    async def _send_or_lose(self, worker: _Worker, msg: Cancel | Shutdown) -> None:
+    async def _send_or_lose(
+        self, worker: _Worker, msg: Cancel | Shutdown | RemoteHandleAck
+    ) -> None:
         try:
             await worker.channel.send(msg)
         except ProtocolError as exc:
@@ -265,6 +284,10 @@ class WorkerPool:
                 if isinstance(msg, StreamFragment):
                     await self._keep_fragment(worker, msg)
                     continue
+                if isinstance(msg, RemoteHandle):
+                    # Persisted aside: the reader must keep serving the worker's other effects.
+                    self._nursery.start_soon(self._persist_handle, worker, msg)
+                    continue
                 if not isinstance(msg, Result | Failure):
                     reason = f"unexpected {msg.type!r} frame from a worker"
                     break
@@ -291,6 +314,19 @@ class WorkerPool:
             except AgentctlError as exc:
                 ack = ack.model_copy(update={"accepted": False, "error": exc.message})
         await worker.channel.send(ack)
+
+    async def _persist_handle(self, worker: _Worker, handle: RemoteHandle) -> None:
+        reply = worker.pending.get(handle.effect_id)
+        ack = RemoteHandleAck(effect_id=handle.effect_id, persisted=False)
+        if reply is None or reply.on_handle is None:
+            ack = ack.model_copy(update={"error": "no running effect records remote handles"})
+        else:
+            try:
+                await reply.on_handle(handle)
+                ack = ack.model_copy(update={"persisted": True})
+            except AgentctlError as exc:
+                ack = ack.model_copy(update={"error": exc.message})
+        await self._send_or_lose(worker, ack)
 
     def _lose(self, worker: _Worker, reason: str) -> None:
         """Resolve the worker's effects as WorkerLost, kill its tree, reap it in background."""

@@ -10,9 +10,9 @@ version cannot execute is ``runnable=False`` (check and plan accept it, run refu
 
 from __future__ import annotations
 
+from agentctl.core import a2a, mcp
 from agentctl.core import builders as b
 from agentctl.core import extension as ext
-from agentctl.core import mcp
 from agentctl.core.effects import EffectClass as C
 from agentctl.core.effects import Idempotency as I
 from agentctl.core.effects import Predictability as P
@@ -193,8 +193,9 @@ ACTIONS: tuple[Operation, ...] = (
         _EXEC,
         "worker",
         policy_name="a2a.delegate",
+        builder=a2a.build_delegate,
         with_keys=_keys("peer", "messageId", "message"),
-        runnable=False,
+        executor=f"{_X}.a2a:execute_delegate",
         preview="stand_in",
     ),
 )

@@ -64,6 +64,7 @@ class RunContext:
     long_term: Mapping[str, JsonValue] = field(default_factory=dict)  # spec.memory.longTerm
     mcp_servers: Mapping[str, JsonValue] = field(default_factory=dict)  # spec.mcpServers
     pricing: Mapping[str, JsonValue] | None = None  # ``runtime.pricing`` (``core.pricing``)
+    a2a_peers: Mapping[str, JsonValue] = field(default_factory=dict)  # spec.a2aPeers
 
 
 @dataclass(frozen=True)

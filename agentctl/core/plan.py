@@ -96,6 +96,7 @@ class RunConfig:
     compensation: JsonObject = field(default_factory=dict)  # spec.compensation
     mcp_servers: JsonObject = field(default_factory=dict)  # spec.mcpServers
     pricing: JsonObject | None = None  # spec.runtime.pricing (core.pricing reads it)
+    a2a_peers: JsonObject = field(default_factory=dict)  # spec.a2aPeers (name → peer)
 
     @property
     def long_term_namespace(self) -> str:

@@ -45,6 +45,7 @@ from agentctl.ledger.model import (
     TaskStartBatch,
 )
 from agentctl.ledger.reconcile import ReconciliationRecord
+from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.ledger.rows import ApprovalId, EffectId, RunId, TaskId
 from agentctl.ledger.runs import NewRun, RunRecord
 from agentctl.ledger.sqlite_ledger import SqliteLedger, open_ledger
@@ -103,6 +104,7 @@ __all__ = [
     "ProtocolReport",
     "ReconcileRequest",
     "ReconciliationRecord",
+    "RemoteHandleRecord",
     "RequestBatch",
     "RequestRow",
     "ReservationOutcome",

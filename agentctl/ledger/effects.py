@@ -210,18 +210,20 @@ def resolve_waiting_effect_txn(
     )
 
 
-def mark_uncertain_txn(conn: sqlite3.Connection, run_id: str, now: str) -> list[str]:
-    """Every ``started`` effect of the run becomes ``uncertain`` (after a crash or cancel)."""
+def mark_uncertain_txn(
+    conn: sqlite3.Connection, run_id: str, now: str, *, keep: str | None = None
+) -> list[str]:
+    """Every ``started`` effect of the run becomes ``uncertain`` (after a crash or cancel),
+    except those the SQL condition ``keep`` (over ``effects e``) selects."""
+    where = "e.run_id = ? AND e.status = 'started'" + (f" AND NOT {keep}" if keep else "")
     ids = [
         str(r[0])
-        for r in conn.execute(
-            "SELECT effect_id FROM effects WHERE run_id = ? AND status = 'started'", (run_id,)
-        )
+        for r in conn.execute(f"SELECT e.effect_id FROM effects e WHERE {where}", (run_id,))
     ]
-    conn.execute(
+    conn.executemany(
         "UPDATE effects SET status = 'uncertain', completed_at = ?"
-        " WHERE run_id = ? AND status = 'started'",
-        (now, run_id),
+        " WHERE effect_id = ? AND status = 'started'",
+        [(now, effect_id) for effect_id in ids],
     )
     return ids
 

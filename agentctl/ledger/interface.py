@@ -49,6 +49,7 @@ from agentctl.ledger.model import (
     TaskStartBatch,
 )
 from agentctl.ledger.reconcile import ReconciliationRecord
+from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.ledger.runs import NewRun, RunRecord
 from agentctl.ledger.stats import (
     ApprovalList,
@@ -178,6 +179,15 @@ class RunLedger(Protocol):
 
     def long_term_reindex(self, namespace: str, identity: EmbeddingIdentity, now: str) -> int:
         """Recompute the vectors of every active entry of ``namespace``; how many."""
+        ...
+
+    def record_remote_handle(self, handle: RemoteHandleRecord) -> None:
+        """Persist the remote work a started effect began (an A2A task id), mid-effect; the
+        same handle again is a no-op, a different one is refused."""
+        ...
+
+    def remote_handle(self, effect_id: str) -> RemoteHandleRecord | None:
+        """The remote work the effect began, if a handle was persisted."""
         ...
 
     # ---------------------------------------------------------------- operators

@@ -8,7 +8,8 @@ Invariants:
 - a derived run (retry, repair, replay) is one transaction: run, copied tasks, memory, audit
   and lease — it never exists half-materialised;
 - claiming a run for resume refuses terminal runs, takes the lease and turns every
-  ``started`` effect (whose outcome died with the previous coordinator) into ``uncertain``;
+  ``started`` effect (whose outcome died with the previous coordinator) into ``uncertain`` —
+  except one whose remote work has a durable handle (``ledger.remote``): it is observed again;
 - stopping or settling a run releases only a lease its own process holds.
 """
 
@@ -21,6 +22,7 @@ import agentctl.ledger.audit as audit
 import agentctl.ledger.effects as effects
 import agentctl.ledger.longterm as longterm
 import agentctl.ledger.reconcile as reconcile
+import agentctl.ledger.remote as remote
 import agentctl.ledger.runs as runs
 import agentctl.ledger.streams as streams
 import agentctl.ledger.tasks as tasks
@@ -85,7 +87,9 @@ def claim_for_resume_txn(
             run_id=run.run_id,
         )
     runs.acquire_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now)
-    effects.mark_uncertain_txn(conn, run.run_id, now)
+    # A started effect with a durable remote handle lost only its observer: it stays started
+    # and the resumed drive observes the same remote work (ledger.remote).
+    effects.mark_uncertain_txn(conn, run.run_id, now, keep=remote.CONTINUABLE)
     return run
 
 
@@ -156,7 +160,8 @@ def read_live(conn: sqlite3.Connection, run_id: str) -> LiveState:
         if eff is None:
             continue
         recs = reconcile.list_reconciliations(conn, effect_id=eff.effect_id)
-        inflight.append(InflightEffect(t.task_id, eff, recs[-1] if recs else None))
+        handle = remote.get_handle(conn, eff.effect_id)
+        inflight.append(InflightEffect(t.task_id, eff, recs[-1] if recs else None, handle))
     return LiveState(run, records, tuple(inflight))
 
 

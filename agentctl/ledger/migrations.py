@@ -322,6 +322,23 @@ def _protocol_records() -> tuple[str, ...]:
     )
 
 
+def _remote_handles() -> tuple[str, ...]:
+    """``remote_handles``: the remote task an effect started (an A2A task id), written by the
+    coordinator mid-effect so resume and ``effects continue-remote`` can observe it again."""
+    return (
+        """CREATE TABLE remote_handles (
+            effect_id TEXT PRIMARY KEY REFERENCES effects (effect_id),
+            format_version INTEGER NOT NULL DEFAULT 1,
+            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+            protocol TEXT NOT NULL,
+            peer TEXT NOT NULL,
+            remote_task_id TEXT NOT NULL,
+            context_id TEXT,
+            created_at TEXT NOT NULL)""",
+        "CREATE INDEX remote_handles_by_run ON remote_handles (run_id)",
+    )
+
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V1,
     _V2,
@@ -331,6 +348,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _stream_event_links(),  # v6
     _long_term_search_index(),  # v7
     _protocol_records(),  # v8: protocol sessions and calls (MCP, A2A), shown by `inspect`
+    _remote_handles(),  # v9: an A2A task id, persisted mid-effect
 )
 SUPPORTED_SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -22,6 +22,7 @@ from agentctl.core.protocols import ProtocolEvidence
 from agentctl.ledger.artifacts.refs import ArtifactRef, ArtifactRefRecord
 from agentctl.ledger.effects import EffectRecord, NewEffect
 from agentctl.ledger.reconcile import ReconciliationRecord
+from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.ledger.runs import NewRun, RunRecord
 from agentctl.ledger.tasks import AuditSpec, TaskCompletion, TaskRecord
 
@@ -98,6 +99,7 @@ class InflightEffect:
     task_id: str
     effect: EffectRecord
     reconciliation: ReconciliationRecord | None
+    remote: RemoteHandleRecord | None = None  # the remote work it started, if any
 
 
 @dataclass(frozen=True)

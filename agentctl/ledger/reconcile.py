@@ -21,6 +21,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.effects import EffectRecord, get_effect
+from agentctl.ledger.remote import CONTINUABLE
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, dumps_opt, fetch_all, loads_opt
 
 
@@ -205,11 +206,13 @@ def _insert(conn: sqlite3.Connection, r: ReconciliationRecord) -> None:
 
 
 def unresolved_effects(conn: sqlite3.Connection, run_id: str) -> list[EffectRecord]:
-    """Started or uncertain effects of the run with no reconciliation: they block resume."""
+    """Started or uncertain effects of the run with no reconciliation: they block resume —
+    except a started one with a remote handle, which resume observes (``ledger.remote``)."""
     rows = conn.execute(
         "SELECT e.effect_id FROM effects e WHERE e.run_id = ?"
         " AND e.status IN ('started', 'uncertain') AND NOT EXISTS"
         " (SELECT 1 FROM effect_reconciliations r WHERE r.effect_id = e.effect_id)"
+        f" AND NOT {CONTINUABLE}"
         " ORDER BY e.requested_at, e.effect_id",
         (run_id,),
     ).fetchall()

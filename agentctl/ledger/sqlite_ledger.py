@@ -22,6 +22,7 @@ import agentctl.ledger.lifecycle as lifecycle
 import agentctl.ledger.longterm as longterm
 import agentctl.ledger.protocols as protocols
 import agentctl.ledger.reconcile as reconcile
+import agentctl.ledger.remote as remote
 import agentctl.ledger.runs as runs
 import agentctl.ledger.stats as stats
 import agentctl.ledger.steps as steps
@@ -193,6 +194,14 @@ class SqliteLedger:
     def long_term_reindex(self, namespace: str, identity: EmbeddingIdentity, now: str) -> int:
         with self._db.transaction() as conn:
             return longterm.reindex_txn(conn, namespace, identity, now)
+
+    def record_remote_handle(self, handle: remote.RemoteHandleRecord) -> None:
+        with self._db.transaction() as conn:
+            remote.record_handle_txn(conn, handle)
+
+    def remote_handle(self, effect_id: str) -> remote.RemoteHandleRecord | None:
+        with self._db.read() as conn:
+            return remote.get_handle(conn, effect_id)
 
     # ---------------------------------------------------------------- operators
 

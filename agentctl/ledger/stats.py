@@ -39,6 +39,7 @@ from agentctl.ledger.protocols import (
     list_protocol_sessions,
 )
 from agentctl.ledger.reconcile import ReconciliationRecord, list_reconciliations
+from agentctl.ledger.remote import RemoteHandleRecord, get_handle, list_handles
 from agentctl.ledger.rows import parse_ts
 from agentctl.ledger.runs import RunRecord, get_run
 from agentctl.ledger.streams import StreamEventRecord, list_stream_events
@@ -47,6 +48,22 @@ from agentctl.ledger.tasks import TaskRecord, list_tasks
 
 def _all(items: tuple[ApprovalRecord, ...] | tuple[EffectRecord, ...]) -> list[JsonValue]:
     return [i.to_json() for i in items]
+
+
+def _effects_json(
+    effects: tuple[EffectRecord, ...], handles: tuple[RemoteHandleRecord, ...]
+) -> list[JsonValue]:
+    """Effect records, each with ``remoteTaskId`` when it started remote work (A2A)."""
+    by_effect = {h.effect_id: h for h in handles}
+    found: list[JsonValue] = []
+    for effect in effects:
+        entry = effect.to_json()
+        handle = by_effect.get(effect.effect_id)
+        if handle is not None:
+            entry["remoteTaskId"] = handle.remote_task_id
+            entry["remoteHandle"] = handle.to_json()
+        found.append(entry)
+    return found
 
 
 @dataclass(frozen=True)
@@ -99,12 +116,13 @@ class EffectList:
     task_id: str | None
     effects: tuple[EffectRecord, ...]
     reconciliations: tuple[ReconciliationRecord, ...]
+    remote_handles: tuple[RemoteHandleRecord, ...] = ()
 
     def to_json(self) -> JsonObject:
         return {
             "runId": self.run_id,
             "taskId": self.task_id,
-            "effects": _all(self.effects),
+            "effects": _effects_json(self.effects, self.remote_handles),
             "reconciliations": [r.to_json() for r in self.reconciliations],
         }
 
@@ -114,18 +132,21 @@ def effect_list(conn: sqlite3.Connection, run_id: str, task_id: str | None = Non
     effects = tuple(list_effects(conn, run_id, task_id))
     ids = {e.effect_id for e in effects}
     recs = tuple(r for r in list_reconciliations(conn, run_id=run_id) if r.effect_id in ids)
-    return EffectList(run_id, task_id, effects, recs)
+    handles = tuple(h for h in list_handles(conn, run_id) if h.effect_id in ids)
+    return EffectList(run_id, task_id, effects, recs, handles)
 
 
 @dataclass(frozen=True)
 class EffectInspection:
     effect: EffectRecord
     reconciliations: tuple[ReconciliationRecord, ...]
+    remote: RemoteHandleRecord | None = None
 
     def to_json(self) -> JsonObject:
         recs: list[JsonValue] = [r.to_json() for r in self.reconciliations]
+        handles = (self.remote,) if self.remote is not None else ()
         return {
-            "effect": self.effect.to_json(),
+            "effect": _effects_json((self.effect,), handles)[0],
             "reconciliations": recs,
             "effectiveReconciliation": recs[-1] if recs else None,
         }
@@ -133,7 +154,8 @@ class EffectInspection:
 
 def effect_inspection(conn: sqlite3.Connection, effect_id: str) -> EffectInspection:
     effect = get_effect(conn, effect_id)
-    return EffectInspection(effect, tuple(list_reconciliations(conn, effect_id=effect_id)))
+    recs = tuple(list_reconciliations(conn, effect_id=effect_id))
+    return EffectInspection(effect, recs, get_handle(conn, effect_id))
 
 
 @dataclass(frozen=True)
@@ -167,12 +189,13 @@ class RunInspection:
     audit: tuple[AuditEvent, ...]
     budget: BudgetSnapshot
     stream_events: tuple[StreamEventRecord, ...] = ()
+    remote_handles: tuple[RemoteHandleRecord, ...] = ()
 
     def to_json(self) -> JsonObject:
         return {
             "run": {**self.run.to_json(), "workingMemory": self.run.working_memory},
             "tasks": [t.to_json() for t in self.tasks],
-            "effects": _all(self.effects),
+            "effects": _effects_json(self.effects, self.remote_handles),
             "effectReconciliations": [r.to_json() for r in self.reconciliations],
             "approvals": _all(self.approvals),
             "checkpoints": [c.to_json() for c in self.checkpoints],
@@ -228,6 +251,7 @@ def run_inspection(conn: sqlite3.Connection, run_id: str) -> RunInspection:
         audit=tuple(list_audit(conn, run_id)),
         budget=budget_snapshot(conn, run_id),
         stream_events=tuple(list_stream_events(conn, run_id)),
+        remote_handles=tuple(list_handles(conn, run_id)),
     )
 
 

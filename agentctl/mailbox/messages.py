@@ -153,6 +153,33 @@ class StreamAck(WireModel):
     error: str | None = None
 
 
+class RemoteHandle(WireModel):
+    """Worker → coordinator, mid-effect: the remote work this effect started has an identity.
+
+    Sent as soon as a peer names it (an A2A task id), before the worker observes it further;
+    the worker waits for ``RemoteHandleAck`` so the handle is durable before it goes on. A
+    coordinator that resumes the run observes the same remote work instead of repeating it.
+    """
+
+    type: Literal["remote_handle"] = "remote_handle"
+    v: Literal[1] = 1
+    effect_id: str
+    protocol: Literal["a2a"]
+    peer: str
+    remote_task_id: str = Field(min_length=1)
+    context_id: str | None = None
+
+
+class RemoteHandleAck(WireModel):
+    """Coordinator → worker: the handle is committed (``persisted``), or why it is not."""
+
+    type: Literal["remote_handle_ack"] = "remote_handle_ack"
+    v: Literal[1] = 1
+    effect_id: str
+    persisted: bool
+    error: str | None = None
+
+
 Message = Annotated[
     Hello
     | Execute
@@ -163,7 +190,9 @@ Message = Annotated[
     | EffectRequest
     | Go
     | StreamFragment
-    | StreamAck,
+    | StreamAck
+    | RemoteHandle
+    | RemoteHandleAck,
     Field(discriminator="type"),
 ]
 

@@ -172,3 +172,24 @@ class McpRequest(WireModel):
     # tools/call: an answer with ``isError`` fails the effect (an action) or is handed to the
     # model as the tool's result (an agent's tool).
     fail_on_tool_error: bool = True
+
+
+class A2aDelegateRequest(WireModel):
+    """``a2a.delegate``: one message to an A2A peer (protocol 1.0), its task polled.
+
+    ``headers`` hold resolved values (card fetch and every call); ``continue_task_id`` set means
+    *observe* that remote task only — the message is never sent again (resume, and
+    ``effects continue-remote``).
+    """
+
+    peer: str
+    card_url: str
+    protocol_version: str = "1.0"
+    headers: dict[str, str] = Field(default_factory=dict)
+    message_id: str | None = None
+    message: Any
+    egress: EgressSettings = Field(default_factory=EgressSettings)
+    request_timeout_seconds: float = Field(default=120, gt=0)
+    max_polls: int = Field(default=100, ge=1, le=1000)
+    poll_interval_ms: int = Field(default=100, ge=1, le=60_000)
+    continue_task_id: str | None = None

@@ -2,7 +2,8 @@
 
 Invariants:
 - the first frame a worker sends is ``Hello``; afterwards exactly one ``Result`` or
-  ``Failure`` per ``Execute`` (unless the worker dies, which the coordinator treats as loss);
+  ``Failure`` per ``Execute`` (unless the worker dies, which the coordinator treats as loss),
+  preceded by any ``RemoteHandle`` frames the effect sent mid-way (``workers.remote``);
 - effects run concurrently in the worker's nursery, each under its own cancel scope, so
   ``Cancel`` stops exactly one effect (reported uncertain: it had started);
 - socket EOF or a protocol error cancels every effect — killing their process trees — and the
@@ -28,12 +29,14 @@ from agentctl.mailbox.messages import (
     Execute,
     Failure,
     Hello,
+    RemoteHandleAck,
     Result,
     Shutdown,
     StreamAck,
     failure_from_error,
 )
 from agentctl.workers.executors import ExecOutcome, FailedEffect, UncertainEffect, executor_for
+from agentctl.workers.remote import CURRENT_LINK, HandleLink
 from agentctl.workers.stream import StreamSink, bind_sink
 
 
@@ -77,6 +80,7 @@ class _Worker:
         self.nursery = nursery
         self.scopes: dict[str, trio.CancelScope] = {}
         self.sinks: dict[str, StreamSink] = {}
+        self.link = HandleLink(channel)
 
     async def run_effect(self, msg: Execute) -> None:
         scope = self.scopes[msg.effect_id]
@@ -124,6 +128,8 @@ class _Worker:
                 self.scopes[msg.effect_id].cancel()
             elif isinstance(msg, StreamAck) and msg.effect_id in self.sinks:
                 self.sinks[msg.effect_id].acknowledge_nowait(msg)
+            elif isinstance(msg, RemoteHandleAck):
+                self.link.acknowledge(msg)
 
     def _start(self, msg: Execute) -> None:
         if msg.effect_id in self.scopes:
@@ -137,7 +143,10 @@ async def serve_worker(channel: FrameChannel) -> None:
     """Handshake on ``channel`` and serve it until EOF or Shutdown."""
     await channel.send(Hello(pid=os.getpid(), protocol=PROTOCOL_VERSION))
     async with trio.open_nursery() as nursery:
-        await _Worker(channel, nursery).serve()
+        worker = _Worker(channel, nursery)
+        # Effect tasks start from this task, so they inherit the link (workers.remote).
+        CURRENT_LINK.set(worker.link)
+        await worker.serve()
 
 
 async def run_worker(fd: int) -> None:

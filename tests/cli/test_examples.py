@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.a2a_peer_process import Peer, running_peer
 from tests.cli.mcp_server import TOKEN, start_server
 from tests.conftest import EXAMPLES, Cli, CliResult
 
@@ -31,6 +32,7 @@ EXPECTED = {
     "e9-process.yaml": ("e9", 1),
     "e10-extension.yaml": ("extension-wordcount", 1),
     "e11-mcp.yaml": ("mcp-notes", 2),
+    "e12-a2a-delegate.yaml": ("a2a-delegate", 1),
     "router.yaml": ("router", 6),
     "memory.yaml": ("memory", 6),
     "long-term-memory.yaml": ("long-term-memory", 5),
@@ -139,6 +141,21 @@ def test_e11_mcp_counts_and_keeps_a_note(runner: Runner, tmp_path: Path) -> None
         assert server.calls() == ["word_count", "append_note"]
     finally:
         server.kill()
+
+
+def test_e12_a2a_delegates_to_the_example_peer(runner: Runner) -> None:
+    script = runner.dir / "peers" / "a2a_peer.py"
+    with running_peer(runner.dir.parent, delay=0.1, script=script) as peer:
+        port = str(peer.port)
+        variant = runner.edit(
+            "e12-a2a-delegate.yaml",
+            ("allowedPorts: [8765]", f"allowedPorts: [{port}]"),
+            ("127.0.0.1:8765/.well", f"127.0.0.1:{port}/.well"),
+        )
+        data = _succeeded(runner.run(variant))
+        assert len(Peer.lines(peer.received)) == 1
+    assert data["output"]["review"] == "reviewed: Release 2.3 adds resumable A2A delegation."
+    assert data["output"]["remoteTask"]
 
 
 def test_e1_dataflow_outputs_total(runner: Runner) -> None:

@@ -132,7 +132,7 @@ def test_policy_names_where_the_spec_gives_them(op: Operation) -> None:
 
 def test_only_what_this_version_executes_is_runnable() -> None:
     runnable = {op.name for op in registry.entries() if op.runnable}
-    refused = {"a2a.delegate"} | LATE
+    refused = set(LATE)  # every kind this version accepts, it runs
     assert {
         f"model.{kind}" for kind in ("openai", "azure_openai", "anthropic", "google")
     } <= runnable

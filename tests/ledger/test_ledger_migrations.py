@@ -80,6 +80,7 @@ _FILLERS = {
     5: [_fill_v1, _fill_v2, _fill_v3],  # v5 only marked the file as ours
     6: [_fill_v1, _fill_v2, _fill_v3],  # v6 only added nullable stream-event columns
     7: [_fill_v1, _fill_v2, _fill_v3],  # v7 only added long-term search columns
+    8: [_fill_v1, _fill_v2, _fill_v3],  # v8 only added the protocol tables
 }
 
 

@@ -88,6 +88,7 @@ def run_config(spec: dict[str, Any]) -> RunConfig:
         compensation=spec.get("compensation") or {},
         mcp_servers=spec.get("mcpServers") or {},
         pricing=(spec.get("runtime") or {}).get("pricing"),
+        a2a_peers=spec.get("a2aPeers") or {},
     )
 
 

@@ -97,6 +97,7 @@ def _run_json(run: RunConfig) -> JsonObject:
         "compensation": run.compensation,
         "mcpServers": run.mcp_servers,
         "pricing": run.pricing,
+        "a2aPeers": run.a2a_peers,
     }
 
 
@@ -110,6 +111,7 @@ def _run(raw: Any) -> RunConfig:
         compensation=raw["compensation"],
         mcp_servers=raw.get("mcpServers") or {},  # absent in plans stored before MCP ran
         pricing=raw.get("pricing"),  # absent in plans stored before pricing was carried
+        a2a_peers=raw.get("a2aPeers") or {},  # absent from plans stored before A2A ran
     )
 
 

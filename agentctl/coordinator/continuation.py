@@ -1,0 +1,163 @@
+"""``agentctl effects continue-remote EFFECT``: observe a persisted remote task, never resubmit.
+
+An ``a2a.delegate`` effect whose remote task id was persisted (``ledger.remote``) but whose
+outcome is unknown — its run was interrupted, cancelled or gave up polling — can be settled by
+observing that task again. A worker polls it (``GetTask`` only; the message is never sent
+again); when the task completed, the result is appended as an ``applied`` reconciliation with
+the observation as its evidence, so ``resume``, ``retry`` and ``repair`` reuse it.
+
+Invariants:
+- only an unresolved (started or uncertain, not yet reconciled) effect with a handle is
+  continued; without a handle the submission was ambiguous and an operator must decide;
+- the request is the one the task's registry entry builds from the effect's recorded input and
+  the run's stored plan; it must come out with the recorded input digest, or nothing is sent;
+- the run's lease is held while observing, so no coordinator drives the run meanwhile;
+- a task that ended otherwise than ``completed``, or that is still working, records nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from agentctl.coordinator import secrets
+from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.creation import load_plan, owner_identity
+from agentctl.coordinator.launch import open_existing, run_trio
+from agentctl.coordinator.workerpool import open_worker_pool
+from agentctl.core import registry
+from agentctl.core.effects import input_digest
+from agentctl.core.jsonvalue import JsonObject, as_object
+from agentctl.core.operations import BuildInput, RunContext
+from agentctl.core.redact import Redactor
+from agentctl.errors import BlockedError, InvalidOperationError, ProviderError
+from agentctl.ledger.effects import EffectRecord
+from agentctl.ledger.interface import RunLedger
+from agentctl.ledger.model import ReconcileRequest
+from agentctl.ledger.remote import RemoteHandleRecord
+from agentctl.mailbox.messages import Execute, Failure, Result
+
+_UNRESOLVED = ("started", "uncertain")
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What to observe: the effect, its handle, and the worker message that polls it."""
+
+    effect: EffectRecord
+    handle: RemoteHandleRecord
+    message: Execute
+    secrets: tuple[str, ...] = ()  # resolved header values, redacted from what is recorded
+
+
+def continue_remote(effect_id: str, *, db: str, actor: str, reason: str | None) -> JsonObject:
+    """Observe the effect's remote task; its ``EffectReconciliation`` (``applied``)."""
+    clock = Clock()
+    with open_existing(db) as ledger:
+        found = _continuable(ledger, effect_id)
+        owner = owner_identity()
+        ledger.acquire_lease(found.effect.run_id, owner, clock.now())
+        try:
+            reply = run_trio(_observe, found.message)
+        finally:
+            ledger.release_lease(found.effect.run_id, owner.pid, clock.now())
+        output = _observed(found, reply)
+        request = ReconcileRequest(
+            effect_id=found.effect.effect_id,
+            status="applied",
+            actor=actor,
+            reason=reason or f"observed remote task {found.handle.remote_task_id} completed",
+            evidence=_evidence(found.handle, output),
+            result=output,
+            compensation_effect_id=None,
+            now=clock.now(),
+            reconciliation_id=clock.new_id("reconciliation"),
+            trace_id=clock.new_id("trace"),
+        )
+        return ledger.reconcile_effect(request).to_json()
+
+
+def _continuable(ledger: RunLedger, effect_id: str) -> Observation:
+    seen = ledger.inspect_effect(effect_id)
+    effect, handle = seen.effect, seen.remote
+    if effect.status not in _UNRESOLVED or seen.reconciliations:
+        raise InvalidOperationError(
+            f"effect {effect.effect_id} is {effect.status}"
+            + (" and already reconciled" if seen.reconciliations else "")
+            + "; continue-remote settles only an unresolved effect"
+        )
+    if handle is None:
+        raise BlockedError(
+            f"effect {effect.effect_id} ({effect.operation}) has no persisted remote task: the "
+            "submission was ambiguous, so nothing can be observed and nothing is resent; "
+            "reconcile it with `agentctl effects reconcile`",
+            run_id=effect.run_id,
+        )
+    message, values = _message(ledger, effect, handle)
+    return Observation(effect, handle, message, values)
+
+
+def _message(
+    ledger: RunLedger, effect: EffectRecord, handle: RemoteHandleRecord
+) -> tuple[Execute, tuple[str, ...]]:
+    """The polling request, built again by the task's registry entry from the recorded input."""
+    run = ledger.get_run(effect.run_id)
+    plan = load_plan(run)
+    task = plan.task(effect.task_id)
+    entry = registry.find(effect.operation)
+    if entry is None or entry.builder is None:
+        raise InvalidOperationError(f"effect {effect.effect_id}: {effect.operation} cannot run")
+    workspace = os.path.abspath(run.base_path or os.getcwd())
+    run_config = plan.run
+    context = RunContext(
+        workspace, run_config.policy, run_config.long_term_namespace, a2a_peers=run_config.a2a_peers
+    )
+    built = entry.builder(
+        BuildInput(task.id, task.action or "", task.config(), as_object(effect.request), context)
+    )
+    if input_digest(built.recorded) != effect.input_digest:
+        raise InvalidOperationError(
+            f"effect {effect.effect_id}: the run's plan no longer builds the recorded request "
+            "(its peer changed); nothing was observed"
+        )
+    where = (run_config.policy, workspace, f"effect {effect.effect_id}")
+    got = secrets.resolve_pointers(built.recorded, built.request, built.secret_refs, where)
+    request, values = dict(got.request), got.values
+    request["continueTaskId"] = handle.remote_task_id
+    message = Execute(
+        effect_id=effect.effect_id,
+        run_id=effect.run_id,
+        task_id=effect.task_id,
+        attempt=effect.attempt,
+        operation=effect.operation,
+        request=request,
+        timeout_seconds=float(task.timeout_seconds),
+        executor=entry.executor,
+    )
+    return message, tuple(values)
+
+
+async def _observe(message: Execute) -> Result | Failure:
+    async with open_worker_pool(1) as pool:
+        return await pool.execute(message)
+
+
+def _observed(found: Observation, reply: Result | Failure) -> JsonObject:
+    redactor = Redactor(found.secrets)
+    if isinstance(reply, Result):
+        return as_object(redactor.redact(dict(reply.output)))
+    raise ProviderError(
+        f"remote task {found.handle.remote_task_id} of effect {found.effect.effect_id} was not "
+        f"observed to completion: {redactor.redact_text(reply.error.message)}; "
+        "nothing was recorded"
+    )
+
+
+def _evidence(handle: RemoteHandleRecord, output: JsonObject) -> JsonObject:
+    return {
+        "kind": "remote_observation",
+        "protocol": handle.protocol,
+        "peer": handle.peer,
+        "remoteTaskId": handle.remote_task_id,
+        "state": output.get("state"),
+    }

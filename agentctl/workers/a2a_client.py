@@ -1,0 +1,170 @@
+"""The A2A 1.0 calls of ``a2a.delegate``, made with the official ``a2a-sdk`` client parts.
+
+The SDK's ``A2ACardResolver`` fetches the Agent Card and its ``JsonRpcTransport`` speaks
+``SendMessage`` / ``GetTask``; both get an ``httpx`` client on the egress route
+(``egress_httpx``), so the card URL and every call obey the run's network policy.
+
+Invariants:
+- the card URL is checked (allowlist, scheme, port, private addresses) before any request;
+- the JSON-RPC interface used is one the card advertises for the declared protocol version,
+  on the same scheme, host and port as the card URL (the route checked); anything else is
+  refused before the message is sent;
+- every call carries ``A2A-Version`` and the peer's resolved headers; cards, messages, parts
+  and artifacts are untrusted data, turned into plain JSON and never interpreted;
+- a JSON-RPC error answer is the peer's definitive word (``PeerRefusedError``); any other
+  failure of a call is ``PeerUnreachableError``, and whether the message may have arrived is
+  the executor's judgement (``SendTracker``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import httpx2
+from a2a.client.card_resolver import A2ACardResolver
+from a2a.client.errors import A2AClientError
+from a2a.client.transports.jsonrpc import JsonRpcTransport
+from a2a.types import a2a_pb2 as pb
+from a2a.utils.errors import A2AError
+from google.protobuf import json_format, struct_pb2
+
+from agentctl.errors import AgentctlError, ProviderError
+from agentctl.mailbox.requests import A2aDelegateRequest
+from agentctl.workers.egress_http import EgressRoute
+from agentctl.workers.egress_httpx import egress_httpx_client
+
+VERSION_HEADER = "A2A-Version"
+
+
+class PeerRefusedError(ProviderError):
+    """The peer answered the call with a JSON-RPC error: it did not do what was asked."""
+
+
+class PeerUnreachableError(ProviderError):
+    """A call failed without the peer's answer (transport loss, timeout, HTTP error)."""
+
+
+@dataclass(frozen=True)
+class PeerSession:
+    """One delegation's connection to its peer: the card read, the interface chosen."""
+
+    name: str
+    card: pb.AgentCard
+    transport: JsonRpcTransport
+    route: EgressRoute
+
+
+@contextlib.asynccontextmanager
+async def open_peer(req: A2aDelegateRequest, route: EgressRoute) -> AsyncIterator[PeerSession]:
+    """Fetch the peer's Agent Card over ``route`` and bind its JSON-RPC interface."""
+    headers = {**req.headers, VERSION_HEADER: req.protocol_version}
+    async with egress_httpx_client(
+        route, read_timeout=req.request_timeout_seconds, headers=headers
+    ) as http:
+        card = await _fetch_card(http, req)
+        url = _rpc_url(card, req, route)
+        yield PeerSession(req.peer, card, JsonRpcTransport(http, card, url, True), route)
+
+
+async def _fetch_card(http: httpx.AsyncClient, req: A2aDelegateRequest) -> pb.AgentCard:
+    try:
+        return await A2ACardResolver(http, req.card_url, "").get_agent_card()
+    except (A2AError, httpx2.HTTPError, httpx.HTTPError) as exc:
+        raise ProviderError(
+            f"A2A peer {req.peer}: cannot read its Agent Card at {req.card_url}: {exc}"
+        ) from exc
+
+
+def _same_origin(url: str, route: EgressRoute) -> bool:
+    parsed = httpx.URL(url)
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    target = route.target
+    return (parsed.scheme, (parsed.host or "").lower(), port) == (
+        target.scheme,
+        target.host.lower(),
+        target.port,
+    )
+
+
+def _rpc_url(card: pb.AgentCard, req: A2aDelegateRequest, route: EgressRoute) -> str:
+    offered = []
+    for iface in card.supported_interfaces:
+        offered.append(f"{iface.protocol_binding} {iface.protocol_version} at {iface.url}")
+        if (
+            iface.protocol_binding.upper() == "JSONRPC"
+            and _major_minor(iface.protocol_version) == _major_minor(req.protocol_version)
+            and _same_origin(iface.url, route)
+        ):
+            return str(iface.url)
+    raise ProviderError(
+        f"A2A peer {req.peer}: its card offers no JSON-RPC interface for protocol "
+        f"{req.protocol_version} on the card's own origin; it offers: "
+        f"{'; '.join(offered) or 'nothing'}"
+    )
+
+
+def _major_minor(version: str) -> tuple[str, ...]:
+    return tuple(version.strip().split(".")[:2])
+
+
+def outbound(req: A2aDelegateRequest, message_id: str) -> pb.SendMessageRequest:
+    """The message as sent: text becomes a text part, any other JSON one data part."""
+    if isinstance(req.message, str):
+        part = pb.Part(text=req.message)
+    else:
+        part = pb.Part(data=json_format.ParseDict(req.message, struct_pb2.Value()))
+    message = pb.Message(message_id=message_id, role=pb.ROLE_USER, parts=[part])
+    config = pb.SendMessageConfiguration(return_immediately=True)
+    return pb.SendMessageRequest(message=message, configuration=config)
+
+
+async def send_message(session: PeerSession, request: pb.SendMessageRequest) -> Any:
+    """``SendMessage``: the peer's ``Task`` or its direct ``Message`` reply."""
+    with _translated(session.name, "SendMessage"):
+        answer = await session.transport.send_message(request)
+    if answer.HasField("task"):
+        return answer.task
+    if answer.HasField("message"):
+        return answer.message
+    raise PeerRefusedError(f"A2A peer {session.name}: SendMessage answered neither task nor reply")
+
+
+async def get_task(session: PeerSession, task_id: str) -> pb.Task:
+    with _translated(session.name, "GetTask"):
+        return await session.transport.get_task(pb.GetTaskRequest(id=task_id))
+
+
+@contextlib.contextmanager
+def _translated(peer: str, call: str) -> Any:
+    try:
+        yield
+    except AgentctlError:
+        raise
+    except A2AClientError as exc:
+        raise PeerUnreachableError(f"A2A peer {peer}: {call} failed: {exc}") from exc
+    except A2AError as exc:
+        raise PeerRefusedError(f"A2A peer {peer}: {call} refused: {exc}") from exc
+    except (httpx2.HTTPError, httpx.HTTPError, OSError) as exc:
+        raise PeerUnreachableError(f"A2A peer {peer}: {call} failed: {exc!r}") from exc
+
+
+def as_json(message: Any) -> Any:
+    """A protobuf message as plain camelCase JSON (untrusted data, never interpreted)."""
+    return json_format.MessageToDict(message)
+
+
+def task_state(task: Any) -> str:
+    """The task's state name (``TASK_STATE_WORKING``, …); empty when it has no status."""
+    return str(pb.TaskState.Name(task.status.state)) if task.HasField("status") else ""
+
+
+def is_task(answer: Any) -> bool:
+    return isinstance(answer, pb.Task)
+
+
+def texts(parts: Any) -> list[str]:
+    return [p.text for p in parts if p.HasField("text")]

@@ -1,0 +1,141 @@
+"""``a2a.delegate``: send one message to an A2A peer, persist its task, poll it to an end.
+
+Invariants:
+- the message is sent at most once per execution, and never when the request names a task to
+  continue (``continueTaskId``: resume or ``effects continue-remote``) — then only ``GetTask``;
+- the remote task id is made durable (``workers.remote``) before the first poll, so a crash of
+  anything after it leaves a task to observe, never a message to send again;
+- a failure before any byte of the message left is a definitive failure; a lost or ambiguous
+  ``SendMessage`` is uncertain; polling is bounded by ``maxPolls`` × ``pollIntervalMs`` and
+  ending it on a task still working is uncertain too (the task goes on remotely);
+- ``completed`` is the only success; ``failed``, ``rejected``, ``canceled`` and the interrupted
+  states (input or auth required) fail the task with the peer's own words.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from agentctl.errors import AgentctlError, ProviderError
+from agentctl.mailbox.messages import Execute, RemoteHandle
+from agentctl.mailbox.requests import A2aDelegateRequest
+from agentctl.workers import a2a_client as peer
+from agentctl.workers.egress import EgressPolicy
+from agentctl.workers.egress_http import check_route
+from agentctl.workers.executors import ExecOutcome, UncertainEffect, parse_request
+from agentctl.workers.remote import persist_remote_handle
+
+_WORKING = frozenset({"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_UNSPECIFIED"})
+
+
+async def execute_delegate(msg: Execute) -> ExecOutcome:
+    req = parse_request(A2aDelegateRequest, msg)
+    policy = EgressPolicy.from_json(req.egress.model_dump(by_alias=True))
+    route = await check_route(req.card_url, policy)  # every denial happens here
+    async with peer.open_peer(req, route) as session:
+        if req.continue_task_id is not None:
+            task = await _observe(session, req, req.continue_task_id, None)
+        else:
+            task = await _delegate(session, req, msg.effect_id)
+    return ExecOutcome(task)
+
+
+async def _delegate(session: peer.PeerSession, req: A2aDelegateRequest, effect_id: str) -> Any:
+    request = peer.outbound(req, req.message_id or effect_id)
+    session.route.tracker.sent = False  # the card fetch sent bytes; the message has not yet
+    try:
+        answer = await peer.send_message(session, request)
+    except peer.PeerRefusedError:
+        raise
+    except AgentctlError as exc:
+        if not session.route.tracker.sent:
+            raise
+        raise UncertainEffect(_lost(req, "SendMessage", exc)) from exc
+    if not peer.is_task(answer):
+        return _reply_output(req, answer)
+    await persist_remote_handle(
+        RemoteHandle(
+            effect_id=effect_id,
+            protocol="a2a",
+            peer=req.peer,
+            remote_task_id=answer.id,
+            context_id=answer.context_id or None,
+        )
+    )
+    return await _observe(session, req, answer.id, answer)
+
+
+async def _observe(
+    session: peer.PeerSession, req: A2aDelegateRequest, task_id: str, latest: Any
+) -> Any:
+    """Poll ``GetTask`` until the task ends, at most ``maxPolls`` times."""
+    polls = 0
+    while latest is None or _state(latest) in _WORKING:
+        if polls >= req.max_polls:
+            state = _state(latest) if latest is not None else "unknown"
+            raise UncertainEffect(
+                ProviderError(
+                    f"A2A peer {req.peer}: task {task_id} still {_short(state)} after "
+                    f"{polls} polls (maxPolls); it may finish remotely — "
+                    "`agentctl effects continue-remote EFFECT` observes it again"
+                )
+            )
+        if latest is not None:
+            await trio.sleep(req.poll_interval_ms / 1000)
+        polls += 1
+        try:
+            latest = await peer.get_task(session, task_id)
+        except peer.PeerUnreachableError as exc:
+            # A read of a known task: safe to try again on the next poll, within the bound.
+            if polls >= req.max_polls:
+                raise UncertainEffect(_lost(req, "GetTask", exc)) from exc
+    return _task_output(req, latest)
+
+
+def _state(task: Any) -> str:
+    return peer.task_state(task)
+
+
+def _short(state: str) -> str:
+    return state.removeprefix("TASK_STATE_").lower()
+
+
+def _task_output(req: A2aDelegateRequest, task: Any) -> dict[str, Any]:
+    state = _short(_state(task))
+    said = peer.texts(task.status.message.parts) if task.status.HasField("message") else []
+    if state != "completed":
+        detail = " ".join(said) or "no message"
+        raise ProviderError(f"A2A peer {req.peer}: task {task.id} ended {state}: {detail}")
+    artifacts = [peer.as_json(a) for a in task.artifacts]
+    text = [t for a in task.artifacts for t in peer.texts(a.parts)] or said
+    return {
+        "peer": req.peer,
+        "taskId": task.id,
+        "contextId": task.context_id or None,
+        "state": state,
+        "text": "\n".join(text),
+        "artifacts": artifacts,
+        "message": peer.as_json(task.status.message) if said else None,
+    }
+
+
+def _reply_output(req: A2aDelegateRequest, message: Any) -> dict[str, Any]:
+    """A peer that answers with a message directly: no task, nothing to poll."""
+    return {
+        "peer": req.peer,
+        "taskId": None,
+        "contextId": message.context_id or None,
+        "state": "completed",
+        "text": "\n".join(peer.texts(message.parts)),
+        "artifacts": [],
+        "message": peer.as_json(message),
+    }
+
+
+def _lost(req: A2aDelegateRequest, call: str, exc: AgentctlError) -> AgentctlError:
+    return AgentctlError(
+        f"A2A peer {req.peer}: {call} was sent but its answer was lost ({exc.message}); "
+        "the peer may have acted on it"
+    )

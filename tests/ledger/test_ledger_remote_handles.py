@@ -1,0 +1,116 @@
+"""Remote handles (``ledger.remote``): persisted mid-effect, continuable on resume, immutable."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import psutil
+import pytest
+from ledger_helpers import new_run, ts
+
+from agentctl.errors import InvalidOperationError, NotFoundError
+from agentctl.ledger import (
+    CancelRun,
+    NewEffect,
+    Owner,
+    ReconcileRequest,
+    RemoteHandleRecord,
+    RequestBatch,
+    RequestRow,
+    SqliteLedger,
+    open_ledger,
+)
+
+OWNER = Owner(os.getpid(), psutil.Process().create_time())
+
+
+def _delegation(task: str) -> NewEffect:
+    request = {"peer": "reviewer", "message": f"review {task}"}
+    effect = NewEffect("run-1", task, 1, 0, "a2a.delegate", request, "remote_agent", "high", "")
+    return replace(effect, idempotency="unknown", trace_id="trace-1")
+
+
+def _handle(effect: NewEffect, remote_task_id: str = "task-7") -> RemoteHandleRecord:
+    return RemoteHandleRecord(
+        effect.effect_id, "run-1", "a2a", "reviewer", remote_task_id, "ctx-1", ts(2)
+    )
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> SqliteLedger:
+    led = open_ledger(tmp_path / "state" / "runtime.db")
+    led.create_run(new_run(), ("a", "b"), OWNER, ts(0))
+    return led
+
+
+@pytest.fixture
+def started(ledger: SqliteLedger) -> tuple[NewEffect, NewEffect]:
+    """Two started delegations (tasks a and b); only a's remote task id is persisted."""
+    a, b = _delegation("a"), _delegation("b")
+    rows = (RequestRow("a", "pending", 1, a, {}), RequestRow("b", "pending", 1, b, {}))
+    ledger.record_requests(RequestBatch("run-1", rows, ts(1), "trace-1"))
+    ledger.record_remote_handle(_handle(a))
+    return a, b
+
+
+def test_a_handle_is_shown_and_never_changes(
+    ledger: SqliteLedger, started: tuple[NewEffect, NewEffect]
+) -> None:
+    a, _ = started
+    ledger.record_remote_handle(_handle(a))  # the same report again: a no-op
+    with pytest.raises(InvalidOperationError, match="cannot change"):
+        ledger.record_remote_handle(_handle(a, "task-8"))
+    found = ledger.remote_handle(a.effect_id)
+    assert found is not None and found.remote_task_id == "task-7"
+    shown = ledger.inspect_run("run-1").to_json()["effects"]
+    assert isinstance(shown, list)
+    assert [e.get("remoteTaskId") for e in shown if isinstance(e, dict)] == ["task-7", None]
+    effect = ledger.inspect_effect(a.effect_id).to_json()["effect"]
+    assert isinstance(effect, dict) and effect["remoteTaskId"] == "task-7"
+
+
+def test_only_a_started_effect_gets_a_handle(ledger: SqliteLedger) -> None:
+    with pytest.raises(NotFoundError):
+        ledger.record_remote_handle(_handle(_delegation("a")))
+    held = replace(_delegation("a"), waiting_for_approval=True)
+    row = RequestRow("a", "pending", 1, held, {}, "approval required")
+    ledger.record_requests(RequestBatch("run-1", (row,), ts(1), "trace-1"))
+    with pytest.raises(InvalidOperationError, match="only a started effect"):
+        ledger.record_remote_handle(_handle(held))
+
+
+def test_resume_keeps_a_continuable_effect_started(
+    ledger: SqliteLedger, started: tuple[NewEffect, NewEffect]
+) -> None:
+    _, b = started
+    ledger.claim_for_resume("run-1", OWNER, ts(5))  # the coordinator died mid-poll
+    statuses = {e.task_id: e.status for e in ledger.list_effects("run-1").effects}
+    assert statuses == {"a": "started", "b": "uncertain"}
+    assert [e.effect_id for e in ledger.unresolved_effects("run-1")] == [b.effect_id]
+    inflight = {f.task_id: f for f in ledger.load_live("run-1").inflight}
+    assert inflight["a"].remote is not None and inflight["a"].remote.remote_task_id == "task-7"
+    assert inflight["b"].remote is None
+
+
+def test_a_cancelled_run_leaves_it_uncertain_for_continue_remote(
+    ledger: SqliteLedger, started: tuple[NewEffect, NewEffect]
+) -> None:
+    a, _ = started
+    ledger.cancel_run(CancelRun("run-1", "cancelled", ts(5), os.getpid(), ("a", "b"), None))
+    (effect, _) = ledger.list_effects("run-1").effects
+    assert effect.status == "uncertain" and ledger.remote_handle(a.effect_id) is not None
+    observed = {"taskId": "task-7", "state": "completed"}
+    request = ReconcileRequest(
+        a.effect_id,
+        "applied",
+        "ops",
+        "observed",
+        {"kind": "remote_observation"},
+        observed,
+        None,
+        ts(6),
+    )
+    assert ledger.reconcile_effect(request).status == "applied"
+    assert ledger.recorded_result(a.effect_id) == observed
