@@ -122,16 +122,34 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
     """Drive a created or resumed run to a resting state under the one cancellation path."""
     store = Store(req.ledger)
     live = live_from(await store.load_live(req.run_id))
-    settings = _settings(req)
-    size = max(1, min(req.plan.max_concurrency, os.cpu_count() or 1))
     registry = _worker_registry(req.ledger.location)
-    final, cancelled, wall_expired = "failed", False, False
+    try:
+        final, cancelled, wall_expired = await _drive_with_workers(store, req, live, registry)
+    finally:
+        # Also when the drive failed (a full disk): every worker is dead, nothing to record.
+        with contextlib.suppress(OSError):
+            os.unlink(registry)
+    if wall_expired:
+        final = "wall_time_exceeded"
+    outcome: RunOutcome | None = None
+    with trio.CancelScope(shield=True):
+        outcome = await _finish(store, req, live, final, cancelled)
+    assert outcome is not None
+    return outcome
+
+
+async def _drive_with_workers(
+    store: Store, req: DriveRequest, live: Live, registry: str
+) -> tuple[str, bool, bool]:
+    """Run the driver inside the worker pool and the cancellation scopes; returns the final
+    state, whether the run was cancelled, and whether its wall time ran out."""
+    size = max(1, min(req.plan.max_concurrency, os.cpu_count() or 1))
     wall_deadline = await _wall_deadline(store, req)
     async with open_worker_pool(size, registry_path=registry) as pool:
         await store.open_artifacts()
         driver = Driver(
             store,
-            settings,
+            _settings(req),
             live,
             pool,
             req.clock,
@@ -151,17 +169,8 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
                     scope.deadline = trio.current_time() + req.timeout_s
                 final = await driver.drive()
                 nursery.cancel_scope.cancel()
-        cancelled = scope.cancelled_caught
-        wall_expired = wall.cancelled_caught and not cancelled
-    with contextlib.suppress(OSError):
-        os.unlink(registry)
-    if wall_expired:
-        final = "wall_time_exceeded"
-    outcome: RunOutcome | None = None
-    with trio.CancelScope(shield=True):
-        outcome = await _finish(store, req, live, final, cancelled)
-    assert outcome is not None
-    return outcome
+    cancelled = scope.cancelled_caught
+    return final, cancelled, wall.cancelled_caught and not cancelled
 
 
 def _settings(req: DriveRequest) -> RunSettings:

@@ -281,6 +281,19 @@ def _long_term_search_index() -> tuple[str, ...]:
     )
 
 
+def _value_blobs() -> tuple[str, ...]:
+    """Ledger values kept in the artifact store (ADR 0006, ``artifacts/values.py``): a JSON
+    string of 64 KiB or more in a content column is stored once as a blob and the row holds
+    ``{"$artifact": digest, "bytes": n}``; ``value_blobs`` pins every such blob, so garbage
+    collection never takes bytes a row still refers to."""
+    return (
+        """CREATE TABLE value_blobs (
+            digest TEXT PRIMARY KEY REFERENCES artifact_blobs (digest),
+            format_version INTEGER NOT NULL DEFAULT 1,
+            created_at TEXT NOT NULL)""",
+    )
+
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V1,
     _V2,
@@ -289,6 +302,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V5,
     _stream_event_links(),
     _long_term_search_index(),
+    _value_blobs(),
 )
 SUPPORTED_SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -79,6 +79,7 @@ _FILLERS = {
     4: [_fill_v1, _fill_v2, _fill_v3],  # v4 only added a nullable column
     5: [_fill_v1, _fill_v2, _fill_v3],  # v5 only marked the file as ours
     6: [_fill_v1, _fill_v2, _fill_v3],  # v6 only added nullable stream-event columns
+    7: [_fill_v1, _fill_v2, _fill_v3],  # v7 only added long-term memory search columns
 }
 
 
