@@ -10,6 +10,9 @@ Invariants:
   confirmed result survives a crash of the rest of the batch), or — for a batch of one effect —
   deferred into ``Settled.outcome`` and committed with the task's completion;
 - resolved secret values are redacted from the output and error before anything is recorded;
+- a task's own write that found its disk full (``TaskDiskFullError``) is a failed effect — it
+  did not happen — but not a failed task: the settled step stops the run, which ``resume``
+  continues with a fresh attempt once space is freed;
 - a result that breaks the task's output contract fails the task (the effect still succeeded);
   so do files over the run's ``maxArtifactBytes``: refused before they are stored, the
   effect stays succeeded (it happened) while the task and the run fail.
@@ -32,6 +35,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate
 from agentctl.core.redact import Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
+from agentctl.errors import TaskDiskFullError
 from agentctl.ledger.artifacts.refs import ArtifactRef
 from agentctl.ledger.budget import BudgetRefusedError
 from agentctl.ledger.model import EffectOutcome, IngestRequest, MemoryEntry, MemoryPut
@@ -55,6 +59,8 @@ class Execution:
     lease_ids: tuple[str, ...] = ()
     # The effect succeeded but the task fails anyway (its artifacts exceed the budget).
     task_error: str | None = None
+    # The effect failed for want of disk space where the task writes: the run stops, resumable.
+    stops_run: bool = False
 
 
 @dataclass(frozen=True)
@@ -136,7 +142,9 @@ class EffectRunner:
         crash_point(CrashPoint.AFTER_RESULT)
         if not isinstance(reply, Result):
             status = "uncertain" if reply.uncertain else "failed"
-            return Execution(status, error=reply.error.message, retryable=reply.error.retryable)
+            full = reply.error.type == TaskDiskFullError.__name__ and not reply.uncertain
+            error, retryable = reply.error.message, reply.error.retryable
+            return Execution(status, error=error, retryable=retryable, stops_run=full)
         output: JsonObject = dict(reply.output)
         try:
             refs, leases = await self._ingest(step.task.id, reply.artifacts)
@@ -193,6 +201,7 @@ def settle(step: StartedEffect, done: Execution, outcome: EffectOutcome | None) 
         lease_ids=done.lease_ids,
         effect_id=step.effect.effect_id,
         outcome=outcome,
+        stops_run=done.stops_run,
     )
 
 

@@ -38,8 +38,10 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
 from agentctl.core.states import cancellable
 from agentctl.errors import (
+    TASK_DISK_FULL_HINT,
     BlockedError,
     RunFailedError,
+    TaskDiskFullError,
 )
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import CancelRun, SettleRun
@@ -247,7 +249,7 @@ async def _finish(
         await store.cancel_run(_stop(req.run_id, live, now, "failed", reason))
         return RunOutcome(req.run_id, req.trace_id, "failed", None, {"run": reason})
     output: JsonValue = None
-    errors = dict(live.errors)
+    errors = dict(live.errors) if live.halted is None else {"run": live.halted}
     if final == "succeeded":
         view = RuntimeView(live.inputs, live.memory, live.outputs, live.states, live.errors)
         try:
@@ -258,7 +260,7 @@ async def _finish(
             else:
                 final, output = "failed", None
                 errors = {**live.errors, "outputs": exc.message}
-    state = {"blocked": "running"}.get(final, final)
+    state = {"blocked": "running", "halted": "running"}.get(final, final)
     never_started = tuple(
         t for t, st in live.states.items() if st == "pending" and final == "failed"
     )
@@ -284,13 +286,20 @@ _UNRESOLVED_HINT = (
 
 
 def outcome_or_raise(outcome: RunOutcome) -> RunOutcome:
-    """Paused/cancelled/succeeded outcomes are returned; failed and blocked ones raise."""
+    """Paused/cancelled/succeeded outcomes are returned; failed, halted and blocked ones raise."""
     if outcome.state == "failed":
         failed = [f"{t}: {e}" for t, e in outcome.errors.items() if e]
         raise RunFailedError(
             "run failed" + (": " + "; ".join(failed[:5]) if failed else ""),
             run_id=outcome.run_id,
             trace_id=outcome.trace_id,
+        )
+    if outcome.state == "halted":
+        raise TaskDiskFullError(
+            f"{outcome.errors.get('run')}; the run stopped and stays resumable",
+            run_id=outcome.run_id,
+            trace_id=outcome.trace_id,
+            data={"hint": TASK_DISK_FULL_HINT.replace("RUN", outcome.run_id)},
         )
     if outcome.state == "blocked":
         raise RunFailedError(

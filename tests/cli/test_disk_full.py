@@ -150,3 +150,39 @@ def test_full_artifact_store_fails_cleanly_and_resume_finishes(
     verified = cli("--output", "json", "artifacts", "verify", "--all", "--db", "s/r.db", cwd=small)
     assert verified.rc == 0 and verified.data["valid"] is True
     _integrity_ok(small / "s" / "r.db")
+
+
+def test_a_task_write_on_a_full_disk_stops_the_run_resumable(
+    cli: Cli, tmp_path: Path, mount_small: Mount
+) -> None:
+    """The ledger has room; only the workspace directory the task writes into is full."""
+    (tmp_path / "wf.yaml").write_text(WF, encoding="utf-8")
+    out = mount_small(tmp_path / "out", "1m")
+    (out / "filler").write_bytes(b"\0" * 700 * 1024)
+    body = "y" * 200 * 1024  # `once` still fits, `twice` (400 KiB) does not
+
+    args = ["run", "wf.yaml", "--db", "s/r.db", "--inputs-file", _inputs(tmp_path, body)]
+    ran = cli("--output", "json", *args)
+    run_id = _failed_with(ran, 4, "task twice: cannot write 'out/twice.txt': no space left")
+    assert run_id in ran.error["error"]["details"]["hint"]
+    listed = cli("--output", "json", "runs", "list", "--db", "s/r.db")
+    assert [(r["runId"], r["state"]) for r in listed.data["runs"]] == [(run_id, "running")]
+    assert sorted(p.name for p in out.iterdir()) == ["filler", "once.txt"]  # no .tmp left
+    effects = cli("--output", "json", "effects", "list", run_id, "--db", "s/r.db")
+    assert [(e["taskId"], e["attempt"], e["status"]) for e in effects.data["effects"]] == [
+        ("once", 1, "succeeded"),
+        ("twice", 1, "failed"),  # it did not happen: nothing is uncertain
+    ]
+
+    (out / "filler").unlink()
+    resumed = cli("--output", "json", "resume", run_id, "--db", "s/r.db")
+    assert resumed.rc == 0, resumed.stderr
+    assert resumed.data["state"] == "succeeded"
+    assert (out / "twice.txt").read_text(encoding="utf-8") == body + body
+    effects = cli("--output", "json", "effects", "list", run_id, "--db", "s/r.db")
+    assert [(e["taskId"], e["attempt"], e["status"]) for e in effects.data["effects"]] == [
+        ("once", 1, "succeeded"),
+        ("twice", 1, "failed"),
+        ("twice", 2, "succeeded"),
+    ]
+    _integrity_ok(tmp_path / "s" / "r.db")
