@@ -111,3 +111,33 @@ def test_after_a_crash_templates_and_replay_see_the_stored_content(
     replayed = cli("--output", "json", "replay", run_id, "--db", "s/r.db")
     assert replayed.rc == 0, replayed.stderr
     assert replayed.data["output"] == resumed.data["output"]
+
+
+def test_a_held_large_write_is_recreated_identically_on_resume(cli: Cli, tmp_path: Path) -> None:
+    """The approval holds the effect row; resume rebuilds it from inputs read back from the
+    artifact store, and the identity (over the real content) must match the recorded one."""
+    body = _body(200 * 1024, seed=3)
+    args = _setup(tmp_path, body)
+    wf = tmp_path / "wf.yaml"
+    wf.write_text(WF.replace("approval: never", "approval: mutations"), encoding="utf-8")
+    paused = cli("--output", "json", *args)
+    assert paused.rc == 3 and paused.data["state"] == "paused", paused.stderr
+    run_id = paused.data["runId"]
+    (approval,) = cli("--output", "json", "approvals", "list", run_id, "--db", "s/r.db").data[
+        "approvals"
+    ]
+    assert approval["redactedInput"]["content"] == body
+    raw = sqlite3.connect(tmp_path / "s" / "r.db")
+    (held,) = raw.execute("SELECT request_json FROM effects").fetchone()
+    raw.close()
+    assert '"$artifact"' in held and body not in held  # only the digest is in the row
+    approve = ["approvals", "approve", approval["approvalId"], "--reason", "ok", "--db", "s/r.db"]
+    assert cli("--output", "json", *approve).rc == 0
+
+    resumed = cli("--output", "json", "resume", run_id, "--db", "s/r.db")
+    assert resumed.rc == 3, resumed.stderr  # `copy` is a mutation too: the next approval
+    assert (tmp_path / "out" / "big.txt").read_text(encoding="utf-8") == body
+    (saved, *_) = cli("--output", "json", "effects", "list", run_id, "--db", "s/r.db").data[
+        "effects"
+    ]
+    assert (saved["taskId"], saved["attempt"], saved["status"]) == ("save", 1, "succeeded")
