@@ -47,7 +47,7 @@ _RESTORE_HINT = (
 )
 
 
-def store_root(conn: sqlite3.Connection) -> Path | None:
+def _store_root(conn: sqlite3.Connection) -> Path | None:
     """The artifact store beside the connection's database file (None for ``:memory:``)."""
     for row in conn.execute("PRAGMA database_list"):
         if row[1] == "main":
@@ -66,7 +66,7 @@ def dumps_value(conn: sqlite3.Connection, value: object, now: str) -> str:
     text = canonical_json(value)
     if len(text) < SPILL_MIN_CHARS and _QUOTED_MARKER not in text:
         return text  # no string in it can be long enough, and nothing needs escaping
-    spiller = _Spiller(conn, store_root(conn), now)
+    spiller = _Spiller(conn, _store_root(conn), now)
     return canonical_json(_encode(json.loads(text), spiller))
 
 
@@ -88,7 +88,7 @@ class _Spiller:
             return self.done[text]
         data = text.encode("utf-8")  # JSON text in a row is UTF-8 too: no new failure here
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
-        write_blob(self.root, digest, data)
+        _write_blob(self.root, digest, data)
         pin_value_blob_txn(self.conn, digest, len(data), self.now)
         ref: JsonValue = {MARKER: digest, "bytes": len(data)}
         self.done[text] = ref
@@ -106,7 +106,7 @@ def _encode(value: JsonValue, spill: _Spiller) -> JsonValue:
     return value
 
 
-def write_blob(root: Path, digest: str, data: bytes) -> None:
+def _write_blob(root: Path, digest: str, data: bytes) -> None:
     """Put ``data`` (whose digest is ``digest``) in the store, durably; a good copy is kept."""
     dest = blob_file(root, digest)
     tmp = dest.parent / f".{dest.name}.{uuid.uuid4().hex}.part"
@@ -138,7 +138,7 @@ def loads_value(conn: sqlite3.Connection, text: str | None) -> JsonValue:
     value: JsonValue = json.loads(text)
     if _QUOTED_MARKER not in text:
         return value
-    return _decode(value, _Reader(store_root(conn)))
+    return _decode(value, _Reader(_store_root(conn)))
 
 
 def loads_value_object(conn: sqlite3.Connection, text: str | None) -> JsonObject:
@@ -153,7 +153,7 @@ class _Reader:
     def __call__(self, digest: str, size: int) -> str:
         if self.root is None:
             raise PersistenceError(f"ledger value {digest} is stored, but this ledger has no file")
-        return read_blob_text(self.root, digest, size)
+        return _read_blob_text(self.root, digest, size)
 
 
 def _decode(value: JsonValue, fetch: _Reader) -> JsonValue:
@@ -171,7 +171,7 @@ def _decode(value: JsonValue, fetch: _Reader) -> JsonValue:
     return {k: _decode(v, fetch) for k, v in value.items()}
 
 
-def read_blob_text(root: Path, digest: str, size: int) -> str:
+def _read_blob_text(root: Path, digest: str, size: int) -> str:
     """The text a value blob holds, checked against its recorded size and digest."""
     path = blob_file(root, digest)
     try:
