@@ -23,17 +23,17 @@ from agentctl.ledger.artifacts.values import (
     dumps_value_opt,
     loads_value,
     loads_value_object,
+    resolve_text,
+    spill_text,
 )
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.budget import init_budget_txn
 from agentctl.ledger.rows import (
     ROW_FORMAT_VERSION,
     SqlParam,
-    dumps,
     dumps_opt,
     fetch_all,
     fetch_one,
-    loads_object,
     loads_opt,
     parse_ts,
 )
@@ -132,8 +132,8 @@ def _run(conn: sqlite3.Connection, row: sqlite3.Row) -> RunRecord:
         workflow_name=row["workflow_name"],
         workflow_digest=row["workflow_digest"],
         plan_digest=row["plan_digest"],
-        workflow=loads_object(row["workflow_json"]),
-        plan=loads_object(row["plan_json"]),
+        workflow=loads_value_object(conn, row["workflow_json"]),
+        plan=loads_value_object(conn, row["plan_json"]),
         inputs=loads_value_object(conn, row["inputs_json"]),
         working_memory=loads_value_object(conn, row["working_memory_json"]),
         output=loads_value(conn, row["output_json"]),
@@ -148,7 +148,7 @@ def _run(conn: sqlite3.Connection, row: sqlite3.Row) -> RunRecord:
         owner_create_time=row["owner_create_time"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
-        compiled_plan_json=row["compiled_plan_json"],
+        compiled_plan_json=resolve_text(conn, row["compiled_plan_json"]),
     )
 
 
@@ -169,8 +169,8 @@ def _run_values(conn: sqlite3.Connection, run: NewRun, now: str) -> tuple[str | 
         run.workflow_name,
         run.workflow_digest,
         run.plan_digest,
-        dumps(run.workflow),
-        dumps(run.plan),
+        dumps_value(conn, run.workflow, now),
+        dumps_value(conn, run.plan, now),
         dumps_value(conn, run.inputs, now),
         dumps_value(conn, run.working_memory, now),
         run.parent_run_id,
@@ -181,7 +181,7 @@ def _run_values(conn: sqlite3.Connection, run: NewRun, now: str) -> tuple[str | 
         run.trace_id,
         now,
         now,
-        run.compiled_plan_json,
+        None if run.compiled_plan_json is None else spill_text(conn, run.compiled_plan_json, now),
     )
 
 

@@ -7,14 +7,16 @@ blob is a clean persistence error, never a different value.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import sqlite3
 from pathlib import Path
 
 import pytest
-from ledger_helpers import T0, make_run, ts
+from ledger_helpers import T0, make_run, new_run, ts
 
+from agentctl.core.canonical import canonical_json
 from agentctl.core.effects import input_digest
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.errors import PersistenceError
@@ -24,7 +26,7 @@ from agentctl.ledger.artifacts.store import blob_file, open_artifact_store
 from agentctl.ledger.artifacts.values import SPILL_MIN_CHARS
 from agentctl.ledger.connection import Database, open_database
 from agentctl.ledger.effects import finish_effect_txn, get_effect, insert_effect_txn
-from agentctl.ledger.runs import get_run, set_run_state_txn
+from agentctl.ledger.runs import create_run_txn, get_run, set_run_state_txn
 from agentctl.ledger.tasks import commit_tasks_txn, get_task, transition_task_txn
 
 BIG = "big content ✓ " * (SPILL_MIN_CHARS // 8)  # non-ASCII, well over the threshold
@@ -176,3 +178,18 @@ def test_a_damaged_blob_is_rewritten_when_the_value_is_stored_again(
     with ledger.read() as conn:
         assert get_run(conn, "run-2").output == {"again": BIG}
         assert get_task(conn, "run-1", "a").output == {"after": BIG}
+
+
+def test_a_stored_plan_text_with_a_long_literal_comes_back_as_the_same_text(
+    ledger: Database, db_path: Path
+) -> None:
+    plan_text = canonical_json({"tasks": [{"id": "save", "with": {"content": BIG}}]})
+    run = dataclasses.replace(new_run("run-p"), compiled_plan_json=plan_text)
+    with ledger.transaction() as conn:
+        create_run_txn(conn, run, ["save"], T0)
+    with ledger.read() as conn:
+        assert get_run(conn, "run-p").compiled_plan_json == plan_text
+    raw = sqlite3.connect(db_path)
+    (stored,) = raw.execute("SELECT compiled_plan_json FROM runs").fetchone()
+    raw.close()
+    assert len(stored) < 1000

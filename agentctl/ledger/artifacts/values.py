@@ -2,8 +2,9 @@
 
 Job: the codec of the ledger's content columns — what a run carries of its users' data
 (effect requests and results, task outputs and memory deltas, run inputs, memory and output,
-tool-call inputs and outputs, approvals' inputs, long-term memory, reconciliation evidence and
-results, audit payloads). See docs/adr/0006-large-values-in-the-artifact-store.md.
+the run's document and plans, tool-call inputs and outputs, approvals' inputs, long-term
+memory, reconciliation evidence and results, audit payloads). See
+docs/adr/0006-large-values-in-the-artifact-store.md.
 
 Invariants:
 - a string of ``SPILL_MIN_CHARS`` characters or more is stored as a blob of its UTF-8 bytes and
@@ -63,15 +64,19 @@ def dumps_value(conn: sqlite3.Connection, value: object, now: str) -> str:
 
     Runs inside the caller's write transaction (the blob rows commit with the row).
     """
-    text = canonical_json(value)
-    if len(text) < SPILL_MIN_CHARS and _QUOTED_MARKER not in text:
-        return text  # no string in it can be long enough, and nothing needs escaping
-    spiller = _Spiller(conn, _store_root(conn), now)
-    return canonical_json(_encode(json.loads(text), spiller))
+    return spill_text(conn, canonical_json(value), now)
 
 
 def dumps_value_opt(conn: sqlite3.Connection, value: object, now: str) -> str | None:
     return None if value is None else dumps_value(conn, value, now)
+
+
+def spill_text(conn: sqlite3.Connection, text: str, now: str) -> str:
+    """``text`` (canonical JSON, e.g. a stored plan) with its long strings stored as blobs."""
+    if len(text) < SPILL_MIN_CHARS and _QUOTED_MARKER not in text:
+        return text  # no string in it can be long enough, and nothing needs escaping
+    spiller = _Spiller(conn, _store_root(conn), now)
+    return canonical_json(_encode(json.loads(text), spiller))
 
 
 class _Spiller:
@@ -139,6 +144,13 @@ def loads_value(conn: sqlite3.Connection, text: str | None) -> JsonValue:
     if _QUOTED_MARKER not in text:
         return value
     return _decode(value, _Reader(_store_root(conn)))
+
+
+def resolve_text(conn: sqlite3.Connection, text: str | None) -> str | None:
+    """The canonical JSON text ``spill_text`` was given (None for SQL NULL)."""
+    if text is None or _QUOTED_MARKER not in text:
+        return text
+    return canonical_json(loads_value(conn, text))
 
 
 def loads_value_object(conn: sqlite3.Connection, text: str | None) -> JsonObject:
