@@ -193,3 +193,20 @@ def test_a_stored_plan_text_with_a_long_literal_comes_back_as_the_same_text(
     (stored,) = raw.execute("SELECT compiled_plan_json FROM runs").fetchone()
     raw.close()
     assert len(stored) < 1000
+
+
+def test_escaped_long_strings_move_and_many_short_ones_stay(
+    ledger: Database, db_path: Path
+) -> None:
+    quoted = '{"k": "v\\\\\\"", "n": "\\n"}' * 4000  # JSON as text: quotes and escapes
+    short = [f"s{i}" * 40 for i in range(3000)]  # 300 KB of row, no string long enough
+    assert len(quoted) >= SPILL_MIN_CHARS
+    _record_write(ledger, {"content": quoted}, {"after": quoted, "short": short})
+    with ledger.read() as conn:
+        assert get_task(conn, "run-1", "a").output == {"after": quoted, "short": short}
+    raw = sqlite3.connect(db_path)
+    (text,) = raw.execute("SELECT output_json FROM task_states WHERE task_id = 'a'").fetchone()
+    (pins,) = raw.execute("SELECT COUNT(*) FROM value_blobs").fetchone()
+    raw.close()
+    assert pins == 1 and text.count('"$artifact"') == 1
+    assert short[-1] in text

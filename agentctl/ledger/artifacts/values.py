@@ -73,10 +73,23 @@ def dumps_value_opt(conn: sqlite3.Connection, value: object, now: str) -> str | 
 
 def spill_text(conn: sqlite3.Connection, text: str, now: str) -> str:
     """``text`` (canonical JSON, e.g. a stored plan) with its long strings stored as blobs."""
-    if len(text) < SPILL_MIN_CHARS and _QUOTED_MARKER not in text:
-        return text  # no string in it can be long enough, and nothing needs escaping
+    if _QUOTED_MARKER not in text and not _may_hold_long_string(text):
+        return text  # nothing to store apart, nothing to escape: the common, fast path
     spiller = _Spiller(conn, _store_root(conn), now)
     return canonical_json(_encode(json.loads(text), spiller))
+
+
+def _may_hold_long_string(text: str) -> bool:
+    """Whether JSON ``text`` may hold a string of ``SPILL_MIN_CHARS`` or more (never a false
+    no), found at C speed: a large plan of short strings is not parsed and walked again.
+
+    Escape pairs are masked first, so every quote left delimits a string; a string's escaped
+    form is at least as long as the string.
+    """
+    if len(text) < SPILL_MIN_CHARS:
+        return False
+    masked = text.replace("\\\\", "__").replace('\\"', "__")
+    return max(map(len, masked.split('"'))) >= SPILL_MIN_CHARS
 
 
 class _Spiller:
