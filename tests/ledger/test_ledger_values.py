@@ -11,6 +11,8 @@ import dataclasses
 import hashlib
 import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from ledger_helpers import T0, make_run, new_run, ts
 from agentctl.core.canonical import canonical_json
 from agentctl.core.effects import input_digest
 from agentctl.core.jsonvalue import JsonValue
+from agentctl.crashpoints import CRASH_ENV, CrashPoint
 from agentctl.errors import PersistenceError
 from agentctl.ledger import NewEffect, TaskCompletion
 from agentctl.ledger.artifacts.gc import run_gc
@@ -210,3 +213,27 @@ def test_escaped_long_strings_move_and_many_short_ones_stay(
     raw.close()
     assert pins == 1 and text.count('"$artifact"') == 1
     assert short[-1] in text
+
+
+_INGEST = """
+import sys
+from agentctl.ledger.artifacts.store import open_artifact_store
+from agentctl.ledger.connection import open_database
+
+print(open_artifact_store(open_database(sys.argv[1])).ingest(sys.argv[2], sys.argv[3]).digest)
+"""
+
+
+def test_a_file_holding_a_stored_value_is_ingested_without_a_copy(
+    ledger: Database, db_path: Path, tmp_path: Path
+) -> None:
+    """The write's file is the value's bytes: ingestion must not copy them again. It would
+    pass the crash point after the temporary copy, which kills the process."""
+    _record_write(ledger, {"content": BIG}, {"after": BIG})
+    written = tmp_path / "big.txt"
+    written.write_text(BIG, encoding="utf-8")
+    env = {**os.environ, CRASH_ENV: CrashPoint.ARTIFACT_AFTER_TMP_WRITE.value}
+    args = [sys.executable, "-c", _INGEST, str(db_path), str(written), ts(9)]
+    done = subprocess.run(args, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == _digest(BIG)

@@ -176,14 +176,6 @@ def get_blob(conn: sqlite3.Connection, digest: str) -> BlobRecord | None:
     return _blob(rows[0]) if rows else None
 
 
-def blob_of_size_exists(conn: sqlite3.Connection, size_bytes: int) -> bool:
-    """Whether any blob has exactly ``size_bytes`` (a cheap filter before hashing a file)."""
-    found = conn.execute(
-        "SELECT 1 FROM artifact_blobs WHERE size_bytes = ? LIMIT 1", (size_bytes,)
-    ).fetchone()
-    return found is not None
-
-
 def record_ingest_txn(
     conn: sqlite3.Connection,
     digest: str,

@@ -31,17 +31,14 @@ import filelock
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import InvalidOperationError, LockTimeoutError, NotFoundError, PersistenceError
-from agentctl.ledger.artifacts.refs import (
-    ArtifactRef,
-    blob_of_size_exists,
-    get_blob,
-    list_blobs,
-    record_ingest_txn,
-)
+from agentctl.ledger.artifacts.refs import ArtifactRef, get_blob, list_blobs, record_ingest_txn
 from agentctl.ledger.connection import Database
 from agentctl.ledger.rows import shift_ts
 
 MAX_INGEST_BYTES = 16 * 1024 * 1024
+# From this size on, ledger values are kept as blobs (``values.py``) and a file is hashed
+# before it is copied, in case a blob already holds it.
+LARGE_BLOB_BYTES = 64 * 1024
 LEASE_SECONDS = 3600
 LOCK_TIMEOUT_S = 30.0
 _CHUNK = 1024 * 1024
@@ -183,14 +180,13 @@ class ArtifactStore:
     def _already_stored(self, src: Path) -> tuple[str, int] | None:
         """(digest, size) of ``src`` when an intact blob already holds exactly its bytes.
 
-        A file a ``builtin.write`` wrote usually is: its content was stored as a ledger value
-        (``values.py``) when the effect was recorded. Then nothing is copied (no second copy,
-        not even in ``tmp/``); a file of a size no blob has is not even read twice.
+        A large file a ``builtin.write`` wrote usually is: its content was stored as a ledger
+        value (``values.py``) when the effect was recorded. Then nothing is copied (no second
+        copy, not even in ``tmp/``). Small files are never ledger values: they are just copied.
         """
         with os.fdopen(self._open_source(src), "rb") as fin:
-            with self.ledger.read() as conn:
-                if not blob_of_size_exists(conn, os.fstat(fin.fileno()).st_size):
-                    return None
+            if os.fstat(fin.fileno()).st_size < LARGE_BLOB_BYTES:
+                return None  # cheaper to copy than to read twice
             h, size = hashlib.sha256(), 0
             while chunk := fin.read(_CHUNK):
                 h.update(chunk)

@@ -36,9 +36,9 @@ from agentctl.core.canonical import canonical_json
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.errors import PersistenceError, from_os_error
 from agentctl.ledger.artifacts.refs import pin_value_blob_txn
-from agentctl.ledger.artifacts.store import blob_file, blob_problem, fsync_dir
+from agentctl.ledger.artifacts.store import LARGE_BLOB_BYTES, blob_file, blob_problem, fsync_dir
 
-SPILL_MIN_CHARS = 64 * 1024
+SPILL_MIN_CHARS = LARGE_BLOB_BYTES
 MARKER = "$artifact"
 _LITERAL = "literal"
 _QUOTED_MARKER = json.dumps(MARKER)
