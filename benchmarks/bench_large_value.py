@@ -1,10 +1,10 @@
-"""Measurement: how much a large ``builtin.write`` grows the ledger (ADR 0006, issue 18 item 4).
+"""Measurement: how much a large ``builtin.write`` grows the ledger (ADR 0007, issue 18 item 4).
 
 One run on a fresh ledger through the CLI: a process task prints ``--mib`` MiB, a
 ``builtin.write`` writes that output to a file. Reported: the empty ledger's size, the database
 after the run (its WAL is checkpointed away when the process exits), the stored length of the
 largest content columns, the artifact store's blob bytes, and the run's wall time. Before
-ADR 0006 the database grew by about nine copies of the content here (47.4 MB for 5 MiB);
+ADR 0007 the database grew by about nine copies of the content here (47.4 MB for 5 MiB);
 after it, by a few KiB of rows, with the content once in ``artifacts/``. Sizes are exact and
 repeatable; the wall time is informative only. Not part of ``run_all`` (nothing in it is a
 timing target).

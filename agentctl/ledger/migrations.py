@@ -282,7 +282,7 @@ def _long_term_search_index() -> tuple[str, ...]:
 
 
 def _value_blobs() -> tuple[str, ...]:
-    """Ledger values kept in the artifact store (ADR 0006, ``artifacts/values.py``): a JSON
+    """Ledger values kept in the artifact store (ADR 0007, ``artifacts/values.py``): a JSON
     string of 64 KiB or more in a content column is stored once as a blob and the row holds
     ``{"$artifact": digest, "bytes": n}``; ``value_blobs`` pins every such blob, so garbage
     collection never takes bytes a row still refers to."""

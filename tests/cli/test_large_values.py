@@ -1,6 +1,6 @@
 """Large content is stored once, in the artifact store, and every reader sees it whole.
 
-Issue 18 item 4 / ADR 0006: a ``builtin.write`` of ~1 MiB used to add about four copies of it
+Issue 18 item 4 / ADR 0007: a ``builtin.write`` of ~1 MiB used to add about four copies of it
 to the database (effect request, result, task output, run output) besides the artifact. Now
 the database grows by small rows only; the content is one blob, shared by every row and by the
 written file's artifact, and inspect, templates after a crash, and replay all read it back.

@@ -14,7 +14,7 @@ from agentctl.errors import PersistenceError, ValidationError
 from agentctl.ledger import MemoryPut
 from agentctl.ledger import longterm as lt
 from agentctl.ledger.connection import Database, open_database
-from agentctl.ledger.migrations import SUPPORTED_SCHEMA_VERSION
+from agentctl.ledger.migrations import MIGRATIONS
 
 ID64 = EmbeddingIdentity()
 
@@ -89,7 +89,10 @@ def test_a_search_never_silently_cuts_a_large_namespace(
 
 def test_pre_search_entries_get_derived_text_and_stay_unindexed(tmp_path: Path) -> None:
     db = tmp_path / "old.db"
-    old = open_database(db, target_version=SUPPORTED_SCHEMA_VERSION - 1)
+    # The schema just before the migration that added the searchable text (not necessarily
+    # the newest one: later migrations may follow it).
+    search = next(i for i, m in enumerate(MIGRATIONS, 1) if any("COLUMN text " in s for s in m))
+    old = open_database(db, target_version=search - 1)
     with old.transaction() as conn:
         for key, value in (("s", '"plain words"'), ("o", '{"a":1}')):
             conn.execute(

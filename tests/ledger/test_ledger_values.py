@@ -1,4 +1,4 @@
-"""Large ledger values live in the artifact store once, referenced by digest (ADR 0006).
+"""Large ledger values live in the artifact store once, referenced by digest (ADR 0007).
 
 A real SQLite file and the real store beside it: long strings of content columns become one
 blob each, pinned against GC; reading gives back exactly what was written; a lost or altered
@@ -21,9 +21,11 @@ from ledger_helpers import T0, make_run, new_run, ts
 from agentctl.core.canonical import canonical_json
 from agentctl.core.effects import input_digest
 from agentctl.core.jsonvalue import JsonValue
+from agentctl.core.longterm import Entry
 from agentctl.crashpoints import CRASH_ENV, CrashPoint
 from agentctl.errors import PersistenceError
-from agentctl.ledger import NewEffect, TaskCompletion
+from agentctl.ledger import MemoryPut, NewEffect, TaskCompletion
+from agentctl.ledger import longterm as lt
 from agentctl.ledger.artifacts.gc import run_gc
 from agentctl.ledger.artifacts.store import blob_file, open_artifact_store
 from agentctl.ledger.artifacts.values import SPILL_MIN_CHARS
@@ -237,3 +239,18 @@ def test_a_file_holding_a_stored_value_is_ingested_without_a_copy(
     done = subprocess.run(args, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == _digest(BIG)
+
+
+def test_a_long_term_memory_value_is_stored_apart_and_read_back(
+    ledger: Database, db_path: Path
+) -> None:
+    put = MemoryPut("ns", "doc", Entry({"body": BIG}, "a short searchable text", {}))
+    with ledger.transaction() as conn:
+        lt.put_txn(conn, put, T0)
+    with ledger.read() as conn:
+        assert lt.get_entry(conn, "ns", "doc", ts(1)).value == {"body": BIG}
+        assert [c.value for c in lt.candidates(conn, "ns", ts(1))] == [{"body": BIG}]
+    raw = sqlite3.connect(db_path)
+    (stored,) = raw.execute("SELECT value_json FROM long_term_memory").fetchone()
+    raw.close()
+    assert len(stored) < 200

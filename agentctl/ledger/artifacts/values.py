@@ -4,7 +4,7 @@ Job: the codec of the ledger's content columns — what a run carries of its use
 (effect requests and results, task outputs and memory deltas, run inputs, memory and output,
 the run's document and plans, tool-call inputs and outputs, approvals' inputs, long-term
 memory, reconciliation evidence and results, audit payloads). See
-docs/adr/0006-large-values-in-the-artifact-store.md.
+docs/adr/0007-large-values-in-the-artifact-store.md.
 
 Invariants:
 - a string of ``SPILL_MIN_CHARS`` characters or more is stored as a blob of its UTF-8 bytes and
