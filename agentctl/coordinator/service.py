@@ -147,6 +147,7 @@ async def _drive_with_workers(
     state, whether the run was cancelled, and whether its wall time ran out."""
     size = max(1, min(req.plan.max_concurrency, os.cpu_count() or 1))
     wall_deadline = await _wall_deadline(store, req)
+    final = "failed"  # what a drive cut short by cancellation or the wall clock reports
     async with open_worker_pool(size, registry_path=registry) as pool:
         await store.open_artifacts()
         driver = Driver(
