@@ -11,7 +11,9 @@ Errors cross process boundaries as data (``type``, ``message``, ``retryable``), 
     │   └── NetworkPolicyError        3  an egress denied by network policy (before any request),
     │                                        or a redirect refused (no redirects are followed)
     ├── RunFailedError                4  a run ended failed, or a task/policy denial at run time
-    │   └── PolicyDeniedError         4  an effect denied by policy (path escape, tool deny, ...)
+    │   ├── PolicyDeniedError         4  an effect denied by policy (path escape, tool deny, ...)
+    │   └── TaskDiskFullError         4  ENOSPC / EDQUOT on a task's own file: the run stops,
+    │                                        resumable once space is freed
     ├── InvalidOperationError         4  resume of a terminal run, contradictory reconciliation
     ├── PersistenceError              5  corrupt, foreign or incompatible state, artifact integrity,
     │   │                                  an OS error on state files (``from_os_error``)
@@ -127,6 +129,10 @@ class PolicyDeniedError(RunFailedError):
     pass
 
 
+class TaskDiskFullError(RunFailedError):
+    pass
+
+
 class InvalidOperationError(AgentctlError):
     exit_code = 4
 
@@ -188,6 +194,7 @@ _OS_REASONS = {
 }
 
 DISK_FULL_HINT = "free some space, then run the command again (`agentctl resume RUN` for a run)"
+TASK_DISK_FULL_HINT = "free space where the task writes, then `agentctl resume RUN`"
 
 
 def from_os_error(exc: OSError, what: str) -> PersistenceError:
@@ -202,3 +209,19 @@ def from_os_error(exc: OSError, what: str) -> PersistenceError:
         )
     reason = _OS_REASONS.get(exc.errno or 0) or exc.strerror or str(exc)
     return PersistenceError(f"{what}: {reason}")
+
+
+def from_task_os_error(exc: OSError, what: str) -> RunFailedError:
+    """The one classification of an OS error met by a task's own file effect (``what`` says
+    which action on which path): a failure of the task, retryable (spec/dsl.md §4.5).
+
+    A full disk is its own class: nothing about the task is wrong, so the run stops where it
+    is instead of failing, and ``resume`` runs the task again once space is freed.
+    """
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return TaskDiskFullError(
+            f"{what}: no space left on the device",
+            retryable=True,
+            data={"hint": TASK_DISK_FULL_HINT},
+        )
+    return RunFailedError(f"{what}: {exc.strerror or exc}", retryable=True)

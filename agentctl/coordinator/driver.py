@@ -127,6 +127,8 @@ class Driver:
         states = set(self.live.states.values())
         if "waiting_for_effect" in states:
             return "blocked"
+        if self.live.halted is not None:
+            return "halted"
         if "waiting_for_approval" in states:
             return "paused"
         if self.stopped or "failed" in states:
@@ -410,6 +412,9 @@ class Driver:
             self.live.not_before[task_id] = self.clock.monotonic() + backoff
         if state == "failed" and step.task.failure == "stop":
             self.stopped = True
+        if step.stops_run:
+            self.live.halted = f"task {task_id}: {step.error}"
+            self.stopped = True
 
 
 def _started_step(step: Step) -> Step:
@@ -421,8 +426,11 @@ def _started_step(step: Step) -> Step:
 
 
 def _target_state(step: Settled) -> str:
-    """A retryable failure with attempts left is rescheduled instead of failing the task."""
+    """A retryable failure with attempts left is rescheduled instead of failing the task; so
+    is one that stops the run (its next attempt runs after ``resume``)."""
     retry = step.task.retry
+    if step.state == "failed" and step.stops_run:
+        return "retry_scheduled"
     if step.state == "failed" and step.retryable and step.attempt < retry.max_attempts:
         return "retry_scheduled"
     return step.state

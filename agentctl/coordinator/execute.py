@@ -12,6 +12,9 @@ Invariants:
 - resolved secret values are redacted from the output and error before anything is recorded;
 - a remote handle a worker reports mid-effect (an A2A task id) is committed before the worker
   is told to go on (``_handle_sink``), so what was started remotely is never forgotten;
+- a task's own write that found its disk full (``TaskDiskFullError``) is a failed effect — it
+  did not happen — but not a failed task: the settled step stops the run, which ``resume``
+  continues with a fresh attempt once space is freed;
 - a result that breaks the task's output contract fails the task (the effect still succeeded);
   so do files over the run's ``maxArtifactBytes``: refused before they are stored, the
   effect stays succeeded (it happened) while the task and the run fail.
@@ -35,6 +38,7 @@ from agentctl.core.longterm import Candidate
 from agentctl.core.protocols import ProtocolEvidence
 from agentctl.core.redact import Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
+from agentctl.errors import TaskDiskFullError
 from agentctl.ledger.artifacts.refs import ArtifactRef
 from agentctl.ledger.budget import BudgetRefusedError
 from agentctl.ledger.model import EffectOutcome, IngestRequest, MemoryEntry, MemoryPut
@@ -60,6 +64,8 @@ class Execution:
     # The effect succeeded but the task fails anyway (its artifacts exceed the budget).
     task_error: str | None = None
     protocol: ProtocolEvidence | None = None  # what a remote-protocol effect said on the wire
+    # The effect failed for want of disk space where the task writes: the run stops, resumable.
+    stops_run: bool = False
 
 
 @dataclass(frozen=True)
@@ -143,8 +149,11 @@ class EffectRunner:
         wire = reply.protocol
         if not isinstance(reply, Result):
             status = "uncertain" if reply.uncertain else "failed"
+            full = reply.error.type == TaskDiskFullError.__name__ and not reply.uncertain
             error, retryable = reply.error.message, reply.error.retryable
-            return Execution(status, error=error, retryable=retryable, protocol=wire)
+            return Execution(
+                status, error=error, retryable=retryable, protocol=wire, stops_run=full
+            )
         output: JsonObject = dict(reply.output)
         try:
             refs, leases = await self._ingest(step.task.id, reply.artifacts)
@@ -221,6 +230,7 @@ def settle(step: StartedEffect, done: Execution, outcome: EffectOutcome | None) 
         lease_ids=done.lease_ids,
         effect_id=step.effect.effect_id,
         outcome=outcome,
+        stops_run=done.stops_run,
     )
 
 

@@ -37,6 +37,7 @@ class Live:
     errors: dict[str, str | None] = field(default_factory=dict)
     inflight: dict[str, Inflight] = field(default_factory=dict)
     not_before: dict[str, float] = field(default_factory=dict)
+    halted: str | None = None  # why the drive stopped early, the run left resumable
 
 
 def live_from(state: LiveState) -> Live:

@@ -38,8 +38,10 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
 from agentctl.core.states import cancellable
 from agentctl.errors import (
+    TASK_DISK_FULL_HINT,
     BlockedError,
     RunFailedError,
+    TaskDiskFullError,
 )
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import CancelRun, SettleRun
@@ -122,16 +124,35 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
     """Drive a created or resumed run to a resting state under the one cancellation path."""
     store = Store(req.ledger)
     live = live_from(await store.load_live(req.run_id))
-    settings = _settings(req)
-    size = max(1, min(req.plan.max_concurrency, os.cpu_count() or 1))
     registry = _worker_registry(req.ledger.location)
-    final, cancelled, wall_expired = "failed", False, False
+    try:
+        final, cancelled, wall_expired = await _drive_with_workers(store, req, live, registry)
+    finally:
+        # Also when the drive failed (a full disk): every worker is dead, nothing to record.
+        with contextlib.suppress(OSError):
+            os.unlink(registry)
+    if wall_expired:
+        final = "wall_time_exceeded"
+    outcome: RunOutcome | None = None
+    with trio.CancelScope(shield=True):
+        outcome = await _finish(store, req, live, final, cancelled)
+    assert outcome is not None
+    return outcome
+
+
+async def _drive_with_workers(
+    store: Store, req: DriveRequest, live: Live, registry: str
+) -> tuple[str, bool, bool]:
+    """Run the driver inside the worker pool and the cancellation scopes; returns the final
+    state, whether the run was cancelled, and whether its wall time ran out."""
+    size = max(1, min(req.plan.max_concurrency, os.cpu_count() or 1))
     wall_deadline = await _wall_deadline(store, req)
+    final = "failed"  # what a drive cut short by cancellation or the wall clock reports
     async with open_worker_pool(size, registry_path=registry) as pool:
         await store.open_artifacts()
         driver = Driver(
             store,
-            settings,
+            _settings(req),
             live,
             pool,
             req.clock,
@@ -151,17 +172,8 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
                     scope.deadline = trio.current_time() + req.timeout_s
                 final = await driver.drive()
                 nursery.cancel_scope.cancel()
-        cancelled = scope.cancelled_caught
-        wall_expired = wall.cancelled_caught and not cancelled
-    with contextlib.suppress(OSError):
-        os.unlink(registry)
-    if wall_expired:
-        final = "wall_time_exceeded"
-    outcome: RunOutcome | None = None
-    with trio.CancelScope(shield=True):
-        outcome = await _finish(store, req, live, final, cancelled)
-    assert outcome is not None
-    return outcome
+    cancelled = scope.cancelled_caught
+    return final, cancelled, wall.cancelled_caught and not cancelled
 
 
 def _settings(req: DriveRequest) -> RunSettings:
@@ -238,7 +250,7 @@ async def _finish(
         await store.cancel_run(_stop(req.run_id, live, now, "failed", reason))
         return RunOutcome(req.run_id, req.trace_id, "failed", None, {"run": reason})
     output: JsonValue = None
-    errors = dict(live.errors)
+    errors = dict(live.errors) if live.halted is None else {"run": live.halted}
     if final == "succeeded":
         view = RuntimeView(live.inputs, live.memory, live.outputs, live.states, live.errors)
         try:
@@ -249,7 +261,7 @@ async def _finish(
             else:
                 final, output = "failed", None
                 errors = {**live.errors, "outputs": exc.message}
-    state = {"blocked": "running"}.get(final, final)
+    state = {"blocked": "running", "halted": "running"}.get(final, final)
     never_started = tuple(
         t for t, st in live.states.items() if st == "pending" and final == "failed"
     )
@@ -275,13 +287,20 @@ _UNRESOLVED_HINT = (
 
 
 def outcome_or_raise(outcome: RunOutcome) -> RunOutcome:
-    """Paused/cancelled/succeeded outcomes are returned; failed and blocked ones raise."""
+    """Paused/cancelled/succeeded outcomes are returned; failed, halted and blocked ones raise."""
     if outcome.state == "failed":
         failed = [f"{t}: {e}" for t, e in outcome.errors.items() if e]
         raise RunFailedError(
             "run failed" + (": " + "; ".join(failed[:5]) if failed else ""),
             run_id=outcome.run_id,
             trace_id=outcome.trace_id,
+        )
+    if outcome.state == "halted":
+        raise TaskDiskFullError(
+            f"{outcome.errors.get('run')}; the run stopped and stays resumable",
+            run_id=outcome.run_id,
+            trace_id=outcome.trace_id,
+            data={"hint": TASK_DISK_FULL_HINT.replace("RUN", outcome.run_id)},
         )
     if outcome.state == "blocked":
         raise RunFailedError(

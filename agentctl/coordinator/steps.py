@@ -71,6 +71,7 @@ class Settled:
     lease_ids: tuple[str, ...] = ()
     effect_id: str | None = None  # the effect that produced it, if any
     outcome: EffectOutcome | None = None  # an outcome that commits with the completion
+    stops_run: bool = False  # failed for want of disk space: retry after resume, stop now
 
 
 @dataclass(frozen=True)

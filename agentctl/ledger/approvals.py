@@ -17,15 +17,10 @@ from dataclasses import dataclass
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError, PersistenceError
+from agentctl.ledger.artifacts.values import dumps_value_opt, loads_value
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.effects import move_held_tool_call_txn, resolve_waiting_effect_txn
-from agentctl.ledger.rows import (
-    ROW_FORMAT_VERSION,
-    dumps_opt,
-    fetch_all,
-    fetch_one,
-    loads_opt,
-)
+from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all, fetch_one
 
 
 @dataclass(frozen=True)
@@ -86,7 +81,7 @@ class ApprovalRecord:
         }
 
 
-def _approval(row: sqlite3.Row) -> ApprovalRecord:
+def _approval(conn: sqlite3.Connection, row: sqlite3.Row) -> ApprovalRecord:
     return ApprovalRecord(
         approval_id=row["approval_id"],
         run_id=row["run_id"],
@@ -96,7 +91,7 @@ def _approval(row: sqlite3.Row) -> ApprovalRecord:
         tool=row["tool"],
         capability=row["capability"],
         risk=row["risk"],
-        redacted_input=loads_opt(row["redacted_input_json"]),
+        redacted_input=loads_value(conn, row["redacted_input_json"]),
         expected_effect=row["expected_effect"],
         reason=row["reason"],
         trace_id=row["trace_id"],
@@ -125,7 +120,7 @@ def insert_approval_txn(conn: sqlite3.Connection, a: NewApproval, now: str) -> s
             a.tool,
             a.capability,
             a.risk,
-            dumps_opt(a.redacted_input),
+            dumps_value_opt(conn, a.redacted_input, now),
             a.expected_effect,
             a.reason,
             a.trace_id,
@@ -143,7 +138,7 @@ def get_approval(conn: sqlite3.Connection, approval_id: str) -> ApprovalRecord:
     row = fetch_one(
         conn, "SELECT * FROM approvals WHERE approval_id = ?", (approval_id,), "approval"
     )
-    return _approval(row)
+    return _approval(conn, row)
 
 
 def list_approvals(
@@ -155,7 +150,7 @@ def list_approvals(
     if status is not None:
         sql, params = sql + " AND status = ?", (run_id, status)
     rows = fetch_all(conn, sql + " ORDER BY created_at, rowid", params, "approval")
-    return [_approval(r) for r in rows]
+    return [_approval(conn, r) for r in rows]
 
 
 def resolve_approval_txn(

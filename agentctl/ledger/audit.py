@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from agentctl.core.canonical import sha256_hex
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import PersistenceError
+from agentctl.ledger.artifacts.values import dumps_value, loads_value
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_all, loads_opt
 
 _INSERT_AUDIT = """INSERT INTO audit_events
@@ -83,7 +84,15 @@ def append_audit_txn(
 ) -> None:
     conn.execute(
         _INSERT_AUDIT,
-        (run_id, ROW_FORMAT_VERSION, event_type, task_id, trace_id, dumps(payload), now),
+        (
+            run_id,
+            ROW_FORMAT_VERSION,
+            event_type,
+            task_id,
+            trace_id,
+            dumps_value(conn, payload, now),
+            now,
+        ),
     )
 
 
@@ -103,7 +112,7 @@ def list_audit(conn: sqlite3.Connection, run_id: str) -> list[AuditEvent]:
             event_type=r["event_type"],
             task_id=r["task_id"],
             trace_id=r["trace_id"],
-            payload=loads_opt(r["payload_json"]),
+            payload=loads_value(conn, r["payload_json"]),
             created_at=r["created_at"],
         )
         for r in rows

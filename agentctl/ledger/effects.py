@@ -18,15 +18,8 @@ from agentctl.core.effects import effect_id as core_effect_id
 from agentctl.core.effects import input_digest as core_input_digest
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError, NotFoundError
-from agentctl.ledger.rows import (
-    ROW_FORMAT_VERSION,
-    SqlParam,
-    dumps,
-    dumps_opt,
-    fetch_all,
-    fetch_one,
-    loads_opt,
-)
+from agentctl.ledger.artifacts.values import dumps_value, dumps_value_opt, loads_value
+from agentctl.ledger.rows import ROW_FORMAT_VERSION, SqlParam, fetch_all, fetch_one
 
 FINISHED_STATUSES = frozenset({"succeeded", "failed", "uncertain"})
 
@@ -104,7 +97,7 @@ class EffectRecord:
         }
 
 
-def _effect(row: sqlite3.Row) -> EffectRecord:
+def _effect(conn: sqlite3.Connection, row: sqlite3.Row) -> EffectRecord:
     return EffectRecord(
         effect_id=row["effect_id"],
         run_id=row["run_id"],
@@ -118,8 +111,8 @@ def _effect(row: sqlite3.Row) -> EffectRecord:
         idempotency=row["idempotency"],
         idempotency_key=row["idempotency_key"],
         status=row["status"],
-        request=loads_opt(row["request_json"]),
-        result=loads_opt(row["result_json"]),
+        request=loads_value(conn, row["request_json"]),
+        result=loads_value(conn, row["result_json"]),
         error=row["error"],
         requested_at=row["requested_at"],
         started_at=row["started_at"],
@@ -140,7 +133,8 @@ def insert_effect_txn(conn: sqlite3.Connection, effect: NewEffect, now: str) -> 
     status = "waiting_for_approval" if effect.waiting_for_approval else "requested"
     identity = (effect_id, ROW_FORMAT_VERSION, effect.run_id, effect.task_id, effect.attempt)
     kind = (effect.ordinal, effect.operation, effect.input_digest, effect.effect_class)
-    rest = (effect.risk, effect.idempotency, effect_id, status, dumps(effect.request), now)
+    request = dumps_value(conn, effect.request, now)
+    rest = (effect.risk, effect.idempotency, effect_id, status, request, now)
     conn.execute(_INSERT_EFFECT, (*identity, *kind, *rest, effect.trace_id))
     return effect_id
 
@@ -189,7 +183,14 @@ def finish_effect_txn(
         effect_id,
         "UPDATE effects SET status = ?, result_json = ?, error = ?, completed_at = ?,"
         " confirmed = ? WHERE effect_id = ? AND status = 'started'",
-        (status, dumps_opt(result), error, now, int(status == "succeeded"), effect_id),
+        (
+            status,
+            dumps_value_opt(conn, result, now),
+            error,
+            now,
+            int(status == "succeeded"),
+            effect_id,
+        ),
         "started",
     )
 
@@ -230,7 +231,7 @@ def mark_uncertain_txn(
 
 def get_effect(conn: sqlite3.Connection, effect_id: str) -> EffectRecord:
     return _effect(
-        fetch_one(conn, "SELECT * FROM effects WHERE effect_id = ?", (effect_id,), "effect")
+        conn, fetch_one(conn, "SELECT * FROM effects WHERE effect_id = ?", (effect_id,), "effect")
     )
 
 
@@ -244,7 +245,7 @@ def list_effects(
         sql += " AND task_id = ?"
         params = (run_id, task_id)
     sql += " ORDER BY t.position, e.attempt, e.ordinal"
-    return [_effect(r) for r in fetch_all(conn, sql, params, "effect")]
+    return [_effect(conn, r) for r in fetch_all(conn, sql, params, "effect")]
 
 
 def latest_effect_for(
@@ -257,7 +258,7 @@ def latest_effect_for(
         (run_id, task_id, attempt),
         "effect",
     )
-    return _effect(rows[0]) if rows else None
+    return _effect(conn, rows[0]) if rows else None
 
 
 def insert_tool_call_txn(
@@ -284,7 +285,7 @@ def insert_tool_call_txn(
             effect_id,
             tool,
             status,
-            dumps(tool_input),
+            dumps_value(conn, tool_input, now),
             now,
         ),
     )
@@ -318,7 +319,7 @@ def finish_tool_call_txn(
     cur = conn.execute(
         "UPDATE tool_calls SET status = ?, output_json = ?, error = ?, completed_at = ?"
         " WHERE run_id = ? AND call_id = ? AND status = 'started'",
-        (status, dumps_opt(output), error, now, run_id, call_id),
+        (status, dumps_value_opt(conn, output, now), error, now, run_id, call_id),
     )
     if cur.rowcount != 1:
         raise InvalidOperationError(f"tool call {call_id} of run {run_id} is not started")
@@ -359,8 +360,8 @@ def list_tool_calls(conn: sqlite3.Connection, run_id: str) -> list[ToolCallRecor
             effect_id=r["effect_id"],
             tool=r["tool"],
             status=r["status"],
-            input=loads_opt(r["input_json"]),
-            output=loads_opt(r["output_json"]),
+            input=loads_value(conn, r["input_json"]),
+            output=loads_value(conn, r["output_json"]),
             error=r["error"],
         )
         for r in fetch_all(conn, sql, (run_id,), "tool call")

@@ -2,7 +2,8 @@
 
 Invariants:
 - an entry row holds the value, its searchable text, its metadata and — once indexed — its
-  embedding identity and vector; a write replaces all of them at once;
+  embedding identity and vector; a write replaces all of them at once; a long string in the
+  value lives in the artifact store (``artifacts/values.py``, ADR 0008);
 - expired rows are invisible to every read and search (``expires_at <= now``) and are only
   deleted by ``delete_expired_txn`` (garbage collection), never by a read;
 - a search scans at most ``MAX_CANDIDATES`` active rows of a namespace: a larger namespace is
@@ -23,6 +24,7 @@ from agentctl.core.longterm import (
     local_hash,
 )
 from agentctl.errors import PersistenceError, ValidationError
+from agentctl.ledger.artifacts.values import dumps_value, loads_value
 from agentctl.ledger.model import MemoryEntry, MemoryPut
 from agentctl.ledger.rows import (
     ROW_FORMAT_VERSION,
@@ -58,7 +60,7 @@ def put_txn(conn: sqlite3.Connection, put: MemoryPut, now: str) -> None:
             put.namespace,
             put.key,
             ROW_FORMAT_VERSION,
-            dumps(put.entry.value),
+            dumps_value(conn, put.entry.value, now),
             put.entry.text,
             dumps(put.entry.metadata),
             identity.provider if identity else None,
@@ -85,7 +87,7 @@ def get_entry(conn: sqlite3.Connection, namespace: str, key: str, now: str) -> M
     row = rows[0]
     return MemoryEntry(
         True,
-        loads_opt(row["value_json"]),
+        loads_value(conn, row["value_json"]),
         namespace=namespace,
         key=key,
         text=row["text"],
@@ -110,14 +112,14 @@ def candidates(conn: sqlite3.Connection, namespace: str, now: str) -> list[Candi
             f"namespace {namespace!r} has more than {MAX_CANDIDATES} active entries; a local "
             "search scans at most that many"
         )
-    return [_candidate(row) for row in rows]
+    return [_candidate(conn, row) for row in rows]
 
 
-def _candidate(row: sqlite3.Row) -> Candidate:
+def _candidate(conn: sqlite3.Connection, row: sqlite3.Row) -> Candidate:
     identity = _identity(row)
     return Candidate(
         key=row["key"],
-        value=loads_opt(row["value_json"]),
+        value=loads_value(conn, row["value_json"]),
         text=row["text"] or "",
         metadata=as_object(loads_opt(row["metadata_json"])),
         embedding=identity,

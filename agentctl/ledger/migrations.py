@@ -339,6 +339,19 @@ def _remote_handles() -> tuple[str, ...]:
     )
 
 
+def _value_blobs() -> tuple[str, ...]:
+    """Ledger values kept in the artifact store (ADR 0008, ``artifacts/values.py``): a JSON
+    string of 64 KiB or more in a content column is stored once as a blob and the row holds
+    ``{"$artifact": digest, "bytes": n}``; ``value_blobs`` pins every such blob, so garbage
+    collection never takes bytes a row still refers to."""
+    return (
+        """CREATE TABLE value_blobs (
+            digest TEXT PRIMARY KEY REFERENCES artifact_blobs (digest),
+            format_version INTEGER NOT NULL DEFAULT 1,
+            created_at TEXT NOT NULL)""",
+    )
+
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V1,
     _V2,
@@ -349,6 +362,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _long_term_search_index(),  # v7
     _protocol_records(),  # v8: protocol sessions and calls (MCP, A2A), shown by `inspect`
     _remote_handles(),  # v9: an A2A task id, persisted mid-effect
+    _value_blobs(),  # v10: large ledger values kept once in the artifact store
 )
 SUPPORTED_SCHEMA_VERSION = len(MIGRATIONS)
 

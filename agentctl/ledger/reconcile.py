@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from agentctl.core.effects import check_reconciliation
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError
+from agentctl.ledger.artifacts.values import dumps_value, dumps_value_opt, loads_value
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.effects import EffectRecord, get_effect
 from agentctl.ledger.remote import CONTINUABLE
-from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, dumps_opt, fetch_all, loads_opt
+from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ class ReconciliationRecord:
         }
 
 
-def _record(row: sqlite3.Row) -> ReconciliationRecord:
+def _record(conn: sqlite3.Connection, row: sqlite3.Row) -> ReconciliationRecord:
     return ReconciliationRecord(
         reconciliation_id=row["reconciliation_id"],
         effect_id=row["effect_id"],
@@ -65,8 +66,8 @@ def _record(row: sqlite3.Row) -> ReconciliationRecord:
         status=row["status"],
         actor=row["actor"],
         reason=row["reason"],
-        evidence=loads_opt(row["evidence_json"]),
-        result=loads_opt(row["result_json"]),
+        evidence=loads_value(conn, row["evidence_json"]),
+        result=loads_value(conn, row["result_json"]),
         compensation_effect_id=row["compensation_effect_id"],
         supersedes_id=row["supersedes_id"],
         trace_id=row["trace_id"],
@@ -84,7 +85,8 @@ def list_reconciliations(
         sql, params = "SELECT * FROM effect_reconciliations WHERE run_id = ?", (run_id,)
     else:
         raise InvalidOperationError("list_reconciliations needs a run or an effect")
-    return [_record(r) for r in fetch_all(conn, sql + " ORDER BY rowid", params, "reconciliation")]
+    rows = fetch_all(conn, sql + " ORDER BY rowid", params, "reconciliation")
+    return [_record(conn, r) for r in rows]
 
 
 def _check_compensation(
@@ -195,8 +197,8 @@ def _insert(conn: sqlite3.Connection, r: ReconciliationRecord) -> None:
             r.status,
             r.actor,
             r.reason,
-            dumps(r.evidence),
-            dumps_opt(r.result),
+            dumps_value(conn, r.evidence, r.created_at),
+            dumps_value_opt(conn, r.result, r.created_at),
             r.compensation_effect_id,
             r.supersedes_id,
             r.trace_id,

@@ -18,16 +18,22 @@ import psutil
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import NotFoundError, OwnershipError, ValidationError
+from agentctl.ledger.artifacts.values import (
+    dumps_value,
+    dumps_value_opt,
+    loads_value,
+    loads_value_object,
+    resolve_text,
+    spill_text,
+)
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.budget import init_budget_txn
 from agentctl.ledger.rows import (
     ROW_FORMAT_VERSION,
     SqlParam,
-    dumps,
     dumps_opt,
     fetch_all,
     fetch_one,
-    loads_object,
     loads_opt,
     parse_ts,
 )
@@ -118,7 +124,7 @@ def _roots(text: str | None) -> list[str] | None:
     return [str(r) for r in value] if isinstance(value, list) else None
 
 
-def _run(row: sqlite3.Row) -> RunRecord:
+def _run(conn: sqlite3.Connection, row: sqlite3.Row) -> RunRecord:
     return RunRecord(
         run_id=row["run_id"],
         state=row["state"],
@@ -126,11 +132,11 @@ def _run(row: sqlite3.Row) -> RunRecord:
         workflow_name=row["workflow_name"],
         workflow_digest=row["workflow_digest"],
         plan_digest=row["plan_digest"],
-        workflow=loads_object(row["workflow_json"]),
-        plan=loads_object(row["plan_json"]),
-        inputs=loads_object(row["inputs_json"]),
-        working_memory=loads_object(row["working_memory_json"]),
-        output=loads_opt(row["output_json"]),
+        workflow=loads_value_object(conn, row["workflow_json"]),
+        plan=loads_value_object(conn, row["plan_json"]),
+        inputs=loads_value_object(conn, row["inputs_json"]),
+        working_memory=loads_value_object(conn, row["working_memory_json"]),
+        output=loads_value(conn, row["output_json"]),
         parent_run_id=row["parent_run_id"],
         source_run_id=row["source_run_id"],
         roots=_roots(row["roots_json"]),
@@ -142,7 +148,7 @@ def _run(row: sqlite3.Row) -> RunRecord:
         owner_create_time=row["owner_create_time"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
-        compiled_plan_json=row["compiled_plan_json"],
+        compiled_plan_json=resolve_text(conn, row["compiled_plan_json"]),
     )
 
 
@@ -153,7 +159,7 @@ _INSERT_RUN = """INSERT INTO runs (run_id, format_version, state, mode, workflow
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 
 
-def _run_values(run: NewRun, now: str) -> tuple[str | int | None, ...]:
+def _run_values(conn: sqlite3.Connection, run: NewRun, now: str) -> tuple[str | int | None, ...]:
     """The ``_INSERT_RUN`` parameters of ``run``, in column order."""
     return (
         run.run_id,
@@ -163,10 +169,10 @@ def _run_values(run: NewRun, now: str) -> tuple[str | int | None, ...]:
         run.workflow_name,
         run.workflow_digest,
         run.plan_digest,
-        dumps(run.workflow),
-        dumps(run.plan),
-        dumps(run.inputs),
-        dumps(run.working_memory),
+        dumps_value(conn, run.workflow, now),
+        dumps_value(conn, run.plan, now),
+        dumps_value(conn, run.inputs, now),
+        dumps_value(conn, run.working_memory, now),
         run.parent_run_id,
         run.source_run_id,
         dumps_opt(None if run.roots is None else list(run.roots)),
@@ -175,7 +181,7 @@ def _run_values(run: NewRun, now: str) -> tuple[str | int | None, ...]:
         run.trace_id,
         now,
         now,
-        run.compiled_plan_json,
+        None if run.compiled_plan_json is None else spill_text(conn, run.compiled_plan_json, now),
     )
 
 
@@ -183,7 +189,7 @@ def create_run_txn(
     conn: sqlite3.Connection, run: NewRun, task_ids_in_order: Sequence[str], now: str
 ) -> None:
     """Insert the run, its pending tasks, its budget ledger, audit and first checkpoint."""
-    conn.execute(_INSERT_RUN, _run_values(run, now))
+    conn.execute(_INSERT_RUN, _run_values(conn, run, now))
     conn.executemany(
         "INSERT INTO task_states (run_id, task_id, format_version, position, state, updated_at)"
         " VALUES (?, ?, ?, ?, 'pending', ?)",
@@ -198,7 +204,7 @@ def create_run_txn(
 
 
 def get_run(conn: sqlite3.Connection, run_id: str) -> RunRecord:
-    return _run(fetch_one(conn, "SELECT * FROM runs WHERE run_id = ?", (run_id,), "run"))
+    return _run(conn, fetch_one(conn, "SELECT * FROM runs WHERE run_id = ?", (run_id,), "run"))
 
 
 def find_run(conn: sqlite3.Connection, prefix: str) -> RunRecord:
@@ -212,12 +218,12 @@ def find_run(conn: sqlite3.Connection, prefix: str) -> RunRecord:
     )
     exact = [r for r in rows if r["run_id"] == prefix]
     if exact:
-        return _run(exact[0])
+        return _run(conn, exact[0])
     if not rows:
         raise NotFoundError(f"run {prefix} not found")
     if len(rows) > 1:
         raise ValidationError(f"run id prefix {prefix!r} is ambiguous")
-    return _run(rows[0])
+    return _run(conn, rows[0])
 
 
 def list_runs(
@@ -232,7 +238,7 @@ def list_runs(
     sql += " ORDER BY created_at DESC, run_id DESC"
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
-    return [_run(r) for r in fetch_all(conn, sql, params, "run")]
+    return [_run(conn, r) for r in fetch_all(conn, sql, params, "run")]
 
 
 def _current_state(conn: sqlite3.Connection, run_id: str) -> str:
@@ -258,7 +264,7 @@ def set_run_state_txn(
     cur = conn.execute(
         f"UPDATE runs SET state = ?, updated_at = ?, output_json = COALESCE(?, output_json)"
         f" WHERE run_id = ? AND state IN ({marks})",
-        (state, now, dumps_opt(output), run_id, *allowed),
+        (state, now, dumps_value_opt(conn, output, now), run_id, *allowed),
     )
     if cur.rowcount != 1:
         check_run_transition(_current_state(conn, run_id), state)

@@ -19,8 +19,14 @@ from agentctl.core.canonical import json_digest
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import NotFoundError
 from agentctl.ledger.artifacts.refs import ArtifactRef, commit_artifact_refs_txn
+from agentctl.ledger.artifacts.values import (
+    dumps_value,
+    dumps_value_opt,
+    loads_value,
+    loads_value_object,
+)
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
-from agentctl.ledger.rows import dumps, dumps_opt, fetch_all, fetch_one, loads_object, loads_opt
+from agentctl.ledger.rows import dumps_opt, fetch_all, fetch_one, loads_object, loads_opt
 from agentctl.ledger.transitions import TASK_PREDECESSORS, check_task_transition
 
 
@@ -105,7 +111,8 @@ def _object_or_none(text: str | None) -> JsonObject | None:
     return None if text is None else loads_object(text)
 
 
-def _task(row: sqlite3.Row) -> TaskRecord:
+def _task(conn: sqlite3.Connection, row: sqlite3.Row) -> TaskRecord:
+    delta = row["state_delta_json"]
     return TaskRecord(
         run_id=row["run_id"],
         task_id=row["task_id"],
@@ -113,13 +120,13 @@ def _task(row: sqlite3.Row) -> TaskRecord:
         state=row["state"],
         attempt=row["attempt"],
         disposition=row["disposition"],
-        output=loads_opt(row["output_json"]),
+        output=loads_value(conn, row["output_json"]),
         error=row["error"],
         definition_fingerprint=row["definition_fingerprint"],
         input_digest=row["input_digest"],
         output_contract_fingerprint=row["output_contract_fingerprint"],
         output_digest=row["output_digest"],
-        state_delta=_object_or_none(row["state_delta_json"]),
+        state_delta=None if delta is None else loads_value_object(conn, delta),
         state_delta_digest=row["state_delta_digest"],
         artifact_manifest=loads_opt(row["artifact_manifest_json"]),
         source_run_id=row["source_run_id"],
@@ -165,7 +172,7 @@ def _refuse(conn: sqlite3.Connection, run_id: str, task_id: str, state: str) -> 
 
 def _complete_one(conn: sqlite3.Connection, run_id: str, c: TaskCompletion, now: str) -> None:
     sql = _COMPLETE_SQL.get(c.state)
-    delta = dumps_opt(c.state_delta)
+    delta = dumps_value_opt(conn, c.state_delta, now)
     output_digest = c.output_digest
     if output_digest is None and c.output is not None:
         output_digest = json_digest(c.output)
@@ -174,7 +181,7 @@ def _complete_one(conn: sqlite3.Connection, run_id: str, c: TaskCompletion, now:
         c.state,
         c.attempt,
         c.disposition,
-        dumps_opt(c.output),
+        dumps_value_opt(conn, c.output, now),
         c.error,
         c.definition_fingerprint,
         c.input_digest,
@@ -228,7 +235,7 @@ def commit_tasks_txn(
     if working_memory is None:
         conn.execute("UPDATE runs SET updated_at = ? WHERE run_id = ?", (now, run_id))
     else:
-        text = dumps(working_memory)
+        text = dumps_value(conn, working_memory, now)
         conn.execute(
             "UPDATE runs SET working_memory_json = ?, updated_at = ? WHERE run_id = ?",
             (text, now, run_id),
@@ -276,7 +283,7 @@ def list_tasks(conn: sqlite3.Connection, run_id: str) -> list[TaskRecord]:
     rows = fetch_all(
         conn, "SELECT * FROM task_states WHERE run_id = ? ORDER BY position", (run_id,), "task"
     )
-    return [_task(r) for r in rows]
+    return [_task(conn, r) for r in rows]
 
 
 def get_task(conn: sqlite3.Connection, run_id: str, task_id: str) -> TaskRecord:
@@ -286,4 +293,4 @@ def get_task(conn: sqlite3.Connection, run_id: str, task_id: str) -> TaskRecord:
         (run_id, task_id),
         "task",
     )
-    return _task(row)
+    return _task(conn, row)

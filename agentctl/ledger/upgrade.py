@@ -19,6 +19,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from agentctl.core.jsonvalue import JsonObject
+from agentctl.ledger.artifacts.values import spill_text
 from agentctl.ledger.audit import append_audit_txn
 
 
@@ -58,6 +59,6 @@ def upgrade_run_txn(conn: sqlite3.Connection, up: RunUpgrade) -> None:
     if up.compiled_plan_json is not None:
         conn.execute(
             "UPDATE runs SET compiled_plan_json = COALESCE(compiled_plan_json, ?) WHERE run_id = ?",
-            (up.compiled_plan_json, up.run_id),
+            (spill_text(conn, up.compiled_plan_json, up.now), up.run_id),
         )
     append_audit_txn(conn, up.run_id, "run.upgraded", up.summary, up.now)

@@ -1,6 +1,7 @@
 """Reachability-based garbage collection of the artifact store.
 
-Candidates: blobs with no reference and no live ingestion lease, created before the cutoff;
+Candidates: blobs with no reference, no live ingestion lease and no ``value_blobs`` pin (a
+ledger row's value lives in them, ``values.py``), created before the cutoff;
 blob files with no row (an ingest that died before its row); anything in ``tmp/``.
 
 Invariants:
@@ -25,6 +26,7 @@ from agentctl.ledger.artifacts.store import ArtifactStore, clear_dir, fsync_dir
 from agentctl.ledger.rows import shift_ts
 
 _UNREACHABLE = """NOT EXISTS (SELECT 1 FROM artifact_refs r WHERE r.digest = b.digest)
+    AND NOT EXISTS (SELECT 1 FROM value_blobs v WHERE v.digest = b.digest)
     AND NOT EXISTS (SELECT 1 FROM artifact_ingests i WHERE i.digest = b.digest
                     AND i.expires_at > ?)"""
 

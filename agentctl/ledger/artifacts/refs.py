@@ -4,6 +4,8 @@ Invariants:
 - a reference always names an existing blob row (foreign key);
 - references are committed by the task-completion transaction, which also releases the
   ingestion leases that protected the blobs from GC in between (``commit_artifact_refs_txn``);
+- a blob holding a ledger value (``values.py``) is pinned by a ``value_blobs`` row committed
+  with the row that names it (``pin_value_blob_txn``);
 - digests are ``sha256:<64 lowercase hex>``.
 """
 
@@ -186,6 +188,16 @@ def record_ingest_txn(
     task_id: str | None = None,
 ) -> None:
     """Insert the blob row (an existing row must agree) and a durable ingestion lease."""
+    _blob_row_txn(conn, digest, size_bytes, now)
+    conn.execute(
+        "INSERT INTO artifact_ingests (lease_id, format_version, digest, run_id, task_id,"
+        " created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (lease_id, ROW_FORMAT_VERSION, digest, run_id, task_id, now, expires_at),
+    )
+
+
+def _blob_row_txn(conn: sqlite3.Connection, digest: str, size_bytes: int, now: str) -> None:
+    """Insert the row of a blob whose file is in place; an existing row must agree."""
     conn.execute(
         "INSERT INTO artifact_blobs (digest, format_version, size_bytes, created_at)"
         " VALUES (?, ?, ?, ?) ON CONFLICT (digest) DO NOTHING",
@@ -196,8 +208,13 @@ def record_ingest_txn(
         raise PersistenceError(
             f"artifact blob row {digest} disagrees with its bytes ({size_bytes} bytes)"
         )
+
+
+def pin_value_blob_txn(conn: sqlite3.Connection, digest: str, size_bytes: int, now: str) -> None:
+    """Record a blob that holds a ledger value: its row, and the pin that keeps it from GC."""
+    _blob_row_txn(conn, digest, size_bytes, now)
     conn.execute(
-        "INSERT INTO artifact_ingests (lease_id, format_version, digest, run_id, task_id,"
-        " created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (lease_id, ROW_FORMAT_VERSION, digest, run_id, task_id, now, expires_at),
+        "INSERT INTO value_blobs (digest, format_version, created_at) VALUES (?, ?, ?)"
+        " ON CONFLICT (digest) DO NOTHING",
+        (digest, ROW_FORMAT_VERSION, now),
     )

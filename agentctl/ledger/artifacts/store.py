@@ -6,7 +6,8 @@ Layout under ``<db dir>/artifacts/`` (0700): ``sha256/<2hex>/<64hex>`` blobs (04
 Invariants:
 - a blob file under ``sha256/`` only ever appears complete: bytes are hashed into ``tmp/``,
   fsynced, made read-only and then hard-linked into place (no clobber), and the directory is
-  fsynced; an existing blob is re-verified instead of trusted;
+  fsynced; an existing blob is re-verified instead of trusted (a file whose bytes an intact
+  blob already holds is not copied at all);
 - the blob row is written only after its file is in place, so every row names real bytes;
   an ingestion lease (60 min) protects the blob from GC until the task's completion commits
   its references (``refs.commit_artifact_refs_txn``);
@@ -35,6 +36,9 @@ from agentctl.ledger.connection import Database
 from agentctl.ledger.rows import shift_ts
 
 MAX_INGEST_BYTES = 16 * 1024 * 1024
+# From this size on, ledger values are kept as blobs (``values.py``) and a file is hashed
+# before it is copied, in case a blob already holds it.
+LARGE_BLOB_BYTES = 64 * 1024
 LEASE_SECONDS = 3600
 LOCK_TIMEOUT_S = 30.0
 _CHUNK = 1024 * 1024
@@ -63,6 +67,12 @@ def hex_of(digest: str) -> str:
     if prefix != "sha256" or len(hexd) != 64 or any(c not in "0123456789abcdef" for c in hexd):
         raise InvalidOperationError(f"not an artifact digest: {digest!r} (want sha256:<64 hex>)")
     return hexd
+
+
+def blob_file(root: Path, digest: str) -> Path:
+    """Where the blob ``digest`` lives in the store rooted at ``root``."""
+    hexd = hex_of(digest)
+    return root / "sha256" / hexd[:2] / hexd
 
 
 def blob_problem(path: Path, digest: str, size_bytes: int) -> str | None:
@@ -119,8 +129,7 @@ class ArtifactStore:
             ) from exc
 
     def blob_path(self, digest: str) -> Path:
-        hexd = hex_of(digest)
-        return self.blobs_dir / hexd[:2] / hexd
+        return blob_file(self.root, digest)
 
     # --- ingest ------------------------------------------------------------------------
 
@@ -136,10 +145,14 @@ class ArtifactStore:
         """Copy a regular file into the store and lease its blob until completion commits."""
         src = Path(source)
         with self.locked():
-            tmp, digest, size = self._write_tmp(src)
-            crash_point(CrashPoint.ARTIFACT_AFTER_TMP_WRITE)
-            self._publish(tmp, digest, size)
-            crash_point(CrashPoint.ARTIFACT_AFTER_RENAME)
+            known = self._already_stored(src)
+            if known is not None:
+                digest, size = known
+            else:
+                tmp, digest, size = self._write_tmp(src)
+                crash_point(CrashPoint.ARTIFACT_AFTER_TMP_WRITE)
+                self._publish(tmp, digest, size)
+                crash_point(CrashPoint.ARTIFACT_AFTER_RENAME)
             lease = lease_id or f"ingest-{uuid.uuid4()}"
             expires = shift_ts(now, LEASE_SECONDS)
             with self.ledger.transaction() as conn:
@@ -163,6 +176,24 @@ class ArtifactStore:
                 f"cannot ingest {src}: only regular files up to {MAX_INGEST_BYTES} bytes are stored"
             )
         return fd
+
+    def _already_stored(self, src: Path) -> tuple[str, int] | None:
+        """(digest, size) of ``src`` when an intact blob already holds exactly its bytes.
+
+        A large file a ``builtin.write`` wrote usually is: its content was stored as a ledger
+        value (``values.py``) when the effect was recorded. Then nothing is copied (no second
+        copy, not even in ``tmp/``). Small files are never ledger values: they are just copied.
+        """
+        with os.fdopen(self._open_source(src), "rb") as fin:
+            if os.fstat(fin.fileno()).st_size < LARGE_BLOB_BYTES:
+                return None  # cheaper to copy than to read twice
+            h, size = hashlib.sha256(), 0
+            while chunk := fin.read(_CHUNK):
+                h.update(chunk)
+                size += len(chunk)
+        digest = "sha256:" + h.hexdigest()
+        intact = blob_problem(self.blob_path(digest), digest, size) is None
+        return (digest, size) if intact else None
 
     def _write_tmp(self, src: Path) -> tuple[Path, str, int]:
         """Stream ``src`` into ``tmp/`` while hashing; fsynced before returning."""

@@ -6,7 +6,8 @@ Invariants:
 - a write is atomic: temp file in the target directory, fsync, rename, fsync of the directory;
   readers see the old or the new content, never a mix; identical content writes nothing;
 - blocking I/O runs in a thread so other effects of this worker keep going;
-- local I/O errors are retryable (spec/dsl.md §4.5); policy and size failures are not.
+- local I/O errors are retryable (spec/dsl.md §4.5); policy and size failures are not; a full
+  disk (``TaskDiskFullError``) stops the run resumable instead of failing the task.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import trio
 
 from agentctl.core.textdiff import unified_diff
-from agentctl.errors import AgentctlError, PolicyDeniedError, RunFailedError
+from agentctl.errors import AgentctlError, PolicyDeniedError, RunFailedError, from_task_os_error
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ReadRequest, WriteRequest
 from agentctl.sandbox.paths import resolve_read, resolve_write
@@ -28,7 +29,7 @@ from agentctl.workers.executors import ExecOutcome, parse_request
 
 
 def _io_error(action: str, rel: str, exc: OSError) -> AgentctlError:
-    return RunFailedError(f"cannot {action} {rel!r}: {exc.strerror}", retryable=True)
+    return from_task_os_error(exc, f"cannot {action} {rel!r}")
 
 
 def _read_text(target: str, rel: str, max_bytes: int) -> str:
