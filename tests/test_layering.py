@@ -40,7 +40,10 @@ ALLOWED: dict[str, set[str]] = {
         "packsource",
         "cli_memory",
         "cli_providers",
+        "cli_argv",
     },
+    # The global flags, taken out of argv before typer parses the rest.
+    "cli_argv": {"render", "errors"},
     "clikit": {"render", "errors", "core"},
     "cli_inspect": {"clikit", "render", "errors", "coordinator", "core"},
     "cli_recovery": {"clikit", "render", "errors", "coordinator", "core", "cli_vars"},

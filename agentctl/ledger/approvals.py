@@ -176,10 +176,7 @@ def resolve_approval_txn(
         (status, now, actor, reason, approval_id),
     )
     if current.effect_id is not None:
-        resolve_waiting_effect_txn(conn, current.effect_id, approve, now)
-        if not approve:  # a held tool call of an agent turn ends with its approval
-            error = f"approval {approval_id} rejected by {actor}: {reason}"
-            move_held_tool_call_txn(conn, current.effect_id, "rejected", now, error=error)
+        _release_effect_txn(conn, current, approve, f"rejected by {actor}: {reason}", now)
     payload = {"approvalId": approval_id, "status": status, "actor": actor, "reason": reason}
     append_audit_txn(
         conn,
@@ -194,6 +191,18 @@ def resolve_approval_txn(
         conn, current.run_id, {"runId": current.run_id, "event": f"approval.{status}"}, now
     )
     return get_approval(conn, approval_id)
+
+
+def _release_effect_txn(
+    conn: sqlite3.Connection, current: ApprovalRecord, approve: bool, why: str, now: str
+) -> None:
+    """The approval's effect leaves ``waiting_approval``; a held tool call of an agent turn
+    ends rejected with its approval."""
+    assert current.effect_id is not None
+    resolve_waiting_effect_txn(conn, current.effect_id, approve, now)
+    if not approve:
+        error = f"approval {current.approval_id} {why}"
+        move_held_tool_call_txn(conn, current.effect_id, "rejected", now, error=error)
 
 
 def close_pending_txn(conn: sqlite3.Connection, run_id: str, now: str, reason: str) -> None:

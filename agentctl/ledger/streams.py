@@ -107,6 +107,11 @@ def append_stream_event_txn(
         truncated=truncated,
         created_at=new.now,
     )
+    _insert_txn(conn, record)
+    return record
+
+
+def _insert_txn(conn: sqlite3.Connection, record: StreamEventRecord) -> None:
     conn.execute(
         "INSERT INTO stream_events (run_id, task_id, attempt, sequence, format_version,"
         " event_type, payload_json, created_at, effect_id, provider_sequence, truncated)"
@@ -118,14 +123,13 @@ def append_stream_event_txn(
             record.sequence,
             ROW_FORMAT_VERSION,
             record.event_type,
-            dumps(payload),
+            dumps(record.payload),
             record.created_at,
             record.effect_id,
             record.provider_sequence,
-            int(truncated),
+            int(record.truncated),
         ),
     )
-    return record
 
 
 def list_stream_events(conn: sqlite3.Connection, run_id: str) -> list[StreamEventRecord]:

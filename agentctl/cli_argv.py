@@ -1,0 +1,74 @@
+"""The global flags, taken out of ``argv`` wherever they stand, before typer parses the rest.
+
+Invariants: ``--output``, ``--color``, ``--verbose``, ``--offline`` and ``--locked`` may appear
+anywhere before ``--``; a value outside its choices is a ``ValidationError`` (exit 2), never
+silently taken; ``--db`` moves to the end so each subcommand reads it as its own option.
+"""
+
+from __future__ import annotations
+
+from agentctl.errors import ValidationError
+from agentctl.render import Settings
+
+_VALUE_FLAGS = {"--output": ("human", "json", "jsonl"), "--color": ("auto", "always", "never")}
+_PACK_FLAGS = ("--offline", "--locked")  # pack resolution modes, global like --verbose
+
+
+def sniff_output(argv: list[str]) -> str:
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        if arg == "--output" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--output="):
+            return arg.split("=", 1)[1]
+    return "human"
+
+
+def normalize_argv(argv: list[str]) -> tuple[Settings, list[str]]:
+    """Pull the global flags out of ``argv`` wherever they stand; move ``--db`` to the end."""
+    settings = Settings()
+    rest: list[str] = []
+    db: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest.extend(argv[i:])
+            break
+        name, eq, inline = arg.partition("=")
+        if name in _VALUE_FLAGS or name == "--db":
+            if eq:
+                value = inline
+            elif i + 1 < len(argv):
+                value = argv[i + 1]
+                i += 1
+            else:
+                raise ValidationError(f"option {name} requires a value")
+            if name == "--db":
+                db = ["--db", value]
+            else:
+                _apply_flag(settings, name, value)
+        elif arg == "--verbose":
+            settings.verbose = True
+        elif arg in _PACK_FLAGS:
+            setattr(settings, arg[2:], True)
+        else:
+            rest.append(arg)
+        i += 1
+    if "--" in rest:
+        cut = rest.index("--")
+        return settings, rest[:cut] + db + rest[cut:]
+    return settings, rest + db
+
+
+def _apply_flag(settings: Settings, name: str, value: str) -> None:
+    allowed = _VALUE_FLAGS[name]
+    if value not in allowed:
+        raise ValidationError(
+            f"invalid value {value!r} for {name}; expected one of: {', '.join(allowed)}"
+        )
+    if name == "--output":
+        settings.output = value  # type: ignore[assignment]
+    else:
+        settings.color = value  # type: ignore[assignment]
