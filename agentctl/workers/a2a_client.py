@@ -13,7 +13,8 @@ Invariants:
   and artifacts are untrusted data, turned into plain JSON and never interpreted;
 - a JSON-RPC error answer is the peer's definitive word (``PeerRefusedError``); any other
   failure of a call is ``PeerUnreachableError``, and whether the message may have arrived is
-  the executor's judgement (``SendTracker``).
+  the executor's judgement (``SendTracker``);
+- the card fetch is written to the execution's ``A2aWire`` (the executor records the rest).
 """
 
 from __future__ import annotations

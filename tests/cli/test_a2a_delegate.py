@@ -34,7 +34,7 @@ spec:
   a2aPeers:
     reviewer:
       cardUrl: http://127.0.0.1:PORT/.well-known/agent-card.json
-      maxPolls: 1000
+      maxPolls: MAXPOLLS
       pollIntervalMs: 50
   actions:
     review: { kind: a2a.delegate }
@@ -47,8 +47,11 @@ spec:
 """
 
 
-def _workflow(peer: Peer, tmp_path: Path, allowed: str = "127.0.0.1") -> Path:
+def _workflow(
+    peer: Peer, tmp_path: Path, allowed: str = "127.0.0.1", max_polls: int = 1000
+) -> Path:
     text = WORKFLOW.replace("PORT", str(peer.port)).replace("ALLOWED", allowed)
+    text = text.replace("MAXPOLLS", str(max_polls))
     path = tmp_path / "wf.yaml"
     path.write_text(text, encoding="utf-8")
     return path
@@ -283,3 +286,26 @@ def test_a_cancelled_delegation_is_settled_by_continue_remote(
     assert cont.data["status"] == "applied"
     assert cont.data["result"]["taskId"] == effect["remoteTaskId"]
     assert slow_peer.lines(slow_peer.received) == [{"messageId": "msg-1"}]
+
+
+def test_polling_that_gives_up_records_its_polls_as_evidence(
+    cli: Cli, tmp_path: Path, slow_peer: Peer
+) -> None:
+    wf, db = _workflow(slow_peer, tmp_path, max_polls=3), _db(tmp_path)
+    done = cli("--output", "json", "run", str(wf), "--db", db)
+    assert done.rc != 0
+    run_id = done.error["error"]["runId"]
+    (effect,) = cli("--output", "json", "effects", "list", run_id, "--db", db).data["effects"]
+    assert effect["status"] == "uncertain"  # the task still works remotely
+    wire = _wire(cli, run_id, db)
+    calls = wire["delegate"]  # reported with the uncertain outcome, polls included
+    assert [c["method"] for c in calls[:2]] == ["GetAgentCard", "SendMessage"]
+    task_id = effect["remoteTaskId"]
+    states = _polls(calls[2:], task_id)
+    assert "completed" not in states
+    assert calls[-1]["detail"].split(":")[0].endswith("3")  # the rows end at poll 3, maxPolls
+
+    slow_peer.let_tasks_finish()
+    cont = cli("--output", "json", "effects", "continue-remote", effect["effectId"], "--db", db)
+    assert cont.rc == 0, cont.stderr
+    _assert_observed_apart(_wire(cli, run_id, db), task_id)

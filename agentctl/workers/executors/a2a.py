@@ -9,7 +9,10 @@ Invariants:
   ``SendMessage`` is uncertain; polling is bounded by ``maxPolls`` × ``pollIntervalMs`` and
   ending it on a task still working is uncertain too (the task goes on remotely);
 - ``completed`` is the only success; ``failed``, ``rejected``, ``canceled`` and the interrupted
-  states (input or auth required) fail the task with the peer's own words.
+  states (input or auth required) fail the task with the peer's own words;
+- every execution reports its protocol evidence (``workers.a2a_wire``): with the task id (the
+  card fetch and ``SendMessage``), then with whatever outcome — a timeout or cancellation
+  included, which is why ``trio.Cancelled`` is turned into this effect's own failure here.
 """
 
 from __future__ import annotations
