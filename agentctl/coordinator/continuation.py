@@ -12,7 +12,9 @@ Invariants:
 - the request is the one the task's registry entry builds from the effect's recorded input and
   the run's stored plan; it must come out with the recorded input digest, or nothing is sent;
 - the run's lease is held while observing, so no coordinator drives the run meanwhile;
-- a task that ended otherwise than ``completed``, or that is still working, records nothing.
+- a task that ended otherwise than ``completed``, or that is still working, records no
+  reconciliation; the observation's own calls (its protocol session and ``GetTask`` polls)
+  are recorded either way, as a session of their own beside the first execution's.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from agentctl.core.redact import Redactor
 from agentctl.errors import BlockedError, InvalidOperationError, ProviderError
 from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.interface import RunLedger
-from agentctl.ledger.model import ReconcileRequest
+from agentctl.ledger.model import ProtocolReport, ReconcileRequest
 from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.mailbox.messages import Execute, Failure, Result
 
@@ -59,6 +61,10 @@ def continue_remote(effect_id: str, *, db: str, actor: str, reason: str | None) 
         ledger.acquire_lease(found.effect.run_id, owner, clock.now())
         try:
             reply = run_trio(_observe, found.message)
+            if reply.protocol is not None:  # the observation's own calls, whatever it found
+                ledger.record_protocol(
+                    ProtocolReport(found.effect.effect_id, reply.protocol, clock.now())
+                )
         finally:
             ledger.release_lease(found.effect.run_id, owner.pid, clock.now())
         output = _observed(found, reply)

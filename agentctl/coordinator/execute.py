@@ -177,7 +177,7 @@ class EffectRunner:
                 context_id=handle.context_id,
                 created_at=self.clock.now(),
             )
-            await self.store.record_remote_handle(record)
+            await self.store.record_remote_handle(record, handle.protocol_evidence)
 
         return persist
 

@@ -16,6 +16,7 @@ import trio
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate
+from agentctl.core.protocols import ProtocolEvidence
 from agentctl.ledger.artifacts.store import IngestResult
 from agentctl.ledger.held_calls import CallGate, GatedCall
 from agentctl.ledger.interface import RunLedger
@@ -84,8 +85,10 @@ class Store:
     async def append_stream_event(self, event: NewStreamEvent) -> StreamEventRecord | None:
         return await self._run(lambda: self.ledger.append_stream_event(event))
 
-    async def record_remote_handle(self, handle: RemoteHandleRecord) -> None:
-        await self._run(lambda: self.ledger.record_remote_handle(handle))
+    async def record_remote_handle(
+        self, handle: RemoteHandleRecord, evidence: ProtocolEvidence | None = None
+    ) -> None:
+        await self._run(lambda: self.ledger.record_remote_handle(handle, evidence))
 
     async def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
         await self._run(lambda: self.ledger.finish_effects(outcomes))

@@ -5,7 +5,7 @@ opened and the calls it made (``ProtocolEvidence``); the coordinator commits the
 effect's outcome and ``inspect`` shows them as ``protocolSessions`` and ``protocolCalls``.
 The shapes are generic over the protocol: ``protocol`` names it (``mcp``, ``a2a``), ``peer``
 the workflow's name for the remote side (an ``mcpServers`` or ``a2aPeers`` key), ``method``
-the protocol's own method name (``initialize``, ``tools/call``, ``message/send``, …).
+the protocol's own method name (``initialize``, ``tools/call``, ``SendMessage``, ``GetTask``, …).
 
 Invariants:
 - evidence is pure data, frozen, camelCase on the wire, unknown keys rejected;

@@ -22,6 +22,7 @@ from typing import Protocol
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate, EmbeddingIdentity
+from agentctl.core.protocols import ProtocolEvidence
 from agentctl.ledger.approvals import ApprovalRecord
 from agentctl.ledger.artifacts.store import IngestResult
 from agentctl.ledger.effects import EffectRecord
@@ -181,9 +182,12 @@ class RunLedger(Protocol):
         """Recompute the vectors of every active entry of ``namespace``; how many."""
         ...
 
-    def record_remote_handle(self, handle: RemoteHandleRecord) -> None:
+    def record_remote_handle(
+        self, handle: RemoteHandleRecord, evidence: ProtocolEvidence | None = None
+    ) -> None:
         """Persist the remote work a started effect began (an A2A task id), mid-effect; the
-        same handle again is a no-op, a different one is refused."""
+        same handle again is a no-op, a different one is refused. ``evidence`` (what the
+        effect said on the wire so far) commits in the same transaction."""
         ...
 
     def remote_handle(self, effect_id: str) -> RemoteHandleRecord | None:

@@ -5,9 +5,12 @@ protocol that learns something mid-effect, reported on its own). They are eviden
 operators and ``inspect``; recovery decides from the effect rows alone.
 
 Invariants:
-- a session's id is ``<effect id>/<key>`` and a call's ``<effect id>/<position>``, so
-  reporting the same evidence again (a later, fuller report of one effect) updates rows in
-  place instead of adding more;
+- a session's id is ``<effect id>/<key>`` and a call's ``<effect id>/<session key>/<index in
+  its report>``, so reporting a session's evidence again (a later, fuller report) updates its
+  rows in place, while a session with a new key (an A2A task observed again by a later
+  execution of the same effect) adds rows beside the earlier ones and never overwrites them;
+- a call keeps the position it was first stored at; a new call goes after the effect's others,
+  so ``protocolCalls`` lists an effect's calls in the order they were made;
 - every row belongs to an existing effect of its run (its task and attempt are copied from the
   effect row); evidence for an unknown effect is refused;
 - evidence holds no secret values (the worker never reports headers); remote text is bounded.
@@ -24,9 +27,12 @@ from agentctl.errors import NotFoundError
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_all, loads_opt
 
 _INSERT_SESSION = (
-    "INSERT OR REPLACE INTO protocol_sessions (session_id, format_version, run_id, task_id,"
-    " attempt, effect_id, protocol, peer, endpoint, protocol_version, remote_session_id,"
-    " peer_info_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO protocol_sessions (session_id, format_version, run_id, task_id, attempt,"
+    " effect_id, protocol, peer, endpoint, protocol_version, remote_session_id, peer_info_json,"
+    " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (session_id) DO UPDATE SET endpoint = excluded.endpoint,"
+    " protocol_version = excluded.protocol_version,"
+    " remote_session_id = excluded.remote_session_id, peer_info_json = excluded.peer_info_json"
 )
 _INSERT_CALL = (
     "INSERT OR REPLACE INTO protocol_calls (call_id, format_version, run_id, task_id, attempt,"
@@ -50,11 +56,36 @@ def record_protocol_txn(
         session_row = (f"{effect_id}/{s.key}", *owner, s.protocol, s.peer, s.endpoint)
         detail_row = (s.protocol_version, s.remote_session_id, dumps(s.peer_info), now)
         conn.execute(_INSERT_SESSION, (*session_row, *detail_row))
-    for position, c in enumerate(evidence.calls):
+    positions = _positions(conn, effect_id)
+    for index, c in enumerate(evidence.calls):
+        call_id = f"{effect_id}/{c.session_key or '-'}/{index}"
+        position = positions.place(call_id)
         session = f"{effect_id}/{c.session_key}" if c.session_key is not None else None
-        call_row = (f"{effect_id}/{position}", *owner, position, session, c.protocol, c.peer)
+        call_row = (call_id, *owner, position, session, c.protocol, c.peer)
         detail = (c.method, c.target, c.remote_id, c.status, c.detail, now)
         conn.execute(_INSERT_CALL, (*call_row, *detail))
+
+
+@dataclass
+class _Positions:
+    """Where an effect's calls sit: a known call keeps its place, a new one goes last."""
+
+    known: dict[str, int]
+    following: int
+
+    def place(self, call_id: str) -> int:
+        if call_id not in self.known:
+            self.known[call_id] = self.following
+            self.following += 1
+        return self.known[call_id]
+
+
+def _positions(conn: sqlite3.Connection, effect_id: str) -> _Positions:
+    rows = conn.execute(
+        "SELECT call_id, position FROM protocol_calls WHERE effect_id = ?", (effect_id,)
+    ).fetchall()
+    known = {str(r[0]): int(r[1]) for r in rows}
+    return _Positions(known, max(known.values(), default=-1) + 1)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ import agentctl.ledger.steps as steps
 import agentctl.ledger.streams as streams
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate, EmbeddingIdentity
+from agentctl.core.protocols import ProtocolEvidence
 from agentctl.ledger.approvals import ApprovalRecord
 from agentctl.ledger.artifacts.gc import run_gc
 from agentctl.ledger.artifacts.store import (
@@ -195,9 +196,13 @@ class SqliteLedger:
         with self._db.transaction() as conn:
             return longterm.reindex_txn(conn, namespace, identity, now)
 
-    def record_remote_handle(self, handle: remote.RemoteHandleRecord) -> None:
+    def record_remote_handle(
+        self, handle: remote.RemoteHandleRecord, evidence: ProtocolEvidence | None = None
+    ) -> None:
         with self._db.transaction() as conn:
             remote.record_handle_txn(conn, handle)
+            if evidence is not None:
+                protocols.record_protocol_txn(conn, handle.effect_id, evidence, handle.created_at)
 
     def remote_handle(self, effect_id: str) -> remote.RemoteHandleRecord | None:
         with self._db.read() as conn:

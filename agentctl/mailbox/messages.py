@@ -168,6 +168,8 @@ class RemoteHandle(WireModel):
     peer: str
     remote_task_id: str = Field(min_length=1)
     context_id: str | None = None
+    # What the effect said on the wire so far (the card, the message), committed with the id.
+    protocol_evidence: ProtocolEvidence | None = None
 
 
 class RemoteHandleAck(WireModel):

@@ -13,7 +13,8 @@ Invariants:
   and artifacts are untrusted data, turned into plain JSON and never interpreted;
 - a JSON-RPC error answer is the peer's definitive word (``PeerRefusedError``); any other
   failure of a call is ``PeerUnreachableError``, and whether the message may have arrived is
-  the executor's judgement (``SendTracker``).
+  the executor's judgement (``SendTracker``);
+- the card fetch is written to the execution's ``A2aWire`` (the executor records the rest).
 """
 
 from __future__ import annotations
@@ -34,10 +35,12 @@ from google.protobuf import json_format, struct_pb2
 
 from agentctl.errors import AgentctlError, ProviderError
 from agentctl.mailbox.requests import A2aDelegateRequest
+from agentctl.workers.a2a_wire import A2aWire
 from agentctl.workers.egress_http import EgressRoute
 from agentctl.workers.egress_httpx import egress_httpx_client
 
 VERSION_HEADER = "A2A-Version"
+CARD_METHOD = "GetAgentCard"  # as evidence: the HTTP GET of the card has no A2A method name
 
 
 class PeerRefusedError(ProviderError):
@@ -59,24 +62,34 @@ class PeerSession:
 
 
 @contextlib.asynccontextmanager
-async def open_peer(req: A2aDelegateRequest, route: EgressRoute) -> AsyncIterator[PeerSession]:
+async def open_peer(
+    req: A2aDelegateRequest, route: EgressRoute, wire: A2aWire
+) -> AsyncIterator[PeerSession]:
     """Fetch the peer's Agent Card over ``route`` and bind its JSON-RPC interface."""
     headers = {**req.headers, VERSION_HEADER: req.protocol_version}
     async with egress_httpx_client(
         route, read_timeout=req.request_timeout_seconds, headers=headers
     ) as http:
-        card = await _fetch_card(http, req)
+        card = await _fetch_card(http, req, wire)
         url = _rpc_url(card, req, route)
+        wire.bound(url, card.name, card.version)
         yield PeerSession(req.peer, card, JsonRpcTransport(http, card, url, True), route)
 
 
-async def _fetch_card(http: httpx.AsyncClient, req: A2aDelegateRequest) -> pb.AgentCard:
+async def _fetch_card(
+    http: httpx.AsyncClient, req: A2aDelegateRequest, wire: A2aWire
+) -> pb.AgentCard:
+    fetch = wire.call(CARD_METHOD, req.card_url)
     try:
-        return await A2ACardResolver(http, req.card_url, "").get_agent_card()
+        card = await A2ACardResolver(http, req.card_url, "").get_agent_card()
     except (A2AError, httpx2.HTTPError, httpx.HTTPError) as exc:
-        raise ProviderError(
+        error = ProviderError(
             f"A2A peer {req.peer}: cannot read its Agent Card at {req.card_url}: {exc}"
-        ) from exc
+        )
+        wire.settle(fetch, "failed", error.message)
+        raise error from exc
+    wire.settle(fetch, "succeeded")
+    return card
 
 
 def _same_origin(url: str, route: EgressRoute) -> bool:

@@ -7,12 +7,15 @@ every HTTP request it served, so the tests can count what agentctl really sent.
 
 from __future__ import annotations
 
+import itertools
 import os
+import re
 import signal
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,7 +34,7 @@ spec:
   a2aPeers:
     reviewer:
       cardUrl: http://127.0.0.1:PORT/.well-known/agent-card.json
-      maxPolls: 1000
+      maxPolls: MAXPOLLS
       pollIntervalMs: 50
   actions:
     review: { kind: a2a.delegate }
@@ -44,8 +47,11 @@ spec:
 """
 
 
-def _workflow(peer: Peer, tmp_path: Path, allowed: str = "127.0.0.1") -> Path:
+def _workflow(
+    peer: Peer, tmp_path: Path, allowed: str = "127.0.0.1", max_polls: int = 1000
+) -> Path:
     text = WORKFLOW.replace("PORT", str(peer.port)).replace("ALLOWED", allowed)
+    text = text.replace("MAXPOLLS", str(max_polls))
     path = tmp_path / "wf.yaml"
     path.write_text(text, encoding="utf-8")
     return path
@@ -68,6 +74,34 @@ def _db(tmp_path: Path) -> str:
     return str(tmp_path / "state" / "runtime.db")
 
 
+def _wire(cli: Cli, run_id: str, db: str) -> dict[str, list[dict[str, Any]]]:
+    """The run's recorded A2A calls, grouped by session key (``delegate``, ``observe-…``)."""
+    seen = cli("--output", "json", "inspect", run_id, "--db", db).data
+    by_session: dict[str, list[dict[str, Any]]] = {}
+    for session in seen["protocolSessions"]:
+        by_session[session["sessionId"].rsplit("/", 1)[1]] = []
+    for call in seen["protocolCalls"]:
+        by_session[call["sessionId"].rsplit("/", 1)[1]].append(call)
+    return by_session
+
+
+def _polls(calls: list[dict[str, Any]], task_id: str) -> list[str]:
+    """The task states the GetTask rows report, checking the rows cover polls 1..N in order
+    and that consecutive polls with one outcome share a row (rows stay few)."""
+    rows = [c for c in calls if c["method"] == "GetTask"]
+    covered, states = 0, []
+    for row in rows:
+        assert (row["target"], row["remoteId"], row["status"]) == (task_id, task_id, "succeeded")
+        found = re.fullmatch(r"polls? (\d+)(?:-(\d+))?: (\w+)", row["detail"])
+        assert found is not None, row["detail"]
+        first, last = int(found[1]), int(found[2] or found[1])
+        assert first == covered + 1 and last >= first
+        covered = last
+        states.append(found[3])
+    assert all(a != b for a, b in itertools.pairwise(states))
+    return states
+
+
 def test_delegation_completes_and_replay_calls_nothing(
     cli: Cli, tmp_path: Path, quick_peer: Peer
 ) -> None:
@@ -83,12 +117,41 @@ def test_delegation_completes_and_replay_calls_nothing(
     assert effect["operation"] == "a2a.delegate" and effect["status"] == "succeeded"
     assert effect["remoteTaskId"] == effect["result"]["taskId"]
     assert effect["effectClass"] == "remote_agent"
+    _assert_delegation_recorded(seen, quick_peer, effect)
 
     served = len(quick_peer.lines(quick_peer.requests))
     replayed = cli("--output", "json", "replay", run_id, "--db", db)
     assert replayed.rc == 0, replayed.stderr
     assert replayed.data["output"] == {"review": "reviewed: check the release notes"}
     assert len(quick_peer.lines(quick_peer.requests)) == served  # not one request more
+    # Like MCP: a replay copies outputs, calls nothing, so it records no protocol evidence.
+    copy = cli("--output", "json", "inspect", replayed.data["runId"], "--db", db).data
+    assert (copy["protocolSessions"], copy["protocolCalls"]) == ([], [])
+
+
+def _assert_delegation_recorded(seen: Any, peer: Peer, effect: dict[str, Any]) -> None:
+    """One session for the effect, bound to the card's JSON-RPC URL, and its calls in order."""
+    (session,) = seen["protocolSessions"]
+    card_url = f"http://127.0.0.1:{peer.port}/.well-known/agent-card.json"
+    assert (session["protocol"], session["peer"], session["effectId"]) == (
+        "a2a",
+        "reviewer",
+        effect["effectId"],
+    )
+    assert session["endpoint"].startswith(f"http://127.0.0.1:{peer.port}/")
+    assert session["endpoint"] != card_url  # the interface the card named, not the card
+    assert session["protocolVersion"] == "1.0"
+    assert session["peerInfo"] == {"name": "reviewer", "version": "1.0.0"}
+    assert session["remoteSessionId"] == effect["result"]["contextId"]
+    calls = seen["protocolCalls"]
+    assert [(c["method"], c["target"], c["status"]) for c in calls[:2]] == [
+        ("GetAgentCard", card_url, "succeeded"),
+        ("SendMessage", "msg-1", "succeeded"),
+    ]
+    assert calls[1]["remoteId"] == effect["remoteTaskId"]
+    assert all(c["sessionId"] == session["sessionId"] for c in calls)
+    assert _polls(calls[2:], effect["remoteTaskId"])[-1] == "completed"
+    assert len(calls) == 2 + len(_polls(calls[2:], effect["remoteTaskId"]))
 
 
 def test_host_outside_allowlist_is_refused_before_any_request(
@@ -99,6 +162,8 @@ def test_host_outside_allowlist_is_refused_before_any_request(
     assert done.rc == 4
     assert "networkAllowlist" in done.error["error"]["message"]
     assert quick_peer.lines(quick_peer.requests) == []  # not even the Agent Card
+    seen = cli("--output", "json", "inspect", done.error["error"]["runId"], "--db", db).data
+    assert seen["protocolCalls"] == []  # nothing was said on the wire
     (effect,) = cli(
         "--output", "json", "effects", "list", done.error["error"]["runId"], "--db", db
     ).data["effects"]
@@ -153,6 +218,23 @@ def test_resume_after_coordinator_kill_observes_the_same_task(
     (after,) = cli("--output", "json", "inspect", run_id, "--db", db).data["effects"]
     assert after["effectId"] == effect["effectId"] and after["status"] == "succeeded"
     assert after["result"]["taskId"] == effect["remoteTaskId"]
+    _assert_observed_apart(_wire(cli, run_id, db), effect["remoteTaskId"])
+
+
+def _assert_observed_apart(wire: dict[str, list[dict[str, Any]]], task_id: str) -> None:
+    """The first execution's card fetch and message — committed with the task id, before the
+    kill — and the later observation's own session, which polled the task to completion."""
+    first = wire.pop("delegate")
+    assert [(c["method"], c["status"]) for c in first[:2]] == [
+        ("GetAgentCard", "succeeded"),
+        ("SendMessage", "succeeded"),
+    ]
+    assert first[1]["remoteId"] == task_id
+    (observation,) = wire.values()  # one more session, keyed observe-…
+    assert [c["method"] for c in observation[:1]] == ["GetAgentCard"]
+    assert _polls(observation[1:], task_id)[-1] == "completed"
+    sent = [c for c in first + observation if c["method"] == "SendMessage"]
+    assert len(sent) == 1  # the observation never sent the message again
 
 
 def test_continue_remote_records_the_observed_result(
@@ -180,6 +262,7 @@ def test_continue_remote_records_the_observed_result(
     assert rec["evidence"]["remoteTaskId"] == effect["remoteTaskId"]
     assert rec["result"]["text"] == "reviewed: check the release notes"
     assert slow_peer.lines(slow_peer.received) == [{"messageId": "msg-1"}]
+    _assert_observed_apart(_wire(cli, run_id, db), effect["remoteTaskId"])
 
     done = cli("--output", "json", "resume", run_id, "--db", db)
     assert done.rc == 0, done.stderr
@@ -203,3 +286,26 @@ def test_a_cancelled_delegation_is_settled_by_continue_remote(
     assert cont.data["status"] == "applied"
     assert cont.data["result"]["taskId"] == effect["remoteTaskId"]
     assert slow_peer.lines(slow_peer.received) == [{"messageId": "msg-1"}]
+
+
+def test_polling_that_gives_up_records_its_polls_as_evidence(
+    cli: Cli, tmp_path: Path, slow_peer: Peer
+) -> None:
+    wf, db = _workflow(slow_peer, tmp_path, max_polls=3), _db(tmp_path)
+    done = cli("--output", "json", "run", str(wf), "--db", db)
+    assert done.rc != 0
+    run_id = done.error["error"]["runId"]
+    (effect,) = cli("--output", "json", "effects", "list", run_id, "--db", db).data["effects"]
+    assert effect["status"] == "uncertain"  # the task still works remotely
+    wire = _wire(cli, run_id, db)
+    calls = wire["delegate"]  # reported with the uncertain outcome, polls included
+    assert [c["method"] for c in calls[:2]] == ["GetAgentCard", "SendMessage"]
+    task_id = effect["remoteTaskId"]
+    states = _polls(calls[2:], task_id)
+    assert "completed" not in states
+    assert calls[-1]["detail"].split(":")[0].endswith("3")  # the rows end at poll 3, maxPolls
+
+    slow_peer.let_tasks_finish()
+    cont = cli("--output", "json", "effects", "continue-remote", effect["effectId"], "--db", db)
+    assert cont.rc == 0, cont.stderr
+    _assert_observed_apart(_wire(cli, run_id, db), task_id)

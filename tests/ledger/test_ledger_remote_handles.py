@@ -10,11 +10,13 @@ import psutil
 import pytest
 from ledger_helpers import new_run, ts
 
+from agentctl.core.protocols import CallStatus, ProtocolCall, ProtocolEvidence, ProtocolSession
 from agentctl.errors import InvalidOperationError, NotFoundError
 from agentctl.ledger import (
     CancelRun,
     NewEffect,
     Owner,
+    ProtocolReport,
     ReconcileRequest,
     RemoteHandleRecord,
     RequestBatch,
@@ -114,3 +116,40 @@ def test_a_cancelled_run_leaves_it_uncertain_for_continue_remote(
     )
     assert ledger.reconcile_effect(request).status == "applied"
     assert ledger.recorded_result(a.effect_id) == observed
+
+
+def _wire(key: str, *methods_and_status: tuple[str, CallStatus]) -> ProtocolEvidence:
+    session = ProtocolSession(key=key, protocol="a2a", peer="reviewer", endpoint="http://p/a2a")
+    calls = [
+        ProtocolCall(session_key=key, protocol="a2a", peer="reviewer", method=m, status=s)
+        for m, s in methods_and_status
+    ]
+    return ProtocolEvidence(sessions=[session], calls=calls)
+
+
+def test_evidence_commits_with_the_handle_and_an_observation_adds_rows(
+    ledger: SqliteLedger, started: tuple[NewEffect, NewEffect]
+) -> None:
+    _, b = started
+    card, sent = ("GetAgentCard", "succeeded"), ("SendMessage", "succeeded")
+    ledger.record_remote_handle(_handle(b), _wire("delegate", card, sent))
+    seen = ledger.inspect_run("run-1")
+    assert [c.method for c in seen.protocol_calls] == ["GetAgentCard", "SendMessage"]
+    # A later execution observes the task in a session of its own: rows are added after.
+    ledger.record_protocol(
+        ProtocolReport(b.effect_id, _wire("observe-1", card, ("GetTask", "succeeded")), ts(5))
+    )
+    # The first execution's fuller report (its outcome) updates its own rows in place.
+    fuller = _wire("delegate", card, sent, ("GetTask", "uncertain"))
+    ledger.record_protocol(ProtocolReport(b.effect_id, fuller, ts(6)))
+    seen = ledger.inspect_run("run-1")
+    keys = [s.session_id.rsplit("/", 1)[1] for s in seen.protocol_sessions]
+    assert keys == ["delegate", "observe-1"]  # ordered by when each session was first seen
+    rows = [(c.session_id.rsplit("/", 1)[1], c.method, c.status) for c in seen.protocol_calls]
+    assert rows == [
+        ("delegate", "GetAgentCard", "succeeded"),
+        ("delegate", "SendMessage", "succeeded"),
+        ("observe-1", "GetAgentCard", "succeeded"),
+        ("observe-1", "GetTask", "succeeded"),
+        ("delegate", "GetTask", "uncertain"),  # a new call goes last: the order it was learnt
+    ]

@@ -86,3 +86,29 @@ async def test_a_denied_card_url_sends_nothing(tmp_path: Path) -> None:
         assert Peer.lines(peer.requests) == []
     assert isinstance(reply, Failure) and not reply.uncertain
     assert reply.error.type == "NetworkPolicyError"
+
+
+async def test_a_timeout_while_polling_reports_what_was_said(tmp_path: Path) -> None:
+    with running_peer(tmp_path, delay=0.0, hold=True) as peer:  # the task never ends
+        msg = _execute(peer, "d" * 64).model_copy(update={"timeout_seconds": 5})
+        async with open_worker() as worker:
+            handle = await _handle(worker, msg)
+            reply = await _ack(worker, handle)
+    # The handle came with what was said before it: the card fetch and the message.
+    assert handle.protocol_evidence is not None
+    sent = [(c.method, c.status) for c in handle.protocol_evidence.calls]
+    assert sent == [("GetAgentCard", "succeeded"), ("SendMessage", "succeeded")]
+    # The worker's timeout cut the polling short: uncertain, with every call so far.
+    assert isinstance(reply, Failure) and reply.uncertain
+    assert "timeout or cancellation" in reply.error.message
+    assert reply.protocol is not None
+    (session,) = reply.protocol.sessions
+    assert (session.key, session.peer_info) == (
+        "delegate",
+        {"name": "reviewer", "version": "1.0.0"},
+    )
+    calls = reply.protocol.calls
+    assert [c.method for c in calls[:2]] == ["GetAgentCard", "SendMessage"]
+    assert calls[1].remote_id == handle.remote_task_id
+    assert {c.method for c in calls[2:]} <= {"GetTask"}
+    assert all(c.status != "started" for c in calls)  # nothing left open

@@ -9,7 +9,10 @@ Invariants:
   ``SendMessage`` is uncertain; polling is bounded by ``maxPolls`` × ``pollIntervalMs`` and
   ending it on a task still working is uncertain too (the task goes on remotely);
 - ``completed`` is the only success; ``failed``, ``rejected``, ``canceled`` and the interrupted
-  states (input or auth required) fail the task with the peer's own words.
+  states (input or auth required) fail the task with the peer's own words;
+- every execution reports its protocol evidence (``workers.a2a_wire``): with the task id (the
+  card fetch and ``SendMessage``), then with whatever outcome — a timeout or cancellation
+  included, which is why ``trio.Cancelled`` is turned into this effect's own failure here.
 """
 
 from __future__ import annotations
@@ -18,13 +21,14 @@ from typing import Any
 
 import trio
 
-from agentctl.errors import AgentctlError, ProviderError
+from agentctl.errors import AgentctlError, ProviderError, RunFailedError
 from agentctl.mailbox.messages import Execute, RemoteHandle
 from agentctl.mailbox.requests import A2aDelegateRequest
 from agentctl.workers import a2a_client as peer
+from agentctl.workers.a2a_wire import A2aWire
 from agentctl.workers.egress import EgressPolicy
 from agentctl.workers.egress_http import check_route
-from agentctl.workers.executors import ExecOutcome, UncertainEffect, parse_request
+from agentctl.workers.executors import ExecOutcome, FailedEffect, UncertainEffect, parse_request
 from agentctl.workers.remote import persist_remote_handle
 
 _WORKING = frozenset({"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_UNSPECIFIED"})
@@ -33,28 +37,49 @@ _WORKING = frozenset({"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_
 async def execute_delegate(msg: Execute) -> ExecOutcome:
     req = parse_request(A2aDelegateRequest, msg)
     policy = EgressPolicy.from_json(req.egress.model_dump(by_alias=True))
-    route = await check_route(req.card_url, policy)  # every denial happens here
-    async with peer.open_peer(req, route) as session:
-        if req.continue_task_id is not None:
-            task = await _observe(session, req, req.continue_task_id, None)
-        else:
-            task = await _delegate(session, req, msg.effect_id)
-    return ExecOutcome(task)
+    route = await check_route(req.card_url, policy)  # every denial happens here, unrecorded
+    wire = A2aWire(req)
+    try:
+        async with peer.open_peer(req, route, wire) as session:
+            if req.continue_task_id is not None:
+                task = await _observe(session, wire, req.continue_task_id, None)
+            else:
+                task = await _delegate(session, wire, msg.effect_id)
+    except trio.Cancelled:
+        # Timeout or cancellation: say so with the evidence (serve's generic report has none).
+        raise _stopped(req, wire, route.tracker.sent) from None
+    except UncertainEffect as exc:
+        wire.unanswered("uncertain", exc.error.message)
+        raise UncertainEffect(exc.error, wire.evidence()) from exc
+    except AgentctlError as exc:
+        wire.unanswered("failed", exc.message)
+        raise FailedEffect(exc, wire.evidence()) from exc
+    return ExecOutcome(task, protocol=wire.evidence())
 
 
-async def _delegate(session: peer.PeerSession, req: A2aDelegateRequest, effect_id: str) -> Any:
-    request = peer.outbound(req, req.message_id or effect_id)
+async def _delegate(session: peer.PeerSession, wire: A2aWire, effect_id: str) -> Any:
+    req = wire.request
+    message_id = req.message_id or effect_id
+    request = peer.outbound(req, message_id)
     session.route.tracker.sent = False  # the card fetch sent bytes; the message has not yet
+    wire.message = wire.call("SendMessage", message_id)
     try:
         answer = await peer.send_message(session, request)
-    except peer.PeerRefusedError:
+    except peer.PeerRefusedError as exc:
+        wire.settle(wire.message, "failed", exc.message)
         raise
     except AgentctlError as exc:
         if not session.route.tracker.sent:
+            wire.settle(wire.message, "failed", exc.message)
             raise
+        wire.settle(wire.message, "uncertain", exc.message)
         raise UncertainEffect(_lost(req, "SendMessage", exc)) from exc
     if not peer.is_task(answer):
+        wire.settle(wire.message, "succeeded", "answered with a message", answer.message_id)
+        wire.context_id = answer.context_id or None
         return _reply_output(req, answer)
+    wire.settle(wire.message, "succeeded", f"task {_short(_state(answer))}", answer.id)
+    wire.context_id = answer.context_id or None
     await persist_remote_handle(
         RemoteHandle(
             effect_id=effect_id,
@@ -62,15 +87,15 @@ async def _delegate(session: peer.PeerSession, req: A2aDelegateRequest, effect_i
             peer=req.peer,
             remote_task_id=answer.id,
             context_id=answer.context_id or None,
+            protocol_evidence=wire.evidence(),  # the card and SendMessage, durable with the id
         )
     )
-    return await _observe(session, req, answer.id, answer)
+    return await _observe(session, wire, answer.id, answer)
 
 
-async def _observe(
-    session: peer.PeerSession, req: A2aDelegateRequest, task_id: str, latest: Any
-) -> Any:
+async def _observe(session: peer.PeerSession, wire: A2aWire, task_id: str, latest: Any) -> Any:
     """Poll ``GetTask`` until the task ends, at most ``maxPolls`` times."""
+    req = wire.request
     polls = 0
     while latest is None or _state(latest) in _WORKING:
         if polls >= req.max_polls:
@@ -86,12 +111,39 @@ async def _observe(
             await trio.sleep(req.poll_interval_ms / 1000)
         polls += 1
         try:
-            latest = await peer.get_task(session, task_id)
+            latest = await _poll(session, wire, task_id)
         except peer.PeerUnreachableError as exc:
             # A read of a known task: safe to try again on the next poll, within the bound.
             if polls >= req.max_polls:
                 raise UncertainEffect(_lost(req, "GetTask", exc)) from exc
     return _task_output(req, latest)
+
+
+async def _poll(session: peer.PeerSession, wire: A2aWire, task_id: str) -> Any:
+    """One ``GetTask``, recorded: the task, or the peer's refusal or the lost answer raised."""
+    try:
+        task = await peer.get_task(session, task_id)
+    except peer.PeerRefusedError as exc:
+        wire.poll(task_id, "failed", exc.message)
+        raise
+    except peer.PeerUnreachableError as exc:
+        wire.poll(task_id, "uncertain", exc.message)
+        raise
+    wire.poll(task_id, "succeeded", _short(_state(task)) or "no status")
+    wire.context_id = task.context_id or wire.context_id
+    return task
+
+
+def _stopped(req: A2aDelegateRequest, wire: A2aWire, bytes_left: bool) -> Exception:
+    """A timeout or cancellation: uncertain once the message may have left (or a task is known
+    to exist), else definitive — nothing reached the peer."""
+    known = req.continue_task_id is not None or (wire.message is not None and bytes_left)
+    why = "stopped (timeout or cancellation) before the answer came"
+    wire.unanswered("uncertain" if known else "failed", why)
+    error = RunFailedError(f"A2A peer {req.peer}: delegation {why}")
+    if known:
+        return UncertainEffect(error, wire.evidence())
+    return FailedEffect(error, wire.evidence())
 
 
 def _state(task: Any) -> str:
