@@ -17,10 +17,15 @@ import pytest
 from tests.a2a_peer_process import running_peer
 from tests.cli.mcp_server import start_server
 from tests.conftest import EXAMPLES, Cli, CliResult
+from tests.providers import fixtures as fx
 from tests.providers.agent_server import AgentServer
 
 KEY = {"OPENAI_API_KEY": "sk-preflight-test"}
 NOWHERE = "model.agentctl-test.invalid"
+_UNRESOLVABLE = {
+    "networkAllowlist: [127.0.0.1]": f"networkAllowlist: [{NOWHERE}]",
+    "http://127.0.0.1:": f"http://{NOWHERE}:",
+}
 
 
 @pytest.fixture
@@ -82,12 +87,7 @@ def test_a_denied_provider_endpoint_exits_3_before_any_state(
 def test_a_provider_name_that_does_not_resolve_exits_6_before_any_state(
     cli: Cli, tmp_path: Path, server: AgentServer
 ) -> None:
-    wf = _openai(
-        tmp_path,
-        server,
-        **{"networkAllowlist: [127.0.0.1]": f"networkAllowlist: [{NOWHERE}]"},
-        **{"http://127.0.0.1:": f"http://{NOWHERE}:"},
-    )
+    wf = _openai(tmp_path, server, **_UNRESOLVABLE)
     done = cli("--output", "json", "run", str(wf), env=KEY)
     _refused_before_state(done, tmp_path, 6, "provider main", NOWHERE)
 
@@ -108,12 +108,7 @@ def test_a_preview_applies_the_url_rules_but_resolves_nothing(
     done = cli("--output", "json", "run", str(wf), "--check", cwd=refused)
     _refused_before_state(done, refused, 3, "provider main", "networkAllowlist")
     # A name that cannot resolve passes a preview: it sends nothing, not even a DNS query.
-    wf = _openai(
-        tmp_path,
-        server,
-        **{"networkAllowlist: [127.0.0.1]": f"networkAllowlist: [{NOWHERE}]"},
-        **{"http://127.0.0.1:": f"http://{NOWHERE}:"},
-    )
+    wf = _openai(tmp_path, server, **_UNRESOLVABLE)
     previewed = cli("--output", "json", "run", str(wf), "--check")
     assert previewed.rc == 0, previewed.stderr
     assert server.seen == []
@@ -123,6 +118,24 @@ def test_a_preview_applies_the_url_rules_but_resolves_nothing(
     assert NOWHERE in forked.error["error"]["message"]
     runs = cli("--output", "json", "runs", "list").data["runs"]
     assert [r["runId"] for r in runs] == [previewed.data["runId"]]
+
+
+def test_a_repair_reaching_a_name_that_does_not_resolve_creates_no_run(
+    cli: Cli, tmp_path: Path, server: AgentServer
+) -> None:
+    server.script(fx.openai_error(400, "no such model"))
+    failed = cli("--output", "json", "run", str(_openai(tmp_path, server)), env=KEY)
+    assert failed.rc == 4, failed.stderr
+    source = failed.error["error"]["runId"]
+    fixed = tmp_path / "fixed"
+    fixed.mkdir()
+    wf = _openai(fixed, server, **_UNRESOLVABLE)
+    done = cli("--output", "json", "repair", str(wf), source, "--from", "describe", env=KEY)
+    assert done.rc == 6, done.stderr
+    assert NOWHERE in done.error["error"]["message"]
+    runs = cli("--output", "json", "runs", "list").data["runs"]
+    assert [r["runId"] for r in runs] == [source]
+    assert len(server.seen) == 1
 
 
 # --------------------------------------------------------------------------- MCP and A2A
