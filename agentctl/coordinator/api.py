@@ -15,6 +15,7 @@ from typing import Any
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import load_plan
 from agentctl.coordinator.credentials import preflight_credentials
+from agentctl.coordinator.egress_preflight import preflight_egress
 from agentctl.coordinator.launch import check_executable as check_executable
 from agentctl.coordinator.launch import (
     existing,
@@ -169,8 +170,9 @@ def resume(
         found = ledger.find_run(run_ref)
         plan = load_plan(found)
         base = os.path.abspath(workspace or found.base_path or os.getcwd())
-        # Before the lease is taken: a missing key leaves the run as it was.
+        # Before the lease is taken: a missing key or a refused endpoint leaves the run as it was.
         preflight_credentials(plan, base, preview=found.mode == "check")
+        preflight_egress(plan, resolve=found.mode != "check")
         run = check_resumable(ledger, run_ref, clock)
         trace_id = clock.new_id("trace")
         req = DriveRequest(ledger, run.run_id, trace_id, plan, base, timeout_s, progress, clock)

@@ -15,12 +15,11 @@ from typing import TypeVar, TypeVarTuple
 import trio
 
 from agentctl.coordinator.credentials import preflight_credentials
+from agentctl.coordinator.egress_preflight import preflight_egress
 from agentctl.core import registry
 from agentctl.core.compiler.diagnostics import Locator
-from agentctl.core.egress_rules import url_target
-from agentctl.core.jsonvalue import as_list, as_object
 from agentctl.core.plan import Plan, PlannedTask
-from agentctl.errors import AgentctlError, Diagnostic, NetworkPolicyError, ValidationError
+from agentctl.errors import AgentctlError, Diagnostic, ValidationError
 from agentctl.ledger import open_ledger
 from agentctl.ledger.interface import RunLedger
 
@@ -127,35 +126,6 @@ def preflight_containers(plan: Plan) -> None:
         run_trio(check_all)
 
 
-def preflight_egress(plan: Plan) -> None:
-    """Fail closed before any state exists: the URL of every MCP server the plan reaches
-    must pass the policy's URL rules (resolution and address checks follow in the worker)."""
-    policy = plan.run.policy
-    network = as_object(policy.get("network") or {})
-    allowlist = tuple(str(h) for h in as_list(policy.get("networkAllowlist")))
-    schemes = tuple(str(s) for s in as_list(network.get("allowedSchemes"))) or ("https", "http")
-    ports = tuple(p for p in as_list(network.get("allowedPorts")) if isinstance(p, int))
-    for name in sorted(_mcp_servers_reached(plan)):
-        server = as_object(plan.run.mcp_servers.get(name))
-        try:
-            url_target(str(server.get("url")), allowlist, schemes, ports)
-        except NetworkPolicyError as exc:
-            raise NetworkPolicyError(f"MCP server {name}: {exc.message}") from None
-
-
-def _mcp_servers_reached(plan: Plan) -> set[str]:
-    """The servers named by mcp.call tasks (literally) and by agents' mcp.tool tools."""
-    found: set[str] = set()
-    for task in plan.tasks:
-        if task.operation == "mcp.call" and isinstance(task.with_, dict):
-            server = task.with_.get("server")
-            if isinstance(server, str) and server in plan.run.mcp_servers:
-                found.add(server)
-        tools = task.agent_config.tools.values() if task.agent_config is not None else ()
-        found.update(str(t.get("server")) for t in tools if t.get("kind") == "mcp.tool")
-    return found
-
-
 def refuse_before_state(
     plan: Plan,
     workspace: str,
@@ -164,11 +134,12 @@ def refuse_before_state(
     file: str | None = None,
     locate: Locator | None = None,
 ) -> None:
-    """Every refusal ``run`` makes before it creates anything: capabilities, container
-    engines and images, MCP server URLs, then provider credentials (a preview needs none)."""
+    """Every refusal ``run`` (and ``fork``) makes before it creates anything: capabilities,
+    container engines and images, egress (a preview resolves no name), then provider
+    credentials (a preview needs none)."""
     check_executable(plan, file=file, locate=locate)
     preflight_containers(plan)
-    preflight_egress(plan)
+    preflight_egress(plan, resolve=not preview)
     preflight_credentials(plan, workspace, preview=preview)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from agentctl.coordinator import recovery
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import load_plan
+from agentctl.coordinator.egress_preflight import preflight_egress
 from agentctl.coordinator.launch import (
     check_executable,
     open_existing,
@@ -84,6 +85,7 @@ def recover(
             return f"{title}Plan", planned.to_json(), 0 if planned.compatible else 3
         check_executable(target)
         preflight_containers(target)
+        preflight_egress(target)
         base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
         inputs = source_run.inputs or {}
         derived = recovery.DerivedTarget(target, document, plan_json, inputs, base, reason)

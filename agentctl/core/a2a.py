@@ -18,7 +18,14 @@ from __future__ import annotations
 
 from agentctl.core.builders import egress_settings, str_arg
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
-from agentctl.core.operations import BuildInput, Built, pointer
+from agentctl.core.operations import (
+    BuildInput,
+    Built,
+    Endpoint,
+    ReachInput,
+    named_endpoints,
+    pointer,
+)
 from agentctl.errors import RunFailedError
 
 
@@ -79,3 +86,9 @@ def build_delegate(b: BuildInput) -> Built:
         "pollIntervalMs": peer.get("pollIntervalMs"),
     }
     return Built(recorded, request, secret_refs=refs)
+
+
+def reach_delegate(r: ReachInput) -> tuple[Endpoint, ...]:
+    """The Agent Card URL of the peer ``with.peer`` names (every declared peer's when it is a
+    template); the worker talks to the peer only on the card URL's own origin."""
+    return named_endpoints("A2A peer", as_object(r.with_).get("peer"), r.a2a_peers, "cardUrl")

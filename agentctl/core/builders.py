@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list, as_object
-from agentctl.core.operations import BuildInput, Built, pointer
+from agentctl.core.operations import BuildInput, Built, Endpoint, ReachInput, pointer
 from agentctl.errors import PolicyDeniedError, RunFailedError
 
 MIB = 1024 * 1024
@@ -224,6 +224,13 @@ def egress_settings(policy: Mapping[str, JsonValue]) -> JsonObject:
         if network.get(key) is not None:
             settings[key] = network[key]
     return settings
+
+
+def reach_provider(r: ReachInput) -> tuple[Endpoint, ...]:
+    """A model call's endpoint: the provider's ``endpoint`` (the DSL fills in its kind's
+    default public one); none for the fake provider, which calls nothing."""
+    endpoint = as_object(r.config.get("provider")).get("endpoint")
+    return (Endpoint(f"provider {r.name}", endpoint),) if isinstance(endpoint, str) else ()
 
 
 def model_estimate(request: Mapping[str, JsonValue]) -> dict[str, int]:

@@ -183,6 +183,7 @@ ACTIONS: tuple[Operation, ...] = (
         estimate=mcp.mcp_call_estimate,
         executor=MCP_EXECUTOR,
         preview="stand_in",
+        reach=mcp.reach_mcp_call,
     ),
     Operation(
         "a2a.delegate",
@@ -197,6 +198,7 @@ ACTIONS: tuple[Operation, ...] = (
         with_keys=_keys("peer", "messageId", "message"),
         executor=f"{_X}.a2a:execute_delegate",
         preview="stand_in",
+        reach=a2a.reach_delegate,
     ),
 )
 
@@ -218,6 +220,7 @@ def _model(provider_kind: str, executor: str) -> Operation:
         estimate=b.model_estimate,
         executor=executor,
         preview="stand_in",
+        reach=b.reach_provider,
     )
 
 
@@ -295,6 +298,7 @@ TOOLS: tuple[Operation, ...] = (
         estimate=b.tool_call_estimate,
         executor=MCP_EXECUTOR,
         capability="mcp",
+        reach=mcp.reach_mcp_tool,
     ),
 )
 

@@ -18,7 +18,14 @@ from collections.abc import Mapping
 
 from agentctl.core.builders import egress_settings, str_arg
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list, as_object
-from agentctl.core.operations import BuildInput, Built, pointer
+from agentctl.core.operations import (
+    BuildInput,
+    Built,
+    Endpoint,
+    ReachInput,
+    named_endpoints,
+    pointer,
+)
 from agentctl.errors import RunFailedError
 
 LIST_OPERATION = "mcp.list_tools"
@@ -76,6 +83,16 @@ def build_mcp_list(b: BuildInput) -> Built:
     """``tools/list`` of one server, reporting the tools ``config["tools"]`` names."""
     wanted = sorted(str(t) for t in as_list(b.config.get("tools")))
     return _request(b, b.name, "tools/list", {"tools": list(wanted)})
+
+
+def reach_mcp_call(r: ReachInput) -> tuple[Endpoint, ...]:
+    """The server ``with.server`` names (every declared one when it is a template)."""
+    return named_endpoints("MCP server", as_object(r.with_).get("server"), r.mcp_servers, "url")
+
+
+def reach_mcp_tool(r: ReachInput) -> tuple[Endpoint, ...]:
+    """The server the tool definition names."""
+    return named_endpoints("MCP server", r.config.get("server"), r.mcp_servers, "url")
 
 
 def mcp_call_estimate(request: Mapping[str, JsonValue]) -> dict[str, int]:

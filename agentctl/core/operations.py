@@ -17,7 +17,11 @@ Invariants:
 - ``with_keys`` is the one table of which ``with`` keys an action kind reads; the compiler
   rejects any other key, so a misspelt or misplaced key is never silently ignored;
 - ``executor`` is a ``"module:function"`` reference the worker imports; the coordinator names
-  it in each ``Execute`` it sends, so a kind registered at run time runs in a real worker.
+  it in each ``Execute`` it sends, so a kind registered at run time runs in a real worker;
+- ``reach`` says which URLs a task of a network kind can call, from its static definition
+  alone (a templated server or peer name reaches every declared one), so the egress
+  pre-flight judges every endpoint before a run exists; a network kind without it would
+  escape the pre-flight (the worker's own check still holds).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from agentctl.core.effects import EffectClass, Idempotency, Predictability, Risk
-from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 
 Family = Literal["action", "model", "tool", "internal"]
 Placement = Literal["pure", "coordinator", "worker"]
@@ -147,11 +151,49 @@ def _parts(where: str) -> list[str]:
     return [p.replace("~1", "/").replace("~0", "~") for p in where.split("/")[1:]]
 
 
+@dataclass(frozen=True)
+class Endpoint:
+    """A URL a task may call, and what it belongs to (``provider main``, ``MCP server x``)."""
+
+    owner: str
+    url: str
+
+
+@dataclass(frozen=True)
+class ReachInput:
+    """What a ``reach`` function may look at: one task's static definition, never rendered.
+
+    ``name`` and ``config`` are as in ``BuildInput``; ``with_`` is an action's unrendered
+    ``with`` (templates unresolved; None for models and tools).
+    """
+
+    name: str
+    config: Mapping[str, JsonValue]
+    with_: JsonValue
+    mcp_servers: Mapping[str, JsonValue]  # spec.mcpServers
+    a2a_peers: Mapping[str, JsonValue]  # spec.a2aPeers
+
+
+def named_endpoints(
+    what: str, given: JsonValue, declared: Mapping[str, JsonValue], url_key: str
+) -> tuple[Endpoint, ...]:
+    """The endpoint of the declared entry ``given`` names; every declared entry's when
+    ``given`` is not a declared name (a template: it may render to any of them)."""
+    names = [given] if isinstance(given, str) and given in declared else sorted(declared)
+    found: list[Endpoint] = []
+    for name in names:
+        url = as_object(declared[name]).get(url_key)
+        if isinstance(url, str):
+            found.append(Endpoint(f"{what} {name}", url))
+    return tuple(found)
+
+
 Builder = Callable[[BuildInput], Built]
 # The problems of the literal (untemplated) ``with`` values of one mapping: (key, problem).
 WithCheck = Callable[[Mapping[str, JsonValue]], list[tuple[str, str]]]
 Estimate = Callable[[Mapping[str, JsonValue]], dict[str, int]]
 Shape = Callable[[JsonValue, Mapping[str, JsonValue]], JsonValue]
+Reach = Callable[[ReachInput], tuple[Endpoint, ...]]
 
 
 @dataclass(frozen=True)
@@ -186,6 +228,7 @@ class Operation:
     capability: str | None = None  # tools: the capability the kind implies
     required_inputs: tuple[str, ...] = ()  # tools: inputSchema properties the kind needs
     shape: Shape | None = None  # tools: (arguments, worker output) → the tool's output
+    reach: Reach | None = None  # network kinds: the URLs a task can call (egress pre-flight)
 
     @property
     def is_pure(self) -> bool:

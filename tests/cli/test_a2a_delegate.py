@@ -154,16 +154,28 @@ def _assert_delegation_recorded(seen: Any, peer: Peer, effect: dict[str, Any]) -
     assert len(calls) == 2 + len(_polls(calls[2:], effect["remoteTaskId"]))
 
 
-def test_host_outside_allowlist_is_refused_before_any_request(
+def test_host_outside_allowlist_is_refused_before_any_state(
     cli: Cli, tmp_path: Path, quick_peer: Peer
 ) -> None:
     wf, db = _workflow(quick_peer, tmp_path, allowed="peer.example.com"), _db(tmp_path)
     done = cli("--output", "json", "run", str(wf), "--db", db)
-    assert done.rc == 4
+    assert done.rc == 3, done.stderr  # the egress pre-flight: no run, not even a database
+    assert "A2A peer reviewer" in done.error["error"]["message"]
     assert "networkAllowlist" in done.error["error"]["message"]
+    assert not (tmp_path / "state").exists()
     assert quick_peer.lines(quick_peer.requests) == []  # not even the Agent Card
-    seen = cli("--output", "json", "inspect", done.error["error"]["runId"], "--db", db).data
-    assert seen["protocolCalls"] == []  # nothing was said on the wire
+
+
+def test_a_delegation_failed_before_its_message_cannot_be_continued(
+    cli: Cli, tmp_path: Path, quick_peer: Peer
+) -> None:
+    # The card offers no interface for this protocol version: the message is never sent.
+    wf, db = _workflow(quick_peer, tmp_path), _db(tmp_path)
+    text = wf.read_text(encoding="utf-8").replace("maxPolls: 1000", 'protocolVersion: "0.9"')
+    wf.write_text(text, encoding="utf-8")
+    done = cli("--output", "json", "run", str(wf), "--db", db)
+    assert done.rc == 4, done.stderr
+    assert quick_peer.lines(quick_peer.received) == []  # the card was read, no message sent
     (effect,) = cli(
         "--output", "json", "effects", "list", done.error["error"]["runId"], "--db", db
     ).data["effects"]

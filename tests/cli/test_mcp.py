@@ -312,11 +312,11 @@ def test_an_allowed_name_resolving_to_loopback_is_refused_before_any_request(
         done = cli("--output", "json", "run", "wf.yaml")
     finally:
         listener.close()
-    # Resolution is the worker's: the task fails (exit 4) before it connects.
-    assert done.rc == 4, (done.stdout, done.stderr)
+    # The pre-flight resolves the name before any state exists (the worker would again).
+    assert done.rc == 3, (done.stdout, done.stderr)
     assert "allowPrivate" in done.error["error"]["message"]
-    [effect] = _inspect(cli, done.error["error"]["runId"])["effects"]
-    assert effect["status"] == "failed"
+    assert done.error["error"]["runId"] is None
+    assert not list(tmp_path.rglob("*.db"))
     assert listener.accepted == 0
 
 

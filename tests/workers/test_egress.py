@@ -12,14 +12,9 @@ import ipaddress
 import httpx2
 import pytest
 
+from agentctl.core.egress_rules import EgressPolicy, check_url, classify, host_allowed
 from agentctl.errors import DnsError, NetworkPolicyError, ResponseTooLargeError
-from agentctl.workers.egress import (
-    EgressPolicy,
-    check_url,
-    classify,
-    host_allowed,
-    resolve_checked,
-)
+from agentctl.workers.egress import resolve_checked
 from agentctl.workers.egress_http import check_route, egress_client
 from tests.providers.fixtures import FixtureServer, Reply
 

@@ -1,0 +1,52 @@
+"""Every URL a plan can reach: what the egress pre-flight judges before a run exists.
+
+Pure: read from the compiled plan and the registry alone. Each task contributes what its
+registry entry's ``reach`` says: an agent task its provider's endpoint and the endpoints of
+its tools (an ``mcp.tool``'s server), an action task those of its kind (``mcp.call``'s server,
+``a2a.delegate``'s Agent Card URL).
+
+Invariants:
+- closure only: a provider, server or peer no task uses is not reached (spec/cli.md §12:
+  "only closure-reachable providers preflighted");
+- a templated server or peer name reaches every declared one, since it may render to any;
+- the answer is de-duplicated and sorted by owner then URL, so the first refusal a user
+  sees does not depend on task order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from agentctl.core import registry
+from agentctl.core.jsonvalue import JsonValue
+from agentctl.core.operations import Endpoint, Operation, ReachInput
+from agentctl.core.plan import Plan, PlannedTask, RunConfig
+
+
+def plan_endpoints(plan: Plan) -> tuple[Endpoint, ...]:
+    """The endpoints of every task of ``plan``, each once, sorted."""
+    found = {e for task in plan.tasks for e in _task_endpoints(task, plan.run)}
+    return tuple(sorted(found, key=lambda e: (e.owner, e.url)))
+
+
+def _task_endpoints(task: PlannedTask, run: RunConfig) -> Iterator[Endpoint]:
+    agent = task.agent_config
+    if agent is not None:
+        config = {"agent": agent.agent, "provider": agent.provider}
+        yield from _reach(task.entry, agent.provider_name, config, None, run)
+        for name, tool in agent.tools.items():
+            yield from _reach(registry.find(str(tool.get("kind"))), name, tool, None, run)
+    elif task.kind == "action":
+        yield from _reach(task.entry, task.action or "", task.config(), task.with_, run)
+
+
+def _reach(
+    entry: Operation | None,
+    name: str,
+    config: Mapping[str, JsonValue],
+    with_: JsonValue,
+    run: RunConfig,
+) -> tuple[Endpoint, ...]:
+    if entry is None or entry.reach is None:
+        return ()
+    return entry.reach(ReachInput(name, config, with_, run.mcp_servers, run.a2a_peers))
