@@ -12,13 +12,17 @@ Invariants:
 - protocol evidence (``agentctl.core.protocols``) travels with the outcome or the failure, so
   what was said on the wire is recorded even when the effect failed or was lost;
 - modules are imported on first use, so a worker that only writes files never imports the
-  container code.
+  container code;
+- an executor that can tell whether its request left (a network call through a
+  ``SendTracker``) says so with ``watch_dispatch``; the worker's timeout then fails an effect
+  whose request never left definitively (retryable), and leaves every other one uncertain.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -54,6 +58,35 @@ class FailedEffect(Exception):
         super().__init__(error.message)
         self.error = error
         self.protocol = protocol
+
+
+class Dispatch:
+    """Whether one effect's request may have left the worker, as far as its executor knows.
+
+    Unknown (no executor report) counts as "may have left": only a positive report that
+    nothing was sent lets a timeout fail the effect definitively.
+    """
+
+    def __init__(self) -> None:
+        self._sent: Callable[[], bool] | None = None
+
+    def watch(self, sent: Callable[[], bool]) -> None:
+        self._sent = sent
+
+    @property
+    def known_unsent(self) -> bool:
+        return self._sent is not None and not self._sent()
+
+
+CURRENT_DISPATCH: ContextVar[Dispatch | None] = ContextVar("agentctl_dispatch", default=None)
+
+
+def watch_dispatch(sent: Callable[[], bool]) -> None:
+    """Report how to tell whether the running effect's request left (``sent()`` true once a
+    request byte may have been written)."""
+    dispatch = CURRENT_DISPATCH.get()
+    if dispatch is not None:
+        dispatch.watch(sent)
 
 
 M = TypeVar("M", bound=WireModel)

@@ -32,7 +32,12 @@ from agentctl.mailbox.messages import Execute, FragmentKind
 from agentctl.mailbox.requests import ModelRequest
 from agentctl.workers.egress import EgressPolicy
 from agentctl.workers.egress_http import EgressRoute, check_route, egress_client
-from agentctl.workers.executors import ExecOutcome, UncertainEffect, parse_request
+from agentctl.workers.executors import (
+    ExecOutcome,
+    UncertainEffect,
+    parse_request,
+    watch_dispatch,
+)
 from agentctl.workers.stream import current_sink
 
 MAX_FRAGMENTS = 1024  # a stream longer than this keeps its text, not every delta
@@ -135,6 +140,7 @@ async def run_model_call(msg: Execute, call: Call, status_of: StatusOf) -> ExecO
         route = await check_route(req.endpoint, policy)
     except AgentctlError as exc:
         raise type(exc)(redactor.redact_text(exc.message), retryable=exc.retryable) from None
+    watch_dispatch(lambda: route.tracker.sent)
     client = egress_client(route, read_timeout=req.timeout_seconds)
     try:
         reply = await call(req, client)
