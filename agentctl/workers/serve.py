@@ -18,6 +18,7 @@ Invariants:
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
 
@@ -158,9 +159,19 @@ class _Worker:
         self.nursery.start_soon(self.run_effect, msg)
 
 
-async def serve_worker(channel: FrameChannel) -> None:
-    """Handshake on ``channel`` and serve it until EOF or Shutdown."""
+def _preload(modules: tuple[str, ...]) -> None:
+    """Import the executors the run will use now, while the coordinator prepares its work."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception:  # the effect that needs it reports the failure
+            continue
+
+
+async def serve_worker(channel: FrameChannel, preload: tuple[str, ...] = ()) -> None:
+    """Handshake on ``channel``, import ``preload``, and serve it until EOF or Shutdown."""
     await channel.send(Hello(pid=os.getpid(), protocol=PROTOCOL_VERSION))
+    _preload(preload)
     async with trio.open_nursery() as nursery:
         worker = _Worker(channel, nursery)
         # Effect tasks start from this task, so they inherit the link (workers.remote).
@@ -168,13 +179,13 @@ async def serve_worker(channel: FrameChannel) -> None:
         await worker.serve()
 
 
-async def run_worker(fd: int) -> None:
+async def run_worker(fd: int, preload: tuple[str, ...] = ()) -> None:
     """Serve the inherited AF_UNIX socket ``fd`` (we take ownership of it)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
     stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
     channel = FrameChannel(stream)
     try:
-        await serve_worker(channel)
+        await serve_worker(channel, preload)
     except ProtocolError:
         pass  # the coordinator vanished before the handshake; nothing ran
     finally:
