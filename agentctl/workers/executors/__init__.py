@@ -28,7 +28,6 @@ from typing import Any, TypeVar
 
 import pydantic
 
-from agentctl.core import registry
 from agentctl.core.protocols import ProtocolEvidence
 from agentctl.errors import AgentctlError, ValidationError
 from agentctl.mailbox.messages import Execute, WireModel
@@ -95,7 +94,13 @@ Executor = Callable[[Execute], Awaitable[ExecOutcome]]
 
 def executor_for(msg: Execute) -> Executor:
     """The executor ``msg`` names, else the one the registry holds for its operation."""
-    target = msg.executor or registry.executor_for_operation(msg.operation)
+    target = msg.executor
+    if target is None:
+        # Imported here: the coordinator names the executor, so a worker rarely needs the
+        # whole registry (every built-in kind), and its start-up does not pay for it.
+        from agentctl.core import registry
+
+        target = registry.executor_for_operation(msg.operation)
     if target is None:
         raise ValidationError(f"unsupported operation {msg.operation!r} in a worker")
     module_name, _, func_name = target.partition(":")
