@@ -3,8 +3,9 @@ OpenAI Responses server that answers each call after 1 s.
 
 Each agent makes one model call (no tools), so the ideal execution time is one answer's
 delay (1 s); the goal is < 2 s. The figure is the in-process run (``api.start_run``, compile
-outside the clock), so it includes starting the worker pool and the workers' first import of
-the provider SDK. The server is the test suite's wire-format fixture
+outside the clock), so it includes creating the database and the run, starting the worker
+(started before the database is opened; the 8 calls share it) and its import of the provider
+executor. The server is the test suite's wire-format fixture
 (``tests/providers/agent_server.py``), on 127.0.0.1.
 
 Run: ``python benchmarks/bench_providers.py [--agents 8] [--delay-s 1.0] [--runs 5]``.

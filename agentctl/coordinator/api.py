@@ -36,6 +36,7 @@ from agentctl.coordinator.service import (
     outcome_or_raise,
 )
 from agentctl.coordinator.streaming import StreamListener
+from agentctl.coordinator.workerproc import prestart_workers
 from agentctl.core.compiler.diagnostics import Locator
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
@@ -111,8 +112,8 @@ def start_run(
 ) -> RunOutcome:
     clock, root = Clock(), os.path.abspath(workspace)
     refuse_before_state(plan, root, preview=check_mode, file=file, locate=locate)
-    mode = "check" if check_mode else "execute"
-    with open_ledger(db) as ledger:
+    # The workers start now: their start-up overlaps opening the database and creating the run.
+    with prestart_workers(plan, preview=check_mode) as prestarted, open_ledger(db) as ledger:
         run_id, trace_id = create_run(
             ledger,
             plan=plan,
@@ -121,14 +122,22 @@ def start_run(
             inputs=inputs,
             workspace=root,
             clock=clock,
-            mode=mode,
+            mode="check" if check_mode else "execute",
         )
         if on_created is not None:
             on_created(run_id, trace_id)
         req = DriveRequest(ledger, run_id, trace_id, plan, root, timeout_s, progress, clock)
         req = dataclasses.replace(req, check_mode=check_mode, diff=diff, on_stream=on_stream)
+        req = dataclasses.replace(req, prestarted=prestarted)
         with naming_run(run_id):
             outcome = run_trio(drive_run, req)
+    return _settled(outcome, plan, db, root, timeout_s)
+
+
+def _settled(
+    outcome: RunOutcome, plan: Plan, db: str, root: str, timeout_s: float | None
+) -> RunOutcome:
+    """A new run's outcome, after automatic compensation if the workflow asks for it."""
     if outcome.state == "failed" and plan.run.compensation.get("onFailure") == "automatic":
         outcome = _compensate_after_failure(outcome, db, root, timeout_s)
     return outcome_or_raise(outcome)

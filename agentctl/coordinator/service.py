@@ -33,10 +33,12 @@ from agentctl.coordinator.prepare import RunSettings
 from agentctl.coordinator.store import Store
 from agentctl.coordinator.streaming import StreamListener
 from agentctl.coordinator.workerpool import kill_stale_workers, open_worker_pool
+from agentctl.coordinator.workerproc import Prestarted, pool_size
 from agentctl.core.evaluate import RuntimeView, TaskFailure, render_run_outputs
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
 from agentctl.core.states import cancellable
+from agentctl.core.workload import workload
 from agentctl.errors import (
     TASK_DISK_FULL_HINT,
     BlockedError,
@@ -82,6 +84,7 @@ class DriveRequest:
     diff: bool = False
     compensates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     on_stream: StreamListener | None = None  # each durable stream event, live
+    prestarted: Prestarted | None = None  # workers started before the run was created
 
 
 def create_run(
@@ -145,10 +148,13 @@ async def _drive_with_workers(
 ) -> tuple[str, bool, bool]:
     """Run the driver inside the worker pool and the cancellation scopes; returns the final
     state, whether the run was cancelled, and whether its wall time ran out."""
-    size = max(1, min(req.plan.max_concurrency, os.cpu_count() or 1))
+    size = pool_size(req.plan)
     wall_deadline = await _wall_deadline(store, req)
     final = "failed"  # what a drive cut short by cancellation or the wall clock reports
-    async with open_worker_pool(size, registry_path=registry) as pool:
+    preload = workload(req.plan).modules()
+    async with open_worker_pool(
+        size, registry_path=registry, preload=preload, prestarted=req.prestarted
+    ) as pool:
         await store.open_artifacts()
         driver = Driver(
             store,
@@ -165,9 +171,8 @@ async def _drive_with_workers(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_watch_signals, scope)
                 nursery.start_soon(_watch_cancel_flag, store, req.run_id, scope)
-                if _wide_effects(req.plan):
-                    # Worker start-up (~0.1-0.3 s) overlaps the run's first transactions.
-                    nursery.start_soon(pool.warm, size)
+                # Worker start-up (~0.1-0.3 s) overlaps the run's first transactions.
+                nursery.start_soon(pool.warm, _warm_count(req, size))
                 if req.timeout_s is not None:
                     scope.deadline = trio.current_time() + req.timeout_s
                 final = await driver.drive()
@@ -185,6 +190,13 @@ def _settings(req: DriveRequest) -> RunSettings:
         diff=req.diff,
         compensates=req.compensates,
     )
+
+
+def _warm_count(req: DriveRequest, size: int) -> int:
+    """Workers to start as the drive begins: every prestarted one (so it is adopted while
+    the driver prepares), and the whole pool when concurrent worker tasks will want it."""
+    prestarted = req.prestarted.started if req.prestarted is not None else 0
+    return max(prestarted, size if _wide_effects(req.plan) else 0)
 
 
 def _wide_effects(plan: Plan) -> bool:

@@ -1,9 +1,10 @@
 """The coordinator's pool of worker processes and its supervision of them.
 
 Invariants:
-- workers start lazily, on the first ``execute`` that finds no idle worker, up to ``size``;
-  each gets one AF_UNIX socketpair (the child end inherited as ``--fd N``) and must say
-  ``Hello`` before it is used; effects go to the least-loaded live worker;
+- workers start lazily, on the first ``execute`` that finds no idle worker (or on ``warm``),
+  up to ``size``, adopting prestarted ones first (``workerproc``); each gets one AF_UNIX
+  socketpair (the child end inherited as ``--fd N``) and must say ``Hello`` before it is
+  used; effects go to the least-loaded live worker;
 - a worker's mid-effect ``RemoteHandle`` is persisted through the effect's ``on_handle`` and
   acknowledged (``RemoteHandleAck``) only after it returned, so the worker goes on only once
   the handle is durable;
@@ -29,14 +30,14 @@ import os
 import signal
 import socket
 import subprocess
-import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import psutil
 import trio
 
+from agentctl.coordinator.workerproc import ChildProcess, Prestarted, signal_tree, worker_argv
 from agentctl.core import registry
 from agentctl.errors import AgentctlError, InvalidOperationError, PersistenceError, from_os_error
 from agentctl.mailbox.frames import FrameChannel, ProtocolError
@@ -83,7 +84,7 @@ class _Reply:
 
 @dataclass
 class _Worker:
-    proc: trio.Process
+    proc: ChildProcess
     channel: FrameChannel
     create_time: float
     pending: dict[str, _Reply] = field(default_factory=dict)
@@ -92,29 +93,6 @@ class _Worker:
     @property
     def pid(self) -> int:
         return self.proc.pid
-
-
-def _session_members(sid: int) -> list[psutil.Process]:
-    members = []
-    for proc in psutil.process_iter():
-        with contextlib.suppress(OSError, psutil.Error):
-            if os.getsid(proc.pid) == sid:
-                members.append(proc)
-    return members
-
-
-def _signal_tree(pid: int, sig: signal.Signals, *, session: bool = False) -> None:
-    """Signal ``pid`` and all its descendants; with ``session``, every process of the session
-    ``pid`` leads too — a worker's effect children stay in its session even once orphaned."""
-    procs: list[psutil.Process] = []
-    with contextlib.suppress(psutil.Error):
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    if session:
-        procs += _session_members(pid)
-    for proc in procs:
-        with contextlib.suppress(psutil.Error):
-            proc.send_signal(sig)
 
 
 def _lost_failure(effect_id: str, pid: int, reason: str) -> Failure:
@@ -131,6 +109,8 @@ class WorkerPool:
         nursery: trio.Nursery,
         registry_path: str | None,
         env: Mapping[str, str] | None,
+        preload: Sequence[str] = (),
+        prestarted: Prestarted | None = None,
     ) -> None:
         if size < 1:
             raise InvalidOperationError(f"worker pool size must be at least 1, got {size}")
@@ -138,6 +118,8 @@ class WorkerPool:
         self._nursery = nursery
         self._registry_path = registry_path
         self._env = None if env is None else dict(env)
+        self._preload = tuple(preload)
+        self._prestarted = prestarted
         self._workers: list[_Worker] = []
         self._lock = trio.Lock()
         self._closed = False
@@ -233,11 +215,23 @@ class WorkerPool:
             return worker, reply
 
     async def _spawn(self) -> _Worker:
+        # A worker started before the run (same environment, same preload) is adopted first.
+        taken = self._prestarted.take() if self._prestarted is not None else None
+        proc, parent_sock = taken if taken is not None else await self._launch()
+        channel = FrameChannel(trio.SocketStream(trio.socket.from_stdlib_socket(parent_sock)))
+        worker = _Worker(proc, channel, _create_time(proc.pid))
+        await self._handshake(worker)
+        self._workers.append(worker)
+        self._nursery.start_soon(self._read_replies, worker)
+        self._write_registry()
+        return worker
+
+    async def _launch(self) -> tuple[ChildProcess, socket.socket]:
         parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         fd = child_sock.fileno()
         try:
             proc = await trio.lowlevel.open_process(
-                [sys.executable, "-m", "agentctl.workers", "--fd", str(fd)],
+                worker_argv(fd, self._preload),
                 pass_fds=(fd,),
                 stdin=subprocess.DEVNULL,
                 # Its own session: the terminal's SIGINT goes to the coordinator only, and
@@ -250,13 +244,7 @@ class WorkerPool:
             raise AgentctlError(f"cannot start a worker process: {exc}") from exc
         finally:
             child_sock.close()
-        channel = FrameChannel(trio.SocketStream(trio.socket.from_stdlib_socket(parent_sock)))
-        worker = _Worker(proc, channel, _create_time(proc.pid))
-        await self._handshake(worker)
-        self._workers.append(worker)
-        self._nursery.start_soon(self._read_replies, worker)
-        self._write_registry()
-        return worker
+        return proc, parent_sock
 
     async def _handshake(self, worker: _Worker) -> None:
         reason = "no Hello before the start-up timeout"
@@ -268,7 +256,7 @@ class WorkerPool:
                 reason = "first frame was not Hello"
             except ProtocolError as exc:
                 reason = exc.message
-        _signal_tree(worker.pid, signal.SIGKILL)
+        signal_tree(worker.pid, signal.SIGKILL)
         with trio.CancelScope(shield=True):
             await worker.proc.wait()
             await worker.channel.aclose()
@@ -336,7 +324,7 @@ class WorkerPool:
         pending, worker.pending = worker.pending, {}
         for effect_id, reply in pending.items():
             reply.resolve(_lost_failure(effect_id, worker.pid, reason))
-        _signal_tree(worker.pid, signal.SIGKILL, session=True)
+        signal_tree(worker.pid, signal.SIGKILL, session=True)
         self._workers = [w for w in self._workers if w is not worker]
         self._write_registry()
         self._nursery.start_soon(self._reap, worker)
@@ -357,7 +345,7 @@ class WorkerPool:
         await _wait_all(workers, SHUTDOWN_GRACE_S)
         for sig, grace in ((signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, None)):
             for worker in workers:
-                _signal_tree(worker.pid, sig, session=True)
+                signal_tree(worker.pid, sig, session=True)
             await _wait_all(workers, grace)
         for worker in workers:
             self._lose(worker, "worker pool closed")
@@ -407,11 +395,14 @@ async def open_worker_pool(
     *,
     registry_path: str | None = None,
     env: Mapping[str, str] | None = None,
+    preload: Sequence[str] = (),
+    prestarted: Prestarted | None = None,
 ) -> AsyncIterator[WorkerPool]:
-    """A worker pool of at most ``size`` processes, shut down and reaped on exit."""
+    """A worker pool of at most ``size`` processes, shut down and reaped on exit. Its workers
+    import the ``preload`` modules as they start; ``prestarted`` ones are used first."""
     body_error: BaseException | None = None
     async with trio.open_nursery() as nursery:
-        pool = WorkerPool(size, nursery, registry_path, env)
+        pool = WorkerPool(size, nursery, registry_path, env, preload, prestarted)
         try:
             yield pool
         except BaseException as exc:
@@ -457,7 +448,7 @@ def kill_stale_workers(registry_path: str) -> list[int]:
     for entry in data.get("workers", []):
         proc = _matches(int(entry.get("pid", -1)), float(entry.get("createTime", 0.0)))
         if proc is not None:
-            _signal_tree(proc.pid, signal.SIGKILL, session=True)
+            signal_tree(proc.pid, signal.SIGKILL, session=True)
             killed.append(proc)
     psutil.wait_procs(killed, timeout=5)
     with contextlib.suppress(FileNotFoundError):

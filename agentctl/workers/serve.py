@@ -9,12 +9,16 @@ Invariants:
 - socket EOF or a protocol error cancels every effect — killing their process trees — and the
   worker exits; ``Shutdown`` stops reading, lets running effects finish, then exits;
 - an executor bug never kills the worker: it becomes an uncertain ``Failure``;
+- an effect's ``timeout_seconds`` starts once its executor is loaded; when it expires the
+  effect is uncertain, unless its executor reported that its request never left
+  (``executors.watch_dispatch``): then it failed, retryably;
 - each effect has its own stream sink (``stream.py``): a ``StreamAck`` wakes the effect whose
   fragment it answers, and only that one.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
 
@@ -35,18 +39,34 @@ from agentctl.mailbox.messages import (
     StreamAck,
     failure_from_error,
 )
-from agentctl.workers.executors import ExecOutcome, FailedEffect, UncertainEffect, executor_for
+from agentctl.workers.executors import (
+    CURRENT_DISPATCH,
+    Dispatch,
+    ExecOutcome,
+    FailedEffect,
+    UncertainEffect,
+    executor_for,
+)
 from agentctl.workers.remote import CURRENT_LINK, HandleLink
 from agentctl.workers.stream import StreamSink, bind_sink
 
 
 async def _execute(msg: Execute) -> ExecOutcome:
+    # The timeout bounds the effect, not the worker's first import of its executor (a heavy
+    # module on a loaded machine): it starts once the executor is loaded.
+    executor = executor_for(msg)
+    dispatch = Dispatch()
+    CURRENT_DISPATCH.set(dispatch)
     outcome: ExecOutcome | None = None
     with trio.move_on_after(msg.timeout_seconds):
-        outcome = await executor_for(msg)(msg)
-    if outcome is None:
-        raise UncertainEffect(RunFailedError(f"effect timed out after {msg.timeout_seconds} s"))
-    return outcome
+        outcome = await executor(msg)
+    if outcome is not None:
+        return outcome
+    expired = f"effect timed out after {msg.timeout_seconds} s"
+    if dispatch.known_unsent:
+        # Nothing left this process: the effect did not happen, so trying again is safe.
+        raise RunFailedError(f"{expired}, before its request was sent", retryable=True)
+    raise UncertainEffect(RunFailedError(expired))
 
 
 async def _reply_for(msg: Execute, scope: trio.CancelScope) -> Result | Failure:
@@ -139,9 +159,19 @@ class _Worker:
         self.nursery.start_soon(self.run_effect, msg)
 
 
-async def serve_worker(channel: FrameChannel) -> None:
-    """Handshake on ``channel`` and serve it until EOF or Shutdown."""
+def _preload(modules: tuple[str, ...]) -> None:
+    """Import the executors the run will use now, while the coordinator prepares its work."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception:  # the effect that needs it reports the failure
+            continue
+
+
+async def serve_worker(channel: FrameChannel, preload: tuple[str, ...] = ()) -> None:
+    """Handshake on ``channel``, import ``preload``, and serve it until EOF or Shutdown."""
     await channel.send(Hello(pid=os.getpid(), protocol=PROTOCOL_VERSION))
+    _preload(preload)
     async with trio.open_nursery() as nursery:
         worker = _Worker(channel, nursery)
         # Effect tasks start from this task, so they inherit the link (workers.remote).
@@ -149,13 +179,13 @@ async def serve_worker(channel: FrameChannel) -> None:
         await worker.serve()
 
 
-async def run_worker(fd: int) -> None:
+async def run_worker(fd: int, preload: tuple[str, ...] = ()) -> None:
     """Serve the inherited AF_UNIX socket ``fd`` (we take ownership of it)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
     stream = trio.SocketStream(trio.socket.from_stdlib_socket(sock))
     channel = FrameChannel(stream)
     try:
-        await serve_worker(channel)
+        await serve_worker(channel, preload)
     except ProtocolError:
         pass  # the coordinator vanished before the handshake; nothing ran
     finally:

@@ -12,19 +12,22 @@ Invariants:
 - protocol evidence (``agentctl.core.protocols``) travels with the outcome or the failure, so
   what was said on the wire is recorded even when the effect failed or was lost;
 - modules are imported on first use, so a worker that only writes files never imports the
-  container code.
+  container code;
+- an executor that can tell whether its request left (a network call through a
+  ``SendTracker``) says so with ``watch_dispatch``; the worker's timeout then fails an effect
+  whose request never left definitively (retryable), and leaves every other one uncertain.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import pydantic
 
-from agentctl.core import registry
 from agentctl.core.protocols import ProtocolEvidence
 from agentctl.errors import AgentctlError, ValidationError
 from agentctl.mailbox.messages import Execute, WireModel
@@ -56,13 +59,48 @@ class FailedEffect(Exception):
         self.protocol = protocol
 
 
+class Dispatch:
+    """Whether one effect's request may have left the worker, as far as its executor knows.
+
+    Unknown (no executor report) counts as "may have left": only a positive report that
+    nothing was sent lets a timeout fail the effect definitively.
+    """
+
+    def __init__(self) -> None:
+        self._sent: Callable[[], bool] | None = None
+
+    def watch(self, sent: Callable[[], bool]) -> None:
+        self._sent = sent
+
+    @property
+    def known_unsent(self) -> bool:
+        return self._sent is not None and not self._sent()
+
+
+CURRENT_DISPATCH: ContextVar[Dispatch | None] = ContextVar("agentctl_dispatch", default=None)
+
+
+def watch_dispatch(sent: Callable[[], bool]) -> None:
+    """Report how to tell whether the running effect's request left (``sent()`` true once a
+    request byte may have been written)."""
+    dispatch = CURRENT_DISPATCH.get()
+    if dispatch is not None:
+        dispatch.watch(sent)
+
+
 M = TypeVar("M", bound=WireModel)
 Executor = Callable[[Execute], Awaitable[ExecOutcome]]
 
 
 def executor_for(msg: Execute) -> Executor:
     """The executor ``msg`` names, else the one the registry holds for its operation."""
-    target = msg.executor or registry.executor_for_operation(msg.operation)
+    target = msg.executor
+    if target is None:
+        # Imported here: the coordinator names the executor, so a worker rarely needs the
+        # whole registry (every built-in kind), and its start-up does not pay for it.
+        from agentctl.core import registry
+
+        target = registry.executor_for_operation(msg.operation)
     if target is None:
         raise ValidationError(f"unsupported operation {msg.operation!r} in a worker")
     module_name, _, func_name = target.partition(":")

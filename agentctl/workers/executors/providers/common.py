@@ -2,11 +2,13 @@
 
 The frame (``run_model_call``) validates the request, applies the egress policy (every denial
 and DNS failure happens here, before any request), builds the egress-bound ``httpx2`` client
-the SDK is given, runs the adapter's call and translates whatever it raises.
+the adapter uses (itself, or through its SDK), runs the adapter's call and translates whatever
+it raises.
 
 Invariants:
-- one call sends at most one HTTP request: SDK retries are off (each adapter sets
-  ``max_retries=0`` or its SDK's equivalent) and nothing here resends;
+- one call sends at most one HTTP request: SDK retries are off (each SDK-based adapter sets
+  ``max_retries=0`` or its SDK's equivalent), an ``httpx2`` adapter sends once, and nothing
+  here resends;
 - the reply is the fake provider's shape ``{finish, text, toolCalls, usage}`` (+ ``fragments``
   when streaming), ``finish`` one of complete | tool_calls | max_tokens | refusal;
 - an HTTP 429 or 5xx answer is a retryable ``ProviderError``, another 4xx a non-retryable one;
@@ -25,14 +27,19 @@ from dataclasses import dataclass, field
 import httpx2
 import trio
 
-from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.redact import Redactor
 from agentctl.errors import AgentctlError, ProviderError
 from agentctl.mailbox.messages import Execute, FragmentKind
 from agentctl.mailbox.requests import ModelRequest
 from agentctl.workers.egress import EgressPolicy
 from agentctl.workers.egress_http import EgressRoute, check_route, egress_client
-from agentctl.workers.executors import ExecOutcome, UncertainEffect, parse_request
+from agentctl.workers.executors import (
+    ExecOutcome,
+    UncertainEffect,
+    parse_request,
+    watch_dispatch,
+)
 from agentctl.workers.stream import current_sink
 
 MAX_FRAGMENTS = 1024  # a stream longer than this keeps its text, not every delta
@@ -126,8 +133,41 @@ def system_text(messages: list[JsonObject]) -> str:
 Call = Callable[[ModelRequest, httpx2.AsyncClient], Awaitable[Reply]]
 
 
-async def run_model_call(msg: Execute, call: Call, status_of: StatusOf) -> ExecOutcome:
-    """Check egress, run ``call`` on an egress-bound client and translate its failures."""
+async def check_status(answer: httpx2.Response, provider: str) -> None:
+    """For adapters on ``httpx2`` directly: an HTTP error answer as our ``ProviderError`` —
+    retryable for 429 and 5xx — with the API's own error message when it sent one."""
+    code = answer.status_code
+    if code < 400:
+        return
+    await answer.aread()
+    detail = answer.text[:500]
+    try:
+        body: JsonValue = json.loads(answer.text)
+    except json.JSONDecodeError:
+        body = None
+    error = as_object(as_object(body).get("error"))
+    if isinstance(error.get("message"), str):
+        detail = str(error["message"])
+    text = f"provider {provider}: HTTP {code}: {detail}"
+    raise ProviderError(text[:2000], retryable=code == 429 or code >= 500)
+
+
+def answer_json(answer: httpx2.Response, provider: str) -> JsonObject:
+    """A successful answer's JSON object; anything else is a definitive provider failure."""
+    try:
+        body: JsonValue = json.loads(answer.content)
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        raise ProviderError(f"provider {provider}: the answer is not a JSON object")
+    return body
+
+
+async def run_model_call(
+    msg: Execute, call: Call, status_of: StatusOf | None = None
+) -> ExecOutcome:
+    """Check egress, run ``call`` on an egress-bound client and translate its failures
+    (``status_of`` reads the HTTP status out of an SDK's exception)."""
     req = parse_request(ModelRequest, msg)
     redactor = Redactor([req.credential, *req.headers.values()])
     policy = EgressPolicy.from_json(req.egress.model_dump(by_alias=True))
@@ -135,6 +175,7 @@ async def run_model_call(msg: Execute, call: Call, status_of: StatusOf) -> ExecO
         route = await check_route(req.endpoint, policy)
     except AgentctlError as exc:
         raise type(exc)(redactor.redact_text(exc.message), retryable=exc.retryable) from None
+    watch_dispatch(lambda: route.tracker.sent)
     client = egress_client(route, read_timeout=req.timeout_seconds)
     try:
         reply = await call(req, client)
@@ -157,7 +198,11 @@ def _own_error(exc: BaseException) -> AgentctlError | None:
 
 
 def translate(
-    exc: Exception, route: EgressRoute, redactor: Redactor, provider: str, status_of: StatusOf
+    exc: Exception,
+    route: EgressRoute,
+    redactor: Redactor,
+    provider: str,
+    status_of: StatusOf | None,
 ) -> Exception:
     """Our error for an SDK failure: ``AgentctlError`` if definitive, else ``UncertainEffect``."""
     if isinstance(exc, UncertainEffect):
@@ -166,7 +211,7 @@ def translate(
     own = _own_error(exc)
     if own is not None:
         return type(own)(redactor.redact_text(own.message), retryable=own.retryable)
-    status = status_of(exc)
+    status = None if status_of is None else status_of(exc)
     if status is not None:
         code, detail = status
         retryable = code == 429 or code >= 500

@@ -1,25 +1,30 @@
 """``model.openai``: the OpenAI Responses API (``POST {endpoint}``, default
-``https://api.openai.com/v1/responses``) through the official ``openai`` SDK.
+``https://api.openai.com/v1/responses``), spoken over our egress-bound ``httpx2`` client.
 
-The Azure adapter reuses ``respond`` (same API, another client). The SDK is imported when a
-call runs, never at module import.
+The wire format is the published one — request parameters, the ``Response`` object, the
+streamed events (server-sent events whose data is the event object) — and the test fixtures
+prove their replies parse with the official ``openai`` SDK. The SDK itself is not used here:
+importing it costs about half a second of CPU in each worker, before the first request of a
+run could leave. The Azure adapter reuses ``respond`` (same API, another URL and key header).
 
-Invariants: the SDK gets our egress-bound ``httpx2`` client and ``max_retries=0``; the
-endpoint is the full ``…/responses`` URL, the SDK's base URL is what precedes it; tool calls
-come back with the API's ``call_id`` as their id, so the tool result of the next turn
-answers the same id; each streamed delta goes through the effect's awaited stream sink
-(persisted by the coordinator before the next event is read) and into the bounded
-``fragments`` beside the final reply.
+Invariants: one call is one HTTP request (nothing retries); the endpoint is the full
+``…/responses`` URL and the key travels as ``Authorization: Bearer``, the provider's
+``headers`` after it (they may override it, as with the SDK's default headers); tool calls
+come back with the API's ``call_id`` as their id, so the tool result of the next turn answers
+the same id; each streamed delta goes through the effect's awaited stream sink (persisted by
+the coordinator before the next event is read) and into the bounded ``fragments`` beside the
+final reply; an HTTP error answer is a ``ProviderError`` (429 / 5xx retryable).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import httpx2
 
-from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list, as_object
 from agentctl.errors import ProviderError, ValidationError
 from agentctl.mailbox.messages import Execute, FragmentKind
 from agentctl.mailbox.requests import ModelRequest
@@ -27,11 +32,14 @@ from agentctl.workers.executors import ExecOutcome, UncertainEffect
 from agentctl.workers.executors.providers.common import (
     Fragments,
     Reply,
+    answer_json,
+    check_status,
     parse_arguments,
     run_model_call,
     system_text,
     tool_output_text,
 )
+from agentctl.workers.executors.providers.sse import read_events
 
 SUFFIX = "/responses"
 # Stream event type → fragment kind.
@@ -53,39 +61,34 @@ OPTION_PARAMS = {
 
 
 async def execute_openai(msg: Execute) -> ExecOutcome:
-    return await run_model_call(msg, _call, status_of)
+    return await run_model_call(msg, _call)
 
 
 async def _call(req: ModelRequest, http: httpx2.AsyncClient) -> Reply:
-    from openai import AsyncOpenAI
-
     if not req.endpoint.rstrip("/").endswith(SUFFIX):
         raise ValidationError(f"an openai endpoint ends with {SUFFIX}: {req.endpoint}")
-    client = AsyncOpenAI(
-        api_key=req.credential,
-        base_url=req.endpoint.rstrip("/").removesuffix(SUFFIX),
-        http_client=http,
-        max_retries=0,
-        default_headers=req.headers,
-        timeout=req.timeout_seconds,
-    )
-    return await respond(client, req)
+    headers = {"Authorization": f"Bearer {req.credential}", **req.headers}
+    return await respond(http, Endpoint(req.endpoint.rstrip("/"), headers), req)
 
 
-def status_of(exc: BaseException) -> tuple[int, str] | None:
-    import openai
+@dataclass(frozen=True)
+class Endpoint:
+    """Where one Responses call goes: URL, query and headers (the key's included)."""
 
-    if isinstance(exc, openai.APIStatusError):
-        return exc.status_code, exc.message
-    return None
+    url: str
+    headers: Mapping[str, str]
+    query: Mapping[str, str] = field(default_factory=dict)
 
 
-async def respond(client: Any, req: ModelRequest) -> Reply:
-    """One Responses call on ``client`` (``AsyncOpenAI`` or ``AsyncAzureOpenAI``)."""
+async def respond(http: httpx2.AsyncClient, endpoint: Endpoint, req: ModelRequest) -> Reply:
+    """One Responses call of ``req`` to ``endpoint`` on the egress-bound ``http``."""
     params = request_params(req)
     if req.stream:
-        return await _streamed(client, params)
-    return normalize(await client.responses.create(**params))
+        return await _streamed(http, endpoint, {**params, "stream": True}, req.provider)
+    headers = {"Accept": "application/json", **endpoint.headers}
+    answer = await http.post(endpoint.url, json=params, headers=headers, params=endpoint.query)
+    await check_status(answer, req.provider)
+    return normalize(answer_json(answer, req.provider))
 
 
 def request_params(req: ModelRequest) -> JsonObject:
@@ -155,55 +158,75 @@ def _calls(message: JsonObject) -> list[JsonObject]:
     return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
 
 
-def normalize(response: Any) -> Reply:
+def normalize(response: JsonObject) -> Reply:
     """A Responses ``Response`` object as our reply."""
-    reply = Reply(usage=_usage(response.usage))
+    reply = Reply(usage=_usage(as_object(response.get("usage"))))
     texts: list[str] = []
-    for item in response.output or []:
-        if item.type == "message":
-            for part in item.content:
-                if part.type == "output_text":
-                    texts.append(part.text)
-                elif part.type == "refusal":
-                    texts.append(part.refusal)
+    for item in _objects(response.get("output")):
+        if item.get("type") == "message":
+            for part in _objects(item.get("content")):
+                if part.get("type") == "output_text":
+                    texts.append(_text(part.get("text")))
+                elif part.get("type") == "refusal":
+                    texts.append(_text(part.get("refusal")))
                     reply.finish = "refusal"
-        elif item.type == "function_call":
-            arguments = parse_arguments(item.arguments)
-            reply.tool_calls.append({"id": item.call_id, "name": item.name, "arguments": arguments})
+        elif item.get("type") == "function_call":
+            arguments = parse_arguments(_text(item.get("arguments")))
+            call_id, name = item.get("call_id"), item.get("name")
+            reply.tool_calls.append({"id": call_id, "name": name, "arguments": arguments})
     reply.text = "".join(texts)
-    if response.status == "incomplete" and reply.finish == "complete":
-        reason = getattr(response.incomplete_details, "reason", None)
+    if response.get("status") == "incomplete" and reply.finish == "complete":
+        reason = as_object(response.get("incomplete_details")).get("reason")
         reply.finish = "max_tokens" if reason == "max_output_tokens" else "refusal"
     return reply
 
 
-def _usage(usage: Any) -> dict[str, int]:
-    if usage is None:
+def _objects(value: JsonValue) -> list[JsonObject]:
+    return [v for v in as_list(value) if isinstance(v, dict)]
+
+
+def _text(value: JsonValue) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _count(value: JsonValue) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _usage(usage: JsonObject) -> dict[str, int]:
+    if not usage:
         return {}
-    output_details = getattr(usage, "output_tokens_details", None)
-    input_details = getattr(usage, "input_tokens_details", None)
+    output_details = as_object(usage.get("output_tokens_details"))
+    input_details = as_object(usage.get("input_tokens_details"))
     return {
-        "inputTokens": usage.input_tokens or 0,
-        "outputTokens": usage.output_tokens or 0,
-        "reasoningTokens": getattr(output_details, "reasoning_tokens", 0) or 0,
-        "cacheReadTokens": getattr(input_details, "cached_tokens", 0) or 0,
-        "cacheWriteTokens": getattr(input_details, "cache_write_tokens", 0) or 0,
+        "inputTokens": _count(usage.get("input_tokens")),
+        "outputTokens": _count(usage.get("output_tokens")),
+        "reasoningTokens": _count(output_details.get("reasoning_tokens")),
+        "cacheReadTokens": _count(input_details.get("cached_tokens")),
+        "cacheWriteTokens": _count(input_details.get("cache_write_tokens")),
     }
 
 
-async def _streamed(client: Any, params: JsonObject) -> Reply:
+async def _streamed(
+    http: httpx2.AsyncClient, endpoint: Endpoint, params: JsonObject, provider: str
+) -> Reply:
     fragments = Fragments()
-    final: Any = None
-    stream = await client.responses.create(**params, stream=True)
-    async with stream:
-        async for event in stream:
-            kind = DELTA_KINDS.get(event.type)
+    final: JsonObject | None = None
+    headers = {**endpoint.headers, "Accept": "text/event-stream"}
+    request = http.stream("POST", endpoint.url, json=params, headers=headers, params=endpoint.query)
+    async with request as answer:
+        await check_status(answer, provider)
+        async for sse in read_events(answer.aiter_lines()):
+            event = _event(sse.data)
+            kind = DELTA_KINDS.get(_text(event.get("type")))
             if kind is not None:
                 # Awaited: the fragment is durable before the next event is read.
-                await fragments.add(kind, event.delta, getattr(event, "sequence_number", None))
-            elif event.type in ("response.completed", "response.incomplete"):
-                final = event.response
-            elif event.type in ("response.failed", "error"):
+                sequence = event.get("sequence_number")
+                number = sequence if isinstance(sequence, int) else None
+                await fragments.add(kind, _text(event.get("delta")), number)
+            elif event.get("type") in ("response.completed", "response.incomplete"):
+                final = as_object(event.get("response"))
+            elif event.get("type") in ("response.failed", "error") or sse.event == "error":
                 raise _stream_error(event)
     if final is None:
         raise UncertainEffect(ProviderError("the answer stream ended before its final event"))
@@ -212,10 +235,22 @@ async def _streamed(client: Any, params: JsonObject) -> Reply:
     return reply
 
 
-def _stream_error(event: Any) -> ProviderError:
-    error = event.response.error if event.type == "response.failed" else event
-    code = str(getattr(error, "code", "") or "")
-    message = str(getattr(error, "message", "") or "the model failed")
+def _event(data: str) -> JsonObject:
+    try:
+        event: JsonValue = json.loads(data)
+    except json.JSONDecodeError:
+        event = None
+    if not isinstance(event, dict):
+        # The answer was streaming, so the model ran: what it did is unknown.
+        raise UncertainEffect(ProviderError("the answer stream sent an event that is not JSON"))
+    return event
+
+
+def _stream_error(event: JsonObject) -> ProviderError:
+    failed = event.get("type") == "response.failed"
+    error = as_object(as_object(event.get("response")).get("error")) if failed else event
+    code = str(error.get("code") or "")
+    message = str(error.get("message") or "the model failed")
     retryable = code in ("server_error", "rate_limit_exceeded")
     return ProviderError(
         f"the answer stream failed ({code or 'no code'}): {message}", retryable=retryable
