@@ -40,6 +40,7 @@ from agentctl.coordinator.workerproc import prestart_workers
 from agentctl.core.compiler.diagnostics import Locator
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
+from agentctl.core.states import is_terminal_run
 from agentctl.core.strictjson import RefusedJsonError, parse_strict
 from agentctl.errors import ValidationError
 from agentctl.ledger import open_ledger
@@ -180,8 +181,10 @@ def resume(
         plan = load_plan(found)
         base = os.path.abspath(workspace or found.base_path or os.getcwd())
         # Before the lease is taken: a missing key or a refused endpoint leaves the run as it was.
-        preflight_credentials(plan, base, preview=found.mode == "check")
-        preflight_egress(plan, resolve=found.mode != "check")
+        # A finished run needs neither: the claim below refuses it for what it is.
+        if not is_terminal_run(found.state):
+            preflight_credentials(plan, base, preview=found.mode == "check")
+            preflight_egress(plan, resolve=found.mode != "check")
         run = check_resumable(ledger, run_ref, clock)
         trace_id = clock.new_id("trace")
         req = DriveRequest(ledger, run.run_id, trace_id, plan, base, timeout_s, progress, clock)

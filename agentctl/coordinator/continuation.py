@@ -26,11 +26,12 @@ from agentctl.coordinator import secrets
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import load_plan, owner_identity
 from agentctl.coordinator.launch import open_existing, run_trio
+from agentctl.coordinator.prepare import RunSettings
 from agentctl.coordinator.workerpool import open_worker_pool
 from agentctl.core import registry
 from agentctl.core.effects import input_digest
 from agentctl.core.jsonvalue import JsonObject, as_object
-from agentctl.core.operations import BuildInput, RunContext
+from agentctl.core.operations import BuildInput
 from agentctl.core.redact import Redactor
 from agentctl.errors import BlockedError, InvalidOperationError, ProviderError
 from agentctl.ledger.effects import EffectRecord
@@ -115,9 +116,7 @@ def _message(
         raise InvalidOperationError(f"effect {effect.effect_id}: {effect.operation} cannot run")
     workspace = os.path.abspath(run.base_path or os.getcwd())
     run_config = plan.run
-    context = RunContext(
-        workspace, run_config.policy, run_config.long_term_namespace, a2a_peers=run_config.a2a_peers
-    )
+    context = RunSettings(run.run_id, plan, workspace).context  # as the run built it
     built = entry.builder(
         BuildInput(task.id, task.action or "", task.config(), as_object(effect.request), context)
     )

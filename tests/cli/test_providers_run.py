@@ -163,6 +163,18 @@ def test_a_missing_key_exits_6_before_any_state(tmp_path: Path, server: AgentSer
     assert server.seen == []
 
 
+def test_resuming_a_finished_run_says_so_without_asking_for_the_key(
+    cli: Cli, tmp_path: Path, server: AgentServer
+) -> None:
+    wf, db = OPENAI.workflow(server, tmp_path / "ws"), tmp_path / "state" / "r.db"
+    done = _run(cli, OPENAI, wf, db)
+    assert done.rc == 0, done.stderr
+    proc = _agentctl_without_key(tmp_path, "resume", done.data["runId"], "--db", str(db))
+    message = json.loads(proc.stderr.splitlines()[-1])["error"]["message"]
+    assert "succeeded" in message and "OPENAI_API_KEY" not in message
+    assert proc.returncode != 6, proc.stderr
+
+
 def test_max_provider_requests_stops_the_second_call_before_it_is_sent(
     cli: Cli, tmp_path: Path, server: AgentServer
 ) -> None:
