@@ -9,42 +9,13 @@ compared on medians, and a miss states by how much.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
-Fig = dict[str, Any]
+from results_figures import Figures, fmt
+from results_targets import misses_section, targets_section
 
-
-class Figures:
-    def __init__(self, report: dict[str, Any]) -> None:
-        self.by_name: dict[str, Fig] = {}
-        for result in report["results"]:
-            for fig in result.get("figures", []):
-                self.by_name[fig["name"]] = fig
-
-    def get(self, name: str) -> Fig | None:
-        return self.by_name.get(name)
-
-    def largest(self, pattern: str) -> Fig | None:
-        """The figure matching ``pattern`` (one ``(\\d+)`` group) with the largest N."""
-        found = [
-            (int(m.group(1)), f) for n, f in self.by_name.items() if (m := re.fullmatch(pattern, n))
-        ]
-        return max(found, key=lambda t: t[0])[1] if found else None
-
-    def median(self, name: str) -> float | None:
-        fig = self.get(name)
-        return None if fig is None else float(fig["median"])
-
-
-def fmt(value: float | None, digits: int = 3) -> str:
-    if value is None:
-        return "—"
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    if abs(value) >= 10:
-        return f"{value:.1f}"
-    return f"{value:.{digits}f}"
-
+HERE = Path(__file__).resolve().parent
 
 # --------------------------------------------------------------------------- floors
 
@@ -90,62 +61,6 @@ def table(figs: Figures, names: list[str]) -> list[str]:
             f"{fmt(ratio, 2) + '×' if ratio else '—'} | {fig.get('note', '')} |"
         )
     return rows
-
-
-# --------------------------------------------------------------------------- targets
-
-
-def targets(figs: Figures) -> list[tuple[str, float | None, float, str, str]]:
-    """(what, measured median, target, comparison, unit) — comparison '<=' or '>='."""
-    pure = figs.largest(r"pure_chain_(\d+)_inprocess")
-    rss = figs.largest(r"coordinator_peak_rss_(\d+)")
-    sleep = figs.largest(r"sleep_batch_(\d+)_inprocess")
-    resume = figs.largest(r"resume_(\d+)_to_completion")
-    rows: list[tuple[str, float | None, float, str, str]] = [
-        (f"per pure task (`{pure['name']}`)" if pure else "per pure task",
-         pure and pure["median"], 0.3, "<=", "ms"),
-    ]  # fmt: skip
-    for kind in ("write", "shell", "memory"):
-        fig = figs.largest(rf"effect_chain_{kind}_(\d+)_inprocess")
-        rows.append(
-            (f"per effect, {kind} (`{fig['name']}`)" if fig else f"per effect, {kind}",
-             fig and fig["median"], 1.0, "<=", "ms")
-        )  # fmt: skip
-    rows.append(("64 × 0.5 s batch wall (in-process)", sleep and sleep["median"], 0.75, "<=", "s"))
-    for peer, goal in (("dbos", 2.0), ("langgraph_sync", 1.5)):
-        for mine in ("agentctl_effect", "agentctl_pure"):
-            p, a = figs.median(f"durable_step_{peer}"), figs.median(f"durable_step_{mine}")
-            ratio = p / a if p and a else None
-            rows.append((f"speed-up vs {peer} per durable step ({mine})", ratio, goal, ">=", "×"))
-    rows.append(("coordinator peak RSS", rss and rss["median"], 150.0, "<=", "MB"))
-    rows.append(("resume to completion", resume and resume["median"], 2.0, "<=", "s"))
-    calls = figs.largest(r"provider_batch_(\d+)_inprocess")
-    rows.append(("8 agents × 1 s model call wall", calls and calls["median"], 2.0, "<=", "s"))
-    return rows
-
-
-def verdict(value: float | None, target: float, cmp: str) -> str:
-    if value is None:
-        return "not measured"
-    ok = value <= target if cmp == "<=" else value >= target
-    if ok:
-        return "meets"
-    if cmp == "<=":
-        return f"**misses** by {fmt(value - target)} ({fmt(value / target, 2)}× the target)"
-    return f"**misses**: {fmt(value, 2)}× where {fmt(target, 2)}× is wanted"
-
-
-def targets_section(figs: Figures) -> list[str]:
-    lines = [
-        "## Targets (medians; reported, never asserted in tests)", "",
-        "| target | measured | wanted | verdict |", "|---|---:|---:|---|",
-    ]  # fmt: skip
-    for what, value, target, cmp, unit in targets(figs):
-        lines.append(
-            f"| {what} | {fmt(value)} {unit} | {cmp} {fmt(target, 2)} {unit} | "
-            f"{verdict(value, target, cmp)} |"
-        )
-    return lines
 
 
 # --------------------------------------------------------------------------- sections
@@ -239,120 +154,6 @@ def profile_section(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-def misses_section(report: dict[str, Any], figs: Figures) -> list[str]:
-    """For each missed target: by how much, and the measured costs that hold it back."""
-    prof = next((r for r in report["results"] if r.get("benchmark") == "profile"), None)
-    tops: dict[str, str] = {}
-    for name, p in (prof or {}).get("profiles", {}).items():
-        tops[name.split("_")[0]] = "; ".join(
-            f"`{r['function'].split(' (')[0]}` {r['share'] * 100:.0f}%" for r in p["attributed"][:5]
-        )
-    peers = next((r for r in report["results"] if r.get("benchmark") == "peers"), {})
-    rows = {f["name"]: f["extra"].get("rowsByTable", {}) for f in peers.get("figures", [])}
-    ctx = Hints(figs, tops, rows, int(peers.get("n", 1)))
-    lines = ["## Where a target is missed, and what holds it back", ""]
-    for what, value, target, cmp, _unit in targets(figs):
-        v = verdict(value, target, cmp)
-        if v.startswith("**misses"):
-            lines.append(f"- {what}: {v.replace('**', '')}. {ctx.hint(what)}")
-    if len(lines) == 2:
-        lines.append("Every target is met in this run.")
-    return lines
-
-
-class Hints:
-    """Measured explanations of a miss, built only from this run's figures and profiles."""
-
-    def __init__(self, figs: Figures, tops: dict[str, str], rows: dict[str, Any], n: int):
-        self.figs, self.tops, self.rows, self.n = figs, tops, rows, n
-
-    def hint(self, what: str) -> str:
-        for key, make in (
-            ("pure task", self.pure), ("write", self.write), ("shell", self.shell),
-            ("memory", self.memory), ("batch", self.batch), ("speed-up", self.peer),
-            ("RSS", self.rss), ("resume", self.resume),
-        ):  # fmt: skip
-            if key in what:
-                return make(what)
-        return ""
-
-    def _floor(self, commits: int, trips: int = 0) -> str:
-        c, r = self.figs.median("sqlite_commit") or 0, self.figs.median("frame_round_trip") or 0
-        return fmt(commits * c + trips * r)
-
-    def pure(self, _what: str) -> str:
-        return f"Top attributed costs (profile): {self.tops.get('pure', '—')}."
-
-    def write(self, _what: str) -> str:
-        return (
-            f"Floor ≈ 2 commits + 1 round trip = {self._floor(2, 1)} ms. Top attributed costs "
-            f"on the write chain (profile): {self.tops.get('write', '—')}."
-        )
-
-    def shell(self, _what: str) -> str:
-        spawn = fmt(self.figs.median("spawn_true"))
-        return (
-            f"Floor ≈ 2 commits + 1 round trip + 1 spawn ({spawn} ms). Not profiled on its own: "
-            "it shares the effect path of the write chain (commits, frame send, idle wait), "
-            "plus the sandboxed spawn in the worker."
-        )
-
-    def memory(self, _what: str) -> str:
-        per = self.rows.get("durable_step_agentctl_effect", {})
-        commits = per.get("checkpoints", 0) / max(self.n, 1)
-        return (
-            f"No worker hop, so this is the effect protocol's own cost: {commits:.0f} "
-            f"transactions per step (one checkpoint each, see the peer table) where the floor "
-            f"assumes 2 ({self._floor(2)} ms)."
-        )
-
-    def batch(self, _what: str) -> str:
-        cpus = self.figs.median("check_cold_start")
-        return (
-            "The wall includes starting the worker pool (min(64, CPUs) Python processes; a cold "
-            f"`agentctl check` takes {fmt(cpus)} ms here) and 64 sandboxed spawns "
-            f"({fmt(self.figs.median('spawn_true'))} ms each, two workers share them)."
-        )
-
-    def peer(self, what: str) -> str:
-        mine = self.rows.get("durable_step_agentctl_effect", {})
-        peer = "dbos" if "dbos" in what else "langgraph_sync"
-        theirs = self.rows.get(f"durable_step_{peer}", {})
-
-        def per_step(r: dict[str, int]) -> str:
-            return ", ".join(f"{t} {c / max(self.n, 1):.1f}" for t, c in r.items() if c >= self.n)
-
-        return (
-            f"Rows per step — agentctl effect: {per_step(mine) or '—'}; {peer}: "
-            f"{per_step(theirs) or '—'}. The effect step commits several transactions where "
-            "the peer commits one."
-        )
-
-    def rss(self, _what: str) -> str:
-        small = self.figs.get("coordinator_peak_rss_1000")
-        big = self.figs.largest(r"coordinator_peak_rss_(\d+)")
-        if not small or not big or big is small:
-            return ""
-        n_big = int(big["name"].rsplit("_", 1)[1])
-        per_task = (big["median"] - small["median"]) * 1024 / max(n_big - 1000, 1)
-        return (
-            f"{fmt(small['median'])} MB at 1,000 tasks, so ≈ {fmt(per_task)} KB per extra task: "
-            "the plan, live state and every output stay in memory for the whole run."
-        )
-
-    def resume(self, _what: str) -> str:
-        first = _median(self.figs.largest(r"resume_(\d+)_to_first_task"))
-        return (
-            f"{fmt(first)} s of it pass before the first resumed task completes (recovery "
-            f"overhead); top attributed costs of the resume (profile): "
-            f"{self.tops.get('resume', '—')}."
-        )
-
-
-def _median(fig: Fig | None) -> float | None:
-    return None if fig is None else float(fig["median"])
-
-
 FLOORS = r"(sqlite_commit|ledger_task_commit|fsync|frame_round_trip|spawn_true|check_cold_start)"
 RSS = r"(coordinator_peak_rss|crash_run)_.*"
 
@@ -393,10 +194,30 @@ def render(report: dict[str, Any]) -> str:
         out += [f"## {title}", "", *table(figs, names), ""]
         out += SECTION_NOTES.get(title, [])
     out += [*peers_section(report, figs), ""]
-    out += [*misses_section(report, figs), ""]
+    out += [*_fragment("commits_per_effect.md"), ""]
+    out += [*misses_section(figs, _gaps()), ""]
     out += [*FIXES, ""]
     out += [*profile_section(report), ""]
     return "\n".join(out)
+
+
+def _fragment(name: str) -> list[str]:
+    """A hand-written section kept beside the benchmarks (derived from the code, not timed)."""
+    path = HERE / name
+    return path.read_text(encoding="utf-8").rstrip().splitlines() if path.exists() else []
+
+
+def _gaps() -> dict[str, str]:
+    """``gaps.md``: for a goal this run may miss, the profile and the floor that block it.
+
+    Each entry is a ``- <words of the goal's name>: <explanation>`` line.
+    """
+    found: dict[str, str] = {}
+    for line in _fragment("gaps.md"):
+        key, sep, text = line.removeprefix("- ").partition(": ")
+        if line.startswith("- ") and sep:
+            found[key] = text
+    return found
 
 
 # What the profiles led to, in the order the changes landed (see docs/adr/).

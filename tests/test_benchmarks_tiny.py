@@ -74,6 +74,6 @@ def test_every_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
         assert "pyinstrument" in results["profile"]["unavailable"]
 
     assert "TINY RUN" in markdown
-    for heading in ("## Targets", "## Floors", "## Pure chain", "## Effect chain",
+    for heading in ("## Goals", "## Floors", "## Pure chain", "## Effect chain",
                     "## Parallel batch", "## Memory", "## Recovery", "## Peers", "## Profile"):  # fmt: skip
         assert heading in markdown

@@ -1,0 +1,183 @@
+"""The goals of issue 15 as targets: each computed from this run's medians, with its verdict.
+
+Invariants: a target is a ratio or a figure measured in the same run as what it is compared
+with (never a number from another day); a figure that did not run says "not measured"; a miss
+states by how much and, in the misses section, what this run's figures say holds it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from results_figures import Figures, fmt
+
+
+@dataclass(frozen=True)
+class Target:
+    what: str
+    value: float | None
+    goal: float | None
+    cmp: str  # "<=" or ">="
+    unit: str
+    why_missed: str = ""
+
+
+def _sum(*parts: float | None) -> float | None:
+    return None if any(p is None for p in parts) else sum(p for p in parts if p is not None)
+
+
+def _scaled(value: float | None, factor: float) -> float | None:
+    return None if value is None else value * factor
+
+
+def effect_targets(figs: Figures) -> list[Target]:
+    commit = figs.median("sqlite_commit")
+    shell_goal = _sum(_scaled(commit, 2), figs.median("spawn_true"), 0.5)
+    return [
+        Target(
+            "effect step, memory.write chain ÷ bare WAL+FULL commit",
+            figs.ratio("effect_chain_memory_1000_inprocess", "sqlite_commit"),
+            2.5,
+            "<=",
+            "×",
+        ),
+        Target(
+            "LangGraph sync ÷ agentctl per durable effect step",
+            figs.ratio("durable_step_langgraph_sync", "durable_step_agentctl_effect"),
+            1.5,
+            ">=",
+            "×",
+        ),
+        Target(
+            "DBOS ÷ agentctl per durable effect step",
+            figs.ratio("durable_step_dbos", "durable_step_agentctl_effect"),
+            3.0,
+            ">=",
+            "×",
+        ),
+        Target(
+            "builtin.write chain ÷ commit",
+            figs.ratio("effect_chain_write_1000_inprocess", "sqlite_commit"),
+            4.0,
+            "<=",
+            "×",
+        ),
+        Target(
+            "shell chain (goal: 2 commits + 1 spawn + 0.5 ms)",
+            figs.median("effect_chain_shell_1000_inprocess"),
+            shell_goal,
+            "<=",
+            "ms",
+        ),
+        Target(
+            "coordinator ↔ worker frame round trip",
+            figs.median("frame_round_trip"),
+            0.1,
+            "<=",
+            "ms",
+        ),
+    ]
+
+
+def start_targets(figs: Figures) -> list[Target]:
+    beyond = figs.median("sleep_batch_64_cli_beyond_one_task")
+    if beyond is None:
+        one = _scaled(figs.median("run_one_task_cold"), 1 / 1000)
+        beyond = _sum(figs.median("sleep_batch_64_cli"), _scaled(one, -1))
+    rss = figs.largest(r"coordinator_peak_rss_(\d+)")
+    return [
+        Target(
+            "`agentctl run` of a one-task pure workflow ÷ `python -c pass`",
+            figs.ratio("run_one_task_cold", "python_pass"),
+            12.0,
+            "<=",
+            "×",
+        ),
+        Target(
+            "`agentctl check` cold ÷ `python -c pass`",
+            figs.ratio("check_cold_start", "python_pass"),
+            8.0,
+            "<=",
+            "×",
+        ),
+        Target(
+            "1,000-task pure chain through the CLI, per task",
+            figs.median("pure_chain_1000_cli"),
+            0.3,
+            "<=",
+            "ms",
+        ),
+        Target(
+            "64 × `sleep 0.5` at maxConcurrency 64 (CLI), beyond a one-task run",
+            beyond,
+            0.65,
+            "<=",
+            "s",
+        ),
+        Target(
+            f"coordinator peak RSS (`{rss['name']}`)" if rss else "coordinator peak RSS",
+            rss and float(rss["median"]),
+            120.0,
+            "<=",
+            "MB",
+        ),
+        Target(
+            "resume of a 10,000-task run to completion",
+            figs.median("resume_10000_to_completion"),
+            1.0,
+            "<=",
+            "s",
+        ),
+        Target(
+            "8 agents × 1 s model call wall (issue 12)",
+            figs.median("provider_batch_8_inprocess"),
+            2.0,
+            "<=",
+            "s",
+        ),
+    ]
+
+
+def targets(figs: Figures) -> list[Target]:
+    return [*effect_targets(figs), *start_targets(figs)]
+
+
+def verdict(t: Target) -> str:
+    if t.value is None or t.goal is None:
+        return "not measured"
+    ok = t.value <= t.goal if t.cmp == "<=" else t.value >= t.goal
+    if ok:
+        return "meets"
+    if t.cmp == "<=":
+        return (
+            f"**misses** by {fmt(t.value - t.goal)} {t.unit} ({fmt(t.value / t.goal, 2)}× the goal)"
+        )
+    return f"**misses**: {fmt(t.value, 2)}× where {fmt(t.goal, 2)}× is wanted"
+
+
+def targets_section(figs: Figures) -> list[str]:
+    lines = [
+        "## Goals of issue 15 (medians of this run; reported, never asserted in tests)",
+        "",
+        "| figure | measured | goal | verdict |",
+        "|---|---:|---:|---|",
+    ]
+    for t in targets(figs):
+        lines.append(
+            f"| {t.what} | {fmt(t.value)} {t.unit} | {t.cmp} {fmt(t.goal, 2)} {t.unit} | "
+            f"{verdict(t)} |"
+        )
+    return lines
+
+
+def misses_section(figs: Figures, why: dict[str, str]) -> list[str]:
+    """For each missed goal: by how much, and the explanation recorded for it (``why``)."""
+    lines = ["## Where a goal is missed, and what holds it back", ""]
+    for t in targets(figs):
+        v = verdict(t)
+        if v.startswith("**misses"):
+            reason = next((text for key, text in why.items() if key in t.what), "")
+            lines.append(f"- {t.what}: {v.replace('**', '')}. {reason}".rstrip())
+    if len(lines) == 2:
+        lines.append("Every goal is met in this run.")
+    return lines
