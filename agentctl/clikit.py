@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import stat
 import sys
@@ -55,10 +56,21 @@ def _blocking_ancestor(path: Path) -> Path | None:
     return None
 
 
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
 def check_db_path(value: str) -> str:
     """``--db``: a regular file or a path that can become one; never a directory or device."""
     if not value.strip():
         raise ValidationError("--db is empty; give the path of a database file")
+    url = _URL.match(value)
+    if url:
+        # A URL is never taken as a file name (it would create a directory "postgresql:"),
+        # and only its scheme is echoed: the rest may carry a password.
+        raise ValidationError(
+            f"--db {url.group(0)}… is a URL; this agentctl stores runs in SQLite only: "
+            "give the path of a database file"
+        )
     path = Path(value)
     try:
         mode = path.stat().st_mode
