@@ -100,6 +100,7 @@ def _header(report: RunReport) -> str:
         ("created", _text(run.created_at)),
         ("updated", _text(run.updated_at)),
         ("duration", _text(took)),
+        ("coordinator", "a live one drives it" if report.driven else "none"),
         ("trace", f'<span class="mono">{_text(run.trace_id)}</span>'),
         ("reason", _text(run.reason or "-")),
     ]

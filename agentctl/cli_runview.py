@@ -221,12 +221,15 @@ def _errors(report: RunReport, width: int) -> list[str]:
 
 
 def unresolved(report: RunReport) -> list[EffectRecord]:
-    """Started or uncertain effects no operator has reconciled (they block resume)."""
+    """Effects no operator has reconciled and nobody can know the outcome of: uncertain ones,
+    and started ones when no live coordinator drives the run (resume would mark them
+    uncertain and refuse). They block resume."""
     reconciled = {r.effect_id for r in report.inspection.reconciliations}
+    unknown = ("uncertain",) if report.driven else ("started", "uncertain")
     return [
         e
         for e in report.inspection.effects
-        if e.status in ("started", "uncertain") and e.effect_id not in reconciled
+        if e.status in unknown and e.effect_id not in reconciled
     ]
 
 
@@ -255,7 +258,7 @@ def attention(report: RunReport, db: str, width: int) -> list[str]:
             lines += command(*words, db=db, width=width)
     if not lines:
         return []
-    if run.state in ("paused", "running"):
+    if run.state == "paused" or (run.state == "running" and not report.driven):
         lines += ["", "  then", *command("resume", run.run_id, db=db, width=width)]
     return ["", "needs an operator (approve or reject; for effects, say what happened)", *lines]
 

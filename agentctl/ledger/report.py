@@ -18,6 +18,7 @@ from agentctl.core.jsonvalue import JsonObject
 from agentctl.ledger.approvals import ApprovalRecord, list_approvals
 from agentctl.ledger.audit import AuditEvent
 from agentctl.ledger.rows import parse_ts
+from agentctl.ledger.runs import has_live_owner
 from agentctl.ledger.stats import RunInspection, run_inspection
 
 # Task audit events that end an attempt (``retry_scheduled``: another attempt follows).
@@ -74,6 +75,7 @@ class RunReport:
     inspection: RunInspection
     lineage: tuple[LineageRun, ...]  # ancestors oldest first, the run, then descendants
     approval_history: tuple[ApprovalRecord, ...]
+    driven: bool = False  # a live coordinator holds the run's lease right now
 
     def attempts(self) -> tuple[AttemptSpan, ...]:
         return attempt_spans(self.inspection.audit)
@@ -182,4 +184,4 @@ def run_report(conn: sqlite3.Connection, run_id: str) -> RunReport:
     me = _lineage_row(row, "self")
     lineage = (*_ancestors(conn, me), me, *_descendants(conn, run_id))
     history = tuple(list_approvals(conn, run_id, status=None))
-    return RunReport(inspection, lineage, history)
+    return RunReport(inspection, lineage, history, has_live_owner(conn, run_id))

@@ -264,3 +264,57 @@ def test_html_report_of_the_source_links_its_retry(cli: Cli, lineage: Lineage) -
     assert f'href="#lineage-{lineage.retry}"' in html and f'id="lineage-{lineage.retry}"' in html
     assert "<img" not in html and "<script" not in html and "&lt;img src=" in html
     assert 'http-equiv="Content-Security-Policy" content="default-src \'none\'' in html
+
+
+WAITER = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: waiter }
+spec:
+  policy: { approval: never, processAllowlist: [sh] }
+  actions:
+    wait: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "touch started; while [ ! -f go ]; do sleep 0.1; done"] }
+  tasks:
+    - { id: w, uses: "action:wait" }
+"""
+
+
+def test_human_inspect_of_an_uncertain_effect_prints_commands_that_resolve_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    import subprocess
+    import time
+
+    from tests.conftest import agentctl_argv, cli_env
+
+    (tmp_path / "wf.yaml").write_text(WAITER)
+    db = ["--db", "state.db"]  # relative: the printed commands run in the same directory
+    argv = agentctl_argv("--output", "json", "run", "wf.yaml", *db)
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=cli_env(), stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60  # a liveness bound only: the effect must get dispatched
+    while not (tmp_path / "started").exists():
+        assert time.monotonic() < deadline and proc.poll() is None, "never dispatched"
+        time.sleep(0.05)
+    run_id = cli("--output", "json", "runs", "list", *db).data["runs"][0]["runId"]
+    driven = cli("inspect", run_id, *db).stdout
+    assert (
+        re.search(r"builtin\.shell\.exec\s+started", driven) and "needs an operator" not in driven
+    )
+    proc.kill()  # the coordinator dies mid-effect: nobody knows whether it finished
+    proc.wait()
+    assert cli("resume", run_id, *db).rc == 3  # refused: the effect is uncertain
+    view = cli("inspect", run_id, *db).stdout
+    effect = cli("--output", "json", "effects", "list", run_id, *db).data["effects"][0]
+    assert effect["status"] == "uncertain" and f"uncertain effect {effect['effectId']}" in view
+    commands = _printed_commands(view)
+    verb = ["agentctl", "effects", "reconcile", effect["effectId"], "--status"]
+    assert [[*verb, s, "--reason", "<why>", *db] for s in ("applied", "not-applied")] == [
+        c for c in commands if c[:3] == verb[:3]
+    ]
+    assert commands[-1] == ["agentctl", "resume", run_id, *db]
+    (tmp_path / "go").write_text("")
+    not_applied = next(c for c in commands if "not-applied" in c)
+    assert cli(*not_applied[1:]).rc == 0
+    assert cli(*commands[-1][1:]).rc == 0  # the printed resume now finishes the run
+    after = cli("inspect", run_id, *db).stdout
+    assert "needs an operator" not in after and "not_applied" in after
