@@ -21,7 +21,8 @@ from agentctl.core.jsonvalue import JsonValue
 from agentctl.ledger.report import RunReport
 from agentctl.ledger.rows import parse_ts
 
-MAX_GRAPH_TASKS = 400  # beyond this the graph shows the first ones (the tables show all)
+# Beyond this many tasks the graph and the timeline show the first ones (the tables show all).
+MAX_GRAPH_TASKS = 400
 NODE_W, NODE_H, COL_GAP, ROW_GAP, PAD = 168, 40, 56, 14, 16
 LABEL_W, PLOT_W, ROW_H = 170, 760, 24
 
@@ -91,16 +92,18 @@ def _edges(nodes: Sequence[Node], needs: Mapping[str, list[str]]) -> list[str]:
     where = {n.task_id: n for n in nodes}
     paths = []
     for node in nodes:
-        x2, y2 = _at(node)
+        x2, top = _at(node)
+        y2 = top + NODE_H // 2
         for dep in needs.get(node.task_id, []):
             if dep not in where:
                 continue
-            x1, y1 = _at(where[dep])
-            x1, y1, y2 = x1 + NODE_W, y1 + NODE_H // 2, y2 + NODE_H // 2
+            left, dep_top = _at(where[dep])
+            x1, y1 = left + NODE_W, dep_top + NODE_H // 2
             mid = (x1 + x2) // 2
             label = escape(f"{dep} → {node.task_id}")
+            ends = f'data-from="{escape(dep)}" data-to="{escape(node.task_id)}"'
             paths.append(
-                f'<path class="edge" d="M{x1},{y1} C{mid},{y1} {mid},{y2} {x2 - 4},{y2}"'
+                f'<path class="edge" {ends} d="M{x1},{y1} C{mid},{y1} {mid},{y2} {x2 - 4},{y2}"'
                 f' marker-end="url(#arrow)"><title>{label}</title></path>'
             )
     return paths
@@ -108,7 +111,7 @@ def _edges(nodes: Sequence[Node], needs: Mapping[str, list[str]]) -> list[str]:
 
 def _node(node: Node) -> str:
     x, y = _at(node)
-    name = node.task_id if len(node.task_id) <= 22 else node.task_id[:21] + "…"
+    name = node.task_id if len(node.task_id) <= 19 else node.task_id[:18] + "…"
     return (
         f'<g class="node state-{escape(node.state)}" data-task-id="{escape(node.task_id)}">'
         f"<title>{escape(node.task_id)}: {escape(node.state)}, attempt {node.attempt}</title>"
@@ -199,7 +202,7 @@ def timeline_svg(report: RunReport) -> str:
     end = max((s for s in stamps if s), key=parse_ts)
     axis = Axis(run.created_at, end)
     bars = _task_bars(report, axis, end)
-    order = [t.task_id for t in report.inspection.tasks if t.task_id in bars]
+    order = [t.task_id for t in report.inspection.tasks if t.task_id in bars][:MAX_GRAPH_TASKS]
     if not order:
         return '<p class="muted">Nothing ran in this run (its tasks were copied or skipped).</p>'
     height = len(order) * ROW_H + 20

@@ -14,6 +14,7 @@ from __future__ import annotations
 import shlex
 import shutil
 import sys
+import textwrap
 from collections.abc import Iterable, Sequence
 
 from agentctl.clikit import DEFAULT_DB
@@ -28,6 +29,7 @@ WIDE = 110  # from this width on, ``runs list`` also shows when each run was cre
 GAP = "  "
 LABEL = 9  # width of the header's label column
 MIN_CELL = 6  # a shrinkable cell keeps at least this many characters
+ERROR_LINES = 4  # a longer task error is cut (JSON output and the HTML report have it all)
 _COLORS = {"succeeded": "32", "failed": "31", "cancelled": "35", "paused": "33"}
 _WAITING = "33"  # waiting_for_*, retry_scheduled, running, uncertain
 
@@ -153,23 +155,29 @@ def _lineage_lines(report: RunReport) -> list[str]:
     return found or ["(first of its lineage, nothing derived from it)"]
 
 
-def _budget_lines(report: RunReport) -> list[str]:
+def _budget_lines(report: RunReport, width: int) -> list[str]:
+    """One line per limited dimension (use against limit), then what else was metered."""
     budget = report.inspection.budget
     usage = report.inspection.budget_usage()
     lines: list[str] = []
-    for dim in sorted(set(budget.limits) | set(usage)):
-        used, limit = usage.get(dim, 0), budget.limits.get(dim)
-        if limit is None:
-            lines.append(f"{dim} {used} (no limit)")
-        else:
-            share = f"{100 * used // limit}%" if limit else "-"
-            lines.append(f"{dim} {used} / {limit} ({share})")
+    for dim, limit in sorted(budget.limits.items()):
+        used = usage.get(dim, 0)
+        share = f"{100 * used // limit}%" if limit else "-"
+        lines.append(f"{dim} {used} / {limit} ({share})")
+    others = [f"{d} {v}" for d, v in sorted(usage.items()) if v and d not in budget.limits]
+    if others:
+        text = "no limit: " + ", ".join(others)
+        lines += textwrap.wrap(text, width - LABEL, subsequent_indent="  ")
     if budget.exceeded:
-        lines.append(f"exceeded: {budget.exceeded.get('dimension', budget.exceeded)}")
+        over = budget.exceeded
+        lines.append(
+            f"exceeded {over.get('dimension')} (limit {over.get('limit')},"
+            f" attempted {over.get('attempted')})"
+        )
     return lines or ["nothing metered"]
 
 
-def _header(report: RunReport, painter: Painter) -> list[str]:
+def _header(report: RunReport, painter: Painter, width: int) -> list[str]:
     run = report.inspection.run
     took = fmt_duration(span_seconds(run.created_at, run.updated_at))
     rows: list[tuple[str, list[str]]] = [
@@ -178,7 +186,7 @@ def _header(report: RunReport, painter: Painter) -> list[str]:
         ("lineage", _lineage_lines(report)),
         ("created", [f"{short_ts(run.created_at)}   updated {short_ts(run.updated_at)}"]),
         ("duration", [took + ("  (cancellation requested)" if run.cancellation_requested else "")]),
-        ("budget", _budget_lines(report)),
+        ("budget", _budget_lines(report, width)),
     ]
     lines: list[str] = []
     for label, values in rows:
@@ -217,7 +225,12 @@ def _errors(report: RunReport, width: int) -> list[str]:
     failed = [t for t in report.inspection.tasks if t.error]
     if not failed:
         return []
-    return ["", "errors"] + ["  " + _cut(f"{t.task_id}: {t.error}", width - 2) for t in failed]
+    lines = ["", "errors"]
+    for task in failed:
+        text = " ".join(f"{task.task_id}: {task.error}".split())
+        wrapped = textwrap.wrap(text, width - 4, subsequent_indent="  ", max_lines=ERROR_LINES)
+        lines += ["  " + line for line in wrapped]
+    return lines
 
 
 def unresolved(report: RunReport) -> list[EffectRecord]:
@@ -265,7 +278,7 @@ def attention(report: RunReport, db: str, width: int) -> list[str]:
 
 def inspect_text(report: RunReport, db: str, settings: Settings) -> str:
     width = view_width(settings)
-    lines = _header(report, Painter(settings))
+    lines = _header(report, Painter(settings), width)
     task_heads = ["task", "state", "attempt", "disposition", "took"]
     lines += ["", "tasks", *text_table(task_heads, _task_rows(report), settings, 1, (0, 1))]
     lines += _errors(report, width)
