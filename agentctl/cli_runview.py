@@ -1,10 +1,11 @@
 """The human views of stored runs: ``inspect RUN`` and ``runs list``.
 
-Plain text laid out by hand rather than rich tables: the views must fit 80 columns with every
-identifier and every suggested command on one copyable line (rich folds or boxes cells), and
-plain text costs no import at start-up. Invariants:
-- no line is wider than the width (80 unless stdout is a wider terminal), except a
-  suggested command, which is never cut: it must paste and run as printed;
+Plain text laid out by hand rather than rich tables: the views must fit 80 columns while every
+identifier stays whole and every suggested command pastes and runs as printed (rich folds cells
+mid-word and draws boxes around them), and plain text costs no import at start-up. Invariants:
+- no line is wider than the width (80 unless stdout is a wider terminal), except a table row
+  whose identifiers alone are wider: identifiers are never cut, prose cells end in ``…``;
+- a suggested command is never cut: it continues across lines with `` \\``;
 - ANSI colour only on state words and only when ``Settings.use_color(stdout)`` says so;
 - every command shown is what resolves the item under it, with this invocation's ``--db``.
 """
@@ -34,7 +35,7 @@ _COLORS = {"succeeded": "32", "failed": "31", "cancelled": "35", "paused": "33"}
 _WAITING = "33"  # waiting_for_*, retry_scheduled, running, uncertain
 
 
-def view_width(settings: Settings) -> int:
+def view_width() -> int:
     """80 columns, or the terminal's width when stdout is a wider terminal."""
     if sys.stdout.isatty():
         return max(WIDTH, shutil.get_terminal_size((WIDTH, 24)).columns)
@@ -110,7 +111,7 @@ def text_table(
     fixed: Iterable[int] = (0,),
 ) -> list[str]:
     """Left-aligned columns, long cells cut with ``…``; the state column is coloured."""
-    widths = fit_widths(headers, rows, view_width(settings), fixed)
+    widths = fit_widths(headers, rows, view_width(), fixed)
     painter = Painter(settings)
     lines = ["  " + GAP.join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     for row in rows:
@@ -277,7 +278,7 @@ def attention(report: RunReport, db: str, width: int) -> list[str]:
 
 
 def inspect_text(report: RunReport, db: str, settings: Settings) -> str:
-    width = view_width(settings)
+    width = view_width()
     lines = _header(report, Painter(settings), width)
     task_heads = ["task", "state", "attempt", "disposition", "took"]
     lines += ["", "tasks", *text_table(task_heads, _task_rows(report), settings, 1, (0, 1))]
@@ -295,7 +296,7 @@ def runs_text(data: JsonObject, settings: Settings) -> str:
     creation time only when the terminal is wide enough (JSON output always has it)."""
     runs = data.get("runs")
     entries = [r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else []
-    wide = view_width(settings) >= WIDE
+    wide = view_width() >= WIDE
     rows = []
     for r in entries:
         created, updated = str(r.get("createdAt") or ""), str(r.get("updatedAt") or "")
