@@ -144,7 +144,7 @@ def command(*words: str, db: str, width: int = WIDTH) -> list[str]:
     return lines
 
 
-def _lineage_lines(report: RunReport) -> list[str]:
+def _lineage_lines(report: RunReport, width: int) -> list[str]:
     run = report.inspection.run
     found: list[str] = []
     # A retry/repair names its source as its parent too: say it once, as the source.
@@ -152,7 +152,10 @@ def _lineage_lines(report: RunReport) -> list[str]:
         found.append(f"parent {run.parent_run_id}")
     if run.source_run_id:
         found.append(f"source {run.source_run_id}")
-    found.extend(f"child  {c.run_id} ({c.mode}, {c.state})" for c in report.children())
+    for child in report.children():
+        line, what = f"child  {child.run_id}", f"({child.mode}, {child.state})"
+        fits = LABEL + len(line) + 1 + len(what) <= width
+        found += [f"{line} {what}"] if fits else [line, f"       {what}"]
     return found or ["(first of its lineage, nothing derived from it)"]
 
 
@@ -184,7 +187,7 @@ def _header(report: RunReport, painter: Painter, width: int) -> list[str]:
     rows: list[tuple[str, list[str]]] = [
         ("run", [f"{run.run_id}  {painter.state(run.state)}"]),
         ("mode", [f"{run.mode}   workflow {run.workflow_name}"]),
-        ("lineage", _lineage_lines(report)),
+        ("lineage", _lineage_lines(report, width)),
         ("created", [f"{short_ts(run.created_at)}   updated {short_ts(run.updated_at)}"]),
         ("duration", [took + ("  (cancellation requested)" if run.cancellation_requested else "")]),
         ("budget", _budget_lines(report, width)),
