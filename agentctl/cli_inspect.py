@@ -8,7 +8,7 @@ also observes one remote task through a worker (``coordinator.continuation``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -43,36 +43,14 @@ def cancel_cmd(
 def inspect_cmd(
     run: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
     db: DbOpt = DEFAULT_DB,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write a self-contained HTML report.")
+    ] = None,
 ) -> None:
     """Show a run: tasks, effects, reconciliations, approvals, checkpoints and audit."""
-    from agentctl.coordinator import api
+    from agentctl.cli_report import deliver_inspection
 
-    data = api.inspect(run, db=db)
-    deliver(Outcome("RunInspection", data, human=_inspect_human(data)))
-
-
-def _inspect_human(data: dict[str, Any]) -> Any:
-    from agentctl.render import table
-
-    def human(settings: Settings) -> str:
-        run = data["run"]
-        head = (
-            f"run {run['runId']}  {run['state']}  mode {run['mode']}  workflow {run['workflow']}\n"
-        )
-        rows = [
-            [t["taskId"], t["state"], str(t["attempt"]), str(t.get("error") or "")]
-            for t in data["tasks"]
-        ]
-        erows = [
-            [e["effectId"][:16], e["taskId"], e["operation"], e["status"]] for e in data["effects"]
-        ]
-        return (
-            head
-            + table("tasks", ["task", "state", "attempt", "error"], rows, settings)
-            + table("effects", ["effect", "task", "operation", "status"], erows, settings)
-        )
-
-    return human
+    deliver_inspection(run, db, html)
 
 
 runs_app = typer.Typer(help="List, analyze or upgrade runs.", no_args_is_help=True)
@@ -82,21 +60,17 @@ runs_app = typer.Typer(help="List, analyze or upgrade runs.", no_args_is_help=Tr
 def runs_list_cmd(
     db: DbOpt = DEFAULT_DB,
     state: Annotated[str | None, typer.Option("--state", help="Only runs in this state.")] = None,
+    workflow: Annotated[
+        str | None, typer.Option("--workflow", help="Only runs of this workflow (its name).")
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=MAX_LIMIT)] = 50,
 ) -> None:
-    """Runs newest first: runId, state, mode, workflow, created."""
+    """Runs newest first: runId, state, mode, workflow, duration (and created)."""
+    from agentctl.cli_runview import runs_text
     from agentctl.coordinator import api
-    from agentctl.render import table
 
-    data = api.list_runs(db=db, state=state, limit=limit)
-
-    def human(settings: Settings) -> str:
-        keys = ("runId", "state", "mode", "workflow", "createdAt")
-        runs = data["runs"] if isinstance(data["runs"], list) else []
-        rows = [[str(r.get(k)) for k in keys] for r in runs if isinstance(r, dict)]
-        return table("runs", ["run", "state", "mode", "workflow", "created"], rows, settings)
-
-    deliver(Outcome("RunList", data, human=human))
+    data = api.list_runs(db=db, state=state, limit=limit, workflow=workflow)
+    deliver(Outcome("RunList", data, human=lambda settings: runs_text(data, settings)))
 
 
 effects_app = typer.Typer(

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs the system packages the test suite needs (podman with runc, a static busybox) and
-# builds the tiny local container image the container tests run. Idempotent; needs root (or
-# sudo) for apt. Without them it says so, and the container tests skip with that reason.
+# Installs the system packages the test suite needs (podman with runc, a static busybox, and
+# chromium for the HTML report test) and builds the tiny local container image the container
+# tests run. Idempotent; needs root (or sudo) for apt. Without them it says so, and the
+# container and browser tests skip with that reason.
 set -euo pipefail
 IMAGE=localhost/agentctl-test:1
 SUDO=""
@@ -15,6 +16,8 @@ need=()
 command -v podman >/dev/null 2>&1 || need+=(podman)
 [ -x /usr/sbin/runc ] || [ -x /usr/bin/runc ] || need+=(runc)
 [ -x /bin/busybox ] || need+=(busybox-static)
+# Headless Chromium for the HTML run report test (Playwright drives it; it never downloads one).
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup-system: installing ${need[*]}"
   $SUDO apt-get update -qq

@@ -45,7 +45,13 @@ ALLOWED: dict[str, set[str]] = {
     # The global flags, taken out of argv before typer parses the rest.
     "cli_argv": {"render", "errors"},
     "clikit": {"render", "errors", "core"},
-    "cli_inspect": {"clikit", "render", "errors", "coordinator", "core"},
+    "cli_inspect": {"clikit", "render", "errors", "coordinator", "core", "cli_report"}
+    | {"cli_runview"},
+    # Human and HTML views of a stored run (read models come from ledger.report).
+    "cli_runview": {"clikit", "render", "errors", "core", "ledger"},
+    "cli_report": {"clikit", "render", "errors", "core", "ledger", "coordinator"}
+    | {"__init__", "cli_runview", "cli_report_svg", "cli_docs"},
+    "cli_report_svg": {"render", "errors", "core", "ledger", "cli_runview"},
     "cli_recovery": {"clikit", "render", "errors", "coordinator", "core", "cli_vars"},
     "cli_vars": {"clikit", "errors", "core", "packsource"},
     # Packs: reading sources, archives and the lock file (decisions live in core/packs).

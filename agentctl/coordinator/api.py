@@ -45,6 +45,7 @@ from agentctl.core.strictjson import RefusedJsonError, parse_strict
 from agentctl.errors import ValidationError
 from agentctl.ledger import open_ledger
 from agentctl.ledger.model import ReconcileRequest
+from agentctl.ledger.report import RunReport
 
 DEFAULT_DB = ".agentctl/runtime.db"
 
@@ -239,9 +240,15 @@ def cancel(run_ref: str, *, db: str) -> tuple[JsonObject, str]:
     return {"runId": run.run_id, "requested": True}, run.state
 
 
-def list_runs(*, db: str, state: str | None, limit: int) -> JsonObject:
+def list_runs(*, db: str, state: str | None, limit: int, workflow: str | None = None) -> JsonObject:
     with open_existing(db, verify=False) as ledger:
-        return ledger.list_runs(state=state, limit=limit).to_json()
+        return ledger.list_runs(state=state, limit=limit, workflow=workflow).to_json()
+
+
+def run_report(run_ref: str, *, db: str) -> RunReport:
+    """What the human ``inspect`` and its HTML report show (one read snapshot)."""
+    with open_existing(db, verify=False) as ledger:
+        return ledger.run_report(run_ref)
 
 
 def inspect(run_ref: str, *, db: str) -> JsonObject:

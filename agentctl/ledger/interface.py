@@ -51,6 +51,7 @@ from agentctl.ledger.model import (
 )
 from agentctl.ledger.reconcile import ReconciliationRecord
 from agentctl.ledger.remote import RemoteHandleRecord
+from agentctl.ledger.report import RunReport
 from agentctl.ledger.runs import NewRun, RunRecord
 from agentctl.ledger.stats import (
     ApprovalList,
@@ -222,7 +223,13 @@ class RunLedger(Protocol):
         """The run whose id is ``run_ref`` or uniquely starts with it."""
         ...
 
-    def list_runs(self, state: str | None = None, limit: int | None = None) -> RunList: ...
+    def list_runs(
+        self, state: str | None = None, limit: int | None = None, workflow: str | None = None
+    ) -> RunList: ...
+
+    def run_report(self, run_ref: str) -> RunReport:
+        """The run's inspection with its lineage and approval history (``inspect``, reports)."""
+        ...
 
     def inspect_run(self, run_ref: str) -> RunInspection: ...
 

@@ -227,14 +227,19 @@ def find_run(conn: sqlite3.Connection, prefix: str) -> RunRecord:
 
 
 def list_runs(
-    conn: sqlite3.Connection, *, state: str | None = None, limit: int | None = None
+    conn: sqlite3.Connection,
+    *,
+    state: str | None = None,
+    limit: int | None = None,
+    workflow: str | None = None,
 ) -> list[RunRecord]:
-    """Runs newest first, optionally filtered by state."""
+    """Runs newest first, optionally filtered by state and workflow name."""
+    wanted = {"state": state, "workflow_name": workflow}
+    filters = {column: value for column, value in wanted.items() if value is not None}
     sql = "SELECT * FROM runs"
-    params: tuple[SqlParam, ...] = ()
-    if state is not None:
-        sql += " WHERE state = ?"
-        params = (state,)
+    if filters:
+        sql += " WHERE " + " AND ".join(f"{column} = ?" for column in filters)
+    params: tuple[SqlParam, ...] = tuple(filters.values())
     sql += " ORDER BY created_at DESC, run_id DESC"
     if limit is not None:
         sql += f" LIMIT {int(limit)}"

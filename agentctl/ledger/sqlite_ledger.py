@@ -62,6 +62,7 @@ from agentctl.ledger.model import (
     TaskStartBatch,
 )
 from agentctl.ledger.reconcile import ReconciliationRecord
+from agentctl.ledger.report import RunReport, run_report
 from agentctl.ledger.runs import NewRun, RunRecord
 from agentctl.ledger.upgrade import RunUpgrade, upgrade_run_txn
 
@@ -256,9 +257,16 @@ class SqliteLedger:
         with self._db.read() as conn:
             return runs.find_run(conn, run_ref)
 
-    def list_runs(self, state: str | None = None, limit: int | None = None) -> stats.RunList:
+    def list_runs(
+        self, state: str | None = None, limit: int | None = None, workflow: str | None = None
+    ) -> stats.RunList:
         with self._db.read() as conn:
-            return stats.RunList(tuple(runs.list_runs(conn, state=state, limit=limit)))
+            found = runs.list_runs(conn, state=state, limit=limit, workflow=workflow)
+            return stats.RunList(tuple(found))
+
+    def run_report(self, run_ref: str) -> RunReport:
+        with self._db.read() as conn:
+            return run_report(conn, runs.find_run(conn, run_ref).run_id)
 
     def inspect_run(self, run_ref: str) -> stats.RunInspection:
         with self._db.read() as conn:

@@ -210,13 +210,15 @@ class RunInspection:
             "budget": self._budget_json(),
         }
 
-    def _budget_json(self) -> JsonObject:
-        """The budget with ``usage`` metering every limited dimension (issue 14 item 7)."""
-        planned = planned_counts(self.run.plan)
+    def budget_usage(self) -> dict[str, int]:
+        """Usage metering every limited dimension (issue 14 item 7), wall time included."""
         wall = (parse_ts(self.run.updated_at) - parse_ts(self.run.created_at)).total_seconds()
+        return self.budget.metered(int(wall), planned_counts(self.run.plan))
+
+    def _budget_json(self) -> JsonObject:
         found = self.budget.to_json()
-        found["usage"] = dict[str, JsonValue](self.budget.metered(int(wall), planned))
-        found["planned"] = dict[str, JsonValue](planned)
+        found["usage"] = dict[str, JsonValue](self.budget_usage())
+        found["planned"] = dict[str, JsonValue](planned_counts(self.run.plan))
         return found
 
 
