@@ -334,7 +334,7 @@ def fork_cmd(
 
 
 def _register_state_groups() -> None:
-    from agentctl import cli_docs, cli_inspect, cli_packs, cli_providers, cli_recovery
+    from agentctl import cli_docs, cli_doctor, cli_inspect, cli_packs, cli_providers, cli_recovery
     from agentctl.cli_memory import memory_app
     from agentctl.cli_state import approvals_app, artifacts_app, db_app
 
@@ -343,6 +343,7 @@ def _register_state_groups() -> None:
     cli_docs.register(app, cli_inspect.runs_app)
     cli_packs.register(app)
     cli_providers.register(app)
+    cli_doctor.register(app)
 
     app.add_typer(approvals_app, name="approvals")
     app.add_typer(artifacts_app, name="artifacts")
