@@ -101,7 +101,8 @@ class Shell:
 
     def __init__(self, root: Path) -> None:
         self.root = root / "work"
-        shutil.copytree(EXAMPLES, self.root)
+        # What a run in place may leave in examples/ (its outputs, its state) is not copied.
+        shutil.copytree(EXAMPLES, self.root, ignore=shutil.ignore_patterns("out", ".agentctl"))
         bindir = root / "bin"
         bindir.mkdir()
         shim = bindir / "agentctl"
