@@ -17,6 +17,7 @@ import typer
 
 from agentctl.cli_state import _ledger, _now
 from agentctl.clikit import DEFAULT_DB, DbOpt, deliver
+from agentctl.core.jsonvalue import JsonValue
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome
 
@@ -44,13 +45,19 @@ def gc_cmd(
         verb = "would remove" if data["dryRun"] else "removed"
         runs = data["runs"] if isinstance(data["runs"], list) else []
         lines = [
-            f"{verb} {len(runs)} run(s) last updated before {data['before']}",
-            f"{verb} {data['memoryEntries']} expired long-term memory entr(y/ies)",
-            f"{verb} {data['valueBlobsUnpinned']} value blob pin(s) no row names any more",
+            f"{verb} {len(runs)} terminal runs last updated before {data['before']}",
+            f"{verb} {data['memoryEntries']} expired long-term memory entries",
+            f"{verb} the pins of {data['valueBlobsUnpinned']} stored values no row names any more",
+            f"{verb} {_blob_count(data['artifacts'])} unreferenced artifact blobs",
         ]
         return "\n".join(lines + [f"  {r}" for r in runs])
 
     deliver(Outcome("GarbageCollection", data, human=human))
+
+
+def _blob_count(report: JsonValue) -> int:
+    blobs = report.get("blobs") if isinstance(report, dict) else None
+    return len(blobs) if isinstance(blobs, list) else 0
 
 
 def completion_cmd(

@@ -59,7 +59,7 @@ ALLOWED: dict[str, set[str]] = {
     "cli_memory": {"clikit", "render", "errors", "ledger", "core", "cli_state"},
     # doctor (ready to run here?), gc and completion: operator tools over a workflow or a ledger.
     "cli_doctor": {"clikit", "render", "coordinator", "core", "cli_vars"},
-    "cli_housekeeping": {"clikit", "render", "errors", "ledger", "cli_state"},
+    "cli_housekeeping": {"clikit", "render", "errors", "ledger", "core", "cli_state"},
     "__main__": {"entry"},
     # The process entry point: the SIGINT guard around importing the CLI.
     "entry": {"cli", "render", "errors"},

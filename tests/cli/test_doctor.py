@@ -133,3 +133,23 @@ def test_present_image_is_available(cli: Cli, tmp_path: Path) -> None:
     wf = _setup(tmp_path, image)
     done = cli("--output", "json", "doctor", str(wf), env={"OPENAI_API_KEY": "k"})
     assert _by_check(done.data)[f"container image {image}"]["status"] == "present"
+
+
+@pytest.mark.parametrize(
+    ("example", "endpoint"),
+    [
+        ("e11-mcp.yaml", "MCP server notes http://127.0.0.1:8765/mcp"),
+        (
+            "e12-a2a-delegate.yaml",
+            "A2A peer reviewer http://127.0.0.1:8765/.well-known/agent-card.json",
+        ),
+    ],
+)
+def test_remote_endpoints_are_listed_unverified_without_a_request(
+    cli: Cli, tmp_path: Path, example: str, endpoint: str
+) -> None:
+    # Nothing listens on 127.0.0.1:8765 here: a request would fail; doctor makes none.
+    done = cli("--output", "json", "doctor", str(EXAMPLES / example))
+    assert done.rc == 0, done.stdout + done.stderr
+    assert [u["target"] for u in done.data["unverified"]] == [endpoint]
+    assert done.data["scope"]["network"] == "not contacted"
