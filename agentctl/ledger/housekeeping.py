@@ -11,8 +11,10 @@ reference of that run — in one transaction. Nothing of a run is ever deleted p
 Invariants:
 - only terminal runs (succeeded, failed, cancelled) whose ``updated_at`` is before the cutoff
   are deleted; a running or paused run is never touched;
-- lineage stays whole: a run another kept run names as its parent or source (a retry,
-  repair, replay, fork or compensation of it) is kept, so no kept run points at a deleted one;
+- lineages stay whole: runs linked as parent or source (a run and its retries, repairs,
+  replays, forks and compensations, transitively) are deleted together only when every one of
+  them may be, so no kept row names a deleted run or its effects (a compensation's
+  reconciliation lives with the source run and names the compensating run's effect);
 - a value blob (ADR 0008) is unpinned only when no text column of any table names its digest
   any more; if any column holds an encrypted envelope (whose references cannot be seen) no
   value blob is unpinned at all;
@@ -110,16 +112,26 @@ def _remove_txn(conn: sqlite3.Connection, before: str, now: str) -> Removed:
 
 
 def expired_runs(conn: sqlite3.Connection, before: str) -> list[str]:
-    """Terminal runs last updated before ``before`` that no kept run descends from."""
+    """Terminal runs last updated before ``before``, taken by whole lineages: the runs linked
+    by ``parent_run_id`` / ``source_run_id`` go together or not at all."""
     rows = conn.execute(
         "SELECT run_id, state, updated_at, parent_run_id, source_run_id FROM runs"
     ).fetchall()
-    doomed = {str(r[0]) for r in rows if str(r[1]) in TERMINAL_RUN_STATES and str(r[2]) < before}
-    while True:  # keeping a run keeps its ancestors: repeat until nothing more is kept
-        kept_parents = {str(p) for r in rows if str(r[0]) not in doomed for p in (r[3], r[4]) if p}
-        if not doomed & kept_parents:
-            return sorted(doomed)
-        doomed -= kept_parents
+    lineage = {str(r[0]): str(r[0]) for r in rows}
+
+    def root(run: str) -> str:
+        while lineage[run] != run:
+            run = lineage[run]
+        return run
+
+    for r in rows:
+        for link in (r[3], r[4]):
+            if link and str(link) in lineage:
+                lineage[root(str(r[0]))] = root(str(link))
+    kept = {
+        root(str(r[0])) for r in rows if str(r[1]) not in TERMINAL_RUN_STATES or str(r[2]) >= before
+    }
+    return sorted(run for run in lineage if root(run) not in kept)
 
 
 def _named_value_blobs(conn: sqlite3.Connection) -> tuple[set[str], bool]:

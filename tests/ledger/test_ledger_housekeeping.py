@@ -39,6 +39,19 @@ def test_lineage_and_non_terminal_runs_are_kept(ledger: Database) -> None:
     assert _run_ids(ledger) == set()
 
 
+def test_an_old_child_of_a_recent_run_is_kept(ledger: Database) -> None:
+    # A compensation's reconciliation is stored with the source run and names the
+    # compensating run's effect: deleting only the old child would leave it dangling.
+    make_run(ledger, "run-src")
+    make_run(ledger, "run-comp", mode="compensation", source_run_id="run-src")
+    with ledger.transaction() as conn:
+        set_run_state_txn(conn, "run-comp", "succeeded", ts(1))
+        set_run_state_txn(conn, "run-src", "failed", "2024-06-30T12:00:00.000Z")
+    got = collect_garbage(open_artifact_store(ledger), LATER, older_than_days=30, dry_run=False)
+    assert got.removed.runs == ()
+    assert _run_ids(ledger) == {"run-src", "run-comp"}
+
+
 def test_an_encrypted_column_keeps_every_value_blob(ledger: Database, db_path: Path) -> None:
     _record_write(ledger, {"content": BIG}, {"after": BIG})
     with ledger.transaction() as conn:
