@@ -71,12 +71,13 @@ def _ledger(cli: Cli, tmp_path: Path) -> tuple[Path, dict[str, str]]:
     db = tmp_path / ".agentctl" / "runtime.db"
     wf = tmp_path / "big.yaml"
     wf.write_text(WORKFLOW)
+    here = ("--db", str(db), "--workspace", str(tmp_path))  # outputs stay out of examples/
     runs = {
         "old": _run(cli, "run", str(wf), "--input", f"big=old-{BIG}", "--input", "note=one"),
         "shared": _run(cli, "run", str(wf), "--input", f"big={BIG}", "--input", "note=two"),
         "new": _run(cli, "run", str(wf), "--input", f"big={BIG}", "--input", "note=three"),
-        "parent": _run(cli, "run", str(EXAMPLES / "hello.yaml"), "--db", str(db)),
-        "paused": _run(cli, "run", str(EXAMPLES / "e6-approval.yaml"), "--db", str(db)),
+        "parent": _run(cli, "run", str(EXAMPLES / "hello.yaml"), *here),
+        "paused": _run(cli, "run", str(EXAMPLES / "e6-approval.yaml"), *here),
     }
     runs["replay"] = _run(cli, "replay", runs["parent"])
     for key, retention in (("stale", "1"), ("fresh", "30")):
@@ -121,7 +122,8 @@ def test_gc_removes_old_terminal_runs_and_what_only_they_used(cli: Cli, tmp_path
 
 def test_gc_keeps_everything_younger_than_the_cutoff(cli: Cli, tmp_path: Path) -> None:
     db = tmp_path / "r.db"
-    run = _run(cli, "run", str(EXAMPLES / "hello.yaml"), "--db", str(db))
+    where = ("--db", str(db), "--workspace", str(tmp_path))  # outputs stay out of examples/
+    run = _run(cli, "run", str(EXAMPLES / "hello.yaml"), *where)
     done = cli("--output", "json", "gc", "--db", str(db))
     assert done.rc == 0 and done.data["removed"] == 0
     assert cli("inspect", run, "--db", str(db)).rc == 0
