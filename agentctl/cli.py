@@ -334,7 +334,15 @@ def fork_cmd(
 
 
 def _register_state_groups() -> None:
-    from agentctl import cli_docs, cli_inspect, cli_packs, cli_providers, cli_recovery
+    from agentctl import (
+        cli_docs,
+        cli_doctor,
+        cli_housekeeping,
+        cli_inspect,
+        cli_packs,
+        cli_providers,
+        cli_recovery,
+    )
     from agentctl.cli_memory import memory_app
     from agentctl.cli_state import approvals_app, artifacts_app, db_app
 
@@ -343,6 +351,8 @@ def _register_state_groups() -> None:
     cli_docs.register(app, cli_inspect.runs_app)
     cli_packs.register(app)
     cli_providers.register(app)
+    cli_doctor.register(app)
+    cli_housekeeping.register(app)
 
     app.add_typer(approvals_app, name="approvals")
     app.add_typer(artifacts_app, name="artifacts")
@@ -360,6 +370,10 @@ def _run_app(args: list[str]) -> Outcome | int:
     """The command's outcome (rendered later by ``main``), or the exit code of a help page."""
     from typer._click import exceptions as click_exc
 
+    if "_AGENTCTL_COMPLETE" in os.environ:  # a shell's completion request (`completion SHELL`)
+        from agentctl.cli_housekeeping import prepare_completion
+
+        prepare_completion()
     try:
         result = app(args=args, prog_name="agentctl", standalone_mode=False)
     except Delivered as done:

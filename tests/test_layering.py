@@ -41,6 +41,8 @@ ALLOWED: dict[str, set[str]] = {
         "cli_memory",
         "cli_providers",
         "cli_argv",
+        "cli_doctor",
+        "cli_housekeeping",
     },
     # The global flags, taken out of argv before typer parses the rest.
     "cli_argv": {"render", "errors"},
@@ -61,6 +63,9 @@ ALLOWED: dict[str, set[str]] = {
     "cli_providers": {"clikit", "render", "core", "coordinator", "cli_vars"},
     "cli_state": {"clikit", "render", "errors", "ledger", "coordinator"},
     "cli_memory": {"clikit", "render", "errors", "ledger", "core", "cli_state"},
+    # doctor (ready to run here?), gc and completion: operator tools over a workflow or a ledger.
+    "cli_doctor": {"clikit", "render", "coordinator", "core", "cli_vars"},
+    "cli_housekeeping": {"clikit", "render", "errors", "ledger", "core", "cli_state"},
     "__main__": {"entry"},
     # The process entry point: the SIGINT guard around importing the CLI.
     "entry": {"cli", "render", "errors"},

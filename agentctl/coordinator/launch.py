@@ -107,16 +107,22 @@ def _capability_gap(task: PlannedTask) -> tuple[str, str] | None:
     return None
 
 
-def preflight_containers(plan: Plan) -> None:
-    """Fail closed before any state exists: every container action's engine and image."""
-    from agentctl.sandbox.container import preflight
-
+def container_images(plan: Plan) -> set[tuple[str, str]]:
+    """(engine preference, image) of every container action of ``plan``."""
     wanted = set()
     for task in plan.tasks:
         action = task.action_config if task.kind == "action" else None
         box = action.get("container") if action and action.get("isolation") == "container" else None
         if isinstance(box, dict):
             wanted.add((str(box.get("runtime") or "auto"), str(box["image"])))
+    return wanted
+
+
+def preflight_containers(plan: Plan) -> None:
+    """Fail closed before any state exists: every container action's engine and image."""
+    from agentctl.sandbox.container import preflight
+
+    wanted = container_images(plan)
 
     async def check_all() -> None:
         for runtime, image in sorted(wanted):

@@ -27,6 +27,7 @@ from agentctl.ledger.approvals import ApprovalRecord
 from agentctl.ledger.artifacts.store import IngestResult
 from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.held_calls import CallGate, GatedCall
+from agentctl.ledger.housekeeping import GarbageCollection
 from agentctl.ledger.migrations import MigrationResult
 from agentctl.ledger.model import (
     ApprovalDecision,
@@ -281,4 +282,8 @@ class RunLedger(Protocol):
 
     def collect_artifacts(self, request: GcRequest) -> JsonObject:
         """Garbage-collect unreachable blobs; the ``ArtifactGarbageCollection`` report."""
+        ...
+
+    def collect_garbage(self, request: GcRequest) -> GarbageCollection:
+        """``agentctl gc``: old terminal runs and expired memory, then what only they used."""
         ...

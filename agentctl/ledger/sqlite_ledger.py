@@ -39,6 +39,7 @@ from agentctl.ledger.artifacts.store import (
     open_artifact_store,
 )
 from agentctl.ledger.connection import DEFAULT_BUSY_TIMEOUT_MS, Database, open_database
+from agentctl.ledger.housekeeping import GarbageCollection, collect_garbage
 from agentctl.ledger.migrations import MigrationResult
 from agentctl.ledger.model import (
     ApprovalDecision,
@@ -341,6 +342,11 @@ class SqliteLedger:
     def collect_artifacts(self, request: GcRequest) -> JsonObject:
         r = request
         return run_gc(self._store(), r.now, older_than_days=r.older_than_days, dry_run=r.dry_run)
+
+    def collect_garbage(self, request: GcRequest) -> GarbageCollection:
+        r = request
+        days, dry = r.older_than_days, r.dry_run
+        return collect_garbage(self._store(), r.now, older_than_days=days, dry_run=dry)
 
 
 def open_ledger(

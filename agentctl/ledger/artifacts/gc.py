@@ -31,7 +31,7 @@ _UNREACHABLE = """NOT EXISTS (SELECT 1 FROM artifact_refs r WHERE r.digest = b.d
                     AND i.expires_at > ?)"""
 
 
-class _DryRun(Exception):
+class DryRun(Exception):
     """Raised inside the GC transaction to roll a dry run back."""
 
 
@@ -54,7 +54,7 @@ def _untracked(store: ArtifactStore, conn: sqlite3.Connection) -> list[Path]:
     )
 
 
-def _collect_txn(
+def collect_txn(
     store: ArtifactStore, conn: sqlite3.Connection, before: str, now: str, dry_run: bool
 ) -> JsonObject:
     expired = conn.execute("DELETE FROM artifact_ingests WHERE expires_at <= ?", (now,)).rowcount
@@ -69,7 +69,7 @@ def _collect_txn(
         "bytes": sum(s for _, s in blobs),
     }
     if dry_run:
-        raise _DryRun(report)
+        raise DryRun(report)
     for path in [store.blob_path(d) for d, _ in blobs] + untracked:
         if path.exists():
             os.replace(path, store.trash_dir / path.name)
@@ -96,8 +96,8 @@ def run_gc(
     with store.locked():
         try:
             with store.ledger.transaction() as conn:
-                report = _collect_txn(store, conn, before, now, dry_run)
-        except _DryRun as dry:
+                report = collect_txn(store, conn, before, now, dry_run)
+        except DryRun as dry:
             return {"dryRun": True, "before": before, "report": dry.args[0]}
         crash_point(CrashPoint.GC_AFTER_COMMIT)
         clear_dir(store.trash_dir)

@@ -1,0 +1,87 @@
+"""``agentctl gc`` and ``agentctl completion SHELL``: keeping a ledger small, and a shell helpful.
+
+Invariants:
+- ``gc`` never creates a database (a missing one is exit 5) and never touches a running or
+  paused run; ``--dry-run`` reports exactly what a real collection would remove and changes
+  nothing (``ledger/housekeeping.py`` holds the rules);
+- ``completion`` prints a script for bash, zsh or fish; any other shell is exit 2 naming the
+  supported ones. The script calls ``agentctl`` back with ``_AGENTCTL_COMPLETE`` set, and
+  ``prepare_completion`` (called by ``cli`` when it sees that variable) lets typer answer.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from agentctl.cli_state import _ledger, _now
+from agentctl.clikit import DEFAULT_DB, DbOpt, deliver
+from agentctl.core.jsonvalue import JsonValue
+from agentctl.errors import ValidationError
+from agentctl.render import Outcome
+
+SHELLS = ("bash", "zsh", "fish")
+COMPLETE_VAR = "_AGENTCTL_COMPLETE"
+
+
+def gc_cmd(
+    older_than_days: Annotated[
+        int,
+        typer.Option("--older-than-days", min=0, max=36_500, help="Cutoff age (default 30)."),
+    ] = 30,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report, change nothing.")] = False,
+    db: DbOpt = DEFAULT_DB,
+) -> None:
+    """Delete expired long-term memory and terminal runs last updated before the cutoff, with
+    the value blobs and artifacts only they used. Running and paused runs are never touched."""
+    from agentctl.ledger import GcRequest
+
+    request = GcRequest(_now(), older_than_days=older_than_days, dry_run=dry_run)
+    with _ledger(db) as ledger:
+        data = ledger.collect_garbage(request).to_json()
+
+    def human(_settings: object) -> str:
+        verb = "would remove" if data["dryRun"] else "removed"
+        runs = data["runs"] if isinstance(data["runs"], list) else []
+        lines = [
+            f"{verb} {len(runs)} terminal runs last updated before {data['before']}",
+            f"{verb} {data['memoryEntries']} expired long-term memory entries",
+            f"{verb} the pins of {data['valueBlobsUnpinned']} stored values no row names any more",
+            f"{verb} {_blob_count(data['artifacts'])} unreferenced artifact blobs",
+        ]
+        return "\n".join(lines + [f"  {r}" for r in runs])
+
+    deliver(Outcome("GarbageCollection", data, human=human))
+
+
+def _blob_count(report: JsonValue) -> int:
+    blobs = report.get("blobs") if isinstance(report, dict) else None
+    return len(blobs) if isinstance(blobs, list) else 0
+
+
+def completion_cmd(
+    shell: Annotated[str, typer.Argument(help="bash, zsh or fish.")],
+) -> None:
+    """Print a completion script: `source <(agentctl completion bash)`."""
+    # typer builds the script (it knows our command tree); its helper is not public API, so
+    # tests/cli/test_completion.py drives the printed script in a real bash.
+    from typer._completion_shared import get_completion_script
+
+    if shell not in SHELLS:
+        raise ValidationError(f"unsupported shell {shell!r}; supported shells: {', '.join(SHELLS)}")
+    script = get_completion_script(prog_name="agentctl", complete_var=COMPLETE_VAR, shell=shell)
+    data = {"shell": shell, "script": script}
+    deliver(Outcome("CompletionScript", data, human=lambda _s: script))
+
+
+def prepare_completion() -> None:
+    """A shell is asking for completions: register typer's completion classes first."""
+    from typer._completion_classes import completion_init
+
+    completion_init()
+
+
+def register(main_app: typer.Typer) -> None:
+    main_app.command("gc")(gc_cmd)
+    main_app.command("completion")(completion_cmd)

@@ -1,0 +1,155 @@
+"""``agentctl doctor FILE`` from the outside: what a workflow needs here, and no state created."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_policy_and_sandbox import _podman_image
+from tests.conftest import EXAMPLES, Cli
+
+MISSING_IMAGE = "localhost/agentctl-doctor-absent@sha256:" + "b" * 64
+
+NEEDS_MUCH = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: { name: needs-much }
+spec:
+  policy:
+    approval: never
+    processAllowlist: [sh, agentctl-no-such-program]
+    writableRoots: [out, locked/inner]
+  providers:
+    main: { kind: openai, endpoint: "https://api.example.test/v1" }
+  agents:
+    writer: { provider: main, model: m, instructions: hi }
+  actions:
+    boxed:
+      kind: builtin.shell.exec
+      command: /bin/sh
+      args: ["-c", "true"]
+      isolation: container
+      container: { image: "IMAGE", runtime: podman }
+  tasks:
+    - { id: boxed, uses: "action:boxed" }
+    - { id: write, uses: "agent:writer" }
+"""
+
+
+def _by_check(data: dict[str, object]) -> dict[str, dict[str, object]]:
+    checks = data["checks"]
+    assert isinstance(checks, list)
+    return {str(c["check"]): c for c in checks}
+
+
+def _setup(tmp_path: Path, image: str = MISSING_IMAGE) -> Path:
+    wf = tmp_path / "wf.yaml"
+    wf.write_text(NEEDS_MUCH.replace("IMAGE", image))
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked").chmod(0o500)
+    return wf
+
+
+def test_missing_credential_and_image_are_named_exit_6_and_nothing_is_created(
+    cli: Cli, tmp_path: Path
+) -> None:
+    wf = _setup(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    if os.environ.get("OPENAI_API_KEY"):
+        pytest.skip("OPENAI_API_KEY is set in this environment")
+    done = cli("--output", "json", "doctor", str(wf))
+    assert done.rc == 6, done.stderr
+    data = done.data
+    assert data["ready"] is False and data["workflow"] == "needs-much"
+    checks = _by_check(data)
+    image = checks[f"container image {MISSING_IMAGE}"]
+    assert image["available"] is False and image["status"] == "missing"
+    credential = checks["credential main"]
+    assert credential == {
+        "check": "credential main",
+        "available": False,
+        "status": "missing",
+        "detail": "env OPENAI_API_KEY",
+    }
+    assert checks["process agentctl-no-such-program"]["available"] is False
+    assert checks["process sh"]["available"] is True
+    assert checks["writable root out"]["status"] == "creatable"
+    if os.geteuid() != 0:  # root may write anywhere
+        assert checks["writable root locked/inner"]["available"] is False
+    assert checks["database .agentctl/runtime.db"]["status"] == "absent"
+    endpoints = [u["target"] for u in data["unverified"]]
+    assert endpoints == ["provider main https://api.example.test/v1"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == before, "doctor created state"
+    human = cli("doctor", str(wf))
+    assert human.rc == 6
+    assert "NOT ready" in human.stdout and MISSING_IMAGE in human.stdout
+    assert "OPENAI_API_KEY" in human.stdout
+
+
+def test_credential_present_is_reported_by_name_never_by_value(cli: Cli, tmp_path: Path) -> None:
+    wf = _setup(tmp_path)
+    done = cli("--output", "json", "doctor", str(wf), env={"OPENAI_API_KEY": "sk-SECRET-VALUE"})
+    assert done.rc == 6  # the image is still missing
+    assert _by_check(done.data)["credential main"]["status"] == "present"
+    assert "SECRET" not in done.stdout + done.stderr
+
+
+def test_ready_workflow_exits_0(cli: Cli, tmp_path: Path) -> None:
+    done = cli("--output", "json", "doctor", str(EXAMPLES / "e9-process.yaml"))
+    assert done.rc == 0, done.stdout + done.stderr
+    assert done.data["ready"] is True
+    assert _by_check(done.data)["process echo"]["detail"] == shutil.which("echo")
+    assert not (tmp_path / ".agentctl").exists()
+
+
+def test_existing_database_is_read_only_and_a_newer_one_is_not_ready(
+    cli: Cli, tmp_path: Path
+) -> None:
+    db = tmp_path / "state" / "r.db"
+    assert cli("db", "migrate", "--db", str(db)).rc == 0
+    companions = sorted(p.name for p in db.parent.iterdir())
+    wf = EXAMPLES / "hello.yaml"
+    done = cli("--output", "json", "doctor", str(wf), "--db", str(db))
+    assert done.rc == 0, done.stderr
+    found = _by_check(done.data)[f"database {db}"]
+    assert found["status"] == "ok" and "schema" in str(found["detail"])
+    assert sorted(p.name for p in db.parent.iterdir()) == companions  # no -wal/-shm made
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA user_version = 999")
+    newer = cli("--output", "json", "doctor", str(wf), "--db", str(db))
+    assert newer.rc == 6
+    assert "newer than supported" in str(_by_check(newer.data)[f"database {db}"]["detail"])
+
+
+@pytest.mark.container
+def test_present_image_is_available(cli: Cli, tmp_path: Path) -> None:
+    image = _podman_image()
+    if image is None:
+        pytest.skip("podman or localhost/agentctl-test:1 missing (run scripts/setup-system.sh)")
+    wf = _setup(tmp_path, image)
+    done = cli("--output", "json", "doctor", str(wf), env={"OPENAI_API_KEY": "k"})
+    assert _by_check(done.data)[f"container image {image}"]["status"] == "present"
+
+
+@pytest.mark.parametrize(
+    ("example", "endpoint"),
+    [
+        ("e11-mcp.yaml", "MCP server notes http://127.0.0.1:8765/mcp"),
+        (
+            "e12-a2a-delegate.yaml",
+            "A2A peer reviewer http://127.0.0.1:8765/.well-known/agent-card.json",
+        ),
+    ],
+)
+def test_remote_endpoints_are_listed_unverified_without_a_request(
+    cli: Cli, tmp_path: Path, example: str, endpoint: str
+) -> None:
+    # Nothing listens on 127.0.0.1:8765 here: a request would fail; doctor makes none.
+    done = cli("--output", "json", "doctor", str(EXAMPLES / example))
+    assert done.rc == 0, done.stdout + done.stderr
+    assert [u["target"] for u in done.data["unverified"]] == [endpoint]
+    assert done.data["scope"]["network"] == "not contacted"

@@ -1,0 +1,138 @@
+"""``agentctl gc`` from the outside: old terminal runs and expired memory go, with the value
+blobs and artifacts only they used; running, paused and still-referenced runs stay."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from tests.conftest import EXAMPLES, Cli
+
+OLD = "2000-01-01T00:00:00.000Z"
+BIG = "x" * 70_000  # above the 64 KiB spill size: stored once as a value blob (ADR 0008)
+
+WORKFLOW = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: { name: big }
+spec:
+  policy: { approval: never, writableRoots: [out] }
+  inputs:
+    big: { type: string }
+    note: { type: string }
+  actions:
+    save: { kind: builtin.write }
+  tasks:
+    - id: save
+      uses: action:save
+      with: { path: out/note.txt, content: "${{ inputs.note }}" }
+"""
+
+
+def _run(cli: Cli, *args: str) -> str:
+    done = cli("--output", "json", *args)
+    assert done.rc in (0, 3), done.stderr
+    return str(done.data["runId"])
+
+
+def _age(db: Path, runs: list[str]) -> None:
+    """Make runs (and every blob) look written long ago: a raw edit, as an old ledger has."""
+    with sqlite3.connect(db) as conn:
+        conn.executemany(
+            "UPDATE runs SET updated_at = ? WHERE run_id = ?", [(OLD, r) for r in runs]
+        )
+        conn.execute("UPDATE artifact_blobs SET created_at = ?", (OLD,))
+        conn.execute("UPDATE long_term_memory SET expires_at = ? WHERE key = 'stale'", (OLD,))
+
+
+def _blob_files(db: Path) -> set[str]:
+    return {p.name for p in (db.parent / "artifacts" / "sha256").glob("*/*")}
+
+
+def _value_digest(db: Path, run_id: str) -> str:
+    with sqlite3.connect(db) as conn:
+        (text,) = conn.execute(
+            "SELECT inputs_json FROM runs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+    return str(text).split('"$artifact":"sha256:')[1][:64]
+
+
+def _artifact_digest(db: Path, run_id: str) -> str:
+    with sqlite3.connect(db) as conn:
+        (digest,) = conn.execute(
+            "SELECT digest FROM artifact_refs WHERE run_id = ?", (run_id,)
+        ).fetchone()
+    return str(digest).removeprefix("sha256:")
+
+
+def _ledger(cli: Cli, tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """Runs: ``old`` (terminal, alone), ``shared`` (old, its big input also used by a new
+    run), ``parent`` (old, a new replay of it exists), ``paused`` (old but not terminal)."""
+    db = tmp_path / ".agentctl" / "runtime.db"
+    wf = tmp_path / "big.yaml"
+    wf.write_text(WORKFLOW)
+    here = ("--db", str(db), "--workspace", str(tmp_path))  # outputs stay out of examples/
+    runs = {
+        "old": _run(cli, "run", str(wf), "--input", f"big=old-{BIG}", "--input", "note=one"),
+        "shared": _run(cli, "run", str(wf), "--input", f"big={BIG}", "--input", "note=two"),
+        "new": _run(cli, "run", str(wf), "--input", f"big={BIG}", "--input", "note=three"),
+        "parent": _run(cli, "run", str(EXAMPLES / "hello.yaml"), *here),
+        "paused": _run(cli, "run", str(EXAMPLES / "e6-approval.yaml"), *here),
+    }
+    runs["replay"] = _run(cli, "replay", runs["parent"])
+    for key, retention in (("stale", "1"), ("fresh", "30")):
+        put = ("memory", "put", "ns", key, '"v"', "--retention-days", retention)
+        assert cli(*put).rc == 0
+    _age(db, [runs[k] for k in ("old", "shared", "parent", "paused")])
+    return db, runs
+
+
+def test_gc_removes_old_terminal_runs_and_what_only_they_used(cli: Cli, tmp_path: Path) -> None:
+    db, runs = _ledger(cli, tmp_path)
+    old_value, old_file = _value_digest(db, runs["old"]), _artifact_digest(db, runs["old"])
+    shared_value = _value_digest(db, runs["shared"])
+    files = _blob_files(db)
+    assert {old_value, old_file, shared_value} <= files
+
+    dry = cli("--output", "json", "gc", "--dry-run")
+    assert dry.rc == 0, dry.stderr
+    assert dry.data["dryRun"] is True
+    assert dry.data["runs"] == sorted([runs["old"], runs["shared"]])
+    assert dry.data["memoryEntries"] == 1 and dry.data["removed"] == 3
+    assert _blob_files(db) == files  # a dry run changes nothing
+    assert cli("inspect", runs["old"]).rc == 0
+
+    done = cli("--output", "json", "gc")
+    assert done.rc == 0, done.stderr
+    assert done.data["runs"] == dry.data["runs"] and done.data["valueBlobsUnpinned"] == 1
+    for gone in ("old", "shared"):
+        assert cli("inspect", runs[gone]).rc == 5
+    for kept in ("new", "parent", "replay", "paused"):
+        assert cli("inspect", runs[kept]).rc == 0, kept
+    left = _blob_files(db)
+    assert old_value not in left and old_file not in left
+    assert shared_value in left  # the new run's input names it
+    assert cli("memory", "get", "ns", "stale").rc == 5
+    assert cli("memory", "get", "ns", "fresh").rc == 0
+    assert cli("artifacts", "verify", "--all").rc == 0
+    assert cli("--output", "json", "inspect", runs["new"]).data["run"]["runId"] == runs["new"]
+    again = cli("--output", "json", "gc")
+    assert again.data["removed"] == 0 and again.data["runs"] == []
+
+
+def test_gc_keeps_everything_younger_than_the_cutoff(cli: Cli, tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    where = ("--db", str(db), "--workspace", str(tmp_path))  # outputs stay out of examples/
+    run = _run(cli, "run", str(EXAMPLES / "hello.yaml"), *where)
+    done = cli("--output", "json", "gc", "--db", str(db))
+    assert done.rc == 0 and done.data["removed"] == 0
+    assert cli("inspect", run, "--db", str(db)).rc == 0
+    human = cli("gc", "--older-than-days", "0", "--db", str(db))
+    assert human.rc == 0 and run in human.stdout
+    assert cli("inspect", run, "--db", str(db)).rc == 5
+
+
+def test_gc_never_creates_a_database(cli: Cli, tmp_path: Path) -> None:
+    done = cli("--output", "json", "gc", "--db", str(tmp_path / "none.db"))
+    assert done.rc == 5
+    assert not (tmp_path / "none.db").exists()
