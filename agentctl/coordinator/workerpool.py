@@ -197,22 +197,37 @@ class WorkerPool:
                     nursery.start_soon(self._spawn)
 
     async def _assign(self, effect_id: str) -> tuple[_Worker, _Reply]:
+        # Without an await between choosing a worker and recording the effect, nothing can
+        # interleave: the lock (a pass of the scheduler) is needed only to start a worker.
+        if not self._lock.locked():
+            worker = self._choose(effect_id)
+            if worker is not None:
+                return worker, self._pend(worker, effect_id)
         async with self._lock:
-            if self._closed:
-                raise InvalidOperationError("the worker pool is closed")
-            if any(effect_id in w.pending for w in self._workers):
-                raise InvalidOperationError(f"effect {effect_id} is already executing")
-            live = [w for w in self._workers if not w.lost]
-            idle = [w for w in live if not w.pending]
-            if idle:
-                worker = idle[0]
-            elif len(live) < self.size:
+            worker = self._choose(effect_id)
+            if worker is None:
                 worker = await self._spawn()
-            else:
-                worker = min(live, key=lambda w: len(w.pending))
-            reply = _Reply()
-            worker.pending[effect_id] = reply
-            return worker, reply
+            return worker, self._pend(worker, effect_id)
+
+    def _choose(self, effect_id: str) -> _Worker | None:
+        """An idle worker, else None if another may start, else the least loaded one."""
+        if self._closed:
+            raise InvalidOperationError("the worker pool is closed")
+        if any(effect_id in w.pending for w in self._workers):
+            raise InvalidOperationError(f"effect {effect_id} is already executing")
+        live = [w for w in self._workers if not w.lost]
+        for worker in live:
+            if not worker.pending:
+                return worker
+        if len(live) < self.size:
+            return None  # start another (under the lock)
+        return min(live, key=lambda w: len(w.pending))
+
+    @staticmethod
+    def _pend(worker: _Worker, effect_id: str) -> _Reply:
+        reply = _Reply()
+        worker.pending[effect_id] = reply
+        return reply
 
     async def _spawn(self) -> _Worker:
         # A worker started before the run (same environment, same preload) is adopted first.
