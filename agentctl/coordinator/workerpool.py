@@ -282,6 +282,10 @@ class WorkerPool:
         try:
             while True:
                 msg = await worker.channel.receive()
+                if msg is None and self._closed and not worker.pending:
+                    # The worker is exiting after our Shutdown: let it finish (``aclose``
+                    # waits for it, then escalates) instead of killing it mid-exit.
+                    return
                 if msg is None:
                     break
                 if isinstance(msg, StreamFragment):

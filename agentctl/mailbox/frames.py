@@ -20,6 +20,7 @@ nothing can interleave with a write that does not await.
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 
@@ -27,7 +28,7 @@ import pydantic
 import trio
 
 from agentctl.errors import AgentctlError
-from agentctl.mailbox.messages import MESSAGE_ADAPTER, Message
+from agentctl.mailbox.messages import Message
 
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 _HEADER = struct.Struct(">I")
@@ -52,10 +53,17 @@ def encode_frame(msg: Message) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
+@functools.cache
+def _message_adapter() -> pydantic.TypeAdapter[Message]:
+    # Built on the first frame received, not at import (messages defer their builds too):
+    # a worker's start-up is on the path of a run's first effect.
+    return pydantic.TypeAdapter(Message)
+
+
 def decode_body(body: bytes) -> Message:
     """Parse one frame body; any malformation becomes ProtocolError."""
     try:
-        return MESSAGE_ADAPTER.validate_json(body)
+        return _message_adapter().validate_json(body)
     except pydantic.ValidationError as exc:
         # The error text may quote the payload; keep only the first line of the summary.
         summary = str(exc).splitlines()[0]
