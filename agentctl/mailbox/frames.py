@@ -71,28 +71,38 @@ def decode_body(body: bytes) -> Message:
 
 
 class _SocketIO:
-    """Non-blocking reads and writes on a trio socket's descriptor (see the module doc)."""
+    """Non-blocking reads and writes on a trio socket's descriptor (see the module doc).
+
+    The descriptor is asked of the socket on every call: a closed socket answers -1, and a
+    number kept from before its close could name some other file by now.
+    """
 
     def __init__(self, stream: trio.SocketStream) -> None:
-        self._fd = stream.socket.fileno()
+        self._sock = stream.socket
+
+    def _fd(self) -> int:
+        fd = self._sock.fileno()
+        if fd < 0:
+            raise trio.ClosedResourceError("the frame channel is closed")
+        return fd
 
     async def receive_some(self, max_bytes: int) -> bytes:
         await trio.lowlevel.checkpoint_if_cancelled()
         while True:
             try:
-                return os.read(self._fd, max_bytes)
+                return os.read(self._fd(), max_bytes)
             except BlockingIOError:
-                await trio.lowlevel.wait_readable(self._fd)
+                await trio.lowlevel.wait_readable(self._sock)
 
     def write_nowait(self, data: memoryview) -> int:
         """Bytes of ``data`` the kernel took now (0 when its buffer is full)."""
         try:
-            return os.write(self._fd, data)
+            return os.write(self._fd(), data)
         except BlockingIOError:
             return 0
 
     async def wait_writable(self) -> None:
-        await trio.lowlevel.wait_writable(self._fd)
+        await trio.lowlevel.wait_writable(self._sock)
 
 
 class FrameChannel:

@@ -164,3 +164,13 @@ async def test_concurrent_large_frames_never_interleave() -> None:
             assert msg is not None
             received.append(msg)
     assert sorted(received, key=lambda m: getattr(m, "effect_id", "")) == sent
+
+
+async def test_a_closed_channel_refuses_to_send_or_receive() -> None:
+    chan, peer = await _pair()
+    await chan.aclose()
+    with pytest.raises(ProtocolError):
+        await chan.send(Shutdown())
+    with pytest.raises(ProtocolError):
+        await chan.receive()
+    await peer.aclose()
