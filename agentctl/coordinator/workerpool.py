@@ -13,7 +13,10 @@ Invariants:
   ``Failure`` of type ``WorkerLost`` (the effect may have happened); that worker's tree is
   SIGKILLed and the next ``execute`` starts a fresh one;
 - on exit: ``Shutdown`` to every worker, a short grace, then SIGTERM → grace → SIGKILL of each
-  worker tree (psutil), so no worker or grandchild outlives the pool;
+  worker tree (psutil), so no worker or grandchild outlives the pool; a worker that closes its
+  socket after ``Shutdown`` with nothing pending is exiting, not lost (it is not killed);
+- ``execute`` picks an idle worker without taking the pool lock (no await between choosing
+  and recording the effect, so nothing interleaves); the lock serialises starting workers;
 - a ``StreamFragment`` from a worker goes to the sink its effect's ``execute`` was given, and
   the worker gets its ``StreamAck`` only after that sink returned (the fragment is durable);
   a fragment nobody listens for, or one the sink could not keep, is refused;
