@@ -7,7 +7,9 @@
 - a coordinator ↔ worker frame round trip: ``WorkerPool.execute`` of an ``Execute`` for an
   operation no worker supports, so the worker answers ``Failure`` with no I/O — two frames,
   two pydantic validations, one socket hop each way;
-- spawning ``/bin/true`` and waiting for it (the floor under a trivial shell effect).
+- spawning ``/bin/true`` and waiting for it (the floor under a trivial shell effect);
+- the worker's part of a shell effect (``shell_effect_worker``): ``WorkerPool.execute`` of a
+  ``builtin.shell.exec`` of ``/bin/true``, no ledger — to compare with round trip + spawn.
 
 Run: ``python benchmarks/bench_floors.py [--runs 7] [--reps 300] [--json]``.
 """
@@ -20,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,11 +62,13 @@ def fsync_floor(workdir: Path, runs: int, reps: int) -> benchkit.Figure:
     return benchkit.figure("fsync", "ms/fsync", samples)
 
 
-def frame_round_trip(runs: int, reps: int) -> benchkit.Figure:
+def _timed_pool_loop(
+    make: Callable[[int], Any], check: Callable[[Any], bool], runs: int, reps: int
+) -> list[float]:
+    """ms per ``WorkerPool.execute`` of ``make(serial)`` on one warm worker, ``runs`` times."""
     import trio
 
     from agentctl.coordinator.workerpool import open_worker_pool
-    from agentctl.mailbox.messages import Execute, Failure
 
     samples: list[float] = []
 
@@ -74,12 +79,8 @@ def frame_round_trip(runs: int, reps: int) -> benchkit.Figure:
             async def once() -> None:
                 nonlocal serial
                 serial += 1
-                msg = Execute(
-                    effect_id=f"e{serial}", run_id="r", task_id="t", attempt=1,
-                    operation="bench.noop", request={}, timeout_seconds=5,
-                )  # fmt: skip
-                reply = await pool.execute(msg)
-                if not isinstance(reply, Failure) or reply.error.type == "WorkerLost":
+                reply = await pool.execute(make(serial))
+                if not check(reply):
                     raise RuntimeError(f"unexpected worker reply {reply!r}")
 
             for _ in range(20):  # warm-up: spawn, imports in the worker
@@ -91,7 +92,49 @@ def frame_round_trip(runs: int, reps: int) -> benchkit.Figure:
                 samples.append((time.perf_counter() - t0) * 1000 / reps)
 
     trio.run(main)
+    return samples
+
+
+def _execute(serial: int, operation: str, request: dict[str, Any]) -> Any:
+    from agentctl.mailbox.messages import Execute
+
+    return Execute(
+        effect_id=f"e{serial}",
+        run_id="r",
+        task_id="t",
+        attempt=1,
+        operation=operation,
+        request=request,
+        timeout_seconds=30,
+    )
+
+
+def frame_round_trip(runs: int, reps: int) -> benchkit.Figure:
+    from agentctl.mailbox.messages import Failure
+
+    def make(serial: int) -> Any:
+        return _execute(serial, "bench.noop", {})
+
+    def check(reply: Any) -> bool:
+        return isinstance(reply, Failure) and reply.error.type != "WorkerLost"
+
+    samples = _timed_pool_loop(make, check, runs, reps)
     return benchkit.figure("frame_round_trip", "ms/round trip", samples)
+
+
+def shell_effect_worker(workdir: Path, runs: int, reps: int) -> benchkit.Figure:
+    """The worker's part of a shell effect: ``WorkerPool.execute`` of ``/bin/true`` (frame
+    out, request validation, the sandboxed spawn and its supervision, frame back) — no
+    ledger. Its floor is one round trip plus one spawn."""
+    from agentctl.mailbox.messages import Result
+
+    request = {"workspace": str(workdir), "command": "/bin/true"}
+
+    def make(serial: int) -> Any:
+        return _execute(serial, "builtin.shell.exec", request)
+
+    samples = _timed_pool_loop(make, lambda reply: isinstance(reply, Result), runs, reps)
+    return benchkit.figure("shell_effect_worker", "ms/effect", samples, note="no ledger")
 
 
 def spawn_floor(runs: int, reps: int) -> benchkit.Figure:
@@ -108,8 +151,9 @@ def main(runs: int = 7, reps: int = 300, workdir: Path | None = None) -> dict[st
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         figures = commit_floors(Path(tmp), runs, reps)
         figures.append(fsync_floor(Path(tmp), runs, reps))
-    figures.append(frame_round_trip(runs, reps))
-    figures.append(spawn_floor(runs, max(1, reps // 5)))
+        figures.append(frame_round_trip(runs, reps))
+        figures.append(spawn_floor(runs, max(1, reps // 5)))
+        figures.append(shell_effect_worker(Path(tmp), runs, max(1, reps // 5)))
     return {"benchmark": "floors", "figures": [f.to_json() for f in figures]}
 
 
@@ -125,8 +169,8 @@ def _cli() -> None:
         benchkit.emit(result)
         return
     for f in result["figures"]:
-        print(f"{f['name']:20s} min {f['min']:.4f}  median {f['median']:.4f}  max {f['max']:.4f} "
-              f"{f['unit']}")  # fmt: skip
+        spread = f"min {f['min']:.4f}  median {f['median']:.4f}  max {f['max']:.4f}"
+        print(f"{f['name']:20s} {spread} {f['unit']}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,10 @@ Invariants:
   ``Failure`` of type ``WorkerLost`` (the effect may have happened); that worker's tree is
   SIGKILLed and the next ``execute`` starts a fresh one;
 - on exit: ``Shutdown`` to every worker, a short grace, then SIGTERM → grace → SIGKILL of each
-  worker tree (psutil), so no worker or grandchild outlives the pool;
+  worker tree (psutil), so no worker or grandchild outlives the pool; a worker that closes its
+  socket after ``Shutdown`` with nothing pending is exiting, not lost (it is not killed);
+- ``execute`` picks an idle worker without taking the pool lock (no await between choosing
+  and recording the effect, so nothing interleaves); the lock serialises starting workers;
 - a ``StreamFragment`` from a worker goes to the sink its effect's ``execute`` was given, and
   the worker gets its ``StreamAck`` only after that sink returned (the fragment is durable);
   a fragment nobody listens for, or one the sink could not keep, is refused;
@@ -197,22 +200,37 @@ class WorkerPool:
                     nursery.start_soon(self._spawn)
 
     async def _assign(self, effect_id: str) -> tuple[_Worker, _Reply]:
+        # Without an await between choosing a worker and recording the effect, nothing can
+        # interleave: the lock (a pass of the scheduler) is needed only to start a worker.
+        if not self._lock.locked():
+            worker = self._choose(effect_id)
+            if worker is not None:
+                return worker, self._pend(worker, effect_id)
         async with self._lock:
-            if self._closed:
-                raise InvalidOperationError("the worker pool is closed")
-            if any(effect_id in w.pending for w in self._workers):
-                raise InvalidOperationError(f"effect {effect_id} is already executing")
-            live = [w for w in self._workers if not w.lost]
-            idle = [w for w in live if not w.pending]
-            if idle:
-                worker = idle[0]
-            elif len(live) < self.size:
+            worker = self._choose(effect_id)
+            if worker is None:
                 worker = await self._spawn()
-            else:
-                worker = min(live, key=lambda w: len(w.pending))
-            reply = _Reply()
-            worker.pending[effect_id] = reply
-            return worker, reply
+            return worker, self._pend(worker, effect_id)
+
+    def _choose(self, effect_id: str) -> _Worker | None:
+        """An idle worker, else None if another may start, else the least loaded one."""
+        if self._closed:
+            raise InvalidOperationError("the worker pool is closed")
+        if any(effect_id in w.pending for w in self._workers):
+            raise InvalidOperationError(f"effect {effect_id} is already executing")
+        live = [w for w in self._workers if not w.lost]
+        for worker in live:
+            if not worker.pending:
+                return worker
+        if len(live) < self.size:
+            return None  # start another (under the lock)
+        return min(live, key=lambda w: len(w.pending))
+
+    @staticmethod
+    def _pend(worker: _Worker, effect_id: str) -> _Reply:
+        reply = _Reply()
+        worker.pending[effect_id] = reply
+        return reply
 
     async def _spawn(self) -> _Worker:
         # A worker started before the run (same environment, same preload) is adopted first.
@@ -267,6 +285,10 @@ class WorkerPool:
         try:
             while True:
                 msg = await worker.channel.receive()
+                if msg is None and self._closed and not worker.pending:
+                    # The worker is exiting after our Shutdown: let it finish (``aclose``
+                    # waits for it, then escalates) instead of killing it mid-exit.
+                    return
                 if msg is None:
                     break
                 if isinstance(msg, StreamFragment):

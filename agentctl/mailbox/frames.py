@@ -7,22 +7,33 @@ holding one ``Message``. Invariants:
 - ``receive`` returns ``None`` only on a clean EOF at a frame boundary; EOF inside a frame,
   bad JSON, an unknown message or a broken socket raise ``ProtocolError`` — the caller drops
   that connection and carries on (it never crashes the process);
-- sends are serialised by a lock, so concurrent effect tasks can share one channel.
+- a frame is written whole or under the send lock, so concurrent effect tasks can share one
+  channel without interleaving frames.
+
+Speed (a frame round trip is on every effect's path): over a ``trio.SocketStream`` the
+channel works on the socket's descriptor directly — it tries the non-blocking ``read`` /
+``write`` first and parks in ``wait_readable`` / ``wait_writable`` only when the kernel has
+nothing for it, so a frame that goes out (or is already there) costs no pass of the trio
+scheduler. A send that finds the lock free and the socket buffer roomy never takes the lock:
+nothing can interleave with a write that does not await.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import struct
 
 import pydantic
 import trio
 
 from agentctl.errors import AgentctlError
-from agentctl.mailbox.messages import MESSAGE_ADAPTER, Message
+from agentctl.mailbox.messages import Message
 
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 _HEADER = struct.Struct(">I")
 _READ_CHUNK = 256 * 1024
+_LOST = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
 
 class ProtocolError(AgentctlError):
@@ -42,14 +53,56 @@ def encode_frame(msg: Message) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
+@functools.cache
+def _message_adapter() -> pydantic.TypeAdapter[Message]:
+    # Built on the first frame received, not at import (messages defer their builds too):
+    # a worker's start-up is on the path of a run's first effect.
+    return pydantic.TypeAdapter(Message)
+
+
 def decode_body(body: bytes) -> Message:
     """Parse one frame body; any malformation becomes ProtocolError."""
     try:
-        return MESSAGE_ADAPTER.validate_json(body)
+        return _message_adapter().validate_json(body)
     except pydantic.ValidationError as exc:
         # The error text may quote the payload; keep only the first line of the summary.
         summary = str(exc).splitlines()[0]
         raise ProtocolError(f"malformed frame: {summary}") from exc
+
+
+class _SocketIO:
+    """Non-blocking reads and writes on a trio socket's descriptor (see the module doc).
+
+    The descriptor is asked of the socket on every call: a closed socket answers -1, and a
+    number kept from before its close could name some other file by now.
+    """
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self._sock = stream.socket
+
+    def _fd(self) -> int:
+        fd = self._sock.fileno()
+        if fd < 0:
+            raise trio.ClosedResourceError("the frame channel is closed")
+        return fd
+
+    async def receive_some(self, max_bytes: int) -> bytes:
+        await trio.lowlevel.checkpoint_if_cancelled()
+        while True:
+            try:
+                return os.read(self._fd(), max_bytes)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(self._sock)
+
+    def write_nowait(self, data: memoryview) -> int:
+        """Bytes of ``data`` the kernel took now (0 when its buffer is full)."""
+        try:
+            return os.write(self._fd(), data)
+        except BlockingIOError:
+            return 0
+
+    async def wait_writable(self) -> None:
+        await trio.lowlevel.wait_writable(self._sock)
 
 
 class FrameChannel:
@@ -57,16 +110,40 @@ class FrameChannel:
 
     def __init__(self, stream: trio.abc.Stream) -> None:
         self._stream = stream
+        self._io = _SocketIO(stream) if isinstance(stream, trio.SocketStream) else None
         self._buffer = bytearray()
         self._send_lock = trio.Lock()
 
     async def send(self, msg: Message) -> None:
         data = encode_frame(msg)
-        async with self._send_lock:
-            try:
-                await self._stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                raise ProtocolError(f"connection lost while sending: {exc}") from exc
+        try:
+            if self._io is None:
+                async with self._send_lock:
+                    await self._stream.send_all(data)
+                return
+            await trio.lowlevel.checkpoint_if_cancelled()
+            if self._send_lock.locked():
+                async with self._send_lock:
+                    await self._write_rest(memoryview(data))
+                return
+            sent = self._io.write_nowait(memoryview(data))
+            if sent < len(data):
+                # The rest waits for room: hold the lock so no other frame cuts in.
+                self._send_lock.acquire_nowait()
+                try:
+                    await self._write_rest(memoryview(data)[sent:])
+                finally:
+                    self._send_lock.release()
+        except _LOST as exc:
+            raise ProtocolError(f"connection lost while sending: {exc}") from exc
+
+    async def _write_rest(self, view: memoryview) -> None:
+        assert self._io is not None
+        while view:
+            sent = self._io.write_nowait(view)
+            if not sent:
+                await self._io.wait_writable()
+            view = view[sent:]
 
     async def receive(self) -> Message | None:
         header = await self._read_exactly(_HEADER.size, at_boundary=True)
@@ -82,12 +159,18 @@ class FrameChannel:
     async def aclose(self) -> None:
         await self._stream.aclose()
 
+    async def _receive_some(self, count: int) -> bytes | bytearray:
+        size = max(_READ_CHUNK, count)
+        try:
+            if self._io is not None:
+                return await self._io.receive_some(size)
+            return await self._stream.receive_some(size)
+        except _LOST as exc:
+            raise ProtocolError(f"connection lost while receiving: {exc}") from exc
+
     async def _read_exactly(self, count: int, *, at_boundary: bool) -> bytes | None:
         while len(self._buffer) < count:
-            try:
-                chunk = await self._stream.receive_some(max(_READ_CHUNK, count - len(self._buffer)))
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-                raise ProtocolError(f"connection lost while receiving: {exc}") from exc
+            chunk = await self._receive_some(count - len(self._buffer))
             if not chunk:
                 if at_boundary and not self._buffer:
                     return None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from agentctl.core.protocols import ProtocolEvidence
@@ -27,13 +27,19 @@ PROTOCOL_VERSION = 1
 
 
 class WireModel(BaseModel):
-    """Base of every wire model: camelCase aliases, strict keys, immutable."""
+    """Base of every wire model: camelCase aliases, strict keys, immutable.
+
+    ``defer_build``: a model's validator is built when it is first used, not at import — a
+    worker builds only the few messages and the one request model its effects use, which
+    keeps its start-up (on the path of a run's first effect) short.
+    """
 
     model_config = ConfigDict(
         alias_generator=to_camel,
         populate_by_name=True,
         extra="forbid",
         frozen=True,
+        defer_build=True,
     )
 
 
@@ -197,8 +203,6 @@ Message = Annotated[
     | RemoteHandleAck,
     Field(discriminator="type"),
 ]
-
-MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
 
 
 def failure_from_error(

@@ -25,7 +25,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-import psutil
 import trio
 
 from agentctl.errors import RunFailedError
@@ -87,6 +86,10 @@ class _Capture:
 
 def kill_tree(pid: int) -> None:
     """SIGKILL the process group led by ``pid`` and every descendant of ``pid``; never raises."""
+    # psutil is imported where it is needed (a limit hit, a timeout, a cancel): a worker whose
+    # processes exit normally never imports it, which shortens every worker's start-up.
+    import psutil
+
     try:
         descendants = psutil.Process(pid).children(recursive=True)
     except psutil.Error:
@@ -109,6 +112,8 @@ async def _drain(stream: trio.abc.ReceiveStream, name: str, cap: _Capture, pid: 
 
 
 def _tree_usage(pid: int) -> tuple[int, float]:
+    import psutil  # see kill_tree
+
     try:
         root = psutil.Process(pid)
         procs = [root, *root.children(recursive=True)]

@@ -8,7 +8,7 @@ import yaml
 
 from agentctl.core.compiler import compile_workflow
 from agentctl.core.dsl import load_workflow
-from agentctl.core.workload import IO_EFFECTS_PER_WORKER, workload
+from agentctl.core.workload import IO_EFFECTS_PER_WORKER, PROCESS_EFFECTS_PER_WORKER, workload
 
 READ_TOOL = {
     "kind": "builtin.workspace.read",
@@ -57,13 +57,27 @@ def test_model_calls_share_workers() -> None:
     assert needs.modules() == ("agentctl.workers.executors.providers.openai_responses",)
 
 
-def test_process_effects_get_a_worker_per_cpu() -> None:
+def test_process_effects_share_a_worker_up_to_a_batch() -> None:
+    plan = plan_of(0, shell=True, concurrency=PROCESS_EFFECTS_PER_WORKER)
+    needs = workload(plan)
+    assert needs.worker_tasks == 1 and not needs.cpu_bound
+    assert needs.pool_size(plan.max_concurrency, cpus=16) == 1
+    assert needs.pool_size(PROCESS_EFFECTS_PER_WORKER + 1, cpus=16) == 2
+    assert "agentctl.workers.executors.shell" in needs.modules()
+
+
+def test_model_calls_with_process_effects_share_at_the_smaller_rate() -> None:
     plan = plan_of(8, shell=True)
     needs = workload(plan)
-    assert needs.worker_tasks == 9 and needs.cpu_bound
-    assert needs.pool_size(plan.max_concurrency, cpus=2) == 2
-    assert needs.pool_size(plan.max_concurrency, cpus=16) == 8
-    assert "agentctl.workers.executors.shell" in needs.modules()
+    assert needs.worker_tasks == 9
+    many = IO_EFFECTS_PER_WORKER * 2 + 1
+    assert needs.pool_size(many, cpus=8) == 3
+
+
+def test_file_effects_get_a_worker_per_cpu() -> None:
+    needs = workload(plan_of(2, tool=True))
+    assert needs.cpu_bound  # the workspace read runs in the worker itself
+    assert needs.pool_size(8, cpus=2) == 2 and needs.pool_size(8, cpus=16) == 8
 
 
 def test_an_agents_tools_count_with_its_model_calls() -> None:

@@ -138,3 +138,39 @@ async def test_send_to_a_closed_peer_raises_protocol_error() -> None:
     with pytest.raises(ProtocolError):
         for _ in range(64):  # the first send may still fit in the kernel buffer
             await chan.send(Result(effect_id="e", output={"x": "y" * 65536}))
+
+
+async def test_concurrent_large_frames_never_interleave() -> None:
+    # Each frame is larger than a socketpair's kernel buffer, so every send is written in
+    # parts while other tasks want to send too; the reader must still get whole frames.
+    left, right_stream = await _pair()
+    right = FrameChannel(right_stream)
+    sent = [
+        Result(effect_id=f"e{sender}-{k}", output={"blob": chr(65 + sender) * 600_000})
+        for sender in range(4)
+        for k in range(3)
+    ]
+
+    async def send_all(sender: int) -> None:
+        for msg in sent[sender * 3 : sender * 3 + 3]:
+            await left.send(msg)
+
+    received: list[Message] = []
+    async with trio.open_nursery() as nursery:
+        for sender in range(4):
+            nursery.start_soon(send_all, sender)
+        for _ in sent:
+            msg = await right.receive()
+            assert msg is not None
+            received.append(msg)
+    assert sorted(received, key=lambda m: getattr(m, "effect_id", "")) == sent
+
+
+async def test_a_closed_channel_refuses_to_send_or_receive() -> None:
+    chan, peer = await _pair()
+    await chan.aclose()
+    with pytest.raises(ProtocolError):
+        await chan.send(Shutdown())
+    with pytest.raises(ProtocolError):
+        await chan.receive()
+    await peer.aclose()
