@@ -6,8 +6,11 @@ Invariants:
 - ``--output``, ``--color`` and ``--verbose`` are accepted before or after the command, and
   ``--db`` on a command group or after its subcommand (argv is normalised before parsing);
 - ``--output json`` is sniffed before parsing, so even a usage error is a JSON envelope;
-- heavy modules (the compiler, the ledger, trio) are imported inside the commands that need
-  them, so ``agentctl check`` starts fast.
+- heavy modules (the workflow models and compiler — ``cli_vars`` —, the ledger, trio) are
+  imported inside the commands that need them, so ``agentctl check`` starts fast and a
+  command on existing state (``resume``, ``runs list``) never builds the workflow models;
+- the ~110 commands of the state groups are built only when the command line may name one
+  (``_needs_groups``).
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import typer
 
 from agentctl import __version__
 from agentctl.cli_argv import normalize_argv, sniff_output
-from agentctl.cli_vars import compile_with_vars
 from agentctl.clikit import (
     DEFAULT_DB,
     DbOpt,
@@ -97,6 +99,7 @@ def check_cmd(
     vars_files: VarsFileOpt = None,
 ) -> None:
     """Validate and compile a workflow without creating any state."""
+    from agentctl.cli_vars import compile_with_vars
     from agentctl.core.compiler import check_result_json
 
     loaded, plan = compile_with_vars(file, vars_files, var_pairs)
@@ -118,6 +121,7 @@ def plan_cmd(
     vars_files: VarsFileOpt = None,
 ) -> None:
     """Print the compiled task graph in execution order; creates no state."""
+    from agentctl.cli_vars import compile_with_vars
     from agentctl.core.compiler import plan_to_json
 
     loaded, plan = compile_with_vars(file, vars_files, var_pairs)
@@ -256,6 +260,7 @@ def _prepare_run(
 
     ``variables``: the ``--vars-file`` paths and ``--var`` pairs (``cli_vars``).
     """
+    from agentctl.cli_vars import compile_with_vars
     from agentctl.coordinator import api
 
     loaded, plan = compile_with_vars(file, *variables)

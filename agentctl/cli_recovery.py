@@ -12,7 +12,6 @@ from typing import Annotated
 
 import typer
 
-from agentctl.cli_vars import compile_with_vars
 from agentctl.clikit import (
     DEFAULT_DB,
     DbOpt,
@@ -59,6 +58,7 @@ class _Recovery:
 
 
 def _recover(req: _Recovery) -> None:
+    from agentctl.cli_vars import compile_with_vars
     from agentctl.coordinator.remedy import recover
     from agentctl.core.compiler import plan_to_json
 

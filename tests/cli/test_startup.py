@@ -92,6 +92,13 @@ def test_a_pure_run_starts_no_worker_and_an_effect_run_does(tmp_path: Path) -> N
     assert "agentctl.workers" in _imported(hello, "run", "hello.yaml")
 
 
+def test_commands_on_existing_state_never_build_the_workflow_models(tmp_path: Path) -> None:
+    (tmp_path / "pure.yaml").write_text(PURE, encoding="utf-8")
+    assert "agentctl.core.dsl" in _imported(tmp_path, "run", "pure.yaml")
+    assert "agentctl.core.dsl" not in _imported(tmp_path, "runs", "list")
+    assert "agentctl.core.dsl" not in _imported(tmp_path, "version")
+
+
 def test_collecting_resumes_with_the_start_up_heap_frozen() -> None:
     frozen_before = gc.get_freeze_count()
     gc.disable()
