@@ -6,8 +6,11 @@ Invariants:
 - ``--output``, ``--color`` and ``--verbose`` are accepted before or after the command, and
   ``--db`` on a command group or after its subcommand (argv is normalised before parsing);
 - ``--output json`` is sniffed before parsing, so even a usage error is a JSON envelope;
-- heavy modules (the compiler, the ledger, trio) are imported inside the commands that need
-  them, so ``agentctl check`` starts fast.
+- heavy modules (the workflow models and compiler — ``cli_vars`` —, the ledger, trio) are
+  imported inside the commands that need them, so ``agentctl check`` starts fast and a
+  command on existing state (``resume``, ``runs list``) never builds the workflow models;
+- the ~110 commands of the state groups are built only when the command line may name one
+  (``_needs_groups``).
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import typer
 
 from agentctl import __version__
 from agentctl.cli_argv import normalize_argv, sniff_output
-from agentctl.cli_vars import compile_with_vars
 from agentctl.clikit import (
     DEFAULT_DB,
     DbOpt,
@@ -32,6 +34,7 @@ from agentctl.clikit import (
     TimeoutOpt,
     WorkspaceOpt,
     check_workspace,
+    collect_from_now,
     deliver,
     ignore_interrupts,
     read_cli_file,
@@ -96,6 +99,7 @@ def check_cmd(
     vars_files: VarsFileOpt = None,
 ) -> None:
     """Validate and compile a workflow without creating any state."""
+    from agentctl.cli_vars import compile_with_vars
     from agentctl.core.compiler import check_result_json
 
     loaded, plan = compile_with_vars(file, vars_files, var_pairs)
@@ -117,6 +121,7 @@ def plan_cmd(
     vars_files: VarsFileOpt = None,
 ) -> None:
     """Print the compiled task graph in execution order; creates no state."""
+    from agentctl.cli_vars import compile_with_vars
     from agentctl.core.compiler import plan_to_json
 
     loaded, plan = compile_with_vars(file, vars_files, var_pairs)
@@ -159,6 +164,7 @@ def _plan_human(data: dict[str, Any]) -> Any:
 
 def _drive(call: Callable[[Any, Any], Any], announce: str | None = None) -> NoReturn:
     """Run ``call(progress, on_created)`` under a live view (for a human at a terminal)."""
+    collect_from_now()
     view = None
     if SETTINGS.output == "human" and sys.stderr.isatty():
         from agentctl.render import LiveProgress
@@ -254,6 +260,7 @@ def _prepare_run(
 
     ``variables``: the ``--vars-file`` paths and ``--var`` pairs (``cli_vars``).
     """
+    from agentctl.cli_vars import compile_with_vars
     from agentctl.coordinator import api
 
     loaded, plan = compile_with_vars(file, *variables)
@@ -266,9 +273,14 @@ def _prepare_run(
     )
     api.check_executable(plan, file=str(file), locate=loaded.locate)
     # The parsed models and position tables are no longer needed: free them before the run.
+    # Their cycles are found by a full collection, worth its ~40 ms only for a large plan.
     del loaded
-    gc.collect()
+    if len(plan.tasks) >= _COLLECT_AFTER_COMPILE_TASKS:
+        gc.collect()
     return document, plan, resolved
+
+
+_COLLECT_AFTER_COMPILE_TASKS = 1000
 
 
 @app.command("resume")
@@ -333,7 +345,17 @@ def fork_cmd(
     )
 
 
+# Built into the click group only when the command line may need them: building a typer
+# command costs ~0.4 ms, and the groups hold ~110 of them — most of a short command's parse.
+_CORE_COMMANDS = frozenset({"version", "check", "plan", "run", "resume", "replay", "fork"})
+_groups_registered = False
+
+
 def _register_state_groups() -> None:
+    global _groups_registered
+    if _groups_registered:
+        return
+    _groups_registered = True
     from agentctl import (
         cli_docs,
         cli_doctor,
@@ -360,7 +382,10 @@ def _register_state_groups() -> None:
     app.add_typer(memory_app, name="memory")
 
 
-_register_state_groups()
+def _needs_groups(args: list[str]) -> bool:
+    """Whether parsing ``args`` may touch a command outside cli.py: any command but the
+    core ones, and every help or usage page (no command, top-level ``--help``)."""
+    return not args or args[0] not in _CORE_COMMANDS
 
 
 # --------------------------------------------------------------------------- entry point
@@ -370,10 +395,15 @@ def _run_app(args: list[str]) -> Outcome | int:
     """The command's outcome (rendered later by ``main``), or the exit code of a help page."""
     from typer._click import exceptions as click_exc
 
-    if "_AGENTCTL_COMPLETE" in os.environ:  # a shell's completion request (`completion SHELL`)
+    completing = "_AGENTCTL_COMPLETE" in os.environ  # a shell asks (`completion SHELL`)
+    if completing:
         from agentctl.cli_housekeeping import prepare_completion
 
         prepare_completion()
+    if completing or _needs_groups(args):
+        _register_state_groups()
+    if args[:1] not in (["check"], ["plan"], ["run"], ["resume"], ["fork"]):
+        collect_from_now()  # those do it once their own imports are done
     try:
         result = app(args=args, prog_name="agentctl", standalone_mode=False)
     except Delivered as done:

@@ -16,7 +16,6 @@ from typing import Annotated, Any
 
 import typer
 
-from agentctl.cli_vars import capture_vars
 from agentctl.clikit import DEFAULT_DB, DbOpt, deliver, read_cli_file
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings
@@ -60,6 +59,7 @@ def migrate_cmd(
     write: WriteOpt = None,
 ) -> None:
     """Rewrite a workflow for apiVersion agentctl.dev/v1 (v1alpha1 or legacy playbook in)."""
+    from agentctl.cli_vars import capture_vars
     from agentctl.core.compiler import compile_workflow
     from agentctl.core.dsl import load_workflow
     from agentctl.core.dsl.migrate import migrate_source

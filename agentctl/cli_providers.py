@@ -13,7 +13,6 @@ from typing import Annotated, Any
 
 import typer
 
-from agentctl.cli_vars import compile_with_vars
 from agentctl.clikit import deliver
 from agentctl.render import Outcome, Settings, table
 
@@ -31,6 +30,7 @@ FileArg = Annotated[Path, typer.Argument(help="Workflow YAML file.")]
 @providers_app.command("inspect")
 def providers_inspect_cmd(file: FileArg) -> None:
     """Each provider's kind, endpoint, credential reference, capabilities and options."""
+    from agentctl.cli_vars import compile_with_vars
     from agentctl.core.providerinfo import provider_capabilities
 
     loaded, _plan = compile_with_vars(file)
@@ -57,6 +57,7 @@ def providers_inspect_cmd(file: FileArg) -> None:
 @auth_app.command("check")
 def auth_check_cmd(file: FileArg) -> None:
     """Whether each provider credential and header is available (presence only); exit 6 if not."""
+    from agentctl.cli_vars import compile_with_vars
     from agentctl.coordinator.credentials import provider_auth
 
     loaded, _plan = compile_with_vars(file)

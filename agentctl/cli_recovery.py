@@ -12,7 +12,6 @@ from typing import Annotated
 
 import typer
 
-from agentctl.cli_vars import compile_with_vars
 from agentctl.clikit import (
     DEFAULT_DB,
     DbOpt,
@@ -59,11 +58,12 @@ class _Recovery:
 
 
 def _recover(req: _Recovery) -> None:
-    from agentctl.coordinator import api
+    from agentctl.cli_vars import compile_with_vars
+    from agentctl.coordinator.remedy import recover
     from agentctl.core.compiler import plan_to_json
 
     loaded, target = compile_with_vars(req.file)  # the target's own var files, read now
-    name, data, code = api.recover(
+    name, data, code = recover(
         req.kind,
         document=loaded.document,
         target=target,
@@ -155,9 +155,9 @@ def compensate_cmd(
     timeout_seconds: TimeoutOpt = None,
 ) -> None:
     """Run the declared inverse actions of a run's confirmed mutations, newest first."""
-    from agentctl.coordinator import api
+    from agentctl.coordinator.remedy import compensate
 
-    name, data, code = api.compensate(
+    name, data, code = compensate(
         source,
         db=db,
         tasks_filter=task,

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentctl.clikit import read_cli_file
+from agentctl.clikit import collect_from_now, read_cli_file
 from agentctl.core.compiler import CapturedVars, compile_workflow
 from agentctl.core.dsl import load_workflow
 from agentctl.core.dsl.yamlload import parse_yaml
@@ -125,10 +126,14 @@ def compile_with_vars(
 ) -> tuple[Any, Any]:
     """Load ``path``, resolve its packs, capture its var files and the CLI variables,
     compile; (loaded, plan). ``loaded.document`` is the document with its packs merged."""
-    from agentctl.packsource import with_packs
-
+    collect_from_now()  # every command that compiles has done its imports by now
     loaded = load_workflow(read_cli_file(path, "workflow file"), file=str(path))
-    loaded = with_packs(loaded, path)
+    # Pack sources (archives, HTTP, the lock file) only when there are packs, or when
+    # --offline/--locked made the CLI load them (a locked run checks the lock file either way).
+    if loaded.workflow.spec.packs or "agentctl.packsource" in sys.modules:
+        from agentctl.packsource import with_packs
+
+        loaded = with_packs(loaded, path)
     captured = capture_vars(loaded, path, vars_files, var_pairs)
     plan = compile_workflow(
         loaded.document, file=str(path), locate=loaded.locate, variables=captured

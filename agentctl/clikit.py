@@ -8,6 +8,8 @@ Invariants:
   it is opened, so nothing blocks — and at most 1 MiB), ``--db`` through ``check_db_path``
   and ``--workspace`` through ``check_workspace`` (typer callbacks, so they run while the
   command line is parsed); each refusal is a ``ValidationError`` (exit 2);
+- ``collect_from_now`` ends start-up for the garbage collector (see ``entry``): called once
+  a command's imports are done and before its own work, whatever the command;
 - ``ignore_interrupts`` and ``report_closed_stdout`` serve ``cli.main``'s last step: once
   the outcome is decided it is final, and a reader that closed stdout is told on stderr.
 """
@@ -15,6 +17,7 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import re
 import signal
@@ -32,6 +35,19 @@ from agentctl.render import Outcome, Settings, emit_error
 
 MAX_CLI_FILE_BYTES = 1_048_576
 DEFAULT_DB = ".agentctl/runtime.db"
+
+
+def collect_from_now() -> None:
+    """Turn the garbage collector back on if start-up (``entry.main``) turned it off.
+
+    What exists now — the imported program — is moved out of the collector's view
+    (``gc.freeze``): it lives as long as the process, so scanning it again in every full
+    collection of a long run would be wasted work. A process that never turned the collector
+    off (a test calling ``cli.main``) is left as it is.
+    """
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 def _file_kind(mode: int) -> str:

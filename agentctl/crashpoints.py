@@ -41,6 +41,9 @@ class CrashPoint(StrEnum):
     GC_AFTER_MOVE_TO_TRASH = "gc.after_move_to_trash"
     GC_AFTER_DELETE_ROWS = "gc.after_delete_rows"
     GC_AFTER_COMMIT = "gc.after_commit"
+    # ledger: a new ledger built aside (connection.py), complete and flushed
+    LEDGER_NEW_BEFORE_RENAME = "ledger.new_before_rename"  # not yet at its path
+    LEDGER_NEW_AFTER_RENAME = "ledger.new_after_rename"  # at its path, directory not flushed
 
 
 _hits: dict[CrashPoint, int] = {}

@@ -7,12 +7,17 @@ Invariants:
 - this module imports only the standard library at the top, and ``main`` first defers SIGINT
   (a flag, checked once the imports are done), so the guard is in place within the first
   moments of the interpreter running our code; importing this module changes no handler;
+- the cyclic garbage collector is off while the program starts (``main``): importing the
+  CLI creates ~10^5 long-lived objects (modules, classes, validators), and collecting them
+  over and over finds nothing to free; ``clikit.collect_from_now`` turns it back on,
+  with that heap frozen, before a command does its own work;
 - ``cli.main`` makes a decided outcome final (``clikit.ignore_interrupts``) and reports a
   stdout closed by its reader (``clikit.report_closed_stdout``).
 """
 
 from __future__ import annotations
 
+import gc
 import signal
 import sys
 from typing import NoReturn
@@ -30,6 +35,7 @@ def main() -> NoReturn:
     """``agentctl`` / ``python -m agentctl``."""
     try:
         signal.signal(signal.SIGINT, _defer)
+        gc.disable()
         from agentctl.cli import main as cli_main
 
         # From here a SIGINT raises KeyboardInterrupt, which cli.main turns into exit 130.

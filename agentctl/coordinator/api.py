@@ -24,8 +24,6 @@ from agentctl.coordinator.launch import (
     refuse_before_state,
     run_trio,
 )
-from agentctl.coordinator.remedy import compensate as compensate
-from agentctl.coordinator.remedy import recover as recover
 from agentctl.coordinator.service import (
     DriveRequest,
     Progress,
@@ -149,6 +147,9 @@ def _compensate_after_failure(
     outcome: RunOutcome, db: str, workspace: str, timeout_s: float | None
 ) -> RunOutcome:
     """``compensation.onFailure: automatic``: run the inverse actions of a failed run."""
+    # Imported here: repair, retry and compensation are not on a run's start-up path.
+    from agentctl.coordinator.remedy import compensate
+
     name, data, _code = compensate(
         outcome.run_id,
         db=db,

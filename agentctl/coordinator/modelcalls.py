@@ -21,10 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from agentctl.coordinator import secrets
-from agentctl.core.dsl.agents import CREDENTIAL_ENVS
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.operations import Built, RunContext, pointer
 from agentctl.core.pricing import cost_microusd, max_cost_microusd
+from agentctl.core.providerdefaults import CREDENTIAL_ENVS
 
 CREDENTIAL = pointer("credential")
 DEFAULT_CREDENTIAL_ENVS = frozenset(CREDENTIAL_ENVS.values())

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 
 from agentctl.core import registry
 from agentctl.core.compiler.capabilities import PROVIDER_CAPABILITIES
-from agentctl.core.dsl.rules import PROVIDER_OPTIONS
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
+from agentctl.core.providerdefaults import PROVIDER_OPTIONS
 
 
 def secret_reference(ref: JsonValue) -> JsonValue:

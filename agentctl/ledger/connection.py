@@ -23,12 +23,20 @@ Invariants:
   at once with an immediate SQLITE_BUSY that no busy timeout waits out; under the lock only one
   process converts the file and the others find it done. A file whose header already says WAL
   at the wanted version needs no setup and takes no lock (the common, hot path).
+- a ledger that does not exist yet is built aside, in a private temporary file next to it
+  (``.<name>.new-<pid>``): WAL, every migration step, with no flush at all while it is
+  built; then the complete file is flushed once, renamed onto ``path`` and the directory
+  flushed. ``path`` thus appears complete or not at all, for 2 flushes instead of ~18 (the
+  journal-mode switch and each migration step each flushed). A creator killed before the
+  rename leaves only its aside files, which the next creator removes under the setup lock;
+  an empty file at ``path`` (or a symlink) is set up in place as before.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -36,6 +44,7 @@ from pathlib import Path
 
 import filelock
 
+from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import (
     AgentctlError,
     FutureVersionError,
@@ -299,13 +308,67 @@ def _setup_lock(db: Path) -> Iterator[None]:
         ) from exc
 
 
+def _fsync(path: Path, flags: int = os.O_RDONLY) -> None:
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _aside_files(db: Path) -> list[Path]:
+    """Every file a creator of ``db`` may have left (its own pid's included)."""
+    return sorted(db.parent.glob(f".{glob.escape(db.name)}.new-*"))
+
+
+def _create_aside(db: Path, target_version: int | None) -> MigrationResult:
+    """Build the new ledger ``db`` aside and rename it into place (module docstring).
+
+    Runs under the setup lock, with ``db`` absent. No flush is needed while building: until
+    the rename nothing refers to the file, and a crash leaves only aside files to remove.
+    A failure (a full disk) removes them at once.
+    """
+    for leftover in _aside_files(db):
+        leftover.unlink(missing_ok=True)
+    aside = db.with_name(f".{db.name}.new-{os.getpid()}")
+    try:
+        migration = _build(aside, target_version)
+        _fsync(aside)
+        crash_point(CrashPoint.LEDGER_NEW_BEFORE_RENAME)
+        os.rename(aside, db)
+    except BaseException:
+        for leftover in _aside_files(db):
+            leftover.unlink(missing_ok=True)
+        raise
+    crash_point(CrashPoint.LEDGER_NEW_AFTER_RENAME)
+    _fsync(db.parent, os.O_RDONLY | os.O_DIRECTORY)
+    return migration
+
+
+def _build(path: Path, target_version: int | None) -> MigrationResult:
+    """A complete ledger in the new private file ``path``, every page in the main file."""
+    _private_file(path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA synchronous = OFF")
+        conn.execute("PRAGMA journal_mode = WAL")
+        migration = migrate(conn, target_version)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()  # the last connection: SQLite removes the (empty) -wal and -shm
+    return migration
+
+
 def _connect_and_migrate(
     db: Path, busy_timeout_ms: int, target_version: int | None, verify: bool
 ) -> tuple[sqlite3.Connection, MigrationResult]:
+    created = None
+    if not os.path.lexists(db):  # checked again under the setup lock: another may have won
+        created = _create_aside(db, target_version)
     _private_file(db)
-    conn = connect(db, busy_timeout_ms, verify=verify)
+    conn = connect(db, busy_timeout_ms, verify=verify and created is None)
     try:
-        return conn, migrate(conn, target_version)
+        return conn, created or migrate(conn, target_version)
     except BaseException:
         conn.close()
         raise

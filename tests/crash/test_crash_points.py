@@ -2,6 +2,7 @@
 
 The kill-and-recover tests parametrize over ``CrashPoint`` by prefix (coordinator and worker
 points in test_crash_matrix.py, artifact and GC points in the ledger's artifact crash tests,
+the new-ledger points in tests/ledger/test_ledger_new_crash.py,
 the stream point in tests/cli/test_streaming.py),
 so this file checks the two things those cannot: every point has a prefix one of them covers,
 and every point is actually reached somewhere in ``agentctl`` (a point nobody calls would be a
@@ -16,7 +17,7 @@ from pathlib import Path
 from agentctl.crashpoints import CrashPoint
 
 PACKAGE = Path(__file__).resolve().parents[2] / "agentctl"
-COVERED_PREFIXES = ("coordinator.", "worker.", "artifact.", "gc.", "stream.")
+COVERED_PREFIXES = ("coordinator.", "worker.", "artifact.", "gc.", "stream.", "ledger.")
 
 
 def _placed_points() -> set[str]:

@@ -36,18 +36,8 @@ from agentctl.core.dsl.base import (
 )
 from agentctl.core.dsl.secrets import EnvSecret, SecretRef
 from agentctl.core.dsl.tasks import RESERVED_VARS
+from agentctl.core.providerdefaults import CREDENTIAL_ENVS, DEFAULT_ENDPOINTS
 
-DEFAULT_ENDPOINTS: dict[str, str] = {
-    "openai": "https://api.openai.com/v1/responses",
-    "anthropic": "https://api.anthropic.com/v1/messages",
-    "google": "https://generativelanguage.googleapis.com/v1beta/models",
-}
-CREDENTIAL_ENVS: dict[str, str] = {
-    "openai": "OPENAI_API_KEY",
-    "azure_openai": "AZURE_OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "google": "GEMINI_API_KEY",
-}
 TOOL_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 MCP_TOOL_KIND = "mcp.tool"
 

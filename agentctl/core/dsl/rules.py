@@ -19,6 +19,7 @@ from agentctl.core.dsl.diagnostics import Finding
 from agentctl.core.dsl.secrets import EnvSecret, FileSecret, ProcessSecret
 from agentctl.core.dsl.tasks import Task
 from agentctl.core.dsl.workflow import Spec, Workflow
+from agentctl.core.providerdefaults import PROVIDER_OPTIONS
 
 _INT_OPTION = "a non-negative integer"
 # provider kind -> option -> (check, expected description)
@@ -36,21 +37,6 @@ _OPTION_TYPES: dict[str, tuple[Any, str]] = {
     "promptCacheTtl": (lambda v: v == "30m", '"30m"'),
     "parallelToolCalls": (lambda v: isinstance(v, bool), "true or false"),
     "safetyIdentifier": (lambda v: isinstance(v, str), "a string"),
-}
-_OPENAI_OPTIONS = (
-    "store",
-    "reasoningContext",
-    "promptCacheMode",
-    "promptCacheTtl",
-    "parallelToolCalls",
-    "safetyIdentifier",
-)
-PROVIDER_OPTIONS: dict[str, tuple[str, ...]] = {
-    "fake": ("toolInput", "finalText", "delayMs", "failFirst"),
-    "openai": _OPENAI_OPTIONS,
-    "azure_openai": _OPENAI_OPTIONS,
-    "anthropic": (),
-    "google": (),
 }
 
 
