@@ -12,7 +12,6 @@ from typing import Annotated, Any
 
 import typer
 
-from agentctl.cli_vars import compile_with_vars
 from agentctl.clikit import DEFAULT_DB, DbOpt, WorkspaceOpt, deliver
 from agentctl.render import Outcome, Settings
 
@@ -32,6 +31,8 @@ def doctor_cmd(
 ) -> None:
     """What this workflow needs here (engine, images, credentials, roots, programs, database);
     exit 0 when ready, 6 when not. Creates no state and makes no network request."""
+    # Compiling imports the workflow models: only this command pays for them.
+    from agentctl.cli_vars import compile_with_vars
     from agentctl.coordinator.doctor import diagnose
     from agentctl.core.compiler import check_result_json
 

@@ -154,7 +154,10 @@ def profile_section(report: dict[str, Any]) -> list[str]:
     return lines
 
 
-FLOORS = r"(sqlite_commit|ledger_task_commit|fsync|frame_round_trip|shell_effect_worker|spawn_true|python_pass|check_cold_start|run_one_task_cold)"
+FLOORS = (
+    r"(sqlite_commit|ledger_task_commit|fsync|frame_round_trip|shell_effect_worker|spawn_true"
+    r"|python_pass|check_cold_start|run_one_task_cold)"
+)
 RSS = r"(coordinator_peak_rss|crash_run)_.*"
 
 
