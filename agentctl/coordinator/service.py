@@ -18,7 +18,7 @@ import math
 import os
 import signal
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ import trio
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import owner_identity, stored_plan_text
 from agentctl.coordinator.driver import Driver
+from agentctl.coordinator.events import current_sink
 from agentctl.coordinator.live import Live, live_from
 from agentctl.coordinator.prepare import RunSettings
 from agentctl.coordinator.store import Store
@@ -125,7 +126,10 @@ def create_run(
 
 async def drive_run(req: DriveRequest) -> RunOutcome:
     """Drive a created or resumed run to a resting state under the one cancellation path."""
-    store = Store(req.ledger)
+    sink = current_sink()
+    if sink is not None:  # --output jsonl: show what this drive commits, as it commits
+        req = replace(req, on_stream=sink.stream)
+    store = Store(req.ledger, sink.tap(req.run_id, req.trace_id) if sink else None)
     live = live_from(await store.load_live(req.run_id))
     registry = _worker_registry(req.ledger.location)
     try:

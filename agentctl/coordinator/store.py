@@ -14,6 +14,7 @@ from typing import TypeVar
 
 import trio
 
+from agentctl.coordinator.events import EventTap
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate
 from agentctl.core.protocols import ProtocolEvidence
@@ -44,13 +45,20 @@ T = TypeVar("T")
 class Store:
     """Async facade over ``RunLedger``: the same steps, awaited in the ledger's thread."""
 
-    def __init__(self, ledger: RunLedger) -> None:
+    def __init__(self, ledger: RunLedger, tap: EventTap | None = None) -> None:
         self.ledger = ledger
         self._limiter = trio.CapacityLimiter(1)
+        self._tap = tap  # the live event stream's one hook: it reads what each call committed
 
     async def _run(self, fn: Callable[[], T]) -> T:
         # abandon_on_cancel stays False: a cancelled caller still waits for its commit.
-        return await trio.to_thread.run_sync(fn, limiter=self._limiter)
+        if self._tap is None:
+            return await trio.to_thread.run_sync(fn, limiter=self._limiter)
+        result = await trio.to_thread.run_sync(
+            self._tap.wrap(fn, self.ledger), limiter=self._limiter
+        )
+        self._tap.flush()
+        return result
 
     async def load_live(self, run_id: str) -> LiveState:
         return await self._run(lambda: self.ledger.load_live(run_id))
