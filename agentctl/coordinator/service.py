@@ -159,6 +159,7 @@ async def _drive_with_workers(
     async with open_worker_pool(
         size, registry_path=registry, preload=preload, prestarted=req.prestarted
     ) as pool:
+        pool.trace_id = req.trace_id
         await store.open_artifacts()
         driver = Driver(
             store,

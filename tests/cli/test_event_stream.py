@@ -16,6 +16,8 @@ from typing import Any
 import jsonschema
 
 from tests.conftest import Cli, CliResult
+from tests.providers import fixtures as fx
+from tests.providers.fixtures import FixtureServer, Reply
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "events.md"
 
@@ -156,3 +158,22 @@ def test_json_output_prints_no_event_lines(cli: Cli, tmp_path: Path) -> None:
     [only] = _lines(paused)
     assert only["kind"] == "RunOutcome"
     assert not re.search(r'"kind":"RunEvent"', paused.stderr)
+
+
+def test_the_trace_id_reaches_the_provider_as_traceparent(
+    cli: Cli, tmp_path: Path, server: FixtureServer
+) -> None:
+    agent = """  agents:
+    talker: { provider: main, model: gpt-fixture, instructions: Talk. }
+  tasks:
+    - { id: t, uses: "agent:talker", with: { prompt: go } }
+"""
+    (tmp_path / "wf.yaml").write_text(fx.local_openai_spec(server.port, "traced") + agent)
+    server.script(Reply(body=fx.openai_text("hello")))
+    done = cli("--output", "jsonl", "run", "wf.yaml", "--db", "r.db", env={"FIXTURE_KEY": "k"})
+    assert done.rc == 0, done.stderr
+    outcome = _lines(done)[-1]["data"]
+    [effect] = cli("--output", "json", "inspect", outcome["runId"], "--db", "r.db").data["effects"]
+    trace = outcome["traceId"].removeprefix("trace-").replace("-", "")
+    [seen] = server.seen
+    assert seen.headers["traceparent"] == f"00-{trace}-{effect['effectId'][:16]}-01"
