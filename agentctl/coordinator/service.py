@@ -30,6 +30,7 @@ from agentctl.coordinator.creation import owner_identity, stored_plan_text
 from agentctl.coordinator.driver import Driver
 from agentctl.coordinator.events import current_sink
 from agentctl.coordinator.live import Live, live_from
+from agentctl.coordinator.otel import export_run
 from agentctl.coordinator.prepare import RunSettings
 from agentctl.coordinator.store import Store
 from agentctl.coordinator.streaming import StreamListener
@@ -144,6 +145,7 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
     with trio.CancelScope(shield=True):
         outcome = await _finish(store, req, live, final, cancelled)
     assert outcome is not None
+    await export_run(store, req.run_id, outcome.state)  # only with an OTLP endpoint set
     return outcome
 
 

@@ -19,6 +19,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate
 from agentctl.core.protocols import ProtocolEvidence
 from agentctl.ledger.artifacts.store import IngestResult
+from agentctl.ledger.audit import AuditEvent
 from agentctl.ledger.held_calls import CallGate, GatedCall
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import (
@@ -89,6 +90,9 @@ class Store:
 
     async def gate_call(self, gated: GatedCall) -> CallGate:
         return await self._run(lambda: self.ledger.gate_call(gated))
+
+    async def audit_after(self, run_id: str, after: int) -> Sequence[AuditEvent]:
+        return await self._run(lambda: self.ledger.audit_after(run_id, after))
 
     async def append_stream_event(self, event: NewStreamEvent) -> StreamEventRecord | None:
         return await self._run(lambda: self.ledger.append_stream_event(event))
