@@ -177,3 +177,24 @@ def test_the_trace_id_reaches_the_provider_as_traceparent(
     trace = outcome["traceId"].removeprefix("trace-").replace("-", "")
     [seen] = server.seen
     assert seen.headers["traceparent"] == f"00-{trace}-{effect['effectId'][:16]}-01"
+
+
+def test_retry_streams_the_new_runs_events_from_its_creation(cli: Cli, tmp_path: Path) -> None:
+    text = WORKFLOW.replace("policy: {", "policy: { approval: never,")
+    (tmp_path / "wf.yaml").write_text(text.replace("retry: { maxAttempts: 2, backoffMs: 10 }", ""))
+    failed = cli("--output", "json", "run", "wf.yaml", "--db", "r.db")
+    assert failed.rc == 4
+    source = failed.error["error"]["runId"]
+    retried = cli("--output", "jsonl", "retry", "wf.yaml", source, "--failed", "--db", "r.db")
+    lines = _lines(retried)
+    new_run = retried.error["error"]["runId"] if retried.rc else lines[-1]["data"]["runId"]
+    validator = jsonschema.Draft202012Validator(_schema())
+    for line in lines:
+        if line["kind"] != "RunOutcome":
+            validator.validate(line)
+    events = [line["data"] for line in lines if line["kind"] == "RunEvent"]
+    assert events[0]["type"] == "run.created" and events[0]["sequence"] == 1
+    assert {e["runId"] for e in events} == {new_run} and new_run != source
+    assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
+    printed = [(e["sequence"], e["type"]) for e in events]
+    assert printed == [(e["sequence"], e["eventType"]) for e in _audit(cli, new_run)]
