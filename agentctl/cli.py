@@ -48,6 +48,7 @@ from agentctl.render import (
     emit_error,
     emit_outcome,
     stream_event_printer,
+    write_jsonl_line,
 )
 
 app = typer.Typer(
@@ -440,7 +441,12 @@ def _execute(args: list[str]) -> Outcome | AgentctlError | int:
             packsource.MODE = packsource.PackMode(SETTINGS.offline, SETTINGS.locked)
         if normalized[:1] in (["-V"], ["--version"]):
             normalized = ["version", *normalized[1:]]
-        return _run_app(normalized)
+        if SETTINGS.output != "jsonl":
+            return _run_app(normalized)
+        from agentctl.coordinator.events import open_event_stream
+
+        with open_event_stream(write_jsonl_line):  # the run commands' live event lines
+            return _run_app(normalized)
     except AgentctlError as exc:
         if exc.exit_code == 2 and SETTINGS.output == "human":
             SETTINGS.output = sniff_output(args)  # type: ignore[assignment]

@@ -34,11 +34,19 @@ def _write(path: Path, text: str) -> None:
         raise ValidationError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
-def schema_cmd(write: WriteOpt = None) -> None:
-    """Print (or write) the JSON Schema of the workflow document."""
-    from agentctl.core.dsl.schema import workflow_json_schema
+EventsOpt = Annotated[
+    bool, typer.Option("--events", help="The schema of one --output jsonl event line instead.")
+]
 
-    schema = workflow_json_schema()
+
+def schema_cmd(write: WriteOpt = None, events: EventsOpt = False) -> None:
+    """Print (or write) the JSON Schema of the workflow document (or of an event line)."""
+    if events:
+        from agentctl.core.event_schema import EVENT_LINE_SCHEMA as schema
+    else:
+        from agentctl.core.dsl.schema import workflow_json_schema
+
+        schema = workflow_json_schema()
     text = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
     if write is not None:
         _write(write, text)

@@ -3,8 +3,8 @@
 Invariants:
 - JSON mode prints exactly one compact ``agentctl.dev/cli/v1`` envelope: a success on stdout,
   an error on stderr. Nothing else is written to stdout in JSON mode. JSONL mode is the same,
-  except that ``run`` / ``resume`` first print one ``StreamEvent`` envelope per durable stream
-  event, live, each on its own line (``stream_event_printer``).
+  except that commands driving a run first print one ``RunEvent`` or ``StreamEvent`` envelope
+  per durable event, live, each on its own line (``write_jsonl_line``, docs/events.md).
 - Human mode never writes ANSI escapes unless colour is on (``--color always``, or ``auto``
   with a terminal on stdout).
 - ``rich`` is imported only when a human table is actually drawn, to keep start-up fast.
@@ -105,28 +105,20 @@ class JsonRecord(Protocol):
 
 
 def stream_event_printer(settings: Settings) -> Callable[[JsonRecord], None] | None:
-    """With ``--output jsonl``: print each stream event as a ``StreamEvent`` line, at once.
-
-    In human mode without a terminal on stderr, each fragment's text goes to stderr as it
-    arrives (at a terminal the live progress view owns stderr); ``json`` prints none.
-    """
+    """In human mode without a terminal on stderr, each fragment's text goes to stderr as it
+    arrives (at a terminal the live progress view owns stderr). ``json`` prints none, and
+    ``jsonl`` shows fragments through the event stream (``coordinator/events.py``)."""
     if settings.output == "human" and not sys.stderr.isatty():
         return _show_text
-    if settings.output != "jsonl":
-        return None
+    return None
 
-    def show(record: JsonRecord) -> None:
-        envelope = {
-            "apiVersion": API_VERSION,
-            "kind": "StreamEvent",
-            "ok": True,
-            "data": record.to_json(),
-            "diagnostics": [],
-        }
-        sys.stdout.write(dump_json(envelope) + "\n")
-        sys.stdout.flush()
 
-    return show
+def write_jsonl_line(kind: str, data: Any) -> None:
+    """One event line of ``--output jsonl``: a success envelope, written and flushed at once."""
+    envelope = {"apiVersion": API_VERSION, "kind": kind, "ok": True, "data": data}
+    envelope["diagnostics"] = []
+    sys.stdout.write(dump_json(envelope) + "\n")
+    sys.stdout.flush()
 
 
 def _show_text(record: JsonRecord) -> None:

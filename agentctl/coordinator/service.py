@@ -18,7 +18,7 @@ import math
 import os
 import signal
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,9 @@ import trio
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import owner_identity, stored_plan_text
 from agentctl.coordinator.driver import Driver
+from agentctl.coordinator.events import current_sink
 from agentctl.coordinator.live import Live, live_from
+from agentctl.coordinator.otel import export_run
 from agentctl.coordinator.prepare import RunSettings
 from agentctl.coordinator.store import Store
 from agentctl.coordinator.streaming import StreamListener
@@ -125,7 +127,10 @@ def create_run(
 
 async def drive_run(req: DriveRequest) -> RunOutcome:
     """Drive a created or resumed run to a resting state under the one cancellation path."""
-    store = Store(req.ledger)
+    sink = current_sink()
+    if sink is not None:  # --output jsonl: show what this drive commits, as it commits
+        req = replace(req, on_stream=sink.stream)
+    store = Store(req.ledger, sink.tap(req.run_id, req.trace_id) if sink else None)
     live = live_from(await store.load_live(req.run_id))
     registry = _worker_registry(req.ledger.location)
     try:
@@ -140,6 +145,7 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
     with trio.CancelScope(shield=True):
         outcome = await _finish(store, req, live, final, cancelled)
     assert outcome is not None
+    await export_run(store, req.run_id, outcome.state)  # only with an OTLP endpoint set
     return outcome
 
 
@@ -155,6 +161,7 @@ async def _drive_with_workers(
     async with open_worker_pool(
         size, registry_path=registry, preload=preload, prestarted=req.prestarted
     ) as pool:
+        pool.trace_id = req.trace_id
         await store.open_artifacts()
         driver = Driver(
             store,

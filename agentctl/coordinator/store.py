@@ -14,10 +14,12 @@ from typing import TypeVar
 
 import trio
 
+from agentctl.coordinator.events import EventTap
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate
 from agentctl.core.protocols import ProtocolEvidence
 from agentctl.ledger.artifacts.store import IngestResult
+from agentctl.ledger.audit import AuditEvent
 from agentctl.ledger.held_calls import CallGate, GatedCall
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import (
@@ -44,13 +46,20 @@ T = TypeVar("T")
 class Store:
     """Async facade over ``RunLedger``: the same steps, awaited in the ledger's thread."""
 
-    def __init__(self, ledger: RunLedger) -> None:
+    def __init__(self, ledger: RunLedger, tap: EventTap | None = None) -> None:
         self.ledger = ledger
         self._limiter = trio.CapacityLimiter(1)
+        self._tap = tap  # the live event stream's one hook: it reads what each call committed
 
     async def _run(self, fn: Callable[[], T]) -> T:
         # abandon_on_cancel stays False: a cancelled caller still waits for its commit.
-        return await trio.to_thread.run_sync(fn, limiter=self._limiter)
+        if self._tap is None:
+            return await trio.to_thread.run_sync(fn, limiter=self._limiter)
+        result = await trio.to_thread.run_sync(
+            self._tap.wrap(fn, self.ledger), limiter=self._limiter
+        )
+        self._tap.flush()
+        return result
 
     async def load_live(self, run_id: str) -> LiveState:
         return await self._run(lambda: self.ledger.load_live(run_id))
@@ -81,6 +90,9 @@ class Store:
 
     async def gate_call(self, gated: GatedCall) -> CallGate:
         return await self._run(lambda: self.ledger.gate_call(gated))
+
+    async def audit_after(self, run_id: str, after: int) -> Sequence[AuditEvent]:
+        return await self._run(lambda: self.ledger.audit_after(run_id, after))
 
     async def append_stream_event(self, event: NewStreamEvent) -> StreamEventRecord | None:
         return await self._run(lambda: self.ledger.append_stream_event(event))

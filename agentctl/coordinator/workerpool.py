@@ -126,6 +126,7 @@ class WorkerPool:
         self._workers: list[_Worker] = []
         self._lock = trio.Lock()
         self._closed = False
+        self.trace_id: str | None = None  # stamped on each Execute (the provider's traceparent)
 
     def worker_pids(self) -> list[int]:
         return [w.pid for w in self._workers if not w.lost]
@@ -150,6 +151,8 @@ class WorkerPool:
             # time (not known to a fresh worker) still runs.
             named = registry.executor_for_operation(msg.operation)
             msg = msg.model_copy(update={"executor": named})
+        if msg.trace_id is None and self.trace_id is not None:
+            msg = msg.model_copy(update={"trace_id": self.trace_id})
         worker, reply = await self._assign(msg.effect_id)
         reply.on_fragment = on_fragment
         reply.on_handle = on_handle

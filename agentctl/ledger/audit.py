@@ -101,9 +101,45 @@ def write_checkpoint_txn(conn: sqlite3.Connection, run_id: str, state: object, n
     conn.execute(_INSERT_CHECKPOINT, (run_id, ROW_FORMAT_VERSION, text, sha256_hex(text), now))
 
 
-def list_audit(conn: sqlite3.Connection, run_id: str) -> list[AuditEvent]:
+_EFFECT_ROW = """SELECT run_id, task_id, attempt, operation, status, trace_id
+    FROM effects WHERE effect_id = ?"""
+
+
+def audit_effect_txn(conn: sqlite3.Connection, effect_id: str, now: str) -> None:
+    """Audit the effect's current status as ``effect.<status>``, in the caller's transaction.
+
+    Called right after each status change, so every effect transition (requested, started,
+    succeeded, failed, uncertain, cancelled, waiting_for_approval) is an audit event with the
+    run's next sequence. The payload holds identities only: no request, result or error text,
+    so nothing a redactor would have to catch is copied here.
+    """
+    row = conn.execute(_EFFECT_ROW, (effect_id,)).fetchone()
+    if row is None:
+        return
+    payload: JsonObject = {
+        "effectId": effect_id,
+        "operation": row["operation"],
+        "attempt": row["attempt"],
+        "status": row["status"],
+    }
+    append_audit_txn(
+        conn,
+        row["run_id"],
+        f"effect.{row['status']}",
+        payload,
+        now,
+        task_id=row["task_id"],
+        trace_id=row["trace_id"],
+    )
+
+
+def list_audit(conn: sqlite3.Connection, run_id: str, after: int = 0) -> list[AuditEvent]:
+    """The run's audit events with a sequence above ``after``, in sequence order."""
     rows = fetch_all(
-        conn, "SELECT * FROM audit_events WHERE run_id = ? ORDER BY sequence", (run_id,), "audit"
+        conn,
+        "SELECT * FROM audit_events WHERE run_id = ? AND sequence > ? ORDER BY sequence",
+        (run_id, after),
+        "audit",
     )
     return [
         AuditEvent(

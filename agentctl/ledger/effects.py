@@ -19,6 +19,7 @@ from agentctl.core.effects import input_digest as core_input_digest
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError, NotFoundError
 from agentctl.ledger.artifacts.values import dumps_value, dumps_value_opt, loads_value
+from agentctl.ledger.audit import audit_effect_txn
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, SqlParam, fetch_all, fetch_one
 
 FINISHED_STATUSES = frozenset({"succeeded", "failed", "uncertain"})
@@ -136,6 +137,7 @@ def insert_effect_txn(conn: sqlite3.Connection, effect: NewEffect, now: str) -> 
     request = dumps_value(conn, effect.request, now)
     rest = (effect.risk, effect.idempotency, effect_id, status, request, now)
     conn.execute(_INSERT_EFFECT, (*identity, *kind, *rest, effect.trace_id))
+    audit_effect_txn(conn, effect_id, now)
     return effect_id
 
 
@@ -164,6 +166,7 @@ def start_effect_txn(conn: sqlite3.Connection, effect_id: str, now: str) -> None
         (now, effect_id),
         "requested",
     )
+    audit_effect_txn(conn, effect_id, now)
 
 
 def finish_effect_txn(
@@ -193,6 +196,7 @@ def finish_effect_txn(
         ),
         "started",
     )
+    audit_effect_txn(conn, effect_id, now)
 
 
 def resolve_waiting_effect_txn(
@@ -209,6 +213,7 @@ def resolve_waiting_effect_txn(
         (new, completed, effect_id),
         "waiting_for_approval",
     )
+    audit_effect_txn(conn, effect_id, now)
 
 
 def mark_uncertain_txn(
@@ -226,6 +231,8 @@ def mark_uncertain_txn(
         " WHERE effect_id = ? AND status = 'started'",
         [(now, effect_id) for effect_id in ids],
     )
+    for effect_id in ids:
+        audit_effect_txn(conn, effect_id, now)
     return ids
 
 

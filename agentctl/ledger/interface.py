@@ -25,6 +25,7 @@ from agentctl.core.longterm import Candidate, EmbeddingIdentity
 from agentctl.core.protocols import ProtocolEvidence
 from agentctl.ledger.approvals import ApprovalRecord
 from agentctl.ledger.artifacts.store import IngestResult
+from agentctl.ledger.audit import AuditEvent
 from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.held_calls import CallGate, GatedCall
 from agentctl.ledger.housekeeping import GarbageCollection
@@ -150,6 +151,11 @@ class RunLedger(Protocol):
     def append_stream_event(self, event: NewStreamEvent) -> StreamEventRecord | None:
         """Persist one fragment of a streamed model answer, bounded, under the task attempt's
         next sequence; None when the attempt already holds the most events it may keep."""
+        ...
+
+    def audit_after(self, run_id: str, after: int) -> Sequence[AuditEvent]:
+        """The run's committed audit events with a sequence above ``after``, in order (what
+        the live event stream renders after each write)."""
         ...
 
     def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:

@@ -38,6 +38,7 @@ from agentctl.ledger.artifacts.store import (
     blob_problem,
     open_artifact_store,
 )
+from agentctl.ledger.audit import AuditEvent, list_audit
 from agentctl.ledger.connection import DEFAULT_BUSY_TIMEOUT_MS, Database, open_database
 from agentctl.ledger.housekeeping import GarbageCollection, collect_garbage
 from agentctl.ledger.migrations import MigrationResult
@@ -165,6 +166,10 @@ class SqliteLedger:
     ) -> streams.StreamEventRecord | None:
         with self._db.transaction() as conn:
             return streams.append_stream_event_txn(conn, event)
+
+    def audit_after(self, run_id: str, after: int) -> Sequence[AuditEvent]:
+        with self._db.read() as conn:
+            return list_audit(conn, run_id, after)
 
     def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
         with self._db.transaction() as conn:

@@ -71,6 +71,8 @@ class Execute(WireModel):
     # "module:function" of the executor (from the coordinator's registry); absent: the worker
     # looks the operation up in its own registry.
     executor: str | None = None
+    # The coordinator invocation's trace id, sent on as W3C ``traceparent`` (workers/tracecontext).
+    trace_id: str | None = None
 
 
 class Result(WireModel):

@@ -49,6 +49,7 @@ from agentctl.workers.executors import (
 )
 from agentctl.workers.remote import CURRENT_LINK, HandleLink
 from agentctl.workers.stream import StreamSink, bind_sink
+from agentctl.workers.tracecontext import CURRENT_TRACEPARENT, traceparent
 
 
 async def _execute(msg: Execute) -> ExecOutcome:
@@ -57,6 +58,7 @@ async def _execute(msg: Execute) -> ExecOutcome:
     executor = executor_for(msg)
     dispatch = Dispatch()
     CURRENT_DISPATCH.set(dispatch)
+    CURRENT_TRACEPARENT.set(traceparent(msg.trace_id, msg.effect_id))
     outcome: ExecOutcome | None = None
     with trio.move_on_after(msg.timeout_seconds):
         outcome = await executor(msg)

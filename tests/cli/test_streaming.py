@@ -65,6 +65,15 @@ def _lines(stdout: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stdout.splitlines() if line.strip()]
 
 
+def _stream_lines(stdout: str) -> list[dict[str, Any]]:
+    """The lines other than the audit's ``RunEvent``s (docs/events.md): the fragments and the
+    outcome; each fragment's ``traceId`` (the invocation's, not stored with it) is dropped."""
+    lines = [line for line in _lines(stdout) if line["kind"] != "RunEvent"]
+    for line in lines[:-1]:
+        assert line["data"].pop("traceId").startswith("trace-")
+    return lines
+
+
 def _inspect(cli: Cli, run_id: str) -> Any:
     return cli("--output", "json", "inspect", run_id, "--db", "r.db").data
 
@@ -89,7 +98,7 @@ def test_jsonl_prints_one_event_per_delta_then_the_outcome(
 ) -> None:
     done = _stream_run(cli, tmp_path, server, "jsonl", CHUNKS)
     assert done.rc == 0, done.stderr
-    lines = _lines(done.stdout)
+    lines = _stream_lines(done.stdout)
     assert [line["kind"] for line in lines] == ["StreamEvent"] * len(CHUNKS) + ["RunOutcome"]
     events = [line["data"] for line in lines[:-1]]
     assert [e["payload"]["text"] for e in events] == CHUNKS
@@ -103,6 +112,10 @@ def test_jsonl_prints_one_event_per_delta_then_the_outcome(
     [effect] = _inspect(cli, outcome["runId"])["effects"]
     assert {e["effectId"] for e in events} == {effect["effectId"]}
     assert KEY not in (tmp_path / "r.db").read_bytes().decode("utf-8", "replace")
+    # In the whole stream the fragments sit where they committed: inside the model effect.
+    kinds = [line["data"].get("type", line["kind"]) for line in _lines(done.stdout)]
+    started, finished = kinds.index("effect.started"), kinds.index("effect.succeeded")
+    assert kinds[started + 1 : finished] == ["StreamEvent"] * len(CHUNKS)
 
 
 def test_json_output_stays_one_document_and_replay_copies_the_events(
@@ -149,7 +162,7 @@ def test_resume_streams_too_and_an_approval_pause_keeps_the_order(cli: Cli, tmp_
     (tmp_path / "wf.yaml").write_text(FAKE_WITH_APPROVAL)
     paused = cli("--output", "jsonl", "run", "wf.yaml", "--db", "r.db")
     assert paused.rc == 3, paused.stderr
-    first = _lines(paused.stdout)
+    first = _stream_lines(paused.stdout)
     assert [line["kind"] for line in first] == ["StreamEvent", "RunOutcome"]
     assert first[0]["data"]["eventType"] == "tool_arguments.delta"
     assert json.loads(first[0]["data"]["payload"]["text"]) == {"content": "hi", "path": "out.txt"}
@@ -159,7 +172,7 @@ def test_resume_streams_too_and_an_approval_pause_keeps_the_order(cli: Cli, tmp_
     cli("--output", "json", "approvals", "approve", approval_id, "--reason", "ok", "--db", "r.db")
     resumed = cli("--output", "jsonl", "resume", run_id, "--db", "r.db")
     assert resumed.rc == 0, resumed.stderr
-    second = _lines(resumed.stdout)
+    second = _stream_lines(resumed.stdout)
     assert [line["kind"] for line in second] == ["StreamEvent"] * 3 + ["RunOutcome"]
     assert [line["data"]["payload"]["text"] for line in second[:-1]] == ["all ", "three ", "words"]
     assert [line["data"]["sequence"] for line in second[:-1]] == [2, 3, 4]
