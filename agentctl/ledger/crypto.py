@@ -197,6 +197,7 @@ class ColumnCodec:
     def __init__(self, current: ColumnKey, previous: ColumnKey | None = None) -> None:
         self.current = current
         self.previous = previous
+        self.failure: PersistenceError | None = None
 
     def seal_value(self, table: str, column: str, value: SqlParam) -> SqlParam:
         """``agentctl_seal``: plaintext → envelope; envelopes (checked by triggers) unchanged."""
@@ -208,7 +209,11 @@ class ColumnCodec:
         """``agentctl_reseal`` (rotate): the previous key's envelope → the current key's."""
         if not isinstance(value, str) or not value.startswith(PREFIX):
             return self.seal_value(table, column, value)
-        return seal(self.current, table, column, self.open_value(value, ((table, column),)))
+        try:
+            return seal(self.current, table, column, self.open_value(value, ((table, column),)))
+        except PersistenceError as exc:
+            self.failure = exc  # SQLite reports only "user-defined function raised exception"
+            raise
 
     def open_value(self, envelope: str, places: tuple[tuple[str, str], ...]) -> str:
         keys = (self.current,) if self.previous is None else (self.current, self.previous)

@@ -16,7 +16,7 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from agentctl.core.jsonvalue import JsonObject
-from agentctl.errors import ValidationError
+from agentctl.errors import PersistenceError, ValidationError
 from agentctl.ledger import crypto
 from agentctl.ledger.connection import Database
 from agentctl.ledger.crypto import PREFIX, SENSITIVE, ColumnCodec, ColumnKey
@@ -134,6 +134,17 @@ def _reseal_all(conn: sqlite3.Connection) -> None:
         conn.execute(f"UPDATE {table} SET {sets} WHERE {where}")
 
 
+def _foreign_envelopes(before: EncryptionReport) -> None:
+    """Refuse to reseal values under a key id that is not the database's: no key opens them."""
+    for c in before.columns:
+        strangers = sorted(k for k in c.encrypted if k != before.key_id)
+        if strangers:
+            raise PersistenceError(
+                f"{c.table}.{c.column} holds values encrypted under key {strangers[0]!r}, which "
+                "is not this database's key; restore the database from a backup"
+            )
+
+
 def _check_change(change: EncryptionChange, state: crypto.KeyState | None) -> None:
     crypto.check_key_id(change.key_id)
     if change.action == "enable" and state is not None:
@@ -156,12 +167,35 @@ def _write_state(conn: sqlite3.Connection, key: ColumnKey, now: str, enabling: b
     )
 
 
+def _reseal_in_one_transaction(db: Database, change: EncryptionChange, key: ColumnKey) -> None:
+    """State row, triggers and every value under ``key``, committed together; the connection
+    holds the previous key too for this transaction only, and gets it back on failure."""
+    old = db.conn.codec if isinstance(db.conn, crypto.LedgerConnection) else None
+    both = ColumnCodec(key, old.current if old else None)
+    crypto.attach(db.conn, both)
+    try:
+        with db.transaction() as conn:
+            _write_state(conn, key, change.now, change.action == "enable")
+            _replace_triggers(conn, key.key_id)
+            _reseal_all(conn)
+    except BaseException as exc:
+        if old is not None:
+            crypto.attach(db.conn, old)
+        else:
+            crypto.detach(db.conn)
+        if both.failure is not None:
+            raise both.failure from exc
+        raise
+    crypto.attach(db.conn, ColumnCodec(key))
+
+
 def change_encryption(db: Database, change: EncryptionChange) -> EncryptionReport:
     """``enable`` or ``rotate`` in one transaction (or, with ``dry_run``, only count)."""
     with db.read() as conn:
         state = crypto.read_state(conn)
         _check_change(change, state)
         before = inventory(conn, change.action)
+    _foreign_envelopes(before)
     key = crypto.load_key(change.key_id, change.key_env, new=True)
     # Every value not already under the new key changes (plaintext and old envelopes).
     changed = sum(c.plaintext + sum(c.encrypted.values()) for c in before.columns)
@@ -169,20 +203,7 @@ def change_encryption(db: Database, change: EncryptionChange) -> EncryptionRepor
         return EncryptionReport(
             before.key_id, before.key_env, before.columns, change.action, changed, True
         )
-    old = db.conn.codec if isinstance(db.conn, crypto.LedgerConnection) else None
-    crypto.attach(db.conn, ColumnCodec(key, old.current if old else None))
-    try:
-        with db.transaction() as conn:
-            _write_state(conn, key, change.now, change.action == "enable")
-            _replace_triggers(conn, key.key_id)
-            _reseal_all(conn)
-    except BaseException:
-        if old is not None:
-            crypto.attach(db.conn, old)
-        else:
-            crypto.detach(db.conn)
-        raise
-    crypto.attach(db.conn, ColumnCodec(key))
+    _reseal_in_one_transaction(db, change, key)
     db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     with db.read() as conn:
         after = inventory(conn, change.action)
