@@ -183,3 +183,31 @@ def test_enable_refuses_values_sealed_under_an_unknown_key(ledger: Database) -> 
     with ledger.read() as tx:
         assert inventory(tx).key_id is None
         assert tx.execute("SELECT inputs_json FROM runs").fetchone()[0] == '{"x":1}'
+
+
+def test_large_values_stay_inline_and_gc_sees_through_envelopes(
+    ledger: Database, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_ledger_values import BIG, _digest, _record_write
+
+    from agentctl.ledger.artifacts.store import blob_file, open_artifact_store
+    from agentctl.ledger.artifacts.values import dumps_value
+    from agentctl.ledger.housekeeping import collect_garbage
+
+    _record_write(ledger, {"content": BIG}, {"after": BIG})  # spilled to a value blob
+    monkeypatch.setenv(KEY_ENV, base64.b64encode(os.urandom(32)).decode())
+    change_encryption(ledger, EncryptionChange("enable", "k1", KEY_ENV, ts(9)))
+    later = "z" * len(BIG)
+    with ledger.transaction() as tx:  # a large value written once encrypted: kept in its row
+        tx.execute("UPDATE runs SET output_json = ?", (dumps_value(tx, later, ts(10)),))
+    assert not blob_file(db_path.parent / "artifacts", _digest(later)).exists()
+    with ledger.read() as tx:
+        assert get_run(tx, "run-1").output == later
+    store = open_artifact_store(ledger)
+    soon = "2024-05-02T12:00:00.000Z"  # the run is too recent to collect
+    kept = collect_garbage(store, soon, older_than_days=30, dry_run=False)
+    # The encrypted rows still name the old blob, and gc can read them: it stays pinned.
+    assert kept.removed.value_blobs == 0 and not kept.removed.value_blobs_kept_encrypted
+    later_on = "2024-07-01T12:00:00.000Z"
+    freed = collect_garbage(store, later_on, older_than_days=30, dry_run=False)
+    assert freed.removed.runs == ("run-1",) and freed.removed.value_blobs == 1
