@@ -170,16 +170,15 @@ def test_a_failed_rotate_leaves_everything_under_the_old_key(
         assert {c.column: c.encrypted for c in inventory(tx).columns}["inputs_json"] == {"k1": 1}
 
 
-def test_enable_refuses_values_sealed_under_an_unknown_key(ledger: Database) -> None:
+def test_enable_refuses_values_sealed_under_an_unknown_key(
+    ledger: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
     make_run(ledger, "run-1")
     with ledger.transaction() as tx:  # no triggers yet: a stray envelope gets in
         tx.execute(f"UPDATE runs SET reason = '{PREFIX}k0:AAAA'")
-    os.environ[KEY_ENV] = base64.b64encode(os.urandom(32)).decode()
-    try:
-        with pytest.raises(PersistenceError, match="'k0'"):
-            change_encryption(ledger, EncryptionChange("enable", "k1", KEY_ENV, ts(1)))
-    finally:
-        del os.environ[KEY_ENV]
+    monkeypatch.setenv(KEY_ENV, base64.b64encode(os.urandom(32)).decode())
+    with pytest.raises(PersistenceError, match="'k0'"):
+        change_encryption(ledger, EncryptionChange("enable", "k1", KEY_ENV, ts(1)))
     with ledger.read() as tx:
         assert inventory(tx).key_id is None
         assert tx.execute("SELECT inputs_json FROM runs").fetchone()[0] == '{"x":1}'
