@@ -26,7 +26,6 @@ import binascii
 import functools
 import os
 import re
-import secrets
 import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -135,7 +134,7 @@ def _aad(table: str, column: str, key_id: str) -> bytes:
 
 
 def seal(key: ColumnKey, table: str, column: str, plaintext: str) -> str:
-    nonce = secrets.token_bytes(_NONCE_BYTES)
+    nonce = os.urandom(_NONCE_BYTES)
     sealed = key.aead.encrypt(nonce, plaintext.encode(), _aad(table, column, key.key_id))
     return f"{PREFIX}{key.key_id}:{base64.b64encode(nonce + sealed).decode('ascii')}"
 
