@@ -360,6 +360,7 @@ def _register_state_groups() -> None:
     from agentctl import (
         cli_docs,
         cli_doctor,
+        cli_encryption,
         cli_housekeeping,
         cli_inspect,
         cli_packs,
@@ -376,6 +377,7 @@ def _register_state_groups() -> None:
     cli_providers.register(app)
     cli_doctor.register(app)
     cli_housekeeping.register(app)
+    cli_encryption.register()
 
     app.add_typer(approvals_app, name="approvals")
     app.add_typer(artifacts_app, name="artifacts")

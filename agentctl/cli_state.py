@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 artifacts_app = typer.Typer(
     help="List, verify, export and collect stored artifacts.", no_args_is_help=True
 )
-db_app = typer.Typer(help="Database statistics and migration.", no_args_is_help=True)
+db_app = typer.Typer(
+    help="Database statistics, migration and encryption at rest.", no_args_is_help=True
+)
 
 
 def _now() -> str:

@@ -43,6 +43,7 @@ ALLOWED: dict[str, set[str]] = {
         "cli_argv",
         "cli_doctor",
         "cli_housekeeping",
+        "cli_encryption",
     },
     # The global flags, taken out of argv before typer parses the rest.
     "cli_argv": {"render", "errors"},
@@ -66,6 +67,8 @@ ALLOWED: dict[str, set[str]] = {
     # doctor (ready to run here?), gc and completion: operator tools over a workflow or a ledger.
     "cli_doctor": {"clikit", "render", "coordinator", "core", "cli_vars"},
     "cli_housekeeping": {"clikit", "render", "errors", "ledger", "core", "cli_state"},
+    # db encryption inventory|enable|rotate: the ledger's column encryption (ADR 0010).
+    "cli_encryption": {"clikit", "render", "ledger", "cli_state"},
     "__main__": {"entry"},
     # The process entry point: the SIGINT guard around importing the CLI.
     "entry": {"cli", "render", "errors"},

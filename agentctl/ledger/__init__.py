@@ -16,6 +16,7 @@ from agentctl.ledger.artifacts.store import IngestResult
 from agentctl.ledger.audit import AuditEvent, Checkpoint
 from agentctl.ledger.budget import BudgetSnapshot, ReservationOutcome
 from agentctl.ledger.effects import EffectRecord, NewEffect, ToolCallRecord
+from agentctl.ledger.encryption import EncryptionChange, EncryptionReport
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.migrations import SUPPORTED_SCHEMA_VERSION, MigrationResult
 from agentctl.ledger.model import (
@@ -88,6 +89,8 @@ __all__ = [
     "EffectOutcome",
     "EffectRecord",
     "EffectStartBatch",
+    "EncryptionChange",
+    "EncryptionReport",
     "Finished",
     "GcRequest",
     "InflightEffect",

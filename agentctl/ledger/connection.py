@@ -15,6 +15,8 @@ Invariants:
   v5 on; older ledgers of ours are recognised by their ``runs`` table and get it on migration;
 - the database file (and its -wal/-shm companions) are created with mode 0600; SQLite gives
   the companions the main file's mode, and we chmod them again where they exist.
+- an encrypted ledger (``ledger/crypto.py``) is opened with its key before migrations run;
+  a missing or wrong key is exit 5 and nothing is written.
 - every connection runs WAL, ``synchronous=FULL``, ``foreign_keys=ON`` and a busy timeout
   (5 s by default); writes use ``BEGIN IMMEDIATE`` so a writer takes the lock up front.
 - first-time setup (creating the file, switching it to WAL, migrating) is serialised across
@@ -52,6 +54,7 @@ from agentctl.errors import (
     PersistenceError,
     from_os_error,
 )
+from agentctl.ledger.crypto import LedgerConnection, attach_if_encrypted
 from agentctl.ledger.migrations import (
     APPLICATION_ID,
     SUPPORTED_SCHEMA_VERSION,
@@ -265,6 +268,7 @@ def connect(
         timeout=busy_timeout_ms / 1000,
         isolation_level=None,
         check_same_thread=False,
+        factory=LedgerConnection,  # plain sqlite3 until an encrypted ledger attaches its key
     )
     try:
         conn.row_factory = sqlite3.Row
@@ -368,6 +372,8 @@ def _connect_and_migrate(
     _private_file(db)
     conn = connect(db, busy_timeout_ms, verify=verify and created is None)
     try:
+        # An encrypted ledger opens only with its key, checked before any migration writes.
+        attach_if_encrypted(conn)
         return conn, created or migrate(conn, target_version)
     except BaseException:
         conn.close()

@@ -16,8 +16,9 @@ Invariants:
   them may be, so no kept row names a deleted run or its effects (a compensation's
   reconciliation lives with the source run and names the compensating run's effect);
 - a value blob (ADR 0008) is unpinned only when no text column of any table names its digest
-  any more; if any column holds an encrypted envelope (whose references cannot be seen) no
-  value blob is unpinned at all;
+  any more; if any column holds an encrypted envelope the connection cannot open (whose
+  references cannot be seen) no value blob is unpinned at all — an encrypted ledger opened with
+  its key reads through its envelopes (``ledger/crypto.py``), so this is only a stray one;
 - everything — run deletion, memory expiry, unpinning and the artifact collection of
   ``artifacts/gc.py`` — runs under the store lock in one ``BEGIN IMMEDIATE`` transaction; a
   dry run reports the same and rolls it all back.
@@ -39,7 +40,11 @@ from agentctl.ledger.rows import shift_ts
 _VALUE_REF = re.compile(r'"\$artifact":"(sha256:[0-9a-f]{64})"')
 _ENCRYPTED_PREFIX = "agentctl.encrypted."  # column envelopes (spec/cli.md §12)
 # Tables whose text never holds a ledger value reference: the blob catalogue itself.
-_NOT_CONTENT = frozenset({"artifact_blobs", "artifact_refs", "artifact_ingests", "value_blobs"})
+# Tables that never name a value blob (state_encryption's key check is an envelope of a fixed
+# text: counting it would make every encrypted ledger keep every value blob).
+_NOT_CONTENT = frozenset(
+    {"artifact_blobs", "artifact_refs", "artifact_ingests", "value_blobs", "state_encryption"}
+)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from agentctl.ledger.approvals import ApprovalRecord
 from agentctl.ledger.artifacts.store import IngestResult
 from agentctl.ledger.audit import AuditEvent
 from agentctl.ledger.effects import EffectRecord
+from agentctl.ledger.encryption import EncryptionChange, EncryptionReport
 from agentctl.ledger.held_calls import CallGate, GatedCall
 from agentctl.ledger.housekeeping import GarbageCollection
 from agentctl.ledger.migrations import MigrationResult
@@ -256,6 +257,14 @@ class RunLedger(Protocol):
 
     def migration(self) -> MigrationResult:
         """What opening this ledger migrated."""
+        ...
+
+    def encryption_inventory(self) -> EncryptionReport:
+        """Per sensitive column: values in plaintext and sealed under each key id."""
+        ...
+
+    def change_encryption(self, change: EncryptionChange) -> EncryptionReport:
+        """``db encryption enable|rotate``: every sensitive value resealed in one transaction."""
         ...
 
     # ---------------------------------------------------------------- artifacts

@@ -352,6 +352,23 @@ def _value_blobs() -> tuple[str, ...]:
     )
 
 
+def _state_encryption() -> tuple[str, ...]:
+    """Column encryption at rest (``ledger/crypto.py``, ADR 0010): the singleton naming the key
+    that seals the sensitive columns — its id, the variable it is read from and a check
+    envelope, never the key. No row: not encrypted. ``db encryption enable`` adds the row and
+    the triggers that seal and guard each sensitive table (they are not part of the schema)."""
+    return (
+        """CREATE TABLE state_encryption (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            format_version INTEGER NOT NULL DEFAULT 1,
+            key_id TEXT NOT NULL,
+            key_env TEXT NOT NULL,
+            key_check TEXT NOT NULL,
+            enabled_at TEXT NOT NULL,
+            rotated_at TEXT)""",
+    )
+
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V1,
     _V2,
@@ -363,6 +380,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _protocol_records(),  # v8: protocol sessions and calls (MCP, A2A), shown by `inspect`
     _remote_handles(),  # v9: an A2A task id, persisted mid-effect
     _value_blobs(),  # v10: large ledger values kept once in the artifact store
+    _state_encryption(),  # v11: the key state of column encryption at rest
 )
 SUPPORTED_SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import agentctl.ledger.approvals as approvals
 import agentctl.ledger.budget as budget
 import agentctl.ledger.effects as effects
+import agentctl.ledger.encryption as encryption
 import agentctl.ledger.held_calls as held_calls
 import agentctl.ledger.lifecycle as lifecycle
 import agentctl.ledger.longterm as longterm
@@ -296,6 +297,13 @@ class SqliteLedger:
 
     def migration(self) -> MigrationResult:
         return self._db.migration
+
+    def encryption_inventory(self) -> encryption.EncryptionReport:
+        with self._db.read() as conn:
+            return encryption.inventory(conn)
+
+    def change_encryption(self, change: encryption.EncryptionChange) -> encryption.EncryptionReport:
+        return encryption.change_encryption(self._db, change)
 
     # ---------------------------------------------------------------- artifacts
 

@@ -82,6 +82,7 @@ _FILLERS = {
     7: [_fill_v1, _fill_v2, _fill_v3],  # v7 only added long-term search columns
     8: [_fill_v1, _fill_v2, _fill_v3],  # v8 only added the protocol tables
     9: [_fill_v1, _fill_v2, _fill_v3],  # v9 only added the remote-handles table
+    10: [_fill_v1, _fill_v2, _fill_v3],  # v10 only added the value-blobs table
 }
 
 

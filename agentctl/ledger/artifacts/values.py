@@ -75,7 +75,10 @@ def spill_text(conn: sqlite3.Connection, text: str, now: str) -> str:
     """``text`` (canonical JSON, e.g. a stored plan) with its long strings stored as blobs."""
     if _QUOTED_MARKER not in text and not _may_hold_long_string(text):
         return text  # nothing to store apart, nothing to escape: the common, fast path
-    spiller = _Spiller(conn, _store_root(conn), now)
+    # An encrypted ledger keeps long strings inline, sealed with their row: a blob file in
+    # artifacts/ would hold them in plaintext (docs/encryption.md).
+    root = None if getattr(conn, "codec", None) is not None else _store_root(conn)
+    spiller = _Spiller(conn, root, now)
     return canonical_json(_encode(json.loads(text), spiller))
 
 
