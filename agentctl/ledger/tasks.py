@@ -214,10 +214,13 @@ def commit_tasks_txn(
     now: str,
     *,
     trace_id: str | None = None,
-) -> None:
+    checkpoint: bool = True,
+) -> JsonObject:
     """Commit a batch of task results in order, then memory and one checkpoint.
 
-    ``working_memory`` replaces the run's memory unless it is ``None``.
+    ``working_memory`` replaces the run's memory unless it is ``None``. Returns the
+    checkpoint's state; ``checkpoint=False`` leaves writing it to a caller that merges it
+    into the one checkpoint of a larger transaction.
     """
     summary: list[JsonValue] = []
     for c in completions:
@@ -241,7 +244,9 @@ def commit_tasks_txn(
             (text, now, run_id),
         )
         state["workingMemoryDigest"] = json_digest(working_memory)
-    write_checkpoint_txn(conn, run_id, state, now)
+    if checkpoint:
+        write_checkpoint_txn(conn, run_id, state, now)
+    return state
 
 
 def transition_task_txn(
