@@ -177,11 +177,11 @@ class Driver:
                 await self._flush()
             return
         # The previous batch's staged results ride in the transaction that records this
-        # batch's fresh effects (one commit per chain step); whatever it did not carry commits
-        # on its own — either way before anything of this batch executes.
+        # batch's fresh effects or starts its agents (one commit per chain step); whatever
+        # they did not carry commits on its own — either way before anything here executes.
         steps = await self._record(steps)
-        await self._flush()
         steps = await self._start(steps)
+        await self._flush()
         steps = await self._execute(steps, view)
         self._stage(steps)  # committed by the next batch's first transaction, or drive's end
 
@@ -314,9 +314,11 @@ class Driver:
                 model.TaskStart(s.task.id, self.live.states[s.task.id], s.attempt) for s in agents
             ]
             now = self.clock.now()
+            after = self._staged_commit(now)  # carried, like ``_record``'s requests
             await self.store.start_tasks(
-                model.TaskStartBatch(self.rs.run_id, rows, now, self.trace_id)
+                model.TaskStartBatch(self.rs.run_id, rows, now, self.trace_id, after)
             )
+            self.staged = Staged()
             for step in agents:
                 self._mirror(step.task.id, "running", step.attempt)
         resumed = [s for s in steps if isinstance(s, PendingEffect)]

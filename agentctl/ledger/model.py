@@ -160,10 +160,14 @@ class TaskStart:
 
 @dataclass(frozen=True)
 class TaskStartBatch:
+    """Agent tasks to running; ``after`` as in ``RequestBatch`` (committed first, same
+    transaction)."""
+
     run_id: str
     starts: Sequence[TaskStart]
     now: str
     trace_id: str
+    after: BatchCommit | None = None
 
 
 @dataclass(frozen=True)
