@@ -345,21 +345,24 @@ class Driver:
         work = [s for s in steps if isinstance(s, (StartedEffect, RunningAgent))]
         if not work:
             return steps
-        # One effect alone commits its outcome with its completion; several share group
-        # commits of whatever outcomes are ready, each durable as soon as its group commits.
-        defer = len(work) == 1 and isinstance(work[0], StartedEffect)
+        done: dict[int, Step] = {}
+        lone = work[0] if len(work) == 1 else None
+        if isinstance(lone, StartedEffect):
+            # One effect alone defers its outcome into its completion (no committer, no
+            # nursery: a chain step pays for neither).
+            done[id(lone)] = await self.effects.run(lone, view.memory, None)
+            return [done.get(id(s), s) for s in steps]
+        # Several share group commits of whatever outcomes are ready, each durable as soon
+        # as its group commits.
         remote = [s for s in work if isinstance(s, RunningAgent) or not s.effect.in_process]
         if len(remote) > 1:
             await self.pool.warm(len(remote))
-        done: dict[int, Step] = {}
         async with trio.open_nursery() as outer:
             committer = GroupCommitter(self.store)
             outer.start_soon(committer.serve)
             async with trio.open_nursery() as nursery:
                 for step in work:
-                    nursery.start_soon(
-                        self._execute_one, step, view, None if defer else committer, done
-                    )
+                    nursery.start_soon(self._execute_one, step, view, committer, done)
             committer.close()
         return [done.get(id(s), s) for s in steps]
 
@@ -367,7 +370,7 @@ class Driver:
         self,
         step: Executable,
         view: ev.RuntimeView,
-        committer: GroupCommitter | None,
+        committer: GroupCommitter,
         done: dict[int, Step],
     ) -> None:
         if isinstance(step, RunningAgent):
