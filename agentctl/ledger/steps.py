@@ -28,7 +28,7 @@ import agentctl.ledger.longterm as longterm
 import agentctl.ledger.protocols as protocols
 import agentctl.ledger.reconcile as reconcile
 import agentctl.ledger.tasks as tasks
-from agentctl.core.jsonvalue import JsonObject
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.states import can_transition_task
 from agentctl.ledger.model import (
     BatchCommit,
@@ -119,22 +119,34 @@ def _to_running_txn(
 def record_requests_txn(conn: sqlite3.Connection, batch: RequestBatch) -> tuple[str, ...]:
     """The previous batch's completions (``batch.after``) first, then tasks → running, effects
     → requested, budgets reserved, and one checkpoint; returns the denied task ids."""
-    committed = (
-        None if batch.after is None else commit_batch_txn(conn, batch.after, checkpoint=False)
-    )
+    committed = _carried_txn(conn, batch.after)
     denied = [row.task_id for row in batch.rows if not _request_one_txn(conn, batch, row)]
-    state: JsonObject = {
-        "runId": batch.run_id,
-        "event": "effects.requested",
-        "tasks": [{"taskId": r.task_id} for r in batch.rows],
-    }
+    task_ids = [r.task_id for r in batch.rows]
+    _checkpoint_txn(conn, batch.run_id, "effects.requested", task_ids, committed, batch.now)
+    return tuple(denied)
+
+
+def _carried_txn(conn: sqlite3.Connection, after: BatchCommit | None) -> JsonObject | None:
+    """Commit the completions a start carries; returns their checkpoint state (not written)."""
+    return None if after is None else commit_batch_txn(conn, after, checkpoint=False)
+
+
+def _checkpoint_txn(
+    conn: sqlite3.Connection,
+    run_id: str,
+    event: str,
+    task_ids: Sequence[str],
+    committed: JsonObject | None,
+    now: str,
+) -> None:
+    """The transaction's one checkpoint; the completions it carried are listed in it too."""
+    tasks_json: list[JsonValue] = [{"taskId": t} for t in task_ids]
+    state: JsonObject = {"runId": run_id, "event": event, "tasks": tasks_json}
     if committed is not None:
-        # One checkpoint per transaction: the completions it carries are listed in it too.
         state["committed"] = committed["tasks"]
         if "workingMemoryDigest" in committed:
             state["workingMemoryDigest"] = committed["workingMemoryDigest"]
-    audit.write_checkpoint_txn(conn, batch.run_id, state, batch.now)
-    return tuple(denied)
+    audit.write_checkpoint_txn(conn, run_id, state, now)
 
 
 def _request_one_txn(conn: sqlite3.Connection, batch: RequestBatch, row: RequestRow) -> bool:
@@ -186,10 +198,14 @@ def _pause_for_approval_txn(
 
 
 def start_tasks_txn(conn: sqlite3.Connection, batch: TaskStartBatch) -> None:
-    """Move tasks that record their own effects as they go (agents) to running."""
+    """Move tasks that record their own effects as they go (agents) to running, after the
+    completions the batch carries; one checkpoint."""
+    committed = _carried_txn(conn, batch.after)
     for s in batch.starts:
         start = (s.task_id, s.from_state, s.attempt)
-        _to_running_txn(conn, batch.run_id, start, batch.now, batch.trace_id, checkpoint=True)
+        _to_running_txn(conn, batch.run_id, start, batch.now, batch.trace_id, checkpoint=False)
+    task_ids = [s.task_id for s in batch.starts]
+    _checkpoint_txn(conn, batch.run_id, "tasks.started", task_ids, committed, batch.now)
 
 
 def start_effects_txn(conn: sqlite3.Connection, batch: EffectStartBatch) -> None:

@@ -31,6 +31,8 @@ from agentctl.ledger import (
     RunLedger,
     SettleRun,
     SqliteLedger,
+    TaskStart,
+    TaskStartBatch,
     open_ledger,
 )
 
@@ -127,6 +129,23 @@ def test_pipelined_requests_commit_the_previous_completion_first(ledger: SqliteL
     (checkpoint,) = seen.checkpoints[before:]  # one transaction, one checkpoint
     assert checkpoint.state["committed"] == [{"taskId": "a", "state": "succeeded", "attempt": 1}]
     assert "workingMemoryDigest" in checkpoint.state
+
+
+def test_agent_starts_commit_the_previous_completion_first(ledger: SqliteLedger) -> None:
+    eff_a = _effect("a")
+    _request(ledger, RequestRow("a", "pending", 1, eff_a, {}))
+    before = len(ledger.inspect_run("run-1").checkpoints)
+    outcome = EffectOutcome("run-1", eff_a.effect_id, "succeeded", ts(2), {"n": 1})
+    done = Finished("a", "running", "succeeded", 1, output={"n": 1})
+    after = BatchCommit("run-1", [done], None, ts(2), "trace-1", (), [outcome])
+    start = TaskStartBatch("run-1", [TaskStart("b", "pending", 1)], ts(2), "trace-1", after)
+    ledger.start_tasks(start)
+    seen = ledger.inspect_run("run-1")
+    assert [(t.task_id, t.state) for t in seen.tasks[:2]] == [("a", "succeeded"), ("b", "running")]
+    assert [(e.task_id, e.status) for e in seen.effects] == [("a", "succeeded")]
+    (checkpoint,) = seen.checkpoints[before:]
+    assert checkpoint.state["event"] == "tasks.started"
+    assert checkpoint.state["committed"] == [{"taskId": "a", "state": "succeeded", "attempt": 1}]
 
 
 def test_a_refused_request_rolls_back_the_completion_it_carries(ledger: SqliteLedger) -> None:
