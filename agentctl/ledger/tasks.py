@@ -216,12 +216,9 @@ def commit_tasks_txn(
     trace_id: str | None = None,
     checkpoint: bool = True,
 ) -> JsonObject:
-    """Commit a batch of task results in order, then memory and one checkpoint.
-
-    ``working_memory`` replaces the run's memory unless it is ``None``. Returns the
-    checkpoint's state; ``checkpoint=False`` leaves writing it to a caller that merges it
-    into the one checkpoint of a larger transaction.
-    """
+    """Commit a batch of task results in order, then memory (unless ``None``) and one
+    checkpoint, whose state it returns (``checkpoint=False``: the caller merges it into the
+    one checkpoint of a larger transaction)."""
     summary: list[JsonValue] = []
     for c in completions:
         _complete_one(conn, run_id, c, now)
