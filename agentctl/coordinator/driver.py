@@ -2,7 +2,10 @@
 
 One loop: take the ready tasks in compiled order, at most ``maxConcurrency`` of them; prepare
 each against one immutable snapshot; record the effects (``requested``), commit ``started``,
-dispatch, commit each outcome at once, then commit the whole batch in compiled order. Each
+dispatch, commit each outcome at once, then commit the whole batch in compiled order. A lone
+effect's outcome and its task's completion are staged instead, and ride in the transaction
+that records the next batch's effects (the pipelined commit, ADR 0009): a chain of effects
+costs one commit per step. Each
 task moves through the states of ``steps.py``; every phase below turns steps into new steps.
 
 Invariants:
@@ -11,7 +14,9 @@ Invariants:
 - a started effect without an outcome is never repeated: it is uncertain and blocks — unless
   its remote work has a durable handle, which the resumed effect observes instead;
 - task outputs, memory, audit and the checkpoint of a batch commit in one transaction, in
-  compiled order, whatever order the effects finished in.
+  compiled order, whatever order the effects finished in;
+- staged results (a deferred outcome above all) commit before anything of the next batch
+  executes, and no later than the next batch's preparation: with its requests, or alone.
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ from agentctl.coordinator.workerpool import WorkerPool
 from agentctl.core import evaluate as ev
 from agentctl.core.plan import PlannedTask
 from agentctl.crashpoints import CrashPoint, crash_point
-from agentctl.errors import RunFailedError
+from agentctl.errors import AgentctlError, RunFailedError
 from agentctl.ledger import model
 from agentctl.ledger.effects import NewEffect
 
@@ -93,6 +98,19 @@ class Driver:
 
     async def drive(self) -> str:
         """Run until nothing is ready; returns succeeded | failed | paused | blocked."""
+        try:
+            await self._drive_batches()
+        except BaseException:
+            # A confirmed outcome may be staged for the next batch's commit: a drive cut short
+            # (cancelled, or failed in a later step) still commits it rather than leave its
+            # effect to be found uncertain.
+            with trio.CancelScope(shield=True), contextlib.suppress(AgentctlError):
+                await self._flush()
+            raise
+        await self._flush()
+        return self._final_state()
+
+    async def _drive_batches(self) -> None:
         limit = self.rs.plan.max_concurrency
         while not self.stopped:
             ready = self.schedule.ready_tasks(self._eligible, limit)
@@ -103,8 +121,6 @@ class Driver:
                 await trio.sleep(0.01)
                 continue
             await self._run_batch(ready)
-        await self._flush()
-        return self._final_state()
 
     def _eligible(self, task: PlannedTask) -> bool:
         state = self.live.states[task.id]
@@ -153,16 +169,21 @@ class Driver:
             self.schedule.take(task)
         view = self.view()
         steps: list[Step] = [self._prepare(task, view) for task in batch]
-        if all(isinstance(s, Settled) for s in steps) and len(self.staged) < FUSE_LIMIT:
-            # Pure work is re-derivable, so consecutive pure batches share one commit.
+        if all(isinstance(s, Settled) for s in steps):
             self._stage(steps)
+            # Pure work is re-derivable, so consecutive pure batches share one commit; an
+            # effect outcome staged by the batch before waits for this one batch, no longer.
+            if self.staged.outcomes or len(self.staged) >= FUSE_LIMIT:
+                await self._flush()
             return
-        await self._flush()
+        # The previous batch's staged results ride in the transaction that records this
+        # batch's fresh effects or starts its agents (one commit per chain step); whatever
+        # they did not carry commits on its own — either way before anything here executes.
         steps = await self._record(steps)
         steps = await self._start(steps)
-        steps = await self._execute(steps, view)
-        self._stage(steps)
         await self._flush()
+        steps = await self._execute(steps, view)
+        self._stage(steps)  # committed by the next batch's first transaction, or drive's end
 
     def _prepare(self, task: PlannedTask, view: ev.RuntimeView) -> Prepared | StartedEffect:
         attempt = self.live.attempts.get(task.id, 0)
@@ -234,8 +255,11 @@ class Driver:
         if not fresh:
             return steps
         rows = [self._request_row(s) for s in fresh]
-        batch = model.RequestBatch(self.rs.run_id, rows, self.clock.now(), self.trace_id)
+        now = self.clock.now()
+        after = self._staged_commit(now)
+        batch = model.RequestBatch(self.rs.run_id, rows, now, self.trace_id, after)
         denied = await self.store.record_requests(batch)
+        self.staged = Staged()  # only once it committed: a failed commit is retried on exit
         moved: dict[int, Step] = {}
         for step in fresh:
             moved[id(step)] = self._recorded(step, step.task.id in denied)
@@ -290,9 +314,11 @@ class Driver:
                 model.TaskStart(s.task.id, self.live.states[s.task.id], s.attempt) for s in agents
             ]
             now = self.clock.now()
+            after = self._staged_commit(now)  # carried, like ``_record``'s requests
             await self.store.start_tasks(
-                model.TaskStartBatch(self.rs.run_id, rows, now, self.trace_id)
+                model.TaskStartBatch(self.rs.run_id, rows, now, self.trace_id, after)
             )
+            self.staged = Staged()
             for step in agents:
                 self._mirror(step.task.id, "running", step.attempt)
         resumed = [s for s in steps if isinstance(s, PendingEffect)]
@@ -319,21 +345,24 @@ class Driver:
         work = [s for s in steps if isinstance(s, (StartedEffect, RunningAgent))]
         if not work:
             return steps
-        # One effect alone commits its outcome with its completion; several share group
-        # commits of whatever outcomes are ready, each durable as soon as its group commits.
-        defer = len(work) == 1 and isinstance(work[0], StartedEffect)
+        done: dict[int, Step] = {}
+        lone = work[0] if len(work) == 1 else None
+        if isinstance(lone, StartedEffect):
+            # One effect alone defers its outcome into its completion (no committer, no
+            # nursery: a chain step pays for neither).
+            done[id(lone)] = await self.effects.run(lone, view.memory, None)
+            return [done.get(id(s), s) for s in steps]
+        # Several share group commits of whatever outcomes are ready, each durable as soon
+        # as its group commits.
         remote = [s for s in work if isinstance(s, RunningAgent) or not s.effect.in_process]
         if len(remote) > 1:
             await self.pool.warm(len(remote))
-        done: dict[int, Step] = {}
         async with trio.open_nursery() as outer:
             committer = GroupCommitter(self.store)
             outer.start_soon(committer.serve)
             async with trio.open_nursery() as nursery:
                 for step in work:
-                    nursery.start_soon(
-                        self._execute_one, step, view, None if defer else committer, done
-                    )
+                    nursery.start_soon(self._execute_one, step, view, committer, done)
             committer.close()
         return [done.get(id(s), s) for s in steps]
 
@@ -341,7 +370,7 @@ class Driver:
         self,
         step: Executable,
         view: ev.RuntimeView,
-        committer: GroupCommitter | None,
+        committer: GroupCommitter,
         done: dict[int, Step],
     ) -> None:
         if isinstance(step, RunningAgent):
@@ -386,16 +415,21 @@ class Driver:
             self.staged.add(step, self.live.states[step.task.id], target, links)
             self._apply(step, target)
 
+    def _staged_commit(self, now: str) -> model.BatchCommit | None:
+        """The staged results as one commit in compiled order (None when nothing is staged)."""
+        if not self.staged:
+            return None
+        memory = self.live.memory if self.staged.memory_changed else None
+        return self.staged.batch(self.rs.run_id, memory, now, self.trace_id)
+
     async def _flush(self) -> None:
         """Commit every staged result in compiled order, with memory and one checkpoint."""
-        if not self.staged:
+        commit = self._staged_commit(self.clock.now())
+        if commit is None:
             return
-        staged, self.staged = self.staged, Staged()
-        memory = self.live.memory if staged.memory_changed else None
-        await self.store.commit_batch(
-            staged.batch(self.rs.run_id, memory, self.clock.now(), self.trace_id)
-        )
-        if staged.outcomes:
+        await self.store.commit_batch(commit)
+        self.staged = Staged()  # only once it committed: a failed commit is retried on exit
+        if commit.outcomes:
             crash_point(CrashPoint.AFTER_OUTCOME)
 
     def _apply(self, step: Settled, state: str) -> None:

@@ -139,10 +139,14 @@ class RequestRow:
 
 @dataclass(frozen=True)
 class RequestBatch:
+    """A batch's fresh effects to record; ``after`` is the previous batch's completions (and
+    its deferred outcome), committed first in the same transaction (the pipelined commit)."""
+
     run_id: str
     rows: Sequence[RequestRow]
     now: str
     trace_id: str
+    after: BatchCommit | None = None
 
 
 @dataclass(frozen=True)
@@ -156,10 +160,14 @@ class TaskStart:
 
 @dataclass(frozen=True)
 class TaskStartBatch:
+    """Agent tasks to running; ``after`` as in ``RequestBatch`` (committed first, same
+    transaction)."""
+
     run_id: str
     starts: Sequence[TaskStart]
     now: str
     trace_id: str
+    after: BatchCommit | None = None
 
 
 @dataclass(frozen=True)

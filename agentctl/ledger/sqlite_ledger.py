@@ -10,6 +10,7 @@ Invariant: no ``sqlite3`` object, row or connection is returned to the caller.
 from __future__ import annotations
 
 import os
+import sqlite3
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,6 +36,7 @@ from agentctl.ledger.approvals import ApprovalRecord
 from agentctl.ledger.artifacts.gc import run_gc
 from agentctl.ledger.artifacts.store import (
     ArtifactStore,
+    IngestOwner,
     IngestResult,
     blob_problem,
     open_artifact_store,
@@ -319,17 +321,22 @@ class SqliteLedger:
         """Meter the file's bytes as ``artifactBytes`` (refused over the limit), then store it."""
         r = request
         lease = f"ingest-{uuid.uuid4()}"
-        size = os.stat(r.path).st_size
-        with self._db.transaction() as conn:
-            got = budget.reserve_budget_txn(conn, r.run_id, lease, {"artifactBytes": size}, r.now)
-        if not got.granted:
-            raise budget.BudgetRefusedError(got.exceeded or {"dimension": "artifactBytes"})
-        stored = self._store().ingest(
-            r.path, r.now, run_id=r.run_id, task_id=r.task_id, lease_id=lease
-        )
-        with self._db.transaction() as conn:
-            spent = {"artifactBytes": stored.size_bytes}
-            budget.settle_budget_txn(conn, r.run_id, lease, spent, r.now)
+        refused: list[JsonObject] = []
+
+        def meter(conn: sqlite3.Connection, size: int) -> bool:
+            # Reserved and settled with the blob row: one transaction per file, not three.
+            amounts = {"artifactBytes": size}
+            got = budget.reserve_budget_txn(conn, r.run_id, lease, amounts, r.now)
+            if not got.granted:  # the overrun commits; the bytes are not kept
+                refused.append(got.exceeded or {"dimension": "artifactBytes"})
+                return False
+            budget.settle_budget_txn(conn, r.run_id, lease, amounts, r.now)
+            return True
+
+        owner = IngestOwner(r.run_id, r.task_id, lease)
+        stored = self._store().ingest_metered(r.path, r.now, owner, meter)
+        if stored is None:
+            raise budget.BudgetRefusedError(refused[0])
         return stored
 
     def blob_intact(self, digest: str, size_bytes: int) -> bool:

@@ -6,7 +6,9 @@ Each public function here is the body of one ``RunLedger`` step and runs inside 
 Invariants:
 - ``record_requests_txn`` commits the task transition, the ``requested`` effect row and the
   budget reservation together, before anything executes (and ``started`` with them on the
-  fast path, or the approval pause instead);
+  fast path, or the approval pause instead); the previous batch's completions and deferred
+  outcome may lead the same transaction (the pipelined commit: one commit per chain step);
+- every transaction here writes at most one checkpoint;
 - ``start_effects_txn`` commits ``started`` for a whole batch; only then is anything sent;
 - ``finish_effects_txn`` commits outcomes with their settlement, memory write and tool-call
   finish (the group commit);
@@ -26,7 +28,7 @@ import agentctl.ledger.longterm as longterm
 import agentctl.ledger.protocols as protocols
 import agentctl.ledger.reconcile as reconcile
 import agentctl.ledger.tasks as tasks
-from agentctl.core.jsonvalue import JsonObject
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.states import can_transition_task
 from agentctl.ledger.model import (
     BatchCommit,
@@ -115,35 +117,56 @@ def _to_running_txn(
 
 
 def record_requests_txn(conn: sqlite3.Connection, batch: RequestBatch) -> tuple[str, ...]:
-    """Tasks → running, effects → requested, budgets reserved; returns the denied task ids."""
-    run_id, now, trace_id = batch.run_id, batch.now, batch.trace_id
-    denied: list[str] = []
-    for row in batch.rows:
-        start = (row.task_id, row.from_state, row.attempt)
-        _to_running_txn(conn, run_id, start, now, trace_id, checkpoint=False)
-        if row.budget:
-            outcome = budget.reserve_budget_txn(
-                conn, run_id, row.effect.effect_id, row.budget, now, trace_id=trace_id
-            )
-            if not outcome.granted:  # the overrun is recorded; no effect row is
-                denied.append(row.task_id)
-                continue
-        effects.insert_effect_txn(conn, row.effect, now)
-        if row.approval_reason is not None:
-            _pause_for_approval_txn(conn, run_id, row, now, trace_id)
-        else:
-            # DESIGN.md §8 fast path: the request still commits before anything executes,
-            # but `requested` and `started` share this one transaction.
-            effects.start_effect_txn(conn, row.effect.effect_id, now)
-    _checkpoint_txn(conn, run_id, "effects.requested", [r.task_id for r in batch.rows], now)
+    """The previous batch's completions (``batch.after``) first, then tasks → running, effects
+    → requested, budgets reserved, and one checkpoint; returns the denied task ids."""
+    committed = _carried_txn(conn, batch.after)
+    denied = [row.task_id for row in batch.rows if not _request_one_txn(conn, batch, row)]
+    task_ids = [r.task_id for r in batch.rows]
+    _checkpoint_txn(conn, batch.run_id, "effects.requested", task_ids, committed, batch.now)
     return tuple(denied)
 
 
+def _carried_txn(conn: sqlite3.Connection, after: BatchCommit | None) -> JsonObject | None:
+    """Commit the completions a start carries; returns their checkpoint state (not written)."""
+    return None if after is None else commit_batch_txn(conn, after, checkpoint=False)
+
+
 def _checkpoint_txn(
-    conn: sqlite3.Connection, run_id: str, event: str, task_ids: Sequence[str], now: str
+    conn: sqlite3.Connection,
+    run_id: str,
+    event: str,
+    task_ids: Sequence[str],
+    committed: JsonObject | None,
+    now: str,
 ) -> None:
-    state = {"runId": run_id, "event": event, "tasks": [{"taskId": t} for t in task_ids]}
+    """The transaction's one checkpoint; the completions it carried are listed in it too."""
+    tasks_json: list[JsonValue] = [{"taskId": t} for t in task_ids]
+    state: JsonObject = {"runId": run_id, "event": event, "tasks": tasks_json}
+    if committed is not None:
+        state["committed"] = committed["tasks"]
+        if "workingMemoryDigest" in committed:
+            state["workingMemoryDigest"] = committed["workingMemoryDigest"]
     audit.write_checkpoint_txn(conn, run_id, state, now)
+
+
+def _request_one_txn(conn: sqlite3.Connection, batch: RequestBatch, row: RequestRow) -> bool:
+    """One task to running with its effect requested; False when the budget denied it."""
+    run_id, now, trace_id = batch.run_id, batch.now, batch.trace_id
+    _to_running_txn(conn, run_id, (row.task_id, row.from_state, row.attempt), now, trace_id, False)
+    if row.budget:
+        outcome = budget.reserve_budget_txn(
+            conn, run_id, row.effect.effect_id, row.budget, now, trace_id=trace_id
+        )
+        if not outcome.granted:  # the overrun is recorded; no effect row is
+            return False
+    effects.insert_effect_txn(conn, row.effect, now)
+    if row.approval_reason is not None:
+        _pause_for_approval_txn(conn, run_id, row, now, trace_id)
+    else:
+        # DESIGN.md §8 fast path: the request still commits before anything executes,
+        # but `requested` and `started` share this one transaction.
+        effects.start_effect_txn(conn, row.effect.effect_id, now)
+    return True
 
 
 def _pause_for_approval_txn(
@@ -175,10 +198,14 @@ def _pause_for_approval_txn(
 
 
 def start_tasks_txn(conn: sqlite3.Connection, batch: TaskStartBatch) -> None:
-    """Move tasks that record their own effects as they go (agents) to running."""
+    """Move tasks that record their own effects as they go (agents) to running, after the
+    completions the batch carries; one checkpoint."""
+    committed = _carried_txn(conn, batch.after)
     for s in batch.starts:
         start = (s.task_id, s.from_state, s.attempt)
-        _to_running_txn(conn, batch.run_id, start, batch.now, batch.trace_id, checkpoint=True)
+        _to_running_txn(conn, batch.run_id, start, batch.now, batch.trace_id, checkpoint=False)
+    task_ids = [s.task_id for s in batch.starts]
+    _checkpoint_txn(conn, batch.run_id, "tasks.started", task_ids, committed, batch.now)
 
 
 def start_effects_txn(conn: sqlite3.Connection, batch: EffectStartBatch) -> None:
@@ -264,17 +291,23 @@ def _completion(item: Finished) -> tasks.TaskCompletion:
     )
 
 
-def commit_batch_txn(conn: sqlite3.Connection, batch: BatchCommit) -> None:
-    """Walk each task to its committed state and commit the batch in compiled order."""
+def commit_batch_txn(
+    conn: sqlite3.Connection, batch: BatchCommit, *, checkpoint: bool = True
+) -> JsonObject:
+    """Walk each task to its committed state and commit the batch in compiled order; returns
+    the checkpoint's state (written here unless ``checkpoint=False``)."""
     run_id, now, trace_id = batch.run_id, batch.now, batch.trace_id
     finish_effects_txn(conn, batch.outcomes)
     for item in batch.items:
         steps = (item.from_state, item.state, item.attempt)
         walk_txn(conn, run_id, item.task_id, steps, now, trace_id)
     completions = [_completion(item) for item in batch.items]
-    tasks.commit_tasks_txn(conn, run_id, completions, batch.memory, now, trace_id=trace_id)
+    state = tasks.commit_tasks_txn(
+        conn, run_id, completions, batch.memory, now, trace_id=trace_id, checkpoint=checkpoint
+    )
     if batch.compensated:
         compensated_txn(conn, run_id, batch.compensated, now, trace_id)
+    return state
 
 
 def compensated_txn(

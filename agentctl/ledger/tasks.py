@@ -214,11 +214,11 @@ def commit_tasks_txn(
     now: str,
     *,
     trace_id: str | None = None,
-) -> None:
-    """Commit a batch of task results in order, then memory and one checkpoint.
-
-    ``working_memory`` replaces the run's memory unless it is ``None``.
-    """
+    checkpoint: bool = True,
+) -> JsonObject:
+    """Commit a batch of task results in order, then memory (unless ``None``) and one
+    checkpoint, whose state it returns (``checkpoint=False``: the caller merges it into the
+    one checkpoint of a larger transaction)."""
     summary: list[JsonValue] = []
     for c in completions:
         _complete_one(conn, run_id, c, now)
@@ -241,7 +241,9 @@ def commit_tasks_txn(
             (text, now, run_id),
         )
         state["workingMemoryDigest"] = json_digest(working_memory)
-    write_checkpoint_txn(conn, run_id, state, now)
+    if checkpoint:
+        write_checkpoint_txn(conn, run_id, state, now)
+    return state
 
 
 def transition_task_txn(

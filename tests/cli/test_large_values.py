@@ -87,7 +87,9 @@ def test_after_a_crash_templates_and_replay_see_the_stored_content(
     cli: Cli, tmp_path: Path
 ) -> None:
     body = _body(300 * 1024, seed=2)
-    crash = {"AGENTCTL_CRASH_AT": "coordinator.after_outcome"}  # after `save` committed
+    # Killed once `save` committed: its outcome and completion share one transaction with
+    # `copy`'s start (the pipelined commit), so `copy` is started and never ran.
+    crash = {"AGENTCTL_CRASH_AT": "coordinator.after_started", "AGENTCTL_CRASH_HIT": "2"}
     killed = cli("--output", "json", *_setup(tmp_path, body), env=crash)
     assert killed.rc != 0 and not (tmp_path / "out" / "copy.txt").exists()
     listed = cli("--output", "json", "runs", "list", "--db", "s/r.db")
@@ -97,6 +99,12 @@ def test_after_a_crash_templates_and_replay_see_the_stored_content(
     raw.close()
     assert '"$artifact"' in stored and len(stored) < 1024  # what resume reads is the reference
 
+    blocked = cli("--output", "json", "resume", run_id, "--db", "s/r.db")
+    assert blocked.rc == 3, blocked.stderr
+    listed = cli("--output", "json", "effects", "list", run_id, "--db", "s/r.db").data["effects"]
+    (lost,) = [e["effectId"] for e in listed if e["status"] == "uncertain"]
+    reason = ["--status", "not-applied", "--reason", "out/copy.txt does not exist"]
+    assert cli("effects", "reconcile", lost, *reason, "--db", "s/r.db").rc == 0
     resumed = cli("--output", "json", "resume", run_id, "--db", "s/r.db")
     assert resumed.rc == 0, resumed.stderr
     # `copy` rendered its content from `save`'s output as read back from the ledger.
@@ -105,6 +113,7 @@ def test_after_a_crash_templates_and_replay_see_the_stored_content(
     effects = cli("--output", "json", "effects", "list", run_id, "--db", "s/r.db")
     assert [(e["taskId"], e["status"]) for e in effects.data["effects"]] == [
         ("save", "succeeded"),  # reused from the ledger, not written again
+        ("copy", "uncertain"),  # the attempt the kill cut short, reconciled not-applied
         ("copy", "succeeded"),
     ]
 

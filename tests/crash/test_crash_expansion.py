@@ -1,8 +1,10 @@
 """A coordinator killed in the middle of an expansion resumes without repeating an effect.
 
 Every child of each static graph feature appends one line to a marker file from a real
-subprocess; the coordinator SIGKILLs itself after the second confirmed outcome. After
-``resume`` every line appears exactly once and the aggregate records every child.
+subprocess; the coordinator SIGKILLs itself once the third effect's ``started`` is durable —
+in a chain that is the pipelined commit which also made the second effect's outcome durable.
+``resume`` reports the third effect uncertain (it never ran; the operator says so), and after
+the second ``resume`` every line appears exactly once and the aggregate records every child.
 """
 
 from __future__ import annotations
@@ -84,18 +86,29 @@ def _workflow(feature: str) -> str:
 def test_kill_mid_expansion_then_resume(feature: str, cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     wf = write_workflow(_workflow(feature))
     db = tmp_path / "r.db"
-    first = cli("--output", "json", "run", str(wf), "--db", str(db),
-                env={"AGENTCTL_CRASH_AT": "coordinator.after_outcome", "AGENTCTL_CRASH_HIT": "2"})  # fmt: skip
+    kill = {"AGENTCTL_CRASH_AT": "coordinator.after_started", "AGENTCTL_CRASH_HIT": "3"}
+    first = cli("--output", "json", "run", str(wf), "--db", str(db), env=kill)
     assert first.rc == -9, first.stderr
     ran = (tmp_path / "once.txt").read_text().split()
-    assert len(ran) == 2, ran  # killed after the second confirmed outcome
+    assert len(ran) == 2, ran  # killed before the third effect was dispatched
     run_id = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"][0]["runId"]
+    blocked = cli("--output", "json", "resume", run_id, "--db", str(db))
+    assert blocked.rc == 3, blocked.stderr
+    listed = cli("--output", "json", "effects", "list", run_id, "--db", str(db)).data["effects"]
+    uncertain = [e["effectId"] for e in listed if e["status"] == "uncertain"]
+    confirmed = [e for e in listed if e["status"] == "succeeded"]
+    assert len(uncertain) == 1 and len(confirmed) == 2, listed
+    reason = ["--status", "not-applied", "--reason", "its marker line is missing"]
+    rec = cli("effects", "reconcile", uncertain[0], *reason, "--db", str(db))
+    assert rec.rc == 0, rec.stderr
     resumed = cli("--output", "json", "resume", run_id, "--db", str(db))
     assert resumed.rc == 0, resumed.stderr
     lines = (tmp_path / "once.txt").read_text().split()
     data = cli("--output", "json", "inspect", run_id, "--db", str(db)).data
-    effects = [e for e in data["effects"] if e["operation"] == "builtin.shell.exec"]
-    assert all(e["status"] == "succeeded" for e in effects)
+    shell = [e for e in data["effects"] if e["operation"] == "builtin.shell.exec"]
+    # The uncertain effect stays as it was recorded (reconciliation appends, never rewrites).
+    assert [e["effectId"] for e in shell if e["status"] != "succeeded"] == uncertain
+    effects = [e for e in shell if e["status"] == "succeeded"]
     # Every confirmed effect ran exactly once: one marker line per effect, one effect per task.
     assert len(lines) == len(effects), (lines, [e["taskId"] for e in effects])
     per_task = Counter(e["taskId"] for e in effects)

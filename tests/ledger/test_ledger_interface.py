@@ -12,7 +12,7 @@ from ledger_helpers import new_run, ts
 
 from agentctl.core.longterm import Entry
 from agentctl.core.protocols import ProtocolCall, ProtocolEvidence, ProtocolSession
-from agentctl.errors import InvalidOperationError, NotFoundError, OwnershipError
+from agentctl.errors import AgentctlError, InvalidOperationError, NotFoundError, OwnershipError
 from agentctl.ledger import (
     ApprovalDecision,
     BatchCommit,
@@ -31,6 +31,8 @@ from agentctl.ledger import (
     RunLedger,
     SettleRun,
     SqliteLedger,
+    TaskStart,
+    TaskStartBatch,
     open_ledger,
 )
 
@@ -110,6 +112,54 @@ def test_batch_commit_is_in_compiled_order_with_memory_and_deferred_outcomes(
     assert live.run.working_memory == {"count": 2} and live.inflight == ()
     audit = [e.event_type for e in ledger.inspect_run("run-1").audit if e.task_id]
     assert audit.index("task.succeeded") < len(audit) - 1  # a then b, both audited
+
+
+def test_pipelined_requests_commit_the_previous_completion_first(ledger: SqliteLedger) -> None:
+    eff_a, eff_b = _effect("a"), _effect("b")
+    _request(ledger, RequestRow("a", "pending", 1, eff_a, {}))
+    before = len(ledger.inspect_run("run-1").checkpoints)
+    outcome = EffectOutcome("run-1", eff_a.effect_id, "succeeded", ts(2), {"n": 1})
+    done = Finished("a", "running", "succeeded", 1, output={"n": 1})
+    after = BatchCommit("run-1", [done], {"m": 1}, ts(2), "trace-1", (), [outcome])
+    row = RequestRow("b", "pending", 1, eff_b, {})
+    ledger.record_requests(RequestBatch("run-1", [row], ts(2), "trace-1", after))
+    seen = ledger.inspect_run("run-1")
+    assert [(e.task_id, e.status) for e in seen.effects] == [("a", "succeeded"), ("b", "started")]
+    assert [(t.task_id, t.state) for t in seen.tasks[:2]] == [("a", "succeeded"), ("b", "running")]
+    (checkpoint,) = seen.checkpoints[before:]  # one transaction, one checkpoint
+    assert checkpoint.state["committed"] == [{"taskId": "a", "state": "succeeded", "attempt": 1}]
+    assert "workingMemoryDigest" in checkpoint.state
+
+
+def test_agent_starts_commit_the_previous_completion_first(ledger: SqliteLedger) -> None:
+    eff_a = _effect("a")
+    _request(ledger, RequestRow("a", "pending", 1, eff_a, {}))
+    before = len(ledger.inspect_run("run-1").checkpoints)
+    outcome = EffectOutcome("run-1", eff_a.effect_id, "succeeded", ts(2), {"n": 1})
+    done = Finished("a", "running", "succeeded", 1, output={"n": 1})
+    after = BatchCommit("run-1", [done], None, ts(2), "trace-1", (), [outcome])
+    start = TaskStartBatch("run-1", [TaskStart("b", "pending", 1)], ts(2), "trace-1", after)
+    ledger.start_tasks(start)
+    seen = ledger.inspect_run("run-1")
+    assert [(t.task_id, t.state) for t in seen.tasks[:2]] == [("a", "succeeded"), ("b", "running")]
+    assert [(e.task_id, e.status) for e in seen.effects] == [("a", "succeeded")]
+    (checkpoint,) = seen.checkpoints[before:]
+    assert checkpoint.state["event"] == "tasks.started"
+    assert checkpoint.state["committed"] == [{"taskId": "a", "state": "succeeded", "attempt": 1}]
+
+
+def test_a_refused_request_rolls_back_the_completion_it_carries(ledger: SqliteLedger) -> None:
+    eff_a = _effect("a")
+    _request(ledger, RequestRow("a", "pending", 1, eff_a, {}))
+    outcome = EffectOutcome("run-1", eff_a.effect_id, "succeeded", ts(2), {"n": 1})
+    done = Finished("a", "running", "succeeded", 1, output={"n": 1})
+    after = BatchCommit("run-1", [done], None, ts(2), "trace-1", (), [outcome])
+    again = RequestRow("a", "running", 1, eff_a, {})  # the same effect id twice: refused
+    with pytest.raises(AgentctlError):  # whichever error the guard raises, all is undone
+        ledger.record_requests(RequestBatch("run-1", [again], ts(2), "trace-1", after))
+    seen = ledger.inspect_run("run-1")
+    assert [(e.task_id, e.status) for e in seen.effects] == [("a", "started")]
+    assert seen.tasks[0].state == "running"
 
 
 def test_live_state_after_a_crash_blocks_until_reconciled(ledger: SqliteLedger) -> None:

@@ -5,10 +5,13 @@ Layout under ``<db dir>/artifacts/`` (0700): ``sha256/<2hex>/<64hex>`` blobs (04
 
 Invariants:
 - a blob file under ``sha256/`` only ever appears complete: bytes are hashed into ``tmp/``,
-  fsynced, made read-only and then hard-linked into place (no clobber), and the directory is
-  fsynced; an existing blob is re-verified instead of trusted (a file whose bytes an intact
-  blob already holds is not copied at all);
-- the blob row is written only after its file is in place, so every row names real bytes;
+  fsynced, made read-only and then hard-linked into place (no clobber), and its directory is
+  fsynced (two fsyncs per new blob; ``tmp/`` is never fsynced: recovery empties it); an
+  existing blob is re-verified instead of trusted (a file whose bytes an intact blob already
+  holds is not copied at all);
+- the blob row is written only after its file is in place, so every row names real bytes; a
+  meter (the run's ``artifactBytes`` budget) decides in that same transaction, and bytes it
+  refused that no row names are removed again;
   an ingestion lease (60 min) protects the blob from GC until the task's completion commits
   its references (``refs.commit_artifact_refs_txn``);
 - ingest, verify, export, GC and recovery all hold the exclusive ``.lock``, so under the lock
@@ -20,9 +23,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import sqlite3
 import stat
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +46,19 @@ LARGE_BLOB_BYTES = 64 * 1024
 LEASE_SECONDS = 3600
 LOCK_TIMEOUT_S = 30.0
 _CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class IngestOwner:
+    """Who an ingestion's lease is for."""
+
+    run_id: str | None
+    task_id: str | None
+    lease_id: str
+
+
+# Decides, inside the blob row's transaction, whether ``size`` bytes may be stored.
+Meter = Callable[[sqlite3.Connection, int], bool]
 
 
 @dataclass(frozen=True)
@@ -143,6 +160,17 @@ class ArtifactStore:
         lease_id: str | None = None,
     ) -> IngestResult:
         """Copy a regular file into the store and lease its blob until completion commits."""
+        lease = lease_id or f"ingest-{uuid.uuid4()}"
+        got = self.ingest_metered(source, now, IngestOwner(run_id, task_id, lease), None)
+        assert got is not None, "only a meter refuses"
+        return got
+
+    def ingest_metered(
+        self, source: str | os.PathLike[str], now: str, owner: IngestOwner, meter: Meter | None
+    ) -> IngestResult | None:
+        """``ingest``, with ``meter`` (e.g. the run's ``artifactBytes`` budget) deciding in the
+        same transaction as the blob row; None when it refused (what it wrote still commits,
+        and bytes no row names are dropped again)."""
         src = Path(source)
         with self.locked():
             known = self._already_stored(src)
@@ -153,14 +181,21 @@ class ArtifactStore:
                 crash_point(CrashPoint.ARTIFACT_AFTER_TMP_WRITE)
                 self._publish(tmp, digest, size)
                 crash_point(CrashPoint.ARTIFACT_AFTER_RENAME)
-            lease = lease_id or f"ingest-{uuid.uuid4()}"
             expires = shift_ts(now, LEASE_SECONDS)
             with self.ledger.transaction() as conn:
-                record_ingest_txn(
-                    conn, digest, size, lease, expires, now, run_id=run_id, task_id=task_id
-                )
+                granted = meter is None or meter(conn, size)
+                if granted:
+                    run, task = owner.run_id, owner.task_id
+                    record_ingest_txn(
+                        conn, digest, size, owner.lease_id, expires, now, run_id=run, task_id=task
+                    )
+                unnamed = not granted and get_blob(conn, digest) is None
+            if unnamed:
+                self.blob_path(digest).unlink(missing_ok=True)
+            if not granted:
+                return None
             crash_point(CrashPoint.ARTIFACT_AFTER_BLOB_ROW)
-        return IngestResult(digest, size, lease)
+        return IngestResult(digest, size, owner.lease_id)
 
     def _open_source(self, src: Path) -> int:
         try:
@@ -216,9 +251,16 @@ class ArtifactStore:
         return tmp, "sha256:" + h.hexdigest(), size
 
     def _publish(self, tmp: Path, digest: str, size: int) -> None:
-        """Hard-link the verified temp file into place (no clobber) and drop the temp name."""
+        """Hard-link the verified temp file into place (no clobber) and drop the temp name.
+
+        One directory fsync: the blob's own entry, before any row can name it. The temp name's
+        removal need not be durable (recovery clears ``tmp/`` under the lock at open), so
+        ``tmp/`` is not fsynced; a new fan-out directory's entry is, the one time it appears.
+        """
         dest = self.blob_path(digest)
-        dest.parent.mkdir(mode=0o700, exist_ok=True)
+        if not dest.parent.is_dir():
+            dest.parent.mkdir(mode=0o700, exist_ok=True)
+            fsync_dir(self.blobs_dir)
         os.chmod(tmp, 0o400)
         try:
             os.link(tmp, dest)
@@ -227,7 +269,6 @@ class ArtifactStore:
                 os.replace(tmp, dest)  # a corrupt copy is replaced by the good bytes
         tmp.unlink(missing_ok=True)
         fsync_dir(dest.parent)
-        fsync_dir(self.tmp_dir)
 
     # --- verify and export -------------------------------------------------------------
 
