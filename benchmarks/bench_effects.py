@@ -8,7 +8,7 @@ Two kinds, each a chain where task i needs task i-1 (so nothing overlaps):
   same effect protocol and commits, but no worker hop — the effect floor of the protocol).
 Per effect the runtime commits the effect ``requested``/``started`` before the worker runs
 it, sends one ``Execute`` to a reused worker process, and commits the outcome with the task's
-completion in the transaction that starts the next task (ADR 0009): one commit per step
+completion in the transaction that starts the next task (ADR 0011): one commit per step
 (``builtin.write`` adds its artifact ingestion, see commits_per_effect.md).
 The worker figures include the one-off start of the single worker (maxConcurrency 1 ⇒ pool
 of 1), spread over the N effects. Measured in-process (around ``api.start_run``) and via the CLI.

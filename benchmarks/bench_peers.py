@@ -6,7 +6,7 @@ drift from other processes hits each alike), each round in fresh database files:
   ``builtin.assign`` tasks — deterministic results, which the runtime may group-commit since
   a resume re-derives them — and a chain of N ``builtin.memory.write`` effects, each recorded
   through the effect protocol, its outcome durable before the next task's effect may run (it
-  commits in the transaction that records that start, ADR 0009) — the like-for-like match
+  commits in the transaction that records that start, ADR 0011) — the like-for-like match
   of a peer's individually persisted step;
 - DBOS Transact on SQLite (its default configuration: rollback journal, SQLite's default
   ``synchronous=FULL``): one ``@DBOS.workflow`` calling a ``@DBOS.step`` N times — DBOS

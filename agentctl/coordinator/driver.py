@@ -4,7 +4,7 @@ One loop: take the ready tasks in compiled order, at most ``maxConcurrency`` of 
 each against one immutable snapshot; record the effects (``requested``), commit ``started``,
 dispatch, commit each outcome at once, then commit the whole batch in compiled order. A lone
 effect's outcome and its task's completion are staged instead, and ride in the transaction
-that records the next batch's effects (the pipelined commit, ADR 0009): a chain of effects
+that records the next batch's effects (the pipelined commit, ADR 0011): a chain of effects
 costs one commit per step. Each
 task moves through the states of ``steps.py``; every phase below turns steps into new steps.
 

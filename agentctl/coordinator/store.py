@@ -6,7 +6,7 @@ is cancelled (a commit in flight finishes, so what the ledger says is always wha
 
 Reads and long steps run in a worker thread. The short transactions of the effect protocol
 (``_run_short``) run on the trio thread itself when the connection is free: a thread hop costs
-about half a WAL commit, and these calls are on every effect's path (ADR 0009). They keep the
+about half a WAL commit, and these calls are on every effect's path (ADR 0011). They keep the
 thread path's cancellation semantics — a caller cancelled before the call starts nothing, one
 cancelled during it still gets its commit — and yield once afterwards, so the cancel watcher
 and signal handlers run between steps as before.

@@ -1,7 +1,7 @@
 """Kill-and-recover under the pipelined commit: a chain of effects, killed at every window.
 
 In a chain, an effect's outcome and its task's completion commit in the same transaction as
-the next task's ``requested``/``started`` rows (ADR 0009). Three shell effects in a chain each
+the next task's ``requested``/``started`` rows (ADR 0011). Three shell effects in a chain each
 append their own line to a marker file; the coordinator SIGKILLs itself at every hit of every
 coordinator point. After each kill: every effect that ran is durable as confirmed or as
 started (then uncertain), every confirmed one ran, and at the k-th ``started`` the effect
