@@ -131,6 +131,17 @@ class WorkerPool:
     def worker_pids(self) -> list[int]:
         return [w.pid for w in self._workers if not w.lost]
 
+    def _addressed(self, msg: Execute) -> Execute:
+        """``msg`` with its executor named and the run's trace id, copied once at most."""
+        update: dict[str, str | None] = {}
+        if msg.executor is None:
+            # Name the executor from this process's registry, so a kind registered at run
+            # time (not known to a fresh worker) still runs.
+            update["executor"] = registry.executor_for_operation(msg.operation)
+        if msg.trace_id is None and self.trace_id is not None:
+            update["trace_id"] = self.trace_id
+        return msg.model_copy(update=update) if update else msg
+
     async def execute(
         self,
         msg: Execute,
@@ -146,13 +157,7 @@ class WorkerPool:
         ``on_handle`` persists the remote handles the effect reports on its way; the worker is
         acknowledged once it returns (a refusal tells the worker the handle is not durable).
         """
-        if msg.executor is None:
-            # Name the executor from this process's registry, so a kind registered at run
-            # time (not known to a fresh worker) still runs.
-            named = registry.executor_for_operation(msg.operation)
-            msg = msg.model_copy(update={"executor": named})
-        if msg.trace_id is None and self.trace_id is not None:
-            msg = msg.model_copy(update={"trace_id": self.trace_id})
+        msg = self._addressed(msg)
         worker, reply = await self._assign(msg.effect_id)
         reply.on_fragment = on_fragment
         reply.on_handle = on_handle
