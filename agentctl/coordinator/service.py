@@ -34,6 +34,7 @@ from agentctl.coordinator.store import Store
 from agentctl.coordinator.streaming import StreamListener
 from agentctl.coordinator.workerpool import kill_stale_workers, open_worker_pool
 from agentctl.coordinator.workerproc import Prestarted, pool_size
+from agentctl.core.compiler.reads import run_output_reads
 from agentctl.core.evaluate import RuntimeView, TaskFailure, render_run_outputs
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
@@ -264,7 +265,9 @@ async def _finish(
     output: JsonValue = None
     errors = dict(live.errors) if live.halted is None else {"run": live.halted}
     if final == "succeeded":
-        view = RuntimeView(live.inputs, live.memory, live.outputs, live.states, live.errors)
+        # Finished outputs live in the ledger; read back only those the run's output reads.
+        outputs = await store.read_outputs(req.run_id, run_output_reads(req.plan))
+        view = RuntimeView(live.inputs, live.memory, outputs, live.states, live.errors)
         try:
             output = render_run_outputs(req.plan.run.outputs, view)
         except TaskFailure as exc:

@@ -121,6 +121,11 @@ class RunLedger(Protocol):
         """The run, its tasks and its in-flight effects, to (re)start driving it."""
         ...
 
+    def read_outputs(self, run_id: str, task_ids: Sequence[str] | None) -> dict[str, JsonValue]:
+        """Finished (succeeded or skipped) tasks' outputs among ``task_ids`` (None: every
+        one), in compiled order: one read for all the outputs a batch needs back."""
+        ...
+
     # ---------------------------------------------------------------- the effect protocol
 
     def record_requests(self, batch: RequestBatch) -> tuple[str, ...]:

@@ -149,9 +149,10 @@ def settle_run_txn(conn: sqlite3.Connection, settle: SettleRun) -> None:
 
 
 def read_live(conn: sqlite3.Connection, run_id: str) -> LiveState:
-    """The run, its tasks, and the latest effect (+ reconciliation) of each task in flight."""
+    """The run, its tasks (states, not outputs: those are read when a task needs them), and
+    the latest effect (+ reconciliation) of each task in flight."""
     run = runs.get_run(conn, run_id)
-    records = tuple(tasks.list_tasks(conn, run_id))
+    records = tuple(tasks.list_live_tasks(conn, run_id))
     inflight = []
     for t in records:
         if t.state not in _IN_FLIGHT:

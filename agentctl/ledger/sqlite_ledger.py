@@ -27,6 +27,7 @@ import agentctl.ledger.runs as runs
 import agentctl.ledger.stats as stats
 import agentctl.ledger.steps as steps
 import agentctl.ledger.streams as streams
+import agentctl.ledger.tasks as tasks
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate, EmbeddingIdentity
 from agentctl.core.protocols import ProtocolEvidence
@@ -135,6 +136,10 @@ class SqliteLedger:
     def load_live(self, run_id: str) -> LiveState:
         with self._db.read() as conn:
             return lifecycle.read_live(conn, run_id)
+
+    def read_outputs(self, run_id: str, task_ids: Sequence[str] | None) -> dict[str, JsonValue]:
+        with self._db.read() as conn:
+            return tasks.read_outputs(conn, run_id, task_ids)
 
     # ---------------------------------------------------------------- the effect protocol
 
