@@ -50,10 +50,9 @@ class Live:
 
 def live_from(state: LiveState) -> Live:
     """The mirror of a run, built from the ledger's snapshot (no outputs: read on demand)."""
-    run = state.run
     live = Live(
-        inputs=dict(run.inputs or {}),
-        memory=dict(run.working_memory or {}),
+        inputs=dict(state.inputs or {}),
+        memory=dict(state.working_memory or {}),
         states={t.task_id: t.state for t in state.tasks},
         attempts={t.task_id: t.attempt for t in state.tasks},
     )

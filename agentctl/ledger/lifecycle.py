@@ -151,7 +151,7 @@ def settle_run_txn(conn: sqlite3.Connection, settle: SettleRun) -> None:
 def read_live(conn: sqlite3.Connection, run_id: str) -> LiveState:
     """The run, its tasks (states, not outputs: those are read when a task needs them), and
     the latest effect (+ reconciliation) of each task in flight."""
-    run = runs.get_run(conn, run_id)
+    inputs, memory = runs.get_run_state(conn, run_id)
     records = tuple(tasks.list_live_tasks(conn, run_id))
     inflight = []
     for t in records:
@@ -163,7 +163,7 @@ def read_live(conn: sqlite3.Connection, run_id: str) -> LiveState:
         recs = reconcile.list_reconciliations(conn, effect_id=eff.effect_id)
         handle = remote.get_handle(conn, eff.effect_id)
         inflight.append(InflightEffect(t.task_id, eff, recs[-1] if recs else None, handle))
-    return LiveState(run, records, tuple(inflight))
+    return LiveState(inputs, memory, records, tuple(inflight))
 
 
 def read_source(conn: sqlite3.Connection, run_ref: str) -> SourceSnapshot:

@@ -106,7 +106,8 @@ class InflightEffect:
 class LiveState:
     """What a coordinator needs to (re)start driving a run, read as one snapshot."""
 
-    run: RunRecord
+    inputs: JsonObject
+    working_memory: JsonObject
     tasks: tuple[LiveTask, ...]  # outputs stay in the ledger: ``RunLedger.read_outputs``
     inflight: tuple[InflightEffect, ...]
 

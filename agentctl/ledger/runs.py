@@ -207,6 +207,19 @@ def get_run(conn: sqlite3.Connection, run_id: str) -> RunRecord:
     return _run(conn, fetch_one(conn, "SELECT * FROM runs WHERE run_id = ?", (run_id,), "run"))
 
 
+def get_run_state(conn: sqlite3.Connection, run_id: str) -> tuple[JsonObject, JsonObject]:
+    """(inputs, working memory) of a run: what driving needs of its row, without parsing the
+    stored workflow and plans (tens of MB for a 10,000-task run)."""
+    row = fetch_one(
+        conn,
+        "SELECT inputs_json, working_memory_json, format_version FROM runs WHERE run_id = ?",
+        (run_id,),
+        "run",
+    )
+    inputs = loads_value_object(conn, row["inputs_json"])
+    return inputs, loads_value_object(conn, row["working_memory_json"])
+
+
 def find_run(conn: sqlite3.Connection, prefix: str) -> RunRecord:
     """The run whose id is ``prefix`` or uniquely starts with it."""
     escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

@@ -108,7 +108,7 @@ def test_batch_commit_is_in_compiled_order_with_memory_and_deferred_outcomes(
         ("b", "succeeded"),
     ]
     assert ledger.read_outputs("run-1", ["b", "a"]) == {"a": {"n": 1}, "b": {"n": 2}}
-    assert live.run.working_memory == {"count": 2} and live.inflight == ()
+    assert live.working_memory == {"count": 2} and live.inflight == ()
     audit = [e.event_type for e in ledger.inspect_run("run-1").audit if e.task_id]
     assert audit.index("task.succeeded") < len(audit) - 1  # a then b, both audited
 
