@@ -48,7 +48,7 @@ from agentctl.errors import (
 )
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import CancelRun, SettleRun
-from agentctl.ledger.runs import NewRun, RunRecord
+from agentctl.ledger.runs import NewRun, RunHead
 
 CANCEL_POLL_S = 0.1
 Progress = Callable[[str, str], None]
@@ -327,7 +327,7 @@ def outcome_or_raise(outcome: RunOutcome) -> RunOutcome:
     return outcome
 
 
-def check_resumable(ledger: RunLedger, run_id: str, clock: Clock) -> RunRecord:
+def check_resumable(ledger: RunLedger, run_id: str, clock: Clock) -> RunHead:
     """Refuse terminal runs and unresolved effects; take the lease; returns the run record."""
     owner = owner_identity()
     run = ledger.claim_for_resume(run_id, owner, clock.now())

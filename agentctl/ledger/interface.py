@@ -51,7 +51,7 @@ from agentctl.ledger.model import (
 )
 from agentctl.ledger.reconcile import ReconciliationRecord
 from agentctl.ledger.remote import RemoteHandleRecord
-from agentctl.ledger.runs import NewRun, RunRecord
+from agentctl.ledger.runs import NewRun, RunHead, RunRecord
 from agentctl.ledger.stats import (
     ApprovalList,
     ArtifactInspection,
@@ -86,7 +86,7 @@ class RunLedger(Protocol):
         """Materialise a retry/repair/replay run with its copied tasks (see ``DerivedRun``)."""
         ...
 
-    def claim_for_resume(self, run_ref: str, owner: Owner, now: str) -> RunRecord:
+    def claim_for_resume(self, run_ref: str, owner: Owner, now: str) -> RunHead:
         """Refuse terminal runs, take the lease, turn started effects uncertain."""
         ...
 

@@ -77,9 +77,9 @@ def create_derived_run_txn(conn: sqlite3.Connection, d: DerivedRun) -> None:
 
 def claim_for_resume_txn(
     conn: sqlite3.Connection, run_ref: str, owner: Owner, now: str
-) -> runs.RunRecord:
+) -> runs.RunHead:
     """Refuse terminal runs; take the lease; started effects become uncertain."""
-    run = runs.find_run(conn, run_ref)
+    run = runs.find_run_head(conn, run_ref)
     if run.state in TERMINAL_RUN:
         raise InvalidOperationError(
             f"run {run.run_id} is {run.state}; resume continues only running or paused runs "

@@ -222,21 +222,40 @@ def get_run_state(conn: sqlite3.Connection, run_id: str) -> tuple[JsonObject, Js
 
 def find_run(conn: sqlite3.Connection, prefix: str) -> RunRecord:
     """The run whose id is ``prefix`` or uniquely starts with it."""
+    return _run(conn, _find_row(conn, prefix, "*"))
+
+
+@dataclass(frozen=True)
+class RunHead:
+    """A run's identity and states, without its stored documents (cheap to read)."""
+
+    run_id: str
+    state: str
+    mode: str
+
+
+def find_run_head(conn: sqlite3.Connection, prefix: str) -> RunHead:
+    """``find_run`` without parsing the stored workflow and plans (resume reads those once)."""
+    row = _find_row(conn, prefix, "run_id, state, mode, format_version")
+    return RunHead(row["run_id"], row["state"], row["mode"])
+
+
+def _find_row(conn: sqlite3.Connection, prefix: str, columns: str) -> sqlite3.Row:
     escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     rows = fetch_all(
         conn,
-        "SELECT * FROM runs WHERE run_id = ? OR run_id LIKE ? ESCAPE '\\' LIMIT 3",
+        f"SELECT {columns} FROM runs WHERE run_id = ? OR run_id LIKE ? ESCAPE '\\' LIMIT 3",
         (prefix, escaped + "%"),
         "run",
     )
     exact = [r for r in rows if r["run_id"] == prefix]
     if exact:
-        return _run(conn, exact[0])
+        return exact[0]
     if not rows:
         raise NotFoundError(f"run {prefix} not found")
     if len(rows) > 1:
         raise ValidationError(f"run id prefix {prefix!r} is ambiguous")
-    return _run(conn, rows[0])
+    return rows[0]
 
 
 def list_runs(

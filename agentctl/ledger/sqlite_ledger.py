@@ -63,7 +63,7 @@ from agentctl.ledger.model import (
     TaskStartBatch,
 )
 from agentctl.ledger.reconcile import ReconciliationRecord
-from agentctl.ledger.runs import NewRun, RunRecord
+from agentctl.ledger.runs import NewRun, RunHead, RunRecord
 from agentctl.ledger.upgrade import RunUpgrade, upgrade_run_txn
 
 
@@ -97,7 +97,7 @@ class SqliteLedger:
         with self._db.transaction() as conn:
             lifecycle.create_derived_run_txn(conn, derived)
 
-    def claim_for_resume(self, run_ref: str, owner: Owner, now: str) -> RunRecord:
+    def claim_for_resume(self, run_ref: str, owner: Owner, now: str) -> RunHead:
         with self._db.transaction() as conn:
             return lifecycle.claim_for_resume_txn(conn, run_ref, owner, now)
 
