@@ -55,7 +55,7 @@ def _templated(task: PlannedTask) -> Iterator[Any]:
 
 
 def _named(value: Any) -> list[str]:
-    if not _has_text(value):
+    if not _mentions_tasks(value):
         return []
     try:
         return referenced_task_ids(value)
@@ -72,12 +72,14 @@ def _condition_reads(text: str) -> list[str]:
     return found if task_id is None else [*found, task_id]
 
 
-def _has_text(value: Any) -> bool:
-    """Whether ``value`` holds any string value (only strings can hold a template)."""
+def _mentions_tasks(value: Any) -> bool:
+    """Whether a string value of ``value`` contains ``tasks`` — every task read is spelled
+    ``tasks.ID.output``, so anything else is not parsed at all (most values, e.g. an action's
+    ``kind``, are plain text)."""
     if isinstance(value, str):
-        return True
+        return "tasks" in value
     if isinstance(value, dict):
-        return any(_has_text(v) for v in value.values())
+        return any(_mentions_tasks(v) for v in value.values())
     if isinstance(value, list):
-        return any(_has_text(v) for v in value)
+        return any(_mentions_tasks(v) for v in value)
     return False
