@@ -31,7 +31,7 @@ from agentctl.coordinator.agent import AgentRunner
 from agentctl.coordinator.calls import AgentAwaitingApproval, AgentUncertain, CallGateway
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.execute import EffectRunner
-from agentctl.coordinator.live import Inflight, Live
+from agentctl.coordinator.live import Inflight, Live, Retention, settle_output
 from agentctl.coordinator.local import recorded_delta
 from agentctl.coordinator.prepare import RunSettings, prepare_task, resolved_input_digest
 from agentctl.coordinator.schedule import SCHEDULABLE, WAITING, Scheduler
@@ -85,6 +85,7 @@ class Driver:
         self.trace_id = trace_id
         self.stopped = False
         self.schedule = Scheduler(rs.plan, live.states)
+        self.retention = Retention(rs.plan, live.states, keep_all=rs.check_mode)
         self.staged = Staged()  # results applied to ``live``, not yet committed
         self.effects = EffectRunner(
             store, pool, clock, rs.run_id, trace_id, rs.workspace, ingest=artifacts
@@ -167,6 +168,7 @@ class Driver:
     async def _run_batch(self, batch: list[PlannedTask]) -> None:
         for task in batch:
             self.schedule.take(task)
+        await self._read_back(batch)
         view = self.view()
         steps: list[Step] = [self._prepare(task, view) for task in batch]
         if all(isinstance(s, Settled) for s in steps):
@@ -184,6 +186,14 @@ class Driver:
         await self._flush()
         steps = await self._execute(steps, view)
         self._stage(steps)  # committed by the next batch's first transaction, or drive's end
+
+    async def _read_back(self, batch: list[PlannedTask]) -> None:
+        """Read the finished outputs the batch needs and memory no longer holds (a resumed
+        run holds none) in one ledger read; staged results commit first, so it sees them."""
+        missing = self.retention.missing(self.live, batch)
+        if missing:
+            await self._flush()
+            self.live.outputs.update(await self.store.read_outputs(self.rs.run_id, missing))
 
     def _prepare(self, task: PlannedTask, view: ev.RuntimeView) -> Prepared | StartedEffect:
         attempt = self.live.attempts.get(task.id, 0)
@@ -438,8 +448,7 @@ class Driver:
         self.schedule.settle(task_id, state)
         self.live.attempts[task_id] = max(step.attempt, 1)
         self.on_progress(task_id, state)
-        if state in ("succeeded", "skipped"):
-            self.live.outputs[task_id] = step.output
+        settle_output(self.live, self.retention, task_id, step.output)
         self.live.errors[task_id] = step.error
         if state == "retry_scheduled":
             backoff = step.task.retry.backoff_ms / 1000

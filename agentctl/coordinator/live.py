@@ -3,13 +3,21 @@
 Invariants: it is built from the ledger's ``LiveState`` snapshot when driving starts (fresh or
 resumed) and changed only by the driver, after the ledger committed the change it mirrors;
 ``memory`` is replaced, never mutated, so a batch's snapshot stays what its tasks read.
+
+Outputs are a cache, not a mirror: a finished output stays in memory only while an unfinished
+task reads it (``Retention``, from the plan's reads); the rest live in the ledger alone and are
+read back, in one batched read, before a batch or the run's output needs them. So a long run's
+memory follows what is still wanted, not how many tasks have finished.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from agentctl.core.compiler.reads import task_reads
 from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.plan import Plan, PlannedTask
 from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.model import LiveState
 from agentctl.ledger.remote import RemoteHandleRecord
@@ -41,20 +49,87 @@ class Live:
 
 
 def live_from(state: LiveState) -> Live:
-    """The mirror of a run, built from the ledger's snapshot."""
-    run = state.run
+    """The mirror of a run, built from the ledger's snapshot (no outputs: read on demand)."""
     live = Live(
-        inputs=dict(run.inputs or {}),
-        memory=dict(run.working_memory or {}),
+        inputs=dict(state.inputs or {}),
+        memory=dict(state.working_memory or {}),
         states={t.task_id: t.state for t in state.tasks},
         attempts={t.task_id: t.attempt for t in state.tasks},
     )
     for t in state.tasks:
-        if t.state in ("succeeded", "skipped"):
-            live.outputs[t.task_id] = t.output
         live.errors[t.task_id] = t.error
     for found in state.inflight:
         last = found.reconciliation
         status, result = (last.status, last.result) if last else (None, None)
         live.inflight[found.task_id] = Inflight(found.effect, status, result, found.remote)
     return live
+
+
+FINISHED = frozenset({"succeeded", "skipped"})  # the states whose output a reader may read
+_TERMINAL = frozenset({"succeeded", "failed", "skipped", "cancelled"})
+
+
+class Retention:
+    """Per task, how many unfinished tasks still read its output; an output nobody unfinished
+    reads is dropped from memory (the ledger keeps it).
+
+    Invariant: ``wanted[t]`` counts the non-terminal tasks whose ``task_reads`` include ``t``;
+    a task releases its reads once, when it first becomes terminal.
+    """
+
+    def __init__(self, plan: Plan, states: Mapping[str, str], keep_all: bool = False) -> None:
+        # A preview (check mode) keeps every output: a task there asks whether anything it
+        # depends on, transitively, is a stand-in (``prepare._reads_unknown``).
+        self.keep_all = keep_all
+        self.reads = {task.id: task_reads(task) for task in plan.tasks}
+        self.wanted: dict[str, int] = {}
+        self.released: set[str] = set()
+        self.keep_all_read = False
+        for task in plan.tasks:
+            if states[task.id] in _TERMINAL:
+                self.released.add(task.id)
+                continue
+            for read in self.reads[task.id]:
+                self.wanted[read] = self.wanted.get(read, 0) + 1
+
+    def keeps(self, task_id: str) -> bool:
+        return self.keep_all or task_id in self.wanted
+
+    def release(self, task_id: str) -> list[str]:
+        """``task_id`` became terminal: the outputs no unfinished task reads any more."""
+        if task_id in self.released or self.keep_all:
+            return []
+        self.released.add(task_id)
+        dropped = []
+        for read in self.reads[task_id]:
+            left = self.wanted[read] - 1
+            if left:
+                self.wanted[read] = left
+            else:
+                del self.wanted[read]
+                dropped.append(read)
+        return dropped
+
+    def missing(self, live: Live, batch: Iterable[PlannedTask]) -> list[str]:
+        """Finished outputs the batch reads that are not in memory (to read back first)."""
+        out: list[str] = []
+        if self.keep_all:
+            # Once: every finished output (a resumed preview starts with none in memory).
+            self.keep_all_read, first = True, not self.keep_all_read
+            return [t for t, st in live.states.items() if st in FINISHED] if first else []
+        for task in batch:
+            for read in self.reads[task.id]:
+                if read not in live.outputs and live.states.get(read) in FINISHED:
+                    out.append(read)
+        return list(dict.fromkeys(out))
+
+
+def settle_output(live: Live, retention: Retention, task_id: str, output: JsonValue) -> None:
+    """Mirror a task's new state's output: kept only while an unfinished task reads it, and
+    every output its finishing leaves unread dropped."""
+    state = live.states[task_id]
+    if state in FINISHED and retention.keeps(task_id):
+        live.outputs[task_id] = output
+    if state in _TERMINAL:
+        for read in retention.release(task_id):
+            live.outputs.pop(read, None)

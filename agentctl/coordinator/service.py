@@ -36,6 +36,7 @@ from agentctl.coordinator.store import Store
 from agentctl.coordinator.streaming import StreamListener
 from agentctl.coordinator.workerpool import kill_stale_workers, open_worker_pool
 from agentctl.coordinator.workerproc import Prestarted, pool_size
+from agentctl.core.compiler.reads import run_output_reads
 from agentctl.core.evaluate import RuntimeView, TaskFailure, render_run_outputs
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
@@ -49,7 +50,7 @@ from agentctl.errors import (
 )
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import CancelRun, SettleRun
-from agentctl.ledger.runs import NewRun, RunRecord
+from agentctl.ledger.runs import NewRun, RunHead
 
 CANCEL_POLL_S = 0.1
 Progress = Callable[[str, str], None]
@@ -271,7 +272,9 @@ async def _finish(
     output: JsonValue = None
     errors = dict(live.errors) if live.halted is None else {"run": live.halted}
     if final == "succeeded":
-        view = RuntimeView(live.inputs, live.memory, live.outputs, live.states, live.errors)
+        # Finished outputs live in the ledger; read back only those the run's output reads.
+        outputs = await store.read_outputs(req.run_id, run_output_reads(req.plan))
+        view = RuntimeView(live.inputs, live.memory, outputs, live.states, live.errors)
         try:
             output = render_run_outputs(req.plan.run.outputs, view)
         except TaskFailure as exc:
@@ -331,7 +334,7 @@ def outcome_or_raise(outcome: RunOutcome) -> RunOutcome:
     return outcome
 
 
-def check_resumable(ledger: RunLedger, run_id: str, clock: Clock) -> RunRecord:
+def check_resumable(ledger: RunLedger, run_id: str, clock: Clock) -> RunHead:
     """Refuse terminal runs and unresolved effects; take the lease; returns the run record."""
     owner = owner_identity()
     run = ledger.claim_for_resume(run_id, owner, clock.now())

@@ -84,6 +84,11 @@ class Store:
     async def load_live(self, run_id: str) -> LiveState:
         return await self._run(lambda: self.ledger.load_live(run_id))
 
+    async def read_outputs(
+        self, run_id: str, task_ids: Sequence[str] | None
+    ) -> dict[str, JsonValue]:
+        return await self._run(lambda: self.ledger.read_outputs(run_id, task_ids))
+
     async def get_run(self, run_id: str) -> RunRecord:
         return await self._run(lambda: self.ledger.get_run(run_id))
 

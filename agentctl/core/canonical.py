@@ -10,10 +10,14 @@ import hashlib
 import json
 from typing import Any
 
+# One encoder for every call: ``json.dumps`` with non-default options builds a new encoder
+# each time, a fixed cost paid several times per task (digests, fingerprints, rows).
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
 
 def canonical_json(value: Any) -> str:
     """Compact, sorted-key JSON text of ``value``."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _ENCODER.encode(value)
 
 
 def sha256_hex(data: str | bytes) -> str:

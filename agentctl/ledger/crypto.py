@@ -61,6 +61,7 @@ SENSITIVE: Mapping[str, tuple[str, ...]] = {
         "output_json",
         "reason",
     ),
+    "run_documents": ("workflow_json", "plan_json", "compiled_plan_json"),
     "task_states": (
         "output_json",
         "error",

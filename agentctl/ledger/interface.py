@@ -55,7 +55,7 @@ from agentctl.ledger.model import (
 from agentctl.ledger.reconcile import ReconciliationRecord
 from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.ledger.report import RunReport
-from agentctl.ledger.runs import NewRun, RunRecord
+from agentctl.ledger.runs import NewRun, RunHead, RunRecord
 from agentctl.ledger.stats import (
     ApprovalList,
     ArtifactInspection,
@@ -90,7 +90,7 @@ class RunLedger(Protocol):
         """Materialise a retry/repair/replay run with its copied tasks (see ``DerivedRun``)."""
         ...
 
-    def claim_for_resume(self, run_ref: str, owner: Owner, now: str) -> RunRecord:
+    def claim_for_resume(self, run_ref: str, owner: Owner, now: str) -> RunHead:
         """Refuse terminal runs, take the lease, turn started effects uncertain."""
         ...
 
@@ -123,6 +123,11 @@ class RunLedger(Protocol):
 
     def load_live(self, run_id: str) -> LiveState:
         """The run, its tasks and its in-flight effects, to (re)start driving it."""
+        ...
+
+    def read_outputs(self, run_id: str, task_ids: Sequence[str] | None) -> dict[str, JsonValue]:
+        """Finished (succeeded or skipped) tasks' outputs among ``task_ids`` (None: every
+        one), in compiled order: one read for all the outputs a batch needs back."""
         ...
 
     # ---------------------------------------------------------------- the effect protocol

@@ -77,9 +77,9 @@ def create_derived_run_txn(conn: sqlite3.Connection, d: DerivedRun) -> None:
 
 def claim_for_resume_txn(
     conn: sqlite3.Connection, run_ref: str, owner: Owner, now: str
-) -> runs.RunRecord:
+) -> runs.RunHead:
     """Refuse terminal runs; take the lease; started effects become uncertain."""
-    run = runs.find_run(conn, run_ref)
+    run = runs.find_run_head(conn, run_ref)
     if run.state in TERMINAL_RUN:
         raise InvalidOperationError(
             f"run {run.run_id} is {run.state}; resume continues only running or paused runs "
@@ -149,9 +149,10 @@ def settle_run_txn(conn: sqlite3.Connection, settle: SettleRun) -> None:
 
 
 def read_live(conn: sqlite3.Connection, run_id: str) -> LiveState:
-    """The run, its tasks, and the latest effect (+ reconciliation) of each task in flight."""
-    run = runs.get_run(conn, run_id)
-    records = tuple(tasks.list_tasks(conn, run_id))
+    """The run, its tasks (states, not outputs: those are read when a task needs them), and
+    the latest effect (+ reconciliation) of each task in flight."""
+    inputs, memory = runs.get_run_state(conn, run_id)
+    records = tuple(tasks.list_live_tasks(conn, run_id))
     inflight = []
     for t in records:
         if t.state not in _IN_FLIGHT:
@@ -162,7 +163,7 @@ def read_live(conn: sqlite3.Connection, run_id: str) -> LiveState:
         recs = reconcile.list_reconciliations(conn, effect_id=eff.effect_id)
         handle = remote.get_handle(conn, eff.effect_id)
         inflight.append(InflightEffect(t.task_id, eff, recs[-1] if recs else None, handle))
-    return LiveState(run, records, tuple(inflight))
+    return LiveState(inputs, memory, records, tuple(inflight))
 
 
 def read_source(conn: sqlite3.Connection, run_ref: str) -> SourceSnapshot:

@@ -369,6 +369,24 @@ def _state_encryption() -> tuple[str, ...]:
     )
 
 
+def _run_documents() -> tuple[str, ...]:
+    """A run's stored workflow, printed plan and compiled plan move to their own row
+    (``run_documents``): SQLite rewrites a whole record on any UPDATE, and the ``runs`` row is
+    updated by every batch commit — with the documents inline (16 MB at 10,000 tasks) each
+    commit rewrote them all. The ``runs`` columns stay, emptied (``{}``, NULL)."""
+    return (
+        """CREATE TABLE run_documents (
+            run_id TEXT PRIMARY KEY REFERENCES runs (run_id) ON DELETE CASCADE,
+            format_version INTEGER NOT NULL DEFAULT 1,
+            workflow_json TEXT NOT NULL,
+            plan_json TEXT NOT NULL,
+            compiled_plan_json TEXT)""",
+        """INSERT INTO run_documents (run_id, workflow_json, plan_json, compiled_plan_json)
+            SELECT run_id, workflow_json, plan_json, compiled_plan_json FROM runs""",
+        "UPDATE runs SET workflow_json = '{}', plan_json = '{}', compiled_plan_json = NULL",
+    )
+
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V1,
     _V2,
@@ -381,6 +399,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _remote_handles(),  # v9: an A2A task id, persisted mid-effect
     _value_blobs(),  # v10: large ledger values kept once in the artifact store
     _state_encryption(),  # v11: the key state of column encryption at rest
+    _run_documents(),  # v12: a run's workflow and plans in their own row (run_documents)
 )
 SUPPORTED_SCHEMA_VERSION = len(MIGRATIONS)
 

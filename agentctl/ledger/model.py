@@ -24,7 +24,7 @@ from agentctl.ledger.effects import EffectRecord, NewEffect
 from agentctl.ledger.reconcile import ReconciliationRecord
 from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.ledger.runs import NewRun, RunRecord
-from agentctl.ledger.tasks import AuditSpec, TaskCompletion, TaskRecord
+from agentctl.ledger.tasks import AuditSpec, LiveTask, TaskCompletion, TaskRecord
 
 
 @dataclass(frozen=True)
@@ -106,8 +106,9 @@ class InflightEffect:
 class LiveState:
     """What a coordinator needs to (re)start driving a run, read as one snapshot."""
 
-    run: RunRecord
-    tasks: tuple[TaskRecord, ...]
+    inputs: JsonObject
+    working_memory: JsonObject
+    tasks: tuple[LiveTask, ...]  # outputs stay in the ledger: ``RunLedger.read_outputs``
     inflight: tuple[InflightEffect, ...]
 
 

@@ -132,8 +132,8 @@ def _run(conn: sqlite3.Connection, row: sqlite3.Row) -> RunRecord:
         workflow_name=row["workflow_name"],
         workflow_digest=row["workflow_digest"],
         plan_digest=row["plan_digest"],
-        workflow=loads_value_object(conn, row["workflow_json"]),
-        plan=loads_value_object(conn, row["plan_json"]),
+        workflow=loads_value_object(conn, row["doc_workflow_json"]),
+        plan=loads_value_object(conn, row["doc_plan_json"]),
         inputs=loads_value_object(conn, row["inputs_json"]),
         working_memory=loads_value_object(conn, row["working_memory_json"]),
         output=loads_value(conn, row["output_json"]),
@@ -148,15 +148,22 @@ def _run(conn: sqlite3.Connection, row: sqlite3.Row) -> RunRecord:
         owner_create_time=row["owner_create_time"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
-        compiled_plan_json=resolve_text(conn, row["compiled_plan_json"]),
+        compiled_plan_json=resolve_text(conn, row["doc_compiled_plan_json"]),
     )
+
+
+# A run with its documents (kept in ``run_documents``: see migration v12).
+_SELECT_RUN = """SELECT runs.*, d.workflow_json AS doc_workflow_json,
+    d.plan_json AS doc_plan_json, d.compiled_plan_json AS doc_compiled_plan_json
+    FROM runs JOIN run_documents d ON d.run_id = runs.run_id"""
 
 
 _INSERT_RUN = """INSERT INTO runs (run_id, format_version, state, mode, workflow_name,
     workflow_digest, plan_digest, workflow_json, plan_json, inputs_json, working_memory_json,
-    parent_run_id, source_run_id, roots_json, reason, base_path, trace_id, created_at, updated_at,
-    compiled_plan_json)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+    parent_run_id, source_run_id, roots_json, reason, base_path, trace_id, created_at, updated_at)
+    VALUES (?, ?, ?, ?, ?, ?, ?, '{}', '{}', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+_INSERT_DOCUMENTS = """INSERT INTO run_documents (run_id, workflow_json, plan_json,
+    compiled_plan_json) VALUES (?, ?, ?, ?)"""
 
 
 def _run_values(conn: sqlite3.Connection, run: NewRun, now: str) -> tuple[str | int | None, ...]:
@@ -169,8 +176,6 @@ def _run_values(conn: sqlite3.Connection, run: NewRun, now: str) -> tuple[str | 
         run.workflow_name,
         run.workflow_digest,
         run.plan_digest,
-        dumps_value(conn, run.workflow, now),
-        dumps_value(conn, run.plan, now),
         dumps_value(conn, run.inputs, now),
         dumps_value(conn, run.working_memory, now),
         run.parent_run_id,
@@ -181,7 +186,16 @@ def _run_values(conn: sqlite3.Connection, run: NewRun, now: str) -> tuple[str | 
         run.trace_id,
         now,
         now,
-        None if run.compiled_plan_json is None else spill_text(conn, run.compiled_plan_json, now),
+    )
+
+
+def _document_values(conn: sqlite3.Connection, run: NewRun, now: str) -> tuple[str | None, ...]:
+    compiled = run.compiled_plan_json
+    return (
+        run.run_id,
+        dumps_value(conn, run.workflow, now),
+        dumps_value(conn, run.plan, now),
+        None if compiled is None else spill_text(conn, compiled, now),
     )
 
 
@@ -190,6 +204,7 @@ def create_run_txn(
 ) -> None:
     """Insert the run, its pending tasks, its budget ledger, audit and first checkpoint."""
     conn.execute(_INSERT_RUN, _run_values(conn, run, now))
+    conn.execute(_INSERT_DOCUMENTS, _document_values(conn, run, now))
     conn.executemany(
         "INSERT INTO task_states (run_id, task_id, format_version, position, state, updated_at)"
         " VALUES (?, ?, ?, ?, 'pending', ?)",
@@ -204,26 +219,58 @@ def create_run_txn(
 
 
 def get_run(conn: sqlite3.Connection, run_id: str) -> RunRecord:
-    return _run(conn, fetch_one(conn, "SELECT * FROM runs WHERE run_id = ?", (run_id,), "run"))
+    return _run(conn, fetch_one(conn, f"{_SELECT_RUN} WHERE runs.run_id = ?", (run_id,), "run"))
+
+
+def get_run_state(conn: sqlite3.Connection, run_id: str) -> tuple[JsonObject, JsonObject]:
+    """(inputs, working memory) of a run: what driving needs of its row, without parsing the
+    stored workflow and plans (tens of MB for a 10,000-task run)."""
+    row = fetch_one(
+        conn,
+        "SELECT inputs_json, working_memory_json, format_version FROM runs WHERE run_id = ?",
+        (run_id,),
+        "run",
+    )
+    inputs = loads_value_object(conn, row["inputs_json"])
+    return inputs, loads_value_object(conn, row["working_memory_json"])
 
 
 def find_run(conn: sqlite3.Connection, prefix: str) -> RunRecord:
     """The run whose id is ``prefix`` or uniquely starts with it."""
+    return _run(conn, _find_row(conn, prefix, _SELECT_RUN))
+
+
+@dataclass(frozen=True)
+class RunHead:
+    """A run's identity and states, without its stored documents (cheap to read)."""
+
+    run_id: str
+    state: str
+    mode: str
+
+
+def find_run_head(conn: sqlite3.Connection, prefix: str) -> RunHead:
+    """``find_run`` without parsing the stored workflow and plans (resume reads those once)."""
+    row = _find_row(conn, prefix, "SELECT run_id, state, mode, format_version FROM runs")
+    return RunHead(row["run_id"], row["state"], row["mode"])
+
+
+def _find_row(conn: sqlite3.Connection, prefix: str, select: str) -> sqlite3.Row:
     escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     rows = fetch_all(
         conn,
-        "SELECT * FROM runs WHERE run_id = ? OR run_id LIKE ? ESCAPE '\\' LIMIT 3",
+        f"{select} WHERE runs.run_id = ? OR runs.run_id LIKE ? ESCAPE '\\' LIMIT 3",
         (prefix, escaped + "%"),
         "run",
     )
     exact = [r for r in rows if r["run_id"] == prefix]
     if exact:
-        return _run(conn, exact[0])
+        return exact[0]
     if not rows:
         raise NotFoundError(f"run {prefix} not found")
     if len(rows) > 1:
         raise ValidationError(f"run id prefix {prefix!r} is ambiguous")
-    return _run(conn, rows[0])
+    return rows[0]
 
 
 def list_runs(
@@ -234,13 +281,13 @@ def list_runs(
     workflow: str | None = None,
 ) -> list[RunRecord]:
     """Runs newest first, optionally filtered by state and workflow name."""
-    wanted = {"state": state, "workflow_name": workflow}
+    wanted = {"runs.state": state, "runs.workflow_name": workflow}
     filters = {column: value for column, value in wanted.items() if value is not None}
-    sql = "SELECT * FROM runs"
+    sql = _SELECT_RUN
     if filters:
         sql += " WHERE " + " AND ".join(f"{column} = ?" for column in filters)
     params: tuple[SqlParam, ...] = tuple(filters.values())
-    sql += " ORDER BY created_at DESC, run_id DESC"
+    sql += " ORDER BY runs.created_at DESC, runs.run_id DESC"
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
     return [_run(conn, r) for r in fetch_all(conn, sql, params, "run")]

@@ -29,6 +29,7 @@ import agentctl.ledger.runs as runs
 import agentctl.ledger.stats as stats
 import agentctl.ledger.steps as steps
 import agentctl.ledger.streams as streams
+import agentctl.ledger.tasks as tasks
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate, EmbeddingIdentity
 from agentctl.core.protocols import ProtocolEvidence
@@ -68,7 +69,7 @@ from agentctl.ledger.model import (
 )
 from agentctl.ledger.reconcile import ReconciliationRecord
 from agentctl.ledger.report import RunReport, run_report
-from agentctl.ledger.runs import NewRun, RunRecord
+from agentctl.ledger.runs import NewRun, RunHead, RunRecord
 from agentctl.ledger.upgrade import RunUpgrade, upgrade_run_txn
 
 
@@ -102,7 +103,7 @@ class SqliteLedger:
         with self._db.transaction() as conn:
             lifecycle.create_derived_run_txn(conn, derived)
 
-    def claim_for_resume(self, run_ref: str, owner: Owner, now: str) -> RunRecord:
+    def claim_for_resume(self, run_ref: str, owner: Owner, now: str) -> RunHead:
         with self._db.transaction() as conn:
             return lifecycle.claim_for_resume_txn(conn, run_ref, owner, now)
 
@@ -141,6 +142,10 @@ class SqliteLedger:
     def load_live(self, run_id: str) -> LiveState:
         with self._db.read() as conn:
             return lifecycle.read_live(conn, run_id)
+
+    def read_outputs(self, run_id: str, task_ids: Sequence[str] | None) -> dict[str, JsonValue]:
+        with self._db.read() as conn:
+            return tasks.read_outputs(conn, run_id, task_ids)
 
     # ---------------------------------------------------------------- the effect protocol
 

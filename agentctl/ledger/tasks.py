@@ -39,6 +39,16 @@ class AuditSpec:
 
 
 @dataclass(frozen=True)
+class LiveTask:
+    """What driving a run needs of a task row: no output, no digests (read on demand)."""
+
+    task_id: str
+    state: str
+    attempt: int
+    error: str | None
+
+
+@dataclass(frozen=True)
 class TaskCompletion:
     task_id: str
     state: str
@@ -296,3 +306,41 @@ def get_task(conn: sqlite3.Connection, run_id: str, task_id: str) -> TaskRecord:
         "task",
     )
     return _task(conn, row)
+
+
+# Finished outputs are read back by id in chunks under SQLite's bound-parameter limit.
+_READ_CHUNK = 500
+
+
+def list_live_tasks(conn: sqlite3.Connection, run_id: str) -> list[LiveTask]:
+    """The run's tasks in compiled order, only the columns a coordinator drives with."""
+    rows = fetch_all(
+        conn,
+        "SELECT task_id, state, attempt, error, format_version FROM task_states"
+        " WHERE run_id = ? ORDER BY position",
+        (run_id,),
+        "task",
+    )
+    return [LiveTask(r["task_id"], r["state"], r["attempt"], r["error"]) for r in rows]
+
+
+def read_outputs(
+    conn: sqlite3.Connection, run_id: str, task_ids: Sequence[str] | None
+) -> dict[str, JsonValue]:
+    """Outputs of the run's succeeded or skipped tasks among ``task_ids`` (None: all of
+    them), in compiled order; a task without a finished output is absent."""
+    base = (
+        "SELECT task_id, output_json, format_version FROM task_states WHERE run_id = ?"
+        " AND state IN ('succeeded', 'skipped')"
+    )
+    if task_ids is None:
+        rows = fetch_all(conn, base + " ORDER BY position", (run_id,), "task")
+    else:
+        rows = []
+        wanted = list(dict.fromkeys(task_ids))
+        for start in range(0, len(wanted), _READ_CHUNK):
+            chunk = wanted[start : start + _READ_CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            sql = f"{base} AND task_id IN ({marks}) ORDER BY position"
+            rows += fetch_all(conn, sql, (run_id, *chunk), "task")
+    return {r["task_id"]: loads_value(conn, r["output_json"]) for r in rows}

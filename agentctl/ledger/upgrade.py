@@ -58,7 +58,8 @@ def upgrade_run_txn(conn: sqlite3.Connection, up: RunUpgrade) -> None:
         )
     if up.compiled_plan_json is not None:
         conn.execute(
-            "UPDATE runs SET compiled_plan_json = COALESCE(compiled_plan_json, ?) WHERE run_id = ?",
+            "UPDATE run_documents SET compiled_plan_json = COALESCE(compiled_plan_json, ?)"
+            " WHERE run_id = ?",
             (spill_text(conn, up.compiled_plan_json, up.now), up.run_id),
         )
     append_audit_txn(conn, up.run_id, "run.upgraded", up.summary, up.now)

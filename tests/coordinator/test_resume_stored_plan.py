@@ -93,7 +93,7 @@ def test_the_stored_plan_is_the_compiled_plan(tmp_path: Path) -> None:
     db, run_id = _created_run(tmp_path)
     with sqlite3.connect(db) as conn:
         (text,) = conn.execute(
-            "SELECT compiled_plan_json FROM runs WHERE run_id = ?", (run_id,)
+            "SELECT compiled_plan_json FROM run_documents WHERE run_id = ?", (run_id,)
         ).fetchone()
     assert plan_from_stored(json.loads(text)) == compile_text(WORKFLOW)[1]
 
@@ -108,7 +108,9 @@ def test_fork_drives_the_stored_plan_and_stores_it_again(
     assert calls == []
     assert forked.state == "succeeded"
     with sqlite3.connect(db) as conn:
-        stored = dict(conn.execute("SELECT run_id, compiled_plan_json FROM runs").fetchall())
+        stored = dict(
+            conn.execute("SELECT run_id, compiled_plan_json FROM run_documents").fetchall()
+        )
     assert stored[forked.run_id] == stored[run_id]
 
 
@@ -117,7 +119,7 @@ def test_a_run_from_before_v4_resumes_by_compiling(
 ) -> None:
     db, run_id = _created_run(tmp_path)
     with sqlite3.connect(db) as conn:
-        conn.execute("UPDATE runs SET compiled_plan_json = NULL")
+        conn.execute("UPDATE run_documents SET compiled_plan_json = NULL")
     compiled: list[Any] = []
     original = creation.compile_workflow
     monkeypatch.setattr(

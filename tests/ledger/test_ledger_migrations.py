@@ -83,6 +83,7 @@ _FILLERS = {
     8: [_fill_v1, _fill_v2, _fill_v3],  # v8 only added the protocol tables
     9: [_fill_v1, _fill_v2, _fill_v3],  # v9 only added the remote-handles table
     10: [_fill_v1, _fill_v2, _fill_v3],  # v10 only added the value-blobs table
+    11: [_fill_v1, _fill_v2, _fill_v3],  # v11 only added the encryption key-state table
 }
 
 
@@ -155,3 +156,29 @@ def test_a_failing_migration_leaves_the_previous_version(tmp_path: Path) -> None
     columns = {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
     assert "source_run_id" not in columns  # the ALTERs before the failure rolled back
     conn.close()
+
+
+def test_v12_moves_a_runs_documents_out_of_its_row(tmp_path: Path) -> None:
+    """The stored workflow and plans leave the ``runs`` row (rewritten by every batch commit)
+    for ``run_documents``, and read back the same."""
+    db = tmp_path / "old.db"
+    old = open_database(db, target_version=11)
+    with old.transaction() as conn:
+        _fill_v1(conn)
+        conn.execute(
+            "UPDATE runs SET workflow_json = ?, plan_json = ?, compiled_plan_json = ?",
+            ('{"kind":"Workflow"}', '{"tasks":[]}', '{"format":1}'),
+        )
+    old.close()
+    led = open_database(db)
+    try:
+        with led.read() as conn:
+            run = get_run(conn, "run-old")
+            inline = conn.execute(
+                "SELECT workflow_json, plan_json, compiled_plan_json FROM runs"
+            ).fetchone()
+        assert (run.workflow, run.plan) == ({"kind": "Workflow"}, {"tasks": []})
+        assert run.compiled_plan_json == '{"format":1}'
+        assert tuple(inline) == ("{}", "{}", None)
+    finally:
+        led.close()

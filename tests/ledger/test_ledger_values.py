@@ -195,7 +195,7 @@ def test_a_stored_plan_text_with_a_long_literal_comes_back_as_the_same_text(
     with ledger.read() as conn:
         assert get_run(conn, "run-p").compiled_plan_json == plan_text
     raw = sqlite3.connect(db_path)
-    (stored,) = raw.execute("SELECT compiled_plan_json FROM runs").fetchone()
+    (stored,) = raw.execute("SELECT compiled_plan_json FROM run_documents").fetchone()
     raw.close()
     assert len(stored) < 1000
 

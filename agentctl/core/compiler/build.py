@@ -76,7 +76,9 @@ def draft_task(node: Node, env: Env, graph: dict[str, Node], diags: Collector) -
         retry=retry_of(task.get("retry")) if authored else RetryPolicy(),
         timeout_seconds=_timeout(node, env, action),
         failure="continue" if task.get("failure") == "continue" else "stop",
-        memory_writes=memory_writes(node, action, with_, diags) if authored else (),
+        memory_writes=(
+            memory_writes(node, action, with_, diags, env.memory_writers) if authored else ()
+        ),
         output_schema=output_schema,
         compensate=_compensation(node, env, graph, diags) if authored else None,
         route=compile_route(node, graph, diags) if kind == "router" else None,

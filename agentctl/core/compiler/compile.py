@@ -93,8 +93,9 @@ def run_config(spec: dict[str, Any]) -> RunConfig:
 
 
 def _finalize(draft: PlannedTask, position: int, env: Env) -> PlannedTask:
-    placed = dataclasses.replace(draft, position=position)
-    return dataclasses.replace(placed, definition_fingerprint=definition_fingerprint(placed, env))
+    # The fingerprint does not cover the position, so one copy carries both.
+    fingerprint = definition_fingerprint(draft, env)
+    return dataclasses.replace(draft, position=position, definition_fingerprint=fingerprint)
 
 
 def _order(graph: dict[str, Node], diags: Collector) -> list[str] | None:

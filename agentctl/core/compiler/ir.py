@@ -15,6 +15,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agentctl.core import registry
 from agentctl.core.compiler.variables import CapturedVars
 
 SourceRole = Literal["task", "subworkflow_input", "subworkflow_output"]
@@ -103,6 +104,8 @@ class Env:
     providers: dict[str, Any]
     tools: dict[str, Any]
     variables: CapturedVars = field(default_factory=CapturedVars)
+    # The registry's working-memory writer kinds, read once per compile (not once per task).
+    memory_writers: frozenset[str] = field(default_factory=registry.working_memory_writers)
 
     @classmethod
     def of(cls, doc: dict[str, Any], variables: CapturedVars | None = None) -> Env:

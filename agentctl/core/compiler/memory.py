@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agentctl.core import registry
 from agentctl.core.compiler.diagnostics import Collector
 from agentctl.core.compiler.ir import Node
 from agentctl.core.compiler.templating import OPEN
@@ -24,13 +23,18 @@ _WRITERS_HELP = (
 
 
 def memory_writes(
-    node: Node, action: dict[str, Any] | None, with_: Any, diags: Collector
+    node: Node,
+    action: dict[str, Any] | None,
+    with_: Any,
+    diags: Collector,
+    writers: frozenset[str],
 ) -> tuple[str, ...]:
-    """The write set of one task (empty for anything but a memory write)."""
+    """The write set of one task (empty for anything but a memory write); ``writers``: the
+    registry's working-memory writer kinds."""
     declared = [str(key) for key in node.task.get("memoryWrites") or []]
     path = f"{node.path}.memoryWrites"
     writes = _declared_set(node, declared, path, diags)
-    if action is None or action.get("kind") not in registry.working_memory_writers():
+    if action is None or action.get("kind") not in writers:
         if declared:
             diags.add(
                 "schema_violation",

@@ -12,6 +12,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Annotated, Any
 
@@ -106,13 +107,22 @@ def given_keys(model: BaseModel) -> set[str]:
     Comparing with the default (rather than asking only whether the key was written) keeps the
     normalized document loadable again: it spells out ``null`` and every default explicitly.
     """
-    fields = type(model).model_fields
+    cls = type(model)
+    fields = cls.model_fields
     given: set[str] = set()
     for name in model.model_fields_set:
-        info = fields[name]
-        if getattr(model, name) != info.get_default(call_default_factory=True):
+        if getattr(model, name) != _default_of(cls, name):
+            info = fields[name]
             given.add(info.alias or name)
     return given
+
+
+@functools.cache
+def _default_of(cls: type[BaseModel], name: str) -> Any:
+    """A field's default, computed once per model class: pydantic inspects a default factory's
+    signature on every ``get_default`` call, which cost most of validating a large document.
+    Only compared, never handed out, so sharing one value is safe."""
+    return cls.model_fields[name].get_default(call_default_factory=True)
 
 
 def _literal_path(value: str) -> str:

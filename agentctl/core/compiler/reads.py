@@ -1,0 +1,85 @@
+"""Which finished tasks' outputs each planned task reads, so a coordinator keeps only those.
+
+A task reads the outputs of its needs (dependency skips, routers, previews), of its children
+(aggregates, loop guards) and of every task a template or condition in its definition names —
+``with``, ``vars``, ``when``, the loop ``guard``, the router's ``select`` and the action or
+agent configuration (conditions may name tasks outside ``needs``, spec/dsl.md §4). The run's
+output reads the tasks ``spec.outputs`` names, or every finished task when it is empty.
+
+Invariant: each answer is a superset of what evaluating the task can read — an output missing
+from it would fail that task's template at run time, so when in doubt a source is scanned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from agentctl.core.conditions import TemplateError, parse_condition
+from agentctl.core.plan import Plan, PlannedTask
+from agentctl.core.templates import referenced_task_ids
+
+
+def task_reads(task: PlannedTask) -> tuple[str, ...]:
+    """The distinct tasks whose outputs preparing ``task`` may read (needs first)."""
+    found = dict.fromkeys(task.needs)
+    found.update(dict.fromkeys(task.children))
+    for value in _templated(task):
+        found.update(dict.fromkeys(_named(value)))
+    for condition in (task.when, task.guard):
+        if condition:
+            found.update(dict.fromkeys(_condition_reads(condition)))
+    found.pop(task.id, None)
+    if len(found) == len(task.needs):
+        return task.needs  # the common case: share the plan's tuple, allocate nothing
+    return tuple(found)
+
+
+def run_output_reads(plan: Plan) -> tuple[str, ...] | None:
+    """The tasks ``spec.outputs`` reads; None when it is empty (the output is every task's)."""
+    if not plan.run.outputs:
+        return None
+    return tuple(_named(plan.run.outputs))
+
+
+def _templated(task: PlannedTask) -> Iterator[Any]:
+    yield task.with_
+    yield task.vars
+    if task.route is not None:
+        yield task.route.select
+    if task.action_config is not None:
+        yield task.action_config
+    if task.agent_config is not None:
+        yield task.agent_config.agent
+        yield task.agent_config.tools
+
+
+def _named(value: Any) -> list[str]:
+    if not _mentions_tasks(value):
+        return []
+    try:
+        return referenced_task_ids(value)
+    except TemplateError:  # the compiler rejected it already; nothing can be read
+        return []
+
+
+def _condition_reads(text: str) -> list[str]:
+    found = _named(text)
+    try:
+        task_id = parse_condition(text).reference.task_id
+    except TemplateError:
+        return found
+    return found if task_id is None else [*found, task_id]
+
+
+def _mentions_tasks(value: Any) -> bool:
+    """Whether a string value of ``value`` contains ``tasks`` — every task read is spelled
+    ``tasks.ID.output``, so anything else is not parsed at all (most values, e.g. an action's
+    ``kind``, are plain text)."""
+    if isinstance(value, str):
+        return "tasks" in value
+    if isinstance(value, dict):
+        return any(_mentions_tasks(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_mentions_tasks(v) for v in value)
+    return False

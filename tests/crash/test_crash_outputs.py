@@ -1,0 +1,91 @@
+"""Kill-and-recover with finished outputs that live only in the ledger.
+
+The coordinator keeps a finished output in memory only while an unfinished task reads it, and
+a resumed coordinator loads none: every output a later task, a condition or the run's output
+reads must come back from the ledger. A chain of pure tasks is followed by one ``builtin.write``
+effect whose content and ``when`` condition read outputs finished long before (one of them not
+in its needs: a condition may name any task). The coordinator SIGKILLs itself once that
+effect is ``started`` (and, in a second case, once its outcome is durable); ``resume`` must
+write the file exactly once with the right content and report the run output from the ledger.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from agentctl.crashpoints import CrashPoint
+
+CHAIN = 12
+
+_LINKS = "\n".join(
+    f'    - {{ id: p{i}, uses: "action:put", needs: [p{i - 1}], with: {{ n: {i} }} }}'
+    for i in range(1, CHAIN)
+)
+
+WORKFLOW = f"""\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: {{ name: far-reads }}
+spec:
+  policy: {{ approval: never, writableRoots: [out] }}
+  actions:
+    put: {{ kind: builtin.assign }}
+    save: {{ kind: builtin.write }}
+  outputs:
+    seed: "${{{{ tasks.seed.output.output.word }}}}"
+    last: "${{{{ tasks.p{CHAIN - 1}.output.output.n }}}}"
+    wrote: "${{{{ tasks.save.output.changed }}}}"
+  tasks:
+    - {{ id: seed, uses: "action:put", with: {{ word: far, go: true }} }}
+    - {{ id: p0, uses: "action:put", needs: [seed], with: {{ n: 0 }} }}
+{_LINKS}
+    - id: save
+      uses: "action:save"
+      needs: [p{CHAIN - 1}]
+      when: "tasks.seed.output.output.go == true"
+      with:
+        path: out/x.txt
+        content: "n=${{{{ tasks.p{CHAIN - 1}.output.output.n }}}}"
+"""
+
+
+def _integrity(db: Path) -> str:
+    with sqlite3.connect(db) as conn:
+        return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
+
+
+def _succeeded_effects(db: Path) -> int:
+    with sqlite3.connect(db) as conn:
+        row = conn.execute("SELECT count(*) FROM effects WHERE status = 'succeeded'").fetchone()
+    return int(row[0])
+
+
+@pytest.mark.parametrize("point", [CrashPoint.AFTER_STARTED.value, CrashPoint.AFTER_OUTCOME.value])
+def test_resume_reads_far_outputs_back(point: str, cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "wf.yaml").write_text(WORKFLOW)
+    db = tmp_path / "r.db"
+    crash = {"AGENTCTL_CRASH_AT": point}
+    first = cli("--output", "json", "run", "wf.yaml", "--db", str(db), env=crash)
+    assert first.rc == -9, (first.rc, first.stderr)
+    assert _integrity(db) == "ok"
+    run_id = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"][0]["runId"]
+    resumed = cli("--output", "json", "resume", run_id, "--db", str(db))
+    if point == CrashPoint.AFTER_STARTED.value:
+        # Started, never confirmed: uncertain, never repeated; not-applied lets it run once.
+        assert resumed.rc == 3, resumed.stderr
+        effects = cli("--output", "json", "effects", "list", run_id, "--db", str(db))
+        (eff,) = [e for e in effects.data["effects"] if e["status"] == "uncertain"]
+        assert not (tmp_path / "out" / "x.txt").exists()
+        args = ["effects", "reconcile", eff["effectId"], "--status", "not-applied"]
+        rec = cli(*args, "--reason", "no file", "--db", str(db))
+        assert rec.rc == 0, rec.stderr
+        resumed = cli("--output", "json", "resume", run_id, "--db", str(db))
+    assert resumed.rc == 0, resumed.stderr
+    assert resumed.data["state"] == "succeeded"
+    assert resumed.data["output"] == {"seed": "far", "last": CHAIN - 1, "wrote": True}
+    assert (tmp_path / "out" / "x.txt").read_text() == f"n={CHAIN - 1}"
+    assert _succeeded_effects(db) == 1  # the confirmed write ran once, never again
+    assert _integrity(db) == "ok"
