@@ -44,6 +44,12 @@ def memory_writes(
             )
         return ()
     key = with_.get("key") if isinstance(with_, dict) else None
+    _check_key(node, key, writes, path, diags)
+    return tuple(sorted(writes))
+
+
+def _check_key(node: Node, key: Any, writes: set[str], path: str, diags: Collector) -> None:
+    """The written key agrees with ``memoryWrites``; a literal key alone becomes the set."""
     if not isinstance(key, str) or not key:
         diags.add(
             "schema_violation",
@@ -66,7 +72,6 @@ def memory_writes(
             f"memory write `{node.task['id']}` writes `{key}`, which memoryWrites does not list",
             path,
         )
-    return tuple(sorted(writes))
 
 
 def _declared_set(node: Node, declared: list[str], path: str, diags: Collector) -> set[str]:
