@@ -89,7 +89,7 @@ def _forget_reuse_metadata(db: Path) -> None:
             "UPDATE task_states SET definition_fingerprint = NULL, output_digest = NULL,"
             " output_contract_fingerprint = NULL"
         )
-        conn.execute("UPDATE runs SET compiled_plan_json = NULL")
+        conn.execute("UPDATE run_documents SET compiled_plan_json = NULL")  # schema v12
 
 
 def _reused(cli: Cli, run_id: str) -> Any:
