@@ -31,13 +31,14 @@ from typing import Literal, Protocol
 
 from agentctl.coordinator import modelcalls
 from agentctl.coordinator.calls import AgentCall
+from agentctl.coordinator.steps import verdict
 from agentctl.core import jsonschema, registry
 from agentctl.core.evaluate import TaskFailure
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list, as_object
 from agentctl.core.mcp import LIST_OPERATION, listed_tool
 from agentctl.core.operations import BuildInput, Operation, RunContext
 from agentctl.core.plan import AgentConfig, PlannedTask
-from agentctl.core.policy import decide
+from agentctl.core.policy import Decision, decide
 from agentctl.core.pricing import price_for
 from agentctl.errors import PolicyDeniedError, RunFailedError
 
@@ -186,7 +187,9 @@ class AgentRunner:
         model = str(self.agent.get("model"))
         self.rates = price_for(self.gateway.context.pricing, name, self.config.provider_kind, model)
         called = modelcalls.ResolvedCall(built.recorded, request, built.secrets)
-        return self._call(entry, called, rates=self.rates)
+        return dataclasses.replace(
+            self._call(entry, called, rates=self.rates), policy=verdict(decision)
+        )
 
     def _final(self, reply: JsonObject) -> JsonValue:
         text = str(reply.get("text") or "")
@@ -217,16 +220,16 @@ class AgentRunner:
         problems = jsonschema.validate(args, as_object(tool["inputSchema"]))
         if problems:
             raise TaskFailure(f"tool {name} input is invalid: {'; '.join(problems[:3])}")
-        approval = self._decide_tool(name, tool)
-        output = await self._tool_effect(name, dict(tool), args, str(call.get("id")), approval)
+        decision = self._decide_tool(name, tool)
+        output = await self._tool_effect(name, dict(tool), args, str(call.get("id")), decision)
         schema = as_object(tool.get("outputSchema") or {"type": "object"})
         problems = jsonschema.validate(output, schema)
         if problems:
             raise TaskFailure(f"tool {name} output is invalid: {'; '.join(problems[:3])}")
         return output
 
-    def _decide_tool(self, name: str, tool: Mapping[str, JsonValue]) -> str | None:
-        """Refuse a denied call; the reason an approval is needed, or None."""
+    def _decide_tool(self, name: str, tool: Mapping[str, JsonValue]) -> Decision:
+        """Refuse a denied call; otherwise the decision (allowed, or needing an approval)."""
         decision = decide(
             self.policy,
             name=name,
@@ -236,12 +239,13 @@ class AgentRunner:
         )
         if decision.denied:
             raise PolicyDeniedError(f"tool {name} denied: {decision.reason}")
-        return decision.reason if decision.needs_approval else None
+        return decision
 
     async def _tool_effect(
-        self, name: str, tool: JsonObject, args: JsonValue, call_id: str, approval: str | None
+        self, name: str, tool: JsonObject, args: JsonValue, call_id: str, decision: Decision
     ) -> JsonValue:
         entry = registry.lookup(str(tool["kind"]))
+        approval = decision.reason if decision.needs_approval else None
         if entry.is_pure:
             if approval is not None:  # no effect to hold: nothing durable could wait
                 raise PolicyDeniedError(f"tool {name} needs approval ({approval}) but is pure")
@@ -250,6 +254,7 @@ class AgentRunner:
         call_ref = f"{self.task.id}:{self.attempt}:{call_id}"
         declared = {**tool, "name": name}
         call = self._call(entry, built, declared=declared, tool_call_id=call_ref)
+        call = dataclasses.replace(call, policy=verdict(decision))
         if approval is not None:
             capability = tool.get("capability")
             call = dataclasses.replace(

@@ -39,6 +39,7 @@ from agentctl.core.operations import RunContext
 from agentctl.core.redact import Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import RunFailedError
+from agentctl.ledger.audit import PolicyVerdict
 from agentctl.ledger.effects import NewEffect
 from agentctl.ledger.held_calls import GatedCall
 from agentctl.ledger.model import CallRecord, EffectOutcome
@@ -71,6 +72,7 @@ class AgentCall:
     tool_call_id: str | None = None
     tool: str | None = None
     approval_reason: str | None = None  # set when policy wants an approval first
+    policy: PolicyVerdict | None = None  # the decision that let it be requested (audited)
     agent: str | None = None  # the spec.agents key making the call
     capability: str | None = None
     # Resolved secret values ``request`` carries (``modelcalls.resolve_secret_refs``; the
@@ -168,6 +170,7 @@ class CallGateway:
             risk=call.risk,
             idempotency=call.idempotency,
             trace_id=self.trace_id,
+            policy=call.policy,
         )
 
     async def _dispatch(

@@ -293,6 +293,7 @@ class Driver:
             idempotency=eff.idempotency,
             trace_id=self.trace_id,
             waiting_for_approval=eff.needs_approval,
+            policy=eff.policy,
         )
         assert new.effect_id == eff.effect_id, "effect identity drifted"
         state = self.live.states[step.task.id]

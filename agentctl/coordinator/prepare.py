@@ -22,7 +22,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from agentctl.coordinator import preview, secrets
-from agentctl.coordinator.steps import EffectPlan, PendingAgent, PendingEffect, Prepared, Settled
+from agentctl.coordinator.steps import (
+    EffectPlan,
+    PendingAgent,
+    PendingEffect,
+    Prepared,
+    Settled,
+    verdict,
+)
 from agentctl.core import evaluate as ev
 from agentctl.core.builders import agent_prompt
 from agentctl.core.canonical import v1_digest
@@ -286,4 +293,5 @@ def _effect_plan(
         in_process=entry.placement == "coordinator",
         secrets=built.secrets,
         budget=entry.estimate(built.request) if entry.estimate is not None else {},
+        policy=verdict(decision),
     )

@@ -28,8 +28,15 @@ from dataclasses import dataclass, field
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import PlannedTask
+from agentctl.core.policy import Decision
 from agentctl.ledger.artifacts.refs import ArtifactRef
+from agentctl.ledger.audit import PolicyVerdict
 from agentctl.ledger.model import EffectOutcome
+
+
+def verdict(decision: Decision) -> PolicyVerdict:
+    """The policy's decision as the ledger audits it with the effect's request."""
+    return PolicyVerdict(str(decision.kind), decision.reason)
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,7 @@ class EffectPlan:
     in_process: bool  # executed by the coordinator (state it owns), not by a worker
     secrets: tuple[str, ...] = ()  # resolved values, redacted from everything recorded
     budget: dict[str, int] = field(default_factory=dict)
+    policy: PolicyVerdict | None = None  # the decision that let it be requested (audited)
 
     @property
     def needs_approval(self) -> bool:

@@ -105,7 +105,18 @@ _EFFECT_ROW = """SELECT run_id, task_id, attempt, operation, status, trace_id
     FROM effects WHERE effect_id = ?"""
 
 
-def audit_effect_txn(conn: sqlite3.Connection, effect_id: str, now: str) -> None:
+@dataclass(frozen=True)
+class PolicyVerdict:
+    """The policy's decision that let an effect be requested: ``allow`` or ``require_approval``
+    (a denial records no effect: the task fails with the denial as its error)."""
+
+    decision: str
+    reason: str
+
+
+def audit_effect_txn(
+    conn: sqlite3.Connection, effect_id: str, now: str, policy: PolicyVerdict | None = None
+) -> None:
     """Audit the effect's current status as ``effect.<status>``, in the caller's transaction.
 
     Called right after each status change, so every effect transition (requested, started,
@@ -122,6 +133,8 @@ def audit_effect_txn(conn: sqlite3.Connection, effect_id: str, now: str) -> None
         "attempt": row["attempt"],
         "status": row["status"],
     }
+    if policy is not None:  # the decision that let it be requested, audited with the request
+        payload["policy"] = {"decision": policy.decision, "reason": policy.reason}
     append_audit_txn(
         conn,
         row["run_id"],

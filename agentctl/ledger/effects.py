@@ -11,6 +11,7 @@ Invariants (spec/cli.md §4, DESIGN.md §3):
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from dataclasses import dataclass
 
@@ -19,7 +20,7 @@ from agentctl.core.effects import input_digest as core_input_digest
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError, NotFoundError
 from agentctl.ledger.artifacts.values import dumps_value, dumps_value_opt, loads_value
-from agentctl.ledger.audit import audit_effect_txn
+from agentctl.ledger.audit import PolicyVerdict, audit_effect_txn
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, SqlParam, fetch_all, fetch_one
 
 FINISHED_STATUSES = frozenset({"succeeded", "failed", "uncertain"})
@@ -38,12 +39,14 @@ class NewEffect:
     idempotency: str
     trace_id: str | None = None
     waiting_for_approval: bool = False
+    policy: PolicyVerdict | None = None  # audited with the request; not part of the identity
 
-    @property
+    # Cached: each is a canonical-JSON digest of the request, asked for several times per step.
+    @functools.cached_property
     def input_digest(self) -> str:
         return core_input_digest(self.request)
 
-    @property
+    @functools.cached_property
     def effect_id(self) -> str:
         return core_effect_id(
             self.run_id, self.task_id, self.attempt, self.ordinal, self.operation, self.input_digest
@@ -137,7 +140,7 @@ def insert_effect_txn(conn: sqlite3.Connection, effect: NewEffect, now: str) -> 
     request = dumps_value(conn, effect.request, now)
     rest = (effect.risk, effect.idempotency, effect_id, status, request, now)
     conn.execute(_INSERT_EFFECT, (*identity, *kind, *rest, effect.trace_id))
-    audit_effect_txn(conn, effect_id, now)
+    audit_effect_txn(conn, effect_id, now, effect.policy)
     return effect_id
 
 

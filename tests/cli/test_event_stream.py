@@ -198,3 +198,26 @@ def test_retry_streams_the_new_runs_events_from_its_creation(cli: Cli, tmp_path:
     assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
     printed = [(e["sequence"], e["type"]) for e in events]
     assert printed == [(e["sequence"], e["eventType"]) for e in _audit(cli, new_run)]
+
+
+def test_each_effect_request_carries_the_policy_decision(cli: Cli, tmp_path: Path) -> None:
+    """The decision that let an effect be requested is audited with its request: ``allow``
+    for the agent's model calls, ``require_approval`` (with its reason) for the held write."""
+    (tmp_path / "wf.yaml").write_text(WORKFLOW)
+    paused = cli("--output", "jsonl", "run", "wf.yaml", "--db", "r.db")
+    assert paused.rc == 3, paused.stderr
+    events = _events(_lines(paused))
+    first_of: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if event["type"].startswith("effect.") and event["effectId"] not in first_of:
+            first_of[event["effectId"]] = event
+    decided = {
+        (e["taskId"], e["type"], e["payload"]["policy"]["decision"]) for e in first_of.values()
+    }
+    assert decided == {
+        ("first", "effect.requested", "allow"),
+        ("save", "effect.waiting_for_approval", "require_approval"),
+    }
+    assert all(e["payload"]["policy"]["reason"] for e in first_of.values())
+    later = [e for e in events if e["type"] == "effect.started"]
+    assert later and all("policy" not in e["payload"] for e in later)  # only with the request
