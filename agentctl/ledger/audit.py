@@ -11,7 +11,9 @@ Invariants:
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from agentctl.core.canonical import sha256_hex
 from agentctl.core.jsonvalue import JsonObject, JsonValue
@@ -101,8 +103,9 @@ def write_checkpoint_txn(conn: sqlite3.Connection, run_id: str, state: object, n
     conn.execute(_INSERT_CHECKPOINT, (run_id, ROW_FORMAT_VERSION, text, sha256_hex(text), now))
 
 
-_EFFECT_ROW = """SELECT run_id, task_id, attempt, operation, status, trace_id
-    FROM effects WHERE effect_id = ?"""
+# The effect columns an ``effect.<status>`` event is built from (a status UPDATE returns them).
+EFFECT_AUDIT_COLUMNS = "run_id, task_id, attempt, operation, status, trace_id"
+_EFFECT_ROW = f"SELECT {EFFECT_AUDIT_COLUMNS} FROM effects WHERE effect_id = ?"
 
 
 @dataclass(frozen=True)
@@ -115,16 +118,22 @@ class PolicyVerdict:
 
 
 def audit_effect_txn(
-    conn: sqlite3.Connection, effect_id: str, now: str, policy: PolicyVerdict | None = None
+    conn: sqlite3.Connection,
+    effect_id: str,
+    now: str,
+    policy: PolicyVerdict | None = None,
+    row: Mapping[str, Any] | None = None,
 ) -> None:
     """Audit the effect's current status as ``effect.<status>``, in the caller's transaction.
 
     Called right after each status change, so every effect transition (requested, started,
     succeeded, failed, uncertain, cancelled, waiting_for_approval) is an audit event with the
     run's next sequence. The payload holds identities only: no request, result or error text,
-    so nothing a redactor would have to catch is copied here.
+    so nothing a redactor would have to catch is copied here. ``row``: the effect's
+    ``EFFECT_AUDIT_COLUMNS`` when the caller has them (no read again).
     """
-    row = conn.execute(_EFFECT_ROW, (effect_id,)).fetchone()
+    if row is None:
+        row = conn.execute(_EFFECT_ROW, (effect_id,)).fetchone()
     if row is None:
         return
     payload: JsonObject = {

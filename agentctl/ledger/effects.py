@@ -20,7 +20,7 @@ from agentctl.core.effects import input_digest as core_input_digest
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError, NotFoundError
 from agentctl.ledger.artifacts.values import dumps_value, dumps_value_opt, loads_value
-from agentctl.ledger.audit import PolicyVerdict, audit_effect_txn
+from agentctl.ledger.audit import EFFECT_AUDIT_COLUMNS, PolicyVerdict, audit_effect_txn
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, SqlParam, fetch_all, fetch_one
 
 FINISHED_STATUSES = frozenset({"succeeded", "failed", "uncertain"})
@@ -140,7 +140,15 @@ def insert_effect_txn(conn: sqlite3.Connection, effect: NewEffect, now: str) -> 
     request = dumps_value(conn, effect.request, now)
     rest = (effect.risk, effect.idempotency, effect_id, status, request, now)
     conn.execute(_INSERT_EFFECT, (*identity, *kind, *rest, effect.trace_id))
-    audit_effect_txn(conn, effect_id, now, effect.policy)
+    written = {
+        "run_id": effect.run_id,
+        "task_id": effect.task_id,
+        "attempt": effect.attempt,
+        "operation": effect.operation,
+        "status": status,
+        "trace_id": effect.trace_id,
+    }
+    audit_effect_txn(conn, effect_id, now, effect.policy, written)
     return effect_id
 
 
@@ -151,25 +159,33 @@ def _status_of(conn: sqlite3.Connection, effect_id: str) -> str:
     return str(row["status"])
 
 
-def _guarded(
-    conn: sqlite3.Connection, effect_id: str, sql: str, params: tuple[SqlParam, ...], want: str
+def _guarded_txn(
+    conn: sqlite3.Connection,
+    effect_id: str,
+    sql: str,
+    params: tuple[SqlParam, ...],
+    want: str,
+    now: str,
 ) -> None:
-    if conn.execute(sql, params).rowcount != 1:
+    """One guarded status change, audited from the columns the UPDATE returns."""
+    row = conn.execute(f"{sql} RETURNING {EFFECT_AUDIT_COLUMNS}", params).fetchone()
+    if row is None:
         found = _status_of(conn, effect_id)
         raise InvalidOperationError(f"effect {effect_id} is {found}, not {want}")
+    audit_effect_txn(conn, effect_id, now, row=row)
 
 
 def start_effect_txn(conn: sqlite3.Connection, effect_id: str, now: str) -> None:
     """``requested`` → ``started``; the executor may run once this commits."""
-    _guarded(
+    _guarded_txn(
         conn,
         effect_id,
         "UPDATE effects SET status = 'started', started_at = ?"
         " WHERE effect_id = ? AND status = 'requested'",
         (now, effect_id),
         "requested",
+        now,
     )
-    audit_effect_txn(conn, effect_id, now)
 
 
 def finish_effect_txn(
@@ -184,7 +200,7 @@ def finish_effect_txn(
     """``started`` → succeeded (confirmed) | failed | uncertain."""
     if status not in FINISHED_STATUSES:
         raise InvalidOperationError(f"an effect cannot finish as {status!r}")
-    _guarded(
+    _guarded_txn(
         conn,
         effect_id,
         "UPDATE effects SET status = ?, result_json = ?, error = ?, completed_at = ?,"
@@ -198,8 +214,8 @@ def finish_effect_txn(
             effect_id,
         ),
         "started",
+        now,
     )
-    audit_effect_txn(conn, effect_id, now)
 
 
 def resolve_waiting_effect_txn(
@@ -208,15 +224,15 @@ def resolve_waiting_effect_txn(
     """``waiting_for_approval`` → ``requested`` (approved) or ``cancelled`` (rejected)."""
     new = "requested" if approved else "cancelled"
     completed = None if approved else now
-    _guarded(
+    _guarded_txn(
         conn,
         effect_id,
         "UPDATE effects SET status = ?, completed_at = ?"
         " WHERE effect_id = ? AND status = 'waiting_for_approval'",
         (new, completed, effect_id),
         "waiting_for_approval",
+        now,
     )
-    audit_effect_txn(conn, effect_id, now)
 
 
 def mark_uncertain_txn(
