@@ -4,6 +4,7 @@
 - a task-completion commit through the ledger API (``bench_ledger``'s ledger writer) — what
   one durable agentctl step costs in SQLite alone, before any scheduling;
 - ``write(64 B)`` + ``fsync`` of a file on the same disk;
+- a small new file made durable (write, fsync, rename, directory fsync: ``durable_new_file``);
 - a coordinator ↔ worker frame round trip: ``WorkerPool.execute`` of an ``Execute`` for an
   operation no worker supports, so the worker answers ``Failure`` with no I/O — two frames,
   two pydantic validations, one socket hop each way;
@@ -60,6 +61,40 @@ def fsync_floor(workdir: Path, runs: int, reps: int) -> benchkit.Figure:
     finally:
         os.close(fd)
     return benchkit.figure("fsync", "ms/fsync", samples)
+
+
+def _durable_new_file(folder: Path, i: int) -> None:
+    tmp = folder / f"f{i}.part"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, b"x" * 100)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(tmp, folder / f"f{i}")
+    dfd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def new_file_floor(workdir: Path, runs: int, reps: int) -> benchkit.Figure:
+    """A small new file made durable the way a write or an ingestion does it: write, fsync,
+    rename into place, fsync the directory (the floor under each file a ``builtin.write``
+    step makes durable — the workspace file and its artifact blob)."""
+    folder = workdir / "newfiles"
+    folder.mkdir()
+    for i in range(min(reps, 20)):  # warm-up
+        _durable_new_file(folder, -1 - i)
+    samples, serial = [], 0
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            _durable_new_file(folder, serial)
+            serial += 1
+        samples.append((time.perf_counter() - t0) * 1000 / reps)
+    return benchkit.figure("durable_new_file", "ms/file", samples)
 
 
 def _timed_pool_loop(
@@ -151,6 +186,7 @@ def main(runs: int = 7, reps: int = 300, workdir: Path | None = None) -> dict[st
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         figures = commit_floors(Path(tmp), runs, reps)
         figures.append(fsync_floor(Path(tmp), runs, reps))
+        figures.append(new_file_floor(Path(tmp), runs, reps))
         figures.append(frame_round_trip(runs, reps))
         figures.append(spawn_floor(runs, max(1, reps // 5)))
         figures.append(shell_effect_worker(Path(tmp), runs, max(1, reps // 5)))

@@ -30,11 +30,12 @@ def floor_of(name: str, figs: Figures) -> tuple[float | None, str]:
     if name.startswith("pure_chain_") and not name.endswith(("_rate", "_wall")):
         return commit, "1 commit"
     if name.startswith("effect_chain_memory"):
-        return 2 * commit, "2 commits"
-    if name.startswith("effect_chain_write") and rtt is not None:
-        return 2 * commit + rtt, "2 commits + 1 round trip"
+        return commit, "1 commit"
+    new_file = figs.median("durable_new_file")
+    if name.startswith("effect_chain_write") and rtt is not None and new_file is not None:
+        return 2 * commit + rtt + 2 * new_file, "2 commits + 1 round trip + 2 durable files"
     if name.startswith("effect_chain_shell") and rtt is not None and spawn is not None:
-        return 2 * commit + rtt + spawn, "2 commits + 1 round trip + 1 spawn"
+        return commit + rtt + spawn, "1 commit + 1 round trip + 1 spawn"
     if name.startswith("foreach_") and name.endswith("_per_child"):
         return commit / 64, "1 commit per batch of 64"
     if name.startswith("sleep_batch_"):
@@ -104,12 +105,13 @@ def peers_section(report: dict[str, Any], figs: Figures) -> list[str]:
 
 PERSISTS = """What each system makes durable per step (so the ratios can be read fairly):
 
-- **agentctl, effect step** (`builtin.memory.write` chain, the like-for-like row): the effect
-  row is committed `requested`/`started` before the effect runs, then its outcome, and the
-  task's state, output, digests, the working-memory delta, audit events and checkpoints — in
-  `BEGIN IMMEDIATE` transactions, WAL mode, `synchronous=FULL` (one WAL fsync per commit).
-  The next task starts only after its predecessor's completion commits. The rows-by-table
-  line below shows the audit events and checkpoints (one each per transaction) per step.
+- **agentctl, effect step** (`builtin.memory.write` chain, the like-for-like row): one
+  `BEGIN IMMEDIATE` transaction per step (WAL mode, `synchronous=FULL`: one WAL fsync) holds
+  the step's effect row `requested` + `started` — durable before the effect runs — together
+  with the previous step's outcome, the task's state, output, digests, the working-memory
+  delta, its audit events and one checkpoint (the pipelined commit, ADR 0011). So a confirmed
+  outcome is durable before the next effect runs, and a crash leaves at most the one started
+  effect uncertain. The rows-by-table line below shows the audit events per step.
 - **agentctl, pure step** (`builtin.assign` chain): the task's state, output, input digest,
   output digest and an audit event; deterministic results are staged and committed in groups
   (one checkpoint per group), because a resume re-derives any pure result lost in a crash.
@@ -155,7 +157,8 @@ def profile_section(report: dict[str, Any]) -> list[str]:
 
 
 FLOORS = (
-    r"(sqlite_commit|ledger_task_commit|fsync|frame_round_trip|shell_effect_worker|spawn_true"
+    r"(sqlite_commit|ledger_task_commit|fsync|durable_new_file|frame_round_trip"
+    r"|shell_effect_worker|spawn_true"
     r"|python_pass|check_cold_start|run_one_task_cold)"
 )
 RSS = r"(coordinator_peak_rss|crash_run)_.*"
@@ -241,9 +244,26 @@ FIXES = [
     "5. **The default output-contract fingerprint is computed once** instead of one canonical "
     "JSON digest per task.",
     "",
-    "Still open, in the order of their cost: canonical-JSON digests of each task's output and "
-    "resolved input (needed for repair's reuse checks), the fsyncs of artifact ingestion on every "
-    "`builtin.write`, and resume recompiling the stored workflow instead of loading the plan.",
+    "6. **One commit per effect step** (ADR 0011): a lone effect's outcome and its task's "
+    "completion ride in the transaction that records the next effect's `requested`/`started` "
+    "rows; short protocol transactions run on the trio thread when the connection is free (a "
+    "thread hop cost about half a commit); an artifact's ingestion is one transaction without "
+    "the `tmp/` directory fsync. Counts per kind: the next section.",
+    "7. **Start-up does only what the command needs:** the ~110 state-group commands are built "
+    "only when the command line may name one, the collector is off while importing, state "
+    "commands never build the workflow models, a new ledger is built aside and renamed into "
+    "place (2 fsyncs instead of 18), a run without worker effects starts no worker.",
+    "8. **Frames skip the scheduler when the kernel is ready** (non-blocking socket I/O, the "
+    "send lock only when a frame must wait), wire validators are built on first use, and "
+    "process effects share a worker (a second worker's start-up cost more than it saved here).",
+    "9. **Live state sized to what runs:** an output stays in memory only while an unfinished "
+    "reader needs it and is read back in one batch; a run's workflow and plans moved out of "
+    "the `runs` row (schema v12), which every batch commit rewrote whole (16 MB at 10,000 "
+    "tasks); resume reads only the live task rows.",
+    "10. **Audit without re-reads:** an effect's status change is audited from the columns "
+    "its UPDATE returns; an effect's id and digest are computed once.",
+    "",
+    "Still open, in the order of their cost: see *Where a goal is missed* above.",
 ]
 
 

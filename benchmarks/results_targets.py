@@ -177,6 +177,7 @@ def misses_section(figs: Figures, why: dict[str, str]) -> list[str]:
         v = verdict(t)
         if v.startswith("**misses"):
             reason = next((text for key, text in why.items() if key in t.what), "")
+            reason = reason[:1].upper() + reason[1:]
             lines.append(f"- {t.what}: {v.replace('**', '')}. {reason}".rstrip())
     if len(lines) == 2:
         lines.append("Every goal is met in this run.")
