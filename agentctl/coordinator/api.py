@@ -252,11 +252,6 @@ def run_report(run_ref: str, *, db: str) -> RunReport:
         return ledger.run_report(run_ref)
 
 
-def inspect(run_ref: str, *, db: str) -> JsonObject:
-    with open_existing(db, verify=False) as ledger:
-        return ledger.inspect_run(run_ref).to_json()
-
-
 def effects_list(run_ref: str, *, db: str, task: str | None) -> JsonObject:
     with open_existing(db, verify=False) as ledger:
         return ledger.list_effects(run_ref, task).to_json()

@@ -21,6 +21,7 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -89,6 +90,8 @@ class EventTap:
     write: LineWriter
     _cursor: int | None = None
     _pending: list[AuditEvent] = field(default_factory=list)
+    # ``collect`` runs in the ledger's thread, ``flush`` on the trio thread: one list, one lock.
+    _guard: threading.Lock = field(default_factory=threading.Lock)
 
     def wrap(self, fn: Callable[[], T], ledger: RunLedger) -> Callable[[], T]:
         """``fn`` followed, in the same thread, by a read of what it committed."""
@@ -105,7 +108,8 @@ class EventTap:
             self._cursor = self._start(ledger.audit_after(self.run_id, 0))
         new = ledger.audit_after(self.run_id, self._cursor)
         if new:
-            self._pending.extend(new)
+            with self._guard:
+                self._pending.extend(new)
             self._cursor = new[-1].sequence
 
     def _start(self, record: Sequence[AuditEvent]) -> int:
@@ -115,7 +119,8 @@ class EventTap:
         return record[-1].sequence if record else 0
 
     def flush(self) -> None:
-        pending, self._pending = self._pending, []
+        with self._guard:
+            pending, self._pending = self._pending, []
         for event in pending:
             self.write("RunEvent", RunEvent.from_audit(event, self.trace_id).to_json())
 

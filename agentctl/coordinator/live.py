@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from agentctl.coordinator.schedule import TERMINAL
 from agentctl.core.compiler.reads import task_reads
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan, PlannedTask
@@ -66,7 +67,6 @@ def live_from(state: LiveState) -> Live:
 
 
 FINISHED = frozenset({"succeeded", "skipped"})  # the states whose output a reader may read
-_TERMINAL = frozenset({"succeeded", "failed", "skipped", "cancelled"})
 
 
 class Retention:
@@ -86,7 +86,7 @@ class Retention:
         self.released: set[str] = set()
         self.keep_all_read = False
         for task in plan.tasks:
-            if states[task.id] in _TERMINAL:
+            if states[task.id] in TERMINAL:
                 self.released.add(task.id)
                 continue
             for read in self.reads[task.id]:
@@ -130,6 +130,6 @@ def settle_output(live: Live, retention: Retention, task_id: str, output: JsonVa
     state = live.states[task_id]
     if state in FINISHED and retention.keeps(task_id):
         live.outputs[task_id] = output
-    if state in _TERMINAL:
+    if state in TERMINAL:
         for read in retention.release(task_id):
             live.outputs.pop(read, None)

@@ -69,6 +69,8 @@ class Store:
 
     async def _run_short(self, fn: Callable[[], T]) -> T:
         """``_run`` for a short write transaction: inline when no thread holds the connection."""
+        if self._tap is not None:  # the event stream reads what each call committed, at once
+            return await self._run(fn)
         await trio.lowlevel.checkpoint_if_cancelled()
         try:
             self._limiter.acquire_nowait()

@@ -257,6 +257,9 @@ def places_of(tables: tuple[str, ...], name: str) -> tuple[tuple[str, str], ...]
     """Where a result column named ``name`` may come from: the statement's tables having such a
     column, else (an alias) any sensitive column of those tables."""
     exact = tuple((t, name) for t in tables if name in SENSITIVE[t])
+    if not exact and name.startswith("doc_") and "run_documents" in tables:
+        # ``runs.py`` reads a run's documents as ``doc_<column>`` beside ``runs.*``.
+        exact = (("run_documents", name.removeprefix("doc_")),)
     return exact or tuple((t, c) for t in tables for c in SENSITIVE[t])
 
 
