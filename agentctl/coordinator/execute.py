@@ -33,6 +33,7 @@ from agentctl.coordinator.steps import Settled, StartedEffect
 from agentctl.coordinator.store import GroupCommitter, Store
 from agentctl.coordinator.workerpool import HandleSink, WorkerPool
 from agentctl.core import evaluate as ev
+from agentctl.core import registry
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate
 from agentctl.core.protocols import ProtocolEvidence
@@ -143,6 +144,9 @@ class EffectRunner:
             operation=step.effect.operation,
             request=step.effect.request,
             timeout_seconds=step.effect.timeout_s,
+            # Named here, so the pool sends the message as built (no copy per effect).
+            executor=registry.executor_for_operation(step.effect.operation),
+            trace_id=self.trace_id,
         )
         reply = await self.pool.execute(msg, on_handle=self._handle_sink())
         crash_point(CrashPoint.AFTER_RESULT)
