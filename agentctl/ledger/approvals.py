@@ -11,7 +11,6 @@ Invariants:
 
 from __future__ import annotations
 
-import sqlite3
 import uuid
 from dataclasses import dataclass
 
@@ -21,6 +20,7 @@ from agentctl.ledger.artifacts.values import dumps_value_opt, loads_value
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.effects import move_held_tool_call_txn, resolve_waiting_effect_txn
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all, fetch_one
+from agentctl.ledger.sql import Db, Row
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class ApprovalRecord:
         }
 
 
-def _approval(conn: sqlite3.Connection, row: sqlite3.Row) -> ApprovalRecord:
+def _approval(conn: Db, row: Row) -> ApprovalRecord:
     return ApprovalRecord(
         approval_id=row["approval_id"],
         run_id=row["run_id"],
@@ -103,7 +103,7 @@ def _approval(conn: sqlite3.Connection, row: sqlite3.Row) -> ApprovalRecord:
     )
 
 
-def insert_approval_txn(conn: sqlite3.Connection, a: NewApproval, now: str) -> str:
+def insert_approval_txn(conn: Db, a: NewApproval, now: str) -> str:
     """Record a pending approval request; returns its id."""
     approval_id = a.approval_id or f"approval-{uuid.uuid4()}"
     conn.execute(
@@ -134,16 +134,14 @@ def insert_approval_txn(conn: sqlite3.Connection, a: NewApproval, now: str) -> s
     return approval_id
 
 
-def get_approval(conn: sqlite3.Connection, approval_id: str) -> ApprovalRecord:
+def get_approval(conn: Db, approval_id: str) -> ApprovalRecord:
     row = fetch_one(
         conn, "SELECT * FROM approvals WHERE approval_id = ?", (approval_id,), "approval"
     )
     return _approval(conn, row)
 
 
-def list_approvals(
-    conn: sqlite3.Connection, run_id: str, status: str | None = "pending"
-) -> list[ApprovalRecord]:
+def list_approvals(conn: Db, run_id: str, status: str | None = "pending") -> list[ApprovalRecord]:
     """Approvals of a run (pending ones by default), oldest first."""
     sql = "SELECT * FROM approvals WHERE run_id = ?"
     params: tuple[str, ...] = (run_id,)
@@ -154,7 +152,7 @@ def list_approvals(
 
 
 def resolve_approval_txn(
-    conn: sqlite3.Connection,
+    conn: Db,
     approval_id: str,
     approve: bool,
     actor: str,
@@ -194,7 +192,7 @@ def resolve_approval_txn(
 
 
 def _release_effect_txn(
-    conn: sqlite3.Connection, current: ApprovalRecord, approve: bool, why: str, now: str
+    conn: Db, current: ApprovalRecord, approve: bool, why: str, now: str
 ) -> None:
     """The approval's effect leaves ``waiting_approval``; a held tool call of an agent turn
     ends rejected with its approval."""
@@ -205,7 +203,7 @@ def _release_effect_txn(
         move_held_tool_call_txn(conn, current.effect_id, "rejected", now, error=error)
 
 
-def close_pending_txn(conn: sqlite3.Connection, run_id: str, now: str, reason: str) -> None:
+def close_pending_txn(conn: Db, run_id: str, now: str, reason: str) -> None:
     """Close every pending approval of a run that was cancelled: status ``cancelled``, its
     effect ``cancelled`` (it never ran), audited; a later approve is refused as not pending."""
     for current in list_approvals(conn, run_id):

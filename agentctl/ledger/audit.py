@@ -10,7 +10,6 @@ Invariants:
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import PersistenceError
 from agentctl.ledger.artifacts.values import dumps_value, loads_value
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_all, loads_opt
+from agentctl.ledger.sql import Db, Row
 
 _INSERT_AUDIT = """INSERT INTO audit_events
     (run_id, sequence, format_version, event_type, task_id, trace_id, payload_json, created_at)
@@ -75,7 +75,7 @@ class Checkpoint:
 
 
 def append_audit_txn(
-    conn: sqlite3.Connection,
+    conn: Db,
     run_id: str,
     event_type: str,
     payload: object,
@@ -98,7 +98,7 @@ def append_audit_txn(
     )
 
 
-def write_checkpoint_txn(conn: sqlite3.Connection, run_id: str, state: object, now: str) -> None:
+def write_checkpoint_txn(conn: Db, run_id: str, state: object, now: str) -> None:
     text = dumps(state)
     conn.execute(_INSERT_CHECKPOINT, (run_id, ROW_FORMAT_VERSION, text, sha256_hex(text), now))
 
@@ -118,7 +118,7 @@ class PolicyVerdict:
 
 
 def audit_effect_txn(
-    conn: sqlite3.Connection,
+    conn: Db,
     effect_id: str,
     now: str,
     policy: PolicyVerdict | None = None,
@@ -155,7 +155,7 @@ def audit_effect_txn(
     )
 
 
-def list_audit(conn: sqlite3.Connection, run_id: str, after: int = 0) -> list[AuditEvent]:
+def list_audit(conn: Db, run_id: str, after: int = 0) -> list[AuditEvent]:
     """The run's audit events with a sequence above ``after``, in sequence order."""
     rows = fetch_all(
         conn,
@@ -177,7 +177,7 @@ def list_audit(conn: sqlite3.Connection, run_id: str, after: int = 0) -> list[Au
     ]
 
 
-def _checkpoint(row: sqlite3.Row) -> Checkpoint:
+def _checkpoint(row: Row) -> Checkpoint:
     text = row["state_json"]
     if sha256_hex(text) != row["checksum"]:
         raise PersistenceError(
@@ -194,7 +194,7 @@ def _checkpoint(row: sqlite3.Row) -> Checkpoint:
     )
 
 
-def list_checkpoints(conn: sqlite3.Connection, run_id: str) -> list[Checkpoint]:
+def list_checkpoints(conn: Db, run_id: str) -> list[Checkpoint]:
     rows = fetch_all(
         conn,
         "SELECT * FROM checkpoints WHERE run_id = ? ORDER BY sequence",
@@ -204,7 +204,7 @@ def list_checkpoints(conn: sqlite3.Connection, run_id: str) -> list[Checkpoint]:
     return [_checkpoint(r) for r in rows]
 
 
-def latest_checkpoint(conn: sqlite3.Connection, run_id: str) -> Checkpoint | None:
+def latest_checkpoint(conn: Db, run_id: str) -> Checkpoint | None:
     rows = fetch_all(
         conn,
         "SELECT * FROM checkpoints WHERE run_id = ? ORDER BY sequence DESC LIMIT 1",

@@ -19,7 +19,6 @@ Invariants:
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -27,6 +26,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import NotFoundError, RunFailedError
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_one, loads_counts, loads_object
+from agentctl.ledger.sql import Db
 
 # Limits the compiler checks against the plan; the run never consumes them.
 STRUCTURAL = frozenset({"tasks", "expansionItems", "loopIterations"})
@@ -115,9 +115,7 @@ def _add(base: dict[str, int], delta: Mapping[str, int], sign: int = 1) -> dict[
     return out
 
 
-def init_budget_txn(
-    conn: sqlite3.Connection, run_id: str, limits: Mapping[str, int], now: str
-) -> None:
+def init_budget_txn(conn: Db, run_id: str, limits: Mapping[str, int], now: str) -> None:
     conn.execute(
         "INSERT INTO run_budgets (run_id, format_version, limits_json, updated_at)"
         " VALUES (?, ?, ?, ?)",
@@ -130,7 +128,7 @@ def init_budget_txn(
     )
 
 
-def budget_snapshot(conn: sqlite3.Connection, run_id: str) -> BudgetSnapshot:
+def budget_snapshot(conn: Db, run_id: str) -> BudgetSnapshot:
     row = fetch_one(conn, "SELECT * FROM run_budgets WHERE run_id = ?", (run_id,), "budget")
     return BudgetSnapshot(
         run_id=run_id,
@@ -162,7 +160,7 @@ def _first_overrun(
 
 
 def _record_exceeded(
-    conn: sqlite3.Connection, run_id: str, exceeded: JsonObject, now: str, trace_id: str | None
+    conn: Db, run_id: str, exceeded: JsonObject, now: str, trace_id: str | None
 ) -> None:
     conn.execute(
         "UPDATE run_budgets SET exceeded_json = ?, updated_at = ? WHERE run_id = ?",
@@ -183,7 +181,7 @@ def _overshoot(limits: Mapping[str, int], usage: Mapping[str, int]) -> JsonObjec
 
 
 def reserve_budget_txn(
-    conn: sqlite3.Connection,
+    conn: Db,
     run_id: str,
     reservation_id: str,
     amounts: Mapping[str, int],
@@ -219,7 +217,7 @@ def reserve_budget_txn(
 
 
 def settle_budget_txn(
-    conn: sqlite3.Connection,
+    conn: Db,
     run_id: str,
     reservation_id: str,
     actual: Mapping[str, int],

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentctl.errors import PersistenceError, ValidationError
-from agentctl.ledger.rows import SqlParam
+from agentctl.ledger.sql import SqlParam
 
 if TYPE_CHECKING:
     from sqlite3 import _Parameters

@@ -12,7 +12,6 @@ Invariants (spec/cli.md §4, DESIGN.md §3):
 from __future__ import annotations
 
 import functools
-import sqlite3
 from dataclasses import dataclass
 
 from agentctl.core.effects import effect_id as core_effect_id
@@ -21,7 +20,8 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError, NotFoundError
 from agentctl.ledger.artifacts.values import dumps_value, dumps_value_opt, loads_value
 from agentctl.ledger.audit import EFFECT_AUDIT_COLUMNS, PolicyVerdict, audit_effect_txn
-from agentctl.ledger.rows import ROW_FORMAT_VERSION, SqlParam, fetch_all, fetch_one
+from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all, fetch_one
+from agentctl.ledger.sql import Db, Row, SqlParam
 
 FINISHED_STATUSES = frozenset({"succeeded", "failed", "uncertain"})
 
@@ -101,7 +101,7 @@ class EffectRecord:
         }
 
 
-def _effect(conn: sqlite3.Connection, row: sqlite3.Row) -> EffectRecord:
+def _effect(conn: Db, row: Row) -> EffectRecord:
     return EffectRecord(
         effect_id=row["effect_id"],
         run_id=row["run_id"],
@@ -131,7 +131,7 @@ _INSERT_EFFECT = """INSERT INTO effects (effect_id, format_version, run_id, task
     request_json, requested_at, trace_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 
 
-def insert_effect_txn(conn: sqlite3.Connection, effect: NewEffect, now: str) -> str:
+def insert_effect_txn(conn: Db, effect: NewEffect, now: str) -> str:
     """Record an effect as ``requested`` (or ``waiting_for_approval``); returns its id."""
     effect_id = effect.effect_id
     status = "waiting_for_approval" if effect.waiting_for_approval else "requested"
@@ -152,7 +152,7 @@ def insert_effect_txn(conn: sqlite3.Connection, effect: NewEffect, now: str) -> 
     return effect_id
 
 
-def _status_of(conn: sqlite3.Connection, effect_id: str) -> str:
+def _status_of(conn: Db, effect_id: str) -> str:
     row = conn.execute("SELECT status FROM effects WHERE effect_id = ?", (effect_id,)).fetchone()
     if row is None:
         raise NotFoundError(f"effect {effect_id} not found")
@@ -160,7 +160,7 @@ def _status_of(conn: sqlite3.Connection, effect_id: str) -> str:
 
 
 def _guarded_txn(
-    conn: sqlite3.Connection,
+    conn: Db,
     effect_id: str,
     sql: str,
     params: tuple[SqlParam, ...],
@@ -175,7 +175,7 @@ def _guarded_txn(
     audit_effect_txn(conn, effect_id, now, row=row)
 
 
-def start_effect_txn(conn: sqlite3.Connection, effect_id: str, now: str) -> None:
+def start_effect_txn(conn: Db, effect_id: str, now: str) -> None:
     """``requested`` → ``started``; the executor may run once this commits."""
     _guarded_txn(
         conn,
@@ -189,7 +189,7 @@ def start_effect_txn(conn: sqlite3.Connection, effect_id: str, now: str) -> None
 
 
 def finish_effect_txn(
-    conn: sqlite3.Connection,
+    conn: Db,
     effect_id: str,
     status: str,
     now: str,
@@ -218,9 +218,7 @@ def finish_effect_txn(
     )
 
 
-def resolve_waiting_effect_txn(
-    conn: sqlite3.Connection, effect_id: str, approved: bool, now: str
-) -> None:
+def resolve_waiting_effect_txn(conn: Db, effect_id: str, approved: bool, now: str) -> None:
     """``waiting_for_approval`` → ``requested`` (approved) or ``cancelled`` (rejected)."""
     new = "requested" if approved else "cancelled"
     completed = None if approved else now
@@ -235,9 +233,7 @@ def resolve_waiting_effect_txn(
     )
 
 
-def mark_uncertain_txn(
-    conn: sqlite3.Connection, run_id: str, now: str, *, keep: str | None = None
-) -> list[str]:
+def mark_uncertain_txn(conn: Db, run_id: str, now: str, *, keep: str | None = None) -> list[str]:
     """Every ``started`` effect of the run becomes ``uncertain`` (after a crash or cancel),
     except those the SQL condition ``keep`` (over ``effects e``) selects."""
     where = "e.run_id = ? AND e.status = 'started'" + (f" AND NOT {keep}" if keep else "")
@@ -255,15 +251,13 @@ def mark_uncertain_txn(
     return ids
 
 
-def get_effect(conn: sqlite3.Connection, effect_id: str) -> EffectRecord:
+def get_effect(conn: Db, effect_id: str) -> EffectRecord:
     return _effect(
         conn, fetch_one(conn, "SELECT * FROM effects WHERE effect_id = ?", (effect_id,), "effect")
     )
 
 
-def list_effects(
-    conn: sqlite3.Connection, run_id: str, task_id: str | None = None
-) -> list[EffectRecord]:
+def list_effects(conn: Db, run_id: str, task_id: str | None = None) -> list[EffectRecord]:
     """Effects of a run (optionally one task), in request order."""
     sql = "SELECT e.* FROM effects e JOIN task_states t USING (run_id, task_id) WHERE run_id = ?"
     params: tuple[SqlParam, ...] = (run_id,)
@@ -274,9 +268,7 @@ def list_effects(
     return [_effect(conn, r) for r in fetch_all(conn, sql, params, "effect")]
 
 
-def latest_effect_for(
-    conn: sqlite3.Connection, run_id: str, task_id: str, attempt: int
-) -> EffectRecord | None:
+def latest_effect_for(conn: Db, run_id: str, task_id: str, attempt: int) -> EffectRecord | None:
     rows = fetch_all(
         conn,
         "SELECT * FROM effects WHERE run_id = ? AND task_id = ? AND attempt = ?"
@@ -288,7 +280,7 @@ def latest_effect_for(
 
 
 def insert_tool_call_txn(
-    conn: sqlite3.Connection,
+    conn: Db,
     run_id: str,
     call_id: str,
     task_id: str,
@@ -318,7 +310,7 @@ def insert_tool_call_txn(
 
 
 def move_held_tool_call_txn(
-    conn: sqlite3.Connection, effect_id: str, status: str, now: str, *, error: str | None = None
+    conn: Db, effect_id: str, status: str, now: str, *, error: str | None = None
 ) -> None:
     """A held tool call (``waiting_for_approval``) moves with its approval: ``started`` when its
     approved effect starts, or ends ``rejected`` / ``cancelled``. A task-level effect has no
@@ -332,7 +324,7 @@ def move_held_tool_call_txn(
 
 
 def finish_tool_call_txn(
-    conn: sqlite3.Connection,
+    conn: Db,
     run_id: str,
     call_id: str,
     status: str,
@@ -377,7 +369,7 @@ class ToolCallRecord:
         }
 
 
-def list_tool_calls(conn: sqlite3.Connection, run_id: str) -> list[ToolCallRecord]:
+def list_tool_calls(conn: Db, run_id: str) -> list[ToolCallRecord]:
     sql = "SELECT * FROM tool_calls WHERE run_id = ? ORDER BY created_at, call_id"
     return [
         ToolCallRecord(

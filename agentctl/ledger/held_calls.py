@@ -19,7 +19,6 @@ Invariants:
 from __future__ import annotations
 
 import dataclasses
-import sqlite3
 from dataclasses import dataclass
 from typing import Literal
 
@@ -31,6 +30,7 @@ import agentctl.ledger.tasks as tasks
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import InvalidOperationError, NotFoundError
 from agentctl.ledger.model import CallRecord
+from agentctl.ledger.sql import Db
 
 GateStatus = Literal["held", "started", "rejected", "refused"]
 
@@ -55,7 +55,7 @@ class CallGate:
     detail: JsonObject | None = None
 
 
-def gate_call_txn(conn: sqlite3.Connection, gated: GatedCall) -> CallGate:
+def gate_call_txn(conn: Db, gated: GatedCall) -> CallGate:
     """Hold the call for approval, or start it once approved, or report its rejection."""
     new, now = gated.call.effect, gated.call.now
     try:
@@ -75,7 +75,7 @@ def gate_call_txn(conn: sqlite3.Connection, gated: GatedCall) -> CallGate:
     )
 
 
-def _hold_txn(conn: sqlite3.Connection, gated: GatedCall) -> CallGate:
+def _hold_txn(conn: Db, gated: GatedCall) -> CallGate:
     call, now = gated.call, gated.call.now
     new = dataclasses.replace(call.effect, waiting_for_approval=True)
     run_id, task_id = new.run_id, new.task_id
@@ -131,7 +131,7 @@ def _approval(gated: GatedCall, call_id: str) -> approvals.NewApproval:
     )
 
 
-def _resolution(conn: sqlite3.Connection, run_id: str, effect_id: str) -> JsonObject:
+def _resolution(conn: Db, run_id: str, effect_id: str) -> JsonObject:
     """Who rejected the call's approval and why (the newest resolution of its effect)."""
     found = [a for a in approvals.list_approvals(conn, run_id, None) if a.effect_id == effect_id]
     if not found:

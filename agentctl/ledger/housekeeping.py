@@ -27,7 +27,6 @@ Invariants:
 from __future__ import annotations
 
 import re
-import sqlite3
 from dataclasses import dataclass
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
@@ -36,6 +35,7 @@ from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.ledger.artifacts.gc import DryRun, collect_txn
 from agentctl.ledger.artifacts.store import ArtifactStore, clear_dir
 from agentctl.ledger.rows import shift_ts
+from agentctl.ledger.sql import Db
 
 _VALUE_REF = re.compile(r'"\$artifact":"(sha256:[0-9a-f]{64})"')
 _ENCRYPTED_PREFIX = "agentctl.encrypted."  # column envelopes (spec/cli.md §12)
@@ -100,7 +100,7 @@ def collect_garbage(
     return GarbageCollection(False, before, removed, artifacts)
 
 
-def _remove_txn(conn: sqlite3.Connection, before: str, now: str) -> Removed:
+def _remove_txn(conn: Db, before: str, now: str) -> Removed:
     runs = expired_runs(conn, before)
     conn.executemany("DELETE FROM runs WHERE run_id = ?", [(r,) for r in runs])
     memory = conn.execute(
@@ -116,7 +116,7 @@ def _remove_txn(conn: sqlite3.Connection, before: str, now: str) -> Removed:
     return Removed(tuple(runs), memory, unpinned, encrypted)
 
 
-def expired_runs(conn: sqlite3.Connection, before: str) -> list[str]:
+def expired_runs(conn: Db, before: str) -> list[str]:
     """Terminal runs last updated before ``before``, taken by whole lineages: the runs linked
     by ``parent_run_id`` / ``source_run_id`` go together or not at all."""
     rows = conn.execute(
@@ -139,7 +139,7 @@ def expired_runs(conn: sqlite3.Connection, before: str) -> list[str]:
     return sorted(run for run in lineage if root(run) not in kept)
 
 
-def _named_value_blobs(conn: sqlite3.Connection) -> tuple[set[str], bool]:
+def _named_value_blobs(conn: Db) -> tuple[set[str], bool]:
     """(digests any text column names as a ledger value, whether an encrypted column hides some)."""
     named: set[str] = set()
     encrypted = False
@@ -154,7 +154,7 @@ def _named_value_blobs(conn: sqlite3.Connection) -> tuple[set[str], bool]:
     return named, encrypted
 
 
-def _text_columns(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+def _text_columns(conn: Db) -> list[tuple[str, str]]:
     """Every (table, column) that may hold text: all tables, so a new content column counts."""
     tables = [
         str(r[0])

@@ -15,8 +15,6 @@ Invariants:
 
 from __future__ import annotations
 
-import sqlite3
-
 import agentctl.ledger.approvals as approvals
 import agentctl.ledger.audit as audit
 import agentctl.ledger.effects as effects
@@ -39,6 +37,7 @@ from agentctl.ledger.model import (
     SettleRun,
     SourceSnapshot,
 )
+from agentctl.ledger.sql import Db
 from agentctl.ledger.steps import walk_txn
 
 TERMINAL_RUN = frozenset({"succeeded", "failed", "cancelled"})
@@ -47,14 +46,14 @@ _OPEN_WHEN_PAUSED = frozenset({"pending", "ready", "retry_scheduled", "waiting_f
 
 
 def create_run_txn(
-    conn: sqlite3.Connection, run: runs.NewRun, order: tuple[str, ...], owner: Owner, now: str
+    conn: Db, run: runs.NewRun, order: tuple[str, ...], owner: Owner, now: str
 ) -> None:
     """The run (tasks, budget, audit, checkpoint) and its lease."""
     runs.create_run_txn(conn, run, order, now)
     runs.acquire_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now)
 
 
-def create_derived_run_txn(conn: sqlite3.Connection, d: DerivedRun) -> None:
+def create_derived_run_txn(conn: Db, d: DerivedRun) -> None:
     """A run materialised from another one; see ``model.DerivedRun`` for the order."""
     run_id, trace_id, now = d.run.run_id, d.run.trace_id, d.now
     runs.create_run_txn(conn, d.run, d.task_order, now)
@@ -75,9 +74,7 @@ def create_derived_run_txn(conn: sqlite3.Connection, d: DerivedRun) -> None:
         runs.acquire_run_lease_txn(conn, run_id, d.owner.pid, d.owner.create_time, now)
 
 
-def claim_for_resume_txn(
-    conn: sqlite3.Connection, run_ref: str, owner: Owner, now: str
-) -> runs.RunHead:
+def claim_for_resume_txn(conn: Db, run_ref: str, owner: Owner, now: str) -> runs.RunHead:
     """Refuse terminal runs; take the lease; started effects become uncertain."""
     run = runs.find_run_head(conn, run_ref)
     if run.state in TERMINAL_RUN:
@@ -93,7 +90,7 @@ def claim_for_resume_txn(
     return run
 
 
-def request_cancel_txn(conn: sqlite3.Connection, run_ref: str, now: str) -> runs.RunRecord:
+def request_cancel_txn(conn: Db, run_ref: str, now: str) -> runs.RunRecord:
     """Set the durable cancel flag of the run ``run_ref`` names; returns the run after it.
 
     A paused run that no live coordinator owns is cancelled at once: nothing is driving it
@@ -107,7 +104,7 @@ def request_cancel_txn(conn: sqlite3.Connection, run_ref: str, now: str) -> runs
     return runs.get_run(conn, run.run_id)
 
 
-def _cancel_paused_txn(conn: sqlite3.Connection, run_id: str, now: str) -> None:
+def _cancel_paused_txn(conn: Db, run_id: str, now: str) -> None:
     """Pending approvals closed (their effects cancelled), open tasks cancelled, run cancelled."""
     approvals.close_pending_txn(conn, run_id, now, "the run was cancelled")
     for task in tasks.list_tasks(conn, run_id):
@@ -118,7 +115,7 @@ def _cancel_paused_txn(conn: sqlite3.Connection, run_id: str, now: str) -> None:
     runs.set_run_state_txn(conn, run_id, "cancelled", now)
 
 
-def cancel_run_txn(conn: sqlite3.Connection, stop: CancelRun) -> None:
+def cancel_run_txn(conn: Db, stop: CancelRun) -> None:
     """Stop in-flight work durably: started effects → uncertain, tasks → cancelled."""
     run_id, now = stop.run_id, stop.now
     effects.mark_uncertain_txn(conn, run_id, now)
@@ -131,7 +128,7 @@ def cancel_run_txn(conn: sqlite3.Connection, stop: CancelRun) -> None:
     runs.release_run_lease_txn(conn, run_id, stop.pid, now)
 
 
-def settle_run_txn(conn: sqlite3.Connection, settle: SettleRun) -> None:
+def settle_run_txn(conn: Db, settle: SettleRun) -> None:
     """End a drive; a failed run ends with every task terminal (never started → cancelled)."""
     run_id, now = settle.run_id, settle.now
     for task_id in settle.never_started:
@@ -148,7 +145,7 @@ def settle_run_txn(conn: sqlite3.Connection, settle: SettleRun) -> None:
     runs.release_run_lease_txn(conn, run_id, settle.pid, now)
 
 
-def read_live(conn: sqlite3.Connection, run_id: str) -> LiveState:
+def read_live(conn: Db, run_id: str) -> LiveState:
     """The run, its tasks (states, not outputs: those are read when a task needs them), and
     the latest effect (+ reconciliation) of each task in flight."""
     inputs, memory = runs.get_run_state(conn, run_id)
@@ -166,7 +163,7 @@ def read_live(conn: sqlite3.Connection, run_id: str) -> LiveState:
     return LiveState(inputs, memory, records, tuple(inflight))
 
 
-def read_source(conn: sqlite3.Connection, run_ref: str) -> SourceSnapshot:
+def read_source(conn: Db, run_ref: str) -> SourceSnapshot:
     run = runs.find_run(conn, run_ref)
     return SourceSnapshot(
         run=run,
@@ -177,7 +174,7 @@ def read_source(conn: sqlite3.Connection, run_ref: str) -> SourceSnapshot:
     )
 
 
-def read_recorded_result(conn: sqlite3.Connection, effect_id: str) -> JsonValue:
+def read_recorded_result(conn: Db, effect_id: str) -> JsonValue:
     """The result to reuse for an effect that already happened (confirmed or applied).
 
     None when there is nothing to reuse (no such effect yet, or not confirmed).
@@ -194,6 +191,6 @@ def read_recorded_result(conn: sqlite3.Connection, effect_id: str) -> JsonValue:
     return None
 
 
-def read_memory(conn: sqlite3.Connection, namespace: str, key: str, now: str) -> MemoryEntry:
+def read_memory(conn: Db, namespace: str, key: str, now: str) -> MemoryEntry:
     """A long-term memory entry (expired entries are absent)."""
     return longterm.get_entry(conn, namespace, key, now)

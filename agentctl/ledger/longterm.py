@@ -14,8 +14,6 @@ Invariants:
 
 from __future__ import annotations
 
-import sqlite3
-
 from agentctl.core.jsonvalue import JsonValue, as_object
 from agentctl.core.longterm import (
     MAX_CANDIDATES,
@@ -34,12 +32,13 @@ from agentctl.ledger.rows import (
     loads_opt,
     shift_ts,
 )
+from agentctl.ledger.sql import Db, Row
 
 _DAY_SECONDS = 86_400.0
 _ACTIVE = "namespace = ? AND (expires_at IS NULL OR expires_at > ?)"
 
 
-def put_txn(conn: sqlite3.Connection, put: MemoryPut, now: str) -> None:
+def put_txn(conn: Db, put: MemoryPut, now: str) -> None:
     """Write (insert or replace) one entry; its expiry counts from ``now``."""
     days = put.retention_days
     expires_at = shift_ts(now, days * _DAY_SECONDS) if days is not None else None
@@ -74,7 +73,7 @@ def put_txn(conn: sqlite3.Connection, put: MemoryPut, now: str) -> None:
     )
 
 
-def get_entry(conn: sqlite3.Connection, namespace: str, key: str, now: str) -> MemoryEntry:
+def get_entry(conn: Db, namespace: str, key: str, now: str) -> MemoryEntry:
     """One entry (``found`` False when absent or expired)."""
     rows = fetch_all(
         conn,
@@ -99,7 +98,7 @@ def get_entry(conn: sqlite3.Connection, namespace: str, key: str, now: str) -> M
     )
 
 
-def candidates(conn: sqlite3.Connection, namespace: str, now: str) -> list[Candidate]:
+def candidates(conn: Db, namespace: str, now: str) -> list[Candidate]:
     """Every active entry of ``namespace``, in key order, as a search sees it."""
     rows = fetch_all(
         conn,
@@ -115,7 +114,7 @@ def candidates(conn: sqlite3.Connection, namespace: str, now: str) -> list[Candi
     return [_candidate(conn, row) for row in rows]
 
 
-def _candidate(conn: sqlite3.Connection, row: sqlite3.Row) -> Candidate:
+def _candidate(conn: Db, row: Row) -> Candidate:
     identity = _identity(row)
     return Candidate(
         key=row["key"],
@@ -127,7 +126,7 @@ def _candidate(conn: sqlite3.Connection, row: sqlite3.Row) -> Candidate:
     )
 
 
-def _identity(row: sqlite3.Row) -> EmbeddingIdentity | None:
+def _identity(row: Row) -> EmbeddingIdentity | None:
     if row["embedding_provider"] is None:
         return None
     return EmbeddingIdentity(
@@ -137,7 +136,7 @@ def _identity(row: sqlite3.Row) -> EmbeddingIdentity | None:
     )
 
 
-def _vector(row: sqlite3.Row, identity: EmbeddingIdentity | None) -> tuple[float, ...] | None:
+def _vector(row: Row, identity: EmbeddingIdentity | None) -> tuple[float, ...] | None:
     if identity is None or row["vector_json"] is None:
         return None
     raw: JsonValue = loads_opt(row["vector_json"])
@@ -151,9 +150,7 @@ def _vector(row: sqlite3.Row, identity: EmbeddingIdentity | None) -> tuple[float
     )
 
 
-def reindex_txn(
-    conn: sqlite3.Connection, namespace: str, identity: EmbeddingIdentity, now: str
-) -> int:
+def reindex_txn(conn: Db, namespace: str, identity: EmbeddingIdentity, now: str) -> int:
     """Recompute the vector of every active entry of ``namespace``; returns how many."""
     rows = conn.execute(
         f"SELECT key, text FROM long_term_memory WHERE {_ACTIVE} ORDER BY key", (namespace, now)
@@ -177,7 +174,7 @@ def reindex_txn(
     return len(rows)
 
 
-def delete_expired_txn(conn: sqlite3.Connection, now: str) -> int:
+def delete_expired_txn(conn: Db, now: str) -> int:
     """Delete every expired entry (garbage collection); returns how many."""
     cur = conn.execute(
         "DELETE FROM long_term_memory WHERE expires_at IS NOT NULL AND expires_at <= ?", (now,)

@@ -18,13 +18,13 @@ Invariants:
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.protocols import ProtocolEvidence
 from agentctl.errors import NotFoundError
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_all, loads_opt
+from agentctl.ledger.sql import Db
 
 _INSERT_SESSION = (
     "INSERT INTO protocol_sessions (session_id, format_version, run_id, task_id, attempt,"
@@ -41,9 +41,7 @@ _INSERT_CALL = (
 )
 
 
-def record_protocol_txn(
-    conn: sqlite3.Connection, effect_id: str, evidence: ProtocolEvidence, now: str
-) -> None:
+def record_protocol_txn(conn: Db, effect_id: str, evidence: ProtocolEvidence, now: str) -> None:
     """Store (or update) one effect's protocol evidence; call it inside a transaction."""
     row = conn.execute(
         "SELECT run_id, task_id, attempt FROM effects WHERE effect_id = ?", (effect_id,)
@@ -80,7 +78,7 @@ class _Positions:
         return self.known[call_id]
 
 
-def _positions(conn: sqlite3.Connection, effect_id: str) -> _Positions:
+def _positions(conn: Db, effect_id: str) -> _Positions:
     rows = conn.execute(
         "SELECT call_id, position FROM protocol_calls WHERE effect_id = ?", (effect_id,)
     ).fetchall()
@@ -156,7 +154,7 @@ class ProtocolCallRecord:
         }
 
 
-def list_protocol_sessions(conn: sqlite3.Connection, run_id: str) -> list[ProtocolSessionRecord]:
+def list_protocol_sessions(conn: Db, run_id: str) -> list[ProtocolSessionRecord]:
     sql = "SELECT * FROM protocol_sessions WHERE run_id = ? ORDER BY created_at, session_id"
     return [
         ProtocolSessionRecord(
@@ -177,7 +175,7 @@ def list_protocol_sessions(conn: sqlite3.Connection, run_id: str) -> list[Protoc
     ]
 
 
-def list_protocol_calls(conn: sqlite3.Connection, run_id: str) -> list[ProtocolCallRecord]:
+def list_protocol_calls(conn: Db, run_id: str) -> list[ProtocolCallRecord]:
     sql = (
         "SELECT c.* FROM protocol_calls c JOIN effects e ON e.effect_id = c.effect_id"
         " WHERE c.run_id = ? ORDER BY e.requested_at, c.effect_id, c.position"

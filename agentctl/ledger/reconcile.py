@@ -12,7 +12,6 @@ Invariants (spec/cli.md §4):
 
 from __future__ import annotations
 
-import sqlite3
 import uuid
 from dataclasses import dataclass
 
@@ -24,6 +23,7 @@ from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.effects import EffectRecord, get_effect
 from agentctl.ledger.remote import CONTINUABLE
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all
+from agentctl.ledger.sql import Db, Row
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class ReconciliationRecord:
         }
 
 
-def _record(conn: sqlite3.Connection, row: sqlite3.Row) -> ReconciliationRecord:
+def _record(conn: Db, row: Row) -> ReconciliationRecord:
     return ReconciliationRecord(
         reconciliation_id=row["reconciliation_id"],
         effect_id=row["effect_id"],
@@ -76,7 +76,7 @@ def _record(conn: sqlite3.Connection, row: sqlite3.Row) -> ReconciliationRecord:
 
 
 def list_reconciliations(
-    conn: sqlite3.Connection, *, run_id: str | None = None, effect_id: str | None = None
+    conn: Db, *, run_id: str | None = None, effect_id: str | None = None
 ) -> list[ReconciliationRecord]:
     """Reconciliation records in the order they were appended."""
     if effect_id is not None:
@@ -89,9 +89,7 @@ def list_reconciliations(
     return [_record(conn, r) for r in rows]
 
 
-def _check_compensation(
-    conn: sqlite3.Connection, effect: EffectRecord, compensation_effect_id: str | None
-) -> None:
+def _check_compensation(conn: Db, effect: EffectRecord, compensation_effect_id: str | None) -> None:
     if not compensation_effect_id or compensation_effect_id == effect.effect_id:
         raise InvalidOperationError("compensated needs a compensation effect other than itself")
     comp = get_effect(conn, compensation_effect_id)
@@ -113,7 +111,7 @@ def _check_compensation(
 
 
 def _check_rules(
-    conn: sqlite3.Connection,
+    conn: Db,
     effect: EffectRecord,
     history: list[ReconciliationRecord],
     asked: tuple[str, str, str, JsonValue],
@@ -132,7 +130,7 @@ def _check_rules(
 
 
 def reconcile_effect_txn(
-    conn: sqlite3.Connection,
+    conn: Db,
     effect_id: str,
     status: str,
     actor: str,
@@ -168,7 +166,7 @@ def reconcile_effect_txn(
     return record
 
 
-def _audit(conn: sqlite3.Connection, effect: EffectRecord, r: ReconciliationRecord) -> None:
+def _audit(conn: Db, effect: EffectRecord, r: ReconciliationRecord) -> None:
     payload = {"effectId": r.effect_id, "status": r.status, "actor": r.actor, "reason": r.reason}
     append_audit_txn(
         conn,
@@ -183,7 +181,7 @@ def _audit(conn: sqlite3.Connection, effect: EffectRecord, r: ReconciliationReco
     write_checkpoint_txn(conn, effect.run_id, state, r.created_at)
 
 
-def _insert(conn: sqlite3.Connection, r: ReconciliationRecord) -> None:
+def _insert(conn: Db, r: ReconciliationRecord) -> None:
     conn.execute(
         "INSERT INTO effect_reconciliations (reconciliation_id, effect_id, run_id,"
         " format_version, status, actor, reason, evidence_json, result_json,"
@@ -207,7 +205,7 @@ def _insert(conn: sqlite3.Connection, r: ReconciliationRecord) -> None:
     )
 
 
-def unresolved_effects(conn: sqlite3.Connection, run_id: str) -> list[EffectRecord]:
+def unresolved_effects(conn: Db, run_id: str) -> list[EffectRecord]:
     """Started or uncertain effects of the run with no reconciliation: they block resume —
     except a started one with a remote handle, which resume observes (``ledger.remote``)."""
     rows = conn.execute(

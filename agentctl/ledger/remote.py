@@ -15,12 +15,12 @@ Invariants:
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import InvalidOperationError, NotFoundError
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all
+from agentctl.ledger.sql import Db, Row
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class RemoteHandleRecord:
         }
 
 
-def _record(row: sqlite3.Row) -> RemoteHandleRecord:
+def _record(row: Row) -> RemoteHandleRecord:
     return RemoteHandleRecord(
         effect_id=row["effect_id"],
         run_id=row["run_id"],
@@ -56,7 +56,7 @@ def _record(row: sqlite3.Row) -> RemoteHandleRecord:
     )
 
 
-def record_handle_txn(conn: sqlite3.Connection, handle: RemoteHandleRecord) -> None:
+def record_handle_txn(conn: Db, handle: RemoteHandleRecord) -> None:
     """Persist ``handle`` for its started effect (idempotent for the same handle)."""
     row = conn.execute(
         "SELECT run_id, status FROM effects WHERE effect_id = ?", (handle.effect_id,)
@@ -91,14 +91,14 @@ def record_handle_txn(conn: sqlite3.Connection, handle: RemoteHandleRecord) -> N
     )
 
 
-def get_handle(conn: sqlite3.Connection, effect_id: str) -> RemoteHandleRecord | None:
+def get_handle(conn: Db, effect_id: str) -> RemoteHandleRecord | None:
     rows = fetch_all(
         conn, "SELECT * FROM remote_handles WHERE effect_id = ?", (effect_id,), "remote handle"
     )
     return _record(rows[0]) if rows else None
 
 
-def list_handles(conn: sqlite3.Connection, run_id: str) -> list[RemoteHandleRecord]:
+def list_handles(conn: Db, run_id: str) -> list[RemoteHandleRecord]:
     sql = "SELECT * FROM remote_handles WHERE run_id = ? ORDER BY created_at, effect_id"
     return [_record(r) for r in fetch_all(conn, sql, (run_id,), "remote handle")]
 

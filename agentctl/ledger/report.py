@@ -11,7 +11,6 @@ the ledger's redaction (applied before anything is persisted) holds here too.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 
 from agentctl.core.jsonvalue import JsonObject
@@ -19,6 +18,7 @@ from agentctl.ledger.approvals import ApprovalRecord, list_approvals
 from agentctl.ledger.audit import AuditEvent
 from agentctl.ledger.rows import parse_ts
 from agentctl.ledger.runs import has_live_owner
+from agentctl.ledger.sql import Db, Row
 from agentctl.ledger.stats import RunInspection, run_inspection
 
 # Task audit events that end an attempt (``retry_scheduled``: another attempt follows).
@@ -131,7 +131,7 @@ def attempt_spans(audit: tuple[AuditEvent, ...]) -> tuple[AttemptSpan, ...]:
     return tuple(spans)
 
 
-def _lineage_row(row: sqlite3.Row, relation: str) -> LineageRun:
+def _lineage_row(row: Row, relation: str) -> LineageRun:
     return LineageRun(
         run_id=row["run_id"],
         state=row["state"],
@@ -145,7 +145,7 @@ def _lineage_row(row: sqlite3.Row, relation: str) -> LineageRun:
     )
 
 
-def _ancestors(conn: sqlite3.Connection, start: LineageRun) -> list[LineageRun]:
+def _ancestors(conn: Db, start: LineageRun) -> list[LineageRun]:
     found: list[LineageRun] = []
     seen = {start.run_id}
     current = start.derived_from
@@ -159,7 +159,7 @@ def _ancestors(conn: sqlite3.Connection, start: LineageRun) -> list[LineageRun]:
     return found[::-1]
 
 
-def _descendants(conn: sqlite3.Connection, run_id: str) -> list[LineageRun]:
+def _descendants(conn: Db, run_id: str) -> list[LineageRun]:
     """Breadth first, each generation in creation order."""
     found: list[LineageRun] = []
     seen = {run_id}
@@ -178,7 +178,7 @@ def _descendants(conn: sqlite3.Connection, run_id: str) -> list[LineageRun]:
     return found[:MAX_LINEAGE]
 
 
-def run_report(conn: sqlite3.Connection, run_id: str) -> RunReport:
+def run_report(conn: Db, run_id: str) -> RunReport:
     inspection = run_inspection(conn, run_id)
     row = conn.execute(f"SELECT {_COLUMNS} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     me = _lineage_row(row, "self")

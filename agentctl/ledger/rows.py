@@ -11,13 +11,13 @@ Invariants:
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import UTC, datetime, timedelta
 from typing import NewType
 
 from agentctl.core.canonical import canonical_json
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.errors import FutureVersionError, NotFoundError
+from agentctl.ledger.sql import Db, Row, SqlParam
 
 RunId = NewType("RunId", str)
 TaskId = NewType("TaskId", str)
@@ -27,10 +27,6 @@ ReconciliationId = NewType("ReconciliationId", str)
 
 # The row format this build writes, per table; reading a newer one is refused.
 ROW_FORMAT_VERSION = 1
-
-
-# SQL parameters: what sqlite3 binds (the ledger never binds anything else).
-SqlParam = str | int | float | None
 
 
 def dumps(value: object) -> str:
@@ -60,7 +56,7 @@ def loads_counts(text: str | None) -> dict[str, int]:
     return {k: int(v) for k, v in loads_object(text).items() if isinstance(v, int | float)}
 
 
-def check_format(row: sqlite3.Row, kind: str) -> sqlite3.Row:
+def check_format(row: Row, kind: str) -> Row:
     """Refuse a row written by a newer agentctl (its format we cannot interpret)."""
     found = int(row["format_version"])
     if found > ROW_FORMAT_VERSION:
@@ -70,9 +66,7 @@ def check_format(row: sqlite3.Row, kind: str) -> sqlite3.Row:
     return row
 
 
-def fetch_one(
-    conn: sqlite3.Connection, sql: str, params: tuple[SqlParam, ...], kind: str
-) -> sqlite3.Row:
+def fetch_one(conn: Db, sql: str, params: tuple[SqlParam, ...], kind: str) -> Row:
     """The single row ``sql`` selects, format-checked; ``NotFoundError`` if there is none."""
     row = conn.execute(sql, params).fetchone()
     if row is None:
@@ -80,9 +74,7 @@ def fetch_one(
     return check_format(row, kind)
 
 
-def fetch_all(
-    conn: sqlite3.Connection, sql: str, params: tuple[SqlParam, ...], kind: str
-) -> list[sqlite3.Row]:
+def fetch_all(conn: Db, sql: str, params: tuple[SqlParam, ...], kind: str) -> list[Row]:
     return [check_format(row, kind) for row in conn.execute(sql, params)]
 
 

@@ -10,7 +10,6 @@ Invariants:
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -30,13 +29,13 @@ from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.budget import init_budget_txn
 from agentctl.ledger.rows import (
     ROW_FORMAT_VERSION,
-    SqlParam,
     dumps_opt,
     fetch_all,
     fetch_one,
     loads_opt,
     parse_ts,
 )
+from agentctl.ledger.sql import Db, Row, SqlParam
 from agentctl.ledger.transitions import RUN_PREDECESSORS, check_run_transition
 
 
@@ -124,7 +123,7 @@ def _roots(text: str | None) -> list[str] | None:
     return [str(r) for r in value] if isinstance(value, list) else None
 
 
-def _run(conn: sqlite3.Connection, row: sqlite3.Row) -> RunRecord:
+def _run(conn: Db, row: Row) -> RunRecord:
     return RunRecord(
         run_id=row["run_id"],
         state=row["state"],
@@ -166,7 +165,7 @@ _INSERT_DOCUMENTS = """INSERT INTO run_documents (run_id, workflow_json, plan_js
     compiled_plan_json) VALUES (?, ?, ?, ?)"""
 
 
-def _run_values(conn: sqlite3.Connection, run: NewRun, now: str) -> tuple[str | int | None, ...]:
+def _run_values(conn: Db, run: NewRun, now: str) -> tuple[str | int | None, ...]:
     """The ``_INSERT_RUN`` parameters of ``run``, in column order."""
     return (
         run.run_id,
@@ -189,7 +188,7 @@ def _run_values(conn: sqlite3.Connection, run: NewRun, now: str) -> tuple[str | 
     )
 
 
-def _document_values(conn: sqlite3.Connection, run: NewRun, now: str) -> tuple[str | None, ...]:
+def _document_values(conn: Db, run: NewRun, now: str) -> tuple[str | None, ...]:
     compiled = run.compiled_plan_json
     return (
         run.run_id,
@@ -199,9 +198,7 @@ def _document_values(conn: sqlite3.Connection, run: NewRun, now: str) -> tuple[s
     )
 
 
-def create_run_txn(
-    conn: sqlite3.Connection, run: NewRun, task_ids_in_order: Sequence[str], now: str
-) -> None:
+def create_run_txn(conn: Db, run: NewRun, task_ids_in_order: Sequence[str], now: str) -> None:
     """Insert the run, its pending tasks, its budget ledger, audit and first checkpoint."""
     conn.execute(_INSERT_RUN, _run_values(conn, run, now))
     conn.execute(_INSERT_DOCUMENTS, _document_values(conn, run, now))
@@ -218,11 +215,11 @@ def create_run_txn(
     )
 
 
-def get_run(conn: sqlite3.Connection, run_id: str) -> RunRecord:
+def get_run(conn: Db, run_id: str) -> RunRecord:
     return _run(conn, fetch_one(conn, f"{_SELECT_RUN} WHERE runs.run_id = ?", (run_id,), "run"))
 
 
-def get_run_state(conn: sqlite3.Connection, run_id: str) -> tuple[JsonObject, JsonObject]:
+def get_run_state(conn: Db, run_id: str) -> tuple[JsonObject, JsonObject]:
     """(inputs, working memory) of a run: what driving needs of its row, without parsing the
     stored workflow and plans (tens of MB for a 10,000-task run)."""
     row = fetch_one(
@@ -235,7 +232,7 @@ def get_run_state(conn: sqlite3.Connection, run_id: str) -> tuple[JsonObject, Js
     return inputs, loads_value_object(conn, row["working_memory_json"])
 
 
-def find_run(conn: sqlite3.Connection, prefix: str) -> RunRecord:
+def find_run(conn: Db, prefix: str) -> RunRecord:
     """The run whose id is ``prefix`` or uniquely starts with it."""
     return _run(conn, _find_row(conn, prefix, _SELECT_RUN))
 
@@ -249,13 +246,13 @@ class RunHead:
     mode: str
 
 
-def find_run_head(conn: sqlite3.Connection, prefix: str) -> RunHead:
+def find_run_head(conn: Db, prefix: str) -> RunHead:
     """``find_run`` without parsing the stored workflow and plans (resume reads those once)."""
     row = _find_row(conn, prefix, "SELECT run_id, state, mode, format_version FROM runs")
     return RunHead(row["run_id"], row["state"], row["mode"])
 
 
-def _find_row(conn: sqlite3.Connection, prefix: str, select: str) -> sqlite3.Row:
+def _find_row(conn: Db, prefix: str, select: str) -> Row:
     escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     rows = fetch_all(
         conn,
@@ -274,7 +271,7 @@ def _find_row(conn: sqlite3.Connection, prefix: str, select: str) -> sqlite3.Row
 
 
 def list_runs(
-    conn: sqlite3.Connection,
+    conn: Db,
     *,
     state: str | None = None,
     limit: int | None = None,
@@ -293,7 +290,7 @@ def list_runs(
     return [_run(conn, r) for r in fetch_all(conn, sql, params, "run")]
 
 
-def _current_state(conn: sqlite3.Connection, run_id: str) -> str:
+def _current_state(conn: Db, run_id: str) -> str:
     row = conn.execute("SELECT state FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     if row is None:
         raise NotFoundError(f"run {run_id} not found")
@@ -301,7 +298,7 @@ def _current_state(conn: sqlite3.Connection, run_id: str) -> str:
 
 
 def set_run_state_txn(
-    conn: sqlite3.Connection,
+    conn: Db,
     run_id: str,
     state: str,
     now: str,
@@ -329,9 +326,7 @@ def set_run_state_txn(
     )
 
 
-def request_cancel_txn(
-    conn: sqlite3.Connection, run_id: str, now: str, *, trace_id: str | None = None
-) -> None:
+def request_cancel_txn(conn: Db, run_id: str, now: str, *, trace_id: str | None = None) -> None:
     """Set the durable cancel flag of a running or paused run (else ``NotFoundError``)."""
     cur = conn.execute(
         "UPDATE runs SET cancellation_requested = 1, updated_at = ?"
@@ -346,7 +341,7 @@ def request_cancel_txn(
     )
 
 
-def is_cancel_requested(conn: sqlite3.Connection, run_id: str) -> bool:
+def is_cancel_requested(conn: Db, run_id: str) -> bool:
     row = conn.execute(
         "SELECT cancellation_requested FROM runs WHERE run_id = ?", (run_id,)
     ).fetchone()
@@ -365,7 +360,7 @@ def _owner_alive(pid: int, create_time: float | None) -> bool:
     return create_time is None or abs(actual - create_time) < 0.01
 
 
-def has_live_owner(conn: sqlite3.Connection, run_id: str) -> bool:
+def has_live_owner(conn: Db, run_id: str) -> bool:
     """Whether a live process holds the run's lease (it is being driven right now)."""
     row = conn.execute(
         "SELECT owner_pid, owner_create_time FROM runs WHERE run_id = ?", (run_id,)
@@ -375,9 +370,7 @@ def has_live_owner(conn: sqlite3.Connection, run_id: str) -> bool:
     return _owner_alive(int(row["owner_pid"]), row["owner_create_time"])
 
 
-def acquire_run_lease_txn(
-    conn: sqlite3.Connection, run_id: str, pid: int, create_time: float, now: str
-) -> None:
+def acquire_run_lease_txn(conn: Db, run_id: str, pid: int, create_time: float, now: str) -> None:
     """Make (pid, create_time) the owner of ``run_id`` unless a live other process owns it."""
     row = conn.execute(
         "SELECT owner_pid, owner_create_time FROM runs WHERE run_id = ?", (run_id,)
@@ -398,7 +391,7 @@ def acquire_run_lease_txn(
     )
 
 
-def release_run_lease_txn(conn: sqlite3.Connection, run_id: str, pid: int, now: str) -> None:
+def release_run_lease_txn(conn: Db, run_id: str, pid: int, now: str) -> None:
     """Drop the lease if ``pid`` holds it; a lease held by another process is left alone."""
     conn.execute(
         "UPDATE runs SET owner_pid = NULL, owner_create_time = NULL, updated_at = ?"

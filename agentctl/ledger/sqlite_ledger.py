@@ -10,7 +10,6 @@ Invariant: no ``sqlite3`` object, row or connection is returned to the caller.
 from __future__ import annotations
 
 import os
-import sqlite3
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -70,6 +69,7 @@ from agentctl.ledger.model import (
 from agentctl.ledger.reconcile import ReconciliationRecord
 from agentctl.ledger.report import RunReport, run_report
 from agentctl.ledger.runs import NewRun, RunHead, RunRecord
+from agentctl.ledger.sql import Db
 from agentctl.ledger.upgrade import RunUpgrade, upgrade_run_txn
 
 
@@ -328,7 +328,7 @@ class SqliteLedger:
         lease = f"ingest-{uuid.uuid4()}"
         refused: list[JsonObject] = []
 
-        def meter(conn: sqlite3.Connection, size: int) -> bool:
+        def meter(conn: Db, size: int) -> bool:
             # Reserved and settled with the blob row: one transaction per file, not three.
             amounts = {"artifactBytes": size}
             got = budget.reserve_budget_txn(conn, r.run_id, lease, amounts, r.now)

@@ -42,6 +42,7 @@ from agentctl.ledger.reconcile import ReconciliationRecord, list_reconciliations
 from agentctl.ledger.remote import RemoteHandleRecord, get_handle, list_handles
 from agentctl.ledger.rows import parse_ts
 from agentctl.ledger.runs import RunRecord, get_run
+from agentctl.ledger.sql import Db
 from agentctl.ledger.streams import StreamEventRecord, list_stream_events
 from agentctl.ledger.tasks import TaskRecord, list_tasks
 
@@ -127,7 +128,7 @@ class EffectList:
         }
 
 
-def effect_list(conn: sqlite3.Connection, run_id: str, task_id: str | None = None) -> EffectList:
+def effect_list(conn: Db, run_id: str, task_id: str | None = None) -> EffectList:
     get_run(conn, run_id)  # NotFoundError for an unknown run
     effects = tuple(list_effects(conn, run_id, task_id))
     ids = {e.effect_id for e in effects}
@@ -152,7 +153,7 @@ class EffectInspection:
         }
 
 
-def effect_inspection(conn: sqlite3.Connection, effect_id: str) -> EffectInspection:
+def effect_inspection(conn: Db, effect_id: str) -> EffectInspection:
     effect = get_effect(conn, effect_id)
     recs = tuple(list_reconciliations(conn, effect_id=effect_id))
     return EffectInspection(effect, recs, get_handle(conn, effect_id))
@@ -167,7 +168,7 @@ class ApprovalList:
         return {"runId": self.run_id, "approvals": _all(self.approvals)}
 
 
-def approval_list(conn: sqlite3.Connection, run_id: str) -> ApprovalList:
+def approval_list(conn: Db, run_id: str) -> ApprovalList:
     get_run(conn, run_id)
     return ApprovalList(run_id, tuple(list_approvals(conn, run_id)))
 
@@ -238,7 +239,7 @@ def planned_counts(plan: JsonValue) -> dict[str, int]:
     }
 
 
-def run_inspection(conn: sqlite3.Connection, run_id: str) -> RunInspection:
+def run_inspection(conn: Db, run_id: str) -> RunInspection:
     return RunInspection(
         run=get_run(conn, run_id),
         tasks=tuple(list_tasks(conn, run_id)),
@@ -269,9 +270,7 @@ class ArtifactList:
         }
 
 
-def artifact_list(
-    conn: sqlite3.Connection, run_id: str | None = None, task_id: str | None = None
-) -> ArtifactList:
+def artifact_list(conn: Db, run_id: str | None = None, task_id: str | None = None) -> ArtifactList:
     """References (filtered) and the blobs they name (all blobs unfiltered)."""
     if task_id is not None and run_id is None:
         raise ValidationError("artifacts list --task needs --run")
@@ -289,7 +288,7 @@ class ArtifactInspection:
         return {"blob": self.blob.to_json(), "references": [r.to_json() for r in self.references]}
 
 
-def artifact_inspection(conn: sqlite3.Connection, digest: str) -> ArtifactInspection:
+def artifact_inspection(conn: Db, digest: str) -> ArtifactInspection:
     blob = get_blob(conn, digest)
     if blob is None:
         raise NotFoundError(f"artifact {digest} not found")

@@ -17,7 +17,6 @@ Invariants:
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping, Sequence
 
 import agentctl.ledger.approvals as approvals
@@ -41,6 +40,7 @@ from agentctl.ledger.model import (
     RequestRow,
     TaskStartBatch,
 )
+from agentctl.ledger.sql import Db
 
 
 def transition_path(current: str, target: str) -> list[str]:
@@ -59,7 +59,7 @@ def transition_path(current: str, target: str) -> list[str]:
 
 
 def walk_txn(
-    conn: sqlite3.Connection,
+    conn: Db,
     run_id: str,
     task_id: str,
     steps: tuple[str, str, int],
@@ -88,7 +88,7 @@ def walk_txn(
 
 
 def _to_running_txn(
-    conn: sqlite3.Connection,
+    conn: Db,
     run_id: str,
     start: tuple[str, str, int],
     now: str,
@@ -116,7 +116,7 @@ def _to_running_txn(
     )
 
 
-def record_requests_txn(conn: sqlite3.Connection, batch: RequestBatch) -> tuple[str, ...]:
+def record_requests_txn(conn: Db, batch: RequestBatch) -> tuple[str, ...]:
     """The previous batch's completions (``batch.after``) first, then tasks → running, effects
     → requested, budgets reserved, and one checkpoint; returns the denied task ids."""
     committed = _carried_txn(conn, batch.after)
@@ -126,13 +126,13 @@ def record_requests_txn(conn: sqlite3.Connection, batch: RequestBatch) -> tuple[
     return tuple(denied)
 
 
-def _carried_txn(conn: sqlite3.Connection, after: BatchCommit | None) -> JsonObject | None:
+def _carried_txn(conn: Db, after: BatchCommit | None) -> JsonObject | None:
     """Commit the completions a start carries; returns their checkpoint state (not written)."""
     return None if after is None else commit_batch_txn(conn, after, checkpoint=False)
 
 
 def _checkpoint_txn(
-    conn: sqlite3.Connection,
+    conn: Db,
     run_id: str,
     event: str,
     task_ids: Sequence[str],
@@ -149,7 +149,7 @@ def _checkpoint_txn(
     audit.write_checkpoint_txn(conn, run_id, state, now)
 
 
-def _request_one_txn(conn: sqlite3.Connection, batch: RequestBatch, row: RequestRow) -> bool:
+def _request_one_txn(conn: Db, batch: RequestBatch, row: RequestRow) -> bool:
     """One task to running with its effect requested; False when the budget denied it."""
     run_id, now, trace_id = batch.run_id, batch.now, batch.trace_id
     _to_running_txn(conn, run_id, (row.task_id, row.from_state, row.attempt), now, trace_id, False)
@@ -170,7 +170,7 @@ def _request_one_txn(conn: sqlite3.Connection, batch: RequestBatch, row: Request
 
 
 def _pause_for_approval_txn(
-    conn: sqlite3.Connection, run_id: str, row: RequestRow, now: str, trace_id: str
+    conn: Db, run_id: str, row: RequestRow, now: str, trace_id: str
 ) -> None:
     """The pause transaction: task and effect wait, an approval row is pending."""
     tasks.transition_task_txn(
@@ -197,7 +197,7 @@ def _pause_for_approval_txn(
     approvals.insert_approval_txn(conn, request, now)
 
 
-def start_tasks_txn(conn: sqlite3.Connection, batch: TaskStartBatch) -> None:
+def start_tasks_txn(conn: Db, batch: TaskStartBatch) -> None:
     """Move tasks that record their own effects as they go (agents) to running, after the
     completions the batch carries; one checkpoint."""
     committed = _carried_txn(conn, batch.after)
@@ -208,7 +208,7 @@ def start_tasks_txn(conn: sqlite3.Connection, batch: TaskStartBatch) -> None:
     _checkpoint_txn(conn, batch.run_id, "tasks.started", task_ids, committed, batch.now)
 
 
-def start_effects_txn(conn: sqlite3.Connection, batch: EffectStartBatch) -> None:
+def start_effects_txn(conn: Db, batch: EffectStartBatch) -> None:
     """Commit ``started`` for a batch; approved tasks move back to running first."""
     for task_id in batch.approved_tasks:
         tasks.transition_task_txn(
@@ -218,7 +218,7 @@ def start_effects_txn(conn: sqlite3.Connection, batch: EffectStartBatch) -> None
         effects.start_effect_txn(conn, effect_id, batch.now)
 
 
-def record_and_start_call_txn(conn: sqlite3.Connection, call: CallRecord) -> JsonObject | None:
+def record_and_start_call_txn(conn: Db, call: CallRecord) -> JsonObject | None:
     """Reserve, record and start one agent call; returns the overrun when the budget refuses.
 
     A refusal still commits (the ``budget.exceeded`` record is durable) but records no effect.
@@ -243,7 +243,7 @@ def record_and_start_call_txn(conn: sqlite3.Connection, call: CallRecord) -> Jso
     return None
 
 
-def _finish_one_txn(conn: sqlite3.Connection, o: EffectOutcome) -> None:
+def _finish_one_txn(conn: Db, o: EffectOutcome) -> None:
     """An effect's outcome; its memory write, settlement, tool-call row and protocol evidence
     land with it."""
     effects.finish_effect_txn(conn, o.effect_id, o.status, o.now, result=o.result, error=o.error)
@@ -259,7 +259,7 @@ def _finish_one_txn(conn: sqlite3.Connection, o: EffectOutcome) -> None:
         protocols.record_protocol_txn(conn, o.effect_id, o.protocol, o.now)
 
 
-def finish_effects_txn(conn: sqlite3.Connection, outcomes: Sequence[EffectOutcome]) -> None:
+def finish_effects_txn(conn: Db, outcomes: Sequence[EffectOutcome]) -> None:
     """Several effect outcomes in one transaction (the group commit)."""
     for outcome in outcomes:
         _finish_one_txn(conn, outcome)
@@ -291,9 +291,7 @@ def _completion(item: Finished) -> tasks.TaskCompletion:
     )
 
 
-def commit_batch_txn(
-    conn: sqlite3.Connection, batch: BatchCommit, *, checkpoint: bool = True
-) -> JsonObject:
+def commit_batch_txn(conn: Db, batch: BatchCommit, *, checkpoint: bool = True) -> JsonObject:
     """Walk each task to its committed state and commit the batch in compiled order; returns
     the checkpoint's state (written here unless ``checkpoint=False``)."""
     run_id, now, trace_id = batch.run_id, batch.now, batch.trace_id
@@ -311,7 +309,7 @@ def commit_batch_txn(
 
 
 def compensated_txn(
-    conn: sqlite3.Connection,
+    conn: Db,
     compensation_run_id: str,
     pairs: Sequence[CompensatedPair],
     now: str,

@@ -17,12 +17,12 @@ Invariants:
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 
 from agentctl.core.canonical import sha256_hex
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_all, loads_opt
+from agentctl.ledger.sql import Db
 
 MAX_EVENTS_PER_ATTEMPT = 256
 MAX_PAYLOAD_BYTES = 4096
@@ -83,9 +83,7 @@ def bounded_payload(text: str) -> tuple[JsonObject, bool]:
     return {"bytes": len(raw), "sha256": sha256_hex(raw)}, True
 
 
-def append_stream_event_txn(
-    conn: sqlite3.Connection, new: NewStreamEvent
-) -> StreamEventRecord | None:
+def append_stream_event_txn(conn: Db, new: NewStreamEvent) -> StreamEventRecord | None:
     """Append one event under the attempt's next sequence; None once the attempt's cap is hit."""
     (last,) = conn.execute(
         "SELECT COALESCE(MAX(sequence), 0) FROM stream_events"
@@ -111,7 +109,7 @@ def append_stream_event_txn(
     return record
 
 
-def _insert_txn(conn: sqlite3.Connection, record: StreamEventRecord) -> None:
+def _insert_txn(conn: Db, record: StreamEventRecord) -> None:
     conn.execute(
         "INSERT INTO stream_events (run_id, task_id, attempt, sequence, format_version,"
         " event_type, payload_json, created_at, effect_id, provider_sequence, truncated)"
@@ -132,7 +130,7 @@ def _insert_txn(conn: sqlite3.Connection, record: StreamEventRecord) -> None:
     )
 
 
-def list_stream_events(conn: sqlite3.Connection, run_id: str) -> list[StreamEventRecord]:
+def list_stream_events(conn: Db, run_id: str) -> list[StreamEventRecord]:
     """A run's stream events in the order they were appended."""
     rows = fetch_all(
         conn,
@@ -159,7 +157,7 @@ def list_stream_events(conn: sqlite3.Connection, run_id: str) -> list[StreamEven
     ]
 
 
-def copy_stream_events_txn(conn: sqlite3.Connection, source_run_id: str, run_id: str) -> None:
+def copy_stream_events_txn(conn: Db, source_run_id: str, run_id: str) -> None:
     """A recorded replay's copy of its source's events: same rows, linked to their origin."""
     conn.execute(
         "INSERT INTO stream_events (run_id, task_id, attempt, sequence, format_version,"

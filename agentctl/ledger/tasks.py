@@ -11,7 +11,6 @@ Invariants:
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,6 +26,7 @@ from agentctl.ledger.artifacts.values import (
 )
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.rows import dumps_opt, fetch_all, fetch_one, loads_object, loads_opt
+from agentctl.ledger.sql import Db, Row
 from agentctl.ledger.transitions import TASK_PREDECESSORS, check_task_transition
 
 
@@ -121,7 +121,7 @@ def _object_or_none(text: str | None) -> JsonObject | None:
     return None if text is None else loads_object(text)
 
 
-def _task(conn: sqlite3.Connection, row: sqlite3.Row) -> TaskRecord:
+def _task(conn: Db, row: Row) -> TaskRecord:
     delta = row["state_delta_json"]
     return TaskRecord(
         run_id=row["run_id"],
@@ -170,7 +170,7 @@ _TRANSITION_SQL = {
 }
 
 
-def _refuse(conn: sqlite3.Connection, run_id: str, task_id: str, state: str) -> None:
+def _refuse(conn: Db, run_id: str, task_id: str, state: str) -> None:
     """Explain why a guarded update matched no row: unknown task or illegal transition."""
     row = conn.execute(
         "SELECT state FROM task_states WHERE run_id = ? AND task_id = ?", (run_id, task_id)
@@ -180,7 +180,7 @@ def _refuse(conn: sqlite3.Connection, run_id: str, task_id: str, state: str) -> 
     check_task_transition(row["state"], state)
 
 
-def _complete_one(conn: sqlite3.Connection, run_id: str, c: TaskCompletion, now: str) -> None:
+def _complete_one(conn: Db, run_id: str, c: TaskCompletion, now: str) -> None:
     sql = _COMPLETE_SQL.get(c.state)
     delta = dumps_value_opt(conn, c.state_delta, now)
     output_digest = c.output_digest
@@ -217,7 +217,7 @@ def _complete_one(conn: sqlite3.Connection, run_id: str, c: TaskCompletion, now:
 
 
 def commit_tasks_txn(
-    conn: sqlite3.Connection,
+    conn: Db,
     run_id: str,
     completions: Sequence[TaskCompletion],
     working_memory: JsonValue,
@@ -257,7 +257,7 @@ def commit_tasks_txn(
 
 
 def transition_task_txn(
-    conn: sqlite3.Connection,
+    conn: Db,
     run_id: str,
     task_id: str,
     state: str,
@@ -290,7 +290,7 @@ def transition_task_txn(
     )
 
 
-def list_tasks(conn: sqlite3.Connection, run_id: str) -> list[TaskRecord]:
+def list_tasks(conn: Db, run_id: str) -> list[TaskRecord]:
     """The run's tasks in compiled order."""
     rows = fetch_all(
         conn, "SELECT * FROM task_states WHERE run_id = ? ORDER BY position", (run_id,), "task"
@@ -298,7 +298,7 @@ def list_tasks(conn: sqlite3.Connection, run_id: str) -> list[TaskRecord]:
     return [_task(conn, r) for r in rows]
 
 
-def get_task(conn: sqlite3.Connection, run_id: str, task_id: str) -> TaskRecord:
+def get_task(conn: Db, run_id: str, task_id: str) -> TaskRecord:
     row = fetch_one(
         conn,
         "SELECT * FROM task_states WHERE run_id = ? AND task_id = ?",
@@ -312,7 +312,7 @@ def get_task(conn: sqlite3.Connection, run_id: str, task_id: str) -> TaskRecord:
 _READ_CHUNK = 500
 
 
-def list_live_tasks(conn: sqlite3.Connection, run_id: str) -> list[LiveTask]:
+def list_live_tasks(conn: Db, run_id: str) -> list[LiveTask]:
     """The run's tasks in compiled order, only the columns a coordinator drives with."""
     rows = fetch_all(
         conn,
@@ -324,9 +324,7 @@ def list_live_tasks(conn: sqlite3.Connection, run_id: str) -> list[LiveTask]:
     return [LiveTask(r["task_id"], r["state"], r["attempt"], r["error"]) for r in rows]
 
 
-def read_outputs(
-    conn: sqlite3.Connection, run_id: str, task_ids: Sequence[str] | None
-) -> dict[str, JsonValue]:
+def read_outputs(conn: Db, run_id: str, task_ids: Sequence[str] | None) -> dict[str, JsonValue]:
     """Outputs of the run's succeeded or skipped tasks among ``task_ids`` (None: all of
     them), in compiled order; a task without a finished output is absent."""
     base = (

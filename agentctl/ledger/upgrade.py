@@ -15,12 +15,12 @@ Invariants:
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.ledger.artifacts.values import spill_text
 from agentctl.ledger.audit import append_audit_txn
+from agentctl.ledger.sql import Db
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class RunUpgrade:
     now: str
 
 
-def upgrade_run_txn(conn: sqlite3.Connection, up: RunUpgrade) -> None:
+def upgrade_run_txn(conn: Db, up: RunUpgrade) -> None:
     for t in up.tasks:
         conn.execute(
             "UPDATE task_states SET"

@@ -17,13 +17,13 @@ Invariants:
 from __future__ import annotations
 
 import os
-import sqlite3
 from pathlib import Path
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.ledger.artifacts.store import ArtifactStore, clear_dir, fsync_dir
 from agentctl.ledger.rows import shift_ts
+from agentctl.ledger.sql import Db
 
 _UNREACHABLE = """NOT EXISTS (SELECT 1 FROM artifact_refs r WHERE r.digest = b.digest)
     AND NOT EXISTS (SELECT 1 FROM value_blobs v WHERE v.digest = b.digest)
@@ -35,7 +35,7 @@ class DryRun(Exception):
     """Raised inside the GC transaction to roll a dry run back."""
 
 
-def _candidates(conn: sqlite3.Connection, before: str, now: str) -> list[tuple[str, int]]:
+def _candidates(conn: Db, before: str, now: str) -> list[tuple[str, int]]:
     rows = conn.execute(
         f"SELECT b.digest, b.size_bytes FROM artifact_blobs b WHERE b.created_at < ?"
         f" AND {_UNREACHABLE} ORDER BY b.digest",
@@ -44,7 +44,7 @@ def _candidates(conn: sqlite3.Connection, before: str, now: str) -> list[tuple[s
     return [(str(r[0]), int(r[1])) for r in rows]
 
 
-def _untracked(store: ArtifactStore, conn: sqlite3.Connection) -> list[Path]:
+def _untracked(store: ArtifactStore, conn: Db) -> list[Path]:
     tracked = {str(r[0]) for r in conn.execute("SELECT digest FROM artifact_blobs")}
     return sorted(
         f
@@ -54,9 +54,7 @@ def _untracked(store: ArtifactStore, conn: sqlite3.Connection) -> list[Path]:
     )
 
 
-def collect_txn(
-    store: ArtifactStore, conn: sqlite3.Connection, before: str, now: str, dry_run: bool
-) -> JsonObject:
+def collect_txn(store: ArtifactStore, conn: Db, before: str, now: str, dry_run: bool) -> JsonObject:
     expired = conn.execute("DELETE FROM artifact_ingests WHERE expires_at <= ?", (now,)).rowcount
     blobs = _candidates(conn, before, now)
     untracked = _untracked(store, conn)

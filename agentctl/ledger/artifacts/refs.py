@@ -12,13 +12,13 @@ Invariants:
 from __future__ import annotations
 
 import mimetypes
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import PersistenceError
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all
+from agentctl.ledger.sql import Db, Row
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ _INSERT_REF = """INSERT OR REPLACE INTO artifact_refs (run_id, task_id, logical_
 
 
 def commit_artifact_refs_txn(
-    conn: sqlite3.Connection,
+    conn: Db,
     run_id: str,
     task_id: str,
     attempt: int,
@@ -124,7 +124,7 @@ def commit_artifact_refs_txn(
         )
 
 
-def _ref(row: sqlite3.Row) -> ArtifactRefRecord:
+def _ref(row: Row) -> ArtifactRefRecord:
     return ArtifactRefRecord(
         run_id=row["run_id"],
         task_id=row["task_id"],
@@ -137,7 +137,7 @@ def _ref(row: sqlite3.Row) -> ArtifactRefRecord:
     )
 
 
-def _blob(row: sqlite3.Row) -> BlobRecord:
+def _blob(row: Row) -> BlobRecord:
     return BlobRecord(
         digest=row["digest"],
         size_bytes=row["size_bytes"],
@@ -147,7 +147,7 @@ def _blob(row: sqlite3.Row) -> BlobRecord:
 
 
 def list_refs(
-    conn: sqlite3.Connection,
+    conn: Db,
     *,
     run_id: str | None = None,
     task_id: str | None = None,
@@ -163,13 +163,13 @@ def list_refs(
     return [_ref(r) for r in fetch_all(conn, sql, tuple(params), "artifact reference")]
 
 
-def list_blobs(conn: sqlite3.Connection, digests: Sequence[str] | None = None) -> list[BlobRecord]:
+def list_blobs(conn: Db, digests: Sequence[str] | None = None) -> list[BlobRecord]:
     rows = fetch_all(conn, "SELECT * FROM artifact_blobs ORDER BY digest", (), "artifact blob")
     wanted = None if digests is None else set(digests)
     return [_blob(r) for r in rows if wanted is None or r["digest"] in wanted]
 
 
-def get_blob(conn: sqlite3.Connection, digest: str) -> BlobRecord | None:
+def get_blob(conn: Db, digest: str) -> BlobRecord | None:
     rows = fetch_all(
         conn, "SELECT * FROM artifact_blobs WHERE digest = ?", (digest,), "artifact blob"
     )
@@ -177,7 +177,7 @@ def get_blob(conn: sqlite3.Connection, digest: str) -> BlobRecord | None:
 
 
 def record_ingest_txn(
-    conn: sqlite3.Connection,
+    conn: Db,
     digest: str,
     size_bytes: int,
     lease_id: str,
@@ -196,7 +196,7 @@ def record_ingest_txn(
     )
 
 
-def _blob_row_txn(conn: sqlite3.Connection, digest: str, size_bytes: int, now: str) -> None:
+def _blob_row_txn(conn: Db, digest: str, size_bytes: int, now: str) -> None:
     """Insert the row of a blob whose file is in place; an existing row must agree."""
     conn.execute(
         "INSERT INTO artifact_blobs (digest, format_version, size_bytes, created_at)"
@@ -210,7 +210,7 @@ def _blob_row_txn(conn: sqlite3.Connection, digest: str, size_bytes: int, now: s
         )
 
 
-def pin_value_blob_txn(conn: sqlite3.Connection, digest: str, size_bytes: int, now: str) -> None:
+def pin_value_blob_txn(conn: Db, digest: str, size_bytes: int, now: str) -> None:
     """Record a blob that holds a ledger value: its row, and the pin that keeps it from GC."""
     _blob_row_txn(conn, digest, size_bytes, now)
     conn.execute(

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import sqlite3
 import stat
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -38,6 +37,7 @@ from agentctl.errors import InvalidOperationError, LockTimeoutError, NotFoundErr
 from agentctl.ledger.artifacts.refs import ArtifactRef, get_blob, list_blobs, record_ingest_txn
 from agentctl.ledger.connection import Database
 from agentctl.ledger.rows import shift_ts
+from agentctl.ledger.sql import Db
 
 MAX_INGEST_BYTES = 16 * 1024 * 1024
 # From this size on, ledger values are kept as blobs (``values.py``) and a file is hashed
@@ -58,7 +58,7 @@ class IngestOwner:
 
 
 # Decides, inside the blob row's transaction, whether ``size`` bytes may be stored.
-Meter = Callable[[sqlite3.Connection, int], bool]
+Meter = Callable[[Db, int], bool]
 
 
 @dataclass(frozen=True)

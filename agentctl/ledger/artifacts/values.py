@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import uuid
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.errors import PersistenceError, from_os_error
 from agentctl.ledger.artifacts.refs import pin_value_blob_txn
 from agentctl.ledger.artifacts.store import LARGE_BLOB_BYTES, blob_file, blob_problem, fsync_dir
+from agentctl.ledger.sql import Db
 
 SPILL_MIN_CHARS = LARGE_BLOB_BYTES
 MARKER = "$artifact"
@@ -48,7 +48,7 @@ _RESTORE_HINT = (
 )
 
 
-def _store_root(conn: sqlite3.Connection) -> Path | None:
+def _store_root(conn: Db) -> Path | None:
     """The artifact store beside the connection's database file (None for ``:memory:``)."""
     for row in conn.execute("PRAGMA database_list"):
         if row[1] == "main":
@@ -59,7 +59,7 @@ def _store_root(conn: sqlite3.Connection) -> Path | None:
 # --------------------------------------------------------------------------- writing
 
 
-def dumps_value(conn: sqlite3.Connection, value: object, now: str) -> str:
+def dumps_value(conn: Db, value: object, now: str) -> str:
     """Canonical JSON of ``value`` for a content column, its long strings stored as blobs.
 
     Runs inside the caller's write transaction (the blob rows commit with the row).
@@ -67,11 +67,11 @@ def dumps_value(conn: sqlite3.Connection, value: object, now: str) -> str:
     return spill_text(conn, canonical_json(value), now)
 
 
-def dumps_value_opt(conn: sqlite3.Connection, value: object, now: str) -> str | None:
+def dumps_value_opt(conn: Db, value: object, now: str) -> str | None:
     return None if value is None else dumps_value(conn, value, now)
 
 
-def spill_text(conn: sqlite3.Connection, text: str, now: str) -> str:
+def spill_text(conn: Db, text: str, now: str) -> str:
     """``text`` (canonical JSON, e.g. a stored plan) with its long strings stored as blobs."""
     if _QUOTED_MARKER not in text and not _may_hold_long_string(text):
         return text  # nothing to store apart, nothing to escape: the common, fast path
@@ -98,7 +98,7 @@ def _may_hold_long_string(text: str) -> bool:
 class _Spiller:
     """Stores long strings of one value as blobs (each distinct content once)."""
 
-    def __init__(self, conn: sqlite3.Connection, root: Path | None, now: str) -> None:
+    def __init__(self, conn: Db, root: Path | None, now: str) -> None:
         self.conn, self.root, self.now = conn, root, now
         self.done: dict[str, JsonValue] = {}
 
@@ -152,7 +152,7 @@ def _write_blob(root: Path, digest: str, data: bytes) -> None:
 # --------------------------------------------------------------------------- reading
 
 
-def loads_value(conn: sqlite3.Connection, text: str | None) -> JsonValue:
+def loads_value(conn: Db, text: str | None) -> JsonValue:
     """A content column's value with every blob reference resolved (None for SQL NULL)."""
     if text is None:
         return None
@@ -162,14 +162,14 @@ def loads_value(conn: sqlite3.Connection, text: str | None) -> JsonValue:
     return _decode(value, _Reader(_store_root(conn)))
 
 
-def resolve_text(conn: sqlite3.Connection, text: str | None) -> str | None:
+def resolve_text(conn: Db, text: str | None) -> str | None:
     """The canonical JSON text ``spill_text`` was given (None for SQL NULL)."""
     if text is None or _QUOTED_MARKER not in text:
         return text
     return canonical_json(loads_value(conn, text))
 
 
-def loads_value_object(conn: sqlite3.Connection, text: str | None) -> JsonObject:
+def loads_value_object(conn: Db, text: str | None) -> JsonObject:
     """A content column that always holds an object (an empty one for NULL)."""
     return as_object(loads_value(conn, text))
 
