@@ -50,3 +50,12 @@ class Db(Protocol):
     def execute(self, sql: str, parameters: Params = (), /) -> Cursor: ...
 
     def executemany(self, sql: str, seq_of_parameters: Iterable[Params], /) -> Cursor: ...
+
+
+def dialect_of(conn: Db) -> str:
+    """``"sqlite"`` or ``"postgresql"``: for the few statements whose SQL differs by backend.
+
+    An adapter for another backend names its dialect in a ``dialect`` attribute; a plain
+    ``sqlite3`` connection has none.
+    """
+    return str(getattr(conn, "dialect", "sqlite"))
