@@ -45,7 +45,7 @@ class SqliteLedger(LedgerService):
         return encryption.change_encryption(self._db, change)
 
 
-def open_ledger(
+def open_sqlite_ledger(
     path: str | os.PathLike[str],
     *,
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
