@@ -1,6 +1,6 @@
 """``PgLedger``: ``RunLedger`` on PostgreSQL — ``LedgerService``'s methods, PostgreSQL's runner.
 
-Transactions (docs/adr/0013-postgresql-transactions.md): every write runs at SERIALIZABLE, so
+Transactions (docs/adr/0012-postgresql-transactions.md): every write runs at SERIALIZABLE, so
 each ``*_txn`` composition behaves as if it ran alone, as under SQLite's single writer —
 budget read-check-writes, gapless per-run audit and checkpoint sequences (``MAX + 1``), the
 effect protocol's guarded state moves — with no change to the statement modules. The server
