@@ -126,3 +126,19 @@ def test_concurrent_appends_keep_the_audit_sequence_gapless(pg_url: str, tmp_pat
     sequences = [r[0] for r in _sql(pg_url, "SELECT sequence FROM audit_events ORDER BY 1")]
     assert sequences == list(range(1, before + 100 + 1))
     led.close()
+
+
+def test_gc_keeps_a_fresh_blob_file_another_writer_has_not_committed(
+    pg_url: str, tmp_path: Path
+) -> None:
+    from agentctl.ledger.artifacts.gc import run_gc
+    from agentctl.ledger.artifacts.store import open_artifact_store
+
+    led = open_pg_ledger(pg_url, artifacts=tmp_path / "art")
+    store = open_artifact_store(led._pg)
+    pending = store.blobs_dir / "cd" / ("cd" + "1" * 62)  # written, its row not yet committed
+    pending.parent.mkdir()
+    pending.write_bytes(b"in flight")
+    report = run_gc(store, T0, older_than_days=0)
+    assert report["report"]["untrackedFiles"] == [] and pending.exists()  # type: ignore[index]
+    led.close()
