@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from agentctl.ledger import LedgerService, open_ledger
 from agentctl.ledger.connection import Database, open_database
 from tests.ledger.pg_fixture import pg_database, pg_url
 
@@ -44,6 +45,17 @@ def ledger(request: pytest.FixtureRequest, db_path: Path) -> Iterator[Any]:
             pg.close()
         return
     led: Database = open_database(db_path)
+    try:
+        yield led
+    finally:
+        led.close()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def run_ledger(request: pytest.FixtureRequest, db_path: Path) -> Iterator[LedgerService]:
+    """A fresh ``RunLedger`` (``open_ledger``) on SQLite or on PostgreSQL."""
+    target = request.getfixturevalue("pg_url") if request.param == "postgresql" else db_path
+    led = open_ledger(target, artifacts=str(db_path.parent / "artifacts"))
     try:
         yield led
     finally:
