@@ -14,6 +14,8 @@ import random
 import string
 from pathlib import Path
 
+import pytest
+
 from tests.clibackend import LedgerTarget
 from tests.conftest import Cli
 
@@ -51,6 +53,7 @@ def _blobs(tmp_path: Path) -> list[Path]:
     return sorted(p for p in (tmp_path / "s" / "artifacts" / "sha256").rglob("*") if p.is_file())
 
 
+@pytest.mark.sqlite_only(reason="measures the growth of the SQLite file")
 def test_a_large_write_grows_the_ledger_by_small_rows_only(cli: Cli, tmp_path: Path) -> None:
     small = _setup(tmp_path, "tiny")
     assert cli("--output", "json", *small).rc == 0

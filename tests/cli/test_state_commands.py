@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.clibackend import LedgerTarget
 from tests.conftest import EXAMPLES
 
 
@@ -23,7 +24,7 @@ def hello_run(cli, tmp_path: Path) -> tuple[Path, str]:  # type: ignore[no-untyp
     return db, str(done.data["runId"])
 
 
-def test_written_files_become_verified_artifacts(cli, hello_run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_written_files_become_verified_artifacts(cli, backend, hello_run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     db, run_id = hello_run
     listed = cli("--output", "json", "artifacts", "list", "--run", run_id, "--db", str(db))
     assert listed.rc == 0, listed.stderr
@@ -35,7 +36,8 @@ def test_written_files_become_verified_artifacts(cli, hello_run, tmp_path: Path)
     assert blob.read_bytes() == content
     assert stat.S_IMODE(blob.stat().st_mode) == 0o400
     assert stat.S_IMODE((db.parent / "artifacts").stat().st_mode) == 0o700
-    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    if backend == "sqlite":  # PostgreSQL's rows are the server's files
+        assert stat.S_IMODE(db.stat().st_mode) == 0o600
     ok = cli("--output", "json", "artifacts", "verify", "--all", "--db", str(db))
     assert ok.rc == 0 and ok.data["valid"] is True
     out = tmp_path / "copy.txt"
@@ -65,7 +67,7 @@ def test_corrupted_blob_fails_verify_and_export(cli, hello_run, tmp_path: Path) 
     assert refused.rc == 5 and not target.exists()
 
 
-def test_db_stats_and_migrate(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_db_stats_and_migrate(cli, backend, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     db = tmp_path / "fresh" / "x.db"
     migrated = cli("--output", "json", "db", "migrate", "--db", str(db))
     assert migrated.rc == 0, migrated.stderr
@@ -73,7 +75,8 @@ def test_db_stats_and_migrate(cli, tmp_path: Path) -> None:  # type: ignore[no-u
     assert migrated.data["from"] == 0 and migrated.data["applied"] == list(range(1, supported + 1))
     stats = cli("--output", "json", "db", "stats", "--db", str(db)).data
     assert stats["schemaVersion"] == stats["supportedSchemaVersion"] == supported
-    assert stats["journalMode"] == "wal" and stats["counts"]["runs"] == 0
+    assert stats["journalMode"] == {"sqlite": "wal", "postgresql": "postgresql"}[backend]
+    assert stats["counts"]["runs"] == 0
     again = cli("--output", "json", "db", "migrate", "--db", str(db)).data
     assert again["applied"] == []
 
@@ -93,20 +96,38 @@ COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c[:2]))
-def test_future_schema_is_refused_and_untouched(
-    cli, hello_run, tmp_path: Path, command: list[str]
-) -> None:  # type: ignore[no-untyped-def]
-    db, _run_id = hello_run
+def _make_newer(target: LedgerTarget, db: Path) -> int:
+    """Give the ledger a schema version one past this agentctl's; returns the current one."""
+    if target.backend == "postgresql":
+        meta = "SELECT value FROM agentctl_meta WHERE name = 'schema_version'"
+        [(version,)] = target.sql(db, meta)
+        bump = "UPDATE agentctl_meta SET value = ? WHERE name = 'schema_version'"
+        target.sql(db, bump, (str(int(version) + 1),))
+        return int(version)
     with sqlite3.connect(db) as conn:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         conn.execute("PRAGMA journal_mode=DELETE")
         conn.execute(f"PRAGMA user_version={version + 1}")
-    before = db.read_bytes()
-    siblings = sorted(p.name for p in db.parent.iterdir())
+    return int(version)
+
+
+def _everything(target: LedgerTarget, db: Path) -> object:
+    """What must not change: the SQLite file's bytes and companions, or PostgreSQL's rows."""
+    if target.backend == "sqlite":
+        return db.read_bytes(), sorted(p.name for p in db.parent.iterdir())
+    tables = ("runs", "task_states", "effects", "audit_events", "artifact_refs", "agentctl_meta")
+    return [target.sql(db, f"SELECT * FROM {t} ORDER BY 1") for t in tables]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c[:2]))
+def test_future_schema_is_refused_and_untouched(
+    cli, ledger_target: LedgerTarget, hello_run, tmp_path: Path, command: list[str]
+) -> None:  # type: ignore[no-untyped-def]
+    db, _run_id = hello_run
+    version = _make_newer(ledger_target, db)
+    before = _everything(ledger_target, db)
     got = cli("--output", "json", *command, "--db", str(db))
     assert got.rc == 5, (command, got.rc, got.stderr)
     message = got.error["error"]["message"]
     assert str(version + 1) in message and str(version) in message
-    assert db.read_bytes() == before
-    assert sorted(p.name for p in db.parent.iterdir()) == siblings
+    assert _everything(ledger_target, db) == before
