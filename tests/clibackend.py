@@ -89,6 +89,10 @@ class LedgerTarget:
         finally:
             conn.close()
 
+    def contents(self, db_file: Path) -> str:
+        """Everything the ledger holds, as text: to show a secret never reached it."""
+        return db_file.read_bytes().decode("utf-8", "replace")
+
     def close(self) -> None:
         """Nothing to clean up: the files live in the test's tmp_path."""
 
@@ -149,6 +153,14 @@ class PgLedgerTarget(LedgerTarget):
         with psycopg.connect(self.url_for(_db_file(str(db_file), Path.cwd()))) as conn:
             cursor = conn.execute(statement.replace("?", "%s"), params)
             return [tuple(row) for row in cursor.fetchall()] if cursor.description else []
+
+    def contents(self, db_file: Path) -> str:
+        tables = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+        rows = [
+            self.sql(db_file, f'SELECT string_agg(t::text, chr(10)) FROM "{name}" t')[0][0] or ""
+            for (name,) in self.sql(db_file, tables)
+        ]
+        return "\n".join(rows)
 
     def _mappable(self, value: str, cwd: Path) -> bool:
         """A ``--db`` value naming a database file yet to be made (see the module docstring)."""

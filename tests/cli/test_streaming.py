@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.clibackend import LedgerTarget
 from tests.conftest import Cli, CliResult
 from tests.providers import fixtures as fx
 from tests.providers.fixtures import FixtureServer, Reply
@@ -94,7 +95,7 @@ def _stream_run(
 
 
 def test_jsonl_prints_one_event_per_delta_then_the_outcome(
-    cli: Cli, tmp_path: Path, server: FixtureServer
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path, server: FixtureServer
 ) -> None:
     done = _stream_run(cli, tmp_path, server, "jsonl", CHUNKS)
     assert done.rc == 0, done.stderr
@@ -111,7 +112,8 @@ def test_jsonl_prints_one_event_per_delta_then_the_outcome(
     assert stored == events  # what was shown live is exactly what is durable
     [effect] = _inspect(cli, outcome["runId"])["effects"]
     assert {e["effectId"] for e in events} == {effect["effectId"]}
-    assert KEY not in (tmp_path / "r.db").read_bytes().decode("utf-8", "replace")
+    ledger = ledger_target.contents(tmp_path / "r.db")
+    assert outcome["runId"] in ledger and KEY not in ledger
     # In the whole stream the fragments sit where they committed: inside the model effect.
     kinds = [line["data"].get("type", line["kind"]) for line in _lines(done.stdout)]
     started, finished = kinds.index("effect.started"), kinds.index("effect.succeeded")
