@@ -182,7 +182,9 @@ def test_reject_then_resume_fails_the_run(cli, write_workflow, tmp_path: Path) -
     assert not (tmp_path / "out" / "a.txt").exists()
 
 
-def test_env_secret_never_reaches_disk_or_output(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_env_secret_never_reaches_disk_or_output(
+    cli, ledger_target, write_workflow, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     secret = "s3cr3t-" + os.urandom(8).hex()
     wf = write_workflow(
         HEAD
@@ -211,6 +213,7 @@ def test_env_secret_never_reaches_disk_or_output(cli, write_workflow, tmp_path: 
         if path.is_file():
             os.chmod(path, 0o600)
             assert secret.encode() not in path.read_bytes(), path
+    assert secret not in ledger_target.contents(db)  # PostgreSQL's rows, or the file again
     effect = next(e for e in shown.data["effects"] if e["taskId"] == "leak")
     assert effect["request"]["env"]["TOKEN"]["source"] == "env:DEPLOY_TOKEN"
 
