@@ -48,6 +48,10 @@ ESCAPES = {
 }
 
 
+def _files_outside_state(root: Path) -> list[str]:
+    return sorted(str(p) for p in root.rglob("*") if not {"state", ".agentctl"} & set(p.parts))
+
+
 @pytest.mark.parametrize("name", sorted(ESCAPES))
 def test_write_escape_attempts_are_denied(name: str, cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     ws = tmp_path / "ws"
@@ -60,12 +64,13 @@ def test_write_escape_attempts_are_denied(name: str, cli, write_workflow, tmp_pa
     os.symlink(outside / "target.txt", ws / "out" / "file-link")
     roots = "[out, linked]" if name == "symlinked-parent" else "[out]"
     wf = write_workflow(_write_wf(ESCAPES[name], roots))
-    before = sorted(str(p) for p in tmp_path.rglob("*") if "state" not in p.parts)
+    # Agentctl's own state: the ledger's directory, and (PostgreSQL) the host-local .agentctl/.
+    before = _files_outside_state(tmp_path)
     done = cli("--output", "json", "run", str(wf), "--db", str(tmp_path / "state" / "r.db"),
                "--workspace", str(ws))  # fmt: skip
     assert done.rc == 4, (name, done.rc, done.stderr)
     assert "Traceback" not in done.stderr
-    after = sorted(str(p) for p in tmp_path.rglob("*") if "state" not in p.parts)
+    after = _files_outside_state(tmp_path)
     assert after == before, f"{name}: something was written"
     assert not Path("/tmp/agentctl-escape-abs.txt").exists()
 
