@@ -40,7 +40,8 @@ from typing import Any
 import psutil
 import trio
 
-from agentctl.coordinator.workerproc import ChildProcess, Prestarted, signal_tree, worker_argv
+from agentctl.coordinator.workerproc import ChildProcess, signal_tree
+from agentctl.coordinator.workerstart import Prestarted, worker_argv
 from agentctl.core import registry
 from agentctl.errors import AgentctlError, InvalidOperationError, PersistenceError, from_os_error
 from agentctl.mailbox.frames import FrameChannel, ProtocolError
