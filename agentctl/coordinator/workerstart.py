@@ -123,11 +123,12 @@ def worker_modules_named(text: str) -> tuple[str, ...]:
 @contextlib.contextmanager
 def early_workers(path: Path, *, preview: bool) -> Iterator[Prestarted]:
     """One worker started now if the workflow file at ``path`` names a worker-placed kind
-    (none for a preview, or a file that cannot be read: the compile reports that); those
-    still unadopted are killed on exit."""
+    (none for a preview, a file that cannot be read — the compile reports that — or one that
+    is not a regular file); those still unadopted are killed on exit."""
     modules: tuple[str, ...] = ()
-    if not preview:
-        with contextlib.suppress(OSError, UnicodeDecodeError):
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        # A regular file only: reading a pipe here would take the compile's input from it.
+        if not preview and path.is_file():
             modules = worker_modules_named(path.read_text(encoding="utf-8"))
     early = Prestarted(modules)
     try:

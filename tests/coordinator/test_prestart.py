@@ -4,6 +4,7 @@ before the compile): adopted by the pool, or killed — never left behind — an
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import psutil
@@ -108,3 +109,15 @@ def test_no_early_worker_for_a_preview_or_a_file_naming_no_worker_kind(tmp_path:
     for path, preview in ((shell, True), (pure, False), (tmp_path / "missing.yaml", False)):
         with early_workers(path, preview=preview) as early:
             assert early.pids() == [] and early.started == 0
+
+
+def test_a_workflow_piped_in_is_left_for_the_compile_to_read() -> None:
+    read_end, write_end = os.pipe()
+    os.write(write_end, SHELL_FLOW.encode())
+    os.close(write_end)
+    try:
+        with early_workers(Path(f"/dev/fd/{read_end}"), preview=False) as early:
+            assert early.pids() == []  # not guessed from: the text stays in the pipe
+            assert os.read(read_end, 65536) == SHELL_FLOW.encode()
+    finally:
+        os.close(read_end)
