@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.cli.mcp_server import TOKEN, NotesServer, start_server
+from tests.clibackend import LedgerTarget
 from tests.conftest import Cli, StartCli
 
 WORKFLOW = """\
@@ -314,7 +315,9 @@ def test_an_allowed_name_resolving_to_loopback_is_refused_before_any_request(
     assert listener.accepted == 0
 
 
-def test_headers_come_from_allowlisted_env_and_are_never_recorded(cli: Cli, tmp_path: Path) -> None:
+def test_headers_come_from_allowlisted_env_and_are_never_recorded(
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
     guarded = start_server(tmp_path / "server", token=True)
     try:
         headers = ", headers: { X-Notes-Token: { env: NOTES_TOKEN } }"
@@ -330,8 +333,8 @@ def test_headers_come_from_allowlisted_env_and_are_never_recorded(cli: Cli, tmp_
     seen = _inspect(cli, done.data["runId"])
     recorded = seen["effects"][0]["request"]["headers"]["X-Notes-Token"]
     assert recorded["source"] == "env:NOTES_TOKEN" and len(recorded["sha256"]) == 64
-    database = next(tmp_path.glob(".agentctl/*.db"), None) or next(tmp_path.rglob("*.db"))
-    assert TOKEN.encode() not in database.read_bytes()
+    ledger = ledger_target.contents(tmp_path / ".agentctl" / "runtime.db")
+    assert done.data["runId"] in ledger and TOKEN not in ledger
 
 
 def test_sigterm_during_a_call_is_uncertain_too(

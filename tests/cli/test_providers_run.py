@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, Cli, CliResult, StartCli, agentctl_argv, cli_env
+from tests.clibackend import LedgerTarget
+from tests.conftest import EXAMPLES, Cli, CliResult, StartCli
 from tests.providers import fixtures as fx
 from tests.providers.agent_server import AgentServer
 from tests.providers.fixtures import Reply
@@ -148,15 +149,19 @@ def test_usage_and_cost_are_settled_from_the_answers(
     assert "unpricedProviderRequests" not in spent
 
 
-def _agentctl_without_key(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in cli_env().items() if k != "OPENAI_API_KEY"}
-    argv = agentctl_argv("--output", "json", *args)
-    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+def _agentctl_without_key(
+    target: LedgerTarget, cwd: Path, *args: str
+) -> subprocess.CompletedProcess[str]:
+    how = target.invocation(["--output", "json", *args], cwd)
+    env = {k: v for k, v in how.env.items() if k != "OPENAI_API_KEY"}
+    return subprocess.run(how.argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
-def test_a_missing_key_exits_6_before_any_state(tmp_path: Path, server: AgentServer) -> None:
+def test_a_missing_key_exits_6_before_any_state(
+    ledger_target: LedgerTarget, tmp_path: Path, server: AgentServer
+) -> None:
     wf, db = OPENAI.workflow(server, tmp_path / "ws"), tmp_path / "state" / "r.db"
-    proc = _agentctl_without_key(tmp_path, "run", str(wf), "--db", str(db))
+    proc = _agentctl_without_key(ledger_target, tmp_path, "run", str(wf), "--db", str(db))
     assert proc.returncode == 6, proc.stderr
     assert "OPENAI_API_KEY" in json.loads(proc.stderr.splitlines()[-1])["error"]["message"]
     assert not (tmp_path / "state").exists()
@@ -164,12 +169,13 @@ def test_a_missing_key_exits_6_before_any_state(tmp_path: Path, server: AgentSer
 
 
 def test_resuming_a_finished_run_says_so_without_asking_for_the_key(
-    cli: Cli, tmp_path: Path, server: AgentServer
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path, server: AgentServer
 ) -> None:
     wf, db = OPENAI.workflow(server, tmp_path / "ws"), tmp_path / "state" / "r.db"
     done = _run(cli, OPENAI, wf, db)
     assert done.rc == 0, done.stderr
-    proc = _agentctl_without_key(tmp_path, "resume", done.data["runId"], "--db", str(db))
+    resume = ("resume", done.data["runId"], "--db", str(db))
+    proc = _agentctl_without_key(ledger_target, tmp_path, *resume)
     message = json.loads(proc.stderr.splitlines()[-1])["error"]["message"]
     assert "succeeded" in message and "OPENAI_API_KEY" not in message
     assert proc.returncode != 6, proc.stderr
@@ -250,7 +256,7 @@ def _wait_for_requests(server: AgentServer, count: int, proc: subprocess.Popen[s
 
 
 def test_sigkill_during_a_slow_call_leaves_it_uncertain_until_reconciled(
-    cli: Cli, start_cli: StartCli, tmp_path: Path, server: AgentServer
+    cli: Cli, start_cli: StartCli, ledger_target: LedgerTarget, tmp_path: Path, server: AgentServer
 ) -> None:
     wf, db = OPENAI.workflow(server, tmp_path / "ws", **ONE_CALL), tmp_path / "state" / "r.db"
     answer = fx.openai_text(json.dumps({"path": "p", "bytes": 1, "firstLine": "x"}))
@@ -273,7 +279,7 @@ def test_sigkill_during_a_slow_call_leaves_it_uncertain_until_reconciled(
     reconcile = ("effects", "reconcile", model["effectId"], "--status", "not-applied")
     reconciled = cli("--output", "json", *reconcile, "--reason", why, "--db", str(db))
     assert reconciled.rc == 0, reconciled.stderr
-    keyless = _agentctl_without_key(tmp_path, "resume", run_id, "--db", str(db))
+    keyless = _agentctl_without_key(ledger_target, tmp_path, "resume", run_id, "--db", str(db))
     assert keyless.returncode == 6, keyless.stderr  # checked before the run is touched
     resumed = cli("--output", "json", "resume", run_id, "--db", str(db), env=env)
     assert resumed.rc == 0, resumed.stderr
