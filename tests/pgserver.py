@@ -14,6 +14,8 @@ Where the server comes from, in order:
 Invariants:
 - PostgreSQL refuses to run as root: as root, ``initdb`` and ``pg_ctl`` run as the
   ``postgres`` user (``runuser -u postgres --``), which owns the private directory;
+- a private server never outlives its pytest process: a watchdog process stops it and removes
+  its directory once that process is gone without its teardown (killed, say);
 - every database handed out is new (``CREATE DATABASE`` with a unique name) and dropped after
   its test, connections and all, so tests never see each other's rows;
 - psycopg is imported only here, lazily, so the SQLite suite runs without it.
@@ -26,6 +28,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -106,11 +109,36 @@ def _private_root() -> Path:
     return root
 
 
+# Stops the server and removes its directory once the pytest process is gone without its own
+# teardown (killed, or interrupted twice): pg_ctl's server outlives its parent otherwise.
+_WATCHDOG = """
+import os, shutil, subprocess, sys, time
+owner, root, *stop = sys.argv[1:]
+while True:
+    try:
+        os.kill(int(owner), 0)
+    except ProcessLookupError:
+        break
+    except PermissionError:
+        pass
+    time.sleep(2)
+subprocess.run(stop, capture_output=True, check=False)
+shutil.rmtree(root, ignore_errors=True)
+"""
+
+
 @contextlib.contextmanager
 def open_private_server(bindir: Path) -> Iterator[PgServer]:
     """initdb + pg_ctl start in a fresh directory; stopped and removed on exit."""
     root = _private_root()
     data = root / "data"
+    pg_ctl = [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(root / "server.log")]
+    stop = _as_server_user([*pg_ctl, "-m", "immediate", "stop"])
+    watchdog = subprocess.Popen(
+        [sys.executable, "-c", _WATCHDOG, str(os.getpid()), str(root), *stop],
+        start_new_session=True,
+        stdin=subprocess.DEVNULL,
+    )
     try:
         initdb = [str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"]
         _run([*initdb, "-E", "UTF8", "--no-locale"], "initdb")
@@ -119,7 +147,6 @@ def open_private_server(bindir: Path) -> Iterator[PgServer]:
             f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={root} "
             f"-c fsync=on -c max_connections={MAX_CONNECTIONS}"
         )
-        pg_ctl = [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(root / "server.log")]
         _run([*pg_ctl, "-w", "-t", "60", "-o", options, "start"], "pg_ctl start")
         try:
             yield PgServer(f"postgresql://postgres@127.0.0.1:{port}/postgres")
@@ -127,6 +154,8 @@ def open_private_server(bindir: Path) -> Iterator[PgServer]:
             _run([*pg_ctl, "-m", "fast", "-w", "stop"], "pg_ctl stop")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+        watchdog.kill()
+        watchdog.wait()
 
 
 def unavailable(reason: str) -> None:
