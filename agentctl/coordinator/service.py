@@ -36,6 +36,7 @@ from agentctl.coordinator.store import Store
 from agentctl.coordinator.streaming import StreamListener
 from agentctl.coordinator.workerpool import kill_stale_workers, open_worker_pool
 from agentctl.coordinator.workerproc import Prestarted, pool_size
+from agentctl.core.collector import collector_paused
 from agentctl.core.compiler.reads import run_output_reads
 from agentctl.core.evaluate import RuntimeView, TaskFailure, render_run_outputs
 from agentctl.core.jsonvalue import JsonObject, JsonValue
@@ -90,6 +91,7 @@ class DriveRequest:
     prestarted: Prestarted | None = None  # workers started before the run was created
 
 
+@collector_paused()
 def create_run(
     ledger: RunLedger,
     *,

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentctl.core.collector import collector_paused
 from agentctl.core.dsl.diagnostics import (
     Finding,
     Locator,
@@ -71,6 +72,7 @@ class LoadedWorkflow:
         return self.locator.locate(path)
 
 
+@collector_paused()
 def load_workflow(source: str | bytes, file: str | None = None) -> LoadedWorkflow:
     """Parse and validate a workflow document; raises ValidationError with all diagnostics."""
     parsed = parse_yaml(source, file)
