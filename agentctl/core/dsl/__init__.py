@@ -76,7 +76,7 @@ class LoadedWorkflow:
 def load_workflow(source: str | bytes, file: str | None = None) -> LoadedWorkflow:
     """Parse and validate a workflow document; raises ValidationError with all diagnostics."""
     parsed = parse_yaml(source, file)
-    locator = Locator(parsed.positions, parsed.key_positions)
+    locator = Locator.later(parsed.tables_later())
     raw = parsed.value
     if not isinstance(raw, dict):
         finding = Finding("schema_violation", "", "a workflow document must be a mapping")
