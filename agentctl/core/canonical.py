@@ -3,8 +3,8 @@
 Invariant: the same JSON value always yields the same bytes, whatever the key order of the
 source; non-ASCII stays as UTF-8 (``ensure_ascii=False``) so identifiers match the original.
 ``streamed_json_digest`` hashes exactly the bytes ``json_digest`` would, without holding the
-whole text (or the whole value) at once: arrays given as ``Items`` are encoded one item at a
-time.
+whole text (or the whole value) at once, and ``streamed_canonical_json`` is ``canonical_json``
+without the whole value: arrays given as ``Items`` are encoded one item at a time.
 """
 
 from __future__ import annotations
@@ -57,6 +57,11 @@ def streamed_json_digest(value: Any) -> str:
     for chunk in _chunks(value):
         digest.update(chunk.encode("utf-8"))
     return digest.hexdigest()
+
+
+def streamed_canonical_json(value: Any) -> str:
+    """``canonical_json`` of ``value`` with every ``Items`` expanded, item by item."""
+    return "".join(_chunks(value))
 
 
 def _holds_items(value: Any) -> bool:
