@@ -228,7 +228,6 @@ def run_cmd(
 ) -> None:
     """Compile and run a workflow durably; prints the RunOutcome."""
     from agentctl.coordinator import api
-    from agentctl.core.compiler import plan_to_json
 
     variables = (vars_files, var_pairs)
     document, plan, resolved = _prepare_run(file, inputs, inputs_file, input_pairs, variables)
@@ -236,7 +235,6 @@ def run_cmd(
         lambda progress, created: api.start_run(
             document=document,
             plan=plan,
-            plan_json=plan_to_json(plan),
             inputs=resolved,
             db=db,
             workspace=str(workspace or file.resolve().parent),
