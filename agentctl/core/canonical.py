@@ -42,7 +42,8 @@ def v1_digest(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Items:
-    """A JSON array given as an iterable (e.g. a generator), for ``streamed_json_digest``."""
+    """A JSON array given as an iterable (e.g. a generator) of plain JSON values, for
+    ``streamed_json_digest`` and ``streamed_canonical_json``."""
 
     source: Iterable[Any]
 
@@ -74,9 +75,8 @@ def _chunks(value: Any) -> Iterator[str]:
     if isinstance(value, Items):
         yield "["
         for index, item in enumerate(value.source):
-            if index:
-                yield ","
-            yield from _chunks(item)
+            # Items are plain JSON values (never hold an Items): encoded whole, unscanned.
+            yield ("," if index else "") + _ENCODER.encode(item)
         yield "]"
     elif isinstance(value, dict) and _holds_items(value):
         yield "{"
