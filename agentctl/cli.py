@@ -15,7 +15,6 @@ Invariants:
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from collections.abc import Callable
@@ -26,6 +25,16 @@ import typer
 
 from agentctl import __version__
 from agentctl.cli_argv import normalize_argv, sniff_output
+from agentctl.cli_runopts import (
+    CheckOpt,
+    InputPairsOpt,
+    InputsFileOpt,
+    InputsOpt,
+    RunWorkspaceOpt,
+    VarOpt,
+    VarsFileOpt,
+    prepare_run,
+)
 from agentctl.clikit import (
     DEFAULT_DB,
     DbOpt,
@@ -33,11 +42,9 @@ from agentctl.clikit import (
     DiffOpt,
     TimeoutOpt,
     WorkspaceOpt,
-    check_workspace,
     collect_from_now,
     deliver,
     ignore_interrupts,
-    read_cli_file,
     report_closed_stdout,
 )
 from agentctl.errors import AgentctlError, CancelledRunError, ValidationError, from_os_error
@@ -82,15 +89,6 @@ def version_cmd() -> None:
         "machineOutput": "agentctl.dev/cli/v1",
     }
     deliver(Outcome("Version", data, human=lambda _s: f"agentctl {__version__}"))
-
-
-VarOpt = Annotated[
-    list[str] | None, typer.Option("--var", help="Variable NAME=JSON (highest layer); repeatable.")
-]
-VarsFileOpt = Annotated[
-    list[Path] | None,
-    typer.Option("--vars-file", help="YAML/JSON file of variables; repeatable."),
-]
 
 
 @app.command("check")
@@ -194,24 +192,6 @@ def _outcome(outcome: Any) -> Outcome:
     return Outcome("RunOutcome", data, exit_code=codes.get(outcome.state, 4), human=human)
 
 
-InputsOpt = Annotated[str | None, typer.Option("--inputs", help="Run inputs as a JSON object.")]
-InputsFileOpt = Annotated[
-    Path | None, typer.Option("--inputs-file", help="File holding the inputs JSON object.")
-]
-InputPairsOpt = Annotated[
-    list[str] | None, typer.Option("--input", help="KEY=VALUE (JSON, else text); repeatable.")
-]
-RunWorkspaceOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--workspace", help="Workspace root (default: the file's dir).", callback=check_workspace
-    ),
-]
-CheckOpt = Annotated[
-    bool, typer.Option("--check", help="Preview: run only pure and observe work; write nothing.")
-]
-
-
 @app.command("run")
 def run_cmd(
     file: Annotated[Path, typer.Argument(help="Workflow YAML file to run.")],
@@ -231,7 +211,7 @@ def run_cmd(
     from agentctl.core.compiler import plan_to_json
 
     variables = (vars_files, var_pairs)
-    document, plan, resolved = _prepare_run(file, inputs, inputs_file, input_pairs, variables)
+    document, plan, resolved = prepare_run(file, inputs, inputs_file, input_pairs, variables)
     _drive(
         lambda progress, created: api.start_run(
             document=document,
@@ -248,40 +228,6 @@ def run_cmd(
             on_stream=stream_event_printer(SETTINGS),
         )
     )
-
-
-def _prepare_run(
-    file: Path,
-    inputs: str | None,
-    inputs_file: Path | None,
-    input_pairs: list[str] | None,
-    variables: tuple[list[Path] | None, list[str] | None],
-) -> tuple[Any, Any, dict[str, Any]]:
-    """Compile, resolve the inputs and refuse what cannot run; returns (document, plan, inputs).
-
-    ``variables``: the ``--vars-file`` paths and ``--var`` pairs (``cli_vars``).
-    """
-    from agentctl.cli_vars import compile_with_vars
-    from agentctl.coordinator import api
-
-    loaded, plan = compile_with_vars(file, *variables)
-    file_text = None
-    if inputs_file is not None:
-        file_text = read_cli_file(inputs_file, "inputs file").decode("utf-8", "replace")
-    document = loaded.document
-    resolved = api.resolve_inputs(
-        document["spec"].get("inputs") or {}, inputs, file_text, input_pairs or []
-    )
-    api.check_executable(plan, file=str(file), locate=loaded.locate)
-    # The parsed models and position tables are no longer needed: free them before the run.
-    # Their cycles are found by a full collection, worth its ~40 ms only for a large plan.
-    del loaded
-    if len(plan.tasks) >= _COLLECT_AFTER_COMPILE_TASKS:
-        gc.collect()
-    return document, plan, resolved
-
-
-_COLLECT_AFTER_COMPILE_TASKS = 1000
 
 
 @app.command("resume")
@@ -365,6 +311,7 @@ def _register_state_groups() -> None:
         cli_inspect,
         cli_packs,
         cli_providers,
+        cli_queue,
         cli_recovery,
     )
     from agentctl.cli_memory import memory_app
@@ -372,6 +319,7 @@ def _register_state_groups() -> None:
 
     cli_inspect.register(app)
     cli_recovery.register(app)
+    cli_queue.register(app)
     cli_docs.register(app, cli_inspect.runs_app)
     cli_packs.register(app)
     cli_providers.register(app)

@@ -4,14 +4,17 @@ Each method opens exactly one transaction on the one connection (``BEGIN IMMEDIA
 writes, a deferred snapshot for reads) and runs one composition of the private ``*_txn``
 functions inside it. The artifact store (CAS beside the database file) is opened lazily, with
 its crash recovery, on first use.
-Invariant: no ``sqlite3`` object, row or connection is returned to the caller.
+Invariants: no ``sqlite3`` object, row or connection is returned to the caller; a ledger
+opened with a ``queue.Fence`` (a ``serve`` drive) checks the fence in every write
+transaction, first (``_write``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import agentctl.ledger.approvals as approvals
@@ -22,6 +25,7 @@ import agentctl.ledger.held_calls as held_calls
 import agentctl.ledger.lifecycle as lifecycle
 import agentctl.ledger.longterm as longterm
 import agentctl.ledger.protocols as protocols
+import agentctl.ledger.queue as queue
 import agentctl.ledger.reconcile as reconcile
 import agentctl.ledger.remote as remote
 import agentctl.ledger.runs as runs
@@ -76,9 +80,20 @@ from agentctl.ledger.upgrade import RunUpgrade, upgrade_run_txn
 class SqliteLedger:
     """``RunLedger`` over one SQLite connection; one caller (thread) at a time."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, fence: queue.Fence | None = None) -> None:
         self._db = db
         self._cas: ArtifactStore | None = None
+        # A ledger opened for a run a ``serve`` claimed: every write checks the claim's token.
+        self._fence = fence
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[Db]:
+        """The one write-transaction runner: with a fence, the token check comes first, in
+        the same transaction, so a coordinator whose lease was taken over commits nothing."""
+        with self._db.transaction() as conn:
+            if self._fence is not None:
+                queue.check_fence(conn, self._fence)
+            yield conn
 
     @property
     def location(self) -> Path:
@@ -96,31 +111,50 @@ class SqliteLedger:
     # ---------------------------------------------------------------- run lifecycle
 
     def create_run(self, run: NewRun, task_order: Sequence[str], owner: Owner, now: str) -> None:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             lifecycle.create_run_txn(conn, run, tuple(task_order), owner, now)
 
     def create_derived_run(self, derived: DerivedRun) -> None:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             lifecycle.create_derived_run_txn(conn, derived)
 
     def claim_for_resume(self, run_ref: str, owner: Owner, now: str) -> RunHead:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             return lifecycle.claim_for_resume_txn(conn, run_ref, owner, now)
 
     def acquire_lease(self, run_id: str, owner: Owner, now: str) -> None:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             runs.acquire_run_lease_txn(conn, run_id, owner.pid, owner.create_time, now)
 
     def release_lease(self, run_id: str, pid: int, now: str) -> None:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             runs.release_run_lease_txn(conn, run_id, pid, now)
 
+    # ---------------------------------------------------------------- the run queue
+
+    def submit_run(self, run: NewRun, task_order: Sequence[str], now: str) -> None:
+        with self._write() as conn:
+            runs.create_run_txn(conn, run, tuple(task_order), now)
+            queue.mark_queued_txn(conn, run.run_id, now)
+
+    def claim_runs(self, claim: queue.ClaimRequest) -> tuple[queue.ClaimedRun, ...]:
+        with self._write() as conn:
+            return queue.claim_runs_txn(conn, claim)
+
+    def heartbeat(self, beat: queue.Heartbeat) -> tuple[str, ...]:
+        with self._write() as conn:
+            return queue.heartbeat_txn(conn, beat)
+
+    def queue_busy(self, now: str) -> bool:
+        with self._db.read() as conn:
+            return queue.queue_busy(conn, now)
+
     def set_run_state(self, run_id: str, state: str, now: str) -> None:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             runs.set_run_state_txn(conn, run_id, state, now)
 
     def request_cancel(self, run_ref: str, now: str) -> RunRecord:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             return lifecycle.request_cancel_txn(conn, run_ref, now)
 
     def is_cancel_requested(self, run_id: str) -> bool:
@@ -128,15 +162,15 @@ class SqliteLedger:
             return runs.is_cancel_requested(conn, run_id)
 
     def cancel_run(self, stop: CancelRun) -> None:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             lifecycle.cancel_run_txn(conn, stop)
 
     def settle_run(self, settle: SettleRun) -> None:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             lifecycle.settle_run_txn(conn, settle)
 
     def upgrade_run(self, upgrade: RunUpgrade) -> None:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             upgrade_run_txn(conn, upgrade)
 
     def load_live(self, run_id: str) -> LiveState:
@@ -150,29 +184,29 @@ class SqliteLedger:
     # ---------------------------------------------------------------- the effect protocol
 
     def record_requests(self, batch: RequestBatch) -> tuple[str, ...]:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             return steps.record_requests_txn(conn, batch)
 
     def start_tasks(self, batch: TaskStartBatch) -> None:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             steps.start_tasks_txn(conn, batch)
 
     def start_effects(self, batch: EffectStartBatch) -> None:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             steps.start_effects_txn(conn, batch)
 
     def record_and_start_call(self, call: CallRecord) -> JsonObject | None:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             return steps.record_and_start_call_txn(conn, call)
 
     def gate_call(self, gated: held_calls.GatedCall) -> held_calls.CallGate:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             return held_calls.gate_call_txn(conn, gated)
 
     def append_stream_event(
         self, event: streams.NewStreamEvent
     ) -> streams.StreamEventRecord | None:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             return streams.append_stream_event_txn(conn, event)
 
     def audit_after(self, run_id: str, after: int) -> Sequence[AuditEvent]:
@@ -180,15 +214,15 @@ class SqliteLedger:
             return list_audit(conn, run_id, after)
 
     def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             steps.finish_effects_txn(conn, outcomes)
 
     def commit_batch(self, batch: BatchCommit) -> None:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             steps.commit_batch_txn(conn, batch)
 
     def record_protocol(self, report: ProtocolReport) -> None:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             protocols.record_protocol_txn(conn, report.effect_id, report.evidence, report.now)
 
     def recorded_result(self, effect_id: str) -> JsonValue:
@@ -204,17 +238,17 @@ class SqliteLedger:
             return longterm.candidates(conn, namespace, now)
 
     def long_term_put(self, put: MemoryPut, now: str) -> None:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             longterm.put_txn(conn, put, now)
 
     def long_term_reindex(self, namespace: str, identity: EmbeddingIdentity, now: str) -> int:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             return longterm.reindex_txn(conn, namespace, identity, now)
 
     def record_remote_handle(
         self, handle: remote.RemoteHandleRecord, evidence: ProtocolEvidence | None = None
     ) -> None:
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             remote.record_handle_txn(conn, handle)
             if evidence is not None:
                 protocols.record_protocol_txn(conn, handle.effect_id, evidence, handle.created_at)
@@ -235,14 +269,14 @@ class SqliteLedger:
 
     def resolve_approval(self, decision: ApprovalDecision) -> ApprovalRecord:
         d = decision
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             return approvals.resolve_approval_txn(
                 conn, d.approval_id, d.approve, d.actor, d.reason, d.now, trace_id=d.trace_id
             )
 
     def reconcile_effect(self, request: ReconcileRequest) -> ReconciliationRecord:
         r = request
-        with self._db.transaction() as conn:
+        with self._write() as conn:
             return reconcile.reconcile_effect_txn(
                 conn,
                 r.effect_id,
@@ -329,6 +363,8 @@ class SqliteLedger:
         refused: list[JsonObject] = []
 
         def meter(conn: Db, size: int) -> bool:
+            if self._fence is not None:  # the ingest's own transaction writes for the run too
+                queue.check_fence(conn, self._fence)
             # Reserved and settled with the blob row: one transaction per file, not three.
             amounts = {"artifactBytes": size}
             got = budget.reserve_budget_txn(conn, r.run_id, lease, amounts, r.now)
@@ -380,11 +416,13 @@ def open_ledger(
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
     target_version: int | None = None,
     verify: bool = True,
+    fence: queue.Fence | None = None,
 ) -> SqliteLedger:
     """Open (creating and migrating as needed) the ledger at ``path``; use it as a context
     manager so the connection closes. ``verify`` (default) quick-checks the file before any
-    write; read-only commands pass False. ``target_version`` is for tests of older schemas."""
+    write; read-only commands pass False. ``target_version`` is for tests of older schemas.
+    ``fence``: the ledger writes only while that ``serve`` claim holds the run's lease."""
     db = open_database(
         path, busy_timeout_ms=busy_timeout_ms, target_version=target_version, verify=verify
     )
-    return SqliteLedger(db)
+    return SqliteLedger(db, fence)
