@@ -34,6 +34,8 @@ ALLOWED: dict[str, set[str]] = {
         "clikit",
         "cli_state",
         "cli_recovery",
+        "cli_queue",
+        "cli_runopts",
         "cli_vars",
         "cli_docs",
         "cli_packs",
@@ -57,6 +59,9 @@ ALLOWED: dict[str, set[str]] = {
     "cli_report_svg": {"render", "errors", "core", "ledger", "cli_runview"},
     "cli_recovery": {"clikit", "render", "errors", "coordinator", "core", "cli_vars"},
     "cli_vars": {"clikit", "errors", "core", "packsource"},
+    # The run queue's commands, and the run options they share with `run`.
+    "cli_queue": {"clikit", "render", "errors", "coordinator", "core", "cli_runopts"},
+    "cli_runopts": {"clikit", "coordinator", "core", "cli_vars"},
     # Packs: reading sources, archives and the lock file (decisions live in core/packs).
     "packsource": {"clikit", "errors", "core"},
     "cli_packs": {"clikit", "render", "errors", "core", "packsource", "cli_docs"},

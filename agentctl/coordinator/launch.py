@@ -35,9 +35,13 @@ def run_trio(fn: Callable[[*Args], Awaitable[T]], *args: *Args) -> T:
         raise _first_leaf(group) from group
 
 
-def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    from agentctl.errors import AgentctlError
+def user_error(exc: BaseException) -> AgentctlError | None:
+    """The error a user should see in ``exc`` (itself, or the first in its group), if any."""
+    found = _first_leaf(exc) if isinstance(exc, BaseExceptionGroup) else exc
+    return found if isinstance(found, AgentctlError) else None
 
+
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
     leaves: list[BaseException] = []
     stack: list[BaseException] = [group]
     while stack:

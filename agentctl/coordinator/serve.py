@@ -31,6 +31,7 @@ import trio
 
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import load_plan, owner_identity
+from agentctl.coordinator.launch import user_error
 from agentctl.coordinator.service import DriveRequest, RunOutcome, drive_run, worker_registry
 from agentctl.coordinator.workerpool import WorkerPool, open_worker_pool
 from agentctl.core.jsonvalue import JsonObject, JsonValue
@@ -212,10 +213,12 @@ async def _drive_one(serve: _Serve, run: ClaimedRun, scope: trio.CancelScope) ->
     with scope:
         try:
             outcome = await _drive_claimed(serve, run)
-        except LeaseLostError as exc:
-            error = exc.message
-        except AgentctlError as exc:
-            state, error = "error", exc.message
+        except BaseException as exc:  # a group: the drive's tasks' errors (and Cancelled)
+            found = user_error(exc)
+            if found is None:
+                raise
+            error = found.message
+            state = "lost" if isinstance(found, LeaseLostError) else "error"
     serve.held.pop(run.run_id, None)
     if outcome is not None:
         state = outcome.state
@@ -225,9 +228,7 @@ async def _drive_one(serve: _Serve, run: ClaimedRun, scope: trio.CancelScope) ->
 
 async def _drive_claimed(serve: _Serve, run: ClaimedRun) -> RunOutcome:
     fence = Fence(run.run_id, run.token)
-    ledger = await trio.to_thread.run_sync(
-        lambda: open_ledger(serve.opts.db, verify=False, fence=fence)
-    )
+    ledger = await serve.call(lambda: serve.control.open_fenced(fence))
     try:
         found = await trio.to_thread.run_sync(lambda: ledger.get_run(run.run_id))
         plan = await trio.to_thread.run_sync(lambda: load_plan(found))

@@ -52,7 +52,7 @@ from agentctl.ledger.model import (
     SourceSnapshot,
     TaskStartBatch,
 )
-from agentctl.ledger.queue import ClaimedRun, ClaimRequest, Heartbeat
+from agentctl.ledger.queue import ClaimedRun, ClaimRequest, Fence, Heartbeat
 from agentctl.ledger.reconcile import ReconciliationRecord
 from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.ledger.report import RunReport
@@ -105,6 +105,11 @@ class RunLedger(Protocol):
 
     def submit_run(self, run: NewRun, task_order: Sequence[str], now: str) -> None:
         """Create the run ``queued`` (tasks, budget, audit, checkpoint), with no lease."""
+        ...
+
+    def open_fenced(self, fence: Fence) -> RunLedger:
+        """Another ledger on the same database for one claimed run: every write transaction
+        checks ``fence`` first (a lease taken over commits nothing). Close it when done."""
         ...
 
     def claim_runs(self, claim: ClaimRequest) -> tuple[ClaimedRun, ...]:

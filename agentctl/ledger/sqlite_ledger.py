@@ -46,7 +46,12 @@ from agentctl.ledger.artifacts.store import (
     open_artifact_store,
 )
 from agentctl.ledger.audit import AuditEvent, list_audit
-from agentctl.ledger.connection import DEFAULT_BUSY_TIMEOUT_MS, Database, open_database
+from agentctl.ledger.connection import (
+    DEFAULT_BUSY_TIMEOUT_MS,
+    Database,
+    open_database,
+    open_sibling,
+)
 from agentctl.ledger.housekeeping import GarbageCollection, collect_garbage
 from agentctl.ledger.migrations import MigrationResult
 from agentctl.ledger.model import (
@@ -136,6 +141,10 @@ class SqliteLedger:
         with self._write() as conn:
             runs.create_run_txn(conn, run, tuple(task_order), now)
             queue.mark_queued_txn(conn, run.run_id, now)
+
+    def open_fenced(self, fence: queue.Fence) -> SqliteLedger:
+        """A second ledger on this database whose every write checks ``fence`` first."""
+        return SqliteLedger(open_sibling(self._db), fence)
 
     def claim_runs(self, claim: queue.ClaimRequest) -> tuple[queue.ClaimedRun, ...]:
         with self._write() as conn:
@@ -416,13 +425,11 @@ def open_ledger(
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
     target_version: int | None = None,
     verify: bool = True,
-    fence: queue.Fence | None = None,
 ) -> SqliteLedger:
     """Open (creating and migrating as needed) the ledger at ``path``; use it as a context
     manager so the connection closes. ``verify`` (default) quick-checks the file before any
-    write; read-only commands pass False. ``target_version`` is for tests of older schemas.
-    ``fence``: the ledger writes only while that ``serve`` claim holds the run's lease."""
+    write; read-only commands pass False. ``target_version`` is for tests of older schemas."""
     db = open_database(
         path, busy_timeout_ms=busy_timeout_ms, target_version=target_version, verify=verify
     )
-    return SqliteLedger(db, fence)
+    return SqliteLedger(db)

@@ -42,7 +42,12 @@ def test_enum_values_are_the_persisted_lowercase_strings() -> None:
     ]
     assert [s.value for s in RunState] == [
         "queued",
-        "running", "paused", "succeeded", "failed", "cancelled"]
+        "running",
+        "paused",
+        "succeeded",
+        "failed",
+        "cancelled",
+    ]
     assert [m.value for m in RunMode] == [
         "execute",
         "check",

@@ -72,6 +72,14 @@ def _fill_v3(conn: sqlite3.Connection) -> None:
     )
 
 
+def _fill_v12(conn: sqlite3.Connection) -> None:
+    """A v12 agentctl keeps a run's documents in their own row."""
+    conn.execute(
+        "INSERT INTO run_documents (run_id, workflow_json, plan_json)"
+        " SELECT run_id, workflow_json, plan_json FROM runs"
+    )
+
+
 _FILLERS = {
     1: [_fill_v1],
     2: [_fill_v1, _fill_v2],
@@ -84,6 +92,7 @@ _FILLERS = {
     9: [_fill_v1, _fill_v2, _fill_v3],  # v9 only added the remote-handles table
     10: [_fill_v1, _fill_v2, _fill_v3],  # v10 only added the value-blobs table
     11: [_fill_v1, _fill_v2, _fill_v3],  # v11 only added the encryption key-state table
+    12: [_fill_v1, _fill_v2, _fill_v3, _fill_v12],  # v12 moved the documents to their row
 }
 
 
