@@ -19,6 +19,7 @@ import textwrap
 from collections.abc import Iterable, Sequence
 
 from agentctl.clikit import DEFAULT_DB
+from agentctl.core.dburl import redact
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.report import RunReport
@@ -126,7 +127,7 @@ def command(*words: str, db: str, width: int = WIDTH) -> list[str]:
     """A shell-ready command (``--db`` only when this invocation named another database),
     continued with `` \\`` across lines so that it fits ``width`` and still pastes as is.
     An option stays on the line of its value."""
-    tail = ("--db", db) if db != DEFAULT_DB else ()
+    tail = ("--db", redact(db)) if db != DEFAULT_DB else ()  # a URL's password never shown
     chunks: list[str] = []
     for word in ("agentctl", *words, *tail):
         quoted = shlex.quote(word)
