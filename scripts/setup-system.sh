@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Installs the system packages the test suite needs (podman with runc, a static busybox, and
-# chromium for the HTML report test) and builds the tiny local container image the container
+# Installs the system packages the test suite needs (podman with runc, a static busybox,
+# chromium for the HTML report test, and Debian's PostgreSQL server binaries for the
+# PostgreSQL variants of the CLI suite) and builds the tiny local container image the container
 # tests run. Idempotent; needs root (or sudo) for apt. Without them it says so, and the
-# container and browser tests skip with that reason.
+# container, browser and PostgreSQL tests skip with that reason (under CI=true the PostgreSQL
+# ones fail instead: tests/pgserver.py).
 set -euo pipefail
 IMAGE=localhost/agentctl-test:1
 SUDO=""
@@ -18,6 +20,13 @@ command -v podman >/dev/null 2>&1 || need+=(podman)
 [ -x /bin/busybox ] || need+=(busybox-static)
 # Headless Chromium for the HTML run report test (Playwright drives it; it never downloads one).
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+# PostgreSQL server binaries only: tests/pgserver.py starts a private server per test session
+# (initdb + pg_ctl as the postgres user), so Debian's own cluster is neither created nor started.
+if ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
+  need+=(postgresql)
+  $SUDO mkdir -p /etc/postgresql-common
+  echo "create_main_cluster = false" | $SUDO tee /etc/postgresql-common/createcluster.conf >/dev/null
+fi
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup-system: installing ${need[*]}"
   $SUDO apt-get update -qq
@@ -38,4 +47,6 @@ if ! $SUDO podman image exists "$IMAGE" 2>/dev/null; then
   $SUDO podman import -q "$root.tar" "$IMAGE" >/dev/null
   rm -rf "$root" "$root.tar"
 fi
+pg_ctl=$(ls /usr/lib/postgresql/*/bin/pg_ctl | sort -V | tail -1)
+echo "setup-system: PostgreSQL $("$pg_ctl" --version | awk '{print $3}') binaries (no cluster service)"
 echo "setup-system: podman $($SUDO podman --version | awk '{print $3}'), image $IMAGE $($SUDO podman image inspect "$IMAGE" --format '{{.Digest}}')"

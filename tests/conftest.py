@@ -1,18 +1,24 @@
-"""Shared fixtures: the CLI as a black box, run as a real subprocess in a temporary directory."""
+"""Shared fixtures: the CLI as a black box, run as a real subprocess in a temporary directory.
+
+``cli`` runs on the ledger backend of the ``backend`` fixture: SQLite here; tests/cli/conftest.py
+parametrizes it over SQLite and PostgreSQL (see tests/clibackend.py and tests/pgserver.py).
+"""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.clibackend import LedgerTarget, PgLedgerTarget, agentctl_argv, cli_env
+from tests.pgserver import PgServer, pg_database, pg_server
+
+__all__ = ["agentctl_argv", "cli_env", "pg_database", "pg_server"]
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 
@@ -34,22 +40,32 @@ class CliResult:
         return json.loads(self.stderr.strip().splitlines()[-1])
 
 
-def cli_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTCTL_")}
-    env.update(extra or {})
-    return env
-
-
-def agentctl_argv(*args: str) -> list[str]:
-    return [sys.executable, "-m", "agentctl", *args]
-
-
 Cli = Callable[..., CliResult]
 
 
 @pytest.fixture
-def cli(tmp_path: Path) -> Cli:
-    """Run ``agentctl ARGS`` in ``tmp_path`` (or ``cwd``) and capture everything."""
+def backend() -> str:
+    """The ledger backend the CLI runs on (tests/cli parametrizes it)."""
+    return "sqlite"
+
+
+@pytest.fixture
+def ledger_target(backend: str, request: pytest.FixtureRequest) -> Iterator[LedgerTarget]:
+    """How this test's CLI processes reach their ledger on ``backend``."""
+    if backend == "sqlite":
+        target = LedgerTarget()
+    else:
+        server: PgServer = request.getfixturevalue("pg_server")
+        target = PgLedgerTarget(server)
+    try:
+        yield target
+    finally:
+        target.close()
+
+
+@pytest.fixture
+def cli(tmp_path: Path, ledger_target: LedgerTarget) -> Cli:
+    """Run ``agentctl ARGS`` in ``tmp_path`` (or ``cwd``) on the test's backend."""
 
     def run(
         *args: str,
@@ -58,10 +74,12 @@ def cli(tmp_path: Path) -> Cli:
         timeout: float = 120,
         stdin: str | None = None,
     ) -> CliResult:
+        where = cwd or tmp_path
+        how = ledger_target.invocation(args, where, env)
         proc = subprocess.run(
-            agentctl_argv(*args),
-            cwd=cwd or tmp_path,
-            env=cli_env(env),
+            how.argv,
+            cwd=where,
+            env=how.env,
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -71,6 +89,28 @@ def cli(tmp_path: Path) -> Cli:
         return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
     return run
+
+
+StartCli = Callable[..., "subprocess.Popen[str]"]
+
+
+@pytest.fixture
+def start_cli(tmp_path: Path, ledger_target: LedgerTarget) -> StartCli:
+    """Start ``agentctl ARGS`` in the background on the test's backend (pipes, text, no stdin);
+    keyword arguments other than ``cwd`` and ``env`` go to ``subprocess.Popen``."""
+
+    def start(
+        *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, **popen: Any
+    ) -> subprocess.Popen[str]:
+        where = cwd or tmp_path
+        how = ledger_target.invocation(args, where, env)
+        options: dict[str, Any] = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+        options.update(popen)
+        return subprocess.Popen(
+            how.argv, cwd=where, env=how.env, stdin=subprocess.DEVNULL, text=True, **options
+        )
+
+    return start
 
 
 @pytest.fixture

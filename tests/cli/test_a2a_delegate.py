@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.a2a_peer_process import Peer, running_peer
-from tests.conftest import Cli, agentctl_argv, cli_env
+from tests.conftest import Cli, StartCli
 
 WORKFLOW = """
 apiVersion: agentctl.dev/v1
@@ -186,15 +186,17 @@ def test_a_delegation_failed_before_its_message_cannot_be_continued(
 
 
 def _killed_mid_task(
-    cli: Cli, tmp_path: Path, peer: Peer, sig: signal.Signals = signal.SIGKILL
+    cli: Cli,
+    start_cli: StartCli,
+    tmp_path: Path,
+    peer: Peer,
+    sig: signal.Signals = signal.SIGKILL,
 ) -> tuple[str, dict[str, str]]:
     """Start a run, signal its coordinator once the remote task id is durable; returns the
     run id and the effect as ``inspect`` shows it then."""
     wf, db = _workflow(peer, tmp_path), _db(tmp_path)
-    argv = agentctl_argv("--output", "json", "run", str(wf), "--db", db)
-    proc = subprocess.Popen(
-        argv, cwd=tmp_path, env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    proc = start_cli("--output", "json", "run", str(wf), "--db", db, **quiet)
     try:
         effect = _wait_for_handle(cli, db)
     finally:
@@ -218,9 +220,9 @@ def _wait_for_handle(cli: Cli, db: str) -> dict[str, str]:
 
 
 def test_resume_after_coordinator_kill_observes_the_same_task(
-    cli: Cli, tmp_path: Path, slow_peer: Peer
+    cli: Cli, start_cli: StartCli, tmp_path: Path, slow_peer: Peer
 ) -> None:
-    run_id, effect = _killed_mid_task(cli, tmp_path, slow_peer)
+    run_id, effect = _killed_mid_task(cli, start_cli, tmp_path, slow_peer)
     db = _db(tmp_path)
     slow_peer.let_tasks_finish()  # the task was still working when the coordinator died
     done = cli("--output", "json", "resume", run_id, "--db", db)
@@ -250,9 +252,9 @@ def _assert_observed_apart(wire: dict[str, list[dict[str, Any]]], task_id: str) 
 
 
 def test_continue_remote_records_the_observed_result(
-    cli: Cli, tmp_path: Path, slow_peer: Peer
+    cli: Cli, start_cli: StartCli, tmp_path: Path, slow_peer: Peer
 ) -> None:
-    run_id, effect = _killed_mid_task(cli, tmp_path, slow_peer)
+    run_id, effect = _killed_mid_task(cli, start_cli, tmp_path, slow_peer)
     db = _db(tmp_path)
     slow_peer.let_tasks_finish()
     cont = cli(
@@ -285,9 +287,9 @@ def test_continue_remote_records_the_observed_result(
 
 
 def test_a_cancelled_delegation_is_settled_by_continue_remote(
-    cli: Cli, tmp_path: Path, slow_peer: Peer
+    cli: Cli, start_cli: StartCli, tmp_path: Path, slow_peer: Peer
 ) -> None:
-    run_id, effect = _killed_mid_task(cli, tmp_path, slow_peer, signal.SIGTERM)
+    run_id, effect = _killed_mid_task(cli, start_cli, tmp_path, slow_peer, signal.SIGTERM)
     db = _db(tmp_path)
     (cancelled,) = cli("--output", "json", "effects", "list", run_id, "--db", db).data["effects"]
     assert cancelled["status"] == "uncertain"  # cancelled mid-poll: the outcome is unknown

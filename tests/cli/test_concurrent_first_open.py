@@ -2,48 +2,35 @@
 
 Creating a ledger file means switching it to WAL and migrating it; two processes doing that on
 one fresh file used to collide (SQLite answers a concurrent rollback→WAL switch with an
-immediate SQLITE_BUSY, exit 5). Each round here uses a fresh path, starts 4 runs together and
+immediate SQLITE_BUSY, exit 5). On PostgreSQL the same race is several processes migrating one
+empty database at once. Each round here uses a fresh database, starts 4 runs together and
 expects every one to exit 0 with its own succeeded run in the shared database.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, agentctl_argv, cli_env
+from tests.conftest import EXAMPLES, Cli, StartCli
 
 ROUNDS = 20
 PROCESSES = 4
 
 
-def _start_together(db: Path, cwd: Path) -> list[subprocess.Popen[str]]:
-    workflow = str(EXAMPLES / "hello.yaml")
-    argv = agentctl_argv("--output", "json", "run", workflow, "--db", str(db), "--workspace", ".")
-    return [
-        subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env=cli_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(PROCESSES)
-    ]
-
-
 @pytest.mark.slow
-def test_four_runs_create_one_new_database_together(tmp_path: Path) -> None:
+def test_four_runs_create_one_new_database_together(
+    cli: Cli, start_cli: StartCli, tmp_path: Path
+) -> None:
+    workflow = str(EXAMPLES / "hello.yaml")
     for round_no in range(ROUNDS):
         work = tmp_path / f"round-{round_no}"
         work.mkdir()
-        db = work / "state" / "runtime.db"
-        procs = _start_together(db, work)
+        db = str(work / "state" / "runtime.db")
+        run = ("--output", "json", "run", workflow, "--db", db, "--workspace", ".")
+        procs = [start_cli(*run, cwd=work) for _ in range(PROCESSES)]
         run_ids = set()
         for proc in procs:
             out, err = proc.communicate(timeout=120)
@@ -52,13 +39,6 @@ def test_four_runs_create_one_new_database_together(tmp_path: Path) -> None:
             assert data["state"] == "succeeded", (round_no, data)
             run_ids.add(data["runId"])
         assert len(run_ids) == PROCESSES
-        listed = subprocess.run(
-            agentctl_argv("--output", "json", "runs", "list", "--db", str(db)),
-            cwd=work,
-            env=cli_env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert listed.returncode == 0, listed.stderr
-        assert {r["runId"] for r in json.loads(listed.stdout)["data"]["runs"]} == run_ids
+        listed = cli("--output", "json", "runs", "list", "--db", db, cwd=work)
+        assert listed.rc == 0, listed.stderr
+        assert {r["runId"] for r in listed.data["runs"]} == run_ids

@@ -15,6 +15,10 @@ import pytest
 
 from tests.conftest import EXAMPLES, Cli, CliResult
 
+pytestmark = pytest.mark.sqlite_only(
+    reason="column encryption is a SQLite-file feature: key files, raw bytes of the file"
+)
+
 SECRET_BEFORE = "sk-live-BEFOREENABLE0123456789"
 SECRET_AFTER = "sk-live-AFTERENABLE9876543210"
 

@@ -12,6 +12,10 @@ import pytest
 
 from tests.conftest import REPO, Cli
 
+# The --db/AGENTCTL_DB values are these tests' subject; the backend parametrization would only
+# rewrite them.
+pytestmark = pytest.mark.sqlite_only(reason="tests how --db and AGENTCTL_DB values are read")
+
 URLS = ["sqlite:///tmp/x.db", "file://runtime.db", "mysql://user:hunter2@db.example/agentctl"]
 
 

@@ -20,6 +20,10 @@ import pytest
 
 from tests.conftest import Cli, CliResult
 
+pytestmark = pytest.mark.sqlite_only(
+    reason="fills a small tmpfs under the SQLite file and checks the file's integrity"
+)
+
 WF = """apiVersion: agentctl.dev/v1alpha1
 kind: Workflow
 metadata: { name: big }

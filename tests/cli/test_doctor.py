@@ -106,6 +106,7 @@ def test_ready_workflow_exits_0(cli: Cli, tmp_path: Path) -> None:
     assert not (tmp_path / ".agentctl").exists()
 
 
+@pytest.mark.sqlite_only(reason="no -wal/-shm companions; the version is SQLite's user_version")
 def test_existing_database_is_read_only_and_a_newer_one_is_not_ready(
     cli: Cli, tmp_path: Path
 ) -> None:

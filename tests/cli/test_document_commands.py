@@ -9,12 +9,12 @@ metadata of a run recorded without it, after which ``retry`` can reuse its tasks
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.clibackend import LedgerTarget
 from tests.conftest import EXAMPLES, Cli
 
 # Every bundled example still written against v1alpha1 (newer ones, like e10, are v1 already).
@@ -82,14 +82,14 @@ def test_migrate_a_legacy_playbook_and_refuse_bad_input(cli: Cli, tmp_path: Path
     assert refused.rc == 2 and not (tmp_path / "out.yaml").exists()
 
 
-def _forget_reuse_metadata(db: Path) -> None:
+def _forget_reuse_metadata(target: LedgerTarget, db: Path) -> None:
     """Make a run look like one recorded before these fields existed (schema v1)."""
-    with sqlite3.connect(db) as conn:
-        conn.execute(
-            "UPDATE task_states SET definition_fingerprint = NULL, output_digest = NULL,"
-            " output_contract_fingerprint = NULL"
-        )
-        conn.execute("UPDATE run_documents SET compiled_plan_json = NULL")  # schema v12
+    target.sql(
+        db,
+        "UPDATE task_states SET definition_fingerprint = NULL, output_digest = NULL,"
+        " output_contract_fingerprint = NULL",
+    )
+    target.sql(db, "UPDATE run_documents SET compiled_plan_json = NULL")  # schema v12
 
 
 def _reused(cli: Cli, run_id: str) -> Any:
@@ -100,10 +100,12 @@ def _reused(cli: Cli, run_id: str) -> Any:
     return got.data["reusedTasks"]
 
 
-def test_runs_analyze_and_upgrade_a_legacy_run(cli: Cli, tmp_path: Path) -> None:
+def test_runs_analyze_and_upgrade_a_legacy_run(
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
     run = cli("--output", "json", "run", str(EXAMPLES / "e5-subworkflow.yaml"), "--db", "db.sqlite")
     run_id = run.data["runId"]
-    _forget_reuse_metadata(tmp_path / "db.sqlite")
+    _forget_reuse_metadata(ledger_target, tmp_path / "db.sqlite")
     assert _reused(cli, run_id) == []  # nothing provable, nothing reused
     analysis = cli("--output", "json", "runs", "analyze", run_id, "--db", "db.sqlite").data
     everything = ["wrap--inputs-a160ebeb", "wrap--echo", "wrap"]
@@ -121,11 +123,12 @@ def test_runs_analyze_and_upgrade_a_legacy_run(cli: Cli, tmp_path: Path) -> None
     assert [a["eventType"] for a in audit].count("run.upgraded") == 1
 
 
-def test_an_unprovable_plan_leaves_fields_unavailable(cli: Cli, tmp_path: Path) -> None:
+def test_an_unprovable_plan_leaves_fields_unavailable(
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
     run = cli("--output", "json", "run", str(EXAMPLES / "e1-dataflow.yaml"), "--db", "db.sqlite")
-    _forget_reuse_metadata(tmp_path / "db.sqlite")
-    with sqlite3.connect(tmp_path / "db.sqlite") as conn:
-        conn.execute("UPDATE runs SET plan_digest = 'not-this-plan'")
+    _forget_reuse_metadata(ledger_target, tmp_path / "db.sqlite")
+    ledger_target.sql(tmp_path / "db.sqlite", "UPDATE runs SET plan_digest = 'not-this-plan'")
     args = ("runs", "upgrade", run.data["runId"], "--db", "db.sqlite")
     done = cli("--output", "json", *args)
     assert done.rc == 0 and done.data["planProven"] is False and done.data["upgradedTasks"] == []

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Cli, agentctl_argv, cli_env
+from tests.conftest import Cli, StartCli
 
 PROTOCOL = "agentctl.dev/process-extension/v1"
 INPUT = {"type": "object", "properties": {"file": {"type": "string"}}, "required": ["file"]}
@@ -116,18 +116,13 @@ def test_runs_checks_output_and_replay_invokes_nothing(cli: Cli, tmp_path: Path)
     assert _marker(tmp_path) == [effect_id]  # replay invoked nothing
 
 
-def test_sigkill_mid_invocation_leaves_it_uncertain(cli: Cli, tmp_path: Path) -> None:
+def test_sigkill_mid_invocation_leaves_it_uncertain(
+    cli: Cli, start_cli: StartCli, tmp_path: Path
+) -> None:
     wf = _setup(tmp_path)
     (tmp_path / "delay.txt").write_text("30")
-    proc = subprocess.Popen(
-        agentctl_argv("--output", "json", "run", str(wf)),
-        cwd=tmp_path,
-        env=cli_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    proc = start_cli("--output", "json", "run", str(wf), start_new_session=True, **quiet)
     deadline = time.monotonic() + 60
     while not _marker(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -3,9 +3,11 @@ blobs and artifacts only they used; running, paused and still-referenced runs st
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
+import pytest
+
+from tests.clibackend import LedgerTarget
 from tests.conftest import EXAMPLES, Cli
 
 OLD = "2000-01-01T00:00:00.000Z"
@@ -35,37 +37,29 @@ def _run(cli: Cli, *args: str) -> str:
     return str(done.data["runId"])
 
 
-def _age(db: Path, runs: list[str]) -> None:
+def _age(target: LedgerTarget, db: Path, runs: list[str]) -> None:
     """Make runs (and every blob) look written long ago: a raw edit, as an old ledger has."""
-    with sqlite3.connect(db) as conn:
-        conn.executemany(
-            "UPDATE runs SET updated_at = ? WHERE run_id = ?", [(OLD, r) for r in runs]
-        )
-        conn.execute("UPDATE artifact_blobs SET created_at = ?", (OLD,))
-        conn.execute("UPDATE long_term_memory SET expires_at = ? WHERE key = 'stale'", (OLD,))
+    for run in runs:
+        target.sql(db, "UPDATE runs SET updated_at = ? WHERE run_id = ?", (OLD, run))
+    target.sql(db, "UPDATE artifact_blobs SET created_at = ?", (OLD,))
+    target.sql(db, "UPDATE long_term_memory SET expires_at = ? WHERE key = 'stale'", (OLD,))
 
 
 def _blob_files(db: Path) -> set[str]:
     return {p.name for p in (db.parent / "artifacts" / "sha256").glob("*/*")}
 
 
-def _value_digest(db: Path, run_id: str) -> str:
-    with sqlite3.connect(db) as conn:
-        (text,) = conn.execute(
-            "SELECT inputs_json FROM runs WHERE run_id = ?", (run_id,)
-        ).fetchone()
+def _value_digest(target: LedgerTarget, db: Path, run_id: str) -> str:
+    [(text,)] = target.sql(db, "SELECT inputs_json FROM runs WHERE run_id = ?", (run_id,))
     return str(text).split('"$artifact":"sha256:')[1][:64]
 
 
-def _artifact_digest(db: Path, run_id: str) -> str:
-    with sqlite3.connect(db) as conn:
-        (digest,) = conn.execute(
-            "SELECT digest FROM artifact_refs WHERE run_id = ?", (run_id,)
-        ).fetchone()
+def _artifact_digest(target: LedgerTarget, db: Path, run_id: str) -> str:
+    [(digest,)] = target.sql(db, "SELECT digest FROM artifact_refs WHERE run_id = ?", (run_id,))
     return str(digest).removeprefix("sha256:")
 
 
-def _ledger(cli: Cli, tmp_path: Path) -> tuple[Path, dict[str, str]]:
+def _ledger(cli: Cli, target: LedgerTarget, tmp_path: Path) -> tuple[Path, dict[str, str]]:
     """Runs: ``old`` (terminal, alone), ``shared`` (old, its big input also used by a new
     run), ``parent`` (old, a new replay of it exists), ``paused`` (old but not terminal)."""
     db = tmp_path / ".agentctl" / "runtime.db"
@@ -83,14 +77,17 @@ def _ledger(cli: Cli, tmp_path: Path) -> tuple[Path, dict[str, str]]:
     for key, retention in (("stale", "1"), ("fresh", "30")):
         put = ("memory", "put", "ns", key, '"v"', "--retention-days", retention)
         assert cli(*put).rc == 0
-    _age(db, [runs[k] for k in ("old", "shared", "parent", "paused")])
+    _age(target, db, [runs[k] for k in ("old", "shared", "parent", "paused")])
     return db, runs
 
 
-def test_gc_removes_old_terminal_runs_and_what_only_they_used(cli: Cli, tmp_path: Path) -> None:
-    db, runs = _ledger(cli, tmp_path)
-    old_value, old_file = _value_digest(db, runs["old"]), _artifact_digest(db, runs["old"])
-    shared_value = _value_digest(db, runs["shared"])
+def test_gc_removes_old_terminal_runs_and_what_only_they_used(
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    db, runs = _ledger(cli, ledger_target, tmp_path)
+    old_value = _value_digest(ledger_target, db, runs["old"])
+    old_file = _artifact_digest(ledger_target, db, runs["old"])
+    shared_value = _value_digest(ledger_target, db, runs["shared"])
     files = _blob_files(db)
     assert {old_value, old_file, shared_value} <= files
 
@@ -132,6 +129,7 @@ def test_gc_keeps_everything_younger_than_the_cutoff(cli: Cli, tmp_path: Path) -
     assert cli("inspect", run, "--db", str(db)).rc == 5
 
 
+@pytest.mark.sqlite_only(reason="a database that does not exist yet is a missing SQLite file")
 def test_gc_never_creates_a_database(cli: Cli, tmp_path: Path) -> None:
     done = cli("--output", "json", "gc", "--db", str(tmp_path / "none.db"))
     assert done.rc == 5

@@ -144,15 +144,18 @@ def test_rendering_never_writes_a_bare_nan() -> None:
 # ----------------------------------------------------------------- 6. no "internal error"
 
 
+@pytest.mark.sqlite_only(reason="--db path checks")
 def test_db_that_is_a_directory(cli: Cli, ws: Path) -> None:
     (ws / "state").mkdir()
     refused(cli, ws, "runs", "list", "--db", "state", needle="--db state is a directory")
 
 
+@pytest.mark.sqlite_only(reason="--db path checks")
 def test_db_under_a_regular_file(cli: Cli, ws: Path) -> None:
     refused(cli, ws, "run", "wf.yaml", "--db", "plain.txt/r.db", needle="is a file, not a dir")
 
 
+@pytest.mark.sqlite_only(reason="--db path checks")
 def test_db_that_is_empty(cli: Cli, ws: Path) -> None:
     refused(cli, ws, "inspect", "run-x", "--db", "", needle="--db is empty")
 
@@ -234,6 +237,7 @@ def _foreign_sqlite(path: Path, application_id: int) -> None:
     path.chmod(0o644)
 
 
+@pytest.mark.sqlite_only(reason="another program's SQLite file")
 @pytest.mark.parametrize("application_id", [0, 0x1234])
 @pytest.mark.parametrize("command", [["runs", "list"], ["db", "migrate"], ["run", "wf.yaml"]])
 def test_foreign_sqlite_file_is_never_taken_over(
@@ -247,5 +251,6 @@ def test_foreign_sqlite_file_is_never_taken_over(
     assert (ws / "other.db").stat().st_mode == mode
 
 
+@pytest.mark.sqlite_only(reason="a --db path that is not a SQLite file")
 def test_non_sqlite_file_is_never_taken_over(cli: Cli, ws: Path) -> None:
     refused(cli, ws, "db", "stats", "--db", "plain.txt", needle="not an SQLite database", code=5)

@@ -91,6 +91,7 @@ def _corrupt_a_table(db: Path) -> None:
         fh.write(b"\x0d\x00\x00\xff\xff" + b"\xa5" * 64)
 
 
+@pytest.mark.sqlite_only(reason="overwrites a page of the SQLite file")
 @pytest.mark.parametrize(
     "command",
     [

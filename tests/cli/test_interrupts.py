@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import agentctl_argv, cli_env
+from tests.clibackend import LedgerTarget
+from tests.conftest import Cli
 
 WF = """apiVersion: agentctl.dev/v1alpha1
 kind: Workflow
@@ -50,12 +51,15 @@ BOOT = (
 )
 
 
-def _interrupt(root: Path, args: list[str], delay: float) -> tuple[int, str, str]:
+def _interrupt(
+    target: LedgerTarget, root: Path, args: list[str], delay: float
+) -> tuple[int, str, str]:
     ready, ready_w = os.pipe()
+    how = target.invocation(["--output", "json", *args], root)
     proc = subprocess.Popen(
-        [sys.executable, "-c", BOOT, str(ready_w), "--output", "json", *args],
+        [sys.executable, "-c", BOOT, str(ready_w), *how.args],
         cwd=root,
-        env=cli_env(),
+        env=how.env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -74,11 +78,13 @@ def _interrupt(root: Path, args: list[str], delay: float) -> tuple[int, str, str
 
 @pytest.mark.parametrize("delay", DELAYS_S)
 @pytest.mark.parametrize("command", sorted(COMMANDS))
-def test_sigint_is_exit_130_with_an_envelope(tmp_path: Path, command: str, delay: float) -> None:
+def test_sigint_is_exit_130_with_an_envelope(
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path, command: str, delay: float
+) -> None:
     (tmp_path / "wf.yaml").write_text(WF, encoding="utf-8")
     if command == "inspect":
-        subprocess.run(agentctl_argv("db", "migrate", "--db", "s/r.db"), cwd=tmp_path, check=True)
-    rc, out, err = _interrupt(tmp_path, COMMANDS[command], delay)
+        assert cli("db", "migrate", "--db", "s/r.db").rc == 0
+    rc, out, err = _interrupt(ledger_target, tmp_path, COMMANDS[command], delay)
     assert "Traceback" not in err and "internal error" not in err, err
     if rc == FINISHED[command] and rc != 130:  # it completed before the signal arrived
         assert (out or err).strip(), "silent"

@@ -11,10 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import sqlite3
 import string
 from pathlib import Path
 
+from tests.clibackend import LedgerTarget
 from tests.conftest import Cli
 
 WF = """apiVersion: agentctl.dev/v1alpha1
@@ -84,7 +84,7 @@ def test_a_large_write_grows_the_ledger_by_small_rows_only(cli: Cli, tmp_path: P
 
 
 def test_after_a_crash_templates_and_replay_see_the_stored_content(
-    cli: Cli, tmp_path: Path
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path
 ) -> None:
     body = _body(300 * 1024, seed=2)
     # Killed once `save` committed: its outcome and completion share one transaction with
@@ -94,9 +94,8 @@ def test_after_a_crash_templates_and_replay_see_the_stored_content(
     assert killed.rc != 0 and not (tmp_path / "out" / "copy.txt").exists()
     listed = cli("--output", "json", "runs", "list", "--db", "s/r.db")
     (run_id,) = [r["runId"] for r in listed.data["runs"]]
-    raw = sqlite3.connect(tmp_path / "s" / "r.db")
-    (stored,) = raw.execute("SELECT output_json FROM task_states WHERE task_id = 'save'").fetchone()
-    raw.close()
+    query = "SELECT output_json FROM task_states WHERE task_id = 'save'"
+    [(stored,)] = ledger_target.sql(tmp_path / "s" / "r.db", query)
     assert '"$artifact"' in stored and len(stored) < 1024  # what resume reads is the reference
 
     blocked = cli("--output", "json", "resume", run_id, "--db", "s/r.db")
@@ -122,7 +121,9 @@ def test_after_a_crash_templates_and_replay_see_the_stored_content(
     assert replayed.data["output"] == resumed.data["output"]
 
 
-def test_a_held_large_write_is_recreated_identically_on_resume(cli: Cli, tmp_path: Path) -> None:
+def test_a_held_large_write_is_recreated_identically_on_resume(
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
     """The approval holds the effect row; resume rebuilds it from inputs read back from the
     artifact store, and the identity (over the real content) must match the recorded one."""
     body = _body(200 * 1024, seed=3)
@@ -136,9 +137,7 @@ def test_a_held_large_write_is_recreated_identically_on_resume(cli: Cli, tmp_pat
         "approvals"
     ]
     assert approval["redactedInput"]["content"] == body
-    raw = sqlite3.connect(tmp_path / "s" / "r.db")
-    (held,) = raw.execute("SELECT request_json FROM effects").fetchone()
-    raw.close()
+    [(held,)] = ledger_target.sql(tmp_path / "s" / "r.db", "SELECT request_json FROM effects")
     assert '"$artifact"' in held and body not in held  # only the digest is in the row
     approve = ["approvals", "approve", approval["approvalId"], "--reason", "ok", "--db", "s/r.db"]
     assert cli("--output", "json", *approve).rc == 0

@@ -9,11 +9,11 @@ credential-free ``local_hash`` embedding, and promote a result into working memo
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from tests.clibackend import LedgerTarget
 from tests.conftest import Cli
 
 HEAD = """\
@@ -110,12 +110,14 @@ def test_writes_keep_value_text_metadata_and_retention(cli: Cli, tmp_path: Path)
     )
 
 
-def test_expired_entries_are_neither_read_nor_found(cli: Cli, tmp_path: Path) -> None:
+def test_expired_entries_are_neither_read_nor_found(
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
     _written(cli, tmp_path)
-    with sqlite3.connect(tmp_path / "m.db") as conn:  # time passes: oncall's day is over
-        conn.execute(
-            "UPDATE long_term_memory SET expires_at = '2000-01-01T00:00:00.000Z' WHERE key = 'oncall'"
-        )
+    ledger_target.sql(  # time passes: oncall's day is over
+        tmp_path / "m.db",
+        "UPDATE long_term_memory SET expires_at = '2000-01-01T00:00:00.000Z' WHERE key = 'oncall'",
+    )
     gone = _get(cli, "oncall")
     assert gone.rc == 5 and "not found" in gone.error["error"]["message"]
     found = _search(cli, tmp_path, '{ query: "release", mode: text }')

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.cli.mcp_server import TOKEN, NotesServer, start_server
-from tests.conftest import Cli, agentctl_argv, cli_env
+from tests.conftest import Cli, StartCli
 
 WORKFLOW = """\
 apiVersion: agentctl.dev/v1
@@ -205,26 +205,20 @@ def test_a_tool_error_fails_the_call_with_the_servers_words(
     assert [c["status"] for c in seen["protocolCalls"]] == ["succeeded", "failed"]
 
 
-def _run_slow_call(tmp_path: Path, server: NotesServer) -> subprocess.Popen[str]:
+def _run_slow_call(
+    start_cli: StartCli, tmp_path: Path, server: NotesServer
+) -> subprocess.Popen[str]:
     """``agentctl run`` of a call the server takes a minute to answer, once it has arrived."""
     _workflow(tmp_path, server, tool="slow", arguments="{ seconds: 60 }")
-    proc = subprocess.Popen(
-        agentctl_argv("--output", "json", "run", "wf.yaml"),
-        cwd=tmp_path,
-        env=cli_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start_cli("--output", "json", "run", "wf.yaml")
     server.wait_for_call("slow")
     return proc
 
 
 def test_killing_the_server_mid_call_leaves_the_effect_uncertain(
-    cli: Cli, tmp_path: Path, server: NotesServer
+    cli: Cli, start_cli: StartCli, tmp_path: Path, server: NotesServer
 ) -> None:
-    proc = _run_slow_call(tmp_path, server)
+    proc = _run_slow_call(start_cli, tmp_path, server)
     server.kill()
     _out, err = proc.communicate(timeout=120)
     # The run stops with the effect uncertain (exit 4, resumable after reconciliation).
@@ -341,9 +335,9 @@ def test_headers_come_from_allowlisted_env_and_are_never_recorded(cli: Cli, tmp_
 
 
 def test_sigterm_during_a_call_is_uncertain_too(
-    cli: Cli, tmp_path: Path, server: NotesServer
+    cli: Cli, start_cli: StartCli, tmp_path: Path, server: NotesServer
 ) -> None:
-    proc = _run_slow_call(tmp_path, server)
+    proc = _run_slow_call(start_cli, tmp_path, server)
     os.kill(proc.pid, signal.SIGTERM)
     proc.communicate(timeout=120)
     assert proc.returncode == 130
@@ -439,16 +433,8 @@ def test_a_resumed_agent_reuses_its_recorded_tool_listing(
     (tmp_path / "wf.yaml").write_text(text, encoding="utf-8")
     # The coordinator dies right after the listing's outcome became durable.
     crash = {"AGENTCTL_CRASH_AT": "coordinator.after_outcome", "AGENTCTL_CRASH_HIT": "1"}
-    crashed = subprocess.run(
-        agentctl_argv("--output", "json", "run", "wf.yaml"),
-        cwd=tmp_path,
-        env={**cli_env(), **crash},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    crashed = cli("--output", "json", "run", "wf.yaml", env=crash)
+    assert crashed.rc == -signal.SIGKILL, crashed.stderr
     run_id = cli("--output", "json", "runs", "list").data["runs"][0]["runId"]
     listed = [e for e in _inspect(cli, run_id)["effects"] if e["operation"] == "mcp.list_tools"]
     assert [e["status"] for e in listed] == ["succeeded"]

@@ -6,12 +6,13 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.conftest import agentctl_argv, cli_env
+from tests.conftest import StartCli
 
 HEAD = """\
 apiVersion: agentctl.dev/v1alpha1
@@ -215,7 +216,7 @@ def test_env_secret_never_reaches_disk_or_output(cli, write_workflow, tmp_path: 
 
 
 def test_runaway_output_is_stopped_and_the_coordinator_stays_small(
-    write_workflow, tmp_path: Path
+    start_cli: StartCli, write_workflow: Callable[[str], Path], tmp_path: Path
 ) -> None:
     wf = write_workflow(
         HEAD
@@ -226,10 +227,7 @@ def test_runaway_output_is_stopped_and_the_coordinator_stays_small(
   tasks: [ { id: flood, uses: "action:flood" } ]
 """
     )
-    proc = subprocess.Popen(
-        agentctl_argv("--output", "json", "run", str(wf), "--db", str(tmp_path / "r.db")),
-        cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    proc = start_cli("--output", "json", "run", str(wf), "--db", str(tmp_path / "r.db"))
     coordinator = psutil.Process(proc.pid)
     peak = 0
     while proc.poll() is None:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, Cli, CliResult, agentctl_argv, cli_env
+from tests.conftest import EXAMPLES, Cli, CliResult, StartCli, agentctl_argv, cli_env
 from tests.providers import fixtures as fx
 from tests.providers.agent_server import AgentServer
 from tests.providers.fixtures import Reply
@@ -250,19 +250,13 @@ def _wait_for_requests(server: AgentServer, count: int, proc: subprocess.Popen[s
 
 
 def test_sigkill_during_a_slow_call_leaves_it_uncertain_until_reconciled(
-    cli: Cli, tmp_path: Path, server: AgentServer
+    cli: Cli, start_cli: StartCli, tmp_path: Path, server: AgentServer
 ) -> None:
     wf, db = OPENAI.workflow(server, tmp_path / "ws", **ONE_CALL), tmp_path / "state" / "r.db"
     answer = fx.openai_text(json.dumps({"path": "p", "bytes": 1, "firstLine": "x"}))
     server.script(Reply(body=answer, delay=600), Reply(body=answer))
-    proc = subprocess.Popen(
-        agentctl_argv("--output", "json", "run", str(wf), "--db", str(db)),
-        cwd=tmp_path,
-        env=cli_env({"OPENAI_API_KEY": KEY}),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    run = ("--output", "json", "run", str(wf), "--db", str(db))
+    proc = start_cli(*run, env={"OPENAI_API_KEY": KEY})
     _wait_for_requests(server, 1, proc)
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate()
@@ -368,18 +362,12 @@ def test_a_text_answer_reports_its_usage_and_cost(
 
 
 def test_agentctl_cancel_during_a_call_leaves_it_uncertain_and_sends_nothing_more(
-    cli: Cli, tmp_path: Path, server: AgentServer
+    cli: Cli, start_cli: StartCli, tmp_path: Path, server: AgentServer
 ) -> None:
     wf, db = OPENAI.workflow(server, tmp_path / "ws", **ONE_CALL), tmp_path / "state" / "r.db"
     server.script(Reply(body=fx.openai_text("{}"), delay=600))
-    proc = subprocess.Popen(
-        agentctl_argv("--output", "json", "run", str(wf), "--db", str(db)),
-        cwd=tmp_path,
-        env=cli_env({"OPENAI_API_KEY": KEY}),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    run = ("--output", "json", "run", str(wf), "--db", str(db))
+    proc = start_cli(*run, env={"OPENAI_API_KEY": KEY})
     _wait_for_requests(server, 1, proc)
     run_id = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"][0]["runId"]
     asked = cli("--output", "json", "cancel", run_id, "--db", str(db))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 
-from tests.conftest import agentctl_argv, cli_env
+from tests.conftest import StartCli
 
 # A sleep length unique to this test process, so the process scans below never see the sleeps
 # of another test suite running on the same machine.
@@ -33,23 +33,15 @@ spec:
 """.replace("NAP", NAP)
 
 
-def _start(wf: Path, db: Path, cwd: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        agentctl_argv("--output", "json", "run", str(wf), "--db", str(db)),
-        cwd=cwd,
-        env=cli_env(),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def _start(start_cli: StartCli, wf: Path, db: Path) -> subprocess.Popen[str]:
+    return start_cli("--output", "json", "run", str(wf), "--db", str(db))
 
 
 def _wait_for_running(cli, db: Path) -> str:  # type: ignore[no-untyped-def]
     """The run id once its effect has been dispatched (the sleep exists)."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        if db.exists() and _sleepers():
+        if _sleepers():
             listed = cli("--output", "json", "runs", "list", "--db", str(db))
             if listed.rc == 0 and listed.data["runs"]:
                 return str(listed.data["runs"][0]["runId"])
@@ -75,10 +67,10 @@ def _state(cli, db: Path, run_id: str) -> dict:  # type: ignore[no-untyped-def,t
     }
 
 
-def test_cancel_from_another_shell(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_cancel_from_another_shell(cli, start_cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     wf = write_workflow(SLOW)
     db = tmp_path / "r.db"
-    proc = _start(wf, db, tmp_path)
+    proc = _start(start_cli, wf, db)
     run_id = _wait_for_running(cli, db)
     asked = cli("--output", "json", "cancel", run_id, "--db", str(db))
     assert asked.rc == 0 and asked.data == {"runId": run_id, "requested": True}
@@ -93,10 +85,12 @@ def test_cancel_from_another_shell(cli, write_workflow, tmp_path: Path) -> None:
     assert again.rc == 5  # only running or paused runs can be cancelled
 
 
-def test_sigterm_cancels_like_agentctl_cancel(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_sigterm_cancels_like_agentctl_cancel(
+    cli, start_cli, write_workflow, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     wf = write_workflow(SLOW)
     db = tmp_path / "r.db"
-    proc = _start(wf, db, tmp_path)
+    proc = _start(start_cli, wf, db)
     run_id = _wait_for_running(cli, db)
     proc.send_signal(signal.SIGTERM)
     out, _err = proc.communicate(timeout=10)
@@ -115,10 +109,12 @@ def test_timeout_seconds_cancels_the_run(cli, write_workflow, tmp_path: Path) ->
     assert _sleepers() == []
 
 
-def test_second_driver_of_a_live_run_is_refused(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_second_driver_of_a_live_run_is_refused(
+    cli, start_cli, write_workflow, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     wf = write_workflow(SLOW)
     db = tmp_path / "r.db"
-    proc = _start(wf, db, tmp_path)
+    proc = _start(start_cli, wf, db)
     run_id = _wait_for_running(cli, db)
     second = cli("--output", "json", "resume", run_id, "--db", str(db))
     assert second.rc == 5
@@ -145,23 +141,11 @@ spec:
 """
 
 
-def test_two_runs_share_one_database(write_workflow, tmp_path: Path) -> None:
+def test_two_runs_share_one_database(start_cli: StartCli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     wf = write_workflow(HELLO)
     db = tmp_path / "shared.db"
-    procs = [
-        subprocess.Popen(
-            agentctl_argv(
-                "--output", "json", "run", str(wf), "--db", str(db), "--input", f"name={n}"
-            ),
-            cwd=tmp_path,
-            env=cli_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for n in ("a", "b")
-    ]
+    run = ("--output", "json", "run", str(wf), "--db", str(db), "--input")
+    procs = [start_cli(*run, f"name={n}") for n in ("a", "b")]
     outs = [p.communicate(timeout=60) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [o[1] for o in outs]
     ids = {json.loads(o[0])["data"]["runId"] for o in outs}
@@ -171,11 +155,11 @@ def test_two_runs_share_one_database(write_workflow, tmp_path: Path) -> None:
 
 
 def test_killed_coordinator_leaves_no_worker_tree_and_an_uncertain_effect(
-    cli, write_workflow, tmp_path: Path
+    cli, start_cli, write_workflow, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
     wf = write_workflow(SLOW)
     db = tmp_path / "r.db"
-    proc = _start(wf, db, tmp_path)
+    proc = _start(start_cli, wf, db)
     run_id = _wait_for_running(cli, db)
     proc.kill()
     proc.communicate(timeout=10)
@@ -192,15 +176,12 @@ def test_killed_coordinator_leaves_no_worker_tree_and_an_uncertain_effect(
 
 
 def test_a_hung_worker_is_killed_and_its_effect_is_uncertain(
-    write_workflow, tmp_path: Path
-) -> None:
+    start_cli: StartCli, write_workflow, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     wf = write_workflow(SLOW.replace("timeoutSeconds: 120", "timeoutSeconds: 1"))
     db = tmp_path / "r.db"
-    proc = subprocess.Popen(
-        agentctl_argv("--output", "json", "run", str(wf), "--db", str(db)),
-        cwd=tmp_path, env=cli_env({"AGENTCTL_ANSWER_GRACE_SECONDS": "1"}),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    grace = {"AGENTCTL_ANSWER_GRACE_SECONDS": "1"}
+    proc = start_cli("--output", "json", "run", str(wf), "--db", str(db), env=grace)
     deadline = time.monotonic() + 30
     while not _sleepers() and time.monotonic() < deadline:
         time.sleep(0.02)

@@ -25,6 +25,10 @@ import pytest
 
 from tests.conftest import REPO, Cli
 
+pytestmark = pytest.mark.sqlite_only(
+    reason="one lineage per module, built on SQLite; printed commands quote the --db path"
+)
+
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ANSI = "\x1b["

@@ -7,6 +7,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 HEAD = """\
 apiVersion: agentctl.dev/v1alpha1
 kind: Workflow
@@ -201,6 +203,7 @@ def test_wall_time_budget_fails_the_run(cli, write_workflow, tmp_path: Path) -> 
     assert any(a["eventType"] == "budget.exceeded" for a in data["audit"])
 
 
+@pytest.mark.sqlite_only(reason="holds SQLite's database-wide write lock (PostgreSQL locks rows)")
 def test_locked_database_is_a_persistence_error(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     wf = write_workflow(
         HEAD

@@ -1,52 +1,30 @@
-"""PostgreSQL for the ledger tests: one place that knows where a server is.
+"""PostgreSQL for the ledger tests: a session database on the suite's server.
 
-``AGENTCTL_TEST_PG_URL`` names a server (default: the development server on 127.0.0.1:55432);
-a session database ``pgledger_test_<pid>`` is created on it, and each test gets its own schema
-in it (a URL whose ``search_path`` is that schema), dropped afterwards. With no server
-answering, the PostgreSQL variants skip and say why. (The CI suite replaces this module's
-server lookup with a fixture that starts a server.)
+The server is ``tests.pgserver``'s (``AGENTCTL_TEST_PG_URL``, else a private server started
+for the session; without either the PostgreSQL variants skip — or fail under ``CI=true``). A
+session database is created on it, and each test gets its own schema in it (a URL whose
+``search_path`` is that schema), dropped afterwards.
 """
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
 
-PG_URL_ENV = "AGENTCTL_TEST_PG_URL"
-DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:55432/postgres"
-
-
-def _admin_url() -> str:
-    return os.environ.get(PG_URL_ENV) or DEFAULT_PG_URL
-
-
-def _with_database(url: str, name: str) -> str:
-    base, _, query = url.partition("?")
-    head = base.rsplit("/", 1)[0] if base.count("/") > 2 else base
-    return f"{head}/{name}" + (f"?{query}" if query else "")
+from tests.pgserver import PgServer
 
 
 @pytest.fixture(scope="session")
-def pg_database() -> Iterator[str]:
+def pg_database(pg_server: PgServer) -> Iterator[str]:
     """The URL of a database of this test session (created, and dropped at the end)."""
-    psycopg = pytest.importorskip("psycopg", reason="the postgres extra is not installed")
-    admin = _admin_url()
+    name = pg_server.create_database("pgledger_test")
     try:
-        conn = psycopg.connect(admin, autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError as exc:
-        pytest.skip(f"no PostgreSQL server answers at ${PG_URL_ENV} or the default: {exc}")
-    name = f"pgledger_test_{os.getpid()}"
-    conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-    conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield _with_database(admin, name)
+        yield pg_server.url_of(name)
     finally:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.close()
+        pg_server.drop_database(name)
 
 
 @pytest.fixture
