@@ -248,7 +248,7 @@ def _wide_effects(plan: Plan) -> bool:
 def worker_registry(location: Path) -> str:
     """This coordinator's worker registry; kills the workers left by dead coordinators."""
     folder = Path(f"{location}.workers")
-    folder.mkdir(mode=0o700, exist_ok=True)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # a server's: under .agentctl/
     for stale in folder.glob("*.json"):
         kill_stale_workers(str(stale))
     return str(folder / f"{os.getpid()}.json")

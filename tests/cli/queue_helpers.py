@@ -2,8 +2,8 @@
 
 The workflow's three tasks run one after another, each appending one line (``TAG TASK``) to
 the run's marker file ``markers/TAG.log``: a line per executed effect, so a count of lines
-is a count of executions. The ledger is read directly (the test is an observer, never a
-writer), through one small query helper per backend.
+is a count of executions. The ledger is read directly (the test observes, it never
+writes), through the backend's ``LedgerTarget.sql``.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ import sqlite3
 import subprocess
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import agentctl_argv, cli_env
+from tests.clibackend import LedgerTarget, SqlParam
 
 TASKS = ("a", "b", "c")
 
@@ -39,20 +38,40 @@ spec:
 """
 
 
-Query = Callable[[str, Sequence[object]], list[tuple[Any, ...]]]
+Query = Callable[[str, Sequence[SqlParam]], list[tuple[Any, ...]]]
 
 
-def sqlite_query(db: Path) -> Query:
-    """Read-only queries against the SQLite ledger at ``db``."""
+def ledger_query(target: LedgerTarget, db_file: Path) -> Query:
+    """Queries (``?`` placeholders, portable SQL) on the ledger standing for ``db_file``."""
 
-    def run(sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)
-        try:
-            return [tuple(r) for r in conn.execute(sql, tuple(params)).fetchall()]
-        finally:
-            conn.close()
+    def run(sql: str, params: Sequence[SqlParam] = ()) -> list[tuple[Any, ...]]:
+        return target.sql(
+            db_file, sql, [p if p is None else str(p) if isinstance(p, str) else p for p in params]
+        )
 
     return run
+
+
+def no_writer_stopped_mid_transaction(target: LedgerTarget, db_file: Path) -> bool:
+    """Whether no connection is inside a write transaction now: on SQLite the one write lock
+    is free, on PostgreSQL no session is idle in a transaction (a stopped process there would
+    hold its row locks, and a claim skips locked rows)."""
+    if target.backend == "postgresql":
+        rows = target.sql(
+            db_file,
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND state IN ('idle in transaction', 'idle in transaction (aborted)')",
+        )
+        return int(rows[0][0]) == 0
+    conn = sqlite3.connect(db_file, timeout=0.2, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        conn.close()
 
 
 def markers(workspace: Path) -> dict[str, list[str]]:
@@ -63,29 +82,12 @@ def markers(workspace: Path) -> dict[str, list[str]]:
     return found
 
 
-@dataclass
-class Serve:
-    proc: subprocess.Popen[str]
-
-    def report(self, timeout: float = 300) -> dict[str, Any]:
-        out, err = self.proc.communicate(timeout=timeout)
-        assert self.proc.returncode == 0, err
-        data: dict[str, Any] = json.loads(out)["data"]
-        return data
-
-
-def start_serve(cwd: Path, db: str, *extra: str) -> Serve:
-    argv = agentctl_argv("--output", "json", "serve", "--db", db, *extra)
-    proc = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=cli_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        stdin=subprocess.DEVNULL,
-        text=True,
-    )
-    return Serve(proc)
+def serve_report(proc: subprocess.Popen[str], timeout: float = 600) -> dict[str, Any]:
+    """The ``ServeReport`` of a finished ``serve`` process (which must exit 0)."""
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, err
+    data: dict[str, Any] = json.loads(out)["data"]
+    return data
 
 
 def wait_for(condition: Callable[[], bool], timeout: float = 120, what: str = "") -> None:

@@ -11,39 +11,49 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 from collections import Counter
 from pathlib import Path
 
 import psutil
+import pytest
 
 from tests.cli.queue_helpers import (
     MARKER_WORKFLOW,
     TASKS,
     Query,
+    ledger_query,
     markers,
-    sqlite_query,
-    start_serve,
+    no_writer_stopped_mid_transaction,
+    serve_report,
     wait_for,
 )
-from tests.conftest import Cli
+from tests.clibackend import LedgerTarget
+from tests.conftest import Cli, StartCli
 
 LEASE = ("--lease-seconds", "2", "--poll-seconds", "0.2")
+SERVE = ("--output", "json", "serve", "--db", "db.sqlite", "--exit-when-idle", *LEASE)
 
 
-def _setup(tmp_path: Path) -> Query:
+def _setup(tmp_path: Path, target: LedgerTarget) -> Query:
     (tmp_path / "wf.yaml").write_text(MARKER_WORKFLOW, encoding="utf-8")
     (tmp_path / "markers").mkdir()
-    return sqlite_query(tmp_path / "db.sqlite")
+    return ledger_query(target, tmp_path / "db.sqlite")
 
 
-def _submit_many(tmp_path: Path, tags: list[str]) -> dict[str, str]:
+def _submit_many(
+    tmp_path: Path, target: LedgerTarget, tags: list[str], monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
     """Queue one run per tag through the same code path as ``agentctl submit`` (in this
     process: 300 CLI start-ups would dominate the test); returns ``run id → tag``."""
     from agentctl.cli_runopts import prepare_run
     from agentctl.coordinator import api
     from agentctl.core.compiler import plan_to_json
 
+    # The backend's --db value for the file the CLI commands name (absolute: in this process).
+    how = target.invocation(["--db", str(tmp_path / "db.sqlite")], tmp_path)
+    for name, value in how.env.items():
+        if name.startswith("AGENTCTL_"):
+            monkeypatch.setenv(name, value)
     document, plan, inputs = prepare_run(tmp_path / "wf.yaml", None, None, [], (None, None))
     runs = {}
     for tag in tags:
@@ -52,7 +62,7 @@ def _submit_many(tmp_path: Path, tags: list[str]) -> dict[str, str]:
             plan=plan,
             plan_json=plan_to_json(plan),
             inputs={**inputs, "tag": tag},
-            db=str(tmp_path / "db.sqlite"),
+            db=how.args[1],
             workspace=str(tmp_path),
         )
         runs[str(data["runId"])] = tag
@@ -85,45 +95,52 @@ def _reconcile_from_markers(cli: Cli, tmp_path: Path, query: Query, tags: dict[s
     return len(rows)
 
 
-def test_submit_queues_a_run_that_serve_drives(cli: Cli, tmp_path: Path) -> None:
-    query = _setup(tmp_path)
+def test_submit_queues_a_run_that_serve_drives(
+    cli: Cli, start_cli: StartCli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    query = _setup(tmp_path, ledger_target)
     got = cli("--output", "json", "submit", "wf.yaml", "--db", "db.sqlite", "--input", "tag=q1")
     assert got.rc == 0, got.stderr
     run_id = got.data["runId"]
     assert got.data["state"] == "queued" and not markers(tmp_path)  # nothing executed
-    assert query("SELECT state, queued_at IS NOT NULL FROM runs", ()) == [("queued", 1)]
+    assert query("SELECT state FROM runs WHERE queued_at IS NOT NULL", ()) == [("queued",)]
     # `run` never claims a queued run, and a bad submission creates nothing.
     bad = cli("--output", "json", "submit", "wf.yaml", "--db", "db.sqlite", "--input", "nope=1")
     assert bad.rc == 2 and len(query("SELECT run_id FROM runs", ())) == 1
-    report = start_serve(tmp_path, "db.sqlite", "--exit-when-idle", *LEASE).report()
+    report = serve_report(start_cli(*SERVE))
     assert [(r["runId"], r["state"]) for r in report["runs"]] == [(run_id, "succeeded")]
     assert markers(tmp_path) == {"q1": ["q1 a", "q1 b", "q1 c"]}
     shown = cli("--output", "json", "inspect", run_id, "--db", "db.sqlite")
     assert shown.rc == 0 and shown.data["run"]["state"] == "succeeded", shown.stdout
 
 
-def test_cancel_of_a_queued_run_cancels_it_at_once(cli: Cli, tmp_path: Path) -> None:
-    query = _setup(tmp_path)
+def test_cancel_of_a_queued_run_cancels_it_at_once(
+    cli: Cli, start_cli: StartCli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    query = _setup(tmp_path, ledger_target)
     got = cli("--output", "json", "submit", "wf.yaml", "--db", "db.sqlite", "--input", "tag=x")
     run_id = got.data["runId"]
     done = cli("--output", "json", "cancel", run_id, "--db", "db.sqlite")
     assert done.rc == 0, done.stderr
     assert _states(query) == {"cancelled": 1}
-    report = start_serve(tmp_path, "db.sqlite", "--exit-when-idle", *LEASE).report()
+    report = serve_report(start_cli(*SERVE))
     assert report["runs"] == [] and not markers(tmp_path)
 
 
-def test_three_serves_share_300_runs_and_take_over_a_killed_ones(cli: Cli, tmp_path: Path) -> None:
-    query = _setup(tmp_path)
-    tags = _submit_many(tmp_path, [f"r{i:03d}" for i in range(300)])
-    serves = [
-        start_serve(tmp_path, "db.sqlite", "--exit-when-idle", "--max-runs", "3", *LEASE)
-        for _ in range(3)
-    ]
+def test_three_serves_share_300_runs_and_take_over_a_killed_ones(
+    cli: Cli,
+    start_cli: StartCli,
+    ledger_target: LedgerTarget,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    query = _setup(tmp_path, ledger_target)
+    tags = _submit_many(tmp_path, ledger_target, [f"r{i:03d}" for i in range(300)], monkeypatch)
+    serves = [start_cli(*SERVE, "--max-runs", "3") for _ in range(3)]
     victim = serves[0]
 
     def victim_mid_run() -> bool:
-        holder = f"%:{victim.proc.pid}"
+        holder = f"%:{victim.pid}"
         rows = query(
             "SELECT COUNT(*) FROM runs WHERE lease_holder LIKE ? AND state = 'running'"
             " AND EXISTS (SELECT 1 FROM effects e WHERE e.run_id = runs.run_id)",
@@ -133,13 +150,13 @@ def test_three_serves_share_300_runs_and_take_over_a_killed_ones(cli: Cli, tmp_p
         return rows[0][0] > 0 and finished >= 30
 
     wait_for(victim_mid_run, what="the first serve to be mid-run")
-    victim.proc.send_signal(signal.SIGKILL)
-    victim.proc.wait()
-    reports = [s.report(timeout=600) for s in serves[1:]]
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    reports = [serve_report(s) for s in serves[1:]]
     # Runs the killed serve had started either continued elsewhere or wait, blocked by an
     # effect whose outcome died with it: reconciled from the marker files, then driven.
     reconciled = _reconcile_from_markers(cli, tmp_path, query, tags)
-    final = start_serve(tmp_path, "db.sqlite", "--exit-when-idle", *LEASE).report()
+    final = serve_report(start_cli(*SERVE))
     assert _states(query) == {"succeeded": 300}
     # Every confirmed effect executed exactly once: one marker line per task of every run.
     found = markers(tmp_path)
@@ -147,19 +164,19 @@ def test_three_serves_share_300_runs_and_take_over_a_killed_ones(cli: Cli, tmp_p
     for tag, lines in found.items():
         assert lines == [f"{tag} {t}" for t in TASKS], (tag, lines)
     lost = {r["runId"] for rep in reports for r in rep["runs"] if r["state"] == "lost"}
-    claims = _assert_one_driver_at_a_time(query, victim.proc.pid, lost)
+    claims = _assert_one_driver_at_a_time(query, victim.pid, lost)
     # Each run succeeded under exactly one serve: the killed one (its last claim, no report)
     # or one of the others (their reports).
     reported = Counter(
         r["runId"] for rep in [*reports, final] for r in rep["runs"] if r["state"] == "succeeded"
     )
-    by_victim = {r for r, seq in claims.items() if seq[-1][1].endswith(f":{victim.proc.pid}")}
+    by_victim = {r for r, seq in claims.items() if seq[-1][1].endswith(f":{victim.pid}")}
     assert set(reported.values()) == {1} and not set(reported) & by_victim
     assert set(reported) | by_victim == set(tags)
     taken_over = query(
         "SELECT COUNT(*) FROM audit_events WHERE event_type = 'run.claimed'"
-        " AND payload_json LIKE '%\"takeover\":true%'",
-        (),
+        " AND payload_json LIKE ?",
+        ('%"takeover":true%',),
     )[0][0]
     assert taken_over >= 1 and reconciled <= taken_over
 
@@ -189,23 +206,10 @@ def _assert_one_driver_at_a_time(
     return claims
 
 
-def _write_lock_free(db: Path) -> bool:
-    """Whether no process holds the SQLite write lock now (a stopped writer would)."""
-    conn = sqlite3.connect(db, timeout=0.2, isolation_level=None)
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute("ROLLBACK")
-        return True
-    except sqlite3.OperationalError:
-        return False
-    finally:
-        conn.close()
-
-
 def test_a_stopped_serve_whose_lease_was_taken_over_commits_nothing(
-    cli: Cli, tmp_path: Path
+    cli: Cli, start_cli: StartCli, ledger_target: LedgerTarget, tmp_path: Path
 ) -> None:
-    query = _setup(tmp_path)
+    query = _setup(tmp_path, ledger_target)
     got = cli(
         "--output",
         "json",
@@ -219,29 +223,29 @@ def test_a_stopped_serve_whose_lease_was_taken_over_commits_nothing(
         "pause=1.5",
     )
     run_id = got.data["runId"]
-    stopped = start_serve(tmp_path, "db.sqlite", "--exit-when-idle", *LEASE)
+    stopped = start_cli(*SERVE)
 
     def effect_a_executing() -> bool:
         """Task a's effect is started and its command runs in a worker (its `sleep`)."""
-        tree = psutil.Process(stopped.proc.pid).children(recursive=True)
+        tree = psutil.Process(stopped.pid).children(recursive=True)
         sleeping = any("sleep" in " ".join(p.cmdline()) for p in tree if p.is_running())
         started = query("SELECT status FROM effects WHERE task_id = 'a'", ()) == [("started",)]
         return sleeping and started
 
     wait_for(effect_a_executing, what="task a's effect to run in a worker")
-    while True:  # stopped between transactions, so SQLite's one write lock stays free
-        os.kill(stopped.proc.pid, signal.SIGSTOP)
-        if _write_lock_free(tmp_path / "db.sqlite"):
+    while True:  # stopped between transactions: no lock of it keeps the taker waiting
+        os.kill(stopped.pid, signal.SIGSTOP)
+        if no_writer_stopped_mid_transaction(ledger_target, tmp_path / "db.sqlite"):
             break
-        os.kill(stopped.proc.pid, signal.SIGCONT)
-    taker = start_serve(tmp_path, "db.sqlite", "--exit-when-idle", *LEASE).report()
+        os.kill(stopped.pid, signal.SIGCONT)
+    taker = serve_report(start_cli(*SERVE))
     # The taker claimed the run (token 2): the started effect became uncertain, so the run
     # waits for reconciliation, released.
     assert taker["runs"] == [] and query("SELECT lease_token FROM runs", ()) == [(2,)]
     wait_for(lambda: markers(tmp_path) == {"s": ["s a"]}, what="the worker's effect")
     before = query("SELECT COUNT(*) FROM audit_events", ())
-    os.kill(stopped.proc.pid, signal.SIGCONT)
-    report = stopped.report()
+    os.kill(stopped.pid, signal.SIGCONT)
+    report = serve_report(stopped)
     assert [(r["runId"], r["state"]) for r in report["runs"]] == [(run_id, "lost")]
     # It committed nothing: no audit row, the effect stays uncertain, task b never started.
     assert query("SELECT COUNT(*) FROM audit_events", ()) == before
@@ -249,6 +253,6 @@ def test_a_stopped_serve_whose_lease_was_taken_over_commits_nothing(
     assert markers(tmp_path) == {"s": ["s a"]}
     # Reconciled (the marker shows it happened), the run continues without repeating it.
     assert _reconcile_from_markers(cli, tmp_path, query, {run_id: "s"}) == 1
-    start_serve(tmp_path, "db.sqlite", "--exit-when-idle", *LEASE).report()
+    serve_report(start_cli(*SERVE))
     assert _states(query) == {"succeeded": 1}
     assert markers(tmp_path) == {"s": ["s a", "s b", "s c"]}
