@@ -21,9 +21,10 @@ Invariants:
 from __future__ import annotations
 
 import os
+import signal
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TypeVar
 
@@ -132,14 +133,12 @@ async def serve_queue(opts: ServeOptions) -> ServeReport:
                 nursery.start_soon(_heartbeat, serve)
                 await _claim_loop(serve)
                 nursery.cancel_scope.cancel()
+        return ServeReport(holder, serve.stopped_by, tuple(serve.driven))
     finally:
         await trio.to_thread.run_sync(control.close)
-    return ServeReport(holder, serve.stopped_by, tuple(serve.driven))
 
 
 async def _watch_signals(serve: _Serve) -> None:
-    import signal
-
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for signum in signals:
             serve.stopped_by = signal.Signals(signum).name
@@ -243,6 +242,4 @@ async def _drive_claimed(serve: _Serve, run: ClaimedRun) -> RunOutcome:
 
 
 def _for_serve(req: DriveRequest, serve: _Serve, *, check_mode: bool) -> DriveRequest:
-    from dataclasses import replace
-
     return replace(req, check_mode=check_mode, pool=serve.pool, stop=serve.stop)

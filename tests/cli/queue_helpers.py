@@ -2,7 +2,8 @@
 
 The workflow's three tasks run one after another, each appending one line (``TAG TASK``) to
 the run's marker file ``markers/TAG.log``: a line per executed effect, so a count of lines
-is a count of executions. The ledger is read directly (the test observes, it never
+is a count of executions. Task a first sleeps ``pause`` seconds, then waits while a file
+``markers/TAG.hold`` exists (a test holds an effect in flight as long as it needs). The ledger is read directly (the test observes, it never
 writes), through the backend's ``LedgerTarget.sql``.
 """
 
@@ -28,7 +29,7 @@ spec:
   inputs: { tag: "", pause: "0" }
   policy: { approval: never, processAllowlist: [sh] }
   actions:
-    a: { kind: builtin.shell.exec, command: sh, args: [-c, 'sleep "$P"; echo "$T a" >> "markers/$T.log"'], env: { T: "${{ inputs.tag }}", P: "${{ inputs.pause }}" }, timeoutSeconds: 30 }
+    a: { kind: builtin.shell.exec, command: sh, args: [-c, 'sleep "$P"; while [ -e "markers/$T.hold" ]; do sleep 0.1; done; echo "$T a" >> "markers/$T.log"'], env: { T: "${{ inputs.tag }}", P: "${{ inputs.pause }}" }, timeoutSeconds: 30 }
     b: { kind: builtin.shell.exec, command: sh, args: [-c, 'echo "$T b" >> "markers/$T.log"'], env: { T: "${{ inputs.tag }}" }, timeoutSeconds: 30 }
     c: { kind: builtin.shell.exec, command: sh, args: [-c, 'echo "$T c" >> "markers/$T.log"'], env: { T: "${{ inputs.tag }}" }, timeoutSeconds: 30 }
   tasks:

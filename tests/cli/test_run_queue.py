@@ -256,3 +256,54 @@ def test_a_stopped_serve_whose_lease_was_taken_over_commits_nothing(
     serve_report(start_cli(*SERVE))
     assert _states(query) == {"succeeded": 1}
     assert markers(tmp_path) == {"s": ["s a", "s b", "s c"]}
+
+
+def test_sigterm_hands_the_runs_back_and_another_serve_finishes_them(
+    cli: Cli, start_cli: StartCli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    query = _setup(tmp_path, ledger_target)
+    (tmp_path / "markers" / "g.hold").touch()  # task a's effect waits while this exists
+    got = cli("--output", "json", "submit", "wf.yaml", "--db", "db.sqlite", "--input", "tag=g")
+    run_id = got.data["runId"]
+    serving = start_cli(*SERVE)
+    wait_for(
+        lambda: query("SELECT status FROM effects WHERE task_id = 'a'", ()) == [("started",)],
+        what="task a's effect to start",
+    )
+    serving.send_signal(signal.SIGTERM)
+    report = serve_report(serving)
+    (tmp_path / "markers" / "g.hold").unlink()
+    assert report["stoppedBy"] == "SIGTERM"
+    assert [(r["runId"], r["state"]) for r in report["runs"]] == [(run_id, "released")]
+    # The run stays queued work: running, its lease released; the cut effect is uncertain.
+    assert query("SELECT state, owner_pid FROM runs", ()) == [("running", None)]
+    assert query("SELECT status FROM effects", ()) == [("uncertain",)]
+    assert _reconcile_from_markers(cli, tmp_path, query, {run_id: "g"}) == 1  # not applied
+    finished = serve_report(start_cli(*SERVE))
+    assert [(r["runId"], r["state"]) for r in finished["runs"]] == [(run_id, "succeeded")]
+    assert markers(tmp_path) == {"g": ["g a", "g b", "g c"]}
+
+
+def test_a_paused_run_waits_for_its_approval_then_any_serve_continues_it(
+    cli: Cli, start_cli: StartCli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    query = _setup(tmp_path, ledger_target)
+    (tmp_path / "wf.yaml").write_text(
+        MARKER_WORKFLOW.replace("approval: never", "approval: high_risk"), encoding="utf-8"
+    )
+    got = cli("--output", "json", "submit", "wf.yaml", "--db", "db.sqlite", "--input", "tag=p")
+    run_id = got.data["runId"]
+    first = serve_report(start_cli(*SERVE))
+    assert [(r["runId"], r["state"]) for r in first["runs"]] == [(run_id, "paused")]
+    assert query("SELECT state, owner_pid FROM runs", ()) == [("paused", None)]
+    # Not claimable while its approval is pending: a serve finds nothing to do.
+    assert serve_report(start_cli(*SERVE))["runs"] == []
+    for _ in TASKS:  # each shell effect is high risk: approve it, let a serve go on
+        pending = cli("--output", "json", "approvals", "list", run_id, "--db", "db.sqlite")
+        (approval,) = pending.data["approvals"]
+        args = ("approvals", "approve", approval["approvalId"], "--reason", "ok")
+        assert cli("--output", "json", *args, "--db", "db.sqlite").rc == 0
+        report = serve_report(start_cli(*SERVE))
+        assert [r["runId"] for r in report["runs"]] == [run_id]
+    assert report["runs"][0]["state"] == "succeeded"
+    assert markers(tmp_path) == {"p": ["p a", "p b", "p c"]}
