@@ -43,6 +43,9 @@ from agentctl.ledger.model import Owner
 from agentctl.ledger.queue import ClaimedRun, ClaimRequest, Fence, Heartbeat
 
 T = TypeVar("T")
+# A drive reads its run's cancel flag this often: with many drives per process and many
+# processes per database, `run`'s 0.1 s would make these reads most of the database's load.
+SERVE_CANCEL_POLL_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -242,4 +245,5 @@ async def _drive_claimed(serve: _Serve, run: ClaimedRun) -> RunOutcome:
 
 
 def _for_serve(req: DriveRequest, serve: _Serve, *, check_mode: bool) -> DriveRequest:
-    return replace(req, check_mode=check_mode, pool=serve.pool, stop=serve.stop)
+    poll = SERVE_CANCEL_POLL_S
+    return replace(req, check_mode=check_mode, pool=serve.pool, stop=serve.stop, cancel_poll_s=poll)

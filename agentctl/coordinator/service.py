@@ -92,6 +92,8 @@ class DriveRequest:
     # (SIGINT/SIGTERM of the serve) instead of this drive watching signals itself.
     pool: WorkerPool | None = None
     stop: trio.Event | None = None
+    # How often the durable cancel flag is read: a serve's many drives read it less often.
+    cancel_poll_s: float = CANCEL_POLL_S
 
 
 def create_run(
@@ -191,7 +193,7 @@ async def _drive_with_workers(
                     nursery.start_soon(pool.warm, _warm_count(req, size))
                 else:
                     nursery.start_soon(_watch_stop, req.stop, scope)
-                nursery.start_soon(_watch_cancel_flag, store, req.run_id, scope)
+                nursery.start_soon(_watch_cancel_flag, store, req, scope)
                 if req.timeout_s is not None:
                     scope.deadline = trio.current_time() + req.timeout_s
                 final = await driver.drive()
@@ -280,10 +282,10 @@ async def _watch_stop(stop: trio.Event, scope: trio.CancelScope) -> None:
     scope.cancel()
 
 
-async def _watch_cancel_flag(store: Store, run_id: str, scope: trio.CancelScope) -> None:
+async def _watch_cancel_flag(store: Store, req: DriveRequest, scope: trio.CancelScope) -> None:
     while True:
-        await trio.sleep(CANCEL_POLL_S)
-        if await store.is_cancel_requested(run_id):
+        await trio.sleep(req.cancel_poll_s)
+        if await store.is_cancel_requested(req.run_id):
             scope.cancel()
             return
 
