@@ -94,6 +94,9 @@ def _probe_server(url: str) -> DatabaseProbe:
         return _probe(shown, True, False, None, str(exc))
     if version is None:
         return _probe(shown, True, True, 0, "an empty database; `run` sets it up")
+    if version < SUPPORTED_SCHEMA_VERSION:
+        why = f"schema {version}; opening it migrates it to {SUPPORTED_SCHEMA_VERSION}"
+        return _probe(shown, True, True, version, why)
     return _probe(shown, True, True, version, f"schema {version}, current")
 
 

@@ -15,7 +15,7 @@ from ledger_helpers import T0, make_run
 
 from agentctl.errors import FutureVersionError, NotFoundError, PersistenceError
 from agentctl.ledger import SUPPORTED_SCHEMA_VERSION
-from agentctl.ledger.pg.ledger import PgTransactions, open_pg_ledger
+from agentctl.ledger.pg.ledger import open_pg_ledger
 
 
 def _sql(url: str, sql: str) -> list[tuple[object, ...]]:
@@ -72,9 +72,9 @@ def test_a_foreign_database_is_not_taken_over(pg_url: str, tmp_path: Path) -> No
     assert tables == [("customers",)]
 
 
-def test_audit_and_checkpoints_are_append_only(ledger: object, pg_url: str) -> None:
-    if not isinstance(ledger, PgTransactions):
-        pytest.skip("the triggers are PostgreSQL's; SQLite's ledger is append-only by its code")
+def test_audit_and_checkpoints_are_append_only(pg_url: str, tmp_path: Path) -> None:
+    led = open_pg_ledger(pg_url, artifacts=tmp_path / "art")
+    ledger = led._pg
     make_run(ledger)
     for sql in (
         "UPDATE audit_events SET event_type = 'x'",
@@ -86,6 +86,7 @@ def test_audit_and_checkpoints_are_append_only(ledger: object, pg_url: str) -> N
     # Deleting the whole run (agentctl gc) still takes its history with it.
     _sql(ledger.url, "DELETE FROM runs WHERE run_id = 'run-1'")
     assert _sql(ledger.url, "SELECT COUNT(*) FROM audit_events") == [(0,)]
+    led.close()
 
 
 def test_connection_errors_name_the_url_without_its_password(pg_url: str) -> None:
@@ -96,3 +97,48 @@ def test_connection_errors_name_the_url_without_its_password(pg_url: str) -> Non
     base = pg_url.split("?")[0].rsplit("/", 1)[0]
     with pytest.raises(NotFoundError, match="does not exist"):
         open_pg_ledger(f"{base}/pgledger_no_such_db_{T0[:4]}")
+
+
+_APPENDER = """
+import sys
+from agentctl.ledger.audit import append_audit_txn
+from agentctl.ledger.pg.ledger import open_pg_ledger
+
+url, art, worker = sys.argv[1], sys.argv[2], sys.argv[3]
+led = open_pg_ledger(url, artifacts=art)
+for i in range(25):
+    payload = {"worker": worker, "i": i}
+    led._pg.run_write(
+        lambda conn: append_audit_txn(conn, "run-1", "test.event", payload, "2024-05-01T12:00:00.000Z"))
+led.close()
+"""
+
+
+def test_concurrent_appends_keep_the_audit_sequence_gapless(pg_url: str, tmp_path: Path) -> None:
+    led = open_pg_ledger(pg_url, artifacts=tmp_path / "art")
+    make_run(led._pg)
+    before = _sql(pg_url, "SELECT COUNT(*) FROM audit_events")[0][0]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _APPENDER, pg_url, str(tmp_path / "art"), str(w)])
+        for w in range(4)
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    sequences = [r[0] for r in _sql(pg_url, "SELECT sequence FROM audit_events ORDER BY 1")]
+    assert sequences == list(range(1, before + 100 + 1))
+    led.close()
+
+
+def test_gc_keeps_a_fresh_blob_file_another_writer_has_not_committed(
+    pg_url: str, tmp_path: Path
+) -> None:
+    from agentctl.ledger.artifacts.gc import run_gc
+    from agentctl.ledger.artifacts.store import open_artifact_store
+
+    led = open_pg_ledger(pg_url, artifacts=tmp_path / "art")
+    store = open_artifact_store(led._pg)
+    pending = store.blobs_dir / "cd" / ("cd" + "1" * 62)  # written, its row not yet committed
+    pending.parent.mkdir()
+    pending.write_bytes(b"in flight")
+    report = run_gc(store, T0, older_than_days=0)
+    assert report["report"]["untrackedFiles"] == [] and pending.exists()  # type: ignore[index]
+    led.close()

@@ -49,7 +49,8 @@ from agentctl.ledger.sql import Db
 T = TypeVar("T")
 MAX_ATTEMPTS = 40
 CONNECT_TIMEOUT_S = 10
-DEFAULT_ARTIFACTS = Path(".agentctl/artifacts")
+LOCAL_DIR = Path(".agentctl")  # host-local companions (worker registry), under the cwd
+DEFAULT_ARTIFACTS = LOCAL_DIR / "artifacts"
 ENCRYPTION_UNSUPPORTED = (
     "db encryption is not supported on a PostgreSQL ledger: agentctl's column encryption is "
     "built on SQLite triggers; use the server's encryption at rest (docs/operations.md, "
@@ -120,6 +121,9 @@ class PgLedger(LedgerService):
         super().__init__(tx, fence)
         self._pg = tx
         self._migration = migration
+        info = tx.conn.info
+        name = f"postgresql-{info.host}-{info.port}-{info.dbname}".replace("/", "_")
+        self._location = LOCAL_DIR.absolute() / name
 
     def open_fenced(self, fence: Fence) -> PgLedger:
         """A second connection for one claimed run (the run queue), its writes fenced."""
@@ -128,9 +132,7 @@ class PgLedger(LedgerService):
 
     @property
     def location(self) -> Path:
-        info = self._pg.conn.info
-        name = f"postgresql-{info.host}-{info.port}-{info.dbname}".replace("/", "_")
-        return Path(".agentctl").absolute() / name
+        return self._location
 
     def database_stats(self) -> stats.DatabaseStats:
         return self._pg.run_read(lambda conn: _database_stats(conn, redact(self._pg.url)))
@@ -190,7 +192,8 @@ def open_pg_ledger(
         raise
     root = Path(artifacts or DEFAULT_ARTIFACTS).absolute()
     try:
-        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for folder in (root, LOCAL_DIR):
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         conn.close()
         raise from_os_error(exc, f"artifact directory {root}") from exc

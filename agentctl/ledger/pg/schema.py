@@ -2,8 +2,9 @@
 table, append-only triggers, and first-time setup.
 
 One schema definition serves both backends: each step of ``ledger.migrations.MIGRATIONS`` is
-translated (``INTEGER`` → ``BIGINT``, ``REAL`` → ``DOUBLE PRECISION``; ``PRAGMA`` statements
-are SQLite's own and skipped). A PostgreSQL ledger is never older than ``PG_BASE_VERSION``,
+translated (``INTEGER`` → ``BIGINT``, ``REAL`` → ``DOUBLE PRECISION``, ``TEXT`` → ``TEXT COLLATE
+"C"`` so text orders by bytes as in SQLite; ``PRAGMA`` statements are SQLite's own and
+skipped). A PostgreSQL ledger is never older than ``PG_BASE_VERSION``,
 so the data moves of steps up to it (back-fills, copies between tables) run on empty tables
 and are skipped; every later step runs in full, so its SQL must be portable.
 
@@ -58,7 +59,9 @@ $fn$"""
 
 def _translate(statement: str) -> str:
     typed = re.sub(r"\bINTEGER\b", "BIGINT", statement)
-    return re.sub(r"\bREAL\b", "DOUBLE PRECISION", typed)
+    typed = re.sub(r"\bREAL\b", "DOUBLE PRECISION", typed)
+    # Text compares and sorts by its bytes, as in SQLite, whatever the database's locale.
+    return re.sub(r"\bTEXT\b", 'TEXT COLLATE "C"', typed)
 
 
 def _is_data_move(statement: str) -> bool:
