@@ -20,6 +20,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -127,6 +128,7 @@ async def serve_queue(opts: ServeOptions) -> ServeReport:
     owner = owner_identity()
     holder = f"{socket.gethostname()}:{owner.pid}"
     control = await trio.to_thread.run_sync(lambda: open_ledger(opts.db, verify=False))
+    serve: _Serve | None = None
     try:
         registry = worker_registry(control.location)
         async with open_worker_pool(opts.max_runs, registry_path=registry) as pool:
@@ -138,7 +140,9 @@ async def serve_queue(opts: ServeOptions) -> ServeReport:
                 nursery.cancel_scope.cancel()
         return ServeReport(holder, serve.stopped_by, tuple(serve.driven))
     finally:
-        await trio.to_thread.run_sync(control.close)
+        last = control if serve is None else serve.control  # a reconnect replaces it
+        with contextlib.suppress(AgentctlError):
+            await trio.to_thread.run_sync(last.close)
 
 
 async def _watch_signals(serve: _Serve) -> None:
@@ -179,8 +183,21 @@ async def _claim(serve: _Serve, free: int) -> tuple[ClaimedRun, ...]:
     )
     try:
         return await serve.call(lambda: serve.control.claim_runs(claim))
-    except AgentctlError:  # a busy database: the next round claims again
+    except AgentctlError:  # a busy or restarted database: the next round claims again
+        await _reconnect(serve)
         return ()
+
+
+async def _reconnect(serve: _Serve) -> None:
+    """A fresh control connection (the old one may have died with a database restart)."""
+
+    def swap() -> None:
+        with contextlib.suppress(AgentctlError):
+            serve.control.close()
+        serve.control = open_ledger(serve.opts.db, verify=False)
+
+    with contextlib.suppress(AgentctlError):  # still down: the next round tries again
+        await serve.call(swap)
 
 
 async def _idle(serve: _Serve) -> bool:
@@ -188,7 +205,10 @@ async def _idle(serve: _Serve) -> bool:
     if serve.held:
         return False
     now = serve.clock.now()
-    return not await serve.call(lambda: serve.control.queue_busy(now))
+    try:
+        return not await serve.call(lambda: serve.control.queue_busy(now))
+    except AgentctlError:  # unknown: not idle (the claim round reconnects)
+        return False
 
 
 async def _heartbeat(serve: _Serve) -> None:
@@ -201,7 +221,8 @@ async def _heartbeat(serve: _Serve) -> None:
         beat = Heartbeat(leases, serve.clock.later(serve.opts.lease_s), serve.clock.now())
         try:
             lost = await serve.call(partial(serve.control.heartbeat, beat))
-        except AgentctlError:  # a busy database: the fence still guards every write
+        except AgentctlError:  # a busy or restarted database: the fence guards every write
+            await _reconnect(serve)
             continue
         for run_id in lost:
             if run_id in serve.held:

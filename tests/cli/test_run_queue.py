@@ -123,7 +123,9 @@ def test_cancel_of_a_queued_run_cancels_it_at_once(
     done = cli("--output", "json", "cancel", run_id, "--db", "db.sqlite")
     assert done.rc == 0, done.stderr
     assert _states(query) == {"cancelled": 1}
-    report = serve_report(start_cli(*SERVE))
+    once = ("--output", "json", "serve", "--db", "db.sqlite", "--once", *LEASE)
+    report = serve_report(start_cli(*once))  # one claim round: nothing to claim, so it exits
+    assert report["stoppedBy"] == "once"
     assert report["runs"] == [] and not markers(tmp_path)
 
 
