@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentctl.clikit import DEFAULT_DB, DbOpt, deliver
+from agentctl.cli_options import DbOpt
+from agentctl.clikit import DEFAULT_DB, deliver
 from agentctl.errors import NotFoundError, ValidationError
 from agentctl.render import Outcome, Settings
 

@@ -2,8 +2,9 @@
 
 Invariants:
 - SIGINT at any moment gives exit 130 and an error (an envelope with ``--output json``),
-  never a traceback — including while ``agentctl.cli`` and its dependencies (typer, rich,
-  pydantic) are still being imported, which is most of a short command's life;
+  never a traceback — including while ``agentctl.cli_main`` and its dependencies (typer,
+  pydantic, the workflow models) are still being imported, which is most of a short
+  command's life;
 - this module imports only the standard library at the top, and ``main`` first defers SIGINT
   (a flag, checked once the imports are done), so the guard is in place within the first
   moments of the interpreter running our code; importing this module changes no handler;
@@ -11,7 +12,7 @@ Invariants:
   CLI creates ~10^5 long-lived objects (modules, classes, validators), and collecting them
   over and over finds nothing to free; ``clikit.collect_from_now`` turns it back on,
   with that heap frozen, before a command does its own work;
-- ``cli.main`` makes a decided outcome final (``clikit.ignore_interrupts``) and reports a
+- ``cli_main.main`` makes a decided outcome final (``clikit.ignore_interrupts``) and reports a
   stdout closed by its reader (``clikit.report_closed_stdout``).
 """
 
@@ -36,9 +37,9 @@ def main() -> NoReturn:
     try:
         signal.signal(signal.SIGINT, _defer)
         gc.disable()
-        from agentctl.cli import main as cli_main
+        from agentctl.cli_main import main as cli_main
 
-        # From here a SIGINT raises KeyboardInterrupt, which cli.main turns into exit 130.
+        # From here a SIGINT raises KeyboardInterrupt, which cli_main.main turns into exit 130.
         signal.signal(signal.SIGINT, signal.default_int_handler)
         if _interrupted:
             raise KeyboardInterrupt

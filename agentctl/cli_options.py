@@ -1,0 +1,33 @@
+"""The typer option types shared by several commands (``--db``, ``--diff``, ``--timeout-seconds``,
+``--workspace``).
+
+Invariant: their checks are ``clikit``'s, so a value is refused with the same error whether
+typer parsed the command line or ``cli_fast`` did.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentctl.clikit import check_db_path, check_workspace
+
+DbOpt = Annotated[
+    str,
+    typer.Option(
+        "--db", help="SQLite database (default .agentctl/runtime.db).", callback=check_db_path
+    ),
+]
+DiffOpt = Annotated[bool, typer.Option("--diff", help="Include unified diffs of file writes.")]
+TimeoutOpt = Annotated[
+    float | None,
+    typer.Option("--timeout-seconds", min=0.001, help="Overall deadline; on expiry exit 130."),
+]
+WorkspaceOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--workspace", help="Workspace root (default: the run's own).", callback=check_workspace
+    ),
+]
