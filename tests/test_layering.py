@@ -67,7 +67,9 @@ ALLOWED: dict[str, set[str]] = {
     "cli_report_svg": {"render", "errors", "core", "ledger", "cli_runview"},
     "cli_recovery": {"clikit", "render", "errors", "coordinator", "core", "cli_vars"}
     | {"cli_options"},
-    "cli_vars": {"clikit", "errors", "core", "packsource"},
+    "cli_vars": {"clikit", "errors", "core", "packsource", "cli_schemacache"},
+    # The workflow models' core schema kept between processes (a private pickle).
+    "cli_schemacache": {"core", "errors"},
     # Packs: reading sources, archives and the lock file (decisions live in core/packs).
     "packsource": {"clikit", "errors", "core"},
     "cli_packs": {"clikit", "render", "errors", "core", "packsource", "cli_docs"},
