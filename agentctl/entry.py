@@ -8,6 +8,8 @@ Invariants:
 - this module imports only the standard library at the top, and ``main`` first defers SIGINT
   (a flag, checked once the imports are done), so the guard is in place within the first
   moments of the interpreter running our code; importing this module changes no handler;
+- the methods ``@dataclass`` generates are compiled once per user and interpreter, not in
+  every process (``dataclass_codes``, installed before the CLI is imported);
 - the cyclic garbage collector is off while the program starts (``main``): importing the
   CLI creates ~10^5 long-lived objects (modules, classes, validators), and collecting them
   over and over finds nothing to free; ``clikit.collect_from_now`` turns it back on,
@@ -37,6 +39,9 @@ def main() -> NoReturn:
     try:
         signal.signal(signal.SIGINT, _defer)
         gc.disable()
+        from agentctl.dataclass_codes import install as install_dataclass_codes
+
+        install_dataclass_codes()  # before the ~200 dataclasses of the CLI are defined
         from agentctl.cli_main import main as cli_main
 
         # From here a SIGINT raises KeyboardInterrupt, which cli_main.main turns into exit 130.

@@ -69,7 +69,7 @@ ALLOWED: dict[str, set[str]] = {
     | {"cli_options"},
     "cli_vars": {"clikit", "errors", "core", "packsource", "cli_schemacache"},
     # The workflow models' core schema kept between processes (a private pickle).
-    "cli_schemacache": {"core", "errors"},
+    "cli_schemacache": {"core", "errors", "usercache"},
     # Packs: reading sources, archives and the lock file (decisions live in core/packs).
     "packsource": {"clikit", "errors", "core"},
     "cli_packs": {"clikit", "render", "errors", "core", "packsource", "cli_docs"},
@@ -86,7 +86,10 @@ ALLOWED: dict[str, set[str]] = {
     "cli_encryption": {"clikit", "render", "ledger", "cli_state"} | {"cli_options"},
     "__main__": {"entry"},
     # The process entry point: the SIGINT guard around importing the CLI.
-    "entry": {"cli_main", "render", "errors"},
+    "entry": {"cli_main", "render", "errors", "dataclass_codes"},
+    # Start-up caches in the user's cache directory (private files only).
+    "usercache": set(),
+    "dataclass_codes": {"usercache"},
     "__init__": set(),
 }
 

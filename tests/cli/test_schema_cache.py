@@ -9,15 +9,16 @@ cases below plant a pickle that would create a marker file if it were loaded.
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from agentctl import cli_schemacache
+from tests.cli import untrusted
 from tests.conftest import cli_env
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -141,48 +142,13 @@ def test_a_private_cache_file_is_what_gets_loaded(tmp_path: Path) -> None:
     )
 
 
-def _writable_by_others(target: Path) -> None:
-    target.chmod(0o666)
-
-
-def _owned_by_another_user(target: Path) -> None:
-    os.chown(target, 65534, 65534)
-
-
-def _directory_writable_by_group(target: Path) -> None:
-    target.parent.chmod(0o770)
-
-
-def _a_symlink(target: Path) -> None:
-    real = target.with_name("elsewhere")
-    target.rename(real)
-    target.symlink_to(real)
-
-
-def _directory_a_symlink(target: Path) -> None:
-    real = target.parent.with_name("real-agentctl")
-    target.parent.rename(real)
-    target.parent.symlink_to(real)
-
-
-@pytest.mark.parametrize(
-    "spoil",
-    [
-        _writable_by_others,
-        _owned_by_another_user,
-        _directory_writable_by_group,
-        _a_symlink,
-        _directory_a_symlink,
-    ],
-)
+@pytest.mark.parametrize("spoil", untrusted.SPOILS)
 def test_a_cache_file_others_could_have_written_is_never_loaded(
-    tmp_path: Path, spoil: object
+    tmp_path: Path, spoil: Callable[[Path], None]
 ) -> None:
-    if spoil is _owned_by_another_user and os.geteuid() != 0:
-        pytest.skip("giving a file to another user needs root")
+    untrusted.skip_unless_possible(spoil)
     marker = tmp_path / "loaded"
     target = _plant(tmp_path / "cache", marker)
-    assert callable(spoil)
     spoil(target)
     done = _check(tmp_path / "cache", tmp_path)
     assert done.returncode == 0, done.stderr
