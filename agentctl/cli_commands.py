@@ -59,28 +59,33 @@ class RunRequest:
 
 def run_outcome(request: RunRequest, settings: Settings) -> Outcome:
     """``agentctl run FILE``: compile, then run durably to an outcome."""
-    from agentctl.coordinator import api
-    from agentctl.core.compiler import plan_to_json
+    from agentctl.coordinator.workerstart import early_workers
 
-    document, plan, resolved = _prepare_run(request)
-    file, workspace = request.file, request.workspace
-    return drive(
-        settings,
-        lambda progress, created: api.start_run(
-            document=document,
-            plan=plan,
-            plan_json=plan_to_json(plan),
-            inputs=resolved,
-            db=request.db,
-            workspace=str(workspace or file.resolve().parent),
-            timeout_s=request.timeout_seconds,
-            progress=progress,
-            on_created=created,
-            check_mode=request.check,
-            diff=request.diff,
-            on_stream=stream_event_printer(settings),
-        ),
-    )
+    # A worker the file's kinds call for starts first: its start-up overlaps all that follows.
+    with early_workers(request.file, preview=request.check) as early:
+        from agentctl.coordinator import api
+        from agentctl.core.compiler import plan_to_json
+
+        document, plan, resolved = _prepare_run(request)
+        file, workspace = request.file, request.workspace
+        return drive(
+            settings,
+            lambda progress, created: api.start_run(
+                document=document,
+                plan=plan,
+                plan_json=plan_to_json(plan),
+                inputs=resolved,
+                db=request.db,
+                workspace=str(workspace or file.resolve().parent),
+                timeout_s=request.timeout_seconds,
+                progress=progress,
+                on_created=created,
+                check_mode=request.check,
+                diff=request.diff,
+                on_stream=stream_event_printer(settings),
+                early=early,
+            ),
+        )
 
 
 def _prepare_run(request: RunRequest) -> tuple[Any, Any, dict[str, Any]]:

@@ -8,8 +8,8 @@ Invariants:
   FILE, and options of the command given each at most once (those that may repeat, any number
   of times) with a value that does not look like an option; anything else (``--help``, ``--``,
   an unknown or misspelt option, a missing value, a second FILE, ``--timeout-seconds``, shell
-  completion) returns None and typer (``cli``) parses it, so every help page, usage error and
-  rarely used option stays exactly typer's;
+  completion, ``run`` with ``$AGENTCTL_DB`` set) returns None and typer (``cli``) parses
+  it, so every help page, usage error and rarely used option stays exactly typer's;
 - an accepted command runs the same body as its typer command (``cli_commands``), after the
   same path checks in the same order (``--workspace`` then ``--db``, as click runs them:
   options in the order given, ``--db`` last since ``cli_argv`` moves it to the end).
@@ -88,7 +88,9 @@ def _path(value: str | None) -> Path | None:
 def parse(args: list[str]) -> FastCommand | None:
     """``args`` (global flags already taken out) as a plain ``check``/``run``, else None."""
     if not args or args[0] not in _GRAMMARS or "_AGENTCTL_COMPLETE" in os.environ:
-        return None
+        return None  # shell completion is typer's
+    if args[0] == "run" and "AGENTCTL_DB" in os.environ:
+        return None  # click reads --db from there when it is absent, by rules of its own
     grammar, parsed = _GRAMMARS[args[0]], FastCommand(args[0])
     rest = iter(args[1:])
     for arg in rest:

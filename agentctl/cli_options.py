@@ -17,7 +17,11 @@ from agentctl.clikit import check_db_path, check_workspace
 DbOpt = Annotated[
     str,
     typer.Option(
-        "--db", help="SQLite database (default .agentctl/runtime.db).", callback=check_db_path
+        "--db",
+        help="SQLite database file or postgresql:// URL (default .agentctl/runtime.db).",
+        envvar="AGENTCTL_DB",
+        show_envvar=True,
+        callback=check_db_path,
     ),
 ]
 DiffOpt = Annotated[bool, typer.Option("--diff", help="Include unified diffs of file writes.")]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from agentctl.cli_options import DbOpt
-from agentctl.clikit import DEFAULT_DB, deliver
+from agentctl.clikit import DEFAULT_DB, deliver, is_server_db
 from agentctl.errors import NotFoundError, ValidationError
 from agentctl.render import Outcome, Settings
 
@@ -47,7 +47,7 @@ def _ledger(
     ``verify=False`` for plain reads (no quick_check of a possibly large file)."""
     from agentctl.ledger import open_ledger
 
-    if not create and not Path(db).exists():
+    if not create and not is_server_db(db) and not Path(db).exists():
         raise NotFoundError(f"database {db} does not exist")
     return open_ledger(db, verify=verify)
 

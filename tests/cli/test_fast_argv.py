@@ -40,12 +40,14 @@ spec:
 """
 
 
-def _agentctl(cwd: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], bool]:
+def _agentctl(
+    cwd: Path, *args: str, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], bool]:
     """Run ``agentctl ARGS``; (the result, whether typer was imported)."""
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "agentctl", *args],
         cwd=cwd,
-        env=cli_env(),
+        env=cli_env(env),
         capture_output=True,
         text=True,
         timeout=120,
@@ -178,3 +180,12 @@ def test_everything_else_is_typers(work: Path, args: list[str]) -> None:
         assert done.returncode == 0 and "Usage: agentctl check" in done.stdout
     else:
         assert done.returncode == 2, done.stderr
+
+
+def test_a_db_from_the_environment_is_read_by_typer(work: Path) -> None:
+    """click takes ``--db`` from ``$AGENTCTL_DB`` when the option is absent: typer's rules."""
+    done, typer = _agentctl(work, "run", "one.yaml", env={"AGENTCTL_DB": "from-env.db"})
+    assert typer and done.returncode == 0, done.stderr
+    assert (work / "from-env.db").is_file() and not (work / ".agentctl").exists()
+    checked, typer = _agentctl(work, "check", "one.yaml", env={"AGENTCTL_DB": "from-env.db"})
+    assert not typer and checked.returncode == 0, checked.stderr
