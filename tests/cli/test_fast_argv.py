@@ -184,8 +184,9 @@ def test_everything_else_is_typers(work: Path, args: list[str]) -> None:
 
 def test_a_db_from_the_environment_is_read_by_typer(work: Path) -> None:
     """click takes ``--db`` from ``$AGENTCTL_DB`` when the option is absent: typer's rules."""
-    done, typer = _agentctl(work, "run", "one.yaml", env={"AGENTCTL_DB": "from-env.db"})
+    env = {"AGENTCTL_DB": "from-env.db"}
+    done, typer = _agentctl(work, "run", "one.yaml", "--input", "who=env", env=env)
     assert typer and done.returncode == 0, done.stderr
     assert (work / "from-env.db").is_file() and not (work / ".agentctl").exists()
-    checked, typer = _agentctl(work, "check", "one.yaml", env={"AGENTCTL_DB": "from-env.db"})
+    checked, typer = _agentctl(work, "check", "one.yaml", env=env)
     assert not typer and checked.returncode == 0, checked.stderr
