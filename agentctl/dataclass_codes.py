@@ -38,7 +38,7 @@ from agentctl.usercache import write as write_cached
 
 FILE_NAME = "dataclass-methods.marshal"
 KEY = b"agentctl-dataclass-methods-1 " + importlib.util.MAGIC_NUMBER.hex().encode() + b"\n"
-_MAX_ENTRIES = 20_000  # past this (years of upgrades) the store keeps only what is in use
+_MAX_ENTRIES = 5_000  # ~4 MB; past it (many upgrades later) only what this process used is kept
 _PARAMETERS = ("name", "args", "body", "globals", "locals", "return_type")
 
 
