@@ -17,7 +17,7 @@ Invariants:
   compiled from that text — taken from the store when the text's digest is there, else
   compiled the way ``exec`` compiles a string (no inherited ``__future__`` flags) — so a
   class gets the same methods either way;
-- the store is keyed by the interpreter's bytecode magic number and lives in the user's
+- the store is keyed by the interpreter's version (its bytecode format) and lives in the user's
   cache (``usercache``: private files only); it is read once at start-up and rewritten at
   exit only when this process compiled a method it did not have.
 """
@@ -28,7 +28,6 @@ import atexit
 import contextlib
 import dataclasses
 import hashlib
-import importlib.util
 import marshal
 import sys
 from typing import Any
@@ -37,7 +36,9 @@ from agentctl.usercache import read as read_cached
 from agentctl.usercache import write as write_cached
 
 FILE_NAME = "dataclass-methods.marshal"
-KEY = b"agentctl-dataclass-methods-1 " + importlib.util.MAGIC_NUMBER.hex().encode() + b"\n"
+# The interpreter exactly (its bytecode changes only with its version).
+_INTERPRETER = f"{sys.implementation.cache_tag} {sys.version}".replace("\n", " ")
+KEY = f"agentctl-dataclass-methods-1 {_INTERPRETER}\n".encode()
 _MAX_ENTRIES = 5_000  # ~4 MB; past it (many upgrades later) only what this process used is kept
 _PARAMETERS = ("name", "args", "body", "globals", "locals", "return_type")
 

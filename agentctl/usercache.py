@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 MAX_BYTES = 16 * 1024 * 1024
@@ -88,6 +87,8 @@ def write(name: str, key: bytes, content: bytes) -> None:
         if dir_fd is None:
             return  # not ours alone: writing there would only feed a file nobody reads
         os.close(dir_fd)
+        import tempfile  # only when writing, which a warm cache never does
+
         fd, aside = tempfile.mkstemp(dir=directory, prefix=f".{name}.")
         try:
             with os.fdopen(fd, "wb") as handle:
