@@ -15,12 +15,15 @@ Invariants:
   over and over finds nothing to free; ``clikit.collect_from_now`` turns it back on,
   with that heap frozen, before a command does its own work;
 - ``cli_main.main`` makes a decided outcome final (``clikit.ignore_interrupts``) and reports a
-  stdout closed by its reader (``clikit.report_closed_stdout``).
+  stdout closed by its reader (``clikit.report_closed_stdout``); once it has, the process ends
+  without finalizing the interpreter (``_exit_now``: atexit handlers and a flush, then
+  ``os._exit``), since tearing down every module was a third of a one-task run.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import signal
 import sys
 from typing import NoReturn
@@ -51,6 +54,34 @@ def main() -> NoReturn:
         cli_main()
     except KeyboardInterrupt:
         _interrupted_at_startup(sys.argv[1:])
+    except SystemExit as done:  # cli_main's only way out: the outcome is written
+        _exit_now(done)
+
+
+def _exit_now(done: SystemExit) -> NoReturn:
+    """End the process without tearing the interpreter down.
+
+    Finalizing the ~600 modules of a run and every object they hold took 50-80 ms of a
+    one-task ``run`` (a third of it) and frees nothing the OS does not. What finalization does
+    that matters still happens: the ``atexit`` handlers (the start-up caches, telemetry
+    exporters, temporary directories' finalizers) run, and stdout and stderr are flushed. Any
+    doubt — a non-daemon thread still running, whose end the interpreter would wait for, a
+    code that is not an int, a stream that cannot be flushed — exits the ordinary way.
+    """
+    import atexit
+    import threading
+
+    main_thread = threading.main_thread()
+    waiting = [t for t in threading.enumerate() if t is not main_thread and not t.daemon]
+    if waiting or not isinstance(done.code, int | None):
+        raise done
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        raise done from None
+    os._exit(done.code or 0)
 
 
 def _interrupted_at_startup(args: list[str]) -> NoReturn:
