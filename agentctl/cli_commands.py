@@ -64,7 +64,6 @@ def run_outcome(request: RunRequest, settings: Settings) -> Outcome:
     # A worker the file's kinds call for starts first: its start-up overlaps all that follows.
     with early_workers(request.file, preview=request.check) as early:
         from agentctl.coordinator import api
-        from agentctl.core.compiler import plan_to_json
 
         document, plan, resolved = _prepare_run(request)
         file, workspace = request.file, request.workspace
@@ -73,7 +72,6 @@ def run_outcome(request: RunRequest, settings: Settings) -> Outcome:
             lambda progress, created: api.start_run(
                 document=document,
                 plan=plan,
-                plan_json=plan_to_json(plan),
                 inputs=resolved,
                 db=request.db,
                 workspace=str(workspace or file.resolve().parent),
