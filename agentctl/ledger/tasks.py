@@ -24,7 +24,12 @@ from agentctl.ledger.artifacts.values import (
     loads_value,
     loads_value_object,
 )
-from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
+from agentctl.ledger.audit import (
+    NewAuditEvent,
+    append_audit_txn,
+    append_audits_txn,
+    write_checkpoint_txn,
+)
 from agentctl.ledger.rows import dumps_opt, fetch_all, fetch_one, loads_object, loads_opt
 from agentctl.ledger.sql import Db, Row
 from agentctl.ledger.transitions import TASK_PREDECESSORS, check_task_transition
@@ -288,6 +293,33 @@ def transition_task_txn(
         {"runId": run_id, "event": f"task.{state}", "tasks": [{"taskId": task_id, "state": state}]},
         now,
     )
+
+
+def advance_task_txn(
+    conn: Db,
+    run_id: str,
+    task_id: str,
+    path: Sequence[str],
+    now: str,
+    *,
+    attempt: int | None = None,
+    trace_id: str | None = None,
+) -> None:
+    """Move one task along ``path`` (each state legal after the one before, as
+    ``steps.transition_path`` gives them) in one guarded UPDATE, auditing every state passed.
+
+    The guard is the first state's, exactly the one a walk of single transitions would check
+    first; every later step is legal by construction, so one UPDATE to the last state leaves
+    the row where the walk would. Each step is still its own ``task.<state>`` event, in order.
+    No checkpoint: the caller's transaction writes one.
+    """
+    sql = _TRANSITION_SQL.get(path[0])
+    params = (path[-1], attempt, None, now, run_id, task_id)
+    if sql is None or conn.execute(sql, params).rowcount != 1:
+        _refuse(conn, run_id, task_id, path[0])
+    body: JsonObject = {"attempt": attempt} if attempt else {}
+    events = [NewAuditEvent(f"task.{state}", body, task_id, trace_id) for state in path]
+    append_audits_txn(conn, run_id, events, now)
 
 
 def list_tasks(conn: Db, run_id: str) -> list[TaskRecord]:
