@@ -46,11 +46,14 @@ class NewEffect:
     trace_id: str | None = None
     waiting_for_approval: bool = False
     policy: PolicyVerdict | None = None  # audited with the request; not part of the identity
+    # The digest of ``request`` when the caller computed it already (it decided the effect's
+    # identity from it): the request is then not encoded a second time.
+    known_input_digest: str | None = None
 
     # Cached: each is a canonical-JSON digest of the request, asked for several times per step.
     @functools.cached_property
     def input_digest(self) -> str:
-        return core_input_digest(self.request)
+        return self.known_input_digest or core_input_digest(self.request)
 
     @functools.cached_property
     def effect_id(self) -> str:

@@ -17,6 +17,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 import agentctl.ledger.approvals as approvals
@@ -43,13 +44,15 @@ from agentctl.ledger.model import (
 from agentctl.ledger.sql import Db
 
 
-def transition_path(current: str, target: str) -> list[str]:
-    """The legal states to walk from ``current`` to ``target`` (target last)."""
+@functools.lru_cache(maxsize=256)
+def transition_path(current: str, target: str) -> tuple[str, ...]:
+    """The legal states to walk from ``current`` to ``target`` (target last); cached, as the
+    few pairs of states recur on every step."""
     path: list[str] = []
     state = current
     for _ in range(4):
         if can_transition_task(state, target):
-            return [*path, target]
+            return (*path, target)
         nxt = "ready" if state in ("pending", "retry_scheduled") else "running"
         if not can_transition_task(state, nxt):
             break

@@ -14,15 +14,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agentctl.core.canonical import json_digest
+from agentctl.core.canonical import canonical_json, sha256_hex
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import NotFoundError
 from agentctl.ledger.artifacts.refs import ArtifactRef, commit_artifact_refs_txn
 from agentctl.ledger.artifacts.values import (
-    dumps_value,
-    dumps_value_opt,
     loads_value,
     loads_value_object,
+    spill_text,
 )
 from agentctl.ledger.audit import (
     NewAuditEvent,
@@ -185,25 +184,32 @@ def _refuse(conn: Db, run_id: str, task_id: str, state: str) -> None:
     check_task_transition(row["state"], state)
 
 
+def _stored_and_digest(conn: Db, value: JsonValue, now: str) -> tuple[str | None, str | None]:
+    """A content column's text and the digest of the value, from one canonical encoding."""
+    if value is None:
+        return None, None
+    text = canonical_json(value)
+    return spill_text(conn, text, now), sha256_hex(text)
+
+
 def _complete_one(conn: Db, run_id: str, c: TaskCompletion, now: str) -> None:
     sql = _COMPLETE_SQL.get(c.state)
-    delta = dumps_value_opt(conn, c.state_delta, now)
-    output_digest = c.output_digest
-    if output_digest is None and c.output is not None:
-        output_digest = json_digest(c.output)
+    delta, delta_digest = _stored_and_digest(conn, c.state_delta, now)
+    output, output_digest = _stored_and_digest(conn, c.output, now)
+    output_digest = c.output_digest or output_digest
     manifest = [r.to_json() for r in c.artifacts] if c.artifacts else None
     params = (
         c.state,
         c.attempt,
         c.disposition,
-        dumps_value_opt(conn, c.output, now),
+        output,
         c.error,
         c.definition_fingerprint,
         c.input_digest,
         c.output_contract_fingerprint,
         output_digest,
         delta,
-        None if c.state_delta is None else json_digest(c.state_delta),
+        delta_digest,
         dumps_opt(manifest),
         c.source_run_id,
         c.source_task_id,
@@ -250,12 +256,12 @@ def commit_tasks_txn(
     if working_memory is None:
         conn.execute("UPDATE runs SET updated_at = ? WHERE run_id = ?", (now, run_id))
     else:
-        text = dumps_value(conn, working_memory, now)
+        text, digest = _stored_and_digest(conn, working_memory, now)
         conn.execute(
             "UPDATE runs SET working_memory_json = ?, updated_at = ? WHERE run_id = ?",
             (text, now, run_id),
         )
-        state["workingMemoryDigest"] = json_digest(working_memory)
+        state["workingMemoryDigest"] = digest
     if checkpoint:
         write_checkpoint_txn(conn, run_id, state, now)
     return state
