@@ -43,6 +43,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import filelock
 
@@ -62,6 +63,7 @@ from agentctl.ledger.migrations import (
     migrate,
 )
 
+T = TypeVar("T")
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 SETUP_LOCK_TIMEOUT_S = 60.0
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -246,6 +248,20 @@ class Database:
             finally:
                 if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
+
+    @property
+    def artifacts_root(self) -> Path:
+        """The artifact store beside the database file."""
+        return self.path.parent / "artifacts"
+
+    def run_write(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        """``body`` in one ``transaction()``: one writer at a time, so never retried."""
+        with self.transaction() as conn:
+            return body(conn)
+
+    def run_read(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        with self.read() as conn:
+            return body(conn)
 
     def close(self) -> None:
         with translate_errors(self.busy_timeout_ms, self.path):

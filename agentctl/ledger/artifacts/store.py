@@ -35,8 +35,8 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import InvalidOperationError, LockTimeoutError, NotFoundError, PersistenceError
 from agentctl.ledger.artifacts.refs import ArtifactRef, get_blob, list_blobs, record_ingest_txn
-from agentctl.ledger.connection import Database
 from agentctl.ledger.rows import shift_ts
+from agentctl.ledger.runner import Transactions
 from agentctl.ledger.sql import Db
 
 MAX_INGEST_BYTES = 16 * 1024 * 1024
@@ -114,9 +114,9 @@ def blob_problem(path: Path, digest: str, size_bytes: int) -> str | None:
 class ArtifactStore:
     """The CAS beside one ledger; methods take the cross-process lock themselves."""
 
-    def __init__(self, ledger: Database) -> None:
+    def __init__(self, ledger: Transactions) -> None:
         self.ledger = ledger
-        self.root = ledger.path.parent / "artifacts"
+        self.root = ledger.artifacts_root
         self.blobs_dir = self.root / "sha256"
         self.tmp_dir = self.root / "tmp"
         self.trash_dir = self.root / "trash"
@@ -182,14 +182,17 @@ class ArtifactStore:
                 self._publish(tmp, digest, size)
                 crash_point(CrashPoint.ARTIFACT_AFTER_RENAME)
             expires = shift_ts(now, LEASE_SECONDS)
-            with self.ledger.transaction() as conn:
+
+            def txn(conn: Db) -> tuple[bool, bool]:  # may run again: a backend's retry
                 granted = meter is None or meter(conn, size)
                 if granted:
                     run, task = owner.run_id, owner.task_id
                     record_ingest_txn(
                         conn, digest, size, owner.lease_id, expires, now, run_id=run, task_id=task
                     )
-                unnamed = not granted and get_blob(conn, digest) is None
+                return granted, not granted and get_blob(conn, digest) is None
+
+            granted, unnamed = self.ledger.run_write(txn)
             if unnamed:
                 self.blob_path(digest).unlink(missing_ok=True)
             if not granted:
@@ -285,7 +288,7 @@ class ArtifactStore:
                 problem = blob_problem(self.blob_path(b.digest), b.digest, b.size_bytes)
                 entry: JsonObject = {"digest": b.digest, "sizeBytes": b.size_bytes}
                 results.append({**entry, "valid": problem is None, "detail": problem})
-            good = [(now, r["digest"]) for r in results if r["valid"]]
+            good = [(now, str(r["digest"])) for r in results if r["valid"]]
             with self.ledger.transaction() as conn:
                 conn.executemany(
                     "UPDATE artifact_blobs SET last_verified_at = ? WHERE digest = ?", good
@@ -369,11 +372,11 @@ def clear_dir(path: Path) -> int:
     return count
 
 
-def open_artifact_store(ledger: Database) -> ArtifactStore:
-    """Open (creating) the store beside ``ledger`` and recover anything a crash left."""
+def open_artifact_store(ledger: Transactions) -> ArtifactStore:
+    """Open (creating) the store of ``ledger`` and recover anything a crash left."""
     try:
         store = ArtifactStore(ledger)
         store.recover()
     except OSError as exc:
-        raise PersistenceError(f"artifact store beside {ledger.path}: {exc}") from exc
+        raise PersistenceError(f"artifact store {ledger.artifacts_root}: {exc}") from exc
     return store

@@ -1,0 +1,349 @@
+"""``LedgerService``: ``RunLedger``'s methods, the same for every backend (DESIGN.md §5).
+
+Each method runs exactly one transaction through the backend's ``Transactions`` runner
+(``ledger/runner.py``: ``run_write`` for writes, ``run_read`` for one snapshot) and one
+composition of the private ``*_txn`` functions inside it. How a transaction is opened,
+retried and committed is the backend's alone (``SqliteLedger``: ``BEGIN IMMEDIATE``;
+``PgLedger``: SERIALIZABLE, retried). The artifact store (the content-addressed directory the
+runner names) is opened lazily, with its crash recovery, on first use.
+Invariant: no driver object, row or connection is returned to the caller.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Self
+
+import agentctl.ledger.approvals as approvals
+import agentctl.ledger.budget as budget
+import agentctl.ledger.effects as effects
+import agentctl.ledger.held_calls as held_calls
+import agentctl.ledger.lifecycle as lifecycle
+import agentctl.ledger.longterm as longterm
+import agentctl.ledger.protocols as protocols
+import agentctl.ledger.reconcile as reconcile
+import agentctl.ledger.remote as remote
+import agentctl.ledger.runs as runs
+import agentctl.ledger.stats as stats
+import agentctl.ledger.steps as steps
+import agentctl.ledger.streams as streams
+import agentctl.ledger.tasks as tasks
+from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.longterm import Candidate, EmbeddingIdentity
+from agentctl.core.protocols import ProtocolEvidence
+from agentctl.ledger.approvals import ApprovalRecord
+from agentctl.ledger.artifacts.gc import run_gc
+from agentctl.ledger.artifacts.store import (
+    ArtifactStore,
+    IngestOwner,
+    IngestResult,
+    blob_problem,
+    open_artifact_store,
+)
+from agentctl.ledger.audit import AuditEvent, list_audit
+from agentctl.ledger.housekeeping import GarbageCollection, collect_garbage
+from agentctl.ledger.model import (
+    ApprovalDecision,
+    BatchCommit,
+    CallRecord,
+    CancelRun,
+    DerivedRun,
+    EffectOutcome,
+    EffectStartBatch,
+    GcRequest,
+    IngestRequest,
+    LiveState,
+    MemoryEntry,
+    MemoryPut,
+    Owner,
+    ProtocolReport,
+    ReconcileRequest,
+    RequestBatch,
+    SettleRun,
+    SourceSnapshot,
+    TaskStartBatch,
+)
+from agentctl.ledger.reconcile import ReconciliationRecord
+from agentctl.ledger.report import RunReport, run_report
+from agentctl.ledger.runner import Transactions
+from agentctl.ledger.runs import NewRun, RunHead, RunRecord
+from agentctl.ledger.sql import Db
+from agentctl.ledger.upgrade import RunUpgrade, upgrade_run_txn
+
+
+class LedgerService:
+    """The backend-neutral ``RunLedger`` methods over one ``Transactions`` runner.
+
+    A backend subclasses it for ``location``, ``database_stats``, ``migration`` and the
+    encryption commands, which differ by backend; one caller (thread) at a time.
+    """
+
+    def __init__(self, tx: Transactions) -> None:
+        self._tx = tx
+        self._cas: ArtifactStore | None = None
+
+    def close(self) -> None:
+        self._tx.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------- run lifecycle
+
+    def create_run(self, run: NewRun, task_order: Sequence[str], owner: Owner, now: str) -> None:
+        self._tx.run_write(
+            lambda conn: lifecycle.create_run_txn(conn, run, tuple(task_order), owner, now)
+        )
+
+    def create_derived_run(self, derived: DerivedRun) -> None:
+        self._tx.run_write(lambda conn: lifecycle.create_derived_run_txn(conn, derived))
+
+    def claim_for_resume(self, run_ref: str, owner: Owner, now: str) -> RunHead:
+        return self._tx.run_write(
+            lambda conn: lifecycle.claim_for_resume_txn(conn, run_ref, owner, now)
+        )
+
+    def acquire_lease(self, run_id: str, owner: Owner, now: str) -> None:
+        self._tx.run_write(
+            lambda conn: runs.acquire_run_lease_txn(conn, run_id, owner.pid, owner.create_time, now)
+        )
+
+    def release_lease(self, run_id: str, pid: int, now: str) -> None:
+        self._tx.run_write(lambda conn: runs.release_run_lease_txn(conn, run_id, pid, now))
+
+    def set_run_state(self, run_id: str, state: str, now: str) -> None:
+        self._tx.run_write(lambda conn: runs.set_run_state_txn(conn, run_id, state, now))
+
+    def request_cancel(self, run_ref: str, now: str) -> RunRecord:
+        return self._tx.run_write(lambda conn: lifecycle.request_cancel_txn(conn, run_ref, now))
+
+    def is_cancel_requested(self, run_id: str) -> bool:
+        return self._tx.run_read(lambda conn: runs.is_cancel_requested(conn, run_id))
+
+    def cancel_run(self, stop: CancelRun) -> None:
+        self._tx.run_write(lambda conn: lifecycle.cancel_run_txn(conn, stop))
+
+    def settle_run(self, settle: SettleRun) -> None:
+        self._tx.run_write(lambda conn: lifecycle.settle_run_txn(conn, settle))
+
+    def upgrade_run(self, upgrade: RunUpgrade) -> None:
+        self._tx.run_write(lambda conn: upgrade_run_txn(conn, upgrade))
+
+    def load_live(self, run_id: str) -> LiveState:
+        return self._tx.run_read(lambda conn: lifecycle.read_live(conn, run_id))
+
+    def read_outputs(self, run_id: str, task_ids: Sequence[str] | None) -> dict[str, JsonValue]:
+        return self._tx.run_read(lambda conn: tasks.read_outputs(conn, run_id, task_ids))
+
+    # ---------------------------------------------------------------- the effect protocol
+
+    def record_requests(self, batch: RequestBatch) -> tuple[str, ...]:
+        return self._tx.run_write(lambda conn: steps.record_requests_txn(conn, batch))
+
+    def start_tasks(self, batch: TaskStartBatch) -> None:
+        self._tx.run_write(lambda conn: steps.start_tasks_txn(conn, batch))
+
+    def start_effects(self, batch: EffectStartBatch) -> None:
+        self._tx.run_write(lambda conn: steps.start_effects_txn(conn, batch))
+
+    def record_and_start_call(self, call: CallRecord) -> JsonObject | None:
+        return self._tx.run_write(lambda conn: steps.record_and_start_call_txn(conn, call))
+
+    def gate_call(self, gated: held_calls.GatedCall) -> held_calls.CallGate:
+        return self._tx.run_write(lambda conn: held_calls.gate_call_txn(conn, gated))
+
+    def append_stream_event(
+        self, event: streams.NewStreamEvent
+    ) -> streams.StreamEventRecord | None:
+        return self._tx.run_write(lambda conn: streams.append_stream_event_txn(conn, event))
+
+    def audit_after(self, run_id: str, after: int) -> Sequence[AuditEvent]:
+        return self._tx.run_read(lambda conn: list_audit(conn, run_id, after))
+
+    def finish_effects(self, outcomes: Sequence[EffectOutcome]) -> None:
+        self._tx.run_write(lambda conn: steps.finish_effects_txn(conn, outcomes))
+
+    def commit_batch(self, batch: BatchCommit) -> None:
+        self._tx.run_write(lambda conn: steps.commit_batch_txn(conn, batch))
+
+    def record_protocol(self, report: ProtocolReport) -> None:
+        self._tx.run_write(
+            lambda conn: protocols.record_protocol_txn(
+                conn, report.effect_id, report.evidence, report.now
+            )
+        )
+
+    def recorded_result(self, effect_id: str) -> JsonValue:
+        return self._tx.run_read(lambda conn: lifecycle.read_recorded_result(conn, effect_id))
+
+    def long_term_get(self, namespace: str, key: str, now: str) -> MemoryEntry:
+        return self._tx.run_read(lambda conn: lifecycle.read_memory(conn, namespace, key, now))
+
+    def long_term_candidates(self, namespace: str, now: str) -> Sequence[Candidate]:
+        return self._tx.run_read(lambda conn: longterm.candidates(conn, namespace, now))
+
+    def long_term_put(self, put: MemoryPut, now: str) -> None:
+        self._tx.run_write(lambda conn: longterm.put_txn(conn, put, now))
+
+    def long_term_reindex(self, namespace: str, identity: EmbeddingIdentity, now: str) -> int:
+        return self._tx.run_write(lambda conn: longterm.reindex_txn(conn, namespace, identity, now))
+
+    def record_remote_handle(
+        self, handle: remote.RemoteHandleRecord, evidence: ProtocolEvidence | None = None
+    ) -> None:
+        def body(conn: Db) -> None:
+            remote.record_handle_txn(conn, handle)
+            if evidence is not None:
+                protocols.record_protocol_txn(conn, handle.effect_id, evidence, handle.created_at)
+
+        return self._tx.run_write(body)
+
+    def remote_handle(self, effect_id: str) -> remote.RemoteHandleRecord | None:
+        return self._tx.run_read(lambda conn: remote.get_handle(conn, effect_id))
+
+    # ---------------------------------------------------------------- operators
+
+    def list_approvals(self, run_ref: str) -> stats.ApprovalList:
+        return self._tx.run_read(
+            lambda conn: stats.approval_list(conn, runs.find_run(conn, run_ref).run_id)
+        )
+
+    def get_approval(self, approval_id: str) -> ApprovalRecord:
+        return self._tx.run_read(lambda conn: approvals.get_approval(conn, approval_id))
+
+    def resolve_approval(self, decision: ApprovalDecision) -> ApprovalRecord:
+        d = decision
+
+        def body(conn: Db) -> ApprovalRecord:
+            return approvals.resolve_approval_txn(
+                conn, d.approval_id, d.approve, d.actor, d.reason, d.now, trace_id=d.trace_id
+            )
+
+        return self._tx.run_write(body)
+
+    def reconcile_effect(self, request: ReconcileRequest) -> ReconciliationRecord:
+        r = request
+
+        def body(conn: Db) -> ReconciliationRecord:
+            return reconcile.reconcile_effect_txn(
+                conn,
+                r.effect_id,
+                r.status,
+                r.actor,
+                r.reason,
+                r.evidence,
+                r.result,
+                r.compensation_effect_id,
+                r.now,
+                reconciliation_id=r.reconciliation_id,
+                trace_id=r.trace_id,
+            )
+
+        return self._tx.run_write(body)
+
+    def unresolved_effects(self, run_id: str) -> tuple[effects.EffectRecord, ...]:
+        return self._tx.run_read(lambda conn: tuple(reconcile.unresolved_effects(conn, run_id)))
+
+    # ---------------------------------------------------------------- reads
+
+    def get_run(self, run_id: str) -> RunRecord:
+        return self._tx.run_read(lambda conn: runs.get_run(conn, run_id))
+
+    def find_run(self, run_ref: str) -> RunRecord:
+        return self._tx.run_read(lambda conn: runs.find_run(conn, run_ref))
+
+    def list_runs(
+        self, state: str | None = None, limit: int | None = None, workflow: str | None = None
+    ) -> stats.RunList:
+        def body(conn: Db) -> stats.RunList:
+            found = runs.list_runs(conn, state=state, limit=limit, workflow=workflow)
+            return stats.RunList(tuple(found))
+
+        return self._tx.run_read(body)
+
+    def run_report(self, run_ref: str) -> RunReport:
+        return self._tx.run_read(lambda conn: run_report(conn, runs.find_run(conn, run_ref).run_id))
+
+    def inspect_run(self, run_ref: str) -> stats.RunInspection:
+        return self._tx.run_read(
+            lambda conn: stats.run_inspection(conn, runs.find_run(conn, run_ref).run_id)
+        )
+
+    def list_effects(self, run_ref: str, task_id: str | None = None) -> stats.EffectList:
+        return self._tx.run_read(
+            lambda conn: stats.effect_list(conn, runs.find_run(conn, run_ref).run_id, task_id)
+        )
+
+    def inspect_effect(self, effect_id: str) -> stats.EffectInspection:
+        return self._tx.run_read(lambda conn: stats.effect_inspection(conn, effect_id))
+
+    def load_source(self, run_ref: str) -> SourceSnapshot:
+        return self._tx.run_read(lambda conn: lifecycle.read_source(conn, run_ref))
+
+    # ---------------------------------------------------------------- artifacts
+
+    def _store(self) -> ArtifactStore:
+        if self._cas is None:
+            self._cas = open_artifact_store(self._tx)
+        return self._cas
+
+    def open_artifacts(self) -> None:
+        self._store()
+
+    def ingest_artifact(self, request: IngestRequest) -> IngestResult:
+        """Meter the file's bytes as ``artifactBytes`` (refused over the limit), then store it."""
+        r = request
+        lease = f"ingest-{uuid.uuid4()}"
+        refused: list[JsonObject] = []
+
+        def meter(conn: Db, size: int) -> bool:
+            # Reserved and settled with the blob row: one transaction per file, not three.
+            amounts = {"artifactBytes": size}
+            refused.clear()  # a retried transaction decides afresh
+            got = budget.reserve_budget_txn(conn, r.run_id, lease, amounts, r.now)
+            if not got.granted:  # the overrun commits; the bytes are not kept
+                refused.append(got.exceeded or {"dimension": "artifactBytes"})
+                return False
+            budget.settle_budget_txn(conn, r.run_id, lease, amounts, r.now)
+            return True
+
+        owner = IngestOwner(r.run_id, r.task_id, lease)
+        stored = self._store().ingest_metered(r.path, r.now, owner, meter)
+        if stored is None:
+            raise budget.BudgetRefusedError(refused[0])
+        return stored
+
+    def blob_intact(self, digest: str, size_bytes: int) -> bool:
+        return blob_problem(self._store().blob_path(digest), digest, size_bytes) is None
+
+    def list_artifacts(
+        self, run_ref: str | None = None, task_id: str | None = None
+    ) -> stats.ArtifactList:
+        def body(conn: Db) -> stats.ArtifactList:
+            run_id = runs.find_run(conn, run_ref).run_id if run_ref else None
+            return stats.artifact_list(conn, run_id, task_id)
+
+        return self._tx.run_read(body)
+
+    def inspect_artifact(self, digest: str) -> stats.ArtifactInspection:
+        return self._tx.run_read(lambda conn: stats.artifact_inspection(conn, digest))
+
+    def verify_artifacts(self, now: str, digests: Sequence[str] | None = None) -> JsonObject:
+        return self._store().verify(now, digests)
+
+    def export_artifact(self, digest: str, destination: Path, overwrite: bool) -> JsonObject:
+        return self._store().export(digest, destination, overwrite=overwrite)
+
+    def collect_artifacts(self, request: GcRequest) -> JsonObject:
+        r = request
+        return run_gc(self._store(), r.now, older_than_days=r.older_than_days, dry_run=r.dry_run)
+
+    def collect_garbage(self, request: GcRequest) -> GarbageCollection:
+        r = request
+        days, dry = r.older_than_days, r.dry_run
+        return collect_garbage(self._store(), r.now, older_than_days=days, dry_run=dry)
