@@ -21,15 +21,18 @@ from agentctl.ledger.artifacts.values import dumps_value, loads_value
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_all, loads_opt
 from agentctl.ledger.sql import Db, Row
 
+# The next sequence is a scalar subquery in VALUES, not ``INSERT … SELECT … FROM`` the same
+# table: SQLite runs the latter through a temporary table (the SELECT may not see the rows it
+# inserts), about four times the cost of the row itself, on the ~7 rows of every effect step.
 _INSERT_AUDIT = """INSERT INTO audit_events
     (run_id, sequence, format_version, event_type, task_id, trace_id, payload_json, created_at)
-    SELECT ?1, COALESCE(MAX(sequence), 0) + 1, ?2, ?3, ?4, ?5, ?6, ?7
-    FROM audit_events WHERE run_id = ?1"""
+    VALUES (?1, (SELECT COALESCE(MAX(sequence), 0) + 1 FROM audit_events WHERE run_id = ?1),
+    ?2, ?3, ?4, ?5, ?6, ?7)"""
 
 _INSERT_CHECKPOINT = """INSERT INTO checkpoints
     (run_id, sequence, format_version, state_json, checksum, created_at)
-    SELECT ?1, COALESCE(MAX(sequence), 0) + 1, ?2, ?3, ?4, ?5
-    FROM checkpoints WHERE run_id = ?1"""
+    VALUES (?1, (SELECT COALESCE(MAX(sequence), 0) + 1 FROM checkpoints WHERE run_id = ?1),
+    ?2, ?3, ?4, ?5)"""
 
 
 @dataclass(frozen=True)
