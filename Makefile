@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,dev,providers,protocols,otel]'
+	$(BIN)/python -m pip install --quiet -e '.[test,dev,providers,protocols,otel,postgres]'
 	touch $(STAMP)
 
 setup: $(STAMP)

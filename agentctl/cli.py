@@ -227,27 +227,32 @@ def run_cmd(
     vars_files: VarsFileOpt = None,
 ) -> None:
     """Compile and run a workflow durably; prints the RunOutcome."""
-    from agentctl.coordinator import api
-    from agentctl.core.compiler import plan_to_json
+    from agentctl.coordinator.workerstart import early_workers
 
-    variables = (vars_files, var_pairs)
-    document, plan, resolved = _prepare_run(file, inputs, inputs_file, input_pairs, variables)
-    _drive(
-        lambda progress, created: api.start_run(
-            document=document,
-            plan=plan,
-            plan_json=plan_to_json(plan),
-            inputs=resolved,
-            db=db,
-            workspace=str(workspace or file.resolve().parent),
-            timeout_s=timeout_seconds,
-            progress=progress,
-            on_created=created,
-            check_mode=check,
-            diff=diff,
-            on_stream=stream_event_printer(SETTINGS),
+    # A worker the file's kinds call for starts first: its start-up overlaps all that follows.
+    with early_workers(file, preview=check) as early:
+        from agentctl.coordinator import api
+        from agentctl.core.compiler import plan_to_json
+
+        variables = (vars_files, var_pairs)
+        document, plan, resolved = _prepare_run(file, inputs, inputs_file, input_pairs, variables)
+        _drive(
+            lambda progress, created: api.start_run(
+                document=document,
+                plan=plan,
+                plan_json=plan_to_json(plan),
+                inputs=resolved,
+                db=db,
+                workspace=str(workspace or file.resolve().parent),
+                timeout_s=timeout_seconds,
+                progress=progress,
+                on_created=created,
+                check_mode=check,
+                diff=diff,
+                on_stream=stream_event_printer(SETTINGS),
+                early=early,
+            )
         )
-    )
 
 
 def _prepare_run(

@@ -1,11 +1,16 @@
 """The global flags, taken out of ``argv`` wherever they stand, before typer parses the rest.
 
-Invariants: ``--output``, ``--color``, ``--verbose``, ``--offline`` and ``--locked`` may appear
-anywhere before ``--``; a value outside its choices is a ``ValidationError`` (exit 2), never
-silently taken; ``--db`` moves to the end so each subcommand reads it as its own option.
+Invariants: ``--output``, ``--color``, ``--verbose``, ``--offline``, ``--locked`` and
+``--artifacts DIR`` may appear anywhere before ``--``; a value outside its choices is a
+``ValidationError`` (exit 2), never silently taken; ``--db`` moves to the end so each
+subcommand reads it as its own option. ``--artifacts`` (the artifact directory of a PostgreSQL
+ledger, shared by every host) is handed to the ledger opener as ``$AGENTCTL_ARTIFACTS`` of
+this process, so it wins over the inherited variable.
 """
 
 from __future__ import annotations
+
+import os
 
 from agentctl.errors import ValidationError
 from agentctl.render import Settings
@@ -37,7 +42,7 @@ def normalize_argv(argv: list[str]) -> tuple[Settings, list[str]]:
             rest.extend(argv[i:])
             break
         name, eq, inline = arg.partition("=")
-        if name in _VALUE_FLAGS or name == "--db":
+        if name in _VALUE_FLAGS or name in ("--db", "--artifacts"):
             if eq:
                 value = inline
             elif i + 1 < len(argv):
@@ -47,6 +52,8 @@ def normalize_argv(argv: list[str]) -> tuple[Settings, list[str]]:
                 raise ValidationError(f"option {name} requires a value")
             if name == "--db":
                 db = ["--db", value]
+            elif name == "--artifacts":
+                _set_artifacts(value)
             else:
                 _apply_flag(settings, name, value)
         elif arg == "--verbose":
@@ -60,6 +67,12 @@ def normalize_argv(argv: list[str]) -> tuple[Settings, list[str]]:
         cut = rest.index("--")
         return settings, rest[:cut] + db + rest[cut:]
     return settings, rest + db
+
+
+def _set_artifacts(value: str) -> None:
+    if not value.strip():
+        raise ValidationError("--artifacts is empty; give the shared artifact directory")
+    os.environ["AGENTCTL_ARTIFACTS"] = os.path.abspath(value)
 
 
 def _apply_flag(settings: Settings, name: str, value: str) -> None:

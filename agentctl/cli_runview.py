@@ -12,6 +12,7 @@ mid-word and draws boxes around them), and plain text costs no import at start-u
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 import sys
@@ -19,6 +20,7 @@ import textwrap
 from collections.abc import Iterable, Sequence
 
 from agentctl.clikit import DEFAULT_DB
+from agentctl.core.dburl import redact
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.report import RunReport
@@ -126,7 +128,9 @@ def command(*words: str, db: str, width: int = WIDTH) -> list[str]:
     """A shell-ready command (``--db`` only when this invocation named another database),
     continued with `` \\`` across lines so that it fits ``width`` and still pastes as is.
     An option stays on the line of its value."""
-    tail = ("--db", db) if db != DEFAULT_DB else ()
+    # $AGENTCTL_DB needs no repeating; a URL given with --db is shown without its password.
+    implied = db in (DEFAULT_DB, os.environ.get("AGENTCTL_DB"))
+    tail = () if implied else ("--db", redact(db))
     chunks: list[str] = []
     for word in ("agentctl", *words, *tail):
         quoted = shlex.quote(word)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentctl.clikit import DEFAULT_DB, DbOpt, deliver
+from agentctl.clikit import DEFAULT_DB, DbOpt, deliver, is_server_db
 from agentctl.errors import NotFoundError, ValidationError
 from agentctl.render import Outcome, Settings
 
@@ -46,7 +46,7 @@ def _ledger(
     ``verify=False`` for plain reads (no quick_check of a possibly large file)."""
     from agentctl.ledger import open_ledger
 
-    if not create and not Path(db).exists():
+    if not create and not is_server_db(db) and not Path(db).exists():
         raise NotFoundError(f"database {db} does not exist")
     return open_ledger(db, verify=verify)
 

@@ -28,6 +28,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from agentctl.core.dburl import POSTGRES_SCHEMES, is_postgres_url
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.strictjson import parse_strict
 from agentctl.errors import AgentctlError, ValidationError
@@ -76,16 +77,20 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def check_db_path(value: str) -> str:
-    """``--db``: a regular file or a path that can become one; never a directory or device."""
+    """``--db`` (or ``$AGENTCTL_DB``): a PostgreSQL URL, or a regular file or a path that can
+    become one; never a directory or device, and never a URL of another scheme."""
     if not value.strip():
         raise ValidationError("--db is empty; give the path of a database file")
+    if is_postgres_url(value):
+        return value
     url = _URL.match(value)
     if url:
         # A URL is never taken as a file name (it would create a directory "postgresql:"),
         # and only its scheme is echoed: the rest may carry a password.
+        supported = ", ".join(f"{s}://" for s in POSTGRES_SCHEMES)
         raise ValidationError(
-            f"--db {url.group(0)}… is a URL; this agentctl stores runs in SQLite only: "
-            "give the path of a database file"
+            f"--db {url.group(0)}… is not a supported database URL: give a {supported} URL "
+            "or the path of a SQLite database file"
         )
     path = Path(value)
     try:
@@ -98,6 +103,11 @@ def check_db_path(value: str) -> str:
     if blocker is not None:
         raise ValidationError(f"--db {value}: {blocker} is a file, not a directory")
     return value
+
+
+def is_server_db(db: str) -> bool:
+    """Whether ``--db`` names a database server (a PostgreSQL URL), not a SQLite file."""
+    return is_postgres_url(db)
 
 
 def check_workspace(value: Path | None) -> Path | None:
@@ -114,7 +124,11 @@ def check_workspace(value: Path | None) -> Path | None:
 DbOpt = Annotated[
     str,
     typer.Option(
-        "--db", help="SQLite database (default .agentctl/runtime.db).", callback=check_db_path
+        "--db",
+        help="SQLite database file or postgresql:// URL (default .agentctl/runtime.db).",
+        envvar="AGENTCTL_DB",
+        show_envvar=True,
+        callback=check_db_path,
     ),
 ]
 DiffOpt = Annotated[bool, typer.Option("--diff", help="Include unified diffs of file writes.")]

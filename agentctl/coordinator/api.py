@@ -35,6 +35,7 @@ from agentctl.coordinator.service import (
 )
 from agentctl.coordinator.streaming import StreamListener
 from agentctl.coordinator.workerproc import prestart_workers
+from agentctl.coordinator.workerstart import Prestarted
 from agentctl.core.compiler.diagnostics import Locator
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
@@ -109,11 +110,12 @@ def start_run(
     file: str | None = None,
     locate: Locator | None = None,
     on_stream: StreamListener | None = None,
+    early: Prestarted | None = None,
 ) -> RunOutcome:
     clock, root = Clock(), os.path.abspath(workspace)
     refuse_before_state(plan, root, preview=check_mode, file=file, locate=locate)
-    # The workers start now: their start-up overlaps opening the database and creating the run.
-    with prestart_workers(plan, preview=check_mode) as prestarted, open_ledger(db) as ledger:
+    prestarting = prestart_workers(plan, preview=check_mode, early=early)  # overlaps the open
+    with prestarting as prestarted, open_ledger(db) as ledger:
         run_id, trace_id = create_run(
             ledger,
             plan=plan,

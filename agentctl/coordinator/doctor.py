@@ -196,4 +196,4 @@ def _host_command(action: JsonObject | None) -> str | None:
 
 def database_check(db: str) -> DoctorCheck:
     probe = probe_database(db)
-    return DoctorCheck(f"database {db}", probe.openable, probe.status, probe.detail)
+    return DoctorCheck(f"database {probe.path}", probe.openable, probe.status, probe.detail)

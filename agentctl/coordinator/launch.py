@@ -18,6 +18,7 @@ from agentctl.coordinator.credentials import preflight_credentials
 from agentctl.coordinator.egress_preflight import preflight_egress
 from agentctl.core import registry
 from agentctl.core.compiler.diagnostics import Locator
+from agentctl.core.dburl import is_postgres_url
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.errors import AgentctlError, Diagnostic, ValidationError
 from agentctl.ledger import open_ledger
@@ -152,7 +153,8 @@ def refuse_before_state(
 def existing(db: str) -> str:
     from agentctl.errors import NotFoundError
 
-    if not Path(db).exists():
+    # A server's database is checked by connecting (its ledger is created on first use).
+    if not is_postgres_url(db) and not Path(db).exists():
         raise NotFoundError(f"database {db} does not exist")
     return db
 

@@ -35,7 +35,8 @@ from agentctl.coordinator.prepare import RunSettings
 from agentctl.coordinator.store import Store
 from agentctl.coordinator.streaming import StreamListener
 from agentctl.coordinator.workerpool import kill_stale_workers, open_worker_pool
-from agentctl.coordinator.workerproc import Prestarted, pool_size
+from agentctl.coordinator.workerproc import pool_size
+from agentctl.coordinator.workerstart import Prestarted
 from agentctl.core.compiler.reads import run_output_reads
 from agentctl.core.evaluate import RuntimeView, TaskFailure, render_run_outputs
 from agentctl.core.jsonvalue import JsonObject, JsonValue

@@ -40,7 +40,8 @@ from typing import Any
 import psutil
 import trio
 
-from agentctl.coordinator.workerproc import ChildProcess, Prestarted, signal_tree, worker_argv
+from agentctl.coordinator.workerproc import ChildProcess, signal_tree
+from agentctl.coordinator.workerstart import Prestarted, worker_argv
 from agentctl.core import registry
 from agentctl.errors import AgentctlError, InvalidOperationError, PersistenceError, from_os_error
 from agentctl.mailbox.frames import FrameChannel, ProtocolError
@@ -133,11 +134,12 @@ class WorkerPool:
 
     def _addressed(self, msg: Execute) -> Execute:
         """``msg`` with its executor named and the run's trace id, copied once at most."""
-        update: dict[str, str | None] = {}
-        if msg.executor is None:
-            # Name the executor from this process's registry, so a kind registered at run
-            # time (not known to a fresh worker) still runs.
-            update["executor"] = registry.executor_for_operation(msg.operation)
+        update: dict[str, str] = {}
+        # Name the executor from this process's registry, so a kind registered at run time
+        # (not known to a fresh worker) still runs; an unknown kind is the worker's to refuse.
+        executor = registry.executor_for_operation(msg.operation) if msg.executor is None else None
+        if executor is not None:
+            update["executor"] = executor
         if msg.trace_id is None and self.trace_id is not None:
             update["trace_id"] = self.trace_id
         return msg.model_copy(update=update) if update else msg

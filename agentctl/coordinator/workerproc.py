@@ -4,7 +4,8 @@ workers started before the run needs them.
 ``prestart_workers`` launches worker processes while nothing async runs yet — before
 ``agentctl run`` opens its database and creates the run — so the workers' start-up (the
 interpreter, then importing the executors the plan names: ``--preload``) overlaps that
-work instead of following it. The pool adopts them (``Prestarted.take``) in place of
+work instead of following it; it tops up the worker ``workerstart.early_workers`` may have
+started before the compile. The pool adopts them (``Prestarted.take``) in place of
 starting new ones.
 
 Invariants:
@@ -22,15 +23,12 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
-import subprocess
-import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Protocol
 
 import psutil
-import trio
 
+from agentctl.coordinator.workerstart import Prestarted
 from agentctl.core.plan import Plan
 from agentctl.core.workload import workload
 
@@ -42,13 +40,6 @@ class ChildProcess(Protocol):
     def pid(self) -> int: ...
 
     async def wait(self) -> int: ...
-
-
-def worker_argv(fd: int, preload: Sequence[str]) -> list[str]:
-    argv = [sys.executable, "-m", "agentctl.workers", "--fd", str(fd)]
-    for module in preload:
-        argv += ["--preload", module]
-    return argv
 
 
 def pool_size(plan: Plan) -> int:
@@ -79,75 +70,23 @@ def signal_tree(pid: int, sig: signal.Signals, *, session: bool = False) -> None
             proc.send_signal(sig)
 
 
-class AdoptedProcess:
-    """A worker started with ``subprocess`` before trio ran, as a ``ChildProcess``."""
-
-    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
-        self._popen = popen
-
-    @property
-    def pid(self) -> int:
-        return self._popen.pid
-
-    async def wait(self) -> int:
-        # A thread per wait: the pool waits for a worker only while stopping or reaping it.
-        return await trio.to_thread.run_sync(self._popen.wait, abandon_on_cancel=True)
-
-
-class Prestarted:
-    """Workers started ahead of a run; the pool takes them one at a time."""
-
-    def __init__(self, preload: Sequence[str]) -> None:
-        self.preload = tuple(preload)
-        self.started = 0
-        self._waiting: list[tuple[subprocess.Popen[bytes], socket.socket]] = []
-
-    def start(self) -> None:
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        fd = child.fileno()
-        try:
-            popen = subprocess.Popen(
-                worker_argv(fd, self.preload),
-                pass_fds=(fd,),
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        except OSError:
-            parent.close()
-            return  # the pool will start one itself, and report why if it cannot
-        finally:
-            child.close()
-        self._waiting.append((popen, parent))
-        self.started += 1
-
-    def pids(self) -> list[int]:
-        """The workers started and not yet taken."""
-        return [popen.pid for popen, _ in self._waiting]
-
-    def take(self) -> tuple[ChildProcess, socket.socket] | None:
-        if not self._waiting:
-            return None
-        popen, parent = self._waiting.pop(0)
-        return AdoptedProcess(popen), parent
-
-    def close(self) -> None:
-        """Kill and reap the workers no pool took."""
-        waiting, self._waiting = self._waiting, []
-        for popen, parent in waiting:
-            parent.close()
-            signal_tree(popen.pid, signal.SIGKILL, session=True)
-            popen.wait()
-
-
 @contextlib.contextmanager
-def prestart_workers(plan: Plan, *, preview: bool) -> Iterator[Prestarted]:
+def prestart_workers(
+    plan: Plan, *, preview: bool, early: Prestarted | None = None
+) -> Iterator[Prestarted]:
     """Start the workers ``plan``'s first effects will use (none for a preview or a plan
-    without worker-placed effects); those still unadopted are killed on exit."""
+    without worker-placed effects), beyond those ``early`` started before the plan was known
+    (``workerstart.early_workers``: they are killed here if the plan needs none); those still
+    unadopted are killed on exit."""
     needs = workload(plan)
-    prestarted = Prestarted(needs.modules())
+    prestarted = Prestarted(needs.modules()) if early is None else early
     count = 0 if preview else min(needs.worker_tasks, pool_size(plan))
+    if count == 0:
+        prestarted.close()
+    # Any further worker preloads what the plan names (an early one guessed from the text).
+    prestarted.preload = needs.modules()
     try:
-        for _ in range(count):
+        for _ in range(count - prestarted.started):
             prestarted.start()
         yield prestarted
     finally:

@@ -1,7 +1,8 @@
 """The ledger: versioned run history, effect ledger, budget ledger and artifact store.
 
-Public surface: the ``RunLedger`` protocol (``interface``), its SQLite implementation
-(``SqliteLedger``, opened with ``open_ledger``), the frozen values that cross it (``model``,
+Public surface: the ``RunLedger`` protocol (``interface``), its implementations
+(``SqliteLedger``; ``PgLedger`` in ``ledger.pg``, loaded only for a PostgreSQL URL; both
+opened with ``open_ledger``), the frozen values that cross it (``model``,
 the record types, the ``stats`` read models) and the ID types.
 
 Inside this package only: ``sqlite3`` / ``sqlite_utils``, the ``Database`` connection wrapper
@@ -45,11 +46,13 @@ from agentctl.ledger.model import (
     TaskStart,
     TaskStartBatch,
 )
+from agentctl.ledger.opening import open_ledger
 from agentctl.ledger.reconcile import ReconciliationRecord
 from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.ledger.rows import ApprovalId, EffectId, RunId, TaskId
 from agentctl.ledger.runs import NewRun, RunRecord
-from agentctl.ledger.sqlite_ledger import SqliteLedger, open_ledger
+from agentctl.ledger.service import LedgerService
+from agentctl.ledger.sqlite_ledger import SqliteLedger, open_sqlite_ledger
 from agentctl.ledger.stats import (
     ApprovalList,
     ArtifactInspection,
@@ -96,6 +99,7 @@ __all__ = [
     "InflightEffect",
     "IngestRequest",
     "IngestResult",
+    "LedgerService",
     "LiveState",
     "MemoryEntry",
     "MemoryPut",
@@ -126,4 +130,5 @@ __all__ = [
     "TaskStartBatch",
     "ToolCallRecord",
     "open_ledger",
+    "open_sqlite_ledger",
 ]

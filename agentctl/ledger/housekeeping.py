@@ -35,7 +35,7 @@ from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.ledger.artifacts.gc import DryRun, collect_txn
 from agentctl.ledger.artifacts.store import ArtifactStore, clear_dir
 from agentctl.ledger.rows import shift_ts
-from agentctl.ledger.sql import Db
+from agentctl.ledger.sql import Db, dialect_of
 
 _VALUE_REF = re.compile(r'"\$artifact":"(sha256:[0-9a-f]{64})"')
 _ENCRYPTED_PREFIX = "agentctl.encrypted."  # column envelopes (spec/cli.md §12)
@@ -144,8 +144,9 @@ def _named_value_blobs(conn: Db) -> tuple[set[str], bool]:
     named: set[str] = set()
     encrypted = False
     for table, column in _text_columns(conn):
+        find = "strpos" if dialect_of(conn) == "postgresql" else "instr"
         query = (
-            f'SELECT "{column}" FROM "{table}" WHERE instr("{column}", \'"$artifact"\') > 0'
+            f'SELECT "{column}" FROM "{table}" WHERE {find}("{column}", \'"$artifact"\') > 0'
             f' OR substr("{column}", 1, {len(_ENCRYPTED_PREFIX)}) = ?'
         )
         for (text,) in conn.execute(query, (_ENCRYPTED_PREFIX,)):
@@ -156,6 +157,13 @@ def _named_value_blobs(conn: Db) -> tuple[set[str], bool]:
 
 def _text_columns(conn: Db) -> list[tuple[str, str]]:
     """Every (table, column) that may hold text: all tables, so a new content column counts."""
+    if dialect_of(conn) == "postgresql":
+        rows = conn.execute(
+            "SELECT table_name, column_name FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND data_type = 'text'"
+            " ORDER BY table_name, ordinal_position"
+        )
+        return [(str(r[0]), str(r[1])) for r in rows if str(r[0]) not in _NOT_CONTENT]
     tables = [
         str(r[0])
         for r in conn.execute(

@@ -19,7 +19,9 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentctl.core.dburl import is_postgres_url, redact
 from agentctl.core.jsonvalue import JsonObject
+from agentctl.errors import AgentctlError
 from agentctl.ledger.migrations import APPLICATION_ID, SUPPORTED_SCHEMA_VERSION
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -60,6 +62,8 @@ class DatabaseProbe:
 
 def probe_database(path: str) -> DatabaseProbe:
     """Open ``path`` read-only (never creating it) and report what it holds."""
+    if is_postgres_url(path):
+        return _probe_server(path)
     file = Path(path)
     if not file.exists():
         return _probe(path, False, True, None, "does not exist yet; `run` creates it")
@@ -75,6 +79,25 @@ def probe_database(path: str) -> DatabaseProbe:
     except sqlite3.Error as exc:
         return _probe(path, True, False, None, f"cannot be opened read-only: {exc}")
     return _judge(path, version, app_id, has_runs)
+
+
+def _probe_server(url: str) -> DatabaseProbe:
+    """A PostgreSQL ledger's version, read in a read-only transaction; the URL redacted."""
+    shown = redact(url)
+    from agentctl.ledger.pg.adapter import translate_errors
+    from agentctl.ledger.pg.schema import probe_version
+
+    try:
+        with translate_errors(url):
+            version = probe_version(url, shown)
+    except AgentctlError as exc:
+        return _probe(shown, True, False, None, str(exc))
+    if version is None:
+        return _probe(shown, True, True, 0, "an empty database; `run` sets it up")
+    if version < SUPPORTED_SCHEMA_VERSION:
+        why = f"schema {version}; opening it migrates it to {SUPPORTED_SCHEMA_VERSION}"
+        return _probe(shown, True, True, version, why)
+    return _probe(shown, True, True, version, f"schema {version}, current")
 
 
 def _read(file: Path) -> tuple[int, int, bool]:

@@ -24,7 +24,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.protocols import ProtocolEvidence
 from agentctl.errors import NotFoundError
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_all, loads_opt
-from agentctl.ledger.sql import Db
+from agentctl.ledger.sql import Db, dialect_of
 
 _INSERT_SESSION = (
     "INSERT INTO protocol_sessions (session_id, format_version, run_id, task_id, attempt,"
@@ -38,6 +38,15 @@ _INSERT_CALL = (
     "INSERT OR REPLACE INTO protocol_calls (call_id, format_version, run_id, task_id, attempt,"
     " effect_id, position, session_id, protocol, peer, method, target, remote_id, status,"
     " detail, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+# PostgreSQL has no INSERT OR REPLACE: the same row replaced through an upsert.
+_UPSERT_CALL = _INSERT_CALL.replace("INSERT OR REPLACE", "INSERT") + (
+    " ON CONFLICT (call_id) DO UPDATE SET format_version = excluded.format_version,"
+    " run_id = excluded.run_id, task_id = excluded.task_id, attempt = excluded.attempt,"
+    " effect_id = excluded.effect_id, position = excluded.position,"
+    " session_id = excluded.session_id, protocol = excluded.protocol, peer = excluded.peer,"
+    " method = excluded.method, target = excluded.target, remote_id = excluded.remote_id,"
+    " status = excluded.status, detail = excluded.detail, updated_at = excluded.updated_at"
 )
 
 
@@ -61,7 +70,8 @@ def record_protocol_txn(conn: Db, effect_id: str, evidence: ProtocolEvidence, no
         session = f"{effect_id}/{c.session_key}" if c.session_key is not None else None
         call_row = (call_id, *owner, position, session, c.protocol, c.peer)
         detail = (c.method, c.target, c.remote_id, c.status, c.detail, now)
-        conn.execute(_INSERT_CALL, (*call_row, *detail))
+        sql = _UPSERT_CALL if dialect_of(conn) == "postgresql" else _INSERT_CALL
+        conn.execute(sql, (*call_row, *detail))
 
 
 @dataclass

@@ -12,6 +12,7 @@ Invariant: no driver object, row or connection is returned to the caller.
 from __future__ import annotations
 
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
@@ -19,6 +20,7 @@ from typing import Self
 import agentctl.ledger.approvals as approvals
 import agentctl.ledger.budget as budget
 import agentctl.ledger.effects as effects
+import agentctl.ledger.encryption as encryption
 import agentctl.ledger.held_calls as held_calls
 import agentctl.ledger.lifecycle as lifecycle
 import agentctl.ledger.longterm as longterm
@@ -44,6 +46,7 @@ from agentctl.ledger.artifacts.store import (
 )
 from agentctl.ledger.audit import AuditEvent, list_audit
 from agentctl.ledger.housekeeping import GarbageCollection, collect_garbage
+from agentctl.ledger.migrations import MigrationResult
 from agentctl.ledger.model import (
     ApprovalDecision,
     BatchCommit,
@@ -73,7 +76,7 @@ from agentctl.ledger.sql import Db
 from agentctl.ledger.upgrade import RunUpgrade, upgrade_run_txn
 
 
-class LedgerService:
+class LedgerService(ABC):
     """The backend-neutral ``RunLedger`` methods over one ``Transactions`` runner.
 
     A backend subclasses it for ``location``, ``database_stats``, ``migration`` and the
@@ -83,6 +86,24 @@ class LedgerService:
     def __init__(self, tx: Transactions) -> None:
         self._tx = tx
         self._cas: ArtifactStore | None = None
+
+    @property
+    @abstractmethod
+    def location(self) -> Path: ...
+
+    @abstractmethod
+    def database_stats(self) -> stats.DatabaseStats: ...
+
+    @abstractmethod
+    def migration(self) -> MigrationResult: ...
+
+    @abstractmethod
+    def encryption_inventory(self) -> encryption.EncryptionReport: ...
+
+    @abstractmethod
+    def change_encryption(
+        self, change: encryption.EncryptionChange
+    ) -> encryption.EncryptionReport: ...
 
     def close(self) -> None:
         self._tx.close()

@@ -45,7 +45,7 @@ class SqliteLedger(LedgerService):
         return encryption.change_encryption(self._db, change)
 
 
-def open_ledger(
+def open_sqlite_ledger(
     path: str | os.PathLike[str],
     *,
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
@@ -59,3 +59,7 @@ def open_ledger(
         path, busy_timeout_ms=busy_timeout_ms, target_version=target_version, verify=verify
     )
     return SqliteLedger(db)
+
+
+# The name this opener had before PostgreSQL; ``agentctl.ledger.open_ledger`` takes URLs too.
+open_ledger = open_sqlite_ledger

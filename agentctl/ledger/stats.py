@@ -73,10 +73,11 @@ class DatabaseStats:
     schema_version: int
     size_bytes: int
     counts: dict[str, int]
-    journal_mode: str
+    journal_mode: str  # "postgresql" for a PostgreSQL ledger
+    server_version: str | None = None  # PostgreSQL's; None for SQLite
 
     def to_json(self) -> JsonObject:
-        return {
+        found: JsonObject = {
             "path": self.path,
             "schemaVersion": self.schema_version,
             "supportedSchemaVersion": SUPPORTED_SCHEMA_VERSION,
@@ -84,6 +85,9 @@ class DatabaseStats:
             "counts": dict[str, JsonValue](self.counts),
             "journalMode": self.journal_mode,
         }
+        if self.server_version is not None:
+            found["serverVersion"] = self.server_version
+        return found
 
 
 def database_stats(conn: sqlite3.Connection, path: Path) -> DatabaseStats:

@@ -146,15 +146,26 @@ class FrameChannel:
             view = view[sent:]
 
     async def receive(self) -> Message | None:
-        header = await self._read_exactly(_HEADER.size, at_boundary=True)
-        if header is None:
-            return None
-        (length,) = _HEADER.unpack(header)
-        if length > MAX_FRAME_BYTES:
-            raise ProtocolError(f"announced frame of {length} bytes exceeds the limit")
-        body = await self._read_exactly(length, at_boundary=False)
-        assert body is not None  # only a boundary read may return None
-        return decode_body(body)
+        buffer = self._buffer
+        while True:
+            if len(buffer) >= _HEADER.size:
+                (length,) = _HEADER.unpack_from(buffer)
+                if length > MAX_FRAME_BYTES:
+                    raise ProtocolError(f"announced frame of {length} bytes exceeds the limit")
+                end = _HEADER.size + length
+                if len(buffer) >= end:
+                    body = bytes(buffer[_HEADER.size : end])
+                    del buffer[:end]
+                    return decode_body(body)
+                missing = end - len(buffer)
+            else:
+                missing = _HEADER.size - len(buffer)
+            chunk = await self._receive_some(missing)
+            if not chunk:
+                if not buffer:
+                    return None  # a clean EOF, at a frame boundary
+                raise ProtocolError("truncated frame: connection closed inside a frame")
+            buffer += chunk
 
     async def aclose(self) -> None:
         await self._stream.aclose()
@@ -167,15 +178,3 @@ class FrameChannel:
             return await self._stream.receive_some(size)
         except _LOST as exc:
             raise ProtocolError(f"connection lost while receiving: {exc}") from exc
-
-    async def _read_exactly(self, count: int, *, at_boundary: bool) -> bytes | None:
-        while len(self._buffer) < count:
-            chunk = await self._receive_some(count - len(self._buffer))
-            if not chunk:
-                if at_boundary and not self._buffer:
-                    return None
-                raise ProtocolError("truncated frame: connection closed inside a frame")
-            self._buffer += chunk
-        data = bytes(self._buffer[:count])
-        del self._buffer[:count]
-        return data

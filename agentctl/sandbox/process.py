@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -28,6 +27,7 @@ from typing import Literal
 import trio
 
 from agentctl.errors import RunFailedError
+from agentctl.sandbox.spawn import Child, spawn_child
 
 Outcome = Literal["exited", "timed_out", "output_limit", "memory_limit", "cpu_limit"]
 WATCH_INTERVAL_S = 0.05
@@ -152,8 +152,7 @@ async def _feed(stream: trio.abc.SendStream, data: bytes) -> None:
             await stream.send_all(data)
 
 
-async def _supervise(proc: trio.Process, cap: _Capture, stdin: bytes | None) -> None:
-    assert proc.stdout is not None and proc.stderr is not None
+async def _supervise(proc: Child, cap: _Capture, stdin: bytes | None) -> None:
     async with trio.open_nursery() as nursery:
         if stdin is not None and proc.stdin is not None:
             nursery.start_soon(_feed, proc.stdin, stdin)
@@ -167,29 +166,20 @@ async def _supervise(proc: trio.Process, cap: _Capture, stdin: bytes | None) -> 
                     await _watch(proc.pid, cap)
 
             nursery.start_soon(watch)
-        await proc.wait()
+        await proc.wait_exited()
         watcher.cancel()
-        # The leader is gone; kill what is left of its group so the pipes reach EOF.
+        # The leader has exited but is not reaped yet, so its group id is still ours: kill
+        # what is left of the group (the pipes then reach EOF), then collect the status.
         with contextlib.suppress(OSError):
             os.killpg(proc.pid, signal.SIGKILL)
+        proc.reap()
 
 
-async def _spawn(
-    argv: Sequence[str], env: Mapping[str, str], cwd: str | None, *, piped: bool
-) -> trio.Process:
+def _spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str | None, *, piped: bool) -> Child:
     try:
-        return await trio.lowlevel.open_process(
-            list(argv),
-            env=dict(env),
-            cwd=cwd,
-            stdin=subprocess.PIPE if piped else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            # Own process group, but the worker's session: a coordinator that loses the
-            # worker can still find (by session id) and kill what that worker started.
-            process_group=0,
-            close_fds=True,
-        )
+        # Own process group, but the worker's session: a coordinator that loses the
+        # worker can still find (by session id) and kill what that worker started.
+        return spawn_child(argv, env=env, cwd=cwd, piped_stdin=piped)
     except OSError as exc:
         name = os.path.basename(argv[0]) if argv else "<empty argv>"
         raise RunFailedError(f"cannot start process {name!r}: {exc.strerror}") from exc
@@ -213,7 +203,7 @@ async def run_process(
         raise RunFailedError("cannot start process: empty argv")
     limits = Limits(stdout_limit, stderr_limit, combined_limit, memory_limit_bytes, cpu_limit_s)
     cap = _Capture(limits)
-    proc = await _spawn(argv, env, cwd, piped=stdin is not None)
+    proc = _spawn(argv, env, cwd, piped=stdin is not None)
     try:
         with trio.move_on_after(timeout_s):
             await _supervise(proc, cap, stdin)
@@ -224,13 +214,11 @@ async def run_process(
             kill_tree(proc.pid)
         with trio.CancelScope(shield=True):
             await proc.wait()
-            for pipe in (proc.stdin, proc.stdout, proc.stderr):
-                if pipe is not None:
-                    await pipe.aclose()
+            await proc.aclose_pipes()
     return _result(proc, cap)
 
 
-def _result(proc: trio.Process, cap: _Capture) -> ProcessResult:
+def _result(proc: Child, cap: _Capture) -> ProcessResult:
     if cap.stopped is not None:
         outcome, detail = cap.stopped
         return ProcessResult(outcome, None, b"", b"", detail)

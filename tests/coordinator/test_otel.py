@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from agentctl.coordinator.otel import export_spans, plan_spans, trace_hex
-from agentctl.ledger.sqlite_ledger import open_ledger
+from agentctl.ledger import open_ledger
 from tests.conftest import Cli
 
 WORKFLOW = """apiVersion: agentctl.dev/v1alpha1

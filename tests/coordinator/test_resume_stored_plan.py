@@ -21,7 +21,7 @@ from agentctl.coordinator.clock import Clock
 from agentctl.core.compiler import compile as compile_module
 from agentctl.core.compiler import plan_to_json
 from agentctl.core.compiler.stored import plan_from_stored
-from agentctl.ledger.sqlite_ledger import open_ledger
+from agentctl.ledger import open_ledger
 
 WORKFLOW = """
 apiVersion: agentctl.dev/v1alpha1

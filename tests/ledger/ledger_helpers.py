@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 from agentctl.ledger import NewRun
 from agentctl.ledger.connection import Database
@@ -58,3 +60,8 @@ def make_run(
             now,
         )
     return run_id
+
+
+def ledger_target(ledger: Any, db_path: Path) -> str:
+    """What ``open_ledger`` takes for the ``ledger`` fixture's database: its URL or file."""
+    return str(getattr(ledger, "url", db_path))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -143,6 +144,8 @@ def test_gc_collects_only_unreachable_old_blobs(store: ArtifactStore, tmp_path: 
     stray = store.blobs_dir / "ab" / ("ab" + "0" * 62)
     stray.parent.mkdir()
     stray.write_bytes(b"untracked")
+    hours_ago = time.time() - 2 * 3600  # a file left by an ingest that died long ago
+    os.utime(stray, (hours_ago, hours_ago))
     (store.tmp_dir / "left.part").write_bytes(b"partial")
     dry = run_gc(store, LATER, dry_run=True)
     assert dry["dryRun"] is True and dry["before"] == "2024-06-01T12:00:00.000Z"

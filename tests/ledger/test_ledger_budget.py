@@ -73,24 +73,23 @@ _WORKER = textwrap.dedent(
     """
     import json, random, sys
     from agentctl.ledger.budget import reserve_budget_txn, settle_budget_txn
-    from agentctl.ledger.connection import open_database
+    from agentctl.ledger import open_ledger
 
     db, worker, attempts = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     rng = random.Random(worker)
-    led = open_database(db)
+    led = open_ledger(db)._tx  # the backend's runner: PostgreSQL retries conflicts
     granted = {"toolCalls": 0, "inputTokens": 0}
     for i in range(attempts):
         rid = f"w{worker}-{i}"
         amounts = {"toolCalls": 1, "inputTokens": rng.randint(1, 5)}
         now = f"2024-05-01T12:00:{i % 60:02d}.000Z"
-        with led.transaction() as conn:
-            outcome = reserve_budget_txn(conn, "run-1", rid, amounts, now)
+        outcome = led.run_write(
+            lambda conn: reserve_budget_txn(conn, "run-1", rid, amounts, now))
         if outcome.granted:
             for k in granted:
                 granted[k] += amounts[k]
             if rng.random() < 0.5:
-                with led.transaction() as conn:
-                    settle_budget_txn(conn, "run-1", rid, amounts, now)
+                led.run_write(lambda conn: settle_budget_txn(conn, "run-1", rid, amounts, now))
     led.close()
     print(json.dumps(granted))
     """
@@ -106,7 +105,7 @@ def test_concurrent_processes_never_overspend(
     script.write_text(_WORKER)
     procs = [
         subprocess.Popen(
-            [sys.executable, str(script), str(db_path), str(w), "30"],
+            [sys.executable, str(script), getattr(ledger, "url", str(db_path)), str(w), "30"],
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -130,4 +129,5 @@ def test_concurrent_processes_never_overspend(
     assert snap.usage.get("inputTokens", 0) + snap.reserved["inputTokens"] == granted_tokens
     assert len(reserved_events) == limit
     assert snap.exceeded is not None and snap.exceeded["dimension"] == "toolCalls"
-    assert ledger.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    if isinstance(ledger, Database):
+        assert ledger.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -19,6 +19,7 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
+@pytest.mark.sqlite_only
 def test_open_creates_parents_and_sets_pragmas(ledger: Database, db_path: Path) -> None:
     assert db_path.parent.is_dir()
     conn = ledger.conn
@@ -29,6 +30,7 @@ def test_open_creates_parents_and_sets_pragmas(ledger: Database, db_path: Path) 
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SUPPORTED_SCHEMA_VERSION
 
 
+@pytest.mark.sqlite_only
 def test_database_and_wal_files_are_private(ledger: Database, db_path: Path) -> None:
     make_run(ledger)
     companions = [Path(f"{db_path}-wal"), Path(f"{db_path}-shm")]
@@ -86,6 +88,7 @@ def test_lock_held_beyond_busy_timeout_raises_lock_timeout(db_path: Path) -> Non
         waiter.close()
 
 
+@pytest.mark.sqlite_only
 def test_sqlite_errors_are_translated_and_rolled_back(ledger: Database) -> None:
     make_run(ledger)
     with pytest.raises(PersistenceError, match="database error"):

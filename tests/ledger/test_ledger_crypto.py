@@ -19,6 +19,8 @@ from agentctl.ledger.crypto import PREFIX, SENSITIVE
 from agentctl.ledger.encryption import EncryptionChange, change_encryption, inventory
 from agentctl.ledger.runs import get_run
 
+pytestmark = pytest.mark.sqlite_only  # column encryption is SQLite triggers
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "encryption.md"
 KEY_ENV = "AGENTCTL_TEST_LEDGER_KEY"
 

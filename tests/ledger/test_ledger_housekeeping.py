@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from ledger_helpers import make_run, ts
 from test_ledger_values import BIG, _digest, _record_write
 
@@ -52,6 +53,7 @@ def test_an_old_child_of_a_recent_run_is_kept(ledger: Database) -> None:
     assert _run_ids(ledger) == {"run-src", "run-comp"}
 
 
+@pytest.mark.sqlite_only
 def test_an_encrypted_column_keeps_every_value_blob(ledger: Database, db_path: Path) -> None:
     _record_write(ledger, {"content": BIG}, {"after": BIG})
     with ledger.transaction() as conn:

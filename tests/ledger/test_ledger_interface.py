@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from pathlib import Path
 
 import psutil
 import pytest
@@ -33,7 +32,6 @@ from agentctl.ledger import (
     SqliteLedger,
     TaskStart,
     TaskStartBatch,
-    open_ledger,
 )
 
 OWNER = Owner(os.getpid(), psutil.Process().create_time())  # a live owner
@@ -52,8 +50,8 @@ def _request(ledger: RunLedger, *rows: RequestRow) -> tuple[str, ...]:
 
 
 @pytest.fixture
-def ledger(tmp_path: Path) -> SqliteLedger:
-    led = open_ledger(tmp_path / "state" / "runtime.db")
+def ledger(run_ledger: SqliteLedger) -> SqliteLedger:
+    led = run_ledger  # SQLite and PostgreSQL (conftest)
     led.create_run(new_run(limits={"maxToolCalls": 2}), ("a", "b", "c"), OWNER, ts(0))
     return led
 

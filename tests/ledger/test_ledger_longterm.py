@@ -47,7 +47,8 @@ def test_a_rewrite_replaces_value_text_metadata_and_vector(ledger: Database) -> 
         (only,) = lt.candidates(conn, "ns", ts(3))
     assert (only.text, only.metadata) == ("second text", {"team": "b"})
     assert only.vector == local_hash("second text", ID64)
-    entry = lt.get_entry(conn=ledger.conn, namespace="ns", key="k", now=ts(3))
+    with ledger.read() as conn:
+        entry = lt.get_entry(conn=conn, namespace="ns", key="k", now=ts(3))
     assert (entry.created_at, entry.updated_at) == (ts(1), ts(2))
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from pathlib import Path
 
 import psutil
 import pytest
@@ -22,7 +21,6 @@ from agentctl.ledger import (
     RequestBatch,
     RequestRow,
     SqliteLedger,
-    open_ledger,
 )
 
 OWNER = Owner(os.getpid(), psutil.Process().create_time())
@@ -41,8 +39,8 @@ def _handle(effect: NewEffect, remote_task_id: str = "task-7") -> RemoteHandleRe
 
 
 @pytest.fixture
-def ledger(tmp_path: Path) -> SqliteLedger:
-    led = open_ledger(tmp_path / "state" / "runtime.db")
+def ledger(run_ledger: SqliteLedger) -> SqliteLedger:
+    led = run_ledger  # SQLite and PostgreSQL (conftest)
     led.create_run(new_run(), ("a", "b"), OWNER, ts(0))
     return led
 

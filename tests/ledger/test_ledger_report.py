@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ledger_helpers import make_run, ts
+from ledger_helpers import ledger_target, make_run, ts
 
 from agentctl.ledger import open_ledger
 from agentctl.ledger.audit import append_audit_txn
@@ -24,7 +24,7 @@ def test_lineage_has_ancestors_the_run_and_descendants_only(
     ledger: Database, db_path: Path
 ) -> None:
     _family(ledger)
-    led = open_ledger(db_path)
+    led = open_ledger(ledger_target(ledger, db_path))
     middle = led.run_report("retry-2")
     assert [(r.run_id, r.relation) for r in middle.lineage] == [
         ("run-1", "ancestor"),
@@ -54,7 +54,7 @@ def test_attempts_follow_retries_and_approval_pauses(ledger: Database, db_path: 
     with ledger.transaction() as conn:
         for kind, task, payload, second in events:
             append_audit_txn(conn, "run-1", kind, payload, ts(second), task_id=task)
-    led = open_ledger(db_path)
+    led = open_ledger(ledger_target(ledger, db_path))
     spans = led.run_report("run-1").attempts()
     led.close()
     assert [(s.task_id, s.attempt, s.outcome, s.duration_seconds) for s in spans] == [

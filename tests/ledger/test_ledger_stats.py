@@ -25,6 +25,7 @@ from agentctl.ledger.stats import (
 from agentctl.ledger.tasks import commit_tasks_txn
 
 
+@pytest.mark.sqlite_only
 def test_database_stats_and_migration(ledger: Database, db_path: Path) -> None:
     make_run(ledger)
     with ledger.read() as conn:

@@ -121,6 +121,7 @@ def test_reused_task_materialises_from_pending_with_provenance(ledger: Database)
         assert get_run(conn, "run-1").working_memory == {"count": 0}  # None keeps memory
 
 
+@pytest.mark.sqlite_only
 def test_checkpoint_checksum_is_verified_on_read(ledger: Database) -> None:
     make_run(ledger)
     ledger.conn.execute("UPDATE checkpoints SET state_json = '{\"tampered\":1}'")

@@ -87,6 +87,7 @@ def _column_bytes(db: Path) -> int:
         raw.close()
 
 
+@pytest.mark.sqlite_only  # reads the stored row text through sqlite3
 def test_a_long_string_is_stored_once_and_read_back_exactly(
     ledger: Database, db_path: Path
 ) -> None:
@@ -135,6 +136,7 @@ def test_user_objects_that_look_like_references_round_trip(ledger: Database) -> 
         assert get_task(conn, "run-1", "a").output == nested
 
 
+@pytest.mark.sqlite_only  # reads the stored row text through sqlite3
 def test_short_values_stay_inline(ledger: Database, db_path: Path) -> None:
     short = "s" * (SPILL_MIN_CHARS - 100)
     _record_write(ledger, {"content": short}, {"after": short})
@@ -146,6 +148,7 @@ def test_short_values_stay_inline(ledger: Database, db_path: Path) -> None:
     assert not (db_path.parent / "artifacts" / "sha256").exists()
 
 
+@pytest.mark.sqlite_only  # reads the stored row text through sqlite3
 def test_a_missing_blob_is_a_persistence_error(ledger: Database, db_path: Path) -> None:
     _record_write(ledger, {"content": BIG}, {"after": BIG})
     blob = blob_file(db_path.parent / "artifacts", _digest(BIG))
@@ -185,6 +188,7 @@ def test_a_damaged_blob_is_rewritten_when_the_value_is_stored_again(
         assert get_task(conn, "run-1", "a").output == {"after": BIG}
 
 
+@pytest.mark.sqlite_only  # reads the stored row text through sqlite3
 def test_a_stored_plan_text_with_a_long_literal_comes_back_as_the_same_text(
     ledger: Database, db_path: Path
 ) -> None:
@@ -200,6 +204,7 @@ def test_a_stored_plan_text_with_a_long_literal_comes_back_as_the_same_text(
     assert len(stored) < 1000
 
 
+@pytest.mark.sqlite_only  # reads the stored row text through sqlite3
 def test_escaped_long_strings_move_and_many_short_ones_stay(
     ledger: Database, db_path: Path
 ) -> None:
@@ -241,6 +246,7 @@ def test_a_file_holding_a_stored_value_is_ingested_without_a_copy(
     assert done.stdout.strip() == _digest(BIG)
 
 
+@pytest.mark.sqlite_only  # reads the stored row text through sqlite3
 def test_a_long_term_memory_value_is_stored_apart_and_read_back(
     ledger: Database, db_path: Path
 ) -> None:

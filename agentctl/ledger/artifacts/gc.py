@@ -11,19 +11,25 @@ Invariants:
   unreachable (else its file is restored); the deletion commits before ``trash/`` is emptied.
   A crash at any step leaves either the rows (and recovery restores the files from
   ``trash/``) or no rows (and recovery drops the trashed files) — never a row without bytes;
-- a dry run reports the same candidates and rolls everything back.
+- a dry run reports the same candidates and rolls everything back;
+- on PostgreSQL the transaction does not exclude other writers (hosts): a blob file without a
+  row is collected only once it is ``UNTRACKED_GRACE_S`` old, so a writer whose row is about to
+  commit never loses its bytes (row deletions are guarded by the foreign keys as before).
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.ledger.artifacts.store import ArtifactStore, clear_dir, fsync_dir
 from agentctl.ledger.rows import shift_ts
-from agentctl.ledger.sql import Db
+from agentctl.ledger.sql import Db, dialect_of
+
+UNTRACKED_GRACE_S = 3600
 
 _UNREACHABLE = """NOT EXISTS (SELECT 1 FROM artifact_refs r WHERE r.digest = b.digest)
     AND NOT EXISTS (SELECT 1 FROM value_blobs v WHERE v.digest = b.digest)
@@ -46,11 +52,14 @@ def _candidates(conn: Db, before: str, now: str) -> list[tuple[str, int]]:
 
 def _untracked(store: ArtifactStore, conn: Db) -> list[Path]:
     tracked = {str(r[0]) for r in conn.execute("SELECT digest FROM artifact_blobs")}
+    # On PostgreSQL other writers run beside this transaction: a blob file whose row has not
+    # committed yet is recent, so only files older than the grace period count as untracked.
+    cutoff = time.time() - UNTRACKED_GRACE_S if dialect_of(conn) == "postgresql" else None
     return sorted(
         f
         for sub in store.blobs_dir.iterdir()
         for f in sub.iterdir()
-        if "sha256:" + f.name not in tracked
+        if "sha256:" + f.name not in tracked and (cutoff is None or f.stat().st_mtime < cutoff)
     )
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import PersistenceError
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all
-from agentctl.ledger.sql import Db, Row
+from agentctl.ledger.sql import Db, Row, dialect_of
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,13 @@ class BlobRecord:
 _INSERT_REF = """INSERT OR REPLACE INTO artifact_refs (run_id, task_id, logical_path,
     format_version, attempt, digest, media_type, size_bytes, created_at)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+# PostgreSQL has no INSERT OR REPLACE: the same row replaced through an upsert.
+_UPSERT_REF = _INSERT_REF.replace("INSERT OR REPLACE", "INSERT") + (
+    " ON CONFLICT (run_id, task_id, logical_path) DO UPDATE SET"
+    " format_version = excluded.format_version, attempt = excluded.attempt,"
+    " digest = excluded.digest, media_type = excluded.media_type,"
+    " size_bytes = excluded.size_bytes, created_at = excluded.created_at"
+)
 
 
 def commit_artifact_refs_txn(
@@ -102,7 +109,7 @@ def commit_artifact_refs_txn(
     """Record a task's artifact references and release its ingestion leases."""
     if refs:
         conn.executemany(
-            _INSERT_REF,
+            _UPSERT_REF if dialect_of(conn) == "postgresql" else _INSERT_REF,
             [
                 (
                     run_id,

@@ -49,7 +49,10 @@ _RESTORE_HINT = (
 
 
 def _store_root(conn: Db) -> Path | None:
-    """The artifact store beside the connection's database file (None for ``:memory:``)."""
+    """The artifact store beside the connection's database file (None for ``:memory:``); a
+    backend without one (PostgreSQL) names its store on the connection."""
+    if hasattr(conn, "artifacts_root"):
+        return Path(conn.artifacts_root)
     for row in conn.execute("PRAGMA database_list"):
         if row[1] == "main":
             return Path(row[2]).parent / "artifacts" if row[2] else None

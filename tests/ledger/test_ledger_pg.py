@@ -1,0 +1,144 @@
+"""What is PostgreSQL's own in the ledger: setup, refusals, append-only triggers, redaction.
+
+Runs against the server ``pg_fixture`` finds (skipped with the reason when none answers).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+from ledger_helpers import T0, make_run
+
+from agentctl.errors import FutureVersionError, NotFoundError, PersistenceError
+from agentctl.ledger import SUPPORTED_SCHEMA_VERSION
+from agentctl.ledger.pg.ledger import open_pg_ledger
+
+
+def _sql(url: str, sql: str) -> list[tuple[object, ...]]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        cur = conn.execute(sql)  # type: ignore[arg-type]  # test-only literal SQL
+        return cur.fetchall() if cur.description else []
+
+
+def test_a_new_database_gets_the_current_schema_and_marker(pg_url: str, tmp_path: Path) -> None:
+    led = open_pg_ledger(pg_url, artifacts=tmp_path / "art")
+    assert led.migration().to_version == SUPPORTED_SCHEMA_VERSION
+    led.close()
+    meta = dict(_sql(pg_url, "SELECT name, value FROM agentctl_meta"))
+    assert meta == {"ledger": "agentctl", "schema_version": str(SUPPORTED_SCHEMA_VERSION)}
+    again = open_pg_ledger(pg_url, artifacts=tmp_path / "art")
+    assert again.migration().applied == ()
+    again.close()
+
+
+def test_concurrent_first_opens_set_up_once(pg_url: str, tmp_path: Path) -> None:
+    script = (
+        "import sys\nfrom agentctl.ledger.pg.ledger import open_pg_ledger\n"
+        "print(len(open_pg_ledger(sys.argv[1], artifacts=sys.argv[2]).migration().applied))\n"
+    )
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, pg_url, str(tmp_path / "art")],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    applied = sorted(int(p.communicate(timeout=120)[0]) for p in procs)
+    assert all(p.returncode == 0 for p in procs)
+    assert applied == [0, 0, 0, SUPPORTED_SCHEMA_VERSION]
+
+
+def test_a_newer_schema_is_refused_and_left_unchanged(pg_url: str, tmp_path: Path) -> None:
+    open_pg_ledger(pg_url, artifacts=tmp_path / "art").close()
+    newer = str(SUPPORTED_SCHEMA_VERSION + 1)
+    _sql(pg_url, f"UPDATE agentctl_meta SET value = '{newer}' WHERE name = 'schema_version'")
+    with pytest.raises(FutureVersionError, match="newer than supported"):
+        open_pg_ledger(pg_url, artifacts=tmp_path / "art")
+    assert _sql(pg_url, "SELECT value FROM agentctl_meta WHERE name = 'schema_version'") == [
+        (newer,)
+    ]
+
+
+def test_a_foreign_database_is_not_taken_over(pg_url: str, tmp_path: Path) -> None:
+    _sql(pg_url, "CREATE TABLE customers (id int)")
+    with pytest.raises(PersistenceError, match="not an agentctl ledger"):
+        open_pg_ledger(pg_url, artifacts=tmp_path / "art")
+    tables = _sql(pg_url, "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+    assert tables == [("customers",)]
+
+
+def test_audit_and_checkpoints_are_append_only(pg_url: str, tmp_path: Path) -> None:
+    led = open_pg_ledger(pg_url, artifacts=tmp_path / "art")
+    ledger = led._pg
+    make_run(ledger)
+    for sql in (
+        "UPDATE audit_events SET event_type = 'x'",
+        "DELETE FROM audit_events",
+        "UPDATE checkpoints SET state_json = '{}'",
+    ):
+        with pytest.raises(psycopg.errors.IntegrityConstraintViolation, match="append-only"):
+            _sql(ledger.url, sql)
+    # Deleting the whole run (agentctl gc) still takes its history with it.
+    _sql(ledger.url, "DELETE FROM runs WHERE run_id = 'run-1'")
+    assert _sql(ledger.url, "SELECT COUNT(*) FROM audit_events") == [(0,)]
+    led.close()
+
+
+def test_connection_errors_name_the_url_without_its_password(pg_url: str) -> None:
+    refused = "postgresql://someone:s3cret-pw@127.0.0.1:1/ledger"
+    with pytest.raises(PersistenceError) as got:
+        open_pg_ledger(refused)
+    assert "s3cret-pw" not in str(got.value) and "someone:***@" in str(got.value)
+    base = pg_url.split("?")[0].rsplit("/", 1)[0]
+    with pytest.raises(NotFoundError, match="does not exist"):
+        open_pg_ledger(f"{base}/pgledger_no_such_db_{T0[:4]}")
+
+
+_APPENDER = """
+import sys
+from agentctl.ledger.audit import append_audit_txn
+from agentctl.ledger.pg.ledger import open_pg_ledger
+
+url, art, worker = sys.argv[1], sys.argv[2], sys.argv[3]
+led = open_pg_ledger(url, artifacts=art)
+for i in range(25):
+    payload = {"worker": worker, "i": i}
+    led._pg.run_write(
+        lambda conn: append_audit_txn(conn, "run-1", "test.event", payload, "2024-05-01T12:00:00.000Z"))
+led.close()
+"""
+
+
+def test_concurrent_appends_keep_the_audit_sequence_gapless(pg_url: str, tmp_path: Path) -> None:
+    led = open_pg_ledger(pg_url, artifacts=tmp_path / "art")
+    make_run(led._pg)
+    before = _sql(pg_url, "SELECT COUNT(*) FROM audit_events")[0][0]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _APPENDER, pg_url, str(tmp_path / "art"), str(w)])
+        for w in range(4)
+    ]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    sequences = [r[0] for r in _sql(pg_url, "SELECT sequence FROM audit_events ORDER BY 1")]
+    assert sequences == list(range(1, before + 100 + 1))
+    led.close()
+
+
+def test_gc_keeps_a_fresh_blob_file_another_writer_has_not_committed(
+    pg_url: str, tmp_path: Path
+) -> None:
+    from agentctl.ledger.artifacts.gc import run_gc
+    from agentctl.ledger.artifacts.store import open_artifact_store
+
+    led = open_pg_ledger(pg_url, artifacts=tmp_path / "art")
+    store = open_artifact_store(led._pg)
+    pending = store.blobs_dir / "cd" / ("cd" + "1" * 62)  # written, its row not yet committed
+    pending.parent.mkdir()
+    pending.write_bytes(b"in flight")
+    report = run_gc(store, T0, older_than_days=0)
+    assert report["report"]["untrackedFiles"] == [] and pending.exists()  # type: ignore[index]
+    led.close()

@@ -1,0 +1,86 @@
+"""spawn_child with real children: descriptors, pipes, exit before reap, the thread fallback."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import psutil
+import pytest
+import trio
+
+from agentctl.sandbox.spawn import spawn_child
+
+
+def _open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def test_failed_spawn_leaks_no_descriptor() -> None:
+    before = _open_fds()
+    with pytest.raises(OSError):
+        spawn_child(["/no/such/binary"], env={}, cwd=None, piped_stdin=True)
+    assert _open_fds() == before
+
+
+def test_child_inherits_only_its_standard_streams() -> None:
+    keep_r, keep_w = os.pipe()  # inheritable in the parent: close_fds must still hide it
+    os.set_inheritable(keep_w, True)
+    script = "import os; print(sorted(int(f) for f in os.listdir('/proc/self/fd')))"
+
+    async def main() -> bytes:
+        child = spawn_child([sys.executable, "-c", script], env={}, cwd=None, piped_stdin=False)
+        out = await child.stdout.receive_some(4096)
+        assert await child.wait() == 0
+        await child.aclose_pipes()
+        return out
+
+    try:
+        out = trio.run(main)
+    finally:
+        os.close(keep_r)
+        os.close(keep_w)
+    fds = [int(f) for f in out.decode().strip("[]\n").split(",")]
+    assert [f for f in fds if f > 2 and f != max(fds)] == []  # max: listdir's own handle
+
+
+def test_stdin_round_trip_and_exit_status() -> None:
+    async def main() -> tuple[bytes, int]:
+        child = spawn_child(["/bin/sh", "-c", "cat; exit 3"], env={}, cwd="/", piped_stdin=True)
+        assert child.stdin is not None
+        await child.stdin.send_all(b"hello")
+        await child.stdin.aclose()
+        data = b""
+        while chunk := await child.stdout.receive_some(4096):
+            data += chunk
+        code = await child.wait()
+        await child.aclose_pipes()
+        return data, code
+
+    assert trio.run(main) == (b"hello", 3)
+
+
+def test_exited_child_stays_a_zombie_until_reaped() -> None:
+    async def main() -> None:
+        child = spawn_child(["/bin/true"], env={}, cwd=None, piped_stdin=False)
+        await child.wait_exited()
+        # Not reaped yet: its pid (and process-group id) cannot have been recycled.
+        assert psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE
+        assert os.getpgid(child.pid) == child.pid
+        assert child.reap() == 0
+        assert not psutil.pid_exists(child.pid) or psutil.Process(child.pid).ppid() != os.getpid()
+        await child.aclose_pipes()
+
+    trio.run(main)
+
+
+def test_without_pidfd_the_wait_runs_in_a_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(os, "pidfd_open", raising=False)
+
+    async def main() -> int:
+        child = spawn_child(["/bin/sh", "-c", "exit 5"], env={}, cwd=None, piped_stdin=False)
+        code = await child.wait()
+        await child.aclose_pipes()
+        return code
+
+    assert trio.run(main) == 5
