@@ -232,7 +232,6 @@ def run_cmd(
     # A worker the file's kinds call for starts first: its start-up overlaps all that follows.
     with early_workers(file, preview=check) as early:
         from agentctl.coordinator import api
-        from agentctl.core.compiler import plan_to_json
 
         variables = (vars_files, var_pairs)
         document, plan, resolved = _prepare_run(file, inputs, inputs_file, input_pairs, variables)
@@ -240,7 +239,6 @@ def run_cmd(
             lambda progress, created: api.start_run(
                 document=document,
                 plan=plan,
-                plan_json=plan_to_json(plan),
                 inputs=resolved,
                 db=db,
                 workspace=str(workspace or file.resolve().parent),
