@@ -12,16 +12,17 @@ from typing import Annotated
 
 import typer
 
-from agentctl.cli_runopts import (
+from agentctl.cli_commands import RunRequest, prepare_run
+from agentctl.cli_options import (
+    DbOpt,
     InputPairsOpt,
     InputsFileOpt,
     InputsOpt,
     RunWorkspaceOpt,
     VarOpt,
     VarsFileOpt,
-    prepare_run,
 )
-from agentctl.clikit import DEFAULT_DB, DbOpt, deliver
+from agentctl.clikit import DEFAULT_DB, deliver
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings
 
@@ -43,14 +44,21 @@ def submit_cmd(
 ) -> None:
     """Validate and compile a workflow and record the run as queued for `serve`; prints its id."""
     from agentctl.coordinator import api
-    from agentctl.core.compiler import plan_to_json
 
-    variables = (vars_files, var_pairs)
-    document, plan, resolved = prepare_run(file, inputs, inputs_file, input_pairs, variables)
+    request = RunRequest(
+        file,
+        db,
+        inputs,
+        inputs_file,
+        input_pairs,
+        workspace,
+        var_pairs=var_pairs,
+        vars_files=vars_files,
+    )
+    document, plan, resolved = prepare_run(request)
     data = api.submit_run(
         document=document,
         plan=plan,
-        plan_json=plan_to_json(plan),
         inputs=resolved,
         db=db,
         workspace=str(workspace or file.resolve().parent),

@@ -12,14 +12,22 @@ amortise the commit over. Measured two ways, each in a fresh database per run:
 cost of parsing, compiling and running. Targets (reported, never asserted): ≤ 0.3 ms per pure
 task; RSS ≤ 120 MB at 10,000 tasks.
 
-Run: ``python benchmarks/bench_chain.py [--sizes 1000,10000] [--runs 5] [--json]``.
+Compiler linearity (``--compile-sizes``, issue 15 item 3): CPU time per task (process time, so
+other processes' load does not count) of ``load_workflow`` on the chain's YAML (``_load``:
+parse + validate; only while the source fits the 1 MiB limit) and of ``compile_workflow`` on
+its document (``_compile``); linear means the per-task figures stay flat as the size grows.
+
+Run: ``python benchmarks/bench_chain.py [--sizes 1000,10000] [--compile-sizes 1000,10000,50000]
+[--runs 5] [--json]``.
 """
 
 from __future__ import annotations
 
+import gc
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -79,8 +87,38 @@ def measure_size(
     return figures
 
 
+def compile_figures(n: int, runs: int) -> list[benchkit.Figure]:
+    """Per-task CPU of loading (parse + validate) and of compiling an ``n``-task chain."""
+    import yaml
+
+    from agentctl.core.compiler import compile_workflow
+    from agentctl.core.dsl import MAX_SOURCE_BYTES, load_workflow
+
+    doc = benchkit.pure_chain(n)
+    text = yaml.safe_dump(doc, default_flow_style=None, width=1 << 20, sort_keys=False)
+    fits = len(text.encode("utf-8")) <= MAX_SOURCE_BYTES
+    load, build = [], []
+    for _ in range(runs):
+        gc.collect()
+        if fits:
+            t0 = time.process_time()
+            document = load_workflow(text).document
+            load.append((time.process_time() - t0) * 1000 / n)
+        else:
+            document = doc
+        t0 = time.process_time()
+        compile_workflow(document)
+        build.append((time.process_time() - t0) * 1000 / n)
+    note = "CPU (process time) per task"
+    figures = [benchkit.figure(f"pure_chain_{n}_compile", "ms/task", build, note=note)]
+    if load:
+        figures.append(benchkit.figure(f"pure_chain_{n}_load", "ms/task", load, note=note))
+    return figures
+
+
 def main(
     sizes: str = "1000,10000",
+    compile_sizes: str = "1000,10000,50000",
     runs: int = 5,
     cap_s: float = 300.0,
     budget_s: float = 100.0,
@@ -92,9 +130,17 @@ def main(
         one_s = one_task_cli(runs, Path(tmp), cap_s, budget_s)
         for n in (int(s) for s in sizes.split(",")):
             figures += measure_size(n, runs, Path(tmp), cap_s, budget_s, one_s)
+    for n in (int(s) for s in compile_sizes.split(",") if s):
+        figures += compile_figures(n, runs)
     return {"benchmark": "pure_chain", "figures": [f.to_json() for f in figures]}
 
 
 if __name__ == "__main__":
-    defaults = {"sizes": "1000,10000", "runs": 5, "cap_s": 300.0, "budget_s": 100.0}
+    defaults = {
+        "sizes": "1000,10000",
+        "compile_sizes": "1000,10000,50000",
+        "runs": 5,
+        "cap_s": 300.0,
+        "budget_s": 100.0,
+    }
     benchkit.module_cli(__doc__, main, defaults)

@@ -54,16 +54,15 @@ def inline_ledger_thread() -> Callable[[], None]:
 def profile_run(doc: dict[str, Any], workdir: Path) -> Any:
     from pyinstrument import Profiler
 
-    from agentctl.core.compiler import compile_workflow, plan_to_json
+    from agentctl.core.compiler import compile_workflow
 
     plan = compile_workflow(doc)
-    plan_json = plan_to_json(plan)
     benchkit.run_inprocess(benchkit.pure_chain(2), workdir / "warm")  # imports, caches
     undo = inline_ledger_thread()
     profiler = Profiler(interval=INTERVAL_S, async_mode="disabled")
     try:
         profiler.start()
-        timed = benchkit.start_compiled(doc, plan, plan_json, workdir)
+        timed = benchkit.start_compiled(doc, plan, workdir)
         profiler.stop()
     finally:
         undo()

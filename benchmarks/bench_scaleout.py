@@ -77,18 +77,16 @@ def commit_floor(url: str, rounds: int, reps: int) -> benchkit.Figure:
 
 
 def _submit(db_url: str, workdir: Path, runs: int, effects: int) -> None:
-    from agentctl.cli_runopts import prepare_run
+    from agentctl.cli_commands import RunRequest, prepare_run
     from agentctl.coordinator import api
-    from agentctl.core.compiler import plan_to_json
 
     os.environ["AGENTCTL_ARTIFACTS"] = str(workdir / "artifacts")  # not under the cwd
     path = benchkit.write_yaml(benchkit.memory_chain(effects), workdir / "wf.yaml")
-    document, plan, inputs = prepare_run(path, None, None, [], (None, None))
+    document, plan, inputs = prepare_run(RunRequest(path, db_url))
     for _ in range(runs):
         api.submit_run(
             document=document,
             plan=plan,
-            plan_json=plan_to_json(plan),
             inputs=inputs,
             db=db_url,
             workspace=str(workdir),
@@ -98,16 +96,31 @@ def _submit(db_url: str, workdir: Path, runs: int, effects: int) -> None:
 def _serve_all(db_url: str, workdir: Path, serves: int) -> float:
     """Start ``serves`` serve processes at once; seconds until the last one exited."""
     argv = benchkit.agentctl_argv(
-        "--output", "json", "serve", "--db", db_url, "--exit-when-idle",
-        "--max-runs", str(MAX_RUNS), "--poll-seconds", "0.1",
-    )  # fmt: skip
+        "--output",
+        "json",
+        "serve",
+        "--db",
+        db_url,
+        "--exit-when-idle",
+        "--max-runs",
+        str(MAX_RUNS),
+        "--poll-seconds",
+        "0.1",
+    )
     env = {**os.environ, "AGENTCTL_ARTIFACTS": str(workdir / "artifacts")}
     t0 = time.perf_counter()
     procs = [
-        subprocess.Popen(argv, cwd=workdir, env=env, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+        subprocess.Popen(
+            argv,
+            cwd=workdir,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
         for _ in range(serves)
-    ]  # fmt: skip
+    ]
     for proc in procs:
         _out, err = proc.communicate()
         if proc.returncode != 0:
@@ -175,14 +188,22 @@ def main(
                 samples[n].append(one_round(url, where, n, runs, effects))
     figures = [commit_floor(url, max(rounds, 3), floor_reps)]
     for n in SERVE_COUNTS:
-        figures.append(benchkit.figure(
-            f"scaleout_runs_per_s_{n}_serve", "runs/s", [runs / s for s in samples[n]],
-            higher=True,
-        ))  # fmt: skip
-        figures.append(benchkit.figure(
-            f"scaleout_effects_per_s_{n}_serve", "effects/s",
-            [runs * effects / s for s in samples[n]], higher=True,
-        ))  # fmt: skip
+        figures.append(
+            benchkit.figure(
+                f"scaleout_runs_per_s_{n}_serve",
+                "runs/s",
+                [runs / s for s in samples[n]],
+                higher=True,
+            )
+        )
+        figures.append(
+            benchkit.figure(
+                f"scaleout_effects_per_s_{n}_serve",
+                "effects/s",
+                [runs * effects / s for s in samples[n]],
+                higher=True,
+            )
+        )
     return {
         "benchmark": "scaleout",
         "runs": runs,
@@ -193,6 +214,14 @@ def main(
 
 
 if __name__ == "__main__":
-    benchkit.module_cli(__doc__, main, {
-        "runs": 300, "effects": 3, "rounds": 3, "floor_reps": 200, "pg_url": "",
-    })  # fmt: skip
+    benchkit.module_cli(
+        __doc__,
+        main,
+        {
+            "runs": 300,
+            "effects": 3,
+            "rounds": 3,
+            "floor_reps": 200,
+            "pg_url": "",
+        },
+    )

@@ -176,14 +176,14 @@ class Timed:
 
 def run_inprocess(doc: dict[str, Any], workdir: Path, *, cap_s: float | None = None) -> Timed:
     """Compile outside the clock, then time ``api.start_run`` — the runtime alone."""
-    from agentctl.core.compiler import compile_workflow, plan_to_json
+    from agentctl.core.compiler import compile_workflow
 
     plan = compile_workflow(doc)
-    return start_compiled(doc, plan, plan_to_json(plan), workdir, cap_s=cap_s)
+    return start_compiled(doc, plan, workdir, cap_s=cap_s)
 
 
 def start_compiled(
-    doc: dict[str, Any], plan: Any, plan_json: Any, workdir: Path, *, cap_s: float | None = None
+    doc: dict[str, Any], plan: Any, workdir: Path, *, cap_s: float | None = None
 ) -> Timed:
     """Time one ``api.start_run`` of an already compiled workflow in a fresh database."""
     from agentctl.coordinator import api
@@ -193,7 +193,7 @@ def start_compiled(
     t0 = time.perf_counter()
     try:
         out = api.start_run(
-            document=doc, plan=plan, plan_json=plan_json, inputs={},
+            document=doc, plan=plan, inputs={},
             db=str(workdir / "runtime.db"), workspace=str(workdir), timeout_s=cap_s,
         )  # fmt: skip
     except AgentctlError as exc:

@@ -27,7 +27,9 @@ def floor_of(name: str, figs: Figures) -> tuple[float | None, str]:
     spawn = figs.median("spawn_true")
     if commit is None:
         return None, ""
-    if name.startswith("pure_chain_") and not name.endswith(("_rate", "_wall")):
+    if name.startswith("pure_chain_") and not name.endswith(
+        ("_rate", "_wall", "_load", "_compile")
+    ):
         return commit, "1 commit"
     if name.startswith("effect_chain_memory"):
         return commit, "1 commit"

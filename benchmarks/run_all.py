@@ -33,7 +33,9 @@ import results_md  # noqa: E402
 PLAN: dict[str, tuple[list[str], list[str], float]] = {
     "bench_floors": (["--runs", "15", "--reps", "100"], ["--runs", "2", "--reps", "5"], 300),
     "bench_chain": (
-        ["--sizes", "1000,10000", "--runs", "5"], ["--sizes", "5", "--runs", "1"], 1500,
+        ["--sizes", "1000,10000", "--runs", "5"],
+        ["--sizes", "5", "--compile-sizes", "5", "--runs", "1"],
+        1500,
     ),
     "bench_effects": (["--n", "1000", "--runs", "5"], ["--n", "3", "--runs", "1"], 1200),
     "bench_parallel": (

@@ -30,7 +30,9 @@ class Clock:
     """Wall clock and id minting; subclass or replace in tests."""
 
     def now(self) -> str:
-        return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        # ``isoformat`` gives the same text as ``strftime("…%S.%f")[:-3]`` plus "+00:00", at a
+        # fraction of the cost (called several times per effect step).
+        return datetime.now(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
     def later(self, seconds: float) -> str:
         """``now()`` plus ``seconds``, in the same sortable text (a lease's expiry)."""

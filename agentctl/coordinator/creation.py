@@ -18,9 +18,8 @@ import os
 
 import psutil
 
-from agentctl.core.canonical import canonical_json
 from agentctl.core.compiler import compile_workflow
-from agentctl.core.compiler.stored import plan_from_stored, plan_to_stored
+from agentctl.core.compiler.stored import plan_from_stored, plan_to_stored_text
 from agentctl.core.plan import Plan
 from agentctl.ledger.model import Owner
 from agentctl.ledger.runs import RunRecord
@@ -34,7 +33,7 @@ def owner_identity() -> Owner:
 
 def stored_plan_text(plan: Plan) -> str:
     """The compiled plan as the JSON text stored with a run."""
-    return canonical_json(plan_to_stored(plan))
+    return plan_to_stored_text(plan)
 
 
 def load_plan(run: RunRecord) -> Plan:

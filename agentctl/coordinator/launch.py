@@ -125,16 +125,16 @@ def container_images(plan: Plan) -> set[tuple[str, str]]:
 
 def preflight_containers(plan: Plan) -> None:
     """Fail closed before any state exists: every container action's engine and image."""
-    from agentctl.sandbox.container import preflight
-
     wanted = container_images(plan)
+    if not wanted:
+        return  # the engine module is not even imported by a run without containers
+    from agentctl.sandbox.container import preflight
 
     async def check_all() -> None:
         for runtime, image in sorted(wanted):
             await preflight(runtime, image)
 
-    if wanted:
-        run_trio(check_all)
+    run_trio(check_all)
 
 
 def refuse_before_state(

@@ -77,7 +77,7 @@ def _derived(source: RunRecord, run_id: str, trace_id: str, mode: str) -> NewRun
         workflow_digest=source.workflow_digest,
         plan_digest=source.plan_digest,
         workflow=source.workflow,
-        plan=source.plan,
+        plan=source.stored_plan,  # derived again on read when empty
         inputs=source.inputs,
         working_memory=source.working_memory,
         trace_id=trace_id,

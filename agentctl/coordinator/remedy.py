@@ -194,7 +194,7 @@ def _run_compensation(
     timeout_s: float | None,
     progress: Progress | None,
 ) -> RunOutcome:
-    from agentctl.core.compiler import compile_workflow, plan_to_json
+    from agentctl.core.compiler import compile_workflow
 
     clock = Clock()
     document = rc.compensation_document(source_run.workflow, planned)
@@ -203,7 +203,6 @@ def _run_compensation(
         ledger,
         plan=plan,
         document=document,
-        plan_json=plan_to_json(plan),
         inputs=source_run.inputs or {},
         workspace=base,
         clock=clock,

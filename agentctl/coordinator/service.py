@@ -37,6 +37,7 @@ from agentctl.coordinator.streaming import StreamListener
 from agentctl.coordinator.workerpool import WorkerPool, kill_stale_workers, open_worker_pool
 from agentctl.coordinator.workerproc import pool_size
 from agentctl.coordinator.workerstart import Prestarted
+from agentctl.core.collector import collector_paused
 from agentctl.core.compiler.reads import run_output_reads
 from agentctl.core.evaluate import RuntimeView, TaskFailure, render_run_outputs
 from agentctl.core.jsonvalue import JsonObject, JsonValue
@@ -97,12 +98,12 @@ class DriveRequest:
     cancel_poll_s: float = CANCEL_POLL_S
 
 
+@collector_paused()
 def create_run(
     ledger: RunLedger,
     *,
     plan: Plan,
     document: Mapping[str, Any],
-    plan_json: JsonObject,
     inputs: Mapping[str, Any],
     workspace: str,
     clock: Clock,
@@ -111,7 +112,11 @@ def create_run(
     queued: bool = False,
 ) -> tuple[str, str]:
     """Create the run (document and compiled plan stored) and take its lease in one txn;
-    ``queued``: submit it instead, with no lease, for a ``serve`` to claim."""
+    ``queued``: submit it instead, with no lease, for a ``serve`` to claim.
+
+    The printed plan is not stored beside the compiled one (``RunRecord.plan`` derives it):
+    for a 10,000-task workflow it was ~7 MB more text in the creating transaction.
+    """
     prefix = "compensation" if mode == "compensation" else "run"
     run_id, trace_id = clock.new_id(prefix), clock.new_id("trace")
     new = NewRun(
@@ -121,7 +126,7 @@ def create_run(
         workflow_digest=plan.workflow_digest,
         plan_digest=plan.plan_digest,
         workflow=dict(document),
-        plan=plan_json,
+        plan={},
         inputs=dict(inputs),
         working_memory=dict(plan.run.working_memory),
         trace_id=trace_id,

@@ -10,8 +10,10 @@ Invariants:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import psutil
 
@@ -71,7 +73,8 @@ class RunRecord:
     workflow_digest: str
     plan_digest: str
     workflow: JsonObject
-    plan: JsonObject
+    # The printed plan as stored: empty for runs that store only the compiled one (``plan``).
+    stored_plan: JsonObject
     inputs: JsonObject
     working_memory: JsonObject
     output: JsonValue
@@ -89,6 +92,18 @@ class RunRecord:
     # Kept as text: it is large, and only resume, fork and compensate parse it (None: the
     # run was created before schema v4).
     compiled_plan_json: str | None = None
+
+    @cached_property
+    def plan(self) -> JsonObject:
+        """The printed plan (``plan_to_json``): as stored, or derived from the compiled plan
+        (runs since fast-compile store only that one; the two agree, see tests/core/
+        test_stored_plan.py). Derived on first use: most readers of a run never ask."""
+        if self.stored_plan or self.compiled_plan_json is None:
+            return self.stored_plan
+        from agentctl.core.compiler import plan_to_json
+        from agentctl.core.compiler.stored import plan_from_stored
+
+        return plan_to_json(plan_from_stored(json.loads(self.compiled_plan_json)))
 
     def to_json(self) -> JsonObject:
         return {
@@ -132,7 +147,7 @@ def _run(conn: Db, row: Row) -> RunRecord:
         workflow_digest=row["workflow_digest"],
         plan_digest=row["plan_digest"],
         workflow=loads_value_object(conn, row["doc_workflow_json"]),
-        plan=loads_value_object(conn, row["doc_plan_json"]),
+        stored_plan=loads_value_object(conn, row["doc_plan_json"]),
         inputs=loads_value_object(conn, row["inputs_json"]),
         working_memory=loads_value_object(conn, row["working_memory_json"]),
         output=loads_value(conn, row["output_json"]),

@@ -45,22 +45,20 @@ def _submit_many(
 ) -> dict[str, str]:
     """Queue one run per tag through the same code path as ``agentctl submit`` (in this
     process: 300 CLI start-ups would dominate the test); returns ``run id → tag``."""
-    from agentctl.cli_runopts import prepare_run
+    from agentctl.cli_commands import RunRequest, prepare_run
     from agentctl.coordinator import api
-    from agentctl.core.compiler import plan_to_json
 
     # The backend's --db value for the file the CLI commands name (absolute: in this process).
     how = target.invocation(["--db", str(tmp_path / "db.sqlite")], tmp_path)
     for name, value in how.env.items():
         if name.startswith("AGENTCTL_"):
             monkeypatch.setenv(name, value)
-    document, plan, inputs = prepare_run(tmp_path / "wf.yaml", None, None, [], (None, None))
+    document, plan, inputs = prepare_run(RunRequest(tmp_path / "wf.yaml", how.args[1]))
     runs = {}
     for tag in tags:
         data = api.submit_run(
             document=document,
             plan=plan,
-            plan_json=plan_to_json(plan),
             inputs={**inputs, "tag": tag},
             db=how.args[1],
             workspace=str(tmp_path),

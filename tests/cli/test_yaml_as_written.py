@@ -111,3 +111,23 @@ def test_quoted_and_structured_values_stay_strict(cli: Cli, tmp_path: Path) -> N
     assert got.rc == 2
     paths = sorted(d["path"] for d in got.error["diagnostics"])
     assert paths == ["metadata.name", "spec.actions.ok.timeoutSeconds"]
+
+
+def test_plain_scalars_are_text_as_written_without_anchors_too(cli: Cli, tmp_path: Path) -> None:
+    # No "&" or "*": the document takes the libyaml path, which must keep the plain texts too.
+    plain = (
+        "\n".join(
+            line for line in ANCHORED.splitlines() if "again" not in line and "echo2" not in line
+        )
+        .replace("&data ", "")
+        .replace("&say ", "")
+        .replace("with: *data", "with: { n: 1.10, b: true, list: [1, 2] }")
+    )
+    assert "&" not in plain and "*" not in plain
+    (tmp_path / "wf.yaml").write_text(plain + "\n", encoding="utf-8")
+    done = cli("--output", "json", "run", "wf.yaml", "--db", "db.sqlite")
+    assert done.rc == 0, done.stderr
+    assert done.data["output"]["talk"]["stdout"] == "1.10 yes true\n"
+    assert done.data["output"]["keep"]["output"] == {"n": 1.1, "b": True, "list": [1, 2]}
+    plan = cli("--output", "json", "plan", "wf.yaml")
+    assert plan.rc == 0 and plan.data["name"] == "1.10"

@@ -17,7 +17,6 @@ from registry_helpers import REPO, compile_text, fetch_effects
 
 from agentctl.coordinator import api
 from agentctl.core import registry
-from agentctl.core.compiler import plan_to_json
 from agentctl.errors import RunFailedError, ValidationError
 from tests import registry_ext
 
@@ -57,7 +56,6 @@ def _start(tmp_path: Path, text: str) -> api.RunOutcome:
     return api.start_run(
         document=document,
         plan=plan,
-        plan_json=plan_to_json(plan),
         inputs={},
         db=str(tmp_path / "runtime.db"),
         workspace=str(tmp_path),

@@ -55,7 +55,6 @@ def _created_run(tmp_path: Path) -> tuple[str, str]:
             ledger,
             plan=plan,
             document=document,
-            plan_json=plan_to_json(plan),
             inputs={},
             workspace=str(tmp_path),
             clock=Clock(),
@@ -129,3 +128,15 @@ def test_a_run_from_before_v4_resumes_by_compiling(
     assert len(compiled) == 1
     assert (outcome.state, outcome.output) == ("succeeded", {"text": "hi there"})
     assert [e["operation"] for e in fetch_effects(Path(db))] == ["builtin.write"]
+
+
+def test_the_printed_plan_is_derived_from_the_compiled_one(tmp_path: Path) -> None:
+    db, run_id = _created_run(tmp_path)
+    with sqlite3.connect(db) as conn:
+        (printed,) = conn.execute("SELECT plan_json FROM run_documents").fetchone()
+    assert printed == "{}"  # only the compiled plan is stored
+    _document, plan = compile_text(WORKFLOW)
+    with open_ledger(db) as ledger:
+        run = ledger.find_run(run_id)
+    assert run.plan == plan_to_json(plan)
+    assert run.plan["tasks"]["save"]["needs"] == ["hello"]

@@ -21,7 +21,7 @@ from test_dsl_examples import EXAMPLES
 from agentctl.core.canonical import canonical_json
 from agentctl.core.compiler import compile_workflow, plan_to_json
 from agentctl.core.compiler.serialize import task_json
-from agentctl.core.compiler.stored import plan_from_stored, plan_to_stored
+from agentctl.core.compiler.stored import plan_from_stored, plan_to_stored, plan_to_stored_text
 from agentctl.core.dsl import load_workflow
 from agentctl.core.plan import Plan, RunConfig
 from agentctl.errors import FutureVersionError
@@ -35,7 +35,9 @@ EXAMPLE_FILES = sorted(
 
 
 def _round_trip(plan: Plan) -> Plan:
-    return plan_from_stored(json.loads(canonical_json(plan_to_stored(plan))))
+    text = plan_to_stored_text(plan)  # what a run stores: encoded task by task
+    assert text == canonical_json(plan_to_stored(plan))
+    return plan_from_stored(json.loads(text))
 
 
 def _check(plan: Plan) -> None:

@@ -260,3 +260,23 @@ def test_a_long_term_memory_value_is_stored_apart_and_read_back(
     (stored,) = raw.execute("SELECT value_json FROM long_term_memory").fetchone()
     raw.close()
     assert len(stored) < 200
+
+
+@pytest.mark.parametrize("threshold", [8, 9, 64])
+def test_the_long_string_screen_finds_every_long_quote_free_stretch(
+    monkeypatch: pytest.MonkeyPatch, threshold: int
+) -> None:
+    """The windowed screen answers as the definition does: some stretch between quotes
+    (escape pairs masked) is ``threshold`` characters or longer."""
+    import random
+
+    from agentctl.ledger.artifacts import values
+
+    monkeypatch.setattr(values, "SPILL_MIN_CHARS", threshold)
+    rng = random.Random(threshold)
+    for _ in range(3000):
+        size = rng.randrange(0, 6 * threshold)
+        text = "".join(rng.choice('ab"\\\\') if rng.random() < 0.3 else "x" for _ in range(size))
+        masked = text.replace("\\\\", "__").replace('\\"', "__")
+        expected = len(text) >= threshold and max(map(len, masked.split('"'))) >= threshold
+        assert values._may_hold_long_string(text) == expected, text

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from agentctl.core.collector import collector_paused
 from agentctl.core.compiler.build import draft_task
 from agentctl.core.compiler.capabilities import check_agents
 from agentctl.core.compiler.diagnostics import Collector, Locator
@@ -34,6 +35,7 @@ from agentctl.core.compiler.variables import CapturedVars, check_captured
 from agentctl.core.plan import Plan, PlannedTask, RunConfig
 
 
+@collector_paused()
 def compile_workflow(
     doc: dict[str, Any],
     *,

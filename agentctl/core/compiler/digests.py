@@ -14,20 +14,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentctl.core.canonical import json_digest, v1_digest
+from agentctl.core.canonical import Items, streamed_json_digest, v1_digest
 from agentctl.core.compiler.ir import Env, Source
 from agentctl.core.compiler.serialize import definition_json, task_json
 from agentctl.core.plan import PlannedTask
 
 
-def flattened_document(doc: dict[str, Any], sources: list[Source]) -> dict[str, Any]:
-    spec = {key: value for key, value in doc["spec"].items() if key != "subworkflows"}
-    spec["tasks"] = [source.to_json() for source in sources]
-    return {**doc, "spec": spec}
-
-
 def workflow_digest(doc: dict[str, Any], sources: list[Source]) -> str:
-    return json_digest(flattened_document(doc, sources))
+    """The digest of the flattened document, hashed task by task (never the whole text)."""
+    spec = {key: value for key, value in doc["spec"].items() if key != "subworkflows"}
+    spec["tasks"] = Items(source.to_json() for source in sources)
+    return streamed_json_digest({**doc, "spec": spec})
 
 
 def resolved_definition(task: PlannedTask, env: Env) -> dict[str, Any] | None:
@@ -56,13 +53,14 @@ def plan_digest(
     tasks: tuple[PlannedTask, ...],
     requirements: dict[str, Any],
 ) -> str:
-    return json_digest(
+    # Hashed task by task: the whole plan as one text was the compiler's peak of memory.
+    return streamed_json_digest(
         {
             "name": name,
             "workflowDigest": workflow,
             "order": list(order),
             "maxConcurrency": max_concurrency,
-            "tasks": [task_json(task) for task in tasks],
+            "tasks": Items(task_json(task) for task in tasks),
             "requirements": requirements,
         }
     )

@@ -18,8 +18,9 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from agentctl.core.canonical import Items, streamed_canonical_json
 from agentctl.core.compiler.serialize import task_json
-from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.jsonvalue import JsonObject
 from agentctl.core.plan import (
     AgentConfig,
     Compensation,
@@ -37,18 +38,28 @@ STORED_PLAN_FORMAT = 1
 
 def plan_to_stored(plan: Plan) -> JsonObject:
     """The whole plan as plain JSON (see the module invariants)."""
+    stored = _stored_head(plan)
+    stored["tasks"] = [_stored_task(task) for task in plan.tasks]
+    return stored
+
+
+def plan_to_stored_text(plan: Plan) -> str:
+    """``canonical_json(plan_to_stored(plan))``, encoded task by task: the tasks' JSON is
+    never held as one tree beside the text (~15 MB for 10,000 tasks)."""
+    stored: dict[str, Any] = dict(_stored_head(plan))
+    stored["tasks"] = Items(_stored_task(task) for task in plan.tasks)
+    return streamed_canonical_json(stored)
+
+
+def _stored_head(plan: Plan) -> JsonObject:
+    """Everything of the stored form but its tasks (shared definitions collected once)."""
     actions: JsonObject = {}
     agents: JsonObject = {}
-    tasks: list[JsonValue] = []
     for task in plan.tasks:
         if task.action is not None and task.action_config is not None:
             actions[task.action] = task.action_config
         if task.agent is not None and task.agent_config is not None:
             agents[task.agent] = _agent_json(task.agent_config)
-        stored: JsonObject = {**task_json(task), "operation": task.operation}
-        if task.subworkflow is not None:
-            stored["subworkflow"] = task.subworkflow
-        tasks.append(stored)
     return {
         "format": STORED_PLAN_FORMAT,
         "name": plan.name,
@@ -60,8 +71,14 @@ def plan_to_stored(plan: Plan) -> JsonObject:
         "run": _run_json(plan.run),
         "actions": actions,
         "agents": agents,
-        "tasks": tasks,
     }
+
+
+def _stored_task(task: PlannedTask) -> JsonObject:
+    stored: JsonObject = {**task_json(task), "operation": task.operation}
+    if task.subworkflow is not None:
+        stored["subworkflow"] = task.subworkflow
+    return stored
 
 
 def plan_from_stored(data: JsonObject) -> Plan:

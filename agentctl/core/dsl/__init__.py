@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentctl.core.collector import collector_paused
 from agentctl.core.dsl.diagnostics import (
     Finding,
     Locator,
@@ -71,10 +72,11 @@ class LoadedWorkflow:
         return self.locator.locate(path)
 
 
+@collector_paused()
 def load_workflow(source: str | bytes, file: str | None = None) -> LoadedWorkflow:
     """Parse and validate a workflow document; raises ValidationError with all diagnostics."""
     parsed = parse_yaml(source, file)
-    locator = Locator(parsed.positions, parsed.key_positions)
+    locator = Locator.later(parsed.tables_later())
     raw = parsed.value
     if not isinstance(raw, dict):
         finding = Finding("schema_violation", "", "a workflow document must be a mapping")

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import difflib
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Protocol, Union, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
@@ -37,15 +38,39 @@ _EXPECTED = {
 }
 
 
+class PositionSource(Protocol):
+    """Position tables as the YAML loader computes them (``yamlload.PositionTables``)."""
+
+    positions: dict[str, Position]
+    key_positions: dict[str, Position]
+
+
 @dataclass
 class Locator:
-    """Positions of a document's dotted paths (see ``yamlload.ParsedYaml``)."""
+    """Positions of a document's dotted paths (see ``yamlload.ParsedYaml``).
+
+    ``pending``, when set, computes the tables on first use (``Locator.later``): a document
+    without problems is never located, so its positions are never computed.
+    """
 
     positions: dict[str, Position] = field(default_factory=dict)
     key_positions: dict[str, Position] = field(default_factory=dict)
+    pending: Callable[[], PositionSource] | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def later(cls, tables: Callable[[], PositionSource]) -> Locator:
+        return cls(pending=tables)
+
+    def filled(self) -> Locator:
+        """This locator with its tables computed (once)."""
+        if self.pending is not None:
+            source, self.pending = self.pending(), None
+            self.positions, self.key_positions = source.positions, source.key_positions
+        return self
 
     def locate(self, path: str) -> Position | None:
         """Position of the deepest known prefix of ``path`` (the root counts as a prefix)."""
+        self.filled()
         parts = path.split(".") if path else []
         while True:
             found = self.positions.get(".".join(parts))
@@ -54,6 +79,7 @@ class Locator:
             parts.pop()
 
     def point(self, path: str, how: Point) -> Position | None:
+        self.filled()
         if how == "key" and path in self.key_positions:
             return self.key_positions[path]
         if how == "enclosing":

@@ -64,6 +64,7 @@ def translate_legacy(raw: dict[str, Any]) -> tuple[dict[str, Any], list[Finding]
 
 def legacy_locator(locator: Locator) -> Locator:
     """Positions of the translated paths, taken from the legacy source."""
+    locator = locator.filled()
     result = Locator()
     for table, target in (
         (locator.positions, result.positions),

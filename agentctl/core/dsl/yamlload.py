@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +41,20 @@ from yaml.reader import Reader
 from yaml.resolver import BaseResolver
 from yaml.scanner import Scanner
 
+from agentctl.core.dsl.yamlevents import parse_fast
+from agentctl.core.dsl.yamlscalars import (
+    BOOL_FIRST,
+    BOOL_RE,
+    FLOAT_FIRST,
+    FLOAT_RE,
+    INT_FIRST,
+    INT_RE,
+    MAX_INT_CHARS,
+    NULL_RE,
+    TAG,
+    to_float,
+    to_int,
+)
 from agentctl.errors import Diagnostic, ValidationError
 
 MAX_SOURCE_BYTES = 1_048_576
@@ -52,24 +66,10 @@ MAX_DEPTH = 64
 # exponential "billion laughs" document passes this bound within a few levels.
 MAX_ALIAS_NODES = 10_000
 
-# Longer integer literals are refused: Python refuses to convert enormous digit strings, and
-# no key of the language takes a number anywhere near this size.
-_MAX_INT_CHARS = 40
-
 Position = tuple[int, int]
 
-_TAG = "tag:yaml.org,2002:"
-_NULL_RE = re.compile(r"^(?:~|null|Null|NULL|)$")
-_BOOL_RE = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
-_INT_RE = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
-_FLOAT_RE = re.compile(
-    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
-)
-
-
 # Implicitly typed plain scalars whose text a string-typed key takes as written.
-_PLAIN_TYPED = frozenset({_TAG + "bool", _TAG + "int", _TAG + "float"})
+_PLAIN_TYPED = frozenset({TAG + "bool", TAG + "int", TAG + "float"})
 
 
 class _Resolver(BaseResolver):
@@ -77,10 +77,10 @@ class _Resolver(BaseResolver):
 
 
 # PyYAML keys implicit resolvers by first character; None means "any first character".
-_Resolver.add_implicit_resolver(_TAG + "null", _NULL_RE, None)
-_Resolver.add_implicit_resolver(_TAG + "bool", _BOOL_RE, list("tTfF"))
-_Resolver.add_implicit_resolver(_TAG + "int", _INT_RE, list("-+0123456789"))
-_Resolver.add_implicit_resolver(_TAG + "float", _FLOAT_RE, list("-+0123456789."))
+_Resolver.add_implicit_resolver(TAG + "null", NULL_RE, None)
+_Resolver.add_implicit_resolver(TAG + "bool", BOOL_RE, list(BOOL_FIRST))
+_Resolver.add_implicit_resolver(TAG + "int", INT_RE, list(INT_FIRST))
+_Resolver.add_implicit_resolver(TAG + "float", FLOAT_RE, list(FLOAT_FIRST))
 
 
 class _AliasBoundError(Exception):
@@ -109,17 +109,53 @@ class _Loader(Reader, Scanner, Parser, Composer, _Resolver):
 
 
 @dataclass
-class ParsedYaml:
-    """The JSON value of a document and where each dotted path appears in the source."""
+class PositionTables:
+    """Where each dotted path of a document appears in its source."""
 
-    value: Any
     # Best position of each path: the value for scalars and flow collections, the key for
     # block collections (whose value node starts on a later line).
     positions: dict[str, Position] = field(default_factory=dict)
     # Position of the mapping key that introduces a path (absent for list items and the root).
     key_positions: dict[str, Position] = field(default_factory=dict)
+
+
+@dataclass
+class ParsedYaml:
+    """The JSON value of a document and where each dotted path appears in the source.
+
+    The fast path records no positions (``tables`` is None): they are computed from the
+    source by the exact path the first time they are asked for — which only a diagnostic
+    does — so a valid document never pays for them.
+    """
+
+    value: Any
     # Source text of plain scalars resolved to a boolean or a number, by path.
     plain_texts: dict[str, str] = field(default_factory=dict)
+    tables: PositionTables | None = None
+    text: str = field(default="", repr=False)
+    file: str | None = None
+
+    def position_tables(self) -> PositionTables:
+        if self.tables is None:
+            self.tables = _parse_exact(self.text, self.file).position_tables()
+        return self.tables
+
+    def tables_later(self) -> Callable[[], PositionTables]:
+        """``position_tables`` as a call that holds the source text only, not the value."""
+        known, text, file = self.tables, self.text, self.file
+
+        def tables() -> PositionTables:
+            return known if known is not None else _parse_exact(text, file).position_tables()
+
+        return tables
+
+    @property
+    def positions(self) -> dict[str, Position]:
+        return self.position_tables().positions
+
+    @property
+    def key_positions(self) -> dict[str, Position]:
+        return self.position_tables().key_positions
 
 
 def _diag(
@@ -262,7 +298,8 @@ class _Builder:
 
     def __init__(self, file: str | None) -> None:
         self.file = file
-        self.out = ParsedYaml(value=None)
+        self.out = ParsedYaml(value=None, tables=PositionTables())
+        self.tables = self.out.position_tables()
         self.problems: list[Diagnostic] = []
         # Nodes built once already: meeting one again means an alias is being copied.
         self.built: set[int] = set()
@@ -304,13 +341,13 @@ class _Builder:
         if key_node is not None:
             key_pos = _mark_pos(key_node.start_mark)
             assert key_pos is not None
-            self.out.key_positions[path] = key_pos
+            self.tables.key_positions[path] = key_pos
             if isinstance(node, (MappingNode, SequenceNode)) and not node.flow_style:
                 best = key_pos
-        self.out.positions[path] = best
+        self.tables.positions[path] = best
 
     def _mapping(self, node: MappingNode, path: str, depth: int) -> dict[str, Any]:
-        if node.tag != _TAG + "map":
+        if node.tag != TAG + "map":
             self.problem(f"unsupported tag {node.tag!r} on a mapping", node)
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
@@ -331,7 +368,7 @@ class _Builder:
         if not isinstance(key_node, ScalarNode):
             self.problem("mapping keys must be plain strings, not collections", key_node)
             return None
-        if key_node.tag != _TAG + "str":
+        if key_node.tag != TAG + "str":
             shown = key_node.value
             self.problem(
                 f"mapping key {shown!r} is not a string",
@@ -342,7 +379,7 @@ class _Builder:
         return str(key_node.value)
 
     def _sequence(self, node: SequenceNode, path: str, depth: int) -> list[Any]:
-        if node.tag != _TAG + "seq":
+        if node.tag != TAG + "seq":
             self.problem(f"unsupported tag {node.tag!r} on a sequence", node)
         items: list[Any] = []
         for index, item in enumerate(node.value):
@@ -354,22 +391,21 @@ class _Builder:
     def _scalar(self, node: ScalarNode, path: str) -> Any:
         text: str = node.value
         tag = node.tag
-        if tag == _TAG + "str":
+        if tag == TAG + "str":
             return text
-        if node.style is None and tag in _PLAIN_TYPED:
+        if not node.style and tag in _PLAIN_TYPED:  # plain: None (PyYAML) or '' (libyaml)
             self.out.plain_texts[path] = text
-        if tag == _TAG + "null" and _NULL_RE.match(text):
+        if tag == TAG + "null" and NULL_RE.match(text):
             return None
-        if tag == _TAG + "bool" and _BOOL_RE.match(text):
+        if tag == TAG + "bool" and BOOL_RE.match(text):
             return text.lower() == "true"
-        if tag == _TAG + "int" and _INT_RE.match(text):
-            if len(text) > _MAX_INT_CHARS:
+        if tag == TAG + "int" and INT_RE.match(text):
+            if len(text) > MAX_INT_CHARS:
                 self.problem(f"integer {text[:20]}... is too large", node)
                 return None
-            return _to_int(text)
-        if tag == _TAG + "float" and _FLOAT_RE.match(text):
-            # YAML spells the specials .inf/.nan (any case); Python wants inf/nan.
-            number = float(text.lower().replace(".inf", "inf").replace(".nan", "nan"))
+            return to_int(text)
+        if tag == TAG + "float" and FLOAT_RE.match(text):
+            number = to_float(text)
             if math.isfinite(number):
                 return number
             self.problem(f"{text!r} is not a finite number; JSON cannot represent it", node)
@@ -378,22 +414,24 @@ class _Builder:
         return None
 
 
-def _to_int(text: str) -> int:
-    sign = -1 if text.startswith("-") else 1
-    body = text.lstrip("+-")
-    if body.startswith("0x"):
-        return int(body[2:], 16)
-    if body.startswith("0o"):
-        return int(body[2:], 8)
-    return sign * int(body, 10)
-
-
 def parse_yaml(source: str | bytes, file: str | None = None) -> ParsedYaml:
-    """Decode, compose and convert ``source``; raises ValidationError with yaml_syntax codes."""
+    """Decode, compose and convert ``source``; raises ValidationError with yaml_syntax codes.
+
+    A common document takes the fast path (``yamlevents``: no node tree, positions on
+    demand); anything else, and every document with a problem, the exact one.
+    """
     text = decode_source(source, file)
+    fast = parse_fast(text)
+    if fast is not None:
+        return ParsedYaml(fast.value, fast.plain_texts, None, text, file)
+    return _parse_exact(text, file)
+
+
+def _parse_exact(text: str, file: str | None) -> ParsedYaml:
+    """The node tree, then the value with every path's position and every problem."""
     node = compose_yaml(text, file)
     builder = _Builder(file)
-    builder.out.positions[""] = _mark_pos(node.start_mark) or (1, 1)
+    builder.tables.positions[""] = _mark_pos(node.start_mark) or (1, 1)
     try:
         builder.out.value = builder.build(node, "", 0)
     except _AliasBoundError as exc:

@@ -146,7 +146,7 @@ class LoadedManifest:
 def load_manifest(data: bytes, file: str) -> LoadedManifest:
     """Parse and validate manifest bytes; ``ValidationError`` with located diagnostics."""
     parsed = parse_yaml(data, file)
-    locator = Locator(parsed.positions, parsed.key_positions)
+    locator = Locator.later(parsed.tables_later())
     raw = parsed.value
     if not isinstance(raw, dict):
         finding = Finding("schema_violation", "", "a pack manifest must be a mapping")

@@ -1,0 +1,60 @@
+"""The implicit typing of plain YAML scalars, shared by both YAML loader paths.
+
+Job: the one statement of which plain (unquoted) scalar texts are null, booleans, integers
+or floats — a YAML 1.2 "core"-like schema: ``2024-01-01`` and ``yes``/``no``/``on``/``off``
+stay strings, only ``true``/``false`` (and their ``True``/``TRUE``/``False``/``FALSE``
+spellings) are booleans. ``yamlload`` registers these patterns with PyYAML's resolver (the
+exact path); ``yamlevents`` applies them itself (the fast path). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+
+TAG = "tag:yaml.org,2002:"
+NULL_RE = re.compile(r"^(?:~|null|Null|NULL|)$")
+BOOL_RE = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+INT_RE = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+FLOAT_RE = re.compile(
+    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+)
+# PyYAML keys implicit resolvers by first character (None: any first character).
+BOOL_FIRST = "tTfF"
+INT_FIRST = "-+0123456789"
+FLOAT_FIRST = "-+0123456789."
+
+# Longer integer literals are refused: Python refuses to convert enormous digit strings, and
+# no key of the language takes a number anywhere near this size.
+MAX_INT_CHARS = 40
+
+
+def to_int(text: str) -> int:
+    """The value of an ``INT_RE`` text (decimal, ``0o`` octal or ``0x`` hexadecimal)."""
+    sign = -1 if text.startswith("-") else 1
+    body = text.lstrip("+-")
+    if body.startswith("0x"):
+        return int(body[2:], 16)
+    if body.startswith("0o"):
+        return int(body[2:], 8)
+    return sign * int(body, 10)
+
+
+def to_float(text: str) -> float:
+    """The value of a ``FLOAT_RE`` text; YAML spells the specials .inf/.nan (any case)."""
+    return float(text.lower().replace(".inf", "inf").replace(".nan", "nan"))
+
+
+def implicit_tag(text: str) -> str:
+    """The tag PyYAML's resolver (with ``yamlload``'s registrations) gives a plain ``text``:
+    first-character resolvers in registration order, then the any-character one (null)."""
+    first = text[:1]
+    if first and first in BOOL_FIRST and BOOL_RE.match(text):
+        return TAG + "bool"
+    if first and first in INT_FIRST and INT_RE.match(text):
+        return TAG + "int"
+    if first and first in FLOAT_FIRST and FLOAT_RE.match(text):
+        return TAG + "float"
+    if NULL_RE.match(text):
+        return TAG + "null"
+    return TAG + "str"
