@@ -1,11 +1,12 @@
-"""The ``agentctl`` command line: parse, make one call into the package, render.
+"""The ``agentctl`` command line as typer commands: parse, make one call into the package.
 
 Invariants:
-- no traceback ever reaches a user: every failure becomes an error envelope (JSON mode) or an
-  ``error: …`` block (human mode) with the exit code of spec/cli.md §2;
-- ``--output``, ``--color`` and ``--verbose`` are accepted before or after the command, and
-  ``--db`` on a command group or after its subcommand (argv is normalised before parsing);
-- ``--output json`` is sniffed before parsing, so even a usage error is a JSON envelope;
+- a usage error (click's) becomes a ``ValidationError`` (exit 2), rendered by ``cli_main``
+  like every other failure; typer never prints;
+- ``--db`` is accepted on a command group or after its subcommand (``cli_argv`` moves it);
+- ``check`` and ``run`` keep their full typer definitions here (help, every option, every
+  usage error); ``cli_fast`` parses only their plain forms without importing this module, and
+  both call the same bodies (``cli_commands``);
 - heavy modules (the workflow models and compiler — ``cli_vars`` —, the ledger, trio) are
   imported inside the commands that need them, so ``agentctl check`` starts fast and a
   command on existing state (``resume``, ``runs list``) never builds the workflow models;
@@ -15,41 +16,31 @@ Invariants:
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 
 from agentctl import __version__
-from agentctl.cli_argv import normalize_argv, sniff_output
-from agentctl.clikit import (
-    DEFAULT_DB,
+from agentctl.cli_commands import RunRequest, check_outcome, drive, outcome_of, run_outcome
+from agentctl.cli_options import (
+    CheckOpt,
     DbOpt,
-    Delivered,
     DiffOpt,
+    InputPairsOpt,
+    InputsFileOpt,
+    InputsOpt,
+    RunWorkspaceOpt,
     TimeoutOpt,
+    VarOpt,
+    VarsFileOpt,
     WorkspaceOpt,
-    check_workspace,
-    collect_from_now,
-    deliver,
-    ignore_interrupts,
-    read_cli_file,
-    report_closed_stdout,
 )
-from agentctl.errors import AgentctlError, CancelledRunError, ValidationError, from_os_error
-from agentctl.render import (
-    Outcome,
-    Settings,
-    dump_json,
-    emit_error,
-    emit_outcome,
-    stream_event_printer,
-    write_jsonl_line,
-)
+from agentctl.clikit import DEFAULT_DB, Delivered, collect_from_now, deliver
+from agentctl.errors import ValidationError
+from agentctl.render import Outcome, Settings, stream_event_printer
 
 app = typer.Typer(
     name="agentctl",
@@ -84,15 +75,6 @@ def version_cmd() -> None:
     deliver(Outcome("Version", data, human=lambda _s: f"agentctl {__version__}"))
 
 
-VarOpt = Annotated[
-    list[str] | None, typer.Option("--var", help="Variable NAME=JSON (highest layer); repeatable.")
-]
-VarsFileOpt = Annotated[
-    list[Path] | None,
-    typer.Option("--vars-file", help="YAML/JSON file of variables; repeatable."),
-]
-
-
 @app.command("check")
 def check_cmd(
     file: Annotated[Path, typer.Argument(help="Workflow YAML file to validate.")],
@@ -100,19 +82,7 @@ def check_cmd(
     vars_files: VarsFileOpt = None,
 ) -> None:
     """Validate and compile a workflow without creating any state."""
-    from agentctl.cli_vars import compile_with_vars
-    from agentctl.core.compiler import check_result_json
-
-    loaded, plan = compile_with_vars(file, vars_files, var_pairs)
-    data = check_result_json(plan)
-
-    def human(_s: Settings) -> str:
-        return (
-            f"ok: {data['workflow']} is valid ({data['tasks']} tasks)\n"
-            f"workflowDigest {data['workflowDigest']}\nplanDigest     {data['planDigest']}"
-        )
-
-    deliver(Outcome("CheckResult", data, diagnostics=list(loaded.warnings), human=human))
+    deliver(check_outcome(file, vars_files, var_pairs))
 
 
 @app.command("plan")
@@ -163,55 +133,6 @@ def _plan_human(data: dict[str, Any]) -> Any:
 # --------------------------------------------------------------------------- runs
 
 
-def _drive(call: Callable[[Any, Any], Any], announce: str | None = None) -> NoReturn:
-    """Run ``call(progress, on_created)`` under a live view (for a human at a terminal)."""
-    collect_from_now()
-    view = None
-    if SETTINGS.output == "human" and sys.stderr.isatty():
-        from agentctl.render import LiveProgress
-
-        view = LiveProgress(color=SETTINGS.color != "never")
-        if announce is not None:
-            view.start(announce, "resumed")
-    try:
-        outcome = call(view.update if view else None, view.start if view else None)
-    finally:
-        if view is not None:
-            view.stop()
-    deliver(_outcome(outcome))
-
-
-def _outcome(outcome: Any) -> Outcome:
-    codes = {"succeeded": 0, "paused": 3, "cancelled": 130}
-    data = outcome.to_json()
-
-    def human(_s: Settings) -> str:
-        text = f"run {data['runId']}: {data['state']}"
-        if data.get("output") is not None:
-            text += "\n" + dump_json(data["output"], indent=2)
-        return text
-
-    return Outcome("RunOutcome", data, exit_code=codes.get(outcome.state, 4), human=human)
-
-
-InputsOpt = Annotated[str | None, typer.Option("--inputs", help="Run inputs as a JSON object.")]
-InputsFileOpt = Annotated[
-    Path | None, typer.Option("--inputs-file", help="File holding the inputs JSON object.")
-]
-InputPairsOpt = Annotated[
-    list[str] | None, typer.Option("--input", help="KEY=VALUE (JSON, else text); repeatable.")
-]
-RunWorkspaceOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--workspace", help="Workspace root (default: the file's dir).", callback=check_workspace
-    ),
-]
-CheckOpt = Annotated[
-    bool, typer.Option("--check", help="Preview: run only pure and observe work; write nothing.")
-]
-
-
 @app.command("run")
 def run_cmd(
     file: Annotated[Path, typer.Argument(help="Workflow YAML file to run.")],
@@ -227,64 +148,20 @@ def run_cmd(
     vars_files: VarsFileOpt = None,
 ) -> None:
     """Compile and run a workflow durably; prints the RunOutcome."""
-    from agentctl.coordinator.workerstart import early_workers
-
-    # A worker the file's kinds call for starts first: its start-up overlaps all that follows.
-    with early_workers(file, preview=check) as early:
-        from agentctl.coordinator import api
-
-        variables = (vars_files, var_pairs)
-        document, plan, resolved = _prepare_run(file, inputs, inputs_file, input_pairs, variables)
-        _drive(
-            lambda progress, created: api.start_run(
-                document=document,
-                plan=plan,
-                inputs=resolved,
-                db=db,
-                workspace=str(workspace or file.resolve().parent),
-                timeout_s=timeout_seconds,
-                progress=progress,
-                on_created=created,
-                check_mode=check,
-                diff=diff,
-                on_stream=stream_event_printer(SETTINGS),
-                early=early,
-            )
-        )
-
-
-def _prepare_run(
-    file: Path,
-    inputs: str | None,
-    inputs_file: Path | None,
-    input_pairs: list[str] | None,
-    variables: tuple[list[Path] | None, list[str] | None],
-) -> tuple[Any, Any, dict[str, Any]]:
-    """Compile, resolve the inputs and refuse what cannot run; returns (document, plan, inputs).
-
-    ``variables``: the ``--vars-file`` paths and ``--var`` pairs (``cli_vars``).
-    """
-    from agentctl.cli_vars import compile_with_vars
-    from agentctl.coordinator import api
-
-    loaded, plan = compile_with_vars(file, *variables)
-    file_text = None
-    if inputs_file is not None:
-        file_text = read_cli_file(inputs_file, "inputs file").decode("utf-8", "replace")
-    document = loaded.document
-    resolved = api.resolve_inputs(
-        document["spec"].get("inputs") or {}, inputs, file_text, input_pairs or []
+    request = RunRequest(
+        file=file,
+        db=db,
+        inputs=inputs,
+        inputs_file=inputs_file,
+        input_pairs=input_pairs,
+        workspace=workspace,
+        timeout_seconds=timeout_seconds,
+        check=check,
+        diff=diff,
+        var_pairs=var_pairs,
+        vars_files=vars_files,
     )
-    api.check_executable(plan, file=str(file), locate=loaded.locate)
-    # The parsed models and position tables are no longer needed: free them before the run.
-    # Their cycles are found by a full collection, worth its ~40 ms only for a large plan.
-    del loaded
-    if len(plan.tasks) >= _COLLECT_AFTER_COMPILE_TASKS:
-        gc.collect()
-    return document, plan, resolved
-
-
-_COLLECT_AFTER_COMPILE_TASKS = 1000
+    deliver(run_outcome(request, SETTINGS))
 
 
 @app.command("resume")
@@ -299,7 +176,8 @@ def resume_cmd(
     from agentctl.coordinator import api
 
     where = str(workspace) if workspace else None
-    _drive(
+    outcome = drive(
+        SETTINGS,
         lambda progress, _created: api.resume(
             run,
             db=db,
@@ -311,6 +189,7 @@ def resume_cmd(
         ),
         announce=run,
     )
+    deliver(outcome)
 
 
 @app.command("replay")
@@ -321,7 +200,7 @@ def replay_cmd(
     """Recorded replay: a new linked run built from stored outputs; executes nothing."""
     from agentctl.coordinator import api
 
-    deliver(_outcome(api.replay(run, db=db)))
+    deliver(outcome_of(api.replay(run, db=db)))
 
 
 @app.command("fork")
@@ -336,7 +215,8 @@ def fork_cmd(
     from agentctl.coordinator import api
 
     where = str(workspace) if workspace else None
-    _drive(
+    outcome = drive(
+        SETTINGS,
         lambda progress, created: api.fork(
             run,
             db=db,
@@ -345,8 +225,9 @@ def fork_cmd(
             progress=progress,
             on_created=created,
             diff=diff,
-        )
+        ),
     )
+    deliver(outcome)
 
 
 # Built into the click group only when the command line may need them: building a typer
@@ -368,6 +249,7 @@ def _register_state_groups() -> None:
         cli_inspect,
         cli_packs,
         cli_providers,
+        cli_queue,
         cli_recovery,
     )
     from agentctl.cli_memory import memory_app
@@ -375,6 +257,7 @@ def _register_state_groups() -> None:
 
     cli_inspect.register(app)
     cli_recovery.register(app)
+    cli_queue.register(app)
     cli_docs.register(app, cli_inspect.runs_app)
     cli_packs.register(app)
     cli_providers.register(app)
@@ -397,10 +280,15 @@ def _needs_groups(args: list[str]) -> bool:
 # --------------------------------------------------------------------------- entry point
 
 
-def _run_app(args: list[str]) -> Outcome | int:
-    """The command's outcome (rendered later by ``main``), or the exit code of a help page."""
+def run_app(args: list[str], settings: Settings) -> Outcome | int:
+    """The command's outcome (rendered later by ``cli_main``), or the exit code of a help page.
+
+    ``args`` is the command line without its global flags, which ``settings`` holds.
+    """
+    global SETTINGS
     from typer._click import exceptions as click_exc
 
+    SETTINGS = settings
     completing = "_AGENTCTL_COMPLETE" in os.environ  # a shell asks (`completion SHELL`)
     if completing:
         from agentctl.cli_housekeeping import prepare_completion
@@ -432,66 +320,3 @@ def _usage_message(exc: Any) -> str:
     if ctx is not None:
         message += f" (see '{ctx.command_path} --help')"
     return message
-
-
-def _execute(args: list[str]) -> Outcome | AgentctlError | int:
-    """Parse and run the command; every failure becomes the error a user should see."""
-    global SETTINGS
-    try:
-        SETTINGS, normalized = normalize_argv(args)
-        # Set on every call once loaded, so an earlier call in this process never leaks in.
-        if SETTINGS.offline or SETTINGS.locked or "agentctl.packsource" in sys.modules:
-            from agentctl import packsource
-
-            packsource.MODE = packsource.PackMode(SETTINGS.offline, SETTINGS.locked)
-        if normalized[:1] in (["-V"], ["--version"]):
-            normalized = ["version", *normalized[1:]]
-        if SETTINGS.output != "jsonl":
-            return _run_app(normalized)
-        from agentctl.coordinator.events import open_event_stream
-
-        with open_event_stream(write_jsonl_line):  # the run commands' live event lines
-            return _run_app(normalized)
-    except AgentctlError as exc:
-        if exc.exit_code == 2 and SETTINGS.output == "human":
-            SETTINGS.output = sniff_output(args)  # type: ignore[assignment]
-        return exc
-    except KeyboardInterrupt:
-        return CancelledRunError("interrupted (SIGINT) before the command finished")
-    except OSError as exc:  # an OS failure no layer below classified: still a clear message
-        return from_os_error(exc, str(exc.filename or "a file agentctl needed"))
-    except Exception as exc:  # the last line of defence: report, never show a traceback
-        if os.environ.get("AGENTCTL_DEBUG"):
-            raise
-        return AgentctlError(f"internal error: {type(exc).__name__}: {exc}")
-
-
-def _render(result: Outcome | AgentctlError | int) -> int:
-    """Write the one outcome or error; returns the exit code."""
-    if isinstance(result, int):
-        return result
-    if isinstance(result, Outcome):
-        emit_outcome(result, SETTINGS)
-        return result.exit_code
-    emit_error(result, SETTINGS)
-    return result.exit_code
-
-
-def main(argv: list[str] | None = None) -> NoReturn:
-    """Console-script entry point; never lets a traceback reach the user.
-
-    Once the outcome is decided SIGINT is ignored: an interrupt can no longer change the
-    result or cut its rendering in half (an interrupt before that point is exit 130).
-    """
-    args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        result = _execute(args)
-    except KeyboardInterrupt:  # landed between two statements of the handlers above
-        result = CancelledRunError("interrupted (SIGINT) before the command finished")
-    ignore_interrupts()
-    try:
-        code = _render(result)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        code = report_closed_stdout(SETTINGS)
-    sys.exit(code)

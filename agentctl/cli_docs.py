@@ -16,7 +16,8 @@ from typing import Annotated, Any
 
 import typer
 
-from agentctl.clikit import DEFAULT_DB, DbOpt, deliver, read_cli_file
+from agentctl.cli_options import DbOpt
+from agentctl.clikit import DEFAULT_DB, deliver, read_cli_file
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings
 

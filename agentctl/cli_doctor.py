@@ -12,7 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
-from agentctl.clikit import DEFAULT_DB, DbOpt, WorkspaceOpt, deliver
+from agentctl.cli_options import DbOpt, WorkspaceOpt
+from agentctl.clikit import DEFAULT_DB, deliver
 from agentctl.render import Outcome, Settings
 
 NOT_READY_EXIT = 6  # spec/cli.md §2: "doctor not ready" is a provider/remote code

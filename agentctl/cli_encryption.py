@@ -15,8 +15,9 @@ from typing import Annotated, Any
 
 import typer
 
+from agentctl.cli_options import DbOpt
 from agentctl.cli_state import _ledger, _now, db_app
-from agentctl.clikit import DEFAULT_DB, DbOpt, deliver
+from agentctl.clikit import DEFAULT_DB, deliver
 from agentctl.render import Outcome, Settings, table
 
 encryption_app = typer.Typer(

@@ -15,8 +15,9 @@ from typing import Annotated
 
 import typer
 
+from agentctl.cli_options import DbOpt
 from agentctl.cli_state import _ledger, _now
-from agentctl.clikit import DEFAULT_DB, DbOpt, deliver
+from agentctl.clikit import DEFAULT_DB, deliver
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome

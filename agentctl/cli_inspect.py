@@ -12,7 +12,8 @@ from typing import Annotated
 
 import typer
 
-from agentctl.clikit import DEFAULT_DB, DbOpt, deliver, json_file
+from agentctl.cli_options import DbOpt
+from agentctl.clikit import DEFAULT_DB, deliver, json_file
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings

@@ -16,8 +16,9 @@ from typing import Annotated, Any
 
 import typer
 
+from agentctl.cli_options import DbOpt
 from agentctl.cli_state import _ledger, _now
-from agentctl.clikit import DEFAULT_DB, DbOpt, deliver
+from agentctl.clikit import DEFAULT_DB, deliver
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import (
     DEFAULT_DIMENSIONS,

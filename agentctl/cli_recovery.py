@@ -12,13 +12,8 @@ from typing import Annotated
 
 import typer
 
-from agentctl.clikit import (
-    DEFAULT_DB,
-    DbOpt,
-    TimeoutOpt,
-    WorkspaceOpt,
-    deliver,
-)
+from agentctl.cli_options import DbOpt, TimeoutOpt, WorkspaceOpt
+from agentctl.clikit import DEFAULT_DB, deliver
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome
 

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentctl.clikit import DEFAULT_DB, DbOpt, deliver, is_server_db
+from agentctl.cli_options import DbOpt
+from agentctl.clikit import DEFAULT_DB, deliver, is_server_db
 from agentctl.errors import NotFoundError, ValidationError
 from agentctl.render import Outcome, Settings
 

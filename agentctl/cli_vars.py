@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentctl.cli_schemacache import prepare_workflow_model
 from agentctl.clikit import collect_from_now, read_cli_file
 from agentctl.core.compiler import CapturedVars, compile_workflow
 from agentctl.core.dsl import load_workflow
@@ -145,6 +146,7 @@ def compile_with_vars(
     """Load ``path``, resolve its packs, capture its var files and the CLI variables,
     compile; (source, plan). ``source.document`` is the document with its packs merged."""
     collect_from_now()  # every command that compiles has done its imports by now
+    prepare_workflow_model()
     loaded = load_workflow(read_cli_file(path, "workflow file"), file=str(path))
     # Pack sources (archives, HTTP, the lock file) only when there are packs, or when
     # --offline/--locked made the CLI load them (a locked run checks the lock file either way).

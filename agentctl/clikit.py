@@ -1,4 +1,4 @@
-"""Shared pieces of the command line: delivering an outcome, reading user files, common options.
+"""Shared pieces of the command line: delivering an outcome, reading user files, path checks.
 
 Invariants:
 - a command never prints by itself; it hands one ``Outcome`` to ``deliver`` and the entry
@@ -6,11 +6,13 @@ Invariants:
 - every path the user names is checked here, before any state exists: files the CLI reads go
   through ``read_cli_file`` (regular files only — a FIFO, socket or device is refused before
   it is opened, so nothing blocks — and at most 1 MiB), ``--db`` through ``check_db_path``
-  and ``--workspace`` through ``check_workspace`` (typer callbacks, so they run while the
-  command line is parsed); each refusal is a ``ValidationError`` (exit 2);
+  and ``--workspace`` through ``check_workspace`` (run while the command line is parsed: as
+  typer callbacks, or by ``cli_fast``); each refusal is a ``ValidationError`` (exit 2);
+- nothing here imports typer: the hand-parsed hot commands (``cli_fast``) use this module,
+  and importing typer was a fifth of their start-up (typer's option types: ``cli_options``);
 - ``collect_from_now`` ends start-up for the garbage collector (see ``entry``): called once
   a command's imports are done and before its own work, whatever the command;
-- ``ignore_interrupts`` and ``report_closed_stdout`` serve ``cli.main``'s last step: once
+- ``ignore_interrupts`` and ``report_closed_stdout`` serve ``cli_main.main``'s last step: once
   the outcome is decided it is final, and a reader that closed stdout is told on stderr.
 """
 
@@ -24,9 +26,7 @@ import signal
 import stat
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
-
-import typer
+from typing import NoReturn
 
 from agentctl.core.dburl import POSTGRES_SCHEMES, is_postgres_url
 from agentctl.core.jsonvalue import JsonValue
@@ -44,7 +44,7 @@ def collect_from_now() -> None:
     What exists now — the imported program — is moved out of the collector's view
     (``gc.freeze``): it lives as long as the process, so scanning it again in every full
     collection of a long run would be wasted work. A process that never turned the collector
-    off (a test calling ``cli.main``) is left as it is.
+    off (a test calling ``cli_main.main``) is left as it is.
     """
     if not gc.isenabled():
         gc.freeze()
@@ -119,29 +119,6 @@ def check_workspace(value: Path | None) -> Path | None:
     if not value.is_dir():
         raise ValidationError(f"--workspace {value} is not a directory")
     return value
-
-
-DbOpt = Annotated[
-    str,
-    typer.Option(
-        "--db",
-        help="SQLite database file or postgresql:// URL (default .agentctl/runtime.db).",
-        envvar="AGENTCTL_DB",
-        show_envvar=True,
-        callback=check_db_path,
-    ),
-]
-DiffOpt = Annotated[bool, typer.Option("--diff", help="Include unified diffs of file writes.")]
-TimeoutOpt = Annotated[
-    float | None,
-    typer.Option("--timeout-seconds", min=0.001, help="Overall deadline; on expiry exit 130."),
-]
-WorkspaceOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--workspace", help="Workspace root (default: the run's own).", callback=check_workspace
-    ),
-]
 
 
 class Delivered(Exception):

@@ -22,6 +22,7 @@ Errors cross process boundaries as data (``type``, ``message``, ``retryable``), 
     │   ├── FutureVersionError        5  a database or row format newer than supported
     │   ├── LockTimeoutError          5  the database stayed locked beyond the busy timeout
     │   └── OwnershipError            5  a run is owned by another live coordinator
+    │       └── LeaseLostError        5  a serve's lease was taken over: it commits nothing
     ├── ProviderError                 6  provider, DNS or credential failure (429 / 5xx retryable)
     │   ├── CredentialMissingError    6
     │   ├── DnsError                  6  an egress host did not resolve (before any request)
@@ -159,6 +160,10 @@ class LockTimeoutError(PersistenceError):
 
 class OwnershipError(PersistenceError):
     pass
+
+
+class LeaseLostError(OwnershipError):
+    """A fenced write refused: another coordinator took over the run's lease (run queue)."""
 
 
 class ProviderError(AgentctlError):

@@ -6,7 +6,9 @@ run creation and settlement cancel out. Commits are counted by an ``sqlite3`` tr
 every coordinator connection (``COMMIT`` statements); fsyncs by ``strace -f`` over the whole
 process tree (``fsync``/``fdatasync`` system calls of the coordinator *and* its workers — SQLite
 WAL commits, artifact ingestion, and a worker's own durable file write). Without ``strace``
-only commits are reported. Feeds ``commits_per_effect.md``.
+only commits are reported. SQL statements are counted by the same trace (every statement run,
+each row of an ``executemany`` included; the run's creation inserts one task row per task, so
+one statement of a step's figure is creation, not the step). Feeds ``commits_per_effect.md``.
 
 Run: ``python benchmarks/count_commits.py [--n 20] [--json]``.
 """
@@ -54,19 +56,21 @@ def _doc(kind: str, n: int) -> dict[str, Any]:
     return makers[kind](n)
 
 
-def _child(kind: str, n: int, workdir: Path) -> int:
-    """Run one chain in this process; returns the coordinator's commits."""
+def _child(kind: str, n: int, workdir: Path) -> str:
+    """Run one chain in this process; returns the coordinator's commits and statements."""
     import sqlite3
 
-    commits = 0
+    commits = statements = 0
     connect = sqlite3.connect
 
     def counted(*args: Any, **kw: Any) -> sqlite3.Connection:
         conn = connect(*args, **kw)
 
         def trace(sql: str) -> None:
-            nonlocal commits
+            # One call per statement run (each row of an ``executemany`` too).
+            nonlocal commits, statements
             commits += sql.lstrip().upper().startswith("COMMIT")
+            statements += 1
 
         conn.set_trace_callback(trace)
         return conn
@@ -75,7 +79,7 @@ def _child(kind: str, n: int, workdir: Path) -> int:
     timed = benchkit.run_inprocess(_doc(kind, n), workdir)
     if timed.state != "succeeded":
         raise RuntimeError(f"the {kind} chain ended {timed.state}")
-    return commits
+    return f"{commits} {statements}"
 
 
 def _fsyncs(trace_file: Path) -> int:
@@ -88,8 +92,8 @@ def _fsyncs(trace_file: Path) -> int:
     return total
 
 
-def _measure(kind: str, n: int, workdir: Path) -> tuple[int, int | None]:
-    """(commits, fsyncs) of one chain of ``n`` steps, in a fresh process."""
+def _measure(kind: str, n: int, workdir: Path) -> tuple[int, int, int | None]:
+    """(commits, statements, fsyncs) of one chain of ``n`` steps, in a fresh process."""
     here = workdir / f"{kind}{n}"
     here.mkdir(parents=True)
     argv = [sys.executable, __file__, "--child", kind, str(n), str(here)]
@@ -99,18 +103,22 @@ def _measure(kind: str, n: int, workdir: Path) -> tuple[int, int | None]:
         argv = [strace, "-f", "-qq", "-c", "-e", "trace=fsync,fdatasync", "-o", str(trace_file)]
         argv += [sys.executable, __file__, "--child", kind, str(n), str(here)]
     done = subprocess.run(argv, capture_output=True, text=True, check=True, env=os.environ)
-    commits = int(done.stdout.strip().splitlines()[-1])
-    return commits, _fsyncs(trace_file) if strace else None
+    commits, statements = (int(x) for x in done.stdout.strip().splitlines()[-1].split())
+    return commits, statements, _fsyncs(trace_file) if strace else None
 
 
 def main(n: int = 20, workdir: Path | None = None) -> dict[str, Any]:
     rows: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
         for kind in KINDS:
-            c1, f1 = _measure(kind, n, Path(tmp))
-            c2, f2 = _measure(kind, 2 * n, Path(tmp))
+            c1, s1, f1 = _measure(kind, n, Path(tmp))
+            c2, s2, f2 = _measure(kind, 2 * n, Path(tmp))
             fsyncs = None if f1 is None or f2 is None else (f2 - f1) / n
-            rows[kind] = {"commitsPerStep": (c2 - c1) / n, "fsyncsPerStep": fsyncs}
+            rows[kind] = {
+                "commitsPerStep": (c2 - c1) / n,
+                "statementsPerStep": (s2 - s1) / n,
+                "fsyncsPerStep": fsyncs,
+            }
     return {"benchmark": "commits_per_effect", "n": n, "kinds": rows}
 
 

@@ -196,6 +196,7 @@ def render(report: dict[str, Any]) -> str:
         ("Memory: coordinator peak RSS (kernel high-water mark, wait4)", RSS),
         ("Recovery: SIGKILL, then resume", r"resume_.*"),
         ("Model calls: concurrent agents against a 1 s provider", r"provider_batch_.*"),
+        ("Scale-out: serve processes on PostgreSQL", r"(pg_commit_floor|scaleout_.*)"),
     ]  # fmt: skip
     for title, pattern in sections:
         names = [n for n in figs.by_name if re.fullmatch(pattern, n)]
@@ -270,6 +271,13 @@ FIXES = [
 
 
 SECTION_NOTES = {
+    "Scale-out: serve processes on PostgreSQL": [
+        "300 queued runs of 3 `builtin.memory.write` effects each, drained by 1, 2 or 3 "
+        "`agentctl serve --exit-when-idle --max-runs 4` processes on this machine (start-up "
+        "included) against the PostgreSQL server named by `$AGENTCTL_BENCH_PG_URL`; "
+        "`pg_commit_floor` is one single-row INSERT + COMMIT (`synchronous_commit = on`) on "
+        "one connection. An empty table: no server was reachable, so it skipped itself.",
+        ""],
     "Pure chain (sequential builtin.assign)": [
         "`_inprocess`: the clock runs around `api.start_run` only (compiled before). `_cli`: "
         "`agentctl run` as a fresh process, end to end (start-up, YAML, compile, run, output). "

@@ -54,6 +54,12 @@ PLAN: dict[str, tuple[list[str], list[str], float]] = {
     "bench_providers": (
         ["--runs", "5"], ["--agents", "2", "--delay-s", "0.05", "--runs", "1"], 600,
     ),
+    # Skips itself (no figures) when no PostgreSQL is reachable: $AGENTCTL_BENCH_PG_URL.
+    "bench_scaleout": (
+        ["--runs", "300", "--rounds", "3"],
+        ["--runs", "4", "--effects", "2", "--rounds", "1", "--floor-reps", "10"],
+        1500,
+    ),
     "bench_profile": (
         ["--chain", "10000", "--effects", "1000"],
         ["--chain", "5", "--effects", "3", "--resume-total", "1100", "--resume-kill-at", "1"],

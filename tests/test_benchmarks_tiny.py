@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -73,7 +74,14 @@ def test_every_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
     else:
         assert "pyinstrument" in results["profile"]["unavailable"]
 
+    scaleout = results["scaleout"]  # PostgreSQL: from the environment, else it skips itself
+    if os.environ.get("AGENTCTL_BENCH_PG_URL") or os.environ.get("AGENTCTL_TEST_PG_URL"):
+        assert "pg_commit_floor" in figures and "scaleout_runs_per_s_3_serve" in figures
+    else:
+        assert "no PostgreSQL URL" in scaleout["skipped"] and not scaleout["figures"]
+
     assert "TINY RUN" in markdown
     for heading in ("## Goals", "## Floors", "## Pure chain", "## Effect chain",
-                    "## Parallel batch", "## Memory", "## Recovery", "## Peers", "## Profile"):  # fmt: skip
+                    "## Parallel batch", "## Memory", "## Recovery", "## Peers", "## Profile",
+                    "## Scale-out"):  # fmt: skip
         assert heading in markdown

@@ -34,6 +34,7 @@ ALLOWED: dict[str, set[str]] = {
         "clikit",
         "cli_state",
         "cli_recovery",
+        "cli_queue",
         "cli_vars",
         "cli_docs",
         "cli_packs",
@@ -44,34 +45,55 @@ ALLOWED: dict[str, set[str]] = {
         "cli_doctor",
         "cli_housekeeping",
         "cli_encryption",
+        "cli_commands",
+        "cli_options",
     },
+    # After the SIGINT guard: the global flags, the hand-parsed hot commands, else typer.
+    "cli_main": {"cli", "cli_fast", "cli_argv", "clikit", "render", "errors", "coordinator"}
+    | {"packsource", "__init__"},
+    "cli_fast": {"cli_commands", "clikit", "render", "errors"},
+    # The bodies of check and run, shared by typer's commands and cli_fast.
+    "cli_commands": {"clikit", "render", "errors", "cli_vars", "coordinator", "core"},
+    "cli_options": {"clikit"},  # typer's option types shared by several commands
     # The global flags, taken out of argv before typer parses the rest.
     "cli_argv": {"render", "errors"},
     "clikit": {"render", "errors", "core"},
     "cli_inspect": {"clikit", "render", "errors", "coordinator", "core", "cli_report"}
+    | {"cli_options"}
     | {"cli_runview"},
     # Human and HTML views of a stored run (read models come from ledger.report).
     "cli_runview": {"clikit", "render", "errors", "core", "ledger"},
     "cli_report": {"clikit", "render", "errors", "core", "ledger", "coordinator"}
     | {"__init__", "cli_runview", "cli_report_svg", "cli_docs"},
     "cli_report_svg": {"render", "errors", "core", "ledger", "cli_runview"},
-    "cli_recovery": {"clikit", "render", "errors", "coordinator", "core", "cli_vars"},
-    "cli_vars": {"clikit", "errors", "core", "packsource"},
+    "cli_recovery": {"clikit", "render", "errors", "coordinator", "core", "cli_vars"}
+    | {"cli_options"},
+    "cli_vars": {"clikit", "errors", "core", "packsource", "cli_schemacache"},
+    # The workflow models' core schema kept between processes (a private pickle).
+    "cli_schemacache": {"core", "errors", "usercache"},
+    # The run queue's commands (they share run's options and compiling).
+    "cli_queue": {"clikit", "render", "errors", "coordinator", "core", "cli_options"}
+    | {"cli_commands"},
     # Packs: reading sources, archives and the lock file (decisions live in core/packs).
     "packsource": {"clikit", "errors", "core"},
     "cli_packs": {"clikit", "render", "errors", "core", "packsource", "cli_docs"},
-    "cli_docs": {"clikit", "render", "errors", "core", "coordinator", "cli_vars", "packsource"},
+    "cli_docs": {"clikit", "render", "errors", "core", "coordinator", "cli_vars", "packsource"}
+    | {"cli_options"},
     "cli_providers": {"clikit", "render", "core", "coordinator", "cli_vars"},
-    "cli_state": {"clikit", "render", "errors", "ledger", "coordinator"},
-    "cli_memory": {"clikit", "render", "errors", "ledger", "core", "cli_state"},
+    "cli_state": {"clikit", "render", "errors", "ledger", "coordinator"} | {"cli_options"},
+    "cli_memory": {"clikit", "render", "errors", "ledger", "core", "cli_state"} | {"cli_options"},
     # doctor (ready to run here?), gc and completion: operator tools over a workflow or a ledger.
-    "cli_doctor": {"clikit", "render", "coordinator", "core", "cli_vars"},
-    "cli_housekeeping": {"clikit", "render", "errors", "ledger", "core", "cli_state"},
+    "cli_doctor": {"clikit", "render", "coordinator", "core", "cli_vars"} | {"cli_options"},
+    "cli_housekeeping": {"clikit", "render", "errors", "ledger", "core", "cli_state"}
+    | {"cli_options"},
     # db encryption inventory|enable|rotate: the ledger's column encryption (ADR 0010).
-    "cli_encryption": {"clikit", "render", "ledger", "cli_state"},
+    "cli_encryption": {"clikit", "render", "ledger", "cli_state"} | {"cli_options"},
     "__main__": {"entry"},
     # The process entry point: the SIGINT guard around importing the CLI.
-    "entry": {"cli", "render", "errors"},
+    "entry": {"cli_main", "render", "errors", "dataclass_codes"},
+    # Start-up caches in the user's cache directory (private files only).
+    "usercache": set(),
+    "dataclass_codes": {"usercache"},
     "__init__": set(),
 }
 

@@ -134,6 +134,29 @@ def start_run(
     return _settled(outcome, plan, db, root, timeout_s)
 
 
+def submit_run(
+    *,
+    document: Mapping[str, Any],
+    plan: Plan,
+    inputs: Mapping[str, Any],
+    db: str,
+    workspace: str,
+) -> JsonObject:
+    """Record the run as queued for a ``serve`` to drive; nothing executes here."""
+    clock, root = Clock(), os.path.abspath(workspace)
+    with open_ledger(db) as ledger:
+        run_id, trace_id = create_run(
+            ledger,
+            plan=plan,
+            document=document,
+            inputs=inputs,
+            workspace=root,
+            clock=clock,
+            queued=True,
+        )
+    return {"runId": run_id, "traceId": trace_id, "state": "queued"}
+
+
 def _settled(
     outcome: RunOutcome, plan: Plan, db: str, root: str, timeout_s: float | None
 ) -> RunOutcome:

@@ -294,6 +294,7 @@ class Driver:
             trace_id=self.trace_id,
             waiting_for_approval=eff.needs_approval,
             policy=eff.policy,
+            known_input_digest=eff.input_digest,
         )
         assert new.effect_id == eff.effect_id, "effect identity drifted"
         state = self.live.states[step.task.id]

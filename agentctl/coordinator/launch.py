@@ -36,9 +36,13 @@ def run_trio(fn: Callable[[*Args], Awaitable[T]], *args: *Args) -> T:
         raise _first_leaf(group) from group
 
 
-def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    from agentctl.errors import AgentctlError
+def user_error(exc: BaseException) -> AgentctlError | None:
+    """The error a user should see in ``exc`` (itself, or the first in its group), if any."""
+    found = _first_leaf(exc) if isinstance(exc, BaseExceptionGroup) else exc
+    return found if isinstance(found, AgentctlError) else None
 
+
+def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
     leaves: list[BaseException] = []
     stack: list[BaseException] = [group]
     while stack:
@@ -121,16 +125,16 @@ def container_images(plan: Plan) -> set[tuple[str, str]]:
 
 def preflight_containers(plan: Plan) -> None:
     """Fail closed before any state exists: every container action's engine and image."""
-    from agentctl.sandbox.container import preflight
-
     wanted = container_images(plan)
+    if not wanted:
+        return  # the engine module is not even imported by a run without containers
+    from agentctl.sandbox.container import preflight
 
     async def check_all() -> None:
         for runtime, image in sorted(wanted):
             await preflight(runtime, image)
 
-    if wanted:
-        run_trio(check_all)
+    run_trio(check_all)
 
 
 def refuse_before_state(

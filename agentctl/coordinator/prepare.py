@@ -294,4 +294,5 @@ def _effect_plan(
         secrets=built.secrets,
         budget=entry.estimate(built.request) if entry.estimate is not None else {},
         policy=verdict(decision),
+        input_digest=digest,
     )

@@ -17,7 +17,7 @@ import contextlib
 import math
 import os
 import signal
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -34,7 +34,7 @@ from agentctl.coordinator.otel import export_run
 from agentctl.coordinator.prepare import RunSettings
 from agentctl.coordinator.store import Store
 from agentctl.coordinator.streaming import StreamListener
-from agentctl.coordinator.workerpool import kill_stale_workers, open_worker_pool
+from agentctl.coordinator.workerpool import WorkerPool, kill_stale_workers, open_worker_pool
 from agentctl.coordinator.workerproc import pool_size
 from agentctl.coordinator.workerstart import Prestarted
 from agentctl.core.collector import collector_paused
@@ -90,6 +90,12 @@ class DriveRequest:
     compensates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     on_stream: StreamListener | None = None  # each durable stream event, live
     prestarted: Prestarted | None = None  # workers started before the run was created
+    # A ``serve`` drive: its process-wide worker pool, and the event that hands the run back
+    # (SIGINT/SIGTERM of the serve) instead of this drive watching signals itself.
+    pool: WorkerPool | None = None
+    stop: trio.Event | None = None
+    # How often the durable cancel flag is read: a serve's many drives read it less often.
+    cancel_poll_s: float = CANCEL_POLL_S
 
 
 @collector_paused()
@@ -103,8 +109,10 @@ def create_run(
     clock: Clock,
     mode: str = "execute",
     source_run_id: str | None = None,
+    queued: bool = False,
 ) -> tuple[str, str]:
-    """Create the run (document and compiled plan stored) and take its lease in one txn.
+    """Create the run (document and compiled plan stored) and take its lease in one txn;
+    ``queued``: submit it instead, with no lease, for a ``serve`` to claim.
 
     The printed plan is not stored beside the compiled one (``RunRecord.plan`` derives it):
     for a 10,000-task workflow it was ~7 MB more text in the creating transaction.
@@ -127,8 +135,12 @@ def create_run(
         source_run_id=source_run_id,
         budget_limits=plan.run.budget_limits(),
         compiled_plan_json=stored_plan_text(plan),
+        state="queued" if queued else "running",
     )
-    ledger.create_run(new, plan.order, owner_identity(), clock.now())
+    if queued:
+        ledger.submit_run(new, plan.order, clock.now())
+    else:
+        ledger.create_run(new, plan.order, owner_identity(), clock.now())
     return run_id, trace_id
 
 
@@ -139,13 +151,15 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
         req = replace(req, on_stream=sink.stream)
     store = Store(req.ledger, sink.tap(req.run_id, req.trace_id) if sink else None)
     live = live_from(await store.load_live(req.run_id))
-    registry = _worker_registry(req.ledger.location)
+    # A serve's shared pool keeps its own registry (and must not be reaped as stale here).
+    registry = worker_registry(req.ledger.location) if req.pool is None else ""
     try:
         final, cancelled, wall_expired = await _drive_with_workers(store, req, live, registry)
     finally:
         # Also when the drive failed (a full disk): every worker is dead, nothing to record.
         with contextlib.suppress(OSError):
-            os.unlink(registry)
+            if registry:
+                os.unlink(registry)
     if wall_expired:
         final = "wall_time_exceeded"
     outcome: RunOutcome | None = None
@@ -164,11 +178,7 @@ async def _drive_with_workers(
     size = pool_size(req.plan)
     wall_deadline = await _wall_deadline(store, req)
     final = "failed"  # what a drive cut short by cancellation or the wall clock reports
-    preload = workload(req.plan).modules()
-    async with open_worker_pool(
-        size, registry_path=registry, preload=preload, prestarted=req.prestarted
-    ) as pool:
-        pool.trace_id = req.trace_id
+    async with _open_pool(req, size, registry) as pool:
         await store.open_artifacts()
         driver = Driver(
             store,
@@ -183,16 +193,33 @@ async def _drive_with_workers(
         )
         with trio.CancelScope() as scope, trio.CancelScope(deadline=wall_deadline) as wall:
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_watch_signals, scope)
-                nursery.start_soon(_watch_cancel_flag, store, req.run_id, scope)
-                # Worker start-up (~0.1-0.3 s) overlaps the run's first transactions.
-                nursery.start_soon(pool.warm, _warm_count(req, size))
+                if req.stop is None:
+                    nursery.start_soon(_watch_signals, scope)
+                    # Worker start-up (~0.1-0.3 s) overlaps the run's first transactions.
+                    nursery.start_soon(pool.warm, _warm_count(req, size))
+                else:
+                    nursery.start_soon(_watch_stop, req.stop, scope)
+                nursery.start_soon(_watch_cancel_flag, store, req, scope)
                 if req.timeout_s is not None:
                     scope.deadline = trio.current_time() + req.timeout_s
                 final = await driver.drive()
                 nursery.cancel_scope.cancel()
     cancelled = scope.cancelled_caught
     return final, cancelled, wall.cancelled_caught and not cancelled
+
+
+@contextlib.asynccontextmanager
+async def _open_pool(req: DriveRequest, size: int, registry: str) -> AsyncIterator[WorkerPool]:
+    """The drive's own worker pool, or the ``serve``'s shared one (left open)."""
+    if req.pool is not None:
+        yield req.pool
+        return
+    preload = workload(req.plan).modules()
+    async with open_worker_pool(
+        size, registry_path=registry, preload=preload, prestarted=req.prestarted
+    ) as pool:
+        pool.trace_id = req.trace_id
+        yield pool
 
 
 def _settings(req: DriveRequest) -> RunSettings:
@@ -226,10 +253,10 @@ def _wide_effects(plan: Plan) -> bool:
     return False
 
 
-def _worker_registry(location: Path) -> str:
+def worker_registry(location: Path) -> str:
     """This coordinator's worker registry; kills the workers left by dead coordinators."""
     folder = Path(f"{location}.workers")
-    folder.mkdir(mode=0o700, exist_ok=True)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # a server's: under .agentctl/
     for stale in folder.glob("*.json"):
         kill_stale_workers(str(stale))
     return str(folder / f"{os.getpid()}.json")
@@ -256,10 +283,15 @@ async def _watch_signals(scope: trio.CancelScope) -> None:
             return
 
 
-async def _watch_cancel_flag(store: Store, run_id: str, scope: trio.CancelScope) -> None:
+async def _watch_stop(stop: trio.Event, scope: trio.CancelScope) -> None:
+    await stop.wait()
+    scope.cancel()
+
+
+async def _watch_cancel_flag(store: Store, req: DriveRequest, scope: trio.CancelScope) -> None:
     while True:
-        await trio.sleep(CANCEL_POLL_S)
-        if await store.is_cancel_requested(run_id):
+        await trio.sleep(req.cancel_poll_s)
+        if await store.is_cancel_requested(req.run_id):
             scope.cancel()
             return
 
@@ -268,6 +300,11 @@ async def _finish(
     store: Store, req: DriveRequest, live: Live, final: str, cancelled: bool
 ) -> RunOutcome:
     now = req.clock.now()
+    if cancelled and req.stop is not None and req.stop.is_set():
+        # A stopping ``serve``: in-flight effects become uncertain as on cancellation, but the
+        # run stays running, its lease released: another ``serve`` continues it.
+        await store.cancel_run(CancelRun(req.run_id, "running", now, os.getpid(), ()))
+        return RunOutcome(req.run_id, req.trace_id, "released", None, live.errors)
     if cancelled:
         await store.cancel_run(_stop(req.run_id, live, now, "cancelled", None))
         return RunOutcome(req.run_id, req.trace_id, "cancelled", None, live.errors)

@@ -56,6 +56,7 @@ class EffectPlan:
     secrets: tuple[str, ...] = ()  # resolved values, redacted from everything recorded
     budget: dict[str, int] = field(default_factory=dict)
     policy: PolicyVerdict | None = None  # the decision that let it be requested (audited)
+    input_digest: str | None = None  # of ``recorded_input``, the one ``effect_id`` covers
 
     @property
     def needs_approval(self) -> bool:

@@ -29,8 +29,14 @@ MAX_DETAIL = 500  # characters of a remote error or description kept as evidence
 
 
 class _Evidence(BaseModel):
+    # Built on first use: only effects spoken over MCP or A2A have evidence, and the ledger,
+    # which every run imports, names these classes in its signatures.
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        frozen=True,
+        defer_build=True,
     )
 
 

@@ -38,6 +38,7 @@ class TaskState(StrEnum):
 
 
 class RunState(StrEnum):
+    QUEUED = "queued"  # submitted (``agentctl submit``); a ``serve`` claims and drives it
     RUNNING = "running"
     PAUSED = "paused"
     SUCCEEDED = "succeeded"
@@ -86,6 +87,7 @@ TASK_TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
 
 _R = RunState
 RUN_TRANSITIONS: dict[RunState, frozenset[RunState]] = {
+    _R.QUEUED: frozenset({_R.RUNNING, _R.CANCELLED}),
     _R.RUNNING: frozenset({_R.PAUSED, _R.SUCCEEDED, _R.FAILED, _R.CANCELLED}),
     _R.PAUSED: frozenset({_R.RUNNING, _R.FAILED, _R.CANCELLED}),
     _R.SUCCEEDED: frozenset(),

@@ -10,7 +10,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,15 +21,18 @@ from agentctl.ledger.artifacts.values import dumps_value, loads_value
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_all, loads_opt
 from agentctl.ledger.sql import Db, Row
 
+# The next sequence is a scalar subquery in VALUES, not ``INSERT … SELECT … FROM`` the same
+# table: SQLite runs the latter through a temporary table (the SELECT may not see the rows it
+# inserts), about four times the cost of the row itself, on the ~7 rows of every effect step.
 _INSERT_AUDIT = """INSERT INTO audit_events
     (run_id, sequence, format_version, event_type, task_id, trace_id, payload_json, created_at)
-    SELECT ?1, COALESCE(MAX(sequence), 0) + 1, ?2, ?3, ?4, ?5, ?6, ?7
-    FROM audit_events WHERE run_id = ?1"""
+    VALUES (?1, (SELECT COALESCE(MAX(sequence), 0) + 1 FROM audit_events WHERE run_id = ?1),
+    ?2, ?3, ?4, ?5, ?6, ?7)"""
 
 _INSERT_CHECKPOINT = """INSERT INTO checkpoints
     (run_id, sequence, format_version, state_json, checksum, created_at)
-    SELECT ?1, COALESCE(MAX(sequence), 0) + 1, ?2, ?3, ?4, ?5
-    FROM checkpoints WHERE run_id = ?1"""
+    VALUES (?1, (SELECT COALESCE(MAX(sequence), 0) + 1 FROM checkpoints WHERE run_id = ?1),
+    ?2, ?3, ?4, ?5)"""
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,39 @@ def append_audit_txn(
     )
 
 
+@dataclass(frozen=True)
+class NewAuditEvent:
+    """One event of :func:`append_audits_txn`: what :func:`append_audit_txn` takes per call."""
+
+    event_type: str
+    payload: object
+    task_id: str | None = None
+    trace_id: str | None = None
+
+
+def append_audits_txn(conn: Db, run_id: str, events: Sequence[NewAuditEvent], now: str) -> None:
+    """Several events in the given order, as one prepared statement run once per event.
+
+    Each run of the statement takes the next sequence after the row the run before inserted,
+    so the sequences stay gapless and in order, exactly as with one call per event.
+    """
+    conn.executemany(
+        _INSERT_AUDIT,
+        [
+            (
+                run_id,
+                ROW_FORMAT_VERSION,
+                e.event_type,
+                e.task_id,
+                e.trace_id,
+                dumps_value(conn, e.payload, now),
+                now,
+            )
+            for e in events
+        ],
+    )
+
+
 def write_checkpoint_txn(conn: Db, run_id: str, state: object, now: str) -> None:
     text = dumps(state)
     conn.execute(_INSERT_CHECKPOINT, (run_id, ROW_FORMAT_VERSION, text, sha256_hex(text), now))
@@ -128,14 +164,33 @@ def audit_effect_txn(
 
     Called right after each status change, so every effect transition (requested, started,
     succeeded, failed, uncertain, cancelled, waiting_for_approval) is an audit event with the
-    run's next sequence. The payload holds identities only: no request, result or error text,
-    so nothing a redactor would have to catch is copied here. ``row``: the effect's
-    ``EFFECT_AUDIT_COLUMNS`` when the caller has them (no read again).
+    run's next sequence. ``row``: the effect's ``EFFECT_AUDIT_COLUMNS`` when the caller has
+    them (no read again).
     """
     if row is None:
         row = conn.execute(_EFFECT_ROW, (effect_id,)).fetchone()
     if row is None:
         return
+    event = effect_event(effect_id, row, policy)
+    append_audit_txn(
+        conn,
+        row["run_id"],
+        event.event_type,
+        event.payload,
+        now,
+        task_id=event.task_id,
+        trace_id=event.trace_id,
+    )
+
+
+def effect_event(
+    effect_id: str, row: Mapping[str, Any], policy: PolicyVerdict | None = None
+) -> NewAuditEvent:
+    """The ``effect.<status>`` event of an effect whose ``EFFECT_AUDIT_COLUMNS`` are ``row``.
+
+    The payload holds identities only: no request, result or error text, so nothing a
+    redactor would have to catch is copied here.
+    """
     payload: JsonObject = {
         "effectId": effect_id,
         "operation": row["operation"],
@@ -144,14 +199,8 @@ def audit_effect_txn(
     }
     if policy is not None:  # the decision that let it be requested, audited with the request
         payload["policy"] = {"decision": policy.decision, "reason": policy.reason}
-    append_audit_txn(
-        conn,
-        row["run_id"],
-        f"effect.{row['status']}",
-        payload,
-        now,
-        task_id=row["task_id"],
-        trace_id=row["trace_id"],
+    return NewAuditEvent(
+        f"effect.{row['status']}", payload, task_id=row["task_id"], trace_id=row["trace_id"]
     )
 
 

@@ -396,6 +396,25 @@ def _connect_and_migrate(
         raise
 
 
+def open_sibling(db: Database) -> Database:
+    """Another connection to the open ledger ``db``, for a second user in this process.
+
+    Opened through SQLite only: ``open_database`` reads the header and touches the file with
+    plain ``open``/``close``, and closing any descriptor of a file drops every POSIX lock this
+    process holds on it — the open connections' locks included. SQLite would then believe
+    another process's connection is the last one, checkpoint and reset the WAL under them,
+    and their later commits would be lost or torn. SQLite's own opens keep those locks.
+    """
+    with translate_errors(db.busy_timeout_ms, db.path):
+        conn = connect(db.path, db.busy_timeout_ms)
+        try:
+            attach_if_encrypted(conn)
+        except BaseException:
+            conn.close()
+            raise
+    return Database(db.path, conn, db.busy_timeout_ms, db.migration)
+
+
 def open_database(
     path: str | os.PathLike[str],
     *,

@@ -19,7 +19,13 @@ from agentctl.core.effects import input_digest as core_input_digest
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError, NotFoundError
 from agentctl.ledger.artifacts.values import dumps_value, dumps_value_opt, loads_value
-from agentctl.ledger.audit import EFFECT_AUDIT_COLUMNS, PolicyVerdict, audit_effect_txn
+from agentctl.ledger.audit import (
+    EFFECT_AUDIT_COLUMNS,
+    PolicyVerdict,
+    append_audits_txn,
+    audit_effect_txn,
+    effect_event,
+)
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all, fetch_one
 from agentctl.ledger.sql import Db, Row, SqlParam
 
@@ -40,11 +46,14 @@ class NewEffect:
     trace_id: str | None = None
     waiting_for_approval: bool = False
     policy: PolicyVerdict | None = None  # audited with the request; not part of the identity
+    # The digest of ``request`` when the caller computed it already (it decided the effect's
+    # identity from it): the request is then not encoded a second time.
+    known_input_digest: str | None = None
 
     # Cached: each is a canonical-JSON digest of the request, asked for several times per step.
     @functools.cached_property
     def input_digest(self) -> str:
-        return core_input_digest(self.request)
+        return self.known_input_digest or core_input_digest(self.request)
 
     @functools.cached_property
     def effect_id(self) -> str:
@@ -128,18 +137,29 @@ def _effect(conn: Db, row: Row) -> EffectRecord:
 
 _INSERT_EFFECT = """INSERT INTO effects (effect_id, format_version, run_id, task_id, attempt,
     ordinal, operation, input_digest, effect_class, risk, idempotency, idempotency_key, status,
-    request_json, requested_at, trace_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+    request_json, requested_at, started_at, trace_id)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 
 
-def insert_effect_txn(conn: Db, effect: NewEffect, now: str) -> str:
-    """Record an effect as ``requested`` (or ``waiting_for_approval``); returns its id."""
+def insert_effect_txn(conn: Db, effect: NewEffect, now: str, *, started: bool = False) -> str:
+    """Record an effect as ``requested`` (or ``waiting_for_approval``); returns its id.
+
+    ``started``: the effect is requested and started in this one transaction (the fast path,
+    DESIGN.md §8), so the row is written ``started`` at once — one statement instead of an
+    insert and a guarded update — and both transitions are audited, ``requested`` first.
+    """
     effect_id = effect.effect_id
     status = "waiting_for_approval" if effect.waiting_for_approval else "requested"
+    if started and effect.waiting_for_approval:
+        raise InvalidOperationError(f"effect {effect_id} waits for approval: it cannot start")
     identity = (effect_id, ROW_FORMAT_VERSION, effect.run_id, effect.task_id, effect.attempt)
     kind = (effect.ordinal, effect.operation, effect.input_digest, effect.effect_class)
     request = dumps_value(conn, effect.request, now)
-    rest = (effect.risk, effect.idempotency, effect_id, status, request, now)
-    conn.execute(_INSERT_EFFECT, (*identity, *kind, *rest, effect.trace_id))
+    stored = "started" if started else status
+    rest = (effect.risk, effect.idempotency, effect_id, stored, request, now)
+    conn.execute(
+        _INSERT_EFFECT, (*identity, *kind, *rest, now if started else None, effect.trace_id)
+    )
     written = {
         "run_id": effect.run_id,
         "task_id": effect.task_id,
@@ -148,7 +168,10 @@ def insert_effect_txn(conn: Db, effect: NewEffect, now: str) -> str:
         "status": status,
         "trace_id": effect.trace_id,
     }
-    audit_effect_txn(conn, effect_id, now, effect.policy, written)
+    events = [effect_event(effect_id, written, effect.policy)]
+    if started:
+        events.append(effect_event(effect_id, written | {"status": "started"}))
+    append_audits_txn(conn, effect.run_id, events, now)
     return effect_id
 
 

@@ -52,6 +52,7 @@ from agentctl.ledger.model import (
     SourceSnapshot,
     TaskStartBatch,
 )
+from agentctl.ledger.queue import ClaimedRun, ClaimRequest, Fence, Heartbeat
 from agentctl.ledger.reconcile import ReconciliationRecord
 from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.ledger.report import RunReport
@@ -100,6 +101,27 @@ class RunLedger(Protocol):
 
     def release_lease(self, run_id: str, pid: int, now: str) -> None:
         """Drop the lease if ``pid`` holds it."""
+        ...
+
+    def submit_run(self, run: NewRun, task_order: Sequence[str], now: str) -> None:
+        """Create the run ``queued`` (tasks, budget, audit, checkpoint), with no lease."""
+        ...
+
+    def open_fenced(self, fence: Fence) -> RunLedger:
+        """Another ledger on the same database for one claimed run: every write transaction
+        checks ``fence`` first (a lease taken over commits nothing). Close it when done."""
+        ...
+
+    def claim_runs(self, claim: ClaimRequest) -> tuple[ClaimedRun, ...]:
+        """Claim queued or orphaned runs for a ``serve`` (``ledger.queue``)."""
+        ...
+
+    def heartbeat(self, beat: Heartbeat) -> tuple[str, ...]:
+        """Extend the leases still held; returns the runs whose lease was lost."""
+        ...
+
+    def queue_busy(self, now: str) -> bool:
+        """Whether a submitted run is claimable now or held by a live ``serve`` lease."""
         ...
 
     def set_run_state(self, run_id: str, state: str, now: str) -> None:

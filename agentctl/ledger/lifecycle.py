@@ -93,13 +93,16 @@ def claim_for_resume_txn(conn: Db, run_ref: str, owner: Owner, now: str) -> runs
 def request_cancel_txn(conn: Db, run_ref: str, now: str) -> runs.RunRecord:
     """Set the durable cancel flag of the run ``run_ref`` names; returns the run after it.
 
-    A paused run that no live coordinator owns is cancelled at once: nothing is driving it
-    that could honour the flag, and waiting for a ``resume`` would leave its approvals open
-    (an approve would still be accepted). A run being driven honours the flag itself.
+    A queued run, and a paused run that no live coordinator owns, is cancelled at once:
+    nothing is driving it that could honour the flag, and waiting for a ``resume`` would
+    leave its approvals open (an approve would still be accepted). A run being driven
+    honours the flag itself.
     """
     run = runs.find_run(conn, run_ref)
     runs.request_cancel_txn(conn, run.run_id, now)
-    if run.state == "paused" and not runs.has_live_owner(conn, run.run_id):
+    if run.state == "queued" or (
+        run.state == "paused" and not runs.has_live_owner(conn, run.run_id, now)
+    ):
         _cancel_paused_txn(conn, run.run_id, now)
     return runs.get_run(conn, run.run_id)
 
@@ -124,7 +127,8 @@ def cancel_run_txn(conn: Db, stop: CancelRun) -> None:
     if stop.reason is not None:
         payload = {"dimension": "maxWallTimeSeconds", "reason": stop.reason}
         audit.append_audit_txn(conn, run_id, "budget.exceeded", payload, now)
-    runs.set_run_state_txn(conn, run_id, stop.state, now, error=stop.reason)
+    if stop.state != "running":  # "running": a stopping ``serve`` hands the run back
+        runs.set_run_state_txn(conn, run_id, stop.state, now, error=stop.reason)
     runs.release_run_lease_txn(conn, run_id, stop.pid, now)
 
 

@@ -387,6 +387,30 @@ def _run_documents() -> tuple[str, ...]:
     )
 
 
+def _effects_index_dedup() -> tuple[str, ...]:
+    """Drop ``effects_by_task``: it indexes exactly the columns of the effects table's
+    ``UNIQUE (run_id, task_id, attempt, ordinal)`` constraint, whose own index answers the same
+    lookups. Every effect row paid a second, identical index insert, and every effect step's
+    commit a dirty index page more in the WAL."""
+    return ("DROP INDEX IF EXISTS effects_by_task",)
+
+
+def _run_queue() -> tuple[str, ...]:
+    """The run queue and expiring leases (``ledger/queue.py``, docs/scale-out.md):
+    ``lease_token`` is the fencing token, raised by every acquisition of a run's lease and
+    checked by every write made on behalf of a ``serve`` claim; ``lease_expires_at`` (NULL:
+    a local pid lease of ``run``/``resume``) is the expiry a ``serve`` heartbeat pushes on;
+    ``lease_holder`` names that ``serve`` (host, pid); ``queued_at`` marks a submitted run,
+    which only a ``serve`` claims (a ``queued`` state until then)."""
+    return (
+        "ALTER TABLE runs ADD COLUMN lease_token INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE runs ADD COLUMN lease_expires_at TEXT",
+        "ALTER TABLE runs ADD COLUMN lease_holder TEXT",
+        "ALTER TABLE runs ADD COLUMN queued_at TEXT",
+        "CREATE INDEX runs_by_queue ON runs (queued_at, state)",
+    )
+
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V1,
     _V2,
@@ -400,6 +424,8 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _value_blobs(),  # v10: large ledger values kept once in the artifact store
     _state_encryption(),  # v11: the key state of column encryption at rest
     _run_documents(),  # v12: a run's workflow and plans in their own row (run_documents)
+    _effects_index_dedup(),  # v13: no second copy of the effects' unique index
+    _run_queue(),  # v14: queued runs, lease expiry, holder and fencing token (run queue)
 )
 SUPPORTED_SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -68,7 +68,8 @@ class CancelRun:
     """Stop a run durably: started effects → uncertain, ``cancel_tasks`` → cancelled.
 
     ``reason`` (wall time exceeded) is audited as ``budget.exceeded`` before the run moves to
-    ``state``; the lease held by ``pid`` is released in the same transaction.
+    ``state``; the lease held by ``pid`` is released in the same transaction. ``state``
+    ``running`` keeps the run's state (a stopping ``serve`` hands the run back to the queue).
     """
 
     run_id: str

@@ -342,10 +342,11 @@ def set_run_state_txn(
 
 
 def request_cancel_txn(conn: Db, run_id: str, now: str, *, trace_id: str | None = None) -> None:
-    """Set the durable cancel flag of a running or paused run (else ``NotFoundError``)."""
+    """Set the durable cancel flag of a queued, running or paused run (else
+    ``NotFoundError``)."""
     cur = conn.execute(
         "UPDATE runs SET cancellation_requested = 1, updated_at = ?"
-        " WHERE run_id = ? AND state IN ('running', 'paused')",
+        " WHERE run_id = ? AND state IN ('queued', 'running', 'paused')",
         (now, run_id),
     )
     if cur.rowcount != 1:
@@ -375,42 +376,63 @@ def _owner_alive(pid: int, create_time: float | None) -> bool:
     return create_time is None or abs(actual - create_time) < 0.01
 
 
-def has_live_owner(conn: Db, run_id: str) -> bool:
-    """Whether a live process holds the run's lease (it is being driven right now)."""
+def has_live_owner(conn: Db, run_id: str, now: str | None = None) -> bool:
+    """Whether a live process holds the run's lease (it is being driven right now).
+
+    A ``serve`` lease (one with an expiry) is live until it expires, whatever host holds it;
+    a local lease (``run``/``resume``) is live while its process is.
+    """
     row = conn.execute(
-        "SELECT owner_pid, owner_create_time FROM runs WHERE run_id = ?", (run_id,)
+        "SELECT owner_pid, owner_create_time, lease_expires_at FROM runs WHERE run_id = ?",
+        (run_id,),
     ).fetchone()
     if row is None or row["owner_pid"] is None:
         return False
+    if row["lease_expires_at"] is not None:
+        return now is None or str(row["lease_expires_at"]) > now
     return _owner_alive(int(row["owner_pid"]), row["owner_create_time"])
 
 
 def acquire_run_lease_txn(conn: Db, run_id: str, pid: int, create_time: float, now: str) -> None:
-    """Make (pid, create_time) the owner of ``run_id`` unless a live other process owns it."""
+    """Make (pid, create_time) the local owner of ``run_id`` unless a live other owner holds
+    it; the fencing token goes up, so a ``serve`` whose expired lease this takes commits
+    nothing more for the run."""
     row = conn.execute(
-        "SELECT owner_pid, owner_create_time FROM runs WHERE run_id = ?", (run_id,)
+        "SELECT owner_pid, owner_create_time, lease_expires_at, lease_holder"
+        " FROM runs WHERE run_id = ?",
+        (run_id,),
     ).fetchone()
     if row is None:
         raise NotFoundError(f"run {run_id} not found")
     owner, owner_time = row["owner_pid"], row["owner_create_time"]
+    expires = row["lease_expires_at"]
+    if expires is not None and owner is not None and str(expires) > now:
+        raise OwnershipError(
+            f"run {run_id} is being driven by {row['lease_holder']} (lease until {expires}); "
+            f"wait for it or `agentctl cancel {run_id}`",
+            run_id=run_id,
+        )
     same = owner == pid and owner_time is not None and abs(owner_time - create_time) < 0.01
-    if owner is not None and not same and _owner_alive(owner, owner_time):
+    if expires is None and owner is not None and not same and _owner_alive(owner, owner_time):
         raise OwnershipError(
             f"run {run_id} is being driven by a live coordinator (pid {owner}); "
             f"wait for it or `agentctl cancel {run_id}`",
             run_id=run_id,
         )
     conn.execute(
-        "UPDATE runs SET owner_pid = ?, owner_create_time = ?, updated_at = ? WHERE run_id = ?",
+        "UPDATE runs SET owner_pid = ?, owner_create_time = ?, updated_at = ?,"
+        " lease_token = lease_token + 1, lease_expires_at = NULL, lease_holder = NULL"
+        " WHERE run_id = ?",
         (pid, create_time, now, run_id),
     )
 
 
 def release_run_lease_txn(conn: Db, run_id: str, pid: int, now: str) -> None:
-    """Drop the lease if ``pid`` holds it; a lease held by another process is left alone."""
+    """Drop the lease if ``pid`` holds it; a lease held by another process is left alone
+    (a ``serve`` writes under its fencing token, so a pid of another host never matches)."""
     conn.execute(
-        "UPDATE runs SET owner_pid = NULL, owner_create_time = NULL, updated_at = ?"
-        " WHERE run_id = ? AND owner_pid = ?",
+        "UPDATE runs SET owner_pid = NULL, owner_create_time = NULL, lease_expires_at = NULL,"
+        " lease_holder = NULL, updated_at = ? WHERE run_id = ? AND owner_pid = ?",
         (now, run_id, pid),
     )
 

@@ -25,6 +25,7 @@ import agentctl.ledger.held_calls as held_calls
 import agentctl.ledger.lifecycle as lifecycle
 import agentctl.ledger.longterm as longterm
 import agentctl.ledger.protocols as protocols
+import agentctl.ledger.queue as queue
 import agentctl.ledger.reconcile as reconcile
 import agentctl.ledger.remote as remote
 import agentctl.ledger.runs as runs
@@ -45,6 +46,7 @@ from agentctl.ledger.artifacts.store import (
     open_artifact_store,
 )
 from agentctl.ledger.audit import AuditEvent, list_audit
+from agentctl.ledger.fencing import FencedTransactions
 from agentctl.ledger.housekeeping import GarbageCollection, collect_garbage
 from agentctl.ledger.migrations import MigrationResult
 from agentctl.ledger.model import (
@@ -79,12 +81,14 @@ from agentctl.ledger.upgrade import RunUpgrade, upgrade_run_txn
 class LedgerService(ABC):
     """The backend-neutral ``RunLedger`` methods over one ``Transactions`` runner.
 
-    A backend subclasses it for ``location``, ``database_stats``, ``migration`` and the
-    encryption commands, which differ by backend; one caller (thread) at a time.
+    A backend subclasses it for ``location``, ``database_stats``, ``migration``, the
+    encryption commands and ``open_fenced`` (a second connection), which differ by backend;
+    one caller (thread) at a time. With a ``fence`` (a ``serve`` drive), the runner is
+    ``FencedTransactions``: every write checks the claim's token first.
     """
 
-    def __init__(self, tx: Transactions) -> None:
-        self._tx = tx
+    def __init__(self, tx: Transactions, fence: queue.Fence | None = None) -> None:
+        self._tx: Transactions = tx if fence is None else FencedTransactions(tx, fence)
         self._cas: ArtifactStore | None = None
 
     @property
@@ -104,6 +108,10 @@ class LedgerService(ABC):
     def change_encryption(
         self, change: encryption.EncryptionChange
     ) -> encryption.EncryptionReport: ...
+
+    @abstractmethod
+    def open_fenced(self, fence: queue.Fence) -> Self:
+        """Another ledger on the same database for one claimed run, its writes fenced."""
 
     def close(self) -> None:
         self._tx.close()
@@ -136,6 +144,24 @@ class LedgerService(ABC):
 
     def release_lease(self, run_id: str, pid: int, now: str) -> None:
         self._tx.run_write(lambda conn: runs.release_run_lease_txn(conn, run_id, pid, now))
+
+    # ---------------------------------------------------------------- the run queue
+
+    def submit_run(self, run: NewRun, task_order: Sequence[str], now: str) -> None:
+        def body(conn: Db) -> None:
+            runs.create_run_txn(conn, run, tuple(task_order), now)
+            queue.mark_queued_txn(conn, run.run_id, now)
+
+        self._tx.run_write(body)
+
+    def claim_runs(self, claim: queue.ClaimRequest) -> tuple[queue.ClaimedRun, ...]:
+        return self._tx.run_write(lambda conn: queue.claim_runs_txn(conn, claim))
+
+    def heartbeat(self, beat: queue.Heartbeat) -> tuple[str, ...]:
+        return self._tx.run_write(lambda conn: queue.heartbeat_txn(conn, beat))
+
+    def queue_busy(self, now: str) -> bool:
+        return self._tx.run_read(lambda conn: queue.queue_busy(conn, now))
 
     def set_run_state(self, run_id: str, state: str, now: str) -> None:
         self._tx.run_write(lambda conn: runs.set_run_state_txn(conn, run_id, state, now))

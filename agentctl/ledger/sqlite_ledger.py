@@ -16,17 +16,26 @@ from pathlib import Path
 
 import agentctl.ledger.encryption as encryption
 import agentctl.ledger.stats as stats
-from agentctl.ledger.connection import DEFAULT_BUSY_TIMEOUT_MS, Database, open_database
+from agentctl.ledger.connection import (
+    DEFAULT_BUSY_TIMEOUT_MS,
+    Database,
+    open_database,
+    open_sibling,
+)
 from agentctl.ledger.migrations import MigrationResult
+from agentctl.ledger.queue import Fence
 from agentctl.ledger.service import LedgerService
 
 
 class SqliteLedger(LedgerService):
     """``RunLedger`` over one SQLite connection; one caller (thread) at a time."""
 
-    def __init__(self, db: Database) -> None:
-        super().__init__(db)
+    def __init__(self, db: Database, fence: Fence | None = None) -> None:
+        super().__init__(db, fence)
         self._db = db
+
+    def open_fenced(self, fence: Fence) -> SqliteLedger:
+        return SqliteLedger(open_sibling(self._db), fence)
 
     @property
     def location(self) -> Path:

@@ -17,6 +17,7 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 import agentctl.ledger.approvals as approvals
@@ -43,13 +44,15 @@ from agentctl.ledger.model import (
 from agentctl.ledger.sql import Db
 
 
-def transition_path(current: str, target: str) -> list[str]:
-    """The legal states to walk from ``current`` to ``target`` (target last)."""
+@functools.lru_cache(maxsize=256)
+def transition_path(current: str, target: str) -> tuple[str, ...]:
+    """The legal states to walk from ``current`` to ``target`` (target last); cached, as the
+    few pairs of states recur on every step."""
     path: list[str] = []
     state = current
     for _ in range(4):
         if can_transition_task(state, target):
-            return [*path, target]
+            return (*path, target)
         nxt = "ready" if state in ("pending", "retry_scheduled") else "running"
         if not can_transition_task(state, nxt):
             break
@@ -88,32 +91,19 @@ def walk_txn(
 
 
 def _to_running_txn(
-    conn: Db,
-    run_id: str,
-    start: tuple[str, str, int],
-    now: str,
-    trace_id: str,
-    checkpoint: bool,
+    conn: Db, run_id: str, start: tuple[str, str, int], now: str, trace_id: str
 ) -> None:
-    """Move a task to running; one found running already starts a fresh attempt first."""
+    """Move a task to running (one UPDATE, each step audited); one found running already
+    starts a fresh attempt first."""
     task_id, current, attempt = start
     if current in ("running", "waiting_for_effect"):
         # A fresh attempt after a not-applied/compensated reconciliation.
         tasks.transition_task_txn(
-            conn, run_id, task_id, "retry_scheduled", now, trace_id=trace_id, checkpoint=checkpoint
+            conn, run_id, task_id, "retry_scheduled", now, trace_id=trace_id, checkpoint=False
         )
         current = "retry_scheduled"
-    walk_txn(conn, run_id, task_id, (current, "running", attempt), now, trace_id)
-    tasks.transition_task_txn(
-        conn,
-        run_id,
-        task_id,
-        "running",
-        now,
-        attempt=attempt,
-        trace_id=trace_id,
-        checkpoint=checkpoint,
-    )
+    path = transition_path(current, "running")
+    tasks.advance_task_txn(conn, run_id, task_id, path, now, attempt=attempt, trace_id=trace_id)
 
 
 def record_requests_txn(conn: Db, batch: RequestBatch) -> tuple[str, ...]:
@@ -152,20 +142,19 @@ def _checkpoint_txn(
 def _request_one_txn(conn: Db, batch: RequestBatch, row: RequestRow) -> bool:
     """One task to running with its effect requested; False when the budget denied it."""
     run_id, now, trace_id = batch.run_id, batch.now, batch.trace_id
-    _to_running_txn(conn, run_id, (row.task_id, row.from_state, row.attempt), now, trace_id, False)
+    _to_running_txn(conn, run_id, (row.task_id, row.from_state, row.attempt), now, trace_id)
     if row.budget:
         outcome = budget.reserve_budget_txn(
             conn, run_id, row.effect.effect_id, row.budget, now, trace_id=trace_id
         )
         if not outcome.granted:  # the overrun is recorded; no effect row is
             return False
-    effects.insert_effect_txn(conn, row.effect, now)
-    if row.approval_reason is not None:
+    # DESIGN.md §8 fast path: the request still commits before anything executes, but
+    # `requested` and `started` share this one transaction (one row, both events audited).
+    held = row.approval_reason is not None
+    effects.insert_effect_txn(conn, row.effect, now, started=not held)
+    if held:
         _pause_for_approval_txn(conn, run_id, row, now, trace_id)
-    else:
-        # DESIGN.md §8 fast path: the request still commits before anything executes,
-        # but `requested` and `started` share this one transaction.
-        effects.start_effect_txn(conn, row.effect.effect_id, now)
     return True
 
 
@@ -203,7 +192,7 @@ def start_tasks_txn(conn: Db, batch: TaskStartBatch) -> None:
     committed = _carried_txn(conn, batch.after)
     for s in batch.starts:
         start = (s.task_id, s.from_state, s.attempt)
-        _to_running_txn(conn, batch.run_id, start, batch.now, batch.trace_id, checkpoint=False)
+        _to_running_txn(conn, batch.run_id, start, batch.now, batch.trace_id)
     task_ids = [s.task_id for s in batch.starts]
     _checkpoint_txn(conn, batch.run_id, "tasks.started", task_ids, committed, batch.now)
 
@@ -227,7 +216,7 @@ def record_and_start_call_txn(conn: Db, call: CallRecord) -> JsonObject | None:
     outcome = budget.reserve_budget_txn(conn, new.run_id, new.effect_id, call.reserve, now)
     if not outcome.granted:
         return outcome.exceeded or {}
-    effects.insert_effect_txn(conn, new, now)
+    effects.insert_effect_txn(conn, new, now, started=True)
     if call.tool_call_id is not None:
         effects.insert_tool_call_txn(
             conn,
@@ -239,7 +228,6 @@ def record_and_start_call_txn(conn: Db, call: CallRecord) -> JsonObject | None:
             now,
             effect_id=new.effect_id,
         )
-    effects.start_effect_txn(conn, new.effect_id, now)
     return None
 
 

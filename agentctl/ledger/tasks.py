@@ -14,17 +14,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agentctl.core.canonical import json_digest
+from agentctl.core.canonical import canonical_json, sha256_hex
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import NotFoundError
 from agentctl.ledger.artifacts.refs import ArtifactRef, commit_artifact_refs_txn
 from agentctl.ledger.artifacts.values import (
-    dumps_value,
-    dumps_value_opt,
     loads_value,
     loads_value_object,
+    spill_text,
 )
-from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
+from agentctl.ledger.audit import (
+    NewAuditEvent,
+    append_audit_txn,
+    append_audits_txn,
+    write_checkpoint_txn,
+)
 from agentctl.ledger.rows import dumps_opt, fetch_all, fetch_one, loads_object, loads_opt
 from agentctl.ledger.sql import Db, Row
 from agentctl.ledger.transitions import TASK_PREDECESSORS, check_task_transition
@@ -180,25 +184,32 @@ def _refuse(conn: Db, run_id: str, task_id: str, state: str) -> None:
     check_task_transition(row["state"], state)
 
 
+def _stored_and_digest(conn: Db, value: JsonValue, now: str) -> tuple[str | None, str | None]:
+    """A content column's text and the digest of the value, from one canonical encoding."""
+    if value is None:
+        return None, None
+    text = canonical_json(value)
+    return spill_text(conn, text, now), sha256_hex(text)
+
+
 def _complete_one(conn: Db, run_id: str, c: TaskCompletion, now: str) -> None:
     sql = _COMPLETE_SQL.get(c.state)
-    delta = dumps_value_opt(conn, c.state_delta, now)
-    output_digest = c.output_digest
-    if output_digest is None and c.output is not None:
-        output_digest = json_digest(c.output)
+    delta, delta_digest = _stored_and_digest(conn, c.state_delta, now)
+    output, output_digest = _stored_and_digest(conn, c.output, now)
+    output_digest = c.output_digest or output_digest
     manifest = [r.to_json() for r in c.artifacts] if c.artifacts else None
     params = (
         c.state,
         c.attempt,
         c.disposition,
-        dumps_value_opt(conn, c.output, now),
+        output,
         c.error,
         c.definition_fingerprint,
         c.input_digest,
         c.output_contract_fingerprint,
         output_digest,
         delta,
-        None if c.state_delta is None else json_digest(c.state_delta),
+        delta_digest,
         dumps_opt(manifest),
         c.source_run_id,
         c.source_task_id,
@@ -245,12 +256,12 @@ def commit_tasks_txn(
     if working_memory is None:
         conn.execute("UPDATE runs SET updated_at = ? WHERE run_id = ?", (now, run_id))
     else:
-        text = dumps_value(conn, working_memory, now)
+        text, digest = _stored_and_digest(conn, working_memory, now)
         conn.execute(
             "UPDATE runs SET working_memory_json = ?, updated_at = ? WHERE run_id = ?",
             (text, now, run_id),
         )
-        state["workingMemoryDigest"] = json_digest(working_memory)
+        state["workingMemoryDigest"] = digest
     if checkpoint:
         write_checkpoint_txn(conn, run_id, state, now)
     return state
@@ -288,6 +299,33 @@ def transition_task_txn(
         {"runId": run_id, "event": f"task.{state}", "tasks": [{"taskId": task_id, "state": state}]},
         now,
     )
+
+
+def advance_task_txn(
+    conn: Db,
+    run_id: str,
+    task_id: str,
+    path: Sequence[str],
+    now: str,
+    *,
+    attempt: int | None = None,
+    trace_id: str | None = None,
+) -> None:
+    """Move one task along ``path`` (each state legal after the one before, as
+    ``steps.transition_path`` gives them) in one guarded UPDATE, auditing every state passed.
+
+    The guard is the first state's, exactly the one a walk of single transitions would check
+    first; every later step is legal by construction, so one UPDATE to the last state leaves
+    the row where the walk would. Each step is still its own ``task.<state>`` event, in order.
+    No checkpoint: the caller's transaction writes one.
+    """
+    sql = _TRANSITION_SQL.get(path[0])
+    params = (path[-1], attempt, None, now, run_id, task_id)
+    if sql is None or conn.execute(sql, params).rowcount != 1:
+        _refuse(conn, run_id, task_id, path[0])
+    body: JsonObject = {"attempt": attempt} if attempt else {}
+    events = [NewAuditEvent(f"task.{state}", body, task_id, trace_id) for state in path]
+    append_audits_txn(conn, run_id, events, now)
 
 
 def list_tasks(conn: Db, run_id: str) -> list[TaskRecord]:

@@ -40,7 +40,14 @@ def test_enum_values_are_the_persisted_lowercase_strings() -> None:
         "skipped",
         "cancelled",
     ]
-    assert [s.value for s in RunState] == ["running", "paused", "succeeded", "failed", "cancelled"]
+    assert [s.value for s in RunState] == [
+        "queued",
+        "running",
+        "paused",
+        "succeeded",
+        "failed",
+        "cancelled",
+    ]
     assert [m.value for m in RunMode] == [
         "execute",
         "check",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -234,3 +235,37 @@ def test_compensation_from_an_unrelated_run_is_refused(ledger: Database) -> None
     with pytest.raises(InvalidOperationError, match="not in run"):
         _reconcile(ledger, done, "compensated", compensation_effect_id=foreign)
     assert _reconcile(ledger, done, "compensated", compensation_effect_id=inverse)
+
+
+def test_an_effect_recorded_started_at_once_keeps_both_events(ledger: Database) -> None:
+    """The fast path writes the row ``started`` in one statement; the audit log still has the
+    ``requested`` and the ``started`` event, in that order, on consecutive sequences."""
+    make_run(ledger)
+    with ledger.read() as conn:
+        before = len(list_audit(conn, "run-1"))
+    with ledger.transaction() as conn:
+        eid = insert_effect_txn(conn, _effect(), ts(1), started=True)
+    with ledger.read() as conn:
+        rec = get_effect(conn, eid)
+        events = list_audit(conn, "run-1")[before:]
+    assert (rec.status, rec.requested_at, rec.started_at) == ("started", ts(1), ts(1))
+    statuses = [e.payload.get("status") if isinstance(e.payload, dict) else None for e in events]
+    assert [e.event_type for e in events] == ["effect.requested", "effect.started"]
+    assert statuses == ["requested", "started"]
+    assert [e.sequence for e in events] == [before + 1, before + 2]
+    with ledger.transaction() as conn:  # it finishes like one started by an update
+        finish_effect_txn(conn, eid, "succeeded", ts(2), result={"ok": 1})
+    with ledger.read() as conn:
+        assert get_effect(conn, eid).confirmed
+
+
+def test_an_effect_held_for_approval_cannot_be_recorded_started(ledger: Database) -> None:
+    make_run(ledger)
+    held = replace(_effect(), waiting_for_approval=True)
+    with (
+        pytest.raises(InvalidOperationError, match="waits for approval"),
+        ledger.transaction() as c,
+    ):
+        insert_effect_txn(c, held, ts(1), started=True)
+    with ledger.read() as conn:
+        assert list_effects(conn, "run-1") == []

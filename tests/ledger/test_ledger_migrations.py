@@ -72,6 +72,13 @@ def _fill_v3(conn: sqlite3.Connection) -> None:
     )
 
 
+def _fill_v12(conn: sqlite3.Connection) -> None:
+    """From v12 a run's documents live in their own row beside the ``runs`` row."""
+    conn.execute(
+        "INSERT INTO run_documents (run_id, workflow_json, plan_json) VALUES ('run-old', '{}', '{}')"
+    )
+
+
 _FILLERS = {
     1: [_fill_v1],
     2: [_fill_v1, _fill_v2],
@@ -84,6 +91,8 @@ _FILLERS = {
     9: [_fill_v1, _fill_v2, _fill_v3],  # v9 only added the remote-handles table
     10: [_fill_v1, _fill_v2, _fill_v3],  # v10 only added the value-blobs table
     11: [_fill_v1, _fill_v2, _fill_v3],  # v11 only added the encryption key-state table
+    12: [_fill_v1, _fill_v2, _fill_v3, _fill_v12],
+    13: [_fill_v1, _fill_v2, _fill_v3, _fill_v12],  # v13 only dropped a duplicate index
 }
 
 
@@ -180,5 +189,27 @@ def test_v12_moves_a_runs_documents_out_of_its_row(tmp_path: Path) -> None:
         assert (run.workflow, run.plan) == ({"kind": "Workflow"}, {"tasks": []})
         assert run.compiled_plan_json == '{"format":1}'
         assert tuple(inline) == ("{}", "{}", None)
+    finally:
+        led.close()
+
+
+def test_effect_lookups_by_task_keep_an_index_after_the_duplicate_is_dropped(
+    tmp_path: Path,
+) -> None:
+    """v13 drops ``effects_by_task`` (a copy of the effects' unique index): a migrated ledger
+    has no such index, and looking a task's effects up still searches an index."""
+    old = open_database(tmp_path / "old.db", target_version=12)
+    names = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'effects'"
+    assert "effects_by_task" in [r[0] for r in old.conn.execute(names)]
+    old.close()
+    led = open_database(tmp_path / "old.db")
+    try:
+        assert "effects_by_task" not in [r[0] for r in led.conn.execute(names)]
+        plan = led.conn.execute(
+            "EXPLAIN QUERY PLAN SELECT * FROM effects WHERE run_id = ? AND task_id = ?"
+            " AND attempt = ? ORDER BY ordinal DESC LIMIT 1",
+            ("r", "t", 1),
+        ).fetchall()
+        assert any("USING INDEX" in str(r[3]) for r in plan), plan
     finally:
         led.close()

@@ -13,7 +13,13 @@ from agentctl.ledger import AuditSpec, TaskCompletion
 from agentctl.ledger.audit import list_audit, list_checkpoints
 from agentctl.ledger.connection import Database
 from agentctl.ledger.runs import get_run
-from agentctl.ledger.tasks import commit_tasks_txn, get_task, list_tasks, transition_task_txn
+from agentctl.ledger.tasks import (
+    advance_task_txn,
+    commit_tasks_txn,
+    get_task,
+    list_tasks,
+    transition_task_txn,
+)
 
 
 def _to_running(ledger: Database, *task_ids: str) -> None:
@@ -121,3 +127,36 @@ def test_checkpoint_checksum_is_verified_on_read(ledger: Database) -> None:
     ledger.conn.execute("UPDATE checkpoints SET state_json = '{\"tampered\":1}'")
     with pytest.raises(PersistenceError, match="checksum"), ledger.read() as conn:
         list_checkpoints(conn, "run-1")
+
+
+def test_an_advance_is_one_update_with_every_step_audited(ledger: Database) -> None:
+    """``pending`` → ``ready`` → ``running`` in one guarded UPDATE: each state passed is its
+    own event, in order, on consecutive sequences; no checkpoint of its own."""
+    make_run(ledger)
+    with ledger.read() as conn:
+        audit_before = len(list_audit(conn, "run-1"))
+        checkpoints_before = len(list_checkpoints(conn, "run-1"))
+    with ledger.transaction() as conn:
+        advance_task_txn(conn, "run-1", "a", ("ready", "running"), ts(3), attempt=2, trace_id="t")
+    with ledger.read() as conn:
+        task = get_task(conn, "run-1", "a")
+        events = list_audit(conn, "run-1")[audit_before:]
+        assert len(list_checkpoints(conn, "run-1")) == checkpoints_before
+    assert (task.state, task.attempt, task.updated_at) == ("running", 2, ts(3))
+    assert [(e.event_type, e.payload, e.trace_id) for e in events] == [
+        ("task.ready", {"attempt": 2}, "t"),
+        ("task.running", {"attempt": 2}, "t"),
+    ]
+    assert [e.sequence for e in events] == [audit_before + 1, audit_before + 2]
+
+
+def test_an_advance_from_an_illegal_state_is_refused(ledger: Database) -> None:
+    """The guard is the first step's: a task already running cannot be walked to ready."""
+    make_run(ledger)
+    _to_running(ledger, "a")
+    with pytest.raises(InvalidOperationError), ledger.transaction() as conn:
+        advance_task_txn(conn, "run-1", "a", ("ready", "running"), ts(5), attempt=1)
+    with pytest.raises(NotFoundError), ledger.transaction() as conn:
+        advance_task_txn(conn, "run-1", "zzz", ("ready", "running"), ts(5), attempt=1)
+    with ledger.read() as conn:
+        assert get_task(conn, "run-1", "a").updated_at == ts(2)

@@ -35,6 +35,12 @@ class StrictModel(BaseModel):
         populate_by_name=True,
         # Defaults are built from literal values; validating them again would only cost time.
         validate_default=False,
+        # Built on first use, once, as part of ``Workflow`` (or from a stored core schema:
+        # ``prebuilt.py``) instead of one validator per class while importing. For the same
+        # reason a default block is made with ``model_construct`` (``Field(default_factory=
+        # Policy.model_construct)``): its defaults are valid by construction, and calling the
+        # class would build that model's own validator (~1-3 ms each) just to check them.
+        defer_build=True,
     )
 
 

@@ -61,7 +61,7 @@ class Policy(StrictModel):
     writable_roots: list[str] = Field(default_factory=list, alias="writableRoots")
     environment_allowlist: list[str] = Field(default_factory=list, alias="environmentAllowlist")
     network_allowlist: list[str] = Field(default_factory=list, alias="networkAllowlist")
-    network: NetworkPolicy = Field(default_factory=NetworkPolicy)
+    network: NetworkPolicy = Field(default_factory=NetworkPolicy.model_construct)
     process_allowlist: list[str] = Field(default_factory=list, alias="processAllowlist")
     secret_file_roots: list[str] = Field(default_factory=list, alias="secretFileRoots")
     secret_process_allowlist: list[str] = Field(
@@ -153,7 +153,7 @@ class Pricing(StrictModel):
 class Runtime(StrictModel):
     max_concurrency: int = Field(1, alias="maxConcurrency", ge=1, le=64)
     default_timeout_seconds: Seconds = Field(120, alias="defaultTimeoutSeconds")
-    budgets: Budgets = Field(default_factory=Budgets)
+    budgets: Budgets = Field(default_factory=Budgets.model_construct)
     pricing: Pricing | None = None
 
     @model_validator(mode="after")
@@ -188,12 +188,14 @@ class LongTermMemory(StrictModel):
     provider: Literal["sqlite"] = "sqlite"
     namespace: NonEmptyStr = "default"
     retention_days: int | None = Field(None, alias="retentionDays", ge=1, le=36_500)
-    embedding: Embedding = Field(default_factory=Embedding)
+    embedding: Embedding = Field(default_factory=Embedding.model_construct)
 
 
 class Memory(StrictModel):
     working: JsonObject = Field(default_factory=dict)
-    long_term: LongTermMemory = Field(default_factory=LongTermMemory, alias="longTerm")
+    long_term: LongTermMemory = Field(
+        default_factory=LongTermMemory.model_construct, alias="longTerm"
+    )
 
 
 MCP_PROTOCOL_VERSION = "2025-11-25"

@@ -108,7 +108,7 @@ class Route(StrictModel):
 class Compensate(StrictModel):
     uses: str = Field(pattern=r"^action:[A-Za-z_][A-Za-z0-9_.-]*$")
     with_: JsonObject = Field(default_factory=dict, alias="with")
-    retry: Retry = Field(default_factory=Retry)
+    retry: Retry = Field(default_factory=Retry.model_construct)
     timeout_seconds: Seconds | None = Field(None, alias="timeoutSeconds")
 
 
@@ -125,7 +125,7 @@ class Task(StrictModel):
     vars: JsonObject = Field(default_factory=dict)
     vars_files: VarsFiles = Field(default_factory=list, alias="varsFiles")
     with_: JsonObject = Field(default_factory=dict, alias="with")
-    retry: Retry = Field(default_factory=Retry)
+    retry: Retry = Field(default_factory=Retry.model_construct)
     timeout_seconds: Seconds | None = Field(None, alias="timeoutSeconds")
     failure: Literal["stop", "continue"] = "stop"
     compensate: Compensate | None = None

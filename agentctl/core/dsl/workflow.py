@@ -45,6 +45,13 @@ class Metadata(StrictModel):
     labels: dict[str, str] = Field(default_factory=dict)
 
 
+def _default_output() -> Output:
+    # A named function, not a lambda: the core schema refers to it and is stored by
+    # reference (``core/dsl/prebuilt.py``), which a lambda cannot be. Constructed, not
+    # validated, like every default block (``base.StrictModel``).
+    return Output.model_construct(verbose=False, show_diff=True)
+
+
 class Spec(StrictModel):
     inputs: JsonObject = Field(default_factory=dict)
     vars: JsonObject = Field(default_factory=dict)
@@ -55,18 +62,18 @@ class Spec(StrictModel):
     actions: dict[str, Action] = Field(default_factory=dict)
     tools: dict[str, Tool] = Field(default_factory=dict)
     subworkflows: dict[str, Subworkflow] = Field(default_factory=dict)
-    compensation: CompensationSettings = Field(default_factory=CompensationSettings)
+    compensation: CompensationSettings = Field(default_factory=CompensationSettings.model_construct)
     tasks: Annotated[list[Task], Field(min_length=1)]
-    policy: Policy = Field(default_factory=Policy)
-    memory: Memory = Field(default_factory=Memory)
+    policy: Policy = Field(default_factory=Policy.model_construct)
+    memory: Memory = Field(default_factory=Memory.model_construct)
     mcp_servers: dict[str, McpServer] = Field(default_factory=dict, alias="mcpServers")
     a2a_peers: dict[str, A2aPeer] = Field(default_factory=dict, alias="a2aPeers")
     packs: list[PackRef] = Field(default_factory=list)
     # None when absent (not the defaults), so documents without packs keep their digests.
     pack_trust: PackTrust | None = Field(None, alias="packTrust")
-    runtime: Runtime = Field(default_factory=Runtime)
+    runtime: Runtime = Field(default_factory=Runtime.model_construct)
     # [quirk] an absent block means showDiff true; see the module docstring of settings.py.
-    output: Output = Field(default_factory=lambda: Output(verbose=False, show_diff=True))
+    output: Output = Field(default_factory=_default_output)
 
     @field_validator("tools")
     @classmethod

@@ -42,6 +42,7 @@ from agentctl.ledger.pg.adapter import (
     translate_errors,
 )
 from agentctl.ledger.pg.schema import checked_version, set_up
+from agentctl.ledger.queue import Fence
 from agentctl.ledger.service import LedgerService
 from agentctl.ledger.sql import Db
 
@@ -114,13 +115,20 @@ class PgTransactions:
 class PgLedger(LedgerService):
     """``RunLedger`` over one PostgreSQL connection; one caller (thread) at a time."""
 
-    def __init__(self, tx: PgTransactions, migration: MigrationResult) -> None:
-        super().__init__(tx)
+    def __init__(
+        self, tx: PgTransactions, migration: MigrationResult, fence: Fence | None = None
+    ) -> None:
+        super().__init__(tx, fence)
         self._pg = tx
         self._migration = migration
         info = tx.conn.info
         name = f"postgresql-{info.host}-{info.port}-{info.dbname}".replace("/", "_")
         self._location = LOCAL_DIR.absolute() / name
+
+    def open_fenced(self, fence: Fence) -> PgLedger:
+        """A second connection for one claimed run (the run queue), its writes fenced."""
+        sibling = PgTransactions(_connect(self._pg.url), self._pg.url, self._pg.artifacts_root)
+        return PgLedger(sibling, self._migration, fence)
 
     @property
     def location(self) -> Path:

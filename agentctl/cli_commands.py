@@ -1,0 +1,146 @@
+"""What ``check`` and ``run`` do once their command line is parsed, and how a run is driven.
+
+Invariants:
+- nothing here imports typer: the same functions serve the typer commands of ``cli`` and the
+  hand-parsed fast path of ``cli_fast``, so both give the same outcome and the same errors;
+- each function returns the command's one ``Outcome`` (the caller delivers it); the workflow
+  models, the compiler and the coordinator are imported inside, once a command needs them;
+- a run's live view (``drive``) is shown only to a human at a terminal.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from agentctl.clikit import collect_from_now, read_cli_file
+from agentctl.render import Outcome, Settings, dump_json, stream_event_printer
+
+
+def check_outcome(
+    file: Path, vars_files: list[Path] | None, var_pairs: list[str] | None
+) -> Outcome:
+    """``agentctl check FILE``: validate and compile; creates no state."""
+    from agentctl.cli_vars import compile_with_vars
+    from agentctl.core.compiler import check_result_json
+
+    loaded, plan = compile_with_vars(file, vars_files, var_pairs)
+    data = check_result_json(plan)
+
+    def human(_s: Settings) -> str:
+        return (
+            f"ok: {data['workflow']} is valid ({data['tasks']} tasks)\n"
+            f"workflowDigest {data['workflowDigest']}\nplanDigest     {data['planDigest']}"
+        )
+
+    return Outcome("CheckResult", data, diagnostics=list(loaded.warnings), human=human)
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """The parsed options of ``agentctl run`` (see ``cli.run_cmd`` for their help)."""
+
+    file: Path
+    db: str
+    inputs: str | None = None
+    inputs_file: Path | None = None
+    input_pairs: list[str] | None = None
+    workspace: Path | None = None
+    timeout_seconds: float | None = None
+    check: bool = False
+    diff: bool = False
+    var_pairs: list[str] | None = None
+    vars_files: list[Path] | None = None
+
+
+def run_outcome(request: RunRequest, settings: Settings) -> Outcome:
+    """``agentctl run FILE``: compile, then run durably to an outcome."""
+    from agentctl.coordinator.workerstart import early_workers
+
+    # A worker the file's kinds call for starts first: its start-up overlaps all that follows.
+    with early_workers(request.file, preview=request.check) as early:
+        from agentctl.coordinator import api
+
+        document, plan, resolved = prepare_run(request)
+        file, workspace = request.file, request.workspace
+        return drive(
+            settings,
+            lambda progress, created: api.start_run(
+                document=document,
+                plan=plan,
+                inputs=resolved,
+                db=request.db,
+                workspace=str(workspace or file.resolve().parent),
+                timeout_s=request.timeout_seconds,
+                progress=progress,
+                on_created=created,
+                check_mode=request.check,
+                diff=request.diff,
+                on_stream=stream_event_printer(settings),
+                early=early,
+            ),
+        )
+
+
+def prepare_run(request: RunRequest) -> tuple[Any, Any, dict[str, Any]]:
+    """Compile, resolve the inputs and refuse what cannot run; returns (document, plan, inputs)."""
+    from agentctl.cli_vars import compile_with_vars
+    from agentctl.coordinator import api
+
+    file = request.file
+    loaded, plan = compile_with_vars(file, request.vars_files, request.var_pairs)
+    file_text = None
+    if request.inputs_file is not None:
+        file_text = read_cli_file(request.inputs_file, "inputs file").decode("utf-8", "replace")
+    document = loaded.document
+    resolved = api.resolve_inputs(
+        document["spec"].get("inputs") or {}, request.inputs, file_text, request.input_pairs or []
+    )
+    api.check_executable(plan, file=str(file), locate=loaded.locate)
+    # The parsed models and position tables are no longer needed: free them before the run.
+    # Their cycles are found by a full collection, worth its ~40 ms only for a large plan.
+    del loaded
+    if len(plan.tasks) >= _COLLECT_AFTER_COMPILE_TASKS:
+        gc.collect()
+    return document, plan, resolved
+
+
+_COLLECT_AFTER_COMPILE_TASKS = 1000
+
+
+def drive(
+    settings: Settings, call: Callable[[Any, Any], Any], announce: str | None = None
+) -> Outcome:
+    """Run ``call(progress, on_created)`` under a live view (for a human at a terminal)."""
+    collect_from_now()
+    view = None
+    if settings.output == "human" and sys.stderr.isatty():
+        from agentctl.render import LiveProgress
+
+        view = LiveProgress(color=settings.color != "never")
+        if announce is not None:
+            view.start(announce, "resumed")
+    try:
+        outcome = call(view.update if view else None, view.start if view else None)
+    finally:
+        if view is not None:
+            view.stop()
+    return outcome_of(outcome)
+
+
+def outcome_of(outcome: Any) -> Outcome:
+    """A finished run's ``RunOutcome`` envelope and its exit code (spec/cli.md §2)."""
+    codes = {"succeeded": 0, "paused": 3, "cancelled": 130}
+    data = outcome.to_json()
+
+    def human(_s: Settings) -> str:
+        text = f"run {data['runId']}: {data['state']}"
+        if data.get("output") is not None:
+            text += "\n" + dump_json(data["output"], indent=2)
+        return text
+
+    return Outcome("RunOutcome", data, exit_code=codes.get(outcome.state, 4), human=human)

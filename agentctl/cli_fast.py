@@ -1,0 +1,115 @@
+"""The plain forms of the hot commands, ``check FILE`` and ``run FILE``, parsed without typer.
+
+Importing typer and building its command group is about a quarter of ``agentctl check``'s
+start-up, for a command line that is almost always ``check FILE`` or ``run FILE [--input …]``.
+
+Invariants:
+- ``parse`` accepts only command lines whose meaning under typer is certain: one positional
+  FILE, and options of the command given each at most once (those that may repeat, any number
+  of times) with a value that does not look like an option; anything else (``--help``, ``--``,
+  an unknown or misspelt option, a missing value, a second FILE, ``--timeout-seconds``, shell
+  completion, ``run`` with ``$AGENTCTL_DB`` set) returns None and typer (``cli``) parses
+  it, so every help page, usage error and rarely used option stays exactly typer's;
+- an accepted command runs the same body as its typer command (``cli_commands``), after the
+  same path checks in the same order (``--workspace`` then ``--db``, as click runs them:
+  options in the order given, ``--db`` last since ``cli_argv`` moves it to the end).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agentctl.cli_commands import RunRequest, check_outcome, run_outcome
+from agentctl.clikit import DEFAULT_DB, check_db_path, check_workspace
+from agentctl.render import Outcome, Settings
+
+
+@dataclass(frozen=True)
+class _Grammar:
+    """A command's options: those taking one value, those repeatable, the bare flags."""
+
+    single: frozenset[str]
+    repeated: frozenset[str] = frozenset()
+    flags: frozenset[str] = frozenset()
+
+
+_VARS = frozenset({"--var", "--vars-file"})
+_GRAMMARS = {
+    "check": _Grammar(single=frozenset(), repeated=_VARS),
+    "run": _Grammar(
+        single=frozenset({"--db", "--inputs", "--inputs-file", "--workspace"}),
+        repeated=_VARS | {"--input"},
+        flags=frozenset({"--check", "--diff"}),
+    ),
+}
+
+
+@dataclass
+class FastCommand:
+    """A parsed ``check`` or ``run`` command line."""
+
+    command: str
+    file: str | None = None
+    values: dict[str, str] = field(default_factory=dict)
+    lists: dict[str, list[str]] = field(default_factory=dict)
+    flags: set[str] = field(default_factory=set)
+
+    def invoke(self, settings: Settings) -> Outcome:
+        """Run the command (its path checks first, as typer's callbacks would)."""
+        assert self.file is not None
+        files = self.lists.get("--vars-file")
+        vars_files = None if files is None else [Path(p) for p in files]
+        var_pairs = self.lists.get("--var")
+        if self.command == "check":
+            return check_outcome(Path(self.file), vars_files, var_pairs)
+        workspace = check_workspace(_path(self.values.get("--workspace")))
+        db = check_db_path(self.values.get("--db", DEFAULT_DB))
+        request = RunRequest(
+            file=Path(self.file),
+            db=db,
+            inputs=self.values.get("--inputs"),
+            inputs_file=_path(self.values.get("--inputs-file")),
+            input_pairs=self.lists.get("--input"),
+            workspace=workspace,
+            check="--check" in self.flags,
+            diff="--diff" in self.flags,
+            var_pairs=var_pairs,
+            vars_files=vars_files,
+        )
+        return run_outcome(request, settings)
+
+
+def _path(value: str | None) -> Path | None:
+    return None if value is None else Path(value)
+
+
+def parse(args: list[str]) -> FastCommand | None:
+    """``args`` (global flags already taken out) as a plain ``check``/``run``, else None."""
+    if not args or args[0] not in _GRAMMARS or "_AGENTCTL_COMPLETE" in os.environ:
+        return None  # shell completion is typer's
+    if args[0] == "run" and "AGENTCTL_DB" in os.environ:
+        return None  # click reads --db from there when it is absent, by rules of its own
+    grammar, parsed = _GRAMMARS[args[0]], FastCommand(args[0])
+    rest = iter(args[1:])
+    for arg in rest:
+        if not arg.startswith("-"):
+            if parsed.file is not None or not arg:
+                return None  # a second positional: typer's "unexpected extra argument"
+            parsed.file = arg
+            continue
+        name, eq, value = arg.partition("=")
+        if name in grammar.flags and not eq:
+            parsed.flags.add(name)
+            continue
+        if name not in grammar.single and name not in grammar.repeated:
+            return None
+        value = value if eq else next(rest, "-")
+        if value.startswith("-") or (name in grammar.single and name in parsed.values):
+            return None
+        if name in grammar.single:
+            parsed.values[name] = value
+        else:
+            parsed.lists.setdefault(name, []).append(value)
+    return parsed if parsed.file is not None else None

@@ -1,0 +1,98 @@
+"""The ``agentctl`` process after its SIGINT guard: take the global flags, run one command,
+render its one outcome or error.
+
+Invariants:
+- no traceback ever reaches a user: every failure becomes an error envelope (JSON mode) or an
+  ``error: …`` block (human mode) with the exit code of spec/cli.md §2;
+- ``--output``, ``--color`` and ``--verbose`` are accepted before or after the command
+  (``cli_argv`` takes them out first); ``--output json`` is sniffed again for an error found
+  while parsing, so even a usage error is a JSON envelope;
+- the plain ``check``/``run`` command lines are run by ``cli_fast`` without importing typer;
+  every other command line, and every help page, goes to typer (``cli``);
+- once the outcome is decided SIGINT is ignored: an interrupt can no longer change the result
+  or cut its rendering in half (an interrupt before that point is exit 130).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import NoReturn
+
+from agentctl.cli_argv import normalize_argv, sniff_output
+from agentctl.cli_fast import parse as parse_fast
+from agentctl.clikit import ignore_interrupts, report_closed_stdout
+from agentctl.errors import AgentctlError, CancelledRunError, from_os_error
+from agentctl.render import Outcome, Settings, emit_error, emit_outcome, write_jsonl_line
+
+SETTINGS = Settings()
+
+
+def _dispatch(args: list[str], settings: Settings) -> Outcome | int:
+    """The command's outcome, or the exit code of a help page."""
+    fast = parse_fast(args)
+    if fast is not None:
+        return fast.invoke(settings)
+    from agentctl.cli import run_app
+
+    return run_app(args, settings)
+
+
+def _execute(args: list[str]) -> Outcome | AgentctlError | int:
+    """Parse and run the command; every failure becomes the error a user should see."""
+    global SETTINGS
+    try:
+        SETTINGS, normalized = normalize_argv(args)
+        # Set on every call once loaded, so an earlier call in this process never leaks in.
+        if SETTINGS.offline or SETTINGS.locked or "agentctl.packsource" in sys.modules:
+            from agentctl import packsource
+
+            packsource.MODE = packsource.PackMode(SETTINGS.offline, SETTINGS.locked)
+        if normalized[:1] in (["-V"], ["--version"]):
+            normalized = ["version", *normalized[1:]]
+        if SETTINGS.output != "jsonl":
+            return _dispatch(normalized, SETTINGS)
+        from agentctl.coordinator.events import open_event_stream
+
+        with open_event_stream(write_jsonl_line):  # the run commands' live event lines
+            return _dispatch(normalized, SETTINGS)
+    except AgentctlError as exc:
+        if exc.exit_code == 2 and SETTINGS.output == "human":
+            # The sniffed word is only used to pick the error's form; render checks it again.
+            SETTINGS.output = sniff_output(args)  # type: ignore[assignment]
+        return exc
+    except KeyboardInterrupt:
+        return CancelledRunError("interrupted (SIGINT) before the command finished")
+    except OSError as exc:  # an OS failure no layer below classified: still a clear message
+        return from_os_error(exc, str(exc.filename or "a file agentctl needed"))
+    except Exception as exc:  # the last line of defence: report, never show a traceback
+        if os.environ.get("AGENTCTL_DEBUG"):
+            raise
+        return AgentctlError(f"internal error: {type(exc).__name__}: {exc}")
+
+
+def _render(result: Outcome | AgentctlError | int) -> int:
+    """Write the one outcome or error; returns the exit code."""
+    if isinstance(result, int):
+        return result
+    if isinstance(result, Outcome):
+        emit_outcome(result, SETTINGS)
+        return result.exit_code
+    emit_error(result, SETTINGS)
+    return result.exit_code
+
+
+def main(argv: list[str] | None = None) -> NoReturn:
+    """Console-script entry point; never lets a traceback reach the user."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        result = _execute(args)
+    except KeyboardInterrupt:  # landed between two statements of the handlers above
+        result = CancelledRunError("interrupted (SIGINT) before the command finished")
+    ignore_interrupts()
+    try:
+        code = _render(result)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        code = report_closed_stdout(SETTINGS)
+    sys.exit(code)

@@ -1,0 +1,61 @@
+"""The typer option types shared by several commands (``--db``, ``--diff``, ``--timeout-seconds``,
+``--workspace``; and the run options ``run`` and ``submit`` share).
+
+Invariant: their checks are ``clikit``'s, so a value is refused with the same error whether
+typer parsed the command line or ``cli_fast`` did.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentctl.clikit import check_db_path, check_workspace
+
+DbOpt = Annotated[
+    str,
+    typer.Option(
+        "--db",
+        help="SQLite database file or postgresql:// URL (default .agentctl/runtime.db).",
+        envvar="AGENTCTL_DB",
+        show_envvar=True,
+        callback=check_db_path,
+    ),
+]
+DiffOpt = Annotated[bool, typer.Option("--diff", help="Include unified diffs of file writes.")]
+TimeoutOpt = Annotated[
+    float | None,
+    typer.Option("--timeout-seconds", min=0.001, help="Overall deadline; on expiry exit 130."),
+]
+WorkspaceOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--workspace", help="Workspace root (default: the run's own).", callback=check_workspace
+    ),
+]
+
+VarOpt = Annotated[
+    list[str] | None, typer.Option("--var", help="Variable NAME=JSON (highest layer); repeatable.")
+]
+VarsFileOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--vars-file", help="YAML/JSON file of variables; repeatable."),
+]
+InputsOpt = Annotated[str | None, typer.Option("--inputs", help="Run inputs as a JSON object.")]
+InputsFileOpt = Annotated[
+    Path | None, typer.Option("--inputs-file", help="File holding the inputs JSON object.")
+]
+InputPairsOpt = Annotated[
+    list[str] | None, typer.Option("--input", help="KEY=VALUE (JSON, else text); repeatable.")
+]
+RunWorkspaceOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--workspace", help="Workspace root (default: the file's dir).", callback=check_workspace
+    ),
+]
+CheckOpt = Annotated[
+    bool, typer.Option("--check", help="Preview: run only pure and observe work; write nothing.")
+]

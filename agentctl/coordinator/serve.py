@@ -1,0 +1,270 @@
+"""``agentctl serve``: claim queued or orphaned runs and drive each to a stop, under a lease.
+
+One trio process: a claim loop, a heartbeat and up to ``max_runs`` drives at once, all
+sharing one worker pool. Each claimed run is driven through its own ledger connection opened
+with the claim's fence (``ledger.queue.Fence``), so every write made for it checks the
+fencing token first.
+
+Invariants:
+- a run is driven only between its claim and the end of its drive, and only while the
+  heartbeat keeps finding its lease under our token; a lost lease (the heartbeat, or any
+  fenced write, finds a higher token) stops that drive at once — it commits nothing more, and
+  what it had in flight is left to the new owner's resume rules;
+- the claim and heartbeat share one control connection, one call at a time (a limiter);
+- SIGINT/SIGTERM: no more claims; every drive hands its run back (in-flight effects become
+  uncertain, as on cancellation; the run stays ``running`` with its lease released, so
+  another ``serve`` continues it once they are reconciled); then the process exits;
+- a paused run (approval) is released by its drive; it is claimed again once no approval of
+  it is pending (``ledger.queue``), so an approval given on any host continues it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import TypeVar
+
+import trio
+
+from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.creation import load_plan, owner_identity
+from agentctl.coordinator.launch import user_error
+from agentctl.coordinator.service import DriveRequest, RunOutcome, drive_run, worker_registry
+from agentctl.coordinator.workerpool import WorkerPool, open_worker_pool
+from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.errors import AgentctlError, LeaseLostError
+from agentctl.ledger import open_ledger
+from agentctl.ledger.interface import RunLedger
+from agentctl.ledger.model import Owner
+from agentctl.ledger.queue import ClaimedRun, ClaimRequest, Fence, Heartbeat
+
+T = TypeVar("T")
+# A drive reads its run's cancel flag this often: with many drives per process and many
+# processes per database, `run`'s 0.1 s would make these reads most of the database's load.
+SERVE_CANCEL_POLL_S = 0.5
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    db: str
+    max_runs: int = 4
+    lease_s: float = 30.0
+    poll_s: float = 1.0
+    once: bool = False  # claim once, drive what was claimed, exit
+    exit_when_idle: bool = False  # exit when nothing is claimable nor held by any serve
+
+
+@dataclass(frozen=True)
+class Driven:
+    """What became of one claimed run in this process."""
+
+    run_id: str
+    token: int
+    takeover: bool
+    state: str  # the drive's outcome, or "lost" (fenced out) or "error"
+    error: str | None = None
+
+    def to_json(self) -> JsonObject:
+        return {
+            "runId": self.run_id,
+            "token": self.token,
+            "takeover": self.takeover,
+            "state": self.state,
+            "error": self.error,
+        }
+
+
+@dataclass
+class _Serve:
+    """The state one ``serve`` process shares between its claim loop, heartbeat and drives."""
+
+    opts: ServeOptions
+    control: RunLedger
+    owner: Owner
+    holder: str
+    pool: WorkerPool
+    clock: Clock = field(default_factory=Clock)
+    limiter: trio.CapacityLimiter = field(default_factory=lambda: trio.CapacityLimiter(1))
+    stop: trio.Event = field(default_factory=trio.Event)
+    wake: trio.Event = field(default_factory=trio.Event)
+    held: dict[str, tuple[Fence, trio.CancelScope]] = field(default_factory=dict)
+    driven: list[Driven] = field(default_factory=list)
+    stopped_by: str = "idle"
+
+    async def call(self, fn: Callable[[], T]) -> T:
+        """One control-ledger call in a thread (not abandoned when the caller is cancelled)."""
+        return await trio.to_thread.run_sync(fn, limiter=self.limiter)
+
+
+@dataclass(frozen=True)
+class ServeReport:
+    holder: str
+    stopped_by: str
+    driven: tuple[Driven, ...]
+
+    def counts(self) -> dict[str, int]:
+        """Driven runs per final state."""
+        found: dict[str, int] = {}
+        for d in self.driven:
+            found[d.state] = found.get(d.state, 0) + 1
+        return found
+
+    def to_json(self) -> JsonObject:
+        return {
+            "holder": self.holder,
+            "stoppedBy": self.stopped_by,
+            "counts": dict[str, JsonValue](self.counts()),
+            "runs": [d.to_json() for d in self.driven],
+        }
+
+
+async def serve_queue(opts: ServeOptions) -> ServeReport:
+    """Claim and drive runs until stopped (signal), idle (``exit_when_idle``) or ``once``."""
+    owner = owner_identity()
+    holder = f"{socket.gethostname()}:{owner.pid}"
+    control = await trio.to_thread.run_sync(lambda: open_ledger(opts.db, verify=False))
+    serve: _Serve | None = None
+    try:
+        registry = worker_registry(control.location)
+        async with open_worker_pool(opts.max_runs, registry_path=registry) as pool:
+            serve = _Serve(opts, control, owner, holder, pool)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_watch_signals, serve)
+                nursery.start_soon(_heartbeat, serve)
+                await _claim_loop(serve)
+                nursery.cancel_scope.cancel()
+        return ServeReport(holder, serve.stopped_by, tuple(serve.driven))
+    finally:
+        last = control if serve is None else serve.control  # a reconnect replaces it
+        with contextlib.suppress(AgentctlError):
+            await trio.to_thread.run_sync(last.close)
+
+
+async def _watch_signals(serve: _Serve) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            serve.stopped_by = signal.Signals(signum).name
+            serve.stop.set()
+            serve.wake.set()
+            return
+
+
+async def _claim_loop(serve: _Serve) -> None:
+    """Claim while slots are free; return once stopped, idle or (``once``) claimed."""
+    opts = serve.opts
+    async with trio.open_nursery() as drives:
+        while not serve.stop.is_set():
+            claimed = await _claim(serve, opts.max_runs - len(serve.held))
+            for run in claimed:
+                scope = trio.CancelScope()
+                serve.held[run.run_id] = (Fence(run.run_id, run.token), scope)
+                drives.start_soon(_drive_one, serve, run, scope)
+            if opts.once:
+                serve.stopped_by = "once"
+                return
+            if opts.exit_when_idle and not claimed and await _idle(serve):
+                return
+            serve.wake = trio.Event()
+            with trio.move_on_after(opts.poll_s):
+                await serve.wake.wait()
+
+
+async def _claim(serve: _Serve, free: int) -> tuple[ClaimedRun, ...]:
+    if free <= 0:
+        return ()
+    now = serve.clock.now()
+    claim = ClaimRequest(
+        serve.holder, serve.owner, free, serve.clock.later(serve.opts.lease_s), now
+    )
+    try:
+        return await serve.call(lambda: serve.control.claim_runs(claim))
+    except AgentctlError:  # a busy or restarted database: the next round claims again
+        await _reconnect(serve)
+        return ()
+
+
+async def _reconnect(serve: _Serve) -> None:
+    """A fresh control connection (the old one may have died with a database restart)."""
+
+    def swap() -> None:
+        with contextlib.suppress(AgentctlError):
+            serve.control.close()
+        serve.control = open_ledger(serve.opts.db, verify=False)
+
+    with contextlib.suppress(AgentctlError):  # still down: the next round tries again
+        await serve.call(swap)
+
+
+async def _idle(serve: _Serve) -> bool:
+    """Nothing held here, and no submitted run claimable or leased by any serve."""
+    if serve.held:
+        return False
+    now = serve.clock.now()
+    try:
+        return not await serve.call(lambda: serve.control.queue_busy(now))
+    except AgentctlError:  # unknown: not idle (the claim round reconnects)
+        return False
+
+
+async def _heartbeat(serve: _Serve) -> None:
+    """Push the held leases' expiry on; stop the drives whose lease was taken over."""
+    while True:
+        await trio.sleep(serve.opts.lease_s / 3)
+        leases = tuple(fence for fence, _scope in serve.held.values())
+        if not leases:
+            continue
+        beat = Heartbeat(leases, serve.clock.later(serve.opts.lease_s), serve.clock.now())
+        try:
+            lost = await serve.call(partial(serve.control.heartbeat, beat))
+        except AgentctlError:  # a busy or restarted database: the fence guards every write
+            await _reconnect(serve)
+            continue
+        for run_id in lost:
+            if run_id in serve.held:
+                serve.held[run_id][1].cancel()
+
+
+async def _drive_one(serve: _Serve, run: ClaimedRun, scope: trio.CancelScope) -> None:
+    outcome: RunOutcome | None = None
+    error: str | None = None
+    state = "lost"
+    with scope:
+        try:
+            outcome = await _drive_claimed(serve, run)
+        except BaseException as exc:  # a group: the drive's tasks' errors (and Cancelled)
+            found = user_error(exc)
+            if found is None:
+                raise
+            error = found.message
+            state = "lost" if isinstance(found, LeaseLostError) else "error"
+    serve.held.pop(run.run_id, None)
+    if outcome is not None:
+        state = outcome.state
+    serve.driven.append(Driven(run.run_id, run.token, run.takeover, state, error))
+    serve.wake.set()
+
+
+async def _drive_claimed(serve: _Serve, run: ClaimedRun) -> RunOutcome:
+    fence = Fence(run.run_id, run.token)
+    ledger = await serve.call(lambda: serve.control.open_fenced(fence))
+    try:
+        found = await trio.to_thread.run_sync(lambda: ledger.get_run(run.run_id))
+        plan = await trio.to_thread.run_sync(lambda: load_plan(found))
+        base = found.base_path or os.getcwd()
+        trace_id = serve.clock.new_id("trace")
+        req = DriveRequest(ledger, run.run_id, trace_id, plan, base, clock=serve.clock)
+        req = _for_serve(req, serve, check_mode=found.mode == "check")
+        return await drive_run(req)
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(ledger.close)
+
+
+def _for_serve(req: DriveRequest, serve: _Serve, *, check_mode: bool) -> DriveRequest:
+    poll = SERVE_CANCEL_POLL_S
+    return replace(req, check_mode=check_mode, pool=serve.pool, stop=serve.stop, cancel_poll_s=poll)

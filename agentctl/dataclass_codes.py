@@ -1,0 +1,133 @@
+"""The compiled methods of ``@dataclass`` classes, kept between CLI processes.
+
+Python 3.11's ``dataclasses`` writes each generated method (``__init__``, ``__repr__``,
+``__eq__``, ``__hash__``, ``__setattr__``, …) as source text and compiles it with ``exec``,
+every time a class is defined. agentctl defines ~200 dataclasses on the way to a run (the
+ledger's rows, the plan, the coordinator's state); parsing and compiling their ~1,100 method
+texts was a third of the instructions of ``agentctl run`` on a one-task workflow (callgrind).
+The compiled code depends on nothing but the text and the interpreter, so this module keeps
+it: the same text, the same interpreter, the same code object, as ``.pyc`` files do for
+modules.
+
+Invariants:
+- ``install`` replaces ``dataclasses._create_fn`` only on the interpreter it was written
+  against (CPython 3.11, the function's parameters as expected); anywhere else it does
+  nothing and dataclasses compile as usual;
+- the replacement builds the method text exactly as the original does, then runs the code
+  compiled from that text — taken from the store when the text's digest is there, else
+  compiled the way ``exec`` compiles a string (no inherited ``__future__`` flags) — so a
+  class gets the same methods either way;
+- the store is keyed by the interpreter's version (its bytecode format) and lives in the user's
+  cache (``usercache``: private files only); it is read once at start-up and rewritten at
+  exit only when this process compiled a method it did not have.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import dataclasses
+import hashlib
+import marshal
+import sys
+from typing import Any
+
+from agentctl.usercache import read as read_cached
+from agentctl.usercache import write as write_cached
+
+FILE_NAME = "dataclass-methods.marshal"
+# The interpreter exactly (its bytecode changes only with its version).
+_INTERPRETER = f"{sys.implementation.cache_tag} {sys.version}".replace("\n", " ")
+KEY = f"agentctl-dataclass-methods-1 {_INTERPRETER}\n".encode()
+_MAX_ENTRIES = 5_000  # ~4 MB; past it (many upgrades later) only what this process used is kept
+_PARAMETERS = ("name", "args", "body", "globals", "locals", "return_type")
+
+
+class _Store:
+    """The digests of method texts and their marshalled code objects."""
+
+    def __init__(self, known: dict[bytes, bytes]) -> None:
+        self.known = known
+        self.used: dict[bytes, bytes] = {}
+        self.added = False
+
+    def code(self, text: str) -> Any:
+        digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
+        blob = self.known.get(digest)
+        if blob is None:
+            code = compile(text, "<string>", "exec", dont_inherit=True)
+            blob = self.known[digest] = marshal.dumps(code)
+            self.added = True
+        else:
+            code = marshal.loads(blob)
+        self.used[digest] = blob
+        return code
+
+    def save(self) -> None:
+        if not self.added:
+            return
+        kept = self.known if len(self.known) <= _MAX_ENTRIES else self.used
+        write_cached(FILE_NAME, KEY, marshal.dumps(kept))
+
+
+def install() -> _Store | None:
+    """Serve dataclasses' generated methods from the store (module docstring); returns the
+    store, or None where this interpreter is not the one this was written against."""
+    original = getattr(dataclasses, "_create_fn", None)
+    code = getattr(original, "__code__", None)
+    if sys.version_info[:2] != (3, 11) or code is None:
+        return None
+    if code.co_varnames[: len(_PARAMETERS)] != _PARAMETERS:
+        return None
+    store = _Store(_load(read_cached(FILE_NAME, KEY)))
+    dataclasses._create_fn = _creator(store)  # type: ignore[attr-defined]  # private, by design
+    atexit.register(_save_quietly, store)
+    return store
+
+
+def _load(content: bytes | None) -> dict[bytes, bytes]:
+    if content is None:
+        return {}
+    try:
+        known = marshal.loads(content)
+    except (EOFError, ValueError, TypeError):
+        return {}
+    return known if isinstance(known, dict) else {}
+
+
+def _save_quietly(store: _Store) -> None:
+    with contextlib.suppress(Exception):  # at exit: a cache never changes the outcome
+        store.save()
+
+
+def _creator(store: _Store) -> Any:
+    missing = dataclasses.MISSING
+
+    def _create_fn(
+        name: str,
+        args: list[str],
+        body: list[str],
+        *,
+        globals: dict[str, Any] | None = None,
+        locals: dict[str, Any] | None = None,
+        return_type: Any = missing,
+    ) -> Any:
+        # The text is built exactly as CPython 3.11's dataclasses._create_fn builds it.
+        if locals is None:
+            locals = {}
+        return_annotation = ""
+        if return_type is not missing:
+            locals["_return_type"] = return_type
+            return_annotation = "->_return_type"
+        joined = ",".join(args)
+        lines = "\n".join(f"  {b}" for b in body)
+        text = f" def {name}({joined}){return_annotation}:\n{lines}"
+        local_vars = ", ".join(locals.keys())
+        text = f"def __create_fn__({local_vars}):\n{text}\n return {name}"
+        ns: dict[str, Any] = {}
+        # exec of a string without globals would run in the caller's (dataclasses') module.
+        scope = vars(dataclasses) if globals is None else globals
+        exec(store.code(text), scope, ns)
+        return ns["__create_fn__"](**locals)
+
+    return _create_fn

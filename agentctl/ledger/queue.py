@@ -1,0 +1,184 @@
+"""The run queue: submitted runs, ``serve`` claims with expiring leases, heartbeats, fencing.
+
+Invariants:
+- a submitted run is created ``queued`` with ``queued_at`` and no lease; only a ``serve``
+  claims it (``run``/``resume`` never look at the queue);
+- a claim is one transaction: it picks claimable runs (below) with ``FOR UPDATE SKIP LOCKED``
+  on PostgreSQL (SQLite's single writer serialises claims the same way), raises each one's
+  fencing token, gives its lease an expiry, moves a queued run to ``running``, turns its
+  ``started`` effects ``uncertain`` (a takeover follows the ordinary resume rules: nothing is
+  silently repeated) and audits ``run.claimed`` with the holder and the token;
+- claimable: a queued run; a submitted run whose ``serve`` lease expired (always claimed,
+  if only to fence its old holder out); a submitted running or paused run whose lease was
+  released, once no approval of it is pending and no effect of it awaits reconciliation;
+- a claimed run that an unreconciled effect blocks is handed back in the same transaction
+  (lease released, token raised, ``run.blocked`` audited): it waits for ``effects reconcile``;
+- a heartbeat extends exactly the leases still under the ``serve``'s tokens; the others are
+  reported lost, and their drives stop;
+- ``check_fence`` is the one check a fenced ledger's every write transaction makes first: the
+  run's token must still be the one its claim got, else nothing of the transaction commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import agentctl.ledger.effects as effects
+import agentctl.ledger.reconcile as reconcile
+import agentctl.ledger.remote as remote
+import agentctl.ledger.runs as runs
+from agentctl.errors import LeaseLostError
+from agentctl.ledger.audit import append_audit_txn
+from agentctl.ledger.model import Owner
+from agentctl.ledger.sql import Db, dialect_of
+
+
+@dataclass(frozen=True)
+class Fence:
+    """A ``serve``'s claim on one run: every write for the run checks this token."""
+
+    run_id: str
+    token: int
+
+
+@dataclass(frozen=True)
+class ClaimRequest:
+    """Claim up to ``limit`` runs for ``holder`` (a ``serve``: host and pid) until ``expires``."""
+
+    holder: str
+    owner: Owner
+    limit: int
+    expires_at: str
+    now: str
+
+
+@dataclass(frozen=True)
+class ClaimedRun:
+    run_id: str
+    token: int
+    takeover: bool  # the run had been driven before (an expired or released lease)
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    leases: tuple[Fence, ...]
+    expires_at: str
+    now: str
+
+
+_PENDING_APPROVAL = (
+    "EXISTS (SELECT 1 FROM approvals a WHERE a.run_id = r.run_id AND a.status = 'pending')"
+)
+_UNRECONCILED = (
+    "EXISTS (SELECT 1 FROM effects e WHERE e.run_id = r.run_id AND e.status = 'uncertain'"
+    " AND NOT EXISTS (SELECT 1 FROM effect_reconciliations x WHERE x.effect_id = e.effect_id))"
+)
+_CLAIMABLE = f"""r.queued_at IS NOT NULL AND (r.state = 'queued'
+    OR (r.state IN ('running', 'paused') AND r.owner_pid IS NOT NULL
+        AND r.lease_expires_at IS NOT NULL AND r.lease_expires_at < ?)
+    OR (r.state IN ('running', 'paused') AND r.owner_pid IS NULL
+        AND NOT {_PENDING_APPROVAL} AND NOT {_UNRECONCILED}))"""
+_HELD = """r.queued_at IS NOT NULL AND r.state IN ('running', 'paused')
+    AND r.owner_pid IS NOT NULL AND r.lease_expires_at IS NOT NULL AND r.lease_expires_at >= ?"""
+
+
+def _claimable_ids(conn: Db, limit: int, now: str) -> list[str]:
+    lock = " FOR UPDATE OF r SKIP LOCKED" if dialect_of(conn) == "postgresql" else ""
+    rows = conn.execute(
+        f"SELECT r.run_id FROM runs r WHERE {_CLAIMABLE}"
+        f" ORDER BY r.queued_at, r.run_id LIMIT {int(limit)}{lock}",
+        (now,),
+    ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+def claim_runs_txn(conn: Db, claim: ClaimRequest) -> tuple[ClaimedRun, ...]:
+    """Claim up to ``claim.limit`` runs; returns those the holder may drive now."""
+    ids = _claimable_ids(conn, claim.limit, claim.now)
+    claimed = (_claim_one_txn(conn, run_id, claim) for run_id in ids)
+    return tuple(c for c in claimed if c is not None)
+
+
+def _claim_one_txn(conn: Db, run_id: str, claim: ClaimRequest) -> ClaimedRun | None:
+    now = claim.now
+    conn.execute(
+        "UPDATE runs SET owner_pid = ?, owner_create_time = ?, lease_holder = ?,"
+        " lease_expires_at = ?, lease_token = lease_token + 1, updated_at = ? WHERE run_id = ?",
+        (claim.owner.pid, claim.owner.create_time, claim.holder, claim.expires_at, now, run_id),
+    )
+    row = conn.execute("SELECT state, lease_token FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    state, token = str(row["state"]), int(row["lease_token"])
+    payload = {"holder": claim.holder, "token": token, "takeover": state != "queued"}
+    append_audit_txn(conn, run_id, "run.claimed", dict(payload), now)
+    if state == "queued":
+        runs.set_run_state_txn(conn, run_id, "running", now)
+        return ClaimedRun(run_id, token, takeover=False)
+    # A takeover: what the previous holder started, it may have done (resume's rule).
+    effects.mark_uncertain_txn(conn, run_id, now, keep=remote.CONTINUABLE)
+    if reconcile.unresolved_effects(conn, run_id):
+        runs.release_run_lease_txn(conn, run_id, claim.owner.pid, now)
+        append_audit_txn(conn, run_id, "run.blocked", {"token": token}, now)
+        return None
+    if state == "paused":
+        runs.set_run_state_txn(conn, run_id, "running", now)
+    return ClaimedRun(run_id, token, takeover=True)
+
+
+def heartbeat_txn(conn: Db, beat: Heartbeat) -> tuple[str, ...]:
+    """Extend every lease still held under its token; returns the runs whose lease is lost."""
+    lost = []
+    for lease in beat.leases:
+        cur = conn.execute(
+            "UPDATE runs SET lease_expires_at = ? WHERE run_id = ? AND lease_token = ?"
+            " AND owner_pid IS NOT NULL AND lease_expires_at IS NOT NULL",
+            (beat.expires_at, lease.run_id, lease.token),
+        )
+        if cur.rowcount != 1:
+            lost.append(lease.run_id)
+    return tuple(lost)
+
+
+def queue_busy(conn: Db, now: str) -> bool:
+    """Whether any submitted run is claimable now or held by a live ``serve`` lease."""
+    for where in (_CLAIMABLE, _HELD):
+        if conn.execute(f"SELECT 1 FROM runs r WHERE {where} LIMIT 1", (now,)).fetchone():
+            return True
+    return False
+
+
+def check_fence(conn: Db, fence: Fence) -> None:
+    """Refuse the transaction unless ``fence`` still holds the run's lease.
+
+    On SQLite the transaction already holds the one write lock (``BEGIN IMMEDIATE``), so no
+    takeover can commit between this check and our commit; on PostgreSQL the row lock taken
+    here does the same (a takeover's UPDATE waits for our commit, and then raises the token).
+    """
+    lock = " FOR UPDATE" if dialect_of(conn) == "postgresql" else ""
+    row = conn.execute(
+        f"SELECT lease_token FROM runs WHERE run_id = ?{lock}", (fence.run_id,)
+    ).fetchone()
+    if row is None or int(row[0]) != fence.token:
+        raise LeaseLostError(
+            f"run {fence.run_id}: this coordinator's lease (token {fence.token}) was taken "
+            "over; it commits nothing more for the run",
+            run_id=fence.run_id,
+        )
+
+
+def mark_queued_txn(conn: Db, run_id: str, now: str) -> None:
+    """Put a just-created (``queued``) run in the queue."""
+    conn.execute("UPDATE runs SET queued_at = ? WHERE run_id = ?", (now, run_id))
+
+
+__all__: Sequence[str] = (
+    "ClaimRequest",
+    "ClaimedRun",
+    "Fence",
+    "Heartbeat",
+    "check_fence",
+    "claim_runs_txn",
+    "heartbeat_txn",
+    "mark_queued_txn",
+    "queue_busy",
+)

@@ -1,0 +1,309 @@
+"""The run queue, black-box: ``submit`` queues, ``serve`` processes claim, drive, take over.
+
+Acceptance of issue 17 (run queue, takeover, fencing), with real ``serve`` processes sharing
+one ledger: three of them share 300 queued runs and one is SIGKILLed mid-run; a SIGSTOPped
+one whose lease is taken over commits nothing once continued. Marker files count every
+executed effect; the ledger's rows and audit say who drove what, under which token.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections import Counter
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.cli.queue_helpers import (
+    MARKER_WORKFLOW,
+    TASKS,
+    Query,
+    ledger_query,
+    markers,
+    no_writer_stopped_mid_transaction,
+    serve_report,
+    wait_for,
+)
+from tests.clibackend import LedgerTarget
+from tests.conftest import Cli, StartCli
+
+LEASE = ("--lease-seconds", "2", "--poll-seconds", "0.2")
+SERVE = ("--output", "json", "serve", "--db", "db.sqlite", "--exit-when-idle", *LEASE)
+
+
+def _setup(tmp_path: Path, target: LedgerTarget) -> Query:
+    (tmp_path / "wf.yaml").write_text(MARKER_WORKFLOW, encoding="utf-8")
+    (tmp_path / "markers").mkdir()
+    return ledger_query(target, tmp_path / "db.sqlite")
+
+
+def _submit_many(
+    tmp_path: Path, target: LedgerTarget, tags: list[str], monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
+    """Queue one run per tag through the same code path as ``agentctl submit`` (in this
+    process: 300 CLI start-ups would dominate the test); returns ``run id → tag``."""
+    from agentctl.cli_commands import RunRequest, prepare_run
+    from agentctl.coordinator import api
+
+    # The backend's --db value for the file the CLI commands name (absolute: in this process).
+    how = target.invocation(["--db", str(tmp_path / "db.sqlite")], tmp_path)
+    for name, value in how.env.items():
+        if name.startswith("AGENTCTL_"):
+            monkeypatch.setenv(name, value)
+    document, plan, inputs = prepare_run(RunRequest(tmp_path / "wf.yaml", how.args[1]))
+    runs = {}
+    for tag in tags:
+        data = api.submit_run(
+            document=document,
+            plan=plan,
+            inputs={**inputs, "tag": tag},
+            db=how.args[1],
+            workspace=str(tmp_path),
+        )
+        runs[str(data["runId"])] = tag
+    return runs
+
+
+def _states(query: Query) -> Counter[str]:
+    return Counter(str(r[0]) for r in query("SELECT state FROM runs", ()))
+
+
+def _reconcile_from_markers(cli: Cli, tmp_path: Path, query: Query, tags: dict[str, str]) -> int:
+    """Reconcile every uncertain effect by what its marker file shows; returns how many."""
+    found = markers(tmp_path)
+    result = tmp_path / "result.json"
+    result.write_text('{"exitCode": 0, "stdout": "", "stderr": ""}', encoding="utf-8")
+    rows = query(
+        "SELECT effect_id, run_id, task_id FROM effects WHERE status = 'uncertain'"
+        " AND effect_id NOT IN (SELECT effect_id FROM effect_reconciliations)",
+        (),
+    )
+    for effect_id, run_id, task_id in rows:
+        tag = tags[run_id]
+        done = f"{tag} {task_id}" in found.get(tag, [])
+        status = "applied" if done else "not-applied"
+        args = ["effects", "reconcile", effect_id, "--status", status, "--reason", "marker"]
+        if done:  # what the command returned: it printed nothing and exited 0
+            args += ["--result-file", str(result)]
+        got = cli("--output", "json", *args, "--db", "db.sqlite")
+        assert got.rc == 0, got.stderr
+    return len(rows)
+
+
+def test_submit_queues_a_run_that_serve_drives(
+    cli: Cli, start_cli: StartCli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    query = _setup(tmp_path, ledger_target)
+    got = cli("--output", "json", "submit", "wf.yaml", "--db", "db.sqlite", "--input", "tag=q1")
+    assert got.rc == 0, got.stderr
+    run_id = got.data["runId"]
+    assert got.data["state"] == "queued" and not markers(tmp_path)  # nothing executed
+    assert query("SELECT state FROM runs WHERE queued_at IS NOT NULL", ()) == [("queued",)]
+    # `run` never claims a queued run, and a bad submission creates nothing.
+    bad = cli("--output", "json", "submit", "wf.yaml", "--db", "db.sqlite", "--input", "nope=1")
+    assert bad.rc == 2 and len(query("SELECT run_id FROM runs", ())) == 1
+    report = serve_report(start_cli(*SERVE))
+    assert [(r["runId"], r["state"]) for r in report["runs"]] == [(run_id, "succeeded")]
+    assert markers(tmp_path) == {"q1": ["q1 a", "q1 b", "q1 c"]}
+    shown = cli("--output", "json", "inspect", run_id, "--db", "db.sqlite")
+    assert shown.rc == 0 and shown.data["run"]["state"] == "succeeded", shown.stdout
+
+
+def test_cancel_of_a_queued_run_cancels_it_at_once(
+    cli: Cli, start_cli: StartCli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    query = _setup(tmp_path, ledger_target)
+    got = cli("--output", "json", "submit", "wf.yaml", "--db", "db.sqlite", "--input", "tag=x")
+    run_id = got.data["runId"]
+    done = cli("--output", "json", "cancel", run_id, "--db", "db.sqlite")
+    assert done.rc == 0, done.stderr
+    assert _states(query) == {"cancelled": 1}
+    once = ("--output", "json", "serve", "--db", "db.sqlite", "--once", *LEASE)
+    report = serve_report(start_cli(*once))  # one claim round: nothing to claim, so it exits
+    assert report["stoppedBy"] == "once"
+    assert report["runs"] == [] and not markers(tmp_path)
+
+
+def test_three_serves_share_300_runs_and_take_over_a_killed_ones(
+    cli: Cli,
+    start_cli: StartCli,
+    ledger_target: LedgerTarget,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    query = _setup(tmp_path, ledger_target)
+    tags = _submit_many(tmp_path, ledger_target, [f"r{i:03d}" for i in range(300)], monkeypatch)
+    serves = [start_cli(*SERVE, "--max-runs", "3") for _ in range(3)]
+    victim = serves[0]
+
+    def victim_mid_run() -> bool:
+        holder = f"%:{victim.pid}"
+        rows = query(
+            "SELECT COUNT(*) FROM runs WHERE lease_holder LIKE ? AND state = 'running'"
+            " AND EXISTS (SELECT 1 FROM effects e WHERE e.run_id = runs.run_id)",
+            (holder,),
+        )
+        finished = _states(query)["succeeded"]
+        return rows[0][0] > 0 and finished >= 30
+
+    wait_for(victim_mid_run, what="the first serve to be mid-run")
+    victim.send_signal(signal.SIGKILL)
+    victim.wait()
+    reports = [serve_report(s) for s in serves[1:]]
+    # Runs the killed serve had started either continued elsewhere or wait, blocked by an
+    # effect whose outcome died with it: reconciled from the marker files, then driven.
+    reconciled = _reconcile_from_markers(cli, tmp_path, query, tags)
+    final = serve_report(start_cli(*SERVE))
+    assert _states(query) == {"succeeded": 300}
+    # Every confirmed effect executed exactly once: one marker line per task of every run.
+    found = markers(tmp_path)
+    assert sorted(found) == sorted(tags.values())
+    for tag, lines in found.items():
+        assert lines == [f"{tag} {t}" for t in TASKS], (tag, lines)
+    lost = {r["runId"] for rep in reports for r in rep["runs"] if r["state"] == "lost"}
+    claims = _assert_one_driver_at_a_time(query, victim.pid, lost)
+    # Each run succeeded under exactly one serve: the killed one (its last claim, no report)
+    # or one of the others (their reports).
+    reported = Counter(
+        r["runId"] for rep in [*reports, final] for r in rep["runs"] if r["state"] == "succeeded"
+    )
+    by_victim = {r for r, seq in claims.items() if seq[-1][1].endswith(f":{victim.pid}")}
+    assert set(reported.values()) == {1} and not set(reported) & by_victim
+    assert set(reported) | by_victim == set(tags)
+    taken_over = query(
+        "SELECT COUNT(*) FROM audit_events WHERE event_type = 'run.claimed'"
+        " AND payload_json LIKE ?",
+        ('%"takeover":true%',),
+    )[0][0]
+    assert taken_over >= 1 and reconciled <= taken_over
+
+
+def _assert_one_driver_at_a_time(
+    query: Query, victim_pid: int, lost: set[str]
+) -> dict[str, list[tuple[int, str]]]:
+    """Each run's claims carry rising tokens; a run was claimed again only after the killed
+    serve held it, or after its holder was fenced out (``lost``: a lease that expired while
+    its serve was slow, taken over — the fence made that safe)."""
+    claims: dict[str, list[tuple[int, str]]] = {}
+    for run_id, payload in query(
+        "SELECT run_id, payload_json FROM audit_events WHERE event_type = 'run.claimed'"
+        " ORDER BY run_id, sequence",
+        (),
+    ):
+        data = json.loads(payload)
+        claims.setdefault(run_id, []).append((int(data["token"]), str(data["holder"])))
+    assert len(claims) == 300
+    again = {run_id: seq for run_id, seq in claims.items() if len(seq) > 1}
+    for run_id, seq in claims.items():
+        tokens = [t for t, _h in seq]
+        assert tokens == sorted(set(tokens)), (run_id, seq)
+    for run_id, seq in again.items():
+        assert seq[0][1].endswith(f":{victim_pid}") or run_id in lost, (run_id, seq)
+    assert any(seq[0][1].endswith(f":{victim_pid}") for seq in again.values()), again
+    return claims
+
+
+def test_a_stopped_serve_whose_lease_was_taken_over_commits_nothing(
+    cli: Cli, start_cli: StartCli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    query = _setup(tmp_path, ledger_target)
+    got = cli(
+        "--output",
+        "json",
+        "submit",
+        "wf.yaml",
+        "--db",
+        "db.sqlite",
+        "--input",
+        "tag=s",
+        "--input",
+        "pause=1.5",
+    )
+    run_id = got.data["runId"]
+    stopped = start_cli(*SERVE)
+
+    def effect_a_executing() -> bool:
+        """Task a's effect is started and its command runs in a worker (its `sleep`)."""
+        tree = psutil.Process(stopped.pid).children(recursive=True)
+        sleeping = any("sleep" in " ".join(p.cmdline()) for p in tree if p.is_running())
+        started = query("SELECT status FROM effects WHERE task_id = 'a'", ()) == [("started",)]
+        return sleeping and started
+
+    wait_for(effect_a_executing, what="task a's effect to run in a worker")
+    while True:  # stopped between transactions: no lock of it keeps the taker waiting
+        os.kill(stopped.pid, signal.SIGSTOP)
+        if no_writer_stopped_mid_transaction(ledger_target, tmp_path / "db.sqlite"):
+            break
+        os.kill(stopped.pid, signal.SIGCONT)
+    taker = serve_report(start_cli(*SERVE))
+    # The taker claimed the run (token 2): the started effect became uncertain, so the run
+    # waits for reconciliation, released.
+    assert taker["runs"] == [] and query("SELECT lease_token FROM runs", ()) == [(2,)]
+    wait_for(lambda: markers(tmp_path) == {"s": ["s a"]}, what="the worker's effect")
+    before = query("SELECT COUNT(*) FROM audit_events", ())
+    os.kill(stopped.pid, signal.SIGCONT)
+    report = serve_report(stopped)
+    assert [(r["runId"], r["state"]) for r in report["runs"]] == [(run_id, "lost")]
+    # It committed nothing: no audit row, the effect stays uncertain, task b never started.
+    assert query("SELECT COUNT(*) FROM audit_events", ()) == before
+    assert query("SELECT task_id, status FROM effects", ()) == [("a", "uncertain")]
+    assert markers(tmp_path) == {"s": ["s a"]}
+    # Reconciled (the marker shows it happened), the run continues without repeating it.
+    assert _reconcile_from_markers(cli, tmp_path, query, {run_id: "s"}) == 1
+    serve_report(start_cli(*SERVE))
+    assert _states(query) == {"succeeded": 1}
+    assert markers(tmp_path) == {"s": ["s a", "s b", "s c"]}
+
+
+def test_sigterm_hands_the_runs_back_and_another_serve_finishes_them(
+    cli: Cli, start_cli: StartCli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    query = _setup(tmp_path, ledger_target)
+    (tmp_path / "markers" / "g.hold").touch()  # task a's effect waits while this exists
+    got = cli("--output", "json", "submit", "wf.yaml", "--db", "db.sqlite", "--input", "tag=g")
+    run_id = got.data["runId"]
+    serving = start_cli(*SERVE)
+    wait_for(
+        lambda: query("SELECT status FROM effects WHERE task_id = 'a'", ()) == [("started",)],
+        what="task a's effect to start",
+    )
+    serving.send_signal(signal.SIGTERM)
+    report = serve_report(serving)
+    (tmp_path / "markers" / "g.hold").unlink()
+    assert report["stoppedBy"] == "SIGTERM"
+    assert [(r["runId"], r["state"]) for r in report["runs"]] == [(run_id, "released")]
+    # The run stays queued work: running, its lease released; the cut effect is uncertain.
+    assert query("SELECT state, owner_pid FROM runs", ()) == [("running", None)]
+    assert query("SELECT status FROM effects", ()) == [("uncertain",)]
+    assert _reconcile_from_markers(cli, tmp_path, query, {run_id: "g"}) == 1  # not applied
+    finished = serve_report(start_cli(*SERVE))
+    assert [(r["runId"], r["state"]) for r in finished["runs"]] == [(run_id, "succeeded")]
+    assert markers(tmp_path) == {"g": ["g a", "g b", "g c"]}
+
+
+def test_a_paused_run_waits_for_its_approval_then_any_serve_continues_it(
+    cli: Cli, start_cli: StartCli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    query = _setup(tmp_path, ledger_target)
+    (tmp_path / "wf.yaml").write_text(
+        MARKER_WORKFLOW.replace("approval: never", "approval: high_risk"), encoding="utf-8"
+    )
+    got = cli("--output", "json", "submit", "wf.yaml", "--db", "db.sqlite", "--input", "tag=p")
+    run_id = got.data["runId"]
+    first = serve_report(start_cli(*SERVE))
+    assert [(r["runId"], r["state"]) for r in first["runs"]] == [(run_id, "paused")]
+    assert query("SELECT state, owner_pid FROM runs", ()) == [("paused", None)]
+    # Not claimable while its approval is pending: a serve finds nothing to do.
+    assert serve_report(start_cli(*SERVE))["runs"] == []
+    for _ in TASKS:  # each shell effect is high risk: approve it, let a serve go on
+        pending = cli("--output", "json", "approvals", "list", run_id, "--db", "db.sqlite")
+        (approval,) = pending.data["approvals"]
+        args = ("approvals", "approve", approval["approvalId"], "--reason", "ok")
+        assert cli("--output", "json", *args, "--db", "db.sqlite").rc == 0
+        report = serve_report(start_cli(*SERVE))
+        assert [r["runId"] for r in report["runs"]] == [run_id]
+    assert report["runs"][0]["state"] == "succeeded"
+    assert markers(tmp_path) == {"p": ["p a", "p b", "p c"]}
