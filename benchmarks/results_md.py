@@ -276,7 +276,9 @@ SECTION_NOTES = {
         "`agentctl serve --exit-when-idle --max-runs 4` processes on this machine (start-up "
         "included) against the PostgreSQL server named by `$AGENTCTL_BENCH_PG_URL`; "
         "`pg_commit_floor` is one single-row INSERT + COMMIT (`synchronous_commit = on`) on "
-        "one connection. An empty table: no server was reachable, so it skipped itself.",
+        "one connection. With no server reachable the benchmark skips itself and this table "
+        "is empty. This machine has 2 cores shared by the server and every `serve`, so more "
+        "processes add contention, not capacity.",
         ""],
     "Pure chain (sequential builtin.assign)": [
         "`_inprocess`: the clock runs around `api.start_run` only (compiled before). `_cli`: "

@@ -45,8 +45,12 @@ COMMANDS = {
 FINISHED = {"check": 0, "run": 0, "inspect": 5}
 
 
+# The byte is written once SIGINT is deferred the way ``entry.main`` defers it first thing:
+# a signal between the write and ``main``'s first line would otherwise land in this harness
+# line (a KeyboardInterrupt in ``<string>``), which is not agentctl's code.
 BOOT = (
-    "import os, sys; import agentctl.entry as e; "
+    "import os, sys, signal; import agentctl.entry as e; "
+    "signal.signal(signal.SIGINT, e._defer); "
     "fd = int(sys.argv.pop(1)); os.write(fd, b'!'); os.close(fd); e.main()"
 )
 
