@@ -11,6 +11,7 @@ Invariants:
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -376,6 +377,29 @@ def _owner_alive(pid: int, create_time: float | None) -> bool:
     return create_time is None or abs(actual - create_time) < 0.01
 
 
+def local_holder(pid: int) -> str:
+    """How a local lease (``run``/``resume``) names its holder: this host and the pid, the
+    form a ``serve`` lease uses too."""
+    return f"{socket.gethostname()}:{pid}"
+
+
+def _elsewhere(holder: object) -> str | None:
+    """The other host holding a local lease, or None when it is this host (or unrecorded:
+    a lease written before hosts were recorded, which only one host could have written)."""
+    if not isinstance(holder, str) or ":" not in holder:
+        return None
+    host = holder.rsplit(":", 1)[0]
+    return None if host == socket.gethostname() else host
+
+
+def _local_owner_alive(row: Row) -> bool:
+    """A local lease's owner is alive; a process of another host counts as alive, since its
+    liveness cannot be read from here (only expiring ``serve`` leases move between hosts)."""
+    if _elsewhere(row["lease_holder"]) is not None:
+        return True
+    return _owner_alive(int(row["owner_pid"]), row["owner_create_time"])
+
+
 def has_live_owner(conn: Db, run_id: str, now: str | None = None) -> bool:
     """Whether a live process holds the run's lease (it is being driven right now).
 
@@ -383,14 +407,15 @@ def has_live_owner(conn: Db, run_id: str, now: str | None = None) -> bool:
     a local lease (``run``/``resume``) is live while its process is.
     """
     row = conn.execute(
-        "SELECT owner_pid, owner_create_time, lease_expires_at FROM runs WHERE run_id = ?",
+        "SELECT owner_pid, owner_create_time, lease_expires_at, lease_holder"
+        " FROM runs WHERE run_id = ?",
         (run_id,),
     ).fetchone()
     if row is None or row["owner_pid"] is None:
         return False
     if row["lease_expires_at"] is not None:
         return now is None or str(row["lease_expires_at"]) > now
-    return _owner_alive(int(row["owner_pid"]), row["owner_create_time"])
+    return _local_owner_alive(row)
 
 
 def acquire_run_lease_txn(conn: Db, run_id: str, pid: int, create_time: float, now: str) -> None:
@@ -413,17 +438,28 @@ def acquire_run_lease_txn(conn: Db, run_id: str, pid: int, create_time: float, n
             run_id=run_id,
         )
     same = owner == pid and owner_time is not None and abs(owner_time - create_time) < 0.01
-    if expires is None and owner is not None and not same and _owner_alive(owner, owner_time):
-        raise OwnershipError(
-            f"run {run_id} is being driven by a live coordinator (pid {owner}); "
+    if expires is None and owner is not None and not same and _local_owner_alive(row):
+        raise _held_locally(run_id, owner, _elsewhere(row["lease_holder"]))
+    conn.execute(
+        "UPDATE runs SET owner_pid = ?, owner_create_time = ?, updated_at = ?,"
+        " lease_token = lease_token + 1, lease_expires_at = NULL, lease_holder = ?"
+        " WHERE run_id = ?",
+        (pid, create_time, now, local_holder(pid), run_id),
+    )
+
+
+def _held_locally(run_id: str, pid: int, host: str | None) -> OwnershipError:
+    if host is None:
+        return OwnershipError(
+            f"run {run_id} is being driven by a live coordinator (pid {pid}); "
             f"wait for it or `agentctl cancel {run_id}`",
             run_id=run_id,
         )
-    conn.execute(
-        "UPDATE runs SET owner_pid = ?, owner_create_time = ?, updated_at = ?,"
-        " lease_token = lease_token + 1, lease_expires_at = NULL, lease_holder = NULL"
-        " WHERE run_id = ?",
-        (pid, create_time, now, run_id),
+    return OwnershipError(
+        f"run {run_id} is leased by pid {pid} on host {host}, whose liveness this host cannot "
+        f"see; run the command on {host} (it resumes the run if that process is gone), "
+        f"or `agentctl cancel {run_id}`",
+        run_id=run_id,
     )
 
 

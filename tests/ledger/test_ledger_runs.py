@@ -19,8 +19,10 @@ from agentctl.ledger.runs import (
     acquire_run_lease_txn,
     find_run,
     get_run,
+    has_live_owner,
     is_cancel_requested,
     list_runs,
+    local_holder,
     release_run_lease_txn,
     request_cancel_txn,
     set_run_state_txn,
@@ -166,3 +168,29 @@ def test_lease_with_reused_pid_is_stale(ledger: Database, other_process: psutil.
         release_run_lease_txn(conn, "run-1", pid, ts(4))
     with ledger.read() as conn:
         assert get_run(conn, "run-1").owner_pid is None
+
+
+def test_a_local_lease_of_another_host_is_never_judged_dead_here(ledger: Database) -> None:
+    """On a shared (PostgreSQL) ledger a `run` on host B must not lose its lease to a
+    `resume` on host A, which cannot see B's processes: the lease names its host."""
+    make_run(ledger)
+    with ledger.transaction() as conn:  # a pid no process here has: dead, were it local
+        conn.execute(
+            "UPDATE runs SET owner_pid = ?, owner_create_time = ?, lease_holder = ?"
+            " WHERE run_id = 'run-1'",
+            (2**22 + 7, 12.5, f"host-b.example:{2**22 + 7}"),
+        )
+    pid, created = _me()
+    with pytest.raises(OwnershipError) as info, ledger.transaction() as conn:
+        acquire_run_lease_txn(conn, "run-1", pid, created, ts(1))
+    assert "host-b.example" in info.value.message
+    with ledger.read() as conn:
+        assert has_live_owner(conn, "run-1")
+    with ledger.transaction() as conn:  # the same lease written by this host: judged here
+        conn.execute(
+            "UPDATE runs SET lease_holder = ? WHERE run_id = 'run-1'",
+            (local_holder(2**22 + 7),),
+        )
+        acquire_run_lease_txn(conn, "run-1", pid, created, ts(2))
+    with ledger.read() as conn:
+        assert get_run(conn, "run-1").owner_pid == pid
