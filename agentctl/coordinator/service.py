@@ -112,13 +112,10 @@ def create_run(
     queued: bool = False,
 ) -> tuple[str, str]:
     """Create the run (document and compiled plan stored) and take its lease in one txn;
-    ``queued``: submit it instead, with no lease, for a ``serve`` to claim.
-
-    The printed plan is not stored beside the compiled one (``RunRecord.plan`` derives it):
-    for a 10,000-task workflow it was ~7 MB more text in the creating transaction.
-    """
+    ``queued``: submit it instead, with no lease, for a ``serve`` to claim."""
     prefix = "compensation" if mode == "compensation" else "run"
     run_id, trace_id = clock.new_id(prefix), clock.new_id("trace")
+    # No printed plan stored (``RunRecord.plan`` derives it): ~7 MB at 10,000 tasks.
     new = NewRun(
         run_id=run_id,
         mode=mode,
