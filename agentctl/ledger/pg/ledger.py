@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg import IsolationLevel
+from psycopg import IsolationLevel, sql
 
 import agentctl.ledger.encryption as encryption
 import agentctl.ledger.stats as stats
@@ -51,6 +51,7 @@ MAX_ATTEMPTS = 40
 CONNECT_TIMEOUT_S = 10
 LOCAL_DIR = Path(".agentctl")  # host-local companions (worker registry), under the cwd
 DEFAULT_ARTIFACTS = LOCAL_DIR / "artifacts"
+_COUNT = sql.SQL("SELECT COUNT(*) FROM {}")
 ENCRYPTION_UNSUPPORTED = (
     "db encryption is not supported on a PostgreSQL ledger: agentctl's column encryption is "
     "built on SQLite triggers; use the server's encryption at rest (docs/operations.md, "
@@ -149,11 +150,15 @@ class PgLedger(LedgerService):
 
 def _database_stats(conn: Db, shown: str) -> stats.DatabaseStats:
     """Schema version, the server's version, the database's size and rows per table."""
+    assert isinstance(conn, PgDb)  # run_read hands this runner's own connection
     tables = conn.execute(
         "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename"
     ).fetchall()
+    # A table name is whatever the server holds: quoted by psycopg, and run directly, since
+    # the statement modules' placeholder translation would read a ``?`` in it as a parameter.
     counts = {
-        str(t[0]): int(conn.execute(f'SELECT COUNT(*) FROM "{t[0]}"').fetchone()[0]) for t in tables
+        str(t[0]): int(conn.conn.execute(_COUNT.format(sql.Identifier(t[0]))).fetchone()[0])
+        for t in tables
     }
     meta = conn.execute("SELECT value FROM agentctl_meta WHERE name = 'schema_version'")
     size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
