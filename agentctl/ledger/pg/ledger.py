@@ -150,21 +150,23 @@ class PgLedger(LedgerService):
 
 def _database_stats(conn: Db, shown: str) -> stats.DatabaseStats:
     """Schema version, the server's version, the database's size and rows per table."""
-    assert isinstance(conn, PgDb)  # run_read hands this runner's own connection
     tables = conn.execute(
         "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename"
     ).fetchall()
-    # A table name is whatever the server holds: quoted by psycopg, and run directly, since
-    # the statement modules' placeholder translation would read a ``?`` in it as a parameter.
-    counts = {
-        str(t[0]): int(conn.conn.execute(_COUNT.format(sql.Identifier(t[0]))).fetchone()[0])
-        for t in tables
-    }
+    counts = {str(t[0]): _count_rows(conn, str(t[0])) for t in tables}
     meta = conn.execute("SELECT value FROM agentctl_meta WHERE name = 'schema_version'")
     size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
     server = str(conn.execute("SHOW server_version").fetchone()[0])
     version = int(meta.fetchone()[0])
     return stats.DatabaseStats(shown, version, int(size), counts, "postgresql", server)
+
+
+def _count_rows(conn: Db, table: str) -> int:
+    """Rows in ``table``, a name as the server holds it: quoted by psycopg, and run directly
+    (the statement modules' placeholder translation would read a ``?`` in it as a parameter)."""
+    assert isinstance(conn, PgDb)  # run_read hands this runner's own connection
+    row: Any = conn.conn.execute(_COUNT.format(sql.Identifier(table))).fetchone()
+    return int(row[0])
 
 
 def _connect(url: str) -> psycopg.Connection[Any]:
