@@ -31,7 +31,7 @@ from psycopg import IsolationLevel, sql
 
 import agentctl.ledger.encryption as encryption
 import agentctl.ledger.stats as stats
-from agentctl.core.dburl import redact
+from agentctl.core.dburl import normalized, redact
 from agentctl.errors import NotFoundError, ValidationError, from_os_error
 from agentctl.ledger.migrations import MigrationResult
 from agentctl.ledger.pg.adapter import (
@@ -171,7 +171,7 @@ def _count_rows(conn: Db, table: str) -> int:
 
 def _connect(url: str) -> psycopg.Connection[Any]:
     with translate_errors(url):
-        conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+        conn = psycopg.connect(normalized(url), autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
     configure(conn)
     return conn
 
