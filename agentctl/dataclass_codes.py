@@ -19,7 +19,9 @@ Invariants:
   class gets the same methods either way;
 - the store is keyed by the interpreter's version (its bytecode format) and lives in the user's
   cache (``usercache``: private files only); it is read once at start-up and rewritten at
-  exit only when this process compiled a method it did not have.
+  exit only when this process compiled a method it did not have;
+- a damaged store never stops a class being defined: an entry that is not bytes, or does not
+  load as a code object, is compiled afresh as if it were missing.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import dataclasses
 import hashlib
 import marshal
 import sys
+import types
 from typing import Any
 
 from agentctl.usercache import read as read_cached
@@ -54,13 +57,16 @@ class _Store:
     def code(self, text: str) -> Any:
         digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
         blob = self.known.get(digest)
-        if blob is None:
-            code = compile(text, "<string>", "exec", dont_inherit=True)
-            blob = self.known[digest] = marshal.dumps(code)
-            self.added = True
-        else:
-            code = marshal.loads(blob)
+        code = None if blob is None else _loaded(blob)
+        if blob is None or code is None:  # unknown, or a damaged entry: compiled (again)
+            return self._compiled(digest, text)
         self.used[digest] = blob
+        return code
+
+    def _compiled(self, digest: bytes, text: str) -> Any:
+        code = compile(text, "<string>", "exec", dont_inherit=True)
+        self.used[digest] = self.known[digest] = marshal.dumps(code)
+        self.added = True
         return code
 
     def save(self) -> None:
@@ -92,7 +98,19 @@ def _load(content: bytes | None) -> dict[bytes, bytes]:
         known = marshal.loads(content)
     except (EOFError, ValueError, TypeError):
         return {}
-    return known if isinstance(known, dict) else {}
+    if not isinstance(known, dict):
+        return {}
+    # A damaged store may hold anything: only digest -> marshalled code entries are kept.
+    return {k: v for k, v in known.items() if isinstance(k, bytes) and isinstance(v, bytes)}
+
+
+def _loaded(blob: bytes) -> types.CodeType | None:
+    """The code object marshalled in ``blob``, or None when it is not one (damaged store)."""
+    try:
+        code = marshal.loads(blob)
+    except Exception:  # any failure to load a cached entry means: compile it as usual
+        return None
+    return code if isinstance(code, types.CodeType) else None
 
 
 def _save_quietly(store: _Store) -> None:

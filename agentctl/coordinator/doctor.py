@@ -24,6 +24,7 @@ from pathlib import Path
 
 from agentctl.coordinator.credentials import provider_auth, used_providers
 from agentctl.coordinator.launch import container_images, run_trio
+from agentctl.core.dburl import redact
 from agentctl.core.egress_reach import plan_endpoints
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list
 from agentctl.core.plan import Plan
@@ -107,7 +108,7 @@ def diagnose(plan: Plan, meta: tuple[str, str], workspace: str, db: str) -> Doct
         Unverified("endpoint", f"{e.owner} {e.url}", "doctor makes no network request")
         for e in plan_endpoints(plan)
     )
-    return DoctorReport(meta[0], meta[1], checks, remote + helpers, workspace, db)
+    return DoctorReport(meta[0], meta[1], checks, remote + helpers, workspace, redact(db))
 
 
 def container_checks(plan: Plan) -> tuple[DoctorCheck, ...]:

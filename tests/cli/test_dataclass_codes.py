@@ -19,7 +19,7 @@ import pytest
 
 from agentctl import dataclass_codes
 from tests.cli import untrusted
-from tests.conftest import cli_env
+from tests.conftest import REPO, cli_env
 
 PROBE = """\
 import dataclasses, inspect, json, sys
@@ -162,3 +162,27 @@ def test_the_cli_keeps_its_dataclass_methods(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "agentctl" / dataclass_codes.FILE_NAME).is_file()
+
+
+DAMAGES: dict[str, object] = {
+    "not marshal data": b"\x00damaged",
+    "not a code object": marshal.dumps(42),
+    "not bytes": 42,
+}
+
+
+@pytest.mark.parametrize("damage", list(DAMAGES), ids=list(DAMAGES))
+def test_a_damaged_store_is_compiled_around(tmp_path: Path, damage: str) -> None:
+    """A store with the right key but broken entries: methods are compiled as usual."""
+    env = cli_env({"XDG_CACHE_HOME": str(tmp_path)})
+    command = [sys.executable, "-m", "agentctl", "check", str(REPO / "examples" / "hello.yaml")]
+    first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr[-2000:]
+    target = tmp_path / "agentctl" / dataclass_codes.FILE_NAME
+    key, _, body = target.read_bytes().partition(b"\n")
+    known = {digest: DAMAGES[damage] for digest in marshal.loads(body)}
+    target.write_bytes(key + b"\n" + marshal.dumps(known))
+    target.chmod(0o600)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr + done.stdout

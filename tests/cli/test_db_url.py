@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,39 @@ def test_an_unreachable_server_exits_5_without_the_password(cli: Cli, tmp_path: 
     assert "hunter2" not in done.stderr + done.stdout
     assert "someone:***@127.0.0.1:1" in json.dumps(done.error)
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:  # bound, never listened on: nothing answers once closed
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+# (URL template, the secrets it carries): libpq takes ?, # and % in a password, an upper-case
+# scheme is a PostgreSQL URL, and sslpassword/password may come as query parameters.
+SECRET_FORMS = [
+    ("postgresql://someone:se?cret-1@127.0.0.1:{port}/agentctl", ("se?cret-1",)),
+    ("postgresql://someone:se#cret-2@127.0.0.1:{port}/agentctl", ("se#cret-2", "cret-2")),
+    ("postgresql://someone:pa%zz-3@127.0.0.1:{port}/agentctl", ("pa%zz-3",)),
+    ("POSTGRESQL://someone:upper-4@127.0.0.1:{port}/agentctl", ("upper-4",)),
+    (
+        "postgresql://someone@127.0.0.1:{port}/agentctl?sslpassword=sslpw-5&password=qpw-6",
+        ("sslpw-5", "qpw-6"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("template", "secrets"), SECRET_FORMS, ids=[s[0] for _, s in SECRET_FORMS])
+@pytest.mark.parametrize("command", ["runs list", "db stats", "doctor hello.yaml"])
+def test_no_form_of_url_password_is_ever_printed(
+    cli: Cli, tmp_path: Path, template: str, secrets: tuple[str, ...], command: str
+) -> None:
+    shutil.copy(REPO / "examples" / "hello.yaml", tmp_path / "hello.yaml")
+    url = template.format(port=_closed_port())
+    done = cli("--output", "json", *command.split(), "--db", url)
+    assert done.rc in (5, 6), done  # refused: 5, or doctor's "not ready"
+    shown = done.stdout + done.stderr
+    assert "Traceback" not in shown and "127.0.0.1" in shown, done
+    for secret in secrets:
+        assert secret not in shown, done

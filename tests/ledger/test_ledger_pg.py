@@ -99,6 +99,16 @@ def test_connection_errors_name_the_url_without_its_password(pg_url: str) -> Non
         open_pg_ledger(f"{base}/pgledger_no_such_db_{T0[:4]}")
 
 
+def test_database_stats_count_a_table_whatever_its_name(pg_url: str, tmp_path: Path) -> None:
+    led = open_pg_ledger(pg_url, artifacts=tmp_path / "art")
+    odd = 'odd"name?%'  # a quote, a placeholder mark and a percent sign: all quoted as is
+    _sql(pg_url, 'CREATE TABLE "odd""name?%" (id int)')
+    _sql(pg_url, 'INSERT INTO "odd""name?%" VALUES (1), (2)')
+    counts = led.database_stats().counts
+    led.close()
+    assert counts[odd] == 2 and counts["runs"] == 0
+
+
 _APPENDER = """
 import sys
 from agentctl.ledger.audit import append_audit_txn

@@ -10,7 +10,8 @@ Invariants:
   ``numeric`` values (PostgreSQL's result of integer arithmetic on ``bigint``) come back as
   ``int`` or ``float``, never ``Decimal``;
 - ``translate_errors`` is the one classification of psycopg failures; a message never holds
-  the URL's password (``core.dburl.redact``).
+  the URL's password, raw or percent-decoded, nor any ``password=`` value
+  (``core.dburl.redact``/``scrub`` applied to the whole message).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from psycopg import errors as pg_errors
 from psycopg.adapt import Loader
 from psycopg.types.string import StrDumper
 
-from agentctl.core.dburl import redact
+from agentctl.core.dburl import redact, scrub
 from agentctl.errors import LockTimeoutError, NotFoundError, PersistenceError
 from agentctl.ledger.sql import Params
 
@@ -144,8 +145,14 @@ def translate_errors(url: str) -> Iterator[None]:
 
 
 def classify(exc: psycopg.Error, url: str) -> PersistenceError:
+    """``exc`` as an agentctl error; no password of ``url`` (in any form) is in its message."""
+    found = _classified(exc, url)
+    return type(found)(scrub(found.message, url))  # the kind kept, the message scrubbed
+
+
+def _classified(exc: psycopg.Error, url: str) -> PersistenceError:
     shown = redact(url)
-    detail = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     if exc.sqlstate in RETRYABLE_SQLSTATES or isinstance(exc, pg_errors.LockNotAvailable):
         return LockTimeoutError(
             f"database {shown}: concurrent transactions kept conflicting ({detail}); try again"

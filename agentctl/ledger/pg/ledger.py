@@ -27,11 +27,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
-from psycopg import IsolationLevel
+from psycopg import IsolationLevel, sql
 
 import agentctl.ledger.encryption as encryption
 import agentctl.ledger.stats as stats
-from agentctl.core.dburl import redact
+from agentctl.core.dburl import normalized, redact
 from agentctl.errors import NotFoundError, ValidationError, from_os_error
 from agentctl.ledger.migrations import MigrationResult
 from agentctl.ledger.pg.adapter import (
@@ -51,6 +51,7 @@ MAX_ATTEMPTS = 40
 CONNECT_TIMEOUT_S = 10
 LOCAL_DIR = Path(".agentctl")  # host-local companions (worker registry), under the cwd
 DEFAULT_ARTIFACTS = LOCAL_DIR / "artifacts"
+_COUNT = sql.SQL("SELECT COUNT(*) FROM {}")
 ENCRYPTION_UNSUPPORTED = (
     "db encryption is not supported on a PostgreSQL ledger: agentctl's column encryption is "
     "built on SQLite triggers; use the server's encryption at rest (docs/operations.md, "
@@ -152,9 +153,7 @@ def _database_stats(conn: Db, shown: str) -> stats.DatabaseStats:
     tables = conn.execute(
         "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename"
     ).fetchall()
-    counts = {
-        str(t[0]): int(conn.execute(f'SELECT COUNT(*) FROM "{t[0]}"').fetchone()[0]) for t in tables
-    }
+    counts = {str(t[0]): _count_rows(conn, str(t[0])) for t in tables}
     meta = conn.execute("SELECT value FROM agentctl_meta WHERE name = 'schema_version'")
     size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
     server = str(conn.execute("SHOW server_version").fetchone()[0])
@@ -162,9 +161,17 @@ def _database_stats(conn: Db, shown: str) -> stats.DatabaseStats:
     return stats.DatabaseStats(shown, version, int(size), counts, "postgresql", server)
 
 
+def _count_rows(conn: Db, table: str) -> int:
+    """Rows in ``table``, a name as the server holds it: quoted by psycopg, and run directly
+    (the statement modules' placeholder translation would read a ``?`` in it as a parameter)."""
+    assert isinstance(conn, PgDb)  # run_read hands this runner's own connection
+    row: Any = conn.conn.execute(_COUNT.format(sql.Identifier(table))).fetchone()
+    return int(row[0])
+
+
 def _connect(url: str) -> psycopg.Connection[Any]:
     with translate_errors(url):
-        conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+        conn = psycopg.connect(normalized(url), autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
     configure(conn)
     return conn
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import psycopg
 
+from agentctl.core.dburl import normalized
 from agentctl.errors import FutureVersionError, PersistenceError
 from agentctl.ledger.migrations import MIGRATIONS, SUPPORTED_SCHEMA_VERSION, MigrationResult
 
@@ -174,7 +175,7 @@ def set_up(conn: psycopg.Connection[Any], shown: str, target: int | None) -> Mig
 def probe_version(url: str, shown: str) -> int | None:
     """The ledger's schema version read in a read-only transaction (None: no ledger yet);
     raises the refusals of ``checked_version`` and psycopg's errors, writes nothing."""
-    with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
+    with psycopg.connect(normalized(url), autocommit=True, connect_timeout=5) as conn:
         conn.read_only = True
         with conn.transaction():
             return checked_version(conn, shown)
