@@ -7,8 +7,9 @@ Invariants:
 - a run is created together with its lease (a created run always has an owner);
 - a derived run (retry, repair, replay) is one transaction: run, copied tasks, memory, audit
   and lease — it never exists half-materialised;
-- claiming a run for resume refuses terminal runs, takes the lease and turns every
-  ``started`` effect (whose outcome died with the previous coordinator) into ``uncertain`` —
+- claiming a run for resume refuses terminal runs and queued ones (only a ``serve`` drives
+  those), takes the lease and turns every ``started`` effect (whose outcome died with the
+  previous coordinator) into ``uncertain`` —
   except one whose remote work has a durable handle (``ledger.remote``): it is observed again;
 - stopping or settling a run releases only a lease its own process holds.
 """
@@ -81,6 +82,12 @@ def claim_for_resume_txn(conn: Db, run_ref: str, owner: Owner, now: str) -> runs
         raise InvalidOperationError(
             f"run {run.run_id} is {run.state}; resume continues only running or paused runs "
             "(use retry, repair or fork for a new run)",
+            run_id=run.run_id,
+        )
+    if run.state == "queued":  # a serve may claim it at any moment: one driver only
+        raise InvalidOperationError(
+            f"run {run.run_id} is queued: it waits for an `agentctl serve` to claim it "
+            "(cancel it to drop it); resume continues only running or paused runs",
             run_id=run.run_id,
         )
     runs.acquire_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now)

@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 from ledger_helpers import new_run, ts
 
-from agentctl.errors import LeaseLostError, OwnershipError
+from agentctl.errors import InvalidOperationError, LeaseLostError, OwnershipError
 from agentctl.ledger import LedgerService
 from agentctl.ledger.model import Owner
 from agentctl.ledger.queue import ClaimedRun, ClaimRequest, Fence, Heartbeat
@@ -87,3 +87,12 @@ def test_cancel_of_a_queued_run_cancels_it_at_once(run_ledger: LedgerService) ->
     _submit(run_ledger, "run-c")
     assert run_ledger.request_cancel("run-c", ts(1)).state == "cancelled"
     assert _claim(run_ledger, A, 2) == () and not run_ledger.queue_busy(ts(2))
+
+
+def test_resume_refuses_a_queued_run_and_leaves_it_to_serve(run_ledger: LedgerService) -> None:
+    _submit(run_ledger, "run-rq")
+    with pytest.raises(InvalidOperationError, match=r"queued: it waits for an `agentctl serve`"):
+        run_ledger.claim_for_resume("run-rq", B, ts(1))
+    assert run_ledger.get_run("run-rq").state == "queued"
+    (claimed,) = _claim(run_ledger, A, 2)  # no local lease was taken: one driver, the serve
+    assert (claimed.run_id, claimed.takeover) == ("run-rq", False)
