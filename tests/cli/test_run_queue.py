@@ -127,6 +127,39 @@ def test_cancel_of_a_queued_run_cancels_it_at_once(
     assert report["runs"] == [] and not markers(tmp_path)
 
 
+def test_resume_of_a_queued_run_is_refused_and_serve_drives_it(
+    cli: Cli, start_cli: StartCli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    _setup(tmp_path, ledger_target)
+    got = cli("--output", "json", "submit", "wf.yaml", "--db", "db.sqlite", "--input", "tag=r")
+    run_id = got.data["runId"]
+    refused = cli("resume", run_id, "--db", "db.sqlite")
+    assert refused.rc == 4 and "waits for an `agentctl serve`" in refused.stderr, refused.stderr
+    assert not markers(tmp_path)  # resume drove nothing
+    report = serve_report(start_cli(*SERVE))
+    assert [(r["runId"], r["state"]) for r in report["runs"]] == [(run_id, "succeeded")]
+    assert markers(tmp_path) == {"r": ["r a", "r b", "r c"]}
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--lease-seconds", "nan"),
+        ("--lease-seconds", "inf"),
+        ("--poll-seconds", "nan"),
+        ("--poll-seconds", "1e9"),
+    ],
+)
+def test_serve_refuses_a_lease_or_poll_that_is_not_a_finite_sane_number(
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path, flag: str, value: str
+) -> None:
+    _setup(tmp_path, ledger_target)
+    cli("submit", "wf.yaml", "--db", "db.sqlite", "--input", "tag=n")
+    got = cli("serve", "--db", "db.sqlite", "--once", *LEASE, flag, value)
+    assert got.rc == 2 and flag in got.stderr, got.stderr
+    assert not markers(tmp_path)
+
+
 def test_three_serves_share_300_runs_and_take_over_a_killed_ones(
     cli: Cli,
     start_cli: StartCli,
