@@ -265,16 +265,29 @@ async def _drive_one(serve: _Serve, run: ClaimedRun, scope: trio.CancelScope) ->
         try:
             outcome = await _drive_claimed(serve, run)
         except BaseException as exc:  # a group: the drive's tasks' errors (and Cancelled)
-            found = user_error(exc)
-            if found is None:
-                raise
-            error = found.message
-            state = "lost" if isinstance(found, LeaseLostError) else "error"
+            state, error = drive_failure(exc)
     release(serve.held, run)
     if outcome is not None:
         state = outcome.state
     serve.driven.append(Driven(run.run_id, run.token, run.takeover, state, error))
     serve.wake.set()
+
+
+def drive_failure(exc: BaseException) -> tuple[str, str]:
+    """How a drive that raised ``exc`` is reported (``lost`` or ``error``, and why).
+
+    Only this drive stops: an unexpected error (a bug) is reported like any other, so the
+    serve's other drives go on. Cancellation and interrupts (no ``Exception``) propagate.
+    """
+    found = user_error(exc)
+    if found is not None:
+        return ("lost" if isinstance(found, LeaseLostError) else "error"), found.message
+    if not isinstance(exc, Exception):
+        raise exc
+    leaf: BaseException = exc
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return "error", f"internal error: {type(leaf).__name__}: {leaf}"
 
 
 async def _drive_claimed(serve: _Serve, run: ClaimedRun) -> RunOutcome:

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import trio
 
 from agentctl.coordinator.creation import owner_identity
-from agentctl.coordinator.serve import Held, ServeOptions, _reconnect, _Serve, hold, release
+from agentctl.coordinator.serve import (
+    Held,
+    ServeOptions,
+    _reconnect,
+    _Serve,
+    drive_failure,
+    hold,
+    release,
+)
 from agentctl.coordinator.workerpool import open_worker_pool
+from agentctl.errors import LeaseLostError
 from agentctl.ledger import open_ledger
 from agentctl.ledger.queue import ClaimedRun
 
@@ -46,3 +56,14 @@ def test_serve_keeps_its_sqlite_control_connection_when_a_call_fails(tmp_path: P
             control.close()
 
     trio.run(main)
+
+
+def test_an_unexpected_error_is_reported_for_its_drive_alone() -> None:
+    # A bug in one drive must not cancel the serve's other drives: it is that drive's error.
+    boom = ExceptionGroup("drive", [ExceptionGroup("tasks", [KeyError("k")])])
+    assert drive_failure(boom) == ("error", "internal error: KeyError: 'k'")
+    assert drive_failure(ValueError("v")) == ("error", "internal error: ValueError: v")
+    lost = LeaseLostError("run r: taken over", run_id="r")
+    assert drive_failure(ExceptionGroup("drive", [lost])) == ("lost", "run r: taken over")
+    with pytest.raises(KeyboardInterrupt):  # not an error of the drive: it stops the serve
+        drive_failure(KeyboardInterrupt())
