@@ -7,6 +7,7 @@ state exists; nothing executes. ``serve`` claims queued or orphaned runs and dri
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -66,6 +67,8 @@ def submit_cmd(
     deliver(Outcome("Submission", data, human=lambda _s: f"run {data['runId']}: queued"))
 
 
+MAX_SECONDS = 86400.0  # a day: --lease-seconds and --poll-seconds beyond it are typos
+
 MaxRunsOpt = Annotated[int, typer.Option("--max-runs", help="Runs driven at once.")]
 LeaseOpt = Annotated[
     float, typer.Option("--lease-seconds", help="Lease length; a heartbeat renews it.")
@@ -89,8 +92,12 @@ def serve_cmd(
     from agentctl.coordinator.launch import existing, run_trio
     from agentctl.coordinator.serve import ServeOptions, serve_queue
 
-    if max_runs < 1 or lease_seconds <= 0 or poll_seconds <= 0:
-        raise ValidationError("--max-runs must be ≥ 1; --lease-seconds, --poll-seconds > 0")
+    if max_runs < 1:
+        raise ValidationError("--max-runs must be ≥ 1")
+    for flag, seconds in (("--lease-seconds", lease_seconds), ("--poll-seconds", poll_seconds)):
+        # nan and inf would reach the clock's arithmetic (an internal error) or never wake
+        if not (math.isfinite(seconds) and 0 < seconds <= MAX_SECONDS):
+            raise ValidationError(f"{flag} must be a number > 0 and ≤ {MAX_SECONDS:g}")
     opts = ServeOptions(existing(db), max_runs, lease_seconds, poll_seconds, once, exit_when_idle)
     report = run_trio(serve_queue, opts)
     data = report.to_json()

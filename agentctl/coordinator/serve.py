@@ -36,6 +36,7 @@ from agentctl.coordinator.creation import load_plan, owner_identity
 from agentctl.coordinator.launch import user_error
 from agentctl.coordinator.service import DriveRequest, RunOutcome, drive_run, worker_registry
 from agentctl.coordinator.workerpool import WorkerPool, open_worker_pool
+from agentctl.core.dburl import is_postgres_url
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import AgentctlError, LeaseLostError
 from agentctl.ledger import open_ledger
@@ -47,6 +48,8 @@ T = TypeVar("T")
 # A drive reads its run's cancel flag this often: with many drives per process and many
 # processes per database, `run`'s 0.1 s would make these reads most of the database's load.
 SERVE_CANCEL_POLL_S = 0.5
+# The runs this process drives: each one's claim and its drive's cancel scope.
+Held = dict[str, tuple[Fence, trio.CancelScope]]
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,7 @@ class _Serve:
     limiter: trio.CapacityLimiter = field(default_factory=lambda: trio.CapacityLimiter(1))
     stop: trio.Event = field(default_factory=trio.Event)
     wake: trio.Event = field(default_factory=trio.Event)
-    held: dict[str, tuple[Fence, trio.CancelScope]] = field(default_factory=dict)
+    held: Held = field(default_factory=dict)
     driven: list[Driven] = field(default_factory=list)
     stopped_by: str = "idle"
 
@@ -162,7 +165,7 @@ async def _claim_loop(serve: _Serve) -> None:
             claimed = await _claim(serve, opts.max_runs - len(serve.held))
             for run in claimed:
                 scope = trio.CancelScope()
-                serve.held[run.run_id] = (Fence(run.run_id, run.token), scope)
+                hold(serve.held, run, scope)
                 drives.start_soon(_drive_one, serve, run, scope)
             if opts.once:
                 serve.stopped_by = "once"
@@ -172,6 +175,25 @@ async def _claim_loop(serve: _Serve) -> None:
             serve.wake = trio.Event()
             with trio.move_on_after(opts.poll_s):
                 await serve.wake.wait()
+
+
+def hold(held: Held, run: ClaimedRun, scope: trio.CancelScope) -> None:
+    """Record a claimed run's drive; a drive of an earlier claim of it stops.
+
+    We claim a run we hold only when our own lease on it expired (the database was out of
+    reach longer than the lease): the earlier drive is fenced out already.
+    """
+    earlier = held.get(run.run_id)
+    if earlier is not None:
+        earlier[1].cancel()
+    held[run.run_id] = (Fence(run.run_id, run.token), scope)
+
+
+def release(held: Held, run: ClaimedRun) -> None:
+    """Forget a finished drive, unless a later claim of its run holds the entry now."""
+    found = held.get(run.run_id)
+    if found is not None and found[0].token == run.token:
+        del held[run.run_id]
 
 
 async def _claim(serve: _Serve, free: int) -> tuple[ClaimedRun, ...]:
@@ -189,7 +211,13 @@ async def _claim(serve: _Serve, free: int) -> tuple[ClaimedRun, ...]:
 
 
 async def _reconnect(serve: _Serve) -> None:
-    """A fresh control connection (the old one may have died with a database restart)."""
+    """A fresh PostgreSQL control connection (the old one may have died with a restart).
+
+    Never on SQLite: its connection does not die, and opening the file anew (then closing
+    it) would drop every POSIX lock this process holds on it, the drives' connections' too.
+    """
+    if not is_postgres_url(serve.opts.db):
+        return
 
     def swap() -> None:
         with contextlib.suppress(AgentctlError):
@@ -237,16 +265,29 @@ async def _drive_one(serve: _Serve, run: ClaimedRun, scope: trio.CancelScope) ->
         try:
             outcome = await _drive_claimed(serve, run)
         except BaseException as exc:  # a group: the drive's tasks' errors (and Cancelled)
-            found = user_error(exc)
-            if found is None:
-                raise
-            error = found.message
-            state = "lost" if isinstance(found, LeaseLostError) else "error"
-    serve.held.pop(run.run_id, None)
+            state, error = drive_failure(exc)
+    release(serve.held, run)
     if outcome is not None:
         state = outcome.state
     serve.driven.append(Driven(run.run_id, run.token, run.takeover, state, error))
     serve.wake.set()
+
+
+def drive_failure(exc: BaseException) -> tuple[str, str]:
+    """How a drive that raised ``exc`` is reported (``lost`` or ``error``, and why).
+
+    Only this drive stops: an unexpected error (a bug) is reported like any other, so the
+    serve's other drives go on. Cancellation and interrupts (no ``Exception``) propagate.
+    """
+    found = user_error(exc)
+    if found is not None:
+        return ("lost" if isinstance(found, LeaseLostError) else "error"), found.message
+    if not isinstance(exc, Exception):
+        raise exc
+    leaf: BaseException = exc
+    while isinstance(leaf, BaseExceptionGroup):
+        leaf = leaf.exceptions[0]
+    return "error", f"internal error: {type(leaf).__name__}: {leaf}"
 
 
 async def _drive_claimed(serve: _Serve, run: ClaimedRun) -> RunOutcome:

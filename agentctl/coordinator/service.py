@@ -189,6 +189,10 @@ async def _drive_with_workers(
             on_stream=req.on_stream,
         )
         with trio.CancelScope() as scope, trio.CancelScope(deadline=wall_deadline) as wall:
+            # A serve's claimed run may have been cancelled before the claim: start nothing.
+            if req.stop is not None and await store.is_cancel_requested(req.run_id):
+                scope.cancel()
+                await trio.lowlevel.checkpoint()  # raises Cancelled (caught by ``scope``)
             async with trio.open_nursery() as nursery:
                 if req.stop is None:
                     nursery.start_soon(_watch_signals, scope)

@@ -7,8 +7,9 @@ Invariants:
 - a run is created together with its lease (a created run always has an owner);
 - a derived run (retry, repair, replay) is one transaction: run, copied tasks, memory, audit
   and lease — it never exists half-materialised;
-- claiming a run for resume refuses terminal runs, takes the lease and turns every
-  ``started`` effect (whose outcome died with the previous coordinator) into ``uncertain`` —
+- claiming a run for resume refuses terminal runs and queued ones (only a ``serve`` drives
+  those), takes the lease and turns every ``started`` effect (whose outcome died with the
+  previous coordinator) into ``uncertain`` —
   except one whose remote work has a durable handle (``ledger.remote``): it is observed again;
 - stopping or settling a run releases only a lease its own process holds.
 """
@@ -25,6 +26,7 @@ import agentctl.ledger.runs as runs
 import agentctl.ledger.streams as streams
 import agentctl.ledger.tasks as tasks
 from agentctl.core.jsonvalue import JsonValue
+from agentctl.core.states import CANCELLABLE_TASK_STATES
 from agentctl.errors import InvalidOperationError, NotFoundError
 from agentctl.ledger.artifacts.refs import list_refs
 from agentctl.ledger.model import (
@@ -83,6 +85,12 @@ def claim_for_resume_txn(conn: Db, run_ref: str, owner: Owner, now: str) -> runs
             "(use retry, repair or fork for a new run)",
             run_id=run.run_id,
         )
+    if run.state == "queued":  # a serve may claim it at any moment: one driver only
+        raise InvalidOperationError(
+            f"run {run.run_id} is queued: it waits for an `agentctl serve` to claim it "
+            "(cancel it to drop it); resume continues only running or paused runs",
+            run_id=run.run_id,
+        )
     runs.acquire_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now)
     # A started effect with a durable remote handle lost only its observer: it stays started
     # and the resumed drive observes the same remote work (ledger.remote).
@@ -93,25 +101,28 @@ def claim_for_resume_txn(conn: Db, run_ref: str, owner: Owner, now: str) -> runs
 def request_cancel_txn(conn: Db, run_ref: str, now: str) -> runs.RunRecord:
     """Set the durable cancel flag of the run ``run_ref`` names; returns the run after it.
 
-    A queued run, and a paused run that no live coordinator owns, is cancelled at once:
-    nothing is driving it that could honour the flag, and waiting for a ``resume`` would
-    leave its approvals open (an approve would still be accepted). A run being driven
-    honours the flag itself.
+    A queued run, a paused run that no live coordinator owns and a running run a ``serve``
+    handed back (no owner) are cancelled at once: nothing is driving them that could honour
+    the flag, and waiting for a ``resume`` or a claim would leave approvals open (an approve
+    would still be accepted) or start work. A run being driven honours the flag itself.
     """
     run = runs.find_run(conn, run_ref)
     runs.request_cancel_txn(conn, run.run_id, now)
-    if run.state == "queued" or (
+    if run.state == "running" and run.owner_pid is None:
+        effects.mark_uncertain_txn(conn, run.run_id, now)  # (a hand-back did so already)
+        _cancel_unowned_txn(conn, run.run_id, now, _OPEN_WHEN_PAUSED | CANCELLABLE_TASK_STATES)
+    elif run.state == "queued" or (
         run.state == "paused" and not runs.has_live_owner(conn, run.run_id, now)
     ):
-        _cancel_paused_txn(conn, run.run_id, now)
+        _cancel_unowned_txn(conn, run.run_id, now, _OPEN_WHEN_PAUSED)
     return runs.get_run(conn, run.run_id)
 
 
-def _cancel_paused_txn(conn: Db, run_id: str, now: str) -> None:
+def _cancel_unowned_txn(conn: Db, run_id: str, now: str, open_states: frozenset[str]) -> None:
     """Pending approvals closed (their effects cancelled), open tasks cancelled, run cancelled."""
     approvals.close_pending_txn(conn, run_id, now, "the run was cancelled")
     for task in tasks.list_tasks(conn, run_id):
-        if task.state in _OPEN_WHEN_PAUSED:
+        if task.state in open_states:
             tasks.transition_task_txn(
                 conn, run_id, task.task_id, "cancelled", now, error="the run was cancelled"
             )

@@ -8,9 +8,10 @@ Invariants:
   fencing token, gives its lease an expiry, moves a queued run to ``running``, turns its
   ``started`` effects ``uncertain`` (a takeover follows the ordinary resume rules: nothing is
   silently repeated) and audits ``run.claimed`` with the holder and the token;
-- claimable: a queued run; a submitted run whose ``serve`` lease expired (always claimed,
-  if only to fence its old holder out); a submitted running or paused run whose lease was
-  released, once no approval of it is pending and no effect of it awaits reconciliation;
+- claimable: a queued run no process holds; a submitted run whose ``serve`` lease expired
+  (always claimed, if only to fence its old holder out); a submitted running or paused run
+  whose lease was released, once no approval of it is pending and no effect of it awaits
+  reconciliation;
 - a claimed run that an unreconciled effect blocks is handed back in the same transaction
   (lease released, token raised, ``run.blocked`` audited): it waits for ``effects reconcile``;
 - a heartbeat extends exactly the leases still under the ``serve``'s tokens; the others are
@@ -74,7 +75,7 @@ _UNRECONCILED = (
     "EXISTS (SELECT 1 FROM effects e WHERE e.run_id = r.run_id AND e.status = 'uncertain'"
     " AND NOT EXISTS (SELECT 1 FROM effect_reconciliations x WHERE x.effect_id = e.effect_id))"
 )
-_CLAIMABLE = f"""r.queued_at IS NOT NULL AND (r.state = 'queued'
+_CLAIMABLE = f"""r.queued_at IS NOT NULL AND ((r.state = 'queued' AND r.owner_pid IS NULL)
     OR (r.state IN ('running', 'paused') AND r.owner_pid IS NOT NULL
         AND r.lease_expires_at IS NOT NULL AND r.lease_expires_at < ?)
     OR (r.state IN ('running', 'paused') AND r.owner_pid IS NULL

@@ -67,6 +67,13 @@ def _submit_many(
     return runs
 
 
+def _submit_one(cli: Cli, tag: str) -> str:
+    """``agentctl submit`` of the marker workflow; the queued run's id."""
+    got = cli("--output", "json", "submit", "wf.yaml", "--db", "db.sqlite", "--input", f"tag={tag}")
+    assert got.rc == 0, got.stderr
+    return str(got.data["runId"])
+
+
 def _states(query: Query) -> Counter[str]:
     return Counter(str(r[0]) for r in query("SELECT state FROM runs", ()))
 
@@ -116,8 +123,7 @@ def test_cancel_of_a_queued_run_cancels_it_at_once(
     cli: Cli, start_cli: StartCli, ledger_target: LedgerTarget, tmp_path: Path
 ) -> None:
     query = _setup(tmp_path, ledger_target)
-    got = cli("--output", "json", "submit", "wf.yaml", "--db", "db.sqlite", "--input", "tag=x")
-    run_id = got.data["runId"]
+    run_id = _submit_one(cli, "x")
     done = cli("--output", "json", "cancel", run_id, "--db", "db.sqlite")
     assert done.rc == 0, done.stderr
     assert _states(query) == {"cancelled": 1}
@@ -125,6 +131,56 @@ def test_cancel_of_a_queued_run_cancels_it_at_once(
     report = serve_report(start_cli(*once))  # one claim round: nothing to claim, so it exits
     assert report["stoppedBy"] == "once"
     assert report["runs"] == [] and not markers(tmp_path)
+
+
+def test_resume_of_a_queued_run_is_refused_and_serve_drives_it(
+    cli: Cli, start_cli: StartCli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    _setup(tmp_path, ledger_target)
+    run_id = _submit_one(cli, "r")
+    refused = cli("resume", run_id, "--db", "db.sqlite")
+    assert refused.rc == 4 and "waits for an `agentctl serve`" in refused.stderr, refused.stderr
+    assert not markers(tmp_path)  # resume drove nothing
+    report = serve_report(start_cli(*SERVE))
+    assert [(r["runId"], r["state"]) for r in report["runs"]] == [(run_id, "succeeded")]
+    assert markers(tmp_path) == {"r": ["r a", "r b", "r c"]}
+
+
+def test_a_run_cancelled_while_its_dead_serve_held_it_is_claimed_and_starts_nothing(
+    cli: Cli, start_cli: StartCli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    query = _setup(tmp_path, ledger_target)
+    run_id = _submit_one(cli, "d")
+    # A serve claimed it and died before starting anything: its lease has expired.
+    query(
+        "UPDATE runs SET state = 'running', owner_pid = 999999, lease_holder = 'gone:999999',"
+        " lease_expires_at = '2000-01-01T00:00:00.000000Z', lease_token = 1 WHERE run_id = ?",
+        (run_id,),
+    )
+    done = cli("--output", "json", "cancel", run_id, "--db", "db.sqlite")
+    assert done.rc == 0, done.stderr
+    report = serve_report(start_cli(*SERVE))  # the takeover finds the flag before any batch
+    assert [(r["runId"], r["state"]) for r in report["runs"]] == [(run_id, "cancelled")]
+    assert not markers(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--lease-seconds", "nan"),
+        ("--lease-seconds", "inf"),
+        ("--poll-seconds", "nan"),
+        ("--poll-seconds", "1e9"),
+    ],
+)
+def test_serve_refuses_a_lease_or_poll_that_is_not_a_finite_sane_number(
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path, flag: str, value: str
+) -> None:
+    _setup(tmp_path, ledger_target)
+    cli("submit", "wf.yaml", "--db", "db.sqlite", "--input", "tag=n")
+    got = cli("serve", "--db", "db.sqlite", "--once", *LEASE, flag, value)
+    assert got.rc == 2 and flag in got.stderr, got.stderr
+    assert not markers(tmp_path)
 
 
 def test_three_serves_share_300_runs_and_take_over_a_killed_ones(

@@ -11,9 +11,9 @@ from dataclasses import replace
 import pytest
 from ledger_helpers import new_run, ts
 
-from agentctl.errors import LeaseLostError, OwnershipError
+from agentctl.errors import InvalidOperationError, LeaseLostError, OwnershipError
 from agentctl.ledger import LedgerService
-from agentctl.ledger.model import Owner
+from agentctl.ledger.model import CancelRun, Owner
 from agentctl.ledger.queue import ClaimedRun, ClaimRequest, Fence, Heartbeat
 
 A, B = Owner(1001, 1.0), Owner(1002, 2.0)
@@ -87,3 +87,25 @@ def test_cancel_of_a_queued_run_cancels_it_at_once(run_ledger: LedgerService) ->
     _submit(run_ledger, "run-c")
     assert run_ledger.request_cancel("run-c", ts(1)).state == "cancelled"
     assert _claim(run_ledger, A, 2) == () and not run_ledger.queue_busy(ts(2))
+
+
+def test_resume_refuses_a_queued_run_and_leaves_it_to_serve(run_ledger: LedgerService) -> None:
+    _submit(run_ledger, "run-rq")
+    with pytest.raises(InvalidOperationError, match=r"queued: it waits for an `agentctl serve`"):
+        run_ledger.claim_for_resume("run-rq", B, ts(1))
+    assert run_ledger.get_run("run-rq").state == "queued"
+    (claimed,) = _claim(run_ledger, A, 2)  # no local lease was taken: one driver, the serve
+    assert (claimed.run_id, claimed.takeover) == ("run-rq", False)
+
+
+def test_cancel_of_a_handed_back_run_cancels_it_at_once(run_ledger: LedgerService) -> None:
+    _submit(run_ledger, "run-hb")
+    (claimed,) = _claim(run_ledger, A, 1)
+    fenced = run_ledger.open_fenced(Fence("run-hb", claimed.token))
+    try:  # a stopping serve hands the run back: still running, no owner
+        fenced.cancel_run(CancelRun("run-hb", "running", ts(2), A.pid, ()))
+    finally:
+        fenced.close()
+    assert run_ledger.request_cancel("run-hb", ts(3)).state == "cancelled"
+    assert {t.state for t in run_ledger.load_source("run-hb").tasks} == {"cancelled"}
+    assert _claim(run_ledger, B, 4) == () and not run_ledger.queue_busy(ts(4))
