@@ -142,7 +142,13 @@ def submit_run(
     db: str,
     workspace: str,
 ) -> JsonObject:
-    """Record the run as queued for a ``serve`` to drive; nothing executes here."""
+    """Record the run as queued for a ``serve`` to drive; nothing executes here.
+
+    The egress URL rules are applied here, before anything is recorded, as ``run`` does: a
+    plan its own policy forbids is refused now, not when a serve is halfway through it. Names
+    are not resolved (the serve's host may see another DNS), nor credentials or images
+    checked (they belong to whichever host drives the run)."""
+    preflight_egress(plan, resolve=False)
     clock, root = Clock(), os.path.abspath(workspace)
     with open_ledger(db) as ledger:
         run_id, trace_id = create_run(

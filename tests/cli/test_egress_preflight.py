@@ -84,6 +84,17 @@ def test_a_denied_provider_endpoint_exits_3_before_any_state(
     assert server.seen == []
 
 
+def test_submit_refuses_a_denied_endpoint_before_queueing_anything(
+    cli: Cli, tmp_path: Path, server: AgentServer
+) -> None:
+    """A queued run is judged by the same URL rules as ``run``: a serve never meets it."""
+    edits, words = DENIED["host outside the allowlist"]
+    wf = _openai(tmp_path, server, **edits)
+    done = cli("--output", "json", "submit", str(wf), env=KEY)
+    _refused_before_state(done, tmp_path, 3, "provider main", *words)
+    assert server.seen == []
+
+
 def test_a_provider_name_that_does_not_resolve_exits_6_before_any_state(
     cli: Cli, tmp_path: Path, server: AgentServer
 ) -> None:
