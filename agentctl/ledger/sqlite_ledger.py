@@ -68,7 +68,3 @@ def open_sqlite_ledger(
         path, busy_timeout_ms=busy_timeout_ms, target_version=target_version, verify=verify
     )
     return SqliteLedger(db)
-
-
-# The name this opener had before PostgreSQL; ``agentctl.ledger.open_ledger`` takes URLs too.
-open_ledger = open_sqlite_ledger
