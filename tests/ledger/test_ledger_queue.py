@@ -6,8 +6,10 @@ from it the way ``serve`` opens one per claimed run (``open_fenced``).
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
+import psutil
 import pytest
 from ledger_helpers import new_run, ts
 
@@ -109,3 +111,15 @@ def test_cancel_of_a_handed_back_run_cancels_it_at_once(run_ledger: LedgerServic
     assert run_ledger.request_cancel("run-hb", ts(3)).state == "cancelled"
     assert {t.state for t in run_ledger.load_source("run-hb").tasks} == {"cancelled"}
     assert _claim(run_ledger, B, 4) == () and not run_ledger.queue_busy(ts(4))
+
+
+def test_a_queued_run_some_process_holds_is_not_claimed(run_ledger: LedgerService) -> None:
+    """A queued run under a local lease (a live process of this host) is never claimed:
+    a serve taking it would make two drivers."""
+    _submit(run_ledger, "run-held")
+    me = Owner(os.getpid(), psutil.Process().create_time())
+    run_ledger.acquire_lease("run-held", me, ts(1))
+    assert _claim(run_ledger, A, 2) == ()
+    run_ledger.release_lease("run-held", me.pid, ts(3))
+    (claimed,) = _claim(run_ledger, A, 4)
+    assert claimed.run_id == "run-held"
