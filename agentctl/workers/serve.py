@@ -52,29 +52,27 @@ from agentctl.workers.stream import StreamSink, bind_sink
 from agentctl.workers.tracecontext import CURRENT_TRACEPARENT, traceparent
 
 
-async def _execute(msg: Execute) -> ExecOutcome:
-    # The timeout bounds the effect, not the worker's first import of its executor (a heavy
-    # module on a loaded machine): it starts once the executor is loaded.
-    executor = executor_for(msg)
-    dispatch = Dispatch()
-    CURRENT_DISPATCH.set(dispatch)
-    CURRENT_TRACEPARENT.set(traceparent(msg.trace_id, msg.effect_id))
-    outcome: ExecOutcome | None = None
-    with trio.move_on_after(msg.timeout_seconds):
-        outcome = await executor(msg)
-    if outcome is not None:
-        return outcome
-    expired = f"effect timed out after {msg.timeout_seconds} s"
-    if dispatch.known_unsent:
-        # Nothing left this process: the effect did not happen, so trying again is safe.
-        raise RunFailedError(f"{expired}, before its request was sent", retryable=True)
-    raise UncertainEffect(RunFailedError(expired))
+async def _execute(msg: Execute, scope: trio.CancelScope) -> ExecOutcome | None:
+    """Run ``msg``'s executor under ``scope``; None if the scope cancelled it.
+
+    One scope per effect serves both ways it can end early: a ``Cancel`` from the coordinator
+    cancels it, and its deadline is the effect's timeout, set once the executor is loaded (the
+    timeout bounds the effect, not the worker's first import of its executor).
+    """
+    with scope:
+        executor = executor_for(msg)
+        scope.deadline = trio.current_time() + msg.timeout_seconds
+        return await executor(msg)
+    return None
 
 
 async def _reply_for(msg: Execute, scope: trio.CancelScope) -> Result | Failure:
+    dispatch = Dispatch()
+    CURRENT_DISPATCH.set(dispatch)
+    CURRENT_TRACEPARENT.set(traceparent(msg.trace_id, msg.effect_id))
     try:
-        with scope:
-            outcome = await _execute(msg)
+        outcome = await _execute(msg, scope)
+        if outcome is not None:
             return Result(
                 effect_id=msg.effect_id,
                 output=outcome.output,
@@ -82,6 +80,14 @@ async def _reply_for(msg: Execute, scope: trio.CancelScope) -> Result | Failure:
                 artifacts=outcome.artifacts,
                 protocol=outcome.protocol,
             )
+        if trio.current_time() < scope.deadline:
+            cancelled = CancelledRunError("effect cancelled after it started")
+            return failure_from_error(msg.effect_id, cancelled.to_wire(), uncertain=True)
+        expired = f"effect timed out after {msg.timeout_seconds} s"
+        if dispatch.known_unsent:
+            # Nothing left this process: the effect did not happen, so trying again is safe.
+            raise RunFailedError(f"{expired}, before its request was sent", retryable=True)
+        raise UncertainEffect(RunFailedError(expired))
     except UncertainEffect as exc:
         wire = exc.error.to_wire()
         return failure_from_error(msg.effect_id, wire, uncertain=True, protocol=exc.protocol)
@@ -92,8 +98,6 @@ async def _reply_for(msg: Execute, scope: trio.CancelScope) -> Result | Failure:
     except Exception as exc:  # an executor bug: the effect may have half-happened
         err = AgentctlError(f"internal worker error: {type(exc).__name__}: {exc}")
         return failure_from_error(msg.effect_id, err.to_wire(), uncertain=True)
-    err = CancelledRunError("effect cancelled after it started")
-    return failure_from_error(msg.effect_id, err.to_wire(), uncertain=True)
 
 
 class _Worker:
