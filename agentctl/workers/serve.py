@@ -1,4 +1,5 @@
-"""The worker main loop: handshake, then run each ``Execute`` in its own task.
+"""The worker main loop: handshake, then run each ``Execute`` in its own task (the reading
+task runs it and hands the reading over to a new task).
 
 Invariants:
 - the first frame a worker sends is ``Hello``; afterwards exactly one ``Result`` or
@@ -137,7 +138,13 @@ class _Worker:
                 raise
 
     async def serve(self) -> None:
-        """Read messages until EOF, error or Shutdown."""
+        """Read messages until EOF, error or Shutdown, or until an ``Execute``: this task then
+        runs that effect itself and a new task takes over the reading.
+
+        So an effect starts in the scheduler pass that read its frame (a fast one is answered
+        in it), and the new reader's start is off the effect's path. Only one task reads at a
+        time: this one reads nothing more once it has handed over.
+        """
         while True:
             try:
                 msg = await self.channel.receive()
@@ -149,7 +156,10 @@ class _Worker:
             if isinstance(msg, Shutdown):
                 return
             if isinstance(msg, Execute):
-                self._start(msg)
+                if self._admit(msg):
+                    self.nursery.start_soon(self.serve)
+                    await self.run_effect(msg)
+                    return
             elif isinstance(msg, Cancel) and msg.effect_id in self.scopes:
                 self.scopes[msg.effect_id].cancel()
             elif isinstance(msg, StreamAck) and msg.effect_id in self.sinks:
@@ -157,12 +167,13 @@ class _Worker:
             elif isinstance(msg, RemoteHandleAck):
                 self.link.acknowledge(msg)
 
-    def _start(self, msg: Execute) -> None:
+    def _admit(self, msg: Execute) -> bool:
+        """Record ``msg``'s effect as running here; False for a duplicate of a running one."""
         if msg.effect_id in self.scopes:
-            return  # a duplicate Execute of an effect already running here
+            return False
         crash_point(CrashPoint.WORKER_BEFORE_EXECUTE)
         self.scopes[msg.effect_id] = trio.CancelScope()
-        self.nursery.start_soon(self.run_effect, msg)
+        return True
 
 
 def _preload(modules: tuple[str, ...]) -> None:
@@ -180,7 +191,7 @@ async def serve_worker(channel: FrameChannel, preload: tuple[str, ...] = ()) -> 
     _preload(preload)
     async with trio.open_nursery() as nursery:
         worker = _Worker(channel, nursery)
-        # Effect tasks start from this task, so they inherit the link (workers.remote).
+        # Readers and effects descend from this task, so they inherit the link (workers.remote).
         CURRENT_LINK.set(worker.link)
         await worker.serve()
 
