@@ -34,8 +34,8 @@ from agentctl.coordinator.otel import export_run
 from agentctl.coordinator.prepare import RunSettings
 from agentctl.coordinator.store import Store
 from agentctl.coordinator.streaming import StreamListener
-from agentctl.coordinator.workerpool import WorkerPool, kill_stale_workers, open_worker_pool
-from agentctl.coordinator.workerproc import pool_size
+from agentctl.coordinator.workerpool import WorkerPool, open_worker_pool
+from agentctl.coordinator.workerproc import kill_stale_workers, pool_size
 from agentctl.coordinator.workerstart import Prestarted
 from agentctl.core.collector import collector_paused
 from agentctl.core.compiler.reads import run_output_reads

@@ -15,14 +15,21 @@ Invariants:
 - on exit: ``Shutdown`` to every worker, a short grace, then SIGTERM → grace → SIGKILL of each
   worker tree (psutil), so no worker or grandchild outlives the pool; a worker that closes its
   socket after ``Shutdown`` with nothing pending is exiting, not lost (it is not killed);
+- no task reads a worker's socket for the pool: the callers waiting on a worker take turns,
+  one reading at a time (``_await_reply``), so a lone effect's reply reaches its caller in
+  the pass that read it; while any effect is pending exactly one caller reads or has been
+  woken to, replies for other callers resolve them, and a reply nobody waits for (its caller
+  was cancelled) is dropped; an idle worker's socket is looked at (``peer_closed``) before
+  it gets new work, so a worker that died idle is replaced, not handed the effect;
 - ``execute`` picks an idle worker without taking the pool lock (no await between choosing
   and recording the effect, so nothing interleaves); the lock serialises starting workers;
 - a ``StreamFragment`` from a worker goes to the sink its effect's ``execute`` was given, and
   the worker gets its ``StreamAck`` only after that sink returned (the fragment is durable);
   a fragment nobody listens for, or one the sink could not keep, is refused;
 - with a ``registry_path`` the live workers' (pid, create time) are kept in a small JSON file,
-  so a later coordinator can kill the workers of a dead one (``kill_stale_workers``), matching
-  pid AND create time so that a recycled pid is never hit.
+  so a later coordinator can kill the workers of a dead one
+  (``workerproc.kill_stale_workers``), matching pid AND create time so that a recycled pid is
+  never hit.
 """
 
 from __future__ import annotations
@@ -35,7 +42,6 @@ import socket
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import psutil
 import trio
@@ -73,17 +79,40 @@ FragmentSink = Callable[[StreamFragment], Awaitable[None]]
 HandleSink = Callable[[RemoteHandle], Awaitable[None]]
 
 
-@dataclass
 class _Reply:
-    event: trio.Event = field(default_factory=trio.Event)
-    value: Result | Failure | None = None
-    on_fragment: FragmentSink | None = None
-    on_handle: HandleSink | None = None
+    """One ``execute``'s slot: its reply once known, its sinks, and its task while it waits.
+
+    Waking is a bare reschedule of the parked task (no ``Event``): ``resolve`` wakes it with
+    its answer, ``nudge`` wakes it to take over reading the socket.
+    """
+
+    __slots__ = ("_task", "on_fragment", "on_handle", "value")
+
+    def __init__(self, on_fragment: FragmentSink | None, on_handle: HandleSink | None) -> None:
+        self.value: Result | Failure | None = None
+        self.on_fragment = on_fragment
+        self.on_handle = on_handle
+        self._task: trio.lowlevel.Task | None = None
 
     def resolve(self, value: Result | Failure) -> None:
         if self.value is None:
             self.value = value
-            self.event.set()
+            self.nudge()
+
+    def nudge(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            trio.lowlevel.reschedule(task)
+
+    async def park(self) -> None:
+        """Wait until resolved or nudged (or cancelled)."""
+        self._task = trio.lowlevel.current_task()
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            self._task = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
 
 
 @dataclass
@@ -93,6 +122,7 @@ class _Worker:
     create_time: float
     pending: dict[str, _Reply] = field(default_factory=dict)
     lost: bool = False
+    reading: bool = False  # one waiting ``execute`` is reading the socket
 
     @property
     def pid(self) -> int:
@@ -160,18 +190,17 @@ class WorkerPool:
         acknowledged once it returns (a refusal tells the worker the handle is not durable).
         """
         msg = self._addressed(msg)
-        worker, reply = await self._assign(msg.effect_id)
-        reply.on_fragment = on_fragment
-        reply.on_handle = on_handle
+        worker, reply = await self._assign(msg.effect_id, _Reply(on_fragment, on_handle))
         try:
             await worker.channel.send(msg)
         except ProtocolError as exc:
             self._lose(worker, exc.message)
+        limit = msg.timeout_seconds + ANSWER_GRACE_S
         try:
-            with trio.move_on_after(msg.timeout_seconds + ANSWER_GRACE_S):
-                await reply.event.wait()
+            with trio.CancelScope(deadline=trio.current_time() + limit):
+                await self._await_reply(worker, reply)
             if reply.value is None:
-                self._lose(worker, f"no answer within {msg.timeout_seconds + ANSWER_GRACE_S:g}s")
+                self._lose(worker, f"no answer within {limit:g}s")
         except BaseException:
             worker.pending.pop(msg.effect_id, None)
             with trio.CancelScope(shield=True), trio.move_on_after(TERM_GRACE_S):
@@ -179,6 +208,29 @@ class WorkerPool:
             raise
         assert reply.value is not None
         return reply.value
+
+    async def _await_reply(self, worker: _Worker, reply: _Reply) -> None:
+        """Wait for ``reply``, reading the worker's frames while no other caller reads them.
+
+        The caller that reads gets its own reply in the pass that read it (no reader task to
+        wake it). Whoever stops reading — answered, cancelled or lost — wakes one other
+        waiting caller to read on, so while any effect is pending somebody reads.
+        """
+        try:
+            while reply.value is None:
+                if worker.reading:
+                    await reply.park()
+                    continue
+                worker.reading = True
+                try:
+                    await self._read_one(worker)
+                finally:
+                    worker.reading = False
+        finally:
+            if not worker.reading:
+                for other in worker.pending.values():
+                    other.nudge()  # one that is not parked re-checks before it parks
+                    break
 
     async def cancel(self, effect_id: str) -> None:
         """Ask the worker running ``effect_id`` to cancel it; its reply resolves ``execute``."""
@@ -209,18 +261,20 @@ class WorkerPool:
                 for _ in range(missing):
                     nursery.start_soon(self._spawn)
 
-    async def _assign(self, effect_id: str) -> tuple[_Worker, _Reply]:
+    async def _assign(self, effect_id: str, reply: _Reply) -> tuple[_Worker, _Reply]:
         # Without an await between choosing a worker and recording the effect, nothing can
         # interleave: the lock (a pass of the scheduler) is needed only to start a worker.
         if not self._lock.locked():
             worker = self._choose(effect_id)
             if worker is not None:
-                return worker, self._pend(worker, effect_id)
+                worker.pending[effect_id] = reply
+                return worker, reply
         async with self._lock:
             worker = self._choose(effect_id)
             if worker is None:
                 worker = await self._spawn()
-            return worker, self._pend(worker, effect_id)
+            worker.pending[effect_id] = reply
+            return worker, reply
 
     def _choose(self, effect_id: str) -> _Worker | None:
         """An idle worker, else None if another may start, else the least loaded one."""
@@ -228,6 +282,10 @@ class WorkerPool:
             raise InvalidOperationError("the worker pool is closed")
         if any(effect_id in w.pending for w in self._workers):
             raise InvalidOperationError(f"effect {effect_id} is already executing")
+        for worker in self._workers:
+            # Nobody reads an idle worker's socket: a worker that died idle is seen here.
+            if not worker.pending and not worker.lost and worker.channel.peer_closed():
+                self._lose(worker, "worker closed its socket")
         live = [w for w in self._workers if not w.lost]
         for worker in live:
             if not worker.pending:
@@ -235,12 +293,6 @@ class WorkerPool:
         if len(live) < self.size:
             return None  # start another (under the lock)
         return min(live, key=lambda w: len(w.pending))
-
-    @staticmethod
-    def _pend(worker: _Worker, effect_id: str) -> _Reply:
-        reply = _Reply()
-        worker.pending[effect_id] = reply
-        return reply
 
     async def _spawn(self) -> _Worker:
         # A worker started before the run (same environment, same preload) is adopted first.
@@ -250,7 +302,6 @@ class WorkerPool:
         worker = _Worker(proc, channel, _create_time(proc.pid))
         await self._handshake(worker)
         self._workers.append(worker)
-        self._nursery.start_soon(self._read_replies, worker)
         self._write_registry()
         return worker
 
@@ -290,33 +341,28 @@ class WorkerPool:
             await worker.channel.aclose()
         raise AgentctlError(f"worker process {worker.pid} failed to start: {reason}")
 
-    async def _read_replies(self, worker: _Worker) -> None:
-        reason = "worker closed its socket"
+    async def _read_one(self, worker: _Worker) -> None:
+        """Read one frame of ``worker``'s and deliver it; a broken worker is lost."""
         try:
-            while True:
-                msg = await worker.channel.receive()
-                if msg is None and self._closed and not worker.pending:
-                    # The worker is exiting after our Shutdown: let it finish (``aclose``
-                    # waits for it, then escalates) instead of killing it mid-exit.
-                    return
-                if msg is None:
-                    break
-                if isinstance(msg, StreamFragment):
-                    await self._keep_fragment(worker, msg)
-                    continue
-                if isinstance(msg, RemoteHandle):
-                    # Persisted aside: the reader must keep serving the worker's other effects.
-                    self._nursery.start_soon(self._persist_handle, worker, msg)
-                    continue
-                if not isinstance(msg, Result | Failure):
-                    reason = f"unexpected {msg.type!r} frame from a worker"
-                    break
+            msg = await worker.channel.receive()
+            if isinstance(msg, Result | Failure):
                 reply = worker.pending.pop(msg.effect_id, None)
-                if reply is not None:
+                if reply is not None:  # else its caller gave up: a late reply is dropped
                     reply.resolve(msg)
+            elif isinstance(msg, StreamFragment):
+                # Possibly another effect's fragment: the reading caller's cancellation must
+                # not cut its sink short and leave the worker waiting for the ack.
+                with trio.CancelScope(shield=True):
+                    await self._keep_fragment(worker, msg)
+            elif isinstance(msg, RemoteHandle):
+                # Persisted aside: the reading goes on serving the worker's other effects.
+                self._nursery.start_soon(self._persist_handle, worker, msg)
+            elif msg is None:
+                self._lose(worker, "worker closed its socket")
+            else:
+                self._lose(worker, f"unexpected {msg.type!r} frame from a worker")
         except ProtocolError as exc:
-            reason = exc.message
-        self._lose(worker, reason)
+            self._lose(worker, exc.message)
 
     async def _keep_fragment(self, worker: _Worker, fragment: StreamFragment) -> None:
         """Hand a fragment to its effect's sink, then acknowledge it (refused if not kept).
@@ -446,43 +492,3 @@ async def open_worker_pool(
             nursery.cancel_scope.cancel()
     if body_error is not None:
         raise body_error
-
-
-def _matches(pid: int, create_time: float) -> psutil.Process | None:
-    try:
-        proc = psutil.Process(pid)
-        if abs(proc.create_time() - create_time) < 0.01:
-            return proc
-    except psutil.Error:
-        pass
-    return None
-
-
-def kill_stale_workers(registry_path: str) -> list[int]:
-    """Kill the workers recorded in ``registry_path`` if their coordinator is dead.
-
-    Only a process whose pid AND create time match a record is touched. Returns the pids
-    killed; the registry file is removed afterwards. A registry still owned by another live
-    coordinator is left alone.
-    """
-    try:
-        with open(registry_path, encoding="utf-8") as fh:
-            data: dict[str, Any] = json.load(fh)
-    except FileNotFoundError:
-        return []
-    except (OSError, ValueError):
-        data = {}
-    owner = data.get("coordinator") or {}
-    owner_proc = _matches(int(owner.get("pid", -1)), float(owner.get("createTime", 0.0)))
-    if owner_proc is not None and owner_proc.pid != os.getpid():
-        return []
-    killed: list[psutil.Process] = []
-    for entry in data.get("workers", []):
-        proc = _matches(int(entry.get("pid", -1)), float(entry.get("createTime", 0.0)))
-        if proc is not None:
-            signal_tree(proc.pid, signal.SIGKILL, session=True)
-            killed.append(proc)
-    psutil.wait_procs(killed, timeout=5)
-    with contextlib.suppress(FileNotFoundError):
-        os.remove(registry_path)
-    return [p.pid for p in killed]

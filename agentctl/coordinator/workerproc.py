@@ -21,10 +21,11 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 from collections.abc import Iterator
-from typing import Protocol
+from typing import Any, Protocol
 
 import psutil
 
@@ -91,3 +92,43 @@ def prestart_workers(
         yield prestarted
     finally:
         prestarted.close()
+
+
+def _matches(pid: int, create_time: float) -> psutil.Process | None:
+    try:
+        proc = psutil.Process(pid)
+        if abs(proc.create_time() - create_time) < 0.01:
+            return proc
+    except psutil.Error:
+        pass
+    return None
+
+
+def kill_stale_workers(registry_path: str) -> list[int]:
+    """Kill the workers recorded in ``registry_path`` if their coordinator is dead.
+
+    Only a process whose pid AND create time match a record is touched. Returns the pids
+    killed; the registry file is removed afterwards. A registry still owned by another live
+    coordinator is left alone.
+    """
+    try:
+        with open(registry_path, encoding="utf-8") as fh:
+            data: dict[str, Any] = json.load(fh)
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError):
+        data = {}
+    owner = data.get("coordinator") or {}
+    owner_proc = _matches(int(owner.get("pid", -1)), float(owner.get("createTime", 0.0)))
+    if owner_proc is not None and owner_proc.pid != os.getpid():
+        return []
+    killed: list[psutil.Process] = []
+    for entry in data.get("workers", []):
+        proc = _matches(int(entry.get("pid", -1)), float(entry.get("createTime", 0.0)))
+        if proc is not None:
+            signal_tree(proc.pid, signal.SIGKILL, session=True)
+            killed.append(proc)
+    psutil.wait_procs(killed, timeout=5)
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(registry_path)
+    return [p.pid for p in killed]

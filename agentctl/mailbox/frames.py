@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import os
+import select
 import struct
 
 import pydantic
@@ -33,6 +34,8 @@ from agentctl.mailbox.messages import Message
 MAX_FRAME_BYTES = 16 * 1024 * 1024
 _HEADER = struct.Struct(">I")
 _READ_CHUNK = 256 * 1024
+# POLLRDHUP: the peer shut its end, even while unread data is queued before the EOF.
+_HUNG_UP = select.POLLHUP | select.POLLRDHUP | select.POLLERR | select.POLLNVAL
 _LOST = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
 
@@ -104,6 +107,12 @@ class _SocketIO:
     async def wait_writable(self) -> None:
         await trio.lowlevel.wait_writable(self._sock)
 
+    def hung_up(self) -> bool:
+        """Whether the peer closed its end (or the socket failed), asked without waiting."""
+        poller = select.poll()
+        poller.register(self._fd(), _HUNG_UP)
+        return any(events & _HUNG_UP for _, events in poller.poll(0))
+
 
 class FrameChannel:
     """Frames over one ``trio.abc.Stream`` (usually a SocketStream on a socketpair)."""
@@ -166,6 +175,19 @@ class FrameChannel:
                     return None  # a clean EOF, at a frame boundary
                 raise ProtocolError("truncated frame: connection closed inside a frame")
             buffer += chunk
+
+    def peer_closed(self) -> bool:
+        """Whether the peer has closed its end, without reading or waiting.
+
+        For an owner that reads only while it expects frames: between them, it asks this
+        before trusting the peer with new work. False when it cannot tell (not a socket).
+        """
+        if self._io is None:
+            return False
+        try:
+            return self._io.hung_up()
+        except _LOST:
+            return True
 
     async def aclose(self) -> None:
         await self._stream.aclose()

@@ -14,7 +14,8 @@ from typing import Any
 import psutil
 import trio
 
-from agentctl.coordinator.workerpool import kill_stale_workers, open_worker_pool
+from agentctl.coordinator.workerpool import open_worker_pool
+from agentctl.coordinator.workerproc import kill_stale_workers
 from agentctl.mailbox import Execute, Failure, Result
 
 _counter = iter(range(1_000_000))
