@@ -229,8 +229,9 @@ class WorkerPool:
         finally:
             if not worker.reading:
                 for other in worker.pending.values():
-                    other.nudge()  # one that is not parked re-checks before it parks
-                    break
+                    if other is not reply:  # still pending itself when cancelled
+                        other.nudge()  # one that is not parked re-checks before it parks
+                        break
 
     async def cancel(self, effect_id: str) -> None:
         """Ask the worker running ``effect_id`` to cancel it; its reply resolves ``execute``."""

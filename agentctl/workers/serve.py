@@ -1,5 +1,5 @@
-"""The worker main loop: handshake, then run each ``Execute`` in its own task (the reading
-task runs it and hands the reading over to a new task).
+"""The worker main loop: handshake, then run each ``Execute`` in the task that read it (an
+effect that blocks hands the reading over to a new task; one answered at once does not).
 
 Invariants:
 - the first frame a worker sends is ``Hello``; afterwards exactly one ``Result`` or
@@ -22,6 +22,9 @@ from __future__ import annotations
 import importlib
 import os
 import socket
+import types
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any
 
 import trio
 
@@ -138,12 +141,12 @@ class _Worker:
                 raise
 
     async def serve(self) -> None:
-        """Read messages until EOF, error or Shutdown, or until an ``Execute``: this task then
-        runs that effect itself and a new task takes over the reading.
+        """Read messages until EOF, error or Shutdown, running each ``Execute`` in this task.
 
-        So an effect starts in the scheduler pass that read its frame (a fast one is answered
-        in it), and the new reader's start is off the effect's path. Only one task reads at a
-        time: this one reads nothing more once it has handed over.
+        An effect starts in the scheduler pass that read its frame. One that finishes without
+        blocking (answered at once) leaves this task reading on; one that blocks first starts
+        a new reader (``_run_handing_over``) and this task ends with its effect. Only one task
+        reads at a time.
         """
         while True:
             try:
@@ -156,9 +159,9 @@ class _Worker:
             if isinstance(msg, Shutdown):
                 return
             if isinstance(msg, Execute):
-                if self._admit(msg):
-                    self.nursery.start_soon(self.serve)
-                    await self.run_effect(msg)
+                if self._admit(msg) and await _run_handing_over(
+                    self.run_effect(msg), lambda: self.nursery.start_soon(self.serve)
+                ):
                     return
             elif isinstance(msg, Cancel) and msg.effect_id in self.scopes:
                 self.scopes[msg.effect_id].cancel()
@@ -174,6 +177,40 @@ class _Worker:
         crash_point(CrashPoint.WORKER_BEFORE_EXECUTE)
         self.scopes[msg.effect_id] = trio.CancelScope()
         return True
+
+
+@types.coroutine
+def _run_handing_over(
+    effect: Coroutine[Any, Any, None], on_block: Callable[[], None]
+) -> Generator[Any, Any, bool]:
+    """Await ``effect`` in this task, calling ``on_block`` just before it first blocks.
+
+    The same as ``await effect`` (whatever it yields to trio is trio's, sent back as it
+    was), except that its first step is taken here: so the caller learns whether the effect
+    blocked (True) or finished at once (False), and a new reader is started only for an
+    effect that blocks — it is running in this task, which cannot read meanwhile.
+    """
+    try:
+        trap = effect.send(None)
+    except StopIteration:
+        return False
+    on_block()
+    while True:
+        try:
+            sent = yield trap
+        except GeneratorExit:
+            effect.close()
+            raise
+        except BaseException as exc:  # thrown in by trio (e.g. KeyboardInterrupt): pass it on
+            try:
+                trap = effect.throw(exc)
+            except StopIteration:
+                return True
+        else:
+            try:
+                trap = effect.send(sent)
+            except StopIteration:
+                return True
 
 
 def _preload(modules: tuple[str, ...]) -> None:

@@ -161,6 +161,63 @@ async def test_pool_cancel_reports_uncertain(tmp_path: Path) -> None:
         assert _gone(child)
 
 
+async def test_one_worker_many_effects_replies_in_any_order(tmp_path: Path) -> None:
+    # One worker, so every caller waits on the same socket and they take turns reading it.
+    replies: dict[int, Result | Failure] = {}
+    async with open_worker_pool(1) as pool:
+
+        async def one(i: int) -> None:
+            replies[i] = await pool.execute(_shell(tmp_path, f"sleep 0.{5 - i}; echo {i}"))
+
+        async with trio.open_nursery() as nursery:
+            for i in range(5):
+                nursery.start_soon(one, i)
+        assert len(pool.worker_pids()) == 1
+    for i, reply in replies.items():
+        assert isinstance(reply, Result) and reply.output["stdout"] == f"{i}\n"
+
+
+async def test_a_cancelled_reading_caller_hands_the_reading_over(tmp_path: Path) -> None:
+    async with open_worker_pool(1) as pool:
+        first = _shell(tmp_path, f"echo $$ > {tmp_path}/p; exec sleep 60")
+        second = _shell(tmp_path, f"while [ ! -e {tmp_path}/go ]; do sleep 0.05; done; echo b")
+        replies: list[Result | Failure] = []
+
+        async def later() -> None:
+            replies.append(await pool.execute(second))
+
+        with trio.fail_after(60):  # a bound on a hang, not a speed assertion
+            async with trio.open_nursery() as nursery:
+                with trio.CancelScope() as scope:
+                    nursery.start_soon(later)
+                    # ``first`` is awaited here, so this caller is the one reading.
+                    nursery.start_soon(lambda: _cancel_when(scope, tmp_path / "p"))
+                    await pool.execute(first)
+                (tmp_path / "go").touch()
+        [reply] = replies
+        assert isinstance(reply, Result) and reply.output["stdout"] == "b\n"
+        # The cancelled effect's late reply was dropped; the worker serves on.
+        again = await pool.execute(_shell(tmp_path, "echo again"))
+        assert isinstance(again, Result) and again.output["stdout"] == "again\n"
+
+
+async def _cancel_when(scope: trio.CancelScope, path: Path) -> None:
+    await _pid_from(path)
+    scope.cancel()
+
+
+async def test_a_worker_that_died_idle_is_replaced_not_given_the_effect(tmp_path: Path) -> None:
+    async with open_worker_pool(1) as pool:
+        first = await pool.execute(_shell(tmp_path, "echo one"))
+        assert isinstance(first, Result)
+        [victim] = pool.worker_pids()
+        os.kill(victim, signal.SIGKILL)
+        assert _gone(victim)
+        reply = await pool.execute(_shell(tmp_path, "echo two"))
+        assert isinstance(reply, Result) and reply.output["stdout"] == "two\n"
+        assert pool.worker_pids() != [victim]
+
+
 async def test_pool_exit_kills_workers_and_their_children(tmp_path: Path) -> None:
     registry = tmp_path / "workers.json"
     with trio.CancelScope() as scope:
