@@ -62,6 +62,7 @@ SENSITIVE: Mapping[str, tuple[str, ...]] = {
         "reason",
     ),
     "run_documents": ("workflow_json", "plan_json", "compiled_plan_json"),
+    "run_plan_parts": ("plan_text",),
     "task_states": (
         "output_json",
         "error",
