@@ -28,7 +28,7 @@ from agentctl.ledger.artifacts.values import (
 )
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.budget import init_budget_txn
-from agentctl.ledger.plans import read_plan_text, stored_plan, write_parts_txn
+from agentctl.ledger.plans import PlanText, read_plan_text, write_plan_txn
 from agentctl.ledger.rows import (
     ROW_FORMAT_VERSION,
     dumps_opt,
@@ -60,8 +60,9 @@ class NewRun:
     reason: str | None = None
     budget_limits: Mapping[str, int] = field(default_factory=dict)
     state: str = "running"
-    # The compiled plan as JSON text, stored as given (the ledger never interprets it).
-    compiled_plan_json: str | None = None
+    # The compiled plan as JSON text, stored as given (the ledger never interprets it); as
+    # ``PlanText`` pieces, never held whole.
+    compiled_plan_json: str | PlanText | None = None
 
 
 @dataclass(frozen=True)
@@ -207,18 +208,10 @@ def _run_values(conn: Db, run: NewRun, now: str) -> tuple[str | int | None, ...]
 
 
 def _insert_documents_txn(conn: Db, run: NewRun, now: str) -> None:
-    """The run's documents row, then its compiled plan's parts (``ledger.plans``)."""
-    plan = stored_plan(conn, run.compiled_plan_json, now)
-    values = (
-        run.run_id,
-        dumps_value(conn, run.workflow, now),
-        dumps_value(conn, run.plan, now),
-        plan.inline,
-        plan.parts,
-    )
-    conn.execute(_INSERT_DOCUMENTS, values)
-    del values  # the workflow's text (MBs) is not kept while the plan is written
-    write_parts_txn(conn, run.run_id, plan)
+    """The run's compiled plan (in parts: ``ledger.plans``), then its documents row."""
+    inline, parts = write_plan_txn(conn, run.run_id, run.compiled_plan_json, now)
+    workflow, printed = dumps_value(conn, run.workflow, now), dumps_value(conn, run.plan, now)
+    conn.execute(_INSERT_DOCUMENTS, (run.run_id, workflow, printed, inline, parts))
 
 
 def create_run_txn(conn: Db, run: NewRun, task_ids_in_order: Sequence[str], now: str) -> None:
