@@ -11,12 +11,13 @@ Invariants:
 - the stored text is the concatenation, in ``seq`` order, of the run's ``run_plan_parts`` rows
   (each at most ``PART_CHARS`` characters); ``run_documents.plan_parts`` counts them, written
   in the same creation transaction. NULL there: the plan is the ``compiled_plan_json`` column
-  (runs created before schema v15, and every run of an encrypted ledger) or absent (runs
-  before schema v4);
+  (runs created before schema v15, plans holding a spilled string, and every run of an
+  encrypted ledger) or absent (runs before schema v4);
 - what is stored is exactly ``spill_text`` of the whole text: text is cut into parts as it
   is, unparsed, only while no stretch of it may hold a string to spill or the ``$artifact``
-  marker (checked on whole JSON tokens, so never a false no); a plan that may, is written
-  again from the start through ``spill_text``;
+  marker (checked on whole JSON tokens, so never a false no); a plan that may is stored
+  inline through ``spill_text`` instead (its parts so far deleted), so a blob reference is
+  never cut in two — ``agentctl gc`` keeps a blob while some text column names its digest;
 - an encrypted ledger stores the plan inline: the seal triggers of a ledger encrypted before
   schema v15 do not cover ``run_plan_parts``;
 - a part missing (fewer rows than ``plan_parts``) is a ``PersistenceError``, never a shorter
@@ -66,8 +67,8 @@ def write_plan_txn(
         return None, _insert_parts(conn, run_id, _clean_parts(pieces.pieces()))
     except _MaySpill:
         conn.execute("DELETE FROM run_plan_parts WHERE run_id = ?", (run_id,))
-    spilled = spill_text(conn, pieces.text(), now)
-    return None, _insert_parts(conn, run_id, _cut((spilled,)))
+    # Inline: a blob reference cut in two would hide its digest from ``agentctl gc``.
+    return spill_text(conn, pieces.text(), now), None
 
 
 def _insert_parts(conn: Db, run_id: str, parts: Iterator[str]) -> int:

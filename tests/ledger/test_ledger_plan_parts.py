@@ -99,7 +99,8 @@ def test_a_plan_given_in_pieces_is_stored_as_the_same_text(ledger: Any) -> None:
 @pytest.mark.parametrize("late", [False, True])
 def test_a_long_literal_in_pieces_is_spilled_and_comes_back(ledger: Any, late: bool) -> None:
     """A string to store apart, found in the first stretch or after parts were written: the
-    parts hold the spilled text (not the literal), and reading gives the text back."""
+    plan is stored inline, spilled (no part cuts a blob reference, which ``gc`` must see
+    whole), and reading gives the text back."""
     long = "lang ✓ " * (SPILL_MIN_CHARS // 4)
     tasks: list[Any] = [{"id": f"t{i}", "v": i} for i in range(20_000)]
     tasks.insert(len(tasks) - 1 if late else 0, {"id": "big", "with": {"content": long}})
@@ -107,5 +108,8 @@ def test_a_long_literal_in_pieces_is_spilled_and_comes_back(ledger: Any, late: b
     _create(ledger, "run-1", _pieces(text))
     with ledger.read() as conn:
         assert get_run(conn, "run-1").compiled_plan_json == text
-        stored = "".join(str(r[0]) for r in conn.execute("SELECT plan_text FROM run_plan_parts"))
-    assert long not in stored and '"$artifact"' in stored
+        assert conn.execute("SELECT count(*) FROM run_plan_parts").fetchone()[0] == 0
+        (stored, parts) = conn.execute(
+            "SELECT compiled_plan_json, plan_parts FROM run_documents"
+        ).fetchone()
+    assert parts is None and long not in stored and '"$artifact"' in stored
