@@ -53,6 +53,11 @@ class RunSettings:
     diff: bool = False  # `--diff`: write outputs carry a unified diff
     # compensation runs: compensation task id → the source effects its inverse compensates
     compensates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # The policy's decision per operation kind: it depends only on the plan's policy, the
+    # registry entry and ``interactive``, all fixed for the run, so it is decided once.
+    decisions: dict[str, Decision] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )  # not carried by ``dataclasses.replace``: a changed copy decides afresh
 
     @cached_property
     def context(self) -> RunContext:
@@ -193,13 +198,15 @@ def _prepare_effect(
 
 
 def _decide(rs: RunSettings, task: PlannedTask, entry: Operation) -> Decision:
-    decision = decide(
-        rs.plan.run.policy,
-        name=entry.policy_name or entry.name,
-        effect_class=str(entry.effect_class),
-        risk=str(entry.risk),
-        interactive=rs.interactive,
-    )
+    decision = rs.decisions.get(entry.name)
+    if decision is None:
+        decision = rs.decisions[entry.name] = decide(
+            rs.plan.run.policy,
+            name=entry.policy_name or entry.name,
+            effect_class=str(entry.effect_class),
+            risk=str(entry.risk),
+            interactive=rs.interactive,
+        )
     if decision.denied:
         raise PolicyDeniedError(f"task {task.id}: {decision.reason}")
     return decision
