@@ -7,9 +7,11 @@ Invariants:
 - ``parse`` accepts only command lines whose meaning under typer is certain: one positional
   FILE, and options of the command given each at most once (those that may repeat, any number
   of times) with a value that does not look like an option; anything else (``--help``, ``--``,
-  an unknown or misspelt option, a missing value, a second FILE, ``--timeout-seconds``, shell
-  completion, ``run`` with ``$AGENTCTL_DB`` set) returns None and typer (``cli``) parses
-  it, so every help page, usage error and rarely used option stays exactly typer's;
+  an unknown or misspelt option, a missing value, a second FILE, a ``--timeout-seconds`` that
+  is not plain decimal digits of at least 0.001 (typer's ``min``), shell completion, ``run``
+  with ``$AGENTCTL_DB`` set) returns None and typer (``cli``) parses it, so every help page,
+  usage error and rarely used option stays exactly typer's; a plain ``--timeout-seconds``
+  gives the ``float`` click would (benchmarks and scripts pass one on every run);
 - an accepted command runs the same body as its typer command (``cli_commands``), after the
   same path checks in the same order (``--workspace`` then ``--db``, as click runs them:
   options in the order given, ``--db`` last since ``cli_argv`` moves it to the end).
@@ -18,6 +20,7 @@ Invariants:
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,10 +39,12 @@ class _Grammar:
 
 
 _VARS = frozenset({"--var", "--vars-file"})
+_PLAIN_SECONDS = re.compile(r"[0-9]+(\.[0-9]+)?")  # what float() reads exactly as click does
+_MIN_TIMEOUT_S = 0.001  # ``cli_options.TimeoutOpt``'s min: below it typer's usage error
 _GRAMMARS = {
     "check": _Grammar(single=frozenset(), repeated=_VARS),
     "run": _Grammar(
-        single=frozenset({"--db", "--inputs", "--inputs-file", "--workspace"}),
+        single=frozenset({"--db", "--inputs", "--inputs-file", "--timeout-seconds", "--workspace"}),
         repeated=_VARS | {"--input"},
         flags=frozenset({"--check", "--diff"}),
     ),
@@ -73,6 +78,7 @@ class FastCommand:
             inputs_file=_path(self.values.get("--inputs-file")),
             input_pairs=self.lists.get("--input"),
             workspace=workspace,
+            timeout_seconds=_seconds(self.values.get("--timeout-seconds")),
             check="--check" in self.flags,
             diff="--diff" in self.flags,
             var_pairs=var_pairs,
@@ -83,6 +89,15 @@ class FastCommand:
 
 def _path(value: str | None) -> Path | None:
     return None if value is None else Path(value)
+
+
+def _seconds(value: str | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def _plain_timeout(value: str) -> bool:
+    """A ``--timeout-seconds`` value typer would take as it is: digits, at least the min."""
+    return _PLAIN_SECONDS.fullmatch(value) is not None and float(value) >= _MIN_TIMEOUT_S
 
 
 def parse(args: list[str]) -> FastCommand | None:
@@ -108,6 +123,8 @@ def parse(args: list[str]) -> FastCommand | None:
         value = value if eq else next(rest, "-")
         if value.startswith("-") or (name in grammar.single and name in parsed.values):
             return None
+        if name == "--timeout-seconds" and not _plain_timeout(value):
+            return None  # typer's range check and float syntax, with its own messages
         if name in grammar.single:
             parsed.values[name] = value
         else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import load_plan
@@ -44,7 +44,9 @@ from agentctl.core.strictjson import RefusedJsonError, parse_strict
 from agentctl.errors import ValidationError
 from agentctl.ledger import open_ledger
 from agentctl.ledger.model import ReconcileRequest
-from agentctl.ledger.report import RunReport
+
+if TYPE_CHECKING:  # a run never reports: the report's read models load with ``run_report``
+    from agentctl.ledger.report import RunReport
 
 DEFAULT_DB = ".agentctl/runtime.db"
 

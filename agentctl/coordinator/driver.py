@@ -27,7 +27,6 @@ from collections.abc import Callable, Sequence
 
 import trio
 
-from agentctl.coordinator.agent import AgentRunner
 from agentctl.coordinator.calls import AgentAwaitingApproval, AgentUncertain, CallGateway
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.execute import EffectRunner
@@ -395,6 +394,8 @@ class Driver:
             done[id(step)] = await self.effects.run(step, view.memory, committer)
 
     async def _run_agent(self, step: RunningAgent) -> Settled | AgentHeld:
+        from agentctl.coordinator.agent import AgentRunner  # only a plan with agents loads it
+
         runner = AgentRunner(step.task, step.attempt, step.prompt, self.gateway)
         base = Settled(
             step.task, step.attempt, "succeeded", None, None, step.decision, step.input_digest

@@ -26,7 +26,8 @@ Invariants:
   process converts the file and the others find it done. A file whose header already says WAL
   at the wanted version needs no setup and takes no lock (the common, hot path).
 - a ledger that does not exist yet is built aside, in a private temporary file next to it
-  (``.<name>.new-<pid>``): WAL, every migration step, with no flush at all while it is
+  (``.<name>.new-<pid>``): WAL, the current schema in one transaction (``ledger/fresh.py``;
+  every migration step while that script is stale), with no flush at all while it is
   built; then the complete file is flushed once, renamed onto ``path`` and the directory
   flushed. ``path`` thus appears complete or not at all, for 2 flushes instead of ~18 (the
   journal-mode switch and each migration step each flushed). A creator killed before the
@@ -56,6 +57,7 @@ from agentctl.errors import (
     from_os_error,
 )
 from agentctl.ledger.crypto import LedgerConnection, attach_if_encrypted
+from agentctl.ledger.fresh import create_current
 from agentctl.ledger.migrations import (
     APPLICATION_ID,
     SUPPORTED_SCHEMA_VERSION,
@@ -403,7 +405,10 @@ def _build(path: Path, target_version: int | None) -> MigrationResult:
     try:
         conn.execute("PRAGMA synchronous = OFF")
         conn.execute("PRAGMA journal_mode = WAL")
-        migration = migrate(conn, target_version)
+        # The current schema in one transaction (``fresh``); an older target, or a script
+        # older than the migration steps, replays them.
+        created = None if target_version is not None else create_current(conn)
+        migration = created or migrate(conn, target_version)
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()  # the last connection: SQLite removes the (empty) -wal and -shm

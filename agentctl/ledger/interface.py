@@ -12,63 +12,67 @@ translated from their driver's errors at their own boundary.
 
 Calls are blocking and not thread-safe: one caller at a time (the coordinator reaches the
 ledger through ``coordinator.store.Store``, one worker thread behind a capacity-1 limiter).
+The types are imported for the checker only: the protocol is never checked at run time, and
+importing it must not load every statement module (a pure run uses few of them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.core.longterm import Candidate, EmbeddingIdentity
-from agentctl.core.protocols import ProtocolEvidence
-from agentctl.ledger.approvals import ApprovalRecord
-from agentctl.ledger.artifacts.store import IngestResult
-from agentctl.ledger.audit import AuditEvent
-from agentctl.ledger.effects import EffectRecord
-from agentctl.ledger.encryption import EncryptionChange, EncryptionReport
-from agentctl.ledger.held_calls import CallGate, GatedCall
-from agentctl.ledger.housekeeping import GarbageCollection
-from agentctl.ledger.migrations import MigrationResult
-from agentctl.ledger.model import (
-    ApprovalDecision,
-    BatchCommit,
-    CallRecord,
-    CancelRun,
-    DerivedRun,
-    EffectOutcome,
-    EffectStartBatch,
-    GcRequest,
-    IngestRequest,
-    LiveState,
-    MemoryEntry,
-    MemoryPut,
-    Owner,
-    ProtocolReport,
-    ReconcileRequest,
-    RequestBatch,
-    SettleRun,
-    SourceSnapshot,
-    TaskStartBatch,
-)
-from agentctl.ledger.queue import ClaimedRun, ClaimRequest, Fence, Heartbeat
-from agentctl.ledger.reconcile import ReconciliationRecord
-from agentctl.ledger.remote import RemoteHandleRecord
-from agentctl.ledger.report import RunReport
-from agentctl.ledger.runs import NewRun, RunHead, RunRecord
-from agentctl.ledger.stats import (
-    ApprovalList,
-    ArtifactInspection,
-    ArtifactList,
-    DatabaseStats,
-    EffectInspection,
-    EffectList,
-    RunInspection,
-    RunList,
-)
-from agentctl.ledger.streams import NewStreamEvent, StreamEventRecord
-from agentctl.ledger.upgrade import RunUpgrade
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
+    from agentctl.core.jsonvalue import JsonObject, JsonValue
+    from agentctl.core.longterm import Candidate, EmbeddingIdentity
+    from agentctl.core.protocols import ProtocolEvidence
+    from agentctl.ledger.approvals import ApprovalRecord
+    from agentctl.ledger.artifacts.store import IngestResult
+    from agentctl.ledger.audit import AuditEvent
+    from agentctl.ledger.effects import EffectRecord
+    from agentctl.ledger.encryption import EncryptionChange, EncryptionReport
+    from agentctl.ledger.held_calls import CallGate, GatedCall
+    from agentctl.ledger.housekeeping import GarbageCollection
+    from agentctl.ledger.migrations import MigrationResult
+    from agentctl.ledger.model import (
+        ApprovalDecision,
+        BatchCommit,
+        CallRecord,
+        CancelRun,
+        DerivedRun,
+        EffectOutcome,
+        EffectStartBatch,
+        GcRequest,
+        IngestRequest,
+        LiveState,
+        MemoryEntry,
+        MemoryPut,
+        Owner,
+        ProtocolReport,
+        ReconcileRequest,
+        RequestBatch,
+        SettleRun,
+        SourceSnapshot,
+        TaskStartBatch,
+    )
+    from agentctl.ledger.queue import ClaimedRun, ClaimRequest, Fence, Heartbeat
+    from agentctl.ledger.reconcile import ReconciliationRecord
+    from agentctl.ledger.remote import RemoteHandleRecord
+    from agentctl.ledger.report import RunReport
+    from agentctl.ledger.runs import NewRun, RunHead, RunRecord
+    from agentctl.ledger.stats import (
+        ApprovalList,
+        ArtifactInspection,
+        ArtifactList,
+        DatabaseStats,
+        EffectInspection,
+        EffectList,
+        RunInspection,
+        RunList,
+    )
+    from agentctl.ledger.streams import NewStreamEvent, StreamEventRecord
+    from agentctl.ledger.upgrade import RunUpgrade
 
 
 class RunLedger(Protocol):

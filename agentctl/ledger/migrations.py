@@ -6,7 +6,10 @@ Invariants:
 - each runs in its own ``BEGIN IMMEDIATE`` transaction that also sets ``user_version``, so a
   failure leaves the previous version intact and two processes opening one file at once
   cannot both apply a step (the loser re-reads the version inside its transaction);
-- every table carries a ``format_version`` column per row (see ``schema.ROW_FORMATS``).
+- every table carries a ``format_version`` column per row (see ``schema.ROW_FORMATS``);
+- a new file is not migrated step by step but created from ``fresh_schema.py`` (``fresh.py``),
+  the schema these steps leave: after adding a step, run ``python -m agentctl.ledger.fresh``
+  (until then new files replay the steps and tests/ledger/test_fresh_schema.py fails).
 """
 
 from __future__ import annotations

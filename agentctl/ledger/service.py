@@ -15,29 +15,23 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
-import agentctl.ledger.approvals as approvals
 import agentctl.ledger.budget as budget
 import agentctl.ledger.effects as effects
-import agentctl.ledger.encryption as encryption
 import agentctl.ledger.held_calls as held_calls
 import agentctl.ledger.lifecycle as lifecycle
 import agentctl.ledger.longterm as longterm
 import agentctl.ledger.protocols as protocols
-import agentctl.ledger.queue as queue
 import agentctl.ledger.reconcile as reconcile
 import agentctl.ledger.remote as remote
 import agentctl.ledger.runs as runs
-import agentctl.ledger.stats as stats
 import agentctl.ledger.steps as steps
 import agentctl.ledger.streams as streams
 import agentctl.ledger.tasks as tasks
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate, EmbeddingIdentity
 from agentctl.core.protocols import ProtocolEvidence
-from agentctl.ledger.approvals import ApprovalRecord
-from agentctl.ledger.artifacts.gc import run_gc
 from agentctl.ledger.artifacts.store import (
     ArtifactStore,
     IngestOwner,
@@ -46,8 +40,6 @@ from agentctl.ledger.artifacts.store import (
     open_artifact_store,
 )
 from agentctl.ledger.audit import AuditEvent, list_audit
-from agentctl.ledger.fencing import FencedTransactions
-from agentctl.ledger.housekeeping import GarbageCollection, collect_garbage
 from agentctl.ledger.migrations import MigrationResult
 from agentctl.ledger.model import (
     ApprovalDecision,
@@ -71,11 +63,18 @@ from agentctl.ledger.model import (
     TaskStartBatch,
 )
 from agentctl.ledger.reconcile import ReconciliationRecord
-from agentctl.ledger.report import RunReport, run_report
 from agentctl.ledger.runner import Transactions
 from agentctl.ledger.runs import NewRun, RunHead, RunRecord
 from agentctl.ledger.sql import Db
-from agentctl.ledger.upgrade import RunUpgrade, upgrade_run_txn
+
+if TYPE_CHECKING:  # loaded by the methods that use them: a run needs none of these
+    import agentctl.ledger.encryption as encryption
+    import agentctl.ledger.queue as queue
+    import agentctl.ledger.stats as stats
+    from agentctl.ledger.approvals import ApprovalRecord
+    from agentctl.ledger.housekeeping import GarbageCollection
+    from agentctl.ledger.report import RunReport
+    from agentctl.ledger.upgrade import RunUpgrade
 
 
 class LedgerService(ABC):
@@ -88,7 +87,11 @@ class LedgerService(ABC):
     """
 
     def __init__(self, tx: Transactions, fence: queue.Fence | None = None) -> None:
-        self._tx: Transactions = tx if fence is None else FencedTransactions(tx, fence)
+        self._tx: Transactions = tx
+        if fence is not None:  # a serve drive only: the queue's statements load then
+            from agentctl.ledger.fencing import FencedTransactions
+
+            self._tx = FencedTransactions(tx, fence)
         self._cas: ArtifactStore | None = None
 
     @property
@@ -148,6 +151,8 @@ class LedgerService(ABC):
     # ---------------------------------------------------------------- the run queue
 
     def submit_run(self, run: NewRun, task_order: Sequence[str], now: str) -> None:
+        import agentctl.ledger.queue as queue
+
         def body(conn: Db) -> None:
             runs.create_run_txn(conn, run, tuple(task_order), now)
             queue.mark_queued_txn(conn, run.run_id, now)
@@ -155,12 +160,18 @@ class LedgerService(ABC):
         self._tx.run_write(body)
 
     def claim_runs(self, claim: queue.ClaimRequest) -> tuple[queue.ClaimedRun, ...]:
+        import agentctl.ledger.queue as queue
+
         return self._tx.run_write(lambda conn: queue.claim_runs_txn(conn, claim))
 
     def heartbeat(self, beat: queue.Heartbeat) -> tuple[str, ...]:
+        import agentctl.ledger.queue as queue
+
         return self._tx.run_write(lambda conn: queue.heartbeat_txn(conn, beat))
 
     def queue_busy(self, now: str) -> bool:
+        import agentctl.ledger.queue as queue
+
         return self._tx.run_read(lambda conn: queue.queue_busy(conn, now))
 
     def set_run_state(self, run_id: str, state: str, now: str) -> None:
@@ -179,6 +190,8 @@ class LedgerService(ABC):
         self._tx.run_write(lambda conn: lifecycle.settle_run_txn(conn, settle))
 
     def upgrade_run(self, upgrade: RunUpgrade) -> None:
+        from agentctl.ledger.upgrade import upgrade_run_txn
+
         self._tx.run_write(lambda conn: upgrade_run_txn(conn, upgrade))
 
     def load_live(self, run_id: str) -> LiveState:
@@ -256,14 +269,20 @@ class LedgerService(ABC):
     # ---------------------------------------------------------------- operators
 
     def list_approvals(self, run_ref: str) -> stats.ApprovalList:
+        import agentctl.ledger.stats as stats
+
         return self._tx.run_read(
             lambda conn: stats.approval_list(conn, runs.find_run(conn, run_ref).run_id)
         )
 
     def get_approval(self, approval_id: str) -> ApprovalRecord:
+        import agentctl.ledger.approvals as approvals
+
         return self._tx.run_read(lambda conn: approvals.get_approval(conn, approval_id))
 
     def resolve_approval(self, decision: ApprovalDecision) -> ApprovalRecord:
+        import agentctl.ledger.approvals as approvals
+
         d = decision
 
         def body(conn: Db) -> ApprovalRecord:
@@ -307,6 +326,8 @@ class LedgerService(ABC):
     def list_runs(
         self, state: str | None = None, limit: int | None = None, workflow: str | None = None
     ) -> stats.RunList:
+        import agentctl.ledger.stats as stats
+
         def body(conn: Db) -> stats.RunList:
             found = runs.list_runs(conn, state=state, limit=limit, workflow=workflow)
             return stats.RunList(tuple(found))
@@ -314,19 +335,27 @@ class LedgerService(ABC):
         return self._tx.run_read(body)
 
     def run_report(self, run_ref: str) -> RunReport:
+        from agentctl.ledger.report import run_report
+
         return self._tx.run_read(lambda conn: run_report(conn, runs.find_run(conn, run_ref).run_id))
 
     def inspect_run(self, run_ref: str) -> stats.RunInspection:
+        import agentctl.ledger.stats as stats
+
         return self._tx.run_read(
             lambda conn: stats.run_inspection(conn, runs.find_run(conn, run_ref).run_id)
         )
 
     def list_effects(self, run_ref: str, task_id: str | None = None) -> stats.EffectList:
+        import agentctl.ledger.stats as stats
+
         return self._tx.run_read(
             lambda conn: stats.effect_list(conn, runs.find_run(conn, run_ref).run_id, task_id)
         )
 
     def inspect_effect(self, effect_id: str) -> stats.EffectInspection:
+        import agentctl.ledger.stats as stats
+
         return self._tx.run_read(lambda conn: stats.effect_inspection(conn, effect_id))
 
     def load_source(self, run_ref: str) -> SourceSnapshot:
@@ -371,6 +400,8 @@ class LedgerService(ABC):
     def list_artifacts(
         self, run_ref: str | None = None, task_id: str | None = None
     ) -> stats.ArtifactList:
+        import agentctl.ledger.stats as stats
+
         def body(conn: Db) -> stats.ArtifactList:
             run_id = runs.find_run(conn, run_ref).run_id if run_ref else None
             return stats.artifact_list(conn, run_id, task_id)
@@ -378,6 +409,8 @@ class LedgerService(ABC):
         return self._tx.run_read(body)
 
     def inspect_artifact(self, digest: str) -> stats.ArtifactInspection:
+        import agentctl.ledger.stats as stats
+
         return self._tx.run_read(lambda conn: stats.artifact_inspection(conn, digest))
 
     def verify_artifacts(self, now: str, digests: Sequence[str] | None = None) -> JsonObject:
@@ -387,10 +420,14 @@ class LedgerService(ABC):
         return self._store().export(digest, destination, overwrite=overwrite)
 
     def collect_artifacts(self, request: GcRequest) -> JsonObject:
+        from agentctl.ledger.artifacts.gc import run_gc
+
         r = request
         return run_gc(self._store(), r.now, older_than_days=r.older_than_days, dry_run=r.dry_run)
 
     def collect_garbage(self, request: GcRequest) -> GarbageCollection:
+        from agentctl.ledger.housekeeping import collect_garbage
+
         r = request
         days, dry = r.older_than_days, r.dry_run
         return collect_garbage(self._store(), r.now, older_than_days=days, dry_run=dry)

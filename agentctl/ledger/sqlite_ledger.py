@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import agentctl.ledger.encryption as encryption
-import agentctl.ledger.stats as stats
 from agentctl.ledger.connection import (
     DEFAULT_BUSY_TIMEOUT_MS,
     Database,
@@ -23,8 +22,12 @@ from agentctl.ledger.connection import (
     open_sibling,
 )
 from agentctl.ledger.migrations import MigrationResult
-from agentctl.ledger.queue import Fence
 from agentctl.ledger.service import LedgerService
+
+if TYPE_CHECKING:  # the methods that need them load them: a run uses none
+    import agentctl.ledger.encryption as encryption
+    import agentctl.ledger.stats as stats
+    from agentctl.ledger.queue import Fence
 
 
 class SqliteLedger(LedgerService):
@@ -42,15 +45,21 @@ class SqliteLedger(LedgerService):
         return self._db.path
 
     def database_stats(self) -> stats.DatabaseStats:
+        import agentctl.ledger.stats as stats
+
         return self._db.run_read(lambda conn: stats.database_stats(conn, self._db.path))
 
     def migration(self) -> MigrationResult:
         return self._db.migration
 
     def encryption_inventory(self) -> encryption.EncryptionReport:
+        import agentctl.ledger.encryption as encryption
+
         return self._db.run_read(lambda conn: encryption.inventory(conn))
 
     def change_encryption(self, change: encryption.EncryptionChange) -> encryption.EncryptionReport:
+        import agentctl.ledger.encryption as encryption
+
         return encryption.change_encryption(self._db, change)
 
 

@@ -3,7 +3,8 @@
 Invariants:
 - the child gets exactly the ``env`` the caller passes and no shell; it leads a new process
   group (in the caller's session), so the whole tree can be signalled at once;
-- stdout and stderr are drained concurrently; we never hold more than the per-stream limits,
+- stdout and stderr are drained concurrently (one task, parked on an epoll set of both pipes
+  and the child's pidfd, where pidfd exists); we never hold more than the per-stream limits,
   whatever the child prints; on overflow the tree is killed and the captured bytes dropped;
 - on timeout, overflow, memory/CPU limit or cancellation the whole tree (process group plus
   every psutil descendant, which may have left the group) is SIGKILLed and the child reaped
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -106,9 +108,14 @@ async def _drain(stream: trio.abc.ReceiveStream, name: str, cap: _Capture, pid: 
         chunk = await stream.receive_some(_CHUNK)
         if not chunk:
             return
-        if cap.stopped is None and not cap.add(name, chunk):
-            kill_tree(pid)
-            # Keep reading to EOF so the child never blocks on a full pipe before it dies.
+        _take(cap, name, chunk, pid)
+
+
+def _take(cap: _Capture, name: str, chunk: bytes | bytearray, pid: int) -> None:
+    if cap.stopped is None and not cap.add(name, chunk):
+        kill_tree(pid)
+        # The caller keeps reading to EOF, so the child never blocks on a full pipe before
+        # it dies.
 
 
 def _tree_usage(pid: int) -> tuple[int, float]:
@@ -153,26 +160,82 @@ async def _feed(stream: trio.abc.SendStream, data: bytes) -> None:
 
 
 async def _supervise(proc: Child, cap: _Capture, stdin: bytes | None) -> None:
+    watching = cap.limits.memory_bytes is not None or cap.limits.cpu_s is not None
+    exit_fd = proc.exit_fd()
+    if exit_fd is not None and stdin is None and not watching:
+        # The common case needs no task: one loop drains both pipes and sees the exit.
+        await _pump(proc, cap, exit_fd)
+        return
     async with trio.open_nursery() as nursery:
         if stdin is not None and proc.stdin is not None:
             nursery.start_soon(_feed, proc.stdin, stdin)
-        nursery.start_soon(_drain, proc.stdout, "stdout", cap, proc.pid)
-        nursery.start_soon(_drain, proc.stderr, "stderr", cap, proc.pid)
         watcher = trio.CancelScope()
-        if cap.limits.memory_bytes is not None or cap.limits.cpu_s is not None:
+        if watching:
 
             async def watch() -> None:
                 with watcher:
                     await _watch(proc.pid, cap)
 
             nursery.start_soon(watch)
-        await proc.wait_exited()
+        if exit_fd is not None:
+            await _pump(proc, cap, exit_fd)
+        else:
+            nursery.start_soon(_drain, proc.stdout, "stdout", cap, proc.pid)
+            nursery.start_soon(_drain, proc.stderr, "stderr", cap, proc.pid)
+            await proc.wait_exited()
+            _end_group(proc)
         watcher.cancel()
-        # The leader has exited but is not reaped yet, so its group id is still ours: kill
-        # what is left of the group (the pipes then reach EOF), then collect the status.
-        with contextlib.suppress(OSError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.reap()
+
+
+def _end_group(proc: Child) -> None:
+    """After the leader's exit: kill what is left of its group, then collect its status."""
+    # The leader is not reaped yet, so its group id is still ours (not recycled): killing
+    # the group's leftovers lets the pipes reach EOF.
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.reap()
+
+
+async def _pump(proc: Child, cap: _Capture, exit_fd: int) -> None:
+    """Drain stdout and stderr and see the leader exit, in this one task.
+
+    The pipes and the exit descriptor (pidfd) sit in one private epoll set, and the task parks
+    on that set's descriptor (readable when any member is): one wake-up serves whichever is
+    ready, where a task per pipe plus a wait would cost a scheduler pass each.
+    """
+    names = {proc.stdout.fileno(): "stdout", proc.stderr.fileno(): "stderr"}
+    ready = select.epoll()
+    try:
+        for fd in (*names, exit_fd):
+            ready.register(fd, select.EPOLLIN)
+        exited = False
+        while True:
+            for fd, _ in ready.poll(0):
+                if fd == exit_fd:
+                    ready.unregister(fd)  # before ``reap`` closes it
+                    exited = True
+                    _end_group(proc)
+                elif not _keep_chunk(fd, names[fd], cap, proc.pid):
+                    ready.unregister(fd)
+                    del names[fd]
+            if exited and not names:
+                return
+            await trio.lowlevel.wait_readable(ready.fileno())
+    finally:
+        trio.lowlevel.notify_closing(ready.fileno())
+        ready.close()
+
+
+def _keep_chunk(fd: int, name: str, cap: _Capture, pid: int) -> bool:
+    """Read what the pipe ``fd`` holds into ``cap``; False at its EOF."""
+    try:
+        chunk = os.read(fd, _CHUNK)
+    except BlockingIOError:
+        return True
+    if not chunk:
+        return False
+    _take(cap, name, chunk, pid)
+    return True
 
 
 def _spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str | None, *, piped: bool) -> Child:
@@ -212,9 +275,11 @@ async def run_process(
     finally:
         if proc.returncode is None or cap.stopped is not None:
             kill_tree(proc.pid)
-        with trio.CancelScope(shield=True):
-            await proc.wait()
-            await proc.aclose_pipes()
+        if proc.returncode is None:
+            with trio.CancelScope(shield=True):
+                await proc.wait()
+        # Closed without a checkpoint: the effect's answer does not wait for a scheduler pass.
+        proc.close_pipes()
     return _result(proc, cap)
 
 

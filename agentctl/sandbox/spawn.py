@@ -61,6 +61,11 @@ class Child:
     def returncode(self) -> int | None:
         return self._popen.returncode
 
+    def exit_fd(self) -> int | None:
+        """A descriptor that becomes readable once the child has exited (its pidfd), if any;
+        after that, ``reap`` collects the status (and closes the descriptor)."""
+        return self._pidfd
+
     async def wait_exited(self) -> None:
         """Return once the child has exited (see the module doc: not yet reaped with pidfd)."""
         if self._pidfd is None:
@@ -88,10 +93,10 @@ class Child:
                 trio.lowlevel.notify_closing(fd)
                 os.close(fd)
 
-    async def aclose_pipes(self) -> None:
+    def close_pipes(self) -> None:
         for pipe in (self.stdin, self.stdout, self.stderr):
             if pipe is not None:
-                await pipe.aclose()
+                pipe.close()
 
 
 def _pipe() -> tuple[int, int]:

@@ -1,4 +1,5 @@
-"""The worker main loop: handshake, then run each ``Execute`` in its own task.
+"""The worker main loop: handshake, then run each ``Execute`` in its own task (the reading
+task runs it and hands the reading over to a new task).
 
 Invariants:
 - the first frame a worker sends is ``Hello``; afterwards exactly one ``Result`` or
@@ -52,29 +53,27 @@ from agentctl.workers.stream import StreamSink, bind_sink
 from agentctl.workers.tracecontext import CURRENT_TRACEPARENT, traceparent
 
 
-async def _execute(msg: Execute) -> ExecOutcome:
-    # The timeout bounds the effect, not the worker's first import of its executor (a heavy
-    # module on a loaded machine): it starts once the executor is loaded.
-    executor = executor_for(msg)
-    dispatch = Dispatch()
-    CURRENT_DISPATCH.set(dispatch)
-    CURRENT_TRACEPARENT.set(traceparent(msg.trace_id, msg.effect_id))
-    outcome: ExecOutcome | None = None
-    with trio.move_on_after(msg.timeout_seconds):
-        outcome = await executor(msg)
-    if outcome is not None:
-        return outcome
-    expired = f"effect timed out after {msg.timeout_seconds} s"
-    if dispatch.known_unsent:
-        # Nothing left this process: the effect did not happen, so trying again is safe.
-        raise RunFailedError(f"{expired}, before its request was sent", retryable=True)
-    raise UncertainEffect(RunFailedError(expired))
+async def _execute(msg: Execute, scope: trio.CancelScope) -> ExecOutcome | None:
+    """Run ``msg``'s executor under ``scope``; None if the scope cancelled it.
+
+    One scope per effect serves both ways it can end early: a ``Cancel`` from the coordinator
+    cancels it, and its deadline is the effect's timeout, set once the executor is loaded (the
+    timeout bounds the effect, not the worker's first import of its executor).
+    """
+    with scope:
+        executor = executor_for(msg)
+        scope.deadline = trio.current_time() + msg.timeout_seconds
+        return await executor(msg)
+    return None
 
 
 async def _reply_for(msg: Execute, scope: trio.CancelScope) -> Result | Failure:
+    dispatch = Dispatch()
+    CURRENT_DISPATCH.set(dispatch)
+    CURRENT_TRACEPARENT.set(traceparent(msg.trace_id, msg.effect_id))
     try:
-        with scope:
-            outcome = await _execute(msg)
+        outcome = await _execute(msg, scope)
+        if outcome is not None:
             return Result(
                 effect_id=msg.effect_id,
                 output=outcome.output,
@@ -82,6 +81,14 @@ async def _reply_for(msg: Execute, scope: trio.CancelScope) -> Result | Failure:
                 artifacts=outcome.artifacts,
                 protocol=outcome.protocol,
             )
+        if trio.current_time() < scope.deadline:
+            cancelled = CancelledRunError("effect cancelled after it started")
+            return failure_from_error(msg.effect_id, cancelled.to_wire(), uncertain=True)
+        expired = f"effect timed out after {msg.timeout_seconds} s"
+        if dispatch.known_unsent:
+            # Nothing left this process: the effect did not happen, so trying again is safe.
+            raise RunFailedError(f"{expired}, before its request was sent", retryable=True)
+        raise UncertainEffect(RunFailedError(expired))
     except UncertainEffect as exc:
         wire = exc.error.to_wire()
         return failure_from_error(msg.effect_id, wire, uncertain=True, protocol=exc.protocol)
@@ -92,8 +99,6 @@ async def _reply_for(msg: Execute, scope: trio.CancelScope) -> Result | Failure:
     except Exception as exc:  # an executor bug: the effect may have half-happened
         err = AgentctlError(f"internal worker error: {type(exc).__name__}: {exc}")
         return failure_from_error(msg.effect_id, err.to_wire(), uncertain=True)
-    err = CancelledRunError("effect cancelled after it started")
-    return failure_from_error(msg.effect_id, err.to_wire(), uncertain=True)
 
 
 class _Worker:
@@ -133,7 +138,13 @@ class _Worker:
                 raise
 
     async def serve(self) -> None:
-        """Read messages until EOF, error or Shutdown."""
+        """Read messages until EOF, error or Shutdown, or until an ``Execute``: this task then
+        runs that effect itself and a new task takes over the reading.
+
+        So an effect starts in the scheduler pass that read its frame (a fast one is answered
+        in it), and the new reader's start is off the effect's path. Only one task reads at a
+        time: this one reads nothing more once it has handed over.
+        """
         while True:
             try:
                 msg = await self.channel.receive()
@@ -145,7 +156,10 @@ class _Worker:
             if isinstance(msg, Shutdown):
                 return
             if isinstance(msg, Execute):
-                self._start(msg)
+                if self._admit(msg):
+                    self.nursery.start_soon(self.serve)
+                    await self.run_effect(msg)
+                    return
             elif isinstance(msg, Cancel) and msg.effect_id in self.scopes:
                 self.scopes[msg.effect_id].cancel()
             elif isinstance(msg, StreamAck) and msg.effect_id in self.sinks:
@@ -153,12 +167,13 @@ class _Worker:
             elif isinstance(msg, RemoteHandleAck):
                 self.link.acknowledge(msg)
 
-    def _start(self, msg: Execute) -> None:
+    def _admit(self, msg: Execute) -> bool:
+        """Record ``msg``'s effect as running here; False for a duplicate of a running one."""
         if msg.effect_id in self.scopes:
-            return  # a duplicate Execute of an effect already running here
+            return False
         crash_point(CrashPoint.WORKER_BEFORE_EXECUTE)
         self.scopes[msg.effect_id] = trio.CancelScope()
-        self.nursery.start_soon(self.run_effect, msg)
+        return True
 
 
 def _preload(modules: tuple[str, ...]) -> None:
@@ -176,7 +191,7 @@ async def serve_worker(channel: FrameChannel, preload: tuple[str, ...] = ()) -> 
     _preload(preload)
     async with trio.open_nursery() as nursery:
         worker = _Worker(channel, nursery)
-        # Effect tasks start from this task, so they inherit the link (workers.remote).
+        # Readers and effects descend from this task, so they inherit the link (workers.remote).
         CURRENT_LINK.set(worker.link)
         await worker.serve()
 

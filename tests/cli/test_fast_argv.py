@@ -29,6 +29,16 @@ spec:
   tasks:
     - { id: only, uses: "action:keep", with: { greeting: "hello ${{ inputs.who }}" } }
 """
+SLOW = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: { name: slow }
+spec:
+  policy: { approval: never, processAllowlist: [sleep] }
+  actions: { nap: { kind: builtin.shell.exec, command: /bin/sleep, args: ["60"] } }
+  tasks:
+    - { id: nap, uses: "action:nap" }
+"""
 BROKEN = """\
 apiVersion: agentctl.dev/v1
 kind: Workflow
@@ -83,6 +93,7 @@ def _stable(text: str) -> str:
 def work(tmp_path: Path) -> Path:
     (tmp_path / "one.yaml").write_text(ONE_TASK, encoding="utf-8")
     (tmp_path / "broken.yaml").write_text(BROKEN, encoding="utf-8")
+    (tmp_path / "slow.yaml").write_text(SLOW, encoding="utf-8")
     (tmp_path / "hello.yaml").write_text((EXAMPLES / "hello.yaml").read_text(), encoding="utf-8")
     (tmp_path / "vars.yaml").write_text("region: eu\n", encoding="utf-8")
     return tmp_path
@@ -138,6 +149,14 @@ def test_check_gives_what_typer_gives(work: Path, fast: list[str], typer_form: l
         ),
         (["run", "one.yaml", "--db", "."], ["run", "--db", ".", "--", "one.yaml"]),
         (["run", "broken.yaml"], ["run", "--", "broken.yaml"]),
+        (
+            ["run", "one.yaml", "--timeout-seconds", "30"],
+            ["run", "--timeout-seconds", "30", "--", "one.yaml"],
+        ),
+        (
+            ["run", "one.yaml", "--timeout-seconds=0.001"],
+            ["run", "--timeout-seconds=0.001", "--", "one.yaml"],
+        ),
     ],
 )
 def test_run_gives_what_typer_gives(work: Path, fast: list[str], typer_form: list[str]) -> None:
@@ -166,6 +185,8 @@ def test_a_fast_run_and_check_do_their_work(work: Path) -> None:
         ["check", "one.yaml", "--var"],
         ["check", "one.yaml", "--verbose-ish"],
         ["run", "one.yaml", "--timeout-seconds", "0"],
+        ["run", "one.yaml", "--timeout-seconds", "0.0009"],
+        ["run", "one.yaml", "--timeout-seconds", "soon"],
         ["run", "one.yaml", "--workspace", "--check"],
         ["run", "one.yaml", "--workspace", "a", "--workspace", "b"],
         ["run", "one.yaml", "--inputs"],
@@ -190,3 +211,11 @@ def test_a_db_from_the_environment_is_read_by_typer(work: Path) -> None:
     assert (work / "from-env.db").is_file() and not (work / ".agentctl").exists()
     checked, typer = _agentctl(work, "check", "one.yaml", env=env)
     assert not typer and checked.returncode == 0, checked.stderr
+
+
+def test_a_fast_run_keeps_its_deadline(work: Path) -> None:
+    """``--timeout-seconds`` on the fast path is the run's deadline: exit 130, cancelled."""
+    done, typer = _agentctl(work, "--output", "json", "run", "slow.yaml", "--timeout-seconds", "1")
+    assert not typer
+    assert done.returncode == 130, done.stderr
+    assert json.loads(done.stdout)["data"]["state"] == "cancelled"

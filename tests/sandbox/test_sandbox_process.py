@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -133,3 +134,43 @@ async def test_memory_limit_kills_the_tree() -> None:
 async def test_cpu_limit_kills_the_tree() -> None:
     result = await _run([sys.executable, "-c", "while True: pass"], cpu_limit_s=0.5)
     assert result.outcome == "cpu_limit"
+
+
+# Each stream is written in 300 kB bursts, alternating, well past a pipe's 64 KiB buffer: a
+# supervisor that drained one pipe at a time (or waited for the exit first) would deadlock.
+_BOTH_STREAMS = (
+    "import sys\n"
+    "for i in range(3):\n"
+    "    sys.stdout.write(str(i) * 300000); sys.stdout.flush()\n"
+    "    sys.stderr.write(chr(97 + i) * 300000); sys.stderr.flush()\n"
+)
+_BOTH_EXPECTED = (
+    b"0" * 300000 + b"1" * 300000 + b"2" * 300000,
+    b"a" * 300000 + b"b" * 300000 + b"c" * 300000,
+)
+
+
+async def test_both_streams_beyond_a_pipe_buffer_are_captured_whole() -> None:
+    result = await _run([sys.executable, "-c", _BOTH_STREAMS])
+    assert result.ok, result.detail
+    assert (result.stdout, result.stderr) == _BOTH_EXPECTED
+
+
+async def test_without_pidfd_the_pipes_are_drained_by_tasks(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delattr(os, "pidfd_open", raising=False)
+    result = await _run([sys.executable, "-c", _BOTH_STREAMS])
+    assert (result.stdout, result.stderr) == _BOTH_EXPECTED
+    pids = tmp_path / "pids"
+    script = f"sleep 30 & echo $! > {pids}; exit 0"
+    result = await _run(["/bin/sh", "-c", script])
+    assert result.ok
+    assert _gone(int(pids.read_text()))
+
+
+async def test_stdin_and_a_memory_watch_run_beside_the_drain() -> None:
+    data = b"x" * 300000
+    result = await _run(["/bin/cat"], stdin=data, memory_limit_bytes=512 * MIB, cpu_limit_s=60.0)
+    assert result.ok, result.detail
+    assert result.stdout == data

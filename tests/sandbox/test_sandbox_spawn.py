@@ -32,7 +32,7 @@ def test_child_inherits_only_its_standard_streams() -> None:
         child = spawn_child([sys.executable, "-c", script], env={}, cwd=None, piped_stdin=False)
         out = await child.stdout.receive_some(4096)
         assert await child.wait() == 0
-        await child.aclose_pipes()
+        child.close_pipes()
         return out
 
     try:
@@ -54,7 +54,7 @@ def test_stdin_round_trip_and_exit_status() -> None:
         while chunk := await child.stdout.receive_some(4096):
             data += chunk
         code = await child.wait()
-        await child.aclose_pipes()
+        child.close_pipes()
         return data, code
 
     assert trio.run(main) == (b"hello", 3)
@@ -69,7 +69,7 @@ def test_exited_child_stays_a_zombie_until_reaped() -> None:
         assert os.getpgid(child.pid) == child.pid
         assert child.reap() == 0
         assert not psutil.pid_exists(child.pid) or psutil.Process(child.pid).ppid() != os.getpid()
-        await child.aclose_pipes()
+        child.close_pipes()
 
     trio.run(main)
 
@@ -80,7 +80,7 @@ def test_without_pidfd_the_wait_runs_in_a_thread(monkeypatch: pytest.MonkeyPatch
     async def main() -> int:
         child = spawn_child(["/bin/sh", "-c", "exit 5"], env={}, cwd=None, piped_stdin=False)
         code = await child.wait()
-        await child.aclose_pipes()
+        child.close_pipes()
         return code
 
     assert trio.run(main) == 5

@@ -45,7 +45,8 @@ def with_defaults(task: dict[str, Any]) -> dict[str, Any]:
     filled = dict(task)
     for key, default in TASK_DEFAULTS.items():
         if filled.get(key) is None:
-            filled[key] = copy.deepcopy(default)
+            # Most defaults are None: nothing to copy (deepcopy per key per task added up).
+            filled[key] = None if default is None else copy.deepcopy(default)
     return filled
 
 

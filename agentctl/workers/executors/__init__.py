@@ -103,12 +103,25 @@ def executor_for(msg: Execute) -> Executor:
         target = registry.executor_for_operation(msg.operation)
     if target is None:
         raise ValidationError(f"unsupported operation {msg.operation!r} in a worker")
+    return _load(target, msg.operation)
+
+
+_loaded: dict[str, Executor] = {}
+
+
+def _load(target: str, operation: str) -> Executor:
+    # Remembered by target: "module:function" always names the same function once imported
+    # (a module is imported once), and the lookup is on every effect's path.
+    func = _loaded.get(target)
+    if func is not None:
+        return func
     module_name, _, func_name = target.partition(":")
     try:
-        func: Executor = getattr(importlib.import_module(module_name), func_name)
+        loaded: Executor = getattr(importlib.import_module(module_name), func_name)
     except (ImportError, AttributeError) as exc:
-        raise ValidationError(f"executor {target!r} of {msg.operation} cannot be loaded") from exc
-    return func
+        raise ValidationError(f"executor {target!r} of {operation} cannot be loaded") from exc
+    _loaded[target] = loaded
+    return loaded
 
 
 def parse_request(model: type[M], msg: Execute) -> M:
