@@ -55,21 +55,28 @@ BOOT = (
 )
 
 
+def _popen(
+    args: list[str], cwd: Path, env: dict[str, str], pass_fds: tuple[int, ...] = ()
+) -> subprocess.Popen[str]:
+    """``python ARGS`` with its output captured as text and no standard input."""
+    return subprocess.Popen(
+        [sys.executable, *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        pass_fds=pass_fds,
+    )
+
+
 def _interrupt(
     target: LedgerTarget, root: Path, args: list[str], delay: float
 ) -> tuple[int, str, str]:
     ready, ready_w = os.pipe()
     how = target.invocation(["--output", "json", *args], root)
-    proc = subprocess.Popen(
-        [sys.executable, "-c", BOOT, str(ready_w), *how.args],
-        cwd=root,
-        env=how.env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        pass_fds=(ready_w,),
-    )
+    proc = _popen(["-c", BOOT, str(ready_w), *how.args], root, how.env, pass_fds=(ready_w,))
     os.close(ready_w)
     assert os.read(ready, 1) == b"!"
     os.close(ready)
@@ -139,15 +146,7 @@ def test_sigint_lands_in_the_middle_of_an_in_process_effect_chain(
     how = ledger_target.invocation(
         ["--output", "json", "run", "wf.yaml", "--db", "s/r.db"], tmp_path
     )
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agentctl", *how.args],
-        cwd=tmp_path,
-        env=how.env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _popen(["-m", "agentctl", *how.args], tmp_path, how.env)
     deadline = time.monotonic() + 60
     while _succeeded(ledger_target, db) < 20 and proc.poll() is None:
         assert time.monotonic() < deadline, "the chain never started"
