@@ -76,6 +76,8 @@ def dumps_value_opt(conn: Db, value: object, now: str) -> str | None:
 
 def spill_text(conn: Db, text: str, now: str) -> str:
     """``text`` (canonical JSON, e.g. a stored plan) with its long strings stored as blobs."""
+    if len(text) < SPILL_MIN_CHARS and _QUOTED_MARKER not in text:
+        return text  # short (no string to store apart) and nothing to escape: ~11 per step
     if unchanged_by_spilling(text):
         return text  # nothing to store apart, nothing to escape: the common, fast path
     # An encrypted ledger keeps long strings inline, sealed with their row: a blob file in
