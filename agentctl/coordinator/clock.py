@@ -10,7 +10,7 @@ import os
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 
 def uuid7(ms: int | None = None) -> uuid.UUID:
@@ -25,14 +25,22 @@ def uuid7(ms: int | None = None) -> uuid.UUID:
     return uuid.UUID(int=value)
 
 
+# The last second ``Clock.now`` formatted, and its text (``%Y-%m-%dT%H:%M:%S``, UTC).
+_second_text: tuple[int, str] = (-1, "")
+
+
 @dataclass
 class Clock:
     """Wall clock and id minting; subclass or replace in tests."""
 
     def now(self) -> str:
-        # ``isoformat`` gives the same text as ``strftime("…%S.%f")[:-3]`` plus "+00:00", at a
-        # fraction of the cost (called several times per effect step).
-        return datetime.now(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+        # Called several times per effect step: the text up to the second is formatted once per
+        # second; the milliseconds are truncated, as ``isoformat(timespec="milliseconds")`` does.
+        global _second_text
+        seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
+        if _second_text[0] != seconds:
+            _second_text = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
+        return f"{_second_text[1]}.{nanos // 1_000_000:03d}Z"
 
     def later(self, seconds: float) -> str:
         """``now()`` plus ``seconds``, in the same sortable text (a lease's expiry)."""

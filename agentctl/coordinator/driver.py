@@ -269,13 +269,14 @@ class Driver:
         batch = model.RequestBatch(self.rs.run_id, rows, now, self.trace_id, after)
         denied = await self.store.record_requests(batch)
         self.staged = Staged()  # only once it committed: a failed commit is retried on exit
-        moved: dict[int, Step] = {}
-        for step in fresh:
-            moved[id(step)] = self._recorded(step, step.task.id in denied)
-        if any(isinstance(s, HeldForApproval) for s in moved.values()):
+        moved = {id(step): self._recorded(step, step.task.id in denied) for step in fresh}
+        kinds = {type(s) for s in moved.values()}
+        if HeldForApproval in kinds:
             crash_point(CrashPoint.AFTER_REQUESTED)  # held for approval: requested, not started
-        if any(isinstance(s, StartedEffect) for s in moved.values()):
+        if StartedEffect in kinds:
             crash_point(CrashPoint.AFTER_STARTED)
+        if len(steps) == 1:  # a chain step: nothing else to keep in order
+            return list(moved.values())
         return [moved.get(id(s), s) for s in steps]
 
     def _request_row(self, step: PendingEffect) -> model.RequestRow:
@@ -294,8 +295,11 @@ class Driver:
             waiting_for_approval=eff.needs_approval,
             policy=eff.policy,
             known_input_digest=eff.input_digest,
+            known_request_text=eff.recorded_text,
+            # ``prepare`` derived it from exactly these fields (run, task, attempt, ordinal 0,
+            # operation, input digest): not hashed a second time.
+            known_effect_id=eff.effect_id,
         )
-        assert new.effect_id == eff.effect_id, "effect identity drifted"
         state = self.live.states[step.task.id]
         return model.RequestRow(
             step.task.id, state, step.attempt, new, eff.budget, eff.approval_reason
@@ -437,6 +441,8 @@ class Driver:
 
     async def _flush(self) -> None:
         """Commit every staged result in compiled order, with memory and one checkpoint."""
+        if not self.staged:  # the common case after a carried commit: no clock read either
+            return
         commit = self._staged_commit(self.clock.now())
         if commit is None:
             return

@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from agentctl.coordinator.clock import Clock
-from agentctl.coordinator.creation import owner_identity, stored_plan_text
+from agentctl.coordinator.creation import owner_identity, stored_plan
 from agentctl.coordinator.service import RunOutcome
 from agentctl.core.plan import Plan
 from agentctl.errors import InvalidOperationError
@@ -128,7 +128,7 @@ def new_fork(ledger: RunLedger, source: RunRecord, plan: Plan, clock: Clock) -> 
         _derived(source, run_id, trace_id, "fork"),
         working_memory=dict(plan.run.working_memory),
         budget_limits=plan.run.budget_limits(),
-        compiled_plan_json=stored_plan_text(plan),
+        compiled_plan_json=stored_plan(plan),
     )
     ledger.create_run(new, plan.order, owner_identity(), clock.now())
     return run_id, trace_id

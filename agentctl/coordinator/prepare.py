@@ -33,7 +33,7 @@ from agentctl.coordinator.steps import (
 from agentctl.core import evaluate as ev
 from agentctl.core.builders import agent_prompt
 from agentctl.core.canonical import v1_digest
-from agentctl.core.effects import effect_id, input_digest
+from agentctl.core.effects import effect_id, encoded_input
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.operations import BuildInput, Built, Operation, RunContext
 from agentctl.core.plan import Plan, PlannedTask
@@ -53,6 +53,11 @@ class RunSettings:
     diff: bool = False  # `--diff`: write outputs carry a unified diff
     # compensation runs: compensation task id → the source effects its inverse compensates
     compensates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # The policy's decision per operation kind: it depends only on the plan's policy, the
+    # registry entry and ``interactive``, all fixed for the run, so it is decided once.
+    decisions: dict[str, Decision] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )  # not carried by ``dataclasses.replace``: a changed copy decides afresh
 
     @cached_property
     def context(self) -> RunContext:
@@ -82,7 +87,9 @@ def prepare_task(
     try:
         ctx = ev.task_context(task, view)
         digest = resolved_input_digest(task, ctx, view)
-        prep = _prepare_in_context(rs, task, ctx, view, attempt)
+        prep = _prepare_in_context(rs, task, ctx, view, attempt, digest)
+        if prep.input_digest == digest:  # an effect, built with it
+            return prep
         return dataclasses.replace(prep, input_digest=digest)
     except RunFailedError as exc:
         if rs.check_mode and _reads_unknown(rs.plan, task, view):
@@ -115,8 +122,14 @@ def _reads_unknown(plan: Plan, task: PlannedTask, view: ev.RuntimeView) -> bool:
 
 
 def _prepare_in_context(
-    rs: RunSettings, task: PlannedTask, ctx: ev.Context, view: ev.RuntimeView, attempt: int
+    rs: RunSettings,
+    task: PlannedTask,
+    ctx: ev.Context,
+    view: ev.RuntimeView,
+    attempt: int,
+    digest: str,
 ) -> Prepared:
+    """``digest``: the task's resolved input digest, which an effect step carries."""
     record = ev.when_decision(task, ctx)
     if record is not None and not record["result"]:
         return Settled(task, attempt, "skipped", ev.when_skip_record(record), decision=record)
@@ -129,7 +142,7 @@ def _prepare_in_context(
         return Settled(task, attempt, "succeeded", output, decision=record)
     given = ev.render_input(task, ctx)
     config = ev.render_action_config(task, ctx)
-    return _prepare_effect(rs, task, entry, (given, config), attempt, record)
+    return _prepare_effect(rs, task, entry, (given, config), (attempt, digest), record)
 
 
 def _prepare_agent(
@@ -164,10 +177,12 @@ def _prepare_effect(
     task: PlannedTask,
     entry: Operation,
     rendered: tuple[JsonValue, Mapping[str, JsonValue]],
-    attempt: int,
+    attempt_digest: tuple[int, str],
     record: JsonObject | None,
 ) -> Prepared:
-    """``rendered``: the task's ``with`` and its action configuration, both rendered."""
+    """``rendered``: the task's ``with`` and its action configuration, both rendered;
+    ``attempt_digest``: the attempt and the task's resolved input digest."""
+    attempt, digest = attempt_digest
     decision = _decide(rs, task, entry)
     built = _build(rs, task, entry, *rendered)
     if entry.preview == "file_write":
@@ -179,17 +194,19 @@ def _prepare_effect(
         output = preview.requires_execution(kind=entry.name)
         return Settled(task, attempt, "succeeded", output, decision=record)
     plan = _effect_plan(rs, task, entry, attempt, built, decision)
-    return PendingEffect(task, attempt, plan, decision=record)
+    return PendingEffect(task, attempt, plan, decision=record, input_digest=digest)
 
 
 def _decide(rs: RunSettings, task: PlannedTask, entry: Operation) -> Decision:
-    decision = decide(
-        rs.plan.run.policy,
-        name=entry.policy_name or entry.name,
-        effect_class=str(entry.effect_class),
-        risk=str(entry.risk),
-        interactive=rs.interactive,
-    )
+    decision = rs.decisions.get(entry.name)
+    if decision is None:
+        decision = rs.decisions[entry.name] = decide(
+            rs.plan.run.policy,
+            name=entry.policy_name or entry.name,
+            effect_class=str(entry.effect_class),
+            risk=str(entry.risk),
+            interactive=rs.interactive,
+        )
     if decision.denied:
         raise PolicyDeniedError(f"task {task.id}: {decision.reason}")
     return decision
@@ -277,7 +294,7 @@ def _effect_plan(
     operation = entry.effect_operation
     declared = task.config().get("idempotency")
     idempotency = declared if declared in entry.idempotency_choices else entry.idempotency
-    digest = input_digest(built.recorded)
+    text, digest = encoded_input(built.recorded)  # the ledger stores the same text
     return EffectPlan(
         effect_id=effect_id(rs.run_id, task.id, attempt, 0, operation, digest),
         operation=operation,
@@ -295,4 +312,5 @@ def _effect_plan(
         budget=entry.estimate(built.request) if entry.estimate is not None else {},
         policy=verdict(decision),
         input_digest=digest,
+        recorded_text=text,
     )

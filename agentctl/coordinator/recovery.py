@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentctl.coordinator.clock import Clock
-from agentctl.coordinator.creation import owner_identity, stored_plan_text
+from agentctl.coordinator.creation import owner_identity, stored_plan
 from agentctl.core import recovery as rc
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.plan import Plan
@@ -156,7 +156,7 @@ def create_derived_run(
         roots=list(recovery.roots),
         reason=target.reason,
         budget_limits=target.plan.run.budget_limits(),
-        compiled_plan_json=stored_plan_text(target.plan),
+        compiled_plan_json=stored_plan(target.plan),
     )
     ledger.create_derived_run(_derived(ledger, new, source, recovery, target.plan, clock))
     return run_id, trace_id

@@ -26,7 +26,7 @@ from typing import Any
 import trio
 
 from agentctl.coordinator.clock import Clock
-from agentctl.coordinator.creation import owner_identity, stored_plan_text
+from agentctl.coordinator.creation import owner_identity, stored_plan
 from agentctl.coordinator.driver import Driver
 from agentctl.coordinator.events import current_sink
 from agentctl.coordinator.live import Live, live_from
@@ -131,7 +131,7 @@ def create_run(
         parent_run_id=source_run_id,
         source_run_id=source_run_id,
         budget_limits=plan.run.budget_limits(),
-        compiled_plan_json=stored_plan_text(plan),
+        compiled_plan_json=stored_plan(plan),
         state="queued" if queued else "running",
     )
     if queued:

@@ -57,6 +57,7 @@ class EffectPlan:
     budget: dict[str, int] = field(default_factory=dict)
     policy: PolicyVerdict | None = None  # the decision that let it be requested (audited)
     input_digest: str | None = None  # of ``recorded_input``, the one ``effect_id`` covers
+    recorded_text: str | None = None  # the canonical JSON that digest hashed (stored as is)
 
     @property
     def needs_approval(self) -> bool:

@@ -8,13 +8,17 @@ Reads and long steps run in a worker thread. The short transactions of the effec
 (``_run_short``) run on the trio thread itself when the connection is free: a thread hop costs
 about half a WAL commit, and these calls are on every effect's path (ADR 0011). They keep the
 thread path's cancellation semantics — a caller cancelled before the call starts nothing, one
-cancelled during it still gets its commit — and yield once afterwards, so the cancel watcher
-and signal handlers run between steps as before.
+cancelled during it still gets its commit — and yield to the scheduler afterwards at least
+every ``YIELD_EVERY_S``, so the cancel watcher, signal handlers and a serve's other drives run
+within milliseconds. Not after every call: a scheduler pass (an ``epoll`` poll, the run queue,
+resuming the drive's whole coroutine stack) costs ~30k instructions and a system call, and a
+memory.write chain step makes one such call.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -48,6 +52,9 @@ from agentctl.ledger.streams import NewStreamEvent, StreamEventRecord
 
 T = TypeVar("T")
 
+# The longest a run of inline ledger calls goes without yielding to the trio scheduler.
+YIELD_EVERY_S = 0.002
+
 
 class Store:
     """Async facade over ``RunLedger``: the same steps, awaited in the ledger's thread."""
@@ -56,6 +63,7 @@ class Store:
         self.ledger = ledger
         self._limiter = trio.CapacityLimiter(1)
         self._tap = tap  # the live event stream's one hook: it reads what each call committed
+        self._yield_at = 0.0  # ``time.monotonic()`` from which ``_run_short`` yields again
 
     async def _run(self, fn: Callable[[], T]) -> T:
         # abandon_on_cancel stays False: a cancelled caller still waits for its commit.
@@ -80,7 +88,10 @@ class Store:
             result = fn()
         finally:
             self._limiter.release()
-        await trio.lowlevel.cancel_shielded_checkpoint()
+        now = time.monotonic()
+        if now >= self._yield_at:
+            self._yield_at = now + YIELD_EVERY_S
+            await trio.lowlevel.cancel_shielded_checkpoint()
         return result
 
     async def load_live(self, run_id: str) -> LiveState:

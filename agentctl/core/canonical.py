@@ -82,6 +82,12 @@ def streamed_canonical_json(value: Any) -> str:
     return "".join(_chunks(value))
 
 
+def streamed_canonical_pieces(value: Any) -> Iterator[str]:
+    """``streamed_canonical_json`` as the pieces it joins, each a run of whole JSON tokens (a
+    string never spans two pieces): a writer can store the text without ever holding it."""
+    return _chunks(value)
+
+
 def _holds_items(value: Any) -> bool:
     return isinstance(value, Items) or (
         isinstance(value, dict) and any(_holds_items(v) for v in value.values())

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, NewType
 
-from agentctl.core.canonical import json_digest, sha256_hex
+from agentctl.core.canonical import canonical_json, json_digest, sha256_hex
 from agentctl.errors import InvalidOperationError
 
 EffectId = NewType("EffectId", str)
@@ -93,6 +93,13 @@ class ReconciliationStatus(StrEnum):
 def input_digest(value: Any) -> str:
     """Bare SHA-256 hex of the canonical JSON of an effect's input."""
     return json_digest(value)
+
+
+def encoded_input(value: Any) -> tuple[str, str]:
+    """An effect input's canonical JSON and its ``input_digest``, from one encoding (the
+    ledger stores that very text as the effect's request)."""
+    text = canonical_json(value)
+    return text, sha256_hex(text)
 
 
 def effect_id(

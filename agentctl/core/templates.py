@@ -178,6 +178,6 @@ def render(value: Any, context: Mapping[str, Any]) -> Any:
         return render_text(value, context)
     if isinstance(value, list | tuple):
         return [render(item, context) for item in value]
-    if isinstance(value, Mapping):
+    if isinstance(value, dict | Mapping):  # a dict without the ABC's Python-level check
         return {key: render(item, context) for key, item in value.items()}
     return value

@@ -97,18 +97,23 @@ def translate_errors(
     try:
         yield
     except sqlite3.Error as exc:
-        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # the primary result code
-        text = str(exc).lower()
-        if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
-            raise LockTimeoutError(
-                f"the database stayed locked for more than {busy_timeout_ms / 1000:g} s "
-                f"(another agentctl process holds it): {exc}"
-            ) from exc
-        if code == _SQLITE_FULL:
-            raise from_os_error(OSError(errno.ENOSPC, str(exc)), f"database {path}") from exc
-        if code in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
-            raise corrupt_error(path, str(exc)) from exc
-        raise PersistenceError(f"database error ({path}): {exc}") from exc
+        raise translated_error(exc, busy_timeout_ms, path) from exc
+
+
+def translated_error(exc: sqlite3.Error, busy_timeout_ms: int, path: Path | None) -> AgentctlError:
+    """The agentctl error an sqlite3 error stands for (``translate_errors``' classification)."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # the primary result code
+    text = str(exc).lower()
+    if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+        return LockTimeoutError(
+            f"the database stayed locked for more than {busy_timeout_ms / 1000:g} s "
+            f"(another agentctl process holds it): {exc}"
+        )
+    if code == _SQLITE_FULL:
+        return from_os_error(OSError(errno.ENOSPC, str(exc)), f"database {path}")
+    if code in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
+        return corrupt_error(path, str(exc))
+    return PersistenceError(f"database error ({path}): {exc}")
 
 
 def _read_header(path: Path) -> bytes | None:
@@ -199,6 +204,41 @@ def _refuse_future(found: int, path: Path) -> None:
         )
 
 
+class _WriteTransaction:
+    """``Database.transaction``: a class, not a generator context manager, since it runs on
+    every effect step (a generator's enter and exit cost several times a plain call's)."""
+
+    __slots__ = ("db",)
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        try:
+            self.db.conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise self._translated(exc) from exc
+        return self.db.conn
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, _tb: object
+    ) -> None:
+        conn = self.db.conn
+        try:
+            if kind is None:
+                conn.execute("COMMIT")
+                return
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error as err:
+            raise self._translated(err) from err
+        if isinstance(exc, sqlite3.Error):
+            raise self._translated(exc) from exc
+
+    def _translated(self, exc: sqlite3.Error) -> AgentctlError:
+        return translated_error(exc, self.db.busy_timeout_ms, self.db.path)
+
+
 def _private_file(path: Path) -> None:
     """Create ``path`` as 0600 if missing, so SQLite's companions inherit that mode."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -227,18 +267,9 @@ class Database:
         self.busy_timeout_ms = busy_timeout_ms
         self.migration = migration  # what opening did: ``db migrate`` reports it
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> _WriteTransaction:
         """``BEGIN IMMEDIATE`` … ``COMMIT``; any exception rolls back and propagates."""
-        with translate_errors(self.busy_timeout_ms, self.path):
-            self.conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield self.conn
-            except BaseException:
-                if self.conn.in_transaction:
-                    self.conn.execute("ROLLBACK")
-                raise
-            self.conn.execute("COMMIT")
+        return _WriteTransaction(self)
 
     @contextlib.contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:

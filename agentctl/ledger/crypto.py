@@ -62,6 +62,7 @@ SENSITIVE: Mapping[str, tuple[str, ...]] = {
         "reason",
     ),
     "run_documents": ("workflow_json", "plan_json", "compiled_plan_json"),
+    "run_plan_parts": ("plan_text",),
     "task_states": (
         "output_json",
         "error",
@@ -275,13 +276,17 @@ class _SqlCursor(sqlite3.Cursor):
 
 
 class LedgerConnection(sqlite3.Connection):
-    """The ledger's connection class: plain sqlite3 until :func:`attach` gives it a codec."""
+    """The ledger's connection class: plain sqlite3 until :func:`attach` gives it a codec (and
+    makes it a ``_SealedConnection``). No Python runs in a plain ledger's ``execute``: it is
+    called about ten times per effect step."""
 
     codec: ColumnCodec | None = None
 
+
+class _SealedConnection(LedgerConnection):
+    """A connection holding the key: its cursors remember their statement for the row factory."""
+
     def execute(self, sql: str, parameters: _Parameters = (), /) -> sqlite3.Cursor:
-        if self.codec is None:
-            return super().execute(sql, parameters)
         return self.cursor(_SqlCursor).execute(sql, parameters)
 
 
@@ -290,6 +295,7 @@ def attach(conn: sqlite3.Connection, codec: ColumnCodec) -> None:
     if not isinstance(conn, LedgerConnection):
         raise TypeError("encrypted ledgers need a LedgerConnection")
     conn.codec = codec
+    conn.__class__ = _SealedConnection  # same layout: only ``execute`` differs
     conn.create_function(SEAL_FUNCTION, 3, codec.seal_value)
     conn.create_function("agentctl_reseal", 3, codec.reseal_value)
     conn.row_factory = codec.decode_row
@@ -302,6 +308,7 @@ def detach(conn: sqlite3.Connection) -> None:
     """Back to a plain connection (an ``enable`` that rolled back)."""
     if isinstance(conn, LedgerConnection):
         conn.codec = None
+        conn.__class__ = LedgerConnection
     conn.row_factory = sqlite3.Row
 
 

@@ -18,7 +18,12 @@ from agentctl.core.effects import effect_id as core_effect_id
 from agentctl.core.effects import input_digest as core_input_digest
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError, NotFoundError
-from agentctl.ledger.artifacts.values import dumps_value, dumps_value_opt, loads_value
+from agentctl.ledger.artifacts.values import (
+    dumps_value,
+    dumps_value_opt,
+    loads_value,
+    spill_text,
+)
 from agentctl.ledger.audit import (
     EFFECT_AUDIT_COLUMNS,
     PolicyVerdict,
@@ -46,17 +51,28 @@ class NewEffect:
     trace_id: str | None = None
     waiting_for_approval: bool = False
     policy: PolicyVerdict | None = None  # audited with the request; not part of the identity
-    # The digest of ``request`` when the caller computed it already (it decided the effect's
-    # identity from it): the request is then not encoded a second time.
+    # What the caller computed already when it decided the effect's identity from these very
+    # fields: the digest of ``request``, the canonical JSON it hashed (stored as the request
+    # column as is) and the identity. Then the request is neither encoded nor hashed again.
     known_input_digest: str | None = None
+    known_request_text: str | None = None
+    known_effect_id: str | None = None
+
+    @property
+    def input_digest(self) -> str:
+        return self.known_input_digest or self._input_digest
+
+    @property
+    def effect_id(self) -> str:
+        return self.known_effect_id or self._effect_id
 
     # Cached: each is a canonical-JSON digest of the request, asked for several times per step.
     @functools.cached_property
-    def input_digest(self) -> str:
-        return self.known_input_digest or core_input_digest(self.request)
+    def _input_digest(self) -> str:
+        return core_input_digest(self.request)
 
     @functools.cached_property
-    def effect_id(self) -> str:
+    def _effect_id(self) -> str:
         return core_effect_id(
             self.run_id, self.task_id, self.attempt, self.ordinal, self.operation, self.input_digest
         )
@@ -154,7 +170,10 @@ def insert_effect_txn(conn: Db, effect: NewEffect, now: str, *, started: bool = 
         raise InvalidOperationError(f"effect {effect_id} waits for approval: it cannot start")
     identity = (effect_id, ROW_FORMAT_VERSION, effect.run_id, effect.task_id, effect.attempt)
     kind = (effect.ordinal, effect.operation, effect.input_digest, effect.effect_class)
-    request = dumps_value(conn, effect.request, now)
+    text = effect.known_request_text
+    request = (
+        dumps_value(conn, effect.request, now) if text is None else spill_text(conn, text, now)
+    )
     stored = "started" if started else status
     rest = (effect.risk, effect.idempotency, effect_id, stored, request, now)
     conn.execute(

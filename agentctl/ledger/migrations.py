@@ -414,6 +414,21 @@ def _run_queue() -> tuple[str, ...]:
     )
 
 
+def _run_plan_parts() -> tuple[str, ...]:
+    """A run's compiled plan in parts (``ledger.plans``): SQLite copies a row twice while
+    inserting it, and a 10,000-task plan in one row (6.5 MB) made that copy the coordinator's
+    peak memory. ``run_documents.plan_parts`` counts a run's parts; NULL keeps reading
+    ``compiled_plan_json`` (every older run, unchanged)."""
+    return (
+        """CREATE TABLE run_plan_parts (
+            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            plan_text TEXT NOT NULL,
+            PRIMARY KEY (run_id, seq))""",
+        "ALTER TABLE run_documents ADD COLUMN plan_parts INTEGER",
+    )
+
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _V1,
     _V2,
@@ -429,6 +444,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _run_documents(),  # v12: a run's workflow and plans in their own row (run_documents)
     _effects_index_dedup(),  # v13: no second copy of the effects' unique index
     _run_queue(),  # v14: queued runs, lease expiry, holder and fencing token (run queue)
+    _run_plan_parts(),  # v15: a run's compiled plan stored in parts (run_plan_parts)
 )
 SUPPORTED_SCHEMA_VERSION = len(MIGRATIONS)
 

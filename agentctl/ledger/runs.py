@@ -25,11 +25,10 @@ from agentctl.ledger.artifacts.values import (
     dumps_value_opt,
     loads_value,
     loads_value_object,
-    resolve_text,
-    spill_text,
 )
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.budget import init_budget_txn
+from agentctl.ledger.plans import PlanText, read_plan_text, write_plan_txn
 from agentctl.ledger.rows import (
     ROW_FORMAT_VERSION,
     dumps_opt,
@@ -61,8 +60,9 @@ class NewRun:
     reason: str | None = None
     budget_limits: Mapping[str, int] = field(default_factory=dict)
     state: str = "running"
-    # The compiled plan as JSON text, stored as given (the ledger never interprets it).
-    compiled_plan_json: str | None = None
+    # The compiled plan as JSON text, stored as given (the ledger never interprets it); as
+    # ``PlanText`` pieces, never held whole.
+    compiled_plan_json: str | PlanText | None = None
 
 
 @dataclass(frozen=True)
@@ -163,14 +163,17 @@ def _run(conn: Db, row: Row) -> RunRecord:
         owner_create_time=row["owner_create_time"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
-        compiled_plan_json=resolve_text(conn, row["doc_compiled_plan_json"]),
+        compiled_plan_json=read_plan_text(
+            conn, row["run_id"], row["doc_compiled_plan_json"], row["doc_plan_parts"]
+        ),
     )
 
 
-# A run with its documents (kept in ``run_documents``: see migration v12).
+# A run with its documents (kept in ``run_documents``: see migration v12; the compiled plan
+# in ``run_plan_parts`` when ``plan_parts`` counts them: ``ledger.plans``).
 _SELECT_RUN = """SELECT runs.*, d.workflow_json AS doc_workflow_json,
-    d.plan_json AS doc_plan_json, d.compiled_plan_json AS doc_compiled_plan_json
-    FROM runs JOIN run_documents d ON d.run_id = runs.run_id"""
+    d.plan_json AS doc_plan_json, d.compiled_plan_json AS doc_compiled_plan_json,
+    d.plan_parts AS doc_plan_parts FROM runs JOIN run_documents d ON d.run_id = runs.run_id"""
 
 
 _INSERT_RUN = """INSERT INTO runs (run_id, format_version, state, mode, workflow_name,
@@ -178,7 +181,7 @@ _INSERT_RUN = """INSERT INTO runs (run_id, format_version, state, mode, workflow
     parent_run_id, source_run_id, roots_json, reason, base_path, trace_id, created_at, updated_at)
     VALUES (?, ?, ?, ?, ?, ?, ?, '{}', '{}', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 _INSERT_DOCUMENTS = """INSERT INTO run_documents (run_id, workflow_json, plan_json,
-    compiled_plan_json) VALUES (?, ?, ?, ?)"""
+    compiled_plan_json, plan_parts) VALUES (?, ?, ?, ?, ?)"""
 
 
 def _run_values(conn: Db, run: NewRun, now: str) -> tuple[str | int | None, ...]:
@@ -204,20 +207,17 @@ def _run_values(conn: Db, run: NewRun, now: str) -> tuple[str | int | None, ...]
     )
 
 
-def _document_values(conn: Db, run: NewRun, now: str) -> tuple[str | None, ...]:
-    compiled = run.compiled_plan_json
-    return (
-        run.run_id,
-        dumps_value(conn, run.workflow, now),
-        dumps_value(conn, run.plan, now),
-        None if compiled is None else spill_text(conn, compiled, now),
-    )
+def _insert_documents_txn(conn: Db, run: NewRun, now: str) -> None:
+    """The run's compiled plan (in parts: ``ledger.plans``), then its documents row."""
+    inline, parts = write_plan_txn(conn, run.run_id, run.compiled_plan_json, now)
+    workflow, printed = dumps_value(conn, run.workflow, now), dumps_value(conn, run.plan, now)
+    conn.execute(_INSERT_DOCUMENTS, (run.run_id, workflow, printed, inline, parts))
 
 
 def create_run_txn(conn: Db, run: NewRun, task_ids_in_order: Sequence[str], now: str) -> None:
     """Insert the run, its pending tasks, its budget ledger, audit and first checkpoint."""
     conn.execute(_INSERT_RUN, _run_values(conn, run, now))
-    conn.execute(_INSERT_DOCUMENTS, _document_values(conn, run, now))
+    _insert_documents_txn(conn, run, now)
     conn.executemany(
         "INSERT INTO task_states (run_id, task_id, format_version, position, state, updated_at)"
         " VALUES (?, ?, ?, ?, 'pending', ?)",

@@ -18,7 +18,7 @@ Invariants:
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import agentctl.ledger.approvals as approvals
 import agentctl.ledger.audit as audit
@@ -256,7 +256,7 @@ def finish_effects_txn(conn: Db, outcomes: Sequence[EffectOutcome]) -> None:
 def _events(item: Finished) -> tuple[tasks.AuditSpec, ...]:
     """Audit a task's state change; a condition or route decision is audited with it."""
     final = tasks.AuditSpec(f"task.{item.state}", {"attempt": item.attempt, "error": item.error})
-    if isinstance(item.decision, Mapping) and "expression" in item.decision:
+    if item.decision is not None and "expression" in item.decision:
         return (tasks.AuditSpec("task.condition_evaluated", dict(item.decision)), final)
     return (final,)
 

@@ -59,7 +59,7 @@ def upgrade_run_txn(conn: Db, up: RunUpgrade) -> None:
     if up.compiled_plan_json is not None:
         conn.execute(
             "UPDATE run_documents SET compiled_plan_json = COALESCE(compiled_plan_json, ?)"
-            " WHERE run_id = ?",
+            " WHERE run_id = ? AND plan_parts IS NULL",
             (spill_text(conn, up.compiled_plan_json, up.now), up.run_id),
         )
     append_audit_txn(conn, up.run_id, "run.upgraded", up.summary, up.now)

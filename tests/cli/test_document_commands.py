@@ -89,7 +89,8 @@ def _forget_reuse_metadata(target: LedgerTarget, db: Path) -> None:
         "UPDATE task_states SET definition_fingerprint = NULL, output_digest = NULL,"
         " output_contract_fingerprint = NULL",
     )
-    target.sql(db, "UPDATE run_documents SET compiled_plan_json = NULL")  # schema v12
+    target.sql(db, "UPDATE run_documents SET compiled_plan_json = NULL, plan_parts = NULL")
+    target.sql(db, "DELETE FROM run_plan_parts")  # schema v15
 
 
 def _reused(cli: Cli, run_id: str) -> Any:

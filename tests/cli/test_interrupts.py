@@ -55,21 +55,28 @@ BOOT = (
 )
 
 
+def _popen(
+    args: list[str], cwd: Path, env: dict[str, str], pass_fds: tuple[int, ...] = ()
+) -> subprocess.Popen[str]:
+    """``python ARGS`` with its output captured as text and no standard input."""
+    return subprocess.Popen(
+        [sys.executable, *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        pass_fds=pass_fds,
+    )
+
+
 def _interrupt(
     target: LedgerTarget, root: Path, args: list[str], delay: float
 ) -> tuple[int, str, str]:
     ready, ready_w = os.pipe()
     how = target.invocation(["--output", "json", *args], root)
-    proc = subprocess.Popen(
-        [sys.executable, "-c", BOOT, str(ready_w), *how.args],
-        cwd=root,
-        env=how.env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        pass_fds=(ready_w,),
-    )
+    proc = _popen(["-c", BOOT, str(ready_w), *how.args], root, how.env, pass_fds=(ready_w,))
     os.close(ready_w)
     assert os.read(ready, 1) == b"!"
     os.close(ready)
@@ -99,3 +106,55 @@ def test_sigint_is_exit_130_with_an_envelope(
     else:
         error = json.loads(err.strip().splitlines()[-1])["error"]
         assert error["exitCode"] == 130 and "interrupt" in error["message"]
+
+
+CHAIN_STEPS = 3000
+
+
+def _memory_chain(n: int) -> str:
+    """``n`` recorded ``builtin.memory.write`` effects in a chain: run in the coordinator, so
+    the drive's only scheduling points are its ledger calls (no worker hop)."""
+    tasks = ["    - { id: m0, uses: action:put, with: { key: k, value: 0 } }"]
+    tasks += [
+        f"    - {{ id: m{i}, uses: action:put, needs: [m{i - 1}], with: {{ key: k, value: {i} }} }}"
+        for i in range(1, n)
+    ]
+    head = (
+        "apiVersion: agentctl.dev/v1alpha1\nkind: Workflow\nmetadata: { name: long-chain }\n"
+        "spec:\n  policy: { approval: never }\n"
+        "  actions:\n    put: { kind: builtin.memory.write }\n  tasks:\n"
+    )
+    return head + "\n".join(tasks) + "\n"
+
+
+def _succeeded(target: LedgerTarget, db: Path) -> int:
+    try:
+        rows = target.sql(db, "SELECT COUNT(*) FROM task_states WHERE state = 'succeeded'")
+    except Exception:  # not created yet (or its schema not yet there): nothing succeeded
+        return 0
+    return int(rows[0][0])
+
+
+def test_sigint_lands_in_the_middle_of_an_in_process_effect_chain(
+    ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    """The signal handler runs while a chain of coordinator-side effects is being driven:
+    the inline ledger calls still yield to the scheduler (at most every few ms, not after
+    each step), so the run stops as cancelled long before its last step."""
+    (tmp_path / "wf.yaml").write_text(_memory_chain(CHAIN_STEPS), encoding="utf-8")
+    db = tmp_path / "s" / "r.db"
+    how = ledger_target.invocation(
+        ["--output", "json", "run", "wf.yaml", "--db", "s/r.db"], tmp_path
+    )
+    proc = _popen(["-m", "agentctl", *how.args], tmp_path, how.env)
+    deadline = time.monotonic() + 60
+    while _succeeded(ledger_target, db) < 20 and proc.poll() is None:
+        assert time.monotonic() < deadline, "the chain never started"
+        time.sleep(0.01)
+    assert proc.poll() is None, "the chain finished before it could be interrupted"
+    os.kill(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err, err
+    assert proc.returncode == 130, (proc.returncode, out, err)
+    assert json.loads(out)["data"]["state"] == "cancelled"
+    assert _succeeded(ledger_target, db) < CHAIN_STEPS

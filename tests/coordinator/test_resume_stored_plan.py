@@ -88,13 +88,19 @@ def test_resume_loads_the_stored_plan_and_never_compiles(
     assert (tmp_path / "out" / "hello.txt").read_text() == "hi there"
 
 
+def _stored_plan(db: str, run_id: str) -> str:
+    """The compiled plan text as the ledger file holds it: the run's parts, in order."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT plan_text FROM run_plan_parts WHERE run_id = ? ORDER BY seq", (run_id,)
+        ).fetchall()
+    assert rows
+    return "".join(str(r[0]) for r in rows)
+
+
 def test_the_stored_plan_is_the_compiled_plan(tmp_path: Path) -> None:
     db, run_id = _created_run(tmp_path)
-    with sqlite3.connect(db) as conn:
-        (text,) = conn.execute(
-            "SELECT compiled_plan_json FROM run_documents WHERE run_id = ?", (run_id,)
-        ).fetchone()
-    assert plan_from_stored(json.loads(text)) == compile_text(WORKFLOW)[1]
+    assert plan_from_stored(json.loads(_stored_plan(db, run_id))) == compile_text(WORKFLOW)[1]
 
 
 def test_fork_drives_the_stored_plan_and_stores_it_again(
@@ -106,11 +112,7 @@ def test_fork_drives_the_stored_plan_and_stores_it_again(
     forked = api.fork(run_id, db=db, workspace=None, timeout_s=60)
     assert calls == []
     assert forked.state == "succeeded"
-    with sqlite3.connect(db) as conn:
-        stored = dict(
-            conn.execute("SELECT run_id, compiled_plan_json FROM run_documents").fetchall()
-        )
-    assert stored[forked.run_id] == stored[run_id]
+    assert _stored_plan(db, forked.run_id) == _stored_plan(db, run_id)
 
 
 def test_a_run_from_before_v4_resumes_by_compiling(
@@ -118,7 +120,8 @@ def test_a_run_from_before_v4_resumes_by_compiling(
 ) -> None:
     db, run_id = _created_run(tmp_path)
     with sqlite3.connect(db) as conn:
-        conn.execute("UPDATE run_documents SET compiled_plan_json = NULL")
+        conn.execute("UPDATE run_documents SET compiled_plan_json = NULL, plan_parts = NULL")
+        conn.execute("DELETE FROM run_plan_parts")
     compiled: list[Any] = []
     original = creation.compile_workflow
     monkeypatch.setattr(

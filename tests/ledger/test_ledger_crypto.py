@@ -5,19 +5,21 @@ list is the one the code seals (docs/encryption.md)."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import os
 import re
 import sqlite3
 from pathlib import Path
 
 import pytest
-from ledger_helpers import make_run, ts
+from ledger_helpers import make_run, new_run, ts
 
+from agentctl.core.canonical import canonical_json
 from agentctl.errors import PersistenceError
 from agentctl.ledger.connection import Database, open_database
 from agentctl.ledger.crypto import PREFIX, SENSITIVE
 from agentctl.ledger.encryption import EncryptionChange, change_encryption, inventory
-from agentctl.ledger.runs import get_run
+from agentctl.ledger.runs import create_run_txn, get_run
 
 pytestmark = pytest.mark.sqlite_only  # column encryption is SQLite triggers
 
@@ -65,6 +67,41 @@ def test_existing_and_new_values_are_stored_sealed_and_read_plain(
         assert conn.execute("SELECT text FROM long_term_memory").fetchone()[0] == "sk-def"
         counts = inventory(conn).columns
     assert all(c.plaintext == 0 for c in counts)
+
+
+def test_an_encrypted_ledger_keeps_a_runs_plan_sealed_inline(
+    sealed: Database, db_path: Path
+) -> None:
+    """Its plan is not cut into ``run_plan_parts`` (a ledger encrypted before schema v15 has no
+    seal triggers there): it is sealed in ``run_documents`` and reads back whole."""
+    plan = canonical_json({"tasks": [{"id": f"t{i}", "secret": "sk-abc"} for i in range(9000)]})
+    run = dataclasses.replace(new_run("run-2"), compiled_plan_json=plan)
+    with sealed.transaction() as conn:
+        create_run_txn(conn, run, ["a"], ts(2))
+    stored = _stored(db_path, "SELECT compiled_plan_json FROM run_documents WHERE run_id='run-2'")
+    assert stored.startswith(f"{PREFIX}k1:")
+    assert _stored(db_path, "SELECT count(*) FROM run_plan_parts") == "0"
+    with sealed.read() as conn:
+        assert get_run(conn, "run-2").compiled_plan_json == plan
+
+
+def test_enabling_encryption_seals_the_plan_parts_of_earlier_runs(
+    ledger: Database, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = canonical_json({"tasks": [{"id": f"t{i}", "secret": "sk-abc"} for i in range(9000)]})
+    with ledger.transaction() as conn:
+        run = dataclasses.replace(new_run("run-1"), compiled_plan_json=plan)
+        create_run_txn(conn, run, ["a"], ts(1))
+    monkeypatch.setenv(KEY_ENV, base64.b64encode(os.urandom(32)).decode())
+    change_encryption(ledger, EncryptionChange("enable", "k1", KEY_ENV, ts(2)))
+    raw = _raw(db_path)
+    try:
+        parts = [str(r[0]) for r in raw.execute("SELECT plan_text FROM run_plan_parts")]
+    finally:
+        raw.close()
+    assert len(parts) > 1 and all(p.startswith(f"{PREFIX}k1:") for p in parts)
+    with ledger.read() as conn:
+        assert get_run(conn, "run-1").compiled_plan_json == plan
 
 
 def test_every_sensitive_table_is_guarded(sealed: Database) -> None:

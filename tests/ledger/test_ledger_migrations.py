@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from pathlib import Path
 
 import pytest
-from ledger_helpers import T0
+from ledger_helpers import T0, new_run
 
 from agentctl.core.canonical import sha256_hex
 from agentctl.ledger import SUPPORTED_SCHEMA_VERSION
@@ -15,7 +16,7 @@ from agentctl.ledger.budget import budget_snapshot
 from agentctl.ledger.connection import open_database
 from agentctl.ledger.effects import list_effects
 from agentctl.ledger.migrations import APPLICATION_ID, MIGRATIONS, migrate
-from agentctl.ledger.runs import get_run
+from agentctl.ledger.runs import create_run_txn, get_run
 from agentctl.ledger.streams import list_stream_events
 from agentctl.ledger.tasks import list_tasks
 
@@ -93,6 +94,7 @@ _FILLERS = {
     11: [_fill_v1, _fill_v2, _fill_v3],  # v11 only added the encryption key-state table
     12: [_fill_v1, _fill_v2, _fill_v3, _fill_v12],
     13: [_fill_v1, _fill_v2, _fill_v3, _fill_v12],  # v13 only dropped a duplicate index
+    14: [_fill_v1, _fill_v2, _fill_v3, _fill_v12],  # v14 only added run-queue columns
 }
 
 
@@ -189,6 +191,37 @@ def test_v12_moves_a_runs_documents_out_of_its_row(tmp_path: Path) -> None:
         assert (run.workflow, run.plan) == ({"kind": "Workflow"}, {"tasks": []})
         assert run.compiled_plan_json == '{"format":1}'
         assert tuple(inline) == ("{}", "{}", None)
+    finally:
+        led.close()
+
+
+def test_v15_keeps_an_older_runs_inline_plan_beside_new_runs_plans_in_parts(
+    tmp_path: Path,
+) -> None:
+    """v15 moves nothing: a run stored before it keeps its plan in ``compiled_plan_json`` and
+    reads it from there; a run created after it stores its plan in ``run_plan_parts``."""
+    db = tmp_path / "old.db"
+    old = open_database(db, target_version=14)
+    with old.transaction() as conn:
+        _fill_v1(conn)
+        _fill_v12(conn)
+        conn.execute("UPDATE run_documents SET compiled_plan_json = ?", ('{"format":1}',))
+    old.close()
+    led = open_database(db)
+    try:
+        with led.transaction() as conn:
+            run = dataclasses.replace(new_run("run-new"), compiled_plan_json='{"format":2}')
+            create_run_txn(conn, run, ["a"], T0)
+        with led.read() as conn:
+            assert get_run(conn, "run-old").compiled_plan_json == '{"format":1}'
+            assert get_run(conn, "run-new").compiled_plan_json == '{"format":2}'
+            rows = conn.execute(
+                "SELECT run_id, plan_parts, compiled_plan_json FROM run_documents ORDER BY run_id"
+            ).fetchall()
+        assert [tuple(r) for r in rows] == [
+            ("run-new", 1, None),
+            ("run-old", None, '{"format":1}'),
+        ]
     finally:
         led.close()
 

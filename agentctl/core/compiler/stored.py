@@ -16,9 +16,10 @@ Invariants:
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from typing import Any
 
-from agentctl.core.canonical import Items, streamed_canonical_json
+from agentctl.core.canonical import Items, streamed_canonical_pieces
 from agentctl.core.compiler.serialize import task_json
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.core.plan import (
@@ -46,9 +47,15 @@ def plan_to_stored(plan: Plan) -> JsonObject:
 def plan_to_stored_text(plan: Plan) -> str:
     """``canonical_json(plan_to_stored(plan))``, encoded task by task: the tasks' JSON is
     never held as one tree beside the text (~15 MB for 10,000 tasks)."""
+    return "".join(plan_to_stored_pieces(plan))
+
+
+def plan_to_stored_pieces(plan: Plan) -> Iterator[str]:
+    """The pieces ``plan_to_stored_text`` joins (``streamed_canonical_pieces``), made as they
+    are taken: the ledger stores them without the whole text (6.5 MB at 10,000 tasks)."""
     stored: dict[str, Any] = dict(_stored_head(plan))
     stored["tasks"] = Items(_stored_task(task) for task in plan.tasks)
-    return streamed_canonical_json(stored)
+    return streamed_canonical_pieces(stored)
 
 
 def _stored_head(plan: Plan) -> JsonObject:

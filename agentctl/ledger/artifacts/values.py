@@ -76,13 +76,21 @@ def dumps_value_opt(conn: Db, value: object, now: str) -> str | None:
 
 def spill_text(conn: Db, text: str, now: str) -> str:
     """``text`` (canonical JSON, e.g. a stored plan) with its long strings stored as blobs."""
-    if _QUOTED_MARKER not in text and not _may_hold_long_string(text):
+    if len(text) < SPILL_MIN_CHARS and _QUOTED_MARKER not in text:
+        return text  # short (no string to store apart) and nothing to escape: ~11 per step
+    if unchanged_by_spilling(text):
         return text  # nothing to store apart, nothing to escape: the common, fast path
     # An encrypted ledger keeps long strings inline, sealed with their row: a blob file in
     # artifacts/ would hold them in plaintext (docs/encryption.md).
     root = None if getattr(conn, "codec", None) is not None else _store_root(conn)
     spiller = _Spiller(conn, root, now)
     return canonical_json(_encode(json.loads(text), spiller))
+
+
+def unchanged_by_spilling(text: str) -> bool:
+    """Whether ``spill_text`` surely gives ``text`` back as it is (a false no is possible, never
+    a false yes). ``text`` may also be a stretch of canonical JSON cut between whole tokens."""
+    return _QUOTED_MARKER not in text and not _may_hold_long_string(text)
 
 
 def _may_hold_long_string(text: str) -> bool:
