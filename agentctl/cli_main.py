@@ -66,9 +66,24 @@ def _execute(args: list[str]) -> Outcome | AgentctlError | int:
     except OSError as exc:  # an OS failure no layer below classified: still a clear message
         return from_os_error(exc, str(exc.filename or "a file agentctl needed"))
     except Exception as exc:  # the last line of defence: report, never show a traceback
+        if was_interrupted(exc):
+            return CancelledRunError("interrupted (SIGINT) before the command finished")
         if os.environ.get("AGENTCTL_DEBUG"):
             raise
         return AgentctlError(f"internal error: {type(exc).__name__}: {exc}")
+
+
+def was_interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` wraps a KeyboardInterrupt: Python turns one raised while a class is built
+    (a field's ``__set_name__``, e.g. in a lazily imported module) into a RuntimeError."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _render(result: Outcome | AgentctlError | int) -> int:
