@@ -77,5 +77,5 @@ def finished(step: Settled, from_state: str, target: str) -> model.Finished:
         output_contract_fingerprint=contract_fingerprint(step.task),
         state_delta=step.memory_delta if ok else None,
         artifacts=step.artifacts if target == "succeeded" else (),
-        lease_ids=step.lease_ids,
+        ingest_lease_ids=step.lease_ids,
     )

@@ -109,6 +109,13 @@ class NewAuditEvent:
     payload: object
     task_id: str | None = None
     trace_id: str | None = None
+    created_at: str | None = None  # None: the ``now`` of the call that writes it
+
+
+# Events a transaction has decided but not yet written, in order: the write path collects a
+# step's events here and writes them in one ``executemany`` (``flush_audits_txn``) before
+# anything else audits, so the sequences come out exactly as if each had been written at once.
+AuditBuffer = list[NewAuditEvent]
 
 
 def append_audits_txn(conn: Db, run_id: str, events: Sequence[NewAuditEvent], now: str) -> None:
@@ -127,11 +134,18 @@ def append_audits_txn(conn: Db, run_id: str, events: Sequence[NewAuditEvent], no
                 e.task_id,
                 e.trace_id,
                 dumps_value(conn, e.payload, now),
-                now,
+                e.created_at or now,
             )
             for e in events
         ],
     )
+
+
+def flush_audits_txn(conn: Db, run_id: str, buffer: AuditBuffer | None, now: str) -> None:
+    """Write the events ``buffer`` holds (one statement call) and empty it."""
+    if buffer:
+        append_audits_txn(conn, run_id, buffer, now)
+        buffer.clear()
 
 
 def write_checkpoint_txn(conn: Db, run_id: str, state: object, now: str) -> None:
@@ -159,19 +173,23 @@ def audit_effect_txn(
     now: str,
     policy: PolicyVerdict | None = None,
     row: Mapping[str, Any] | None = None,
+    buffer: AuditBuffer | None = None,
 ) -> None:
     """Audit the effect's current status as ``effect.<status>``, in the caller's transaction.
 
     Called right after each status change, so every effect transition (requested, started,
     succeeded, failed, uncertain, cancelled, waiting_for_approval) is an audit event with the
     run's next sequence. ``row``: the effect's ``EFFECT_AUDIT_COLUMNS`` when the caller has
-    them (no read again).
+    them (no read again); ``buffer``: collect the event there (stamped ``now``), not written.
     """
     if row is None:
         row = conn.execute(_EFFECT_ROW, (effect_id,)).fetchone()
     if row is None:
         return
-    event = effect_event(effect_id, row, policy)
+    event = effect_event(effect_id, row, policy, now)
+    if buffer is not None:
+        buffer.append(event)
+        return
     append_audit_txn(
         conn,
         row["run_id"],
@@ -184,7 +202,10 @@ def audit_effect_txn(
 
 
 def effect_event(
-    effect_id: str, row: Mapping[str, Any], policy: PolicyVerdict | None = None
+    effect_id: str,
+    row: Mapping[str, Any],
+    policy: PolicyVerdict | None = None,
+    created_at: str | None = None,
 ) -> NewAuditEvent:
     """The ``effect.<status>`` event of an effect whose ``EFFECT_AUDIT_COLUMNS`` are ``row``.
 
@@ -200,7 +221,7 @@ def effect_event(
     if policy is not None:  # the decision that let it be requested, audited with the request
         payload["policy"] = {"decision": policy.decision, "reason": policy.reason}
     return NewAuditEvent(
-        f"effect.{row['status']}", payload, task_id=row["task_id"], trace_id=row["trace_id"]
+        f"effect.{row['status']}", payload, row["task_id"], row["trace_id"], created_at
     )
 
 

@@ -26,6 +26,8 @@ from agentctl.ledger.artifacts.values import (
 )
 from agentctl.ledger.audit import (
     EFFECT_AUDIT_COLUMNS,
+    AuditBuffer,
+    NewAuditEvent,
     PolicyVerdict,
     append_audits_txn,
     audit_effect_txn,
@@ -157,12 +159,20 @@ _INSERT_EFFECT = """INSERT INTO effects (effect_id, format_version, run_id, task
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 
 
-def insert_effect_txn(conn: Db, effect: NewEffect, now: str, *, started: bool = False) -> str:
+def insert_effect_txn(
+    conn: Db,
+    effect: NewEffect,
+    now: str,
+    *,
+    started: bool = False,
+    buffer: AuditBuffer | None = None,
+) -> str:
     """Record an effect as ``requested`` (or ``waiting_for_approval``); returns its id.
 
     ``started``: the effect is requested and started in this one transaction (the fast path,
     DESIGN.md §8), so the row is written ``started`` at once — one statement instead of an
-    insert and a guarded update — and both transitions are audited, ``requested`` first.
+    insert and a guarded update — and both transitions are audited, ``requested`` first
+    (into ``buffer`` when given: the caller writes them with its other events).
     """
     effect_id = effect.effect_id
     status = "waiting_for_approval" if effect.waiting_for_approval else "requested"
@@ -179,6 +189,16 @@ def insert_effect_txn(conn: Db, effect: NewEffect, now: str, *, started: bool = 
     conn.execute(
         _INSERT_EFFECT, (*identity, *kind, *rest, now if started else None, effect.trace_id)
     )
+    events = _inserted_events(effect, status, started)
+    if buffer is None:
+        append_audits_txn(conn, effect.run_id, events, now)
+    else:
+        buffer.extend(events)
+    return effect_id
+
+
+def _inserted_events(effect: NewEffect, status: str, started: bool) -> list[NewAuditEvent]:
+    """The events of a new effect row: its status, and ``started`` too on the fast path."""
     written = {
         "run_id": effect.run_id,
         "task_id": effect.task_id,
@@ -187,11 +207,10 @@ def insert_effect_txn(conn: Db, effect: NewEffect, now: str, *, started: bool = 
         "status": status,
         "trace_id": effect.trace_id,
     }
-    events = [effect_event(effect_id, written, effect.policy)]
+    events = [effect_event(effect.effect_id, written, effect.policy)]
     if started:
-        events.append(effect_event(effect_id, written | {"status": "started"}))
-    append_audits_txn(conn, effect.run_id, events, now)
-    return effect_id
+        events.append(effect_event(effect.effect_id, written | {"status": "started"}))
+    return events
 
 
 def _status_of(conn: Db, effect_id: str) -> str:
@@ -208,13 +227,14 @@ def _guarded_txn(
     params: tuple[SqlParam, ...],
     want: str,
     now: str,
+    buffer: AuditBuffer | None = None,
 ) -> None:
     """One guarded status change, audited from the columns the UPDATE returns."""
     row = conn.execute(f"{sql} RETURNING {EFFECT_AUDIT_COLUMNS}", params).fetchone()
     if row is None:
         found = _status_of(conn, effect_id)
         raise InvalidOperationError(f"effect {effect_id} is {found}, not {want}")
-    audit_effect_txn(conn, effect_id, now, row=row)
+    audit_effect_txn(conn, effect_id, now, row=row, buffer=buffer)
 
 
 def start_effect_txn(conn: Db, effect_id: str, now: str) -> None:
@@ -238,25 +258,29 @@ def finish_effect_txn(
     *,
     result: JsonValue = None,
     error: str | None = None,
+    result_text: str | None = None,
+    buffer: AuditBuffer | None = None,
 ) -> None:
-    """``started`` → succeeded (confirmed) | failed | uncertain."""
+    """``started`` → succeeded (confirmed) | failed | uncertain.
+
+    ``result_text``: the canonical JSON of ``result`` when the caller has it (not encoded
+    again); ``buffer``: the ``effect.<status>`` event is collected there, not written.
+    """
     if status not in FINISHED_STATUSES:
         raise InvalidOperationError(f"an effect cannot finish as {status!r}")
+    if result_text is None:
+        stored = dumps_value_opt(conn, result, now)
+    else:
+        stored = spill_text(conn, result_text, now)
     _guarded_txn(
         conn,
         effect_id,
         "UPDATE effects SET status = ?, result_json = ?, error = ?, completed_at = ?,"
         " confirmed = ? WHERE effect_id = ? AND status = 'started'",
-        (
-            status,
-            dumps_value_opt(conn, result, now),
-            error,
-            now,
-            int(status == "succeeded"),
-            effect_id,
-        ),
+        (status, stored, error, now, int(status == "succeeded"), effect_id),
         "started",
         now,
+        buffer,
     )
 
 

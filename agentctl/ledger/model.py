@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import EmbeddingIdentity, Entry
 from agentctl.core.protocols import ProtocolEvidence
-from agentctl.ledger.artifacts.refs import ArtifactRef, ArtifactRefRecord
+from agentctl.ledger.artifacts.refs import ArtifactRefRecord
 from agentctl.ledger.effects import EffectRecord, NewEffect
 from agentctl.ledger.reconcile import ReconciliationRecord
 from agentctl.ledger.remote import RemoteHandleRecord
@@ -233,22 +233,13 @@ class EffectOutcome:
 
 
 @dataclass(frozen=True)
-class Finished:
-    """A task's final (or retry) state for this batch, ready to commit."""
+class Finished(TaskCompletion):
+    """A task's final (or retry) state for this batch, ready to commit: the completion the
+    task table takes as it is (no copy per step), plus the state it leaves (``from_state``,
+    the walk's start). Its events are the step's (``steps.commit_batch_txn``), not
+    ``events``."""
 
-    task_id: str
-    from_state: str
-    state: str
-    attempt: int
-    output: JsonValue = None
-    error: str | None = None
-    decision: JsonObject | None = None
-    definition_fingerprint: str | None = None
-    input_digest: str | None = None
-    output_contract_fingerprint: str | None = None
-    state_delta: JsonObject | None = None
-    artifacts: tuple[ArtifactRef, ...] = ()
-    lease_ids: tuple[str, ...] = ()
+    from_state: str = "running"
 
 
 @dataclass(frozen=True)

@@ -28,15 +28,16 @@ import agentctl.ledger.longterm as longterm
 import agentctl.ledger.protocols as protocols
 import agentctl.ledger.reconcile as reconcile
 import agentctl.ledger.tasks as tasks
+from agentctl.core.canonical import canonical_json
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.states import can_transition_task
+from agentctl.ledger.audit import AuditBuffer, flush_audits_txn
 from agentctl.ledger.model import (
     BatchCommit,
     CallRecord,
     CompensatedPair,
     EffectOutcome,
     EffectStartBatch,
-    Finished,
     RequestBatch,
     RequestRow,
     TaskStartBatch,
@@ -91,34 +92,47 @@ def walk_txn(
 
 
 def _to_running_txn(
-    conn: Db, run_id: str, start: tuple[str, str, int], now: str, trace_id: str
+    conn: Db,
+    run_id: str,
+    start: tuple[str, str, int],
+    now: str,
+    trace_id: str,
+    buffer: AuditBuffer,
 ) -> None:
-    """Move a task to running (one UPDATE, each step audited); one found running already
-    starts a fresh attempt first."""
+    """Move a task to running (one UPDATE, each step audited into ``buffer``); one found
+    running already starts a fresh attempt first."""
     task_id, current, attempt = start
     if current in ("running", "waiting_for_effect"):
+        flush_audits_txn(conn, run_id, buffer, now)
         # A fresh attempt after a not-applied/compensated reconciliation.
         tasks.transition_task_txn(
             conn, run_id, task_id, "retry_scheduled", now, trace_id=trace_id, checkpoint=False
         )
         current = "retry_scheduled"
     path = transition_path(current, "running")
-    tasks.advance_task_txn(conn, run_id, task_id, path, now, attempt=attempt, trace_id=trace_id)
+    tasks.advance_task_txn(
+        conn, run_id, task_id, path, now, attempt=attempt, trace_id=trace_id, buffer=buffer
+    )
 
 
 def record_requests_txn(conn: Db, batch: RequestBatch) -> tuple[str, ...]:
     """The previous batch's completions (``batch.after``) first, then tasks → running, effects
     → requested, budgets reserved, and one checkpoint; returns the denied task ids."""
-    committed = _carried_txn(conn, batch.after)
-    denied = [row.task_id for row in batch.rows if not _request_one_txn(conn, batch, row)]
+    buffer: AuditBuffer = []  # the transaction's events, written in one call before its end
+    committed = _carried_txn(conn, batch.after, buffer)
+    denied = [r.task_id for r in batch.rows if not _request_one_txn(conn, batch, r, buffer)]
     task_ids = [r.task_id for r in batch.rows]
+    flush_audits_txn(conn, batch.run_id, buffer, batch.now)
     _checkpoint_txn(conn, batch.run_id, "effects.requested", task_ids, committed, batch.now)
     return tuple(denied)
 
 
-def _carried_txn(conn: Db, after: BatchCommit | None) -> JsonObject | None:
-    """Commit the completions a start carries; returns their checkpoint state (not written)."""
-    return None if after is None else commit_batch_txn(conn, after, checkpoint=False)
+def _carried_txn(conn: Db, after: BatchCommit | None, buffer: AuditBuffer) -> JsonObject | None:
+    """Commit the completions a start carries, their events into ``buffer``; returns their
+    checkpoint state (not written)."""
+    if after is None:
+        return None
+    return commit_batch_txn(conn, after, checkpoint=False, buffer=buffer)
 
 
 def _checkpoint_txn(
@@ -139,11 +153,13 @@ def _checkpoint_txn(
     audit.write_checkpoint_txn(conn, run_id, state, now)
 
 
-def _request_one_txn(conn: Db, batch: RequestBatch, row: RequestRow) -> bool:
+def _request_one_txn(conn: Db, batch: RequestBatch, row: RequestRow, buffer: AuditBuffer) -> bool:
     """One task to running with its effect requested; False when the budget denied it."""
     run_id, now, trace_id = batch.run_id, batch.now, batch.trace_id
-    _to_running_txn(conn, run_id, (row.task_id, row.from_state, row.attempt), now, trace_id)
+    start = (row.task_id, row.from_state, row.attempt)
+    _to_running_txn(conn, run_id, start, now, trace_id, buffer)
     if row.budget:
+        flush_audits_txn(conn, run_id, buffer, now)  # the reservation audits: keep the order
         outcome = budget.reserve_budget_txn(
             conn, run_id, row.effect.effect_id, row.budget, now, trace_id=trace_id
         )
@@ -152,8 +168,9 @@ def _request_one_txn(conn: Db, batch: RequestBatch, row: RequestRow) -> bool:
     # DESIGN.md §8 fast path: the request still commits before anything executes, but
     # `requested` and `started` share this one transaction (one row, both events audited).
     held = row.approval_reason is not None
-    effects.insert_effect_txn(conn, row.effect, now, started=not held)
+    effects.insert_effect_txn(conn, row.effect, now, started=not held, buffer=buffer)
     if held:
+        flush_audits_txn(conn, run_id, buffer, now)
         _pause_for_approval_txn(conn, run_id, row, now, trace_id)
     return True
 
@@ -189,11 +206,13 @@ def _pause_for_approval_txn(
 def start_tasks_txn(conn: Db, batch: TaskStartBatch) -> None:
     """Move tasks that record their own effects as they go (agents) to running, after the
     completions the batch carries; one checkpoint."""
-    committed = _carried_txn(conn, batch.after)
+    buffer: AuditBuffer = []
+    committed = _carried_txn(conn, batch.after, buffer)
     for s in batch.starts:
         start = (s.task_id, s.from_state, s.attempt)
-        _to_running_txn(conn, batch.run_id, start, batch.now, batch.trace_id)
+        _to_running_txn(conn, batch.run_id, start, batch.now, batch.trace_id, buffer)
     task_ids = [s.task_id for s in batch.starts]
+    flush_audits_txn(conn, batch.run_id, buffer, batch.now)
     _checkpoint_txn(conn, batch.run_id, "tasks.started", task_ids, committed, batch.now)
 
 
@@ -231,10 +250,23 @@ def record_and_start_call_txn(conn: Db, call: CallRecord) -> JsonObject | None:
     return None
 
 
-def _finish_one_txn(conn: Db, o: EffectOutcome) -> None:
+def _finish_one_txn(
+    conn: Db, o: EffectOutcome, buffer: AuditBuffer | None = None, text: str | None = None
+) -> None:
     """An effect's outcome; its memory write, settlement, tool-call row and protocol evidence
-    land with it."""
-    effects.finish_effect_txn(conn, o.effect_id, o.status, o.now, result=o.result, error=o.error)
+    land with it. ``buffer`` collects its event; ``text``: the result's canonical JSON."""
+    effects.finish_effect_txn(
+        conn,
+        o.effect_id,
+        o.status,
+        o.now,
+        result=o.result,
+        error=o.error,
+        result_text=text,
+        buffer=buffer,
+    )
+    if o.long_term_put is not None or o.spent is not None:
+        flush_audits_txn(conn, o.run_id, buffer, o.now)  # these may audit: keep the order
     if o.long_term_put is not None:
         longterm.put_txn(conn, o.long_term_put, o.now)
     if o.spent is not None:
@@ -253,7 +285,7 @@ def finish_effects_txn(conn: Db, outcomes: Sequence[EffectOutcome]) -> None:
         _finish_one_txn(conn, outcome)
 
 
-def _events(item: Finished) -> tuple[tasks.AuditSpec, ...]:
+def _events(item: tasks.TaskCompletion) -> tuple[tasks.AuditSpec, ...]:
     """Audit a task's state change; a condition or route decision is audited with it."""
     final = tasks.AuditSpec(f"task.{item.state}", {"attempt": item.attempt, "error": item.error})
     if item.decision is not None and "expression" in item.decision:
@@ -261,36 +293,54 @@ def _events(item: Finished) -> tuple[tasks.AuditSpec, ...]:
     return (final,)
 
 
-def _completion(item: Finished) -> tasks.TaskCompletion:
-    return tasks.TaskCompletion(
-        task_id=item.task_id,
-        state=item.state,
-        attempt=item.attempt,
-        output=item.output,
-        error=item.error,
-        decision=item.decision,
-        definition_fingerprint=item.definition_fingerprint,
-        input_digest=item.input_digest,
-        output_contract_fingerprint=item.output_contract_fingerprint,
-        state_delta=item.state_delta,
-        events=_events(item),
-        artifacts=item.artifacts,
-        ingest_lease_ids=item.lease_ids,
-    )
+def _finish_outcomes_txn(
+    conn: Db, outcomes: Sequence[EffectOutcome], buffer: AuditBuffer
+) -> dict[int, str]:
+    """The batch's effect outcomes, their events into ``buffer``; returns each result's
+    canonical JSON by the result's id (a task's output is most often that very value)."""
+    known: dict[int, str] = {}
+    for o in outcomes:
+        text = None
+        if o.result is not None:
+            text = known[id(o.result)] = canonical_json(o.result)
+        _finish_one_txn(conn, o, buffer, text)
+    return known
 
 
-def commit_batch_txn(conn: Db, batch: BatchCommit, *, checkpoint: bool = True) -> JsonObject:
+def commit_batch_txn(
+    conn: Db,
+    batch: BatchCommit,
+    *,
+    checkpoint: bool = True,
+    buffer: AuditBuffer | None = None,
+) -> JsonObject:
     """Walk each task to its committed state and commit the batch in compiled order; returns
-    the checkpoint's state (written here unless ``checkpoint=False``)."""
+    the checkpoint's state (written here unless ``checkpoint=False``). The audit events go
+    into ``buffer`` when given (the caller writes them), else they are written here."""
     run_id, now, trace_id = batch.run_id, batch.now, batch.trace_id
-    finish_effects_txn(conn, batch.outcomes)
+    events: AuditBuffer = [] if buffer is None else buffer
+    known = _finish_outcomes_txn(conn, batch.outcomes, events)
     for item in batch.items:
+        if not transition_path(item.from_state, item.state)[:-1]:
+            continue  # already one step from its committed state: nothing to walk
+        flush_audits_txn(conn, run_id, events, now)  # the walk audits directly: in order
         steps = (item.from_state, item.state, item.attempt)
         walk_txn(conn, run_id, item.task_id, steps, now, trace_id)
-    completions = [_completion(item) for item in batch.items]
+    writing = tasks.CompletionWriting(events, known, _events)
     state = tasks.commit_tasks_txn(
-        conn, run_id, completions, batch.memory, now, trace_id=trace_id, checkpoint=checkpoint
+        conn,
+        run_id,
+        batch.items,
+        batch.memory,
+        now,
+        trace_id=trace_id,
+        checkpoint=False,
+        written=writing,
     )
+    if batch.compensated or buffer is None:
+        flush_audits_txn(conn, run_id, events, now)
+    if checkpoint:
+        audit.write_checkpoint_txn(conn, run_id, state, now)
     if batch.compensated:
         compensated_txn(conn, run_id, batch.compensated, now, trace_id)
     return state

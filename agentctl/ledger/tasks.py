@@ -11,7 +11,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from agentctl.core.canonical import canonical_json, sha256_hex
@@ -24,9 +24,11 @@ from agentctl.ledger.artifacts.values import (
     spill_text,
 )
 from agentctl.ledger.audit import (
+    AuditBuffer,
     NewAuditEvent,
     append_audit_txn,
     append_audits_txn,
+    flush_audits_txn,
     write_checkpoint_txn,
 )
 from agentctl.ledger.rows import dumps_opt, fetch_all, fetch_one, loads_object, loads_opt
@@ -184,18 +186,31 @@ def _refuse(conn: Db, run_id: str, task_id: str, state: str) -> None:
     check_task_transition(row["state"], state)
 
 
-def _stored_and_digest(conn: Db, value: JsonValue, now: str) -> tuple[str | None, str | None]:
-    """A content column's text and the digest of the value, from one canonical encoding."""
+def _stored_and_digest(
+    conn: Db, value: JsonValue, now: str, text: str | None = None
+) -> tuple[str | None, str | None]:
+    """A content column's text and the digest of the value, from one canonical encoding
+    (``text``, when the caller has it already)."""
     if value is None:
         return None, None
-    text = canonical_json(value)
+    if text is None:
+        text = canonical_json(value)
     return spill_text(conn, text, now), sha256_hex(text)
 
 
-def _complete_one(conn: Db, run_id: str, c: TaskCompletion, now: str) -> None:
+# Canonical JSON texts a transaction encoded already, by the id of the value they encode (an
+# effect's result is most often its task's output too: the same object, encoded once). The
+# values are alive for the whole call that holds the map, so an id names one value.
+KnownTexts = Mapping[int, str]
+
+
+def _complete_one(
+    conn: Db, run_id: str, c: TaskCompletion, now: str, known: KnownTexts | None
+) -> None:
     sql = _COMPLETE_SQL.get(c.state)
     delta, delta_digest = _stored_and_digest(conn, c.state_delta, now)
-    output, output_digest = _stored_and_digest(conn, c.output, now)
+    text = None if known is None or c.output is None else known.get(id(c.output))
+    output, output_digest = _stored_and_digest(conn, c.output, now, text)
     output_digest = c.output_digest or output_digest
     manifest = [r.to_json() for r in c.artifacts] if c.artifacts else None
     params = (
@@ -227,6 +242,30 @@ def _complete_one(conn: Db, run_id: str, c: TaskCompletion, now: str) -> None:
         )
 
 
+def _completion_events(
+    c: TaskCompletion, w: CompletionWriting, trace_id: str | None
+) -> list[NewAuditEvent]:
+    events = w.events_of(c) if w.events_of is not None else c.events
+    default: JsonObject = {"attempt": c.attempt, "disposition": c.disposition}
+    return [
+        NewAuditEvent(
+            ev.event_type, default if ev.payload is None else ev.payload, c.task_id, trace_id
+        )
+        for ev in events or (AuditSpec(f"task.{c.state}", None),)
+    ]
+
+
+@dataclass(frozen=True)
+class CompletionWriting:
+    """How ``commit_tasks_txn`` writes: ``buffer`` collects its audit events for the caller
+    to write; ``known_texts`` are outputs' canonical JSON encoded already; ``events_of`` gives
+    a completion's events (default: its ``events``)."""
+
+    buffer: AuditBuffer | None = None
+    known_texts: KnownTexts | None = None
+    events_of: Callable[[TaskCompletion], Sequence[AuditSpec]] | None = None
+
+
 def commit_tasks_txn(
     conn: Db,
     run_id: str,
@@ -236,22 +275,23 @@ def commit_tasks_txn(
     *,
     trace_id: str | None = None,
     checkpoint: bool = True,
+    written: CompletionWriting | None = None,
 ) -> JsonObject:
     """Commit a batch of task results in order, then memory (unless ``None``) and one
     checkpoint, whose state it returns (``checkpoint=False``: the caller merges it into the
-    one checkpoint of a larger transaction)."""
+    one checkpoint of a larger transaction). The task events go into ``written.buffer`` when
+    given (the caller writes them), else they are written here."""
+    w = written or CompletionWriting()
+    buffer: AuditBuffer = [] if w.buffer is None else w.buffer
     summary: list[JsonValue] = []
     for c in completions:
-        _complete_one(conn, run_id, c, now)
-        events = c.events or (AuditSpec(f"task.{c.state}", None),)
-        for ev in events:
-            payload = ev.payload
-            if payload is None:
-                payload = {"attempt": c.attempt, "disposition": c.disposition}
-            append_audit_txn(
-                conn, run_id, ev.event_type, payload, now, task_id=c.task_id, trace_id=trace_id
-            )
+        if c.artifacts or c.ingest_lease_ids:
+            flush_audits_txn(conn, run_id, buffer, now)  # artifact rows may audit: keep order
+        _complete_one(conn, run_id, c, now, w.known_texts)
+        buffer.extend(_completion_events(c, w, trace_id))
         summary.append({"taskId": c.task_id, "state": c.state, "attempt": c.attempt})
+    if w.buffer is None:
+        flush_audits_txn(conn, run_id, buffer, now)
     state: JsonObject = {"runId": run_id, "event": "tasks.committed", "tasks": summary}
     if working_memory is None:
         conn.execute("UPDATE runs SET updated_at = ? WHERE run_id = ?", (now, run_id))
@@ -310,6 +350,7 @@ def advance_task_txn(
     *,
     attempt: int | None = None,
     trace_id: str | None = None,
+    buffer: AuditBuffer | None = None,
 ) -> None:
     """Move one task along ``path`` (each state legal after the one before, as
     ``steps.transition_path`` gives them) in one guarded UPDATE, auditing every state passed.
@@ -317,7 +358,8 @@ def advance_task_txn(
     The guard is the first state's, exactly the one a walk of single transitions would check
     first; every later step is legal by construction, so one UPDATE to the last state leaves
     the row where the walk would. Each step is still its own ``task.<state>`` event, in order.
-    No checkpoint: the caller's transaction writes one.
+    No checkpoint: the caller's transaction writes one; ``buffer``: the events are collected
+    there for the caller to write.
     """
     sql = _TRANSITION_SQL.get(path[0])
     params = (path[-1], attempt, None, now, run_id, task_id)
@@ -325,7 +367,10 @@ def advance_task_txn(
         _refuse(conn, run_id, task_id, path[0])
     body: JsonObject = {"attempt": attempt} if attempt else {}
     events = [NewAuditEvent(f"task.{state}", body, task_id, trace_id) for state in path]
-    append_audits_txn(conn, run_id, events, now)
+    if buffer is None:
+        append_audits_txn(conn, run_id, events, now)
+    else:
+        buffer.extend(events)
 
 
 def list_tasks(conn: Db, run_id: str) -> list[TaskRecord]:

@@ -98,8 +98,8 @@ def test_batch_commit_is_in_compiled_order_with_memory_and_deferred_outcomes(
     _request(ledger, RequestRow("b", "pending", 1, eff, {}))
     outcome = EffectOutcome("run-1", eff.effect_id, "succeeded", ts(2), {"n": 2})
     items = [
-        Finished("a", "pending", "succeeded", 1, output={"n": 1}),
-        Finished("b", "running", "succeeded", 1, output={"n": 2}),
+        Finished("a", "succeeded", 1, from_state="pending", output={"n": 1}),
+        Finished("b", "succeeded", 1, from_state="running", output={"n": 2}),
     ]
     ledger.commit_batch(BatchCommit("run-1", items, {"count": 2}, ts(3), "trace-1", (), [outcome]))
     live = ledger.load_live("run-1")
@@ -118,7 +118,7 @@ def test_pipelined_requests_commit_the_previous_completion_first(ledger: SqliteL
     _request(ledger, RequestRow("a", "pending", 1, eff_a, {}))
     before = len(ledger.inspect_run("run-1").checkpoints)
     outcome = EffectOutcome("run-1", eff_a.effect_id, "succeeded", ts(2), {"n": 1})
-    done = Finished("a", "running", "succeeded", 1, output={"n": 1})
+    done = Finished("a", "succeeded", 1, from_state="running", output={"n": 1})
     after = BatchCommit("run-1", [done], {"m": 1}, ts(2), "trace-1", (), [outcome])
     row = RequestRow("b", "pending", 1, eff_b, {})
     ledger.record_requests(RequestBatch("run-1", [row], ts(2), "trace-1", after))
@@ -135,7 +135,7 @@ def test_agent_starts_commit_the_previous_completion_first(ledger: SqliteLedger)
     _request(ledger, RequestRow("a", "pending", 1, eff_a, {}))
     before = len(ledger.inspect_run("run-1").checkpoints)
     outcome = EffectOutcome("run-1", eff_a.effect_id, "succeeded", ts(2), {"n": 1})
-    done = Finished("a", "running", "succeeded", 1, output={"n": 1})
+    done = Finished("a", "succeeded", 1, from_state="running", output={"n": 1})
     after = BatchCommit("run-1", [done], None, ts(2), "trace-1", (), [outcome])
     start = TaskStartBatch("run-1", [TaskStart("b", "pending", 1)], ts(2), "trace-1", after)
     ledger.start_tasks(start)
@@ -151,7 +151,7 @@ def test_a_refused_request_rolls_back_the_completion_it_carries(ledger: SqliteLe
     eff_a = _effect("a")
     _request(ledger, RequestRow("a", "pending", 1, eff_a, {}))
     outcome = EffectOutcome("run-1", eff_a.effect_id, "succeeded", ts(2), {"n": 1})
-    done = Finished("a", "running", "succeeded", 1, output={"n": 1})
+    done = Finished("a", "succeeded", 1, from_state="running", output={"n": 1})
     after = BatchCommit("run-1", [done], None, ts(2), "trace-1", (), [outcome])
     again = RequestRow("a", "running", 1, eff_a, {})  # the same effect id twice: refused
     with pytest.raises(AgentctlError):  # whichever error the guard raises, all is undone
