@@ -112,10 +112,42 @@ class NewAuditEvent:
     created_at: str | None = None  # None: the ``now`` of the call that writes it
 
 
-# Events a transaction has decided but not yet written, in order: the write path collects a
-# step's events here and writes them in one ``executemany`` (``flush_audits_txn``) before
-# anything else audits, so the sequences come out exactly as if each had been written at once.
-AuditBuffer = list[NewAuditEvent]
+class AuditBuffer:
+    """Events a transaction has decided but not yet written, in order.
+
+    The write path collects a step's events here and writes them in one ``executemany``
+    (``flush_audits_txn``) before anything else audits, so the sequences come out exactly as
+    if each had been written at once. An event is kept as its columns, not as a
+    ``NewAuditEvent`` (the frozen dataclass costs more to build than the row it becomes).
+    """
+
+    __slots__ = ("_events",)
+
+    def __init__(self) -> None:
+        self._events: list[tuple[str, object, str | None, str | None, str | None]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._events)
+
+    def add(
+        self,
+        event_type: str,
+        payload: object,
+        task_id: str | None = None,
+        trace_id: str | None = None,
+        created_at: str | None = None,
+    ) -> None:
+        """One event; ``created_at`` None: the ``now`` of the flush."""
+        self._events.append((event_type, payload, task_id, trace_id, created_at))
+
+    def flush_txn(self, conn: Db, run_id: str, now: str) -> None:
+        """Write the events (one statement call) and forget them."""
+        rows = [
+            (run_id, ROW_FORMAT_VERSION, kind, task, trace, dumps_value(conn, body, now), at or now)
+            for kind, body, task, trace, at in self._events
+        ]
+        conn.executemany(_INSERT_AUDIT, rows)
+        self._events.clear()
 
 
 def append_audits_txn(conn: Db, run_id: str, events: Sequence[NewAuditEvent], now: str) -> None:
@@ -144,8 +176,7 @@ def append_audits_txn(conn: Db, run_id: str, events: Sequence[NewAuditEvent], no
 def flush_audits_txn(conn: Db, run_id: str, buffer: AuditBuffer | None, now: str) -> None:
     """Write the events ``buffer`` holds (one statement call) and empty it."""
     if buffer:
-        append_audits_txn(conn, run_id, buffer, now)
-        buffer.clear()
+        buffer.flush_txn(conn, run_id, now)
 
 
 def write_checkpoint_txn(conn: Db, run_id: str, state: object, now: str) -> None:
@@ -186,10 +217,12 @@ def audit_effect_txn(
         row = conn.execute(_EFFECT_ROW, (effect_id,)).fetchone()
     if row is None:
         return
-    event = effect_event(effect_id, row, policy, now)
     if buffer is not None:
-        buffer.append(event)
+        status = f"effect.{row['status']}"
+        body = effect_payload(effect_id, row, policy)
+        buffer.add(status, body, row["task_id"], row["trace_id"], now)
         return
+    event = effect_event(effect_id, row, policy, now)
     append_audit_txn(
         conn,
         row["run_id"],
@@ -212,6 +245,16 @@ def effect_event(
     The payload holds identities only: no request, result or error text, so nothing a
     redactor would have to catch is copied here.
     """
+    payload = effect_payload(effect_id, row, policy)
+    return NewAuditEvent(
+        f"effect.{row['status']}", payload, row["task_id"], row["trace_id"], created_at
+    )
+
+
+def effect_payload(
+    effect_id: str, row: Mapping[str, Any], policy: PolicyVerdict | None = None
+) -> JsonObject:
+    """The payload of an ``effect.<status>`` event (see ``effect_event``)."""
     payload: JsonObject = {
         "effectId": effect_id,
         "operation": row["operation"],
@@ -220,9 +263,7 @@ def effect_event(
     }
     if policy is not None:  # the decision that let it be requested, audited with the request
         payload["policy"] = {"decision": policy.decision, "reason": policy.reason}
-    return NewAuditEvent(
-        f"effect.{row['status']}", payload, row["task_id"], row["trace_id"], created_at
-    )
+    return payload
 
 
 def list_audit(conn: Db, run_id: str, after: int = 0) -> list[AuditEvent]:

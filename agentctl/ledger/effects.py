@@ -27,11 +27,9 @@ from agentctl.ledger.artifacts.values import (
 from agentctl.ledger.audit import (
     EFFECT_AUDIT_COLUMNS,
     AuditBuffer,
-    NewAuditEvent,
     PolicyVerdict,
-    append_audits_txn,
     audit_effect_txn,
-    effect_event,
+    effect_payload,
 )
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all, fetch_one
 from agentctl.ledger.sql import Db, Row, SqlParam
@@ -189,28 +187,27 @@ def insert_effect_txn(
     conn.execute(
         _INSERT_EFFECT, (*identity, *kind, *rest, now if started else None, effect.trace_id)
     )
-    events = _inserted_events(effect, status, started)
+    events = AuditBuffer() if buffer is None else buffer
+    _add_inserted(events, effect, status, started)
     if buffer is None:
-        append_audits_txn(conn, effect.run_id, events, now)
-    else:
-        buffer.extend(events)
+        events.flush_txn(conn, effect.run_id, now)
     return effect_id
 
 
-def _inserted_events(effect: NewEffect, status: str, started: bool) -> list[NewAuditEvent]:
+def _add_inserted(buffer: AuditBuffer, effect: NewEffect, status: str, started: bool) -> None:
     """The events of a new effect row: its status, and ``started`` too on the fast path."""
     written = {
-        "run_id": effect.run_id,
         "task_id": effect.task_id,
         "attempt": effect.attempt,
         "operation": effect.operation,
         "status": status,
-        "trace_id": effect.trace_id,
     }
-    events = [effect_event(effect.effect_id, written, effect.policy)]
+    task_id, trace_id = effect.task_id, effect.trace_id
+    payload = effect_payload(effect.effect_id, written, effect.policy)
+    buffer.add(f"effect.{status}", payload, task_id, trace_id)
     if started:
-        events.append(effect_event(effect.effect_id, written | {"status": "started"}))
-    return events
+        payload = effect_payload(effect.effect_id, written | {"status": "started"})
+        buffer.add("effect.started", payload, task_id, trace_id)
 
 
 def _status_of(conn: Db, effect_id: str) -> str:

@@ -118,7 +118,7 @@ def _to_running_txn(
 def record_requests_txn(conn: Db, batch: RequestBatch) -> tuple[str, ...]:
     """The previous batch's completions (``batch.after``) first, then tasks → running, effects
     → requested, budgets reserved, and one checkpoint; returns the denied task ids."""
-    buffer: AuditBuffer = []  # the transaction's events, written in one call before its end
+    buffer = AuditBuffer()  # the transaction's events, written in one call before its end
     committed = _carried_txn(conn, batch.after, buffer)
     denied = [r.task_id for r in batch.rows if not _request_one_txn(conn, batch, r, buffer)]
     task_ids = [r.task_id for r in batch.rows]
@@ -206,7 +206,7 @@ def _pause_for_approval_txn(
 def start_tasks_txn(conn: Db, batch: TaskStartBatch) -> None:
     """Move tasks that record their own effects as they go (agents) to running, after the
     completions the batch carries; one checkpoint."""
-    buffer: AuditBuffer = []
+    buffer = AuditBuffer()
     committed = _carried_txn(conn, batch.after, buffer)
     for s in batch.starts:
         start = (s.task_id, s.from_state, s.attempt)
@@ -285,12 +285,13 @@ def finish_effects_txn(conn: Db, outcomes: Sequence[EffectOutcome]) -> None:
         _finish_one_txn(conn, outcome)
 
 
-def _events(item: tasks.TaskCompletion) -> tuple[tasks.AuditSpec, ...]:
-    """Audit a task's state change; a condition or route decision is audited with it."""
-    final = tasks.AuditSpec(f"task.{item.state}", {"attempt": item.attempt, "error": item.error})
+def _add_events(buffer: AuditBuffer, item: tasks.TaskCompletion, trace_id: str | None) -> None:
+    """Audit a task's state change; a condition or route decision is audited with it (first)."""
+    task_id = item.task_id
     if item.decision is not None and "expression" in item.decision:
-        return (tasks.AuditSpec("task.condition_evaluated", dict(item.decision)), final)
-    return (final,)
+        buffer.add("task.condition_evaluated", dict(item.decision), task_id, trace_id)
+    final: JsonObject = {"attempt": item.attempt, "error": item.error}
+    buffer.add(f"task.{item.state}", final, task_id, trace_id)
 
 
 def _finish_outcomes_txn(
@@ -318,7 +319,7 @@ def commit_batch_txn(
     the checkpoint's state (written here unless ``checkpoint=False``). The audit events go
     into ``buffer`` when given (the caller writes them), else they are written here."""
     run_id, now, trace_id = batch.run_id, batch.now, batch.trace_id
-    events: AuditBuffer = [] if buffer is None else buffer
+    events = AuditBuffer() if buffer is None else buffer
     known = _finish_outcomes_txn(conn, batch.outcomes, events)
     for item in batch.items:
         if not transition_path(item.from_state, item.state)[:-1]:
@@ -326,7 +327,7 @@ def commit_batch_txn(
         flush_audits_txn(conn, run_id, events, now)  # the walk audits directly: in order
         steps = (item.from_state, item.state, item.attempt)
         walk_txn(conn, run_id, item.task_id, steps, now, trace_id)
-    writing = tasks.CompletionWriting(events, known, _events)
+    writing = tasks.CompletionWriting(events, known, _add_events)
     state = tasks.commit_tasks_txn(
         conn,
         run_id,

@@ -25,9 +25,7 @@ from agentctl.ledger.artifacts.values import (
 )
 from agentctl.ledger.audit import (
     AuditBuffer,
-    NewAuditEvent,
     append_audit_txn,
-    append_audits_txn,
     flush_audits_txn,
     write_checkpoint_txn,
 )
@@ -242,28 +240,28 @@ def _complete_one(
         )
 
 
-def _completion_events(
-    c: TaskCompletion, w: CompletionWriting, trace_id: str | None
-) -> list[NewAuditEvent]:
-    events = w.events_of(c) if w.events_of is not None else c.events
-    default: JsonObject = {"attempt": c.attempt, "disposition": c.disposition}
-    return [
-        NewAuditEvent(
-            ev.event_type, default if ev.payload is None else ev.payload, c.task_id, trace_id
-        )
-        for ev in events or (AuditSpec(f"task.{c.state}", None),)
-    ]
+def _add_completion_events(
+    buffer: AuditBuffer, c: TaskCompletion, w: CompletionWriting, trace_id: str | None
+) -> None:
+    if w.add_events is not None:
+        w.add_events(buffer, c, trace_id)
+        return
+    for ev in c.events or (AuditSpec(f"task.{c.state}", None),):
+        payload = ev.payload
+        if payload is None:
+            payload = {"attempt": c.attempt, "disposition": c.disposition}
+        buffer.add(ev.event_type, payload, c.task_id, trace_id)
 
 
 @dataclass(frozen=True)
 class CompletionWriting:
     """How ``commit_tasks_txn`` writes: ``buffer`` collects its audit events for the caller
-    to write; ``known_texts`` are outputs' canonical JSON encoded already; ``events_of`` gives
-    a completion's events (default: its ``events``)."""
+    to write; ``known_texts`` are outputs' canonical JSON encoded already; ``add_events`` adds
+    a completion's events to the buffer (default: its ``events``)."""
 
     buffer: AuditBuffer | None = None
     known_texts: KnownTexts | None = None
-    events_of: Callable[[TaskCompletion], Sequence[AuditSpec]] | None = None
+    add_events: Callable[[AuditBuffer, TaskCompletion, str | None], None] | None = None
 
 
 def commit_tasks_txn(
@@ -282,13 +280,13 @@ def commit_tasks_txn(
     one checkpoint of a larger transaction). The task events go into ``written.buffer`` when
     given (the caller writes them), else they are written here."""
     w = written or CompletionWriting()
-    buffer: AuditBuffer = [] if w.buffer is None else w.buffer
+    buffer = AuditBuffer() if w.buffer is None else w.buffer
     summary: list[JsonValue] = []
     for c in completions:
         if c.artifacts or c.ingest_lease_ids:
             flush_audits_txn(conn, run_id, buffer, now)  # artifact rows may audit: keep order
         _complete_one(conn, run_id, c, now, w.known_texts)
-        buffer.extend(_completion_events(c, w, trace_id))
+        _add_completion_events(buffer, c, w, trace_id)
         summary.append({"taskId": c.task_id, "state": c.state, "attempt": c.attempt})
     if w.buffer is None:
         flush_audits_txn(conn, run_id, buffer, now)
@@ -366,11 +364,11 @@ def advance_task_txn(
     if sql is None or conn.execute(sql, params).rowcount != 1:
         _refuse(conn, run_id, task_id, path[0])
     body: JsonObject = {"attempt": attempt} if attempt else {}
-    events = [NewAuditEvent(f"task.{state}", body, task_id, trace_id) for state in path]
+    events = AuditBuffer() if buffer is None else buffer
+    for state in path:
+        events.add(f"task.{state}", body, task_id, trace_id)
     if buffer is None:
-        append_audits_txn(conn, run_id, events, now)
-    else:
-        buffer.extend(events)
+        events.flush_txn(conn, run_id, now)
 
 
 def list_tasks(conn: Db, run_id: str) -> list[TaskRecord]:
