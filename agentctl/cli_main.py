@@ -22,7 +22,7 @@ from typing import NoReturn
 from agentctl.cli_argv import normalize_argv, sniff_output
 from agentctl.cli_fast import parse as parse_fast
 from agentctl.clikit import ignore_interrupts, report_closed_stdout
-from agentctl.errors import AgentctlError, CancelledRunError, from_os_error
+from agentctl.errors import AgentctlError, CancelledRunError, from_os_error, was_interrupted
 from agentctl.render import Outcome, Settings, emit_error, emit_outcome, write_jsonl_line
 
 SETTINGS = Settings()
@@ -71,19 +71,6 @@ def _execute(args: list[str]) -> Outcome | AgentctlError | int:
         if os.environ.get("AGENTCTL_DEBUG"):
             raise
         return AgentctlError(f"internal error: {type(exc).__name__}: {exc}")
-
-
-def was_interrupted(exc: BaseException) -> bool:
-    """Whether ``exc`` wraps a KeyboardInterrupt: Python turns one raised while a class is built
-    (a field's ``__set_name__``, e.g. in a lazily imported module) into a RuntimeError."""
-    seen: set[int] = set()
-    cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, KeyboardInterrupt):
-            return True
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return False
 
 
 def _render(result: Outcome | AgentctlError | int) -> int:

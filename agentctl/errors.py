@@ -230,3 +230,22 @@ def from_task_os_error(exc: OSError, what: str) -> RunFailedError:
             data={"hint": TASK_DISK_FULL_HINT},
         )
     return RunFailedError(f"{what}: {exc.strerror or exc}", retryable=True)
+
+
+def was_interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is or wraps a KeyboardInterrupt (a SIGINT): Python turns one raised
+    while a class is built (a field's ``__set_name__``, e.g. in a lazily imported module) into
+    a RuntimeError, and a nursery gathers its tasks' errors into a group."""
+    seen: set[int] = set()
+    stack: list[BaseException] = [exc]
+    while stack:
+        found = stack.pop()
+        if id(found) in seen:
+            continue
+        seen.add(id(found))
+        if isinstance(found, KeyboardInterrupt):
+            return True
+        if isinstance(found, BaseExceptionGroup):
+            stack.extend(found.exceptions)
+        stack.extend(e for e in (found.__cause__, found.__context__) if e is not None)
+    return False

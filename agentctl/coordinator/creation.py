@@ -26,8 +26,8 @@ from agentctl.core.compiler.stored import (
     plan_to_stored_text,
 )
 from agentctl.core.plan import Plan
+from agentctl.ledger import PlanText
 from agentctl.ledger.model import Owner
-from agentctl.ledger.plans import PlanText
 from agentctl.ledger.runs import RunRecord
 
 

@@ -20,7 +20,7 @@ from agentctl.core import registry
 from agentctl.core.compiler.diagnostics import Locator
 from agentctl.core.dburl import is_postgres_url
 from agentctl.core.plan import Plan, PlannedTask
-from agentctl.errors import AgentctlError, Diagnostic, ValidationError
+from agentctl.errors import AgentctlError, Diagnostic, ValidationError, was_interrupted
 from agentctl.ledger import open_ledger
 from agentctl.ledger.interface import RunLedger
 
@@ -57,6 +57,9 @@ def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
     for leaf in leaves:
         if isinstance(leaf, KeyboardInterrupt):
             return leaf
+    for leaf in leaves:  # an interrupt Python wrapped (``raise … from group`` would hide it)
+        if was_interrupted(leaf):
+            return KeyboardInterrupt()
     return leaves[0] if leaves else group
 
 

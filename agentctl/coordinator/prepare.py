@@ -55,7 +55,7 @@ class RunSettings:
     compensates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # The policy's decision per operation kind: it depends only on the plan's policy, the
     # registry entry and ``interactive``, all fixed for the run, so it is decided once.
-    decisions: dict[str, Decision] = field(
+    decisions: dict[tuple[str, str, str], Decision] = field(
         default_factory=dict, init=False, compare=False, repr=False
     )  # not carried by ``dataclasses.replace``: a changed copy decides afresh
 
@@ -198,13 +198,15 @@ def _prepare_effect(
 
 
 def _decide(rs: RunSettings, task: PlannedTask, entry: Operation) -> Decision:
-    decision = rs.decisions.get(entry.name)
+    # Keyed by every argument ``decide`` takes beyond the run's own (policy, interactive).
+    key = (entry.policy_name or entry.name, str(entry.effect_class), str(entry.risk))
+    decision = rs.decisions.get(key)
     if decision is None:
-        decision = rs.decisions[entry.name] = decide(
+        decision = rs.decisions[key] = decide(
             rs.plan.run.policy,
-            name=entry.policy_name or entry.name,
-            effect_class=str(entry.effect_class),
-            risk=str(entry.risk),
+            name=key[0],
+            effect_class=key[1],
+            risk=key[2],
             interactive=rs.interactive,
         )
     if decision.denied:

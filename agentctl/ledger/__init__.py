@@ -57,6 +57,7 @@ if TYPE_CHECKING:
         TaskStartBatch,
     )
     from agentctl.ledger.opening import open_ledger
+    from agentctl.ledger.plans import PlanText
     from agentctl.ledger.reconcile import ReconciliationRecord
     from agentctl.ledger.remote import RemoteHandleRecord
     from agentctl.ledger.rows import ApprovalId, EffectId, RunId, TaskId
@@ -119,6 +120,7 @@ _HOME: dict[str, str] = {
     "NewEffect": "agentctl.ledger.effects",
     "NewRun": "agentctl.ledger.runs",
     "Owner": "agentctl.ledger.model",
+    "PlanText": "agentctl.ledger.plans",
     "ProtocolReport": "agentctl.ledger.model",
     "ReconcileRequest": "agentctl.ledger.model",
     "ReconciliationRecord": "agentctl.ledger.reconcile",
@@ -153,6 +155,10 @@ def __getattr__(name: str) -> object:
     value = getattr(importlib.import_module(home), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOME))
 
 
 __all__ = [
@@ -198,6 +204,7 @@ __all__ = [
     "NewEffect",
     "NewRun",
     "Owner",
+    "PlanText",
     "ProtocolReport",
     "ReconcileRequest",
     "ReconciliationRecord",

@@ -2,7 +2,7 @@
 schema every migration step leaves, as read back from ``sqlite_master``."""
 
 VERSION = 15
-MIGRATIONS_DIGEST = "310be6a4223cfc0d324bb5dec39c762697d2bd536ed01a5e4ce22302e6b47d9a"
+MIGRATIONS_DIGEST = "d6563703285100f6ae9d2f20f09c890d9211053fb51a52c2aed05c6a64b80a7d"
 STATEMENTS: tuple[str, ...] = (
     (
         "CREATE TABLE runs (\n"
@@ -337,6 +337,7 @@ STATEMENTS: tuple[str, ...] = (
         "            run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASC"
         "ADE,\n"
         "            seq INTEGER NOT NULL,\n"
+        "            format_version INTEGER NOT NULL DEFAULT 1,\n"
         "            plan_text TEXT NOT NULL,\n"
         "            PRIMARY KEY (run_id, seq))"
     ),

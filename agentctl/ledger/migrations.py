@@ -6,7 +6,8 @@ Invariants:
 - each runs in its own ``BEGIN IMMEDIATE`` transaction that also sets ``user_version``, so a
   failure leaves the previous version intact and two processes opening one file at once
   cannot both apply a step (the loser re-reads the version inside its transaction);
-- every table carries a ``format_version`` column per row (see ``schema.ROW_FORMATS``);
+- every table carries a ``format_version`` column per row (1 today), so a row's layout can
+  change without a schema step;
 - a new file is not migrated step by step but created from ``fresh_schema.py`` (``fresh.py``),
   the schema these steps leave: after adding a step, run ``python -m agentctl.ledger.fresh``
   (until then new files replay the steps and tests/ledger/test_fresh_schema.py fails).
@@ -423,6 +424,7 @@ def _run_plan_parts() -> tuple[str, ...]:
         """CREATE TABLE run_plan_parts (
             run_id TEXT NOT NULL REFERENCES runs (run_id) ON DELETE CASCADE,
             seq INTEGER NOT NULL,
+            format_version INTEGER NOT NULL DEFAULT 1,
             plan_text TEXT NOT NULL,
             PRIMARY KEY (run_id, seq))""",
         "ALTER TABLE run_documents ADD COLUMN plan_parts INTEGER",

@@ -7,6 +7,11 @@ a 6.5 MB plan of a 10,000-task run in one row cost ~20 MB of transient memory at
 the run's creation, and the text itself 6.5 MB more (benchmarks/gaps.md, coordinator peak
 RSS). A plan given as ``PlanText`` pieces is written part by part as they are made.
 
+Trade-off: the pieces are encoded inside the run's creation transaction, so the write lock is
+held while the plan is encoded (~0.1 s of CPU at 10,000 tasks, twice that for a plan that
+turns out to hold a string to spill); other writers of the same ledger wait that long, once,
+when a large run is created.
+
 Invariants:
 - the stored text is the concatenation, in ``seq`` order, of the run's ``run_plan_parts`` rows
   (each at most ``PART_CHARS`` characters); ``run_documents.plan_parts`` counts them, written

@@ -87,5 +87,6 @@ def current_sink() -> StreamSink | None:
 
 
 def bind_sink(sink: StreamSink) -> None:
-    """Bind ``sink`` for the rest of the calling trio task (each effect runs in its own)."""
+    """Bind ``sink`` for the rest of the calling trio task: every effect binds its own before
+    it runs (effects answered at once may run one after another in the same reader task)."""
     _current.set(sink)

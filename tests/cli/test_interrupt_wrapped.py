@@ -2,15 +2,18 @@
 
 Python 3.11 turns a KeyboardInterrupt raised inside a descriptor's ``__set_name__`` — which
 happens when the signal lands while a lazily imported module defines its dataclasses or
-models — into ``RuntimeError: Error calling __set_name__``; the CLI must report the interrupt,
-not an internal error.
+models — into ``RuntimeError: Error calling __set_name__``; inside a drive, a trio nursery
+then gathers it into an exception group. The CLI must report the interrupt, not an internal
+error, whichever of the two wrappings it went through.
 """
 
 from __future__ import annotations
 
 import pytest
+import trio
 
-from agentctl.cli_main import was_interrupted
+from agentctl.coordinator.launch import run_trio
+from agentctl.errors import was_interrupted
 
 
 class _Interrupting:
@@ -18,10 +21,14 @@ class _Interrupting:
         raise KeyboardInterrupt
 
 
+def _build_interrupted_class() -> None:
+    type("Victim", (), {"field": _Interrupting()})
+
+
 def _wrapped_by_python() -> BaseException:
     """The exception Python itself raises when a class body's descriptor is interrupted."""
     try:
-        type("Victim", (), {"field": _Interrupting()})
+        _build_interrupted_class()
     except BaseException as exc:  # exactly what Python raised, whatever its type
         return exc
     raise AssertionError("building the class did not fail")
@@ -33,6 +40,22 @@ def test_an_interrupt_wrapped_by_class_creation_is_an_interrupt() -> None:
         pytest.skip("this Python re-raises the interrupt itself (3.12+)")
     assert isinstance(exc, RuntimeError)
     assert was_interrupted(exc)
+
+
+async def _drive_with_a_task_that_imports() -> None:
+    async def lazy_import() -> None:
+        await trio.sleep(0)
+        _build_interrupted_class()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lazy_import)
+        nursery.start_soon(trio.sleep, 5)
+
+
+def test_an_interrupt_wrapped_inside_a_nursery_leaves_run_trio_as_one() -> None:
+    with pytest.raises(BaseException) as caught:
+        run_trio(_drive_with_a_task_that_imports)
+    assert was_interrupted(caught.value), repr(caught.value)
 
 
 def test_an_ordinary_failure_is_not_an_interrupt() -> None:

@@ -158,3 +158,31 @@ def test_sigint_lands_in_the_middle_of_an_in_process_effect_chain(
     assert proc.returncode == 130, (proc.returncode, out, err)
     assert json.loads(out)["data"]["state"] == "cancelled"
     assert _succeeded(ledger_target, db) < CHAIN_STEPS
+
+
+def test_cancel_from_another_shell_lands_in_the_middle_of_an_in_process_effect_chain(
+    ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    """`agentctl cancel` while a chain of coordinator-side effects is driven: the cancel
+    watcher (a ledger read in its thread) gets its turn although the drive's ledger calls run
+    inline — they yield to the scheduler every few ms — so the run stops as cancelled."""
+    (tmp_path / "wf.yaml").write_text(_memory_chain(CHAIN_STEPS), encoding="utf-8")
+    db = tmp_path / "s" / "r.db"
+    how = ledger_target.invocation(
+        ["--output", "json", "run", "wf.yaml", "--db", "s/r.db"], tmp_path
+    )
+    proc = _popen(["-m", "agentctl", *how.args], tmp_path, how.env)
+    deadline = time.monotonic() + 60
+    while _succeeded(ledger_target, db) < 20 and proc.poll() is None:
+        assert time.monotonic() < deadline, "the chain never started"
+        time.sleep(0.01)
+    assert proc.poll() is None, "the chain finished before it could be cancelled"
+    run_id = str(ledger_target.sql(db, "SELECT run_id FROM runs")[0][0])
+    asked = ledger_target.invocation(["cancel", run_id, "--db", "s/r.db"], tmp_path)
+    cancel = _popen(["-m", "agentctl", *asked.args], tmp_path, asked.env)
+    assert cancel.wait(timeout=60) == 0, cancel.communicate()
+    out, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err, err
+    assert proc.returncode == 130, (proc.returncode, out, err)
+    assert json.loads(out)["data"]["state"] == "cancelled"
+    assert _succeeded(ledger_target, db) < CHAIN_STEPS

@@ -102,3 +102,39 @@ def test_the_generated_module_is_what_the_generator_writes() -> None:
     """``fresh_schema.py`` is the generator's output, untouched by hand."""
     text = Path(fresh.fresh_schema.__file__).read_text(encoding="utf-8")
     assert text == fresh.render_module(), REGENERATE
+
+
+def test_a_new_ledger_is_built_from_the_script_not_by_the_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wiring: opening a new file never replays a migration step while the script is
+    current (the other tests would pass with either path, both make the same file)."""
+    import agentctl.ledger.connection as connection
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("a new ledger replayed the migration steps")
+
+    monkeypatch.setattr(connection, "migrate", refuse)
+    with open_sqlite_ledger(tmp_path / "runtime.db") as ledger:
+        assert ledger.migration().to_json()["to"] == SUPPORTED_SCHEMA_VERSION
+
+
+def test_every_table_carries_a_row_format_version(tmp_path: Path) -> None:
+    """migrations.py's invariant: each row says its layout's version."""
+    conn = sqlite3.connect(tmp_path / "fresh.db", isolation_level=None)
+    try:
+        assert fresh.create_current(conn) is not None, REGENERATE
+        tables = [
+            str(row[0])
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+        ]
+        missing = [
+            t
+            for t in tables
+            if "format_version" not in {c[1] for c in conn.execute(f'PRAGMA table_info("{t}")')}
+        ]
+    finally:
+        conn.close()
+    assert tables and not missing, missing
