@@ -3,8 +3,10 @@
 When ``AGENTCTL_CRASH_AT`` names the point reached, the process SIGKILLs itself on the spot —
 no cleanup, no atexit, no flush — exactly like a power cut of this one process. With
 ``AGENTCTL_CRASH_HIT=k`` it dies at the k-th time the point is reached (default: the first),
-so a test can kill a run in the middle of an expansion. Unset (production), a point is one
-environment lookup.
+so a test can kill a run in the middle of an expansion. Both are read once, when this module
+is first imported: a process is armed (or not) for its whole life, as the tests that use them
+set them in the environment of the process they start. Unset (production), a point is one
+identity comparison — points are on every effect's path, in the coordinator and the worker.
 
 Invariants:
 - every point marks its own window of durable state; no two points are reached with the same
@@ -46,12 +48,21 @@ class CrashPoint(StrEnum):
     LEDGER_NEW_AFTER_RENAME = "ledger.new_after_rename"  # at its path, directory not flushed
 
 
+def _armed() -> CrashPoint | None:
+    """The point ``AGENTCTL_CRASH_AT`` names; None when unset or naming no point."""
+    try:
+        return CrashPoint(os.environ.get(CRASH_ENV, ""))
+    except ValueError:
+        return None
+
+
+_ARMED = _armed()
 _hits: dict[CrashPoint, int] = {}
 
 
 def crash_point(point: CrashPoint) -> None:
     """Die by SIGKILL here if ``AGENTCTL_CRASH_AT`` names this point (at the chosen hit)."""
-    if os.environ.get(CRASH_ENV) != point.value:
+    if point is not _ARMED:
         return
     _hits[point] = _hits.get(point, 0) + 1
     if _hits[point] >= int(os.environ.get(HIT_ENV, "1")):

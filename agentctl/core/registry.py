@@ -11,7 +11,10 @@ Invariants:
 - names are unique: ``register`` refuses to replace an entry (tests ``unregister`` theirs);
 - registration order is the order the DSL lists kinds in its diagnostics;
 - entries that share an effect operation (a tool kind and the action it performs) share its
-  executor, so ``executor_for_operation`` is well defined.
+  executor, so ``executor_for_operation`` is well defined;
+- ``_EXECUTORS`` is derived from ``_ENTRIES`` only: ``register`` adds to it and ``unregister``
+  rebuilds it, so it always says what a scan of the entries in order would (the lookup is on
+  every worker effect's path, on both sides of the wire).
 """
 
 from __future__ import annotations
@@ -25,17 +28,33 @@ _ENTRIES: dict[str, Operation] = {op.name: op for op in BUILTIN_OPERATIONS}
 MODEL_PREFIX = "model."
 
 
+def _executors() -> dict[str, str]:
+    """Effect operation → executor of the first entry (in registration order) naming one."""
+    index: dict[str, str] = {}
+    for op in _ENTRIES.values():
+        if op.executor is not None:
+            index.setdefault(op.effect_operation, op.executor)
+    return index
+
+
+_EXECUTORS = _executors()
+
+
 def register(entry: Operation) -> Operation:
     """Add ``entry``; a name already registered is refused (entries are never replaced)."""
     if entry.name in _ENTRIES:
         raise InvalidOperationError(f"operation {entry.name!r} is already registered")
     _ENTRIES[entry.name] = entry
+    if entry.executor is not None:  # registered last: an earlier entry's executor stays first
+        _EXECUTORS.setdefault(entry.effect_operation, entry.executor)
     return entry
 
 
 def unregister(name: str) -> None:
     """Remove a registered entry (tests that registered one clean up with this)."""
-    _ENTRIES.pop(name, None)
+    if _ENTRIES.pop(name, None) is not None:
+        _EXECUTORS.clear()
+        _EXECUTORS.update(_executors())
 
 
 def find(name: str) -> Operation | None:
@@ -76,7 +95,4 @@ def model_operation(provider_kind: str) -> Operation:
 
 def executor_for_operation(operation: str) -> str | None:
     """The executor of an effect operation (as recorded on the effect row), if any."""
-    for op in _ENTRIES.values():
-        if op.effect_operation == operation and op.executor is not None:
-            return op.executor
-    return None
+    return _EXECUTORS.get(operation)

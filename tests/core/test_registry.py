@@ -7,6 +7,7 @@ entry (an executor nobody names, a DSL kind with no entry, a spec kind missing).
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 import inspect
 from pathlib import Path
@@ -21,6 +22,7 @@ from agentctl.core.evaluate import PURE_ACTIONS
 from agentctl.core.operations import Operation
 from agentctl.errors import InvalidOperationError
 from agentctl.workers.executors import ExecOutcome
+from tests import registry_ext
 
 EXECUTORS = Path(__file__).resolve().parents[2] / "agentctl" / "workers" / "executors"
 
@@ -190,3 +192,34 @@ def test_misplaced_keys_name_the_kinds_that_accept_them() -> None:
 def test_register_refuses_a_second_entry_of_a_name() -> None:
     with pytest.raises(InvalidOperationError, match="already registered"):
         registry.register(registry.lookup("builtin.write"))
+
+
+def _scanned_executor(operation: str) -> str | None:
+    """What ``executor_for_operation`` means: the first entry, in order, naming an executor."""
+    for op in registry.entries():
+        if op.effect_operation == operation and op.executor is not None:
+            return op.executor
+    return None
+
+
+def test_the_executor_index_follows_register_and_unregister() -> None:
+    operations = {op.effect_operation for op in registry.entries()} | {"bench.noop"}
+    for operation in operations:
+        assert registry.executor_for_operation(operation) == _scanned_executor(operation)
+    shell = registry.lookup("builtin.shell.exec")
+    assert shell.executor is not None
+    twin = dataclasses.replace(
+        shell, name="test.shell_twin", operation=shell.effect_operation, executor="tests.x:run"
+    )
+    alone = dataclasses.replace(registry_ext.MARKER, name="test.index_only")
+    registry.register(twin)
+    registry.register(alone)
+    try:
+        # The twin shares the shell's effect operation: the earlier entry's executor stays.
+        assert registry.executor_for_operation(twin.effect_operation) == shell.executor
+        assert registry.executor_for_operation("test.index_only") == registry_ext.MARKER.executor
+    finally:
+        registry.unregister(twin.name)
+        registry.unregister(alone.name)
+    assert registry.executor_for_operation("test.index_only") is None
+    assert registry.executor_for_operation(shell.effect_operation) == shell.executor

@@ -50,6 +50,7 @@ def test_settle_replaces_the_reservation_and_records_overshoot(ledger: Database)
         assert settle_budget_txn(conn, "run-1", "p1", {"inputTokens": 99}, ts(3)) == snap
         reserve_budget_txn(conn, "run-1", "p2", {"inputTokens": 60}, ts(4))
         over = settle_budget_txn(conn, "run-1", "p2", {"inputTokens": 75}, ts(5))
+        assert over == budget_snapshot(conn, "run-1")  # what settling returns is what it stored
     assert over.usage["inputTokens"] == 105
     assert over.exceeded == {"dimension": "inputTokens", "limit": 100, "attempted": 105}
     with pytest.raises(NotFoundError), ledger.transaction() as conn:
