@@ -33,8 +33,8 @@ def cancel_cmd(
     data, state = api.cancel(run, db=db)
 
     def human(_s: Settings) -> str:
-        if state == "cancelled":  # a paused run: nothing was driving it
-            return f"run {data['runId']} cancelled (it was paused; its approvals are closed)"
+        if state == "cancelled":  # nothing was driving it, or its driver has already stopped
+            return f"run {data['runId']} cancelled (open approvals, if any, are closed)"
         return f"cancellation requested for {data['runId']}"
 
     deliver(Outcome("Cancellation", data, human=human))

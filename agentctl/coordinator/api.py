@@ -266,7 +266,8 @@ def fork(
 
 def cancel(run_ref: str, *, db: str) -> tuple[JsonObject, str]:
     """Request cancellation: the ``Cancellation`` data of spec/cli.md and the run's state
-    after it (``cancelled`` at once for a paused run, else still ``running``)."""
+    after it (``cancelled`` at once for a run nothing drives, or one whose driver already
+    honoured the flag; else still ``running``)."""
     with open_existing(db) as ledger:
         run = ledger.request_cancel(run_ref, Clock().now())
     return {"runId": run.run_id, "requested": True}, run.state

@@ -292,6 +292,10 @@ class Database:
         with self.transaction() as conn:
             return body(conn)
 
+    def run_flag_write(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        """``run_write``: SQLite's one writer at a time cannot starve a short write."""
+        return self.run_write(body)
+
     def run_read(self, body: Callable[[sqlite3.Connection], T]) -> T:
         with self.read() as conn:
             return body(conn)

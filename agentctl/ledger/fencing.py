@@ -40,6 +40,13 @@ class FencedTransactions:
 
         return self._inner.run_write(fenced)
 
+    def run_flag_write(self, body: Callable[[Db], T]) -> T:
+        def fenced(conn: Db) -> T:
+            check_fence(conn, self._fence)
+            return body(conn)
+
+        return self._inner.run_flag_write(fenced)
+
     def run_read(self, body: Callable[[Db], T]) -> T:
         return self._inner.run_read(body)
 

@@ -98,16 +98,29 @@ def claim_for_resume_txn(conn: Db, run_ref: str, owner: Owner, now: str) -> runs
     return run
 
 
-def request_cancel_txn(conn: Db, run_ref: str, now: str) -> runs.RunRecord:
-    """Set the durable cancel flag of the run ``run_ref`` names; returns the run after it.
+def raise_cancel_flag_txn(conn: Db, run_ref: str, now: str) -> str:
+    """A cancel request's first transaction: the durable cancel flag of the queued, running or
+    paused run ``run_ref`` names (else ``NotFoundError``); returns the run's id."""
+    run_id = runs.find_run_head(conn, run_ref).run_id
+    runs.raise_cancel_flag_txn(conn, run_id, now)
+    return run_id
+
+
+def request_cancel_txn(conn: Db, run_id: str, now: str) -> runs.RunRecord:
+    """A cancel request's second transaction, once the flag is raised: its audit event, and an
+    undriven run cancelled at once; returns the run after it.
 
     A queued run, a paused run that no live coordinator owns and a running run a ``serve``
-    handed back (no owner) are cancelled at once: nothing is driving them that could honour
-    the flag, and waiting for a ``resume`` or a claim would leave approvals open (an approve
-    would still be accepted) or start work. A run being driven honours the flag itself.
+    handed back (no owner) are cancelled here: nothing is driving them that could honour the
+    flag, and waiting for a ``resume`` or a claim would leave approvals open (an approve would
+    still be accepted) or start work. A run being driven honours the flag itself — maybe
+    before this transaction commits, in which case the run is already over and the request
+    is not audited after its end.
     """
-    run = runs.find_run(conn, run_ref)
-    runs.request_cancel_txn(conn, run.run_id, now)
+    run = runs.get_run(conn, run_id)
+    if run.state not in ("queued", "running", "paused"):
+        return run
+    runs.record_cancel_request_txn(conn, run.run_id, now)
     if run.state == "running" and run.owner_pid is None:
         effects.mark_uncertain_txn(conn, run.run_id, now)  # (a hand-back did so already)
         _cancel_unowned_txn(conn, run.run_id, now, _OPEN_WHEN_PAUSED | CANCELLABLE_TASK_STATES)

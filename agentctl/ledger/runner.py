@@ -11,6 +11,10 @@ Invariants:
   rolls back and runs ``body`` again, a bounded number of times, so ``body`` must do nothing
   outside the database that a second run would repeat wrongly (content-addressed blob files
   and crash points are fine). Any exception rolls back and propagates;
+- ``run_flag_write(body)`` is ``run_write`` for a body that only raises a flag on rows a busy
+  coordinator rewrites every step (a run's cancel flag): a backend whose serialized writes
+  would keep failing against such a writer runs it at a level that waits for the row instead
+  (PostgreSQL: READ COMMITTED), so it cannot be starved;
 - ``run_read(body)`` runs ``body`` over one consistent snapshot and writes nothing;
 - ``transaction()`` / ``read()`` are the same transactions as context managers, run once,
   for the few callers that hold a file lock around them (artifact store, GC);
@@ -38,6 +42,8 @@ class Transactions(Protocol):
         ...
 
     def run_write(self, body: Callable[[Db], T]) -> T: ...
+
+    def run_flag_write(self, body: Callable[[Db], T]) -> T: ...
 
     def run_read(self, body: Callable[[Db], T]) -> T: ...
 

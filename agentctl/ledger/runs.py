@@ -342,9 +342,10 @@ def set_run_state_txn(
     )
 
 
-def request_cancel_txn(conn: Db, run_id: str, now: str, *, trace_id: str | None = None) -> None:
+def raise_cancel_flag_txn(conn: Db, run_id: str, now: str) -> None:
     """Set the durable cancel flag of a queued, running or paused run (else
-    ``NotFoundError``)."""
+    ``NotFoundError``). One statement on the run's row and nothing else: it runs where a
+    busy coordinator cannot starve it (``Transactions.run_flag_write``)."""
     cur = conn.execute(
         "UPDATE runs SET cancellation_requested = 1, updated_at = ?"
         " WHERE run_id = ? AND state IN ('queued', 'running', 'paused')",
@@ -352,6 +353,12 @@ def request_cancel_txn(conn: Db, run_id: str, now: str, *, trace_id: str | None 
     )
     if cur.rowcount != 1:
         raise NotFoundError(f"no running or paused run {run_id} to cancel")
+
+
+def record_cancel_request_txn(
+    conn: Db, run_id: str, now: str, *, trace_id: str | None = None
+) -> None:
+    """The audit event and checkpoint of a cancel request whose flag is raised."""
     append_audit_txn(conn, run_id, "run.cancellation_requested", {}, now, trace_id=trace_id)
     write_checkpoint_txn(
         conn, run_id, {"runId": run_id, "event": "run.cancellation_requested"}, now

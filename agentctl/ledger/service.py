@@ -178,7 +178,12 @@ class LedgerService(ABC):
         self._tx.run_write(lambda conn: runs.set_run_state_txn(conn, run_id, state, now))
 
     def request_cancel(self, run_ref: str, now: str) -> RunRecord:
-        return self._tx.run_write(lambda conn: lifecycle.request_cancel_txn(conn, run_ref, now))
+        # The flag first, in a write a busy coordinator cannot starve (its every step rewrites
+        # the run's row); then its audit event and the cancellation of an undriven run.
+        run_id = self._tx.run_flag_write(
+            lambda conn: lifecycle.raise_cancel_flag_txn(conn, run_ref, now)
+        )
+        return self._tx.run_write(lambda conn: lifecycle.request_cancel_txn(conn, run_id, now))
 
     def is_cancel_requested(self, run_id: str) -> bool:
         return self._tx.run_read(lambda conn: runs.is_cancel_requested(conn, run_id))

@@ -23,8 +23,9 @@ from agentctl.ledger.runs import (
     is_cancel_requested,
     list_runs,
     local_holder,
+    raise_cancel_flag_txn,
+    record_cancel_request_txn,
     release_run_lease_txn,
-    request_cancel_txn,
     set_run_state_txn,
     wall_time_exceeded,
 )
@@ -72,7 +73,8 @@ def test_cancel_only_for_running_or_paused(ledger: Database) -> None:
     with ledger.read() as conn:
         assert not is_cancel_requested(conn, "run-1")
     with ledger.transaction() as conn:
-        request_cancel_txn(conn, "run-1", ts(1))
+        raise_cancel_flag_txn(conn, "run-1", ts(1))
+        record_cancel_request_txn(conn, "run-1", ts(1))
     with ledger.read() as conn:
         assert is_cancel_requested(conn, "run-1")
         assert get_run(conn, "run-1").updated_at == ts(1)
@@ -80,9 +82,9 @@ def test_cancel_only_for_running_or_paused(ledger: Database) -> None:
     with ledger.transaction() as conn:
         set_run_state_txn(conn, "run-1", "cancelled", ts(2))
     with pytest.raises(NotFoundError), ledger.transaction() as conn:
-        request_cancel_txn(conn, "run-1", ts(3))
+        raise_cancel_flag_txn(conn, "run-1", ts(3))
     with pytest.raises(NotFoundError), ledger.transaction() as conn:
-        request_cancel_txn(conn, "run-missing", ts(3))
+        raise_cancel_flag_txn(conn, "run-missing", ts(3))
 
 
 def test_find_by_prefix_and_list_newest_first(ledger: Database) -> None:

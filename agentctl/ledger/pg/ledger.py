@@ -76,17 +76,26 @@ class PgTransactions:
     def artifacts_root(self) -> Path:
         return self._artifacts_root
 
-    def _begin(self, write: bool) -> contextlib.AbstractContextManager[Any]:
-        self.conn.isolation_level = (
-            IsolationLevel.SERIALIZABLE if write else IsolationLevel.REPEATABLE_READ
-        )
+    def _begin(
+        self, write: bool, level: IsolationLevel = IsolationLevel.SERIALIZABLE
+    ) -> contextlib.AbstractContextManager[Any]:
+        self.conn.isolation_level = level if write else IsolationLevel.REPEATABLE_READ
         self.conn.read_only = not write
         return self.conn.transaction()
 
     def run_write(self, body: Callable[[Db], T]) -> T:
+        return self._run_write(body, IsolationLevel.SERIALIZABLE)
+
+    def run_flag_write(self, body: Callable[[Db], T]) -> T:
+        """READ COMMITTED: an UPDATE of a row a coordinator keeps rewriting waits for that
+        writer's commit and applies to the new version, where a SERIALIZABLE one fails for as
+        long as the coordinator is mid-transaction (nearly always, on a busy run)."""
+        return self._run_write(body, IsolationLevel.READ_COMMITTED)
+
+    def _run_write(self, body: Callable[[Db], T], level: IsolationLevel) -> T:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
-                with self._begin(write=True):
+                with self._begin(write=True, level=level):
                     return body(self._db)
             except psycopg.Error as exc:
                 if exc.sqlstate not in RETRYABLE_SQLSTATES or attempt == MAX_ATTEMPTS:
