@@ -21,7 +21,7 @@ texts = []
 for kind in ("openai", "azure_openai"):
     d = BY_KIND[kind]
     server.script(Reply(body=fx.openai_text("hi from " + kind)))
-    outcome = trio.run(_execute, execute(d, request_for(d, server, ASK)))
+    outcome = trio.run(_execute, execute(d, request_for(d, server, ASK)), trio.CancelScope())
     texts.append(outcome.output["text"])
 server.close()
 print(json.dumps({"texts": texts, "sdk": "openai" in sys.modules}))
