@@ -135,29 +135,37 @@ def _succeeded(target: LedgerTarget, db: Path) -> int:
     return int(rows[0][0])
 
 
+def _start_chain(target: LedgerTarget, root: Path) -> tuple[subprocess.Popen[str], Path]:
+    """`agentctl run` of a long memory.write chain, returned once 20 steps succeeded."""
+    (root / "wf.yaml").write_text(_memory_chain(CHAIN_STEPS), encoding="utf-8")
+    db = root / "s" / "r.db"
+    how = target.invocation(["--output", "json", "run", "wf.yaml", "--db", "s/r.db"], root)
+    proc = _popen(["-m", "agentctl", *how.args], root, how.env)
+    deadline = time.monotonic() + 60
+    while _succeeded(target, db) < 20 and proc.poll() is None:
+        assert time.monotonic() < deadline, "the chain never started"
+        time.sleep(0.01)
+    assert proc.poll() is None, "the chain finished before it could be stopped"
+    return proc, db
+
+
+def _assert_stopped_midway(target: LedgerTarget, proc: subprocess.Popen[str], db: Path) -> None:
+    out, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err, err
+    assert proc.returncode == 130, (proc.returncode, out, err)
+    assert json.loads(out)["data"]["state"] == "cancelled"
+    assert _succeeded(target, db) < CHAIN_STEPS
+
+
 def test_sigint_lands_in_the_middle_of_an_in_process_effect_chain(
     ledger_target: LedgerTarget, tmp_path: Path
 ) -> None:
     """The signal handler runs while a chain of coordinator-side effects is being driven:
     the inline ledger calls still yield to the scheduler (at most every few ms, not after
     each step), so the run stops as cancelled long before its last step."""
-    (tmp_path / "wf.yaml").write_text(_memory_chain(CHAIN_STEPS), encoding="utf-8")
-    db = tmp_path / "s" / "r.db"
-    how = ledger_target.invocation(
-        ["--output", "json", "run", "wf.yaml", "--db", "s/r.db"], tmp_path
-    )
-    proc = _popen(["-m", "agentctl", *how.args], tmp_path, how.env)
-    deadline = time.monotonic() + 60
-    while _succeeded(ledger_target, db) < 20 and proc.poll() is None:
-        assert time.monotonic() < deadline, "the chain never started"
-        time.sleep(0.01)
-    assert proc.poll() is None, "the chain finished before it could be interrupted"
+    proc, db = _start_chain(ledger_target, tmp_path)
     os.kill(proc.pid, signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    assert "Traceback" not in err, err
-    assert proc.returncode == 130, (proc.returncode, out, err)
-    assert json.loads(out)["data"]["state"] == "cancelled"
-    assert _succeeded(ledger_target, db) < CHAIN_STEPS
+    _assert_stopped_midway(ledger_target, proc, db)
 
 
 def test_cancel_from_another_shell_lands_in_the_middle_of_an_in_process_effect_chain(
@@ -166,23 +174,9 @@ def test_cancel_from_another_shell_lands_in_the_middle_of_an_in_process_effect_c
     """`agentctl cancel` while a chain of coordinator-side effects is driven: the cancel
     watcher (a ledger read in its thread) gets its turn although the drive's ledger calls run
     inline — they yield to the scheduler every few ms — so the run stops as cancelled."""
-    (tmp_path / "wf.yaml").write_text(_memory_chain(CHAIN_STEPS), encoding="utf-8")
-    db = tmp_path / "s" / "r.db"
-    how = ledger_target.invocation(
-        ["--output", "json", "run", "wf.yaml", "--db", "s/r.db"], tmp_path
-    )
-    proc = _popen(["-m", "agentctl", *how.args], tmp_path, how.env)
-    deadline = time.monotonic() + 60
-    while _succeeded(ledger_target, db) < 20 and proc.poll() is None:
-        assert time.monotonic() < deadline, "the chain never started"
-        time.sleep(0.01)
-    assert proc.poll() is None, "the chain finished before it could be cancelled"
+    proc, db = _start_chain(ledger_target, tmp_path)
     run_id = str(ledger_target.sql(db, "SELECT run_id FROM runs")[0][0])
     asked = ledger_target.invocation(["cancel", run_id, "--db", "s/r.db"], tmp_path)
     cancel = _popen(["-m", "agentctl", *asked.args], tmp_path, asked.env)
     assert cancel.wait(timeout=60) == 0, cancel.communicate()
-    out, err = proc.communicate(timeout=60)
-    assert "Traceback" not in err, err
-    assert proc.returncode == 130, (proc.returncode, out, err)
-    assert json.loads(out)["data"]["state"] == "cancelled"
-    assert _succeeded(ledger_target, db) < CHAIN_STEPS
+    _assert_stopped_midway(ledger_target, proc, db)
