@@ -36,16 +36,19 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import signal
 import socket
 import subprocess
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import psutil
 import trio
 
+from agentctl.coordinator.poolwait import FragmentSink, HangWatch, PendingReply
+from agentctl.coordinator.poolwait import HandleSink as HandleSink  # part of the pool's API
 from agentctl.coordinator.workerproc import ChildProcess, signal_tree
 from agentctl.coordinator.workerstart import Prestarted, worker_argv
 from agentctl.core import registry
@@ -71,48 +74,6 @@ TERM_GRACE_S = 1.0
 # Beyond an effect's own timeout, before its worker counts as hung (operators may tune it).
 ANSWER_GRACE_S = float(os.environ.get("AGENTCTL_ANSWER_GRACE_SECONDS", "10"))
 WORKER_LOST = "WorkerLost"
-# Persists one fragment of a streaming effect; raises AgentctlError when it cannot.
-FragmentSink = Callable[[StreamFragment], Awaitable[None]]
-
-
-# Persists a worker's mid-effect ``RemoteHandle`` durably; raises AgentctlError if it cannot.
-HandleSink = Callable[[RemoteHandle], Awaitable[None]]
-
-
-class _Reply:
-    """One ``execute``'s slot: its reply once known, its sinks, and its task while it waits.
-
-    Waking is a bare reschedule of the parked task (no ``Event``): ``resolve`` wakes it with
-    its answer, ``nudge`` wakes it to take over reading the socket.
-    """
-
-    __slots__ = ("_task", "on_fragment", "on_handle", "value")
-
-    def __init__(self, on_fragment: FragmentSink | None, on_handle: HandleSink | None) -> None:
-        self.value: Result | Failure | None = None
-        self.on_fragment = on_fragment
-        self.on_handle = on_handle
-        self._task: trio.lowlevel.Task | None = None
-
-    def resolve(self, value: Result | Failure) -> None:
-        if self.value is None:
-            self.value = value
-            self.nudge()
-
-    def nudge(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            trio.lowlevel.reschedule(task)
-
-    async def park(self) -> None:
-        """Wait until resolved or nudged (or cancelled)."""
-        self._task = trio.lowlevel.current_task()
-
-        def abort(_: object) -> trio.lowlevel.Abort:
-            self._task = None
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        await trio.lowlevel.wait_task_rescheduled(abort)
 
 
 @dataclass
@@ -120,7 +81,7 @@ class _Worker:
     proc: ChildProcess
     channel: FrameChannel
     create_time: float
-    pending: dict[str, _Reply] = field(default_factory=dict)
+    pending: dict[str, PendingReply] = field(default_factory=dict)
     lost: bool = False
     reading: bool = False  # one waiting ``execute`` is reading the socket
 
@@ -157,6 +118,7 @@ class WorkerPool:
         self._workers: list[_Worker] = []
         self._lock = trio.Lock()
         self._closed = False
+        self._hang_watch = HangWatch(self._expire_hung)
         self.trace_id: str | None = None  # stamped on each Execute (the provider's traceparent)
 
     def worker_pids(self) -> list[int]:
@@ -190,17 +152,17 @@ class WorkerPool:
         acknowledged once it returns (a refusal tells the worker the handle is not durable).
         """
         msg = self._addressed(msg)
-        worker, reply = await self._assign(msg.effect_id, _Reply(on_fragment, on_handle))
+        limit = msg.timeout_seconds + ANSWER_GRACE_S
+        worker, reply = await self._assign(
+            msg.effect_id, PendingReply(on_fragment, on_handle, limit)
+        )
         try:
             await worker.channel.send(msg)
         except ProtocolError as exc:
             self._lose(worker, exc.message)
-        limit = msg.timeout_seconds + ANSWER_GRACE_S
         try:
-            with trio.CancelScope(deadline=trio.current_time() + limit):
-                await self._await_reply(worker, reply)
-            if reply.value is None:
-                self._lose(worker, f"no answer within {limit:g}s")
+            # The deadline is the pool's one timer's (``_expire_hung``): no scope per call.
+            await self._await_reply(worker, reply)
         except BaseException:
             worker.pending.pop(msg.effect_id, None)
             with trio.CancelScope(shield=True), trio.move_on_after(TERM_GRACE_S):
@@ -209,23 +171,27 @@ class WorkerPool:
         assert reply.value is not None
         return reply.value
 
-    async def _await_reply(self, worker: _Worker, reply: _Reply) -> None:
+    async def _await_reply(self, worker: _Worker, reply: PendingReply) -> None:
         """Wait for ``reply``, reading the worker's frames while no other caller reads them.
 
         The caller that reads gets its own reply in the pass that read it (no reader task to
         wake it). Whoever stops reading — answered, cancelled or lost — wakes one other
         waiting caller to read on, so while any effect is pending somebody reads.
         """
+        # A lone effect's reply cannot be there before the worker ran it: wait, then read.
+        awaited = len(worker.pending) == 1
         try:
             while reply.value is None:
                 if worker.reading:
                     await reply.park()
+                    awaited = False
                     continue
                 worker.reading = True
                 try:
-                    await self._read_one(worker)
+                    await self._read_one(worker, awaited)
                 finally:
                     worker.reading = False
+                awaited = False
         finally:
             if not worker.reading:
                 for other in worker.pending.values():
@@ -262,20 +228,36 @@ class WorkerPool:
                 for _ in range(missing):
                     nursery.start_soon(self._spawn)
 
-    async def _assign(self, effect_id: str, reply: _Reply) -> tuple[_Worker, _Reply]:
+    async def _assign(self, effect_id: str, reply: PendingReply) -> tuple[_Worker, PendingReply]:
         # Without an await between choosing a worker and recording the effect, nothing can
         # interleave: the lock (a pass of the scheduler) is needed only to start a worker.
         if not self._lock.locked():
             worker = self._choose(effect_id)
             if worker is not None:
-                worker.pending[effect_id] = reply
-                return worker, reply
+                return self._record(worker, effect_id, reply)
         async with self._lock:
             worker = self._choose(effect_id)
             if worker is None:
                 worker = await self._spawn()
-            worker.pending[effect_id] = reply
-            return worker, reply
+            return self._record(worker, effect_id, reply)
+
+    def _record(
+        self, worker: _Worker, effect_id: str, reply: PendingReply
+    ) -> tuple[_Worker, PendingReply]:
+        worker.pending[effect_id] = reply
+        self._hang_watch.expect(reply, self._nursery)
+        return worker, reply
+
+    def _expire_hung(self, now: float) -> float:
+        """Lose each worker with a call past its deadline; the earliest deadline left."""
+        earliest = math.inf
+        for worker in list(self._workers):
+            for reply in worker.pending.values():
+                if reply.deadline <= now:
+                    self._lose(worker, f"no answer within {reply.limit:g}s")
+                    break
+                earliest = min(earliest, reply.deadline)
+        return earliest
 
     def _choose(self, effect_id: str) -> _Worker | None:
         """An idle worker, else None if another may start, else the least loaded one."""
@@ -342,10 +324,10 @@ class WorkerPool:
             await worker.channel.aclose()
         raise AgentctlError(f"worker process {worker.pid} failed to start: {reason}")
 
-    async def _read_one(self, worker: _Worker) -> None:
+    async def _read_one(self, worker: _Worker, awaited: bool = False) -> None:
         """Read one frame of ``worker``'s and deliver it; a broken worker is lost."""
         try:
-            msg = await worker.channel.receive()
+            msg = await worker.channel.receive(awaited=awaited)
             if isinstance(msg, Result | Failure):
                 reply = worker.pending.pop(msg.effect_id, None)
                 if reply is not None:  # else its caller gave up: a late reply is dropped
@@ -404,6 +386,7 @@ class WorkerPool:
         for effect_id, reply in pending.items():
             reply.resolve(_lost_failure(effect_id, worker.pid, reason))
         signal_tree(worker.pid, signal.SIGKILL, session=True)
+        worker.channel.abandon()  # a caller reading or sending now returns at once
         self._workers = [w for w in self._workers if w is not worker]
         self._write_registry()
         self._nursery.start_soon(self._reap, worker)

@@ -82,6 +82,7 @@ class _SocketIO:
 
     def __init__(self, stream: trio.SocketStream) -> None:
         self._sock = stream.socket
+        self._poller: select.poll | None = None  # for ``hung_up``: registered once
 
     def _fd(self) -> int:
         fd = self._sock.fileno()
@@ -89,8 +90,12 @@ class _SocketIO:
             raise trio.ClosedResourceError("the frame channel is closed")
         return fd
 
-    async def receive_some(self, max_bytes: int) -> bytes:
-        await trio.lowlevel.checkpoint_if_cancelled()
+    async def receive_some(self, max_bytes: int, *, awaited: bool = False) -> bytes:
+        if awaited:  # nothing can be there yet: park first, and save a read that fails
+            self._fd()  # closed: raise as a read would
+            await trio.lowlevel.wait_readable(self._sock)  # a checkpoint itself
+        else:
+            await trio.lowlevel.checkpoint_if_cancelled()
         while True:
             try:
                 return os.read(self._fd(), max_bytes)
@@ -107,11 +112,17 @@ class _SocketIO:
     async def wait_writable(self) -> None:
         await trio.lowlevel.wait_writable(self._sock)
 
+    def wake_waiters(self) -> None:
+        if self._sock.fileno() >= 0:
+            trio.lowlevel.notify_closing(self._sock)
+
     def hung_up(self) -> bool:
         """Whether the peer closed its end (or the socket failed), asked without waiting."""
-        poller = select.poll()
-        poller.register(self._fd(), _HUNG_UP)
-        return any(events & _HUNG_UP for _, events in poller.poll(0))
+        fd = self._fd()  # raises once closed: a kept registration never outlives the socket
+        if self._poller is None:
+            self._poller = select.poll()
+            self._poller.register(fd, _HUNG_UP)
+        return any(events & _HUNG_UP for _, events in self._poller.poll(0))
 
 
 class FrameChannel:
@@ -154,7 +165,11 @@ class FrameChannel:
                 await self._io.wait_writable()
             view = view[sent:]
 
-    async def receive(self) -> Message | None:
+    async def receive(self, *, awaited: bool = False) -> Message | None:
+        """The next frame (None at a clean EOF). ``awaited``: the caller just sent what the peer
+        must answer first, so an empty buffer means nothing has come yet — the first wait is
+        for the socket to turn readable, not a read that would fail (a hint: either way is
+        correct, this one costs one system call less when it holds)."""
         buffer = self._buffer
         while True:
             if len(buffer) >= _HEADER.size:
@@ -169,7 +184,8 @@ class FrameChannel:
                 missing = end - len(buffer)
             else:
                 missing = _HEADER.size - len(buffer)
-            chunk = await self._receive_some(missing)
+            chunk = await self._receive_some(missing, awaited and not buffer)
+            awaited = False
             if not chunk:
                 if not buffer:
                     return None  # a clean EOF, at a frame boundary
@@ -189,14 +205,21 @@ class FrameChannel:
         except _LOST:
             return True
 
+    def abandon(self) -> None:
+        """Wake every task waiting to read or write this channel: each gets ``ProtocolError``
+        as if the connection were lost. For an owner that has given the peer up (it is being
+        killed); the socket itself stays open until ``aclose``. Nothing to do off a socket."""
+        if self._io is not None:
+            self._io.wake_waiters()
+
     async def aclose(self) -> None:
         await self._stream.aclose()
 
-    async def _receive_some(self, count: int) -> bytes | bytearray:
+    async def _receive_some(self, count: int, awaited: bool) -> bytes | bytearray:
         size = max(_READ_CHUNK, count)
         try:
             if self._io is not None:
-                return await self._io.receive_some(size)
+                return await self._io.receive_some(size, awaited=awaited)
             return await self._stream.receive_some(size)
         except _LOST as exc:
             raise ProtocolError(f"connection lost while receiving: {exc}") from exc

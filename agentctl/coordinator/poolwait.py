@@ -1,0 +1,95 @@
+"""How a ``WorkerPool.execute`` waits: its reply slot, and the one timer behind every call's
+hung-worker deadline.
+
+Invariants:
+- a ``PendingReply`` is resolved at most once; waking its caller is a bare reschedule of the
+  parked task (no ``Event``), for its answer (``resolve``) or to take over reading
+  (``nudge``);
+- every pending call has a deadline (its effect's timeout plus the pool's grace, from when the
+  call was recorded); ``HangWatch`` is asleep until the earliest deadline it was told of, never
+  later, then asks its owner to lose the workers that are overdue and sleeps until the next
+  deadline still pending. One timer per pool instead of a cancel scope per call: a call costs a
+  comparison, and the timer wakes about once per effect timeout while effects run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+
+import trio
+
+from agentctl.mailbox.messages import Failure, RemoteHandle, Result, StreamFragment
+
+# Persists one fragment of a streaming effect; raises AgentctlError when it cannot.
+FragmentSink = Callable[[StreamFragment], Awaitable[None]]
+# Persists a worker's mid-effect ``RemoteHandle`` durably; raises AgentctlError if it cannot.
+HandleSink = Callable[[RemoteHandle], Awaitable[None]]
+
+
+class PendingReply:
+    """One ``execute``'s slot: its reply once known, its sinks, its deadline, and its task
+    while it waits."""
+
+    __slots__ = ("_task", "deadline", "limit", "on_fragment", "on_handle", "value")
+
+    def __init__(
+        self, on_fragment: FragmentSink | None, on_handle: HandleSink | None, limit: float
+    ) -> None:
+        self.value: Result | Failure | None = None
+        self.on_fragment = on_fragment
+        self.on_handle = on_handle
+        self.limit = limit  # seconds the worker has to answer, once the call is recorded
+        self.deadline = math.inf
+        self._task: trio.lowlevel.Task | None = None
+
+    def resolve(self, value: Result | Failure) -> None:
+        if self.value is None:
+            self.value = value
+            self.nudge()
+
+    def nudge(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            trio.lowlevel.reschedule(task)
+
+    async def park(self) -> None:
+        """Wait until resolved or nudged (or cancelled)."""
+        self._task = trio.lowlevel.current_task()
+
+        def abort(_: object) -> trio.lowlevel.Abort:
+            self._task = None
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+
+
+class HangWatch:
+    """The pool's one timer: ``expire(now)`` runs at or after every deadline it was told of.
+
+    ``expire`` loses the overdue workers and returns the earliest deadline still pending
+    (``math.inf`` for none); it must not await, so no call is recorded while it looks.
+    """
+
+    def __init__(self, expire: Callable[[float], float]) -> None:
+        self._expire = expire
+        self._next = math.inf
+        self._scope = trio.CancelScope()
+        self._started = False
+
+    def expect(self, reply: PendingReply, nursery: trio.Nursery) -> None:
+        """Give ``reply`` its deadline and make sure the timer wakes by then."""
+        reply.deadline = deadline = trio.current_time() + reply.limit
+        if deadline >= self._next:
+            return  # the timer wakes earlier anyway (the usual case: nothing to do)
+        self._next = self._scope.deadline = deadline
+        if not self._started:
+            self._started = True
+            nursery.start_soon(self._run)
+
+    async def _run(self) -> None:
+        while True:
+            with self._scope:
+                await trio.sleep_forever()
+            self._next = self._expire(trio.current_time())
+            self._scope = trio.CancelScope(deadline=self._next)
