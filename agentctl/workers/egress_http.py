@@ -34,7 +34,7 @@ import httpx2
 from agentctl.core.egress_rules import Target
 from agentctl.errors import NetworkPolicyError, ResponseTooLargeError
 from agentctl.workers.egress import EgressPolicy, Resolver, check_url, resolve_checked
-from agentctl.workers.tracecontext import CURRENT_TRACEPARENT
+from agentctl.workers.tracecontext import current_traceparent
 
 Pins = Mapping[tuple[str, int], tuple[str, ...]]
 
@@ -225,7 +225,7 @@ class EgressTransport(httpx2.AsyncHTTPTransport):
         ):
             raise NetworkPolicyError(f"egress to {request.url.host} was not checked by policy")
         request.headers["Accept-Encoding"] = "identity"
-        parent = CURRENT_TRACEPARENT.get()
+        parent = current_traceparent()
         if parent is not None and "traceparent" not in request.headers:
             request.headers["traceparent"] = parent
         response = await super().handle_async_request(request)

@@ -5,8 +5,10 @@ Invariants:
 - the first frame a worker sends is ``Hello``; afterwards exactly one ``Result`` or
   ``Failure`` per ``Execute`` (unless the worker dies, which the coordinator treats as loss),
   preceded by any ``RemoteHandle`` frames the effect sent mid-way (``workers.remote``);
-- effects run concurrently in the worker's nursery, each under its own cancel scope, so
-  ``Cancel`` stops exactly one effect (reported uncertain: it had started);
+- effects run concurrently in the worker's nursery; an effect that blocks runs under its
+  own cancel scope (its reader task's, taken over when it blocks), so ``Cancel`` stops
+  exactly one effect (reported uncertain: it had started); effects answered at once share
+  their reader's scope, which nothing can cancel while they run (no frame is read then);
 - socket EOF or a protocol error cancels every effect — killing their process trees — and the
   worker exits; ``Shutdown`` stops reading, lets running effects finish, then exits;
 - an executor bug never kills the worker: it becomes an uncertain ``Failure``;
@@ -20,11 +22,12 @@ Invariants:
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import socket
 import types
 from collections.abc import Callable, Coroutine, Generator
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import trio
 
@@ -46,52 +49,58 @@ from agentctl.mailbox.messages import (
 from agentctl.workers.executors import (
     CURRENT_DISPATCH,
     Dispatch,
-    ExecOutcome,
     FailedEffect,
     UncertainEffect,
     executor_for,
 )
 from agentctl.workers.remote import CURRENT_LINK, HandleLink
 from agentctl.workers.stream import StreamSink, bind_sink
-from agentctl.workers.tracecontext import CURRENT_TRACEPARENT, traceparent
+from agentctl.workers.tracecontext import CURRENT_SPAN
+
+T = TypeVar("T")
 
 
-async def _execute(msg: Execute, scope: trio.CancelScope) -> ExecOutcome | None:
-    """Run ``msg``'s executor under ``scope``; None if the scope cancelled it.
+class _Effect(Dispatch):
+    """One ``Execute`` being run: its deadline once its executor is loaded, what its executor
+    reported about its request (it is the effect's ``Dispatch``), and its stream sink, made
+    when the executor first asks for it (it is the effect's ``SinkSource``)."""
 
-    One scope per effect serves both ways it can end early: a ``Cancel`` from the coordinator
-    cancels it, and its deadline is the effect's timeout, set once the executor is loaded (the
-    timeout bounds the effect, not the worker's first import of its executor).
+    def __init__(self, msg: Execute, channel: FrameChannel, sinks: dict[str, StreamSink]):
+        super().__init__()
+        self.msg = msg
+        self.deadline = math.inf
+        self._channel = channel
+        self._sinks = sinks  # the worker's, so that a StreamAck finds the sink
+
+    def sink(self) -> StreamSink:
+        made = self._sinks.get(self.msg.effect_id)
+        if made is None:
+            made = self._sinks[self.msg.effect_id] = StreamSink(self._channel, self.msg.effect_id)
+        return made
+
+
+async def _attempt(effect: _Effect) -> Result | Failure:
+    """Run ``effect``'s executor and turn what it returns or raises into the reply.
+
+    Cancellation passes through: the reader task's scope that runs the effect catches it, and
+    ``_interrupted`` then says what it means. The timeout is counted from when the executor is
+    loaded (it bounds the effect, not the worker's first import of its executor).
     """
-    with scope:
-        executor = executor_for(msg)
-        scope.deadline = trio.current_time() + msg.timeout_seconds
-        return await executor(msg)
-    return None
-
-
-async def _reply_for(msg: Execute, scope: trio.CancelScope) -> Result | Failure:
-    dispatch = Dispatch()
-    CURRENT_DISPATCH.set(dispatch)
-    CURRENT_TRACEPARENT.set(traceparent(msg.trace_id, msg.effect_id))
+    msg = effect.msg
+    CURRENT_DISPATCH.set(effect)
+    CURRENT_SPAN.set(msg)
+    bind_sink(effect)
     try:
-        outcome = await _execute(msg, scope)
-        if outcome is not None:
-            return Result(
-                effect_id=msg.effect_id,
-                output=outcome.output,
-                usage=outcome.usage,
-                artifacts=outcome.artifacts,
-                protocol=outcome.protocol,
-            )
-        if trio.current_time() < scope.deadline:
-            cancelled = CancelledRunError("effect cancelled after it started")
-            return failure_from_error(msg.effect_id, cancelled.to_wire(), uncertain=True)
-        expired = f"effect timed out after {msg.timeout_seconds} s"
-        if dispatch.known_unsent:
-            # Nothing left this process: the effect did not happen, so trying again is safe.
-            raise RunFailedError(f"{expired}, before its request was sent", retryable=True)
-        raise UncertainEffect(RunFailedError(expired))
+        executor = executor_for(msg)
+        effect.deadline = trio.current_time() + msg.timeout_seconds
+        outcome = await executor(msg)
+        return Result(
+            effect_id=msg.effect_id,
+            output=outcome.output,
+            usage=outcome.usage,
+            artifacts=outcome.artifacts,
+            protocol=outcome.protocol,
+        )
     except UncertainEffect as exc:
         wire = exc.error.to_wire()
         return failure_from_error(msg.effect_id, wire, uncertain=True, protocol=exc.protocol)
@@ -104,6 +113,31 @@ async def _reply_for(msg: Execute, scope: trio.CancelScope) -> Result | Failure:
         return failure_from_error(msg.effect_id, err.to_wire(), uncertain=True)
 
 
+def _interrupted(effect: _Effect) -> Failure:
+    """The reply of an effect its scope stopped: a ``Cancel``, or its timeout."""
+    effect_id = effect.msg.effect_id
+    if trio.current_time() < effect.deadline:
+        cancelled = CancelledRunError("effect cancelled after it started")
+        return failure_from_error(effect_id, cancelled.to_wire(), uncertain=True)
+    expired = f"effect timed out after {effect.msg.timeout_seconds} s"
+    if effect.known_unsent:
+        # Nothing left this process: the effect did not happen, so trying again is safe.
+        err = RunFailedError(f"{expired}, before its request was sent", retryable=True)
+        return failure_from_error(effect_id, err.to_wire())
+    return failure_from_error(effect_id, RunFailedError(expired).to_wire(), uncertain=True)
+
+
+class _Blocked:
+    """The effect that blocked in a reader task (it owns that task's scope from then on) and,
+    once it finished, its reply; None while the task only read and answered at once."""
+
+    __slots__ = ("effect", "reply")
+
+    def __init__(self) -> None:
+        self.effect: _Effect | None = None
+        self.reply: Result | Failure | None = None
+
+
 class _Worker:
     def __init__(self, channel: FrameChannel, nursery: trio.Nursery) -> None:
         self.channel = channel
@@ -112,17 +146,83 @@ class _Worker:
         self.sinks: dict[str, StreamSink] = {}
         self.link = HandleLink(channel)
 
-    async def run_effect(self, msg: Execute) -> None:
-        scope = self.scopes[msg.effect_id]
-        sink = self.sinks[msg.effect_id] = StreamSink(self.channel, msg.effect_id)
-        bind_sink(sink)
+    async def serve(self) -> None:
+        """Read messages until EOF, error or Shutdown, running each ``Execute`` in this task.
+
+        An effect starts in the scheduler pass that read its frame, inside this task's one
+        cancel scope. Effects answered at once share it (nothing can cancel it while they
+        run: a ``Cancel`` is read only when they have finished), so they cost no scope of
+        their own; the first effect that blocks takes it over — its deadline becomes the
+        effect's timeout, a new reader starts (``_run_handing_over``) and this task ends with
+        the effect, sending its reply once outside the scope (a timeout never cuts a frame).
+        """
+        scope = trio.CancelScope()
+        blocked = _Blocked()
+        with scope:
+            await self._read(scope, blocked)
+        if blocked.effect is not None:
+            reply = blocked.reply
+            await self._reply(reply if reply is not None else _interrupted(blocked.effect))
+
+    async def _read(self, scope: trio.CancelScope, blocked: _Blocked) -> None:
+        awaited = False  # answered, and nothing else runs here: the next frame comes later
+        while True:
+            try:
+                msg = await self.channel.receive(awaited=awaited)
+            except ProtocolError:
+                msg = None
+            if msg is None:
+                self.nursery.cancel_scope.cancel()
+                return
+            if isinstance(msg, Shutdown):
+                return
+            awaited = False
+            if isinstance(msg, Execute):
+                if self._admit(msg, scope) and await self._run_here(msg, scope, blocked):
+                    return
+                awaited = not self.scopes
+            elif isinstance(msg, Cancel) and msg.effect_id in self.scopes:
+                self.scopes[msg.effect_id].cancel()
+            elif isinstance(msg, StreamAck) and msg.effect_id in self.sinks:
+                self.sinks[msg.effect_id].acknowledge_nowait(msg)
+            elif isinstance(msg, RemoteHandleAck):
+                self.link.acknowledge(msg)
+
+    async def _run_here(self, msg: Execute, scope: trio.CancelScope, blocked: _Blocked) -> bool:
+        """Run ``msg`` in this task; True if this task stopped reading (it blocked)."""
+        effect = _Effect(msg, self.channel, self.sinks)
+
+        def on_block() -> None:
+            blocked.effect = effect  # the scope is the effect's own from now on
+            scope.deadline = effect.deadline  # set: loading the executor does not block
+            self.nursery.start_soon(self.serve)
+
         try:
-            reply = await _reply_for(msg, scope)
+            reply = await _run_handing_over(_attempt(effect), on_block)
         finally:
             # Forget the effect before replying: once the reply is on the wire the
             # coordinator may legitimately send the same id again (a new execution).
             self.scopes.pop(msg.effect_id, None)
             self.sinks.pop(msg.effect_id, None)
+        if blocked.effect is not None:
+            blocked.reply = reply  # sent by ``serve`` once out of the scope
+            return True
+        return await self._answer_here(reply)
+
+    async def _answer_here(self, reply: Result | Failure) -> bool:
+        """Send an effect's reply from this task; True if the send blocked (then a new reader
+        started, as for an effect that blocks: this task cannot read meanwhile)."""
+        handed_over = False
+
+        def on_block() -> None:
+            nonlocal handed_over
+            handed_over = True
+            self.nursery.start_soon(self.serve)
+
+        await _run_handing_over(self._reply(reply), on_block)
+        return handed_over
+
+    async def _reply(self, reply: Result | Failure) -> None:
         crash_point(CrashPoint.WORKER_BEFORE_RESULT)
         try:
             await self._send(reply)
@@ -140,60 +240,29 @@ class _Worker:
             else:
                 raise
 
-    async def serve(self) -> None:
-        """Read messages until EOF, error or Shutdown, running each ``Execute`` in this task.
-
-        An effect starts in the scheduler pass that read its frame. One that finishes without
-        blocking (answered at once) leaves this task reading on; one that blocks first starts
-        a new reader (``_run_handing_over``) and this task ends with its effect. Only one task
-        reads at a time.
-        """
-        while True:
-            try:
-                msg = await self.channel.receive()
-            except ProtocolError:
-                msg = None
-            if msg is None:
-                self.nursery.cancel_scope.cancel()
-                return
-            if isinstance(msg, Shutdown):
-                return
-            if isinstance(msg, Execute):
-                if self._admit(msg) and await _run_handing_over(
-                    self.run_effect(msg), lambda: self.nursery.start_soon(self.serve)
-                ):
-                    return
-            elif isinstance(msg, Cancel) and msg.effect_id in self.scopes:
-                self.scopes[msg.effect_id].cancel()
-            elif isinstance(msg, StreamAck) and msg.effect_id in self.sinks:
-                self.sinks[msg.effect_id].acknowledge_nowait(msg)
-            elif isinstance(msg, RemoteHandleAck):
-                self.link.acknowledge(msg)
-
-    def _admit(self, msg: Execute) -> bool:
+    def _admit(self, msg: Execute, scope: trio.CancelScope) -> bool:
         """Record ``msg``'s effect as running here; False for a duplicate of a running one."""
         if msg.effect_id in self.scopes:
             return False
         crash_point(CrashPoint.WORKER_BEFORE_EXECUTE)
-        self.scopes[msg.effect_id] = trio.CancelScope()
+        self.scopes[msg.effect_id] = scope
         return True
 
 
 @types.coroutine
 def _run_handing_over(
-    effect: Coroutine[Any, Any, None], on_block: Callable[[], None]
-) -> Generator[Any, Any, bool]:
+    effect: Coroutine[Any, Any, T], on_block: Callable[[], None]
+) -> Generator[Any, Any, T]:
     """Await ``effect`` in this task, calling ``on_block`` just before it first blocks.
 
     The same as ``await effect`` (whatever it yields to trio is trio's, sent back as it
-    was), except that its first step is taken here: so the caller learns whether the effect
-    blocked (True) or finished at once (False), and a new reader is started only for an
-    effect that blocks — it is running in this task, which cannot read meanwhile.
+    was), except that its first step is taken here: so ``on_block`` runs only for an effect
+    that blocks — a new reader is started only then, since this task cannot read meanwhile.
     """
     try:
         trap = effect.send(None)
-    except StopIteration:
-        return False
+    except StopIteration as done:
+        return cast(T, done.value)
     on_block()
     while True:
         try:
@@ -204,13 +273,13 @@ def _run_handing_over(
         except BaseException as exc:  # thrown in by trio (e.g. KeyboardInterrupt): pass it on
             try:
                 trap = effect.throw(exc)
-            except StopIteration:
-                return True
+            except StopIteration as done:
+                return cast(T, done.value)
         else:
             try:
                 trap = effect.send(sent)
-            except StopIteration:
-                return True
+            except StopIteration as done:
+                return cast(T, done.value)
 
 
 def _preload(modules: tuple[str, ...]) -> None:

@@ -1,7 +1,8 @@
 """The awaited sink a streaming executor hands each fragment of a model answer to.
 
-``serve.py`` binds one ``StreamSink`` per running effect (a context variable, so an executor
-finds its own with ``current_sink()``); ``emit`` sends a ``StreamFragment`` to the coordinator
+``serve.py`` binds a ``SinkSource`` per running effect (a context variable, so an executor
+finds its own with ``current_sink()``, made on that first call: an effect that streams nothing
+costs no sink); ``emit`` sends a ``StreamFragment`` to the coordinator
 and returns only when the coordinator's ``StreamAck`` says it is persisted.
 
 Invariants:
@@ -15,6 +16,7 @@ Invariants:
 from __future__ import annotations
 
 from contextvars import ContextVar
+from typing import Protocol
 
 import trio
 
@@ -78,15 +80,22 @@ def _lost(message: str) -> UncertainEffect:
     return UncertainEffect(ProviderError(f"streamed answer interrupted: {message}"))
 
 
-_current: ContextVar[StreamSink | None] = ContextVar("agentctl_stream_sink", default=None)
+class SinkSource(Protocol):
+    """Makes (once) and gives the sink of one running effect."""
+
+    def sink(self) -> StreamSink: ...
+
+
+_current: ContextVar[SinkSource | None] = ContextVar("agentctl_stream_sink", default=None)
 
 
 def current_sink() -> StreamSink | None:
     """The sink of the effect running in this task, if the worker bound one."""
-    return _current.get()
+    source = _current.get()
+    return None if source is None else source.sink()
 
 
-def bind_sink(sink: StreamSink) -> None:
-    """Bind ``sink`` for the rest of the calling trio task: every effect binds its own before
-    it runs (effects answered at once may run one after another in the same reader task)."""
-    _current.set(sink)
+def bind_sink(source: SinkSource) -> None:
+    """Bind ``source`` for the rest of the calling trio task: every effect binds its own
+    before it runs (effects answered at once may run one after another in one reader task)."""
+    _current.set(source)

@@ -14,14 +14,15 @@ import json, sys, trio
 from tests.providers import fixtures as fx
 from tests.providers.fixtures import FixtureServer, Reply
 from tests.providers.test_provider_adapters import ASK, BY_KIND, execute, request_for
-from agentctl.workers.serve import _execute
+from agentctl.workers.executors import executor_for
 
 server = FixtureServer()
 texts = []
 for kind in ("openai", "azure_openai"):
     d = BY_KIND[kind]
     server.script(Reply(body=fx.openai_text("hi from " + kind)))
-    outcome = trio.run(_execute, execute(d, request_for(d, server, ASK)), trio.CancelScope())
+    msg = execute(d, request_for(d, server, ASK))
+    outcome = trio.run(executor_for(msg), msg)
     texts.append(outcome.output["text"])
 server.close()
 print(json.dumps({"texts": texts, "sdk": "openai" in sys.modules}))

@@ -190,6 +190,34 @@ async def test_cancel_stops_one_effect_and_reports_uncertain(
     assert _gone(pid)
 
 
+async def test_effects_answered_at_once_leave_the_next_ones_timeout_and_cancel_intact(
+    worker: WorkerUnderTest, tmp_path: Path
+) -> None:
+    # Effects answered at once share their reader's cancel scope; the one that blocks next
+    # in that reader takes it over, with its own timeout, and a Cancel reaches only it.
+    (tmp_path / "a.txt").write_text("a")
+    read = {"workspace": str(tmp_path), "path": "a.txt"}
+    for _ in range(3):  # refused before they start: answered at once, in the reader's scope
+        assert isinstance(await worker.call(_exec("test.unknown", {})), Failure)
+    slow = _sleeper(tmp_path, "slow").model_copy(update={"timeout_seconds": 1})
+    timed_out = await worker.call(slow)
+    assert isinstance(timed_out, Failure) and timed_out.uncertain
+    assert "timed out after 1" in timed_out.error.message
+    assert _gone(int((tmp_path / "slow.pid").read_text()))
+    for _ in range(3):
+        assert isinstance(await worker.call(_exec("test.unknown", {})), Failure)
+        assert isinstance(await worker.call(_exec("builtin.read", read)), Result)
+    await worker.channel.send(_sleeper(tmp_path, "kept"))
+    await worker.channel.send(_sleeper(tmp_path, "cancelled"))
+    kept, pid = await _pid_from(tmp_path / "kept.pid"), await _pid_from(tmp_path / "cancelled.pid")
+    await worker.channel.send(Cancel(effect_id="cancelled"))
+    reply = await worker.channel.receive()
+    assert isinstance(reply, Failure) and reply.effect_id == "cancelled" and reply.uncertain
+    assert "cancelled" in reply.error.message and _gone(pid)
+    assert psutil.Process(kept).status() != psutil.STATUS_ZOMBIE
+    assert isinstance(await worker.call(_exec("builtin.read", read)), Result)
+
+
 async def test_eof_kills_running_children_and_the_worker_exits(
     worker: WorkerUnderTest, tmp_path: Path
 ) -> None:
