@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import pytest
 import trio
 
+from agentctl.coordinator import workerpool
 from agentctl.coordinator.workerpool import open_worker_pool
 from agentctl.coordinator.workerproc import kill_stale_workers
 from agentctl.mailbox import Execute, Failure, Result
@@ -118,6 +120,39 @@ async def test_killed_worker_resolves_as_uncertain_worker_lost(tmp_path: Path) -
         fresh = await pool.execute(_shell(tmp_path, "echo again"))
         assert isinstance(fresh, Result) and fresh.output["stdout"] == "again\n"
         assert pool.worker_pids() != [victim]
+
+
+async def test_a_frozen_worker_is_lost_at_its_effects_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pool's one timer: a call with a later deadline arms it first, the frozen worker's
+    # call with an earlier one must move it forward, and it keeps working after a loss.
+    monkeypatch.setattr(workerpool, "ANSWER_GRACE_S", 0.5)
+    async with open_worker_pool(1) as pool:
+        assert isinstance(await pool.execute(_shell(tmp_path, "true")), Result)  # 120 s + grace
+        result: list[Result | Failure] = []
+        frozen = _shell(tmp_path, f"echo $$ > {tmp_path}/p; exec sleep 60")
+
+        async def hung() -> None:
+            result.append(await pool.execute(frozen.model_copy(update={"timeout_seconds": 1})))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(hung)
+            child = await _pid_from(tmp_path / "p")
+            [victim] = pool.worker_pids()
+            os.kill(victim, signal.SIGSTOP)  # neither its own timeout nor any answer comes
+        [lost] = result
+        assert isinstance(lost, Failure) and lost.uncertain and lost.error.type == "WorkerLost"
+        assert "no answer within 1.5s" in lost.error.message
+        assert _gone(victim) and _gone(child)
+        again = frozen.model_copy(update={"effect_id": "after", "timeout_seconds": 1})
+        os.unlink(tmp_path / "p")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(lambda: pool.execute(again))
+            await _pid_from(tmp_path / "p")
+            [second] = pool.worker_pids()
+            os.kill(second, signal.SIGSTOP)
+        assert _gone(second)  # the timer, re-armed after the first loss, fired again
 
 
 async def test_malformed_frame_from_a_worker_keeps_the_pool_usable(tmp_path: Path) -> None:
