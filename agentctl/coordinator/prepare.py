@@ -250,6 +250,8 @@ def _build(
 def _with_secrets(rs: RunSettings, task: PlannedTask, built: Built) -> _Resolved:
     """Resolve secret references (``env`` names and pointer-named places such as MCP
     headers): values to the worker, source + SHA-256 recorded."""
+    if not built.secret_refs and not built.secret_env:
+        return _Resolved(built.recorded, built.request, ())  # most effects: nothing to resolve
     context = (rs.plan.run.policy, rs.workspace, f"task {task.id}")
     pointed = secrets.resolve_pointers(built.recorded, built.request, built.secret_refs, context)
     recorded, request = pointed.recorded, pointed.request
