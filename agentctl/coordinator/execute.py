@@ -118,6 +118,9 @@ class EffectRunner:
     def _outcome(self, step: StartedEffect, done: Execution) -> EffectOutcome:
         budget = step.effect.budget
         spent = {dim: (done.usage or {}).get(dim, 0) for dim in budget} if budget else None
+        # A row this drive inserted: the ledger audits its status change from these columns
+        # (None: recorded by an earlier drive, whose trace the row keeps — the ledger reads it).
+        fresh = step.fresh
         return EffectOutcome(
             self.run_id,
             step.effect.effect_id,
@@ -129,6 +132,9 @@ class EffectRunner:
             self.trace_id,
             done.long_term_put,
             protocol=done.protocol,
+            task_id=step.task.id if fresh else None,
+            attempt=step.attempt if fresh else 0,
+            operation=step.effect.operation if fresh else None,
         )
 
     async def _local(self, step: StartedEffect, memory: Mapping[str, JsonValue]) -> LocalResult:

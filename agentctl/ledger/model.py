@@ -230,6 +230,11 @@ class EffectOutcome:
     long_term_put: MemoryPut | None = None
     tool_call_id: str | None = None
     protocol: ProtocolEvidence | None = None
+    # The effect row's own task, attempt and operation, when the caller inserted that row with
+    # this ``trace_id`` (a fresh effect step): its status UPDATE then returns no row to audit.
+    task_id: str | None = None
+    attempt: int = 0
+    operation: str | None = None
 
 
 @dataclass(frozen=True)
