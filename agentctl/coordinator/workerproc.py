@@ -31,7 +31,7 @@ import psutil
 
 from agentctl.coordinator.workerstart import Prestarted
 from agentctl.core.plan import Plan
-from agentctl.core.workload import workload
+from agentctl.core.workload import Workload, workload
 
 
 class ChildProcess(Protocol):
@@ -43,9 +43,11 @@ class ChildProcess(Protocol):
     async def wait(self) -> int: ...
 
 
-def pool_size(plan: Plan) -> int:
-    """The most workers ``plan``'s run uses (``core.workload``: I/O-bound effects share)."""
-    return workload(plan).pool_size(plan.max_concurrency, os.cpu_count() or 1)
+def pool_size(plan: Plan, needs: Workload | None = None) -> int:
+    """The most workers ``plan``'s run uses (``core.workload``: I/O-bound effects share);
+    ``needs``: its workload, when the caller has it (it walks every task)."""
+    needs = workload(plan) if needs is None else needs
+    return needs.pool_size(plan.max_concurrency, os.cpu_count() or 1)
 
 
 def _session_members(sid: int) -> list[psutil.Process]:
@@ -81,7 +83,7 @@ def prestart_workers(
     unadopted are killed on exit."""
     needs = workload(plan)
     prestarted = Prestarted(needs.modules()) if early is None else early
-    count = 0 if preview else min(needs.worker_tasks, pool_size(plan))
+    count = 0 if preview else min(needs.worker_tasks, pool_size(plan, needs))
     if count == 0:
         prestarted.close()
     # Any further worker preloads what the plan names (an early one guessed from the text).
