@@ -25,13 +25,16 @@ import json
 import os
 import signal
 from collections.abc import Iterator
-from typing import Any, Protocol
-
-import psutil
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentctl.coordinator.workerstart import Prestarted
 from agentctl.core.plan import Plan
 from agentctl.core.workload import Workload, workload
+
+# psutil (~5 ms to import) is imported by the functions that signal or find processes: a
+# run with no workers and no stale registry to clean never calls them.
+if TYPE_CHECKING:
+    import psutil
 
 
 class ChildProcess(Protocol):
@@ -51,6 +54,8 @@ def pool_size(plan: Plan, needs: Workload | None = None) -> int:
 
 
 def _session_members(sid: int) -> list[psutil.Process]:
+    import psutil  # see the top
+
     members = []
     for proc in psutil.process_iter():
         with contextlib.suppress(OSError, psutil.Error):
@@ -62,6 +67,8 @@ def _session_members(sid: int) -> list[psutil.Process]:
 def signal_tree(pid: int, sig: signal.Signals, *, session: bool = False) -> None:
     """Signal ``pid`` and all its descendants; with ``session``, every process of the session
     ``pid`` leads too — a worker's effect children stay in its session even once orphaned."""
+    import psutil  # see the top
+
     procs: list[psutil.Process] = []
     with contextlib.suppress(psutil.Error):
         root = psutil.Process(pid)
@@ -97,6 +104,8 @@ def prestart_workers(
 
 
 def _matches(pid: int, create_time: float) -> psutil.Process | None:
+    import psutil  # see the top
+
     try:
         proc = psutil.Process(pid)
         if abs(proc.create_time() - create_time) < 0.01:
@@ -113,6 +122,8 @@ def kill_stale_workers(registry_path: str) -> list[int]:
     killed; the registry file is removed afterwards. A registry still owned by another live
     coordinator is left alone.
     """
+    import psutil  # see the top
+
     try:
         with open(registry_path, encoding="utf-8") as fh:
             data: dict[str, Any] = json.load(fh)

@@ -16,8 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-import psutil
-
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import NotFoundError, OwnershipError, ValidationError
 from agentctl.ledger.artifacts.values import (
@@ -375,6 +373,8 @@ def is_cancel_requested(conn: Db, run_id: str) -> bool:
 
 
 def _owner_alive(pid: int, create_time: float | None) -> bool:
+    import psutil  # only to check another owner's lease: not on a run's start (~5 ms)
+
     try:
         actual = psutil.Process(pid).create_time()
     except (psutil.NoSuchProcess, psutil.ZombieProcess):
