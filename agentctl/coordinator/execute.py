@@ -37,7 +37,6 @@ from agentctl.core import evaluate as ev
 from agentctl.core import registry
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate
-from agentctl.core.protocols import ProtocolEvidence
 from agentctl.core.redact import Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import TaskDiskFullError
@@ -48,6 +47,7 @@ from agentctl.ledger.remote import RemoteHandleRecord
 
 if TYPE_CHECKING:  # a pure run imports neither the pool nor its wire (``poolref``)
     from agentctl.coordinator.workerpool import HandleSink, WorkerPool
+    from agentctl.core.protocols import ProtocolEvidence
     from agentctl.mailbox.messages import RemoteHandle
 
 MAX_ARTIFACT_BYTES = 16 * 1024 * 1024
