@@ -26,31 +26,14 @@ from agentctl.core.compiler.stored import (
 from agentctl.core.plan import Plan
 from agentctl.ledger import PlanText
 from agentctl.ledger.model import Owner
+from agentctl.ledger.owners import process_start_time
 from agentctl.ledger.runs import RunRecord
 
 
 def owner_identity() -> Owner:
     """This process as a lease owner (pid + start time, so a reused pid is not the owner)."""
     pid = os.getpid()
-    return Owner(pid, _start_time(pid))
-
-
-def _start_time(pid: int) -> float:
-    """``psutil.Process(pid).create_time()``, read from /proc where there is one: importing
-    psutil was ~5 ms of every run's start. The same figures by the same formula (the start
-    in clock ticks since boot ÷ ticks per second + the boot time), so the lease checks,
-    which read the owner's start with psutil, compare equal."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            stat = fh.read()
-        with open("/proc/stat", "rb") as fh:
-            boot = next(line for line in fh if line.startswith(b"btime")).split()[1]
-        ticks = stat[stat.rfind(b")") + 2 :].split()[19]  # field 22, ``starttime``
-        return float(ticks) / os.sysconf("SC_CLK_TCK") + float(boot)
-    except (OSError, ValueError, IndexError, StopIteration):
-        import psutil  # no procfs (macOS): psutil reads it its own way
-
-        return psutil.Process(pid).create_time()
+    return Owner(pid, process_start_time(pid))
 
 
 def stored_plan_text(plan: Plan) -> str:
