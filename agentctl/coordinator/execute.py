@@ -26,17 +26,17 @@ import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.local import LOCAL_OPERATIONS, LocalResult
+from agentctl.coordinator.poolref import workers
 from agentctl.coordinator.steps import Settled, StartedEffect
 from agentctl.coordinator.store import GroupCommitter, Store
-from agentctl.coordinator.workerpool import HandleSink, WorkerPool
 from agentctl.core import evaluate as ev
 from agentctl.core import registry
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate
-from agentctl.core.protocols import ProtocolEvidence
 from agentctl.core.redact import Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import TaskDiskFullError
@@ -44,7 +44,11 @@ from agentctl.ledger.artifacts.refs import ArtifactRef
 from agentctl.ledger.budget import BudgetRefusedError
 from agentctl.ledger.model import EffectOutcome, IngestRequest, MemoryEntry, MemoryPut
 from agentctl.ledger.remote import RemoteHandleRecord
-from agentctl.mailbox.messages import Execute, RemoteHandle, Result
+
+if TYPE_CHECKING:  # a pure run imports neither the pool nor its wire (``poolref``)
+    from agentctl.coordinator.workerpool import HandleSink, WorkerPool
+    from agentctl.core.protocols import ProtocolEvidence
+    from agentctl.mailbox.messages import RemoteHandle
 
 MAX_ARTIFACT_BYTES = 16 * 1024 * 1024
 
@@ -89,7 +93,7 @@ class EffectRunner:
     """Executes started effects of one run and records their outcomes."""
 
     store: Store
-    pool: WorkerPool
+    pool: WorkerPool | None
     clock: Clock
     run_id: str
     trace_id: str
@@ -118,6 +122,9 @@ class EffectRunner:
     def _outcome(self, step: StartedEffect, done: Execution) -> EffectOutcome:
         budget = step.effect.budget
         spent = {dim: (done.usage or {}).get(dim, 0) for dim in budget} if budget else None
+        # A row this drive inserted: the ledger audits its status change from these columns
+        # (None: recorded by an earlier drive, whose trace the row keeps — the ledger reads it).
+        fresh = step.fresh
         return EffectOutcome(
             self.run_id,
             step.effect.effect_id,
@@ -129,6 +136,9 @@ class EffectRunner:
             self.trace_id,
             done.long_term_put,
             protocol=done.protocol,
+            task_id=step.task.id if fresh else None,
+            attempt=step.attempt if fresh else 0,
+            operation=step.effect.operation if fresh else None,
         )
 
     async def _local(self, step: StartedEffect, memory: Mapping[str, JsonValue]) -> LocalResult:
@@ -136,6 +146,8 @@ class EffectRunner:
         return await local.execute(step.effect.request, _Local(self.store, self.clock, memory))
 
     async def _remote(self, step: StartedEffect) -> Execution:
+        from agentctl.mailbox.messages import Execute, Result  # with the pool: a worker effect
+
         msg = Execute(
             effect_id=step.effect.effect_id,
             run_id=self.run_id,
@@ -148,7 +160,7 @@ class EffectRunner:
             executor=registry.executor_for_operation(step.effect.operation),
             trace_id=self.trace_id,
         )
-        reply = await self.pool.execute(msg, on_handle=self._handle_sink())
+        reply = await workers(self.pool).execute(msg, on_handle=self._handle_sink())
         crash_point(CrashPoint.AFTER_RESULT)
         wire = reply.protocol
         if not isinstance(reply, Result):

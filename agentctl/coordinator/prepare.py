@@ -139,7 +139,8 @@ def _prepare_in_context(
     if entry is None or entry.is_pure:
         kind = task.operation if task.kind == "action" else None
         output = ev.evaluate_pure(task, kind, ctx, rs.plan, view)
-        return Settled(task, attempt, "succeeded", output, decision=record)
+        # With its digest now: ``prepare_task`` then has no copy to make (one per pure task).
+        return Settled(task, attempt, "succeeded", output, decision=record, input_digest=digest)
     given = ev.render_input(task, ctx)
     config = ev.render_action_config(task, ctx)
     return _prepare_effect(rs, task, entry, (given, config), (attempt, digest), record)
@@ -250,6 +251,8 @@ def _build(
 def _with_secrets(rs: RunSettings, task: PlannedTask, built: Built) -> _Resolved:
     """Resolve secret references (``env`` names and pointer-named places such as MCP
     headers): values to the worker, source + SHA-256 recorded."""
+    if not built.secret_refs and not built.secret_env:
+        return _Resolved(built.recorded, built.request, ())  # most effects: nothing to resolve
     context = (rs.plan.run.policy, rs.workspace, f"task {task.id}")
     pointed = secrets.resolve_pointers(built.recorded, built.request, built.secret_refs, context)
     recorded, request = pointed.recorded, pointed.request

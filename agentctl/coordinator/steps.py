@@ -105,6 +105,9 @@ class StartedEffect:
     effect: EffectPlan
     decision: JsonObject | None = None
     input_digest: str | None = None
+    # Its effect row was inserted by this drive, so the row's audit columns are this step's
+    # (a row recorded by an earlier drive carries that drive's trace).
+    fresh: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,7 +166,10 @@ Executable = StartedEffect | RunningAgent
 
 def started(step: PendingEffect) -> StartedEffect:
     """The transition a committed ``started`` row allows."""
-    return StartedEffect(step.task, step.attempt, step.effect, step.decision, step.input_digest)
+    fresh = not step.recorded
+    return StartedEffect(
+        step.task, step.attempt, step.effect, step.decision, step.input_digest, fresh
+    )
 
 
 def running(step: PendingAgent) -> RunningAgent:

@@ -1,8 +1,9 @@
 """The coordinator's async door to the ledger: one ``RunLedger``, one thread at a time.
 
-Invariants: every ledger call holds a capacity-1 limiter, so the one ledger connection is never
-used concurrently; each call is one ledger transaction, and it is not abandoned when the caller
-is cancelled (a commit in flight finishes, so what the ledger says is always what happened).
+Invariants: every threaded ledger call holds a capacity-1 limiter and an inline one runs only
+while no threaded call is in flight, so the one ledger connection is never used concurrently;
+each call is one ledger transaction, and it is not abandoned when the caller is cancelled (a
+commit in flight finishes, so what the ledger says is always what happened).
 
 Reads and long steps run in a worker thread. The short transactions of the effect protocol
 (``_run_short``) run on the trio thread itself when the connection is free: a thread hop costs
@@ -20,14 +21,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import trio
 
 from agentctl.coordinator.events import EventTap
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate
-from agentctl.core.protocols import ProtocolEvidence
 from agentctl.ledger.artifacts.store import IngestResult
 from agentctl.ledger.audit import AuditEvent
 from agentctl.ledger.held_calls import CallGate, GatedCall
@@ -50,6 +50,10 @@ from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.ledger.runs import RunRecord
 from agentctl.ledger.streams import NewStreamEvent, StreamEventRecord
 
+# Evidence appears in signatures only: its models load with the remote-protocol effects.
+if TYPE_CHECKING:
+    from agentctl.core.protocols import ProtocolEvidence
+
 T = TypeVar("T")
 
 # The longest a run of inline ledger calls goes without yielding to the trio scheduler.
@@ -62,16 +66,23 @@ class Store:
     def __init__(self, ledger: RunLedger, tap: EventTap | None = None) -> None:
         self.ledger = ledger
         self._limiter = trio.CapacityLimiter(1)
+        # ``_run`` calls in flight (waiting for the limiter or in their thread): while there are
+        # none, nothing else can touch the connection during an inline call, which never yields.
+        self._threaded = 0
         self._tap = tap  # the live event stream's one hook: it reads what each call committed
         self._yield_at = 0.0  # ``time.monotonic()`` from which ``_run_short`` yields again
 
     async def _run(self, fn: Callable[[], T]) -> T:
         # abandon_on_cancel stays False: a cancelled caller still waits for its commit.
-        if self._tap is None:
-            return await trio.to_thread.run_sync(fn, limiter=self._limiter)
-        result = await trio.to_thread.run_sync(
-            self._tap.wrap(fn, self.ledger), limiter=self._limiter
-        )
+        self._threaded += 1
+        try:
+            if self._tap is None:
+                return await trio.to_thread.run_sync(fn, limiter=self._limiter)
+            result = await trio.to_thread.run_sync(
+                self._tap.wrap(fn, self.ledger), limiter=self._limiter
+            )
+        finally:
+            self._threaded -= 1
         self._tap.flush()
         return result
 
@@ -80,14 +91,11 @@ class Store:
         if self._tap is not None:  # the event stream reads what each call committed, at once
             return await self._run(fn)
         await trio.lowlevel.checkpoint_if_cancelled()
-        try:
-            self._limiter.acquire_nowait()
-        except trio.WouldBlock:  # a read (the cancel watcher's) is in its thread: wait for it
+        if self._threaded:  # a read (the cancel watcher's) is in its thread: wait for it
             return await self._run(fn)
-        try:
-            result = fn()
-        finally:
-            self._limiter.release()
+        # No limiter taken: trio runs nothing else until ``fn`` returns, and no thread holds or
+        # waits for the connection (taking and releasing the limiter cost ~15 calls a step).
+        result = fn()
         now = time.monotonic()
         if now >= self._yield_at:
             self._yield_at = now + YIELD_EVERY_S

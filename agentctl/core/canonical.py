@@ -98,14 +98,15 @@ def _chunks(value: Any) -> Iterator[str]:
     if isinstance(value, Items):
         yield "["
         for index, item in enumerate(value.source):
-            # Items are plain JSON values (never hold an Items): encoded whole, unscanned.
-            yield ("," if index else "") + _ENCODER.encode(item)
+            # Items are plain JSON values (never hold an Items): encoded whole, unscanned,
+            # by the one C encoder (``_ENCODER.encode`` builds a new one per call: per task).
+            yield ("," if index else "") + canonical_json(item)
         yield "]"
     elif isinstance(value, dict) and _holds_items(value):
         yield "{"
         for index, key in enumerate(sorted(value)):
-            yield ("," if index else "") + _ENCODER.encode(key) + ":"
+            yield ("," if index else "") + canonical_json(key) + ":"
             yield from _chunks(value[key])
         yield "}"
     else:
-        yield _ENCODER.encode(value)
+        yield canonical_json(value)

@@ -141,13 +141,23 @@ class AuditBuffer:
         self._events.append((event_type, payload, task_id, trace_id, created_at))
 
     def flush_txn(self, conn: Db, run_id: str, now: str) -> None:
-        """Write the events (one statement call) and forget them."""
-        rows = [
-            (run_id, ROW_FORMAT_VERSION, kind, task, trace, dumps_value(conn, body, now), at or now)
-            for kind, body, task, trace, at in self._events
-        ]
+        """Write the events (one statement call) and forget them.
+
+        Consecutive events given the very same payload object (a task's ``ready`` and
+        ``running``) share its one encoding: all are encoded here, after the last ``add``.
+        """
+        rows = []
+        last: object = _NO_PAYLOAD
+        text = ""
+        for kind, body, task, trace, at in self._events:
+            if body is not last:
+                text, last = dumps_value(conn, body, now), body
+            rows.append((run_id, ROW_FORMAT_VERSION, kind, task, trace, text, at or now))
         conn.executemany(_INSERT_AUDIT, rows)
         self._events.clear()
+
+
+_NO_PAYLOAD = object()  # no event's payload: the first event is always encoded
 
 
 def append_audits_txn(conn: Db, run_id: str, events: Sequence[NewAuditEvent], now: str) -> None:

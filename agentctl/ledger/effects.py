@@ -12,6 +12,7 @@ Invariants (spec/cli.md §4, DESIGN.md §3):
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from agentctl.core.effects import effect_id as core_effect_id
@@ -225,8 +226,17 @@ def _guarded_txn(
     want: str,
     now: str,
     buffer: AuditBuffer | None = None,
+    known: Mapping[str, SqlParam] | None = None,
 ) -> None:
-    """One guarded status change, audited from the columns the UPDATE returns."""
+    """One guarded status change, audited from the columns the UPDATE returns, or from
+    ``known`` (the row's ``EFFECT_AUDIT_COLUMNS`` after the change, as the caller wrote them):
+    then nothing is returned (SQLite buffers a RETURNING row set and Python builds a row)."""
+    if known is not None:
+        if conn.execute(sql, params).rowcount != 1:
+            found = _status_of(conn, effect_id)
+            raise InvalidOperationError(f"effect {effect_id} is {found}, not {want}")
+        audit_effect_txn(conn, effect_id, now, row=known, buffer=buffer)
+        return
     row = conn.execute(f"{sql} RETURNING {EFFECT_AUDIT_COLUMNS}", params).fetchone()
     if row is None:
         found = _status_of(conn, effect_id)
@@ -257,11 +267,13 @@ def finish_effect_txn(
     error: str | None = None,
     result_text: str | None = None,
     buffer: AuditBuffer | None = None,
+    known: Mapping[str, SqlParam] | None = None,
 ) -> None:
     """``started`` → succeeded (confirmed) | failed | uncertain.
 
     ``result_text``: the canonical JSON of ``result`` when the caller has it (not encoded
-    again); ``buffer``: the ``effect.<status>`` event is collected there, not written.
+    again); ``buffer``: the ``effect.<status>`` event is collected there, not written;
+    ``known``: the row's audit columns after the change (see ``_guarded_txn``).
     """
     if status not in FINISHED_STATUSES:
         raise InvalidOperationError(f"an effect cannot finish as {status!r}")
@@ -278,6 +290,7 @@ def finish_effect_txn(
         "started",
         now,
         buffer,
+        known,
     )
 
 

@@ -15,16 +15,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import EmbeddingIdentity, Entry
-from agentctl.core.protocols import ProtocolEvidence
 from agentctl.ledger.artifacts.refs import ArtifactRefRecord
 from agentctl.ledger.effects import EffectRecord, NewEffect
 from agentctl.ledger.reconcile import ReconciliationRecord
 from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.ledger.runs import NewRun, RunRecord
 from agentctl.ledger.tasks import AuditSpec, LiveTask, TaskCompletion, TaskRecord
+
+# Evidence appears in signatures only: its models load with the remote-protocol effects.
+if TYPE_CHECKING:
+    from agentctl.core.protocols import ProtocolEvidence
 
 
 @dataclass(frozen=True)
@@ -230,6 +234,11 @@ class EffectOutcome:
     long_term_put: MemoryPut | None = None
     tool_call_id: str | None = None
     protocol: ProtocolEvidence | None = None
+    # The effect row's own task, attempt and operation, when the caller inserted that row with
+    # this ``trace_id`` (a fresh effect step): its status UPDATE then returns no row to audit.
+    task_id: str | None = None
+    attempt: int = 0
+    operation: str | None = None
 
 
 @dataclass(frozen=True)

@@ -255,6 +255,16 @@ def _finish_one_txn(
 ) -> None:
     """An effect's outcome; its memory write, settlement, tool-call row and protocol evidence
     land with it. ``buffer`` collects its event; ``text``: the result's canonical JSON."""
+    known = None
+    if o.operation is not None:  # the caller inserted the row: its audit columns are these
+        known = {
+            "run_id": o.run_id,
+            "task_id": o.task_id,
+            "attempt": o.attempt,
+            "operation": o.operation,
+            "status": o.status,
+            "trace_id": o.trace_id,
+        }
     effects.finish_effect_txn(
         conn,
         o.effect_id,
@@ -264,6 +274,7 @@ def _finish_one_txn(
         error=o.error,
         result_text=text,
         buffer=buffer,
+        known=known,
     )
     if o.long_term_put is not None or o.spent is not None:
         flush_audits_txn(conn, o.run_id, buffer, o.now)  # these may audit: keep the order

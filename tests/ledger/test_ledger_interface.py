@@ -262,3 +262,42 @@ def test_cancel_and_settle_release_the_lease(ledger: SqliteLedger) -> None:
     assert ledger.inspect_run("run-1").effects[0].status == "uncertain"
     with pytest.raises(InvalidOperationError):  # terminal runs never change
         ledger.settle_run(SettleRun("run-1", "succeeded", None, ts(3), OWNER.pid))
+
+
+def test_an_outcome_naming_its_rows_audit_columns_is_audited_and_guarded_the_same(
+    ledger: SqliteLedger,
+) -> None:
+    """A fresh step's outcome carries its row's task, attempt and operation (the UPDATE then
+    returns nothing); its event is the one read back from the row, and the guard still holds."""
+    eff_a, eff_b = _effect("a"), _effect("b")
+    _request(
+        ledger, RequestRow("a", "pending", 1, eff_a, {}), RequestRow("b", "pending", 1, eff_b, {})
+    )
+    read_back = EffectOutcome(
+        "run-1", eff_a.effect_id, "succeeded", ts(2), {"n": 1}, trace_id="trace-1"
+    )
+    named = EffectOutcome(
+        "run-1",
+        eff_b.effect_id,
+        "succeeded",
+        ts(2),
+        {"n": 1},
+        trace_id="trace-1",
+        task_id="b",
+        attempt=1,
+        operation="builtin.write",
+    )
+    ledger.finish_effects([read_back])
+    ledger.finish_effects([named])
+    events = [e for e in ledger.inspect_run("run-1").audit if e.event_type == "effect.succeeded"]
+    assert [(e.task_id, e.trace_id) for e in events] == [("a", "trace-1"), ("b", "trace-1")]
+    bodies = [{**e.payload, "effectId": None} for e in events if isinstance(e.payload, dict)]
+    assert (
+        bodies[0]
+        == bodies[1]
+        == {"attempt": 1, "effectId": None, "operation": "builtin.write", "status": "succeeded"}
+    )
+    with pytest.raises(InvalidOperationError, match="is succeeded, not started"):
+        ledger.finish_effects([named])  # finished already: refused, nothing audited again
+    again = [e for e in ledger.inspect_run("run-1").audit if e.event_type == "effect.succeeded"]
+    assert len(again) == 2
