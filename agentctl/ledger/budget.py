@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import NotFoundError, RunFailedError
@@ -152,13 +153,16 @@ def checked_order(dimensions: Iterable[str]) -> list[str]:
 
 
 def _first_overrun(
-    snap: BudgetSnapshot, usage: Mapping[str, int], extra: Mapping[str, int]
+    limits: Mapping[str, int],
+    usage: Mapping[str, int],
+    reserved: Mapping[str, int],
+    extra: Mapping[str, int],
 ) -> JsonObject | None:
     for dim in checked_order(extra):
-        limit = snap.limits.get(dim)
+        limit = limits.get(dim)
         if limit is None:
             continue
-        attempted = usage.get(dim, 0) + snap.reserved.get(dim, 0) + extra[dim]
+        attempted = usage.get(dim, 0) + reserved.get(dim, 0) + extra[dim]
         if attempted > limit:
             return {"dimension": dim, "limit": limit, "attempted": attempted}
     return None
@@ -185,24 +189,25 @@ def _overshoot(limits: Mapping[str, int], usage: Mapping[str, int]) -> JsonObjec
     return None
 
 
-@dataclass(frozen=True)
-class _Known:
+class _Known(NamedTuple):
     """The budget row as this process last read or wrote it: its counter columns' text (the
-    compare-and-set's expected values) and what they decode to. Only a row without
-    ``exceeded`` is kept."""
+    compare-and-set's expected values) and what they decode to."""
 
+    run_id: str
     limits_text: str
     usage_text: str
     reserved_text: str
-    snap: BudgetSnapshot
+    limits: dict[str, int]
+    usage: dict[str, int]
+    reserved: dict[str, int]
 
 
-# run id → its row as last seen here. A guess, never trusted: a write through it is a
-# compare-and-set on the very columns it was computed from, inside the caller's locked
-# transaction, so another process's write (``serve``, a second shell's command), a rolled-back
-# transaction or another database with the same run id only makes it miss, and a miss reads
-# the row afresh. It saves the row's SELECT and the three JSON decodes on each reserve and
-# settle of the process driving the run.
+# run id → its row as last seen here, kept only while the row has no ``exceeded``. A guess,
+# never trusted: a write through it is a compare-and-set on the very columns it was computed
+# from, inside the caller's locked transaction, so another process's write (``serve``, a
+# second shell's command), a rolled-back transaction or another database with the same run id
+# only makes it miss, and a miss reads the row afresh. It saves the row's SELECT and the
+# three JSON decodes on each reserve and settle of the process driving the run.
 _KNOWN: dict[str, _Known] = {}
 _KNOWN_MAX = 256
 
@@ -220,49 +225,53 @@ def _read_known(conn: Db, run_id: str) -> tuple[_Known, JsonObject | None]:
     row = fetch_one(conn, "SELECT * FROM run_budgets WHERE run_id = ?", (run_id,), "budget")
     exceeded = None if row["exceeded_json"] is None else loads_object(row["exceeded_json"])
     limits, usage, reserved = row["limits_json"], row["usage_json"], row["reserved_json"]
-    snap = BudgetSnapshot(
-        run_id, loads_counts(limits), loads_counts(usage), loads_counts(reserved), exceeded, ""
-    )
-    return _Known(limits, usage, reserved, snap), exceeded
+    counts = (loads_counts(limits), loads_counts(usage), loads_counts(reserved))
+    return _Known(run_id, limits, usage, reserved, *counts), exceeded
 
 
 def _write_counters(
-    conn: Db, known: _Known, usage: dict[str, int], reserved: dict[str, int], now: str, cas: bool
+    conn: Db,
+    known: _Known,
+    usage: dict[str, int],
+    reserved: dict[str, int],
+    now: str,
+    sure: JsonObject | bool | None,
 ) -> bool:
-    """Write new usage and reserved counters over ``known``; with ``cas`` only if the row
-    still holds ``known`` (and no ``exceeded``). Remembers what it wrote; False: it did not."""
-    run_id = known.snap.run_id
-    usage_text = known.usage_text if usage is known.snap.usage else dumps(usage)
+    """Write new usage and reserved counters over ``known``. ``sure``: False — only if the row
+    still holds ``known`` and no ``exceeded`` (a compare-and-set); else the row was just read
+    in this transaction and ``sure`` is its ``exceeded`` (or True: none). Remembers what it
+    wrote while the row has no ``exceeded``; False: nothing was written."""
+    run_id = known.run_id
+    usage_text = known.usage_text if usage is known.usage else dumps(usage)
     reserved_text = dumps(reserved)
     values: tuple[str, ...] = (usage_text, reserved_text, now, run_id)
-    if cas:
+    if sure is False:
         values += (known.limits_text, known.usage_text, known.reserved_text)
-    if conn.execute(_CAS_COUNTERS if cas else _SET_COUNTERS, values).rowcount != 1:
+    if conn.execute(_SET_COUNTERS if sure is not False else _CAS_COUNTERS, values).rowcount != 1:
         _KNOWN.pop(run_id, None)
         return False
-    if known.snap.exceeded is not None:  # every reservation is refused now: nothing to save
+    if isinstance(sure, dict):  # every reservation is refused now: nothing to save
         _KNOWN.pop(run_id, None)
         return True
-    snap = replace(known.snap, usage=usage, reserved=reserved, updated_at=now)
     if len(_KNOWN) >= _KNOWN_MAX and run_id not in _KNOWN:
         _KNOWN.clear()
-    _KNOWN[run_id] = _Known(known.limits_text, usage_text, reserved_text, snap)
+    _KNOWN[run_id] = _Known(
+        run_id, known.limits_text, usage_text, reserved_text, known.limits, usage, reserved
+    )
     return True
 
 
 def _reserve_counters(conn: Db, run_id: str, wanted: dict[str, int], now: str) -> JsonObject | None:
     """Add ``wanted`` to the reserved counters, or return the overrun (nothing written)."""
     known = _KNOWN.get(run_id)
-    if known is not None and _first_overrun(known.snap, known.snap.usage, wanted) is None:
-        reserved = _add(known.snap.reserved, wanted)
-        if _write_counters(conn, known, known.snap.usage, reserved, now, cas=True):
+    if known is not None and not _first_overrun(known.limits, known.usage, known.reserved, wanted):
+        reserved = _add(known.reserved, wanted)
+        if _write_counters(conn, known, known.usage, reserved, now, sure=False):
             return None
     known, exceeded = _read_known(conn, run_id)
-    exceeded = exceeded or _first_overrun(known.snap, known.snap.usage, wanted)
+    exceeded = exceeded or _first_overrun(known.limits, known.usage, known.reserved, wanted)
     if exceeded is None:
-        _write_counters(
-            conn, known, known.snap.usage, _add(known.snap.reserved, wanted), now, False
-        )
+        _write_counters(conn, known, known.usage, _add(known.reserved, wanted), now, sure=True)
     else:
         _KNOWN.pop(run_id, None)
     return exceeded
@@ -312,19 +321,18 @@ def reserve_budget_txn(
 
 def _settle_counters(
     conn: Db, run_id: str, held: dict[str, int], spent: dict[str, int], now: str
-) -> tuple[BudgetSnapshot, JsonObject | None]:
-    """Move ``held`` out of reserved and ``spent`` into usage; the row written, its
-    ``exceeded`` as it was."""
-    known = _KNOWN.get(run_id)
+) -> BudgetSnapshot:
+    """Move ``held`` out of reserved and ``spent`` into usage; the row as written."""
+    known, exceeded = _KNOWN.get(run_id), None
     if known is not None:
-        usage, reserved = _add(known.snap.usage, spent), _add(known.snap.reserved, held, -1)
-        if _write_counters(conn, known, usage, reserved, now, cas=True):
-            return replace(known.snap, usage=usage, reserved=reserved, updated_at=now), None
-    known, exceeded = _read_known(conn, run_id)
-    usage, reserved = _add(known.snap.usage, spent), _add(known.snap.reserved, held, -1)
-    _write_counters(conn, known, usage, reserved, now, cas=False)
-    snap = replace(known.snap, usage=usage, reserved=reserved, exceeded=exceeded, updated_at=now)
-    return snap, exceeded
+        usage, reserved = _add(known.usage, spent), _add(known.reserved, held, -1)
+        if not _write_counters(conn, known, usage, reserved, now, sure=False):
+            known = None
+    if known is None:
+        known, exceeded = _read_known(conn, run_id)
+        usage, reserved = _add(known.usage, spent), _add(known.reserved, held, -1)
+        _write_counters(conn, known, usage, reserved, now, sure=exceeded or True)
+    return BudgetSnapshot(run_id, known.limits, usage, reserved, exceeded, now)
 
 
 def settle_budget_txn(
@@ -351,11 +359,11 @@ def settle_budget_txn(
         if seen is None:
             raise NotFoundError(f"budget reservation {reservation_id} of run {run_id} not found")
         return budget_snapshot(conn, run_id)
-    snap, exceeded = _settle_counters(conn, run_id, loads_counts(row[0]), spent, now)
+    snap = _settle_counters(conn, run_id, loads_counts(row[0]), spent, now)
     over = _overshoot(snap.limits, snap.usage)
-    if over is not None and exceeded is None:
-        _KNOWN.pop(run_id, None)
-        _record_exceeded(conn, run_id, over, now, trace_id)
-        exceeded = over
-    # What was just written, not read back (each worker effect reserves its process output).
-    return replace(snap, exceeded=exceeded)
+    if over is None or snap.exceeded is not None:
+        # What was just written, not read back (each worker effect reserves its output).
+        return snap
+    _KNOWN.pop(run_id, None)
+    _record_exceeded(conn, run_id, over, now, trace_id)
+    return replace(snap, exceeded=over)
