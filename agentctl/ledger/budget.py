@@ -319,6 +319,20 @@ def reserve_budget_txn(
     return ReservationOutcome(True, reservation_id)
 
 
+# Reservation amounts' text → counters: a pure memo (each shell effect reserves the same
+# ``{"processOutputBytes": …}``), so settling decodes no JSON; the counters are only read.
+_HELD: dict[str, dict[str, int]] = {}
+
+
+def _held(text: str) -> dict[str, int]:
+    held = _HELD.get(text)
+    if held is None:
+        if len(_HELD) >= _KNOWN_MAX:
+            _HELD.clear()
+        held = _HELD[text] = loads_counts(text)
+    return held
+
+
 def _settle_counters(
     conn: Db, run_id: str, held: dict[str, int], spent: dict[str, int], now: str
 ) -> BudgetSnapshot:
@@ -359,7 +373,7 @@ def settle_budget_txn(
         if seen is None:
             raise NotFoundError(f"budget reservation {reservation_id} of run {run_id} not found")
         return budget_snapshot(conn, run_id)
-    snap = _settle_counters(conn, run_id, loads_counts(row[0]), spent, now)
+    snap = _settle_counters(conn, run_id, _held(row[0]), spent, now)
     over = _overshoot(snap.limits, snap.usage)
     if over is None or snap.exceeded is not None:
         # What was just written, not read back (each worker effect reserves its output).
