@@ -14,7 +14,12 @@ Invariants:
 - a reservation id is used once: reserving it again is a no-op, settling it again too;
 - once ``exceeded`` is recorded every further reservation is denied;
 - dimensions are checked in ``CHECK_FIRST`` order, so the one named is the request count
-  before any token or cost dimension.
+  before any token or cost dimension;
+- the counters are decided from what the row holds inside that transaction: either read
+  there, or remembered from this process's last write and confirmed by the write itself (a
+  compare-and-set on the counter columns and ``exceeded_json IS NULL``); a remembered row
+  that does not match is read afresh, never trusted;
+- a refused reservation leaves no row; a settled one is ``reconciled`` with its actual usage.
 """
 
 from __future__ import annotations
