@@ -26,12 +26,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.modelcalls import model_spent
+from agentctl.coordinator.poolref import workers
 from agentctl.coordinator.store import Store
 from agentctl.coordinator.streaming import FragmentKeeper, StreamListener
-from agentctl.coordinator.workerpool import WorkerPool
 from agentctl.core import registry
 from agentctl.core.effects import effect_id, input_digest
 from agentctl.core.jsonvalue import JsonObject, JsonValue
@@ -43,7 +44,10 @@ from agentctl.ledger.audit import PolicyVerdict
 from agentctl.ledger.effects import NewEffect
 from agentctl.ledger.held_calls import GatedCall
 from agentctl.ledger.model import CallRecord, EffectOutcome
-from agentctl.mailbox.messages import Execute, Failure, Result
+
+if TYPE_CHECKING:  # a pure run imports neither the pool nor its wire (``poolref``)
+    from agentctl.coordinator.workerpool import WorkerPool
+    from agentctl.mailbox.messages import Failure, Result
 
 
 class AgentUncertain(Exception):
@@ -91,7 +95,7 @@ class CallGateway:
     """The driver's side of the narrow interface an agent loop talks through."""
 
     store: Store
-    pool: WorkerPool
+    pool: WorkerPool | None
     clock: Clock
     run_id: str
     trace_id: str
@@ -179,6 +183,8 @@ class CallGateway:
         call: AgentCall,
         keeper: FragmentKeeper | None,
     ) -> JsonValue:
+        from agentctl.mailbox.messages import Execute  # with the pool: an agent's call
+
         msg = Execute(
             effect_id=new.effect_id,
             run_id=self.run_id,
@@ -188,11 +194,11 @@ class CallGateway:
             request=call.request,
             timeout_seconds=call.timeout_s,
         )
-        reply = _redacted(call, await self.pool.execute(msg, on_fragment=keeper))
+        reply = _redacted(call, await workers(self.pool).execute(msg, on_fragment=keeper))
         crash_point(CrashPoint.AFTER_RESULT)
         await self.store.finish_effects([self._outcome(new, call, reply)])
         crash_point(CrashPoint.AFTER_OUTCOME)
-        if isinstance(reply, Result):
+        if reply.type == "result":
             return reply.output
         if reply.uncertain:
             raise AgentUncertain(reply.error.message or "lost")
@@ -201,7 +207,7 @@ class CallGateway:
         )
 
     def _outcome(self, new: NewEffect, call: AgentCall, reply: Result | Failure) -> EffectOutcome:
-        if isinstance(reply, Result):
+        if reply.type == "result":
             status, output, error = "succeeded", reply.output, None
         else:
             status = "uncertain" if reply.uncertain else "failed"
@@ -225,7 +231,7 @@ def _redacted(call: AgentCall, reply: Result | Failure) -> Result | Failure:
     if not call.secrets:
         return reply
     redactor = Redactor(call.secrets)
-    if isinstance(reply, Result):
+    if reply.type == "result":
         return reply.model_copy(update={"output": redactor.redact(reply.output)})
     error = reply.error.model_copy(update={"message": redactor.redact_text(reply.error.message)})
     return reply.model_copy(update={"error": error})
@@ -242,6 +248,6 @@ def _over_budget(call: AgentCall, refused: JsonObject) -> RunFailedError:
 def _spent(call: AgentCall, reply: Result | Failure) -> dict[str, int]:
     """What one call consumed, to settle its reservation."""
     if call.is_model_call:
-        usage = reply.usage if isinstance(reply, Result) else {}
+        usage = reply.usage if reply.type == "result" else {}
         return model_spent(usage, call.rates)
     return {"toolCalls": 1} if call.tool is not None else {}  # an MCP listing is no tool call

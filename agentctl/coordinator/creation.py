@@ -17,8 +17,6 @@ import functools
 import json
 import os
 
-import psutil
-
 from agentctl.core.compiler import compile_workflow
 from agentctl.core.compiler.stored import (
     plan_from_stored,
@@ -28,13 +26,14 @@ from agentctl.core.compiler.stored import (
 from agentctl.core.plan import Plan
 from agentctl.ledger import PlanText
 from agentctl.ledger.model import Owner
+from agentctl.ledger.owners import process_start_time
 from agentctl.ledger.runs import RunRecord
 
 
 def owner_identity() -> Owner:
     """This process as a lease owner (pid + start time, so a reused pid is not the owner)."""
     pid = os.getpid()
-    return Owner(pid, psutil.Process(pid).create_time())
+    return Owner(pid, process_start_time(pid))
 
 
 def stored_plan_text(plan: Plan) -> str:

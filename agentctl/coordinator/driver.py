@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -32,6 +33,7 @@ from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.execute import EffectRunner
 from agentctl.coordinator.live import Inflight, Live, Retention, settle_output
 from agentctl.coordinator.local import recorded_delta
+from agentctl.coordinator.poolref import workers
 from agentctl.coordinator.prepare import RunSettings, prepare_task, resolved_input_digest
 from agentctl.coordinator.schedule import SCHEDULABLE, WAITING, Scheduler
 from agentctl.coordinator.staging import Staged
@@ -51,13 +53,15 @@ from agentctl.coordinator.steps import (
 )
 from agentctl.coordinator.store import GroupCommitter, Store
 from agentctl.coordinator.streaming import StreamListener
-from agentctl.coordinator.workerpool import WorkerPool
 from agentctl.core import evaluate as ev
 from agentctl.core.plan import PlannedTask
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import AgentctlError, RunFailedError
 from agentctl.ledger import model
 from agentctl.ledger.effects import NewEffect
+
+if TYPE_CHECKING:  # a pure run imports neither the pool nor its wire (``poolref``)
+    from agentctl.coordinator.workerpool import WorkerPool
 
 FUSE_LIMIT = 512  # pure results staged at most before a commit
 _RESUMABLE = ("running", "waiting_for_effect", "waiting_for_approval")
@@ -69,7 +73,7 @@ class Driver:
         store: Store,
         rs: RunSettings,
         live: Live,
-        pool: WorkerPool,
+        pool: WorkerPool | None,
         clock: Clock,
         trace_id: str,
         on_progress: Callable[[str, str], None] | None = None,
@@ -371,7 +375,7 @@ class Driver:
         # as its group commits.
         remote = [s for s in work if isinstance(s, RunningAgent) or not s.effect.in_process]
         if len(remote) > 1:
-            await self.pool.warm(len(remote))
+            await workers(self.pool).warm(len(remote))
         async with trio.open_nursery() as outer:
             committer = GroupCommitter(self.store)
             outer.start_soon(committer.serve)

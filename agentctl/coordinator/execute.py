@@ -26,17 +26,17 @@ import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.local import LOCAL_OPERATIONS, LocalResult
+from agentctl.coordinator.poolref import workers
 from agentctl.coordinator.steps import Settled, StartedEffect
 from agentctl.coordinator.store import GroupCommitter, Store
-from agentctl.coordinator.workerpool import HandleSink, WorkerPool
 from agentctl.core import evaluate as ev
 from agentctl.core import registry
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate
-from agentctl.core.protocols import ProtocolEvidence
 from agentctl.core.redact import Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import TaskDiskFullError
@@ -44,7 +44,11 @@ from agentctl.ledger.artifacts.refs import ArtifactRef
 from agentctl.ledger.budget import BudgetRefusedError
 from agentctl.ledger.model import EffectOutcome, IngestRequest, MemoryEntry, MemoryPut
 from agentctl.ledger.remote import RemoteHandleRecord
-from agentctl.mailbox.messages import Execute, RemoteHandle, Result
+
+if TYPE_CHECKING:  # a pure run imports neither the pool nor its wire (``poolref``)
+    from agentctl.coordinator.workerpool import HandleSink, WorkerPool
+    from agentctl.core.protocols import ProtocolEvidence
+    from agentctl.mailbox.messages import RemoteHandle
 
 MAX_ARTIFACT_BYTES = 16 * 1024 * 1024
 
@@ -89,7 +93,7 @@ class EffectRunner:
     """Executes started effects of one run and records their outcomes."""
 
     store: Store
-    pool: WorkerPool
+    pool: WorkerPool | None
     clock: Clock
     run_id: str
     trace_id: str
@@ -136,6 +140,8 @@ class EffectRunner:
         return await local.execute(step.effect.request, _Local(self.store, self.clock, memory))
 
     async def _remote(self, step: StartedEffect) -> Execution:
+        from agentctl.mailbox.messages import Execute, Result  # with the pool: a worker effect
+
         msg = Execute(
             effect_id=step.effect.effect_id,
             run_id=self.run_id,
@@ -148,7 +154,7 @@ class EffectRunner:
             executor=registry.executor_for_operation(step.effect.operation),
             trace_id=self.trace_id,
         )
-        reply = await self.pool.execute(msg, on_handle=self._handle_sink())
+        reply = await workers(self.pool).execute(msg, on_handle=self._handle_sink())
         crash_point(CrashPoint.AFTER_RESULT)
         wire = reply.protocol
         if not isinstance(reply, Result):

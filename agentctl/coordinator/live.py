@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from agentctl.coordinator.schedule import TERMINAL
-from agentctl.core.compiler.reads import task_reads
+from agentctl.core.compiler.reads import SharedReads, task_reads
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.ledger.effects import EffectRecord
@@ -81,7 +81,8 @@ class Retention:
         # A preview (check mode) keeps every output: a task there asks whether anything it
         # depends on, transitively, is a stand-in (``prepare._reads_unknown``).
         self.keep_all = keep_all
-        self.reads = {task.id: task_reads(task) for task in plan.tasks}
+        shared = SharedReads()
+        self.reads = {task.id: task_reads(task, shared) for task in plan.tasks}
         self.wanted: dict[str, int] = {}
         self.released: set[str] = set()
         self.keep_all_read = False

@@ -139,7 +139,8 @@ def _prepare_in_context(
     if entry is None or entry.is_pure:
         kind = task.operation if task.kind == "action" else None
         output = ev.evaluate_pure(task, kind, ctx, rs.plan, view)
-        return Settled(task, attempt, "succeeded", output, decision=record)
+        # With its digest now: ``prepare_task`` then has no copy to make (one per pure task).
+        return Settled(task, attempt, "succeeded", output, decision=record, input_digest=digest)
     given = ev.render_input(task, ctx)
     config = ev.render_action_config(task, ctx)
     return _prepare_effect(rs, task, entry, (given, config), (attempt, digest), record)

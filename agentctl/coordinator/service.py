@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -34,7 +34,6 @@ from agentctl.coordinator.otel import export_run
 from agentctl.coordinator.prepare import RunSettings
 from agentctl.coordinator.store import Store
 from agentctl.coordinator.streaming import StreamListener
-from agentctl.coordinator.workerpool import WorkerPool, open_worker_pool
 from agentctl.coordinator.workerproc import kill_stale_workers, pool_size
 from agentctl.coordinator.workerstart import Prestarted
 from agentctl.core.collector import collector_paused
@@ -43,7 +42,7 @@ from agentctl.core.evaluate import RuntimeView, TaskFailure, render_run_outputs
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
 from agentctl.core.states import cancellable
-from agentctl.core.workload import workload
+from agentctl.core.workload import Workload, workload
 from agentctl.errors import (
     TASK_DISK_FULL_HINT,
     BlockedError,
@@ -53,6 +52,9 @@ from agentctl.errors import (
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import CancelRun, SettleRun
 from agentctl.ledger.runs import NewRun, RunHead
+
+if TYPE_CHECKING:  # a pure run imports neither the pool nor its wire (``poolref``)
+    from agentctl.coordinator.workerpool import WorkerPool
 
 CANCEL_POLL_S = 0.1
 Progress = Callable[[str, str], None]
@@ -172,10 +174,11 @@ async def _drive_with_workers(
 ) -> tuple[str, bool, bool]:
     """Run the driver inside the worker pool and the cancellation scopes; returns the final
     state, whether the run was cancelled, and whether its wall time ran out."""
-    size = pool_size(req.plan)
+    needs = workload(req.plan)  # once: it walks every task
+    size = pool_size(req.plan, needs)
     wall_deadline = await _wall_deadline(store, req)
     final = "failed"  # what a drive cut short by cancellation or the wall clock reports
-    async with _open_pool(req, size, registry) as pool:
+    async with _open_pool(req, size, registry, needs) as pool:
         await store.open_artifacts()
         driver = Driver(
             store,
@@ -197,7 +200,7 @@ async def _drive_with_workers(
                 if req.stop is None:
                     nursery.start_soon(_watch_signals, scope)
                     # Worker start-up (~0.1-0.3 s) overlaps the run's first transactions.
-                    nursery.start_soon(pool.warm, _warm_count(req, size))
+                    nursery.start_soon(_warm, pool, _warm_count(req, size))
                 else:
                     nursery.start_soon(_watch_stop, req.stop, scope)
                 nursery.start_soon(_watch_cancel_flag, store, req, scope)
@@ -210,14 +213,21 @@ async def _drive_with_workers(
 
 
 @contextlib.asynccontextmanager
-async def _open_pool(req: DriveRequest, size: int, registry: str) -> AsyncIterator[WorkerPool]:
-    """The drive's own worker pool, or the ``serve``'s shared one (left open)."""
+async def _open_pool(
+    req: DriveRequest, size: int, registry: str, needs: Workload
+) -> AsyncIterator[WorkerPool | None]:
+    """The drive's own worker pool, the ``serve``'s shared one (left open), or none for a
+    plan with no worker-placed task (``poolref``: nor is the pool's wire imported)."""
     if req.pool is not None:
         yield req.pool
         return
-    preload = workload(req.plan).modules()
+    if needs.worker_tasks == 0:
+        yield None
+        return
+    from agentctl.coordinator.workerpool import open_worker_pool
+
     async with open_worker_pool(
-        size, registry_path=registry, preload=preload, prestarted=req.prestarted
+        size, registry_path=registry, preload=needs.modules(), prestarted=req.prestarted
     ) as pool:
         pool.trace_id = req.trace_id
         yield pool
@@ -232,6 +242,11 @@ def _settings(req: DriveRequest) -> RunSettings:
         diff=req.diff,
         compensates=req.compensates,
     )
+
+
+async def _warm(pool: WorkerPool | None, count: int) -> None:
+    if pool is not None:
+        await pool.warm(count)
 
 
 def _warm_count(req: DriveRequest, size: int) -> int:

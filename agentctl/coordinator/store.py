@@ -20,14 +20,13 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import trio
 
 from agentctl.coordinator.events import EventTap
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate
-from agentctl.core.protocols import ProtocolEvidence
 from agentctl.ledger.artifacts.store import IngestResult
 from agentctl.ledger.audit import AuditEvent
 from agentctl.ledger.held_calls import CallGate, GatedCall
@@ -49,6 +48,10 @@ from agentctl.ledger.model import (
 from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.ledger.runs import RunRecord
 from agentctl.ledger.streams import NewStreamEvent, StreamEventRecord
+
+# Evidence appears in signatures only: its models load with the remote-protocol effects.
+if TYPE_CHECKING:
+    from agentctl.core.protocols import ProtocolEvidence
 
 T = TypeVar("T")
 

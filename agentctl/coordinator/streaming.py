@@ -17,13 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.store import Store
 from agentctl.core.redact import Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.ledger.streams import NewStreamEvent, StreamEventRecord
-from agentctl.mailbox.messages import StreamFragment
+
+if TYPE_CHECKING:  # the wire comes with the pool, which a pure run never opens
+    from agentctl.mailbox.messages import StreamFragment
 
 StreamListener = Callable[[StreamEventRecord], None]
 

@@ -25,13 +25,16 @@ import json
 import os
 import signal
 from collections.abc import Iterator
-from typing import Any, Protocol
-
-import psutil
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentctl.coordinator.workerstart import Prestarted
 from agentctl.core.plan import Plan
-from agentctl.core.workload import workload
+from agentctl.core.workload import Workload, workload
+
+# psutil (~5 ms to import) is imported by the functions that signal or find processes: a
+# run with no workers and no stale registry to clean never calls them.
+if TYPE_CHECKING:
+    import psutil
 
 
 class ChildProcess(Protocol):
@@ -43,12 +46,16 @@ class ChildProcess(Protocol):
     async def wait(self) -> int: ...
 
 
-def pool_size(plan: Plan) -> int:
-    """The most workers ``plan``'s run uses (``core.workload``: I/O-bound effects share)."""
-    return workload(plan).pool_size(plan.max_concurrency, os.cpu_count() or 1)
+def pool_size(plan: Plan, needs: Workload | None = None) -> int:
+    """The most workers ``plan``'s run uses (``core.workload``: I/O-bound effects share);
+    ``needs``: its workload, when the caller has it (it walks every task)."""
+    needs = workload(plan) if needs is None else needs
+    return needs.pool_size(plan.max_concurrency, os.cpu_count() or 1)
 
 
 def _session_members(sid: int) -> list[psutil.Process]:
+    import psutil  # see the top
+
     members = []
     for proc in psutil.process_iter():
         with contextlib.suppress(OSError, psutil.Error):
@@ -60,6 +67,8 @@ def _session_members(sid: int) -> list[psutil.Process]:
 def signal_tree(pid: int, sig: signal.Signals, *, session: bool = False) -> None:
     """Signal ``pid`` and all its descendants; with ``session``, every process of the session
     ``pid`` leads too — a worker's effect children stay in its session even once orphaned."""
+    import psutil  # see the top
+
     procs: list[psutil.Process] = []
     with contextlib.suppress(psutil.Error):
         root = psutil.Process(pid)
@@ -81,7 +90,7 @@ def prestart_workers(
     unadopted are killed on exit."""
     needs = workload(plan)
     prestarted = Prestarted(needs.modules()) if early is None else early
-    count = 0 if preview else min(needs.worker_tasks, pool_size(plan))
+    count = 0 if preview else min(needs.worker_tasks, pool_size(plan, needs))
     if count == 0:
         prestarted.close()
     # Any further worker preloads what the plan names (an early one guessed from the text).
@@ -95,6 +104,8 @@ def prestart_workers(
 
 
 def _matches(pid: int, create_time: float) -> psutil.Process | None:
+    import psutil  # see the top
+
     try:
         proc = psutil.Process(pid)
         if abs(proc.create_time() - create_time) < 0.01:
@@ -111,6 +122,8 @@ def kill_stale_workers(registry_path: str) -> list[int]:
     killed; the registry file is removed afterwards. A registry still owned by another live
     coordinator is left alone.
     """
+    import psutil  # see the top
+
     try:
         with open(registry_path, encoding="utf-8") as fh:
             data: dict[str, Any] = json.load(fh)

@@ -15,16 +15,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import EmbeddingIdentity, Entry
-from agentctl.core.protocols import ProtocolEvidence
 from agentctl.ledger.artifacts.refs import ArtifactRefRecord
 from agentctl.ledger.effects import EffectRecord, NewEffect
 from agentctl.ledger.reconcile import ReconciliationRecord
 from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.ledger.runs import NewRun, RunRecord
 from agentctl.ledger.tasks import AuditSpec, LiveTask, TaskCompletion, TaskRecord
+
+# Evidence appears in signatures only: its models load with the remote-protocol effects.
+if TYPE_CHECKING:
+    from agentctl.core.protocols import ProtocolEvidence
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,15 @@ Invariants:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.core.protocols import ProtocolEvidence
 from agentctl.errors import NotFoundError
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_all, loads_opt
 from agentctl.ledger.sql import Db, dialect_of
+
+if TYPE_CHECKING:  # signatures only: the models load with the remote-protocol effects
+    from agentctl.core.protocols import ProtocolEvidence
 
 _INSERT_SESSION = (
     "INSERT INTO protocol_sessions (session_id, format_version, run_id, task_id, attempt,"

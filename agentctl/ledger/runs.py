@@ -16,8 +16,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-import psutil
-
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import NotFoundError, OwnershipError, ValidationError
 from agentctl.ledger.artifacts.values import (
@@ -28,6 +26,7 @@ from agentctl.ledger.artifacts.values import (
 )
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.budget import init_budget_txn
+from agentctl.ledger.owners import owner_alive
 from agentctl.ledger.plans import PlanText, read_plan_text, write_plan_txn
 from agentctl.ledger.rows import (
     ROW_FORMAT_VERSION,
@@ -374,16 +373,6 @@ def is_cancel_requested(conn: Db, run_id: str) -> bool:
     return bool(row[0])
 
 
-def _owner_alive(pid: int, create_time: float | None) -> bool:
-    try:
-        actual = psutil.Process(pid).create_time()
-    except (psutil.NoSuchProcess, psutil.ZombieProcess):
-        return False
-    except psutil.Error:
-        return True  # exists but unreadable: assume alive rather than steal the run
-    return create_time is None or abs(actual - create_time) < 0.01
-
-
 def local_holder(pid: int) -> str:
     """How a local lease (``run``/``resume``) names its holder: this host and the pid, the
     form a ``serve`` lease uses too."""
@@ -404,7 +393,7 @@ def _local_owner_alive(row: Row) -> bool:
     liveness cannot be read from here (only expiring ``serve`` leases move between hosts)."""
     if _elsewhere(row["lease_holder"]) is not None:
         return True
-    return _owner_alive(int(row["owner_pid"]), row["owner_create_time"])
+    return owner_alive(int(row["owner_pid"]), row["owner_create_time"])
 
 
 def has_live_owner(conn: Db, run_id: str, now: str | None = None) -> bool:

@@ -31,7 +31,6 @@ import agentctl.ledger.streams as streams
 import agentctl.ledger.tasks as tasks
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate, EmbeddingIdentity
-from agentctl.core.protocols import ProtocolEvidence
 from agentctl.ledger.artifacts.store import (
     ArtifactStore,
     IngestOwner,
@@ -71,6 +70,7 @@ if TYPE_CHECKING:  # loaded by the methods that use them: a run needs none of th
     import agentctl.ledger.encryption as encryption
     import agentctl.ledger.queue as queue
     import agentctl.ledger.stats as stats
+    from agentctl.core.protocols import ProtocolEvidence
     from agentctl.ledger.approvals import ApprovalRecord
     from agentctl.ledger.housekeeping import GarbageCollection
     from agentctl.ledger.report import RunReport

@@ -85,11 +85,21 @@ def test_a_pure_run_starts_no_worker_and_an_effect_run_does(tmp_path: Path) -> N
     pure = tmp_path / "pure"
     pure.mkdir()
     (pure / "pure.yaml").write_text(PURE, encoding="utf-8")
-    assert "agentctl.workers" not in _imported(pure, "run", "pure.yaml")
+    pure_run = _imported(pure, "run", "pure.yaml")
+    assert "agentctl.workers" not in pure_run
+    # Nor does it open a worker pool, so neither the pool nor the wire it speaks is imported.
+    wire = {
+        "agentctl.coordinator.workerpool",
+        "agentctl.mailbox.messages",
+        "agentctl.core.protocols",
+    }
+    assert wire.isdisjoint(pure_run)
     hello = tmp_path / "hello"
     hello.mkdir()
     (hello / "hello.yaml").write_text((EXAMPLES / "hello.yaml").read_text(), encoding="utf-8")
-    assert "agentctl.workers" in _imported(hello, "run", "hello.yaml")
+    effect_run = _imported(hello, "run", "hello.yaml")
+    assert "agentctl.workers" in effect_run
+    assert wire <= effect_run
 
 
 def test_commands_on_existing_state_never_build_the_workflow_models(tmp_path: Path) -> None:

@@ -54,11 +54,11 @@ def draft_task(node: Node, env: Env, graph: dict[str, Node], diags: Collector) -
     task = node.task
     action = env.action_of(node)
     agent = env.agent_of(node)
-    # Deep copies: children of one expansion share their parent's definition dicts.
-    with_ = copy.deepcopy(_merged_with(node, action))
-    vars_ = copy.deepcopy(_merged_vars(node, env, agent))
+    # Own copies: children of one expansion share their parent's definition dicts.
+    with_ = _own_copy(_merged_with(node, action))
+    vars_ = _own_copy(_merged_vars(node, env, agent))
     _check_task(node, action, (with_, vars_), graph, diags)
-    output_schema = None if kind in _AGGREGATES else copy.deepcopy(task.get("outputSchema"))
+    output_schema = None if kind in _AGGREGATES else _own_copy(task.get("outputSchema"))
     _check_output_schema(node, output_schema, diags)
     authored = kind in _AUTHORED
     return PlannedTask(
@@ -89,6 +89,19 @@ def draft_task(node: Node, env: Env, graph: dict[str, Node], diags: Collector) -
         subworkflow=_subworkflow(node, env),
         **_carried(env, action, agent),
     )
+
+
+_IMMUTABLE = (str, int, float, bool, type(None))
+
+
+def _own_copy(value: Any) -> Any:
+    """A deep copy of ``value``; a flat mapping of scalars (most ``with`` and ``vars``) is
+    copied one level only, which is the same thing, at a fraction of ``deepcopy``'s cost."""
+    if isinstance(value, _IMMUTABLE):
+        return value
+    if type(value) is dict and all(isinstance(v, _IMMUTABLE) for v in value.values()):
+        return dict(value)
+    return copy.deepcopy(value)
 
 
 def _subworkflow(node: Node, env: Env) -> str | None:

@@ -20,12 +20,15 @@ from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.templates import referenced_task_ids
 
 
-def task_reads(task: PlannedTask) -> tuple[str, ...]:
-    """The distinct tasks whose outputs preparing ``task`` may read (needs first)."""
+def task_reads(task: PlannedTask, shared: SharedReads | None = None) -> tuple[str, ...]:
+    """The distinct tasks whose outputs preparing ``task`` may read (needs first); ``shared``
+    remembers the reads of the definitions tasks share, for a pass over a whole plan."""
     found = dict.fromkeys(task.needs)
     found.update(dict.fromkeys(task.children))
-    for value in _templated(task):
+    for value in _own_templated(task):
         found.update(dict.fromkeys(_named(value)))
+    for value in _definitions(task):
+        found.update(dict.fromkeys(_named(value) if shared is None else shared.of(value)))
     for condition in (task.when, task.guard):
         if condition:
             found.update(dict.fromkeys(_condition_reads(condition)))
@@ -35,6 +38,25 @@ def task_reads(task: PlannedTask) -> tuple[str, ...]:
     return tuple(found)
 
 
+class SharedReads:
+    """The reads of each definition object seen (an action's configuration is one dict for
+    every task using it), so a pass over a plan scans each once, not once per task.
+
+    Keyed by identity, and each key's object is kept referenced here, so an id cannot be
+    reused by another object while this lives; a plan is not mutated after compiling."""
+
+    def __init__(self) -> None:
+        self._seen: dict[int, tuple[object, list[str]]] = {}
+
+    def of(self, definition: object) -> list[str]:
+        hit = self._seen.get(id(definition))
+        if hit is not None and hit[0] is definition:
+            return hit[1]
+        found = _named(definition)
+        self._seen[id(definition)] = (definition, found)
+        return found
+
+
 def run_output_reads(plan: Plan) -> tuple[str, ...] | None:
     """The tasks ``spec.outputs`` reads; None when it is empty (the output is every task's)."""
     if not plan.run.outputs:
@@ -42,11 +64,15 @@ def run_output_reads(plan: Plan) -> tuple[str, ...] | None:
     return tuple(_named(plan.run.outputs))
 
 
-def _templated(task: PlannedTask) -> Iterator[Any]:
+def _own_templated(task: PlannedTask) -> Iterator[Any]:
     yield task.with_
     yield task.vars
     if task.route is not None:
         yield task.route.select
+
+
+def _definitions(task: PlannedTask) -> Iterator[Any]:
+    """The action or agent definitions ``task`` was compiled from, shared with its siblings."""
     if task.action_config is not None:
         yield task.action_config
     if task.agent_config is not None:
