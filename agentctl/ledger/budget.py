@@ -14,17 +14,28 @@ Invariants:
 - a reservation id is used once: reserving it again is a no-op, settling it again too;
 - once ``exceeded`` is recorded every further reservation is denied;
 - dimensions are checked in ``CHECK_FIRST`` order, so the one named is the request count
-  before any token or cost dimension.
+  before any token or cost dimension;
+- the counters are decided from what the row holds inside that transaction: either read
+  there, or remembered from this process's last write and confirmed by the write itself (a
+  compare-and-set on the counter columns and ``exceeded_json IS NULL``); a remembered row
+  that does not match is read afresh, never trusted;
+- a refused reservation leaves no row; a settled one is ``reconciled`` with its actual usage.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import NotFoundError, RunFailedError
-from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
+from agentctl.ledger.audit import (
+    AuditBuffer,
+    append_audit_txn,
+    flush_audits_txn,
+    write_checkpoint_txn,
+)
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_one, loads_counts, loads_object
 from agentctl.ledger.sql import Db
 
@@ -147,13 +158,16 @@ def checked_order(dimensions: Iterable[str]) -> list[str]:
 
 
 def _first_overrun(
-    snap: BudgetSnapshot, usage: Mapping[str, int], extra: Mapping[str, int]
+    limits: Mapping[str, int],
+    usage: Mapping[str, int],
+    reserved: Mapping[str, int],
+    extra: Mapping[str, int],
 ) -> JsonObject | None:
     for dim in checked_order(extra):
-        limit = snap.limits.get(dim)
+        limit = limits.get(dim)
         if limit is None:
             continue
-        attempted = usage.get(dim, 0) + snap.reserved.get(dim, 0) + extra[dim]
+        attempted = usage.get(dim, 0) + reserved.get(dim, 0) + extra[dim]
         if attempted > limit:
             return {"dimension": dim, "limit": limit, "attempted": attempted}
     return None
@@ -180,6 +194,94 @@ def _overshoot(limits: Mapping[str, int], usage: Mapping[str, int]) -> JsonObjec
     return None
 
 
+class _Known(NamedTuple):
+    """The budget row as this process last read or wrote it: its counter columns' text (the
+    compare-and-set's expected values) and what they decode to."""
+
+    run_id: str
+    limits_text: str
+    usage_text: str
+    reserved_text: str
+    limits: dict[str, int]
+    usage: dict[str, int]
+    reserved: dict[str, int]
+
+
+# run id → its row as last seen here, kept only while the row has no ``exceeded``. A guess,
+# never trusted: a write through it is a compare-and-set on the very columns it was computed
+# from, inside the caller's locked transaction, so another process's write (``serve``, a
+# second shell's command), a rolled-back transaction or another database with the same run id
+# only makes it miss, and a miss reads the row afresh. It saves the row's SELECT and the
+# three JSON decodes on each reserve and settle of the process driving the run.
+_KNOWN: dict[str, _Known] = {}
+_KNOWN_MAX = 256
+
+_CAS_COUNTERS = (
+    "UPDATE run_budgets SET usage_json = ?, reserved_json = ?, updated_at = ? WHERE run_id = ?"
+    " AND limits_json = ? AND usage_json = ? AND reserved_json = ? AND exceeded_json IS NULL"
+)
+_SET_COUNTERS = (
+    "UPDATE run_budgets SET usage_json = ?, reserved_json = ?, updated_at = ? WHERE run_id = ?"
+)
+
+
+def _read_known(conn: Db, run_id: str) -> tuple[_Known, JsonObject | None]:
+    """The row read afresh, with its ``exceeded`` record."""
+    row = fetch_one(conn, "SELECT * FROM run_budgets WHERE run_id = ?", (run_id,), "budget")
+    exceeded = None if row["exceeded_json"] is None else loads_object(row["exceeded_json"])
+    limits, usage, reserved = row["limits_json"], row["usage_json"], row["reserved_json"]
+    counts = (loads_counts(limits), loads_counts(usage), loads_counts(reserved))
+    return _Known(run_id, limits, usage, reserved, *counts), exceeded
+
+
+def _write_counters(
+    conn: Db,
+    known: _Known,
+    usage: dict[str, int],
+    reserved: dict[str, int],
+    now: str,
+    sure: JsonObject | bool | None,
+) -> bool:
+    """Write new usage and reserved counters over ``known``. ``sure``: False — only if the row
+    still holds ``known`` and no ``exceeded`` (a compare-and-set); else the row was just read
+    in this transaction and ``sure`` is its ``exceeded`` (or True: none). Remembers what it
+    wrote while the row has no ``exceeded``; False: nothing was written."""
+    run_id = known.run_id
+    usage_text = known.usage_text if usage is known.usage else dumps(usage)
+    reserved_text = dumps(reserved)
+    values: tuple[str, ...] = (usage_text, reserved_text, now, run_id)
+    if sure is False:
+        values += (known.limits_text, known.usage_text, known.reserved_text)
+    if conn.execute(_SET_COUNTERS if sure is not False else _CAS_COUNTERS, values).rowcount != 1:
+        _KNOWN.pop(run_id, None)
+        return False
+    if isinstance(sure, dict):  # every reservation is refused now: nothing to save
+        _KNOWN.pop(run_id, None)
+        return True
+    if len(_KNOWN) >= _KNOWN_MAX and run_id not in _KNOWN:
+        _KNOWN.clear()
+    _KNOWN[run_id] = _Known(
+        run_id, known.limits_text, usage_text, reserved_text, known.limits, usage, reserved
+    )
+    return True
+
+
+def _reserve_counters(conn: Db, run_id: str, wanted: dict[str, int], now: str) -> JsonObject | None:
+    """Add ``wanted`` to the reserved counters, or return the overrun (nothing written)."""
+    known = _KNOWN.get(run_id)
+    if known is not None and not _first_overrun(known.limits, known.usage, known.reserved, wanted):
+        reserved = _add(known.reserved, wanted)
+        if _write_counters(conn, known, known.usage, reserved, now, sure=False):
+            return None
+    known, exceeded = _read_known(conn, run_id)
+    exceeded = exceeded or _first_overrun(known.limits, known.usage, known.reserved, wanted)
+    if exceeded is None:
+        _write_counters(conn, known, known.usage, _add(known.reserved, wanted), now, sure=True)
+    else:
+        _KNOWN.pop(run_id, None)
+    return exceeded
+
+
 def reserve_budget_txn(
     conn: Db,
     run_id: str,
@@ -188,32 +290,68 @@ def reserve_budget_txn(
     now: str,
     *,
     trace_id: str | None = None,
+    buffer: AuditBuffer | None = None,
 ) -> ReservationOutcome:
-    """Reserve ``amounts`` before a dispatch, or record the overrun and deny it."""
-    seen = conn.execute(
-        "SELECT status FROM budget_reservations WHERE run_id = ? AND reservation_id = ?",
-        (run_id, reservation_id),
-    ).fetchone()
-    if seen is not None:
-        return ReservationOutcome(True, reservation_id, already_recorded=True)
-    snap = budget_snapshot(conn, run_id)
+    """Reserve ``amounts`` before a dispatch, or record the overrun and deny it.
+
+    ``buffer``: the transaction's pending audit events; ``budget.reserved`` joins them (a
+    refusal writes them first, then its own record). Two statements when granted: the
+    reservation row (its key makes a repeat a no-op) and the counters' compare-and-set.
+    """
     wanted = _amounts(amounts)
-    exceeded = snap.exceeded or _first_overrun(snap, snap.usage, wanted)
-    if exceeded is not None:
-        _record_exceeded(conn, run_id, exceeded, now, trace_id)
-        return ReservationOutcome(False, reservation_id, exceeded=exceeded)
-    conn.execute(
+    inserted = conn.execute(
         "INSERT INTO budget_reservations (run_id, reservation_id, format_version, amounts_json,"
-        " status, created_at) VALUES (?, ?, ?, ?, 'active', ?)",
+        " status, created_at) VALUES (?, ?, ?, ?, 'active', ?)"
+        " ON CONFLICT (run_id, reservation_id) DO NOTHING",
         (run_id, reservation_id, ROW_FORMAT_VERSION, dumps(wanted), now),
     )
-    conn.execute(
-        "UPDATE run_budgets SET reserved_json = ?, updated_at = ? WHERE run_id = ?",
-        (dumps(_add(snap.reserved, wanted)), now, run_id),
-    )
+    if inserted.rowcount != 1:
+        return ReservationOutcome(True, reservation_id, already_recorded=True)
+    exceeded = _reserve_counters(conn, run_id, wanted, now)
+    if exceeded is not None:  # a refused reservation leaves no row
+        conn.execute(
+            "DELETE FROM budget_reservations WHERE run_id = ? AND reservation_id = ?",
+            (run_id, reservation_id),
+        )
+        flush_audits_txn(conn, run_id, buffer, now)
+        _record_exceeded(conn, run_id, exceeded, now, trace_id)
+        return ReservationOutcome(False, reservation_id, exceeded=exceeded)
     payload = {"reservationId": reservation_id, "amounts": wanted}
-    append_audit_txn(conn, run_id, "budget.reserved", payload, now, trace_id=trace_id)
+    if buffer is None:
+        append_audit_txn(conn, run_id, "budget.reserved", payload, now, trace_id=trace_id)
+    else:
+        buffer.add("budget.reserved", payload, None, trace_id)
     return ReservationOutcome(True, reservation_id)
+
+
+# Reservation amounts' text → counters: a pure memo (each shell effect reserves the same
+# ``{"processOutputBytes": …}``), so settling decodes no JSON; the counters are only read.
+_HELD: dict[str, dict[str, int]] = {}
+
+
+def _held(text: str) -> dict[str, int]:
+    held = _HELD.get(text)
+    if held is None:
+        if len(_HELD) >= _KNOWN_MAX:
+            _HELD.clear()
+        held = _HELD[text] = loads_counts(text)
+    return held
+
+
+def _settle_counters(
+    conn: Db, run_id: str, held: dict[str, int], spent: dict[str, int], now: str
+) -> BudgetSnapshot:
+    """Move ``held`` out of reserved and ``spent`` into usage; the row as written."""
+    known, exceeded = _KNOWN.get(run_id), None
+    if known is not None:
+        usage, reserved = _add(known.usage, spent), _add(known.reserved, held, -1)
+        if not _write_counters(conn, known, usage, reserved, now, sure=False):
+            known = None
+    if known is None:
+        known, exceeded = _read_known(conn, run_id)
+        usage, reserved = _add(known.usage, spent), _add(known.reserved, held, -1)
+        _write_counters(conn, known, usage, reserved, now, sure=exceeded or True)
+    return BudgetSnapshot(run_id, known.limits, usage, reserved, exceeded, now)
 
 
 def settle_budget_txn(
@@ -226,33 +364,25 @@ def settle_budget_txn(
     trace_id: str | None = None,
 ) -> BudgetSnapshot:
     """Replace a reservation by the actual usage; an overshoot records ``exceeded``."""
-    row = conn.execute(
-        "SELECT amounts_json, status FROM budget_reservations"
-        " WHERE run_id = ? AND reservation_id = ?",
-        (run_id, reservation_id),
-    ).fetchone()
-    if row is None:
-        raise NotFoundError(f"budget reservation {reservation_id} of run {run_id} not found")
-    if row["status"] == "reconciled":
-        return budget_snapshot(conn, run_id)
-    snap = budget_snapshot(conn, run_id)
     spent = _amounts(actual)
-    reserved = _add(snap.reserved, loads_counts(row["amounts_json"]), -1)
-    usage = _add(snap.usage, spent)
-    conn.execute(
+    row = conn.execute(
         "UPDATE budget_reservations SET status = 'reconciled', actual_json = ?, settled_at = ?"
-        " WHERE run_id = ? AND reservation_id = ?",
+        " WHERE run_id = ? AND reservation_id = ? AND status = 'active' RETURNING amounts_json",
         (dumps(spent), now, run_id, reservation_id),
-    )
-    conn.execute(
-        "UPDATE run_budgets SET usage_json = ?, reserved_json = ?, updated_at = ? WHERE run_id = ?",
-        (dumps(usage), dumps(reserved), now, run_id),
-    )
-    over = _overshoot(snap.limits, usage)
-    exceeded = snap.exceeded
-    if over is not None and exceeded is None:
-        _record_exceeded(conn, run_id, over, now, trace_id)
-        exceeded = over
-    # What was just written, not read back: one SELECT and three JSON parses less on every
-    # settled effect (each worker effect reserves its process output).
-    return replace(snap, usage=usage, reserved=reserved, exceeded=exceeded, updated_at=now)
+    ).fetchone()
+    if row is None:  # unknown, or settled before: a repeat changes nothing
+        seen = conn.execute(
+            "SELECT status FROM budget_reservations WHERE run_id = ? AND reservation_id = ?",
+            (run_id, reservation_id),
+        ).fetchone()
+        if seen is None:
+            raise NotFoundError(f"budget reservation {reservation_id} of run {run_id} not found")
+        return budget_snapshot(conn, run_id)
+    snap = _settle_counters(conn, run_id, _held(row[0]), spent, now)
+    over = _overshoot(snap.limits, snap.usage)
+    if over is None or snap.exceeded is not None:
+        # What was just written, not read back (each worker effect reserves its output).
+        return snap
+    _KNOWN.pop(run_id, None)
+    _record_exceeded(conn, run_id, over, now, trace_id)
+    return replace(snap, exceeded=over)

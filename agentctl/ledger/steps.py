@@ -158,10 +158,9 @@ def _request_one_txn(conn: Db, batch: RequestBatch, row: RequestRow, buffer: Aud
     run_id, now, trace_id = batch.run_id, batch.now, batch.trace_id
     start = (row.task_id, row.from_state, row.attempt)
     _to_running_txn(conn, run_id, start, now, trace_id, buffer)
-    if row.budget:
-        flush_audits_txn(conn, run_id, buffer, now)  # the reservation audits: keep the order
+    if row.budget:  # `budget.reserved` joins the buffer after the task's events
         outcome = budget.reserve_budget_txn(
-            conn, run_id, row.effect.effect_id, row.budget, now, trace_id=trace_id
+            conn, run_id, row.effect.effect_id, row.budget, now, trace_id=trace_id, buffer=buffer
         )
         if not outcome.granted:  # the overrun is recorded; no effect row is
             return False

@@ -132,3 +132,45 @@ def test_concurrent_processes_never_overspend(
     assert snap.exceeded is not None and snap.exceeded["dimension"] == "toolCalls"
     if isinstance(ledger, Database):
         assert ledger.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+_OUTSIDE = textwrap.dedent(
+    """
+    import sys
+    from agentctl.ledger.budget import reserve_budget_txn
+    from agentctl.ledger import open_ledger
+
+    led = open_ledger(sys.argv[1])._tx
+    now = "2024-05-01T12:00:30.000Z"
+    got = led.run_write(
+        lambda conn: reserve_budget_txn(conn, "run-1", "outside", {"toolCalls": 1}, now))
+    led.close()
+    assert got.granted
+    """
+)
+
+
+def test_a_row_changed_behind_this_process_is_read_afresh(
+    ledger: Database, db_path: Path, tmp_path: Path
+) -> None:
+    """This process remembers the row it last wrote; a rolled-back write and another process's
+    reservation change the row behind it, and neither may be counted wrongly."""
+    make_run(ledger, limits={"maxToolCalls": 3})
+    with ledger.transaction() as conn:
+        assert reserve_budget_txn(conn, "run-1", "r1", {"toolCalls": 1}, ts(1)).granted
+    with pytest.raises(RuntimeError), ledger.transaction() as conn:
+        assert reserve_budget_txn(conn, "run-1", "gone", {"toolCalls": 2}, ts(2)).granted
+        raise RuntimeError("roll back")
+    script = tmp_path / "outside.py"
+    script.write_text(_OUTSIDE)
+    url = getattr(ledger, "url", str(db_path))
+    subprocess.run([sys.executable, str(script), url], check=True, timeout=120)
+    with ledger.transaction() as conn:  # 1 + 1 outside: one more fits, not none and not two
+        settled = settle_budget_txn(conn, "run-1", "r1", {"toolCalls": 1}, ts(3))
+        assert settled.usage == {"toolCalls": 1} and settled.reserved == {"toolCalls": 1}
+        assert reserve_budget_txn(conn, "run-1", "r3", {"toolCalls": 1}, ts(4)).granted
+        denied = reserve_budget_txn(conn, "run-1", "r4", {"toolCalls": 1}, ts(5))
+    assert denied.exceeded == {"dimension": "toolCalls", "limit": 3, "attempted": 4}
+    with ledger.read() as conn:
+        snap = budget_snapshot(conn, "run-1")
+    assert snap.usage == {"toolCalls": 1} and snap.reserved == {"toolCalls": 2}
