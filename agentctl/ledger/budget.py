@@ -19,6 +19,10 @@ Invariants:
   there, or remembered from this process's last write and confirmed by the write itself (a
   compare-and-set on the counter columns and ``exceeded_json IS NULL``); a remembered row
   that does not match is read afresh, never trusted;
+- at most one counters write per reserve or settle; a settle given a ``SettleLater`` (the
+  pipelined step transaction) writes none itself: the next reserve of the run in that
+  transaction writes both (one compare-and-set), else ``write_settled_txn`` before the
+  transaction's end. A settle that overshoots, or finds no remembered row, writes at once;
 - a refused reservation leaves no row; a settled one is ``reconciled`` with its actual usage.
 """
 
@@ -151,10 +155,16 @@ def budget_snapshot(conn: Db, run_id: str) -> BudgetSnapshot:
     )
 
 
+_FIRST = {dim: i for i, dim in enumerate(CHECK_FIRST)}
+
+
+def _check_key(dim: str) -> tuple[int, str]:
+    return (_FIRST.get(dim, len(_FIRST)), dim)
+
+
 def checked_order(dimensions: Iterable[str]) -> list[str]:
     """Dimensions in the order they are checked: ``CHECK_FIRST``, then by name."""
-    first = {dim: i for i, dim in enumerate(CHECK_FIRST)}
-    return sorted(dimensions, key=lambda dim: (first.get(dim, len(first)), dim))
+    return sorted(dimensions, key=_check_key)
 
 
 def _first_overrun(
@@ -266,6 +276,88 @@ def _write_counters(
     return True
 
 
+class _Settled(NamedTuple):
+    """Deferred settlements: the row they apply to, each (held, spent) and the result."""
+
+    base: _Known
+    settled: tuple[tuple[dict[str, int], dict[str, int]], ...]
+    usage: dict[str, int]
+    reserved: dict[str, int]
+    trace_id: str | None
+
+
+@dataclass
+class SettleLater:
+    """One transaction's settled counters not yet written (at most one run's). The next
+    reserve of the run writes them with its own in one UPDATE; ``write_settled_txn`` writes
+    what is left before the transaction ends (a rollback drops them with it)."""
+
+    pending: _Settled | None = None
+
+    def defer(
+        self, run_id: str, held: dict[str, int], spent: dict[str, int], trace_id: str | None
+    ) -> bool:
+        """Apply a settlement without writing; False (nothing applied) when there is no
+        remembered row to apply it to or it would overshoot a limit."""
+        was = self.pending
+        if was is not None:
+            base, settled, usage, reserved = was.base, was.settled, was.usage, was.reserved
+        elif (known := _KNOWN.get(run_id)) is not None:
+            base, settled, usage, reserved = known, (), known.usage, known.reserved
+        else:
+            return False
+        usage, reserved = _add(usage, spent), _add(reserved, held, -1)
+        if base.run_id != run_id or _overshoot(base.limits, usage) is not None:
+            return False
+        self.pending = _Settled(base, (*settled, (held, spent)), usage, reserved, trace_id)
+        return True
+
+    def take(self, run_id: str | None = None) -> _Settled | None:
+        """What is pending (for ``run_id`` when given), forgotten here."""
+        was = self.pending
+        if was is None or (run_id is not None and was.base.run_id != run_id):
+            return None
+        self.pending = None
+        return was
+
+
+def write_settled_txn(conn: Db, later: SettleLater | None, now: str) -> None:
+    """Write the deferred settlements: a compare-and-set over the row they were applied to;
+    a miss reads the row afresh, applies them again and records an overshoot (as a settle
+    writing at once would have, before the events still in the caller's buffer)."""
+    was = None if later is None else later.take()
+    if was is None:
+        return
+    base = was.base
+    if _write_counters(conn, base, was.usage, was.reserved, now, sure=False):
+        return
+    known, exceeded = _read_known(conn, base.run_id)
+    usage, reserved = known.usage, known.reserved
+    for held, spent in was.settled:
+        usage, reserved = _add(usage, spent), _add(reserved, held, -1)
+    _write_counters(conn, known, usage, reserved, now, sure=exceeded or True)
+    over = _overshoot(known.limits, usage)
+    if over is not None and exceeded is None:
+        _KNOWN.pop(base.run_id, None)
+        _record_exceeded(conn, base.run_id, over, now, was.trace_id)
+
+
+def _reserve_with_settled(
+    conn: Db, later: SettleLater | None, run_id: str, wanted: dict[str, int], now: str
+) -> bool:
+    """Write this transaction's deferred settlements and the reservation in one UPDATE; False
+    (the settlements written alone, the reservation not) when that cannot be done."""
+    was = None if later is None else later.take(run_id)
+    if was is None:
+        return False
+    if _first_overrun(was.base.limits, was.usage, was.reserved, wanted) is None:
+        reserved = _add(was.reserved, wanted)
+        if _write_counters(conn, was.base, was.usage, reserved, now, sure=False):
+            return True
+    write_settled_txn(conn, SettleLater(was), now)
+    return False
+
+
 def _reserve_counters(conn: Db, run_id: str, wanted: dict[str, int], now: str) -> JsonObject | None:
     """Add ``wanted`` to the reserved counters, or return the overrun (nothing written)."""
     known = _KNOWN.get(run_id)
@@ -291,12 +383,14 @@ def reserve_budget_txn(
     *,
     trace_id: str | None = None,
     buffer: AuditBuffer | None = None,
+    later: SettleLater | None = None,
 ) -> ReservationOutcome:
     """Reserve ``amounts`` before a dispatch, or record the overrun and deny it.
 
     ``buffer``: the transaction's pending audit events; ``budget.reserved`` joins them (a
     refusal writes them first, then its own record). Two statements when granted: the
-    reservation row (its key makes a repeat a no-op) and the counters' compare-and-set.
+    reservation row (its key makes a repeat a no-op) and the counters' compare-and-set, which
+    writes ``later``'s deferred settlements too.
     """
     wanted = _amounts(amounts)
     inserted = conn.execute(
@@ -307,7 +401,9 @@ def reserve_budget_txn(
     )
     if inserted.rowcount != 1:
         return ReservationOutcome(True, reservation_id, already_recorded=True)
-    exceeded = _reserve_counters(conn, run_id, wanted, now)
+    exceeded = None
+    if not _reserve_with_settled(conn, later, run_id, wanted, now):
+        exceeded = _reserve_counters(conn, run_id, wanted, now)
     if exceeded is not None:  # a refused reservation leaves no row
         conn.execute(
             "DELETE FROM budget_reservations WHERE run_id = ? AND reservation_id = ?",
@@ -362,14 +458,25 @@ def settle_budget_txn(
     now: str,
     *,
     trace_id: str | None = None,
+    later: SettleLater | None = None,
 ) -> BudgetSnapshot:
-    """Replace a reservation by the actual usage; an overshoot records ``exceeded``."""
+    """Replace a reservation by the actual usage; an overshoot records ``exceeded``. With
+    ``later`` the counters are left to the transaction's next reserve or its end."""
     spent = _amounts(actual)
     row = conn.execute(
         "UPDATE budget_reservations SET status = 'reconciled', actual_json = ?, settled_at = ?"
         " WHERE run_id = ? AND reservation_id = ? AND status = 'active' RETURNING amounts_json",
         (dumps(spent), now, run_id, reservation_id),
     ).fetchone()
+    if (
+        later is not None
+        and row is not None
+        and later.defer(run_id, _held(row[0]), spent, trace_id)
+    ):
+        was = later.pending
+        assert was is not None  # just deferred
+        return BudgetSnapshot(run_id, was.base.limits, was.usage, was.reserved, None, now)
+    write_settled_txn(conn, later, now)  # what was deferred lands first
     if row is None:  # unknown, or settled before: a repeat changes nothing
         seen = conn.execute(
             "SELECT status FROM budget_reservations WHERE run_id = ? AND reservation_id = ?",

@@ -119,20 +119,28 @@ def record_requests_txn(conn: Db, batch: RequestBatch) -> tuple[str, ...]:
     """The previous batch's completions (``batch.after``) first, then tasks → running, effects
     → requested, budgets reserved, and one checkpoint; returns the denied task ids."""
     buffer = AuditBuffer()  # the transaction's events, written in one call before its end
-    committed = _carried_txn(conn, batch.after, buffer)
-    denied = [r.task_id for r in batch.rows if not _request_one_txn(conn, batch, r, buffer)]
+    # The carried outcomes' budget settlements ride in the first reservation's counters write.
+    later = budget.SettleLater()
+    committed = _carried_txn(conn, batch.after, buffer, later)
+    denied = [r.task_id for r in batch.rows if not _request_one_txn(conn, batch, r, buffer, later)]
     task_ids = [r.task_id for r in batch.rows]
+    budget.write_settled_txn(conn, later, batch.now)
     flush_audits_txn(conn, batch.run_id, buffer, batch.now)
     _checkpoint_txn(conn, batch.run_id, "effects.requested", task_ids, committed, batch.now)
     return tuple(denied)
 
 
-def _carried_txn(conn: Db, after: BatchCommit | None, buffer: AuditBuffer) -> JsonObject | None:
-    """Commit the completions a start carries, their events into ``buffer``; returns their
-    checkpoint state (not written)."""
+def _carried_txn(
+    conn: Db,
+    after: BatchCommit | None,
+    buffer: AuditBuffer,
+    later: budget.SettleLater | None = None,
+) -> JsonObject | None:
+    """Commit the completions a start carries, their events into ``buffer`` (their budget
+    counters into ``later`` when given); returns their checkpoint state (not written)."""
     if after is None:
         return None
-    return commit_batch_txn(conn, after, checkpoint=False, buffer=buffer)
+    return commit_batch_txn(conn, after, checkpoint=False, buffer=buffer, later=later)
 
 
 def _checkpoint_txn(
@@ -153,14 +161,23 @@ def _checkpoint_txn(
     audit.write_checkpoint_txn(conn, run_id, state, now)
 
 
-def _request_one_txn(conn: Db, batch: RequestBatch, row: RequestRow, buffer: AuditBuffer) -> bool:
+def _request_one_txn(
+    conn: Db, batch: RequestBatch, row: RequestRow, buffer: AuditBuffer, later: budget.SettleLater
+) -> bool:
     """One task to running with its effect requested; False when the budget denied it."""
     run_id, now, trace_id = batch.run_id, batch.now, batch.trace_id
     start = (row.task_id, row.from_state, row.attempt)
     _to_running_txn(conn, run_id, start, now, trace_id, buffer)
     if row.budget:  # `budget.reserved` joins the buffer after the task's events
         outcome = budget.reserve_budget_txn(
-            conn, run_id, row.effect.effect_id, row.budget, now, trace_id=trace_id, buffer=buffer
+            conn,
+            run_id,
+            row.effect.effect_id,
+            row.budget,
+            now,
+            trace_id=trace_id,
+            buffer=buffer,
+            later=later,
         )
         if not outcome.granted:  # the overrun is recorded; no effect row is
             return False
@@ -250,10 +267,15 @@ def record_and_start_call_txn(conn: Db, call: CallRecord) -> JsonObject | None:
 
 
 def _finish_one_txn(
-    conn: Db, o: EffectOutcome, buffer: AuditBuffer | None = None, text: str | None = None
+    conn: Db,
+    o: EffectOutcome,
+    buffer: AuditBuffer | None = None,
+    text: str | None = None,
+    later: budget.SettleLater | None = None,
 ) -> None:
     """An effect's outcome; its memory write, settlement, tool-call row and protocol evidence
-    land with it. ``buffer`` collects its event; ``text``: the result's canonical JSON."""
+    land with it. ``buffer`` collects its event; ``text``: the result's canonical JSON;
+    ``later``: where the settlement's counters wait for the transaction's next reserve."""
     known = None
     if o.operation is not None:  # the caller inserted the row: its audit columns are these
         known = {
@@ -280,7 +302,9 @@ def _finish_one_txn(
     if o.long_term_put is not None:
         longterm.put_txn(conn, o.long_term_put, o.now)
     if o.spent is not None:
-        budget.settle_budget_txn(conn, o.run_id, o.effect_id, o.spent, o.now, trace_id=o.trace_id)
+        budget.settle_budget_txn(
+            conn, o.run_id, o.effect_id, o.spent, o.now, trace_id=o.trace_id, later=later
+        )
     if o.tool_call_id is not None:
         effects.finish_tool_call_txn(
             conn, o.run_id, o.tool_call_id, o.status, o.now, output=o.result, error=o.error
@@ -305,7 +329,10 @@ def _add_events(buffer: AuditBuffer, item: tasks.TaskCompletion, trace_id: str |
 
 
 def _finish_outcomes_txn(
-    conn: Db, outcomes: Sequence[EffectOutcome], buffer: AuditBuffer
+    conn: Db,
+    outcomes: Sequence[EffectOutcome],
+    buffer: AuditBuffer,
+    later: budget.SettleLater | None,
 ) -> dict[int, str]:
     """The batch's effect outcomes, their events into ``buffer``; returns each result's
     canonical JSON by the result's id (a task's output is most often that very value)."""
@@ -314,7 +341,7 @@ def _finish_outcomes_txn(
         text = None
         if o.result is not None:
             text = known[id(o.result)] = canonical_json(o.result)
-        _finish_one_txn(conn, o, buffer, text)
+        _finish_one_txn(conn, o, buffer, text, later)
     return known
 
 
@@ -324,13 +351,15 @@ def commit_batch_txn(
     *,
     checkpoint: bool = True,
     buffer: AuditBuffer | None = None,
+    later: budget.SettleLater | None = None,
 ) -> JsonObject:
     """Walk each task to its committed state and commit the batch in compiled order; returns
     the checkpoint's state (written here unless ``checkpoint=False``). The audit events go
-    into ``buffer`` when given (the caller writes them), else they are written here."""
+    into ``buffer`` when given (the caller writes them), else they are written here; the
+    budget settlements' counters into ``later`` when given (the caller writes them)."""
     run_id, now, trace_id = batch.run_id, batch.now, batch.trace_id
     events = AuditBuffer() if buffer is None else buffer
-    known = _finish_outcomes_txn(conn, batch.outcomes, events)
+    known = _finish_outcomes_txn(conn, batch.outcomes, events, later)
     for item in batch.items:
         if not transition_path(item.from_state, item.state)[:-1]:
             continue  # already one step from its committed state: nothing to walk

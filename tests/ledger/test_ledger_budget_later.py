@@ -1,0 +1,122 @@
+"""A step transaction's settlements written with its next reservation (``SettleLater``): the
+row, the reservations and the audit log end as when each settle writes at once, and a row
+changed behind this process is read afresh before anything is decided from it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from ledger_helpers import make_run, ts
+
+from agentctl.core.jsonvalue import JsonObject
+from agentctl.ledger.audit import list_audit
+from agentctl.ledger.budget import (
+    BudgetSnapshot,
+    SettleLater,
+    budget_snapshot,
+    reserve_budget_txn,
+    settle_budget_txn,
+    write_settled_txn,
+)
+from agentctl.ledger.connection import Database
+from agentctl.ledger.sql import Db
+
+
+def _steps(conn: Db, run_id: str, later: SettleLater | None, step: int) -> bool:
+    """One pipelined step: settle the previous reservation, reserve the next."""
+    prev, nxt = f"r{step - 1}", f"r{step}"
+    settle_budget_txn(
+        conn, run_id, prev, {"toolCalls": 1, "outputTokens": 7}, ts(step), later=later
+    )
+    wanted = {"toolCalls": 1, "outputTokens": 10}
+    got = reserve_budget_txn(conn, run_id, nxt, wanted, ts(step), later=later).granted
+    write_settled_txn(conn, later, ts(step))
+    return got
+
+
+def _state(ledger: Database, run_id: str) -> tuple[BudgetSnapshot, list[tuple[str, JsonObject]]]:
+    with ledger.read() as conn:
+        snap = budget_snapshot(conn, run_id)
+        events = [(e.event_type, e.payload) for e in list_audit(conn, run_id)]
+    return snap, events
+
+
+def test_settlements_written_with_the_next_reservation_end_as_written_at_once(
+    ledger: Database,
+) -> None:
+    limits = {"maxToolCalls": 5, "maxOutputTokens": 100}
+    for run_id in ("at-once", "later"):
+        make_run(ledger, run_id, limits=limits)
+        with ledger.transaction() as conn:
+            assert reserve_budget_txn(conn, run_id, "r0", {"toolCalls": 1}, ts(0)).granted
+        for step in range(1, 6):  # the sixth call is refused: 5 at most
+            with ledger.transaction() as conn:
+                later = SettleLater() if run_id == "later" else None
+                assert _steps(conn, run_id, later, step) is (step < 5)
+    (once, once_events), (late, late_events) = _state(ledger, "at-once"), _state(ledger, "later")
+    assert (late.usage, late.reserved, late.exceeded) == (once.usage, once.reserved, once.exceeded)
+    assert late.usage == {"toolCalls": 5, "outputTokens": 35, "totalTokens": 35}
+    assert late.exceeded == {"dimension": "toolCalls", "limit": 5, "attempted": 6}
+    assert late_events == once_events
+
+
+def test_a_settlement_with_no_reservation_after_it_is_written_at_the_end(
+    ledger: Database,
+) -> None:
+    make_run(ledger, limits={"maxToolCalls": 2})
+    with ledger.transaction() as conn:
+        reserve_budget_txn(conn, "run-1", "r1", {"toolCalls": 1}, ts(1))
+    with ledger.transaction() as conn:
+        later = SettleLater()
+        snap = settle_budget_txn(conn, "run-1", "r1", {"toolCalls": 1}, ts(2), later=later)
+        assert snap.usage == {"toolCalls": 1} and snap.reserved == {"toolCalls": 0}
+        unwritten = budget_snapshot(conn, "run-1")  # the counters wait for a reservation
+        assert unwritten.usage == {} and unwritten.reserved == {"toolCalls": 1}
+        write_settled_txn(conn, later, ts(2))
+        assert budget_snapshot(conn, "run-1") == snap
+
+
+_OUTSIDE = textwrap.dedent(
+    """
+    import sys
+    from agentctl.ledger.budget import reserve_budget_txn, settle_budget_txn
+    from agentctl.ledger import open_ledger
+
+    led = open_ledger(sys.argv[1])._tx
+    now = "2024-05-01T12:00:30.000Z"
+    def spend(conn):
+        assert reserve_budget_txn(conn, "run-1", "outside", {"toolCalls": 1}, now).granted
+        settle_budget_txn(conn, "run-1", "outside", {"toolCalls": 1}, now)
+    led.run_write(spend)
+    led.close()
+    """
+)
+
+
+def test_a_row_spent_behind_this_process_is_read_afresh_and_its_overshoot_recorded(
+    ledger: Database, db_path: Path, tmp_path: Path
+) -> None:
+    """Another process spends a call after this one remembered the row: the deferred
+    settlement looks within the limit against the remembered row, over it against the real
+    one, so the overshoot is recorded and the reservation after it refused."""
+    make_run(ledger, limits={"maxToolCalls": 2})
+    with ledger.transaction() as conn:
+        assert reserve_budget_txn(conn, "run-1", "r1", {"toolCalls": 1}, ts(1)).granted
+    script = tmp_path / "outside.py"
+    script.write_text(_OUTSIDE)
+    url = getattr(ledger, "url", str(db_path))
+    subprocess.run([sys.executable, str(script), url], check=True, timeout=120)
+    with ledger.transaction() as conn:
+        later = SettleLater()
+        settle_budget_txn(conn, "run-1", "r1", {"toolCalls": 2}, ts(2), later=later)
+        got = reserve_budget_txn(conn, "run-1", "r2", {"toolCalls": 1}, ts(3), later=later)
+        write_settled_txn(conn, later, ts(3))
+    over = {"dimension": "toolCalls", "limit": 2, "attempted": 3}
+    assert not got.granted and got.exceeded == over
+    snap, events = _state(ledger, "run-1")
+    assert snap.usage == {"toolCalls": 3} and snap.reserved == {"toolCalls": 0}
+    assert snap.exceeded == over
+    assert [e for e in events if e[0] == "budget.exceeded"] == [("budget.exceeded", over)] * 2
