@@ -68,7 +68,7 @@ def _message_adapter() -> pydantic.TypeAdapter[Message]:
     return pydantic.TypeAdapter(Message)
 
 
-def decode_body(body: bytes) -> Message:
+def decode_body(body: bytes | bytearray) -> Message:
     """Parse one frame body; any malformation becomes ProtocolError."""
     try:
         return _message_adapter().validate_json(body)
@@ -76,6 +76,14 @@ def decode_body(body: bytes) -> Message:
         # The error text may quote the payload; keep only the first line of the summary.
         summary = str(exc).splitlines()[0]
         raise ProtocolError(f"malformed frame: {summary}") from exc
+
+
+def _whole_frame(chunk: bytes | bytearray) -> bool:
+    """Whether ``chunk`` is exactly one frame (its header and all of its body)."""
+    if len(chunk) < _HEADER.size:
+        return False
+    length: int = _HEADER.unpack_from(chunk)[0]
+    return len(chunk) == _HEADER.size + length and length <= MAX_FRAME_BYTES
 
 
 class _SocketIO:
@@ -195,6 +203,8 @@ class FrameChannel:
                 if not buffer:
                     return None  # a clean EOF, at a frame boundary
                 raise ProtocolError("truncated frame: connection closed inside a frame")
+            if not buffer and _whole_frame(chunk):
+                return decode_body(chunk[_HEADER.size :])  # the usual case: no buffering
             buffer += chunk
 
     def peer_closed(self) -> bool:
