@@ -55,7 +55,10 @@ class ProtocolError(AgentctlError):
 
 def encode_frame(msg: Message) -> bytes:
     """The wire bytes of ``msg``; raises ProtocolError if it would exceed the frame limit."""
-    body = msg.model_dump_json(by_alias=True).encode("utf-8")
+    # The model's built serializer, called directly: ``model_dump_json`` would wrap it in a
+    # Python call, decode its bytes to ``str`` and leave us to encode them back (~2 against
+    # ~6 µs for an ``Execute``, on both sides of every round trip). The bytes are the same.
+    body = msg.__pydantic_serializer__.to_json(msg, by_alias=True)
     if len(body) > MAX_FRAME_BYTES:
         raise ProtocolError(f"frame of {len(body)} bytes exceeds the {MAX_FRAME_BYTES} limit")
     return _HEADER.pack(len(body)) + body
