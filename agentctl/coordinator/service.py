@@ -172,14 +172,14 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
 async def _drive_with_workers(
     store: Store, req: DriveRequest, live: Live, registry: str
 ) -> tuple[str, bool, bool]:
-    """Run the driver inside the worker pool and the cancellation scopes; returns the final
-    state, whether the run was cancelled, and whether its wall time ran out."""
+    """Drive in the worker pool and cancel scopes: (final state, cancelled, wall time out)."""
     needs = workload(req.plan)  # once: it walks every task
     size = pool_size(req.plan, needs)
     wall_deadline = await _wall_deadline(store, req)
     final = "failed"  # what a drive cut short by cancellation or the wall clock reports
     async with _open_pool(req, size, registry, needs) as pool:
-        await store.open_artifacts()
+        if pool is not None:  # artifacts come only from workers: a pure drive stores none
+            await store.open_artifacts()
         driver = Driver(
             store,
             _settings(req),
