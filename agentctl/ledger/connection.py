@@ -46,6 +46,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
+import filelock
+
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import (
     AgentctlError,
@@ -55,7 +57,6 @@ from agentctl.errors import (
     from_os_error,
 )
 from agentctl.ledger.crypto import LedgerConnection, attach_if_encrypted
-from agentctl.ledger.flock import LockBusy, hold_exclusive
 from agentctl.ledger.fresh import create_current
 from agentctl.ledger.migrations import (
     APPLICATION_ID,
@@ -347,10 +348,17 @@ def _refuse_corrupt(conn: sqlite3.Connection, path: Path) -> None:
 @contextlib.contextmanager
 def _setup_lock(db: Path) -> Iterator[None]:
     """Hold ``<db>.lock`` exclusively while this process creates, converts or migrates ``db``."""
+    lock = filelock.FileLock(
+        f"{db}.lock",
+        timeout=SETUP_LOCK_TIMEOUT_S,
+        mode=0o600,
+        thread_local=False,
+        preserve_lock_file=True,
+    )
     try:
-        with hold_exclusive(f"{db}.lock", SETUP_LOCK_TIMEOUT_S):
+        with lock:
             yield
-    except LockBusy as exc:
+    except filelock.Timeout as exc:
         raise LockTimeoutError(
             f"another agentctl process kept setting up {db} for more than "
             f"{SETUP_LOCK_TIMEOUT_S:g} s"

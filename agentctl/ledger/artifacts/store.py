@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import filelock
+
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import InvalidOperationError, LockTimeoutError, NotFoundError, PersistenceError
@@ -122,8 +124,6 @@ class ArtifactStore:
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(d, 0o700)
         lock_path = self.root / ".lock"
-        import filelock  # here, not at the top: a run that stores no artifact never needs it
-
         self._lock = filelock.FileLock(
             lock_path,
             timeout=LOCK_TIMEOUT_S,
@@ -136,8 +136,6 @@ class ArtifactStore:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        import filelock  # already loaded by __init__
-
         try:
             with self._lock:
                 yield
