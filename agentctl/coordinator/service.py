@@ -179,7 +179,8 @@ async def _drive_with_workers(
     wall_deadline = await _wall_deadline(store, req)
     final = "failed"  # what a drive cut short by cancellation or the wall clock reports
     async with _open_pool(req, size, registry, needs) as pool:
-        await store.open_artifacts()
+        if pool is not None:  # artifacts come only from workers: a pure drive stores none
+            await store.open_artifacts()
         driver = Driver(
             store,
             _settings(req),
@@ -197,19 +198,31 @@ async def _drive_with_workers(
                 scope.cancel()
                 await trio.lowlevel.checkpoint()  # raises Cancelled (caught by ``scope``)
             async with trio.open_nursery() as nursery:
-                if req.stop is None:
-                    nursery.start_soon(_watch_signals, scope)
-                    # Worker start-up (~0.1-0.3 s) overlaps the run's first transactions.
-                    nursery.start_soon(_warm, pool, _warm_count(req, size))
-                else:
-                    nursery.start_soon(_watch_stop, req.stop, scope)
-                nursery.start_soon(_watch_cancel_flag, store, req, scope)
+                _start_watchers(nursery, store, req, scope, pool, size)
                 if req.timeout_s is not None:
                     scope.deadline = trio.current_time() + req.timeout_s
                 final = await driver.drive()
                 nursery.cancel_scope.cancel()
     cancelled = scope.cancelled_caught
     return final, cancelled, wall.cancelled_caught and not cancelled
+
+
+def _start_watchers(
+    nursery: trio.Nursery,
+    store: Store,
+    req: DriveRequest,
+    scope: trio.CancelScope,
+    pool: WorkerPool | None,
+    size: int,
+) -> None:
+    """What runs beside the driver: signals or a serve's stop, the cancel flag, warm-up."""
+    if req.stop is None:
+        nursery.start_soon(_watch_signals, scope)
+        # Worker start-up (~0.1-0.3 s) overlaps the run's first transactions.
+        nursery.start_soon(_warm, pool, _warm_count(req, size))
+    else:
+        nursery.start_soon(_watch_stop, req.stop, scope)
+    nursery.start_soon(_watch_cancel_flag, store, req, scope)
 
 
 @contextlib.asynccontextmanager
