@@ -203,24 +203,27 @@ async def _pump(proc: Child, cap: _Capture, exit_fd: int) -> None:
     on that set's descriptor (readable when any member is): one wake-up serves whichever is
     ready, where a task per pipe plus a wait would cost a scheduler pass each.
     """
-    names = {proc.stdout.fileno(): "stdout", proc.stderr.fileno(): "stderr"}
+    names = {proc.stdout_fd: "stdout", proc.stderr_fd: "stderr"}
     ready = select.epoll()
     try:
         for fd in (*names, exit_fd):
             ready.register(fd, select.EPOLLIN)
         exited = False
         while True:
+            # Parked first: a child just started has nothing to report yet.
+            await trio.lowlevel.wait_readable(ready.fileno())
+            ended = []
             for fd, _ in ready.poll(0):
                 if fd == exit_fd:
-                    ready.unregister(fd)  # before ``reap`` closes it
                     exited = True
-                    _end_group(proc)
+                    _end_group(proc)  # closing the pidfd drops it from the set
                 elif not _keep_chunk(fd, names[fd], cap, proc.pid):
-                    ready.unregister(fd)
+                    ended.append(fd)
                     del names[fd]
             if exited and not names:
-                return
-            await trio.lowlevel.wait_readable(ready.fileno())
+                return  # the set is closed below: no member needs unregistering
+            for fd in ended:  # an ended pipe stays readable (EOF): keep it out of the wait
+                ready.unregister(fd)
     finally:
         trio.lowlevel.notify_closing(ready.fileno())
         ready.close()
