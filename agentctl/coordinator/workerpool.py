@@ -388,7 +388,10 @@ class WorkerPool:
         signal_tree(worker.pid, signal.SIGKILL, session=True)
         worker.channel.abandon()  # a caller reading or sending now returns at once
         self._workers = [w for w in self._workers if w is not worker]
-        self._write_registry()
+        # Best effort, as at close: the hang timer loses workers too, and an error there would
+        # end the pool's nursery; a stale entry is harmless (matched by pid and start time).
+        with contextlib.suppress(PersistenceError):
+            self._write_registry()
         self._nursery.start_soon(self._reap, worker)
 
     async def _reap(self, worker: _Worker) -> None:

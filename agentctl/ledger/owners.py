@@ -15,7 +15,8 @@ import os
 
 # Start times are compared with this tolerance: the reading is a float of seconds.
 TOLERANCE_S = 0.01
-_PROCFS = os.path.isdir("/proc/self")
+# Linux's procfs: other systems (illumos, a FreeBSD procfs) may have /proc without ``stat``.
+_PROCFS = os.path.exists("/proc/self/stat")
 
 
 class _Gone(Exception):

@@ -94,6 +94,8 @@ def test_a_pure_run_starts_no_worker_and_an_effect_run_does(tmp_path: Path) -> N
         "agentctl.core.protocols",
     }
     assert wire.isdisjoint(pure_run)
+    # The lease owner's start time is read from /proc: psutil (~5 ms) only checks others.
+    assert "psutil" not in pure_run
     hello = tmp_path / "hello"
     hello.mkdir()
     (hello / "hello.yaml").write_text((EXAMPLES / "hello.yaml").read_text(), encoding="utf-8")

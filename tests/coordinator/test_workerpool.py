@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -153,6 +154,36 @@ async def test_a_frozen_worker_is_lost_at_its_effects_deadline(
             [second] = pool.worker_pids()
             os.kill(second, signal.SIGSTOP)
         assert _gone(second)  # the timer, re-armed after the first loss, fired again
+
+
+async def test_a_hung_worker_is_lost_when_the_registry_can_no_longer_be_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The registry's directory becomes a file after start: its next write fails for real
+    # (ENOTDIR). The timer still loses the frozen worker, and the pool (its nursery) lives on.
+    monkeypatch.setattr(workerpool, "ANSWER_GRACE_S", 0.5)
+    regdir = tmp_path / "reg"
+    regdir.mkdir()
+    async with open_worker_pool(1, registry_path=str(regdir / "workers.json")) as pool:
+        frozen = _shell(tmp_path, f"echo $$ > {tmp_path}/p; exec sleep 60")
+        result: list[Result | Failure] = []
+
+        async def hung() -> None:
+            result.append(await pool.execute(frozen.model_copy(update={"timeout_seconds": 1})))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(hung)
+            await _pid_from(tmp_path / "p")
+            [victim] = pool.worker_pids()
+            shutil.rmtree(regdir)
+            regdir.write_text("not a directory")
+            os.kill(victim, signal.SIGSTOP)
+        [lost] = result
+        assert isinstance(lost, Failure) and lost.error.type == "WorkerLost"
+        # A new worker is started only with its registry entry written: restore the directory.
+        regdir.unlink()
+        regdir.mkdir()
+        assert isinstance(await pool.execute(_shell(tmp_path, "true")), Result)
 
 
 async def test_malformed_frame_from_a_worker_keeps_the_pool_usable(tmp_path: Path) -> None:

@@ -174,3 +174,21 @@ def test_a_row_changed_behind_this_process_is_read_afresh(
     with ledger.read() as conn:
         snap = budget_snapshot(conn, "run-1")
     assert snap.usage == {"toolCalls": 1} and snap.reserved == {"toolCalls": 2}
+
+
+def test_exceeded_recorded_elsewhere_denies_a_remembered_row(ledger: Database) -> None:
+    # Another process's refused reservation records ``exceeded`` and leaves the counters as
+    # they were, so the row this process remembers still matches them: the compare-and-set
+    # must not take that for "unchanged" (once exceeded, every reservation is denied).
+    make_run(ledger, limits={"maxToolCalls": 3})
+    with ledger.transaction() as conn:  # this process now remembers the row
+        assert reserve_budget_txn(conn, "run-1", "r1", {"toolCalls": 1}, ts(1)).granted
+    with ledger.transaction() as conn:
+        exceeded = {"dimension": "toolCalls", "limit": 3, "attempted": 9}
+        conn.execute(
+            "UPDATE run_budgets SET exceeded_json = ? WHERE run_id = 'run-1'",
+            (json.dumps(exceeded),),
+        )
+    with ledger.transaction() as conn:
+        outcome = reserve_budget_txn(conn, "run-1", "r2", {"toolCalls": 1}, ts(2))
+    assert not outcome.granted and outcome.exceeded == exceeded
