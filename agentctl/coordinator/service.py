@@ -197,19 +197,31 @@ async def _drive_with_workers(
                 scope.cancel()
                 await trio.lowlevel.checkpoint()  # raises Cancelled (caught by ``scope``)
             async with trio.open_nursery() as nursery:
-                if req.stop is None:
-                    nursery.start_soon(_watch_signals, scope)
-                    # Worker start-up (~0.1-0.3 s) overlaps the run's first transactions.
-                    nursery.start_soon(_warm, pool, _warm_count(req, size))
-                else:
-                    nursery.start_soon(_watch_stop, req.stop, scope)
-                nursery.start_soon(_watch_cancel_flag, store, req, scope)
+                _start_watchers(nursery, store, req, scope, pool, size)
                 if req.timeout_s is not None:
                     scope.deadline = trio.current_time() + req.timeout_s
                 final = await driver.drive()
                 nursery.cancel_scope.cancel()
     cancelled = scope.cancelled_caught
     return final, cancelled, wall.cancelled_caught and not cancelled
+
+
+def _start_watchers(
+    nursery: trio.Nursery,
+    store: Store,
+    req: DriveRequest,
+    scope: trio.CancelScope,
+    pool: WorkerPool | None,
+    size: int,
+) -> None:
+    """What runs beside the driver: signals or a serve's stop, the cancel flag, warm-up."""
+    if req.stop is None:
+        nursery.start_soon(_watch_signals, scope)
+        # Worker start-up (~0.1-0.3 s) overlaps the run's first transactions.
+        nursery.start_soon(_warm, pool, _warm_count(req, size))
+    else:
+        nursery.start_soon(_watch_stop, req.stop, scope)
+    nursery.start_soon(_watch_cancel_flag, store, req, scope)
 
 
 @contextlib.asynccontextmanager
