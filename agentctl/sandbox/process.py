@@ -214,9 +214,10 @@ async def _pump(proc: Child, cap: _Capture, exit_fd: int) -> None:
     try:
         for fd in (*names, exit_fd):
             ready.register(fd, select.EPOLLIN)
-        events: list[tuple[int, int]] = []
+        # A quick child may be done already (it ran while ``Popen`` returned): no wake-up then.
+        events = ready.poll(0)
         while True:
-            if not events:  # parked first: a child just started has nothing to report yet
+            if not events:
                 await trio.lowlevel.wait_readable(ready.fileno())
                 events = ready.poll(0)
             ended = _handle(events, names, proc, cap, exit_fd)
