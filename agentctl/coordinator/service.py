@@ -179,7 +179,8 @@ async def _drive_with_workers(
     wall_deadline = await _wall_deadline(store, req)
     final = "failed"  # what a drive cut short by cancellation or the wall clock reports
     async with _open_pool(req, size, registry, needs) as pool:
-        await store.open_artifacts()
+        if pool is not None:  # artifacts come only from workers: a pure drive stores none
+            await store.open_artifacts()
         driver = Driver(
             store,
             _settings(req),

@@ -263,16 +263,22 @@ class WorkerPool:
         """An idle worker, else None if another may start, else the least loaded one."""
         if self._closed:
             raise InvalidOperationError("the worker pool is closed")
-        if any(effect_id in w.pending for w in self._workers):
-            raise InvalidOperationError(f"effect {effect_id} is already executing")
-        for worker in self._workers:
+        workers = self._workers  # ``_lose`` replaces the list, it does not change this one
+        for worker in workers:
+            if effect_id in worker.pending:
+                raise InvalidOperationError(f"effect {effect_id} is already executing")
+        idle = None
+        for worker in workers:
+            if worker.pending or worker.lost:
+                continue
             # Nobody reads an idle worker's socket: a worker that died idle is seen here.
-            if not worker.pending and not worker.lost and worker.channel.peer_closed():
+            if worker.channel.peer_closed():
                 self._lose(worker, "worker closed its socket")
+            elif idle is None:
+                idle = worker
+        if idle is not None:
+            return idle
         live = [w for w in self._workers if not w.lost]
-        for worker in live:
-            if not worker.pending:
-                return worker
         if len(live) < self.size:
             return None  # start another (under the lock)
         return min(live, key=lambda w: len(w.pending))

@@ -10,8 +10,9 @@ fork and our record of the child.
 Invariants:
 - the child gets exactly the ``env`` and ``cwd`` given, leads its own process group (in the
   caller's session), inherits no descriptor but its three standard streams (``close_fds``);
-- the parent ends of the pipes are non-blocking trio streams owned by the ``Child``; the
-  child ends are closed in the parent as soon as the child exists (or the spawn failed), so
+- the parent ends of the pipes are owned by the ``Child`` (raw descriptors, wrapped in
+  non-blocking trio streams when asked for); stdin is one shared ``/dev/null`` unless piped;
+  the child ends are closed in the parent as soon as the child exists (or the spawn failed), so
   EOF on a pipe means every holder of its write end is gone;
 - ``wait_exited`` returns once the child has exited but before it is reaped (Linux pidfd): the
   zombie keeps its pid and process-group id reserved, so signalling the group then cannot hit
@@ -41,25 +42,46 @@ def _pidfd_or_none(pid: int) -> int | None:
 
 
 class Child:
-    """One started child process and the parent ends of its pipes."""
+    """One started child process and the parent ends of its pipes.
+
+    The read ends stay plain descriptors until a caller asks for a trio stream
+    (``stdout``/``stderr``): the common supervision (``sandbox.process._pump``) reads them
+    itself after its epoll set reports them readable, and wrapping them would cost two
+    ``fcntl``/``ioctl`` calls each way per pipe.
+    """
 
     def __init__(
         self,
         popen: subprocess.Popen[bytes],
         stdin: trio.lowlevel.FdStream | None,
-        stdout: trio.lowlevel.FdStream,
-        stderr: trio.lowlevel.FdStream,
+        stdout_fd: int,
+        stderr_fd: int,
     ) -> None:
         self._popen = popen
         self.pid = popen.pid
         self.stdin = stdin
-        self.stdout = stdout
-        self.stderr = stderr
+        self.stdout_fd = stdout_fd
+        self.stderr_fd = stderr_fd
+        self._streams: dict[int, trio.lowlevel.FdStream] = {}
         self._pidfd = _pidfd_or_none(popen.pid)
+        self._pidfd_seen_by_trio = False
 
     @property
     def returncode(self) -> int | None:
         return self._popen.returncode
+
+    @property
+    def stdout(self) -> trio.lowlevel.FdStream:
+        return self._stream(self.stdout_fd)
+
+    @property
+    def stderr(self) -> trio.lowlevel.FdStream:
+        return self._stream(self.stderr_fd)
+
+    def _stream(self, fd: int) -> trio.lowlevel.FdStream:
+        if fd not in self._streams:
+            self._streams[fd] = trio.lowlevel.FdStream(fd)
+        return self._streams[fd]
 
     def exit_fd(self) -> int | None:
         """A descriptor that becomes readable once the child has exited (its pidfd), if any;
@@ -71,6 +93,7 @@ class Child:
         if self._pidfd is None:
             await trio.to_thread.run_sync(self._popen.wait, abandon_on_cancel=True)
             return
+        self._pidfd_seen_by_trio = True
         await trio.lowlevel.wait_readable(self._pidfd)
 
     def reap(self) -> int:
@@ -90,17 +113,39 @@ class Child:
         if self._pidfd is not None:
             fd, self._pidfd = self._pidfd, None
             with contextlib.suppress(OSError):
-                trio.lowlevel.notify_closing(fd)
+                # Only a descriptor trio waited on has a registration to drop; telling trio
+                # about any other costs a failing ``epoll_ctl``.
+                if self._pidfd_seen_by_trio:
+                    trio.lowlevel.notify_closing(fd)
                 os.close(fd)
 
     def close_pipes(self) -> None:
-        for pipe in (self.stdin, self.stdout, self.stderr):
-            if pipe is not None:
-                pipe.close()
+        if self.stdin is not None:
+            self.stdin.close()
+        for fd in (self.stdout_fd, self.stderr_fd):
+            stream = self._streams.get(fd)
+            if stream is not None:
+                stream.close()
+            else:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
 
 def _pipe() -> tuple[int, int]:
     return os.pipe2(os.O_CLOEXEC)
+
+
+_devnull: int | None = None
+
+
+def _devnull_fd() -> int:
+    """One ``/dev/null`` descriptor kept for the process's life (close-on-exec; each child
+    gets it ``dup2``-ed as its stdin), where ``subprocess.DEVNULL`` opens and closes one per
+    child."""
+    global _devnull
+    if _devnull is None:
+        _devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    return _devnull
 
 
 def spawn_child(
@@ -110,7 +155,7 @@ def spawn_child(
     child_ends: list[int] = []
     parent_ends: list[int] = []
     try:
-        stdin_r, stdin_w = _pipe() if piped_stdin else (subprocess.DEVNULL, None)
+        stdin_r, stdin_w = _pipe() if piped_stdin else (_devnull_fd(), None)
         if stdin_w is not None:
             child_ends.append(stdin_r)
             parent_ends.append(stdin_w)
@@ -138,4 +183,4 @@ def spawn_child(
         for fd in child_ends:
             os.close(fd)
     stdin = trio.lowlevel.FdStream(stdin_w) if stdin_w is not None else None
-    return Child(popen, stdin, trio.lowlevel.FdStream(out_r), trio.lowlevel.FdStream(err_r))
+    return Child(popen, stdin, out_r, err_r)

@@ -174,3 +174,20 @@ async def test_stdin_and_a_memory_watch_run_beside_the_drain() -> None:
     result = await _run(["/bin/cat"], stdin=data, memory_limit_bytes=512 * MIB, cpu_limit_s=60.0)
     assert result.ok, result.detail
     assert result.stdout == data
+
+
+async def test_a_child_that_closes_its_output_is_still_waited_for() -> None:
+    # Both pipes end long before the exit: the supervisor must go back to waiting for it.
+    script = "import os, time; os.write(1, b'hi'); os.close(1); os.close(2); time.sleep(0.3)"
+    result = await _run([sys.executable, "-c", script + "; os._exit(3)"])
+    assert (result.outcome, result.exit_code, result.stdout) == ("exited", 3, b"hi")
+
+
+async def test_children_read_an_empty_stdin_and_leave_no_descriptor_behind() -> None:
+    argv = [sys.executable, "-c", "import sys; print(repr(sys.stdin.read()))"]
+    first = await _run(argv)
+    assert first.stdout.strip() == b"''"
+    before = set(os.listdir("/proc/self/fd"))
+    for _ in range(5):
+        assert (await _run(argv)).stdout == first.stdout
+    assert set(os.listdir("/proc/self/fd")) == before
