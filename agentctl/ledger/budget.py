@@ -40,6 +40,13 @@ from agentctl.ledger.audit import (
     flush_audits_txn,
     write_checkpoint_txn,
 )
+from agentctl.ledger.budget_known import (
+    REMEMBERED,
+    Known,
+    held_amounts,
+    read_known,
+    write_counters,
+)
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_one, loads_counts, loads_object
 from agentctl.ledger.sql import Db
 
@@ -204,82 +211,10 @@ def _overshoot(limits: Mapping[str, int], usage: Mapping[str, int]) -> JsonObjec
     return None
 
 
-class _Known(NamedTuple):
-    """The budget row as this process last read or wrote it: its counter columns' text (the
-    compare-and-set's expected values) and what they decode to."""
-
-    run_id: str
-    limits_text: str
-    usage_text: str
-    reserved_text: str
-    limits: dict[str, int]
-    usage: dict[str, int]
-    reserved: dict[str, int]
-
-
-# run id → its row as last seen here, kept only while the row has no ``exceeded``. A guess,
-# never trusted: a write through it is a compare-and-set on the very columns it was computed
-# from, inside the caller's locked transaction, so another process's write (``serve``, a
-# second shell's command), a rolled-back transaction or another database with the same run id
-# only makes it miss, and a miss reads the row afresh. It saves the row's SELECT and the
-# three JSON decodes on each reserve and settle of the process driving the run.
-_KNOWN: dict[str, _Known] = {}
-_KNOWN_MAX = 256
-
-_CAS_COUNTERS = (
-    "UPDATE run_budgets SET usage_json = ?, reserved_json = ?, updated_at = ? WHERE run_id = ?"
-    " AND limits_json = ? AND usage_json = ? AND reserved_json = ? AND exceeded_json IS NULL"
-)
-_SET_COUNTERS = (
-    "UPDATE run_budgets SET usage_json = ?, reserved_json = ?, updated_at = ? WHERE run_id = ?"
-)
-
-
-def _read_known(conn: Db, run_id: str) -> tuple[_Known, JsonObject | None]:
-    """The row read afresh, with its ``exceeded`` record."""
-    row = fetch_one(conn, "SELECT * FROM run_budgets WHERE run_id = ?", (run_id,), "budget")
-    exceeded = None if row["exceeded_json"] is None else loads_object(row["exceeded_json"])
-    limits, usage, reserved = row["limits_json"], row["usage_json"], row["reserved_json"]
-    counts = (loads_counts(limits), loads_counts(usage), loads_counts(reserved))
-    return _Known(run_id, limits, usage, reserved, *counts), exceeded
-
-
-def _write_counters(
-    conn: Db,
-    known: _Known,
-    usage: dict[str, int],
-    reserved: dict[str, int],
-    now: str,
-    sure: JsonObject | bool | None,
-) -> bool:
-    """Write new usage and reserved counters over ``known``. ``sure``: False — only if the row
-    still holds ``known`` and no ``exceeded`` (a compare-and-set); else the row was just read
-    in this transaction and ``sure`` is its ``exceeded`` (or True: none). Remembers what it
-    wrote while the row has no ``exceeded``; False: nothing was written."""
-    run_id = known.run_id
-    usage_text = known.usage_text if usage is known.usage else dumps(usage)
-    reserved_text = dumps(reserved)
-    values: tuple[str, ...] = (usage_text, reserved_text, now, run_id)
-    if sure is False:
-        values += (known.limits_text, known.usage_text, known.reserved_text)
-    if conn.execute(_SET_COUNTERS if sure is not False else _CAS_COUNTERS, values).rowcount != 1:
-        _KNOWN.pop(run_id, None)
-        return False
-    if isinstance(sure, dict):  # every reservation is refused now: nothing to save
-        _KNOWN.pop(run_id, None)
-        return True
-    if len(_KNOWN) >= _KNOWN_MAX and run_id not in _KNOWN:
-        _KNOWN.clear()
-    _KNOWN[run_id] = _Known(
-        run_id, known.limits_text, usage_text, reserved_text, known.limits, usage, reserved
-    )
-    return True
-
-
 class _Settled(NamedTuple):
     """Deferred settlements: the row they apply to, each (held, spent) and the result."""
 
-    base: _Known
+    base: Known
     settled: tuple[tuple[dict[str, int], dict[str, int]], ...]
     usage: dict[str, int]
     reserved: dict[str, int]
@@ -302,7 +237,7 @@ class SettleLater:
         was = self.pending
         if was is not None:
             base, settled, usage, reserved = was.base, was.settled, was.usage, was.reserved
-        elif (known := _KNOWN.get(run_id)) is not None:
+        elif (known := REMEMBERED.get(run_id)) is not None:
             base, settled, usage, reserved = known, (), known.usage, known.reserved
         else:
             return False
@@ -329,16 +264,16 @@ def write_settled_txn(conn: Db, later: SettleLater | None, now: str) -> None:
     if was is None:
         return
     base = was.base
-    if _write_counters(conn, base, was.usage, was.reserved, now, sure=False):
+    if write_counters(conn, base, was.usage, was.reserved, now, sure=False):
         return
-    known, exceeded = _read_known(conn, base.run_id)
+    known, exceeded = read_known(conn, base.run_id)
     usage, reserved = known.usage, known.reserved
     for held, spent in was.settled:
         usage, reserved = _add(usage, spent), _add(reserved, held, -1)
-    _write_counters(conn, known, usage, reserved, now, sure=exceeded or True)
+    write_counters(conn, known, usage, reserved, now, sure=exceeded or True)
     over = _overshoot(known.limits, usage)
     if over is not None and exceeded is None:
-        _KNOWN.pop(base.run_id, None)
+        REMEMBERED.pop(base.run_id, None)
         _record_exceeded(conn, base.run_id, over, now, was.trace_id)
 
 
@@ -352,7 +287,7 @@ def _reserve_with_settled(
         return False
     if _first_overrun(was.base.limits, was.usage, was.reserved, wanted) is None:
         reserved = _add(was.reserved, wanted)
-        if _write_counters(conn, was.base, was.usage, reserved, now, sure=False):
+        if write_counters(conn, was.base, was.usage, reserved, now, sure=False):
             return True
     write_settled_txn(conn, SettleLater(was), now)
     return False
@@ -360,18 +295,31 @@ def _reserve_with_settled(
 
 def _reserve_counters(conn: Db, run_id: str, wanted: dict[str, int], now: str) -> JsonObject | None:
     """Add ``wanted`` to the reserved counters, or return the overrun (nothing written)."""
-    known = _KNOWN.get(run_id)
+    known = REMEMBERED.get(run_id)
     if known is not None and not _first_overrun(known.limits, known.usage, known.reserved, wanted):
         reserved = _add(known.reserved, wanted)
-        if _write_counters(conn, known, known.usage, reserved, now, sure=False):
+        if write_counters(conn, known, known.usage, reserved, now, sure=False):
             return None
-    known, exceeded = _read_known(conn, run_id)
+    known, exceeded = read_known(conn, run_id)
     exceeded = exceeded or _first_overrun(known.limits, known.usage, known.reserved, wanted)
     if exceeded is None:
-        _write_counters(conn, known, known.usage, _add(known.reserved, wanted), now, sure=True)
+        write_counters(conn, known, known.usage, _add(known.reserved, wanted), now, sure=True)
     else:
-        _KNOWN.pop(run_id, None)
+        REMEMBERED.pop(run_id, None)
     return exceeded
+
+
+def _insert_reservation_txn(
+    conn: Db, run_id: str, reservation_id: str, wanted: dict[str, int], now: str
+) -> bool:
+    """The reservation's row, active; False if it exists already (its key: a repeat)."""
+    inserted = conn.execute(
+        "INSERT INTO budget_reservations (run_id, reservation_id, format_version, amounts_json,"
+        " status, created_at) VALUES (?, ?, ?, ?, 'active', ?)"
+        " ON CONFLICT (run_id, reservation_id) DO NOTHING",
+        (run_id, reservation_id, ROW_FORMAT_VERSION, dumps(wanted), now),
+    )
+    return bool(inserted.rowcount == 1)
 
 
 def reserve_budget_txn(
@@ -393,13 +341,7 @@ def reserve_budget_txn(
     writes ``later``'s deferred settlements too.
     """
     wanted = _amounts(amounts)
-    inserted = conn.execute(
-        "INSERT INTO budget_reservations (run_id, reservation_id, format_version, amounts_json,"
-        " status, created_at) VALUES (?, ?, ?, ?, 'active', ?)"
-        " ON CONFLICT (run_id, reservation_id) DO NOTHING",
-        (run_id, reservation_id, ROW_FORMAT_VERSION, dumps(wanted), now),
-    )
-    if inserted.rowcount != 1:
+    if not _insert_reservation_txn(conn, run_id, reservation_id, wanted, now):
         return ReservationOutcome(True, reservation_id, already_recorded=True)
     exceeded = None
     if not _reserve_with_settled(conn, later, run_id, wanted, now):
@@ -420,34 +362,31 @@ def reserve_budget_txn(
     return ReservationOutcome(True, reservation_id)
 
 
-# Reservation amounts' text → counters: a pure memo (each shell effect reserves the same
-# ``{"processOutputBytes": …}``), so settling decodes no JSON; the counters are only read.
-_HELD: dict[str, dict[str, int]] = {}
-
-
-def _held(text: str) -> dict[str, int]:
-    held = _HELD.get(text)
-    if held is None:
-        if len(_HELD) >= _KNOWN_MAX:
-            _HELD.clear()
-        held = _HELD[text] = loads_counts(text)
-    return held
-
-
 def _settle_counters(
     conn: Db, run_id: str, held: dict[str, int], spent: dict[str, int], now: str
 ) -> BudgetSnapshot:
     """Move ``held`` out of reserved and ``spent`` into usage; the row as written."""
-    known, exceeded = _KNOWN.get(run_id), None
+    known, exceeded = REMEMBERED.get(run_id), None
     if known is not None:
         usage, reserved = _add(known.usage, spent), _add(known.reserved, held, -1)
-        if not _write_counters(conn, known, usage, reserved, now, sure=False):
+        if not write_counters(conn, known, usage, reserved, now, sure=False):
             known = None
     if known is None:
-        known, exceeded = _read_known(conn, run_id)
+        known, exceeded = read_known(conn, run_id)
         usage, reserved = _add(known.usage, spent), _add(known.reserved, held, -1)
-        _write_counters(conn, known, usage, reserved, now, sure=exceeded or True)
+        write_counters(conn, known, usage, reserved, now, sure=exceeded or True)
     return BudgetSnapshot(run_id, known.limits, usage, reserved, exceeded, now)
+
+
+def _settled_before(conn: Db, run_id: str, reservation_id: str) -> BudgetSnapshot:
+    """The budget as it is, for a reservation settled before; NotFoundError if unknown."""
+    seen = conn.execute(
+        "SELECT status FROM budget_reservations WHERE run_id = ? AND reservation_id = ?",
+        (run_id, reservation_id),
+    ).fetchone()
+    if seen is None:
+        raise NotFoundError(f"budget reservation {reservation_id} of run {run_id} not found")
+    return budget_snapshot(conn, run_id)
 
 
 def settle_budget_txn(
@@ -471,25 +410,19 @@ def settle_budget_txn(
     if (
         later is not None
         and row is not None
-        and later.defer(run_id, _held(row[0]), spent, trace_id)
+        and later.defer(run_id, held_amounts(row[0]), spent, trace_id)
     ):
         was = later.pending
         assert was is not None  # just deferred
         return BudgetSnapshot(run_id, was.base.limits, was.usage, was.reserved, None, now)
     write_settled_txn(conn, later, now)  # what was deferred lands first
     if row is None:  # unknown, or settled before: a repeat changes nothing
-        seen = conn.execute(
-            "SELECT status FROM budget_reservations WHERE run_id = ? AND reservation_id = ?",
-            (run_id, reservation_id),
-        ).fetchone()
-        if seen is None:
-            raise NotFoundError(f"budget reservation {reservation_id} of run {run_id} not found")
-        return budget_snapshot(conn, run_id)
-    snap = _settle_counters(conn, run_id, _held(row[0]), spent, now)
+        return _settled_before(conn, run_id, reservation_id)
+    snap = _settle_counters(conn, run_id, held_amounts(row[0]), spent, now)
     over = _overshoot(snap.limits, snap.usage)
     if over is None or snap.exceeded is not None:
         # What was just written, not read back (each worker effect reserves its output).
         return snap
-    _KNOWN.pop(run_id, None)
+    REMEMBERED.pop(run_id, None)
     _record_exceeded(conn, run_id, over, now, trace_id)
     return replace(snap, exceeded=over)

@@ -45,7 +45,7 @@ from agentctl.ledger.model import (
     RequestRow,
     TaskStartBatch,
 )
-from agentctl.ledger.sql import Db
+from agentctl.ledger.sql import Db, SqlParam
 
 
 @functools.lru_cache(maxsize=256)
@@ -269,6 +269,21 @@ def record_and_start_call_txn(conn: Db, call: CallRecord) -> JsonObject | None:
     return None
 
 
+def _audit_columns(o: EffectOutcome) -> dict[str, SqlParam] | None:
+    """The row's audit columns when the caller inserted it (it names them), else None: the
+    UPDATE returns them."""
+    if o.operation is None:
+        return None
+    return {
+        "run_id": o.run_id,
+        "task_id": o.task_id,
+        "attempt": o.attempt,
+        "operation": o.operation,
+        "status": o.status,
+        "trace_id": o.trace_id,
+    }
+
+
 def _finish_one_txn(
     conn: Db,
     o: EffectOutcome,
@@ -279,16 +294,6 @@ def _finish_one_txn(
     """An effect's outcome; its memory write, settlement, tool-call row and protocol evidence
     land with it. ``buffer`` collects its event; ``text``: the result's canonical JSON;
     ``later``: where the settlement's counters wait for the transaction's next reserve."""
-    known = None
-    if o.operation is not None:  # the caller inserted the row: its audit columns are these
-        known = {
-            "run_id": o.run_id,
-            "task_id": o.task_id,
-            "attempt": o.attempt,
-            "operation": o.operation,
-            "status": o.status,
-            "trace_id": o.trace_id,
-        }
     effects.finish_effect_txn(
         conn,
         o.effect_id,
@@ -298,7 +303,7 @@ def _finish_one_txn(
         error=o.error,
         result_text=text,
         buffer=buffer,
-        known=known,
+        known=_audit_columns(o),
     )
     if o.long_term_put is not None or o.spent is not None:
         flush_audits_txn(conn, o.run_id, buffer, o.now)  # these may audit: keep the order
