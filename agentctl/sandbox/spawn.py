@@ -120,18 +120,24 @@ class Child:
                 os.close(fd)
 
     def close_pipes(self) -> None:
+        """Close our ends of the pipes; again is a no-op (the numbers are forgotten, so a
+        second call cannot close a descriptor that reused one)."""
         if self.stdin is not None:
             self.stdin.close()
-        for fd in (self.stdout_fd, self.stderr_fd):
-            stream = self._streams.get(fd)
+        fds, self.stdout_fd, self.stderr_fd = (self.stdout_fd, self.stderr_fd), -1, -1
+        for fd in fds:
+            stream = self._streams.pop(fd, None)
             if stream is not None:
                 stream.close()
-            else:
+            elif fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(fd)
 
 
 def _pipe() -> tuple[int, int]:
+    # Blocking ends: the supervising loop reads a pipe only after epoll reported it readable
+    # and is its only reader, so a read never blocks (a trio ``FdStream`` made for a caller
+    # that asks for one sets its descriptor non-blocking itself).
     return os.pipe2(os.O_CLOEXEC)
 
 
