@@ -223,7 +223,7 @@ class _Settled(NamedTuple):
 
 @dataclass
 class SettleLater:
-    """One transaction's settled counters not yet written (at most one run's). The next
+    """One transaction's settled counters not yet written (one settlement at most). The next
     reserve of the run writes them with its own in one UPDATE; ``write_settled_txn`` writes
     what is left before the transaction ends (a rollback drops them with it)."""
 
@@ -232,19 +232,19 @@ class SettleLater:
     def defer(
         self, run_id: str, held: dict[str, int], spent: dict[str, int], trace_id: str | None
     ) -> bool:
-        """Apply a settlement without writing; False (nothing applied) when there is no
-        remembered row to apply it to or it would overshoot a limit."""
-        was = self.pending
-        if was is not None:
-            base, settled, usage, reserved = was.base, was.settled, was.usage, was.reserved
-        elif (known := REMEMBERED.get(run_id)) is not None:
-            base, settled, usage, reserved = known, (), known.usage, known.reserved
-        else:
+        """Apply a settlement without writing; False (nothing applied) when one is deferred
+        already, there is no remembered row to apply it to, or it would overshoot a limit.
+
+        One at most: a stale remembered row is found out only when the deferred counters are
+        written, and the row read afresh then gets them all at once — with two, an overshoot
+        by the first would be recorded after the second, with both in its ``attempted``."""
+        known = REMEMBERED.get(run_id)
+        if self.pending is not None or known is None:
             return False
-        usage, reserved = _add(usage, spent), _add(reserved, held, -1)
-        if base.run_id != run_id or _overshoot(base.limits, usage) is not None:
+        usage, reserved = _add(known.usage, spent), _add(known.reserved, held, -1)
+        if _overshoot(known.limits, usage) is not None:
             return False
-        self.pending = _Settled(base, (*settled, (held, spent)), usage, reserved, trace_id)
+        self.pending = _Settled(known, ((held, spent),), usage, reserved, trace_id)
         return True
 
     def take(self, run_id: str | None = None) -> _Settled | None:
@@ -257,8 +257,8 @@ class SettleLater:
 
 
 def write_settled_txn(conn: Db, later: SettleLater | None, now: str) -> None:
-    """Write the deferred settlements: a compare-and-set over the row they were applied to;
-    a miss reads the row afresh, applies them again and records an overshoot (as a settle
+    """Write the deferred settlement: a compare-and-set over the row it was applied to;
+    a miss reads the row afresh, applies it again and records an overshoot (as a settle
     writing at once would have, before the events still in the caller's buffer)."""
     was = None if later is None else later.take()
     if was is None:

@@ -9,9 +9,9 @@ Invariants:
   fast path, or the approval pause instead); the previous batch's completions and deferred
   outcome may lead the same transaction (the pipelined commit: one commit per chain step);
 - every transaction here writes at most one checkpoint;
-- ``record_requests_txn`` writes the run's budget counters once: the carried outcomes'
-  settlements ride in its first reservation's compare-and-set (``budget.SettleLater``), or
-  are written before its checkpoint when nothing is reserved;
+- ``record_requests_txn`` writes the run's budget counters once when its remembered row
+  holds: a carried outcome's settlement rides in the first reservation's compare-and-set
+  (``budget.SettleLater``), or is written before its checkpoint when nothing is reserved;
 - ``start_effects_txn`` commits ``started`` for a whole batch; only then is anything sent;
 - ``finish_effects_txn`` commits outcomes with their settlement, memory write and tool-call
   finish (the group commit);

@@ -309,3 +309,31 @@ def test_long_term_memory_outlives_the_run_and_replay_reuses_reads(
     replayed = cli("--output", "json", "replay", read.data["runId"], "--db", str(db))
     assert replayed.rc == 0 and replayed.data["output"] == {"said": "durable"}
     assert _inspect(cli, db, replayed.data["runId"])["effects"] == []
+
+
+def test_a_chain_of_shell_effects_settles_every_reservation(  # type: ignore[no-untyped-def]
+    cli, write_workflow, tmp_path: Path
+) -> None:
+    # Each shell effect's output budget is settled in the transaction that starts the next
+    # step (with the next reservation, or at that transaction's end when, as before the
+    # write task, nothing is reserved): the run ends with its usage counted, nothing held.
+    wf = write_workflow(
+        HEAD
+        + """\
+  policy: { processAllowlist: [sh], approval: never, writableRoots: [out] }
+  actions:
+    one: { kind: builtin.shell.exec, command: sh, args: ["-c", "printf abc"] }
+    two: { kind: builtin.shell.exec, command: sh, args: ["-c", "printf de"] }
+    put: { kind: builtin.write }
+  tasks:
+    - { id: a, uses: "action:one" }
+    - { id: b, uses: "action:put", needs: [a], with: { path: out/x.txt, content: hi } }
+    - { id: c, uses: "action:two", needs: [b] }
+"""
+    )
+    db = tmp_path / "r.db"
+    done = cli("--output", "json", "run", str(wf), "--db", str(db))
+    assert done.rc == 0, done.stderr
+    budget = _inspect(cli, db, done.data["runId"])["budget"]
+    assert budget["usage"]["processOutputBytes"] == 5
+    assert budget["reserved"]["processOutputBytes"] == 0

@@ -87,13 +87,20 @@ _OUTSIDE = textwrap.dedent(
 
     led = open_ledger(sys.argv[1])._tx
     now = "2024-05-01T12:00:30.000Z"
+    run_id, dim, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
     def spend(conn):
-        assert reserve_budget_txn(conn, "run-1", "outside", {"toolCalls": 1}, now).granted
-        settle_budget_txn(conn, "run-1", "outside", {"toolCalls": 1}, now)
+        assert reserve_budget_txn(conn, run_id, "outside", {dim: n}, now).granted
+        settle_budget_txn(conn, run_id, "outside", {dim: n}, now)
     led.run_write(spend)
     led.close()
     """
 )
+
+
+def _spend_outside(script: Path, url: str, run_id: str, dim: str, n: int) -> None:
+    """Another process reserves and settles ``n`` of ``dim`` in the run's budget."""
+    argv = [sys.executable, str(script), url, run_id, dim, str(n)]
+    subprocess.run(argv, check=True, timeout=120)
 
 
 def test_a_row_spent_behind_this_process_is_read_afresh_and_its_overshoot_recorded(
@@ -108,7 +115,7 @@ def test_a_row_spent_behind_this_process_is_read_afresh_and_its_overshoot_record
     script = tmp_path / "outside.py"
     script.write_text(_OUTSIDE)
     url = getattr(ledger, "url", str(db_path))
-    subprocess.run([sys.executable, str(script), url], check=True, timeout=120)
+    _spend_outside(script, url, "run-1", "toolCalls", 1)
     with ledger.transaction() as conn:
         later = SettleLater()
         settle_budget_txn(conn, "run-1", "r1", {"toolCalls": 2}, ts(2), later=later)
@@ -120,3 +127,29 @@ def test_a_row_spent_behind_this_process_is_read_afresh_and_its_overshoot_record
     assert snap.usage == {"toolCalls": 3} and snap.reserved == {"toolCalls": 0}
     assert snap.exceeded == over
     assert [e for e in events if e[0] == "budget.exceeded"] == [("budget.exceeded", over)] * 2
+
+
+def test_two_settlements_in_one_transaction_over_a_stale_row_audit_as_written_at_once(
+    ledger: Database, db_path: Path, tmp_path: Path
+) -> None:
+    """The row changes behind this process; then one transaction settles two effects, the
+    first over the limit only against the real row. The overshoot is recorded for the first
+    (its ``attempted`` without the second's spend), as when each settle writes at once."""
+    script = tmp_path / "outside.py"
+    script.write_text(_OUTSIDE)
+    url = getattr(ledger, "url", str(db_path))
+    for run_id in ("at-once", "later"):
+        make_run(ledger, run_id, limits={"maxOutputTokens": 10})
+        with ledger.transaction() as conn:
+            for r in ("r1", "r2"):
+                assert reserve_budget_txn(conn, run_id, r, {"outputTokens": 1}, ts(1)).granted
+        _spend_outside(script, url, run_id, "outputTokens", 5)
+        with ledger.transaction() as conn:
+            later = SettleLater() if run_id == "later" else None
+            settle_budget_txn(conn, run_id, "r1", {"outputTokens": 6}, ts(2), later=later)
+            settle_budget_txn(conn, run_id, "r2", {"outputTokens": 3}, ts(2), later=later)
+            write_settled_txn(conn, later, ts(2))
+    (once, once_events), (late, late_events) = _state(ledger, "at-once"), _state(ledger, "later")
+    assert once.exceeded == {"dimension": "outputTokens", "limit": 10, "attempted": 11}
+    assert (late.usage, late.reserved, late.exceeded) == (once.usage, once.reserved, once.exceeded)
+    assert late_events == once_events
