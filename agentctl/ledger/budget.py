@@ -211,11 +211,19 @@ def _overshoot(limits: Mapping[str, int], usage: Mapping[str, int]) -> JsonObjec
     return None
 
 
+def _settled(
+    known: Known, held: dict[str, int], spent: dict[str, int]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """``known``'s usage and reserved counters once ``held`` is replaced by ``spent``."""
+    return _add(known.usage, spent), _add(known.reserved, held, -1)
+
+
 class _Settled(NamedTuple):
-    """Deferred settlements: the row they apply to, each (held, spent) and the result."""
+    """A deferred settlement: the row it applies to, what was held and spent, the result."""
 
     base: Known
-    settled: tuple[tuple[dict[str, int], dict[str, int]], ...]
+    held: dict[str, int]
+    spent: dict[str, int]
     usage: dict[str, int]
     reserved: dict[str, int]
     trace_id: str | None
@@ -241,10 +249,10 @@ class SettleLater:
         known = REMEMBERED.get(run_id)
         if self.pending is not None or known is None:
             return False
-        usage, reserved = _add(known.usage, spent), _add(known.reserved, held, -1)
+        usage, reserved = _settled(known, held, spent)
         if _overshoot(known.limits, usage) is not None:
             return False
-        self.pending = _Settled(known, ((held, spent),), usage, reserved, trace_id)
+        self.pending = _Settled(known, held, spent, usage, reserved, trace_id)
         return True
 
     def take(self, run_id: str | None = None) -> _Settled | None:
@@ -263,18 +271,21 @@ def write_settled_txn(conn: Db, later: SettleLater | None, now: str) -> None:
     was = None if later is None else later.take()
     if was is None:
         return
-    base = was.base
-    if write_counters(conn, base, was.usage, was.reserved, now, sure=False):
-        return
-    known, exceeded = read_known(conn, base.run_id)
-    usage, reserved = known.usage, known.reserved
-    for held, spent in was.settled:
-        usage, reserved = _add(usage, spent), _add(reserved, held, -1)
-    write_counters(conn, known, usage, reserved, now, sure=exceeded or True)
+    if not write_counters(conn, was.base, was.usage, was.reserved, now, cas=True):
+        _settle_afresh_txn(conn, was, now)
+
+
+def _settle_afresh_txn(conn: Db, was: _Settled, now: str) -> None:
+    """A deferred settlement whose remembered row was stale: applied to the row read afresh,
+    an overshoot recorded (as a settle writing at once would have)."""
+    run_id = was.base.run_id
+    known, exceeded = read_known(conn, run_id)
+    usage, reserved = _settled(known, was.held, was.spent)
+    write_counters(conn, known, usage, reserved, now, cas=False, remember=exceeded is None)
     over = _overshoot(known.limits, usage)
     if over is not None and exceeded is None:
-        REMEMBERED.pop(base.run_id, None)
-        _record_exceeded(conn, base.run_id, over, now, was.trace_id)
+        REMEMBERED.pop(run_id, None)
+        _record_exceeded(conn, run_id, over, now, was.trace_id)
 
 
 def _reserve_with_settled(
@@ -285,11 +296,12 @@ def _reserve_with_settled(
     was = None if later is None else later.take(run_id)
     if was is None:
         return False
-    if _first_overrun(was.base.limits, was.usage, was.reserved, wanted) is None:
-        reserved = _add(was.reserved, wanted)
-        if write_counters(conn, was.base, was.usage, reserved, now, sure=False):
-            return True
-    write_settled_txn(conn, SettleLater(was), now)
+    if _first_overrun(was.base.limits, was.usage, was.reserved, wanted) is not None:
+        write_settled_txn(conn, SettleLater(was), now)  # the settlement alone may still fit
+    elif not write_counters(conn, was.base, was.usage, _add(was.reserved, wanted), now, cas=True):
+        _settle_afresh_txn(conn, was, now)  # the same compare-and-set again would miss too
+    else:
+        return True
     return False
 
 
@@ -298,12 +310,12 @@ def _reserve_counters(conn: Db, run_id: str, wanted: dict[str, int], now: str) -
     known = REMEMBERED.get(run_id)
     if known is not None and not _first_overrun(known.limits, known.usage, known.reserved, wanted):
         reserved = _add(known.reserved, wanted)
-        if write_counters(conn, known, known.usage, reserved, now, sure=False):
+        if write_counters(conn, known, known.usage, reserved, now, cas=True):
             return None
     known, exceeded = read_known(conn, run_id)
     exceeded = exceeded or _first_overrun(known.limits, known.usage, known.reserved, wanted)
     if exceeded is None:
-        write_counters(conn, known, known.usage, _add(known.reserved, wanted), now, sure=True)
+        write_counters(conn, known, known.usage, _add(known.reserved, wanted), now, cas=False)
     else:
         REMEMBERED.pop(run_id, None)
     return exceeded
@@ -368,13 +380,13 @@ def _settle_counters(
     """Move ``held`` out of reserved and ``spent`` into usage; the row as written."""
     known, exceeded = REMEMBERED.get(run_id), None
     if known is not None:
-        usage, reserved = _add(known.usage, spent), _add(known.reserved, held, -1)
-        if not write_counters(conn, known, usage, reserved, now, sure=False):
+        usage, reserved = _settled(known, held, spent)
+        if not write_counters(conn, known, usage, reserved, now, cas=True):
             known = None
     if known is None:
         known, exceeded = read_known(conn, run_id)
-        usage, reserved = _add(known.usage, spent), _add(known.reserved, held, -1)
-        write_counters(conn, known, usage, reserved, now, sure=exceeded or True)
+        usage, reserved = _settled(known, held, spent)
+        write_counters(conn, known, usage, reserved, now, cas=False, remember=exceeded is None)
     return BudgetSnapshot(run_id, known.limits, usage, reserved, exceeded, now)
 
 

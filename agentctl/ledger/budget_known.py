@@ -61,24 +61,24 @@ def write_counters(
     usage: dict[str, int],
     reserved: dict[str, int],
     now: str,
-    sure: JsonObject | bool | None,
+    *,
+    cas: bool,
+    remember: bool = True,
 ) -> bool:
-    """Write new usage and reserved counters over ``known``. ``sure``: False — only if the row
-    still holds ``known`` and no ``exceeded`` (a compare-and-set); else the row was just read
-    in this transaction and ``sure`` is its ``exceeded`` (or True: none). Remembers what it
-    wrote while the row has no ``exceeded``; False: nothing was written."""
+    """Write new usage and reserved counters over ``known``: with ``cas`` only if the row still
+    holds ``known`` and no ``exceeded`` (a compare-and-set), else unconditionally (the row was
+    just read in this transaction). Remembers what it wrote unless told not to (a row with
+    ``exceeded``: every reservation is refused now); False: nothing was written."""
     run_id = known.run_id
     usage_text = known.usage_text if usage is known.usage else dumps(usage)
     reserved_text = dumps(reserved)
     values: tuple[str, ...] = (usage_text, reserved_text, now, run_id)
-    if sure is False:
+    if cas:
         values += (known.limits_text, known.usage_text, known.reserved_text)
-    if conn.execute(_SET_COUNTERS if sure is not False else _CAS_COUNTERS, values).rowcount != 1:
+    written = conn.execute(_CAS_COUNTERS if cas else _SET_COUNTERS, values).rowcount == 1
+    if not written or not remember:
         REMEMBERED.pop(run_id, None)
-        return False
-    if isinstance(sure, dict):  # every reservation is refused now: nothing to save
-        REMEMBERED.pop(run_id, None)
-        return True
+        return written
     if len(REMEMBERED) >= _MAX_ENTRIES and run_id not in REMEMBERED:
         REMEMBERED.clear()
     REMEMBERED[run_id] = Known(
