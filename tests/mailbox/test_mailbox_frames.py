@@ -174,3 +174,30 @@ async def test_a_closed_channel_refuses_to_send_or_receive() -> None:
     with pytest.raises(ProtocolError):
         await chan.receive()
     await peer.aclose()
+
+
+async def test_frames_cut_anywhere_between_reads_arrive_whole_and_in_order() -> None:
+    # The reader decodes a read holding exactly one frame in place and buffers anything else:
+    # a frame and a half in one read, a header cut in two, a body cut in two.
+    channel, raw = await _pair()
+    wire = b"".join(encode_frame(m) for m in SAMPLES[:4])
+    first, second = len(encode_frame(SAMPLES[0])), len(encode_frame(SAMPLES[1]))
+    cuts = [first + second // 2, first + second + 2, len(wire) - 5, len(wire)]
+    got: list[Message | None] = []
+    start = 0
+    for cut in cuts:
+        await raw.send_all(wire[start:cut])
+        start = cut
+        while len(got) < 4 and _complete_before(wire, cut, len(got)):
+            got.append(await channel.receive())
+    assert got == SAMPLES[:4]
+
+
+def _complete_before(wire: bytes, end: int, taken: int) -> bool:
+    """Whether frame number ``taken`` of ``wire`` lies wholly in ``wire[:end]``."""
+    at = 0
+    for _ in range(taken + 1):
+        if at + 4 > end:
+            return False
+        at += 4 + struct.unpack(">I", wire[at : at + 4])[0]
+    return at <= end
