@@ -19,6 +19,7 @@ import os
 import sys
 from typing import NoReturn
 
+from agentctl import entry
 from agentctl.cli_argv import normalize_argv, sniff_output
 from agentctl.cli_fast import parse as parse_fast
 from agentctl.clikit import ignore_interrupts, report_closed_stdout
@@ -66,7 +67,7 @@ def _execute(args: list[str]) -> Outcome | AgentctlError | int:
     except OSError as exc:  # an OS failure no layer below classified: still a clear message
         return from_os_error(exc, str(exc.filename or "a file agentctl needed"))
     except Exception as exc:  # the last line of defence: report, never show a traceback
-        if was_interrupted(exc):
+        if was_interrupted(exc) or entry.interrupted():
             return CancelledRunError("interrupted (SIGINT) before the command finished")
         if os.environ.get("AGENTCTL_DEBUG"):
             raise

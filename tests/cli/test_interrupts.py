@@ -108,6 +108,33 @@ def test_sigint_is_exit_130_with_an_envelope(
         assert error["exitCode"] == 130 and "interrupt" in error["message"]
 
 
+# A library that catches the KeyboardInterrupt inside its own code and raises an error of its
+# own instead (pydantic-core building a serializer when SIGINT lands: a SchemaError naming
+# KeyboardInterrupt in its text, no cause attached). The stand-in command does just that.
+SWALLOWED = (
+    "import os, signal, agentctl.cli_main as m\n"
+    "def swallowing(argv, settings):\n"
+    "    try:\n"
+    "        os.kill(os.getpid(), signal.SIGINT)\n"
+    "    except KeyboardInterrupt:\n"
+    "        pass\n"
+    "    raise ValueError('Error building serializer: KeyboardInterrupt')\n"
+    "m._dispatch = swallowing\n"
+    "import agentctl.entry as e; e.main()"
+)
+
+
+def test_an_interrupt_a_library_reports_as_its_own_error_is_still_exit_130(
+    tmp_path: Path,
+) -> None:
+    proc = _popen(["-c", SWALLOWED, "--output", "json", "check", "wf.yaml"], tmp_path, {})
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    error = json.loads(err.strip().splitlines()[-1])["error"]
+    assert error["exitCode"] == 130 and "interrupt" in error["message"]
+    assert "internal error" not in err
+
+
 CHAIN_STEPS = 3000
 
 
