@@ -101,6 +101,10 @@ class _Events:
         self.keys: list[str | None] = []
         # Per open container: its dotted path (the root is "").
         self.paths: list[str] = []
+        # Plain scalar texts already typed in this document: (value, typed). A workflow
+        # repeats most of its texts (every task's keys, ``uses``, ``needs``), and typing one
+        # is up to four regular expressions; the values are immutable, so sharing is safe.
+        self.typed: dict[str, tuple[Any, bool]] = {}
 
     def expect(self, kind: type) -> None:
         if type(self.get()) is not kind:
@@ -131,55 +135,57 @@ class _Events:
         return made
 
     def run(self) -> None:
-        """Consume events until the root container closes."""
-        while self.stack:
-            event = self.get()
+        """Consume events until the root container closes (a loop run once per event: the
+        attribute look-ups are hoisted and a scalar value is placed without a call)."""
+        get, stack, keys, paths = self.get, self.stack, self.keys, self.paths
+        while stack:
+            event = get()
             kind = type(event)
             if kind is MappingEndEvent or kind is SequenceEndEvent:
-                self.stack.pop()
-                self.keys.pop()
-                self.paths.pop()
+                stack.pop()
+                keys.pop()
+                paths.pop()
                 continue
-            top = self.stack[-1]
-            if type(top) is dict and self.keys[-1] is None:
-                self.keys[-1] = self.key(event, top)
+            top = stack[-1]
+            if type(top) is not dict:
+                top.append(self.value(event, paths[-1], str(len(top))))
                 continue
-            self.value(event, top)
+            name = keys[-1]
+            if name is None:
+                keys[-1] = self.key(event, top)
+                continue
+            keys[-1] = None
+            top[name] = self.value(event, paths[-1], name)
 
     def key(self, event: Any, mapping: dict[str, Any]) -> str:
         if type(event) is not ScalarEvent or event.anchor is not None or event.tag is not None:
             raise _Unusual
         text: str = event.value
-        plain = event.implicit[0] and not event.style
-        if (plain and implicit_tag(text) != TAG + "str") or text in mapping:
+        if text in mapping:
             raise _Unusual
+        if event.implicit[0] and not event.style:
+            made, typed = self.plain(text)
+            if typed or made is None:
+                raise _Unusual  # a plain key that is not a string (null, boolean, number)
         return text
 
-    def value(self, event: Any, top: Any) -> None:
-        """Place ``event``'s value in the open container ``top``."""
-        base = self.paths[-1]
-        if type(top) is dict:
-            name = self.keys[-1]
-            assert name is not None
-            self.keys[-1] = None
-        else:
-            name = str(len(top))
-        if type(event) is ScalarEvent:
-            made = self.scalar(event, base, name)
-        else:
-            made = self.collection(event, f"{base}.{name}" if base else name)
-        if type(top) is dict:
-            top[name] = made
-        else:
-            top.append(made)
-
-    def scalar(self, event: Any, base: str, name: str) -> Any:
+    def value(self, event: Any, base: str, name: str) -> Any:
+        """The value ``event`` starts, named ``name`` in the container at ``base``."""
+        if type(event) is not ScalarEvent:
+            return self.collection(event, f"{base}.{name}" if base else name)
         if event.anchor is not None or event.tag is not None:
             raise _Unusual
         text: str = event.value
         if not (event.implicit[0] and not event.style):
             return text
-        made, typed = _plain_scalar(text)
+        made, typed = self.plain(text)
         if typed:  # the path is spelled only here: most scalars never need it
             self.texts[f"{base}.{name}" if base else name] = text
         return made
+
+    def plain(self, text: str) -> tuple[Any, bool]:
+        """``_plain_scalar(text)``, typed once per distinct text of the document."""
+        known = self.typed.get(text)
+        if known is None:
+            known = self.typed[text] = _plain_scalar(text)
+        return known
