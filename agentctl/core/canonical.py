@@ -60,9 +60,11 @@ def v1_digest(value: Any) -> str:
 @dataclass(frozen=True)
 class Items:
     """A JSON array given as an iterable (e.g. a generator) of plain JSON values, for
-    ``streamed_json_digest`` and ``streamed_canonical_json``."""
+    ``streamed_json_digest`` and ``streamed_canonical_json``; ``encoded``: the items are
+    given as their canonical JSON texts already (taken as they are, never checked)."""
 
     source: Iterable[Any]
+    encoded: bool = False
 
 
 def streamed_json_digest(value: Any) -> str:
@@ -97,10 +99,11 @@ def _holds_items(value: Any) -> bool:
 def _chunks(value: Any) -> Iterator[str]:
     if isinstance(value, Items):
         yield "["
+        encode = str if value.encoded else canonical_json
         for index, item in enumerate(value.source):
             # Items are plain JSON values (never hold an Items): encoded whole, unscanned,
             # by the one C encoder (``_ENCODER.encode`` builds a new one per call: per task).
-            yield ("," if index else "") + canonical_json(item)
+            yield ("," if index else "") + encode(item)
         yield "]"
     elif isinstance(value, dict) and _holds_items(value):
         yield "{"

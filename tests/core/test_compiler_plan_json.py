@@ -7,9 +7,13 @@ import copy
 import json
 
 from compiler_docs import compile_ok, task, workflow
+from test_compiler_properties import rich_doc
 
-from agentctl.core.canonical import json_digest
+from agentctl.core.canonical import json_digest, v1_digest
 from agentctl.core.compiler import check_result_json, compile_workflow, plan_to_json
+from agentctl.core.compiler.digests import DEFINITION_KEYS, resolved_definition
+from agentctl.core.compiler.ir import Env
+from agentctl.core.compiler.serialize import definition_json, task_json
 
 
 def _doc() -> dict[str, object]:
@@ -108,3 +112,31 @@ def test_workflow_digest_is_canonical_document_digest() -> None:
     flattened = copy.deepcopy(doc)
     del flattened["spec"]["subworkflows"]
     assert plan.workflow_digest == json_digest(flattened)
+
+
+def test_plan_digest_and_fingerprints_are_digests_of_their_json() -> None:
+    """The compiler joins each task's texts from runs of one encoding (``TaskTexts``); they
+    must be exactly the canonical JSON of ``task_json`` and of ``{task, uses}``."""
+    # An inverse whose ``with`` spells keys the joins cut at, nested where a text search for
+    # them would find them first.
+    content = {"failure": "x", "position": 1, "retry": None}
+    inverse = {"uses": "action:save", "with": {"path": "p", "content": content}}
+    made = task("make", "action:save", with_={"path": "p", "content": "c"}, compensate=inverse)
+    for doc in (_doc(), rich_doc(), workflow([made])):
+        plan = compile_ok(doc)
+        env = Env.of(doc)
+        for planned in plan.tasks:
+            assert list(definition_json(planned)) != list(DEFINITION_KEYS)  # printed order
+            assert sorted(definition_json(planned)) == list(DEFINITION_KEYS)
+            uses = resolved_definition(planned, env)
+            expected = v1_digest({"task": definition_json(planned), "uses": uses})
+            assert planned.definition_fingerprint == expected
+        whole = {
+            "name": plan.name,
+            "workflowDigest": plan.workflow_digest,
+            "order": list(plan.order),
+            "maxConcurrency": plan.max_concurrency,
+            "tasks": [task_json(planned) for planned in plan.tasks],
+            "requirements": plan.requirements,
+        }
+        assert plan.plan_digest == json_digest(whole)

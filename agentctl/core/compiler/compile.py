@@ -17,7 +17,7 @@ from agentctl.core.collector import collector_paused
 from agentctl.core.compiler.build import draft_task
 from agentctl.core.compiler.capabilities import check_agents
 from agentctl.core.compiler.diagnostics import Collector, Locator
-from agentctl.core.compiler.digests import definition_fingerprint, plan_digest, workflow_digest
+from agentctl.core.compiler.digests import TaskTexts, plan_digest, workflow_digest
 from agentctl.core.compiler.expand import RESERVED_VARS, expand_sources
 from agentctl.core.compiler.ir import Env, Node
 from agentctl.core.compiler.memory import check_parallel_writes
@@ -59,16 +59,16 @@ def compile_workflow(
     _check_structural_budgets(graph, runtime, diags)
     diags.raise_if_any()
     assert order is not None  # a missing order always comes with a diagnostic
-    tasks = tuple(
-        _finalize(drafts[task_id], position, env) for position, task_id in enumerate(order)
-    )
+    encoder = TaskTexts(env)
+    texts = [_finalize(drafts[task_id], i, encoder) for i, task_id in enumerate(order)]
+    tasks = tuple(drafts[task_id] for task_id in order)
     name = str(doc["metadata"]["name"])
     digest = workflow_digest(doc, sources)
     requirements = plan_requirements(list(tasks), env)
     return Plan(
         name=name,
         workflow_digest=digest,
-        plan_digest=plan_digest(name, digest, tuple(order), max_concurrency, tasks, requirements),
+        plan_digest=plan_digest(name, digest, tuple(order), max_concurrency, texts, requirements),
         max_concurrency=max_concurrency,
         order=tuple(order),
         tasks=tasks,
@@ -93,15 +93,17 @@ def run_config(spec: dict[str, Any]) -> RunConfig:
     )
 
 
-def _finalize(draft: PlannedTask, position: int, env: Env) -> PlannedTask:
-    """The draft with its position and fingerprint, set in place: a draft is this compile's
-    own object, seen by nothing else until the plan holds it, so the copy of its ~30 fields
-    ``dataclasses.replace`` would make (one per task, ~5 us each) is not needed to keep any
-    finished task unchanged. The fingerprint does not cover the position."""
-    fingerprint = definition_fingerprint(draft, env)
+def _finalize(draft: PlannedTask, position: int, encoder: TaskTexts) -> str:
+    """Give the draft its position and fingerprint; returns its ``task_json`` text.
+
+    Both are set in place: a draft is this compile's own object, seen by nothing else until
+    the plan holds it, so the copy of its ~30 fields ``dataclasses.replace`` would make (one
+    per task, ~5 us each) is not needed to keep any finished task unchanged. The fingerprint
+    does not cover the position."""
+    fingerprint, text = encoder.fingerprint_and_text(draft, position)
     object.__setattr__(draft, "position", position)
     object.__setattr__(draft, "definition_fingerprint", fingerprint)
-    return draft
+    return text
 
 
 def _order(graph: dict[str, Node], diags: Collector) -> list[str] | None:

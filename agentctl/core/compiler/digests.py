@@ -8,16 +8,30 @@ so dict key order in the source never matters while any semantic change does.
   requirements}.
 - ``definition_fingerprint``: ``sha256:v1:`` digest of the task's static definition (position
   excluded) plus the resolved action or agent (with its provider and tools) it runs.
+
+A compile encodes each task's definition once (``TaskTexts``): its fingerprint and its member
+of the plan digest are made from the same runs of canonical JSON, and each shared action or
+agent definition is encoded once, not once per task using it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from agentctl.core.canonical import Items, streamed_json_digest, v1_digest
+from agentctl.core.canonical import Items, canonical_json, sha256_hex, streamed_json_digest
 from agentctl.core.compiler.ir import Env, Source
-from agentctl.core.compiler.serialize import definition_json, task_json
+from agentctl.core.compiler.serialize import definition_json
 from agentctl.core.plan import PlannedTask
+
+# ``definition_json``'s keys in canonical (sorted) order, cut where ``task_json`` adds its two
+# (``definitionFingerprint``, ``position``): both texts are then joined from the same runs.
+_BEFORE_FINGERPRINT = ("action", "agent", "bindings", "children", "compensate")
+_BEFORE_POSITION = (
+    "failure", "guard", "id", "kind", "maxIterations", "memoryWrites", "needs", "outputSchema",
+    "parent",
+)  # fmt: skip
+_AFTER_POSITION = ("retry", "route", "timeoutSeconds", "uses", "vars", "when", "with")
+DEFINITION_KEYS = (*_BEFORE_FINGERPRINT, *_BEFORE_POSITION, *_AFTER_POSITION)
 
 
 def workflow_digest(doc: dict[str, Any], sources: list[Source]) -> str:
@@ -41,8 +55,42 @@ def resolved_definition(task: PlannedTask, env: Env) -> dict[str, Any] | None:
     }
 
 
-def definition_fingerprint(task: PlannedTask, env: Env) -> str:
-    return v1_digest({"task": definition_json(task), "uses": resolved_definition(task, env)})
+class TaskTexts:
+    """One compile's encoder of tasks: a task's fingerprint and its canonical ``task_json``
+    text (the plan digest's member) from one encoding of its definition."""
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        self._uses: dict[tuple[str | None, str | None], str] = {}
+
+    def fingerprint_and_text(self, task: PlannedTask, position: int) -> tuple[str, str]:
+        """``task``'s definition fingerprint, and the canonical JSON of its ``task_json`` once
+        it has ``position`` and that fingerprint (the task's own ``position`` is not read)."""
+        definition = definition_json(task)
+        head, middle, tail = (
+            _members(definition, keys)
+            for keys in (_BEFORE_FINGERPRINT, _BEFORE_POSITION, _AFTER_POSITION)
+        )
+        # = v1_digest({"task": definition_json(task), "uses": resolved_definition(task, env)})
+        text = f'{{"task":{{{head},{middle},{tail}}},"uses":{self._uses_text(task)}}}'
+        fingerprint = "sha256:v1:" + sha256_hex(text)
+        # The fingerprint is hex after a fixed prefix: its JSON is itself in quotes.
+        return fingerprint, (
+            f'{{{head},"definitionFingerprint":"{fingerprint}",{middle},'
+            f'"position":{int(position)},{tail}}}'
+        )
+
+    def _uses_text(self, task: PlannedTask) -> str:
+        key = (task.action, task.agent)
+        known = self._uses.get(key)
+        if known is None:
+            known = self._uses[key] = canonical_json(resolved_definition(task, self.env))
+        return known
+
+
+def _members(definition: dict[str, Any], keys: tuple[str, ...]) -> str:
+    """The canonical JSON members of ``keys`` (no braces), in the order given (sorted)."""
+    return canonical_json({key: definition[key] for key in keys})[1:-1]
 
 
 def plan_digest(
@@ -50,9 +98,10 @@ def plan_digest(
     workflow: str,
     order: tuple[str, ...],
     max_concurrency: int,
-    tasks: tuple[PlannedTask, ...],
+    task_texts: list[str],
     requirements: dict[str, Any],
 ) -> str:
+    """``task_texts``: each task's ``task_json`` as canonical JSON (``TaskTexts``), in order."""
     # Hashed task by task: the whole plan as one text was the compiler's peak of memory.
     return streamed_json_digest(
         {
@@ -60,7 +109,7 @@ def plan_digest(
             "workflowDigest": workflow,
             "order": list(order),
             "maxConcurrency": max_concurrency,
-            "tasks": Items(task_json(task) for task in tasks),
+            "tasks": Items(task_texts, encoded=True),
             "requirements": requirements,
         }
     )
