@@ -155,7 +155,6 @@ class Task(StrictModel):
 
     @model_validator(mode="after")
     def _rules(self) -> Self:
-        given = given_keys(self)
         _check_unique(self.needs, "needs")
         _check_unique(self.memory_writes, "memoryWrites")
         for name in self.vars:
@@ -166,8 +165,8 @@ class Task(StrictModel):
                     at=f"vars.{name}",
                     key=True,
                 )
-        if self.uses.startswith("workflow:"):
-            extra = sorted(given - _INVOCATION_KEYS)
+        if self.uses.startswith("workflow:"):  # the written keys only here: not per task
+            extra = sorted(given_keys(self) - _INVOCATION_KEYS)
             if extra:
                 raise rule_error(
                     "schema_violation",
