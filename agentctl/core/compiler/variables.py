@@ -43,17 +43,24 @@ def _paths(holder: Any) -> list[str]:
 def merged_vars(
     spec: Mapping[str, Any], agent: Any, task: Mapping[str, Any], captured: CapturedVars
 ) -> dict[str, Any]:
-    """The task's variable layers merged in precedence order (bindings not included)."""
-    layers: list[Any] = []
-    for holder in (spec, agent, task):
-        layers.extend(captured.files.get(path) for path in _paths(holder))
-        layers.append(holder.get("vars") if isinstance(holder, dict) else None)
-    layers.append(captured.cli)
+    """The task's variable layers merged in precedence order (bindings not included): per
+    holder (spec, agent, task) its var files in declared order, then its ``vars``; then the
+    CLI variables. Merged as they are found (once per task: no list of the layers)."""
     merged: dict[str, Any] = {}
-    for layer in layers:
-        if isinstance(layer, dict):
-            merged.update(layer)
+    for holder in (spec, agent, task):
+        if not isinstance(holder, dict):
+            continue
+        if holder.get("varsFiles"):
+            for path in _paths(holder):
+                _merge(merged, captured.files.get(path))
+        _merge(merged, holder.get("vars"))
+    _merge(merged, captured.cli)
     return merged
+
+
+def _merge(merged: dict[str, Any], layer: Any) -> None:
+    if layer and isinstance(layer, dict):
+        merged.update(layer)
 
 
 def declared_files(doc: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
