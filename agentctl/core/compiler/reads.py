@@ -24,14 +24,12 @@ def task_reads(task: PlannedTask, shared: SharedReads | None = None) -> tuple[st
     """The distinct tasks whose outputs preparing ``task`` may read (needs first); ``shared``
     remembers the reads of the definitions tasks share, for a pass over a whole plan."""
     found = dict.fromkeys(task.needs)
-    found.update(dict.fromkeys(task.children))
-    for value in _own_templated(task):
-        found.update(dict.fromkeys(_named(value)))
-    for value in _definitions(task):
-        found.update(dict.fromkeys(_named(value) if shared is None else shared.of(value)))
-    for condition in (task.when, task.guard):
-        if condition:
-            found.update(dict.fromkeys(_condition_reads(condition)))
+    sources = [task.children, *map(_named, _own_templated(task))]
+    sources += [_named(v) if shared is None else shared.of(v) for v in _definitions(task)]
+    sources += [_condition_reads(c) for c in (task.when, task.guard) if c]
+    for names in sources:
+        if names:  # most are empty: no dict made for them
+            found.update(dict.fromkeys(names))
     found.pop(task.id, None)
     if len(found) == len(task.needs):
         return task.needs  # the common case: share the plan's tuple, allocate nothing
