@@ -10,7 +10,6 @@ Invariants:
 
 from __future__ import annotations
 
-import gc
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -101,15 +100,12 @@ def prepare_run(request: RunRequest) -> tuple[Any, Any, dict[str, Any]]:
         document["spec"].get("inputs") or {}, request.inputs, file_text, request.input_pairs or []
     )
     api.check_executable(plan, file=str(file), locate=loaded.locate)
-    # The parsed models and position tables are no longer needed: free them before the run.
-    # Their cycles are found by a full collection, worth its ~40 ms only for a large plan.
+    # The position tables are no longer needed: freed (by reference counting) before the run.
+    # No full collection here: the parsed models are let go before the compile
+    # (``cli_vars.CompiledSource``) and what is left holds no cycle — one found nothing to free
+    # after compiling 1,000 or 10,000 tasks and took 1.5 and 26 ms of their runs.
     del loaded
-    if len(plan.tasks) >= _COLLECT_AFTER_COMPILE_TASKS:
-        gc.collect()
     return document, plan, resolved
-
-
-_COLLECT_AFTER_COMPILE_TASKS = 1000
 
 
 def drive(
