@@ -82,7 +82,8 @@ def _stored_head(plan: Plan) -> JsonObject:
 
 
 def _stored_task(task: PlannedTask) -> JsonObject:
-    stored: JsonObject = {**task_json(task), "operation": task.operation}
+    stored: JsonObject = task_json(task)  # a new dict: completed here, not copied again
+    stored["operation"] = task.operation
     if task.subworkflow is not None:
         stored["subworkflow"] = task.subworkflow
     return stored
