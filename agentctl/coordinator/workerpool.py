@@ -152,10 +152,10 @@ class WorkerPool:
         acknowledged once it returns (a refusal tells the worker the handle is not durable).
         """
         msg = self._addressed(msg)
-        limit = msg.timeout_seconds + ANSWER_GRACE_S
-        worker, reply = await self._assign(
-            msg.effect_id, PendingReply(on_fragment, on_handle, limit)
-        )
+        reply = PendingReply(on_fragment, on_handle, msg.timeout_seconds + ANSWER_GRACE_S)
+        worker = self._assign_nowait(msg.effect_id, reply)
+        if worker is None:
+            worker = await self._assign(msg.effect_id, reply)
         try:
             await worker.channel.send(msg)
         except ProtocolError as exc:
@@ -228,25 +228,31 @@ class WorkerPool:
                 for _ in range(missing):
                     nursery.start_soon(self._spawn)
 
-    async def _assign(self, effect_id: str, reply: PendingReply) -> tuple[_Worker, PendingReply]:
-        # Without an await between choosing a worker and recording the effect, nothing can
-        # interleave: the lock (a pass of the scheduler) is needed only to start a worker.
-        if not self._lock.locked():
-            worker = self._choose(effect_id)
-            if worker is not None:
-                return self._record(worker, effect_id, reply)
+    def _assign_nowait(self, effect_id: str, reply: PendingReply) -> _Worker | None:
+        """The worker ``reply``'s effect is recorded on, if one can take it without waiting.
+
+        Without an await between choosing a worker and recording the effect, nothing can
+        interleave: the lock (a pass of the scheduler) is needed only to start a worker.
+        """
+        if self._lock.locked():
+            return None
+        worker = self._choose(effect_id)
+        if worker is not None:
+            self._record(worker, effect_id, reply)
+        return worker
+
+    async def _assign(self, effect_id: str, reply: PendingReply) -> _Worker:
+        """The worker ``reply``'s effect is recorded on, started under the lock if need be."""
         async with self._lock:
             worker = self._choose(effect_id)
             if worker is None:
                 worker = await self._spawn()
-            return self._record(worker, effect_id, reply)
+            self._record(worker, effect_id, reply)
+            return worker
 
-    def _record(
-        self, worker: _Worker, effect_id: str, reply: PendingReply
-    ) -> tuple[_Worker, PendingReply]:
+    def _record(self, worker: _Worker, effect_id: str, reply: PendingReply) -> None:
         worker.pending[effect_id] = reply
         self._hang_watch.expect(reply, self._nursery)
-        return worker, reply
 
     def _expire_hung(self, now: float) -> float:
         """Lose each worker with a call past its deadline; the earliest deadline left."""

@@ -24,6 +24,7 @@ import functools
 import os
 import select
 import struct
+from collections.abc import Callable
 
 import pydantic
 import trio
@@ -65,16 +66,21 @@ def encode_frame(msg: Message) -> bytes:
 
 
 @functools.cache
-def _message_adapter() -> pydantic.TypeAdapter[Message]:
+def _message_validator() -> Callable[[bytes | bytearray], Message]:
     # Built on the first frame received, not at import (messages defer their builds too):
-    # a worker's start-up is on the path of a run's first effect.
-    return pydantic.TypeAdapter(Message)
+    # a worker's start-up is on the path of a run's first effect. The adapter's built
+    # validator is called directly: ``TypeAdapter.validate_json`` only wraps it in a Python
+    # call that passes its defaults on (both sides of every round trip decode one frame).
+    validate: Callable[[bytes | bytearray], Message] = pydantic.TypeAdapter(
+        Message
+    ).validator.validate_json
+    return validate
 
 
 def decode_body(body: bytes | bytearray) -> Message:
     """Parse one frame body; any malformation becomes ProtocolError."""
     try:
-        return _message_adapter().validate_json(body)
+        return _message_validator()(body)
     except pydantic.ValidationError as exc:
         # The error text may quote the payload; keep only the first line of the summary.
         summary = str(exc).splitlines()[0]
@@ -92,33 +98,42 @@ def _whole_frame(chunk: bytes | bytearray) -> bool:
 class _SocketIO:
     """Non-blocking reads and writes on a trio socket's descriptor (see the module doc).
 
-    The descriptor is asked of the socket on every call: a closed socket answers -1, and a
-    number kept from before its close could name some other file by now.
+    The descriptor is kept (asking the socket costs two Python calls, several times per
+    frame) and forgotten by ``close`` before the socket closes: only the channel closes its
+    socket (``FrameChannel.aclose``), so a kept number never outlives it to name some other
+    file reusing it.
     """
 
     def __init__(self, stream: trio.SocketStream) -> None:
         self._sock = stream.socket
+        self._fileno = self._sock.fileno()
         self._poller: select.poll | None = None  # for ``hung_up``: registered once
 
     def _fd(self) -> int:
-        fd = self._sock.fileno()
+        fd = self._fileno
         if fd < 0:
             raise trio.ClosedResourceError("the frame channel is closed")
         return fd
 
+    def close(self) -> None:
+        """Forget the descriptor: from now on every call raises as on a closed socket."""
+        self._fileno = -1
+
     async def receive_some(self, max_bytes: int, *, awaited: bool = False) -> bytes:
+        # trio is given the number, not the socket: it would ask the socket for it again.
+        # ``notify_closing(socket)`` still finds the wait, registered under the same number.
         if awaited:  # nothing can be there yet: park first, and save a read that fails
-            self._fd()  # closed: raise as a read would
-            await trio.lowlevel.wait_readable(self._sock)  # a checkpoint itself
+            await trio.lowlevel.wait_readable(self._fd())  # a checkpoint itself
         else:
             await trio.lowlevel.checkpoint_if_cancelled()
         while True:
+            fd = self._fd()  # asked again after each wait: it may have been closed meanwhile
             try:
-                return os.read(self._fd(), max_bytes)
+                return os.read(fd, max_bytes)
             except BlockingIOError:
-                await trio.lowlevel.wait_readable(self._sock)
+                await trio.lowlevel.wait_readable(fd)
 
-    def write_nowait(self, data: memoryview) -> int:
+    def write_nowait(self, data: bytes | memoryview) -> int:
         """Bytes of ``data`` the kernel took now (0 when its buffer is full)."""
         try:
             return os.write(self._fd(), data)
@@ -126,11 +141,11 @@ class _SocketIO:
             return 0
 
     async def wait_writable(self) -> None:
-        await trio.lowlevel.wait_writable(self._sock)
+        await trio.lowlevel.wait_writable(self._fd())
 
     def wake_waiters(self) -> None:
-        if self._sock.fileno() >= 0:
-            trio.lowlevel.notify_closing(self._sock)
+        if self._fileno >= 0:
+            trio.lowlevel.notify_closing(self._fileno)
 
     def hung_up(self) -> bool:
         """Whether the peer closed its end (or the socket failed), asked without waiting."""
@@ -138,7 +153,8 @@ class _SocketIO:
         if self._poller is None:
             self._poller = select.poll()
             self._poller.register(fd, _HUNG_UP)
-        return any(events & _HUNG_UP for _, events in self._poller.poll(0))
+        # Registered for hang-up events only: any event it reports is one.
+        return bool(self._poller.poll(0))
 
 
 class FrameChannel:
@@ -162,7 +178,7 @@ class FrameChannel:
                 async with self._send_lock:
                     await self._write_rest(memoryview(data))
                 return
-            sent = self._io.write_nowait(memoryview(data))
+            sent = self._io.write_nowait(data)
             if sent < len(data):
                 # The rest waits for room: hold the lock so no other frame cuts in.
                 self._send_lock.acquire_nowait()
@@ -187,6 +203,21 @@ class FrameChannel:
         for the socket to turn readable, not a read that would fail (a hint: either way is
         correct, this one costs one system call less when it holds)."""
         buffer = self._buffer
+        if not buffer and self._io is not None:  # the usual case: one read, one whole frame
+            try:
+                chunk = await self._io.receive_some(_READ_CHUNK, awaited=awaited)
+            except _LOST as exc:
+                raise ProtocolError(f"connection lost while receiving: {exc}") from exc
+            if _whole_frame(chunk):
+                return decode_body(chunk[_HEADER.size :])  # no buffering
+            if not chunk:
+                return None  # a clean EOF, at a frame boundary
+            buffer += chunk
+        return await self._receive_buffered()
+
+    async def _receive_buffered(self) -> Message | None:
+        """The next frame, out of the buffer and as many reads as it takes."""
+        buffer = self._buffer
         while True:
             if len(buffer) >= _HEADER.size:
                 (length,) = _HEADER.unpack_from(buffer)
@@ -200,14 +231,13 @@ class FrameChannel:
                 missing = end - len(buffer)
             else:
                 missing = _HEADER.size - len(buffer)
-            chunk = await self._receive_some(missing, awaited and not buffer)
-            awaited = False
+            chunk = await self._receive_some(missing)
             if not chunk:
                 if not buffer:
                     return None  # a clean EOF, at a frame boundary
                 raise ProtocolError("truncated frame: connection closed inside a frame")
             if not buffer and _whole_frame(chunk):
-                return decode_body(chunk[_HEADER.size :])  # the usual case: no buffering
+                return decode_body(chunk[_HEADER.size :])
             buffer += chunk
 
     def peer_closed(self) -> bool:
@@ -231,13 +261,15 @@ class FrameChannel:
             self._io.wake_waiters()
 
     async def aclose(self) -> None:
+        if self._io is not None:
+            self._io.close()  # first: the number must not be used once the socket closes
         await self._stream.aclose()
 
-    async def _receive_some(self, count: int, awaited: bool) -> bytes | bytearray:
+    async def _receive_some(self, count: int) -> bytes | bytearray:
         size = max(_READ_CHUNK, count)
-        try:
+        try:  # (the one-frame fast path in ``receive`` wraps its read the same way)
             if self._io is not None:
-                return await self._io.receive_some(size, awaited=awaited)
+                return await self._io.receive_some(size)
             return await self._stream.receive_some(size)
         except _LOST as exc:
             raise ProtocolError(f"connection lost while receiving: {exc}") from exc
