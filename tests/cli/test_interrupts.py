@@ -127,7 +127,8 @@ SWALLOWED = (
 def test_an_interrupt_a_library_reports_as_its_own_error_is_still_exit_130(
     tmp_path: Path,
 ) -> None:
-    proc = _popen(["-c", SWALLOWED, "--output", "json", "check", "wf.yaml"], tmp_path, {})
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = _popen(["-c", SWALLOWED, "--output", "json", "check", "wf.yaml"], tmp_path, env)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)
     error = json.loads(err.strip().splitlines()[-1])["error"]
