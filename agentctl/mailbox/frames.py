@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import os
-import select
 import struct
 from collections.abc import Callable
 
@@ -40,8 +39,6 @@ _HEADER = struct.Struct(">I")
 # ~16 µs for 256 KiB against ~3 µs for 64 KiB, on each side of every round trip. A frame
 # larger than this is still read in one call once its header announced it (``missing``).
 _READ_CHUNK = 64 * 1024
-# POLLRDHUP: the peer shut its end, even while unread data is queued before the EOF.
-_HUNG_UP = select.POLLHUP | select.POLLRDHUP | select.POLLERR | select.POLLNVAL
 _LOST = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
 
@@ -52,6 +49,11 @@ class ProtocolError(AgentctlError):
     tells the owner of a channel to drop that peer. It is not a ``PersistenceError`` — nothing
     durable is wrong — so it keeps the generic runtime exit code.
     """
+
+
+class FrameUnsentError(ProtocolError):
+    """The connection was found lost at a frame's first write: no byte of it left, so the
+    peer cannot have seen it (a peer that closed its end makes that write fail at once)."""
 
 
 def encode_frame(msg: Message) -> bytes:
@@ -107,7 +109,6 @@ class _SocketIO:
     def __init__(self, stream: trio.SocketStream) -> None:
         self._sock = stream.socket
         self._fileno = self._sock.fileno()
-        self._poller: select.poll | None = None  # for ``hung_up``: registered once
 
     def _fd(self) -> int:
         fd = self._fileno
@@ -147,15 +148,6 @@ class _SocketIO:
         if self._fileno >= 0:
             trio.lowlevel.notify_closing(self._fileno)
 
-    def hung_up(self) -> bool:
-        """Whether the peer closed its end (or the socket failed), asked without waiting."""
-        fd = self._fd()  # raises once closed: a kept registration never outlives the socket
-        if self._poller is None:
-            self._poller = select.poll()
-            self._poller.register(fd, _HUNG_UP)
-        # Registered for hang-up events only: any event it reports is one.
-        return bool(self._poller.poll(0))
-
 
 class FrameChannel:
     """Frames over one ``trio.abc.Stream`` (usually a SocketStream on a socketpair)."""
@@ -178,7 +170,10 @@ class FrameChannel:
                 async with self._send_lock:
                     await self._write_rest(memoryview(data))
                 return
-            sent = self._io.write_nowait(data)
+            try:
+                sent = self._io.write_nowait(data)
+            except _LOST as exc:
+                raise FrameUnsentError(f"connection lost before sending: {exc}") from exc
             if sent < len(data):
                 # The rest waits for room: hold the lock so no other frame cuts in.
                 self._send_lock.acquire_nowait()
@@ -239,19 +234,6 @@ class FrameChannel:
             if not buffer and _whole_frame(chunk):
                 return decode_body(chunk[_HEADER.size :])
             buffer += chunk
-
-    def peer_closed(self) -> bool:
-        """Whether the peer has closed its end, without reading or waiting.
-
-        For an owner that reads only while it expects frames: between them, it asks this
-        before trusting the peer with new work. False when it cannot tell (not a socket).
-        """
-        if self._io is None:
-            return False
-        try:
-            return self._io.hung_up()
-        except _LOST:
-            return True
 
     def abandon(self) -> None:
         """Wake every task waiting to read or write this channel: each gets ``ProtocolError``
