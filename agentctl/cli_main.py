@@ -19,12 +19,12 @@ import os
 import sys
 from typing import NoReturn
 
-from agentctl import entry
 from agentctl.cli_argv import normalize_argv, sniff_output
 from agentctl.cli_fast import parse as parse_fast
 from agentctl.clikit import ignore_interrupts, report_closed_stdout
 from agentctl.errors import AgentctlError, CancelledRunError, from_os_error, was_interrupted
 from agentctl.render import Outcome, Settings, emit_error, emit_outcome, write_jsonl_line
+from agentctl.sigint import received as interrupt_received
 
 SETTINGS = Settings()
 
@@ -67,11 +67,21 @@ def _execute(args: list[str]) -> Outcome | AgentctlError | int:
     except OSError as exc:  # an OS failure no layer below classified: still a clear message
         return from_os_error(exc, str(exc.filename or "a file agentctl needed"))
     except Exception as exc:  # the last line of defence: report, never show a traceback
-        if was_interrupted(exc) or entry.interrupted():
-            return CancelledRunError("interrupted (SIGINT) before the command finished")
-        if os.environ.get("AGENTCTL_DEBUG"):
+        return _unexpected(exc)
+    except BaseException as exc:  # e.g. a native library's panic (pyo3's PanicException)
+        if isinstance(exc, SystemExit | GeneratorExit):
             raise
-        return AgentctlError(f"internal error: {type(exc).__name__}: {exc}")
+        return _unexpected(exc)
+
+
+def _unexpected(exc: BaseException) -> AgentctlError:
+    """An error no layer classified: the user's interrupt if one arrived (a library may have
+    caught it and raised something of its own), else an internal error."""
+    if was_interrupted(exc) or interrupt_received():
+        return CancelledRunError("interrupted (SIGINT) before the command finished")
+    if os.environ.get("AGENTCTL_DEBUG"):
+        raise exc
+    return AgentctlError(f"internal error: {type(exc).__name__}: {exc}")
 
 
 def _render(result: Outcome | AgentctlError | int) -> int:

@@ -27,42 +27,18 @@ import os
 import signal
 import sys
 
+from agentctl.sigint import defer, raise_interrupt, received
+
 # Not ``typing.TYPE_CHECKING``: importing typing here (a few ms) would come before the guard.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import NoReturn
 
-_interrupted = False
-
-
-def _defer(_signum: int, _frame: object) -> None:
-    """SIGINT while importing: remember it; raising mid-import would leave half-built modules."""
-    global _interrupted
-    _interrupted = True
-
-
-def _raise_interrupt(_signum: int, _frame: object) -> NoReturn:
-    """SIGINT once the CLI is imported: remember it, then interrupt what is running.
-
-    The flag outlives the exception: a library that catches the KeyboardInterrupt inside
-    native code reports it as an error of its own (pydantic-core building a serializer gives
-    a ``SchemaError`` naming it in its text, with no cause attached), and that error is still
-    this interrupt (``interrupted``).
-    """
-    global _interrupted
-    _interrupted = True
-    raise KeyboardInterrupt
-
-
-def interrupted() -> bool:
-    """Whether this process received a SIGINT through ``main``'s handlers."""
-    return _interrupted
-
 
 def main() -> NoReturn:
     """``agentctl`` / ``python -m agentctl``."""
     try:
-        signal.signal(signal.SIGINT, _defer)
+        signal.signal(signal.SIGINT, defer)
         gc.disable()
         from agentctl.dataclass_codes import install as install_dataclass_codes
 
@@ -71,8 +47,8 @@ def main() -> NoReturn:
 
         # From here a SIGINT raises KeyboardInterrupt (and is remembered), which
         # cli_main.main turns into exit 130.
-        signal.signal(signal.SIGINT, _raise_interrupt)
-        if _interrupted:
+        signal.signal(signal.SIGINT, raise_interrupt)
+        if received():
             raise KeyboardInterrupt
         cli_main()
     except KeyboardInterrupt:

@@ -50,6 +50,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     # After the SIGINT guard: the global flags, the hand-parsed hot commands, else typer.
     "cli_main": {"cli", "cli_fast", "cli_argv", "clikit", "render", "errors", "coordinator"}
+    | {"sigint"}
     | {"packsource", "__init__"},
     "cli_fast": {"cli_commands", "clikit", "render", "errors"},
     # The bodies of check and run, shared by typer's commands and cli_fast.
@@ -90,7 +91,9 @@ ALLOWED: dict[str, set[str]] = {
     "cli_encryption": {"clikit", "render", "ledger", "cli_state"} | {"cli_options"},
     "__main__": {"entry"},
     # The process entry point: the SIGINT guard around importing the CLI.
-    "entry": {"cli_main", "render", "errors", "dataclass_codes"},
+    "entry": {"cli_main", "render", "errors", "dataclass_codes", "sigint"},
+    # Whether a SIGINT arrived (standard library only).
+    "sigint": set(),
     # Start-up caches in the user's cache directory (private files only).
     "usercache": set(),
     "dataclass_codes": {"usercache"},

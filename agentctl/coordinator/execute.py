@@ -114,6 +114,11 @@ class EffectRunner:
             output, error = redactor.redact(done.output), redactor.redact(done.error)
             done = dataclasses.replace(done, output=output, error=error)
         outcome = self._outcome(step, done)
+        if committer is None and not eff.in_process:
+            # A lone worker effect parked until its reply (``WorkerPool.execute`` waits for the
+            # worker's socket to turn readable): no forced yield between the commit that
+            # carries this outcome and the next ``Execute``.
+            self.store.waited()
         if committer is not None:
             await committer.commit(outcome)
             crash_point(CrashPoint.AFTER_OUTCOME)

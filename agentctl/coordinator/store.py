@@ -13,7 +13,8 @@ cancelled during it still gets its commit — and yield to the scheduler afterwa
 every ``YIELD_EVERY_S``, so the cancel watcher, signal handlers and a serve's other drives run
 within milliseconds. Not after every call: a scheduler pass (an ``epoll`` poll, the run queue,
 resuming the drive's whole coroutine stack) costs ~30k instructions and a system call, and a
-memory.write chain step makes one such call.
+memory.write chain step makes one such call. A drive that parked since (``waited``: a lone
+effect's wait for its worker's reply) has let everything else run, so the interval restarts.
 """
 
 from __future__ import annotations
@@ -101,6 +102,13 @@ class Store:
             self._yield_at = now + YIELD_EVERY_S
             await trio.lowlevel.cancel_shielded_checkpoint()
         return result
+
+    def waited(self) -> None:
+        """The caller has just come back from a real wait (parked until a worker's reply):
+        everything else ran then, so the yield interval of the inline calls starts afresh.
+        A shell chain step thus pays no scheduler pass between its commit and its ``Execute``
+        — it parks for the reply right after sending it."""
+        self._yield_at = time.monotonic() + YIELD_EVERY_S
 
     async def load_live(self, run_id: str) -> LiveState:
         return await self._run(lambda: self.ledger.load_live(run_id))

@@ -49,8 +49,8 @@ FINISHED = {"check": 0, "run": 0, "inspect": 5}
 # a signal between the write and ``main``'s first line would otherwise land in this harness
 # line (a KeyboardInterrupt in ``<string>``), which is not agentctl's code.
 BOOT = (
-    "import os, sys, signal; import agentctl.entry as e; "
-    "signal.signal(signal.SIGINT, e._defer); "
+    "import os, sys, signal; import agentctl.entry as e, agentctl.sigint as s; "
+    "signal.signal(signal.SIGINT, s.defer); "
     "fd = int(sys.argv.pop(1)); os.write(fd, b'!'); os.close(fd); e.main()"
 )
 
@@ -109,31 +109,52 @@ def test_sigint_is_exit_130_with_an_envelope(
 
 
 # A library that catches the KeyboardInterrupt inside its own code and raises an error of its
-# own instead (pydantic-core building a serializer when SIGINT lands: a SchemaError naming
-# KeyboardInterrupt in its text, no cause attached). The stand-in command does just that.
-SWALLOWED = (
-    "import os, signal, agentctl.cli_main as m\n"
-    "def swallowing(argv, settings):\n"
+# own instead: pydantic-core building a serializer when SIGINT lands gives a SchemaError naming
+# KeyboardInterrupt in its text, no cause attached; a Rust panic surfaces as pyo3's
+# PanicException, a BaseException. The stand-in command does that, or raises without a SIGINT.
+STAND_IN = (
+    "import os, signal, sys, agentctl.cli_main as m\n"
+    "class PanicException(BaseException): pass\n"
+    "ERROR = {'schema': ValueError, 'panic': PanicException}[sys.argv.pop(1)]\n"
+    "SIGNAL = sys.argv.pop(1) == 'sigint'\n"
+    "def stand_in(argv, settings):\n"
     "    try:\n"
-    "        os.kill(os.getpid(), signal.SIGINT)\n"
+    "        if SIGNAL: os.kill(os.getpid(), signal.SIGINT)\n"
     "    except KeyboardInterrupt:\n"
     "        pass\n"
-    "    raise ValueError('Error building serializer: KeyboardInterrupt')\n"
-    "m._dispatch = swallowing\n"
+    "    raise ERROR('Error building serializer: KeyboardInterrupt')\n"
+    "m._dispatch = stand_in\n"
     "import agentctl.entry as e; e.main()"
 )
 
 
+def _stand_in(tmp_path: Path, error: str, signalled: str) -> tuple[int, str, str]:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    args = ["-c", STAND_IN, error, signalled, "--output", "json", "check", "wf.yaml"]
+    proc = _popen(args, tmp_path, env)
+    out, err = proc.communicate(timeout=60)
+    return proc.returncode, out, err
+
+
+@pytest.mark.parametrize("error", ["schema", "panic"])
 def test_an_interrupt_a_library_reports_as_its_own_error_is_still_exit_130(
+    tmp_path: Path, error: str
+) -> None:
+    rc, out, err = _stand_in(tmp_path, error, "sigint")
+    assert rc == 130, (out, err)
+    reported = json.loads(err.strip().splitlines()[-1])["error"]
+    assert reported["exitCode"] == 130 and "interrupt" in reported["message"]
+    assert "internal error" not in err and "Traceback" not in err
+
+
+def test_a_native_panic_without_an_interrupt_is_an_internal_error_not_a_traceback(
     tmp_path: Path,
 ) -> None:
-    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    proc = _popen(["-c", SWALLOWED, "--output", "json", "check", "wf.yaml"], tmp_path, env)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, (out, err)
-    error = json.loads(err.strip().splitlines()[-1])["error"]
-    assert error["exitCode"] == 130 and "interrupt" in error["message"]
-    assert "internal error" not in err
+    rc, out, err = _stand_in(tmp_path, "panic", "none")
+    assert rc == 4, (out, err)
+    reported = json.loads(err.strip().splitlines()[-1])["error"]
+    assert reported["message"].startswith("internal error: PanicException")
+    assert "Traceback" not in err
 
 
 CHAIN_STEPS = 3000

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import signal
 import sys
+from pathlib import Path
 
 import psutil
 import pytest
@@ -84,3 +87,59 @@ def test_without_pidfd_the_wait_runs_in_a_thread(monkeypatch: pytest.MonkeyPatch
         return code
 
     assert trio.run(main) == 5
+
+
+def _start_error(argv: list[str]) -> tuple[type[OSError], int, str]:
+    with pytest.raises(OSError) as caught:
+        spawn_child(argv, env={}, cwd=None, piped_stdin=False)
+    err = caught.value
+    return type(err), err.errno, err.strerror
+
+
+@pytest.mark.parametrize("case", ["missing", "not_executable", "directory", "bad_format"])
+def test_a_child_that_cannot_start_says_why(tmp_path: Path, case: str) -> None:
+    target = tmp_path / "prog"
+    if case == "not_executable":
+        target.write_text("#!/bin/sh\n")
+    elif case == "directory":
+        target.mkdir()
+    elif case == "bad_format":
+        target.write_bytes(b"\x00\x01 not a program")
+        target.chmod(0o755)
+    before = _open_fds()
+    kind, code, _reason = _start_error([str(target)])
+    assert _open_fds() == before
+    assert issubclass(kind, OSError)
+    assert code == {"missing": errno.ENOENT, "bad_format": errno.ENOEXEC}.get(case, errno.EACCES)
+
+
+def test_python_ignored_signals_are_reset_and_the_child_leads_its_group() -> None:
+    script = "grep -E '^Sig(Ign|Blk)' /proc/self/status; echo pgid $(ps -o pgid= -p $$)"
+
+    async def main() -> tuple[bytes, int]:
+        child = spawn_child(["/bin/sh", "-c", script], env={}, cwd=None, piped_stdin=False)
+        out = b""
+        while chunk := await child.stdout.receive_some(4096):
+            out += chunk
+        code = await child.wait()
+        child.close_pipes()
+        return out, child.pid if code == 0 else -1
+
+    assert signal.getsignal(signal.SIGPIPE) == signal.SIG_IGN  # what Python does at start
+    out, pid = trio.run(main)
+    words = out.decode().split()
+    blocked, ignored, group = int(words[1], 16), int(words[3], 16), int(words[5])
+    assert blocked == 0
+    assert ignored == 0  # not even SIGPIPE/SIGXFSZ, which Python ignores (bit n-1: signal n)
+    assert group == pid
+
+
+def test_the_child_gets_exactly_the_given_environment() -> None:
+    async def main() -> bytes:
+        child = spawn_child(["/usr/bin/env"], env={"ONLY": "this"}, cwd=None, piped_stdin=False)
+        out = await child.stdout.receive_some(4096)
+        assert await child.wait() == 0
+        child.close_pipes()
+        return out
+
+    assert trio.run(main) == b"ONLY=this\n"
