@@ -19,8 +19,10 @@ Invariants:
   one reading at a time (``_await_reply``), so a lone effect's reply reaches its caller in
   the pass that read it; while any effect is pending exactly one caller reads or has been
   woken to, replies for other callers resolve them, and a reply nobody waits for (its caller
-  was cancelled) is dropped; an idle worker's socket is looked at (``peer_closed``) before
-  it gets new work, so a worker that died idle is replaced, not handed the effect;
+  was cancelled) is dropped; a worker that died idle is replaced, not handed the effect: the
+  first write of an effect's ``Execute`` finds its socket closed (``FrameUnsentError``: no
+  byte of the frame left), and with no other effect pending on it the worker is lost and the
+  effect goes to another one — no look at the socket before each effect;
 - ``execute`` picks an idle worker without taking the pool lock (no await between choosing
   and recording the effect, so nothing interleaves); the lock serialises starting workers;
 - a ``StreamFragment`` from a worker goes to the sink its effect's ``execute`` was given, and
@@ -53,7 +55,7 @@ from agentctl.coordinator.workerproc import ChildProcess, signal_tree
 from agentctl.coordinator.workerstart import Prestarted, worker_argv
 from agentctl.core import registry
 from agentctl.errors import AgentctlError, InvalidOperationError, PersistenceError, from_os_error
-from agentctl.mailbox.frames import FrameChannel, ProtocolError
+from agentctl.mailbox.frames import FrameChannel, FrameUnsentError, ProtocolError
 from agentctl.mailbox.messages import (
     Cancel,
     Execute,
@@ -152,14 +154,8 @@ class WorkerPool:
         acknowledged once it returns (a refusal tells the worker the handle is not durable).
         """
         msg = self._addressed(msg)
-        limit = msg.timeout_seconds + ANSWER_GRACE_S
-        worker, reply = await self._assign(
-            msg.effect_id, PendingReply(on_fragment, on_handle, limit)
-        )
-        try:
-            await worker.channel.send(msg)
-        except ProtocolError as exc:
-            self._lose(worker, exc.message)
+        reply = PendingReply(on_fragment, on_handle, msg.timeout_seconds + ANSWER_GRACE_S)
+        worker = await self._send_execute(msg, reply)
         try:
             # The deadline is the pool's one timer's (``_expire_hung``): no scope per call.
             await self._await_reply(worker, reply)
@@ -170,6 +166,27 @@ class WorkerPool:
             raise
         assert reply.value is not None
         return reply.value
+
+    async def _send_execute(self, msg: Execute, reply: PendingReply) -> _Worker:
+        """Record ``msg``'s call on a worker and send it; the worker it went to. A worker found
+        closed at the frame's first write with no other call pending died idle (none of the
+        frame reached it): it is lost and the call goes to another. Any other failure to send
+        loses the worker, which resolves the call as WorkerLost (the effect may have run)."""
+        while True:
+            worker = self._assign_nowait(msg.effect_id, reply)
+            if worker is None:
+                worker = await self._assign(msg.effect_id, reply)
+            try:
+                await worker.channel.send(msg)
+            except FrameUnsentError as exc:
+                if len(worker.pending) == 1:  # only this call: taken back before the loss
+                    del worker.pending[msg.effect_id]
+                    self._lose(worker, f"worker closed its socket ({exc.message})")
+                    continue
+                self._lose(worker, exc.message)
+            except ProtocolError as exc:
+                self._lose(worker, exc.message)
+            return worker
 
     async def _await_reply(self, worker: _Worker, reply: PendingReply) -> None:
         """Wait for ``reply``, reading the worker's frames while no other caller reads them.
@@ -228,25 +245,28 @@ class WorkerPool:
                 for _ in range(missing):
                     nursery.start_soon(self._spawn)
 
-    async def _assign(self, effect_id: str, reply: PendingReply) -> tuple[_Worker, PendingReply]:
-        # Without an await between choosing a worker and recording the effect, nothing can
-        # interleave: the lock (a pass of the scheduler) is needed only to start a worker.
-        if not self._lock.locked():
-            worker = self._choose(effect_id)
-            if worker is not None:
-                return self._record(worker, effect_id, reply)
+    def _assign_nowait(self, effect_id: str, reply: PendingReply) -> _Worker | None:
+        """The worker ``reply``'s effect is recorded on, if one can take it without waiting (no
+        await between choosing and recording; the lock is needed only to start a worker)."""
+        if self._lock.locked():
+            return None
+        worker = self._choose(effect_id)
+        if worker is not None:
+            self._record(worker, effect_id, reply)
+        return worker
+
+    async def _assign(self, effect_id: str, reply: PendingReply) -> _Worker:
+        """The worker ``reply``'s effect is recorded on, started under the lock if need be."""
         async with self._lock:
             worker = self._choose(effect_id)
             if worker is None:
                 worker = await self._spawn()
-            return self._record(worker, effect_id, reply)
+            self._record(worker, effect_id, reply)
+            return worker
 
-    def _record(
-        self, worker: _Worker, effect_id: str, reply: PendingReply
-    ) -> tuple[_Worker, PendingReply]:
+    def _record(self, worker: _Worker, effect_id: str, reply: PendingReply) -> None:
         worker.pending[effect_id] = reply
         self._hang_watch.expect(reply, self._nursery)
-        return worker, reply
 
     def _expire_hung(self, now: float) -> float:
         """Lose each worker with a call past its deadline; the earliest deadline left."""
@@ -263,21 +283,13 @@ class WorkerPool:
         """An idle worker, else None if another may start, else the least loaded one."""
         if self._closed:
             raise InvalidOperationError("the worker pool is closed")
-        workers = self._workers  # ``_lose`` replaces the list, it does not change this one
-        for worker in workers:
+        for worker in self._workers:
             if effect_id in worker.pending:
                 raise InvalidOperationError(f"effect {effect_id} is already executing")
-        idle = None
-        for worker in workers:
-            if worker.pending or worker.lost:
-                continue
-            # Nobody reads an idle worker's socket: a worker that died idle is seen here.
-            if worker.channel.peer_closed():
-                self._lose(worker, "worker closed its socket")
-            elif idle is None:
-                idle = worker
-        if idle is not None:
-            return idle
+        for worker in self._workers:
+            # A worker that died idle is found at the effect's first write (``_send_execute``).
+            if not worker.pending and not worker.lost:
+                return worker
         live = [w for w in self._workers if not w.lost]
         if len(live) < self.size:
             return None  # start another (under the lock)

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import functools
 import os
-import select
 import struct
+from collections.abc import Callable
 
 import pydantic
 import trio
@@ -39,8 +39,6 @@ _HEADER = struct.Struct(">I")
 # ~16 µs for 256 KiB against ~3 µs for 64 KiB, on each side of every round trip. A frame
 # larger than this is still read in one call once its header announced it (``missing``).
 _READ_CHUNK = 64 * 1024
-# POLLRDHUP: the peer shut its end, even while unread data is queued before the EOF.
-_HUNG_UP = select.POLLHUP | select.POLLRDHUP | select.POLLERR | select.POLLNVAL
 _LOST = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
 
@@ -51,6 +49,11 @@ class ProtocolError(AgentctlError):
     tells the owner of a channel to drop that peer. It is not a ``PersistenceError`` — nothing
     durable is wrong — so it keeps the generic runtime exit code.
     """
+
+
+class FrameUnsentError(ProtocolError):
+    """The connection was found lost at a frame's first write: no byte of it left, so the
+    peer cannot have seen it (a peer that closed its end makes that write fail at once)."""
 
 
 def encode_frame(msg: Message) -> bytes:
@@ -65,16 +68,21 @@ def encode_frame(msg: Message) -> bytes:
 
 
 @functools.cache
-def _message_adapter() -> pydantic.TypeAdapter[Message]:
+def _message_validator() -> Callable[[bytes | bytearray], Message]:
     # Built on the first frame received, not at import (messages defer their builds too):
-    # a worker's start-up is on the path of a run's first effect.
-    return pydantic.TypeAdapter(Message)
+    # a worker's start-up is on the path of a run's first effect. The adapter's built
+    # validator is called directly: ``TypeAdapter.validate_json`` only wraps it in a Python
+    # call that passes its defaults on (both sides of every round trip decode one frame).
+    validate: Callable[[bytes | bytearray], Message] = pydantic.TypeAdapter(
+        Message
+    ).validator.validate_json
+    return validate
 
 
 def decode_body(body: bytes | bytearray) -> Message:
     """Parse one frame body; any malformation becomes ProtocolError."""
     try:
-        return _message_adapter().validate_json(body)
+        return _message_validator()(body)
     except pydantic.ValidationError as exc:
         # The error text may quote the payload; keep only the first line of the summary.
         summary = str(exc).splitlines()[0]
@@ -92,33 +100,41 @@ def _whole_frame(chunk: bytes | bytearray) -> bool:
 class _SocketIO:
     """Non-blocking reads and writes on a trio socket's descriptor (see the module doc).
 
-    The descriptor is asked of the socket on every call: a closed socket answers -1, and a
-    number kept from before its close could name some other file by now.
+    The descriptor is kept (asking the socket costs two Python calls, several times per
+    frame) and forgotten by ``close`` before the socket closes: only the channel closes its
+    socket (``FrameChannel.aclose``), so a kept number never outlives it to name some other
+    file reusing it.
     """
 
     def __init__(self, stream: trio.SocketStream) -> None:
         self._sock = stream.socket
-        self._poller: select.poll | None = None  # for ``hung_up``: registered once
+        self._fileno = self._sock.fileno()
 
     def _fd(self) -> int:
-        fd = self._sock.fileno()
+        fd = self._fileno
         if fd < 0:
             raise trio.ClosedResourceError("the frame channel is closed")
         return fd
 
+    def close(self) -> None:
+        """Forget the descriptor: from now on every call raises as on a closed socket."""
+        self._fileno = -1
+
     async def receive_some(self, max_bytes: int, *, awaited: bool = False) -> bytes:
+        # trio is given the number, not the socket: it would ask the socket for it again.
+        # ``notify_closing(socket)`` still finds the wait, registered under the same number.
         if awaited:  # nothing can be there yet: park first, and save a read that fails
-            self._fd()  # closed: raise as a read would
-            await trio.lowlevel.wait_readable(self._sock)  # a checkpoint itself
+            await trio.lowlevel.wait_readable(self._fd())  # a checkpoint itself
         else:
             await trio.lowlevel.checkpoint_if_cancelled()
         while True:
+            fd = self._fd()  # asked again after each wait: it may have been closed meanwhile
             try:
-                return os.read(self._fd(), max_bytes)
+                return os.read(fd, max_bytes)
             except BlockingIOError:
-                await trio.lowlevel.wait_readable(self._sock)
+                await trio.lowlevel.wait_readable(fd)
 
-    def write_nowait(self, data: memoryview) -> int:
+    def write_nowait(self, data: bytes | memoryview) -> int:
         """Bytes of ``data`` the kernel took now (0 when its buffer is full)."""
         try:
             return os.write(self._fd(), data)
@@ -126,19 +142,11 @@ class _SocketIO:
             return 0
 
     async def wait_writable(self) -> None:
-        await trio.lowlevel.wait_writable(self._sock)
+        await trio.lowlevel.wait_writable(self._fd())
 
     def wake_waiters(self) -> None:
-        if self._sock.fileno() >= 0:
-            trio.lowlevel.notify_closing(self._sock)
-
-    def hung_up(self) -> bool:
-        """Whether the peer closed its end (or the socket failed), asked without waiting."""
-        fd = self._fd()  # raises once closed: a kept registration never outlives the socket
-        if self._poller is None:
-            self._poller = select.poll()
-            self._poller.register(fd, _HUNG_UP)
-        return any(events & _HUNG_UP for _, events in self._poller.poll(0))
+        if self._fileno >= 0:
+            trio.lowlevel.notify_closing(self._fileno)
 
 
 class FrameChannel:
@@ -162,7 +170,10 @@ class FrameChannel:
                 async with self._send_lock:
                     await self._write_rest(memoryview(data))
                 return
-            sent = self._io.write_nowait(memoryview(data))
+            try:
+                sent = self._io.write_nowait(data)
+            except _LOST as exc:
+                raise FrameUnsentError(f"connection lost before sending: {exc}") from exc
             if sent < len(data):
                 # The rest waits for room: hold the lock so no other frame cuts in.
                 self._send_lock.acquire_nowait()
@@ -187,6 +198,21 @@ class FrameChannel:
         for the socket to turn readable, not a read that would fail (a hint: either way is
         correct, this one costs one system call less when it holds)."""
         buffer = self._buffer
+        if not buffer and self._io is not None:  # the usual case: one read, one whole frame
+            try:
+                chunk = await self._io.receive_some(_READ_CHUNK, awaited=awaited)
+            except _LOST as exc:
+                raise ProtocolError(f"connection lost while receiving: {exc}") from exc
+            if _whole_frame(chunk):
+                return decode_body(chunk[_HEADER.size :])  # no buffering
+            if not chunk:
+                return None  # a clean EOF, at a frame boundary
+            buffer += chunk
+        return await self._receive_buffered()
+
+    async def _receive_buffered(self) -> Message | None:
+        """The next frame, out of the buffer and as many reads as it takes."""
+        buffer = self._buffer
         while True:
             if len(buffer) >= _HEADER.size:
                 (length,) = _HEADER.unpack_from(buffer)
@@ -200,28 +226,14 @@ class FrameChannel:
                 missing = end - len(buffer)
             else:
                 missing = _HEADER.size - len(buffer)
-            chunk = await self._receive_some(missing, awaited and not buffer)
-            awaited = False
+            chunk = await self._receive_some(missing)
             if not chunk:
                 if not buffer:
                     return None  # a clean EOF, at a frame boundary
                 raise ProtocolError("truncated frame: connection closed inside a frame")
             if not buffer and _whole_frame(chunk):
-                return decode_body(chunk[_HEADER.size :])  # the usual case: no buffering
+                return decode_body(chunk[_HEADER.size :])
             buffer += chunk
-
-    def peer_closed(self) -> bool:
-        """Whether the peer has closed its end, without reading or waiting.
-
-        For an owner that reads only while it expects frames: between them, it asks this
-        before trusting the peer with new work. False when it cannot tell (not a socket).
-        """
-        if self._io is None:
-            return False
-        try:
-            return self._io.hung_up()
-        except _LOST:
-            return True
 
     def abandon(self) -> None:
         """Wake every task waiting to read or write this channel: each gets ``ProtocolError``
@@ -231,13 +243,15 @@ class FrameChannel:
             self._io.wake_waiters()
 
     async def aclose(self) -> None:
+        if self._io is not None:
+            self._io.close()  # first: the number must not be used once the socket closes
         await self._stream.aclose()
 
-    async def _receive_some(self, count: int, awaited: bool) -> bytes | bytearray:
+    async def _receive_some(self, count: int) -> bytes | bytearray:
         size = max(_READ_CHUNK, count)
-        try:
+        try:  # (the one-frame fast path in ``receive`` wraps its read the same way)
             if self._io is not None:
-                return await self._io.receive_some(size, awaited=awaited)
+                return await self._io.receive_some(size)
             return await self._stream.receive_some(size)
         except _LOST as exc:
             raise ProtocolError(f"connection lost while receiving: {exc}") from exc

@@ -215,5 +215,7 @@ def failure_from_error(
     protocol: ProtocolEvidence | None = None,
 ) -> Failure:
     """A Failure reply from an ``AgentctlError.to_wire()`` payload."""
-    wire = WireError(**error)
-    return Failure(effect_id=effect_id, error=wire, uncertain=uncertain, protocol=protocol)
+    # One validation: the payload becomes the nested ``WireError`` inside it (a ``WireError``
+    # built first cost a second model's Python ``__init__`` on every failure reply).
+    fields: dict[str, Any] = {"error": error, "uncertain": uncertain, "protocol": protocol}
+    return Failure(effect_id=effect_id, **fields)

@@ -225,20 +225,17 @@ class _Worker:
     async def _reply(self, reply: Result | Failure) -> None:
         crash_point(CrashPoint.WORKER_BEFORE_RESULT)
         try:
-            await self._send(reply)
+            try:
+                await self.channel.send(reply)
+            except ProtocolError as exc:
+                if not (isinstance(reply, Result) and "exceeds" in exc.message):
+                    raise
+                # Refused whole before a byte went out: the effect fails, saying why.
+                err = RunFailedError(f"effect result too large to send: {exc.message}")
+                await self.channel.send(failure_from_error(reply.effect_id, err.to_wire()))
         except ProtocolError:
             # The coordinator is gone: nobody can receive results any more.
             self.nursery.cancel_scope.cancel()
-
-    async def _send(self, reply: Result | Failure) -> None:
-        try:
-            await self.channel.send(reply)
-        except ProtocolError as exc:
-            if isinstance(reply, Result) and "exceeds" in exc.message:
-                err = RunFailedError(f"effect result too large to send: {exc.message}")
-                await self.channel.send(failure_from_error(reply.effect_id, err.to_wire()))
-            else:
-                raise
 
     def _admit(self, msg: Execute, scope: trio.CancelScope) -> bool:
         """Record ``msg``'s effect as running here; False for a duplicate of a running one."""

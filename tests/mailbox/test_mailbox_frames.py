@@ -25,7 +25,7 @@ from agentctl.mailbox import (
     StreamFragment,
     WireError,
 )
-from agentctl.mailbox.frames import encode_frame
+from agentctl.mailbox.frames import FrameUnsentError, encode_frame
 
 
 async def _pair() -> tuple[FrameChannel, trio.SocketStream]:
@@ -138,6 +138,25 @@ async def test_send_to_a_closed_peer_raises_protocol_error() -> None:
     with pytest.raises(ProtocolError):
         for _ in range(64):  # the first send may still fit in the kernel buffer
             await chan.send(Result(effect_id="e", output={"x": "y" * 65536}))
+
+
+async def test_only_a_frame_of_which_no_byte_left_is_reported_unsent() -> None:
+    # The pool hands an effect to another worker only on FrameUnsentError (the worker died
+    # idle): a frame the peer may have begun to read must never be reported so.
+    chan, peer = await _pair()
+    big = Result(effect_id="e", output={"blob": "x" * 1_000_000})  # beyond the kernel buffer
+
+    async def read_a_little_then_close() -> None:
+        await peer.receive_some(1024)
+        await peer.aclose()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(read_a_little_then_close)
+        with pytest.raises(ProtocolError) as cut:
+            await chan.send(big)
+    assert not isinstance(cut.value, FrameUnsentError)
+    with pytest.raises(FrameUnsentError):
+        await chan.send(Shutdown())
 
 
 async def test_concurrent_large_frames_never_interleave() -> None:
