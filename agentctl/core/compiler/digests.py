@@ -27,9 +27,16 @@ from agentctl.core.plan import PlannedTask
 # (``definitionFingerprint``, ``position``): both texts are then joined from the same runs.
 _BEFORE_FINGERPRINT = ("action", "agent", "bindings", "children", "compensate")
 _BEFORE_POSITION = (
-    "failure", "guard", "id", "kind", "maxIterations", "memoryWrites", "needs", "outputSchema",
+    "failure",
+    "guard",
+    "id",
+    "kind",
+    "maxIterations",
+    "memoryWrites",
+    "needs",
+    "outputSchema",
     "parent",
-)  # fmt: skip
+)
 _AFTER_POSITION = ("retry", "route", "timeoutSeconds", "uses", "vars", "when", "with")
 DEFINITION_KEYS = (*_BEFORE_FINGERPRINT, *_BEFORE_POSITION, *_AFTER_POSITION)
 
@@ -67,6 +74,8 @@ class TaskTexts:
         """``task``'s definition fingerprint, and the canonical JSON of its ``task_json`` once
         it has ``position`` and that fingerprint (the task's own ``position`` is not read)."""
         definition = definition_json(task)
+        if len(definition) != len(DEFINITION_KEYS):  # a key added there must be cut in here
+            raise AssertionError(f"definition_json has keys {sorted(definition)}")
         head, middle, tail = (
             _members(definition, keys)
             for keys in (_BEFORE_FINGERPRINT, _BEFORE_POSITION, _AFTER_POSITION)
