@@ -8,6 +8,10 @@
 - a coordinator ↔ worker frame round trip: ``WorkerPool.execute`` of an ``Execute`` for an
   operation no worker supports, so the worker answers ``Failure`` with no I/O — two frames,
   two pydantic validations, one socket hop each way;
+- the same hop with nothing of ours around it (``wire_ping_pong``): one byte sent back and
+  forth between two trio processes over a socketpair — what a round trip costs this machine
+  in wake-ups alone (on an idle 2-vCPU VM most of it is waking a halted vCPU: a busy machine
+  answers faster);
 - spawning ``/bin/true`` and waiting for it (the floor under a trivial shell effect);
 - the worker's part of a shell effect (``shell_effect_worker``): ``WorkerPool.execute`` of a
   ``builtin.shell.exec`` of ``/bin/true``, no ledger — to compare with round trip + spawn.
@@ -172,6 +176,50 @@ def shell_effect_worker(workdir: Path, runs: int, reps: int) -> benchkit.Figure:
     return benchkit.figure("shell_effect_worker", "ms/effect", samples, note="no ledger")
 
 
+# The echoing peer of ``wire_ping_pong``: a trio process answering each byte on its socket.
+_ECHO = """
+import socket, sys, trio
+async def echo():
+    sock = trio.socket.from_stdlib_socket(socket.socket(fileno=int(sys.argv[1])))
+    while data := await sock.recv(64):
+        await sock.send(data)
+trio.run(echo)
+"""
+
+
+def wire_ping_pong(runs: int, reps: int) -> benchkit.Figure:
+    """ms per one-byte round trip between this trio process and an echoing one."""
+    import socket
+
+    import trio
+
+    ours, theirs = socket.socketpair()
+    peer = subprocess.Popen(
+        [sys.executable, "-c", _ECHO, str(theirs.fileno())], pass_fds=(theirs.fileno(),)
+    )
+    theirs.close()
+    samples: list[float] = []
+
+    async def main() -> None:
+        sock = trio.socket.from_stdlib_socket(ours)
+        for _ in range(200):  # warm-up: the peer's imports
+            await sock.send(b"x")
+            await sock.recv(64)
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                await sock.send(b"x")
+                await sock.recv(64)
+            samples.append((time.perf_counter() - t0) * 1000 / reps)
+
+    try:
+        trio.run(main)
+    finally:
+        ours.close()
+        peer.wait(timeout=30)
+    return benchkit.figure("wire_ping_pong", "ms/round trip", samples, note="bare trio")
+
+
 def spawn_floor(runs: int, reps: int) -> benchkit.Figure:
     samples = []
     for _ in range(runs):
@@ -188,6 +236,7 @@ def main(runs: int = 7, reps: int = 300, workdir: Path | None = None) -> dict[st
         figures.append(fsync_floor(Path(tmp), runs, reps))
         figures.append(new_file_floor(Path(tmp), runs, reps))
         figures.append(frame_round_trip(runs, reps))
+        figures.append(wire_ping_pong(runs, reps))
         figures.append(spawn_floor(runs, max(1, reps // 5)))
         figures.append(shell_effect_worker(Path(tmp), runs, max(1, reps // 5)))
     return {"benchmark": "floors", "figures": [f.to_json() for f in figures]}

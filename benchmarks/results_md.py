@@ -38,6 +38,9 @@ def floor_of(name: str, figs: Figures) -> tuple[float | None, str]:
         return 2 * commit + rtt + 2 * new_file, "2 commits + 1 round trip + 2 durable files"
     if name.startswith("effect_chain_shell") and rtt is not None and spawn is not None:
         return commit + rtt + spawn, "1 commit + 1 round trip + 1 spawn"
+    ping_pong = figs.median("wire_ping_pong")
+    if name == "frame_round_trip" and ping_pong is not None:
+        return ping_pong, "bare trio ping-pong"
     if name.startswith("foreach_") and name.endswith("_per_child"):
         return commit / 64, "1 commit per batch of 64"
     if name.startswith("sleep_batch_"):
@@ -159,7 +162,7 @@ def profile_section(report: dict[str, Any]) -> list[str]:
 
 
 FLOORS = (
-    r"(sqlite_commit|ledger_task_commit|fsync|durable_new_file|frame_round_trip"
+    r"(sqlite_commit|ledger_task_commit|fsync|durable_new_file|frame_round_trip|wire_ping_pong"
     r"|shell_effect_worker|spawn_true"
     r"|python_pass|check_cold_start|run_one_task_cold)"
 )
