@@ -61,14 +61,20 @@ def measure_size(
 ) -> list[benchkit.Figure]:
     doc = benchkit.pure_chain(n)
     inproc = benchkit.series(
-        runs, lambda d: benchkit.run_inprocess(doc, d, cap_s=cap_s), workdir, f"chain{n}-in",
+        runs,
+        lambda d: benchkit.run_inprocess(doc, d, cap_s=cap_s),
+        workdir,
+        f"chain{n}-in",
         budget_s,
-    )  # fmt: skip
+    )
     yaml_path = benchkit.write_yaml(doc, workdir / f"chain{n}.yaml")
     cli = benchkit.series(
-        runs, lambda d: benchkit.run_cli(yaml_path, d / "runtime.db", cap_s=cap_s), workdir,
-        f"chain{n}-cli", budget_s,
-    )  # fmt: skip
+        runs,
+        lambda d: benchkit.run_cli(yaml_path, d / "runtime.db", cap_s=cap_s),
+        workdir,
+        f"chain{n}-cli",
+        budget_s,
+    )
     figures = [
         benchkit.per_item_figure(f"pure_chain_{n}_inprocess", inproc, n),
         benchkit.rate_figure(f"pure_chain_{n}_inprocess_rate", inproc, n),

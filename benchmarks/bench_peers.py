@@ -113,10 +113,12 @@ def dbos_runner(n: int) -> tuple[Runner, Callable[[Path], Path]]:
         url = f"sqlite:///{d / 'dbos.sqlite'}"
         DBOS(
             config={
-                "name": "bench", "system_database_url": url, "run_admin_server": False,
+                "name": "bench",
+                "system_database_url": url,
+                "run_admin_server": False,
                 "log_level": "WARNING",
             }
-        )  # fmt: skip
+        )
         DBOS.launch()
         try:
             chain(2)  # warm-up outside the clock: first-call caches, prepared statements

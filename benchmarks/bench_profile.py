@@ -155,9 +155,12 @@ def profile_resume(total: int, kill_at: int, workdir: Path) -> Any:
 
 
 def main(
-    chain: int = 10000, effects: int = 1000, resume_total: int = 11000,
-    resume_kill_at: int = 10000, workdir: Path | None = None,
-) -> dict[str, Any]:  # fmt: skip
+    chain: int = 10000,
+    effects: int = 1000,
+    resume_total: int = 11000,
+    resume_kill_at: int = 10000,
+    workdir: Path | None = None,
+) -> dict[str, Any]:
     try:
         import pyinstrument  # noqa: F401
     except ImportError:

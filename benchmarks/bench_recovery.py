@@ -40,9 +40,12 @@ def crash_at(yaml_path: Path, db: Path, kill_at: int, cap_s: float) -> dict[str,
     argv = benchkit.agentctl_argv("--output", "json", "run", str(yaml_path), "--db", str(db))
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        argv, cwd=yaml_path.parent, stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        argv,
+        cwd=yaml_path.parent,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     done = 0
     while proc.poll() is None and time.perf_counter() - t0 < cap_s:
         done = benchkit.count_succeeded(db)
@@ -82,17 +85,10 @@ def resume_timed(db: Path, workdir: Path) -> dict[str, float]:
     return {"toCompletion": elapsed, "toFirstTask": (first[0] - t0) if first else elapsed}
 
 
-def main(
-    total: int = 11000,
-    kill_at: int = 10000,
-    runs: int = 5,
-    cap_s: float = 420.0,
-    budget_s: float = 150.0,
-    workdir: Path | None = None,
-) -> dict[str, Any]:
-    """``budget_s``: stop repeating once the rounds took that long (≥ 1 round)."""
-    if not 0 < kill_at < total:
-        raise ValueError("kill_at must be between 0 and total")
+def _rounds(
+    total: int, kill_at: int, runs: int, cap_s: float, budget_s: float, workdir: Path | None
+) -> list[dict[str, Any]]:
+    """Crash-then-resume rounds, each on a fresh database, until ``runs`` or the budget."""
     rounds: list[dict[str, Any]] = []
     spent = 0.0
     with tempfile.TemporaryDirectory(dir=workdir) as tmp:
@@ -109,26 +105,54 @@ def main(
                 raise RuntimeError("the resumed run did not complete every task")
             rounds.append({**crash, **resumed})
             spent += time.perf_counter() - t0
+    return rounds
+
+
+def _figures(
+    rounds: list[dict[str, Any]], total: int, kill_at: int, runs: int
+) -> list[benchkit.Figure]:
     note = _note(rounds, runs, kill_at)
     left = [total - r["doneAtKill"] for r in rounds]
     extra = {"total": total, "killAt": kill_at, "rounds": rounds, "tasksLeftAtKill": left}
-    figures = [
+    return [
         benchkit.figure(
-            f"resume_{kill_at}_to_completion", "s", [r["toCompletion"] for r in rounds],
-            note=note, extra=extra,
+            f"resume_{kill_at}_to_completion",
+            "s",
+            [r["toCompletion"] for r in rounds],
+            note=note,
+            extra=extra,
         ),
         benchkit.figure(
             f"resume_{kill_at}_to_first_task", "s", [r["toFirstTask"] for r in rounds], note=note
         ),
         benchkit.figure(
-            f"resume_{kill_at}_remaining_ms_per_task", "ms/task",
-            [(r["toCompletion"] - r["toFirstTask"]) * 1000 / max(n - 1, 1)
-             for r, n in zip(rounds, left, strict=True)], note=note,
+            f"resume_{kill_at}_remaining_ms_per_task",
+            "ms/task",
+            [
+                (r["toCompletion"] - r["toFirstTask"]) * 1000 / max(n - 1, 1)
+                for r, n in zip(rounds, left, strict=True)
+            ],
+            note=note,
         ),
         benchkit.figure(
             f"crash_run_{kill_at}_peak_rss", "MB", [r["killedRssMb"] for r in rounds], note=note
         ),
-    ]  # fmt: skip
+    ]
+
+
+def main(
+    total: int = 11000,
+    kill_at: int = 10000,
+    runs: int = 5,
+    cap_s: float = 420.0,
+    budget_s: float = 150.0,
+    workdir: Path | None = None,
+) -> dict[str, Any]:
+    """``budget_s``: stop repeating once the rounds took that long (≥ 1 round)."""
+    if not 0 < kill_at < total:
+        raise ValueError("kill_at must be between 0 and total")
+    rounds = _rounds(total, kill_at, runs, cap_s, budget_s, workdir)
+    figures = _figures(rounds, total, kill_at, runs)
     return {"benchmark": "recovery", "figures": [f.to_json() for f in figures]}
 
 
@@ -146,6 +170,10 @@ def _note(rounds: list[dict[str, Any]], wanted: int, kill_at: int) -> str:
 
 if __name__ == "__main__":
     defaults = {
-        "total": 11000, "kill_at": 10000, "runs": 5, "cap_s": 420.0, "budget_s": 150.0,
-    }  # fmt: skip
+        "total": 11000,
+        "kill_at": 10000,
+        "runs": 5,
+        "cap_s": 420.0,
+        "budget_s": 150.0,
+    }
     benchkit.module_cli(__doc__, main, defaults)

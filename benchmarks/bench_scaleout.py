@@ -167,6 +167,21 @@ def _reachable(url: str) -> str:
         return f"PostgreSQL unreachable: {type(exc).__name__}"
 
 
+def _throughput(n: int, seconds: list[float], runs: int, effects: int) -> list[benchkit.Figure]:
+    """Runs and effects per second that ``n`` serve processes drained, one sample a round."""
+    return [
+        benchkit.figure(
+            f"scaleout_runs_per_s_{n}_serve", "runs/s", [runs / s for s in seconds], higher=True
+        ),
+        benchkit.figure(
+            f"scaleout_effects_per_s_{n}_serve",
+            "effects/s",
+            [runs * effects / s for s in seconds],
+            higher=True,
+        ),
+    ]
+
+
 def main(
     runs: int = 300,
     effects: int = 3,
@@ -188,22 +203,7 @@ def main(
                 samples[n].append(one_round(url, where, n, runs, effects))
     figures = [commit_floor(url, max(rounds, 3), floor_reps)]
     for n in SERVE_COUNTS:
-        figures.append(
-            benchkit.figure(
-                f"scaleout_runs_per_s_{n}_serve",
-                "runs/s",
-                [runs / s for s in samples[n]],
-                higher=True,
-            )
-        )
-        figures.append(
-            benchkit.figure(
-                f"scaleout_effects_per_s_{n}_serve",
-                "effects/s",
-                [runs * effects / s for s in samples[n]],
-                higher=True,
-            )
-        )
+        figures += _throughput(n, samples[n], runs, effects)
     return {
         "benchmark": "scaleout",
         "runs": runs,

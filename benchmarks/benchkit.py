@@ -132,9 +132,12 @@ def sleep_batch(n: int, seconds: float) -> dict[str, Any]:
     }
     tasks = [{"id": f"s{i}", "uses": "action:nap"} for i in range(n)]
     return document(
-        "sleep-batch", tasks, policy={"approval": "never", "processAllowlist": ["sleep"]},
-        actions={"nap": action}, runtime={"maxConcurrency": min(max(n, 1), 64)},
-    )  # fmt: skip
+        "sleep-batch",
+        tasks,
+        policy={"approval": "never", "processAllowlist": ["sleep"]},
+        actions={"nap": action},
+        runtime={"maxConcurrency": min(max(n, 1), 64)},
+    )
 
 
 def foreach_fanout(children: int, per_task: int = 250) -> dict[str, Any]:
@@ -151,9 +154,11 @@ def foreach_fanout(children: int, per_task: int = 250) -> dict[str, Any]:
             }
         )
     return document(
-        "foreach-fanout", tasks, actions={"a": {"kind": "builtin.assign"}},
+        "foreach-fanout",
+        tasks,
+        actions={"a": {"kind": "builtin.assign"}},
         runtime={"maxConcurrency": 64},
-    )  # fmt: skip
+    )
 
 
 def write_yaml(doc: dict[str, Any], path: Path) -> Path:
@@ -193,9 +198,13 @@ def start_compiled(
     t0 = time.perf_counter()
     try:
         out = api.start_run(
-            document=doc, plan=plan, inputs={},
-            db=str(workdir / "runtime.db"), workspace=str(workdir), timeout_s=cap_s,
-        )  # fmt: skip
+            document=doc,
+            plan=plan,
+            inputs={},
+            db=str(workdir / "runtime.db"),
+            workspace=str(workdir),
+            timeout_s=cap_s,
+        )
     except AgentctlError as exc:
         raise RuntimeError(f"benchmark run of {doc['metadata']['name']} failed: {exc}") from exc
     elapsed = time.perf_counter() - t0
@@ -358,11 +367,15 @@ def per_item_figure(name: str, s: Series, items: int, note: str = "") -> Figure:
         done = max(s.done_when_capped, 1)
         cap = s.runs[-1].seconds
         return figure(
-            name, "ms/task", [cap * 1000 / done], note=(
+            name,
+            "ms/task",
+            [cap * 1000 / done],
+            note=(
                 f"CAPPED: the run was cancelled at its {cap:.0f} s cap after {done} of {items} "
                 "tasks; figure is a lower bound (it grows with N)"
-            ), extra={"capped": True, "doneWhenCapped": done},
-        )  # fmt: skip
+            ),
+            extra={"capped": True, "doneWhenCapped": done},
+        )
     return figure(name, "ms/task", [t * 1000 / items for t in s.seconds], note=note or s.note)
 
 

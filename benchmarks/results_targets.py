@@ -30,37 +30,56 @@ def _scaled(value: float | None, factor: float) -> float | None:
     return None if value is None else value * factor
 
 
+def _ratio(figs: Figures, what: str, name: str, base: str, goal: float, cmp: str = "<=") -> Target:
+    """A target on the ratio of two medians of this run."""
+    return Target(what, figs.ratio(name, base), goal, cmp, "×")
+
+
+def _at_most(figs: Figures, what: str, name: str, goal: float, unit: str) -> Target:
+    """A target that a median of this run stays at or under ``goal``."""
+    return Target(what, figs.median(name), goal, "<=", unit)
+
+
+def _peer_targets(figs: Figures) -> list[Target]:
+    """How much slower the peers are than agentctl per durable effect step."""
+    return [
+        _ratio(
+            figs,
+            "LangGraph sync ÷ agentctl per durable effect step",
+            "durable_step_langgraph_sync",
+            "durable_step_agentctl_effect",
+            1.5,
+            ">=",
+        ),
+        _ratio(
+            figs,
+            "DBOS ÷ agentctl per durable effect step",
+            "durable_step_dbos",
+            "durable_step_agentctl_effect",
+            3.0,
+            ">=",
+        ),
+    ]
+
+
 def effect_targets(figs: Figures) -> list[Target]:
     commit = figs.median("sqlite_commit")
     shell_goal = _sum(_scaled(commit, 2), figs.median("spawn_true"), 0.5)
     return [
-        Target(
+        _ratio(
+            figs,
             "effect step, memory.write chain ÷ bare WAL+FULL commit",
-            figs.ratio("effect_chain_memory_1000_inprocess", "sqlite_commit"),
+            "effect_chain_memory_1000_inprocess",
+            "sqlite_commit",
             2.5,
-            "<=",
-            "×",
         ),
-        Target(
-            "LangGraph sync ÷ agentctl per durable effect step",
-            figs.ratio("durable_step_langgraph_sync", "durable_step_agentctl_effect"),
-            1.5,
-            ">=",
-            "×",
-        ),
-        Target(
-            "DBOS ÷ agentctl per durable effect step",
-            figs.ratio("durable_step_dbos", "durable_step_agentctl_effect"),
-            3.0,
-            ">=",
-            "×",
-        ),
-        Target(
+        *_peer_targets(figs),
+        _ratio(
+            figs,
             "builtin.write chain ÷ commit",
-            figs.ratio("effect_chain_write_1000_inprocess", "sqlite_commit"),
+            "effect_chain_write_1000_inprocess",
+            "sqlite_commit",
             4.0,
-            "<=",
-            "×",
         ),
         Target(
             "shell chain (goal: 2 commits + 1 spawn + 0.5 ms)",
@@ -69,47 +88,49 @@ def effect_targets(figs: Figures) -> list[Target]:
             "<=",
             "ms",
         ),
-        Target(
-            "coordinator ↔ worker frame round trip",
-            figs.median("frame_round_trip"),
-            0.1,
-            "<=",
+        _at_most(figs, "coordinator ↔ worker frame round trip", "frame_round_trip", 0.1, "ms"),
+    ]
+
+
+def _sleep_batch_beyond_one_task(figs: Figures) -> float | None:
+    """The 64-sleep CLI batch less a one-task run's cost, measured or derived."""
+    beyond = figs.median("sleep_batch_64_cli_beyond_one_task")
+    if beyond is None:
+        one = _scaled(figs.median("run_one_task_cold"), 1 / 1000)
+        beyond = _sum(figs.median("sleep_batch_64_cli"), _scaled(one, -1))
+    return beyond
+
+
+def _cold_start_targets(figs: Figures) -> list[Target]:
+    """What a fresh `agentctl` process costs against a bare Python start."""
+    return [
+        _ratio(
+            figs,
+            "`agentctl run` of a one-task pure workflow ÷ `python -c pass`",
+            "run_one_task_cold",
+            "python_pass",
+            12.0,
+        ),
+        _ratio(
+            figs, "`agentctl check` cold ÷ `python -c pass`", "check_cold_start", "python_pass", 8.0
+        ),
+        _at_most(
+            figs,
+            "1,000-task pure chain through the CLI, per task",
+            "pure_chain_1000_cli",
+            0.3,
             "ms",
         ),
     ]
 
 
-def start_targets(figs: Figures) -> list[Target]:
-    beyond = figs.median("sleep_batch_64_cli_beyond_one_task")
-    if beyond is None:
-        one = _scaled(figs.median("run_one_task_cold"), 1 / 1000)
-        beyond = _sum(figs.median("sleep_batch_64_cli"), _scaled(one, -1))
+def _scale_targets(figs: Figures) -> list[Target]:
+    """Wide batches, memory, recovery and concurrent model calls."""
     rss = figs.largest(r"coordinator_peak_rss_(\d+)")
     return [
         Target(
-            "`agentctl run` of a one-task pure workflow ÷ `python -c pass`",
-            figs.ratio("run_one_task_cold", "python_pass"),
-            12.0,
-            "<=",
-            "×",
-        ),
-        Target(
-            "`agentctl check` cold ÷ `python -c pass`",
-            figs.ratio("check_cold_start", "python_pass"),
-            8.0,
-            "<=",
-            "×",
-        ),
-        Target(
-            "1,000-task pure chain through the CLI, per task",
-            figs.median("pure_chain_1000_cli"),
-            0.3,
-            "<=",
-            "ms",
-        ),
-        Target(
             "64 × `sleep 0.5` at maxConcurrency 64 (CLI), beyond a one-task run",
-            beyond,
+            _sleep_batch_beyond_one_task(figs),
             0.65,
             "<=",
             "s",
@@ -121,21 +142,25 @@ def start_targets(figs: Figures) -> list[Target]:
             "<=",
             "MB",
         ),
-        Target(
+        _at_most(
+            figs,
             "resume of a 10,000-task run to completion",
-            figs.median("resume_10000_to_completion"),
+            "resume_10000_to_completion",
             1.0,
-            "<=",
             "s",
         ),
-        Target(
+        _at_most(
+            figs,
             "8 agents × 1 s model call wall (issue 12)",
-            figs.median("provider_batch_8_inprocess"),
+            "provider_batch_8_inprocess",
             2.0,
-            "<=",
             "s",
         ),
     ]
+
+
+def start_targets(figs: Figures) -> list[Target]:
+    return [*_cold_start_targets(figs), *_scale_targets(figs)]
 
 
 def targets(figs: Figures) -> list[Target]:

@@ -52,7 +52,9 @@ PLAN: dict[str, tuple[list[str], list[str], float]] = {
         1500,
     ),
     "bench_providers": (
-        ["--runs", "5"], ["--agents", "2", "--delay-s", "0.05", "--runs", "1"], 600,
+        ["--runs", "5"],
+        ["--agents", "2", "--delay-s", "0.05", "--runs", "1"],
+        600,
     ),
     # Skips itself (no figures) when no PostgreSQL is reachable: $AGENTCTL_BENCH_PG_URL.
     "bench_scaleout": (
@@ -65,7 +67,7 @@ PLAN: dict[str, tuple[list[str], list[str], float]] = {
         ["--chain", "5", "--effects", "3", "--resume-total", "1100", "--resume-kill-at", "1"],
         900,
     ),
-}  # fmt: skip
+}
 
 
 def run_module(name: str, args: list[str], workdir: Path, timeout_s: float) -> dict[str, Any]:
@@ -109,9 +111,11 @@ def git_commit() -> str:
             ["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True, text=True
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "agentctl"], cwd=HERE,
-            capture_output=True, text=True,
-        ).stdout.strip()  # fmt: skip
+            ["git", "status", "--porcelain", "--", "agentctl"],
+            cwd=HERE,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         return head + (" (agentctl/ has uncommitted changes)" if dirty else "")
     except OSError:
         return "unknown"
