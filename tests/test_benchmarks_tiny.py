@@ -14,10 +14,50 @@ import math
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import REPO
 
 BENCH = REPO / "benchmarks"
+
+
+EXPECTED_FIGURES = [
+    "sqlite_commit",
+    "ledger_task_commit",
+    "fsync",
+    "frame_round_trip",
+    "spawn_true",
+    "pure_chain_5_inprocess",
+    "pure_chain_5_cli",
+    "coordinator_peak_rss_5",
+    "effect_chain_write_3_inprocess",
+    "effect_chain_shell_3_inprocess",
+    "effect_chain_memory_3_inprocess",
+    "effect_chain_write_3_cli",
+    "sleep_batch_4_inprocess",
+    "sleep_batch_4_cli",
+    "foreach_6_inprocess",
+    "provider_batch_2_inprocess",
+    "resume_1_to_completion",
+    "resume_1_to_first_task",
+    "crash_run_1_peak_rss",
+    "durable_step_agentctl_pure",
+    "durable_step_agentctl_effect",
+    "check_cold_start",
+]
+
+HEADINGS = (
+    "## Goals",
+    "## Floors",
+    "## Pure chain",
+    "## Effect chain",
+    "## Parallel batch",
+    "## Memory",
+    "## Recovery",
+    "## Peers",
+    "## Profile",
+    "## Scale-out",
+)
 
 
 def _run_tiny(tmp_path: Path) -> tuple[dict, str]:  # type: ignore[type-arg]
@@ -36,29 +76,8 @@ def _installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def test_every_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
-    report, markdown = _run_tiny(tmp_path)
-    results = {r["benchmark"]: r for r in report["results"]}
-    failed = {name: r["error"] for name, r in results.items() if r.get("error")}
-    assert not failed
-
-    figures = {f["name"]: f for r in report["results"] for f in r["figures"]}
-    for fig in figures.values():
-        values = [fig["min"], fig["median"], fig["max"]]
-        assert all(math.isfinite(v) and v > 0 for v in values), fig
-        assert fig["min"] <= fig["median"] <= fig["max"], fig
-
-    expected = [
-        "sqlite_commit", "ledger_task_commit", "fsync", "frame_round_trip", "spawn_true",
-        "pure_chain_5_inprocess", "pure_chain_5_cli", "coordinator_peak_rss_5",
-        "effect_chain_write_3_inprocess", "effect_chain_shell_3_inprocess",
-        "effect_chain_memory_3_inprocess", "effect_chain_write_3_cli",
-        "sleep_batch_4_inprocess", "sleep_batch_4_cli", "foreach_6_inprocess",
-        "provider_batch_2_inprocess", "resume_1_to_completion", "resume_1_to_first_task", "crash_run_1_peak_rss",
-        "durable_step_agentctl_pure", "durable_step_agentctl_effect", "check_cold_start",
-    ]  # fmt: skip
-    assert [name for name in expected if name not in figures] == []
-
+def _assert_optional_parts_ran_or_say_why(results: dict[str, Any], figures: dict[str, Any]) -> None:
+    """The peers and the profiler need optional packages: figures if installed, else why not."""
     peers = results["peers"]
     if _installed("dbos"):
         assert "durable_step_dbos" in figures
@@ -74,6 +93,23 @@ def test_every_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
     else:
         assert "pyinstrument" in results["profile"]["unavailable"]
 
+
+def test_every_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
+    report, markdown = _run_tiny(tmp_path)
+    results = {r["benchmark"]: r for r in report["results"]}
+    failed = {name: r["error"] for name, r in results.items() if r.get("error")}
+    assert not failed
+
+    figures = {f["name"]: f for r in report["results"] for f in r["figures"]}
+    for fig in figures.values():
+        values = [fig["min"], fig["median"], fig["max"]]
+        assert all(math.isfinite(v) and v > 0 for v in values), fig
+        assert fig["min"] <= fig["median"] <= fig["max"], fig
+
+    assert [name for name in EXPECTED_FIGURES if name not in figures] == []
+
+    _assert_optional_parts_ran_or_say_why(results, figures)
+
     scaleout = results["scaleout"]  # PostgreSQL: from the environment, else it skips itself
     if os.environ.get("AGENTCTL_BENCH_PG_URL") or os.environ.get("AGENTCTL_TEST_PG_URL"):
         assert "pg_commit_floor" in figures and "scaleout_runs_per_s_3_serve" in figures
@@ -81,7 +117,5 @@ def test_every_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
         assert "no PostgreSQL URL" in scaleout["skipped"] and not scaleout["figures"]
 
     assert "TINY RUN" in markdown
-    for heading in ("## Goals", "## Floors", "## Pure chain", "## Effect chain",
-                    "## Parallel batch", "## Memory", "## Recovery", "## Peers", "## Profile",
-                    "## Scale-out"):  # fmt: skip
+    for heading in HEADINGS:
         assert heading in markdown

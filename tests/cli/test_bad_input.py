@@ -48,20 +48,31 @@ FILES: dict[str, tuple[bytes, str | None]] = {
     "binary-garbage": (bytes(range(256)) * 8, "yaml_syntax"),
     "two-mebibytes": (b"# " + b"x" * (2 * 1024 * 1024) + b"\n", None),
     "unknown-key-root": (GOOD.encode() + b"bogus: 1\n", "schema_violation"),
-    "unknown-key-metadata": (_edit("  name: good\n", "  name: good\n  bogus: 1\n"), "schema_violation"),
+    "unknown-key-metadata": (
+        _edit("  name: good\n", "  name: good\n  bogus: 1\n"),
+        "schema_violation",
+    ),
     "unknown-key-task": (GOOD.encode() + b"      bogus: 1\n", "schema_violation"),
-    "string-for-integer": (_edit("spec:\n", 'spec:\n  runtime: { maxConcurrency: "3" }\n'), "schema_violation"),
+    "string-for-integer": (
+        _edit("spec:\n", 'spec:\n  runtime: { maxConcurrency: "3" }\n'),
+        "schema_violation",
+    ),
     "dependency-cycle": (
-        _tasks('{ id: a, uses: "action:put", needs: [b] }', '{ id: b, uses: "action:put", needs: [a] }'),
+        _tasks(
+            '{ id: a, uses: "action:put", needs: [b] }', '{ id: b, uses: "action:put", needs: [a] }'
+        ),
         "dependency_cycle",
     ),
     "missing-action": (_tasks('{ id: a, uses: "action:nope" }'), "missing_reference"),
     "missing-needs": (_tasks('{ id: a, uses: "action:put", needs: [ghost] }'), "missing_reference"),
     "reads-unneeded-task": (
-        _tasks('{ id: a, uses: "action:put" }', '{ id: b, uses: "action:put", with: { x: "${{ tasks.a.output }}" } }'),
+        _tasks(
+            '{ id: a, uses: "action:put" }',
+            '{ id: b, uses: "action:put", with: { x: "${{ tasks.a.output }}" } }',
+        ),
         "invalid_template",
     ),
-}  # fmt: skip
+}
 
 # Diagnostics the user must be pointed at: the JSON path of the offending key.
 PATHS = {

@@ -85,7 +85,10 @@ VARIANTS: dict[str, tuple[str, list[Edit], str, str]] = {
     "e7-compensate-an-assign": (
         "e7-compensation.yaml",
         [
-            ("    save: { kind: builtin.write }\n", "    save: { kind: builtin.write }\n    put: { kind: builtin.assign }\n"),
+            (
+                "    save: { kind: builtin.write }\n",
+                "    save: { kind: builtin.write }\n    put: { kind: builtin.assign }\n",
+            ),
             ("    - id: make\n      uses: action:save", "    - id: make\n      uses: action:put"),
         ],
         "unsupported_capability",
@@ -99,21 +102,28 @@ VARIANTS: dict[str, tuple[str, list[Edit], str, str]] = {
     ),
     "e9-output-limit-on-assign": (
         "e9-process.yaml",
-        [("    hello:\n", "    noop: { kind: builtin.assign, stdoutLimitBytes: 1024 }\n    hello:\n")],
+        [
+            (
+                "    hello:\n",
+                "    noop: { kind: builtin.assign, stdoutLimitBytes: 1024 }\n    hello:\n",
+            )
+        ],
         "schema_violation",
         "stdoutLimitBytes",
     ),
     "e9-unpinned-container-image": (
         "e9-process.yaml",
-        [(
-            "      stdoutLimitBytes: 1024\n",
-            "      stdoutLimitBytes: 1024\n      isolation: container\n"
-            "      container: { image: 'busybox:latest' }\n",
-        )],
+        [
+            (
+                "      stdoutLimitBytes: 1024\n",
+                "      stdoutLimitBytes: 1024\n      isolation: container\n"
+                "      container: { image: 'busybox:latest' }\n",
+            )
+        ],
         "schema_violation",
         "busybox:latest",
     ),
-}  # fmt: skip
+}
 
 
 def _variant(tmp_path: Path, example: str, edits: list[Edit]) -> Path:

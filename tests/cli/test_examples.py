@@ -177,8 +177,10 @@ def test_e2_agent_tool_handoff_router(runner: Runner) -> None:
     effects = runner.inspect(data["runId"])["effects"]
     # model call → tool call (workspace read of notes.txt) → model call, each its own effect
     assert [(e["ordinal"], e["operation"]) for e in effects] == [
-        (0, "model.fake"), (1, "builtin.read"), (2, "model.fake"),
-    ]  # fmt: skip
+        (0, "model.fake"),
+        (1, "builtin.read"),
+        (2, "model.fake"),
+    ]
     [call] = runner.inspect(data["runId"])["toolCalls"]
     assert call["tool"] == "peek" and call["status"] == "succeeded"
 
@@ -321,10 +323,14 @@ def test_e9_high_risk_approval_pauses(runner: Runner) -> None:
     [
         ([], "send_email", ["send_sms", "log_only", "notify"]),
         (["--input", "channel=sms"], "send_sms", ["send_email", "log_only", "notify"]),
-        (["--input", "channel=fax", "--input", "notify=true"], "log_only", ["send_email", "send_sms"]),
+        (
+            ["--input", "channel=fax", "--input", "notify=true"],
+            "log_only",
+            ["send_email", "send_sms"],
+        ),
     ],
     ids=["default-input", "sms", "no-match"],
-)  # fmt: skip
+)
 def test_router_example(runner: Runner, extra: list[str], ran: str, skipped: list[str]) -> None:
     data = _succeeded(runner.run("router.yaml", *extra))
     assert data["output"]["route"]["destinations"] == [ran]

@@ -70,9 +70,12 @@ def _source(cli, tmp_path: Path, feature: str) -> tuple[Path, Path, str, str]:  
     source = first.error["error"]["runId"]
     tasks = cli("--output", "json", "inspect", source, "--db", str(db)).data["tasks"]
     [failed_child] = [
-        t["taskId"] for t in tasks if t["state"] == "failed" and "--" in t["taskId"] and
-        not t["taskId"].endswith("--inputs-" + t["taskId"].rsplit("-", 1)[-1])
-    ]  # fmt: skip
+        t["taskId"]
+        for t in tasks
+        if t["state"] == "failed"
+        and "--" in t["taskId"]
+        and not t["taskId"].endswith("--inputs-" + t["taskId"].rsplit("-", 1)[-1])
+    ]
     shutil.rmtree(tmp_path / "out" / BLOCKED[feature])
     return wf, db, source, failed_child
 

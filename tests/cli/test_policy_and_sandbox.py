@@ -66,8 +66,8 @@ def test_write_escape_attempts_are_denied(name: str, cli, write_workflow, tmp_pa
     wf = write_workflow(_write_wf(ESCAPES[name], roots))
     # Agentctl's own state: the ledger's directory, and (PostgreSQL) the host-local .agentctl/.
     before = _files_outside_state(tmp_path)
-    done = cli("--output", "json", "run", str(wf), "--db", str(tmp_path / "state" / "r.db"),
-               "--workspace", str(ws))  # fmt: skip
+    state_db = tmp_path / "state" / "r.db"
+    done = cli("--output", "json", "run", str(wf), "--db", str(state_db), "--workspace", str(ws))
     assert done.rc == 4, (name, done.rc, done.stderr)
     assert "Traceback" not in done.stderr
     after = _files_outside_state(tmp_path)
@@ -158,8 +158,8 @@ def test_approve_then_resume_runs_the_effect_once(cli, write_workflow, tmp_path:
     assert not (tmp_path / "out" / "a.txt").exists()
     run_id = paused.data["runId"]
     approval = _approval_id(cli, db, run_id)
-    ok = cli("--output", "json", "approvals", "approve", approval, "--reason", "looks fine",
-             "--actor", "ops", "--db", str(db))  # fmt: skip
+    why = ("--reason", "looks fine", "--actor", "ops", "--db", str(db))
+    ok = cli("--output", "json", "approvals", "approve", approval, *why)
     assert ok.rc == 0 and ok.data["status"] == "approved"
     assert not (tmp_path / "out" / "a.txt").exists(), "approval alone must not execute"
     done = cli("--output", "json", "resume", run_id, "--db", str(db))
@@ -255,8 +255,10 @@ def _podman_image() -> str | None:
         return None
     got = subprocess.run(
         ["podman", "image", "inspect", "localhost/agentctl-test:1", "--format", "{{.Digest}}"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     digest = got.stdout.strip()
     return f"localhost/agentctl-test@{digest}" if got.returncode == 0 and digest else None
 

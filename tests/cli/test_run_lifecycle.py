@@ -79,8 +79,10 @@ def test_cancel_from_another_shell(cli, start_cli, write_workflow, tmp_path: Pat
     assert json.loads(out)["data"]["state"] == "cancelled"
     assert _sleepers() == [], "the subprocess tree survived the cancellation"
     assert _state(cli, db, run_id) == {
-        "run": "cancelled", "tasks": ["cancelled"], "effects": ["uncertain"],
-    }  # fmt: skip
+        "run": "cancelled",
+        "tasks": ["cancelled"],
+        "effects": ["uncertain"],
+    }
     again = cli("--output", "json", "cancel", run_id, "--db", str(db))
     assert again.rc == 5  # only running or paused runs can be cancelled
 

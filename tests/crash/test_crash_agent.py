@@ -23,8 +23,8 @@ def test_agent_resumes_reusing_confirmed_calls(point: str, hit: int, cli, tmp_pa
     shutil.copy(EXAMPLES / "e2-agent-router.yaml", tmp_path / "e2.yaml")
     shutil.copy(EXAMPLES / "notes.txt", tmp_path / "notes.txt")
     db = tmp_path / "r.db"
-    killed = cli("--output", "json", "run", "e2.yaml", "--db", str(db),
-                 env={"AGENTCTL_CRASH_AT": point, "AGENTCTL_CRASH_HIT": str(hit)})  # fmt: skip
+    crash = {"AGENTCTL_CRASH_AT": point, "AGENTCTL_CRASH_HIT": str(hit)}
+    killed = cli("--output", "json", "run", "e2.yaml", "--db", str(db), env=crash)
     assert killed.rc == -9, killed.stderr
     run_id = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"][0]["runId"]
     before = cli("--output", "json", "effects", "list", run_id, "--db", str(db)).data["effects"]
@@ -33,8 +33,10 @@ def test_agent_resumes_reusing_confirmed_calls(point: str, hit: int, cli, tmp_pa
     assert resumed.rc == 0, resumed.stderr
     after = cli("--output", "json", "effects", "list", run_id, "--db", str(db)).data["effects"]
     assert [(e["ordinal"], e["operation"]) for e in after] == [
-        (0, "model.fake"), (1, "builtin.read"), (2, "model.fake"),
-    ]  # fmt: skip
+        (0, "model.fake"),
+        (1, "builtin.read"),
+        (2, "model.fake"),
+    ]
     assert [e["effectId"] for e in after[:hit]] == [e["effectId"] for e in before]
     assert [e["startedAt"] for e in after[:hit]] == [e["startedAt"] for e in before]
 
@@ -43,8 +45,8 @@ def test_agent_call_lost_mid_flight_is_uncertain(cli, tmp_path: Path) -> None:  
     shutil.copy(EXAMPLES / "e2-agent-router.yaml", tmp_path / "e2.yaml")
     shutil.copy(EXAMPLES / "notes.txt", tmp_path / "notes.txt")
     db = tmp_path / "r.db"
-    killed = cli("--output", "json", "run", "e2.yaml", "--db", str(db),
-                 env={"AGENTCTL_CRASH_AT": "coordinator.after_started"})  # fmt: skip
+    crash = {"AGENTCTL_CRASH_AT": "coordinator.after_started"}
+    killed = cli("--output", "json", "run", "e2.yaml", "--db", str(db), env=crash)
     assert killed.rc == -9
     run_id = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"][0]["runId"]
     resumed = cli("--output", "json", "resume", run_id, "--db", str(db))
