@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -183,17 +185,8 @@ def test_serve_refuses_a_lease_or_poll_that_is_not_a_finite_sane_number(
     assert not markers(tmp_path)
 
 
-def test_three_serves_share_300_runs_and_take_over_a_killed_ones(
-    cli: Cli,
-    start_cli: StartCli,
-    ledger_target: LedgerTarget,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    query = _setup(tmp_path, ledger_target)
-    tags = _submit_many(tmp_path, ledger_target, [f"r{i:03d}" for i in range(300)], monkeypatch)
-    serves = [start_cli(*SERVE, "--max-runs", "3") for _ in range(3)]
-    victim = serves[0]
+def _kill_mid_run(query: Query, victim: subprocess.Popen[str]) -> None:
+    """SIGKILL ``victim`` while it drives a run with an effect, once 30 runs succeeded."""
 
     def victim_mid_run() -> bool:
         holder = f"%:{victim.pid}"
@@ -208,6 +201,40 @@ def test_three_serves_share_300_runs_and_take_over_a_killed_ones(
     wait_for(victim_mid_run, what="the first serve to be mid-run")
     victim.send_signal(signal.SIGKILL)
     victim.wait()
+
+
+def _assert_each_run_succeeded_under_one_serve(
+    query: Query,
+    victim_pid: int,
+    reports: list[dict[str, Any]],
+    final: dict[str, Any],
+    tags: dict[str, str],
+) -> None:
+    """``reports``: the serves that outlived the victim; ``final``: the serve started after."""
+    lost = {r["runId"] for rep in reports for r in rep["runs"] if r["state"] == "lost"}
+    claims = _assert_one_driver_at_a_time(query, victim_pid, lost)
+    # Each run succeeded under exactly one serve: the killed one (its last claim, no report)
+    # or one of the others (their reports).
+    reported = Counter(
+        r["runId"] for rep in [*reports, final] for r in rep["runs"] if r["state"] == "succeeded"
+    )
+    by_victim = {r for r, seq in claims.items() if seq[-1][1].endswith(f":{victim_pid}")}
+    assert set(reported.values()) == {1} and not set(reported) & by_victim
+    assert set(reported) | by_victim == set(tags)
+
+
+def test_three_serves_share_300_runs_and_take_over_a_killed_ones(
+    cli: Cli,
+    start_cli: StartCli,
+    ledger_target: LedgerTarget,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    query = _setup(tmp_path, ledger_target)
+    tags = _submit_many(tmp_path, ledger_target, [f"r{i:03d}" for i in range(300)], monkeypatch)
+    serves = [start_cli(*SERVE, "--max-runs", "3") for _ in range(3)]
+    victim = serves[0]
+    _kill_mid_run(query, victim)
     reports = [serve_report(s) for s in serves[1:]]
     # Runs the killed serve had started either continued elsewhere or wait, blocked by an
     # effect whose outcome died with it: reconciled from the marker files, then driven.
@@ -219,16 +246,7 @@ def test_three_serves_share_300_runs_and_take_over_a_killed_ones(
     assert sorted(found) == sorted(tags.values())
     for tag, lines in found.items():
         assert lines == [f"{tag} {t}" for t in TASKS], (tag, lines)
-    lost = {r["runId"] for rep in reports for r in rep["runs"] if r["state"] == "lost"}
-    claims = _assert_one_driver_at_a_time(query, victim.pid, lost)
-    # Each run succeeded under exactly one serve: the killed one (its last claim, no report)
-    # or one of the others (their reports).
-    reported = Counter(
-        r["runId"] for rep in [*reports, final] for r in rep["runs"] if r["state"] == "succeeded"
-    )
-    by_victim = {r for r, seq in claims.items() if seq[-1][1].endswith(f":{victim.pid}")}
-    assert set(reported.values()) == {1} and not set(reported) & by_victim
-    assert set(reported) | by_victim == set(tags)
+    _assert_each_run_succeeded_under_one_serve(query, victim.pid, reports, final, tags)
     taken_over = query(
         "SELECT COUNT(*) FROM audit_events WHERE event_type = 'run.claimed'"
         " AND payload_json LIKE ?",
@@ -262,6 +280,26 @@ def _assert_one_driver_at_a_time(
     return claims
 
 
+def _stop_while_effect_a_executes(
+    query: Query, serve: subprocess.Popen[str], target: LedgerTarget, db: Path
+) -> None:
+    """SIGSTOP ``serve`` while task a's effect runs in its worker, between transactions."""
+
+    def effect_a_executing() -> bool:
+        """Task a's effect is started and its command runs in a worker (its `sleep`)."""
+        tree = psutil.Process(serve.pid).children(recursive=True)
+        sleeping = any("sleep" in " ".join(p.cmdline()) for p in tree if p.is_running())
+        started = query("SELECT status FROM effects WHERE task_id = 'a'", ()) == [("started",)]
+        return sleeping and started
+
+    wait_for(effect_a_executing, what="task a's effect to run in a worker")
+    while True:  # stopped between transactions: no lock of it keeps the taker waiting
+        os.kill(serve.pid, signal.SIGSTOP)
+        if no_writer_stopped_mid_transaction(target, db):
+            break
+        os.kill(serve.pid, signal.SIGCONT)
+
+
 def test_a_stopped_serve_whose_lease_was_taken_over_commits_nothing(
     cli: Cli, start_cli: StartCli, ledger_target: LedgerTarget, tmp_path: Path
 ) -> None:
@@ -280,20 +318,7 @@ def test_a_stopped_serve_whose_lease_was_taken_over_commits_nothing(
     )
     run_id = got.data["runId"]
     stopped = start_cli(*SERVE)
-
-    def effect_a_executing() -> bool:
-        """Task a's effect is started and its command runs in a worker (its `sleep`)."""
-        tree = psutil.Process(stopped.pid).children(recursive=True)
-        sleeping = any("sleep" in " ".join(p.cmdline()) for p in tree if p.is_running())
-        started = query("SELECT status FROM effects WHERE task_id = 'a'", ()) == [("started",)]
-        return sleeping and started
-
-    wait_for(effect_a_executing, what="task a's effect to run in a worker")
-    while True:  # stopped between transactions: no lock of it keeps the taker waiting
-        os.kill(stopped.pid, signal.SIGSTOP)
-        if no_writer_stopped_mid_transaction(ledger_target, tmp_path / "db.sqlite"):
-            break
-        os.kill(stopped.pid, signal.SIGCONT)
+    _stop_while_effect_a_executes(query, stopped, ledger_target, tmp_path / "db.sqlite")
     taker = serve_report(start_cli(*SERVE))
     # The taker claimed the run (token 2): the started effect became uncertain, so the run
     # waits for reconciliation, released.
