@@ -60,7 +60,7 @@ HEADINGS = (
 )
 
 
-def _run_tiny(tmp_path: Path) -> tuple[dict, str]:  # type: ignore[type-arg]
+def _run_tiny(tmp_path: Path) -> tuple[dict[str, Any], str]:
     sys.path.insert(0, str(BENCH))
     try:
         import run_all
