@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     results: list[dict[str, Any]] = []
     only = {m for m in args.only.split(",") if m}
+    benchkit.compile_sources()
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=args.dir, prefix="agentctl-bench-") as tmp:
         meta["disk"] = benchkit.disk_of(Path(tmp))
