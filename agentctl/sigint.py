@@ -5,14 +5,22 @@ Invariants:
 - the record outlives the KeyboardInterrupt: a library that catches one inside native code
   reports it as an error of its own (pydantic-core building a serializer gives a
   ``SchemaError`` naming it in its text, with no cause; a Rust panic is a ``BaseException``),
-  and such an error is still the user's interrupt (``received``).
+  and such an error is still the user's interrupt (``received``);
+- inside ``trio.run`` trio handles SIGINT itself (``trio_handles_interrupts``): trio installs
+  its own handler — which defers the interrupt out of its scheduler's critical sections — only
+  over ``signal.default_int_handler``, so ours is set aside for the call. An interrupt that a
+  library swallows inside a trio run is therefore not recorded here (the run's own signal
+  receivers and trio's KeyboardInterrupt still end it).
 """
 
 from __future__ import annotations
 
+import signal
+
 # Not ``typing.TYPE_CHECKING``: importing typing (a few ms) would come before the guard.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from types import TracebackType
     from typing import NoReturn
 
 _received = False
@@ -34,3 +42,24 @@ def raise_interrupt(_signum: int, _frame: object) -> NoReturn:
 def received() -> bool:
     """Whether a SIGINT reached one of the handlers above."""
     return _received
+
+
+class trio_handles_interrupts:
+    """Around ``trio.run``: Python's default SIGINT handler instead of ``raise_interrupt``, so
+    trio installs its own (a KeyboardInterrupt raised inside trio's scheduler would leave the
+    run half torn down, its ``finally`` blocks unrun); ours is back afterwards."""
+
+    def __enter__(self) -> None:
+        self._swapped = False
+        if signal.getsignal(signal.SIGINT) is raise_interrupt:
+            try:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+            except ValueError:  # not the main thread: no handler can be set from here
+                return
+            self._swapped = True
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._swapped:
+            signal.signal(signal.SIGINT, raise_interrupt)

@@ -20,7 +20,7 @@ ALLOWED: dict[str, set[str]] = {
     "mailbox": {"core", "errors"},
     "sandbox": {"core", "errors"},
     "workers": {"core", "mailbox", "sandbox", "errors"},
-    "coordinator": {"core", "ledger", "mailbox", "sandbox", "errors"},
+    "coordinator": {"core", "ledger", "mailbox", "sandbox", "errors", "sigint"},
     "errors": set(),
     "crashpoints": set(),
     "render": {"errors"},

@@ -30,6 +30,7 @@ from agentctl.core.egress_rules import EgressPolicy, Target, check_url, checked_
 from agentctl.core.operations import Endpoint
 from agentctl.core.plan import Plan
 from agentctl.errors import DnsError, NetworkPolicyError
+from agentctl.sigint import trio_handles_interrupts
 
 
 def preflight_egress(plan: Plan, *, resolve: bool = True) -> None:
@@ -44,7 +45,8 @@ def preflight_egress(plan: Plan, *, resolve: bool = True) -> None:
             raise NetworkPolicyError(f"{endpoint.owner}: {exc.message}") from None
         origins.setdefault((target.host, target.port), (endpoint, target))
     if resolve and origins:
-        trio.run(_resolve_each, tuple(origins.values()), policy)
+        with trio_handles_interrupts():
+            trio.run(_resolve_each, tuple(origins.values()), policy)
 
 
 async def _resolve_each(origins: tuple[tuple[Endpoint, Target], ...], policy: EgressPolicy) -> None:

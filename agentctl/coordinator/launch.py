@@ -23,6 +23,7 @@ from agentctl.core.plan import Plan, PlannedTask
 from agentctl.errors import AgentctlError, Diagnostic, ValidationError, was_interrupted
 from agentctl.ledger import open_ledger
 from agentctl.ledger.interface import RunLedger
+from agentctl.sigint import trio_handles_interrupts
 
 T = TypeVar("T")
 Args = TypeVarTuple("Args")
@@ -31,7 +32,8 @@ Args = TypeVarTuple("Args")
 def run_trio(fn: Callable[[*Args], Awaitable[T]], *args: *Args) -> T:
     """``trio.run``, with a nursery's exception group unwrapped to the error a user should see."""
     try:
-        return trio.run(fn, *args)
+        with trio_handles_interrupts():
+            return trio.run(fn, *args)
     except BaseExceptionGroup as group:
         raise _first_leaf(group) from group
 

@@ -229,3 +229,49 @@ def test_cancel_from_another_shell_lands_in_the_middle_of_an_in_process_effect_c
     cancel = _popen(["-m", "agentctl", *asked.args], tmp_path, asked.env)
     assert cancel.wait(timeout=60) == 0, cancel.communicate()
     _assert_stopped_midway(ledger_target, proc, db)
+
+
+NAPPING = """apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: napping }
+spec:
+  policy: { approval: never, processAllowlist: [sleep] }
+  actions:
+    nap: { kind: builtin.shell.exec, command: /bin/sleep, args: ["5"], timeoutSeconds: 30 }
+  tasks:
+    - { id: a, uses: action:nap }
+"""
+
+
+def _started_effects(target: LedgerTarget, db: Path) -> int:
+    try:
+        return int(target.sql(db, "SELECT COUNT(*) FROM effects WHERE status = 'started'")[0][0])
+    except Exception:  # not created yet: nothing started
+        return 0
+
+
+def test_a_second_sigint_while_the_run_stops_leaves_no_half_torn_down_trio_run(
+    ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    """Ctrl-C twice: the first stops the run, the second lands while it is stopping (the
+    worker pool's shutdown). Inside ``trio.run`` trio must own SIGINT — a KeyboardInterrupt
+    raised in its scheduler abandons the run with its cleanup unrun and a warning on stderr."""
+    (tmp_path / "wf.yaml").write_text(NAPPING, encoding="utf-8")
+    db = tmp_path / "s" / "r.db"
+    how = ledger_target.invocation(
+        ["--output", "json", "run", "wf.yaml", "--db", "s/r.db"], tmp_path
+    )
+    proc = _popen(["-m", "agentctl", *how.args], tmp_path, how.env)
+    deadline = time.monotonic() + 60
+    while _started_effects(ledger_target, db) < 1:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    time.sleep(0.5)  # the drive parked on the worker's reply, its signal receiver open
+    os.kill(proc.pid, signal.SIGINT)
+    time.sleep(0.005)
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (proc.returncode, out, err)
+    for sign in ("Traceback", "Exception ignored", "abandoned", "internal error"):
+        assert sign not in err, err
