@@ -29,20 +29,18 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 
-# The benchmarks time agentctl as a user's installation runs it: with its modules compiled
-# (pip writes the .pyc files at install). This machine's environment sets
-# PYTHONDONTWRITEBYTECODE, under which every agentctl process a benchmark starts would compile
-# each module changed since its .pyc was last written again — ~1.2 G instructions, ~0.1 s per
-# process with no .pyc at all. Every benchmark imports this module, so its children run
-# without it.
-os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
-
-def compile_sources() -> None:
-    """Write the .pyc files of agentctl's modules, as an installation does."""
+def run_as_installed() -> None:
+    """For ``make bench``: time agentctl as a user's installation runs it, with its modules
+    compiled (pip writes the .pyc files at install). This machine's environment sets
+    PYTHONDONTWRITEBYTECODE, under which every agentctl process a benchmark starts compiled
+    each module changed since its .pyc was last written again (~1.2 G instructions, ~0.1 s
+    per process with no .pyc at all): the .pyc files are written now and the benchmarks'
+    processes, started from this one, run without the variable."""
     import compileall
 
     compileall.compile_dir(REPO / "agentctl", quiet=1)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 API_VERSION = "agentctl.dev/v1alpha1"

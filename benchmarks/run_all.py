@@ -140,7 +140,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     results: list[dict[str, Any]] = []
     only = {m for m in args.only.split(",") if m}
-    benchkit.compile_sources()
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=args.dir, prefix="agentctl-bench-") as tmp:
         meta["disk"] = benchkit.disk_of(Path(tmp))
@@ -163,4 +162,5 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
+    benchkit.run_as_installed()
     main()

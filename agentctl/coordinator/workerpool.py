@@ -19,19 +19,16 @@ Invariants:
   one reading at a time (``_await_reply``), so a lone effect's reply reaches its caller in
   the pass that read it; while any effect is pending exactly one caller reads or has been
   woken to, replies for other callers resolve them, and a reply nobody waits for (its caller
-  was cancelled) is dropped; a worker that died idle is replaced, not handed the effect: the
-  first write of an effect's ``Execute`` finds its socket closed (``FrameUnsentError``: no
-  byte of the frame left), and with no other effect pending on it the worker is lost and the
-  effect goes to another one — no look at the socket before each effect;
-- ``execute`` picks an idle worker without taking the pool lock (no await between choosing
-  and recording the effect, so nothing interleaves); the lock serialises starting workers;
+  was cancelled) is dropped; a worker that died idle is found at the first write of an
+  ``Execute`` (``FrameUnsentError``: no byte left): it is lost, the effect goes to another;
+- ``execute`` picks an idle worker without the pool lock (no await between choosing and
+  recording the effect); the lock serialises starting workers;
 - a ``StreamFragment`` from a worker goes to the sink its effect's ``execute`` was given, and
   the worker gets its ``StreamAck`` only after that sink returned (the fragment is durable);
   a fragment nobody listens for, or one the sink could not keep, is refused;
 - with a ``registry_path`` the live workers' (pid, create time) are kept in a small JSON file,
-  so a later coordinator can kill the workers of a dead one
-  (``workerproc.kill_stale_workers``), matching pid AND create time so that a recycled pid is
-  never hit.
+  so a later coordinator can kill a dead one's workers (``workerproc.kill_stale_workers``),
+  matching pid AND create time so that a recycled pid is never hit.
 """
 
 from __future__ import annotations
@@ -168,10 +165,10 @@ class WorkerPool:
         return reply.value
 
     async def _send_execute(self, msg: Execute, reply: PendingReply) -> _Worker:
-        """Record ``msg``'s call on a worker and send it; the worker it went to. A worker found
-        closed at the frame's first write with no other call pending died idle (none of the
-        frame reached it): it is lost and the call goes to another. Any other failure to send
-        loses the worker, which resolves the call as WorkerLost (the effect may have run)."""
+        """Record ``msg``'s call on a worker and send it; the worker it went to. One found closed
+        at the first write with only this call pending died idle: lost, the call tried elsewhere
+        (``size + 1`` times at most). Other failures lose the worker: WorkerLost (may have run)."""
+        tries = 0
         while True:
             worker = self._assign_nowait(msg.effect_id, reply)
             if worker is None:
@@ -179,13 +176,17 @@ class WorkerPool:
             try:
                 await worker.channel.send(msg)
             except FrameUnsentError as exc:
-                if len(worker.pending) == 1:  # only this call: taken back before the loss
+                tries += 1  # only this call pending: taken back before the loss, tried again
+                if len(worker.pending) == 1 and tries <= self.size + 1:
                     del worker.pending[msg.effect_id]
                     self._lose(worker, f"worker closed its socket ({exc.message})")
                     continue
                 self._lose(worker, exc.message)
             except ProtocolError as exc:
                 self._lose(worker, exc.message)
+            except BaseException:  # cancelled: nobody will wait for this call's reply
+                worker.pending.pop(msg.effect_id, None)
+                raise
             return worker
 
     async def _await_reply(self, worker: _Worker, reply: PendingReply) -> None:

@@ -217,5 +217,5 @@ def failure_from_error(
     """A Failure reply from an ``AgentctlError.to_wire()`` payload."""
     # One validation: the payload becomes the nested ``WireError`` inside it (a ``WireError``
     # built first cost a second model's Python ``__init__`` on every failure reply).
-    fields: dict[str, Any] = {"error": error, "uncertain": uncertain, "protocol": protocol}
-    return Failure(effect_id=effect_id, **fields)
+    fields = {"effect_id": effect_id, "error": error, "uncertain": uncertain, "protocol": protocol}
+    return Failure.model_validate(fields)

@@ -363,3 +363,19 @@ def test_kill_stale_workers_leaves_a_live_coordinators_workers(tmp_path: Path) -
         for proc in (owner, worker):
             proc.kill()
             proc.wait()
+
+
+async def test_an_execute_cancelled_before_its_frame_left_leaves_its_worker_idle() -> None:
+    """Cancelled at its send (the drive's cancel watcher runs right after the ``started``
+    commit): nobody will wait for that call, so the worker is idle again — not busy with a
+    call whose deadline would later get it killed as hung. With room for a second worker, the
+    next effect goes to the same one."""
+    async with open_worker_pool(2) as pool:
+        assert isinstance(await pool.execute(_exec("bench.noop", {})), Failure)  # warm
+        assert len(pool.worker_pids()) == 1
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await pool.execute(_exec("bench.noop", {}))
+        assert scope.cancelled_caught
+        assert isinstance(await pool.execute(_exec("bench.noop", {})), Failure)
+        assert len(pool.worker_pids()) == 1

@@ -39,6 +39,7 @@ _BEFORE_POSITION = (
 )
 _AFTER_POSITION = ("retry", "route", "timeoutSeconds", "uses", "vars", "when", "with")
 DEFINITION_KEYS = (*_BEFORE_FINGERPRINT, *_BEFORE_POSITION, *_AFTER_POSITION)
+_KEYSET = frozenset(DEFINITION_KEYS)
 
 
 def workflow_digest(doc: dict[str, Any], sources: list[Source]) -> str:
@@ -74,7 +75,7 @@ class TaskTexts:
         """``task``'s definition fingerprint, and the canonical JSON of its ``task_json`` once
         it has ``position`` and that fingerprint (the task's own ``position`` is not read)."""
         definition = definition_json(task)
-        if len(definition) != len(DEFINITION_KEYS):  # a key added there must be cut in here
+        if definition.keys() != _KEYSET:  # a key added or renamed there must be cut in here
             raise AssertionError(f"definition_json has keys {sorted(definition)}")
         head, middle, tail = (
             _members(definition, keys)
