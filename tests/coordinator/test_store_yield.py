@@ -54,3 +54,47 @@ async def test_after_a_real_wait_the_next_call_does_not_yield_again(tmp_path: Pa
         store = Store(ledger)
         store.waited()  # e.g. a lone effect parked until its worker's reply
         assert not await _yielded_during(store)
+
+
+SHELL_CHAIN = """
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: {name: shell-pair}
+spec:
+  policy: {approval: never, processAllowlist: ["true"]}
+  actions:
+    t: {kind: builtin.shell.exec, command: /bin/true}
+  tasks:
+    - {id: a, uses: action:t}
+    - {id: b, uses: action:t, needs: [a]}
+"""
+
+
+def test_a_drive_reports_each_lone_worker_effect_s_wait_to_its_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real coordinator and a real worker: each of a chain's worker effects waits alone
+    for its reply, and the drive tells its store so (two shell steps: two reports)."""
+    from registry_helpers import compile_text
+
+    from agentctl.coordinator import api
+
+    reports: list[Store] = []
+    real = Store.waited
+
+    def counted(self: Store) -> None:
+        reports.append(self)
+        real(self)
+
+    monkeypatch.setattr(Store, "waited", counted)
+    document, plan = compile_text(SHELL_CHAIN)
+    outcome = api.start_run(
+        document=document,
+        plan=plan,
+        inputs={},
+        db=str(tmp_path / "runtime.db"),
+        workspace=str(tmp_path),
+        timeout_s=60,
+    )
+    assert outcome.state == "succeeded"
+    assert len(reports) == 2
