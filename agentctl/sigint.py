@@ -50,13 +50,12 @@ class trio_handles_interrupts:
     run half torn down, its ``finally`` blocks unrun); ours is back afterwards."""
 
     def __enter__(self) -> None:
-        self._swapped = False
-        if signal.getsignal(signal.SIGINT) is raise_interrupt:
+        self._swapped = signal.getsignal(signal.SIGINT) is raise_interrupt
+        if self._swapped:
             try:
                 signal.signal(signal.SIGINT, signal.default_int_handler)
             except ValueError:  # not the main thread: no handler can be set from here
-                return
-            self._swapped = True
+                self._swapped = False
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None

@@ -135,6 +135,7 @@ def main(runs: int = 20, workdir: Path | None = None) -> dict[str, Any]:
 
 
 def _cli() -> None:
+    benchkit.run_as_installed()
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=20, help="timed rounds (at least 10 advised)")
     parser.add_argument("--dir", type=Path, default=None, help="where the run directories live")

@@ -243,6 +243,7 @@ def main(runs: int = 7, reps: int = 300, workdir: Path | None = None) -> dict[st
 
 
 def _cli() -> None:
+    benchkit.run_as_installed()
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--reps", type=int, default=300)

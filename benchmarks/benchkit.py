@@ -407,6 +407,8 @@ def module_cli(
     """argparse over ``defaults`` (each ``--name``), plus ``--dir`` and ``--json``."""
     import argparse
 
+    run_as_installed()  # a benchmark run alone measures what ``make bench`` does
+
     parser = argparse.ArgumentParser(description=doc)
     for key, value in defaults.items():
         parser.add_argument(f"--{key.replace('_', '-')}", type=type(value), default=value)

@@ -34,7 +34,6 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import signal
@@ -48,10 +47,10 @@ import trio
 
 from agentctl.coordinator.poolwait import FragmentSink, HangWatch, PendingReply
 from agentctl.coordinator.poolwait import HandleSink as HandleSink  # part of the pool's API
-from agentctl.coordinator.workerproc import ChildProcess, signal_tree
+from agentctl.coordinator.workerproc import ChildProcess, signal_tree, write_worker_registry
 from agentctl.coordinator.workerstart import Prestarted, worker_argv
 from agentctl.core import registry
-from agentctl.errors import AgentctlError, InvalidOperationError, PersistenceError, from_os_error
+from agentctl.errors import AgentctlError, InvalidOperationError, PersistenceError, RunFailedError
 from agentctl.mailbox.frames import FrameChannel, FrameUnsentError, ProtocolError
 from agentctl.mailbox.messages import (
     Cancel,
@@ -65,6 +64,7 @@ from agentctl.mailbox.messages import (
     StreamAck,
     StreamFragment,
     WireError,
+    failure_from_error,
 )
 
 HELLO_TIMEOUT_S = 60.0
@@ -92,6 +92,12 @@ class _Worker:
 def _lost_failure(effect_id: str, pid: int, reason: str) -> Failure:
     error = WireError(type=WORKER_LOST, message=f"worker {pid} was lost: {reason}")
     return Failure(effect_id=effect_id, error=error, uncertain=True)
+
+
+def _unsent_failure(effect_id: str, reason: str) -> Failure:
+    """The effect reached no worker (each one tried had died before it): it did not run."""
+    err = RunFailedError(f"no worker could take the effect: {reason}", retryable=True)
+    return failure_from_error(effect_id, err.to_wire())
 
 
 class WorkerPool:
@@ -167,7 +173,7 @@ class WorkerPool:
     async def _send_execute(self, msg: Execute, reply: PendingReply) -> _Worker:
         """Record ``msg``'s call on a worker and send it; the worker it went to. One found closed
         at the first write with only this call pending died idle: lost, the call tried elsewhere
-        (``size + 1`` times at most). Other failures lose the worker: WorkerLost (may have run)."""
+        (``size`` times, then a plain failure: it never ran). Other failures: WorkerLost."""
         tries = 0
         while True:
             worker = self._assign_nowait(msg.effect_id, reply)
@@ -176,16 +182,21 @@ class WorkerPool:
             try:
                 await worker.channel.send(msg)
             except FrameUnsentError as exc:
-                tries += 1  # only this call pending: taken back before the loss, tried again
-                if len(worker.pending) == 1 and tries <= self.size + 1:
+                if len(worker.pending) == 1:  # only this call: taken back before the loss
                     del worker.pending[msg.effect_id]
                     self._lose(worker, f"worker closed its socket ({exc.message})")
-                    continue
+                    tries += 1
+                    if tries <= self.size:
+                        continue
+                    reply.resolve(_unsent_failure(msg.effect_id, exc.message))  # never ran
+                    return worker
                 self._lose(worker, exc.message)
             except ProtocolError as exc:
                 self._lose(worker, exc.message)
             except BaseException:  # cancelled: nobody will wait for this call's reply
                 worker.pending.pop(msg.effect_id, None)
+                if worker.channel.torn:  # part of the frame left: the stream is unusable
+                    self._lose(worker, "an Execute was cut off by cancellation")
                 raise
             return worker
 
@@ -439,25 +450,9 @@ class WorkerPool:
             self._write_registry()
 
     def _write_registry(self) -> None:
-        if self._registry_path is None:
-            return
-        me = psutil.Process()
-        data = {
-            "version": 1,
-            "coordinator": {"pid": me.pid, "createTime": me.create_time()},
-            "workers": [
-                {"pid": w.pid, "createTime": w.create_time} for w in self._workers if not w.lost
-            ],
-        }
-        tmp = f"{self._registry_path}.tmp"
-        try:
-            with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump(data, fh)
-            os.replace(tmp, self._registry_path)
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)  # no stray .tmp per attempt
-            raise from_os_error(exc, f"worker registry {self._registry_path}") from exc
+        if self._registry_path is not None:
+            live = [(w.pid, w.create_time) for w in self._workers if not w.lost]
+            write_worker_registry(self._registry_path, live)
 
 
 def _create_time(pid: int) -> float:

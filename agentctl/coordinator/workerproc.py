@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agentctl.coordinator.workerstart import Prestarted
 from agentctl.core.plan import Plan
 from agentctl.core.workload import Workload, workload
+from agentctl.errors import from_os_error
 
 # psutil (~5 ms to import) is imported by the functions that signal or find processes: a
 # run with no workers and no stale registry to clean never calls them.
@@ -145,3 +146,25 @@ def kill_stale_workers(registry_path: str) -> list[int]:
     with contextlib.suppress(FileNotFoundError):
         os.remove(registry_path)
     return [p.pid for p in killed]
+
+
+def write_worker_registry(registry_path: str, workers: list[tuple[int, float]]) -> None:
+    """Record this coordinator and its live ``(pid, create time)`` workers for
+    ``kill_stale_workers``: written aside, then renamed into place."""
+    import psutil  # see the top
+
+    me = psutil.Process()
+    data = {
+        "version": 1,
+        "coordinator": {"pid": me.pid, "createTime": me.create_time()},
+        "workers": [{"pid": pid, "createTime": created} for pid, created in workers],
+    }
+    tmp = f"{registry_path}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, registry_path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)  # no stray .tmp per attempt
+        raise from_os_error(exc, f"worker registry {registry_path}") from exc

@@ -157,9 +157,14 @@ class FrameChannel:
         self._io = _SocketIO(stream) if isinstance(stream, trio.SocketStream) else None
         self._buffer = bytearray()
         self._send_lock = trio.Lock()
+        # A send interrupted once a byte of its frame left: the peer would read whatever comes
+        # next as the rest of that frame, so nothing more may be sent (``send`` refuses).
+        self.torn = False
 
     async def send(self, msg: Message) -> None:
         data = encode_frame(msg)
+        if self.torn:
+            raise ProtocolError("an earlier frame was cut off: the connection is unusable")
         try:
             if self._io is None:
                 async with self._send_lock:
@@ -168,7 +173,7 @@ class FrameChannel:
             await trio.lowlevel.checkpoint_if_cancelled()
             if self._send_lock.locked():
                 async with self._send_lock:
-                    await self._write_rest(memoryview(data))
+                    await self._write_rest(memoryview(data), started=False)
                 return
             try:
                 sent = self._io.write_nowait(data)
@@ -178,19 +183,27 @@ class FrameChannel:
                 # The rest waits for room: hold the lock so no other frame cuts in.
                 self._send_lock.acquire_nowait()
                 try:
-                    await self._write_rest(memoryview(data)[sent:])
+                    await self._write_rest(memoryview(data)[sent:], started=sent > 0)
                 finally:
                     self._send_lock.release()
         except _LOST as exc:
             raise ProtocolError(f"connection lost while sending: {exc}") from exc
 
-    async def _write_rest(self, view: memoryview) -> None:
+    async def _write_rest(self, view: memoryview, *, started: bool) -> None:
+        """Write ``view``, the rest of a frame; ``started``: a byte of it already left."""
         assert self._io is not None
-        while view:
-            sent = self._io.write_nowait(view)
-            if not sent:
-                await self._io.wait_writable()
-            view = view[sent:]
+        try:
+            while view:
+                sent = self._io.write_nowait(view)
+                if not sent:
+                    await self._io.wait_writable()
+                started = started or sent > 0
+                view = view[sent:]
+        except _LOST:
+            raise  # the connection is gone: the next send finds that out for itself
+        except BaseException:  # cancelled (or interrupted) with the connection still up
+            self.torn = self.torn or started
+            raise
 
     async def receive(self, *, awaited: bool = False) -> Message | None:
         """The next frame (None at a clean EOF). ``awaited``: the caller just sent what the peer

@@ -159,6 +159,25 @@ async def test_only_a_frame_of_which_no_byte_left_is_reported_unsent() -> None:
         await chan.send(Shutdown())
 
 
+async def test_a_send_cancelled_mid_frame_tears_the_channel_and_one_before_any_byte_does_not() -> (
+    None
+):
+    # Cut off after part of a frame left, the peer would read the next frame's bytes as the
+    # rest of this one: the channel says it is torn and refuses to send again (the pool then
+    # loses that worker instead of handing it the next effect).
+    chan, _peer = await _pair()
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        await chan.send(Shutdown())
+    assert not chan.torn  # cancelled at the send's checkpoint: nothing left
+    big = Result(effect_id="e", output={"blob": "x" * 1_000_000})  # beyond the kernel buffer
+    with trio.move_on_after(0.05):  # the peer never reads: the send parks mid-frame
+        await chan.send(big)
+    assert chan.torn
+    with pytest.raises(ProtocolError, match="cut off"):
+        await chan.send(Shutdown())
+
+
 async def test_concurrent_large_frames_never_interleave() -> None:
     # Each frame is larger than a socketpair's kernel buffer, so every send is written in
     # parts while other tasks want to send too; the reader must still get whole frames.
