@@ -176,12 +176,17 @@ def _memory_chain(n: int) -> str:
     return head + "\n".join(tasks) + "\n"
 
 
-def _succeeded(target: LedgerTarget, db: Path) -> int:
+def _count(target: LedgerTarget, db: Path, where: str) -> int:
+    """``SELECT COUNT(*) FROM <where>``; 0 while the ledger (or its schema) is not there yet."""
     try:
-        rows = target.sql(db, "SELECT COUNT(*) FROM task_states WHERE state = 'succeeded'")
-    except Exception:  # not created yet (or its schema not yet there): nothing succeeded
+        rows = target.sql(db, f"SELECT COUNT(*) FROM {where}")
+    except Exception:  # not created yet: nothing to count
         return 0
     return int(rows[0][0])
+
+
+def _succeeded(target: LedgerTarget, db: Path) -> int:
+    return _count(target, db, "task_states WHERE state = 'succeeded'")
 
 
 def _start_chain(target: LedgerTarget, root: Path) -> tuple[subprocess.Popen[str], Path]:
@@ -243,13 +248,6 @@ spec:
 """
 
 
-def _started_effects(target: LedgerTarget, db: Path) -> int:
-    try:
-        return int(target.sql(db, "SELECT COUNT(*) FROM effects WHERE status = 'started'")[0][0])
-    except Exception:  # not created yet: nothing started
-        return 0
-
-
 def test_a_second_sigint_while_the_run_stops_leaves_no_half_torn_down_trio_run(
     ledger_target: LedgerTarget, tmp_path: Path
 ) -> None:
@@ -263,7 +261,7 @@ def test_a_second_sigint_while_the_run_stops_leaves_no_half_torn_down_trio_run(
     )
     proc = _popen(["-m", "agentctl", *how.args], tmp_path, how.env)
     deadline = time.monotonic() + 60
-    while _started_effects(ledger_target, db) < 1:
+    while _count(ledger_target, db, "effects WHERE status = 'started'") < 1:
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.01)
     time.sleep(0.5)  # the drive parked on the worker's reply, its signal receiver open

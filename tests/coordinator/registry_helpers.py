@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from agentctl.coordinator import api
 from agentctl.core.compiler import compile_workflow
 from agentctl.core.dsl import load_workflow
 from agentctl.core.plan import Plan
@@ -35,3 +36,16 @@ def fetch_effects(db: Path) -> list[dict[str, Any]]:
         item["result"] = json.loads(row["result_json"]) if row["result_json"] else None
         out.append(item)
     return out
+
+
+def start_text_run(tmp_path: Path, text: str) -> api.RunOutcome:
+    """Compile ``text`` and run it in this process (real workers), its ledger in ``tmp_path``."""
+    document, plan = compile_text(text)
+    return api.start_run(
+        document=document,
+        plan=plan,
+        inputs={},
+        db=str(tmp_path / "runtime.db"),
+        workspace=str(tmp_path),
+        timeout_s=60,
+    )

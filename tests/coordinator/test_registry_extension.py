@@ -13,9 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from registry_helpers import REPO, compile_text, fetch_effects
+from registry_helpers import REPO, compile_text, fetch_effects, start_text_run
 
-from agentctl.coordinator import api
 from agentctl.core import registry
 from agentctl.errors import RunFailedError, ValidationError
 from tests import registry_ext
@@ -51,20 +50,8 @@ def marker_kind(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         registry.unregister(registry_ext.KIND)
 
 
-def _start(tmp_path: Path, text: str) -> api.RunOutcome:
-    document, plan = compile_text(text)
-    return api.start_run(
-        document=document,
-        plan=plan,
-        inputs={},
-        db=str(tmp_path / "runtime.db"),
-        workspace=str(tmp_path),
-        timeout_s=60,
-    )
-
-
 def test_a_registered_kind_runs_in_a_real_worker(tmp_path: Path, marker_kind: None) -> None:
-    outcome = _start(tmp_path, WORKFLOW)
+    outcome = start_text_run(tmp_path, WORKFLOW)
     assert outcome.state == "succeeded"
     assert outcome.output == {"said": "hello again"}
     assert (tmp_path / "marks.txt").read_text() == "hello\nhello again\n"  # each ran once
@@ -84,7 +71,7 @@ def test_policy_judges_a_registered_kind_by_its_policy_name(
 ) -> None:
     denied = WORKFLOW.replace("{approval: never}", "{approval: never, toolsDeny: [test.marker]}")
     with pytest.raises(RunFailedError, match=r"'test\.marker' is in policy\.toolsDeny"):
-        _start(tmp_path, denied)
+        start_text_run(tmp_path, denied)
     assert not (tmp_path / "marks.txt").exists()
 
 

@@ -75,9 +75,7 @@ def test_a_drive_reports_each_lone_worker_effect_s_wait_to_its_store(
 ) -> None:
     """The real coordinator and a real worker: each of a chain's worker effects waits alone
     for its reply, and the drive tells its store so (two shell steps: two reports)."""
-    from registry_helpers import compile_text
-
-    from agentctl.coordinator import api
+    from registry_helpers import start_text_run
 
     reports: list[Store] = []
     real = Store.waited
@@ -87,14 +85,6 @@ def test_a_drive_reports_each_lone_worker_effect_s_wait_to_its_store(
         real(self)
 
     monkeypatch.setattr(Store, "waited", counted)
-    document, plan = compile_text(SHELL_CHAIN)
-    outcome = api.start_run(
-        document=document,
-        plan=plan,
-        inputs={},
-        db=str(tmp_path / "runtime.db"),
-        workspace=str(tmp_path),
-        timeout_s=60,
-    )
+    outcome = start_text_run(tmp_path, SHELL_CHAIN)
     assert outcome.state == "succeeded"
     assert len(reports) == 2
