@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agentctl.core.frozen import direct_init
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import PlannedTask
 from agentctl.core.policy import Decision
@@ -64,6 +65,7 @@ class EffectPlan:
         return self.approval_reason is not None
 
 
+@direct_init
 @dataclass(frozen=True)
 class Settled:
     """A task's result for this batch is known and ready to commit in compiled order."""

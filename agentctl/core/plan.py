@@ -27,6 +27,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from agentctl.core import registry
+from agentctl.core.frozen import direct_init
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.operations import Operation
 
@@ -113,6 +114,7 @@ class RunConfig:
         return limit if isinstance(limit, int) and not isinstance(limit, bool) else None
 
 
+@direct_init
 @dataclass(frozen=True)
 class PlannedTask:
     id: str

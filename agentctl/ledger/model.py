@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from agentctl.core.frozen import direct_init
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import EmbeddingIdentity, Entry
 from agentctl.ledger.artifacts.refs import ArtifactRefRecord
@@ -241,6 +242,7 @@ class EffectOutcome:
     operation: str | None = None
 
 
+@direct_init
 @dataclass(frozen=True)
 class Finished(TaskCompletion):
     """A task's final (or retry) state for this batch, ready to commit: the completion the
