@@ -36,7 +36,7 @@ from agentctl.coordinator.local import recorded_delta
 from agentctl.coordinator.poolref import workers
 from agentctl.coordinator.prepare import RunSettings, prepare_task, resolved_input_digest
 from agentctl.coordinator.schedule import SCHEDULABLE, WAITING, Scheduler
-from agentctl.coordinator.staging import Staged
+from agentctl.coordinator.staging import Staged, target_state
 from agentctl.coordinator.steps import (
     AgentHeld,
     Executable,
@@ -97,6 +97,7 @@ class Driver:
             store, pool, clock, rs.run_id, trace_id, rs.context, on_stream=on_stream
         )
         self.on_progress = on_progress or (lambda _task, _state: None)
+        self._view: ev.RuntimeView | None = None  # the last view made (``view``)
 
     # ------------------------------------------------------------------ the loop
 
@@ -130,7 +131,8 @@ class Driver:
         state = self.live.states[task.id]
         if state not in SCHEDULABLE:
             return False
-        if self.live.not_before.get(task.id, 0.0) > self.clock.monotonic():
+        not_before = self.live.not_before.get(task.id)  # a retry's backoff; no clock read else
+        if not_before is not None and not_before > self.clock.monotonic():
             return False
         return state not in WAITING or self._resolved(task.id)
 
@@ -157,14 +159,26 @@ class Driver:
 
     def view(self) -> ev.RuntimeView:
         # No copies: live mappings change only after a batch is prepared and executed, and
-        # memory is replaced (never mutated), so every task of a batch sees one snapshot.
-        return ev.RuntimeView(
-            inputs=self.live.inputs,
-            memory=self.live.memory,
-            outputs=self.live.outputs,
-            states=self.live.states,
-            errors=self.live.errors,
-        )
+        # memory is replaced (never mutated), so every task of a batch sees one snapshot. The
+        # view holds the mappings themselves, so one serves every batch until one of them is
+        # replaced (memory, by a task that writes it): not one view made per chain step.
+        live, last = self.live, self._view
+        if (
+            last is None
+            or last.memory is not live.memory
+            or last.inputs is not live.inputs
+            or last.outputs is not live.outputs
+            or last.states is not live.states
+            or last.errors is not live.errors
+        ):
+            last = self._view = ev.RuntimeView(
+                inputs=live.inputs,
+                memory=live.memory,
+                outputs=live.outputs,
+                states=live.states,
+                errors=live.errors,
+            )
+        return last
 
     # ------------------------------------------------------------------ one batch
 
@@ -428,7 +442,7 @@ class Driver:
         for step in steps:
             if not isinstance(step, Settled):
                 continue  # held for approval: its pause committed with its request
-            target = _target_state(step)
+            target = target_state(step)
             if step.memory_delta and step.state == "succeeded":
                 self.live.memory = {**self.live.memory, **step.memory_delta}
                 self.staged.memory_changed = True
@@ -479,14 +493,3 @@ def _started_step(step: Step) -> Step:
     if isinstance(step, PendingAgent):
         return running(step)
     return step
-
-
-def _target_state(step: Settled) -> str:
-    """A retryable failure with attempts left is rescheduled instead of failing the task; so
-    is one that stops the run (its next attempt runs after ``resume``)."""
-    retry = step.task.retry
-    if step.state == "failed" and step.stops_run:
-        return "retry_scheduled"
-    if step.state == "failed" and step.retryable and step.attempt < retry.max_attempts:
-        return "retry_scheduled"
-    return step.state

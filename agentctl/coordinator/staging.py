@@ -79,3 +79,14 @@ def finished(step: Settled, from_state: str, target: str) -> model.Finished:
         artifacts=step.artifacts if target == "succeeded" else (),
         ingest_lease_ids=step.lease_ids,
     )
+
+
+def target_state(step: Settled) -> str:
+    """A retryable failure with attempts left is rescheduled instead of failing the task; so
+    is one that stops the run (its next attempt runs after ``resume``)."""
+    retry = step.task.retry
+    if step.state == "failed" and step.stops_run:
+        return "retry_scheduled"
+    if step.state == "failed" and step.retryable and step.attempt < retry.max_attempts:
+        return "retry_scheduled"
+    return step.state

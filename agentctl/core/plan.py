@@ -149,9 +149,13 @@ class PlannedTask:
     # the printed plan only; outside every digest, absent from plans stored before it).
     subworkflow: str | None = field(default=None, repr=False)
 
-    @property
+    @cached_property
     def entry(self) -> Operation | None:
-        """The registry entry of ``operation`` (None for routers, aggregates, boundaries)."""
+        """The registry entry of ``operation`` (None for routers, aggregates, boundaries).
+
+        Looked up once per task (the drive asks ~5 times a task): entries are never replaced
+        while registered, and a task's ``operation`` is fixed. Kept in the instance's dict,
+        outside the fields, so equality, hashing and the stored plan do not see it."""
         return registry.find(self.operation) if self.operation is not None else None
 
     def config(self) -> Mapping[str, JsonValue]:
