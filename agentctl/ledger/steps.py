@@ -332,8 +332,15 @@ def _add_events(buffer: AuditBuffer, item: tasks.TaskCompletion, trace_id: str |
     task_id = item.task_id
     if item.decision is not None and "expression" in item.decision:
         buffer.add("task.condition_evaluated", dict(item.decision), task_id, trace_id)
-    final: JsonObject = {"attempt": item.attempt, "error": item.error}
-    buffer.add(f"task.{item.state}", final, task_id, trace_id)
+    buffer.add(f"task.{item.state}", _final_payload(item.attempt, item.error), task_id, trace_id)
+
+
+@functools.lru_cache(maxsize=64)
+def _final_payload(attempt: int, error: str | None) -> JsonObject:
+    """A completion event's payload, one object per distinct value (read, never changed): the
+    consecutive completions of a batch (a chain's group: all ``{attempt: 1, error: null}``)
+    then share one encoding in the ``AuditBuffer`` instead of one each."""
+    return {"attempt": attempt, "error": error}
 
 
 def _finish_outcomes_txn(
