@@ -75,7 +75,8 @@ def base_context(view: RuntimeView) -> Context:
 def task_context(task: PlannedTask, view: RuntimeView) -> Context:
     """The context of spec/dsl.md §6.5: vars are rendered against inputs/memory/tasks only."""
     ctx = base_context(view)
-    ctx["vars"] = _guard(lambda: render(task.vars, ctx), task)
+    if task.vars:  # most tasks have none: their rendering is the empty dict base_context set
+        ctx["vars"] = _guard(lambda: render(task.vars, ctx), task)
     return ctx
 
 

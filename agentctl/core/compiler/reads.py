@@ -24,7 +24,9 @@ def task_reads(task: PlannedTask, shared: SharedReads | None = None) -> tuple[st
     """The distinct tasks whose outputs preparing ``task`` may read (needs first); ``shared``
     remembers the reads of the definitions tasks share, for a pass over a whole plan."""
     found = dict.fromkeys(task.needs)
-    sources = [task.children, *map(_named, _own_templated(task))]
+    sources = [task.children, _named(task.with_), _named(task.vars)]
+    if task.route is not None:
+        sources.append(_named(task.route.select))
     sources += [_named(v) if shared is None else shared.of(v) for v in _definitions(task)]
     sources += [_condition_reads(c) for c in (task.when, task.guard) if c]
     for names in sources:
@@ -62,13 +64,6 @@ def run_output_reads(plan: Plan) -> tuple[str, ...] | None:
     return tuple(_named(plan.run.outputs))
 
 
-def _own_templated(task: PlannedTask) -> Iterator[Any]:
-    yield task.with_
-    yield task.vars
-    if task.route is not None:
-        yield task.route.select
-
-
 def _definitions(task: PlannedTask) -> Iterator[Any]:
     """The action or agent definitions ``task`` was compiled from, shared with its siblings."""
     if task.action_config is not None:
@@ -103,7 +98,13 @@ def _mentions_tasks(value: Any) -> bool:
     if isinstance(value, str):
         return "tasks" in value
     if isinstance(value, dict):
-        return any(_mentions_tasks(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_mentions_tasks(v) for v in value)
+        value = value.values()
+    elif not isinstance(value, list):
+        return False
+    for item in value:  # scalars inline: most values (a task's `with`) are flat
+        if isinstance(item, str):
+            if "tasks" in item:
+                return True
+        elif isinstance(item, dict | list) and _mentions_tasks(item):
+            return True
     return False
