@@ -318,6 +318,7 @@ def _finish_one_txn(
             trace_id=o.trace_id,
             later=later,
             buffer=buffer,
+            held=o.held,
         )
     if o.tool_call_id is not None:
         effects.finish_tool_call_txn(

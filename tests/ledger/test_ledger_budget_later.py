@@ -196,3 +196,24 @@ def test_a_deferred_settlement_records_its_overshoot_after_the_events_before_it(
     assert kinds[-4:] == ["task.succeeded", "budget.exceeded", "task.running", "budget.exceeded"]
     assert late.exceeded == once.exceeded == {"dimension": "toolCalls", "limit": 2, "attempted": 3}
     assert late_events == once_events
+
+
+def test_a_settle_told_what_was_held_ends_as_one_that_reads_it_back(ledger: Database) -> None:
+    """``held`` (the amounts the caller reserved) spares the read back: the counters, the
+    reservations and the audit log end the same, and a repeated settle changes nothing."""
+    wanted = {"toolCalls": 1, "outputTokens": 10}
+    for run_id in ("read", "held"):
+        make_run(ledger, run_id, limits={"maxToolCalls": 5})
+        held = wanted if run_id == "held" else None
+        with ledger.transaction() as conn:
+            assert reserve_budget_txn(conn, run_id, "r1", wanted, ts(1)).granted
+        for step in (2, 3):  # the second settle is a repeat
+            with ledger.transaction() as conn:
+                later = SettleLater()
+                spent = {"toolCalls": 1, "outputTokens": 7}
+                settle_budget_txn(conn, run_id, "r1", spent, ts(step), later=later, held=held)
+                write_settled_txn(conn, later, ts(step))
+    (read, read_events), (told, told_events) = _state(ledger, "read"), _state(ledger, "held")
+    assert told.usage == read.usage == {"toolCalls": 1, "outputTokens": 7, "totalTokens": 7}
+    assert told.reserved == read.reserved == {"toolCalls": 0, "outputTokens": 0, "totalTokens": 0}
+    assert told_events == read_events
