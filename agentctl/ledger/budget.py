@@ -427,7 +427,7 @@ def _reconcile_txn(
     if held is not None:
         done = conn.execute(_RECONCILE, args)
         return _amounts(held) if done.rowcount == 1 else None
-    row = conn.execute(_RECONCILE + " RETURNING amounts_json", args).fetchone()
+    row = conn.execute(_RECONCILE_RETURNING, args).fetchone()
     return None if row is None else held_amounts(row[0])
 
 
@@ -435,6 +435,7 @@ _RECONCILE = (
     "UPDATE budget_reservations SET status = 'reconciled', actual_json = ?, settled_at = ?"
     " WHERE run_id = ? AND reservation_id = ? AND status = 'active'"
 )
+_RECONCILE_RETURNING = _RECONCILE + " RETURNING amounts_json"
 
 
 def settle_budget_txn(
