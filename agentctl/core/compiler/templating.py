@@ -61,12 +61,12 @@ def iter_strings(value: Any) -> Iterator[str]:
     """Every string *value* (never a key) nested in a JSON value."""
     if isinstance(value, str):
         yield value
-    elif isinstance(value, list):
-        for item in value:
-            yield from iter_strings(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from iter_strings(item)
+    elif isinstance(value, list | dict):
+        for item in value.values() if isinstance(value, dict) else value:
+            if isinstance(item, str):  # no nested generator per scalar: most items are
+                yield item
+            elif isinstance(item, list | dict):
+                yield from iter_strings(item)
 
 
 def map_strings(value: Any, change: Callable[[str], str]) -> Any:
