@@ -185,7 +185,9 @@ class Driver:
     async def _run_batch(self, batch: list[PlannedTask]) -> None:
         for task in batch:
             self.schedule.take(task)
-        await self._read_back(batch)
+        missing = self.retention.missing(self.live, batch)
+        if missing:  # most batches of a fresh run: none, and no coroutine made to say so
+            await self._read_back(missing)
         view = self.view()
         steps: list[Step] = [self._prepare(task, view) for task in batch]
         if all(isinstance(s, Settled) for s in steps):
@@ -204,13 +206,12 @@ class Driver:
         steps = await self._execute(steps, view)
         self._stage(steps)  # committed by the next batch's first transaction, or drive's end
 
-    async def _read_back(self, batch: list[PlannedTask]) -> None:
-        """Read the finished outputs the batch needs and memory no longer holds (a resumed
-        run holds none) in one ledger read; staged results commit first, so it sees them."""
-        missing = self.retention.missing(self.live, batch)
-        if missing:
-            await self._flush()
-            self.live.outputs.update(await self.store.read_outputs(self.rs.run_id, missing))
+    async def _read_back(self, missing: list[str]) -> None:
+        """Read the finished outputs a batch needs and memory no longer holds (``missing``; a
+        resumed run holds none) in one ledger read; staged results commit first, so it sees
+        them."""
+        await self._flush()
+        self.live.outputs.update(await self.store.read_outputs(self.rs.run_id, missing))
 
     def _prepare(self, task: PlannedTask, view: ev.RuntimeView) -> Prepared | StartedEffect:
         attempt = self.live.attempts.get(task.id, 0)
