@@ -75,17 +75,19 @@ class HangWatch:
         self._expire = expire
         self._next = math.inf
         self._scope = trio.CancelScope()
-        self._started = False
+        self._clock: trio.abc.Clock | None = None  # the run's, once the timer started
 
     def expect(self, reply: PendingReply, nursery: trio.Nursery) -> None:
         """Give ``reply`` its deadline and make sure the timer wakes by then."""
-        reply.deadline = deadline = trio.current_time() + reply.limit
-        if deadline >= self._next:
-            return  # the timer wakes earlier anyway (the usual case: nothing to do)
-        self._next = self._scope.deadline = deadline
-        if not self._started:
-            self._started = True
+        # The run's clock, asked directly: ``trio.current_time()`` is three Python calls
+        # deep, and this runs once per call. (The pool, so its timer, lives in one run.)
+        clock = self._clock
+        if clock is None:
+            clock = self._clock = trio.lowlevel.current_clock()
             nursery.start_soon(self._run)
+        reply.deadline = deadline = clock.current_time() + reply.limit
+        if deadline < self._next:  # else the timer wakes earlier anyway (the usual case)
+            self._next = self._scope.deadline = deadline
 
     async def _run(self) -> None:
         while True:

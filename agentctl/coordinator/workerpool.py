@@ -57,6 +57,7 @@ from agentctl.mailbox.messages import (
     Execute,
     Failure,
     Hello,
+    Message,
     RemoteHandle,
     RemoteHandleAck,
     Result,
@@ -217,9 +218,18 @@ class WorkerPool:
                     continue
                 worker.reading = True
                 try:
-                    await self._read_one(worker, awaited)
+                    msg = await worker.channel.receive(awaited=awaited)
+                except ProtocolError as exc:
+                    self._lose(worker, exc.message)
+                    msg = None
                 finally:
                     worker.reading = False
+                if isinstance(msg, Result | Failure):  # the usual frame: a reply, delivered here
+                    other = worker.pending.pop(msg.effect_id, None)
+                    if other is not None:  # else its caller gave up: a late reply is dropped
+                        other.resolve(msg)
+                elif not worker.lost:
+                    await self._deliver_other(worker, msg)
                 awaited = False
         finally:
             if not worker.reading:
@@ -354,19 +364,19 @@ class WorkerPool:
             await worker.channel.aclose()
         raise AgentctlError(f"worker process {worker.pid} failed to start: {reason}")
 
-    async def _read_one(self, worker: _Worker, awaited: bool = False) -> None:
-        """Read one frame of ``worker``'s and deliver it; a broken worker is lost."""
+    async def _deliver_other(self, worker: _Worker, msg: Message | None) -> None:
+        """Act on a frame of ``worker``'s that is not a reply (``_await_reply`` delivers those);
+        None is its clean EOF. A broken worker is lost."""
         try:
-            msg = await worker.channel.receive(awaited=awaited)
-            if isinstance(msg, Result | Failure):
-                reply = worker.pending.pop(msg.effect_id, None)
-                if reply is not None:  # else its caller gave up: a late reply is dropped
-                    reply.resolve(msg)
-            elif isinstance(msg, StreamFragment):
+            if isinstance(msg, StreamFragment):
                 # Possibly another effect's fragment: the reading caller's cancellation must
                 # not cut its sink short and leave the worker waiting for the ack.
-                with trio.CancelScope(shield=True):
-                    await self._keep_fragment(worker, msg)
+                worker.reading = True  # the ack goes before any other caller reads on
+                try:
+                    with trio.CancelScope(shield=True):
+                        await self._keep_fragment(worker, msg)
+                finally:
+                    worker.reading = False
             elif isinstance(msg, RemoteHandle):
                 # Persisted aside: the reading goes on serving the worker's other effects.
                 self._nursery.start_soon(self._persist_handle, worker, msg)

@@ -97,6 +97,10 @@ def _whole_frame(chunk: bytes | bytearray) -> bool:
     return len(chunk) == _HEADER.size + length and length <= MAX_FRAME_BYTES
 
 
+def _closed() -> trio.ClosedResourceError:
+    return trio.ClosedResourceError("the frame channel is closed")
+
+
 class _SocketIO:
     """Non-blocking reads and writes on a trio socket's descriptor (see the module doc).
 
@@ -108,27 +112,23 @@ class _SocketIO:
 
     def __init__(self, stream: trio.SocketStream) -> None:
         self._sock = stream.socket
-        self._fileno = self._sock.fileno()
+        self.fileno = self._sock.fileno()
 
-    def _fd(self) -> int:
-        fd = self._fileno
+    def fd(self) -> int:
+        fd = self.fileno
         if fd < 0:
-            raise trio.ClosedResourceError("the frame channel is closed")
+            raise _closed()
         return fd
 
     def close(self) -> None:
         """Forget the descriptor: from now on every call raises as on a closed socket."""
-        self._fileno = -1
+        self.fileno = -1
 
-    async def receive_some(self, max_bytes: int, *, awaited: bool = False) -> bytes:
-        # trio is given the number, not the socket: it would ask the socket for it again.
-        # ``notify_closing(socket)`` still finds the wait, registered under the same number.
-        if awaited:  # nothing can be there yet: park first, and save a read that fails
-            await trio.lowlevel.wait_readable(self._fd())  # a checkpoint itself
-        else:
-            await trio.lowlevel.checkpoint_if_cancelled()
+    async def receive_some(self, max_bytes: int) -> bytes:
+        # trio is given the number, not the socket (as in ``FrameChannel.receive``).
+        await trio.lowlevel.checkpoint_if_cancelled()
         while True:
-            fd = self._fd()  # asked again after each wait: it may have been closed meanwhile
+            fd = self.fd()  # asked again after each wait: it may have been closed meanwhile
             try:
                 return os.read(fd, max_bytes)
             except BlockingIOError:
@@ -137,16 +137,19 @@ class _SocketIO:
     def write_nowait(self, data: bytes | memoryview) -> int:
         """Bytes of ``data`` the kernel took now (0 when its buffer is full)."""
         try:
-            return os.write(self._fd(), data)
+            fd = self.fileno  # (``fd()`` inlined: a write is on every frame's path)
+            if fd < 0:
+                raise _closed()
+            return os.write(fd, data)
         except BlockingIOError:
             return 0
 
     async def wait_writable(self) -> None:
-        await trio.lowlevel.wait_writable(self._fd())
+        await trio.lowlevel.wait_writable(self.fd())
 
     def wake_waiters(self) -> None:
-        if self._fileno >= 0:
-            trio.lowlevel.notify_closing(self._fileno)
+        if self.fileno >= 0:
+            trio.lowlevel.notify_closing(self.fileno)
 
 
 class FrameChannel:
@@ -210,17 +213,37 @@ class FrameChannel:
         must answer first, so an empty buffer means nothing has come yet — the first wait is
         for the socket to turn readable, not a read that would fail (a hint: either way is
         correct, this one costs one system call less when it holds)."""
-        buffer = self._buffer
-        if not buffer and self._io is not None:  # the usual case: one read, one whole frame
-            try:
-                chunk = await self._io.receive_some(_READ_CHUNK, awaited=awaited)
-            except _LOST as exc:
-                raise ProtocolError(f"connection lost while receiving: {exc}") from exc
-            if _whole_frame(chunk):
-                return decode_body(chunk[_HEADER.size :])  # no buffering
-            if not chunk:
-                return None  # a clean EOF, at a frame boundary
-            buffer += chunk
+        io = self._io
+        if self._buffer or io is None:
+            return await self._receive_buffered()
+        # The usual case, flat (it runs on both sides of every round trip, and each wake-up
+        # resumes every coroutine between trio and the caller): one read, one whole frame.
+        # trio is given the number, not the socket: it would ask the socket for it again;
+        # ``notify_closing(number)`` still finds the wait. The number is checked after each
+        # wait: the channel may have been closed meanwhile.
+        try:
+            if awaited:  # nothing can be there yet: park first, and save a read that fails
+                await trio.lowlevel.wait_readable(io.fd())  # a checkpoint itself
+            else:
+                await trio.lowlevel.checkpoint_if_cancelled()
+            while True:
+                if (fd := io.fileno) < 0:  # (``fd()`` inlined)
+                    raise _closed()
+                try:
+                    chunk = os.read(fd, _READ_CHUNK)
+                    break
+                except BlockingIOError:
+                    await trio.lowlevel.wait_readable(fd)
+        except _LOST as exc:
+            raise ProtocolError(f"connection lost while receiving: {exc}") from exc
+        size = len(chunk)
+        if size >= _HEADER.size:
+            length: int = _HEADER.unpack_from(chunk)[0]
+            if size == _HEADER.size + length and length <= MAX_FRAME_BYTES:
+                return decode_body(chunk[_HEADER.size :])  # exactly one frame: no buffering
+        elif not size:
+            return None  # a clean EOF, at a frame boundary
+        self._buffer += chunk
         return await self._receive_buffered()
 
     async def _receive_buffered(self) -> Message | None:
@@ -262,7 +285,7 @@ class FrameChannel:
 
     async def _receive_some(self, count: int) -> bytes | bytearray:
         size = max(_READ_CHUNK, count)
-        try:  # (the one-frame fast path in ``receive`` wraps its read the same way)
+        try:  # (the one-frame fast path in ``receive`` wraps its reads the same way)
             if self._io is not None:
                 return await self._io.receive_some(size)
             return await self._stream.receive_some(size)

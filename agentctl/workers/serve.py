@@ -27,7 +27,7 @@ import os
 import socket
 import types
 from collections.abc import Callable, Coroutine, Generator
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import trio
 
@@ -66,7 +66,7 @@ class _Effect(Dispatch):
     when the executor first asks for it (it is the effect's ``SinkSource``)."""
 
     def __init__(self, msg: Execute, channel: FrameChannel, sinks: dict[str, StreamSink]):
-        super().__init__()
+        self._sent = None  # ``Dispatch``'s one field, set here: no ``super()`` call per effect
         self.msg = msg
         self.deadline = math.inf
         self._channel = channel
@@ -256,10 +256,13 @@ def _run_handing_over(
     was), except that its first step is taken here: so ``on_block`` runs only for an effect
     that blocks — a new reader is started only then, since this task cannot read meanwhile.
     """
+    # (``done.value`` is returned as it is: ``typing.cast`` is a Python call, twice per effect)
+    value: T
     try:
         trap = effect.send(None)
     except StopIteration as done:
-        return cast(T, done.value)
+        value = done.value
+        return value
     on_block()
     while True:
         try:
@@ -271,12 +274,14 @@ def _run_handing_over(
             try:
                 trap = effect.throw(exc)
             except StopIteration as done:
-                return cast(T, done.value)
+                value = done.value
+                return value
         else:
             try:
                 trap = effect.send(sent)
             except StopIteration as done:
-                return cast(T, done.value)
+                value = done.value
+                return value
 
 
 def _preload(modules: tuple[str, ...]) -> None:
