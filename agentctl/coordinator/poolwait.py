@@ -1,5 +1,5 @@
-"""How a ``WorkerPool.execute`` waits: its reply slot, and the one timer behind every call's
-hung-worker deadline.
+"""How a ``WorkerPool.execute`` waits: its reply slot, the one timer behind every call's
+hung-worker deadline, and the replies a call gets when no worker answers it.
 
 Invariants:
 - a ``PendingReply`` is resolved at most once; waking its caller is a bare reschedule of the
@@ -19,12 +19,33 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from agentctl.mailbox.messages import Failure, RemoteHandle, Result, StreamFragment
+from agentctl.errors import RunFailedError
+from agentctl.mailbox.messages import (
+    Failure,
+    RemoteHandle,
+    Result,
+    StreamFragment,
+    WireError,
+    failure_from_error,
+)
+
+WORKER_LOST = "WorkerLost"
 
 # Persists one fragment of a streaming effect; raises AgentctlError when it cannot.
 FragmentSink = Callable[[StreamFragment], Awaitable[None]]
 # Persists a worker's mid-effect ``RemoteHandle`` durably; raises AgentctlError if it cannot.
 HandleSink = Callable[[RemoteHandle], Awaitable[None]]
+
+
+def lost_failure(effect_id: str, pid: int, reason: str) -> Failure:
+    error = WireError(type=WORKER_LOST, message=f"worker {pid} was lost: {reason}")
+    return Failure(effect_id=effect_id, error=error, uncertain=True)
+
+
+def unsent_failure(effect_id: str, reason: str) -> Failure:
+    """The effect reached no worker (each one tried had died before it): it did not run."""
+    err = RunFailedError(f"no worker could take the effect: {reason}", retryable=True)
+    return failure_from_error(effect_id, err.to_wire())
 
 
 class PendingReply:

@@ -45,12 +45,18 @@ from dataclasses import dataclass, field
 import psutil
 import trio
 
-from agentctl.coordinator.poolwait import FragmentSink, HangWatch, PendingReply
+from agentctl.coordinator.poolwait import (
+    FragmentSink,
+    HangWatch,
+    PendingReply,
+    lost_failure,
+    unsent_failure,
+)
 from agentctl.coordinator.poolwait import HandleSink as HandleSink  # part of the pool's API
 from agentctl.coordinator.workerproc import ChildProcess, signal_tree, write_worker_registry
 from agentctl.coordinator.workerstart import Prestarted, worker_argv
 from agentctl.core import registry
-from agentctl.errors import AgentctlError, InvalidOperationError, PersistenceError, RunFailedError
+from agentctl.errors import AgentctlError, InvalidOperationError, PersistenceError
 from agentctl.mailbox.frames import FrameChannel, FrameUnsentError, ProtocolError
 from agentctl.mailbox.messages import (
     Cancel,
@@ -64,8 +70,6 @@ from agentctl.mailbox.messages import (
     Shutdown,
     StreamAck,
     StreamFragment,
-    WireError,
-    failure_from_error,
 )
 
 HELLO_TIMEOUT_S = 60.0
@@ -73,7 +77,6 @@ SHUTDOWN_GRACE_S = 2.0
 TERM_GRACE_S = 1.0
 # Beyond an effect's own timeout, before its worker counts as hung (operators may tune it).
 ANSWER_GRACE_S = float(os.environ.get("AGENTCTL_ANSWER_GRACE_SECONDS", "10"))
-WORKER_LOST = "WorkerLost"
 
 
 @dataclass
@@ -88,17 +91,6 @@ class _Worker:
     @property
     def pid(self) -> int:
         return self.proc.pid
-
-
-def _lost_failure(effect_id: str, pid: int, reason: str) -> Failure:
-    error = WireError(type=WORKER_LOST, message=f"worker {pid} was lost: {reason}")
-    return Failure(effect_id=effect_id, error=error, uncertain=True)
-
-
-def _unsent_failure(effect_id: str, reason: str) -> Failure:
-    """The effect reached no worker (each one tried had died before it): it did not run."""
-    err = RunFailedError(f"no worker could take the effect: {reason}", retryable=True)
-    return failure_from_error(effect_id, err.to_wire())
 
 
 class WorkerPool:
@@ -189,7 +181,7 @@ class WorkerPool:
                     tries += 1
                     if tries <= self.size:
                         continue
-                    reply.resolve(_unsent_failure(msg.effect_id, exc.message))  # never ran
+                    reply.resolve(unsent_failure(msg.effect_id, exc.message))  # never ran
                     return worker
                 self._lose(worker, exc.message)
             except ProtocolError as exc:
@@ -424,7 +416,7 @@ class WorkerPool:
         worker.lost = True
         pending, worker.pending = worker.pending, {}
         for effect_id, reply in pending.items():
-            reply.resolve(_lost_failure(effect_id, worker.pid, reason))
+            reply.resolve(lost_failure(effect_id, worker.pid, reason))
         signal_tree(worker.pid, signal.SIGKILL, session=True)
         worker.channel.abandon()  # a caller reading or sending now returns at once
         self._workers = [w for w in self._workers if w is not worker]

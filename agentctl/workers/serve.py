@@ -65,12 +65,13 @@ class _Effect(Dispatch):
     reported about its request (it is the effect's ``Dispatch``), and its stream sink, made
     when the executor first asks for it (it is the effect's ``SinkSource``)."""
 
-    def __init__(self, msg: Execute, channel: FrameChannel, sinks: dict[str, StreamSink]):
+    def __init__(self, msg: Execute, worker: _Worker):
         self._sent = None  # ``Dispatch``'s one field, set here: no ``super()`` call per effect
         self.msg = msg
+        self.clock = worker.clock
         self.deadline = math.inf
-        self._channel = channel
-        self._sinks = sinks  # the worker's, so that a StreamAck finds the sink
+        self._channel = worker.channel
+        self._sinks = worker.sinks  # the worker's, so that a StreamAck finds the sink
 
     def sink(self) -> StreamSink:
         made = self._sinks.get(self.msg.effect_id)
@@ -92,7 +93,7 @@ async def _attempt(effect: _Effect) -> Result | Failure:
     bind_sink(effect)
     try:
         executor = executor_for(msg)
-        effect.deadline = trio.current_time() + msg.timeout_seconds
+        effect.deadline = effect.clock.current_time() + msg.timeout_seconds
         outcome = await executor(msg)
         return Result(
             effect_id=msg.effect_id,
@@ -145,6 +146,9 @@ class _Worker:
         self.scopes: dict[str, trio.CancelScope] = {}
         self.sinks: dict[str, StreamSink] = {}
         self.link = HandleLink(channel)
+        # The run's clock, asked directly for each effect's deadline (``trio.current_time()``
+        # is three Python calls deep).
+        self.clock = trio.lowlevel.current_clock()
 
     async def serve(self) -> None:
         """Read messages until EOF, error or Shutdown, running each ``Execute`` in this task.
@@ -190,7 +194,7 @@ class _Worker:
 
     async def _run_here(self, msg: Execute, scope: trio.CancelScope, blocked: _Blocked) -> bool:
         """Run ``msg`` in this task; True if this task stopped reading (it blocked)."""
-        effect = _Effect(msg, self.channel, self.sinks)
+        effect = _Effect(msg, self)
 
         def on_block() -> None:
             blocked.effect = effect  # the scope is the effect's own from now on
