@@ -149,7 +149,8 @@ class WorkerPool:
         ``on_handle`` persists the remote handles the effect reports on its way; the worker is
         acknowledged once it returns (a refusal tells the worker the handle is not durable).
         """
-        msg = self._addressed(msg)
+        if msg.executor is None or (msg.trace_id is None and self.trace_id is not None):
+            msg = self._addressed(msg)  # (the coordinator's own messages need no copy)
         reply = PendingReply(on_fragment, on_handle, msg.timeout_seconds + ANSWER_GRACE_S)
         worker = await self._send_execute(msg, reply)
         try:
@@ -169,9 +170,13 @@ class WorkerPool:
         (``size`` times, then a plain failure: it never ran). Other failures: WorkerLost."""
         tries = 0
         while True:
-            worker = self._assign_nowait(msg.effect_id, reply)
+            # Without the lock if a worker can take it now (no await between choosing and
+            # recording the call; the lock is needed only to start a worker).
+            worker = None if self._lock.locked() else self._choose(msg.effect_id)
             if worker is None:
                 worker = await self._assign(msg.effect_id, reply)
+            else:
+                self._record(worker, msg.effect_id, reply)
             try:
                 await worker.channel.send(msg)
             except FrameUnsentError as exc:
@@ -258,16 +263,6 @@ class WorkerPool:
             async with trio.open_nursery() as nursery:
                 for _ in range(missing):
                     nursery.start_soon(self._spawn)
-
-    def _assign_nowait(self, effect_id: str, reply: PendingReply) -> _Worker | None:
-        """The worker ``reply``'s effect is recorded on, if one can take it without waiting (no
-        await between choosing and recording; the lock is needed only to start a worker)."""
-        if self._lock.locked():
-            return None
-        worker = self._choose(effect_id)
-        if worker is not None:
-            self._record(worker, effect_id, reply)
-        return worker
 
     async def _assign(self, effect_id: str, reply: PendingReply) -> _Worker:
         """The worker ``reply``'s effect is recorded on, started under the lock if need be."""

@@ -192,6 +192,43 @@ class FrameChannel:
         except _LOST as exc:
             raise ProtocolError(f"connection lost while sending: {exc}") from exc
 
+    def send_nowait(self, msg: Message) -> memoryview | None:
+        """Write what of ``msg``'s frame goes at once, without waiting or a checkpoint: None
+        when all of it went (the usual case), else the rest — all of it when nothing went — for
+        ``send_rest``. The send lock is held for a rest when it was free, so no other frame
+        cuts in. Raises as ``send``, holding nothing then."""
+        data = encode_frame(msg)
+        if self.torn:
+            raise ProtocolError("an earlier frame was cut off: the connection is unusable")
+        if self._io is None or self._send_lock.locked():
+            return memoryview(data)
+        try:
+            sent = self._io.write_nowait(data)
+        except _LOST as exc:
+            raise FrameUnsentError(f"connection lost before sending: {exc}") from exc
+        if sent == len(data):
+            return None
+        self._send_lock.acquire_nowait()
+        return memoryview(data)[sent:]
+
+    async def send_rest(self, rest: memoryview) -> None:
+        """Send ``rest``, what ``send_nowait`` left of a frame, then release the lock it took."""
+        started = rest.nbytes < memoryview(rest.obj).nbytes  # a byte of the frame left
+        try:
+            if self._send_lock.statistics().owner is not trio.lowlevel.current_task():
+                async with self._send_lock:  # it was busy: nothing of the frame went yet
+                    if self._io is None:
+                        await self._stream.send_all(rest)
+                    else:
+                        await self._write_rest(rest, started=False)
+                return
+            try:
+                await self._write_rest(rest, started=started)
+            finally:
+                self._send_lock.release()
+        except _LOST as exc:
+            raise ProtocolError(f"connection lost while sending: {exc}") from exc
+
     async def _write_rest(self, view: memoryview, *, started: bool) -> None:
         """Write ``view``, the rest of a frame; ``started``: a byte of it already left."""
         assert self._io is not None

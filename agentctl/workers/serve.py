@@ -215,7 +215,18 @@ class _Worker:
 
     async def _answer_here(self, reply: Result | Failure) -> bool:
         """Send an effect's reply from this task; True if the send blocked (then a new reader
-        started, as for an effect that blocks: this task cannot read meanwhile)."""
+        started, as for an effect that blocks: this task cannot read meanwhile). The usual
+        reply goes whole at once (``send_nowait``: no coroutine, no checkpoint — the read
+        that follows is one)."""
+        crash_point(CrashPoint.WORKER_BEFORE_RESULT)
+        try:
+            rest = self.channel.send_nowait(reply)
+        except ProtocolError as exc:
+            sending = self._refused(reply, exc)
+        else:
+            if rest is None:
+                return False
+            sending = self._send_rest(rest)
         handed_over = False
 
         def on_block() -> None:
@@ -223,23 +234,33 @@ class _Worker:
             handed_over = True
             self.nursery.start_soon(self.serve)
 
-        await _run_handing_over(self._reply(reply), on_block)
+        await _run_handing_over(sending, on_block)
         return handed_over
 
     async def _reply(self, reply: Result | Failure) -> None:
         crash_point(CrashPoint.WORKER_BEFORE_RESULT)
         try:
-            try:
-                await self.channel.send(reply)
-            except ProtocolError as exc:
-                if not (isinstance(reply, Result) and "exceeds" in exc.message):
-                    raise
-                # Refused whole before a byte went out: the effect fails, saying why.
-                err = RunFailedError(f"effect result too large to send: {exc.message}")
-                await self.channel.send(failure_from_error(reply.effect_id, err.to_wire()))
+            await self.channel.send(reply)
+        except ProtocolError as exc:
+            await self._refused(reply, exc)
+
+    async def _refused(self, reply: Result | Failure, exc: ProtocolError) -> None:
+        """After a reply's send failed: a result too large fails its effect, saying why (it was
+        refused whole, before a byte went out); any other failure means the coordinator is
+        gone — nobody can receive results any more."""
+        try:
+            if not (isinstance(reply, Result) and "exceeds" in exc.message):
+                raise exc
+            err = RunFailedError(f"effect result too large to send: {exc.message}")
+            await self.channel.send(failure_from_error(reply.effect_id, err.to_wire()))
         except ProtocolError:
-            # The coordinator is gone: nobody can receive results any more.
             self.nursery.cancel_scope.cancel()
+
+    async def _send_rest(self, rest: memoryview) -> None:
+        try:
+            await self.channel.send_rest(rest)
+        except ProtocolError:
+            self.nursery.cancel_scope.cancel()  # the coordinator is gone
 
     def _admit(self, msg: Execute, scope: trio.CancelScope) -> bool:
         """Record ``msg``'s effect as running here; False for a duplicate of a running one."""
