@@ -54,7 +54,7 @@ from agentctl.workers.executors import (
     executor_for,
 )
 from agentctl.workers.remote import CURRENT_LINK, HandleLink
-from agentctl.workers.stream import StreamSink, bind_sink
+from agentctl.workers.stream import CURRENT_SINK_SOURCE, StreamSink
 from agentctl.workers.tracecontext import CURRENT_SPAN
 
 T = TypeVar("T")
@@ -88,9 +88,10 @@ async def _attempt(effect: _Effect) -> Result | Failure:
     loaded (it bounds the effect, not the worker's first import of its executor).
     """
     msg = effect.msg
+    # Bound for the rest of this task, each effect its own (set directly: no Python call).
     CURRENT_DISPATCH.set(effect)
     CURRENT_SPAN.set(msg)
-    bind_sink(effect)
+    CURRENT_SINK_SOURCE.set(effect)
     try:
         executor = executor_for(msg)
         effect.deadline = effect.clock.current_time() + msg.timeout_seconds
