@@ -15,7 +15,9 @@ channel works on the socket's descriptor directly — it tries the non-blocking 
 ``write`` first and parks in ``wait_readable`` / ``wait_writable`` only when the kernel has
 nothing for it, so a frame that goes out (or is already there) costs no pass of the trio
 scheduler. A send that finds the lock free and the socket buffer roomy never takes the lock:
-nothing can interleave with a write that does not await.
+nothing can interleave with a write that does not await. ``send_nowait`` is that write
+without the coroutine (and without a checkpoint), for a caller that checkpoints next anyway;
+what it cannot write at once it hands back for ``send_rest``, holding the lock for it.
 """
 
 from __future__ import annotations
@@ -255,22 +257,23 @@ class FrameChannel:
             return await self._receive_buffered()
         # The usual case, flat (it runs on both sides of every round trip, and each wake-up
         # resumes every coroutine between trio and the caller): one read, one whole frame.
-        # trio is given the number, not the socket: it would ask the socket for it again;
-        # ``notify_closing(number)`` still finds the wait. The number is checked after each
-        # wait: the channel may have been closed meanwhile.
+        # trio is given the number (``notify_closing`` still finds the wait), checked after
+        # each wait: the channel may have been closed meanwhile.
         try:
-            if awaited:  # nothing can be there yet: park first, and save a read that fails
-                await trio.lowlevel.wait_readable(io.fd())  # a checkpoint itself
-            else:
-                await trio.lowlevel.checkpoint_if_cancelled()
+            if not awaited:
+                await trio.lowlevel.checkpoint_if_cancelled()  # (a wait is a checkpoint itself)
             while True:
                 if (fd := io.fileno) < 0:  # (``fd()`` inlined)
                     raise _closed()
+                if awaited:  # nothing can be there yet: park first, and save a read that fails
+                    awaited = False
+                    await trio.lowlevel.wait_readable(fd)
+                    continue
                 try:
                     chunk = os.read(fd, _READ_CHUNK)
                     break
                 except BlockingIOError:
-                    await trio.lowlevel.wait_readable(fd)
+                    awaited = True
         except _LOST as exc:
             raise ProtocolError(f"connection lost while receiving: {exc}") from exc
         size = len(chunk)
