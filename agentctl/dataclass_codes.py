@@ -1,4 +1,4 @@
-"""The compiled methods of ``@dataclass`` classes, kept between CLI processes.
+"""The compiled methods of ``@dataclass`` (and attrs) classes, kept between CLI processes.
 
 Python 3.11's ``dataclasses`` writes each generated method (``__init__``, ``__repr__``,
 ``__eq__``, ``__hash__``, ``__setattr__``, …) as source text and compiles it with ``exec``,
@@ -7,7 +7,8 @@ ledger's rows, the plan, the coordinator's state); parsing and compiling their ~
 texts was a third of the instructions of ``agentctl run`` on a one-task workflow (callgrind).
 The compiled code depends on nothing but the text and the interpreter, so this module keeps
 it: the same text, the same interpreter, the same code object, as ``.pyc`` files do for
-modules.
+modules. attrs does the same for its classes (``attr._make._compile_and_eval``): trio defines
+~70 with it when imported, the largest part of trio's import on a run; those are kept too.
 
 Invariants:
 - ``install`` replaces ``dataclasses._create_fn`` only on the interpreter it was written
@@ -17,6 +18,11 @@ Invariants:
   compiled from that text — taken from the store when the text's digest is there, else
   compiled the way ``exec`` compiles a string (no inherited ``__future__`` flags) — so a
   class gets the same methods either way;
+- attrs is not imported by ``install`` (``check`` never needs it): an entry at the front of
+  ``sys.meta_path`` waits for ``attr._make``'s first import, replaces its
+  ``_compile_and_eval`` after the module has run (only when its parameters are the expected
+  ones), and removes itself. A replaced method compiles exactly as attrs would: the same text,
+  file name (its tracebacks' lines stay in ``linecache``) and ``__future__`` flags;
 - the store is keyed by the interpreter's version (its bytecode format) and lives in the user's
   cache (``usercache``: private files only); it is read once at start-up and rewritten at
   exit only when this process compiled a method it did not have;
@@ -31,6 +37,7 @@ import contextlib
 import dataclasses
 import hashlib
 import marshal
+import re
 import sys
 import types
 from typing import Any
@@ -54,17 +61,18 @@ class _Store:
         self.used: dict[bytes, bytes] = {}
         self.added = False
 
-    def code(self, text: str) -> Any:
-        digest = hashlib.blake2b(text.encode(), digest_size=16).digest()
+    def code(self, text: str, filename: str = "<string>", flags: int = 0) -> types.CodeType:
+        key = text if filename == "<string>" and not flags else f"{filename}\0{flags}\0{text}"
+        digest = hashlib.blake2b(key.encode(), digest_size=16).digest()
         blob = self.known.get(digest)
         code = None if blob is None else _loaded(blob)
         if blob is None or code is None:  # unknown, or a damaged entry: compiled (again)
-            return self._compiled(digest, text)
+            return self._compiled(digest, text, filename, flags)
         self.used[digest] = blob
         return code
 
-    def _compiled(self, digest: bytes, text: str) -> Any:
-        code = compile(text, "<string>", "exec", dont_inherit=True)
+    def _compiled(self, digest: bytes, text: str, filename: str, flags: int) -> types.CodeType:
+        code: types.CodeType = compile(text, filename, "exec", flags=flags, dont_inherit=True)
         self.used[digest] = self.known[digest] = marshal.dumps(code)
         self.added = True
         return code
@@ -87,6 +95,11 @@ def install() -> _Store | None:
         return None
     store = _Store(_load(read_cached(FILE_NAME, KEY)))
     dataclasses._create_fn = _creator(store)  # type: ignore[attr-defined]  # private, by design
+    attrs_make = sys.modules.get(_ATTRS_MODULE)
+    if attrs_make is None:
+        sys.meta_path.insert(0, _AttrsWatch(store))
+    else:
+        _serve_attrs(attrs_make, store)
     atexit.register(_save_quietly, store)
     return store
 
@@ -149,3 +162,91 @@ def _creator(store: _Store) -> Any:
         return ns["__create_fn__"](**locals)
 
     return _create_fn
+
+
+_ATTRS_MODULE = "attr._make"
+# attrs writes a hashable class's own hash (of a text, so different in every process under
+# hash randomization) into its ``__hash__`` as a literal. Its code is stored with this
+# placeholder instead, outside the 64-bit range of ``hash``, and the literal put back.
+_TYPE_HASH = re.compile(r"hash\(\(\n +(-?[0-9]+),\n")
+_PLACEHOLDER = 2**64 + 7
+_ATTRS_PARAMETERS = ("script", "globs", "locs", "filename")
+
+
+class _AttrsWatch:
+    """The ``sys.meta_path`` entry waiting for ``attr._make`` (module docstring)."""
+
+    def __init__(self, store: _Store) -> None:
+        self.store = store
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name != _ATTRS_MODULE:
+            return None
+        from importlib.machinery import SourceFileLoader, SourcelessFileLoader
+
+        sys.meta_path.remove(self)  # once: whatever follows, attrs is found by the others
+        spec = None
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = None if find is None else find(name, path, target)
+            if spec is not None:
+                break
+        loader = getattr(spec, "loader", None)
+        # Only a file loader made for this one module is changed (a shared one never is).
+        if isinstance(loader, SourceFileLoader | SourcelessFileLoader):
+            run = loader.exec_module
+
+            def exec_module(module: types.ModuleType) -> None:
+                run(module)
+                _serve_attrs(module, self.store)
+
+            loader.exec_module = exec_module  # type: ignore[method-assign]  # this instance only
+        return spec
+
+
+def _serve_attrs(module: types.ModuleType, store: _Store) -> None:
+    """Replace ``module._compile_and_eval`` (attrs') by one taking its code from ``store``."""
+    import __future__
+
+    original = getattr(module, "_compile_and_eval", None)
+    code = getattr(original, "__code__", None)
+    if code is None or code.co_varnames[: len(_ATTRS_PARAMETERS)] != _ATTRS_PARAMETERS:
+        return
+    # compile() inherits the __future__ flags of the function calling it.
+    future = 0
+    for feature in __future__.all_feature_names:
+        future |= getattr(__future__, feature).compiler_flag
+    flags = code.co_flags & future
+
+    def _compile_and_eval(
+        script: str, globs: dict[str, Any] | None, locs: Any = None, filename: str = ""
+    ) -> None:
+        eval(_attrs_code(store, script, filename, flags), globs, locs)
+
+    module._compile_and_eval = _compile_and_eval  # type: ignore[attr-defined]  # private, by design
+
+
+def _attrs_code(store: _Store, script: str, filename: str, flags: int) -> types.CodeType:
+    """The code of an attrs method text: from the store, its class hash put back (above)."""
+    found = list(_TYPE_HASH.finditer(script))
+    if not found:
+        return store.code(script, filename, flags)
+    if len(found) > 1:  # not a text attrs writes today: compiled as attrs would, not stored
+        code: types.CodeType = compile(script, filename, "exec", flags=flags, dont_inherit=True)
+        return code
+    start, end = found[0].span(1)
+    text = f"{script[:start]}{_PLACEHOLDER}{script[end:]}"
+    return _with_constant(store.code(text, filename, flags), int(found[0].group(1)))
+
+
+def _with_constant(code: types.CodeType, value: int) -> types.CodeType:
+    """``code`` with ``_PLACEHOLDER`` replaced by ``value`` in it and its nested functions."""
+    consts = tuple(
+        value
+        if type(c) is int and c == _PLACEHOLDER
+        else _with_constant(c, value)
+        if isinstance(c, types.CodeType)
+        else c
+        for c in code.co_consts
+    )
+    return code.replace(co_consts=consts)

@@ -145,6 +145,7 @@ class EffectRunner:
             task_id=step.task.id if fresh else None,
             attempt=step.attempt if fresh else 0,
             operation=step.effect.operation if fresh else None,
+            held=budget if fresh and budget else None,
         )
 
     async def _local(self, step: StartedEffect, memory: Mapping[str, JsonValue]) -> LocalResult:

@@ -121,10 +121,11 @@ class AuditBuffer:
     ``NewAuditEvent`` (the frozen dataclass costs more to build than the row it becomes).
     """
 
-    __slots__ = ("_events",)
+    __slots__ = ("_events", "_written")
 
     def __init__(self) -> None:
         self._events: list[tuple[str, object, str | None, str | None, str | None]] = []
+        self._written = 0  # events flushed so far: a ``mark`` stays valid across flushes
 
     def __bool__(self) -> bool:
         return bool(self._events)
@@ -146,15 +147,29 @@ class AuditBuffer:
         Consecutive events given the very same payload object (a task's ``ready`` and
         ``running``) share its one encoding: all are encoded here, after the last ``add``.
         """
+        self.flush_through_txn(conn, run_id, now, self.mark())
+
+    def mark(self) -> int:
+        """Where the buffer ends now, for ``flush_through_txn``."""
+        return self._written + len(self._events)
+
+    def flush_through_txn(self, conn: Db, run_id: str, now: str, mark: int) -> None:
+        """Write the events added before ``mark`` still held (one statement call) and forget
+        them; later ones stay, in order (a deferred settlement's own record goes between)."""
+        count = mark - self._written
+        if count <= 0:
+            return
         rows = []
         last: object = _NO_PAYLOAD
         text = ""
-        for kind, body, task, trace, at in self._events:
+        held = self._events
+        for kind, body, task, trace, at in held if count == len(held) else held[:count]:
             if body is not last:
                 text, last = dumps_value(conn, body, now), body
             rows.append((run_id, ROW_FORMAT_VERSION, kind, task, trace, text, at or now))
         conn.executemany(_INSERT_AUDIT, rows)
-        self._events.clear()
+        del self._events[:count]
+        self._written += count
 
 
 _NO_PAYLOAD = object()  # no event's payload: the first event is always encoded

@@ -219,7 +219,9 @@ def _settled(
 
 
 class _Settled(NamedTuple):
-    """A deferred settlement: the row it applies to, what was held and spent, the result."""
+    """A deferred settlement: the row it applies to, what was held and spent, the result;
+    ``before``: the caller's pending events and how many of them came before the settle
+    (written ahead of an overshoot it ends up recording, as a settle writing at once does)."""
 
     base: Known
     held: dict[str, int]
@@ -227,6 +229,7 @@ class _Settled(NamedTuple):
     usage: dict[str, int]
     reserved: dict[str, int]
     trace_id: str | None
+    before: tuple[AuditBuffer | None, int] = (None, 0)
 
 
 @dataclass
@@ -238,7 +241,12 @@ class SettleLater:
     pending: _Settled | None = None
 
     def defer(
-        self, run_id: str, held: dict[str, int], spent: dict[str, int], trace_id: str | None
+        self,
+        run_id: str,
+        held: dict[str, int],
+        spent: dict[str, int],
+        trace_id: str | None,
+        buffer: AuditBuffer | None = None,
     ) -> bool:
         """Apply a settlement without writing; False (nothing applied) when one is deferred
         already, there is no remembered row to apply it to, or it would overshoot a limit.
@@ -252,7 +260,8 @@ class SettleLater:
         usage, reserved = _settled(known, held, spent)
         if _overshoot(known.limits, usage) is not None:
             return False
-        self.pending = _Settled(known, held, spent, usage, reserved, trace_id)
+        before = (buffer, buffer.mark() if buffer is not None else 0)
+        self.pending = _Settled(known, held, spent, usage, reserved, trace_id, before)
         return True
 
     def take(self, run_id: str | None = None) -> _Settled | None:
@@ -285,6 +294,9 @@ def _settle_afresh_txn(conn: Db, was: _Settled, now: str) -> None:
     over = _overshoot(known.limits, usage)
     if over is not None and exceeded is None:
         REMEMBERED.pop(run_id, None)
+        buffer, mark = was.before
+        if buffer is not None:
+            buffer.flush_through_txn(conn, run_id, now, mark)
         _record_exceeded(conn, run_id, over, now, was.trace_id)
 
 
@@ -401,6 +413,31 @@ def _settled_before(conn: Db, run_id: str, reservation_id: str) -> BudgetSnapsho
     return budget_snapshot(conn, run_id)
 
 
+def _reconcile_txn(
+    conn: Db,
+    run_id: str,
+    reservation_id: str,
+    spent: dict[str, int],
+    now: str,
+    held: Mapping[str, int] | None,
+) -> dict[str, int] | None:
+    """Mark an active reservation reconciled; what it held, or None when none was active.
+    With ``held`` known no ``RETURNING`` (SQLite builds a temporary table for the row)."""
+    args = (dumps(spent), now, run_id, reservation_id)
+    if held is not None:
+        done = conn.execute(_RECONCILE, args)
+        return _amounts(held) if done.rowcount == 1 else None
+    row = conn.execute(_RECONCILE_RETURNING, args).fetchone()
+    return None if row is None else held_amounts(row[0])
+
+
+_RECONCILE = (
+    "UPDATE budget_reservations SET status = 'reconciled', actual_json = ?, settled_at = ?"
+    " WHERE run_id = ? AND reservation_id = ? AND status = 'active'"
+)
+_RECONCILE_RETURNING = _RECONCILE + " RETURNING amounts_json"
+
+
 def settle_budget_txn(
     conn: Db,
     run_id: str,
@@ -410,27 +447,30 @@ def settle_budget_txn(
     *,
     trace_id: str | None = None,
     later: SettleLater | None = None,
+    buffer: AuditBuffer | None = None,
+    held: Mapping[str, int] | None = None,
 ) -> BudgetSnapshot:
     """Replace a reservation by the actual usage; an overshoot records ``exceeded``. With
-    ``later`` the counters are left to the transaction's next reserve or its end."""
+    ``later`` the counters are left to the transaction's next reserve or its end.
+    ``buffer``: the transaction's pending events, written before anything this settle audits
+    (a deferred settle audits nothing: they stay for the transaction's one write).
+    ``held``: the amounts the caller reserved under this id, when it knows them (else they
+    are read back from the row)."""
     spent = _amounts(actual)
-    row = conn.execute(
-        "UPDATE budget_reservations SET status = 'reconciled', actual_json = ?, settled_at = ?"
-        " WHERE run_id = ? AND reservation_id = ? AND status = 'active' RETURNING amounts_json",
-        (dumps(spent), now, run_id, reservation_id),
-    ).fetchone()
+    reserved = _reconcile_txn(conn, run_id, reservation_id, spent, now, held)
     if (
         later is not None
-        and row is not None
-        and later.defer(run_id, held_amounts(row[0]), spent, trace_id)
+        and reserved is not None
+        and later.defer(run_id, reserved, spent, trace_id, buffer)
     ):
         was = later.pending
         assert was is not None  # just deferred
         return BudgetSnapshot(run_id, was.base.limits, was.usage, was.reserved, None, now)
+    flush_audits_txn(conn, run_id, buffer, now)
     write_settled_txn(conn, later, now)  # what was deferred lands first
-    if row is None:  # unknown, or settled before: a repeat changes nothing
+    if reserved is None:  # unknown, or settled before: a repeat changes nothing
         return _settled_before(conn, run_id, reservation_id)
-    snap = _settle_counters(conn, run_id, held_amounts(row[0]), spent, now)
+    snap = _settle_counters(conn, run_id, reserved, spent, now)
     over = _overshoot(snap.limits, snap.usage)
     if over is None or snap.exceeded is not None:
         # What was just written, not read back (each worker effect reserves its output).

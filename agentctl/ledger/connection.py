@@ -20,11 +20,12 @@ Invariants:
 - every connection runs WAL, ``synchronous=FULL``, ``foreign_keys=ON`` and a busy timeout
   (5 s by default); writes use ``BEGIN IMMEDIATE`` so a writer takes the lock up front.
 - first-time setup (creating the file, switching it to WAL, migrating) is serialised across
-  processes by an exclusive file lock ``<db>.lock`` (0600). Switching a fresh rollback-mode
-  file to WAL upgrades a read lock to a write lock, and SQLite answers two processes doing that
-  at once with an immediate SQLITE_BUSY that no busy timeout waits out; under the lock only one
-  process converts the file and the others find it done. A file whose header already says WAL
-  at the wanted version needs no setup and takes no lock (the common, hot path).
+  processes by an exclusive file lock ``<db>.lock`` (0600, ``ledger/setup_lock.py``).
+  Switching a fresh rollback-mode file to WAL upgrades a read lock to a write lock, and SQLite
+  answers two processes doing that at once with an immediate SQLITE_BUSY that no busy timeout
+  waits out; under the lock only one process converts the file and the others find it done.
+  A file whose header already says WAL at the wanted version needs no setup and takes no lock
+  (the common, hot path).
 - a ledger that does not exist yet is built aside, in a private temporary file next to it
   (``.<name>.new-<pid>``): WAL, the current schema in one transaction (``ledger/fresh.py``;
   every migration step while that script is stale), with no flush at all while it is
@@ -46,8 +47,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
-import filelock
-
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import (
     AgentctlError,
@@ -64,10 +63,10 @@ from agentctl.ledger.migrations import (
     MigrationResult,
     migrate,
 )
+from agentctl.ledger.setup_lock import setup_lock
 
 T = TypeVar("T")
 DEFAULT_BUSY_TIMEOUT_MS = 5000
-SETUP_LOCK_TIMEOUT_S = 60.0
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _WAL_FORMAT = 2  # header bytes 18/19 (write/read format version) are 2 in WAL mode
 
@@ -345,26 +344,6 @@ def _refuse_corrupt(conn: sqlite3.Connection, path: Path) -> None:
         raise corrupt_error(path, "; ".join(found))
 
 
-@contextlib.contextmanager
-def _setup_lock(db: Path) -> Iterator[None]:
-    """Hold ``<db>.lock`` exclusively while this process creates, converts or migrates ``db``."""
-    lock = filelock.FileLock(
-        f"{db}.lock",
-        timeout=SETUP_LOCK_TIMEOUT_S,
-        mode=0o600,
-        thread_local=False,
-        preserve_lock_file=True,
-    )
-    try:
-        with lock:
-            yield
-    except filelock.Timeout as exc:
-        raise LockTimeoutError(
-            f"another agentctl process kept setting up {db} for more than "
-            f"{SETUP_LOCK_TIMEOUT_S:g} s"
-        ) from exc
-
-
 def _fsync(path: Path, flags: int = os.O_RDONLY) -> None:
     fd = os.open(path, flags)
     try:
@@ -482,7 +461,7 @@ def open_database(
                 conn, migration = _connect_and_migrate(db, busy_timeout_ms, target_version, verify)
             else:
                 db.parent.mkdir(parents=True, exist_ok=True)
-                with _setup_lock(db):
+                with setup_lock(db):
                     conn, migration = _connect_and_migrate(
                         db, busy_timeout_ms, target_version, verify
                     )

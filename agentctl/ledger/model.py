@@ -239,6 +239,9 @@ class EffectOutcome:
     task_id: str | None = None
     attempt: int = 0
     operation: str | None = None
+    # What that same drive reserved for it (the reservation is the effect's, made in the
+    # transaction that inserted the row): its settle needs no read back of the amounts.
+    held: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)

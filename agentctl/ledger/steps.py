@@ -305,13 +305,20 @@ def _finish_one_txn(
         buffer=buffer,
         known=_audit_columns(o),
     )
-    if o.long_term_put is not None or o.spent is not None:
-        flush_audits_txn(conn, o.run_id, buffer, o.now)  # these may audit: keep the order
     if o.long_term_put is not None:
+        flush_audits_txn(conn, o.run_id, buffer, o.now)  # it may audit: keep the order
         longterm.put_txn(conn, o.long_term_put, o.now)
-    if o.spent is not None:
+    if o.spent is not None:  # writes ``buffer`` first if it audits (a deferred one does not)
         budget.settle_budget_txn(
-            conn, o.run_id, o.effect_id, o.spent, o.now, trace_id=o.trace_id, later=later
+            conn,
+            o.run_id,
+            o.effect_id,
+            o.spent,
+            o.now,
+            trace_id=o.trace_id,
+            later=later,
+            buffer=buffer,
+            held=o.held,
         )
     if o.tool_call_id is not None:
         effects.finish_tool_call_txn(

@@ -1,4 +1,4 @@
-"""Dataclass methods compiled once per user (``agentctl/dataclass_codes.py``).
+"""Dataclass (and attrs) methods compiled once per user (``agentctl/dataclass_codes.py``).
 
 The same classes are defined in three fresh processes — without the store, with an empty
 store (compiled, then saved) and with the saved store (loaded) — and must behave the same in
@@ -54,6 +54,27 @@ class Scaled:
     def __post_init__(self, factor: float) -> None:
         self.value = self.base * factor
 
+import attr  # after install: its methods are served from the store as well
+
+@attr.s(frozen=True, auto_attribs=True)
+class Pair:
+    left: int
+    right: str = "r"
+
+@attr.s(auto_attribs=True, eq=True, order=True, slots=True)
+class Rank:
+    level: int
+    name: str = attr.ib(default="n", repr=False)
+
+type_hash = hash(attr._make._generate_unique_filename(Pair, "hash"))
+pair_facts = {
+    "reprs": [repr(Pair(1)), repr(Rank(2, "x"))],
+    "eq": [Pair(1) == Pair(1, "r"), Pair(1) == Pair(2), Rank(1) < Rank(2)],
+    # attrs hashes the class's own (per-process) hash with the fields: put back in the code
+    "hash": hash(Pair(1, "x")) == hash((type_hash, 1, "x")),
+    "signatures": [str(inspect.signature(c)) for c in (Pair, Rank)],
+}
+
 p, q = Point(1, 2, ("a",)), Point(1, 3)
 o = Options(name="n", limit=4)
 s = Scaled(1.5, 3.0)
@@ -73,8 +94,10 @@ facts = {
     "slots": Options.__slots__,
     "match_args": Point.__match_args__,
     "fields": [[f.name for f in dataclasses.fields(c)] for c in (Point, Options, Scaled)],
+    "attrs": pair_facts,
 }
-used = None if store is None else {"compiled": store.added, "reused": len(store.used)}
+served = attr._make._compile_and_eval.__module__ == "agentctl.dataclass_codes"
+used = None if store is None else {"compiled": store.added, "reused": len(store.used), "attrs": served}
 print(json.dumps({"facts": facts, "store": used}))
 """
 
@@ -99,7 +122,7 @@ def test_stored_methods_behave_as_freshly_compiled_ones(tmp_path: Path) -> None:
     assert stored.is_file() and stored.stat().st_mode & 0o777 == 0o600
     warm = _probe(tmp_path, "store")
     assert plain["facts"] == cold["facts"] == warm["facts"]
-    assert cold["store"] == {"compiled": True, "reused": cold["store"]["reused"]}  # type: ignore[index]
+    assert cold["store"] == {"compiled": True, "reused": cold["store"]["reused"], "attrs": True}  # type: ignore[index]
     assert warm["store"]["compiled"] is False and warm["store"]["reused"] > 0  # type: ignore[index]
 
 

@@ -9,10 +9,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from ledger_helpers import make_run, ts
 
 from agentctl.core.jsonvalue import JsonObject
-from agentctl.ledger.audit import list_audit
+from agentctl.ledger.audit import AuditBuffer, flush_audits_txn, list_audit
 from agentctl.ledger.budget import (
     BudgetSnapshot,
     SettleLater,
@@ -153,3 +154,66 @@ def test_two_settlements_in_one_transaction_over_a_stale_row_audit_as_written_at
     assert once.exceeded == {"dimension": "outputTokens", "limit": 10, "attempted": 11}
     assert (late.usage, late.reserved, late.exceeded) == (once.usage, once.reserved, once.exceeded)
     assert late_events == once_events
+
+
+def _settle_between_events(conn: Db, run_id: str, later: SettleLater | None, mid: bool) -> None:
+    """A task event pending, the effect settled (over the real row), another event, the next
+    reservation; the events go through the step's buffer (written at once without ``later``,
+    as before the buffer reached the settle; ``mid``: the buffer is written in between)."""
+    buffer = AuditBuffer()
+    buffer.add("task.succeeded", {"attempt": 1, "error": None}, "t1")
+    if later is None:
+        flush_audits_txn(conn, run_id, buffer, ts(2))
+    settle_budget_txn(conn, run_id, "r1", {"toolCalls": 2}, ts(2), later=later, buffer=buffer)
+    if mid:
+        flush_audits_txn(conn, run_id, buffer, ts(2))
+    buffer.add("task.running", {"attempt": 1}, "t2")
+    reserve_budget_txn(conn, run_id, "r2", {"toolCalls": 1}, ts(3), buffer=buffer, later=later)
+    write_settled_txn(conn, later, ts(3))
+    flush_audits_txn(conn, run_id, buffer, ts(3))
+
+
+@pytest.mark.parametrize("mid", [False, True])
+def test_a_deferred_settlement_records_its_overshoot_after_the_events_before_it(
+    ledger: Database, db_path: Path, tmp_path: Path, mid: bool
+) -> None:
+    """A deferred settlement keeps the step's events in its buffer; when the row, read
+    afresh, shows an overshoot, the events added before the settle are written first and
+    those after it stay after the record — the audit log as when the settle wrote at once."""
+    script = tmp_path / "outside.py"
+    script.write_text(_OUTSIDE)
+    url = getattr(ledger, "url", str(db_path))
+    for run_id in ("at-once", "later"):
+        make_run(ledger, run_id, limits={"maxToolCalls": 2})
+        with ledger.transaction() as conn:
+            assert reserve_budget_txn(conn, run_id, "r1", {"toolCalls": 1}, ts(1)).granted
+        _spend_outside(script, url, run_id, "toolCalls", 1)
+        with ledger.transaction() as conn:
+            later = SettleLater() if run_id == "later" else None
+            _settle_between_events(conn, run_id, later, mid)
+    (once, once_events), (late, late_events) = _state(ledger, "at-once"), _state(ledger, "later")
+    kinds = [kind for kind, _ in late_events if not kind.startswith("run.")]
+    assert kinds[-4:] == ["task.succeeded", "budget.exceeded", "task.running", "budget.exceeded"]
+    assert late.exceeded == once.exceeded == {"dimension": "toolCalls", "limit": 2, "attempted": 3}
+    assert late_events == once_events
+
+
+def test_a_settle_told_what_was_held_ends_as_one_that_reads_it_back(ledger: Database) -> None:
+    """``held`` (the amounts the caller reserved) spares the read back: the counters, the
+    reservations and the audit log end the same, and a repeated settle changes nothing."""
+    wanted = {"toolCalls": 1, "outputTokens": 10}
+    for run_id in ("read", "held"):
+        make_run(ledger, run_id, limits={"maxToolCalls": 5})
+        held = wanted if run_id == "held" else None
+        with ledger.transaction() as conn:
+            assert reserve_budget_txn(conn, run_id, "r1", wanted, ts(1)).granted
+        for step in (2, 3):  # the second settle is a repeat
+            with ledger.transaction() as conn:
+                later = SettleLater()
+                spent = {"toolCalls": 1, "outputTokens": 7}
+                settle_budget_txn(conn, run_id, "r1", spent, ts(step), later=later, held=held)
+                write_settled_txn(conn, later, ts(step))
+    (read, read_events), (told, told_events) = _state(ledger, "read"), _state(ledger, "held")
+    assert told.usage == read.usage == {"toolCalls": 1, "outputTokens": 7, "totalTokens": 7}
+    assert told.reserved == read.reserved == {"toolCalls": 0, "outputTokens": 0, "totalTokens": 0}
+    assert told_events == read_events

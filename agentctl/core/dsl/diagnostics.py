@@ -11,7 +11,6 @@ Invariants:
 
 from __future__ import annotations
 
-import difflib
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -169,6 +168,8 @@ def _unknown_key(path: str, root: type[BaseModel]) -> Finding:
     allowed = allowed_keys(root, parent_path(path))
     help_text = None
     if allowed:
+        import difflib  # here, not at the top: only a document with an unknown key needs it
+
         close = difflib.get_close_matches(key, allowed, n=1)
         hint = f"did you mean `{close[0]}`? " if close else ""
         help_text = f"{hint}allowed keys here: {', '.join(allowed)}"

@@ -29,8 +29,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import filelock
-
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import InvalidOperationError, LockTimeoutError, NotFoundError, PersistenceError
@@ -124,6 +122,11 @@ class ArtifactStore:
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(d, 0o700)
         lock_path = self.root / ".lock"
+        # Imported here, not with the module: a pure run imports this module (ledger values
+        # may become blobs) without storing anything, and filelock's import (logging,
+        # secrets, decimal, ~20 modules of its own) was a tenth of that run's start-up.
+        import filelock
+
         self._lock = filelock.FileLock(
             lock_path,
             timeout=LOCK_TIMEOUT_S,
@@ -136,6 +139,8 @@ class ArtifactStore:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
+        import filelock  # loaded by __init__ already
+
         try:
             with self._lock:
                 yield
