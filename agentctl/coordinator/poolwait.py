@@ -48,6 +48,13 @@ def unsent_failure(effect_id: str, reason: str) -> Failure:
     return failure_from_error(effect_id, err.to_wire())
 
 
+def oversized_failure(effect_id: str, reason: str) -> Failure:
+    """The effect's request is too large for one frame: it reached no worker, and trying
+    again sends the same request (not retryable)."""
+    err = RunFailedError(f"effect request too large to send to a worker: {reason}")
+    return failure_from_error(effect_id, err.to_wire())
+
+
 class PendingReply:
     """One ``execute``'s slot: its reply once known, its sinks, its deadline, and its task
     while it waits."""

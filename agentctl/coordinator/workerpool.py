@@ -50,6 +50,7 @@ from agentctl.coordinator.poolwait import (
     HangWatch,
     PendingReply,
     lost_failure,
+    oversized_failure,
     unsent_failure,
 )
 from agentctl.coordinator.poolwait import HandleSink as HandleSink  # part of the pool's API
@@ -57,6 +58,7 @@ from agentctl.coordinator.workerproc import ChildProcess, signal_tree, write_wor
 from agentctl.coordinator.workerstart import Prestarted, worker_argv
 from agentctl.core import registry
 from agentctl.errors import AgentctlError, InvalidOperationError, PersistenceError
+from agentctl.mailbox import frames
 from agentctl.mailbox.frames import FrameChannel, FrameUnsentError, ProtocolError
 from agentctl.mailbox.messages import (
     Cancel,
@@ -189,6 +191,11 @@ class WorkerPool:
                     reply.resolve(unsent_failure(msg.effect_id, exc.message))  # never ran
                     return worker
                 self._lose(worker, exc.message)
+            except (
+                frames.FrameTooLargeError
+            ) as exc:  # nothing left: the worker stays, the call fails
+                del worker.pending[msg.effect_id]
+                reply.resolve(oversized_failure(msg.effect_id, exc.message))  # never ran
             except ProtocolError as exc:
                 self._lose(worker, exc.message)
             except BaseException:  # cancelled: nobody will wait for this call's reply
