@@ -10,12 +10,18 @@ Invariants:
   its own handler — which defers the interrupt out of its scheduler's critical sections — only
   over ``signal.default_int_handler``, so ours is set aside for the call. An interrupt that a
   library swallows inside a trio run is therefore not recorded here (the run's own signal
-  receivers and trio's KeyboardInterrupt still end it).
+  receivers and trio's KeyboardInterrupt still end it);
+- a KeyboardInterrupt raised where Python cannot let it propagate — a weakref callback (the
+  import system's module locks use them), a ``__del__``, a finalizer — is handed to
+  ``sys.unraisablehook``, which would print it with a traceback and carry on as if no Ctrl-C
+  came. ``deliver_again`` (that hook) makes the signal pending once more instead, so the
+  handler in place raises it in the code that runs next, where it can end the command.
 """
 
 from __future__ import annotations
 
 import signal
+import sys
 
 # Not ``typing.TYPE_CHECKING``: importing typing (a few ms) would come before the guard.
 TYPE_CHECKING = False
@@ -37,6 +43,20 @@ def raise_interrupt(_signum: int, _frame: object) -> NoReturn:
     global _received
     _received = True
     raise KeyboardInterrupt
+
+
+def deliver_again(unraisable: sys.UnraisableHookArgs) -> None:
+    """``sys.unraisablehook``: an interrupt that could not be raised is made pending again."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        import _thread
+
+        # From another thread: made pending from here, the handler would run at once, still
+        # inside this hook, and be swallowed again. The main thread takes it at its next
+        # bytecode boundary once it holds the GIL back, outside the callback (the handler in
+        # place raises it: ours, or trio's in a run). A raw thread: nothing waits for it.
+        _thread.start_new_thread(_thread.interrupt_main, (signal.SIGINT,))
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 def received() -> bool:

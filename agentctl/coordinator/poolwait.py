@@ -1,5 +1,5 @@
-"""How a ``WorkerPool.execute`` waits: its reply slot, and the one timer behind every call's
-hung-worker deadline.
+"""How a ``WorkerPool.execute`` waits: its reply slot, the one timer behind every call's
+hung-worker deadline, and the replies a call gets when no worker answers it.
 
 Invariants:
 - a ``PendingReply`` is resolved at most once; waking its caller is a bare reschedule of the
@@ -19,12 +19,40 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from agentctl.mailbox.messages import Failure, RemoteHandle, Result, StreamFragment
+from agentctl.errors import RunFailedError
+from agentctl.mailbox.messages import (
+    Failure,
+    RemoteHandle,
+    Result,
+    StreamFragment,
+    WireError,
+    failure_from_error,
+)
+
+WORKER_LOST = "WorkerLost"
 
 # Persists one fragment of a streaming effect; raises AgentctlError when it cannot.
 FragmentSink = Callable[[StreamFragment], Awaitable[None]]
 # Persists a worker's mid-effect ``RemoteHandle`` durably; raises AgentctlError if it cannot.
 HandleSink = Callable[[RemoteHandle], Awaitable[None]]
+
+
+def lost_failure(effect_id: str, pid: int, reason: str) -> Failure:
+    error = WireError(type=WORKER_LOST, message=f"worker {pid} was lost: {reason}")
+    return Failure(effect_id=effect_id, error=error, uncertain=True)
+
+
+def unsent_failure(effect_id: str, reason: str) -> Failure:
+    """The effect reached no worker (each one tried had died before it): it did not run."""
+    err = RunFailedError(f"no worker could take the effect: {reason}", retryable=True)
+    return failure_from_error(effect_id, err.to_wire())
+
+
+def oversized_failure(effect_id: str, reason: str) -> Failure:
+    """The effect's request is too large for one frame: it reached no worker, and trying
+    again sends the same request (not retryable)."""
+    err = RunFailedError(f"effect request too large to send to a worker: {reason}")
+    return failure_from_error(effect_id, err.to_wire())
 
 
 class PendingReply:
@@ -75,17 +103,19 @@ class HangWatch:
         self._expire = expire
         self._next = math.inf
         self._scope = trio.CancelScope()
-        self._started = False
+        self._clock: trio.abc.Clock | None = None  # the run's, once the timer started
 
     def expect(self, reply: PendingReply, nursery: trio.Nursery) -> None:
         """Give ``reply`` its deadline and make sure the timer wakes by then."""
-        reply.deadline = deadline = trio.current_time() + reply.limit
-        if deadline >= self._next:
-            return  # the timer wakes earlier anyway (the usual case: nothing to do)
-        self._next = self._scope.deadline = deadline
-        if not self._started:
-            self._started = True
+        # The run's clock, asked directly: ``trio.current_time()`` is three Python calls
+        # deep, and this runs once per call. (The pool, so its timer, lives in one run.)
+        clock = self._clock
+        if clock is None:
+            clock = self._clock = trio.lowlevel.current_clock()
             nursery.start_soon(self._run)
+        reply.deadline = deadline = clock.current_time() + reply.limit
+        if deadline < self._next:  # else the timer wakes earlier anyway (the usual case)
+            self._next = self._scope.deadline = deadline
 
     async def _run(self) -> None:
         while True:

@@ -45,26 +45,33 @@ from dataclasses import dataclass, field
 import psutil
 import trio
 
-from agentctl.coordinator.poolwait import FragmentSink, HangWatch, PendingReply
+from agentctl.coordinator.poolwait import (
+    FragmentSink,
+    HangWatch,
+    PendingReply,
+    lost_failure,
+    oversized_failure,
+    unsent_failure,
+)
 from agentctl.coordinator.poolwait import HandleSink as HandleSink  # part of the pool's API
 from agentctl.coordinator.workerproc import ChildProcess, signal_tree, write_worker_registry
 from agentctl.coordinator.workerstart import Prestarted, worker_argv
 from agentctl.core import registry
-from agentctl.errors import AgentctlError, InvalidOperationError, PersistenceError, RunFailedError
+from agentctl.errors import AgentctlError, InvalidOperationError, PersistenceError
+from agentctl.mailbox import frames
 from agentctl.mailbox.frames import FrameChannel, FrameUnsentError, ProtocolError
 from agentctl.mailbox.messages import (
     Cancel,
     Execute,
     Failure,
     Hello,
+    Message,
     RemoteHandle,
     RemoteHandleAck,
     Result,
     Shutdown,
     StreamAck,
     StreamFragment,
-    WireError,
-    failure_from_error,
 )
 
 HELLO_TIMEOUT_S = 60.0
@@ -72,7 +79,6 @@ SHUTDOWN_GRACE_S = 2.0
 TERM_GRACE_S = 1.0
 # Beyond an effect's own timeout, before its worker counts as hung (operators may tune it).
 ANSWER_GRACE_S = float(os.environ.get("AGENTCTL_ANSWER_GRACE_SECONDS", "10"))
-WORKER_LOST = "WorkerLost"
 
 
 @dataclass
@@ -87,17 +93,6 @@ class _Worker:
     @property
     def pid(self) -> int:
         return self.proc.pid
-
-
-def _lost_failure(effect_id: str, pid: int, reason: str) -> Failure:
-    error = WireError(type=WORKER_LOST, message=f"worker {pid} was lost: {reason}")
-    return Failure(effect_id=effect_id, error=error, uncertain=True)
-
-
-def _unsent_failure(effect_id: str, reason: str) -> Failure:
-    """The effect reached no worker (each one tried had died before it): it did not run."""
-    err = RunFailedError(f"no worker could take the effect: {reason}", retryable=True)
-    return failure_from_error(effect_id, err.to_wire())
 
 
 class WorkerPool:
@@ -156,7 +151,8 @@ class WorkerPool:
         ``on_handle`` persists the remote handles the effect reports on its way; the worker is
         acknowledged once it returns (a refusal tells the worker the handle is not durable).
         """
-        msg = self._addressed(msg)
+        if msg.executor is None or (msg.trace_id is None and self.trace_id is not None):
+            msg = self._addressed(msg)  # (the coordinator's own messages need no copy)
         reply = PendingReply(on_fragment, on_handle, msg.timeout_seconds + ANSWER_GRACE_S)
         worker = await self._send_execute(msg, reply)
         try:
@@ -176,9 +172,13 @@ class WorkerPool:
         (``size`` times, then a plain failure: it never ran). Other failures: WorkerLost."""
         tries = 0
         while True:
-            worker = self._assign_nowait(msg.effect_id, reply)
+            # Without the lock if a worker can take it now (no await between choosing and
+            # recording the call; the lock is needed only to start a worker).
+            worker = None if self._lock.locked() else self._choose(msg.effect_id)
             if worker is None:
                 worker = await self._assign(msg.effect_id, reply)
+            else:
+                self._record(worker, msg.effect_id, reply)
             try:
                 await worker.channel.send(msg)
             except FrameUnsentError as exc:
@@ -188,9 +188,14 @@ class WorkerPool:
                     tries += 1
                     if tries <= self.size:
                         continue
-                    reply.resolve(_unsent_failure(msg.effect_id, exc.message))  # never ran
+                    reply.resolve(unsent_failure(msg.effect_id, exc.message))  # never ran
                     return worker
                 self._lose(worker, exc.message)
+            except (
+                frames.FrameTooLargeError
+            ) as exc:  # nothing left: the worker stays, the call fails
+                del worker.pending[msg.effect_id]
+                reply.resolve(oversized_failure(msg.effect_id, exc.message))  # never ran
             except ProtocolError as exc:
                 self._lose(worker, exc.message)
             except BaseException:  # cancelled: nobody will wait for this call's reply
@@ -217,9 +222,18 @@ class WorkerPool:
                     continue
                 worker.reading = True
                 try:
-                    await self._read_one(worker, awaited)
+                    msg = await worker.channel.receive(awaited=awaited)
+                except ProtocolError as exc:
+                    self._lose(worker, exc.message)
+                    msg = None
                 finally:
                     worker.reading = False
+                if isinstance(msg, Result | Failure):  # the usual frame: a reply, delivered here
+                    other = worker.pending.pop(msg.effect_id, None)
+                    if other is not None:  # else its caller gave up: a late reply is dropped
+                        other.resolve(msg)
+                elif not worker.lost:
+                    await self._deliver_other(worker, msg)
                 awaited = False
         finally:
             if not worker.reading:
@@ -256,16 +270,6 @@ class WorkerPool:
             async with trio.open_nursery() as nursery:
                 for _ in range(missing):
                     nursery.start_soon(self._spawn)
-
-    def _assign_nowait(self, effect_id: str, reply: PendingReply) -> _Worker | None:
-        """The worker ``reply``'s effect is recorded on, if one can take it without waiting (no
-        await between choosing and recording; the lock is needed only to start a worker)."""
-        if self._lock.locked():
-            return None
-        worker = self._choose(effect_id)
-        if worker is not None:
-            self._record(worker, effect_id, reply)
-        return worker
 
     async def _assign(self, effect_id: str, reply: PendingReply) -> _Worker:
         """The worker ``reply``'s effect is recorded on, started under the lock if need be."""
@@ -354,19 +358,19 @@ class WorkerPool:
             await worker.channel.aclose()
         raise AgentctlError(f"worker process {worker.pid} failed to start: {reason}")
 
-    async def _read_one(self, worker: _Worker, awaited: bool = False) -> None:
-        """Read one frame of ``worker``'s and deliver it; a broken worker is lost."""
+    async def _deliver_other(self, worker: _Worker, msg: Message | None) -> None:
+        """Act on a frame of ``worker``'s that is not a reply (``_await_reply`` delivers those);
+        None is its clean EOF. A broken worker is lost."""
         try:
-            msg = await worker.channel.receive(awaited=awaited)
-            if isinstance(msg, Result | Failure):
-                reply = worker.pending.pop(msg.effect_id, None)
-                if reply is not None:  # else its caller gave up: a late reply is dropped
-                    reply.resolve(msg)
-            elif isinstance(msg, StreamFragment):
+            if isinstance(msg, StreamFragment):
                 # Possibly another effect's fragment: the reading caller's cancellation must
                 # not cut its sink short and leave the worker waiting for the ack.
-                with trio.CancelScope(shield=True):
-                    await self._keep_fragment(worker, msg)
+                worker.reading = True  # the ack goes before any other caller reads on
+                try:
+                    with trio.CancelScope(shield=True):
+                        await self._keep_fragment(worker, msg)
+                finally:
+                    worker.reading = False
             elif isinstance(msg, RemoteHandle):
                 # Persisted aside: the reading goes on serving the worker's other effects.
                 self._nursery.start_soon(self._persist_handle, worker, msg)
@@ -414,7 +418,7 @@ class WorkerPool:
         worker.lost = True
         pending, worker.pending = worker.pending, {}
         for effect_id, reply in pending.items():
-            reply.resolve(_lost_failure(effect_id, worker.pid, reason))
+            reply.resolve(lost_failure(effect_id, worker.pid, reason))
         signal_tree(worker.pid, signal.SIGKILL, session=True)
         worker.channel.abandon()  # a caller reading or sending now returns at once
         self._workers = [w for w in self._workers if w is not worker]

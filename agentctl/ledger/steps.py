@@ -21,7 +21,7 @@ Invariants:
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import agentctl.ledger.approvals as approvals
 import agentctl.ledger.audit as audit
@@ -308,24 +308,36 @@ def _finish_one_txn(
     if o.long_term_put is not None:
         flush_audits_txn(conn, o.run_id, buffer, o.now)  # it may audit: keep the order
         longterm.put_txn(conn, o.long_term_put, o.now)
-    if o.spent is not None:  # writes ``buffer`` first if it audits (a deferred one does not)
-        budget.settle_budget_txn(
-            conn,
-            o.run_id,
-            o.effect_id,
-            o.spent,
-            o.now,
-            trace_id=o.trace_id,
-            later=later,
-            buffer=buffer,
-            held=o.held,
-        )
+    if o.spent is not None:
+        _settle_txn(conn, o, o.spent, buffer, later)
     if o.tool_call_id is not None:
         effects.finish_tool_call_txn(
             conn, o.run_id, o.tool_call_id, o.status, o.now, output=o.result, error=o.error
         )
     if o.protocol is not None and not o.protocol.empty:
         protocols.record_protocol_txn(conn, o.effect_id, o.protocol, o.now)
+
+
+def _settle_txn(
+    conn: Db,
+    o: EffectOutcome,
+    spent: Mapping[str, int],
+    buffer: AuditBuffer | None,
+    later: budget.SettleLater | None,
+) -> None:
+    """The outcome's budget settlement; it writes ``buffer`` first if it audits (a deferred
+    one does not)."""
+    budget.settle_budget_txn(
+        conn,
+        o.run_id,
+        o.effect_id,
+        spent,
+        o.now,
+        trace_id=o.trace_id,
+        later=later,
+        buffer=buffer,
+        held=o.held,
+    )
 
 
 def finish_effects_txn(conn: Db, outcomes: Sequence[EffectOutcome]) -> None:

@@ -15,7 +15,9 @@ channel works on the socket's descriptor directly — it tries the non-blocking 
 ``write`` first and parks in ``wait_readable`` / ``wait_writable`` only when the kernel has
 nothing for it, so a frame that goes out (or is already there) costs no pass of the trio
 scheduler. A send that finds the lock free and the socket buffer roomy never takes the lock:
-nothing can interleave with a write that does not await.
+nothing can interleave with a write that does not await. ``send_nowait`` is that write
+without the coroutine (and without a checkpoint), for a caller that checkpoints next anyway;
+what it cannot write at once it hands back for ``send_rest``, holding the lock for it.
 """
 
 from __future__ import annotations
@@ -56,14 +58,19 @@ class FrameUnsentError(ProtocolError):
     peer cannot have seen it (a peer that closed its end makes that write fail at once)."""
 
 
+class FrameTooLargeError(ProtocolError):
+    """A message to send encodes above ``MAX_FRAME_BYTES``: refused before any byte of it
+    left, so the connection stays usable (the message, not the peer, is at fault)."""
+
+
 def encode_frame(msg: Message) -> bytes:
-    """The wire bytes of ``msg``; raises ProtocolError if it would exceed the frame limit."""
+    """The wire bytes of ``msg``; raises FrameTooLargeError above the frame limit."""
     # The model's built serializer, called directly: ``model_dump_json`` would wrap it in a
     # Python call, decode its bytes to ``str`` and leave us to encode them back (~2 against
     # ~6 µs for an ``Execute``, on both sides of every round trip). The bytes are the same.
     body = msg.__pydantic_serializer__.to_json(msg, by_alias=True)
     if len(body) > MAX_FRAME_BYTES:
-        raise ProtocolError(f"frame of {len(body)} bytes exceeds the {MAX_FRAME_BYTES} limit")
+        raise FrameTooLargeError(f"frame of {len(body)} bytes exceeds the {MAX_FRAME_BYTES} limit")
     return _HEADER.pack(len(body)) + body
 
 
@@ -97,6 +104,10 @@ def _whole_frame(chunk: bytes | bytearray) -> bool:
     return len(chunk) == _HEADER.size + length and length <= MAX_FRAME_BYTES
 
 
+def _closed() -> trio.ClosedResourceError:
+    return trio.ClosedResourceError("the frame channel is closed")
+
+
 class _SocketIO:
     """Non-blocking reads and writes on a trio socket's descriptor (see the module doc).
 
@@ -108,27 +119,23 @@ class _SocketIO:
 
     def __init__(self, stream: trio.SocketStream) -> None:
         self._sock = stream.socket
-        self._fileno = self._sock.fileno()
+        self.fileno = self._sock.fileno()
 
-    def _fd(self) -> int:
-        fd = self._fileno
+    def fd(self) -> int:
+        fd = self.fileno
         if fd < 0:
-            raise trio.ClosedResourceError("the frame channel is closed")
+            raise _closed()
         return fd
 
     def close(self) -> None:
         """Forget the descriptor: from now on every call raises as on a closed socket."""
-        self._fileno = -1
+        self.fileno = -1
 
-    async def receive_some(self, max_bytes: int, *, awaited: bool = False) -> bytes:
-        # trio is given the number, not the socket: it would ask the socket for it again.
-        # ``notify_closing(socket)`` still finds the wait, registered under the same number.
-        if awaited:  # nothing can be there yet: park first, and save a read that fails
-            await trio.lowlevel.wait_readable(self._fd())  # a checkpoint itself
-        else:
-            await trio.lowlevel.checkpoint_if_cancelled()
+    async def receive_some(self, max_bytes: int) -> bytes:
+        # trio is given the number, not the socket (as in ``FrameChannel.receive``).
+        await trio.lowlevel.checkpoint_if_cancelled()
         while True:
-            fd = self._fd()  # asked again after each wait: it may have been closed meanwhile
+            fd = self.fd()  # asked again after each wait: it may have been closed meanwhile
             try:
                 return os.read(fd, max_bytes)
             except BlockingIOError:
@@ -137,16 +144,19 @@ class _SocketIO:
     def write_nowait(self, data: bytes | memoryview) -> int:
         """Bytes of ``data`` the kernel took now (0 when its buffer is full)."""
         try:
-            return os.write(self._fd(), data)
+            fd = self.fileno  # (``fd()`` inlined: a write is on every frame's path)
+            if fd < 0:
+                raise _closed()
+            return os.write(fd, data)
         except BlockingIOError:
             return 0
 
     async def wait_writable(self) -> None:
-        await trio.lowlevel.wait_writable(self._fd())
+        await trio.lowlevel.wait_writable(self.fd())
 
     def wake_waiters(self) -> None:
-        if self._fileno >= 0:
-            trio.lowlevel.notify_closing(self._fileno)
+        if self.fileno >= 0:
+            trio.lowlevel.notify_closing(self.fileno)
 
 
 class FrameChannel:
@@ -189,6 +199,43 @@ class FrameChannel:
         except _LOST as exc:
             raise ProtocolError(f"connection lost while sending: {exc}") from exc
 
+    def send_nowait(self, msg: Message) -> memoryview | None:
+        """Write what of ``msg``'s frame goes at once, without waiting or a checkpoint: None
+        when all of it went (the usual case), else the rest — all of it when nothing went — for
+        ``send_rest``. The send lock is held for a rest when it was free, so no other frame
+        cuts in. Raises as ``send``, holding nothing then."""
+        data = encode_frame(msg)
+        if self.torn:
+            raise ProtocolError("an earlier frame was cut off: the connection is unusable")
+        if self._io is None or self._send_lock.locked():
+            return memoryview(data)
+        try:
+            sent = self._io.write_nowait(data)
+        except _LOST as exc:
+            raise FrameUnsentError(f"connection lost before sending: {exc}") from exc
+        if sent == len(data):
+            return None
+        self._send_lock.acquire_nowait()
+        return memoryview(data)[sent:]
+
+    async def send_rest(self, rest: memoryview) -> None:
+        """Send ``rest``, what ``send_nowait`` left of a frame, then release the lock it took."""
+        started = rest.nbytes < memoryview(rest.obj).nbytes  # a byte of the frame left
+        try:
+            if self._send_lock.statistics().owner is not trio.lowlevel.current_task():
+                async with self._send_lock:  # it was busy: nothing of the frame went yet
+                    if self._io is None:
+                        await self._stream.send_all(rest)
+                    else:
+                        await self._write_rest(rest, started=False)
+                return
+            try:
+                await self._write_rest(rest, started=started)
+            finally:
+                self._send_lock.release()
+        except _LOST as exc:
+            raise ProtocolError(f"connection lost while sending: {exc}") from exc
+
     async def _write_rest(self, view: memoryview, *, started: bool) -> None:
         """Write ``view``, the rest of a frame; ``started``: a byte of it already left."""
         assert self._io is not None
@@ -210,17 +257,38 @@ class FrameChannel:
         must answer first, so an empty buffer means nothing has come yet — the first wait is
         for the socket to turn readable, not a read that would fail (a hint: either way is
         correct, this one costs one system call less when it holds)."""
-        buffer = self._buffer
-        if not buffer and self._io is not None:  # the usual case: one read, one whole frame
-            try:
-                chunk = await self._io.receive_some(_READ_CHUNK, awaited=awaited)
-            except _LOST as exc:
-                raise ProtocolError(f"connection lost while receiving: {exc}") from exc
-            if _whole_frame(chunk):
-                return decode_body(chunk[_HEADER.size :])  # no buffering
-            if not chunk:
-                return None  # a clean EOF, at a frame boundary
-            buffer += chunk
+        io = self._io
+        if self._buffer or io is None:
+            return await self._receive_buffered()
+        # The usual case, flat (it runs on both sides of every round trip, and each wake-up
+        # resumes every coroutine between trio and the caller): one read, one whole frame.
+        # trio is given the number (``notify_closing`` still finds the wait), checked after
+        # each wait: the channel may have been closed meanwhile.
+        try:
+            if not awaited:
+                await trio.lowlevel.checkpoint_if_cancelled()  # (a wait is a checkpoint itself)
+            while True:
+                if (fd := io.fileno) < 0:  # (``fd()`` inlined)
+                    raise _closed()
+                if awaited:  # nothing can be there yet: park first, and save a read that fails
+                    awaited = False
+                    await trio.lowlevel.wait_readable(fd)
+                    continue
+                try:
+                    chunk = os.read(fd, _READ_CHUNK)
+                    break
+                except BlockingIOError:
+                    awaited = True
+        except _LOST as exc:
+            raise ProtocolError(f"connection lost while receiving: {exc}") from exc
+        size = len(chunk)
+        if size >= _HEADER.size:
+            length: int = _HEADER.unpack_from(chunk)[0]
+            if size == _HEADER.size + length and length <= MAX_FRAME_BYTES:
+                return decode_body(chunk[_HEADER.size :])  # exactly one frame: no buffering
+        elif not size:
+            return None  # a clean EOF, at a frame boundary
+        self._buffer += chunk
         return await self._receive_buffered()
 
     async def _receive_buffered(self) -> Message | None:
@@ -262,7 +330,7 @@ class FrameChannel:
 
     async def _receive_some(self, count: int) -> bytes | bytearray:
         size = max(_READ_CHUNK, count)
-        try:  # (the one-frame fast path in ``receive`` wraps its read the same way)
+        try:  # (the one-frame fast path in ``receive`` wraps its reads the same way)
             if self._io is not None:
                 return await self._io.receive_some(size)
             return await self._stream.receive_some(size)

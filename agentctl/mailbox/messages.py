@@ -16,9 +16,11 @@ model answer sends each delta and waits for its acknowledgement before reading o
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
 
 from agentctl.core.protocols import ProtocolEvidence
@@ -218,4 +220,12 @@ def failure_from_error(
     # One validation: the payload becomes the nested ``WireError`` inside it (a ``WireError``
     # built first cost a second model's Python ``__init__`` on every failure reply).
     fields = {"effect_id": effect_id, "error": error, "uncertain": uncertain, "protocol": protocol}
-    return Failure.model_validate(fields)
+    return _failure_validator()(fields)
+
+
+@functools.cache
+def _failure_validator() -> Callable[[object], Failure]:
+    # Built on first use (the models defer their builds); called directly, as the frame
+    # decoder's: ``model_validate`` only wraps it in a Python call passing its defaults on.
+    validate: Callable[[object], Failure] = TypeAdapter(Failure).validator.validate_python
+    return validate

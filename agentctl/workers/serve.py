@@ -27,7 +27,7 @@ import os
 import socket
 import types
 from collections.abc import Callable, Coroutine, Generator
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import trio
 
@@ -54,7 +54,7 @@ from agentctl.workers.executors import (
     executor_for,
 )
 from agentctl.workers.remote import CURRENT_LINK, HandleLink
-from agentctl.workers.stream import StreamSink, bind_sink
+from agentctl.workers.stream import CURRENT_SINK_SOURCE, StreamSink
 from agentctl.workers.tracecontext import CURRENT_SPAN
 
 T = TypeVar("T")
@@ -65,12 +65,13 @@ class _Effect(Dispatch):
     reported about its request (it is the effect's ``Dispatch``), and its stream sink, made
     when the executor first asks for it (it is the effect's ``SinkSource``)."""
 
-    def __init__(self, msg: Execute, channel: FrameChannel, sinks: dict[str, StreamSink]):
-        super().__init__()
+    def __init__(self, msg: Execute, worker: _Worker):
+        self._sent = None  # ``Dispatch``'s one field, set here: no ``super()`` call per effect
         self.msg = msg
+        self.clock = worker.clock
         self.deadline = math.inf
-        self._channel = channel
-        self._sinks = sinks  # the worker's, so that a StreamAck finds the sink
+        self._channel = worker.channel
+        self._sinks = worker.sinks  # the worker's, so that a StreamAck finds the sink
 
     def sink(self) -> StreamSink:
         made = self._sinks.get(self.msg.effect_id)
@@ -87,12 +88,13 @@ async def _attempt(effect: _Effect) -> Result | Failure:
     loaded (it bounds the effect, not the worker's first import of its executor).
     """
     msg = effect.msg
+    # Bound for the rest of this task, each effect its own (set directly: no Python call).
     CURRENT_DISPATCH.set(effect)
     CURRENT_SPAN.set(msg)
-    bind_sink(effect)
+    CURRENT_SINK_SOURCE.set(effect)
     try:
         executor = executor_for(msg)
-        effect.deadline = trio.current_time() + msg.timeout_seconds
+        effect.deadline = effect.clock.current_time() + msg.timeout_seconds
         outcome = await executor(msg)
         return Result(
             effect_id=msg.effect_id,
@@ -145,6 +147,9 @@ class _Worker:
         self.scopes: dict[str, trio.CancelScope] = {}
         self.sinks: dict[str, StreamSink] = {}
         self.link = HandleLink(channel)
+        # The run's clock, asked directly for each effect's deadline (``trio.current_time()``
+        # is three Python calls deep).
+        self.clock = trio.lowlevel.current_clock()
 
     async def serve(self) -> None:
         """Read messages until EOF, error or Shutdown, running each ``Execute`` in this task.
@@ -190,7 +195,7 @@ class _Worker:
 
     async def _run_here(self, msg: Execute, scope: trio.CancelScope, blocked: _Blocked) -> bool:
         """Run ``msg`` in this task; True if this task stopped reading (it blocked)."""
-        effect = _Effect(msg, self.channel, self.sinks)
+        effect = _Effect(msg, self)
 
         def on_block() -> None:
             blocked.effect = effect  # the scope is the effect's own from now on
@@ -211,7 +216,18 @@ class _Worker:
 
     async def _answer_here(self, reply: Result | Failure) -> bool:
         """Send an effect's reply from this task; True if the send blocked (then a new reader
-        started, as for an effect that blocks: this task cannot read meanwhile)."""
+        started, as for an effect that blocks: this task cannot read meanwhile). The usual
+        reply goes whole at once (``send_nowait``: no coroutine, no checkpoint — the read
+        that follows is one)."""
+        crash_point(CrashPoint.WORKER_BEFORE_RESULT)
+        try:
+            rest = self.channel.send_nowait(reply)
+        except ProtocolError as exc:
+            sending = self._refused(reply, exc)
+        else:
+            if rest is None:
+                return False
+            sending = self._send_rest(rest)
         handed_over = False
 
         def on_block() -> None:
@@ -219,23 +235,33 @@ class _Worker:
             handed_over = True
             self.nursery.start_soon(self.serve)
 
-        await _run_handing_over(self._reply(reply), on_block)
+        await _run_handing_over(sending, on_block)
         return handed_over
 
     async def _reply(self, reply: Result | Failure) -> None:
         crash_point(CrashPoint.WORKER_BEFORE_RESULT)
         try:
-            try:
-                await self.channel.send(reply)
-            except ProtocolError as exc:
-                if not (isinstance(reply, Result) and "exceeds" in exc.message):
-                    raise
-                # Refused whole before a byte went out: the effect fails, saying why.
-                err = RunFailedError(f"effect result too large to send: {exc.message}")
-                await self.channel.send(failure_from_error(reply.effect_id, err.to_wire()))
+            await self.channel.send(reply)
+        except ProtocolError as exc:
+            await self._refused(reply, exc)
+
+    async def _refused(self, reply: Result | Failure, exc: ProtocolError) -> None:
+        """After a reply's send failed: a result too large fails its effect, saying why (it was
+        refused whole, before a byte went out); any other failure means the coordinator is
+        gone — nobody can receive results any more."""
+        try:
+            if not (isinstance(reply, Result) and "exceeds" in exc.message):
+                raise exc
+            err = RunFailedError(f"effect result too large to send: {exc.message}")
+            await self.channel.send(failure_from_error(reply.effect_id, err.to_wire()))
         except ProtocolError:
-            # The coordinator is gone: nobody can receive results any more.
             self.nursery.cancel_scope.cancel()
+
+    async def _send_rest(self, rest: memoryview) -> None:
+        try:
+            await self.channel.send_rest(rest)
+        except ProtocolError:
+            self.nursery.cancel_scope.cancel()  # the coordinator is gone
 
     def _admit(self, msg: Execute, scope: trio.CancelScope) -> bool:
         """Record ``msg``'s effect as running here; False for a duplicate of a running one."""
@@ -256,10 +282,13 @@ def _run_handing_over(
     was), except that its first step is taken here: so ``on_block`` runs only for an effect
     that blocks — a new reader is started only then, since this task cannot read meanwhile.
     """
+    # (``done.value`` is returned as it is: ``typing.cast`` is a Python call, twice per effect)
+    value: T
     try:
         trap = effect.send(None)
     except StopIteration as done:
-        return cast(T, done.value)
+        value = done.value
+        return value
     on_block()
     while True:
         try:
@@ -271,12 +300,14 @@ def _run_handing_over(
             try:
                 trap = effect.throw(exc)
             except StopIteration as done:
-                return cast(T, done.value)
+                value = done.value
+                return value
         else:
             try:
                 trap = effect.send(sent)
             except StopIteration as done:
-                return cast(T, done.value)
+                value = done.value
+                return value
 
 
 def _preload(modules: tuple[str, ...]) -> None:

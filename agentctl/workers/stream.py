@@ -86,16 +86,14 @@ class SinkSource(Protocol):
     def sink(self) -> StreamSink: ...
 
 
-_current: ContextVar[SinkSource | None] = ContextVar("agentctl_stream_sink", default=None)
+# Set by ``serve.py`` for the rest of the effect's trio task, before each effect runs (effects
+# answered at once may run one after another in one reader task, each binding its own).
+CURRENT_SINK_SOURCE: ContextVar[SinkSource | None] = ContextVar(
+    "agentctl_stream_sink", default=None
+)
 
 
 def current_sink() -> StreamSink | None:
     """The sink of the effect running in this task, if the worker bound one."""
-    source = _current.get()
+    source = CURRENT_SINK_SOURCE.get()
     return None if source is None else source.sink()
-
-
-def bind_sink(source: SinkSource) -> None:
-    """Bind ``source`` for the rest of the calling trio task: every effect binds its own
-    before it runs (effects answered at once may run one after another in one reader task)."""
-    _current.set(source)

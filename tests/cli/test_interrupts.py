@@ -157,6 +157,34 @@ def test_a_native_panic_without_an_interrupt_is_an_internal_error_not_a_tracebac
     assert "Traceback" not in err
 
 
+# SIGINT landing in a weakref callback (the import system's module locks use them): Python
+# cannot raise there and hands the KeyboardInterrupt to ``sys.unraisablehook``. The stand-in
+# command then goes on as a command that finishes would: exit 0 unless the interrupt comes back.
+IN_CALLBACK = (
+    "import os, signal, time, weakref, agentctl.cli_main as m\n"
+    "class Held: pass\n"
+    "def stand_in(argv, settings):\n"
+    "    held = Held()\n"
+    "    ref = weakref.ref(held, lambda _: os.kill(os.getpid(), signal.SIGINT))\n"
+    "    del held\n"
+    "    for _ in range(300): time.sleep(0.01)\n"
+    "    return 0\n"
+    "m._dispatch = stand_in\n"
+    "import agentctl.entry as e; e.main()"
+)
+
+
+def test_an_interrupt_raised_inside_a_weakref_callback_still_ends_the_command(
+    tmp_path: Path,
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    args = ["-c", IN_CALLBACK, "--output", "json", "check", "wf.yaml"]
+    _out, err = _popen(args, tmp_path, env).communicate(timeout=60)
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    reported = json.loads(err.strip().splitlines()[-1])["error"]
+    assert reported["exitCode"] == 130 and "interrupt" in reported["message"]
+
+
 CHAIN_STEPS = 3000
 
 

@@ -243,6 +243,35 @@ async def test_one_worker_many_effects_replies_in_any_order(tmp_path: Path) -> N
         assert isinstance(reply, Result) and reply.output["stdout"] == f"{i}\n"
 
 
+async def test_an_execute_above_the_frame_limit_fails_alone_and_keeps_its_worker(
+    tmp_path: Path,
+) -> None:
+    big = _exec(
+        "builtin.write",
+        {"workspace": str(tmp_path), "path": "big.txt", "content": "x" * (17 * 1024 * 1024)},
+    )
+    async with open_worker_pool(1) as pool:
+        first = await pool.execute(_shell(tmp_path, "echo warm"))  # the one worker is up
+        pid = pool.worker_pids()
+        replies: dict[str, Result | Failure] = {}
+
+        async def one(name: str, msg: Execute) -> None:
+            replies[name] = await pool.execute(msg)
+
+        async with trio.open_nursery() as nursery:  # an effect in flight on that worker
+            nursery.start_soon(one, "slow", _shell(tmp_path, "sleep 0.3; echo slow"))
+            await trio.sleep(0.05)
+            nursery.start_soon(one, "big", big)
+        after = await pool.execute(_shell(tmp_path, "echo after"))
+        assert pool.worker_pids() == pid  # the worker was not lost
+    assert isinstance(first, Result) and isinstance(after, Result)
+    slow, failed = replies["slow"], replies["big"]
+    assert isinstance(slow, Result) and slow.output["stdout"] == "slow\n"
+    assert isinstance(failed, Failure) and not failed.error.retryable
+    assert "too large to send to a worker" in failed.error.message
+    assert not (tmp_path / "big.txt").exists()
+
+
 async def test_a_cancelled_reading_caller_hands_the_reading_over(tmp_path: Path) -> None:
     async with open_worker_pool(1) as pool:
         first = _shell(tmp_path, f"echo $$ > {tmp_path}/p; exec sleep 60")

@@ -204,6 +204,48 @@ async def test_concurrent_large_frames_never_interleave() -> None:
     assert sorted(received, key=lambda m: getattr(m, "effect_id", "")) == sent
 
 
+async def test_frames_started_without_waiting_stay_whole_among_concurrent_sends() -> None:
+    # A frame larger than the kernel buffer goes partly at once (``send_nowait``), the rest
+    # later (``send_rest``, holding the lock); one started while another task's frame holds
+    # the lock writes nothing at once. Small ones go whole at once. The reader sees whole
+    # frames, each sender's in its order.
+    left, right_stream = await _pair()
+    right = FrameChannel(right_stream)
+    big = [Result(effect_id=f"b{k}", output={"blob": "x" * 600_000}) for k in range(3)]
+    small = Cancel(effect_id="s")
+    assert left.send_nowait(small) is None  # an empty buffer takes a small frame whole
+    rests: list[bool] = []
+
+    async def send_big_nowait() -> None:
+        for msg in big:
+            rest = left.send_nowait(msg)
+            rests.append(rest is not None)
+            if rest is not None:
+                await left.send_rest(rest)
+
+    async def send_concurrently() -> None:
+        for k in range(3):
+            await left.send(Result(effect_id=f"c{k}", output={"blob": "y" * 600_000}))
+
+    received: list[Message] = []
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(send_big_nowait)
+        nursery.start_soon(send_concurrently)
+        for _ in range(7):
+            msg = await right.receive()
+            assert msg is not None
+            received.append(msg)
+    assert rests == [True, True, True]  # none fitted at once
+    ids = [getattr(m, "effect_id", "") for m in received]
+    assert ids[0] == "s"
+    assert [i for i in ids if i.startswith("b")] == ["b0", "b1", "b2"]
+    assert [i for i in ids if i.startswith("c")] == ["c0", "c1", "c2"]
+    assert all(
+        m in big or (isinstance(m, Result) and m.output["blob"] == "y" * 600_000)
+        for m in received[1:]
+    )
+
+
 async def test_a_closed_channel_refuses_to_send_or_receive() -> None:
     chan, peer = await _pair()
     await chan.aclose()

@@ -97,8 +97,9 @@ def executor_for(msg: Execute) -> Executor:
     target = msg.executor
     if target is None:
         # Imported here: the coordinator names the executor, so a worker rarely needs the
-        # whole registry (every built-in kind), and its start-up does not pay for it.
-        from agentctl.core import registry
+        # whole registry (every built-in kind), and its start-up does not pay for it. (As
+        # ``import … as``: ``from … import`` calls importlib's Python ``_handle_fromlist``.)
+        import agentctl.core.registry as registry
 
         target = registry.executor_for_operation(msg.operation)
     if target is None:
