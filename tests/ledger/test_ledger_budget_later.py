@@ -217,3 +217,39 @@ def test_a_settle_told_what_was_held_ends_as_one_that_reads_it_back(ledger: Data
     assert told.usage == read.usage == {"toolCalls": 1, "outputTokens": 7, "totalTokens": 7}
     assert told.reserved == read.reserved == {"toolCalls": 0, "outputTokens": 0, "totalTokens": 0}
     assert told_events == read_events
+
+
+def _two_settles_with_events(conn: Db, run_id: str, later: SettleLater | None) -> None:
+    """Two outcomes settled in one transaction, each after its task's event; the first over
+    the real row. Without ``later`` each event and settle is written at once."""
+    buffer = AuditBuffer()
+    for n, (reservation, spent) in enumerate((("r1", 6), ("r2", 3)), start=1):
+        buffer.add("task.succeeded", {"attempt": 1, "error": None}, f"t{n}")
+        if later is None:
+            flush_audits_txn(conn, run_id, buffer, ts(2))
+        spend = {"outputTokens": spent}
+        settle_budget_txn(conn, run_id, reservation, spend, ts(2), later=later, buffer=buffer)
+    write_settled_txn(conn, later, ts(2))
+    flush_audits_txn(conn, run_id, buffer, ts(2))
+
+
+def test_a_second_settle_writes_the_deferred_ones_overshoot_before_its_own_events(
+    ledger: Database, db_path: Path, tmp_path: Path
+) -> None:
+    """The second settle cannot defer: it writes the first (deferred) one before the events
+    held in the buffer, so the first's overshoot sits between the two tasks' events."""
+    script = tmp_path / "outside.py"
+    script.write_text(_OUTSIDE)
+    url = getattr(ledger, "url", str(db_path))
+    for run_id in ("at-once", "later"):
+        make_run(ledger, run_id, limits={"maxOutputTokens": 10})
+        with ledger.transaction() as conn:
+            for r in ("r1", "r2"):
+                assert reserve_budget_txn(conn, run_id, r, {"outputTokens": 1}, ts(1)).granted
+        _spend_outside(script, url, run_id, "outputTokens", 5)
+        with ledger.transaction() as conn:
+            _two_settles_with_events(conn, run_id, SettleLater() if run_id == "later" else None)
+    (_, once_events), (_, late_events) = _state(ledger, "at-once"), _state(ledger, "later")
+    kinds = [kind for kind, _ in late_events if not kind.startswith("run.")]
+    assert kinds[-3:] == ["task.succeeded", "budget.exceeded", "task.succeeded"]
+    assert late_events == once_events
