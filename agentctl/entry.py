@@ -27,7 +27,7 @@ import os
 import signal
 import sys
 
-from agentctl.sigint import defer, deliver_again, raise_interrupt, received
+from agentctl.sigint import defer, install_unraisable_hook, raise_interrupt, received
 
 # Not ``typing.TYPE_CHECKING``: importing typing here (a few ms) would come before the guard.
 TYPE_CHECKING = False
@@ -48,7 +48,7 @@ def main() -> NoReturn:
         # From here a SIGINT raises KeyboardInterrupt (and is remembered), which
         # cli_main.main turns into exit 130.
         signal.signal(signal.SIGINT, raise_interrupt)
-        sys.unraisablehook = deliver_again  # an interrupt raised in a callback is not lost
+        install_unraisable_hook()  # an interrupt raised in a callback is not lost
         if received():
             raise KeyboardInterrupt
         cli_main()

@@ -14,8 +14,8 @@ Invariants:
 - a KeyboardInterrupt raised where Python cannot let it propagate — a weakref callback (the
   import system's module locks use them), a ``__del__``, a finalizer — is handed to
   ``sys.unraisablehook``, which would print it with a traceback and carry on as if no Ctrl-C
-  came. ``deliver_again`` (that hook) makes the signal pending once more instead, so the
-  handler in place raises it in the code that runs next, where it can end the command.
+  came. ``deliver_again`` (that hook) sends the signal to the main thread once more instead,
+  so the handler in place raises it in the code that runs next, where it can end the command.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
 _received = False
+_main_thread: int | None = None  # set by ``install_unraisable_hook``
 
 
 def defer(_signum: int, _frame: object) -> None:
@@ -45,18 +46,36 @@ def raise_interrupt(_signum: int, _frame: object) -> NoReturn:
     raise KeyboardInterrupt
 
 
-def deliver_again(unraisable: sys.UnraisableHookArgs) -> None:
-    """``sys.unraisablehook``: an interrupt that could not be raised is made pending again."""
-    if isinstance(unraisable.exc_value, KeyboardInterrupt):
-        import _thread
+def install_unraisable_hook() -> None:
+    """Make ``deliver_again`` the process's unraisable hook (called on the main thread)."""
+    global _main_thread
+    import _thread
 
-        # From another thread: made pending from here, the handler would run at once, still
-        # inside this hook, and be swallowed again. The main thread takes it at its next
-        # bytecode boundary once it holds the GIL back, outside the callback (the handler in
-        # place raises it: ours, or trio's in a run). A raw thread: nothing waits for it.
-        _thread.start_new_thread(_thread.interrupt_main, (signal.SIGINT,))
+    _main_thread = _thread.get_ident()
+    sys.unraisablehook = deliver_again
+
+
+def deliver_again(unraisable: sys.UnraisableHookArgs) -> None:
+    """``sys.unraisablehook``: an interrupt that could not be raised is sent again."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _main_thread is not None:
+        import _thread
+        import contextlib
+
+        # From another thread: sent from here, the handler would run at once, still inside
+        # this hook, and be swallowed again. A real signal (not ``interrupt_main``, which
+        # only marks it pending) also ends a blocking call the main thread is in. A raw
+        # thread: nothing waits for it at exit.
+        with contextlib.suppress(RuntimeError):  # no thread to be had: lost, quietly
+            _thread.start_new_thread(_send_sigint, (_main_thread,))
         return
     sys.__unraisablehook__(unraisable)
+
+
+def _send_sigint(thread_id: int) -> None:
+    # Only to a handler of ours or trio's: at SIG_DFL the signal would kill the process
+    # without its exit report, at SIG_IGN (a decided outcome) it changes nothing anyway.
+    if signal.getsignal(signal.SIGINT) not in (signal.SIG_DFL, signal.SIG_IGN):
+        signal.pthread_kill(thread_id, signal.SIGINT)
 
 
 def received() -> bool:
