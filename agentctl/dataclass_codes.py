@@ -210,7 +210,11 @@ def _serve_attrs(module: types.ModuleType, store: _Store) -> None:
 
     original = getattr(module, "_compile_and_eval", None)
     code = getattr(original, "__code__", None)
+    # The parameters, and a body that does nothing but compile and evaluate (the globals it
+    # uses): a version of attrs doing more there keeps its own function.
     if code is None or code.co_varnames[: len(_ATTRS_PARAMETERS)] != _ATTRS_PARAMETERS:
+        return
+    if code.co_names != ("compile", "eval"):
         return
     # compile() inherits the __future__ flags of the function calling it.
     future = 0
@@ -231,22 +235,39 @@ def _attrs_code(store: _Store, script: str, filename: str, flags: int) -> types.
     found = list(_TYPE_HASH.finditer(script))
     if not found:
         return store.code(script, filename, flags)
-    if len(found) > 1:  # not a text attrs writes today: compiled as attrs would, not stored
-        code: types.CodeType = compile(script, filename, "exec", flags=flags, dont_inherit=True)
-        return code
-    start, end = found[0].span(1)
-    text = f"{script[:start]}{_PLACEHOLDER}{script[end:]}"
-    return _with_constant(store.code(text, filename, flags), int(found[0].group(1)))
+    if len(found) == 1:
+        start, end = found[0].span(1)
+        text = f"{script[:start]}{_PLACEHOLDER}{script[end:]}"
+        put = _Put(int(found[0].group(1)))
+        code = put.into(store.code(text, filename, flags))
+        if put.count == 1:  # exactly where the literal was: the code attrs itself makes
+            return code
+    # Not a text attrs writes today, or the literal folded where it cannot be put back:
+    # compiled as attrs would, not stored.
+    made: types.CodeType = compile(script, filename, "exec", flags=flags, dont_inherit=True)
+    return made
 
 
-def _with_constant(code: types.CodeType, value: int) -> types.CodeType:
-    """``code`` with ``_PLACEHOLDER`` replaced by ``value`` in it and its nested functions."""
-    consts = tuple(
-        value
-        if type(c) is int and c == _PLACEHOLDER
-        else _with_constant(c, value)
-        if isinstance(c, types.CodeType)
-        else c
-        for c in code.co_consts
-    )
-    return code.replace(co_consts=consts)
+class _Put:
+    """Puts ``value`` where ``_PLACEHOLDER`` is in a code object's constants, counting the
+    places: in nested functions and in folded tuple or frozenset constants (``hash((h,))``
+    of a class with no hashed field compiles to one tuple constant)."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+        self.count = 0
+
+    def into(self, code: types.CodeType) -> types.CodeType:
+        return code.replace(co_consts=tuple(self._const(c) for c in code.co_consts))
+
+    def _const(self, c: object) -> object:
+        if type(c) is int and c == _PLACEHOLDER:
+            self.count += 1
+            return self.value
+        if isinstance(c, types.CodeType):
+            return self.into(c)
+        if type(c) is tuple:
+            return tuple(self._const(x) for x in c)
+        if type(c) is frozenset:
+            return frozenset(self._const(x) for x in c)
+        return c

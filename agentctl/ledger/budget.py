@@ -466,9 +466,7 @@ def settle_budget_txn(
         was = later.pending
         assert was is not None  # just deferred
         return BudgetSnapshot(run_id, was.base.limits, was.usage, was.reserved, None, now)
-    # What was deferred lands first: an overshoot it records goes after the events before its
-    # mark and before the later ones, written next (as two settles writing at once order them).
-    write_settled_txn(conn, later, now)
+    write_settled_txn(conn, later, now)  # first: its overshoot goes before the later events
     flush_audits_txn(conn, run_id, buffer, now)
     if reserved is None:  # unknown, or settled before: a repeat changes nothing
         return _settled_before(conn, run_id, reservation_id)

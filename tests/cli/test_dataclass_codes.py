@@ -66,12 +66,17 @@ class Rank:
     level: int
     name: str = attr.ib(default="n", repr=False)
 
+@attr.s(frozen=True)
+class Empty:  # no hashed field: ``hash((class hash,))`` compiles to one tuple constant
+    pass
+
 type_hash = hash(attr._make._generate_unique_filename(Pair, "hash"))
+empty_hash = hash(attr._make._generate_unique_filename(Empty, "hash"))
 pair_facts = {
     "reprs": [repr(Pair(1)), repr(Rank(2, "x"))],
     "eq": [Pair(1) == Pair(1, "r"), Pair(1) == Pair(2), Rank(1) < Rank(2)],
     # attrs hashes the class's own (per-process) hash with the fields: put back in the code
-    "hash": hash(Pair(1, "x")) == hash((type_hash, 1, "x")),
+    "hash": [hash(Pair(1, "x")) == hash((type_hash, 1, "x")), hash(Empty()) == hash((empty_hash,))],
     "signatures": [str(inspect.signature(c)) for c in (Pair, Rank)],
 }
 
