@@ -194,7 +194,7 @@ class WorkerPool:
             except (
                 frames.FrameTooLargeError
             ) as exc:  # nothing left: the worker stays, the call fails
-                del worker.pending[msg.effect_id]
+                worker.pending.pop(msg.effect_id, None)
                 reply.resolve(oversized_failure(msg.effect_id, exc.message))  # never ran
             except ProtocolError as exc:
                 self._lose(worker, exc.message)

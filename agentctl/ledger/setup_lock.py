@@ -35,7 +35,7 @@ def setup_lock(db: Path, timeout_s: float = SETUP_LOCK_TIMEOUT_S) -> Iterator[No
     """Hold ``<db>.lock`` exclusively for the block; LockTimeoutError after ``timeout_s``."""
     fd = os.open(f"{db}.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        with contextlib.suppress(PermissionError):  # a lock file of another user: keep its mode
+        with contextlib.suppress(OSError):  # another user's lock file, a file system without modes
             os.fchmod(fd, 0o600)
         _wait_for_flock(fd, db, timeout_s)
         yield

@@ -203,7 +203,8 @@ class FrameChannel:
         """Write what of ``msg``'s frame goes at once, without waiting or a checkpoint: None
         when all of it went (the usual case), else the rest — all of it when nothing went — for
         ``send_rest``. The send lock is held for a rest when it was free, so no other frame
-        cuts in. Raises as ``send``, holding nothing then."""
+        cuts in. Raises as ``send``, holding nothing then. A rest must go to ``send_rest`` from
+        the same task with no checkpoint in between: the lock it holds belongs to that task."""
         data = encode_frame(msg)
         if self.torn:
             raise ProtocolError("an earlier frame was cut off: the connection is unusable")

@@ -33,7 +33,7 @@ import trio
 
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import AgentctlError, CancelledRunError, RunFailedError
-from agentctl.mailbox.frames import FrameChannel, ProtocolError
+from agentctl.mailbox.frames import FrameChannel, FrameTooLargeError, ProtocolError
 from agentctl.mailbox.messages import (
     PROTOCOL_VERSION,
     Cancel,
@@ -250,7 +250,7 @@ class _Worker:
         refused whole, before a byte went out); any other failure means the coordinator is
         gone — nobody can receive results any more."""
         try:
-            if not (isinstance(reply, Result) and "exceeds" in exc.message):
+            if not (isinstance(reply, Result) and isinstance(exc, FrameTooLargeError)):
                 raise exc
             err = RunFailedError(f"effect result too large to send: {exc.message}")
             await self.channel.send(failure_from_error(reply.effect_id, err.to_wire()))

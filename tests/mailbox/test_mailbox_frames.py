@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import struct
 
 import pytest
@@ -28,8 +29,10 @@ from agentctl.mailbox import (
 from agentctl.mailbox.frames import FrameUnsentError, encode_frame
 
 
-async def _pair() -> tuple[FrameChannel, trio.SocketStream]:
+async def _pair(send_buffer: int | None = None) -> tuple[FrameChannel, trio.SocketStream]:
     a, b = trio.socket.socketpair()
+    if send_buffer is not None:  # a known capacity, whatever the host's defaults
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
     return FrameChannel(trio.SocketStream(a)), trio.SocketStream(b)
 
 
@@ -208,8 +211,9 @@ async def test_frames_started_without_waiting_stay_whole_among_concurrent_sends(
     # A frame larger than the kernel buffer goes partly at once (``send_nowait``), the rest
     # later (``send_rest``, holding the lock); one started while another task's frame holds
     # the lock writes nothing at once. Small ones go whole at once. The reader sees whole
-    # frames, each sender's in its order.
-    left, right_stream = await _pair()
+    # frames, each sender's in its order. The socket holds far less than a big frame (64 KiB)
+    # even on a host whose default buffers are larger.
+    left, right_stream = await _pair(send_buffer=64 * 1024)
     right = FrameChannel(right_stream)
     big = [Result(effect_id=f"b{k}", output={"blob": "x" * 600_000}) for k in range(3)]
     small = Cancel(effect_id="s")
