@@ -8,6 +8,7 @@ import copy
 import json
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -132,6 +133,17 @@ def test_text_input_never_escapes_validation_error(source: str) -> None:
 @given(st.one_of(text_mutations(), tree_mutations()))
 def test_mutated_documents_never_escape_validation_error(source: str) -> None:
     check_outcome(source)
+
+
+@pytest.mark.parametrize("where", [0, -1])
+def test_a_lone_surrogate_in_a_document_is_a_validation_error(where: int) -> None:
+    """A str that cannot be UTF-8 encoded (a lone surrogate; found by the fuzz test): libyaml
+    refuses to take it, and the exact parser reports it."""
+    source = EXAMPLES["e1"]
+    source = "\ud800" + source if where == 0 else source + "# \udfff\n"
+    check_outcome(source)
+    with pytest.raises(ValidationError):
+        load_workflow(source, "fuzz.yaml")
 
 
 def test_mutated_documents_do_not_all_fail() -> None:

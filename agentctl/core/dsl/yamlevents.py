@@ -62,7 +62,10 @@ def parse_fast(text: str) -> FastParse | None:
     """The document's value and plain-scalar texts, or None when the exact path must decide."""
     if _CParser is None or "&" in text or "*" in text:
         return None
-    parser = _CParser(text)
+    try:
+        parser = _CParser(text)
+    except ValueError:  # text libyaml cannot take (a lone surrogate cannot be encoded)
+        return None
     try:
         return _Events(parser.get_event).document()
     except (_Unusual, yaml.YAMLError, ValueError, TypeError):
