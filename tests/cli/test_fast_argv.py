@@ -24,7 +24,7 @@ apiVersion: agentctl.dev/v1
 kind: Workflow
 metadata: { name: one-task }
 spec:
-  inputs: { who: { type: string, default: world } }
+  inputs: { who: world }
   actions: { keep: { kind: builtin.assign } }
   tasks:
     - { id: only, uses: "action:keep", with: { greeting: "hello ${{ inputs.who }}" } }
@@ -153,9 +153,9 @@ def test_check_gives_what_typer_gives(work: Path, fast: list[str], typer_form: l
             ["run", "one.yaml", "--timeout-seconds", "30"],
             ["run", "--timeout-seconds", "30", "--", "one.yaml"],
         ),
-        (
-            ["run", "one.yaml", "--timeout-seconds=0.001"],
-            ["run", "--timeout-seconds=0.001", "--", "one.yaml"],
+        (  # a run that cannot end before its deadline: no race between two outcomes
+            ["run", "slow.yaml", "--timeout-seconds=0.001"],
+            ["run", "--timeout-seconds=0.001", "--", "slow.yaml"],
         ),
     ],
 )
