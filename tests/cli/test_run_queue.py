@@ -280,6 +280,14 @@ def _assert_one_driver_at_a_time(
     return claims
 
 
+def _cmdline(process: psutil.Process) -> list[str]:
+    """A child's command line; none once it has ended (a zombie not yet reaped, or gone)."""
+    try:
+        return process.cmdline()
+    except psutil.Error:  # ZombieProcess, NoSuchProcess: it was listed a moment before
+        return []
+
+
 def _stop_while_effect_a_executes(
     query: Query, serve: subprocess.Popen[str], target: LedgerTarget, db: Path
 ) -> None:
@@ -288,7 +296,7 @@ def _stop_while_effect_a_executes(
     def effect_a_executing() -> bool:
         """Task a's effect is started and its command runs in a worker (its `sleep`)."""
         tree = psutil.Process(serve.pid).children(recursive=True)
-        sleeping = any("sleep" in " ".join(p.cmdline()) for p in tree if p.is_running())
+        sleeping = any("sleep" in " ".join(_cmdline(p)) for p in tree)
         started = query("SELECT status FROM effects WHERE task_id = 'a'", ()) == [("started",)]
         return sleeping and started
 

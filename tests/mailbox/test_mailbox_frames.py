@@ -211,8 +211,7 @@ async def test_frames_started_without_waiting_stay_whole_among_concurrent_sends(
     # A frame larger than the kernel buffer goes partly at once (``send_nowait``), the rest
     # later (``send_rest``, holding the lock); one started while another task's frame holds
     # the lock writes nothing at once. Small ones go whole at once. The reader sees whole
-    # frames, each sender's in its order. The socket holds far less than a big frame (64 KiB)
-    # even on a host whose default buffers are larger.
+    # frames, each sender's in its order. A 64 KiB socket buffer, whatever the host's default.
     left, right_stream = await _pair(send_buffer=64 * 1024)
     right = FrameChannel(right_stream)
     big = [Result(effect_id=f"b{k}", output={"blob": "x" * 600_000}) for k in range(3)]
