@@ -83,6 +83,11 @@ class _Store:
         kept = self.known if len(self.known) <= _MAX_ENTRIES else self.used
         write_cached(FILE_NAME, KEY, marshal.dumps(kept))
 
+    def save_quietly(self) -> None:
+        """``save`` for a process leaving without ``atexit`` (a worker): never raises."""
+        with contextlib.suppress(Exception):  # a cache never changes the outcome
+            self.save()
+
 
 def install() -> _Store | None:
     """Serve dataclasses' generated methods from the store (module docstring); returns the
@@ -100,7 +105,7 @@ def install() -> _Store | None:
         sys.meta_path.insert(0, _AttrsWatch(store))
     else:
         _serve_attrs(attrs_make, store)
-    atexit.register(_save_quietly, store)
+    atexit.register(store.save_quietly)
     return store
 
 
@@ -124,11 +129,6 @@ def _loaded(blob: bytes) -> types.CodeType | None:
     except Exception:  # any failure to load a cached entry means: compile it as usual
         return None
     return code if isinstance(code, types.CodeType) else None
-
-
-def _save_quietly(store: _Store) -> None:
-    with contextlib.suppress(Exception):  # at exit: a cache never changes the outcome
-        store.save()
 
 
 def _creator(store: _Store) -> Any:

@@ -19,7 +19,8 @@ ALLOWED: dict[str, set[str]] = {
     "ledger": {"core", "errors"},
     "mailbox": {"core", "errors"},
     "sandbox": {"core", "errors"},
-    "workers": {"core", "mailbox", "sandbox", "errors"},
+    # dataclass_codes: the worker process starts as the CLI does (ADR 0013 item 6).
+    "workers": {"core", "mailbox", "sandbox", "errors", "dataclass_codes"},
     "coordinator": {"core", "ledger", "mailbox", "sandbox", "errors", "sigint"},
     "errors": set(),
     "crashpoints": set(),

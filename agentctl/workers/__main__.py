@@ -3,34 +3,83 @@
 The arguments are the inherited socket fd and, optionally, executor modules to import once
 the handshake is done (``--preload``, repeatable: the executors the run's plan names, so the
 first effect does not pay for them); everything else arrives as messages.
+
+Invariants (start-up, as the CLI's ``entry``: docs/adr/0013-start-up-caches.md):
+- this module imports only the standard library at its top; ``run_and_exit`` turns the
+  cyclic collector off and installs the start-up code cache (``dataclass_codes``: the
+  methods of the wire models' dataclasses and of trio's ~65 attrs classes) before importing
+  trio and the worker, then freezes that heap and turns the collector back on before serving
+  (importing creates ~10^5 long-lived objects that collecting over and over never frees);
+- the worker inherits the coordinator's environment (effects get their own, cleared one), so
+  it reads and writes the same user cache as the CLI; since it leaves with ``os._exit``,
+  which runs no ``atexit`` handler, it saves the store itself before leaving, and only when
+  it compiled a method the store lacked (``usercache`` writes atomically: workers starting
+  together each replace the file whole, and the last one's store is kept).
 """
 
 from __future__ import annotations
 
-import argparse
+import gc
 import os
 import sys
 
-import trio
 
-from agentctl.workers.serve import run_worker
+def _parse(argv: list[str]) -> tuple[int, tuple[str, ...]]:
+    """``--fd N [--preload M]...``: the only command line a worker is started with
+    (``coordinator.workerstart.worker_argv``); anything else goes to argparse, which exits
+    with its usage message."""
+    fd: int | None = None
+    preload: list[str] = []
+    pairs = list(zip(argv[::2], argv[1::2], strict=False))
+    if len(argv) % 2 == 0:
+        for flag, value in pairs:
+            if flag == "--fd" and fd is None and value.isdigit():
+                fd = int(value)
+            elif flag == "--preload" and not value.startswith("-"):
+                preload.append(value)
+            else:
+                break
+        else:
+            if fd is not None:
+                return fd, tuple(preload)
+    return _parse_with_argparse(argv)
 
 
-def main(argv: list[str] | None = None) -> None:
+def _parse_with_argparse(argv: list[str]) -> tuple[int, tuple[str, ...]]:
+    import argparse
+
     parser = argparse.ArgumentParser(prog="python -m agentctl.workers")
     parser.add_argument("--fd", type=int, required=True, help="inherited AF_UNIX socket fd")
     parser.add_argument(
         "--preload", action="append", default=[], help="executor module to import at start"
     )
     ns = parser.parse_args(argv)
-    trio.run(run_worker, ns.fd, tuple(ns.preload))
+    return int(ns.fd), tuple(ns.preload)
+
+
+def main(argv: list[str] | None = None) -> None:
+    fd, preload = _parse(sys.argv[1:] if argv is None else argv)
+    import trio
+
+    from agentctl.workers.serve import run_worker
+
+    if not gc.isenabled():  # start-up is over (``run_and_exit``): see the module docstring
+        gc.freeze()
+        gc.enable()
+    trio.run(run_worker, fd, preload)
 
 
 def run_and_exit() -> None:
     """``main``, then leave at once: the coordinator waits for this exit when it closes the
     pool, and everything a worker owns (its socket, its effects' processes) is released by
     then, so the interpreter's own teardown (tens of ms of module cleanup) is skipped."""
+    gc.disable()
+    from agentctl.dataclass_codes import install
+
+    store = install()  # before the first dataclass or attrs class is defined
     main()
+    if store is not None:
+        store.save_quietly()  # atexit's handler would never run (os._exit below)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
