@@ -32,26 +32,32 @@ T = TypeVar("T")
 def direct_init(cls: type[T]) -> type[T]:
     """Replace the generated ``__init__`` of the frozen dataclass ``cls`` (see the module)."""
     fields = _checked_fields(cls)
-    params, body, defaults = ["self"], ["_d = self.__dict__"], {}
+    # The instance's dict under a name no field can have (a field may not start with "__"
+    # and be mangled away: dataclasses would name it differently).
+    params, body, defaults = ["self"], ["__direct_d = self.__dict__"], {}
     for f in fields:
         if f.default is dataclasses.MISSING:
             params.append(f.name)
         else:
             defaults[f"_dflt_{f.name}"] = f.default
             params.append(f"{f.name}=_dflt_{f.name}")
-        body.append(f"_d[{f.name!r}] = {f.name}")
+        body.append(f"__direct_d[{f.name!r}] = {f.name}")
     init = _compiled("__init__", params, body, defaults)
     init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
     cls.__init__ = init  # type: ignore[method-assign]  # same signature as the one mypy checks
     return cls
 
 
 def _checked_fields(cls: type[Any]) -> tuple[dataclasses.Field[Any], ...]:
     params = getattr(cls, "__dataclass_params__", None)
-    if params is None or not params.frozen:
-        raise TypeError(f"direct_init: {cls.__name__} is not a frozen dataclass")
-    if "__slots__" in cls.__dict__ or hasattr(cls, "__post_init__"):
+    if params is None or not params.frozen or not params.init:
+        raise TypeError(f"direct_init: {cls.__name__} is not a frozen dataclass with __init__")
+    if any("__slots__" in c.__dict__ for c in cls.__mro__) or hasattr(cls, "__post_init__"):
         raise TypeError(f"direct_init: {cls.__name__} has __slots__ or __post_init__")
+    init = cls.__dict__.get("__init__")
+    if getattr(getattr(init, "__code__", None), "co_filename", None) != "<string>":
+        raise TypeError(f"direct_init: {cls.__name__} has an __init__ of its own")
     every = getattr(cls, "__dataclass_fields__", {})
     fields = dataclasses.fields(cls)
     if len(fields) != len(every):  # InitVar and ClassVar pseudo-fields are left out of fields()

@@ -236,7 +236,13 @@ class _Settled(NamedTuple):
 class SettleLater:
     """One transaction's settled counters not yet written (one settlement at most). The next
     reserve of the run writes them with its own in one UPDATE; ``write_settled_txn`` writes
-    what is left before the transaction ends (a rollback drops them with it)."""
+    what is left before the transaction ends (a rollback drops them with it).
+
+    Known limit: when another process changed the run's row since this one remembered it and
+    the settlement, applied afresh, overshoots, its ``budget.exceeded`` goes after the events
+    the caller's buffer wrote in between (a task's completion, the next task's start), not
+    right after the effect's own event as a settle writing at once puts it. The counters and
+    the refusal are the same; only that event's place in the audit log differs."""
 
     pending: _Settled | None = None
 

@@ -354,9 +354,10 @@ def _add_events(buffer: AuditBuffer, item: tasks.TaskCompletion, trace_id: str |
     buffer.add(f"task.{item.state}", _final_payload(item.attempt, item.error), task_id, trace_id)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=64, typed=True)  # typed: an attempt 1 is never a True or 1.0
 def _final_payload(attempt: int, error: str | None) -> JsonObject:
-    """A completion event's payload, one object per distinct value (read, never changed): the
+    """A completion event's payload, one object per distinct value (read, NEVER changed: the
+    objects are shared by every event of that value in the process): the
     consecutive completions of a batch (a chain's group: all ``{attempt: 1, error: null}``)
     then share one encoding in the ``AuditBuffer`` instead of one each."""
     return {"attempt": attempt, "error": error}

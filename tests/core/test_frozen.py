@@ -108,6 +108,37 @@ def test_refuses_what_the_stock_init_does_more_of() -> None:
     class Slotted:
         a: int
 
-    for cls in (Mutable, Factory, Post, WithClassVar, Slotted):
+    @dataclass(frozen=True)
+    class OwnInit:
+        a: int
+
+        def __init__(self, a: int) -> None:  # dataclasses keeps it: so must direct_init
+            object.__setattr__(self, "a", abs(a))
+
+    @dataclass(frozen=True, init=False)
+    class NoInit:
+        a: int = 0
+
+    @dataclass(frozen=True, slots=True)
+    class SlottedBase:
+        a: int
+
+    @dataclass(frozen=True)
+    class OnSlots(SlottedBase):  # its field lives in the base's slot, not in a __dict__
+        b: int
+
+    refused = (Mutable, Factory, Post, WithClassVar, Slotted, OwnInit, NoInit, OnSlots)
+    for cls in refused:
         with pytest.raises(TypeError, match="direct_init"):
             frozen.direct_init(cls)
+
+
+def test_a_field_may_have_any_name_the_generated_init_uses_itself() -> None:
+    @dataclass(frozen=True)
+    class Named:
+        _d: int
+        self_: str = "s"
+
+    made = direct_init(Named)(1)
+    assert made == Named(1) and vars(made) == {"_d": 1, "self_": "s"}
+    assert Named.__init__.__module__ == __name__
