@@ -178,6 +178,8 @@ class EffectRunner:
                 status, error=error, retryable=retryable, protocol=wire, stops_run=full
             )
         output: JsonObject = dict(reply.output)
+        if not reply.artifacts or not self.ingest:  # a shell step's usual reply: no files
+            return Execution("succeeded", output, usage=reply.usage, protocol=wire)
         try:
             refs, leases = await self._ingest(step.task.id, reply.artifacts)
         except BudgetRefusedError as exc:
@@ -210,7 +212,7 @@ class EffectRunner:
         """Ingest the files a confirmed mutation wrote (each ≤ 16 MiB) into the artifact store."""
         refs: list[ArtifactRef] = []
         leases: list[str] = []
-        for rel in paths if self.ingest else []:
+        for rel in paths:
             path = os.path.join(self.workspace, rel)
             try:
                 size = os.stat(path).st_size
