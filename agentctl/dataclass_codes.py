@@ -60,6 +60,7 @@ class _Store:
         self.known = known
         self.used: dict[bytes, bytes] = {}
         self.added = False
+        self.closed = False  # ``close``: methods compiled from now on are not kept
 
     def code(self, text: str, filename: str = "<string>", flags: int = 0) -> types.CodeType:
         key = text if filename == "<string>" and not flags else f"{filename}\0{flags}\0{text}"
@@ -73,8 +74,9 @@ class _Store:
 
     def _compiled(self, digest: bytes, text: str, filename: str, flags: int) -> types.CodeType:
         code: types.CodeType = compile(text, filename, "exec", flags=flags, dont_inherit=True)
-        self.used[digest] = self.known[digest] = marshal.dumps(code)
-        self.added = True
+        if not self.closed:
+            self.used[digest] = self.known[digest] = marshal.dumps(code)
+            self.added = True
         return code
 
     def save(self) -> None:
@@ -87,6 +89,13 @@ class _Store:
         """``save`` for a process leaving without ``atexit`` (a worker): never raises."""
         with contextlib.suppress(Exception):  # a cache never changes the outcome
             self.save()
+
+    def close(self) -> None:
+        """Save now and let the entries go: for a long-lived process (a worker) whose start-up
+        is over — the store's ~2 MB would otherwise stay in every worker for its whole life.
+        Later methods are compiled as usual and not kept; a later ``save`` writes nothing."""
+        self.save_quietly()
+        self.known, self.used, self.added, self.closed = {}, {}, False, True
 
 
 def install() -> _Store | None:

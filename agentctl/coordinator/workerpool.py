@@ -349,7 +349,7 @@ class WorkerPool:
                 hello = await worker.channel.receive()
                 if isinstance(hello, Hello):
                     return
-                reason = "first frame was not Hello"
+                reason = "it exited before its Hello" if hello is None else "no Hello first"
             except ProtocolError as exc:
                 reason = exc.message
         signal_tree(worker.pid, signal.SIGKILL)

@@ -53,7 +53,9 @@ def _checked_fields(cls: type[Any]) -> tuple[dataclasses.Field[Any], ...]:
     params = getattr(cls, "__dataclass_params__", None)
     if params is None or not params.frozen or not params.init:
         raise TypeError(f"direct_init: {cls.__name__} is not a frozen dataclass with __init__")
-    if any("__slots__" in c.__dict__ for c in cls.__mro__) or hasattr(cls, "__post_init__"):
+    # A base's empty __slots__ (typing.Generic's, Protocol's) stores nothing: only fields count.
+    slotted = "__slots__" in cls.__dict__ or any(c.__dict__.get("__slots__") for c in cls.__mro__)
+    if slotted or hasattr(cls, "__post_init__"):
         raise TypeError(f"direct_init: {cls.__name__} has __slots__ or __post_init__")
     init = cls.__dict__.get("__init__")
     if getattr(getattr(init, "__code__", None), "co_filename", None) != "<string>":

@@ -23,6 +23,10 @@ import gc
 import os
 import sys
 
+TYPE_CHECKING = False  # not typing's: this module imports only the standard library early
+if TYPE_CHECKING:
+    from agentctl.dataclass_codes import _Store
+
 
 def _parse(argv: list[str]) -> tuple[int, tuple[str, ...]]:
     """``--fd N [--preload M]...``: the only command line a worker is started with
@@ -33,7 +37,7 @@ def _parse(argv: list[str]) -> tuple[int, tuple[str, ...]]:
     pairs = list(zip(argv[::2], argv[1::2], strict=False))
     if len(argv) % 2 == 0:
         for flag, value in pairs:
-            if flag == "--fd" and fd is None and value.isdigit():
+            if flag == "--fd" and fd is None and value.isascii() and value.isdigit():
                 fd = int(value)
             elif flag == "--preload" and not value.startswith("-"):
                 preload.append(value)
@@ -57,12 +61,14 @@ def _parse_with_argparse(argv: list[str]) -> tuple[int, tuple[str, ...]]:
     return int(ns.fd), tuple(ns.preload)
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, store: _Store | None = None) -> None:
     fd, preload = _parse(sys.argv[1:] if argv is None else argv)
     import trio
 
     from agentctl.workers.serve import run_worker
 
+    if store is not None:  # the start-up's methods are in: saved, and let go
+        store.close()
     if not gc.isenabled():  # start-up is over (``run_and_exit``): see the module docstring
         gc.freeze()
         gc.enable()
@@ -77,12 +83,15 @@ def run_and_exit() -> None:
     from agentctl.dataclass_codes import install
 
     store = install()  # before the first dataclass or attrs class is defined
-    main()
-    if store is not None:
-        store.save_quietly()  # atexit's handler would never run (os._exit below)
+    code = 0
+    try:
+        main(store=store)
+    except Exception as exc:  # one line, not a traceback on the user's terminal
+        print(f"agentctl worker {os.getpid()}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        code = 1
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)
+    os._exit(code)
 
 
 if __name__ == "__main__":

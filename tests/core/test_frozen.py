@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import pytest
 
@@ -12,6 +12,8 @@ from agentctl.core import frozen
 from agentctl.core.compiler import compile_workflow
 from agentctl.core.frozen import direct_init
 from agentctl.core.plan import PlannedTask
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,15 @@ def test_refuses_a_class_whose_init_is_not_the_generated_one() -> None:
     for cls in (OwnInit, NoInit, OnSlots):
         with pytest.raises(TypeError, match="direct_init"):
             frozen.direct_init(cls)
+
+
+def test_a_generic_frozen_dataclass_is_accepted() -> None:
+    @dataclass(frozen=True)
+    class Box(Generic[T]):  # Generic's empty __slots__ stores nothing
+        item: T
+        count: int = 1
+
+    assert vars(direct_init(Box)("x")) == {"item": "x", "count": 1}
 
 
 def test_a_field_may_have_any_name_the_generated_init_uses_itself() -> None:

@@ -7,6 +7,9 @@ compiled dataclass and attrs methods itself — and only when it compiled someth
 from __future__ import annotations
 
 import marshal
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -63,8 +66,27 @@ def test_the_command_line(argv: list[str], parsed: tuple[int, tuple[str, ...]]) 
     assert _parse(argv) == parsed
 
 
-@pytest.mark.parametrize("argv", [[], ["--fd"], ["--fd", "x"], ["--preload", "a"], ["--bogus"]])
+@pytest.mark.parametrize(
+    "argv", [[], ["--fd"], ["--fd", "x"], ["--fd", "\u00b2"], ["--preload", "a"], ["--bogus"]]
+)
 def test_a_wrong_command_line_is_a_usage_error(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         _parse(argv)
     assert exited.value.code == 2
+
+
+def test_a_worker_that_cannot_start_says_why_in_one_line(tmp_path: Path) -> None:
+    """A descriptor that is not open (the coordinator's socket missing): exit 1 with one line
+    naming the error, not a traceback on the user's terminal."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [sys.executable, "-m", "agentctl.workers", "--fd", "987"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("agentctl worker ") and "OSError" in lines[0]
