@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-import psutil
 import pytest
 from ledger_helpers import new_run, ts
 
@@ -33,8 +32,15 @@ from agentctl.ledger import (
     TaskStart,
     TaskStartBatch,
 )
+from agentctl.ledger.owners import process_start_time
 
-OWNER = Owner(os.getpid(), psutil.Process().create_time())  # a live owner
+
+def _owner() -> Owner:
+    """This process as a live owner, its start time read now and as the ledger reads it: a
+    reading adds the boot time, which moves when the wall clock is stepped (a paused VM), so
+    one taken long before — or psutil's, whose boot time is read once per process — can
+    differ from the ledger's own by whole seconds."""
+    return Owner(os.getpid(), process_start_time(os.getpid()))
 
 
 def _effect(task: str, *, approval: bool = False, attempt: int = 1) -> NewEffect:
@@ -52,7 +58,7 @@ def _request(ledger: RunLedger, *rows: RequestRow) -> tuple[str, ...]:
 @pytest.fixture
 def ledger(run_ledger: SqliteLedger) -> SqliteLedger:
     led = run_ledger  # SQLite and PostgreSQL (conftest)
-    led.create_run(new_run(limits={"maxToolCalls": 2}), ("a", "b", "c"), OWNER, ts(0))
+    led.create_run(new_run(limits={"maxToolCalls": 2}), ("a", "b", "c"), _owner(), ts(0))
     return led
 
 
@@ -165,7 +171,7 @@ def test_live_state_after_a_crash_blocks_until_reconciled(ledger: SqliteLedger) 
     eff = _effect("a")
     _request(ledger, RequestRow("a", "pending", 1, eff, {}))
     # The coordinator dies here: `started` committed, no outcome. A new one claims the run.
-    run = ledger.claim_for_resume("run", OWNER, ts(5))
+    run = ledger.claim_for_resume("run", _owner(), ts(5))
     assert run.run_id == "run-1"
     (found,) = ledger.load_live("run-1").inflight
     assert found.task_id == "a" and found.effect.status == "uncertain"
@@ -256,12 +262,12 @@ def test_cancel_and_settle_release_the_lease(ledger: SqliteLedger) -> None:
     assert ledger.request_cancel("run-1", ts(1)).run_id == "run-1"
     assert ledger.is_cancel_requested("run-1")
     _request(ledger, RequestRow("a", "pending", 1, _effect("a"), {}))
-    ledger.cancel_run(CancelRun("run-1", "cancelled", ts(2), OWNER.pid, ("a",)))
+    ledger.cancel_run(CancelRun("run-1", "cancelled", ts(2), os.getpid(), ("a",)))
     run = ledger.get_run("run-1")
     assert run.state == "cancelled" and run.owner_pid is None
     assert ledger.inspect_run("run-1").effects[0].status == "uncertain"
     with pytest.raises(InvalidOperationError):  # terminal runs never change
-        ledger.settle_run(SettleRun("run-1", "succeeded", None, ts(3), OWNER.pid))
+        ledger.settle_run(SettleRun("run-1", "succeeded", None, ts(3), os.getpid()))
 
 
 def test_an_outcome_naming_its_rows_audit_columns_is_audited_and_guarded_the_same(

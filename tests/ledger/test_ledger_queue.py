@@ -9,13 +9,13 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-import psutil
 import pytest
 from ledger_helpers import new_run, ts
 
 from agentctl.errors import InvalidOperationError, LeaseLostError, OwnershipError
 from agentctl.ledger import LedgerService
 from agentctl.ledger.model import CancelRun, Owner
+from agentctl.ledger.owners import process_start_time
 from agentctl.ledger.queue import ClaimedRun, ClaimRequest, Fence, Heartbeat
 
 A, B = Owner(1001, 1.0), Owner(1002, 2.0)
@@ -117,7 +117,7 @@ def test_a_queued_run_some_process_holds_is_not_claimed(run_ledger: LedgerServic
     """A queued run under a local lease (a live process of this host) is never claimed:
     a serve taking it would make two drivers."""
     _submit(run_ledger, "run-held")
-    me = Owner(os.getpid(), psutil.Process().create_time())
+    me = Owner(os.getpid(), process_start_time(os.getpid()))
     run_ledger.acquire_lease("run-held", me, ts(1))
     assert _claim(run_ledger, A, 2) == ()
     run_ledger.release_lease("run-held", me.pid, ts(3))

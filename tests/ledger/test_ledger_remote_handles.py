@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-import psutil
 import pytest
 from ledger_helpers import new_run, ts
 
@@ -22,8 +21,15 @@ from agentctl.ledger import (
     RequestRow,
     SqliteLedger,
 )
+from agentctl.ledger.owners import process_start_time
 
-OWNER = Owner(os.getpid(), psutil.Process().create_time())
+
+def _owner() -> Owner:
+    """This process as a live owner, its start time read now and as the ledger reads it: a
+    reading adds the boot time, which moves when the wall clock is stepped (a paused VM), so
+    one taken long before — or psutil's, whose boot time is read once per process — can
+    differ from the ledger's own by whole seconds."""
+    return Owner(os.getpid(), process_start_time(os.getpid()))
 
 
 def _delegation(task: str) -> NewEffect:
@@ -41,7 +47,7 @@ def _handle(effect: NewEffect, remote_task_id: str = "task-7") -> RemoteHandleRe
 @pytest.fixture
 def ledger(run_ledger: SqliteLedger) -> SqliteLedger:
     led = run_ledger  # SQLite and PostgreSQL (conftest)
-    led.create_run(new_run(), ("a", "b"), OWNER, ts(0))
+    led.create_run(new_run(), ("a", "b"), _owner(), ts(0))
     return led
 
 
@@ -85,7 +91,7 @@ def test_resume_keeps_a_continuable_effect_started(
     ledger: SqliteLedger, started: tuple[NewEffect, NewEffect]
 ) -> None:
     _, b = started
-    ledger.claim_for_resume("run-1", OWNER, ts(5))  # the coordinator died mid-poll
+    ledger.claim_for_resume("run-1", _owner(), ts(5))  # the coordinator died mid-poll
     statuses = {e.task_id: e.status for e in ledger.list_effects("run-1").effects}
     assert statuses == {"a": "started", "b": "uncertain"}
     assert [e.effect_id for e in ledger.unresolved_effects("run-1")] == [b.effect_id]

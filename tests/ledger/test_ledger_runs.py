@@ -15,6 +15,7 @@ from agentctl.errors import InvalidOperationError, NotFoundError, OwnershipError
 from agentctl.ledger.audit import list_audit, list_checkpoints
 from agentctl.ledger.budget import budget_snapshot
 from agentctl.ledger.connection import Database
+from agentctl.ledger.owners import process_start_time
 from agentctl.ledger.runs import (
     acquire_run_lease_txn,
     find_run,
@@ -133,7 +134,7 @@ def other_process() -> Iterator[psutil.Process]:
 
 
 def _me() -> tuple[int, float]:
-    return os.getpid(), psutil.Process().create_time()
+    return os.getpid(), process_start_time(os.getpid())
 
 
 def test_lease_refused_while_another_owner_lives(
