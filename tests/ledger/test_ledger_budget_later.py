@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from agentctl.ledger.budget import (
     write_settled_txn,
 )
 from agentctl.ledger.connection import Database
-from agentctl.ledger.sql import Db
+from agentctl.ledger.sql import Cursor, Db, Params, dialect_of
 
 
 def _steps(conn: Db, run_id: str, later: SettleLater | None, step: int) -> bool:
@@ -130,12 +131,14 @@ def test_a_row_spent_behind_this_process_is_read_afresh_and_its_overshoot_record
     assert [e for e in events if e[0] == "budget.exceeded"] == [("budget.exceeded", over)] * 2
 
 
-def test_two_settlements_in_one_transaction_over_a_stale_row_audit_as_written_at_once(
-    ledger: Database, db_path: Path, tmp_path: Path
+def _settle_over_a_stale_row(
+    ledger: Database,
+    db_path: Path,
+    tmp_path: Path,
+    settle: Callable[[Db, str, SettleLater | None], None],
 ) -> None:
-    """The row changes behind this process; then one transaction settles two effects, the
-    first over the limit only against the real row. The overshoot is recorded for the first
-    (its ``attempted`` without the second's spend), as when each settle writes at once."""
+    """Runs "at-once" and "later", each with two reservations and a row another process
+    then spends on; ``settle`` runs in one transaction, given a SettleLater for "later"."""
     script = tmp_path / "outside.py"
     script.write_text(_OUTSIDE)
     url = getattr(ledger, "url", str(db_path))
@@ -146,10 +149,22 @@ def test_two_settlements_in_one_transaction_over_a_stale_row_audit_as_written_at
                 assert reserve_budget_txn(conn, run_id, r, {"outputTokens": 1}, ts(1)).granted
         _spend_outside(script, url, run_id, "outputTokens", 5)
         with ledger.transaction() as conn:
-            later = SettleLater() if run_id == "later" else None
-            settle_budget_txn(conn, run_id, "r1", {"outputTokens": 6}, ts(2), later=later)
-            settle_budget_txn(conn, run_id, "r2", {"outputTokens": 3}, ts(2), later=later)
-            write_settled_txn(conn, later, ts(2))
+            settle(conn, run_id, SettleLater() if run_id == "later" else None)
+
+
+def test_two_settlements_in_one_transaction_over_a_stale_row_audit_as_written_at_once(
+    ledger: Database, db_path: Path, tmp_path: Path
+) -> None:
+    """The row changes behind this process; then one transaction settles two effects, the
+    first over the limit only against the real row. The overshoot is recorded for the first
+    (its ``attempted`` without the second's spend), as when each settle writes at once."""
+
+    def settle_two(conn: Db, run_id: str, later: SettleLater | None) -> None:
+        settle_budget_txn(conn, run_id, "r1", {"outputTokens": 6}, ts(2), later=later)
+        settle_budget_txn(conn, run_id, "r2", {"outputTokens": 3}, ts(2), later=later)
+        write_settled_txn(conn, later, ts(2))
+
+    _settle_over_a_stale_row(ledger, db_path, tmp_path, settle_two)
     (once, once_events), (late, late_events) = _state(ledger, "at-once"), _state(ledger, "later")
     assert once.exceeded == {"dimension": "outputTokens", "limit": 10, "attempted": 11}
     assert (late.usage, late.reserved, late.exceeded) == (once.usage, once.reserved, once.exceeded)
@@ -198,10 +213,27 @@ def test_a_deferred_settlement_records_its_overshoot_after_the_events_before_it(
     assert late_events == once_events
 
 
+class _Recording:
+    """A transaction's connection that notes each statement's SQL before running it."""
+
+    def __init__(self, conn: Db, seen: list[str]) -> None:
+        self.conn, self.seen = conn, seen
+        self.dialect = dialect_of(conn)
+
+    def execute(self, sql: str, parameters: Params = (), /) -> Cursor:
+        self.seen.append(sql)
+        return self.conn.execute(sql, parameters)
+
+    def executemany(self, sql: str, seq_of_parameters: Iterable[Params], /) -> Cursor:
+        self.seen.append(sql)
+        return self.conn.executemany(sql, seq_of_parameters)
+
+
 def test_a_settle_told_what_was_held_ends_as_one_that_reads_it_back(ledger: Database) -> None:
     """``held`` (the amounts the caller reserved) spares the read back: the counters, the
     reservations and the audit log end the same, and a repeated settle changes nothing."""
     wanted = {"toolCalls": 1, "outputTokens": 10}
+    statements: dict[str, list[str]] = {"read": [], "held": []}
     for run_id in ("read", "held"):
         make_run(ledger, run_id, limits={"maxToolCalls": 5})
         held = wanted if run_id == "held" else None
@@ -209,10 +241,13 @@ def test_a_settle_told_what_was_held_ends_as_one_that_reads_it_back(ledger: Data
             assert reserve_budget_txn(conn, run_id, "r1", wanted, ts(1)).granted
         for step in (2, 3):  # the second settle is a repeat
             with ledger.transaction() as conn:
-                later = SettleLater()
-                spent = {"toolCalls": 1, "outputTokens": 7}
-                settle_budget_txn(conn, run_id, "r1", spent, ts(step), later=later, held=held)
+                later, spent = SettleLater(), {"toolCalls": 1, "outputTokens": 7}
+                seen = _Recording(conn, statements[run_id])
+                settle_budget_txn(seen, run_id, "r1", spent, ts(step), later=later, held=held)
                 write_settled_txn(conn, later, ts(step))
+    # Told what was held, the settle reads nothing back (no RETURNING); otherwise it does.
+    assert not any("RETURNING" in sql for sql in statements["held"])
+    assert any("RETURNING" in sql for sql in statements["read"])
     (read, read_events), (told, told_events) = _state(ledger, "read"), _state(ledger, "held")
     assert told.usage == read.usage == {"toolCalls": 1, "outputTokens": 7, "totalTokens": 7}
     assert told.reserved == read.reserved == {"toolCalls": 0, "outputTokens": 0, "totalTokens": 0}
@@ -238,17 +273,7 @@ def test_a_second_settle_writes_the_deferred_ones_overshoot_before_its_own_event
 ) -> None:
     """The second settle cannot defer: it writes the first (deferred) one before the events
     held in the buffer, so the first's overshoot sits between the two tasks' events."""
-    script = tmp_path / "outside.py"
-    script.write_text(_OUTSIDE)
-    url = getattr(ledger, "url", str(db_path))
-    for run_id in ("at-once", "later"):
-        make_run(ledger, run_id, limits={"maxOutputTokens": 10})
-        with ledger.transaction() as conn:
-            for r in ("r1", "r2"):
-                assert reserve_budget_txn(conn, run_id, r, {"outputTokens": 1}, ts(1)).granted
-        _spend_outside(script, url, run_id, "outputTokens", 5)
-        with ledger.transaction() as conn:
-            _two_settles_with_events(conn, run_id, SettleLater() if run_id == "later" else None)
+    _settle_over_a_stale_row(ledger, db_path, tmp_path, _two_settles_with_events)
     (_, once_events), (_, late_events) = _state(ledger, "at-once"), _state(ledger, "later")
     kinds = [kind for kind, _ in late_events if not kind.startswith("run.")]
     assert kinds[-3:] == ["task.succeeded", "budget.exceeded", "task.succeeded"]
