@@ -1,5 +1,7 @@
 """A private boot anchor and a fake ``/proc/stat`` for the owner tests: a clock step is
-simulated by moving the fake file's ``btime``, the machine's clock is never touched."""
+simulated by moving the fake file's ``btime``, the machine's clock is never touched. psutil's
+boot time is read from the fake file too, so psutil's readings (what older agentctl wrote
+and checked with) move with the step as they would on a real one."""
 
 from __future__ import annotations
 
@@ -44,6 +46,10 @@ def fake_boot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeB
     boot.step(0)
     monkeypatch.setattr(boot_anchor, "BTIME_PATH", str(boot.stat))
     monkeypatch.setattr(boot_anchor, "ANCHOR_DIRS", (str(anchors),))
+    if sys.platform == "linux":
+        import psutil._pslinux
+
+        monkeypatch.setattr(psutil._pslinux, "boot_time", boot_anchor.read_btime)
     boot_anchor.boot_anchor.cache_clear()
     yield boot
     boot_anchor.boot_anchor.cache_clear()
