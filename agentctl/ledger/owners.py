@@ -2,7 +2,8 @@
 
 A run's lease records the owning process as (pid, start time) so that a reused pid is not
 taken for the owner. The start time is written by one process and compared by another
-(``resume``, ``cancel``, ``serve``), so both read it here, the same way. Where there is a
+(``resume``, ``cancel``, ``serve``; the worker registry's ``kill_stale_workers`` too), so
+both read it here, the same way. Where there is a
 procfs it is read from ``/proc`` without importing psutil (~5 ms of every run's start): the
 start in clock ticks since boot ÷ ticks per second + the boot anchor (``boot_anchor``: the
 boot time the first agentctl process of this boot read). The kernel's current boot time
@@ -36,6 +37,8 @@ from agentctl.ledger.boot_anchor import boot_anchor, read_btime, user_anchor
 TOLERANCE_S = 0.01
 # Linux's procfs: other systems (illumos, a FreeBSD procfs) may have /proc without ``stat``.
 _PROCFS = os.path.exists("/proc/self/stat")
+# What reading /proc (a file that vanished, a line of another shape) can raise.
+_READ_ERRORS = (OSError, ValueError, IndexError, StopIteration)
 
 
 class _Gone(Exception):
@@ -107,6 +110,29 @@ def owner_alive(pid: int, create_time: float | None) -> bool:
         readings = _start_times(pid)
     except _Gone:
         return False
-    except (_Unreadable, OSError, ValueError, IndexError, StopIteration):
+    except (_Unreadable, *_READ_ERRORS):
         return True
-    return create_time is None or any(abs(r - create_time) < TOLERANCE_S for r in readings)
+    return create_time is None or _agrees(readings, create_time)
+
+
+def is_process(pid: int, create_time: float) -> bool:
+    """Whether (pid, create_time) names a live process, strictly: one that cannot be read is
+    not taken for it (what is about to be killed must be known to be it)."""
+    try:
+        readings = _start_times(pid)
+    except (_Gone, _Unreadable, *_READ_ERRORS):
+        return False
+    return _agrees(readings, create_time)
+
+
+def start_time_for_record(pid: int) -> float:
+    """``process_start_time``, or 0.0 (which names no process) where the process is gone or
+    cannot be read: for a record of processes that ``is_process`` will check later."""
+    try:
+        return _start_times(pid)[0]
+    except (_Gone, _Unreadable, *_READ_ERRORS):
+        return 0.0
+
+
+def _agrees(readings: tuple[float, ...], create_time: float) -> bool:
+    return any(abs(r - create_time) < TOLERANCE_S for r in readings)
