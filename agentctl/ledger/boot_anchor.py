@@ -41,7 +41,6 @@ import functools
 import os
 import re
 import stat
-import tempfile
 
 # Module-level so that tests can point them at copies (a fake btime simulates a clock step).
 BTIME_PATH = "/proc/stat"
@@ -126,6 +125,8 @@ def _read_anchor(path: str, uid: int) -> float:
 
 def _publish(path: str, btime: float) -> None:
     """Make ``btime`` the anchor unless one exists already (then that one stays)."""
+    import tempfile  # once a boot: not on every run's start
+
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".agentctl-btime-")
     try:
         with os.fdopen(fd, "wb") as fh:
