@@ -42,7 +42,6 @@ import subprocess
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-import psutil
 import trio
 
 from agentctl.coordinator.poolwait import (
@@ -58,6 +57,7 @@ from agentctl.coordinator.workerproc import ChildProcess, signal_tree, write_wor
 from agentctl.coordinator.workerstart import Prestarted, worker_argv
 from agentctl.core import registry
 from agentctl.errors import AgentctlError, InvalidOperationError, PersistenceError
+from agentctl.ledger.owners import start_time_for_record
 from agentctl.mailbox import frames
 from agentctl.mailbox.frames import FrameChannel, FrameUnsentError, ProtocolError
 from agentctl.mailbox.messages import (
@@ -316,7 +316,7 @@ class WorkerPool:
         taken = self._prestarted.take() if self._prestarted is not None else None
         proc, parent_sock = taken if taken is not None else await self._launch()
         channel = FrameChannel(trio.SocketStream(trio.socket.from_stdlib_socket(parent_sock)))
-        worker = _Worker(proc, channel, _create_time(proc.pid))
+        worker = _Worker(proc, channel, start_time_for_record(proc.pid))
         await self._handshake(worker)
         self._workers.append(worker)
         self._write_registry()
@@ -457,13 +457,6 @@ class WorkerPool:
         if self._registry_path is not None:
             live = [(w.pid, w.create_time) for w in self._workers if not w.lost]
             write_worker_registry(self._registry_path, live)
-
-
-def _create_time(pid: int) -> float:
-    try:
-        return psutil.Process(pid).create_time()
-    except psutil.Error:
-        return 0.0
 
 
 async def _wait_all(workers: list[_Worker], grace: float | None) -> None:

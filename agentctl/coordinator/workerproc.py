@@ -31,6 +31,7 @@ from agentctl.coordinator.workerstart import Prestarted
 from agentctl.core.plan import Plan
 from agentctl.core.workload import Workload, workload
 from agentctl.errors import from_os_error
+from agentctl.ledger.owners import is_process, process_start_time
 
 # psutil (~5 ms to import) is imported by the functions that signal or find processes: a
 # run with no workers and no stale registry to clean never calls them.
@@ -107,13 +108,14 @@ def prestart_workers(
 def _matches(pid: int, create_time: float) -> psutil.Process | None:
     import psutil  # see the top
 
+    # Read as a lease owner is: a wall-clock step since the registry was written must not
+    # make a live coordinator look dead, nor hide a dead one's workers.
+    if not is_process(pid, create_time):
+        return None
     try:
-        proc = psutil.Process(pid)
-        if abs(proc.create_time() - create_time) < 0.01:
-            return proc
+        return psutil.Process(pid)
     except psutil.Error:
-        pass
-    return None
+        return None
 
 
 def kill_stale_workers(registry_path: str) -> list[int]:
@@ -151,12 +153,10 @@ def kill_stale_workers(registry_path: str) -> list[int]:
 def write_worker_registry(registry_path: str, workers: list[tuple[int, float]]) -> None:
     """Record this coordinator and its live ``(pid, create time)`` workers for
     ``kill_stale_workers``: written aside, then renamed into place."""
-    import psutil  # see the top
-
-    me = psutil.Process()
+    me = os.getpid()
     data = {
         "version": 1,
-        "coordinator": {"pid": me.pid, "createTime": me.create_time()},
+        "coordinator": {"pid": me, "createTime": process_start_time(me)},
         "workers": [{"pid": pid, "createTime": created} for pid, created in workers],
     }
     tmp = f"{registry_path}.tmp"

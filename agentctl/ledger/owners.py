@@ -2,21 +2,43 @@
 
 A run's lease records the owning process as (pid, start time) so that a reused pid is not
 taken for the owner. The start time is written by one process and compared by another
-(``resume``, ``cancel``, ``serve``), so both read it here, the same way: where there is a
-procfs, from ``/proc`` (psutil's formula — the start in clock ticks since boot ÷ ticks per
-second + the boot time — without importing psutil, ~5 ms of every run's start); elsewhere
-through psutil. Two readers with different formulas could disagree by more than the
-comparison's tolerance and take a live owner for a dead one.
+(``resume``, ``cancel``, ``serve``; the worker registry's ``kill_stale_workers`` too), so
+both read it here, the same way. Where there is a
+procfs it is read from ``/proc`` without importing psutil (~5 ms of every run's start): the
+start in clock ticks since boot ÷ ticks per second + the boot anchor (``boot_anchor``: the
+boot time the first agentctl process of this boot read). The kernel's current boot time
+moves when the wall clock is stepped, the anchor does not: readings taken on either side of
+a step agree exactly, so a live owner is never taken for a dead one after an NTP step or a
+VM resume. Anchors are per user; a process of another user (two users sharing a ledger) is
+also read with its user's anchor, the one it wrote its own start time with. Elsewhere
+(macOS) the reading is psutil's, which is not step-tolerant.
+
+Compatibility: a lease written by an older agentctl (or where there is no anchor) holds the
+old formula's value, the start since boot + the boot time *then*. A check therefore accepts
+either reading: the anchored one or the old formula's now (start since boot + current boot
+time). Without a step both readings are the same number, so nothing changes for old values.
+
+Reused pids: another process with the same pid started later, so its start since boot
+differs by at least a tick (10 ms) from the owner's, and both of its readings differ from the
+stored value by that much when the clock has not been stepped. After a step of s seconds,
+the old formula's reading is off by s (and two users' anchors may differ by a step): it
+could match only if s were, within the tolerance, the gap between the two processes'
+starts — a coincidence of 10 ms in the life of a pid.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+
+from agentctl.ledger.boot_anchor import boot_anchor, read_btime, user_anchor
 
 # Start times are compared with this tolerance: the reading is a float of seconds.
 TOLERANCE_S = 0.01
 # Linux's procfs: other systems (illumos, a FreeBSD procfs) may have /proc without ``stat``.
 _PROCFS = os.path.exists("/proc/self/stat")
+# What reading /proc (a file that vanished, a line of another shape) can raise.
+_READ_ERRORS = (OSError, ValueError, IndexError, StopIteration)
 
 
 class _Gone(Exception):
@@ -27,39 +49,56 @@ class _Unreadable(Exception):
     """The process exists but its start time cannot be read."""
 
 
-def _procfs_start_time(pid: int) -> float:
+@dataclass(frozen=True)
+class _ProcStat:
+    since_boot: float  # seconds from boot to the process's start
+    uid: int  # its effective user: /proc/<pid>/stat belongs to it
+
+
+def _procfs_stat(pid: int) -> _ProcStat:
     try:
         with open(f"/proc/{pid}/stat", "rb") as fh:
             stat = fh.read()
+            uid = os.fstat(fh.fileno()).st_uid
     except FileNotFoundError:
         raise _Gone from None
     fields = stat[stat.rfind(b")") + 2 :].split()
     if fields[0] == b"Z":
         raise _Gone
-    with open("/proc/stat", "rb") as fh:
-        boot = next(line for line in fh if line.startswith(b"btime")).split()[1]
-    return float(fields[19]) / os.sysconf("SC_CLK_TCK") + float(boot)  # field 22, starttime
+    return _ProcStat(float(fields[19]) / os.sysconf("SC_CLK_TCK"), uid)  # field 22, starttime
 
 
-def _psutil_start_time(pid: int) -> float:
+def _procfs_start_times(pid: int) -> tuple[float, ...]:
+    """The readings that count as ``pid``'s start time: with this user's anchor first, with
+    the process's user's anchor (another user's process), then the old formula's (the current
+    boot time), the only one where there is no anchor."""
+    proc = _procfs_stat(pid)
+    anchors = [boot_anchor()]
+    if proc.uid != os.geteuid():
+        anchors.append(user_anchor(proc.uid))
+    anchors.append(read_btime())
+    return tuple(proc.since_boot + a for a in anchors if a is not None)
+
+
+def _psutil_start_times(pid: int) -> tuple[float, ...]:
     import psutil  # no procfs (macOS): psutil reads it its own way
 
     try:
-        return psutil.Process(pid).create_time()
+        return (psutil.Process(pid).create_time(),)
     except (psutil.NoSuchProcess, psutil.ZombieProcess):
         raise _Gone from None
     except psutil.Error:
         raise _Unreadable from None
 
 
-def _start_time(pid: int) -> float:
-    return _procfs_start_time(pid) if _PROCFS else _psutil_start_time(pid)
+def _start_times(pid: int) -> tuple[float, ...]:
+    return _procfs_start_times(pid) if _PROCFS else _psutil_start_times(pid)
 
 
 def process_start_time(pid: int) -> float:
     """The start time of a live process (this one, when it names itself as an owner)."""
     try:
-        return _start_time(pid)
+        return _start_times(pid)[0]
     except _Gone:
         raise ProcessLookupError(pid) from None
 
@@ -68,9 +107,32 @@ def owner_alive(pid: int, create_time: float | None) -> bool:
     """Whether the process that wrote (pid, create_time) still runs. A process that exists
     but cannot be read counts as alive: better to wait than to steal a live run."""
     try:
-        actual = _start_time(pid)
+        readings = _start_times(pid)
     except _Gone:
         return False
-    except (_Unreadable, OSError, ValueError, IndexError, StopIteration):
+    except (_Unreadable, *_READ_ERRORS):
         return True
-    return create_time is None or abs(actual - create_time) < TOLERANCE_S
+    return create_time is None or _agrees(readings, create_time)
+
+
+def is_process(pid: int, create_time: float) -> bool:
+    """Whether (pid, create_time) names a live process, strictly: one that cannot be read is
+    not taken for it (what is about to be killed must be known to be it)."""
+    try:
+        readings = _start_times(pid)
+    except (_Gone, _Unreadable, *_READ_ERRORS):
+        return False
+    return _agrees(readings, create_time)
+
+
+def start_time_for_record(pid: int) -> float:
+    """``process_start_time``, or 0.0 (which names no process) where the process is gone or
+    cannot be read: for a record of processes that ``is_process`` will check later."""
+    try:
+        return _start_times(pid)[0]
+    except (_Gone, _Unreadable, *_READ_ERRORS):
+        return 0.0
+
+
+def _agrees(readings: tuple[float, ...], create_time: float) -> bool:
+    return any(abs(r - create_time) < TOLERANCE_S for r in readings)

@@ -19,6 +19,7 @@ import trio
 from agentctl.coordinator import workerpool
 from agentctl.coordinator.workerpool import open_worker_pool
 from agentctl.coordinator.workerproc import kill_stale_workers
+from agentctl.ledger.owners import process_start_time
 from agentctl.mailbox import Execute, Failure, Result
 
 _counter = iter(range(1_000_000))
@@ -326,9 +327,7 @@ async def test_pool_exit_kills_workers_and_their_children(tmp_path: Path) -> Non
             child = await _pid_from(tmp_path / "p")
             [worker] = pool.worker_pids()
             data = json.loads(registry.read_text())
-            assert data["workers"] == [
-                {"pid": worker, "createTime": psutil.Process(worker).create_time()}
-            ]
+            assert data["workers"] == [{"pid": worker, "createTime": process_start_time(worker)}]
             scope.cancel()
     assert _gone(worker) and _gone(child)
     assert json.loads(registry.read_text())["workers"] == []

@@ -31,6 +31,9 @@ from agentctl.ledger.runs import (
     wall_time_exceeded,
 )
 from agentctl.ledger.tasks import list_tasks
+from tests.ledger.owner_fixtures import FakeBoot, fake_boot
+
+__all__ = ["fake_boot"]
 
 
 def test_create_run_writes_run_tasks_budget_audit_checkpoint(ledger: Database) -> None:
@@ -154,6 +157,25 @@ def test_lease_refused_while_another_owner_lives(
         acquire_run_lease_txn(conn, "run-1", pid, created, ts(2))
     with ledger.read() as conn:
         assert get_run(conn, "run-1").owner_pid == pid
+
+
+def test_a_live_owner_keeps_its_lease_across_a_clock_step(
+    ledger: Database, other_process: psutil.Process, fake_boot: FakeBoot
+) -> None:
+    """The wall clock is stepped (simulated) while the owner runs: another process must still
+    see it alive and be refused the run."""
+    make_run(ledger)
+    owner = other_process.pid
+    with ledger.transaction() as conn:
+        acquire_run_lease_txn(conn, "run-1", owner, process_start_time(owner), T0)
+    fake_boot.step(-13)
+    with ledger.read() as conn:
+        assert has_live_owner(conn, "run-1")
+    pid, created = _me()
+    with pytest.raises(OwnershipError), ledger.transaction() as conn:
+        acquire_run_lease_txn(conn, "run-1", pid, created, ts(1))
+    with ledger.read() as conn:
+        assert get_run(conn, "run-1").owner_pid == owner
 
 
 def test_lease_with_reused_pid_is_stale(ledger: Database, other_process: psutil.Process) -> None:
