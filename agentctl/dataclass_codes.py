@@ -33,7 +33,6 @@ Invariants:
 from __future__ import annotations
 
 import atexit
-import contextlib
 import dataclasses
 import hashlib
 import marshal
@@ -42,8 +41,7 @@ import sys
 import types
 from typing import Any
 
-from agentctl.usercache import read as read_cached
-from agentctl.usercache import write as write_cached
+from agentctl.usercache import read_entries, write_entries, written_against
 
 FILE_NAME = "dataclass-methods.marshal"
 # The interpreter exactly (its bytecode changes only with its version).
@@ -80,53 +78,35 @@ class _Store:
         return code
 
     def save(self) -> None:
-        if not self.added:
-            return
-        kept = self.known if len(self.known) <= _MAX_ENTRIES else self.used
-        write_cached(FILE_NAME, KEY, marshal.dumps(kept))
-
-    def save_quietly(self) -> None:
-        """``save`` for a process leaving without ``atexit`` (a worker): never raises."""
-        with contextlib.suppress(Exception):  # a cache never changes the outcome
-            self.save()
+        """Never raises (``write_entries``): a worker leaving without ``atexit`` calls it too."""
+        if self.added:
+            write_entries(FILE_NAME, KEY, self.known, self.used, _MAX_ENTRIES)
 
     def close(self) -> None:
         """Save now and let the entries go: for a long-lived process (a worker) whose start-up
         is over — the store's ~2 MB would otherwise stay in every worker for its whole life.
         Later methods are compiled as usual and not kept; a later ``save`` writes nothing."""
-        self.save_quietly()
+        self.save()
         self.known, self.used, self.added, self.closed = {}, {}, False, True
 
 
 def install() -> _Store | None:
     """Serve dataclasses' generated methods from the store (module docstring); returns the
     store, or None where this interpreter is not the one this was written against."""
-    original = getattr(dataclasses, "_create_fn", None)
-    code = getattr(original, "__code__", None)
-    if sys.version_info[:2] != (3, 11) or code is None:
+    if not written_against(getattr(dataclasses, "_create_fn", None), _PARAMETERS):
         return None
-    if code.co_varnames[: len(_PARAMETERS)] != _PARAMETERS:
-        return None
-    store = _Store(_load(read_cached(FILE_NAME, KEY)))
+    store = _Store(_load(read_entries(FILE_NAME, KEY)))
     dataclasses._create_fn = _creator(store)  # type: ignore[attr-defined]  # private, by design
     attrs_make = sys.modules.get(_ATTRS_MODULE)
     if attrs_make is None:
         sys.meta_path.insert(0, _AttrsWatch(store))
     else:
         _serve_attrs(attrs_make, store)
-    atexit.register(store.save_quietly)
+    atexit.register(store.save)
     return store
 
 
-def _load(content: bytes | None) -> dict[bytes, bytes]:
-    if content is None:
-        return {}
-    try:
-        known = marshal.loads(content)
-    except (EOFError, ValueError, TypeError):
-        return {}
-    if not isinstance(known, dict):
-        return {}
+def _load(known: dict[Any, Any]) -> dict[bytes, bytes]:
     # A damaged store may hold anything: only digest -> marshalled code entries are kept.
     return {k: v for k, v in known.items() if isinstance(k, bytes) and isinstance(v, bytes)}
 
