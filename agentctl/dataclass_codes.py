@@ -8,7 +8,8 @@ texts was a third of the instructions of ``agentctl run`` on a one-task workflow
 The compiled code depends on nothing but the text and the interpreter, so this module keeps
 it: the same text, the same interpreter, the same code object, as ``.pyc`` files do for
 modules. attrs does the same for its classes (``attr._make._compile_and_eval``): trio defines
-~70 with it when imported, the largest part of trio's import on a run; those are kept too.
+~70 with it when imported, the largest part of trio's import on a run; those are kept too. So
+is the code of the forward references ``typing`` compiles (``_serve_typing``).
 
 Invariants:
 - ``install`` replaces ``dataclasses._create_fn`` only on the interpreter it was written
@@ -23,6 +24,10 @@ Invariants:
   ``_compile_and_eval`` after the module has run (only when its parameters are the expected
   ones), and removes itself. A replaced method compiles exactly as attrs would: the same text,
   file name (its tracebacks' lines stay in ``linecache``) and ``__future__`` flags;
+- ``typing.ForwardRef`` compiles a text to the same code with or without the store: typing
+  gets a module global ``compile`` only where its ``ForwardRef.__init__`` calls ``compile``
+  and typing has no such global already; any call but ``(text, "<string>", "eval")`` goes
+  to the builtin, and a text that is not valid Python raises the builtin's ``SyntaxError``;
 - the store is keyed by the interpreter's version (its bytecode format) and lives in the user's
   cache (``usercache``: private files only); it is read once at start-up and rewritten at
   exit only when this process compiled a method it did not have;
@@ -33,7 +38,7 @@ Invariants:
 from __future__ import annotations
 
 import atexit
-import contextlib
+import builtins
 import dataclasses
 import hashlib
 import marshal
@@ -42,8 +47,7 @@ import sys
 import types
 from typing import Any
 
-from agentctl.usercache import read as read_cached
-from agentctl.usercache import write as write_cached
+from agentctl.usercache import read_entries, write_entries, written_against
 
 FILE_NAME = "dataclass-methods.marshal"
 # The interpreter exactly (its bytecode changes only with its version).
@@ -62,71 +66,90 @@ class _Store:
         self.added = False
         self.closed = False  # ``close``: methods compiled from now on are not kept
 
-    def code(self, text: str, filename: str = "<string>", flags: int = 0) -> types.CodeType:
+    def code(
+        self, text: str, filename: str = "<string>", flags: int = 0, mode: str = "exec"
+    ) -> types.CodeType:
         key = text if filename == "<string>" and not flags else f"{filename}\0{flags}\0{text}"
+        if mode != "exec":  # a source text never holds NUL: no exec key looks like this
+            key = f"{mode}\0{filename}\0{flags}\0{text}"
         digest = hashlib.blake2b(key.encode(), digest_size=16).digest()
         blob = self.known.get(digest)
         code = None if blob is None else _loaded(blob)
         if blob is None or code is None:  # unknown, or a damaged entry: compiled (again)
-            return self._compiled(digest, text, filename, flags)
+            return self._compiled(digest, text, filename, flags, mode)
         self.used[digest] = blob
         return code
 
-    def _compiled(self, digest: bytes, text: str, filename: str, flags: int) -> types.CodeType:
-        code: types.CodeType = compile(text, filename, "exec", flags=flags, dont_inherit=True)
+    def _compiled(
+        self, digest: bytes, text: str, filename: str, flags: int, mode: str
+    ) -> types.CodeType:
+        code: types.CodeType = compile(text, filename, mode, flags=flags, dont_inherit=True)
         if not self.closed:
             self.used[digest] = self.known[digest] = marshal.dumps(code)
             self.added = True
         return code
 
     def save(self) -> None:
-        if not self.added:
-            return
-        kept = self.known if len(self.known) <= _MAX_ENTRIES else self.used
-        write_cached(FILE_NAME, KEY, marshal.dumps(kept))
-
-    def save_quietly(self) -> None:
-        """``save`` for a process leaving without ``atexit`` (a worker): never raises."""
-        with contextlib.suppress(Exception):  # a cache never changes the outcome
-            self.save()
+        """Never raises (``write_entries``): a worker leaving without ``atexit`` calls it too."""
+        if self.added:
+            write_entries(FILE_NAME, KEY, self.known, self.used, _MAX_ENTRIES)
 
     def close(self) -> None:
         """Save now and let the entries go: for a long-lived process (a worker) whose start-up
         is over — the store's ~2 MB would otherwise stay in every worker for its whole life.
         Later methods are compiled as usual and not kept; a later ``save`` writes nothing."""
-        self.save_quietly()
+        self.save()
         self.known, self.used, self.added, self.closed = {}, {}, False, True
 
 
 def install() -> _Store | None:
     """Serve dataclasses' generated methods from the store (module docstring); returns the
     store, or None where this interpreter is not the one this was written against."""
-    original = getattr(dataclasses, "_create_fn", None)
-    code = getattr(original, "__code__", None)
-    if sys.version_info[:2] != (3, 11) or code is None:
+    if not written_against(getattr(dataclasses, "_create_fn", None), _PARAMETERS):
         return None
-    if code.co_varnames[: len(_PARAMETERS)] != _PARAMETERS:
-        return None
-    store = _Store(_load(read_cached(FILE_NAME, KEY)))
+    store = _Store(_load(read_entries(FILE_NAME, KEY)))
     dataclasses._create_fn = _creator(store)  # type: ignore[attr-defined]  # private, by design
     attrs_make = sys.modules.get(_ATTRS_MODULE)
     if attrs_make is None:
         sys.meta_path.insert(0, _AttrsWatch(store))
     else:
         _serve_attrs(attrs_make, store)
-    atexit.register(store.save_quietly)
+    _serve_typing(store)
+    atexit.register(store.save)
     return store
 
 
-def _load(content: bytes | None) -> dict[bytes, bytes]:
-    if content is None:
-        return {}
-    try:
-        known = marshal.loads(content)
-    except (EOFError, ValueError, TypeError):
-        return {}
-    if not isinstance(known, dict):
-        return {}
+def _serve_typing(store: _Store) -> None:
+    """Give ``typing`` a ``compile`` taking forward references' code from ``store``.
+
+    ``typing.ForwardRef`` compiles its text (``compile(text, "<string>", "eval")``, the only
+    ``compile`` in typing) each time one is made: ~1,000 on the way to a run (pydantic-core's
+    ~100 TypedDicts, the workflow models' string annotations), ~280 distinct texts, ~6 µs
+    each. A module global named ``compile`` is found before the builtin, so typing alone gets
+    this one; the same text gives the same (immutable) code object, shared within the process
+    and kept in the store across processes. Any other call is the builtin's.
+    """
+    import typing
+
+    init = getattr(getattr(typing, "ForwardRef", None), "__init__", None)
+    names = getattr(getattr(init, "__code__", None), "co_names", ())
+    if "compile" not in names or hasattr(typing, "compile"):
+        return
+    seen: dict[str, types.CodeType] = {}
+
+    def compile(source: Any, filename: Any, mode: Any, *args: Any, **kwargs: Any) -> Any:
+        # typing inherits no __future__ flags: the store compiles with none inherited either.
+        if args or kwargs or type(source) is not str or (filename, mode) != ("<string>", "eval"):
+            return builtins.compile(source, filename, mode, *args, **kwargs)
+        code = seen.get(source)
+        if code is None:
+            code = seen[source] = store.code(source, filename, mode=mode)
+        return code
+
+    typing.compile = compile  # type: ignore[attr-defined]  # typing's own global, by design
+
+
+def _load(known: dict[Any, Any]) -> dict[bytes, bytes]:
     # A damaged store may hold anything: only digest -> marshalled code entries are kept.
     return {k: v for k, v in known.items() if isinstance(k, bytes) and isinstance(v, bytes)}
 

@@ -9,7 +9,8 @@ Invariants:
   (a flag, checked once the imports are done), so the guard is in place within the first
   moments of the interpreter running our code; importing this module changes no handler;
 - the methods ``@dataclass`` generates are compiled once per user and interpreter, not in
-  every process (``dataclass_codes``, installed before the CLI is imported);
+  every process (``dataclass_codes``, installed before the CLI is imported), and so are the
+  regular expressions modules compile when imported (``regex_codes``, installed first);
 - the cyclic garbage collector is off while the program starts (``main``): importing the
   CLI creates ~10^5 long-lived objects (modules, classes, validators), and collecting them
   over and over finds nothing to free; ``clikit.collect_from_now`` turns it back on,
@@ -40,6 +41,9 @@ def main() -> NoReturn:
     try:
         signal.signal(signal.SIGINT, defer)
         gc.disable()
+        from agentctl.regex_codes import install as install_regex_codes
+
+        install_regex_codes()  # before the modules compiling patterns when imported
         from agentctl.dataclass_codes import install as install_dataclass_codes
 
         install_dataclass_codes()  # before the ~200 dataclasses of the CLI are defined

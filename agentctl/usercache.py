@@ -14,14 +14,20 @@ Invariants:
 - writes are atomic (a private file written aside, then renamed);
 - nothing here ever fails a command: a missing home, a read-only disk or a foreign file
   means "no cache" (None / nothing written).
+
+The stores that replace a private CPython function (``dataclass_codes``, ``regex_codes``)
+share ``written_against``, their check that the function is the one they were written for.
 """
 
 from __future__ import annotations
 
 import contextlib
+import marshal
 import os
 import stat
+import sys
 from pathlib import Path
+from typing import Any
 
 MAX_BYTES = 16 * 1024 * 1024
 
@@ -98,3 +104,34 @@ def write(name: str, key: bytes, content: bytes) -> None:
         except BaseException:
             os.unlink(aside)
             raise
+
+
+def read_entries(name: str, key: bytes) -> dict[Any, Any]:
+    """The marshalled dict stored as ``name`` under ``key`` (``read``); empty when there is
+    none or it is damaged. Its entries are the caller's to check."""
+    content = read(name, key)
+    if content is None:
+        return {}
+    try:
+        known = marshal.loads(content)
+    except (EOFError, ValueError, TypeError):
+        return {}
+    return known if isinstance(known, dict) else {}
+
+
+def write_entries(
+    name: str, key: bytes, known: dict[Any, Any], used: dict[Any, Any], most: int
+) -> None:
+    """Store the entries ``known`` (``write``); past ``most`` of them (many upgrades later),
+    only those this process ``used``. Never raises: a cache never changes the outcome."""
+    with contextlib.suppress(Exception):
+        write(name, key, marshal.dumps(known if len(known) <= most else used))
+
+
+def written_against(function: object, parameters: tuple[str, ...]) -> bool:
+    """Whether ``function`` is the private CPython 3.11 one a replacement was written against:
+    this interpreter's version, and a Python function whose parameters begin as expected."""
+    code = getattr(function, "__code__", None)
+    if sys.version_info[:2] != (3, 11) or code is None:
+        return False
+    return bool(code.co_varnames[: len(parameters)] == parameters)

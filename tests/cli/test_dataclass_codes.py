@@ -80,6 +80,24 @@ pair_facts = {
     "signatures": [str(inspect.signature(c)) for c in (Pair, Rank)],
 }
 
+import typing  # forward references: typing compiles their text (served from the store too)
+
+class Hinted:
+    a: "list[Point] | None"
+    b: "dict[str, Options]"
+
+try:
+    typing.ForwardRef("1 +")
+    bad = "compiled"
+except SyntaxError as exc:
+    bad = str(exc)
+unpacked = typing.ForwardRef("*tuple[int, str]")
+typing_facts = {
+    "hints": {k: repr(v) for k, v in typing.get_type_hints(Hinted).items()},
+    "bad": bad,
+    "unpacked": [unpacked.__forward_arg__, repr(unpacked._evaluate(globals(), None, frozenset()))],
+}
+
 p, q = Point(1, 2, ("a",)), Point(1, 3)
 o = Options(name="n", limit=4)
 s = Scaled(1.5, 3.0)
@@ -100,9 +118,13 @@ facts = {
     "match_args": Point.__match_args__,
     "fields": [[f.name for f in dataclasses.fields(c)] for c in (Point, Options, Scaled)],
     "attrs": pair_facts,
+    "typing": typing_facts,
 }
 served = attr._make._compile_and_eval.__module__ == "agentctl.dataclass_codes"
-used = None if store is None else {"compiled": store.added, "reused": len(store.used), "attrs": served}
+typing_served = getattr(typing, "compile", None) is not None
+used = None if store is None else {
+    "compiled": store.added, "reused": len(store.used), "attrs": served, "typing": typing_served
+}
 print(json.dumps({"facts": facts, "store": used}))
 """
 
@@ -127,7 +149,8 @@ def test_stored_methods_behave_as_freshly_compiled_ones(tmp_path: Path) -> None:
     assert stored.is_file() and stored.stat().st_mode & 0o777 == 0o600
     warm = _probe(tmp_path, "store")
     assert plain["facts"] == cold["facts"] == warm["facts"]
-    assert cold["store"] == {"compiled": True, "reused": cold["store"]["reused"], "attrs": True}  # type: ignore[index]
+    reused = cold["store"]["reused"]  # type: ignore[index]
+    assert cold["store"] == {"compiled": True, "reused": reused, "attrs": True, "typing": True}
     assert warm["store"]["compiled"] is False and warm["store"]["reused"] > 0  # type: ignore[index]
 
 

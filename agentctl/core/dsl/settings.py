@@ -21,6 +21,8 @@ from agentctl.core.dsl.base import (
     NonEmptyStr,
     Seconds,
     StrictModel,
+    empty_dict,
+    empty_list,
     rule_error,
 )
 from agentctl.core.dsl.secrets import SecretRef
@@ -40,7 +42,7 @@ class NetworkPolicy(StrictModel):
     allowed_schemes: list[Scheme] = Field(
         default_factory=_default_schemes, alias="allowedSchemes", min_length=1
     )
-    allowed_ports: list[int] = Field(default_factory=list, alias="allowedPorts")
+    allowed_ports: list[int] = Field(default_factory=empty_list, alias="allowedPorts")
     allow_private: bool = Field(False, alias="allowPrivate")
     allow_proxy: bool = Field(False, alias="allowProxy")
     custom_ca: SecretRef | None = Field(None, alias="customCa")
@@ -58,18 +60,20 @@ class NetworkPolicy(StrictModel):
 
 class Policy(StrictModel):
     workspace_root: str = Field(".", alias="workspaceRoot")
-    writable_roots: list[str] = Field(default_factory=list, alias="writableRoots")
-    environment_allowlist: list[str] = Field(default_factory=list, alias="environmentAllowlist")
-    network_allowlist: list[str] = Field(default_factory=list, alias="networkAllowlist")
-    network: NetworkPolicy = Field(default_factory=NetworkPolicy.model_construct)
-    process_allowlist: list[str] = Field(default_factory=list, alias="processAllowlist")
-    secret_file_roots: list[str] = Field(default_factory=list, alias="secretFileRoots")
-    secret_process_allowlist: list[str] = Field(
-        default_factory=list, alias="secretProcessAllowlist"
+    writable_roots: list[str] = Field(default_factory=empty_list, alias="writableRoots")
+    environment_allowlist: list[str] = Field(
+        default_factory=empty_list, alias="environmentAllowlist"
     )
-    providers: list[str] = Field(default_factory=list)
-    tools_allow: list[str] = Field(default_factory=list, alias="toolsAllow")
-    tools_deny: list[str] = Field(default_factory=list, alias="toolsDeny")
+    network_allowlist: list[str] = Field(default_factory=empty_list, alias="networkAllowlist")
+    network: NetworkPolicy = Field(default_factory=NetworkPolicy.model_construct)
+    process_allowlist: list[str] = Field(default_factory=empty_list, alias="processAllowlist")
+    secret_file_roots: list[str] = Field(default_factory=empty_list, alias="secretFileRoots")
+    secret_process_allowlist: list[str] = Field(
+        default_factory=empty_list, alias="secretProcessAllowlist"
+    )
+    providers: list[str] = Field(default_factory=empty_list)
+    tools_allow: list[str] = Field(default_factory=empty_list, alias="toolsAllow")
+    tools_deny: list[str] = Field(default_factory=empty_list, alias="toolsDeny")
     approval: Literal["never", "mutations", "high_risk", "always"] = "mutations"
     non_interactive: Literal["pause", "deny_approval", "fail"] = Field(
         "pause", alias="nonInteractive"
@@ -192,7 +196,7 @@ class LongTermMemory(StrictModel):
 
 
 class Memory(StrictModel):
-    working: JsonObject = Field(default_factory=dict)
+    working: JsonObject = Field(default_factory=empty_dict)
     long_term: LongTermMemory = Field(
         default_factory=LongTermMemory.model_construct, alias="longTerm"
     )
