@@ -66,7 +66,9 @@ def main(argv: list[str] | None = None, store: _Store | None = None) -> None:
     import trio
 
     from agentctl.workers.serve import run_worker
+    from agentctl.workers.wirecache import prepare_wire_models
 
+    prepare_wire_models()  # the wire models' stored schemas, before the first frame
     if store is not None:  # the start-up's methods are in: saved, and let go
         store.close()
     if not gc.isenabled():  # start-up is over (``run_and_exit``): see the module docstring
