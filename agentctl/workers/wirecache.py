@@ -1,10 +1,11 @@
 """The wire models' core schemas, kept between worker processes (ADR 0013 item 7).
 
 A worker's start is on the path of a run's first effect, and building the pydantic schemas of
-the messages and requests it uses is ~15% of that start; loading them back and building the
-validators takes ~1 ms (``mailbox/prebuilt.py``). The schemas are stored as a pickle (it
-names our classes) in the user's cache directory, trusted only as the user's own file
-(``usercache``), as the CLI keeps the workflow models' schema (``cli_schemacache``).
+the messages and requests it uses is ~10% of that start (callgrind, exec to the first
+``Result``); loading them back and building the validators takes ~1 ms
+(``mailbox/prebuilt.py``). The schemas are stored as a pickle (it names our classes) in the
+user's cache directory, trusted only as the user's own file (``usercache``), as the CLI keeps
+the workflow models' schema (``cli_schemacache``).
 
 Invariants:
 - the file's key is a fingerprint of everything the schemas are made from — this Python,
