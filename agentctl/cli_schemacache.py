@@ -18,18 +18,17 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import os
 import pickle
 import sys
 from pathlib import Path
+from typing import cast
 
 import pydantic
 import pydantic_core
 
 import agentctl.errors
 from agentctl.core.dsl import prebuilt
-from agentctl.usercache import read as read_cached
+from agentctl.usercache import package_sources, read_pickled, sources_key
 from agentctl.usercache import write as write_cached
 
 FORMAT = b"agentctl-workflow-schema-1"
@@ -42,7 +41,7 @@ def prepare_workflow_model() -> None:
     if prebuilt.is_built():
         return
     key = fingerprint()
-    schema = _load(read_cached(FILE_NAME, key))
+    schema = cast("pydantic_core.CoreSchema | None", read_pickled(FILE_NAME, key))
     if schema is not None:
         prebuilt.use_prebuilt(schema)
         return
@@ -51,26 +50,7 @@ def prepare_workflow_model() -> None:
         write_cached(FILE_NAME, key, pickle.dumps(schema, protocol=pickle.HIGHEST_PROTOCOL))
 
 
-def _load(content: bytes | None) -> pydantic_core.CoreSchema | None:
-    if content is None:
-        return None
-    try:
-        schema = pickle.loads(content)
-    except Exception:  # a partial or unreadable file: build instead
-        return None
-    return schema if isinstance(schema, dict) else None
-
-
 def fingerprint() -> bytes:
     """What the stored schema was made from (module docstring), as the file's key line."""
-    digest = hashlib.sha256(FORMAT)
     versions = (sys.version, pydantic.VERSION, pydantic_core.__version__, str(_PACKAGE))
-    digest.update("\0".join(versions).encode())
-    sources = [os.path.join(_PACKAGE, "errors.py")]
-    for root, dirs, files in os.walk(_PACKAGE / "core"):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        sources.extend(os.path.join(root, f) for f in sorted(files) if f.endswith(".py"))
-    for source in sources:
-        st = os.stat(source)
-        digest.update(f"\0{source}\0{st.st_size}\0{st.st_mtime_ns}".encode())
-    return FORMAT + b" " + digest.hexdigest().encode() + b"\n"
+    return sources_key(FORMAT, versions, package_sources(_PACKAGE, ["errors.py"], ["core"]))

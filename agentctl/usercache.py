@@ -22,10 +22,12 @@ share ``written_against``, their check that the function is the one they were wr
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import marshal
 import os
 import stat
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +84,21 @@ def read(name: str, key: bytes) -> bytes | None:
         os.close(dir_fd)
 
 
+def read_pickled(name: str, key: bytes) -> dict[str, object] | None:
+    """The dict pickled as ``name`` under ``key`` (``read``'s trust applies); None if there is
+    none, or the file holds anything else or cannot be unpickled."""
+    content = read(name, key)
+    if content is None:
+        return None
+    import pickle  # only the stores that are pickles need it
+
+    try:
+        found = pickle.loads(content)
+    except Exception:  # a partial or unreadable file: build instead
+        return None
+    return found if isinstance(found, dict) else None
+
+
 def write(name: str, key: bytes, content: bytes) -> None:
     """Store ``content`` as ``name`` under ``key``, atomically; never fails."""
     directory = cache_dir()
@@ -135,3 +152,25 @@ def written_against(function: object, parameters: tuple[str, ...]) -> bool:
     if sys.version_info[:2] != (3, 11) or code is None:
         return False
     return bool(code.co_varnames[: len(parameters)] == parameters)
+
+
+def package_sources(package: Path, files: Sequence[str], trees: Sequence[str]) -> list[str]:
+    """The paths of ``files`` and of every ``.py`` file under ``trees`` of ``package``, in a
+    stable order (what ``sources_key`` fingerprints)."""
+    sources = [os.path.join(package, name) for name in files]
+    for tree in trees:
+        for root, dirs, names in os.walk(package / tree):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            sources.extend(os.path.join(root, f) for f in sorted(names) if f.endswith(".py"))
+    return sources
+
+
+def sources_key(fmt: bytes, versions: Sequence[str], sources: Sequence[str]) -> bytes:
+    """A file's key line: ``fmt`` and a digest of ``versions`` and of each source's size and
+    modification time (what Python itself checks a cached ``.pyc`` against)."""
+    digest = hashlib.sha256(fmt)
+    digest.update("\0".join(versions).encode())
+    for source in sources:
+        st = os.stat(source)
+        digest.update(f"\0{source}\0{st.st_size}\0{st.st_mtime_ns}".encode())
+    return fmt + b" " + digest.hexdigest().encode() + b"\n"

@@ -20,7 +20,8 @@ ALLOWED: dict[str, set[str]] = {
     "mailbox": {"core", "errors"},
     "sandbox": {"core", "errors"},
     # dataclass_codes: the worker process starts as the CLI does (ADR 0013 item 6).
-    "workers": {"core", "mailbox", "sandbox", "errors", "dataclass_codes"},
+    # usercache: the wire models' stored schemas (ADR 0013 item 8).
+    "workers": {"core", "mailbox", "sandbox", "errors", "dataclass_codes", "usercache"},
     "coordinator": {"core", "ledger", "mailbox", "sandbox", "errors", "sigint"},
     "errors": set(),
     "crashpoints": set(),

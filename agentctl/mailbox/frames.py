@@ -74,12 +74,24 @@ def encode_frame(msg: Message) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
+_prebuilt_decoder: list[Callable[[bytes | bytearray], Message]] = []
+
+
+def use_message_validator(validate: Callable[[bytes | bytearray], Message]) -> None:
+    """Decode frames with ``validate`` (a validator of ``Message`` built elsewhere: from a
+    stored core schema, ``mailbox.prebuilt``) unless a frame was already decoded."""
+    if _message_validator.cache_info().currsize == 0:
+        _prebuilt_decoder[:] = [validate]
+
+
 @functools.cache
 def _message_validator() -> Callable[[bytes | bytearray], Message]:
     # Built on the first frame received, not at import (messages defer their builds too):
     # a worker's start-up is on the path of a run's first effect. The adapter's built
     # validator is called directly: ``TypeAdapter.validate_json`` only wraps it in a Python
     # call that passes its defaults on (both sides of every round trip decode one frame).
+    if _prebuilt_decoder:
+        return _prebuilt_decoder[0]
     validate: Callable[[bytes | bytearray], Message] = pydantic.TypeAdapter(
         Message
     ).validator.validate_json

@@ -10,6 +10,8 @@ Invariants (start-up, as the CLI's ``entry``: docs/adr/0013-start-up-caches.md):
   methods of the wire models' dataclasses and of trio's ~65 attrs classes) before importing
   trio and the worker, then freezes that heap and turns the collector back on before serving
   (importing creates ~10^5 long-lived objects that collecting over and over never frees);
+- before the first frame it installs the wire models' validators from the schemas stored in
+  the user cache (``workers.wirecache``, ADR 0013 item 8), or builds and stores them;
 - the worker inherits the coordinator's environment (effects get their own, cleared one), so
   it reads and writes the same user cache as the CLI; since it leaves with ``os._exit``,
   which runs no ``atexit`` handler, it saves the store itself before leaving, and only when
@@ -66,7 +68,9 @@ def main(argv: list[str] | None = None, store: _Store | None = None) -> None:
     import trio
 
     from agentctl.workers.serve import run_worker
+    from agentctl.workers.wirecache import prepare_wire_models
 
+    prepare_wire_models()  # the wire models' stored schemas, before the first frame
     if store is not None:  # the start-up's methods are in: saved, and let go
         store.close()
     if not gc.isenabled():  # start-up is over (``run_and_exit``): see the module docstring

@@ -110,21 +110,8 @@ def stat_mode(path: Path) -> int:
 
 def _plant(cache: Path, marker: Path, key: bytes | None = None) -> Path:
     """A private cache file holding a pickle that creates ``marker`` when loaded."""
-    directory = cache / "agentctl"
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    target = directory / cli_schemacache.FILE_NAME
-    payload = pickle.dumps(_Touch(str(marker)))
-    target.write_bytes((key or cli_schemacache.fingerprint()) + payload)
-    target.chmod(0o600)
-    return target
-
-
-class _Touch:
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
-        return (Path.touch, (Path(self.path),))
+    target = cache / "agentctl" / cli_schemacache.FILE_NAME
+    return untrusted.plant(target, key or cli_schemacache.fingerprint(), marker)
 
 
 def test_a_private_cache_file_is_what_gets_loaded(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ one that needs root.
 from __future__ import annotations
 
 import os
+import pickle
 from collections.abc import Callable
 from pathlib import Path
 
@@ -50,3 +51,20 @@ SPOILS: list[Callable[[Path], None]] = [
 def skip_unless_possible(spoil: Callable[[Path], None]) -> None:
     if spoil is owned_by_another_user and os.geteuid() != 0:
         pytest.skip("giving a file to another user needs root")
+
+
+def plant(target: Path, key: bytes, marker: Path) -> Path:
+    """A private cache file ``target`` under ``key`` holding a pickle that creates ``marker``
+    when it is loaded."""
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    target.write_bytes(key + pickle.dumps(_Touch(str(marker))))
+    target.chmod(0o600)
+    return target
+
+
+class _Touch:
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        return (Path.touch, (Path(self.path),))
