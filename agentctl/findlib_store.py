@@ -3,8 +3,8 @@
 trio names its threads with ``pthread_setname_np``, which it looks for when imported:
 ``ctypes.util.find_library("pthread")``. That imports ``ctypes.util`` (with shutil, tempfile,
 bz2, lzma, random) and forks ``/sbin/ldconfig -p`` to read the dynamic linker's cache, and
-parses its output: ~5 ms of a one-task ``agentctl run``'s CPU and wall (16 interleaved
-pairs), in every process, for an answer that changes only with that cache. So this module
+parses its output: 4-6 ms of an ``agentctl run``'s CPU and wall (interleaved pairs, ADR 0013
+item 8), in every process, for an answer that changes only with that cache. So this module
 keeps it.
 
 Invariants:
