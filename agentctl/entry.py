@@ -47,6 +47,9 @@ def main() -> NoReturn:
         from agentctl.dataclass_codes import install as install_dataclass_codes
 
         install_dataclass_codes()  # before the ~200 dataclasses of the CLI are defined
+        from agentctl.findlib_store import install as install_findlib_store
+
+        install_findlib_store()  # before trio, which asks ctypes.util when imported
         from agentctl.cli_main import main as cli_main
 
         # From here a SIGINT raises KeyboardInterrupt (and is remembered), which

@@ -93,13 +93,15 @@ ALLOWED: dict[str, set[str]] = {
     "cli_encryption": {"clikit", "render", "ledger", "cli_state"} | {"cli_options"},
     "__main__": {"entry"},
     # The process entry point: the SIGINT guard around importing the CLI.
-    "entry": {"cli_main", "render", "errors", "dataclass_codes", "regex_codes", "sigint"},
+    "entry": {"cli_main", "render", "errors", "dataclass_codes", "regex_codes", "sigint"}
+    | {"findlib_store"},
     # Whether a SIGINT arrived (standard library only).
     "sigint": set(),
     # Start-up caches in the user's cache directory (private files only).
     "usercache": set(),
     "dataclass_codes": {"usercache"},
     "regex_codes": {"usercache"},
+    "findlib_store": {"usercache"},
     "__init__": set(),
 }
 

@@ -8,7 +8,6 @@ be used: the unsafe cases plant a store whose every method raises ``PLANTED``.
 
 from __future__ import annotations
 
-import json
 import marshal
 import subprocess
 import sys
@@ -19,6 +18,7 @@ import pytest
 
 from agentctl import dataclass_codes
 from tests.cli import untrusted
+from tests.cli.cacheprobe import probe_json
 from tests.conftest import REPO, cli_env
 
 PROBE = """\
@@ -130,16 +130,7 @@ print(json.dumps({"facts": facts, "store": used}))
 
 
 def _probe(cache: Path, mode: str) -> dict[str, object]:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, mode],
-        env=cli_env({"XDG_CACHE_HOME": str(cache)}),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    found: dict[str, object] = json.loads(done.stdout)
-    return found
+    return probe_json(["-c", PROBE, mode], cache)
 
 
 def test_stored_methods_behave_as_freshly_compiled_ones(tmp_path: Path) -> None:
