@@ -107,7 +107,10 @@ def anchor_path(uid: int) -> str | None:
 
 def _read_anchor(path: str, uid: int) -> float:
     # O_NOFOLLOW: a symlink planted under this name is not followed to someone else's file.
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    # O_NONBLOCK: the folder is writable by every user, and opening a FIFO planted under this
+    # name would block until someone writes to it — inside a lease transaction, holding the
+    # database's write lock; non-blocking, it is opened at once and refused as not regular.
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_uid != uid:

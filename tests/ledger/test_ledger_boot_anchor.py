@@ -91,6 +91,26 @@ def test_a_symlink_planted_as_the_anchor_is_not_followed(fake_boot: FakeBoot) ->
     _assert_falls_back_to_the_current_btime(fake_boot)
 
 
+_READER = """
+import sys
+from agentctl.ledger import boot_anchor as b
+b.BTIME_PATH, b.ANCHOR_DIRS = sys.argv[1], (sys.argv[2],)
+print(b.boot_anchor(), b.user_anchor(int(sys.argv[3])))
+"""
+
+
+def test_a_fifo_planted_as_the_anchor_is_refused_without_blocking(fake_boot: FakeBoot) -> None:
+    """Anyone can create a FIFO in /dev/shm; opening one blocks until a writer comes. In a
+    subprocess with a timeout, so that the regression fails instead of hanging the suite."""
+    os.mkfifo(fake_boot.anchor_file(os.geteuid()))
+    args = [str(fake_boot.stat), str(fake_boot.anchors), str(os.geteuid())]
+    done = subprocess.run(
+        [sys.executable, "-c", _READER, *args], capture_output=True, text=True, timeout=20
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["None", "None"]
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="plants a file owned by another user")
 def test_an_anchor_of_another_owner_is_not_trusted(fake_boot: FakeBoot) -> None:
     path = fake_boot.anchor_file(os.geteuid())
