@@ -24,6 +24,17 @@ stored value by that much when the clock has not been stepped. After a step of s
 the old formula's reading is off by s (and two users' anchors may differ by a step): it
 could match only if s were, within the tolerance, the gap between the two processes'
 starts — a coincidence of 10 ms in the life of a pid.
+
+Known limit (kept): another user's anchor file is that user's to rewrite. A user whose own
+process took the pid of a dead coordinator of someone else could write an anchor value that
+makes it match the dead owner's start time (it takes a value whose 10 ms fraction fits, and
+the pid to be reused); the run then looks owned, so ``resume`` waits and the dead
+coordinator's workers are not killed, until that process ends — a denial of progress on a
+ledger shared between users, never a second driver: whoever is taken for alive drives
+nothing. Not reading other users' anchors would instead take their live coordinators for
+dead after a clock step (what anchors exist to prevent); recording the owner's uid with the
+lease, to read a process with an anchor only when its uid is the recorded one, needs a
+ledger schema version.
 """
 
 from __future__ import annotations

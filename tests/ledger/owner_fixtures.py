@@ -1,7 +1,9 @@
 """A private boot anchor and a fake ``/proc/stat`` for the owner tests: a clock step is
 simulated by moving the fake file's ``btime``, the machine's clock is never touched. psutil's
 boot time is read from the fake file too, so psutil's readings (what older agentctl wrote
-and checked with) move with the step as they would on a real one."""
+and checked with) move with the step as they would on a real one. That patches
+``psutil._pslinux.boot_time``, a psutil internal: a psutil release that reads the boot time
+elsewhere would make the psutil comparisons in these tests fail, not pass wrongly."""
 
 from __future__ import annotations
 
