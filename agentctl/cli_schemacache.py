@@ -40,7 +40,10 @@ def prepare_workflow_model() -> None:
     """Before the first workflow is validated: install the stored schema, or build and store."""
     if prebuilt.is_built():
         return
-    key = fingerprint()
+    try:
+        key = fingerprint()
+    except OSError:  # a source not there to stat (an install of .pyc files only): no cache
+        return  # pydantic builds the models when the first document is validated
     schema = cast("pydantic_core.CoreSchema | None", read_pickled(FILE_NAME, key))
     if schema is not None:
         prebuilt.use_prebuilt(schema)

@@ -44,7 +44,10 @@ def prepare_wire_models() -> None:
     """Before the first frame: install the stored schemas, or build them all and store."""
     if cache_dir() is None:
         return  # nowhere to keep them: each model builds when first used, as without a cache
-    key = fingerprint()
+    try:
+        key = fingerprint()
+    except OSError:  # a source not there to stat (an install of .pyc files only): no cache
+        return
     schemas = cast("Mapping[str, CoreSchema] | None", read_pickled(FILE_NAME, key))
     if schemas is not None and prebuilt.use_prebuilt(schemas):
         return
