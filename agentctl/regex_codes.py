@@ -129,7 +129,12 @@ def _importing() -> bool:
 
 def _record(store: _Store, compiler: Any, original: Any, key: Key) -> Any:
     """Compile ``key``'s pattern as CPython 3.11's ``re._compiler.compile`` does, keeping what
-    it hands ``_sre.compile``; a pattern that warns is compiled again, warnings shown."""
+    it hands ``_sre.compile``; a pattern that warns is compiled again, warnings shown.
+    ``catch_warnings`` swaps the process-wide warning filters: a warning another thread
+    raises during these few microseconds is caught here and not shown (it makes this pattern
+    look like one that warns, so it is compiled again and not stored). Recording happens
+    only while a module is imported, in the main thread, when agentctl runs no other
+    thread that warns."""
     pattern, flags = key
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")

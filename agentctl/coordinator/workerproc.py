@@ -108,14 +108,15 @@ def prestart_workers(
 def _matches(pid: int, create_time: float) -> psutil.Process | None:
     import psutil  # see the top
 
-    # Read as a lease owner is: a wall-clock step since the registry was written must not
-    # make a live coordinator look dead, nor hide a dead one's workers.
-    if not is_process(pid, create_time):
-        return None
+    # The handle first, then the identity check: what the handle names is then known to be
+    # the recorded process (a pid reused between the two would fail the check instead).
     try:
-        return psutil.Process(pid)
+        proc = psutil.Process(pid)
     except psutil.Error:
         return None
+    # Read as a lease owner is: a wall-clock step since the registry was written must not
+    # make a live coordinator look dead, nor hide a dead one's workers.
+    return proc if is_process(pid, create_time) else None
 
 
 def kill_stale_workers(registry_path: str) -> list[int]:
