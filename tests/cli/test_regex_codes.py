@@ -187,3 +187,36 @@ def test_the_cli_keeps_the_patterns_its_imports_compile(tmp_path: Path) -> None:
     _, known = _stored(tmp_path)
     # PyYAML's reader compiles its largest pattern (a class of most of Unicode) on import.
     assert any(isinstance(p, str) and p.startswith("[^\t\n\r -~") for p, _ in known)
+
+
+THREADS = """\
+import threading
+from pathlib import Path
+
+from agentctl import regex_codes
+
+regex_codes.install()
+Path("in_thread.py").write_text("import re\\nre.compile('IMPORTED-IN-A-THREAD')\\n")
+Path("in_main.py").write_text("import re\\nre.compile('IMPORTED-IN-MAIN')\\n")
+worker = threading.Thread(target=lambda: __import__("in_thread"))
+worker.start()
+worker.join()
+import in_main
+"""
+
+
+def test_a_pattern_an_import_compiles_in_another_thread_is_not_kept(tmp_path: Path) -> None:
+    """Recording swaps the process's warnings filters, so it happens in the main thread only."""
+    done = subprocess.run(
+        [sys.executable, "-c", THREADS],
+        cwd=tmp_path,
+        env=cli_env({"XDG_CACHE_HOME": str(tmp_path)}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    _, known = _stored(tmp_path)
+    patterns = {pattern for pattern, _flags in known}
+    assert "IMPORTED-IN-MAIN" in patterns  # the control: the same import in the main thread
+    assert "IMPORTED-IN-A-THREAD" not in patterns

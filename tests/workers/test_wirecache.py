@@ -18,9 +18,11 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from agentctl.mailbox import prebuilt
 from agentctl.workers import wirecache
 from tests.cli import untrusted
 
@@ -165,3 +167,44 @@ def test_a_store_made_from_other_sources_is_not_used(tmp_path: Path) -> None:
     _one_shell_effect(tmp_path / "cache", tmp_path / "ws")
     assert not marker.exists()
     assert target.read_bytes().startswith(wirecache.fingerprint())  # rebuilt and replaced
+
+
+def _altered(schemas: dict[str, Any]) -> dict[str, Any]:
+    """``schemas`` with three visible differences: ``Hello`` dumps its pid as ``storedPid``
+    (its serializer), ``ShellRequest`` takes no command longer than one character (its
+    validator), and the union upper-cases an ``Execute``'s effect id (the frame decoder)."""
+    schemas["Hello"]["schema"]["fields"]["pid"]["serialization_alias"] = "storedPid"
+    command = schemas["ShellRequest"]["schema"]["fields"]["command"]["schema"]
+    command["max_length"] = 1
+    execute = schemas[prebuilt.UNION]["choices"]["execute"]["schema"]["fields"]
+    execute["effect_id"]["schema"]["to_upper"] = True
+    return schemas
+
+
+def test_a_worker_validates_and_dumps_with_the_stored_schemas(tmp_path: Path) -> None:
+    """The control for the whole feature: a store whose schemas differ from the models' own
+    changes what a real worker accepts and sends, so those schemas are what it runs with."""
+    cache = tmp_path / "cache"
+    _one_shell_effect(cache, tmp_path / "ws")  # a worker builds the store
+    key, stored = _stored(cache).read_bytes().split(b"\n", 1)
+    _stored(cache).write_bytes(key + b"\n" + pickle.dumps(_altered(pickle.loads(stored))))
+    parent, child = socket.socketpair()
+    with parent:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agentctl.workers", "--fd", str(child.fileno())],
+            pass_fds=(child.fileno(),),
+            env=_env(cache),
+            stdin=subprocess.DEVNULL,
+        )
+        child.close()
+        parent.settimeout(120)
+        hello = json.loads(_recv(parent) or b"null")
+        shell = {"workspace": str(tmp_path / "ws"), **SHELL}
+        body = json.dumps(_execute("ok", "builtin.shell.exec", shell))
+        parent.sendall(struct.pack(">I", len(body)) + body.encode())
+        reply = json.loads(_recv(parent) or b"null")
+    assert proc.wait(timeout=120) == 0
+    assert hello["storedPid"] == proc.pid and "pid" not in hello
+    # The same frame that the first worker ran, refused by the stored one-character limit.
+    assert (reply["type"], reply["effectId"]) == ("failure", "OK")
+    assert reply["error"]["message"].endswith("1 validation error for ShellRequest")
