@@ -24,6 +24,13 @@ Invariants:
 - a pattern whose compiling warns (``FutureWarning`` for a possible nested set, …) is not
   recorded, so the warning is given every time, as without the store; so are str and bytes
   subclasses and ``re.DEBUG`` (it prints the code);
+- a pattern is kept from the second process that compiles it on, the first one keeping only
+  a digest of it (a "sighting"): some modules build a pattern's text from a set, so it differs
+  with every process's hash seed (tokenize's token pattern, ~10 kB of code) — kept at first
+  sight, every process added one that no later process could use, and the store grew to
+  megabytes that every command loaded (+9 MB of memory and its load time on a one-task run,
+  measured on a store of 645 entries, ~500 of them such variants). Sightings are capped
+  (``_MAX_SIGHTED``): past the cap only this process's are kept;
 - the store is keyed by the interpreter's version (the engine's code format and the Unicode
   tables the case-insensitive code is made from) and lives in the user's cache
   (``usercache``: private files only); it is read once at start-up and rewritten at exit only
@@ -34,6 +41,7 @@ from __future__ import annotations
 
 import _thread
 import atexit
+import hashlib
 import re
 import sys
 import warnings
@@ -43,8 +51,12 @@ from agentctl.usercache import read_entries, write_entries, written_against
 
 FILE_NAME = "regex-codes.marshal"
 _INTERPRETER = f"{sys.implementation.cache_tag} {sys.version}".replace("\n", " ")
-KEY = f"agentctl-regex-codes-1 {_INTERPRETER}\n".encode()
+# Format 2: entries are kept from their second sighting on (format 1 files are replaced).
+KEY = f"agentctl-regex-codes-2 {_INTERPRETER}\n".encode()
 _MAX_ENTRIES = 2_000  # ~80 on a run; past it only what this process used is kept
+_MAX_SIGHTED = 1_000  # 16 bytes each
+# The store's one key that is not a pattern: the digests of patterns seen once.
+_SIGHTED = "sighted"
 _PARAMETERS = ("p", "flags")
 # Frames of the import system: a compile below one runs on behalf of a module being imported.
 _IMPORT_FILE = "<frozen importlib._bootstrap>"
@@ -55,14 +67,32 @@ Key = tuple[str | bytes, int]
 class _Store:
     """Patterns with their flags, and what ``_sre.compile`` is given for them."""
 
-    def __init__(self, known: dict[Key, tuple[Any, ...]]) -> None:
+    def __init__(self, known: dict[Key, tuple[Any, ...]], sighted: set[bytes]) -> None:
         self.known = known
         self.used: dict[Key, tuple[Any, ...]] = {}
         self.added = False
+        self.sighted = sighted  # seen once before this process (read from the file)
+        self.fresh: set[bytes] = set()  # seen for the first time here
+
+    def keep(self, key: Key, entry: tuple[Any, ...]) -> None:
+        """Keep ``entry`` if an earlier process compiled the same pattern, else sight it."""
+        digest = _digest(key)
+        if digest in self.sighted:
+            self.sighted.discard(digest)
+            self.known[key] = self.used[key] = entry
+        else:
+            self.fresh.add(digest)
+        self.added = True
 
     def save(self) -> None:
-        if self.added:
-            write_entries(FILE_NAME, KEY, self.known, self.used, _MAX_ENTRIES)
+        if not self.added:
+            return
+        sighted = self.sighted | self.fresh
+        if len(sighted) > _MAX_SIGHTED:
+            sighted = self.fresh
+        known: dict[Any, Any] = {**self.known, _SIGHTED: sorted(sighted)}
+        used: dict[Any, Any] = {**self.used, _SIGHTED: sorted(self.fresh)}
+        write_entries(FILE_NAME, KEY, known, used, _MAX_ENTRIES)
 
 
 def install() -> _Store | None:
@@ -72,7 +102,8 @@ def install() -> _Store | None:
     compiler: Any = getattr(re, "_compiler", None)
     if not written_against(getattr(compiler, "compile", None), _PARAMETERS):
         return None
-    store = _Store(_load(read_entries(FILE_NAME, KEY)))
+    stored = read_entries(FILE_NAME, KEY)
+    store = _Store(_load(stored), _load_sighted(stored.get(_SIGHTED)))
     compiler.compile = _compiler_for(store, compiler)
     atexit.register(store.save)
     return store
@@ -81,6 +112,23 @@ def install() -> _Store | None:
 def _load(known: dict[Any, Any]) -> dict[Key, tuple[Any, ...]]:
     # A damaged store may hold anything: only entries of the right shape are kept.
     return {k: v for k, v in known.items() if _is_key(k) and isinstance(v, tuple) and len(v) == 5}
+
+
+def _load_sighted(sighted: object) -> set[bytes]:
+    if not isinstance(sighted, list):
+        return set()
+    return {d for d in sighted if type(d) is bytes and len(d) == _DIGEST_SIZE}
+
+
+_DIGEST_SIZE = 16
+
+
+def _digest(key: Key) -> bytes:
+    pattern, flags = key
+    text = pattern.encode("utf-8", "surrogatepass") if isinstance(pattern, str) else pattern
+    kind = b"s" if isinstance(pattern, str) else b"b"
+    data = b"%s%d\0%s" % (kind, flags, text)
+    return hashlib.blake2b(data, digest_size=_DIGEST_SIZE).digest()
 
 
 def _is_key(key: object) -> bool:
@@ -151,6 +199,5 @@ def _record(store: _Store, compiler: Any, original: Any, key: Key) -> Any:
     final_flags = int(flags | parsed.state.flags)
     entry = (final_flags, code, parsed.state.groups - 1, dict(groupindex), tuple(indexgroup))
     made = compiler._sre.compile(pattern, *entry)
-    store.known[key] = store.used[key] = entry
-    store.added = True
+    store.keep(key, entry)
     return made
