@@ -10,6 +10,7 @@ a private store, and only while the linker cache and search paths are the ones i
 from __future__ import annotations
 
 import marshal
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -156,3 +157,45 @@ def test_the_cli_keeps_the_answer_trio_asks_for(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     _, _, body = _target(tmp_path).read_bytes().partition(b"\n")
     assert set(marshal.loads(body)) == {"pthread"}
+
+
+SEARCH_PATHS = """\
+import json, sys
+
+from agentctl import findlib_store
+
+findlib_store.install()
+import ctypes.util
+
+stand_in = ctypes.util
+print(json.dumps({
+    "served_by": type(stand_in).__name__,
+    "ldconfig": stand_in._findSoname_ldconfig("agentctlprobe"),  # the real module's search
+    "probe": stand_in.find_library("agentctlprobe"),  # found through LD_LIBRARY_PATH only
+    "pthread": stand_in.find_library("pthread"),  # the control: the linker cache's answer
+}))
+"""
+
+
+def _a_library_with_a_soname() -> Path:
+    """A shared library the linker cache lists (``ldconfig -p``): zlib's."""
+    listed = subprocess.run(["/sbin/ldconfig", "-p"], capture_output=True, text=True, check=True)
+    for line in listed.stdout.splitlines():
+        if line.strip().startswith("libz.so.1 ") and "=>" in line:
+            return Path(line.split("=>")[1].strip())
+    pytest.skip("no zlib in the linker cache")
+
+
+def test_an_answer_of_the_search_paths_is_not_kept(tmp_path: Path) -> None:
+    """``find_library`` falls back to the linker's search paths (``ld -t`` over
+    ``LD_LIBRARY_PATH``), which the key does not name: such an answer must never be kept."""
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    shutil.copyfile(_a_library_with_a_soname(), libs / "libagentctlprobe.so")
+    probe = tmp_path / "search_paths.py"
+    probe.write_text(SEARCH_PATHS, encoding="utf-8")
+    found = probe_json([str(probe)], tmp_path, {"LD_LIBRARY_PATH": str(libs)})
+    assert found["served_by"] == "_StandIn" and found["ldconfig"] is None
+    assert found["probe"] == "libz.so.1"  # zlib's soname, read from the copy
+    _, _, body = _target(tmp_path).read_bytes().partition(b"\n")
+    assert marshal.loads(body) == {"pthread": found["pthread"]}
