@@ -75,9 +75,11 @@ class _Store:
         self.fresh: set[bytes] = set()  # seen for the first time here
 
     def keep(self, key: Key, entry: tuple[Any, ...]) -> None:
-        """Keep ``entry`` if an earlier process compiled the same pattern, else sight it."""
+        """Keep ``entry`` if an earlier process compiled the same pattern, else sight it. A
+        pattern with a stored entry was sighted before: its entry is replaced at once (it was
+        refused, e.g. damaged, or it would not be compiled here)."""
         digest = _digest(key)
-        if digest in self.sighted:
+        if digest in self.sighted or key in self.known:
             self.sighted.discard(digest)
             self.known[key] = self.used[key] = entry
         else:

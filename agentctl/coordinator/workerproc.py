@@ -108,8 +108,9 @@ def prestart_workers(
 def _matches(pid: int, create_time: float) -> psutil.Process | None:
     import psutil  # see the top
 
-    # The handle first, then the identity check: what the handle names is then known to be
-    # the recorded process (a pid reused between the two would fail the check instead).
+    # The handle first, then the identity check: the handle (which ``wait_procs`` uses) is
+    # then known to be the recorded process; ``signal_tree`` still looks the pid up again, a
+    # window of microseconds that was there before.
     try:
         proc = psutil.Process(pid)
     except psutil.Error:

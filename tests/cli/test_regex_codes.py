@@ -35,6 +35,9 @@ VERBOSE = re.compile(r"""
 BYTES = re.compile(rb"\\x00(?P<n>[\\x80-\\xff]+)")
 PLANTED = re.compile("PLANTED")
 WARNS = re.compile("[[a]")  # FutureWarning: possible nested set
+LONE = re.compile("[\\ud800-\\udbff]x")  # a lone surrogate in a str pattern's text
+TWIN_STR = re.compile("twin")
+TWIN_BYTES = re.compile(b"twin")  # the same text as bytes: another pattern
 
 
 def facts():
@@ -48,6 +51,8 @@ def facts():
         "bytes": [m.group("n").hex() for m in BYTES.finditer(b"a\\x00\\x81\\xffb\\x00c")],
         "warns": WARNS.findall("a[b"),
         "planted": WORD.fullmatch("PLANTED") is not None,
+        "lone": [len(m) for m in LONE.findall("\\ud800x \\udbffx y")],
+        "twins": [TWIN_STR.findall("twin"), [b.hex() for b in TWIN_BYTES.findall(b"twin")]],
     }
 '''
 
@@ -211,6 +216,64 @@ def test_a_damaged_store_is_compiled_around(tmp_path: Path, damage: str) -> None
     key, known = _stored(tmp_path)
     _store(tmp_path, key, {k: DAMAGES[damage](v) for k, v in known.items()})
     assert _probe(tmp_path, "store")["facts"] == plain["facts"]
+
+
+def test_an_entry_the_engine_refuses_is_replaced_at_once(tmp_path: Path) -> None:
+    _fill(tmp_path)
+    key, known = _stored(tmp_path)
+    _store(tmp_path, key, {k: DAMAGES["code the engine refuses"](v) for k, v in known.items()})
+    _probe(tmp_path, "store")
+    assert _stored(tmp_path)[1] == known  # not left damaged for one more process
+
+
+SIGHTINGS: dict[str, object] = {
+    "not a list": 42,
+    "an unhashable item": [[1]],
+    "digests of the wrong length": [b"short"],
+    "more than the cap": [i.to_bytes(16, "big") for i in range(1_500)],
+}
+
+
+@pytest.mark.parametrize("sighted", list(SIGHTINGS), ids=list(SIGHTINGS))
+def test_damaged_sightings_are_ignored(tmp_path: Path, sighted: str) -> None:
+    plain = _probe(tmp_path, "plain")
+    _fill(tmp_path)
+    key, known = _stored(tmp_path)
+    _store(tmp_path, key, {**known, "sighted": SIGHTINGS[sighted]})
+    assert _probe(tmp_path, "store")["facts"] == plain["facts"]
+
+
+def test_past_the_cap_only_this_process_sightings_are_kept(tmp_path: Path) -> None:
+    (tmp_path / "varying.py").write_text(VARYING, encoding="utf-8")
+    script = "from agentctl import regex_codes\nregex_codes.install()\nimport varying\n"
+    for variant in ("first", "second"):
+        env = cli_env({"XDG_CACHE_HOME": str(tmp_path), "VARIANT": variant})
+        done = subprocess.run(
+            [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        if variant == "first":
+            key, known = _stored(tmp_path)
+            _store(tmp_path, key, {**known, "sighted": SIGHTINGS["more than the cap"]})
+    assert len(_sighted(tmp_path)) == 1  # the second process's own
+
+
+def test_both_a_str_and_a_bytes_pattern_of_one_text_are_kept(tmp_path: Path) -> None:
+    _fill(tmp_path)
+    patterns = {pattern for pattern, _flags in _stored(tmp_path)[1]}
+    assert {"twin", b"twin", "[\ud800-\udbff]x"} <= patterns
+
+
+def test_a_store_of_the_first_format_is_replaced(tmp_path: Path) -> None:
+    """Format 1 kept patterns at first sight; its files are ignored, then rewritten."""
+    plain = _probe(tmp_path, "plain")
+    _fill(tmp_path)
+    key, known = _stored(tmp_path)
+    old_key = key.replace(b"agentctl-regex-codes-2 ", b"agentctl-regex-codes-1 ")
+    assert old_key != key
+    _store(tmp_path, old_key, {k: DAMAGES["code the engine refuses"](v) for k, v in known.items()})
+    assert _probe(tmp_path, "store")["facts"] == plain["facts"]
+    assert _stored(tmp_path)[0] == key
 
 
 def test_a_store_that_is_not_marshal_data_is_ignored(tmp_path: Path) -> None:
