@@ -40,6 +40,7 @@ ledger schema version.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from agentctl.ledger.boot_anchor import boot_anchor, read_btime, user_anchor
@@ -79,37 +80,45 @@ def _procfs_stat(pid: int) -> _ProcStat:
     return _ProcStat(float(fields[19]) / os.sysconf("SC_CLK_TCK"), uid)  # field 22, starttime
 
 
-def _procfs_start_times(pid: int) -> tuple[float, ...]:
-    """The readings that count as ``pid``'s start time: with this user's anchor first, with
-    the process's user's anchor (another user's process), then the old formula's (the current
-    boot time), the only one where there is no anchor."""
-    proc = _procfs_stat(pid)
-    anchors = [boot_anchor()]
+def _procfs_start_times(pid: int) -> Iterator[float]:
+    """The readings that count as ``pid``'s start time (``_readings``); a process that is gone
+    or a zombie raises here, before any reading."""
+    return _readings(_procfs_stat(pid))
+
+
+def _readings(proc: _ProcStat) -> Iterator[float]:
+    """With this user's anchor first, with the process's user's anchor (another user's
+    process), then the old formula's (the current boot time), the only one where there is
+    no anchor. Lazy: the boot time is read only when the anchored readings do not match."""
+    own = boot_anchor()
+    if own is not None:
+        yield proc.since_boot + own
     if proc.uid != os.geteuid():
-        anchors.append(user_anchor(proc.uid))
-    anchors.append(read_btime())
-    return tuple(proc.since_boot + a for a in anchors if a is not None)
+        theirs = user_anchor(proc.uid)
+        if theirs is not None:
+            yield proc.since_boot + theirs
+    yield proc.since_boot + read_btime()
 
 
-def _psutil_start_times(pid: int) -> tuple[float, ...]:
+def _psutil_start_times(pid: int) -> Iterator[float]:
     import psutil  # no procfs (macOS): psutil reads it its own way
 
     try:
-        return (psutil.Process(pid).create_time(),)
+        return iter((psutil.Process(pid).create_time(),))
     except (psutil.NoSuchProcess, psutil.ZombieProcess):
         raise _Gone from None
     except psutil.Error:
         raise _Unreadable from None
 
 
-def _start_times(pid: int) -> tuple[float, ...]:
+def _start_times(pid: int) -> Iterator[float]:
     return _procfs_start_times(pid) if _PROCFS else _psutil_start_times(pid)
 
 
 def process_start_time(pid: int) -> float:
     """The start time of a live process (this one, when it names itself as an owner)."""
     try:
-        return _start_times(pid)[0]
+        return next(_start_times(pid))
     except _Gone:
         raise ProcessLookupError(pid) from None
 
@@ -118,32 +127,31 @@ def owner_alive(pid: int, create_time: float | None) -> bool:
     """Whether the process that wrote (pid, create_time) still runs. A process that exists
     but cannot be read counts as alive: better to wait than to steal a live run."""
     try:
-        readings = _start_times(pid)
+        readings = _start_times(pid)  # a process that is gone raises here
+        return create_time is None or _agrees(readings, create_time)
     except _Gone:
         return False
     except (_Unreadable, *_READ_ERRORS):
         return True
-    return create_time is None or _agrees(readings, create_time)
 
 
 def is_process(pid: int, create_time: float) -> bool:
     """Whether (pid, create_time) names a live process, strictly: one that cannot be read is
     not taken for it (what is about to be killed must be known to be it)."""
     try:
-        readings = _start_times(pid)
+        return _agrees(_start_times(pid), create_time)
     except (_Gone, _Unreadable, *_READ_ERRORS):
         return False
-    return _agrees(readings, create_time)
 
 
 def start_time_for_record(pid: int) -> float:
     """``process_start_time``, or 0.0 (which names no process) where the process is gone or
     cannot be read: for a record of processes that ``is_process`` will check later."""
     try:
-        return _start_times(pid)[0]
+        return next(_start_times(pid))
     except (_Gone, _Unreadable, *_READ_ERRORS):
         return 0.0
 
 
-def _agrees(readings: tuple[float, ...], create_time: float) -> bool:
+def _agrees(readings: Iterable[float], create_time: float) -> bool:
     return any(abs(r - create_time) < TOLERANCE_S for r in readings)

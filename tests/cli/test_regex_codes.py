@@ -102,6 +102,19 @@ def _probe(cache: Path, mode: str) -> dict[str, object]:
     return found
 
 
+def _script(cache: Path, code: str, **env: str) -> None:
+    """Run ``python -c CODE`` in ``cache`` (its modules beside it), with that user cache."""
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cache,
+        env=cli_env({"XDG_CACHE_HOME": str(cache), **env}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 def _stored(cache: Path) -> tuple[bytes, dict[tuple[str | bytes, int], object]]:
     """The store's key line and its patterns' entries (its sightings left out)."""
     key, content = _stored_file(cache)
@@ -151,17 +164,18 @@ re.compile("PER-PROCESS-" + os.environ["VARIANT"])
 """
 
 
+def _run_varying(cache: Path, variant: str) -> None:
+    """A process with the store importing ``VARYING``, whose pattern ends with ``variant``."""
+    (cache / "varying.py").write_text(VARYING, encoding="utf-8")
+    code = "from agentctl import regex_codes\nregex_codes.install()\nimport varying\n"
+    _script(cache, code, VARIANT=variant)
+
+
 def test_a_pattern_whose_text_changes_in_every_process_is_never_kept(tmp_path: Path) -> None:
     """Some modules build a pattern from a set, so its text follows the hash seed (tokenize):
     kept at first sight, each process added one no later process could use."""
-    (tmp_path / "varying.py").write_text(VARYING, encoding="utf-8")
-    script = "from agentctl import regex_codes\nregex_codes.install()\nimport varying\n"
     for variant in range(8):
-        env = cli_env({"XDG_CACHE_HOME": str(tmp_path), "VARIANT": str(variant)})
-        done = subprocess.run(
-            [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, timeout=120
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
+        _run_varying(tmp_path, str(variant))
     _, known = _stored(tmp_path)
     assert not any(str(pattern).startswith("PER-PROCESS-") for pattern, _flags in known)
     assert len(_sighted(tmp_path)) == 8  # one digest each, 16 bytes
@@ -244,14 +258,8 @@ def test_damaged_sightings_are_ignored(tmp_path: Path, sighted: str) -> None:
 
 
 def test_past_the_cap_only_this_process_sightings_are_kept(tmp_path: Path) -> None:
-    (tmp_path / "varying.py").write_text(VARYING, encoding="utf-8")
-    script = "from agentctl import regex_codes\nregex_codes.install()\nimport varying\n"
     for variant in ("first", "second"):
-        env = cli_env({"XDG_CACHE_HOME": str(tmp_path), "VARIANT": variant})
-        done = subprocess.run(
-            [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, timeout=120
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
+        _run_varying(tmp_path, variant)
         if variant == "first":
             key, known = _stored(tmp_path)
             _store(tmp_path, key, {**known, "sighted": SIGHTINGS["more than the cap"]})
@@ -315,15 +323,7 @@ import in_main
 def test_a_pattern_an_import_compiles_in_another_thread_is_not_kept(tmp_path: Path) -> None:
     """Recording swaps the process's warnings filters, so it happens in the main thread only."""
     for _ in range(2):  # kept from the second sighting
-        done = subprocess.run(
-            [sys.executable, "-c", THREADS],
-            cwd=tmp_path,
-            env=cli_env({"XDG_CACHE_HOME": str(tmp_path)}),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
+        _script(tmp_path, THREADS)
     _, known = _stored(tmp_path)
     patterns = {pattern for pattern, _flags in known}
     assert "IMPORTED-IN-MAIN" in patterns  # the control: the same import in the main thread
