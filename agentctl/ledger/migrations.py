@@ -453,6 +453,8 @@ SUPPORTED_SCHEMA_VERSION = len(MIGRATIONS)
 
 @dataclass(frozen=True)
 class MigrationResult:
+    """The schema versions a ledger went through when it was opened."""
+
     from_version: int
     to_version: int
     applied: tuple[int, ...]
