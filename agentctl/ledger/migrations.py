@@ -453,7 +453,7 @@ SUPPORTED_SCHEMA_VERSION = len(MIGRATIONS)
 
 @dataclass(frozen=True)
 class MigrationResult:
-    """The schema versions a ledger went through when it was opened."""
+    """What one migration did: the schema version before, after, and each version applied."""
 
     from_version: int
     to_version: int
