@@ -29,6 +29,8 @@ LABEL_W, PLOT_W, ROW_H = 170, 760, 24
 
 @dataclass(frozen=True)
 class Node:
+    """One task's box in the report's graph: its state, attempt and grid cell."""
+
     task_id: str
     state: str
     attempt: int

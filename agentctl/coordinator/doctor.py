@@ -65,6 +65,8 @@ class Unverified:
 
 @dataclass(frozen=True)
 class DoctorReport:
+    """What ``doctor`` found for one workflow: each check, what it could not verify, where."""
+
     workflow: str
     plan_digest: str
     checks: tuple[DoctorCheck, ...]

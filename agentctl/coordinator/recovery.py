@@ -87,6 +87,8 @@ def _needs(plan: JsonValue) -> dict[str, tuple[str, ...]]:
 
 @dataclass(frozen=True)
 class _SourceContext:
+    """A source run's effects, artifacts and needs by task, read once for its recovery records."""
+
     by_task: Mapping[str, list[rc.SourceEffect]]
     arts: Mapping[str, list[JsonObject]]
     needs: Mapping[str, tuple[str, ...]]

@@ -27,6 +27,8 @@ MAX_FILE_SECRET_BYTES = 64 * 1024
 
 @dataclass(frozen=True)
 class Resolved:
+    """A secret's value and where it came from; only ``recorded`` may reach the ledger."""
+
     value: str
     source: str
 

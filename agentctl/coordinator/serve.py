@@ -54,6 +54,8 @@ Held = dict[str, tuple[Fence, trio.CancelScope]]
 
 @dataclass(frozen=True)
 class ServeOptions:
+    """How ``serve`` claims and drives queued runs from one database."""
+
     db: str
     max_runs: int = 4
     lease_s: float = 30.0
@@ -106,6 +108,8 @@ class _Serve:
 
 @dataclass(frozen=True)
 class ServeReport:
+    """What one ``serve`` did: who held the leases, why it stopped, the runs it drove."""
+
     holder: str
     stopped_by: str
     driven: tuple[Driven, ...]

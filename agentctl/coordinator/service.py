@@ -62,6 +62,8 @@ Progress = Callable[[str, str], None]
 
 @dataclass(frozen=True)
 class RunOutcome:
+    """A driven run's final state, output and task errors, as the CLI prints them."""
+
     run_id: str
     trace_id: str
     state: str
@@ -79,6 +81,8 @@ class RunOutcome:
 
 @dataclass(frozen=True)
 class DriveRequest:
+    """Everything ``drive_run`` needs for one created run: its ledger, plan and workspace."""
+
     ledger: RunLedger
     run_id: str
     trace_id: str

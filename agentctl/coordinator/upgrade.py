@@ -46,6 +46,8 @@ def _proven_plan(run: RunRecord) -> Plan | None:
 
 @dataclass(frozen=True)
 class _Field:
+    """One recorded field of a succeeded task: recorded, derivable or unavailable, and from what."""
+
     status: str  # recorded | derived | unavailable
     value: str | None
     provenance: str | None = None
@@ -89,6 +91,8 @@ def _task_fields(record: TaskRecord, task: PlannedTask | None) -> dict[str, _Fie
 
 @dataclass(frozen=True)
 class _Analysis:
+    """What an upgrade of an old run would fill in, task by task, and what it cannot."""
+
     run: RunRecord
     plan: Plan | None
     fields: dict[str, dict[str, _Field]]  # succeeded task id -> field name -> finding

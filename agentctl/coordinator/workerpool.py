@@ -83,6 +83,8 @@ ANSWER_GRACE_S = float(os.environ.get("AGENTCTL_ANSWER_GRACE_SECONDS", "10"))
 
 @dataclass
 class _Worker:
+    """One worker process of the pool: its channel and the replies it still owes."""
+
     proc: ChildProcess
     channel: FrameChannel
     create_time: float

@@ -156,6 +156,8 @@ class SchemaProblem:
 
 @dataclass(frozen=True)
 class _Compiled:
+    """A JSON Schema checked once: its problems, or the validator made from it."""
+
     problems: tuple[SchemaProblem, ...]
     validator: Validator | None
 

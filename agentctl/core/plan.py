@@ -46,18 +46,24 @@ FailureMode = Literal["stop", "continue"]
 
 @dataclass(frozen=True)
 class RetryPolicy:
+    """A task's resolved retry: how many attempts in all and the wait between them."""
+
     max_attempts: int = 1
     backoff_ms: int = 0
 
 
 @dataclass(frozen=True)
 class RouteCase:
+    """One case of a router: the value it matches and the tasks it selects."""
+
     equals: Any
     tasks: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class Route:
+    """A router's compiled selection: the template, its cases and the default tasks."""
+
     select: str  # one exact template
     cases: tuple[RouteCase, ...]
     default: tuple[str, ...]
@@ -65,6 +71,8 @@ class Route:
 
 @dataclass(frozen=True)
 class Compensation:
+    """The action a task's ``compensate`` block runs, with its resolved inputs and limits."""
+
     action: str  # name in spec.actions
     with_: dict[str, Any]  # action defaults shallow-merged under the compensate `with`
     retry: RetryPolicy
@@ -117,6 +125,8 @@ class RunConfig:
 @direct_init
 @dataclass(frozen=True)
 class PlannedTask:
+    """One task of the compiled plan, with everything resolved that running it needs."""
+
     id: str
     position: int
     kind: TaskKind
@@ -165,6 +175,8 @@ class PlannedTask:
 
 @dataclass(frozen=True)
 class Plan:
+    """A compiled workflow: tasks in compiled order, digests and run settings."""
+
     name: str
     workflow_digest: str  # bare sha256 hex
     plan_digest: str  # bare sha256 hex

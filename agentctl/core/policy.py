@@ -38,6 +38,8 @@ class DecisionKind(StrEnum):
 
 @dataclass(frozen=True)
 class Decision:
+    """The policy's answer for one effect: allow, require approval or deny, and why."""
+
     kind: DecisionKind
     reason: str
 

@@ -62,6 +62,8 @@ class Expression:
 
 @dataclass(frozen=True)
 class Template:
+    """A parsed template: its source text and the expressions found in it, in order."""
+
     source: str
     expressions: tuple[Expression, ...]
 

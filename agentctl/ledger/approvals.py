@@ -25,6 +25,8 @@ from agentctl.ledger.sql import Db, Row
 
 @dataclass(frozen=True)
 class NewApproval:
+    """An approval request to record for a held effect or tool call."""
+
     run_id: str
     task_id: str
     effect_id: str | None
@@ -41,6 +43,8 @@ class NewApproval:
 
 @dataclass(frozen=True)
 class ApprovalRecord:
+    """One approval row as read back: the request and, once decided, its decision."""
+
     approval_id: str
     run_id: str
     task_id: str

@@ -37,6 +37,8 @@ _INSERT_CHECKPOINT = """INSERT INTO checkpoints
 
 @dataclass(frozen=True)
 class AuditEvent:
+    """One row of a run's append-only audit log."""
+
     run_id: str
     sequence: int
     event_type: str
@@ -59,6 +61,8 @@ class AuditEvent:
 
 @dataclass(frozen=True)
 class Checkpoint:
+    """One recorded checkpoint of a run's state, with its checksum."""
+
     run_id: str
     sequence: int
     format_version: int

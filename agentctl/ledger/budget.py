@@ -77,6 +77,8 @@ class BudgetRefusedError(RunFailedError):
 
 @dataclass(frozen=True)
 class ReservationOutcome:
+    """Whether a budget reservation was granted, and which limit it would exceed."""
+
     granted: bool
     reservation_id: str
     exceeded: JsonObject | None = None
@@ -85,6 +87,8 @@ class ReservationOutcome:
 
 @dataclass(frozen=True)
 class BudgetSnapshot:
+    """A run's budget: its limits, what is used and what is reserved."""
+
     run_id: str
     limits: dict[str, int]
     usage: dict[str, int]

@@ -94,6 +94,8 @@ class KeyState:
 
 @dataclass(frozen=True)
 class ColumnKey:
+    """The key that seals and opens a ledger's encrypted columns, with its id."""
+
     key_id: str
     env: str
     aead: AESGCM

@@ -40,6 +40,8 @@ FINISHED_STATUSES = frozenset({"succeeded", "failed", "uncertain"})
 
 @dataclass(frozen=True)
 class NewEffect:
+    """An effect to record as requested: its identity's parts, request and class."""
+
     run_id: str
     task_id: str
     attempt: int
@@ -81,6 +83,8 @@ class NewEffect:
 
 @dataclass(frozen=True)
 class EffectRecord:
+    """One effect row as read back: identity, status and confirmed outcome."""
+
     effect_id: str
     run_id: str
     task_id: str

@@ -37,6 +37,8 @@ class EncryptionChange:
 
 @dataclass(frozen=True)
 class ColumnCount:
+    """How many values of one sensitive column are plaintext or sealed, by key id."""
+
     table: str
     column: str
     plaintext: int
@@ -53,6 +55,8 @@ class ColumnCount:
 
 @dataclass(frozen=True)
 class EncryptionReport:
+    """A ledger's encryption inventory, or what enabling or rotating changed."""
+
     key_id: str | None
     key_env: str | None
     columns: tuple[ColumnCount, ...]

@@ -453,6 +453,8 @@ SUPPORTED_SCHEMA_VERSION = len(MIGRATIONS)
 
 @dataclass(frozen=True)
 class MigrationResult:
+    """What one migration did: the schema version before, after, and each version applied."""
+
     from_version: int
     to_version: int
     applied: tuple[int, ...]

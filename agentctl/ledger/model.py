@@ -315,6 +315,8 @@ class MemoryEntry:
 
 @dataclass(frozen=True)
 class ApprovalDecision:
+    """An operator's decision on one pending approval."""
+
     approval_id: str
     approve: bool
     actor: str
@@ -351,6 +353,8 @@ class IngestRequest:
 
 @dataclass(frozen=True)
 class GcRequest:
+    """Which finished runs a garbage collection removes, and whether only to count them."""
+
     now: str
     older_than_days: int = 30
     dry_run: bool = False

@@ -63,6 +63,8 @@ class _Unreadable(Exception):
 
 @dataclass(frozen=True)
 class _ProcStat:
+    """What ``/proc/<pid>/stat`` says of a process: its start and its user."""
+
     since_boot: float  # seconds from boot to the process's start
     uid: int  # its effective user: /proc/<pid>/stat belongs to it
 

@@ -101,6 +101,8 @@ def _positions(conn: Db, effect_id: str) -> _Positions:
 
 @dataclass(frozen=True)
 class ProtocolSessionRecord:
+    """One protocol session (MCP, A2A) an effect opened, as recorded."""
+
     session_id: str
     run_id: str
     task_id: str
@@ -133,6 +135,8 @@ class ProtocolSessionRecord:
 
 @dataclass(frozen=True)
 class ProtocolCallRecord:
+    """One call made within a protocol session, as recorded."""
+
     call_id: str
     run_id: str
     task_id: str

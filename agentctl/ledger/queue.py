@@ -56,6 +56,8 @@ class ClaimRequest:
 
 @dataclass(frozen=True)
 class ClaimedRun:
+    """A queued run this server now holds the lease of, and its fencing token."""
+
     run_id: str
     token: int
     takeover: bool  # the run had been driven before (an expired or released lease)
@@ -63,6 +65,8 @@ class ClaimedRun:
 
 @dataclass(frozen=True)
 class Heartbeat:
+    """The leases one heartbeat extends, and until when."""
+
     leases: tuple[Fence, ...]
     expires_at: str
     now: str

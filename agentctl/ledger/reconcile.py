@@ -28,6 +28,8 @@ from agentctl.ledger.sql import Db, Row
 
 @dataclass(frozen=True)
 class ReconciliationRecord:
+    """An operator's reconciliation of an uncertain effect, with its evidence."""
+
     reconciliation_id: str
     effect_id: str
     run_id: str

@@ -25,6 +25,8 @@ from agentctl.ledger.sql import Db, Row
 
 @dataclass(frozen=True)
 class RemoteHandleRecord:
+    """The durable handle of remote work an effect started (an A2A task)."""
+
     effect_id: str
     run_id: str
     protocol: str  # "a2a"

@@ -42,6 +42,8 @@ from agentctl.ledger.transitions import RUN_PREDECESSORS, check_run_transition
 
 @dataclass(frozen=True)
 class NewRun:
+    """A run to create: its document, its compiled plan and its settings."""
+
     run_id: str
     mode: str
     workflow_name: str
@@ -66,6 +68,8 @@ class NewRun:
 
 @dataclass(frozen=True)
 class RunRecord:
+    """One run row as read back."""
+
     run_id: str
     state: str
     mode: str

@@ -69,6 +69,8 @@ def _effects_json(
 
 @dataclass(frozen=True)
 class DatabaseStats:
+    """A ledger's size, schema version and row counts."""
+
     path: str
     schema_version: int
     size_bytes: int
@@ -109,6 +111,8 @@ def database_stats(conn: sqlite3.Connection, path: Path) -> DatabaseStats:
 
 @dataclass(frozen=True)
 class RunList:
+    """Runs of a ledger, as ``runs list`` shows them."""
+
     runs: tuple[RunRecord, ...]
 
     def to_json(self) -> JsonObject:
@@ -117,6 +121,8 @@ class RunList:
 
 @dataclass(frozen=True)
 class EffectList:
+    """A run's effects with their reconciliations and remote handles."""
+
     run_id: str
     task_id: str | None
     effects: tuple[EffectRecord, ...]
@@ -143,6 +149,8 @@ def effect_list(conn: Db, run_id: str, task_id: str | None = None) -> EffectList
 
 @dataclass(frozen=True)
 class EffectInspection:
+    """One effect with its reconciliations and remote handle."""
+
     effect: EffectRecord
     reconciliations: tuple[ReconciliationRecord, ...]
     remote: RemoteHandleRecord | None = None
@@ -165,6 +173,8 @@ def effect_inspection(conn: Db, effect_id: str) -> EffectInspection:
 
 @dataclass(frozen=True)
 class ApprovalList:
+    """A run's approvals."""
+
     run_id: str
     approvals: tuple[ApprovalRecord, ...]
 
@@ -264,6 +274,8 @@ def run_inspection(conn: Db, run_id: str) -> RunInspection:
 
 @dataclass(frozen=True)
 class ArtifactList:
+    """Artifact references and the blobs they name."""
+
     references: tuple[ArtifactRefRecord, ...]
     blobs: tuple[BlobRecord, ...]
 
@@ -285,6 +297,8 @@ def artifact_list(conn: Db, run_id: str | None = None, task_id: str | None = Non
 
 @dataclass(frozen=True)
 class ArtifactInspection:
+    """One blob and every reference to it."""
+
     blob: BlobRecord
     references: tuple[ArtifactRefRecord, ...]
 

@@ -44,6 +44,8 @@ class NewStreamEvent:
 
 @dataclass(frozen=True)
 class StreamEventRecord:
+    """One recorded event of a model call's stream."""
+
     run_id: str
     task_id: str
     attempt: int

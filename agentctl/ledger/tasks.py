@@ -54,6 +54,8 @@ class LiveTask:
 
 @dataclass(frozen=True)
 class TaskCompletion:
+    """A task's final state and what it produced, to commit in compiled order."""
+
     task_id: str
     state: str
     attempt: int
@@ -76,6 +78,8 @@ class TaskCompletion:
 
 @dataclass(frozen=True)
 class TaskRecord:
+    """One task row as read back."""
+
     run_id: str
     task_id: str
     position: int

@@ -25,6 +25,8 @@ from agentctl.ledger.sql import Db
 
 @dataclass(frozen=True)
 class TaskUpgrade:
+    """The fields an upgrade writes for one succeeded task of an old run."""
+
     task_id: str
     definition_fingerprint: str | None
     output_digest: str | None
@@ -33,6 +35,8 @@ class TaskUpgrade:
 
 @dataclass(frozen=True)
 class RunUpgrade:
+    """Everything an upgrade writes for one old run, in one transaction."""
+
     run_id: str
     tasks: tuple[TaskUpgrade, ...]
     compiled_plan_json: str | None  # written only when the run has none

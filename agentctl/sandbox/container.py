@@ -41,6 +41,8 @@ _PROBE_LIMIT = 64 * 1024
 
 @dataclass(frozen=True)
 class Engine:
+    """The container engine found: its kind, client binary and OCI runtime."""
+
     kind: EngineKind
     binary: str  # absolute path of the client
     runtime: str | None  # OCI runtime passed as --runtime, if any
@@ -48,6 +50,8 @@ class Engine:
 
 @dataclass(frozen=True)
 class ContainerLimits:
+    """The memory, CPU and process limits a container runs under."""
+
     memory_bytes: int = 256 * 1024 * 1024
     cpu_millis: int = 1000
     pids: int = 64

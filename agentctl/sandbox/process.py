@@ -39,6 +39,8 @@ _EXIT_GRACE_S = 0.001  # see _pump
 
 @dataclass(frozen=True)
 class ProcessResult:
+    """How a spawned process ended and what it wrote, within the limits."""
+
     outcome: Outcome
     exit_code: int | None  # None unless outcome == "exited"
     stdout: bytes
@@ -52,6 +54,8 @@ class ProcessResult:
 
 @dataclass(frozen=True)
 class Limits:
+    """The output caps and resource limits a spawned process runs under."""
+
     stdout: int
     stderr: int
     combined: int

@@ -38,6 +38,8 @@ GET_TASK = "GetTask"
 
 @dataclass
 class _Call:
+    """One A2A call of a session, as it goes into the evidence."""
+
     method: str
     target: str | None
     status: CallStatus = "started"

@@ -28,6 +28,8 @@ from agentctl.workers.executors import UncertainEffect
 
 @dataclass
 class _Waiting:
+    """An effect waiting for the coordinator to acknowledge its remote handle."""
+
     event: trio.Event = field(default_factory=trio.Event)
     ack: RemoteHandleAck | None = None
 

@@ -28,6 +28,8 @@ _OLD = "agentctl.dev/v1alpha1"
 
 @dataclass(frozen=True)
 class Migration:
+    """A document migrated to the current apiVersion: the new text and what changed."""
+
     text: str
     source_version: str  # the document's apiVersion, or "legacy" for a playbook document
     target_version: str

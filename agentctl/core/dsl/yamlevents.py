@@ -54,6 +54,8 @@ class _Unusual(Exception):
 
 @dataclass
 class FastParse:
+    """The fast path's result: the document's value and its plain scalars' source texts."""
+
     value: Any
     plain_texts: dict[str, str] = field(default_factory=dict)
 

@@ -61,6 +61,8 @@ Fetch = Callable[[PackSource, str, str], Fetched]  # (source, base, origin) -> F
 
 @dataclass(frozen=True)
 class ResolvedPack:
+    """A pack chosen for the lock: version, location, integrity and its loaded manifest."""
+
     name: str
     version: str
     location: JsonObject

@@ -60,6 +60,8 @@ def parse_version(text: str) -> Version:
 
 @dataclass(frozen=True)
 class _Comparator:
+    """One comparator of a version range (``>=1.2``), with how many parts were written."""
+
     op: str
     version: Version
     parts: int  # how many of MAJOR.MINOR.PATCH were written

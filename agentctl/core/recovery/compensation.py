@@ -55,6 +55,8 @@ _TASK_DEFAULTS: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class CompensationStep:
+    """One compensating action planned for a source task's confirmed effects."""
+
     source_task_id: str
     compensation_task_id: str
     action: str  # name in spec.actions
@@ -66,6 +68,8 @@ class CompensationStep:
 
 @dataclass(frozen=True)
 class CompensationPlan:
+    """The compensations of a run in reverse compiled order, and what blocks them."""
+
     executable: bool
     complete: bool
     steps: tuple[CompensationStep, ...]  # reverse compiled order

@@ -33,6 +33,8 @@ _RECONCILED: dict[str, Outcome] = {
 
 @dataclass(frozen=True)
 class SourceEffect:
+    """A source run's effect as recovery planning sees it."""
+
     effect_id: str
     task_id: str
     attempt: int
@@ -46,6 +48,8 @@ class SourceEffect:
 
 @dataclass(frozen=True)
 class SourceTask:
+    """A source run's task as recovery planning sees it: state, output and fingerprints."""
+
     task_id: str
     state: str
     attempt: int
@@ -63,6 +67,8 @@ class SourceTask:
 
 @dataclass(frozen=True)
 class SourceRun:
+    """A source run as recovery planning sees it: its identity and its tasks."""
+
     run_id: str
     mode: str
     state: str

@@ -129,6 +129,8 @@ def rebuild_memory(
 
 @dataclass
 class _Request:
+    """The inputs of one recovery plan: its kind, the source run and the target plan."""
+
     kind: PlanKind
     source: SourceRun
     target: Plan
@@ -143,6 +145,8 @@ class _Request:
 
 @dataclass
 class _Outcome:
+    """The planner's decisions so far: reused, executed and blocked tasks, with their rows."""
+
     reuse: list[str] = field(default_factory=list)
     execute: list[str] = field(default_factory=list)
     blocked: list[Block] = field(default_factory=list)

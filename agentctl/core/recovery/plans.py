@@ -25,6 +25,8 @@ PlanKind = Literal["retry", "repair"]
 
 @dataclass(frozen=True)
 class RecoveryPlan:
+    """A retry, repair or fork decided: which tasks are reused, run again or blocked."""
+
     kind: PlanKind
     compatible: bool  # False ⇒ the CLI prints the plan, exits 3, creates no run
     source_run_id: str

@@ -47,6 +47,8 @@ class ArtifactRef:
 
 @dataclass(frozen=True)
 class ArtifactRefRecord:
+    """One reference from a task attempt's logical path to a stored blob."""
+
     run_id: str
     task_id: str
     attempt: int
@@ -71,6 +73,8 @@ class ArtifactRefRecord:
 
 @dataclass(frozen=True)
 class BlobRecord:
+    """One content-addressed blob of the artifact store."""
+
     digest: str
     size_bytes: int
     created_at: str

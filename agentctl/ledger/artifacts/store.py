@@ -61,6 +61,8 @@ Meter = Callable[[Db, int], bool]
 
 @dataclass(frozen=True)
 class IngestResult:
+    """A file ingested into the store: its digest, its size and the lease that holds it."""
+
     digest: str
     size_bytes: int
     lease_id: str

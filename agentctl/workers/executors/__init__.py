@@ -35,6 +35,8 @@ from agentctl.mailbox.messages import Execute, WireModel
 
 @dataclass(frozen=True)
 class ExecOutcome:
+    """What an executor returns: the output, usage, artifacts and protocol evidence."""
+
     output: dict[str, Any]
     usage: dict[str, int] = field(default_factory=dict)
     artifacts: list[str] = field(default_factory=list)

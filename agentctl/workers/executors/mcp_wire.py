@@ -35,6 +35,8 @@ SESSION_HEADER = "mcp-session-id"
 
 @dataclass
 class _Sent:
+    """One MCP request of a session, as it goes into the evidence."""
+
     method: str
     remote_id: str
     status: CallStatus = "started"

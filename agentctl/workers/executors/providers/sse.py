@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class SseEvent:
+    """One server-sent event: its name and its data."""
+
     event: str  # the ``event:`` field, "message" when absent
     data: str
 
