@@ -11,11 +11,16 @@ so dict key order in the source never matters while any semantic change does.
 
 A compile encodes each task's definition once (``TaskTexts``): its fingerprint and its member
 of the plan digest are made from the same runs of canonical JSON, and each shared action or
-agent definition is encoded once, not once per task using it.
+agent definition is encoded once, not once per task using it. When the flattened tasks are
+the document's own as written (no sub-workflow inlined, no default filled in), the workflow
+digest's text is the document's canonical JSON less its ``spec.subworkflows`` member: both
+come from one encoding (``workflow_digest_and_text``), and the run's creation stores that text
+instead of encoding the document again.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from agentctl.core.canonical import Items, canonical_json, sha256_hex, streamed_json_digest
@@ -47,6 +52,52 @@ def workflow_digest(doc: dict[str, Any], sources: list[Source]) -> str:
     spec = {key: value for key, value in doc["spec"].items() if key != "subworkflows"}
     spec["tasks"] = Items(source.to_json() for source in sources)
     return streamed_json_digest({**doc, "spec": spec})
+
+
+def workflow_digest_and_text(doc: dict[str, Any], sources: list[Source]) -> tuple[str, str | None]:
+    """``workflow_digest(doc, sources)``, and ``canonical_json(doc)`` when the flattened tasks
+    are the document's own as written (else None: the digest is streamed, no text is made)."""
+    spec = doc["spec"]
+    if not _written_as_flattened(spec.get("tasks"), sources):
+        return workflow_digest(doc, sources), None
+    spec_before, spec_after = _members_around(spec, "subworkflows")
+    doc_before, doc_after = _members_around(doc, "spec")
+    digest = hashlib.sha256()
+    for piece in _object_pieces(doc_before, (spec_before, spec_after), doc_after):
+        digest.update(piece.encode("utf-8"))
+    skipped = (
+        f'"subworkflows":{canonical_json(spec["subworkflows"])}' if "subworkflows" in spec else ""
+    )
+    text = "".join(_object_pieces(doc_before, (spec_before, skipped, spec_after), doc_after))
+    return digest.hexdigest(), text
+
+
+def _written_as_flattened(tasks: Any, sources: list[Source]) -> bool:
+    """Whether ``sources`` are ``tasks`` one for one, each as written (so equal encodings):
+    ``with_defaults`` replaces only a missing or None value, which equality tells apart."""
+    return (
+        isinstance(tasks, list)
+        and len(tasks) == len(sources)
+        and all(s.role == "task" and s.task == t for s, t in zip(sources, tasks, strict=True))
+    )
+
+
+def _members_around(obj: dict[str, Any], key: str) -> tuple[str, str]:
+    """The canonical JSON members (no braces) of ``obj``'s keys sorting before ``key``, and
+    of those sorting after it (the encoder sorts keys as ``<`` does)."""
+    before = canonical_json({k: v for k, v in obj.items() if k < key})[1:-1]
+    after = canonical_json({k: v for k, v in obj.items() if k > key})[1:-1]
+    return before, after
+
+
+def _object_pieces(before: str, spec: tuple[str, ...], after: str) -> list[str]:
+    """The pieces of a document's canonical JSON: its members ``before`` and ``after`` its
+    ``spec``, whose own members (in order, empty ones left out) are ``spec``."""
+    inner = [member for member in spec if member]
+    pieces = ["{", before, "," if before else "", '"spec":{']
+    for index, member in enumerate(inner):
+        pieces += ["," if index else "", member]
+    return [*pieces, "}", "," if after else "", after, "}"]
 
 
 def resolved_definition(task: PlannedTask, env: Env) -> dict[str, Any] | None:
