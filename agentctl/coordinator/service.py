@@ -121,7 +121,6 @@ def create_run(
     ``queued``: submit it instead, with no lease, for a ``serve`` to claim."""
     prefix = "compensation" if mode == "compensation" else "run"
     run_id, trace_id = clock.new_id(prefix), clock.new_id("trace")
-    # No printed plan stored (``RunRecord.plan`` derives it): ~7 MB at 10,000 tasks.
     new = NewRun(
         run_id=run_id,
         mode=mode,
@@ -129,7 +128,7 @@ def create_run(
         workflow_digest=plan.workflow_digest,
         plan_digest=plan.plan_digest,
         workflow=dict(document),
-        plan={},
+        plan={},  # no printed plan stored (``RunRecord.plan`` derives it): ~7 MB at 10,000 tasks
         inputs=dict(inputs),
         working_memory=dict(plan.run.working_memory),
         trace_id=trace_id,
@@ -139,6 +138,7 @@ def create_run(
         budget_limits=plan.run.budget_limits(),
         compiled_plan_json=stored_plan(plan),
         state="queued" if queued else "running",
+        workflow_text=plan.take_document_text(document),  # the compile's encoding, if of it
     )
     if queued:
         ledger.submit_run(new, plan.order, clock.now())

@@ -192,3 +192,22 @@ class Plan:
     @cached_property
     def index(self) -> dict[str, int]:
         return {t.id: t.position for t in self.tasks}
+
+    def carrying_document_text(self, document: object, text: str | None) -> Plan:
+        """This plan, carrying ``text`` (None: nothing), the canonical JSON of the very object
+        ``document`` as compiled (the compile made it for the workflow digest), to the run's
+        creation. Kept in the instance's dict, outside the fields: equality, hashing and the
+        stored plan do not see it. A caller that changes a document after compiling it
+        compiles it again (the plan's digests would not describe it either)."""
+        if text is not None:
+            self.__dict__["_document_text"] = (document, text)
+        return self
+
+    def take_document_text(self, document: object) -> str | None:
+        """The carried text if it is of ``document`` (that very object), else None; given
+        once and let go, so the drive after the run's creation does not hold it."""
+        carried = self.__dict__.pop("_document_text", None)
+        if carried is None or carried[0] is not document:
+            return None
+        text: str = carried[1]
+        return text

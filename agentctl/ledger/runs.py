@@ -23,6 +23,7 @@ from agentctl.ledger.artifacts.values import (
     dumps_value_opt,
     loads_value,
     loads_value_object,
+    spill_text,
 )
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.budget import init_budget_txn
@@ -64,6 +65,9 @@ class NewRun:
     # The compiled plan as JSON text, stored as given (the ledger never interprets it); as
     # ``PlanText`` pieces, never held whole.
     compiled_plan_json: str | PlanText | None = None
+    # ``workflow``'s canonical JSON when the caller has it already (the compile made it for the
+    # workflow digest): stored as ``dumps_value`` would store ``workflow``, without encoding it.
+    workflow_text: str | None = None
 
 
 @dataclass(frozen=True)
@@ -213,7 +217,12 @@ def _run_values(conn: Db, run: NewRun, now: str) -> tuple[str | int | None, ...]
 def _insert_documents_txn(conn: Db, run: NewRun, now: str) -> None:
     """The run's compiled plan (in parts: ``ledger.plans``), then its documents row."""
     inline, parts = write_plan_txn(conn, run.run_id, run.compiled_plan_json, now)
-    workflow, printed = dumps_value(conn, run.workflow, now), dumps_value(conn, run.plan, now)
+    workflow = (
+        dumps_value(conn, run.workflow, now)
+        if run.workflow_text is None
+        else spill_text(conn, run.workflow_text, now)
+    )
+    printed = dumps_value(conn, run.plan, now)
     conn.execute(_INSERT_DOCUMENTS, (run.run_id, workflow, printed, inline, parts))
 
 

@@ -9,10 +9,14 @@ import json
 from compiler_docs import compile_ok, task, workflow
 from test_compiler_properties import rich_doc
 
-from agentctl.core.canonical import json_digest, v1_digest
+from agentctl.core.canonical import canonical_json, json_digest, v1_digest
 from agentctl.core.compiler import check_result_json, compile_workflow, plan_to_json
-from agentctl.core.compiler.digests import DEFINITION_KEYS, resolved_definition
-from agentctl.core.compiler.ir import Env
+from agentctl.core.compiler.digests import (
+    DEFINITION_KEYS,
+    _subworkflows_member,
+    resolved_definition,
+)
+from agentctl.core.compiler.ir import Env, with_defaults
 from agentctl.core.compiler.serialize import definition_json, task_json
 
 
@@ -139,3 +143,62 @@ def test_plan_digest_and_fingerprints_are_digests_of_their_json() -> None:
             "requirements": plan.requirements,
         }
         assert plan.plan_digest == json_digest(whole)
+
+
+def _subworkflow_defined_not_used() -> dict[str, object]:
+    """A sub-workflow declared (its member sorts between the spec's others) but never invoked,
+    a non-ASCII string, and a top-level key sorting after ``spec``."""
+    inner = {"version": "1.0.0", "tasks": [task("x")], "inputs": {}, "outputs": {}}
+    doc = workflow([task("a", with_={"x": "é"})], subworkflows={"unused": inner})
+    doc["zzz"] = {"after": "spec"}
+    return doc
+
+
+def test_compile_carries_the_documents_canonical_json_to_creation() -> None:
+    """The workflow digest's text is made once and given to the run's creation: it must be
+    exactly the document's canonical JSON (``spec.subworkflows`` included), and the digest
+    exactly that of the document without it."""
+    few = workflow([task("a")])
+    few["spec"] = {key: few["spec"][key] for key in ("actions", "subworkflows", "tasks")}
+    for doc in (_doc(), _subworkflow_defined_not_used(), few):
+        plan = compile_ok(doc)
+        flattened = copy.deepcopy(doc)
+        del flattened["spec"]["subworkflows"]  # type: ignore[attr-defined]
+        assert plan.workflow_digest == json_digest(flattened)
+        assert plan.take_document_text(doc) == canonical_json(doc)
+        assert plan.take_document_text(doc) is None  # given once, then let go
+
+
+def test_no_document_text_unless_the_tasks_are_the_documents_own() -> None:
+    """A task the compile fills defaults into, or a sub-workflow inlined, makes the digest's
+    text differ from the document's: none is carried, and the digest is still right."""
+    sparse = workflow([{"id": "a", "uses": "action:put", "with": {"k": 1}}])
+    inner = {"version": "1.0.0", "tasks": [task("x")], "inputs": {}, "outputs": {}}
+    nested = workflow([task("call", "workflow:sub")], subworkflows={"sub": inner})
+    for doc in (sparse, nested):
+        plan = compile_ok(doc)
+        assert plan.take_document_text(doc) is None
+    plan = compile_ok(sparse)
+    flattened = copy.deepcopy(sparse)
+    del flattened["spec"]["subworkflows"]  # type: ignore[attr-defined]
+    flattened["spec"]["tasks"] = [with_defaults(t) for t in sparse["spec"]["tasks"]]  # type: ignore[index]
+    assert plan.workflow_digest == json_digest(flattened)
+
+
+def test_document_text_is_given_only_for_the_compiled_object() -> None:
+    doc = _doc()
+    plan = compile_ok(doc)
+    assert plan.take_document_text(copy.deepcopy(doc)) is None  # equal, not the same object
+    assert plan.take_document_text(doc) is None  # let go by the first take
+    assert compile_ok(doc) == plan  # the carried text is outside the fields
+
+
+def test_a_text_spelled_otherwise_is_not_cut_but_streamed() -> None:
+    """The ``spec.subworkflows`` member is located by spelling what precedes it, then checked:
+    a text that does not match there gives no span (the digest is streamed instead), rather
+    than a digest of the wrong characters."""
+    doc = _subworkflow_defined_not_used()
+    text = canonical_json(doc)
+    assert _subworkflows_member(doc, text) is not None
+    assert _subworkflows_member(doc, text.replace('"spec":{', '"spec": {', 1)) is None
+    assert _subworkflows_member(doc, text.replace('"subworkflows"', '"subworkflowz"', 1)) is None

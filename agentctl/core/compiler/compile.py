@@ -17,7 +17,7 @@ from agentctl.core.collector import collector_paused
 from agentctl.core.compiler.build import draft_task
 from agentctl.core.compiler.capabilities import check_agents
 from agentctl.core.compiler.diagnostics import Collector, Locator
-from agentctl.core.compiler.digests import TaskTexts, plan_digest, workflow_digest
+from agentctl.core.compiler.digests import TaskTexts, plan_digest, workflow_digest_and_text
 from agentctl.core.compiler.expand import RESERVED_VARS, expand_sources
 from agentctl.core.compiler.ir import Env, Node
 from agentctl.core.compiler.memory import check_parallel_writes
@@ -63,7 +63,7 @@ def compile_workflow(
     texts = [_finalize(drafts[task_id], i, encoder) for i, task_id in enumerate(order)]
     tasks = tuple(drafts[task_id] for task_id in order)
     name = str(doc["metadata"]["name"])
-    digest = workflow_digest(doc, sources)
+    digest, text = workflow_digest_and_text(doc, sources)
     requirements = plan_requirements(list(tasks), env)
     return Plan(
         name=name,
@@ -74,7 +74,7 @@ def compile_workflow(
         tasks=tasks,
         requirements=requirements,
         run=run_config(env.spec),
-    )
+    ).carrying_document_text(doc, text)
 
 
 def run_config(spec: dict[str, Any]) -> RunConfig:

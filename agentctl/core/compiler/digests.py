@@ -11,11 +11,16 @@ so dict key order in the source never matters while any semantic change does.
 
 A compile encodes each task's definition once (``TaskTexts``): its fingerprint and its member
 of the plan digest are made from the same runs of canonical JSON, and each shared action or
-agent definition is encoded once, not once per task using it.
+agent definition is encoded once, not once per task using it. When the flattened tasks are
+the document's own as written (no sub-workflow inlined, no default filled in), the workflow
+digest's text is the document's canonical JSON less its ``spec.subworkflows`` member: both
+come from one encoding (``workflow_digest_and_text``), and the run's creation stores that text
+instead of encoding the document again.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from agentctl.core.canonical import Items, canonical_json, sha256_hex, streamed_json_digest
@@ -47,6 +52,64 @@ def workflow_digest(doc: dict[str, Any], sources: list[Source]) -> str:
     spec = {key: value for key, value in doc["spec"].items() if key != "subworkflows"}
     spec["tasks"] = Items(source.to_json() for source in sources)
     return streamed_json_digest({**doc, "spec": spec})
+
+
+def workflow_digest_and_text(doc: dict[str, Any], sources: list[Source]) -> tuple[str, str | None]:
+    """``workflow_digest(doc, sources)``, and ``canonical_json(doc)`` when the flattened tasks
+    are the document's own as written (else None: the digest is streamed, no text is made).
+
+    The digest is hashed from the text itself, less the ``spec.subworkflows`` member, slice by
+    slice: beside the one text, no copy of it is made (~3 MB at 10,000 tasks, at the end of the
+    compile, when it holds most)."""
+    if not _written_as_flattened(doc["spec"].get("tasks"), sources):
+        return workflow_digest(doc, sources), None
+    text = canonical_json(doc)
+    span = _subworkflows_member(doc, text)
+    if span is None:  # (never seen: the encoder spelled a member otherwise; stream it instead)
+        return workflow_digest(doc, sources), None
+    start, end = span
+    digest = hashlib.sha256()
+    for begin, stop in ((0, start), (end, len(text))):
+        for at in range(begin, stop, _HASH_SLICE):
+            digest.update(text[at : min(at + _HASH_SLICE, stop)].encode("utf-8"))
+    return digest.hexdigest(), text
+
+
+# Characters of the document's text hashed at a time (each slice encoded apart).
+_HASH_SLICE = 1 << 16
+
+
+def _written_as_flattened(tasks: Any, sources: list[Source]) -> bool:
+    """Whether ``sources`` are ``tasks`` one for one, each as written (so equal encodings):
+    ``with_defaults`` replaces only a missing or None value, which equality tells apart."""
+    return (
+        isinstance(tasks, list)
+        and len(tasks) == len(sources)
+        and all(s.role == "task" and s.task == t for s, t in zip(sources, tasks, strict=True))
+    )
+
+
+def _subworkflows_member(doc: dict[str, Any], text: str) -> tuple[int, int] | None:
+    """Where in ``text``, the canonical JSON of ``doc``, its ``spec.subworkflows`` member lies
+    with the comma that joins it to a neighbour (an empty span where the member would be if
+    there is none). Found from the encodings of what precedes it (the encoder sorts keys as
+    ``<`` does), never by searching, and checked against the text: None if it does not match
+    there (the digest is then streamed as when there is no text)."""
+    spec = doc["spec"]
+    doc_before = canonical_json({k: v for k, v in doc.items() if k < "spec"})[1:-1]
+    spec_before = canonical_json({k: v for k, v in spec.items() if k < "subworkflows"})[1:-1]
+    head = "{" + doc_before + ("," if doc_before else "") + '"spec":{' + spec_before
+    member = ""
+    if "subworkflows" in spec:
+        member = f'"subworkflows":{canonical_json(spec["subworkflows"])}'
+        if spec_before:
+            member = "," + member
+        elif any(k > "subworkflows" for k in spec):
+            member += ","
+    start, end = len(head), len(head) + len(member)
+    if text[:start] != head or text[start:end] != member:
+        return None
+    return start, end
 
 
 def resolved_definition(task: PlannedTask, env: Env) -> dict[str, Any] | None:
