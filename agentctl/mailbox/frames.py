@@ -360,24 +360,35 @@ class FrameChannel:
         ):
             return b""
         await trio.lowlevel.checkpoint_if_cancelled()  # a receive that does not park checks
+        if not self._poll_for(fd, limit):
+            return b""
+        try:
+            return os.read(fd, _READ_CHUNK)  # (b"" at EOF: the wait then finds it at once)
+        except BlockingIOError:
+            return b""
+
+    def _poll_for(self, fd: int, limit: int) -> bool:
+        """Whether ``fd`` turned readable within ``limit`` ns of polling, yielding the CPU
+        between polls; a poll that did not pay (see ``_SHARED_NS``) backs the channel off."""
         poll = self._poll
         if poll is None:
             poll = self._poll = select.poll()
             poll.register(fd, select.POLLIN)
         now = time.perf_counter_ns()
         until = now + limit
+        paid = True
         while not poll.poll(0):
+            if not paid:  # (after one more poll: the peer may have answered meanwhile)
+                return False
             os.sched_yield()  # a loaded CPU: let a runnable process (the peer?) have it
             then, now = now, time.perf_counter_ns()
             if now >= until or now - then > _SHARED_NS:  # in vain, or it did: back off
                 self._backoff = min(2 * self._backoff or 1, _MAX_BACKOFF)
                 self._skip = self._backoff
-                return b""
-        self._backoff = 0
-        try:
-            return os.read(fd, _READ_CHUNK)  # (b"" at EOF: the wait then finds it at once)
-        except BlockingIOError:
-            return b""
+                paid = False
+        if paid:
+            self._backoff = 0
+        return True
 
     async def _receive_buffered(self) -> Message | None:
         """The next frame, out of the buffer and as many reads as it takes."""

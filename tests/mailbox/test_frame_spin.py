@@ -218,3 +218,21 @@ async def test_a_receive_not_awaiting_a_lone_answer_never_spins(
     await _receive_sent_once_parked(chan, peer, awaited=False)  # a busy pool or worker
     assert yields == []
     assert len(parks) == 1
+
+
+async def test_a_frame_sent_while_the_cpu_was_given_away_is_taken_without_parking(
+    pair: Pair, parks: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chan, peer = pair
+    chan.spin_ns = 10**9  # only the CPU's sharing may stop this spin
+
+    def peer_answers() -> None:  # the peer ran on our CPU meanwhile, and answered
+        peer.sendall(encode_frame(Cancel(effect_id="e1")))
+        time.sleep(0.001)
+
+    monkeypatch.setattr(os, "sched_yield", peer_answers)
+    assert await chan.receive(awaited=True) == Cancel(effect_id="e1")
+    assert parks == []
+    monkeypatch.setattr(os, "sched_yield", lambda: None)
+    await _receive_sent_once_parked(chan, peer)  # backed off all the same: parks at once
+    assert len(parks) == 1
