@@ -306,11 +306,11 @@ class FrameChannel:
         io = self._io
         if self._buffer or io is None:
             return await self._receive_buffered()
-        # The usual case, flat (each wake-up resumes every coroutine up to the caller): one read,
-        # one whole frame. trio is given the number (``notify_closing`` still finds the wait),
-        # checked after each wait: the channel may have been closed meanwhile.
+        # The usual case, flat (a wake-up resumes every coroutine up to the caller): one read, one
+        # frame. trio is given the number (``notify_closing`` finds the wait), checked each time.
         waited = 0  # when the wait began (0: no wait yet)
-        spin = awaited and self.spin_ns  # only a lone answer awaited (not a busy pool or worker)
+        # Spin for a lone answer awaited (not in a busy pool or worker) from a quick peer only.
+        spin = awaited and self.answer_ns < self.spin_ns * _QUICK_LIMITS
         try:
             if not awaited:
                 await trio.lowlevel.checkpoint_if_cancelled()  # (a wait is a checkpoint itself)
@@ -343,12 +343,10 @@ class FrameChannel:
 
     async def _spin(self, fd: int) -> bytes:
         """The frame's first bytes if they come within the spin limit, polled for without
-        parking; b"" (then park) unless it is likely to pay and cannot hurt: the peer answered
-        quickly of late, and trio has nothing else to run or wake for meanwhile. Waking a
-        parked process costs more than such an answer on an idle machine (a halted vCPU)."""
+        parking (the caller found the peer quick of late); b"" (then park) unless it is likely
+        to pay and cannot hurt: no back-off, and trio has nothing else to run or wake for
+        meanwhile. Waking a parked process costs more than a quick answer on an idle machine."""
         limit = self.spin_ns
-        if self.answer_ns >= limit * _QUICK_LIMITS:
-            return b""  # a slow peer (a shell effect, a commit, an idle worker): park at once
         if self._skip:
             self._skip -= 1
             return b""
