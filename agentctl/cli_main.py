@@ -22,6 +22,7 @@ from typing import NoReturn
 from agentctl.cli_argv import normalize_argv, sniff_output
 from agentctl.cli_fast import parse as parse_fast
 from agentctl.clikit import ignore_interrupts, report_closed_stdout
+from agentctl.envknobs import check_all as check_env_knobs
 from agentctl.errors import AgentctlError, CancelledRunError, from_os_error, was_interrupted
 from agentctl.render import Outcome, Settings, emit_error, emit_outcome, write_jsonl_line
 from agentctl.sigint import received as interrupt_received
@@ -44,6 +45,7 @@ def _execute(args: list[str]) -> Outcome | AgentctlError | int:
     global SETTINGS
     try:
         SETTINGS, normalized = normalize_argv(args)
+        check_env_knobs()  # a knob set to what it does not take: exit 2 before anything runs
         # Set on every call once loaded, so an earlier call in this process never leaks in.
         if SETTINGS.offline or SETTINGS.locked or "agentctl.packsource" in sys.modules:
             from agentctl import packsource

@@ -17,13 +17,15 @@ PACKAGE = Path(__file__).resolve().parents[1] / "agentctl"
 ALLOWED: dict[str, set[str]] = {
     "core": {"errors"},
     "ledger": {"core", "errors"},
-    "mailbox": {"core", "errors"},
+    # envknobs: operators' tuning knobs in the environment, one parser each (a leaf like errors).
+    "mailbox": {"core", "errors", "envknobs"},
     "sandbox": {"core", "errors"},
     # dataclass_codes: the worker process starts as the CLI does (ADR 0013 item 6).
     # usercache: the wire models' stored schemas (ADR 0013 item 8).
     "workers": {"core", "mailbox", "sandbox", "errors", "dataclass_codes", "usercache"},
-    "coordinator": {"core", "ledger", "mailbox", "sandbox", "errors", "sigint"},
+    "coordinator": {"core", "ledger", "mailbox", "sandbox", "errors", "sigint", "envknobs"},
     "errors": set(),
+    "envknobs": {"errors"},
     "crashpoints": set(),
     "render": {"errors"},
     "cli": {
@@ -52,6 +54,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     # After the SIGINT guard: the global flags, the hand-parsed hot commands, else typer.
     "cli_main": {"cli", "cli_fast", "cli_argv", "clikit", "render", "errors", "coordinator"}
+    | {"envknobs"}
     | {"sigint"}
     | {"packsource", "__init__"},
     "cli_fast": {"cli_commands", "clikit", "render", "errors"},

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import signal
 import socket
 import subprocess
@@ -56,6 +55,7 @@ from agentctl.coordinator.poolwait import HandleSink as HandleSink  # part of th
 from agentctl.coordinator.workerproc import ChildProcess, signal_tree, write_worker_registry
 from agentctl.coordinator.workerstart import Prestarted, worker_argv
 from agentctl.core import registry
+from agentctl.envknobs import answer_grace_s
 from agentctl.errors import AgentctlError, InvalidOperationError, PersistenceError
 from agentctl.ledger.owners import start_time_for_record
 from agentctl.mailbox import frames
@@ -78,7 +78,7 @@ HELLO_TIMEOUT_S = 60.0
 SHUTDOWN_GRACE_S = 2.0
 TERM_GRACE_S = 1.0
 # Beyond an effect's own timeout, before its worker counts as hung (operators may tune it).
-ANSWER_GRACE_S = float(os.environ.get("AGENTCTL_ANSWER_GRACE_SECONDS", "10"))
+ANSWER_GRACE_S = answer_grace_s()  # (``AGENTCTL_ANSWER_GRACE_SECONDS``)
 
 
 @dataclass

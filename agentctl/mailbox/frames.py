@@ -32,6 +32,7 @@ from collections.abc import Callable
 import pydantic
 import trio
 
+from agentctl.envknobs import frame_spin_us
 from agentctl.errors import AgentctlError
 from agentctl.mailbox.messages import Message
 
@@ -49,15 +50,9 @@ _LOST = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 def _spin_limit_ns() -> int:
     """How long a receive may poll before it parks (``AGENTCTL_FRAME_SPIN_US``, µs; 0: never).
     Never on one CPU: the peer cannot run while we poll, so it could not answer."""
-    raw = os.environ.get("AGENTCTL_FRAME_SPIN_US", "")
-    try:
-        micros = int(raw) if raw.strip() else _DEFAULT_SPIN_US
-    except ValueError:
-        micros = _DEFAULT_SPIN_US
-    return max(0, micros) * 1000 if len(os.sched_getaffinity(0)) > 1 else 0
+    return frame_spin_us() * 1000 if len(os.sched_getaffinity(0)) > 1 else 0
 
 
-_DEFAULT_SPIN_US = 50
 # A peer is "quick" while the estimate of its answers stays below this many spin limits: a
 # parked wait's measure includes the wake-ups (ours, and the peer's when it parked too) that
 # the spin saves, so a peer measured at ~110 µs parked answers in ~15 µs once both sides spin.

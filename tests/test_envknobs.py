@@ -1,0 +1,71 @@
+"""Operators' tuning knobs: defaults, values taken, and values refused with exit 2 before a
+command does anything."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentctl import envknobs
+from agentctl.errors import ValidationError
+
+HELLO = Path(__file__).resolve().parent.parent / "examples" / "hello.yaml"
+
+
+def test_unset_or_empty_knobs_are_their_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(envknobs.FRAME_SPIN_US, raising=False)
+    monkeypatch.setenv(envknobs.ANSWER_GRACE_SECONDS, " ")
+    assert envknobs.frame_spin_us() == 50
+    assert envknobs.answer_grace_s() == 10.0
+
+
+def test_knobs_take_their_kind_of_number(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(envknobs.FRAME_SPIN_US, "0")
+    monkeypatch.setenv(envknobs.ANSWER_GRACE_SECONDS, "0.25")
+    assert envknobs.frame_spin_us() == 0
+    assert envknobs.answer_grace_s() == 0.25
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "1.5", "0x10", "1e3"])
+def test_a_spin_that_is_not_whole_microseconds_is_refused(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv(envknobs.FRAME_SPIN_US, value)
+    with pytest.raises(ValidationError, match=envknobs.FRAME_SPIN_US):
+        envknobs.frame_spin_us()
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-2", "nan", "inf"])
+def test_a_grace_that_is_not_positive_seconds_is_refused(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv(envknobs.ANSWER_GRACE_SECONDS, value)
+    with pytest.raises(ValidationError, match=envknobs.ANSWER_GRACE_SECONDS):
+        envknobs.answer_grace_s()
+
+
+@pytest.mark.parametrize("name", [envknobs.FRAME_SPIN_US, envknobs.ANSWER_GRACE_SECONDS])
+def test_the_cli_refuses_a_bad_knob_before_it_runs_anything(tmp_path: Path, name: str) -> None:
+    """Exit 2 with the variable named, and no state written: not a silent default, not an
+    internal error from deep inside a run."""
+    (tmp_path / "hello.yaml").write_text(HELLO.read_text())
+    env = {**os.environ, name: "abc"}
+    done = subprocess.run(
+        [sys.executable, "-m", "agentctl", "--output", "json", "run", "hello.yaml"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert not done.stdout
+    error = json.loads(done.stderr)["error"]  # (an error envelope goes to stderr)
+    assert name in error["message"] and error["exitCode"] == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hello.yaml"]
