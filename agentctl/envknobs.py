@@ -27,15 +27,11 @@ def frame_spin_us() -> int:
     raw = os.environ.get(FRAME_SPIN_US, "").strip()
     if not raw:
         return 50
-    try:
-        micros = int(raw, 10)
-    except ValueError:
-        micros = -1
-    if micros < 0:
+    if not (raw.isascii() and raw.isdigit()):  # (``int`` would take "+5", "5_0", "٥")
         raise ValidationError(
             f"{FRAME_SPIN_US}={raw!r}: expected a whole number of microseconds, 0 or more"
         )
-    return micros
+    return int(raw)
 
 
 def answer_grace_s() -> float:
@@ -44,7 +40,7 @@ def answer_grace_s() -> float:
     if not raw:
         return 10.0
     try:
-        seconds = float(raw)
+        seconds = float(raw) if raw.isascii() else math.nan
     except ValueError:
         seconds = math.nan
     if not (math.isfinite(seconds) and seconds > 0):

@@ -8,6 +8,8 @@
 - a coordinator ↔ worker frame round trip: ``WorkerPool.execute`` of an ``Execute`` for an
   operation no worker supports, so the worker answers ``Failure`` with no I/O — two frames,
   two pydantic validations, one socket hop each way;
+- the same round trip with the spin before parking off (``frame_round_trip_parked``, ADR 0014):
+  what an effect whose peer is not quick pays, and what the effect chains' floors use;
 - the same hop with nothing of ours around it (``wire_ping_pong``): one byte sent back and
   forth between two trio processes over a socketpair — what a round trip costs this machine
   in wake-ups alone (on an idle 2-vCPU VM most of it is waking a halted vCPU: a busy machine
@@ -161,6 +163,25 @@ def frame_round_trip(runs: int, reps: int) -> benchkit.Figure:
     return benchkit.figure("frame_round_trip", "ms/round trip", samples)
 
 
+def frame_round_trip_parked(runs: int, reps: int) -> benchkit.Figure:
+    """The same round trip with the spin before parking off (``AGENTCTL_FRAME_SPIN_US=0``,
+    ADR 0014): both sides park and are woken, as for any effect whose peer is not quick —
+    the round trip the write and shell chains' floors are composed with (they take no spin)."""
+    knob = "AGENTCTL_FRAME_SPIN_US"
+    saved = os.environ.get(knob)
+    os.environ[knob] = "0"  # read by each channel when made: the pool's and its worker's
+    try:
+        fig = frame_round_trip(runs, reps)
+    finally:
+        if saved is None:
+            del os.environ[knob]
+        else:
+            os.environ[knob] = saved
+    return benchkit.figure(
+        "frame_round_trip_parked", fig.unit, fig.samples, note="no spin (ADR 0014)"
+    )
+
+
 def shell_effect_worker(workdir: Path, runs: int, reps: int) -> benchkit.Figure:
     """The worker's part of a shell effect: ``WorkerPool.execute`` of ``/bin/true`` (frame
     out, request validation, the sandboxed spawn and its supervision, frame back) — no
@@ -236,6 +257,7 @@ def main(runs: int = 7, reps: int = 300, workdir: Path | None = None) -> dict[st
         figures.append(fsync_floor(Path(tmp), runs, reps))
         figures.append(new_file_floor(Path(tmp), runs, reps))
         figures.append(frame_round_trip(runs, reps))
+        figures.append(frame_round_trip_parked(runs, reps))
         figures.append(wire_ping_pong(runs, reps))
         figures.append(spawn_floor(runs, max(1, reps // 5)))
         figures.append(shell_effect_worker(Path(tmp), runs, max(1, reps // 5)))

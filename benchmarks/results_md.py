@@ -23,7 +23,9 @@ HERE = Path(__file__).resolve().parent
 def floor_of(name: str, figs: Figures) -> tuple[float | None, str]:
     """The machine floor an agentctl figure is compared with, and how it is composed."""
     commit = figs.median("sqlite_commit")
-    rtt = figs.median("frame_round_trip")
+    # The effect chains take no spin before parking (ADR 0014): their floors use the parked
+    # round trip where this run measured it.
+    rtt = figs.median("frame_round_trip_parked") or figs.median("frame_round_trip")
     spawn = figs.median("spawn_true")
     if commit is None:
         return None, ""
@@ -39,7 +41,7 @@ def floor_of(name: str, figs: Figures) -> tuple[float | None, str]:
     if name.startswith("effect_chain_shell") and rtt is not None and spawn is not None:
         return commit + rtt + spawn, "1 commit + 1 round trip + 1 spawn"
     ping_pong = figs.median("wire_ping_pong")
-    if name == "frame_round_trip" and ping_pong is not None:
+    if name in ("frame_round_trip", "frame_round_trip_parked") and ping_pong is not None:
         return ping_pong, "bare trio ping-pong"
     if name.startswith("foreach_") and name.endswith("_per_child"):
         return commit / 64, "1 commit per batch of 64"
@@ -179,7 +181,8 @@ def profile_section(report: dict[str, Any]) -> list[str]:
 
 
 FLOORS = (
-    r"(sqlite_commit|ledger_task_commit|fsync|durable_new_file|frame_round_trip|wire_ping_pong"
+    r"(sqlite_commit|ledger_task_commit|fsync|durable_new_file|frame_round_trip(_parked)?"
+    r"|wire_ping_pong"
     r"|shell_effect_worker|spawn_true"
     r"|python_pass|check_cold_start|run_one_task_cold)"
 )

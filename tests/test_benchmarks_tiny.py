@@ -26,6 +26,7 @@ EXPECTED_FIGURES = [
     "ledger_task_commit",
     "fsync",
     "frame_round_trip",
+    "frame_round_trip_parked",
     "spawn_true",
     "pure_chain_5_inprocess",
     "pure_chain_5_cli",

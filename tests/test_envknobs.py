@@ -31,9 +31,9 @@ def test_knobs_take_their_kind_of_number(monkeypatch: pytest.MonkeyPatch) -> Non
     assert envknobs.answer_grace_s() == 0.25
 
 
-_REFUSED = [(envknobs.FRAME_SPIN_US, v) for v in ("abc", "-1", "1.5", "0x10", "1e3")] + [
-    (envknobs.ANSWER_GRACE_SECONDS, v) for v in ("soon", "0", "-2", "nan", "inf")
-]
+_REFUSED = [
+    (envknobs.FRAME_SPIN_US, v) for v in ("abc", "-1", "1.5", "0x10", "1e3", "+5", "5_0", "٥")
+] + [(envknobs.ANSWER_GRACE_SECONDS, v) for v in ("soon", "0", "-2", "nan", "inf", "١")]
 
 
 @pytest.mark.parametrize(("name", "value"), _REFUSED)

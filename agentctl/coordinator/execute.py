@@ -117,8 +117,10 @@ class EffectRunner:
         if committer is None and not eff.in_process:
             # A lone worker effect parked until its reply (``WorkerPool.execute`` waits for the
             # worker's socket to turn readable; only a worker lost at the send answers at once,
-            # delaying the next forced yield by one interval at most): no forced yield between
-            # the commit that carries this outcome and the next ``Execute``.
+            # delaying the next forced yield by one interval at most) or spun for it, and spun
+            # receives give the scheduler a pass at least every millisecond (``FrameChannel``,
+            # ADR 0014): no forced yield between the commit that carries this outcome and the
+            # next ``Execute``.
             self.store.waited()
         if committer is not None:
             await committer.commit(outcome)

@@ -214,8 +214,10 @@ class WorkerPool:
         wake it). Whoever stops reading — answered, cancelled or lost — wakes one other
         waiting caller to read on, so while any effect is pending somebody reads.
         """
-        # A lone effect's reply cannot be there before the worker ran it: wait, then read.
-        awaited = len(worker.pending) == 1
+        # A lone effect's reply cannot be there before the worker ran it: wait, then read. Lone
+        # in the whole pool, not only on its worker: an awaited receive may spin (ADR 0014), and
+        # callers waiting on several workers at once would spin one after another.
+        awaited = len(worker.pending) == 1 and self._lone_pending()
         try:
             while reply.value is None:
                 if worker.reading:
@@ -296,6 +298,10 @@ class WorkerPool:
                     break
                 earliest = min(earliest, reply.deadline)
         return earliest
+
+    def _lone_pending(self) -> bool:
+        """Whether one reply, in the whole pool, is awaited."""
+        return sum(len(worker.pending) for worker in self._workers) == 1
 
     def _choose(self, effect_id: str) -> _Worker | None:
         """An idle worker, else None if another may start, else the least loaded one."""

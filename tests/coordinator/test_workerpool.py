@@ -20,7 +20,7 @@ from agentctl.coordinator import workerpool
 from agentctl.coordinator.workerpool import open_worker_pool
 from agentctl.coordinator.workerproc import kill_stale_workers
 from agentctl.ledger.owners import process_start_time
-from agentctl.mailbox import Execute, Failure, Result
+from agentctl.mailbox import Execute, Failure, FrameChannel, Result
 
 _counter = iter(range(1_000_000))
 
@@ -407,3 +407,32 @@ async def test_an_execute_cancelled_before_its_frame_left_leaves_its_worker_idle
         assert scope.cancelled_caught
         assert isinstance(await pool.execute(_exec("bench.noop", {})), Failure)
         assert len(pool.worker_pids()) == 1
+
+
+async def test_only_a_reply_lone_in_the_whole_pool_is_awaited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An awaited receive may spin before it parks (ADR 0014): callers waiting on two workers
+    at once must not both spin, one after the other, so only the first is awaited."""
+    flags: list[bool] = []
+    real = FrameChannel.receive
+
+    async def recording(self: FrameChannel, *, awaited: bool = False) -> Any:
+        flags.append(awaited)
+        return await real(self, awaited=awaited)
+
+    async with open_worker_pool(2) as pool:
+
+        async def both() -> None:
+            async with trio.open_nursery() as nursery:
+                for _ in range(2):
+                    nursery.start_soon(pool.execute, _shell(tmp_path, "sleep 0.2"))
+
+        await both()  # both workers started and idle
+        assert len(pool.worker_pids()) == 2
+        monkeypatch.setattr(FrameChannel, "receive", recording)
+        await both()
+        assert flags[:2] == [True, False]
+        flags.clear()
+        await pool.execute(_shell(tmp_path, "true"))
+        assert flags == [True]

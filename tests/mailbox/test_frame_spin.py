@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import socket
+import struct
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -246,3 +247,49 @@ async def test_a_frame_sent_while_the_cpu_was_given_away_is_taken_without_parkin
     monkeypatch.setattr(os, "sched_yield", lambda: None)
     await _receive_sent_once_parked(chan, peer)  # backed off all the same: parks at once
     assert len(parks) == 1
+
+
+async def test_spun_receives_give_a_waiter_on_another_socket_its_turn(pair: Pair) -> None:
+    """A paid spin is no scheduling point, and a task parked on another descriptor is not
+    runnable until trio polls for I/O: spun receives give trio a pass now and then (at least
+    every millisecond), so that task runs while they go on. Without it, it never would here."""
+    chan, peer = pair
+    mine, other = socket.socketpair()
+    ran: list[bool] = []
+
+    async def waiter() -> None:
+        await trio.lowlevel.wait_readable(mine)
+        ran.append(True)
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(waiter)
+            await trio.testing.wait_all_tasks_blocked()
+            other.send(b"x")  # readable now: only trio's poll for I/O can tell the waiter
+            for _ in range(20_000):  # ≥ 1 ms however fast: each receive decodes a frame
+                peer.sendall(encode_frame(Cancel(effect_id="e")))
+                assert await chan.receive(awaited=True) == Cancel(effect_id="e")
+                if ran:
+                    break
+            assert ran
+    finally:
+        mine.close()
+        other.close()
+
+
+@pytest.mark.parametrize("ending", ["eof", "reset", "cut"])
+async def test_a_spin_meeting_the_end_of_the_connection_reports_it(pair: Pair, ending: str) -> None:
+    """What a spin reads at the end is what a parked read would: a clean EOF is None, a reset
+    connection and a frame cut off by the close are ``ProtocolError``."""
+    chan, peer = pair
+    if ending == "reset":  # an unread byte on our side makes the peer's close a reset
+        await chan.send(Cancel(effect_id="e"))
+        peer.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    if ending == "cut":
+        peer.sendall(encode_frame(Cancel(effect_id="e"))[:-3])
+    peer.close()
+    if ending == "eof":
+        assert await chan.receive(awaited=True) is None
+    else:
+        with pytest.raises(ProtocolError):
+            await chan.receive(awaited=True)
