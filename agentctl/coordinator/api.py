@@ -113,6 +113,8 @@ def start_run(
     on_stream: StreamListener | None = None,
     early: Prestarted | None = None,
 ) -> RunOutcome:
+    """Create the run and drive it. ``document`` is the very object ``plan`` was compiled from,
+    unchanged since: its creation stores the text the compile made of it (``create_run``)."""
     clock, root = Clock(), os.path.abspath(workspace)
     refuse_before_state(plan, root, preview=check_mode, file=file, locate=locate)
     prestarting = prestart_workers(plan, preview=check_mode, early=early)  # overlaps the open
@@ -144,7 +146,8 @@ def submit_run(
     db: str,
     workspace: str,
 ) -> JsonObject:
-    """Record the run as queued for a ``serve`` to drive; nothing executes here.
+    """Record the run as queued for a ``serve`` to drive; nothing executes here. ``document``
+    is the very object ``plan`` was compiled from, unchanged since (as for ``start_run``).
 
     The egress URL rules are applied here, before anything is recorded, as ``run`` does: a
     plan its own policy forbids is refused now, not when a serve is halfway through it. Names

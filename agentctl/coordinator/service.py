@@ -118,9 +118,9 @@ def create_run(
     queued: bool = False,
 ) -> tuple[str, str]:
     """Create the run (document and compiled plan stored) and take its lease in one txn;
-    ``queued``: submit it instead, with no lease, for a ``serve`` to claim."""
-    prefix = "compensation" if mode == "compensation" else "run"
-    run_id, trace_id = clock.new_id(prefix), clock.new_id("trace")
+    ``queued``: submit it instead, with no lease, for a ``serve`` to claim. ``document`` is the
+    object ``plan`` was compiled from, unchanged since: the compile's text of it is stored."""
+    run_id, trace_id = _new_ids(clock, mode)
     new = NewRun(
         run_id=run_id,
         mode=mode,
@@ -145,6 +145,11 @@ def create_run(
     else:
         ledger.create_run(new, plan.order, owner_identity(), clock.now())
     return run_id, trace_id
+
+
+def _new_ids(clock: Clock, mode: str) -> tuple[str, str]:
+    """A new run's id (a compensation run's says so) and its trace id."""
+    return clock.new_id("compensation" if mode == "compensation" else "run"), clock.new_id("trace")
 
 
 async def drive_run(req: DriveRequest) -> RunOutcome:

@@ -197,7 +197,9 @@ class Plan:
         """This plan, carrying ``text`` (None: nothing), the canonical JSON of the very object
         ``document`` as compiled (the compile made it for the workflow digest), to the run's
         creation. Kept in the instance's dict, outside the fields: equality, hashing and the
-        stored plan do not see it. A caller that changes a document after compiling it
+        stored plan do not see it, and a copy or a pickle of the plan does not carry it
+        (``__getstate__``). Contract: the document is not changed between the compile and the
+        run's creation (identity cannot see an in-place change); a caller that changes it
         compiles it again (the plan's digests would not describe it either)."""
         if text is not None:
             self.__dict__["_document_text"] = (document, text)
@@ -211,3 +213,8 @@ class Plan:
             return None
         text: str = carried[1]
         return text
+
+    def __getstate__(self) -> dict[str, object]:
+        """The state ``copy`` and ``pickle`` take: the fields, without the carried text, so
+        only the compiled object itself hands it to one run's creation."""
+        return {k: v for k, v in self.__dict__.items() if k != "_document_text"}

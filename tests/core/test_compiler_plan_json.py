@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import pickle
 
 from compiler_docs import compile_ok, task, workflow
 from test_compiler_properties import rich_doc
@@ -191,6 +192,17 @@ def test_document_text_is_given_only_for_the_compiled_object() -> None:
     assert plan.take_document_text(copy.deepcopy(doc)) is None  # equal, not the same object
     assert plan.take_document_text(doc) is None  # let go by the first take
     assert compile_ok(doc) == plan  # the carried text is outside the fields
+
+
+def test_a_copy_or_pickle_of_the_plan_does_not_carry_the_document_text() -> None:
+    """Only the compiled object hands the text over: a copy (shallow or deep) or a pickle is
+    an equal plan without it, and taking from them leaves the original's text in place."""
+    doc = _doc()
+    plan = compile_ok(doc)
+    for other in (copy.copy(plan), copy.deepcopy(plan), pickle.loads(pickle.dumps(plan))):
+        assert other == plan
+        assert other.take_document_text(doc) is None
+    assert plan.take_document_text(doc) == canonical_json(doc)
 
 
 def test_a_text_spelled_otherwise_is_not_cut_but_streamed() -> None:

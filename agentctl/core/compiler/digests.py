@@ -79,7 +79,7 @@ def workflow_digest_and_text(doc: dict[str, Any], sources: list[Source]) -> tupl
 _HASH_SLICE = 1 << 16
 
 
-def _written_as_flattened(tasks: Any, sources: list[Source]) -> bool:
+def _written_as_flattened(tasks: object, sources: list[Source]) -> bool:
     """Whether ``sources`` are ``tasks`` one for one, each as written (so equal encodings):
     ``with_defaults`` replaces only a missing or None value, which equality tells apart."""
     return (
