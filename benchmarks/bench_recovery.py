@@ -114,7 +114,14 @@ def _figures(
     note = _note(rounds, runs, kill_at)
     left = [total - r["doneAtKill"] for r in rounds]
     extra = {"total": total, "killAt": kill_at, "rounds": rounds, "tasksLeftAtKill": left}
-    return [
+    # Per task after the first: only rounds the kill left two tasks or more (a kill that lands
+    # after the chain's last task leaves none, and the resume settles the run alone).
+    per_task = [
+        (r["toCompletion"] - r["toFirstTask"]) * 1000 / (n - 1)
+        for r, n in zip(rounds, left, strict=True)
+        if n >= 2
+    ]
+    figures = [
         benchkit.figure(
             f"resume_{kill_at}_to_completion",
             "s",
@@ -126,18 +133,13 @@ def _figures(
             f"resume_{kill_at}_to_first_task", "s", [r["toFirstTask"] for r in rounds], note=note
         ),
         benchkit.figure(
-            f"resume_{kill_at}_remaining_ms_per_task",
-            "ms/task",
-            [
-                (r["toCompletion"] - r["toFirstTask"]) * 1000 / max(n - 1, 1)
-                for r, n in zip(rounds, left, strict=True)
-            ],
-            note=note,
-        ),
-        benchkit.figure(
             f"crash_run_{kill_at}_peak_rss", "MB", [r["killedRssMb"] for r in rounds], note=note
         ),
     ]
+    if per_task:
+        name = f"resume_{kill_at}_remaining_ms_per_task"
+        figures.insert(2, benchkit.figure(name, "ms/task", per_task, note=note))
+    return figures
 
 
 def main(
