@@ -3,18 +3,13 @@ command does anything."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from agentctl import envknobs
 from agentctl.errors import ValidationError
-
-HELLO = Path(__file__).resolve().parent.parent / "examples" / "hello.yaml"
+from tests.conftest import EXAMPLES, Cli
 
 
 def test_unset_or_empty_knobs_are_their_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -47,22 +42,14 @@ def test_a_value_not_of_the_knobs_kind_is_refused(
 
 
 @pytest.mark.parametrize("name", [envknobs.FRAME_SPIN_US, envknobs.ANSWER_GRACE_SECONDS])
-def test_the_cli_refuses_a_bad_knob_before_it_runs_anything(tmp_path: Path, name: str) -> None:
+def test_the_cli_refuses_a_bad_knob_before_it_runs_anything(
+    tmp_path: Path, cli: Cli, name: str
+) -> None:
     """Exit 2 with the variable named, and no state written: not a silent default, not an
     internal error from deep inside a run."""
-    (tmp_path / "hello.yaml").write_text(HELLO.read_text())
-    env = {**os.environ, name: "abc"}
-    done = subprocess.run(
-        [sys.executable, "-m", "agentctl", "--output", "json", "run", "hello.yaml"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 2, done.stderr
+    (tmp_path / "hello.yaml").write_text((EXAMPLES / "hello.yaml").read_text())
+    done = cli("--output", "json", "run", "hello.yaml", env={name: "abc"})
+    assert done.rc == 2, done.stderr
     assert not done.stdout
-    error = json.loads(done.stderr)["error"]  # (an error envelope goes to stderr)
-    assert name in error["message"] and error["exitCode"] == 2
+    assert name in done.error["error"]["message"] and done.error["error"]["exitCode"] == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hello.yaml"]
