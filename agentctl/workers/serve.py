@@ -66,7 +66,8 @@ class _Effect(Dispatch):
     when the executor first asks for it (it is the effect's ``SinkSource``)."""
 
     def __init__(self, msg: Execute, worker: _Worker):
-        self._sent = None  # ``Dispatch``'s one field, set here: no ``super()`` call per effect
+        self._sent = None  # ``Dispatch``'s fields, set here: no ``super()`` call per effect
+        self.closers = None
         self.msg = msg
         self.clock = worker.clock
         self.deadline = math.inf
@@ -163,11 +164,15 @@ class _Worker:
         """
         scope = trio.CancelScope()
         blocked = _Blocked()
-        with scope:
-            await self._read(scope, blocked)
-        if blocked.effect is not None:
-            reply = blocked.reply
-            await self._reply(reply if reply is not None else _interrupted(blocked.effect))
+        try:
+            with scope:
+                await self._read(scope, blocked)
+            if blocked.effect is not None:
+                reply = blocked.reply
+                await self._reply(reply if reply is not None else _interrupted(blocked.effect))
+        finally:
+            if blocked.effect is not None and blocked.effect.closers is not None:
+                blocked.effect.run_closers()  # after the reply, off its path
 
     async def _read(self, scope: trio.CancelScope, blocked: _Blocked) -> None:
         awaited = False  # answered, and nothing else runs here: the next frame comes later
@@ -203,16 +208,20 @@ class _Worker:
             self.nursery.start_soon(self.serve)
 
         try:
-            reply = await _run_handing_over(_attempt(effect), on_block)
+            try:
+                reply = await _run_handing_over(_attempt(effect), on_block)
+            finally:
+                # Forget the effect before replying: once the reply is on the wire the
+                # coordinator may legitimately send the same id again (a new execution).
+                self.scopes.pop(msg.effect_id, None)
+                self.sinks.pop(msg.effect_id, None)
+            if blocked.effect is not None:
+                blocked.reply = reply  # sent by ``serve`` once out of the scope
+                return True
+            return await self._answer_here(reply)
         finally:
-            # Forget the effect before replying: once the reply is on the wire the
-            # coordinator may legitimately send the same id again (a new execution).
-            self.scopes.pop(msg.effect_id, None)
-            self.sinks.pop(msg.effect_id, None)
-        if blocked.effect is not None:
-            blocked.reply = reply  # sent by ``serve`` once out of the scope
-            return True
-        return await self._answer_here(reply)
+            if effect.closers is not None and blocked.effect is not effect:
+                effect.run_closers()  # (a blocked effect's: by ``serve``, after its reply)
 
     async def _answer_here(self, reply: Result | Failure) -> bool:
         """Send an effect's reply from this task; True if the send blocked (then a new reader

@@ -128,6 +128,27 @@ async def test_shell_exec_success_failure_and_allowlist(
     assert isinstance(denied, Failure) and denied.error.type == "PolicyDeniedError"
 
 
+async def test_shell_effects_leave_no_descriptor_open_in_the_worker(
+    worker: WorkerUnderTest, tmp_path: Path
+) -> None:
+    # The worker closes a finished child's descriptors only after the effect's reply is sent
+    # (off the reply's path): each must still be closed, whether the child was seen exiting
+    # at once or after a wait.
+    def shell(command: str, *args: str) -> Execute:
+        req = {"workspace": str(tmp_path), "command": command, "args": list(args)}
+        return _exec("builtin.shell.exec", req)
+
+    # (the worker's own descriptors are all open after one: its children's /dev/null)
+    assert isinstance(await worker.call(shell("/bin/true")), Result)
+    await worker.call(_exec("bench.noop", {}))  # read once the last effect's task is done
+    before = psutil.Process(worker.proc.pid).num_fds()
+    for _ in range(5):
+        assert isinstance(await worker.call(shell("/bin/true")), Result)
+        assert isinstance(await worker.call(shell("/bin/sleep", "0.05")), Result)
+    await worker.call(_exec("bench.noop", {}))
+    assert psutil.Process(worker.proc.pid).num_fds() == before
+
+
 async def test_shell_timeout_and_overflow(worker: WorkerUnderTest, tmp_path: Path) -> None:
     base = {"workspace": str(tmp_path), "command": "/bin/sh"}
     slow = {**base, "args": ["-c", "sleep 30"], "limits": {"timeoutSeconds": 1}}
