@@ -149,6 +149,21 @@ async def test_shell_effects_leave_no_descriptor_open_in_the_worker(
     assert psutil.Process(worker.proc.pid).num_fds() == before
 
 
+async def test_a_reply_larger_than_the_socket_buffer_arrives_whole(
+    worker: WorkerUnderTest, tmp_path: Path
+) -> None:
+    # A blocked effect's reply goes out from its scope as far as the kernel takes it at once;
+    # the rest of a frame larger than the socket's buffer must follow, before any other frame.
+    script = "head -c 900000 /dev/zero | tr '\\0' x"
+    req = {"workspace": str(tmp_path), "command": "/bin/sh", "args": ["-c", script]}
+    req["env"] = {"PATH": "/usr/bin:/bin"}
+    with trio.fail_after(60):  # (a frame cut short would leave the reader waiting for ever)
+        big = await worker.call(_exec("builtin.shell.exec", req))
+        assert isinstance(big, Result) and big.output["stdout"] == "x" * 900000
+        after = await worker.call(_exec("builtin.shell.exec", {**req, "args": ["-c", "echo ok"]}))
+    assert isinstance(after, Result) and after.output["stdout"] == "ok\n"
+
+
 async def test_shell_timeout_and_overflow(worker: WorkerUnderTest, tmp_path: Path) -> None:
     base = {"workspace": str(tmp_path), "command": "/bin/sh"}
     slow = {**base, "args": ["-c", "sleep 30"], "limits": {"timeoutSeconds": 1}}
