@@ -17,7 +17,9 @@ Invariants:
 - ``wait_exited`` returns once the child has exited but before it is reaped (Linux pidfd): the
   zombie keeps its pid and process-group id reserved, so signalling the group then cannot hit
   a recycled pid; ``reap`` collects the exit status. Without pidfd support the wait happens in
-  a thread, as trio does it, and ``wait_exited`` reaps too.
+  a thread, as trio does it, and ``wait_exited`` reaps too;
+- a reaped child's pidfd stays readable: one ``reap`` left open must not be waited on again
+  (``close`` closes it with the pipes).
 """
 
 from __future__ import annotations
@@ -96,10 +98,12 @@ class Child:
         self._pidfd_seen_by_trio = True
         await trio.lowlevel.wait_readable(self._pidfd)
 
-    def reap(self) -> int:
-        """Collect the exit status of a child ``wait_exited`` saw exit; closes the pidfd."""
+    def reap(self, *, keep_exit_fd: bool = False) -> int:
+        """Collect the exit status of a child ``wait_exited`` saw exit; closes the pidfd unless
+        ``keep_exit_fd`` (then ``close`` does: a caller that replies first and closes after)."""
         code = self._popen.wait()
-        self._close_pidfd()
+        if not keep_exit_fd:
+            self._close_pidfd()
         return code
 
     async def wait(self) -> int:
@@ -118,6 +122,12 @@ class Child:
                 if self._pidfd_seen_by_trio:
                     trio.lowlevel.notify_closing(fd)
                 os.close(fd)
+
+    def close(self) -> None:
+        """Close every descriptor we hold for the child: the pipes and the pidfd (``reap`` may
+        have left it open); again is a no-op."""
+        self.close_pipes()
+        self._close_pidfd()
 
     def close_pipes(self) -> None:
         """Close our ends of the pipes; again is a no-op (the numbers are forgotten, so a

@@ -66,7 +66,8 @@ class _Effect(Dispatch):
     when the executor first asks for it (it is the effect's ``SinkSource``)."""
 
     def __init__(self, msg: Execute, worker: _Worker):
-        self._sent = None  # ``Dispatch``'s one field, set here: no ``super()`` call per effect
+        self._sent = None  # ``Dispatch``'s fields, set here: no ``super()`` call per effect
+        self.closers = None
         self.msg = msg
         self.clock = worker.clock
         self.deadline = math.inf
@@ -131,13 +132,16 @@ def _interrupted(effect: _Effect) -> Failure:
 
 class _Blocked:
     """The effect that blocked in a reader task (it owns that task's scope from then on) and,
-    once it finished, its reply; None while the task only read and answered at once."""
+    once it finished, its reply if still to send, or the rest of its frame if part of it
+    went; None while the task only read and answered at once. ``sent``: all of it went."""
 
-    __slots__ = ("effect", "reply")
+    __slots__ = ("effect", "reply", "rest", "sent")
 
     def __init__(self) -> None:
         self.effect: _Effect | None = None
         self.reply: Result | Failure | None = None
+        self.rest: memoryview | None = None
+        self.sent = False
 
 
 class _Worker:
@@ -159,15 +163,22 @@ class _Worker:
         run: a ``Cancel`` is read only when they have finished), so they cost no scope of
         their own; the first effect that blocks takes it over — its deadline becomes the
         effect's timeout, a new reader starts (``_run_handing_over``) and this task ends with
-        the effect, sending its reply once outside the scope (a timeout never cuts a frame).
+        the effect. Its reply goes out from inside the scope when the kernel takes it whole at
+        once (no await: no timeout can cut it), else once outside (a timeout never cuts a frame).
         """
         scope = trio.CancelScope()
         blocked = _Blocked()
-        with scope:
-            await self._read(scope, blocked)
-        if blocked.effect is not None:
-            reply = blocked.reply
-            await self._reply(reply if reply is not None else _interrupted(blocked.effect))
+        try:
+            with scope:
+                await self._read(scope, blocked)
+            if blocked.rest is not None:
+                await self._send_rest(blocked.rest)  # (no checkpoint since: the lock is ours)
+            elif blocked.effect is not None and not blocked.sent:
+                reply = blocked.reply
+                await self._reply(reply if reply is not None else _interrupted(blocked.effect))
+        finally:
+            if blocked.effect is not None and blocked.effect.closers is not None:
+                blocked.effect.run_closers()  # after the reply, off its path
 
     async def _read(self, scope: trio.CancelScope, blocked: _Blocked) -> None:
         awaited = False  # answered, and nothing else runs here: the next frame comes later
@@ -203,16 +214,20 @@ class _Worker:
             self.nursery.start_soon(self.serve)
 
         try:
-            reply = await _run_handing_over(_attempt(effect), on_block)
+            try:
+                reply = await _run_handing_over(_attempt(effect), on_block)
+            finally:
+                # Forget the effect before replying: once the reply is on the wire the
+                # coordinator may legitimately send the same id again (a new execution).
+                self.scopes.pop(msg.effect_id, None)
+                self.sinks.pop(msg.effect_id, None)
+            if blocked.effect is not None:
+                self._reply_in_scope(reply, blocked)
+                return True
+            return await self._answer_here(reply)
         finally:
-            # Forget the effect before replying: once the reply is on the wire the
-            # coordinator may legitimately send the same id again (a new execution).
-            self.scopes.pop(msg.effect_id, None)
-            self.sinks.pop(msg.effect_id, None)
-        if blocked.effect is not None:
-            blocked.reply = reply  # sent by ``serve`` once out of the scope
-            return True
-        return await self._answer_here(reply)
+            if effect.closers is not None and blocked.effect is not effect:
+                effect.run_closers()  # (a blocked effect's: by ``serve``, after its reply)
 
     async def _answer_here(self, reply: Result | Failure) -> bool:
         """Send an effect's reply from this task; True if the send blocked (then a new reader
@@ -237,6 +252,17 @@ class _Worker:
 
         await _run_handing_over(sending, on_block)
         return handed_over
+
+    def _reply_in_scope(self, reply: Result | Failure, blocked: _Blocked) -> None:
+        """Send a blocked effect's reply without a checkpoint; what of it does not go at once
+        (or a refusal: it is sent again, and handled, by ``_reply``) ``serve`` sends later."""
+        crash_point(CrashPoint.WORKER_BEFORE_RESULT)
+        try:
+            blocked.rest = self.channel.send_nowait(reply)
+        except ProtocolError:
+            blocked.reply = reply
+            return
+        blocked.sent = blocked.rest is None
 
     async def _reply(self, reply: Result | Failure) -> None:
         crash_point(CrashPoint.WORKER_BEFORE_RESULT)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -12,7 +13,9 @@ import pytest
 import trio
 
 from agentctl.errors import RunFailedError
+from agentctl.sandbox import process
 from agentctl.sandbox.process import ProcessResult, run_process
+from agentctl.sandbox.spawn import Child
 
 MIB = 1024 * 1024
 
@@ -123,6 +126,53 @@ async def test_background_leftovers_are_killed_after_the_leader_exits(tmp_path: 
     result = await _run(["/bin/sh", "-c", f"sleep 60 & echo $! > {pidfile}"], timeout_s=120)
     assert result.ok
     assert _gone(int(pidfile.read_text()))
+
+
+async def _open_fds_at_rest() -> int:
+    """Descriptors open between children (after a first one: the shared /dev/null is open)."""
+    assert (await _run(["/bin/true"])).ok
+    return _open_fds()
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+async def test_deferred_descriptors_stay_open_until_their_closers_run() -> None:
+    before = await _open_fds_at_rest()
+    closers: list[Callable[[], None]] = []
+    result = await _run(["/bin/true"], defer=closers.append)
+    assert result.ok
+    # The epoll set (with the reaped child's pidfd in it) and the child's pipes and pidfd.
+    assert len(closers) == 2 and _open_fds() > before
+    for closer in closers:
+        closer()
+    assert _open_fds() == before
+    assert (await _run(["/bin/true"])).ok and _open_fds() == before  # no defer: closed at once
+
+
+async def test_a_leader_whose_pipes_outlive_it_is_reaped_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A grandchild in its own session (not killed with the group) holds stdout after the
+    # leader exits: the supervision goes on, so the reaped leader's pidfd, which stays
+    # readable, must leave the set at once even when descriptors are deferred.
+    before = await _open_fds_at_rest()
+    ends: list[bool] = []
+    end_group = process._end_group
+
+    def counted(proc: Child, *, keep_exit_fd: bool = False) -> None:
+        ends.append(keep_exit_fd)
+        end_group(proc, keep_exit_fd=keep_exit_fd)
+
+    monkeypatch.setattr(process, "_end_group", counted)
+    closers: list[Callable[[], None]] = []
+    argv = ["/bin/sh", "-c", "setsid sleep 0.3 & exit 0"]
+    result = await _run(argv, env={"PATH": "/usr/bin:/bin"}, defer=closers.append)
+    assert result.ok and ends == [False]
+    for closer in closers:
+        closer()
+    assert _open_fds() == before
 
 
 async def test_memory_limit_kills_the_tree() -> None:

@@ -128,6 +128,42 @@ async def test_shell_exec_success_failure_and_allowlist(
     assert isinstance(denied, Failure) and denied.error.type == "PolicyDeniedError"
 
 
+async def test_shell_effects_leave_no_descriptor_open_in_the_worker(
+    worker: WorkerUnderTest, tmp_path: Path
+) -> None:
+    # The worker closes a finished child's descriptors only after the effect's reply is sent
+    # (off the reply's path): each must still be closed, whether the child was seen exiting
+    # at once or after a wait.
+    def shell(command: str, *args: str) -> Execute:
+        req = {"workspace": str(tmp_path), "command": command, "args": list(args)}
+        return _exec("builtin.shell.exec", req)
+
+    # (the worker's own descriptors are all open after one: its children's /dev/null)
+    assert isinstance(await worker.call(shell("/bin/true")), Result)
+    await worker.call(_exec("bench.noop", {}))  # read once the last effect's task is done
+    before = psutil.Process(worker.proc.pid).num_fds()
+    for _ in range(5):
+        assert isinstance(await worker.call(shell("/bin/true")), Result)
+        assert isinstance(await worker.call(shell("/bin/sleep", "0.05")), Result)
+    await worker.call(_exec("bench.noop", {}))
+    assert psutil.Process(worker.proc.pid).num_fds() == before
+
+
+async def test_a_reply_larger_than_the_socket_buffer_arrives_whole(
+    worker: WorkerUnderTest, tmp_path: Path
+) -> None:
+    # A blocked effect's reply goes out from its scope as far as the kernel takes it at once;
+    # the rest of a frame larger than the socket's buffer must follow, before any other frame.
+    script = "head -c 900000 /dev/zero | tr '\\0' x"
+    req = {"workspace": str(tmp_path), "command": "/bin/sh", "args": ["-c", script]}
+    req["env"] = {"PATH": "/usr/bin:/bin"}
+    with trio.fail_after(60):  # (a frame cut short would leave the reader waiting for ever)
+        big = await worker.call(_exec("builtin.shell.exec", req))
+        assert isinstance(big, Result) and big.output["stdout"] == "x" * 900000
+        after = await worker.call(_exec("builtin.shell.exec", {**req, "args": ["-c", "echo ok"]}))
+    assert isinstance(after, Result) and after.output["stdout"] == "ok\n"
+
+
 async def test_shell_timeout_and_overflow(worker: WorkerUnderTest, tmp_path: Path) -> None:
     base = {"workspace": str(tmp_path), "command": "/bin/sh"}
     slow = {**base, "args": ["-c", "sleep 30"], "limits": {"timeoutSeconds": 1}}

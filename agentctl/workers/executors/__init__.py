@@ -15,7 +15,9 @@ Invariants:
   container code;
 - an executor that can tell whether its request left (a network call through a
   ``SendTracker``) says so with ``watch_dispatch``; the worker's timeout then fails an effect
-  whose request never left definitively (retryable), and leaves every other one uncertain.
+  whose request never left definitively (retryable), and leaves every other one uncertain;
+- what an executor closes only once the effect's reply is sent (``closing_after_reply``: a
+  finished child's descriptors) the worker closes then, whatever became of the reply.
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ class FailedEffect(Exception):
 
 
 class Dispatch:
-    """Whether one effect's request may have left the worker, as far as its executor knows.
+    """What one effect's executor tells its worker: whether the effect's request may have
+    left the worker, as far as it knows, and what to close once the reply is sent.
 
     Unknown (no executor report) counts as "may have left": only a positive report that
     nothing was sent lets a timeout fail the effect definitively.
@@ -70,9 +73,22 @@ class Dispatch:
 
     def __init__(self) -> None:
         self._sent: Callable[[], bool] | None = None
+        self.closers: list[Callable[[], None]] | None = None
 
     def watch(self, sent: Callable[[], bool]) -> None:
         self._sent = sent
+
+    def close_after_reply(self, closer: Callable[[], None]) -> None:
+        if self.closers is None:
+            self.closers = [closer]
+        else:
+            self.closers.append(closer)
+
+    def run_closers(self) -> None:
+        """Call what ``close_after_reply`` was given (in that order), once."""
+        closers, self.closers = self.closers, None
+        for closer in closers or ():
+            closer()
 
     @property
     def known_unsent(self) -> bool:
@@ -88,6 +104,14 @@ def watch_dispatch(sent: Callable[[], bool]) -> None:
     dispatch = CURRENT_DISPATCH.get()
     if dispatch is not None:
         dispatch.watch(sent)
+
+
+def closing_after_reply() -> Callable[[Callable[[], None]], None] | None:
+    """Where the running effect's executor hands a closer of what may wait for the effect's
+    reply (the worker calls it once the reply is sent: closing is then off the reply's path);
+    None outside a worker's effect, where the caller closes at once."""
+    dispatch = CURRENT_DISPATCH.get()
+    return None if dispatch is None else dispatch.close_after_reply
 
 
 M = TypeVar("M", bound=WireModel)

@@ -33,7 +33,12 @@ from agentctl.sandbox.container import (
 )
 from agentctl.sandbox.paths import canonical_workspace, resolve_read
 from agentctl.sandbox.process import ProcessResult, run_process
-from agentctl.workers.executors import ExecOutcome, UncertainEffect, parse_request
+from agentctl.workers.executors import (
+    ExecOutcome,
+    UncertainEffect,
+    closing_after_reply,
+    parse_request,
+)
 
 REDACTED = "[REDACTED]"
 _REMOVE_GRACE_S = 30.0
@@ -77,6 +82,7 @@ async def _run(
         memory_limit_bytes=lim.memory_limit_bytes if watch else None,
         cpu_limit_s=lim.cpu_limit_seconds if watch else None,
         stdin=stdin,
+        defer=closing_after_reply(),  # the child's descriptors are closed after the reply
     )
 
 
