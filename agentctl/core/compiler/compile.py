@@ -59,13 +59,11 @@ def compile_workflow(
     _check_structural_budgets(graph, runtime, diags)
     diags.raise_if_any()
     assert order is not None  # a missing order always comes with a diagnostic
-    encoder = TaskTexts(env)
-    texts = [_finalize(drafts[task_id], i, encoder) for i, task_id in enumerate(order)]
-    tasks = tuple(drafts[task_id] for task_id in order)
+    tasks, texts, stored = _finish(drafts, order, env)
     name = str(doc["metadata"]["name"])
     digest, text = workflow_digest_and_text(doc, sources)
     requirements = plan_requirements(list(tasks), env)
-    return Plan(
+    plan = Plan(
         name=name,
         workflow_digest=digest,
         plan_digest=plan_digest(name, digest, tuple(order), max_concurrency, texts, requirements),
@@ -74,7 +72,21 @@ def compile_workflow(
         tasks=tasks,
         requirements=requirements,
         run=run_config(env.spec),
-    ).carrying_document_text(doc, text)
+    )
+    return plan.carrying_document_text(doc, text).carrying_stored_tasks(stored)
+
+
+def _finish(
+    drafts: dict[str, PlannedTask], order: list[str], env: Env
+) -> tuple[tuple[PlannedTask, ...], list[str], tuple[str, ...] | None]:
+    """The tasks in ``order``, finished (``_finalize``); their ``task_json`` texts; and their
+    stored forms' texts when every task has one (a plan with sub-workflow boundaries: None)."""
+    encoder = TaskTexts(env)
+    finished = [_finalize(drafts[task_id], i, encoder) for i, task_id in enumerate(order)]
+    stored = [text for _, text in finished]
+    whole = [text for text in stored if text is not None]
+    carried = tuple(whole) if len(whole) == len(stored) else None
+    return tuple(drafts[task_id] for task_id in order), [text for text, _ in finished], carried
 
 
 def run_config(spec: dict[str, Any]) -> RunConfig:
@@ -93,17 +105,18 @@ def run_config(spec: dict[str, Any]) -> RunConfig:
     )
 
 
-def _finalize(draft: PlannedTask, position: int, encoder: TaskTexts) -> str:
-    """Give the draft its position and fingerprint; returns its ``task_json`` text.
+def _finalize(draft: PlannedTask, position: int, encoder: TaskTexts) -> tuple[str, str | None]:
+    """Give the draft its position and fingerprint; returns its ``task_json`` text and its
+    stored form's (``TaskTexts``).
 
     Both are set in place: a draft is this compile's own object, seen by nothing else until
     the plan holds it, so the copy of its ~30 fields ``dataclasses.replace`` would make (one
     per task, ~5 us each) is not needed to keep any finished task unchanged. The fingerprint
     does not cover the position."""
-    fingerprint, text = encoder.fingerprint_and_text(draft, position)
+    fingerprint, text, stored = encoder.fingerprint_and_text(draft, position)
     object.__setattr__(draft, "position", position)
     object.__setattr__(draft, "definition_fingerprint", fingerprint)
-    return text
+    return text, stored
 
 
 def _order(graph: dict[str, Node], diags: Collector) -> list[str] | None:

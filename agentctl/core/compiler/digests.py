@@ -29,21 +29,13 @@ from agentctl.core.compiler.serialize import definition_json
 from agentctl.core.plan import PlannedTask
 
 # ``definition_json``'s keys in canonical (sorted) order, cut where ``task_json`` adds its two
-# (``definitionFingerprint``, ``position``): both texts are then joined from the same runs.
+# (``definitionFingerprint``, ``position``) and the stored form its ``operation``: every text
+# is then joined from the same runs.
 _BEFORE_FINGERPRINT = ("action", "agent", "bindings", "children", "compensate")
-_BEFORE_POSITION = (
-    "failure",
-    "guard",
-    "id",
-    "kind",
-    "maxIterations",
-    "memoryWrites",
-    "needs",
-    "outputSchema",
-    "parent",
-)
+_BEFORE_OPERATION = ("failure", "guard", "id", "kind", "maxIterations", "memoryWrites", "needs")
+_BEFORE_POSITION = ("outputSchema", "parent")
 _AFTER_POSITION = ("retry", "route", "timeoutSeconds", "uses", "vars", "when", "with")
-DEFINITION_KEYS = (*_BEFORE_FINGERPRINT, *_BEFORE_POSITION, *_AFTER_POSITION)
+DEFINITION_KEYS = (*_BEFORE_FINGERPRINT, *_BEFORE_OPERATION, *_BEFORE_POSITION, *_AFTER_POSITION)
 _KEYSET = frozenset(DEFINITION_KEYS)
 
 
@@ -127,31 +119,43 @@ def resolved_definition(task: PlannedTask, env: Env) -> dict[str, Any] | None:
 
 
 class TaskTexts:
-    """One compile's encoder of tasks: a task's fingerprint and its canonical ``task_json``
-    text (the plan digest's member) from one encoding of its definition."""
+    """One compile's encoder of tasks: a task's fingerprint, its canonical ``task_json`` text
+    (the plan digest's member) and its stored form's text, from one encoding of its
+    definition."""
 
     def __init__(self, env: Env) -> None:
         self.env = env
         self._uses: dict[tuple[str | None, str | None], str] = {}
+        self._operations: dict[str | None, str] = {}
 
-    def fingerprint_and_text(self, task: PlannedTask, position: int) -> tuple[str, str]:
-        """``task``'s definition fingerprint, and the canonical JSON of its ``task_json`` once
-        it has ``position`` and that fingerprint (the task's own ``position`` is not read)."""
+    def fingerprint_and_text(self, task: PlannedTask, position: int) -> tuple[str, str, str | None]:
+        """``task``'s definition fingerprint; the canonical JSON of its ``task_json`` once it
+        has ``position`` and that fingerprint (the task's own ``position`` is not read); and
+        that of its stored form (``stored._stored_task``: ``task_json`` and ``operation``),
+        None for a sub-workflow boundary (its stored form has one key more)."""
         definition = definition_json(task)
         if definition.keys() != _KEYSET:  # a key added or renamed there must be cut in here
             raise AssertionError(f"definition_json has keys {sorted(definition)}")
-        head, middle, tail = (
+        head, early, late, tail = (
             _members(definition, keys)
-            for keys in (_BEFORE_FINGERPRINT, _BEFORE_POSITION, _AFTER_POSITION)
+            for keys in (_BEFORE_FINGERPRINT, _BEFORE_OPERATION, _BEFORE_POSITION, _AFTER_POSITION)
         )
         # = v1_digest({"task": definition_json(task), "uses": resolved_definition(task, env)})
-        text = f'{{"task":{{{head},{middle},{tail}}},"uses":{self._uses_text(task)}}}'
+        text = f'{{"task":{{{head},{early},{late},{tail}}},"uses":{self._uses_text(task)}}}'
         fingerprint = "sha256:v1:" + sha256_hex(text)
         # The fingerprint is hex after a fixed prefix: its JSON is itself in quotes.
-        return fingerprint, (
-            f'{{{head},"definitionFingerprint":"{fingerprint}",{middle},'
-            f'"position":{int(position)},{tail}}}'
-        )
+        before = f'{{{head},"definitionFingerprint":"{fingerprint}",{early},'
+        after = f'{late},"position":{int(position)},{tail}}}'
+        stored = None
+        if task.subworkflow is None:
+            stored = f'{before}"operation":{self._operation_text(task.operation)},{after}'
+        return fingerprint, before + after, stored
+
+    def _operation_text(self, operation: str | None) -> str:
+        known = self._operations.get(operation)
+        if known is None:
+            known = self._operations[operation] = canonical_json(operation)
+        return known
 
     def _uses_text(self, task: PlannedTask) -> str:
         key = (task.action, task.agent)

@@ -54,7 +54,11 @@ def plan_to_stored_pieces(plan: Plan) -> Iterator[str]:
     """The pieces ``plan_to_stored_text`` joins (``streamed_canonical_pieces``), made as they
     are taken: the ledger stores them without the whole text (6.5 MB at 10,000 tasks)."""
     stored: dict[str, Any] = dict(_stored_head(plan))
-    stored["tasks"] = Items(_stored_task(task) for task in plan.tasks)
+    texts = plan.stored_tasks()  # the compile's, when the plan is the one it made
+    if texts is not None:
+        stored["tasks"] = Items(texts, encoded=True)
+    else:
+        stored["tasks"] = Items(_stored_task(task) for task in plan.tasks)
     return streamed_canonical_pieces(stored)
 
 
