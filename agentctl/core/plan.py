@@ -231,12 +231,18 @@ class Plan:
 
     def stored_tasks(self) -> tuple[str, ...] | None:
         """The carried stored task texts if they are of this plan's ``tasks``, else None.
-        Not let go: a retried write of the stored plan reads them again."""
+        Kept until ``let_go_stored_tasks``: a write of the stored plan retried part way (a
+        plan stored inline after all, ``ledger.plans``) reads them again."""
         carried = self.__dict__.get("_stored_tasks")
         if carried is None or carried[0] is not self.tasks:
             return None
         texts: tuple[str, ...] = carried[1]
         return texts
+
+    def let_go_stored_tasks(self) -> None:
+        """Forget the carried stored task texts (a whole stored plan was made from them): the
+        drive that follows the run's creation does not hold them (~6 MB at 10,000 tasks)."""
+        self.__dict__.pop("_stored_tasks", None)
 
     def __getstate__(self) -> dict[str, object]:
         """The state ``copy`` and ``pickle`` take: the fields, without the carried texts, so

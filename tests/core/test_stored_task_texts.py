@@ -69,8 +69,13 @@ def test_the_stored_plan_is_joined_from_the_carried_texts(monkeypatch: pytest.Mo
         raise AssertionError("a task encoded again")
 
     monkeypatch.setattr(stored, "_stored_task", refuse)
-    assert plan_to_stored_text(plan) == expected
-    assert plan_to_stored_text(plan) == expected  # read again (a retried write), not taken
+    pieces = stored.plan_to_stored_pieces(plan)
+    started = [next(pieces) for _ in range(3)]  # a write given up part way (stored inline)
+    del started, pieces
+    assert plan_to_stored_text(plan) == expected  # the texts again, then let go
+    assert plan.stored_tasks() is None
+    monkeypatch.undo()
+    assert plan_to_stored_text(plan) == expected  # made again: encoded, the same text
 
 
 def test_only_the_compiled_plan_itself_carries_them() -> None:

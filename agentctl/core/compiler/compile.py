@@ -11,13 +11,20 @@ invariant documented in ``agentctl.core.plan``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from agentctl.core.collector import collector_paused
 from agentctl.core.compiler.build import draft_task
 from agentctl.core.compiler.capabilities import check_agents
 from agentctl.core.compiler.diagnostics import Collector, Locator
-from agentctl.core.compiler.digests import TaskTexts, plan_digest, workflow_digest_and_text
+from agentctl.core.compiler.digests import (
+    Span,
+    TaskTexts,
+    plan_digest,
+    task_json_text,
+    workflow_digest_and_text,
+)
 from agentctl.core.compiler.expand import RESERVED_VARS, expand_sources
 from agentctl.core.compiler.ir import Env, Node
 from agentctl.core.compiler.memory import check_parallel_writes
@@ -78,15 +85,16 @@ def compile_workflow(
 
 def _finish(
     drafts: dict[str, PlannedTask], order: list[str], env: Env
-) -> tuple[tuple[PlannedTask, ...], list[str], tuple[str, ...] | None]:
-    """The tasks in ``order``, finished (``_finalize``); their ``task_json`` texts; and their
-    stored forms' texts when every task has one (a plan with sub-workflow boundaries: None)."""
+) -> tuple[tuple[PlannedTask, ...], Iterator[str], tuple[str, ...] | None]:
+    """The tasks in ``order``, finished (``_finalize``); their ``task_json`` texts, cut as they
+    are taken from the stored forms' texts (only one text a task is held); and those stored
+    forms' texts when every task has one (a plan with sub-workflow boundaries: None)."""
     encoder = TaskTexts(env)
     finished = [_finalize(drafts[task_id], i, encoder) for i, task_id in enumerate(order)]
-    stored = [text for _, text in finished]
-    whole = [text for text in stored if text is not None]
-    carried = tuple(whole) if len(whole) == len(stored) else None
-    return tuple(drafts[task_id] for task_id in order), [text for text, _ in finished], carried
+    whole = all(span is not None for _, span in finished)
+    stored = tuple(text for text, _ in finished) if whole else None
+    texts = (task_json_text(text, span) for text, span in finished)
+    return tuple(drafts[task_id] for task_id in order), texts, stored
 
 
 def run_config(spec: dict[str, Any]) -> RunConfig:
@@ -105,18 +113,17 @@ def run_config(spec: dict[str, Any]) -> RunConfig:
     )
 
 
-def _finalize(draft: PlannedTask, position: int, encoder: TaskTexts) -> tuple[str, str | None]:
-    """Give the draft its position and fingerprint; returns its ``task_json`` text and its
-    stored form's (``TaskTexts``).
+def _finalize(draft: PlannedTask, position: int, encoder: TaskTexts) -> tuple[str, Span]:
+    """Give the draft its position and fingerprint; returns its text and span (``TaskTexts``).
 
     Both are set in place: a draft is this compile's own object, seen by nothing else until
     the plan holds it, so the copy of its ~30 fields ``dataclasses.replace`` would make (one
     per task, ~5 us each) is not needed to keep any finished task unchanged. The fingerprint
     does not cover the position."""
-    fingerprint, text, stored = encoder.fingerprint_and_text(draft, position)
+    fingerprint, text, span = encoder.fingerprint_and_text(draft, position)
     object.__setattr__(draft, "position", position)
     object.__setattr__(draft, "definition_fingerprint", fingerprint)
-    return text, stored
+    return text, span
 
 
 def _order(graph: dict[str, Node], diags: Collector) -> list[str] | None:

@@ -21,6 +21,7 @@ instead of encoding the document again.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from typing import Any
 
 from agentctl.core.canonical import Items, canonical_json, sha256_hex, streamed_json_digest
@@ -118,6 +119,16 @@ def resolved_definition(task: PlannedTask, env: Env) -> dict[str, Any] | None:
     }
 
 
+# Where a stored task text holds its ``operation`` member (``TaskTexts``); None: the text is
+# the ``task_json`` text, with no stored form.
+Span = tuple[int, int] | None
+
+
+def task_json_text(text: str, span: Span) -> str:
+    """The ``task_json`` text of a ``TaskTexts`` text with the ``span`` it was given."""
+    return text if span is None else text[: span[0]] + text[span[1] :]
+
+
 class TaskTexts:
     """One compile's encoder of tasks: a task's fingerprint, its canonical ``task_json`` text
     (the plan digest's member) and its stored form's text, from one encoding of its
@@ -128,11 +139,13 @@ class TaskTexts:
         self._uses: dict[tuple[str | None, str | None], str] = {}
         self._operations: dict[str | None, str] = {}
 
-    def fingerprint_and_text(self, task: PlannedTask, position: int) -> tuple[str, str, str | None]:
-        """``task``'s definition fingerprint; the canonical JSON of its ``task_json`` once it
-        has ``position`` and that fingerprint (the task's own ``position`` is not read); and
-        that of its stored form (``stored._stored_task``: ``task_json`` and ``operation``),
-        None for a sub-workflow boundary (its stored form has one key more)."""
+    def fingerprint_and_text(self, task: PlannedTask, position: int) -> tuple[str, str, Span]:
+        """``task``'s definition fingerprint, and a text: the canonical JSON of its stored
+        form (``stored._stored_task``: ``task_json`` and ``operation``) with the span of its
+        ``operation`` member, whose removal leaves its ``task_json`` text (``task_json_text``)
+        once it has ``position`` and that fingerprint (the task's own ``position`` is not
+        read); for a sub-workflow boundary (its stored form has a key more), that text and
+        no span."""
         definition = definition_json(task)
         if definition.keys() != _KEYSET:  # a key added or renamed there must be cut in here
             raise AssertionError(f"definition_json has keys {sorted(definition)}")
@@ -146,10 +159,10 @@ class TaskTexts:
         # The fingerprint is hex after a fixed prefix: its JSON is itself in quotes.
         before = f'{{{head},"definitionFingerprint":"{fingerprint}",{early},'
         after = f'{late},"position":{int(position)},{tail}}}'
-        stored = None
-        if task.subworkflow is None:
-            stored = f'{before}"operation":{self._operation_text(task.operation)},{after}'
-        return fingerprint, before + after, stored
+        if task.subworkflow is not None:
+            return fingerprint, before + after, None
+        member = f'"operation":{self._operation_text(task.operation)},'
+        return fingerprint, before + member + after, (len(before), len(before) + len(member))
 
     def _operation_text(self, operation: str | None) -> str:
         known = self._operations.get(operation)
@@ -175,7 +188,7 @@ def plan_digest(
     workflow: str,
     order: tuple[str, ...],
     max_concurrency: int,
-    task_texts: list[str],
+    task_texts: Iterable[str],
     requirements: dict[str, Any],
 ) -> str:
     """``task_texts``: each task's ``task_json`` as canonical JSON (``TaskTexts``), in order."""

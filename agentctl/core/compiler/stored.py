@@ -56,10 +56,17 @@ def plan_to_stored_pieces(plan: Plan) -> Iterator[str]:
     stored: dict[str, Any] = dict(_stored_head(plan))
     texts = plan.stored_tasks()  # the compile's, when the plan is the one it made
     if texts is not None:
-        stored["tasks"] = Items(texts, encoded=True)
+        stored["tasks"] = Items(_handed_over(plan, texts), encoded=True)
     else:
         stored["tasks"] = Items(_stored_task(task) for task in plan.tasks)
     return streamed_canonical_pieces(stored)
+
+
+def _handed_over(plan: Plan, texts: tuple[str, ...]) -> Iterator[str]:
+    """``texts``; once all are taken, the plan lets them go (a stored plan made whole is not
+    made again by a run; if it is, its tasks are encoded as for any plan)."""
+    yield from texts
+    plan.let_go_stored_tasks()
 
 
 def _stored_head(plan: Plan) -> JsonObject:
