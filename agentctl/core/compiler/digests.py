@@ -9,9 +9,10 @@ so dict key order in the source never matters while any semantic change does.
 - ``definition_fingerprint``: ``sha256:v1:`` digest of the task's static definition (position
   excluded) plus the resolved action or agent (with its provider and tools) it runs.
 
-A compile encodes each task's definition once (``TaskTexts``): its fingerprint and its member
-of the plan digest are made from the same runs of canonical JSON, and each shared action or
-agent definition is encoded once, not once per task using it. When the flattened tasks are
+A compile encodes each task's definition once (``TaskTexts``): its fingerprint, its member of
+the plan digest and its stored form's text (``stored``, carried by the plan to the run's
+creation) are made from the same runs of canonical JSON, and each shared action or agent
+definition is encoded once, not once per task using it. When the flattened tasks are
 the document's own as written (no sub-workflow inlined, no default filled in), the workflow
 digest's text is the document's canonical JSON less its ``spec.subworkflows`` member: both
 come from one encoding (``workflow_digest_and_text``), and the run's creation stores that text

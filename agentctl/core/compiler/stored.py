@@ -10,7 +10,11 @@ Invariants:
   ``subworkflow`` on sub-workflow boundaries, optional so older stored plans still load);
   shared definitions (actions, agents with their provider and tools) are stored once and
   shared again on load;
-- a stored plan of an unknown ``format`` is refused, never guessed at.
+- a stored plan of an unknown ``format`` is refused, never guessed at;
+- the tasks of the plan a compile made are written as the texts it carries
+  (``Plan.stored_tasks``: joined from the runs of canonical JSON made for the digests, the
+  very bytes encoding each stored task gives), once, then let go; any other plan's tasks, or
+  that plan's again, are encoded.
 """
 
 from __future__ import annotations
