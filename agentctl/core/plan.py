@@ -173,6 +173,10 @@ class PlannedTask:
         return self.action_config or {}
 
 
+# What a compiled plan carries to its run's creation outside its fields (``Plan``).
+_CARRIED = frozenset({"_document_text", "_stored_tasks"})
+
+
 @dataclass(frozen=True)
 class Plan:
     """A compiled workflow: tasks in compiled order, digests and run settings."""
@@ -214,7 +218,33 @@ class Plan:
         text: str = carried[1]
         return text
 
+    def carrying_stored_tasks(self, texts: tuple[str, ...] | None) -> Plan:
+        """This plan, carrying ``texts`` (None: nothing), each task's stored form as canonical
+        JSON (``core.compiler.stored``), which the compile joins from the runs of canonical
+        JSON it made for the fingerprint and the plan digest: the run's creation stores them
+        instead of encoding every task again. Kept in the instance's dict with the very
+        ``tasks`` tuple they describe, outside the fields, and not carried by a copy or a
+        pickle (``__getstate__``), as the document text is."""
+        if texts is not None:
+            self.__dict__["_stored_tasks"] = (self.tasks, texts)
+        return self
+
+    def stored_tasks(self) -> tuple[str, ...] | None:
+        """The carried stored task texts if they are of this plan's ``tasks``, else None.
+        Kept until ``let_go_stored_tasks``: a write of the stored plan retried part way (a
+        plan stored inline after all, ``ledger.plans``) reads them again."""
+        carried = self.__dict__.get("_stored_tasks")
+        if carried is None or carried[0] is not self.tasks:
+            return None
+        texts: tuple[str, ...] = carried[1]
+        return texts
+
+    def let_go_stored_tasks(self) -> None:
+        """Forget the carried stored task texts (a whole stored plan was made from them): the
+        drive that follows the run's creation does not hold them (~6 MB at 10,000 tasks)."""
+        self.__dict__.pop("_stored_tasks", None)
+
     def __getstate__(self) -> dict[str, object]:
-        """The state ``copy`` and ``pickle`` take: the fields, without the carried text, so
-        only the compiled object itself hands it to one run's creation."""
-        return {k: v for k, v in self.__dict__.items() if k != "_document_text"}
+        """The state ``copy`` and ``pickle`` take: the fields, without the carried texts, so
+        only the compiled object itself hands them to a run's creation."""
+        return {k: v for k, v in self.__dict__.items() if k not in _CARRIED}

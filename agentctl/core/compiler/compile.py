@@ -11,13 +11,20 @@ invariant documented in ``agentctl.core.plan``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from agentctl.core.collector import collector_paused
 from agentctl.core.compiler.build import draft_task
 from agentctl.core.compiler.capabilities import check_agents
 from agentctl.core.compiler.diagnostics import Collector, Locator
-from agentctl.core.compiler.digests import TaskTexts, plan_digest, workflow_digest_and_text
+from agentctl.core.compiler.digests import (
+    Span,
+    TaskTexts,
+    plan_digest,
+    task_json_text,
+    workflow_digest_and_text,
+)
 from agentctl.core.compiler.expand import RESERVED_VARS, expand_sources
 from agentctl.core.compiler.ir import Env, Node
 from agentctl.core.compiler.memory import check_parallel_writes
@@ -59,13 +66,11 @@ def compile_workflow(
     _check_structural_budgets(graph, runtime, diags)
     diags.raise_if_any()
     assert order is not None  # a missing order always comes with a diagnostic
-    encoder = TaskTexts(env)
-    texts = [_finalize(drafts[task_id], i, encoder) for i, task_id in enumerate(order)]
-    tasks = tuple(drafts[task_id] for task_id in order)
+    tasks, texts, stored = _finish(drafts, order, env)
     name = str(doc["metadata"]["name"])
     digest, text = workflow_digest_and_text(doc, sources)
     requirements = plan_requirements(list(tasks), env)
-    return Plan(
+    plan = Plan(
         name=name,
         workflow_digest=digest,
         plan_digest=plan_digest(name, digest, tuple(order), max_concurrency, texts, requirements),
@@ -74,7 +79,22 @@ def compile_workflow(
         tasks=tasks,
         requirements=requirements,
         run=run_config(env.spec),
-    ).carrying_document_text(doc, text)
+    )
+    return plan.carrying_document_text(doc, text).carrying_stored_tasks(stored)
+
+
+def _finish(
+    drafts: dict[str, PlannedTask], order: list[str], env: Env
+) -> tuple[tuple[PlannedTask, ...], Iterator[str], tuple[str, ...] | None]:
+    """The tasks in ``order``, finished (``_finalize``); their ``task_json`` texts, cut as they
+    are taken from the stored forms' texts (only one text a task is held); and those stored
+    forms' texts when every task has one (a plan with sub-workflow boundaries: None)."""
+    encoder = TaskTexts(env)
+    finished = [_finalize(drafts[task_id], i, encoder) for i, task_id in enumerate(order)]
+    whole = all(span is not None for _, span in finished)
+    stored = tuple(text for text, _ in finished) if whole else None
+    texts = (task_json_text(text, span) for text, span in finished)
+    return tuple(drafts[task_id] for task_id in order), texts, stored
 
 
 def run_config(spec: dict[str, Any]) -> RunConfig:
@@ -93,17 +113,17 @@ def run_config(spec: dict[str, Any]) -> RunConfig:
     )
 
 
-def _finalize(draft: PlannedTask, position: int, encoder: TaskTexts) -> str:
-    """Give the draft its position and fingerprint; returns its ``task_json`` text.
+def _finalize(draft: PlannedTask, position: int, encoder: TaskTexts) -> tuple[str, Span]:
+    """Give the draft its position and fingerprint; returns its text and span (``TaskTexts``).
 
     Both are set in place: a draft is this compile's own object, seen by nothing else until
     the plan holds it, so the copy of its ~30 fields ``dataclasses.replace`` would make (one
     per task, ~5 us each) is not needed to keep any finished task unchanged. The fingerprint
     does not cover the position."""
-    fingerprint, text = encoder.fingerprint_and_text(draft, position)
+    fingerprint, text, span = encoder.fingerprint_and_text(draft, position)
     object.__setattr__(draft, "position", position)
     object.__setattr__(draft, "definition_fingerprint", fingerprint)
-    return text
+    return text, span
 
 
 def _order(graph: dict[str, Node], diags: Collector) -> list[str] | None:

@@ -9,9 +9,10 @@ so dict key order in the source never matters while any semantic change does.
 - ``definition_fingerprint``: ``sha256:v1:`` digest of the task's static definition (position
   excluded) plus the resolved action or agent (with its provider and tools) it runs.
 
-A compile encodes each task's definition once (``TaskTexts``): its fingerprint and its member
-of the plan digest are made from the same runs of canonical JSON, and each shared action or
-agent definition is encoded once, not once per task using it. When the flattened tasks are
+A compile encodes each task's definition once (``TaskTexts``): its fingerprint, its member of
+the plan digest and its stored form's text (``stored``, carried by the plan to the run's
+creation) are made from the same runs of canonical JSON, and each shared action or agent
+definition is encoded once, not once per task using it. When the flattened tasks are
 the document's own as written (no sub-workflow inlined, no default filled in), the workflow
 digest's text is the document's canonical JSON less its ``spec.subworkflows`` member: both
 come from one encoding (``workflow_digest_and_text``), and the run's creation stores that text
@@ -21,6 +22,7 @@ instead of encoding the document again.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from typing import Any
 
 from agentctl.core.canonical import Items, canonical_json, sha256_hex, streamed_json_digest
@@ -29,21 +31,13 @@ from agentctl.core.compiler.serialize import definition_json
 from agentctl.core.plan import PlannedTask
 
 # ``definition_json``'s keys in canonical (sorted) order, cut where ``task_json`` adds its two
-# (``definitionFingerprint``, ``position``): both texts are then joined from the same runs.
+# (``definitionFingerprint``, ``position``) and the stored form its ``operation``: every text
+# is then joined from the same runs.
 _BEFORE_FINGERPRINT = ("action", "agent", "bindings", "children", "compensate")
-_BEFORE_POSITION = (
-    "failure",
-    "guard",
-    "id",
-    "kind",
-    "maxIterations",
-    "memoryWrites",
-    "needs",
-    "outputSchema",
-    "parent",
-)
+_BEFORE_OPERATION = ("failure", "guard", "id", "kind", "maxIterations", "memoryWrites", "needs")
+_BEFORE_POSITION = ("outputSchema", "parent")
 _AFTER_POSITION = ("retry", "route", "timeoutSeconds", "uses", "vars", "when", "with")
-DEFINITION_KEYS = (*_BEFORE_FINGERPRINT, *_BEFORE_POSITION, *_AFTER_POSITION)
+DEFINITION_KEYS = (*_BEFORE_FINGERPRINT, *_BEFORE_OPERATION, *_BEFORE_POSITION, *_AFTER_POSITION)
 _KEYSET = frozenset(DEFINITION_KEYS)
 
 
@@ -126,32 +120,56 @@ def resolved_definition(task: PlannedTask, env: Env) -> dict[str, Any] | None:
     }
 
 
+# Where a stored task text holds its ``operation`` member (``TaskTexts``); None: the text is
+# the ``task_json`` text, with no stored form.
+Span = tuple[int, int] | None
+
+
+def task_json_text(text: str, span: Span) -> str:
+    """The ``task_json`` text of a ``TaskTexts`` text with the ``span`` it was given."""
+    return text if span is None else text[: span[0]] + text[span[1] :]
+
+
 class TaskTexts:
-    """One compile's encoder of tasks: a task's fingerprint and its canonical ``task_json``
-    text (the plan digest's member) from one encoding of its definition."""
+    """One compile's encoder of tasks: a task's fingerprint, its canonical ``task_json`` text
+    (the plan digest's member) and its stored form's text, from one encoding of its
+    definition."""
 
     def __init__(self, env: Env) -> None:
         self.env = env
         self._uses: dict[tuple[str | None, str | None], str] = {}
+        self._operations: dict[str | None, str] = {}
 
-    def fingerprint_and_text(self, task: PlannedTask, position: int) -> tuple[str, str]:
-        """``task``'s definition fingerprint, and the canonical JSON of its ``task_json`` once
-        it has ``position`` and that fingerprint (the task's own ``position`` is not read)."""
+    def fingerprint_and_text(self, task: PlannedTask, position: int) -> tuple[str, str, Span]:
+        """``task``'s definition fingerprint, and a text: the canonical JSON of its stored
+        form (``stored._stored_task``: ``task_json`` and ``operation``) with the span of its
+        ``operation`` member, whose removal leaves its ``task_json`` text (``task_json_text``)
+        once it has ``position`` and that fingerprint (the task's own ``position`` is not
+        read); for a sub-workflow boundary (its stored form has a key more), that text and
+        no span."""
         definition = definition_json(task)
         if definition.keys() != _KEYSET:  # a key added or renamed there must be cut in here
             raise AssertionError(f"definition_json has keys {sorted(definition)}")
-        head, middle, tail = (
+        head, early, late, tail = (
             _members(definition, keys)
-            for keys in (_BEFORE_FINGERPRINT, _BEFORE_POSITION, _AFTER_POSITION)
+            for keys in (_BEFORE_FINGERPRINT, _BEFORE_OPERATION, _BEFORE_POSITION, _AFTER_POSITION)
         )
         # = v1_digest({"task": definition_json(task), "uses": resolved_definition(task, env)})
-        text = f'{{"task":{{{head},{middle},{tail}}},"uses":{self._uses_text(task)}}}'
+        text = f'{{"task":{{{head},{early},{late},{tail}}},"uses":{self._uses_text(task)}}}'
         fingerprint = "sha256:v1:" + sha256_hex(text)
         # The fingerprint is hex after a fixed prefix: its JSON is itself in quotes.
-        return fingerprint, (
-            f'{{{head},"definitionFingerprint":"{fingerprint}",{middle},'
-            f'"position":{int(position)},{tail}}}'
-        )
+        before = f'{{{head},"definitionFingerprint":"{fingerprint}",{early},'
+        after = f'{late},"position":{int(position)},{tail}}}'
+        if task.subworkflow is not None:
+            return fingerprint, before + after, None
+        member = f'"operation":{self._operation_text(task.operation)},'
+        return fingerprint, before + member + after, (len(before), len(before) + len(member))
+
+    def _operation_text(self, operation: str | None) -> str:
+        known = self._operations.get(operation)
+        if known is None:
+            known = self._operations[operation] = canonical_json(operation)
+        return known
 
     def _uses_text(self, task: PlannedTask) -> str:
         key = (task.action, task.agent)
@@ -171,7 +189,7 @@ def plan_digest(
     workflow: str,
     order: tuple[str, ...],
     max_concurrency: int,
-    task_texts: list[str],
+    task_texts: Iterable[str],
     requirements: dict[str, Any],
 ) -> str:
     """``task_texts``: each task's ``task_json`` as canonical JSON (``TaskTexts``), in order."""

@@ -10,7 +10,11 @@ Invariants:
   ``subworkflow`` on sub-workflow boundaries, optional so older stored plans still load);
   shared definitions (actions, agents with their provider and tools) are stored once and
   shared again on load;
-- a stored plan of an unknown ``format`` is refused, never guessed at.
+- a stored plan of an unknown ``format`` is refused, never guessed at;
+- the tasks of the plan a compile made are written as the texts it carries
+  (``Plan.stored_tasks``: joined from the runs of canonical JSON made for the digests, the
+  very bytes encoding each stored task gives), once, then let go; any other plan's tasks, or
+  that plan's again, are encoded.
 """
 
 from __future__ import annotations
@@ -54,8 +58,19 @@ def plan_to_stored_pieces(plan: Plan) -> Iterator[str]:
     """The pieces ``plan_to_stored_text`` joins (``streamed_canonical_pieces``), made as they
     are taken: the ledger stores them without the whole text (6.5 MB at 10,000 tasks)."""
     stored: dict[str, Any] = dict(_stored_head(plan))
-    stored["tasks"] = Items(_stored_task(task) for task in plan.tasks)
+    texts = plan.stored_tasks()  # the compile's, when the plan is the one it made
+    if texts is not None:
+        stored["tasks"] = Items(_handed_over(plan, texts), encoded=True)
+    else:
+        stored["tasks"] = Items(_stored_task(task) for task in plan.tasks)
     return streamed_canonical_pieces(stored)
+
+
+def _handed_over(plan: Plan, texts: tuple[str, ...]) -> Iterator[str]:
+    """``texts``; once all are taken, the plan lets them go (a stored plan made whole is not
+    made again by a run; if it is, its tasks are encoded as for any plan)."""
+    yield from texts
+    plan.let_go_stored_tasks()
 
 
 def _stored_head(plan: Plan) -> JsonObject:
