@@ -132,16 +132,13 @@ def _interrupted(effect: _Effect) -> Failure:
 
 class _Blocked:
     """The effect that blocked in a reader task (it owns that task's scope from then on) and,
-    once it finished, its reply if still to send, or the rest of its frame if part of it
-    went; None while the task only read and answered at once. ``sent``: all of it went."""
+    once it finished, its reply; None while the task only read and answered at once."""
 
-    __slots__ = ("effect", "reply", "rest", "sent")
+    __slots__ = ("effect", "reply")
 
     def __init__(self) -> None:
         self.effect: _Effect | None = None
         self.reply: Result | Failure | None = None
-        self.rest: memoryview | None = None
-        self.sent = False
 
 
 class _Worker:
@@ -163,17 +160,14 @@ class _Worker:
         run: a ``Cancel`` is read only when they have finished), so they cost no scope of
         their own; the first effect that blocks takes it over — its deadline becomes the
         effect's timeout, a new reader starts (``_run_handing_over``) and this task ends with
-        the effect. Its reply goes out from inside the scope when the kernel takes it whole at
-        once (no await: no timeout can cut it), else once outside (a timeout never cuts a frame).
+        the effect, sending its reply once outside the scope (a timeout never cuts a frame).
         """
         scope = trio.CancelScope()
         blocked = _Blocked()
         try:
             with scope:
                 await self._read(scope, blocked)
-            if blocked.rest is not None:
-                await self._send_rest(blocked.rest)  # (no checkpoint since: the lock is ours)
-            elif blocked.effect is not None and not blocked.sent:
+            if blocked.effect is not None:
                 reply = blocked.reply
                 await self._reply(reply if reply is not None else _interrupted(blocked.effect))
         finally:
@@ -222,7 +216,7 @@ class _Worker:
                 self.scopes.pop(msg.effect_id, None)
                 self.sinks.pop(msg.effect_id, None)
             if blocked.effect is not None:
-                self._reply_in_scope(reply, blocked)
+                blocked.reply = reply  # sent by ``serve`` once out of the scope
                 return True
             return await self._answer_here(reply)
         finally:
@@ -252,17 +246,6 @@ class _Worker:
 
         await _run_handing_over(sending, on_block)
         return handed_over
-
-    def _reply_in_scope(self, reply: Result | Failure, blocked: _Blocked) -> None:
-        """Send a blocked effect's reply without a checkpoint; what of it does not go at once
-        (or a refusal: it is sent again, and handled, by ``_reply``) ``serve`` sends later."""
-        crash_point(CrashPoint.WORKER_BEFORE_RESULT)
-        try:
-            blocked.rest = self.channel.send_nowait(reply)
-        except ProtocolError:
-            blocked.reply = reply
-            return
-        blocked.sent = blocked.rest is None
 
     async def _reply(self, reply: Result | Failure) -> None:
         crash_point(CrashPoint.WORKER_BEFORE_RESULT)
