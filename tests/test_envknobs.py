@@ -3,6 +3,9 @@ command does anything."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,3 +56,31 @@ def test_the_cli_refuses_a_bad_knob_before_it_runs_anything(
     assert not done.stdout
     assert name in done.error["error"]["message"] and done.error["error"]["exitCode"] == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hello.yaml"]
+
+
+def test_the_pool_reads_the_grace_when_it_is_made_not_at_import() -> None:
+    """Importing the pool reads no knob (a library user imports it with any environment); a
+    pool made under a bad value is refused with the variable named."""
+    code = (
+        "import os, trio\n"
+        "from agentctl.coordinator import workerpool\n"
+        "from agentctl.errors import ValidationError\n"
+        "os.environ['AGENTCTL_ANSWER_GRACE_SECONDS'] = '0.75'\n"
+        "async def main():\n"
+        "    async with trio.open_nursery() as n:\n"
+        "        print(workerpool.WorkerPool(1, n, None, None).answer_grace_s)\n"
+        "        os.environ['AGENTCTL_ANSWER_GRACE_SECONDS'] = 'soon'\n"
+        "        try:\n"
+        "            workerpool.WorkerPool(1, n, None, None)\n"
+        "        except ValidationError as exc:\n"
+        "            print(exc.message)\n"
+        "trio.run(main)\n"
+    )
+    env = {**os.environ, envknobs.ANSWER_GRACE_SECONDS: "nan"}  # bad while importing
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.splitlines()
+    assert first == "0.75"
+    assert envknobs.ANSWER_GRACE_SECONDS in second and "'soon'" in second

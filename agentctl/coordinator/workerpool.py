@@ -77,8 +77,6 @@ from agentctl.mailbox.messages import (
 HELLO_TIMEOUT_S = 60.0
 SHUTDOWN_GRACE_S = 2.0
 TERM_GRACE_S = 1.0
-# Beyond an effect's own timeout, before its worker counts as hung (operators may tune it).
-ANSWER_GRACE_S = answer_grace_s()  # (``AGENTCTL_ANSWER_GRACE_SECONDS``)
 
 
 @dataclass
@@ -121,6 +119,8 @@ class WorkerPool:
         self._lock = trio.Lock()
         self._closed = False
         self._hang_watch = HangWatch(self._expire_hung)
+        # Beyond an effect's timeout, before its worker counts as hung (read here, not at import)
+        self.answer_grace_s = answer_grace_s()
         self.trace_id: str | None = None  # stamped on each Execute (the provider's traceparent)
 
     def worker_pids(self) -> list[int]:
@@ -147,7 +147,7 @@ class WorkerPool:
     ) -> Result | Failure:
         """Run one effect on a worker and return its reply (WorkerLost if the worker died).
 
-        A worker that has not answered ``ANSWER_GRACE_S`` after the effect's own timeout is
+        A worker that has not answered ``answer_grace_s`` after the effect's own timeout is
         hung: it is killed and the effect resolves as uncertain, so nothing waits forever.
         ``on_fragment`` receives the effect's stream fragments, one at a time, in order.
         ``on_handle`` persists the remote handles the effect reports on its way; the worker is
@@ -155,7 +155,7 @@ class WorkerPool:
         """
         if msg.executor is None or (msg.trace_id is None and self.trace_id is not None):
             msg = self._addressed(msg)  # (the coordinator's own messages need no copy)
-        reply = PendingReply(on_fragment, on_handle, msg.timeout_seconds + ANSWER_GRACE_S)
+        reply = PendingReply(on_fragment, on_handle, msg.timeout_seconds + self.answer_grace_s)
         worker = await self._send_execute(msg, reply)
         try:
             # The deadline is the pool's one timer's (``_expire_hung``): no scope per call.

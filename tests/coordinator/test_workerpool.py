@@ -16,9 +16,9 @@ import psutil
 import pytest
 import trio
 
-from agentctl.coordinator import workerpool
 from agentctl.coordinator.workerpool import open_worker_pool
 from agentctl.coordinator.workerproc import kill_stale_workers
+from agentctl.envknobs import ANSWER_GRACE_SECONDS
 from agentctl.ledger.owners import process_start_time
 from agentctl.mailbox import Execute, Failure, FrameChannel, Result
 
@@ -129,7 +129,7 @@ async def test_a_frozen_worker_is_lost_at_its_effects_deadline(
 ) -> None:
     # The pool's one timer: a call with a later deadline arms it first, the frozen worker's
     # call with an earlier one must move it forward, and it keeps working after a loss.
-    monkeypatch.setattr(workerpool, "ANSWER_GRACE_S", 0.5)
+    monkeypatch.setenv(ANSWER_GRACE_SECONDS, "0.5")
     async with open_worker_pool(1) as pool:
         assert isinstance(await pool.execute(_shell(tmp_path, "true")), Result)  # 120 s + grace
         result: list[Result | Failure] = []
@@ -162,7 +162,7 @@ async def test_a_hung_worker_is_lost_when_the_registry_can_no_longer_be_written(
 ) -> None:
     # The registry's directory becomes a file after start: its next write fails for real
     # (ENOTDIR). The timer still loses the frozen worker, and the pool (its nursery) lives on.
-    monkeypatch.setattr(workerpool, "ANSWER_GRACE_S", 0.5)
+    monkeypatch.setenv(ANSWER_GRACE_SECONDS, "0.5")
     regdir = tmp_path / "reg"
     regdir.mkdir()
     async with open_worker_pool(1, registry_path=str(regdir / "workers.json")) as pool:
