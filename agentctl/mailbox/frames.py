@@ -224,18 +224,25 @@ class FrameChannel:
         # next as the rest of that frame, so nothing more may be sent (``send`` refuses).
         self.torn = False
 
-    async def send(self, msg: Message) -> None:
-        data = encode_frame(msg)
+    def _refuse_if_torn(self) -> None:
+        """Checked before a frame starts, and again once the send lock is ours: a sender that
+        waited for the lock may follow one whose frame was cut off."""
         if self.torn:
             raise ProtocolError("an earlier frame was cut off: the connection is unusable")
+
+    async def send(self, msg: Message) -> None:
+        data = encode_frame(msg)
+        self._refuse_if_torn()
         try:
             if self._io is None:
                 async with self._send_lock:
+                    self._refuse_if_torn()  # the holder before us may have cut its frame
                     await self._stream.send_all(data)
                 return
             await trio.lowlevel.checkpoint_if_cancelled()
             if self._send_lock.locked():
                 async with self._send_lock:
+                    self._refuse_if_torn()
                     await self._write_rest(memoryview(data), started=False)
                 return
             try:
@@ -259,8 +266,7 @@ class FrameChannel:
         cuts in. Raises as ``send``, holding nothing then. A rest must go to ``send_rest`` from
         the same task with no checkpoint in between: the lock it holds belongs to that task."""
         data = encode_frame(msg)
-        if self.torn:
-            raise ProtocolError("an earlier frame was cut off: the connection is unusable")
+        self._refuse_if_torn()
         if self._io is None or self._send_lock.locked():
             return memoryview(data)
         try:
@@ -278,6 +284,7 @@ class FrameChannel:
         try:
             if self._send_lock.statistics().owner is not trio.lowlevel.current_task():
                 async with self._send_lock:  # it was busy: nothing of the frame went yet
+                    self._refuse_if_torn()
                     if self._io is None:
                         await self._stream.send_all(rest)
                     else:

@@ -8,6 +8,7 @@ import struct
 
 import pytest
 import trio
+import trio.testing
 
 from agentctl.mailbox import (
     MAX_FRAME_BYTES,
@@ -179,6 +180,42 @@ async def test_a_send_cancelled_mid_frame_tears_the_channel_and_one_before_any_b
     assert chan.torn
     with pytest.raises(ProtocolError, match="cut off"):
         await chan.send(Shutdown())
+
+
+async def test_a_sender_waiting_for_the_lock_behind_a_cut_frame_sends_nothing() -> None:
+    # The waiter checked the channel before the frame ahead of it was cut: once the lock is
+    # its own it must look again, or its bytes would be read as the rest of the cut frame.
+    chan, peer = await _pair()
+    big = Result(effect_id="e", output={"blob": "x" * 1_000_000})  # beyond the kernel buffer
+    ahead = trio.CancelScope()
+    outcome: list[str] = []
+
+    async def send_big() -> None:
+        with ahead:  # the peer does not read: the send parks mid-frame, holding the lock
+            await chan.send(big)
+
+    async def wait_behind() -> None:
+        try:
+            await chan.send(Shutdown())
+        except ProtocolError as exc:
+            outcome.append(str(exc))
+
+    # Bounded: a waiter that wrote behind the cut frame would park, the peer never reading.
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(send_big)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(wait_behind)
+            await trio.testing.wait_all_tasks_blocked()
+            ahead.cancel()
+    assert chan.torn
+    assert outcome and "cut off" in outcome[0]
+    got = b""
+    with trio.move_on_after(0.3):
+        while chunk := await peer.receive_some(1 << 20):
+            got += chunk
+    assert 0 < len(got) < len(encode_frame(big))
+    assert set(got[len(got) - 64 :]) == {ord("x")}  # the cut frame's bytes, nothing after
 
 
 async def test_concurrent_large_frames_never_interleave() -> None:
