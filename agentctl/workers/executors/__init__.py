@@ -22,6 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -79,16 +80,20 @@ class Dispatch:
         self._sent = sent
 
     def close_after_reply(self, closer: Callable[[], None]) -> None:
+        """Have ``closer`` called once the effect's reply is sent (``run_closers``)."""
         if self.closers is None:
             self.closers = [closer]
         else:
             self.closers.append(closer)
 
     def run_closers(self) -> None:
-        """Call what ``close_after_reply`` was given (in that order), once."""
+        """Call what ``close_after_reply`` was given (in that order), once. A close that fails
+        (an ``OSError``) neither skips the others nor takes the worker down: the effect is
+        answered already, and a descriptor that will not close has nothing left to lose."""
         closers, self.closers = self.closers, None
         for closer in closers or ():
-            closer()
+            with contextlib.suppress(OSError):
+                closer()
 
     @property
     def known_unsent(self) -> bool:
