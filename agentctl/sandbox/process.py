@@ -327,9 +327,8 @@ async def run_process(
             cap.stop("timed_out", f"timed out after {timeout_s} s")
         settled = True
     finally:
-        if proc.returncode is None or cap.stopped is not None:
-            kill_tree(proc.pid)
         if proc.returncode is None:
+            kill_tree(proc.pid)  # only unreaped: a reaped pid may be another process's now
             with trio.CancelScope(shield=True):
                 await proc.wait()
         # Closed without a checkpoint: the effect's answer does not wait for a scheduler pass.
