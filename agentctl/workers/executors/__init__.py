@@ -27,13 +27,16 @@ import importlib
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pydantic
 
 from agentctl.core.protocols import ProtocolEvidence
 from agentctl.errors import AgentctlError, ValidationError
 from agentctl.mailbox.messages import Execute, WireModel
+
+if TYPE_CHECKING:  # the type only: an executor that spawns nothing does not load the sandbox
+    from agentctl.sandbox.process import Defer
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,7 @@ def watch_dispatch(sent: Callable[[], bool]) -> None:
         dispatch.watch(sent)
 
 
-def closing_after_reply() -> Callable[[Callable[[], None]], None] | None:
+def closing_after_reply() -> Defer | None:
     """Where the running effect's executor hands a closer of what may wait for the effect's
     reply (the worker calls it once the reply is sent: closing is then off the reply's path);
     None outside a worker's effect, where the caller closes at once."""
