@@ -6,7 +6,9 @@ Each test is one thing such a script does (the original's acceptance scenarios, 
 - a missing provider key is exit 6 with no database even when the workflow has no
   ``networkAllowlist`` (the credential pre-flight comes before the egress one);
 - a ``resume`` refused before driving (an unresolved effect, a finished run) names the trace
-  this invocation minted, as every error about a run does.
+  this invocation minted, as every error about a run does;
+- ``artifacts export DIGEST exports/x.txt`` makes the missing ``exports/``;
+- the older ``effects inspect RUN [--task T]`` still lists a run's effects.
 """
 
 from __future__ import annotations
@@ -100,3 +102,41 @@ def test_a_refused_resume_names_its_own_trace(cli: Cli, tmp_path: Path) -> None:
     assert rc == 4, finished
     assert finished["error"]["runId"] == finished_id
     assert finished["error"]["traceId"].startswith("trace-")
+
+
+def test_export_makes_the_missing_directories_of_its_destination(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "wf.yaml").write_text(WRITE, encoding="utf-8")
+    rc, done = _json(cli, "run", "wf.yaml", "--db", "r.db")
+    assert rc == 0, done
+    [blob] = cli("--output", "json", "artifacts", "list", "--db", "r.db").data["blobs"]
+    dest = tmp_path / "exports" / "nested" / "report.txt"
+    rc, exported = _json(
+        cli, "artifacts", "--db", "r.db", "export", blob["digest"], "exports/nested/report.txt"
+    )
+    assert rc == 0, exported
+    assert dest.read_text(encoding="utf-8") == "exported"
+    (tmp_path / "file").write_text("in the way", encoding="utf-8")
+    rc, refused = _json(cli, "artifacts", "--db", "r.db", "export", blob["digest"], "file/x.txt")
+    assert rc == 5, refused
+
+
+def test_the_older_effects_inspect_run_task_form_lists_the_effects(
+    cli: Cli, tmp_path: Path
+) -> None:
+    (tmp_path / "wf.yaml").write_text(WRITE, encoding="utf-8")
+    run_id = cli("--output", "json", "run", "wf.yaml", "--db", "r.db").data["runId"]
+    listed = cli("--output", "json", "effects", "list", run_id, "--db", "r.db").data
+    rc, by_task = _json(cli, "effects", "--db", "r.db", "inspect", run_id, "--task", "save")
+    assert rc == 0, by_task
+    assert by_task["kind"] == "EffectList"
+    assert by_task["data"]["taskId"] == "save"
+    assert [e["effectId"] for e in by_task["data"]["effects"]] == [
+        e["effectId"] for e in listed["effects"] if e["taskId"] == "save"
+    ]
+    assert by_task["data"]["effects"][0]["status"] == "succeeded"
+    rc, whole = _json(cli, "effects", "inspect", run_id[:12], "--db", "r.db")
+    assert rc == 0 and whole["data"]["effects"] == listed["effects"]
+    effect_id = by_task["data"]["effects"][0]["effectId"]
+    rc, one = _json(cli, "effects", "inspect", effect_id, "--db", "r.db")
+    assert rc == 0 and one["kind"] == "EffectInspection"
+    assert one["data"]["effect"]["effectId"] == effect_id
