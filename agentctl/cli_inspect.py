@@ -7,6 +7,7 @@ also observes one remote task through a worker (``coordinator.continuation``).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated
 
@@ -19,6 +20,7 @@ from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings
 
 app = typer.Typer()
+_HEX = re.compile(r"[0-9a-fA-F]+")  # effect ids are bare hex; run ids never are
 MAX_LIMIT = 2**63 - 1  # SQLite's LIMIT is a signed 64-bit integer
 
 
@@ -95,10 +97,17 @@ def effects_list_cmd(
 def effects_inspect_cmd(
     effect: Annotated[str, typer.Argument(help="Effect id (64 hex).")],
     db: DbOpt = DEFAULT_DB,
+    task: Annotated[
+        str | None, typer.Option("--task", help="Older form: EFFECT is a run; as effects list.")
+    ] = None,
 ) -> None:
     """One effect with its append-only reconciliation history."""
     from agentctl.coordinator import api
 
+    # The original's older `effects inspect RUN [--task T]` listed a run's effects; scripts
+    # written for it still run.
+    if task is not None or not _HEX.fullmatch(effect):
+        deliver(Outcome("EffectList", api.effects_list(effect, db=db, task=task)))
     deliver(Outcome("EffectInspection", api.effects_inspect(effect, db=db)))
 
 

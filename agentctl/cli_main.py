@@ -29,6 +29,9 @@ from agentctl.sigint import received as interrupt_received
 
 SETTINGS = Settings()
 
+# SIGTERM reaches the same handlers as SIGINT (``sigint.forward_term``).
+INTERRUPTED = "interrupted (SIGINT or SIGTERM) before the command finished"
+
 
 def _dispatch(args: list[str], settings: Settings) -> Outcome | int:
     """The command's outcome, or the exit code of a help page."""
@@ -65,7 +68,7 @@ def _execute(args: list[str]) -> Outcome | AgentctlError | int:
             SETTINGS.output = sniff_output(args)  # type: ignore[assignment]
         return exc
     except KeyboardInterrupt:
-        return CancelledRunError("interrupted (SIGINT) before the command finished")
+        return CancelledRunError(INTERRUPTED)
     except OSError as exc:  # an OS failure no layer below classified: still a clear message
         return from_os_error(exc, str(exc.filename or "a file agentctl needed"))
     except Exception as exc:  # the last line of defence: report, never show a traceback
@@ -80,7 +83,7 @@ def _unexpected(exc: BaseException) -> AgentctlError:
     """An error no layer classified: the user's interrupt if one arrived (a library may have
     caught it and raised something of its own), else an internal error."""
     if was_interrupted(exc) or interrupt_received():
-        return CancelledRunError("interrupted (SIGINT) before the command finished")
+        return CancelledRunError(INTERRUPTED)
     if os.environ.get("AGENTCTL_DEBUG"):
         raise exc
     return AgentctlError(f"internal error: {type(exc).__name__}: {exc}")
@@ -103,7 +106,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     try:
         result = _execute(args)
     except KeyboardInterrupt:  # landed between two statements of the handlers above
-        result = CancelledRunError("interrupted (SIGINT) before the command finished")
+        result = CancelledRunError(INTERRUPTED)
     ignore_interrupts()
     try:
         code = _render(result)

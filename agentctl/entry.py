@@ -1,10 +1,10 @@
 """The process entry point: a guard that exists before anything heavy is imported.
 
 Invariants:
-- SIGINT at any moment gives exit 130 and an error (an envelope with ``--output json``),
-  never a traceback — including while ``agentctl.cli_main`` and its dependencies (typer,
-  pydantic, the workflow models) are still being imported, which is most of a short
-  command's life;
+- SIGINT (or SIGTERM, ``sigint.forward_term``) at any moment gives exit 130 and an error
+  (an envelope with ``--output json``), never a traceback — including while
+  ``agentctl.cli_main`` and its dependencies (typer, pydantic, the workflow models) are still
+  being imported, which is most of a short command's life;
 - this module imports only the standard library at the top, and ``main`` first defers SIGINT
   (a flag, checked once the imports are done), so the guard is in place within the first
   moments of the interpreter running our code; importing this module changes no handler;
@@ -28,7 +28,13 @@ import os
 import signal
 import sys
 
-from agentctl.sigint import defer, install_unraisable_hook, raise_interrupt, received
+from agentctl.sigint import (
+    defer,
+    forward_term,
+    install_unraisable_hook,
+    raise_interrupt,
+    received,
+)
 
 # Not ``typing.TYPE_CHECKING``: importing typing here (a few ms) would come before the guard.
 TYPE_CHECKING = False
@@ -40,6 +46,7 @@ def main() -> NoReturn:
     """``agentctl`` / ``python -m agentctl``."""
     try:
         signal.signal(signal.SIGINT, defer)
+        signal.signal(signal.SIGTERM, forward_term)
         gc.disable()
         from agentctl.regex_codes import install as install_regex_codes
 
@@ -99,7 +106,7 @@ def _interrupted_at_startup(args: list[str]) -> NoReturn:
     settings = Settings()
     if _wants_json(args):
         settings.output = "json"
-    emit_error(CancelledRunError("interrupted (SIGINT) while starting"), settings)
+    emit_error(CancelledRunError("interrupted (SIGINT or SIGTERM) while starting"), settings)
     sys.exit(CancelledRunError.exit_code)
 
 

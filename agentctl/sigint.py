@@ -1,6 +1,8 @@
 """Whether this process has received a SIGINT, recorded apart from any exception.
 
 Invariants:
+- a SIGTERM is a SIGINT (``forward_term``, installed with ``defer``): outside a drive, whose
+  signal receiver takes both itself, it is raised again as a SIGINT for the handler in place;
 - standard library only: ``entry`` installs ``defer`` before anything heavy is imported;
 - the record outlives the KeyboardInterrupt: a library that catches one inside native code
   reports it as an error of its own (pydantic-core building a serializer gives a
@@ -37,6 +39,14 @@ def defer(_signum: int, _frame: object) -> None:
     """SIGINT while importing: remember it; raising mid-import would leave half-built modules."""
     global _received
     _received = True
+
+
+def forward_term(_signum: int, _frame: object) -> None:
+    """SIGTERM wherever a drive's own receiver is not listening (start-up, compiling, opening
+    the ledger, printing): handled exactly as a SIGINT, by whichever SIGINT handler is in
+    place (``defer``, ``raise_interrupt``, trio's, or none while an outcome is final), so
+    both end a command with exit 130 and its report instead of a silent kill (143)."""
+    signal.raise_signal(signal.SIGINT)
 
 
 def raise_interrupt(_signum: int, _frame: object) -> NoReturn:

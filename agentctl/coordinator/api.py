@@ -214,20 +214,22 @@ def resume(
     clock = Clock()
     with open_ledger(existing(db)) as ledger:
         found = ledger.find_run(run_ref)
-        plan = load_plan(found)
-        base = os.path.abspath(workspace or found.base_path or os.getcwd())
-        # Before the lease is taken: a missing key or a refused endpoint leaves the run as it was.
-        # A finished run needs neither: the claim below refuses it for what it is.
-        if not is_terminal_run(found.state):
-            preflight_credentials(plan, base, preview=found.mode == "check")
-            preflight_egress(plan, resolve=found.mode != "check")
-        run = check_resumable(ledger, run_ref, clock)
+        # Every invocation has its own trace: a refusal (unresolved effect, finished run,
+        # missing key) names it too, so a script can correlate the attempt it made.
         trace_id = clock.new_id("trace")
-        req = DriveRequest(ledger, run.run_id, trace_id, plan, base, timeout_s, progress, clock)
-        req = dataclasses.replace(
-            req, check_mode=run.mode == "check", diff=diff, on_stream=on_stream
-        )
-        with naming_run(run.run_id):
+        with naming_run(found.run_id, trace_id):
+            plan = load_plan(found)
+            base = os.path.abspath(workspace or found.base_path or os.getcwd())
+            # Before the lease is taken: a missing key or a refused endpoint leaves the run as
+            # it was. A finished run needs neither: the claim below refuses it for what it is.
+            if not is_terminal_run(found.state):
+                preflight_credentials(plan, base, preview=found.mode == "check")
+                preflight_egress(plan, resolve=found.mode != "check")
+            run = check_resumable(ledger, run_ref, clock)
+            req = DriveRequest(ledger, run.run_id, trace_id, plan, base, timeout_s, progress, clock)
+            req = dataclasses.replace(
+                req, check_mode=run.mode == "check", diff=diff, on_stream=on_stream
+            )
             return outcome_or_raise(run_trio(drive_run, req))
 
 

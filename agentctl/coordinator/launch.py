@@ -66,13 +66,16 @@ def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
 
 @contextlib.contextmanager
-def naming_run(run_id: str) -> Iterator[None]:
-    """Errors escaping a drive carry the run's id (a full disk: the run to resume later)."""
+def naming_run(run_id: str, trace_id: str | None = None) -> Iterator[None]:
+    """Errors escaping a drive carry the run's id (a full disk: the run to resume later) and,
+    when given, the trace id this invocation minted."""
     try:
         yield
     except AgentctlError as exc:
         if exc.run_id is None:
             exc.run_id = run_id
+        if exc.trace_id is None:
+            exc.trace_id = trace_id
         raise
 
 
@@ -151,12 +154,13 @@ def refuse_before_state(
     locate: Locator | None = None,
 ) -> None:
     """Every refusal ``run`` (and ``fork``) makes before it creates anything: capabilities,
-    container engines and images, egress (a preview resolves no name), then provider
-    credentials (a preview needs none)."""
+    container engines and images, provider credentials (a preview needs none), then egress (a
+    preview resolves no name). Credentials come first, as in the original: a missing key is
+    exit 6 even when the endpoint it is for would also be refused by the network policy."""
     check_executable(plan, file=file, locate=locate)
     preflight_containers(plan)
-    preflight_egress(plan, resolve=not preview)
     preflight_credentials(plan, workspace, preview=preview)
+    preflight_egress(plan, resolve=not preview)
 
 
 def existing(db: str) -> str:

@@ -336,6 +336,9 @@ class ArtifactStore:
 
     def _copy_atomically(self, src: Path, dest: Path) -> None:
         parent = dest.parent if str(dest.parent) else Path(".")
+        # Missing directories of the destination are made, as the original does (`export D
+        # exports/report.txt` in a fresh checkout); a file in the way is still an error.
+        parent.mkdir(parents=True, exist_ok=True)
         tmp = parent / f".{dest.name}.{uuid.uuid4().hex}.tmp"
         try:
             with src.open("rb") as fin, tmp.open("xb") as fout:
