@@ -286,6 +286,10 @@ class Database:
         """The artifact store beside the database file."""
         return self.path.parent / "artifacts"
 
+    @property
+    def database_file(self) -> Path | None:
+        return self.path
+
     def run_write(self, body: Callable[[sqlite3.Connection], T]) -> T:
         """``body`` in one ``transaction()``: one writer at a time, so never retried."""
         with self.transaction() as conn:

@@ -33,6 +33,10 @@ class FencedTransactions:
     def artifacts_root(self) -> Path:
         return self._inner.artifacts_root
 
+    @property
+    def database_file(self) -> Path | None:
+        return self._inner.database_file
+
     def run_write(self, body: Callable[[Db], T]) -> T:
         def fenced(conn: Db) -> T:
             check_fence(conn, self._fence)

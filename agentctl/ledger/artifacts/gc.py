@@ -14,7 +14,11 @@ Invariants:
 - a dry run reports the same candidates and rolls everything back;
 - on PostgreSQL the transaction does not exclude other writers (hosts): a blob file without a
   row is collected only once it is ``UNTRACKED_GRACE_S`` old, so a writer whose row is about to
-  commit never loses its bytes (row deletions are guarded by the foreign keys as before).
+  commit never loses its bytes (row deletions are guarded by the foreign keys as before);
+- the store is shared by every ledger in its directory (``siblings.py``): a file another
+  ledger names is never removed — an unreachable blob's row goes, its file stays
+  (``sharedFiles``), and a file this ledger has no row for is untracked only when no other
+  ledger names it either. A ledger beside this one that cannot be read keeps every file.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pathlib import Path
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.crashpoints import CrashPoint, crash_point
+from agentctl.ledger.artifacts.siblings import SiblingBlobs
 from agentctl.ledger.artifacts.store import ArtifactStore, clear_dir, fsync_dir
 from agentctl.ledger.rows import shift_ts
 from agentctl.ledger.sql import Db, dialect_of
@@ -50,7 +55,7 @@ def _candidates(conn: Db, before: str, now: str) -> list[tuple[str, int]]:
     return [(str(r[0]), int(r[1])) for r in rows]
 
 
-def _untracked(store: ArtifactStore, conn: Db) -> list[Path]:
+def _untracked(store: ArtifactStore, conn: Db, shared: SiblingBlobs) -> list[Path]:
     tracked = {str(r[0]) for r in conn.execute("SELECT digest FROM artifact_blobs")}
     # On PostgreSQL other writers run beside this transaction: a blob file whose row has not
     # committed yet is recent, so only files older than the grace period count as untracked.
@@ -59,25 +64,31 @@ def _untracked(store: ArtifactStore, conn: Db) -> list[Path]:
         f
         for sub in store.blobs_dir.iterdir()
         for f in sub.iterdir()
-        if "sha256:" + f.name not in tracked and (cutoff is None or f.stat().st_mtime < cutoff)
+        if "sha256:" + f.name not in tracked
+        and not shared.names("sha256:" + f.name)
+        and (cutoff is None or f.stat().st_mtime < cutoff)
     )
 
 
 def collect_txn(store: ArtifactStore, conn: Db, before: str, now: str, dry_run: bool) -> JsonObject:
     expired = conn.execute("DELETE FROM artifact_ingests WHERE expires_at <= ?", (now,)).rowcount
     blobs = _candidates(conn, before, now)
-    untracked = _untracked(store, conn)
+    shared = store.siblings()
+    untracked = _untracked(store, conn, shared)
     kept: list[JsonObject] = [{"digest": d, "sizeBytes": s} for d, s in blobs]
+    own = [(d, s) for d, s in blobs if not shared.names(d)]  # files that are this ledger's alone
     report: JsonObject = {
         "blobs": list[JsonValue](kept),
         "untrackedFiles": list[JsonValue](str(p.relative_to(store.root)) for p in untracked),
         "tmpFiles": list[JsonValue](sorted(p.name for p in store.tmp_dir.iterdir())),
         "expiredLeases": expired,
-        "bytes": sum(s for _, s in blobs),
+        "bytes": sum(s for _, s in own),
+        "sharedFiles": [d for d, _ in blobs if shared.names(d)],
+        "unreadableLedgers": [str(p) for p in shared.unreadable],
     }
     if dry_run:
         raise DryRun(report)
-    for path in [store.blob_path(d) for d, _ in blobs] + untracked:
+    for path in [store.blob_path(d) for d, _ in own] + untracked:
         if path.exists():
             os.replace(path, store.trash_dir / path.name)
     fsync_dir(store.trash_dir)
@@ -87,8 +98,9 @@ def collect_txn(store: ArtifactStore, conn: Db, before: str, now: str, dry_run: 
             f"DELETE FROM artifact_blobs AS b WHERE b.digest = ? AND {_UNREACHABLE}",
             (digest, now),
         ).rowcount
-        if not gone:  # became reachable after all: put the bytes back
-            os.replace(store.trash_dir / digest.removeprefix("sha256:"), store.blob_path(digest))
+        trashed = store.trash_dir / digest.removeprefix("sha256:")
+        if not gone and trashed.exists():  # became reachable after all: put the bytes back
+            os.replace(trashed, store.blob_path(digest))
             kept = [b for b in kept if b["digest"] != digest]
             report["blobs"] = list[JsonValue](kept)
     crash_point(CrashPoint.GC_AFTER_DELETE_ROWS)

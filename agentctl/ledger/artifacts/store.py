@@ -33,6 +33,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import InvalidOperationError, LockTimeoutError, NotFoundError, PersistenceError
 from agentctl.ledger.artifacts.refs import ArtifactRef, get_blob, list_blobs, record_ingest_txn
+from agentctl.ledger.artifacts.siblings import SiblingBlobs, sibling_blobs
 from agentctl.ledger.rows import shift_ts
 from agentctl.ledger.runner import Transactions
 from agentctl.ledger.sql import Db
@@ -155,6 +156,11 @@ class ArtifactStore:
     def blob_path(self, digest: str) -> Path:
         return blob_file(self.root, digest)
 
+    def siblings(self) -> SiblingBlobs:
+        """What the other ledgers sharing this store name: their blob files are not ours to
+        remove (``siblings.py``)."""
+        return sibling_blobs(self.root, self.ledger.database_file)
+
     # --- ingest ------------------------------------------------------------------------
 
     def ingest(
@@ -200,7 +206,7 @@ class ArtifactStore:
                 return granted, not granted and get_blob(conn, digest) is None
 
             granted, unnamed = self.ledger.run_write(txn)
-            if unnamed:
+            if unnamed and not self.siblings().names(digest):
                 self.blob_path(digest).unlink(missing_ok=True)
             if not granted:
                 return None
@@ -360,7 +366,10 @@ class ArtifactStore:
         with self.locked():
             with self.ledger.read() as conn:
                 tracked = {b.digest for b in list_blobs(conn)}
-            for entry in sorted(self.trash_dir.iterdir()):
+            trash = sorted(self.trash_dir.iterdir())
+            if any("sha256:" + e.name not in tracked for e in trash):
+                tracked |= self.siblings().keeping(e.name for e in trash)
+            for entry in trash:
                 digest = "sha256:" + entry.name
                 if digest in tracked and not self.blob_path(digest).exists():
                     self.blob_path(digest).parent.mkdir(mode=0o700, exist_ok=True)

@@ -76,6 +76,10 @@ class PgTransactions:
     def artifacts_root(self) -> Path:
         return self._artifacts_root
 
+    @property
+    def database_file(self) -> Path | None:
+        return None  # a server's database: no file beside the store
+
     def _begin(
         self, write: bool, level: IsolationLevel = IsolationLevel.SERIALIZABLE
     ) -> contextlib.AbstractContextManager[Any]:
