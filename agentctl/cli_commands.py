@@ -64,7 +64,10 @@ def run_outcome(request: RunRequest, settings: Settings) -> Outcome:
     with early_workers(request.file, preview=request.check) as early:
         from agentctl.coordinator import api
 
-        document, plan, resolved = prepare_run(request)
+        # The collector stays as start-up left it (off, in the CLI) through the compile:
+        # ``drive`` turns it on and freezes the program, document and plan with it, which
+        # live until the process ends, so no collection of the run scans them.
+        document, plan, resolved = prepare_run(request, collect=False)
         file, workspace = request.file, request.workspace
         return drive(
             settings,
@@ -85,13 +88,14 @@ def run_outcome(request: RunRequest, settings: Settings) -> Outcome:
         )
 
 
-def prepare_run(request: RunRequest) -> tuple[Any, Any, dict[str, Any]]:
-    """Compile, resolve the inputs and refuse what cannot run; returns (document, plan, inputs)."""
+def prepare_run(request: RunRequest, *, collect: bool = True) -> tuple[Any, Any, dict[str, Any]]:
+    """Compile, resolve the inputs and refuse what cannot run; returns (document, plan, inputs).
+    ``collect``: as ``compile_with_vars``'s."""
     from agentctl.cli_vars import compile_with_vars
     from agentctl.coordinator import api
 
     file = request.file
-    loaded, plan = compile_with_vars(file, request.vars_files, request.var_pairs)
+    loaded, plan = compile_with_vars(file, request.vars_files, request.var_pairs, collect=collect)
     file_text = None
     if request.inputs_file is not None:
         file_text = read_cli_file(request.inputs_file, "inputs file").decode("utf-8", "replace")

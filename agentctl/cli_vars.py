@@ -141,11 +141,19 @@ class CompiledSource:
 
 
 def compile_with_vars(
-    path: Path, vars_files: list[Path] | None = None, var_pairs: list[str] | None = None
+    path: Path,
+    vars_files: list[Path] | None = None,
+    var_pairs: list[str] | None = None,
+    *,
+    collect: bool = True,
 ) -> tuple[CompiledSource, Any]:
     """Load ``path``, resolve its packs, capture its var files and the CLI variables,
-    compile; (source, plan). ``source.document`` is the document with its packs merged."""
-    collect_from_now()  # every command that compiles has done its imports by now
+    compile; (source, plan). ``source.document`` is the document with its packs merged.
+
+    ``collect``: turn the collector on (``collect_from_now``) before loading; False leaves it
+    as start-up left it, for a caller that turns it on itself once the compile is done."""
+    if collect:
+        collect_from_now()  # every command that compiles has done its imports by now
     prepare_workflow_model()
     loaded = load_workflow(read_cli_file(path, "workflow file"), file=str(path))
     # Pack sources (archives, HTTP, the lock file) only when there are packs, or when

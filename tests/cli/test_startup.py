@@ -9,6 +9,7 @@ benchmarks/bench_check_startup.py, never here.
 from __future__ import annotations
 
 import gc
+import json
 import sqlite3
 import subprocess
 import sys
@@ -148,3 +149,56 @@ def test_a_new_ledger_is_set_up_without_a_flush_per_step_but_runs_fully_synchron
         assert reopened.conn.execute("PRAGMA synchronous").fetchone()[0] == 2
     finally:
         reopened.close()
+
+
+COLLECTOR_PROBE = """\
+import gc, json, sys
+from pathlib import Path
+from agentctl.coordinator import api
+
+seen, into = {}, Path(sys.argv[1])
+resolve, start = api.resolve_inputs, api.start_run
+
+
+def resolving(*args, **options):
+    seen["collector_on_after_compile"] = gc.isenabled()
+    return resolve(*args, **options)
+
+
+def starting(**options):
+    plan = options["plan"]
+    seen["collector_on_in_run"] = gc.isenabled()
+    seen["plan_scanned_by_collections"] = any(o is plan for o in gc.get_objects())
+    into.write_text(json.dumps(seen), encoding="utf-8")
+    return start(**options)
+
+
+api.resolve_inputs, api.start_run = resolving, starting
+sys.argv = ["agentctl", "--output", "json", "run", "pure.yaml"]
+from agentctl.entry import main
+
+main()
+"""
+
+
+def test_a_run_compiles_with_the_collector_off_and_runs_with_its_plan_frozen(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "pure.yaml").write_text(PURE, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", COLLECTOR_PROBE, str(tmp_path / "seen.json")],
+        cwd=tmp_path,
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads((tmp_path / "seen.json").read_text(encoding="utf-8"))
+    # Off from start-up through the compile; on for the run, with the document and plan
+    # frozen with the program (they live as long as the process): no collection scans them.
+    assert seen == {
+        "collector_on_after_compile": False,
+        "collector_on_in_run": True,
+        "plan_scanned_by_collections": False,
+    }
