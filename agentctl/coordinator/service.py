@@ -45,6 +45,7 @@ from agentctl.core.states import cancellable
 from agentctl.core.workload import Workload, workload
 from agentctl.errors import (
     TASK_DISK_FULL_HINT,
+    AgentctlError,
     BlockedError,
     RunFailedError,
     TaskDiskFullError,
@@ -415,10 +416,18 @@ def outcome_or_raise(outcome: RunOutcome) -> RunOutcome:
     return outcome
 
 
-def check_resumable(ledger: RunLedger, run_id: str, clock: Clock) -> RunHead:
-    """Refuse terminal runs and unresolved effects; take the lease; returns the run record."""
+def check_resumable(ledger: RunLedger, run_id: str, clock: Clock, trace_id: str) -> RunHead:
+    """Refuse terminal runs and unresolved effects; take the lease; returns the run record.
+
+    ``trace_id`` is this invocation's: a refusal names it like any error of a run (spec/cli.md
+    §5, "exit 3 (error with runId/traceId)"), so a script can correlate it with the audit."""
     owner = owner_identity()
-    run = ledger.claim_for_resume(run_id, owner, clock.now())
+    try:
+        run = ledger.claim_for_resume(run_id, owner, clock.now())
+    except AgentctlError as exc:
+        if exc.run_id is not None and exc.trace_id is None:
+            exc.trace_id = trace_id
+        raise
     unresolved = ledger.unresolved_effects(run.run_id)
     if unresolved:
         ledger.release_lease(run.run_id, owner.pid, clock.now())
@@ -426,6 +435,7 @@ def check_resumable(ledger: RunLedger, run_id: str, clock: Clock) -> RunHead:
         raise BlockedError(
             f"run {run.run_id} has unresolved effects: {ids}",
             run_id=run.run_id,
+            trace_id=trace_id,
             data={"hint": _UNRESOLVED_HINT},
         )
     if run.state == "paused":
