@@ -137,10 +137,15 @@ def outcome_of(outcome: Any) -> Outcome:
     codes = {"succeeded": 0, "paused": 3, "cancelled": 130}
     data = outcome.to_json()
 
+    # A failed outcome (a resume that met a rejected approval) says why, as an error would.
+    failures = [f"  {task}: {error}" for task, error in outcome.errors.items() if error]
+
     def human(_s: Settings) -> str:
         text = f"run {data['runId']}: {data['state']}"
         if data.get("output") is not None:
             text += "\n" + dump_json(data["output"], indent=2)
+        if data["state"] == "failed" and failures:
+            text += "\n" + "\n".join(failures)
         return text
 
     return Outcome("RunOutcome", data, exit_code=codes.get(outcome.state, 4), human=human)

@@ -43,6 +43,7 @@ from agentctl.core.states import is_terminal_run
 from agentctl.core.strictjson import RefusedJsonError, parse_strict
 from agentctl.errors import ValidationError
 from agentctl.ledger import open_ledger
+from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import ReconcileRequest
 
 if TYPE_CHECKING:  # a run never reports: the report's read models load with ``run_report``
@@ -230,7 +231,23 @@ def resume(
             req = dataclasses.replace(
                 req, check_mode=run.mode == "check", diff=diff, on_stream=on_stream
             )
-            return outcome_or_raise(run_trio(drive_run, req))
+            outcome = run_trio(drive_run, req)
+            return outcome if _failed_by_rejection(ledger, outcome) else outcome_or_raise(outcome)
+
+
+def _failed_by_rejection(ledger: RunLedger, outcome: RunOutcome) -> bool:
+    """Whether the run failed only because approvals were rejected (their effects cancelled).
+
+    Such a resume prints the failed ``RunOutcome`` (exit 4) rather than an error, as the
+    original does: resolving a rejection is the resume's own step, not a failure mid-drive
+    (spec/cli.md §5; its acceptance reads ``data.state == "failed"`` from that resume). The
+    effects are read only for a failed run, so a successful resume pays nothing."""
+    if outcome.state != "failed":
+        return False
+    failed = {task for task, error in outcome.errors.items() if error}
+    effects = ledger.list_effects(outcome.run_id).effects
+    rejected = {e.task_id for e in effects if e.status == "cancelled"}
+    return bool(failed) and failed <= rejected
 
 
 def replay(run_ref: str, *, db: str) -> RunOutcome:

@@ -116,15 +116,16 @@ def test_rejected_tool_call_fails_the_task_saying_so(cli: Cli, tmp_path: Path) -
     no = _json(cli, "approvals", "reject", approval["approvalId"], "--reason", "not today")
     assert no.rc == 0, no.stderr
     failed = _json(cli, "resume", run_id)
-    assert failed.rc == 4
-    message = failed.error["error"]["message"]
-    assert "w:1:fake-call-1" in message and "rejected" in message and "not today" in message
+    assert failed.rc == 4  # a rejection ends the run: its outcome is printed (spec/cli.md §5)
+    assert failed.data["state"] == "failed"
     assert not (tmp_path / "out.txt").exists()
     inspection = _json(cli, "inspect", run_id).data
     [call] = inspection["toolCalls"]
     assert call["status"] == "rejected" and "not today" in call["error"]
     [task] = inspection["tasks"]
-    assert task["state"] == "failed" and "rejected" in task["error"]
+    message = task["error"]
+    assert task["state"] == "failed"
+    assert "w:1:fake-call-1" in message and "rejected" in message and "not today" in message
     statuses = [(e["operation"], e["status"]) for e in _effects(cli, run_id)]
     assert statuses == [("model.fake", "succeeded"), ("builtin.write", "cancelled")]
 

@@ -182,8 +182,11 @@ def test_reject_then_resume_fails_the_run(cli, write_workflow, tmp_path: Path) -
     approval = _approval_id(cli, db, run_id)
     assert cli("approvals", "reject", approval, "--reason", "no", "--db", str(db)).rc == 0
     done = cli("--output", "json", "resume", run_id, "--db", str(db))
+    # spec/cli.md §5: the rejection fails the task and the run; the resume prints its outcome.
     assert done.rc == 4
-    assert "approval rejected" in done.error["error"]["message"]
+    assert done.data["runId"] == run_id and done.data["state"] == "failed"
+    task = cli("--output", "json", "inspect", run_id, "--db", str(db)).data["tasks"][0]
+    assert task["state"] == "failed" and task["error"] == "approval rejected"
     assert not (tmp_path / "out" / "a.txt").exists()
 
 

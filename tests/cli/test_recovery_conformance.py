@@ -1,0 +1,67 @@
+"""What a script written for the original sees when it recovers a run (spec/cli.md §5, §7).
+
+The CLI runs as a subprocess in a temporary directory, as such a script calls it: a resume that
+an unresolved effect refuses names the invocation's trace, and a request the budget refused is
+recorded — never started — so ``inspect`` shows what was refused.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def _workflow(name: str, command: str, extra: str = "") -> str:
+    """One shell step named ``step`` under a policy that runs it without approval."""
+    action = f'{{ kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "{command}"]{extra} }}'
+    return (
+        f"apiVersion: agentctl.dev/v1alpha1\nkind: Workflow\nmetadata: {{ name: {name} }}\n"
+        "spec:\n  policy: { approval: never, processAllowlist: [sh] }\n"
+        f"  actions: {{ step: {action} }}\n"
+        '  tasks: [{ id: step, uses: "action:step" }]\n'
+    )
+
+
+# The process outlives its timeout: the effect is uncertain and the run waits for an operator.
+SLOW = _workflow("timed-out", "sleep 5", ", timeoutSeconds: 1")
+# The budget cannot hold the process's output limit, so the request is refused before dispatch.
+OUTPUT_BUDGET = _workflow("capped", "echo ran >> marker.txt").replace(
+    "spec:\n", "spec:\n  runtime: { budgets: { maxProcessOutputBytes: 100 } }\n"
+)
+
+
+def test_a_refused_resume_names_its_own_trace(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    db = tmp_path / "r.db"
+    timed_out = cli("--output", "json", "run", str(write_workflow(SLOW)), "--db", str(db))
+    assert timed_out.rc == 4, timed_out.stderr
+    run_id, first_trace = timed_out.error["error"]["runId"], timed_out.error["error"]["traceId"]
+    blocked = cli("--output", "json", "resume", run_id, "--db", str(db))
+    assert blocked.rc == 3, blocked.stderr
+    error = blocked.error["error"]
+    assert error["runId"] == run_id and "unresolved" in error["message"]
+    # A new invocation, a new trace: the refusal is correlated by it, like any run's error.
+    assert str(error["traceId"]).startswith("trace-") and error["traceId"] != first_trace
+
+
+def test_a_finished_run_refuses_resume_with_a_trace(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    db = tmp_path / "r.db"
+    failed = cli("--output", "json", "run", str(write_workflow(OUTPUT_BUDGET)), "--db", str(db))
+    run_id = failed.error["error"]["runId"]
+    again = cli("--output", "json", "resume", run_id, "--db", str(db))
+    assert again.rc == 4
+    assert again.error["error"]["runId"] == run_id
+    assert str(again.error["error"]["traceId"]).startswith("trace-")
+
+
+def test_a_refused_process_request_is_recorded_never_started(
+    cli, write_workflow, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    db = tmp_path / "r.db"
+    failed = cli("--output", "json", "run", str(write_workflow(OUTPUT_BUDGET)), "--db", str(db))
+    assert failed.rc == 4, failed.stderr
+    assert not (tmp_path / "marker.txt").exists()  # nothing was dispatched
+    data = cli("--output", "json", "inspect", failed.error["error"]["runId"], "--db", str(db)).data
+    assert data["run"]["state"] == "failed"
+    assert [(e["taskId"], e["status"]) for e in data["effects"]] == [("step", "requested")]
+    assert data["effects"][0]["startedAt"] is None
+    exceeded = data["budget"]["exceeded"]
+    assert exceeded["dimension"] == "processOutputBytes" and exceeded["limit"] == 100
