@@ -1,16 +1,19 @@
-"""Reading the variable layers a compile needs, before it starts (spec/dsl.md §6.4).
+"""Reading the source files a compile needs, before it starts (spec/dsl.md §5, §6.4).
 
-Job: the command line's side of variables. The compiler is pure, so every var file a
-workflow declares (``varsFiles`` on the workflow, its agents and tasks, paths relative to
-the workflow file) and every ``--vars-file F`` / ``--var K=JSON`` is read here, once, and
-handed to ``compile_workflow`` as ``CapturedVars``.
+Job: the command line's side of variables and instruction files. The compiler is pure, so
+every var file a workflow declares (``varsFiles`` on the workflow, its agents and tasks,
+paths relative to the workflow file), every agent's ``instructionsFile`` (the same base) and
+every ``--vars-file F`` / ``--var K=JSON`` is read here, once, and handed to
+``compile_workflow`` as ``CapturedVars``.
 
 Invariants:
 - a var file is UTF-8 YAML or JSON holding one mapping, at most 1 MiB, read through the strict
   workflow YAML loader; it may not hold ``varsFiles``, ``include`` or ``includes`` keys (var
-  files never chain); one capture reads at most 256 files and 16 MiB in all;
+  files never chain); an instruction file is UTF-8 text of at most 1 MiB; one capture reads
+  at most 256 files and 16 MiB in all;
 - a problem with a declared file is a ``ValidationError`` (exit 2) located at its
-  ``varsFiles`` entry; nothing is read once compiling has started, and no state is created;
+  ``varsFiles`` entry or ``instructionsFile``; nothing is read once compiling has started,
+  and no state is created;
 - the CLI layer is every ``--vars-file`` object in order, then every ``--var``, last wins.
 """
 
@@ -35,6 +38,8 @@ from agentctl.errors import Diagnostic, ValidationError
 MAX_FILES = 256
 MAX_TOTAL_BYTES = 16 * 1024 * 1024
 FORBIDDEN_KEYS = ("varsFiles", "include", "includes")
+_VARS_HELP = "var files are UTF-8 YAML or JSON mappings of at most 1 MiB"
+_INSTRUCTIONS_HELP = "instruction files are UTF-8 text of at most 1 MiB"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
@@ -43,12 +48,15 @@ class _Capture:
     """What one capture has read so far (its limits span every file it reads)."""
 
     files: dict[str, JsonObject] = field(default_factory=dict)
+    instructions: dict[str, str] = field(default_factory=dict)
     count: int = 0
     total: int = 0
 
 
-def _located(exc: ValidationError, where: str | None, loaded: Any) -> ValidationError:
-    """``exc`` pointing at the ``varsFiles`` entry that named the file."""
+def _located(
+    exc: ValidationError, where: str | None, loaded: Any, help: str = _VARS_HELP
+) -> ValidationError:
+    """``exc`` pointing at the ``varsFiles`` entry or ``instructionsFile`` that named the file."""
     if where is None or exc.diagnostics:
         return exc
     line, column = loaded.locate(where) or (None, None)
@@ -59,19 +67,25 @@ def _located(exc: ValidationError, where: str | None, loaded: Any) -> Validation
         line=line,
         column=column,
         path=where,
-        help="var files are UTF-8 YAML or JSON mappings of at most 1 MiB",
+        help=help,
     )
     return ValidationError(exc.message, diagnostics=[found])
 
 
-def _read(path: Path, capture: _Capture) -> JsonObject:
+def _counted(path: Path, capture: _Capture, what: str) -> bytes:
+    """The bytes of ``path``, counted against the capture's file and byte limits."""
     capture.count += 1
     if capture.count > MAX_FILES:
-        raise ValidationError(f"more than {MAX_FILES} var files in one run")
-    data = read_cli_file(path, "var file")
+        raise ValidationError(f"more than {MAX_FILES} var and instruction files in one run")
+    data = read_cli_file(path, what)
     capture.total += len(data)
     if capture.total > MAX_TOTAL_BYTES:
-        raise ValidationError(f"var files total more than {MAX_TOTAL_BYTES} bytes")
+        raise ValidationError(f"var and instruction files total more than {MAX_TOTAL_BYTES} bytes")
+    return data
+
+
+def _read(path: Path, capture: _Capture) -> JsonObject:
+    data = _counted(path, capture, "var file")
     value = parse_yaml(data, file=str(path)).value
     if not isinstance(value, dict):
         raise ValidationError(f"var file {path} must hold a mapping of variable names")
@@ -91,6 +105,30 @@ def _declared(loaded: Any, base: Path, capture: _Capture) -> None:
             capture.files[written] = _read(base / written, capture)
         except ValidationError as exc:
             raise _located(exc, where, loaded) from exc
+
+
+def _instructions(loaded: Any, base: Path, capture: _Capture) -> None:
+    """The text of every agent's ``instructionsFile`` (UTF-8, relative to the workflow)."""
+    from agentctl.core.compiler.instructions import declared_instruction_files
+
+    for where, written in declared_instruction_files(loaded.document):
+        if written in capture.instructions:
+            continue
+        path = base / written
+        try:
+            data = _counted(path, capture, "instruction file")
+            capture.instructions[written] = _utf8(data, path)
+        except ValidationError as exc:
+            raise _located(exc, where, loaded, _INSTRUCTIONS_HELP) from exc
+
+
+def _utf8(data: bytes, path: Path) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(
+            f"instruction file {path} is not UTF-8 text (byte {exc.start})"
+        ) from exc
 
 
 def var_pair(text: str) -> tuple[str, Any]:
@@ -115,12 +153,14 @@ def capture_vars(
 ) -> CapturedVars:
     """Read the var files ``loaded`` (the workflow at ``path``) declares, and the CLI layer."""
     capture = _Capture()
-    _declared(loaded, path.resolve().parent, capture)
+    base = path.resolve().parent
+    _declared(loaded, base, capture)
+    _instructions(loaded, base, capture)
     cli: JsonObject = {}
     for file in vars_files or []:
         cli.update(_read(file, capture))
     cli.update(var_pair(text) for text in var_pairs or [])
-    return CapturedVars(files=dict(capture.files), cli=cli)
+    return CapturedVars(files=dict(capture.files), cli=cli, instructions=capture.instructions)
 
 
 @dataclass(frozen=True)

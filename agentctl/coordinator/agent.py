@@ -31,13 +31,13 @@ from typing import Literal, Protocol
 
 from agentctl.coordinator import modelcalls
 from agentctl.coordinator.calls import AgentCall
-from agentctl.coordinator.steps import verdict
+from agentctl.coordinator.steps import RunningAgent, verdict
 from agentctl.core import jsonschema, registry
 from agentctl.core.evaluate import TaskFailure
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list, as_object
 from agentctl.core.mcp import LIST_OPERATION, listed_tool
 from agentctl.core.operations import BuildInput, Operation, RunContext
-from agentctl.core.plan import AgentConfig, PlannedTask
+from agentctl.core.plan import AgentConfig
 from agentctl.core.policy import Decision, decide
 from agentctl.core.pricing import price_for
 from agentctl.errors import PolicyDeniedError, RunFailedError
@@ -59,11 +59,13 @@ class Gateway(Protocol):
 class AgentRunner:
     """Runs one agent task attempt through a ``Gateway``."""
 
-    def __init__(self, task: PlannedTask, attempt: int, prompt: str, gateway: Gateway) -> None:
+    def __init__(self, step: RunningAgent, gateway: Gateway) -> None:
+        task = step.task
         assert task.agent_config is not None, f"agent task {task.id} carries no agent"
         self.task = task
-        self.attempt = attempt
-        self.prompt = prompt
+        self.attempt = step.attempt
+        self.prompt = step.prompt
+        self.instructions = step.instructions  # rendered for this task (``prepare``)
         self.gateway = gateway
         self.config: AgentConfig = task.agent_config
         self.agent: Mapping[str, JsonValue] = task.agent_config.agent
@@ -75,7 +77,7 @@ class AgentRunner:
 
     async def run(self) -> JsonValue:
         messages: list[JsonValue] = [
-            {"role": "system", "content": self.agent.get("instructions") or ""},
+            {"role": "system", "content": self.instructions},
             {"role": "user", "content": self.prompt},
         ]
         tool_calls = 0

@@ -415,7 +415,7 @@ class Driver:
     async def _run_agent(self, step: RunningAgent) -> Settled | AgentHeld:
         from agentctl.coordinator.agent import AgentRunner  # only a plan with agents loads it
 
-        runner = AgentRunner(step.task, step.attempt, step.prompt, self.gateway)
+        runner = AgentRunner(step, self.gateway)
         base = Settled(
             step.task, step.attempt, "succeeded", None, None, step.decision, step.input_digest
         )

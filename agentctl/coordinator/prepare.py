@@ -154,7 +154,8 @@ def _prepare_agent(
         output = preview.requires_execution(provider=provider)
         return Settled(task, attempt, "succeeded", output, decision=record)
     prompt = agent_prompt(ev.render_input(task, ctx))
-    return PendingAgent(task, attempt, prompt, decision=record)
+    instructions = ev.render_instructions(task, ctx)
+    return PendingAgent(task, attempt, prompt, instructions, decision=record)
 
 
 def resolved_input_digest(task: PlannedTask, ctx: ev.Context, view: ev.RuntimeView) -> str:

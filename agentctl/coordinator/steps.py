@@ -128,6 +128,7 @@ class PendingAgent:
     task: PlannedTask
     attempt: int
     prompt: str
+    instructions: str  # the agent's instructions, rendered for this task
     decision: JsonObject | None = None
     input_digest: str | None = None
     recorded: bool = False
@@ -140,6 +141,7 @@ class RunningAgent:
     task: PlannedTask
     attempt: int
     prompt: str
+    instructions: str
     decision: JsonObject | None = None
     input_digest: str | None = None
 
@@ -176,4 +178,6 @@ def started(step: PendingEffect) -> StartedEffect:
 
 def running(step: PendingAgent) -> RunningAgent:
     """The transition a committed ``running`` task row allows."""
-    return RunningAgent(step.task, step.attempt, step.prompt, step.decision, step.input_digest)
+    return RunningAgent(
+        step.task, step.attempt, step.prompt, step.instructions, step.decision, step.input_digest
+    )

@@ -90,6 +90,32 @@ def render_action_config(task: PlannedTask, ctx: Mapping[str, Any]) -> JsonObjec
     return rendered
 
 
+def render_instructions(task: PlannedTask, ctx: Mapping[str, Any]) -> str:
+    """The agent task's instructions, rendered against its context: they must come out as text
+    (an exact template of an object, say, fails the task instead of reaching a provider)."""
+    agent = task.agent_config.agent if task.agent_config is not None else {}
+    text = agent.get("instructions")
+    if not isinstance(text, str):
+        return ""
+    rendered = _guard(lambda: render(text, ctx), task)
+    if not isinstance(rendered, str):
+        raise TaskFailure(
+            f"task {task.id}: agent instructions must render to text; the exact template "
+            f"{text!r} gave a JSON {_JSON_TYPES.get(type(rendered), 'value')}"
+        )
+    return rendered
+
+
+_JSON_TYPES = {
+    dict: "object",
+    list: "array",
+    bool: "boolean",
+    int: "number",
+    float: "number",
+    type(None): "null",
+}
+
+
 def _guard(fn: Any, task: PlannedTask) -> Any:
     try:
         return fn()

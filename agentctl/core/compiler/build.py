@@ -10,7 +10,8 @@ Carried (outside every digest): an action task's normalized action definition an
 registry operation; an agent task's agent, provider and tool definitions, and ``model.<kind>``.
 
 Checked here per task: template reads against ``needs``, the ``with`` keys its action kind
-reads and the templates of its action's configuration (``actionchecks``).
+reads, the templates of its action's configuration (``actionchecks``) and of its agent's
+instructions (``instructions``).
 
 Invariant: the returned task is a draft (``position`` -1, no fingerprint); ``compile`` fixes
 both once the order is known.
@@ -24,6 +25,7 @@ from typing import Any
 from agentctl.core.compiler.actionchecks import check_action, check_with_keys
 from agentctl.core.compiler.capabilities import check_compensation
 from agentctl.core.compiler.diagnostics import Collector
+from agentctl.core.compiler.instructions import check_instructions
 from agentctl.core.compiler.ir import Env, Node
 from agentctl.core.compiler.memory import memory_writes
 from agentctl.core.compiler.references import (
@@ -57,7 +59,7 @@ def draft_task(node: Node, env: Env, graph: dict[str, Node], diags: Collector) -
     # Own copies: children of one expansion share their parent's definition dicts.
     with_ = _own_copy(_merged_with(node, action))
     vars_ = _own_copy(_merged_vars(node, env, agent))
-    _check_task(node, action, (with_, vars_), graph, diags)
+    _check_task(node, (action, agent), (with_, vars_), graph, diags)
     output_schema = None if kind in _AGGREGATES else _own_copy(task.get("outputSchema"))
     _check_output_schema(node, output_schema, diags)
     authored = kind in _AUTHORED
@@ -115,12 +117,14 @@ def _subworkflow(node: Node, env: Env) -> str | None:
 
 def _check_task(
     node: Node,
-    action: dict[str, Any] | None,
+    definitions: tuple[dict[str, Any] | None, dict[str, Any] | None],
     merged: tuple[Any, dict[str, Any]],
     graph: dict[str, Node],
     diags: Collector,
 ) -> None:
-    """Template reads of the merged ``with`` and vars, ``when``, and the action's own checks."""
+    """Template reads of the merged ``with`` and vars, ``when``, the action's own checks and
+    the agent's instructions (``definitions``: the task's action and agent, either None)."""
+    action, agent = definitions
     with_, vars_ = merged
     if node.kind not in _AGGREGATES:
         check_reads(node, with_, "with", graph, diags)
@@ -129,6 +133,9 @@ def _check_task(
     if action is not None:
         name = str(node.task["uses"]).removeprefix("action:")
         check_action(node, name, action, graph, diags)
+    if agent is not None:
+        name = str(node.task["uses"]).removeprefix("agent:")
+        check_instructions(node, (name, agent), graph, diags)
 
 
 def _carried(

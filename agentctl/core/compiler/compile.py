@@ -26,6 +26,7 @@ from agentctl.core.compiler.digests import (
     workflow_digest_and_text,
 )
 from agentctl.core.compiler.expand import RESERVED_VARS, expand_sources
+from agentctl.core.compiler.instructions import check_instruction_files
 from agentctl.core.compiler.ir import Env, Node
 from agentctl.core.compiler.memory import check_parallel_writes
 from agentctl.core.compiler.order import ancestors, find_cycle, stable_order
@@ -33,6 +34,7 @@ from agentctl.core.compiler.references import (
     check_agent_references,
     check_mcp_references,
     check_needs,
+    check_run_outputs,
     resolve_nodes,
 )
 from agentctl.core.compiler.requirements import plan_requirements
@@ -158,9 +160,12 @@ def _check_graph(
 def _check_document(
     doc: dict[str, Any], env: Env, graph: dict[str, Node], diags: Collector
 ) -> None:
-    """Checks of the document as a whole: captured variables, needs, agents, reserved names."""
+    """Checks of the document as a whole: captured variables and instruction files, needs, the
+    run's outputs, agents, reserved names."""
     check_captured(doc, env.variables, diags)
+    check_instruction_files(doc, env.variables, diags)
     check_needs(graph, diags)
+    check_run_outputs(env.spec.get("outputs"), graph, diags)
     check_agent_references(env, diags)
     check_mcp_references(env, graph, diags)
     check_agents(env, diags)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentctl.core import registry
+from agentctl.core.compiler.instructions import resolved_agents
 from agentctl.core.compiler.variables import CapturedVars
 
 SourceRole = Literal["task", "subworkflow_input", "subworkflow_output"]
@@ -124,13 +125,14 @@ class Env:
     @classmethod
     def of(cls, doc: dict[str, Any], variables: CapturedVars | None = None) -> Env:
         spec = doc["spec"]
+        variables = variables or CapturedVars()
         return cls(
             spec=spec,
             actions=spec.get("actions") or {},
-            agents=spec.get("agents") or {},
+            agents=resolved_agents(spec.get("agents") or {}, variables),
             providers=spec.get("providers") or {},
             tools=spec.get("tools") or {},
-            variables=variables or CapturedVars(),
+            variables=variables,
         )
 
     def action_of(self, node: Node) -> dict[str, Any] | None:

@@ -20,6 +20,7 @@ from agentctl.core.compiler.templating import (
     task_references,
     template_problem,
 )
+from agentctl.core.templates import TemplateError, find_references
 
 
 def resolve_nodes(nodes: list[Node], env: Env, diags: Collector) -> dict[str, Node]:
@@ -117,11 +118,13 @@ def check_when(node: Node, graph: dict[str, Node], diags: Collector) -> None:
     when = node.when
     if not isinstance(when, str):
         return
+    # A loop child's condition is its loop's guard: point at the `while` the user wrote.
+    where = "loop.while" if node.expansion == "loop" else "when"
     problem = condition_problem(when)
     if problem is not None:
-        diags.add("invalid_template", problem, f"{node.path}.when")
+        diags.add("invalid_template", problem, f"{node.path}.{where}")
         return
-    _unknown_reads(node, condition_tasks(when), "condition", "when", graph, diags)
+    _unknown_reads(node, condition_tasks(when), "condition", where, graph, diags)
 
 
 def _unknown_reads(
@@ -149,6 +152,41 @@ def check_templates(
             diags.add("invalid_template", problem, f"{node.path}.{where}")
             continue
         _unknown_reads(node, task_references(text), f"{where} template", where, graph, diags)
+
+
+def check_run_outputs(outputs: Any, graph: dict[str, Node], diags: Collector) -> None:
+    """``spec.outputs``: template syntax; every task read names a task of the plan (no needs
+    rule: the outputs render once every task is done); no ``vars`` read (variables are each
+    task's own, so the run's outputs have none)."""
+    if not isinstance(outputs, dict):
+        return
+    for key, value in outputs.items():
+        for text in iter_strings(value):
+            if OPEN in text or "}}" in text:
+                _check_output_text(text, f"spec.outputs.{key}", graph, diags)
+
+
+def _check_output_text(text: str, where: str, graph: dict[str, Node], diags: Collector) -> None:
+    try:
+        references = find_references(text)
+    except TemplateError as exc:
+        diags.add("invalid_template", f"spec.outputs: {exc}", where)
+        return
+    for ref in references:
+        if ref.root == "vars":
+            diags.add(
+                "invalid_template",
+                f"{where} reads `{ref.path}`, but the run's outputs have no variables",
+                where,
+                help="variables belong to tasks: pass the value through a task's output",
+            )
+        elif ref.task_id is not None and ref.task_id not in graph:
+            diags.add(
+                "missing_reference",
+                f"{where} reads unknown task `{ref.task_id}`",
+                where,
+                help="name a task of spec.tasks (an expanded task by its parent id)",
+            )
 
 
 def check_agent_references(env: Env, diags: Collector) -> None:

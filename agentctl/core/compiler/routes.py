@@ -17,6 +17,8 @@ from agentctl.core.compiler.references import check_reads
 from agentctl.core.compiler.templating import is_exact_template, template_problem
 from agentctl.core.plan import Route, RouteCase
 
+_EXPANDED = frozenset({"aggregate", "loop_aggregate", "subworkflow_output"})
+
 
 def compile_route(node: Node, graph: dict[str, Node], diags: Collector) -> Route:
     route: dict[str, Any] = node.task.get("route") or {}
@@ -85,9 +87,25 @@ def _check_destinations(
                 f"{node.path}.route",
             )
         elif node.id not in target.needs:
-            diags.add(
-                "schema_violation",
-                f"routed task `{destination}` must need its router `{node.id}`",
-                f"{target.path}.needs",
-                help=f"add {node.id} to the needs of {destination}",
-            )
+            _not_direct(node.id, destination, target, diags)
+
+
+def _not_direct(router: str, destination: str, target: Node, diags: Collector) -> None:
+    """A destination must need its router directly. An expanded task (foreach, matrix, loop,
+    sub-workflow) is an aggregate that needs its children, so it never does, even when the
+    task as written lists the router."""
+    if target.kind in _EXPANDED:
+        diags.add(
+            "schema_violation",
+            f"routed task `{destination}` expands into child tasks, so it cannot depend "
+            f"directly on its router `{router}`",
+            f"{target.path}",
+            help=f"route to a plain task that needs {router}, and let {destination} need it",
+        )
+        return
+    diags.add(
+        "schema_violation",
+        f"routed task `{destination}` must need its router `{router}`",
+        f"{target.path}.needs",
+        help=f"add {router} to the needs of {destination}",
+    )

@@ -29,10 +29,12 @@ RESERVED = ("foreachIndex", "matrix", "matrixIndex", "loopIndex", "loopPrevious"
 
 @dataclass(frozen=True)
 class CapturedVars:
-    """What the caller read before compiling: var files by declared path, and CLI vars."""
+    """What the caller read before compiling: var files by declared path, CLI vars, and the
+    text of each agent's ``instructionsFile`` by declared path (``instructions.py``)."""
 
     files: Mapping[str, JsonObject] = field(default_factory=dict)
     cli: JsonObject = field(default_factory=dict)
+    instructions: Mapping[str, str] = field(default_factory=dict)
 
 
 def _paths(holder: Any) -> list[str]:
@@ -88,15 +90,20 @@ def check_captured(doc: Mapping[str, Any], captured: CapturedVars, diags: Collec
     """Every declared file was captured; no file or CLI variable sets a reserved name."""
     for where, path in declared_files(doc):
         if path not in captured.files:
-            diags.add(
-                "schema_violation",
-                f"variable file {path!r} was not read before compiling",
-                where,
-                help="compile through the agentctl CLI, which reads declared var files first",
-            )
+            not_captured(f"variable file {path!r}", where, diags)
             continue
         _reserved(captured.files[path], f"variable file {path!r}", where, diags)
     _reserved(captured.cli, "the command line", None, diags)
+
+
+def not_captured(what: str, where: str, diags: Collector) -> None:
+    """A declared source file the caller did not read before compiling."""
+    diags.add(
+        "schema_violation",
+        f"{what} was not read before compiling",
+        where,
+        help="compile through the agentctl CLI, which reads declared files first",
+    )
 
 
 def _reserved(layer: Mapping[str, Any], what: str, where: str | None, diags: Collector) -> None:

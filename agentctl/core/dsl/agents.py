@@ -24,6 +24,7 @@ from pydantic import Field, field_validator, model_validator
 
 from agentctl.core import registry
 from agentctl.core.dsl.base import (
+    InstructionsFile,
     JsonObject,
     NonEmptyStr,
     Seconds,
@@ -70,12 +71,46 @@ class Provider(StrictModel):
                 help="set endpoint to your Azure OpenAI deployment URL",
             )
         if self.kind == "fake":
+            self._nothing_to_reach()
             return self
+        if self.endpoint is not None:
+            _check_endpoint(self.endpoint)
         if self.endpoint is None:
             self.endpoint = DEFAULT_ENDPOINTS[self.kind]
         if self.credential is None:
             self.credential = EnvSecret(env=CREDENTIAL_ENVS[self.kind])
         return self
+
+    def _nothing_to_reach(self) -> None:
+        """A fake provider answers in-process: an endpoint, credential or headers would never
+        be used (and would otherwise be checked against policy before the run)."""
+        unused = [k for k in ("endpoint", "credential", "headers") if k in given_keys(self)]
+        if unused:
+            raise rule_error(
+                "schema_violation",
+                f"a fake provider makes no requests: `{unused[0]}` would never be used",
+                at=unused[0],
+                key=True,
+                help="remove it, or give the provider a real kind",
+            )
+
+
+def _check_endpoint(endpoint: str) -> None:
+    """A provider endpoint is an absolute http(s) URL with a host (allowedSchemes ⊆ both)."""
+    scheme, sep, rest = endpoint.partition("://")
+    host = rest.split("/", 1)[0].rpartition("@")[2]
+    if (
+        not sep
+        or scheme.lower() not in ("https", "http")
+        or not host
+        or any(c.isspace() for c in endpoint)
+    ):
+        raise rule_error(
+            "schema_violation",
+            f"provider endpoint {endpoint!r} is not an absolute http(s) URL",
+            at="endpoint",
+            help="write the full URL, e.g. https://api.openai.com/v1/responses",
+        )
 
 
 class Reasoning(StrictModel):
@@ -99,7 +134,7 @@ class Agent(StrictModel):
     model: NonEmptyStr
     description: str | None = None
     instructions: str | None = None
-    instructions_file: NonEmptyStr | None = Field(None, alias="instructionsFile")
+    instructions_file: InstructionsFile | None = Field(None, alias="instructionsFile")
     vars: JsonObject = Field(default_factory=dict)
     vars_files: VarsFiles = Field(default_factory=list, alias="varsFiles")
     tools: list[str] = Field(default_factory=list)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -146,18 +147,55 @@ def _default_of(cls: type[BaseModel], name: str) -> Any:
     return cls.model_fields[name].get_default(call_default_factory=True)
 
 
-def _literal_path(value: str) -> str:
+# ``scheme://`` at the start: a URL, which a source-file field never fetches.
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _source_path_problem(value: str) -> str | None:
+    """Why ``value`` is not a literal local file path, or None (templates and URLs are not)."""
     if not value or "\0" in value or "${{" in value:
+        return "is not a literal file path"
+    if _URL.match(value):
+        return "is a URL; only local files are read"
+    return None
+
+
+def _literal_source(field: str, help: str) -> Callable[[str], str]:
+    """A validator of a source-file field (``field`` names it in the message)."""
+
+    def check(value: str) -> str:
+        problem = _source_path_problem(value)
+        if problem is None:
+            return value
+        raise rule_error("schema_violation", f"{field} {value!r} {problem}", help=help)
+
+    return check
+
+
+_literal_path = _literal_source(
+    "varsFiles entry", "write the path of a YAML or JSON file, relative to this workflow file"
+)
+_instructions_path = _literal_source(
+    "instructionsFile", "write the path of a UTF-8 text file, relative to this workflow file"
+)
+
+
+def _local_directory(value: str) -> str:
+    if _URL.match(value):
         raise rule_error(
             "schema_violation",
-            f"varsFiles entry {value!r} is not a literal file path",
-            help="write the path of a YAML or JSON file, relative to this workflow file",
+            f"{value!r} is a URL; policy roots are local directories",
+            help="write a directory path, relative to the workspace or absolute",
         )
     return value
 
 
-# ``varsFiles``: literal paths (never templates), at most 256 per list (spec/dsl.md §6.4).
+# A policy root (workspaceRoot, writableRoots, secretFileRoots): a local directory path.
+LocalDirectory = Annotated[str, AfterValidator(_local_directory)]
+# ``varsFiles``: literal paths (never templates or URLs), at most 256 per list (spec/dsl.md §6.4).
 VarsFiles = Annotated[list[Annotated[str, AfterValidator(_literal_path)]], Field(max_length=256)]
+# An agent's ``instructionsFile``: one literal local path, read before compiling.
+InstructionsFile = Annotated[str, Field(min_length=1), AfterValidator(_instructions_path)]
 
 # Common constrained scalars.
 NonEmptyStr = Annotated[str, Field(min_length=1)]

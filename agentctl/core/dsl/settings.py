@@ -18,6 +18,7 @@ from pydantic import Field, field_validator, model_validator
 
 from agentctl.core.dsl.base import (
     JsonObject,
+    LocalDirectory,
     NonEmptyStr,
     Seconds,
     StrictModel,
@@ -59,15 +60,17 @@ class NetworkPolicy(StrictModel):
 
 
 class Policy(StrictModel):
-    workspace_root: str = Field(".", alias="workspaceRoot")
-    writable_roots: list[str] = Field(default_factory=empty_list, alias="writableRoots")
+    workspace_root: LocalDirectory = Field(".", alias="workspaceRoot")
+    writable_roots: list[LocalDirectory] = Field(default_factory=empty_list, alias="writableRoots")
     environment_allowlist: list[str] = Field(
         default_factory=empty_list, alias="environmentAllowlist"
     )
     network_allowlist: list[str] = Field(default_factory=empty_list, alias="networkAllowlist")
     network: NetworkPolicy = Field(default_factory=NetworkPolicy.model_construct)
     process_allowlist: list[str] = Field(default_factory=empty_list, alias="processAllowlist")
-    secret_file_roots: list[str] = Field(default_factory=empty_list, alias="secretFileRoots")
+    secret_file_roots: list[LocalDirectory] = Field(
+        default_factory=empty_list, alias="secretFileRoots"
+    )
     secret_process_allowlist: list[str] = Field(
         default_factory=empty_list, alias="secretProcessAllowlist"
     )

@@ -224,7 +224,7 @@ def compensation_document(
 
     Every spec key of the source stays (actions, policy, providers, memory...), the tasks are
     the steps in plan order with no needs and ``failure: continue`` (a failed inverse must not
-    stop its siblings), and the run is sequential with no outputs. Compile it with
+    stop its siblings), the run is sequential with no outputs and no agents. Compile it with
     ``compile_workflow``; the compiler's stable order keeps the plan's reverse order.
     """
     document = copy.deepcopy(dict(source_document))
@@ -235,6 +235,9 @@ def compensation_document(
     runtime["maxConcurrency"] = 1
     spec["runtime"] = runtime
     spec["outputs"] = {}
+    # Only actions run: the agents (and the instruction files they name, read when the source
+    # run was compiled and not stored with it) are no part of a compensation run.
+    spec["agents"] = {}
     document["spec"] = spec
     return document
 
