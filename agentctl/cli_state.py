@@ -28,6 +28,18 @@ db_app = typer.Typer(
 )
 
 
+_HEX = frozenset("0123456789abcdef")
+
+
+def _digest(value: str) -> str:
+    """A digest argument as the store names blobs; anything else is bad input (exit 2), not
+    an artifact that could not be found."""
+    prefix, _, hexd = value.partition(":")
+    if prefix != "sha256" or len(hexd) != 64 or not _HEX.issuperset(hexd):
+        raise ValidationError(f"not an artifact digest: {value!r} (want sha256:<64 lowercase hex>)")
+    return value
+
+
 def _now() -> str:
     from agentctl.coordinator.clock import Clock
 
@@ -94,7 +106,7 @@ def artifacts_inspect_cmd(
 ) -> None:
     """One blob and every reference to it."""
     with _ledger(db, verify=False) as ledger:
-        data = ledger.inspect_artifact(digest).to_json()
+        data = ledger.inspect_artifact(_digest(digest)).to_json()
     deliver(Outcome("ArtifactInspection", data))
 
 
@@ -108,7 +120,7 @@ def artifacts_verify_cmd(
     if (digest is None) == (not all_):
         raise ValidationError("artifacts verify needs exactly one of DIGEST or --all")
     with _ledger(db) as ledger:
-        data = ledger.verify_artifacts(_now(), [digest] if digest is not None else None)
+        data = ledger.verify_artifacts(_now(), [_digest(digest)] if digest is not None else None)
     deliver(Outcome("ArtifactVerification", data))
 
 
@@ -123,7 +135,7 @@ def artifacts_export_cmd(
 ) -> None:
     """Copy a verified blob to DEST atomically (never through a symlink)."""
     with _ledger(db) as ledger:
-        data = ledger.export_artifact(digest, dest, overwrite)
+        data = ledger.export_artifact(_digest(digest), dest, overwrite)
     deliver(Outcome("ArtifactExport", data))
 
 

@@ -140,3 +140,30 @@ def test_the_older_effects_inspect_run_task_form_lists_the_effects(
     rc, one = _json(cli, "effects", "inspect", effect_id, "--db", "r.db")
     assert rc == 0 and one["kind"] == "EffectInspection"
     assert one["data"]["effect"]["effectId"] == effect_id
+
+
+def test_artifact_references_carry_the_logical_path_under_both_names(
+    cli: Cli, tmp_path: Path
+) -> None:
+    (tmp_path / "wf.yaml").write_text(WRITE, encoding="utf-8")
+    assert _json(cli, "run", "wf.yaml", "--db", "r.db")[0] == 0
+    [ref] = cli("--output", "json", "artifacts", "list", "--db", "r.db").data["references"]
+    assert ref["logicalPath"] == ref["path"] and ref["path"].endswith(".txt")
+    inspected = cli("--output", "json", "artifacts", "inspect", ref["digest"], "--db", "r.db")
+    assert [r["logicalPath"] for r in inspected.data["references"]] == [ref["path"]]
+
+
+@pytest.mark.parametrize("command", ["inspect", "verify", "export"])
+def test_a_malformed_digest_is_bad_input_not_a_missing_artifact(
+    cli: Cli, tmp_path: Path, command: str
+) -> None:
+    (tmp_path / "wf.yaml").write_text(WRITE, encoding="utf-8")
+    assert _json(cli, "run", "wf.yaml", "--db", "r.db")[0] == 0
+    extra = ["out.txt"] if command == "export" else []
+    for bad in ("sha256:zz", "md5:" + "0" * 64, "sha256:" + "A" * 64):
+        rc, refused = _json(cli, "artifacts", "--db", "r.db", command, bad, *extra)
+        assert rc == 2, refused
+        assert "not an artifact digest" in refused["error"]["message"]
+    assert not (tmp_path / "out.txt").exists()
+    missing = "sha256:" + "0" * 64  # well formed, stored nowhere: still not found (5)
+    assert _json(cli, "artifacts", "--db", "r.db", command, missing, *extra)[0] == 5

@@ -64,6 +64,7 @@ class ArtifactRefRecord:
             "taskId": self.task_id,
             "attempt": self.attempt,
             "path": self.logical_path,
+            "logicalPath": self.logical_path,  # the original's name for it; scripts read either
             "digest": self.digest,
             "mediaType": self.media_type,
             "sizeBytes": self.size_bytes,
