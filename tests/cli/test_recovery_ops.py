@@ -210,3 +210,42 @@ def test_automatic_compensation_after_failure(cli, tmp_path: Path) -> None:  # t
     runs = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"]
     assert [r["mode"] for r in runs] == ["compensation", "execute"]
     assert runs[0]["sourceRunId"] == runs[1]["runId"]
+
+
+VARS_COMPENSATED = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: comp-vars }
+spec:
+  varsFiles: [v.yaml]
+  vars: { greeting: hi }
+  policy: { approval: never, writableRoots: [out] }
+  actions:
+    save: { kind: builtin.write }
+  tasks:
+    - id: make
+      uses: action:save
+      vars: { note: undone }
+      with: { path: "${{ vars.target }}", content: "${{ vars.greeting }}" }
+      compensate:
+        uses: action:save
+        with: { path: "${{ vars.target }}", content: "${{ vars.note }} (${{ vars.extra }})" }
+"""
+
+
+def test_compensation_renders_the_source_tasks_variables(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # Var files, task vars and --var values were read when the source was compiled; the
+    # compensation run, compiled later from the stored document, renders with the same values.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "wf.yaml").write_text(VARS_COMPENSATED)
+    (ws / "v.yaml").write_text("target: out/made.txt\n")
+    db = tmp_path / "state" / "r.db"
+    run = cli("--output", "json", "run", "wf.yaml", "--db", str(db), "--var", 'extra="cli"', cwd=ws)
+    assert run.rc == 0, run.stderr
+    assert (ws / "out" / "made.txt").read_text() == "hi"
+    (ws / "v.yaml").unlink()  # nothing of the source's files is read again
+    done = cli("--output", "json", "compensate", run.data["runId"], "--db", str(db), cwd=ws)
+    assert done.rc == 0, done.stderr
+    assert done.data["compensatedTasks"] == ["make"]
+    assert (ws / "out" / "made.txt").read_text() == "undone (cli)"

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from agentctl.core.dsl.tasks import RESERVED_VARS
 from agentctl.core.plan import Plan, PlannedTask, RetryPolicy
 from agentctl.core.recovery.model import (
     TERMINAL_RUN_STATES,
@@ -64,6 +65,9 @@ class CompensationStep:
     retry: RetryPolicy
     timeout_seconds: int | None
     source_effect_ids: tuple[str, ...]
+    # The source task's merged variables (its var files' and the command line's included), so
+    # the inverse renders ``vars`` as the source task did; engine bindings are not carried.
+    vars: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -211,6 +215,7 @@ def _step(task: PlannedTask, effect_ids: list[str]) -> CompensationStep:
         retry=inverse.retry,
         timeout_seconds=inverse.timeout_seconds,
         source_effect_ids=tuple(effect_ids),
+        vars={k: copy.deepcopy(v) for k, v in task.vars.items() if k not in RESERVED_VARS},
     )
 
 
@@ -238,6 +243,10 @@ def compensation_document(
     # Only actions run: the agents (and the instruction files they name, read when the source
     # run was compiled and not stored with it) are no part of a compensation run.
     spec["agents"] = {}
+    # Var files were read when the source was compiled and are not stored with it: each step
+    # carries its source task's merged variables instead, and no step invokes a sub-workflow.
+    spec["varsFiles"] = []
+    spec["subworkflows"] = {}
     document["spec"] = spec
     return document
 
@@ -258,6 +267,8 @@ def _step_task(step: CompensationStep, keys: list[str]) -> dict[str, Any]:
             "uses": f"action:{step.action}",
             "needs": [],
             "with": copy.deepcopy(step.with_),
+            "vars": copy.deepcopy(step.vars),
+            "varsFiles": [],
             "retry": {"maxAttempts": step.retry.max_attempts, "backoffMs": step.retry.backoff_ms},
             "timeoutSeconds": step.timeout_seconds,
             "failure": "continue",
