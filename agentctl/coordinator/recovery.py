@@ -25,9 +25,10 @@ from agentctl.coordinator.creation import owner_identity, stored_plan
 from agentctl.core import recovery as rc
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.plan import Plan
+from agentctl.core.states import RunState, TaskState
 from agentctl.ledger.artifacts.refs import ArtifactRef, ArtifactRefRecord
 from agentctl.ledger.interface import RunLedger
-from agentctl.ledger.model import DerivedRun
+from agentctl.ledger.model import DerivedRun, SourceSnapshot
 from agentctl.ledger.runs import NewRun, RunRecord
 from agentctl.ledger.tasks import AuditSpec, TaskCompletion, TaskRecord
 
@@ -66,8 +67,16 @@ def load_source(ledger: RunLedger, run_ref: str) -> tuple[RunRecord, rc.SourceRu
         workflow_name=run.workflow_name,
         workflow_digest=run.workflow_digest,
         tasks=source_tasks,
+        parked=_parked(snap),
     )
     return run, view
+
+
+def _parked(snap: SourceSnapshot) -> bool:
+    """A running run no live coordinator drives, with a task waiting on an uncertain effect:
+    what the driver leaves behind when it settles a run as blocked (exit 4)."""
+    waiting = any(t.state == TaskState.WAITING_FOR_EFFECT for t in snap.tasks)
+    return snap.run.state == RunState.RUNNING and not snap.driven and waiting
 
 
 def _needs(plan: JsonValue) -> dict[str, tuple[str, ...]]:

@@ -199,6 +199,7 @@ def read_source(conn: Db, run_ref: str) -> SourceSnapshot:
         effects=tuple(effects.list_effects(conn, run.run_id)),
         reconciliations=tuple(reconcile.list_reconciliations(conn, run_id=run.run_id)),
         artifacts=tuple(list_refs(conn, run_id=run.run_id)),
+        driven=runs.has_live_owner(conn, run.run_id),
     )
 
 

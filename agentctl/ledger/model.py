@@ -127,6 +127,9 @@ class SourceSnapshot:
     effects: tuple[EffectRecord, ...]
     reconciliations: tuple[ReconciliationRecord, ...]
     artifacts: tuple[ArtifactRefRecord, ...]
+    # A live process holds the run's lease at the snapshot (``runs.has_live_owner``): a run
+    # being driven is no recovery source, whatever its tasks look like.
+    driven: bool
 
 
 # ------------------------------------------------------------------------- protocol steps

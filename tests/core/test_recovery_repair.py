@@ -117,6 +117,24 @@ def test_source_must_be_terminal() -> None:
     assert rules(plan) == ["source_not_terminal"] and not plan.compatible
 
 
+def test_a_parked_running_source_is_planned_by_its_closure_rules() -> None:
+    """A running run nothing drives, waiting on an uncertain effect, is a source; its
+    uncertain effect blocks as ``unreconciled_effect``, and not-applied frees it."""
+    waiting = with_task(
+        succeeded_run(base(), state="running"),
+        "d",
+        state="waiting_for_effect",
+        effects=(effect("d", status="uncertain"),),
+    )
+    assert rules(repair(waiting, base(), "d")) == ["source_not_terminal"]
+    parked = dataclasses.replace(waiting, parked=True)
+    assert rules(repair(parked, base(), "d")) == ["unreconciled_effect"]
+    cleared = with_task(
+        parked, "d", effects=(effect("d", status="uncertain", reconciliation="not_applied"),)
+    )
+    assert repair(cleared, base(), "d").compatible
+
+
 # --- roots ------------------------------------------------------------------------------------
 
 

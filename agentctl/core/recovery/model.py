@@ -67,7 +67,12 @@ class SourceTask:
 
 @dataclass(frozen=True)
 class SourceRun:
-    """A source run as recovery planning sees it: its identity and its tasks."""
+    """A source run as recovery planning sees it: its identity and its tasks.
+
+    ``parked``: the run is ``running`` but nothing drives it — no live coordinator holds its
+    lease and a task waits on an uncertain effect (the driver settled it so, exit 4). Retry and
+    repair take such a run like a terminal one; the caller decides it, since liveness is I/O.
+    """
 
     run_id: str
     mode: str
@@ -75,6 +80,7 @@ class SourceRun:
     workflow_name: str
     workflow_digest: str
     tasks: Mapping[str, SourceTask]  # by task id, source compiled order preserved
+    parked: bool = False
 
 
 @dataclass(frozen=True)

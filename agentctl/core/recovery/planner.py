@@ -172,12 +172,15 @@ def _run_blocks(source: SourceRun, verb: str) -> list[Block]:
                 "it replayed as the source",
             )
         )
-    if source.state not in TERMINAL_RUN_STATES:
+    # A parked run counts as settled: its uncertain effect then blocks as
+    # ``unreconciled_effect`` through the closure rules, like a terminal run's would.
+    if source.state not in TERMINAL_RUN_STATES and not source.parked:
         blocks.append(
             Block(
                 "",
                 "source_not_terminal",
-                f"run {source.run_id} is {source.state}; only a terminal run can be {verb} "
+                f"run {source.run_id} is {source.state}; only a terminal run, or a running run "
+                f"parked on an uncertain effect with no live coordinator, can be {verb} "
                 "(resume or cancel it first)",
             )
         )
