@@ -43,6 +43,11 @@ from agentctl.core.pricing import price_for
 from agentctl.errors import PolicyDeniedError, RunFailedError
 
 Message = JsonObject
+# Finishes that end a turn without a usable answer (spec/dsl.md §5: they fail the task).
+UNFINISHED = {
+    "max_tokens": "it stopped at maxOutputTokens (finish max_tokens)",
+    "refusal": "the model refused (finish refusal)",
+}
 
 
 class Gateway(Protocol):
@@ -81,10 +86,15 @@ class AgentRunner:
             {"role": "user", "content": self.prompt},
         ]
         tool_calls = 0
+        used: dict[str, int] = {}  # tokens the attempt's answers reported, for ``usageLimit``
         await self._list_mcp_tools()
         for _turn in range(_int(self.agent["maxTurns"])):
             reply = as_object(await self.gateway.perform(self._model_call(messages)))
-            if reply.get("finish") != "tool_calls":
+            self._check_usage_limit(used, as_object(reply.get("usage") or {}))
+            finish = reply.get("finish")
+            if finish in UNFINISHED:
+                raise TaskFailure(f"the model's answer is incomplete: {UNFINISHED[str(finish)]}")
+            if finish != "tool_calls":
                 return self._final(reply)
             requested = as_list(reply.get("toolCalls"))
             messages.append({"role": "assistant", "toolCalls": requested})
@@ -192,6 +202,26 @@ class AgentRunner:
         return dataclasses.replace(
             self._call(entry, called, rates=self.rates), policy=verdict(decision)
         )
+
+    def _check_usage_limit(self, used: dict[str, int], usage: JsonObject) -> None:
+        """Add one answer's tokens to the attempt's total; fail once it passes a limit.
+
+        The limit bounds the whole attempt (spec/dsl.md §8: checked after each response), so
+        a reused answer on resume counts again exactly as it did the first time.
+        """
+        limits = as_object(self.agent.get("usageLimit") or {})
+        for key, counter in (
+            ("maxInputTokens", "inputTokens"),
+            ("maxOutputTokens", "outputTokens"),
+        ):
+            got = usage.get(counter)
+            used[counter] = used.get(counter, 0) + (got if isinstance(got, int) else 0)
+            limit = limits.get(key)
+            if isinstance(limit, int) and used[counter] > limit:
+                raise TaskFailure(
+                    f"agent exceeded usageLimit.{key} ({limit}): its answers used "
+                    f"{used[counter]} {counter}"
+                )
 
     def _final(self, reply: JsonObject) -> JsonValue:
         text = str(reply.get("text") or "")

@@ -17,6 +17,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 
+from agentctl.core.canonical import canonical_json
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list, as_object
 from agentctl.core.operations import BuildInput, Built, Endpoint, ReachInput, pointer
 from agentctl.errors import PolicyDeniedError, RunFailedError
@@ -116,10 +117,14 @@ def shell_estimate(request: Mapping[str, JsonValue]) -> dict[str, int]:
 
 
 def agent_prompt(given: JsonValue) -> str:
-    """The user message: ``with.prompt`` when it is a string, else the JSON of ``with``."""
+    """The user message: ``with.prompt`` when it is a string, else the JSON text of ``with``.
+
+    The JSON text is compact, keys sorted, non-ASCII kept — the form the original's
+    serializer writes — so a fake agent's ``"fake: " + prompt`` answer is the same text.
+    """
     if isinstance(given, dict) and isinstance(given.get("prompt"), str):
         return str(given["prompt"])
-    return json.dumps(given, sort_keys=True, ensure_ascii=False)
+    return canonical_json(given)
 
 
 def build_model_call(b: BuildInput) -> Built:
