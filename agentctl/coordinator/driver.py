@@ -328,7 +328,7 @@ class Driver:
         """The step after its request committed, mirrored into the live state."""
         held = step.effect.needs_approval and not denied
         self._mirror(step.task.id, "waiting_for_approval" if held else "running", step.attempt)
-        if denied:  # the overrun is recorded, the effect left `requested` (never started)
+        if denied:  # the overrun is recorded; no effect row is
             error = f"task {step.task.id}: budget exceeded; nothing was dispatched"
             return Settled(step.task, step.attempt, "failed", error=error)
         if held:

