@@ -1,8 +1,7 @@
 """What a script written for the original sees when it recovers a run (spec/cli.md §5, §7).
 
 The CLI runs as a subprocess in a temporary directory, as such a script calls it: a resume that
-an unresolved effect refuses names the invocation's trace, and a request the budget refused is
-recorded — never started — so ``inspect`` shows what was refused.
+an unresolved effect refuses names the invocation's trace.
 """
 
 from __future__ import annotations
@@ -50,18 +49,3 @@ def test_a_finished_run_refuses_resume_with_a_trace(cli, write_workflow, tmp_pat
     assert again.rc == 4
     assert again.error["error"]["runId"] == run_id
     assert str(again.error["error"]["traceId"]).startswith("trace-")
-
-
-def test_a_refused_process_request_is_recorded_never_started(
-    cli, write_workflow, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
-    db = tmp_path / "r.db"
-    failed = cli("--output", "json", "run", str(write_workflow(OUTPUT_BUDGET)), "--db", str(db))
-    assert failed.rc == 4, failed.stderr
-    assert not (tmp_path / "marker.txt").exists()  # nothing was dispatched
-    data = cli("--output", "json", "inspect", failed.error["error"]["runId"], "--db", str(db)).data
-    assert data["run"]["state"] == "failed"
-    assert [(e["taskId"], e["status"]) for e in data["effects"]] == [("step", "requested")]
-    assert data["effects"][0]["startedAt"] is None
-    exceeded = data["budget"]["exceeded"]
-    assert exceeded["dimension"] == "processOutputBytes" and exceeded["limit"] == 100
