@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -101,3 +102,21 @@ def test_a_refused_ingest_keeps_the_file_the_other_ledger_names(
     owner = IngestOwner(None, None, "lease-refused")
     assert a.ingest_metered(src, T0, owner, lambda _conn, _size: False) is None
     assert b.blob_path(got.digest).read_bytes() == b"shared"
+
+
+def test_with_another_ledger_beside_a_fresh_unnamed_file_waits_out_the_grace(
+    pair: tuple[ArtifactStore, ArtifactStore],
+) -> None:
+    # Another ledger's writer may name a file in a transaction not yet committed (a large value
+    # is written so): only committed rows can be read, so a fresh file no ledger names stays.
+    a, _ = pair
+    fresh = a.blobs_dir / "cd" / ("cd" + "1" * 62)
+    old = a.blobs_dir / "cd" / ("cd" + "2" * 62)
+    fresh.parent.mkdir()
+    fresh.write_bytes(b"being written")
+    old.write_bytes(b"left long ago")
+    hours_ago = time.time() - 2 * 3600
+    os.utime(old, (hours_ago, hours_ago))
+    report = run_gc(a, LATER)["report"]
+    assert report["untrackedFiles"] == [f"sha256/cd/{old.name}"]
+    assert fresh.exists() and not old.exists()

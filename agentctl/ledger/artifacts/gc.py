@@ -57,9 +57,11 @@ def _candidates(conn: Db, before: str, now: str) -> list[tuple[str, int]]:
 
 def _untracked(store: ArtifactStore, conn: Db, shared: SiblingBlobs) -> list[Path]:
     tracked = {str(r[0]) for r in conn.execute("SELECT digest FROM artifact_blobs")}
-    # On PostgreSQL other writers run beside this transaction: a blob file whose row has not
-    # committed yet is recent, so only files older than the grace period count as untracked.
-    cutoff = time.time() - UNTRACKED_GRACE_S if dialect_of(conn) == "postgresql" else None
+    # On PostgreSQL other writers run beside this transaction, and other SQLite ledgers in the
+    # directory commit on their own: a blob file whose row has not committed yet is recent, so
+    # then only files older than the grace period count as untracked.
+    concurrent = dialect_of(conn) == "postgresql" or shared.others > 0
+    cutoff = time.time() - UNTRACKED_GRACE_S if concurrent else None
     return sorted(
         f
         for sub in store.blobs_dir.iterdir()

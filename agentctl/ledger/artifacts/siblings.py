@@ -14,7 +14,10 @@ Invariants:
   count as named: when in doubt a file is kept, since a kept file costs disk space and a
   removed one loses another ledger's bytes;
 - a SQLite file without an ``artifact_blobs`` table (another program's, or a ledger older than
-  the artifact store) names nothing.
+  the artifact store) names nothing;
+- only committed rows are seen: another ledger's writer may be about to name a file (a large
+  value's blob is written inside its transaction), so a file no ledger names is collected
+  only once it is old (``gc.UNTRACKED_GRACE_S``) whenever other ledgers share the store.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ class SiblingBlobs:
 
     digests: frozenset[str]
     unreadable: tuple[Path, ...]
+    others: int = 0  # how many other ledgers share the store (read or not)
 
     def names(self, digest: str) -> bool:
         """Whether another ledger may still need the blob ``digest``'s file."""
@@ -95,13 +99,16 @@ def sibling_blobs(root: Path, own: Path | None) -> SiblingBlobs:
         return SiblingBlobs(frozenset(), (root.parent,))
     digests: set[str] = set()
     unreadable: list[Path] = []
+    read = 0
     for path in entries:
         if _same_file(path, own) or not _may_be_ledger(path):
             continue
         try:
             digests |= _digests_of(path)
+            read += 1
         except sqlite3.Error:
             unreadable.append(path)
-    if not digests and not unreadable:
+    others = len(unreadable) + read
+    if not others:
         return NONE
-    return SiblingBlobs(frozenset(digests), tuple(unreadable))
+    return SiblingBlobs(frozenset(digests), tuple(unreadable), others)

@@ -206,7 +206,9 @@ class ArtifactStore:
                 return granted, not granted and get_blob(conn, digest) is None
 
             granted, unnamed = self.ledger.run_write(txn)
-            if unnamed and not self.siblings().names(digest):
+            # Only bytes this ingest put there, and no other ledger names: a file found in
+            # place may be another ledger's, committed or about to be.
+            if unnamed and known is None and not self.siblings().names(digest):
                 self.blob_path(digest).unlink(missing_ok=True)
             if not granted:
                 return None
