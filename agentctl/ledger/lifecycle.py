@@ -91,11 +91,28 @@ def claim_for_resume_txn(conn: Db, run_ref: str, owner: Owner, now: str) -> runs
             "(cancel it to drop it); resume continues only running or paused runs",
             run_id=run.run_id,
         )
+    _refuse_superseded(conn, run.run_id)
     runs.acquire_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now)
     # A started effect with a durable remote handle lost only its observer: it stays started
     # and the resumed drive observes the same remote work (ledger.remote).
     effects.mark_uncertain_txn(conn, run.run_id, now, keep=remote.CONTINUABLE)
     return run
+
+
+def _refuse_superseded(conn: Db, run_id: str) -> None:
+    """A run parked on an uncertain effect that a repair or retry already took as its source
+    is not driven again: its closure's work would run in both runs (docs/operations.md §7)."""
+    row = conn.execute(
+        "SELECT run_id, mode FROM runs WHERE source_run_id = ? AND mode IN ('repair', 'retry')"
+        " ORDER BY created_at LIMIT 1",
+        (run_id,),
+    ).fetchone()
+    if row is not None:
+        raise InvalidOperationError(
+            f"run {run_id} was taken over by {row[1]} run {row[0]}; resuming it as well would "
+            "run that work twice (inspect or resume the derived run instead)",
+            run_id=run_id,
+        )
 
 
 def raise_cancel_flag_txn(conn: Db, run_ref: str, now: str) -> str:

@@ -115,8 +115,12 @@ def test_a_parked_run_is_a_source_after_reconciliation(cli, tmp_path: Path, how)
     assert done.data["executedTasks"] == ["s", "c"]
     assert _marker(ws) == ["a", "s", "s", "c"]
     _assert_fresh_effect(cli, db, done.data["runId"], effect)
-    # The source is left as it was: still parked, still resumable.
+    # The source is left as it was, but it is not driven again: its work was taken over.
     assert _inspect(cli, db, source)["run"]["state"] == "running"
+    again = cli("--output", "json", "resume", source, "--db", str(db), cwd=ws)
+    assert again.rc == 4, again.stderr
+    assert f"taken over by {verb} run {done.data['runId']}" in again.error["error"]["message"]
+    assert _marker(ws) == ["a", "s", "s", "c"]  # nothing ran a second time
 
 
 def test_a_parked_run_with_a_live_owner_is_refused(cli, ledger_target, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
