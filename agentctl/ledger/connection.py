@@ -288,6 +288,7 @@ class Database:
 
     @property
     def database_file(self) -> Path | None:
+        """This ledger's own file: the store's other ledgers are the files beside it."""
         return self.path
 
     def run_write(self, body: Callable[[sqlite3.Connection], T]) -> T:

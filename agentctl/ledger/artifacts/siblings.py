@@ -77,8 +77,9 @@ def _same_file(a: Path, b: Path | None) -> bool:
 
 def _digests_of(path: Path) -> frozenset[str]:
     """The digests ``path``'s ``artifact_blobs`` names; raises ``sqlite3.Error`` when it cannot
-    be read."""
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+    be read. The wait is short: this runs under the store lock, and a ledger that stays busy
+    only counts as unreadable (every file kept)."""
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=0.5)
     try:
         has_table = conn.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'artifact_blobs'"
