@@ -18,6 +18,12 @@ Invariants:
 - only committed rows are seen: another ledger's writer may be about to name a file (a large
   value's blob is written inside its transaction), so a file no ledger names is collected
   only once it is old (``gc.UNTRACKED_GRACE_S``) whenever other ledgers share the store.
+
+Known limit (kept): a blob this ledger collects (its row unreachable, its file old) whose very
+bytes another ledger's open transaction has just decided to reuse (a large value equal to it,
+found in place and so not written again) can still go, in the milliseconds before that
+transaction commits; the other ledger then names a missing file and its ``artifacts verify``
+says so (exit 5). Closing it needs every writer of every ledger under the store lock.
 """
 
 from __future__ import annotations
