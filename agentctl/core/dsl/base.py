@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -160,24 +159,30 @@ def _source_path_problem(value: str) -> str | None:
     return None
 
 
-def _literal_source(field: str, help: str) -> Callable[[str], str]:
-    """A validator of a source-file field (``field`` names it in the message)."""
-
-    def check(value: str) -> str:
-        problem = _source_path_problem(value)
-        if problem is None:
-            return value
-        raise rule_error("schema_violation", f"{field} {value!r} {problem}", help=help)
-
-    return check
+def _source_file(value: str, field: str, help: str) -> str:
+    """``value`` when it names a local source file; else a ``schema_violation`` naming
+    ``field`` (the validators below are module functions: the stored schema pickles them by
+    name, ``cli_schemacache``)."""
+    problem = _source_path_problem(value)
+    if problem is None:
+        return value
+    raise rule_error("schema_violation", f"{field} {value!r} {problem}", help=help)
 
 
-_literal_path = _literal_source(
-    "varsFiles entry", "write the path of a YAML or JSON file, relative to this workflow file"
-)
-_instructions_path = _literal_source(
-    "instructionsFile", "write the path of a UTF-8 text file, relative to this workflow file"
-)
+def _literal_path(value: str) -> str:
+    return _source_file(
+        value,
+        "varsFiles entry",
+        "write the path of a YAML or JSON file, relative to this workflow file",
+    )
+
+
+def _instructions_path(value: str) -> str:
+    return _source_file(
+        value,
+        "instructionsFile",
+        "write the path of a UTF-8 text file, relative to this workflow file",
+    )
 
 
 def _local_directory(value: str) -> str:
