@@ -28,15 +28,12 @@ db_app = typer.Typer(
 )
 
 
-_HEX = frozenset("0123456789abcdef")
-
-
 def _digest(value: str) -> str:
-    """A digest argument as the store names blobs; anything else is bad input (exit 2), not
-    an artifact that could not be found."""
-    prefix, _, hexd = value.partition(":")
-    if prefix != "sha256" or len(hexd) != 64 or not _HEX.issuperset(hexd):
-        raise ValidationError(f"not an artifact digest: {value!r} (want sha256:<64 lowercase hex>)")
+    """A digest argument, checked before the ledger is opened: a malformed one is bad input
+    (exit 2), not an artifact that could not be found."""
+    from agentctl.ledger.artifacts.store import hex_of
+
+    hex_of(value)
     return value
 
 

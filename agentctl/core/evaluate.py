@@ -90,6 +90,17 @@ def render_action_config(task: PlannedTask, ctx: Mapping[str, Any]) -> JsonObjec
     return rendered
 
 
+# The JSON type a rendered value has, for messages.
+_JSON_TYPES = {
+    dict: "object",
+    list: "array",
+    bool: "boolean",
+    int: "number",
+    float: "number",
+    type(None): "null",
+}
+
+
 def render_instructions(task: PlannedTask, ctx: Mapping[str, Any]) -> str:
     """The agent task's instructions, rendered against its context: they must come out as text
     (an exact template of an object, say, fails the task instead of reaching a provider)."""
@@ -104,16 +115,6 @@ def render_instructions(task: PlannedTask, ctx: Mapping[str, Any]) -> str:
             f"{text!r} gave a JSON {_JSON_TYPES.get(type(rendered), 'value')}"
         )
     return rendered
-
-
-_JSON_TYPES = {
-    dict: "object",
-    list: "array",
-    bool: "boolean",
-    int: "number",
-    float: "number",
-    type(None): "null",
-}
 
 
 def _guard(fn: Any, task: PlannedTask) -> Any:

@@ -33,23 +33,27 @@ class Reader(Protocol):
     def path(self) -> str: ...
 
 
-def declared_instruction_files(doc: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-    """``(dotted path of the instructionsFile, path as written)`` of every agent that has one."""
-    agents = (doc.get("spec") or {}).get("agents") or {}
+def _instruction_files(agents: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """``(agent name, path as written)`` of every agent with an ``instructionsFile``."""
     for name, agent in agents.items():
         written = agent.get("instructionsFile") if isinstance(agent, dict) else None
         if isinstance(written, str):
-            yield f"spec.agents.{name}.instructionsFile", written
+            yield name, written
+
+
+def declared_instruction_files(doc: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """``(dotted path of the instructionsFile, path as written)`` of every agent that has one."""
+    for name, written in _instruction_files((doc.get("spec") or {}).get("agents") or {}):
+        yield f"spec.agents.{name}.instructionsFile", written
 
 
 def resolved_agents(agents: Mapping[str, Any], captured: CapturedVars) -> dict[str, Any]:
     """``agents`` with each captured ``instructionsFile`` read into ``instructions`` (copies:
     the document itself is never changed)."""
     resolved = dict(agents)
-    for name, agent in agents.items():
-        written = agent.get("instructionsFile") if isinstance(agent, dict) else None
-        if isinstance(written, str) and written in captured.instructions:
-            resolved[name] = {**agent, "instructions": captured.instructions[written]}
+    for name, written in _instruction_files(agents):
+        if written in captured.instructions:
+            resolved[name] = {**agents[name], "instructions": captured.instructions[written]}
     return resolved
 
 

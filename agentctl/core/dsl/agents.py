@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import re
 from typing import Any, Literal, Self
+from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
 from agentctl.core import registry
+from agentctl.core.dburl import url_scheme
 from agentctl.core.dsl.base import (
     InstructionsFile,
     JsonObject,
@@ -97,12 +99,10 @@ class Provider(StrictModel):
 
 def _check_endpoint(endpoint: str) -> None:
     """A provider endpoint is an absolute http(s) URL with a host (allowedSchemes ⊆ both)."""
-    scheme, sep, rest = endpoint.partition("://")
-    host = rest.split("/", 1)[0].rpartition("@")[2]
+    parts = urlsplit(endpoint)
     if (
-        not sep
-        or scheme.lower() not in ("https", "http")
-        or not host
+        url_scheme(endpoint) not in ("https", "http")
+        or not parts.hostname
         or any(c.isspace() for c in endpoint)
     ):
         raise rule_error(

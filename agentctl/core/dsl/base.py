@@ -20,6 +20,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
 from agentctl.core import jsonschema
+from agentctl.core.dburl import url_scheme
 
 IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -146,15 +147,11 @@ def _default_of(cls: type[BaseModel], name: str) -> Any:
     return cls.model_fields[name].get_default(call_default_factory=True)
 
 
-# ``scheme://`` at the start: a URL, which a source-file field never fetches.
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
-
-
 def _source_path_problem(value: str) -> str | None:
     """Why ``value`` is not a literal local file path, or None (templates and URLs are not)."""
     if not value or "\0" in value or "${{" in value:
         return "is not a literal file path"
-    if _URL.match(value):
+    if url_scheme(value) is not None:  # a source-file field never fetches
         return "is a URL; only local files are read"
     return None
 
@@ -186,7 +183,7 @@ def _instructions_path(value: str) -> str:
 
 
 def _local_directory(value: str) -> str:
-    if _URL.match(value):
+    if url_scheme(value) is not None:
         raise rule_error(
             "schema_violation",
             f"{value!r} is a URL; policy roots are local directories",

@@ -31,7 +31,13 @@ from pathlib import Path
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.crashpoints import CrashPoint, crash_point
-from agentctl.errors import InvalidOperationError, LockTimeoutError, NotFoundError, PersistenceError
+from agentctl.errors import (
+    InvalidOperationError,
+    LockTimeoutError,
+    NotFoundError,
+    PersistenceError,
+    ValidationError,
+)
 from agentctl.ledger.artifacts.refs import ArtifactRef, get_blob, list_blobs, record_ingest_txn
 from agentctl.ledger.artifacts.siblings import SiblingBlobs, sibling_blobs
 from agentctl.ledger.rows import shift_ts
@@ -81,9 +87,13 @@ def fsync_dir(path: Path) -> None:
 
 
 def hex_of(digest: str) -> str:
+    """The hex part of an artifact digest; anything not ``sha256:<64 lowercase hex>`` is bad
+    input (exit 2), never a blob that could not be found."""
     prefix, _, hexd = digest.partition(":")
     if prefix != "sha256" or len(hexd) != 64 or any(c not in "0123456789abcdef" for c in hexd):
-        raise InvalidOperationError(f"not an artifact digest: {digest!r} (want sha256:<64 hex>)")
+        raise ValidationError(
+            f"not an artifact digest: {digest!r} (want sha256:<64 lowercase hex>)"
+        )
     return hexd
 
 
