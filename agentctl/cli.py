@@ -281,7 +281,8 @@ def _needs_groups(args: list[str]) -> bool:
 
 
 def run_app(args: list[str], settings: Settings) -> Outcome | int:
-    """The command's outcome (rendered later by ``cli_main``), or the exit code of a help page.
+    """The command's outcome (rendered later by ``cli_main``), or the exit code of a help page
+    (``-h``/``--help``: 0; a missing command is a usage error, exit 2).
 
     ``args`` is the command line without its global flags, which ``settings`` holds.
     """
@@ -303,8 +304,7 @@ def run_app(args: list[str], settings: Settings) -> Outcome | int:
     except Delivered as done:
         return done.outcome
     except click_exc.NoArgsIsHelpError as exc:
-        sys.stdout.write(exc.ctx.get_help() + "\n" if exc.ctx else "")
-        return 0
+        raise _missing_command(exc.ctx, settings) from exc
     except click_exc.UsageError as exc:
         raise ValidationError(_usage_message(exc)) from exc
     except typer.Abort as exc:
@@ -312,6 +312,16 @@ def run_app(args: list[str], settings: Settings) -> Outcome | int:
     if result == 130:  # typer swallows KeyboardInterrupt into a silent 130; our commands
         raise KeyboardInterrupt  # never return a code, so say that it was an interrupt
     return result if isinstance(result, int) else 0
+
+
+def _missing_command(ctx: Any, settings: Settings) -> ValidationError:
+    """No command, or a group without its subcommand: a usage error (exit 2), as in the
+    original, so a script that forgot a word fails instead of reading help as success.
+    In human mode the usage page goes to stderr first; ``-h``/``--help`` stay exit 0."""
+    path = ctx.command_path if ctx is not None else "agentctl"
+    if settings.output == "human" and ctx is not None:
+        sys.stderr.write(ctx.get_help() + "\n\n")
+    return ValidationError(f"missing command: '{path}' needs one (see '{path} --help')")
 
 
 def _usage_message(exc: Any) -> str:

@@ -1,0 +1,92 @@
+"""What scripts written for the original agentctl read from our output, run unchanged.
+
+Each test is one shape its public acceptance scenarios (``xtask/src/acceptance.rs``) or its
+CLI rely on, where we once printed something else:
+
+- an effect record carries the original's ``request`` object (``/data/effects/0/request/id``,
+  scenarios 28 and 41), next to our flat keys (spec/cli.md §1);
+- a blob record carries ``referenceCount`` (scenario 6: ``/data/blob/referenceCount`` is 1);
+- the human ``inspect`` of a repaired run has the tokens ``source=RUN``, ``reused=T,…`` and
+  ``executed=T,…`` (scenario 26 greps them);
+- a missing command (``agentctl``, a bare group) is a usage error, exit 2 (clap's), not a help
+  page with exit 0; ``-h``/``--help`` still print help with exit 0;
+- a budget refusal of an action names the dimension and its limit, as an agent call's does.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Cli, CliResult
+
+# A file write (recorded as an artifact) after a pure step.
+WRITE = """apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: writer }
+spec:
+  actions: { save: { kind: builtin.write }, put: { kind: builtin.assign } }
+  policy: { writableRoots: [out], approval: never }
+  tasks:
+    - { id: first, uses: "action:put", with: { v: 1 } }
+    - { id: save, uses: "action:save", needs: [first], with: { path: out/report.txt, content: hi } }
+"""
+
+# `second` fails until ok.flag exists; `third` needs it.
+REPAIRABLE = """apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: repairable }
+spec:
+  policy: { approval: never, processAllowlist: [sh] }
+  actions:
+    put: { kind: builtin.assign }
+    check: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "test -f ok.flag"] }
+  tasks:
+    - { id: first, uses: "action:put", with: { v: 1 } }
+    - { id: second, uses: "action:check", needs: [first] }
+    - { id: third, uses: "action:put", needs: [second], with: { v: 3 } }
+"""
+
+# The budget cannot hold the process's combined output limit: refused before dispatch.
+OVER_BUDGET = """apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: capped }
+spec:
+  runtime: { budgets: { maxProcessOutputBytes: 100 } }
+  policy: { approval: never, processAllowlist: [sh] }
+  actions: { step: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "echo ran"] } }
+  tasks: [{ id: step, uses: "action:step" }]
+"""
+
+
+#
+def _ok(done: CliResult) -> dict:  # type: ignore[type-arg]
+    assert done.rc == 0, (done.stdout, done.stderr)
+    return done.data  # type: ignore[no-any-return]
+
+
+def _run(cli: Cli, tmp_path: Path, text: str, rc: int = 0) -> str:
+    (tmp_path / "wf.yaml").write_text(text, encoding="utf-8")
+    done = cli("--output", "json", "run", "wf.yaml", "--db", "s/r.db")
+    assert done.rc == rc, (done.stdout, done.stderr)
+    return str(done.data["runId"] if rc == 0 else done.error["error"]["runId"])
+
+
+@pytest.mark.parametrize("words", [(), ("effects",), ("approvals",), ("db", "encryption")])
+def test_a_missing_command_is_a_usage_error(cli: Cli, words: tuple[str, ...]) -> None:
+    path = " ".join(("agentctl", *words))
+    human = cli(*words)
+    assert human.rc == 2 and human.stdout == ""
+    assert f"Usage: {path} [OPTIONS] COMMAND" in human.stderr  # the usage page, on stderr
+    assert f"error: missing command: '{path}'" in human.stderr
+    as_json = cli("--output", "json", *words)
+    assert as_json.rc == 2 and as_json.stdout == ""
+    error = json.loads(as_json.stderr)
+    assert error["ok"] is False and error["error"]["exitCode"] == 2
+    assert f"'{path} --help'" in error["error"]["message"]
+    # Asking for help is no error: the same page on stdout, exit 0.
+    for flag in ("-h", "--help"):
+        asked = cli(*words, flag)
+        assert asked.rc == 0 and asked.stdout.startswith(f"Usage: {path} "), asked.stderr
