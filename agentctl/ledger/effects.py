@@ -105,8 +105,10 @@ class EffectRecord:
     completed_at: str | None
     trace_id: str | None
     confirmed: bool
+    format_version: int = ROW_FORMAT_VERSION
 
     def to_json(self) -> JsonObject:
+        """Our flat keys (spec/cli.md §1) and, under ``request``, the original's request object."""
         return {
             "effectId": self.effect_id,
             "runId": self.run_id,
@@ -121,12 +123,34 @@ class EffectRecord:
             "idempotencyKey": self.idempotency_key,
             "status": self.status,
             "confirmed": self.confirmed,
-            "request": self.request,
+            "request": self.request_json(),
             "result": self.result,
             "error": self.error,
             "requestedAt": self.requested_at,
             "startedAt": self.started_at,
             "completedAt": self.completed_at,
+            "traceId": self.trace_id,
+        }
+
+    def request_json(self) -> JsonObject:
+        """The effect as requested, under the original's names: a script written for it reads
+        ``effects[0].request.id``. ``input`` is the request payload; ``expectedEffect`` is the
+        effect class, as the approval rows record it (nothing else describes it)."""
+        return {
+            "formatVersion": self.format_version,
+            "id": self.effect_id,
+            "runId": self.run_id,
+            "taskId": self.task_id,
+            "attempt": self.attempt,
+            "ordinal": self.ordinal,
+            "operation": self.operation,
+            "effectClass": self.effect_class,
+            "risk": self.risk,
+            "idempotency": self.idempotency,
+            "idempotencyKey": self.idempotency_key,
+            "inputDigest": self.input_digest,
+            "input": self.request,
+            "expectedEffect": self.effect_class,
             "traceId": self.trace_id,
         }
 
@@ -153,6 +177,7 @@ def _effect(conn: Db, row: Row) -> EffectRecord:
         completed_at=row["completed_at"],
         trace_id=row["trace_id"],
         confirmed=bool(row["confirmed"]),
+        format_version=int(row["format_version"]),
     )
 
 

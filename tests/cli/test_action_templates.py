@@ -48,7 +48,7 @@ def test_foreach_children_of_a_shell_action_differ(cli: Cli, tmp_path: Path) -> 
     assert (tmp_path / "out" / "x.txt").read_text() == "for x"
     assert (tmp_path / "out" / "y.txt").read_text() == "for y"
     effects = cli("--output", "json", "effects", "list", done.data["runId"], "--db", "db.sqlite")
-    recorded = {e["taskId"]: e["request"] for e in effects.data["effects"]}
+    recorded = {e["taskId"]: e["request"]["input"] for e in effects.data["effects"]}
     say = [recorded[k] for k in sorted(recorded) if k.startswith("say--")]
     assert [r["args"] for r in say] == [["hello ada", "0"], ["hello lin; echo pwned", "1"]]
     env = [recorded[k]["env"] for k in sorted(recorded) if k.startswith("env--")]

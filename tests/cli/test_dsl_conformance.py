@@ -46,7 +46,11 @@ def _system_messages(cli: Cli, run: CliResult) -> list[str]:
     """The system message of every model call the run recorded."""
     inspected = cli("--output", "json", "inspect", run.data["runId"], "--db", "db.sqlite")
     effects = inspected.data["effects"]
-    return [e["request"]["messages"][0]["content"] for e in effects if e["effectClass"] == "model"]
+    return [
+        e["request"]["input"]["messages"][0]["content"]
+        for e in effects
+        if e["effectClass"] == "model"
+    ]
 
 
 def _refused(cli: Cli, tmp_path: Path, wf: str, command: str = "run") -> dict[str, Any]:

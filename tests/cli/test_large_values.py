@@ -83,7 +83,10 @@ def test_a_large_write_grows_the_ledger_by_small_rows_only(cli: Cli, tmp_path: P
     assert shown.data["run"]["inputs"] == {"body": body}
     assert shown.data["run"]["output"]["copy"]["after"] == body
     effects = cli("--output", "json", "effects", "list", ran.data["runId"], "--db", "s/r.db")
-    assert [e["request"]["content"] == body for e in effects.data["effects"]] == [True, True]
+    assert [e["request"]["input"]["content"] == body for e in effects.data["effects"]] == [
+        True,
+        True,
+    ]
 
 
 def test_after_a_crash_templates_and_replay_see_the_stored_content(

@@ -171,7 +171,7 @@ def test_an_agent_uses_an_mcp_tool_in_a_turn(cli: Cli, tmp_path: Path, server: N
     assert tool_call["output"]["structuredContent"] == {"words": 3}
     # The second model call saw the tool's result.
     second = cli("--output", "json", "effects", "inspect", seen["effects"][3]["effectId"])
-    messages = second.data["effect"]["request"]["messages"]
+    messages = second.data["effect"]["request"]["input"]["messages"]
     assert messages[-1]["role"] == "tool"
     assert messages[-1]["content"]["structuredContent"] == {"words": 3}
 
@@ -331,7 +331,7 @@ def test_headers_come_from_allowlisted_env_and_are_never_recorded(
     finally:
         guarded.kill()
     seen = _inspect(cli, done.data["runId"])
-    recorded = seen["effects"][0]["request"]["headers"]["X-Notes-Token"]
+    recorded = seen["effects"][0]["request"]["input"]["headers"]["X-Notes-Token"]
     assert recorded["source"] == "env:NOTES_TOKEN" and len(recorded["sha256"]) == 64
     ledger = ledger_target.contents(tmp_path / ".agentctl" / "runtime.db")
     assert done.data["runId"] in ledger and TOKEN not in ledger

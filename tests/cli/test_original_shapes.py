@@ -61,7 +61,6 @@ spec:
 """
 
 
-#
 def _ok(done: CliResult) -> dict:  # type: ignore[type-arg]
     assert done.rc == 0, (done.stdout, done.stderr)
     return done.data  # type: ignore[no-any-return]
@@ -72,6 +71,31 @@ def _run(cli: Cli, tmp_path: Path, text: str, rc: int = 0) -> str:
     done = cli("--output", "json", "run", "wf.yaml", "--db", "s/r.db")
     assert done.rc == rc, (done.stdout, done.stderr)
     return str(done.data["runId"] if rc == 0 else done.error["error"]["runId"])
+
+
+def test_an_effect_record_carries_the_originals_request_object(cli: Cli, tmp_path: Path) -> None:
+    run_id = _run(cli, tmp_path, WRITE)
+    db = ("--db", "s/r.db")
+    [inspected] = _ok(cli("--output", "json", "inspect", run_id, *db))["effects"]
+    [listed] = _ok(cli("--output", "json", "effects", "list", run_id, *db))["effects"]
+    effect_id = inspected["effectId"]
+    one = _ok(cli("--output", "json", "effects", "inspect", effect_id, *db))["effect"]
+    for record in (inspected, listed, one):
+        request = record["request"]
+        # The original's names, filled from the row; our flat keys stay (spec/cli.md §1).
+        assert request["id"] == record["effectId"] == effect_id
+        assert request["runId"] == run_id and request["taskId"] == record["taskId"] == "save"
+        assert request["effectClass"] == record["effectClass"] == "workspace_mutate"
+        assert request["operation"] == record["operation"]
+        assert (request["attempt"], request["ordinal"]) == (record["attempt"], record["ordinal"])
+        assert request["risk"] == record["risk"]
+        assert request["idempotency"] == record["idempotency"]
+        assert request["idempotencyKey"] == effect_id
+        assert request["inputDigest"] == record["inputDigest"]
+        assert request["traceId"] == record["traceId"]
+        assert request["formatVersion"] == 1
+        # The request payload is the original's ``input``.
+        assert request["input"]["path"] == "out/report.txt"
 
 
 @pytest.mark.parametrize("words", [(), ("effects",), ("approvals",), ("db", "encryption")])

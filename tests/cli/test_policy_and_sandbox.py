@@ -229,7 +229,7 @@ def test_env_secret_never_reaches_disk_or_output(
             assert secret.encode() not in path.read_bytes(), path
     assert secret not in ledger_target.contents(db)  # PostgreSQL's rows, or the file again
     effect = next(e for e in shown.data["effects"] if e["taskId"] == "leak")
-    assert effect["request"]["env"]["TOKEN"]["source"] == "env:DEPLOY_TOKEN"
+    assert effect["request"]["input"]["env"]["TOKEN"]["source"] == "env:DEPLOY_TOKEN"
 
 
 def test_runaway_output_is_stopped_and_the_coordinator_stays_small(
@@ -378,7 +378,7 @@ def test_file_and_process_secret_references(kind: str, cli, write_workflow, tmp_
             assert secret.encode() not in path.read_bytes(), path
     shown = cli("--output", "json", "inspect", done.data["runId"], "--db", str(db))
     [effect] = shown.data["effects"]
-    assert effect["request"]["env"]["TOKEN"]["source"].startswith(kind + ":")
+    assert effect["request"]["input"]["env"]["TOKEN"]["source"].startswith(kind + ":")
     assert secret not in shown.stdout
 
 
