@@ -98,6 +98,22 @@ def test_an_effect_record_carries_the_originals_request_object(cli: Cli, tmp_pat
         assert request["input"]["path"] == "out/report.txt"
 
 
+def test_a_blob_record_counts_its_references(cli: Cli, tmp_path: Path) -> None:
+    run_id = _run(cli, tmp_path, WRITE)
+    db = ("--db", "s/r.db")
+    listed = _ok(cli("--output", "json", "artifacts", "list", "--run", run_id, *db))
+    [blob] = listed["blobs"]
+    assert blob["referenceCount"] == 1
+    inspected = _ok(cli("--output", "json", "artifacts", "inspect", blob["digest"], *db))
+    assert inspected["blob"]["referenceCount"] == 1 == len(inspected["references"])
+    # A replay references the same blob again: the count is read, not assumed.
+    _ok(cli("--output", "json", "replay", run_id, *db))
+    again = _ok(cli("--output", "json", "artifacts", "inspect", blob["digest"], *db))
+    assert again["blob"]["referenceCount"] == 2 == len(again["references"])
+    [every] = _ok(cli("--output", "json", "artifacts", "list", *db))["blobs"]
+    assert every["referenceCount"] == 2
+
+
 @pytest.mark.parametrize("words", [(), ("effects",), ("approvals",), ("db", "encryption")])
 def test_a_missing_command_is_a_usage_error(cli: Cli, words: tuple[str, ...]) -> None:
     path = " ".join(("agentctl", *words))

@@ -80,6 +80,7 @@ class BlobRecord:
     size_bytes: int
     created_at: str
     last_verified_at: str | None
+    reference_count: int  # task references to it (``artifact_refs`` rows), as the original counts
 
     def to_json(self) -> JsonObject:
         return {
@@ -87,6 +88,7 @@ class BlobRecord:
             "sizeBytes": self.size_bytes,
             "createdAt": self.created_at,
             "lastVerifiedAt": self.last_verified_at,
+            "referenceCount": self.reference_count,
         }
 
 
@@ -155,7 +157,16 @@ def _blob(row: Row) -> BlobRecord:
         size_bytes=row["size_bytes"],
         created_at=row["created_at"],
         last_verified_at=row["last_verified_at"],
+        reference_count=int(row["reference_count"]),
     )
+
+
+# A blob row with its reference count, counted in the same read (one statement on both
+# backends; ``artifact_refs_by_digest`` makes each count an index probe).
+_SELECT_BLOBS = (
+    "SELECT b.*, (SELECT COUNT(*) FROM artifact_refs r WHERE r.digest = b.digest)"
+    " AS reference_count FROM artifact_blobs b"
+)
 
 
 def list_refs(
@@ -176,15 +187,13 @@ def list_refs(
 
 
 def list_blobs(conn: Db, digests: Sequence[str] | None = None) -> list[BlobRecord]:
-    rows = fetch_all(conn, "SELECT * FROM artifact_blobs ORDER BY digest", (), "artifact blob")
+    rows = fetch_all(conn, f"{_SELECT_BLOBS} ORDER BY b.digest", (), "artifact blob")
     wanted = None if digests is None else set(digests)
     return [_blob(r) for r in rows if wanted is None or r["digest"] in wanted]
 
 
 def get_blob(conn: Db, digest: str) -> BlobRecord | None:
-    rows = fetch_all(
-        conn, "SELECT * FROM artifact_blobs WHERE digest = ?", (digest,), "artifact blob"
-    )
+    rows = fetch_all(conn, f"{_SELECT_BLOBS} WHERE b.digest = ?", (digest,), "artifact blob")
     return _blob(rows[0]) if rows else None
 
 
