@@ -156,11 +156,31 @@ def _lineage_lines(report: RunReport, width: int) -> list[str]:
         found.append(f"parent {run.parent_run_id}")
     if run.source_run_id:
         found.append(f"source {run.source_run_id}")
+    found += _reuse_tokens(report, width)
     for child in report.children():
         line, what = f"child  {child.run_id}", f"({child.mode}, {child.state})"
         fits = LABEL + len(line) + 1 + len(what) <= width
         found += [f"{line} {what}"] if fits else [line, f"       {what}"]
     return found or ["(first of its lineage, nothing derived from it)"]
+
+
+def _reuse_tokens(report: RunReport, width: int) -> list[str]:
+    """A derived run's ``source=RUN reused=T,… executed=T,…``: the original's tokens, which
+    its scripts grep; ``-`` for an empty list. Wrapped only between tokens, never inside one."""
+    run = report.inspection.run
+    source = run.source_run_id or run.parent_run_id
+    if not source:
+        return []
+    tasks = report.inspection.tasks
+
+    def named(disposition: str) -> str:
+        return ",".join(t.task_id for t in tasks if t.disposition == disposition) or "-"
+
+    text = f"source={source} reused={named('reused')} executed={named('executed')}"
+    wrap = textwrap.TextWrapper(
+        width - LABEL, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+    )
+    return wrap.wrap(text)
 
 
 def _budget_lines(report: RunReport, width: int) -> list[str]:

@@ -114,6 +114,26 @@ def test_a_blob_record_counts_its_references(cli: Cli, tmp_path: Path) -> None:
     assert every["referenceCount"] == 2
 
 
+def test_human_inspect_of_a_repair_has_the_originals_lineage_tokens(
+    cli: Cli, tmp_path: Path
+) -> None:
+    source = _run(cli, tmp_path, REPAIRABLE, rc=4)
+    (tmp_path / "ok.flag").write_text("", encoding="utf-8")
+    db = ("--db", "s/r.db")
+    repair = ("repair", "wf.yaml", source, "--from", "second", *db)
+    repaired = _ok(cli("--output", "json", *repair))["runId"]
+    view = cli("inspect", repaired, *db, "--output", "human", "--color", "never")
+    assert view.rc == 0, view.stderr
+    tokens = view.stdout.split()
+    assert f"source={source}" in tokens
+    assert "reused=first" in tokens
+    assert "executed=second,third" in tokens
+    assert f"source {source}" in view.stdout  # what was there stays
+    # A first run has no lineage tokens.
+    plain = cli("inspect", source, *db, "--color", "never")
+    assert plain.rc == 0 and "reused=" not in plain.stdout
+
+
 @pytest.mark.parametrize("words", [(), ("effects",), ("approvals",), ("db", "encryption")])
 def test_a_missing_command_is_a_usage_error(cli: Cli, words: tuple[str, ...]) -> None:
     path = " ".join(("agentctl", *words))
