@@ -16,7 +16,8 @@ Invariants:
   private, loopback, link-local, CGNAT, documentation, multicast or reserved (unless
   ``allowPrivate``); an IPv6 address carrying an IPv4 one (mapped, 6to4, NAT64) is judged as
   that IPv4 address; an empty answer is a ``DnsError`` (exit 6);
-- a refusal is a ``NetworkPolicyError`` (exit 3) naming the policy key that refused it.
+- a refusal is a ``NetworkPolicyError`` (exit 3) that says "network address is not
+  authorized" (the original's words) and then names the policy key that refused it.
 """
 
 from __future__ import annotations
@@ -89,6 +90,15 @@ def host_allowed(host: str, allowlist: tuple[str, ...]) -> bool:
     return False
 
 
+# The original's words for every egress denial, which its scripts match; our reason follows.
+DENIED = "network address is not authorized"
+
+
+def refused(reason: str) -> NetworkPolicyError:
+    """The denial of a destination: the original's phrase, then the rule that refused it."""
+    return NetworkPolicyError(f"{DENIED}: {reason}")
+
+
 def url_target(
     url: str, allowlist: tuple[str, ...], schemes: tuple[str, ...], ports: tuple[int, ...]
 ) -> Target:
@@ -96,25 +106,23 @@ def url_target(
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS or scheme not in schemes:
-        raise NetworkPolicyError(
+        raise refused(
             f"egress to {scheme or '(no scheme)'}:// is not in policy.network.allowedSchemes"
         )
     if parts.username is not None or parts.password is not None:
-        raise NetworkPolicyError("egress URLs may not carry userinfo (user:password@)")
+        raise refused("egress URLs may not carry userinfo (user:password@)")
     host = (parts.hostname or "").rstrip(".")
     if not host:
-        raise NetworkPolicyError(f"egress URL {url!r} has no host")
+        raise refused(f"egress URL {url!r} has no host")
     if not host_allowed(host, allowlist):
-        raise NetworkPolicyError(f"egress host {host!r} is not in policy.networkAllowlist")
+        raise refused(f"egress host {host!r} is not in policy.networkAllowlist")
     try:
         port = parts.port or DEFAULT_PORTS[scheme]
     except ValueError as exc:
-        raise NetworkPolicyError(f"egress URL {url!r} has an invalid port") from exc
+        raise refused(f"egress URL {url!r} has an invalid port") from exc
     allowed = ports or (DEFAULT_PORTS[scheme],)
     if port not in allowed:
-        raise NetworkPolicyError(
-            f"egress port {port} of {host!r} is not in policy.network.allowedPorts"
-        )
+        raise refused(f"egress port {port} of {host!r} is not in policy.network.allowedPorts")
     return Target(scheme, host, port)
 
 
@@ -194,7 +202,7 @@ def checked_addresses(host: str, answer: Iterable[str], policy: EgressPolicy) ->
         for address in addresses:
             category = classify(address)
             if category is not None:
-                raise NetworkPolicyError(
+                raise refused(
                     f"egress host {host!r} resolves to {address} ({category}); "
                     "set policy.network.allowPrivate to allow it"
                 )

@@ -58,6 +58,8 @@ def _refused_before_state(done: CliResult, ws: Path, code: int, *words: str) -> 
     assert not (ws / ".agentctl").exists()
 
 
+ORIGINAL_WORDS = "network address is not authorized"
+
 DENIED = {
     # localhost reaches the same server, but the allowlist names 127.0.0.1 only.
     "host outside the allowlist": (
@@ -80,7 +82,8 @@ def test_a_denied_provider_endpoint_exits_3_before_any_state(
     edits, words = DENIED[case]
     wf = _openai(tmp_path, server, **edits)
     done = cli("--output", "json", "run", str(wf), env=KEY)
-    _refused_before_state(done, tmp_path, 3, "provider main", *words)
+    # The original's words (its acceptance scenario 44 matches them), then our reason.
+    _refused_before_state(done, tmp_path, 3, "provider main", ORIGINAL_WORDS, *words)
     assert server.seen == []
 
 
