@@ -286,9 +286,9 @@ class Driver:
         now = self.clock.now()
         after = self._staged_commit(now)
         batch = model.RequestBatch(self.rs.run_id, rows, now, self.trace_id, after)
-        denied = await self.store.record_requests(batch)
+        denied = {d.task_id: d for d in await self.store.record_requests(batch)}
         self.staged = Staged()  # only once it committed: a failed commit is retried on exit
-        moved = {id(step): self._recorded(step, step.task.id in denied) for step in fresh}
+        moved = {id(step): self._recorded(step, denied.get(step.task.id)) for step in fresh}
         kinds = {type(s) for s in moved.values()}
         if HeldForApproval in kinds:
             crash_point(CrashPoint.AFTER_REQUESTED)  # held for approval: requested, not started
@@ -324,12 +324,16 @@ class Driver:
             step.task.id, state, step.attempt, new, eff.budget, eff.approval_reason
         )
 
-    def _recorded(self, step: PendingEffect, denied: bool) -> Step:
+    def _recorded(self, step: PendingEffect, denied: model.BudgetDenial | None) -> Step:
         """The step after its request committed, mirrored into the live state."""
-        held = step.effect.needs_approval and not denied
+        held = step.effect.needs_approval and denied is None
         self._mirror(step.task.id, "waiting_for_approval" if held else "running", step.attempt)
-        if denied:  # the overrun is recorded; no effect row is
-            error = f"task {step.task.id}: budget exceeded; nothing was dispatched"
+        if denied is not None:  # the overrun is recorded, no effect row; say which limit
+            error = (
+                f"task {step.task.id}: budget exceeded: {denied.dimension} (limit {denied.limit},"
+                f" would reach {denied.attempted}) before {step.effect.operation};"
+                " nothing was dispatched"
+            )
             return Settled(step.task, step.attempt, "failed", error=error)
         if held:
             return HeldForApproval(step.task, step.attempt, step.effect)

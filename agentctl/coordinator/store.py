@@ -35,6 +35,7 @@ from agentctl.ledger.held_calls import CallGate, GatedCall
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import (
     BatchCommit,
+    BudgetDenial,
     CallRecord,
     CancelRun,
     EffectOutcome,
@@ -130,7 +131,7 @@ class Store:
     async def settle_run(self, settle: SettleRun) -> None:
         await self._run(lambda: self.ledger.settle_run(settle))
 
-    async def record_requests(self, batch: RequestBatch) -> tuple[str, ...]:
+    async def record_requests(self, batch: RequestBatch) -> tuple[BudgetDenial, ...]:
         return await self._run_short(lambda: self.ledger.record_requests(batch))
 
     async def start_tasks(self, batch: TaskStartBatch) -> None:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from agentctl.ledger.model import (
         ApprovalDecision,
         BatchCommit,
+        BudgetDenial,
         CallRecord,
         CancelRun,
         CompensatedPair,
@@ -90,6 +91,7 @@ _HOME: dict[str, str] = {
     "AuditEvent": "agentctl.ledger.audit",
     "AuditSpec": "agentctl.ledger.tasks",
     "BatchCommit": "agentctl.ledger.model",
+    "BudgetDenial": "agentctl.ledger.model",
     "BlobRecord": "agentctl.ledger.artifacts.refs",
     "BudgetSnapshot": "agentctl.ledger.budget",
     "CallRecord": "agentctl.ledger.model",
@@ -175,6 +177,7 @@ __all__ = [
     "AuditSpec",
     "BatchCommit",
     "BlobRecord",
+    "BudgetDenial",
     "BudgetSnapshot",
     "CallRecord",
     "CancelRun",

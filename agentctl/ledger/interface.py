@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from agentctl.ledger.model import (
         ApprovalDecision,
         BatchCommit,
+        BudgetDenial,
         CallRecord,
         CancelRun,
         DerivedRun,
@@ -158,9 +159,10 @@ class RunLedger(Protocol):
 
     # ---------------------------------------------------------------- the effect protocol
 
-    def record_requests(self, batch: RequestBatch) -> tuple[str, ...]:
+    def record_requests(self, batch: RequestBatch) -> tuple[BudgetDenial, ...]:
         """Tasks → running, effects requested (+ started, or paused for approval), budgets
-        reserved; returns the tasks whose reservation the budget denied."""
+        reserved; returns the tasks whose reservation the budget denied, each with the
+        dimension and limit it would have exceeded."""
         ...
 
     def start_tasks(self, batch: TaskStartBatch) -> None:

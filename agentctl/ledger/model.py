@@ -160,6 +160,30 @@ class RequestBatch:
 
 
 @dataclass(frozen=True)
+class BudgetDenial:
+    """A task of a ``RequestBatch`` whose reservation the budget refused: nothing was recorded
+    for it but the overrun — which dimension, its limit, what the reservation would reach."""
+
+    task_id: str
+    dimension: str
+    limit: int | None
+    attempted: int | None
+
+    @classmethod
+    def of(cls, task_id: str, exceeded: JsonObject | None) -> BudgetDenial:
+        """From the budget's ``{dimension, limit, attempted}`` record (None: not known)."""
+        found = exceeded or {}
+
+        def number(key: str) -> int | None:
+            value = found.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+        return cls(
+            task_id, str(found.get("dimension", "unknown")), number("limit"), number("attempted")
+        )
+
+
+@dataclass(frozen=True)
 class TaskStart:
     """A task that records its own effects as it goes (an agent) moving to running."""
 

@@ -43,6 +43,7 @@ from agentctl.ledger.migrations import MigrationResult
 from agentctl.ledger.model import (
     ApprovalDecision,
     BatchCommit,
+    BudgetDenial,
     CallRecord,
     CancelRun,
     DerivedRun,
@@ -207,7 +208,7 @@ class LedgerService(ABC):
 
     # ---------------------------------------------------------------- the effect protocol
 
-    def record_requests(self, batch: RequestBatch) -> tuple[str, ...]:
+    def record_requests(self, batch: RequestBatch) -> tuple[BudgetDenial, ...]:
         return self._tx.run_write(lambda conn: steps.record_requests_txn(conn, batch))
 
     def start_tasks(self, batch: TaskStartBatch) -> None:

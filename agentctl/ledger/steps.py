@@ -37,6 +37,7 @@ from agentctl.core.states import can_transition_task
 from agentctl.ledger.audit import AuditBuffer, flush_audits_txn
 from agentctl.ledger.model import (
     BatchCommit,
+    BudgetDenial,
     CallRecord,
     CompensatedPair,
     EffectOutcome,
@@ -118,14 +119,15 @@ def _to_running_txn(
     )
 
 
-def record_requests_txn(conn: Db, batch: RequestBatch) -> tuple[str, ...]:
+def record_requests_txn(conn: Db, batch: RequestBatch) -> tuple[BudgetDenial, ...]:
     """The previous batch's completions (``batch.after``) first, then tasks → running, effects
-    → requested, budgets reserved, and one checkpoint; returns the denied task ids."""
+    → requested, budgets reserved, and one checkpoint; returns the budget's denials."""
     buffer = AuditBuffer()  # the transaction's events, written in one call before its end
     # The carried outcomes' budget settlements ride in the first reservation's counters write.
     later = budget.SettleLater()
     committed = _carried_txn(conn, batch.after, buffer, later)
-    denied = [r.task_id for r in batch.rows if not _request_one_txn(conn, batch, r, buffer, later)]
+    found = (_request_one_txn(conn, batch, r, buffer, later) for r in batch.rows)
+    denied = [d for d in found if d is not None]
     task_ids = [r.task_id for r in batch.rows]
     budget.write_settled_txn(conn, later, batch.now)
     flush_audits_txn(conn, batch.run_id, buffer, batch.now)
@@ -166,8 +168,8 @@ def _checkpoint_txn(
 
 def _request_one_txn(
     conn: Db, batch: RequestBatch, row: RequestRow, buffer: AuditBuffer, later: budget.SettleLater
-) -> bool:
-    """One task to running with its effect requested; False when the budget denied it."""
+) -> BudgetDenial | None:
+    """One task to running with its effect requested; the denial when the budget refused it."""
     run_id, now, trace_id = batch.run_id, batch.now, batch.trace_id
     start = (row.task_id, row.from_state, row.attempt)
     _to_running_txn(conn, run_id, start, now, trace_id, buffer)
@@ -183,7 +185,7 @@ def _request_one_txn(
             later=later,
         )
         if not outcome.granted:  # the overrun is recorded; no effect row is
-            return False
+            return BudgetDenial.of(row.task_id, outcome.exceeded)
     # DESIGN.md §8 fast path: the request still commits before anything executes, but
     # `requested` and `started` share this one transaction (one row, both events audited).
     held = row.approval_reason is not None
@@ -191,7 +193,7 @@ def _request_one_txn(
     if held:
         flush_audits_txn(conn, run_id, buffer, now)
         _pause_for_approval_txn(conn, run_id, row, now, trace_id)
-    return True
+    return None
 
 
 def _pause_for_approval_txn(

@@ -150,3 +150,20 @@ def test_a_missing_command_is_a_usage_error(cli: Cli, words: tuple[str, ...]) ->
     for flag in ("-h", "--help"):
         asked = cli(*words, flag)
         assert asked.rc == 0 and asked.stdout.startswith(f"Usage: {path} "), asked.stderr
+
+
+def test_a_budget_refusal_of_an_action_names_the_dimension_and_limit(
+    cli: Cli, tmp_path: Path
+) -> None:
+    (tmp_path / "wf.yaml").write_text(OVER_BUDGET, encoding="utf-8")
+    done = cli("--output", "json", "run", "wf.yaml", "--db", "s/r.db")
+    assert done.rc == 4, (done.stdout, done.stderr)
+    message = done.error["error"]["message"]
+    # What it said before stays ("budget exceeded"); the limit that refused it follows.
+    assert "budget exceeded: processOutputBytes (limit 100, would reach " in message
+    assert "before builtin.shell.exec; nothing was dispatched" in message
+    shown = _ok(cli("--output", "json", "inspect", done.error["error"]["runId"], "--db", "s/r.db"))
+    [task] = shown["tasks"]
+    assert "budget exceeded: processOutputBytes (limit 100" in task["error"]
+    assert shown["budget"]["exceeded"]["dimension"] == "processOutputBytes"
+    assert shown["effects"] == []

@@ -14,6 +14,7 @@ from agentctl.errors import AgentctlError, InvalidOperationError, NotFoundError,
 from agentctl.ledger import (
     ApprovalDecision,
     BatchCommit,
+    BudgetDenial,
     CallRecord,
     CancelRun,
     EffectOutcome,
@@ -51,7 +52,7 @@ def _effect(task: str, *, approval: bool = False, attempt: int = 1) -> NewEffect
     )
 
 
-def _request(ledger: RunLedger, *rows: RequestRow) -> tuple[str, ...]:
+def _request(ledger: RunLedger, *rows: RequestRow) -> tuple[BudgetDenial, ...]:
     return ledger.record_requests(RequestBatch("run-1", rows, ts(1), "trace-1"))
 
 
@@ -75,7 +76,8 @@ def test_requested_and_started_commit_together_with_the_reservation(ledger: Sqli
 
 def test_budget_denial_records_no_effect(ledger: SqliteLedger) -> None:
     rows = [RequestRow(t, "pending", 1, _effect(t), {"toolCalls": 1}) for t in ("a", "b", "c")]
-    assert _request(ledger, *rows) == ("c",)
+    # The denial says which limit refused the task, as a value (never a message to parse).
+    assert _request(ledger, *rows) == (BudgetDenial("c", "toolCalls", 2, 3),)
     assert [e.task_id for e in ledger.list_effects("run-1").effects] == ["a", "b"]
 
 
