@@ -25,6 +25,7 @@ Invariants:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Mapping
 from typing import Literal, Protocol
@@ -41,6 +42,7 @@ from agentctl.core.plan import AgentConfig
 from agentctl.core.policy import Decision, decide
 from agentctl.core.pricing import price_for
 from agentctl.errors import PolicyDeniedError, RunFailedError
+from agentctl.ledger.sessions import ProviderTurn
 
 Message = JsonObject
 # Finishes that end a turn without a usable answer (spec/dsl.md §5: they fail the task).
@@ -201,8 +203,9 @@ class AgentRunner:
         model = str(self.agent.get("model"))
         self.rates = price_for(self.gateway.context.pricing, name, self.config.provider_kind, model)
         called = modelcalls.ResolvedCall(built.recorded, request, built.secrets)
+        turn = ProviderTurn(name, self.config.provider_kind, model)
         return dataclasses.replace(
-            self._call(entry, called, rates=self.rates), policy=verdict(decision)
+            self._call(entry, called, rates=self.rates), policy=verdict(decision), turn=turn
         )
 
     def _add_usage(self, usage: JsonObject) -> None:
@@ -291,7 +294,7 @@ class AgentRunner:
         call_ref = f"{self.task.id}:{self.attempt}:{call_id}"
         declared = {**tool, "name": name}
         call = self._call(entry, built, declared=declared, tool_call_id=call_ref)
-        call = dataclasses.replace(call, policy=verdict(decision))
+        call = dataclasses.replace(call, policy=verdict(decision), provider_call_id=call_id)
         if approval is not None:
             capability = tool.get("capability")
             call = dataclasses.replace(
@@ -300,8 +303,9 @@ class AgentRunner:
                 agent=self.task.agent,
                 capability=str(capability) if capability is not None else entry.policy_name,
             )
-        result = await self.gateway.perform(call)
-        return entry.shape(args, as_object(result)) if entry.shape is not None else result
+        if entry.shape is not None:
+            call = dataclasses.replace(call, shape=functools.partial(entry.shape, args))
+        return call.shaped(await self.gateway.perform(call))
 
 
 def _with_listing(name: str, tool: JsonObject, listing: JsonValue) -> JsonObject:
