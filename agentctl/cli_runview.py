@@ -249,6 +249,19 @@ def _effect_rows(report: RunReport) -> list[list[str]]:
     return rows
 
 
+def _session_lines(report: RunReport, settings: Settings) -> list[str]:
+    """Each agent attempt's provider session (none: no section, a run without agents)."""
+    rows = []
+    for ps in report.inspection.provider_sessions:
+        tokens = f"{ps.usage.get('inputTokens', 0)}/{ps.usage.get('outputTokens', 0)}"
+        where = f"{ps.provider} ({ps.model})" if ps.model else ps.provider
+        rows.append([ps.task_id, str(ps.attempt), where, ps.status, str(ps.calls), tokens])
+    if not rows:
+        return []
+    heads = ["task", "attempt", "provider", "status", "calls", "tokens in/out"]
+    return ["", "provider sessions", *text_table(heads, rows, settings, 3, (0, 3))]
+
+
 def _errors(report: RunReport, width: int) -> list[str]:
     failed = [t for t in report.inspection.tasks if t.error]
     if not failed:
@@ -314,6 +327,7 @@ def inspect_text(report: RunReport, db: str, settings: Settings) -> str:
     heads = ["effect", "task", "operation", "status", "took", "reconciled"]
     lines += ["", "effects"]
     lines += text_table(heads, effects, settings, 3, (0, 1, 3)) if effects else ["  (none)"]
+    lines += _session_lines(report, settings)
     lines += attention(report, db, width)
     return "\n".join(lines) + "\n"
 

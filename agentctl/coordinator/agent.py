@@ -25,6 +25,7 @@ Invariants:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Mapping
 from typing import Literal, Protocol
@@ -41,6 +42,7 @@ from agentctl.core.plan import AgentConfig
 from agentctl.core.policy import Decision, decide
 from agentctl.core.pricing import price_for
 from agentctl.errors import PolicyDeniedError, RunFailedError
+from agentctl.ledger.sessions import ProviderTurn
 
 Message = JsonObject
 # Finishes that end a turn without a usable answer (spec/dsl.md §5: they fail the task).
@@ -79,6 +81,9 @@ class AgentRunner:
         # The agent's tools by name; MCP tools gain their listed schema in ``_list_mcp_tools``.
         self.tools: dict[str, JsonObject] = dict(task.agent_config.tools)
         self.rates: Mapping[str, int] | None = None  # the model's price, once a call made it
+        # The attempt's usage: every answer's counters summed, and their cost (None: unpriced).
+        self.used: dict[str, int] = {}
+        self.cost: int | None = 0
 
     async def run(self) -> JsonValue:
         messages: list[JsonValue] = [
@@ -86,11 +91,10 @@ class AgentRunner:
             {"role": "user", "content": self.prompt},
         ]
         tool_calls = 0
-        used: dict[str, int] = {}  # tokens the attempt's answers reported, for ``usageLimit``
         await self._list_mcp_tools()
         for _turn in range(_int(self.agent["maxTurns"])):
             reply = as_object(await self.gateway.perform(self._model_call(messages)))
-            self._check_usage_limit(used, as_object(reply.get("usage") or {}))
+            self._add_usage(as_object(reply.get("usage") or {}))
             finish = reply.get("finish")
             if finish in UNFINISHED:
                 raise TaskFailure(f"the model's answer is incomplete: {UNFINISHED[str(finish)]}")
@@ -199,37 +203,41 @@ class AgentRunner:
         model = str(self.agent.get("model"))
         self.rates = price_for(self.gateway.context.pricing, name, self.config.provider_kind, model)
         called = modelcalls.ResolvedCall(built.recorded, request, built.secrets)
+        turn = ProviderTurn(name, self.config.provider_kind, model)
         return dataclasses.replace(
-            self._call(entry, called, rates=self.rates), policy=verdict(decision)
+            self._call(entry, called, rates=self.rates), policy=verdict(decision), turn=turn
         )
 
-    def _check_usage_limit(self, used: dict[str, int], usage: JsonObject) -> None:
-        """Add one answer's tokens to the attempt's total; fail once it passes a limit.
+    def _add_usage(self, usage: JsonObject) -> None:
+        """Add one answer's usage (and cost) to the attempt's total; fail once the total
+        passes a ``usageLimit``.
 
-        The limit bounds the whole attempt (spec/dsl.md §8: checked after each response), so
-        a reused answer on resume counts again exactly as it did the first time.
+        The total is the attempt's (the original's agent output sums every answer's usage),
+        and the limit bounds the whole attempt (spec/dsl.md §8: checked after each
+        response), so a reused answer on resume counts again exactly as it did the first time.
         """
+        for key, value in usage.items():
+            if isinstance(value, int) and not isinstance(value, bool) and key != "costMicrousd":
+                self.used[key] = self.used.get(key, 0) + value
+        cost = modelcalls.reply_cost(usage, self.rates)  # None: no price for the model
+        self.cost = None if cost is None or self.cost is None else self.cost + cost
         limits = as_object(self.agent.get("usageLimit") or {})
         for key, counter in (
             ("maxInputTokens", "inputTokens"),
             ("maxOutputTokens", "outputTokens"),
         ):
-            got = usage.get(counter)
-            used[counter] = used.get(counter, 0) + (got if isinstance(got, int) else 0)
-            limit = limits.get(key)
-            if isinstance(limit, int) and used[counter] > limit:
+            limit, total = limits.get(key), self.used.get(counter, 0)
+            if isinstance(limit, int) and total > limit:
                 raise TaskFailure(
-                    f"agent exceeded usageLimit.{key} ({limit}): its answers used "
-                    f"{used[counter]} {counter}"
+                    f"agent exceeded usageLimit.{key} ({limit}): its answers used {total} {counter}"
                 )
 
     def _final(self, reply: JsonObject) -> JsonValue:
         text = str(reply.get("text") or "")
         schema = self.agent.get("structuredOutput")
         if schema is None:
-            usage = as_object(reply.get("usage"))
-            cost = modelcalls.reply_cost(usage, self.rates)  # None: no price for the model
-            return {"text": text, "usage": {**usage, "costMicrousd": cost}}
+            usage = dict[str, JsonValue](self.used)
+            return {"text": text, "usage": {**usage, "costMicrousd": self.cost}}
         try:
             value: JsonValue = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -286,7 +294,7 @@ class AgentRunner:
         call_ref = f"{self.task.id}:{self.attempt}:{call_id}"
         declared = {**tool, "name": name}
         call = self._call(entry, built, declared=declared, tool_call_id=call_ref)
-        call = dataclasses.replace(call, policy=verdict(decision))
+        call = dataclasses.replace(call, policy=verdict(decision), provider_call_id=call_id)
         if approval is not None:
             capability = tool.get("capability")
             call = dataclasses.replace(
@@ -295,8 +303,9 @@ class AgentRunner:
                 agent=self.task.agent,
                 capability=str(capability) if capability is not None else entry.policy_name,
             )
-        result = await self.gateway.perform(call)
-        return entry.shape(args, as_object(result)) if entry.shape is not None else result
+        if entry.shape is not None:
+            call = dataclasses.replace(call, shape=functools.partial(entry.shape, args))
+        return call.shaped(await self.gateway.perform(call))
 
 
 def _with_listing(name: str, tool: JsonObject, listing: JsonValue) -> JsonObject:

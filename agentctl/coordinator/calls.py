@@ -24,7 +24,7 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -44,6 +44,7 @@ from agentctl.ledger.audit import PolicyVerdict
 from agentctl.ledger.effects import NewEffect
 from agentctl.ledger.held_calls import GatedCall
 from agentctl.ledger.model import CallRecord, EffectOutcome
+from agentctl.ledger.sessions import ProviderTurn
 
 if TYPE_CHECKING:  # a pure run imports neither the pool nor its wire (``poolref``)
     from agentctl.coordinator.workerpool import WorkerPool
@@ -73,7 +74,8 @@ class AgentCall:
     idempotency: str
     reserve: dict[str, int]
     timeout_s: float
-    tool_call_id: str | None = None
+    tool_call_id: str | None = None  # a tool call's key in the run: <task>:<attempt>:<id>
+    provider_call_id: str | None = None  # ... and its id as the model gave it
     tool: str | None = None
     approval_reason: str | None = None  # set when policy wants an approval first
     policy: PolicyVerdict | None = None  # the decision that let it be requested (audited)
@@ -84,10 +86,19 @@ class AgentCall:
     secrets: tuple[str, ...] = ()
     # A model call's price (``core.pricing.price_for``); None: unpriced.
     rates: Mapping[str, int] | None = None
+    turn: ProviderTurn | None = None  # a model call's provider (its attempt's session)
+    # A tool call's executor result → the output the model is given (the registry's shape).
+    shape: Callable[[Mapping[str, JsonValue]], JsonValue] | None = None
 
     @property
     def is_model_call(self) -> bool:
         return self.operation.startswith(registry.MODEL_PREFIX)
+
+    def shaped(self, result: JsonValue) -> JsonValue:
+        """What the model receives for this call's result (the result itself when unshaped)."""
+        if self.shape is None or not isinstance(result, dict):
+            return result
+        return self.shape(result)
 
 
 @dataclass
@@ -119,7 +130,15 @@ class CallGateway:
         if reused is not None:
             return reused
         new = self._new_effect(call)
-        record = CallRecord(new, call.reserve, self.clock.now(), call.tool_call_id, call.tool)
+        record = CallRecord(
+            new,
+            call.reserve,
+            self.clock.now(),
+            call.tool_call_id,
+            call.tool,
+            turn=call.turn,
+            provider_call_id=call.provider_call_id,
+        )
         if call.approval_reason is not None:
             await self._gate(record, call)
         else:
@@ -212,6 +231,7 @@ class CallGateway:
         else:
             status = "uncertain" if reply.uncertain else "failed"
             output, error = None, reply.error.message
+        given = call.shaped(output) if call.tool_call_id is not None else None
         return EffectOutcome(
             self.run_id,
             new.effect_id,
@@ -222,6 +242,8 @@ class CallGateway:
             _spent(call, reply),
             trace_id=self.trace_id,
             tool_call_id=call.tool_call_id,
+            tool_output=given,
+            model_call=call.turn is not None,
             protocol=reply.protocol,
         )
 

@@ -19,6 +19,7 @@ from agentctl.core.effects import effect_id as core_effect_id
 from agentctl.core.effects import input_digest as core_input_digest
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError, NotFoundError
+from agentctl.ledger import sessions
 from agentctl.ledger.artifacts.values import (
     dumps_value,
     dumps_value_opt,
@@ -353,6 +354,7 @@ def mark_uncertain_txn(conn: Db, run_id: str, now: str, *, keep: str | None = No
     )
     for effect_id in ids:
         audit_effect_txn(conn, effect_id, now)
+    sessions.settle_many_txn(conn, ids, "uncertain", now)  # a model call's session says so
     return ids
 
 
@@ -395,11 +397,15 @@ def insert_tool_call_txn(
     *,
     effect_id: str | None = None,
     status: str = "started",
+    attempt: int | None = None,
+    provider_call_id: str | None = None,
 ) -> None:
-    """A tool call's row: ``started`` with its effect, or ``waiting_for_approval`` when held."""
+    """A tool call's row: ``started`` with its effect, or ``waiting_for_approval`` when held.
+    ``call_id`` keys it in the run; ``provider_call_id`` is the id the model gave the call."""
     conn.execute(
         "INSERT INTO tool_calls (run_id, call_id, format_version, task_id, effect_id, tool,"
-        " status, input_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " status, input_json, created_at, attempt, provider_call_id)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             run_id,
             call_id,
@@ -410,6 +416,8 @@ def insert_tool_call_txn(
             status,
             dumps_value(conn, tool_input, now),
             now,
+            attempt,
+            provider_call_id,
         ),
     )
 
@@ -460,11 +468,16 @@ class ToolCallRecord:
     input: JsonValue
     output: JsonValue
     error: str | None
+    attempt: int | None = None
+    provider_call_id: str | None = None  # None: recorded before v16 (only ``call_id``)
 
     def to_json(self) -> JsonObject:
+        # ``callId`` is the id the model gave the call, as the original shows it (its answer
+        # and the next turn's tool result carry it); taskId + attempt + callId is unique.
         return {
-            "callId": self.call_id,
+            "callId": self.provider_call_id or self.call_id,
             "taskId": self.task_id,
+            "attempt": self.attempt,
             "effectId": self.effect_id,
             "tool": self.tool,
             "status": self.status,
@@ -486,6 +499,8 @@ def list_tool_calls(conn: Db, run_id: str) -> list[ToolCallRecord]:
             input=loads_value(conn, r["input_json"]),
             output=loads_value(conn, r["output_json"]),
             error=r["error"],
+            attempt=r["attempt"],
+            provider_call_id=r["provider_call_id"],
         )
         for r in fetch_all(conn, sql, (run_id,), "tool call")
     ]

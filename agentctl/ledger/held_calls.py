@@ -96,6 +96,8 @@ def _hold_txn(conn: Db, gated: GatedCall) -> CallGate:
         now,
         effect_id=new.effect_id,
         status="waiting_for_approval",
+        attempt=new.attempt,
+        provider_call_id=call.provider_call_id,
     )
     tasks.transition_task_txn(
         conn,

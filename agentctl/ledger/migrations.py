@@ -18,6 +18,8 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
+from agentctl.ledger.later_steps import provider_session_turns
+
 # v1: the core run history.
 _V1 = (
     """CREATE TABLE runs (
@@ -447,6 +449,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _effects_index_dedup(),  # v13: no second copy of the effects' unique index
     _run_queue(),  # v14: queued runs, lease expiry, holder and fencing token (run queue)
     _run_plan_parts(),  # v15: a run's compiled plan stored in parts (run_plan_parts)
+    provider_session_turns(),  # v16: provider sessions' status, calls and usage (inspect)
 )
 SUPPORTED_SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -25,6 +25,7 @@ from agentctl.ledger.effects import EffectRecord, NewEffect
 from agentctl.ledger.reconcile import ReconciliationRecord
 from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.ledger.runs import NewRun, RunRecord
+from agentctl.ledger.sessions import ProviderTurn
 from agentctl.ledger.tasks import AuditSpec, LiveTask, TaskCompletion, TaskRecord
 
 # Evidence appears in signatures only: its models load with the remote-protocol effects.
@@ -217,13 +218,16 @@ class EffectStartBatch:
 
 @dataclass(frozen=True)
 class CallRecord:
-    """One call of an agent: reserve, record ``requested`` + ``started``, tool-call row."""
+    """One call of an agent: reserve, record ``requested`` + ``started``, tool-call row; a model
+    call (``turn``) also counts in its attempt's provider session."""
 
     effect: NewEffect
     reserve: Mapping[str, int]
     now: str
     tool_call_id: str | None = None
     tool: str | None = None
+    turn: ProviderTurn | None = None
+    provider_call_id: str | None = None  # a tool call's id as the model gave it
 
 
 @dataclass(frozen=True)
@@ -247,8 +251,10 @@ class EffectOutcome:
     """An effect's outcome: status, budget settlement, memory write and tool-call finish.
 
     ``spent`` settles the effect's reservation (None: nothing was reserved);
-    ``tool_call_id`` finishes the tool-call row recorded with the effect; ``protocol`` is the
-    wire evidence of a remote-protocol effect (MCP, A2A), stored with the outcome.
+    ``tool_call_id`` finishes the tool-call row recorded with the effect, with ``tool_output``
+    (the output the model was given) when set, else ``result``; ``model_call`` settles the
+    call in its attempt's provider session; ``protocol`` is the wire evidence of a
+    remote-protocol effect (MCP, A2A), stored with the outcome.
     """
 
     run_id: str
@@ -261,6 +267,8 @@ class EffectOutcome:
     trace_id: str | None = None
     long_term_put: MemoryPut | None = None
     tool_call_id: str | None = None
+    tool_output: JsonValue = None
+    model_call: bool = False
     protocol: ProtocolEvidence | None = None
     # The effect row's own task, attempt and operation, when the caller inserted that row with
     # this ``trace_id`` (a fresh effect step): its status UPDATE then returns no row to audit.

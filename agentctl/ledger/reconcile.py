@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from agentctl.core.effects import check_reconciliation
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError
+from agentctl.ledger import sessions
 from agentctl.ledger.artifacts.values import dumps_value, dumps_value_opt, loads_value
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.effects import EffectRecord, get_effect
@@ -131,6 +132,10 @@ def _check_rules(
         _check_compensation(conn, effect, compensation_effect_id)
 
 
+# What a reconciliation tells a provider session of its model call (``sessions.settle_txn``).
+_SETTLES = {"applied": "succeeded", "not_applied": "failed"}
+
+
 def reconcile_effect_txn(
     conn: Db,
     effect_id: str,
@@ -165,6 +170,8 @@ def reconcile_effect_txn(
     )
     _insert(conn, record)
     _audit(conn, effect, record)
+    if status in _SETTLES:  # a model call's session learns how its latest call ended
+        sessions.settle_txn(conn, effect_id, _SETTLES[status], result, now)
     return record
 
 

@@ -42,6 +42,7 @@ from agentctl.ledger.reconcile import ReconciliationRecord, list_reconciliations
 from agentctl.ledger.remote import RemoteHandleRecord, get_handle, list_handles
 from agentctl.ledger.rows import parse_ts
 from agentctl.ledger.runs import RunRecord, get_run
+from agentctl.ledger.sessions import ProviderSessionRecord, list_provider_sessions
 from agentctl.ledger.sql import Db
 from agentctl.ledger.streams import StreamEventRecord, list_stream_events
 from agentctl.ledger.tasks import TaskRecord, list_tasks
@@ -205,6 +206,7 @@ class RunInspection:
     budget: BudgetSnapshot
     stream_events: tuple[StreamEventRecord, ...] = ()
     remote_handles: tuple[RemoteHandleRecord, ...] = ()
+    provider_sessions: tuple[ProviderSessionRecord, ...] = ()
 
     def to_json(self) -> JsonObject:
         return {
@@ -214,7 +216,7 @@ class RunInspection:
             "effectReconciliations": [r.to_json() for r in self.reconciliations],
             "approvals": _all(self.approvals),
             "checkpoints": [c.to_json() for c in self.checkpoints],
-            "providerSessions": [],
+            "providerSessions": [s.to_json() for s in self.provider_sessions],
             "streamEvents": [e.to_json() for e in self.stream_events],
             "protocolSessions": [s.to_json() for s in self.protocol_sessions],
             "protocolCalls": [c.to_json() for c in self.protocol_calls],
@@ -269,6 +271,7 @@ def run_inspection(conn: Db, run_id: str) -> RunInspection:
         budget=budget_snapshot(conn, run_id),
         stream_events=tuple(list_stream_events(conn, run_id)),
         remote_handles=tuple(list_handles(conn, run_id)),
+        provider_sessions=tuple(list_provider_sessions(conn, run_id)),
     )
 
 

@@ -30,6 +30,7 @@ import agentctl.ledger.effects as effects
 import agentctl.ledger.longterm as longterm
 import agentctl.ledger.protocols as protocols
 import agentctl.ledger.reconcile as reconcile
+import agentctl.ledger.sessions as sessions
 import agentctl.ledger.tasks as tasks
 from agentctl.core.canonical import canonical_json
 from agentctl.core.jsonvalue import JsonObject, JsonValue
@@ -267,7 +268,14 @@ def record_and_start_call_txn(conn: Db, call: CallRecord) -> JsonObject | None:
             new.request,
             now,
             effect_id=new.effect_id,
+            attempt=new.attempt,
+            provider_call_id=call.provider_call_id,
         )
+    if call.turn is not None:
+        start = sessions.ModelCallStart(
+            new.run_id, new.task_id, new.attempt, new.effect_id, new.request, call.turn
+        )
+        sessions.open_call_txn(conn, start, now)
     return None
 
 
@@ -313,9 +321,12 @@ def _finish_one_txn(
     if o.spent is not None:
         _settle_txn(conn, o, o.spent, buffer, later)
     if o.tool_call_id is not None:
+        output = o.result if o.tool_output is None else o.tool_output
         effects.finish_tool_call_txn(
-            conn, o.run_id, o.tool_call_id, o.status, o.now, output=o.result, error=o.error
+            conn, o.run_id, o.tool_call_id, o.status, o.now, output=output, error=o.error
         )
+    if o.model_call:
+        sessions.settle_txn(conn, o.effect_id, o.status, o.result, o.now)
     if o.protocol is not None and not o.protocol.empty:
         protocols.record_protocol_txn(conn, o.effect_id, o.protocol, o.now)
 

@@ -107,7 +107,9 @@ def test_fake_agent_pauses_at_the_tool_call_then_runs_it_once(cli: Cli, tmp_path
     ]
     assert after[0]["startedAt"] == held[0]["startedAt"]  # the first model call was reused
     [call] = _json(cli, "inspect", run_id).data["toolCalls"]
-    assert call["status"] == "succeeded" and call["output"]["before"] is None
+    assert call["status"] == "succeeded" and call["callId"] == "fake-call-1"
+    # What the model received for the write (the tool's shaped output), not the raw result.
+    assert sorted(call["output"]) == ["bytes", "path", "sha256"] and call["output"]["bytes"] == 5
 
 
 def test_rejected_tool_call_fails_the_task_saying_so(cli: Cli, tmp_path: Path) -> None:

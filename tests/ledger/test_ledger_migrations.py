@@ -14,9 +14,10 @@ from agentctl.ledger import SUPPORTED_SCHEMA_VERSION
 from agentctl.ledger.audit import list_checkpoints
 from agentctl.ledger.budget import budget_snapshot
 from agentctl.ledger.connection import open_database
-from agentctl.ledger.effects import list_effects
+from agentctl.ledger.effects import list_effects, list_tool_calls
 from agentctl.ledger.migrations import APPLICATION_ID, MIGRATIONS, migrate
 from agentctl.ledger.runs import create_run_txn, get_run
+from agentctl.ledger.sessions import list_provider_sessions
 from agentctl.ledger.streams import list_stream_events
 from agentctl.ledger.tasks import list_tasks
 
@@ -63,6 +64,17 @@ def _fill_v2(conn: sqlite3.Connection) -> None:
         ' \'{"text":"hi"}\', ?)',
         (T0,),
     )
+    # A provider session and a tool call as v2 shaped them (v16 adds their counters and ids).
+    conn.execute(
+        "INSERT INTO provider_sessions (session_id, run_id, task_id, attempt, provider, model,"
+        " created_at, updated_at) VALUES ('s-old', 'run-old', 'a', 1, 'fake', 'm', ?, ?)",
+        (T0, T0),
+    )
+    conn.execute(
+        "INSERT INTO tool_calls (run_id, call_id, task_id, tool, status, input_json, created_at)"
+        " VALUES ('run-old', 'a:1:call-1', 'a', 'read', 'succeeded', '{}', ?)",
+        (T0,),
+    )
 
 
 def _fill_v3(conn: sqlite3.Connection) -> None:
@@ -95,6 +107,7 @@ _FILLERS = {
     12: [_fill_v1, _fill_v2, _fill_v3, _fill_v12],
     13: [_fill_v1, _fill_v2, _fill_v3, _fill_v12],  # v13 only dropped a duplicate index
     14: [_fill_v1, _fill_v2, _fill_v3, _fill_v12],  # v14 only added run-queue columns
+    15: [_fill_v1, _fill_v2, _fill_v3, _fill_v12],  # v15 only added the plan-parts table
 }
 
 
@@ -139,6 +152,15 @@ def test_older_schema_with_data_migrates(tmp_path: Path, version: int) -> None:
             events = list_stream_events(conn, "run-old")  # kept, the newer columns empty
             assert [(e.sequence, e.payload, e.effect_id, e.truncated) for e in events] == (
                 [(1, {"text": "hi"}, None, False)] if version >= 2 else []
+            )
+            sessions = [
+                (p.session_id, p.status, p.calls, p.usage, p.finish, p.provider_kind)
+                for p in list_provider_sessions(conn, "run-old")
+            ]
+            assert sessions == ([("s-old", "running", 0, {}, None, None)] if version >= 2 else [])
+            calls = [c.to_json() for c in list_tool_calls(conn, "run-old")]
+            assert [(c["callId"], c["attempt"]) for c in calls] == (
+                [("a:1:call-1", None)] if version >= 2 else []
             )
         assert led.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
