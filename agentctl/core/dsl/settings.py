@@ -206,6 +206,27 @@ class Memory(StrictModel):
 
 
 MCP_PROTOCOL_VERSION = "2025-11-25"
+A2A_PROTOCOL_VERSION = "1.0"
+
+
+def _only(protocol: str, spoken: str, value: str) -> str:
+    if value != spoken:
+        raise rule_error(
+            "unsupported_capability",
+            f"{protocol} protocol {value!r} is not spoken by this version of agentctl",
+            help=f"use protocolVersion {spoken!r} (the default)",
+        )
+    return value
+
+
+def _mcp_spoken(value: str) -> str:
+    # The client offers this revision in `initialize`; another could never be agreed.
+    return _only("MCP", MCP_PROTOCOL_VERSION, value)
+
+
+def _a2a_spoken(value: str) -> str:
+    # The card must offer an interface for this version; another could never be chosen.
+    return _only("A2A", A2A_PROTOCOL_VERSION, value)
 
 
 class McpServer(StrictModel):
@@ -214,17 +235,7 @@ class McpServer(StrictModel):
     timeout_seconds: Seconds = Field(120, alias="timeoutSeconds")
     protocol_version: NonEmptyStr = Field(MCP_PROTOCOL_VERSION, alias="protocolVersion")
 
-    @field_validator("protocol_version")
-    @classmethod
-    def _spoken(cls, value: str) -> str:
-        # The client offers this revision in `initialize`; another could never be agreed.
-        if value != MCP_PROTOCOL_VERSION:
-            raise rule_error(
-                "unsupported_capability",
-                f"MCP protocol {value!r} is not spoken by this version of agentctl",
-                help=f"use protocolVersion {MCP_PROTOCOL_VERSION} (the default)",
-            )
-        return value
+    _spoken = field_validator("protocol_version")(_mcp_spoken)
 
 
 class A2aPeer(StrictModel):
@@ -233,4 +244,6 @@ class A2aPeer(StrictModel):
     timeout_seconds: Seconds = Field(120, alias="timeoutSeconds")
     max_polls: int = Field(100, alias="maxPolls", ge=1, le=1000)
     poll_interval_ms: int = Field(100, alias="pollIntervalMs", ge=1, le=60_000)
-    protocol_version: NonEmptyStr = Field("1.0", alias="protocolVersion")
+    protocol_version: NonEmptyStr = Field(A2A_PROTOCOL_VERSION, alias="protocolVersion")
+
+    _spoken = field_validator("protocol_version")(_a2a_spoken)
