@@ -222,3 +222,28 @@ def test_bad_declarations_fail_check(cli: Cli, tmp_path: Path, edit, needle) -> 
     done = cli("--output", "json", "check", "wf.yaml")
     assert done.rc == 2, done.stdout
     assert needle in done.stderr
+
+
+def test_an_applied_result_must_meet_the_output_schema(cli: Cli, tmp_path: Path) -> None:
+    """The operator's result becomes the task's output on resume: a reply that breaks the
+    contract is refused from an operator as it is from the extension."""
+    _setup(tmp_path, printer="'not json at all'")
+    run_id = cli("--output", "json", "run", "wf.yaml").error["error"]["runId"]
+    [effect] = cli("--output", "json", "effects", "list", run_id).data["effects"]
+    reconcile = ("effects", "reconcile", effect["effectId"], "--status", "applied")
+    for bad in ('{"lines": "three"}', "[3]"):
+        (tmp_path / "result.json").write_text(bad)
+        refused = cli(
+            "--output", "json", *reconcile, "--reason", "r", "--result-file", "result.json"
+        )
+        assert refused.rc == 4, (refused.stdout, refused.stderr)
+        assert "outputSchema" in refused.error["error"]["message"]
+    seen = cli("--output", "json", "effects", "inspect", effect["effectId"]).data
+    assert seen["reconciliations"] == []  # nothing was recorded
+    (tmp_path / "result.json").write_text('{"lines": 3}')
+    done = cli("--output", "json", *reconcile, "--reason", "it ran", "--result-file", "result.json")
+    assert done.rc == 0, done.stderr
+    resumed = cli("--output", "json", "resume", run_id)
+    assert resumed.rc == 0, resumed.stderr
+    assert resumed.data["output"] == {"lines": 3}
+    assert _marker(tmp_path) == [effect["effectId"]]  # the recorded result, not a new call
