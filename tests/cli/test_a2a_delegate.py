@@ -338,6 +338,11 @@ def test_polling_that_gives_up_records_its_polls_as_evidence(
             "unsupported_capability",
             "A2A protocol '0.3'",
         ),
+        (
+            ("http://127.0.0.1:9/.well-known/agent-card.json", "peers/card.json"),
+            "schema_violation",
+            "A2A Agent Card URL 'peers/card.json' is not an absolute http(s) URL",
+        ),
     ],
 )
 def test_check_judges_a2a_declarations(  # type: ignore[no-untyped-def]

@@ -413,6 +413,11 @@ spec:
             "unsupported_capability",
             "MCP protocol '2024-11-05'",
         ),
+        (
+            ('"https://notes.example/mcp"', "./notes_server.py"),  # a stdio server's script
+            "schema_violation",
+            "MCP server url './notes_server.py' is not an absolute http(s) URL",
+        ),
     ],
 )
 def test_check_judges_mcp_declarations(  # type: ignore[no-untyped-def]

@@ -22,6 +22,7 @@ from agentctl.core.dsl.base import (
     NonEmptyStr,
     Seconds,
     StrictModel,
+    check_http_url,
     empty_dict,
     empty_list,
     rule_error,
@@ -229,6 +230,19 @@ def _a2a_spoken(value: str) -> str:
     return _only("A2A", A2A_PROTOCOL_VERSION, value)
 
 
+def _mcp_url(value: str) -> str:
+    # A path (a stdio server's script) is no endpoint: this client speaks Streamable HTTP only.
+    check_http_url(value, "MCP server url", "https://mcp.example.com/mcp")
+    return value
+
+
+def _card_url(value: str) -> str:
+    check_http_url(
+        value, "A2A Agent Card URL", "https://agents.example.com/.well-known/agent-card.json"
+    )
+    return value
+
+
 class McpServer(StrictModel):
     url: NonEmptyStr
     headers: dict[str, SecretRef] = Field(default_factory=dict)
@@ -236,6 +250,7 @@ class McpServer(StrictModel):
     protocol_version: NonEmptyStr = Field(MCP_PROTOCOL_VERSION, alias="protocolVersion")
 
     _spoken = field_validator("protocol_version")(_mcp_spoken)
+    _url = field_validator("url")(_mcp_url)
 
 
 class A2aPeer(StrictModel):
@@ -247,3 +262,4 @@ class A2aPeer(StrictModel):
     protocol_version: NonEmptyStr = Field(A2A_PROTOCOL_VERSION, alias="protocolVersion")
 
     _spoken = field_validator("protocol_version")(_a2a_spoken)
+    _url = field_validator("card_url")(_card_url)
