@@ -37,11 +37,12 @@ from agentctl.coordinator.streaming import StreamListener
 from agentctl.coordinator.workerproc import prestart_workers
 from agentctl.coordinator.workerstart import Prestarted
 from agentctl.core.compiler.diagnostics import Locator
+from agentctl.core.extension import applied_result_problems
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
 from agentctl.core.states import is_terminal_run
 from agentctl.core.strictjson import RefusedJsonError, parse_strict
-from agentctl.errors import ValidationError
+from agentctl.errors import InvalidOperationError, ValidationError
 from agentctl.ledger import open_ledger
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import ReconcileRequest
@@ -341,4 +342,12 @@ def effects_reconcile(
         trace_id=clock.new_id("trace"),
     )
     with open_existing(db) as ledger:
+        if request.status == "applied" and result is not None:
+            effect = ledger.inspect_effect(effect_id).effect
+            problems = applied_result_problems(effect.operation, effect.request, result)
+            if problems:
+                raise InvalidOperationError(
+                    f"the result breaks the outputSchema of effect {effect_id} "
+                    f"({effect.operation}): {'; '.join(problems[:3])}; nothing was recorded"
+                )
         return ledger.reconcile_effect(request).to_json()

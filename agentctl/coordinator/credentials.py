@@ -4,8 +4,10 @@ Invariants:
 - presence only: a value is never read (an ``{env}`` variable is looked up by name, a
   ``{file}`` is checked for existence and readability) and a ``{process}`` helper never runs
   (it is reported ``unchecked`` and resolved at dispatch time);
-- ``run`` pre-flights only the providers its agent tasks use, before any database exists, so
-  a missing key exits 6 and creates no state (spec/cli.md §1, order of ``run``);
+- ``run`` pre-flights only what its tasks reach — the providers its agent tasks use, the
+  header references of the MCP servers and A2A peers its tasks and tools call — before any
+  database exists, so a missing key exits 6 and creates no state (spec/cli.md §1, order of
+  ``run``);
 - reports name references (``env OPENAI_API_KEY``), never values.
 """
 
@@ -16,7 +18,10 @@ from dataclasses import dataclass
 
 from agentctl.coordinator import secrets
 from agentctl.coordinator.modelcalls import DEFAULT_CREDENTIAL_ENVS
+from agentctl.core.a2a import PEER_OWNER
+from agentctl.core.egress_reach import plan_endpoints
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
+from agentctl.core.mcp import SERVER_OWNER
 from agentctl.core.plan import Plan
 from agentctl.core.providerinfo import secret_reference
 from agentctl.errors import CredentialMissingError
@@ -46,10 +51,13 @@ class ProviderAuth:
     credential: SecretStatus | None  # None: the provider takes no credential (fake)
     headers: tuple[SecretStatus, ...]
 
+    def references(self) -> list[SecretStatus]:
+        """Every reference: the credential first, then the headers by name."""
+        return ([self.credential] if self.credential else []) + list(self.headers)
+
     @property
     def unavailable(self) -> list[SecretStatus]:
-        every = ([self.credential] if self.credential else []) + list(self.headers)
-        return [s for s in every if s.availability in NOT_AVAILABLE]
+        return [s for s in self.references() if s.availability in NOT_AVAILABLE]
 
     def to_json(self) -> JsonObject:
         headers: JsonObject = {s.place.removeprefix("headers."): s.to_json() for s in self.headers}
@@ -96,21 +104,52 @@ def used_providers(plan: Plan) -> dict[str, JsonValue]:
     return used
 
 
-def preflight_credentials(plan: Plan, workspace: str, *, preview: bool = False) -> None:
-    """Refuse, before any state exists, a run whose providers lack a credential or header.
+@dataclass(frozen=True)
+class SecretOwner:
+    """What a run needs secrets for before it starts, and the presence of each reference."""
 
-    A preview (``run --check``) calls no provider, so it needs none.
+    name: str  # as doctor names it: ``main`` (a provider), ``MCP server notes``
+    label: str  # as errors name it: ``provider main``, ``MCP server notes``
+    secrets: tuple[SecretStatus, ...]
+
+
+def run_secrets(plan: Plan, workspace: str) -> list[SecretOwner]:
+    """Every secret reference a run of ``plan`` reaches: its providers' credentials and
+    headers, then the headers of the MCP servers and A2A peers its tasks and tools call."""
+    policy = plan.run.policy
+    found = [
+        SecretOwner(a.provider, f"provider {a.provider}", tuple(a.references()))
+        for a in provider_auth(used_providers(plan), policy, workspace)
+    ]
+    reached = {endpoint.owner for endpoint in plan_endpoints(plan)}
+    for what, declared in ((SERVER_OWNER, plan.run.mcp_servers), (PEER_OWNER, plan.run.a2a_peers)):
+        for name, raw in sorted(declared.items()):
+            owner = f"{what} {name}"
+            if owner in reached:
+                headers = sorted(as_object(as_object(raw).get("headers")).items())
+                refs = (_status(f"headers.{h}", ref, policy, workspace) for h, ref in headers)
+                found.append(SecretOwner(owner, owner, tuple(refs)))
+    return found
+
+
+def preflight_credentials(plan: Plan, workspace: str, *, preview: bool = False) -> None:
+    """Refuse, before any state exists, a run whose providers lack a credential or header, or
+    whose MCP servers or A2A peers lack a header.
+
+    A preview (``run --check``) calls no provider, server or peer, so it needs none.
     """
     if preview:
         return
-    for auth in provider_auth(used_providers(plan), plan.run.policy, workspace):
-        for status in auth.unavailable:
+    for owner in run_secrets(plan, workspace):
+        for status in owner.secrets:
+            if status.availability not in NOT_AVAILABLE:
+                continue
             why = (
                 "is not available"
                 if status.availability == "missing"
                 else "is not available under policy (environmentAllowlist / secretFileRoots)"
             )
             raise CredentialMissingError(
-                f"provider {auth.provider}: {status.place} ({status.kind} {status.reference}) "
+                f"{owner.label}: {status.place} ({status.kind} {status.reference}) "
                 f"{why}; nothing was created"
             )

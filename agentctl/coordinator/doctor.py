@@ -1,14 +1,14 @@
 """``agentctl doctor FILE``: what a workflow needs on this machine, and whether it is here.
 
 Job: from the compiled plan alone, list each local prerequisite of a run as a check — the
-container engine and each image, every provider credential, the writable roots, the programs
-the process allowlist names, the database — and the remote endpoints it would call, which are
-listed as unverified. Ready means every check is available.
+container engine and each image, every provider credential and MCP/A2A header, the writable
+roots, the programs the process allowlist names, the database — and the remote endpoints it
+would call, which are listed as unverified. Ready means every check is available.
 
 Invariants:
 - creates no state: no database, no directory, no lock file (the database is looked at through
   ``ledger.probe``, read-only); images are inspected, never pulled;
-- credentials by presence only (``credentials.provider_auth``): no value is read and no
+- credentials by presence only (``credentials.run_secrets``): no value is read and no
   ``{process}`` helper runs — such a helper is reported unverified;
 - no network: provider, MCP and A2A endpoints are named in ``unverified``, never contacted,
   not even resolved;
@@ -22,7 +22,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentctl.coordinator.credentials import provider_auth, used_providers
+from agentctl.coordinator.credentials import run_secrets
 from agentctl.coordinator.launch import container_images, run_trio
 from agentctl.core.dburl import redact
 from agentctl.core.egress_reach import plan_endpoints
@@ -135,12 +135,12 @@ def container_checks(plan: Plan) -> tuple[DoctorCheck, ...]:
 def credential_checks(
     plan: Plan, workspace: str
 ) -> tuple[tuple[DoctorCheck, ...], tuple[Unverified, ...]]:
-    """Each secret reference of the providers the plan's agents call, by presence."""
+    """Each secret reference the plan reaches (its providers', its MCP servers' and A2A
+    peers' headers), by presence."""
     checks: list[DoctorCheck] = []
     helpers: list[Unverified] = []
-    for auth in provider_auth(used_providers(plan), plan.run.policy, workspace):
-        every = ([auth.credential] if auth.credential else []) + list(auth.headers)
-        for secret in every:
+    for owner in run_secrets(plan, workspace):
+        for secret in owner.secrets:
             reference = f"{secret.kind} {secret.reference}"
             if secret.availability == "unchecked":
                 why = "a {process} helper runs only when the run needs the value"
@@ -148,7 +148,7 @@ def credential_checks(
                 continue
             ok = secret.availability == "present"
             place = "" if secret.place == "credential" else f" {secret.place}"
-            name = f"credential {auth.provider}{place}"
+            name = f"credential {owner.name}{place}"
             checks.append(DoctorCheck(name, ok, secret.availability, reference))
     return tuple(checks), tuple(helpers)
 

@@ -186,15 +186,18 @@ def _prepare_effect(
     ``attempt_digest``: the attempt and the task's resolved input digest."""
     attempt, digest = attempt_digest
     decision = _decide(rs, task, entry)
-    built = _build(rs, task, entry, *rendered)
+    if rs.check_mode and entry.preview == "stand_in":
+        # Built for its checks only: a preview sends nothing, so it resolves no secret (an
+        # unset variable is no error here, and a {process} helper must not run).
+        _built(rs, task, entry, *rendered)
+        output = preview.requires_execution(kind=entry.name)
+        return Settled(task, attempt, "succeeded", output, decision=record)
+    built = _with_secrets(rs, task, _built(rs, task, entry, *rendered))
     if entry.preview == "file_write":
         previewed = _preview_write(rs, task, built.request, attempt, record)
         if previewed is not None:
             return previewed
         built.request["diff"] = rs.diff
-    elif rs.check_mode and entry.preview == "stand_in":
-        output = preview.requires_execution(kind=entry.name)
-        return Settled(task, attempt, "succeeded", output, decision=record)
     plan = _effect_plan(rs, task, entry, attempt, built, decision)
     return PendingEffect(task, attempt, plan, decision=record, input_digest=digest)
 
@@ -225,17 +228,17 @@ class _Resolved:
     secrets: tuple[str, ...]  # the values, to redact from whatever is recorded
 
 
-def _build(
+def _built(
     rs: RunSettings,
     task: PlannedTask,
     entry: Operation,
     given: JsonValue,
     config: Mapping[str, JsonValue],
-) -> _Resolved:
-    """The task's effect, built by its registry entry, with secrets resolved."""
+) -> Built:
+    """The task's effect, built by its registry entry (secret references unresolved)."""
     if entry.builder is None:
         raise RunFailedError(f"task {task.id}: action kind {entry.name} cannot run in this version")
-    built = entry.builder(
+    return entry.builder(
         BuildInput(
             task_id=task.id,
             name=task.action or "",
@@ -246,7 +249,6 @@ def _build(
             timeout_seconds=float(task.timeout_seconds),
         )
     )
-    return _with_secrets(rs, task, built)
 
 
 def _with_secrets(rs: RunSettings, task: PlannedTask, built: Built) -> _Resolved:

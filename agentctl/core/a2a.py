@@ -28,6 +28,8 @@ from agentctl.core.operations import (
 )
 from agentctl.errors import RunFailedError
 
+PEER_OWNER = "A2A peer"  # how endpoints, pre-flights and errors name a peer
+
 
 def _peer(b: BuildInput, name: str) -> JsonObject:
     peer = b.run.a2a_peers.get(name)
@@ -91,4 +93,4 @@ def build_delegate(b: BuildInput) -> Built:
 def reach_delegate(r: ReachInput) -> tuple[Endpoint, ...]:
     """The Agent Card URL of the peer ``with.peer`` names (every declared peer's when it is a
     template); the worker talks to the peer only on the card URL's own origin."""
-    return named_endpoints("A2A peer", as_object(r.with_).get("peer"), r.a2a_peers, "cardUrl")
+    return named_endpoints(PEER_OWNER, as_object(r.with_).get("peer"), r.a2a_peers, "cardUrl")

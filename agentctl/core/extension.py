@@ -9,7 +9,9 @@ Invariants:
   ``inputSchema`` here, before any effect row exists (a bad input is the task's failure);
 - the recorded input carries the input and the declared protocol (so the effect identity
   changes with either), never a secret value (env references resolve in the coordinator);
-- the budget reserves the combined output limit twice: handshake and invocation.
+- the budget reserves the combined output limit twice: handshake and invocation;
+- an operator's ``applied`` result stands for the extension's output, so it must meet the
+  ``outputSchema`` the effect was invoked under, as a reply would.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from agentctl.core.operations import BuildInput, Built
 from agentctl.errors import RunFailedError
 
 PROTOCOL_VERSION = "agentctl.dev/process-extension/v1"
+OPERATION = "extension.process"
 
 
 def build_extension(b: BuildInput) -> Built:
@@ -48,3 +51,13 @@ def build_extension(b: BuildInput) -> Built:
 def extension_estimate(request: Mapping[str, JsonValue]) -> dict[str, int]:
     """Output of the handshake and of the invocation, each up to the combined limit."""
     return {k: 2 * v for k, v in shell_estimate(request).items()}
+
+
+def applied_result_problems(operation: str, request: JsonValue, result: JsonValue) -> list[str]:
+    """Why ``result`` cannot be recorded as an ``extension.process`` effect's applied outcome
+    (none for other operations): a resumed task takes it as the extension's output."""
+    if operation != OPERATION:
+        return []
+    if not isinstance(result, dict):
+        return ["an extension's output is a JSON object"]
+    return jsonschema.validate(result, as_object(as_object(request).get("outputSchema")))

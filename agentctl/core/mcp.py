@@ -29,6 +29,7 @@ from agentctl.core.operations import (
 from agentctl.errors import RunFailedError
 
 LIST_OPERATION = "mcp.list_tools"
+SERVER_OWNER = "MCP server"  # how endpoints, pre-flights and errors name a server
 
 
 def _server(b: BuildInput, name: str) -> JsonObject:
@@ -87,12 +88,12 @@ def build_mcp_list(b: BuildInput) -> Built:
 
 def reach_mcp_call(r: ReachInput) -> tuple[Endpoint, ...]:
     """The server ``with.server`` names (every declared one when it is a template)."""
-    return named_endpoints("MCP server", as_object(r.with_).get("server"), r.mcp_servers, "url")
+    return named_endpoints(SERVER_OWNER, as_object(r.with_).get("server"), r.mcp_servers, "url")
 
 
 def reach_mcp_tool(r: ReachInput) -> tuple[Endpoint, ...]:
     """The server the tool definition names."""
-    return named_endpoints("MCP server", r.config.get("server"), r.mcp_servers, "url")
+    return named_endpoints(SERVER_OWNER, r.config.get("server"), r.mcp_servers, "url")
 
 
 def mcp_call_estimate(request: Mapping[str, JsonValue]) -> dict[str, int]:

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.a2a_peer_process import Peer, running_peer
+from tests.cli.checkedits import assert_check_edit
 from tests.conftest import Cli, StartCli
 
 WORKFLOW = """
@@ -169,13 +170,14 @@ def test_host_outside_allowlist_is_refused_before_any_state(
 def test_a_delegation_failed_before_its_message_cannot_be_continued(
     cli: Cli, tmp_path: Path, quick_peer: Peer
 ) -> None:
-    # The card offers no interface for this protocol version: the message is never sent.
+    # No card where the workflow says (HTTP 404): the message is never sent. (A protocol
+    # version no card could offer is refused earlier, by `check`.)
     wf, db = _workflow(quick_peer, tmp_path), _db(tmp_path)
-    text = wf.read_text(encoding="utf-8").replace("maxPolls: 1000", 'protocolVersion: "0.9"')
+    text = wf.read_text(encoding="utf-8").replace("agent-card.json", "no-card.json")
     wf.write_text(text, encoding="utf-8")
     done = cli("--output", "json", "run", str(wf), "--db", db)
     assert done.rc == 4, done.stderr
-    assert quick_peer.lines(quick_peer.received) == []  # the card was read, no message sent
+    assert quick_peer.lines(quick_peer.received) == []  # no message sent
     (effect,) = cli(
         "--output", "json", "effects", "list", done.error["error"]["runId"], "--db", db
     ).data["effects"]
@@ -323,3 +325,30 @@ def test_polling_that_gives_up_records_its_polls_as_evidence(
     cont = cli("--output", "json", "effects", "continue-remote", effect["effectId"], "--db", db)
     assert cont.rc == 0, cont.stderr
     _assert_observed_apart(_wire(cli, run_id, db), task_id)
+
+
+@pytest.mark.parametrize(
+    ("edit", "code", "needle"),
+    [
+        (("", ""), None, ""),
+        (("peer: reviewer,", "peer: nowhere,"), "missing_reference", "unknown A2A peer `nowhere`"),
+        ((", message: check the release notes", ""), "schema_violation", "needs `with.message`"),
+        (
+            ("pollIntervalMs: 50", 'pollIntervalMs: 50\n      protocolVersion: "0.3"'),
+            "unsupported_capability",
+            "A2A protocol '0.3'",
+        ),
+        (
+            ("http://127.0.0.1:9/.well-known/agent-card.json", "peers/card.json"),
+            "schema_violation",
+            "A2A Agent Card URL 'peers/card.json' is not an absolute http(s) URL",
+        ),
+    ],
+)
+def test_check_judges_a2a_declarations(  # type: ignore[no-untyped-def]
+    cli: Cli, tmp_path: Path, edit, code, needle
+) -> None:
+    """What a run could only fail on (no such peer, no message, a protocol no card offers) is
+    refused by `check`, before any run exists, as for MCP servers."""
+    text = WORKFLOW.replace("PORT", "9").replace("ALLOWED", "127.0.0.1").replace("MAXPOLLS", "5")
+    assert_check_edit(cli, tmp_path, text, edit, code, needle)

@@ -138,9 +138,9 @@ def test_sigkill_mid_invocation_leaves_it_uncertain(
 
 
 @pytest.mark.parametrize(
-    ("handshake", "override", "printer", "needle"),
+    ("handshake", "needle"),
     [
-        ({"protocolVersion": "other/v9"}, "{}", "json.dumps(reply)", "handshake protocolVersion"),
+        ({"protocolVersion": "other/v9"}, "handshake protocolVersion"),
         (
             {
                 "protocolVersion": PROTOCOL,
@@ -148,25 +148,47 @@ def test_sigkill_mid_invocation_leaves_it_uncertain(
                 "outputSchema": OUTPUT,
                 "capabilities": [],
             },
-            "{}",
-            "json.dumps(reply)",
             "no capabilities",
         ),
-        (None, '{"effectId": "someone-else"}', "json.dumps(reply)", "for effect 'someone-else'"),
-        (None, '{"output": {"lines": "three"}}', "json.dumps(reply)", "breaks outputSchema"),
-        (None, "{}", "'not json at all'", "not one JSON object"),
-        (None, "{}", "'x' * 3_000_000", "was stopped"),
     ],
 )
-def test_bad_extensions_fail_clearly(  # type: ignore[no-untyped-def]
-    cli: Cli, tmp_path: Path, handshake, override, printer, needle
+def test_bad_handshakes_fail_clearly_and_invoke_nothing(  # type: ignore[no-untyped-def]
+    cli: Cli, tmp_path: Path, handshake, needle
 ) -> None:
-    _setup(tmp_path, handshake=handshake, override=override, printer=printer)
+    _setup(tmp_path, handshake=handshake)
     done = cli("--output", "json", "run", "wf.yaml")
     assert done.rc == 4, (done.stdout, done.stderr)
     message = done.error["error"]["message"]
     assert "extension" in message and needle in message, message
     assert "Traceback" not in done.stderr
+    assert _marker(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("override", "printer", "needle"),
+    [
+        ('{"effectId": "someone-else"}', "json.dumps(reply)", "for effect 'someone-else'"),
+        ('{"output": {"lines": "three"}}', "json.dumps(reply)", "breaks outputSchema"),
+        ("{}", "'not json at all'", "not one JSON object"),
+        ("{}", "'x' * 3_000_000", "was stopped"),
+    ],
+)
+def test_bad_replies_leave_the_invocation_uncertain(  # type: ignore[no-untyped-def]
+    cli: Cli, tmp_path: Path, override, printer, needle
+) -> None:
+    """The extension ran (it wrote its marker): a bad reply must not let `retry` invoke it again."""
+    _setup(tmp_path, override=override, printer=printer)
+    done = cli("--output", "json", "run", "wf.yaml")
+    assert done.rc == 4, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    run_id = done.error["error"]["runId"]
+    [effect] = cli("--output", "json", "effects", "list", run_id).data["effects"]
+    assert effect["status"] == "uncertain", effect
+    assert "extension" in effect["error"] and needle in effect["error"], effect["error"]
+    retried = cli("--output", "json", "retry", "wf.yaml", run_id, "--failed")
+    assert retried.rc == 3, (retried.stdout, retried.stderr)
+    assert [b["rule"] for b in retried.data["blockedReuse"]] == ["unreconciled_effect"]
+    assert _marker(tmp_path) == [effect["effectId"]]  # invoked once, never again
 
 
 def test_input_breaking_the_schema_fails_before_any_effect(cli: Cli, tmp_path: Path) -> None:
@@ -200,3 +222,28 @@ def test_bad_declarations_fail_check(cli: Cli, tmp_path: Path, edit, needle) -> 
     done = cli("--output", "json", "check", "wf.yaml")
     assert done.rc == 2, done.stdout
     assert needle in done.stderr
+
+
+def test_an_applied_result_must_meet_the_output_schema(cli: Cli, tmp_path: Path) -> None:
+    """The operator's result becomes the task's output on resume: a reply that breaks the
+    contract is refused from an operator as it is from the extension."""
+    _setup(tmp_path, printer="'not json at all'")
+    run_id = cli("--output", "json", "run", "wf.yaml").error["error"]["runId"]
+    [effect] = cli("--output", "json", "effects", "list", run_id).data["effects"]
+    reconcile = ("effects", "reconcile", effect["effectId"], "--status", "applied")
+    for bad in ('{"lines": "three"}', "[3]"):
+        (tmp_path / "result.json").write_text(bad)
+        refused = cli(
+            "--output", "json", *reconcile, "--reason", "r", "--result-file", "result.json"
+        )
+        assert refused.rc == 4, (refused.stdout, refused.stderr)
+        assert "outputSchema" in refused.error["error"]["message"]
+    seen = cli("--output", "json", "effects", "inspect", effect["effectId"]).data
+    assert seen["reconciliations"] == []  # nothing was recorded
+    (tmp_path / "result.json").write_text('{"lines": 3}')
+    done = cli("--output", "json", *reconcile, "--reason", "it ran", "--result-file", "result.json")
+    assert done.rc == 0, done.stderr
+    resumed = cli("--output", "json", "resume", run_id)
+    assert resumed.rc == 0, resumed.stderr
+    assert resumed.data["output"] == {"lines": 3}
+    assert _marker(tmp_path) == [effect["effectId"]]  # the recorded result, not a new call

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli.checkedits import assert_check_edit
 from tests.cli.mcp_server import TOKEN, NotesServer, start_server
 from tests.clibackend import LedgerTarget
 from tests.conftest import Cli, StartCli
@@ -412,21 +413,17 @@ spec:
             "unsupported_capability",
             "MCP protocol '2024-11-05'",
         ),
+        (
+            ('"https://notes.example/mcp"', "./notes_server.py"),  # a stdio server's script
+            "schema_violation",
+            "MCP server url './notes_server.py' is not an absolute http(s) URL",
+        ),
     ],
 )
 def test_check_judges_mcp_declarations(  # type: ignore[no-untyped-def]
     cli: Cli, tmp_path: Path, edit, code, needle
 ) -> None:
-    old, new = edit
-    assert CHECKED.count(old) == 1 or not old
-    (tmp_path / "wf.yaml").write_text(CHECKED.replace(old, new) if old else CHECKED)
-    done = cli("--output", "json", "check", "wf.yaml")
-    if code is None:
-        assert done.rc == 0, done.stderr
-        return
-    assert done.rc == 2, (done.stdout, done.stderr)
-    found = [(d["code"], d["message"]) for d in done.error["diagnostics"]]
-    assert any(c == code and needle in m for c, m in found), found
+    assert_check_edit(cli, tmp_path, CHECKED, edit, code, needle)
 
 
 def test_a_resumed_agent_reuses_its_recorded_tool_listing(

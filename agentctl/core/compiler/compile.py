@@ -31,6 +31,7 @@ from agentctl.core.compiler.ir import Env, Node
 from agentctl.core.compiler.memory import check_parallel_writes
 from agentctl.core.compiler.order import ancestors, find_cycle, stable_order
 from agentctl.core.compiler.references import (
+    check_a2a_references,
     check_agent_references,
     check_mcp_references,
     check_needs,
@@ -168,6 +169,7 @@ def _check_document(
     check_run_outputs(env.spec.get("outputs"), graph, diags)
     check_agent_references(env, diags)
     check_mcp_references(env, graph, diags)
+    check_a2a_references(env, graph, diags)
     check_agents(env, diags)
     _check_reserved_layers(env, diags)
 

@@ -8,6 +8,7 @@ the reader's own ``needs`` (``when`` is exempt, as in the original).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from agentctl.core.compiler.diagnostics import Collector
@@ -230,31 +231,70 @@ def check_compensation_reference(node: Node, env: Env, diags: Collector) -> dict
 def check_mcp_references(env: Env, graph: dict[str, Node], diags: Collector) -> None:
     """Every MCP server an ``mcp.tool`` or an ``mcp.call`` (literal ``with.server``) names."""
     servers = env.spec.get("mcpServers") or {}
-
-    def check(name: Any, what: str, where: str) -> None:
-        if isinstance(name, str) and OPEN not in name and name not in servers:
-            diags.add(
-                "missing_reference",
-                f"{what} uses unknown MCP server `{name}`",
-                where,
-                help="declare it under spec.mcpServers",
-            )
-
     for tool_name, tool in env.tools.items():
         if isinstance(tool, dict) and tool.get("kind") == "mcp.tool":
-            check(tool.get("server"), f"tool `{tool_name}`", f"spec.tools.{tool_name}.server")
+            name = tool.get("server")
+            if _unknown(name, servers):
+                diags.add(
+                    "missing_reference",
+                    f"tool `{tool_name}` uses unknown MCP server `{name}`",
+                    f"spec.tools.{tool_name}.server",
+                    help="declare it under spec.mcpServers",
+                )
+    mcp = _RemoteCall(
+        "mcp.call", "server", "tool", "MCP server", "mcpServers", "and the tool's name as `tool`"
+    )
+    _check_remote_calls(mcp, env, graph, diags)
+
+
+def check_a2a_references(env: Env, graph: dict[str, Node], diags: Collector) -> None:
+    """Every A2A peer an ``a2a.delegate`` (literal ``with.peer``) names, and its message."""
+    a2a = _RemoteCall(
+        "a2a.delegate", "peer", "message", "A2A peer", "a2aPeers", "and the text as `message`"
+    )
+    _check_remote_calls(a2a, env, graph, diags)
+
+
+@dataclass(frozen=True)
+class _RemoteCall:
+    """An action kind that names a declared remote party in ``with`` and needs a second key."""
+
+    kind: str
+    party: str  # the `with` key naming the spec entry
+    other: str  # the other required `with` key
+    noun: str  # how messages name the party
+    section: str  # the spec key declaring the parties
+    then: str  # the end of the help for a missing key
+
+
+def _unknown(name: Any, declared: Any) -> bool:
+    # A template may render to any declared name: only a literal can be judged here.
+    return isinstance(name, str) and OPEN not in name and name not in declared
+
+
+def _check_remote_calls(
+    call: _RemoteCall, env: Env, graph: dict[str, Node], diags: Collector
+) -> None:
+    declared = env.spec.get(call.section) or {}
     for node in graph.values():
         action = env.action_of(node)
-        if action is None or action.get("kind") != "mcp.call":
+        if action is None or action.get("kind") != call.kind:
             continue
         given = {**(action.get("with") or {}), **(node.task.get("with") or {})}
         task_id = node.task.get("id")
-        for key in ("server", "tool"):
+        for key in (call.party, call.other):
             if key not in given:
                 diags.add(
                     "schema_violation",
-                    f"task `{task_id}`: mcp.call needs `with.{key}`",
+                    f"task `{task_id}`: {call.kind} needs `with.{key}`",
                     f"{node.path}.with",
-                    help="give the spec.mcpServers key as `server` and the tool's name as `tool`",
+                    help=f"give the spec.{call.section} key as `{call.party}` {call.then}",
                 )
-        check(given.get("server"), f"task `{task_id}`", f"{node.path}.with.server")
+        name = given.get(call.party)
+        if _unknown(name, declared):
+            diags.add(
+                "missing_reference",
+                f"task `{task_id}` uses unknown {call.noun} `{name}`",
+                f"{node.path}.with.{call.party}",
+                help=f"declare it under spec.{call.section}",
+            )

@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import re
 from typing import Any, Literal, Self
-from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
 
 from agentctl.core import registry
-from agentctl.core.dburl import url_scheme
 from agentctl.core.dsl.base import (
     InstructionsFile,
     JsonObject,
@@ -32,6 +30,7 @@ from agentctl.core.dsl.base import (
     Seconds,
     StrictModel,
     VarsFiles,
+    check_http_url,
     check_json_schema,
     given_keys,
     registered_kind,
@@ -98,19 +97,9 @@ class Provider(StrictModel):
 
 
 def _check_endpoint(endpoint: str) -> None:
-    """A provider endpoint is an absolute http(s) URL with a host (allowedSchemes ⊆ both)."""
-    parts = urlsplit(endpoint)
-    if (
-        url_scheme(endpoint) not in ("https", "http")
-        or not parts.hostname
-        or any(c.isspace() for c in endpoint)
-    ):
-        raise rule_error(
-            "schema_violation",
-            f"provider endpoint {endpoint!r} is not an absolute http(s) URL",
-            at="endpoint",
-            help="write the full URL, e.g. https://api.openai.com/v1/responses",
-        )
+    check_http_url(
+        endpoint, "provider endpoint", "https://api.openai.com/v1/responses", at="endpoint"
+    )
 
 
 class Reasoning(StrictModel):

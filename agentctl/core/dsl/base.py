@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import re
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic_core import PydanticCustomError
@@ -80,6 +81,21 @@ def rule_error(
     if help is not None:
         context["help"] = help
     return PydanticCustomError(code, "{msg}", context)
+
+
+def check_http_url(value: str, what: str, example: str, *, at: str | None = None) -> None:
+    """``value`` is an absolute http(s) URL with a host (``allowedSchemes`` allows no other),
+    else the rule fails naming ``what`` — so a path where a URL belongs is caught by ``check``,
+    not refused by the egress policy when a run starts."""
+    spaced = any(c.isspace() for c in value)
+    if url_scheme(value) in ("https", "http") and urlsplit(value).hostname and not spaced:
+        return
+    raise rule_error(
+        "schema_violation",
+        f"{what} {value!r} is not an absolute http(s) URL",
+        at=at,
+        help=f"write the full URL, e.g. {example}",
+    )
 
 
 def check_json_schema(schema: Any, key: str, what: str = "") -> None:

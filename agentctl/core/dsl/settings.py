@@ -22,6 +22,7 @@ from agentctl.core.dsl.base import (
     NonEmptyStr,
     Seconds,
     StrictModel,
+    check_http_url,
     empty_dict,
     empty_list,
     rule_error,
@@ -206,6 +207,40 @@ class Memory(StrictModel):
 
 
 MCP_PROTOCOL_VERSION = "2025-11-25"
+A2A_PROTOCOL_VERSION = "1.0"
+
+
+def _only(protocol: str, spoken: str, value: str) -> str:
+    if value != spoken:
+        raise rule_error(
+            "unsupported_capability",
+            f"{protocol} protocol {value!r} is not spoken by this version of agentctl",
+            help=f"use protocolVersion {spoken!r} (the default)",
+        )
+    return value
+
+
+def _mcp_spoken(value: str) -> str:
+    # The client offers this revision in `initialize`; another could never be agreed.
+    return _only("MCP", MCP_PROTOCOL_VERSION, value)
+
+
+def _a2a_spoken(value: str) -> str:
+    # The card must offer an interface for this version; another could never be chosen.
+    return _only("A2A", A2A_PROTOCOL_VERSION, value)
+
+
+def _mcp_url(value: str) -> str:
+    # A path (a stdio server's script) is no endpoint: this client speaks Streamable HTTP only.
+    check_http_url(value, "MCP server url", "https://mcp.example.com/mcp")
+    return value
+
+
+def _card_url(value: str) -> str:
+    check_http_url(
+        value, "A2A Agent Card URL", "https://agents.example.com/.well-known/agent-card.json"
+    )
+    return value
 
 
 class McpServer(StrictModel):
@@ -214,17 +249,8 @@ class McpServer(StrictModel):
     timeout_seconds: Seconds = Field(120, alias="timeoutSeconds")
     protocol_version: NonEmptyStr = Field(MCP_PROTOCOL_VERSION, alias="protocolVersion")
 
-    @field_validator("protocol_version")
-    @classmethod
-    def _spoken(cls, value: str) -> str:
-        # The client offers this revision in `initialize`; another could never be agreed.
-        if value != MCP_PROTOCOL_VERSION:
-            raise rule_error(
-                "unsupported_capability",
-                f"MCP protocol {value!r} is not spoken by this version of agentctl",
-                help=f"use protocolVersion {MCP_PROTOCOL_VERSION} (the default)",
-            )
-        return value
+    _spoken = field_validator("protocol_version")(_mcp_spoken)
+    _url = field_validator("url")(_mcp_url)
 
 
 class A2aPeer(StrictModel):
@@ -233,4 +259,7 @@ class A2aPeer(StrictModel):
     timeout_seconds: Seconds = Field(120, alias="timeoutSeconds")
     max_polls: int = Field(100, alias="maxPolls", ge=1, le=1000)
     poll_interval_ms: int = Field(100, alias="pollIntervalMs", ge=1, le=60_000)
-    protocol_version: NonEmptyStr = Field("1.0", alias="protocolVersion")
+    protocol_version: NonEmptyStr = Field(A2A_PROTOCOL_VERSION, alias="protocolVersion")
+
+    _spoken = field_validator("protocol_version")(_a2a_spoken)
+    _url = field_validator("card_url")(_card_url)

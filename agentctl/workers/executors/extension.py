@@ -10,9 +10,11 @@ environment, process allowlist, output limits, kill and reap, optional container
 
 Invariants:
 - nothing is invoked unless the handshake matched: a bad handshake is a definitive failure;
-- a timeout or cancellation of the invocation leaves the effect uncertain (it may have acted);
-- a reply that is not JSON, names another effect or protocol, or breaks the output schema is
-  a failure naming the extension and quoting (a bounded, redacted part of) what it said.
+- once the invocation started, anything short of a valid reply leaves the effect uncertain
+  (the extension may have acted before it timed out, crashed, overflowed its output limits or
+  answered badly): never a plain failure, which ``retry --failed`` would invoke again;
+- a bad reply is reported naming the extension and quoting (a bounded, redacted part of)
+  what it said.
 """
 
 from __future__ import annotations
@@ -110,6 +112,10 @@ async def execute_extension(msg: Execute) -> ExecOutcome:
     ran = await run_configured(msg, req, Phase((INVOKE_FLAG,), stdin=stdin))
     if ran.outcome == "timed_out":
         raise UncertainEffect(RunFailedError(f"extension invocation {ran.detail}"))
-    output = _check_reply(req, msg, _Said(req, "invoke", ran))
+    try:
+        output = _check_reply(req, msg, _Said(req, "invoke", ran))
+    except RunFailedError as exc:
+        # The process ran with the request in hand: whatever it printed, it may have acted.
+        raise UncertainEffect(exc) from None
     used = len(shake.stdout) + len(shake.stderr) + len(ran.stdout) + len(ran.stderr)
     return ExecOutcome(output, usage={"processOutputBytes": used})

@@ -1,0 +1,109 @@
+"""The header secrets of MCP servers and A2A peers, as a user meets them through the CLI.
+
+A header is a secret reference like a provider credential, so it is pre-flighted the same
+way: an unset variable refuses the run with exit 6 before any database or run exists, and
+``doctor`` reports it. A preview (``run --check``) sends nothing, so it resolves no header:
+an unset variable is no error there and a ``{process}`` helper does not run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Cli
+
+PORT = 9  # nothing is sent: every refusal here comes before a connection
+
+
+def _workflow(name: str, env: str, body: str) -> str:
+    """A workflow on 127.0.0.1:PORT whose one task uses ``body``'s server or peer."""
+    helpers = os.path.basename(sys.executable)
+    head = f"""\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {{ name: {name} }}
+spec:
+  policy:
+    approval: never
+    networkAllowlist: [127.0.0.1]
+    network: {{ allowPrivate: true, allowedPorts: [{PORT}] }}
+    environmentAllowlist: [{env}]
+    secretProcessAllowlist: [{helpers}]
+"""
+    return head + body.replace("PORT", str(PORT))
+
+
+MCP = _workflow(
+    "mcp-secret",
+    "NOTES_TOKEN",
+    """\
+  mcpServers:
+    notes: { url: "http://127.0.0.1:PORT/mcp", headers: { X-Notes-Token: HEADER } }
+  actions: { call: { kind: mcp.call } }
+  tasks:
+    - { id: count, uses: action:call, with: { server: notes, tool: t, arguments: {} } }
+""",
+)
+
+A2A = _workflow(
+    "a2a-secret",
+    "PEER_TOKEN",
+    """\
+  a2aPeers:
+    reviewer:
+      cardUrl: http://127.0.0.1:PORT/.well-known/agent-card.json
+      headers: { X-Peer-Token: { env: PEER_TOKEN } }
+  actions: { review: { kind: a2a.delegate } }
+  tasks:
+    - { id: ask, uses: action:review, with: { peer: reviewer, message: hi } }
+""",
+)
+
+ENV_HEADER = "{ env: NOTES_TOKEN }"
+
+
+def _refused_before_any_state(done: object, tmp_path: Path, needle: str) -> None:
+    assert done.rc == 6, (done.stdout, done.stderr)  # type: ignore[attr-defined]
+    error = done.error["error"]  # type: ignore[attr-defined]
+    assert needle in error["message"] and "nothing was created" in error["message"], error
+    assert error["runId"] is None
+    assert not list(tmp_path.rglob("*.db"))
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        (MCP.replace("HEADER", ENV_HEADER), "MCP server notes: headers.X-Notes-Token"),
+        (A2A, "A2A peer reviewer: headers.X-Peer-Token"),
+    ],
+)
+def test_an_unset_header_variable_refuses_the_run_before_any_state(  # type: ignore[no-untyped-def]
+    cli: Cli, tmp_path: Path, text, needle
+) -> None:
+    (tmp_path / "wf.yaml").write_text(text, encoding="utf-8")
+    _refused_before_any_state(cli("--output", "json", "run", "wf.yaml"), tmp_path, needle)
+    doctor = cli("--output", "json", "doctor", "wf.yaml")
+    assert doctor.rc == 6, (doctor.stdout, doctor.stderr)
+    [check] = [c for c in doctor.data["checks"] if c["check"].startswith("credential")]
+    assert needle.replace(": ", " ") in check["check"] and check["status"] == "missing", check
+
+
+def test_a_preview_resolves_no_header_and_runs_no_helper(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "wf.yaml").write_text(MCP.replace("HEADER", ENV_HEADER), encoding="utf-8")
+    preview = cli("--output", "json", "run", "--check", "wf.yaml")
+    assert preview.rc == 0, (preview.stdout, preview.stderr)
+    marker = tmp_path / "helper-ran.txt"
+    helper = f"open('{marker}', 'a').write('ran'); print('s3cret')"
+    ref = f'{{ process: {{ command: {sys.executable}, args: [-c, "{helper}"] }} }}'
+    (tmp_path / "wf.yaml").write_text(MCP.replace("HEADER", ref), encoding="utf-8")
+    preview = cli("--output", "json", "run", "--check", "wf.yaml")
+    assert preview.rc == 0, (preview.stdout, preview.stderr)
+    assert not marker.exists()  # the helper never ran for a preview
+    ran = cli(
+        "--output", "json", "run", "wf.yaml"
+    )  # a real run does run it (then fails to connect)
+    assert ran.rc == 4 and marker.exists(), (ran.stdout, ran.stderr)
