@@ -117,7 +117,7 @@ def runs_analyze_cmd(run: RunArg, db: DbOpt = DEFAULT_DB) -> None:
     from agentctl.coordinator import upgrade
 
     data = upgrade.analyze(run, db=db)
-    deliver(Outcome("RunAnalysis", data, human=_runs_human(data)))
+    deliver(Outcome("LegacyRunUpgradeAnalysis", data, human=_runs_human(data)))
 
 
 def runs_upgrade_cmd(
@@ -129,7 +129,9 @@ def runs_upgrade_cmd(
     from agentctl.coordinator import upgrade
 
     data = upgrade.upgrade(run, db=db, dry_run=dry_run)
-    deliver(Outcome("RunUpgrade", data, human=_runs_human(data)))
+    # spec/cli.md §1: a dry run is the analysis, so scripts see the analysis kind for it.
+    kind = "LegacyRunUpgradeAnalysis" if dry_run else "LegacyRunUpgrade"
+    deliver(Outcome(kind, data, human=_runs_human(data)))
 
 
 def _runs_human(data: dict[str, Any]) -> Any:
