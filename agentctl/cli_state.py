@@ -151,11 +151,34 @@ def artifacts_gc_cmd(
     deliver(Outcome("ArtifactGarbageCollection", data))
 
 
+# The original's ``DatabaseStats`` keys (flat, camelCase) → the table each one counts. Scripts
+# written for it read ``.data.runs``, ``.data.effects``…; ``counts`` keeps every table by name.
+ORIGINAL_STAT_KEYS = {
+    "runs": "runs",
+    "tasks": "task_states",
+    "effects": "effects",
+    "approvals": "approvals",
+    "checkpoints": "checkpoints",
+    "auditEvents": "audit_events",
+    "providerSessions": "provider_sessions",
+    "toolCalls": "tool_calls",
+    "longTermMemory": "long_term_memory",
+    "artifactBlobs": "artifact_blobs",
+    "artifactReferences": "artifact_refs",
+    "artifactIngests": "artifact_ingests",
+    "effectReconciliations": "effect_reconciliations",
+}
+
+
 @db_app.command("stats")
 def db_stats_cmd(db: DbOpt = DEFAULT_DB) -> None:
     """Schema version, size on disk and row counts."""
     with _ledger(db) as ledger:
-        data = ledger.database_stats().to_json()
+        stats = ledger.database_stats()
+    data = stats.to_json()
+    for key, table in ORIGINAL_STAT_KEYS.items():
+        if table in stats.counts:
+            data[key] = stats.counts[table]
     deliver(Outcome("DatabaseStats", data))
 
 

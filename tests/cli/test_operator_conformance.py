@@ -1,0 +1,103 @@
+"""Operator commands as a script written for the original agentctl calls them.
+
+Each test runs the CLI as a subprocess in a fresh directory and checks what such a script
+reads: the envelope ``kind`` spec/cli.md §1 names, the original's keys in ``data``, the exit
+code, and that a command which should create nothing creates nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Cli, CliResult
+
+WORKFLOW = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: ops }
+spec:
+  actions: { put: { kind: builtin.assign } }
+  tasks:
+    - { id: first, uses: "action:put", with: { note: kept } }
+"""
+
+
+def _run(cli: Cli, tmp_path: Path) -> str:
+    (tmp_path / "wf.yaml").write_text(WORKFLOW)
+    done = cli("--output", "json", "run", "wf.yaml")
+    assert done.rc == 0, done.stderr
+    return str(done.data["runId"])
+
+
+def _kind(done: CliResult) -> str:
+    return str(json.loads(done.stdout)["kind"])
+
+
+def test_update_explains_the_upgrade_and_changes_nothing(cli: Cli, tmp_path: Path) -> None:
+    done = cli("--output", "json", "update")
+    assert done.rc == 0, done.stderr
+    assert _kind(done) == "UpdateInfo"
+    assert done.data["automaticUpdate"] is False
+    version = cli("--output", "json", "version").data["version"]
+    assert done.data["currentVersion"] == version and done.data["command"]
+    human = cli("update")
+    assert human.rc == 0 and "automatic update is disabled" in human.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_runs_analyze_and_upgrade_use_the_kinds_the_spec_names(cli: Cli, tmp_path: Path) -> None:
+    run = _run(cli, tmp_path)
+    analyze = cli("--output", "json", "runs", "analyze", run)
+    assert analyze.rc == 0, analyze.stderr
+    assert _kind(analyze) == "LegacyRunUpgradeAnalysis"
+    dry = cli("--output", "json", "runs", "upgrade", run, "--dry-run")
+    assert dry.rc == 0 and _kind(dry) == "LegacyRunUpgradeAnalysis"  # dry-run == analyze
+    assert dry.data["dryRun"] is True and dry.data["runId"] == run
+    real = cli("--output", "json", "runs", "upgrade", run)
+    assert real.rc == 0 and _kind(real) == "LegacyRunUpgrade"
+
+
+def test_db_stats_carries_the_original_flat_counts(cli: Cli, tmp_path: Path) -> None:
+    _run(cli, tmp_path)
+    assert cli("--output", "json", "memory", "put", "ns", "k", '"v"').rc == 0
+    done = cli("--output", "json", "db", "stats")
+    assert done.rc == 0, done.stderr
+    data = done.data
+    assert (data["runs"], data["tasks"], data["longTermMemory"]) == (1, 1, 1)
+    assert data["effects"] == data["approvals"] == data["artifactBlobs"] == 0
+    assert data["auditEvents"] == data["counts"]["audit_events"] > 0
+    assert data["checkpoints"] == data["counts"]["checkpoints"] > 0
+
+
+def test_memory_put_acknowledges_the_write(cli: Cli, tmp_path: Path) -> None:
+    done = cli("--output", "json", "memory", "put", "ns", "k", '{"a": 1}', "--retention-days", "3")
+    assert done.rc == 0, done.stderr
+    assert done.data["written"] is True and done.data["value"] == {"a": 1}
+    assert done.data["expiresAt"] is not None
+
+
+@pytest.mark.sqlite_only(reason="column encryption at rest is a SQLite ledger feature")
+def test_encryption_reports_carry_the_original_keys(cli: Cli, tmp_path: Path) -> None:
+    _run(cli, tmp_path)
+    env = {"OPS_KEY": base64.b64encode(os.urandom(32)).decode()}
+    before = cli("--output", "json", "db", "encryption", "inventory", env=env)
+    assert before.rc == 0, before.stderr
+    plain = before.data["plaintextValues"]
+    assert before.data["enabled"] is False and plain > 0
+    assert before.data["protectedValues"] == plain and before.data["encryptedValues"] == 0
+    args = ("--output", "json", "db", "encryption", "enable", "--key-id", "k1", "--key-env")
+    dry = cli(*args, "OPS_KEY", "--dry-run", env=env)
+    assert dry.rc == 0, dry.stderr
+    assert (dry.data["operation"], dry.data["valuesRewritten"]) == ("enable", 0)
+    assert dry.data["valuesScanned"] == plain
+    done = cli(*args, "OPS_KEY", env=env)
+    assert done.rc == 0, done.stderr
+    assert done.data["enabled"] is True and done.data["keyReference"] == "OPS_KEY"
+    assert done.data["valuesRewritten"] == plain
+    after = cli("--output", "json", "db", "encryption", "inventory", env=env)
+    assert (after.data["encryptedValues"], after.data["plaintextValues"]) == (plain, 0)
