@@ -1,15 +1,18 @@
 """Document commands: ``schema``, ``migrate`` and ``runs analyze|upgrade`` (issue 14 item 4).
 
 Invariants: ``schema`` and ``migrate`` create no state; ``--write P`` replaces P atomically
-(temporary file + rename) and never writes anything else; ``migrate`` refuses to write a
+(temporary file + rename, parents created, the mode of a plain write) and never writes
+anything else; ``migrate`` refuses to write a
 document that does not compile to the same tasks (order and definition fingerprints) as its
 source. ``runs analyze`` and ``runs upgrade --dry-run`` only read the database.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any
@@ -25,14 +28,38 @@ WriteOpt = Annotated[Path | None, typer.Option("--write", help="Write the result
 
 
 def _write(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically (a reader sees the old or the new file)."""
+    """Replace ``path`` with ``text`` atomically (a reader sees the old or the new file).
+
+    Missing parent directories are created, as the original's ``--write`` does. The file gets
+    the mode a plain write would give it (an existing file keeps its mode, a new one is 0666
+    minus the umask), not the temporary file's 0600: schemas and migrated workflows are meant
+    to be shared. A failed write leaves no temporary file behind."""
+    tmp: str | None = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = _plain_write_mode(path)
         fd, tmp = tempfile.mkstemp(dir=path.resolve().parent, prefix=f".{path.name}.")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
+        tmp = None
     except OSError as exc:
         raise ValidationError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _plain_write_mode(path: Path) -> int:
+    """The permission bits ``open(path, "w")`` would leave ``path`` with."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0o022)  # reading the umask means setting it; put it straight back
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 EventsOpt = Annotated[

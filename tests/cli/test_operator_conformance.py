@@ -101,3 +101,31 @@ def test_encryption_reports_carry_the_original_keys(cli: Cli, tmp_path: Path) ->
     assert done.data["valuesRewritten"] == plain
     after = cli("--output", "json", "db", "encryption", "inventory", env=env)
     assert (after.data["encryptedValues"], after.data["plaintextValues"]) == (plain, 0)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def test_write_creates_parents_and_gives_a_plain_file_mode(cli: Cli, tmp_path: Path) -> None:
+    done = cli("--output", "json", "schema", "--write", "build/schema/workflow.json")
+    assert done.rc == 0, done.stderr
+    written = tmp_path / "build" / "schema" / "workflow.json"
+    assert json.loads(written.read_text())["$schema"]
+    assert written.stat().st_mode & 0o777 == 0o666 & ~_umask()  # not the temp file's 0600
+    (tmp_path / "wf.yaml").write_text(WORKFLOW)
+    (tmp_path / "wf.yaml").chmod(0o640)
+    again = cli("--output", "json", "migrate", "wf.yaml", "--write", "wf.yaml")
+    assert again.rc == 0, again.stderr
+    assert (tmp_path / "wf.yaml").stat().st_mode & 0o777 == 0o640  # an existing file keeps it
+    assert "agentctl.dev/v1\n" in (tmp_path / "wf.yaml").read_text()
+    assert not (tmp_path / ".agentctl").exists()
+
+
+def test_a_refused_write_leaves_no_temporary_file(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "target").mkdir()
+    done = cli("--output", "json", "schema", "--write", "target")
+    assert done.rc == 2 and "cannot write target" in done.error["error"]["message"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["target"]
