@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.clibackend import LedgerTarget
 from tests.conftest import Cli, CliResult
 
 WORKFLOW = """\
@@ -129,3 +130,37 @@ def test_a_refused_write_leaves_no_temporary_file(cli: Cli, tmp_path: Path) -> N
     done = cli("--output", "json", "schema", "--write", "target")
     assert done.rc == 2 and "cannot write target" in done.error["error"]["message"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["target"]
+
+
+WRITER = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: writer }
+spec:
+  policy: { approval: never, writableRoots: ["."] }
+  actions: { w: { kind: builtin.write } }
+  tasks:
+    - { id: w, uses: "action:w", with: { path: out.txt, content: hello } }
+"""
+
+
+def test_db_migrate_and_artifacts_gc_carry_the_original_keys(
+    cli: Cli, tmp_path: Path, ledger_target: LedgerTarget
+) -> None:
+    migrated = cli("--output", "json", "db", "migrate", "--db", "state/ops.db")
+    assert migrated.rc == 0, migrated.stderr
+    assert migrated.data["migrated"] is True
+    assert migrated.data["schemaVersion"] == migrated.data["to"] > 0
+    (tmp_path / "wf.yaml").write_text(WRITER)
+    assert cli("--output", "json", "run", "wf.yaml", "--db", "state/ops.db").rc == 0
+    ledger_target.sql(tmp_path / "state" / "ops.db", "DELETE FROM artifact_refs")
+    args = ("--output", "json", "artifacts", "gc", "--older-than-days", "0", "--db", "state/ops.db")
+    dry = cli(*args, "--dry-run")
+    assert dry.rc == 0, dry.stderr
+    report = dry.data["report"]
+    assert (report["considered"], report["removed"], report["reclaimedBytes"]) == (1, [], 5)
+    done = cli(*args)
+    assert done.rc == 0, done.stderr
+    digest = done.data["report"]["blobs"][0]["digest"]
+    assert done.data["report"]["removed"] == [digest] and digest.startswith("sha256:")
+    assert cli("--output", "json", "artifacts", "inspect", digest, "--db", "state/ops.db").rc == 5
