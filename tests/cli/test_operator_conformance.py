@@ -10,12 +10,13 @@ from __future__ import annotations
 import base64
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.clibackend import LedgerTarget
-from tests.conftest import Cli, CliResult
+from tests.conftest import Cli, CliResult, StartCli
 
 WORKFLOW = """\
 apiVersion: agentctl.dev/v1alpha1
@@ -164,3 +165,51 @@ def test_db_migrate_and_artifacts_gc_carry_the_original_keys(
     digest = done.data["report"]["blobs"][0]["digest"]
     assert done.data["report"]["removed"] == [digest] and digest.startswith("sha256:")
     assert cli("--output", "json", "artifacts", "inspect", digest, "--db", "state/ops.db").rc == 5
+
+
+SLOW = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: slow }
+spec:
+  policy: { approval: never, processAllowlist: [sleep] }
+  actions: { nap: { kind: builtin.shell.exec, command: sleep, args: ["30"] } }
+  tasks:
+    - { id: nap, uses: "action:nap" }
+"""
+
+
+def _running_run(cli: Cli) -> str:
+    for _ in range(300):
+        listed = cli("--output", "json", "runs", "list", "--state", "running")
+        if listed.rc == 0 and listed.data["runs"]:
+            return str(listed.data["runs"][0]["runId"])
+        time.sleep(0.1)
+    raise AssertionError("the run never started")
+
+
+@pytest.mark.sqlite_only(reason="column encryption at rest is a SQLite ledger feature")
+def test_encryption_is_refused_while_a_run_is_being_driven(
+    cli: Cli, start_cli: StartCli, tmp_path: Path
+) -> None:
+    (tmp_path / "slow.yaml").write_text(SLOW)
+    env = {"OPS_KEY": base64.b64encode(os.urandom(32)).decode()}
+    driver = start_cli("--output", "json", "run", "slow.yaml", env=env)
+    try:
+        run = _running_run(cli)
+        enable = ("--output", "json", "db", "encryption", "enable", "--key-id", "k1")
+        refused = cli(*enable, "--key-env", "OPS_KEY", env=env)
+        assert refused.rc == 5, refused.stdout
+        assert f"run {run} is being driven" in refused.error["error"]["message"]
+        inventory = cli("--output", "json", "db", "encryption", "inventory", env=env)
+        assert inventory.data["encrypted"] is False  # nothing changed
+        assert cli("cancel", run, env=env).rc == 0
+        out, err = driver.communicate(timeout=60)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    # Without the refusal the driver died on its next write ("no such function:
+    # agentctl_seal", exit 5) and left its finished effect uncertain.
+    assert driver.returncode == 130, err
+    assert json.loads(out)["data"]["state"] == "cancelled"
+    assert cli(*enable, "--key-env", "OPS_KEY", env=env).rc == 0
