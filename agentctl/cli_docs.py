@@ -123,7 +123,20 @@ def migrate_cmd(
         "planDigest": after.plan_digest,
         "sameTasks": True,
     }
+    data |= _original_migration_keys(file, write, migration.source_version, migrated.document)
     deliver(Outcome("Migration", data, human=_migrate_human(data, migration.text)))
+
+
+def _original_migration_keys(
+    file: Path, write: Path | None, source_version: str, document: dict[str, Any]
+) -> dict[str, Any]:
+    """The keys the original's ``Migration`` carries, for scripts written for it:
+    ``migratedLegacy``, and ``source``/``destination`` when written, else ``workflow`` (the
+    migrated document as an object)."""
+    found: dict[str, Any] = {"migratedLegacy": source_version == "legacy"}
+    if write is not None:
+        return found | {"source": str(file), "destination": str(write)}
+    return found | {"workflow": document}
 
 
 def _migrate_human(data: dict[str, Any], text: str) -> Any:
@@ -158,6 +171,9 @@ def runs_upgrade_cmd(
     data = upgrade.upgrade(run, db=db, dry_run=dry_run)
     # spec/cli.md §1: a dry run is the analysis, so scripts see the analysis kind for it.
     kind = "LegacyRunUpgradeAnalysis" if dry_run else "LegacyRunUpgrade"
+    if not dry_run:  # the original nests the analysis after the upgrade under this key
+        after = {k: v for k, v in data.items() if k not in ("dryRun", "upgradedTasks")}
+        data = {**data, "analysisAfter": after}
     deliver(Outcome(kind, data, human=_runs_human(data)))
 
 

@@ -62,6 +62,20 @@ def test_runs_analyze_and_upgrade_use_the_kinds_the_spec_names(cli: Cli, tmp_pat
     assert dry.data["dryRun"] is True and dry.data["runId"] == run
     real = cli("--output", "json", "runs", "upgrade", run)
     assert real.rc == 0 and _kind(real) == "LegacyRunUpgrade"
+    assert real.data["analysisAfter"]["runId"] == run
+    assert real.data["analysisAfter"]["upgradeableTasks"] == real.data["upgradeableTasks"]
+
+
+def test_migrate_carries_the_original_keys(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "wf.yaml").write_text(WORKFLOW)
+    printed = cli("--output", "json", "migrate", "wf.yaml")
+    assert printed.rc == 0, printed.stderr
+    assert printed.data["migratedLegacy"] is False
+    assert printed.data["workflow"]["apiVersion"] == "agentctl.dev/v1"
+    assert printed.data["workflow"]["spec"]["tasks"][0]["id"] == "first"
+    written = cli("--output", "json", "migrate", "wf.yaml", "--write", "out.yaml")
+    assert written.rc == 0, written.stderr
+    assert (written.data["source"], written.data["destination"]) == ("wf.yaml", "out.yaml")
 
 
 def test_db_stats_carries_the_original_flat_counts(cli: Cli, tmp_path: Path) -> None:
