@@ -1,15 +1,18 @@
 """Document commands: ``schema``, ``migrate`` and ``runs analyze|upgrade`` (issue 14 item 4).
 
 Invariants: ``schema`` and ``migrate`` create no state; ``--write P`` replaces P atomically
-(temporary file + rename) and never writes anything else; ``migrate`` refuses to write a
+(temporary file + rename, parents created, the mode of a plain write) and never writes
+anything else; ``migrate`` refuses to write a
 document that does not compile to the same tasks (order and definition fingerprints) as its
 source. ``runs analyze`` and ``runs upgrade --dry-run`` only read the database.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any
@@ -25,14 +28,38 @@ WriteOpt = Annotated[Path | None, typer.Option("--write", help="Write the result
 
 
 def _write(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically (a reader sees the old or the new file)."""
+    """Replace ``path`` with ``text`` atomically (a reader sees the old or the new file).
+
+    Missing parent directories are created, as the original's ``--write`` does. The file gets
+    the mode a plain write would give it (an existing file keeps its mode, a new one is 0666
+    minus the umask), not the temporary file's 0600: schemas and migrated workflows are meant
+    to be shared. A failed write leaves no temporary file behind."""
+    tmp: str | None = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        mode = _plain_write_mode(path)
         fd, tmp = tempfile.mkstemp(dir=path.resolve().parent, prefix=f".{path.name}.")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
+        tmp = None
     except OSError as exc:
         raise ValidationError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _plain_write_mode(path: Path) -> int:
+    """The permission bits ``open(path, "w")`` would leave ``path`` with."""
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0o022)  # reading the umask means setting it; put it straight back
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 EventsOpt = Annotated[
@@ -96,7 +123,20 @@ def migrate_cmd(
         "planDigest": after.plan_digest,
         "sameTasks": True,
     }
+    data |= _original_migration_keys(file, write, migration.source_version, migrated.document)
     deliver(Outcome("Migration", data, human=_migrate_human(data, migration.text)))
+
+
+def _original_migration_keys(
+    file: Path, write: Path | None, source_version: str, document: dict[str, Any]
+) -> dict[str, Any]:
+    """The keys the original's ``Migration`` carries, for scripts written for it:
+    ``migratedLegacy``, and ``source``/``destination`` when written, else ``workflow`` (the
+    migrated document as an object)."""
+    found: dict[str, Any] = {"migratedLegacy": source_version == "legacy"}
+    if write is not None:
+        return found | {"source": str(file), "destination": str(write)}
+    return found | {"workflow": document}
 
 
 def _migrate_human(data: dict[str, Any], text: str) -> Any:
@@ -117,7 +157,7 @@ def runs_analyze_cmd(run: RunArg, db: DbOpt = DEFAULT_DB) -> None:
     from agentctl.coordinator import upgrade
 
     data = upgrade.analyze(run, db=db)
-    deliver(Outcome("RunAnalysis", data, human=_runs_human(data)))
+    deliver(Outcome("LegacyRunUpgradeAnalysis", data, human=_runs_human(data)))
 
 
 def runs_upgrade_cmd(
@@ -129,7 +169,12 @@ def runs_upgrade_cmd(
     from agentctl.coordinator import upgrade
 
     data = upgrade.upgrade(run, db=db, dry_run=dry_run)
-    deliver(Outcome("RunUpgrade", data, human=_runs_human(data)))
+    # spec/cli.md §1: a dry run is the analysis, so scripts see the analysis kind for it.
+    kind = "LegacyRunUpgradeAnalysis" if dry_run else "LegacyRunUpgrade"
+    if not dry_run:  # the original nests the analysis after the upgrade under this key
+        after = {k: v for k, v in data.items() if k not in ("dryRun", "upgradedTasks")}
+        data = {**data, "analysisAfter": after}
+    deliver(Outcome(kind, data, human=_runs_human(data)))
 
 
 def _runs_human(data: dict[str, Any]) -> Any:

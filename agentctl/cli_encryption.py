@@ -35,7 +35,7 @@ DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Report, change nothi
 def inventory_cmd(db: DbOpt = DEFAULT_DB) -> None:
     """Per sensitive column: values in plaintext and encrypted under each key id."""
     with _ledger(db, verify=False) as ledger:
-        data = ledger.encryption_inventory().to_json()
+        data = _with_original_keys(ledger.encryption_inventory().to_json())
     deliver(Outcome("EncryptionInventory", data, human=_human(data)))
 
 
@@ -61,9 +61,24 @@ def _change(action: str, key_id: str, key_env: str, dry_run: bool, db: str) -> N
 
     change = EncryptionChange(action, key_id, key_env, _now(), dry_run=dry_run)
     with _ledger(db) as ledger:
-        data = ledger.change_encryption(change).to_json()
+        data = _with_original_keys(ledger.change_encryption(change).to_json())
     kind = "EncryptionEnable" if action == "enable" else "EncryptionRotate"
     deliver(Outcome(kind, data, human=_human(data)))
+
+
+def _with_original_keys(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` plus the keys the original's reports carry, derived from the column counts, so
+    scripts written for it (``.data.enabled``, ``.data.valuesRewritten``…) keep working."""
+    plaintext = sum(int(c["plaintext"]) for c in data["columns"])
+    encrypted = sum(int(n) for c in data["columns"] for n in c["encrypted"].values())
+    extra: dict[str, Any] = {"enabled": data["encrypted"], "keyReference": data["keyEnv"]}
+    if data["action"] == "inventory":
+        extra |= {"protectedValues": plaintext + encrypted, "encryptedValues": encrypted}
+        extra["plaintextValues"] = plaintext
+    else:
+        extra |= {"operation": data["action"], "valuesScanned": plaintext + encrypted}
+        extra["valuesRewritten"] = 0 if data["dryRun"] else data["changed"]
+    return data | extra
 
 
 def _human(data: dict[str, Any]) -> Any:

@@ -1,4 +1,5 @@
-"""``agentctl gc`` and ``agentctl completion SHELL``: keeping a ledger small, and a shell helpful.
+"""``agentctl gc``, ``completion SHELL`` and ``update``: a ledger small, a shell helpful, an
+installation left alone.
 
 Invariants:
 - ``gc`` never creates a database (a missing one is exit 5) and never touches a running or
@@ -6,7 +7,9 @@ Invariants:
   nothing (``ledger/housekeeping.py`` holds the rules);
 - ``completion`` prints a script for bash, zsh or fish; any other shell is exit 2 naming the
   supported ones. The script calls ``agentctl`` back with ``_AGENTCTL_COMPLETE`` set, and
-  ``prepare_completion`` (called by ``cli`` when it sees that variable) lets typer answer.
+  ``prepare_completion`` (called by ``cli`` when it sees that variable) lets typer answer;
+- ``update`` never modifies the installation and never contacts a network: it prints the
+  installed version and how to upgrade from a reviewed release (spec/cli.md §1 ``UpdateInfo``).
 """
 
 from __future__ import annotations
@@ -83,6 +86,27 @@ def prepare_completion() -> None:
     completion_init()
 
 
+UPGRADE_COMMAND = "python -m pip install --upgrade agentctl"
+
+
+def update_cmd() -> None:
+    """Explain how to upgrade; the installation is never modified by agentctl itself."""
+    from agentctl import __version__
+
+    data = {"currentVersion": __version__, "automaticUpdate": False, "command": UPGRADE_COMMAND}
+    deliver(
+        Outcome(
+            "UpdateInfo",
+            data,
+            human=lambda _s: (
+                f"agentctl {__version__}: automatic update is disabled; upgrade from a reviewed "
+                f"release with: {UPGRADE_COMMAND}"
+            ),
+        )
+    )
+
+
 def register(main_app: typer.Typer) -> None:
     main_app.command("gc")(gc_cmd)
     main_app.command("completion")(completion_cmd)
+    main_app.command("update")(update_cmd)

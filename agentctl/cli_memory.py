@@ -96,7 +96,8 @@ def memory_put_cmd(
     with _ledger(db, create=True) as ledger:
         ledger.long_term_put(put, _now())
         written = ledger.long_term_get(namespace, key, _now())
-    deliver(Outcome("MemoryWrite", written.to_json()))
+    # ``written`` is the original's acknowledgement key; scripts written for it test it.
+    deliver(Outcome("MemoryWrite", {**written.to_json(), "written": True}))
 
 
 def _filter_pair(text: str) -> tuple[str, JsonValue]:

@@ -148,14 +148,55 @@ def artifacts_gc_cmd(
     request = GcRequest(_now(), older_than_days=older_than_days, dry_run=dry_run)
     with _ledger(db) as ledger:
         data = ledger.collect_artifacts(request)
+    report = data.get("report")
+    if isinstance(report, dict):
+        data = {**data, "report": {**report, **_original_gc_keys(report, dry_run)}}
     deliver(Outcome("ArtifactGarbageCollection", data))
+
+
+def _original_gc_keys(report: dict[str, Any], dry_run: bool) -> dict[str, Any]:
+    """The original's artifact-GC counters, derived from our report, for scripts that read
+    ``.data.report.removed`` / ``reclaimedBytes``: ``removed`` lists the blobs actually
+    collected (none on a dry run); the candidates are the blobs and the untracked files."""
+    digests = [b["digest"] for b in report["blobs"]]
+    tmp = len(report["tmpFiles"])
+    return {
+        "considered": len(digests) + len(report["untrackedFiles"]),
+        "removed": [] if dry_run else digests,
+        "reclaimedBytes": report["bytes"],
+        "temporaryFilesConsidered": tmp,
+        "temporaryFilesRemoved": 0 if dry_run else tmp,
+    }
+
+
+# The original's ``DatabaseStats`` keys (flat, camelCase) → the table each one counts. Scripts
+# written for it read ``.data.runs``, ``.data.effects``…; ``counts`` keeps every table by name.
+ORIGINAL_STAT_KEYS = {
+    "runs": "runs",
+    "tasks": "task_states",
+    "effects": "effects",
+    "approvals": "approvals",
+    "checkpoints": "checkpoints",
+    "auditEvents": "audit_events",
+    "providerSessions": "provider_sessions",
+    "toolCalls": "tool_calls",
+    "longTermMemory": "long_term_memory",
+    "artifactBlobs": "artifact_blobs",
+    "artifactReferences": "artifact_refs",
+    "artifactIngests": "artifact_ingests",
+    "effectReconciliations": "effect_reconciliations",
+}
 
 
 @db_app.command("stats")
 def db_stats_cmd(db: DbOpt = DEFAULT_DB) -> None:
     """Schema version, size on disk and row counts."""
     with _ledger(db) as ledger:
-        data = ledger.database_stats().to_json()
+        stats = ledger.database_stats()
+    data = stats.to_json()
+    for key, table in ORIGINAL_STAT_KEYS.items():
+        if table in stats.counts:
+            data[key] = stats.counts[table]
     deliver(Outcome("DatabaseStats", data))
 
 
@@ -164,6 +205,8 @@ def db_migrate_cmd(db: DbOpt = DEFAULT_DB) -> None:
     """Create or migrate the database to the supported schema."""
     with _ledger(db, create=True) as ledger:
         data = ledger.migration().to_json()
+    # The original reports {schemaVersion, migrated: true}; scripts read those two keys.
+    data = {**data, "schemaVersion": data["to"], "migrated": True}
     deliver(Outcome("DatabaseMigration", data))
 
 

@@ -23,7 +23,7 @@ from agentctl.core.egress_reach import plan_endpoints
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.mcp import SERVER_OWNER
 from agentctl.core.plan import Plan
-from agentctl.core.providerinfo import secret_reference
+from agentctl.core.providerinfo import REFERENCE_KIND_NAMES, secret_reference
 from agentctl.errors import CredentialMissingError
 
 NOT_AVAILABLE = ("missing", "missing_or_denied")
@@ -39,7 +39,8 @@ class SecretStatus:
     availability: secrets.Availability
 
     def to_json(self) -> JsonObject:
-        return {"kind": self.kind, "reference": self.reference, "availability": self.availability}
+        kind = REFERENCE_KIND_NAMES.get(self.kind, self.kind)
+        return {"kind": kind, "reference": self.reference, "availability": self.availability}
 
 
 @dataclass(frozen=True)

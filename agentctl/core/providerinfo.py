@@ -15,6 +15,20 @@ from agentctl.core.compiler.capabilities import PROVIDER_CAPABILITIES
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.providerdefaults import PROVIDER_OPTIONS
 
+# How machine output names a reference kind: the original's reports say ``environment`` for an
+# ``{env}`` reference, and scripts written for it compare against that word. Human text keeps
+# the short document key (``env OPENAI_API_KEY``).
+REFERENCE_KIND_NAMES = {"env": "environment"}
+
+
+def reference_json(ref: JsonValue) -> JsonValue:
+    """``secret_reference`` as machine output shows it (``{kind: environment, reference}``)."""
+    shown = secret_reference(ref)
+    if isinstance(shown, dict) and isinstance(shown.get("kind"), str):
+        kind = str(shown["kind"])
+        return {**shown, "kind": REFERENCE_KIND_NAMES.get(kind, kind)}
+    return shown
+
 
 def secret_reference(ref: JsonValue) -> JsonValue:
     """``{kind, reference}`` of a secret reference (the variable, path or helper command)."""
@@ -46,10 +60,8 @@ def provider_capabilities(spec: Mapping[str, JsonValue]) -> JsonObject:
                 "kind": kind,
                 "endpoint": provider.get("endpoint"),
                 "apiVersion": provider.get("apiVersion"),
-                "credential": secret_reference(provider.get("credential")),
-                "headers": {
-                    header: secret_reference(ref) for header, ref in sorted(headers.items())
-                },
+                "credential": reference_json(provider.get("credential")),
+                "headers": {header: reference_json(ref) for header, ref in sorted(headers.items())},
                 "capabilities": list[JsonValue](sorted(PROVIDER_CAPABILITIES.get(kind, ()))),
                 "providerOptions": list(PROVIDER_OPTIONS.get(kind, ())),
                 "runnable": entry is not None and entry.runnable,

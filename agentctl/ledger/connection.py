@@ -112,6 +112,15 @@ def translated_error(exc: sqlite3.Error, busy_timeout_ms: int, path: Path | None
         return from_os_error(OSError(errno.ENOSPC, str(exc)), f"database {path}")
     if code in (_SQLITE_CORRUPT, _SQLITE_NOTADB):
         return corrupt_error(path, str(exc))
+    if "no such function: agentctl_" in text:
+        # The encryption triggers call a function only a connection holding the key has: this
+        # connection was opened before `db encryption enable` ran in another process.
+        return PersistenceError(
+            f"database {path} was encrypted after this process opened it (`db encryption "
+            "enable` from another shell); this write was refused and nothing of it was stored. "
+            "Run the command again with the key set; a run it was driving continues with "
+            "`agentctl resume`"
+        )
     return PersistenceError(f"database error ({path}): {exc}")
 
 

@@ -7,7 +7,10 @@ Invariants:
 - after either commits, the WAL is checkpointed and truncated, so frames holding the values
   as they were (plaintext, or the old key's envelopes) do not outlive the change;
 - the inventory is computed in SQL over the stored text (prefix and key id only), so it needs
-  no key and never opens an envelope.
+  no key and never opens an envelope;
+- neither changes anything while a live process drives a run (exit 5): that process opened
+  the database under the previous key state, so its next write would be refused by the
+  triggers and the effect it had just executed would be left uncertain.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ import sqlite3
 from dataclasses import dataclass, field
 
 from agentctl.core.jsonvalue import JsonObject
-from agentctl.errors import PersistenceError, ValidationError
-from agentctl.ledger import crypto
+from agentctl.errors import OwnershipError, PersistenceError, ValidationError
+from agentctl.ledger import crypto, runs
 from agentctl.ledger.connection import Database
 from agentctl.ledger.crypto import PREFIX, SENSITIVE, ColumnCodec, ColumnKey
 
@@ -171,6 +174,21 @@ def _write_state(conn: sqlite3.Connection, key: ColumnKey, now: str, enabling: b
     )
 
 
+def _refuse_driven_runs(conn: sqlite3.Connection, change: EncryptionChange) -> None:
+    """Refuse while a live process drives a run. Checked inside the write transaction, so no
+    run can take a lease between this check and the commit."""
+    rows = conn.execute(
+        "SELECT run_id FROM runs WHERE owner_pid IS NOT NULL AND state IN ('running', 'paused')"
+    ).fetchall()
+    live = [str(r[0]) for r in rows if runs.has_live_owner(conn, str(r[0]), change.now)]
+    if live:
+        raise OwnershipError(
+            f"run {live[0]} is being driven by a live agentctl process"
+            f"{f' ({len(live)} runs in all)' if len(live) > 1 else ''}; {change.action} "
+            "encryption once no run is executing (let it finish, or `agentctl cancel` it)"
+        )
+
+
 def _reseal_in_one_transaction(db: Database, change: EncryptionChange, key: ColumnKey) -> None:
     """State row, triggers and every value under ``key``, committed together; the connection
     holds the previous key too for this transaction only, and gets it back on failure."""
@@ -179,6 +197,7 @@ def _reseal_in_one_transaction(db: Database, change: EncryptionChange, key: Colu
     crypto.attach(db.conn, both)
     try:
         with db.transaction() as conn:
+            _refuse_driven_runs(conn, change)
             _write_state(conn, key, change.now, change.action == "enable")
             _replace_triggers(conn, key.key_id)
             _reseal_all(conn)

@@ -53,7 +53,7 @@ def test_auth_check_reports_presence_without_reading_or_running_anything(
     assert done.rc == 6, done.stderr  # the gemini key file is missing
     by_name = {p["provider"]: p for p in done.data}
     assert by_name["a"]["credential"] == {
-        "kind": "env",
+        "kind": "environment",
         "reference": "ANTHROPIC_API_KEY",  # a provider's default variable needs no allowlist
         "availability": "present",
     }
@@ -90,10 +90,10 @@ def test_providers_inspect_reports_capabilities_offline(cli: Cli, tmp_path: Path
     providers = {p["name"]: p for p in done.data["providers"]}
     anthropic, google = providers["a"], providers["g"]
     assert anthropic["endpoint"] == "https://api.anthropic.com/v1/messages"
-    assert anthropic["credential"] == {"kind": "env", "reference": "ANTHROPIC_API_KEY"}
+    assert anthropic["credential"] == {"kind": "environment", "reference": "ANTHROPIC_API_KEY"}
     assert anthropic["usedBy"] == ["w"] and google["usedBy"] == []
     assert "streaming" not in anthropic["capabilities"] and anthropic["providerOptions"] == []
-    assert google["headers"]["X-Org"] == {"kind": "env", "reference": "ORG_ID"}
+    assert google["headers"]["X-Org"] == {"kind": "environment", "reference": "ORG_ID"}
     assert "store" in providers["o"]["providerOptions"] and providers["o"]["runnable"]
     assert not (tmp_path / "ran.marker").exists()
     assert not (tmp_path / ".agentctl").exists()

@@ -128,6 +128,23 @@ def test_a_writer_without_the_key_cannot_write_a_sensitive_column(
     assert _stored(db_path, "SELECT output_json FROM runs") == before
 
 
+def test_a_connection_opened_before_enable_gets_a_clear_refusal(
+    ledger: Database, db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    make_run(ledger, "run-1")
+    earlier = open_database(db_path)  # another process's connection, opened in plaintext
+    try:
+        monkeypatch.setenv(KEY_ENV, base64.b64encode(os.urandom(32)).decode())
+        change_encryption(ledger, EncryptionChange("enable", "k1", KEY_ENV, ts(1)))
+        before = _stored(db_path, "SELECT output_json FROM runs")
+        refused = pytest.raises(PersistenceError, match="encrypted after this process opened it")
+        with refused, earlier.transaction() as tx:
+            tx.execute("UPDATE runs SET output_json = '{\"late\":1}'")
+    finally:
+        earlier.close()
+    assert _stored(db_path, "SELECT output_json FROM runs") == before
+
+
 def test_an_envelope_under_another_key_is_refused(sealed: Database, db_path: Path) -> None:
     stale = f"{PREFIX}k0:AAAA"
     with pytest.raises(PersistenceError, match="another key"), sealed.transaction() as tx:
