@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from agentctl.ledger.artifacts.store import IngestResult
     from agentctl.ledger.audit import AuditEvent, Checkpoint
     from agentctl.ledger.budget import BudgetSnapshot, ReservationOutcome
-    from agentctl.ledger.effects import EffectRecord, NewEffect, ToolCallRecord
+    from agentctl.ledger.effects import EffectRecord, NewEffect
     from agentctl.ledger.encryption import EncryptionChange, EncryptionReport
     from agentctl.ledger.interface import RunLedger
     from agentctl.ledger.migrations import SUPPORTED_SCHEMA_VERSION, MigrationResult
@@ -76,6 +76,7 @@ if TYPE_CHECKING:
         RunList,
     )
     from agentctl.ledger.tasks import AuditSpec, TaskCompletion, TaskRecord
+    from agentctl.ledger.tool_calls import ToolCallRecord
 
 # Each public name and the module that defines it.
 _HOME: dict[str, str] = {
@@ -143,7 +144,7 @@ _HOME: dict[str, str] = {
     "TaskRecord": "agentctl.ledger.tasks",
     "TaskStart": "agentctl.ledger.model",
     "TaskStartBatch": "agentctl.ledger.model",
-    "ToolCallRecord": "agentctl.ledger.effects",
+    "ToolCallRecord": "agentctl.ledger.tool_calls",
     "open_ledger": "agentctl.ledger.opening",
     "open_sqlite_ledger": "agentctl.ledger.sqlite_ledger",
 }

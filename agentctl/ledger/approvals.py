@@ -18,9 +18,10 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError, PersistenceError
 from agentctl.ledger.artifacts.values import dumps_value_opt, loads_value
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
-from agentctl.ledger.effects import move_held_tool_call_txn, resolve_waiting_effect_txn
+from agentctl.ledger.effects import resolve_waiting_effect_txn
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all, fetch_one
 from agentctl.ledger.sql import Db, Row
+from agentctl.ledger.tool_calls import move_held_tool_call_txn
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ import agentctl.ledger.audit as audit
 import agentctl.ledger.budget as budget
 import agentctl.ledger.effects as effects
 import agentctl.ledger.tasks as tasks
+import agentctl.ledger.tool_calls as tool_calls
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import InvalidOperationError, NotFoundError
 from agentctl.ledger.model import CallRecord
@@ -66,7 +67,7 @@ def gate_call_txn(conn: Db, gated: GatedCall) -> CallGate:
         return CallGate("held")
     if status == "requested":
         effects.start_effect_txn(conn, new.effect_id, now)
-        effects.move_held_tool_call_txn(conn, new.effect_id, "started", now)
+        tool_calls.move_held_tool_call_txn(conn, new.effect_id, "started", now)
         return CallGate("started")
     if status == "cancelled":
         return CallGate("rejected", _resolution(conn, new.run_id, new.effect_id))
@@ -86,7 +87,7 @@ def _hold_txn(conn: Db, gated: GatedCall) -> CallGate:
         return CallGate("refused", reserved.exceeded or {})
     effects.insert_effect_txn(conn, new, now)
     call_id = call.tool_call_id or new.effect_id
-    effects.insert_tool_call_txn(
+    tool_calls.insert_tool_call_txn(
         conn,
         run_id,
         call_id,

@@ -24,13 +24,7 @@ from agentctl.ledger.artifacts.refs import (
 )
 from agentctl.ledger.audit import AuditEvent, Checkpoint, list_audit, list_checkpoints
 from agentctl.ledger.budget import BudgetSnapshot, budget_snapshot
-from agentctl.ledger.effects import (
-    EffectRecord,
-    ToolCallRecord,
-    get_effect,
-    list_effects,
-    list_tool_calls,
-)
+from agentctl.ledger.effects import EffectRecord, get_effect, list_effects
 from agentctl.ledger.migrations import SUPPORTED_SCHEMA_VERSION, schema_version
 from agentctl.ledger.protocols import (
     ProtocolCallRecord,
@@ -46,6 +40,7 @@ from agentctl.ledger.sessions import ProviderSessionRecord, list_provider_sessio
 from agentctl.ledger.sql import Db
 from agentctl.ledger.streams import StreamEventRecord, list_stream_events
 from agentctl.ledger.tasks import TaskRecord, list_tasks
+from agentctl.ledger.tool_calls import ToolCallRecord, list_tool_calls
 
 
 def _all(items: tuple[ApprovalRecord, ...] | tuple[EffectRecord, ...]) -> list[JsonValue]:

@@ -32,6 +32,7 @@ import agentctl.ledger.protocols as protocols
 import agentctl.ledger.reconcile as reconcile
 import agentctl.ledger.sessions as sessions
 import agentctl.ledger.tasks as tasks
+import agentctl.ledger.tool_calls as tool_calls
 from agentctl.core.canonical import canonical_json
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.states import can_transition_task
@@ -259,7 +260,7 @@ def record_and_start_call_txn(conn: Db, call: CallRecord) -> JsonObject | None:
         return outcome.exceeded or {}
     effects.insert_effect_txn(conn, new, now, started=True)
     if call.tool_call_id is not None:
-        effects.insert_tool_call_txn(
+        tool_calls.insert_tool_call_txn(
             conn,
             new.run_id,
             call.tool_call_id,
@@ -322,7 +323,7 @@ def _finish_one_txn(
         _settle_txn(conn, o, o.spent, buffer, later)
     if o.tool_call_id is not None:
         output = o.result if o.tool_output is None else o.tool_output
-        effects.finish_tool_call_txn(
+        tool_calls.finish_tool_call_txn(
             conn, o.run_id, o.tool_call_id, o.status, o.now, output=output, error=o.error
         )
     if o.model_call:

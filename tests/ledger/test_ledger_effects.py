@@ -15,17 +15,15 @@ from agentctl.ledger.audit import list_audit
 from agentctl.ledger.connection import Database
 from agentctl.ledger.effects import (
     finish_effect_txn,
-    finish_tool_call_txn,
     get_effect,
     insert_effect_txn,
-    insert_tool_call_txn,
     latest_effect_for,
     list_effects,
-    list_tool_calls,
     mark_uncertain_txn,
     start_effect_txn,
 )
 from agentctl.ledger.reconcile import list_reconciliations, reconcile_effect_txn, unresolved_effects
+from agentctl.ledger.tool_calls import finish_tool_call_txn, insert_tool_call_txn, list_tool_calls
 
 
 def _effect(task: str = "a", ordinal: int = 0, attempt: int = 1, run: str = "run-1") -> NewEffect:

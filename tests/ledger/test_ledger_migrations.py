@@ -14,12 +14,13 @@ from agentctl.ledger import SUPPORTED_SCHEMA_VERSION
 from agentctl.ledger.audit import list_checkpoints
 from agentctl.ledger.budget import budget_snapshot
 from agentctl.ledger.connection import open_database
-from agentctl.ledger.effects import list_effects, list_tool_calls
+from agentctl.ledger.effects import list_effects
 from agentctl.ledger.migrations import APPLICATION_ID, MIGRATIONS, migrate
 from agentctl.ledger.runs import create_run_txn, get_run
 from agentctl.ledger.sessions import list_provider_sessions
 from agentctl.ledger.streams import list_stream_events
 from agentctl.ledger.tasks import list_tasks
+from agentctl.ledger.tool_calls import list_tool_calls
 
 
 def _fill_v1(conn: sqlite3.Connection) -> None:

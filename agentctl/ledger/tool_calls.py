@@ -1,0 +1,136 @@
+"""Tool-call rows: one per call an agent's model makes to a declared tool.
+
+Invariants: a call's row starts with its effect (``started``) or waits with it
+(``waiting_for_approval``); it finishes in the same transaction as its effect (the caller's),
+and ``call_id`` keys it within the run while ``provider_call_id`` keeps the model's own id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.errors import InvalidOperationError
+from agentctl.ledger.artifacts.values import dumps_value, dumps_value_opt, loads_value
+from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all
+from agentctl.ledger.sql import Db
+
+
+def insert_tool_call_txn(
+    conn: Db,
+    run_id: str,
+    call_id: str,
+    task_id: str,
+    tool: str,
+    tool_input: JsonValue,
+    now: str,
+    *,
+    effect_id: str | None = None,
+    status: str = "started",
+    attempt: int | None = None,
+    provider_call_id: str | None = None,
+) -> None:
+    """A tool call's row: ``started`` with its effect, or ``waiting_for_approval`` when held.
+    ``call_id`` keys it in the run; ``provider_call_id`` is the id the model gave the call."""
+    conn.execute(
+        "INSERT INTO tool_calls (run_id, call_id, format_version, task_id, effect_id, tool,"
+        " status, input_json, created_at, attempt, provider_call_id)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            run_id,
+            call_id,
+            ROW_FORMAT_VERSION,
+            task_id,
+            effect_id,
+            tool,
+            status,
+            dumps_value(conn, tool_input, now),
+            now,
+            attempt,
+            provider_call_id,
+        ),
+    )
+
+
+def move_held_tool_call_txn(
+    conn: Db, effect_id: str, status: str, now: str, *, error: str | None = None
+) -> None:
+    """A held tool call (``waiting_for_approval``) moves with its approval: ``started`` when its
+    approved effect starts, or ends ``rejected`` / ``cancelled``. A task-level effect has no
+    tool-call row, so nothing moves for it."""
+    completed = None if status == "started" else now
+    conn.execute(
+        "UPDATE tool_calls SET status = ?, error = ?, completed_at = ?"
+        " WHERE effect_id = ? AND status = 'waiting_for_approval'",
+        (status, error, completed, effect_id),
+    )
+
+
+def finish_tool_call_txn(
+    conn: Db,
+    run_id: str,
+    call_id: str,
+    status: str,
+    now: str,
+    *,
+    output: JsonValue = None,
+    error: str | None = None,
+) -> None:
+    """Finish a tool call; call it in the same transaction as ``finish_effect_txn``."""
+    cur = conn.execute(
+        "UPDATE tool_calls SET status = ?, output_json = ?, error = ?, completed_at = ?"
+        " WHERE run_id = ? AND call_id = ? AND status = 'started'",
+        (status, dumps_value_opt(conn, output, now), error, now, run_id, call_id),
+    )
+    if cur.rowcount != 1:
+        raise InvalidOperationError(f"tool call {call_id} of run {run_id} is not started")
+
+
+@dataclass(frozen=True)
+class ToolCallRecord:
+    """One tool call of an agent, finished with its effect."""
+
+    call_id: str
+    task_id: str
+    effect_id: str | None
+    tool: str
+    status: str
+    input: JsonValue
+    output: JsonValue
+    error: str | None
+    attempt: int | None = None
+    provider_call_id: str | None = None  # None: recorded before v16 (only ``call_id``)
+
+    def to_json(self) -> JsonObject:
+        # ``callId`` is the id the model gave the call, as the original shows it (its answer
+        # and the next turn's tool result carry it); taskId + attempt + callId is unique.
+        return {
+            "callId": self.provider_call_id or self.call_id,
+            "taskId": self.task_id,
+            "attempt": self.attempt,
+            "effectId": self.effect_id,
+            "tool": self.tool,
+            "status": self.status,
+            "input": self.input,
+            "output": self.output,
+            "error": self.error,
+        }
+
+
+def list_tool_calls(conn: Db, run_id: str) -> list[ToolCallRecord]:
+    sql = "SELECT * FROM tool_calls WHERE run_id = ? ORDER BY created_at, call_id"
+    return [
+        ToolCallRecord(
+            call_id=r["call_id"],
+            task_id=r["task_id"],
+            effect_id=r["effect_id"],
+            tool=r["tool"],
+            status=r["status"],
+            input=loads_value(conn, r["input_json"]),
+            output=loads_value(conn, r["output_json"]),
+            error=r["error"],
+            attempt=r["attempt"],
+            provider_call_id=r["provider_call_id"],
+        )
+        for r in fetch_all(conn, sql, (run_id,), "tool call")
+    ]
