@@ -40,7 +40,7 @@ from agentctl.core.mcp import LIST_OPERATION, listed_tool
 from agentctl.core.operations import BuildInput, Operation, RunContext
 from agentctl.core.plan import AgentConfig
 from agentctl.core.policy import Decision, decide
-from agentctl.core.pricing import price_for
+from agentctl.core.pricing import COST_KEY, add_token_counts, price_for
 from agentctl.errors import PolicyDeniedError, RunFailedError
 from agentctl.ledger.sessions import ProviderTurn
 
@@ -216,9 +216,7 @@ class AgentRunner:
         and the limit bounds the whole attempt (spec/dsl.md §8: checked after each
         response), so a reused answer on resume counts again exactly as it did the first time.
         """
-        for key, value in usage.items():
-            if isinstance(value, int) and not isinstance(value, bool) and key != "costMicrousd":
-                self.used[key] = self.used.get(key, 0) + value
+        add_token_counts(self.used, usage)
         cost = modelcalls.reply_cost(usage, self.rates)  # None: no price for the model
         self.cost = None if cost is None or self.cost is None else self.cost + cost
         limits = as_object(self.agent.get("usageLimit") or {})
@@ -237,7 +235,7 @@ class AgentRunner:
         schema = self.agent.get("structuredOutput")
         if schema is None:
             usage = dict[str, JsonValue](self.used)
-            return {"text": text, "usage": {**usage, "costMicrousd": self.cost}}
+            return {"text": text, "usage": {**usage, COST_KEY: self.cost}}
         try:
             value: JsonValue = json.loads(text)
         except json.JSONDecodeError as exc:

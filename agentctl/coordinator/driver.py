@@ -330,9 +330,8 @@ class Driver:
         self._mirror(step.task.id, "waiting_for_approval" if held else "running", step.attempt)
         if denied is not None:  # the overrun is recorded, no effect row; say which limit
             error = (
-                f"task {step.task.id}: budget exceeded: {denied.dimension} (limit {denied.limit},"
-                f" would reach {denied.attempted}) before {step.effect.operation};"
-                " nothing was dispatched"
+                f"task {step.task.id}: budget exceeded: {denied.described()} before"
+                f" {step.effect.operation}; nothing was dispatched"
             )
             return Settled(step.task, step.attempt, "failed", error=error)
         if held:

@@ -47,6 +47,18 @@ def price_for(
     return rates
 
 
+# A model answer's usage key that is a price, not a token counter: never summed as tokens.
+COST_KEY = "costMicrousd"
+
+
+def add_token_counts(total: dict[str, int], usage: Mapping[str, JsonValue]) -> None:
+    """Add one answer's token counters (its integer entries but the cost) to ``total``: the
+    one rule an agent attempt's output usage and its provider session both sum by."""
+    for key, value in usage.items():
+        if isinstance(value, int) and not isinstance(value, bool) and key != COST_KEY:
+            total[key] = total.get(key, 0) + value
+
+
 def _ceil_div(numerator: int, denominator: int) -> int:
     return -(-numerator // denominator)
 

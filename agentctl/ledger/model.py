@@ -183,6 +183,12 @@ class BudgetDenial:
             task_id, str(found.get("dimension", "unknown")), number("limit"), number("attempted")
         )
 
+    def described(self) -> str:
+        """``providerRequests (limit 1, would reach 2)``; only what the budget recorded."""
+        shown = [] if self.limit is None else [f"limit {self.limit}"]
+        shown += [] if self.attempted is None else [f"would reach {self.attempted}"]
+        return f"{self.dimension} ({', '.join(shown)})" if shown else self.dimension
+
 
 @dataclass(frozen=True)
 class TaskStart:

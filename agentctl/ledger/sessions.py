@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
+from agentctl.core.pricing import add_token_counts
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, dumps, fetch_all, loads_counts, loads_opt
 from agentctl.ledger.sql import Db
 
@@ -109,9 +110,7 @@ def settle_txn(conn: Db, effect_id: str, status: str, result: JsonValue, now: st
         reply = as_object(result)
         finish = str(reply.get("finish") or "complete")
         status = "active" if finish == "tool_calls" else "completed"
-        for key, value in as_object(reply.get("usage") or {}).items():
-            if isinstance(value, int) and not isinstance(value, bool):
-                usage[key] = usage.get(key, 0) + value
+        add_token_counts(usage, as_object(reply.get("usage") or {}))
     conn.execute(
         "UPDATE provider_sessions SET status = ?, finish = ?, usage_json = ?, updated_at = ?"
         " WHERE session_id = ?",
