@@ -53,6 +53,35 @@ def test_concurrent_first_opens_set_up_once(pg_url: str, tmp_path: Path) -> None
     assert applied == [0, 0, 0, SUPPORTED_SCHEMA_VERSION]
 
 
+class _CommitsOtherAfterFirstStatement:
+    """A connection whose first statement is followed by another session's commit."""
+
+    def __init__(self, conn: psycopg.Connection[object], other: psycopg.Connection[object]):
+        self.conn, self.other, self.statements = conn, other, 0
+
+    def execute(self, sql: str, params: object = None) -> object:
+        cur = self.conn.execute(sql, params)  # type: ignore[arg-type]  # test-only literal SQL
+        self.statements += 1
+        if self.statements == 1:
+            self.other.commit()
+        return cur
+
+
+def test_a_setup_committed_between_statements_is_not_taken_for_a_foreign_one(
+    pg_url: str,
+) -> None:
+    # Another first open holds its whole setup uncommitted; it commits right after this
+    # check's first statement. The check must answer from one snapshot (an empty database),
+    # not take the now-visible tables without a meta row it read earlier for a foreign ledger.
+    from agentctl.ledger.pg import schema
+
+    with psycopg.connect(pg_url) as other, psycopg.connect(pg_url, autocommit=True) as conn:
+        schema._apply(other, None, SUPPORTED_SCHEMA_VERSION)  # type: ignore[arg-type]
+        racing = _CommitsOtherAfterFirstStatement(conn, other)  # type: ignore[arg-type]
+        assert schema.checked_version(racing, "db") is None  # type: ignore[arg-type]
+        assert schema.checked_version(conn, "db") == SUPPORTED_SCHEMA_VERSION  # type: ignore[arg-type]
+
+
 def test_a_newer_schema_is_refused_and_left_unchanged(pg_url: str, tmp_path: Path) -> None:
     open_pg_ledger(pg_url, artifacts=tmp_path / "art").close()
     newer = str(SUPPORTED_SCHEMA_VERSION + 1)

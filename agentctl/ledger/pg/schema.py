@@ -100,24 +100,32 @@ def _run(conn: psycopg.Connection[Any], sql: str, params: tuple[Any, ...] = ()) 
     return conn.execute(sql, params or None)
 
 
-def read_meta(conn: psycopg.Connection[Any]) -> dict[str, str] | None:
-    """The meta rows, or None when the current schema has no ``agentctl_meta`` table."""
-    found = _run(conn, "SELECT to_regclass('agentctl_meta') IS NOT NULL").fetchone()
-    if not found[0]:
-        return None
+# Both facts in one statement, so under one snapshot: at READ COMMITTED each statement sees
+# the latest commits, and a first open that asked "is there a meta table?" and then "are there
+# any tables?" in two statements could see another process's setup commit in between and take
+# a fresh agentctl ledger for someone else's database.
+_SCHEMA_STATE = """SELECT
+    EXISTS (SELECT 1 FROM pg_tables
+            WHERE schemaname = current_schema() AND tablename = 'agentctl_meta'),
+    EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = current_schema())"""
+
+
+def _schema_state(conn: psycopg.Connection[Any]) -> tuple[bool, bool]:
+    has_meta, has_tables = _run(conn, _SCHEMA_STATE).fetchone()
+    return bool(has_meta), bool(has_tables)
+
+
+def _meta_rows(conn: psycopg.Connection[Any]) -> dict[str, str]:
+    # Called only once the table was seen committed: setup never drops it, so it is still there.
     return {str(r[0]): str(r[1]) for r in _run(conn, "SELECT name, value FROM agentctl_meta")}
-
-
-def _has_tables(conn: psycopg.Connection[Any]) -> bool:
-    sql = "SELECT 1 FROM pg_tables WHERE schemaname = current_schema() LIMIT 1"
-    return _run(conn, sql).fetchone() is not None
 
 
 def checked_version(conn: psycopg.Connection[Any], shown: str) -> int | None:
     """The ledger's schema version; None for an empty database. Refuses a foreign or newer one."""
-    meta = read_meta(conn)
+    has_meta, has_tables = _schema_state(conn)
+    meta = _meta_rows(conn) if has_meta else None
     if meta is None:
-        if _has_tables(conn):
+        if has_tables:
             raise PersistenceError(
                 f"{shown} is not an agentctl ledger (it has tables of its own and no "
                 "agentctl_meta); refusing to take it over — it was left unchanged "
