@@ -198,7 +198,7 @@ def _run_compensation(
 
     clock = Clock()
     document = rc.compensation_document(source_run.workflow, planned)
-    plan = compile_workflow(document)
+    plan = compile_workflow(document, bindings=rc.step_bindings(planned))
     run_id, trace_id = create_run(
         ledger,
         plan=plan,

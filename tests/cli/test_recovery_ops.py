@@ -249,3 +249,55 @@ def test_compensation_renders_the_source_tasks_variables(cli, tmp_path: Path) ->
     assert done.rc == 0, done.stderr
     assert done.data["compensatedTasks"] == ["make"]
     assert (ws / "out" / "made.txt").read_text() == "undone (cli)"
+
+
+BINDINGS_COMPENSATED = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: comp-bindings }
+spec:
+  policy: { approval: never, writableRoots: [out] }
+  actions:
+    save: { kind: builtin.write }
+  tasks:
+    - id: fan
+      uses: action:save
+      foreach: { items: [ada, lin], as: name, maxItems: 2 }
+      with: { path: "out/${{ vars.name }}.txt", content: "made ${{ vars.foreachIndex }}" }
+      compensate:
+        uses: action:save
+        with: { path: "out/${{ vars.name }}.txt", content: "undone ${{ vars.foreachIndex }}" }
+    - id: grid
+      uses: action:save
+      matrix: { axes: { size: [s, m] } }
+      with: { path: "out/${{ vars.matrix.size }}.txt", content: "made" }
+      compensate:
+        uses: action:save
+        with:
+          path: "out/${{ vars.matrix.size }}.txt"
+          content: "undone ${{ vars.matrix.size }} ${{ vars.matrixIndex }}"
+"""
+
+
+def test_compensation_renders_a_childs_engine_bindings(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # A foreach or matrix child's inverse reads the child's own item and index, as the child
+    # did; they are engine bindings, never declarable vars, so the compensation run carries
+    # them from the source plan (the inverse used to fail: "undefined value vars.foreachIndex").
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "wf.yaml").write_text(BINDINGS_COMPENSATED)
+    db = tmp_path / "state" / "r.db"
+    run = cli("--output", "json", "run", "wf.yaml", "--db", str(db), cwd=ws)
+    assert run.rc == 0, run.stderr
+    assert (ws / "out" / "lin.txt").read_text() == "made 1"
+    done = cli("--output", "json", "compensate", run.data["runId"], "--db", str(db), cwd=ws)
+    assert done.rc == 0, done.stderr
+    assert done.data["state"] == "succeeded"
+    assert len(done.data["compensatedTasks"]) == 4
+    got = {p.name: p.read_text() for p in (ws / "out").iterdir()}
+    assert got == {
+        "ada.txt": "undone 0",
+        "lin.txt": "undone 1",
+        "s.txt": "undone s 0",
+        "m.txt": "undone m 1",
+    }

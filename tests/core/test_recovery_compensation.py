@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import copy
+import json
 
+import pytest
 from test_recovery_helpers import compile_yaml, effect, succeeded_run, with_task
 
 from agentctl.core.compiler import compile_workflow
+from agentctl.core.compiler.stored import plan_from_stored, plan_to_stored_text
 from agentctl.core.recovery import (
     COMPENSATION_PLAN_API,
     SourceRun,
     compensation_document,
     plan_compensation,
+    step_bindings,
 )
 
 WORKFLOW = """
@@ -152,3 +156,49 @@ def test_compensation_document_compiles_to_the_reverse_sequential_run() -> None:
     assert first.action == "blank" and first.with_ == {"content": "", "path": "a.txt"}
     assert (first.retry.max_attempts, first.retry.backoff_ms, first.timeout_seconds) == (3, 5, 9)
     assert compiled.task("m--compensate").memory_writes == ("k",)
+
+
+FANNED = """
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: fanned }
+spec:
+  policy: { approval: never, writableRoots: [out] }
+  actions:
+    write: { kind: builtin.write }
+  tasks:
+    - id: fan
+      uses: action:write
+      foreach: { items: [ada, lin], as: name, maxItems: 2 }
+      vars: { note: n }
+      with: { path: "out/${{ vars.name }}", content: x }
+      compensate: { uses: "action:write", with: { path: "out/${{ vars.name }}", content: "${{ vars.foreachIndex }}" } }
+"""
+
+
+def test_a_childs_engine_bindings_reach_its_step_as_bindings_not_vars() -> None:
+    compiled = compile_yaml(FANNED)
+    plan = plan_compensation(succeeded_run(compiled), compiled.plan)
+    child = next(s for s in plan.steps if s.bindings.get("name") == "lin")
+    assert child.bindings == {"name": "lin", "foreachIndex": 1}
+    assert child.vars == {"note": "n"}
+    document = compensation_document(compiled.document, plan)
+    bound = compile_workflow(document, bindings=step_bindings(plan))
+    task = bound.task(child.compensation_task_id)
+    assert task.bindings == {"name": "lin", "foreachIndex": 1}
+    assert task.vars == {"note": "n", "name": "lin", "foreachIndex": 1}
+    # The bindings count in the task's fingerprint and the plan digest, as a child's do, and
+    # the stored plan (what a resumed compensation run runs) keeps them.
+    bare = compile_workflow(document)
+    assert (
+        bare.task(child.compensation_task_id).definition_fingerprint != task.definition_fingerprint
+    )
+    assert bare.plan_digest != bound.plan_digest
+    stored = plan_from_stored(json.loads(plan_to_stored_text(bound)))
+    assert stored.task(child.compensation_task_id).vars == task.vars
+
+
+def test_bindings_for_a_task_the_document_lacks_are_the_callers_bug() -> None:
+    compiled = compile_yaml(FANNED)
+    with pytest.raises(ValueError, match="nope"):
+        compile_workflow(compiled.document, bindings={"nope": {"foreachIndex": 0}})

@@ -11,7 +11,7 @@ invariant documented in ``agentctl.core.plan``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from agentctl.core.collector import collector_paused
@@ -51,15 +51,14 @@ def compile_workflow(
     file: str | None = None,
     locate: Locator | None = None,
     variables: CapturedVars | None = None,
+    bindings: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Plan:
     """Compile a schema-valid normalized document; raise ``ValidationError`` on any problem.
-
-    ``variables``: the var files and CLI variables the caller captured (``variables.py``).
-    """
+    ``variables``: captured var files and CLI values; ``bindings``: see ``_bound``."""
     diags = Collector(file, locate)
     env = Env.of(doc, variables)
     sources = flatten_tasks(doc, diags)
-    graph = resolve_nodes(expand_sources(sources, diags), env, diags)
+    graph = resolve_nodes(_bound(expand_sources(sources, diags), bindings), env, diags)
     _check_document(doc, env, graph, diags)
     drafts = {task_id: draft_task(node, env, graph, diags) for task_id, node in graph.items()}
     order = _order(graph, diags)
@@ -84,6 +83,22 @@ def compile_workflow(
         run=run_config(env.spec),
     )
     return plan.carrying_document_text(doc, text).carrying_stored_tasks(stored)
+
+
+def _bound(nodes: list[Node], bindings: Mapping[str, Mapping[str, Any]] | None) -> list[Node]:
+    """``nodes`` with the caller's engine bindings set: values no document can declare (a
+    compensation step carries its source foreach/matrix/loop child's), counted in the task's
+    fingerprint and the plan digest as an expanded child's are. Naming a task the document
+    lacks is the caller's bug, not the author's: it raises instead of being a diagnostic."""
+    if not bindings:
+        return nodes
+    missing = set(bindings) - {node.id for node in nodes}
+    if missing:
+        raise ValueError(f"bindings for tasks the document lacks: {sorted(missing)}")
+    for node in nodes:
+        if node.id in bindings:
+            node.bindings = dict(bindings[node.id])
+    return nodes
 
 
 def _finish(

@@ -14,6 +14,7 @@ from agentctl.core.recovery.compensation import (
     compensation_document,
     compensation_task_id,
     plan_compensation,
+    step_bindings,
 )
 from agentctl.core.recovery.model import (
     Block,
@@ -45,4 +46,5 @@ __all__ = [
     "plan_repair",
     "plan_retry",
     "rebuild_memory",
+    "step_bindings",
 ]

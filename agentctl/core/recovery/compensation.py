@@ -66,8 +66,11 @@ class CompensationStep:
     timeout_seconds: int | None
     source_effect_ids: tuple[str, ...]
     # The source task's merged variables (its var files' and the command line's included), so
-    # the inverse renders ``vars`` as the source task did; engine bindings are not carried.
+    # the inverse renders ``vars`` as the source task did; its engine bindings (a foreach
+    # child's item and ``foreachIndex``, a matrix child's ``matrix``...) apart, since a task
+    # may not declare those as ``vars``: the compile of the run gives them back as bindings.
     vars: dict[str, Any] = field(default_factory=dict)
+    bindings: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -215,7 +218,12 @@ def _step(task: PlannedTask, effect_ids: list[str]) -> CompensationStep:
         retry=inverse.retry,
         timeout_seconds=inverse.timeout_seconds,
         source_effect_ids=tuple(effect_ids),
-        vars={k: copy.deepcopy(v) for k, v in task.vars.items() if k not in RESERVED_VARS},
+        vars={
+            k: copy.deepcopy(v)
+            for k, v in task.vars.items()
+            if k not in RESERVED_VARS and k not in task.bindings
+        },
+        bindings=copy.deepcopy(task.bindings),
     )
 
 
@@ -249,6 +257,13 @@ def compensation_document(
     spec["subworkflows"] = {}
     document["spec"] = spec
     return document
+
+
+def step_bindings(plan: CompensationPlan) -> dict[str, dict[str, Any]]:
+    """The engine bindings of each step that has any, by compensation task id: what
+    ``compile_workflow(compensation_document(...), bindings=...)`` needs so that an inverse
+    reading ``vars.foreachIndex`` (or the item, ``vars.matrix``...) renders as its source did."""
+    return {s.compensation_task_id: copy.deepcopy(s.bindings) for s in plan.steps if s.bindings}
 
 
 def _task_keys(tasks: Any) -> list[str]:
