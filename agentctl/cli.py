@@ -19,12 +19,19 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agentctl import __version__
-from agentctl.cli_commands import RunRequest, check_outcome, drive, outcome_of, run_outcome
+from agentctl.cli_commands import (
+    RunRequest,
+    check_outcome,
+    drive,
+    interactive_for,
+    outcome_of,
+    run_outcome,
+)
 from agentctl.cli_options import (
     CheckOpt,
     DbOpt,
@@ -32,6 +39,7 @@ from agentctl.cli_options import (
     InputPairsOpt,
     InputsFileOpt,
     InputsOpt,
+    InteractiveOpt,
     RunWorkspaceOpt,
     TimeoutOpt,
     VarOpt,
@@ -41,6 +49,9 @@ from agentctl.cli_options import (
 from agentctl.clikit import DEFAULT_DB, Delivered, collect_from_now, deliver
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings, stream_event_printer
+
+if TYPE_CHECKING:
+    from agentctl.cli_interactive import Interactive
 
 app = typer.Typer(
     name="agentctl",
@@ -146,6 +157,7 @@ def run_cmd(
     diff: DiffOpt = False,
     var_pairs: VarOpt = None,
     vars_files: VarsFileOpt = None,
+    interactive: InteractiveOpt = False,
 ) -> None:
     """Compile and run a workflow durably; prints the RunOutcome."""
     request = RunRequest(
@@ -160,6 +172,7 @@ def run_cmd(
         diff=diff,
         var_pairs=var_pairs,
         vars_files=vars_files,
+        interactive=interactive,
     )
     deliver(run_outcome(request, SETTINGS))
 
@@ -171,10 +184,12 @@ def resume_cmd(
     workspace: WorkspaceOpt = None,
     timeout_seconds: TimeoutOpt = None,
     diff: DiffOpt = False,
+    interactive: InteractiveOpt = False,
 ) -> None:
     """Continue a running or paused run from its durable state."""
     from agentctl.coordinator import api
 
+    asking = _asking(interactive, "resume", db, timeout_seconds, diff)
     where = str(workspace) if workspace else None
     outcome = drive(
         SETTINGS,
@@ -186,8 +201,10 @@ def resume_cmd(
             progress=progress,
             diff=diff,
             on_stream=stream_event_printer(SETTINGS),
+            interactive=interactive,
         ),
         announce=run,
+        interactive=asking,
     )
     deliver(outcome)
 
@@ -210,10 +227,12 @@ def fork_cmd(
     workspace: WorkspaceOpt = None,
     timeout_seconds: TimeoutOpt = None,
     diff: DiffOpt = False,
+    interactive: InteractiveOpt = False,
 ) -> None:
     """A new linked run of the same workflow and inputs that executes fresh effects."""
     from agentctl.coordinator import api
 
+    asking = _asking(interactive, "fork", db, timeout_seconds, diff)
     where = str(workspace) if workspace else None
     outcome = drive(
         SETTINGS,
@@ -225,9 +244,17 @@ def fork_cmd(
             progress=progress,
             on_created=created,
             diff=diff,
+            interactive=interactive,
         ),
+        interactive=asking,
     )
     deliver(outcome)
+
+
+def _asking(
+    interactive: bool, command: str, db: str, timeout_s: float | None, diff: bool
+) -> Interactive | None:
+    return interactive_for(db, timeout_s, diff, SETTINGS, command) if interactive else None
 
 
 # Built into the click group only when the command line may need them: building a typer

@@ -10,14 +10,18 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentctl.clikit import collect_from_now, read_cli_file
 from agentctl.render import Outcome, Settings, dump_json, stream_event_printer
+
+if TYPE_CHECKING:
+    from agentctl.cli_interactive import Interactive
 
 
 def check_outcome(
@@ -54,12 +58,16 @@ class RunRequest:
     diff: bool = False
     var_pairs: list[str] | None = None
     vars_files: list[Path] | None = None
+    interactive: bool = False
 
 
 def run_outcome(request: RunRequest, settings: Settings) -> Outcome:
     """``agentctl run FILE``: compile, then run durably to an outcome."""
     from agentctl.coordinator.workerstart import early_workers
 
+    asking = None
+    if request.interactive:
+        asking = interactive_for(request.db, request.timeout_seconds, request.diff, settings)
     # A worker the file's kinds call for starts first: its start-up overlaps all that follows.
     with early_workers(request.file, preview=request.check) as early:
         from agentctl.coordinator import api
@@ -84,7 +92,9 @@ def run_outcome(request: RunRequest, settings: Settings) -> Outcome:
                 diff=request.diff,
                 on_stream=stream_event_printer(settings),
                 early=early,
+                interactive=request.interactive,
             ),
+            interactive=asking,
         )
 
 
@@ -112,11 +122,62 @@ def prepare_run(request: RunRequest, *, collect: bool = True) -> tuple[Any, Any,
     return document, plan, resolved
 
 
+def interactive_for(
+    db: str, timeout_s: float | None, diff: bool, settings: Settings, command: str = "run"
+) -> Interactive:
+    """What ``--interactive`` needs to carry a paused run on (refused without a terminal)."""
+    from agentctl.cli_interactive import Interactive, require_terminal
+
+    require_terminal(command)
+
+    def resume(run_id: str, progress: Any) -> Any:
+        from agentctl.coordinator import api
+
+        return api.resume(
+            run_id,
+            db=db,
+            workspace=None,  # the run's own, as stored
+            timeout_s=timeout_s,
+            progress=progress,
+            diff=diff,
+            on_stream=stream_event_printer(settings),
+            interactive=True,
+        )
+
+    return Interactive(db=db, resume=resume)
+
+
 def drive(
-    settings: Settings, call: Callable[[Any, Any], Any], announce: str | None = None
+    settings: Settings,
+    call: Callable[[Any, Any], Any],
+    announce: str | None = None,
+    interactive: Interactive | None = None,
 ) -> Outcome:
-    """Run ``call(progress, on_created)`` under a live view (for a human at a terminal)."""
+    """Run ``call(progress, on_created)`` under a live view (for a human at a terminal); with
+    ``interactive``, a run that pauses for approvals is asked about and carried on."""
     collect_from_now()
+    outcome = _watched(settings, call, announce)
+    if interactive is not None:
+        outcome = carry_on(settings, interactive, outcome)
+    return outcome_of(outcome)
+
+
+def carry_on(settings: Settings, interactive: Interactive, outcome: Any) -> Any:
+    """``outcome`` (a ``RunOutcome``) or, while its run is paused and the operator decides
+    something, the outcome of resuming it after the answers (``cli_interactive``)."""
+    while outcome.state == "paused":
+        run_id = outcome.run_id
+        if not interactive.settle(run_id):
+            break
+        outcome = _watched(settings, functools.partial(_resumed, interactive, run_id), run_id)
+    return outcome
+
+
+def _resumed(interactive: Interactive, run_id: str, progress: Any, _created: Any) -> Any:
+    return interactive.resume(run_id, progress)
+
+
+def _watched(settings: Settings, call: Callable[[Any, Any], Any], announce: str | None) -> Any:
     view = None
     if settings.output == "human" and sys.stderr.isatty():
         from agentctl.render import LiveProgress
@@ -125,11 +186,10 @@ def drive(
         if announce is not None:
             view.start(announce, "resumed")
     try:
-        outcome = call(view.update if view else None, view.start if view else None)
+        return call(view.update if view else None, view.start if view else None)
     finally:
         if view is not None:
             view.stop()
-    return outcome_of(outcome)
 
 
 def outcome_of(outcome: Any) -> Outcome:

@@ -25,6 +25,14 @@ DbOpt = Annotated[
     ),
 ]
 DiffOpt = Annotated[bool, typer.Option("--diff", help="Include unified diffs of file writes.")]
+InteractiveOpt = Annotated[
+    bool,
+    typer.Option(
+        "--interactive",
+        help="Ask at the terminal about each approval the run needs, then carry it on "
+        "(needs a terminal on stdin: exit 3 without one).",
+    ),
+]
 TimeoutOpt = Annotated[
     float | None,
     typer.Option("--timeout-seconds", min=0.001, help="Overall deadline; on expiry exit 130."),

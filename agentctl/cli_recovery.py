@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from agentctl.cli_options import DbOpt, TimeoutOpt, WorkspaceOpt
+from agentctl.cli_options import DbOpt, InteractiveOpt, TimeoutOpt, WorkspaceOpt
 from agentctl.clikit import DEFAULT_DB, deliver
+from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import ValidationError
-from agentctl.render import Outcome
+from agentctl.render import Outcome, Settings
 
 FileArg = Annotated[Path, typer.Argument(help="The target workflow file.")]
 SourceArg = Annotated[str, typer.Argument(help="The source run id (or a unique prefix).")]
@@ -27,6 +28,11 @@ RestartOpt = Annotated[
     bool, typer.Option("--restart-successful", help="Allow succeeded tasks as roots.")
 ]
 ReasonOpt = Annotated[str | None, typer.Option("--reason", help="Why (recorded on the run).")]
+
+
+# A derived run is driven without a live view or streamed text (as ``recover`` drives it),
+# also when ``--interactive`` carries it on after the answers.
+_QUIET = Settings(output="json")
 
 
 def register(app: typer.Typer) -> None:
@@ -50,6 +56,7 @@ class _Recovery:
     db: str
     workspace: Path | None
     timeout: float | None
+    interactive: bool = False
 
 
 def _recover(req: _Recovery) -> None:
@@ -57,6 +64,7 @@ def _recover(req: _Recovery) -> None:
     from agentctl.coordinator.remedy import recover
     from agentctl.core.compiler import plan_to_json
 
+    asking = _asking(req.interactive, req.kind, req.db, req.timeout)
     loaded, target = compile_with_vars(req.file)  # the target's own var files, read now
     name, data, code = recover(
         req.kind,
@@ -72,8 +80,30 @@ def _recover(req: _Recovery) -> None:
         reason=req.reason,
         workspace=str(req.workspace) if req.workspace else None,
         timeout_s=req.timeout,
+        interactive=req.interactive,
     )
+    if asking is not None and data.get("state") == "paused":
+        data, code = _carried_on(asking, data, req.db)
     deliver(Outcome(name, data, exit_code=code))
+
+
+def _asking(interactive: bool, command: str, db: str, timeout_s: float | None) -> Any:
+    """The ``Interactive`` of ``--interactive`` (refused here without a terminal), or None."""
+    if not interactive:
+        return None
+    from agentctl.cli_commands import interactive_for
+
+    return interactive_for(db, timeout_s, False, _QUIET, command)
+
+
+def _carried_on(asking: Any, data: JsonObject, db: str) -> tuple[JsonObject, int]:
+    """A derived run that paused for approvals, asked about and resumed (``--interactive``)."""
+    from agentctl.cli_commands import carry_on
+    from agentctl.coordinator.remedy import continued
+    from agentctl.coordinator.service import RunOutcome
+
+    paused = RunOutcome(str(data["runId"]), str(data["traceId"]), "paused", data.get("output"))
+    return continued(data, carry_on(_QUIET, asking, paused), db)
 
 
 def retry_cmd(
@@ -87,6 +117,7 @@ def retry_cmd(
     db: DbOpt = DEFAULT_DB,
     workspace: WorkspaceOpt = None,
     timeout_seconds: TimeoutOpt = None,
+    interactive: InteractiveOpt = False,
 ) -> None:
     """Re-run failed (or chosen) tasks and their dependants for an identical workflow."""
     if failed == bool(roots):
@@ -104,6 +135,7 @@ def retry_cmd(
             db=db,
             workspace=workspace,
             timeout=timeout_seconds,
+            interactive=interactive,
         )
     )
 
@@ -118,6 +150,7 @@ def repair_cmd(
     db: DbOpt = DEFAULT_DB,
     workspace: WorkspaceOpt = None,
     timeout_seconds: TimeoutOpt = None,
+    interactive: InteractiveOpt = False,
 ) -> None:
     """Run a corrected workflow from chosen roots, reusing every compatible earlier result."""
     if not roots:
@@ -135,6 +168,7 @@ def repair_cmd(
             db=db,
             workspace=workspace,
             timeout=timeout_seconds,
+            interactive=interactive,
         )
     )
 
@@ -148,10 +182,14 @@ def compensate_cmd(
     db: DbOpt = DEFAULT_DB,
     workspace: WorkspaceOpt = None,
     timeout_seconds: TimeoutOpt = None,
+    interactive: InteractiveOpt = False,
 ) -> None:
     """Run the declared inverse actions of a run's confirmed mutations, newest first."""
     from agentctl.coordinator.remedy import compensate
 
+    # A compensation run's inverse actions are never held for approval (docs/workflow-
+    # language.md), so there is nothing to ask; without a terminal it is refused all the same.
+    _asking(interactive, "compensate", db, timeout_seconds)
     name, data, code = compensate(
         source,
         db=db,

@@ -51,6 +51,7 @@ ALLOWED: dict[str, set[str]] = {
         "cli_encryption",
         "cli_commands",
         "cli_options",
+        "cli_interactive",
     },
     # After the SIGINT guard: the global flags, the hand-parsed hot commands, else typer.
     "cli_main": {"cli", "cli_fast", "cli_argv", "clikit", "render", "errors", "coordinator"}
@@ -59,7 +60,10 @@ ALLOWED: dict[str, set[str]] = {
     | {"packsource", "__init__"},
     "cli_fast": {"cli_commands", "clikit", "render", "errors"},
     # The bodies of check and run, shared by typer's commands and cli_fast.
-    "cli_commands": {"clikit", "render", "errors", "cli_vars", "coordinator", "core"},
+    "cli_commands": {"clikit", "render", "errors", "cli_vars", "coordinator", "core"}
+    | {"cli_interactive"},
+    # --interactive: a paused run's approvals asked for at the terminal, then recorded.
+    "cli_interactive": {"render", "errors", "ledger", "coordinator"},
     "cli_options": {"clikit"},  # typer's option types shared by several commands
     # The global flags, taken out of argv before typer parses the rest.
     "cli_argv": {"render", "errors"},
@@ -73,7 +77,7 @@ ALLOWED: dict[str, set[str]] = {
     | {"__init__", "cli_runview", "cli_report_svg", "cli_docs"},
     "cli_report_svg": {"render", "errors", "core", "ledger", "cli_runview"},
     "cli_recovery": {"clikit", "render", "errors", "coordinator", "core", "cli_vars"}
-    | {"cli_options"},
+    | {"cli_options", "cli_commands"},
     "cli_vars": {"clikit", "errors", "core", "packsource", "cli_schemacache"},
     # The workflow models' core schema kept between processes (a private pickle).
     "cli_schemacache": {"core", "errors", "usercache"},

@@ -189,6 +189,7 @@ class AgentRunner:
             risk=str(entry.risk),
             is_model=True,
             provider=name,
+            interactive=self.gateway.context.interactive,
         )
         if decision.denied:
             raise PolicyDeniedError(f"model call denied: {decision.reason}")
@@ -274,6 +275,7 @@ class AgentRunner:
             effect_class=str(tool["effectClass"]),
             risk=str(tool["risk"]),
             tool_approval=_approval(tool.get("approval")),
+            interactive=self.gateway.context.interactive,
         )
         if decision.denied:
             raise PolicyDeniedError(f"tool {name} denied: {decision.reason}")

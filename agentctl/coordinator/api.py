@@ -114,30 +114,44 @@ def start_run(
     locate: Locator | None = None,
     on_stream: StreamListener | None = None,
     early: Prestarted | None = None,
+    interactive: bool = False,
 ) -> RunOutcome:
-    """Create the run and drive it. ``document`` is the very object ``plan`` was compiled from,
-    unchanged since: its creation stores the text the compile made of it (``create_run``)."""
+    """Create the run and drive it; ``document`` is what ``plan`` was compiled from, unchanged
+    (``create_run`` stores the compile's text of it)."""
     clock, root = Clock(), os.path.abspath(workspace)
     refuse_before_state(plan, root, preview=check_mode, file=file, locate=locate)
     prestarting = prestart_workers(plan, preview=check_mode, early=early)  # overlaps the open
     with prestarting as prestarted, open_ledger(db) as ledger:
-        run_id, trace_id = create_run(
-            ledger,
-            plan=plan,
-            document=document,
-            inputs=inputs,
-            workspace=root,
-            clock=clock,
-            mode="check" if check_mode else "execute",
-        )
+        run_id, trace_id = _created(ledger, plan, document, inputs, root, clock, check_mode)
         if on_created is not None:
             on_created(run_id, trace_id)
         req = DriveRequest(ledger, run_id, trace_id, plan, root, timeout_s, progress, clock)
         req = dataclasses.replace(req, check_mode=check_mode, diff=diff, on_stream=on_stream)
-        req = dataclasses.replace(req, prestarted=prestarted)
+        req = dataclasses.replace(req, prestarted=prestarted, interactive=interactive)
         with naming_run(run_id):
             outcome = run_trio(drive_run, req)
     return _settled(outcome, plan, db, root, timeout_s)
+
+
+def _created(
+    ledger: RunLedger,
+    plan: Plan,
+    document: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    root: str,
+    clock: Clock,
+    check_mode: bool,
+) -> tuple[str, str]:
+    mode = "check" if check_mode else "execute"
+    return create_run(
+        ledger,
+        plan=plan,
+        document=document,
+        inputs=inputs,
+        workspace=root,
+        clock=clock,
+        mode=mode,
+    )
 
 
 def submit_run(
@@ -211,6 +225,7 @@ def resume(
     progress: Progress | None = None,
     diff: bool = False,
     on_stream: StreamListener | None = None,
+    interactive: bool = False,
 ) -> RunOutcome:
     """Continue a run with the plan it was created with (loaded, not compiled again)."""
     clock = Clock()
@@ -232,6 +247,7 @@ def resume(
             req = dataclasses.replace(
                 req, check_mode=run.mode == "check", diff=diff, on_stream=on_stream
             )
+            req = dataclasses.replace(req, interactive=interactive)
             outcome = run_trio(drive_run, req)
             return outcome if _failed_by_rejection(ledger, outcome) else outcome_or_raise(outcome)
 
@@ -269,6 +285,7 @@ def fork(
     progress: Progress | None = None,
     on_created: Any = None,
     diff: bool = False,
+    interactive: bool = False,
 ) -> RunOutcome:
     """A new run linked to the source that executes everything again with fresh effects."""
     from agentctl.coordinator import lineage
@@ -284,7 +301,8 @@ def fork(
             on_created(run_id, trace_id)
         req = DriveRequest(ledger, run_id, trace_id, plan, base, timeout_s, progress, clock)
         with naming_run(run_id):
-            return outcome_or_raise(run_trio(drive_run, dataclasses.replace(req, diff=diff)))
+            req = dataclasses.replace(req, diff=diff, interactive=interactive)
+            return outcome_or_raise(run_trio(drive_run, req))
 
 
 def cancel(run_ref: str, *, db: str) -> tuple[JsonObject, str]:

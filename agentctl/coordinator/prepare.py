@@ -71,6 +71,7 @@ class RunSettings:
             mcp_servers=run.mcp_servers,
             pricing=run.pricing,
             a2a_peers=run.a2a_peers,
+            interactive=self.interactive,
         )
 
 

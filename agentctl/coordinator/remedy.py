@@ -70,12 +70,10 @@ def recover(
     workspace: str | None,
     timeout_s: float | None,
     progress: Progress | None = None,
+    interactive: bool = False,
 ) -> Envelope:
     """Plan a retry or repair of ``source_ref``; run it unless planning only or blocked.
-
-    Returns (envelope kind, data, exit code): a blocked plan is printed with exit 3 and
-    creates nothing.
-    """
+    Returns (envelope kind, data, exit code): a blocked plan is exit 3 and creates nothing."""
     ask = RecoveryRequest(kind, roots, failed_only, restart_successful, reason)
     title = "Retry" if kind == "retry" else "Repair"
     with open_existing(db) as ledger:
@@ -89,7 +87,7 @@ def recover(
         base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
         inputs = source_run.inputs or {}
         derived = recovery.DerivedTarget(target, document, plan_json, inputs, base, reason)
-        clock, limit = Clock(), (timeout_s, progress)
+        clock, limit = Clock(), (timeout_s, progress, interactive)
         run_id, outcome = _run_derived(ledger, source, planned, derived, clock, limit)
         refs = ledger.list_artifacts(run_id).to_json()["references"]
     data = _recovered(outcome, planned, source.run_id, refs)
@@ -102,13 +100,13 @@ def _run_derived(
     planned: rc.RecoveryPlan,
     derived: recovery.DerivedTarget,
     clock: Clock,
-    limit: tuple[float | None, Progress | None],
+    limit: tuple[float | None, Progress | None, bool],
 ) -> tuple[str, RunOutcome]:
     """Create the derived run and drive it; returns its id and (raising) outcome."""
     run_id, trace_id = recovery.create_derived_run(ledger, source, planned, derived, clock)
-    timeout_s, progress = limit
+    timeout_s, progress, interactive = limit
     req = DriveRequest(ledger, run_id, trace_id, derived.plan, derived.workspace, timeout_s)
-    req = dataclasses.replace(req, progress=progress, clock=clock)
+    req = dataclasses.replace(req, progress=progress, clock=clock, interactive=interactive)
     return run_id, outcome_or_raise(run_trio(drive_run, req))
 
 
@@ -133,6 +131,16 @@ def _plan(
         artifact_ok=ok,
         reason=ask.reason,
     )
+
+
+def continued(data: JsonObject, outcome: RunOutcome, db: str) -> tuple[JsonObject, int]:
+    """A retry/repair outcome whose paused run was carried on (``--interactive``): the run's
+    state and output now, and its artifacts as they are now; and the exit code they mean."""
+    with open_existing(db, verify=False) as ledger:
+        refs = ledger.list_artifacts(outcome.run_id).to_json()["references"]
+    merged: JsonObject = {**data, "state": outcome.state, "output": outcome.output}
+    merged["artifacts"] = refs
+    return merged, _RECOVERY_EXIT.get(outcome.state, 4)
 
 
 def _recovered(

@@ -93,6 +93,9 @@ class DriveRequest:
     clock: Clock = field(default_factory=Clock)
     check_mode: bool = False
     diff: bool = False
+    # `--interactive`: an approval is asked for at the terminal after the run pauses, so the
+    # policy's `nonInteractive` (deny or fail instead of pausing) does not apply.
+    interactive: bool = False
     compensates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     on_stream: StreamListener | None = None  # each durable stream event, live
     prestarted: Prestarted | None = None  # workers started before the run was created
@@ -260,6 +263,7 @@ def _settings(req: DriveRequest) -> RunSettings:
         req.run_id,
         req.plan,
         req.workspace,
+        interactive=req.interactive,
         check_mode=req.check_mode,
         diff=req.diff,
         compensates=req.compensates,

@@ -69,6 +69,7 @@ class RunContext:
     mcp_servers: Mapping[str, JsonValue] = field(default_factory=dict)  # spec.mcpServers
     pricing: Mapping[str, JsonValue] | None = None  # ``runtime.pricing`` (``core.pricing``)
     a2a_peers: Mapping[str, JsonValue] = field(default_factory=dict)  # spec.a2aPeers
+    interactive: bool = False  # `--interactive`: approvals are asked for, never denied instead
 
 
 @dataclass(frozen=True)

@@ -130,6 +130,20 @@ def test_delegation_completes_and_replay_calls_nothing(
     assert (copy["protocolSessions"], copy["protocolCalls"]) == ([], [])
 
 
+def test_a_patch_of_the_spoken_protocol_version_delegates_as_the_default_does(
+    cli: Cli, tmp_path: Path, quick_peer: Peer
+) -> None:
+    wf = _workflow(quick_peer, tmp_path)
+    text = wf.read_text().replace(
+        "pollIntervalMs: 50", 'pollIntervalMs: 50\n      protocolVersion: "1.0.0"'
+    )
+    assert 'protocolVersion: "1.0.0"' in text
+    wf.write_text(text)
+    done = cli("--output", "json", "run", str(wf), "--db", _db(tmp_path))
+    assert done.rc == 0, done.stderr
+    assert done.data["output"] == {"review": "reviewed: check the release notes"}
+
+
 def _assert_delegation_recorded(seen: Any, peer: Peer, effect: dict[str, Any]) -> None:
     """One session for the effect, bound to the card's JSON-RPC URL, and its calls in order."""
     (session,) = seen["protocolSessions"]
@@ -338,6 +352,18 @@ def test_polling_that_gives_up_records_its_polls_as_evidence(
             "unsupported_capability",
             "A2A protocol '0.3'",
         ),
+        (
+            ("pollIntervalMs: 50", 'pollIntervalMs: 50\n      protocolVersion: "1.1"'),
+            "unsupported_capability",
+            "A2A protocol '1.1'",
+        ),
+        (
+            ("pollIntervalMs: 50", 'pollIntervalMs: 50\n      protocolVersion: "1.0.x"'),
+            "unsupported_capability",
+            "A2A protocol '1.0.x'",
+        ),
+        # A patch of the spoken version picks the same interface of the card (major.minor).
+        (("pollIntervalMs: 50", 'pollIntervalMs: 50\n      protocolVersion: "1.0.0"'), None, ""),
         (
             ("http://127.0.0.1:9/.well-known/agent-card.json", "peers/card.json"),
             "schema_violation",

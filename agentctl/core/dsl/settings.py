@@ -225,8 +225,15 @@ def _mcp_spoken(value: str) -> str:
     return _only("MCP", MCP_PROTOCOL_VERSION, value)
 
 
+# Any patch of the spoken minor version: the worker picks the card's interface by major.minor
+# (``workers/a2a_client``), so "1.0.0" reaches the same peers as "1.0".
+_A2A_SPOKEN = re.compile(re.escape(A2A_PROTOCOL_VERSION) + r"(\.[0-9]+)?")
+
+
 def _a2a_spoken(value: str) -> str:
     # The card must offer an interface for this version; another could never be chosen.
+    if _A2A_SPOKEN.fullmatch(value):
+        return value
     return _only("A2A", A2A_PROTOCOL_VERSION, value)
 
 

@@ -1,0 +1,224 @@
+"""``--interactive``: approvals asked for at a real terminal (a pseudo-terminal), then the run
+carried on in the same command; refused with exit 3 when stdin is not a terminal.
+
+The CLI runs as a subprocess whose stdin and stderr are the slave side of a pty (so
+``isatty()`` is true, as for a person at a terminal) and whose stdout is a pipe (so the JSON
+result stays separate from the questions); the test answers each question it reads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.clibackend import LedgerTarget
+from tests.conftest import Cli
+
+PROMPT = b"approve? [y]es / [n]o (reject) / [s]kip (leave pending): "
+EOF_KEY = b"\x04"  # Ctrl-D at the start of a line: the end of input of a terminal
+
+APPROVAL = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: ask }
+spec:
+  policy: { writableRoots: [out], nonInteractive: NON_INTERACTIVE }
+  actions:
+    save: { kind: builtin.write }
+  tasks:
+    - { id: one, uses: "action:save", with: { path: out/one.txt, content: first } }
+    - { id: two, uses: "action:save", needs: [one], with: { path: out/two.txt, content: second } }
+"""
+
+
+@dataclass
+class TerminalRun:
+    rc: int
+    stdout: str
+    terminal: str  # everything written to the terminal: questions, notes, echoed answers
+    asked: int
+
+    @property
+    def data(self) -> dict[str, object]:
+        return dict(json.loads(self.stdout)["data"])
+
+
+def _at_terminal(
+    target: LedgerTarget, cwd: Path, args: tuple[str, ...], answers: list[bytes]
+) -> TerminalRun:
+    how = target.invocation(("--output", "json", *args), cwd, None)
+    master, slave = os.openpty()
+    proc = subprocess.Popen(
+        how.argv, cwd=cwd, env=how.env, stdin=slave, stdout=subprocess.PIPE, stderr=slave
+    )
+    os.close(slave)
+    seen, asked, deadline = b"", 0, time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if not ready:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:  # EIO: every holder of the slave side closed it
+                break
+            seen += chunk
+            while seen.count(PROMPT) > asked and asked < len(answers):
+                os.write(master, answers[asked])
+                asked += 1
+        assert proc.stdout is not None
+        out = proc.stdout.read().decode()
+        rc = proc.wait(timeout=60)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    return TerminalRun(rc, out, seen.decode(errors="replace"), seen.count(PROMPT))
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "wf.yaml").write_text(APPROVAL.replace("NON_INTERACTIVE", "pause"))
+    return ws
+
+
+def _inspect(cli: Cli, ws: Path, run_id: str) -> dict[str, Any]:
+    shown = cli("--output", "json", "inspect", run_id, "--db", "st/r.db", cwd=ws)
+    assert shown.rc == 0, shown.stderr
+    return dict(shown.data)
+
+
+def _decisions(cli: Cli, ws: Path, run_id: str) -> list[dict[str, Any]]:
+    """The recorded decisions on the run's approvals (``inspect`` lists only pending ones)."""
+    audit = _inspect(cli, ws, run_id)["audit"]
+    return [
+        e["payload"] for e in audit if e["eventType"] in ("approval.approved", "approval.rejected")
+    ]
+
+
+def test_each_approval_is_asked_for_and_the_run_carried_on(
+    cli: Cli, ledger_target: LedgerTarget, workspace: Path
+) -> None:
+    args = ("run", "wf.yaml", "--db", "st/r.db", "--interactive")
+    got = _at_terminal(ledger_target, workspace, args, [b"y\n", b"yes\n"])
+    assert got.rc == 0, got.terminal
+    assert got.asked == 2  # one question per held effect, each after the run paused on it
+    assert got.data["state"] == "succeeded"
+    assert (workspace / "out" / "two.txt").read_text() == "second"
+    assert "task one" in got.terminal and '"path":"out/one.txt"' in got.terminal
+    decided = _decisions(cli, workspace, str(got.data["runId"]))
+    assert [(d["status"], d["actor"]) for d in decided] == [("approved", "cli-user")] * 2
+    assert {d["reason"] for d in decided} == {"approved at the terminal (--interactive)"}
+
+
+def test_a_rejection_fails_the_task_and_the_run(
+    cli: Cli, ledger_target: LedgerTarget, workspace: Path
+) -> None:
+    args = ("run", "wf.yaml", "--db", "st/r.db", "--interactive")
+    got = _at_terminal(ledger_target, workspace, args, [b"maybe\n", b"\n", b"n\n"])
+    assert got.rc == 4, got.terminal
+    assert got.asked == 3  # an answer it does not know, or none, is asked again
+    assert not (workspace / "out").exists()
+    assert got.data["state"] == "failed"  # as `resume` after `approvals reject` reports it
+    [decided] = _decisions(cli, workspace, str(got.data["runId"]))
+    assert decided["status"] == "rejected"
+
+
+@pytest.mark.parametrize("answer", [b"s\n", EOF_KEY], ids=["skip", "end-of-input"])
+def test_a_skipped_approval_leaves_the_run_paused_for_later(
+    cli: Cli, ledger_target: LedgerTarget, workspace: Path, answer: bytes
+) -> None:
+    args = ("run", "wf.yaml", "--db", "st/r.db", "--interactive")
+    got = _at_terminal(ledger_target, workspace, args, [answer])
+    assert got.rc == 3, got.terminal
+    assert got.data["state"] == "paused"
+    run_id = str(got.data["runId"])
+    [approval] = _inspect(cli, workspace, run_id)["approvals"]
+    assert approval["status"] == "pending"
+    assert _decisions(cli, workspace, run_id) == []
+    # Nothing was decided for the operator: the ordinary path takes it from here.
+    approve = ("approvals", "approve", str(approval["approvalId"]), "--reason", "ok")
+    decided = cli(*approve, "--db", "st/r.db", cwd=workspace)
+    assert decided.rc == 0, decided.stderr
+    again = ("resume", run_id, "--db", "st/r.db", "--interactive")
+    resumed = _at_terminal(ledger_target, workspace, again, [b"y\n"])
+    assert resumed.rc == 0, resumed.terminal
+    assert (workspace / "out" / "two.txt").read_text() == "second"
+
+
+def test_non_interactive_policy_does_not_deny_what_a_terminal_can_be_asked(
+    cli: Cli, ledger_target: LedgerTarget, workspace: Path
+) -> None:
+    (workspace / "wf.yaml").write_text(APPROVAL.replace("NON_INTERACTIVE", "fail"))
+    denied = cli("--output", "json", "run", "wf.yaml", "--db", "st/a.db", cwd=workspace)
+    assert denied.rc == 4 and "nonInteractive is fail" in denied.stderr
+    args = ("run", "wf.yaml", "--db", "st/r.db", "--interactive")
+    got = _at_terminal(ledger_target, workspace, args, [b"y\n", b"y\n"])
+    assert got.rc == 0, got.terminal
+    assert (workspace / "out" / "one.txt").read_text() == "first"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("run", "wf.yaml"),
+        ("resume", "run-x"),
+        ("fork", "run-x"),
+        ("retry", "wf.yaml", "run-x", "--failed"),
+        ("repair", "wf.yaml", "run-x", "--from", "one"),
+        ("compensate", "run-x"),
+    ],
+    ids=lambda c: c[0],
+)
+def test_without_a_terminal_it_is_refused_and_nothing_is_created(
+    cli: Cli, workspace: Path, command: tuple[str, ...]
+) -> None:
+    got = cli("--output", "json", *command, "--db", "st/r.db", "--interactive", cwd=workspace)
+    assert got.rc == 3, got.stderr
+    assert "needs a terminal" in got.error["error"]["message"]
+    assert not (workspace / "st").exists()
+    assert not (workspace / "out").exists()
+
+
+def test_a_repair_run_held_for_approval_is_carried_on(
+    cli: Cli, ledger_target: LedgerTarget, workspace: Path
+) -> None:
+    # The source ran without approvals and failed at its check; the corrected workflow asks
+    # for approval of its write, which the repair run re-executes: asked, approved, carried on.
+    broken = APPROVAL.replace("nonInteractive: NON_INTERACTIVE", "approval: never")
+    broken = broken.replace(
+        "content: second } }",
+        "content: second } }\n"
+        '    - { id: gate, uses: "action:gate", needs: [two], with: { that: false } }',
+    )
+    broken = broken.replace(
+        "save: { kind: builtin.write }",
+        "save: { kind: builtin.write }\n    gate: { kind: builtin.assert }",
+    )
+    (workspace / "src.yaml").write_text(broken)
+    first = cli("--output", "json", "run", "src.yaml", "--db", "st/r.db", cwd=workspace)
+    assert first.rc == 4, first.stderr
+    fixed = broken.replace("approval: never", "approval: mutations").replace("false", "true")
+    (workspace / "fixed.yaml").write_text(fixed.replace("content: second", "content: mended"))
+    source = str(first.error["error"]["runId"])
+    args = ("repair", "fixed.yaml", source, "--from", "two", "--restart-successful")
+    got = _at_terminal(
+        ledger_target, workspace, (*args, "--db", "st/r.db", "--interactive"), [b"y\n"]
+    )
+    assert got.rc == 0, got.terminal
+    assert got.asked == 1
+    assert got.data["state"] == "succeeded" and got.data["executedTasks"] == ["two", "gate"]
+    assert (workspace / "out" / "two.txt").read_text() == "mended"
+    assert "two" in [r["taskId"] for r in got.data["artifacts"]]  # read after the answers
