@@ -140,8 +140,11 @@ def _created(
     inputs: Mapping[str, Any],
     root: str,
     clock: Clock,
-    check_mode: bool,
+    check_mode: bool = False,
+    queued: bool = False,
 ) -> tuple[str, str]:
+    """Create the run (``create_run``): a ``run --check`` preview, queued for a ``serve``, or
+    to be driven now."""
     mode = "check" if check_mode else "execute"
     return create_run(
         ledger,
@@ -151,6 +154,7 @@ def _created(
         workspace=root,
         clock=clock,
         mode=mode,
+        queued=queued,
     )
 
 
@@ -172,15 +176,7 @@ def submit_run(
     preflight_egress(plan, resolve=False)
     clock, root = Clock(), os.path.abspath(workspace)
     with open_ledger(db) as ledger:
-        run_id, trace_id = create_run(
-            ledger,
-            plan=plan,
-            document=document,
-            inputs=inputs,
-            workspace=root,
-            clock=clock,
-            queued=True,
-        )
+        run_id, trace_id = _created(ledger, plan, document, inputs, root, clock, queued=True)
     return {"runId": run_id, "traceId": trace_id, "state": "queued"}
 
 
