@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import load_plan
-from agentctl.coordinator.credentials import preflight_credentials
+from agentctl.coordinator.credentials import may_need_secrets, preflight_credentials
 from agentctl.coordinator.egress_preflight import preflight_egress
 from agentctl.coordinator.launch import check_executable as check_executable
 from agentctl.coordinator.launch import (
@@ -236,7 +236,8 @@ def resume(
             # Before the lease is taken: a missing key or a refused endpoint leaves the run as
             # it was. A finished run needs neither: the claim below refuses it for what it is.
             if not is_terminal_run(found.state):
-                preflight_credentials(plan, base, preview=found.mode == "check")
+                remaining = _unfinished(ledger, found.run_id) if may_need_secrets(plan) else None
+                preflight_credentials(plan, base, preview=found.mode == "check", task_ids=remaining)
                 preflight_egress(plan, resolve=found.mode != "check")
             run = check_resumable(ledger, run_ref, clock)
             req = DriveRequest(ledger, run.run_id, trace_id, plan, base, timeout_s, progress, clock)
@@ -246,6 +247,15 @@ def resume(
             req = dataclasses.replace(req, interactive=interactive)
             outcome = run_trio(drive_run, req)
             return outcome if _failed_by_rejection(ledger, outcome) else outcome_or_raise(outcome)
+
+
+def _unfinished(ledger: RunLedger, run_id: str) -> set[str]:
+    """The run's tasks that neither succeeded nor were skipped: a resume needs secrets for
+    these alone (spec/cli.md §5), a finished task's provider or peer is never called again."""
+    return {t.task_id for t in ledger.load_live(run_id).tasks if t.state not in _FINISHED}
+
+
+_FINISHED = frozenset({"succeeded", "skipped"})
 
 
 def _failed_by_rejection(ledger: RunLedger, outcome: RunOutcome) -> bool:

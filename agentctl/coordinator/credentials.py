@@ -5,21 +5,22 @@ Invariants:
   ``{file}`` is checked for existence and readability) and a ``{process}`` helper never runs
   (it is reported ``unchecked`` and resolved at dispatch time);
 - ``run`` pre-flights only what its tasks reach — the providers its agent tasks use, the
-  header references of the MCP servers and A2A peers its tasks and tools call — before any
+  header references of the MCP servers and A2A peers its tasks and tools name — before any
   database exists, so a missing key exits 6 and creates no state (spec/cli.md §1, order of
-  ``run``);
+  ``run``); a server or peer a template selects is checked when the call is made, since the
+  run may never need it; ``resume`` pre-flights only the tasks still to finish (§5);
 - reports name references (``env OPENAI_API_KEY``), never values.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from agentctl.coordinator import secrets
 from agentctl.coordinator.modelcalls import DEFAULT_CREDENTIAL_ENVS
 from agentctl.core.a2a import PEER_OWNER
-from agentctl.core.egress_reach import plan_endpoints
+from agentctl.core.egress_reach import named_owners
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.mcp import SERVER_OWNER
 from agentctl.core.plan import Plan
@@ -96,11 +97,11 @@ def provider_auth(
     return found
 
 
-def used_providers(plan: Plan) -> dict[str, JsonValue]:
-    """The providers the plan's agent tasks call (name → definition)."""
+def used_providers(plan: Plan, task_ids: Collection[str] | None = None) -> dict[str, JsonValue]:
+    """The providers the plan's agent tasks (those of ``task_ids``; None: all) call."""
     used: dict[str, JsonValue] = {}
     for task in plan.tasks:
-        if task.agent_config is not None:
+        if task.agent_config is not None and (task_ids is None or task.id in task_ids):
             used[task.agent_config.provider_name] = dict(task.agent_config.provider)
     return used
 
@@ -114,15 +115,18 @@ class SecretOwner:
     secrets: tuple[SecretStatus, ...]
 
 
-def run_secrets(plan: Plan, workspace: str) -> list[SecretOwner]:
-    """Every secret reference a run of ``plan`` reaches: its providers' credentials and
-    headers, then the headers of the MCP servers and A2A peers its tasks and tools call."""
+def run_secrets(
+    plan: Plan, workspace: str, task_ids: Collection[str] | None = None
+) -> list[SecretOwner]:
+    """Every secret reference the tasks ``task_ids`` (None: all) of ``plan`` are sure to need:
+    their providers' credentials and headers, then the headers of the MCP servers and A2A
+    peers their tasks and tools name."""
     policy = plan.run.policy
     found = [
         SecretOwner(a.provider, f"provider {a.provider}", tuple(a.references()))
-        for a in provider_auth(used_providers(plan), policy, workspace)
+        for a in provider_auth(used_providers(plan, task_ids), policy, workspace)
     ]
-    reached = {endpoint.owner for endpoint in plan_endpoints(plan)}
+    reached = named_owners(plan, task_ids)
     for what, declared in ((SERVER_OWNER, plan.run.mcp_servers), (PEER_OWNER, plan.run.a2a_peers)):
         for name, raw in sorted(declared.items()):
             owner = f"{what} {name}"
@@ -133,15 +137,25 @@ def run_secrets(plan: Plan, workspace: str) -> list[SecretOwner]:
     return found
 
 
-def preflight_credentials(plan: Plan, workspace: str, *, preview: bool = False) -> None:
-    """Refuse, before any state exists, a run whose providers lack a credential or header, or
-    whose MCP servers or A2A peers lack a header.
+def may_need_secrets(plan: Plan) -> bool:
+    """Whether any task of ``plan`` calls a provider, MCP server or A2A peer it names (a plan
+    of only local work has nothing to pre-flight, whichever of its tasks are left)."""
+    return bool(used_providers(plan)) or bool(named_owners(plan))
 
-    A preview (``run --check``) calls no provider, server or peer, so it needs none.
-    """
+
+def preflight_credentials(
+    plan: Plan,
+    workspace: str,
+    *,
+    preview: bool = False,
+    task_ids: Collection[str] | None = None,
+) -> None:
+    """Refuse, before any state exists, a run whose providers lack a credential or header, or
+    whose MCP servers or A2A peers lack a header; ``task_ids``: only those tasks' (a resume's
+    tasks still to finish). A preview (``run --check``) calls nothing, so it needs none."""
     if preview:
         return
-    for owner in run_secrets(plan, workspace):
+    for owner in run_secrets(plan, workspace, task_ids):
         for status in owner.secrets:
             if status.availability not in NOT_AVAILABLE:
                 continue

@@ -9,13 +9,14 @@ Invariants:
 - closure only: a provider, server or peer no task uses is not reached (spec/cli.md §12:
   "only closure-reachable providers preflighted");
 - a templated server or peer name reaches every declared one, since it may render to any;
+  ``named_owners`` (what a run is sure to need secrets for) leaves those out;
 - the answer is de-duplicated and sorted by owner then URL, so the first refusal a user
   sees does not depend on task order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 
 from agentctl.core import registry
 from agentctl.core.jsonvalue import JsonValue
@@ -27,6 +28,13 @@ def plan_endpoints(plan: Plan) -> tuple[Endpoint, ...]:
     """The endpoints of every task of ``plan``, each once, sorted."""
     found = {e for task in plan.tasks for e in _task_endpoints(task, plan.run)}
     return tuple(sorted(found, key=lambda e: (e.owner, e.url)))
+
+
+def named_owners(plan: Plan, task_ids: Collection[str] | None = None) -> set[str]:
+    """What the tasks ``task_ids`` (None: every task) are sure to reach, by owner (``MCP server
+    x``): endpoints a template may or may not select are left out (``Endpoint.named``)."""
+    tasks = plan.tasks if task_ids is None else (t for t in plan.tasks if t.id in task_ids)
+    return {e.owner for task in tasks for e in _task_endpoints(task, plan.run) if e.named}
 
 
 def _task_endpoints(task: PlannedTask, run: RunConfig) -> Iterator[Endpoint]:

@@ -158,6 +158,9 @@ class Endpoint:
 
     owner: str
     url: str
+    # False when the task reaches it only if a template renders to its name (every declared
+    # entry is listed then): a URL to allow, not a secret a run is sure to need. Not compared.
+    named: bool = field(default=True, compare=False)
 
 
 @dataclass(frozen=True)
@@ -180,12 +183,13 @@ def named_endpoints(
 ) -> tuple[Endpoint, ...]:
     """The endpoint of the declared entry ``given`` names; every declared entry's when
     ``given`` is not a declared name (a template: it may render to any of them)."""
-    names = [given] if isinstance(given, str) and given in declared else sorted(declared)
+    named = isinstance(given, str) and given in declared
+    names = [given] if isinstance(given, str) and named else sorted(declared)
     found: list[Endpoint] = []
     for name in names:
         url = as_object(declared[name]).get(url_key)
         if isinstance(url, str):
-            found.append(Endpoint(f"{what} {name}", url))
+            found.append(Endpoint(f"{what} {name}", url, named=named))
     return tuple(found)
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.a2a_peer_process import Peer, running_peer
 from tests.conftest import Cli
 
 PORT = 9  # nothing is sent: every refusal here comes before a connection
@@ -107,3 +109,93 @@ def test_a_preview_resolves_no_header_and_runs_no_helper(cli: Cli, tmp_path: Pat
         "--output", "json", "run", "wf.yaml"
     )  # a real run does run it (then fails to connect)
     assert ran.rc == 4 and marker.exists(), (ran.stdout, ran.stderr)
+
+
+PEER_THEN_WRITE = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: { name: a2a-then-write }
+spec:
+  inputs: { which: reviewer }
+  policy:
+    approval: mutations
+    writableRoots: [out]
+    networkAllowlist: [127.0.0.1]
+    network: { allowPrivate: true, allowedPorts: [PEER_PORT] }
+    environmentAllowlist: [PEER_TOKEN, OTHER_TOKEN]
+  a2aPeers:
+    reviewer:
+      cardUrl: http://127.0.0.1:PEER_PORT/.well-known/agent-card.json
+      pollIntervalMs: 50
+      headers: { X-Peer-Token: { env: PEER_TOKEN } }
+    other:
+      cardUrl: http://127.0.0.1:PEER_PORT/.well-known/agent-card.json
+      headers: { X-Peer-Token: { env: OTHER_TOKEN } }
+  actions:
+    review: { kind: a2a.delegate }
+    save: { kind: builtin.write }
+  tasks:
+    - { id: ask, uses: action:review, with: { peer: "PEERNAME", message: hi } }
+    - id: keep
+      uses: action:save
+      needs: [ask]
+      with: { path: out/review.txt, content: "${{ tasks.ask.output.text }}" }
+"""
+
+
+@pytest.fixture
+def peer(tmp_path: Path) -> Iterator[Peer]:
+    with running_peer(tmp_path, delay=0.0) as running:
+        yield running
+
+
+def _peer_workflow(tmp_path: Path, peer: Peer, named: str) -> Path:
+    path = tmp_path / "wf.yaml"
+    path.write_text(PEER_THEN_WRITE.replace("PEER_PORT", str(peer.port)).replace("PEERNAME", named))
+    return path
+
+
+def _approve_pending(cli: Cli, run_id: str, db: str) -> None:
+    (held,) = cli("--output", "json", "approvals", "list", run_id, "--db", db).data["approvals"]
+    assert cli("approvals", "approve", held["approvalId"], "--reason", "ok", "--db", db).rc == 0
+
+
+def test_resume_needs_no_secret_of_a_task_that_already_succeeded(
+    cli: Cli, tmp_path: Path, peer: Peer
+) -> None:
+    # Both tasks wait for approval (policy `mutations`). The delegation runs with its token;
+    # the token is gone by the time the operator resumes for the write: only the tasks still
+    # to finish are pre-flighted (spec/cli.md §5).
+    wf, db = _peer_workflow(tmp_path, peer, "reviewer"), str(tmp_path / "st" / "r.db")
+    token = {"PEER_TOKEN": "t0k"}
+    first = cli("--output", "json", "run", str(wf), "--db", db, env=token)
+    assert first.rc == 3, first.stderr
+    run_id = first.data["runId"]
+    _approve_pending(cli, run_id, db)
+    delegated = cli("--output", "json", "resume", run_id, "--db", db, env=token)
+    assert delegated.rc == 3, delegated.stderr  # the delegation ran; the write waits
+    _approve_pending(cli, run_id, db)
+    resumed = cli("--output", "json", "resume", run_id, "--db", db)
+    assert resumed.rc == 0, resumed.stderr
+    assert (tmp_path / "out" / "review.txt").read_text() == "reviewed: hi"
+
+
+def test_a_peer_a_template_selects_is_not_pre_flighted(
+    cli: Cli, tmp_path: Path, peer: Peer
+) -> None:
+    # `other`'s token is missing, but the template selects `reviewer`, whose token is set:
+    # the run must not be refused for a peer it never calls (each peer's header is checked
+    # when a call to it is made).
+    wf = _peer_workflow(tmp_path, peer, "${{ inputs.which }}")
+    db, token = str(tmp_path / "st" / "r.db"), {"PEER_TOKEN": "t0k"}
+    first = cli("--output", "json", "run", str(wf), "--db", db, env=token)
+    assert first.rc == 3, first.stderr
+    _approve_pending(cli, first.data["runId"], db)
+    delegated = cli("--output", "json", "resume", first.data["runId"], "--db", db, env=token)
+    assert delegated.rc == 3, delegated.stderr  # the delegation went through; the write waits
+    tasks = cli("--output", "json", "inspect", first.data["runId"], "--db", db).data["tasks"]
+    assert {t["taskId"]: t["state"] for t in tasks}["ask"] == "succeeded"
+    # A literally named peer still is: its missing token refuses the run before any state.
+    named = _peer_workflow(tmp_path, peer, "other")
+    refused = cli("--output", "json", "run", str(named), "--db", str(tmp_path / "n" / "r.db"))
+    _refused_before_any_state(refused, tmp_path / "n", "A2A peer other: headers.X-Peer-Token")
