@@ -1,11 +1,15 @@
 """Small gaps between our CLI and spec/cli.md that scripts written for the original hit.
 
 - ``runs list --state S`` with an unknown state is a usage error (exit 2) naming the states,
-  before any state is read or created; it used to list nothing and exit 0.
+  before any state is read or created; it used to list nothing and exit 0;
+- ``version``'s ``Version`` carries every key the spec names (``rust`` is null: no Rust
+  toolchain built this program), plus ``python``.
 """
 
 from __future__ import annotations
 
+import json
+import platform
 from pathlib import Path
 
 import pytest
@@ -55,3 +59,16 @@ def test_an_unknown_state_is_refused_before_any_database_exists(cli: Cli, tmp_pa
     assert done.rc == 2
     assert "invalid value 'bogus' for --state" in done.stderr
     assert not (tmp_path / "state").exists()
+
+
+def test_version_names_every_key_of_the_spec(cli: Cli) -> None:
+    done = cli("--output", "json", "version")
+    assert done.rc == 0, done.stderr
+    envelope = json.loads(done.stdout)
+    assert envelope["kind"] == "Version"
+    assert envelope["data"] == {
+        "version": envelope["data"]["version"],
+        "rust": None,
+        "python": platform.python_version(),
+        "machineOutput": "agentctl.dev/cli/v1",
+    }
