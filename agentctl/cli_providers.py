@@ -5,7 +5,8 @@ Invariants: none of them creates state. Only ``smoke-openai`` calls a service �
 request, and only with ``--live`` (``coordinator.smoke``). ``providers inspect`` reports
 what each declared provider offers from the document alone. ``auth check`` judges each
 secret reference by presence only — it never reads a value and never runs a ``{process}``
-helper — and exits 6 when a reference is missing, after printing the whole report.
+helper — and exits 0 whatever it finds, as the original's: it is a report (each reference's
+``availability`` says what is missing); ``run`` and ``doctor`` are the gates that exit 6.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def providers_smoke_openai_cmd(
 
 @auth_app.command("check")
 def auth_check_cmd(file: FileArg) -> None:
-    """Whether each provider credential and header is available (presence only); exit 6 if not."""
+    """Whether each provider credential and header is available (presence only); a report."""
     from agentctl.cli_vars import compile_with_vars
     from agentctl.coordinator.credentials import provider_auth
 
@@ -112,7 +113,7 @@ def auth_check_cmd(file: FileArg) -> None:
             "auth", ["provider", "secret", "reference", "availability"], rows, settings
         )
 
-    deliver(Outcome("AuthStatus", data, exit_code=6 if missing else 0, human=human))
+    deliver(Outcome("AuthStatus", data, human=human))
 
 
 def _base(file: Path) -> str:
