@@ -80,6 +80,9 @@ def version_cmd() -> None:
     """Print the agentctl version."""
     data = {
         "version": __version__,
+        # The original's ``Version`` names the Rust toolchain it was built with; scripts read
+        # the key, and no Rust toolchain built this program, so it is present and null.
+        "rust": None,
         "python": ".".join(str(p) for p in sys.version_info[:3]),
         "machineOutput": "agentctl.dev/cli/v1",
     }

@@ -16,6 +16,7 @@ import typer
 from agentctl.cli_options import DbOpt
 from agentctl.clikit import DEFAULT_DB, deliver, json_file
 from agentctl.core.jsonvalue import JsonValue
+from agentctl.core.states import RunState
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings
 
@@ -57,12 +58,30 @@ def inspect_cmd(
 
 
 runs_app = typer.Typer(help="List, analyze or upgrade runs.", no_args_is_help=True)
+RUN_STATES = tuple(state.value for state in RunState)
+
+
+def check_run_state(value: str | None) -> str | None:
+    """``--state`` names a run state exactly: a typo would otherwise list nothing, exit 0,
+    and a script would take "no failed runs" for the truth."""
+    if value is not None and value not in RUN_STATES:
+        raise ValidationError(
+            f"invalid value {value!r} for --state; expected one of: {', '.join(RUN_STATES)}"
+        )
+    return value
 
 
 @runs_app.command("list")
 def runs_list_cmd(
     db: DbOpt = DEFAULT_DB,
-    state: Annotated[str | None, typer.Option("--state", help="Only runs in this state.")] = None,
+    state: Annotated[
+        str | None,
+        typer.Option(
+            "--state",
+            help=f"Only runs in this state: {', '.join(RUN_STATES)}.",
+            callback=check_run_state,
+        ),
+    ] = None,
     workflow: Annotated[
         str | None, typer.Option("--workflow", help="Only runs of this workflow (its name).")
     ] = None,

@@ -7,7 +7,9 @@ exactly as the workflow action does (``core.longterm.rank``).
 
 Invariants: ``put`` creates the database when it does not exist yet; ``get``, ``search`` and
 ``reindex`` refuse a missing database (exit 5) and never create one; ``get`` of an absent or
-expired key is exit 5; bad arguments are exit 2 before the database is opened.
+expired key is a ``MemoryValue`` with ``value: null`` and ``createdAt: null``, exit 0 (as the
+original's: spec/cli.md §2 keeps exit 5 for a missing run, effect or approval, not a key);
+bad arguments are exit 2 before the database is opened.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from agentctl.core.longterm import (
     search_query_of,
 )
 from agentctl.core.strictjson import parse_strict
-from agentctl.errors import NotFoundError, ValidationError
+from agentctl.errors import ValidationError
+from agentctl.ledger.model import MemoryEntry
 from agentctl.render import Outcome, Settings
 
 memory_app = typer.Typer(
@@ -59,11 +62,15 @@ def memory_get_cmd(
     key: Annotated[str, typer.Argument(help="Key.")],
     db: DbOpt = DEFAULT_DB,
 ) -> None:
-    """One entry: value, searchable text, metadata, expiry and how it is indexed."""
+    """One entry: value, searchable text, metadata, expiry and how it is indexed (an absent
+    or expired key: value null, createdAt null)."""
     with _ledger(db, verify=False) as ledger:
         entry = ledger.long_term_get(namespace, key, _now())
     if not entry.found:
-        raise NotFoundError(f"long-term memory {namespace}/{key} not found (absent or expired)")
+        data = MemoryEntry(found=False, namespace=namespace, key=key).to_json()
+        absent = f"no entry {namespace}/{key} (absent or expired)"
+        deliver(Outcome("MemoryValue", data, human=lambda _s: absent))
+        return
     deliver(Outcome("MemoryValue", entry.to_json()))
 
 

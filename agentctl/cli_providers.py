@@ -1,9 +1,12 @@
-"""Provider commands: ``providers inspect FILE`` and ``auth check FILE`` (spec/cli.md §1).
+"""Provider commands: ``providers inspect FILE``, ``providers smoke-openai --live`` and
+``auth check FILE`` (spec/cli.md §1).
 
-Invariants: neither command creates state or calls a service. ``providers inspect`` reports
+Invariants: none of them creates state. Only ``smoke-openai`` calls a service — one bounded
+request, and only with ``--live`` (``coordinator.smoke``). ``providers inspect`` reports
 what each declared provider offers from the document alone. ``auth check`` judges each
 secret reference by presence only — it never reads a value and never runs a ``{process}``
-helper — and exits 6 when a reference is missing, after printing the whole report.
+helper — and exits 0 whatever it finds, as the original's: it is a report (each reference's
+``availability`` says what is missing); ``run`` and ``doctor`` are the gates that exit 6.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from agentctl.clikit import deliver
 from agentctl.render import Outcome, Settings, table
 
 providers_app = typer.Typer(
-    help="Inspect the providers a workflow declares (no service is called).",
+    help="Inspect the providers a workflow declares, or run the opt-in OpenAI smoke.",
     no_args_is_help=True,
 )
 auth_app = typer.Typer(
@@ -54,9 +57,41 @@ def providers_inspect_cmd(file: FileArg) -> None:
     deliver(Outcome("ProviderCapabilities", data, human=human))
 
 
+@providers_app.command("smoke-openai")
+def providers_smoke_openai_cmd(
+    live: Annotated[
+        bool,
+        typer.Option("--live", help="Required: acknowledges one bounded, billed live request."),
+    ] = False,
+    model: Annotated[str, typer.Option("--model", help="The model to ask.")] = "gpt-5.6",
+    endpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--endpoint",
+            help="Responses URL (default https://api.openai.com/v1/responses); "
+            "a private address is allowed only here.",
+        ),
+    ] = None,
+) -> None:
+    """One live Responses request with the key in OPENAI_API_KEY; reports the answer."""
+    from agentctl.coordinator.smoke import SmokeRequest, smoke_openai
+
+    data: Any = smoke_openai(SmokeRequest(live=live, model=model, endpoint=endpoint))
+
+    def human(_settings: Settings) -> str:
+        usage = data["usage"]
+        return (
+            f"openai {data['model']}: ok ({data['finish']}, {usage['inputTokens']} input / "
+            f"{usage['outputTokens']} output tokens, {data['latencyMs']} ms)\n"
+            f"reply: {data['text']}"
+        )
+
+    deliver(Outcome("LiveProviderSmoke", data, human=human))
+
+
 @auth_app.command("check")
 def auth_check_cmd(file: FileArg) -> None:
-    """Whether each provider credential and header is available (presence only); exit 6 if not."""
+    """Whether each provider credential and header is available (presence only); a report."""
     from agentctl.cli_vars import compile_with_vars
     from agentctl.coordinator.credentials import provider_auth
 
@@ -78,7 +113,7 @@ def auth_check_cmd(file: FileArg) -> None:
             "auth", ["provider", "secret", "reference", "availability"], rows, settings
         )
 
-    deliver(Outcome("AuthStatus", data, exit_code=6 if missing else 0, human=human))
+    deliver(Outcome("AuthStatus", data, human=human))
 
 
 def _base(file: Path) -> str:

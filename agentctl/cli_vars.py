@@ -14,6 +14,11 @@ Invariants:
 - a problem with a declared file is a ``ValidationError`` (exit 2) located at its
   ``varsFiles`` entry or ``instructionsFile``; nothing is read once compiling has started,
   and no state is created;
+- a declared file stays inside the workflow file's directory, as the original's source reads
+  do (its docs/VARIABLES.md: "reject `..` traversal, canonical paths outside the workspace,
+  and symlink escapes"): a ``..`` segment, an absolute path elsewhere or a symlink out is a
+  ``policy_denied`` diagnostic before the file is opened. ``--vars-file`` is the operator's
+  own choice on the command line and is not confined;
 - the CLI layer is every ``--vars-file`` object in order, then every ``--var``, last wins.
 """
 
@@ -72,6 +77,30 @@ def _located(
     return ValidationError(exc.message, diagnostics=[found])
 
 
+def _confined(base: Path, written: str, where: str, loaded: Any) -> Path:
+    """``base / written`` if it stays in ``base`` (the workflow's directory), else a located
+    ``policy_denied`` refusal: a document must not read files beside the ones it ships with."""
+    path = base / written
+    if ".." in Path(written).parts:
+        reason = f"{written!r} has a `..` segment"
+    elif not path.resolve().is_relative_to(base):
+        reason = f"{written!r} resolves to {path.resolve()}, outside {base}"
+    else:
+        return path
+    line, column = loaded.locate(where) or (None, None)
+    message = f"source file {reason}; declared files must lie in the workflow's directory"
+    found = Diagnostic(
+        code="policy_denied",
+        message=message,
+        file=loaded.file,
+        line=line,
+        column=column,
+        path=where,
+        help="move the file next to the workflow (or below it) and name it relative to it",
+    )
+    raise ValidationError(message, diagnostics=[found])
+
+
 def _counted(path: Path, capture: _Capture, what: str) -> bytes:
     """The bytes of ``path``, counted against the capture's file and byte limits."""
     capture.count += 1
@@ -101,8 +130,9 @@ def _declared(loaded: Any, base: Path, capture: _Capture) -> None:
     for where, written in declared_files(loaded.document):
         if written in capture.files:
             continue
+        path = _confined(base, written, where, loaded)
         try:
-            capture.files[written] = _read(base / written, capture)
+            capture.files[written] = _read(path, capture)
         except ValidationError as exc:
             raise _located(exc, where, loaded) from exc
 
@@ -114,7 +144,7 @@ def _instructions(loaded: Any, base: Path, capture: _Capture) -> None:
     for where, written in declared_instruction_files(loaded.document):
         if written in capture.instructions:
             continue
-        path = base / written
+        path = _confined(base, written, where, loaded)
         try:
             data = _counted(path, capture, "instruction file")
             capture.instructions[written] = _utf8(data, path)

@@ -109,8 +109,9 @@ def test_gc_removes_old_terminal_runs_and_what_only_they_used(
     left = _blob_files(db)
     assert old_value not in left and old_file not in left
     assert shared_value in left  # the new run's input names it
-    assert cli("memory", "get", "ns", "stale").rc == 5
-    assert cli("memory", "get", "ns", "fresh").rc == 0
+    stale = cli("--output", "json", "memory", "get", "ns", "stale")
+    assert stale.rc == 0 and stale.data["createdAt"] is None  # gone: reads as absent
+    assert cli("--output", "json", "memory", "get", "ns", "fresh").data["createdAt"] is not None
     assert cli("artifacts", "verify", "--all").rc == 0
     assert cli("--output", "json", "inspect", runs["new"]).data["run"]["runId"] == runs["new"]
     again = cli("--output", "json", "gc")

@@ -119,7 +119,9 @@ def test_expired_entries_are_neither_read_nor_found(
         "UPDATE long_term_memory SET expires_at = '2000-01-01T00:00:00.000Z' WHERE key = 'oncall'",
     )
     gone = _get(cli, "oncall")
-    assert gone.rc == 5 and "not found" in gone.error["error"]["message"]
+    assert gone.rc == 0, gone.stderr  # as the original: absent or expired reads as null
+    assert gone.data["key"] == "oncall" and gone.data["value"] is None
+    assert gone.data["createdAt"] is None and gone.data["expiresAt"] is None
     found = _search(cli, tmp_path, '{ query: "release", mode: text }')
     assert found.rc == 0, found.stderr
     assert _keys(found.data["output"]["found"]) == ["notes"]
@@ -273,7 +275,8 @@ def test_cli_refusals(cli: Cli, tmp_path: Path) -> None:
         "--output", "json", "memory", "search", "support", "v", "--limit", "101", "--db", "m.db"
     )
     assert too_many.rc == 2
-    assert _get(cli, "absent").rc == 5
+    absent = _get(cli, "absent")
+    assert absent.rc == 0 and absent.data["value"] is None and absent.data["createdAt"] is None
 
 
 def test_replay_reuses_the_recorded_search(cli: Cli, tmp_path: Path) -> None:
