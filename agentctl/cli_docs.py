@@ -28,6 +28,30 @@ WriteOpt = Annotated[Path | None, typer.Option("--write", help="Write the result
 
 
 def _write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` as a plain write would, but a file atomically.
+
+    An existing device or FIFO (``--write /dev/null``) is written to, never replaced: renaming
+    over it would replace the node itself. A symbolic link is followed: the file it names is
+    replaced, the link stays. A directory is refused. Otherwise ``_replace``."""
+    try:
+        found = path.stat()
+    except FileNotFoundError:
+        found = None
+    except OSError as exc:
+        raise ValidationError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    if found is not None and stat.S_ISDIR(found.st_mode):
+        raise ValidationError(f"cannot write {path}: it is a directory")
+    if found is not None and not stat.S_ISREG(found.st_mode):
+        try:
+            with path.open("w", encoding="utf-8") as handle:
+                handle.write(text)
+        except OSError as exc:
+            raise ValidationError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        return
+    _replace(path.resolve() if path.is_symlink() else path, text)
+
+
+def _replace(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` atomically (a reader sees the old or the new file).
 
     Missing parent directories are created, as the original's ``--write`` does. The file gets

@@ -14,6 +14,8 @@ Each test is one thing such a script does (the original's acceptance scenarios, 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 from pathlib import Path
 
@@ -118,6 +120,43 @@ def test_export_makes_the_missing_directories_of_its_destination(cli: Cli, tmp_p
     (tmp_path / "file").write_text("in the way", encoding="utf-8")
     rc, refused = _json(cli, "artifacts", "--db", "r.db", "export", blob["digest"], "file/x.txt")
     assert rc == 5, refused
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "directory"])
+def test_overwrite_replaces_only_a_regular_file(cli: Cli, tmp_path: Path, kind: str) -> None:
+    # Renaming over a device node replaces the node: `export D /dev/null --overwrite` as root
+    # turned the host's /dev/null into a regular file. A device (a private null device here),
+    # a FIFO or a directory is refused, exit 5, and left exactly as it was.
+    (tmp_path / "wf.yaml").write_text(WRITE, encoding="utf-8")
+    assert _json(cli, "run", "wf.yaml", "--db", "r.db")[0] == 0
+    [blob] = cli("--output", "json", "artifacts", "list", "--db", "r.db").data["blobs"]
+    target = tmp_path / "target"
+    if kind == "device":
+        if os.geteuid() != 0:
+            pytest.skip("making a device node needs root")
+        os.mknod(target, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    elif kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.mkdir()
+    before = target.lstat()
+    rc, refused = _json(
+        cli, "artifacts", "--db", "r.db", "export", blob["digest"], "target", "--overwrite"
+    )
+    assert rc == 5, refused
+    assert "not a regular file" in refused["error"]["message"]
+    after = target.lstat()
+    assert (after.st_mode, after.st_ino, after.st_rdev) == (
+        before.st_mode,
+        before.st_ino,
+        before.st_rdev,
+    )
+    (tmp_path / "plain").write_text("old", encoding="utf-8")
+    rc, replaced = _json(
+        cli, "artifacts", "--db", "r.db", "export", blob["digest"], "plain", "--overwrite"
+    )
+    assert rc == 0, replaced
+    assert (tmp_path / "plain").read_text(encoding="utf-8") == "exported"
 
 
 def test_the_older_effects_inspect_run_task_form_lists_the_effects(

@@ -9,6 +9,8 @@ metadata of a run recorded without it, after which ``retry`` can reuse its tasks
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,30 @@ def _plan_tasks(cli: Cli, path: Path) -> list[tuple[str, str]]:
     plan = cli("--output", "json", "plan", str(path))
     assert plan.rc == 0, plan.stderr
     return [(t, task["definitionFingerprint"]) for t, task in plan.data["tasks"].items()]
+
+
+def test_write_goes_through_a_device_and_a_link_never_replacing_them(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # `--write /dev/null` as root renamed a file over the host's /dev/null. A device (a private
+    # null device here) is written to like a plain write does, and stays a device; a symbolic
+    # link stays a link and the file it names gets the text; a directory is refused (exit 2).
+    if os.geteuid() != 0:
+        pytest.skip("making a device node needs root")
+    device = tmp_path / "null"
+    os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    written = cli("--output", "json", "schema", "--write", "null")
+    assert written.rc == 0, written.stderr
+    assert stat.S_ISCHR(device.lstat().st_mode) and device.lstat().st_rdev == os.makedev(1, 3)
+    (tmp_path / "real.json").write_text("old")
+    (tmp_path / "link.json").symlink_to("real.json")
+    linked = cli("--output", "json", "schema", "--write", "link.json")
+    assert linked.rc == 0, linked.stderr
+    assert (tmp_path / "link.json").is_symlink()
+    assert json.loads((tmp_path / "real.json").read_text())["$schema"].startswith("https://")
+    (tmp_path / "dir").mkdir()
+    refused = cli("--output", "json", "schema", "--write", "dir")
+    assert refused.rc == 2 and "is a directory" in refused.stderr
 
 
 @pytest.mark.parametrize("name", V1ALPHA1)

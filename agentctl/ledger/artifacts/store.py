@@ -346,6 +346,7 @@ class ArtifactStore:
                 raise PersistenceError(f"refusing to export onto the symlink {dest}")
             if dest.exists() and not overwrite:
                 raise PersistenceError(f"{dest} exists; pass --overwrite to replace it")
+            _refuse_special(dest)
             try:
                 self._copy_atomically(src, dest)
             except OSError as exc:
@@ -393,6 +394,23 @@ class ArtifactStore:
             stale = clear_dir(self.tmp_dir)
             fsync_dir(self.trash_dir)
         return {"restored": restored, "dropped": dropped, "staleTmp": stale}
+
+
+def _refuse_special(dest: Path) -> None:
+    """Refuse a destination that exists and is not a regular file: ``--overwrite`` replaces a
+    file. Renaming over a device, FIFO or socket would replace the node itself (as root,
+    ``/dev/null`` would become a regular file for every process on the host)."""
+    try:
+        mode = dest.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(mode):
+        return
+    kind = "a directory" if stat.S_ISDIR(mode) else "a device, FIFO or socket"
+    raise PersistenceError(
+        f"refusing to export onto {dest}: it is {kind}, not a regular file "
+        "(--overwrite replaces only a file); it was left unchanged"
+    )
 
 
 def clear_dir(path: Path) -> int:
