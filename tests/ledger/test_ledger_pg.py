@@ -181,3 +181,38 @@ def test_gc_keeps_a_fresh_blob_file_another_writer_has_not_committed(
     report = run_gc(store, T0, older_than_days=0)
     assert report["report"]["untrackedFiles"] == [] and pending.exists()  # type: ignore[index]
     led.close()
+
+
+def test_a_v15_ledger_with_sessions_and_tool_calls_migrates(pg_url: str, tmp_path: Path) -> None:
+    # The rows a v15 agentctl wrote for an agent attempt (v16 added counters and ids beside
+    # them) survive the PostgreSQL translation of every later step, as on SQLite.
+    from test_ledger_migrations import _fill_v1, _fill_v2, _fill_v3, _fill_v12
+
+    from agentctl.ledger.pg import schema
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        schema.set_up(conn, "db", 15)
+        with conn.transaction():
+            pg = _PgAsSqlite(conn)
+            for fill in (_fill_v1, _fill_v2, _fill_v3, _fill_v12):
+                fill(pg)  # type: ignore[arg-type]  # the fillers' SQL, with %s placeholders
+    led = open_pg_ledger(pg_url, artifacts=tmp_path / "art")
+    try:
+        assert led.migration().applied == tuple(range(16, SUPPORTED_SCHEMA_VERSION + 1))
+        seen = led.inspect_run("run-old").to_json()
+        sessions = [(s["sessionId"], s["calls"], s["usage"]) for s in seen["providerSessions"]]
+        assert sessions == [("s-old", 0, {})]
+        assert [(c["callId"], c["attempt"]) for c in seen["toolCalls"]] == [("a:1:call-1", None)]
+        assert [t["state"] for t in seen["tasks"]] == ["succeeded"]
+    finally:
+        led.close()
+
+
+class _PgAsSqlite:
+    """The migration tests' fillers speak sqlite3's ``?``; PostgreSQL's driver takes ``%s``."""
+
+    def __init__(self, conn: psycopg.Connection[object]) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: tuple[object, ...] = ()) -> object:
+        return self.conn.execute(sql.replace("?", "%s"), params or None)  # type: ignore[arg-type]
