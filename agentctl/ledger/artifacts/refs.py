@@ -186,10 +186,22 @@ def list_refs(
     return [_ref(r) for r in fetch_all(conn, sql, tuple(params), "artifact reference")]
 
 
+# Digests bound per ``IN (...)`` list: far below either backend's limit on parameters.
+_IN_CHUNK = 500
+
+
 def list_blobs(conn: Db, digests: Sequence[str] | None = None) -> list[BlobRecord]:
-    rows = fetch_all(conn, f"{_SELECT_BLOBS} ORDER BY b.digest", (), "artifact blob")
-    wanted = None if digests is None else set(digests)
-    return [_blob(r) for r in rows if wanted is None or r["digest"] in wanted]
+    """The blobs (``digests`` only, when given) by digest, each with its reference count: the
+    count is a query per blob, so only the wanted blobs are read, not the whole store's."""
+    if digests is None:
+        rows = fetch_all(conn, f"{_SELECT_BLOBS} ORDER BY b.digest", (), "artifact blob")
+        return [_blob(r) for r in rows]
+    wanted, found = sorted(set(digests)), []
+    for at in range(0, len(wanted), _IN_CHUNK):
+        chunk = wanted[at : at + _IN_CHUNK]
+        sql = f"{_SELECT_BLOBS} WHERE b.digest IN ({', '.join('?' * len(chunk))}) ORDER BY b.digest"
+        found += fetch_all(conn, sql, tuple(chunk), "artifact blob")
+    return [_blob(r) for r in found]
 
 
 def get_blob(conn: Db, digest: str) -> BlobRecord | None:
