@@ -177,7 +177,7 @@ def test_listing_chosen_blobs_reads_them_in_chunks_and_in_digest_order(ledger: D
     with ledger.transaction() as conn:
         for digest in digests:
             _blob_row_txn(conn, digest, 1, T0)
-    wanted = digests[::-1][:1_050] + ["sha256:" + "f" * 64]  # one unknown: not listed
+    wanted = [*digests[::-1][:1_050], "sha256:" + "f" * 64]  # one unknown: not listed
     with ledger.read() as conn:
         listed = list_blobs(conn, wanted)
     assert [b.digest for b in listed] == sorted(digests[-1_050:])
