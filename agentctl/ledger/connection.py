@@ -118,8 +118,9 @@ def translated_error(exc: sqlite3.Error, busy_timeout_ms: int, path: Path | None
         return PersistenceError(
             f"database {path} was encrypted after this process opened it (`db encryption "
             "enable` from another shell); this write was refused and nothing of it was stored. "
-            "Run the command again with the key set; a run it was driving continues with "
-            "`agentctl resume`"
+            "Run the command again with the key set. A run it was driving may have an effect "
+            "it had started and could not record: reconcile it (`agentctl effects list RUN`, "
+            "then `agentctl effects reconcile`), then `agentctl resume` with the key set"
         )
     return PersistenceError(f"database error ({path}): {exc}")
 
