@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentctl.cli_options import DbOpt, InteractiveOpt, TimeoutOpt, WorkspaceOpt
+from agentctl.cli_options import DbOpt, DiffOpt, InteractiveOpt, TimeoutOpt, WorkspaceOpt
 from agentctl.clikit import DEFAULT_DB, deliver
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import ValidationError
@@ -57,6 +57,7 @@ class _Recovery:
     workspace: Path | None
     timeout: float | None
     interactive: bool = False
+    diff: bool = False
 
 
 def _recover(req: _Recovery) -> None:
@@ -81,6 +82,7 @@ def _recover(req: _Recovery) -> None:
         workspace=str(req.workspace) if req.workspace else None,
         timeout_s=req.timeout,
         interactive=req.interactive,
+        diff=req.diff,
     )
     if asking is not None and data.get("state") == "paused":
         data, code = _carried_on(asking, data, req.db)
@@ -118,6 +120,7 @@ def retry_cmd(
     workspace: WorkspaceOpt = None,
     timeout_seconds: TimeoutOpt = None,
     interactive: InteractiveOpt = False,
+    diff: DiffOpt = False,
 ) -> None:
     """Re-run failed (or chosen) tasks and their dependants for an identical workflow."""
     if failed == bool(roots):
@@ -136,6 +139,7 @@ def retry_cmd(
             workspace=workspace,
             timeout=timeout_seconds,
             interactive=interactive,
+            diff=diff,
         )
     )
 
@@ -151,6 +155,7 @@ def repair_cmd(
     workspace: WorkspaceOpt = None,
     timeout_seconds: TimeoutOpt = None,
     interactive: InteractiveOpt = False,
+    diff: DiffOpt = False,
 ) -> None:
     """Run a corrected workflow from chosen roots, reusing every compatible earlier result."""
     if not roots:
@@ -169,6 +174,7 @@ def repair_cmd(
             workspace=workspace,
             timeout=timeout_seconds,
             interactive=interactive,
+            diff=diff,
         )
     )
 
@@ -183,6 +189,7 @@ def compensate_cmd(
     workspace: WorkspaceOpt = None,
     timeout_seconds: TimeoutOpt = None,
     interactive: InteractiveOpt = False,
+    diff: DiffOpt = False,
 ) -> None:
     """Run the declared inverse actions of a run's confirmed mutations, newest first."""
     from agentctl.coordinator.remedy import compensate
@@ -197,5 +204,6 @@ def compensate_cmd(
         plan_only=plan,
         workspace=str(workspace) if workspace else None,
         timeout_s=timeout_seconds,
+        diff=diff,
     )
     deliver(Outcome(name, data, exit_code=code))

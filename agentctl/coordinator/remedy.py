@@ -44,6 +44,21 @@ _RECOVERY_EXIT = {"succeeded": 0, "paused": 3, "cancelled": 130}
 
 
 @dataclass(frozen=True)
+class Driving:
+    """How a derived run is driven: the run-style flags of the command that makes it."""
+
+    timeout_s: float | None = None
+    progress: Progress | None = None
+    interactive: bool = False  # ``--interactive``: no policy ``nonInteractive`` denial
+    diff: bool = False  # ``--diff``: write results carry a unified diff
+
+    def applied(self, req: DriveRequest) -> DriveRequest:
+        return dataclasses.replace(
+            req, progress=self.progress, interactive=self.interactive, diff=self.diff
+        )
+
+
+@dataclass(frozen=True)
 class RecoveryRequest:
     """A retry or repair as the CLI asked for it."""
 
@@ -71,6 +86,7 @@ def recover(
     timeout_s: float | None,
     progress: Progress | None = None,
     interactive: bool = False,
+    diff: bool = False,
 ) -> Envelope:
     """Plan a retry or repair of ``source_ref``; run it unless planning only or blocked.
     Returns (envelope kind, data, exit code): a blocked plan is exit 3 and creates nothing."""
@@ -87,8 +103,8 @@ def recover(
         base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
         inputs = source_run.inputs or {}
         derived = recovery.DerivedTarget(target, document, plan_json, inputs, base, reason)
-        clock, limit = Clock(), (timeout_s, progress, interactive)
-        run_id, outcome = _run_derived(ledger, source, planned, derived, clock, limit)
+        driving = Driving(timeout_s, progress, interactive, diff)
+        run_id, outcome = _run_derived(ledger, source, planned, derived, Clock(), driving)
         refs = ledger.list_artifacts(run_id).to_json()["references"]
     data = _recovered(outcome, planned, source.run_id, refs)
     return f"{title}Outcome", data, _RECOVERY_EXIT.get(outcome.state, 4)
@@ -100,13 +116,12 @@ def _run_derived(
     planned: rc.RecoveryPlan,
     derived: recovery.DerivedTarget,
     clock: Clock,
-    limit: tuple[float | None, Progress | None, bool],
+    driving: Driving,
 ) -> tuple[str, RunOutcome]:
     """Create the derived run and drive it; returns its id and (raising) outcome."""
     run_id, trace_id = recovery.create_derived_run(ledger, source, planned, derived, clock)
-    timeout_s, progress, interactive = limit
-    req = DriveRequest(ledger, run_id, trace_id, derived.plan, derived.workspace, timeout_s)
-    req = dataclasses.replace(req, progress=progress, clock=clock, interactive=interactive)
+    req = DriveRequest(ledger, run_id, trace_id, derived.plan, derived.workspace)
+    req = driving.applied(dataclasses.replace(req, timeout_s=driving.timeout_s, clock=clock))
     return run_id, outcome_or_raise(run_trio(drive_run, req))
 
 
@@ -164,6 +179,7 @@ def compensate(
     workspace: str | None,
     timeout_s: float | None,
     progress: Progress | None = None,
+    diff: bool = False,
 ) -> Envelope:
     """Plan (and run) the declared inverse actions of a terminal run's confirmed mutations."""
     with open_existing(db) as ledger:
@@ -177,7 +193,8 @@ def compensate(
         if plan_only or not planned.executable:
             return "CompensationPlan", data, 0 if planned.complete else 3
         base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
-        outcome = _run_compensation(ledger, source_run, planned, base, timeout_s, progress)
+        driving = Driving(timeout_s, progress, diff=diff)
+        outcome = _run_compensation(ledger, source_run, planned, base, driving)
         done = _compensated_tasks(ledger, outcome.run_id, planned)
     result = {**outcome.to_json(), "sourceRunId": source_run.run_id, "plan": data}
     result["compensatedTasks"] = list[JsonValue](done)
@@ -199,8 +216,7 @@ def _run_compensation(
     source_run: RunRecord,
     planned: rc.CompensationPlan,
     base: str,
-    timeout_s: float | None,
-    progress: Progress | None,
+    driving: Driving,
 ) -> RunOutcome:
     from agentctl.core.compiler import compile_workflow
 
@@ -218,7 +234,7 @@ def _run_compensation(
         source_run_id=source_run.run_id,
     )
     links = {s.compensation_task_id: s.source_effect_ids for s in planned.steps}
-    req = DriveRequest(ledger, run_id, trace_id, plan, base, timeout_s, progress, clock)
-    req = dataclasses.replace(req, compensates=links)
+    req = DriveRequest(ledger, run_id, trace_id, plan, base, driving.timeout_s, clock=clock)
+    req = driving.applied(dataclasses.replace(req, compensates=links))
     outcome: RunOutcome = run_trio(drive_run, req)
     return outcome

@@ -301,3 +301,44 @@ def test_compensation_renders_a_childs_engine_bindings(cli, tmp_path: Path) -> N
         "s.txt": "undone s 0",
         "m.txt": "undone m 1",
     }
+
+
+DIFFED = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: diffed }
+spec:
+  policy: { approval: never, writableRoots: [out] }
+  actions:
+    save: { kind: builtin.write }
+    check: { kind: builtin.assert }
+  tasks:
+    - id: make
+      uses: action:save
+      with: { path: out/r.txt, content: "CONTENT\\n" }
+      compensate: { uses: "action:save", with: { path: out/r.txt, content: "undone\\n" } }
+    - { id: verify, uses: "action:check", needs: [make], with: { that: VERDICT } }
+"""
+
+
+def test_repair_and_compensate_take_the_run_style_diff_flag(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "wf.yaml").write_text(DIFFED.replace("CONTENT", "made").replace("VERDICT", "false"))
+    (ws / "fixed.yaml").write_text(DIFFED.replace("CONTENT", "mended").replace("VERDICT", "true"))
+    db = str(tmp_path / "state" / "r.db")
+    first = cli("--output", "json", "run", "wf.yaml", "--db", db, cwd=ws)
+    assert first.rc == 4, first.stderr
+    source = first.error["error"]["runId"]
+    repair = ("repair", "fixed.yaml", source, "--from", "make", "--restart-successful")
+    repaired = cli("--output", "json", *repair, "--diff", "--db", db, cwd=ws)
+    assert repaired.rc == 0, repaired.stderr
+    assert "-made\n+mended" in repaired.data["output"]["make"]["diff"]
+    undone = cli(
+        "--output", "json", "compensate", repaired.data["runId"], "--diff", "--db", db, cwd=ws
+    )
+    assert undone.rc == 0, undone.stderr
+    inspected = cli("--output", "json", "inspect", undone.data["runId"], "--db", db, cwd=ws).data
+    [effect] = inspected["effects"]
+    assert "-mended\n+undone" in effect["result"]["diff"]
+    assert (ws / "out" / "r.txt").read_text() == "undone\n"
