@@ -76,6 +76,27 @@ def _crashed_run(cli: Cli, tmp_path: Path, point: str) -> str:
     return run_id
 
 
+def reconcile_applied(cli: Cli, tmp_path: Path, effect_id: str, answer: dict[str, Any]) -> None:
+    """Settle an uncertain model call as applied, with ``answer`` as its result."""
+    (tmp_path / "answer.json").write_text(json.dumps(answer), encoding="utf-8")
+    settled = cli(
+        "--output",
+        "json",
+        "effects",
+        "reconcile",
+        effect_id,
+        "--db",
+        "r.db",
+        "--status",
+        "applied",
+        "--reason",
+        "the provider's log shows the answer",
+        "--result-file",
+        "answer.json",
+    )
+    assert settled.rc == 0, settled.stderr
+
+
 def _model_effects(seen: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for e in seen["effects"] if e["operation"] == "model.fake"]
 
@@ -182,23 +203,7 @@ def test_an_unanswered_model_call_leaves_the_session_uncertain_until_reconciled(
         ],
         "usage": {"inputTokens": 5, "outputTokens": 7},
     }
-    (tmp_path / "answer.json").write_text(json.dumps(answer), encoding="utf-8")
-    settled = cli(
-        "--output",
-        "json",
-        "effects",
-        "reconcile",
-        first["effectId"],
-        "--db",
-        "r.db",
-        "--status",
-        "applied",
-        "--reason",
-        "the provider's log shows the answer",
-        "--result-file",
-        "answer.json",
-    )
-    assert settled.rc == 0, settled.stderr
+    reconcile_applied(cli, tmp_path, first["effectId"], answer)
     [reconciled] = _inspect(cli, run_id)["providerSessions"]
     assert (reconciled["status"], reconciled["finish"]) == ("active", "tool_calls")
     done = cli("--output", "json", "resume", run_id, "--db", "r.db")
