@@ -292,7 +292,9 @@ class AgentRunner:
         call_ref = f"{self.task.id}:{self.attempt}:{call_id}"
         declared = {**tool, "name": name}
         call = self._call(entry, built, declared=declared, tool_call_id=call_ref)
-        call = dataclasses.replace(call, policy=verdict(decision), provider_call_id=call_id)
+        call = dataclasses.replace(
+            call, policy=verdict(decision), provider_call_id=call_id, arguments=args
+        )
         if approval is not None:
             capability = tool.get("capability")
             call = dataclasses.replace(

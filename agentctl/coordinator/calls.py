@@ -77,6 +77,7 @@ class AgentCall:
     tool_call_id: str | None = None  # a tool call's key in the run: <task>:<attempt>:<id>
     provider_call_id: str | None = None  # ... and its id as the model gave it
     tool: str | None = None
+    arguments: JsonValue = None  # a tool call's arguments as the model sent them
     approval_reason: str | None = None  # set when policy wants an approval first
     policy: PolicyVerdict | None = None  # the decision that let it be requested (audited)
     agent: str | None = None  # the spec.agents key making the call
@@ -138,6 +139,7 @@ class CallGateway:
             call.tool,
             turn=call.turn,
             provider_call_id=call.provider_call_id,
+            tool_input=call.arguments,
         )
         if call.approval_reason is not None:
             await self._gate(record, call)

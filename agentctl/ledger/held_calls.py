@@ -93,7 +93,7 @@ def _hold_txn(conn: Db, gated: GatedCall) -> CallGate:
         call_id,
         task_id,
         call.tool or "",
-        new.request,
+        call.tool_input,
         now,
         effect_id=new.effect_id,
         status="waiting_for_approval",

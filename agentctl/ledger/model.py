@@ -234,6 +234,7 @@ class CallRecord:
     tool: str | None = None
     turn: ProviderTurn | None = None
     provider_call_id: str | None = None  # a tool call's id as the model gave it
+    tool_input: JsonValue = None  # ... and the arguments it sent (the tool-call row's input)
 
 
 @dataclass(frozen=True)

@@ -266,7 +266,7 @@ def record_and_start_call_txn(conn: Db, call: CallRecord) -> JsonObject | None:
             call.tool_call_id,
             new.task_id,
             call.tool or "",
-            new.request,
+            call.tool_input,
             now,
             effect_id=new.effect_id,
             attempt=new.attempt,

@@ -31,7 +31,8 @@ def insert_tool_call_txn(
     provider_call_id: str | None = None,
 ) -> None:
     """A tool call's row: ``started`` with its effect, or ``waiting_for_approval`` when held.
-    ``call_id`` keys it in the run; ``provider_call_id`` is the id the model gave the call."""
+    ``call_id`` keys it in the run; ``provider_call_id`` is the id the model gave the call;
+    ``tool_input`` the arguments the model sent (the executor's request stays on the effect)."""
     conn.execute(
         "INSERT INTO tool_calls (run_id, call_id, format_version, task_id, effect_id, tool,"
         " status, input_json, created_at, attempt, provider_call_id)"

@@ -138,6 +138,8 @@ def test_the_guide_run_shows_its_provider_session_usage_and_tool_call(
     [call] = seen["toolCalls"]
     assert (call["callId"], call["taskId"], call["attempt"]) == ("fake-call-1", "inspect", 1)
     assert call["status"] == "succeeded"
+    # The arguments the model sent (the executor's request stays on the call's effect).
+    assert call["input"] == {"path": "fixture/service.txt"}
     # The output the model received (the tool's outputSchema shape), not {changed, status…}.
     assert sorted(call["output"]) == ["bytes", "content", "path", "sha256"]
     assert call["output"]["content"] == FIXTURE
