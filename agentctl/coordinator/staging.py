@@ -79,6 +79,7 @@ def finished(step: Settled, from_state: str, target: str) -> model.Finished:
         artifacts=step.artifacts if target == "succeeded" else (),
         ingest_lease_ids=step.lease_ids,
         agent=step.task.agent_config is not None,
+        answered=step.answered,
     )
 
 

@@ -32,6 +32,7 @@ from agentctl.ledger.audit import (
 )
 from agentctl.ledger.rows import dumps_opt, fetch_all, fetch_one, loads_object, loads_opt
 from agentctl.ledger.sql import Db, Row
+from agentctl.ledger.tool_calls import AnsweredToolCall, insert_answered_txn
 from agentctl.ledger.transitions import TASK_PREDECESSORS, check_task_transition
 
 
@@ -77,6 +78,8 @@ class TaskCompletion:
     events: Sequence[AuditSpec] = ()
     # An agent task: the attempt's provider session ends with it (``sessions.end_attempt_txn``).
     agent: bool = False
+    # Its tool calls answered without an effect that no call of the attempt recorded yet.
+    answered: Sequence[AnsweredToolCall] = ()
 
 
 @dataclass(frozen=True)
@@ -243,6 +246,7 @@ def _complete_one(
         _refuse(conn, run_id, c.task_id, c.state)
     if c.agent:
         sessions.end_attempt_txn(conn, run_id, c.task_id, c.state, now, c.attempt)
+        insert_answered_txn(conn, run_id, c.answered, now)
     if c.artifacts or c.ingest_lease_ids:
         commit_artifact_refs_txn(
             conn, run_id, c.task_id, c.attempt, c.artifacts, c.ingest_lease_ids, now
