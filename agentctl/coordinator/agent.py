@@ -19,7 +19,10 @@ Invariants:
   server listed then; a resumed attempt reuses the recorded listing, so its model calls keep
   their identity. Descriptions and annotations are the server's claims, never trusted for
   policy or idempotency (those come from the workflow's tool declaration);
-- turns and tool calls are bounded by ``maxTurns`` / ``maxToolCalls``; exhausting them fails.
+- turns and tool calls are bounded by ``maxTurns`` / ``maxToolCalls``; exhausting them fails;
+- a pure tool's call (``builtin.echo``) is answered here, without an effect; its tool-call row
+  rides the attempt's next call (``AgentCall.answered``) or, when none follows, the task's
+  completion (``unrecorded``): it never costs a commit of its own.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from agentctl.core.policy import Decision, decide
 from agentctl.core.pricing import COST_KEY, add_token_counts, price_for
 from agentctl.errors import PolicyDeniedError, RunFailedError
 from agentctl.ledger.sessions import ProviderTurn
+from agentctl.ledger.tool_calls import AnsweredToolCall
 
 Message = JsonObject
 # Finishes that end a turn without a usable answer (spec/dsl.md §5: they fail the task).
@@ -84,6 +88,7 @@ class AgentRunner:
         # The attempt's usage: every answer's counters summed, and their cost (None: unpriced).
         self.used: dict[str, int] = {}
         self.cost: int | None = 0
+        self.answered: list[AnsweredToolCall] = []  # pure tool calls no call carried yet
 
     async def run(self) -> JsonValue:
         messages: list[JsonValue] = [
@@ -127,6 +132,8 @@ class AgentRunner:
         """
         given = declared or {}
         estimate = entry.estimate(built.request) if entry.estimate is not None else {}
+        answered = self.unrecorded()
+        self.answered.clear()
         call = AgentCall(
             task_id=self.task.id,
             attempt=self.attempt,
@@ -143,9 +150,14 @@ class AgentRunner:
             tool=str(given["name"]) if "name" in given else None,
             rates=rates,
             secrets=built.secrets,
+            answered=answered,
         )
         self.ordinal += 1
         return call
+
+    def unrecorded(self) -> tuple[AnsweredToolCall, ...]:
+        """Pure tool calls answered since the attempt's last call (none carried them yet)."""
+        return tuple(self.answered)
 
     def _build(
         self, entry: Operation, name: str, config: JsonObject, args: JsonValue
@@ -289,12 +301,18 @@ class AgentRunner:
         if entry.is_pure:
             if approval is not None:  # no effect to hold: nothing durable could wait
                 raise PolicyDeniedError(f"tool {name} needs approval ({approval}) but is pure")
+            key = f"{self.task.id}:{self.attempt}:{call_id}"
+            self.answered.append(
+                AnsweredToolCall(key, self.task.id, self.attempt, call_id, name, args, args)
+            )
             return args
         built = self._build(entry, name, tool, args)
         call_ref = f"{self.task.id}:{self.attempt}:{call_id}"
         declared = {**tool, "name": name}
         call = self._call(entry, built, declared=declared, tool_call_id=call_ref)
-        call = dataclasses.replace(call, policy=verdict(decision), provider_call_id=call_id)
+        call = dataclasses.replace(
+            call, policy=verdict(decision), provider_call_id=call_id, arguments=args
+        )
         if approval is not None:
             capability = tool.get("capability")
             call = dataclasses.replace(

@@ -45,6 +45,7 @@ from agentctl.ledger.effects import NewEffect
 from agentctl.ledger.held_calls import GatedCall
 from agentctl.ledger.model import CallRecord, EffectOutcome
 from agentctl.ledger.sessions import ProviderTurn
+from agentctl.ledger.tool_calls import AnsweredToolCall
 
 if TYPE_CHECKING:  # a pure run imports neither the pool nor its wire (``poolref``)
     from agentctl.coordinator.workerpool import WorkerPool
@@ -77,6 +78,9 @@ class AgentCall:
     tool_call_id: str | None = None  # a tool call's key in the run: <task>:<attempt>:<id>
     provider_call_id: str | None = None  # ... and its id as the model gave it
     tool: str | None = None
+    arguments: JsonValue = None  # a tool call's arguments as the model sent them
+    # The attempt's tool calls answered without an effect since its previous call.
+    answered: tuple[AnsweredToolCall, ...] = ()
     approval_reason: str | None = None  # set when policy wants an approval first
     policy: PolicyVerdict | None = None  # the decision that let it be requested (audited)
     agent: str | None = None  # the spec.agents key making the call
@@ -138,6 +142,8 @@ class CallGateway:
             call.tool,
             turn=call.turn,
             provider_call_id=call.provider_call_id,
+            tool_input=call.arguments,
+            answered=call.answered,
         )
         if call.approval_reason is not None:
             await self._gate(record, call)

@@ -431,6 +431,7 @@ class Driver:
             error = f"effect outcome uncertain: {exc}"
             return dataclasses.replace(base, state="waiting_for_effect", error=error)
         except RunFailedError as exc:
+            base = dataclasses.replace(base, answered=runner.unrecorded())  # no call carried them
             error = f"task {step.task.id}: {exc.message}"
             return dataclasses.replace(base, state="failed", error=error, retryable=exc.retryable)
         try:

@@ -78,6 +78,8 @@ def finished(step: Settled, from_state: str, target: str) -> model.Finished:
         state_delta=step.memory_delta if ok else None,
         artifacts=step.artifacts if target == "succeeded" else (),
         ingest_lease_ids=step.lease_ids,
+        agent=step.task.agent_config is not None,
+        answered=step.answered,
     )
 
 

@@ -33,6 +33,7 @@ from agentctl.core.policy import Decision
 from agentctl.ledger.artifacts.refs import ArtifactRef
 from agentctl.ledger.audit import PolicyVerdict
 from agentctl.ledger.model import EffectOutcome
+from agentctl.ledger.tool_calls import AnsweredToolCall
 
 
 def verdict(decision: Decision) -> PolicyVerdict:
@@ -84,6 +85,8 @@ class Settled:
     effect_id: str | None = None  # the effect that produced it, if any
     outcome: EffectOutcome | None = None  # an outcome that commits with the completion
     stops_run: bool = False  # failed for want of disk space: retry after resume, stop now
+    # An agent's tool calls answered without an effect that none of its calls recorded.
+    answered: tuple[AnsweredToolCall, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,7 @@ def _hold_txn(conn: Db, gated: GatedCall) -> CallGate:
     call, now = gated.call, gated.call.now
     new = dataclasses.replace(call.effect, waiting_for_approval=True)
     run_id, task_id = new.run_id, new.task_id
+    tool_calls.insert_answered_txn(conn, run_id, call.answered, now)
     reserved = budget.reserve_budget_txn(
         conn, run_id, new.effect_id, call.reserve, now, trace_id=gated.trace_id
     )
@@ -93,7 +94,7 @@ def _hold_txn(conn: Db, gated: GatedCall) -> CallGate:
         call_id,
         task_id,
         call.tool or "",
-        new.request,
+        call.tool_input,
         now,
         effect_id=new.effect_id,
         status="waiting_for_approval",

@@ -27,6 +27,7 @@ from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.ledger.runs import NewRun, RunRecord
 from agentctl.ledger.sessions import ProviderTurn
 from agentctl.ledger.tasks import AuditSpec, LiveTask, TaskCompletion, TaskRecord
+from agentctl.ledger.tool_calls import AnsweredToolCall
 
 # Evidence appears in signatures only: its models load with the remote-protocol effects.
 if TYPE_CHECKING:
@@ -234,6 +235,9 @@ class CallRecord:
     tool: str | None = None
     turn: ProviderTurn | None = None
     provider_call_id: str | None = None  # a tool call's id as the model gave it
+    tool_input: JsonValue = None  # ... and the arguments it sent (the tool-call row's input)
+    # The attempt's tool calls answered without an effect since its previous record.
+    answered: tuple[AnsweredToolCall, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,11 @@ Invariants:
   answers reported, each answer once (a reused answer was settled when it was first made);
 - ``status``: ``running`` while a call is in flight, ``active`` after an answer asking for
   tools, ``completed`` after a final answer (``finish`` says which: complete, max_tokens,
-  refusal), ``failed`` / ``uncertain`` when the latest call failed / its outcome is unknown.
-  It follows the model calls only: the task's own state says why an attempt ended;
+  refusal), ``failed`` / ``uncertain`` when the latest call failed / its outcome is unknown;
+- when the attempt ends (its task fails, is rescheduled or cancelled: ``end_attempt_txn``, in
+  the transaction that commits that end) a session still open (running, active, uncertain)
+  ends ``failed`` or ``cancelled``; an outcome settled after that (a late reconciliation)
+  adds its finish and usage but never reopens it;
 - ``continuation`` (``state_json``, sealed in an encrypted ledger): agentctl resends the whole
   conversation on every turn and keeps no provider-side state, so it names the latest model
   call, whose recorded input holds that conversation: ``{kind, effectId, messages}``.
@@ -96,11 +99,23 @@ def open_call_txn(conn: Db, call: ModelCallStart, now: str) -> None:
     )
 
 
+# A session's statuses while its latest model call is in flight or unknown: its outcome sets
+# the status then; once the attempt has ended (any other status) it only adds to the record.
+_AWAITING = ("running", "uncertain")
+# The status a session still open ends in, by the state its task's attempt ends in.
+_ENDS = {"failed": "failed", "retry_scheduled": "failed", "cancelled": "cancelled"}
+_END_OPEN = (
+    "UPDATE provider_sessions SET status = ?, updated_at = ?"
+    " WHERE {where} AND status IN ('running', 'active', 'uncertain')"
+)
+
+
 def settle_txn(conn: Db, effect_id: str, status: str, result: JsonValue, now: str) -> None:
     """The outcome of the session's latest model call (``effect_id``): its status, finish and
     usage. An effect that is no session's latest call (a tool call, a task) changes nothing."""
     row = conn.execute(
-        "SELECT session_id, finish, usage_json FROM provider_sessions WHERE last_effect_id = ?",
+        "SELECT session_id, status, finish, usage_json FROM provider_sessions"
+        " WHERE last_effect_id = ?",
         (effect_id,),
     ).fetchone()
     if row is None:
@@ -111,11 +126,33 @@ def settle_txn(conn: Db, effect_id: str, status: str, result: JsonValue, now: st
         finish = str(reply.get("finish") or "complete")
         status = "active" if finish == "tool_calls" else "completed"
         add_token_counts(usage, as_object(reply.get("usage") or {}))
+    if row["status"] not in _AWAITING:  # the attempt ended first: it stays as it ended
+        status = row["status"]
     conn.execute(
         "UPDATE provider_sessions SET status = ?, finish = ?, usage_json = ?, updated_at = ?"
         " WHERE session_id = ?",
         (status, finish, dumps(usage), now, row["session_id"]),
     )
+
+
+def end_attempt_txn(
+    conn: Db, run_id: str, task_id: str, task_state: str, now: str, attempt: int | None = None
+) -> None:
+    """A task's attempt ended in ``task_state``: its session, if still open, ends with it.
+
+    ``attempt`` None: the task's open session whatever its attempt (a task has at most one,
+    its current attempt's; the cancellation paths that call so do not know the attempt).
+    Other task states (succeeded: its session completed with the final answer; a pause)
+    change nothing."""
+    status = _ENDS.get(task_state)
+    if status is None:
+        return
+    key: tuple[str, ...]
+    if attempt is None:
+        where, key = "run_id = ? AND task_id = ?", (run_id, task_id)
+    else:
+        where, key = "session_id = ?", (session_id(run_id, task_id, attempt),)
+    conn.execute(_END_OPEN.format(where=where), (status, now, *key))
 
 
 def settle_many_txn(conn: Db, effect_ids: Iterable[str], status: str, now: str) -> None:

@@ -255,6 +255,7 @@ def record_and_start_call_txn(conn: Db, call: CallRecord) -> JsonObject | None:
     A refusal still commits (the ``budget.exceeded`` record is durable) but records no effect.
     """
     new, now = call.effect, call.now
+    tool_calls.insert_answered_txn(conn, new.run_id, call.answered, now)  # a refusal keeps them
     outcome = budget.reserve_budget_txn(conn, new.run_id, new.effect_id, call.reserve, now)
     if not outcome.granted:
         return outcome.exceeded or {}
@@ -266,7 +267,7 @@ def record_and_start_call_txn(conn: Db, call: CallRecord) -> JsonObject | None:
             call.tool_call_id,
             new.task_id,
             call.tool or "",
-            new.request,
+            call.tool_input,
             now,
             effect_id=new.effect_id,
             attempt=new.attempt,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from agentctl.core.canonical import canonical_json, sha256_hex
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import NotFoundError
+from agentctl.ledger import sessions
 from agentctl.ledger.artifacts.refs import ArtifactRef, commit_artifact_refs_txn
 from agentctl.ledger.artifacts.values import (
     loads_value,
@@ -31,6 +32,7 @@ from agentctl.ledger.audit import (
 )
 from agentctl.ledger.rows import dumps_opt, fetch_all, fetch_one, loads_object, loads_opt
 from agentctl.ledger.sql import Db, Row
+from agentctl.ledger.tool_calls import AnsweredToolCall, insert_answered_txn
 from agentctl.ledger.transitions import TASK_PREDECESSORS, check_task_transition
 
 
@@ -74,6 +76,10 @@ class TaskCompletion:
     source_task_id: str | None = None
     source_attempt: int | None = None
     events: Sequence[AuditSpec] = ()
+    # An agent task: the attempt's provider session ends with it (``sessions.end_attempt_txn``).
+    agent: bool = False
+    # Its tool calls answered without an effect that no call of the attempt recorded yet.
+    answered: Sequence[AnsweredToolCall] = ()
 
 
 @dataclass(frozen=True)
@@ -238,6 +244,9 @@ def _complete_one(
     )
     if sql is None or conn.execute(sql, params).rowcount != 1:
         _refuse(conn, run_id, c.task_id, c.state)
+    if c.agent:
+        sessions.end_attempt_txn(conn, run_id, c.task_id, c.state, now, c.attempt)
+        insert_answered_txn(conn, run_id, c.answered, now)
     if c.artifacts or c.ingest_lease_ids:
         commit_artifact_refs_txn(
             conn, run_id, c.task_id, c.attempt, c.artifacts, c.ingest_lease_ids, now
@@ -331,6 +340,7 @@ def transition_task_txn(
     params = (state, attempt, error, now, run_id, task_id)
     if sql is None or conn.execute(sql, params).rowcount != 1:
         _refuse(conn, run_id, task_id, state)
+    sessions.end_attempt_txn(conn, run_id, task_id, state, now)  # a cancel, a fresh attempt
     body = payload if payload is not None else ({"attempt": attempt} if attempt else {})
     append_audit_txn(conn, run_id, f"task.{state}", body, now, task_id=task_id, trace_id=trace_id)
     if not checkpoint:

@@ -3,10 +3,14 @@
 Invariants: a call's row starts with its effect (``started``) or waits with it
 (``waiting_for_approval``); it finishes in the same transaction as its effect (the caller's),
 and ``call_id`` keys it within the run while ``provider_call_id`` keeps the model's own id.
+A call answered without an effect (a pure tool: ``builtin.echo``) has no transaction of its
+own: its whole row (``succeeded``, no effect) rides the attempt's next write — its next call's
+record, or the task's completion — and is written once, however often a resume repeats it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
@@ -31,7 +35,8 @@ def insert_tool_call_txn(
     provider_call_id: str | None = None,
 ) -> None:
     """A tool call's row: ``started`` with its effect, or ``waiting_for_approval`` when held.
-    ``call_id`` keys it in the run; ``provider_call_id`` is the id the model gave the call."""
+    ``call_id`` keys it in the run; ``provider_call_id`` is the id the model gave the call;
+    ``tool_input`` the arguments the model sent (the executor's request stays on the effect)."""
     conn.execute(
         "INSERT INTO tool_calls (run_id, call_id, format_version, task_id, effect_id, tool,"
         " status, input_json, created_at, attempt, provider_call_id)"
@@ -50,6 +55,47 @@ def insert_tool_call_txn(
             provider_call_id,
         ),
     )
+
+
+@dataclass(frozen=True)
+class AnsweredToolCall:
+    """A tool call the agent answered itself, without an effect (a pure tool)."""
+
+    call_id: str  # its key in the run: <task>:<attempt>:<id>
+    task_id: str
+    attempt: int
+    provider_call_id: str  # the id the model gave it
+    tool: str
+    input: JsonValue  # the arguments the model sent
+    output: JsonValue  # what the model received
+
+
+def insert_answered_txn(conn: Db, run_id: str, calls: Sequence[AnsweredToolCall], now: str) -> None:
+    """Rows for calls answered without an effect; one already written (a resumed attempt
+    answering it again) is kept as it is."""
+    for c in calls:
+        if conn.execute(
+            "SELECT 1 FROM tool_calls WHERE run_id = ? AND call_id = ?", (run_id, c.call_id)
+        ).fetchone():
+            continue
+        conn.execute(
+            "INSERT INTO tool_calls (run_id, call_id, format_version, task_id, tool, status,"
+            " input_json, output_json, created_at, completed_at, attempt, provider_call_id)"
+            " VALUES (?, ?, ?, ?, ?, 'succeeded', ?, ?, ?, ?, ?, ?)",
+            (
+                run_id,
+                c.call_id,
+                ROW_FORMAT_VERSION,
+                c.task_id,
+                c.tool,
+                dumps_value(conn, c.input, now),
+                dumps_value(conn, c.output, now),
+                now,
+                now,
+                c.attempt,
+                c.provider_call_id,
+            ),
+        )
 
 
 def move_held_tool_call_txn(

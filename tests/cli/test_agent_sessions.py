@@ -76,6 +76,27 @@ def _crashed_run(cli: Cli, tmp_path: Path, point: str) -> str:
     return run_id
 
 
+def reconcile_applied(cli: Cli, tmp_path: Path, effect_id: str, answer: dict[str, Any]) -> None:
+    """Settle an uncertain model call as applied, with ``answer`` as its result."""
+    (tmp_path / "answer.json").write_text(json.dumps(answer), encoding="utf-8")
+    settled = cli(
+        "--output",
+        "json",
+        "effects",
+        "reconcile",
+        effect_id,
+        "--db",
+        "r.db",
+        "--status",
+        "applied",
+        "--reason",
+        "the provider's log shows the answer",
+        "--result-file",
+        "answer.json",
+    )
+    assert settled.rc == 0, settled.stderr
+
+
 def _model_effects(seen: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for e in seen["effects"] if e["operation"] == "model.fake"]
 
@@ -117,6 +138,8 @@ def test_the_guide_run_shows_its_provider_session_usage_and_tool_call(
     [call] = seen["toolCalls"]
     assert (call["callId"], call["taskId"], call["attempt"]) == ("fake-call-1", "inspect", 1)
     assert call["status"] == "succeeded"
+    # The arguments the model sent (the executor's request stays on the call's effect).
+    assert call["input"] == {"path": "fixture/service.txt"}
     # The output the model received (the tool's outputSchema shape), not {changed, status…}.
     assert sorted(call["output"]) == ["bytes", "content", "path", "sha256"]
     assert call["output"]["content"] == FIXTURE
@@ -182,23 +205,7 @@ def test_an_unanswered_model_call_leaves_the_session_uncertain_until_reconciled(
         ],
         "usage": {"inputTokens": 5, "outputTokens": 7},
     }
-    (tmp_path / "answer.json").write_text(json.dumps(answer), encoding="utf-8")
-    settled = cli(
-        "--output",
-        "json",
-        "effects",
-        "reconcile",
-        first["effectId"],
-        "--db",
-        "r.db",
-        "--status",
-        "applied",
-        "--reason",
-        "the provider's log shows the answer",
-        "--result-file",
-        "answer.json",
-    )
-    assert settled.rc == 0, settled.stderr
+    reconcile_applied(cli, tmp_path, first["effectId"], answer)
     [reconciled] = _inspect(cli, run_id)["providerSessions"]
     assert (reconciled["status"], reconciled["finish"]) == ("active", "tool_calls")
     done = cli("--output", "json", "resume", run_id, "--db", "r.db")
@@ -214,3 +221,65 @@ def test_an_unanswered_model_call_leaves_the_session_uncertain_until_reconciled(
     assert (final["usage"]["inputTokens"], final["usage"]["outputTokens"]) == (6, 8)
     output_usage = seen["tasks"][0]["output"]["usage"]
     assert (output_usage["inputTokens"], output_usage["outputTokens"]) == (6, 8)
+
+
+ECHO = (
+    GUIDE.replace("kind: builtin.workspace.read", "kind: builtin.echo")
+    .replace("capability: filesystem.read", "capability: internal")
+    .replace("effectClass: observe", "effectClass: pure")
+    .replace("idempotency: idempotent", "idempotency: pure")
+    .replace(
+        "outputSchema: { type: object, required: [path, content, bytes, sha256],\n"
+        "        additionalProperties: false, properties: { path: { type: string },\n"
+        "        content: { type: string }, bytes: { type: integer }, sha256: { type: string } } }",
+        "outputSchema: { type: object }",
+    )
+)
+
+
+def test_a_pure_tool_call_is_recorded_without_an_effect(cli: Cli, tmp_path: Path) -> None:
+    # The original stores call ids, input/output digests and status of every built-in
+    # model-callable tool's call, echo included; echo has no effect to correlate.
+    _setup(tmp_path, ECHO)
+    done = cli("--output", "json", "run", "wf.yaml", "--db", "r.db")
+    assert done.rc == 0, done.stderr
+    seen = _inspect(cli, done.data["runId"])
+    assert [e["operation"] for e in seen["effects"]] == ["model.fake", "model.fake"]
+    [call] = seen["toolCalls"]
+    assert (call["callId"], call["attempt"], call["effectId"], call["status"]) == (
+        "fake-call-1",
+        1,
+        None,
+        "succeeded",
+    )
+    assert call["input"] == call["output"] == {"path": "fixture/service.txt"}
+
+
+def test_a_pure_tool_call_before_the_task_fails_is_recorded_with_the_failure(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # maxTurns 1: the answer's echo call is the attempt's last call; no model call follows.
+    _setup(tmp_path, ECHO.replace("maxTurns: 2", "maxTurns: 1"))
+    failed = cli("--output", "json", "run", "wf.yaml", "--db", "r.db")
+    assert failed.rc == 4
+    run_id = cli("--output", "json", "runs", "list", "--db", "r.db").data["runs"][0]["runId"]
+    seen = _inspect(cli, run_id)
+    assert seen["tasks"][0]["state"] == "failed"
+    [call] = seen["toolCalls"]
+    assert (call["callId"], call["status"], call["effectId"]) == ("fake-call-1", "succeeded", None)
+
+
+def test_a_pure_tool_call_is_recorded_once_across_a_crash_and_resume(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The coordinator dies once the second model call's answer (after the echo) is durable.
+    _setup(tmp_path, ECHO)
+    crash = {"AGENTCTL_CRASH_AT": "coordinator.after_outcome", "AGENTCTL_CRASH_HIT": "2"}
+    killed = cli("--output", "json", "run", "wf.yaml", "--db", "r.db", env=crash)
+    assert killed.rc == -9, killed.stderr
+    run_id = cli("--output", "json", "runs", "list", "--db", "r.db").data["runs"][0]["runId"]
+    [before] = _inspect(cli, run_id)["toolCalls"]
+    resumed = cli("--output", "json", "resume", run_id, "--db", "r.db")
+    assert resumed.rc == 0, resumed.stderr
+    [after] = _inspect(cli, run_id)["toolCalls"]
+    assert after == before

@@ -124,6 +124,7 @@ def test_rejected_tool_call_fails_the_task_saying_so(cli: Cli, tmp_path: Path) -
     inspection = _json(cli, "inspect", run_id).data
     [call] = inspection["toolCalls"]
     assert call["status"] == "rejected" and "not today" in call["error"]
+    assert call["input"] == {"path": "out.txt", "content": "hello"}  # what the model sent
     [task] = inspection["tasks"]
     message = task["error"]
     assert task["state"] == "failed"

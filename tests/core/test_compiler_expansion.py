@@ -219,3 +219,41 @@ def test_subworkflow_invocation_restrictions() -> None:
     assert codes(workflow([task("wrap", "workflow:shout")], subworkflows=bad_version)) == {
         "schema_violation"
     }
+
+
+def _leak(found: list[tuple[str, str]], where: str, name: str = "shout") -> bool:
+    message = f"sub-workflow `{name}`: {where} to task `pre`, which is not one of the sub-workflow's tasks"
+    return ("missing_reference", message) in found
+
+
+def test_a_subworkflow_cannot_name_a_caller_task() -> None:
+    # spec/dsl.md §4.9: only local `tasks.` references are rewritten; a definition naming the
+    # caller's `pre` (needing it, reading it) would read whatever the caller calls `pre`.
+    reads = task("echo", needs=["pre"], with_={"w": "${{ tasks.pre.output.output.w }}"})
+    found = diagnostics(
+        workflow(
+            [task("pre"), task("wrap", "workflow:shout", needs=["pre"])],
+            subworkflows={"shout": dict(SHOUT, tasks=[reads])},
+        )
+    )
+    assert _leak(found, "its task `echo` refers")
+    outputs = {"loud": "${{ tasks.pre.output.output.w }}"}
+    found = diagnostics(
+        workflow(
+            [task("pre"), task("wrap", "workflow:shout", needs=["pre"])],
+            subworkflows={"shout": dict(SHOUT, outputs=outputs)},
+        )
+    )
+    assert _leak(found, "its outputs refer")
+
+
+def test_a_nested_invocation_cannot_name_its_callers_task_either() -> None:
+    inner_call = task("inner", "workflow:shout", needs=["pre"], with_={"word": "w"})
+    outer = dict(SHOUT, tasks=[inner_call], outputs={})
+    found = diagnostics(
+        workflow(
+            [task("pre"), task("top", "workflow:outer", needs=["pre"])],
+            subworkflows={"shout": SHOUT, "outer": outer},
+        )
+    )
+    assert _leak(found, "its task `inner` refers", "outer")

@@ -8,6 +8,10 @@ Invariants:
 - references are rewritten only inside ``${{ }}`` spans (and in bare ``when`` text):
   ``inputs.`` → ``tasks.<boundary>.output.``, ``memory.`` → ``memory.<prefix>``, and
   ``tasks.LOCAL`` → ``tasks.INV--LOCAL`` for ids local to the definition;
+- a definition sees only its own tasks and its inputs: a task id it names (a template, a
+  condition, ``needs``, a route destination, its ``outputs``) that is not one of its tasks is a
+  ``missing_reference`` — left as it is, it would read or wait for the caller's task of that
+  id, whatever the invoking workflow happens to call its tasks;
 - literal working-memory keys / long-term namespaces get the prefix ``INV__`` (``-`` → ``_``);
   a templated one cannot be isolated and is rejected (``unsupported_capability``);
 - nesting works by flattening the inner definition first and rewriting the result again, so
@@ -130,7 +134,7 @@ class _Flattener:
         for index, child in enumerate(definition.get("tasks") or []):
             child_path = f"spec.subworkflows.{name}.tasks.{index}"
             self.place(with_defaults(child), child_path, [*stack, name], local)
-        scope = _Scope(inv, boundary, {source.task["id"] for source in local})
+        scope = _Scope(inv, boundary, {source.task["id"] for source in local}, name)
         direct = [source for source in local if source.parent is None]
         direct_ids = {source.task["id"] for source in direct}
         for source in local:
@@ -183,6 +187,7 @@ class _Flattener:
         members: tuple[str, ...],
     ) -> Source:
         outputs = map_strings(definition.get("outputs") or {}, scope.rewrite_template)
+        self._report_foreign(scope, "its outputs refer", f"spec.subworkflows.{scope.name}.outputs")
         spec = with_defaults(
             {
                 "id": scope.inv,
@@ -204,12 +209,28 @@ class _Flattener:
     def _namespace(self, source: Source, scope: _Scope, *, entry: bool) -> None:
         is_direct = source.parent is None
         task = scope.rewrite_task(source.task)
+        if entry:  # a nested definition's own tasks were checked by its scope
+            label = source.task["id"] if is_direct else source.parent  # (the invocation)
+            self._report_foreign(scope, f"its task `{label}` refers", source.path)
+        scope.foreign.clear()
         if entry and scope.boundary not in task["needs"]:
             task["needs"] = [*task["needs"], scope.boundary]
         source.parent = scope.inv if is_direct else scope.local_id(str(source.parent))
         source.children = tuple(scope.local_id(child) for child in source.children)
         self._prefix_memory_key(task, source.path, scope, report=is_direct)
         source.task = task
+
+    def _report_foreign(self, scope: _Scope, where: str, path: str) -> None:
+        for task_id in scope.foreign:
+            self.diags.add(
+                "missing_reference",
+                f"sub-workflow `{scope.name}`: {where} to task `{task_id}`, which is not "
+                "one of the sub-workflow's tasks",
+                path,
+                help="a sub-workflow sees only its own tasks and its inputs: pass the value "
+                "in through the invocation's `with` and read it as `inputs.NAME`",
+            )
+        scope.foreign.clear()
 
     def _prefix_memory_key(
         self, task: dict[str, Any], path: str, scope: _Scope, *, report: bool
@@ -238,14 +259,24 @@ class _Flattener:
 class _Scope:
     """The renaming applied to the tasks of one invocation."""
 
-    def __init__(self, inv: str, boundary: str, local_ids: set[str]) -> None:
+    def __init__(self, inv: str, boundary: str, local_ids: set[str], name: str) -> None:
         self.inv = inv
         self.boundary = boundary
         self.local_ids = local_ids
+        self.name = name  # the definition's
         self.memory_prefix = inv.replace("-", "_") + "__"
+        # Task ids the definition names that are not its own (in order, once each), since the
+        # caller last took them.
+        self.foreign: dict[str, None] = {}
 
     def local_id(self, task_id: str) -> str:
         return f"{self.inv}--{task_id}" if task_id in self.local_ids else task_id
+
+    def ref(self, task_id: str) -> str:
+        """A task the definition names: its namespaced id, noted when it is not local."""
+        if task_id not in self.local_ids:
+            self.foreign[task_id] = None
+        return self.local_id(task_id)
 
     def _rewrite_expression(self, expression: str) -> str:
         def replace(match: re.Match[str]) -> str:
@@ -254,7 +285,7 @@ class _Scope:
                 return f"tasks.{self.boundary}.output.{first}"
             if root == "memory":
                 return f"memory.{self.memory_prefix}{first}"
-            return f"tasks.{self.local_id(first)}"
+            return f"tasks.{self.ref(first)}"
 
         return _ROOT_REF.sub(replace, expression)
 
@@ -270,7 +301,7 @@ class _Scope:
     def rewrite_task(self, original: dict[str, Any]) -> dict[str, Any]:
         task = copy.deepcopy(original)
         task["id"] = self.local_id(str(task["id"]))
-        task["needs"] = [self.local_id(need) for need in task["needs"]]
+        task["needs"] = [self.ref(need) for need in task["needs"]]
         for key in ("with", "vars"):
             task[key] = map_strings(task[key], self.rewrite_template)
         task["memoryWrites"] = [self.memory_prefix + key for key in task["memoryWrites"]]
@@ -284,8 +315,8 @@ class _Scope:
         if isinstance(route, dict):
             route["select"] = self.rewrite_template(str(route.get("select", "")))
             for case in route.get("cases") or []:
-                case["tasks"] = [self.local_id(t) for t in case.get("tasks") or []]
-            route["default"] = [self.local_id(t) for t in route.get("default") or []]
+                case["tasks"] = [self.ref(t) for t in case.get("tasks") or []]
+            route["default"] = [self.ref(t) for t in route.get("default") or []]
         loop = task.get("loop")
         if isinstance(loop, dict):
             if isinstance(loop.get("while"), str):

@@ -1,0 +1,39 @@
+"""A sub-workflow sees only its own tasks and its inputs (spec/dsl.md §4.9): a definition whose
+task needs and reads a task of the invoking workflow by its bare id is refused before anything
+runs (exit 2, a `missing_reference` at the definition), instead of reading whatever the caller
+happens to call that task."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import Cli
+
+LEAK = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: { name: leak }
+spec:
+  subworkflows:
+    shout: { version: 0.1.0, inputs: { word: hey },
+      outputs: { loud: "${{ tasks.echo.output.output.w }}" },
+      tasks: [ { id: echo, uses: "action:put", needs: [secret],
+                 with: { w: "${{ tasks.secret.output.output.v }}" } } ] }
+  actions: { put: { kind: builtin.assign } }
+  tasks:
+    - { id: secret, uses: "action:put", with: { v: caller-only } }
+    - { id: wrap, uses: "workflow:shout", needs: [secret], with: { word: hi } }
+"""
+
+
+def test_a_subworkflow_reading_a_caller_task_is_refused(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "wf.yaml").write_text(LEAK, encoding="utf-8")
+    for command in (("check", "wf.yaml"), ("run", "wf.yaml", "--db", "r.db")):
+        refused = cli("--output", "json", *command)
+        assert refused.rc == 2, refused.stderr
+        [first, *_] = refused.error["diagnostics"]
+        assert first["code"] == "missing_reference"
+        assert first["path"] == "spec.subworkflows.shout.tasks.0"
+        assert "`secret`" in first["message"] and "Traceback" not in refused.stderr
+    listed = cli("--output", "json", "runs", "list", "--db", "r.db")
+    assert listed.rc != 0 or listed.data["runs"] == []  # nothing was created
