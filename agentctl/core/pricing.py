@@ -51,12 +51,15 @@ def price_for(
 COST_KEY = "costMicrousd"
 
 
-def add_token_counts(total: dict[str, int], usage: Mapping[str, JsonValue]) -> None:
+def add_token_counts(
+    total: dict[str, int], usage: Mapping[str, JsonValue], *, sign: int = 1
+) -> None:
     """Add one answer's token counters (its integer entries but the cost) to ``total``: the
-    one rule an agent attempt's output usage and its provider session both sum by."""
+    one rule an agent attempt's output usage and its provider session both sum by. ``sign``
+    -1 takes a superseded answer's counters back out (a repeated reconciliation)."""
     for key, value in usage.items():
         if isinstance(value, int) and not isinstance(value, bool) and key != COST_KEY:
-            total[key] = total.get(key, 0) + value
+            total[key] = total.get(key, 0) + sign * value
 
 
 def _ceil_div(numerator: int, denominator: int) -> int:

@@ -171,8 +171,16 @@ def reconcile_effect_txn(
     _insert(conn, record)
     _audit(conn, effect, record)
     if status in _SETTLES:  # a model call's session learns how its latest call ended
-        sessions.settle_txn(conn, effect_id, _SETTLES[status], result, now)
+        replaces = _superseded(history) if status == "applied" else None
+        sessions.settle_txn(conn, effect_id, _SETTLES[status], result, now, replaces)
     return record
+
+
+def _superseded(history: list[ReconciliationRecord]) -> JsonValue:
+    """The answer of the latest earlier ``applied`` record: repeating ``applied`` (the only
+    later record it allows but ``compensated``) supersedes it, so the call's usage is the new
+    record's, never the sum of both."""
+    return next((h.result for h in reversed(history) if h.status == "applied"), None)
 
 
 def _audit(conn: Db, effect: EffectRecord, r: ReconciliationRecord) -> None:

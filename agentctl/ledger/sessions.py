@@ -110,9 +110,13 @@ _END_OPEN = (
 )
 
 
-def settle_txn(conn: Db, effect_id: str, status: str, result: JsonValue, now: str) -> None:
+def settle_txn(
+    conn: Db, effect_id: str, status: str, result: JsonValue, now: str, replaces: JsonValue = None
+) -> None:
     """The outcome of the session's latest model call (``effect_id``): its status, finish and
-    usage. An effect that is no session's latest call (a tool call, a task) changes nothing."""
+    usage. An effect that is no session's latest call (a tool call, a task) changes nothing.
+    ``replaces``: the answer an earlier ``applied`` reconciliation gave this same call, which
+    ``result`` supersedes: its usage is taken back out, so the call counts once."""
     row = conn.execute(
         "SELECT session_id, status, finish, usage_json FROM provider_sessions"
         " WHERE last_effect_id = ?",
@@ -126,6 +130,8 @@ def settle_txn(conn: Db, effect_id: str, status: str, result: JsonValue, now: st
         finish = str(reply.get("finish") or "complete")
         status = "active" if finish == "tool_calls" else "completed"
         add_token_counts(usage, as_object(reply.get("usage") or {}))
+        superseded = as_object(as_object(replaces).get("usage") or {})
+        add_token_counts(usage, superseded, sign=-1)
     if row["status"] not in _AWAITING:  # the attempt ended first: it stays as it ended
         status = row["status"]
     conn.execute(

@@ -223,6 +223,31 @@ def test_an_unanswered_model_call_leaves_the_session_uncertain_until_reconciled(
     assert (output_usage["inputTokens"], output_usage["outputTokens"]) == (6, 8)
 
 
+def test_a_repeated_applied_reconciliation_counts_the_call_once(cli: Cli, tmp_path: Path) -> None:
+    # spec/cli.md §4 allows the same status again: the later record supersedes the earlier
+    # one, so the session counts the call's usage once, as the task's output does.
+    run_id = _crashed_run(cli, tmp_path, "coordinator.after_started")
+    assert cli("--output", "json", "resume", run_id, "--db", "r.db").rc in (3, 4)
+    [first] = _model_effects(_inspect(cli, run_id))
+    call = {
+        "id": "fake-call-1",
+        "name": "read_fixture",
+        "arguments": {"path": "fixture/service.txt"},
+    }
+    answer = {"finish": "tool_calls", "text": "", "toolCalls": [call]}
+    reconcile_applied(cli, tmp_path, first["effectId"], {**answer, "usage": {"inputTokens": 5}})
+    reconcile_applied(cli, tmp_path, first["effectId"], {**answer, "usage": {"inputTokens": 3}})
+    [settled] = _inspect(cli, run_id)["providerSessions"]
+    assert settled["usage"] == {"inputTokens": 3}
+    done = cli("--output", "json", "resume", run_id, "--db", "r.db")
+    assert done.rc == 0, done.stderr
+    seen = _inspect(cli, run_id)
+    [final] = seen["providerSessions"]
+    # The latest record's 3, plus the second call's 1: the same as the task's output says.
+    assert final["usage"]["inputTokens"] == 4
+    assert seen["tasks"][0]["output"]["usage"]["inputTokens"] == 4
+
+
 ECHO = (
     GUIDE.replace("kind: builtin.workspace.read", "kind: builtin.echo")
     .replace("capability: filesystem.read", "capability: internal")
