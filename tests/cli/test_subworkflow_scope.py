@@ -37,3 +37,15 @@ def test_a_subworkflow_reading_a_caller_task_is_refused(cli: Cli, tmp_path: Path
         assert "`secret`" in first["message"] and "Traceback" not in refused.stderr
     listed = cli("--output", "json", "runs", "list", "--db", "r.db")
     assert listed.rc != 0 or listed.data["runs"] == []  # nothing was created
+
+
+def test_without_the_needs_the_leak_is_reported_once_and_not_as_a_missing_need(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Adding the caller's task to the definition's needs could never make it right: the one
+    # diagnostic says what would (pass the value in as an input).
+    (tmp_path / "wf.yaml").write_text(LEAK.replace(" needs: [secret],\n", "\n"), encoding="utf-8")
+    refused = cli("--output", "json", "check", "wf.yaml")
+    assert refused.rc == 2, refused.stderr
+    [only] = refused.error["diagnostics"]
+    assert (only["code"], only["path"]) == ("missing_reference", "spec.subworkflows.shout.tasks.0")

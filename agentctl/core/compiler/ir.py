@@ -74,6 +74,9 @@ class Source:
     subworkflow: str | None = None  # "name@version" for boundary roles
     parent: str | None = None  # the invocation id of the enclosing sub-workflow
     children: tuple[str, ...] = ()  # output boundary: the invocation's own task ids
+    # Task ids of the invoking workflow this definition's task named, already reported as
+    # outside the sub-workflow's scope: no later check reports them again (not in the digest).
+    foreign: frozenset[str] = frozenset()
 
     def to_json(self) -> dict[str, Any]:
         """The flattened definition as it enters the workflow digest."""

@@ -99,6 +99,8 @@ def _check_read(
     node: Node, task_id: str, where: str, graph: dict[str, Node], diags: Collector
 ) -> None:
     reader = node.task["id"]
+    if task_id in node.source.foreign:
+        return  # reported where the sub-workflow names it: "add it to needs" would mislead
     if task_id not in graph:
         diags.add(
             "missing_reference",

@@ -211,6 +211,7 @@ class _Flattener:
         task = scope.rewrite_task(source.task)
         if entry:  # a nested definition's own tasks were checked by its scope
             label = source.task["id"] if is_direct else source.parent  # (the invocation)
+            source.foreign |= frozenset(scope.foreign)
             self._report_foreign(scope, f"its task `{label}` refers", source.path)
         scope.foreign.clear()
         if entry and scope.boundary not in task["needs"]:
