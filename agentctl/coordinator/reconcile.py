@@ -26,6 +26,7 @@ from agentctl.errors import InvalidOperationError, ValidationError
 from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import ReconcileRequest
+from agentctl.ledger.stats import EffectInspection
 
 
 def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObject:
@@ -35,9 +36,10 @@ def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObje
     if request.result_schema is not None:
         _check_schema(request.result_schema)
     with open_existing(db) as ledger:
-        effect = ledger.inspect_effect(request.effect_id).effect
+        seen = ledger.inspect_effect(request.effect_id)
+        effect = seen.effect
         _check_result(effect, request)
-        authorization = _authorize(ledger, effect, request.actor, approved)
+        authorization = _authorize(ledger, seen, request.actor, approved)
         granted = dataclasses.replace(request, authorization=authorization.to_json())
         data = ledger.reconcile_effect(granted).to_json()
     data["authorization"] = authorization.to_json()
@@ -77,14 +79,16 @@ def _check_result(effect: EffectRecord, r: ReconcileRequest) -> None:
 
 
 def _authorize(
-    ledger: RunLedger, effect: EffectRecord, actor: str, approved: bool
+    ledger: RunLedger, seen: EffectInspection, actor: str, approved: bool
 ) -> ReconcileAuthorization:
+    effect = seen.effect
     return authorize_reconciliation(
         load_plan(ledger.get_run(effect.run_id)).run.policy,
         operation=effect.operation,
         effect_class=effect.effect_class,
         risk=effect.risk,
         request=effect.request,
+        tool=seen.tool,
         actor=actor,
         approved=approved,
     )

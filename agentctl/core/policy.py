@@ -151,10 +151,15 @@ class ReconcileAuthorization:
         }
 
 
-def _judged_as(operation: str, effect_class: str, request: JsonValue) -> tuple[str, str | None]:
+def _judged_as(
+    operation: str, effect_class: str, request: JsonValue, tool: str | None
+) -> tuple[str, str | None]:
     """The name (and, for a model call, the provider) the run's own decision judged an effect
-    by: a model call by its provider's name, recorded in its request; an action by its kind's
-    policy name (``filesystem.write``...), else the operation itself."""
+    by: a model call by its provider's name, recorded in its request; an agent's tool call by
+    the tool's declared name; an action by its kind's policy name (``filesystem.write``...),
+    else the operation itself."""
+    if tool is not None:
+        return tool, None
     if effect_class == EffectClass.MODEL:
         recorded = request.get("provider") if isinstance(request, dict) else None
         provider = str(recorded or operation)
@@ -172,12 +177,12 @@ def authorize_reconciliation(
     request: JsonValue,
     actor: str,
     approved: bool,
+    tool: str | None = None,
 ) -> ReconcileAuthorization:
-    """The authorization to record with a reconciliation of an effect (its recorded
-    operation, class, risk and request), or ``PolicyDeniedError``: a denial (``toolsDeny``,
-    ``toolsAllow``, ``providers``) is never overridden by ``--approved``; an approval the
-    policy requires is given only by ``--approved``."""
-    name, provider = _judged_as(operation, effect_class, request)
+    """The authorization to record with a reconciliation of an effect (``tool``: an agent
+    tool call's declared name), or ``PolicyDeniedError``: a denial (``toolsDeny``, ``toolsAllow``,
+    ``providers``) is never overridden; a required approval is given only by ``--approved``."""
+    name, provider = _judged_as(operation, effect_class, request, tool)
     # Judged as an interactive request: the operator is present and ``--approved`` answers the
     # approval in advance, so ``nonInteractive`` (how an unattended *run* waits) never applies.
     decision = decide(

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.cli.test_agent_sessions import FIXTURE, GUIDE
 from tests.conftest import Cli
 
 FLOW = """\
@@ -142,3 +143,25 @@ def test_a_result_schema_file_without_applied_still_checks_a_given_result(
     done = _reconcile(cli, effect, "not-applied", *schema)
     assert done.rc == 0, done.stderr
     assert done.data["resultSchema"] == {"type": "object"} and done.data["result"] is None
+
+
+def test_an_agent_tool_call_is_judged_by_its_tool_name(cli: Cli, tmp_path: Path) -> None:
+    # The run allowed `read_fixture` by name (toolsAllow); reconciling its call is judged by
+    # the same name, not by the executor's operation (builtin.read), so it is not denied.
+    allowed = "policy: { workspaceRoot: ., approval: never, toolsAllow: [read_fixture] }"
+    (tmp_path / "fixture").mkdir()
+    (tmp_path / "fixture" / "service.txt").write_text(FIXTURE, encoding="utf-8")
+    guide = GUIDE.replace("policy: { workspaceRoot: ., approval: never }", allowed)
+    assert allowed in guide
+    (tmp_path / "wf.yaml").write_text(guide, encoding="utf-8")
+    crash = {"AGENTCTL_CRASH_AT": "coordinator.after_started", "AGENTCTL_CRASH_HIT": "2"}
+    assert cli("run", "wf.yaml", *DB, env=crash).rc == -9  # killed with the tool call started
+    [run] = _json(cli, "runs", "list")["runs"]
+    assert cli("resume", run["runId"], *DB).rc == 3  # the started tool call is now uncertain
+    [call] = _json(cli, "inspect", run["runId"])["toolCalls"]
+    assert call["tool"] == "read_fixture"
+    done = _reconcile(cli, call["effectId"], "not-applied")
+    assert done.rc == 0, done.stderr
+    assert done.data["authorization"]["kind"] == "policy_allow"
+    resumed = cli("--output", "json", "resume", run["runId"], *DB)
+    assert resumed.rc == 0 and resumed.data["state"] == "succeeded", resumed.stderr

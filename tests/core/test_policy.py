@@ -175,6 +175,17 @@ def test_approved_never_overrides_a_reconciliation_denial(
     assert reconcile(allowing, effect, approved=False).kind == "policy_allow"
 
 
+def test_an_agent_tool_call_is_judged_by_the_tool_name_the_run_used() -> None:
+    read = {"operation": "builtin.workspace.read", "effect_class": "observe", "risk": "low"}
+    policy = {"approval": "never", "toolsAllow": ["read_fixture"]}
+    assert (
+        reconcile(policy, {**read, "request": {}, "tool": "read_fixture"}, False).kind
+        == "policy_allow"
+    )
+    with pytest.raises(PolicyDeniedError, match="toolsAllow"):
+        reconcile(policy, {**read, "request": {}}, approved=False)
+
+
 def test_unknown_modes_are_validation_errors() -> None:
     with pytest.raises(ValidationError):
         write({"approval": "sometimes"})
