@@ -184,12 +184,13 @@ def effects_continue_remote_cmd(
     reason: Annotated[
         str | None, typer.Option("--reason", help="Why (default: what was seen).")
     ] = None,
+    approved: _ApprovedOpt = False,
 ) -> None:
     """Observe the persisted remote task of an unresolved effect (never resubmits); when it
     completed, record its result as an applied reconciliation."""
     from agentctl.coordinator.continuation import continue_remote
 
-    data = continue_remote(effect, db=db, actor=actor, reason=reason)
+    data = continue_remote(effect, db=db, actor=actor, reason=reason, approved=approved)
     deliver(Outcome("EffectReconciliation", data))
 
 

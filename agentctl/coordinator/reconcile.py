@@ -39,7 +39,7 @@ def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObje
         seen = ledger.inspect_effect(request.effect_id)
         effect = seen.effect
         _check_result(effect, request)
-        authorization = _authorize(ledger, seen, request.actor, approved)
+        authorization = authorize(ledger, seen, request.actor, approved)
         granted = dataclasses.replace(request, authorization=authorization.to_json())
         data = ledger.reconcile_effect(granted).to_json()
     data["authorization"] = authorization.to_json()
@@ -78,9 +78,11 @@ def _check_result(effect: EffectRecord, r: ReconcileRequest) -> None:
             )
 
 
-def _authorize(
+def authorize(
     ledger: RunLedger, seen: EffectInspection, actor: str, approved: bool
 ) -> ReconcileAuthorization:
+    """Policy's leave (capability ``effect_reconciliation``) to reconcile ``seen``'s effect,
+    or ``PolicyDeniedError``; ``continue-remote`` asks it too, before observing anything."""
     effect = seen.effect
     return authorize_reconciliation(
         load_plan(ledger.get_run(effect.run_id)).run.policy,
