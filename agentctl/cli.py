@@ -335,6 +335,10 @@ def run_app(args: list[str], settings: Settings) -> Outcome | int:
         return done.outcome
     except click_exc.NoArgsIsHelpError as exc:
         raise _missing_command(exc.ctx, settings) from exc
+    except click_exc.NoSuchOption as exc:
+        if _group_db_only(exc):
+            raise _missing_command(exc.ctx, settings) from exc
+        raise ValidationError(_usage_message(exc)) from exc
     except click_exc.UsageError as exc:
         raise ValidationError(_usage_message(exc)) from exc
     except typer.Abort as exc:
@@ -352,6 +356,18 @@ def _missing_command(ctx: Any, settings: Settings) -> ValidationError:
     if settings.output == "human" and ctx is not None:
         sys.stderr.write(ctx.get_help() + "\n\n")
     return ValidationError(f"missing command: '{path}' needs one (see '{path} --help')")
+
+
+def _group_db_only(exc: Any) -> bool:
+    """``agentctl effects --db X``: ``normalize_argv`` moved ``--db`` to the end for the
+    subcommand to read, but there is none, so the group itself saw it. That is the group with
+    no subcommand (as ``agentctl effects``), not an unknown option of a group documented to
+    take it (spec/cli.md §1)."""
+    ctx = getattr(exc, "ctx", None)
+    subcommands = getattr(getattr(ctx, "command", None), "commands", None)
+    if exc.option_name != "--db" or not subcommands:
+        return False
+    return any("--db" in getattr(p, "opts", ()) for c in subcommands.values() for p in c.params)
 
 
 def _usage_message(exc: Any) -> str:

@@ -130,6 +130,25 @@ def effects_inspect_cmd(
     deliver(Outcome("EffectInspection", api.effects_inspect(effect, db=db)))
 
 
+_ResultOpt = Annotated[
+    Path | None, typer.Option("--result-file", help="The effect's result (JSON).")
+]
+_ResultSchemaOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--result-schema-file", help="A JSON Schema the --result-file result must satisfy."
+    ),
+]
+_ApprovedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--approved",
+        help="Give the approval the run's policy requires to reconcile this effect "
+        "(never overrides a denial); stored with the record.",
+    ),
+]
+
+
 @effects_app.command("reconcile")
 def effects_reconcile_cmd(
     effect: Annotated[str, typer.Argument(help="Effect id (64 hex).")],
@@ -140,30 +159,40 @@ def effects_reconcile_cmd(
     db: DbOpt = DEFAULT_DB,
     actor: Annotated[str, typer.Option("--actor")] = "cli-user",
     evidence_file: Annotated[Path | None, typer.Option("--evidence-file")] = None,
-    result_file: Annotated[Path | None, typer.Option("--result-file")] = None,
+    result_file: _ResultOpt = None,
+    result_schema_file: _ResultSchemaOpt = None,
     compensation_effect: Annotated[str | None, typer.Option("--compensation-effect")] = None,
+    approved: _ApprovedOpt = False,
 ) -> None:
     """Append an operator's conclusion about an uncertain or started effect."""
     from agentctl.coordinator import api
 
-    if status not in ("applied", "not-applied", "not_applied", "compensated"):
-        raise ValidationError(
-            f"--status must be applied, not-applied or compensated, not {status!r}"
-        )
+    status = _status(status)
     statement: JsonValue = {"kind": "operator_statement", "statement": reason}
-    evidence = json_file(evidence_file, "evidence file") if evidence_file else statement
-    result = json_file(result_file, "result file") if result_file else None
     data = api.effects_reconcile(
         effect,
         db=db,
         status=status,
         reason=reason,
         actor=actor,
-        evidence=evidence,
-        result=result,
+        evidence=json_file(evidence_file, "evidence file") if evidence_file else statement,
+        result=json_file(result_file, "result file") if result_file else None,
         compensation_effect_id=compensation_effect,
+        result_schema=(
+            json_file(result_schema_file, "result schema file") if result_schema_file else None
+        ),
+        approved=approved,
     )
     deliver(Outcome("EffectReconciliation", data))
+
+
+def _status(given: str) -> str:
+    """The stored form of ``--status`` (``not-applied`` → ``not_applied``)."""
+    if given not in ("applied", "not-applied", "not_applied", "compensated"):
+        raise ValidationError(
+            f"--status must be applied, not-applied or compensated, not {given!r}"
+        )
+    return given.replace("-", "_")
 
 
 @effects_app.command("continue-remote")
@@ -174,12 +203,13 @@ def effects_continue_remote_cmd(
     reason: Annotated[
         str | None, typer.Option("--reason", help="Why (default: what was seen).")
     ] = None,
+    approved: _ApprovedOpt = False,
 ) -> None:
     """Observe the persisted remote task of an unresolved effect (never resubmits); when it
     completed, record its result as an applied reconciliation."""
     from agentctl.coordinator.continuation import continue_remote
 
-    data = continue_remote(effect, db=db, actor=actor, reason=reason)
+    data = continue_remote(effect, db=db, actor=actor, reason=reason, approved=approved)
     deliver(Outcome("EffectReconciliation", data))
 
 

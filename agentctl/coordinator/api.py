@@ -24,6 +24,7 @@ from agentctl.coordinator.launch import (
     refuse_before_state,
     run_trio,
 )
+from agentctl.coordinator.reconcile import reconcile
 from agentctl.coordinator.service import (
     DriveRequest,
     Progress,
@@ -37,12 +38,11 @@ from agentctl.coordinator.streaming import StreamListener
 from agentctl.coordinator.workerproc import prestart_workers
 from agentctl.coordinator.workerstart import Prestarted
 from agentctl.core.compiler.diagnostics import Locator
-from agentctl.core.extension import applied_result_problems
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
 from agentctl.core.states import is_terminal_run
 from agentctl.core.strictjson import RefusedJsonError, parse_strict
-from agentctl.errors import InvalidOperationError, ValidationError
+from agentctl.errors import ValidationError
 from agentctl.ledger import open_ledger
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import ReconcileRequest
@@ -351,7 +351,11 @@ def effects_reconcile(
     evidence: JsonValue,
     result: JsonValue,
     compensation_effect_id: str | None,
+    result_schema: JsonValue = None,
+    approved: bool = False,
 ) -> JsonObject:
+    """Append an operator's reconciliation (``coordinator.reconcile``); ``result_schema``:
+    ``--result-schema-file``'s schema, ``approved``: ``--approved``."""
     clock = Clock()
     request = ReconcileRequest(
         effect_id=effect_id,
@@ -364,14 +368,6 @@ def effects_reconcile(
         now=clock.now(),
         reconciliation_id=clock.new_id("reconciliation"),
         trace_id=clock.new_id("trace"),
+        result_schema=result_schema,
     )
-    with open_existing(db) as ledger:
-        if request.status == "applied" and result is not None:
-            effect = ledger.inspect_effect(effect_id).effect
-            problems = applied_result_problems(effect.operation, effect.request, result)
-            if problems:
-                raise InvalidOperationError(
-                    f"the result breaks the outputSchema of effect {effect_id} "
-                    f"({effect.operation}): {'; '.join(problems[:3])}; nothing was recorded"
-                )
-        return ledger.reconcile_effect(request).to_json()
+    return reconcile(request, approved=approved, db=db)

@@ -12,6 +12,8 @@ Invariants:
 - the request is the one the task's registry entry builds from the effect's recorded input and
   the run's stored plan; it must come out with the recorded input digest, or nothing is sent;
 - the run's lease is held while observing, so no coordinator drives the run meanwhile;
+- the run's policy must allow reconciling the effect (``coordinator.reconcile.authorize``,
+  with ``--approved`` where it requires approval) before anything is observed;
 - a task that ended otherwise than ``completed``, or that is still working, records no
   reconciliation; the observation's own calls (its protocol session and ``GetTask`` polls)
   are recorded either way, as a session of their own beside the first execution's.
@@ -27,6 +29,7 @@ from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import load_plan, owner_identity
 from agentctl.coordinator.launch import open_existing, run_trio
 from agentctl.coordinator.prepare import RunSettings
+from agentctl.coordinator.reconcile import authorize
 from agentctl.coordinator.workerpool import open_worker_pool
 from agentctl.core import registry
 from agentctl.core.effects import input_digest
@@ -53,11 +56,15 @@ class Observation:
     secrets: tuple[str, ...] = ()  # resolved header values, redacted from what is recorded
 
 
-def continue_remote(effect_id: str, *, db: str, actor: str, reason: str | None) -> JsonObject:
-    """Observe the effect's remote task; its ``EffectReconciliation`` (``applied``)."""
+def continue_remote(
+    effect_id: str, *, db: str, actor: str, reason: str | None, approved: bool = False
+) -> JsonObject:
+    """Observe the effect's remote task; its ``EffectReconciliation`` (``applied``), once the
+    run's policy allows reconciling it (``approved``: the operator's ``--approved``)."""
     clock = Clock()
     with open_existing(db) as ledger:
         found = _continuable(ledger, effect_id)
+        authorization = authorize(ledger, ledger.inspect_effect(effect_id), actor, approved)
         owner = owner_identity()
         ledger.acquire_lease(found.effect.run_id, owner, clock.now())
         try:
@@ -80,8 +87,11 @@ def continue_remote(effect_id: str, *, db: str, actor: str, reason: str | None) 
             now=clock.now(),
             reconciliation_id=clock.new_id("reconciliation"),
             trace_id=clock.new_id("trace"),
+            authorization=authorization.to_json(),
         )
-        return ledger.reconcile_effect(request).to_json()
+        data = ledger.reconcile_effect(request).to_json()
+    data["authorization"] = authorization.to_json()
+    return data
 
 
 def _continuable(ledger: RunLedger, effect_id: str) -> Observation:

@@ -11,6 +11,10 @@ Invariants:
   ``providers`` list.
 - Paths are POSIX strings compared segment by segment, so ``/ws/out`` never contains
   ``/ws/outside``. No writable roots means every write is denied (fail closed).
+- An operator's reconciliation (capability ``effect_reconciliation``) is judged by the same
+  rules against the run's policy; ``--approved`` answers a required approval in advance (so
+  ``nonInteractive`` never applies) but never overrides a deny or allow list
+  (``authorize_reconciliation``).
 - Allowlists are exact: processes by basename, environment variables by name, hosts by exact
   name or ``*.suffix`` (which excludes the bare apex).
 """
@@ -22,7 +26,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
+from agentctl.core import registry
 from agentctl.core.effects import MUTATION_CLASSES, EffectClass, Risk
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import PolicyDeniedError, ValidationError
 
 ToolApproval = Literal["policy", "never", "always"]
@@ -117,6 +123,89 @@ def decide(
         )
     return Decision(
         DecisionKind.DENY, f"{source} requires approval and policy.nonInteractive is {mode}"
+    )
+
+
+# --- operator reconciliation (spec/cli.md §4, capability ``effect_reconciliation``) -------
+
+RECONCILIATION_CAPABILITY = "effect_reconciliation"
+
+
+@dataclass(frozen=True)
+class ReconcileAuthorization:
+    """Why a reconciliation was allowed, stored with it: by policy alone, or by the
+    operator's explicit ``--approved`` where policy requires approval."""
+
+    kind: Literal["policy_allow", "explicit_operator_approval"]
+    reason: str
+    actor: str
+    approved: bool
+
+    def to_json(self) -> JsonObject:
+        return {
+            "capability": RECONCILIATION_CAPABILITY,
+            "kind": self.kind,
+            "reason": self.reason,
+            "actor": self.actor,
+            "explicitApproval": self.approved,
+        }
+
+
+def _judged_as(
+    operation: str, effect_class: str, request: JsonValue, tool: str | None
+) -> tuple[str, str | None]:
+    """The name (and, for a model call, the provider) the run's own decision judged an effect
+    by: a model call by its provider's name, recorded in its request; an agent's tool call by
+    the tool's declared name; an action by its kind's policy name (``filesystem.write``...),
+    else the operation itself."""
+    if tool is not None:
+        return tool, None
+    if effect_class == EffectClass.MODEL:
+        recorded = request.get("provider") if isinstance(request, dict) else None
+        provider = str(recorded or operation)
+        return provider, provider
+    entry = registry.find(operation)
+    return ((entry.policy_name or entry.name) if entry else operation), None
+
+
+def authorize_reconciliation(
+    policy: Mapping[str, Any],
+    *,
+    operation: str,
+    effect_class: str,
+    risk: str,
+    request: JsonValue,
+    actor: str,
+    approved: bool,
+    tool: str | None = None,
+) -> ReconcileAuthorization:
+    """The authorization to record with a reconciliation of an effect (``tool``: an agent
+    tool call's declared name), or ``PolicyDeniedError``: a denial (``toolsDeny``, ``toolsAllow``,
+    ``providers``) is never overridden; a required approval is given only by ``--approved``."""
+    name, provider = _judged_as(operation, effect_class, request, tool)
+    # Judged as an interactive request: the operator is present and ``--approved`` answers the
+    # approval in advance, so ``nonInteractive`` (how an unattended *run* waits) never applies.
+    decision = decide(
+        policy,
+        name=name,
+        effect_class=effect_class,
+        risk=risk,
+        is_model=provider is not None,
+        provider=provider,
+        interactive=True,
+    )
+    if decision.denied:
+        raise PolicyDeniedError(
+            f"policy denies reconciling this effect ({RECONCILIATION_CAPABILITY}): "
+            f"{decision.reason}; --approved cannot override a denial; nothing was recorded"
+        )
+    if decision.allowed:
+        return ReconcileAuthorization("policy_allow", decision.reason, actor, approved)
+    if approved:
+        return ReconcileAuthorization("explicit_operator_approval", decision.reason, actor, True)
+    raise PolicyDeniedError(
+        f"reconciling this {effect_class} effect needs approval ({decision.reason}): "
+        "add --approved to give it; nothing was recorded"
     )
 
 

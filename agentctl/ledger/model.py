@@ -384,6 +384,10 @@ class ReconcileRequest:
     now: str
     reconciliation_id: str | None = None
     trace_id: str | None = None
+    # Why policy let it through (``core.policy.ReconcileAuthorization.to_json``) and the JSON
+    # Schema the result was checked against: carried by the ``effect.reconciled`` audit event.
+    authorization: JsonObject | None = None
+    result_schema: JsonValue = None
 
 
 @dataclass(frozen=True)

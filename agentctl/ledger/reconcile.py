@@ -7,7 +7,8 @@ Invariants (spec/cli.md §4):
   ``InvalidOperationError`` (exit 4), an unknown effect ``NotFoundError`` (exit 5);
 - ``applied`` carries a result; ``compensated`` names a different, confirmed (or reconciled
   applied) effect of the same run or of a compensation run sourced from it;
-- an ``effect.reconciled`` audit event and a checkpoint commit with the record.
+- an ``effect.reconciled`` audit event and a checkpoint commit with the record; the event
+  also carries the operator's ``Grounds`` (policy authorization, result schema) when given.
 """
 
 from __future__ import annotations
@@ -132,6 +133,16 @@ def _check_rules(
         _check_compensation(conn, effect, compensation_effect_id)
 
 
+@dataclass(frozen=True)
+class Grounds:
+    """What an operator's reconciliation rests on beyond its evidence: the policy's
+    authorization and the JSON Schema its result was checked against. The record's row has no
+    column for them (see ``_audit``), so the ``effect.reconciled`` audit event carries them."""
+
+    authorization: JsonObject | None = None
+    result_schema: JsonValue = None
+
+
 # What a reconciliation tells a provider session of its model call (``sessions.settle_txn``).
 _SETTLES = {"applied": "succeeded", "not_applied": "failed"}
 
@@ -149,6 +160,7 @@ def reconcile_effect_txn(
     *,
     reconciliation_id: str | None = None,
     trace_id: str | None = None,
+    grounds: Grounds = Grounds(),
 ) -> ReconciliationRecord:
     """Append a reconciliation record for ``effect_id`` after checking every rule."""
     effect = get_effect(conn, effect_id)
@@ -169,7 +181,7 @@ def reconcile_effect_txn(
         created_at=now,
     )
     _insert(conn, record)
-    _audit(conn, effect, record)
+    _audit(conn, effect, record, grounds)
     if status in _SETTLES:  # a model call's session learns how its latest call ended
         replaces = _superseded(history) if status == "applied" else None
         sessions.settle_txn(conn, effect_id, _SETTLES[status], result, now, replaces)
@@ -183,8 +195,21 @@ def _superseded(history: list[ReconciliationRecord]) -> JsonValue:
     return next((h.result for h in reversed(history) if h.status == "applied"), None)
 
 
-def _audit(conn: Db, effect: EffectRecord, r: ReconciliationRecord) -> None:
-    payload = {"effectId": r.effect_id, "status": r.status, "actor": r.actor, "reason": r.reason}
+def _audit(conn: Db, effect: EffectRecord, r: ReconciliationRecord, grounds: Grounds) -> None:
+    payload: JsonObject = {
+        "effectId": r.effect_id,
+        "status": r.status,
+        "actor": r.actor,
+        "reason": r.reason,
+    }
+    # The original stores these in the record's own columns (result_schema_json,
+    # authorization_json); ours has none until a schema version adds them, and an audit event
+    # commits in the same transaction, append-only, so the authorization is never lost.
+    if grounds.authorization is not None:
+        payload["authorization"] = grounds.authorization
+    state = {"runId": effect.run_id, "event": "effect.reconciled", **payload}
+    if grounds.result_schema is not None:  # the audit event only: a checkpoint stays small
+        payload["resultSchema"] = grounds.result_schema
     append_audit_txn(
         conn,
         effect.run_id,
@@ -194,7 +219,6 @@ def _audit(conn: Db, effect: EffectRecord, r: ReconciliationRecord) -> None:
         task_id=effect.task_id,
         trace_id=r.trace_id,
     )
-    state = {"runId": effect.run_id, "event": "effect.reconciled", **payload}
     write_checkpoint_txn(conn, effect.run_id, state, r.created_at)
 
 

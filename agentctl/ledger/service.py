@@ -314,6 +314,7 @@ class LedgerService(ABC):
                 r.now,
                 reconciliation_id=r.reconciliation_id,
                 trace_id=r.trace_id,
+                grounds=reconcile.Grounds(r.authorization, r.result_schema),
             )
 
         return self._tx.run_write(body)

@@ -150,6 +150,8 @@ class EffectInspection:
     effect: EffectRecord
     reconciliations: tuple[ReconciliationRecord, ...]
     remote: RemoteHandleRecord | None = None
+    # An agent's tool call: the tool's declared name, which policy judged it by.
+    tool: str | None = None
 
     def to_json(self) -> JsonObject:
         recs: list[JsonValue] = [r.to_json() for r in self.reconciliations]
@@ -164,7 +166,9 @@ class EffectInspection:
 def effect_inspection(conn: Db, effect_id: str) -> EffectInspection:
     effect = get_effect(conn, effect_id)
     recs = tuple(list_reconciliations(conn, effect_id=effect_id))
-    return EffectInspection(effect, recs, get_handle(conn, effect_id))
+    row = conn.execute("SELECT tool FROM tool_calls WHERE effect_id = ?", (effect_id,)).fetchone()
+    tool = None if row is None else str(row["tool"])
+    return EffectInspection(effect, recs, get_handle(conn, effect_id), tool)
 
 
 @dataclass(frozen=True)

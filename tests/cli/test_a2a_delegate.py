@@ -302,6 +302,39 @@ def test_continue_remote_records_the_observed_result(
     assert again.rc == 4 and "already reconciled" in again.error["error"]["message"]
 
 
+def test_continue_remote_needs_approved_where_the_policy_requires_approval(
+    cli: Cli, start_cli: StartCli, tmp_path: Path, slow_peer: Peer
+) -> None:
+    # Under approval: mutations the delegation (remote_agent) waited for its approval, and
+    # recording its observed result as applied is a reconciliation the policy judges alike.
+    wf, db = _workflow(slow_peer, tmp_path), _db(tmp_path)
+    wf.write_text(wf.read_text().replace("approval: never", "approval: mutations"))
+    paused = cli("--output", "json", "run", str(wf), "--db", db)
+    assert paused.rc == 3, paused.stderr
+    run_id = paused.data["runId"]
+    [pending] = cli("--output", "json", "approvals", "list", run_id, "--db", db).data["approvals"]
+    assert cli("approvals", "approve", pending["approvalId"], "--reason", "go", "--db", db).rc == 0
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    proc = start_cli("--output", "json", "resume", run_id, "--db", db, **quiet)
+    try:
+        effect = _wait_for_handle(cli, db)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    slow_peer.let_tasks_finish()
+    args = ("--output", "json", "effects", "continue-remote", effect["effectId"], "--db", db)
+    refused = cli(*args)
+    assert refused.rc == 4 and "add --approved" in refused.error["error"]["message"]
+    assert list(_wire(cli, run_id, db)) == ["delegate"]  # refused before observing anything
+    listed = cli("--output", "json", "effects", "list", run_id, "--db", db)
+    assert listed.data["reconciliations"] == []
+    done = cli(*args, "--approved")
+    assert done.rc == 0, done.stderr
+    assert done.data["status"] == "applied"
+    assert done.data["authorization"]["kind"] == "explicit_operator_approval"
+    assert slow_peer.lines(slow_peer.received) == [{"messageId": "msg-1"}]  # sent once
+
+
 def test_a_cancelled_delegation_is_settled_by_continue_remote(
     cli: Cli, start_cli: StartCli, tmp_path: Path, slow_peer: Peer
 ) -> None:

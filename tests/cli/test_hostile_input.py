@@ -91,6 +91,7 @@ FILE_ARGS: dict[str, Callable[[Path], list[str]]] = {
     "workflow": lambda p: ["check", str(p)],
     "inputs-file": lambda p: ["run", "wf.yaml", "--inputs-file", str(p)],
     "result-file": lambda p: _reconcile("applied", "--result-file", p),
+    "result-schema-file": lambda p: _reconcile("applied", "--result-schema-file", p),
     "evidence-file": lambda p: _reconcile("not-applied", "--evidence-file", p),
 }
 KINDS = {"fifo": "a FIFO", "socket": "a socket", "device": "a character device"}

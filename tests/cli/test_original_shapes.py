@@ -152,6 +152,28 @@ def test_a_missing_command_is_a_usage_error(cli: Cli, words: tuple[str, ...]) ->
         assert asked.rc == 0 and asked.stdout.startswith(f"Usage: {path} "), asked.stderr
 
 
+@pytest.mark.parametrize("words", [("effects",), ("approvals",), ("runs",), ("db", "encryption")])
+def test_a_group_given_only_its_db_is_a_missing_command(
+    cli: Cli, tmp_path: Path, words: tuple[str, ...]
+) -> None:
+    # `agentctl effects --db X` is the documented group form with its command forgotten: the
+    # same usage error as `agentctl effects`, not "No such option: --db"; nothing is created.
+    path = " ".join(("agentctl", *words))
+    for form in (("--db", "s/r.db"), ("--db=s/r.db",)):
+        human = cli(*words, *form)
+        assert human.rc == 2 and human.stdout == ""
+        assert f"Usage: {path} [OPTIONS] COMMAND" in human.stderr
+        assert f"error: missing command: '{path}'" in human.stderr
+        assert "No such option" not in human.stderr
+        as_json = cli("--output", "json", *words, *form)
+        assert as_json.rc == 2 and as_json.stdout == ""
+        assert json.loads(as_json.stderr)["error"]["message"].startswith("missing command")
+    assert not (tmp_path / "s").exists()
+    # An option the group does not know is still named as such.
+    unknown = cli(*words, "--bogus")
+    assert unknown.rc == 2 and "No such option: --bogus" in unknown.stderr
+
+
 def test_a_budget_refusal_of_an_action_names_the_dimension_and_limit(
     cli: Cli, tmp_path: Path
 ) -> None:

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from agentctl.core.policy import (
     Decision,
     DecisionKind,
+    ReconcileAuthorization,
+    authorize_reconciliation,
     check_environment,
     check_process,
     check_readable,
@@ -112,6 +114,76 @@ def test_tool_approval_always_adds_and_never_cannot_waive() -> None:
     assert forced.denied and "tool contract" in forced.reason
     assert write({"approval": "mutations"}, tool_approval="never").needs_approval
     assert decide({"approval": "never"}, tool_approval="never", **observe).allowed
+
+
+WRITE: dict[str, Any] = {
+    "operation": "builtin.write",  # judged by its kind's policy name, filesystem.write
+    "effect_class": "workspace_mutate",
+    "risk": "medium",
+    "request": {"path": "out.txt"},
+}
+MODEL: dict[str, Any] = {
+    "operation": "model.fake",  # judged by the provider its request names
+    "effect_class": "model",
+    "risk": "medium",
+    "request": {"provider": "main"},
+}
+
+
+def reconcile(policy: dict[str, Any], effect: dict[str, Any], approved: bool) -> Any:
+    return authorize_reconciliation(policy, **effect, actor="ops", approved=approved)
+
+
+@pytest.mark.parametrize("mode", ["pause", "deny_approval", "fail"])
+def test_reconciling_a_mutation_needs_approved_whatever_the_non_interactive_mode(
+    mode: str,
+) -> None:
+    policy = {"approval": "mutations", "nonInteractive": mode}
+    with pytest.raises(PolicyDeniedError, match="add --approved"):
+        reconcile(policy, WRITE, approved=False)
+    given: ReconcileAuthorization = reconcile(policy, WRITE, approved=True)
+    assert given.kind == "explicit_operator_approval" and given.actor == "ops"
+    assert given.to_json()["capability"] == "effect_reconciliation"
+    assert "mutations" in given.reason
+
+
+def test_reconciling_what_policy_allows_records_the_allow() -> None:
+    allowed = reconcile({"approval": "never"}, WRITE, approved=False)
+    assert (allowed.kind, allowed.approved) == ("policy_allow", False)
+    # --approved where none is needed is recorded as given, not as required
+    extra = reconcile({"approval": "never"}, WRITE, approved=True)
+    assert (extra.kind, extra.to_json()["explicitApproval"]) == ("policy_allow", True)
+    assert reconcile({"approval": "mutations"}, MODEL, approved=False).kind == "policy_allow"
+
+
+@pytest.mark.parametrize(
+    ("policy", "effect"),
+    [
+        ({"approval": "never", "toolsDeny": ["filesystem.write"]}, WRITE),
+        ({"approval": "never", "toolsAllow": ["filesystem.read"]}, WRITE),
+        ({"approval": "never", "providers": ["other"]}, MODEL),
+    ],
+)
+def test_approved_never_overrides_a_reconciliation_denial(
+    policy: dict[str, Any], effect: dict[str, Any]
+) -> None:
+    for approved in (False, True):
+        with pytest.raises(PolicyDeniedError, match="cannot override a denial"):
+            reconcile(policy, effect, approved=approved)
+    # the same lists let the names the run used through
+    allowing = {"approval": "never", "toolsAllow": ["filesystem.write"], "providers": ["main"]}
+    assert reconcile(allowing, effect, approved=False).kind == "policy_allow"
+
+
+def test_an_agent_tool_call_is_judged_by_the_tool_name_the_run_used() -> None:
+    read = {"operation": "builtin.workspace.read", "effect_class": "observe", "risk": "low"}
+    policy = {"approval": "never", "toolsAllow": ["read_fixture"]}
+    assert (
+        reconcile(policy, {**read, "request": {}, "tool": "read_fixture"}, False).kind
+        == "policy_allow"
+    )
+    with pytest.raises(PolicyDeniedError, match="toolsAllow"):
+        reconcile(policy, {**read, "request": {}}, approved=False)
 
 
 def test_unknown_modes_are_validation_errors() -> None:

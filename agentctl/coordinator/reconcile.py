@@ -1,0 +1,96 @@
+"""An operator's reconciliation of one effect (``agentctl effects reconcile``, spec/cli.md §4):
+the checks the ledger cannot make, then one guarded write.
+
+Invariants:
+- nothing is recorded unless every check passes, in this order: the result schema itself
+  (exit 2), the result against it (whatever the status, as in the original), an extension's
+  ``outputSchema`` for an applied result, then the run's policy for capability
+  ``effect_reconciliation`` (``core.policy.authorize_reconciliation``; exit 4 on each);
+- policy is the run's compiled policy as stored with the run, never a workflow file on disk,
+  and the effect is judged by the name the run judged it by;
+- the ledger checks the status rules inside the write's transaction, and the authorization and
+  result schema commit with the record (in its ``effect.reconciled`` audit event).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from agentctl.coordinator.creation import load_plan
+from agentctl.coordinator.launch import open_existing
+from agentctl.core import jsonschema
+from agentctl.core.extension import applied_result_problems
+from agentctl.core.jsonvalue import JsonObject
+from agentctl.core.policy import ReconcileAuthorization, authorize_reconciliation
+from agentctl.errors import InvalidOperationError, ValidationError
+from agentctl.ledger.effects import EffectRecord
+from agentctl.ledger.interface import RunLedger
+from agentctl.ledger.model import ReconcileRequest
+from agentctl.ledger.stats import EffectInspection
+
+
+def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObject:
+    """Append ``request`` to the effect's history; the ``EffectReconciliation`` record, with
+    the authorization policy gave (and the result schema, when one was given). ``approved``:
+    the operator's ``--approved``."""
+    if request.result_schema is not None:
+        _check_schema(request.result_schema)
+    with open_existing(db) as ledger:
+        seen = ledger.inspect_effect(request.effect_id)
+        effect = seen.effect
+        _check_result(effect, request)
+        authorization = authorize(ledger, seen, request.actor, approved)
+        granted = dataclasses.replace(request, authorization=authorization.to_json())
+        data = ledger.reconcile_effect(granted).to_json()
+    data["authorization"] = authorization.to_json()
+    if request.result_schema is not None:
+        data["resultSchema"] = request.result_schema
+    return data
+
+
+def _check_schema(schema: object) -> None:
+    problems = jsonschema.check_schema(schema)
+    if problems:
+        raise ValidationError(
+            f"--result-schema-file is not a usable JSON Schema: {'; '.join(problems[:3])}; "
+            "nothing was recorded"
+        )
+
+
+def _check_result(effect: EffectRecord, r: ReconcileRequest) -> None:
+    """Refuse a result that breaks the operator's schema or, for an applied extension effect,
+    the extension's declared ``outputSchema`` (a resumed task takes it as its output)."""
+    if r.result is None:
+        return
+    if r.result_schema is not None:
+        problems = jsonschema.validate(r.result, r.result_schema)
+        if problems:
+            raise InvalidOperationError(
+                f"the result breaks --result-schema-file: {'; '.join(problems[:3])}; "
+                "nothing was recorded"
+            )
+    if r.status == "applied":
+        problems = applied_result_problems(effect.operation, effect.request, r.result)
+        if problems:
+            raise InvalidOperationError(
+                f"the result breaks the outputSchema of effect {effect.effect_id} "
+                f"({effect.operation}): {'; '.join(problems[:3])}; nothing was recorded"
+            )
+
+
+def authorize(
+    ledger: RunLedger, seen: EffectInspection, actor: str, approved: bool
+) -> ReconcileAuthorization:
+    """Policy's leave (capability ``effect_reconciliation``) to reconcile ``seen``'s effect,
+    or ``PolicyDeniedError``; ``continue-remote`` asks it too, before observing anything."""
+    effect = seen.effect
+    return authorize_reconciliation(
+        load_plan(ledger.get_run(effect.run_id)).run.policy,
+        operation=effect.operation,
+        effect_class=effect.effect_class,
+        risk=effect.risk,
+        request=effect.request,
+        tool=seen.tool,
+        actor=actor,
+        approved=approved,
+    )
