@@ -25,6 +25,7 @@ import typer
 
 from agentctl import __version__
 from agentctl.cli_commands import (
+    Continuation,
     RunRequest,
     check_outcome,
     drive,
@@ -192,8 +193,8 @@ def resume_cmd(
     """Continue a running or paused run from its durable state."""
     from agentctl.coordinator import api
 
-    asking = _asking(interactive, "resume", db, timeout_seconds, diff)
     where = str(workspace) if workspace else None
+    asking = _asking(interactive, "resume", Continuation(db, where, timeout_seconds, diff))
     outcome = drive(
         SETTINGS,
         lambda progress, _created: api.resume(
@@ -235,8 +236,8 @@ def fork_cmd(
     """A new linked run of the same workflow and inputs that executes fresh effects."""
     from agentctl.coordinator import api
 
-    asking = _asking(interactive, "fork", db, timeout_seconds, diff)
     where = str(workspace) if workspace else None
+    asking = _asking(interactive, "fork", Continuation(db, where, timeout_seconds, diff))
     outcome = drive(
         SETTINGS,
         lambda progress, created: api.fork(
@@ -254,10 +255,8 @@ def fork_cmd(
     deliver(outcome)
 
 
-def _asking(
-    interactive: bool, command: str, db: str, timeout_s: float | None, diff: bool
-) -> Interactive | None:
-    return interactive_for(db, timeout_s, diff, SETTINGS, command) if interactive else None
+def _asking(interactive: bool, command: str, how: Continuation) -> Interactive | None:
+    return interactive_for(how, SETTINGS, command) if interactive else None
 
 
 # Built into the click group only when the command line may need them: building a typer

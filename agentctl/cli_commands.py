@@ -67,7 +67,9 @@ def run_outcome(request: RunRequest, settings: Settings) -> Outcome:
 
     asking = None
     if request.interactive:
-        asking = interactive_for(request.db, request.timeout_seconds, request.diff, settings)
+        where = str(request.workspace) if request.workspace else None
+        how = Continuation(request.db, where, request.timeout_seconds, request.diff)
+        asking = interactive_for(how, settings)
     # A worker the file's kinds call for starts first: its start-up overlaps all that follows.
     with early_workers(request.file, preview=request.check) as early:
         from agentctl.coordinator import api
@@ -122,9 +124,19 @@ def prepare_run(request: RunRequest, *, collect: bool = True) -> tuple[Any, Any,
     return document, plan, resolved
 
 
-def interactive_for(
-    db: str, timeout_s: float | None, diff: bool, settings: Settings, command: str = "run"
-) -> Interactive:
+@dataclass(frozen=True)
+class Continuation:
+    """How ``--interactive`` carries a paused run on after the answers: as the command that
+    asked drove it (its database, ``--workspace``, ``--timeout-seconds`` for each part driven
+    after an answer — time spent waiting for a person does not count — and ``--diff``)."""
+
+    db: str
+    workspace: str | None = None  # None: the run's own, as stored
+    timeout_s: float | None = None
+    diff: bool = False
+
+
+def interactive_for(how: Continuation, settings: Settings, command: str = "run") -> Interactive:
     """What ``--interactive`` needs to carry a paused run on (refused without a terminal)."""
     from agentctl.cli_interactive import Interactive, require_terminal
 
@@ -135,16 +147,16 @@ def interactive_for(
 
         return api.resume(
             run_id,
-            db=db,
-            workspace=None,  # the run's own, as stored
-            timeout_s=timeout_s,
+            db=how.db,
+            workspace=how.workspace,
+            timeout_s=how.timeout_s,
             progress=progress,
-            diff=diff,
+            diff=how.diff,
             on_stream=stream_event_printer(settings),
             interactive=True,
         )
 
-    return Interactive(db=db, resume=resume)
+    return Interactive(db=how.db, resume=resume)
 
 
 def drive(
@@ -167,10 +179,25 @@ def carry_on(settings: Settings, interactive: Interactive, outcome: Any) -> Any:
     something, the outcome of resuming it after the answers (``cli_interactive``)."""
     while outcome.state == "paused":
         run_id = outcome.run_id
-        if not interactive.settle(run_id):
+        if not _settled_at_prompt(interactive, run_id):
             break
         outcome = _watched(settings, functools.partial(_resumed, interactive, run_id), run_id)
     return outcome
+
+
+def _settled_at_prompt(interactive: Interactive, run_id: str) -> bool:
+    """``interactive.settle``; an interrupt at the prompt names the paused run (exit 130), so a
+    script holding only the error can find the run to decide on and resume."""
+    from agentctl.errors import CancelledRunError
+
+    try:
+        return interactive.settle(run_id)
+    except KeyboardInterrupt:
+        raise CancelledRunError(
+            f"interrupted at the approval prompt; run {run_id} stays paused: decide with "
+            "`agentctl approvals approve|reject`, then `agentctl resume`",
+            run_id=run_id,
+        ) from None
 
 
 def _resumed(interactive: Interactive, run_id: str, progress: Any, _created: Any) -> Any:

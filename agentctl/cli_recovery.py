@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from agentctl.cli_commands import Continuation, carry_on, interactive_for
 from agentctl.cli_options import DbOpt, DiffOpt, InteractiveOpt, TimeoutOpt, WorkspaceOpt
 from agentctl.clikit import DEFAULT_DB, deliver
 from agentctl.core.jsonvalue import JsonObject
@@ -65,7 +66,8 @@ def _recover(req: _Recovery) -> None:
     from agentctl.coordinator.remedy import recover
     from agentctl.core.compiler import plan_to_json
 
-    asking = _asking(req.interactive, req.kind, req.db, req.timeout)
+    where = str(req.workspace) if req.workspace else None
+    asking = _asking(req.interactive, req.kind, Continuation(req.db, where, req.timeout, req.diff))
     loaded, target = compile_with_vars(req.file)  # the target's own var files, read now
     name, data, code = recover(
         req.kind,
@@ -89,18 +91,13 @@ def _recover(req: _Recovery) -> None:
     deliver(Outcome(name, data, exit_code=code))
 
 
-def _asking(interactive: bool, command: str, db: str, timeout_s: float | None) -> Any:
+def _asking(interactive: bool, command: str, how: Continuation) -> Any:
     """The ``Interactive`` of ``--interactive`` (refused here without a terminal), or None."""
-    if not interactive:
-        return None
-    from agentctl.cli_commands import interactive_for
-
-    return interactive_for(db, timeout_s, False, _QUIET, command)
+    return interactive_for(how, _QUIET, command) if interactive else None
 
 
 def _carried_on(asking: Any, data: JsonObject, db: str) -> tuple[JsonObject, int]:
     """A derived run that paused for approvals, asked about and resumed (``--interactive``)."""
-    from agentctl.cli_commands import carry_on
     from agentctl.coordinator.remedy import continued
     from agentctl.coordinator.service import RunOutcome
 
@@ -196,7 +193,7 @@ def compensate_cmd(
 
     # A compensation run's inverse actions are never held for approval (docs/workflow-
     # language.md), so there is nothing to ask; without a terminal it is refused all the same.
-    _asking(interactive, "compensate", db, timeout_seconds)
+    _asking(interactive, "compensate", Continuation(db, None, timeout_seconds, diff))
     name, data, code = compensate(
         source,
         db=db,

@@ -266,7 +266,7 @@ class Driver:
         self, task: PlannedTask, view: ev.RuntimeView, effect_id: str, attempt: int
     ) -> PendingEffect | Settled:
         """The recorded effect prepared again; it must come out with the same identity."""
-        prep = prepare_task(self.rs, task, view, attempt)
+        prep = prepare_task(self.rs.for_recorded, task, view, attempt)
         if not isinstance(prep, PendingEffect) or prep.effect.effect_id != effect_id:
             error = (
                 f"effect {effect_id} can no longer be re-created identically; "

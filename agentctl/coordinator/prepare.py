@@ -74,6 +74,14 @@ class RunSettings:
             interactive=self.interactive,
         )
 
+    @cached_property
+    def for_recorded(self) -> RunSettings:
+        """The settings an effect recorded by an earlier drive is prepared again with: it was
+        decided when recorded (allowed, or held for an approval someone has since given), so
+        the policy's ``nonInteractive`` — what to do when nobody can be asked — does not turn
+        it into a denial now (a run asked with ``--interactive``, resumed without)."""
+        return self if self.interactive else dataclasses.replace(self, interactive=True)
+
 
 def prepare_task(
     rs: RunSettings, task: PlannedTask, view: ev.RuntimeView, attempt: int

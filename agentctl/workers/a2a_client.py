@@ -66,7 +66,8 @@ async def open_peer(
     req: A2aDelegateRequest, route: EgressRoute, wire: A2aWire
 ) -> AsyncIterator[PeerSession]:
     """Fetch the peer's Agent Card over ``route`` and bind its JSON-RPC interface."""
-    headers = {**req.headers, VERSION_HEADER: req.protocol_version}
+    # The header names the protocol's Major.Minor ("1.0"), whatever patch the workflow wrote.
+    headers = {**req.headers, VERSION_HEADER: ".".join(_major_minor(req.protocol_version))}
     async with egress_httpx_client(
         route, read_timeout=req.request_timeout_seconds, headers=headers
     ) as http:

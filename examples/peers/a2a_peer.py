@@ -9,7 +9,7 @@ artifact: "reviewed: <the message text>".
 
 --port 0 picks a free port; the port is printed on stdout (first line) once it listens.
 --received appends one JSON line per message received (its messageId), --requests one line
-per HTTP request (method and path): tests count them to prove what was sent, and how often.
+per HTTP request (method, path, A2A-Version header): tests count them to prove what was sent.
 --release FILE holds every task open (after --delay) until FILE exists, so a task can be
 caught while it still runs (interrupt the run, then create FILE and resume).
 Needs agentctl's `protocols` extra (a2a-sdk[http-server], uvicorn).
@@ -106,7 +106,10 @@ def _app(port: int, args: argparse.Namespace) -> Any:
 
     async def logged(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
-            _append(args.requests, {"method": scope["method"], "path": scope["path"]})
+            headers = dict(scope.get("headers") or [])
+            version = headers.get(b"a2a-version", b"").decode("latin-1") or None
+            line = {"method": scope["method"], "path": scope["path"], "version": version}
+            _append(args.requests, line)
         await app(scope, receive, send)
 
     return logged

@@ -142,6 +142,9 @@ def test_a_patch_of_the_spoken_protocol_version_delegates_as_the_default_does(
     done = cli("--output", "json", "run", str(wf), "--db", _db(tmp_path))
     assert done.rc == 0, done.stderr
     assert done.data["output"] == {"review": "reviewed: check the release notes"}
+    # The A2A-Version header is the protocol's Major.Minor, whatever patch the workflow wrote.
+    sent = {line["version"] for line in quick_peer.lines(quick_peer.requests)}
+    assert sent == {"1.0"}
 
 
 def _assert_delegation_recorded(seen: Any, peer: Peer, effect: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from tests.conftest import Cli
 
 PROMPT = b"approve? [y]es / [n]o (reject) / [s]kip (leave pending): "
 EOF_KEY = b"\x04"  # Ctrl-D at the start of a line: the end of input of a terminal
+INTERRUPT = b""  # an answer that is SIGINT to the process, as Ctrl-C at its terminal would be
 
 APPROVAL = """\
 apiVersion: agentctl.dev/v1alpha1
@@ -74,8 +76,13 @@ def _at_terminal(
                 break
             seen += chunk
             while seen.count(PROMPT) > asked and asked < len(answers):
-                os.write(master, answers[asked])
+                if answers[asked] == INTERRUPT:
+                    proc.send_signal(signal.SIGINT)  # what Ctrl-C at the terminal sends
+                else:
+                    os.write(master, answers[asked])
                 asked += 1
+        if proc.poll() is None:
+            proc.kill()  # never answered as the test expected: fail, do not hang
         assert proc.stdout is not None
         out = proc.stdout.read().decode()
         rc = proc.wait(timeout=60)
@@ -215,10 +222,63 @@ def test_a_repair_run_held_for_approval_is_carried_on(
     source = str(first.error["error"]["runId"])
     args = ("repair", "fixed.yaml", source, "--from", "two", "--restart-successful")
     got = _at_terminal(
-        ledger_target, workspace, (*args, "--db", "st/r.db", "--interactive"), [b"y\n"]
+        ledger_target, workspace, (*args, "--db", "st/r.db", "--interactive", "--diff"), [b"y\n"]
     )
     assert got.rc == 0, got.terminal
     assert got.asked == 1
     assert got.data["state"] == "succeeded" and got.data["executedTasks"] == ["two", "gate"]
     assert (workspace / "out" / "two.txt").read_text() == "mended"
     assert "two" in [r["taskId"] for r in got.data["artifacts"]]  # read after the answers
+    assert "-second\n+mended" in got.data["output"]["two"]["diff"]  # --diff carried on too
+
+
+def test_a_fork_carried_on_writes_in_its_own_workspace(
+    cli: Cli, ledger_target: LedgerTarget, workspace: Path, tmp_path: Path
+) -> None:
+    # Each part driven after an answer runs where the command said (--workspace), not in the
+    # source run's workspace that the fork would otherwise inherit.
+    args = ("run", "wf.yaml", "--db", "st/r.db", "--interactive")
+    first = _at_terminal(ledger_target, workspace, args, [b"y\n", b"y\n"])
+    assert first.rc == 0, first.terminal
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    fork = ("fork", str(first.data["runId"]), "--db", "st/r.db", "--workspace", str(elsewhere))
+    forked = _at_terminal(ledger_target, workspace, (*fork, "--interactive"), [b"y\n", b"y\n"])
+    assert forked.rc == 0, forked.terminal
+    assert forked.asked == 2
+    assert (elsewhere / "out" / "one.txt").read_text() == "first"
+    assert (elsewhere / "out" / "two.txt").read_text() == "second"
+
+
+def test_a_skipped_approval_under_non_interactive_fail_runs_once_approved_later(
+    cli: Cli, ledger_target: LedgerTarget, workspace: Path
+) -> None:
+    # The prompt was skipped; the operator approves later and resumes without a terminal. The
+    # effect was held when the run was asked with --interactive: nonInteractive (what to do
+    # when nobody can be asked) must not turn the approved effect into a denial now.
+    (workspace / "wf.yaml").write_text(APPROVAL.replace("NON_INTERACTIVE", "fail"))
+    got = _at_terminal(
+        ledger_target, workspace, ("run", "wf.yaml", "--db", "st/r.db", "--interactive"), [b"s\n"]
+    )
+    assert got.rc == 3, got.terminal
+    run_id = str(got.data["runId"])
+    [approval] = _inspect(cli, workspace, run_id)["approvals"]
+    approve = ("approvals", "approve", str(approval["approvalId"]), "--reason", "ok")
+    assert cli(*approve, "--db", "st/r.db", cwd=workspace).rc == 0
+    resumed = cli("--output", "json", "resume", run_id, "--db", "st/r.db", cwd=workspace)
+    # The approved write runs; the next one, asked of nobody, is failed as the policy says.
+    assert resumed.rc == 4, resumed.stderr
+    assert (workspace / "out" / "one.txt").read_text() == "first"
+    assert "nonInteractive is fail" in resumed.stdout + resumed.stderr
+
+
+def test_an_interrupt_at_the_prompt_names_the_paused_run(
+    cli: Cli, ledger_target: LedgerTarget, workspace: Path
+) -> None:
+    args = ("run", "wf.yaml", "--db", "st/r.db", "--interactive")
+    got = _at_terminal(ledger_target, workspace, args, [INTERRUPT])
+    assert got.rc == 130, got.terminal
+    envelope = json.loads(got.terminal[got.terminal.rindex('{"apiVersion"') :].splitlines()[0])
+    [run] = cli("--output", "json", "runs", "list", "--db", "st/r.db", cwd=workspace).data["runs"]
+    assert run["state"] == "paused"
+    assert envelope["error"]["runId"] == run["runId"]  # the script can find it to resume

@@ -276,6 +276,15 @@ spec:
         with:
           path: "out/${{ vars.matrix.size }}.txt"
           content: "undone ${{ vars.matrix.size }} ${{ vars.matrixIndex }}"
+    - id: step
+      uses: action:save
+      loop: { maxIterations: 3, while: "${{ vars.loopIndex < 2 }}", initial: { status: initial } }
+      with: { path: "out/loop-${{ vars.loopIndex }}.txt", content: "made" }
+      compensate:
+        uses: action:save
+        with:
+          path: "out/loop-${{ vars.loopIndex }}.txt"
+          content: "undone ${{ vars.loopIndex }} after ${{ vars.loopPrevious.status }}"
 """
 
 
@@ -293,13 +302,16 @@ def test_compensation_renders_a_childs_engine_bindings(cli, tmp_path: Path) -> N
     done = cli("--output", "json", "compensate", run.data["runId"], "--db", str(db), cwd=ws)
     assert done.rc == 0, done.stderr
     assert done.data["state"] == "succeeded"
-    assert len(done.data["compensatedTasks"]) == 4
+    assert len(done.data["compensatedTasks"]) == 6
     got = {p.name: p.read_text() for p in (ws / "out").iterdir()}
     assert got == {
         "ada.txt": "undone 0",
         "lin.txt": "undone 1",
         "s.txt": "undone s 0",
         "m.txt": "undone m 1",
+        # A loop child's previous output is the one its sibling gave in the source run.
+        "loop-0.txt": "undone 0 after initial",
+        "loop-1.txt": "undone 1 after changed",
     }
 
 

@@ -15,6 +15,7 @@ executable, or nothing left to do. Pure: arguments are only read, never mutated.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -133,7 +134,7 @@ def plan_compensation(
         already.extend(done)
         blocks.extend(_unresolved_block(task.id, effect) for effect in unresolved)
         if eligible and not unresolved:
-            steps.append(_step(task, eligible))
+            steps.append(_step(task, eligible, source))
         elif src.disposition in ("reused", "recorded") and src.state == "succeeded":
             warnings.append(
                 f"task {task.id} was {src.disposition} by run {source.run_id}; its effects "
@@ -207,7 +208,7 @@ def _unresolved_block(task_id: str, effect: SourceEffect) -> Block:
     )
 
 
-def _step(task: PlannedTask, effect_ids: list[str]) -> CompensationStep:
+def _step(task: PlannedTask, effect_ids: list[str], source: SourceRun) -> CompensationStep:
     assert task.compensate is not None
     inverse = task.compensate
     return CompensationStep(
@@ -223,8 +224,25 @@ def _step(task: PlannedTask, effect_ids: list[str]) -> CompensationStep:
             for k, v in task.vars.items()
             if k not in RESERVED_VARS and k not in task.bindings
         },
-        bindings=copy.deepcopy(task.bindings),
+        bindings=_resolved_bindings(task, source),
     )
+
+
+# A loop child's ``loopPrevious`` after the first: its previous sibling's output, as a template.
+_PREVIOUS_OUTPUT = re.compile(r"\$\{\{ tasks\.([^\s.]+)\.output \}\}")
+
+
+def _resolved_bindings(task: PlannedTask, source: SourceRun) -> dict[str, Any]:
+    """The child's engine bindings as values: a later loop child's ``loopPrevious`` names its
+    previous sibling's output, which the compensation run has no task for, so it is read from
+    the source run (what the child saw; None if that sibling left no output)."""
+    bindings = copy.deepcopy(task.bindings)
+    previous = bindings.get("loopPrevious")
+    named = _PREVIOUS_OUTPUT.fullmatch(previous) if isinstance(previous, str) else None
+    if named is not None:
+        sibling = source.tasks.get(named.group(1))
+        bindings["loopPrevious"] = copy.deepcopy(sibling.output) if sibling else None
+    return bindings
 
 
 # --- the compensation run's workflow ---------------------------------------------------------
