@@ -8,14 +8,16 @@ import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ledger_helpers import T0, make_run, ts
 
 from agentctl.errors import InvalidOperationError, NotFoundError, PersistenceError
 from agentctl.ledger import TaskCompletion
+from agentctl.ledger.artifacts import refs
 from agentctl.ledger.artifacts.gc import run_gc
-from agentctl.ledger.artifacts.refs import _blob_row_txn, list_blobs, list_refs
+from agentctl.ledger.artifacts.refs import _blob_row_txn, fetch_all, list_blobs, list_refs
 from agentctl.ledger.artifacts.store import ArtifactStore, open_artifact_store
 from agentctl.ledger.connection import Database
 from agentctl.ledger.tasks import commit_tasks_txn, transition_task_txn
@@ -171,14 +173,26 @@ def test_gc_keeps_blobs_under_a_live_lease(store: ArtifactStore, tmp_path: Path)
     assert [b["digest"] for b in later["report"]["blobs"]] == [got.digest]
 
 
-def test_listing_chosen_blobs_reads_them_in_chunks_and_in_digest_order(ledger: Database) -> None:
+def test_listing_chosen_blobs_reads_them_in_chunks_and_in_digest_order(
+    ledger: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # More digests than one IN list binds: every wanted blob once, in digest order, no other.
     digests = [f"sha256:{i:064x}" for i in range(1_200)]
     with ledger.transaction() as conn:
         for digest in digests:
             _blob_row_txn(conn, digest, 1, T0)
     wanted = [*digests[::-1][:1_050], "sha256:" + "f" * 64]  # one unknown: not listed
+    fetched: list[int] = []
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        rows = fetch_all(*args, **kwargs)
+        fetched.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(refs, "fetch_all", counting)
     with ledger.read() as conn:
         listed = list_blobs(conn, wanted)
     assert [b.digest for b in listed] == sorted(digests[-1_050:])
     assert {b.reference_count for b in listed} == {0}
+    # Only the wanted blobs were read (each costs a reference count), not the whole store.
+    assert sum(fetched) == 1_050 and len(fetched) == 3
