@@ -54,7 +54,7 @@ def compile_workflow(
     bindings: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Plan:
     """Compile a schema-valid normalized document; raise ``ValidationError`` on any problem.
-    ``variables``: captured var files and CLI values; ``bindings``: see ``_bound``."""
+    ``variables``: captured var files and CLI values; ``bindings``: ``_bound`` (ValueError)."""
     diags = Collector(file, locate)
     env = Env.of(doc, variables)
     sources = flatten_tasks(doc, diags)
