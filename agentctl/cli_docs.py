@@ -31,8 +31,9 @@ def _write(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` as a plain write would, but a file atomically.
 
     An existing device or FIFO (``--write /dev/null``) is written to, never replaced: renaming
-    over it would replace the node itself (a FIFO with no reader blocks, as a plain write does). A symbolic link is followed: the file it names is
-    replaced, the link stays. A directory is refused. Otherwise ``_replace``."""
+    over it would replace the node itself (a FIFO with no reader blocks, as a plain write
+    does). A symbolic link is followed: the file it names is replaced, the link stays. A
+    directory is refused. Otherwise ``_replace``."""
     try:
         found = path.stat()
     except FileNotFoundError:
