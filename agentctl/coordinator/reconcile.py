@@ -21,7 +21,8 @@ from agentctl.coordinator.launch import open_existing
 from agentctl.core import jsonschema
 from agentctl.core.extension import applied_result_problems
 from agentctl.core.jsonvalue import JsonObject
-from agentctl.core.policy import ReconcileAuthorization, authorize_reconciliation
+from agentctl.core.plan import Plan
+from agentctl.core.policy import ReconcileAuthorization, ToolApproval, authorize_reconciliation
 from agentctl.errors import InvalidOperationError, ValidationError
 from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.interface import RunLedger
@@ -84,13 +85,29 @@ def authorize(
     """Policy's leave (capability ``effect_reconciliation``) to reconcile ``seen``'s effect,
     or ``PolicyDeniedError``; ``continue-remote`` asks it too, before observing anything."""
     effect = seen.effect
+    plan = load_plan(ledger.get_run(effect.run_id))
     return authorize_reconciliation(
-        load_plan(ledger.get_run(effect.run_id)).run.policy,
+        plan.run.policy,
         operation=effect.operation,
         effect_class=effect.effect_class,
         risk=effect.risk,
         request=effect.request,
         tool=seen.tool,
+        tool_approval=_tool_approval(plan, effect.task_id, seen.tool),
         actor=actor,
         approved=approved,
+    )
+
+
+def _tool_approval(plan: Plan, task_id: str, tool: str | None) -> ToolApproval:
+    """The ``approval`` an agent tool declares (``always`` adds a requirement, as it did when
+    the run held the call); ``policy`` for anything else."""
+    task = next((t for t in plan.tasks if t.id == task_id), None)
+    if tool is None or task is None or task.agent_config is None:
+        return "policy"
+    declared = task.agent_config.tools.get(tool)
+    return (
+        "always"
+        if isinstance(declared, dict) and declared.get("approval") == "always"
+        else "policy"
     )

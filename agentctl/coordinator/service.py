@@ -385,11 +385,13 @@ def _stop(run_id: str, live: Live, now: str, state: str, reason: str | None) -> 
 
 _BLOCKED_HINT = (
     "agentctl effects list {run}, then agentctl effects "
-    "reconcile EFFECT --status applied|not-applied --reason …, then resume"
+    "reconcile EFFECT --status applied|not-applied --reason … (--approved where the "
+    "policy asks approval for the effect), then resume"
 )
 _UNRESOLVED_HINT = (
     "agentctl effects reconcile EFFECT --status applied|not-applied "
-    "--reason … (append-only), then resume again"
+    "--reason … (append-only; --approved where the policy asks approval for the effect), "
+    "then resume again"
 )
 
 

@@ -178,13 +178,13 @@ def authorize_reconciliation(
     actor: str,
     approved: bool,
     tool: str | None = None,
+    tool_approval: ToolApproval = "policy",
 ) -> ReconcileAuthorization:
-    """The authorization to record with a reconciliation of an effect (``tool``: an agent
-    tool call's declared name), or ``PolicyDeniedError``: a denial (``toolsDeny``, ``toolsAllow``,
-    ``providers``) is never overridden; a required approval is given only by ``--approved``."""
+    """The authorization to record with a reconciliation (``tool``, ``tool_approval``: an
+    agent tool call's declared name and ``approval``), or ``PolicyDeniedError``: a denial is
+    never overridden; a required approval is given only by ``--approved``."""
     name, provider = _judged_as(operation, effect_class, request, tool)
-    # Judged as an interactive request: the operator is present and ``--approved`` answers the
-    # approval in advance, so ``nonInteractive`` (how an unattended *run* waits) never applies.
+    # Interactive: the operator is present and ``--approved`` answers in advance.
     decision = decide(
         policy,
         name=name,
@@ -192,6 +192,7 @@ def authorize_reconciliation(
         risk=risk,
         is_model=provider is not None,
         provider=provider,
+        tool_approval=tool_approval,
         interactive=True,
     )
     if decision.denied:

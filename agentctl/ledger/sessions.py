@@ -102,6 +102,8 @@ def open_call_txn(conn: Db, call: ModelCallStart, now: str) -> None:
 # A session's statuses while its latest model call is in flight or unknown: its outcome sets
 # the status then; once the attempt has ended (any other status) it only adds to the record.
 _AWAITING = ("running", "uncertain")
+# The statuses an answer sets while the attempt runs (``settle_txn``).
+_SETTLED_BY_ANSWER = ("active", "completed")
 # The status a session still open ends in, by the state its task's attempt ends in.
 _ENDS = {"failed": "failed", "retry_scheduled": "failed", "cancelled": "cancelled"}
 _END_OPEN = (
@@ -132,7 +134,10 @@ def settle_txn(
         add_token_counts(usage, as_object(reply.get("usage") or {}))
         superseded = as_object(as_object(replaces).get("usage") or {})
         add_token_counts(usage, superseded, sign=-1)
-    if row["status"] not in _AWAITING:  # the attempt ended first: it stays as it ended
+    # The attempt ended first: it stays as it ended. A superseding answer of the same call
+    # also replaces the status the earlier one set (its finish may differ).
+    open_statuses = _AWAITING if replaces is None else (*_AWAITING, *_SETTLED_BY_ANSWER)
+    if row["status"] not in open_statuses:
         status = row["status"]
     conn.execute(
         "UPDATE provider_sessions SET status = ?, finish = ?, usage_json = ?, updated_at = ?"

@@ -166,7 +166,9 @@ class EffectInspection:
 def effect_inspection(conn: Db, effect_id: str) -> EffectInspection:
     effect = get_effect(conn, effect_id)
     recs = tuple(list_reconciliations(conn, effect_id=effect_id))
-    row = conn.execute("SELECT tool FROM tool_calls WHERE effect_id = ?", (effect_id,)).fetchone()
+    # The run narrows it to the primary key's prefix: effect_id alone has no index.
+    sql = "SELECT tool FROM tool_calls WHERE run_id = ? AND effect_id = ?"
+    row = conn.execute(sql, (effect.run_id, effect_id)).fetchone()
     tool = None if row is None else str(row["tool"])
     return EffectInspection(effect, recs, get_handle(conn, effect_id), tool)
 

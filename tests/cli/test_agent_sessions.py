@@ -236,9 +236,18 @@ def test_a_repeated_applied_reconciliation_counts_the_call_once(cli: Cli, tmp_pa
     }
     answer = {"finish": "tool_calls", "text": "", "toolCalls": [call]}
     reconcile_applied(cli, tmp_path, first["effectId"], {**answer, "usage": {"inputTokens": 5}})
-    reconcile_applied(cli, tmp_path, first["effectId"], {**answer, "usage": {"inputTokens": 3}})
+    final_answer = {
+        "finish": "complete",
+        "text": "done",
+        "toolCalls": [],
+        "usage": {"inputTokens": 3},
+    }
+    reconcile_applied(cli, tmp_path, first["effectId"], final_answer)
     [settled] = _inspect(cli, run_id)["providerSessions"]
     assert settled["usage"] == {"inputTokens": 3}
+    # The later answer's finish and the status it means, together (not the earlier status).
+    assert (settled["finish"], settled["status"]) == ("complete", "completed")
+    reconcile_applied(cli, tmp_path, first["effectId"], {**answer, "usage": {"inputTokens": 3}})
     done = cli("--output", "json", "resume", run_id, "--db", "r.db")
     assert done.rc == 0, done.stderr
     seen = _inspect(cli, run_id)

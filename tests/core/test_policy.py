@@ -186,6 +186,17 @@ def test_an_agent_tool_call_is_judged_by_the_tool_name_the_run_used() -> None:
         reconcile(policy, {**read, "request": {}}, approved=False)
 
 
+def test_a_tool_declaring_approval_always_needs_approved_to_reconcile() -> None:
+    # The run held the call for approval though its policy says never: reconciling it asks
+    # for the same approval (the tool's `approval: always` adds a requirement).
+    read = {"operation": "builtin.workspace.read", "effect_class": "observe", "risk": "low"}
+    call = {**read, "request": {}, "tool": "read_fixture", "tool_approval": "always"}
+    with pytest.raises(PolicyDeniedError, match="add --approved"):
+        reconcile({"approval": "never"}, call, approved=False)
+    given = reconcile({"approval": "never"}, call, approved=True)
+    assert given.kind == "explicit_operator_approval" and "tool contract" in given.reason
+
+
 def test_unknown_modes_are_validation_errors() -> None:
     with pytest.raises(ValidationError):
         write({"approval": "sometimes"})
