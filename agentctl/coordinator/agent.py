@@ -31,7 +31,7 @@ import dataclasses
 import functools
 import json
 from collections.abc import Mapping
-from typing import Literal, Protocol
+from typing import Protocol
 
 from agentctl.coordinator import modelcalls
 from agentctl.coordinator.calls import AgentCall
@@ -42,7 +42,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list, as_object
 from agentctl.core.mcp import LIST_OPERATION, listed_tool
 from agentctl.core.operations import BuildInput, Operation, RunContext
 from agentctl.core.plan import AgentConfig
-from agentctl.core.policy import Decision, decide
+from agentctl.core.policy import Decision, decide, tool_approval
 from agentctl.core.pricing import COST_KEY, add_token_counts, price_for
 from agentctl.errors import PolicyDeniedError, RunFailedError
 from agentctl.ledger.sessions import ProviderTurn
@@ -286,7 +286,7 @@ class AgentRunner:
             name=name,
             effect_class=str(tool["effectClass"]),
             risk=str(tool["risk"]),
-            tool_approval=_approval(tool.get("approval")),
+            tool_approval=tool_approval(tool.get("approval")),
             interactive=self.gateway.context.interactive,
         )
         if decision.denied:
@@ -340,10 +340,3 @@ def _with_listing(name: str, tool: JsonObject, listing: JsonValue) -> JsonObject
 
 def _int(value: JsonValue) -> int:
     return value if isinstance(value, int) else int(str(value))
-
-
-def _approval(value: JsonValue) -> Literal["policy", "never", "always"]:
-    """A tool's ``approval`` setting (the DSL only admits these three; default policy)."""
-    if value == "never":
-        return "never"
-    return "always" if value == "always" else "policy"

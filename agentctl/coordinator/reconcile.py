@@ -22,7 +22,12 @@ from agentctl.core import jsonschema
 from agentctl.core.extension import applied_result_problems
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.core.plan import Plan
-from agentctl.core.policy import ReconcileAuthorization, ToolApproval, authorize_reconciliation
+from agentctl.core.policy import (
+    ReconcileAuthorization,
+    ToolApproval,
+    authorize_reconciliation,
+    tool_approval,
+)
 from agentctl.errors import InvalidOperationError, ValidationError
 from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.interface import RunLedger
@@ -106,8 +111,4 @@ def _tool_approval(plan: Plan, task_id: str, tool: str | None) -> ToolApproval:
     if tool is None or task is None or task.agent_config is None:
         return "policy"
     declared = task.agent_config.tools.get(tool)
-    return (
-        "always"
-        if isinstance(declared, dict) and declared.get("approval") == "always"
-        else "policy"
-    )
+    return tool_approval(declared.get("approval")) if isinstance(declared, dict) else "policy"

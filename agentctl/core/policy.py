@@ -78,6 +78,13 @@ def _deny_reason(
     return None
 
 
+def tool_approval(value: object) -> ToolApproval:
+    """A tool's declared ``approval`` (the DSL admits only these three; default ``policy``)."""
+    if value == "never":
+        return "never"
+    return "always" if value == "always" else "policy"
+
+
 def approval_required(policy: Mapping[str, Any], effect_class: str, risk: str) -> bool:
     """Whether ``policy.approval`` alone requires approval for this class and risk."""
     mode = policy.get("approval", "mutations")
