@@ -56,6 +56,16 @@ UNFINISHED = {
 }
 
 
+@dataclasses.dataclass(frozen=True)
+class ToolDecision:
+    """The policy's answer for one tool call, as if someone could be asked, and — when nobody
+    can and ``nonInteractive`` denies what needs an approval — that denial, which the gateway
+    applies to a call not yet recorded only."""
+
+    decision: Decision
+    unattended_denial: str | None = None
+
+
 class Gateway(Protocol):
     """All an agent loop may ask of the run: its context, call numbers and performing calls."""
 
@@ -271,34 +281,48 @@ class AgentRunner:
         problems = jsonschema.validate(args, as_object(tool["inputSchema"]))
         if problems:
             raise TaskFailure(f"tool {name} input is invalid: {'; '.join(problems[:3])}")
-        decision = self._decide_tool(name, tool)
-        output = await self._tool_effect(name, dict(tool), args, str(call.get("id")), decision)
+        decided = self._decide_tool(name, tool)
+        output = await self._tool_effect(name, dict(tool), args, str(call.get("id")), decided)
         schema = as_object(tool.get("outputSchema") or {"type": "object"})
         problems = jsonschema.validate(output, schema)
         if problems:
             raise TaskFailure(f"tool {name} output is invalid: {'; '.join(problems[:3])}")
         return output
 
-    def _decide_tool(self, name: str, tool: Mapping[str, JsonValue]) -> Decision:
-        """Refuse a denied call; otherwise the decision (allowed, or needing an approval)."""
-        decision = decide(
+    def _decide_tool(self, name: str, tool: Mapping[str, JsonValue]) -> ToolDecision:
+        """Refuse a call the policy's lists deny; otherwise allowed, or needing an approval.
+
+        ``nonInteractive`` (nobody can be asked: deny instead of pausing) is kept aside: it
+        judges only a call not yet recorded. One held by an earlier ``--interactive`` drive
+        and approved since was decided when held, so a plain ``resume`` must start it.
+        """
+        decision = self._tool_policy(name, tool, self.gateway.context.interactive)
+        if not decision.denied:
+            return ToolDecision(decision)
+        asked = self._tool_policy(name, tool, True)
+        if not asked.needs_approval:
+            raise PolicyDeniedError(f"tool {name} denied: {decision.reason}")
+        return ToolDecision(asked, unattended_denial=decision.reason)
+
+    def _tool_policy(self, name: str, tool: Mapping[str, JsonValue], asked: bool) -> Decision:
+        return decide(
             self.policy,
             name=name,
             effect_class=str(tool["effectClass"]),
             risk=str(tool["risk"]),
             tool_approval=tool_approval(tool.get("approval")),
-            interactive=self.gateway.context.interactive,
+            interactive=asked,
         )
-        if decision.denied:
-            raise PolicyDeniedError(f"tool {name} denied: {decision.reason}")
-        return decision
 
     async def _tool_effect(
-        self, name: str, tool: JsonObject, args: JsonValue, call_id: str, decision: Decision
+        self, name: str, tool: JsonObject, args: JsonValue, call_id: str, decided: ToolDecision
     ) -> JsonValue:
         entry = registry.lookup(str(tool["kind"]))
+        decision = decided.decision
         approval = decision.reason if decision.needs_approval else None
         if entry.is_pure:
+            if decided.unattended_denial is not None:
+                raise PolicyDeniedError(f"tool {name} denied: {decided.unattended_denial}")
             if approval is not None:  # no effect to hold: nothing durable could wait
                 raise PolicyDeniedError(f"tool {name} needs approval ({approval}) but is pure")
             key = f"{self.task.id}:{self.attempt}:{call_id}"
@@ -318,6 +342,7 @@ class AgentRunner:
             call = dataclasses.replace(
                 call,
                 approval_reason=approval,
+                unattended_denial=decided.unattended_denial,
                 agent=self.task.agent,
                 capability=str(capability) if capability is not None else entry.policy_name,
             )

@@ -39,7 +39,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.operations import RunContext
 from agentctl.core.redact import Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
-from agentctl.errors import RunFailedError
+from agentctl.errors import PolicyDeniedError, RunFailedError
 from agentctl.ledger.audit import PolicyVerdict
 from agentctl.ledger.effects import NewEffect
 from agentctl.ledger.held_calls import GatedCall
@@ -82,6 +82,8 @@ class AgentCall:
     # The attempt's tool calls answered without an effect since its previous call.
     answered: tuple[AnsweredToolCall, ...] = ()
     approval_reason: str | None = None  # set when policy wants an approval first
+    # ... and nobody can be asked: ``nonInteractive``'s denial, for a call not yet recorded
+    unattended_denial: str | None = None
     policy: PolicyVerdict | None = None  # the decision that let it be requested (audited)
     agent: str | None = None  # the spec.agents key making the call
     capability: str | None = None
@@ -170,7 +172,12 @@ class CallGateway:
     async def _gate(self, record: CallRecord, call: AgentCall) -> None:
         """Returns once the approved call is durably started; raises while it may not run."""
         gated = GatedCall(
-            record, call.approval_reason or "", call.agent, call.capability, self.trace_id
+            record,
+            call.approval_reason or "",
+            call.agent,
+            call.capability,
+            self.trace_id,
+            unattended_denial=call.unattended_denial,
         )
         gate = await self.store.gate_call(gated)
         if gate.status == "started":
@@ -179,6 +186,8 @@ class CallGateway:
             crash_point(CrashPoint.AFTER_REQUESTED)
             raise AgentAwaitingApproval(f"tool call {call.tool_call_id} awaits approval")
         detail = gate.detail or {}
+        if gate.status == "denied":
+            raise PolicyDeniedError(f"tool {call.tool} denied: {call.unattended_denial}")
         if gate.status == "refused":
             raise _over_budget(call, detail)
         raise RunFailedError(

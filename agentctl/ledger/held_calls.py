@@ -13,7 +13,10 @@ Invariants:
   waiting → held; approved (``requested``) → ``started`` with its tool-call row, in this
   transaction, so the caller dispatches it exactly once; rejected (``cancelled``) → rejected,
   with the resolution (its tool-call row already ended ``rejected`` with the approval);
-- a budget refusal records the overrun and no effect.
+- a budget refusal records the overrun and no effect;
+- ``nonInteractive``'s denial (``GatedCall.unattended_denial``) refuses only a call with no
+  effect yet, writing only the pure calls it carries: a call already held was decided when
+  it was held (someone could be asked then), so its approval, given since, still starts it.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from agentctl.errors import InvalidOperationError, NotFoundError
 from agentctl.ledger.model import CallRecord
 from agentctl.ledger.sql import Db
 
-GateStatus = Literal["held", "started", "rejected", "refused"]
+GateStatus = Literal["held", "started", "rejected", "refused", "denied"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,8 @@ class GatedCall:
     agent: str | None  # the spec.agents key of the task
     capability: str | None
     trace_id: str | None = None
+    # Nobody can be asked and the policy's ``nonInteractive`` denies: a new call is refused.
+    unattended_denial: str | None = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,9 @@ def gate_call_txn(conn: Db, gated: GatedCall) -> CallGate:
     try:
         status = effects.get_effect(conn, new.effect_id).status
     except NotFoundError:
+        if gated.unattended_denial is not None:  # the pure calls it carries still happened
+            tool_calls.insert_answered_txn(conn, new.run_id, gated.call.answered, now)
+            return CallGate("denied")
         return _hold_txn(conn, gated)
     if status == "waiting_for_approval":
         return CallGate("held")

@@ -22,6 +22,7 @@ import pytest
 
 from tests.clibackend import LedgerTarget
 from tests.conftest import Cli
+from tests.providers.fixtures import SAVE_TOOL
 
 PROMPT = b"approve? [y]es / [n]o (reject) / [s]kip (leave pending): "
 EOF_KEY = b"\x04"  # Ctrl-D at the start of a line: the end of input of a terminal
@@ -282,3 +283,76 @@ def test_an_interrupt_at_the_prompt_names_the_paused_run(
     [run] = cli("--output", "json", "runs", "list", "--db", "st/r.db", cwd=workspace).data["runs"]
     assert run["state"] == "paused"
     assert envelope["error"]["runId"] == run["runId"]  # the script can find it to resume
+
+
+AGENT_TOOL = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: ask-in-turn }
+spec:
+  policy: { approval: mutations, writableRoots: ["."], nonInteractive: fail }
+  providers:
+    sim: { kind: fake }
+  tools:
+SAVE_TOOL
+  agents:
+    first:
+      provider: sim
+      model: m
+      instructions: Write.
+      tools: [save]
+      providerOptions: { toolInput: { path: one.txt, content: first }, finalText: done }
+    second:
+      provider: sim
+      model: m
+      instructions: Write.
+      tools: [save]
+      providerOptions: { toolInput: { path: two.txt, content: second }, finalText: done }
+  tasks:
+    - { id: a, uses: "agent:first", with: { prompt: go } }
+    - { id: b, uses: "agent:second", needs: [a], with: { prompt: go } }
+""".replace("SAVE_TOOL\n", SAVE_TOOL)
+
+
+def test_an_agent_tool_call_held_at_a_terminal_runs_once_approved_on_a_plain_resume(
+    cli: Cli, ledger_target: LedgerTarget, workspace: Path
+) -> None:
+    # As above, but the held effect is an agent's tool call, decided inside the turn loop: a
+    # plain resume re-enters the loop, and the call it reaches again was held (someone could
+    # be asked then) — only a call not yet recorded meets nonInteractive's denial.
+    (workspace / "wf.yaml").write_text(AGENT_TOOL)
+    args = ("run", "wf.yaml", "--db", "st/r.db", "--interactive")
+    got = _at_terminal(ledger_target, workspace, args, [b"s\n"])
+    assert got.rc == 3, got.terminal
+    run_id = str(got.data["runId"])
+    [approval] = _inspect(cli, workspace, run_id)["approvals"]
+    assert approval["tool"] == "save" and approval["taskId"] == "a"
+    approve = ("approvals", "approve", str(approval["approvalId"]), "--reason", "ok")
+    assert cli(*approve, "--db", "st/r.db", cwd=workspace).rc == 0
+    resumed = cli("--output", "json", "resume", run_id, "--db", "st/r.db", cwd=workspace)
+    assert resumed.rc == 4, resumed.stderr
+    assert (workspace / "one.txt").read_text() == "first"
+    assert not (workspace / "two.txt").exists()
+    shown = _inspect(cli, workspace, run_id)
+    states = {t["taskId"]: (t["state"], t.get("error") or "") for t in shown["tasks"]}
+    assert states["a"][0] == "succeeded"
+    assert states["b"][0] == "failed" and "nonInteractive is fail" in states["b"][1]
+    # The denied call left no effect and no approval; the approved one ran exactly once.
+    writes = [e for e in shown["effects"] if not e["operation"].startswith("model.")]
+    assert [(e["taskId"], e["status"]) for e in writes] == [("a", "succeeded")]
+
+
+def test_an_agent_tool_call_needing_approval_is_denied_when_nobody_can_be_asked(
+    cli: Cli, workspace: Path
+) -> None:
+    (workspace / "wf.yaml").write_text(AGENT_TOOL)
+    denied = cli("--output", "json", "run", "wf.yaml", "--db", "st/r.db", cwd=workspace)
+    assert denied.rc == 4, denied.stderr
+    run_id = str(denied.data["runId"]) if denied.stdout else None
+    [run] = cli("--output", "json", "runs", "list", "--db", "st/r.db", cwd=workspace).data["runs"]
+    shown = _inspect(cli, workspace, run_id or str(run["runId"]))
+    assert shown["approvals"] == []
+    assert [e["operation"] for e in shown["effects"]] == ["model.fake"]
+    [task_a] = [t for t in shown["tasks"] if t["taskId"] == "a"]
+    assert task_a["state"] == "failed" and "nonInteractive is fail" in task_a["error"]
+    assert not (workspace / "one.txt").exists()
