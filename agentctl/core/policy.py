@@ -14,7 +14,8 @@ Invariants:
 - An operator's reconciliation (capability ``effect_reconciliation``) is judged by the same
   rules against the run's policy; ``--approved`` answers a required approval in advance (so
   ``nonInteractive`` never applies) but never overrides a deny or allow list
-  (``authorize_reconciliation``).
+  (``authorize_reconciliation``). An internal operation (an agent's MCP ``tools/list``) was
+  never judged by name, so the name lists do not apply to it; approval by class and risk does.
 - Allowlists are exact: processes by basename, environment variables by name, hosts by exact
   name or ``*.suffix`` (which excludes the bare apex).
 """
@@ -175,6 +176,19 @@ def _judged_as(
     return ((entry.policy_name or entry.name) if entry else operation), None
 
 
+def _judging_policy(
+    policy: Mapping[str, Any], operation: str, tool: str | None
+) -> Mapping[str, Any]:
+    """The policy a reconciliation is judged by: the run's, without the name lists for an
+    internal operation, which the run performs as part of its task's work (an agent lists
+    its MCP tools before its first model call) without judging it by any name; judging it
+    by ``toolsAllow`` would refuse forever the only way to settle it."""
+    entry = registry.find(operation)
+    if tool is not None or entry is None or entry.family != "internal":
+        return policy
+    return {k: v for k, v in policy.items() if k not in ("toolsAllow", "toolsDeny")}
+
+
 def authorize_reconciliation(
     policy: Mapping[str, Any],
     *,
@@ -193,7 +207,7 @@ def authorize_reconciliation(
     name, provider = _judged_as(operation, effect_class, request, tool)
     # Interactive: the operator is present and ``--approved`` answers in advance.
     decision = decide(
-        policy,
+        _judging_policy(policy, operation, tool),
         name=name,
         effect_class=effect_class,
         risk=risk,

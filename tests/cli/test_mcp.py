@@ -450,6 +450,32 @@ def test_a_resumed_agent_reuses_its_recorded_tool_listing(
     assert server.calls() == ["word_count"]
 
 
+def test_an_uncertain_tool_listing_is_reconciled_under_a_tools_allow_list(
+    cli: Cli, tmp_path: Path, server: NotesServer
+) -> None:
+    # The run lists the agent's MCP tools without a policy decision of its own (toolsAllow
+    # names the agent's tool, not the listing), so reconciling the listing is not judged by
+    # the name lists either: otherwise the run could never be resumed.
+    text = AGENT.format(port=server.port, url=server.url, tool_input='{ text: "a b c" }')
+    allowed = "    approval: never\n    toolsAllow: [count_words]\n"
+    (tmp_path / "wf.yaml").write_text(text.replace("    approval: never\n", allowed, 1))
+    crash = {"AGENTCTL_CRASH_AT": "coordinator.after_started", "AGENTCTL_CRASH_HIT": "1"}
+    crashed = cli("--output", "json", "run", "wf.yaml", env=crash)
+    assert crashed.rc == -signal.SIGKILL, crashed.stderr
+    run_id = cli("--output", "json", "runs", "list").data["runs"][0]["runId"]
+    assert cli("resume", run_id).rc == 3
+    [listing] = _inspect(cli, run_id)["effects"]
+    assert (listing["operation"], listing["status"]) == ("mcp.list_tools", "uncertain")
+    args = ("effects", "reconcile", listing["effectId"], "--status", "not-applied")
+    done = cli("--output", "json", *args, "--reason", "nothing was listed")
+    assert done.rc == 0, done.stderr
+    assert done.data["authorization"]["kind"] == "policy_allow"
+    resumed = cli("--output", "json", "resume", run_id)
+    assert resumed.rc == 0, resumed.stderr
+    assert resumed.data["output"]["agent"]["text"] == "counted"
+    assert server.calls() == ["word_count"]
+
+
 def test_each_tool_call_is_reserved_against_max_tool_calls(
     cli: Cli, tmp_path: Path, server: NotesServer
 ) -> None:

@@ -197,6 +197,20 @@ def test_a_tool_declaring_approval_always_needs_approved_to_reconcile() -> None:
     assert given.kind == "explicit_operator_approval" and "tool contract" in given.reason
 
 
+def test_an_internal_operation_is_not_judged_by_the_name_lists() -> None:
+    # An agent's MCP tools/list: the run judged it by no name, so neither list refuses it;
+    # approval by class and risk still applies.
+    listing = {"operation": "mcp.list_tools", "effect_class": "observe", "risk": "low"}
+    lists = {"toolsAllow": ["count_words"], "toolsDeny": ["mcp.list_tools"]}
+    allowed = reconcile({"approval": "never", **lists}, {**listing, "request": {}}, False)
+    assert allowed.kind == "policy_allow"
+    with pytest.raises(PolicyDeniedError, match="add --approved"):
+        reconcile({"approval": "always", **lists}, {**listing, "request": {}}, approved=False)
+    # an action is still judged by its policy name
+    with pytest.raises(PolicyDeniedError, match="toolsAllow"):
+        reconcile({"approval": "never", **lists}, WRITE, approved=False)
+
+
 def test_unknown_modes_are_validation_errors() -> None:
     with pytest.raises(ValidationError):
         write({"approval": "sometimes"})
