@@ -282,6 +282,20 @@ def test_e9_process_key_on_an_assign_action() -> None:
     assert "builtin.assign" in diag.message
 
 
+def test_an_extension_key_on_another_kind_is_misplaced_not_unsupported() -> None:
+    # extension.process is implemented: its keys elsewhere are a schema error (§3 "Misplaced
+    # keys ⇒ schema error"), not a capability this version lacks.
+    source = EXAMPLES["e9"].replace("stdoutLimitBytes: 1024", "protocolVersion: x")
+    diag = only(source)
+    check(
+        diag,
+        "schema_violation",
+        "spec.actions.hello.protocolVersion",
+        position(source, "protocolVersion"),
+    )
+    assert "builtin.shell.exec" in diag.message and "extension.process" in diag.message
+
+
 def test_e9_unpinned_container_image() -> None:
     container = "isolation: container, container: { image: 'busybox:latest' }"
     source = EXAMPLES["e9"].replace("stdoutLimitBytes: 1024", container)
@@ -434,15 +448,6 @@ def test_late_features_are_refused_not_ignored() -> None:
         "unsupported_capability",
         "spec.packs.0.signature",
         position(signed, "signature"),
-    )
-    extension = MINIMAL.replace(
-        "spec:\n", "spec:\n  actions: { s: { kind: mcp.call, protocolVersion: x } }\n"
-    )
-    check(
-        only(extension),
-        "unsupported_capability",
-        "spec.actions.s.protocolVersion",
-        position(extension, "protocolVersion"),
     )
 
 
