@@ -43,7 +43,7 @@ from agentctl.core.operations import EXTENSION_KEYS, IDEMPOTENCY_KEY, PROCESS_KE
 
 Idempotency = Literal["pure", "idempotent", "keyed", "at_most_once", "unknown"]
 
-_DIGEST_RE = re.compile(r"^(?:[^@\s]+@)?sha256:[0-9a-f]{64}$")
+_DIGEST_RE = re.compile(r"^(?:[^@\s]+@)?sha256:[0-9a-f]{64}\Z")
 _ENGINE_ENV_EXACT = frozenset({"PATH", "HOME", "TEMP", "TMP", "TMPDIR", "REGISTRY_AUTH_FILE"})
 _ENGINE_ENV_PREFIXES = (
     "DOCKER_",
