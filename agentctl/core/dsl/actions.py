@@ -8,8 +8,8 @@ Invariants:
   combined 2 MiB, isolation "process"); for other kinds those keys dump as ``None``.
 - ``container`` and ``isolation: container`` appear together; images are digest-pinned; the
   container ``env`` never names a variable the container engine itself reads.
-- [late] kinds (registry entries with ``accepted=False``: long-term memory search/promote)
-  are ``unsupported_capability``; the extension keys (protocolVersion, inputSchema,
+- a kind the registry marks ``accepted=False`` (a [late] kind not implemented yet; none
+  today) is ``unsupported_capability``; the extension keys (protocolVersion, inputSchema,
   outputSchema, capabilities) on a kind that does not take them are misplaced keys
   (``schema_violation``), like the process keys.
 - extension.process declares ``protocolVersion`` (the one this version speaks), valid
