@@ -86,7 +86,8 @@ def _input_pair(pair: str, declared: Mapping[str, Any]) -> tuple[str, JsonValue]
     if not eq or not key:
         raise ValidationError(f"--input expects KEY=VALUE, got {pair!r}")
     allowed = ", ".join(sorted(declared)) or "none (the workflow declares no spec.inputs)"
-    if not key.isidentifier():
+    # A declared name is settable whatever its spelling: template paths allow `my-key`, `9x`.
+    if key not in declared and not key.isidentifier():
         raise ValidationError(f"--input {key!r} is not a valid input name; inputs: {allowed}")
     if key not in declared:
         raise ValidationError(f"--input {key!r} is not a declared input; inputs: {allowed}")

@@ -223,6 +223,21 @@ def test_input_names_must_be_declared_identifiers(
     assert "inputs: count, who" in result.error["error"]["message"]
 
 
+def test_a_declared_input_of_any_template_spelling_can_be_set(cli: Cli, ws: Path) -> None:
+    # Template path segments are [A-Za-z0-9_-]+ (spec/dsl.md §6.1): `my-key` and `9x` are
+    # ordinary declared inputs, so `--input` must reach them as `--inputs` does.
+    (ws / "names.yaml").write_text(
+        WF.replace("{ who: world, count: 1 }", "{ my-key: 1, 9x: 1 }").replace(
+            'with: { who: "${{ inputs.who }}" }',
+            'with: { k: "${{ inputs.my-key }}", n: "${{ inputs.9x }}" }',
+        ),
+        encoding="utf-8",
+    )
+    result = cli("--output", "json", "run", "names.yaml", "--input", "my-key=2", "--input", "9x=3")
+    assert result.rc == 0, result.stderr
+    assert result.data["output"]["a"]["output"] == {"k": 2, "n": 3}
+
+
 # ----------------------------------------------------------------- 3. foreign databases
 
 

@@ -47,6 +47,15 @@ def test_malformed_constraints_say_so(bad: str) -> None:
         parse_constraint(bad)
 
 
+@pytest.mark.parametrize("bad", ["1.0.0-01", "1.0.0-rc.007", "1.0.0-"])
+def test_a_numeric_pre_release_identifier_has_no_leading_zero(bad: str) -> None:
+    with pytest.raises(ValueError):
+        parse_version(bad)
+    with pytest.raises(ValueError):
+        parse_constraint(f">={bad}")
+    assert parse_version("1.0.0-0.rc-1.0a").pre == ("0", "rc-1", "0a")
+
+
 @given(st.tuples(*[st.integers(0, 30)] * 3), st.tuples(*[st.integers(0, 30)] * 3))
 def test_version_order_is_the_numeric_order(a: tuple[int, ...], b: tuple[int, ...]) -> None:
     va, vb = parse_version(".".join(map(str, a))), parse_version(".".join(map(str, b)))

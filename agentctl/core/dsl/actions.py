@@ -8,9 +8,10 @@ Invariants:
   combined 2 MiB, isolation "process"); for other kinds those keys dump as ``None``.
 - ``container`` and ``isolation: container`` appear together; images are digest-pinned; the
   container ``env`` never names a variable the container engine itself reads.
-- [late] kinds (registry entries with ``accepted=False``: long-term memory search/promote)
-  are ``unsupported_capability``, and so are the extension keys (protocolVersion,
-  inputSchema, outputSchema, capabilities) on a kind that does not take them.
+- a kind the registry marks ``accepted=False`` (a [late] kind not implemented yet; none
+  today) is ``unsupported_capability``; the extension keys (protocolVersion, inputSchema,
+  outputSchema, capabilities) on a kind that does not take them are misplaced keys
+  (``schema_violation``), like the process keys.
 - extension.process declares ``protocolVersion`` (the one this version speaks), valid
   ``inputSchema`` / ``outputSchema`` and a non-empty list of distinct ``capabilities``.
 """
@@ -35,7 +36,6 @@ from agentctl.core.dsl.base import (
     given_keys,
     registered_kind,
     rule_error,
-    unsupported,
 )
 from agentctl.core.dsl.secrets import EnvValue
 from agentctl.core.extension import PROTOCOL_VERSION
@@ -43,7 +43,7 @@ from agentctl.core.operations import EXTENSION_KEYS, IDEMPOTENCY_KEY, PROCESS_KE
 
 Idempotency = Literal["pure", "idempotent", "keyed", "at_most_once", "unknown"]
 
-_DIGEST_RE = re.compile(r"^(?:[^@\s]+@)?sha256:[0-9a-f]{64}$")
+_DIGEST_RE = re.compile(r"^(?:[^@\s]+@)?sha256:[0-9a-f]{64}\Z")
 _ENGINE_ENV_EXACT = frozenset({"PATH", "HOME", "TEMP", "TMP", "TMPDIR", "REGISTRY_AUTH_FILE"})
 _ENGINE_ENV_PREFIXES = (
     "DOCKER_",
@@ -120,9 +120,9 @@ class Action(StrictModel):
                 at="kind",
                 help="use one of the builtin.* kinds, mcp.call or a2a.delegate",
             )
-        for key in EXTENSION_KEYS:
-            if key in given and key not in entry.config_keys:
-                raise unsupported(key, f"{_owners(key, accepted_only=False)} only")
+        foreign = [k for k in EXTENSION_KEYS if k in given and k not in entry.config_keys]
+        if foreign:  # misplaced, not unsupported: extension.process takes them (§3)
+            raise _misplaced(foreign, self.kind, _owners(EXTENSION_KEYS[0]))
         misplaced = [k for k in PROCESS_KEYS if k in given and k not in entry.config_keys]
         if misplaced:
             raise _misplaced(misplaced, self.kind, f"process kinds ({_owners('command')})")
@@ -192,13 +192,9 @@ class Action(StrictModel):
                     )
 
 
-def _owners(key: str, *, accepted_only: bool = True) -> str:
-    """The kinds whose configuration takes ``key`` (the accepted ones, unless told otherwise)."""
-    found = [
-        op.name
-        for op in registry.entries("action")
-        if key in op.config_keys and (op.accepted or not accepted_only)
-    ]
+def _owners(key: str) -> str:
+    """The accepted kinds whose configuration takes ``key``."""
+    found = [op.name for op in registry.entries("action") if key in op.config_keys and op.accepted]
     return ", ".join(found)
 
 

@@ -40,7 +40,7 @@ from agentctl.core.dsl.secrets import EnvSecret, SecretRef
 from agentctl.core.dsl.tasks import RESERVED_VARS
 from agentctl.core.providerdefaults import CREDENTIAL_ENVS, DEFAULT_ENDPOINTS
 
-TOOL_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+TOOL_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\Z")
 MCP_TOOL_KIND = "mcp.tool"
 
 

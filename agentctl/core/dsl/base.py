@@ -23,8 +23,8 @@ from pydantic_core import PydanticCustomError
 from agentctl.core import jsonschema
 from agentctl.core.dburl import url_scheme
 
-IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 MIB = 1024 * 1024
 
 

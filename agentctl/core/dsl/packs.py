@@ -32,9 +32,9 @@ from agentctl.core.dsl.base import NonEmptyStr, StrictModel, rule_error, unsuppo
 from agentctl.core.packs.integrity import FORMS, normalize_integrity
 from agentctl.core.packs.semver import parse_constraint
 
-PACK_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*(?:\.[A-Za-z][A-Za-z0-9_-]*)+$")
+PACK_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*(?:\.[A-Za-z][A-Za-z0-9_-]*)+\Z")
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
-_REV_RE = re.compile(r"^[0-9a-f]{40}$")
+_REV_RE = re.compile(r"^[0-9a-f]{40}\Z")
 DEFAULT_MANIFEST = "agentctl.pack.yaml"
 
 

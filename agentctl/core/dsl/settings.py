@@ -29,8 +29,8 @@ from agentctl.core.dsl.base import (
 )
 from agentctl.core.dsl.secrets import SecretRef
 
-_HOST_PATTERN_RE = re.compile(r"^(?:\*\.)?[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$")
-_MODEL_KEY_RE = re.compile(r"^[^/\s]+/[^\s]+$")
+_HOST_PATTERN_RE = re.compile(r"^(?:\*\.)?[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?\Z")
+_MODEL_KEY_RE = re.compile(r"^[^/\s]+/[^\s]+\Z")
 
 
 Scheme = Literal["https", "http"]

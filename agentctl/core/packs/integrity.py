@@ -18,8 +18,8 @@ import binascii
 import hashlib
 import re
 
-_HEX_RE = re.compile(r"^sha256:([0-9a-f]{64})$")
-_SRI_RE = re.compile(r"^sha256-([A-Za-z0-9+/]{43}=)$")
+_HEX_RE = re.compile(r"^sha256:([0-9a-f]{64})\Z")
+_SRI_RE = re.compile(r"^sha256-([A-Za-z0-9+/]{43}=)\Z")
 FORMS = "sha256:<64 lowercase hex> or sha256-<base64>"
 
 

@@ -39,8 +39,8 @@ from agentctl.errors import Diagnostic, ValidationError
 
 PACK_API_VERSION = "agentctl.dev/pack/v1alpha1"
 MAX_FILES = 256
-_ITEM_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
-_SEGMENT_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_ITEM_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\Z")
+_SEGMENT_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 
 
 def _item_names(values: dict[str, Any]) -> dict[str, Any]:
