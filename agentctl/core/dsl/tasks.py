@@ -26,15 +26,13 @@ from agentctl.core.dsl.base import (
     given_keys,
     rule_error,
 )
+from agentctl.core.packs.semver import PRE_RELEASE_ID
 
 TASK_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*\Z")
 USES_RE = re.compile(r"^(?:(?:action|agent|workflow):[A-Za-z_][A-Za-z0-9_.-]*|router)\Z")
-# A pre-release identifier is numeric without a leading zero, or has a letter or hyphen
-# (semver.org §9: "1.0.0-01" is not a version).
-_PRE_ID = r"(?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
 SEMVER_RE = re.compile(
     r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
-    rf"(?:-{_PRE_ID}(?:\.{_PRE_ID})*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?\Z"
+    rf"(?:-{PRE_RELEASE_ID}(?:\.{PRE_RELEASE_ID})*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?\Z"
 )
 RESERVED_VARS = frozenset({"foreachIndex", "matrix", "matrixIndex", "loopIndex", "loopPrevious"})
 _INVOCATION_KEYS = frozenset({"id", "uses", "needs", "with", "failure"})

@@ -21,14 +21,14 @@ from dataclasses import dataclass
 
 # A pre-release identifier is numeric without a leading zero, or has a letter or hyphen
 # (semver.org §9: "1.0.0-01" is not a version).
-_PRE_ID = r"(?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
+PRE_RELEASE_ID = r"(?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
 _VERSION_RE = re.compile(
     r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
-    rf"(?:-({_PRE_ID}(?:\.{_PRE_ID})*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?\Z"
+    rf"(?:-({PRE_RELEASE_ID}(?:\.{PRE_RELEASE_ID})*))?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?\Z"
 )
 _PARTIAL_RE = re.compile(
     r"^(0|[1-9][0-9]*)(?:\.(0|[1-9][0-9]*))?(?:\.(0|[1-9][0-9]*))?"
-    rf"(?:-({_PRE_ID}(?:\.{_PRE_ID})*))?\Z"
+    rf"(?:-({PRE_RELEASE_ID}(?:\.{PRE_RELEASE_ID})*))?\Z"
 )
 _OPS = (">=", "<=", ">", "<", "=", "^", "~")
 
