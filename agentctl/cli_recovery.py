@@ -97,7 +97,7 @@ def _recover(req: _Recovery) -> None:
     )
     if asking is not None and data.get("state") == "paused":
         data, code = _carried_on(asking, data, req.db)
-    deliver(Outcome(name, data, exit_code=code))
+    deliver(Outcome(name, data, exit_code=code, diagnostics=list(loaded.warnings)))
 
 
 def _asking(interactive: bool, command: str, how: Continuation) -> Any:

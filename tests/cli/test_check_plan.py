@@ -283,7 +283,7 @@ tasks:
 """
 
 
-def test_run_and_submit_carry_the_compile_warnings_check_shows(cli: Cli, tmp_path: Path) -> None:
+def test_commands_compiling_a_file_carry_the_warnings_check_shows(cli: Cli, tmp_path: Path) -> None:
     # A legacy document warns `migration_required` (spec/dsl.md §1); the success envelope's
     # `diagnostics` (spec/cli.md §2) carry it on `run` as on `check`, and human mode prints it.
     (tmp_path / "legacy.yaml").write_text(LEGACY)
@@ -299,3 +299,14 @@ def test_run_and_submit_carry_the_compile_warnings_check_shows(cli: Cli, tmp_pat
     queued = cli("--output", "json", "submit", "legacy.yaml", "--db", "r.db")
     assert queued.rc == 0, queued.stderr
     assert json.loads(queued.stdout)["diagnostics"] == warned
+    source = ran.data["runId"]
+    retry = ("retry", "legacy.yaml", source, "--from", "a", "--restart-successful", "--db", "r.db")
+    for argv in (
+        (*retry, "--plan"),
+        ("repair", *retry[1:], "--plan"),
+        ("providers", "inspect", "legacy.yaml"),
+        ("auth", "check", "legacy.yaml"),
+    ):
+        done = cli("--output", "json", *argv)
+        assert done.rc == 0, done.stderr
+        assert json.loads(done.stdout)["diagnostics"] == warned, argv
