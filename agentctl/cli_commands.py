@@ -22,6 +22,7 @@ from agentctl.render import Outcome, Settings, dump_json, stream_event_printer
 
 if TYPE_CHECKING:
     from agentctl.cli_interactive import Interactive
+    from agentctl.errors import Diagnostic
 
 
 def check_outcome(
@@ -77,9 +78,9 @@ def run_outcome(request: RunRequest, settings: Settings) -> Outcome:
         # The collector stays as start-up left it (off, in the CLI) through the compile:
         # ``drive`` turns it on and freezes the program, document and plan with it, which
         # live until the process ends, so no collection of the run scans them.
-        document, plan, resolved = prepare_run(request, collect=False)
+        document, plan, resolved, warnings = prepare_run(request, collect=False)
         file, workspace = request.file, request.workspace
-        return drive(
+        done = drive(
             settings,
             lambda progress, created: api.start_run(
                 document=document,
@@ -98,11 +99,15 @@ def run_outcome(request: RunRequest, settings: Settings) -> Outcome:
             ),
             interactive=asking,
         )
+    done.diagnostics = [*warnings, *done.diagnostics]  # the compile's, as `check` shows them
+    return done
 
 
-def prepare_run(request: RunRequest, *, collect: bool = True) -> tuple[Any, Any, dict[str, Any]]:
-    """Compile, resolve the inputs and refuse what cannot run; returns (document, plan, inputs).
-    ``collect``: as ``compile_with_vars``'s."""
+def prepare_run(
+    request: RunRequest, *, collect: bool = True
+) -> tuple[Any, Any, dict[str, Any], list[Diagnostic]]:
+    """Compile, resolve the inputs and refuse what cannot run; returns (document, plan, inputs,
+    the compile's warnings). ``collect``: as ``compile_with_vars``'s."""
     from agentctl.cli_vars import compile_with_vars
     from agentctl.coordinator import api
 
@@ -111,7 +116,7 @@ def prepare_run(request: RunRequest, *, collect: bool = True) -> tuple[Any, Any,
     file_text = None
     if request.inputs_file is not None:
         file_text = read_cli_file(request.inputs_file, "inputs file").decode("utf-8", "replace")
-    document = loaded.document
+    document, warnings = loaded.document, list(loaded.warnings)
     resolved = api.resolve_inputs(
         document["spec"].get("inputs") or {}, request.inputs, file_text, request.input_pairs or []
     )
@@ -121,7 +126,7 @@ def prepare_run(request: RunRequest, *, collect: bool = True) -> tuple[Any, Any,
     # (``cli_vars.CompiledSource``) and what is left holds no cycle — one found nothing to free
     # after compiling 1,000 or 10,000 tasks and took 1.5 and 26 ms of their runs.
     del loaded
-    return document, plan, resolved
+    return document, plan, resolved, warnings
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentctl.cli_options import DbOpt, WorkspaceOpt
+from agentctl.cli_options import DbOpt, RunWorkspaceOpt
 from agentctl.clikit import DEFAULT_DB, deliver
 from agentctl.render import Outcome, Settings
 
@@ -22,7 +22,7 @@ NOT_READY_EXIT = 6  # spec/cli.md §2: "doctor not ready" is a provider/remote c
 def doctor_cmd(
     file: Annotated[Path, typer.Argument(help="Workflow YAML file.")],
     db: DbOpt = DEFAULT_DB,
-    workspace: WorkspaceOpt = None,
+    workspace: RunWorkspaceOpt = None,
     var_pairs: Annotated[
         list[str] | None, typer.Option("--var", help="Variable NAME=JSON; repeatable.")
     ] = None,

@@ -5,9 +5,10 @@ Invariants:
 - ``gc`` never creates a database (a missing one is exit 5) and never touches a running or
   paused run; ``--dry-run`` reports exactly what a real collection would remove and changes
   nothing (``ledger/housekeeping.py`` holds the rules);
-- ``completion`` prints a script for bash, zsh or fish; any other shell is exit 2 naming the
-  supported ones. The script calls ``agentctl`` back with ``_AGENTCTL_COMPLETE`` set, and
-  ``prepare_completion`` (called by ``cli`` when it sees that variable) lets typer answer;
+- ``completion`` prints a script for the original's shells — bash, elvish, fish, powershell,
+  zsh; any other shell is exit 2 naming them. The script calls ``agentctl`` back with
+  ``_AGENTCTL_COMPLETE`` set, and ``prepare_completion`` (called by ``cli`` when it sees that
+  variable) lets typer answer; elvish, which typer has no script for, asks in bash's form;
 - ``update`` never modifies the installation and never contacts a network: it prints the
   installed version and how to upgrade from a reviewed release (spec/cli.md §1 ``UpdateInfo``).
 """
@@ -25,8 +26,17 @@ from agentctl.core.jsonvalue import JsonValue
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome
 
-SHELLS = ("bash", "zsh", "fish")
+SHELLS = ("bash", "elvish", "fish", "powershell", "zsh")  # the original's list (clap_complete)
 COMPLETE_VAR = "_AGENTCTL_COMPLETE"
+# Elvish has no typer script: its completer calls agentctl back the way bash's script does
+# (the words so far in COMP_WORDS, the index of the word being completed in COMP_CWORD).
+ELVISH_SCRIPT = """\
+use str
+set edit:completion:arg-completer[agentctl] = {|@words|
+  var n = (- (count $words) 1)
+  env %(var)s=complete_bash COMP_WORDS=(str:join ' ' $words) COMP_CWORD=$n agentctl | from-lines
+}
+"""
 
 
 def gc_cmd(
@@ -65,7 +75,7 @@ def _blob_count(report: JsonValue) -> int:
 
 
 def completion_cmd(
-    shell: Annotated[str, typer.Argument(help="bash, zsh or fish.")],
+    shell: Annotated[str, typer.Argument(help="bash, elvish, fish, powershell or zsh.")],
 ) -> None:
     """Print a completion script: `source <(agentctl completion bash)`."""
     # typer builds the script (it knows our command tree); its helper is not public API, so
@@ -74,7 +84,10 @@ def completion_cmd(
 
     if shell not in SHELLS:
         raise ValidationError(f"unsupported shell {shell!r}; supported shells: {', '.join(SHELLS)}")
-    script = get_completion_script(prog_name="agentctl", complete_var=COMPLETE_VAR, shell=shell)
+    if shell == "elvish":
+        script = ELVISH_SCRIPT % {"var": COMPLETE_VAR}
+    else:
+        script = get_completion_script(prog_name="agentctl", complete_var=COMPLETE_VAR, shell=shell)
     data = {"shell": shell, "script": script}
     deliver(Outcome("CompletionScript", data, human=lambda _s: script))
 

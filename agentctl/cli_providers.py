@@ -54,7 +54,7 @@ def providers_inspect_cmd(file: FileArg) -> None:
         cols = ["provider", "kind", "endpoint", "credential", "used by", "capabilities"]
         return table("providers", cols, rows, settings)
 
-    deliver(Outcome("ProviderCapabilities", data, human=human))
+    deliver(Outcome("ProviderCapabilities", data, diagnostics=list(loaded.warnings), human=human))
 
 
 @providers_app.command("smoke-openai")
@@ -113,7 +113,7 @@ def auth_check_cmd(file: FileArg) -> None:
             "auth", ["provider", "secret", "reference", "availability"], rows, settings
         )
 
-    deliver(Outcome("AuthStatus", data, human=human))
+    deliver(Outcome("AuthStatus", data, diagnostics=list(loaded.warnings), human=human))
 
 
 def _base(file: Path) -> str:

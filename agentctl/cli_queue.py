@@ -56,7 +56,7 @@ def submit_cmd(
         var_pairs=var_pairs,
         vars_files=vars_files,
     )
-    document, plan, resolved = prepare_run(request)
+    document, plan, resolved, warnings = prepare_run(request)
     data = api.submit_run(
         document=document,
         plan=plan,
@@ -64,7 +64,8 @@ def submit_cmd(
         db=db,
         workspace=str(workspace or file.resolve().parent),
     )
-    deliver(Outcome("Submission", data, human=lambda _s: f"run {data['runId']}: queued"))
+    queued = f"run {data['runId']}: queued"
+    deliver(Outcome("Submission", data, diagnostics=warnings, human=lambda _s: queued))
 
 
 MAX_SECONDS = 86400.0  # a day: --lease-seconds and --poll-seconds beyond it are typos

@@ -13,7 +13,14 @@ from typing import Annotated, Any
 import typer
 
 from agentctl.cli_commands import Continuation, carry_on, interactive_for
-from agentctl.cli_options import DbOpt, DiffOpt, InteractiveOpt, TimeoutOpt, WorkspaceOpt
+from agentctl.cli_options import (
+    DbOpt,
+    DiffOpt,
+    InteractiveOpt,
+    RunWorkspaceOpt,
+    TimeoutOpt,
+    WorkspaceOpt,
+)
 from agentctl.clikit import DEFAULT_DB, deliver
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import ValidationError
@@ -66,7 +73,9 @@ def _recover(req: _Recovery) -> None:
     from agentctl.coordinator.remedy import recover
     from agentctl.core.compiler import plan_to_json
 
-    where = str(req.workspace) if req.workspace else None
+    # spec/cli.md §1: the workspace of run, retry and repair defaults to the workflow file's
+    # directory (resume, fork and compensate reuse the source run's own).
+    where = str(req.workspace or req.file.resolve().parent)
     asking = _asking(req.interactive, req.kind, Continuation(req.db, where, req.timeout, req.diff))
     loaded, target = compile_with_vars(req.file)  # the target's own var files, read now
     name, data, code = recover(
@@ -81,14 +90,14 @@ def _recover(req: _Recovery) -> None:
         plan_only=req.plan,
         restart_successful=req.restart,
         reason=req.reason,
-        workspace=str(req.workspace) if req.workspace else None,
+        workspace=where,
         timeout_s=req.timeout,
         interactive=req.interactive,
         diff=req.diff,
     )
     if asking is not None and data.get("state") == "paused":
         data, code = _carried_on(asking, data, req.db)
-    deliver(Outcome(name, data, exit_code=code))
+    deliver(Outcome(name, data, exit_code=code, diagnostics=list(loaded.warnings)))
 
 
 def _asking(interactive: bool, command: str, how: Continuation) -> Any:
@@ -114,7 +123,7 @@ def retry_cmd(
     restart_successful: RestartOpt = False,
     reason: ReasonOpt = None,
     db: DbOpt = DEFAULT_DB,
-    workspace: WorkspaceOpt = None,
+    workspace: RunWorkspaceOpt = None,
     timeout_seconds: TimeoutOpt = None,
     interactive: InteractiveOpt = False,
     diff: DiffOpt = False,
@@ -149,7 +158,7 @@ def repair_cmd(
     restart_successful: RestartOpt = False,
     reason: ReasonOpt = None,
     db: DbOpt = DEFAULT_DB,
-    workspace: WorkspaceOpt = None,
+    workspace: RunWorkspaceOpt = None,
     timeout_seconds: TimeoutOpt = None,
     interactive: InteractiveOpt = False,
     diff: DiffOpt = False,

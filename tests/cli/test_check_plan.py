@@ -268,3 +268,45 @@ def test_check_and_plan_create_nothing(cli: Cli, tmp_path: Path) -> None:
         assert cli(command, "hello.yaml").rc == 0  # human mode, tables included
         assert cli("--output", "json", command, bad.name).rc == 2
     assert _listing(tmp_path) == before
+
+
+# --------------------------------------------------------------------------- warnings
+
+LEGACY = """\
+playbook: legacy
+modules:
+  greet: { kind: builtin.assign }
+tasks:
+  - id: a
+    uses: module:greet
+    with: { message: hi }
+"""
+
+
+def test_commands_compiling_a_file_carry_the_warnings_check_shows(cli: Cli, tmp_path: Path) -> None:
+    # A legacy document warns `migration_required` (spec/dsl.md §1); the success envelope's
+    # `diagnostics` (spec/cli.md §2) carry it on `run` as on `check`, and human mode prints it.
+    (tmp_path / "legacy.yaml").write_text(LEGACY)
+    checked = cli("--output", "json", "check", "legacy.yaml")
+    assert checked.rc == 0, checked.stderr
+    warned = json.loads(checked.stdout)["diagnostics"]
+    assert [d["code"] for d in warned] == ["migration_required"]
+    ran = cli("--output", "json", "run", "legacy.yaml", "--db", "r.db")
+    assert ran.rc == 0, ran.stderr
+    assert json.loads(ran.stdout)["diagnostics"] == warned
+    human = cli("run", "legacy.yaml", "--db", "r.db")
+    assert human.rc == 0 and "warning[migration_required]" in human.stderr
+    queued = cli("--output", "json", "submit", "legacy.yaml", "--db", "r.db")
+    assert queued.rc == 0, queued.stderr
+    assert json.loads(queued.stdout)["diagnostics"] == warned
+    source = ran.data["runId"]
+    retry = ("retry", "legacy.yaml", source, "--from", "a", "--restart-successful", "--db", "r.db")
+    for argv in (
+        (*retry, "--plan"),
+        ("repair", *retry[1:], "--plan"),
+        ("providers", "inspect", "legacy.yaml"),
+        ("auth", "check", "legacy.yaml"),
+    ):
+        done = cli("--output", "json", *argv)
+        assert done.rc == 0, done.stderr
+        assert json.loads(done.stdout)["diagnostics"] == warned, argv

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import select
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -56,8 +59,102 @@ def test_other_shells_get_a_script_calling_agentctl_back(cli: Cli, shell: str) -
     assert "_AGENTCTL_COMPLETE=complete_" + shell in done.data["script"]
 
 
+def test_powershell_script_calls_agentctl_back_and_gets_its_answers(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The original completes the shells clap_complete knows: bash, elvish, fish, powershell, zsh.
+    done = cli("--output", "json", "completion", "powershell")
+    assert done.rc == 0, done.stderr
+    script = done.data["script"]
+    assert "Register-ArgumentCompleter -Native -CommandName agentctl" in script
+    assert '$Env:_AGENTCTL_COMPLETE = "complete_powershell"' in script
+    # What the script's block sets before calling agentctl back, answered as `word:::help`.
+    env = {
+        "_AGENTCTL_COMPLETE": "complete_powershell",
+        "_TYPER_COMPLETE_ARGS": "agentctl ru",
+        "_TYPER_COMPLETE_WORD_TO_COMPLETE": "ru",
+    }
+    words = _called_back(tmp_path, env)
+    assert {w.split(":::")[0] for w in words} == {"run", "runs"}
+
+
+def _called_back(tmp_path: Path, extra: dict[str, str]) -> list[str]:
+    """What ``agentctl`` prints when a completion script calls it back with ``extra`` set."""
+    argv = [sys.executable, "-m", "agentctl"]
+    done = subprocess.run(
+        argv, cwd=tmp_path, env=cli_env(extra), capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_elvish_script_asks_in_bashs_form(cli: Cli, tmp_path: Path) -> None:
+    done = cli("--output", "json", "completion", "elvish")
+    assert done.rc == 0, done.stderr
+    script = done.data["script"]
+    assert "set edit:completion:arg-completer[agentctl]" in script
+    assert "_AGENTCTL_COMPLETE=complete_bash" in script
+    # The call its completer makes for `agentctl effects <TAB>`: the words joined by spaces.
+    env = {
+        "_AGENTCTL_COMPLETE": "complete_bash",
+        "COMP_WORDS": "agentctl effects ",
+        "COMP_CWORD": "2",
+    }
+    assert "reconcile" in _called_back(tmp_path, env)
+
+
+@pytest.mark.skipif(shutil.which("elvish") is None, reason="elvish is not installed")
+def test_elvish_script_completes_in_a_real_elvish(cli: Cli, tmp_path: Path) -> None:
+    script = cli("completion", "elvish").stdout
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    shim = bindir / "agentctl"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m agentctl "$@"\n')
+    shim.chmod(0o755)
+    (tmp_path / "c.elv").write_text(script)
+    out = tmp_path / "out.txt"
+    (tmp_path / "t.elv").write_text(
+        f"eval (slurp < {tmp_path / 'c.elv'})\n"
+        f"put ($edit:completion:arg-completer[agentctl] agentctl effects '') | to-lines > {out}\n"
+        "exit\n"
+    )
+    env = cli_env({"PATH": f"{bindir}:{cli_env()['PATH']}"})
+    _interactive_elvish(tmp_path, env, f"eval (slurp < {tmp_path / 't.elv'})\n")
+    assert "reconcile" in out.read_text().split()
+
+
+def _interactive_elvish(cwd: Path, env: dict[str, str], line: str) -> None:
+    """Type ``line`` into an interactive elvish (the `edit:` module exists only there)."""
+    import pty
+
+    leader, follower = pty.openpty()
+    shell = subprocess.Popen(
+        ["elvish", "-norc", "-i"],
+        cwd=cwd,
+        env=env,
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+    )
+    os.close(follower)
+    try:
+        os.write(leader, line.encode())
+        deadline = time.monotonic() + 60
+        while shell.poll() is None and time.monotonic() < deadline:
+            if select.select([leader], [], [], 0.2)[0]:
+                try:
+                    os.read(leader, 65536)
+                except OSError:
+                    break
+    finally:
+        if shell.poll() is None:
+            shell.kill()
+        shell.wait()
+        os.close(leader)
+
+
 def test_unknown_shell_is_a_usage_error_naming_the_supported_ones(cli: Cli) -> None:
     done = cli("--output", "json", "completion", "tcsh")
     assert done.rc == 2
     message = done.error["error"]["message"]
-    assert "tcsh" in message and "bash, zsh, fish" in message
+    assert "tcsh" in message and "bash, elvish, fish, powershell, zsh" in message

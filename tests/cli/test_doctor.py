@@ -159,3 +159,17 @@ def test_remote_endpoints_are_listed_unverified_without_a_request(
     assert done.rc == 0, done.stdout + done.stderr
     assert [u["target"] for u in done.data["unverified"]] == [endpoint]
     assert done.data["scope"]["network"] == "not contacted"
+
+
+def test_workspace_defaults_to_the_files_directory_as_its_help_says(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # doctor has no run: --workspace defaults to the workflow file's directory (as on `run`),
+    # and its help page says so instead of resume's "the run's own".
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "hello.yaml").write_bytes((EXAMPLES / "hello.yaml").read_bytes())
+    done = cli("--output", "json", "doctor", "sub/hello.yaml")
+    assert done.rc == 0, done.stderr
+    assert done.data["scope"]["workspace"] == str((tmp_path / "sub").resolve())
+    helped = " ".join(cli("doctor", "--help").stdout.split())
+    assert "default: the file's dir" in helped and "the run's own" not in helped

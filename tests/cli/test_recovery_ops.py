@@ -354,3 +354,32 @@ def test_repair_and_compensate_take_the_run_style_diff_flag(cli, tmp_path: Path)
     [effect] = inspected["effects"]
     assert "-mended\n+undone" in effect["result"]["diff"]
     assert (ws / "out" / "r.txt").read_text() == "undone\n"
+
+
+def test_retry_and_repair_default_to_the_workflow_files_directory(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # spec/cli.md §1: the workspace of run, retry and repair defaults to the workflow file's
+    # directory; only resume, fork and compensate reuse the source run's own.
+    ws = tmp_path / "ws"
+    _wf, db, source = _setup(cli, ws)
+    fixed = tmp_path / "fixed"
+    fixed.mkdir()
+    (fixed / "ok.flag").write_text("")
+    wf = fixed / "wf.yaml"
+    wf.write_text(FLOW.replace("B_ECHO", "b"))
+    retried = cli("--output", "json", "retry", str(wf), source, "--failed", "--db", str(db))
+    assert retried.rc == 0, retried.stderr
+    assert _marker(ws) == ["a", "b"] and _marker(fixed) == ["b", "c"]
+    assert _inspect(cli, db, retried.data["runId"])["run"]["basePath"] == str(fixed)
+    wf.write_text(FLOW.replace("B_ECHO", "b2"))
+    repaired = cli("--output", "json", "repair", str(wf), source, "--from", "b", "--db", str(db))
+    assert repaired.rc == 0, repaired.stderr
+    assert _marker(ws) == ["a", "b"] and _marker(fixed) == ["b", "c", "b2", "c"]
+    assert _inspect(cli, db, repaired.data["runId"])["run"]["basePath"] == str(fixed)
+    # --workspace still wins over the default.
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "ok.flag").write_text("")
+    args = ("repair", str(wf), source, "--from", "b", "--db", str(db), "--workspace", str(other))
+    chosen = cli("--output", "json", *args)
+    assert chosen.rc == 0, chosen.stderr
+    assert _marker(other) == ["b2", "c"]

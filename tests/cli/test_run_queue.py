@@ -55,7 +55,7 @@ def _submit_many(
     for name, value in how.env.items():
         if name.startswith("AGENTCTL_"):
             monkeypatch.setenv(name, value)
-    document, plan, inputs = prepare_run(RunRequest(tmp_path / "wf.yaml", how.args[1]))
+    document, plan, inputs, _warnings = prepare_run(RunRequest(tmp_path / "wf.yaml", how.args[1]))
     runs = {}
     for tag in tags:
         data = api.submit_run(
