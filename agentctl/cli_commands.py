@@ -22,6 +22,7 @@ from agentctl.render import Outcome, Settings, dump_json, stream_event_printer
 
 if TYPE_CHECKING:
     from agentctl.cli_interactive import Interactive
+    from agentctl.core.plan import Plan
     from agentctl.errors import Diagnostic
 
 
@@ -78,14 +79,14 @@ def run_outcome(request: RunRequest, settings: Settings) -> Outcome:
         # The collector stays as start-up left it (off, in the CLI) through the compile:
         # ``drive`` turns it on and freezes the program, document and plan with it, which
         # live until the process ends, so no collection of the run scans them.
-        document, plan, resolved, warnings = prepare_run(request, collect=False)
+        prepared = prepare_run(request, collect=False)
         file, workspace = request.file, request.workspace
         done = drive(
             settings,
             lambda progress, created: api.start_run(
-                document=document,
-                plan=plan,
-                inputs=resolved,
+                document=prepared.document,
+                plan=prepared.plan,
+                inputs=prepared.inputs,
                 db=request.db,
                 workspace=str(workspace or file.resolve().parent),
                 timeout_s=request.timeout_seconds,
@@ -99,15 +100,24 @@ def run_outcome(request: RunRequest, settings: Settings) -> Outcome:
             ),
             interactive=asking,
         )
-    done.diagnostics = [*warnings, *done.diagnostics]  # the compile's, as `check` shows them
+    # the compile's warnings, as `check` shows them
+    done.diagnostics = [*prepared.warnings, *done.diagnostics]
     return done
 
 
-def prepare_run(
-    request: RunRequest, *, collect: bool = True
-) -> tuple[Any, Any, dict[str, Any], list[Diagnostic]]:
-    """Compile, resolve the inputs and refuse what cannot run; returns (document, plan, inputs,
-    the compile's warnings). ``collect``: as ``compile_with_vars``'s."""
+@dataclass(frozen=True)
+class PreparedRun:
+    """A workflow compiled for a run, with its inputs resolved and its compile's warnings."""
+
+    document: dict[str, Any]
+    plan: Plan
+    inputs: dict[str, Any]
+    warnings: list[Diagnostic]
+
+
+def prepare_run(request: RunRequest, *, collect: bool = True) -> PreparedRun:
+    """Compile, resolve the inputs and refuse what cannot run. ``collect``: as
+    ``compile_with_vars``'s."""
     from agentctl.cli_vars import compile_with_vars
     from agentctl.coordinator import api
 
@@ -126,7 +136,7 @@ def prepare_run(
     # (``cli_vars.CompiledSource``) and what is left holds no cycle — one found nothing to free
     # after compiling 1,000 or 10,000 tasks and took 1.5 and 26 ms of their runs.
     del loaded
-    return document, plan, resolved, warnings
+    return PreparedRun(document, plan, resolved, warnings)
 
 
 @dataclass(frozen=True)

@@ -56,16 +56,16 @@ def submit_cmd(
         var_pairs=var_pairs,
         vars_files=vars_files,
     )
-    document, plan, resolved, warnings = prepare_run(request)
+    prepared = prepare_run(request)
     data = api.submit_run(
-        document=document,
-        plan=plan,
-        inputs=resolved,
+        document=prepared.document,
+        plan=prepared.plan,
+        inputs=prepared.inputs,
         db=db,
         workspace=str(workspace or file.resolve().parent),
     )
     queued = f"run {data['runId']}: queued"
-    deliver(Outcome("Submission", data, diagnostics=warnings, human=lambda _s: queued))
+    deliver(Outcome("Submission", data, diagnostics=prepared.warnings, human=lambda _s: queued))
 
 
 MAX_SECONDS = 86400.0  # a day: --lease-seconds and --poll-seconds beyond it are typos

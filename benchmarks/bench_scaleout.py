@@ -82,7 +82,8 @@ def _submit(db_url: str, workdir: Path, runs: int, effects: int) -> None:
 
     os.environ["AGENTCTL_ARTIFACTS"] = str(workdir / "artifacts")  # not under the cwd
     path = benchkit.write_yaml(benchkit.memory_chain(effects), workdir / "wf.yaml")
-    document, plan, inputs, _warnings = prepare_run(RunRequest(path, db_url))
+    prepared = prepare_run(RunRequest(path, db_url))
+    document, plan, inputs = prepared.document, prepared.plan, prepared.inputs
     for _ in range(runs):
         api.submit_run(
             document=document,

@@ -55,7 +55,8 @@ def _submit_many(
     for name, value in how.env.items():
         if name.startswith("AGENTCTL_"):
             monkeypatch.setenv(name, value)
-    document, plan, inputs, _warnings = prepare_run(RunRequest(tmp_path / "wf.yaml", how.args[1]))
+    prepared = prepare_run(RunRequest(tmp_path / "wf.yaml", how.args[1]))
+    document, plan, inputs = prepared.document, prepared.plan, prepared.inputs
     runs = {}
     for tag in tags:
         data = api.submit_run(
