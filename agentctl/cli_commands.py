@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentctl.clikit import collect_from_now, read_cli_file
+from agentctl.errors import AgentctlError, Diagnostic
 from agentctl.render import Outcome, Settings, dump_json, stream_event_printer
 
 if TYPE_CHECKING:
     from agentctl.cli_interactive import Interactive
     from agentctl.core.plan import Plan
-    from agentctl.errors import Diagnostic
 
 
 def check_outcome(
@@ -74,35 +74,48 @@ def run_outcome(request: RunRequest, settings: Settings) -> Outcome:
         asking = interactive_for(how, settings)
     # A worker the file's kinds call for starts first: its start-up overlaps all that follows.
     with early_workers(request.file, preview=request.check) as early:
-        from agentctl.coordinator import api
-
         # The collector stays as start-up left it (off, in the CLI) through the compile:
         # ``drive`` turns it on and freezes the program, document and plan with it, which
         # live until the process ends, so no collection of the run scans them.
         prepared = prepare_run(request, collect=False)
-        file, workspace = request.file, request.workspace
-        done = drive(
-            settings,
-            lambda progress, created: api.start_run(
-                document=prepared.document,
-                plan=prepared.plan,
-                inputs=prepared.inputs,
-                db=request.db,
-                workspace=str(workspace or file.resolve().parent),
-                timeout_s=request.timeout_seconds,
-                progress=progress,
-                on_created=created,
-                check_mode=request.check,
-                diff=request.diff,
-                on_stream=stream_event_printer(settings),
-                early=early,
-                interactive=request.interactive,
-            ),
-            interactive=asking,
-        )
+        try:
+            done = _drive_new_run(settings, request, prepared, early, asking)
+        except AgentctlError as exc:  # failing mid-drive: the error envelope carries them too
+            exc.diagnostics = [*prepared.warnings, *exc.diagnostics]
+            raise
     # the compile's warnings, as `check` shows them
     done.diagnostics = [*prepared.warnings, *done.diagnostics]
     return done
+
+
+def _drive_new_run(
+    settings: Settings,
+    request: RunRequest,
+    prepared: PreparedRun,
+    early: Any,
+    asking: Interactive | None,
+) -> Outcome:
+    from agentctl.coordinator import api
+
+    return drive(
+        settings,
+        lambda progress, created: api.start_run(
+            document=prepared.document,
+            plan=prepared.plan,
+            inputs=prepared.inputs,
+            db=request.db,
+            workspace=str(request.workspace or request.file.resolve().parent),
+            timeout_s=request.timeout_seconds,
+            progress=progress,
+            on_created=created,
+            check_mode=request.check,
+            diff=request.diff,
+            on_stream=stream_event_printer(settings),
+            early=early,
+            interactive=request.interactive,
+        ),
+        interactive=asking,
+    )
 
 
 @dataclass(frozen=True)

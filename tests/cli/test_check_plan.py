@@ -310,3 +310,20 @@ def test_commands_compiling_a_file_carry_the_warnings_check_shows(cli: Cli, tmp_
         done = cli("--output", "json", *argv)
         assert done.rc == 0, done.stderr
         assert json.loads(done.stdout)["diagnostics"] == warned, argv
+
+
+def test_a_run_failing_mid_drive_carries_the_warnings_on_its_error(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The error envelope has `diagnostics` too (spec/cli.md §2): a run that fails after the
+    # compile warned reports the warning there, not only on success.
+    failing = LEGACY.replace("greet: { kind: builtin.assign }", "peek: { kind: builtin.read }")
+    failing = failing.replace("module:greet", "module:peek").replace(
+        "{ message: hi }", "{ path: missing.txt }"
+    )
+    (tmp_path / "legacy.yaml").write_text(failing)
+    ran = cli("--output", "json", "run", "legacy.yaml", "--db", "r.db")
+    assert ran.rc == 4, ran.stderr
+    envelope = json.loads(ran.stderr)
+    assert envelope["error"]["runId"] and "missing.txt" in envelope["error"]["message"]
+    assert [d["code"] for d in envelope["diagnostics"]] == ["migration_required"]
