@@ -45,7 +45,7 @@ MAX_TOTAL_BYTES = 16 * 1024 * 1024
 FORBIDDEN_KEYS = ("varsFiles", "include", "includes")
 _VARS_HELP = "var files are UTF-8 YAML or JSON mappings of at most 1 MiB"
 _INSTRUCTIONS_HELP = "instruction files are UTF-8 text of at most 1 MiB"
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\Z")
 
 
 @dataclass

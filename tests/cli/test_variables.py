@@ -120,6 +120,7 @@ def test_cli_variables_are_checked(cli: Cli, tmp_path: Path) -> None:
         (("--var", "k8"), "expected NAME=JSON"),
         (("--var", "k8=NaN"), "is not JSON"),
         (("--var", "matrixIndex=1"), "reserved"),
+        (("--var", "k8\n=1"), "expected NAME=JSON"),  # a trailing newline is not a name
         (("--vars-file", "missing.yaml"), "does not exist"),
     ):
         error = _refused(cli, tmp_path, *args)
