@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from agentctl.coordinator import modelcalls
@@ -57,13 +57,27 @@ UNFINISHED = {
 
 
 @dataclasses.dataclass(frozen=True)
-class ToolDecision:
-    """The policy's answer for one tool call, as if someone could be asked, and — when nobody
-    can and ``nonInteractive`` denies what needs an approval — that denial, which the gateway
-    applies to a call not yet recorded only."""
+class CallDecision:
+    """The policy's answer for one call, as if someone could be asked, and — when nobody can
+    and ``nonInteractive`` denies what needs an approval — that denial, which the gateway
+    applies to a call not yet recorded only (a resumed loop reaches its recorded calls again:
+    they were decided when recorded)."""
 
     decision: Decision
     unattended_denial: str | None = None
+
+
+def _decided(judge: Callable[[bool], Decision], interactive: bool, denied: str) -> CallDecision:
+    """``judge(asked)`` — the policy's decision as if someone could be asked, or not — as a
+    ``CallDecision``: a denial by the policy's lists raises ``PolicyDeniedError`` here;
+    ``nonInteractive``'s (nobody can be asked) is kept aside for the gateway."""
+    decision = judge(interactive)
+    if not decision.denied:
+        return CallDecision(decision)
+    asked = judge(True)
+    if asked.denied:
+        raise PolicyDeniedError(f"{denied}: {decision.reason}")
+    return CallDecision(asked, unattended_denial=decision.reason)
 
 
 class Gateway(Protocol):
@@ -204,17 +218,19 @@ class AgentRunner:
     def _model_call(self, messages: list[JsonValue]) -> AgentCall:
         entry = registry.model_operation(self.config.provider_kind)
         name = self.config.provider_name
-        decision = decide(
-            self.policy,
-            name=name,
-            effect_class=str(entry.effect_class),
-            risk=str(entry.risk),
-            is_model=True,
-            provider=name,
-            interactive=self.gateway.context.interactive,
-        )
-        if decision.denied:
-            raise PolicyDeniedError(f"model call denied: {decision.reason}")
+
+        def judged(asked: bool) -> Decision:
+            return decide(
+                self.policy,
+                name=name,
+                effect_class=str(entry.effect_class),
+                risk=str(entry.risk),
+                is_model=True,
+                provider=name,
+                interactive=asked,
+            )
+
+        decided = _decided(judged, self.gateway.context.interactive, "model call denied")
         config: JsonObject = {
             "agent": dict(self.agent),
             "provider": dict(self.config.provider),
@@ -227,8 +243,10 @@ class AgentRunner:
         self.rates = price_for(self.gateway.context.pricing, name, self.config.provider_kind, model)
         called = modelcalls.ResolvedCall(built.recorded, request, built.secrets)
         turn = ProviderTurn(name, self.config.provider_kind, model)
+        call = self._call(entry, called, rates=self.rates)
+        policy = verdict(decided.decision)
         return dataclasses.replace(
-            self._call(entry, called, rates=self.rates), policy=verdict(decision), turn=turn
+            call, policy=policy, turn=turn, unattended_denial=decided.unattended_denial
         )
 
     def _add_usage(self, usage: JsonObject) -> None:
@@ -289,20 +307,13 @@ class AgentRunner:
             raise TaskFailure(f"tool {name} output is invalid: {'; '.join(problems[:3])}")
         return output
 
-    def _decide_tool(self, name: str, tool: Mapping[str, JsonValue]) -> ToolDecision:
-        """Refuse a call the policy's lists deny; otherwise allowed, or needing an approval.
-
-        ``nonInteractive`` (nobody can be asked: deny instead of pausing) is kept aside: it
-        judges only a call not yet recorded. One held by an earlier ``--interactive`` drive
-        and approved since was decided when held, so a plain ``resume`` must start it.
-        """
-        decision = self._tool_policy(name, tool, self.gateway.context.interactive)
-        if not decision.denied:
-            return ToolDecision(decision)
-        asked = self._tool_policy(name, tool, True)
-        if not asked.needs_approval:
-            raise PolicyDeniedError(f"tool {name} denied: {decision.reason}")
-        return ToolDecision(asked, unattended_denial=decision.reason)
+    def _decide_tool(self, name: str, tool: Mapping[str, JsonValue]) -> CallDecision:
+        """Refuse a call the policy's lists deny; otherwise allowed, or needing an approval."""
+        return _decided(
+            functools.partial(self._tool_policy, name, tool),
+            self.gateway.context.interactive,
+            f"tool {name} denied",
+        )
 
     def _tool_policy(self, name: str, tool: Mapping[str, JsonValue], asked: bool) -> Decision:
         return decide(
@@ -315,7 +326,7 @@ class AgentRunner:
         )
 
     async def _tool_effect(
-        self, name: str, tool: JsonObject, args: JsonValue, call_id: str, decided: ToolDecision
+        self, name: str, tool: JsonObject, args: JsonValue, call_id: str, decided: CallDecision
     ) -> JsonValue:
         entry = registry.lookup(str(tool["kind"]))
         decision = decided.decision

@@ -100,6 +100,11 @@ class AgentCall:
     def is_model_call(self) -> bool:
         return self.operation.startswith(registry.MODEL_PREFIX)
 
+    def unattended_error(self) -> PolicyDeniedError:
+        """``nonInteractive``'s denial of this call, worded as the policy's own denials."""
+        what = "model call" if self.is_model_call else f"tool {self.tool}"
+        return PolicyDeniedError(f"{what} denied: {self.unattended_denial}")
+
     def shaped(self, result: JsonValue) -> JsonValue:
         """What the model receives for this call's result (the result itself when unshaped)."""
         if self.shape is None or not isinstance(result, dict):
@@ -135,6 +140,11 @@ class CallGateway:
         reused = await self.store.recorded_result(eid)
         if reused is not None:
             return reused
+        if call.unattended_denial is not None and call.approval_reason is None:
+            # A model call is never held, so nobody being asked refuses it here, once no
+            # recorded result answers it (recorded and started in one transaction, it has
+            # none only when new or failed, and a failed one ends its attempt).
+            raise call.unattended_error()
         new = self._new_effect(call)
         record = CallRecord(
             new,
@@ -187,7 +197,7 @@ class CallGateway:
             raise AgentAwaitingApproval(f"tool call {call.tool_call_id} awaits approval")
         detail = gate.detail or {}
         if gate.status == "denied":
-            raise PolicyDeniedError(f"tool {call.tool} denied: {call.unattended_denial}")
+            raise call.unattended_error()
         if gate.status == "refused":
             raise _over_budget(call, detail)
         raise RunFailedError(

@@ -327,6 +327,9 @@ def test_an_agent_tool_call_held_at_a_terminal_runs_once_approved_on_a_plain_res
     run_id = str(got.data["runId"])
     [approval] = _inspect(cli, workspace, run_id)["approvals"]
     assert approval["tool"] == "save" and approval["taskId"] == "a"
+    # Undecided, a plain resume leaves the held call held: paused, not denied.
+    again = cli("--output", "json", "resume", run_id, "--db", "st/r.db", cwd=workspace)
+    assert again.rc == 3 and again.data["state"] == "paused", again.stderr
     approve = ("approvals", "approve", str(approval["approvalId"]), "--reason", "ok")
     assert cli(*approve, "--db", "st/r.db", cwd=workspace).rc == 0
     resumed = cli("--output", "json", "resume", run_id, "--db", "st/r.db", cwd=workspace)
@@ -356,3 +359,31 @@ def test_an_agent_tool_call_needing_approval_is_denied_when_nobody_can_be_asked(
     [task_a] = [t for t in shown["tasks"] if t["taskId"] == "a"]
     assert task_a["state"] == "failed" and "nonInteractive is fail" in task_a["error"]
     assert not (workspace / "one.txt").exists()
+
+
+def test_under_approval_always_the_recorded_model_calls_are_reused_on_a_plain_resume(
+    cli: Cli, ledger_target: LedgerTarget, workspace: Path
+) -> None:
+    # approval: always also asks for the model calls, which are never held: a plain resume
+    # re-enters the loop and must reuse the model call recorded under --interactive (not
+    # deny it as needing an approval nobody can give), so the approved tool call runs; the
+    # loop's next model call is new, and that one nonInteractive: fail denies.
+    (workspace / "wf.yaml").write_text(
+        AGENT_TOOL.replace("approval: mutations", "approval: always")
+    )
+    args = ("run", "wf.yaml", "--db", "st/r.db", "--interactive")
+    got = _at_terminal(ledger_target, workspace, args, [b"s\n"])
+    assert got.rc == 3, got.terminal
+    run_id = str(got.data["runId"])
+    [approval] = _inspect(cli, workspace, run_id)["approvals"]
+    approve = ("approvals", "approve", str(approval["approvalId"]), "--reason", "ok")
+    assert cli(*approve, "--db", "st/r.db", cwd=workspace).rc == 0
+    resumed = cli("--output", "json", "resume", run_id, "--db", "st/r.db", cwd=workspace)
+    assert resumed.rc == 4, resumed.stderr
+    assert (workspace / "one.txt").read_text() == "first"
+    shown = _inspect(cli, workspace, run_id)
+    [task_a] = [t for t in shown["tasks"] if t["taskId"] == "a"]
+    assert task_a["state"] == "failed"
+    assert "model call denied" in task_a["error"] and "nonInteractive is fail" in task_a["error"]
+    ops = [(e["operation"], e["status"]) for e in shown["effects"]]
+    assert ops == [("model.fake", "succeeded"), ("builtin.write", "succeeded")]
