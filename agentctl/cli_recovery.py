@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -23,8 +23,11 @@ from agentctl.cli_options import (
 )
 from agentctl.clikit import DEFAULT_DB, deliver
 from agentctl.core.jsonvalue import JsonObject
-from agentctl.errors import ValidationError
+from agentctl.errors import AgentctlError, ValidationError
 from agentctl.render import Outcome, Settings
+
+if TYPE_CHECKING:
+    from agentctl.coordinator.remedy import Envelope
 
 FileArg = Annotated[Path, typer.Argument(help="The target workflow file.")]
 SourceArg = Annotated[str, typer.Argument(help="The source run id (or a unique prefix).")]
@@ -70,17 +73,29 @@ class _Recovery:
 
 def _recover(req: _Recovery) -> None:
     from agentctl.cli_vars import compile_with_vars
-    from agentctl.coordinator.remedy import recover
-    from agentctl.core.compiler import plan_to_json
 
     # spec/cli.md §1: the workspace of run, retry and repair defaults to the workflow file's
     # directory (resume, fork and compensate reuse the source run's own).
     where = str(req.workspace or req.file.resolve().parent)
     asking = _asking(req.interactive, req.kind, Continuation(req.db, where, req.timeout, req.diff))
     loaded, target = compile_with_vars(req.file)  # the target's own var files, read now
-    name, data, code = recover(
+    try:
+        name, data, code = _recovered(req, loaded.document, target, where)
+        if asking is not None and data.get("state") == "paused":
+            data, code = _carried_on(asking, data, req.db)
+    except AgentctlError as exc:  # failing mid-drive: the error envelope carries them too
+        exc.diagnostics = [*loaded.warnings, *exc.diagnostics]
+        raise
+    deliver(Outcome(name, data, exit_code=code, diagnostics=list(loaded.warnings)))
+
+
+def _recovered(req: _Recovery, document: dict[str, Any], target: Any, where: str) -> Envelope:
+    from agentctl.coordinator.remedy import recover
+    from agentctl.core.compiler import plan_to_json
+
+    return recover(
         req.kind,
-        document=loaded.document,
+        document=document,
         target=target,
         plan_json=plan_to_json(target),
         source_ref=req.source,
@@ -95,9 +110,6 @@ def _recover(req: _Recovery) -> None:
         interactive=req.interactive,
         diff=req.diff,
     )
-    if asking is not None and data.get("state") == "paused":
-        data, code = _carried_on(asking, data, req.db)
-    deliver(Outcome(name, data, exit_code=code, diagnostics=list(loaded.warnings)))
 
 
 def _asking(interactive: bool, command: str, how: Continuation) -> Any:

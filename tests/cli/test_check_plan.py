@@ -327,3 +327,10 @@ def test_a_run_failing_mid_drive_carries_the_warnings_on_its_error(
     envelope = json.loads(ran.stderr)
     assert envelope["error"]["runId"] and "missing.txt" in envelope["error"]["message"]
     assert [d["code"] for d in envelope["diagnostics"]] == ["migration_required"]
+    # So does a retry or repair whose new run fails the same way.
+    source = envelope["error"]["runId"]
+    for argv in (("retry", "--failed"), ("repair", "--from", "a")):
+        redone = cli("--output", "json", argv[0], "legacy.yaml", source, *argv[1:], "--db", "r.db")
+        assert redone.rc == 4, redone.stderr
+        codes = [d["code"] for d in json.loads(redone.stderr)["diagnostics"]]
+        assert codes == ["migration_required"], argv

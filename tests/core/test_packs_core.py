@@ -103,3 +103,10 @@ def test_a_reference_is_exactly_one_of_source_or_legacy_path() -> None:
     ):
         with pytest.raises(ValueError):
             PackRef.model_validate(bad)
+
+
+def test_a_version_is_exact_text() -> None:
+    # Like a sub-workflow's version: a trailing newline (a YAML block scalar) is not a version.
+    for bad in ("1.0.0\n", " 1.0.0", "1.0.0 "):
+        with pytest.raises(ValueError):
+            parse_version(bad)

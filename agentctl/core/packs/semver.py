@@ -54,7 +54,7 @@ class Version:
 
 def parse_version(text: str) -> Version:
     """A full semantic version (build metadata is accepted and ignored)."""
-    match = _VERSION_RE.match(text.strip())
+    match = _VERSION_RE.match(text)  # exact: no surrounding blanks, as a sub-workflow version
     if match is None:
         raise ValueError(f"{text!r} is not a semantic version (MAJOR.MINOR.PATCH)")
     major, minor, patch, pre = match.groups()
