@@ -125,7 +125,7 @@ class PreparedRun:
     document: dict[str, Any]
     plan: Plan
     inputs: dict[str, Any]
-    warnings: list[Diagnostic]
+    warnings: tuple[Diagnostic, ...]
 
 
 def prepare_run(request: RunRequest, *, collect: bool = True) -> PreparedRun:
@@ -139,7 +139,7 @@ def prepare_run(request: RunRequest, *, collect: bool = True) -> PreparedRun:
     file_text = None
     if request.inputs_file is not None:
         file_text = read_cli_file(request.inputs_file, "inputs file").decode("utf-8", "replace")
-    document, warnings = loaded.document, list(loaded.warnings)
+    document, warnings = loaded.document, tuple(loaded.warnings)
     resolved = api.resolve_inputs(
         document["spec"].get("inputs") or {}, request.inputs, file_text, request.input_pairs or []
     )

@@ -65,7 +65,9 @@ def submit_cmd(
         workspace=str(workspace or file.resolve().parent),
     )
     queued = f"run {data['runId']}: queued"
-    deliver(Outcome("Submission", data, diagnostics=prepared.warnings, human=lambda _s: queued))
+    deliver(
+        Outcome("Submission", data, diagnostics=list(prepared.warnings), human=lambda _s: queued)
+    )
 
 
 MAX_SECONDS = 86400.0  # a day: --lease-seconds and --poll-seconds beyond it are typos

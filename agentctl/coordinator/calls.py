@@ -17,7 +17,10 @@ Invariants:
   ``AgentCall.rates``;
 - a call that needs an approval goes through ``RunLedger.gate_call`` instead: held (raises
   ``AgentAwaitingApproval``; the task and run pause), started once approved (then dispatched
-  like any call, exactly once), or rejected (the task fails, saying so);
+  like any call, exactly once), or rejected (the task fails, saying so), or — a new call
+  when nobody can be asked and ``nonInteractive`` denies — denied, with nothing recorded;
+- a call already recorded is never judged by ``nonInteractive`` again (it was decided when
+  recorded): its recorded result, hold or approval stands;
 - a streaming model call (``stream: true``) dispatches with a ``FragmentKeeper``: each delta is
   a durable stream event before the worker reads on; the call's outcome is unchanged by it.
 """

@@ -179,7 +179,8 @@ class RunLedger(Protocol):
 
     def gate_call(self, gated: GatedCall) -> CallGate:
         """An agent's tool call that needs an approval: hold it (task and run pause), start it
-        once approved, or report its rejection — the same call is never recorded twice."""
+        once approved, or report its rejection — the same call is never recorded twice; a new
+        call carrying ``nonInteractive``'s denial is reported denied, with no effect."""
         ...
 
     def append_stream_event(self, event: NewStreamEvent) -> StreamEventRecord | None:
