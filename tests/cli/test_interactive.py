@@ -116,6 +116,22 @@ def _decisions(cli: Cli, ws: Path, run_id: str) -> list[dict[str, Any]]:
     ]
 
 
+def _skipped_at_terminal(target: LedgerTarget, ws: Path) -> str:
+    """``run --interactive`` with its one question skipped: the paused run's id."""
+    args = ("run", "wf.yaml", "--db", "st/r.db", "--interactive")
+    got = _at_terminal(target, ws, args, [b"s\n"])
+    assert got.rc == 3, got.terminal
+    return str(got.data["runId"])
+
+
+def _approved_then_resumed(cli: Cli, ws: Path, run_id: str) -> Any:
+    """The run's one pending approval approved, then a plain ``resume`` (no terminal)."""
+    [approval] = _inspect(cli, ws, run_id)["approvals"]
+    approve = ("approvals", "approve", str(approval["approvalId"]), "--reason", "ok")
+    assert cli(*approve, "--db", "st/r.db", cwd=ws).rc == 0
+    return cli("--output", "json", "resume", run_id, "--db", "st/r.db", cwd=ws)
+
+
 def test_each_approval_is_asked_for_and_the_run_carried_on(
     cli: Cli, ledger_target: LedgerTarget, workspace: Path
 ) -> None:
@@ -258,15 +274,8 @@ def test_a_skipped_approval_under_non_interactive_fail_runs_once_approved_later(
     # effect was held when the run was asked with --interactive: nonInteractive (what to do
     # when nobody can be asked) must not turn the approved effect into a denial now.
     (workspace / "wf.yaml").write_text(APPROVAL.replace("NON_INTERACTIVE", "fail"))
-    got = _at_terminal(
-        ledger_target, workspace, ("run", "wf.yaml", "--db", "st/r.db", "--interactive"), [b"s\n"]
-    )
-    assert got.rc == 3, got.terminal
-    run_id = str(got.data["runId"])
-    [approval] = _inspect(cli, workspace, run_id)["approvals"]
-    approve = ("approvals", "approve", str(approval["approvalId"]), "--reason", "ok")
-    assert cli(*approve, "--db", "st/r.db", cwd=workspace).rc == 0
-    resumed = cli("--output", "json", "resume", run_id, "--db", "st/r.db", cwd=workspace)
+    run_id = _skipped_at_terminal(ledger_target, workspace)
+    resumed = _approved_then_resumed(cli, workspace, run_id)
     # The approved write runs; the next one, asked of nobody, is failed as the policy says.
     assert resumed.rc == 4, resumed.stderr
     assert (workspace / "out" / "one.txt").read_text() == "first"
@@ -321,18 +330,13 @@ def test_an_agent_tool_call_held_at_a_terminal_runs_once_approved_on_a_plain_res
     # plain resume re-enters the loop, and the call it reaches again was held (someone could
     # be asked then) — only a call not yet recorded meets nonInteractive's denial.
     (workspace / "wf.yaml").write_text(AGENT_TOOL)
-    args = ("run", "wf.yaml", "--db", "st/r.db", "--interactive")
-    got = _at_terminal(ledger_target, workspace, args, [b"s\n"])
-    assert got.rc == 3, got.terminal
-    run_id = str(got.data["runId"])
+    run_id = _skipped_at_terminal(ledger_target, workspace)
     [approval] = _inspect(cli, workspace, run_id)["approvals"]
     assert approval["tool"] == "save" and approval["taskId"] == "a"
     # Undecided, a plain resume leaves the held call held: paused, not denied.
     again = cli("--output", "json", "resume", run_id, "--db", "st/r.db", cwd=workspace)
     assert again.rc == 3 and again.data["state"] == "paused", again.stderr
-    approve = ("approvals", "approve", str(approval["approvalId"]), "--reason", "ok")
-    assert cli(*approve, "--db", "st/r.db", cwd=workspace).rc == 0
-    resumed = cli("--output", "json", "resume", run_id, "--db", "st/r.db", cwd=workspace)
+    resumed = _approved_then_resumed(cli, workspace, run_id)
     assert resumed.rc == 4, resumed.stderr
     assert (workspace / "one.txt").read_text() == "first"
     assert not (workspace / "two.txt").exists()
@@ -371,14 +375,8 @@ def test_under_approval_always_the_recorded_model_calls_are_reused_on_a_plain_re
     (workspace / "wf.yaml").write_text(
         AGENT_TOOL.replace("approval: mutations", "approval: always")
     )
-    args = ("run", "wf.yaml", "--db", "st/r.db", "--interactive")
-    got = _at_terminal(ledger_target, workspace, args, [b"s\n"])
-    assert got.rc == 3, got.terminal
-    run_id = str(got.data["runId"])
-    [approval] = _inspect(cli, workspace, run_id)["approvals"]
-    approve = ("approvals", "approve", str(approval["approvalId"]), "--reason", "ok")
-    assert cli(*approve, "--db", "st/r.db", cwd=workspace).rc == 0
-    resumed = cli("--output", "json", "resume", run_id, "--db", "st/r.db", cwd=workspace)
+    run_id = _skipped_at_terminal(ledger_target, workspace)
+    resumed = _approved_then_resumed(cli, workspace, run_id)
     assert resumed.rc == 4, resumed.stderr
     assert (workspace / "one.txt").read_text() == "first"
     shown = _inspect(cli, workspace, run_id)
