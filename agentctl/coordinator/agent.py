@@ -122,7 +122,7 @@ class AgentRunner:
         tool_calls = 0
         await self._list_mcp_tools()
         for _turn in range(_int(self.agent["maxTurns"])):
-            reply = as_object(await self.gateway.perform(self._model_call(messages)))
+            reply = as_object(await self._perform(self._model_call(messages)))
             self._add_usage(as_object(reply.get("usage") or {}))
             finish = reply.get("finish")
             if finish in UNFINISHED:
@@ -214,6 +214,16 @@ class AgentRunner:
                     self.tools[name] = _with_listing(name, tool, listing)
 
     # ---------------------------------------------------------------- model calls
+
+    async def _perform(self, call: AgentCall) -> JsonValue:
+        """The gateway's answer to ``call``. One refused by policy before anything was
+        recorded gives back the pure tool calls it carried: unrecorded again, they ride the
+        task's failure (``unrecorded``)."""
+        try:
+            return await self.gateway.perform(call)
+        except PolicyDeniedError:
+            self.answered[:0] = call.answered
+            raise
 
     def _model_call(self, messages: list[JsonValue]) -> AgentCall:
         entry = registry.model_operation(self.config.provider_kind)
@@ -359,7 +369,7 @@ class AgentRunner:
             )
         if entry.shape is not None:
             call = dataclasses.replace(call, shape=functools.partial(entry.shape, args))
-        return call.shaped(await self.gateway.perform(call))
+        return call.shaped(await self._perform(call))
 
 
 def _with_listing(name: str, tool: JsonObject, listing: JsonValue) -> JsonObject:

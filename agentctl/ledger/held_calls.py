@@ -15,8 +15,8 @@ Invariants:
   with the resolution (its tool-call row already ended ``rejected`` with the approval);
 - a budget refusal records the overrun and no effect;
 - ``nonInteractive``'s denial (``GatedCall.unattended_denial``) refuses only a call with no
-  effect yet, writing only the pure calls it carries: a call already held was decided when
-  it was held (someone could be asked then), so its approval, given since, still starts it.
+  effect yet, writing nothing: a call already held was decided when it was held (someone
+  could be asked then), so its approval, given since, still starts it.
 """
 
 from __future__ import annotations
@@ -67,8 +67,7 @@ def gate_call_txn(conn: Db, gated: GatedCall) -> CallGate:
     try:
         status = effects.get_effect(conn, new.effect_id).status
     except NotFoundError:
-        if gated.unattended_denial is not None:  # the pure calls it carries still happened
-            tool_calls.insert_answered_txn(conn, new.run_id, gated.call.answered, now)
+        if gated.unattended_denial is not None:
             return CallGate("denied")
         return _hold_txn(conn, gated)
     if status == "waiting_for_approval":

@@ -174,3 +174,52 @@ def test_a_hold_survives_a_crash_right_after_it_committed(cli: Cli, tmp_path: Pa
     writes = [e for e in _effects(cli, run_id) if e["operation"] == "builtin.write"]
     assert [e["status"] for e in writes] == ["succeeded"]
     assert (tmp_path / "out.txt").read_text() == "hello"
+
+
+ECHO_TOOL = """    note:
+      kind: builtin.echo
+      description: echo its input
+      capability: internal
+      effectClass: pure
+      risk: low
+      idempotency: pure
+      outputSchema: { type: object }
+      inputSchema: { type: object, additionalProperties: false, required: [said],
+        properties: { said: { type: string } } }
+"""
+
+
+def test_a_pure_tool_call_is_recorded_when_the_next_call_is_denied(
+    cli: Cli, tmp_path: Path, server: FixtureServer
+) -> None:
+    # One answer asks for a pure echo, then a write. Nobody can be asked and the policy
+    # fails what needs an approval: the write is denied before anything is recorded, and the
+    # echo it would have carried is still recorded, with the task's failure.
+    workflow = _openai_workflow(server.port).replace(
+        "approval: mutations", "approval: mutations\n    nonInteractive: fail"
+    )
+    workflow = workflow.replace(TOOL, TOOL + ECHO_TOOL).replace("[save]", "[note, save]")
+    (tmp_path / "wf.yaml").write_text(workflow)
+    echo = {"type": "function_call", "id": "fc_1", "call_id": "call_echo", "name": "note"}
+    save = {"type": "function_call", "id": "fc_2", "call_id": "call_save", "name": "save"}
+    server.script(
+        Reply(
+            body=fx.openai_response(
+                [
+                    {**echo, "arguments": '{"said": "hi"}', "status": "completed"},
+                    {
+                        **save,
+                        "arguments": '{"path": "o.txt", "content": "x"}',
+                        "status": "completed",
+                    },
+                ]
+            )
+        )
+    )
+    failed = _json(cli, "run", "wf.yaml", env={"FIXTURE_KEY": KEY})
+    assert failed.rc == 4, failed.stderr
+    assert "nonInteractive is fail" in failed.stderr
+    shown = _json(cli, "inspect", failed.error["error"]["runId"]).data
+    assert [(c["callId"], c["status"]) for c in shown["toolCalls"]] == [("call_echo", "succeeded")]
+    assert [e["operation"] for e in shown["effects"]] == ["model.openai"]
+    assert shown["approvals"] == [] and not (tmp_path / "o.txt").exists()
