@@ -194,7 +194,7 @@ def _first_overrun(
     return None
 
 
-def _record_exceeded(
+def record_exceeded_txn(
     conn: Db, run_id: str, exceeded: JsonObject, now: str, trace_id: str | None
 ) -> None:
     conn.execute(
@@ -307,7 +307,7 @@ def _settle_afresh_txn(conn: Db, was: _Settled, now: str) -> None:
         buffer, mark = was.before
         if buffer is not None:
             buffer.flush_through_txn(conn, run_id, now, mark)
-        _record_exceeded(conn, run_id, over, now, was.trace_id)
+        record_exceeded_txn(conn, run_id, over, now, was.trace_id)
 
 
 def _reserve_with_settled(
@@ -386,7 +386,7 @@ def reserve_budget_txn(
             (run_id, reservation_id),
         )
         flush_audits_txn(conn, run_id, buffer, now)
-        _record_exceeded(conn, run_id, exceeded, now, trace_id)
+        record_exceeded_txn(conn, run_id, exceeded, now, trace_id)
         return ReservationOutcome(False, reservation_id, exceeded=exceeded)
     payload = {"reservationId": reservation_id, "amounts": wanted}
     if buffer is None:
@@ -486,5 +486,5 @@ def settle_budget_txn(
         # What was just written, not read back (each worker effect reserves its output).
         return snap
     REMEMBERED.pop(run_id, None)
-    _record_exceeded(conn, run_id, over, now, trace_id)
+    record_exceeded_txn(conn, run_id, over, now, trace_id)
     return replace(snap, exceeded=over)

@@ -16,6 +16,8 @@ Invariants:
 
 from __future__ import annotations
 
+import math
+
 import agentctl.ledger.approvals as approvals
 import agentctl.ledger.audit as audit
 import agentctl.ledger.effects as effects
@@ -25,10 +27,12 @@ import agentctl.ledger.remote as remote
 import agentctl.ledger.runs as runs
 import agentctl.ledger.streams as streams
 import agentctl.ledger.tasks as tasks
-from agentctl.core.jsonvalue import JsonValue
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.states import CANCELLABLE_TASK_STATES
 from agentctl.errors import InvalidOperationError, NotFoundError
 from agentctl.ledger.artifacts.refs import list_refs
+from agentctl.ledger.budget import WALL_TIME, record_exceeded_txn
+from agentctl.ledger.budget_known import read_known
 from agentctl.ledger.model import (
     CancelRun,
     DerivedRun,
@@ -39,6 +43,7 @@ from agentctl.ledger.model import (
     SettleRun,
     SourceSnapshot,
 )
+from agentctl.ledger.rows import parse_ts
 from agentctl.ledger.sql import Db
 from agentctl.ledger.steps import walk_txn
 
@@ -166,11 +171,28 @@ def cancel_run_txn(conn: Db, stop: CancelRun) -> None:
     for task_id in stop.cancel_tasks:
         tasks.transition_task_txn(conn, run_id, task_id, "cancelled", now)
     if stop.reason is not None:
-        payload = {"dimension": "maxWallTimeSeconds", "reason": stop.reason}
-        audit.append_audit_txn(conn, run_id, "budget.exceeded", payload, now)
+        _record_wall_time_txn(conn, run_id, now)
     if stop.state != "running":  # "running": a stopping ``serve`` hands the run back
         runs.set_run_state_txn(conn, run_id, stop.state, now, error=stop.reason)
     runs.release_run_lease_txn(conn, run_id, stop.pid, now)
+
+
+def _record_wall_time_txn(conn: Db, run_id: str, now: str) -> None:
+    """The wall-time overrun is the budget's ``exceeded`` record (as any other dimension's):
+    ``{dimension: wallTimeSeconds, limit, attempted}`` with the whole seconds since creation,
+    audited ``budget.exceeded`` with a checkpoint; an earlier overrun stays the one recorded."""
+    known, exceeded = read_known(conn, run_id)
+    limit = known.limits.get(WALL_TIME)
+    if exceeded is not None or limit is None:
+        return
+    started = parse_ts(runs.get_run(conn, run_id).created_at)
+    elapsed = math.ceil((parse_ts(now) - started).total_seconds())
+    over: JsonObject = {
+        "dimension": WALL_TIME,
+        "limit": limit,
+        "attempted": max(elapsed, limit + 1),
+    }
+    record_exceeded_txn(conn, run_id, over, now, None)
 
 
 def settle_run_txn(conn: Db, settle: SettleRun) -> None:

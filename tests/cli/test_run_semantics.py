@@ -200,7 +200,13 @@ def test_wall_time_budget_fails_the_run(cli, write_workflow, tmp_path: Path) -> 
     data = _inspect(cli, db, done.error["error"]["runId"])
     assert data["run"]["state"] == "failed"
     assert [e["status"] for e in data["effects"]] == ["uncertain"]
-    assert any(a["eventType"] == "budget.exceeded" for a in data["audit"])
+    # spec/cli.md §6: expiry "records overrun" -- the ledger's exceeded record, as for any
+    # other dimension, named by its counter and carrying the limit and the seconds reached.
+    over = data["budget"]["exceeded"]
+    assert over["dimension"] == "wallTimeSeconds" and over["limit"] == 1, over
+    assert over["attempted"] > 1, over
+    audited = [a["payload"] for a in data["audit"] if a["eventType"] == "budget.exceeded"]
+    assert audited == [over]
 
 
 @pytest.mark.sqlite_only(reason="holds SQLite's database-wide write lock (PostgreSQL locks rows)")
