@@ -370,8 +370,10 @@ class LedgerService(ABC):
 
     # ---------------------------------------------------------------- artifacts
 
-    def _store(self) -> ArtifactStore:
+    def _store(self, *, recover: bool = True) -> ArtifactStore:
         if self._cas is None:
+            if not recover:  # not kept: a later use still recovers
+                return open_artifact_store(self._tx, recover=False)
             self._cas = open_artifact_store(self._tx)
         return self._cas
 
@@ -430,11 +432,14 @@ class LedgerService(ABC):
         from agentctl.ledger.artifacts.gc import run_gc
 
         r = request
-        return run_gc(self._store(), r.now, older_than_days=r.older_than_days, dry_run=r.dry_run)
+        store = self._store(recover=not r.dry_run)
+        return run_gc(store, r.now, older_than_days=r.older_than_days, dry_run=r.dry_run)
 
     def collect_garbage(self, request: GcRequest) -> GarbageCollection:
         from agentctl.ledger.housekeeping import collect_garbage
 
         r = request
         days, dry = r.older_than_days, r.dry_run
-        return collect_garbage(self._store(), r.now, older_than_days=days, dry_run=dry)
+        return collect_garbage(
+            self._store(recover=not dry), r.now, older_than_days=days, dry_run=dry
+        )

@@ -135,3 +135,25 @@ def test_gc_never_creates_a_database(cli: Cli, tmp_path: Path) -> None:
     done = cli("--output", "json", "gc", "--db", str(tmp_path / "none.db"))
     assert done.rc == 5
     assert not (tmp_path / "none.db").exists()
+
+
+@pytest.mark.sqlite_only(reason="the store lies beside the SQLite file (db dir/artifacts)")
+@pytest.mark.parametrize("command", [("artifacts", "gc"), ("gc",)])
+def test_gc_dry_run_reports_a_stale_tmp_file_and_keeps_it(
+    cli: Cli, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    # spec/cli.md §8: stale tmp files are GC candidates and a dry run "reports and rolls back".
+    # Opening the store for the dry run must not run the crash recovery that empties tmp/.
+    db = tmp_path / "r.db"
+    where = ("--db", str(db), "--workspace", str(tmp_path))
+    _run(cli, "run", str(EXAMPLES / "hello.yaml"), *where)
+    stale = tmp_path / "artifacts" / "tmp" / "left.part"
+    stale.write_bytes(b"partial")
+    dry = cli("--output", "json", *command, "--dry-run", "--db", str(db))
+    assert dry.rc == 0, dry.stderr
+    report = dry.data["report"] if command == ("artifacts", "gc") else dry.data["artifacts"]
+    assert report["tmpFiles"] == ["left.part"]
+    assert stale.read_bytes() == b"partial"
+    done = cli("--output", "json", *command, "--db", str(db))
+    assert done.rc == 0, done.stderr
+    assert not stale.exists()

@@ -421,11 +421,13 @@ def clear_dir(path: Path) -> int:
     return count
 
 
-def open_artifact_store(ledger: Transactions) -> ArtifactStore:
-    """Open (creating) the store of ``ledger`` and recover anything a crash left."""
+def open_artifact_store(ledger: Transactions, *, recover: bool = True) -> ArtifactStore:
+    """Open (creating) the store of ``ledger`` and recover anything a crash left (not for a
+    GC dry run: recovery empties ``tmp/``, which the dry run is to report, not remove)."""
     try:
         store = ArtifactStore(ledger)
-        store.recover()
+        if recover:
+            store.recover()
     except OSError as exc:
         raise PersistenceError(f"artifact store {ledger.artifacts_root}: {exc}") from exc
     return store
