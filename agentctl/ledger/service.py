@@ -370,12 +370,17 @@ class LedgerService(ABC):
 
     # ---------------------------------------------------------------- artifacts
 
-    def _store(self, *, recover: bool = True) -> ArtifactStore:
+    def _store(self) -> ArtifactStore:
         if self._cas is None:
-            if not recover:  # not kept: a later use still recovers
-                return open_artifact_store(self._tx, recover=False)
             self._cas = open_artifact_store(self._tx)
         return self._cas
+
+    def _gc_store(self, dry_run: bool) -> ArtifactStore:
+        """GC's store (not kept): it reports the ``tmp/`` leftovers it removes, so recovery
+        keeps them; a dry run changes nothing, so no recovery at all."""
+        if self._cas is not None:
+            return self._cas
+        return open_artifact_store(self._tx, recover=not dry_run, clear_tmp=False)
 
     def open_artifacts(self) -> None:
         self._store()
@@ -432,7 +437,7 @@ class LedgerService(ABC):
         from agentctl.ledger.artifacts.gc import run_gc
 
         r = request
-        store = self._store(recover=not r.dry_run)
+        store = self._gc_store(r.dry_run)
         return run_gc(store, r.now, older_than_days=r.older_than_days, dry_run=r.dry_run)
 
     def collect_garbage(self, request: GcRequest) -> GarbageCollection:
@@ -440,6 +445,4 @@ class LedgerService(ABC):
 
         r = request
         days, dry = r.older_than_days, r.dry_run
-        return collect_garbage(
-            self._store(recover=not dry), r.now, older_than_days=days, dry_run=dry
-        )
+        return collect_garbage(self._gc_store(dry), r.now, older_than_days=days, dry_run=dry)

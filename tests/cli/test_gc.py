@@ -156,4 +156,6 @@ def test_gc_dry_run_reports_a_stale_tmp_file_and_keeps_it(
     assert stale.read_bytes() == b"partial"
     done = cli("--output", "json", *command, "--db", str(db))
     assert done.rc == 0, done.stderr
+    report = done.data["report"] if command == ("artifacts", "gc") else done.data["artifacts"]
+    assert report["tmpFiles"] == ["left.part"]  # the real run reports what it removed
     assert not stale.exists()

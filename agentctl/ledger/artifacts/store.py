@@ -373,7 +373,7 @@ class ArtifactStore:
 
     # --- recovery ----------------------------------------------------------------------
 
-    def recover(self) -> dict[str, int]:
+    def recover(self, *, clear_tmp: bool = True) -> dict[str, int]:
         """Finish what a crashed GC or ingest left: restore or drop trash, clear tmp."""
         restored = dropped = 0
         with self.locked():
@@ -391,7 +391,7 @@ class ArtifactStore:
                 else:
                     entry.unlink()
                     dropped += 1
-            stale = clear_dir(self.tmp_dir)
+            stale = clear_dir(self.tmp_dir) if clear_tmp else 0
             fsync_dir(self.trash_dir)
         return {"restored": restored, "dropped": dropped, "staleTmp": stale}
 
@@ -421,13 +421,15 @@ def clear_dir(path: Path) -> int:
     return count
 
 
-def open_artifact_store(ledger: Transactions, *, recover: bool = True) -> ArtifactStore:
-    """Open (creating) the store of ``ledger`` and recover anything a crash left (not for a
-    GC dry run: recovery empties ``tmp/``, which the dry run is to report, not remove)."""
+def open_artifact_store(
+    ledger: Transactions, *, recover: bool = True, clear_tmp: bool = True
+) -> ArtifactStore:
+    """Open (creating) the store of ``ledger`` and recover anything a crash left. GC opens it
+    keeping ``tmp/`` (it reports what it removes there), a GC dry run without any recovery."""
     try:
         store = ArtifactStore(ledger)
         if recover:
-            store.recover()
+            store.recover(clear_tmp=clear_tmp)
     except OSError as exc:
         raise PersistenceError(f"artifact store {ledger.artifacts_root}: {exc}") from exc
     return store
