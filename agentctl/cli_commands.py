@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentctl.clikit import collect_from_now, read_cli_file
-from agentctl.errors import AgentctlError, Diagnostic
+from agentctl.clikit import collect_from_now, read_cli_file, warning_errors
+from agentctl.errors import Diagnostic
 from agentctl.render import Outcome, Settings, dump_json, stream_event_printer
 
 if TYPE_CHECKING:
     from agentctl.cli_interactive import Interactive
+    from agentctl.coordinator.workerstart import Prestarted
     from agentctl.core.plan import Plan
 
 
@@ -78,11 +79,8 @@ def run_outcome(request: RunRequest, settings: Settings) -> Outcome:
         # ``drive`` turns it on and freezes the program, document and plan with it, which
         # live until the process ends, so no collection of the run scans them.
         prepared = prepare_run(request, collect=False)
-        try:
+        with warning_errors(prepared.warnings):
             done = _drive_new_run(settings, request, prepared, early, asking)
-        except AgentctlError as exc:  # failing mid-drive: the error envelope carries them too
-            exc.diagnostics = [*prepared.warnings, *exc.diagnostics]
-            raise
     # the compile's warnings, as `check` shows them
     done.diagnostics = [*prepared.warnings, *done.diagnostics]
     return done
@@ -92,7 +90,7 @@ def _drive_new_run(
     settings: Settings,
     request: RunRequest,
     prepared: PreparedRun,
-    early: Any,
+    early: Prestarted,
     asking: Interactive | None,
 ) -> Outcome:
     from agentctl.coordinator import api

@@ -21,9 +21,9 @@ from agentctl.cli_options import (
     TimeoutOpt,
     WorkspaceOpt,
 )
-from agentctl.clikit import DEFAULT_DB, deliver
+from agentctl.clikit import DEFAULT_DB, deliver, warning_errors
 from agentctl.core.jsonvalue import JsonObject
-from agentctl.errors import AgentctlError, ValidationError
+from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings
 
 if TYPE_CHECKING:
@@ -79,13 +79,10 @@ def _recover(req: _Recovery) -> None:
     where = str(req.workspace or req.file.resolve().parent)
     asking = _asking(req.interactive, req.kind, Continuation(req.db, where, req.timeout, req.diff))
     loaded, target = compile_with_vars(req.file)  # the target's own var files, read now
-    try:
+    with warning_errors(loaded.warnings):
         name, data, code = _recovered(req, loaded.document, target, where)
         if asking is not None and data.get("state") == "paused":
             data, code = _carried_on(asking, data, req.db)
-    except AgentctlError as exc:  # failing mid-drive: the error envelope carries them too
-        exc.diagnostics = [*loaded.warnings, *exc.diagnostics]
-        raise
     deliver(Outcome(name, data, exit_code=code, diagnostics=list(loaded.warnings)))
 
 

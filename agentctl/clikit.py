@@ -25,13 +25,14 @@ import re
 import signal
 import stat
 import sys
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn
 
 from agentctl.core.dburl import POSTGRES_SCHEMES, is_postgres_url
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.strictjson import parse_strict
-from agentctl.errors import AgentctlError, ValidationError
+from agentctl.errors import AgentctlError, Diagnostic, ValidationError
 from agentctl.render import Outcome, Settings, emit_error
 
 MAX_CLI_FILE_BYTES = 1_048_576
@@ -131,6 +132,17 @@ class Delivered(Exception):
 
 def deliver(outcome: Outcome) -> NoReturn:
     raise Delivered(outcome)
+
+
+@contextlib.contextmanager
+def warning_errors(warnings: Sequence[Diagnostic]) -> Iterator[None]:
+    """An error raised inside (a run failing mid-drive) carries the compile's ``warnings`` in
+    its envelope's diagnostics, as the success envelope does (spec/cli.md §2)."""
+    try:
+        yield
+    except AgentctlError as exc:
+        exc.diagnostics = [*warnings, *exc.diagnostics]
+        raise
 
 
 def _check_regular(path: Path, mode: int, size: int, what: str) -> None:

@@ -216,9 +216,10 @@ class AgentRunner:
     # ---------------------------------------------------------------- model calls
 
     async def _perform(self, call: AgentCall) -> JsonValue:
-        """The gateway's answer to ``call``. One refused by policy before anything was
-        recorded gives back the pure tool calls it carried: unrecorded again, they ride the
-        task's failure (``unrecorded``)."""
+        """The gateway's answer to ``call``. One refused by policy gives back the pure tool
+        calls it carried, for the task's failure to record (``unrecorded``): refused before
+        anything was recorded, they are not in the ledger yet; refused later (a worker's
+        egress denial), their rows exist and writing them again keeps them as they are."""
         try:
             return await self.gateway.perform(call)
         except PolicyDeniedError:
