@@ -132,20 +132,27 @@ def request_cancel_txn(conn: Db, run_id: str, now: str) -> runs.RunRecord:
     """A cancel request's second transaction, once the flag is raised: its audit event, and an
     undriven run cancelled at once; returns the run after it.
 
-    A queued run, a paused run that no live coordinator owns and a running run a ``serve``
-    handed back (no owner) are cancelled here: nothing is driving them that could honour the
-    flag, and waiting for a ``resume`` or a claim would leave approvals open (an approve would
-    still be accepted) or start work. A run being driven honours the flag itself — maybe
-    before this transaction commits, in which case the run is already over and the request
-    is not audited after its end.
+    A queued run, a paused run that no live coordinator owns, a running run a ``serve``
+    handed back (no owner) and a running run whose ``run``/``resume`` died (its local owner's
+    process is gone) are cancelled here: nothing is driving
+    them that could honour the flag, and waiting for a ``resume`` or a claim would leave
+    approvals open (an approve would still be accepted) or start work — and a ``resume``
+    of a crashed run stops at its unresolved effects before it reaches the flag. Such a
+    run's started effects become uncertain, as a driven cancel leaves them. A run being
+    driven honours the flag itself — maybe before this transaction commits, in which case
+    the run is already over and the request is not audited after its end.
     """
     run = runs.get_run(conn, run_id)
     if run.state not in ("queued", "running", "paused"):
         return run
     runs.record_cancel_request_txn(conn, run.run_id, now)
-    if run.state == "running" and run.owner_pid is None:
+    if run.state == "running" and (
+        run.owner_pid is None or runs.has_dead_local_owner(conn, run.run_id)
+    ):
         effects.mark_uncertain_txn(conn, run.run_id, now)  # (a hand-back did so already)
         _cancel_unowned_txn(conn, run.run_id, now, _OPEN_WHEN_PAUSED | CANCELLABLE_TASK_STATES)
+        if run.owner_pid is not None:  # the dead owner's lease goes with its run
+            runs.release_run_lease_txn(conn, run.run_id, run.owner_pid, now)
     elif run.state == "queued" or (
         run.state == "paused" and not runs.has_live_owner(conn, run.run_id, now)
     ):

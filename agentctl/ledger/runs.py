@@ -409,17 +409,22 @@ def _local_owner_alive(row: Row) -> bool:
     return owner_alive(int(row["owner_pid"]), row["owner_create_time"])
 
 
+def _lease_row(conn: Db, run_id: str) -> Row | None:
+    row: Row | None = conn.execute(
+        "SELECT owner_pid, owner_create_time, lease_expires_at, lease_holder"
+        " FROM runs WHERE run_id = ?",
+        (run_id,),
+    ).fetchone()
+    return row
+
+
 def has_live_owner(conn: Db, run_id: str, now: str | None = None) -> bool:
     """Whether a live process holds the run's lease (it is being driven right now).
 
     A ``serve`` lease (one with an expiry) is live until it expires, whatever host holds it;
     a local lease (``run``/``resume``) is live while its process is.
     """
-    row = conn.execute(
-        "SELECT owner_pid, owner_create_time, lease_expires_at, lease_holder"
-        " FROM runs WHERE run_id = ?",
-        (run_id,),
-    ).fetchone()
+    row = _lease_row(conn, run_id)
     if row is None or row["owner_pid"] is None:
         return False
     if row["lease_expires_at"] is not None:
@@ -427,15 +432,21 @@ def has_live_owner(conn: Db, run_id: str, now: str | None = None) -> bool:
     return _local_owner_alive(row)
 
 
+def has_dead_local_owner(conn: Db, run_id: str) -> bool:
+    """Whether the run's lease is a local one (``run``/``resume``) whose process of this host
+    is gone: a coordinator killed before it could release it. A ``serve`` lease is not
+    judged here (it expires; its claim honours a cancel flag)."""
+    row = _lease_row(conn, run_id)
+    if row is None or row["owner_pid"] is None or row["lease_expires_at"] is not None:
+        return False
+    return not _local_owner_alive(row)
+
+
 def acquire_run_lease_txn(conn: Db, run_id: str, pid: int, create_time: float, now: str) -> None:
     """Make (pid, create_time) the local owner of ``run_id`` unless a live other owner holds
     it; the fencing token goes up, so a ``serve`` whose expired lease this takes commits
     nothing more for the run."""
-    row = conn.execute(
-        "SELECT owner_pid, owner_create_time, lease_expires_at, lease_holder"
-        " FROM runs WHERE run_id = ?",
-        (run_id,),
-    ).fetchone()
+    row = _lease_row(conn, run_id)
     if row is None:
         raise NotFoundError(f"run {run_id} not found")
     owner, owner_time = row["owner_pid"], row["owner_create_time"]

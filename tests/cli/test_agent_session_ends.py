@@ -85,12 +85,15 @@ def test_a_crash_then_a_failing_turn_on_resume_ends_the_session_failed(
     assert (session["status"], session["calls"]) == ("failed", 1)
 
 
-def test_a_crashed_run_cancelled_then_resumed_ends_its_session_cancelled(
+def test_a_crashed_run_is_cancelled_at_once_and_ends_its_session_cancelled(
     cli: Cli, tmp_path: Path
 ) -> None:
+    # Its coordinator is dead, so nothing would honour the flag: ``cancel`` ends the run.
     rc, run_id = _resumed_after_crash(cli, tmp_path, cancel=True)
-    assert rc == 130
     assert _session(cli, run_id)["status"] == "cancelled"
+    shown = cli("--output", "json", "inspect", run_id, "--db", "r.db").data["run"]
+    assert (shown["state"], shown["cancellationRequested"]) == ("cancelled", True)
+    assert rc == 4  # the resume finds a terminal run
 
 
 def test_a_cancel_mid_call_ends_the_session_and_a_late_reconcile_keeps_it_ended(

@@ -87,6 +87,33 @@ def test_cancel_from_another_shell(cli, start_cli, write_workflow, tmp_path: Pat
     assert again.rc == 5  # only running or paused runs can be cancelled
 
 
+def test_cancel_of_a_run_whose_coordinator_was_killed_ends_it_at_once(
+    cli, start_cli, write_workflow, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    wf = write_workflow(SLOW)
+    db = tmp_path / "r.db"
+    proc = _start(start_cli, wf, db)
+    run_id = _wait_for_running(cli, db)
+    proc.kill()  # kill -9: no chance to release its lease or mark anything
+    proc.communicate(timeout=10)
+    assert _state(cli, db, run_id)["run"] == "running"
+    asked = cli("--output", "json", "cancel", run_id, "--db", str(db))
+    assert asked.rc == 0 and asked.data == {"runId": run_id, "requested": True}
+    assert _state(cli, db, run_id) == {
+        "run": "cancelled",
+        "tasks": ["cancelled"],
+        "effects": ["uncertain"],  # it may have had its effect: an operator reconciles it
+    }
+    shown = cli("--output", "json", "inspect", run_id, "--db", str(db)).data
+    assert shown["run"]["cancellationRequested"] is True
+    events = [e["eventType"] for e in shown["audit"]]
+    assert "run.cancellation_requested" in events
+    assert cli("--output", "json", "resume", run_id, "--db", str(db)).rc == 4  # terminal
+    assert cli("--output", "json", "cancel", run_id, "--db", str(db)).rc == 5
+    for sleeper in _sleepers():  # the orphaned worker's child, if it outlived the kill
+        sleeper.kill()
+
+
 def test_sigterm_cancels_like_agentctl_cancel(
     cli, start_cli, write_workflow, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
