@@ -248,9 +248,9 @@ class Driver:
             return Settled(
                 task, attempt, "succeeded", result, memory_delta=delta, effect_id=eff.effect_id
             )
-        if eff.status in ("failed", "cancelled"):
+        if eff.status in ("failed", "cancelled"):  # result: what a failed one still produced
             error = eff.error if eff.status == "failed" else "approval rejected"
-            return Settled(task, attempt, "failed", error=error)
+            return Settled(task, attempt, "failed", eff.result, error)
         if fresh:
             return prepare_task(self.rs, task, view, attempt + 1)
         prep = self._recreate(task, view, eff.effect_id, attempt)

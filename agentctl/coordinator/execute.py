@@ -48,7 +48,7 @@ from agentctl.ledger.remote import RemoteHandleRecord
 if TYPE_CHECKING:  # a pure run imports neither the pool nor its wire (``poolref``)
     from agentctl.coordinator.workerpool import HandleSink, WorkerPool
     from agentctl.core.protocols import ProtocolEvidence
-    from agentctl.mailbox.messages import RemoteHandle
+    from agentctl.mailbox.messages import Failure, RemoteHandle
 
 MAX_ARTIFACT_BYTES = 16 * 1024 * 1024
 
@@ -173,12 +173,7 @@ class EffectRunner:
         crash_point(CrashPoint.AFTER_RESULT)
         wire = reply.protocol
         if not isinstance(reply, Result):
-            status = "uncertain" if reply.uncertain else "failed"
-            full = reply.error.type == TaskDiskFullError.__name__ and not reply.uncertain
-            error, retryable = reply.error.message, reply.error.retryable
-            return Execution(
-                status, error=error, retryable=retryable, protocol=wire, stops_run=full
-            )
+            return _failed(reply)
         output: JsonObject = dict(reply.output)
         if not reply.artifacts or not self.ingest:  # a shell step's usual reply: no files
             return Execution("succeeded", output, usage=reply.usage, protocol=wire)
@@ -230,6 +225,25 @@ class EffectRunner:
         return tuple(refs), tuple(leases)
 
 
+def _failed(reply: Failure) -> Execution:
+    """A worker's failure reply: uncertain or failed, with what a failed one still produced
+    (a process's exit code and output: recorded as the effect's result and the task's
+    output). An uncertain reply never carries an output: nothing it says is confirmed."""
+    if reply.uncertain:
+        error, retryable = reply.error.message, reply.error.retryable
+        return Execution("uncertain", error=error, retryable=retryable, protocol=reply.protocol)
+    full = reply.error.type == TaskDiskFullError.__name__
+    return Execution(
+        "failed",
+        None if reply.output is None else dict(reply.output),
+        reply.error.message,
+        retryable=reply.error.retryable,
+        usage=reply.usage or None,
+        protocol=reply.protocol,
+        stops_run=full,
+    )
+
+
 def _from_local(local: LocalResult) -> Execution:
     return Execution(
         local.status,
@@ -265,7 +279,9 @@ def _judged(step: StartedEffect, done: Execution) -> tuple[str, JsonValue, str |
     if done.status == "uncertain":
         return "waiting_for_effect", None, f"effect outcome uncertain: {done.error}"
     if done.status != "succeeded":
-        return "failed", None, done.error
+        # A failed effect's output (a process that exited non-zero) is the failed task's
+        # output, unchecked: the contract is for what a task delivers, not for its failures.
+        return "failed", done.output, done.error
     if done.task_error is not None:
         return "failed", None, f"task {step.task.id}: {done.task_error}"
     try:

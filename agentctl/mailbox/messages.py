@@ -95,6 +95,10 @@ class Failure(WireModel):
     # True when the effect may have happened (timeout, cancel or loss after it started).
     uncertain: bool = False
     protocol: ProtocolEvidence | None = None
+    # What a definitive failure still produced for the record (a process that exited non-zero:
+    # its exit code and redacted output), and what it used; None/empty for every other failure.
+    output: dict[str, Any] | None = None
+    usage: dict[str, int] = Field(default_factory=dict)
 
 
 class Cancel(WireModel):
@@ -215,11 +219,15 @@ def failure_from_error(
     *,
     uncertain: bool = False,
     protocol: ProtocolEvidence | None = None,
+    output: dict[str, Any] | None = None,
+    usage: dict[str, int] | None = None,
 ) -> Failure:
     """A Failure reply from an ``AgentctlError.to_wire()`` payload."""
     # One validation: the payload becomes the nested ``WireError`` inside it (a ``WireError``
     # built first cost a second model's Python ``__init__`` on every failure reply).
     fields = {"effect_id": effect_id, "error": error, "uncertain": uncertain, "protocol": protocol}
+    if output is not None:
+        fields.update(output=output, usage=usage or {})
     return _failure_validator()(fields)
 
 

@@ -108,7 +108,7 @@ async def _attempt(effect: _Effect) -> Result | Failure:
         wire = exc.error.to_wire()
         return failure_from_error(msg.effect_id, wire, uncertain=True, protocol=exc.protocol)
     except FailedEffect as exc:
-        return failure_from_error(msg.effect_id, exc.error.to_wire(), protocol=exc.protocol)
+        return exc.reply(msg.effect_id)
     except AgentctlError as exc:
         return failure_from_error(msg.effect_id, exc.to_wire())
     except Exception as exc:  # an executor bug: the effect may have half-happened

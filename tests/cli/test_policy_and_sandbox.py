@@ -302,6 +302,45 @@ def test_container_action_is_isolated(cli, write_workflow, tmp_path: Path) -> No
     assert not (tmp_path / "x").exists()
 
 
+FAILING_CONTAINER = (
+    HEAD
+    + """\
+  policy: { approval: never, processAllowlist: [sh], environmentAllowlist: [DEPLOY_TOKEN] }
+  actions:
+    probe:
+      kind: builtin.shell.exec
+      command: /bin/sh
+      args: ["-c", "id -u; echo token=$TOKEN >&2; exit 7"]
+      env: { TOKEN: { env: DEPLOY_TOKEN } }
+      timeoutSeconds: 60
+      isolation: container
+      container: { image: "IMAGE", runtime: podman }
+  tasks: [ { id: probe, uses: "action:probe" } ]
+"""
+)
+
+
+@pytest.mark.container
+def test_a_failed_container_process_keeps_its_exit_code_and_output(  # type: ignore[no-untyped-def]
+    cli, write_workflow, tmp_path: Path
+) -> None:
+    """As on the host: the exit code and redacted output on the effect and the task."""
+    image = _podman_image()
+    if image is None:
+        pytest.skip("podman or localhost/agentctl-test:1 missing (run scripts/setup-system.sh)")
+    wf = write_workflow(FAILING_CONTAINER.replace("IMAGE", image))
+    db = tmp_path / "r.db"
+    env = {"DEPLOY_TOKEN": "s3cr3t" + os.urandom(8).hex()}
+    done = cli("--output", "json", "run", str(wf), "--db", str(db), env=env, timeout=180)
+    assert done.rc == 4, done.stderr
+    shown = cli("--output", "json", "inspect", done.error["error"]["runId"], "--db", str(db))
+    expected = {"status": "failed", "changed": True, "exitCode": 7}
+    expected |= {"stdout": "65532\n", "stderr": "token=[REDACTED]\n"}
+    assert shown.data["tasks"][0]["output"] == expected
+    assert shown.data["effects"][0]["result"] == expected
+    assert env["DEPLOY_TOKEN"] not in shown.stdout + done.stderr
+
+
 @pytest.mark.container
 @pytest.mark.parametrize("broken", ["image", "engine"])
 def test_container_preflight_fails_closed(broken: str, cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -8,7 +8,8 @@ Invariants:
 - an executor returns an ``ExecOutcome`` or raises; an ``AgentctlError`` is a definitive
   failure (the effect did not happen, or failed visibly), ``UncertainEffect`` says it may have
   happened (timeout or cancellation after it started); ``FailedEffect`` is a definitive failure
-  that carries protocol evidence (a remote peer answered with an error);
+  that carries evidence: protocol evidence (a remote peer answered with an error) or the
+  output it still produced (a process that exited non-zero), recorded as the effect's result;
 - protocol evidence (``agentctl.core.protocols``) travels with the outcome or the failure, so
   what was said on the wire is recorded even when the effect failed or was lost;
 - modules are imported on first use, so a worker that only writes files never imports the
@@ -33,7 +34,7 @@ import pydantic
 
 from agentctl.core.protocols import ProtocolEvidence
 from agentctl.errors import AgentctlError, ValidationError
-from agentctl.mailbox.messages import Execute, WireModel
+from agentctl.mailbox.messages import Execute, Failure, WireModel, failure_from_error
 
 if TYPE_CHECKING:  # the type only: an executor that spawns nothing does not load the sandbox
     from agentctl.sandbox.process import Defer
@@ -59,12 +60,32 @@ class UncertainEffect(Exception):
 
 
 class FailedEffect(Exception):
-    """Internal to workers: a definitive failure that carries protocol evidence."""
+    """Internal to workers: a definitive failure that carries evidence for the record —
+    protocol evidence (what a remote peer answered), or the output the effect still produced
+    (a process that exited non-zero: its exit code and redacted output) and its usage."""
 
-    def __init__(self, error: AgentctlError, protocol: ProtocolEvidence) -> None:
+    def __init__(
+        self,
+        error: AgentctlError,
+        protocol: ProtocolEvidence | None = None,
+        *,
+        outcome: ExecOutcome | None = None,
+    ) -> None:
         super().__init__(error.message)
         self.error = error
         self.protocol = protocol
+        self.outcome = outcome
+
+    def reply(self, effect_id: str) -> Failure:
+        """The definitive ``Failure`` that carries this failure's evidence."""
+        done = self.outcome
+        return failure_from_error(
+            effect_id,
+            self.error.to_wire(),
+            protocol=self.protocol,
+            output=None if done is None else done.output,
+            usage=None if done is None else done.usage,
+        )
 
 
 class Dispatch:

@@ -7,6 +7,9 @@ Invariants:
   it (the coordinator's policy checked it first; this is defence in depth);
 - outcomes: exit 0 ⇒ result; exit ≠ 0, output overflow, memory/CPU limit ⇒ definitive failure;
   timeout or cancellation after start ⇒ uncertain (the command may have had its effect);
+- a process that exited non-zero still reports what it did: its output in the success shape
+  with ``status: failed`` (exit code, redacted stdout/stderr) travels with the failure and is
+  recorded; a process stopped by a limit reports none of its bytes (only the limit hit);
 - a container that timed out or was cancelled is force-removed by name before we report.
 Resolved env values are secrets: they are redacted from captured output (except the names in
 ``plain_env``, values rendered from templates, which are ordinary data).
@@ -35,6 +38,7 @@ from agentctl.sandbox.paths import canonical_workspace, resolve_read
 from agentctl.sandbox.process import ProcessResult, run_process
 from agentctl.workers.executors import (
     ExecOutcome,
+    FailedEffect,
     UncertainEffect,
     closing_after_reply,
     parse_request,
@@ -133,19 +137,24 @@ def _outcome(req: ShellRequest, result: ProcessResult) -> ExecOutcome:
     if result.outcome != "exited":
         raise RunFailedError(f"process killed: {result.detail}")
     secrets = [v for k, v in req.env.items() if v and k not in req.plain_env]
-    if result.exit_code != 0:
-        tail = redact(result.stderr[-400:], secrets).strip()
-        where = f"; stderr ends: {tail}" if tail else ""
-        raise RunFailedError(f"process exited with code {result.exit_code}{where}")
+    ok = result.exit_code == 0
     output: dict[str, Any] = {
-        "status": "changed",
+        "status": "changed" if ok else "failed",
+        # The process ran, so it may have changed the world whatever its exit code: a failed
+        # step reads as "changed" too, never as "nothing happened" (docs/parity.md).
         "changed": True,
         "exitCode": result.exit_code,
         "stdout": redact(result.stdout, secrets),
         "stderr": redact(result.stderr, secrets),
     }
     usage = {"processOutputBytes": len(result.stdout) + len(result.stderr)}
-    return ExecOutcome(output, usage=usage)
+    done = ExecOutcome(output, usage=usage)
+    if not ok:
+        tail = redact(result.stderr[-400:], secrets).strip()
+        where = f"; stderr ends: {tail}" if tail else ""
+        error = RunFailedError(f"process exited with code {result.exit_code}{where}")
+        raise FailedEffect(error, outcome=done)
+    return done
 
 
 @dataclass(frozen=True)
