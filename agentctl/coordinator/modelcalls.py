@@ -23,18 +23,11 @@ from dataclasses import dataclass
 from agentctl.coordinator import secrets
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.operations import Built, RunContext, pointer
-from agentctl.core.pricing import cost_microusd, max_cost_microusd
+from agentctl.core.pricing import TOKEN_COUNTERS, cost_microusd, max_cost_microusd
 from agentctl.core.providerdefaults import CREDENTIAL_ENVS
 
 CREDENTIAL = pointer("credential")
 DEFAULT_CREDENTIAL_ENVS = frozenset(CREDENTIAL_ENVS.values())
-TOKEN_COUNTERS = (
-    "inputTokens",
-    "outputTokens",
-    "reasoningTokens",
-    "cacheReadTokens",
-    "cacheWriteTokens",
-)
 
 
 @dataclass(frozen=True)

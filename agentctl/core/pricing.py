@@ -27,6 +27,8 @@ _RATES: dict[str, tuple[str, str]] = {
     "cacheReadTokens": ("cacheReadMicrousdPerMillionTokens", "inputMicrousdPerMillionTokens"),
     "cacheWriteTokens": ("cacheWriteMicrousdPerMillionTokens", "inputMicrousdPerMillionTokens"),
 }
+# The token counters an answer's usage reports and a model call settles (each one priced).
+TOKEN_COUNTERS = tuple(_RATES)
 
 
 def price_for(

@@ -33,6 +33,7 @@ from agentctl.errors import InvalidOperationError, NotFoundError
 from agentctl.ledger.artifacts.refs import list_refs
 from agentctl.ledger.budget import WALL_TIME, record_exceeded_txn
 from agentctl.ledger.budget_known import read_known
+from agentctl.ledger.budget_release import release_unstarted_txn
 from agentctl.ledger.model import (
     CancelRun,
     DerivedRun,
@@ -161,8 +162,10 @@ def request_cancel_txn(conn: Db, run_id: str, now: str) -> runs.RunRecord:
 
 
 def _cancel_unowned_txn(conn: Db, run_id: str, now: str, open_states: frozenset[str]) -> None:
-    """Pending approvals closed (their effects cancelled), open tasks cancelled, run cancelled."""
+    """Pending approvals closed (their effects cancelled), open tasks cancelled, run cancelled;
+    the reservations of effects that never started settled with nothing."""
     approvals.close_pending_txn(conn, run_id, now, "the run was cancelled")
+    release_unstarted_txn(conn, run_id, now)
     for task in tasks.list_tasks(conn, run_id):
         if task.state in open_states:
             tasks.transition_task_txn(
@@ -172,14 +175,18 @@ def _cancel_unowned_txn(conn: Db, run_id: str, now: str, open_states: frozenset[
 
 
 def cancel_run_txn(conn: Db, stop: CancelRun) -> None:
-    """Stop in-flight work durably: started effects → uncertain, tasks → cancelled."""
+    """Stop in-flight work durably: started effects → uncertain (their reservations stay
+    active until reconciled), tasks → cancelled; a run stopped for good settles the
+    reservations of effects that never started with nothing (``budget_release``)."""
     run_id, now = stop.run_id, stop.now
     effects.mark_uncertain_txn(conn, run_id, now)
     for task_id in stop.cancel_tasks:
         tasks.transition_task_txn(conn, run_id, task_id, "cancelled", now)
     if stop.reason is not None:
         _record_wall_time_txn(conn, run_id, now)
-    if stop.state != "running":  # "running": a stopping ``serve`` hands the run back
+    if stop.state != "running":  # "running": a stopping ``serve`` hands the run back, and
+        # its requested effects still run when another ``serve`` continues it
+        release_unstarted_txn(conn, run_id, now)
         runs.set_run_state_txn(conn, run_id, stop.state, now, error=stop.reason)
     runs.release_run_lease_txn(conn, run_id, stop.pid, now)
 

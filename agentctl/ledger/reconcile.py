@@ -8,7 +8,10 @@ Invariants (spec/cli.md §4):
 - ``applied`` carries a result; ``compensated`` names a different, confirmed (or reconciled
   applied) effect of the same run or of a compensation run sourced from it;
 - an ``effect.reconciled`` audit event and a checkpoint commit with the record; the event
-  also carries the operator's ``Grounds`` (policy authorization, result schema) when given.
+  also carries the operator's ``Grounds`` (policy authorization, result schema) when given;
+- an ``applied`` or ``not_applied`` record settles the effect's budget reservation in the same
+  transaction when it is still active (``budget_release.settle_reconciled_txn``): the first
+  such record does, a later one finds it settled and counts nothing again.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from agentctl.errors import InvalidOperationError
 from agentctl.ledger import sessions
 from agentctl.ledger.artifacts.values import dumps_value, dumps_value_opt, loads_value
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
+from agentctl.ledger.budget_release import settle_reconciled_txn
 from agentctl.ledger.effects import EffectRecord, get_effect
 from agentctl.ledger.remote import CONTINUABLE
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all
@@ -182,10 +186,21 @@ def reconcile_effect_txn(
     )
     _insert(conn, record)
     _audit(conn, effect, record, grounds)
-    if status in _SETTLES:  # a model call's session learns how its latest call ended
-        replaces = _superseded(history) if status == "applied" else None
-        sessions.settle_txn(conn, effect_id, _SETTLES[status], result, now, replaces)
+    if status in _SETTLES:
+        _settle_txn(conn, effect, history, record)
     return record
+
+
+def _settle_txn(
+    conn: Db, effect: EffectRecord, history: list[ReconciliationRecord], r: ReconciliationRecord
+) -> None:
+    """What an ``applied`` or ``not_applied`` record settles: the effect's budget reservation
+    while it is still active (once: a later record finds it settled), and a model call's
+    session, which learns how its latest call ended."""
+    spent_by = (r.run_id, r.effect_id, effect.operation)
+    settle_reconciled_txn(conn, spent_by, r.status, r.result, r.created_at, r.trace_id)
+    replaces = _superseded(history) if r.status == "applied" else None
+    sessions.settle_txn(conn, r.effect_id, _SETTLES[r.status], r.result, r.created_at, replaces)
 
 
 def _superseded(history: list[ReconciliationRecord]) -> JsonValue:

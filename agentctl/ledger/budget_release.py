@@ -1,0 +1,67 @@
+"""Settling the budget reservations a run's normal outcomes never settle: an uncertain
+effect's, when an operator reconciles it, and a stopped run's effects that never started.
+
+A reservation is keyed by its effect's id (spec/cli.md §7). An effect that became uncertain
+(a crash, a stop, a lost worker after it started) has no outcome to settle it, so its
+reservation stays ``active`` and counts against the limits until the operator says what
+happened:
+
+- ``settle_reconciled_txn`` (in the reconciliation's transaction): the first ``applied`` or
+  ``not_applied`` record settles it with ``core.reconciled_spend`` — ``not_applied`` nothing,
+  ``applied`` the actual the result tells, else the amount reserved (an upper bound stays
+  one). Only an ``active`` reservation is settled: an effect whose outcome already settled it
+  (a process timeout settles what the worker saw) or an earlier record's reservation is
+  never counted again;
+- ``release_unstarted_txn`` (when a run is stopped for good: cancelled, or failed on its wall
+  time): a reservation whose effect never started — no effect row, or one ``requested``,
+  ``waiting_for_approval`` or ``cancelled`` (a closed approval) that will not run — settles
+  with nothing. A started (now ``uncertain``) effect's stays active until it is reconciled: a
+  spend may have happened.
+"""
+
+from __future__ import annotations
+
+from agentctl.core.jsonvalue import JsonValue
+from agentctl.core.reconciled_spend import reconciled_spend
+from agentctl.ledger.budget import settle_budget_txn
+from agentctl.ledger.budget_known import held_amounts
+from agentctl.ledger.sql import Db
+
+_ACTIVE = (
+    "SELECT amounts_json FROM budget_reservations"
+    " WHERE run_id = ? AND reservation_id = ? AND status = 'active'"
+)
+_UNSTARTED = (
+    "SELECT r.reservation_id, r.amounts_json FROM budget_reservations r"
+    " LEFT JOIN effects e ON e.effect_id = r.reservation_id AND e.run_id = r.run_id"
+    " WHERE r.run_id = ? AND r.status = 'active' AND (e.effect_id IS NULL"
+    " OR e.status IN ('requested', 'waiting_for_approval', 'cancelled'))"
+    " ORDER BY r.created_at, r.reservation_id"
+)
+
+
+def settle_reconciled_txn(
+    conn: Db,
+    effect: tuple[str, str, str],
+    status: str,
+    result: JsonValue,
+    now: str,
+    trace_id: str | None,
+) -> None:
+    """Settle the active reservation of ``effect`` (run id, effect id, operation) that an
+    ``applied`` or ``not_applied`` reconciliation concludes; none active: nothing changes."""
+    run_id, effect_id, operation = effect
+    row = conn.execute(_ACTIVE, (run_id, effect_id)).fetchone()
+    if row is None:
+        return
+    held = held_amounts(row[0])
+    spent = reconciled_spend(operation, held, status, result)
+    settle_budget_txn(conn, run_id, effect_id, spent, now, trace_id=trace_id, held=held)
+
+
+def release_unstarted_txn(conn: Db, run_id: str, now: str) -> None:
+    """Settle with nothing every active reservation of the stopped run ``run_id`` whose effect
+    never started and will not run (see the module doc)."""
+    for row in conn.execute(_UNSTARTED, (run_id,)).fetchall():
+        held = held_amounts(row[1])
+        settle_budget_txn(conn, run_id, str(row[0]), {}, now, held=held)

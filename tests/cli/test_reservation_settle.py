@@ -1,0 +1,145 @@
+"""An uncertain effect's budget reservation, as a user sees it through the CLI (spec/cli.md §4,
+§6, §7): it stays counted until the effect is reconciled, and the reconciliation settles it —
+``not-applied`` with nothing, ``applied`` with what the result tells — so a tight budget still
+lets the resumed retry run; a cancelled run's never-started reservation settles with nothing.
+
+A coordinator killed right after an effect started (``AGENTCTL_CRASH_AT``, as a power cut or
+``kill -9`` would) leaves that effect uncertain with its reservation active.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.cli.test_agent_sessions import GUIDE, _setup
+from tests.conftest import Cli
+
+DB = ("--db", "r.db")
+SHELL = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: {{ name: tight }}
+spec:
+  policy: {{ approval: {approval}, processAllowlist: [sh] }}
+  runtime: {{ budgets: {{ maxProcessOutputBytes: 1500 }} }}
+  actions:
+    say: {{ kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "{script}"],
+           combinedOutputLimitBytes: 1000 }}
+  tasks:
+    - {{ id: s, uses: "action:say" }}
+"""
+CRASH = {"AGENTCTL_CRASH_AT": "coordinator.after_started", "AGENTCTL_CRASH_HIT": "1"}
+
+
+def _json(cli: Cli, *args: str) -> Any:
+    got = cli("--output", "json", *args, *DB)
+    assert got.rc == 0, got.stderr
+    return got.data
+
+
+def _budget(cli: Cli, run_id: str) -> Any:
+    return _json(cli, "inspect", run_id)["budget"]
+
+
+def _crashed(cli: Cli, tmp_path: Path, text: str) -> str:
+    """Run ``text`` until its coordinator dies with the first effect started; the run's id,
+    once a resume has found that effect unresolved (exit 3) and left it uncertain."""
+    (tmp_path / "wf.yaml").write_text(text, encoding="utf-8")
+    killed = cli("--output", "json", "run", "wf.yaml", *DB, env=CRASH)
+    assert killed.rc == -9, killed.stderr
+    run_id: str = _json(cli, "runs", "list")["runs"][0]["runId"]
+    assert cli("resume", run_id, *DB).rc == 3
+    return run_id
+
+
+def _uncertain(cli: Cli, run_id: str) -> str:
+    effects = _json(cli, "effects", "list", run_id)["effects"]
+    [effect] = [e["effectId"] for e in effects if e["status"] == "uncertain"]
+    return str(effect)
+
+
+def _reconcile(cli: Cli, effect: str, status: str, *flags: str) -> None:
+    args = ("effects", "reconcile", effect, "--status", status, "--reason", "checked", *flags)
+    _json(cli, *args)
+
+
+def test_a_not_applied_effect_gives_its_reservation_back_for_the_retry(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # 1000 reserved for the lost attempt + 1000 for its retry would pass the 1500 limit.
+    run_id = _crashed(cli, tmp_path, SHELL.format(approval="never", script="printf hello"))
+    assert _budget(cli, run_id)["reserved"] == {"processOutputBytes": 1000}
+    _reconcile(cli, _uncertain(cli, run_id), "not-applied")
+    settled = _budget(cli, run_id)
+    assert settled["reserved"] == {"processOutputBytes": 0}
+    assert settled["usage"] == {"processOutputBytes": 0} and settled["exceeded"] is None
+    done = cli("--output", "json", "resume", run_id, *DB)
+    assert done.rc == 0, done.stderr
+    final = _budget(cli, run_id)
+    assert final["usage"] == {"processOutputBytes": 5} and final["exceeded"] is None
+
+
+def test_an_applied_effect_settles_the_output_its_result_shows_once(
+    cli: Cli, tmp_path: Path
+) -> None:
+    run_id = _crashed(cli, tmp_path, SHELL.format(approval="never", script="printf hello"))
+    effect = _uncertain(cli, run_id)
+    for stdout in ("hello", "x" * 900):  # the second record supersedes: it counts nothing
+        result = {"status": "changed", "exitCode": 0, "stdout": stdout, "stderr": ""}
+        (tmp_path / "result.json").write_text(json.dumps(result), encoding="utf-8")
+        _reconcile(cli, effect, "applied", "--result-file", "result.json")
+        budget = _budget(cli, run_id)
+        assert budget["usage"] == {"processOutputBytes": 5}
+        assert budget["reserved"] == {"processOutputBytes": 0}
+    assert cli("resume", run_id, *DB).rc == 0  # the recorded result is used: nothing runs
+    assert _budget(cli, run_id)["usage"] == {"processOutputBytes": 5}
+
+
+def test_a_not_applied_model_call_does_not_count_against_max_provider_requests(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The guide's agent makes two model calls; the lost one would make the retry's three.
+    budgets = "  runtime: { budgets: { maxProviderRequests: 2 } }\n  tools:"
+    _setup(tmp_path, GUIDE.replace("  tools:", budgets, 1))
+    run_id = _crashed(cli, tmp_path, (tmp_path / "wf.yaml").read_text(encoding="utf-8"))
+    assert _budget(cli, run_id)["reserved"]["providerRequests"] == 1
+    _reconcile(cli, _uncertain(cli, run_id), "not-applied")
+    assert _budget(cli, run_id)["reserved"]["providerRequests"] == 0
+    done = cli("--output", "json", "resume", run_id, *DB)
+    assert done.rc == 0, done.stderr
+    assert _budget(cli, run_id)["usage"]["providerRequests"] == 2
+
+
+def test_cancelling_a_paused_run_settles_its_never_started_reservation(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Under `approval: mutations` the process waits for approval, 1000 bytes reserved.
+    (tmp_path / "wf.yaml").write_text(
+        SHELL.format(approval="mutations", script="printf hello"), encoding="utf-8"
+    )
+    paused = cli("--output", "json", "run", "wf.yaml", *DB)
+    assert paused.rc == 3, paused.stderr
+    run_id = paused.data["runId"]
+    assert _budget(cli, run_id)["reserved"] == {"processOutputBytes": 1000}
+    assert cli("cancel", run_id, *DB).rc == 0
+    assert _json(cli, "inspect", run_id)["run"]["state"] == "cancelled"
+    budget = _budget(cli, run_id)
+    assert budget["reserved"] == {"processOutputBytes": 0}
+    assert budget["usage"] == {"processOutputBytes": 0}
+
+
+def test_a_stopped_runs_started_effect_stays_reserved_until_reconciled(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # --timeout-seconds stops the run with the process running: it may have written output.
+    (tmp_path / "wf.yaml").write_text(
+        SHELL.format(approval="never", script="sleep 30"), encoding="utf-8"
+    )
+    stopped = cli("--output", "json", "run", "wf.yaml", "--timeout-seconds", "1", *DB)
+    assert stopped.rc == 130, stopped.stderr
+    run_id = stopped.data["runId"]
+    assert _budget(cli, run_id)["reserved"] == {"processOutputBytes": 1000}
+    _reconcile(cli, _uncertain(cli, run_id), "not-applied")
+    assert _budget(cli, run_id)["reserved"] == {"processOutputBytes": 0}
