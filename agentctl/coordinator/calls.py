@@ -267,7 +267,7 @@ class CallGateway:
             self.clock.now(),
             output,
             error,
-            _spent(call, reply),
+            None if status == "uncertain" else _spent(call, reply),  # (see ``_spent``)
             trace_id=self.trace_id,
             tool_call_id=call.tool_call_id,
             tool_output=given,
@@ -296,7 +296,8 @@ def _over_budget(call: AgentCall, refused: JsonObject) -> RunFailedError:
 
 
 def _spent(call: AgentCall, reply: Result | Failure) -> dict[str, int]:
-    """What one call consumed, to settle its reservation."""
+    """What one call consumed, to settle its reservation; an uncertain call settles nothing
+    (its spend is unknown: the reservation stays active until it is reconciled)."""
     if call.is_model_call:
         usage = reply.usage if reply.type == "result" else {}
         return model_spent(usage, call.rates)

@@ -129,7 +129,10 @@ class EffectRunner:
 
     def _outcome(self, step: StartedEffect, done: Execution) -> EffectOutcome:
         budget = step.effect.budget
-        spent = {dim: (done.usage or {}).get(dim, 0) for dim in budget} if budget else None
+        # An uncertain outcome settles nothing: what it spent is unknown, so its reservation
+        # (an upper bound) stays active until an operator reconciles it (``budget_release``).
+        known = budget and done.status != "uncertain"
+        spent = {dim: (done.usage or {}).get(dim, 0) for dim in budget} if known else None
         # A row this drive inserted: the ledger audits its status change from these columns
         # (None: recorded by an earlier drive, whose trace the row keeps — the ledger reads it).
         fresh = step.fresh

@@ -9,9 +9,9 @@ happened:
 - ``settle_reconciled_txn`` (in the reconciliation's transaction): the first ``applied`` or
   ``not_applied`` record settles it with ``core.reconciled_spend`` — ``not_applied`` nothing,
   ``applied`` the actual the result tells, else the amount reserved (an upper bound stays
-  one). Only an ``active`` reservation is settled: an effect whose outcome already settled it
-  (a process timeout settles what the worker saw) or an earlier record's reservation is
-  never counted again;
+  one). Only an ``active`` reservation is settled: an earlier record's is never counted
+  again (an uncertain outcome — a timeout, a lost worker or connection — settles nothing, so
+  its reservation is still active here);
 - ``release_unstarted_txn`` (when a run is stopped for good: cancelled, or failed on its wall
   time): a reservation whose effect never started — no effect row, or one ``requested``,
   ``waiting_for_approval`` or ``cancelled`` (a closed approval) that will not run — settles

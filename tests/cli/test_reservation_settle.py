@@ -143,3 +143,25 @@ def test_a_stopped_runs_started_effect_stays_reserved_until_reconciled(
     assert _budget(cli, run_id)["reserved"] == {"processOutputBytes": 1000}
     _reconcile(cli, _uncertain(cli, run_id), "not-applied")
     assert _budget(cli, run_id)["reserved"] == {"processOutputBytes": 0}
+
+
+def test_a_timed_out_process_keeps_its_reservation_until_reconciled(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The process is killed at its timeout, after it may have written output: its spend is
+    # unknown, so the 1000 bytes stay reserved (the retry's 1000 more would pass 1500).
+    script = "if [ -e go ]; then printf hello; else sleep 30; fi"
+    text = SHELL.format(approval="never", script=script).replace(
+        "combinedOutputLimitBytes: 1000", "combinedOutputLimitBytes: 1000, timeoutSeconds: 1"
+    )
+    (tmp_path / "wf.yaml").write_text(text, encoding="utf-8")
+    timed_out = cli("--output", "json", "run", "wf.yaml", *DB)
+    assert timed_out.rc == 4, timed_out.stderr
+    run_id = _json(cli, "runs", "list")["runs"][0]["runId"]
+    assert _budget(cli, run_id)["reserved"] == {"processOutputBytes": 1000}
+    _reconcile(cli, _uncertain(cli, run_id), "not-applied")
+    assert _budget(cli, run_id)["reserved"] == {"processOutputBytes": 0}
+    (tmp_path / "go").write_text("", encoding="utf-8")
+    done = cli("--output", "json", "resume", run_id, *DB)
+    assert done.rc == 0, done.stderr
+    assert _budget(cli, run_id)["usage"] == {"processOutputBytes": 5}
