@@ -18,6 +18,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError, PersistenceError
 from agentctl.ledger.artifacts.values import dumps_value_opt, loads_value
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
+from agentctl.ledger.budget_release import release_effect_txn
 from agentctl.ledger.effects import resolve_waiting_effect_txn
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all, fetch_one
 from agentctl.ledger.sql import Db, Row
@@ -199,11 +200,13 @@ def resolve_approval_txn(
 def _release_effect_txn(
     conn: Db, current: ApprovalRecord, approve: bool, why: str, now: str
 ) -> None:
-    """The approval's effect leaves ``waiting_approval``; a held tool call of an agent turn
-    ends rejected with its approval."""
+    """The approval's effect leaves ``waiting_approval``; a rejected one never runs, so its
+    budget reservation is settled with nothing, and a held tool call of an agent turn ends
+    rejected with its approval."""
     assert current.effect_id is not None
     resolve_waiting_effect_txn(conn, current.effect_id, approve, now)
     if not approve:
+        release_effect_txn(conn, current.run_id, current.effect_id, now)
         error = f"approval {current.approval_id} {why}"
         move_held_tool_call_txn(conn, current.effect_id, "rejected", now, error=error)
 

@@ -12,6 +12,8 @@ happened:
   one). Only an ``active`` reservation is settled: an earlier record's is never counted
   again (an uncertain outcome — a timeout, a lost worker or connection — settles nothing, so
   its reservation is still active here);
+- ``release_effect_txn``: an effect whose approval is rejected never runs; its reservation
+  settles with nothing in the rejection's transaction;
 - ``release_unstarted_txn`` (when a run is stopped for good: cancelled, or failed on its wall
   time): a reservation whose effect never started — no effect row, or one ``requested``,
   ``waiting_for_approval`` or ``cancelled`` (a closed approval) that will not run — settles
@@ -65,3 +67,11 @@ def release_unstarted_txn(conn: Db, run_id: str, now: str) -> None:
     for row in conn.execute(_UNSTARTED, (run_id,)).fetchall():
         held = held_amounts(row[1])
         settle_budget_txn(conn, run_id, str(row[0]), {}, now, held=held)
+
+
+def release_effect_txn(conn: Db, run_id: str, effect_id: str, now: str) -> None:
+    """Settle with nothing the active reservation of an effect that will never run (its
+    approval was rejected); none active: nothing changes."""
+    row = conn.execute(_ACTIVE, (run_id, effect_id)).fetchone()
+    if row is not None:
+        settle_budget_txn(conn, run_id, effect_id, {}, now, held=held_amounts(row[0]))

@@ -165,3 +165,22 @@ def test_a_timed_out_process_keeps_its_reservation_until_reconciled(
     done = cli("--output", "json", "resume", run_id, *DB)
     assert done.rc == 0, done.stderr
     assert _budget(cli, run_id)["usage"] == {"processOutputBytes": 5}
+
+
+def test_a_rejected_approval_gives_its_effects_reservation_back(
+    cli: Cli, tmp_path: Path
+) -> None:
+    (tmp_path / "wf.yaml").write_text(
+        SHELL.format(approval="mutations", script="printf hello"), encoding="utf-8"
+    )
+    paused = cli("--output", "json", "run", "wf.yaml", *DB)
+    assert paused.rc == 3, paused.stderr
+    run_id = paused.data["runId"]
+    assert _budget(cli, run_id)["reserved"] == {"processOutputBytes": 1000}
+    [pending] = _json(cli, "approvals", "list", run_id)["approvals"]
+    _json(cli, "approvals", "reject", pending["approvalId"], "--reason", "not today")
+    assert _budget(cli, run_id)["reserved"] == {"processOutputBytes": 0}  # it never runs
+    assert cli("resume", run_id, *DB).rc == 4  # approval rejected
+    budget = _budget(cli, run_id)
+    assert budget["reserved"] == {"processOutputBytes": 0}
+    assert budget["usage"] == {"processOutputBytes": 0}
