@@ -341,3 +341,28 @@ async def test_max_tokens_finish(server: FixtureServer) -> None:
                 execute(BY_KIND[kind], request_for(BY_KIND[kind], server, ASK))
             )
             assert isinstance(reply, Result) and reply.output["finish"] == "max_tokens", kind
+
+
+@each_provider
+async def test_an_answer_that_is_not_the_apis_object_fails_definitively(
+    d: Dialect, server: FixtureServer
+) -> None:
+    # JSON, status 200, but not a Response / Message / GenerateContentResponse: before, OpenAI
+    # made it an empty successful answer, Gemini a refusal and Anthropic an uncertain effect.
+    server.script(Reply(body={"hello": 1}))
+    async with open_worker() as worker:
+        reply = await worker.call(execute(d, request_for(d, server, ASK)))
+    assert isinstance(reply, Failure), reply
+    assert reply.error.type == "ProviderError" and "is not a" in reply.error.message
+    assert not reply.uncertain and not reply.error.retryable
+    assert len(server.seen) == 1
+
+
+async def test_a_blocked_gemini_prompt_is_still_a_refusal(server: FixtureServer) -> None:
+    blocked = {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {}}
+    server.script(Reply(body=blocked))
+    async with open_worker() as worker:
+        reply = await worker.call(
+            execute(BY_KIND["google"], request_for(BY_KIND["google"], server, ASK))
+        )
+    assert isinstance(reply, Result) and reply.output["finish"] == "refusal", reply

@@ -15,7 +15,7 @@ from typing import Any
 import httpx2
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.errors import ValidationError
+from agentctl.errors import ProviderError, ValidationError
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ModelRequest
 from agentctl.workers.executors import ExecOutcome
@@ -134,22 +134,30 @@ def _blocks(message: JsonObject) -> tuple[str, list[JsonValue]]:
 
 
 def normalize(message: Any) -> Reply:
-    """A Messages ``Message`` object as our reply."""
+    """A Messages ``Message`` object as our reply. The SDK builds its models without
+    validating them, so an answer without a ``content`` list is refused here: a definitive
+    failure, not a crash of this function (which would leave the call uncertain)."""
+    content = getattr(message, "content", None)
+    if not isinstance(content, list):
+        raise ProviderError("the answer is not a Messages object: it has no content list")
     reply = Reply(finish=FINISH.get(str(message.stop_reason), "complete"))
     texts: list[str] = []
-    for block in message.content:
+    for block in content:
         if block.type == "text":
             texts.append(block.text)
         elif block.type == "tool_use":
             reply.tool_calls.append({"id": block.id, "name": block.name, "arguments": block.input})
     reply.text = "".join(texts)
-    usage = message.usage
-    details = getattr(usage, "output_tokens_details", None)
-    reply.usage = {
-        "inputTokens": usage.input_tokens or 0,
-        "outputTokens": usage.output_tokens or 0,
-        "reasoningTokens": getattr(details, "thinking_tokens", 0) or 0,
-        "cacheReadTokens": usage.cache_read_input_tokens or 0,
-        "cacheWriteTokens": usage.cache_creation_input_tokens or 0,
-    }
+    reply.usage = _usage(getattr(message, "usage", None))
     return reply
+
+
+def _usage(usage: Any) -> dict[str, int]:
+    details = getattr(usage, "output_tokens_details", None)
+    return {
+        "inputTokens": getattr(usage, "input_tokens", 0) or 0,
+        "outputTokens": getattr(usage, "output_tokens", 0) or 0,
+        "reasoningTokens": getattr(details, "thinking_tokens", 0) or 0,
+        "cacheReadTokens": getattr(usage, "cache_read_input_tokens", 0) or 0,
+        "cacheWriteTokens": getattr(usage, "cache_creation_input_tokens", 0) or 0,
+    }

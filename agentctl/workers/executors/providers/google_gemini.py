@@ -18,7 +18,7 @@ from typing import Any
 import httpx2
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.errors import ValidationError
+from agentctl.errors import ProviderError, ValidationError
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ModelRequest
 from agentctl.workers.executors import ExecOutcome
@@ -149,6 +149,9 @@ def normalize(response: Any) -> Reply:
     reply = Reply(usage=_usage(response.usage_metadata))
     candidates = response.candidates or []
     if not candidates:
+        if getattr(response.prompt_feedback, "block_reason", None) is None:
+            # Neither an answer nor a blocked prompt: not a GenerateContentResponse at all.
+            raise ProviderError("the answer is not a GenerateContentResponse: no candidates")
         reply.finish = "refusal"  # the prompt itself was blocked (promptFeedback)
         return reply
     candidate = candidates[0]

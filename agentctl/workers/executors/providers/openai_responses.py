@@ -159,7 +159,10 @@ def _calls(message: JsonObject) -> list[JsonObject]:
 
 
 def normalize(response: JsonObject) -> Reply:
-    """A Responses ``Response`` object as our reply."""
+    """A Responses ``Response`` object as our reply; a JSON answer without its ``output``
+    list is no Response at all — a definitive failure, never an empty success."""
+    if not isinstance(response.get("output"), list):
+        raise ProviderError("the answer is not a Responses object: it has no output list")
     reply = Reply(usage=_usage(as_object(response.get("usage"))))
     texts: list[str] = []
     for item in _objects(response.get("output")):
