@@ -366,3 +366,23 @@ async def test_a_blocked_gemini_prompt_is_still_a_refusal(server: FixtureServer)
             execute(BY_KIND["google"], request_for(BY_KIND["google"], server, ASK))
         )
     assert isinstance(reply, Result) and reply.output["finish"] == "refusal", reply
+
+
+@pytest.mark.parametrize("kind", ["openai", "azure_openai"])
+async def test_a_response_that_did_not_finish_is_no_answer(
+    kind: str, server: FixtureServer
+) -> None:
+    # A 200 Response whose status is failed (or not finished) used to become an empty
+    # successful answer: the agent task succeeded with text "".
+    d = BY_KIND[kind]
+    failed = {"code": "server_error", "message": "The model failed"}
+    server.script(
+        Reply(body=fx.openai_response([], status="failed", error=failed)),
+        Reply(body=fx.openai_response([], status="in_progress", usage=None)),
+    )
+    async with open_worker() as worker:
+        replies = [await worker.call(execute(d, request_for(d, server, ASK))) for _ in range(2)]
+    assert all(isinstance(r, Failure) and not r.uncertain for r in replies), replies
+    first, second = (r.error for r in replies if isinstance(r, Failure))
+    assert "The model failed" in first.message and first.retryable
+    assert "in_progress" in second.message and not second.retryable
