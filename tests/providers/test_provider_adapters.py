@@ -386,3 +386,30 @@ async def test_a_response_that_did_not_finish_is_no_answer(
     first, second = (r.error for r in replies if isinstance(r, Failure))
     assert "The model failed" in first.message and first.retryable
     assert "in_progress" in second.message and not second.retryable
+
+
+async def test_a_model_that_stopped_without_an_answer_fails_the_call(server: FixtureServer) -> None:
+    # These answers used to be taken as complete: a Gemini agent whose function call came back
+    # MALFORMED_FUNCTION_CALL "succeeded" with an empty text.
+    server.script(
+        Reply(body=fx.gemini_response([], "MALFORMED_FUNCTION_CALL")),
+        Reply(body=fx.gemini_response([{"text": "half"}], "OTHER")),
+        Reply(body=fx.anthropic_message([], "pause_turn")),
+        Reply(
+            body=fx.anthropic_message(
+                [{"type": "text", "text": "cut"}], "model_context_window_exceeded"
+            )
+        ),
+    )
+    kinds = ("google", "google", "anthropic", "anthropic")
+    async with open_worker() as worker:
+        replies = [
+            await worker.call(execute(BY_KIND[k], request_for(BY_KIND[k], server, ASK)))
+            for k in kinds
+        ]
+    for reply, reason in zip(
+        replies[:3], ("MALFORMED_FUNCTION_CALL", "OTHER", "pause_turn"), strict=True
+    ):
+        assert isinstance(reply, Failure) and not reply.uncertain, reply
+        assert reason in reply.error.message and not reply.error.retryable
+    assert isinstance(replies[3], Result) and replies[3].output["finish"] == "max_tokens"

@@ -27,7 +27,15 @@ from agentctl.workers.executors.providers.common import (
 )
 
 SUFFIX = "/v1/messages"
-FINISH = {"tool_use": "tool_calls", "max_tokens": "max_tokens", "refusal": "refusal"}
+FINISH = {
+    None: "complete",
+    "end_turn": "complete",
+    "stop_sequence": "complete",
+    "tool_use": "tool_calls",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",  # cut at the context limit
+    "refusal": "refusal",
+}
 # The API's effort levels start at low: "none" sends no effort (the model's default).
 NO_EFFORT = "none"
 
@@ -140,7 +148,10 @@ def normalize(message: Any) -> Reply:
     content = getattr(message, "content", None)
     if not isinstance(content, list):
         raise ProviderError("the answer is not a Messages object: it has no content list")
-    reply = Reply(finish=FINISH.get(str(message.stop_reason), "complete"))
+    stop = getattr(message, "stop_reason", None)
+    if stop not in FINISH:  # pause_turn, or a reason this version does not know
+        raise ProviderError(f"the model stopped without an answer (stop_reason {stop})")
+    reply = Reply(finish=FINISH[stop])
     texts: list[str] = []
     for block in content:
         if block.type == "text":

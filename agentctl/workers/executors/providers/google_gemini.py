@@ -26,6 +26,7 @@ from agentctl.workers.executors.providers.common import Reply, run_model_call, s
 
 SUFFIX = "/models"
 LEVELS = {"low": "LOW", "medium": "MEDIUM", "high": "HIGH", "xhigh": "HIGH", "max": "HIGH"}
+FINISHED = frozenset({None, "STOP", "FINISH_REASON_UNSPECIFIED"})  # a complete answer
 REFUSALS = frozenset(
     {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "LANGUAGE"}
 )
@@ -170,6 +171,9 @@ def normalize(response: Any) -> Reply:
         reply.finish = "max_tokens"
     elif reason in REFUSALS:
         reply.finish = "refusal"
+    elif reason not in FINISHED:
+        # MALFORMED_FUNCTION_CALL, OTHER, …: the model stopped without an answer to take.
+        raise ProviderError(f"the model stopped without an answer (finishReason {reason})")
     return reply
 
 
