@@ -354,3 +354,28 @@ def test_an_applied_model_result_must_be_a_model_answer(cli: Cli, tmp_path: Path
     seen = _inspect(cli, run_id)
     assert seen["effectReconciliations"] == []
     assert _model_effects(seen)[0]["status"] == "uncertain"
+
+
+def test_a_tool_call_reconciled_applied_is_recorded_with_what_the_model_got(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The coordinator dies with the tool call started (the attempt's second effect). Before,
+    # its toolCalls row stayed "started" with no output after the operator's applied
+    # reconciliation and a resume that finished the run on that result.
+    _setup(tmp_path)
+    crash = {"AGENTCTL_CRASH_AT": "coordinator.after_started", "AGENTCTL_CRASH_HIT": "2"}
+    killed = cli("--output", "json", "run", "wf.yaml", "--db", "r.db", env=crash)
+    assert killed.rc == -9, killed.stderr
+    run_id = cli("--output", "json", "runs", "list", "--db", "r.db").data["runs"][0]["runId"]
+    cli("--output", "json", "resume", run_id, "--db", "r.db")  # parks on the uncertain read
+    seen = _inspect(cli, run_id)
+    [read] = [e for e in seen["effects"] if e["operation"] == "builtin.read"]
+    assert read["status"] == "uncertain"
+    result = {"status": "unchanged", "changed": False, "content": FIXTURE}
+    reconcile_applied(cli, tmp_path, read["effectId"], result)
+    done = cli("--output", "json", "resume", run_id, "--db", "r.db")
+    assert done.rc == 0, done.stderr
+    [call] = _inspect(cli, run_id)["toolCalls"]
+    assert (call["callId"], call["status"], call["error"]) == ("fake-call-1", "succeeded", None)
+    assert call["output"]["path"] == "fixture/service.txt"
+    assert call["output"]["content"] == FIXTURE and call["output"]["bytes"] == len(FIXTURE)
