@@ -113,6 +113,7 @@ class AgentRunner:
         self.used: dict[str, int] = {}
         self.cost: int | None = 0
         self.answered: list[AnsweredToolCall] = []  # pure tool calls no call carried yet
+        self.call_ids: dict[str, int] = {}  # how often the model gave each tool-call id
 
     async def run(self) -> JsonValue:
         messages: list[JsonValue] = [
@@ -318,6 +319,15 @@ class AgentRunner:
             raise TaskFailure(f"tool {name} output is invalid: {'; '.join(problems[:3])}")
         return output
 
+    def _call_key(self, call_id: str) -> str:
+        """The call's key in the run, ``TASK:ATTEMPT:ID``. A model may give an id twice in one
+        attempt (Gemini sends none, so every answer's first call is ``call-1``): a repeat
+        gets ``#N``, counted in call order, which a resumed attempt repeats identically."""
+        seen = self.call_ids.get(call_id, 0) + 1
+        self.call_ids[call_id] = seen
+        key = f"{self.task.id}:{self.attempt}:{call_id}"
+        return key if seen == 1 else f"{key}#{seen}"
+
     def _decide_tool(self, name: str, tool: Mapping[str, JsonValue]) -> CallDecision:
         """Refuse a call the policy's lists deny; otherwise allowed, or needing an approval."""
         return _decided(
@@ -347,13 +357,13 @@ class AgentRunner:
                 raise PolicyDeniedError(f"tool {name} denied: {decided.unattended_denial}")
             if approval is not None:  # no effect to hold: nothing durable could wait
                 raise PolicyDeniedError(f"tool {name} needs approval ({approval}) but is pure")
-            key = f"{self.task.id}:{self.attempt}:{call_id}"
+            key = self._call_key(call_id)
             self.answered.append(
                 AnsweredToolCall(key, self.task.id, self.attempt, call_id, name, args, args)
             )
             return args
         built = self._build(entry, name, tool, args)
-        call_ref = f"{self.task.id}:{self.attempt}:{call_id}"
+        call_ref = self._call_key(call_id)
         declared = {**tool, "name": name}
         call = self._call(entry, built, declared=declared, tool_call_id=call_ref)
         call = dataclasses.replace(

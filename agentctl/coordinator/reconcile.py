@@ -21,6 +21,7 @@ from agentctl.coordinator.launch import open_existing
 from agentctl.core import jsonschema
 from agentctl.core.extension import applied_result_problems
 from agentctl.core.jsonvalue import JsonObject
+from agentctl.core.model_reply import applied_reply_problems
 from agentctl.core.plan import Plan
 from agentctl.core.policy import (
     ReconcileAuthorization,
@@ -64,8 +65,8 @@ def _check_schema(schema: object) -> None:
 
 
 def _check_result(effect: EffectRecord, r: ReconcileRequest) -> None:
-    """Refuse a result that breaks the operator's schema or, for an applied extension effect,
-    the extension's declared ``outputSchema`` (a resumed task takes it as its output)."""
+    """Refuse a result that breaks the operator's schema or, applied, what the resumed task
+    takes it for: an extension's declared ``outputSchema``, a model call's answer shape."""
     if r.result is None:
         return
     if r.result_schema is not None:
@@ -80,6 +81,12 @@ def _check_result(effect: EffectRecord, r: ReconcileRequest) -> None:
         if problems:
             raise InvalidOperationError(
                 f"the result breaks the outputSchema of effect {effect.effect_id} "
+                f"({effect.operation}): {'; '.join(problems[:3])}; nothing was recorded"
+            )
+        problems = applied_reply_problems(effect.operation, r.result)
+        if problems:
+            raise InvalidOperationError(
+                f"the result is not a model answer {{finish, text, toolCalls, usage}} "
                 f"({effect.operation}): {'; '.join(problems[:3])}; nothing was recorded"
             )
 

@@ -88,3 +88,38 @@ def test_an_answer_cut_at_max_tokens_fails_the_task(
     assert len(server.seen) == 1
     tasks = _tasks(cli, done.error["error"]["runId"], db)
     assert tasks["ask"]["state"] == "failed" and tasks["ask"]["output"] is None
+
+
+ECHO_TOOL = """  tools:
+    note: { kind: builtin.echo, description: echo, capability: internal, risk: low,
+      effectClass: pure, idempotency: pure,
+      inputSchema: { type: object, properties: { x: { type: string } }, required: [x],
+        additionalProperties: false } }
+"""
+
+
+def test_a_pure_tool_call_whose_id_the_model_repeats_is_recorded_each_time(
+    cli: Cli, tmp_path: Path, server: AgentServer
+) -> None:
+    # Gemini sends no call ids (each answer's first call is call-1); the second echo call
+    # under the same key used to be dropped from the record without a word.
+    text = PLAIN_AGENT.replace("PORT", str(server.port)).replace(
+        "  agents:", ECHO_TOOL + "  agents:"
+    )
+    (tmp_path / "wf.yaml").write_text(
+        text.replace("instructions: Answer. }", "instructions: Answer., tools: [note] }"),
+        encoding="utf-8",
+    )
+    server.script(
+        Reply(body=fx.openai_tool_call("note", {"x": "one"}, "c1")),
+        Reply(body=fx.openai_tool_call("note", {"x": "two"}, "c1")),
+        Reply(body=fx.openai_text("noted")),
+    )
+    db = tmp_path / "r.db"
+    done = cli(
+        "--output", "json", "run", "wf.yaml", "--db", str(db), env={"OPENAI_API_KEY": "sk-x"}
+    )
+    assert done.rc == 0, done.stderr
+    seen = cli("--output", "json", "inspect", done.data["runId"], "--db", str(db)).data
+    calls = [(c["callId"], c["status"], c["input"]["x"]) for c in seen["toolCalls"]]
+    assert calls == [("c1", "succeeded", "one"), ("c1", "succeeded", "two")]

@@ -317,3 +317,65 @@ def test_a_pure_tool_call_is_recorded_once_across_a_crash_and_resume(
     assert resumed.rc == 0, resumed.stderr
     [after] = _inspect(cli, run_id)["toolCalls"]
     assert after == before
+
+
+def test_an_applied_model_result_must_be_a_model_answer(cli: Cli, tmp_path: Path) -> None:
+    # spec/cli.md §4: an applied result is checked against the provider-response shape for
+    # model effects. Before, {"hello": 1} was recorded and the resumed agent "succeeded"
+    # with an empty text and a usage without counters.
+    run_id = _crashed_run(cli, tmp_path, "coordinator.after_started")
+    cli("--output", "json", "resume", run_id, "--db", "r.db")  # parks on the uncertain call
+    [first] = _model_effects(_inspect(cli, run_id))
+    assert first["status"] == "uncertain"
+    bad_answers = [
+        {"hello": 1},
+        {"finish": "done", "text": "", "toolCalls": [], "usage": {}},
+        {"finish": "complete", "text": "x", "toolCalls": [], "usage": {"inputTokens": -1}},
+    ]
+    for answer in bad_answers:
+        (tmp_path / "answer.json").write_text(json.dumps(answer), encoding="utf-8")
+        refused = cli(
+            "--output",
+            "json",
+            "effects",
+            "reconcile",
+            first["effectId"],
+            "--db",
+            "r.db",
+            "--status",
+            "applied",
+            "--reason",
+            "guessing",
+            "--result-file",
+            "answer.json",
+        )
+        assert refused.rc == 4, (answer, refused.stderr)
+        assert "not a model answer" in refused.stderr
+    seen = _inspect(cli, run_id)
+    assert seen["effectReconciliations"] == []
+    assert _model_effects(seen)[0]["status"] == "uncertain"
+
+
+def test_a_tool_call_reconciled_applied_is_recorded_with_what_the_model_got(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The coordinator dies with the tool call started (the attempt's second effect). Before,
+    # its toolCalls row stayed "started" with no output after the operator's applied
+    # reconciliation and a resume that finished the run on that result.
+    _setup(tmp_path)
+    crash = {"AGENTCTL_CRASH_AT": "coordinator.after_started", "AGENTCTL_CRASH_HIT": "2"}
+    killed = cli("--output", "json", "run", "wf.yaml", "--db", "r.db", env=crash)
+    assert killed.rc == -9, killed.stderr
+    run_id = cli("--output", "json", "runs", "list", "--db", "r.db").data["runs"][0]["runId"]
+    cli("--output", "json", "resume", run_id, "--db", "r.db")  # parks on the uncertain read
+    seen = _inspect(cli, run_id)
+    [read] = [e for e in seen["effects"] if e["operation"] == "builtin.read"]
+    assert read["status"] == "uncertain"
+    result = {"status": "unchanged", "changed": False, "content": FIXTURE}
+    reconcile_applied(cli, tmp_path, read["effectId"], result)
+    done = cli("--output", "json", "resume", run_id, "--db", "r.db")
+    assert done.rc == 0, done.stderr
+    [call] = _inspect(cli, run_id)["toolCalls"]
+    assert (call["callId"], call["status"], call["error"]) == ("fake-call-1", "succeeded", None)
+    assert call["output"]["path"] == "fixture/service.txt"
+    assert call["output"]["content"] == FIXTURE and call["output"]["bytes"] == len(FIXTURE)

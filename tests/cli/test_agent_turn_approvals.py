@@ -223,3 +223,37 @@ def test_a_pure_tool_call_is_recorded_when_the_next_call_is_denied(
     assert [(c["callId"], c["status"]) for c in shown["toolCalls"]] == [("call_echo", "succeeded")]
     assert [e["operation"] for e in shown["effects"]] == ["model.openai"]
     assert shown["approvals"] == [] and not (tmp_path / "o.txt").exists()
+
+
+def test_a_call_id_the_model_repeats_is_held_and_recorded_once_per_call(
+    cli: Cli, tmp_path: Path, server: FixtureServer
+) -> None:
+    # Models may repeat a call id within an attempt (Gemini sends none, so each answer's
+    # first call is ``call-1``). The second call used to hit the tool_calls primary key:
+    # a "database error" (exit 5) that every resume repeated.
+    (tmp_path / "wf.yaml").write_text(_openai_workflow(server.port))
+    server.script(
+        Reply(body=fx.openai_tool_call("save", {"path": "a.txt", "content": "1"}, "call_9")),
+        Reply(body=fx.openai_tool_call("save", {"path": "b.txt", "content": "2"}, "call_9")),
+        Reply(body=fx.openai_text("saved both")),
+    )
+    env = {"FIXTURE_KEY": KEY}
+    run_id, first = _pause(cli, env)
+    assert first["redactedInput"]["toolCallId"] == "w:1:call_9"
+    _json(cli, "approvals", "approve", first["approvalId"], "--reason", "fine")
+    again = _json(cli, "resume", run_id, env=env)
+    assert again.rc == 3, again.stderr
+    pending = _json(cli, "approvals", "list", run_id).data["approvals"]
+    [second] = [a for a in pending if a["status"] == "pending"]
+    assert second["redactedInput"]["toolCallId"] == "w:1:call_9#2"
+    _json(cli, "approvals", "approve", second["approvalId"], "--reason", "fine")
+    done = _json(cli, "resume", run_id, env=env)
+    assert done.rc == 0, done.stderr
+    assert done.data["output"]["w"]["text"] == "saved both"
+    assert (tmp_path / "a.txt").read_text() == "1" and (tmp_path / "b.txt").read_text() == "2"
+    assert len(server.seen) == 3  # each model call sent once
+    calls = _json(cli, "inspect", run_id).data["toolCalls"]
+    assert [(c["callId"], c["status"], c["input"]["path"]) for c in calls] == [
+        ("call_9", "succeeded", "a.txt"),
+        ("call_9", "succeeded", "b.txt"),
+    ]

@@ -261,3 +261,19 @@ def test_compensating_a_run_whose_agent_reads_an_instruction_file(cli: Cli, tmp_
     assert done.rc == 0, done.stderr
     assert (tmp_path / "out" / "r.txt").read_text(encoding="utf-8") == "undone"
     assert json.loads(done.stdout)["data"]["state"] == "succeeded"
+
+
+def test_an_azure_provider_without_api_version_is_refused_at_check(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Every azure_openai call needs ?api-version=: without one the worker refused the call
+    # only after the run and its database existed (exit 4); now `check` says so, exit 2.
+    endpoint = '{ kind: azure_openai, endpoint: "https://res.openai.azure.com" }'
+    wf = _write(tmp_path, PROVIDER_WF.replace("@@", endpoint))
+    for command in ("check", "run"):
+        diag = _refused(cli, tmp_path, wf, command)
+        assert diag["code"] == "schema_violation" and "apiVersion" in diag["message"], diag
+        assert diag["path"] == "spec.providers.sim" and diag["line"] == 5
+    given = endpoint.replace(" }", ", apiVersion: 2025-04-01-preview }")
+    ok = cli("--output", "json", "check", _write(tmp_path, PROVIDER_WF.replace("@@", given)))
+    assert ok.rc == 0, ok.stderr

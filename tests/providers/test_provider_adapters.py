@@ -341,3 +341,75 @@ async def test_max_tokens_finish(server: FixtureServer) -> None:
                 execute(BY_KIND[kind], request_for(BY_KIND[kind], server, ASK))
             )
             assert isinstance(reply, Result) and reply.output["finish"] == "max_tokens", kind
+
+
+@each_provider
+async def test_an_answer_that_is_not_the_apis_object_fails_definitively(
+    d: Dialect, server: FixtureServer
+) -> None:
+    # JSON, status 200, but not a Response / Message / GenerateContentResponse: before, OpenAI
+    # made it an empty successful answer, Gemini a refusal and Anthropic an uncertain effect.
+    server.script(Reply(body={"hello": 1}))
+    async with open_worker() as worker:
+        reply = await worker.call(execute(d, request_for(d, server, ASK)))
+    assert isinstance(reply, Failure), reply
+    assert reply.error.type == "ProviderError" and "is not a" in reply.error.message
+    assert not reply.uncertain and not reply.error.retryable
+    assert len(server.seen) == 1
+
+
+async def test_a_blocked_gemini_prompt_is_still_a_refusal(server: FixtureServer) -> None:
+    blocked = {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {}}
+    server.script(Reply(body=blocked))
+    async with open_worker() as worker:
+        reply = await worker.call(
+            execute(BY_KIND["google"], request_for(BY_KIND["google"], server, ASK))
+        )
+    assert isinstance(reply, Result) and reply.output["finish"] == "refusal", reply
+
+
+@pytest.mark.parametrize("kind", ["openai", "azure_openai"])
+async def test_a_response_that_did_not_finish_is_no_answer(
+    kind: str, server: FixtureServer
+) -> None:
+    # A 200 Response whose status is failed (or not finished) used to become an empty
+    # successful answer: the agent task succeeded with text "".
+    d = BY_KIND[kind]
+    failed = {"code": "server_error", "message": "The model failed"}
+    server.script(
+        Reply(body=fx.openai_response([], status="failed", error=failed)),
+        Reply(body=fx.openai_response([], status="in_progress", usage=None)),
+    )
+    async with open_worker() as worker:
+        replies = [await worker.call(execute(d, request_for(d, server, ASK))) for _ in range(2)]
+    assert all(isinstance(r, Failure) and not r.uncertain for r in replies), replies
+    first, second = (r.error for r in replies if isinstance(r, Failure))
+    assert "The model failed" in first.message and first.retryable
+    assert "in_progress" in second.message and not second.retryable
+
+
+async def test_a_model_that_stopped_without_an_answer_fails_the_call(server: FixtureServer) -> None:
+    # These answers used to be taken as complete: a Gemini agent whose function call came back
+    # MALFORMED_FUNCTION_CALL "succeeded" with an empty text.
+    server.script(
+        Reply(body=fx.gemini_response([], "MALFORMED_FUNCTION_CALL")),
+        Reply(body=fx.gemini_response([{"text": "half"}], "OTHER")),
+        Reply(body=fx.anthropic_message([], "pause_turn")),
+        Reply(
+            body=fx.anthropic_message(
+                [{"type": "text", "text": "cut"}], "model_context_window_exceeded"
+            )
+        ),
+    )
+    kinds = ("google", "google", "anthropic", "anthropic")
+    async with open_worker() as worker:
+        replies = [
+            await worker.call(execute(BY_KIND[k], request_for(BY_KIND[k], server, ASK)))
+            for k in kinds
+        ]
+    for reply, reason in zip(
+        replies[:3], ("MALFORMED_FUNCTION_CALL", "OTHER", "pause_turn"), strict=True
+    ):
+        assert isinstance(reply, Failure) and not reply.uncertain, reply
+        assert reason in reply.error.message and not reply.error.retryable
+    assert isinstance(replies[3], Result) and replies[3].output["finish"] == "max_tokens"

@@ -71,6 +71,12 @@ class Provider(StrictModel):
                 "an azure_openai provider needs an explicit `endpoint`",
                 help="set endpoint to your Azure OpenAI deployment URL",
             )
+        if self.kind == "azure_openai" and self.api_version is None:
+            raise rule_error(  # the call's URL carries it: without one no call could be made
+                "schema_violation",
+                "an azure_openai provider needs an `apiVersion`",
+                help="set apiVersion to the API version of your resource, e.g. 2025-04-01-preview",
+            )
         if self.kind == "fake":
             self._nothing_to_reach()
             return self

@@ -15,7 +15,7 @@ from typing import Any
 import httpx2
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.errors import ValidationError
+from agentctl.errors import ProviderError, ValidationError
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ModelRequest
 from agentctl.workers.executors import ExecOutcome
@@ -27,7 +27,15 @@ from agentctl.workers.executors.providers.common import (
 )
 
 SUFFIX = "/v1/messages"
-FINISH = {"tool_use": "tool_calls", "max_tokens": "max_tokens", "refusal": "refusal"}
+FINISH = {
+    None: "complete",
+    "end_turn": "complete",
+    "stop_sequence": "complete",
+    "tool_use": "tool_calls",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",  # cut at the context limit
+    "refusal": "refusal",
+}
 # The API's effort levels start at low: "none" sends no effort (the model's default).
 NO_EFFORT = "none"
 
@@ -134,22 +142,33 @@ def _blocks(message: JsonObject) -> tuple[str, list[JsonValue]]:
 
 
 def normalize(message: Any) -> Reply:
-    """A Messages ``Message`` object as our reply."""
-    reply = Reply(finish=FINISH.get(str(message.stop_reason), "complete"))
+    """A Messages ``Message`` object as our reply. The SDK builds its models without
+    validating them, so an answer without a ``content`` list is refused here: a definitive
+    failure, not a crash of this function (which would leave the call uncertain)."""
+    content = getattr(message, "content", None)
+    if not isinstance(content, list):
+        raise ProviderError("the answer is not a Messages object: it has no content list")
+    stop = getattr(message, "stop_reason", None)
+    if stop not in FINISH:  # pause_turn, or a reason this version does not know
+        raise ProviderError(f"the model stopped without an answer (stop_reason {stop})")
+    reply = Reply(finish=FINISH[stop])
     texts: list[str] = []
-    for block in message.content:
+    for block in content:
         if block.type == "text":
             texts.append(block.text)
         elif block.type == "tool_use":
             reply.tool_calls.append({"id": block.id, "name": block.name, "arguments": block.input})
     reply.text = "".join(texts)
-    usage = message.usage
-    details = getattr(usage, "output_tokens_details", None)
-    reply.usage = {
-        "inputTokens": usage.input_tokens or 0,
-        "outputTokens": usage.output_tokens or 0,
-        "reasoningTokens": getattr(details, "thinking_tokens", 0) or 0,
-        "cacheReadTokens": usage.cache_read_input_tokens or 0,
-        "cacheWriteTokens": usage.cache_creation_input_tokens or 0,
-    }
+    reply.usage = _usage(getattr(message, "usage", None))
     return reply
+
+
+def _usage(usage: Any) -> dict[str, int]:
+    details = getattr(usage, "output_tokens_details", None)
+    return {
+        "inputTokens": getattr(usage, "input_tokens", 0) or 0,
+        "outputTokens": getattr(usage, "output_tokens", 0) or 0,
+        "reasoningTokens": getattr(details, "thinking_tokens", 0) or 0,
+        "cacheReadTokens": getattr(usage, "cache_read_input_tokens", 0) or 0,
+        "cacheWriteTokens": getattr(usage, "cache_creation_input_tokens", 0) or 0,
+    }

@@ -18,7 +18,7 @@ from typing import Any
 import httpx2
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.errors import ValidationError
+from agentctl.errors import ProviderError, ValidationError
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ModelRequest
 from agentctl.workers.executors import ExecOutcome
@@ -26,6 +26,7 @@ from agentctl.workers.executors.providers.common import Reply, run_model_call, s
 
 SUFFIX = "/models"
 LEVELS = {"low": "LOW", "medium": "MEDIUM", "high": "HIGH", "xhigh": "HIGH", "max": "HIGH"}
+FINISHED = frozenset({None, "STOP", "FINISH_REASON_UNSPECIFIED"})  # a complete answer
 REFUSALS = frozenset(
     {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "LANGUAGE"}
 )
@@ -149,6 +150,9 @@ def normalize(response: Any) -> Reply:
     reply = Reply(usage=_usage(response.usage_metadata))
     candidates = response.candidates or []
     if not candidates:
+        if getattr(response.prompt_feedback, "block_reason", None) is None:
+            # Neither an answer nor a blocked prompt: not a GenerateContentResponse at all.
+            raise ProviderError("the answer is not a GenerateContentResponse: no candidates")
         reply.finish = "refusal"  # the prompt itself was blocked (promptFeedback)
         return reply
     candidate = candidates[0]
@@ -167,6 +171,9 @@ def normalize(response: Any) -> Reply:
         reply.finish = "max_tokens"
     elif reason in REFUSALS:
         reply.finish = "refusal"
+    elif reason not in FINISHED:
+        # MALFORMED_FUNCTION_CALL, OTHER, …: the model stopped without an answer to take.
+        raise ProviderError(f"the model stopped without an answer (finishReason {reason})")
     return reply
 
 

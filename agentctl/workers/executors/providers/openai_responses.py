@@ -159,7 +159,11 @@ def _calls(message: JsonObject) -> list[JsonObject]:
 
 
 def normalize(response: JsonObject) -> Reply:
-    """A Responses ``Response`` object as our reply."""
+    """A Responses ``Response`` object as our reply; a JSON answer without its ``output``
+    list is no Response at all — a definitive failure, never an empty success."""
+    if not isinstance(response.get("output"), list):
+        raise ProviderError("the answer is not a Responses object: it has no output list")
+    _check_finished(response)
     reply = Reply(usage=_usage(as_object(response.get("usage"))))
     texts: list[str] = []
     for item in _objects(response.get("output")):
@@ -179,6 +183,18 @@ def normalize(response: JsonObject) -> Reply:
         reason = as_object(response.get("incomplete_details")).get("reason")
         reply.finish = "max_tokens" if reason == "max_output_tokens" else "refusal"
     return reply
+
+
+def _check_finished(response: JsonObject) -> None:
+    """Only a ``completed`` or ``incomplete`` Response is an answer: a ``failed`` one is the
+    model's failure (retryable as its error code says, like ``response.failed`` in a stream),
+    and a ``queued``, ``in_progress`` or ``cancelled`` one holds no answer at all."""
+    status = response.get("status")
+    if status is None or status in ("completed", "incomplete"):
+        return
+    if status == "failed":
+        raise _stream_error({"type": "response.failed", "response": response}, streamed=False)
+    raise ProviderError(f"the Response is {status}, not a finished answer")
 
 
 def _objects(value: JsonValue) -> list[JsonObject]:
@@ -246,12 +262,11 @@ def _event(data: str) -> JsonObject:
     return event
 
 
-def _stream_error(event: JsonObject) -> ProviderError:
+def _stream_error(event: JsonObject, streamed: bool = True) -> ProviderError:
     failed = event.get("type") == "response.failed"
     error = as_object(as_object(event.get("response")).get("error")) if failed else event
     code = str(error.get("code") or "")
     message = str(error.get("message") or "the model failed")
     retryable = code in ("server_error", "rate_limit_exceeded")
-    return ProviderError(
-        f"the answer stream failed ({code or 'no code'}): {message}", retryable=retryable
-    )
+    what = "the answer stream failed" if streamed else "the Response failed"
+    return ProviderError(f"{what} ({code or 'no code'}): {message}", retryable=retryable)

@@ -1,0 +1,47 @@
+"""The shape of one model call's answer, as every provider executor returns it (spec/cli.md §4).
+
+An operator who reconciles a model effect ``applied`` gives the answer the call got: the
+resumed agent takes it exactly as a provider's reply (its finish, text, tool calls and usage),
+so a result of another shape is refused before anything is recorded.
+
+Invariants: the shape is the executors' ``{finish, text, toolCalls, usage}`` with
+``finish`` one of complete | tool_calls | max_tokens | refusal and each usage counter given
+a non-negative integer (a counter left out counts 0, as an API that does not report it);
+only ``model.*`` operations are judged here.
+"""
+
+from __future__ import annotations
+
+from agentctl.core import jsonschema
+from agentctl.core.jsonvalue import JsonObject, JsonValue
+
+_COUNTERS = (
+    "inputTokens",
+    "outputTokens",
+    "reasoningTokens",
+    "cacheReadTokens",
+    "cacheWriteTokens",
+)
+_COUNT: JsonObject = {"type": "integer", "minimum": 0}
+_TOOL_CALL: JsonObject = {
+    "type": "object",
+    "required": ["id", "name", "arguments"],
+    "properties": {"id": {"type": "string"}, "name": {"type": "string"}},
+}
+REPLY_SCHEMA: JsonObject = {
+    "type": "object",
+    "required": ["finish", "text", "toolCalls", "usage"],
+    "properties": {
+        "finish": {"enum": ["complete", "tool_calls", "max_tokens", "refusal"]},
+        "text": {"type": "string"},
+        "toolCalls": {"type": "array", "items": _TOOL_CALL},
+        "usage": {"type": "object", "properties": {name: _COUNT for name in _COUNTERS}},
+    },
+}
+
+
+def applied_reply_problems(operation: str, result: JsonValue) -> list[str]:
+    """Why ``result`` cannot stand for a model call's answer (none for other operations)."""
+    if not operation.startswith("model."):
+        return []
+    return jsonschema.validate(result, REPLY_SCHEMA)
