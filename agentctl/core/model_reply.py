@@ -14,14 +14,8 @@ from __future__ import annotations
 
 from agentctl.core import jsonschema
 from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.pricing import TOKEN_COUNTERS
 
-_COUNTERS = (
-    "inputTokens",
-    "outputTokens",
-    "reasoningTokens",
-    "cacheReadTokens",
-    "cacheWriteTokens",
-)
 _COUNT: JsonObject = {"type": "integer", "minimum": 0}
 _TOOL_CALL: JsonObject = {
     "type": "object",
@@ -35,7 +29,7 @@ REPLY_SCHEMA: JsonObject = {
         "finish": {"enum": ["complete", "tool_calls", "max_tokens", "refusal"]},
         "text": {"type": "string"},
         "toolCalls": {"type": "array", "items": _TOOL_CALL},
-        "usage": {"type": "object", "properties": {name: _COUNT for name in _COUNTERS}},
+        "usage": {"type": "object", "properties": {name: _COUNT for name in TOKEN_COUNTERS}},
     },
 }
 

@@ -167,9 +167,7 @@ def test_a_timed_out_process_keeps_its_reservation_until_reconciled(
     assert _budget(cli, run_id)["usage"] == {"processOutputBytes": 5}
 
 
-def test_a_rejected_approval_gives_its_effects_reservation_back(
-    cli: Cli, tmp_path: Path
-) -> None:
+def test_a_rejected_approval_gives_its_effects_reservation_back(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "wf.yaml").write_text(
         SHELL.format(approval="mutations", script="printf hello"), encoding="utf-8"
     )
