@@ -189,15 +189,17 @@ def availability(
 ) -> Availability:
     """Whether a reference could resolve, judged by presence only.
 
-    Never reads a value and never runs a helper: an ``{env}`` variable is set (and readable
-    under policy), a ``{file}`` exists under a secret root and is readable; a ``{process}``
-    helper is ``unchecked``. A reference policy refuses is ``missing_or_denied``.
+    Never reads a value and never runs a helper: an ``{env}`` variable is set and not empty
+    (and readable under policy), a ``{file}`` exists under a secret root and is readable; a
+    ``{process}`` helper is ``unchecked``. A reference policy refuses is ``missing_or_denied``.
     """
     if isinstance(ref, Mapping) and isinstance(ref.get("env"), str):
         name = ref["env"]
         if name not in default_envs and name not in (policy.get("environmentAllowlist") or []):
             return "missing_or_denied"
-        return "present" if name in os.environ else "missing"
+        # Empty is missing: no credential or header is the empty text, and an empty one
+        # would fail only once a run and its effects exist (only the length is looked at).
+        return "present" if os.environ.get(name) else "missing"
     if isinstance(ref, Mapping) and isinstance(ref.get("file"), str):
         full = _under_roots(ref["file"], policy, workspace)
         if full is None:

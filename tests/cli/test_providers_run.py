@@ -150,18 +150,23 @@ def test_usage_and_cost_are_settled_from_the_answers(
 
 
 def _agentctl_without_key(
-    target: LedgerTarget, cwd: Path, *args: str
+    target: LedgerTarget, cwd: Path, *args: str, empty: bool = False
 ) -> subprocess.CompletedProcess[str]:
+    """``args`` run with no ``OPENAI_API_KEY`` (``empty``: set to the empty text)."""
     how = target.invocation(["--output", "json", *args], cwd)
     env = {k: v for k, v in how.env.items() if k != "OPENAI_API_KEY"}
+    if empty:
+        env["OPENAI_API_KEY"] = ""
     return subprocess.run(how.argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.parametrize("empty", [False, True], ids=["unset", "empty"])
 def test_a_missing_key_exits_6_before_any_state(
-    ledger_target: LedgerTarget, tmp_path: Path, server: AgentServer
+    ledger_target: LedgerTarget, tmp_path: Path, server: AgentServer, empty: bool
 ) -> None:
     wf, db = OPENAI.workflow(server, tmp_path / "ws"), tmp_path / "state" / "r.db"
-    proc = _agentctl_without_key(ledger_target, tmp_path, "run", str(wf), "--db", str(db))
+    run = ("run", str(wf), "--db", str(db))
+    proc = _agentctl_without_key(ledger_target, tmp_path, *run, empty=empty)
     assert proc.returncode == 6, proc.stderr
     assert "OPENAI_API_KEY" in json.loads(proc.stderr.splitlines()[-1])["error"]["message"]
     assert not (tmp_path / "state").exists()
