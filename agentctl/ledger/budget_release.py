@@ -27,6 +27,7 @@ from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.reconciled_spend import reconciled_spend
 from agentctl.ledger.budget import settle_budget_txn
 from agentctl.ledger.budget_known import held_amounts
+from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.sql import Db
 
 _ACTIVE = (
@@ -44,20 +45,20 @@ _UNSTARTED = (
 
 def settle_reconciled_txn(
     conn: Db,
-    effect: tuple[str, str, str],
+    effect: EffectRecord,
     status: str,
     result: JsonValue,
     now: str,
     trace_id: str | None,
 ) -> None:
-    """Settle the active reservation of ``effect`` (run id, effect id, operation) that an
-    ``applied`` or ``not_applied`` reconciliation concludes; none active: nothing changes."""
-    run_id, effect_id, operation = effect
+    """Settle the active reservation of ``effect`` that an ``applied`` or ``not_applied``
+    reconciliation concludes; none active: nothing changes."""
+    run_id, effect_id = effect.run_id, effect.effect_id
     row = conn.execute(_ACTIVE, (run_id, effect_id)).fetchone()
     if row is None:
         return
     held = held_amounts(row[0])
-    spent = reconciled_spend(operation, held, status, result)
+    spent = reconciled_spend(effect.operation, held, status, result)
     settle_budget_txn(conn, run_id, effect_id, spent, now, trace_id=trace_id, held=held)
 
 

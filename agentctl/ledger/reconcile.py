@@ -197,8 +197,7 @@ def _settle_txn(
     """What an ``applied`` or ``not_applied`` record settles: the effect's budget reservation
     while it is still active (once: a later record finds it settled), and a model call's
     session, which learns how its latest call ended."""
-    spent_by = (r.run_id, r.effect_id, effect.operation)
-    settle_reconciled_txn(conn, spent_by, r.status, r.result, r.created_at, r.trace_id)
+    settle_reconciled_txn(conn, effect, r.status, r.result, r.created_at, r.trace_id)
     replaces = _superseded(history) if r.status == "applied" else None
     sessions.settle_txn(conn, r.effect_id, _SETTLES[r.status], r.result, r.created_at, replaces)
 
