@@ -185,9 +185,25 @@ def _settled(
     outcome: RunOutcome, plan: Plan, db: str, root: str, timeout_s: float | None
 ) -> RunOutcome:
     """A new run's outcome, after automatic compensation if the workflow asks for it."""
-    if outcome.state == "failed" and plan.run.compensation.get("onFailure") == "automatic":
-        outcome = _compensate_after_failure(outcome, db, root, timeout_s)
-    return outcome_or_raise(outcome)
+    return outcome_or_raise(_auto_compensated(outcome, plan, db, root, timeout_s))
+
+
+def _auto_compensated(
+    outcome: RunOutcome,
+    plan: Plan,
+    db: str,
+    root: str,
+    timeout_s: float | None,
+    mode: str = "execute",
+) -> RunOutcome:
+    """``outcome``, after automatic compensation when the run ended failed and its workflow
+    says ``compensation.onFailure: automatic`` — whichever command drove it to that end (run,
+    resume, fork): spec/cli.md §5 and the compensation guide start it "after a failed terminal
+    run", never after cancellation. A compensation run is never compensated in turn."""
+    automatic = plan.run.compensation.get("onFailure") == "automatic"
+    if outcome.state == "failed" and automatic and mode != "compensation":
+        return _compensate_after_failure(outcome, db, root, timeout_s)
+    return outcome
 
 
 def _compensate_after_failure(
@@ -247,7 +263,10 @@ def resume(
             )
             req = dataclasses.replace(req, interactive=interactive)
             outcome = run_trio(drive_run, req)
-            return outcome if _failed_by_rejection(ledger, outcome) else outcome_or_raise(outcome)
+            rejected = _failed_by_rejection(ledger, outcome)
+    # After the ledger is closed, as ``run`` does: the compensation run opens its own.
+    outcome = _auto_compensated(outcome, plan, db, base, timeout_s, found.mode)
+    return outcome if rejected else outcome_or_raise(outcome)
 
 
 def _unfinished(ledger: RunLedger, run_id: str) -> set[str]:
@@ -309,7 +328,8 @@ def fork(
         req = DriveRequest(ledger, run_id, trace_id, plan, base, timeout_s, progress, clock)
         with naming_run(run_id):
             req = dataclasses.replace(req, diff=diff, interactive=interactive)
-            return outcome_or_raise(run_trio(drive_run, req))
+            outcome = run_trio(drive_run, req)
+    return outcome_or_raise(_auto_compensated(outcome, plan, db, base, timeout_s))
 
 
 def cancel(run_ref: str, *, db: str) -> tuple[JsonObject, str]:

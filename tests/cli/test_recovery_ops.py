@@ -212,6 +212,70 @@ def test_automatic_compensation_after_failure(cli, tmp_path: Path) -> None:  # t
     assert runs[0]["sourceRunId"] == runs[1]["runId"]
 
 
+def test_automatic_compensation_after_a_fork_fails(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # "Automatic compensation starts only after a failed terminal run": a fork is a run too.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "allow.flag").write_text("")
+    wf = ws / "wf.yaml"
+    wf.write_text(
+        COMPENSATED.replace("  tasks:\n", "  compensation: { onFailure: automatic }\n  tasks:\n", 1)
+    )
+    db = tmp_path / "state" / "r.db"
+    source = cli("--output", "json", "run", str(wf), "--db", str(db)).error["error"]["runId"]
+    forked = cli("--output", "json", "fork", source, "--db", str(db))
+    assert forked.rc == 4
+    assert "automatic compensation" in forked.error["error"]["message"]
+    assert _marker(ws) == ["made", "made", "undo2", "undo1"] * 2
+    runs = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"]
+    assert [r["mode"] for r in runs] == ["compensation", "fork", "compensation", "execute"]
+    assert runs[0]["sourceRunId"] == forked.error["error"]["runId"] == runs[1]["runId"]
+
+
+PAUSED_THEN_FAILING = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: auto-after-resume }
+spec:
+  compensation: { onFailure: automatic }
+  policy: { approval: high_risk, processAllowlist: [sh], writableRoots: [out] }
+  actions:
+    save: { kind: builtin.write }
+    gate: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "exit 1"] }
+  tasks:
+    - { id: make, uses: "action:save", with: { path: out/r.txt, content: made },
+        compensate: { uses: "action:save", with: { path: out/r.txt, content: undone } } }
+    - { id: gate, uses: "action:gate", needs: [make] }
+"""
+
+
+def test_automatic_compensation_after_a_resumed_run_fails(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # The run pauses for approval (exit 3), so it fails only in `resume`: that failed terminal
+    # run is compensated as one failing in `run` is, and the outcome says so.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    wf = ws / "wf.yaml"
+    wf.write_text(PAUSED_THEN_FAILING)
+    db = tmp_path / "state" / "r.db"
+    paused = cli("--output", "json", "run", str(wf), "--db", str(db))
+    assert paused.rc == 3 and paused.data["state"] == "paused", paused.stderr
+    assert (ws / "out" / "r.txt").read_text() == "made"
+    run_id = paused.data["runId"]
+    pending = cli("--output", "json", "approvals", "list", run_id, "--db", str(db)).data
+    approval = pending["approvals"][0]["approvalId"]
+    ok = cli(
+        "--output", "json", "approvals", "approve", approval, "--reason", "go", "--db", str(db)
+    )
+    assert ok.rc == 0, ok.stderr
+    resumed = cli("--output", "json", "resume", run_id, "--db", str(db))
+    assert resumed.rc == 4
+    assert "automatic compensation" in resumed.error["error"]["message"]
+    assert (ws / "out" / "r.txt").read_text() == "undone"
+    runs = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"]
+    assert [r["mode"] for r in runs] == ["compensation", "execute"]
+    assert runs[0]["sourceRunId"] == run_id
+
+
 VARS_COMPENSATED = """\
 apiVersion: agentctl.dev/v1alpha1
 kind: Workflow
