@@ -76,6 +76,24 @@ def test_replay_executes_nothing(cli, tmp_path: Path) -> None:  # type: ignore[n
             assert task["disposition"] == "recorded"
 
 
+def test_replay_walks_each_task_as_it_ran(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # spec/cli.md §5: replayed tasks walk ready → running → terminal, a skipped (or never
+    # started, cancelled) one directly;
+    # each task's walk ends before the next one's starts.
+    ws = tmp_path / "ws"
+    _wf, db, source = _setup(cli, ws)
+    replayed = cli("--output", "json", "replay", source, "--db", str(db))
+    audit = _inspect(cli, db, replayed.data["runId"])["audit"]
+    walked = [(e["taskId"], e["eventType"]) for e in audit if e["eventType"].startswith("task.")]
+    ran = ["task.ready", "task.running"]
+    assert walked == [
+        *[("a", e) for e in [*ran, "task.succeeded"]],
+        *[("w", e) for e in [*ran, "task.succeeded"]],
+        *[("b", e) for e in [*ran, "task.failed"]],
+        ("c", "task.cancelled"),  # never started: the failure stopped the run
+    ]
+
+
 def test_retry_failed_runs_only_the_failed_task_and_descendants(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     ws = tmp_path / "ws"
     wf, db, source = _setup(cli, ws)
