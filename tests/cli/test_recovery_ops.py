@@ -465,3 +465,50 @@ def test_retry_and_repair_default_to_the_workflow_files_directory(cli, tmp_path:
     chosen = cli("--output", "json", *args)
     assert chosen.rc == 0, chosen.stderr
     assert _marker(other) == ["b2", "c"]
+
+
+MEMORY_READER = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: reads-memory }
+spec:
+  memory: { working: { seen: first } }
+  policy: { approval: never, processAllowlist: [sh] }
+  actions:
+    put: { kind: builtin.assign }
+    gate: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "test -f ok.flag"] }
+  tasks:
+    - { id: d, uses: "action:put", with: { seen: "${{ memory.seen }}" } }
+    - { id: f, uses: "action:gate" }
+"""
+
+
+def test_repair_refuses_a_reused_task_whose_initial_memory_changed(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # spec/cli.md §5 resolved_input_digest_mismatch: `d` read memory.seen == "first"; the
+    # corrected workflow starts from "second", so d's recorded output would be stale.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    wf = ws / "wf.yaml"
+    wf.write_text(MEMORY_READER)
+    db = tmp_path / "state" / "r.db"
+    source = cli("--output", "json", "run", str(wf), "--db", str(db)).error["error"]["runId"]
+    (ws / "ok.flag").write_text("")
+    fixed = ws / "fixed.yaml"
+    fixed.write_text(MEMORY_READER.replace("seen: first", "seen: second"))
+    refused = cli("--output", "json", "repair", str(fixed), source, "--from", "f", "--db", str(db))
+    assert refused.rc == 3, refused.stderr
+    assert refused.data["compatible"] is False and refused.data["reusedTasks"] == []
+    block = refused.data["blockedReuse"][0]
+    assert block["taskId"] == "d" and block["rule"] == "resolved_input_digest_mismatch"
+    assert block["suggestedRepairRoots"] == ["d"]
+    runs = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"]
+    assert len(runs) == 1  # a blocked plan creates nothing
+    # The same initial memory reuses d; naming d as a root re-executes it with the new value.
+    same = cli(
+        "--output", "json", "repair", str(wf), source, "--from", "f", "--plan", "--db", str(db)
+    )
+    assert same.rc == 0 and same.data["reusedTasks"] == ["d"]
+    rooted = ("--from", "d", "--from", "f", "--restart-successful", "--db", str(db))
+    done = cli("--output", "json", "repair", str(fixed), source, *rooted)
+    assert done.rc == 0, done.stderr
+    assert done.data["output"]["d"]["output"] == {"seen": "second"}
