@@ -186,7 +186,8 @@ def compensate(
         source_run, source = recovery.load_source(ledger, source_ref)
         if source_run.state not in ("succeeded", "failed", "cancelled"):
             raise InvalidOperationError(
-                f"run {source_run.run_id} is {source_run.state}; compensate needs a terminal run"
+                f"run {source_run.run_id} is {source_run.state}; compensate needs a terminal run",
+                run_id=source_run.run_id,
             )
         planned = rc.plan_compensation(source, load_plan(source_run), tasks=tasks_filter)
         data = planned.to_json()

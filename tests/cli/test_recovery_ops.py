@@ -512,3 +512,17 @@ def test_repair_refuses_a_reused_task_whose_initial_memory_changed(cli, tmp_path
     done = cli("--output", "json", "repair", str(fixed), source, *rooted)
     assert done.rc == 0, done.stderr
     assert done.data["output"]["d"]["output"] == {"seen": "second"}
+
+
+def test_compensating_a_paused_run_is_refused_naming_the_run(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # §5 compensate needs a terminal source; the refusal names the run, as replay's does.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "wf.yaml").write_text(PAUSED_THEN_FAILING)
+    db = tmp_path / "state" / "r.db"
+    paused = cli("--output", "json", "run", str(ws / "wf.yaml"), "--db", str(db))
+    assert paused.rc == 3, paused.stderr
+    run_id = paused.data["runId"]
+    for command in (("compensate", run_id), ("replay", run_id)):
+        refused = cli("--output", "json", *command, "--db", str(db))
+        assert refused.rc == 4 and refused.error["error"]["runId"] == run_id, refused.stderr
