@@ -137,6 +137,7 @@ def _plan(
             roots=ask.roots,
             restart_successful=ask.restart_successful,
             artifact_ok=ok,
+            reason=ask.reason,
         )
     return rc.plan_repair(
         source,

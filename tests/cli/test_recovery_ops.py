@@ -526,3 +526,15 @@ def test_compensating_a_paused_run_is_refused_naming_the_run(cli, tmp_path: Path
     for command in (("compensate", run_id), ("replay", run_id)):
         refused = cli("--output", "json", *command, "--db", str(db))
         assert refused.rc == 4 and refused.error["error"]["runId"] == run_id, refused.stderr
+
+
+def test_retry_and_repair_plans_carry_the_reason(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # §1/§5: --reason is recorded on the run and shown in the plan, for retry as for repair.
+    ws = tmp_path / "ws"
+    wf, db, source = _setup(cli, ws)
+    for command in (("retry", "--failed"), ("repair", "--from", "b")):
+        kind, *flags = command
+        asked = (kind, str(wf), source, *flags, "--plan", "--reason", "flaky")
+        plan = cli("--output", "json", *asked, "--db", str(db))
+        assert plan.rc == 0, plan.stderr
+        assert plan.data["reason"] == "flaky", kind
