@@ -209,8 +209,8 @@ def compensate_cmd(
     """Run the declared inverse actions of a run's confirmed mutations, newest first."""
     from agentctl.coordinator.remedy import compensate
 
-    # A compensation run's inverse actions are never held for approval (docs/workflow-
-    # language.md), so there is nothing to ask; without a terminal it is refused all the same.
+    # ``--interactive`` is refused without a terminal; with one, a compensation run held for
+    # approval (spec.compensation.approval) still pauses (exit 3): approve it and `resume`.
     _asking(interactive, "compensate", Continuation(db, None, timeout_seconds, diff))
     name, data, code = compensate(
         source,

@@ -49,6 +49,7 @@ from agentctl.ledger.model import ReconcileRequest
 
 if TYPE_CHECKING:  # a run never reports: the report's read models load with ``run_report``
     from agentctl.ledger.report import RunReport
+    from agentctl.ledger.runs import RunHead
 
 DEFAULT_DB = ".agentctl/runtime.db"
 
@@ -262,11 +263,22 @@ def resume(
                 req, check_mode=run.mode == "check", diff=diff, on_stream=on_stream
             )
             req = dataclasses.replace(req, interactive=interactive)
+            req = dataclasses.replace(req, compensates=_compensation_links(ledger, run))
             outcome = run_trio(drive_run, req)
             rejected = _failed_by_rejection(ledger, outcome)
     # After the ledger is closed, as ``run`` does: the compensation run opens its own.
     outcome = _auto_compensated(outcome, plan, db, base, timeout_s, found.mode)
     return outcome if rejected else outcome_or_raise(outcome)
+
+
+def _compensation_links(ledger: RunLedger, run: RunHead) -> dict[str, tuple[str, ...]]:
+    """What a resumed compensation run's inverses compensate (``remedy``); {} for others."""
+    if run.mode != "compensation":
+        return {}
+    # Imported here: repair, retry and compensation are not on a run's start-up path.
+    from agentctl.coordinator.remedy import compensation_links
+
+    return compensation_links(ledger, ledger.find_run(run.run_id))
 
 
 def _unfinished(ledger: RunLedger, run_id: str) -> set[str]:

@@ -200,7 +200,19 @@ def compensate(
         done = _compensated_tasks(ledger, outcome.run_id, planned)
     result = {**outcome.to_json(), "sourceRunId": source_run.run_id, "plan": data}
     result["compensatedTasks"] = list[JsonValue](done)
-    return "CompensationOutcome", result, 0 if outcome.state == "succeeded" else 4
+    return "CompensationOutcome", result, _RECOVERY_EXIT.get(outcome.state, 4)
+
+
+def compensation_links(ledger: RunLedger, run: RunRecord) -> dict[str, tuple[str, ...]]:
+    """For a compensation run being resumed: the source effects each of its inverses
+    compensates, planned again from its source run, so that an inverse confirmed after a
+    pause (an approval) records ``compensated`` on them as one confirmed in the first drive
+    does. Effects already compensated are no longer planned; their inverses have finished."""
+    if run.mode != "compensation" or run.source_run_id is None:
+        return {}
+    source_run, source = recovery.load_source(ledger, run.source_run_id)
+    planned = rc.plan_compensation(source, load_plan(source_run))
+    return {s.compensation_task_id: s.source_effect_ids for s in planned.steps}
 
 
 def _compensated_tasks(ledger: RunLedger, run_id: str, planned: rc.CompensationPlan) -> list[str]:

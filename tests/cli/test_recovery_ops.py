@@ -538,3 +538,64 @@ def test_retry_and_repair_plans_carry_the_reason(cli, tmp_path: Path) -> None:  
         plan = cli("--output", "json", *asked, "--db", str(db))
         assert plan.rc == 0, plan.stderr
         assert plan.data["reason"] == "flaky", kind
+
+
+ASKED_COMPENSATION = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: asked-compensation }
+spec:
+  compensation: { approval: APPROVAL }
+  policy: { approval: POLICY, writableRoots: [out] }
+  actions: { save: { kind: builtin.write }, check: { kind: builtin.assert } }
+  tasks:
+    - { id: make, uses: "action:save", with: { path: out/r.txt, content: made },
+        compensate: { uses: "action:save", with: { path: out/r.txt, content: undone } } }
+    - { id: verify, uses: "action:check", needs: [make], with: { that: false, message: boom } }
+"""
+
+
+def _approve_all(cli, db: Path, run_id: str) -> None:  # type: ignore[no-untyped-def]
+    listed = cli("--output", "json", "approvals", "list", run_id, "--db", str(db)).data
+    for approval in listed["approvals"]:
+        asked = ("approvals", "approve", approval["approvalId"], "--reason", "ok")
+        assert cli("--output", "json", *asked, "--db", str(db)).rc == 0
+
+
+def test_compensation_approval_always_pauses_and_resume_records_it(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # spec.compensation.approval: always asks a durable approval for the compensation run even
+    # when the workflow's policy asks none; the paused outcome exits 3 (§2), and the inverse
+    # confirmed by `resume` records `compensated` on the source effect, so it never repeats.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    wf = ws / "wf.yaml"
+    wf.write_text(ASKED_COMPENSATION.replace("APPROVAL", "always").replace("POLICY", "never"))
+    db = tmp_path / "state" / "r.db"
+    source = cli("--output", "json", "run", str(wf), "--db", str(db)).error["error"]["runId"]
+    held = cli("--output", "json", "compensate", source, "--db", str(db))
+    assert held.rc == 3 and held.data["state"] == "paused", held.stderr
+    assert (ws / "out" / "r.txt").read_text() == "made"
+    _approve_all(cli, db, held.data["runId"])
+    resumed = cli("--output", "json", "resume", held.data["runId"], "--db", str(db))
+    assert resumed.rc == 0, resumed.stderr
+    assert (ws / "out" / "r.txt").read_text() == "undone"
+    effects = cli("--output", "json", "effects", "list", source, "--db", str(db)).data
+    assert [r["status"] for r in effects["reconciliations"]] == ["compensated"]
+    again = cli("--output", "json", "compensate", source, "--plan", "--db", str(db))
+    assert again.data["tasks"] == [] and len(again.data["alreadyCompensatedEffects"]) == 1
+
+
+def test_compensation_approval_never_removes_the_gate(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    wf = ws / "wf.yaml"
+    wf.write_text(ASKED_COMPENSATION.replace("APPROVAL", "never").replace("POLICY", "mutations"))
+    db = tmp_path / "state" / "r.db"
+    paused = cli("--output", "json", "run", str(wf), "--db", str(db))
+    assert paused.rc == 3, paused.stderr  # the workflow's own policy holds `make`
+    source = paused.data["runId"]
+    _approve_all(cli, db, source)
+    assert cli("--output", "json", "resume", source, "--db", str(db)).rc == 4
+    done = cli("--output", "json", "compensate", source, "--db", str(db))
+    assert done.rc == 0 and done.data["state"] == "succeeded", done.stderr
+    assert (ws / "out" / "r.txt").read_text() == "undone"
