@@ -33,7 +33,7 @@ from agentctl.coordinator.service import (
     outcome_or_raise,
 )
 from agentctl.core import recovery as rc
-from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.plan import Plan
 from agentctl.errors import InvalidOperationError
 from agentctl.ledger.interface import RunLedger
@@ -201,6 +201,24 @@ def compensate(
     result = {**outcome.to_json(), "sourceRunId": source_run.run_id, "plan": data}
     result["compensatedTasks"] = list[JsonValue](done)
     return "CompensationOutcome", result, _RECOVERY_EXIT.get(outcome.state, 4)
+
+
+def compensation_continued(
+    data: JsonObject, outcome: RunOutcome, db: str
+) -> tuple[JsonObject, int]:
+    """A compensation outcome whose paused run was carried on (``--interactive``): the run's
+    state and output now, the source tasks compensated by now, and the exit code they mean."""
+    with open_existing(db, verify=False) as ledger:
+        states = {t.task_id: t.state for t in ledger.inspect_run(outcome.run_id).tasks}
+    steps = as_object(data.get("plan")).get("tasks")
+    done: list[JsonValue] = [
+        as_object(step)["sourceTaskId"]
+        for step in (steps if isinstance(steps, list) else [])
+        if states.get(str(as_object(step)["compensationTaskId"])) == "succeeded"
+    ]
+    merged: JsonObject = {**data, "state": outcome.state, "output": outcome.output}
+    merged["compensatedTasks"] = done
+    return merged, _RECOVERY_EXIT.get(outcome.state, 4)
 
 
 def compensation_links(ledger: RunLedger, run: RunRecord) -> dict[str, tuple[str, ...]]:
