@@ -186,10 +186,10 @@ def _settled(
     outcome: RunOutcome, plan: Plan, db: str, root: str, timeout_s: float | None
 ) -> RunOutcome:
     """A new run's outcome, after automatic compensation if the workflow asks for it."""
-    return outcome_or_raise(_auto_compensated(outcome, plan, db, root, timeout_s))
+    return outcome_or_raise(auto_compensated(outcome, plan, db, root, timeout_s))
 
 
-def _auto_compensated(
+def auto_compensated(
     outcome: RunOutcome,
     plan: Plan,
     db: str,
@@ -199,8 +199,9 @@ def _auto_compensated(
 ) -> RunOutcome:
     """``outcome``, after automatic compensation when the run ended failed and its workflow
     says ``compensation.onFailure: automatic`` — whichever command drove it to that end (run,
-    resume, fork): spec/cli.md §5 and the compensation guide start it "after a failed terminal
-    run", never after cancellation. A compensation run is never compensated in turn."""
+    resume, fork, retry, repair): spec/cli.md §5 and the compensation guide start it "after a
+    failed terminal run", never after cancellation. A compensation run is never compensated
+    in turn."""
     automatic = plan.run.compensation.get("onFailure") == "automatic"
     if outcome.state == "failed" and automatic and mode != "compensation":
         return _compensate_after_failure(outcome, db, root, timeout_s)
@@ -267,7 +268,7 @@ def resume(
             outcome = run_trio(drive_run, req)
             rejected = _failed_by_rejection(ledger, outcome)
     # After the ledger is closed, as ``run`` does: the compensation run opens its own.
-    outcome = _auto_compensated(outcome, plan, db, base, timeout_s, found.mode)
+    outcome = auto_compensated(outcome, plan, db, base, timeout_s, found.mode)
     return outcome if rejected else outcome_or_raise(outcome)
 
 
@@ -341,7 +342,7 @@ def fork(
         with naming_run(run_id):
             req = dataclasses.replace(req, diff=diff, interactive=interactive)
             outcome = run_trio(drive_run, req)
-    return outcome_or_raise(_auto_compensated(outcome, plan, db, base, timeout_s))
+    return outcome_or_raise(auto_compensated(outcome, plan, db, base, timeout_s))
 
 
 def cancel(run_ref: str, *, db: str) -> tuple[JsonObject, str]:

@@ -106,7 +106,7 @@ def recover(
         driving = Driving(timeout_s, progress, interactive, diff)
         run_id, outcome = _run_derived(ledger, source, planned, derived, Clock(), driving)
         refs = ledger.list_artifacts(run_id).to_json()["references"]
-    data = _recovered(outcome, planned, source.run_id, refs)
+    data = _recovered(_settled(outcome, derived, db, timeout_s), planned, source.run_id, refs)
     return f"{title}Outcome", data, _RECOVERY_EXIT.get(outcome.state, 4)
 
 
@@ -118,11 +118,23 @@ def _run_derived(
     clock: Clock,
     driving: Driving,
 ) -> tuple[str, RunOutcome]:
-    """Create the derived run and drive it; returns its id and (raising) outcome."""
+    """Create the derived run and drive it; returns its id and outcome (see ``_settled``)."""
     run_id, trace_id = recovery.create_derived_run(ledger, source, planned, derived, clock)
     req = DriveRequest(ledger, run_id, trace_id, derived.plan, derived.workspace)
     req = driving.applied(dataclasses.replace(req, timeout_s=driving.timeout_s, clock=clock))
-    return run_id, outcome_or_raise(run_trio(drive_run, req))
+    return run_id, run_trio(drive_run, req)
+
+
+def _settled(
+    outcome: RunOutcome, derived: recovery.DerivedTarget, db: str, timeout_s: float | None
+) -> RunOutcome:
+    """A derived run's (raising) outcome, after automatic compensation when it failed and its
+    workflow asks for it, as any failed terminal run (``api.auto_compensated``); called once
+    the ledger is closed, since the compensation opens its own."""
+    from agentctl.coordinator.api import auto_compensated
+
+    compensated = auto_compensated(outcome, derived.plan, db, derived.workspace, timeout_s)
+    return outcome_or_raise(compensated)
 
 
 def _plan(

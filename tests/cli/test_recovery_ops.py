@@ -250,6 +250,27 @@ def test_automatic_compensation_after_a_fork_fails(cli, tmp_path: Path) -> None:
     assert runs[0]["sourceRunId"] == forked.error["error"]["runId"] == runs[1]["runId"]
 
 
+def test_automatic_compensation_after_a_retry_fails(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # A retry run is a run: failing, it is compensated as the source was. Its compensated
+    # source tasks are never reused, so they execute (and are undone) again.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "allow.flag").write_text("")
+    wf = ws / "wf.yaml"
+    wf.write_text(
+        COMPENSATED.replace("  tasks:\n", "  compensation: { onFailure: automatic }\n  tasks:\n", 1)
+    )
+    db = tmp_path / "state" / "r.db"
+    source = cli("--output", "json", "run", str(wf), "--db", str(db)).error["error"]["runId"]
+    retried = cli("--output", "json", "retry", str(wf), source, "--failed", "--db", str(db))
+    assert retried.rc == 4
+    assert "automatic compensation" in retried.error["error"]["message"]
+    assert _marker(ws) == ["made", "made", "undo2", "undo1"] * 2
+    runs = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"]
+    assert [r["mode"] for r in runs] == ["compensation", "retry", "compensation", "execute"]
+    assert runs[0]["sourceRunId"] == retried.error["error"]["runId"] == runs[1]["runId"]
+
+
 PAUSED_THEN_FAILING = """\
 apiVersion: agentctl.dev/v1alpha1
 kind: Workflow
