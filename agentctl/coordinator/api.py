@@ -204,31 +204,11 @@ def auto_compensated(
     in turn."""
     automatic = plan.run.compensation.get("onFailure") == "automatic"
     if outcome.state == "failed" and automatic and mode != "compensation":
-        return _compensate_after_failure(outcome, db, root, timeout_s)
+        # Imported here: repair, retry and compensation are not on a run's start-up path.
+        from agentctl.coordinator.remedy import compensate_after_failure
+
+        return compensate_after_failure(outcome, db, root, timeout_s)
     return outcome
-
-
-def _compensate_after_failure(
-    outcome: RunOutcome, db: str, workspace: str, timeout_s: float | None
-) -> RunOutcome:
-    """``compensation.onFailure: automatic``: run the inverse actions of a failed run."""
-    # Imported here: repair, retry and compensation are not on a run's start-up path.
-    from agentctl.coordinator.remedy import compensate
-
-    name, data, _code = compensate(
-        outcome.run_id,
-        db=db,
-        tasks_filter=None,
-        plan_only=False,
-        workspace=workspace,
-        timeout_s=timeout_s,
-    )
-    note = (
-        f"automatic compensation {data.get('runId')} ended {data.get('state')}"
-        if name == "CompensationOutcome"
-        else "automatic compensation had nothing executable to run"
-    )
-    return dataclasses.replace(outcome, errors={**outcome.errors, "compensation": note})
 
 
 def resume(

@@ -131,10 +131,30 @@ def _settled(
     """A derived run's (raising) outcome, after automatic compensation when it failed and its
     workflow asks for it, as any failed terminal run (``api.auto_compensated``); called once
     the ledger is closed, since the compensation opens its own."""
-    from agentctl.coordinator.api import auto_compensated
+    if outcome.state == "failed" and derived.plan.run.compensation.get("onFailure") == "automatic":
+        outcome = compensate_after_failure(outcome, db, derived.workspace, timeout_s)
+    return outcome_or_raise(outcome)
 
-    compensated = auto_compensated(outcome, derived.plan, db, derived.workspace, timeout_s)
-    return outcome_or_raise(compensated)
+
+def compensate_after_failure(
+    outcome: RunOutcome, db: str, workspace: str, timeout_s: float | None
+) -> RunOutcome:
+    """``compensation.onFailure: automatic``: run the inverse actions of a failed run; the
+    outcome's errors name the compensation run and how it ended."""
+    name, data, _code = compensate(
+        outcome.run_id,
+        db=db,
+        tasks_filter=None,
+        plan_only=False,
+        workspace=workspace,
+        timeout_s=timeout_s,
+    )
+    note = (
+        f"automatic compensation {data.get('runId')} ended {data.get('state')}"
+        if name == "CompensationOutcome"
+        else "automatic compensation had nothing executable to run"
+    )
+    return dataclasses.replace(outcome, errors={**outcome.errors, "compensation": note})
 
 
 def _plan(
