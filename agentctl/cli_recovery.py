@@ -209,9 +209,9 @@ def compensate_cmd(
     """Run the declared inverse actions of a run's confirmed mutations, newest first."""
     from agentctl.coordinator.remedy import compensate
 
-    # A compensation run's inverse actions are never held for approval (docs/workflow-
-    # language.md), so there is nothing to ask; without a terminal it is refused all the same.
-    _asking(interactive, "compensate", Continuation(db, None, timeout_seconds, diff))
+    # ``--interactive`` is refused without a terminal; with one, a compensation run held for
+    # approval (spec.compensation.approval) is asked about and carried on, as retry/repair.
+    asking = _asking(interactive, "compensate", Continuation(db, None, timeout_seconds, diff))
     name, data, code = compensate(
         source,
         db=db,
@@ -221,4 +221,15 @@ def compensate_cmd(
         timeout_s=timeout_seconds,
         diff=diff,
     )
+    if asking is not None and name == "CompensationOutcome" and data.get("state") == "paused":
+        data, code = _compensation_carried_on(asking, data, db)
     deliver(Outcome(name, data, exit_code=code))
+
+
+def _compensation_carried_on(asking: Any, data: JsonObject, db: str) -> tuple[JsonObject, int]:
+    """A compensation run that paused for approvals, asked about and resumed."""
+    from agentctl.coordinator.remedy import compensation_continued
+    from agentctl.coordinator.service import RunOutcome
+
+    paused = RunOutcome(str(data["runId"]), str(data["traceId"]), "paused", data.get("output"))
+    return compensation_continued(data, carry_on(_QUIET, asking, paused), db)

@@ -49,6 +49,7 @@ from agentctl.ledger.model import ReconcileRequest
 
 if TYPE_CHECKING:  # a run never reports: the report's read models load with ``run_report``
     from agentctl.ledger.report import RunReport
+    from agentctl.ledger.runs import RunHead
 
 DEFAULT_DB = ".agentctl/runtime.db"
 
@@ -185,32 +186,29 @@ def _settled(
     outcome: RunOutcome, plan: Plan, db: str, root: str, timeout_s: float | None
 ) -> RunOutcome:
     """A new run's outcome, after automatic compensation if the workflow asks for it."""
-    if outcome.state == "failed" and plan.run.compensation.get("onFailure") == "automatic":
-        outcome = _compensate_after_failure(outcome, db, root, timeout_s)
-    return outcome_or_raise(outcome)
+    return outcome_or_raise(auto_compensated(outcome, plan, db, root, timeout_s))
 
 
-def _compensate_after_failure(
-    outcome: RunOutcome, db: str, workspace: str, timeout_s: float | None
+def auto_compensated(
+    outcome: RunOutcome,
+    plan: Plan,
+    db: str,
+    root: str,
+    timeout_s: float | None,
+    mode: str = "execute",
 ) -> RunOutcome:
-    """``compensation.onFailure: automatic``: run the inverse actions of a failed run."""
-    # Imported here: repair, retry and compensation are not on a run's start-up path.
-    from agentctl.coordinator.remedy import compensate
+    """``outcome``, after automatic compensation when the run ended failed and its workflow
+    says ``compensation.onFailure: automatic`` — whichever command drove it to that end (run,
+    resume, fork, retry, repair): spec/cli.md §5 and the compensation guide start it "after a
+    failed terminal run", never after cancellation. A compensation run is never compensated
+    in turn."""
+    automatic = plan.run.compensation.get("onFailure") == "automatic"
+    if outcome.state == "failed" and automatic and mode != "compensation":
+        # Imported here: repair, retry and compensation are not on a run's start-up path.
+        from agentctl.coordinator.remedy import compensate_after_failure
 
-    name, data, _code = compensate(
-        outcome.run_id,
-        db=db,
-        tasks_filter=None,
-        plan_only=False,
-        workspace=workspace,
-        timeout_s=timeout_s,
-    )
-    note = (
-        f"automatic compensation {data.get('runId')} ended {data.get('state')}"
-        if name == "CompensationOutcome"
-        else "automatic compensation had nothing executable to run"
-    )
-    return dataclasses.replace(outcome, errors={**outcome.errors, "compensation": note})
+        return compensate_after_failure(outcome, db, root, timeout_s)
+    return outcome
 
 
 def resume(
@@ -246,8 +244,22 @@ def resume(
                 req, check_mode=run.mode == "check", diff=diff, on_stream=on_stream
             )
             req = dataclasses.replace(req, interactive=interactive)
+            req = dataclasses.replace(req, compensates=_compensation_links(ledger, run))
             outcome = run_trio(drive_run, req)
-            return outcome if _failed_by_rejection(ledger, outcome) else outcome_or_raise(outcome)
+            rejected = _failed_by_rejection(ledger, outcome)
+    # After the ledger is closed, as ``run`` does: the compensation run opens its own.
+    outcome = auto_compensated(outcome, plan, db, base, timeout_s, found.mode)
+    return outcome if rejected else outcome_or_raise(outcome)
+
+
+def _compensation_links(ledger: RunLedger, run: RunHead) -> dict[str, tuple[str, ...]]:
+    """What a resumed compensation run's inverses compensate (``remedy``); {} for others."""
+    if run.mode != "compensation":
+        return {}
+    # Imported here: repair, retry and compensation are not on a run's start-up path.
+    from agentctl.coordinator.remedy import compensation_links
+
+    return compensation_links(ledger, ledger.find_run(run.run_id))
 
 
 def _unfinished(ledger: RunLedger, run_id: str) -> set[str]:
@@ -309,7 +321,8 @@ def fork(
         req = DriveRequest(ledger, run_id, trace_id, plan, base, timeout_s, progress, clock)
         with naming_run(run_id):
             req = dataclasses.replace(req, diff=diff, interactive=interactive)
-            return outcome_or_raise(run_trio(drive_run, req))
+            outcome = run_trio(drive_run, req)
+    return outcome_or_raise(auto_compensated(outcome, plan, db, base, timeout_s))
 
 
 def cancel(run_ref: str, *, db: str) -> tuple[JsonObject, str]:

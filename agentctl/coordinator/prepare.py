@@ -32,8 +32,8 @@ from agentctl.coordinator.steps import (
 )
 from agentctl.core import evaluate as ev
 from agentctl.core.builders import agent_prompt
-from agentctl.core.canonical import v1_digest
 from agentctl.core.effects import effect_id, encoded_input
+from agentctl.core.inputdigest import resolved_input_digest as resolved_input_digest
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.operations import BuildInput, Built, Operation, RunContext
 from agentctl.core.plan import Plan, PlannedTask
@@ -165,22 +165,6 @@ def _prepare_agent(
     prompt = agent_prompt(ev.render_input(task, ctx))
     instructions = ev.render_instructions(task, ctx)
     return PendingAgent(task, attempt, prompt, instructions, decision=record)
-
-
-def resolved_input_digest(task: PlannedTask, ctx: ev.Context, view: ev.RuntimeView) -> str:
-    """What a task read: run inputs, memory, rendered vars and its dependencies' outputs.
-
-    Repair reuses a task only when this digest is unchanged, so it must cover every value the
-    task's result can depend on.
-    """
-    return v1_digest(
-        {
-            "inputs": view.inputs,
-            "memory": view.memory,
-            "vars": ctx["vars"],
-            "upstream": {need: view.outputs.get(need) for need in task.needs},
-        }
-    )
 
 
 def _prepare_effect(

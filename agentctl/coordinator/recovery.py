@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentctl.coordinator.clock import Clock
-from agentctl.coordinator.creation import owner_identity, stored_plan
+from agentctl.coordinator.creation import load_plan, owner_identity, stored_plan
 from agentctl.core import recovery as rc
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.plan import Plan
 from agentctl.core.states import RunState, TaskState
+from agentctl.errors import AgentctlError
 from agentctl.ledger.artifacts.refs import ArtifactRef, ArtifactRefRecord
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import DerivedRun, SourceSnapshot
@@ -68,8 +69,19 @@ def load_source(ledger: RunLedger, run_ref: str) -> tuple[RunRecord, rc.SourceRu
         workflow_digest=run.workflow_digest,
         tasks=source_tasks,
         parked=_parked(snap),
+        inputs=run.inputs or {},
+        initial_memory=_initial_memory(run),
     )
     return run, view
+
+
+def _initial_memory(run: RunRecord) -> Mapping[str, Any] | None:
+    """The working memory the run started from: its own plan's (None when the plan cannot be
+    loaded; the input rule of retry and repair then has nothing to compare)."""
+    try:
+        return dict(load_plan(run).run.working_memory)
+    except AgentctlError:
+        return None
 
 
 def _parked(snap: SourceSnapshot) -> bool:

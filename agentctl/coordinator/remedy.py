@@ -33,7 +33,7 @@ from agentctl.coordinator.service import (
     outcome_or_raise,
 )
 from agentctl.core import recovery as rc
-from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.plan import Plan
 from agentctl.errors import InvalidOperationError
 from agentctl.ledger.interface import RunLedger
@@ -106,7 +106,7 @@ def recover(
         driving = Driving(timeout_s, progress, interactive, diff)
         run_id, outcome = _run_derived(ledger, source, planned, derived, Clock(), driving)
         refs = ledger.list_artifacts(run_id).to_json()["references"]
-    data = _recovered(outcome, planned, source.run_id, refs)
+    data = _recovered(_settled(outcome, derived, db, timeout_s), planned, source.run_id, refs)
     return f"{title}Outcome", data, _RECOVERY_EXIT.get(outcome.state, 4)
 
 
@@ -118,11 +118,43 @@ def _run_derived(
     clock: Clock,
     driving: Driving,
 ) -> tuple[str, RunOutcome]:
-    """Create the derived run and drive it; returns its id and (raising) outcome."""
+    """Create the derived run and drive it; returns its id and outcome (see ``_settled``)."""
     run_id, trace_id = recovery.create_derived_run(ledger, source, planned, derived, clock)
     req = DriveRequest(ledger, run_id, trace_id, derived.plan, derived.workspace)
     req = driving.applied(dataclasses.replace(req, timeout_s=driving.timeout_s, clock=clock))
-    return run_id, outcome_or_raise(run_trio(drive_run, req))
+    return run_id, run_trio(drive_run, req)
+
+
+def _settled(
+    outcome: RunOutcome, derived: recovery.DerivedTarget, db: str, timeout_s: float | None
+) -> RunOutcome:
+    """A derived run's (raising) outcome, after automatic compensation when it failed and its
+    workflow asks for it, as any failed terminal run (``api.auto_compensated``); called once
+    the ledger is closed, since the compensation opens its own."""
+    if outcome.state == "failed" and derived.plan.run.compensation.get("onFailure") == "automatic":
+        outcome = compensate_after_failure(outcome, db, derived.workspace, timeout_s)
+    return outcome_or_raise(outcome)
+
+
+def compensate_after_failure(
+    outcome: RunOutcome, db: str, workspace: str, timeout_s: float | None
+) -> RunOutcome:
+    """``compensation.onFailure: automatic``: run the inverse actions of a failed run; the
+    outcome's errors name the compensation run and how it ended."""
+    name, data, _code = compensate(
+        outcome.run_id,
+        db=db,
+        tasks_filter=None,
+        plan_only=False,
+        workspace=workspace,
+        timeout_s=timeout_s,
+    )
+    note = (
+        f"automatic compensation {data.get('runId')} ended {data.get('state')}"
+        if name == "CompensationOutcome"
+        else "automatic compensation had nothing executable to run"
+    )
+    return dataclasses.replace(outcome, errors={**outcome.errors, "compensation": note})
 
 
 def _plan(
@@ -137,6 +169,7 @@ def _plan(
             roots=ask.roots,
             restart_successful=ask.restart_successful,
             artifact_ok=ok,
+            reason=ask.reason,
         )
     return rc.plan_repair(
         source,
@@ -186,7 +219,8 @@ def compensate(
         source_run, source = recovery.load_source(ledger, source_ref)
         if source_run.state not in ("succeeded", "failed", "cancelled"):
             raise InvalidOperationError(
-                f"run {source_run.run_id} is {source_run.state}; compensate needs a terminal run"
+                f"run {source_run.run_id} is {source_run.state}; compensate needs a terminal run",
+                run_id=source_run.run_id,
             )
         planned = rc.plan_compensation(source, load_plan(source_run), tasks=tasks_filter)
         data = planned.to_json()
@@ -198,7 +232,37 @@ def compensate(
         done = _compensated_tasks(ledger, outcome.run_id, planned)
     result = {**outcome.to_json(), "sourceRunId": source_run.run_id, "plan": data}
     result["compensatedTasks"] = list[JsonValue](done)
-    return "CompensationOutcome", result, 0 if outcome.state == "succeeded" else 4
+    return "CompensationOutcome", result, _RECOVERY_EXIT.get(outcome.state, 4)
+
+
+def compensation_continued(
+    data: JsonObject, outcome: RunOutcome, db: str
+) -> tuple[JsonObject, int]:
+    """A compensation outcome whose paused run was carried on (``--interactive``): the run's
+    state and output now, the source tasks compensated by now, and the exit code they mean."""
+    with open_existing(db, verify=False) as ledger:
+        states = {t.task_id: t.state for t in ledger.inspect_run(outcome.run_id).tasks}
+    steps = as_object(data.get("plan")).get("tasks")
+    done: list[JsonValue] = [
+        as_object(step)["sourceTaskId"]
+        for step in (steps if isinstance(steps, list) else [])
+        if states.get(str(as_object(step)["compensationTaskId"])) == "succeeded"
+    ]
+    merged: JsonObject = {**data, "state": outcome.state, "output": outcome.output}
+    merged["compensatedTasks"] = done
+    return merged, _RECOVERY_EXIT.get(outcome.state, 4)
+
+
+def compensation_links(ledger: RunLedger, run: RunRecord) -> dict[str, tuple[str, ...]]:
+    """For a compensation run being resumed: the source effects each of its inverses
+    compensates, planned again from its source run, so that an inverse confirmed after a
+    pause (an approval) records ``compensated`` on them as one confirmed in the first drive
+    does. Effects already compensated are no longer planned; their inverses have finished."""
+    if run.mode != "compensation" or run.source_run_id is None:
+        return {}
+    source_run, source = recovery.load_source(ledger, run.source_run_id)
+    planned = rc.plan_compensation(source, load_plan(source_run))
+    return {s.compensation_task_id: s.source_effect_ids for s in planned.steps}
 
 
 def _compensated_tasks(ledger: RunLedger, run_id: str, planned: rc.CompensationPlan) -> list[str]:

@@ -66,10 +66,10 @@ def create_derived_run_txn(conn: Db, d: DerivedRun) -> None:
     run_id, trace_id, now = d.run.run_id, d.run.trace_id, d.now
     runs.create_run_txn(conn, d.run, d.task_order, now)
     if d.walk:
-        for c in d.completions:
-            steps = ("pending", c.state, c.attempt)
-            walk_txn(conn, run_id, c.task_id, steps, now, trace_id, checkpoint=True)
-    tasks.commit_tasks_txn(conn, run_id, d.completions, d.working_memory, now, trace_id=trace_id)
+        _walk_recorded_txn(conn, run_id, d.completions, d.working_memory, now, trace_id)
+    else:
+        memory = d.working_memory
+        tasks.commit_tasks_txn(conn, run_id, d.completions, memory, now, trace_id=trace_id)
     for ev in d.events:
         audit.append_audit_txn(conn, run_id, ev.event_type, ev.payload, now, trace_id=trace_id)
     if d.final_state is not None:
@@ -80,6 +80,31 @@ def create_derived_run_txn(conn: Db, d: DerivedRun) -> None:
         streams.copy_stream_events_txn(conn, d.stream_source, run_id)
     if d.owner is not None:
         runs.acquire_run_lease_txn(conn, run_id, d.owner.pid, d.owner.create_time, now)
+
+
+# A recorded task walks ready → running → its recorded state, as it once ran (spec/cli.md §5
+# replay); a skipped one — and one cancelled before it started — goes there directly.
+_DIRECT = frozenset({"skipped", "cancelled"})
+
+
+def _walk_recorded_txn(
+    conn: Db,
+    run_id: str,
+    completions: tuple[tasks.TaskCompletion, ...],
+    memory: JsonValue,
+    now: str,
+    trace_id: str,
+) -> None:
+    """Each recorded task's walk and then its completion, task by task in order, so the audit
+    reads as the source ran (pending → succeeded is an edge for reuse, not for a replay)."""
+    for c in completions:
+        steps = ("pending", c.state, c.attempt)
+        if c.state not in _DIRECT:
+            tasks.transition_task_txn(conn, run_id, c.task_id, "ready", now, trace_id=trace_id)
+            steps = ("ready", c.state, c.attempt)
+        walk_txn(conn, run_id, c.task_id, steps, now, trace_id, checkpoint=True)
+        tasks.commit_tasks_txn(conn, run_id, (c,), None, now, trace_id=trace_id)
+    tasks.commit_tasks_txn(conn, run_id, (), memory, now, trace_id=trace_id)
 
 
 def claim_for_resume_txn(conn: Db, run_ref: str, owner: Owner, now: str) -> runs.RunHead:

@@ -385,3 +385,33 @@ def test_under_approval_always_the_recorded_model_calls_are_reused_on_a_plain_re
     assert "model call denied" in task_a["error"] and "nonInteractive is fail" in task_a["error"]
     ops = [(e["operation"], e["status"]) for e in shown["effects"]]
     assert ops == [("model.fake", "succeeded"), ("builtin.write", "succeeded")]
+
+
+def test_a_compensation_held_for_approval_is_carried_on(
+    cli: Cli, ledger_target: LedgerTarget, workspace: Path
+) -> None:
+    # spec.compensation.approval: always holds the inverse write; `compensate --interactive`
+    # asks about it and carries the compensation run on, as retry and repair do.
+    source_text = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: undo-asked }
+spec:
+  compensation: { approval: always }
+  policy: { approval: never, writableRoots: [out] }
+  actions: { save: { kind: builtin.write }, check: { kind: builtin.assert } }
+  tasks:
+    - { id: make, uses: "action:save", with: { path: out/r.txt, content: made },
+        compensate: { uses: "action:save", with: { path: out/r.txt, content: undone } } }
+    - { id: verify, uses: "action:check", needs: [make], with: { that: false, message: boom } }
+"""
+    (workspace / "undo.yaml").write_text(source_text)
+    first = cli("--output", "json", "run", "undo.yaml", "--db", "st/r.db", cwd=workspace)
+    assert first.rc == 4, first.stderr
+    source = str(first.error["error"]["runId"])
+    args = ("compensate", source, "--db", "st/r.db", "--interactive")
+    got = _at_terminal(ledger_target, workspace, args, [b"y\n"])
+    assert got.rc == 0, got.terminal
+    assert got.asked == 1
+    assert got.data["state"] == "succeeded" and got.data["compensatedTasks"] == ["make"]
+    assert (workspace / "out" / "r.txt").read_text() == "undone"

@@ -76,6 +76,24 @@ def test_replay_executes_nothing(cli, tmp_path: Path) -> None:  # type: ignore[n
             assert task["disposition"] == "recorded"
 
 
+def test_replay_walks_each_task_as_it_ran(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # spec/cli.md §5: replayed tasks walk ready → running → terminal, a skipped (or never
+    # started, cancelled) one directly;
+    # each task's walk ends before the next one's starts.
+    ws = tmp_path / "ws"
+    _wf, db, source = _setup(cli, ws)
+    replayed = cli("--output", "json", "replay", source, "--db", str(db))
+    audit = _inspect(cli, db, replayed.data["runId"])["audit"]
+    walked = [(e["taskId"], e["eventType"]) for e in audit if e["eventType"].startswith("task.")]
+    ran = ["task.ready", "task.running"]
+    assert walked == [
+        *[("a", e) for e in [*ran, "task.succeeded"]],
+        *[("w", e) for e in [*ran, "task.succeeded"]],
+        *[("b", e) for e in [*ran, "task.failed"]],
+        ("c", "task.cancelled"),  # never started: the failure stopped the run
+    ]
+
+
 def test_retry_failed_runs_only_the_failed_task_and_descendants(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     ws = tmp_path / "ws"
     wf, db, source = _setup(cli, ws)
@@ -210,6 +228,91 @@ def test_automatic_compensation_after_failure(cli, tmp_path: Path) -> None:  # t
     runs = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"]
     assert [r["mode"] for r in runs] == ["compensation", "execute"]
     assert runs[0]["sourceRunId"] == runs[1]["runId"]
+
+
+def test_automatic_compensation_after_a_fork_fails(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # "Automatic compensation starts only after a failed terminal run": a fork is a run too.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "allow.flag").write_text("")
+    wf = ws / "wf.yaml"
+    wf.write_text(
+        COMPENSATED.replace("  tasks:\n", "  compensation: { onFailure: automatic }\n  tasks:\n", 1)
+    )
+    db = tmp_path / "state" / "r.db"
+    source = cli("--output", "json", "run", str(wf), "--db", str(db)).error["error"]["runId"]
+    forked = cli("--output", "json", "fork", source, "--db", str(db))
+    assert forked.rc == 4
+    assert "automatic compensation" in forked.error["error"]["message"]
+    assert _marker(ws) == ["made", "made", "undo2", "undo1"] * 2
+    runs = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"]
+    assert [r["mode"] for r in runs] == ["compensation", "fork", "compensation", "execute"]
+    assert runs[0]["sourceRunId"] == forked.error["error"]["runId"] == runs[1]["runId"]
+
+
+def test_automatic_compensation_after_a_retry_fails(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # A retry run is a run: failing, it is compensated as the source was. Its compensated
+    # source tasks are never reused, so they execute (and are undone) again.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "allow.flag").write_text("")
+    wf = ws / "wf.yaml"
+    wf.write_text(
+        COMPENSATED.replace("  tasks:\n", "  compensation: { onFailure: automatic }\n  tasks:\n", 1)
+    )
+    db = tmp_path / "state" / "r.db"
+    source = cli("--output", "json", "run", str(wf), "--db", str(db)).error["error"]["runId"]
+    retried = cli("--output", "json", "retry", str(wf), source, "--failed", "--db", str(db))
+    assert retried.rc == 4
+    assert "automatic compensation" in retried.error["error"]["message"]
+    assert _marker(ws) == ["made", "made", "undo2", "undo1"] * 2
+    runs = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"]
+    assert [r["mode"] for r in runs] == ["compensation", "retry", "compensation", "execute"]
+    assert runs[0]["sourceRunId"] == retried.error["error"]["runId"] == runs[1]["runId"]
+
+
+PAUSED_THEN_FAILING = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: auto-after-resume }
+spec:
+  compensation: { onFailure: automatic }
+  policy: { approval: high_risk, processAllowlist: [sh], writableRoots: [out] }
+  actions:
+    save: { kind: builtin.write }
+    gate: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "exit 1"] }
+  tasks:
+    - { id: make, uses: "action:save", with: { path: out/r.txt, content: made },
+        compensate: { uses: "action:save", with: { path: out/r.txt, content: undone } } }
+    - { id: gate, uses: "action:gate", needs: [make] }
+"""
+
+
+def test_automatic_compensation_after_a_resumed_run_fails(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # The run pauses for approval (exit 3), so it fails only in `resume`: that failed terminal
+    # run is compensated as one failing in `run` is, and the outcome says so.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    wf = ws / "wf.yaml"
+    wf.write_text(PAUSED_THEN_FAILING)
+    db = tmp_path / "state" / "r.db"
+    paused = cli("--output", "json", "run", str(wf), "--db", str(db))
+    assert paused.rc == 3 and paused.data["state"] == "paused", paused.stderr
+    assert (ws / "out" / "r.txt").read_text() == "made"
+    run_id = paused.data["runId"]
+    pending = cli("--output", "json", "approvals", "list", run_id, "--db", str(db)).data
+    approval = pending["approvals"][0]["approvalId"]
+    ok = cli(
+        "--output", "json", "approvals", "approve", approval, "--reason", "go", "--db", str(db)
+    )
+    assert ok.rc == 0, ok.stderr
+    resumed = cli("--output", "json", "resume", run_id, "--db", str(db))
+    assert resumed.rc == 4
+    assert "automatic compensation" in resumed.error["error"]["message"]
+    assert (ws / "out" / "r.txt").read_text() == "undone"
+    runs = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"]
+    assert [r["mode"] for r in runs] == ["compensation", "execute"]
+    assert runs[0]["sourceRunId"] == run_id
 
 
 VARS_COMPENSATED = """\
@@ -383,3 +486,137 @@ def test_retry_and_repair_default_to_the_workflow_files_directory(cli, tmp_path:
     chosen = cli("--output", "json", *args)
     assert chosen.rc == 0, chosen.stderr
     assert _marker(other) == ["b2", "c"]
+
+
+MEMORY_READER = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: reads-memory }
+spec:
+  memory: { working: { seen: first } }
+  policy: { approval: never, processAllowlist: [sh] }
+  actions:
+    put: { kind: builtin.assign }
+    gate: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "test -f ok.flag"] }
+  tasks:
+    - { id: d, uses: "action:put", with: { seen: "${{ memory.seen }}" } }
+    - { id: f, uses: "action:gate" }
+"""
+
+
+def test_repair_refuses_a_reused_task_whose_initial_memory_changed(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # spec/cli.md §5 resolved_input_digest_mismatch: `d` read memory.seen == "first"; the
+    # corrected workflow starts from "second", so d's recorded output would be stale.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    wf = ws / "wf.yaml"
+    wf.write_text(MEMORY_READER)
+    db = tmp_path / "state" / "r.db"
+    source = cli("--output", "json", "run", str(wf), "--db", str(db)).error["error"]["runId"]
+    (ws / "ok.flag").write_text("")
+    fixed = ws / "fixed.yaml"
+    fixed.write_text(MEMORY_READER.replace("seen: first", "seen: second"))
+    refused = cli("--output", "json", "repair", str(fixed), source, "--from", "f", "--db", str(db))
+    assert refused.rc == 3, refused.stderr
+    assert refused.data["compatible"] is False and refused.data["reusedTasks"] == []
+    block = refused.data["blockedReuse"][0]
+    assert block["taskId"] == "d" and block["rule"] == "resolved_input_digest_mismatch"
+    assert block["suggestedRepairRoots"] == ["d"]
+    runs = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"]
+    assert len(runs) == 1  # a blocked plan creates nothing
+    # The same initial memory reuses d; naming d as a root re-executes it with the new value.
+    same = cli(
+        "--output", "json", "repair", str(wf), source, "--from", "f", "--plan", "--db", str(db)
+    )
+    assert same.rc == 0 and same.data["reusedTasks"] == ["d"]
+    rooted = ("--from", "d", "--from", "f", "--restart-successful", "--db", str(db))
+    done = cli("--output", "json", "repair", str(fixed), source, *rooted)
+    assert done.rc == 0, done.stderr
+    assert done.data["output"]["d"]["output"] == {"seen": "second"}
+
+
+def test_compensating_a_paused_run_is_refused_naming_the_run(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # §5 compensate needs a terminal source; the refusal names the run, as replay's does.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "wf.yaml").write_text(PAUSED_THEN_FAILING)
+    db = tmp_path / "state" / "r.db"
+    paused = cli("--output", "json", "run", str(ws / "wf.yaml"), "--db", str(db))
+    assert paused.rc == 3, paused.stderr
+    run_id = paused.data["runId"]
+    for command in (("compensate", run_id), ("replay", run_id)):
+        refused = cli("--output", "json", *command, "--db", str(db))
+        assert refused.rc == 4 and refused.error["error"]["runId"] == run_id, refused.stderr
+
+
+def test_retry_and_repair_plans_carry_the_reason(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # §1/§5: --reason is recorded on the run and shown in the plan, for retry as for repair.
+    ws = tmp_path / "ws"
+    wf, db, source = _setup(cli, ws)
+    for command in (("retry", "--failed"), ("repair", "--from", "b")):
+        kind, *flags = command
+        asked = (kind, str(wf), source, *flags, "--plan", "--reason", "flaky")
+        plan = cli("--output", "json", *asked, "--db", str(db))
+        assert plan.rc == 0, plan.stderr
+        assert plan.data["reason"] == "flaky", kind
+
+
+ASKED_COMPENSATION = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: asked-compensation }
+spec:
+  compensation: { approval: APPROVAL }
+  policy: { approval: POLICY, writableRoots: [out] }
+  actions: { save: { kind: builtin.write }, check: { kind: builtin.assert } }
+  tasks:
+    - { id: make, uses: "action:save", with: { path: out/r.txt, content: made },
+        compensate: { uses: "action:save", with: { path: out/r.txt, content: undone } } }
+    - { id: verify, uses: "action:check", needs: [make], with: { that: false, message: boom } }
+"""
+
+
+def _approve_all(cli, db: Path, run_id: str) -> None:  # type: ignore[no-untyped-def]
+    listed = cli("--output", "json", "approvals", "list", run_id, "--db", str(db)).data
+    for approval in listed["approvals"]:
+        asked = ("approvals", "approve", approval["approvalId"], "--reason", "ok")
+        assert cli("--output", "json", *asked, "--db", str(db)).rc == 0
+
+
+def test_compensation_approval_always_pauses_and_resume_records_it(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # spec.compensation.approval: always asks a durable approval for the compensation run even
+    # when the workflow's policy asks none; the paused outcome exits 3 (§2), and the inverse
+    # confirmed by `resume` records `compensated` on the source effect, so it never repeats.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    wf = ws / "wf.yaml"
+    wf.write_text(ASKED_COMPENSATION.replace("APPROVAL", "always").replace("POLICY", "never"))
+    db = tmp_path / "state" / "r.db"
+    source = cli("--output", "json", "run", str(wf), "--db", str(db)).error["error"]["runId"]
+    held = cli("--output", "json", "compensate", source, "--db", str(db))
+    assert held.rc == 3 and held.data["state"] == "paused", held.stderr
+    assert (ws / "out" / "r.txt").read_text() == "made"
+    _approve_all(cli, db, held.data["runId"])
+    resumed = cli("--output", "json", "resume", held.data["runId"], "--db", str(db))
+    assert resumed.rc == 0, resumed.stderr
+    assert (ws / "out" / "r.txt").read_text() == "undone"
+    effects = cli("--output", "json", "effects", "list", source, "--db", str(db)).data
+    assert [r["status"] for r in effects["reconciliations"]] == ["compensated"]
+    again = cli("--output", "json", "compensate", source, "--plan", "--db", str(db))
+    assert again.data["tasks"] == [] and len(again.data["alreadyCompensatedEffects"]) == 1
+
+
+def test_compensation_approval_never_removes_the_gate(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    wf = ws / "wf.yaml"
+    wf.write_text(ASKED_COMPENSATION.replace("APPROVAL", "never").replace("POLICY", "mutations"))
+    db = tmp_path / "state" / "r.db"
+    paused = cli("--output", "json", "run", str(wf), "--db", str(db))
+    assert paused.rc == 3, paused.stderr  # the workflow's own policy holds `make`
+    source = paused.data["runId"]
+    _approve_all(cli, db, source)
+    assert cli("--output", "json", "resume", source, "--db", str(db)).rc == 4
+    done = cli("--output", "json", "compensate", source, "--db", str(db))
+    assert done.rc == 0 and done.data["state"] == "succeeded", done.stderr
+    assert (ws / "out" / "r.txt").read_text() == "undone"

@@ -2,9 +2,9 @@
 
 ``reuse_block`` applies the reuse rules of spec/cli.md §5 to one target task outside the
 execution closure, in the spec's order, and returns the first that fails (one block per task).
-``resolved_input_digest_mismatch`` is deliberately absent: the resolved input of a reused task
-depends on the rebuilt memory and upstream outputs of the *new* run, so the coordinator checks
-it while materialising reused tasks, not here.
+``resolved_input_digest_mismatch`` is absent here: the resolved input of a reused task depends
+on the memory the *new* run rebuilds from the other reused tasks, so ``inputs.input_blocks``
+checks it once the reusable set is known.
 
 ``closure_effect_blocks`` judges the source effects of a task that will execute again: an
 unresolved effect, or a confirmed non-idempotent mutation/remote action that was not

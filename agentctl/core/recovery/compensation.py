@@ -273,8 +273,22 @@ def compensation_document(
     # carries its source task's merged variables instead, and no step invokes a sub-workflow.
     spec["varsFiles"] = []
     spec["subworkflows"] = {}
+    spec["policy"] = _compensation_policy(spec)
     document["spec"] = spec
     return document
+
+
+def _compensation_policy(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The source's policy under ``spec.compensation.approval`` (spec/dsl.md §2, cli.md §5):
+    ``policy`` keeps its approval rule, ``always`` asks a durable approval for every inverse
+    effect, ``never`` removes the approval gate — every other policy rule (allowlists, roots,
+    network, ``nonInteractive``) still applies."""
+    policy = dict(spec.get("policy") or {})
+    compensation = spec.get("compensation")
+    mode = compensation.get("approval") if isinstance(compensation, Mapping) else None
+    if mode in ("always", "never"):
+        policy["approval"] = mode
+    return policy
 
 
 def step_bindings(plan: CompensationPlan) -> dict[str, dict[str, Any]]:

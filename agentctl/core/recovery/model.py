@@ -14,7 +14,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentctl.core.canonical import v1_digest
@@ -81,6 +81,9 @@ class SourceRun:
     workflow_digest: str
     tasks: Mapping[str, SourceTask]  # by task id, source compiled order preserved
     parked: bool = False
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    # The working memory the source run started from (its plan's), or None when unknown.
+    initial_memory: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)

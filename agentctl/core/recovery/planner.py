@@ -10,8 +10,9 @@ Retry differs from repair in three ways: the workflow digest must be identical (
 block ``workflow_digest_mismatch`` sends the user to repair); every source task that did not
 succeed executes, with its dependants unless it was merely skipped (``_retry_forced``); and a
 task whose effect was compensated executes with its dependants (repair blocks its reuse
-instead). ``resolved_input_digest_mismatch`` is checked by the coordinator while it
-materialises reused tasks, not here: the resolved input depends on the new run's memory.
+instead). ``resolved_input_digest_mismatch`` is checked last, over the tasks found reusable
+(``inputs.input_blocks``): a reused task's input can change only through the target's initial
+working memory, since inputs and reused upstream outputs are the source's.
 
 Invariants: the planners read their arguments only (no I/O; ``artifact_ok`` is the caller's
 read-only CAS probe), never mutate them, and return equal plans for equal inputs.
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentctl.core.plan import Plan, PlannedTask
-from agentctl.core.recovery import checks
+from agentctl.core.recovery import checks, inputs
 from agentctl.core.recovery.model import (
     TERMINAL_RUN_STATES,
     Block,
@@ -250,6 +251,7 @@ def _assemble(request: _Request, reason: str | None) -> RecoveryPlan:
             _place_executed(outcome, task, source.tasks.get(task.id), closure[task.id])
         else:
             _place_other(outcome, request, task, task.id in feeders)
+    _check_inputs(outcome, request)
     removed = _removed(outcome, request)
     execute = tuple(outcome.execute)
     return RecoveryPlan(
@@ -274,6 +276,22 @@ def _assemble(request: _Request, reason: str | None) -> RecoveryPlan:
         approval_summary=approval_summary(target, execute),
         estimated_provider_tasks=estimated_provider_tasks(target, execute),
     )
+
+
+def _check_inputs(outcome: _Outcome, request: _Request) -> None:
+    """``resolved_input_digest_mismatch``: a reused task whose input the target's initial
+    memory changes is blocked instead (``inputs.input_blocks``)."""
+    source = request.source
+    if source.initial_memory is None:
+        return
+    reused = {task_id: source.tasks[task_id] for task_id in outcome.reuse}
+    initial = (source.initial_memory, request.target.run.working_memory)
+    for block in inputs.input_blocks(request.target, reused, source.inputs, initial):
+        outcome.reuse.remove(block.task_id)
+        outcome.blocked.append(block)
+        for row in outcome.rows:
+            if row["taskId"] == block.task_id:
+                row.update(disposition="blocked", reason=f"{block.rule}: {block.message}")
 
 
 def _removed(outcome: _Outcome, request: _Request) -> tuple[str, ...]:
