@@ -35,7 +35,8 @@ class Reply:
     events: list[Json] = field(default_factory=list)
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
-    raw: bytes | None = None  # sent as is (the huge answer)
+    raw: bytes | None = None  # sent as is (the huge answer, a body that is not JSON)
+    content_type: str = "application/json"
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,7 @@ def _send(handler: BaseHTTPRequestHandler, reply: Reply) -> None:
         return
     payload = reply.raw if reply.raw is not None else json.dumps(reply.body or {}).encode()
     handler.send_response(reply.status)
-    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Type", reply.content_type)
     handler.send_header("Content-Length", str(len(payload)))
     for name, value in reply.headers.items():
         handler.send_header(name, value)

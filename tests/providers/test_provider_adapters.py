@@ -358,6 +358,25 @@ async def test_an_answer_that_is_not_the_apis_object_fails_definitively(
     assert len(server.seen) == 1
 
 
+@each_provider
+@pytest.mark.parametrize("content_type", ["application/json", "text/html"])
+async def test_an_answer_that_is_not_json_fails_definitively(
+    d: Dialect, content_type: str, server: FixtureServer
+) -> None:
+    # Status 200 and a body that is not JSON: the model answered and nothing was lost in
+    # transport, so there is nothing uncertain about it. Before, OpenAI failed the call but
+    # the SDK adapters (Anthropic, Gemini) let the SDK's decode error escape after the send,
+    # which left the effect uncertain.
+    server.script(Reply(raw=b"<html>gateway says hi</html>", content_type=content_type))
+    async with open_worker() as worker:
+        reply = await worker.call(execute(d, request_for(d, server, ASK)))
+    assert isinstance(reply, Failure), reply
+    assert reply.error.type == "ProviderError", reply.error
+    assert reply.error.message == "provider p: the answer is not JSON", reply.error.message
+    assert not reply.uncertain and not reply.error.retryable
+    assert len(server.seen) == 1
+
+
 async def test_a_blocked_gemini_prompt_is_still_a_refusal(server: FixtureServer) -> None:
     blocked = {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": {}}
     server.script(Reply(body=blocked))

@@ -10,6 +10,7 @@ table of spec/dsl.md §5 says (``check`` refuses it first).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx2
@@ -21,6 +22,7 @@ from agentctl.mailbox.requests import ModelRequest
 from agentctl.workers.executors import ExecOutcome
 from agentctl.workers.executors.providers.common import (
     Reply,
+    not_json,
     run_model_call,
     system_text,
     tool_output_text,
@@ -62,7 +64,13 @@ async def _call(req: ModelRequest, http: httpx2.AsyncClient) -> Reply:
         timeout=req.timeout_seconds,
     )
     no_bearer = {"Authorization": Omit()}
-    return normalize(await client.messages.create(**request_params(req), extra_headers=no_bearer))
+    try:
+        message = await client.messages.create(**request_params(req), extra_headers=no_bearer)
+    except json.JSONDecodeError:  # a JSON content type, a body that is not JSON
+        raise not_json(req.provider) from None
+    if isinstance(message, str):  # another content type: the SDK hands back the text
+        raise not_json(req.provider)
+    return normalize(message)
 
 
 def status_of(exc: BaseException) -> tuple[int, str] | None:

@@ -152,12 +152,19 @@ async def check_status(answer: httpx2.Response, provider: str) -> None:
     raise ProviderError(text[:2000], retryable=code == 429 or code >= 500)
 
 
+def not_json(provider: str) -> ProviderError:
+    """The failure of a successful answer whose body is not JSON. Definitive and not retried:
+    the model answered and nothing was lost in transport (so the call is not uncertain), and
+    sending it again would run the model again."""
+    return ProviderError(f"provider {provider}: the answer is not JSON")
+
+
 def answer_json(answer: httpx2.Response, provider: str) -> JsonObject:
     """A successful answer's JSON object; anything else is a definitive provider failure."""
     try:
         body: JsonValue = json.loads(answer.content)
     except ValueError:
-        body = None
+        raise not_json(provider) from None
     if not isinstance(body, dict):
         raise ProviderError(f"provider {provider}: the answer is not a JSON object")
     return body

@@ -12,6 +12,7 @@ refused, as the capability table of spec/dsl.md §5 says.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -22,7 +23,12 @@ from agentctl.errors import ProviderError, ValidationError
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ModelRequest
 from agentctl.workers.executors import ExecOutcome
-from agentctl.workers.executors.providers.common import Reply, run_model_call, system_text
+from agentctl.workers.executors.providers.common import (
+    Reply,
+    not_json,
+    run_model_call,
+    system_text,
+)
 
 SUFFIX = "/models"
 LEVELS = {"low": "LOW", "medium": "MEDIUM", "high": "HIGH", "xhigh": "HIGH", "max": "HIGH"}
@@ -49,7 +55,7 @@ def split_endpoint(endpoint: str) -> tuple[str, str]:
 
 async def _call(req: ModelRequest, http: httpx2.AsyncClient) -> Reply:
     from google import genai
-    from google.genai import types
+    from google.genai import errors, types
 
     # The SDK logs a warning on stderr (the user's terminal: workers share it) whenever an
     # answer holds a function call; our reply carries the calls, so the warning is noise.
@@ -67,9 +73,12 @@ async def _call(req: ModelRequest, http: httpx2.AsyncClient) -> Reply:
     )
     # vertexai=False: the Gemini API, whatever GOOGLE_GENAI_USE_VERTEXAI says.
     client: Any = genai.Client(api_key=req.credential, vertexai=False, http_options=options)
-    response = await client.aio.models.generate_content(
-        model=req.model, contents=contents(req.messages), config=config(req)
-    )
+    try:
+        response = await client.aio.models.generate_content(
+            model=req.model, contents=contents(req.messages), config=config(req)
+        )
+    except (json.JSONDecodeError, errors.UnknownApiResponseError):  # a body that is not JSON
+        raise not_json(req.provider) from None
     return normalize(response)
 
 
