@@ -44,6 +44,7 @@ from agentctl.core.operations import BuildInput, Operation, RunContext
 from agentctl.core.plan import AgentConfig
 from agentctl.core.policy import Decision, decide, tool_approval
 from agentctl.core.pricing import COST_KEY, add_token_counts, price_for
+from agentctl.core.tool_result import output_problems
 from agentctl.errors import PolicyDeniedError, RunFailedError
 from agentctl.ledger.sessions import ProviderTurn
 from agentctl.ledger.tool_calls import AnsweredToolCall
@@ -313,8 +314,7 @@ class AgentRunner:
             raise TaskFailure(f"tool {name} input is invalid: {'; '.join(problems[:3])}")
         decided = self._decide_tool(name, tool)
         output = await self._tool_effect(name, dict(tool), args, str(call.get("id")), decided)
-        schema = as_object(tool.get("outputSchema") or {"type": "object"})
-        problems = jsonschema.validate(output, schema)
+        problems = output_problems(tool, output)
         if problems:
             raise TaskFailure(f"tool {name} output is invalid: {'; '.join(problems[:3])}")
         return output

@@ -3,9 +3,11 @@ the checks the ledger cannot make, then one guarded write.
 
 Invariants:
 - nothing is recorded unless every check passes, in this order: the result schema itself
-  (exit 2), the result against it (whatever the status, as in the original), an extension's
-  ``outputSchema`` for an applied result, then the run's policy for capability
-  ``effect_reconciliation`` (``core.policy.authorize_reconciliation``; exit 4 on each);
+  (exit 2), the result against it (whatever the status, as in the original), for an applied
+  result an extension's ``outputSchema``, a model call's answer shape and an agent tool's
+  ``outputSchema`` (judging the result as the agent shapes it for the model:
+  ``core.tool_result``), then the run's policy for capability ``effect_reconciliation``
+  (``core.policy.authorize_reconciliation``; exit 4 on each);
 - policy is the run's compiled policy as stored with the run, never a workflow file on disk,
   and the effect is judged by the name the run judged it by;
 - the ledger checks the status rules inside the write's transaction, and the authorization and
@@ -29,6 +31,7 @@ from agentctl.core.policy import (
     authorize_reconciliation,
     tool_approval,
 )
+from agentctl.core.tool_result import applied_tool_result_problems
 from agentctl.errors import InvalidOperationError, ValidationError
 from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.interface import RunLedger
@@ -44,9 +47,10 @@ def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObje
         _check_schema(request.result_schema)
     with open_existing(db) as ledger:
         seen = ledger.inspect_effect(request.effect_id)
-        effect = seen.effect
-        _check_result(effect, request)
-        authorization = authorize(ledger, seen, request.actor, approved)
+        plan = load_plan(ledger.get_run(seen.effect.run_id))
+        _check_result(seen.effect, request)
+        _check_tool_result(plan, seen, request)
+        authorization = _authorize(plan, seen, request.actor, approved)
         granted = dataclasses.replace(request, authorization=authorization.to_json())
         data = ledger.reconcile_effect(granted).to_json()
     data["authorization"] = authorization.to_json()
@@ -91,13 +95,33 @@ def _check_result(effect: EffectRecord, r: ReconcileRequest) -> None:
             )
 
 
+def _check_tool_result(plan: Plan, seen: EffectInspection, r: ReconcileRequest) -> None:
+    """Refuse an applied result of an agent's tool call that, shaped as the agent shapes it
+    for the model, breaks the tool's ``outputSchema``: the resumed task would fail on it."""
+    declared = _declared_tool(plan, seen.effect.task_id, seen.tool)
+    if r.status != "applied" or r.result is None or declared is None:
+        return
+    problems = applied_tool_result_problems(declared, seen.tool_input, r.result)
+    if problems:
+        raise InvalidOperationError(
+            f"the result breaks the outputSchema of tool {seen.tool} (effect "
+            f"{seen.effect.effect_id}, {seen.effect.operation}) once shaped as the model "
+            f"would receive it: {'; '.join(problems[:3])}; nothing was recorded"
+        )
+
+
 def authorize(
     ledger: RunLedger, seen: EffectInspection, actor: str, approved: bool
 ) -> ReconcileAuthorization:
     """Policy's leave (capability ``effect_reconciliation``) to reconcile ``seen``'s effect,
     or ``PolicyDeniedError``; ``continue-remote`` asks it too, before observing anything."""
+    return _authorize(load_plan(ledger.get_run(seen.effect.run_id)), seen, actor, approved)
+
+
+def _authorize(
+    plan: Plan, seen: EffectInspection, actor: str, approved: bool
+) -> ReconcileAuthorization:
     effect = seen.effect
-    plan = load_plan(ledger.get_run(effect.run_id))
     return authorize_reconciliation(
         plan.run.policy,
         operation=effect.operation,
@@ -114,8 +138,14 @@ def authorize(
 def _tool_approval(plan: Plan, task_id: str, tool: str | None) -> ToolApproval:
     """The ``approval`` an agent tool declares (``always`` adds a requirement, as it did when
     the run held the call); ``policy`` for anything else."""
+    declared = _declared_tool(plan, task_id, tool)
+    return "policy" if declared is None else tool_approval(declared.get("approval"))
+
+
+def _declared_tool(plan: Plan, task_id: str, tool: str | None) -> JsonObject | None:
+    """The declaration of the agent tool an effect was a call of (None: not a tool call)."""
     task = next((t for t in plan.tasks if t.id == task_id), None)
     if tool is None or task is None or task.agent_config is None:
-        return "policy"
+        return None
     declared = task.agent_config.tools.get(tool)
-    return tool_approval(declared.get("approval")) if isinstance(declared, dict) else "policy"
+    return declared if isinstance(declared, dict) else None

@@ -22,6 +22,7 @@ from agentctl.ledger.artifacts.refs import (
     list_blobs,
     list_refs,
 )
+from agentctl.ledger.artifacts.values import loads_value
 from agentctl.ledger.audit import AuditEvent, Checkpoint, list_audit, list_checkpoints
 from agentctl.ledger.budget import BudgetSnapshot, budget_snapshot
 from agentctl.ledger.effects import EffectRecord, get_effect, list_effects
@@ -150,8 +151,10 @@ class EffectInspection:
     effect: EffectRecord
     reconciliations: tuple[ReconciliationRecord, ...]
     remote: RemoteHandleRecord | None = None
-    # An agent's tool call: the tool's declared name, which policy judged it by.
+    # An agent's tool call: the tool's declared name, which policy judged it by, and the
+    # arguments the model sent it (what the tool's kind shapes its result with).
     tool: str | None = None
+    tool_input: JsonValue = None
 
     def to_json(self) -> JsonObject:
         recs: list[JsonValue] = [r.to_json() for r in self.reconciliations]
@@ -167,10 +170,13 @@ def effect_inspection(conn: Db, effect_id: str) -> EffectInspection:
     effect = get_effect(conn, effect_id)
     recs = tuple(list_reconciliations(conn, effect_id=effect_id))
     # The run narrows it to the primary key's prefix: effect_id alone has no index.
-    sql = "SELECT tool FROM tool_calls WHERE run_id = ? AND effect_id = ?"
+    sql = "SELECT tool, input_json FROM tool_calls WHERE run_id = ? AND effect_id = ?"
     row = conn.execute(sql, (effect.run_id, effect_id)).fetchone()
-    tool = None if row is None else str(row["tool"])
-    return EffectInspection(effect, recs, get_handle(conn, effect_id), tool)
+    remote = get_handle(conn, effect_id)
+    if row is None:
+        return EffectInspection(effect, recs, remote)
+    args = loads_value(conn, row["input_json"])
+    return EffectInspection(effect, recs, remote, str(row["tool"]), args)
 
 
 @dataclass(frozen=True)

@@ -379,3 +379,43 @@ def test_a_tool_call_reconciled_applied_is_recorded_with_what_the_model_got(
     assert (call["callId"], call["status"], call["error"]) == ("fake-call-1", "succeeded", None)
     assert call["output"]["path"] == "fixture/service.txt"
     assert call["output"]["content"] == FIXTURE and call["output"]["bytes"] == len(FIXTURE)
+
+
+def test_an_applied_tool_result_must_meet_the_tools_output_schema_once_shaped(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # cli.md §4: an applied result of `tool.<id>` is checked against the tool's outputSchema.
+    # The agent shapes the executor's raw result ({status, changed, content} of a read) into
+    # {path, bytes, sha256, content} before checking it, so that is what is judged here.
+    # Before, a result without content was recorded (rc 0), and the resumed task then failed
+    # with "tool read_fixture output is invalid".
+    strict = GUIDE.replace("content: { type: string }", "content: { type: string, minLength: 1 }")
+    assert strict != GUIDE
+    _setup(tmp_path, strict)
+    crash = {"AGENTCTL_CRASH_AT": "coordinator.after_started", "AGENTCTL_CRASH_HIT": "2"}
+    killed = cli("--output", "json", "run", "wf.yaml", "--db", "r.db", env=crash)
+    assert killed.rc == -9, killed.stderr
+    run_id = cli("--output", "json", "runs", "list", "--db", "r.db").data["runs"][0]["runId"]
+    cli("--output", "json", "resume", run_id, "--db", "r.db")  # parks on the uncertain read
+    [read] = [e for e in _inspect(cli, run_id)["effects"] if e["operation"] == "builtin.read"]
+    assert read["status"] == "uncertain"
+    args = ["effects", "reconcile", read["effectId"], "--db", "r.db", "--status", "applied"]
+    args += ["--reason", "the file was read", "--result-file", "result.json"]
+    for bad in ({"status": "unchanged", "changed": False}, "read it"):
+        (tmp_path / "result.json").write_text(json.dumps(bad), encoding="utf-8")
+        refused = cli("--output", "json", *args)
+        assert refused.rc == 4, (bad, refused.stdout, refused.stderr)
+        message = refused.error["error"]["message"]
+        assert "outputSchema of tool read_fixture" in message and "nothing was recorded" in message
+        assert "Traceback" not in refused.stderr
+        seen = _inspect(cli, run_id)
+        assert seen["effectReconciliations"] == [], bad
+        assert [e["status"] for e in seen["effects"] if e["effectId"] == read["effectId"]] == [
+            "uncertain"
+        ]
+    # The raw result the executor would have given (not the shaped output) is accepted.
+    good = {"status": "unchanged", "changed": False, "content": FIXTURE}
+    (tmp_path / "result.json").write_text(json.dumps(good), encoding="utf-8")
+    assert cli("--output", "json", *args).rc == 0
+    done = cli("--output", "json", "resume", run_id, "--db", "r.db")
+    assert done.rc == 0, done.stderr
