@@ -131,7 +131,7 @@ def _settled(
     """A derived run's (raising) outcome, after automatic compensation when it failed and its
     workflow asks for it, as any failed terminal run (``api.auto_compensated``); called once
     the ledger is closed, since the compensation opens its own."""
-    if outcome.state == "failed" and derived.plan.run.compensation.get("onFailure") == "automatic":
+    if rc.compensates_automatically(derived.plan, outcome.state, "execute"):
         outcome = compensate_after_failure(outcome, db, derived.workspace, timeout_s)
     return outcome_or_raise(outcome)
 
@@ -275,19 +275,37 @@ def _compensated_tasks(ledger: RunLedger, run_id: str, planned: rc.CompensationP
     ]
 
 
-def _run_compensation(
+def queue_compensation(ledger: RunLedger, run_id: str) -> str | None:
+    """``compensation.onFailure: automatic`` for a run a ``serve`` drove to failure: its
+    compensation run, queued (as ``submit`` queues) for any ``serve`` to claim and drive under
+    a lease like any submitted run; its id, or None when nothing is executable (as
+    ``compensate_after_failure``, which then creates nothing either)."""
+    source_run, source = recovery.load_source(ledger, run_id)
+    planned = rc.plan_compensation(source, load_plan(source_run))
+    if not planned.executable:
+        return None
+    base = source_run.base_path or os.getcwd()
+    _plan, queued_id, _trace = _create_compensation(
+        ledger, source_run, planned, base, Clock(), queued=True
+    )
+    return queued_id
+
+
+def _create_compensation(
     ledger: RunLedger,
     source_run: RunRecord,
     planned: rc.CompensationPlan,
     base: str,
-    driving: Driving,
-) -> RunOutcome:
+    clock: Clock,
+    *,
+    queued: bool = False,
+) -> tuple[Plan, str, str]:
+    """Create the compensation run of ``planned``: its plan, run id and trace id."""
     from agentctl.core.compiler import compile_workflow
 
-    clock = Clock()
     document = rc.compensation_document(source_run.workflow, planned)
     plan = compile_workflow(document, bindings=rc.step_bindings(planned))
-    run_id, trace_id = create_run(
+    run_id, trace = create_run(
         ledger,
         plan=plan,
         document=document,
@@ -296,7 +314,21 @@ def _run_compensation(
         clock=clock,
         mode="compensation",
         source_run_id=source_run.run_id,
+        queued=queued,
     )
+    return plan, run_id, trace
+
+
+def _run_compensation(
+    ledger: RunLedger,
+    source_run: RunRecord,
+    planned: rc.CompensationPlan,
+    base: str,
+    driving: Driving,
+) -> RunOutcome:
+    """Create and drive the compensation run."""
+    clock = Clock()
+    plan, run_id, trace_id = _create_compensation(ledger, source_run, planned, base, clock)
     links = {s.compensation_task_id: s.source_effect_ids for s in planned.steps}
     req = DriveRequest(ledger, run_id, trace_id, plan, base, driving.timeout_s, clock=clock)
     req = driving.applied(dataclasses.replace(req, compensates=links))
