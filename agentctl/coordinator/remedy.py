@@ -215,12 +215,17 @@ def compensate(
     diff: bool = False,
 ) -> Envelope:
     """Plan (and run) the declared inverse actions of a terminal run's confirmed mutations."""
+    clock = Clock()
     with open_existing(db) as ledger:
         source_run, source = recovery.load_source(ledger, source_ref)
+        # Every invocation has its own trace (spec/cli.md §1): the refusal names it, as
+        # resume's do; the compensation run, when one is created, carries it.
+        trace_id = clock.new_id("trace")
         if source_run.state not in ("succeeded", "failed", "cancelled"):
             raise InvalidOperationError(
                 f"run {source_run.run_id} is {source_run.state}; compensate needs a terminal run",
                 run_id=source_run.run_id,
+                trace_id=trace_id,
             )
         planned = rc.plan_compensation(source, load_plan(source_run), tasks=tasks_filter)
         data = planned.to_json()
@@ -228,7 +233,8 @@ def compensate(
             return "CompensationPlan", data, 0 if planned.complete else 3
         base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
         driving = Driving(timeout_s, progress, diff=diff)
-        outcome = _run_compensation(ledger, source_run, planned, base, driving)
+        minted = (clock, trace_id)
+        outcome = _run_compensation(ledger, source_run, planned, base, driving, minted)
         done = _compensated_tasks(ledger, outcome.run_id, planned)
     result = {**outcome.to_json(), "sourceRunId": source_run.run_id, "plan": data}
     result["compensatedTasks"] = list[JsonValue](done)
@@ -299,8 +305,10 @@ def _create_compensation(
     clock: Clock,
     *,
     queued: bool = False,
+    trace_id: str | None = None,
 ) -> tuple[Plan, str, str]:
-    """Create the compensation run of ``planned``: its plan, run id and trace id."""
+    """Create the compensation run of ``planned``: its plan, run id and trace id (``trace_id``:
+    the one this invocation minted already, else a new one)."""
     from agentctl.core.compiler import compile_workflow
 
     document = rc.compensation_document(source_run.workflow, planned)
@@ -315,6 +323,7 @@ def _create_compensation(
         mode="compensation",
         source_run_id=source_run.run_id,
         queued=queued,
+        trace_id=trace_id,
     )
     return plan, run_id, trace
 
@@ -325,10 +334,13 @@ def _run_compensation(
     planned: rc.CompensationPlan,
     base: str,
     driving: Driving,
+    minted: tuple[Clock, str],
 ) -> RunOutcome:
-    """Create and drive the compensation run."""
-    clock = Clock()
-    plan, run_id, trace_id = _create_compensation(ledger, source_run, planned, base, clock)
+    """Create and drive the compensation run; ``minted``: the invocation's clock and the
+    trace id it minted (the run carries it)."""
+    clock, trace = minted
+    created = _create_compensation(ledger, source_run, planned, base, clock, trace_id=trace)
+    plan, run_id, trace_id = created
     links = {s.compensation_task_id: s.source_effect_ids for s in planned.steps}
     req = DriveRequest(ledger, run_id, trace_id, plan, base, driving.timeout_s, clock=clock)
     req = driving.applied(dataclasses.replace(req, compensates=links))

@@ -119,11 +119,14 @@ def create_run(
     mode: str = "execute",
     source_run_id: str | None = None,
     queued: bool = False,
+    trace_id: str | None = None,
 ) -> tuple[str, str]:
     """Create the run (document and compiled plan stored) and take its lease in one txn;
     ``queued``: submit it instead, with no lease, for a ``serve`` to claim. ``document`` is the
-    object ``plan`` was compiled from, unchanged since: the compile's text of it is stored."""
-    run_id, trace_id = _new_ids(clock, mode)
+    object ``plan`` was compiled from, unchanged since: the compile's text of it is stored.
+    ``trace_id``: the one this invocation minted already (else a new one)."""
+    run_id, minted = _new_ids(clock, mode)
+    trace_id = trace_id or minted
     new = NewRun(
         run_id=run_id,
         mode=mode,
