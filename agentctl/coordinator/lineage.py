@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import owner_identity, stored_plan
+from agentctl.coordinator.launch import naming_run
 from agentctl.coordinator.service import RunOutcome
 from agentctl.core.plan import Plan
 from agentctl.errors import InvalidOperationError
@@ -34,10 +35,14 @@ def replay(ledger: RunLedger, source_ref: str, clock: Clock) -> RunOutcome:
     """Create a recorded replay of a terminal run; returns its outcome."""
     snap = ledger.load_source(source_ref)
     source, records, refs = snap.run, snap.tasks, snap.artifacts
-    _check_replayable(source, records)
-    if refs:
-        ledger.verify_artifacts(clock.now(), sorted({r.digest for r in refs}))
-    run_id, trace_id = clock.new_id("replay"), clock.new_id("trace")
+    # Every invocation has its own trace (spec/cli.md §1): a refusal names it too, as resume's
+    # do, so a script can correlate the attempt it made; a replay run created carries it.
+    trace_id = clock.new_id("trace")
+    with naming_run(source.run_id, trace_id):
+        _check_replayable(source, records)
+        if refs:
+            ledger.verify_artifacts(clock.now(), sorted({r.digest for r in refs}))
+    run_id = clock.new_id("replay")
     derived = DerivedRun(
         run=_derived(source, run_id, trace_id, "replay"),
         task_order=tuple(t.task_id for t in records),

@@ -131,7 +131,7 @@ def _settled(
     """A derived run's (raising) outcome, after automatic compensation when it failed and its
     workflow asks for it, as any failed terminal run (``api.auto_compensated``); called once
     the ledger is closed, since the compensation opens its own."""
-    if outcome.state == "failed" and derived.plan.run.compensation.get("onFailure") == "automatic":
+    if rc.compensates_automatically(derived.plan, outcome.state, "execute"):
         outcome = compensate_after_failure(outcome, db, derived.workspace, timeout_s)
     return outcome_or_raise(outcome)
 
@@ -215,12 +215,17 @@ def compensate(
     diff: bool = False,
 ) -> Envelope:
     """Plan (and run) the declared inverse actions of a terminal run's confirmed mutations."""
+    clock = Clock()
     with open_existing(db) as ledger:
         source_run, source = recovery.load_source(ledger, source_ref)
+        # Every invocation has its own trace (spec/cli.md §1): the refusal names it, as
+        # resume's do; the compensation run, when one is created, carries it.
+        trace_id = clock.new_id("trace")
         if source_run.state not in ("succeeded", "failed", "cancelled"):
             raise InvalidOperationError(
                 f"run {source_run.run_id} is {source_run.state}; compensate needs a terminal run",
                 run_id=source_run.run_id,
+                trace_id=trace_id,
             )
         planned = rc.plan_compensation(source, load_plan(source_run), tasks=tasks_filter)
         data = planned.to_json()
@@ -228,7 +233,8 @@ def compensate(
             return "CompensationPlan", data, 0 if planned.complete else 3
         base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
         driving = Driving(timeout_s, progress, diff=diff)
-        outcome = _run_compensation(ledger, source_run, planned, base, driving)
+        minted = (clock, trace_id)
+        outcome = _run_compensation(ledger, source_run, planned, base, driving, minted)
         done = _compensated_tasks(ledger, outcome.run_id, planned)
     result = {**outcome.to_json(), "sourceRunId": source_run.run_id, "plan": data}
     result["compensatedTasks"] = list[JsonValue](done)
@@ -275,19 +281,39 @@ def _compensated_tasks(ledger: RunLedger, run_id: str, planned: rc.CompensationP
     ]
 
 
-def _run_compensation(
+def queue_compensation(ledger: RunLedger, run_id: str) -> str | None:
+    """``compensation.onFailure: automatic`` for a run a ``serve`` drove to failure: its
+    compensation run, queued (as ``submit`` queues) for any ``serve`` to claim and drive under
+    a lease like any submitted run; its id, or None when nothing is executable (as
+    ``compensate_after_failure``, which then creates nothing either)."""
+    source_run, source = recovery.load_source(ledger, run_id)
+    planned = rc.plan_compensation(source, load_plan(source_run))
+    if not planned.executable:
+        return None
+    base = source_run.base_path or os.getcwd()
+    _plan, queued_id, _trace = _create_compensation(
+        ledger, source_run, planned, base, Clock(), queued=True
+    )
+    return queued_id
+
+
+def _create_compensation(
     ledger: RunLedger,
     source_run: RunRecord,
     planned: rc.CompensationPlan,
     base: str,
-    driving: Driving,
-) -> RunOutcome:
+    clock: Clock,
+    *,
+    queued: bool = False,
+    trace_id: str | None = None,
+) -> tuple[Plan, str, str]:
+    """Create the compensation run of ``planned``: its plan, run id and trace id (``trace_id``:
+    the one this invocation minted already, else a new one)."""
     from agentctl.core.compiler import compile_workflow
 
-    clock = Clock()
     document = rc.compensation_document(source_run.workflow, planned)
     plan = compile_workflow(document, bindings=rc.step_bindings(planned))
-    run_id, trace_id = create_run(
+    run_id, trace = create_run(
         ledger,
         plan=plan,
         document=document,
@@ -296,7 +322,25 @@ def _run_compensation(
         clock=clock,
         mode="compensation",
         source_run_id=source_run.run_id,
+        queued=queued,
+        trace_id=trace_id,
     )
+    return plan, run_id, trace
+
+
+def _run_compensation(
+    ledger: RunLedger,
+    source_run: RunRecord,
+    planned: rc.CompensationPlan,
+    base: str,
+    driving: Driving,
+    minted: tuple[Clock, str],
+) -> RunOutcome:
+    """Create and drive the compensation run; ``minted``: the invocation's clock and the
+    trace id it minted (the run carries it)."""
+    clock, trace = minted
+    created = _create_compensation(ledger, source_run, planned, base, clock, trace_id=trace)
+    plan, run_id, trace_id = created
     links = {s.compensation_task_id: s.source_effect_ids for s in planned.steps}
     req = DriveRequest(ledger, run_id, trace_id, plan, base, driving.timeout_s, clock=clock)
     req = driving.applied(dataclasses.replace(req, compensates=links))

@@ -38,11 +38,13 @@ from agentctl.coordinator.service import DriveRequest, RunOutcome, drive_run, wo
 from agentctl.coordinator.workerpool import WorkerPool, open_worker_pool
 from agentctl.core.dburl import is_postgres_url
 from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.recovery.compensation import compensates_automatically
 from agentctl.errors import AgentctlError, LeaseLostError
 from agentctl.ledger import open_ledger
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import Owner
 from agentctl.ledger.queue import ClaimedRun, ClaimRequest, Fence, Heartbeat
+from agentctl.ledger.runs import RunRecord
 
 T = TypeVar("T")
 # A drive reads its run's cancel flag this often: with many drives per process and many
@@ -304,7 +306,14 @@ async def _drive_claimed(serve: _Serve, run: ClaimedRun) -> RunOutcome:
         trace_id = serve.clock.new_id("trace")
         req = DriveRequest(ledger, run.run_id, trace_id, plan, base, clock=serve.clock)
         req = _for_serve(req, serve, check_mode=found.mode == "check")
-        return await drive_run(req)
+        if found.mode == "compensation":
+            links = await trio.to_thread.run_sync(lambda: _compensation_links(ledger, found))
+            req = replace(req, compensates=links)
+        outcome = await drive_run(req)
+        if compensates_automatically(plan, outcome.state, found.mode):
+            with trio.CancelScope(shield=True):  # the run is over: its compensation is due
+                await trio.to_thread.run_sync(lambda: _queue_compensation(ledger, run.run_id))
+        return outcome
     finally:
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(ledger.close)
@@ -313,3 +322,21 @@ async def _drive_claimed(serve: _Serve, run: ClaimedRun) -> RunOutcome:
 def _for_serve(req: DriveRequest, serve: _Serve, *, check_mode: bool) -> DriveRequest:
     poll = SERVE_CANCEL_POLL_S
     return replace(req, check_mode=check_mode, pool=serve.pool, stop=serve.stop, cancel_poll_s=poll)
+
+
+def _compensation_links(ledger: RunLedger, run: RunRecord) -> dict[str, tuple[str, ...]]:
+    """What a compensation run's inverses compensate, so that each one confirmed records
+    ``compensated`` on its source effects (as ``compensate`` and ``resume`` do)."""
+    # Imported here: compensation is not on a serve's ordinary drive path.
+    from agentctl.coordinator.remedy import compensation_links
+
+    return compensation_links(ledger, run)
+
+
+def _queue_compensation(ledger: RunLedger, run_id: str) -> None:
+    """``compensation.onFailure: automatic`` after a drive that failed, as ``run`` does: the
+    compensation run is queued through this drive's fenced ledger, once the run's own ledger
+    work is done; a ``serve`` (this one or any other) claims and drives it."""
+    from agentctl.coordinator.remedy import queue_compensation
+
+    queue_compensation(ledger, run_id)

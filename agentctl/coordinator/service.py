@@ -17,7 +17,7 @@ import contextlib
 import math
 import os
 import signal
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
@@ -119,11 +119,12 @@ def create_run(
     mode: str = "execute",
     source_run_id: str | None = None,
     queued: bool = False,
+    trace_id: str | None = None,
 ) -> tuple[str, str]:
     """Create the run (document and compiled plan stored) and take its lease in one txn;
     ``queued``: submit it instead, with no lease, for a ``serve`` to claim. ``document`` is the
     object ``plan`` was compiled from, unchanged since: the compile's text of it is stored."""
-    run_id, trace_id = _new_ids(clock, mode)
+    run_id, trace_id = _new_ids(clock, mode, trace_id)
     new = NewRun(
         run_id=run_id,
         mode=mode,
@@ -143,16 +144,25 @@ def create_run(
         state="queued" if queued else "running",
         workflow_text=plan.take_document_text(document),  # the compile's encoding, if of it
     )
-    if queued:
-        ledger.submit_run(new, plan.order, clock.now())
-    else:
-        ledger.create_run(new, plan.order, owner_identity(), clock.now())
+    _record(ledger, new, plan.order, clock.now(), queued=queued)
     return run_id, trace_id
 
 
-def _new_ids(clock: Clock, mode: str) -> tuple[str, str]:
-    """A new run's id (a compensation run's says so) and its trace id."""
-    return clock.new_id("compensation" if mode == "compensation" else "run"), clock.new_id("trace")
+def _record(
+    ledger: RunLedger, new: NewRun, order: Sequence[str], now: str, *, queued: bool
+) -> None:
+    """Store the new run: submitted (queued, no lease) or under this process's lease."""
+    if queued:
+        ledger.submit_run(new, order, now)
+    else:
+        ledger.create_run(new, order, owner_identity(), now)
+
+
+def _new_ids(clock: Clock, mode: str, trace_id: str | None) -> tuple[str, str]:
+    """A new run's id (a compensation run's says so) and its trace id: ``trace_id``, the one
+    the invocation minted already, else a new one."""
+    run_id = clock.new_id("compensation" if mode == "compensation" else "run")
+    return run_id, trace_id or clock.new_id("trace")
 
 
 async def drive_run(req: DriveRequest) -> RunOutcome:

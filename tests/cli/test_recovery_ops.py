@@ -7,6 +7,7 @@ see exactly which effects executed in each derived run.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -547,6 +548,29 @@ def test_compensating_a_paused_run_is_refused_naming_the_run(cli, tmp_path: Path
     for command in (("compensate", run_id), ("replay", run_id)):
         refused = cli("--output", "json", *command, "--db", str(db))
         assert refused.rc == 4 and refused.error["error"]["runId"] == run_id, refused.stderr
+
+
+TRACE_V7 = re.compile(r"trace-[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+
+
+def test_replay_and_compensate_refusals_carry_this_invocations_trace(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # §1 "every invocation mints a new trace ID"; §2 the error envelope carries it, as a
+    # resume's refusal does: each refused attempt has its own, not the paused run's.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "wf.yaml").write_text(PAUSED_THEN_FAILING)
+    db = tmp_path / "state" / "r.db"
+    paused = cli("--output", "json", "run", str(ws / "wf.yaml"), "--db", str(db))
+    assert paused.rc == 3, paused.stderr
+    run_id = paused.data["runId"]
+    seen = {paused.data["traceId"]}
+    for command in (("compensate", run_id), ("compensate", run_id, "--plan"), ("replay", run_id)):
+        refused = cli("--output", "json", *command, "--db", str(db))
+        assert refused.rc == 4, refused.stderr
+        trace = refused.error["error"]["traceId"]
+        assert isinstance(trace, str) and TRACE_V7.fullmatch(trace), (command, trace)
+        assert trace not in seen, command
+        seen.add(trace)
 
 
 def test_retry_and_repair_plans_carry_the_reason(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

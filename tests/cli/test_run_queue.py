@@ -397,3 +397,50 @@ def test_a_paused_run_waits_for_its_approval_then_any_serve_continues_it(
         assert [r["runId"] for r in report["runs"]] == [run_id]
     assert report["runs"][0]["state"] == "succeeded"
     assert markers(tmp_path) == {"p": ["p a", "p b", "p c"]}
+
+
+AUTO_COMPENSATED = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: auto-compensated }
+spec:
+  policy: { approval: never, processAllowlist: [sh] }
+  compensation: { onFailure: automatic }
+  actions:
+    make: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "echo $0 >> marker.txt", "made"] }
+    undo1: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "echo undo1 >> marker.txt"] }
+    undo2: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "echo undo2 >> marker.txt"] }
+    check: { kind: builtin.assert }
+  tasks:
+    - { id: m1, uses: "action:make", compensate: { uses: "action:undo1" } }
+    - { id: m2, uses: "action:make", needs: [m1], compensate: { uses: "action:undo2" } }
+    - { id: verify, uses: "action:check", needs: [m2], with: { that: false, message: boom } }
+"""
+
+
+def test_a_failed_queued_run_is_compensated_once_through_the_queue(
+    cli: Cli, start_cli: StartCli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    # `onFailure: automatic` after a failed terminal run, whichever command drove it: a
+    # serve's drive too. The compensation run is queued work a serve claims and drives.
+    query = _setup(tmp_path, ledger_target)
+    (tmp_path / "wf.yaml").write_text(AUTO_COMPENSATED, encoding="utf-8")
+    got = cli("--output", "json", "submit", "wf.yaml", "--db", "db.sqlite")
+    assert got.rc == 0, got.stderr
+    run_id = str(got.data["runId"])
+    report = serve_report(start_cli(*SERVE))
+    runs = cli("--output", "json", "runs", "list", "--db", "db.sqlite").data["runs"]
+    assert [(r["mode"], r["state"]) for r in runs] == [
+        ("compensation", "succeeded"),
+        ("execute", "failed"),
+    ]
+    assert runs[0]["sourceRunId"] == run_id
+    driven = [(r["runId"], r["state"]) for r in report["runs"]]
+    assert driven == [(run_id, "failed"), (runs[0]["runId"], "succeeded")]
+    marker = (tmp_path / "marker.txt").read_text(encoding="utf-8").split()
+    assert marker == ["made", "made", "undo2", "undo1"]  # reverse order, each undone once
+    effects = cli("--output", "json", "effects", "list", run_id, "--db", "db.sqlite").data
+    assert [r["status"] for r in effects["reconciliations"]] == ["compensated"] * 2
+    # Once: another serve finds nothing more to do, and nothing is compensated again.
+    assert serve_report(start_cli(*SERVE))["runs"] == []
+    assert len(query("SELECT run_id FROM runs", ())) == 2

@@ -107,6 +107,15 @@ class CompensationPlan:
         }
 
 
+def compensates_automatically(plan: Plan, state: str, mode: str) -> bool:
+    """Whether a run of ``plan`` that ended ``state`` is compensated at once: it failed (never
+    cancelled) and its workflow says ``compensation.onFailure: automatic`` — whichever command
+    drove it to that end (spec/cli.md §5: "after a failed terminal run"). A compensation run
+    (``mode``) is never compensated in turn."""
+    automatic = plan.run.compensation.get("onFailure") == "automatic"
+    return state == "failed" and automatic and mode != "compensation"
+
+
 def compensation_task_id(source_task_id: str) -> str:
     return source_task_id + COMPENSATION_SUFFIX
 
