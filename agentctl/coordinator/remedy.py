@@ -233,8 +233,8 @@ def compensate(
             return "CompensationPlan", data, 0 if planned.complete else 3
         base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
         driving = Driving(timeout_s, progress, diff=diff)
-        minted = (clock, trace_id)
-        outcome = _run_compensation(ledger, source_run, planned, base, driving, minted)
+        created = _create_compensation(ledger, source_run, planned, base, clock, trace_id=trace_id)
+        outcome = _run_compensation(ledger, created, planned, base, driving, clock)
         done = _compensated_tasks(ledger, outcome.run_id, planned)
     result = {**outcome.to_json(), "sourceRunId": source_run.run_id, "plan": data}
     result["compensatedTasks"] = list[JsonValue](done)
@@ -291,10 +291,16 @@ def queue_compensation(ledger: RunLedger, run_id: str) -> str | None:
     if not planned.executable:
         return None
     base = source_run.base_path or os.getcwd()
-    _plan, queued_id, _trace = _create_compensation(
-        ledger, source_run, planned, base, Clock(), queued=True
-    )
-    return queued_id
+    return _create_compensation(ledger, source_run, planned, base, Clock(), queued=True).run_id
+
+
+@dataclass(frozen=True)
+class _Created:
+    """A compensation run just created: its compiled plan, id and trace id."""
+
+    plan: Plan
+    run_id: str
+    trace_id: str
 
 
 def _create_compensation(
@@ -306,7 +312,7 @@ def _create_compensation(
     *,
     queued: bool = False,
     trace_id: str | None = None,
-) -> tuple[Plan, str, str]:
+) -> _Created:
     """Create the compensation run of ``planned``: its plan, run id and trace id (``trace_id``:
     the one this invocation minted already, else a new one)."""
     from agentctl.core.compiler import compile_workflow
@@ -325,24 +331,22 @@ def _create_compensation(
         queued=queued,
         trace_id=trace_id,
     )
-    return plan, run_id, trace
+    return _Created(plan, run_id, trace)
 
 
 def _run_compensation(
     ledger: RunLedger,
-    source_run: RunRecord,
+    created: _Created,
     planned: rc.CompensationPlan,
     base: str,
     driving: Driving,
-    minted: tuple[Clock, str],
+    clock: Clock,
 ) -> RunOutcome:
-    """Create and drive the compensation run; ``minted``: the invocation's clock and the
-    trace id it minted (the run carries it)."""
-    clock, trace = minted
-    created = _create_compensation(ledger, source_run, planned, base, clock, trace_id=trace)
-    plan, run_id, trace_id = created
+    """Drive the compensation run ``created`` (with the invocation's ``clock``)."""
     links = {s.compensation_task_id: s.source_effect_ids for s in planned.steps}
-    req = DriveRequest(ledger, run_id, trace_id, plan, base, driving.timeout_s, clock=clock)
+    req = DriveRequest(
+        ledger, created.run_id, created.trace_id, created.plan, base, driving.timeout_s, clock=clock
+    )
     req = driving.applied(dataclasses.replace(req, compensates=links))
     outcome: RunOutcome = run_trio(drive_run, req)
     return outcome
