@@ -39,7 +39,7 @@ from agentctl.coordinator.workerproc import prestart_workers
 from agentctl.coordinator.workerstart import Prestarted
 from agentctl.core.compiler.diagnostics import Locator
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.core.plan import Plan
+from agentctl.core.plan import Plan, compensates_automatically
 from agentctl.core.states import is_terminal_run
 from agentctl.core.strictjson import RefusedJsonError, parse_strict
 from agentctl.errors import ValidationError
@@ -202,8 +202,7 @@ def auto_compensated(
     resume, fork, retry, repair): spec/cli.md §5 and the compensation guide start it "after a
     failed terminal run", never after cancellation. A compensation run is never compensated
     in turn."""
-    automatic = plan.run.compensation.get("onFailure") == "automatic"
-    if outcome.state == "failed" and automatic and mode != "compensation":
+    if compensates_automatically(plan, outcome.state, mode):
         # Imported here: repair, retry and compensation are not on a run's start-up path.
         from agentctl.coordinator.remedy import compensate_after_failure
 

@@ -38,7 +38,7 @@ from agentctl.coordinator.service import DriveRequest, RunOutcome, drive_run, wo
 from agentctl.coordinator.workerpool import WorkerPool, open_worker_pool
 from agentctl.core.dburl import is_postgres_url
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.core.recovery.compensation import compensates_automatically
+from agentctl.core.plan import compensates_automatically
 from agentctl.errors import AgentctlError, LeaseLostError
 from agentctl.ledger import open_ledger
 from agentctl.ledger.interface import RunLedger

@@ -248,3 +248,12 @@ class Plan:
         """The state ``copy`` and ``pickle`` take: the fields, without the carried texts, so
         only the compiled object itself hands them to a run's creation."""
         return {k: v for k, v in self.__dict__.items() if k not in _CARRIED}
+
+
+def compensates_automatically(plan: Plan, state: str, mode: str) -> bool:
+    """Whether a run of ``plan`` that ended ``state`` is compensated at once: it failed (never
+    cancelled) and its workflow says ``compensation.onFailure: automatic`` — whichever command
+    drove it to that end (spec/cli.md §5: "after a failed terminal run"). A compensation run
+    (``mode``) is never compensated in turn."""
+    automatic = plan.run.compensation.get("onFailure") == "automatic"
+    return state == "failed" and automatic and mode != "compensation"

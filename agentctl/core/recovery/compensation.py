@@ -22,6 +22,7 @@ from typing import Any
 
 from agentctl.core.dsl.tasks import RESERVED_VARS
 from agentctl.core.plan import Plan, PlannedTask, RetryPolicy
+from agentctl.core.plan import compensates_automatically as compensates_automatically
 from agentctl.core.recovery.model import (
     TERMINAL_RUN_STATES,
     Block,
@@ -105,15 +106,6 @@ class CompensationPlan:
             "alreadyCompensatedEffects": list(self.already_compensated),
             "warnings": list(self.warnings),
         }
-
-
-def compensates_automatically(plan: Plan, state: str, mode: str) -> bool:
-    """Whether a run of ``plan`` that ended ``state`` is compensated at once: it failed (never
-    cancelled) and its workflow says ``compensation.onFailure: automatic`` — whichever command
-    drove it to that end (spec/cli.md §5: "after a failed terminal run"). A compensation run
-    (``mode``) is never compensated in turn."""
-    automatic = plan.run.compensation.get("onFailure") == "automatic"
-    return state == "failed" and automatic and mode != "compensation"
 
 
 def compensation_task_id(source_task_id: str) -> str:
