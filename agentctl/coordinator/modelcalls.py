@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from agentctl.coordinator import secrets
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.operations import Built, RunContext, pointer
-from agentctl.core.pricing import TOKEN_COUNTERS, cost_microusd, max_cost_microusd
+from agentctl.core.pricing import cost_microusd, max_cost_microusd, token_spend
 from agentctl.core.providerdefaults import CREDENTIAL_ENVS
 
 CREDENTIAL = pointer("credential")
@@ -62,9 +62,7 @@ def with_cost(estimate: Mapping[str, int], rates: Mapping[str, int] | None) -> d
 
 def model_spent(usage: Mapping[str, int], rates: Mapping[str, int] | None) -> dict[str, int]:
     """What one dispatched model call consumed, from the usage its answer reported."""
-    spent = {"providerRequests": 1, "turns": 1}
-    spent.update({counter: int(usage.get(counter, 0)) for counter in TOKEN_COUNTERS})
-    spent["totalTokens"] = spent["inputTokens"] + spent["outputTokens"]
+    spent = {"providerRequests": 1, "turns": 1, **token_spend(usage)}
     if rates is None:
         spent["unpricedProviderRequests"] = 1
     else:

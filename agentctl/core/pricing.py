@@ -31,6 +31,19 @@ _RATES: dict[str, tuple[str, str]] = {
 TOKEN_COUNTERS = tuple(_RATES)
 
 
+def token_spend(usage: Mapping[str, JsonValue]) -> dict[str, int]:
+    """The token counters one answer's ``usage`` settles: each counter's non-negative integer
+    (a missing or malformed one counts 0, as an API that does not report it) and
+    ``totalTokens`` = input + output — the one rule a settled answer and a reconciled one use."""
+    spent = {}
+    for counter in TOKEN_COUNTERS:
+        value = usage.get(counter)
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        spent[counter] = value if ok and isinstance(value, int) else 0
+    spent["totalTokens"] = spent["inputTokens"] + spent["outputTokens"]
+    return spent
+
+
 def price_for(
     pricing: Mapping[str, JsonValue] | None, provider: str, kind: str, model: str
 ) -> dict[str, int] | None:

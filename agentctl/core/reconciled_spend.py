@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
-from agentctl.core.pricing import COST_KEY, TOKEN_COUNTERS
+from agentctl.core.pricing import COST_KEY, token_spend
 
 SHELL_OPERATION = "builtin.shell.exec"
 
@@ -49,9 +49,7 @@ def _model_spend(held: Mapping[str, int], result: JsonObject) -> dict[str, int]:
     spent = dict(held)
     usage = result.get("usage")
     if isinstance(usage, dict):
-        for counter in TOKEN_COUNTERS:
-            spent[counter] = _count(usage.get(counter)) or 0
-        spent["totalTokens"] = spent["inputTokens"] + spent["outputTokens"]
+        spent.update(token_spend(usage))
         cost = _count(usage.get(COST_KEY))
         if cost is not None and COST_KEY in held:
             spent[COST_KEY] = cost

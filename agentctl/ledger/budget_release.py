@@ -54,12 +54,10 @@ def settle_reconciled_txn(
     """Settle the active reservation of ``effect`` that an ``applied`` or ``not_applied``
     reconciliation concludes; none active: nothing changes."""
     run_id, effect_id = effect.run_id, effect.effect_id
-    row = conn.execute(_ACTIVE, (run_id, effect_id)).fetchone()
-    if row is None:
-        return
-    held = held_amounts(row[0])
-    spent = reconciled_spend(effect.operation, held, status, result)
-    settle_budget_txn(conn, run_id, effect_id, spent, now, trace_id=trace_id, held=held)
+    held = _active_held(conn, run_id, effect_id)
+    if held is not None:
+        spent = reconciled_spend(effect.operation, held, status, result)
+        settle_budget_txn(conn, run_id, effect_id, spent, now, trace_id=trace_id, held=held)
 
 
 def release_unstarted_txn(conn: Db, run_id: str, now: str) -> None:
@@ -73,6 +71,13 @@ def release_unstarted_txn(conn: Db, run_id: str, now: str) -> None:
 def release_effect_txn(conn: Db, run_id: str, effect_id: str, now: str) -> None:
     """Settle with nothing the active reservation of an effect that will never run (its
     approval was rejected); none active: nothing changes."""
+    held = _active_held(conn, run_id, effect_id)
+    if held is not None:
+        settle_budget_txn(conn, run_id, effect_id, {}, now, held=held)
+
+
+def _active_held(conn: Db, run_id: str, effect_id: str) -> dict[str, int] | None:
+    """What the effect's reservation holds while it is active; None: none, or settled (read
+    first: a settle of a reservation that never existed is an error)."""
     row = conn.execute(_ACTIVE, (run_id, effect_id)).fetchone()
-    if row is not None:
-        settle_budget_txn(conn, run_id, effect_id, {}, now, held=held_amounts(row[0]))
+    return None if row is None else held_amounts(row[0])
