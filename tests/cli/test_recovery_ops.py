@@ -213,7 +213,9 @@ def test_compensation_resumes_only_the_remainder(cli, tmp_path: Path) -> None:  
     assert len(effects["reconciliations"]) == 2
 
 
-def test_automatic_compensation_after_failure(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def _automatic(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """The compensated workflow with ``onFailure: automatic``, its undo allowed: (workspace,
+    workflow file, database)."""
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "allow.flag").write_text("")
@@ -221,7 +223,11 @@ def test_automatic_compensation_after_failure(cli, tmp_path: Path) -> None:  # t
     wf.write_text(
         COMPENSATED.replace("  tasks:\n", "  compensation: { onFailure: automatic }\n  tasks:\n", 1)
     )
-    db = tmp_path / "state" / "r.db"
+    return ws, wf, tmp_path / "state" / "r.db"
+
+
+def test_automatic_compensation_after_failure(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ws, wf, db = _automatic(tmp_path)
     done = cli("--output", "json", "run", str(wf), "--db", str(db))
     assert done.rc == 4
     assert "automatic compensation" in done.error["error"]["message"]
@@ -233,14 +239,7 @@ def test_automatic_compensation_after_failure(cli, tmp_path: Path) -> None:  # t
 
 def test_automatic_compensation_after_a_fork_fails(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # "Automatic compensation starts only after a failed terminal run": a fork is a run too.
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "allow.flag").write_text("")
-    wf = ws / "wf.yaml"
-    wf.write_text(
-        COMPENSATED.replace("  tasks:\n", "  compensation: { onFailure: automatic }\n  tasks:\n", 1)
-    )
-    db = tmp_path / "state" / "r.db"
+    ws, wf, db = _automatic(tmp_path)
     source = cli("--output", "json", "run", str(wf), "--db", str(db)).error["error"]["runId"]
     forked = cli("--output", "json", "fork", source, "--db", str(db))
     assert forked.rc == 4
@@ -254,14 +253,7 @@ def test_automatic_compensation_after_a_fork_fails(cli, tmp_path: Path) -> None:
 def test_automatic_compensation_after_a_retry_fails(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     # A retry run is a run: failing, it is compensated as the source was. Its compensated
     # source tasks are never reused, so they execute (and are undone) again.
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "allow.flag").write_text("")
-    wf = ws / "wf.yaml"
-    wf.write_text(
-        COMPENSATED.replace("  tasks:\n", "  compensation: { onFailure: automatic }\n  tasks:\n", 1)
-    )
-    db = tmp_path / "state" / "r.db"
+    ws, wf, db = _automatic(tmp_path)
     source = cli("--output", "json", "run", str(wf), "--db", str(db)).error["error"]["runId"]
     retried = cli("--output", "json", "retry", str(wf), source, "--failed", "--db", str(db))
     assert retried.rc == 4
