@@ -142,11 +142,6 @@ class CallGateway:
         )
         reused = await self.store.recorded_result(eid)
         if reused is not None:
-            if call.tool_call_id is not None:  # an applied reconciliation left its row open
-                given = call.shaped(reused)
-                await self.store.settle_reused_tool_call(
-                    self.run_id, call.tool_call_id, given, self.clock.now()
-                )
             return reused
         if call.unattended_denial is not None and call.approval_reason is None:
             # A model call is never held, so nobody being asked refuses it here, once no

@@ -22,7 +22,7 @@ from agentctl.coordinator.creation import load_plan
 from agentctl.coordinator.launch import open_existing
 from agentctl.core import jsonschema
 from agentctl.core.extension import applied_result_problems
-from agentctl.core.jsonvalue import JsonObject
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.model_reply import applied_reply_problems
 from agentctl.core.plan import Plan
 from agentctl.core.policy import (
@@ -31,7 +31,7 @@ from agentctl.core.policy import (
     authorize_reconciliation,
     tool_approval,
 )
-from agentctl.core.tool_result import applied_tool_result_problems
+from agentctl.core.tool_result import output_problems, shaped_output
 from agentctl.errors import InvalidOperationError, ValidationError
 from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.interface import RunLedger
@@ -49,9 +49,11 @@ def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObje
         seen = ledger.inspect_effect(request.effect_id)
         plan = load_plan(ledger.get_run(seen.effect.run_id))
         _check_result(seen.effect, request)
-        _check_tool_result(plan, seen, request)
+        output = _tool_output(plan, seen, request)
         authorization = _authorize(plan, seen, request.actor, approved)
-        granted = dataclasses.replace(request, authorization=authorization.to_json())
+        granted = dataclasses.replace(
+            request, authorization=authorization.to_json(), tool_output=output
+        )
         data = ledger.reconcile_effect(granted).to_json()
     data["authorization"] = authorization.to_json()
     if request.result_schema is not None:
@@ -95,19 +97,22 @@ def _check_result(effect: EffectRecord, r: ReconcileRequest) -> None:
             )
 
 
-def _check_tool_result(plan: Plan, seen: EffectInspection, r: ReconcileRequest) -> None:
-    """Refuse an applied result of an agent's tool call that, shaped as the agent shapes it
-    for the model, breaks the tool's ``outputSchema``: the resumed task would fail on it."""
+def _tool_output(plan: Plan, seen: EffectInspection, r: ReconcileRequest) -> JsonValue:
+    """What the model receives for an applied result of an agent's tool call (the result as the
+    tool's kind shapes it; it finishes the call's row), refused when it breaks the tool's
+    ``outputSchema``: the resumed task would fail on it. None: not an applied tool call."""
     declared = _declared_tool(plan, seen.effect.task_id, seen.tool)
     if r.status != "applied" or r.result is None or declared is None:
-        return
-    problems = applied_tool_result_problems(declared, seen.tool_input, r.result)
+        return None
+    output = shaped_output(str(declared.get("kind")), seen.tool_input, r.result)
+    problems = output_problems(declared, output)
     if problems:
         raise InvalidOperationError(
             f"the result breaks the outputSchema of tool {seen.tool} (effect "
             f"{seen.effect.effect_id}, {seen.effect.operation}) once shaped as the model "
             f"would receive it: {'; '.join(problems[:3])}; nothing was recorded"
         )
+    return output
 
 
 def authorize(

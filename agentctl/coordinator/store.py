@@ -169,11 +169,6 @@ class Store:
     async def recorded_result(self, effect_id: str) -> JsonValue:
         return await self._run(lambda: self.ledger.recorded_result(effect_id))
 
-    async def settle_reused_tool_call(
-        self, run_id: str, call_id: str, output: JsonValue, now: str
-    ) -> None:
-        await self._run(lambda: self.ledger.settle_reused_tool_call(run_id, call_id, output, now))
-
     async def long_term_get(self, namespace: str, key: str, now: str) -> MemoryEntry:
         return await self._run(lambda: self.ledger.long_term_get(namespace, key, now))
 

@@ -36,11 +36,3 @@ def output_problems(tool: Mapping[str, JsonValue], output: JsonValue) -> list[st
     """Why ``output`` (shaped) breaks the tool's ``outputSchema``; none when it meets it."""
     schema = tool.get("outputSchema") or DEFAULT_OUTPUT_SCHEMA
     return jsonschema.validate(output, as_object(schema))
-
-
-def applied_tool_result_problems(
-    tool: Mapping[str, JsonValue], args: JsonValue, result: JsonValue
-) -> list[str]:
-    """Why ``result``, given as the raw result of a call of ``tool`` (its declaration) with
-    the model's ``args``, cannot be recorded as applied: the resumed agent would refuse it."""
-    return output_problems(tool, shaped_output(str(tool.get("kind")), args, result))

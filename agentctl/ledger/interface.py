@@ -211,12 +211,6 @@ class RunLedger(Protocol):
         None when there is nothing to reuse."""
         ...
 
-    def settle_reused_tool_call(
-        self, run_id: str, call_id: str, output: JsonValue, now: str
-    ) -> None:
-        """Finish a tool call's row that its reused (reconciled ``applied``) effect left open."""
-        ...
-
     def long_term_get(self, namespace: str, key: str, now: str) -> MemoryEntry: ...
 
     def long_term_candidates(self, namespace: str, now: str) -> Sequence[Candidate]:

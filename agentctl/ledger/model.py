@@ -388,6 +388,9 @@ class ReconcileRequest:
     # Schema the result was checked against: carried by the ``effect.reconciled`` audit event.
     authorization: JsonObject | None = None
     result_schema: JsonValue = None
+    # An applied agent tool call: the output its model receives (the result as the tool's kind
+    # shapes it), which finishes the call's row; None: the result itself.
+    tool_output: JsonValue = None
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from agentctl.core.effects import check_reconciliation
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError
-from agentctl.ledger import sessions
+from agentctl.ledger import sessions, tool_calls
 from agentctl.ledger.artifacts.values import dumps_value, dumps_value_opt, loads_value
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.budget_release import settle_reconciled_txn
@@ -165,8 +165,10 @@ def reconcile_effect_txn(
     reconciliation_id: str | None = None,
     trace_id: str | None = None,
     grounds: Grounds = Grounds(),
+    tool_output: JsonValue = None,
 ) -> ReconciliationRecord:
-    """Append a reconciliation record for ``effect_id`` after checking every rule."""
+    """Append a reconciliation record for ``effect_id`` after checking every rule; an applied
+    agent tool call's row is finished with ``tool_output`` (None: the result)."""
     effect = get_effect(conn, effect_id)
     history = list_reconciliations(conn, effect_id=effect_id)
     _check_rules(conn, effect, history, (status, actor, reason, result), compensation_effect_id)
@@ -188,6 +190,9 @@ def reconcile_effect_txn(
     _audit(conn, effect, record, grounds)
     if status in _SETTLES:
         _settle_txn(conn, effect, history, record)
+    if status == "applied":  # the resumed agent reuses the result: its call is over
+        output = result if tool_output is None else tool_output
+        tool_calls.finish_applied_txn(conn, effect.run_id, effect_id, output, now)
     return record
 
 

@@ -29,7 +29,6 @@ import agentctl.ledger.runs as runs
 import agentctl.ledger.steps as steps
 import agentctl.ledger.streams as streams
 import agentctl.ledger.tasks as tasks
-import agentctl.ledger.tool_calls as tool_calls
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate, EmbeddingIdentity
 from agentctl.ledger.artifacts.store import (
@@ -248,13 +247,6 @@ class LedgerService(ABC):
     def recorded_result(self, effect_id: str) -> JsonValue:
         return self._tx.run_read(lambda conn: lifecycle.read_recorded_result(conn, effect_id))
 
-    def settle_reused_tool_call(
-        self, run_id: str, call_id: str, output: JsonValue, now: str
-    ) -> None:
-        self._tx.run_write(
-            lambda conn: tool_calls.settle_reused_txn(conn, run_id, call_id, output, now)
-        )
-
     def long_term_get(self, namespace: str, key: str, now: str) -> MemoryEntry:
         return self._tx.run_read(lambda conn: lifecycle.read_memory(conn, namespace, key, now))
 
@@ -323,6 +315,7 @@ class LedgerService(ABC):
                 reconciliation_id=r.reconciliation_id,
                 trace_id=r.trace_id,
                 grounds=reconcile.Grounds(r.authorization, r.result_schema),
+                tool_output=r.tool_output,
             )
 
         return self._tx.run_write(body)

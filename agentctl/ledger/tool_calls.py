@@ -132,14 +132,15 @@ def finish_tool_call_txn(
         raise InvalidOperationError(f"tool call {call_id} of run {run_id} is not started")
 
 
-def settle_reused_txn(conn: Db, run_id: str, call_id: str, output: JsonValue, now: str) -> None:
-    """A tool call whose result a resumed attempt reuses: a row still ``started`` or
-    ``uncertain`` (its effect was reconciled ``applied``) ends ``succeeded`` with the output
-    the model is given; a finished row is left as it is."""
+def finish_applied_txn(conn: Db, run_id: str, effect_id: str, output: JsonValue, now: str) -> None:
+    """The tool call (if any) whose effect an operator reconciled ``applied``: a row still
+    ``started`` or ``uncertain`` ends ``succeeded`` with the output its model receives when
+    the attempt resumes; a finished row is left as it is."""
     conn.execute(
         "UPDATE tool_calls SET status = 'succeeded', output_json = ?, error = NULL,"
-        " completed_at = ? WHERE run_id = ? AND call_id = ? AND status IN ('started', 'uncertain')",
-        (dumps_value_opt(conn, output, now), now, run_id, call_id),
+        " completed_at = ? WHERE run_id = ? AND effect_id = ?"
+        " AND status IN ('started', 'uncertain')",
+        (dumps_value_opt(conn, output, now), now, run_id, effect_id),
     )
 
 
