@@ -260,6 +260,15 @@ open("marker.txt", "a").write("invoked\\n")
 """
 
 
+# The workflow's edits: the secret ``TOKEN`` in the extension's env, output limits, a budget.
+SECRET_ENV_AND_BUDGET = {
+    "approval: never,": "approval: never, environmentAllowlist: [EXT_TOKEN],",
+    "capabilities: [report]": "capabilities: [report]\n      env: { TOKEN: { env: EXT_TOKEN } }"
+    "\n      combinedOutputLimitBytes: 1000",
+    "spec:\n": "spec:\n  runtime: { budgets: { maxProcessOutputBytes: 5000 } }\n",
+}
+
+
 @pytest.mark.parametrize(
     ("code", "needle"), [(3, "exited with code 3"), (0, "handshake protocolVersion differs")]
 )
@@ -271,15 +280,8 @@ def test_a_refused_handshake_keeps_what_it_printed(  # type: ignore[no-untyped-d
     _setup(tmp_path)
     (tmp_path / "ext.py").write_text(REFUSED_HANDSHAKE.format(code=code))
     text = (tmp_path / "wf.yaml").read_text()
-    text = text.replace("approval: never,", "approval: never, environmentAllowlist: [EXT_TOKEN],")
-    text = text.replace(
-        "capabilities: [report]",
-        "capabilities: [report]\n      env: { TOKEN: { env: EXT_TOKEN } }\n"
-        "      combinedOutputLimitBytes: 1000",
-    )
-    text = text.replace(
-        "spec:\n", "spec:\n  runtime: { budgets: { maxProcessOutputBytes: 5000 } }\n"
-    )
+    for old, new in SECRET_ENV_AND_BUDGET.items():
+        text = text.replace(old, new)
     (tmp_path / "wf.yaml").write_text(text)
     secret = "s3cr3t" + os.urandom(8).hex()
     done = cli("--output", "json", "run", "wf.yaml", env={"EXT_TOKEN": secret})
