@@ -235,7 +235,11 @@ def _record_wall_time_txn(conn: Db, run_id: str, now: str) -> None:
 
 
 def settle_run_txn(conn: Db, settle: SettleRun) -> None:
-    """End a drive; a failed run ends with every task terminal (never started → cancelled)."""
+    """End a drive; a failed run ends with every task terminal (never started → cancelled)
+    and, like a cancelled one, settles the reservations of effects that never started with
+    nothing (``budget_release``): it is terminal, so nothing can run them any more (an effect
+    approved, or still waiting for its approval, among them). A run that stays ``running``
+    or ``paused`` keeps them for the drive that continues it."""
     run_id, now = settle.run_id, settle.now
     for task_id in settle.never_started:
         tasks.transition_task_txn(
@@ -246,6 +250,8 @@ def settle_run_txn(conn: Db, settle: SettleRun) -> None:
             now,
             error="not started: the run stopped after a task failed",
         )
+    if settle.state == "failed":
+        release_unstarted_txn(conn, run_id, now)
     if settle.state != "running":
         runs.set_run_state_txn(conn, run_id, settle.state, now, output=settle.output)
     runs.release_run_lease_txn(conn, run_id, settle.pid, now)

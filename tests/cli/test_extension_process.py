@@ -247,3 +247,63 @@ def test_an_applied_result_must_meet_the_output_schema(cli: Cli, tmp_path: Path)
     assert resumed.rc == 0, resumed.stderr
     assert resumed.data["output"] == {"lines": 3}
     assert _marker(tmp_path) == [effect["effectId"]]  # the recorded result, not a new call
+
+
+# A handshake that talks, then exits with ``code`` (3) or, exiting 0, declares another protocol.
+REFUSED_HANDSHAKE = """\
+import json, os, sys
+if sys.argv[-1] == "--agentctl-handshake":
+    print(json.dumps({{"protocolVersion": "other/v9", "note": "for " + os.environ["TOKEN"]}}))
+    print("no config for " + os.environ["TOKEN"], file=sys.stderr)
+    sys.exit({code})
+open("marker.txt", "a").write("invoked\\n")
+"""
+
+
+# The workflow's edits: the secret ``TOKEN`` in the extension's env, output limits, a budget.
+SECRET_ENV_AND_BUDGET = {
+    "approval: never,": "approval: never, environmentAllowlist: [EXT_TOKEN],",
+    "capabilities: [report]": "capabilities: [report]\n      env: { TOKEN: { env: EXT_TOKEN } }"
+    "\n      combinedOutputLimitBytes: 1000",
+    "spec:\n": "spec:\n  runtime: { budgets: { maxProcessOutputBytes: 5000 } }\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("code", "needle"), [(3, "exited with code 3"), (0, "handshake protocolVersion differs")]
+)
+def test_a_refused_handshake_keeps_what_it_printed(  # type: ignore[no-untyped-def]
+    cli: Cli, tmp_path: Path, code, needle
+) -> None:
+    # Definitive (nothing was invoked), so like a shell step that exits non-zero the failed
+    # effect and task keep the process's exit code and redacted output, not only the error.
+    _setup(tmp_path)
+    (tmp_path / "ext.py").write_text(REFUSED_HANDSHAKE.format(code=code))
+    text = (tmp_path / "wf.yaml").read_text()
+    for old, new in SECRET_ENV_AND_BUDGET.items():
+        text = text.replace(old, new)
+    (tmp_path / "wf.yaml").write_text(text)
+    secret = "s3cr3t" + os.urandom(8).hex()
+    done = cli("--output", "json", "run", "wf.yaml", env={"EXT_TOKEN": secret})
+    assert done.rc == 4, (done.stdout, done.stderr)
+    assert needle in done.error["error"]["message"] and secret not in done.stderr
+    shown = cli("--output", "json", "inspect", done.error["error"]["runId"])
+    assert secret not in shown.stdout
+    said = json.dumps({"protocolVersion": "other/v9", "note": "for [REDACTED]"})
+    expected = {
+        "status": "failed",
+        "changed": False,  # the handshake only describes the extension: nothing was invoked
+        "exitCode": code,
+        "stdout": said + "\n",
+        "stderr": "no config for [REDACTED]\n",
+    }
+    [effect] = shown.data["effects"]
+    assert effect["status"] == "failed" and effect["result"] == expected, effect
+    [task] = shown.data["tasks"]
+    assert task["state"] == "failed" and task["output"] == expected, task
+    # What both streams held before redaction (the secret once in each) counts, as for a shell.
+    printed = (
+        len(expected["stdout"]) + len(expected["stderr"]) + 2 * (len(secret) - len("[REDACTED]"))
+    )
+    assert shown.data["budget"]["usage"]["processOutputBytes"] == printed
+    assert _marker(tmp_path) == []

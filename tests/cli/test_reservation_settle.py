@@ -1,7 +1,8 @@
 """An uncertain effect's budget reservation, as a user sees it through the CLI (spec/cli.md §4,
 §6, §7): it stays counted until the effect is reconciled, and the reconciliation settles it —
 ``not-applied`` with nothing, ``applied`` with what the result tells — so a tight budget still
-lets the resumed retry run; a cancelled run's never-started reservation settles with nothing.
+lets the resumed retry run; a cancelled or failed run's never-started reservation settles with
+nothing.
 
 A coordinator killed right after an effect started (``AGENTCTL_CRASH_AT``, as a power cut or
 ``kill -9`` would) leaves that effect uncertain with its reservation active.
@@ -13,8 +14,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from tests.cli.queue_helpers import serve_report
 from tests.cli.test_agent_sessions import GUIDE, _setup
-from tests.conftest import Cli
+from tests.conftest import Cli, StartCli
 
 DB = ("--db", "r.db")
 SHELL = """\
@@ -179,6 +183,64 @@ def test_a_rejected_approval_gives_its_effects_reservation_back(cli: Cli, tmp_pa
     _json(cli, "approvals", "reject", pending["approvalId"], "--reason", "not today")
     assert _budget(cli, run_id)["reserved"] == {"processOutputBytes": 0}  # it never runs
     assert cli("resume", run_id, *DB).rc == 4  # approval rejected
+    budget = _budget(cli, run_id)
+    assert budget["reserved"] == {"processOutputBytes": 0}
+    assert budget["usage"] == {"processOutputBytes": 0}
+
+
+# `s` is held for approval with memory k = a; `again`, beside it, makes k = b. Once approved,
+# `s` cannot be re-created identically (its input reads k), so the continued run fails with
+# its approved effect never started.
+DRIFTED = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: drifted }
+spec:
+  runtime: { maxConcurrency: 2, budgets: { maxProcessOutputBytes: 1500 } }
+  policy: { approval: mutations, processAllowlist: [sh] }
+  actions:
+    say: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "printf '${{ memory.k }}'"],
+           combinedOutputLimitBytes: 1000 }
+    remember: { kind: builtin.memory.write }
+  tasks:
+    - { id: first, uses: "action:remember", with: { key: k, value: a } }
+    - { id: s, uses: "action:say", needs: [first] }
+    - { id: again, uses: "action:remember", needs: [first], with: { key: k, value: b } }
+"""
+
+
+SERVE = ("--output", "json", "serve", *DB, "--exit-when-idle", "--poll-seconds", "0.2")
+
+
+def _served(start_cli: StartCli, run_id: str) -> str:
+    """The state a ``serve`` (until idle) left the run in."""
+    report = serve_report(start_cli(*SERVE))
+    [state] = [r["state"] for r in report["runs"] if r["runId"] == run_id]
+    return str(state)
+
+
+@pytest.mark.parametrize("driver", ["resume", "serve"])
+def test_a_run_that_ends_failed_settles_its_never_started_reservation(
+    cli: Cli, start_cli: StartCli, tmp_path: Path, driver: str
+) -> None:
+    (tmp_path / "wf.yaml").write_text(DRIFTED, encoding="utf-8")
+    if driver == "resume":
+        paused = cli("--output", "json", "run", "wf.yaml", *DB)
+        assert paused.rc == 3, paused.stderr
+        run_id = paused.data["runId"]
+    else:
+        run_id = _json(cli, "submit", "wf.yaml")["runId"]
+        assert _served(start_cli, run_id) == "paused"
+    [pending] = _json(cli, "approvals", "list", run_id)["approvals"]
+    _json(cli, "approvals", "approve", pending["approvalId"], "--reason", "ok")
+    assert _budget(cli, run_id)["reserved"] == {"processOutputBytes": 1000}
+    if driver == "resume":
+        assert cli("resume", run_id, *DB).rc == 4
+    else:  # a serve claims the paused run once its approval is resolved
+        assert _served(start_cli, run_id) == "failed"
+    assert _json(cli, "inspect", run_id)["run"]["state"] == "failed"
+    effects = {e["taskId"]: e["status"] for e in _json(cli, "effects", "list", run_id)["effects"]}
+    assert effects["s"] == "requested"  # approved, never started: it never will be now
     budget = _budget(cli, run_id)
     assert budget["reserved"] == {"processOutputBytes": 0}
     assert budget["usage"] == {"processOutputBytes": 0}

@@ -17,9 +17,10 @@ from agentctl.ledger.effects import (
     insert_effect_txn,
     mark_uncertain_txn,
 )
-from agentctl.ledger.lifecycle import cancel_run_txn
-from agentctl.ledger.model import CancelRun
+from agentctl.ledger.lifecycle import cancel_run_txn, settle_run_txn
+from agentctl.ledger.model import CancelRun, SettleRun
 from agentctl.ledger.reconcile import reconcile_effect_txn
+from agentctl.ledger.runs import set_run_state_txn
 
 SHELL = "builtin.shell.exec"
 MODEL_HELD = {
@@ -184,3 +185,39 @@ def test_a_run_handed_back_keeps_its_requested_reservations(ledger: Database) ->
         cancel_run_txn(conn, _stop("running"))
     assert _status(ledger, requested) == "active"
     assert _budget(ledger).reserved == {"processOutputBytes": 10}
+
+
+def _unstarted_three(ledger: Database) -> tuple[str, ...]:
+    """A started effect, then three reservations of effects that never started: requested
+    (e.g. approved, not run yet), waiting for approval, and one with no effect row."""
+    _reserved(ledger, _effect("a"), {"processOutputBytes": 1})
+    requested = _reserved(ledger, _effect("b"), {"processOutputBytes": 10}, started=False)
+    waiting = _reserved(
+        ledger, _effect("c"), {"processOutputBytes": 100}, started=False, waiting_for_approval=True
+    )
+    with ledger.transaction() as conn:
+        assert reserve_budget_txn(conn, "run-1", "orphan", {"toolCalls": 1}, ts(1)).granted
+    return requested, waiting, "orphan"
+
+
+def test_a_run_that_ends_failed_settles_its_never_started_reservations(
+    ledger: Database,
+) -> None:
+    make_run(ledger)
+    unstarted = _unstarted_three(ledger)
+    # Paused (an approval pending) or still running (blocked, halted): a later drive of this
+    # run starts these effects under what they hold.
+    for state in ("paused", "running"):
+        with ledger.transaction() as conn:
+            settle_run_txn(conn, SettleRun("run-1", state, None, ts(5), os.getpid()))
+        assert [_status(ledger, r) for r in unstarted] == ["active"] * 3, state
+        if state == "paused":
+            with ledger.transaction() as conn:  # resumed
+                set_run_state_txn(conn, "run-1", "running", ts(5))
+    # Failed, the run is terminal: nothing can run them any more, so what they hold is freed
+    # in the transaction that ends the run (as a cancel does); the started one may have spent.
+    with ledger.transaction() as conn:
+        settle_run_txn(conn, SettleRun("run-1", "failed", None, ts(6), os.getpid()))
+    assert [_status(ledger, r) for r in unstarted] == ["reconciled"] * 3
+    snap = _budget(ledger)
+    assert snap.reserved == {"processOutputBytes": 1, "toolCalls": 0} and snap.usage == {}

@@ -28,11 +28,12 @@ Json = dict[str, Any]
 
 @dataclass
 class Reply:
-    """One scripted answer. ``events`` makes it an SSE stream; ``delay`` a slow answer."""
+    """One scripted answer. ``events`` makes it an SSE stream (a ``str`` event is sent as its
+    ``data`` line as is: an event that is not JSON); ``delay`` a slow answer."""
 
     status: int = 200
     body: Json | None = None
-    events: list[Json] = field(default_factory=list)
+    events: list[Json | str] = field(default_factory=list)
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     raw: bytes | None = None  # sent as is (the huge answer, a body that is not JSON)
@@ -129,8 +130,11 @@ def _send(handler: BaseHTTPRequestHandler, reply: Reply) -> None:
             handler.send_header(name, value)
         handler.end_headers()
         for event in reply.events:
-            data = json.dumps(event)
-            handler.wfile.write(f"event: {event['type']}\ndata: {data}\n\n".encode())
+            if isinstance(event, str):
+                handler.wfile.write(f"data: {event}\n\n".encode())
+            else:
+                data = json.dumps(event)
+                handler.wfile.write(f"event: {event['type']}\ndata: {data}\n\n".encode())
             handler.wfile.flush()
         handler.close_connection = True
         return

@@ -319,6 +319,44 @@ async def test_streamed_answer_returns_its_fragments(kind: str, server: FixtureS
     assert sent == [(0, "text", "Hel", 1), (1, "text", "lo, ", 2), (2, "text", "world", 3)]
 
 
+@pytest.mark.parametrize("kind", ["openai", "azure_openai"])
+@pytest.mark.parametrize(
+    ("garbage", "what"),
+    [("<html>gateway says hi</html>", "not JSON"), ("[1, 2]", "not a JSON object")],
+)
+async def test_a_streamed_event_that_is_not_an_event_fails_definitively(
+    kind: str, garbage: str, what: str, server: FixtureServer
+) -> None:
+    # The server answered, mid-stream, with something that is no event: like a 200 body that
+    # is not JSON, the call failed (not retried: that would run the model again). It used to
+    # be left uncertain, which stops resume until an operator reconciles it.
+    d = BY_KIND[kind]
+    head, tail = fx.openai_stream(["Hel", "lo"])[:2], fx.openai_stream(["Hel", "lo"])[2:]
+    server.script(Reply(events=[*head, garbage, *tail]))
+    async with open_worker() as worker:
+        reply = await worker.call(execute(d, request_for(d, server, ASK, stream=True)))
+        assert isinstance(reply, Failure), reply
+        assert reply.error.type == "ProviderError" and not reply.uncertain
+        expected = f"provider p: the answer stream sent an event that is {what}"
+        assert reply.error.message == expected and not reply.error.retryable
+        assert [f.text for f in worker.fragments] == ["Hel"]  # what came before stays
+    assert len(server.seen) == 1
+
+
+@pytest.mark.parametrize("kind", ["openai", "azure_openai"])
+async def test_whatever_follows_the_final_event_is_not_read(
+    kind: str, server: FixtureServer
+) -> None:
+    # response.completed carries the whole Response: the answer is known and complete, so a
+    # trailing line (a proxy's "[DONE]", garbage) cannot make it failed or uncertain.
+    d = BY_KIND[kind]
+    server.script(Reply(events=[*fx.openai_stream(["Hel", "lo"]), "[DONE]", "<html>"]))
+    async with open_worker() as worker:
+        reply = await worker.call(execute(d, request_for(d, server, ASK, stream=True)))
+    assert isinstance(reply, Result), reply
+    assert reply.output["text"] == "Hello" and reply.output["finish"] == "complete"
+
+
 async def test_connection_refused_is_definitive(server: FixtureServer) -> None:
     d = BY_KIND["openai"]
     request = request_for(d, server, ASK)

@@ -9,7 +9,9 @@ environment, process allowlist, output limits, kill and reap, optional container
    prints ``{protocolVersion, effectId, output}``; ``output`` must match ``outputSchema``.
 
 Invariants:
-- nothing is invoked unless the handshake matched: a bad handshake is a definitive failure;
+- nothing is invoked unless the handshake matched: a bad handshake is a definitive failure,
+  and one that ran to its exit keeps what it printed as the failed effect's result, in the
+  shape of a failed ``builtin.shell.exec`` (``changed: false``: nothing was invoked);
 - once the invocation started, anything short of a valid reply leaves the effect uncertain
   (the extension may have acted before it timed out, crashed, overflowed its output limits or
   answered badly): never a plain failure, which ``retry --failed`` would invoke again;
@@ -29,8 +31,8 @@ from agentctl.errors import RunFailedError
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ExtensionRequest
 from agentctl.sandbox.process import ProcessResult
-from agentctl.workers.executors import ExecOutcome, UncertainEffect, parse_request
-from agentctl.workers.executors.shell import Phase, redact, run_configured
+from agentctl.workers.executors import ExecOutcome, FailedEffect, UncertainEffect, parse_request
+from agentctl.workers.executors.shell import Phase, exited_report, redact, run_configured
 
 HANDSHAKE_FLAG = "--agentctl-handshake"
 INVOKE_FLAG = "--agentctl-invoke"
@@ -49,6 +51,17 @@ class _Said:
         shown = redact(self.result.stdout[:_QUOTE], self.secrets).strip()
         said = f"; it said: {shown!r}" if shown else ""
         return RunFailedError(f"{self.name}: {problem}{said}")
+
+    def refused(self, error: RunFailedError) -> FailedEffect:
+        """The definitive failure of a refused handshake, with what the process printed
+        (redacted; within its limits) when it ran to its exit — the same report as a shell
+        step's that exits non-zero, for the operator to see why. A process stopped by a
+        limit reports none of its bytes, as a shell step does."""
+        if self.result.outcome != "exited":
+            return FailedEffect(error)
+        # The handshake only describes the extension, and the invocation never ran.
+        done = exited_report(self.result, self.secrets, status="failed", changed=False)
+        return FailedEffect(error, outcome=done)
 
     def reply(self) -> dict[str, Any]:
         """The one JSON object printed on stdout, after a clean exit."""
@@ -106,7 +119,11 @@ def _check_reply(req: ExtensionRequest, msg: Execute, said: _Said) -> dict[str, 
 async def execute_extension(msg: Execute) -> ExecOutcome:
     req = parse_request(ExtensionRequest, msg)
     shake = await run_configured(msg, req, Phase((HANDSHAKE_FLAG,), suffix="-handshake"))
-    _check_handshake(req, _Said(req, "handshake", shake))
+    said = _Said(req, "handshake", shake)
+    try:
+        _check_handshake(req, said)
+    except RunFailedError as exc:
+        raise said.refused(exc) from None
     payload = {"protocolVersion": req.protocol_version, "effectId": msg.effect_id}
     stdin = json.dumps({**payload, "input": req.input}).encode("utf-8")
     ran = await run_configured(msg, req, Phase((INVOKE_FLAG,), stdin=stdin))

@@ -131,6 +131,24 @@ def redact(data: bytes, secrets: list[str]) -> str:
     return text
 
 
+def exited_report(
+    result: ProcessResult, secrets: list[str], *, status: str, changed: bool
+) -> ExecOutcome:
+    """What a process that exited says it did — ``{status, changed, exitCode, stdout,
+    stderr}``, the output redacted of ``secrets`` (already within the limits it ran under) —
+    and the bytes it printed, as its usage."""
+    output: dict[str, Any] = {
+        "status": status,
+        "changed": changed,
+        "exitCode": result.exit_code,
+        "stdout": redact(result.stdout, secrets),
+        "stderr": redact(result.stderr, secrets),
+    }
+    return ExecOutcome(
+        output, usage={"processOutputBytes": len(result.stdout) + len(result.stderr)}
+    )
+
+
 def _outcome(req: ShellRequest, result: ProcessResult) -> ExecOutcome:
     if result.outcome == "timed_out":
         raise UncertainEffect(RunFailedError(f"process {result.detail}"))
@@ -138,17 +156,9 @@ def _outcome(req: ShellRequest, result: ProcessResult) -> ExecOutcome:
         raise RunFailedError(f"process killed: {result.detail}")
     secrets = [v for k, v in req.env.items() if v and k not in req.plain_env]
     ok = result.exit_code == 0
-    output: dict[str, Any] = {
-        "status": "changed" if ok else "failed",
-        # The process ran, so it may have changed the world whatever its exit code: a failed
-        # step reads as "changed" too, never as "nothing happened" (docs/parity.md).
-        "changed": True,
-        "exitCode": result.exit_code,
-        "stdout": redact(result.stdout, secrets),
-        "stderr": redact(result.stderr, secrets),
-    }
-    usage = {"processOutputBytes": len(result.stdout) + len(result.stderr)}
-    done = ExecOutcome(output, usage=usage)
+    # The process ran, so it may have changed the world whatever its exit code: a failed
+    # step reads as "changed" too, never as "nothing happened" (docs/parity.md).
+    done = exited_report(result, secrets, status="changed" if ok else "failed", changed=True)
     if not ok:
         tail = redact(result.stderr[-400:], secrets).strip()
         where = f"; stderr ends: {tail}" if tail else ""

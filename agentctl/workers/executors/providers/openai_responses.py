@@ -13,7 +13,10 @@ Invariants: one call is one HTTP request (nothing retries); the endpoint is the 
 come back with the API's ``call_id`` as their id, so the tool result of the next turn answers
 the same id; each streamed delta goes through the effect's awaited stream sink (persisted by
 the coordinator before the next event is read) and into the bounded ``fragments`` beside the
-final reply; an HTTP error answer is a ``ProviderError`` (429 / 5xx retryable).
+final reply; an HTTP error answer is a ``ProviderError`` (429 / 5xx retryable); a streamed
+event that is not a JSON object is a definitive ``ProviderError`` (the server answered), a
+stream that ends before its final event an uncertain one, and nothing after the final event
+(``response.completed`` / ``response.incomplete``, which holds the whole Response) is read.
 """
 
 from __future__ import annotations
@@ -233,7 +236,7 @@ async def _streamed(
     async with request as answer:
         await check_status(answer, provider)
         async for sse in read_events(answer.aiter_lines()):
-            event = _event(sse.data)
+            event = _event(sse.data, provider)
             kind = DELTA_KINDS.get(_text(event.get("type")))
             if kind is not None:
                 # Awaited: the fragment is durable before the next event is read.
@@ -241,7 +244,10 @@ async def _streamed(
                 number = sequence if isinstance(sequence, int) else None
                 await fragments.add(kind, _text(event.get("delta")), number)
             elif event.get("type") in ("response.completed", "response.incomplete"):
+                # The final event carries the whole Response: the answer is known, so nothing
+                # after it is read — a trailing line ("[DONE]", garbage) cannot unsettle it.
                 final = as_object(event.get("response"))
+                break
             elif event.get("type") in ("response.failed", "error") or sse.event == "error":
                 raise _stream_error(event)
     if final is None:
@@ -251,14 +257,21 @@ async def _streamed(
     return reply
 
 
-def _event(data: str) -> JsonObject:
+def _event(data: str, provider: str) -> JsonObject:
+    """One streamed event's object. Anything else fails the call definitively, as a 200 body
+    that is not JSON does: the server received the request and answered — with garbage — so
+    nothing is unknown (a lost connection is what makes a call uncertain), and resending would
+    run the model again. Deltas already persisted stay as progress records: they were never
+    the answer, which only the final event holds (and nothing after that one is read)."""
     try:
         event: JsonValue = json.loads(data)
     except json.JSONDecodeError:
         event = None
+        what = "not JSON"
+    else:
+        what = "not a JSON object"
     if not isinstance(event, dict):
-        # The answer was streaming, so the model ran: what it did is unknown.
-        raise UncertainEffect(ProviderError("the answer stream sent an event that is not JSON"))
+        raise ProviderError(f"provider {provider}: the answer stream sent an event that is {what}")
     return event
 
 
