@@ -72,7 +72,4 @@ def model_spent(usage: Mapping[str, int], rates: Mapping[str, int] | None) -> di
 
 def reply_cost(usage: Mapping[str, JsonValue], rates: Mapping[str, int] | None) -> int | None:
     """What one answer cost (its ``usage``), or None when the model has no price."""
-    if rates is None:
-        return None
-    counts = {k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
-    return cost_microusd(rates, counts)
+    return None if rates is None else cost_microusd(rates, usage)

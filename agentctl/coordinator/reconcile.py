@@ -11,7 +11,10 @@ Invariants:
 - policy is the run's compiled policy as stored with the run, never a workflow file on disk,
   and the effect is judged by the name the run judged it by;
 - the ledger checks the status rules inside the write's transaction, and the authorization and
-  result schema commit with the record (in its ``effect.reconciled`` audit event).
+  result schema commit with the record (in its ``effect.reconciled`` audit event);
+- a model call's price is read from the run's stored plan (``runtime.pricing``, as when the
+  call was reserved), so the ledger settles an applied answer's usage at it, as it settles a
+  call the coordinator saw answered.
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ import dataclasses
 
 from agentctl.coordinator.creation import load_plan
 from agentctl.coordinator.launch import open_existing
-from agentctl.core import jsonschema
+from agentctl.core import jsonschema, registry
 from agentctl.core.extension import applied_result_problems
-from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.model_reply import applied_reply_problems
 from agentctl.core.plan import Plan
 from agentctl.core.policy import (
@@ -31,6 +34,7 @@ from agentctl.core.policy import (
     authorize_reconciliation,
     tool_approval,
 )
+from agentctl.core.pricing import price_for
 from agentctl.core.tool_result import output_problems, shaped_output
 from agentctl.errors import InvalidOperationError, ValidationError
 from agentctl.ledger.effects import EffectRecord
@@ -52,13 +56,27 @@ def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObje
         output = _tool_output(plan, seen, request)
         authorization = _authorize(plan, seen, request.actor, approved)
         granted = dataclasses.replace(
-            request, authorization=authorization.to_json(), tool_output=output
+            request,
+            authorization=authorization.to_json(),
+            tool_output=output,
+            model_rates=_model_rates(plan, seen.effect),
         )
         data = ledger.reconcile_effect(granted).to_json()
     data["authorization"] = authorization.to_json()
     if request.result_schema is not None:
         data["resultSchema"] = request.result_schema
     return data
+
+
+def _model_rates(plan: Plan, effect: EffectRecord) -> dict[str, int] | None:
+    """The price of a model call's ``provider/model`` (its recorded input names both, its
+    operation the provider's kind); None: not a model call, or the model has no price."""
+    if not effect.operation.startswith(registry.MODEL_PREFIX):
+        return None
+    recorded = as_object(effect.request) if isinstance(effect.request, dict) else {}
+    kind = effect.operation.removeprefix(registry.MODEL_PREFIX)
+    provider, model = str(recorded.get("provider")), str(recorded.get("model"))
+    return price_for(plan.run.pricing, provider, kind, model)
 
 
 def _check_schema(schema: object) -> None:

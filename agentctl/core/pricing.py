@@ -6,10 +6,20 @@ rate. Prices are keyed ``provider/model``, where ``provider`` is the provider's 
 ``spec.providers`` (its kind is accepted too, so one table can serve several providers of a
 kind).
 
+The normalized usage every adapter reports (docs/providers.md): ``inputTokens`` is every input
+token the call processed, cache reads and writes included; ``outputTokens`` every token it
+generated, reasoning included; ``cacheReadTokens`` and ``cacheWriteTokens`` are parts of the
+input, ``reasoningTokens`` a part of the output. So ``maxInputTokens``, ``maxOutputTokens`` and
+``maxTotalTokens`` count the same thing whatever the provider, and ``cost_microusd`` bills
+each token once: the input's cache parts at their rates and the rest at the input rate, the
+output's reasoning part at its rate and the rest at the output rate.
+
 Invariants: pure integer arithmetic, costs rounded *up* to a whole micro-USD (a budget never
-under-counts); a reservation prices every token at the highest rate of the price, so the
-settled actual never exceeds it for the same token counts; no price means no cost (the call
-counts as an unpriced provider request).
+under-counts); a part larger than its whole (a server's error) is cut to the whole, so no
+token is billed twice and no count goes negative; a reservation prices every input and
+output token at the highest rate of the price, so the settled actual never exceeds it for the
+same input and output counts; no price means no cost (the call counts as an unpriced provider
+request).
 """
 
 from __future__ import annotations
@@ -81,9 +91,30 @@ def _ceil_div(numerator: int, denominator: int) -> int:
     return -(-numerator // denominator)
 
 
-def cost_microusd(rates: Mapping[str, int], usage: Mapping[str, int]) -> int:
-    """What ``usage`` costs at ``rates``, rounded up."""
-    total = sum(int(usage.get(counter, 0)) * rate for counter, rate in rates.items())
+def _billed(usage: Mapping[str, JsonValue]) -> dict[str, int]:
+    """How many tokens of ``usage`` (the normalized counters) each rate bills: the parts as
+    reported (cut to what their whole leaves: cache read first, then cache write), and
+    ``inputTokens``/``outputTokens`` what remains of each whole. The values sum to input +
+    output."""
+    counts = token_spend(usage)
+    inputs, outputs = counts["inputTokens"], counts["outputTokens"]
+    cache_read = min(counts["cacheReadTokens"], inputs)
+    cache_write = min(counts["cacheWriteTokens"], inputs - cache_read)
+    reasoning = min(counts["reasoningTokens"], outputs)
+    return {
+        "inputTokens": inputs - cache_read - cache_write,
+        "cacheReadTokens": cache_read,
+        "cacheWriteTokens": cache_write,
+        "outputTokens": outputs - reasoning,
+        "reasoningTokens": reasoning,
+    }
+
+
+def cost_microusd(rates: Mapping[str, int], usage: Mapping[str, JsonValue]) -> int:
+    """What ``usage`` (the normalized counters) costs at ``rates``, each token billed once,
+    rounded up: the one price of a settled answer, an agent's answer and a reconciled one."""
+    billed = _billed(usage)
+    total = sum(count * rates.get(counter, 0) for counter, count in billed.items())
     return _ceil_div(total, PER_MILLION)
 
 

@@ -15,9 +15,11 @@ keeps its reservation active: something may have been spent. The operator's firs
     with a provider-response ``usage`` object, the token counters from it (an absent one is 0,
     as for an answer the coordinator settles) and ``totalTokens`` = input + output, without
     one the tokens reserved; ``costMicrousd`` the usage's own integer ``costMicrousd`` when it
-    gives one, else the reserved cost (the ledger has no price at hand, and the reservation
-    priced every token at the highest rate: an upper bound); a call without a reserved cost
-    (an unpriced model) counts one ``unpricedProviderRequests``, as a settled answer does;
+    gives one, else the usage priced at the model's ``rates`` (``core.pricing.cost_microusd``,
+    as a settled answer is priced), else — no usage, or no rates given — the reserved cost
+    (the reservation priced every token at the highest rate: an upper bound); a call without
+    a reserved cost (an unpriced model) counts one ``unpricedProviderRequests``, as a settled
+    answer does;
   - a ``builtin.shell.exec`` process: ``processOutputBytes`` = the UTF-8 bytes of the
     result's ``stdout`` and ``stderr`` when either is text (an extension's result is its JSON
     output, which does not tell its process output: reserved);
@@ -33,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
-from agentctl.core.pricing import COST_KEY, token_spend
+from agentctl.core.pricing import COST_KEY, cost_microusd, token_spend
 
 SHELL_OPERATION = "builtin.shell.exec"
 
@@ -45,12 +47,16 @@ def _count(value: JsonValue) -> int | None:
     return None
 
 
-def _model_spend(held: Mapping[str, int], result: JsonObject) -> dict[str, int]:
+def _model_spend(
+    held: Mapping[str, int], result: JsonObject, rates: Mapping[str, int] | None
+) -> dict[str, int]:
     spent = dict(held)
     usage = result.get("usage")
     if isinstance(usage, dict):
         spent.update(token_spend(usage))
         cost = _count(usage.get(COST_KEY))
+        if cost is None and rates is not None:
+            cost = cost_microusd(rates, usage)
         if cost is not None and COST_KEY in held:
             spent[COST_KEY] = cost
     if COST_KEY not in held:
@@ -65,14 +71,19 @@ def _process_bytes(result: JsonObject) -> int | None:
 
 
 def reconciled_spend(
-    operation: str, held: Mapping[str, int], status: str, result: JsonValue
+    operation: str,
+    held: Mapping[str, int],
+    status: str,
+    result: JsonValue,
+    rates: Mapping[str, int] | None = None,
 ) -> dict[str, int]:
-    """What the effect spent, for its reservation ``held`` (see the module doc)."""
+    """What the effect spent, for its reservation ``held`` (see the module doc); ``rates``: a
+    model call's price (``core.pricing.price_for``), None when unknown or unpriced."""
     if status != "applied":
         return {}
     told = as_object(result) if isinstance(result, dict) else {}
     if "providerRequests" in held:
-        return _model_spend(held, told)
+        return _model_spend(held, told, rates)
     spent = dict(held)
     output = _process_bytes(told) if operation == SHELL_OPERATION else None
     if "processOutputBytes" in held and output is not None:

@@ -8,7 +8,8 @@ happened:
 
 - ``settle_reconciled_txn`` (in the reconciliation's transaction): the first ``applied`` or
   ``not_applied`` record settles it with ``core.reconciled_spend`` — ``not_applied`` nothing,
-  ``applied`` the actual the result tells, else the amount reserved (an upper bound stays
+  ``applied`` the actual the result tells (a model call's usage priced at the rates the
+  coordinator read from the run's plan), else the amount reserved (an upper bound stays
   one). Only an ``active`` reservation is settled: an earlier record's is never counted
   again (an uncertain outcome — a timeout, a lost worker or connection — settles nothing, so
   its reservation is still active here);
@@ -23,6 +24,8 @@ happened:
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.reconciled_spend import reconciled_spend
@@ -51,13 +54,14 @@ def settle_reconciled_txn(
     result: JsonValue,
     now: str,
     trace_id: str | None,
+    rates: Mapping[str, int] | None = None,
 ) -> None:
     """Settle the active reservation of ``effect`` that an ``applied`` or ``not_applied``
-    reconciliation concludes; none active: nothing changes."""
+    reconciliation concludes (``rates``: a model call's price); none active: nothing changes."""
     run_id, effect_id = effect.run_id, effect.effect_id
     held = _active_held(conn, run_id, effect_id)
     if held is not None:
-        spent = reconciled_spend(effect.operation, held, status, result)
+        spent = reconciled_spend(effect.operation, held, status, result, rates)
         settle_budget_txn(conn, run_id, effect_id, spent, now, trace_id=trace_id, held=held)
 
 

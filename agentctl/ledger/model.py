@@ -391,6 +391,9 @@ class ReconcileRequest:
     # An applied agent tool call: the output its model receives (the result as the tool's kind
     # shapes it), which finishes the call's row; None: the result itself.
     tool_output: JsonValue = None
+    # A model call's price from the run's plan (``core.pricing.price_for``), which an applied
+    # record's usage is settled at; None: unpriced, or not a model call.
+    model_rates: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ Invariants (spec/cli.md §4):
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from agentctl.core.effects import check_reconciliation
@@ -166,9 +167,11 @@ def reconcile_effect_txn(
     trace_id: str | None = None,
     grounds: Grounds = Grounds(),
     tool_output: JsonValue = None,
+    rates: Mapping[str, int] | None = None,
 ) -> ReconciliationRecord:
     """Append a reconciliation record for ``effect_id`` after checking every rule; an applied
-    agent tool call's row is finished with ``tool_output`` (None: the result)."""
+    agent tool call's row is finished with ``tool_output`` (None: the result); an applied model
+    call's usage is priced at ``rates`` (None: its price is unknown)."""
     effect = get_effect(conn, effect_id)
     history = list_reconciliations(conn, effect_id=effect_id)
     _check_rules(conn, effect, history, (status, actor, reason, result), compensation_effect_id)
@@ -189,7 +192,7 @@ def reconcile_effect_txn(
     _insert(conn, record)
     _audit(conn, effect, record, grounds)
     if status in _SETTLES:
-        _settle_txn(conn, effect, history, record)
+        _settle_txn(conn, effect, history, record, rates)
     if status == "applied":  # the resumed agent reuses the result: its call is over
         output = result if tool_output is None else tool_output
         tool_calls.finish_applied_txn(conn, effect.run_id, effect_id, output, now)
@@ -197,12 +200,16 @@ def reconcile_effect_txn(
 
 
 def _settle_txn(
-    conn: Db, effect: EffectRecord, history: list[ReconciliationRecord], r: ReconciliationRecord
+    conn: Db,
+    effect: EffectRecord,
+    history: list[ReconciliationRecord],
+    r: ReconciliationRecord,
+    rates: Mapping[str, int] | None,
 ) -> None:
     """What an ``applied`` or ``not_applied`` record settles: the effect's budget reservation
     while it is still active (once: a later record finds it settled), and a model call's
     session, which learns how its latest call ended."""
-    settle_reconciled_txn(conn, effect, r.status, r.result, r.created_at, r.trace_id)
+    settle_reconciled_txn(conn, effect, r.status, r.result, r.created_at, r.trace_id, rates)
     replaces = _superseded(history) if r.status == "applied" else None
     sessions.settle_txn(conn, r.effect_id, _SETTLES[r.status], r.result, r.created_at, replaces)
 

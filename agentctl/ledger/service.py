@@ -316,6 +316,7 @@ class LedgerService(ABC):
                 trace_id=r.trace_id,
                 grounds=reconcile.Grounds(r.authorization, r.result_schema),
                 tool_output=r.tool_output,
+                rates=r.model_rates,
             )
 
         return self._tx.run_write(body)

@@ -121,32 +121,66 @@ def test_the_recorded_input_keeps_the_key_as_source_and_digest(
     assert "env:OPENAI_API_KEY" in recorded and KEY not in recorded
 
 
-def test_usage_and_cost_are_settled_from_the_answers(
-    cli: Cli, tmp_path: Path, server: AgentServer
+# The model each bundled example calls (its price is keyed main/<model>).
+MODELS = {
+    "openai": "gpt-5-mini",
+    "azure_openai": "my-deployment",
+    "anthropic": "claude-sonnet-4-5",
+    "google": "gemini-2.5-flash",
+}
+# What one fixture answer (tests/providers/fixtures.py) counts, once normalized: input with
+# the cache reads and writes in it, output with the reasoning in it.
+# (input, cache read, cache write, output, reasoning)
+ANSWER_TOKENS = {
+    # input_tokens 11 (5 of them cached, 1 written to the cache); output_tokens 7 (3 reasoning)
+    "openai": (11, 5, 1, 7, 3),
+    "azure_openai": (11, 5, 1, 7, 3),
+    # input_tokens 13 leaves out the 4 read and 2 written; output_tokens 8 has 3 thinking
+    "anthropic": (19, 4, 2, 8, 3),
+    # promptTokenCount 17 has the 6 cached in it, toolUsePromptTokenCount 3 is beside it;
+    # candidatesTokenCount 9 leaves out the 2 thoughts
+    "google": (20, 6, 0, 11, 2),
+}
+
+
+@each_provider
+def test_usage_and_cost_are_settled_from_the_answers_each_token_once(
+    cli: Cli, tmp_path: Path, server: AgentServer, p: Provider
 ) -> None:
+    # A different rate for every kind (micro-USD per token: 3 in, 1 cache read, 2 cache
+    # write, 5 out, 7 reasoning), so a token billed twice or at another kind's rate shows.
     pricing = (
         "  runtime:\n"
         "    pricing:\n"
         "      version: test\n"
         "      models:\n"
-        "        main/gpt-5-mini:\n"
-        "          inputMicrousdPerMillionTokens: 1000000\n"
-        "          outputMicrousdPerMillionTokens: 2000000\n"
+        f"        main/{MODELS[p.kind]}:\n"
+        "          inputMicrousdPerMillionTokens: 3000000\n"
+        "          cacheReadMicrousdPerMillionTokens: 1000000\n"
+        "          cacheWriteMicrousdPerMillionTokens: 2000000\n"
+        "          outputMicrousdPerMillionTokens: 5000000\n"
+        "          reasoningMicrousdPerMillionTokens: 7000000\n"
         "  providers:\n"
     )
-    wf = OPENAI.workflow(server, tmp_path / "ws", **{"  providers:\n": pricing})
+    wf = p.workflow(server, tmp_path / "ws", **{"  providers:\n": pricing})
     db = tmp_path / "state" / "r.db"
-    done = _run(cli, OPENAI, wf, db)
+    done = _run(cli, p, wf, db)
     assert done.rc == 0, done.stderr
-    usage = cli("--output", "json", "inspect", done.data["runId"], "--db", str(db)).data
-    spent = usage["budget"]["usage"]
-    # Each fixture answer reports 11 in (5 cached), 7 out (3 reasoning), 1 cache write.
+    seen = cli("--output", "json", "inspect", done.data["runId"], "--db", str(db)).data
+    spent = seen["budget"]["usage"]
+    inp, read, written, out, reasoning = ANSWER_TOKENS[p.kind]
     assert spent["providerRequests"] == 2 and spent["turns"] == 2
-    assert (spent["inputTokens"], spent["outputTokens"]) == (22, 14)
-    assert (spent["reasoningTokens"], spent["cacheReadTokens"]) == (6, 10)
-    # Per call: 11*1 + 7*2 + 3*2 (reasoning at the output rate) + 5*1 + 1*1 = 37 micro-USD.
-    assert spent["costMicrousd"] == 74
+    # The token budgets count the normalized counters: two answers.
+    assert (spent["inputTokens"], spent["outputTokens"]) == (2 * inp, 2 * out)
+    assert spent["totalTokens"] == 2 * (inp + out)
+    assert (spent["cacheReadTokens"], spent["cacheWriteTokens"]) == (2 * read, 2 * written)
+    assert spent["reasoningTokens"] == 2 * reasoning
+    per_call = (inp - read - written) * 3 + read * 1 + written * 2
+    per_call += (out - reasoning) * 5 + reasoning * 7
+    assert spent["costMicrousd"] == 2 * per_call
     assert "unpricedProviderRequests" not in spent
+    [session] = seen["providerSessions"]
+    assert session["usage"]["inputTokens"] == 2 * inp
 
 
 def _agentctl_without_key(
@@ -368,8 +402,9 @@ def test_a_text_answer_reports_its_usage_and_cost(
     assert done.rc == 0, done.stderr
     answer = done.data["output"]["ask"]
     assert answer["text"] == "done: hello"
-    # 11 in + 7 out + 3 reasoning + 5 cache read + 1 cache write, all at 1 µUSD per token.
-    assert answer["usage"]["inputTokens"] == 11 and answer["usage"]["costMicrousd"] == 27
+    # 11 in (5 cache read and 1 cache write among them) + 7 out (3 reasoning among them),
+    # every kind at 1 µUSD per token: each token once, 18 (not 27, with the parts again).
+    assert answer["usage"]["inputTokens"] == 11 and answer["usage"]["costMicrousd"] == 18
 
 
 def test_agentctl_cancel_during_a_call_leaves_it_uncertain_and_sends_nothing_more(

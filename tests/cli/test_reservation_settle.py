@@ -116,6 +116,39 @@ def test_a_not_applied_model_call_does_not_count_against_max_provider_requests(
     assert _budget(cli, run_id)["usage"]["providerRequests"] == 2
 
 
+PRICED = """  runtime:
+    pricing:
+      version: test
+      models:
+        fake/scripted:
+          inputMicrousdPerMillionTokens: 2000000
+          cacheReadMicrousdPerMillionTokens: 1000000
+          cacheWriteMicrousdPerMillionTokens: 3000000
+          outputMicrousdPerMillionTokens: 10000000
+          reasoningMicrousdPerMillionTokens: 20000000
+  tools:"""
+
+
+def test_an_applied_model_call_is_settled_at_its_price_not_the_reserved_bound(
+    cli: Cli, tmp_path: Path
+) -> None:
+    _setup(tmp_path, GUIDE.replace("  tools:", PRICED, 1))
+    run_id = _crashed(cli, tmp_path, (tmp_path / "wf.yaml").read_text(encoding="utf-8"))
+    reserved = _budget(cli, run_id)["reserved"]["costMicrousd"]
+    usage = {"inputTokens": 1000, "cacheReadTokens": 600, "cacheWriteTokens": 100}
+    usage |= {"outputTokens": 400, "reasoningTokens": 100}
+    answer = {"finish": "complete", "text": "VERIFIED", "toolCalls": [], "usage": usage}
+    (tmp_path / "answer.json").write_text(json.dumps(answer), encoding="utf-8")
+    _reconcile(cli, _uncertain(cli, run_id), "applied", "--result-file", "answer.json")
+    budget = _budget(cli, run_id)
+    assert budget["reserved"]["costMicrousd"] == 0
+    # 300 plain input at 2, 600 read at 1, 100 written at 3; 300 plain output at 10, 100
+    # reasoning at 20 micro-USD a token: the reservation's upper bound was far more.
+    cost = 300 * 2 + 600 * 1 + 100 * 3 + 300 * 10 + 100 * 20
+    assert budget["usage"]["costMicrousd"] == cost < reserved
+    assert (budget["usage"]["inputTokens"], budget["usage"]["totalTokens"]) == (1000, 1400)
+
+
 def test_cancelling_a_paused_run_settles_its_never_started_reservation(
     cli: Cli, tmp_path: Path
 ) -> None:

@@ -1,4 +1,6 @@
-"""runtime.pricing: rates with their defaults, cost rounded up, reservations at the top rate."""
+"""runtime.pricing: rates with their defaults, each token billed once (the cache counters are
+parts of the input, reasoning a part of the output), cost rounded up, reservations at the top
+rate."""
 
 from __future__ import annotations
 
@@ -41,7 +43,34 @@ def test_cost_is_rounded_up_to_a_whole_micro_usd() -> None:
     big = price_for(PRICING, "x", "openai", "big")
     assert big is not None
     usage = {"inputTokens": 1000, "outputTokens": 500, "cacheReadTokens": 200}
-    assert cost_microusd(big, usage) == 2000 + 4000 + 100
+    # 800 uncached input at 2, the 200 cached at 0.5, 500 output at 8 micro-USD a token.
+    assert cost_microusd(big, usage) == 1600 + 100 + 4000
+
+
+# Every kind at its own rate (micro-USD per token, times a million per million tokens).
+EVERY_RATE = {
+    "inputTokens": 3_000_000,
+    "outputTokens": 5_000_000,
+    "reasoningTokens": 7_000_000,
+    "cacheReadTokens": 1_000_000,
+    "cacheWriteTokens": 2_000_000,
+}
+
+
+def test_each_token_is_billed_once_at_its_kinds_rate() -> None:
+    usage = {"inputTokens": 100, "cacheReadTokens": 60, "cacheWriteTokens": 10}
+    usage |= {"outputTokens": 40, "reasoningTokens": 25}
+    # 30 plain input, 60 read, 10 written; 15 plain output, 25 reasoning.
+    assert cost_microusd(EVERY_RATE, usage) == 30 * 3 + 60 * 1 + 10 * 2 + 15 * 5 + 25 * 7
+
+
+def test_a_part_larger_than_its_whole_is_cut_to_the_whole() -> None:
+    # A buggy server: 50 read and 30 written of 40 input, 9 reasoning of 4 output.
+    usage = {"inputTokens": 40, "cacheReadTokens": 50, "cacheWriteTokens": 30}
+    usage |= {"outputTokens": 4, "reasoningTokens": 9}
+    # All 40 input billed as cache reads (none written, none plain), all 4 output as reasoning.
+    assert cost_microusd(EVERY_RATE, usage) == 40 * 1 + 4 * 7
+    assert cost_microusd(EVERY_RATE, {"cacheReadTokens": 5, "reasoningTokens": 5}) == 0
 
 
 def test_a_reservation_prices_every_token_at_the_highest_rate() -> None:
@@ -51,3 +80,8 @@ def test_a_reservation_prices_every_token_at_the_highest_rate() -> None:
     assert max_cost_microusd(big, 1500) >= cost_microusd(
         big, {"inputTokens": 1000, "outputTokens": 500}
     )
+    # The parts are inside the input and output: the bound holds with them too.
+    usage = {"inputTokens": 100, "outputTokens": 40, "reasoningTokens": 40}
+    usage |= {"cacheReadTokens": 100, "cacheWriteTokens": 100}
+    assert cost_microusd(EVERY_RATE, usage) == 100 * 1 + 40 * 7
+    assert max_cost_microusd(EVERY_RATE, 140) == 140 * 7 >= cost_microusd(EVERY_RATE, usage)

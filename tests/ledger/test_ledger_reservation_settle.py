@@ -66,7 +66,16 @@ def _uncertain(ledger: Database, effect: NewEffect, amounts: dict[str, int]) -> 
 def _reconcile(ledger: Database, eid: str, status: str, result: Any = None, **kw: Any) -> None:
     with ledger.transaction() as conn:
         reconcile_effect_txn(
-            conn, eid, status, "ops", "checked", None, result, kw.get("comp"), ts(3)
+            conn,
+            eid,
+            status,
+            "ops",
+            "checked",
+            None,
+            result,
+            kw.get("comp"),
+            ts(3),
+            rates=kw.get("rates"),
         )
 
 
@@ -143,6 +152,36 @@ def test_an_applied_model_call_settles_the_usage_its_answer_gives(ledger: Databa
     # Repeating applied with other usage supersedes the session's count, never the budget's.
     _reconcile(ledger, priced, "applied", {**answer, "usage": {"inputTokens": 50}})
     assert _budget(ledger).usage == snap.usage
+
+
+# micro-USD per million tokens: 4 per input token, 1 per cache read, 2 per cache write,
+# 6 per output token, 9 per reasoning token.
+RATES = {
+    "inputTokens": 4_000_000,
+    "cacheReadTokens": 1_000_000,
+    "cacheWriteTokens": 2_000_000,
+    "outputTokens": 6_000_000,
+    "reasoningTokens": 9_000_000,
+}
+
+
+def test_an_applied_model_calls_usage_is_priced_at_its_rates(ledger: Database) -> None:
+    make_run(ledger)
+    priced = _uncertain(ledger, _effect("a", "model.fake"), {**MODEL_HELD, "costMicrousd": 900})
+    usage = {"inputTokens": 20, "cacheReadTokens": 8, "cacheWriteTokens": 2}
+    usage |= {"outputTokens": 10, "reasoningTokens": 4}
+    answer = {"finish": "complete", "text": "hi", "usage": usage}
+    _reconcile(ledger, priced, "applied", answer, rates=RATES)
+    # 10 plain input, 8 read, 2 written; 6 plain output, 4 reasoning — each token once.
+    assert _budget(ledger).usage["costMicrousd"] == 10 * 4 + 8 * 1 + 2 * 2 + 6 * 6 + 4 * 9
+    # A cost the usage gives is the one counted; no usage leaves the reserved upper bound.
+    told = _uncertain(ledger, _effect("b", "model.fake", 1), MODEL_HELD)
+    _reconcile(
+        ledger, told, "applied", {**answer, "usage": {**usage, "costMicrousd": 7}}, rates=RATES
+    )
+    blind = _uncertain(ledger, _effect("c", "model.fake", 2), MODEL_HELD)
+    _reconcile(ledger, blind, "applied", {"finish": "complete", "text": "hi"}, rates=RATES)
+    assert _budget(ledger).usage["costMicrousd"] == 124 + 7 + 30
 
 
 def test_an_unpriced_model_call_without_usage_settles_what_it_reserved(ledger: Database) -> None:

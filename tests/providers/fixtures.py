@@ -249,6 +249,7 @@ def anthropic_message(content: list[Json], stop_reason: str = "end_turn") -> Jso
             "output_tokens": 8,
             "cache_read_input_tokens": 4,
             "cache_creation_input_tokens": 2,
+            "output_tokens_details": {"thinking_tokens": 3},
         },
     }
 
@@ -281,7 +282,8 @@ def gemini_response(parts: list[Json], finish: str = "STOP") -> Json:
             "candidatesTokenCount": 9,
             "thoughtsTokenCount": 2,
             "cachedContentTokenCount": 6,
-            "totalTokenCount": 28,
+            "toolUsePromptTokenCount": 3,
+            "totalTokenCount": 31,
         },
         "modelVersion": "gemini-fixture",
         "responseId": "resp-fixture",

@@ -76,6 +76,8 @@ async def test_anthropic_sdk_reads_the_fixture(server: FixtureServer) -> None:
     block = message.content[0]
     assert block.type == "tool_use" and block.input == {"path": "a.txt"}
     assert message.stop_reason == "tool_use" and message.usage.cache_read_input_tokens == 4
+    details = message.usage.output_tokens_details
+    assert details is not None and details.thinking_tokens == 3
     assert server.seen[0].path == "/v1/messages"
 
 
@@ -90,4 +92,5 @@ async def test_gemini_sdk_reads_the_fixture(server: FixtureServer) -> None:
     assert calls[0].name == "read_file" and calls[0].args == {"path": "a.txt"}
     assert response.usage_metadata is not None
     assert response.usage_metadata.thoughts_token_count == 2
+    assert response.usage_metadata.tool_use_prompt_token_count == 3
     assert server.seen[0].path == "/v1beta/models/gem:generateContent"

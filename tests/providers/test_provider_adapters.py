@@ -86,7 +86,8 @@ DIALECTS = [
         fx.anthropic_tool_use,
         fx.anthropic_text,
         fx.anthropic_error,
-        {"inputTokens": 13, "outputTokens": 8, "reasoningTokens": 0}
+        # input_tokens 13 + the cache's 4 read and 2 written; thinking is part of the output
+        {"inputTokens": 19, "outputTokens": 8, "reasoningTokens": 3}
         | {"cacheReadTokens": 4, "cacheWriteTokens": 2},
         lambda body: body["messages"][-1]["content"][0]["tool_use_id"],
         lambda body: body["output_config"]["format"]["schema"],
@@ -98,7 +99,8 @@ DIALECTS = [
         fx.gemini_function_call,
         fx.gemini_text,
         fx.gemini_error,
-        {"inputTokens": 17, "outputTokens": 9, "reasoningTokens": 2}
+        # prompt 17 (the 6 cached among them) + 3 of tool use; candidates 9 + 2 thoughts
+        {"inputTokens": 20, "outputTokens": 11, "reasoningTokens": 2}
         | {"cacheReadTokens": 6, "cacheWriteTokens": 0},
         lambda body: body["contents"][-1]["parts"][0]["functionResponse"]["id"],
         lambda body: body["generationConfig"]["responseJsonSchema"],

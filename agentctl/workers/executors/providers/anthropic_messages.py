@@ -172,11 +172,16 @@ def normalize(message: Any) -> Reply:
 
 
 def _usage(usage: Any) -> dict[str, int]:
+    """The normalized usage (``common.USAGE_KEYS``). The API's ``input_tokens`` counts only
+    the input after the last cache breakpoint: the cache reads and writes are added to make
+    it all the input. ``output_tokens`` already includes the thinking."""
     details = getattr(usage, "output_tokens_details", None)
+    cache_read = getattr(usage, "cache_read_input_tokens", 0) or 0
+    cache_write = getattr(usage, "cache_creation_input_tokens", 0) or 0
     return {
-        "inputTokens": getattr(usage, "input_tokens", 0) or 0,
+        "inputTokens": (getattr(usage, "input_tokens", 0) or 0) + cache_read + cache_write,
         "outputTokens": getattr(usage, "output_tokens", 0) or 0,
         "reasoningTokens": getattr(details, "thinking_tokens", 0) or 0,
-        "cacheReadTokens": getattr(usage, "cache_read_input_tokens", 0) or 0,
-        "cacheWriteTokens": getattr(usage, "cache_creation_input_tokens", 0) or 0,
+        "cacheReadTokens": cache_read,
+        "cacheWriteTokens": cache_write,
     }

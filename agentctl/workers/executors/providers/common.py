@@ -10,7 +10,9 @@ Invariants:
   ``max_retries=0`` or its SDK's equivalent), an ``httpx2`` adapter sends once, and nothing
   here resends;
 - the reply is the fake provider's shape ``{finish, text, toolCalls, usage}`` (+ ``fragments``
-  when streaming), ``finish`` one of complete | tool_calls | max_tokens | refusal;
+  when streaming), ``finish`` one of complete | tool_calls | max_tokens | refusal; its
+  ``usage`` has one meaning for every provider (``USAGE_KEYS``), each adapter normalizing
+  what its API reports;
 - an HTTP 429 or 5xx answer is a retryable ``ProviderError``, another 4xx a non-retryable one;
   a failure after the first request byte left (timeout, cancellation, lost connection) is
   ``UncertainEffect`` — the call may have happened and is never resent; a failure before that
@@ -43,6 +45,10 @@ from agentctl.workers.executors import (
 from agentctl.workers.stream import current_sink
 
 MAX_FRAGMENTS = 1024  # a stream longer than this keeps its text, not every delta
+# The normalized usage every adapter reports, whatever its API counts (core/pricing.py):
+# ``inputTokens`` all the input the call processed, cache reads and writes included;
+# ``outputTokens`` all it generated, reasoning included; the cache counters are parts of the
+# input, ``reasoningTokens`` a part of the output.
 USAGE_KEYS = (
     "inputTokens",
     "outputTokens",

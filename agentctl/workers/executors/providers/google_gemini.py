@@ -187,11 +187,16 @@ def normalize(response: Any) -> Reply:
 
 
 def _usage(usage: Any) -> dict[str, int]:
+    """The normalized usage (``common.USAGE_KEYS``). ``promptTokenCount`` already includes the
+    cached content; the input of server-side tools (``toolUsePromptTokenCount``) and the
+    thoughts are counted beside the prompt and the candidates (``totalTokenCount`` sums all
+    four), so they are added to the input and the output."""
     if usage is None:
         return {}
+    thoughts = usage.thoughts_token_count or 0
     return {
-        "inputTokens": usage.prompt_token_count or 0,
-        "outputTokens": usage.candidates_token_count or 0,
-        "reasoningTokens": usage.thoughts_token_count or 0,
+        "inputTokens": (usage.prompt_token_count or 0) + (usage.tool_use_prompt_token_count or 0),
+        "outputTokens": (usage.candidates_token_count or 0) + thoughts,
+        "reasoningTokens": thoughts,
         "cacheReadTokens": usage.cached_content_token_count or 0,
     }

@@ -213,6 +213,8 @@ def _count(value: JsonValue) -> int:
 
 
 def _usage(usage: JsonObject) -> dict[str, int]:
+    """The normalized usage (``common.USAGE_KEYS``), as the API counts it: ``input_tokens``
+    includes the cached and cache-written tokens, ``output_tokens`` the reasoning."""
     if not usage:
         return {}
     output_details = as_object(usage.get("output_tokens_details"))
