@@ -24,7 +24,7 @@ from agentctl.cli_fast import parse as parse_fast
 from agentctl.clikit import ignore_interrupts, report_closed_stdout
 from agentctl.envknobs import check_all as check_env_knobs
 from agentctl.errors import AgentctlError, CancelledRunError, from_os_error, was_interrupted
-from agentctl.render import Outcome, Settings, emit_error, emit_outcome, write_jsonl_line
+from agentctl.render import LiveLines, Outcome, Settings, emit_error, emit_outcome
 from agentctl.sigint import received as interrupt_received
 
 SETTINGS = Settings()
@@ -60,8 +60,10 @@ def _execute(args: list[str]) -> Outcome | AgentctlError | int:
             return _dispatch(normalized, SETTINGS)
         from agentctl.coordinator.events import open_event_stream
 
-        with open_event_stream(write_jsonl_line):  # the run commands' live event lines
-            return _dispatch(normalized, SETTINGS)
+        lines = LiveLines()
+        with open_event_stream(lines.write):  # the run commands' live event lines
+            result = _dispatch(normalized, SETTINGS)
+        return report_closed_stdout(SETTINGS) if lines.closed else result
     except AgentctlError as exc:
         if exc.exit_code == 2 and SETTINGS.output == "human":
             # The sniffed word is only used to pick the error's form; render checks it again.

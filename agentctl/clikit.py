@@ -24,7 +24,6 @@ import os
 import re
 import signal
 import stat
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -33,7 +32,7 @@ from agentctl.core.dburl import POSTGRES_SCHEMES, is_postgres_url
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.strictjson import parse_strict
 from agentctl.errors import AgentctlError, Diagnostic, ValidationError
-from agentctl.render import Outcome, Settings, emit_error
+from agentctl.render import Outcome, Settings, emit_error, silence_stdout
 
 MAX_CLI_FILE_BYTES = 1_048_576
 DEFAULT_DB = ".agentctl/runtime.db"
@@ -196,10 +195,7 @@ BROKEN_PIPE_EXIT = 4  # spec/cli.md §2: "other runtime error"
 
 def report_closed_stdout(settings: Settings) -> int:
     """stdout's reader went away: say so on stderr and exit non-zero, quietly otherwise."""
-    # Point stdout at /dev/null so the interpreter's final flush does not fail again.
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
+    silence_stdout()  # so the interpreter's final flush does not fail again
     message = "stdout was closed by its reader before the output was written (broken pipe)"
     with contextlib.suppress(OSError):
         emit_error(AgentctlError(message), settings)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -119,6 +120,35 @@ def write_jsonl_line(kind: str, data: Any) -> None:
     envelope["diagnostics"] = []
     sys.stdout.write(dump_json(envelope) + "\n")
     sys.stdout.flush()
+
+
+def silence_stdout() -> None:
+    """Point stdout at /dev/null: its reader went away, and what is still written (the rest of
+    the lines, the outcome, the interpreter's final flush) must not fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+class LiveLines:
+    """The live event lines of one ``--output jsonl`` command (``write_jsonl_line``).
+
+    A reader that goes away while a run is driven (``… | head -3``) must not stop the drive
+    halfway — an effect started and never confirmed would wait for an operator: the lines
+    after it go nowhere, the drive carries on to its end, and ``closed`` tells the caller to
+    report the broken pipe once the command is over (docs/cli.md: exit 4)."""
+
+    def __init__(self) -> None:
+        self.closed = False
+
+    def write(self, kind: str, data: Any) -> None:
+        if self.closed:
+            return
+        try:
+            write_jsonl_line(kind, data)
+        except BrokenPipeError:
+            self.closed = True
+            silence_stdout()
 
 
 def _show_text(record: JsonRecord) -> None:

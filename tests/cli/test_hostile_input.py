@@ -184,6 +184,50 @@ def test_closed_stdout_is_reported_not_a_crash(ws: Path) -> None:
     assert "Traceback" not in stderr and "internal error" not in stderr
 
 
+SLOW_CHAIN = """
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: slow-chain }
+spec:
+  policy: { approval: never, writableRoots: [out], processAllowlist: [sleep] }
+  actions:
+    nap: { kind: builtin.shell.exec, command: /bin/sleep, args: ["1"], timeoutSeconds: 30 }
+    save: { kind: builtin.write }
+  tasks:
+    - { id: nap, uses: action:nap }
+    - { id: save, uses: action:save, needs: [nap], with: { path: out/done.txt, content: done } }
+"""
+
+
+def test_a_jsonl_reader_that_goes_away_does_not_stop_the_run(tmp_path: Path) -> None:
+    """``agentctl --output jsonl run wf.yaml | head -1``: the reader leaves while the run is
+    driven; the drive still carries every effect to its end (none left started for an operator
+    to reconcile), then the broken pipe is reported (exit 4)."""
+    (tmp_path / "wf.yaml").write_text(SLOW_CHAIN, encoding="utf-8")
+    argv = agentctl_argv("--output", "jsonl", "run", "wf.yaml", "--db", "s/r.db")
+    proc = subprocess.Popen(
+        argv, cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = json.loads(proc.stdout.readline())
+    proc.stdout.close()  # gone while `nap` sleeps: every later line meets a closed pipe
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=HANG_GUARD_S) == 4, stderr
+    assert first["data"]["type"] == "run.created"
+    assert "broken pipe" in json.loads(stderr.strip().splitlines()[-1])["error"]["message"]
+    shown = subprocess.run(
+        agentctl_argv("--output", "json", "inspect", first["data"]["runId"], "--db", "s/r.db"),
+        cwd=tmp_path,
+        env=cli_env(),
+        capture_output=True,
+        check=True,
+    )
+    record = json.loads(shown.stdout)["data"]
+    assert record["run"]["state"] == "succeeded"
+    assert [e["status"] for e in record["effects"]] == ["succeeded", "succeeded"]
+    assert (tmp_path / "out" / "done.txt").read_text(encoding="utf-8") == "done"
+
+
 # ----------------------------------------------------------------- 7. flags before state
 
 
