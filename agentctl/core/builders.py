@@ -184,9 +184,10 @@ def _provider_call(b: BuildInput, agent: JsonObject, provider: JsonObject, kind:
     egress = egress_settings(b.run.policy)
     if egress.get("customCa") is not None:
         refs[pointer("egress", "customCa")] = egress["customCa"]
-    timeout = agent.get("timeoutSeconds")
     request: JsonObject = {**recorded, "headers": dict(headers), "egress": egress}
-    request["timeoutSeconds"] = float(timeout) if isinstance(timeout, int | float) else 120.0
+    # The agent loop's timeout for this call: the agent's ``timeoutSeconds``, cut to what is
+    # left of its task's own ``timeoutSeconds`` when the task gives one.
+    request["timeoutSeconds"] = float(b.timeout_seconds)
     return Built(recorded, request, secret_refs=refs)
 
 
