@@ -34,7 +34,9 @@ POLICY = {
 
 def _build(provider: dict[str, object], tools: bool = True):  # type: ignore[no-untyped-def]
     config = {"agent": AGENT, "provider": provider, **({"tools": {"read": READ}} if tools else {})}
-    return build_model_call(BuildInput("t", "p", config, MESSAGES, RunContext("/ws", POLICY)))
+    # The agent loop passes the call's timeout: the agent's (30), or less near a task deadline.
+    given = BuildInput("t", "p", config, MESSAGES, RunContext("/ws", POLICY), timeout_seconds=30)
+    return build_model_call(given)
 
 
 def test_fake_recorded_input_is_unchanged() -> None:
