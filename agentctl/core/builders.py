@@ -184,10 +184,12 @@ def _provider_call(b: BuildInput, agent: JsonObject, provider: JsonObject, kind:
     egress = egress_settings(b.run.policy)
     if egress.get("customCa") is not None:
         refs[pointer("egress", "customCa")] = egress["customCa"]
+    timeout = agent.get("timeoutSeconds")
+    own = float(timeout) if isinstance(timeout, int | float) else 120.0
     request: JsonObject = {**recorded, "headers": dict(headers), "egress": egress}
-    # The agent loop's timeout for this call: the agent's ``timeoutSeconds``, cut to what is
-    # left of its task's own ``timeoutSeconds`` when the task gives one.
-    request["timeoutSeconds"] = float(b.timeout_seconds)
+    # The agent's ``timeoutSeconds``, or less: the loop's timeout for this call when what is
+    # left of its task's own ``timeoutSeconds`` cuts it (``BuildInput.timeout_seconds``).
+    request["timeoutSeconds"] = min(own, float(b.timeout_seconds))
     return Built(recorded, request, secret_refs=refs)
 
 

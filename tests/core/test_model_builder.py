@@ -34,9 +34,7 @@ POLICY = {
 
 def _build(provider: dict[str, object], tools: bool = True):  # type: ignore[no-untyped-def]
     config = {"agent": AGENT, "provider": provider, **({"tools": {"read": READ}} if tools else {})}
-    # The agent loop passes the call's timeout: the agent's (30), or less near a task deadline.
-    given = BuildInput("t", "p", config, MESSAGES, RunContext("/ws", POLICY), timeout_seconds=30)
-    return build_model_call(given)
+    return build_model_call(BuildInput("t", "p", config, MESSAGES, RunContext("/ws", POLICY)))
 
 
 def test_fake_recorded_input_is_unchanged() -> None:
@@ -112,3 +110,15 @@ def test_json_pointers_escape_and_replace() -> None:
     assert doc["headers"] == {"a/b~c": 1} and changed["other"] is doc["other"]
     with pytest.raises(KeyError):
         replace_at(doc, "/missing/x", 1)
+
+
+def test_a_call_cut_by_its_tasks_deadline_carries_the_shorter_timeout() -> None:
+    # The agent loop passes what is left of the task's timeoutSeconds when it is less than the
+    # agent's own 30 s: the provider's HTTP timeout is that, never more than the agent's.
+    provider: dict[str, object] = {"kind": "openai", "credential": {"env": "OPENAI_API_KEY"}}
+    provider["endpoint"] = "https://api.example.com/v1/responses"
+    config = {"agent": AGENT, "provider": provider, "tools": {"read": READ}}
+    for given, expected in ((2.5, 2.5), (120.0, 30.0)):
+        run = RunContext("/ws", POLICY)
+        built = build_model_call(BuildInput("t", "p", config, MESSAGES, run, timeout_seconds=given))
+        assert built.request["timeoutSeconds"] == expected
