@@ -17,26 +17,10 @@ from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.launch import run_trio
 from agentctl.coordinator.service import DriveRequest, RunOutcome, create_run, drive_run
 from agentctl.ledger import open_ledger
-from tests.providers.fixtures import SAVE_TOOL
+from tests.cli.test_agent_turn_approvals import FAKE
 
-WORKFLOW = f"""apiVersion: agentctl.dev/v1alpha1
-kind: Workflow
-metadata: {{ name: deadline }}
-spec:
-  policy: {{ approval: never, writableRoots: ["."] }}
-  providers: {{ sim: {{ kind: fake }} }}
-  tools:
-{SAVE_TOOL}
-  agents:
-    writer:
-      provider: sim
-      model: m
-      instructions: Write.
-      tools: [save]
-      providerOptions: {{ toolInput: {{ path: note.txt, content: hello }}, finalText: done }}
-  tasks:
-    - {{ id: w, uses: "agent:writer", with: {{ prompt: go }}TASK_TIMEOUT }}
-"""
+# The approval test's agent (one write, then a final answer), run without approvals.
+WORKFLOW = FAKE.replace("approval: mutations", "approval: never")
 
 
 @dataclass
@@ -51,7 +35,7 @@ class LaterOnceWritten(Clock):
 
 def _drive(tmp_path: Path, text: str) -> RunOutcome:
     document, plan = compile_text(text)
-    clock = LaterOnceWritten(tmp_path / "note.txt")
+    clock = LaterOnceWritten(tmp_path / "out.txt")
     with open_ledger(str(tmp_path / "runtime.db")) as ledger:
         run_id, trace_id = create_run(
             ledger, plan=plan, document=document, inputs={}, workspace=str(tmp_path), clock=clock
@@ -67,21 +51,22 @@ def _effects(tmp_path: Path) -> list[tuple[str, str]]:
 def test_a_deadline_passed_between_calls_fails_the_task_with_nothing_in_flight(
     tmp_path: Path,
 ) -> None:
-    outcome = _drive(tmp_path, WORKFLOW.replace("TASK_TIMEOUT", ", timeoutSeconds: 30"))
+    bounded = WORKFLOW.replace("{ prompt: go } }", "{ prompt: go }, timeoutSeconds: 30 }")
+    outcome = _drive(tmp_path, bounded)
     assert outcome.state == "failed"
     assert outcome.errors["w"] == (
         "task w: the task's timeoutSeconds (30 s) passed before the agent's next model call; "
         "nothing was in flight"
     )
     # The tool call finished (its file is written); the second model call never started.
-    assert (tmp_path / "note.txt").read_text(encoding="utf-8") == "hello"
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8") == "hello"
     assert _effects(tmp_path) == [("model.fake", "succeeded"), ("builtin.write", "succeeded")]
 
 
 def test_the_runtime_default_timeout_does_not_bound_an_agent_task(tmp_path: Path) -> None:
     # Only a timeout the task gives bounds the agent as a whole, not the default for tasks.
-    text = WORKFLOW.replace("TASK_TIMEOUT", "")
-    text = text.replace("  tasks:", "  runtime: { defaultTimeoutSeconds: 30 }\n  tasks:")
+    text = WORKFLOW.replace("  tasks:", "  runtime: { defaultTimeoutSeconds: 30 }\n  tasks:")
+    assert "defaultTimeoutSeconds" in text and "approval: never" in text
     outcome = _drive(tmp_path, text)
     assert outcome.state == "succeeded", outcome.errors
     assert _effects(tmp_path) == [
