@@ -20,6 +20,9 @@ Invariants:
   their identity. Descriptions and annotations are the server's claims, never trusted for
   policy or idempotency (those come from the workflow's tool declaration);
 - turns and tool calls are bounded by ``maxTurns`` / ``maxToolCalls``; exhausting them fails;
+- each call's timeout is its own (a model call the agent's ``timeoutSeconds``, a tool call the
+  tool's, its kind's or the agent's), cut to what is left of the task's own ``timeoutSeconds``
+  when it gives one; past that deadline no call starts and the task fails (``agent_timeouts``);
 - a pure tool's call (``builtin.echo``) is answered here, without an effect; its tool-call row
   rides the attempt's next call (``AgentCall.answered``) or, when none follows, the task's
   completion (``unrecorded``): it never costs a commit of its own.
@@ -34,7 +37,9 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from agentctl.coordinator import modelcalls
-from agentctl.coordinator.calls import AgentCall
+from agentctl.coordinator.agent_timeouts import CallLimit, TaskDeadline, tool_seconds
+from agentctl.coordinator.calls import AgentCall, AgentUncertain
+from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.steps import RunningAgent, verdict
 from agentctl.core import jsonschema, registry
 from agentctl.core.evaluate import TaskFailure
@@ -87,6 +92,9 @@ class Gateway(Protocol):
     @property
     def context(self) -> RunContext: ...
 
+    @property
+    def clock(self) -> Clock: ...
+
     def next_call_number(self, provider: str) -> int: ...
 
     async def perform(self, call: AgentCall) -> JsonValue: ...
@@ -115,6 +123,9 @@ class AgentRunner:
         self.cost: int | None = 0
         self.answered: list[AnsweredToolCall] = []  # pure tool calls no call carried yet
         self.call_ids: dict[str, int] = {}  # how often the model gave each tool-call id
+        self.agent_seconds = float(_int(self.agent.get("timeoutSeconds") or 120))
+        # Counted from here, this drive's start of the attempt's loop (``agent_timeouts``).
+        self.deadline = TaskDeadline(task.agent_timeout_seconds, gateway.clock.monotonic)
 
     async def run(self) -> JsonValue:
         messages: list[JsonValue] = [
@@ -124,7 +135,8 @@ class AgentRunner:
         tool_calls = 0
         await self._list_mcp_tools()
         for _turn in range(_int(self.agent["maxTurns"])):
-            reply = as_object(await self._perform(self._model_call(messages)))
+            limit = self.deadline.limit(self.agent_seconds, "model call")
+            reply = as_object(await self._perform(self._model_call(messages, limit), limit))
             self._add_usage(as_object(reply.get("usage") or {}))
             finish = reply.get("finish")
             if finish in UNFINISHED:
@@ -146,6 +158,7 @@ class AgentRunner:
         self,
         entry: Operation,
         built: modelcalls.ResolvedCall,
+        limit: CallLimit,
         *,
         declared: Mapping[str, JsonValue] | None = None,
         tool_call_id: str | None = None,
@@ -171,7 +184,7 @@ class AgentRunner:
             risk=str(given.get("risk") or entry.risk),
             idempotency=str(given.get("idempotency") or entry.idempotency),
             reserve=modelcalls.with_cost(estimate, rates),
-            timeout_s=float(_int(self.agent.get("timeoutSeconds") or 120)),
+            timeout_s=limit.seconds,
             tool_call_id=tool_call_id,
             tool=str(given["name"]) if "name" in given else None,
             rates=rates,
@@ -186,14 +199,14 @@ class AgentRunner:
         return tuple(self.answered)
 
     def _build(
-        self, entry: Operation, name: str, config: JsonObject, args: JsonValue
+        self, entry: Operation, name: str, config: JsonObject, args: JsonValue, limit: CallLimit
     ) -> modelcalls.ResolvedCall:
         """The call, built by its registry entry, its secret references resolved for the worker
         (the recorded form keeps each one's source + SHA-256)."""
         if entry.builder is None:
             raise RunFailedError(f"{entry.name} cannot run in this version")
         context = self.gateway.context
-        timeout = float(_int(self.agent.get("timeoutSeconds") or 120))
+        timeout = limit.seconds
         given = BuildInput(self.task.id, name, config, args, context, timeout_seconds=timeout)
         return modelcalls.resolve_secret_refs(
             entry.builder(given), context, f"task {self.task.id}: {name}"
@@ -209,26 +222,38 @@ class AgentRunner:
                 servers.setdefault(str(tool["server"]), []).append(str(tool["tool"]))
         entry = registry.lookup(LIST_OPERATION)
         for server, remote in servers.items():
-            built = self._build(entry, server, {"tools": list[JsonValue](remote)}, None)
-            listing = await self.gateway.perform(self._call(entry, built))
+            config: JsonObject = {"tools": list[JsonValue](remote)}
+            limit = self._limit(entry, server, config, f"tools/list of MCP server {server}")
+            built = self._build(entry, server, config, None, limit)
+            listing = await self._perform(self._call(entry, built, limit), limit)
             for name, tool in self.tools.items():
                 if tool.get("kind") == "mcp.tool" and tool.get("server") == server:
                     self.tools[name] = _with_listing(name, tool, listing)
 
     # ---------------------------------------------------------------- model calls
 
-    async def _perform(self, call: AgentCall) -> JsonValue:
+    def _limit(self, entry: Operation, name: str, config: JsonObject, what: str) -> CallLimit:
+        """A tool's (or MCP listing's) call timeout, cut to what is left of the deadline."""
+        own = tool_seconds(entry, name, config, self.gateway.context, self.agent_seconds)
+        return self.deadline.limit(own, what)
+
+    async def _perform(self, call: AgentCall, limit: CallLimit) -> JsonValue:
         """The gateway's answer to ``call``. One refused by policy gives back the pure tool
         calls it carried, for the task's failure to record (``unrecorded``): refused before
         anything was recorded, they are not in the ledger yet; refused later (a worker's
-        egress denial), their rows exist and writing them again keeps them as they are."""
+        egress denial), their rows exist and writing them again keeps them as they are. An
+        unknown outcome says so when the task's deadline cut the call's time short."""
         try:
             return await self.gateway.perform(call)
         except PolicyDeniedError:
             self.answered[:0] = call.answered
             raise
+        except AgentUncertain as exc:
+            if not limit.cut:
+                raise
+            raise AgentUncertain(limit.explained(str(exc))) from exc
 
-    def _model_call(self, messages: list[JsonValue]) -> AgentCall:
+    def _model_call(self, messages: list[JsonValue], limit: CallLimit) -> AgentCall:
         entry = registry.model_operation(self.config.provider_kind)
         name = self.config.provider_name
 
@@ -249,14 +274,14 @@ class AgentRunner:
             "provider": dict(self.config.provider),
             "tools": dict[str, JsonValue](self.tools),
         }
-        built = self._build(entry, name, config, list(messages))
+        built = self._build(entry, name, config, list(messages), limit)
         number = self.gateway.next_call_number(name)
         request = {**built.request, "callNumber": number}
         model = str(self.agent.get("model"))
         self.rates = price_for(self.gateway.context.pricing, name, self.config.provider_kind, model)
         called = modelcalls.ResolvedCall(built.recorded, request, built.secrets)
         turn = ProviderTurn(name, self.config.provider_kind, model)
-        call = self._call(entry, called, rates=self.rates)
+        call = self._call(entry, called, limit, rates=self.rates)
         policy = verdict(decided.decision)
         return dataclasses.replace(
             call, policy=policy, turn=turn, unattended_denial=decided.unattended_denial
@@ -362,10 +387,11 @@ class AgentRunner:
                 AnsweredToolCall(key, self.task.id, self.attempt, call_id, name, args, args)
             )
             return args
-        built = self._build(entry, name, tool, args)
+        limit = self._limit(entry, name, tool, f"call of tool {name}")
+        built = self._build(entry, name, tool, args, limit)
         call_ref = self._call_key(call_id)
         declared = {**tool, "name": name}
-        call = self._call(entry, built, declared=declared, tool_call_id=call_ref)
+        call = self._call(entry, built, limit, declared=declared, tool_call_id=call_ref)
         call = dataclasses.replace(
             call, policy=verdict(decision), provider_call_id=call_id, arguments=args
         )
@@ -380,7 +406,7 @@ class AgentRunner:
             )
         if entry.shape is not None:
             call = dataclasses.replace(call, shape=functools.partial(entry.shape, args))
-        return call.shaped(await self._perform(call))
+        return call.shaped(await self._perform(call, limit))
 
 
 def _with_listing(name: str, tool: JsonObject, listing: JsonValue) -> JsonObject:

@@ -185,8 +185,11 @@ def _provider_call(b: BuildInput, agent: JsonObject, provider: JsonObject, kind:
     if egress.get("customCa") is not None:
         refs[pointer("egress", "customCa")] = egress["customCa"]
     timeout = agent.get("timeoutSeconds")
+    own = float(timeout) if isinstance(timeout, int | float) else 120.0
     request: JsonObject = {**recorded, "headers": dict(headers), "egress": egress}
-    request["timeoutSeconds"] = float(timeout) if isinstance(timeout, int | float) else 120.0
+    # The agent's ``timeoutSeconds``, or less: the loop's timeout for this call when what is
+    # left of its task's own ``timeoutSeconds`` cuts it (``BuildInput.timeout_seconds``).
+    request["timeoutSeconds"] = min(own, float(b.timeout_seconds))
     return Built(recorded, request, secret_refs=refs)
 
 

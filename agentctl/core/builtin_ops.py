@@ -299,6 +299,7 @@ TOOLS: tuple[Operation, ...] = (
         executor=MCP_EXECUTOR,
         capability="mcp",
         reach=mcp.reach_mcp_tool,
+        call_timeout=mcp.tool_call_timeout,
     ),
 )
 
@@ -326,6 +327,7 @@ INTERNAL: tuple[Operation, ...] = (
         "worker",
         builder=mcp.build_mcp_list,
         executor=MCP_EXECUTOR,
+        call_timeout=mcp.listing_timeout,
     ),
 )
 

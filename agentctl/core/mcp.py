@@ -8,8 +8,12 @@ Invariants:
   the arguments (so the effect identity changes with any of them) and each header only as its
   secret reference (the coordinator records source + SHA-256 and sends the value);
 - the egress policy goes to the worker only; it is not part of the call's input;
-- the session's read timeout is the server's ``timeoutSeconds``, capped by the task's (or
-  agent's) own timeout, so a slow server ends the call before the effect's deadline does.
+- the session's read timeout of an ``mcp.call`` action is the server's ``timeoutSeconds``,
+  capped by the task's own timeout, so a slow server ends the call before the effect's
+  deadline does; an agent's call (a tool or a listing) is given its whole timeout already
+  resolved (``BuildInput.timeout_seconds``: the tool's own ``timeoutSeconds``, else the
+  server's — ``tool_call_timeout``, ``listing_timeout`` — else the agent's, cut to what is
+  left of its task's deadline), which is then the read timeout as it is.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from agentctl.core.operations import (
     Built,
     Endpoint,
     ReachInput,
+    RunContext,
     named_endpoints,
     pointer,
 )
@@ -39,7 +44,11 @@ def _server(b: BuildInput, name: str) -> JsonObject:
     return server
 
 
-def _request(b: BuildInput, name: str, method: str, call: JsonObject) -> Built:
+def _request(
+    b: BuildInput, name: str, method: str, call: JsonObject, *, resolved: bool = False
+) -> Built:
+    """The request to server ``name``; ``resolved``: ``b.timeout_seconds`` is the call's whole
+    timeout (an agent's call), not a cap on the server's."""
     server = _server(b, name)
     headers = dict(sorted(as_object(server.get("headers") or {}).items()))
     recorded: JsonObject = {
@@ -57,8 +66,23 @@ def _request(b: BuildInput, name: str, method: str, call: JsonObject) -> Built:
     limit = server.get("timeoutSeconds")
     timeout = float(limit) if isinstance(limit, int | float) else 120.0
     request: JsonObject = {**recorded, "headers": dict(headers), "egress": egress}
-    request["timeoutSeconds"] = min(timeout, b.timeout_seconds)
+    request["timeoutSeconds"] = b.timeout_seconds if resolved else min(timeout, b.timeout_seconds)
     return Built(recorded, request, secret_refs=refs)
+
+
+def _server_timeout(run: RunContext, server: str) -> float | None:
+    limit = as_object(run.mcp_servers.get(server) or {}).get("timeoutSeconds")
+    return float(limit) if isinstance(limit, int | float) else None
+
+
+def tool_call_timeout(_name: str, config: Mapping[str, JsonValue], run: RunContext) -> float | None:
+    """An agent's ``mcp.tool`` call: its server's ``timeoutSeconds``."""
+    return _server_timeout(run, str(config.get("server")))
+
+
+def listing_timeout(name: str, _config: Mapping[str, JsonValue], run: RunContext) -> float | None:
+    """An agent's ``tools/list`` of server ``name``: that server's ``timeoutSeconds``."""
+    return _server_timeout(run, name)
 
 
 def build_mcp_call(b: BuildInput) -> Built:
@@ -77,13 +101,13 @@ def build_mcp_tool_call(b: BuildInput) -> Built:
         "arguments": as_object(b.args),
         "failOnToolError": False,
     }
-    return _request(b, str(b.config.get("server")), "tools/call", call)
+    return _request(b, str(b.config.get("server")), "tools/call", call, resolved=True)
 
 
 def build_mcp_list(b: BuildInput) -> Built:
     """``tools/list`` of one server, reporting the tools ``config["tools"]`` names."""
     wanted = sorted(str(t) for t in as_list(b.config.get("tools")))
-    return _request(b, b.name, "tools/list", {"tools": list(wanted)})
+    return _request(b, b.name, "tools/list", {"tools": list(wanted)}, resolved=True)
 
 
 def reach_mcp_call(r: ReachInput) -> tuple[Endpoint, ...]:

@@ -21,7 +21,10 @@ Invariants:
 - ``reach`` says which URLs a task of a network kind can call, from its static definition
   alone (a templated server or peer name reaches every declared one), so the egress
   pre-flight judges every endpoint before a run exists; a network kind without it would
-  escape the pre-flight (the worker's own check still holds).
+  escape the pre-flight (the worker's own check still holds);
+- ``call_timeout`` (tools, and internal operations an agent makes) is the kind's own timeout
+  for one call, read from the run's settings (an MCP server's ``timeoutSeconds``): an agent's
+  call uses the tool's declared ``timeoutSeconds`` first, then this, then the agent's own.
 """
 
 from __future__ import annotations
@@ -199,6 +202,9 @@ WithCheck = Callable[[Mapping[str, JsonValue]], list[tuple[str, str]]]
 Estimate = Callable[[Mapping[str, JsonValue]], dict[str, int]]
 Shape = Callable[[JsonValue, Mapping[str, JsonValue]], JsonValue]
 Reach = Callable[[ReachInput], tuple[Endpoint, ...]]
+# (name, config, run) as in ``BuildInput`` → the kind's own timeout of one call, in seconds
+# (None: the kind has none for it).
+CallTimeout = Callable[[str, Mapping[str, JsonValue], "RunContext"], float | None]
 
 
 @dataclass(frozen=True)
@@ -234,6 +240,7 @@ class Operation:
     required_inputs: tuple[str, ...] = ()  # tools: inputSchema properties the kind needs
     shape: Shape | None = None  # tools: (arguments, worker output) → the tool's output
     reach: Reach | None = None  # network kinds: the URLs a task can call (egress pre-flight)
+    call_timeout: CallTimeout | None = None  # an agent's calls of the kind: its own timeout
 
     @property
     def is_pure(self) -> bool:

@@ -158,6 +158,11 @@ class PlannedTask:
     # Sub-workflow boundaries and aggregates: "NAME@VERSION" of the invoked definition (for
     # the printed plan only; outside every digest, absent from plans stored before it).
     subworkflow: str | None = field(default=None, repr=False)
+    # Agent tasks: the task's own ``timeoutSeconds`` as written, which bounds the whole
+    # attempt (spec/dsl.md §4); None when the task gives none (``timeout_seconds`` is then the
+    # runtime default, which an agent task does not apply). Outside every digest
+    # (``timeout_seconds``, in them, holds its value); absent from plans stored before it.
+    agent_timeout_seconds: int | None = field(default=None, repr=False)
 
     @cached_property
     def entry(self) -> Operation | None:

@@ -507,3 +507,27 @@ def test_a_timeout_after_dispatch_is_uncertain_and_never_resent(
     assert (call["method"], call["status"]) == ("tools/call", "uncertain")
     assert "timed out" in call["detail"]
     assert server.calls() == ["slow"]
+
+
+def test_an_agent_tool_call_is_bounded_by_the_tools_own_timeout(
+    cli: Cli, tmp_path: Path, server: NotesServer
+) -> None:
+    # The tool declares 1 s; its server allows 60 s and the agent 120 s per call: the tool's
+    # own bound ends the 20 s call, which was sent, so its outcome is unknown (uncertain).
+    text = AGENT.format(port=server.port, url=server.url, tool_input="{ seconds: 20 }")
+    text = text.replace(f'url: "{server.url}"', f'url: "{server.url}", timeoutSeconds: 60')
+    text = text.replace(
+        "tool: word_count, idempotency: idempotent", "tool: slow, timeoutSeconds: 1"
+    )
+    (tmp_path / "wf.yaml").write_text(text, encoding="utf-8")
+    done = cli("--output", "json", "run", "wf.yaml")
+    assert done.rc == 4, (done.stdout, done.stderr)
+    seen = _inspect(cli, done.error["error"]["runId"])
+    operations = [(e["operation"], e["status"]) for e in seen["effects"]]
+    assert operations == [
+        ("mcp.list_tools", "succeeded"),
+        ("model.fake", "succeeded"),
+        ("mcp.call", "uncertain"),
+    ]
+    assert seen["effects"][2]["error"] == "effect timed out after 1.0 s"
+    assert server.calls() == ["slow"]

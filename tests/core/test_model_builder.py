@@ -110,3 +110,15 @@ def test_json_pointers_escape_and_replace() -> None:
     assert doc["headers"] == {"a/b~c": 1} and changed["other"] is doc["other"]
     with pytest.raises(KeyError):
         replace_at(doc, "/missing/x", 1)
+
+
+def test_a_call_cut_by_its_tasks_deadline_carries_the_shorter_timeout() -> None:
+    # The agent loop passes what is left of the task's timeoutSeconds when it is less than the
+    # agent's own 30 s: the provider's HTTP timeout is that, never more than the agent's.
+    provider: dict[str, object] = {"kind": "openai", "credential": {"env": "OPENAI_API_KEY"}}
+    provider["endpoint"] = "https://api.example.com/v1/responses"
+    config = {"agent": AGENT, "provider": provider, "tools": {"read": READ}}
+    for given, expected in ((2.5, 2.5), (120.0, 30.0)):
+        run = RunContext("/ws", POLICY)
+        built = build_model_call(BuildInput("t", "p", config, MESSAGES, run, timeout_seconds=given))
+        assert built.request["timeoutSeconds"] == expected

@@ -91,3 +91,37 @@ def test_an_unknown_stored_format_is_refused() -> None:
     stored = plan_to_stored(compile_workflow(rich_doc()))
     with pytest.raises(FutureVersionError):
         plan_from_stored({**stored, "format": 2})
+
+
+AGENT_TASKS = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: bounded }
+spec:
+  runtime: { defaultTimeoutSeconds: 45 }
+  providers: { sim: { kind: fake } }
+  agents: { a: { provider: sim, model: m, instructions: go } }
+  tasks:
+    - { id: bounded, uses: "agent:a", with: { prompt: x }, timeoutSeconds: 9 }
+    - { id: unbounded, uses: "agent:a", with: { prompt: y } }
+"""
+
+
+def test_an_agent_tasks_own_timeout_is_carried_and_optional_in_the_stored_plan() -> None:
+    plan = compile_workflow(load_workflow(AGENT_TASKS.encode(), "wf.yaml").document)
+    bounded, unbounded = plan.tasks
+    # The resolved timeout cannot tell the task's own from the default; the carried one can.
+    assert (bounded.timeout_seconds, bounded.agent_timeout_seconds) == (9, 9)
+    assert (unbounded.timeout_seconds, unbounded.agent_timeout_seconds) == (45, None)
+    _check(plan)
+    stored = plan_to_stored(plan)
+    tasks = stored["tasks"]
+    assert isinstance(tasks, list)
+    assert [t.get("agentTimeoutSeconds") for t in tasks] == [9, None]
+    assert "agentTimeoutSeconds" not in tasks[1]  # a task without one stores what it did
+    # A plan stored before the key existed loads, its agent tasks unbounded as they were.
+    older = [{k: v for k, v in t.items() if k != "agentTimeoutSeconds"} for t in tasks]
+    loaded = plan_from_stored({**stored, "tasks": older})
+    assert [t.agent_timeout_seconds for t in loaded.tasks] == [None, None]
+    # Outside every digest: the task's fingerprint and printed shape are its resolved ones.
+    assert task_json(dataclasses.replace(bounded, agent_timeout_seconds=None)) == task_json(bounded)

@@ -7,7 +7,9 @@ timeout, else action timeout, else ``runtime.defaultTimeoutSeconds``. Aggregates
 no ``with``, vars, retry or schema.
 
 Carried (outside every digest): an action task's normalized action definition and its kind as
-registry operation; an agent task's agent, provider and tool definitions, and ``model.<kind>``.
+registry operation; an agent task's agent, provider and tool definitions, ``model.<kind>``, and
+its own ``timeoutSeconds`` when it gives one (``agent_timeout_seconds``: the bound of its whole
+attempt; the resolved ``timeout_seconds`` cannot tell it from the runtime default).
 
 Checked here per task: template reads against ``needs``, the ``with`` keys its action kind
 reads, the templates of its action's configuration (``actionchecks``) and of its agent's
@@ -89,6 +91,7 @@ def draft_task(node: Node, env: Env, graph: dict[str, Node], diags: Collector) -
         guard=node.guard,
         max_iterations=node.max_iterations,
         subworkflow=_subworkflow(node, env),
+        agent_timeout_seconds=_explicit_timeout(node) if agent is not None else None,
         **_carried(env, action, agent),
     )
 
@@ -207,6 +210,13 @@ def _timeout(node: Node, env: Env, action: dict[str, Any] | None) -> int:
         if isinstance(candidate, int) and not isinstance(candidate, bool):
             return candidate
     return 120
+
+
+def _explicit_timeout(node: Node) -> int | None:
+    """The task's own ``timeoutSeconds``, None when it gives none (an agent task bounds its
+    whole attempt by it, never by a default it did not ask for)."""
+    given = node.task.get("timeoutSeconds")
+    return given if isinstance(given, int) and not isinstance(given, bool) else None
 
 
 def _compensation(

@@ -106,7 +106,8 @@ def _finish(
 ) -> tuple[tuple[PlannedTask, ...], Iterator[str], tuple[str, ...] | None]:
     """The tasks in ``order``, finished (``_finalize``); their ``task_json`` texts, cut as they
     are taken from the stored forms' texts (only one text a task is held); and those stored
-    forms' texts when every task has one (a plan with sub-workflow boundaries: None)."""
+    forms' texts when every task has one (a plan with sub-workflow boundaries or
+    agent tasks with their own timeout: None)."""
     encoder = TaskTexts(env)
     finished = [_finalize(drafts[task_id], i, encoder) for i, task_id in enumerate(order)]
     whole = all(span is not None for _, span in finished)

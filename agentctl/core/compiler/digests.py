@@ -145,8 +145,8 @@ class TaskTexts:
         form (``stored._stored_task``: ``task_json`` and ``operation``) with the span of its
         ``operation`` member, whose removal leaves its ``task_json`` text (``task_json_text``)
         once it has ``position`` and that fingerprint (the task's own ``position`` is not
-        read); for a sub-workflow boundary (its stored form has a key more), that text and
-        no span."""
+        read); for a sub-workflow boundary or an agent task with its own timeout (their stored
+        forms have a key more, ``stored._stored_task``), that text and no span."""
         definition = definition_json(task)
         if definition.keys() != _KEYSET:  # a key added or renamed there must be cut in here
             raise AssertionError(f"definition_json has keys {sorted(definition)}")
@@ -160,7 +160,7 @@ class TaskTexts:
         # The fingerprint is hex after a fixed prefix: its JSON is itself in quotes.
         before = f'{{{head},"definitionFingerprint":"{fingerprint}",{early},'
         after = f'{late},"position":{int(position)},{tail}}}'
-        if task.subworkflow is not None:
+        if task.subworkflow is not None or task.agent_timeout_seconds is not None:
             return fingerprint, before + after, None
         member = f'"operation":{self._operation_text(task.operation)},'
         return fingerprint, before + member + after, (len(before), len(before) + len(member))

@@ -7,7 +7,9 @@ Invariants:
 - ``plan_from_stored(plan_to_stored(plan)) == plan`` for every compiled plan (tested over every
   example and the compiler's generated graphs), including the carried run configuration;
 - a task's stored shape is its digest shape ``task_json`` plus ``operation`` (and
-  ``subworkflow`` on sub-workflow boundaries, optional so older stored plans still load);
+  ``subworkflow`` on sub-workflow boundaries, ``agentTimeoutSeconds`` on agent tasks that give
+  a ``timeoutSeconds``: both present only when set, so older stored plans still load and the
+  stored form of a plan that does not use them is unchanged);
   shared definitions (actions, agents with their provider and tools) are stored once and
   shared again on load;
 - a stored plan of an unknown ``format`` is refused, never guessed at;
@@ -101,6 +103,8 @@ def _stored_task(task: PlannedTask) -> JsonObject:
     stored["operation"] = task.operation
     if task.subworkflow is not None:
         stored["subworkflow"] = task.subworkflow
+    if task.agent_timeout_seconds is not None:
+        stored["agentTimeoutSeconds"] = task.agent_timeout_seconds
     return stored
 
 
@@ -203,6 +207,7 @@ def _task(raw: Any, actions: Any, agents: dict[str, AgentConfig]) -> PlannedTask
         action_config=actions.get(action) if action is not None else None,
         agent_config=agents.get(agent) if agent is not None else None,
         subworkflow=raw.get("subworkflow"),
+        agent_timeout_seconds=raw.get("agentTimeoutSeconds"),  # absent: stored before it
     )
 
 
