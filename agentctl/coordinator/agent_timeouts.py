@@ -13,8 +13,8 @@ fourth, over the whole run):
 
 Invariants:
 - a call is never started once the deadline has passed: the task fails then, with nothing in
-  flight (a definite, retryable failure: another attempt, if its ``retry`` allows one, has its
-  own deadline);
+  flight — a definite failure the task's ``retry`` does not repeat (spec/dsl.md §4: it repeats
+  only retryable provider errors and local I/O errors; a timeout is neither);
 - a call's timeout is min(its own, what is left to the deadline), so a call the deadline cuts
   short ends as any timed-out call does (a model call ``uncertain``, never resent), its error
   saying that the task's timeout cut it;
@@ -87,7 +87,6 @@ class TaskDeadline:
         if left <= 0:
             raise RunFailedError(
                 f"the task's timeoutSeconds ({self.task_seconds} s) passed before the agent's "
-                f"next {what}; nothing was in flight",
-                retryable=True,
+                f"next {what}; nothing was in flight"
             )
         return CallLimit(left, cut=True) if left < seconds else CallLimit(seconds)

@@ -63,6 +63,18 @@ def test_a_deadline_passed_between_calls_fails_the_task_with_nothing_in_flight(
     assert _effects(tmp_path) == [("model.fake", "succeeded"), ("builtin.write", "succeeded")]
 
 
+def test_a_passed_deadline_is_not_repeated_by_the_tasks_retry(tmp_path: Path) -> None:
+    """spec/dsl.md §4: ``retry`` repeats only retryable provider errors and local I/O errors;
+    a task's timeout is neither (a second attempt would have a deadline of its own)."""
+    bounded = WORKFLOW.replace(
+        "{ prompt: go } }", "{ prompt: go }, timeoutSeconds: 30, retry: { maxAttempts: 3 } }"
+    )
+    outcome = _drive(tmp_path, bounded)
+    assert outcome.state == "failed"
+    assert "passed before the agent's next model call" in outcome.errors["w"]
+    assert _effects(tmp_path) == [("model.fake", "succeeded"), ("builtin.write", "succeeded")]
+
+
 def test_the_runtime_default_timeout_does_not_bound_an_agent_task(tmp_path: Path) -> None:
     # Only a timeout the task gives bounds the agent as a whole, not the default for tasks.
     text = WORKFLOW.replace("  tasks:", "  runtime: { defaultTimeoutSeconds: 30 }\n  tasks:")
