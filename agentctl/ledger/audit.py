@@ -214,8 +214,8 @@ def write_checkpoint_txn(conn: Db, run_id: str, state: object, now: str) -> None
 
 
 # The effect columns an ``effect.<status>`` event is built from (a status UPDATE returns them).
-# Not the row's ``trace_id``: that names the invocation that requested the effect (its provider
-# requests' ``traceparent``), while the event names the one writing the change.
+# Not the row's ``trace_id``: that names the invocation that requested the effect (part of the
+# effect's record), while the event names the one writing the change.
 EFFECT_AUDIT_COLUMNS = "run_id, task_id, attempt, operation, status"
 _EFFECT_ROW = f"SELECT {EFFECT_AUDIT_COLUMNS} FROM effects WHERE effect_id = ?"
 
