@@ -237,7 +237,7 @@ def resume(
                 remaining = _unfinished(ledger, found.run_id) if may_need_secrets(plan) else None
                 preflight_credentials(plan, base, preview=found.mode == "check", task_ids=remaining)
                 preflight_egress(plan, resolve=found.mode != "check")
-            run = check_resumable(ledger, run_ref, clock)
+            run = check_resumable(ledger, run_ref, clock, trace_id)
             req = DriveRequest(ledger, run.run_id, trace_id, plan, base, timeout_s, progress, clock)
             req = dataclasses.replace(
                 req, check_mode=run.mode == "check", diff=diff, on_stream=on_stream
@@ -328,8 +328,9 @@ def cancel(run_ref: str, *, db: str) -> tuple[JsonObject, str]:
     """Request cancellation: the ``Cancellation`` data of spec/cli.md and the run's state
     after it (``cancelled`` at once for a run nothing drives, or one whose driver already
     honoured the flag; else still ``running``)."""
-    with open_existing(db) as ledger:
-        run = ledger.request_cancel(run_ref, Clock().now())
+    clock = Clock()
+    with open_existing(db) as ledger:  # the request's own trace names what it writes
+        run = ledger.request_cancel(run_ref, clock.now(), trace_id=clock.new_id("trace"))
     return {"runId": run.run_id, "requested": True}, run.state
 
 

@@ -134,7 +134,8 @@ class EffectRunner:
         known = budget and done.status != "uncertain"
         spent = {dim: (done.usage or {}).get(dim, 0) for dim in budget} if known else None
         # A row this drive inserted: the ledger audits its status change from these columns
-        # (None: recorded by an earlier drive, whose trace the row keeps — the ledger reads it).
+        # (None: recorded by an earlier drive — the ledger reads them). Either way the event
+        # names this drive's trace; the row keeps the requester's.
         fresh = step.fresh
         return EffectOutcome(
             self.run_id,
@@ -221,7 +222,7 @@ class EffectRunner:
             if size > MAX_ARTIFACT_BYTES or not os.path.isfile(path):
                 continue
             got = await self.store.ingest_artifact(
-                IngestRequest(path, self.clock.now(), self.run_id, task_id)
+                IngestRequest(path, self.clock.now(), self.run_id, task_id, self.trace_id)
             )
             refs.append(got.ref(rel))
             leases.append(got.lease_id)

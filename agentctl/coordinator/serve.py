@@ -206,9 +206,10 @@ async def _claim(serve: _Serve, free: int) -> tuple[ClaimedRun, ...]:
     if free <= 0:
         return ()
     now = serve.clock.now()
-    claim = ClaimRequest(
-        serve.holder, serve.owner, free, serve.clock.later(serve.opts.lease_s), now
-    )
+    # Each drive's trace, minted before its claim: the claim's events are the drive's own.
+    traces = tuple(serve.clock.new_id("trace") for _ in range(free))
+    expires = serve.clock.later(serve.opts.lease_s)
+    claim = ClaimRequest(serve.holder, serve.owner, free, expires, now, trace_ids=traces)
     try:
         return await serve.call(lambda: serve.control.claim_runs(claim))
     except AgentctlError:  # a busy or restarted database: the next round claims again
@@ -303,7 +304,7 @@ async def _drive_claimed(serve: _Serve, run: ClaimedRun) -> RunOutcome:
         found = await trio.to_thread.run_sync(lambda: ledger.get_run(run.run_id))
         plan = await trio.to_thread.run_sync(lambda: load_plan(found))
         base = found.base_path or os.getcwd()
-        trace_id = serve.clock.new_id("trace")
+        trace_id = run.trace_id or serve.clock.new_id("trace")
         req = DriveRequest(ledger, run.run_id, trace_id, plan, base, clock=serve.clock)
         req = _for_serve(req, serve, check_mode=found.mode == "check")
         if found.mode == "compensation":

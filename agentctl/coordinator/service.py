@@ -355,14 +355,15 @@ async def _finish(
     if cancelled and req.stop is not None and req.stop.is_set():
         # A stopping ``serve``: in-flight effects become uncertain as on cancellation, but the
         # run stays running, its lease released: another ``serve`` continues it.
-        await store.cancel_run(CancelRun(req.run_id, "running", now, os.getpid(), ()))
+        handed = CancelRun(req.run_id, "running", now, os.getpid(), (), trace_id=req.trace_id)
+        await store.cancel_run(handed)
         return RunOutcome(req.run_id, req.trace_id, "released", None, live.errors)
     if cancelled:
-        await store.cancel_run(_stop(req.run_id, live, now, "cancelled", None))
+        await store.cancel_run(_stop(req, live, now, "cancelled", None))
         return RunOutcome(req.run_id, req.trace_id, "cancelled", None, live.errors)
     if final == "wall_time_exceeded":
         reason = "budget maxWallTimeSeconds exceeded (counted from run creation)"
-        await store.cancel_run(_stop(req.run_id, live, now, "failed", reason))
+        await store.cancel_run(_stop(req, live, now, "failed", reason))
         return RunOutcome(req.run_id, req.trace_id, "failed", None, {"run": reason})
     output: JsonValue = None
     errors = dict(live.errors) if live.halted is None else {"run": live.halted}
@@ -382,13 +383,15 @@ async def _finish(
     never_started = tuple(
         t for t, st in live.states.items() if st == "pending" and final == "failed"
     )
-    await store.settle_run(SettleRun(req.run_id, state, output, now, os.getpid(), never_started))
+    pid, trace = os.getpid(), req.trace_id
+    await store.settle_run(SettleRun(req.run_id, state, output, now, pid, never_started, trace))
     return RunOutcome(req.run_id, req.trace_id, final, output, errors)
 
 
-def _stop(run_id: str, live: Live, now: str, state: str, reason: str | None) -> CancelRun:
+def _stop(req: DriveRequest, live: Live, now: str, state: str, reason: str | None) -> CancelRun:
     """Stop in-flight work durably: started effects → uncertain, tasks → cancelled."""
-    return CancelRun(run_id, state, now, os.getpid(), cancellable(live.states), reason)
+    tasks, trace = cancellable(live.states), req.trace_id
+    return CancelRun(req.run_id, state, now, os.getpid(), tasks, reason, trace_id=trace)
 
 
 # ------------------------------------------------------------------------- outcomes → errors
@@ -431,10 +434,11 @@ def outcome_or_raise(outcome: RunOutcome) -> RunOutcome:
     return outcome
 
 
-def check_resumable(ledger: RunLedger, run_id: str, clock: Clock) -> RunHead:
-    """Refuse terminal runs and unresolved effects; take the lease; returns the run record."""
+def check_resumable(ledger: RunLedger, run_id: str, clock: Clock, trace_id: str) -> RunHead:
+    """Refuse terminal runs and unresolved effects; take the lease; returns the run record.
+    What it writes is the resume's: audited with its ``trace_id``."""
     owner = owner_identity()
-    run = ledger.claim_for_resume(run_id, owner, clock.now())
+    run = ledger.claim_for_resume(run_id, owner, clock.now(), trace_id=trace_id)
     unresolved = ledger.unresolved_effects(run.run_id)
     if unresolved:
         ledger.release_lease(run.run_id, owner.pid, clock.now())
@@ -445,5 +449,5 @@ def check_resumable(ledger: RunLedger, run_id: str, clock: Clock) -> RunHead:
             data={"hint": _UNRESOLVED_HINT},
         )
     if run.state == "paused":
-        ledger.set_run_state(run.run_id, "running", clock.now())
+        ledger.set_run_state(run.run_id, "running", clock.now(), trace_id=trace_id)
     return run

@@ -179,6 +179,7 @@ def upgrade(run_ref: str, *, db: str, dry_run: bool) -> JsonObject:
                 compiled_plan_json=stored_plan_text(plan) if plan and store_plan else None,
                 summary={"upgradedTasks": list[JsonValue](ids), "storedPlan": store_plan},
                 now=Clock().now(),
+                trace_id=Clock().new_id("trace"),  # the command's own
             )
         )
         after = _analysis(*_load(ledger, run.run_id)).to_json()

@@ -180,7 +180,8 @@ def resolve_approval_txn(
         (status, now, actor, reason, approval_id),
     )
     if current.effect_id is not None:
-        _release_effect_txn(conn, current, approve, f"rejected by {actor}: {reason}", now)
+        why = f"rejected by {actor}: {reason}"
+        _release_effect_txn(conn, current, approve, why, now, trace_id)
     payload = {"approvalId": approval_id, "status": status, "actor": actor, "reason": reason}
     append_audit_txn(
         conn,
@@ -198,22 +199,25 @@ def resolve_approval_txn(
 
 
 def _release_effect_txn(
-    conn: Db, current: ApprovalRecord, approve: bool, why: str, now: str
+    conn: Db, current: ApprovalRecord, approve: bool, why: str, now: str, trace_id: str | None
 ) -> None:
-    """The approval's effect leaves ``waiting_approval``; a rejected one never runs, so its
-    budget reservation is settled with nothing, and a held tool call of an agent turn ends
-    rejected with its approval."""
+    """The approval's effect leaves ``waiting_approval`` (its event names ``trace_id``, the
+    deciding invocation's); a rejected one never runs, so its budget reservation is settled
+    with nothing, and a held tool call of an agent turn ends rejected with its approval."""
     assert current.effect_id is not None
-    resolve_waiting_effect_txn(conn, current.effect_id, approve, now)
+    resolve_waiting_effect_txn(conn, current.effect_id, approve, now, trace_id=trace_id)
     if not approve:
         release_effect_txn(conn, current.run_id, current.effect_id, now)
         error = f"approval {current.approval_id} {why}"
         move_held_tool_call_txn(conn, current.effect_id, "rejected", now, error=error)
 
 
-def close_pending_txn(conn: Db, run_id: str, now: str, reason: str) -> None:
+def close_pending_txn(
+    conn: Db, run_id: str, now: str, reason: str, *, trace_id: str | None = None
+) -> None:
     """Close every pending approval of a run that was cancelled: status ``cancelled``, its
-    effect ``cancelled`` (it never ran), audited; a later approve is refused as not pending."""
+    effect ``cancelled`` (it never ran), audited with ``trace_id`` (the cancel's); a later
+    approve is refused as not pending."""
     for current in list_approvals(conn, run_id):
         conn.execute(
             "UPDATE approvals SET status = 'cancelled', resolved_at = ?, resolved_by = ?,"
@@ -221,7 +225,10 @@ def close_pending_txn(conn: Db, run_id: str, now: str, reason: str) -> None:
             (now, "agentctl cancel", reason, current.approval_id),
         )
         if current.effect_id is not None:
-            resolve_waiting_effect_txn(conn, current.effect_id, False, now)
+            resolve_waiting_effect_txn(conn, current.effect_id, False, now, trace_id=trace_id)
             move_held_tool_call_txn(conn, current.effect_id, "cancelled", now, error=reason)
         payload = {"approvalId": current.approval_id, "status": "cancelled", "reason": reason}
-        append_audit_txn(conn, run_id, "approval.cancelled", payload, now, task_id=current.task_id)
+        task_id = current.task_id
+        append_audit_txn(
+            conn, run_id, "approval.cancelled", payload, now, task_id=task_id, trace_id=trace_id
+        )

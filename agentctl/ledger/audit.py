@@ -214,7 +214,9 @@ def write_checkpoint_txn(conn: Db, run_id: str, state: object, now: str) -> None
 
 
 # The effect columns an ``effect.<status>`` event is built from (a status UPDATE returns them).
-EFFECT_AUDIT_COLUMNS = "run_id, task_id, attempt, operation, status, trace_id"
+# Not the row's ``trace_id``: that names the invocation that requested the effect (part of the
+# effect's record), while the event names the one writing the change.
+EFFECT_AUDIT_COLUMNS = "run_id, task_id, attempt, operation, status"
 _EFFECT_ROW = f"SELECT {EFFECT_AUDIT_COLUMNS} FROM effects WHERE effect_id = ?"
 
 
@@ -234,13 +236,16 @@ def audit_effect_txn(
     policy: PolicyVerdict | None = None,
     row: Mapping[str, Any] | None = None,
     buffer: AuditBuffer | None = None,
+    *,
+    trace_id: str | None = None,
 ) -> None:
     """Audit the effect's current status as ``effect.<status>``, in the caller's transaction.
 
     Called right after each status change, so every effect transition (requested, started,
     succeeded, failed, uncertain, cancelled, waiting_for_approval) is an audit event with the
     run's next sequence. ``row``: the effect's ``EFFECT_AUDIT_COLUMNS`` when the caller has
-    them (no read again); ``buffer``: collect the event there (stamped ``now``), not written.
+    them (no read again); ``buffer``: collect the event there (stamped ``now``), not written;
+    ``trace_id``: the trace of the invocation making the change (None: none is known).
     """
     if row is None:
         row = conn.execute(_EFFECT_ROW, (effect_id,)).fetchone()
@@ -249,9 +254,9 @@ def audit_effect_txn(
     if buffer is not None:
         status = f"effect.{row['status']}"
         body = effect_payload(effect_id, row, policy)
-        buffer.add(status, body, row["task_id"], row["trace_id"], now)
+        buffer.add(status, body, row["task_id"], trace_id, now)
         return
-    event = effect_event(effect_id, row, policy, now)
+    event = effect_event(effect_id, row, policy, now, trace_id)
     append_audit_txn(
         conn,
         row["run_id"],
@@ -268,16 +273,16 @@ def effect_event(
     row: Mapping[str, Any],
     policy: PolicyVerdict | None = None,
     created_at: str | None = None,
+    trace_id: str | None = None,
 ) -> NewAuditEvent:
-    """The ``effect.<status>`` event of an effect whose ``EFFECT_AUDIT_COLUMNS`` are ``row``.
+    """The ``effect.<status>`` event of an effect whose ``EFFECT_AUDIT_COLUMNS`` are ``row``,
+    written by the invocation whose trace is ``trace_id``.
 
     The payload holds identities only: no request, result or error text, so nothing a
     redactor would have to catch is copied here.
     """
     payload = effect_payload(effect_id, row, policy)
-    return NewAuditEvent(
-        f"effect.{row['status']}", payload, row["task_id"], row["trace_id"], created_at
-    )
+    return NewAuditEvent(f"effect.{row['status']}", payload, row["task_id"], trace_id, created_at)
 
 
 def effect_payload(

@@ -233,6 +233,7 @@ def _add_inserted(buffer: AuditBuffer, effect: NewEffect, status: str, started: 
         "operation": effect.operation,
         "status": status,
     }
+    # The row's trace is the inserting invocation's own: both events name it as their writer.
     task_id, trace_id = effect.task_id, effect.trace_id
     payload = effect_payload(effect.effect_id, written, effect.policy)
     buffer.add(f"effect.{status}", payload, task_id, trace_id)
@@ -257,25 +258,28 @@ def _guarded_txn(
     now: str,
     buffer: AuditBuffer | None = None,
     known: Mapping[str, SqlParam] | None = None,
+    trace_id: str | None = None,
 ) -> None:
     """One guarded status change, audited from the columns the UPDATE returns, or from
     ``known`` (the row's ``EFFECT_AUDIT_COLUMNS`` after the change, as the caller wrote them):
-    then nothing is returned (SQLite buffers a RETURNING row set and Python builds a row)."""
+    then nothing is returned (SQLite buffers a RETURNING row set and Python builds a row).
+    ``trace_id``: the trace of the invocation making the change, named by its event."""
     if known is not None:
         if conn.execute(sql, params).rowcount != 1:
             found = _status_of(conn, effect_id)
             raise InvalidOperationError(f"effect {effect_id} is {found}, not {want}")
-        audit_effect_txn(conn, effect_id, now, row=known, buffer=buffer)
+        audit_effect_txn(conn, effect_id, now, row=known, buffer=buffer, trace_id=trace_id)
         return
     row = conn.execute(f"{sql} RETURNING {EFFECT_AUDIT_COLUMNS}", params).fetchone()
     if row is None:
         found = _status_of(conn, effect_id)
         raise InvalidOperationError(f"effect {effect_id} is {found}, not {want}")
-    audit_effect_txn(conn, effect_id, now, row=row, buffer=buffer)
+    audit_effect_txn(conn, effect_id, now, row=row, buffer=buffer, trace_id=trace_id)
 
 
-def start_effect_txn(conn: Db, effect_id: str, now: str) -> None:
-    """``requested`` → ``started``; the executor may run once this commits."""
+def start_effect_txn(conn: Db, effect_id: str, now: str, *, trace_id: str | None = None) -> None:
+    """``requested`` → ``started``; the executor may run once this commits. ``trace_id``: the
+    starting invocation's (its event names it; the row keeps the requester's)."""
     _guarded_txn(
         conn,
         effect_id,
@@ -284,6 +288,7 @@ def start_effect_txn(conn: Db, effect_id: str, now: str) -> None:
         (now, effect_id),
         "requested",
         now,
+        trace_id=trace_id,
     )
 
 
@@ -298,12 +303,14 @@ def finish_effect_txn(
     result_text: str | None = None,
     buffer: AuditBuffer | None = None,
     known: Mapping[str, SqlParam] | None = None,
+    trace_id: str | None = None,
 ) -> None:
     """``started`` → succeeded (confirmed) | failed | uncertain.
 
     ``result_text``: the canonical JSON of ``result`` when the caller has it (not encoded
     again); ``buffer``: the ``effect.<status>`` event is collected there, not written;
-    ``known``: the row's audit columns after the change (see ``_guarded_txn``).
+    ``known``: the row's audit columns after the change (see ``_guarded_txn``);
+    ``trace_id``: the finishing invocation's, named by the event.
     """
     if status not in FINISHED_STATUSES:
         raise InvalidOperationError(f"an effect cannot finish as {status!r}")
@@ -321,11 +328,15 @@ def finish_effect_txn(
         now,
         buffer,
         known,
+        trace_id,
     )
 
 
-def resolve_waiting_effect_txn(conn: Db, effect_id: str, approved: bool, now: str) -> None:
-    """``waiting_for_approval`` → ``requested`` (approved) or ``cancelled`` (rejected)."""
+def resolve_waiting_effect_txn(
+    conn: Db, effect_id: str, approved: bool, now: str, *, trace_id: str | None = None
+) -> None:
+    """``waiting_for_approval`` → ``requested`` (approved) or ``cancelled`` (rejected), by the
+    invocation whose trace is ``trace_id`` (an approve, a reject, a cancel)."""
     new = "requested" if approved else "cancelled"
     completed = None if approved else now
     _guarded_txn(
@@ -336,12 +347,16 @@ def resolve_waiting_effect_txn(conn: Db, effect_id: str, approved: bool, now: st
         (new, completed, effect_id),
         "waiting_for_approval",
         now,
+        trace_id=trace_id,
     )
 
 
-def mark_uncertain_txn(conn: Db, run_id: str, now: str, *, keep: str | None = None) -> list[str]:
+def mark_uncertain_txn(
+    conn: Db, run_id: str, now: str, *, keep: str | None = None, trace_id: str | None = None
+) -> list[str]:
     """Every ``started`` effect of the run becomes ``uncertain`` (after a crash or cancel),
-    except those the SQL condition ``keep`` (over ``effects e``) selects."""
+    except those the SQL condition ``keep`` (over ``effects e``) selects; the events name
+    ``trace_id``, the invocation that found them so (a resume, a cancel, a claim)."""
     where = "e.run_id = ? AND e.status = 'started'" + (f" AND NOT {keep}" if keep else "")
     ids = [
         str(r[0])
@@ -353,7 +368,7 @@ def mark_uncertain_txn(conn: Db, run_id: str, now: str, *, keep: str | None = No
         [(now, effect_id) for effect_id in ids],
     )
     for effect_id in ids:
-        audit_effect_txn(conn, effect_id, now)
+        audit_effect_txn(conn, effect_id, now, trace_id=trace_id)
     sessions.settle_many_txn(conn, ids, "uncertain", now)  # a model call's session says so
     return ids
 

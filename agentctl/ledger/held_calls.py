@@ -73,7 +73,7 @@ def gate_call_txn(conn: Db, gated: GatedCall) -> CallGate:
     if status == "waiting_for_approval":
         return CallGate("held")
     if status == "requested":
-        effects.start_effect_txn(conn, new.effect_id, now)
+        effects.start_effect_txn(conn, new.effect_id, now, trace_id=gated.trace_id)
         tool_calls.move_held_tool_call_txn(conn, new.effect_id, "started", now)
         return CallGate("started")
     if status == "cancelled":

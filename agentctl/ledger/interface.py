@@ -96,8 +96,11 @@ class RunLedger(Protocol):
         """Materialise a retry/repair/replay run with its copied tasks (see ``DerivedRun``)."""
         ...
 
-    def claim_for_resume(self, run_ref: str, owner: Owner, now: str) -> RunHead:
-        """Refuse terminal runs, take the lease, turn started effects uncertain."""
+    def claim_for_resume(
+        self, run_ref: str, owner: Owner, now: str, *, trace_id: str | None = None
+    ) -> RunHead:
+        """Refuse terminal runs, take the lease, turn started effects uncertain (audited with
+        ``trace_id``, the resuming invocation's)."""
         ...
 
     def acquire_lease(self, run_id: str, owner: Owner, now: str) -> None:
@@ -129,13 +132,17 @@ class RunLedger(Protocol):
         """Whether a submitted run is claimable now or held by a live ``serve`` lease."""
         ...
 
-    def set_run_state(self, run_id: str, state: str, now: str) -> None:
-        """A legal run state change (e.g. paused → running on resume), audited."""
+    def set_run_state(
+        self, run_id: str, state: str, now: str, *, trace_id: str | None = None
+    ) -> None:
+        """A legal run state change (e.g. paused → running on resume), audited with
+        ``trace_id`` (the invocation's)."""
         ...
 
-    def request_cancel(self, run_ref: str, now: str) -> RunRecord:
+    def request_cancel(self, run_ref: str, now: str, *, trace_id: str | None = None) -> RunRecord:
         """Set the durable cancellation flag of a running or paused run; a paused run that no
-        live coordinator drives is cancelled at once (approvals closed). Returns the run."""
+        live coordinator drives is cancelled at once (approvals closed). Returns the run.
+        What it writes is audited with ``trace_id``, the cancelling invocation's."""
         ...
 
     def is_cancel_requested(self, run_id: str) -> bool: ...

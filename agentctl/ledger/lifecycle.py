@@ -107,8 +107,11 @@ def _walk_recorded_txn(
     tasks.commit_tasks_txn(conn, run_id, (), memory, now, trace_id=trace_id)
 
 
-def claim_for_resume_txn(conn: Db, run_ref: str, owner: Owner, now: str) -> runs.RunHead:
-    """Refuse terminal runs; take the lease; started effects become uncertain."""
+def claim_for_resume_txn(
+    conn: Db, run_ref: str, owner: Owner, now: str, trace_id: str | None = None
+) -> runs.RunHead:
+    """Refuse terminal runs; take the lease; started effects become uncertain (their events
+    name ``trace_id``, the resume's)."""
     run = runs.find_run_head(conn, run_ref)
     if run.state in TERMINAL_RUN:
         raise InvalidOperationError(
@@ -126,7 +129,7 @@ def claim_for_resume_txn(conn: Db, run_ref: str, owner: Owner, now: str) -> runs
     runs.acquire_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now)
     # A started effect with a durable remote handle lost only its observer: it stays started
     # and the resumed drive observes the same remote work (ledger.remote).
-    effects.mark_uncertain_txn(conn, run.run_id, now, keep=remote.CONTINUABLE)
+    effects.mark_uncertain_txn(conn, run.run_id, now, keep=remote.CONTINUABLE, trace_id=trace_id)
     return run
 
 
@@ -154,9 +157,12 @@ def raise_cancel_flag_txn(conn: Db, run_ref: str, now: str) -> str:
     return run_id
 
 
-def request_cancel_txn(conn: Db, run_id: str, now: str) -> runs.RunRecord:
+def request_cancel_txn(
+    conn: Db, run_id: str, now: str, trace_id: str | None = None
+) -> runs.RunRecord:
     """A cancel request's second transaction, once the flag is raised: its audit event, and an
-    undriven run cancelled at once; returns the run after it.
+    undriven run cancelled at once; returns the run after it. Every event written here names
+    ``trace_id``, the cancelling invocation's.
 
     A queued run, a paused run that no live coordinator owns, a running run a ``serve``
     handed back (no owner) and a running run whose ``run``/``resume`` died (its local owner's
@@ -171,52 +177,58 @@ def request_cancel_txn(conn: Db, run_id: str, now: str) -> runs.RunRecord:
     run = runs.get_run(conn, run_id)
     if run.state not in ("queued", "running", "paused"):
         return run
-    runs.record_cancel_request_txn(conn, run.run_id, now)
+    runs.record_cancel_request_txn(conn, run.run_id, now, trace_id=trace_id)
     if run.state == "running" and (
         run.owner_pid is None or runs.has_dead_local_owner(conn, run.run_id)
     ):
-        effects.mark_uncertain_txn(conn, run.run_id, now)  # (a hand-back did so already)
-        _cancel_unowned_txn(conn, run.run_id, now, _OPEN_WHEN_PAUSED | CANCELLABLE_TASK_STATES)
+        # (a hand-back made them uncertain already)
+        effects.mark_uncertain_txn(conn, run.run_id, now, trace_id=trace_id)
+        open_states = _OPEN_WHEN_PAUSED | CANCELLABLE_TASK_STATES
+        _cancel_unowned_txn(conn, run.run_id, now, open_states, trace_id)
         if run.owner_pid is not None:  # the dead owner's lease goes with its run
             runs.release_run_lease_txn(conn, run.run_id, run.owner_pid, now)
     elif run.state == "queued" or (
         run.state == "paused" and not runs.has_live_owner(conn, run.run_id, now)
     ):
-        _cancel_unowned_txn(conn, run.run_id, now, _OPEN_WHEN_PAUSED)
+        _cancel_unowned_txn(conn, run.run_id, now, _OPEN_WHEN_PAUSED, trace_id)
     return runs.get_run(conn, run.run_id)
 
 
-def _cancel_unowned_txn(conn: Db, run_id: str, now: str, open_states: frozenset[str]) -> None:
+def _cancel_unowned_txn(
+    conn: Db, run_id: str, now: str, open_states: frozenset[str], trace_id: str | None
+) -> None:
     """Pending approvals closed (their effects cancelled), open tasks cancelled, run cancelled;
     the reservations of effects that never started settled with nothing."""
-    approvals.close_pending_txn(conn, run_id, now, "the run was cancelled")
+    approvals.close_pending_txn(conn, run_id, now, "the run was cancelled", trace_id=trace_id)
     release_unstarted_txn(conn, run_id, now)
     for task in tasks.list_tasks(conn, run_id):
         if task.state in open_states:
+            why = "the run was cancelled"
             tasks.transition_task_txn(
-                conn, run_id, task.task_id, "cancelled", now, error="the run was cancelled"
+                conn, run_id, task.task_id, "cancelled", now, error=why, trace_id=trace_id
             )
-    runs.set_run_state_txn(conn, run_id, "cancelled", now)
+    runs.set_run_state_txn(conn, run_id, "cancelled", now, trace_id=trace_id)
 
 
 def cancel_run_txn(conn: Db, stop: CancelRun) -> None:
     """Stop in-flight work durably: started effects → uncertain (their reservations stay
     active until reconciled), tasks → cancelled; a run stopped for good settles the
     reservations of effects that never started with nothing (``budget_release``)."""
-    run_id, now = stop.run_id, stop.now
-    effects.mark_uncertain_txn(conn, run_id, now)
+    run_id, now, trace_id = stop.run_id, stop.now, stop.trace_id
+    effects.mark_uncertain_txn(conn, run_id, now, trace_id=trace_id)
     for task_id in stop.cancel_tasks:
-        tasks.transition_task_txn(conn, run_id, task_id, "cancelled", now)
+        tasks.transition_task_txn(conn, run_id, task_id, "cancelled", now, trace_id=trace_id)
     if stop.reason is not None:
-        _record_wall_time_txn(conn, run_id, now)
+        _record_wall_time_txn(conn, run_id, now, trace_id)
     if stop.state != "running":  # "running": a stopping ``serve`` hands the run back, and
         # its requested effects still run when another ``serve`` continues it
         release_unstarted_txn(conn, run_id, now)
-        runs.set_run_state_txn(conn, run_id, stop.state, now, error=stop.reason)
+        why = stop.reason
+        runs.set_run_state_txn(conn, run_id, stop.state, now, error=why, trace_id=trace_id)
     runs.release_run_lease_txn(conn, run_id, stop.pid, now)
 
 
-def _record_wall_time_txn(conn: Db, run_id: str, now: str) -> None:
+def _record_wall_time_txn(conn: Db, run_id: str, now: str, trace_id: str | None) -> None:
     """The wall-time overrun is the budget's ``exceeded`` record (as any other dimension's):
     ``{dimension: wallTimeSeconds, limit, attempted}`` with the whole seconds since creation,
     audited ``budget.exceeded`` with a checkpoint; an earlier overrun stays the one recorded."""
@@ -231,7 +243,7 @@ def _record_wall_time_txn(conn: Db, run_id: str, now: str) -> None:
         "limit": limit,
         "attempted": max(elapsed, limit + 1),
     }
-    record_exceeded_txn(conn, run_id, over, now, None)
+    record_exceeded_txn(conn, run_id, over, now, trace_id)
 
 
 def settle_run_txn(conn: Db, settle: SettleRun) -> None:
@@ -240,7 +252,7 @@ def settle_run_txn(conn: Db, settle: SettleRun) -> None:
     nothing (``budget_release``): it is terminal, so nothing can run them any more (an effect
     approved, or still waiting for its approval, among them). A run that stays ``running``
     or ``paused`` keeps them for the drive that continues it."""
-    run_id, now = settle.run_id, settle.now
+    run_id, now, trace = settle.run_id, settle.now, settle.trace_id
     for task_id in settle.never_started:
         tasks.transition_task_txn(
             conn,
@@ -249,11 +261,14 @@ def settle_run_txn(conn: Db, settle: SettleRun) -> None:
             "cancelled",
             now,
             error="not started: the run stopped after a task failed",
+            trace_id=trace,
         )
     if settle.state == "failed":
         release_unstarted_txn(conn, run_id, now)
     if settle.state != "running":
-        runs.set_run_state_txn(conn, run_id, settle.state, now, output=settle.output)
+        runs.set_run_state_txn(
+            conn, run_id, settle.state, now, output=settle.output, trace_id=trace
+        )
     runs.release_run_lease_txn(conn, run_id, settle.pid, now)
 
 

@@ -77,6 +77,7 @@ class CancelRun:
     ``reason`` (wall time exceeded) is audited as ``budget.exceeded`` before the run moves to
     ``state``; the lease held by ``pid`` is released in the same transaction. ``state``
     ``running`` keeps the run's state (a stopping ``serve`` hands the run back to the queue).
+    ``trace_id``: the stopping drive's, named by every event written here.
     """
 
     run_id: str
@@ -85,12 +86,14 @@ class CancelRun:
     pid: int
     cancel_tasks: tuple[str, ...]
     reason: str | None = None
+    trace_id: str | None = None
 
 
 @dataclass(frozen=True)
 class SettleRun:
     """End a drive: cancel ``never_started`` tasks, move the run to ``state`` (unless it stays
-    ``running``) with ``output``, and release the lease held by ``pid``."""
+    ``running``) with ``output``, and release the lease held by ``pid``; the events name
+    ``trace_id``, the ending drive's."""
 
     run_id: str
     state: str
@@ -98,6 +101,7 @@ class SettleRun:
     now: str
     pid: int
     never_started: tuple[str, ...] = ()
+    trace_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -274,14 +278,14 @@ class EffectOutcome:
     result: JsonValue = None
     error: str | None = None
     spent: Mapping[str, int] | None = None
-    trace_id: str | None = None
+    trace_id: str | None = None  # the recording drive's: its events name it
     long_term_put: MemoryPut | None = None
     tool_call_id: str | None = None
     tool_output: JsonValue = None
     model_call: bool = False
     protocol: ProtocolEvidence | None = None
-    # The effect row's own task, attempt and operation, when the caller inserted that row with
-    # this ``trace_id`` (a fresh effect step): its status UPDATE then returns no row to audit.
+    # The effect row's own task, attempt and operation, when the caller inserted that row (a
+    # fresh effect step): its status UPDATE then returns no row to audit.
     task_id: str | None = None
     attempt: int = 0
     operation: str | None = None
@@ -398,12 +402,14 @@ class ReconcileRequest:
 
 @dataclass(frozen=True)
 class IngestRequest:
-    """A file a confirmed mutation wrote, to be stored and leased until its task commits."""
+    """A file a confirmed mutation wrote, to be stored and leased until its task commits;
+    ``trace_id``: the drive's, named by the budget events its metering writes."""
 
     path: str
     now: str
     run_id: str
     task_id: str
+    trace_id: str | None = None
 
 
 @dataclass(frozen=True)

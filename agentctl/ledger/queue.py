@@ -7,7 +7,8 @@ Invariants:
   on PostgreSQL (SQLite's single writer serialises claims the same way), raises each one's
   fencing token, gives its lease an expiry, moves a queued run to ``running``, turns its
   ``started`` effects ``uncertain`` (a takeover follows the ordinary resume rules: nothing is
-  silently repeated) and audits ``run.claimed`` with the holder and the token;
+  silently repeated) and audits ``run.claimed`` with the holder and the token — every event
+  a claim writes names the trace of the drive that claims the run (``ClaimRequest.trace_ids``);
 - claimable: a queued run no process holds; a submitted run whose ``serve`` lease expired
   (always claimed, if only to fence its old holder out); a submitted running or paused run
   whose lease was released, once no approval of it is pending and no effect of it awaits
@@ -45,13 +46,17 @@ class Fence:
 
 @dataclass(frozen=True)
 class ClaimRequest:
-    """Claim up to ``limit`` runs for ``holder`` (a ``serve``: host and pid) until ``expires``."""
+    """Claim up to ``limit`` runs for ``holder`` (a ``serve``: host and pid) until ``expires``.
+
+    ``trace_ids``: the traces of the drives the claimed runs get, in claim order (the n-th run
+    looked at takes the n-th; none left: its events carry no trace)."""
 
     holder: str
     owner: Owner
     limit: int
     expires_at: str
     now: str
+    trace_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,7 @@ class ClaimedRun:
     run_id: str
     token: int
     takeover: bool  # the run had been driven before (an expired or released lease)
+    trace_id: str | None = None  # its drive's trace, named by what the claim wrote
 
 
 @dataclass(frozen=True)
@@ -101,11 +107,17 @@ def _claimable_ids(conn: Db, limit: int, now: str) -> list[str]:
 def claim_runs_txn(conn: Db, claim: ClaimRequest) -> tuple[ClaimedRun, ...]:
     """Claim up to ``claim.limit`` runs; returns those the holder may drive now."""
     ids = _claimable_ids(conn, claim.limit, claim.now)
-    claimed = (_claim_one_txn(conn, run_id, claim) for run_id in ids)
+    traces = claim.trace_ids
+    claimed = (
+        _claim_one_txn(conn, run_id, claim, traces[n] if n < len(traces) else None)
+        for n, run_id in enumerate(ids)
+    )
     return tuple(c for c in claimed if c is not None)
 
 
-def _claim_one_txn(conn: Db, run_id: str, claim: ClaimRequest) -> ClaimedRun | None:
+def _claim_one_txn(
+    conn: Db, run_id: str, claim: ClaimRequest, trace_id: str | None
+) -> ClaimedRun | None:
     now = claim.now
     conn.execute(
         "UPDATE runs SET owner_pid = ?, owner_create_time = ?, lease_holder = ?,"
@@ -115,19 +127,20 @@ def _claim_one_txn(conn: Db, run_id: str, claim: ClaimRequest) -> ClaimedRun | N
     row = conn.execute("SELECT state, lease_token FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     state, token = str(row["state"]), int(row["lease_token"])
     payload = {"holder": claim.holder, "token": token, "takeover": state != "queued"}
-    append_audit_txn(conn, run_id, "run.claimed", dict(payload), now)
+    append_audit_txn(conn, run_id, "run.claimed", dict(payload), now, trace_id=trace_id)
     if state == "queued":
-        runs.set_run_state_txn(conn, run_id, "running", now)
-        return ClaimedRun(run_id, token, takeover=False)
+        runs.set_run_state_txn(conn, run_id, "running", now, trace_id=trace_id)
+        return ClaimedRun(run_id, token, takeover=False, trace_id=trace_id)
     # A takeover: what the previous holder started, it may have done (resume's rule).
-    effects.mark_uncertain_txn(conn, run_id, now, keep=remote.CONTINUABLE)
+    effects.mark_uncertain_txn(conn, run_id, now, keep=remote.CONTINUABLE, trace_id=trace_id)
     if reconcile.unresolved_effects(conn, run_id):
         runs.release_run_lease_txn(conn, run_id, claim.owner.pid, now)
-        append_audit_txn(conn, run_id, "run.blocked", {"token": token}, now)
+        blocked = {"token": token}
+        append_audit_txn(conn, run_id, "run.blocked", blocked, now, trace_id=trace_id)
         return None
     if state == "paused":
-        runs.set_run_state_txn(conn, run_id, "running", now)
-    return ClaimedRun(run_id, token, takeover=True)
+        runs.set_run_state_txn(conn, run_id, "running", now, trace_id=trace_id)
+    return ClaimedRun(run_id, token, takeover=True, trace_id=trace_id)
 
 
 def heartbeat_txn(conn: Db, beat: Heartbeat) -> tuple[str, ...]:

@@ -136,9 +136,11 @@ class LedgerService(ABC):
     def create_derived_run(self, derived: DerivedRun) -> None:
         self._tx.run_write(lambda conn: lifecycle.create_derived_run_txn(conn, derived))
 
-    def claim_for_resume(self, run_ref: str, owner: Owner, now: str) -> RunHead:
+    def claim_for_resume(
+        self, run_ref: str, owner: Owner, now: str, *, trace_id: str | None = None
+    ) -> RunHead:
         return self._tx.run_write(
-            lambda conn: lifecycle.claim_for_resume_txn(conn, run_ref, owner, now)
+            lambda conn: lifecycle.claim_for_resume_txn(conn, run_ref, owner, now, trace_id)
         )
 
     def acquire_lease(self, run_id: str, owner: Owner, now: str) -> None:
@@ -175,16 +177,22 @@ class LedgerService(ABC):
 
         return self._tx.run_read(lambda conn: queue.queue_busy(conn, now))
 
-    def set_run_state(self, run_id: str, state: str, now: str) -> None:
-        self._tx.run_write(lambda conn: runs.set_run_state_txn(conn, run_id, state, now))
+    def set_run_state(
+        self, run_id: str, state: str, now: str, *, trace_id: str | None = None
+    ) -> None:
+        self._tx.run_write(
+            lambda conn: runs.set_run_state_txn(conn, run_id, state, now, trace_id=trace_id)
+        )
 
-    def request_cancel(self, run_ref: str, now: str) -> RunRecord:
+    def request_cancel(self, run_ref: str, now: str, *, trace_id: str | None = None) -> RunRecord:
         # The flag first, in a write a busy coordinator cannot starve (its every step rewrites
         # the run's row); then its audit event and the cancellation of an undriven run.
         run_id = self._tx.run_flag_write(
             lambda conn: lifecycle.raise_cancel_flag_txn(conn, run_ref, now)
         )
-        return self._tx.run_write(lambda conn: lifecycle.request_cancel_txn(conn, run_id, now))
+        return self._tx.run_write(
+            lambda conn: lifecycle.request_cancel_txn(conn, run_id, now, trace_id)
+        )
 
     def is_cancel_requested(self, run_id: str) -> bool:
         return self._tx.run_read(lambda conn: runs.is_cancel_requested(conn, run_id))
@@ -397,11 +405,12 @@ class LedgerService(ABC):
             # Reserved and settled with the blob row: one transaction per file, not three.
             amounts = {"artifactBytes": size}
             refused.clear()  # a retried transaction decides afresh
-            got = budget.reserve_budget_txn(conn, r.run_id, lease, amounts, r.now)
+            trace = r.trace_id
+            got = budget.reserve_budget_txn(conn, r.run_id, lease, amounts, r.now, trace_id=trace)
             if not got.granted:  # the overrun commits; the bytes are not kept
                 refused.append(got.exceeded or {"dimension": "artifactBytes"})
                 return False
-            budget.settle_budget_txn(conn, r.run_id, lease, amounts, r.now)
+            budget.settle_budget_txn(conn, r.run_id, lease, amounts, r.now, trace_id=trace)
             return True
 
         owner = IngestOwner(r.run_id, r.task_id, lease)

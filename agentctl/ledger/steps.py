@@ -246,7 +246,7 @@ def start_effects_txn(conn: Db, batch: EffectStartBatch) -> None:
             conn, batch.run_id, task_id, "running", batch.now, trace_id=batch.trace_id
         )
     for effect_id in batch.effect_ids:
-        effects.start_effect_txn(conn, effect_id, batch.now)
+        effects.start_effect_txn(conn, effect_id, batch.now, trace_id=batch.trace_id)
 
 
 def record_and_start_call_txn(conn: Db, call: CallRecord) -> JsonObject | None:
@@ -256,7 +256,9 @@ def record_and_start_call_txn(conn: Db, call: CallRecord) -> JsonObject | None:
     """
     new, now = call.effect, call.now
     tool_calls.insert_answered_txn(conn, new.run_id, call.answered, now)  # a refusal keeps them
-    outcome = budget.reserve_budget_txn(conn, new.run_id, new.effect_id, call.reserve, now)
+    outcome = budget.reserve_budget_txn(
+        conn, new.run_id, new.effect_id, call.reserve, now, trace_id=new.trace_id
+    )
     if not outcome.granted:
         return outcome.exceeded or {}
     effects.insert_effect_txn(conn, new, now, started=True)
@@ -292,7 +294,6 @@ def _audit_columns(o: EffectOutcome) -> dict[str, SqlParam] | None:
         "attempt": o.attempt,
         "operation": o.operation,
         "status": o.status,
-        "trace_id": o.trace_id,
     }
 
 
@@ -316,6 +317,7 @@ def _finish_one_txn(
         result_text=text,
         buffer=buffer,
         known=_audit_columns(o),
+        trace_id=o.trace_id,
     )
     if o.long_term_put is not None:
         flush_audits_txn(conn, o.run_id, buffer, o.now)  # it may audit: keep the order

@@ -42,6 +42,7 @@ class RunUpgrade:
     compiled_plan_json: str | None  # written only when the run has none
     summary: JsonObject  # the audit payload
     now: str
+    trace_id: str | None = None  # the upgrading invocation's, named by its audit event
 
 
 def upgrade_run_txn(conn: Db, up: RunUpgrade) -> None:
@@ -66,4 +67,4 @@ def upgrade_run_txn(conn: Db, up: RunUpgrade) -> None:
             " WHERE run_id = ? AND plan_parts IS NULL",
             (spill_text(conn, up.compiled_plan_json, up.now), up.run_id),
         )
-    append_audit_txn(conn, up.run_id, "run.upgraded", up.summary, up.now)
+    append_audit_txn(conn, up.run_id, "run.upgraded", up.summary, up.now, trace_id=up.trace_id)
