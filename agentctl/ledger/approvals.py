@@ -207,7 +207,7 @@ def _release_effect_txn(
     assert current.effect_id is not None
     resolve_waiting_effect_txn(conn, current.effect_id, approve, now, trace_id=trace_id)
     if not approve:
-        release_effect_txn(conn, current.run_id, current.effect_id, now)
+        release_effect_txn(conn, current.run_id, current.effect_id, now, trace_id)
         error = f"approval {current.approval_id} {why}"
         move_held_tool_call_txn(conn, current.effect_id, "rejected", now, error=error)
 

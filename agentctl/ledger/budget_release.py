@@ -65,20 +65,23 @@ def settle_reconciled_txn(
         settle_budget_txn(conn, run_id, effect_id, spent, now, trace_id=trace_id, held=held)
 
 
-def release_unstarted_txn(conn: Db, run_id: str, now: str) -> None:
+def release_unstarted_txn(conn: Db, run_id: str, now: str, trace_id: str | None) -> None:
     """Settle with nothing every active reservation of the stopped run ``run_id`` whose effect
-    never started and will not run (see the module doc)."""
+    never started and will not run (see the module doc); audited under ``trace_id``, the
+    stopping invocation's."""
     for row in conn.execute(_UNSTARTED, (run_id,)).fetchall():
         held = held_amounts(row[1])
-        settle_budget_txn(conn, run_id, str(row[0]), {}, now, held=held)
+        settle_budget_txn(conn, run_id, str(row[0]), {}, now, trace_id=trace_id, held=held)
 
 
-def release_effect_txn(conn: Db, run_id: str, effect_id: str, now: str) -> None:
+def release_effect_txn(
+    conn: Db, run_id: str, effect_id: str, now: str, trace_id: str | None
+) -> None:
     """Settle with nothing the active reservation of an effect that will never run (its
-    approval was rejected); none active: nothing changes."""
+    approval was rejected, by the invocation of ``trace_id``); none active: nothing changes."""
     held = _active_held(conn, run_id, effect_id)
     if held is not None:
-        settle_budget_txn(conn, run_id, effect_id, {}, now, held=held)
+        settle_budget_txn(conn, run_id, effect_id, {}, now, trace_id=trace_id, held=held)
 
 
 def _active_held(conn: Db, run_id: str, effect_id: str) -> dict[str, int] | None:

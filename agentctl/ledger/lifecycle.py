@@ -200,7 +200,7 @@ def _cancel_unowned_txn(
     """Pending approvals closed (their effects cancelled), open tasks cancelled, run cancelled;
     the reservations of effects that never started settled with nothing."""
     approvals.close_pending_txn(conn, run_id, now, "the run was cancelled", trace_id=trace_id)
-    release_unstarted_txn(conn, run_id, now)
+    release_unstarted_txn(conn, run_id, now, trace_id)
     for task in tasks.list_tasks(conn, run_id):
         if task.state in open_states:
             why = "the run was cancelled"
@@ -222,7 +222,7 @@ def cancel_run_txn(conn: Db, stop: CancelRun) -> None:
         _record_wall_time_txn(conn, run_id, now, trace_id)
     if stop.state != "running":  # "running": a stopping ``serve`` hands the run back, and
         # its requested effects still run when another ``serve`` continues it
-        release_unstarted_txn(conn, run_id, now)
+        release_unstarted_txn(conn, run_id, now, trace_id)
         why = stop.reason
         runs.set_run_state_txn(conn, run_id, stop.state, now, error=why, trace_id=trace_id)
     runs.release_run_lease_txn(conn, run_id, stop.pid, now)
@@ -264,7 +264,7 @@ def settle_run_txn(conn: Db, settle: SettleRun) -> None:
             trace_id=trace,
         )
     if settle.state == "failed":
-        release_unstarted_txn(conn, run_id, now)
+        release_unstarted_txn(conn, run_id, now, trace)
     if settle.state != "running":
         runs.set_run_state_txn(
             conn, run_id, settle.state, now, output=settle.output, trace_id=trace
