@@ -230,7 +230,7 @@ class RunInspection:
             "toolCalls": [c.to_json() for c in self.tool_calls],
             "artifacts": [r.to_json() for r in self.artifacts],
             "audit": [e.to_json() for e in self.audit],
-            "traces": [],
+            "traces": traces_json(self.audit),
             "budget": self._budget_json(),
         }
 
@@ -244,6 +244,33 @@ class RunInspection:
         found["usage"] = dict[str, JsonValue](self.budget_usage())
         found["planned"] = dict[str, JsonValue](planned_counts(self.run.plan))
         return found
+
+
+def traces_json(audit: tuple[AuditEvent, ...]) -> list[JsonValue]:
+    """The run's history by invocation: one entry per trace id in its audit log, in order of
+    first use. Every invocation that writes to a run (``run``, ``approvals approve``,
+    ``resume``, ``cancel``, ``effects reconcile``, a ``serve``'s drive, …) mints its own trace
+    id and every audit row names its writer's (docs/operations.md §12), so an entry says which
+    rows one invocation wrote (``firstSequence``..``lastSequence``, ``events`` of them) and
+    when (``startedAt``..``endedAt``)."""
+    found: dict[str, JsonObject] = {}
+    for event in audit:
+        if event.trace_id is None:
+            continue
+        entry = found.get(event.trace_id)
+        if entry is None:
+            entry = found[event.trace_id] = {
+                "traceId": event.trace_id,
+                "firstSequence": event.sequence,
+                "lastSequence": event.sequence,
+                "startedAt": event.created_at,
+                "endedAt": event.created_at,
+                "events": 0,
+            }
+        entry["lastSequence"] = event.sequence
+        entry["endedAt"] = event.created_at
+        entry["events"] = int(str(entry["events"])) + 1
+    return list(found.values())
 
 
 def planned_counts(plan: JsonValue) -> dict[str, int]:

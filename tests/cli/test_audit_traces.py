@@ -93,6 +93,17 @@ def test_run_approve_resume_each_audit_under_their_own_trace(cli: Cli, tmp_path:
     # The effect's own record keeps the trace of the run that requested it (its traceparent).
     shown = cli("--output", "json", "inspect", log.run_id, "--db", "r.db").data
     assert [e["traceId"] for e in shown["effects"]] == [log.traces[0]]
+    # `inspect`'s traces: the run's history by invocation, each one's rows and their span.
+    rows = shown["audit"]
+    assert [t["traceId"] for t in shown["traces"]] == log.traces
+    for trace in shown["traces"]:
+        own = [r for r in rows if r["traceId"] == trace["traceId"]]
+        assert trace["events"] == len(own)
+        assert (trace["firstSequence"], trace["lastSequence"]) == (
+            own[0]["sequence"],
+            own[-1]["sequence"],
+        )
+        assert (trace["startedAt"], trace["endedAt"]) == (own[0]["createdAt"], own[-1]["createdAt"])
 
 
 def test_a_cancel_audits_under_its_own_trace(cli: Cli, tmp_path: Path) -> None:
@@ -126,10 +137,9 @@ def test_resume_and_reconcile_of_an_uncertain_effect_audit_under_their_own_trace
     ]
     assert effect["status"] == "uncertain"
     (tmp_path / "result.json").write_text('{"exitCode": 0, "stdout": "hi\\n", "stderr": ""}')
-    reconciled = cli(
-        "--output", "json", "effects", "reconcile", effect["effectId"], "--db", "r.db",
-        "--status", "applied", "--reason", "it printed", "--result-file", "result.json",
-    )  # fmt: skip
+    reconcile = ("effects", "reconcile", effect["effectId"], "--status", "applied")
+    why = ("--reason", "it printed", "--result-file", "result.json")
+    reconciled = cli("--output", "json", *reconcile, *why, "--db", "r.db")
     assert reconciled.rc == 0, reconciled.stderr
     log.written_by(reconciled.data["traceId"])
     resumed = cli("--output", "json", "resume", log.run_id, "--db", "r.db")
