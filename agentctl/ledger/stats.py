@@ -253,24 +253,21 @@ def traces_json(audit: tuple[AuditEvent, ...]) -> list[JsonValue]:
     id and every audit row names its writer's (docs/operations.md §12), so an entry says which
     rows one invocation wrote (``firstSequence``..``lastSequence``, ``events`` of them) and
     when (``startedAt``..``endedAt``)."""
-    found: dict[str, JsonObject] = {}
+    written: dict[str, list[AuditEvent]] = {}  # in order of first use
     for event in audit:
-        if event.trace_id is None:
-            continue
-        entry = found.get(event.trace_id)
-        if entry is None:
-            entry = found[event.trace_id] = {
-                "traceId": event.trace_id,
-                "firstSequence": event.sequence,
-                "lastSequence": event.sequence,
-                "startedAt": event.created_at,
-                "endedAt": event.created_at,
-                "events": 0,
-            }
-        entry["lastSequence"] = event.sequence
-        entry["endedAt"] = event.created_at
-        entry["events"] = int(str(entry["events"])) + 1
-    return list(found.values())
+        if event.trace_id is not None:
+            written.setdefault(event.trace_id, []).append(event)
+    return [
+        {
+            "traceId": trace,
+            "firstSequence": rows[0].sequence,
+            "lastSequence": rows[-1].sequence,
+            "startedAt": rows[0].created_at,
+            "endedAt": rows[-1].created_at,
+            "events": len(rows),
+        }
+        for trace, rows in written.items()
+    ]
 
 
 def planned_counts(plan: JsonValue) -> dict[str, int]:
