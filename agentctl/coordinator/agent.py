@@ -49,6 +49,7 @@ from agentctl.core.operations import BuildInput, Operation, RunContext
 from agentctl.core.plan import AgentConfig
 from agentctl.core.policy import Decision, decide, tool_approval
 from agentctl.core.pricing import COST_KEY, add_token_counts, price_for
+from agentctl.core.timeouts import AGENT_CALL_TIMEOUT_SECONDS
 from agentctl.core.tool_result import output_problems
 from agentctl.errors import PolicyDeniedError, RunFailedError
 from agentctl.ledger.sessions import ProviderTurn
@@ -123,7 +124,9 @@ class AgentRunner:
         self.cost: int | None = 0
         self.answered: list[AnsweredToolCall] = []  # pure tool calls no call carried yet
         self.call_ids: dict[str, int] = {}  # how often the model gave each tool-call id
-        self.agent_seconds = float(_int(self.agent.get("timeoutSeconds") or 120))
+        self.agent_seconds = float(
+            _int(self.agent.get("timeoutSeconds") or AGENT_CALL_TIMEOUT_SECONDS)
+        )
         # Counted from here, this drive's start of the attempt's loop (``agent_timeouts``).
         self.deadline = TaskDeadline(task.agent_timeout_seconds, gateway.clock.monotonic)
 

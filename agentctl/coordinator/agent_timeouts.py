@@ -2,7 +2,8 @@
 
 Three layers bound an agent task (spec/dsl.md §4, §5; spec/cli.md: `--timeout-seconds` is a
 fourth, over the whole run):
-- each model call: the agent's ``timeoutSeconds`` (per provider call, default 120);
+- each model call: the agent's ``timeoutSeconds`` (per provider call, default 120,
+  ``core.timeouts``);
 - each tool call: the tool's own ``timeoutSeconds`` when it declares one, else its kind's
   (``Operation.call_timeout``: an MCP tool's server ``timeoutSeconds``), else the agent's;
   an MCP listing is bounded by its server's the same way;

@@ -34,7 +34,12 @@ from agentctl.coordinator.execute import EffectRunner
 from agentctl.coordinator.live import Inflight, Live, Retention, settle_output
 from agentctl.coordinator.local import recorded_delta
 from agentctl.coordinator.poolref import workers
-from agentctl.coordinator.prepare import RunSettings, prepare_task, resolved_input_digest
+from agentctl.coordinator.prepare import (
+    RunSettings,
+    prepare_recorded,
+    prepare_task,
+    resolved_input_digest,
+)
 from agentctl.coordinator.schedule import SCHEDULABLE, WAITING, Scheduler
 from agentctl.coordinator.staging import Staged, target_state
 from agentctl.coordinator.steps import (
@@ -233,13 +238,13 @@ class Driver:
         """A task found mid-flight: reuse its outcome, or re-create its effect identically."""
         eff = found.effect
         fresh = found.reconciliation in ("not_applied", "compensated")
+        held = self.live.states[task.id] == "waiting_for_approval"  # resolved since
         if task.kind == "agent":
             # Re-enter the loop: its confirmed calls are reused by identity, not resent.
             prep = prepare_task(self.rs, task, view, attempt + 1 if fresh else attempt)
             if isinstance(prep, PendingAgent):
                 # A task paused at a held tool call moves back to running (same attempt)
                 # before its loop re-enters; the gateway then finds the approval's outcome.
-                held = self.live.states[task.id] == "waiting_for_approval"
                 return dataclasses.replace(prep, recorded=not fresh and not held)
             return prep
         if eff.status == "succeeded" or found.reconciliation == "applied":
@@ -253,7 +258,7 @@ class Driver:
             return Settled(task, attempt, "failed", eff.result, error)
         if fresh:
             return prepare_task(self.rs, task, view, attempt + 1)
-        prep = self._recreate(task, view, eff.effect_id, attempt)
+        prep = prepare_recorded(self.rs, task, view, attempt, eff, approved=held)
         if isinstance(prep, PendingEffect) and found.remote is not None and eff.status == "started":
             # Its remote work is known and durable: observe it, never send it again.
             observe = {**prep.effect.request, "continueTaskId": found.remote.remote_task_id}
@@ -261,19 +266,6 @@ class Driver:
                 dataclasses.replace(prep, effect=dataclasses.replace(prep.effect, request=observe))
             )
         return prep
-
-    def _recreate(
-        self, task: PlannedTask, view: ev.RuntimeView, effect_id: str, attempt: int
-    ) -> PendingEffect | Settled:
-        """The recorded effect prepared again; it must come out with the same identity."""
-        prep = prepare_task(self.rs.for_recorded, task, view, attempt)
-        if not isinstance(prep, PendingEffect) or prep.effect.effect_id != effect_id:
-            error = (
-                f"effect {effect_id} can no longer be re-created identically; "
-                "reconcile it and retry the task"
-            )
-            return Settled(task, attempt, "failed", error=error)
-        return dataclasses.replace(prep, recorded=True)
 
     # ------------------------------------------------------------------ record and start
 

@@ -39,6 +39,7 @@ from agentctl.core.operations import BuildInput, Built, Operation, RunContext
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.policy import Decision, decide
 from agentctl.errors import PolicyDeniedError, RunFailedError
+from agentctl.ledger.effects import EffectRecord
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,44 @@ def prepare_task(
             output = preview.requires_execution(reason=exc.message)
             return Settled(task, attempt, "succeeded", output)
         return Settled(task, attempt, "failed", error=exc.message, retryable=exc.retryable)
+
+
+def prepare_recorded(
+    rs: RunSettings,
+    task: PlannedTask,
+    view: ev.RuntimeView,
+    attempt: int,
+    recorded: EffectRecord,
+    *,
+    approved: bool,
+) -> PendingEffect | Settled:
+    """The effect an earlier drive recorded, prepared again: it must come out with the same
+    identity, so with the same input; else the task fails. ``approved``: the task waited for
+    the approval it has since been given."""
+    prep = prepare_task(rs.for_recorded, task, view, attempt)
+    if isinstance(prep, PendingEffect) and prep.effect.effect_id == recorded.effect_id:
+        return dataclasses.replace(prep, recorded=True)
+    return Settled(task, attempt, "failed", error=_not_recreated(recorded, approved))
+
+
+def _not_recreated(recorded: EffectRecord, approved: bool) -> str:
+    """Why a recorded effect was not re-created, and what the operator can do. Its identity
+    covers its operation and input, so its input changed: memory or an output it reads was
+    written since (by a sibling task, while it waited for its approval)."""
+    effect, run = recorded.effect_id, recorded.run_id
+    if recorded.status != "requested":  # it started: what it did is unknown until reconciled
+        return (
+            f"effect {effect} can no longer be re-created identically; "
+            "reconcile it and retry the task"
+        )
+    retry = f"`agentctl retry FILE {run} --failed` runs the task again"
+    if approved:
+        return (
+            f"effect {effect} was approved, but its input has changed since (another task "
+            "wrote what it reads) and the approval does not cover the new input; it never "
+            f"started: {retry} and asks for a new approval"
+        )
+    return f"effect {effect} never started and its input has changed since it was recorded: {retry}"
 
 
 def _routed_by_unknown(plan: Plan, task: PlannedTask, view: ev.RuntimeView) -> bool:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from agentctl.core.canonical import canonical_json
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list, as_object
 from agentctl.core.operations import BuildInput, Built, Endpoint, ReachInput, pointer
+from agentctl.core.timeouts import AGENT_CALL_TIMEOUT_SECONDS
 from agentctl.errors import PolicyDeniedError, RunFailedError
 
 MIB = 1024 * 1024
@@ -185,7 +186,7 @@ def _provider_call(b: BuildInput, agent: JsonObject, provider: JsonObject, kind:
     if egress.get("customCa") is not None:
         refs[pointer("egress", "customCa")] = egress["customCa"]
     timeout = agent.get("timeoutSeconds")
-    own = float(timeout) if isinstance(timeout, int | float) else 120.0
+    own = float(timeout) if isinstance(timeout, int | float) else float(AGENT_CALL_TIMEOUT_SECONDS)
     request: JsonObject = {**recorded, "headers": dict(headers), "egress": egress}
     # The agent's ``timeoutSeconds``, or less: the loop's timeout for this call when what is
     # left of its task's own ``timeoutSeconds`` cuts it (``BuildInput.timeout_seconds``).

@@ -31,6 +31,7 @@ from agentctl.core.operations import (
     named_endpoints,
     pointer,
 )
+from agentctl.core.timeouts import MCP_TIMEOUT_SECONDS
 from agentctl.errors import RunFailedError
 
 LIST_OPERATION = "mcp.list_tools"
@@ -64,7 +65,7 @@ def _request(
     if egress.get("customCa") is not None:
         refs[pointer("egress", "customCa")] = egress["customCa"]
     limit = server.get("timeoutSeconds")
-    timeout = float(limit) if isinstance(limit, int | float) else 120.0
+    timeout = float(limit) if isinstance(limit, int | float) else float(MCP_TIMEOUT_SECONDS)
     request: JsonObject = {**recorded, "headers": dict(headers), "egress": egress}
     request["timeoutSeconds"] = b.timeout_seconds if resolved else min(timeout, b.timeout_seconds)
     return Built(recorded, request, secret_refs=refs)

@@ -35,6 +35,7 @@ from typing import Literal
 
 from agentctl.core.effects import EffectClass, Idempotency, Predictability, Risk
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
+from agentctl.core.timeouts import TASK_TIMEOUT_SECONDS
 
 Family = Literal["action", "model", "tool", "internal"]
 Placement = Literal["pure", "coordinator", "worker"]
@@ -91,7 +92,7 @@ class BuildInput:
     args: JsonValue
     run: RunContext
     memory_writes: tuple[str, ...] = ()
-    timeout_seconds: float = 120.0
+    timeout_seconds: float = float(TASK_TIMEOUT_SECONDS)
 
 
 @dataclass(frozen=True)

@@ -25,3 +25,14 @@ def provider_session_turns() -> tuple[str, ...]:
         "ALTER TABLE provider_sessions ADD COLUMN last_effect_id TEXT",
         "CREATE INDEX provider_sessions_by_effect ON provider_sessions (last_effect_id)",
     )
+
+
+def derived_run_lookups() -> tuple[str, ...]:
+    """The runs derived from a run, found by index instead of a scan of ``runs``: every
+    ``resume`` asks whether a repair or retry took its run as their source
+    (``lifecycle._refuse_superseded``), and ``report`` walks a run's descendants by
+    ``parent_run_id`` or ``source_run_id`` (both indexed, so the OR of the two uses them)."""
+    return (
+        "CREATE INDEX runs_by_source ON runs (source_run_id)",
+        "CREATE INDEX runs_by_parent ON runs (parent_run_id)",
+    )

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-from agentctl.ledger.later_steps import provider_session_turns
+from agentctl.ledger.later_steps import derived_run_lookups, provider_session_turns
 
 # v1: the core run history.
 _V1 = (
@@ -450,6 +450,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     _run_queue(),  # v14: queued runs, lease expiry, holder and fencing token (run queue)
     _run_plan_parts(),  # v15: a run's compiled plan stored in parts (run_plan_parts)
     provider_session_turns(),  # v16: provider sessions' status, calls and usage (inspect)
+    derived_run_lookups(),  # v17: runs found by their source or parent run's id (index)
 )
 SUPPORTED_SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -120,22 +120,17 @@ def _check_compensation(conn: Db, effect: EffectRecord, compensation_effect_id: 
 
 
 def _check_rules(
-    conn: Db,
-    effect: EffectRecord,
-    history: list[ReconciliationRecord],
-    asked: tuple[str, str, str, JsonValue],
-    compensation_effect_id: str | None,
+    conn: Db, effect: EffectRecord, history: list[ReconciliationRecord], r: ReconciliationRecord
 ) -> None:
-    """Refuse an empty actor or reason, a contradiction, a result-less ``applied`` and an
-    invalid compensation."""
-    status, actor, reason, result = asked
-    if not actor.strip() or not reason.strip():
+    """Refuse to append ``r`` (not yet inserted) with an empty actor or reason, a
+    contradiction, a result-less ``applied`` or an invalid compensation."""
+    if not r.actor.strip() or not r.reason.strip():
         raise InvalidOperationError("a reconciliation needs a non-empty actor and reason")
-    check_reconciliation(effect.status, effect.confirmed, [h.status for h in history], status)
-    if status == "applied" and result is None:
+    check_reconciliation(effect.status, effect.confirmed, [h.status for h in history], r.status)
+    if r.status == "applied" and r.result is None:
         raise InvalidOperationError("an applied reconciliation needs the effect's result")
-    if status == "compensated":
-        _check_compensation(conn, effect, compensation_effect_id)
+    if r.status == "compensated":
+        _check_compensation(conn, effect, r.compensation_effect_id)
 
 
 @dataclass(frozen=True)
@@ -174,7 +169,6 @@ def reconcile_effect_txn(
     call's usage is priced at ``rates`` (None: its price is unknown)."""
     effect = get_effect(conn, effect_id)
     history = list_reconciliations(conn, effect_id=effect_id)
-    _check_rules(conn, effect, history, (status, actor, reason, result), compensation_effect_id)
     record = ReconciliationRecord(
         reconciliation_id=reconciliation_id or f"reconciliation-{uuid.uuid4()}",
         effect_id=effect_id,
@@ -189,6 +183,7 @@ def reconcile_effect_txn(
         trace_id=trace_id,
         created_at=now,
     )
+    _check_rules(conn, effect, history, record)
     _insert(conn, record)
     _audit(conn, effect, record, grounds)
     if status in _SETTLES:

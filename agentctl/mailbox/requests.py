@@ -13,6 +13,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from agentctl.core.timeouts import (
+    A2A_TIMEOUT_SECONDS,
+    AGENT_CALL_TIMEOUT_SECONDS,
+    MCP_TIMEOUT_SECONDS,
+    TASK_TIMEOUT_SECONDS,
+)
 from agentctl.mailbox.messages import WireModel
 
 MIB = 1024 * 1024
@@ -37,7 +43,7 @@ class WriteRequest(WireModel):
 
 
 class ProcessLimits(WireModel):
-    timeout_seconds: float = Field(default=120, gt=0)
+    timeout_seconds: float = Field(default=TASK_TIMEOUT_SECONDS, gt=0)
     stdout_limit_bytes: int = Field(default=MIB, ge=1, le=16 * MIB)
     stderr_limit_bytes: int = Field(default=MIB, ge=1, le=16 * MIB)
     combined_output_limit_bytes: int = Field(default=2 * MIB, ge=1, le=16 * MIB)
@@ -147,7 +153,7 @@ class ModelRequest(WireModel):
     reasoning: Reasoning | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     stream: bool = False
-    timeout_seconds: float = Field(default=120, gt=0)
+    timeout_seconds: float = Field(default=AGENT_CALL_TIMEOUT_SECONDS, gt=0)
     egress: EgressSettings = Field(default_factory=EgressSettings)
     call_number: int | None = None  # added by the coordinator to every model call
 
@@ -163,7 +169,7 @@ class McpRequest(WireModel):
     url: str
     headers: dict[str, str] = Field(default_factory=dict)
     protocol_version: str = "2025-11-25"
-    timeout_seconds: float = Field(default=120, gt=0)
+    timeout_seconds: float = Field(default=MCP_TIMEOUT_SECONDS, gt=0)
     egress: EgressSettings = Field(default_factory=EgressSettings)
     method: Literal["tools/call", "tools/list"]
     tool: str | None = None  # tools/call: the remote tool's name
@@ -189,7 +195,7 @@ class A2aDelegateRequest(WireModel):
     message_id: str | None = None
     message: Any
     egress: EgressSettings = Field(default_factory=EgressSettings)
-    request_timeout_seconds: float = Field(default=120, gt=0)
+    request_timeout_seconds: float = Field(default=A2A_TIMEOUT_SECONDS, gt=0)
     max_polls: int = Field(default=100, ge=1, le=1000)
     poll_interval_ms: int = Field(default=100, ge=1, le=60_000)
     continue_task_id: str | None = None

@@ -109,6 +109,7 @@ _FILLERS = {
     13: [_fill_v1, _fill_v2, _fill_v3, _fill_v12],  # v13 only dropped a duplicate index
     14: [_fill_v1, _fill_v2, _fill_v3, _fill_v12],  # v14 only added run-queue columns
     15: [_fill_v1, _fill_v2, _fill_v3, _fill_v12],  # v15 only added the plan-parts table
+    16: [_fill_v1, _fill_v2, _fill_v3, _fill_v12],  # v16 only added session and tool-call columns
 }
 
 
@@ -267,5 +268,44 @@ def test_effect_lookups_by_task_keep_an_index_after_the_duplicate_is_dropped(
             ("r", "t", 1),
         ).fetchall()
         assert any("USING INDEX" in str(r[3]) for r in plan), plan
+    finally:
+        led.close()
+
+
+# The derived-run lookups (``lifecycle._refuse_superseded`` on every resume, ``report``'s
+# descendants): each must search an index of ``runs``, never scan it.
+DERIVED_RUN_LOOKUPS = (
+    "SELECT run_id, mode FROM runs WHERE source_run_id = ? AND mode IN ('repair', 'retry')"
+    " ORDER BY created_at LIMIT 1",
+    "SELECT run_id FROM runs WHERE parent_run_id IN (?) OR source_run_id IN (?)"
+    " ORDER BY created_at, run_id",
+)
+
+
+def test_v17_finds_derived_runs_by_index(tmp_path: Path) -> None:
+    """v17 indexes ``runs.source_run_id`` and ``runs.parent_run_id``: a ledger migrated from
+    v16, with a derived run in it, finds that run through them."""
+    old = open_database(tmp_path / "old.db", target_version=16)
+    with old.transaction() as conn:
+        _fill_v1(conn)
+        conn.execute(
+            "INSERT INTO runs (run_id, state, mode, workflow_name, workflow_digest, plan_digest,"
+            " workflow_json, plan_json, inputs_json, working_memory_json, trace_id, created_at,"
+            " updated_at, source_run_id) SELECT 'retry-new', 'failed', 'retry', workflow_name,"
+            " workflow_digest, plan_digest, '{}', '{}', '{}', '{}', 'trace-new', created_at,"
+            " updated_at, run_id FROM runs WHERE run_id = 'run-old'"
+        )
+    old.close()
+    led = open_database(tmp_path / "old.db")
+    try:
+        assert led.migration.applied == tuple(range(17, SUPPORTED_SCHEMA_VERSION + 1))
+        superseded, descendants = DERIVED_RUN_LOOKUPS
+        found = led.conn.execute(superseded, ("run-old",)).fetchall()
+        assert [tuple(r) for r in found] == [("retry-new", "retry")]
+        for query, params in ((superseded, ("run-old",)), (descendants, ("run-old", "run-old"))):
+            plan = [str(r[3]) for r in led.conn.execute("EXPLAIN QUERY PLAN " + query, params)]
+            assert not any(step.startswith("SCAN runs") for step in plan), plan
+            assert any("USING INDEX runs_by_source" in step for step in plan), plan
+        assert any("USING INDEX runs_by_parent" in step for step in plan), plan
     finally:
         led.close()

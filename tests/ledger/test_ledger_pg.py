@@ -208,6 +208,32 @@ def test_a_v15_ledger_with_sessions_and_tool_calls_migrates(pg_url: str, tmp_pat
         led.close()
 
 
+def test_a_v16_ledger_gains_the_derived_run_indexes(pg_url: str, tmp_path: Path) -> None:
+    # v17's indexes, translated like every later step: the derived-run lookups the SQLite
+    # migration test checks search them here too (the planner told not to scan, as it would
+    # on a table this small, so the plan shows whether an index can answer).
+    from test_ledger_migrations import DERIVED_RUN_LOOKUPS
+
+    from agentctl.ledger.pg import schema
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        schema.set_up(conn, "db", 16)
+    indexes = "SELECT indexname FROM pg_indexes WHERE tablename = 'runs' ORDER BY indexname"
+    assert not {"runs_by_source", "runs_by_parent"} & {r[0] for r in _sql(pg_url, indexes)}
+    led = open_pg_ledger(pg_url, artifacts=tmp_path / "art")
+    try:
+        assert led.migration().applied == tuple(range(17, SUPPORTED_SCHEMA_VERSION + 1))
+    finally:
+        led.close()
+    assert {"runs_by_source", "runs_by_parent"} <= {r[0] for r in _sql(pg_url, indexes)}
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("SET enable_seqscan = off")
+        for query in DERIVED_RUN_LOOKUPS:
+            sql = "EXPLAIN " + query.replace("?", "'run-old'")
+            plan = " ".join(str(r[0]) for r in conn.execute(sql))
+            assert "Seq Scan" not in plan and "runs_by_source" in plan, plan
+
+
 class _PgAsSqlite:
     """The migration tests' fillers speak sqlite3's ``?``; PostgreSQL's driver takes ``%s``."""
 

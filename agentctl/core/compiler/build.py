@@ -41,6 +41,7 @@ from agentctl.core.compiler.variables import merged_vars
 from agentctl.core.jsonschema import schema_problems
 from agentctl.core.plan import AgentConfig, Compensation, PlannedTask, RetryPolicy, TaskKind
 from agentctl.core.registry import MODEL_PREFIX
+from agentctl.core.timeouts import TASK_TIMEOUT_SECONDS
 
 _AGGREGATES = frozenset({"aggregate", "loop_aggregate"})
 _AUTHORED = frozenset({"action", "agent", "router"})
@@ -209,7 +210,7 @@ def _timeout(node: Node, env: Env, action: dict[str, Any] | None) -> int:
     ):
         if isinstance(candidate, int) and not isinstance(candidate, bool):
             return candidate
-    return 120
+    return TASK_TIMEOUT_SECONDS
 
 
 def _explicit_timeout(node: Node) -> int | None:

@@ -39,6 +39,7 @@ from agentctl.core.dsl.base import (
 from agentctl.core.dsl.secrets import EnvSecret, SecretRef
 from agentctl.core.dsl.tasks import RESERVED_VARS
 from agentctl.core.providerdefaults import CREDENTIAL_ENVS, DEFAULT_ENDPOINTS
+from agentctl.core.timeouts import AGENT_CALL_TIMEOUT_SECONDS
 
 TOOL_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\Z")
 MCP_TOOL_KIND = "mcp.tool"
@@ -136,7 +137,7 @@ class Agent(StrictModel):
     max_turns: int = Field(8, alias="maxTurns", ge=1, le=64)
     max_tool_calls: int = Field(16, alias="maxToolCalls", ge=0, le=256)
     max_output_tokens: int = Field(2048, alias="maxOutputTokens", ge=1)
-    timeout_seconds: Seconds = Field(120, alias="timeoutSeconds")
+    timeout_seconds: Seconds = Field(AGENT_CALL_TIMEOUT_SECONDS, alias="timeoutSeconds")
     retry: AgentRetry | None = None
     reasoning: Reasoning | None = None
     structured_output: JsonObject | None = Field(None, alias="structuredOutput")

@@ -28,6 +28,7 @@ from agentctl.core.dsl.base import (
     rule_error,
 )
 from agentctl.core.dsl.secrets import SecretRef
+from agentctl.core.timeouts import A2A_TIMEOUT_SECONDS, MCP_TIMEOUT_SECONDS, TASK_TIMEOUT_SECONDS
 
 _HOST_PATTERN_RE = re.compile(r"^(?:\*\.)?[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?\Z")
 _MODEL_KEY_RE = re.compile(r"^[^/\s]+/[^\s]+\Z")
@@ -160,7 +161,7 @@ class Pricing(StrictModel):
 
 class Runtime(StrictModel):
     max_concurrency: int = Field(1, alias="maxConcurrency", ge=1, le=64)
-    default_timeout_seconds: Seconds = Field(120, alias="defaultTimeoutSeconds")
+    default_timeout_seconds: Seconds = Field(TASK_TIMEOUT_SECONDS, alias="defaultTimeoutSeconds")
     budgets: Budgets = Field(default_factory=Budgets.model_construct)
     pricing: Pricing | None = None
 
@@ -253,7 +254,7 @@ def _card_url(value: str) -> str:
 class McpServer(StrictModel):
     url: NonEmptyStr
     headers: dict[str, SecretRef] = Field(default_factory=dict)
-    timeout_seconds: Seconds = Field(120, alias="timeoutSeconds")
+    timeout_seconds: Seconds = Field(MCP_TIMEOUT_SECONDS, alias="timeoutSeconds")
     protocol_version: NonEmptyStr = Field(MCP_PROTOCOL_VERSION, alias="protocolVersion")
 
     _spoken = field_validator("protocol_version")(_mcp_spoken)
@@ -263,7 +264,7 @@ class McpServer(StrictModel):
 class A2aPeer(StrictModel):
     card_url: NonEmptyStr = Field(alias="cardUrl")
     headers: dict[str, SecretRef] = Field(default_factory=dict)
-    timeout_seconds: Seconds = Field(120, alias="timeoutSeconds")
+    timeout_seconds: Seconds = Field(A2A_TIMEOUT_SECONDS, alias="timeoutSeconds")
     max_polls: int = Field(100, alias="maxPolls", ge=1, le=1000)
     poll_interval_ms: int = Field(100, alias="pollIntervalMs", ge=1, le=60_000)
     protocol_version: NonEmptyStr = Field(A2A_PROTOCOL_VERSION, alias="protocolVersion")
