@@ -213,16 +213,22 @@ def _release_effect_txn(
 
 
 def close_pending_txn(
-    conn: Db, run_id: str, now: str, reason: str, *, trace_id: str | None = None
+    conn: Db,
+    run_id: str,
+    now: str,
+    reason: str,
+    *,
+    resolver: str = "agentctl cancel",
+    trace_id: str | None = None,
 ) -> None:
-    """Close every pending approval of a run that was cancelled: status ``cancelled``, its
-    effect ``cancelled`` (it never ran), audited with ``trace_id`` (the cancel's); a later
-    approve is refused as not pending."""
+    """Close every pending approval of a run that was stopped for good: status ``cancelled``
+    (resolved by ``resolver``), its effect ``cancelled`` (it never ran), audited with
+    ``trace_id`` (the stopping invocation's); a later approve is refused as not pending."""
     for current in list_approvals(conn, run_id):
         conn.execute(
             "UPDATE approvals SET status = 'cancelled', resolved_at = ?, resolved_by = ?,"
             " resolution_reason = ? WHERE approval_id = ? AND status = 'pending'",
-            (now, "agentctl cancel", reason, current.approval_id),
+            (now, resolver, reason, current.approval_id),
         )
         if current.effect_id is not None:
             resolve_waiting_effect_txn(conn, current.effect_id, False, now, trace_id=trace_id)
