@@ -234,7 +234,8 @@ def _close_parked_txn(conn: Db, stop: CancelRun) -> None:
     running, or the wall time ran out before the approved effect could start): the approval is
     closed (``cancelled``, its effect ``cancelled``) and the task ``cancelled``, as ``cancel``
     of a paused run does — else a terminal run would keep an open approval an operator could
-    still approve, and a task in flight that ``replay`` refuses for ever."""
+    still approve, and a task in flight that ``replay`` refuses for ever. A run that ends
+    ``failed`` (its wall time ran out) also cancels the tasks that never started."""
     why = stop.reason or "the run was cancelled"
     resolver = "agentctl cancel" if stop.state == "cancelled" else "agentctl budget"
     run_id, now, trace_id = stop.run_id, stop.now, stop.trace_id
@@ -243,6 +244,12 @@ def _close_parked_txn(conn: Db, stop: CancelRun) -> None:
         if task.state == "waiting_for_approval":
             tasks.transition_task_txn(
                 conn, run_id, task.task_id, "cancelled", now, error=why, trace_id=trace_id
+            )
+        elif task.state == "pending" and stop.state == "failed":
+            # a failed run ends with every task terminal, as ``settle_run_txn`` leaves one
+            unstarted = f"not started: {why}"
+            tasks.transition_task_txn(
+                conn, run_id, task.task_id, "cancelled", now, error=unstarted, trace_id=trace_id
             )
 
 

@@ -4,7 +4,8 @@ When a driven run is cancelled (SIGINT, ``agentctl cancel``) while one task wait
 approval and a sibling is still running, or its wall time runs out on the ``resume`` after a
 pause, the run is terminal: its pending approval is closed (``cancelled``; approving it later
 is refused, exit 5), the waiting task ends ``cancelled`` and ``replay`` of the run works —
-as after ``agentctl cancel`` of a paused run.
+as after ``agentctl cancel`` of a paused run. A run failed by its wall time also cancels the
+tasks that never started, as any failed run does.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ WALL = (
   actions: { save: { kind: builtin.write } }
   tasks:
     - { id: w, uses: "action:save", with: { path: out/a.txt, content: x } }
+    - { id: after, uses: "action:save", needs: [w], with: { path: out/b.txt, content: y } }
 """
 )
 
@@ -78,6 +80,7 @@ def _wait_for_siblings(cli, db: Path) -> str:  # type: ignore[no-untyped-def]
 def _assert_closed(cli, db: Path, run_id: str, approval_id: str) -> None:  # type: ignore[no-untyped-def]
     data = _inspect(cli, db, run_id)
     assert _states(data)["w"] == "cancelled", data["tasks"]
+    assert _states(data).get("after", "cancelled") == "cancelled", data["tasks"]
     assert [e["status"] for e in data["effects"] if e["taskId"] == "w"] == ["cancelled"]
     assert data["approvals"] == []
     events = [a["eventType"] for a in data["audit"]]
@@ -130,5 +133,9 @@ def test_wall_time_expiring_during_a_pause(cli, write_workflow, tmp_path: Path) 
     resumed = cli("--output", "json", "resume", run_id, "--db", str(db))
     assert resumed.rc == 4, resumed.stderr
     assert "maxWallTimeSeconds" in resumed.error["error"]["message"]
-    assert _inspect(cli, db, run_id)["run"]["state"] == "failed"
+    data = _inspect(cli, db, run_id)
+    assert data["run"]["state"] == "failed"
+    # A failed run ends with every task terminal: the one that never started is cancelled.
+    after = next(t for t in data["tasks"] if t["taskId"] == "after")
+    assert after["state"] == "cancelled" and after["error"].startswith("not started: "), after
     _assert_closed(cli, db, run_id, approval_id)
