@@ -173,6 +173,8 @@ def resolve_approval_txn(
         raise PersistenceError(f"approval {approval_id} is already {current.status}")
     if not reason.strip():
         raise InvalidOperationError("resolving an approval needs a reason")
+    if not actor.strip():  # the record says who decided, as a reconciliation's does
+        raise InvalidOperationError("resolving an approval needs a non-empty --actor")
     status = "approved" if approve else "rejected"
     conn.execute(
         "UPDATE approvals SET status = ?, resolved_at = ?, resolved_by = ?, resolution_reason = ?"
