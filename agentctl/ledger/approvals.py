@@ -173,6 +173,8 @@ def resolve_approval_txn(
         raise PersistenceError(f"approval {approval_id} is already {current.status}")
     if not reason.strip():
         raise InvalidOperationError("resolving an approval needs a reason")
+    if not actor.strip():  # the record says who decided, as a reconciliation's does
+        raise InvalidOperationError("resolving an approval needs a non-empty --actor")
     status = "approved" if approve else "rejected"
     conn.execute(
         "UPDATE approvals SET status = ?, resolved_at = ?, resolved_by = ?, resolution_reason = ?"
@@ -213,16 +215,22 @@ def _release_effect_txn(
 
 
 def close_pending_txn(
-    conn: Db, run_id: str, now: str, reason: str, *, trace_id: str | None = None
+    conn: Db,
+    run_id: str,
+    now: str,
+    reason: str,
+    *,
+    resolver: str = "agentctl cancel",
+    trace_id: str | None = None,
 ) -> None:
-    """Close every pending approval of a run that was cancelled: status ``cancelled``, its
-    effect ``cancelled`` (it never ran), audited with ``trace_id`` (the cancel's); a later
-    approve is refused as not pending."""
+    """Close every pending approval of a run that was stopped for good: status ``cancelled``
+    (resolved by ``resolver``), its effect ``cancelled`` (it never ran), audited with
+    ``trace_id`` (the stopping invocation's); a later approve is refused as not pending."""
     for current in list_approvals(conn, run_id):
         conn.execute(
             "UPDATE approvals SET status = 'cancelled', resolved_at = ?, resolved_by = ?,"
             " resolution_reason = ? WHERE approval_id = ? AND status = 'pending'",
-            (now, "agentctl cancel", reason, current.approval_id),
+            (now, resolver, reason, current.approval_id),
         )
         if current.effect_id is not None:
             resolve_waiting_effect_txn(conn, current.effect_id, False, now, trace_id=trace_id)

@@ -222,10 +222,35 @@ def cancel_run_txn(conn: Db, stop: CancelRun) -> None:
         _record_wall_time_txn(conn, run_id, now, trace_id)
     if stop.state != "running":  # "running": a stopping ``serve`` hands the run back, and
         # its requested effects still run when another ``serve`` continues it
+        _close_parked_txn(conn, stop)
         release_unstarted_txn(conn, run_id, now, trace_id)
         why = stop.reason
         runs.set_run_state_txn(conn, run_id, stop.state, now, error=why, trace_id=trace_id)
     runs.release_run_lease_txn(conn, run_id, stop.pid, now)
+
+
+def _close_parked_txn(conn: Db, stop: CancelRun) -> None:
+    """A run stopped for good while a task waited for its approval (a sibling was still
+    running, or the wall time ran out before the approved effect could start): the approval is
+    closed (``cancelled``, its effect ``cancelled``) and the task ``cancelled``, as ``cancel``
+    of a paused run does — else a terminal run would keep an open approval an operator could
+    still approve, and a task in flight that ``replay`` refuses for ever. A run that ends
+    ``failed`` (its wall time ran out) also cancels the tasks that never started."""
+    why = stop.reason or "the run was cancelled"
+    resolver = "agentctl cancel" if stop.state == "cancelled" else "agentctl budget"
+    run_id, now, trace_id = stop.run_id, stop.now, stop.trace_id
+    approvals.close_pending_txn(conn, run_id, now, why, resolver=resolver, trace_id=trace_id)
+    for task in tasks.list_tasks(conn, run_id):
+        if task.state == "waiting_for_approval":
+            tasks.transition_task_txn(
+                conn, run_id, task.task_id, "cancelled", now, error=why, trace_id=trace_id
+            )
+        elif task.state == "pending" and stop.state == "failed":
+            # a failed run ends with every task terminal, as ``settle_run_txn`` leaves one
+            unstarted = f"not started: {why}"
+            tasks.transition_task_txn(
+                conn, run_id, task.task_id, "cancelled", now, error=unstarted, trace_id=trace_id
+            )
 
 
 def _record_wall_time_txn(conn: Db, run_id: str, now: str, trace_id: str | None) -> None:

@@ -96,10 +96,13 @@ def test_a_driven_stop_on_wall_time_audits_under_the_stopping_drives_trace(
     stop = CancelRun("run-1", "failed", ts(9), os.getpid(), ("a",), why, trace_id="trace-stop")
     ledger.cancel_run(stop)
     rows = audit.since()
+    # the tasks that never started (b, c) end cancelled too, as in any failed run
     assert [kind for kind, _trace in rows] == [
         "effect.uncertain",
         "task.cancelled",
         "budget.exceeded",
+        "task.cancelled",
+        "task.cancelled",
         "run.failed",
     ]
     assert _all_named(rows, "trace-stop")

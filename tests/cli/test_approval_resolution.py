@@ -1,0 +1,39 @@
+"""Who resolves an approval is part of its record (spec/cli.md §9: approve/reject "records
+resolver/time/reason"): an empty ``--actor`` is refused like an empty ``--reason`` (exit 4) and
+leaves the approval pending; a named actor is what the audit row records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+WF = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: { name: resolver }
+spec:
+  policy: { writableRoots: [out] }
+  actions: { save: { kind: builtin.write } }
+  tasks: [ { id: a, uses: "action:save", with: { path: out/a.txt, content: a } } ]
+"""
+
+
+def test_an_approval_needs_a_named_resolver(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    wf = write_workflow(WF)
+    db = ("--db", str(tmp_path / "r.db"))
+    paused = cli("--output", "json", "run", str(wf), *db)
+    assert paused.rc == 3, paused.stderr
+    run_id = paused.data["runId"]
+    listed = cli("--output", "json", "approvals", "list", run_id, *db)
+    approval_id = listed.data["approvals"][0]["approvalId"]
+    approve = ("--output", "json", "approvals", "approve", approval_id, "--reason", "ok", *db)
+    for actor in ("", "   "):
+        refused = cli(*approve, "--actor", actor)
+        assert refused.rc == 4, refused.stdout
+        assert "actor" in refused.error["error"]["message"]
+    still = cli("--output", "json", "approvals", "list", run_id, *db)
+    assert [a["status"] for a in still.data["approvals"]] == ["pending"]
+    named = cli(*approve, "--actor", "alice")
+    assert named.rc == 0, named.stderr
+    audit = cli("--output", "json", "inspect", run_id, *db).data["audit"]
+    approved = [a["payload"] for a in audit if a["eventType"] == "approval.approved"]
+    assert [p["actor"] for p in approved] == ["alice"]
