@@ -1,0 +1,54 @@
+"""Result shapes a script reads the same way whatever the outcome (spec/cli.md §1–§3).
+
+Each test is a discrepancy the command-by-command sweep found, checked through the real CLI:
+
+- a repair/retry plan refused before any task is looked at (another workflow's run, a run
+  that is not finished) still carries ``freshEffectSummary`` and ``approvalSummary`` with
+  their fields, zeroed — a script reads ``.freshEffectSummary.total`` without a guard;
+- ``effects inspect`` of an id that is neither an effect nor a run names what was looked
+  for, not only a run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import Cli
+
+FAILS = """apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: first }
+spec:
+  actions: { check: { kind: builtin.assert } }
+  tasks: [{ id: gate, uses: "action:check", with: { that: false, message: boom } }]
+"""
+
+OTHER = FAILS.replace("name: first", "name: second")
+
+DB = ("--db", "s/r.db")
+
+
+def _failed_run(cli: Cli, tmp_path: Path) -> str:
+    (tmp_path / "wf.yaml").write_text(FAILS, encoding="utf-8")
+    (tmp_path / "other.yaml").write_text(OTHER, encoding="utf-8")
+    done = cli("--output", "json", "run", "wf.yaml", *DB)
+    assert done.rc == 4, (done.stdout, done.stderr)
+    return str(done.error["error"]["runId"])
+
+
+def test_a_refused_repair_plan_keeps_its_summary_fields(cli: Cli, tmp_path: Path) -> None:
+    source = _failed_run(cli, tmp_path)
+    # The same workflow's plan, for the shape a script expects.
+    usual = cli("--output", "json", "repair", "wf.yaml", source, "--from", "gate", "--plan", *DB)
+    assert usual.rc == 0, (usual.stdout, usual.stderr)
+    refused = cli(
+        "--output", "json", "repair", "other.yaml", source, "--from", "gate", "--plan", *DB
+    )
+    assert refused.rc == 3, (refused.stdout, refused.stderr)
+    plan = refused.data
+    assert plan["compatible"] is False
+    assert plan["blockedReuse"][0]["rule"] == "workflow_identity_mismatch"
+    for key in ("freshEffectSummary", "approvalSummary"):
+        assert set(plan[key]) == set(usual.data[key]), key
+    assert plan["freshEffectSummary"] == {"total": 0, "byClass": {}, "operations": []}
+    assert plan["approvalSummary"] == {"approvalPossible": 0, "tasks": []}
