@@ -5,13 +5,16 @@ Each test is a discrepancy the command-by-command sweep found, checked through t
 - a repair/retry plan refused before any task is looked at (another workflow's run, a run
   that is not finished) still carries ``freshEffectSummary`` and ``approvalSummary`` with
   their fields, zeroed — a script reads ``.freshEffectSummary.total`` without a guard;
-- ``effects inspect`` of an id that is neither an effect nor a run names what was looked
-  for, not only a run.
+- ``effects inspect`` of an id that is neither an effect nor a run says no effect has it
+  (it said only "run … not found", from the older ``effects inspect RUN`` form); a missing
+  database is still reported as such.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import Cli
 
@@ -52,3 +55,20 @@ def test_a_refused_repair_plan_keeps_its_summary_fields(cli: Cli, tmp_path: Path
         assert set(plan[key]) == set(usual.data[key]), key
     assert plan["freshEffectSummary"] == {"total": 0, "byClass": {}, "operations": []}
     assert plan["approvalSummary"] == {"approvalPossible": 0, "tasks": []}
+
+
+def test_effects_inspect_of_an_unknown_id_says_effect(cli: Cli, tmp_path: Path) -> None:
+    source = _failed_run(cli, tmp_path)
+    missing = cli("--output", "json", "effects", "inspect", "effect-nope", *DB)
+    assert missing.rc == 5, (missing.stdout, missing.stderr)
+    assert missing.error["error"]["message"].startswith("effect effect-nope not found")
+    # The older `effects inspect RUN` form still lists a run's effects.
+    listed = cli("--output", "json", "effects", "inspect", source, *DB)
+    assert listed.rc == 0 and listed.data["runId"] == source, (listed.stdout, listed.stderr)
+
+
+@pytest.mark.sqlite_only(reason="a missing database file")
+def test_effects_inspect_without_a_database_says_so(cli: Cli) -> None:
+    gone = cli("--output", "json", "effects", "inspect", "effect-nope", "--db", "no/such.db")
+    assert gone.rc == 5, (gone.stdout, gone.stderr)
+    assert gone.error["error"]["message"] == "database no/such.db does not exist"
