@@ -7,7 +7,9 @@ Each test is a discrepancy the command-by-command sweep found, checked through t
   their fields, zeroed — a script reads ``.freshEffectSummary.total`` without a guard;
 - ``effects inspect`` of an id that is neither an effect nor a run says no effect has it
   (it said only "run … not found", from the older ``effects inspect RUN`` form); a missing
-  database is still reported as such.
+  database is still reported as such;
+- the ``EffectReconciliation`` that ``effects reconcile`` prints has ``resultSchema`` (null
+  without ``--result-schema-file``) — it was missing unless a schema was given.
 """
 
 from __future__ import annotations
@@ -72,3 +74,38 @@ def test_effects_inspect_without_a_database_says_so(cli: Cli) -> None:
     gone = cli("--output", "json", "effects", "inspect", "effect-nope", "--db", "no/such.db")
     assert gone.rc == 5, (gone.stdout, gone.stderr)
     assert gone.error["error"]["message"] == "database no/such.db does not exist"
+
+
+# A process that outlives its timeout: the effect ends `uncertain`, to reconcile.
+SLOW = """apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: slow }
+spec:
+  policy: { approval: never, processAllowlist: [sh] }
+  actions:
+    nap: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "sleep 5"], timeoutSeconds: 1 }
+  tasks: [{ id: nap, uses: "action:nap" }]
+"""
+
+
+def test_a_reconciliation_record_has_the_same_keys_with_or_without_a_schema(
+    cli: Cli, tmp_path: Path
+) -> None:
+    (tmp_path / "wf.yaml").write_text(SLOW, encoding="utf-8")
+    ran = cli("--output", "json", "run", "wf.yaml", *DB)
+    assert ran.rc == 4, (ran.stdout, ran.stderr)
+    listed = cli("--output", "json", "effects", "list", ran.error["error"]["runId"], *DB)
+    [effect] = listed.data["effects"]
+    assert effect["status"] == "uncertain"
+    reconcile = ("--output", "json", "effects", "reconcile", effect["effectId"], *DB)
+    plain = cli(*reconcile, "--status", "not-applied", "--reason", "it never ran")
+    assert plain.rc == 0, (plain.stdout, plain.stderr)
+    (tmp_path / "schema.json").write_text('{"type": "object"}', encoding="utf-8")
+    checked = cli(
+        *reconcile, "--status", "not-applied", "--reason", "again",
+        "--result-schema-file", "schema.json",
+    )  # fmt: skip
+    assert checked.rc == 0, (checked.stdout, checked.stderr)
+    assert set(plain.data) == set(checked.data)
+    assert plain.data["resultSchema"] is None
+    assert checked.data["resultSchema"] == {"type": "object"}
