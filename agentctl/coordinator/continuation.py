@@ -91,7 +91,6 @@ def continue_remote(
         )
         data = ledger.reconcile_effect(request).to_json()
     data["authorization"] = authorization.to_json()
-    data["resultSchema"] = None  # the same EffectReconciliation shape `reconcile` prints
     return data
 
 

@@ -63,8 +63,6 @@ def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObje
         )
         data = ledger.reconcile_effect(granted).to_json()
     data["authorization"] = authorization.to_json()
-    # Always present (null without --result-schema-file): a script reads one shape.
-    data["resultSchema"] = request.result_schema
     return data
 
 

@@ -8,8 +8,11 @@ Each test is a discrepancy the command-by-command sweep found, checked through t
 - ``effects inspect`` of an id that is neither an effect nor a run says no effect has it
   (it said only "run … not found", from the older ``effects inspect RUN`` form); a missing
   database is still reported as such;
-- the ``EffectReconciliation`` that ``effects reconcile`` prints has ``resultSchema`` (null
-  without ``--result-schema-file``) — it was missing unless a schema was given.
+- a reconciliation record has ``authorization`` and ``resultSchema`` (null without
+  ``--result-schema-file``) wherever it is shown — ``effects reconcile`` printed
+  ``resultSchema`` only when a schema was given, and the records ``effects inspect``,
+  ``effects list`` and ``inspect`` read back had neither (they live in the record's
+  ``effect.reconciled`` audit event).
 """
 
 from __future__ import annotations
@@ -109,3 +112,17 @@ def test_a_reconciliation_record_has_the_same_keys_with_or_without_a_schema(
     assert set(plain.data) == set(checked.data)
     assert plain.data["resultSchema"] is None
     assert checked.data["resultSchema"] == {"type": "object"}
+    # Read back, every record has its authorization and schema, as the original documents
+    # ("every record includes … optional result and schema, authorization"), and is the
+    # record `reconcile` printed.
+    run_id = effect["runId"]
+    seen = cli("--output", "json", "effects", "inspect", effect["effectId"], *DB).data
+    listed = cli("--output", "json", "effects", "list", run_id, *DB).data
+    whole = cli("--output", "json", "inspect", run_id, *DB).data
+    for records in (
+        seen["reconciliations"],
+        listed["reconciliations"],
+        whole["effectReconciliations"],
+    ):
+        assert records == [plain.data, checked.data]
+    assert seen["effectiveReconciliation"]["authorization"]["kind"] == "policy_allow"
