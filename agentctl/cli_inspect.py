@@ -17,7 +17,7 @@ from agentctl.cli_options import DbOpt
 from agentctl.clikit import DEFAULT_DB, deliver, json_file
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.states import RunState
-from agentctl.errors import ValidationError
+from agentctl.errors import NotFoundError, ValidationError
 from agentctl.render import Outcome, Settings
 
 app = typer.Typer()
@@ -125,8 +125,20 @@ def effects_inspect_cmd(
 
     # The original's older `effects inspect RUN [--task T]` listed a run's effects; scripts
     # written for it still run.
-    if task is not None or not _HEX.fullmatch(effect):
+    if task is not None:
         deliver(Outcome("EffectList", api.effects_list(effect, db=db, task=task)))
+    if not _HEX.fullmatch(effect):
+        try:
+            listed = api.effects_list(effect, db=db, task=None)
+        except NotFoundError as exc:
+            if exc.message != f"run {effect} not found":
+                raise  # the database itself is missing, or the prefix is ambiguous
+            # Asked for an effect: say so, not only that no run has this id.
+            raise NotFoundError(
+                f"effect {effect} not found (nor a run of that id, for the older "
+                "`effects inspect RUN` form)"
+            ) from None
+        deliver(Outcome("EffectList", listed))
     deliver(Outcome("EffectInspection", api.effects_inspect(effect, db=db)))
 
 

@@ -45,7 +45,7 @@ from agentctl.ledger.stats import EffectInspection
 
 def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObject:
     """Append ``request`` to the effect's history; the ``EffectReconciliation`` record, with
-    the authorization policy gave (and the result schema, when one was given). ``approved``:
+    the authorization policy gave and the result schema (null when none was given). ``approved``:
     the operator's ``--approved``."""
     if request.result_schema is not None:
         _check_schema(request.result_schema)
@@ -63,8 +63,6 @@ def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObje
         )
         data = ledger.reconcile_effect(granted).to_json()
     data["authorization"] = authorization.to_json()
-    if request.result_schema is not None:
-        data["resultSchema"] = request.result_schema
     return data
 
 

@@ -53,10 +53,8 @@ class _Field:
     provenance: str | None = None
 
     def to_json(self) -> JsonObject:
-        found: JsonObject = {"status": self.status, "value": self.value}
-        if self.provenance is not None:
-            found["provenance"] = self.provenance
-        return found
+        # `provenance` is null for a recorded field rather than absent: one shape to read.
+        return {"status": self.status, "value": self.value, "provenance": self.provenance}
 
     @property
     def derived(self) -> str | None:

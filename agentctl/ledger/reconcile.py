@@ -49,6 +49,10 @@ class ReconciliationRecord:
     supersedes_id: str | None
     trace_id: str | None
     created_at: str
+    # From the record's `effect.reconciled` audit event (the row has no columns for them):
+    # the policy's authorization and the result's JSON Schema, None when not recorded.
+    authorization: JsonValue = None
+    result_schema: JsonValue = None
 
     def to_json(self) -> JsonObject:
         return {
@@ -64,10 +68,12 @@ class ReconciliationRecord:
             "supersedesId": self.supersedes_id,
             "traceId": self.trace_id,
             "createdAt": self.created_at,
+            "authorization": self.authorization,
+            "resultSchema": self.result_schema,
         }
 
 
-def _record(conn: Db, row: Row) -> ReconciliationRecord:
+def _record(conn: Db, row: Row, grounds: JsonObject) -> ReconciliationRecord:
     return ReconciliationRecord(
         reconciliation_id=row["reconciliation_id"],
         effect_id=row["effect_id"],
@@ -81,6 +87,8 @@ def _record(conn: Db, row: Row) -> ReconciliationRecord:
         supersedes_id=row["supersedes_id"],
         trace_id=row["trace_id"],
         created_at=row["created_at"],
+        authorization=grounds.get("authorization"),
+        result_schema=grounds.get("resultSchema"),
     )
 
 
@@ -95,7 +103,24 @@ def list_reconciliations(
     else:
         raise InvalidOperationError("list_reconciliations needs a run or an effect")
     rows = fetch_all(conn, sql + " ORDER BY rowid", params, "reconciliation")
-    return [_record(conn, r) for r in rows]
+    grounds = _recorded_grounds(conn, {str(r["run_id"]) for r in rows})
+    return [_record(conn, r, grounds.get((r["trace_id"], r["effect_id"]), {})) for r in rows]
+
+
+def _recorded_grounds(conn: Db, run_ids: set[str]) -> dict[tuple[str, str], JsonObject]:
+    """The ``effect.reconciled`` audit payloads of ``run_ids``, by (trace id, effect id):
+    each reconciliation is one invocation with its own trace, so the pair names one record."""
+    found: dict[tuple[str, str], JsonObject] = {}
+    sql = (
+        "SELECT trace_id, payload_json, format_version FROM audit_events"
+        " WHERE run_id = ? AND event_type = 'effect.reconciled' ORDER BY sequence"
+    )
+    for run_id in sorted(run_ids):
+        for row in fetch_all(conn, sql, (run_id,), "audit"):
+            payload = loads_value(conn, row["payload_json"])
+            if row["trace_id"] is not None and isinstance(payload, dict):
+                found[(str(row["trace_id"]), str(payload.get("effectId")))] = payload
+    return found
 
 
 def _check_compensation(conn: Db, effect: EffectRecord, compensation_effect_id: str | None) -> None:
@@ -182,6 +207,8 @@ def reconcile_effect_txn(
         supersedes_id=history[-1].reconciliation_id if history else None,
         trace_id=trace_id,
         created_at=now,
+        authorization=grounds.authorization,
+        result_schema=grounds.result_schema,
     )
     _check_rules(conn, effect, history, record)
     _insert(conn, record)

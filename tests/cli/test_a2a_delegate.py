@@ -294,6 +294,7 @@ def test_continue_remote_records_the_observed_result(
     assert (rec["status"], rec["actor"]) == ("applied", "ops")
     assert rec["evidence"]["remoteTaskId"] == effect["remoteTaskId"]
     assert rec["result"]["text"] == "reviewed: check the release notes"
+    assert rec["resultSchema"] is None  # the EffectReconciliation shape `reconcile` prints
     assert slow_peer.lines(slow_peer.received) == [{"messageId": "msg-1"}]
     _assert_observed_apart(_wire(cli, run_id, db), effect["remoteTaskId"])
 

@@ -146,6 +146,11 @@ def test_runs_analyze_and_upgrade_a_legacy_run(
     assert done.rc == 0 and done.data["upgradedTasks"] == everything
     assert done.data["storedPlan"] is True and done.data["upgradeableTasks"] == []
     assert _reused(cli, run_id) == ["wrap--inputs-a160ebeb", "wrap--echo"]
+    # Recorded, derived or unavailable, a field has one shape (provenance null when recorded).
+    after = cli("--output", "json", "runs", "analyze", run_id, "--db", "db.sqlite").data
+    fields = [f for t in (*analysis["tasks"], *after["tasks"]) for f in t["fields"].values()]
+    assert {f["status"] for f in fields} >= {"recorded", "derived"}
+    assert all(set(f) == {"status", "value", "provenance"} for f in fields), fields
     audit = cli("--output", "json", "inspect", run_id, "--db", "db.sqlite").data["audit"]
     assert [a["eventType"] for a in audit].count("run.upgraded") == 1
 

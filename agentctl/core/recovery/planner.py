@@ -237,6 +237,10 @@ def _refused(
         tasks=(),
         failed_only=failed_only,
         reason=reason,
+        # Nothing will execute, but the summaries keep their fields (zeroed): a script reads
+        # `.freshEffectSummary.total` the same way whether the plan is compatible or not.
+        fresh_effect_summary=fresh_effect_summary(target, ()),
+        approval_summary=approval_summary(target, ()),
     )
 
 
