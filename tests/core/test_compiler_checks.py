@@ -177,16 +177,17 @@ def test_foreach_children_inherit_full_write_set_quirk() -> None:
 
 
 def test_compensation_rules() -> None:
-    inverse = {"uses": "action:save", "with": {"content": "undone"}, "retry": {"maxAttempts": 2}}
+    undo = {"path": "p", "content": "undone"}
+    inverse = {"uses": "action:save", "with": undo, "retry": {"maxAttempts": 2}}
     made = task("make", "action:save", with_={"path": "p", "content": "c"}, compensate=inverse)
     compensation = compile_ok(workflow([made])).task("make").compensate
     assert compensation is not None and compensation.retry.max_attempts == 2
-    assert compensation.with_ == {"content": "undone"}
-    on_assign = task("a", compensate={"uses": "action:save", "with": {}})
+    assert compensation.with_ == undo
+    on_assign = task("a", compensate={"uses": "action:save", "with": undo})
     assert codes(workflow([on_assign])) == {"unsupported_capability"}
-    pure_inverse = task("m", "action:save", compensate={"uses": "action:put", "with": {}})
+    pure_inverse = task("m", "action:save", with_=undo, compensate={"uses": "action:put"})
     assert codes(workflow([pure_inverse])) == {"unsupported_capability"}
-    unknown = task("m", "action:save", compensate={"uses": "action:nope", "with": {}})
+    unknown = task("m", "action:save", with_=undo, compensate={"uses": "action:nope"})
     assert codes(workflow([unknown])) == {"missing_reference"}
 
 

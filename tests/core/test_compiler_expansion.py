@@ -52,7 +52,7 @@ def test_children_copy_definition_and_parent_needs() -> None:
                 retry={"maxAttempts": 3, "backoffMs": 5},
                 failure="continue",
                 when="${{ inputs.go }}",
-                compensate={"uses": "action:save", "with": {"content": ""}},
+                compensate={"uses": "action:save", "with": {"path": "out/x", "content": ""}},
             ),
         ],
         inputs={"go": True},
