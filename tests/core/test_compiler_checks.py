@@ -276,3 +276,31 @@ def test_var_files_come_only_from_the_caller_capture() -> None:
     captured = CapturedVars(files={"w.yaml": {"x": 1, "y": 1}, "v.yaml": {"y": 2}}, cli={})
     plan = compile_workflow(doc, variables=captured)
     assert plan.tasks[0].vars == {"x": 1, "y": 2}
+
+
+def _var_read_paths(doc: dict[str, Any], captured: CapturedVars | None = None) -> list[object]:
+    with pytest.raises(ValidationError) as info:
+        compile_workflow(doc, variables=captured)
+    found = info.value.diagnostics
+    assert {d.code for d in found} == {"invalid_template"}, found
+    assert all("variables cannot read variables" in d.message for d in found)
+    return [d.path for d in found]
+
+
+def test_a_variable_never_reads_another_variable() -> None:
+    # Variables render against inputs, memory and task outputs only (spec §6.4): a var that
+    # reads `vars.*` could only fail its task when it runs, so `check` refuses it, in every
+    # layer, at the variable that reads.
+    reader = {**task("a", with_={"v": "${{ vars.p }}"}), "vars": {"p": "${{ vars.q }}"}}
+    doc = workflow([reader], vars={"q": 1, "r": "n=${{ vars.q }}"})
+    assert _var_read_paths(doc) == ["spec.vars.r", "spec.tasks.0.vars.p"]
+    doc = workflow([{**task("a"), "varsFiles": ["v.yaml"]}])
+    files = {"v.yaml": {"p": {"deep": ["${{ vars.q }}"]}}}
+    captured = CapturedVars(files=files, cli={"c": "${{ vars.p }}"})
+    assert _var_read_paths(doc, captured) == ["spec.tasks.0.varsFiles.0", None]
+    # Reading inputs, memory or a needed task's output is what variables are for.
+    fine = {
+        **task("b", needs=["a"]),
+        "vars": {"p": "${{ tasks.a.output }}", "i": "${{ inputs.x }}"},
+    }
+    compile_ok(workflow([task("a"), fine], inputs={"x": 1}, vars={"m": "${{ memory.k }}"}))
