@@ -48,6 +48,7 @@ def _keys(*names: str) -> frozenset[str]:
 
 
 _KEY = WithInput("key", non_empty=True)  # a memory key, working or long-term
+_PATH = WithInput("path", local_path=True)  # a file in the workspace
 
 
 ACTIONS: tuple[Operation, ...] = (
@@ -64,7 +65,7 @@ ACTIONS: tuple[Operation, ...] = (
         policy_name="filesystem.read",
         builder=b.build_read,
         with_keys=_keys("path"),
-        with_required=(WithInput("path"),),
+        with_required=(_PATH,),
         executor=READ_EXECUTOR,
     ),
     Operation(
@@ -78,7 +79,7 @@ ACTIONS: tuple[Operation, ...] = (
         policy_name="filesystem.write",
         builder=b.build_write,
         with_keys=_keys("path", "content"),
-        with_required=(WithInput("path"), WithInput("content")),
+        with_required=(_PATH, WithInput("content")),
         executor=WRITE_EXECUTOR,
         preview="file_write",
     ),

@@ -72,6 +72,7 @@ class WithInput:
     key: str
     kind: Literal["string", "boolean"] = "string"
     non_empty: bool = False  # a string that must not be "" (a memory key)
+    local_path: bool = False  # a workspace file path: a URL is refused, never fetched
 
 
 @dataclass(frozen=True)

@@ -122,7 +122,8 @@ def test_a_with_key_the_kind_needs_is_required_at_check(cli: Cli, tmp_path: Path
             "spec.tasks.2.with.that",
             "true or false",
         ),
-        ("path: notes.txt", "path: 7", "spec.tasks.0.with.path", "must be a string, got 7"),
+        ("path: notes.txt", "path: 7", "spec.tasks.0.with.path", "must be a local file path"),
+        ("path: notes.txt", "path: 'https://example.com/n'", "spec.tasks.0.with.path", "not a URL"),
         ('recall", with: { key: seen }', 'recall", with: {}', "spec.tasks.3.with", "`with.key`"),
         (
             'lookup", with: { key: seen }',

@@ -24,6 +24,7 @@ from agentctl.core.actionconfig import templated_strings
 from agentctl.core.compiler.diagnostics import Collector
 from agentctl.core.compiler.ir import Node
 from agentctl.core.compiler.templating import OPEN, task_references, template_problem
+from agentctl.core.dburl import url_scheme
 from agentctl.core.operations import WithInput
 
 
@@ -84,6 +85,8 @@ def check_required_with(
 def _described(needed: WithInput) -> str:
     if needed.kind == "boolean":
         return "true or false (or a template rendering one)"
+    if needed.local_path:
+        return "a local file path (a string, not a URL)"
     return "a non-empty string" if needed.non_empty else "a string"
 
 
@@ -92,7 +95,9 @@ def _fits(needed: WithInput, value: Any) -> bool:
         return True  # rendered when the task runs, and judged then
     if needed.kind == "boolean":
         return isinstance(value, bool)
-    return isinstance(value, str) and (bool(value) or not needed.non_empty)
+    if not isinstance(value, str) or (needed.local_path and url_scheme(value) is not None):
+        return False
+    return bool(value) or not needed.non_empty
 
 
 def _no_with_help(kind: str) -> str:

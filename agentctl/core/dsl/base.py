@@ -208,8 +208,32 @@ def _local_directory(value: str) -> str:
     return value
 
 
+def _program(value: str) -> str:
+    """A program to run: a name looked up on PATH or a local path — never empty or a URL."""
+    if not value or url_scheme(value) is not None:
+        raise rule_error(
+            "schema_violation",
+            f"command {value!r} is not a program name or local path",
+            help="write the program's name (found on PATH) or its path; nothing is downloaded",
+        )
+    return value
+
+
+def _working_directory(value: str) -> str:
+    if url_scheme(value) is not None:
+        raise rule_error(
+            "schema_violation",
+            f"cwd {value!r} is a URL; a process runs in a local directory",
+            help="write a directory inside the workspace, relative to it or absolute",
+        )
+    return value
+
+
 # A policy root (workspaceRoot, writableRoots, secretFileRoots): a local directory path.
 LocalDirectory = Annotated[str, AfterValidator(_local_directory)]
+# A process action's ``command`` and ``cwd``: a local program and directory, never a URL.
+Program = Annotated[str, AfterValidator(_program)]
+WorkingDirectory = Annotated[str, AfterValidator(_working_directory)]
 # ``varsFiles``: literal paths (never templates or URLs), at most 256 per list (spec/dsl.md §6.4).
 VarsFiles = Annotated[list[Annotated[str, AfterValidator(_literal_path)]], Field(max_length=256)]
 # An agent's ``instructionsFile``: one literal local path, read before compiling.
