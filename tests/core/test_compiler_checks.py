@@ -123,6 +123,16 @@ def test_router_rules() -> None:
     assert codes(workflow([task("r", route={"select": "x", "cases": []})])) == {"schema_violation"}
 
 
+def test_a_router_takes_no_with() -> None:
+    # Nothing reads a router's `with` (its output is fixed): a key there is refused, never
+    # silently dropped; variables stay allowed, since `select` may read them.
+    router = {**_router(), "with": {"verdict": "${{ tasks.src.output.v }}"}}
+    assert diagnostics(_routed(router=router)) == [
+        ("schema_violation", "router `pick` takes no `with`: nothing reads it")
+    ]
+    compile_ok(_routed(router={**_router(select="${{ vars.v }}"), "vars": {"v": 1}}))
+
+
 @pytest.mark.parametrize(
     ("first", "second", "duplicate"),
     [(1, "1", False), (True, 1, False), (1, 1.0, False), ("go", "go", True), (None, None, True)],
