@@ -345,6 +345,22 @@ def test_legacy_path_reference_warns_migration(cli: Cli, project: Path) -> None:
     assert "migration_required" in codes
 
 
+def test_a_legacy_path_reference_to_a_url_is_a_diagnostic(cli: Cli, project: Path) -> None:
+    # Refused while the document is validated (exit 2, at the key), never escaping as an
+    # internal error when the packs are read.
+    text = (project / "wf.yaml").read_text()
+    legacy = text.replace('version: "^1.0"', "version: 1.4.0").replace(
+        "source: { path: packs/tools }",
+        f"path: https://example.com/tools.pack.yaml\n      integrity: sha256:{'a' * 64}",
+    )
+    (project / "wf.yaml").write_text(legacy)
+    done = cli("--output", "json", "check", "wf.yaml")
+    assert done.rc == 2, done.stderr
+    (diag,) = done.error["diagnostics"]
+    assert diag["code"] == "schema_violation" and diag["path"] == "spec.packs.0.path"
+    assert "is a URL" in diag["message"]
+
+
 def test_the_bundled_pack_example_runs_locked(cli: Cli, tmp_path: Path) -> None:
     shutil.copytree(EXAMPLES, tmp_path / "ex")
     done = cli("--output", "json", "--locked", "run", "ex/reusable-pack.yaml")
