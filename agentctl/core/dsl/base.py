@@ -198,14 +198,19 @@ def _instructions_path(value: str) -> str:
     )
 
 
-def _local_directory(value: str) -> str:
+def _not_a_url(value: str, why: str, help: str) -> str:
+    """``value`` unless it is a URL, which a local path field refuses (nothing is fetched)."""
     if url_scheme(value) is not None:
-        raise rule_error(
-            "schema_violation",
-            f"{value!r} is a URL; policy roots are local directories",
-            help="write a directory path, relative to the workspace or absolute",
-        )
+        raise rule_error("schema_violation", f"{value!r} is a URL; {why}", help=help)
     return value
+
+
+def _local_directory(value: str) -> str:
+    return _not_a_url(
+        value,
+        "policy roots are local directories",
+        "write a directory path, relative to the workspace or absolute",
+    )
 
 
 def _program(value: str) -> str:
@@ -220,13 +225,11 @@ def _program(value: str) -> str:
 
 
 def _working_directory(value: str) -> str:
-    if url_scheme(value) is not None:
-        raise rule_error(
-            "schema_violation",
-            f"cwd {value!r} is a URL; a process runs in a local directory",
-            help="write a directory inside the workspace, relative to it or absolute",
-        )
-    return value
+    return _not_a_url(
+        value,
+        "a process runs in a local directory",
+        "write a directory inside the workspace, relative to it or absolute",
+    )
 
 
 # A policy root (workspaceRoot, writableRoots, secretFileRoots): a local directory path.
