@@ -20,7 +20,13 @@ from agentctl.core.effects import Risk as R
 from agentctl.core.longterm import actions as lt
 from agentctl.core.longterm.entries import literal_write_problems
 from agentctl.core.longterm.search import literal_search_problems
-from agentctl.core.operations import EXTENSION_KEYS, IDEMPOTENCY_KEY, PROCESS_KEYS, Operation
+from agentctl.core.operations import (
+    EXTENSION_KEYS,
+    IDEMPOTENCY_KEY,
+    PROCESS_KEYS,
+    Operation,
+    WithInput,
+)
 
 _X = "agentctl.workers.executors"
 MCP_EXECUTOR = f"{_X}.mcp:execute_mcp"
@@ -30,18 +36,24 @@ _FULL, _PART, _EXEC = P.FULLY_PREDICTABLE, P.PARTIALLY_PREDICTABLE, P.REQUIRES_E
 _ANY = tuple(I)
 
 
-def _pure(name: str, *with_keys: str) -> Operation:
+def _pure(name: str, *with_keys: str, required: tuple[WithInput, ...] = ()) -> Operation:
     keys = frozenset(with_keys) if with_keys else None
-    return Operation(name, "action", C.PURE, R.LOW, I.PURE, _FULL, "pure", with_keys=keys)
+    return Operation(
+        name, "action", C.PURE, R.LOW, I.PURE, _FULL, "pure", with_keys=keys, with_required=required
+    )
 
 
 def _keys(*names: str) -> frozenset[str]:
     return frozenset(names)
 
 
+_KEY = WithInput("key", non_empty=True)  # a memory key, working or long-term
+_PATH = WithInput("path", local_path=True)  # a file in the workspace
+
+
 ACTIONS: tuple[Operation, ...] = (
     _pure("builtin.assign"),
-    _pure("builtin.assert", "that", "message"),
+    _pure("builtin.assert", "that", "message", required=(WithInput("that", "boolean"),)),
     Operation(
         "builtin.read",
         "action",
@@ -53,6 +65,7 @@ ACTIONS: tuple[Operation, ...] = (
         policy_name="filesystem.read",
         builder=b.build_read,
         with_keys=_keys("path"),
+        with_required=(_PATH,),
         executor=READ_EXECUTOR,
     ),
     Operation(
@@ -66,6 +79,7 @@ ACTIONS: tuple[Operation, ...] = (
         policy_name="filesystem.write",
         builder=b.build_write,
         with_keys=_keys("path", "content"),
+        with_required=(_PATH, WithInput("content")),
         executor=WRITE_EXECUTOR,
         preview="file_write",
     ),
@@ -101,7 +115,7 @@ ACTIONS: tuple[Operation, ...] = (
         executor="agentctl.workers.executors.extension:execute_extension",
         preview="stand_in",
     ),
-    _pure("builtin.memory.read", "key"),
+    _pure("builtin.memory.read", "key", required=(_KEY,)),
     Operation(
         "builtin.memory.write",
         "action",
@@ -124,6 +138,7 @@ ACTIONS: tuple[Operation, ...] = (
         "coordinator",
         builder=lt.build_long_term_read,
         with_keys=_keys("key", "namespace"),
+        with_required=(_KEY,),
     ),
     Operation(
         "builtin.long_term_memory.write",
@@ -139,6 +154,7 @@ ACTIONS: tuple[Operation, ...] = (
             "key", "namespace", "value", "text", "metadata", "content", "retentionDays"
         ),
         with_check=literal_write_problems,
+        with_required=(_KEY,),
         preview="stand_in",
     ),
     Operation(

@@ -63,6 +63,20 @@ _NON_MUTATING = frozenset({EffectClass.PURE, EffectClass.OBSERVE, EffectClass.MO
 
 
 @dataclass(frozen=True)
+class WithInput:
+    """One ``with`` key an action kind cannot run without, and the JSON kind of its value.
+
+    ``check`` refuses a task whose merged ``with`` (action defaults under the task's own)
+    lacks the key, or gives it a literal of another kind; a template is judged when rendered.
+    """
+
+    key: str
+    kind: Literal["string", "boolean"] = "string"
+    non_empty: bool = False  # a string that must not be "" (a memory key)
+    local_path: bool = False  # a workspace file path: a URL is refused, never fetched
+
+
+@dataclass(frozen=True)
 class RunContext:
     """What a builder may know about the run: where it runs and under which settings."""
 
@@ -230,6 +244,9 @@ class Operation:
     # Actions: what ``check`` can already tell about literal ``with`` values (a bad search
     # ``mode``), so it fails at compile time rather than when the task runs.
     with_check: WithCheck | None = None
+    # Actions: the ``with`` keys the kind needs, so a task without one fails ``check`` (exit 2)
+    # rather than its run; the keys must also be in ``with_keys``.
+    with_required: tuple[WithInput, ...] = ()
     accepted: bool = True  # False: a [late] kind the DSL refuses (unsupported_capability)
     runnable: bool = True  # False: check and plan accept it, `run` refuses it
     operation: str | None = None  # the recorded effect operation, when not ``name``

@@ -3,7 +3,8 @@
 Black box, in a fresh directory: a foreach over a shell action whose ``args`` / ``env`` use
 ``${{ vars.item }}`` runs each child with its own value, as one argv element that no shell
 re-parses, recorded (rendered) in the effect input; a ``with`` key the action kind does not
-read fails ``check`` with exit 2 at its line and column.
+read fails ``check`` with exit 2 at its line and column, and so does a key it needs that the
+task's merged ``with`` lacks or gives as a literal of the wrong kind.
 """
 
 from __future__ import annotations
@@ -78,9 +79,67 @@ def test_a_with_key_on_a_shell_action_fails_check(cli: Cli, tmp_path: Path) -> N
 
 def test_with_keys_a_kind_does_not_read_fail_check(cli: Cli, tmp_path: Path) -> None:
     misspelt = PER_TASK.replace('content: "for ', 'contents: "for ')
-    (diag,) = _diagnostics(cli, tmp_path, misspelt)
+    diag, missing = _diagnostics(cli, tmp_path, misspelt)
     assert diag["path"] == "spec.actions.save.with.contents" and diag["line"] == 9
     assert "`content`, `path`" in str(diag["help"])
+    # ... and the `content` it meant is then missing: the write could never run.
+    assert missing["path"] == "spec.tasks.2.with" and "needs `with.content`" in str(
+        missing["message"]
+    )
+
+
+NEEDS_WITH = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: needs-with }
+spec:
+  policy: { approval: never, writableRoots: [out] }
+  actions:
+    peek: { kind: builtin.read }
+    save: { kind: builtin.write, with: { path: out/a.txt } }
+    check: { kind: builtin.assert }
+    recall: { kind: builtin.memory.read }
+    lookup: { kind: builtin.long_term_memory.read }
+  tasks:
+    - { id: peek, uses: "action:peek", with: { path: notes.txt } }
+    - { id: save, uses: "action:save", with: { content: "${{ tasks.peek.output.content }}" }, needs: [peek] }
+    - { id: check, uses: "action:check", with: { that: "${{ tasks.save.output.changed }}" }, needs: [save] }
+    - { id: recall, uses: "action:recall", with: { key: seen } }
+    - { id: lookup, uses: "action:lookup", with: { key: seen } }
+"""
+
+
+def test_a_with_key_the_kind_needs_is_required_at_check(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "wf.yaml").write_text(NEEDS_WITH, encoding="utf-8")
+    assert cli("--output", "json", "check", "wf.yaml").rc == 0  # defaults merge under `with`
+    cases = [
+        ("with: { path: notes.txt }", "with: {}", "spec.tasks.0.with", "needs `with.path`"),
+        ("with: { path: out/a.txt }", "with: {}", "spec.tasks.1.with", "needs `with.path`"),
+        ('with: { content: "${{', 'with: { c: "${{', "spec.tasks.1.with", "`with.content`"),
+        (
+            'that: "${{ tasks.save.output.changed }}"',
+            "that: 'yes'",
+            "spec.tasks.2.with.that",
+            "true or false",
+        ),
+        ("path: notes.txt", "path: 7", "spec.tasks.0.with.path", "must be a local file path"),
+        ("path: notes.txt", "path: 'https://example.com/n'", "spec.tasks.0.with.path", "not a URL"),
+        ('recall", with: { key: seen }', 'recall", with: {}', "spec.tasks.3.with", "`with.key`"),
+        (
+            'lookup", with: { key: seen }',
+            "lookup\", with: { key: '' }",
+            "spec.tasks.4.with.key",
+            "non-empty",
+        ),
+    ]
+    for old, new, path, message in cases:
+        assert old in NEEDS_WITH, old
+        found = [
+            d
+            for d in _diagnostics(cli, tmp_path, NEEDS_WITH.replace(old, new))
+            if d["path"] == path
+        ]
+        assert len(found) == 1 and message in str(found[0]["message"]), (old, found)
 
 
 def test_action_templates_follow_the_needs_rule(cli: Cli, tmp_path: Path) -> None:

@@ -331,18 +331,33 @@ def test_resolution_errors_exit_2(cli: Cli, project: Path) -> None:
     assert looped.rc == 2 and "pack dependency cycle" in looped.error["error"]["message"]
 
 
-def test_legacy_path_reference_warns_migration(cli: Cli, project: Path) -> None:
-    digest = _digest((project / "packs" / "tools" / "agentctl.pack.yaml").read_bytes())
+def _legacy_reference(project: Path, path: str, integrity: str) -> None:
+    """The project's pack reference rewritten in the legacy `{path, integrity}` form."""
     text = (project / "wf.yaml").read_text()
     legacy = text.replace('version: "^1.0"', "version: 1.4.0").replace(
-        "source: { path: packs/tools }",
-        f"path: packs/tools/agentctl.pack.yaml\n      integrity: {digest}",
+        "source: { path: packs/tools }", f"path: {path}\n      integrity: {integrity}"
     )
     (project / "wf.yaml").write_text(legacy)
+
+
+def test_legacy_path_reference_warns_migration(cli: Cli, project: Path) -> None:
+    digest = _digest((project / "packs" / "tools" / "agentctl.pack.yaml").read_bytes())
+    _legacy_reference(project, "packs/tools/agentctl.pack.yaml", digest)
     done = cli("--output", "json", "check", "wf.yaml")
     assert done.rc == 0, done.stderr
     codes = {d["code"] for d in json_diagnostics(done.stdout)}
     assert "migration_required" in codes
+
+
+def test_a_legacy_path_reference_to_a_url_is_a_diagnostic(cli: Cli, project: Path) -> None:
+    # Refused while the document is validated (exit 2, at the key), never escaping as an
+    # internal error when the packs are read.
+    _legacy_reference(project, "https://example.com/tools.pack.yaml", f"sha256:{'a' * 64}")
+    done = cli("--output", "json", "check", "wf.yaml")
+    assert done.rc == 2, done.stderr
+    (diag,) = done.error["diagnostics"]
+    assert diag["code"] == "schema_violation" and diag["path"] == "spec.packs.0.path"
+    assert "is a URL" in diag["message"]
 
 
 def test_the_bundled_pack_example_runs_locked(cli: Cli, tmp_path: Path) -> None:

@@ -123,6 +123,16 @@ def test_router_rules() -> None:
     assert codes(workflow([task("r", route={"select": "x", "cases": []})])) == {"schema_violation"}
 
 
+def test_a_router_takes_no_with() -> None:
+    # Nothing reads a router's `with` (its output is fixed): a key there is refused, never
+    # silently dropped; variables stay allowed, since `select` may read them.
+    router = {**_router(), "with": {"verdict": "${{ tasks.src.output.v }}"}}
+    assert diagnostics(_routed(router=router)) == [
+        ("schema_violation", "router `pick` takes no `with`: nothing reads it")
+    ]
+    compile_ok(_routed(router={**_router(select="${{ vars.v }}"), "vars": {"v": 1}}))
+
+
 @pytest.mark.parametrize(
     ("first", "second", "duplicate"),
     [(1, "1", False), (True, 1, False), (1, 1.0, False), ("go", "go", True), (None, None, True)],
@@ -177,16 +187,17 @@ def test_foreach_children_inherit_full_write_set_quirk() -> None:
 
 
 def test_compensation_rules() -> None:
-    inverse = {"uses": "action:save", "with": {"content": "undone"}, "retry": {"maxAttempts": 2}}
+    undo = {"path": "p", "content": "undone"}
+    inverse = {"uses": "action:save", "with": undo, "retry": {"maxAttempts": 2}}
     made = task("make", "action:save", with_={"path": "p", "content": "c"}, compensate=inverse)
     compensation = compile_ok(workflow([made])).task("make").compensate
     assert compensation is not None and compensation.retry.max_attempts == 2
-    assert compensation.with_ == {"content": "undone"}
-    on_assign = task("a", compensate={"uses": "action:save", "with": {}})
+    assert compensation.with_ == undo
+    on_assign = task("a", compensate={"uses": "action:save", "with": undo})
     assert codes(workflow([on_assign])) == {"unsupported_capability"}
-    pure_inverse = task("m", "action:save", compensate={"uses": "action:put", "with": {}})
+    pure_inverse = task("m", "action:save", with_=undo, compensate={"uses": "action:put"})
     assert codes(workflow([pure_inverse])) == {"unsupported_capability"}
-    unknown = task("m", "action:save", compensate={"uses": "action:nope", "with": {}})
+    unknown = task("m", "action:save", with_=undo, compensate={"uses": "action:nope"})
     assert codes(workflow([unknown])) == {"missing_reference"}
 
 
@@ -275,3 +286,31 @@ def test_var_files_come_only_from_the_caller_capture() -> None:
     captured = CapturedVars(files={"w.yaml": {"x": 1, "y": 1}, "v.yaml": {"y": 2}}, cli={})
     plan = compile_workflow(doc, variables=captured)
     assert plan.tasks[0].vars == {"x": 1, "y": 2}
+
+
+def _var_read_paths(doc: dict[str, Any], captured: CapturedVars | None = None) -> list[object]:
+    with pytest.raises(ValidationError) as info:
+        compile_workflow(doc, variables=captured)
+    found = info.value.diagnostics
+    assert {d.code for d in found} == {"invalid_template"}, found
+    assert all("variables cannot read variables" in d.message for d in found)
+    return [d.path for d in found]
+
+
+def test_a_variable_never_reads_another_variable() -> None:
+    # Variables render against inputs, memory and task outputs only (spec §6.4): a var that
+    # reads `vars.*` could only fail its task when it runs, so `check` refuses it, in every
+    # layer, at the variable that reads.
+    reader = {**task("a", with_={"v": "${{ vars.p }}"}), "vars": {"p": "${{ vars.q }}"}}
+    doc = workflow([reader], vars={"q": 1, "r": "n=${{ vars.q }}"})
+    assert _var_read_paths(doc) == ["spec.vars.r", "spec.tasks.0.vars.p"]
+    doc = workflow([{**task("a"), "varsFiles": ["v.yaml"]}])
+    files = {"v.yaml": {"p": {"deep": ["${{ vars.q }}"]}}}
+    captured = CapturedVars(files=files, cli={"c": "${{ vars.p }}"})
+    assert _var_read_paths(doc, captured) == ["spec.tasks.0.varsFiles.0", None]
+    # Reading inputs, memory or a needed task's output is what variables are for.
+    fine = {
+        **task("b", needs=["a"]),
+        "vars": {"p": "${{ tasks.a.output }}", "i": "${{ inputs.x }}"},
+    }
+    compile_ok(workflow([task("a"), fine], inputs={"x": 1}, vars={"m": "${{ memory.k }}"}))

@@ -52,7 +52,7 @@ def test_children_copy_definition_and_parent_needs() -> None:
                 retry={"maxAttempts": 3, "backoffMs": 5},
                 failure="continue",
                 when="${{ inputs.go }}",
-                compensate={"uses": "action:save", "with": {"content": ""}},
+                compensate={"uses": "action:save", "with": {"path": "out/x", "content": ""}},
             ),
         ],
         inputs={"go": True},
@@ -219,6 +219,28 @@ def test_subworkflow_invocation_restrictions() -> None:
     assert codes(workflow([task("wrap", "workflow:shout")], subworkflows=bad_version)) == {
         "schema_violation"
     }
+
+
+def test_literal_subworkflow_inputs_are_checked_against_its_input_schema() -> None:
+    # Defaults ⊕ `with` with no template are known at compile time: a mismatch would fail the
+    # input boundary on every run, so `check` reports it at the invocation's `with`.
+    typed = dict(SHOUT, inputSchema={"type": "object", "properties": {"word": {"type": "string"}}})
+    base = {"subworkflows": {"shout": typed}}
+    assert diagnostics(workflow([task("wrap", "workflow:shout", with_={"word": 5})], **base)) == [
+        (
+            "schema_violation",
+            "task `wrap`: the inputs of shout@0.1.0 do not match its inputSchema: "
+            "/word: expected string, got integer",
+        )
+    ]
+    bad_default = {"shout": dict(typed, inputs={"word": 5})}
+    assert codes(workflow([task("wrap", "workflow:shout")], subworkflows=bad_default)) == {
+        "schema_violation"
+    }
+    # A matching literal, or a template (judged when it renders), compiles.
+    compile_ok(workflow([task("wrap", "workflow:shout", with_={"word": "hi"})], **base))
+    templated = task("wrap", "workflow:shout", with_={"word": "${{ inputs.n }}"})
+    compile_ok(workflow([templated], inputs={"n": 5}, **base))
 
 
 def _leak(found: list[tuple[str, str]], where: str, name: str = "shout") -> bool:

@@ -124,8 +124,9 @@ def test_plan_digest_and_fingerprints_are_digests_of_their_json() -> None:
     must be exactly the canonical JSON of ``task_json`` and of ``{task, uses}``."""
     # An inverse whose ``with`` spells keys the joins cut at, nested where a text search for
     # them would find them first.
-    content = {"failure": "x", "position": 1, "retry": None}
-    inverse = {"uses": "action:save", "with": {"path": "p", "content": content}}
+    # (A memory write's ``value`` takes any JSON; a file write's ``content`` is text.)
+    value = {"failure": "x", "position": 1, "retry": None}
+    inverse = {"uses": "action:remember", "with": {"key": "k", "value": value}}
     made = task("make", "action:save", with_={"path": "p", "content": "c"}, compensate=inverse)
     for doc in (_doc(), rich_doc(), workflow([made])):
         plan = compile_ok(doc)

@@ -346,6 +346,30 @@ def test_e9_process_key_on_an_assign_action() -> None:
     assert "builtin.assign" in diag.message
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "code", "needle"),
+    [
+        ("cwd", "'https://example.com/work'", "schema_violation", "'https"),
+        ("command", "'https://example.com/echo'", "schema_violation", "'https"),
+        ("command", "''", "schema_violation", "''"),
+        ("env", "{ A: { file: 'file:///k' } }", "invalid_secret_reference", "'file:"),
+    ],
+)
+def test_a_url_where_a_local_path_belongs_is_refused(
+    key: str, value: str, code: str, needle: str
+) -> None:
+    # Nothing is ever fetched: a URL (or nothing) where a program, directory or file is
+    # expected fails `check` at the key, instead of running a path no one meant.
+    source = EXAMPLES["e9"].replace("timeoutSeconds: 5,", f"timeoutSeconds: 5, {key}: {value},")
+    if key == "command":
+        source = source.replace("command: /bin/echo, ", "")
+    source = source.replace("policy: {", "policy: { secretFileRoots: [s],")
+    diag = only(source)
+    assert diag.code == code and diag.path is not None
+    assert diag.path.startswith(f"spec.actions.hello.{key}")
+    assert (diag.line, diag.column) == position(source, needle)
+
+
 def test_an_extension_key_on_another_kind_is_misplaced_not_unsupported() -> None:
     # extension.process is implemented: its keys elsewhere are a schema error (§3 "Misplaced
     # keys ⇒ schema error"), not a capability this version lacks.

@@ -6,6 +6,9 @@ Invariants:
   None admits any key); any other key is a ``schema_violation`` at that key's line/column —
   in the task's ``with``, the action's ``with`` defaults or a ``compensate.with`` — naming the
   keys the kind does read; the entry's ``with_check`` judges the literal values the same way;
+- a key the kind needs (``Operation.with_required``) is missing from the merged ``with``
+  (action defaults under the task's or compensation's own) ⇒ ``schema_violation`` at the
+  task's ``with``; a literal of the wrong JSON kind ⇒ one at the layer that gave it;
 - a template in an action's ``args`` / ``env`` is checked like one in ``with``: its syntax once
   per action, and for every task using the action, each ``tasks.X.output`` it reads must be in
   that task's own ``needs``.
@@ -21,6 +24,8 @@ from agentctl.core.actionconfig import templated_strings
 from agentctl.core.compiler.diagnostics import Collector
 from agentctl.core.compiler.ir import Node
 from agentctl.core.compiler.templating import OPEN, task_references, template_problem
+from agentctl.core.dburl import url_scheme
+from agentctl.core.operations import WithInput
 
 
 def check_with_keys(kind: str, given: Any, where: str, task_id: str, diags: Collector) -> None:
@@ -43,6 +48,58 @@ def check_with_keys(kind: str, given: Any, where: str, task_id: str, diags: Coll
         diags.add("schema_violation", f"task `{task_id}`: `with.{key}` {problem}", f"{where}.{key}")
 
 
+def check_required_with(
+    kind: str, layers: list[tuple[str, Any]], task_id: str, diags: Collector
+) -> None:
+    """The keys ``kind`` needs are in the merged ``with`` of ``layers`` — (dotted path,
+    mapping) pairs, lowest precedence first, the last one the task's own — and a literal
+    value there is of the needed kind. A template is left to be judged when rendered."""
+    entry = registry.find(kind)
+    if entry is None or not entry.with_required:
+        return
+    given = {
+        key: (where, value)
+        for where, layer in layers
+        if isinstance(layer, Mapping)
+        for key, value in layer.items()
+    }
+    for needed in entry.with_required:
+        if needed.key not in given:
+            diags.add(
+                "schema_violation",
+                f"task `{task_id}`: a {kind} action needs `with.{needed.key}`",
+                layers[-1][0],
+                help=f"give `{needed.key}` ({_described(needed)}) in the task's `with`",
+            )
+            continue
+        where, value = given[needed.key]
+        if not _fits(needed, value):
+            diags.add(
+                "schema_violation",
+                f"task `{task_id}`: `with.{needed.key}` of a {kind} action must be "
+                f"{_described(needed)}, got {value!r}",
+                f"{where}.{needed.key}",
+            )
+
+
+def _described(needed: WithInput) -> str:
+    if needed.kind == "boolean":
+        return "true or false (or a template rendering one)"
+    if needed.local_path:
+        return "a local file path (a string, not a URL)"
+    return "a non-empty string" if needed.non_empty else "a string"
+
+
+def _fits(needed: WithInput, value: Any) -> bool:
+    if isinstance(value, str) and OPEN in value:
+        return True  # rendered when the task runs, and judged then
+    if needed.kind == "boolean":
+        return isinstance(value, bool)
+    if not isinstance(value, str) or (needed.local_path and url_scheme(value) is not None):
+        return False
+    return bool(value) or not needed.non_empty
+
+
 def _no_with_help(kind: str) -> str:
     entry = registry.find(kind)
     if entry is not None and entry.is_process:
@@ -61,6 +118,11 @@ def check_action(
     task_id = str(node.task.get("id"))
     check_with_keys(kind, node.task.get("with"), f"{node.path}.with", task_id, diags)
     check_with_keys(kind, action.get("with"), f"spec.actions.{name}.with", task_id, diags)
+    layers = [
+        (f"spec.actions.{name}.with", action.get("with")),
+        (f"{node.path}.with", node.task.get("with")),
+    ]
+    check_required_with(kind, layers, task_id, diags)
     for sub, text in templated_strings(action):
         if OPEN not in text and "}}" not in text:
             continue

@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from agentctl.core.compiler.actionchecks import check_action, check_with_keys
+from agentctl.core.compiler.actionchecks import check_action, check_required_with, check_with_keys
 from agentctl.core.compiler.capabilities import check_compensation
 from agentctl.core.compiler.diagnostics import Collector
 from agentctl.core.compiler.instructions import check_instructions
@@ -235,6 +235,11 @@ def _compensation(
     where = f"{node.path}.compensate.with"
     check_with_keys(str(inverse.get("kind")), given, where, str(node.task["id"]), diags)
     defaults = inverse.get("with") or {}
+    layers = [
+        (f"spec.actions.{raw['uses'].removeprefix('action:')}.with", defaults),
+        (where, given),
+    ]
+    check_required_with(str(inverse.get("kind")), layers, str(node.task["id"]), diags)
     timeout = raw.get("timeoutSeconds", inverse.get("timeoutSeconds"))
     return Compensation(
         action=str(raw["uses"]).removeprefix("action:"),

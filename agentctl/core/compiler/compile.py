@@ -40,7 +40,7 @@ from agentctl.core.compiler.references import (
 )
 from agentctl.core.compiler.requirements import plan_requirements
 from agentctl.core.compiler.subworkflows import flatten_tasks
-from agentctl.core.compiler.variables import CapturedVars, check_captured
+from agentctl.core.compiler.variables import CapturedVars, check_captured, check_var_reads
 from agentctl.core.plan import Plan, PlannedTask, RunConfig
 
 
@@ -180,6 +180,7 @@ def _check_document(
     """Checks of the document as a whole: captured variables and instruction files, needs, the
     run's outputs, agents, reserved names."""
     check_captured(doc, env.variables, diags)
+    check_var_reads(doc, env.variables, diags)
     check_instruction_files(doc, env.variables, diags)
     check_needs(graph, diags)
     check_run_outputs(env.spec.get("outputs"), graph, diags)

@@ -3,7 +3,8 @@
 Invariants of an accepted router: ``select`` is one exact template whose task reads are in the
 router's needs; there is at least one case and each has a destination; no two cases have the
 same ``equals`` under JSON identity (``1`` ≠ ``"1"``, ``true`` ≠ ``1``, ``1`` ≠ ``1.0``); every
-destination is listed once across cases and default, exists, and needs the router.
+destination is listed once across cases and default, exists, and needs the router; a router
+has no ``with`` (nothing would read it: its output is fixed), so a non-empty one is refused.
 """
 
 from __future__ import annotations
@@ -30,6 +31,14 @@ def compile_route(node: Node, graph: dict[str, Node], diags: Collector) -> Route
             f"router `{node.id}` select must be one exact template",
             f"{node.path}.route.select",
             help='e.g. select: "${{ tasks.scan.output.verdict }}"',
+        )
+    if node.task.get("with"):
+        diags.add(
+            "schema_violation",
+            f"router `{node.id}` takes no `with`: nothing reads it",
+            f"{node.path}.with",
+            help="a router's output is {selected, matched, destinations}; "
+            "put data on a task the destinations need",
         )
     cases = _check_cases(node, route, diags)
     default = tuple(str(task) for task in route.get("default") or [])

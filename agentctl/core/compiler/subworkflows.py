@@ -16,7 +16,10 @@ Invariants:
   a templated one cannot be isolated and is rejected (``unsupported_capability``);
 - nesting works by flattening the inner definition first and rewriting the result again, so
   every level adds its own namespace; a definition reached again on its own call stack is a
-  ``dependency_cycle``.
+  ``dependency_cycle``;
+- inputs known at compile time (defaults ⊕ the invocation's ``with`` without a template) that
+  fail the definition's ``inputSchema`` are a ``schema_violation`` at the invocation's ``with``:
+  the boundary would fail the same way on every run.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from typing import Any
 from agentctl.core.canonical import sha256_hex
 from agentctl.core.compiler.diagnostics import Collector
 from agentctl.core.compiler.ir import DEFAULT_RETRY, Source, with_defaults
-from agentctl.core.compiler.templating import OPEN, map_expressions, map_strings
+from agentctl.core.compiler.templating import OPEN, iter_strings, map_expressions, map_strings
+from agentctl.core.jsonschema import validate
+from agentctl.errors import ValidationError
 
 _SEMVER = re.compile(
     r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?"
@@ -159,6 +164,7 @@ class _Flattener:
         workflow: str,
     ) -> Source:
         values = {**(definition.get("inputs") or {}), **(task.get("with") or {})}
+        self._check_literal_inputs(task, path, values, definition.get("inputSchema"), workflow)
         spec = with_defaults(
             {
                 "id": boundary,
@@ -176,6 +182,24 @@ class _Flattener:
             subworkflow=workflow,
             parent=str(task["id"]),
         )
+
+    def _check_literal_inputs(
+        self, task: dict[str, Any], path: str, values: Any, schema: Any, workflow: str
+    ) -> None:
+        if schema is None or any(OPEN in text for text in iter_strings(values)):
+            return  # a template renders at run time, where the boundary checks it
+        try:
+            problems = validate(values, schema)
+        except ValidationError:
+            return  # a malformed schema is reported at the definition's inputSchema
+        if problems:
+            self.diags.add(
+                "schema_violation",
+                f"task `{task['id']}`: the inputs of {workflow} do not match its inputSchema: "
+                f"{problems[0]}",
+                f"{path}.with",
+                help="the inputs are the definition's `inputs` defaults with this `with` over them",
+            )
 
     def _output_boundary(
         self,

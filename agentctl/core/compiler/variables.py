@@ -11,6 +11,10 @@ Invariants:
   file that was not captured is a ``schema_violation`` at its ``varsFiles`` entry;
 - no layer may set a reserved engine name (``RESERVED_VARS``); a var file or CLI variable
   that does is a ``schema_violation``;
+- no variable's value reads ``vars.*``: variables are rendered against inputs, memory and task
+  outputs, never against each other (spec/dsl.md §6.4), so such a read could only fail the
+  task when it runs; ``check`` reports it as ``invalid_template`` at the variable (a var file's
+  or CLI variable's at the ``varsFiles`` entry, or without a path);
 - captured contents count in the plan (merged ``vars`` are part of each task's definition),
   never in the workflow digest, which covers the document as written.
 """
@@ -23,6 +27,7 @@ from typing import Any
 
 from agentctl.core.compiler.diagnostics import Collector
 from agentctl.core.jsonvalue import JsonObject
+from agentctl.core.templates import TemplateError, find_references
 
 RESERVED = ("foreachIndex", "matrix", "matrixIndex", "loopIndex", "loopPrevious")
 
@@ -94,6 +99,41 @@ def check_captured(doc: Mapping[str, Any], captured: CapturedVars, diags: Collec
             continue
         _reserved(captured.files[path], f"variable file {path!r}", where, diags)
     _reserved(captured.cli, "the command line", None, diags)
+
+
+def check_var_reads(doc: Mapping[str, Any], captured: CapturedVars, diags: Collector) -> None:
+    """No variable of any layer reads another variable (see the module docstring)."""
+    spec = doc.get("spec") or {}
+    agents = spec.get("agents") or {}
+    for where, layer in (
+        ("spec.vars", spec.get("vars")),
+        *((f"spec.agents.{name}.vars", agent.get("vars")) for name, agent in agents.items()),
+        *((f"{where}.vars", task.get("vars")) for where, task in _tasks(spec)),
+    ):
+        _var_reads(layer, "", where, diags)
+    for where, path in declared_files(doc):
+        _var_reads(captured.files.get(path), f"variable file {path!r}: ", where, diags)
+    _var_reads(captured.cli, "the command line: ", None, diags)
+
+
+def _var_reads(layer: Any, what: str, where: str | None, diags: Collector) -> None:
+    if not isinstance(layer, Mapping):
+        return
+    for name, value in layer.items():
+        try:
+            references = find_references(value)
+        except TemplateError:
+            continue  # a syntax error is reported where the task's templates are checked
+        for ref in references:
+            if ref.root != "vars":
+                continue
+            diags.add(
+                "invalid_template",
+                f"{what}vars.{name} reads `{ref.path}`, but variables cannot read variables",
+                f"{where}.{name}" if where is not None and not what else where,
+                help="variables are rendered against inputs, memory and task outputs: "
+                "write the value itself, or read it from an input",
+            )
 
 
 def not_captured(what: str, where: str, diags: Collector) -> None:

@@ -30,8 +30,10 @@ from agentctl.core.dsl.base import (
     MIB,
     JsonObject,
     OutputLimit,
+    Program,
     Seconds,
     StrictModel,
+    WorkingDirectory,
     check_json_schema,
     given_keys,
     registered_kind,
@@ -88,9 +90,9 @@ class Action(StrictModel):
     kind: str  # an action kind of the registry (checked by ``_known_kind``)
     description: str | None = None
     with_: JsonObject = Field(default_factory=dict, alias="with")
-    command: str | None = None
+    command: Program | None = None
     args: list[str] | None = None
-    cwd: str | None = None
+    cwd: WorkingDirectory | None = None
     env: dict[str, EnvValue] | None = None
     timeout_seconds: Seconds | None = Field(None, alias="timeoutSeconds")
     stdout_limit_bytes: OutputLimit | None = Field(None, alias="stdoutLimitBytes")

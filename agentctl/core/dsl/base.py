@@ -198,18 +198,45 @@ def _instructions_path(value: str) -> str:
     )
 
 
-def _local_directory(value: str) -> str:
+def _not_a_url(value: str, why: str, help: str) -> str:
+    """``value`` unless it is a URL, which a local path field refuses (nothing is fetched)."""
     if url_scheme(value) is not None:
+        raise rule_error("schema_violation", f"{value!r} is a URL; {why}", help=help)
+    return value
+
+
+def _local_directory(value: str) -> str:
+    return _not_a_url(
+        value,
+        "policy roots are local directories",
+        "write a directory path, relative to the workspace or absolute",
+    )
+
+
+def _program(value: str) -> str:
+    """A program to run: a name looked up on PATH or a local path — never empty or a URL."""
+    if not value or url_scheme(value) is not None:
         raise rule_error(
             "schema_violation",
-            f"{value!r} is a URL; policy roots are local directories",
-            help="write a directory path, relative to the workspace or absolute",
+            f"command {value!r} is not a program name or local path",
+            help="write the program's name (found on PATH) or its path; nothing is downloaded",
         )
     return value
 
 
+def _working_directory(value: str) -> str:
+    return _not_a_url(
+        value,
+        "a process runs in a local directory",
+        "write a directory inside the workspace, relative to it or absolute",
+    )
+
+
 # A policy root (workspaceRoot, writableRoots, secretFileRoots): a local directory path.
 LocalDirectory = Annotated[str, AfterValidator(_local_directory)]
+# A process action's ``command`` and ``cwd``: a local program and directory, never a URL.
+Program = Annotated[str, AfterValidator(_program)]
+WorkingDirectory = Annotated[str, AfterValidator(_working_directory)]
 # ``varsFiles``: literal paths (never templates or URLs), at most 256 per list (spec/dsl.md §6.4).
 VarsFiles = Annotated[list[Annotated[str, AfterValidator(_literal_path)]], Field(max_length=256)]
 # An agent's ``instructionsFile``: one literal local path, read before compiling.

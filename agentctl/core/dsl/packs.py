@@ -165,6 +165,15 @@ class PackRef(StrictModel):
                 "a pack reference needs exactly one of `source` or (legacy) `path`",
                 help="write source: { path: packs/name.pack.yaml }",
             )
+        if self.path is not None and _SCHEME_RE.match(self.path):
+            # Refused here, not when ``effective_source`` builds the source while the packs
+            # are read (a validation error there would escape as an internal error).
+            raise rule_error(
+                "schema_violation",
+                f"`path` takes a filesystem path, and {self.path!r} is a URL",
+                at="path",
+                help="write source: { archive: URL, integrity: … } for a pack behind a URL",
+            )
         if self.path is not None and self.integrity is None:
             raise rule_error(
                 "schema_violation",

@@ -18,7 +18,8 @@ from typing import Annotated, Any
 
 from pydantic import Discriminator, Field, Tag, field_validator
 
-from agentctl.core.dsl.base import ENV_NAME_RE, StrictModel, rule_error
+from agentctl.core.dburl import url_scheme
+from agentctl.core.dsl.base import ENV_NAME_RE, Program, StrictModel, rule_error
 
 _SHAPES = ("env", "file", "process")
 
@@ -46,11 +47,17 @@ class FileSecret(StrictModel):
     def _path(cls, value: str) -> str:
         if not value or "\0" in value:
             raise rule_error("invalid_secret_reference", "secret file path must be non-empty")
+        if url_scheme(value) is not None:
+            raise rule_error(
+                "invalid_secret_reference",
+                f"secret file path {value!r} is a URL; a file secret is read from a local file",
+                help="write a path under one of policy.secretFileRoots",
+            )
         return value
 
 
 class ProcessCommand(StrictModel):
-    command: Annotated[str, Field(min_length=1)]
+    command: Program
     args: list[str] = Field(default_factory=list, max_length=64)
     timeout_seconds: int = Field(5, alias="timeoutSeconds", ge=1, le=60)
     output_limit_bytes: int = Field(16_384, alias="outputLimitBytes", ge=1, le=65_536)
