@@ -26,7 +26,7 @@ def frame_spin_us() -> int:
     """How long a frame channel may poll before it parks, in µs (0: never; ADR 0014)."""
     raw = os.environ.get(FRAME_SPIN_US, "").strip()
     if not raw:
-        return 50
+        return 150
     if not (raw.isascii() and raw.isdigit()):  # (``int`` would take "+5", "5_0", "٥")
         raise ValidationError(
             f"{FRAME_SPIN_US}={raw!r}: expected a whole number of microseconds, 0 or more"

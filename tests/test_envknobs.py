@@ -20,7 +20,7 @@ from tests.conftest import EXAMPLES, Cli
 def test_unset_or_empty_knobs_are_their_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(envknobs.FRAME_SPIN_US, raising=False)
     monkeypatch.setenv(envknobs.ANSWER_GRACE_SECONDS, " ")
-    assert envknobs.frame_spin_us() == 50
+    assert envknobs.frame_spin_us() == 150
     assert envknobs.answer_grace_s() == 10.0
 
 
