@@ -17,7 +17,7 @@ from agentctl.cli_options import DbOpt
 from agentctl.clikit import DEFAULT_DB, deliver, json_file
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.states import RunState
-from agentctl.errors import NotFoundError, ValidationError
+from agentctl.errors import NotFoundError, RunNotFoundError, ValidationError
 from agentctl.render import Outcome, Settings
 
 app = typer.Typer()
@@ -130,10 +130,9 @@ def effects_inspect_cmd(
     if not _HEX.fullmatch(effect):
         try:
             listed = api.effects_list(effect, db=db, task=None)
-        except NotFoundError as exc:
-            if exc.message != f"run {effect} not found":
-                raise  # the database itself is missing, or the prefix is ambiguous
-            # Asked for an effect: say so, not only that no run has this id.
+        except RunNotFoundError:
+            # Asked for an effect: say so, not only that no run has this id. (A missing
+            # database or an ambiguous prefix keeps its own error.)
             raise NotFoundError(
                 f"effect {effect} not found (nor a run of that id, for the older "
                 "`effects inspect RUN` form)"

@@ -150,6 +150,10 @@ class NotFoundError(PersistenceError):
     pass
 
 
+class RunNotFoundError(NotFoundError):
+    """No run has the id (or unique id prefix) asked for: the database itself was found."""
+
+
 class FutureVersionError(PersistenceError):
     pass
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.errors import NotFoundError, OwnershipError, ValidationError
+from agentctl.errors import NotFoundError, OwnershipError, RunNotFoundError, ValidationError
 from agentctl.ledger.artifacts.values import (
     dumps_value,
     dumps_value_opt,
@@ -292,7 +292,7 @@ def _find_row(conn: Db, prefix: str, select: str) -> Row:
     if exact:
         return exact[0]
     if not rows:
-        raise NotFoundError(f"run {prefix} not found")
+        raise RunNotFoundError(f"run {prefix} not found")
     if len(rows) > 1:
         raise ValidationError(f"run id prefix {prefix!r} is ambiguous")
     return rows[0]
@@ -321,7 +321,7 @@ def list_runs(
 def _current_state(conn: Db, run_id: str) -> str:
     row = conn.execute("SELECT state FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     if row is None:
-        raise NotFoundError(f"run {run_id} not found")
+        raise RunNotFoundError(f"run {run_id} not found")
     return str(row["state"])
 
 
@@ -382,7 +382,7 @@ def is_cancel_requested(conn: Db, run_id: str) -> bool:
         "SELECT cancellation_requested FROM runs WHERE run_id = ?", (run_id,)
     ).fetchone()
     if row is None:
-        raise NotFoundError(f"run {run_id} not found")
+        raise RunNotFoundError(f"run {run_id} not found")
     return bool(row[0])
 
 
@@ -448,7 +448,7 @@ def acquire_run_lease_txn(conn: Db, run_id: str, pid: int, create_time: float, n
     nothing more for the run."""
     row = _lease_row(conn, run_id)
     if row is None:
-        raise NotFoundError(f"run {run_id} not found")
+        raise RunNotFoundError(f"run {run_id} not found")
     owner, owner_time = row["owner_pid"], row["owner_create_time"]
     expires = row["lease_expires_at"]
     if expires is not None and owner is not None and str(expires) > now:
