@@ -93,9 +93,11 @@ def _record(conn: Db, row: Row, grounds: JsonObject) -> ReconciliationRecord:
 
 
 def list_reconciliations(
-    conn: Db, *, run_id: str | None = None, effect_id: str | None = None
+    conn: Db, *, run_id: str | None = None, effect_id: str | None = None, grounds: bool = False
 ) -> list[ReconciliationRecord]:
-    """Reconciliation records in the order they were appended."""
+    """Reconciliation records in the order they were appended. ``grounds``: with their
+    authorization and result schema, read from the audit log — only what a record shown to a
+    user needs; recovery and the reconcile rules read the rows alone."""
     if effect_id is not None:
         sql, params = "SELECT * FROM effect_reconciliations WHERE effect_id = ?", (effect_id,)
     elif run_id is not None:
@@ -103,8 +105,8 @@ def list_reconciliations(
     else:
         raise InvalidOperationError("list_reconciliations needs a run or an effect")
     rows = fetch_all(conn, sql + " ORDER BY rowid", params, "reconciliation")
-    grounds = _recorded_grounds(conn, {str(r["run_id"]) for r in rows})
-    return [_record(conn, r, grounds.get((r["trace_id"], r["effect_id"]), {})) for r in rows]
+    found = _recorded_grounds(conn, {str(r["run_id"]) for r in rows}) if grounds else {}
+    return [_record(conn, r, found.get((r["trace_id"], r["effect_id"]), {})) for r in rows]
 
 
 def _recorded_grounds(conn: Db, run_ids: set[str]) -> dict[tuple[str, str], JsonObject]:
@@ -112,7 +114,7 @@ def _recorded_grounds(conn: Db, run_ids: set[str]) -> dict[tuple[str, str], Json
     each reconciliation is one invocation with its own trace, so the pair names one record."""
     found: dict[tuple[str, str], JsonObject] = {}
     sql = (
-        "SELECT trace_id, payload_json, format_version FROM audit_events"
+        "SELECT trace_id, payload_json, format_version FROM audit_events"  # (checked by fetch_all)
         " WHERE run_id = ? AND event_type = 'effect.reconciled' ORDER BY sequence"
     )
     for run_id in sorted(run_ids):

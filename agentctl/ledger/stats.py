@@ -139,7 +139,9 @@ def effect_list(conn: Db, run_id: str, task_id: str | None = None) -> EffectList
     get_run(conn, run_id)  # NotFoundError for an unknown run
     effects = tuple(list_effects(conn, run_id, task_id))
     ids = {e.effect_id for e in effects}
-    recs = tuple(r for r in list_reconciliations(conn, run_id=run_id) if r.effect_id in ids)
+    recs = tuple(
+        r for r in list_reconciliations(conn, run_id=run_id, grounds=True) if r.effect_id in ids
+    )
     handles = tuple(h for h in list_handles(conn, run_id) if h.effect_id in ids)
     return EffectList(run_id, task_id, effects, recs, handles)
 
@@ -168,7 +170,7 @@ class EffectInspection:
 
 def effect_inspection(conn: Db, effect_id: str) -> EffectInspection:
     effect = get_effect(conn, effect_id)
-    recs = tuple(list_reconciliations(conn, effect_id=effect_id))
+    recs = tuple(list_reconciliations(conn, effect_id=effect_id, grounds=True))
     # The run narrows it to the primary key's prefix: effect_id alone has no index.
     sql = "SELECT tool, input_json FROM tool_calls WHERE run_id = ? AND effect_id = ?"
     row = conn.execute(sql, (effect.run_id, effect_id)).fetchone()
@@ -291,7 +293,7 @@ def run_inspection(conn: Db, run_id: str) -> RunInspection:
         run=get_run(conn, run_id),
         tasks=tuple(list_tasks(conn, run_id)),
         effects=tuple(list_effects(conn, run_id)),
-        reconciliations=tuple(list_reconciliations(conn, run_id=run_id)),
+        reconciliations=tuple(list_reconciliations(conn, run_id=run_id, grounds=True)),
         approvals=tuple(list_approvals(conn, run_id)),
         checkpoints=tuple(list_checkpoints(conn, run_id)),
         tool_calls=tuple(list_tool_calls(conn, run_id)),

@@ -215,13 +215,12 @@ def _local_directory(value: str) -> str:
 
 def _program(value: str) -> str:
     """A program to run: a name looked up on PATH or a local path — never empty or a URL."""
-    if not value or url_scheme(value) is not None:
-        raise rule_error(
-            "schema_violation",
-            f"command {value!r} is not a program name or local path",
-            help="write the program's name (found on PATH) or its path; nothing is downloaded",
-        )
-    return value
+    if not value:
+        raise rule_error("schema_violation", "command is empty", help=_PROGRAM_HELP)
+    return _not_a_url(value, "a command is a local program", _PROGRAM_HELP)
+
+
+_PROGRAM_HELP = "write the program's name (found on PATH) or its path; nothing is downloaded"
 
 
 def _working_directory(value: str) -> str:

@@ -68,6 +68,18 @@ def check_integrity(value: str | None) -> str | None:
     return value
 
 
+def _check_local(path: str, instead: str) -> None:
+    """A ``path`` key names a local file; a URL there is refused, ``instead`` saying what to
+    write for a pack behind a URL."""
+    if _SCHEME_RE.match(path):
+        raise rule_error(
+            "schema_violation",
+            f"`path` takes a filesystem path, and {path!r} is a URL",
+            at="path",
+            help=f"{instead} for a pack behind a URL",
+        )
+
+
 def _check_url(value: str, key: str) -> None:
     if not _SCHEME_RE.match(value):
         raise rule_error(
@@ -106,13 +118,8 @@ class PackSource(StrictModel):
                 "a pack source needs exactly one of `path`, `archive` or `git`",
                 help="local packs: source: { path: packs/name.pack.yaml }",
             )
-        if self.path is not None and _SCHEME_RE.match(self.path):
-            raise rule_error(
-                "schema_violation",
-                f"`path` takes a filesystem path, and {self.path!r} is a URL",
-                at="path",
-                help="use source.archive (with integrity) or source.git (with rev) for a URL",
-            )
+        if self.path is not None:
+            _check_local(self.path, "use source.archive (with integrity) or source.git (with rev)")
         if self.archive is not None:
             _check_url(self.archive, "archive")
             if self.integrity is None:
@@ -165,15 +172,10 @@ class PackRef(StrictModel):
                 "a pack reference needs exactly one of `source` or (legacy) `path`",
                 help="write source: { path: packs/name.pack.yaml }",
             )
-        if self.path is not None and _SCHEME_RE.match(self.path):
+        if self.path is not None:
             # Refused here, not when ``effective_source`` builds the source while the packs
             # are read (a validation error there would escape as an internal error).
-            raise rule_error(
-                "schema_violation",
-                f"`path` takes a filesystem path, and {self.path!r} is a URL",
-                at="path",
-                help="write source: { archive: URL, integrity: … } for a pack behind a URL",
-            )
+            _check_local(self.path, "write source: { archive: URL, integrity: … }")
         if self.path is not None and self.integrity is None:
             raise rule_error(
                 "schema_violation",
