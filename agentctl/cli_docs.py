@@ -197,7 +197,7 @@ def runs_upgrade_cmd(
     # spec/cli.md §1: a dry run is the analysis, so scripts see the analysis kind for it.
     kind = "LegacyRunUpgradeAnalysis" if dry_run else "LegacyRunUpgrade"
     if not dry_run:  # the original nests the analysis after the upgrade under this key
-        after = {k: v for k, v in data.items() if k not in ("dryRun", "upgradedTasks")}
+        after = {k: v for k, v in data.items() if k not in ("dryRun", "upgradedTasks", "upgradeId")}
         data = {**data, "analysisAfter": after}
     deliver(Outcome(kind, data, human=_runs_human(data)))
 
@@ -210,6 +210,8 @@ def _runs_human(data: dict[str, Any]) -> Any:
         lines.append(f"unavailable: {', '.join(missing) or '-'}")
         if "upgradedTasks" in data:
             lines.append(f"upgraded: {', '.join(data['upgradedTasks']) or '-'}")
+        if data.get("upgradeId"):
+            lines.append(f"upgrade: {data['upgradeId']}")
         return "\n".join(lines)
 
     return human

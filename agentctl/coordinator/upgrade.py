@@ -167,21 +167,27 @@ def upgrade(run_ref: str, *, db: str, dry_run: bool) -> JsonObject:
         run, records, plan = _load(ledger, run_ref)
         before = _analysis(run, records, plan)
         store_plan = plan is not None and run.compiled_plan_json is None
-        if dry_run or not (before.upgradeable or store_plan):
-            return {**before.to_json(), "dryRun": dry_run, "upgradedTasks": []}
+        if dry_run:
+            return {**before.to_json(), "dryRun": True, "upgradedTasks": []}
+        if not (before.upgradeable or store_plan):
+            # Nothing written, so no upgrade record exists to name.
+            return {**before.to_json(), "dryRun": False, "upgradedTasks": [], "upgradeId": None}
         ids = list(before.upgradeable)
+        clock = Clock()
+        upgrade_id = clock.new_id("upgrade")  # spec/cli.md §2's id kinds: names this upgrade
+        summary: JsonObject = {"upgradeId": upgrade_id, "upgradedTasks": list[JsonValue](ids)}
         ledger.upgrade_run(
             RunUpgrade(
                 run_id=run.run_id,
                 tasks=tuple(_task_upgrade(i, before.fields[i]) for i in ids),
                 compiled_plan_json=stored_plan_text(plan) if plan and store_plan else None,
-                summary={"upgradedTasks": list[JsonValue](ids), "storedPlan": store_plan},
-                now=Clock().now(),
-                trace_id=Clock().new_id("trace"),  # the command's own
+                summary={**summary, "storedPlan": store_plan},
+                now=clock.now(),
+                trace_id=clock.new_id("trace"),  # the command's own
             )
         )
         after = _analysis(*_load(ledger, run.run_id)).to_json()
-    return {**after, "dryRun": False, "upgradedTasks": list[JsonValue](ids)}
+    return {**after, "dryRun": False, **summary}
 
 
 def _task_upgrade(task_id: str, fields: Mapping[str, _Field]) -> TaskUpgrade:

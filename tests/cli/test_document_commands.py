@@ -152,7 +152,14 @@ def test_runs_analyze_and_upgrade_a_legacy_run(
     assert {f["status"] for f in fields} >= {"recorded", "derived"}
     assert all(set(f) == {"status", "value", "provenance"} for f in fields), fields
     audit = cli("--output", "json", "inspect", run_id, "--db", "db.sqlite").data["audit"]
-    assert [a["eventType"] for a in audit].count("run.upgraded") == 1
+    upgraded = [a for a in audit if a["eventType"] == "run.upgraded"]
+    assert len(upgraded) == 1
+    # The upgrade is named by an `upgrade-` id, printed and kept in its audit event.
+    assert "upgradeId" not in dry.data and done.data["upgradeId"].startswith("upgrade-")
+    assert upgraded[0]["payload"]["upgradeId"] == done.data["upgradeId"]
+    assert "upgradeId" not in done.data["analysisAfter"]
+    again = cli("--output", "json", "runs", "upgrade", run_id, "--db", "db.sqlite")
+    assert again.rc == 0 and again.data["upgradedTasks"] == [] and again.data["upgradeId"] is None
 
 
 def test_an_unprovable_plan_leaves_fields_unavailable(
