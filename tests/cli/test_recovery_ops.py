@@ -235,6 +235,8 @@ def test_automatic_compensation_after_failure(cli, tmp_path: Path) -> None:  # t
     runs = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"]
     assert [r["mode"] for r in runs] == ["compensation", "execute"]
     assert runs[0]["sourceRunId"] == runs[1]["runId"]
+    # A compensation run is a run: spec/cli.md §2 has no other id kind for it.
+    assert all(r["runId"].startswith("run-") for r in runs), runs
 
 
 def test_automatic_compensation_after_a_fork_fails(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
