@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
+from agentctl.cli_effectview import (
+    effect_inspection_view,
+    effect_list_view,
+    reconciliation_view,
+)
 from agentctl.cli_options import DbOpt
 from agentctl.clikit import DEFAULT_DB, deliver, json_file
-from agentctl.core.jsonvalue import JsonValue
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.states import RunState
 from agentctl.errors import NotFoundError, RunNotFoundError, ValidationError
 from agentctl.render import Outcome, Settings
@@ -109,7 +114,7 @@ def effects_list_cmd(
     """The effects of a run (optionally of one task) and their reconciliations."""
     from agentctl.coordinator import api
 
-    deliver(Outcome("EffectList", api.effects_list(run, db=db, task=task)))
+    _list(api.effects_list(run, db=db, task=task), db)
 
 
 @effects_app.command("inspect")
@@ -126,7 +131,7 @@ def effects_inspect_cmd(
     # The original's older `effects inspect RUN [--task T]` listed a run's effects; scripts
     # written for it still run.
     if task is not None:
-        deliver(Outcome("EffectList", api.effects_list(effect, db=db, task=task)))
+        _list(api.effects_list(effect, db=db, task=task), db)
     if not _HEX.fullmatch(effect):
         try:
             listed = api.effects_list(effect, db=db, task=None)
@@ -137,8 +142,13 @@ def effects_inspect_cmd(
                 f"effect {effect} not found (nor a run of that id, for the older "
                 "`effects inspect RUN` form)"
             ) from None
-        deliver(Outcome("EffectList", listed))
-    deliver(Outcome("EffectInspection", api.effects_inspect(effect, db=db)))
+        _list(listed, db)
+    data = api.effects_inspect(effect, db=db)
+    deliver(Outcome("EffectInspection", data, human=effect_inspection_view(data, db)))
+
+
+def _list(data: JsonObject, db: str) -> NoReturn:
+    deliver(Outcome("EffectList", data, human=effect_list_view(data, db)))
 
 
 _ResultOpt = Annotated[
@@ -194,7 +204,7 @@ def effects_reconcile_cmd(
         ),
         approved=approved,
     )
-    deliver(Outcome("EffectReconciliation", data))
+    deliver(Outcome("EffectReconciliation", data, human=reconciliation_view(data, db)))
 
 
 def _status(given: str) -> str:
@@ -221,7 +231,7 @@ def effects_continue_remote_cmd(
     from agentctl.coordinator.continuation import continue_remote
 
     data = continue_remote(effect, db=db, actor=actor, reason=reason, approved=approved)
-    deliver(Outcome("EffectReconciliation", data))
+    deliver(Outcome("EffectReconciliation", data, human=reconciliation_view(data, db)))
 
 
 def register(main_app: typer.Typer) -> None:

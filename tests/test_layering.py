@@ -70,7 +70,9 @@ ALLOWED: dict[str, set[str]] = {
     "clikit": {"render", "errors", "core"},
     "cli_inspect": {"clikit", "render", "errors", "coordinator", "core", "cli_report"}
     | {"cli_options"}
-    | {"cli_runview"},
+    | {"cli_runview", "cli_effectview"},
+    # The human views of effects and reconciliations (JSON data in, text out).
+    "cli_effectview": {"render", "core", "cli_runview"},
     # Human and HTML views of a stored run (read models come from ledger.report).
     "cli_runview": {"clikit", "render", "errors", "core", "ledger"},
     "cli_report": {"clikit", "render", "errors", "core", "ledger", "coordinator"}
