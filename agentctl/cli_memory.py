@@ -20,6 +20,10 @@ import typer
 
 from agentctl.cli_options import DbOpt
 from agentctl.cli_state import _ledger, _now
+from agentctl.cli_stateview import (
+    memory_value_view,
+    memory_write_view,
+)
 from agentctl.clikit import DEFAULT_DB, deliver
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import (
@@ -71,7 +75,8 @@ def memory_get_cmd(
         absent = f"no entry {namespace}/{key} (absent or expired)"
         deliver(Outcome("MemoryValue", data, human=lambda _s: absent))
         return
-    deliver(Outcome("MemoryValue", entry.to_json()))
+    data = entry.to_json()
+    deliver(Outcome("MemoryValue", data, human=memory_value_view(data)))
 
 
 @memory_app.command("put")
@@ -104,7 +109,8 @@ def memory_put_cmd(
         ledger.long_term_put(put, _now())
         written = ledger.long_term_get(namespace, key, _now())
     # ``written`` is the original's acknowledgement key; scripts written for it test it.
-    deliver(Outcome("MemoryWrite", {**written.to_json(), "written": True}))
+    data = {**written.to_json(), "written": True}
+    deliver(Outcome("MemoryWrite", data, human=memory_write_view(data)))
 
 
 def _filter_pair(text: str) -> tuple[str, JsonValue]:

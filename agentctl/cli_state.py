@@ -13,6 +13,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from agentctl.cli_options import DbOpt
+from agentctl.cli_stateview import (
+    artifact_export_view,
+    artifact_gc_view,
+    artifact_inspection_view,
+    artifact_verification_view,
+    db_migration_view,
+    db_stats_view,
+)
 from agentctl.clikit import DEFAULT_DB, deliver, is_server_db
 from agentctl.errors import NotFoundError, ValidationError
 from agentctl.render import Outcome, Settings
@@ -104,7 +112,7 @@ def artifacts_inspect_cmd(
     """One blob and every reference to it."""
     with _ledger(db, verify=False) as ledger:
         data = ledger.inspect_artifact(_digest(digest)).to_json()
-    deliver(Outcome("ArtifactInspection", data))
+    deliver(Outcome("ArtifactInspection", data, human=artifact_inspection_view(data)))
 
 
 @artifacts_app.command("verify")
@@ -118,7 +126,7 @@ def artifacts_verify_cmd(
         raise ValidationError("artifacts verify needs exactly one of DIGEST or --all")
     with _ledger(db) as ledger:
         data = ledger.verify_artifacts(_now(), [_digest(digest)] if digest is not None else None)
-    deliver(Outcome("ArtifactVerification", data))
+    deliver(Outcome("ArtifactVerification", data, human=artifact_verification_view(data)))
 
 
 @artifacts_app.command("export")
@@ -133,7 +141,7 @@ def artifacts_export_cmd(
     """Copy a verified blob to DEST atomically (never through a symlink)."""
     with _ledger(db) as ledger:
         data = ledger.export_artifact(_digest(digest), dest, overwrite)
-    deliver(Outcome("ArtifactExport", data))
+    deliver(Outcome("ArtifactExport", data, human=artifact_export_view(data)))
 
 
 @artifacts_app.command("gc")
@@ -151,7 +159,7 @@ def artifacts_gc_cmd(
     report = data.get("report")
     if isinstance(report, dict):
         data = {**data, "report": {**report, **_original_gc_keys(report, dry_run)}}
-    deliver(Outcome("ArtifactGarbageCollection", data))
+    deliver(Outcome("ArtifactGarbageCollection", data, human=artifact_gc_view(data)))
 
 
 def _original_gc_keys(report: dict[str, Any], dry_run: bool) -> dict[str, Any]:
@@ -197,7 +205,7 @@ def db_stats_cmd(db: DbOpt = DEFAULT_DB) -> None:
     for key, table in ORIGINAL_STAT_KEYS.items():
         if table in stats.counts:
             data[key] = stats.counts[table]
-    deliver(Outcome("DatabaseStats", data))
+    deliver(Outcome("DatabaseStats", data, human=db_stats_view(data)))
 
 
 @db_app.command("migrate")
@@ -207,7 +215,7 @@ def db_migrate_cmd(db: DbOpt = DEFAULT_DB) -> None:
         data = ledger.migration().to_json()
     # The original reports {schemaVersion, migrated: true}; scripts read those two keys.
     data = {**data, "schemaVersion": data["to"], "migrated": True}
-    deliver(Outcome("DatabaseMigration", data))
+    deliver(Outcome("DatabaseMigration", data, human=db_migration_view(data)))
 
 
 approvals_app = typer.Typer(

@@ -92,8 +92,12 @@ ALLOWED: dict[str, set[str]] = {
     "cli_docs": {"clikit", "render", "errors", "core", "coordinator", "cli_vars", "packsource"}
     | {"cli_options"},
     "cli_providers": {"clikit", "render", "core", "coordinator", "cli_vars"},
-    "cli_state": {"clikit", "render", "errors", "ledger", "coordinator"} | {"cli_options"},
-    "cli_memory": {"clikit", "render", "errors", "ledger", "core", "cli_state"} | {"cli_options"},
+    "cli_state": {"clikit", "render", "errors", "ledger", "coordinator"}
+    | {"cli_options", "cli_stateview"},
+    "cli_memory": {"clikit", "render", "errors", "ledger", "core", "cli_state"}
+    | {"cli_options", "cli_stateview"},
+    # The human views of the state commands (JSON data in, text out).
+    "cli_stateview": {"render", "core"},
     # doctor (ready to run here?), gc and completion: operator tools over a workflow or a ledger.
     "cli_doctor": {"clikit", "render", "coordinator", "core", "cli_vars"} | {"cli_options"},
     "cli_housekeeping": {"clikit", "render", "errors", "ledger", "core", "cli_state", "__init__"}
