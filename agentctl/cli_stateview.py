@@ -61,6 +61,8 @@ def db_migration_view(data: Mapping[str, object]) -> View:
     applied = [str(v) for v in listed] if isinstance(listed, list) else []
     if not applied:
         return _lines(f"schema {data.get('to')}: up to date, nothing to migrate")
+    if data.get("from") == 0:
+        return _lines(f"created a new database at schema {data.get('to')}")
     return _lines(f"migrated schema {data.get('from')} → {data.get('to')} ({', '.join(applied)})")
 
 
