@@ -159,7 +159,9 @@ def create_derived_run(
 ) -> tuple[str, str]:
     """One transaction: the run, its reused tasks, rebuilt memory, audit and lease."""
     mode = recovery.kind
-    run_id, trace_id = clock.new_id(mode), clock.new_id("trace")
+    # A `run-` like every created run: spec/cli.md §2's id kinds have no repair-/retry-; the
+    # mode and source id say what the run is.
+    run_id, trace_id = clock.new_id("run"), clock.new_id("trace")
     reused = {tid: source.tasks[tid] for tid in recovery.reuse}
     memory = rc.rebuild_memory(dict(target.plan.run.working_memory), target.plan, reused)
     new = NewRun(

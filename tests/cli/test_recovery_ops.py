@@ -473,6 +473,8 @@ def test_retry_and_repair_default_to_the_workflow_files_directory(cli, tmp_path:
     assert repaired.rc == 0, repaired.stderr
     assert _marker(ws) == ["a", "b"] and _marker(fixed) == ["b", "c", "b2", "c"]
     assert _inspect(cli, db, repaired.data["runId"])["run"]["basePath"] == str(fixed)
+    # Runs, all of them: spec/cli.md §2 has no repair-/retry- id kind (the mode says which).
+    assert retried.data["runId"].startswith("run-") and repaired.data["runId"].startswith("run-")
     # --workspace still wins over the default.
     other = tmp_path / "other"
     other.mkdir()
