@@ -21,6 +21,7 @@ from agentctl.cli_options import (
     TimeoutOpt,
     WorkspaceOpt,
 )
+from agentctl.cli_planview import recovery_view
 from agentctl.clikit import DEFAULT_DB, deliver, warning_errors
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import ValidationError
@@ -83,7 +84,8 @@ def _recover(req: _Recovery) -> None:
         name, data, code = _recovered(req, loaded.document, target, where)
         if asking is not None and data.get("state") == "paused":
             data, code = _carried_on(asking, data, req.db)
-    deliver(Outcome(name, data, exit_code=code, diagnostics=list(loaded.warnings)))
+    human = recovery_view(name, data)
+    deliver(Outcome(name, data, exit_code=code, diagnostics=list(loaded.warnings), human=human))
 
 
 def _recovered(req: _Recovery, document: dict[str, Any], target: Any, where: str) -> Envelope:

@@ -79,7 +79,9 @@ ALLOWED: dict[str, set[str]] = {
     | {"__init__", "cli_runview", "cli_report_svg", "cli_docs"},
     "cli_report_svg": {"render", "errors", "core", "ledger", "cli_runview"},
     "cli_recovery": {"clikit", "render", "errors", "coordinator", "core", "cli_vars"}
-    | {"cli_options", "cli_commands"},
+    | {"cli_options", "cli_commands", "cli_planview"},
+    # The human views of recovery plans and outcomes (JSON data in, text out).
+    "cli_planview": {"render", "core"},
     "cli_vars": {"clikit", "errors", "core", "packsource", "cli_schemacache"},
     # The workflow models' core schema kept between processes (a private pickle).
     "cli_schemacache": {"core", "errors", "usercache"},

@@ -1,0 +1,56 @@
+"""The human views of recovery plans and outcomes: before running a repair or retry, an operator
+reads whether it can run, what it reuses and executes, and what blocks it and what to pass
+instead; after, which run was made from which source — never the indented JSON record.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tests.conftest import EXAMPLES, Cli
+
+
+def _source(cli: Cli, tmp_path: Path) -> str:
+    shutil.copy(EXAMPLES / "e1-dataflow.yaml", tmp_path / "wf.yaml")
+    ran = cli("--output", "json", "run", "wf.yaml", "--db", "r.db")
+    assert ran.rc == 0, ran.stderr
+    return str(ran.data["runId"])
+
+
+def _rows(text: str) -> dict[str, str]:
+    """A plan view's labelled lines (``  roots      gate``) as label → value."""
+    found = {}
+    for line in text.splitlines():
+        if line.startswith("  ") and not line.startswith("    ") and "  " in line.strip():
+            label, value = line.strip().split(None, 1)
+            found[label] = value.strip()
+    return found
+
+
+def test_a_blocked_repair_plan_names_the_block_and_what_to_pass(cli: Cli, tmp_path: Path) -> None:
+    source = _source(cli, tmp_path)
+    blocked = cli("repair", "wf.yaml", source, "--from", "gate", "--plan", "--db", "r.db")
+    assert blocked.rc == 3, blocked.stderr
+    assert blocked.stdout.startswith(f"repair plan for run {source}: blocked\n")
+    assert _rows(blocked.stdout)["roots"] == "gate" and _rows(blocked.stdout)["reuse"] == "stash"
+    block = blocked.stdout.split("blocked:\n", 1)[1].splitlines()
+    assert block[0] == "  gate  successful_root_requires_acknowledgement"
+    assert "pass --restart-successful" in block[1]
+    again = ("repair", "wf.yaml", source, "--from", "gate", "--restart-successful", "--plan")
+    ready = cli(*again, "--db", "r.db")
+    assert ready.rc == 0 and ready.stdout.startswith(f"repair plan for run {source}: can run")
+    rows = _rows(ready.stdout)
+    assert (rows["reuse"], rows["execute"]) == ("stash", "gate") and "blocked:" not in ready.stdout
+    assert rows["effects"] == "0; approvals possible: 0"
+
+
+def test_a_retry_outcome_says_what_it_reused_and_executed(cli: Cli, tmp_path: Path) -> None:
+    source = _source(cli, tmp_path)
+    args = ("retry", "wf.yaml", source, "--from", "gate", "--restart-successful", "--db", "r.db")
+    done = cli(*args)
+    assert done.rc == 0, done.stderr
+    head, *rest = done.stdout.splitlines()
+    assert head.startswith("run run-") and head.endswith(f": succeeded  (from {source})")
+    assert rest[:2] == ["  reused     stash", "  executed   gate"]
+    assert "\n".join(rest[2:]) == '{\n  "total": 3\n}'
