@@ -352,7 +352,7 @@ def effects_list(run_ref: str, *, db: str, task: str | None) -> JsonObject:
 
 def effects_inspect(effect_id: str, *, db: str) -> JsonObject:
     with open_existing(db, verify=False) as ledger:
-        return ledger.inspect_effect(effect_id).to_json()
+        return ledger.inspect_effect(ledger.find_effect_id(effect_id)).to_json()
 
 
 def effects_reconcile(

@@ -63,6 +63,7 @@ def continue_remote(
     run's policy allows reconciling it (``approved``: the operator's ``--approved``)."""
     clock = Clock()
     with open_existing(db) as ledger:
+        effect_id = ledger.find_effect_id(effect_id)
         found = _continuable(ledger, effect_id)
         authorization = authorize(ledger, ledger.inspect_effect(effect_id), actor, approved)
         owner = owner_identity()

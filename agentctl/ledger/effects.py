@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from agentctl.core.effects import effect_id as core_effect_id
 from agentctl.core.effects import input_digest as core_input_digest
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.errors import InvalidOperationError, NotFoundError
+from agentctl.errors import InvalidOperationError, NotFoundError, ValidationError
 from agentctl.ledger import sessions
 from agentctl.ledger.artifacts.values import (
     dumps_value,
@@ -371,6 +371,37 @@ def mark_uncertain_txn(
         audit_effect_txn(conn, effect_id, now, trace_id=trace_id)
     sessions.settle_many_txn(conn, ids, "uncertain", now)  # a model call's session says so
     return ids
+
+
+EFFECT_ID_CHARS = 64
+MIN_EFFECT_PREFIX = 6  # shorter hex would name too many effects to be worth a lookup
+
+
+def find_effect_id(conn: Db, ref: str) -> str:
+    """The id of the effect whose id is ``ref`` or uniquely starts with it (as runs are
+    named by a unique prefix); a whole id is returned as given, for the lookup to judge."""
+    ref = ref.lower()
+    if len(ref) == EFFECT_ID_CHARS:
+        return ref
+    if any(c not in "0123456789abcdef" for c in ref):
+        raise NotFoundError(f"effect {ref} not found (an effect id is {EFFECT_ID_CHARS} hex)")
+    if len(ref) < MIN_EFFECT_PREFIX:
+        raise ValidationError(
+            f"effect id prefix {ref!r} is too short: give at least {MIN_EFFECT_PREFIX} hex digits"
+        )
+    rows = fetch_all(
+        conn,
+        # Hex has no LIKE wildcards; the range keeps the index usable on both backends.
+        "SELECT effect_id, format_version FROM effects"
+        " WHERE effect_id >= ? AND effect_id < ? ORDER BY effect_id LIMIT 2",
+        (ref, ref + "g"),
+        "effect",
+    )
+    if not rows:
+        raise NotFoundError(f"effect {ref} not found")
+    if len(rows) > 1:
+        raise ValidationError(f"effect id prefix {ref!r} is ambiguous; give more of it")
+    return str(rows[0]["effect_id"])
 
 
 def get_effect(conn: Db, effect_id: str) -> EffectRecord:

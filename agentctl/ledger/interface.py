@@ -286,6 +286,10 @@ class RunLedger(Protocol):
 
     def inspect_effect(self, effect_id: str) -> EffectInspection: ...
 
+    def find_effect_id(self, effect_ref: str) -> str:
+        """The id of the effect whose id is ``effect_ref`` or uniquely starts with it."""
+        ...
+
     def load_source(self, run_ref: str) -> SourceSnapshot:
         """A run with its tasks, effects, reconciliations and artifacts (recovery, replay)."""
         ...

@@ -375,6 +375,9 @@ class LedgerService(ABC):
 
         return self._tx.run_read(lambda conn: stats.effect_inspection(conn, effect_id))
 
+    def find_effect_id(self, effect_ref: str) -> str:
+        return self._tx.run_read(lambda conn: effects.find_effect_id(conn, effect_ref))
+
     def load_source(self, run_ref: str) -> SourceSnapshot:
         return self._tx.run_read(lambda conn: lifecycle.read_source(conn, run_ref))
 

@@ -49,6 +49,9 @@ def test_effects_list_and_inspect_show_the_unresolved_effect_and_how_to_settle_i
         assert [c[c.index("--status") + 1] for c in printed] == ["applied", "not-applied"]
         assert all(c[:4] == ["agentctl", "effects", "reconcile", effect_id] for c in printed)
         assert all(c[-2:] == ["--db", "r.db"] for c in printed)
+    # A unique prefix names the effect, as for runs.
+    by_prefix = cli("--output", "json", "effects", "inspect", effect_id[:10], "--db", "r.db")
+    assert by_prefix.rc == 0 and by_prefix.data["effect"]["effectId"] == effect_id
     verbose = cli("effects", "inspect", effect_id, "--db", "r.db", "--verbose")
     assert '"effectId"' in verbose.stdout  # --verbose adds the data as JSON
 

@@ -11,7 +11,7 @@ from agentctl.errors import NotFoundError, ValidationError
 from agentctl.ledger import SUPPORTED_SCHEMA_VERSION, NewEffect, TaskCompletion
 from agentctl.ledger.artifacts.store import open_artifact_store
 from agentctl.ledger.connection import Database
-from agentctl.ledger.effects import insert_effect_txn
+from agentctl.ledger.effects import find_effect_id, insert_effect_txn
 from agentctl.ledger.runs import list_runs
 from agentctl.ledger.stats import (
     RunList,
@@ -77,3 +77,29 @@ def test_artifact_list_and_inspection(ledger: Database, tmp_path: Path) -> None:
             artifact_list(conn, None, "a")
         with pytest.raises(NotFoundError):
             artifact_inspection(conn, "sha256:" + "1" * 64)
+
+
+def test_an_effect_is_found_by_a_unique_prefix_of_its_id(ledger: Database) -> None:
+    make_run(ledger)
+    made = [
+        NewEffect("run-1", "a", 1, n, "builtin.read", {}, "observe", "low", "idempotent")
+        for n in range(3)
+    ]
+    with ledger.transaction() as conn:
+        ids = [insert_effect_txn(conn, effect, ts(1)) for effect in made]
+        # Two ids made to share their first eight digits: a prefix of eight is ambiguous.
+        for eid in ids[1:]:
+            sql = "UPDATE effects SET effect_id = ? WHERE effect_id = ?"
+            conn.execute(sql, ("abcdef01" + eid[8:], eid))
+    first, shared = ids[0], ["abcdef01" + eid[8:] for eid in ids[1:]]
+    with ledger.read() as conn:
+        assert find_effect_id(conn, first[:6]) == first == find_effect_id(conn, first.upper())
+        assert find_effect_id(conn, shared[0][:12]) == shared[0]  # enough to tell them apart
+        with pytest.raises(ValidationError, match="ambiguous"):
+            find_effect_id(conn, "abcdef01")
+        with pytest.raises(ValidationError, match="too short"):
+            find_effect_id(conn, first[:5])
+        with pytest.raises(NotFoundError, match="not found"):
+            find_effect_id(conn, "0000000000")
+        with pytest.raises(NotFoundError, match="not found"):
+            find_effect_id(conn, "run-1")
