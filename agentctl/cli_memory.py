@@ -172,4 +172,6 @@ def memory_reindex_cmd(
     with _ledger(db) as ledger:
         count = ledger.long_term_reindex(namespace, identity, _now())
     data: JsonObject = {"namespace": namespace, "reindexed": count, "embedding": identity.to_json()}
-    deliver(Outcome("MemoryReindex", data))
+    entries = "1 entry" if count == 1 else f"{count} entries"
+    said = f"reindexed {entries} of {namespace} ({identity.model}, {identity.dimensions} dims)"
+    deliver(Outcome("MemoryReindex", data, human=lambda _s: said))

@@ -52,6 +52,8 @@ def test_memory_views_show_the_value_and_where_it_lives(cli: Cli, tmp_path: Path
     head, value = got.split("\n", 1)
     assert head.startswith("notes/today  (updated ") and "expires" in head
     assert value == '{\n  "done": [\n    1,\n    2\n  ]\n}\n'
+    reindexed = _view(cli, "memory", "reindex", "notes")
+    assert reindexed.startswith("reindexed 1 entry of notes (")
 
 
 @pytest.mark.sqlite_only(reason="db stats reports the SQLite file's path and size")
