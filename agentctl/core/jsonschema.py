@@ -165,8 +165,8 @@ class _Compiled:
 
 
 def _key(schema: object) -> str:
-    # The cache key keeps booleans apart from numbers (json.dumps writes true, not 1). Any
-    # value ``json`` encodes is taken (the coordinator checks an operator's file as read);
+    # The cache key keeps booleans apart from numbers (json.dumps writes true, not 1).
+    # Every value ``json`` encodes is taken (the coordinator checks an operator's file as read);
     # what the metaschema then refuses is reported, what json cannot encode raises.
     return json.dumps(schema, sort_keys=True, ensure_ascii=False)
 

@@ -139,7 +139,7 @@ def outbound(req: A2aDelegateRequest, message_id: str) -> pb.SendMessageRequest:
 
 
 async def send_message(session: PeerSession, request: pb.SendMessageRequest) -> Any:
-    """``SendMessage``: the peer's ``Task`` or its direct ``Message`` reply (``Any``, not the
+    """``SendMessage``: the peer's ``Task`` or its direct ``Message`` reply (untyped, not the
     protobuf union: the executor tells them apart with ``is_task`` and reads either's fields)."""
     with _translated(session.name, "SendMessage"):
         answer = await session.transport.send_message(request)
