@@ -241,7 +241,7 @@ def _compare(cond: Condition, value: JsonValue) -> bool:
         return not json_identical(value, literal)
     if not is_number(value):
         raise TemplateError(f"condition `{cond.text}`: `{cond.reference.path}` is not a number")
-    if not is_number(literal):  # refused by ``parse_condition``: only a hand-built Condition
+    if not isinstance(literal, int | float):  # ``parse_condition`` refused it: a hand-built one
         raise TemplateError(f"condition `{cond.text}`: `{op}` needs a numeric literal")
     if op == "<=":
         return value <= literal
