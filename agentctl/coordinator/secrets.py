@@ -15,10 +15,10 @@ import os
 import subprocess
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from agentctl.core.canonical import sha256_hex
-from agentctl.core.jsonvalue import JsonValue
+from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list
 from agentctl.core.operations import has_pointer, replace_at
 from agentctl.errors import PolicyDeniedError, RunFailedError
 
@@ -32,14 +32,14 @@ class Resolved:
     value: str
     source: str
 
-    def recorded(self) -> dict[str, str]:
+    def recorded(self) -> JsonObject:
         """What the ledger may keep of a secret."""
         return {"source": self.source, "sha256": sha256_hex(self.value)}
 
 
 def resolve(
-    ref: Any,
-    policy: Mapping[str, Any],
+    ref: JsonValue,
+    policy: Mapping[str, JsonValue],
     workspace: str,
     what: str,
     *,
@@ -50,19 +50,21 @@ def resolve(
     ``default_envs`` are variables readable without ``policy.environmentAllowlist`` (a
     provider's conventional credential variable, spec/cli.md §12).
     """
-    if isinstance(ref, Mapping) and isinstance(ref.get("env"), str):
-        return _from_env(ref["env"], policy, what, default_envs)
-    if isinstance(ref, Mapping) and isinstance(ref.get("file"), str):
-        return _from_file(ref["file"], policy, workspace, what)
-    if isinstance(ref, Mapping) and isinstance(ref.get("process"), Mapping):
-        return _from_process(ref["process"], policy, what)
+    if isinstance(ref, Mapping):
+        env, file, process = ref.get("env"), ref.get("file"), ref.get("process")
+        if isinstance(env, str):
+            return _from_env(env, policy, what, default_envs)
+        if isinstance(file, str):
+            return _from_file(file, policy, workspace, what)
+        if isinstance(process, Mapping):
+            return _from_process(process, policy, what)
     raise RunFailedError(f"{what}: not a secret reference")
 
 
 def _from_env(
-    name: str, policy: Mapping[str, Any], what: str, default_envs: Collection[str]
+    name: str, policy: Mapping[str, JsonValue], what: str, default_envs: Collection[str]
 ) -> Resolved:
-    if name not in default_envs and name not in (policy.get("environmentAllowlist") or []):
+    if not _env_allowed(name, policy, default_envs):
         raise PolicyDeniedError(
             f"{what} reads environment variable {name}, which is not in policy.environmentAllowlist"
         )
@@ -72,18 +74,22 @@ def _from_env(
     return Resolved(value, f"env:{name}")
 
 
-def _under_roots(path: str, policy: Mapping[str, Any], workspace: str) -> str | None:
+def _env_allowed(name: str, policy: Mapping[str, JsonValue], default_envs: Collection[str]) -> bool:
+    # The policy lists are arrays of names (the workflow's schema): anything else allows none.
+    return name in default_envs or name in as_list(policy.get("environmentAllowlist"))
+
+
+def _under_roots(path: str, policy: Mapping[str, JsonValue], workspace: str) -> str | None:
     """The real path of a ``{file}`` secret, or None when it is not under a secret root."""
     full = os.path.realpath(os.path.join(workspace, path))
-    roots = [
-        os.path.realpath(os.path.join(workspace, r)) for r in policy.get("secretFileRoots") or []
-    ]
+    given = as_list(policy.get("secretFileRoots"))  # paths (the schema): others root nothing
+    roots = [os.path.realpath(os.path.join(workspace, r)) for r in given if isinstance(r, str)]
     if not any(full == r or full.startswith(r.rstrip("/") + "/") for r in roots):
         return None
     return full
 
 
-def _from_file(path: str, policy: Mapping[str, Any], workspace: str, what: str) -> Resolved:
+def _from_file(path: str, policy: Mapping[str, JsonValue], workspace: str, what: str) -> Resolved:
     full = _under_roots(path, policy, workspace)
     if full is None:
         raise PolicyDeniedError(f"{what}: secret file {path} is not under policy.secretFileRoots")
@@ -101,21 +107,23 @@ def _from_file(path: str, policy: Mapping[str, Any], workspace: str, what: str) 
     return Resolved(text[:-1] if text.endswith("\n") else text, f"file:{path}")
 
 
-def _from_process(spec: Mapping[str, Any], policy: Mapping[str, Any], what: str) -> Resolved:
+def _from_process(
+    spec: Mapping[str, JsonValue], policy: Mapping[str, JsonValue], what: str
+) -> Resolved:
     command = str(spec.get("command") or "")
-    if os.path.basename(command) not in (policy.get("secretProcessAllowlist") or []):
+    if os.path.basename(command) not in as_list(policy.get("secretProcessAllowlist")):
         raise PolicyDeniedError(
             f"{what}: secret helper {os.path.basename(command)!r} is not in "
             "policy.secretProcessAllowlist"
         )
-    limit = int(spec.get("outputLimitBytes") or 16384)
+    limit = int(_setting(spec, "outputLimitBytes", what) or 16384)
     try:
         done = subprocess.run(
-            [command, *[str(a) for a in spec.get("args") or []]],
+            [command, *[str(a) for a in as_list(spec.get("args"))]],
             env={},
             stdin=subprocess.DEVNULL,
             capture_output=True,
-            timeout=float(spec.get("timeoutSeconds") or 5),
+            timeout=float(_setting(spec, "timeoutSeconds", what) or 5),
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -130,15 +138,26 @@ def _from_process(spec: Mapping[str, Any], policy: Mapping[str, Any], what: str)
     return Resolved(text[:-1] if text.endswith("\n") else text, f"process:{command}")
 
 
+def _setting(spec: Mapping[str, JsonValue], key: str, what: str) -> int | float | str | None:
+    """A ``{process}`` number as given (the workflow's schema checked it): ``int``/``float``
+    convert it as ever; an array or object is refused instead of failing the conversion."""
+    value = spec.get(key)
+    if not isinstance(value, list | dict):
+        return value
+    if value:
+        raise RunFailedError(f"{what}: secret helper setting {key} is not a number")
+    return None  # empty: the default, as ``or`` gave it
+
+
 def resolve_named(
-    refs: Mapping[str, Any], policy: Mapping[str, Any], workspace: str, what: str
-) -> tuple[dict[str, str], dict[str, Any]]:
+    refs: Mapping[str, JsonValue], policy: Mapping[str, JsonValue], workspace: str, what: str
+) -> tuple[dict[str, str], JsonObject]:
     """Resolve name → reference maps (an action's ``env``): (values, what the ledger keeps).
 
     Names resolve in sorted order, so the first failure reported is always the same one.
     """
     values: dict[str, str] = {}
-    recorded: dict[str, Any] = {}
+    recorded: JsonObject = {}
     for name, ref in sorted(refs.items()):
         got = resolve(ref, policy, workspace, f"{what}: env {name}")
         values[name] = got.value
@@ -150,16 +169,16 @@ def resolve_named(
 class ResolvedRefs:
     """A built request with its pointer-named secret references resolved."""
 
-    recorded: dict[str, Any]  # each reference replaced by its source + SHA-256
-    request: dict[str, Any]  # each reference replaced by its value
+    recorded: JsonObject  # each reference replaced by its source + SHA-256
+    request: JsonObject  # each reference replaced by its value
     values: tuple[str, ...]  # the values, to redact from whatever is recorded
 
 
 def resolve_pointers(
-    recorded: dict[str, Any],
-    request: dict[str, Any],
-    refs: Mapping[str, Any],
-    context: tuple[Mapping[str, Any], str, str],
+    recorded: JsonObject,
+    request: JsonObject,
+    refs: Mapping[str, JsonValue],
+    context: tuple[Mapping[str, JsonValue], str, str],
     *,
     credential_envs: Collection[str] = (),
 ) -> ResolvedRefs:
@@ -176,7 +195,7 @@ def resolve_pointers(
         got = resolve(ref, policy, workspace, f"{what}: {where.lstrip('/')}", default_envs=defaults)
         request = replace_at(request, where, got.value)
         if has_pointer(recorded, where):
-            recorded = replace_at(recorded, where, dict[str, JsonValue](got.recorded()))
+            recorded = replace_at(recorded, where, got.recorded())
         values.append(got.value)
     return ResolvedRefs(recorded, request, tuple(values))
 
@@ -185,7 +204,11 @@ Availability = Literal["present", "missing", "missing_or_denied", "unchecked"]
 
 
 def availability(
-    ref: Any, policy: Mapping[str, Any], workspace: str, *, default_envs: Collection[str] = ()
+    ref: JsonValue,
+    policy: Mapping[str, JsonValue],
+    workspace: str,
+    *,
+    default_envs: Collection[str] = (),
 ) -> Availability:
     """Whether a reference could resolve, judged by presence only.
 
@@ -193,15 +216,17 @@ def availability(
     (and readable under policy), a ``{file}`` exists under a secret root and is readable; a
     ``{process}`` helper is ``unchecked``. A reference policy refuses is ``missing_or_denied``.
     """
-    if isinstance(ref, Mapping) and isinstance(ref.get("env"), str):
-        name = ref["env"]
-        if name not in default_envs and name not in (policy.get("environmentAllowlist") or []):
+    if not isinstance(ref, Mapping):
+        return "unchecked"
+    name, file = ref.get("env"), ref.get("file")
+    if isinstance(name, str):
+        if not _env_allowed(name, policy, default_envs):
             return "missing_or_denied"
         # Empty is missing: no credential or header is the empty text, and an empty one
         # would fail only once a run and its effects exist (only the length is looked at).
         return "present" if os.environ.get(name) else "missing"
-    if isinstance(ref, Mapping) and isinstance(ref.get("file"), str):
-        full = _under_roots(ref["file"], policy, workspace)
+    if isinstance(file, str):
+        full = _under_roots(file, policy, workspace)
         if full is None:
             return "missing_or_denied"
         return "present" if os.path.isfile(full) and os.access(full, os.R_OK) else "missing"

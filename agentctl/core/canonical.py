@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from json.encoder import (  # type: ignore[attr-defined]  # private names typeshed omits
     c_make_encoder,
     encode_basestring,
 )
-from typing import Any
+from typing import TypeAlias
+
+from agentctl.core.jsonvalue import JsonValue
 
 # One encoder for every call: ``json.dumps`` with non-default options builds a new encoder
 # each time, a fixed cost paid several times per task (digests, fingerprints, rows).
@@ -35,8 +37,9 @@ _C_ENCODE = (
 )
 
 
-def canonical_json(value: Any) -> str:
-    """Compact, sorted-key JSON text of ``value``."""
+def canonical_json(value: object) -> str:
+    """Compact, sorted-key JSON text of ``value``: anything the ``json`` encoder takes (the
+    ledger hands it rows as ``object``; a value it cannot encode raises ``TypeError``)."""
     if _C_ENCODE is None:  # an interpreter without the _json accelerator
         return _ENCODER.encode(value)
     return "".join(_C_ENCODE(value, 0))
@@ -47,12 +50,12 @@ def sha256_hex(data: str | bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
-def json_digest(value: Any) -> str:
+def json_digest(value: object) -> str:
     """Bare SHA-256 hex of the canonical JSON of ``value``."""
     return sha256_hex(canonical_json(value))
 
 
-def v1_digest(value: Any) -> str:
+def v1_digest(value: object) -> str:
     """Runtime fingerprints and condition digests: ``sha256:v1:<hex>``."""
     return "sha256:v1:" + json_digest(value)
 
@@ -63,11 +66,16 @@ class Items:
     ``streamed_json_digest`` and ``streamed_canonical_json``; ``encoded``: the items are
     given as their canonical JSON texts already (taken as they are, never checked)."""
 
-    source: Iterable[Any]
+    source: Iterable[JsonValue]
     encoded: bool = False
 
 
-def streamed_json_digest(value: Any) -> str:
+# What the streamed encoders take: a JSON value in which objects may hold ``Items`` arrays
+# (``Mapping`` so a caller's dict literal of narrower values fits; only dicts are encoded).
+Streamable: TypeAlias = "Items | JsonValue | Mapping[str, Streamable]"
+
+
+def streamed_json_digest(value: Streamable) -> str:
     """``json_digest`` of ``value`` with every ``Items`` expanded, item by item.
 
     Only the dicts on the way to an ``Items`` are spelled here (keys sorted, as the encoder
@@ -79,24 +87,24 @@ def streamed_json_digest(value: Any) -> str:
     return digest.hexdigest()
 
 
-def streamed_canonical_json(value: Any) -> str:
+def streamed_canonical_json(value: Streamable) -> str:
     """``canonical_json`` of ``value`` with every ``Items`` expanded, item by item."""
     return "".join(_chunks(value))
 
 
-def streamed_canonical_pieces(value: Any) -> Iterator[str]:
+def streamed_canonical_pieces(value: Streamable) -> Iterator[str]:
     """``streamed_canonical_json`` as the pieces it joins, each a run of whole JSON tokens (a
     string never spans two pieces): a writer can store the text without ever holding it."""
     return _chunks(value)
 
 
-def _holds_items(value: Any) -> bool:
+def _holds_items(value: Streamable) -> bool:
     return isinstance(value, Items) or (
         isinstance(value, dict) and any(_holds_items(v) for v in value.values())
     )
 
 
-def _chunks(value: Any) -> Iterator[str]:
+def _chunks(value: Streamable) -> Iterator[str]:
     if isinstance(value, Items):
         yield "["
         encode = str if value.encoded else canonical_json

@@ -28,9 +28,10 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal, NoReturn, TypeAlias, TypeGuard
 
 from agentctl.core.canonical import v1_digest
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import RunFailedError
 
 Root = Literal["inputs", "vars", "memory", "tasks"]
@@ -40,6 +41,9 @@ OPERATORS: tuple[Operator, ...] = ("==", "!=", "<=", ">=", "<", ">")
 ORDERING: frozenset[str] = frozenset({"<=", ">=", "<", ">"})
 _SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
 _NOT = "not "
+
+# What expressions read: each root (inputs, vars, memory, tasks) a mapping of JSON values.
+ReadContext: TypeAlias = Mapping[str, Mapping[str, JsonValue]]
 
 
 class TemplateError(RunFailedError):
@@ -80,7 +84,7 @@ class Condition:
     negated: bool
     reference: Reference
     operator: Operator | None = None
-    literal: Any = None
+    literal: JsonValue = None
 
 
 def parse_reference(text: str, expression: str | None = None) -> Reference:
@@ -107,16 +111,26 @@ def parse_reference(text: str, expression: str | None = None) -> Reference:
     return Reference(root=root, segments=rest, expression=source)  # type: ignore[arg-type]
 
 
-def resolve(reference: Reference, context: Mapping[str, Any]) -> Any:
-    """The value at ``reference`` in ``context``; a missing key or a non-object step raises."""
-    node: Any = context.get(reference.root)
-    if not isinstance(node, Mapping):
-        raise TemplateError(f"undefined value `{reference.path}`")
-    for segment in reference.segments:
+def resolve(reference: Reference, context: ReadContext) -> JsonValue:
+    """The value at ``reference`` in ``context``; a missing key or a non-object step raises.
+
+    A parsed reference always has a segment after its root (``parse_reference``): the first
+    step reads the root's mapping, every further one a JSON object.
+    """
+    scope = context.get(reference.root)
+    segments = reference.segments
+    if not isinstance(scope, Mapping) or not segments or segments[0] not in scope:
+        raise _undefined(reference)
+    node = scope[segments[0]]
+    for segment in segments[1:]:
         if not isinstance(node, Mapping) or segment not in node:
-            raise TemplateError(f"undefined value `{reference.path}`")
+            raise _undefined(reference)
         node = node[segment]
     return node
+
+
+def _undefined(reference: Reference) -> TemplateError:
+    return TemplateError(f"undefined value `{reference.path}`")
 
 
 def strip_exact_template(text: str) -> str:
@@ -173,38 +187,40 @@ def check_condition(text: str) -> list[Reference]:
     return [parse_condition(text).reference]
 
 
-def parse_literal(text: str) -> Any:
+def parse_literal(text: str) -> JsonValue:
     """A literal is JSON when it parses as JSON, else the trimmed, quote-stripped string."""
     raw = text.strip()
     try:
-        return json.loads(raw, parse_constant=_reject_constant)
+        literal: JsonValue = json.loads(raw, parse_constant=_reject_constant)
+        return literal
     except ValueError:
         return raw.strip("'\"")
 
 
-def _reject_constant(name: str) -> Any:
+def _reject_constant(name: str) -> NoReturn:
     # NaN and Infinity are not JSON; Python's parser would accept them otherwise.
     raise ValueError(name)
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def json_identical(left: Any, right: Any) -> bool:
+def json_identical(left: JsonValue, right: JsonValue) -> bool:
     """Exact JSON identity: same type at every level (``true != 1``, ``1 != 1.0``)."""
     if type(left) is not type(right):
         return False
-    if isinstance(left, list):
+    # Both sides have one type now; each check on ``right`` only tells mypy so.
+    if isinstance(left, list) and isinstance(right, list):
         return len(left) == len(right) and all(map(json_identical, left, right))
-    if isinstance(left, dict):
+    if isinstance(left, dict) and isinstance(right, dict):
         return left.keys() == right.keys() and all(
             json_identical(v, right[k]) for k, v in left.items()
         )
     return bool(left == right)
 
 
-def truthy(value: Any) -> bool:
+def truthy(value: JsonValue) -> bool:
     """null false; bool itself; number != 0; non-empty string, array or object."""
     if value is None:
         return False
@@ -217,37 +233,39 @@ def truthy(value: Any) -> bool:
     raise TemplateError(f"value of type {type(value).__name__} is not JSON")
 
 
-def _compare(cond: Condition, value: Any) -> bool:
-    op = cond.operator
+def _compare(cond: Condition, value: JsonValue) -> bool:
+    op, literal = cond.operator, cond.literal
     if op == "==":
-        return json_identical(value, cond.literal)
+        return json_identical(value, literal)
     if op == "!=":
-        return not json_identical(value, cond.literal)
+        return not json_identical(value, literal)
     if not is_number(value):
         raise TemplateError(f"condition `{cond.text}`: `{cond.reference.path}` is not a number")
+    if not isinstance(literal, int | float):  # ``parse_condition`` refused it: a hand-built one
+        raise TemplateError(f"condition `{cond.text}`: `{op}` needs a numeric literal")
     if op == "<=":
-        return bool(value <= cond.literal)
+        return value <= literal
     if op == ">=":
-        return bool(value >= cond.literal)
+        return value >= literal
     if op == "<":
-        return bool(value < cond.literal)
-    return bool(value > cond.literal)
+        return value < literal
+    return value > literal
 
 
-def evaluate_read(cond: Condition, context: Mapping[str, Any]) -> tuple[bool, Any]:
+def evaluate_read(cond: Condition, context: ReadContext) -> tuple[bool, JsonValue]:
     """Evaluate ``cond``; returns the result and the one value it read."""
     value = resolve(cond.reference, context)
     result = truthy(value) if cond.operator is None else _compare(cond, value)
     return (not result if cond.negated else result), value
 
 
-def evaluate(cond: Condition | str, context: Mapping[str, Any]) -> bool:
+def evaluate(cond: Condition | str, context: ReadContext) -> bool:
     """Evaluate a condition (parsed, or text parsed on the fly) against a runtime context."""
     parsed = parse_condition(cond) if isinstance(cond, str) else cond
     return evaluate_read(parsed, context)[0]
 
 
-def decision(text: str, context: Mapping[str, Any]) -> dict[str, Any]:
+def decision(text: str, context: ReadContext) -> JsonObject:
     """The audited decision record: expression, boolean result, digest of what was read."""
     cond = parse_condition(text)
     result, value = evaluate_read(cond, context)

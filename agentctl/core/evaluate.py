@@ -14,20 +14,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar
 
 from agentctl.core import jsonschema
 from agentctl.core.actionconfig import render_config
-from agentctl.core.conditions import decision, json_identical
-from agentctl.core.jsonvalue import JsonObject
+from agentctl.core.conditions import ReadContext, decision, json_identical
+from agentctl.core.jsonvalue import JsonArray, JsonObject, JsonValue, as_list, as_object
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.templates import render
 from agentctl.errors import RunFailedError
 
 # A task's template context: inputs, memory, rendered vars and task outputs (spec/dsl.md §6.5).
-Context = dict[str, Any]
+Context = dict[str, Mapping[str, JsonValue]]
+T = TypeVar("T")
 
-DEFAULT_CONTRACT: dict[str, Any] = {"type": "object"}
+DEFAULT_CONTRACT: JsonObject = {"type": "object"}
 SUCCEEDED = "succeeded"
 NOT_SUCCEEDED = frozenset({"failed", "skipped", "cancelled"})
 AGGREGATE_KINDS = frozenset({"aggregate", "loop_aggregate", "subworkflow_output"})
@@ -41,20 +42,20 @@ class TaskFailure(RunFailedError):
 class RuntimeView:
     """What a task may read: run inputs, a memory snapshot, finished tasks' states and outputs."""
 
-    inputs: Mapping[str, Any]
-    memory: Mapping[str, Any]
-    outputs: Mapping[str, Any] = field(default_factory=dict)
+    inputs: Mapping[str, JsonValue]
+    memory: Mapping[str, JsonValue]
+    outputs: Mapping[str, JsonValue] = field(default_factory=dict)
     states: Mapping[str, str] = field(default_factory=dict)
     errors: Mapping[str, str | None] = field(default_factory=dict)
 
 
-class TaskOutputs(Mapping[str, Any]):
+class TaskOutputs(Mapping[str, JsonObject]):
     """``tasks.ID.output`` over the finished outputs, without copying them per task."""
 
-    def __init__(self, outputs: Mapping[str, Any]) -> None:
+    def __init__(self, outputs: Mapping[str, JsonValue]) -> None:
         self._outputs = outputs
 
-    def __getitem__(self, task_id: str) -> dict[str, Any]:
+    def __getitem__(self, task_id: str) -> JsonObject:
         return {"output": self._outputs[task_id]}
 
     def __iter__(self) -> Iterator[str]:
@@ -80,14 +81,14 @@ def task_context(task: PlannedTask, view: RuntimeView) -> Context:
     return ctx
 
 
-def render_input(task: PlannedTask, ctx: Mapping[str, Any]) -> Any:
-    return _guard(lambda: render(task.with_, ctx), task)
-
-
-def render_action_config(task: PlannedTask, ctx: Mapping[str, Any]) -> JsonObject:
-    """The task's action configuration with its ``args`` / ``env`` templates rendered."""
-    rendered: JsonObject = _guard(lambda: render_config(task.config(), ctx), task)
+def render_input(task: PlannedTask, ctx: ReadContext) -> JsonValue:
+    rendered: JsonValue = _guard(lambda: render(task.with_, ctx), task)
     return rendered
+
+
+def render_action_config(task: PlannedTask, ctx: ReadContext) -> JsonObject:
+    """The task's action configuration with its ``args`` / ``env`` templates rendered."""
+    return _guard(lambda: render_config(task.config(), ctx), task)
 
 
 # The JSON type a rendered value has, for messages.
@@ -101,14 +102,14 @@ _JSON_TYPES = {
 }
 
 
-def render_instructions(task: PlannedTask, ctx: Mapping[str, Any]) -> str:
+def render_instructions(task: PlannedTask, ctx: ReadContext) -> str:
     """The agent task's instructions, rendered against its context: they must come out as text
     (an exact template of an object, say, fails the task instead of reaching a provider)."""
     agent = task.agent_config.agent if task.agent_config is not None else {}
     text = agent.get("instructions")
     if not isinstance(text, str):
         return ""
-    rendered = _guard(lambda: render(text, ctx), task)
+    rendered: JsonValue = _guard(lambda: render(text, ctx), task)
     if not isinstance(rendered, str):
         raise TaskFailure(
             f"task {task.id}: agent instructions must render to text; the exact template "
@@ -117,7 +118,7 @@ def render_instructions(task: PlannedTask, ctx: Mapping[str, Any]) -> str:
     return rendered
 
 
-def _guard(fn: Any, task: PlannedTask) -> Any:
+def _guard(fn: Callable[[], T], task: PlannedTask) -> T:
     try:
         return fn()
     except RunFailedError as exc:
@@ -127,7 +128,7 @@ def _guard(fn: Any, task: PlannedTask) -> Any:
 # ----------------------------------------------------------------------------- skipping
 
 
-def dependency_skip(task: PlannedTask, view: RuntimeView) -> dict[str, Any] | None:
+def dependency_skip(task: PlannedTask, view: RuntimeView) -> JsonObject | None:
     """The skip record when a dependency did not succeed (aggregates still run)."""
     if task.kind in AGGREGATE_KINDS:
         return None
@@ -137,7 +138,7 @@ def dependency_skip(task: PlannedTask, view: RuntimeView) -> dict[str, Any] | No
     return None
 
 
-def route_skip(task: PlannedTask, plan: Plan, view: RuntimeView) -> dict[str, Any] | None:
+def route_skip(task: PlannedTask, plan: Plan, view: RuntimeView) -> JsonObject | None:
     """The skip record when a router this task needs did not select it."""
     for need in task.needs:
         router = plan.task(need)
@@ -147,7 +148,8 @@ def route_skip(task: PlannedTask, plan: Plan, view: RuntimeView) -> dict[str, An
         if not isinstance(out, Mapping):
             continue
         routed = {d for case in router.route.cases for d in case.tasks} | set(router.route.default)
-        if task.id in routed and task.id not in out.get("destinations", []):
+        # A router's output is ``_route``'s: its destinations are always an array.
+        if task.id in routed and task.id not in as_list(out.get("destinations")):
             return {
                 "reason": "route not selected",
                 "route": {
@@ -159,14 +161,14 @@ def route_skip(task: PlannedTask, plan: Plan, view: RuntimeView) -> dict[str, An
     return None
 
 
-def when_decision(task: PlannedTask, ctx: Mapping[str, Any]) -> dict[str, Any] | None:
+def when_decision(task: PlannedTask, ctx: ReadContext) -> JsonObject | None:
     """The audited condition decision, or None for a task without ``when``."""
     if task.when is None:
         return None
     return dict(_guard(lambda: decision(task.when or "", ctx), task))
 
 
-def when_skip_record(record: Mapping[str, Any]) -> dict[str, Any]:
+def when_skip_record(record: Mapping[str, JsonValue]) -> JsonObject:
     return {"reason": "when condition was false", "condition": dict(record)}
 
 
@@ -176,13 +178,14 @@ def when_skip_record(record: Mapping[str, Any]) -> dict[str, Any]:
 def evaluate_pure(
     task: PlannedTask,
     action_kind: str | None,
-    ctx: Mapping[str, Any],
+    ctx: ReadContext,
     plan: Plan,
     view: RuntimeView,
-) -> Any:
+) -> JsonValue:
     """Compute a pure task's output; raises TaskFailure on a deterministic failure."""
     if task.kind in AGGREGATE_KINDS:
         _check_children(task, view)
+    output: JsonValue
     if task.kind == "router":
         output = _route(task, ctx)
     elif task.kind == "aggregate":
@@ -213,7 +216,7 @@ def _check_children(task: PlannedTask, view: RuntimeView) -> None:
         )
 
 
-def _assign(task: PlannedTask, given: Any, ctx: Mapping[str, Any]) -> Any:
+def _assign(task: PlannedTask, given: JsonValue, ctx: ReadContext) -> JsonObject:
     return {
         "status": "unchanged",
         "changed": False,
@@ -225,8 +228,8 @@ def _assign(task: PlannedTask, given: Any, ctx: Mapping[str, Any]) -> Any:
     }
 
 
-def _assert(task: PlannedTask, given: Any, ctx: Mapping[str, Any]) -> Any:
-    args = given if isinstance(given, Mapping) else {}
+def _assert(task: PlannedTask, given: JsonValue, ctx: ReadContext) -> JsonObject:
+    args = as_object(given)
     that = args.get("that")
     if not isinstance(that, bool):
         raise TaskFailure(f"task {task.id}: assert `that` must be a boolean, got {that!r}")
@@ -235,8 +238,8 @@ def _assert(task: PlannedTask, given: Any, ctx: Mapping[str, Any]) -> Any:
     return {"status": "unchanged", "changed": False, "passed": True}
 
 
-def _memory_read(task: PlannedTask, given: Any, ctx: Mapping[str, Any]) -> Any:
-    args = given if isinstance(given, Mapping) else {}
+def _memory_read(task: PlannedTask, given: JsonValue, ctx: ReadContext) -> JsonObject:
+    args = as_object(given)
     key = args.get("key")
     memory = ctx["memory"]
     if not isinstance(key, str) or key not in memory:
@@ -245,24 +248,24 @@ def _memory_read(task: PlannedTask, given: Any, ctx: Mapping[str, Any]) -> Any:
 
 
 # The implementation of each pure action kind of the registry (a test checks they agree).
-PURE_ACTIONS: dict[str, Callable[[PlannedTask, Any, Mapping[str, Any]], Any]] = {
+PURE_ACTIONS: dict[str, Callable[[PlannedTask, JsonValue, ReadContext], JsonObject]] = {
     "builtin.assign": _assign,
     "builtin.assert": _assert,
     "builtin.memory.read": _memory_read,
 }
 
 
-def _route(task: PlannedTask, ctx: Mapping[str, Any]) -> dict[str, Any]:
+def _route(task: PlannedTask, ctx: ReadContext) -> JsonObject:
     assert task.route is not None
     route = task.route
-    selected = _guard(lambda: render(route.select, ctx), task)
+    selected: JsonValue = _guard(lambda: render(route.select, ctx), task)
     for case in route.cases:
         if json_identical(case.equals, selected):
             return {"selected": selected, "matched": True, "destinations": list(case.tasks)}
     return {"selected": selected, "matched": False, "destinations": list(route.default)}
 
 
-def _items(task: PlannedTask, view: RuntimeView) -> list[dict[str, Any]]:
+def _items(task: PlannedTask, view: RuntimeView) -> JsonArray:
     return [
         {
             "index": i,
@@ -275,22 +278,23 @@ def _items(task: PlannedTask, view: RuntimeView) -> list[dict[str, Any]]:
     ]
 
 
-def _loop_aggregate(task: PlannedTask, ctx: Mapping[str, Any], view: RuntimeView) -> Any:
-    items = _items(task, view)
-    ran = [item for item in items if item["state"] != "skipped"]
-    last = items[-1] if items else None
-    if last is not None and last["state"] == SUCCEEDED and task.guard:
+def _loop_aggregate(task: PlannedTask, ctx: ReadContext, view: RuntimeView) -> JsonObject:
+    # The items' states and last output, read where ``_items`` reads them.
+    states = [view.states.get(child) for child in task.children]
+    ran = [state for state in states if state != "skipped"]
+    last = task.children[-1] if task.children else None
+    if last is not None and states[-1] == SUCCEEDED and task.guard:
         guard_ctx = dict(ctx)
-        guard_ctx["vars"] = {"loopIndex": len(items), "loopPrevious": last["output"]}
+        guard_ctx["vars"] = {"loopIndex": len(states), "loopPrevious": view.outputs.get(last)}
         if decision(task.guard, guard_ctx)["result"]:
             raise TaskFailure(
                 f"task {task.id}: loop guard is still true after maxIterations "
                 f"({task.max_iterations}); failing closed"
             )
-    return {"iterations": len(ran), "items": items}
+    return {"iterations": len(ran), "items": _items(task, view)}
 
 
-def check_contract(task: PlannedTask, output: Any) -> None:
+def check_contract(task: PlannedTask, output: JsonValue) -> None:
     """Validate an output against the task's contract (default: a JSON object)."""
     if task.output_schema is None and isinstance(output, dict):
         return  # the default contract, a JSON object, met: no schema walk on every task
@@ -302,7 +306,7 @@ def check_contract(task: PlannedTask, output: Any) -> None:
         )
 
 
-def render_run_outputs(outputs_spec: Mapping[str, Any], view: RuntimeView) -> dict[str, Any]:
+def render_run_outputs(outputs_spec: Mapping[str, JsonValue], view: RuntimeView) -> JsonObject:
     """The run output: rendered ``spec.outputs``, or a map task id → output when empty."""
     if not outputs_spec:
         return dict(view.outputs)

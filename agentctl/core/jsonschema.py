@@ -28,9 +28,10 @@ import functools
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentctl.core.jsonschema_text import problem_text, schema_problem_text, type_of
+from agentctl.core.jsonvalue import JsonValue, as_list, as_object
 from agentctl.errors import ValidationError
 
 __all__ = ["SchemaProblem", "check_schema", "is_valid", "schema_problems", "type_of", "validate"]
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from jsonschema.protocols import Validator
     from referencing import Registry
     from referencing._core import Resolver
+    from referencing.jsonschema import Schema
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 _TYPE_NAMES = frozenset({"null", "boolean", "integer", "number", "string", "array", "object"})
@@ -127,12 +129,12 @@ def _ptr(base: str, *parts: str | int) -> str:
 # --- schema well-formedness ---------------------------------------------------------------
 
 
-def check_schema(schema: Any, pointer: str = "/") -> list[str]:
+def check_schema(schema: object, pointer: str = "/") -> list[str]:
     """Every well-formedness problem of ``schema``; an empty list means it is usable."""
     return [p.message(pointer) for p in schema_problems(schema)]
 
 
-def schema_problems(schema: Any) -> tuple[SchemaProblem, ...]:
+def schema_problems(schema: object) -> tuple[SchemaProblem, ...]:
     """Every well-formedness problem of ``schema``, each with where it is."""
     return _compiled(_key(schema)).problems
 
@@ -162,8 +164,10 @@ class _Compiled:
     validator: Validator | None
 
 
-def _key(schema: Any) -> str:
+def _key(schema: object) -> str:
     # The cache key keeps booleans apart from numbers (json.dumps writes true, not 1).
+    # Every value ``json`` encodes is taken (the coordinator checks an operator's file as read);
+    # what the metaschema then refuses is reported, what json cannot encode raises.
     return json.dumps(schema, sort_keys=True, ensure_ascii=False)
 
 
@@ -172,7 +176,7 @@ def _compiled(key: str) -> _Compiled:
     """The problems of a schema and, when it has none, its validator (cached per schema)."""
     from jsonschema import Draft202012Validator
 
-    schema = json.loads(key)
+    schema: JsonValue = json.loads(key)
     meta = Draft202012Validator(
         Draft202012Validator.META_SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER
     )
@@ -187,13 +191,14 @@ def _compiled(key: str) -> _Compiled:
     if problems:
         return _Compiled(problems, None)
     usable = _without_false(schema)
-    return _Compiled((), Draft202012Validator(usable, registry=_registry(usable)))
+    return _Compiled((), Draft202012Validator(_as_schema(usable), registry=_registry(usable)))
 
 
-def _without_false(schema: Any) -> Any:
+def _without_false(schema: JsonValue) -> JsonValue:
     """``schema`` with each nested ``false`` spelt ``{"not": {}}`` (the same meaning): the
     package reports a nested ``false`` without the instance path, ``not`` with it. A ``false``
-    for additional or unevaluated properties stays: its own error names the property."""
+    for additional or unevaluated properties stays: its own error names the property. Only a
+    schema the metaschema accepted comes here: its maps are objects and its lists arrays."""
     if not isinstance(schema, dict):
         return schema
     copy = dict(schema)
@@ -201,28 +206,33 @@ def _without_false(schema: Any) -> Any:
         if key in _SCHEMA_ONE and key not in _NAMES_EXTRA:
             copy[key] = _nested(value)
         elif key in _SCHEMA_MAPS:
-            copy[key] = {name: _nested(sub) for name, sub in value.items()}
+            copy[key] = {name: _nested(sub) for name, sub in as_object(value).items()}
         elif key in _SCHEMA_LISTS:
-            copy[key] = [_nested(sub) for sub in value]
+            copy[key] = [_nested(sub) for sub in as_list(value)]
     return copy
 
 
-def _nested(schema: Any) -> Any:
+def _nested(schema: JsonValue) -> JsonValue:
     return {"not": {}} if schema is False else _without_false(schema)
 
 
-def _registry(schema: Any) -> Registry[Any]:
+def _registry(schema: JsonValue) -> Registry[Schema]:
     from referencing import Registry
     from referencing.jsonschema import DRAFT202012
 
     # The default retrieval fails for every URI: nothing outside the schema is ever fetched.
-    resource = DRAFT202012.create_resource(schema)
-    registry: Registry[Any] = Registry().with_resource(_ROOT_URI, resource).crawl()
+    resource = DRAFT202012.create_resource(_as_schema(schema))
+    registry: Registry[Schema] = Registry().with_resource(_ROOT_URI, resource).crawl()
     return registry
 
 
+def _as_schema(schema: JsonValue) -> Schema:
+    # Only a schema the metaschema accepted comes here: a boolean or an object.
+    return schema if isinstance(schema, bool) else as_object(schema)
+
+
 def _walk(
-    schema: Any, path: tuple[str | int, ...], resolver: Resolver[Any]
+    schema: JsonValue, path: tuple[str | int, ...], resolver: Resolver[Schema]
 ) -> Iterator[SchemaProblem]:
     """Our strictness on top of the metaschema: known keywords and local references only."""
     if not isinstance(schema, dict):
@@ -248,19 +258,20 @@ def _walk(
 
 
 def _subschemas(
-    key: str, value: Any, here: tuple[str | int, ...]
-) -> Iterable[tuple[tuple[str | int, ...], Any]]:
+    key: str, value: JsonValue, here: tuple[str | int, ...]
+) -> Iterable[tuple[tuple[str | int, ...], JsonValue]]:
+    # The metaschema accepted the schema first: its maps are objects and its lists arrays.
     if key in _SCHEMA_ONE:
         return [(here, value)]
     if key in _SCHEMA_MAPS:
-        return [((*here, name), sub) for name, sub in value.items()]
+        return [((*here, name), sub) for name, sub in as_object(value).items()]
     if key in _SCHEMA_LISTS:
-        return [((*here, index), sub) for index, sub in enumerate(value)]
+        return [((*here, index), sub) for index, sub in enumerate(as_list(value))]
     return []
 
 
 def _check_ref(
-    ref: str, here: tuple[str | int, ...], resolver: Resolver[Any]
+    ref: str, here: tuple[str | int, ...], resolver: Resolver[Schema]
 ) -> Iterator[SchemaProblem]:
     from referencing.exceptions import Unresolvable
 
@@ -280,17 +291,16 @@ def _check_ref(
 # --- instance validation ------------------------------------------------------------------
 
 
-def validate(instance: Any, schema: Any) -> list[str]:
+def validate(instance: JsonValue, schema: JsonValue) -> list[str]:
     """Every way ``instance`` violates ``schema``; empty when valid.
 
     Raises ``ValidationError`` when the schema itself is malformed.
     """
-    if _is_type_only(schema):  # the default contract of every task: no package import
-        expected = schema["type"]
+    expected = _type_only(schema)
+    if expected is not None:  # the default contract of every task: no package import
         if _type_matches(instance, expected):
             return []
-        names = " or ".join(expected) if isinstance(expected, list) else expected
-        return [f"/: expected {names}, got {type_of(instance)}"]
+        return [f"/: expected {' or '.join(expected)}, got {type_of(instance)}"]
     compiled = _compiled(_key(schema))
     if compiled.validator is None:
         problems = [p.message() for p in compiled.problems]
@@ -302,19 +312,21 @@ def validate(instance: Any, schema: Any) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _is_type_only(schema: Any) -> bool:
-    """``{"type": NAME}`` or ``{"type": [distinct NAMEs]}`` with known names, nothing else."""
+def _type_only(schema: JsonValue) -> list[str] | None:
+    """The type names of ``{"type": NAME}`` or ``{"type": [distinct NAMEs]}`` with known
+    names and nothing else; ``None`` for any other schema."""
     if not isinstance(schema, dict) or schema.keys() != {"type"}:
-        return False
-    names = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-    known = all(isinstance(n, str) and n in _TYPE_NAMES for n in names)
-    return bool(names) and known and len(set(names)) == len(names)
+        return None
+    given = schema["type"]
+    names = given if isinstance(given, list) else [given]
+    known = [n for n in names if isinstance(n, str) and n in _TYPE_NAMES]
+    return known if known and len(known) == len(names) == len(set(known)) else None
 
 
-def _type_matches(instance: Any, expected: str | list[str]) -> bool:
+def _type_matches(instance: JsonValue, expected: list[str]) -> bool:
     """Draft 2020-12 ``type``: an integer is a number; an integral float is an integer."""
     actual = type_of(instance)
-    for name in expected if isinstance(expected, list) else [expected]:
+    for name in expected:
         if name == actual or (name == "number" and actual == "integer"):
             return True
         if name == "integer" and isinstance(instance, float) and instance.is_integer():
@@ -322,5 +334,5 @@ def _type_matches(instance: Any, expected: str | list[str]) -> bool:
     return False
 
 
-def is_valid(instance: Any, schema: Any) -> bool:
+def is_valid(instance: JsonValue, schema: JsonValue) -> bool:
     return not validate(instance, schema)

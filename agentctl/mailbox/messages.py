@@ -17,12 +17,13 @@ model answer sends each delta and waits for its acknowledgement before reading o
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
 
+from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.protocols import ProtocolEvidence
 
 PROTOCOL_VERSION = 1
@@ -215,11 +216,11 @@ Message = Annotated[
 
 def failure_from_error(
     effect_id: str,
-    error: dict[str, Any],
+    error: Mapping[str, JsonValue],
     *,
     uncertain: bool = False,
     protocol: ProtocolEvidence | None = None,
-    output: dict[str, Any] | None = None,
+    output: Mapping[str, JsonValue] | None = None,
     usage: dict[str, int] | None = None,
 ) -> Failure:
     """A Failure reply from an ``AgentctlError.to_wire()`` payload."""

@@ -20,7 +20,7 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,9 @@ from a2a.client.transports.jsonrpc import JsonRpcTransport
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import A2AError
 from google.protobuf import json_format, struct_pb2
+from google.protobuf.message import Message as ProtoMessage
 
+from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import AgentctlError, ProviderError
 from agentctl.mailbox.requests import A2aDelegateRequest
 from agentctl.workers.a2a_wire import A2aWire
@@ -137,7 +139,8 @@ def outbound(req: A2aDelegateRequest, message_id: str) -> pb.SendMessageRequest:
 
 
 async def send_message(session: PeerSession, request: pb.SendMessageRequest) -> Any:
-    """``SendMessage``: the peer's ``Task`` or its direct ``Message`` reply."""
+    """``SendMessage``: the peer's ``Task`` or its direct ``Message`` reply (untyped, not the
+    protobuf union: the executor tells them apart with ``is_task`` and reads either's fields)."""
     with _translated(session.name, "SendMessage"):
         answer = await session.transport.send_message(request)
     if answer.HasField("task"):
@@ -153,7 +156,7 @@ async def get_task(session: PeerSession, task_id: str) -> pb.Task:
 
 
 @contextlib.contextmanager
-def _translated(peer: str, call: str) -> Any:
+def _translated(peer: str, call: str) -> Iterator[None]:
     try:
         yield
     except AgentctlError:
@@ -166,19 +169,19 @@ def _translated(peer: str, call: str) -> Any:
         raise PeerUnreachableError(f"A2A peer {peer}: {call} failed: {exc!r}") from exc
 
 
-def as_json(message: Any) -> Any:
+def as_json(message: ProtoMessage) -> JsonObject:
     """A protobuf message as plain camelCase JSON (untrusted data, never interpreted)."""
     return json_format.MessageToDict(message)
 
 
-def task_state(task: Any) -> str:
+def task_state(task: pb.Task) -> str:
     """The task's state name (``TASK_STATE_WORKING``, …); empty when it has no status."""
     return str(pb.TaskState.Name(task.status.state)) if task.HasField("status") else ""
 
 
-def is_task(answer: Any) -> bool:
+def is_task(answer: object) -> bool:
     return isinstance(answer, pb.Task)
 
 
-def texts(parts: Any) -> list[str]:
+def texts(parts: Iterable[pb.Part]) -> list[str]:
     return [p.text for p in parts if p.HasField("text")]

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from agentctl.core.canonical import v1_digest
 from agentctl.core.conditions import (
+    Condition,
     TemplateError,
     check_condition,
     decision,
@@ -144,6 +145,14 @@ def test_check_condition_returns_the_reference() -> None:
 def test_ordering_needs_a_numeric_value_at_run_time(value: Any) -> None:
     with pytest.raises(TemplateError, match="not a number"):
         evaluate("inputs.v < 5", ctx(v=value))
+
+
+def test_a_hand_built_ordering_condition_needs_a_numeric_literal() -> None:
+    # ``parse_condition`` refuses such a condition; one built directly fails the same way
+    # (a TemplateError) instead of Python's TypeError from comparing a number with text.
+    ref = parse_condition("inputs.v < 5").reference
+    with pytest.raises(TemplateError, match="needs a numeric literal"):
+        evaluate(Condition("inputs.v < five", False, ref, "<", "five"), ctx(v=3))
 
 
 def test_missing_path_is_an_error_not_false() -> None:

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from agentctl.core import jsonschema
 from agentctl.core.canonical import json_digest, v1_digest
 from agentctl.core.effects import MUTATION_CLASSES
+from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.plan import PlannedTask
 from agentctl.core.recovery.model import (
     Block,
@@ -52,7 +52,7 @@ class ReuseContext:
     artifact_ok: ArtifactCheck
 
 
-def digest_matches(stored: str, value: Any) -> bool:
+def digest_matches(stored: str, value: JsonValue) -> bool:
     """Recompute the digest of ``value`` in the format ``stored`` uses (v1-prefixed or bare)."""
     if stored.startswith("sha256:v1:"):
         return stored == v1_digest(value)

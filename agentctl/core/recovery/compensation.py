@@ -18,9 +18,9 @@ import copy
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from agentctl.core.dsl.tasks import RESERVED_VARS
+from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.plan import Plan, PlannedTask, RetryPolicy
 from agentctl.core.plan import compensates_automatically as compensates_automatically
 from agentctl.core.recovery.model import (
@@ -37,7 +37,7 @@ COMPENSATION_SUFFIX = "--compensate"
 _NON_MUTATING = frozenset({"pure", "observe", "model"})
 
 # The loader's defaults for the task keys a compensation step does not set itself.
-_TASK_DEFAULTS: dict[str, Any] = {
+_TASK_DEFAULTS: JsonObject = {
     "needs": [],
     "foreach": None,
     "matrix": None,
@@ -63,7 +63,7 @@ class CompensationStep:
     source_task_id: str
     compensation_task_id: str
     action: str  # name in spec.actions
-    with_: dict[str, Any]
+    with_: JsonObject
     retry: RetryPolicy
     timeout_seconds: int | None
     source_effect_ids: tuple[str, ...]
@@ -71,8 +71,8 @@ class CompensationStep:
     # the inverse renders ``vars`` as the source task did; its engine bindings (a foreach
     # child's item and ``foreachIndex``, a matrix child's ``matrix``...) apart, since a task
     # may not declare those as ``vars``: the compile of the run gives them back as bindings.
-    vars: dict[str, Any] = field(default_factory=dict)
-    bindings: dict[str, Any] = field(default_factory=dict)
+    vars: JsonObject = field(default_factory=dict)
+    bindings: JsonObject = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ class CompensationPlan:
     source_run_id: str = ""
     warnings: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "apiVersion": COMPENSATION_PLAN_API,
             "sourceRunId": self.source_run_id,
@@ -233,7 +233,7 @@ def _step(task: PlannedTask, effect_ids: list[str], source: SourceRun) -> Compen
 _PREVIOUS_OUTPUT = re.compile(r"\$\{\{ tasks\.([^\s.]+)\.output \}\}")
 
 
-def _resolved_bindings(task: PlannedTask, source: SourceRun) -> dict[str, Any]:
+def _resolved_bindings(task: PlannedTask, source: SourceRun) -> JsonObject:
     """The child's engine bindings as values: a later loop child's ``loopPrevious`` names its
     previous sibling's output, which the compensation run has no task for, so it is read from
     the source run (what the child saw; None if that sibling left no output)."""
@@ -250,8 +250,8 @@ def _resolved_bindings(task: PlannedTask, source: SourceRun) -> dict[str, Any]:
 
 
 def compensation_document(
-    source_document: Mapping[str, Any], plan: CompensationPlan
-) -> dict[str, Any]:
+    source_document: Mapping[str, JsonValue], plan: CompensationPlan
+) -> JsonObject:
     """The normalized document of the compensation run: the source's with only the steps.
 
     Every spec key of the source stays (actions, policy, providers, memory...), the tasks are
@@ -260,10 +260,10 @@ def compensation_document(
     ``compile_workflow``; the compiler's stable order keeps the plan's reverse order.
     """
     document = copy.deepcopy(dict(source_document))
-    spec = dict(document.get("spec") or {})
+    spec = dict(as_object(document.get("spec")))
     keys = _task_keys(spec.get("tasks"))
     spec["tasks"] = [_step_task(step, keys) for step in plan.steps]
-    runtime = dict(spec.get("runtime") or {})
+    runtime = dict(as_object(spec.get("runtime")))
     runtime["maxConcurrency"] = 1
     spec["runtime"] = runtime
     spec["outputs"] = {}
@@ -279,12 +279,12 @@ def compensation_document(
     return document
 
 
-def _compensation_policy(spec: Mapping[str, Any]) -> dict[str, Any]:
+def _compensation_policy(spec: Mapping[str, JsonValue]) -> JsonObject:
     """The source's policy under ``spec.compensation.approval`` (spec/dsl.md §2, cli.md §5):
     ``policy`` keeps its approval rule, ``always`` asks a durable approval for every inverse
     effect, ``never`` removes the approval gate — every other policy rule (allowlists, roots,
     network, ``nonInteractive``) still applies."""
-    policy = dict(spec.get("policy") or {})
+    policy = dict(as_object(spec.get("policy")))
     compensation = spec.get("compensation")
     mode = compensation.get("approval") if isinstance(compensation, Mapping) else None
     if mode in ("always", "never"):
@@ -292,14 +292,14 @@ def _compensation_policy(spec: Mapping[str, Any]) -> dict[str, Any]:
     return policy
 
 
-def step_bindings(plan: CompensationPlan) -> dict[str, dict[str, Any]]:
+def step_bindings(plan: CompensationPlan) -> dict[str, JsonObject]:
     """The engine bindings of each step that has any, by compensation task id: what
     ``compile_workflow(compensation_document(...), bindings=...)`` needs so that an inverse
     reading ``vars.foreachIndex`` (or the item, ``vars.matrix``...) renders as its source did."""
     return {s.compensation_task_id: copy.deepcopy(s.bindings) for s in plan.steps if s.bindings}
 
 
-def _task_keys(tasks: Any) -> list[str]:
+def _task_keys(tasks: JsonValue) -> list[str]:
     keys = ["id", "uses", *_TASK_DEFAULTS]
     for task in tasks if isinstance(tasks, list) else []:
         if isinstance(task, Mapping):
@@ -307,8 +307,8 @@ def _task_keys(tasks: Any) -> list[str]:
     return keys
 
 
-def _step_task(step: CompensationStep, keys: list[str]) -> dict[str, Any]:
-    task: dict[str, Any] = {key: copy.deepcopy(_TASK_DEFAULTS.get(key)) for key in keys}
+def _step_task(step: CompensationStep, keys: list[str]) -> JsonObject:
+    task: JsonObject = {key: copy.deepcopy(_TASK_DEFAULTS.get(key)) for key in keys}
     task.update(
         {
             "id": step.compensation_task_id,

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
 
 from agentctl.core import evaluate as ev
 from agentctl.core.inputdigest import resolved_input_digest
+from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.recovery.model import Block, SourceTask
 from agentctl.errors import AgentctlError
@@ -35,8 +35,8 @@ RULE = "resolved_input_digest_mismatch"
 def input_blocks(
     target: Plan,
     reused: Mapping[str, SourceTask],
-    inputs: Mapping[str, Any],
-    initial: tuple[Mapping[str, Any], Mapping[str, Any]],
+    inputs: Mapping[str, JsonValue],
+    initial: tuple[Mapping[str, JsonValue], Mapping[str, JsonValue]],
 ) -> list[Block]:
     """The reused tasks (target order) whose input changes with the target's initial memory;
     ``initial`` is (source's initial memory, target's initial memory)."""
@@ -59,7 +59,10 @@ def input_blocks(
 
 
 def _digest(
-    task: PlannedTask, inputs: Mapping[str, Any], memory: Mapping[str, Any], outputs: Any
+    task: PlannedTask,
+    inputs: Mapping[str, JsonValue],
+    memory: Mapping[str, JsonValue],
+    outputs: Mapping[str, JsonValue],
 ) -> str | None:
     view = ev.RuntimeView(inputs=inputs, memory=memory, outputs=outputs)
     try:

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from agentctl.core.canonical import v1_digest
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import PlannedTask
 
 TERMINAL_RUN_STATES = frozenset({"succeeded", "failed", "cancelled"})
-DEFAULT_OUTPUT_CONTRACT: dict[str, Any] = {"type": "object"}
+DEFAULT_OUTPUT_CONTRACT: JsonObject = {"type": "object"}
 
 Outcome = Literal["unresolved", "applied", "not_applied", "compensated", "none"]
 _RECONCILED: dict[str, Outcome] = {
@@ -54,13 +55,13 @@ class SourceTask:
     state: str
     attempt: int
     disposition: str  # executed|reused|recorded
-    output: Any
+    output: JsonValue
     definition_fingerprint: str | None
     input_digest: str | None  # "sha256:v1:..." of the resolved input (rendered with + vars)
     output_contract_fingerprint: str | None
     output_digest: str | None
-    state_delta: dict[str, Any] | None  # working-memory keys this task wrote
-    artifacts: tuple[dict[str, Any], ...]  # [{path, digest, sizeBytes}]
+    state_delta: JsonObject | None  # working-memory keys this task wrote
+    artifacts: tuple[JsonObject, ...]  # [{path, digest, sizeBytes}]
     effects: tuple[SourceEffect, ...]  # this task's effects, all attempts, in order
     needs: tuple[str, ...]  # the task's needs in the SOURCE plan
 
@@ -81,9 +82,9 @@ class SourceRun:
     workflow_digest: str
     tasks: Mapping[str, SourceTask]  # by task id, source compiled order preserved
     parked: bool = False
-    inputs: Mapping[str, Any] = field(default_factory=dict)
+    inputs: Mapping[str, JsonValue] = field(default_factory=dict)
     # The working memory the source run started from (its plan's), or None when unknown.
-    initial_memory: Mapping[str, Any] | None = None
+    initial_memory: Mapping[str, JsonValue] | None = None
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ class Block:
     suggested_repair_roots: tuple[str, ...] = ()
     full_fork_required: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "taskId": self.task_id,
             "rule": self.rule,
@@ -118,11 +119,11 @@ def output_contract_fingerprint(task: PlannedTask) -> str:
     return v1_digest(contract_of(task))
 
 
-def contract_of(task: PlannedTask) -> dict[str, Any]:
+def contract_of(task: PlannedTask) -> JsonObject:
     return DEFAULT_OUTPUT_CONTRACT if task.output_schema is None else task.output_schema
 
 
-def structured_output_of(task: PlannedTask) -> dict[str, Any] | None:
+def structured_output_of(task: PlannedTask) -> JsonObject | None:
     """An agent task's ``structuredOutput``: the schema its output was validated against when
     it ran (part of its definition fingerprint, so a reused output met the same schema)."""
     schema = task.agent_config.agent.get("structuredOutput") if task.agent_config else None

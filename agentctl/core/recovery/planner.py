@@ -23,8 +23,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
-from typing import Any
 
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.recovery import checks, inputs
 from agentctl.core.recovery.model import (
@@ -110,8 +110,8 @@ def plan_repair(
 
 
 def rebuild_memory(
-    initial: Mapping[str, Any], target: Plan, reused: Mapping[str, SourceTask]
-) -> dict[str, Any]:
+    initial: Mapping[str, JsonValue], target: Plan, reused: Mapping[str, SourceTask]
+) -> JsonObject:
     """Target initial memory plus the reused tasks' deltas, applied in target compiled order.
 
     Never the source's final snapshot: a delta of a task that is not reused must not leak in,
@@ -151,7 +151,7 @@ class _Outcome:
     reuse: list[str] = field(default_factory=list)
     execute: list[str] = field(default_factory=list)
     blocked: list[Block] = field(default_factory=list)
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[JsonObject] = field(default_factory=list)
 
     def row(self, task_id: str, disposition: str, reason: str) -> None:
         self.rows.append({"taskId": task_id, "disposition": disposition, "reason": reason})

@@ -12,8 +12,9 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
+from agentctl.core.jsonvalue import JsonArray, JsonObject, JsonValue
 from agentctl.core.plan import Plan
 from agentctl.core.recovery.model import Block
 
@@ -37,20 +38,20 @@ class RecoveryPlan:
     execute: tuple[str, ...]  # target ids that run fresh, in target order
     blocked: tuple[Block, ...]
     warnings: tuple[str, ...]
-    tasks: tuple[dict[str, Any], ...]  # [{taskId, disposition, reason}]
+    tasks: tuple[JsonObject, ...]  # [{taskId, disposition, reason}]
     failed_only: bool = False
     reason: str | None = None
     rerun_tasks: tuple[str, ...] = ()  # executed tasks the source also had
     new_tasks: tuple[str, ...] = ()  # target tasks the source did not have
     removed_tasks: tuple[str, ...] = ()  # source tasks the target does not have
     changed_tasks: tuple[str, ...] = ()  # tasks whose definition fingerprint changed
-    fresh_effect_summary: Mapping[str, Any] = field(default_factory=dict)
-    approval_summary: Mapping[str, Any] = field(default_factory=dict)
+    fresh_effect_summary: Mapping[str, JsonValue] = field(default_factory=dict)
+    approval_summary: Mapping[str, JsonValue] = field(default_factory=dict)
     estimated_provider_tasks: int = 0
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         retry = self.kind == "retry"
-        data: dict[str, Any] = {
+        data: JsonObject = {
             "apiVersion": RETRY_PLAN_API if retry else REPAIR_PLAN_API,
             "compatible": self.compatible,
             "sourceRunId": self.source_run_id,
@@ -76,11 +77,11 @@ class RecoveryPlan:
         return data
 
 
-def fresh_effect_summary(target: Plan, execute: Iterable[str]) -> dict[str, Any]:
+def fresh_effect_summary(target: Plan, execute: Iterable[str]) -> JsonObject:
     """What executing ``execute`` may do to the world, from the plan's static requirements."""
     chosen = set(execute)
     by_class: dict[str, int] = {}
-    operations: list[dict[str, Any]] = []
+    operations: JsonArray = []
     for entry in _effect_entries(target):
         if entry.get("task") not in chosen or entry.get("effectClass") == "pure":
             continue
@@ -96,15 +97,15 @@ def fresh_effect_summary(target: Plan, execute: Iterable[str]) -> dict[str, Any]
         )
     return {
         "total": len(operations),
-        "byClass": dict(sorted(by_class.items())),
+        "byClass": {name: count for name, count in sorted(by_class.items())},
         "operations": operations,
     }
 
 
-def approval_summary(target: Plan, execute: Iterable[str]) -> dict[str, Any]:
+def approval_summary(target: Plan, execute: Iterable[str]) -> JsonObject:
     """Which executed tasks may stop for an approval under the target's policy."""
     chosen = set(execute)
-    tasks: list[str] = []
+    tasks: JsonArray = []
     for entry in _effect_entries(target):
         task_id = entry.get("task")
         if task_id in chosen and entry.get("approvalPossible") and task_id not in tasks:
@@ -117,6 +118,6 @@ def estimated_provider_tasks(target: Plan, execute: Iterable[str]) -> int:
     return sum(1 for task in target.tasks if task.id in chosen and task.kind == "agent")
 
 
-def _effect_entries(target: Plan) -> list[Mapping[str, Any]]:
+def _effect_entries(target: Plan) -> list[Mapping[str, JsonValue]]:
     entries = target.requirements.get("effects") or []
     return [entry for entry in entries if isinstance(entry, Mapping)]
