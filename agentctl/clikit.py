@@ -148,9 +148,22 @@ def _check_regular(path: Path, mode: int, size: int, what: str) -> None:
     if not stat.S_ISREG(mode):
         raise ValidationError(f"{what} {path} is {_file_kind(mode)}, not a regular file")
     if size > MAX_CLI_FILE_BYTES:
-        raise ValidationError(
-            f"{what} {path} is {size} bytes; the limit is {MAX_CLI_FILE_BYTES} bytes"
-        )
+        raise oversized(path, f"{what} {path} is {size} bytes")
+
+
+def oversized(path: Path, what: str) -> ValidationError:
+    """A file over the CLI's read limit: exit 2 with one diagnostic naming the file and the
+    limit (the document is refused before it is parsed, so it has no line to point at)."""
+    message = f"{what}; the limit is {MAX_CLI_FILE_BYTES} bytes"
+    found = Diagnostic(
+        code="schema_violation",
+        message=message,
+        file=str(path),
+        line=1,
+        column=1,
+        help=f"keep the file under {MAX_CLI_FILE_BYTES} bytes (1 MiB); move large data elsewhere",
+    )
+    return ValidationError(message, diagnostics=[found])
 
 
 def read_cli_file(path: Path, what: str = "file") -> bytes:
@@ -176,7 +189,7 @@ def read_cli_file(path: Path, what: str = "file") -> bytes:
     except OSError as exc:
         raise ValidationError(f"{what} {path} cannot be read: {exc.strerror}") from exc
     if len(data) > MAX_CLI_FILE_BYTES:
-        raise ValidationError(f"{what} {path} is larger than {MAX_CLI_FILE_BYTES} bytes")
+        raise oversized(path, f"{what} {path} is larger than {MAX_CLI_FILE_BYTES} bytes")
     return data
 
 
