@@ -314,3 +314,55 @@ def test_a_variable_never_reads_another_variable() -> None:
         "vars": {"p": "${{ tasks.a.output }}", "i": "${{ inputs.x }}"},
     }
     compile_ok(workflow([task("a"), fine], inputs={"x": 1}, vars={"m": "${{ memory.k }}"}))
+
+
+def _located(doc: dict[str, Any]) -> list[tuple[str, str | None, str]]:
+    """(code, path, message) of every diagnostic of a rejected document."""
+    with pytest.raises(ValidationError) as info:
+        compile_workflow(doc)
+    return [(d.code, d.path, d.message) for d in info.value.diagnostics]
+
+
+def test_policy_providers_name_declared_providers() -> None:
+    # A name no provider has could never allow a model call: a missing reference at the entry.
+    doc = _agent_doc({})
+    doc["spec"]["policy"] = {"approval": "never", "providers": ["p", "ghost"]}
+    assert _located(doc) == [
+        (
+            "missing_reference",
+            "spec.policy.providers.1",
+            "policy.providers names unknown provider `ghost`",
+        )
+    ]
+    doc["spec"]["policy"]["providers"] = ["p"]
+    compile_ok(doc)
+
+
+def test_a_bad_template_in_action_defaults_is_reported_at_the_action() -> None:
+    # Syntax: once, at the action's key, however many tasks use the action.
+    broken = {"kind": "builtin.assign", "with": {"x": "${{ inputs.nope", "y": 1}}
+    doc = workflow(
+        [task("a", "action:broken"), task("b", "action:broken")], actions={"broken": broken}
+    )
+    assert _located(doc) == [
+        (
+            "invalid_template",
+            "spec.actions.broken.with.x",
+            "unclosed template expression in '${{ inputs.nope'",
+        )
+    ]
+    # A task that replaces the key does not use the default: nothing to report for it.
+    compile_ok(workflow([task("a", "action:broken", with_={"x": 1})], actions={"broken": broken}))
+    # A read against needs is the task's: at the action's key, the task named in the message.
+    actions = {"reads": {"kind": "builtin.assign", "with": {"x": "${{ tasks.src.output }}"}}}
+    actions["put"] = {"kind": "builtin.assign", "with": {}}
+    doc = workflow([task("src"), task("b", "action:reads")], actions=actions)
+    assert _located(doc) == [
+        (
+            "invalid_template",
+            "spec.actions.reads.with.x",
+            "task `b` reads tasks.src.output (in action `reads`'s with defaults) "
+            "without needing `src`",
+        )
+    ]
+    compile_ok(workflow([task("src"), task("b", "action:reads", needs=["src"])], actions=actions))
