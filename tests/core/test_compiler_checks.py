@@ -243,24 +243,42 @@ def test_structural_budgets() -> None:
 
 
 def test_merges_and_timeouts() -> None:
+    write = {"path": "out.txt", "content": "x"}
     doc = workflow(
         [
             task("a", "action:tuned", with_={"b": 2, "c": 3}, vars={"v": "task"}),
-            task("b", timeoutSeconds=9),
+            task("b", "action:save", with_=write, timeoutSeconds=9),
             task("c"),
+            task("d", "action:slow", with_=write),
         ],
         vars={"v": "wf", "w": "wf"},
         actions={
-            "tuned": {"kind": "builtin.assign", "with": {"a": 1, "b": 1}, "timeoutSeconds": 30},
+            "tuned": {"kind": "builtin.assign", "with": {"a": 1, "b": 1}},
             "put": {"kind": "builtin.assign", "with": {}},
+            "save": {"kind": "builtin.write", "with": {}},
+            "slow": {"kind": "builtin.write", "with": {}, "timeoutSeconds": 30},
         },
     )
     plan = compile_ok(doc)
     first = plan.task("a")
     assert first.with_ == {"a": 1, "b": 2, "c": 3}
     assert first.vars == {"v": "task", "w": "wf"}
-    assert first.timeout_seconds == 30 and first.action == "tuned"
+    assert first.action == "tuned" and plan.task("d").timeout_seconds == 30
     assert plan.task("b").timeout_seconds == 9 and plan.task("c").timeout_seconds == 120
+
+
+def test_a_pure_task_takes_no_timeout() -> None:
+    # assign, assert and memory.read are evaluated in place (the registry's pure placement):
+    # a timeout there would be accepted and never applied.
+    for kind in ("builtin.assign", "builtin.assert", "builtin.memory.read"):
+        with_ = {"that": True} if kind == "builtin.assert" else {}
+        with_ = {"key": "k"} if kind == "builtin.memory.read" else with_
+        actions = {"pure": {"kind": kind, "with": {}}, "put": {"kind": "builtin.assign"}}
+        doc = workflow([task("a", "action:pure", with_=with_, timeoutSeconds=5)], actions=actions)
+        [(code, path, message)] = _located(doc)
+        assert (code, path) == ("schema_violation", "spec.tasks.0.timeoutSeconds"), message
+        assert kind in message
+        compile_ok(workflow([task("a", "action:pure", with_=with_)], actions=actions))
 
 
 def test_agent_vars_layer_between_workflow_and_task() -> None:

@@ -346,6 +346,46 @@ def test_e9_process_key_on_an_assign_action() -> None:
     assert "builtin.assign" in diag.message
 
 
+@pytest.mark.parametrize("kind", ["builtin.assign", "builtin.assert", "builtin.memory.read"])
+def test_a_timeout_on_a_pure_action_is_misplaced(kind: str) -> None:
+    # The registry's pure kinds are evaluated in place: a timeout would be accepted and ignored.
+    source = EXAMPLES["e9"].replace(
+        "actions: {", f"actions: {{ put: {{ kind: {kind}, timeoutSeconds: 5 }},"
+    )
+    diag = only(source)
+    check(
+        diag,
+        "schema_violation",
+        "spec.actions.put.timeoutSeconds",
+        position(source, "timeoutSeconds"),
+    )
+    assert kind in diag.message
+    load_workflow(source.replace("timeoutSeconds: 5 }", "}"), "wf.yaml")
+
+
+@pytest.mark.parametrize(
+    ("given", "first"),
+    [
+        ("retry: { maxAttempts: 2 }", "retry"),
+        ("timeoutSeconds: 3", "timeoutSeconds"),
+        ("outputSchema: { type: object }", "outputSchema"),
+        ("timeoutSeconds: 3, retry: { maxAttempts: 2 }", "retry"),
+    ],
+)
+def test_a_router_takes_no_retry_timeout_or_output_schema(given: str, first: str) -> None:
+    # Nothing to retry or bound (evaluated in place) and a fixed output: each would be ignored.
+    # One diagnostic per router, at the first of the keys it names.
+    written = "{ id: pick, uses: router, "
+    source = EXAMPLES["e2"].replace(written, f"{written}{given}, ")
+    diag = only(source)
+    line, column = position(source, written)
+    where = (line, column + len(written) + given.index(f"{first}:"))
+    check(diag, "schema_violation", f"spec.tasks.2.{first}", where)
+    assert "router" in diag.message
+    # A default-valued retry says nothing (a normalized document spells it out): accepted.
+    load_workflow(EXAMPLES["e2"].replace(written, f"{written}retry: {{ maxAttempts: 1 }}, "))
+
+
 @pytest.mark.parametrize(
     ("key", "value", "code", "needle"),
     [
