@@ -384,3 +384,22 @@ def test_a_bad_template_in_action_defaults_is_reported_at_the_action() -> None:
         )
     ]
     compile_ok(workflow([task("src"), task("b", "action:reads", needs=["src"])], actions=actions))
+
+
+def test_a_task_dropped_for_its_uses_is_not_reported_again() -> None:
+    # `a` is reported once; the needs, reads, condition, route and run output naming it follow
+    # from that report (no cascade), while an independent problem is still reported.
+    route = {"select": "${{ tasks.b.output.x }}", "cases": [{"equals": 1, "tasks": ["a"]}]}
+    doc = workflow(
+        [
+            task("a", "action:nope"),
+            task("b", needs=["a"], with_={"x": "${{ tasks.a.output }}"}),
+            task("r", "router", needs=["b"], route={**route, "default": []}),
+            task("c", when="${{ tasks.a.output.ok }}", needs=["ghost"]),
+        ],
+        outputs={"o": "${{ tasks.a.output }}"},
+    )
+    assert [(code, path) for code, path, _ in _located(doc)] == [
+        ("missing_reference", "spec.tasks.0.uses"),
+        ("missing_reference", "spec.tasks.3.needs"),
+    ]

@@ -329,6 +329,55 @@ def test_all_problems_are_reported_in_source_order() -> None:
     assert [d.line for d in found] == sorted(d.line or 0 for d in found)
 
 
+SEVERAL = (
+    HEAD
+    + """metadata: { name: m }
+spec:
+  providers: { sim: { kind: fake } }
+  agents: { g: { provider: sim, model: m, instructions: x, reasoning: { effort: low } } }
+  actions: { put: { kind: builtin.assign } }
+  tasks:
+    - { id: a, uses: "action:put", bogus: 1 }
+    - { id: b, uses: "action:put", memoryWrites: [k] }
+    - { id: c, uses: "agent:g", other: 2 }
+"""
+)
+
+
+def test_a_schema_error_does_not_hide_the_document_rules_on_other_parts() -> None:
+    # The schema's errors first (the first diagnostic is what it always was), then what the
+    # document rules find on the parts valid on their own, each group in source order.
+    found = diagnostics(SEVERAL)
+    assert [(d.code, d.path) for d in found] == [
+        ("schema_violation", "spec.tasks.0.bogus"),
+        ("schema_violation", "spec.tasks.2.other"),
+        ("unsupported_capability", "spec.agents.g.reasoning"),
+        ("schema_violation", "spec.tasks.1.memoryWrites"),
+    ]
+    assert (found[2].line, found[2].column) == position(SEVERAL, "reasoning")
+    assert (found[3].line, found[3].column) == position(SEVERAL, "memoryWrites")
+
+
+def test_a_part_the_schema_refused_is_not_judged_by_the_rules() -> None:
+    # An invalid action, provider or policy is left out: nothing that follows from it is said.
+    source = SEVERAL.replace("{ kind: builtin.assign }", "{ kind: builtin.assign, x: 1 }")
+    source = source.replace("{ kind: fake }", "{ kind: fake, y: 1 }")
+    assert [d.path for d in diagnostics(source)] == [
+        "spec.providers.sim.y",
+        "spec.actions.put.x",
+        "spec.tasks.0.bogus",
+        "spec.tasks.2.other",
+    ]
+    server = '  mcpServers: { m: { url: "https://h.example", headers: { A: { file: k } } } }\n'
+    secret = SEVERAL.replace("spec:\n", "spec:\n" + server)
+    header = "spec.mcpServers.m.headers.A"  # a file secret needs policy.secretFileRoots
+    assert header in [d.path for d in diagnostics(secret)]
+    no_policy = secret.replace("spec:\n", "spec:\n  policy: { approval: sometimes }\n")
+    assert header not in [d.path for d in diagnostics(no_policy)]
+    # Nor is anything salvaged when the envelope failed: it may be another format entirely.
+    assert len(diagnostics(SEVERAL.replace("v1alpha1", "v9"))) == 3
+
+
 # --- the failing variants of spec/dsl.md §10 -------------------------------------------------
 
 

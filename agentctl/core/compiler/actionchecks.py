@@ -154,7 +154,7 @@ def _check_read(
     node: Node, task_id: str, where: str, graph: Mapping[str, Node], diags: Collector
 ) -> None:
     reader = node.task.get("id")
-    if task_id not in graph:
+    if diags.unknown(task_id, graph):
         diags.add("missing_reference", f"task `{reader}` reads unknown task `{task_id}`", where)
     elif task_id not in node.needs:
         diags.add(

@@ -40,6 +40,8 @@ def resolve_nodes(nodes: list[Node], env: Env, diags: Collector) -> dict[str, No
             node.kind = _kind_of(node, env, diags)
         if node.kind is not None:
             resolved[node.id] = node
+        else:
+            diags.dropped.add(node.id)
     return resolved
 
 
@@ -72,7 +74,7 @@ def _kind_of(node: Node, env: Env, diags: Collector) -> str | None:
 def check_needs(graph: dict[str, Node], diags: Collector) -> None:
     for node in graph.values():
         for need in node.needs:
-            if need not in graph:
+            if diags.unknown(need, graph):
                 diags.add(
                     "missing_reference",
                     f"task `{node.task['id']}` needs unknown task `{need}`",
@@ -125,7 +127,7 @@ def _check_read(
     reader = node.task["id"]
     if task_id in node.source.foreign:
         return  # reported where the sub-workflow names it: "add it to needs" would mislead
-    if task_id not in graph:
+    if diags.unknown(task_id, graph):
         diags.add(
             "missing_reference", f"task `{reader}` reads unknown task `{task_id}`{context}", where
         )
@@ -159,7 +161,7 @@ def _unknown_reads(
 ) -> None:
     """``missing_reference`` for every task a condition or template reads that does not exist."""
     for task_id in task_ids:
-        if task_id not in graph:
+        if diags.unknown(task_id, graph):
             diags.add(
                 "missing_reference",
                 f"task `{node.task['id']}` {what} reads unknown task `{task_id}`",
@@ -207,7 +209,7 @@ def _check_output_text(text: str, where: str, graph: dict[str, Node], diags: Col
                 where,
                 help="variables belong to tasks: pass the value through a task's output",
             )
-        elif ref.task_id is not None and ref.task_id not in graph:
+        elif ref.task_id is not None and diags.unknown(ref.task_id, graph):
             diags.add(
                 "missing_reference",
                 f"{where} reads unknown task `{ref.task_id}`",
