@@ -80,20 +80,21 @@ def test_a_bad_template_in_action_defaults_points_at_the_action(cli: Cli, tmp_pa
 
 
 def test_one_pass_reports_every_independent_problem(cli: Cli, tmp_path: Path) -> None:
+    # A misplaced memoryWrites and an option the fake provider lacks, then a schema error.
     body = """\
-  providers: { sim: { kind: fake } }
-  agents: { g: { provider: sim, model: m, instructions: x, reasoning: { effort: low } } }
-  actions: { put: { kind: builtin.assign } }
+  actions: { note: { kind: builtin.read } }
   tasks:
-    - { id: a, uses: "action:put", bogus: 1 }
-    - { id: b, uses: "action:put", memoryWrites: [k] }
+    - { id: first, uses: "action:note", with: { path: a.txt }, memoryWrites: [seen] }
+    - { id: second, uses: "action:note", with: { path: b.txt }, retries: 2 }
+  providers: { local: { kind: fake } }
+  agents: { w: { provider: local, model: m, instructions: go, providerOptions: { store: true } } }
 """
     found = _check(cli, tmp_path, body)
     # The first diagnostic is the one `check` always reported; the rest follow it.
     assert [(code, path) for code, path, _, _ in _at(found)] == [
-        ("schema_violation", "spec.tasks.0.bogus"),
-        ("unsupported_capability", "spec.agents.g.reasoning"),
-        ("schema_violation", "spec.tasks.1.memoryWrites"),
+        ("schema_violation", "spec.tasks.1.retries"),
+        ("schema_violation", "spec.tasks.0.memoryWrites"),
+        ("unsupported_capability", "spec.agents.w.providerOptions.store"),
     ]
     assert found["error"]["message"].startswith("invalid workflow (3 problems): unknown key")
     dropped = """\
