@@ -126,7 +126,7 @@ def migrate_cmd(
     from agentctl.core.dsl.migrate import migrate_source
     from agentctl.packsource import with_packs
 
-    source = read_cli_file(file, "workflow file")
+    source = read_cli_file(file, "workflow file", diagnosed=True)
     loaded = with_packs(load_workflow(source, file=str(file)), file)
     captured = capture_vars(loaded, file, None, None)
     before = compile_workflow(loaded.document, file=str(file), variables=captured)

@@ -127,7 +127,9 @@ def _graph(workflow: Path, *, trust: bool = True) -> tuple[Any, list[Any]]:
     from agentctl.core.packs.trust import apply_trust
     from agentctl.packsource import resolve_for
 
-    loaded = load_workflow(read_cli_file(workflow, "workflow file"), file=str(workflow))
+    loaded = load_workflow(
+        read_cli_file(workflow, "workflow file", diagnosed=True), file=str(workflow)
+    )
     graph = resolve_for(loaded, workflow)
     if trust:
         apply_trust(graph, loaded.workflow.spec.pack_trust, loaded.file)

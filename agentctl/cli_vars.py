@@ -225,7 +225,7 @@ def compile_with_vars(
     if collect:
         collect_from_now()  # every command that compiles has done its imports by now
     prepare_workflow_model()
-    loaded = load_workflow(read_cli_file(path, "workflow file"), file=str(path))
+    loaded = load_workflow(read_cli_file(path, "workflow file", diagnosed=True), file=str(path))
     # Pack sources (archives, HTTP, the lock file) only when there are packs, or when
     # --offline/--locked made the CLI load them (a locked run checks the lock file either way).
     if loaded.workflow.spec.packs or "agentctl.packsource" in sys.modules:

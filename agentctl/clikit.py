@@ -144,28 +144,47 @@ def warning_errors(warnings: Sequence[Diagnostic]) -> Iterator[None]:
         raise
 
 
-def _check_regular(path: Path, mode: int, size: int, what: str) -> None:
+def _check_regular(path: Path, mode: int, size: int, what: str, diagnosed: bool) -> None:
     if not stat.S_ISREG(mode):
         raise ValidationError(f"{what} {path} is {_file_kind(mode)}, not a regular file")
     if size > MAX_CLI_FILE_BYTES:
-        raise ValidationError(
-            f"{what} {path} is {size} bytes; the limit is {MAX_CLI_FILE_BYTES} bytes"
-        )
+        raise _oversized(path, f"{what} {path} is {size} bytes", diagnosed)
 
 
-def read_cli_file(path: Path, what: str = "file") -> bytes:
+def _oversized(path: Path, what: str, diagnosed: bool) -> ValidationError:
+    """A file over the CLI's read limit: exit 2; with ``diagnosed``, with one diagnostic naming
+    the file and the limit (refused before it is parsed, so it points at line 1, column 1)."""
+    message = f"{what}; the limit is {MAX_CLI_FILE_BYTES} bytes"
+    if not diagnosed:
+        return ValidationError(message)
+    found = Diagnostic(
+        code="schema_violation",
+        message=message,
+        file=str(path),
+        line=1,
+        column=1,
+        help=f"keep the file under {MAX_CLI_FILE_BYTES} bytes (1 MiB); move large data elsewhere",
+    )
+    return ValidationError(message, diagnostics=[found])
+
+
+def read_cli_file(path: Path, what: str = "file", *, diagnosed: bool = False) -> bytes:
     """Read a user-named regular file of at most 1 MiB; anything else is exit 2.
+
+    ``diagnosed``: the file is the document the command is about (a workflow file), so a file
+    over the limit is refused with a diagnostic of its own; files a document names (var files)
+    are located at the entry naming them by their reader instead.
 
     The type is checked before opening (opening a FIFO blocks until a writer appears), and
     again on the open descriptor, which is opened non-blocking in case the path was swapped.
     """
     try:
         st = path.stat()
-        _check_regular(path, st.st_mode, st.st_size, what)
+        _check_regular(path, st.st_mode, st.st_size, what, diagnosed)
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         with os.fdopen(fd, "rb") as handle:
             st = os.fstat(handle.fileno())
-            _check_regular(path, st.st_mode, st.st_size, what)
+            _check_regular(path, st.st_mode, st.st_size, what, diagnosed)
             data = handle.read(MAX_CLI_FILE_BYTES + 1)
     except FileNotFoundError as exc:
         raise ValidationError(f"{what} {path} does not exist") from exc
@@ -176,7 +195,9 @@ def read_cli_file(path: Path, what: str = "file") -> bytes:
     except OSError as exc:
         raise ValidationError(f"{what} {path} cannot be read: {exc.strerror}") from exc
     if len(data) > MAX_CLI_FILE_BYTES:
-        raise ValidationError(f"{what} {path} is larger than {MAX_CLI_FILE_BYTES} bytes")
+        raise _oversized(
+            path, f"{what} {path} is larger than {MAX_CLI_FILE_BYTES} bytes", diagnosed
+        )
     return data
 
 

@@ -44,8 +44,10 @@ Placement = Literal["pure", "coordinator", "worker"]
 # ``file_write`` previews a diff in check mode and is no effect at all when nothing changes.
 Preview = Literal["execute", "stand_in", "file_write"]
 
-# Action-config keys beyond the common ones (kind, description, with, timeoutSeconds); an
-# operation accepts a subset, and the DSL's misplaced-key rules derive from it.
+# Action-config keys beyond the common ones (kind, description, with); an operation accepts a
+# subset, and the DSL's misplaced-key rules derive from it. ``timeoutSeconds`` is common to
+# every kind that does work (``Operation.is_pure`` False): a pure kind has nothing to bound.
+TIMEOUT_KEY = "timeoutSeconds"
 PROCESS_KEYS = (
     "command",
     "args",

@@ -42,11 +42,11 @@ def _tasks(*lines: str) -> bytes:
     return (HEADER + body + "".join(f"    - {line}\n" for line in lines)).encode()
 
 
-# name -> (file content, expected diagnostic code or None when the error is not a diagnostic)
-FILES: dict[str, tuple[bytes, str | None]] = {
+# name -> (file content, expected code of the first diagnostic)
+FILES: dict[str, tuple[bytes, str]] = {
     "malformed-yaml": (HEADER.encode() + b"metadata: { name: x\nspec: [\n", "yaml_syntax"),
     "binary-garbage": (bytes(range(256)) * 8, "yaml_syntax"),
-    "two-mebibytes": (b"# " + b"x" * (2 * 1024 * 1024) + b"\n", None),
+    "two-mebibytes": (b"# " + b"x" * (2 * 1024 * 1024) + b"\n", "schema_violation"),
     "unknown-key-root": (GOOD.encode() + b"bogus: 1\n", "schema_violation"),
     "unknown-key-metadata": (
         _edit("  name: good\n", "  name: good\n  bogus: 1\n"),
@@ -121,18 +121,16 @@ def test_bad_workflow_file_with_check(cli: Cli, tmp_path: Path, case: str, mode:
     done = cli(*_mode_flags(mode), "check", "wf.yaml")
     _assert_clean_failure(done, mode)
     if mode == "json":
-        diagnostics = done.error["diagnostics"]
-        if code is None:  # the size limit is enforced before any parsing
-            assert diagnostics == []
-            assert "1048576" in done.error["error"]["message"]
-        else:
-            first = diagnostics[0]
-            assert first["code"] == code, first
-            assert first["file"] == "wf.yaml"
-            assert isinstance(first["line"], int) and isinstance(first["column"], int)
-            if case in PATHS:
-                assert first["path"] == PATHS[case]
-    elif code is not None:
+        first = done.error["diagnostics"][0]
+        assert first["code"] == code, first
+        assert first["file"] == "wf.yaml"
+        assert isinstance(first["line"], int) and isinstance(first["column"], int)
+        if case in PATHS:
+            assert first["path"] == PATHS[case]
+        if case == "two-mebibytes":  # refused before any parsing, with one diagnostic
+            assert done.error["diagnostics"] == [first]
+            assert "limit is 1048576 bytes" in first["message"], first
+    else:
         assert f"[{code}]" in done.stderr
         assert re.search(r"wf\.yaml:\d+:\d+", done.stderr), done.stderr
     assert _listing(tmp_path) == before
@@ -149,8 +147,7 @@ def test_bad_workflow_file_with_run(
     before = _listing(tmp_path)
     done = cli("--output", "json", "run", "wf.yaml")
     _assert_clean_failure(done, "json")
-    if code is not None:
-        assert done.error["diagnostics"][0]["code"] == code
+    assert done.error["diagnostics"][0]["code"] == code
     assert _listing(tmp_path) == before  # in particular `run` created no .agentctl/
 
 

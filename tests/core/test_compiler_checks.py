@@ -243,24 +243,42 @@ def test_structural_budgets() -> None:
 
 
 def test_merges_and_timeouts() -> None:
+    write = {"path": "out.txt", "content": "x"}
     doc = workflow(
         [
             task("a", "action:tuned", with_={"b": 2, "c": 3}, vars={"v": "task"}),
-            task("b", timeoutSeconds=9),
+            task("b", "action:save", with_=write, timeoutSeconds=9),
             task("c"),
+            task("d", "action:slow", with_=write),
         ],
         vars={"v": "wf", "w": "wf"},
         actions={
-            "tuned": {"kind": "builtin.assign", "with": {"a": 1, "b": 1}, "timeoutSeconds": 30},
+            "tuned": {"kind": "builtin.assign", "with": {"a": 1, "b": 1}},
             "put": {"kind": "builtin.assign", "with": {}},
+            "save": {"kind": "builtin.write", "with": {}},
+            "slow": {"kind": "builtin.write", "with": {}, "timeoutSeconds": 30},
         },
     )
     plan = compile_ok(doc)
     first = plan.task("a")
     assert first.with_ == {"a": 1, "b": 2, "c": 3}
     assert first.vars == {"v": "task", "w": "wf"}
-    assert first.timeout_seconds == 30 and first.action == "tuned"
+    assert first.action == "tuned" and plan.task("d").timeout_seconds == 30
     assert plan.task("b").timeout_seconds == 9 and plan.task("c").timeout_seconds == 120
+
+
+def test_a_pure_task_takes_no_timeout() -> None:
+    # assign, assert and memory.read are evaluated in place (the registry's pure placement):
+    # a timeout there would be accepted and never applied.
+    for kind in ("builtin.assign", "builtin.assert", "builtin.memory.read"):
+        with_ = {"that": True} if kind == "builtin.assert" else {}
+        with_ = {"key": "k"} if kind == "builtin.memory.read" else with_
+        actions = {"pure": {"kind": kind, "with": {}}, "put": {"kind": "builtin.assign"}}
+        doc = workflow([task("a", "action:pure", with_=with_, timeoutSeconds=5)], actions=actions)
+        [(code, path, message)] = _located(doc)
+        assert (code, path) == ("schema_violation", "spec.tasks.0.timeoutSeconds"), message
+        assert kind in message
+        compile_ok(workflow([task("a", "action:pure", with_=with_)], actions=actions))
 
 
 def test_agent_vars_layer_between_workflow_and_task() -> None:
@@ -314,3 +332,74 @@ def test_a_variable_never_reads_another_variable() -> None:
         "vars": {"p": "${{ tasks.a.output }}", "i": "${{ inputs.x }}"},
     }
     compile_ok(workflow([task("a"), fine], inputs={"x": 1}, vars={"m": "${{ memory.k }}"}))
+
+
+def _located(doc: dict[str, Any]) -> list[tuple[str, str | None, str]]:
+    """(code, path, message) of every diagnostic of a rejected document."""
+    with pytest.raises(ValidationError) as info:
+        compile_workflow(doc)
+    return [(d.code, d.path, d.message) for d in info.value.diagnostics]
+
+
+def test_policy_providers_name_declared_providers() -> None:
+    # A name no provider has could never allow a model call: a missing reference at the entry.
+    doc = _agent_doc({})
+    doc["spec"]["policy"] = {"approval": "never", "providers": ["p", "ghost"]}
+    assert _located(doc) == [
+        (
+            "missing_reference",
+            "spec.policy.providers.1",
+            "policy.providers names unknown provider `ghost`",
+        )
+    ]
+    doc["spec"]["policy"]["providers"] = ["p"]
+    compile_ok(doc)
+
+
+def test_a_bad_template_in_action_defaults_is_reported_at_the_action() -> None:
+    # Syntax: once, at the action's key, however many tasks use the action.
+    broken = {"kind": "builtin.assign", "with": {"x": "${{ inputs.nope", "y": 1}}
+    doc = workflow(
+        [task("a", "action:broken"), task("b", "action:broken")], actions={"broken": broken}
+    )
+    assert _located(doc) == [
+        (
+            "invalid_template",
+            "spec.actions.broken.with.x",
+            "unclosed template expression in '${{ inputs.nope'",
+        )
+    ]
+    # A task that replaces the key does not use the default: nothing to report for it.
+    compile_ok(workflow([task("a", "action:broken", with_={"x": 1})], actions={"broken": broken}))
+    # A read against needs is the task's: at the action's key, the task named in the message.
+    actions = {"reads": {"kind": "builtin.assign", "with": {"x": "${{ tasks.src.output }}"}}}
+    actions["put"] = {"kind": "builtin.assign", "with": {}}
+    doc = workflow([task("src"), task("b", "action:reads")], actions=actions)
+    assert _located(doc) == [
+        (
+            "invalid_template",
+            "spec.actions.reads.with.x",
+            "task `b` reads tasks.src.output (in action `reads`'s with defaults) "
+            "without needing `src`",
+        )
+    ]
+    compile_ok(workflow([task("src"), task("b", "action:reads", needs=["src"])], actions=actions))
+
+
+def test_a_task_dropped_for_its_uses_is_not_reported_again() -> None:
+    # `a` is reported once; the needs, reads, condition, route and run output naming it follow
+    # from that report (no cascade), while an independent problem is still reported.
+    route = {"select": "${{ tasks.b.output.x }}", "cases": [{"equals": 1, "tasks": ["a"]}]}
+    doc = workflow(
+        [
+            task("a", "action:nope"),
+            task("b", needs=["a"], with_={"x": "${{ tasks.a.output }}"}),
+            task("r", "router", needs=["b"], route={**route, "default": []}),
+            task("c", when="${{ tasks.a.output.ok }}", needs=["ghost"]),
+        ],
+        outputs={"o": "${{ tasks.a.output }}"},
+    )
+    assert [(code, path) for code, path, _ in _located(doc)] == [
+        ("missing_reference", "spec.tasks.0.uses"),
+        ("missing_reference", "spec.tasks.3.needs"),
+    ]

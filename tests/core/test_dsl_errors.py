@@ -329,6 +329,55 @@ def test_all_problems_are_reported_in_source_order() -> None:
     assert [d.line for d in found] == sorted(d.line or 0 for d in found)
 
 
+SEVERAL = (
+    HEAD
+    + """metadata: { name: m }
+spec:
+  providers: { sim: { kind: fake } }
+  agents: { g: { provider: sim, model: m, instructions: x, reasoning: { effort: low } } }
+  actions: { put: { kind: builtin.assign } }
+  tasks:
+    - { id: a, uses: "action:put", bogus: 1 }
+    - { id: b, uses: "action:put", memoryWrites: [k] }
+    - { id: c, uses: "agent:g", other: 2 }
+"""
+)
+
+
+def test_a_schema_error_does_not_hide_the_document_rules_on_other_parts() -> None:
+    # The schema's errors first (the first diagnostic is what it always was), then what the
+    # document rules find on the parts valid on their own, each group in source order.
+    found = diagnostics(SEVERAL)
+    assert [(d.code, d.path) for d in found] == [
+        ("schema_violation", "spec.tasks.0.bogus"),
+        ("schema_violation", "spec.tasks.2.other"),
+        ("unsupported_capability", "spec.agents.g.reasoning"),
+        ("schema_violation", "spec.tasks.1.memoryWrites"),
+    ]
+    assert (found[2].line, found[2].column) == position(SEVERAL, "reasoning")
+    assert (found[3].line, found[3].column) == position(SEVERAL, "memoryWrites")
+
+
+def test_a_part_the_schema_refused_is_not_judged_by_the_rules() -> None:
+    # An invalid action, provider or policy is left out: nothing that follows from it is said.
+    source = SEVERAL.replace("{ kind: builtin.assign }", "{ kind: builtin.assign, x: 1 }")
+    source = source.replace("{ kind: fake }", "{ kind: fake, y: 1 }")
+    assert [d.path for d in diagnostics(source)] == [
+        "spec.providers.sim.y",
+        "spec.actions.put.x",
+        "spec.tasks.0.bogus",
+        "spec.tasks.2.other",
+    ]
+    server = '  mcpServers: { m: { url: "https://h.example", headers: { A: { file: k } } } }\n'
+    secret = SEVERAL.replace("spec:\n", "spec:\n" + server)
+    header = "spec.mcpServers.m.headers.A"  # a file secret needs policy.secretFileRoots
+    assert header in [d.path for d in diagnostics(secret)]
+    no_policy = secret.replace("spec:\n", "spec:\n  policy: { approval: sometimes }\n")
+    assert header not in [d.path for d in diagnostics(no_policy)]
+    # Nor is anything salvaged when the envelope failed: it may be another format entirely.
+    assert len(diagnostics(SEVERAL.replace("v1alpha1", "v9"))) == 3
+
+
 # --- the failing variants of spec/dsl.md §10 -------------------------------------------------
 
 
@@ -344,6 +393,46 @@ def test_e9_process_key_on_an_assign_action() -> None:
         position(source, "stdoutLimitBytes"),
     )
     assert "builtin.assign" in diag.message
+
+
+@pytest.mark.parametrize("kind", ["builtin.assign", "builtin.assert", "builtin.memory.read"])
+def test_a_timeout_on_a_pure_action_is_misplaced(kind: str) -> None:
+    # The registry's pure kinds are evaluated in place: a timeout would be accepted and ignored.
+    source = EXAMPLES["e9"].replace(
+        "actions: {", f"actions: {{ put: {{ kind: {kind}, timeoutSeconds: 5 }},"
+    )
+    diag = only(source)
+    check(
+        diag,
+        "schema_violation",
+        "spec.actions.put.timeoutSeconds",
+        position(source, "timeoutSeconds"),
+    )
+    assert kind in diag.message
+    load_workflow(source.replace("timeoutSeconds: 5 }", "}"), "wf.yaml")
+
+
+@pytest.mark.parametrize(
+    ("given", "first"),
+    [
+        ("retry: { maxAttempts: 2 }", "retry"),
+        ("timeoutSeconds: 3", "timeoutSeconds"),
+        ("outputSchema: { type: object }", "outputSchema"),
+        ("timeoutSeconds: 3, retry: { maxAttempts: 2 }", "retry"),
+    ],
+)
+def test_a_router_takes_no_retry_timeout_or_output_schema(given: str, first: str) -> None:
+    # Nothing to retry or bound (evaluated in place) and a fixed output: each would be ignored.
+    # One diagnostic per router, at the first of the keys it names.
+    written = "{ id: pick, uses: router, "
+    source = EXAMPLES["e2"].replace(written, f"{written}{given}, ")
+    diag = only(source)
+    line, column = position(source, written)
+    where = (line, column + len(written) + given.index(f"{first}:"))
+    check(diag, "schema_violation", f"spec.tasks.2.{first}", where)
+    assert "router" in diag.message
+    # A default-valued retry says nothing (a normalized document spells it out): accepted.
+    load_workflow(EXAMPLES["e2"].replace(written, f"{written}retry: {{ maxAttempts: 1 }}, "))
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,10 @@ registry operation; an agent task's agent, provider and tool definitions, ``mode
 its own ``timeoutSeconds`` when it gives one (``agent_timeout_seconds``: the bound of its whole
 attempt; the resolved ``timeout_seconds`` cannot tell it from the runtime default).
 
-Checked here per task: template reads against ``needs``, the ``with`` keys its action kind
-reads, the templates of its action's configuration (``actionchecks``) and of its agent's
-instructions (``instructions``).
+Checked here per task: template reads against ``needs`` (the task's ``with`` at the task, the
+action's ``with`` defaults it does not replace at the action's keys), the ``with`` keys its
+action kind reads, the templates of its action's configuration (``actionchecks``) and of its
+agent's instructions (``instructions``).
 
 Invariant: the returned task is a draft (``position`` -1, no fingerprint); ``compile`` fixes
 both once the order is known.
@@ -32,6 +33,7 @@ from agentctl.core.compiler.ir import Env, Node
 from agentctl.core.compiler.memory import memory_writes
 from agentctl.core.compiler.references import (
     check_compensation_reference,
+    check_default_reads,
     check_reads,
     check_templates,
     check_when,
@@ -62,7 +64,7 @@ def draft_task(node: Node, env: Env, graph: dict[str, Node], diags: Collector) -
     # Own copies: children of one expansion share their parent's definition dicts.
     with_ = _own_copy(_merged_with(node, action))
     vars_ = _own_copy(_merged_vars(node, env, agent))
-    _check_task(node, (action, agent), (with_, vars_), graph, diags)
+    _check_task(node, (action, agent), vars_, graph, diags)
     output_schema = None if kind in _AGGREGATES else _own_copy(task.get("outputSchema"))
     _check_output_schema(node, output_schema, diags)
     authored = kind in _AUTHORED
@@ -122,20 +124,22 @@ def _subworkflow(node: Node, env: Env) -> str | None:
 def _check_task(
     node: Node,
     definitions: tuple[dict[str, Any] | None, dict[str, Any] | None],
-    merged: tuple[Any, dict[str, Any]],
+    vars_: dict[str, Any],
     graph: dict[str, Node],
     diags: Collector,
 ) -> None:
-    """Template reads of the merged ``with`` and vars, ``when``, the action's own checks and
-    the agent's instructions (``definitions``: the task's action and agent, either None)."""
+    """Template reads of the task's ``with``, its action's ``with`` defaults (at the action)
+    and the merged vars, ``when``, the action's own checks and the agent's instructions
+    (``definitions``: the task's action and agent, either None)."""
     action, agent = definitions
-    with_, vars_ = merged
     if node.kind not in _AGGREGATES:
-        check_reads(node, with_, "with", graph, diags)
+        # The task's own `with` at the task; its action's defaults at the action's keys.
+        check_reads(node, node.task.get("with"), "with", graph, diags)
     check_reads(node, vars_, "vars", graph, diags)
     check_when(node, graph, diags)
     if action is not None:
         name = str(node.task["uses"]).removeprefix("action:")
+        check_default_reads(node, name, action, graph, diags)
         check_action(node, name, action, graph, diags)
     if agent is not None:
         name = str(node.task["uses"]).removeprefix("agent:")

@@ -3,12 +3,14 @@
 Invariants: diagnostics keep the order they were found in; identical findings (same code,
 message and path, e.g. from the children of one foreach) are kept once; each carries the
 dotted document path it is about and, when a locator is given, the line/column of the
-nearest located ancestor of that path (expanded children point at their source).
+nearest located ancestor of that path (expanded children point at their source); a task
+reported and left out of the graph (``dropped``) is not reported again as an unknown task
+by every need or read naming it — those follow from the first report (no cascades).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container
 
 from agentctl.errors import Diagnostic, ValidationError
 
@@ -23,6 +25,12 @@ class Collector:
         self._locate = locate
         self.items: list[Diagnostic] = []
         self._seen: set[tuple[str, str, str | None]] = set()
+        self.dropped: set[str] = set()  # ids reported and left out of the graph
+
+    def unknown(self, task_id: str, graph: Container[str]) -> bool:
+        """Whether naming ``task_id`` is a problem of its own: not in ``graph`` and not a task
+        already reported and dropped from it."""
+        return task_id not in graph and task_id not in self.dropped
 
     def add(self, code: str, message: str, path: str | None, help: str | None = None) -> None:
         # Expanded children share their parent's definition: report each finding once.

@@ -83,7 +83,7 @@ def check_instructions(
         return
     reader = node.task.get("id")
     for read in task_references(text):
-        if read not in graph:
+        if diags.unknown(read, graph):
             diags.add(
                 "missing_reference",
                 f"task `{reader}` reads unknown task `{read}` (in agent `{agent_name}`'s "

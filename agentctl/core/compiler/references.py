@@ -40,6 +40,8 @@ def resolve_nodes(nodes: list[Node], env: Env, diags: Collector) -> dict[str, No
             node.kind = _kind_of(node, env, diags)
         if node.kind is not None:
             resolved[node.id] = node
+        else:
+            diags.dropped.add(node.id)
     return resolved
 
 
@@ -72,7 +74,7 @@ def _kind_of(node: Node, env: Env, diags: Collector) -> str | None:
 def check_needs(graph: dict[str, Node], diags: Collector) -> None:
     for node in graph.values():
         for need in node.needs:
-            if need not in graph:
+            if diags.unknown(need, graph):
                 diags.add(
                     "missing_reference",
                     f"task `{node.task['id']}` needs unknown task `{need}`",
@@ -84,35 +86,59 @@ def check_reads(
     node: Node, value: Any, where: str, graph: dict[str, Node], diags: Collector
 ) -> None:
     """Template syntax of every string in ``value`` and its task reads against ``needs``."""
+    _check_texts(node, value, f"{node.path}.{where}", "", graph, diags)
+
+
+def check_default_reads(
+    node: Node, name: str, action: dict[str, Any], graph: dict[str, Node], diags: Collector
+) -> None:
+    """``check_reads`` of the ``with`` defaults of action ``name`` that the task's own ``with``
+    does not replace, each reported at the action's key (the task named in the message)."""
+    defaults = action.get("with")
+    own = node.task.get("with")
+    if not isinstance(defaults, dict):
+        return
+    for key, value in defaults.items():
+        if not isinstance(own, dict) or key not in own:
+            where = f"spec.actions.{name}.with.{key}"
+            context = f" (in action `{name}`'s with defaults)"
+            _check_texts(node, value, where, context, graph, diags)
+
+
+def _check_texts(
+    node: Node, value: Any, where: str, context: str, graph: dict[str, Node], diags: Collector
+) -> None:
     for text in iter_strings(value):
         if OPEN not in text and "}}" not in text:
             continue
         problem = template_problem(text)
         if problem is not None:
-            diags.add("invalid_template", problem, f"{node.path}.{where}")
+            diags.add("invalid_template", problem, where)
             continue
         for task_id in task_references(text):
-            _check_read(node, task_id, where, graph, diags)
+            _check_read(node, task_id, (where, context), graph, diags)
 
 
 def _check_read(
-    node: Node, task_id: str, where: str, graph: dict[str, Node], diags: Collector
+    node: Node, task_id: str, at: tuple[str, str], graph: dict[str, Node], diags: Collector
 ) -> None:
+    """``at``: the dotted path reported and the text placing the read for the message."""
+    where, context = at
     reader = node.task["id"]
     if task_id in node.source.foreign:
         return  # reported where the sub-workflow names it: "add it to needs" would mislead
-    if task_id not in graph:
+    if diags.unknown(task_id, graph):
         diags.add(
-            "missing_reference",
-            f"task `{reader}` reads unknown task `{task_id}`",
-            f"{node.path}.{where}",
+            "missing_reference", f"task `{reader}` reads unknown task `{task_id}`{context}", where
         )
     elif task_id not in node.needs:
         diags.add(
             "invalid_template",
-            f"task `{reader}` reads tasks.{task_id}.output without needing `{task_id}`",
-            f"{node.path}.{where}",
-            help=f"add {task_id} to needs",
+            f"task `{reader}` reads tasks.{task_id}.output{context} without needing `{task_id}`",
+            where,
+            help=f"add {task_id} to the needs of {reader}"
+            if context
+            else f"add {task_id} to needs",
         )
 
 
@@ -135,7 +161,7 @@ def _unknown_reads(
 ) -> None:
     """``missing_reference`` for every task a condition or template reads that does not exist."""
     for task_id in task_ids:
-        if task_id not in graph:
+        if diags.unknown(task_id, graph):
             diags.add(
                 "missing_reference",
                 f"task `{node.task['id']}` {what} reads unknown task `{task_id}`",
@@ -183,7 +209,7 @@ def _check_output_text(text: str, where: str, graph: dict[str, Node], diags: Col
                 where,
                 help="variables belong to tasks: pass the value through a task's output",
             )
-        elif ref.task_id is not None and ref.task_id not in graph:
+        elif ref.task_id is not None and diags.unknown(ref.task_id, graph):
             diags.add(
                 "missing_reference",
                 f"{where} reads unknown task `{ref.task_id}`",
@@ -210,6 +236,21 @@ def check_agent_references(env: Env, diags: Collector) -> None:
                     f"spec.agents.{name}.tools.{index}",
                     help="declare it under spec.tools",
                 )
+
+
+def check_policy_providers(env: Env, diags: Collector) -> None:
+    """``policy.providers`` names spec.providers keys: a name no provider has could never allow
+    a model call (a misspelt one would silently deny every call to the provider meant)."""
+    policy = env.spec.get("policy") or {}
+    for index, name in enumerate(policy.get("providers") or []):
+        if name not in env.providers:
+            declared = ", ".join(sorted(env.providers)) or "none"
+            diags.add(
+                "missing_reference",
+                f"policy.providers names unknown provider `{name}`",
+                f"spec.policy.providers.{index}",
+                help=f"name a spec.providers entry (declared: {declared})",
+            )
 
 
 def check_compensation_reference(node: Node, env: Env, diags: Collector) -> dict[str, Any] | None:

@@ -90,11 +90,12 @@ def _check_destinations(
         listed.add(destination)
         target = graph.get(destination)
         if target is None:
-            diags.add(
-                "missing_reference",
-                f"router `{node.id}` routes to unknown task `{destination}`",
-                f"{node.path}.route",
-            )
+            if diags.unknown(destination, graph):
+                diags.add(
+                    "missing_reference",
+                    f"router `{node.id}` routes to unknown task `{destination}`",
+                    f"{node.path}.route",
+                )
         elif node.id not in target.needs:
             _not_direct(node.id, destination, target, diags)
 

@@ -12,6 +12,10 @@ when absent (the compiler treats ``None`` as absent): e.g. a task's ``when``, ``
 action's process-only keys on non-process kinds; budget limits. Secret references stay
 ``{"env": NAME}`` / ``{"file": PATH}`` / ``{"process": {...}}``.
 
+A document the schema refuses still has the document rules run on its parts that are valid
+on their own (``partial.py``): their findings follow the schema's diagnostics, so one pass
+reports every independent problem of the stage.
+
 Documents without ``apiVersion`` that use the old ``playbook:`` form are translated first
 (``legacy.py``) and carry a ``migration_required`` warning.
 """
@@ -29,6 +33,7 @@ from agentctl.core.dsl.diagnostics import (
     to_diagnostic,
 )
 from agentctl.core.dsl.legacy import is_legacy, legacy_locator, translate_legacy
+from agentctl.core.dsl.partial import salvaged_findings
 from agentctl.core.dsl.rules import document_findings
 from agentctl.core.dsl.scalars import validate_as_written
 from agentctl.core.dsl.secrets import (
@@ -91,8 +96,11 @@ def load_workflow(source: str | bytes, file: str | None = None) -> LoadedWorkflo
             raise _invalid([to_diagnostic(f, locator, file) for f in rejected])
         warnings.append(_migration_warning(file))
     workflow, raw, findings = _validate(raw, texts)
+    if workflow is None:  # the rules' findings on the valid parts follow the schema's
+        salvaged = [to_diagnostic(f, locator, file) for f in salvaged_findings(raw, findings)]
+        raise _invalid([to_diagnostic(f, locator, file) for f in findings], salvaged)
     diagnostics = [to_diagnostic(f, locator, file) for f in findings]
-    if workflow is None or diagnostics:
+    if diagnostics:
         raise _invalid(diagnostics)
     document = workflow.model_dump(mode="json", by_alias=True)
     return LoadedWorkflow(workflow, document, raw, file, warnings, locator)
@@ -109,6 +117,10 @@ def _validate(
         findings = findings_from_pydantic(found.error, found.raw, Workflow)
         return None, found.raw, [_version_help(f) for f in findings]
     return found.model, found.raw, document_findings(found.model)
+
+
+def _position(diagnostic: Diagnostic) -> tuple[int, int]:
+    return diagnostic.line or 0, diagnostic.column or 0
 
 
 def _migration_warning(file: str | None) -> Diagnostic:
@@ -135,8 +147,13 @@ def _version_help(finding: Finding) -> Finding:
     return finding
 
 
-def _invalid(diagnostics: list[Diagnostic]) -> ValidationError:
-    ordered = sorted(diagnostics, key=lambda d: (d.line or 0, d.column or 0))
+def _invalid(
+    diagnostics: list[Diagnostic], later: list[Diagnostic] | None = None
+) -> ValidationError:
+    """The error carrying ``diagnostics`` in document order, then ``later`` (the document
+    rules' findings on the valid parts of a document the schema refused) in document order:
+    the first diagnostic stays the schema's first, as before any were salvaged."""
+    ordered = sorted(diagnostics, key=_position) + sorted(later or [], key=_position)
     count = len(ordered)
     first = ordered[0].message if ordered else "invalid workflow"
     plural = "problem" if count == 1 else "problems"

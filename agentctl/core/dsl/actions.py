@@ -8,6 +8,8 @@ Invariants:
   combined 2 MiB, isolation "process"); for other kinds those keys dump as ``None``.
 - ``container`` and ``isolation: container`` appear together; images are digest-pinned; the
   container ``env`` never names a variable the container engine itself reads.
+- ``timeoutSeconds`` on a pure kind (``Operation.is_pure``: assign, assert, memory.read — work
+  evaluated in place, with nothing to time out) is a misplaced key too;
 - a kind the registry marks ``accepted=False`` (a [late] kind not implemented yet; none
   today) is ``unsupported_capability``; the extension keys (protocolVersion, inputSchema,
   outputSchema, capabilities) on a kind that does not take them are misplaced keys
@@ -41,7 +43,7 @@ from agentctl.core.dsl.base import (
 )
 from agentctl.core.dsl.secrets import EnvValue
 from agentctl.core.extension import PROTOCOL_VERSION
-from agentctl.core.operations import EXTENSION_KEYS, IDEMPOTENCY_KEY, PROCESS_KEYS
+from agentctl.core.operations import EXTENSION_KEYS, IDEMPOTENCY_KEY, PROCESS_KEYS, TIMEOUT_KEY
 
 Idempotency = Literal["pure", "idempotent", "keyed", "at_most_once", "unknown"]
 
@@ -130,6 +132,15 @@ class Action(StrictModel):
             raise _misplaced(misplaced, self.kind, f"process kinds ({_owners('command')})")
         if IDEMPOTENCY_KEY in given and IDEMPOTENCY_KEY not in entry.config_keys:
             raise _misplaced([IDEMPOTENCY_KEY], self.kind, _owners(IDEMPOTENCY_KEY))
+        if TIMEOUT_KEY in given and entry.is_pure:
+            raise rule_error(
+                "schema_violation",
+                f"`{TIMEOUT_KEY}` is not allowed on a {self.kind} action: a pure kind is "
+                "evaluated in place, with nothing to time out",
+                at=TIMEOUT_KEY,
+                help=f"remove `{TIMEOUT_KEY}` from this action",
+                key=True,
+            )
         if entry.is_process:
             self._process_rules(given)
         if EXTENSION_KEYS[0] in entry.config_keys:

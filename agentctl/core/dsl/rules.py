@@ -6,17 +6,23 @@ Invariants:
   as ``missing_reference``).
 - Each rule yields ``Finding`` objects with the dotted source path of the offending key; all
   findings are reported together.
+- The rules read a ``RuleParts``, never the whole document: a document that failed validation
+  still has its valid parts judged (``core.dsl.partial``), and an invalid part is never judged
+  (what it would report follows from the problem already reported).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from agentctl.core import registry
-from agentctl.core.dsl.agents import Agent, Provider
+from agentctl.core.dsl.actions import Action
+from agentctl.core.dsl.agents import Agent, Provider, Tool
 from agentctl.core.dsl.diagnostics import Finding
 from agentctl.core.dsl.secrets import EnvSecret, FileSecret, ProcessSecret
+from agentctl.core.dsl.settings import A2aPeer, McpServer, Policy
 from agentctl.core.dsl.tasks import Task
 from agentctl.core.dsl.workflow import Spec, Workflow
 from agentctl.core.providerdefaults import PROVIDER_OPTIONS
@@ -40,33 +46,73 @@ _OPTION_TYPES: dict[str, tuple[Any, str]] = {
 }
 
 
-def document_findings(workflow: Workflow) -> list[Finding]:
-    spec = workflow.spec
-    findings: list[Finding] = []
-    findings.extend(_memory_writes(spec, spec.tasks, "spec.tasks"))
+@dataclass(frozen=True)
+class RuleParts:
+    """What the document rules read, each part a validated model.
+
+    For a valid document these are all of its parts (``parts_of``); for one that failed
+    validation, only the parts that are valid on their own (``core.dsl.partial``), so the
+    rules still judge those and never a part already reported (no cascades). ``tasks`` maps
+    the dotted path of each task (``spec.tasks.0``) to it; ``policy`` None means the policy
+    was invalid, and the rules that read it are left out.
+    """
+
+    tasks: dict[str, Task]
+    actions: dict[str, Action]
+    providers: dict[str, Provider]
+    agents: dict[str, Agent]
+    tools: dict[str, Tool]
+    mcp_servers: dict[str, McpServer]
+    a2a_peers: dict[str, A2aPeer]
+    policy: Policy | None
+
+
+def parts_of(spec: Spec) -> RuleParts:
+    tasks = {f"spec.tasks.{i}": task for i, task in enumerate(spec.tasks)}
     for name, sub in spec.subworkflows.items():
-        findings.extend(_memory_writes(spec, sub.tasks, f"spec.subworkflows.{name}.tasks"))
-    for name, agent in spec.agents.items():
-        provider = spec.providers.get(agent.provider)
+        tasks.update({f"spec.subworkflows.{name}.tasks.{i}": t for i, t in enumerate(sub.tasks)})
+    return RuleParts(
+        tasks=tasks,
+        actions=spec.actions,
+        providers=spec.providers,
+        agents=spec.agents,
+        tools=spec.tools,
+        mcp_servers=spec.mcp_servers,
+        a2a_peers=spec.a2a_peers,
+        policy=spec.policy,
+    )
+
+
+def document_findings(workflow: Workflow) -> list[Finding]:
+    return part_findings(parts_of(workflow.spec))
+
+
+def part_findings(parts: RuleParts) -> list[Finding]:
+    """Every rule's findings on ``parts``, in document order of the parts."""
+    findings: list[Finding] = []
+    findings.extend(_memory_writes(parts))
+    for name, agent in parts.agents.items():
+        provider = parts.providers.get(agent.provider)
         if provider is not None:
             findings.extend(_agent_provider(agent, provider, f"spec.agents.{name}"))
-    findings.extend(_secret_rules(spec))
+    if parts.policy is not None:
+        findings.extend(_secret_rules(parts, parts.policy))
     return findings
 
 
-def _memory_writes(spec: Spec, tasks: list[Task], base: str) -> Iterator[Finding]:
-    for index, task in enumerate(tasks):
+def _memory_writes(parts: RuleParts) -> Iterator[Finding]:
+    for path, task in parts.tasks.items():
         if not task.memory_writes:
             continue
         kind, _, name = task.uses.partition(":")
-        action = spec.actions.get(name) if kind == "action" else None
+        action = parts.actions.get(name) if kind == "action" else None
         if kind == "action" and action is None:
             continue
         if action is None or action.kind not in registry.working_memory_writers():
             what = f"a {action.kind} action" if action is not None else f"`uses: {task.uses}`"
             yield Finding(
                 "schema_violation",
-                f"{base}.{index}.memoryWrites",
+                f"{path}.memoryWrites",
                 "`memoryWrites` is only allowed on working-memory writes (builtin.memory.write, "
                 f"builtin.long_term_memory.promote), not on {what}",
                 "remove `memoryWrites` from this task",
@@ -109,30 +155,33 @@ def _agent_provider(agent: Agent, provider: Provider, base: str) -> Iterator[Fin
         )
 
 
-def _secret_refs(spec: Spec) -> Iterator[tuple[str, Any]]:
-    for name, provider in spec.providers.items():
+def _secret_refs(parts: RuleParts, policy: Policy) -> Iterator[tuple[str, Any]]:
+    for name, provider in parts.providers.items():
         if provider.credential is not None:
             yield f"spec.providers.{name}.credential", provider.credential
         for header, ref in provider.headers.items():
             yield f"spec.providers.{name}.headers.{header}", ref
-    for name, action in spec.actions.items():
+    for name, action in parts.actions.items():
         for var, value in (action.env or {}).items():
             if not isinstance(value, str):  # a string is a template, not a reference
                 yield f"spec.actions.{name}.env.{var}", value
-    for name, tool in spec.tools.items():
+    for name, tool in parts.tools.items():
         for index, ref in enumerate(tool.secrets):
             yield f"spec.tools.{name}.secrets.{index}", ref
-    for kind, peers in (("mcpServers", spec.mcp_servers), ("a2aPeers", spec.a2a_peers)):
+    peers_by_kind: tuple[tuple[str, Mapping[str, McpServer | A2aPeer]], ...] = (
+        ("mcpServers", parts.mcp_servers),
+        ("a2aPeers", parts.a2a_peers),
+    )
+    for kind, peers in peers_by_kind:
         for name, peer in peers.items():
             for header, ref in peer.headers.items():
                 yield f"spec.{kind}.{name}.headers.{header}", ref
-    if spec.policy.network.custom_ca is not None:
-        yield "spec.policy.network.customCa", spec.policy.network.custom_ca
+    if policy.network.custom_ca is not None:
+        yield "spec.policy.network.customCa", policy.network.custom_ca
 
 
-def _secret_rules(spec: Spec) -> Iterator[Finding]:
-    policy = spec.policy
-    for path, ref in _secret_refs(spec):
+def _secret_rules(parts: RuleParts, policy: Policy) -> Iterator[Finding]:
+    for path, ref in _secret_refs(parts, policy):
         if isinstance(ref, FileSecret) and not policy.secret_file_roots:
             yield Finding(
                 "invalid_secret_reference",
