@@ -9,6 +9,7 @@ import pytest
 from compiler_docs import codes, compile_ok, diagnostics, task, workflow
 
 from agentctl.core.compiler import CapturedVars, compile_workflow
+from agentctl.core.dsl.unused import unused_key_findings
 from agentctl.errors import ValidationError
 
 
@@ -267,18 +268,22 @@ def test_merges_and_timeouts() -> None:
     assert plan.task("b").timeout_seconds == 9 and plan.task("c").timeout_seconds == 120
 
 
-def test_a_pure_task_takes_no_timeout() -> None:
+def test_a_pure_tasks_timeout_is_found_as_having_no_effect() -> None:
     # assign, assert and memory.read are evaluated in place (the registry's pure placement):
-    # a timeout there would be accepted and never applied.
+    # a timeout there compiles, as the original accepts it, and is found for a warning.
     for kind in ("builtin.assign", "builtin.assert", "builtin.memory.read"):
         with_ = {"that": True} if kind == "builtin.assert" else {}
         with_ = {"key": "k"} if kind == "builtin.memory.read" else with_
         actions = {"pure": {"kind": kind, "with": {}}, "put": {"kind": "builtin.assign"}}
         doc = workflow([task("a", "action:pure", with_=with_, timeoutSeconds=5)], actions=actions)
-        [(code, path, message)] = _located(doc)
-        assert (code, path) == ("schema_violation", "spec.tasks.0.timeoutSeconds"), message
-        assert kind in message
-        compile_ok(workflow([task("a", "action:pure", with_=with_)], actions=actions))
+        compile_ok(doc)
+        [found] = unused_key_findings(doc)
+        assert found.path == "spec.tasks.0.timeoutSeconds" and kind in found.message
+        assert unused_key_findings(workflow([task("a", "action:pure")], actions=actions)) == []
+    # An effectful kind's timeout bounds its work: nothing to report.
+    actions = {"save": {"kind": "builtin.write"}}
+    doc = workflow([task("w", "action:save", timeoutSeconds=5)], actions=actions)
+    assert unused_key_findings(doc) == []
 
 
 def test_agent_vars_layer_between_workflow_and_task() -> None:

@@ -9,7 +9,6 @@ Invariants:
 - a key the kind needs (``Operation.with_required``) is missing from the merged ``with``
   (action defaults under the task's or compensation's own) ⇒ ``schema_violation`` at the
   task's ``with``; a literal of the wrong JSON kind ⇒ one at the layer that gave it;
-- a task of a pure kind (``Operation.is_pure``) has no ``timeoutSeconds``: nothing to bound;
 - a template in an action's ``args`` / ``env`` is checked like one in ``with``: its syntax once
   per action, and for every task using the action, each ``tasks.X.output`` it reads must be in
   that task's own ``needs``.
@@ -26,7 +25,7 @@ from agentctl.core.compiler.diagnostics import Collector
 from agentctl.core.compiler.ir import Node
 from agentctl.core.compiler.templating import OPEN, task_references, template_problem
 from agentctl.core.dburl import url_scheme
-from agentctl.core.operations import TIMEOUT_KEY, WithInput
+from agentctl.core.operations import WithInput
 
 
 def check_with_keys(kind: str, given: Any, where: str, task_id: str, diags: Collector) -> None:
@@ -117,7 +116,6 @@ def check_action(
     """The ``with`` keys of the task and the action, and the action configuration's templates."""
     kind = str(action.get("kind"))
     task_id = str(node.task.get("id"))
-    _check_pure_timeout(node, kind, task_id, diags)
     check_with_keys(kind, node.task.get("with"), f"{node.path}.with", task_id, diags)
     check_with_keys(kind, action.get("with"), f"spec.actions.{name}.with", task_id, diags)
     layers = [
@@ -135,19 +133,6 @@ def check_action(
             continue
         for read in task_references(text):
             _check_read(node, read, where, graph, diags)
-
-
-def _check_pure_timeout(node: Node, kind: str, task_id: str, diags: Collector) -> None:
-    """A task's ``timeoutSeconds`` bounds its work: a pure kind has none to bound."""
-    entry = registry.find(kind)
-    if entry is not None and entry.is_pure and node.task.get(TIMEOUT_KEY) is not None:
-        diags.add(
-            "schema_violation",
-            f"task `{task_id}`: `{TIMEOUT_KEY}` has nothing to bound: {kind} is a pure kind, "
-            "evaluated in place without an effect",
-            f"{node.path}.{TIMEOUT_KEY}",
-            help=f"remove `{TIMEOUT_KEY}` from this task",
-        )
 
 
 def _check_read(

@@ -22,7 +22,7 @@ Documents without ``apiVersion`` that use the old ``playbook:`` form are transla
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from agentctl.core.collector import collector_paused
@@ -43,6 +43,7 @@ from agentctl.core.dsl.secrets import (
     ProcessSecret,
     SecretRef,
 )
+from agentctl.core.dsl.unused import unused_key_findings
 from agentctl.core.dsl.workflow import API_VERSIONS, Workflow
 from agentctl.core.dsl.yamlload import MAX_SOURCE_BYTES, parse_yaml
 from agentctl.errors import Diagnostic, ValidationError
@@ -102,6 +103,8 @@ def load_workflow(source: str | bytes, file: str | None = None) -> LoadedWorkflo
     diagnostics = [to_diagnostic(f, locator, file) for f in findings]
     if diagnostics:
         raise _invalid(diagnostics)
+    unused = unused_key_findings(raw)
+    warnings += [replace(to_diagnostic(f, locator, file), severity="warning") for f in unused]
     document = workflow.model_dump(mode="json", by_alias=True)
     return LoadedWorkflow(workflow, document, raw, file, warnings, locator)
 

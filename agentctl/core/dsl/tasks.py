@@ -6,8 +6,8 @@ Invariants:
   loop, route, compensate, outputSchema, timeoutSeconds) dump as ``None``.
 - Schema-level exclusivity is enforced here: foreach ⊕ matrix, neither with route, route ⇔
   ``uses: router``, loop alone, a sub-workflow invocation carries only needs/with/failure.
-- A router carries no ``retry``, ``timeoutSeconds`` or ``outputSchema`` (nothing to retry,
-  bound or check: it is evaluated in place and its output is fixed).
+- A router's ``retry``, ``timeoutSeconds`` or ``outputSchema`` is accepted, as the original
+  accepts it, and warned about as having no effect (``dsl/unused.py``).
 - References (does ``action:x`` exist? does a need name a task?) are left to the compiler.
 """
 
@@ -38,9 +38,6 @@ SEMVER_RE = re.compile(
 )
 RESERVED_VARS = frozenset({"foreachIndex", "matrix", "matrixIndex", "loopIndex", "loopPrevious"})
 _INVOCATION_KEYS = frozenset({"id", "uses", "needs", "with", "failure"})
-# A router is evaluated in place and its output is fixed (spec/dsl.md §4.11, §4.13): no work to
-# retry or time out, no output to give a schema.
-_ROUTER_UNUSED = ("retry", "timeoutSeconds", "outputSchema")
 
 
 class Retry(StrictModel):
@@ -182,18 +179,6 @@ class Task(StrictModel):
                     key=True,
                 )
         _check_shape(self)
-        if self.uses == "router":
-            unused = [key for key in _ROUTER_UNUSED if key in given_keys(self)]
-            if unused:  # at the first, naming them all
-                shown = ", ".join(f"`{key}`" for key in unused)
-                raise rule_error(
-                    "schema_violation",
-                    f"a router takes no {shown}: it is evaluated in place and its output "
-                    "is fixed ({selected, matched, destinations})",
-                    at=unused[0],
-                    key=True,
-                    help=f"remove {shown} from this router",
-                )
         return self
 
 

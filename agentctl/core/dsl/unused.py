@@ -1,0 +1,88 @@
+"""Task keys the language accepts where they can have no effect, found for warnings.
+
+A router's ``retry``, ``timeoutSeconds`` and ``outputSchema`` (it is evaluated in place and its
+output is fixed, spec/dsl.md §4.11, §4.13) and a ``timeoutSeconds`` on a task of a pure kind
+(assign, assert, memory.read: nothing runs that a timeout could bound) are valid task keys in the
+spec's schema, and a workflow written for the original may carry them, so they are not refused.
+They are never silently ignored either: every command that loads the workflow reports each as a
+``warning`` diagnostic at its key.
+
+Invariants: pure — reads the document as written, never changes it, its digests or the exit
+code; a default-valued ``retry`` (``maxAttempts: 1``, no backoff) says nothing and is not
+reported; pack actions are not resolved here (a task using one is not judged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from agentctl.core import registry
+from agentctl.core.dsl.diagnostics import Finding
+
+_ROUTER_KEYS = ("retry", "timeoutSeconds", "outputSchema")
+_TIMEOUT = "timeoutSeconds"
+_DEFAULT_RETRY = ({"maxAttempts": 1}, {"maxAttempts": 1, "backoffMs": 0})
+
+
+def unused_key_findings(raw: Mapping[str, object]) -> list[Finding]:
+    """Each key of ``raw``'s tasks (sub-workflows' included) that can have no effect."""
+    spec = raw.get("spec")
+    if not isinstance(spec, Mapping):
+        return []
+    actions = spec.get("actions")
+    kinds = _action_kinds(actions if isinstance(actions, Mapping) else {})
+    found: list[Finding] = []
+    for path, task in _tasks(spec):
+        found += _task_findings(path, task, kinds)
+    return found
+
+
+def _action_kinds(actions: Mapping[str, object]) -> dict[str, str]:
+    return {
+        name: str(action.get("kind"))
+        for name, action in actions.items()
+        if isinstance(action, Mapping)
+    }
+
+
+def _tasks(spec: Mapping[str, object]) -> Iterator[tuple[str, Mapping[str, object]]]:
+    lists: list[tuple[str, object]] = [("spec.tasks", spec.get("tasks"))]
+    subworkflows = spec.get("subworkflows")
+    if isinstance(subworkflows, Mapping):
+        for name, sub in subworkflows.items():
+            if isinstance(sub, Mapping):
+                lists.append((f"spec.subworkflows.{name}.tasks", sub.get("tasks")))
+    for prefix, tasks in lists:
+        if isinstance(tasks, list):
+            for index, task in enumerate(tasks):
+                if isinstance(task, Mapping):
+                    yield f"{prefix}.{index}", task
+
+
+def _task_findings(
+    path: str, task: Mapping[str, object], kinds: Mapping[str, str]
+) -> list[Finding]:
+    uses = task.get("uses")
+    if uses == "router":
+        keys = [k for k in _ROUTER_KEYS if task.get(k) is not None]
+        keys = [k for k in keys if not (k == "retry" and task.get(k) in _DEFAULT_RETRY)]
+        why = "a router is evaluated in place and its output is fixed"
+        return [_finding(path, key, why) for key in keys]
+    named = isinstance(uses, str) and uses.startswith("action:")
+    kind = kinds.get(uses.removeprefix("action:")) if named and isinstance(uses, str) else None
+    entry = registry.find(kind) if kind is not None else None
+    if entry is not None and entry.is_pure and task.get(_TIMEOUT) is not None:
+        return [
+            _finding(path, _TIMEOUT, f"{kind} is pure: evaluated in place, nothing to time out")
+        ]
+    return []
+
+
+def _finding(path: str, key: str, why: str) -> Finding:
+    return Finding(
+        "schema_violation",
+        f"{path}.{key}",
+        f"`{key}` has no effect here: {why}",
+        help=f"remove `{key}`; it is accepted and ignored",
+        point="key",
+    )
