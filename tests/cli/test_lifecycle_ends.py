@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_recovery_ops import HEAD
+from tests.cli.test_recovery_ops import COMPENSATED, HEAD
 
 STOPPABLE = (
     HEAD
@@ -98,3 +98,30 @@ def test_a_cancelled_run_ends_with_every_task_terminal(  # type: ignore[no-untyp
     assert replayed.rc == 130, replayed.stderr
     again = _inspect(cli, db, replayed.data["runId"])
     assert {t["taskId"]: (t["state"], t["error"]) for t in again["tasks"]} == tasks
+
+
+def _compensation_fails(cli, tmp_path: Path) -> tuple[Path, str]:  # type: ignore[no-untyped-def]
+    """A failed run whose second inverse (``undo1``, no ``allow.flag``) fails: (db, run id)."""
+    (tmp_path / "wf.yaml").write_text(COMPENSATED)
+    db = tmp_path / "state" / "r.db"
+    source = cli("--output", "json", "run", "wf.yaml", "--db", str(db))
+    assert source.rc == 4, source.stderr
+    return db, str(source.error["error"]["runId"])
+
+
+def test_a_failed_compensation_prints_an_error_envelope(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    db, source = _compensation_fails(cli, tmp_path)
+    done = cli("--output", "json", "compensate", source, "--db", str(db))
+    assert done.rc == 4 and done.stdout == "", done.stdout
+    error = done.error["error"]
+    assert error["exitCode"] == 4 and "m1--compensate" in error["message"], error
+    # undo2 ran before undo1 failed: the details say what was compensated all the same.
+    assert error["details"] == {"sourceRunId": source, "compensatedTasks": ["m2"]}
+    run = _inspect(cli, db, error["runId"])["run"]
+    assert run["mode"] == "compensation" and run["state"] == "failed"
+    assert run["sourceRunId"] == source and error["traceId"] == run["traceId"]
+    human = cli("compensate", source, "--db", str(db))  # undo1 again, failing again
+    assert human.rc == 4 and human.stdout == "", human.stdout
+    lines = human.stderr.splitlines()
+    assert lines[0].startswith("error: run failed: m1--compensate"), human.stderr
+    assert lines[1].startswith("  run: compensation-") and lines[2].startswith("  trace: ")
