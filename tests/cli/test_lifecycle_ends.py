@@ -125,3 +125,33 @@ def test_a_failed_compensation_prints_an_error_envelope(cli, tmp_path: Path) -> 
     lines = human.stderr.splitlines()
     assert lines[0].startswith("error: run failed: m1--compensate"), human.stderr
     assert lines[1].startswith("  run: compensation-") and lines[2].startswith("  trace: ")
+
+
+def test_compensated_without_its_effect_is_refused_naming_the_flag(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path
+) -> None:
+    db, source = _compensation_fails(cli, tmp_path)
+    effects = cli("--output", "json", "effects", "list", source, "--db", str(db)).data
+    [m1] = [e["effectId"] for e in effects["effects"] if e["taskId"] == "m1"]
+    audit_before = _inspect(cli, db, source)["audit"]
+    for extra in ([], ["--approved"]):
+        refused = cli(
+            "--output",
+            "json",
+            "effects",
+            "reconcile",
+            m1,
+            "--status",
+            "compensated",
+            "--reason",
+            "undone by hand",
+            "--db",
+            str(db),
+            *extra,
+        )
+        assert refused.rc == 4, refused.stderr
+        assert "--compensation-effect" in refused.error["error"]["message"], refused.stderr
+        assert "nothing was recorded" in refused.error["error"]["message"]
+    after = cli("--output", "json", "effects", "list", source, "--db", str(db)).data
+    assert after["reconciliations"] == []
+    assert _inspect(cli, db, source)["audit"] == audit_before
