@@ -47,6 +47,14 @@ def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObje
     """Append ``request`` to the effect's history; the ``EffectReconciliation`` record, with
     the authorization policy gave and the result schema (null when none was given). ``approved``:
     the operator's ``--approved``."""
+    if request.status == "compensated" and not request.compensation_effect_id:
+        # A rule of the request alone, refused (exit 4, as the ledger's own check of it, which
+        # stays the guard of every other caller) before the database is even opened.
+        raise InvalidOperationError(
+            "--status compensated needs --compensation-effect ID, the confirmed effect that "
+            "undid this one (of its run, or of a compensation run sourced from it); "
+            "nothing was recorded"
+        )
     if request.result_schema is not None:
         _check_schema(request.result_schema)
     with open_existing(db) as ledger:

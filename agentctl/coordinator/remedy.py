@@ -148,6 +148,7 @@ def compensate_after_failure(
         plan_only=False,
         workspace=workspace,
         timeout_s=timeout_s,
+        raising=False,
     )
     note = (
         f"automatic compensation {data.get('runId')} ended {data.get('state')}"
@@ -213,8 +214,10 @@ def compensate(
     timeout_s: float | None,
     progress: Progress | None = None,
     diff: bool = False,
+    raising: bool = True,
 ) -> Envelope:
-    """Plan (and run) the declared inverse actions of a terminal run's confirmed mutations."""
+    """Plan (and run) the declared inverse actions of a terminal run's confirmed mutations;
+    a compensation run ending failed raises unless not ``raising`` (``_compensation_outcome``)."""
     clock = Clock()
     with open_existing(db) as ledger:
         source_run, source = recovery.load_source(ledger, source_ref)
@@ -236,8 +239,22 @@ def compensate(
         created = _create_compensation(ledger, source_run, planned, base, clock, trace_id=trace_id)
         outcome = _run_compensation(ledger, created, planned, base, driving, clock)
         done = _compensated_tasks(ledger, outcome.run_id, planned)
-    result = {**outcome.to_json(), "sourceRunId": source_run.run_id, "plan": data}
-    result["compensatedTasks"] = list[JsonValue](done)
+    return _compensation_outcome(outcome, source_run.run_id, data, done, raising)
+
+
+def _compensation_outcome(
+    outcome: RunOutcome, source_run_id: str, plan: JsonObject, done: list[str], raising: bool
+) -> Envelope:
+    """A compensation run's ``CompensationOutcome``: ``done``, the source tasks compensated.
+    Ending failed (or blocked) it raises, as any run failing mid-drive does (spec/cli.md §2:
+    an error envelope naming the run and its trace; ``outcome_or_raise``), its details the
+    source run and ``done``; not ``raising`` (an automatic compensation, whose failure the
+    failed run's own error reports), it is returned."""
+    compensated: list[JsonValue] = [*done]
+    if raising:
+        outcome_or_raise(outcome, {"sourceRunId": source_run_id, "compensatedTasks": compensated})
+    result = {**outcome.to_json(), "sourceRunId": source_run_id, "plan": plan}
+    result["compensatedTasks"] = compensated
     return "CompensationOutcome", result, _RECOVERY_EXIT.get(outcome.state, 4)
 
 

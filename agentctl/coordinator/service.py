@@ -408,14 +408,17 @@ _UNRESOLVED_HINT = (
 )
 
 
-def outcome_or_raise(outcome: RunOutcome) -> RunOutcome:
-    """Paused/cancelled/succeeded outcomes are returned; failed, halted and blocked ones raise."""
+def outcome_or_raise(outcome: RunOutcome, details: JsonObject | None = None) -> RunOutcome:
+    """Paused/cancelled/succeeded outcomes are returned; failed, halted and blocked ones raise
+    (``details``: what the command adds to a failed run's error, e.g. a compensation's
+    source run and the tasks it did compensate)."""
     if outcome.state == "failed":
         failed = [f"{t}: {e}" for t, e in outcome.errors.items() if e]
         raise RunFailedError(
             "run failed" + (": " + "; ".join(failed[:5]) if failed else ""),
             run_id=outcome.run_id,
             trace_id=outcome.trace_id,
+            data=details,
         )
     if outcome.state == "halted":
         raise TaskDiskFullError(

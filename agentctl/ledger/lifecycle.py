@@ -53,6 +53,19 @@ _IN_FLIGHT = frozenset({"running", "waiting_for_effect", "waiting_for_approval"}
 _OPEN_WHEN_PAUSED = frozenset({"pending", "ready", "retry_scheduled", "waiting_for_approval"})
 
 
+# Why a stopped run's open tasks ended ``cancelled`` (their ``error``): the one wording of
+# every path that stops a run for good — ``cancel`` of an undriven run, a driven cancel
+# (SIGINT, ``cancel``, ``--timeout-seconds``), a wall-time failure, a run failing after a task.
+RUN_CANCELLED = "the run was cancelled"
+TASK_FAILED = "the run stopped after a task failed"
+
+
+def cancelled_task_error(state: str, why: str) -> str:
+    """The error of a task cancelled from ``state`` because its run stopped ``why``: one
+    that never started (``pending``) says so."""
+    return f"not started: {why}" if state == "pending" else why
+
+
 def create_run_txn(
     conn: Db, run: runs.NewRun, order: tuple[str, ...], owner: Owner, now: str
 ) -> None:
@@ -199,11 +212,11 @@ def _cancel_unowned_txn(
 ) -> None:
     """Pending approvals closed (their effects cancelled), open tasks cancelled, run cancelled;
     the reservations of effects that never started settled with nothing."""
-    approvals.close_pending_txn(conn, run_id, now, "the run was cancelled", trace_id=trace_id)
+    approvals.close_pending_txn(conn, run_id, now, RUN_CANCELLED, trace_id=trace_id)
     release_unstarted_txn(conn, run_id, now, trace_id)
     for task in tasks.list_tasks(conn, run_id):
         if task.state in open_states:
-            why = "the run was cancelled"
+            why = cancelled_task_error(task.state, RUN_CANCELLED)
             tasks.transition_task_txn(
                 conn, run_id, task.task_id, "cancelled", now, error=why, trace_id=trace_id
             )
@@ -212,20 +225,24 @@ def _cancel_unowned_txn(
 
 def cancel_run_txn(conn: Db, stop: CancelRun) -> None:
     """Stop in-flight work durably: started effects → uncertain (their reservations stay
-    active until reconciled), tasks → cancelled; a run stopped for good settles the
-    reservations of effects that never started with nothing (``budget_release``)."""
+    active until reconciled), tasks → cancelled saying why; a run stopped for good settles
+    the reservations of effects that never started with nothing (``budget_release``) and
+    ends with every task terminal (``_close_parked_txn``), in this one transaction."""
     run_id, now, trace_id = stop.run_id, stop.now, stop.trace_id
     effects.mark_uncertain_txn(conn, run_id, now, trace_id=trace_id)
-    for task_id in stop.cancel_tasks:
-        tasks.transition_task_txn(conn, run_id, task_id, "cancelled", now, trace_id=trace_id)
+    why = stop.reason or RUN_CANCELLED
+    for task_id in stop.cancel_tasks:  # in flight (or ready): they started, or were about to
+        tasks.transition_task_txn(
+            conn, run_id, task_id, "cancelled", now, error=why, trace_id=trace_id
+        )
     if stop.reason is not None:
         _record_wall_time_txn(conn, run_id, now, trace_id)
     if stop.state != "running":  # "running": a stopping ``serve`` hands the run back, and
         # its requested effects still run when another ``serve`` continues it
         _close_parked_txn(conn, stop)
         release_unstarted_txn(conn, run_id, now, trace_id)
-        why = stop.reason
-        runs.set_run_state_txn(conn, run_id, stop.state, now, error=why, trace_id=trace_id)
+        error = stop.reason
+        runs.set_run_state_txn(conn, run_id, stop.state, now, error=error, trace_id=trace_id)
     runs.release_run_lease_txn(conn, run_id, stop.pid, now)
 
 
@@ -234,22 +251,18 @@ def _close_parked_txn(conn: Db, stop: CancelRun) -> None:
     running, or the wall time ran out before the approved effect could start): the approval is
     closed (``cancelled``, its effect ``cancelled``) and the task ``cancelled``, as ``cancel``
     of a paused run does — else a terminal run would keep an open approval an operator could
-    still approve, and a task in flight that ``replay`` refuses for ever. A run that ends
-    ``failed`` (its wall time ran out) also cancels the tasks that never started."""
-    why = stop.reason or "the run was cancelled"
+    still approve, and a task in flight that ``replay`` refuses for ever. The tasks that never
+    started are cancelled too, whether the run ends ``cancelled`` or ``failed`` (its wall time
+    ran out): a terminal run has every task terminal, as ``settle_run_txn`` leaves one."""
+    why = stop.reason or RUN_CANCELLED
     resolver = "agentctl cancel" if stop.state == "cancelled" else "agentctl budget"
     run_id, now, trace_id = stop.run_id, stop.now, stop.trace_id
     approvals.close_pending_txn(conn, run_id, now, why, resolver=resolver, trace_id=trace_id)
     for task in tasks.list_tasks(conn, run_id):
-        if task.state == "waiting_for_approval":
+        if task.state in ("waiting_for_approval", "pending"):
+            error = cancelled_task_error(task.state, why)
             tasks.transition_task_txn(
-                conn, run_id, task.task_id, "cancelled", now, error=why, trace_id=trace_id
-            )
-        elif task.state == "pending" and stop.state == "failed":
-            # a failed run ends with every task terminal, as ``settle_run_txn`` leaves one
-            unstarted = f"not started: {why}"
-            tasks.transition_task_txn(
-                conn, run_id, task.task_id, "cancelled", now, error=unstarted, trace_id=trace_id
+                conn, run_id, task.task_id, "cancelled", now, error=error, trace_id=trace_id
             )
 
 
@@ -285,7 +298,7 @@ def settle_run_txn(conn: Db, settle: SettleRun) -> None:
             task_id,
             "cancelled",
             now,
-            error="not started: the run stopped after a task failed",
+            error=cancelled_task_error("pending", TASK_FAILED),
             trace_id=trace,
         )
     if settle.state == "failed":

@@ -126,7 +126,9 @@ def _recorded_grounds(conn: Db, run_ids: set[str]) -> dict[tuple[str, str], Json
 
 
 def _check_compensation(conn: Db, effect: EffectRecord, compensation_effect_id: str | None) -> None:
-    if not compensation_effect_id or compensation_effect_id == effect.effect_id:
+    if not compensation_effect_id:
+        raise InvalidOperationError("compensated needs a compensation effect; none was given")
+    if compensation_effect_id == effect.effect_id:
         raise InvalidOperationError("compensated needs a compensation effect other than itself")
     comp = get_effect(conn, compensation_effect_id)
     if comp.run_id != effect.run_id:

@@ -200,6 +200,9 @@ def test_wall_time_budget_fails_the_run(cli, write_workflow, tmp_path: Path) -> 
     data = _inspect(cli, db, done.error["error"]["runId"])
     assert data["run"]["state"] == "failed"
     assert [e["status"] for e in data["effects"]] == ["uncertain"]
+    # The task stopped mid-effect says why, as the tasks of a cancelled run do.
+    [nap] = data["tasks"]
+    assert nap["state"] == "cancelled" and "maxWallTimeSeconds" in nap["error"], nap
     # spec/cli.md §6: expiry "records overrun" -- the ledger's exceeded record, as for any
     # other dimension, named by its counter and carrying the limit and the seconds reached.
     over = data["budget"]["exceeded"]
