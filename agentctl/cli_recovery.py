@@ -225,7 +225,7 @@ def compensate_cmd(
     )
     if asking is not None and name == "CompensationOutcome" and data.get("state") == "paused":
         data, code = _compensation_carried_on(asking, data, db)
-    deliver(Outcome(name, data, exit_code=code))
+    deliver(Outcome(name, data, exit_code=code, human=recovery_view(name, data)))
 
 
 def _compensation_carried_on(asking: Any, data: JsonObject, db: str) -> tuple[JsonObject, int]:

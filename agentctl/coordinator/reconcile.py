@@ -47,17 +47,9 @@ def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObje
     """Append ``request`` to the effect's history; the ``EffectReconciliation`` record, with
     the authorization policy gave and the result schema (null when none was given). ``approved``:
     the operator's ``--approved``."""
-    if request.status == "compensated" and not request.compensation_effect_id:
-        # A rule of the request alone, refused (exit 4, as the ledger's own check of it, which
-        # stays the guard of every other caller) before the database is even opened.
-        raise InvalidOperationError(
-            "--status compensated needs --compensation-effect ID, the confirmed effect that "
-            "undid this one (of its run, or of a compensation run sourced from it); "
-            "nothing was recorded"
-        )
-    if request.result_schema is not None:
-        _check_schema(request.result_schema)
+    _check_request(request)
     with open_existing(db) as ledger:
+        request = _resolved(ledger, request)
         seen = ledger.inspect_effect(request.effect_id)
         plan = load_plan(ledger.get_run(seen.effect.run_id))
         _check_result(seen.effect, request)
@@ -72,6 +64,40 @@ def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObje
         data = ledger.reconcile_effect(granted).to_json()
     data["authorization"] = authorization.to_json()
     return data
+
+
+def _check_request(request: ReconcileRequest) -> None:
+    """The rules of the request alone, refused before the database is even opened (exit 4,
+    as the ledger's own checks of them, which stay the guard of every other caller): the flag
+    each status needs, and none it would ignore."""
+    if request.status == "compensated" and not request.compensation_effect_id:
+        raise InvalidOperationError(
+            "--status compensated needs --compensation-effect ID, the confirmed effect that "
+            "undid this one (of its run, or of a compensation run sourced from it); "
+            "nothing was recorded"
+        )
+    if request.status != "compensated" and request.compensation_effect_id:
+        raise InvalidOperationError(
+            f"--compensation-effect names the effect that undid this one: it goes with "
+            f"--status compensated, not {request.status}; nothing was recorded"
+        )
+    if request.status == "applied" and request.result is None:
+        raise InvalidOperationError(
+            "--status applied needs --result-file, the result the task carries on with "
+            "(JSON, as the effect would have returned it); nothing was recorded"
+        )
+    if request.result_schema is not None:
+        _check_schema(request.result_schema)
+
+
+def _resolved(ledger: RunLedger, request: ReconcileRequest) -> ReconcileRequest:
+    """``request`` with its effect ids whole (an operator may give a unique prefix)."""
+    other = request.compensation_effect_id
+    return dataclasses.replace(
+        request,
+        effect_id=ledger.find_effect_id(request.effect_id),
+        compensation_effect_id=ledger.find_effect_id(other) if other else None,
+    )
 
 
 def _model_rates(plan: Plan, effect: EffectRecord) -> dict[str, int] | None:

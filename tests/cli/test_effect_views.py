@@ -61,7 +61,7 @@ def test_a_reconciliation_is_shown_with_its_id_actor_and_the_resume_that_follows
 ) -> None:
     run_id, effect_id = _crashed(cli, tmp_path)
     why = ("--status", "not-applied", "--reason", "the shell never ran", "--actor", "ops")
-    done = cli("effects", "reconcile", effect_id, *why, "--db", "r.db")
+    done = cli("effects", "reconcile", effect_id[:10], *why, "--db", "r.db")  # a prefix names it
     assert done.rc == 0, done.stderr
     record = json.loads(
         cli("--output", "json", "effects", "inspect", effect_id, "--db", "r.db").stdout

@@ -124,7 +124,7 @@ def test_a_failed_compensation_prints_an_error_envelope(cli, tmp_path: Path) -> 
     assert human.rc == 4 and human.stdout == "", human.stdout
     lines = human.stderr.splitlines()
     assert lines[0].startswith("error: run failed: m1--compensate"), human.stderr
-    assert lines[1].startswith("  run: compensation-") and lines[2].startswith("  trace: ")
+    assert lines[1].startswith("  run: run-") and lines[2].startswith("  trace: ")
 
 
 def test_compensated_without_its_effect_is_refused_naming_the_flag(  # type: ignore[no-untyped-def]
@@ -134,23 +134,19 @@ def test_compensated_without_its_effect_is_refused_naming_the_flag(  # type: ign
     effects = cli("--output", "json", "effects", "list", source, "--db", str(db)).data
     [m1] = [e["effectId"] for e in effects["effects"] if e["taskId"] == "m1"]
     audit_before = _inspect(cli, db, source)["audit"]
-    for extra in ([], ["--approved"]):
-        refused = cli(
-            "--output",
-            "json",
-            "effects",
-            "reconcile",
-            m1,
-            "--status",
-            "compensated",
-            "--reason",
-            "undone by hand",
-            "--db",
-            str(db),
-            *extra,
-        )
+    other = m1  # any effect id: the flags are judged before it is
+    cases = [
+        (["--status", "compensated"], "--compensation-effect"),
+        (["--status", "compensated", "--approved"], "--compensation-effect"),
+        # Each status's flags: the one it needs, and none it would ignore.
+        (["--status", "applied"], "--result-file"),
+        (["--status", "not-applied", "--compensation-effect", other], "--status compensated"),
+    ]
+    for flags, named in cases:
+        args = ("effects", "reconcile", m1[:12], *flags, "--reason", "undone by hand")
+        refused = cli("--output", "json", *args, "--db", str(db))
         assert refused.rc == 4, refused.stderr
-        assert "--compensation-effect" in refused.error["error"]["message"], refused.stderr
+        assert named in refused.error["error"]["message"], refused.stderr
         assert "nothing was recorded" in refused.error["error"]["message"]
     after = cli("--output", "json", "effects", "list", source, "--db", str(db)).data
     assert after["reconciliations"] == []

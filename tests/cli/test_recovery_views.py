@@ -54,3 +54,30 @@ def test_a_retry_outcome_says_what_it_reused_and_executed(cli: Cli, tmp_path: Pa
     assert head.startswith("run run-") and head.endswith(f": succeeded  (from {source})")
     assert rest[:2] == ["  reused     stash", "  executed   gate"]
     assert "\n".join(rest[2:]) == '{\n  "total": 3\n}'
+
+
+def test_a_compensation_plan_lists_each_inverse_and_the_outcome_what_it_undid(
+    cli: Cli, tmp_path: Path
+) -> None:
+    shutil.copy(EXAMPLES / "e7-compensation.yaml", tmp_path / "wf.yaml")
+    failed = cli("--output", "json", "run", "wf.yaml", "--db", "r.db")
+    assert failed.rc == 4, failed.stderr
+    source = failed.error["error"]["runId"]
+    listed = cli("--output", "json", "effects", "list", source, "--db", "r.db").data["effects"]
+    [made] = [e["effectId"] for e in listed if e["taskId"] == "make"]
+    plan = cli("compensate", source, "--plan", "--db", "r.db")
+    assert plan.rc == 0, plan.stderr
+    assert plan.stdout.splitlines() == [
+        f"compensation plan for run {source}: can run",
+        "  make ← make--compensate  (action save)",
+        f"    undoes effect {made}",
+    ]
+    done = cli("compensate", source, "--db", "r.db")
+    assert done.rc == 0, done.stderr
+    head, undone = done.stdout.splitlines()[:2]
+    assert head.endswith(f": succeeded  (from {source})") and undone == "  undone     make"
+    again = cli("compensate", source, "--plan", "--db", "r.db")
+    assert again.stdout.splitlines() == [
+        f"compensation plan for run {source}: nothing to run",
+        "  already compensated: 1 effect(s)",
+    ]
