@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import load_plan
@@ -55,7 +55,7 @@ DEFAULT_DB = ".agentctl/runtime.db"
 
 
 def resolve_inputs(
-    defaults: Mapping[str, Any],
+    defaults: Mapping[str, JsonValue],
     inputs_json: str | None,
     inputs_file_text: str | None,
     pairs: Sequence[str],
@@ -81,7 +81,7 @@ def resolve_inputs(
     return merged
 
 
-def _input_pair(pair: str, declared: Mapping[str, Any]) -> tuple[str, JsonValue]:
+def _input_pair(pair: str, declared: Mapping[str, JsonValue]) -> tuple[str, JsonValue]:
     """One ``--input KEY=VALUE``: a declared input's name, and VALUE as JSON, else as text."""
     key, eq, raw = pair.partition("=")
     if not eq or not key:
@@ -102,14 +102,14 @@ def _input_pair(pair: str, declared: Mapping[str, Any]) -> tuple[str, JsonValue]
 
 def start_run(
     *,
-    document: Mapping[str, Any],
+    document: Mapping[str, JsonValue],
     plan: Plan,
-    inputs: Mapping[str, Any],
+    inputs: Mapping[str, JsonValue],
     db: str,
     workspace: str,
     timeout_s: float | None,
     progress: Progress | None = None,
-    on_created: Any = None,
+    on_created: Callable[[str, str], object] | None = None,
     check_mode: bool = False,
     diff: bool = False,
     file: str | None = None,
@@ -138,8 +138,8 @@ def start_run(
 def _created(
     ledger: RunLedger,
     plan: Plan,
-    document: Mapping[str, Any],
-    inputs: Mapping[str, Any],
+    document: Mapping[str, JsonValue],
+    inputs: Mapping[str, JsonValue],
     root: str,
     clock: Clock,
     check_mode: bool = False,
@@ -162,9 +162,9 @@ def _created(
 
 def submit_run(
     *,
-    document: Mapping[str, Any],
+    document: Mapping[str, JsonValue],
     plan: Plan,
-    inputs: Mapping[str, Any],
+    inputs: Mapping[str, JsonValue],
     db: str,
     workspace: str,
 ) -> JsonObject:
@@ -301,7 +301,7 @@ def fork(
     workspace: str | None,
     timeout_s: float | None,
     progress: Progress | None = None,
-    on_created: Any = None,
+    on_created: Callable[[str, str], object] | None = None,
     diff: bool = False,
     interactive: bool = False,
 ) -> RunOutcome:

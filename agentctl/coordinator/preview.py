@@ -8,8 +8,8 @@ the only observation, and it happens before any effect row exists.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.textdiff import unified_diff
 from agentctl.sandbox.paths import resolve_write
 
@@ -30,7 +30,7 @@ def current_content(workspace: str, roots: list[str], path: str) -> str | None:
         return None
 
 
-def write_output(path: str, before: str | None, after: str, *, diff: bool) -> dict[str, Any]:
+def write_output(path: str, before: str | None, after: str, *, diff: bool) -> JsonObject:
     """The ``builtin.write`` output shape for a change that is previewed or found unchanged."""
     changed = before != after
     return {
@@ -44,11 +44,11 @@ def write_output(path: str, before: str | None, after: str, *, diff: bool) -> di
     }
 
 
-def requires_execution(**details: Any) -> dict[str, Any]:
+def requires_execution(**details: JsonValue) -> JsonObject:
     """Check mode's stand-in for work whose outcome only a real run can know."""
     return {"status": "requires_execution", "changed": False, **details}
 
 
-def is_stand_in(value: Any) -> bool:
+def is_stand_in(value: object) -> bool:
     """Whether ``value`` is a ``requires_execution`` stand-in from this preview."""
     return isinstance(value, Mapping) and value.get("status") == "requires_execution"

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import load_plan, owner_identity, stored_plan
@@ -75,7 +74,7 @@ def load_source(ledger: RunLedger, run_ref: str) -> tuple[RunRecord, rc.SourceRu
     return run, view
 
 
-def _initial_memory(run: RunRecord) -> Mapping[str, Any] | None:
+def _initial_memory(run: RunRecord) -> Mapping[str, JsonValue] | None:
     """The working memory the run started from: its own plan's (None when the plan cannot be
     loaded; the input rule of retry and repair then has nothing to compare)."""
     try:
@@ -143,9 +142,9 @@ class DerivedTarget:
     """The run a retry or repair creates: its plan, document, inputs and workspace."""
 
     plan: Plan
-    document: Mapping[str, Any]
+    document: Mapping[str, JsonValue]
     plan_json: JsonObject
-    inputs: Mapping[str, Any]
+    inputs: Mapping[str, JsonValue]
     workspace: str
     reason: str | None
 

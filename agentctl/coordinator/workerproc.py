@@ -25,9 +25,10 @@ import json
 import os
 import signal
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from agentctl.coordinator.workerstart import Prestarted
+from agentctl.core.jsonvalue import JsonValue, as_list, as_object
 from agentctl.core.plan import Plan
 from agentctl.core.workload import Workload, workload
 from agentctl.errors import from_os_error
@@ -95,7 +96,7 @@ def prestart_workers(
     count = 0 if preview else min(needs.worker_tasks, pool_size(plan, needs))
     if count == 0:
         prestarted.close()
-    # Any further worker preloads what the plan names (an early one guessed from the text).
+    # Each later worker preloads what the plan names (an early one guessed from the text).
     prestarted.preload = needs.modules()
     try:
         for _ in range(count - prestarted.started):
@@ -113,11 +114,21 @@ def _matches(pid: int, create_time: float) -> psutil.Process | None:
     # window of microseconds that was there before.
     try:
         proc = psutil.Process(pid)
-    except psutil.Error:
+    except (psutil.Error, ValueError):  # ValueError: a negative pid (the records' default)
         return None
     # Read as a lease owner is: a wall-clock step since the registry was written must not
     # make a live coordinator look dead, nor hide a dead one's workers.
     return proc if is_process(pid, create_time) else None
+
+
+def _recorded(entry: JsonValue) -> psutil.Process | None:
+    """The live process a registry record (``pid``, ``createTime``) names, if any; a record
+    that is not an object, or whose fields are not numbers or text, names none."""
+    record = as_object(entry)
+    pid, created = record.get("pid", -1), record.get("createTime", 0.0)
+    if not isinstance(pid, int | float | str) or not isinstance(created, int | float | str):
+        return None
+    return _matches(int(pid), float(created))
 
 
 def kill_stale_workers(registry_path: str) -> list[int]:
@@ -131,18 +142,18 @@ def kill_stale_workers(registry_path: str) -> list[int]:
 
     try:
         with open(registry_path, encoding="utf-8") as fh:
-            data: dict[str, Any] = json.load(fh)
+            loaded: JsonValue = json.load(fh)
     except FileNotFoundError:
         return []
     except (OSError, ValueError):
-        data = {}
-    owner = data.get("coordinator") or {}
-    owner_proc = _matches(int(owner.get("pid", -1)), float(owner.get("createTime", 0.0)))
+        loaded = {}
+    data = as_object(loaded)  # a registry that is no object records nothing, as unreadable
+    owner_proc = _recorded(data.get("coordinator"))
     if owner_proc is not None and owner_proc.pid != os.getpid():
         return []
     killed: list[psutil.Process] = []
-    for entry in data.get("workers", []):
-        proc = _matches(int(entry.get("pid", -1)), float(entry.get("createTime", 0.0)))
+    for entry in as_list(data.get("workers")):
+        proc = _recorded(entry)
         if proc is not None:
             signal_tree(proc.pid, signal.SIGKILL, session=True)
             killed.append(proc)

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
-from typing import Any
 
-from agentctl.core.conditions import TemplateError
+from agentctl.core.conditions import ReadContext, TemplateError
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.templates import render_text
 
@@ -48,7 +47,7 @@ def is_templated(config: Mapping[str, JsonValue]) -> bool:
     return any(_OPEN in text for _, text in templated_strings(config))
 
 
-def _text(where: str, text: str, ctx: Mapping[str, Any]) -> str:
+def _text(where: str, text: str, ctx: ReadContext) -> str:
     value = render_text(text, ctx)
     if isinstance(value, str):
         return value
@@ -58,7 +57,7 @@ def _text(where: str, text: str, ctx: Mapping[str, Any]) -> str:
     raise TemplateError(f"`{where}` must render to text, not an object or array")
 
 
-def render_config(config: Mapping[str, JsonValue], ctx: Mapping[str, Any]) -> JsonObject:
+def render_config(config: Mapping[str, JsonValue], ctx: ReadContext) -> JsonObject:
     """A copy of ``config`` with its ``args`` items and string ``env`` values rendered."""
     rendered: JsonObject = dict(config)
     if not is_templated(config):

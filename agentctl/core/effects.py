@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Any, NewType
+from typing import NewType
 
 from agentctl.core.canonical import canonical_json, json_digest, sha256_hex
 from agentctl.errors import InvalidOperationError
@@ -90,12 +90,12 @@ class ReconciliationStatus(StrEnum):
 # --- identity ------------------------------------------------------------------------------
 
 
-def input_digest(value: Any) -> str:
+def input_digest(value: object) -> str:
     """Bare SHA-256 hex of the canonical JSON of an effect's input."""
     return json_digest(value)
 
 
-def encoded_input(value: Any) -> tuple[str, str]:
+def encoded_input(value: object) -> tuple[str, str]:
     """An effect input's canonical JSON and its ``input_digest``, from one encoding (the
     ledger stores that very text as the effect's request)."""
     text = canonical_json(value)
@@ -190,7 +190,7 @@ def check_reconciliation(
         )
 
 
-def is_unresolved(status: str, reconciliations: Sequence[Any]) -> bool:
+def is_unresolved(status: str, reconciliations: Sequence[object]) -> bool:
     """Started or uncertain with no reconciliation record: such an effect blocks resume."""
     return EffectStatus(status) in (EffectStatus.STARTED, EffectStatus.UNCERTAIN) and not (
         reconciliations

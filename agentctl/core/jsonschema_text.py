@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentctl.core.jsonvalue import JsonValue, as_object
 
 if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError as SchemaError
@@ -29,7 +31,7 @@ _ARTICLE = {
 }
 
 
-def type_of(value: Any) -> str:
+def type_of(value: object) -> str:
     """The JSON type name of a Python JSON value (``integer`` for ints, ``number`` floats)."""
     names = {type(None): "null", bool: "boolean", int: "integer", float: "number", str: "string"}
     if type(value) in names:
@@ -44,7 +46,7 @@ def type_of(value: Any) -> str:
 
 def schema_problem_text(error: SchemaError) -> str:
     """One metaschema error of a workflow's schema, in the author's terms."""
-    rule: Mapping[str, Any] = error.schema if isinstance(error.schema, dict) else {}
+    rule: Mapping[str, JsonValue] = error.schema if isinstance(error.schema, dict) else {}
     if error.validator == "anyOf" and error.absolute_path and error.absolute_path[-1] == "type":
         if isinstance(error.instance, str):
             return f"unknown type {error.instance!r}"
@@ -62,7 +64,7 @@ def schema_problem_text(error: SchemaError) -> str:
     return str(error.message)
 
 
-def _type_rule_text(expected: Any, rule: Mapping[str, Any]) -> str:
+def _type_rule_text(expected: object, rule: Mapping[str, JsonValue]) -> str:
     if expected == ["object", "boolean"]:
         return "a schema must be an object or a boolean"
     if expected == "object" and "additionalProperties" in rule:
@@ -132,14 +134,14 @@ def _one_of_text(error: SchemaError) -> str:
     return "value matches more than one of the oneOf schemas, not exactly 1"
 
 
-def _extra_properties(instance: Mapping[str, Any], schema: Any) -> list[str]:
+def _extra_properties(instance: Mapping[str, object], schema: object) -> list[str]:
     """Names ``additionalProperties`` applies to: in neither ``properties`` nor
     ``patternProperties``."""
-    rule: Mapping[str, Any] = schema if isinstance(schema, dict) else {}
-    named = rule.get("properties") or {}
-    patterns = list(rule.get("patternProperties") or {})
+    rule: Mapping[str, JsonValue] = schema if isinstance(schema, dict) else {}
+    named = as_object(rule.get("properties") or {})
+    patterns = list(as_object(rule.get("patternProperties") or {}))
     return [n for n in instance if n not in named and not any(re.search(p, n) for p in patterns)]
 
 
-def _json(value: Any) -> str:
+def _json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)

@@ -56,7 +56,7 @@ class RetryPolicy:
 class RouteCase:
     """One case of a router: the value it matches and the tasks it selects."""
 
-    equals: Any
+    equals: JsonValue
     tasks: tuple[str, ...]
 
 
@@ -74,7 +74,7 @@ class Compensation:
     """The action a task's ``compensate`` block runs, with its resolved inputs and limits."""
 
     action: str  # name in spec.actions
-    with_: dict[str, Any]  # action defaults shallow-merged under the compensate `with`
+    with_: JsonObject  # action defaults shallow-merged under the compensate `with`
     retry: RetryPolicy
     timeout_seconds: int | None
 
@@ -134,15 +134,15 @@ class PlannedTask:
     action: str | None  # spec.actions key when kind == "action"
     agent: str | None  # spec.agents key when kind == "agent"
     needs: tuple[str, ...]
-    with_: Any  # action `with` defaults merged under the task `with`; unrendered
-    vars: dict[str, Any]  # merged variable layers plus engine bindings; unrendered
-    bindings: dict[str, Any]  # engine bindings only (foreachIndex, matrix, loopIndex, ...)
+    with_: JsonValue  # action `with` defaults merged under the task `with`; unrendered
+    vars: JsonObject  # merged variable layers plus engine bindings; unrendered
+    bindings: JsonObject  # engine bindings only (foreachIndex, matrix, loopIndex, ...)
     when: str | None  # condition text (loop children: the rewritten guard)
     retry: RetryPolicy
     timeout_seconds: int
     failure: FailureMode
     memory_writes: tuple[str, ...]
-    output_schema: dict[str, Any] | None  # None = default contract {"type": "object"}
+    output_schema: JsonObject | None  # None = default contract {"type": "object"}
     compensate: Compensation | None
     route: Route | None
     children: tuple[str, ...] = ()  # aggregates: child ids in expansion order
@@ -192,6 +192,7 @@ class Plan:
     max_concurrency: int
     order: tuple[str, ...]
     tasks: tuple[PlannedTask, ...]
+    # The compiler (core/compiler/) builds and reads it unnarrowed; typed there first.
     requirements: dict[str, Any] = field(default_factory=dict)
     run: RunConfig = field(default_factory=RunConfig, repr=False)  # outside every digest
 

@@ -25,11 +25,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Literal
 
 from agentctl.core import registry
 from agentctl.core.effects import MUTATION_CLASSES, EffectClass, Risk
-from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.jsonvalue import JsonArray, JsonObject, JsonValue
 from agentctl.errors import PolicyDeniedError, ValidationError
 
 ToolApproval = Literal["policy", "never", "always"]
@@ -63,17 +63,26 @@ class Decision:
         return self.kind is DecisionKind.REQUIRE_APPROVAL
 
 
+def _name_list(policy: Mapping[str, JsonValue], key: str) -> JsonArray:
+    """``policy[key]``, a list of names (the DSL's settings model makes it one); absent or
+    empty is none. Anything else is refused (fail closed), never tested as text."""
+    names = policy.get(key) or []
+    if not isinstance(names, list):
+        raise ValidationError(f"policy.{key} must be an array, not {names!r}")
+    return names
+
+
 def _deny_reason(
-    policy: Mapping[str, Any], name: str, is_model: bool, provider: str | None
+    policy: Mapping[str, JsonValue], name: str, is_model: bool, provider: str | None
 ) -> str | None:
     if is_model:
-        providers = list(policy.get("providers") or [])
+        providers = _name_list(policy, "providers")
         if providers and provider not in providers:
             return f"provider {provider!r} is not in policy.providers"
         return None
-    if name in (policy.get("toolsDeny") or []):
+    if name in _name_list(policy, "toolsDeny"):
         return f"{name!r} is in policy.toolsDeny"
-    allow = list(policy.get("toolsAllow") or [])
+    allow = _name_list(policy, "toolsAllow")
     if allow and name not in allow:
         return f"{name!r} is not in policy.toolsAllow"
     return None
@@ -86,7 +95,7 @@ def tool_approval(value: object) -> ToolApproval:
     return "always" if value == "always" else "policy"
 
 
-def approval_required(policy: Mapping[str, Any], effect_class: str, risk: str) -> bool:
+def approval_required(policy: Mapping[str, JsonValue], effect_class: str, risk: str) -> bool:
     """Whether ``policy.approval`` alone requires approval for this class and risk."""
     mode = policy.get("approval", "mutations")
     if mode not in APPROVAL_MODES:
@@ -101,7 +110,7 @@ def approval_required(policy: Mapping[str, Any], effect_class: str, risk: str) -
 
 
 def decide(
-    policy: Mapping[str, Any],
+    policy: Mapping[str, JsonValue],
     *,
     name: str,
     effect_class: str,
@@ -177,8 +186,8 @@ def _judged_as(
 
 
 def _judging_policy(
-    policy: Mapping[str, Any], operation: str, tool: str | None
-) -> Mapping[str, Any]:
+    policy: Mapping[str, JsonValue], operation: str, tool: str | None
+) -> Mapping[str, JsonValue]:
     """The policy a reconciliation is judged by: the run's, without the name lists for an
     internal operation, which the run performs as part of its task's work (an agent lists
     its MCP tools before its first model call) without judging it by any name; judging it
@@ -190,7 +199,7 @@ def _judging_policy(
 
 
 def authorize_reconciliation(
-    policy: Mapping[str, Any],
+    policy: Mapping[str, JsonValue],
     *,
     operation: str,
     effect_class: str,

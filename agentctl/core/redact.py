@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import overload
+
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 
 REDACTED = "[REDACTED]"
 SENSITIVE_KEY_SUFFIXES = ("authorization", "apikey", "token", "secret", "password")
@@ -44,8 +46,16 @@ class Redactor:
             return text
         return self._pattern.sub(REDACTED, text)
 
-    def redact(self, value: Any) -> Any:
-        """A redacted copy of a JSON-like value."""
+    @overload
+    def redact(self, value: str) -> str: ...
+    @overload
+    def redact(self, value: None) -> None: ...
+    @overload
+    def redact(self, value: Mapping[str, JsonValue]) -> JsonObject: ...
+    @overload
+    def redact(self, value: JsonValue) -> JsonValue: ...
+    def redact(self, value: object) -> object:
+        """A redacted copy of a JSON-like value (tuples become lists, other values pass)."""
         if isinstance(value, str):
             return self.redact_text(value)
         if isinstance(value, Mapping):
@@ -60,6 +70,12 @@ class Redactor:
         return value
 
 
-def redact(value: Any, secrets: Iterable[str] = ()) -> Any:
+@overload
+def redact(value: str, secrets: Iterable[str] = ()) -> str: ...
+@overload
+def redact(value: Mapping[str, JsonValue], secrets: Iterable[str] = ()) -> JsonObject: ...
+@overload
+def redact(value: JsonValue, secrets: Iterable[str] = ()) -> JsonValue: ...
+def redact(value: JsonValue | Mapping[str, JsonValue], secrets: Iterable[str] = ()) -> JsonValue:
     """One-shot form of ``Redactor(secrets).redact(value)``."""
     return Redactor(secrets).redact(value)

@@ -153,7 +153,7 @@ def is_terminal_run(state: str) -> bool:
 def final_run_state(task_states: Iterable[str]) -> RunState | None:
     """The run's end state once every task is terminal, else ``None``.
 
-    Any failed task fails the run; otherwise any cancelled task cancels it; otherwise (all
+    A failed task fails the run; otherwise any cancelled task cancels it; otherwise (all
     succeeded or skipped) it succeeded.
     """
     states = [_parse_task(s) for s in task_states]

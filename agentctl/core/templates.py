@@ -19,10 +19,11 @@ import copy
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import overload
 
 from agentctl.core.conditions import (
     Condition,
+    ReadContext,
     Reference,
     TemplateError,
     evaluate,
@@ -31,6 +32,7 @@ from agentctl.core.conditions import (
     parse_reference,
     resolve,
 )
+from agentctl.core.jsonvalue import JsonObject, JsonValue
 
 __all__ = [
     "Expression",
@@ -113,7 +115,7 @@ def is_exact_expression(text: str) -> bool:
         return False
 
 
-def _walk_strings(value: Any) -> Iterator[str]:
+def _walk_strings(value: object) -> Iterator[str]:
     if isinstance(value, str):
         yield value
     elif isinstance(value, list | tuple):
@@ -124,7 +126,7 @@ def _walk_strings(value: Any) -> Iterator[str]:
             yield from _walk_strings(item)
 
 
-def find_references(value: Any) -> list[Reference]:
+def find_references(value: object) -> list[Reference]:
     """Every path read by the templates inside ``value`` (values only, in document order)."""
     found: list[Reference] = []
     for text in _walk_strings(value):
@@ -132,13 +134,13 @@ def find_references(value: Any) -> list[Reference]:
     return found
 
 
-def referenced_task_ids(value: Any) -> list[str]:
+def referenced_task_ids(value: object) -> list[str]:
     """The distinct task ids read via ``tasks.ID.output`` inside ``value``, first-seen order."""
     ids = (ref.task_id for ref in find_references(value) if ref.task_id is not None)
     return list(dict.fromkeys(ids))
 
 
-def _as_text(expr: Expression, value: Any) -> str:
+def _as_text(expr: Expression, value: JsonValue) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -150,7 +152,7 @@ def _as_text(expr: Expression, value: Any) -> str:
     raise TemplateError(f"embedded object or array `{expr.text}` cannot be rendered into text")
 
 
-def _render_parsed(template: Template, context: Mapping[str, Any]) -> Any:
+def _render_parsed(template: Template, context: ReadContext) -> JsonValue:
     if template.is_exact:
         expr = template.expressions[0]
         if expr.condition is not None:
@@ -167,14 +169,18 @@ def _render_parsed(template: Template, context: Mapping[str, Any]) -> Any:
     return "".join(pieces)
 
 
-def render_text(text: str, context: Mapping[str, Any]) -> Any:
+def render_text(text: str, context: ReadContext) -> JsonValue:
     """Render one string: a raw JSON value when exact, else the interpolated text."""
     if _OPEN not in text:
         return text
     return _render_parsed(parse_template(text), context)
 
 
-def render(value: Any, context: Mapping[str, Any]) -> Any:
+@overload
+def render(value: Mapping[str, JsonValue], context: ReadContext) -> JsonObject: ...
+@overload
+def render(value: JsonValue, context: ReadContext) -> JsonValue: ...
+def render(value: JsonValue | Mapping[str, JsonValue], context: ReadContext) -> JsonValue:
     """Render every string inside ``value``; keys and non-string scalars pass unchanged."""
     if isinstance(value, str):
         return render_text(value, context)

@@ -10,7 +10,7 @@ Invariants:
   whose transactions may fail for concurrency alone (PostgreSQL's serialization failures)
   rolls back and runs ``body`` again, a bounded number of times, so ``body`` must do nothing
   outside the database that a second run would repeat wrongly (content-addressed blob files
-  and crash points are fine). Any exception rolls back and propagates;
+  and crash points are fine). Every exception rolls back and propagates;
 - ``run_flag_write(body)`` is ``run_write`` for a body that only raises a flag on rows a busy
   coordinator rewrites every step (a run's cancel flag): a backend whose serialized writes
   would keep failing against such a writer runs it at a level that waits for the row instead

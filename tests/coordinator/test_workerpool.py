@@ -366,6 +366,28 @@ def test_kill_stale_workers_matches_pid_and_create_time(tmp_path: Path) -> None:
             proc.wait()
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "not json",
+        "{}",
+        "[]",
+        json.dumps({"coordinator": 5, "workers": [7, {"pid": None}]}),
+        json.dumps({"coordinator": {"pid": [1]}, "workers": {"pid": 1}}),
+    ],
+)
+def test_kill_stale_workers_reads_a_misshapen_registry_as_recording_nothing(
+    tmp_path: Path, text: str
+) -> None:
+    # A registry that is not JSON, no object, or whose records are not objects of numbers
+    # names no process. Before, a missing pid (default -1) raised psutil's ValueError, and a
+    # record that is not an object AttributeError or TypeError, out of the coordinator.
+    registry = tmp_path / "workers.json"
+    registry.write_text(text)
+    assert kill_stale_workers(str(registry)) == []
+    assert not registry.exists()
+
+
 def test_kill_stale_workers_leaves_a_live_coordinators_workers(tmp_path: Path) -> None:
     owner = subprocess.Popen(["sleep", "60"])
     worker = subprocess.Popen(["sleep", "60"])

@@ -218,6 +218,27 @@ def test_unknown_modes_are_validation_errors() -> None:
         write({"nonInteractive": "ask"})
 
 
+@pytest.mark.parametrize("key", ["toolsDeny", "toolsAllow"])
+@pytest.mark.parametrize("value", ["filesystem.write,shell.exec", 7, {"filesystem.write": True}])
+def test_a_name_list_that_is_not_an_array_is_refused(key: str, value: object) -> None:
+    # Text was tested by substring (a toolsDeny of "filesystem.write,shell.exec" denied, one
+    # of "filesystem" did not), a number raised TypeError: both are now the policy's error.
+    with pytest.raises(ValidationError, match=rf"policy\.{key} must be an array"):
+        write({"approval": "never", key: value})
+
+
+def test_a_providers_list_that_is_not_an_array_is_refused() -> None:
+    with pytest.raises(ValidationError, match=r"policy\.providers must be an array"):
+        decide(
+            {"approval": "never", "providers": "sim"},
+            name="model",
+            effect_class="model",
+            risk="medium",
+            is_model=True,
+            provider="sim",
+        )
+
+
 # --- paths --------------------------------------------------------------------------------
 
 

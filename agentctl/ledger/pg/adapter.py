@@ -19,16 +19,18 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.abc import Buffer
 from psycopg.adapt import Loader
 from psycopg.types.string import StrDumper
 
 from agentctl.core.dburl import redact, scrub
 from agentctl.errors import LockTimeoutError, NotFoundError, PersistenceError
-from agentctl.ledger.sql import Params
+from agentctl.ledger.sql import Params, SqlParam
 
 RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})  # serialization failure, deadlock
 
@@ -66,7 +68,7 @@ def _row_factory(cursor: psycopg.Cursor[Any]) -> Any:
 class _NumericLoader(Loader):
     """``numeric`` as ``int`` when integral, else ``float`` (as SQLite returns them)."""
 
-    def load(self, data: Any) -> int | float:
+    def load(self, data: Buffer) -> int | float:
         text = bytes(data).decode("ascii")
         return float(text) if any(c in text for c in ".eEn") else int(text)
 
@@ -101,7 +103,7 @@ def translate_sql(sql: str) -> tuple[str, tuple[int, ...] | None]:
     return "".join(out), (tuple(order) if numbered else None)
 
 
-def _bind(parameters: Params, order: tuple[int, ...] | None) -> list[Any]:
+def _bind(parameters: Params, order: tuple[int, ...] | None) -> list[SqlParam]:
     values = [int(p) if isinstance(p, bool) else p for p in parameters]
     return values if order is None else [values[i] for i in order]
 
@@ -111,7 +113,7 @@ class PgDb:
 
     dialect = "postgresql"
 
-    def __init__(self, conn: psycopg.Connection[Any], artifacts_root: Any = None) -> None:
+    def __init__(self, conn: psycopg.Connection[Any], artifacts_root: Path | None = None) -> None:
         self.conn = conn
         self.artifacts_root = artifacts_root  # where large values spill (artifacts/values.py)
 

@@ -82,7 +82,7 @@ class PgTransactions:
 
     def _begin(
         self, write: bool, level: IsolationLevel = IsolationLevel.SERIALIZABLE
-    ) -> contextlib.AbstractContextManager[Any]:
+    ) -> contextlib.AbstractContextManager[psycopg.Transaction]:
         self.conn.isolation_level = level if write else IsolationLevel.REPEATABLE_READ
         self.conn.read_only = not write
         return self.conn.transaction()

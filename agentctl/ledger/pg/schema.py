@@ -33,6 +33,7 @@ import psycopg
 from agentctl.core.dburl import normalized
 from agentctl.errors import FutureVersionError, PersistenceError
 from agentctl.ledger.migrations import MIGRATIONS, SUPPORTED_SCHEMA_VERSION, MigrationResult
+from agentctl.ledger.sql import SqlParam
 
 PG_BASE_VERSION = 12  # the schema version PostgreSQL support started at
 SETUP_LOCK_KEY = 0x41474354_0001  # "AGCT", setup: the advisory lock serialising setup
@@ -96,7 +97,9 @@ def base_extras() -> list[str]:
     return out
 
 
-def _run(conn: psycopg.Connection[Any], sql: str, params: tuple[Any, ...] = ()) -> Any:
+def _run(
+    conn: psycopg.Connection[Any], sql: str, params: tuple[SqlParam, ...] = ()
+) -> Any:  # psycopg's cursor: its callers unpack rows of SQL values, not JSON
     return conn.execute(sql, params or None)
 
 

@@ -28,10 +28,11 @@ import importlib
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import pydantic
 
+from agentctl.core.jsonvalue import JsonObject
 from agentctl.core.protocols import ProtocolEvidence
 from agentctl.errors import AgentctlError, ValidationError
 from agentctl.mailbox.messages import Execute, Failure, WireModel, failure_from_error
@@ -44,7 +45,7 @@ if TYPE_CHECKING:  # the type only: an executor that spawns nothing does not loa
 class ExecOutcome:
     """What an executor returns: the output, usage, artifacts and protocol evidence."""
 
-    output: dict[str, Any]
+    output: JsonObject
     usage: dict[str, int] = field(default_factory=dict)
     artifacts: list[str] = field(default_factory=list)
     protocol: ProtocolEvidence | None = None

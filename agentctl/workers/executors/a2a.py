@@ -17,10 +17,10 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import Any
-
 import trio
+from a2a.types import a2a_pb2 as pb
 
+from agentctl.core.jsonvalue import JsonArray, JsonObject
 from agentctl.errors import AgentctlError, ProviderError, RunFailedError
 from agentctl.mailbox.messages import Execute, RemoteHandle
 from agentctl.mailbox.requests import A2aDelegateRequest
@@ -57,7 +57,7 @@ async def execute_delegate(msg: Execute) -> ExecOutcome:
     return ExecOutcome(task, protocol=wire.evidence())
 
 
-async def _delegate(session: peer.PeerSession, wire: A2aWire, effect_id: str) -> Any:
+async def _delegate(session: peer.PeerSession, wire: A2aWire, effect_id: str) -> JsonObject:
     req = wire.request
     message_id = req.message_id or effect_id
     request = peer.outbound(req, message_id)
@@ -75,25 +75,29 @@ async def _delegate(session: peer.PeerSession, wire: A2aWire, effect_id: str) ->
         wire.settle(wire.message, "uncertain", exc.message)
         raise UncertainEffect(_lost(req, "SendMessage", exc)) from exc
     if not peer.is_task(answer):
-        wire.settle(wire.message, "succeeded", "answered with a message", answer.message_id)
-        wire.context_id = answer.context_id or None
-        return _reply_output(req, answer)
-    wire.settle(wire.message, "succeeded", f"task {_short(_state(answer))}", answer.id)
-    wire.context_id = answer.context_id or None
+        message: pb.Message = answer  # send_message gives a Task or this Message
+        wire.settle(wire.message, "succeeded", "answered with a message", message.message_id)
+        wire.context_id = message.context_id or None
+        return _reply_output(req, message)
+    task: pb.Task = answer
+    wire.settle(wire.message, "succeeded", f"task {_short(_state(task))}", task.id)
+    wire.context_id = task.context_id or None
     await persist_remote_handle(
         RemoteHandle(
             effect_id=effect_id,
             protocol="a2a",
             peer=req.peer,
-            remote_task_id=answer.id,
-            context_id=answer.context_id or None,
+            remote_task_id=task.id,
+            context_id=task.context_id or None,
             protocol_evidence=wire.evidence(),  # the card and SendMessage, durable with the id
         )
     )
-    return await _observe(session, wire, answer.id, answer)
+    return await _observe(session, wire, task.id, task)
 
 
-async def _observe(session: peer.PeerSession, wire: A2aWire, task_id: str, latest: Any) -> Any:
+async def _observe(
+    session: peer.PeerSession, wire: A2aWire, task_id: str, latest: pb.Task | None
+) -> JsonObject:
     """Poll ``GetTask`` until the task ends, at most ``maxPolls`` times."""
     req = wire.request
     polls = 0
@@ -119,7 +123,7 @@ async def _observe(session: peer.PeerSession, wire: A2aWire, task_id: str, lates
     return _task_output(req, latest)
 
 
-async def _poll(session: peer.PeerSession, wire: A2aWire, task_id: str) -> Any:
+async def _poll(session: peer.PeerSession, wire: A2aWire, task_id: str) -> pb.Task:
     """One ``GetTask``, recorded: the task, or the peer's refusal or the lost answer raised."""
     try:
         task = await peer.get_task(session, task_id)
@@ -146,7 +150,7 @@ def _stopped(req: A2aDelegateRequest, wire: A2aWire, bytes_left: bool) -> Except
     return FailedEffect(error, wire.evidence())
 
 
-def _state(task: Any) -> str:
+def _state(task: pb.Task) -> str:
     return peer.task_state(task)
 
 
@@ -154,13 +158,13 @@ def _short(state: str) -> str:
     return state.removeprefix("TASK_STATE_").lower()
 
 
-def _task_output(req: A2aDelegateRequest, task: Any) -> dict[str, Any]:
+def _task_output(req: A2aDelegateRequest, task: pb.Task) -> JsonObject:
     state = _short(_state(task))
     said = peer.texts(task.status.message.parts) if task.status.HasField("message") else []
     if state != "completed":
         detail = " ".join(said) or "no message"
         raise ProviderError(f"A2A peer {req.peer}: task {task.id} ended {state}: {detail}")
-    artifacts = [peer.as_json(a) for a in task.artifacts]
+    artifacts: JsonArray = [peer.as_json(a) for a in task.artifacts]
     text = [t for a in task.artifacts for t in peer.texts(a.parts)] or said
     return {
         "peer": req.peer,
@@ -173,7 +177,7 @@ def _task_output(req: A2aDelegateRequest, task: Any) -> dict[str, Any]:
     }
 
 
-def _reply_output(req: A2aDelegateRequest, message: Any) -> dict[str, Any]:
+def _reply_output(req: A2aDelegateRequest, message: pb.Message) -> JsonObject:
     """A peer that answers with a message directly: no task, nothing to poll."""
     return {
         "peer": req.peer,

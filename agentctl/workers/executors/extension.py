@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
 
 from agentctl.core import jsonschema
 from agentctl.core.canonical import canonical_json
+from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import RunFailedError
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ExtensionRequest
@@ -63,7 +63,7 @@ class _Said:
         done = exited_report(self.result, self.secrets, status="failed", changed=False)
         return FailedEffect(error, outcome=done)
 
-    def reply(self) -> dict[str, Any]:
+    def reply(self) -> JsonObject:
         """The one JSON object printed on stdout, after a clean exit."""
         if self.result.outcome != "exited":
             raise RunFailedError(f"{self.name} was stopped: {self.result.detail}")
@@ -99,7 +99,7 @@ def _check_handshake(req: ExtensionRequest, said: _Said) -> None:
         raise said.fail("its handshake capabilities differ from the workflow's declaration")
 
 
-def _check_reply(req: ExtensionRequest, msg: Execute, said: _Said) -> dict[str, Any]:
+def _check_reply(req: ExtensionRequest, msg: Execute, said: _Said) -> JsonObject:
     reply = said.reply()
     if reply.get("protocolVersion") != req.protocol_version:
         raise said.fail(f"it answered protocol {reply.get('protocolVersion')!r}")

@@ -16,10 +16,10 @@ import contextlib
 import os
 import stat
 import tempfile
-from typing import Any
 
 import trio
 
+from agentctl.core.jsonvalue import JsonObject
 from agentctl.core.textdiff import unified_diff
 from agentctl.errors import AgentctlError, PolicyDeniedError, RunFailedError, from_task_os_error
 from agentctl.mailbox.messages import Execute
@@ -101,7 +101,7 @@ def _make_parents(req: WriteRequest, target: str) -> str:
     return again
 
 
-def _write(req: WriteRequest, target: str) -> dict[str, Any]:
+def _write(req: WriteRequest, target: str) -> JsonObject:
     try:
         before = _current(target)
         if before == req.content:
@@ -113,7 +113,7 @@ def _write(req: WriteRequest, target: str) -> dict[str, Any]:
     return _write_output(req, before, changed=True)
 
 
-def _write_output(req: WriteRequest, before: str | None, *, changed: bool) -> dict[str, Any]:
+def _write_output(req: WriteRequest, before: str | None, *, changed: bool) -> JsonObject:
     diff = unified_diff(req.path, before, req.content) if req.diff else None
     return {
         "status": "changed" if changed else "unchanged",

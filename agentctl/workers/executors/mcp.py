@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import httpx2
 import trio
 
-from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list
 from agentctl.core.protocols import ProtocolSession, bounded
 from agentctl.core.redact import Redactor
 from agentctl.errors import AgentctlError, RunFailedError
@@ -38,6 +39,11 @@ from agentctl.workers.egress import EgressPolicy
 from agentctl.workers.egress_http import check_route, egress_client
 from agentctl.workers.executors import ExecOutcome, FailedEffect, UncertainEffect, parse_request
 from agentctl.workers.executors.mcp_wire import Wire, innermost, own_error
+
+if TYPE_CHECKING:  # the SDK is an optional dependency, imported when a call needs it
+    from mcp import Client
+    from mcp.client import Transport
+    from mcp_types import Tool
 
 MAX_LIST_PAGES = 16  # a tools/list longer than this many pages is cut (and says so)
 # A handler of its own keeps the SDK's records from Python's last-resort stderr handler.
@@ -67,7 +73,7 @@ async def execute_mcp(msg: Execute) -> ExecOutcome:
     return ExecOutcome(output, usage=_usage(req), protocol=wire.evidence())
 
 
-def _sdk() -> tuple[Any, Any]:
+def _sdk() -> tuple[type[Client], Callable[..., Transport]]:
     """The ``mcp`` package's client and transport (an optional dependency)."""
     try:
         from mcp import Client
@@ -98,7 +104,7 @@ async def _session(req: McpRequest, client: httpx2.AsyncClient, wire: Wire) -> J
         return await _call_tool(req, mcp_client, wire)
 
 
-def _session_evidence(req: McpRequest, mcp_client: Any, wire: Wire) -> ProtocolSession:
+def _session_evidence(req: McpRequest, mcp_client: Client, wire: Wire) -> ProtocolSession:
     info = mcp_client.server_info
     peer: JsonObject = {}
     if info is not None:
@@ -114,9 +120,9 @@ def _session_evidence(req: McpRequest, mcp_client: Any, wire: Wire) -> ProtocolS
     )
 
 
-async def _list_tools(req: McpRequest, mcp_client: Any, wire: Wire) -> JsonObject:
+async def _list_tools(req: McpRequest, mcp_client: Client, wire: Wire) -> JsonObject:
     wanted = set(req.tools)
-    found: list[Any] = []
+    found: list[Tool] = []
     cursor: str | None = None
     for _page in range(MAX_LIST_PAGES):
         page = await mcp_client.list_tools(cursor=cursor, cache_mode="refresh")
@@ -129,7 +135,7 @@ async def _list_tools(req: McpRequest, mcp_client: Any, wire: Wire) -> JsonObjec
     return {"server": req.server, "tools": tools, "complete": cursor is None}
 
 
-def _tool_json(tool: Any) -> JsonObject:
+def _tool_json(tool: Tool) -> JsonObject:
     """A listed tool as the run keeps it; annotations are kept apart, as claims."""
     raw: JsonObject = tool.model_dump(by_alias=True, mode="json", exclude_none=True)
     kept: JsonObject = {
@@ -143,7 +149,7 @@ def _tool_json(tool: Any) -> JsonObject:
     return kept
 
 
-async def _call_tool(req: McpRequest, mcp_client: Any, wire: Wire) -> JsonObject:
+async def _call_tool(req: McpRequest, mcp_client: Client, wire: Wire) -> JsonObject:
     from mcp_types import CallToolRequest, CallToolRequestParams, CallToolResult
 
     assert req.tool is not None, "a tools/call request names its tool"
@@ -173,8 +179,8 @@ async def _call_tool(req: McpRequest, mcp_client: Any, wire: Wire) -> JsonObject
     return output
 
 
-def _text_of(content: Any) -> str:
-    texts = [str(c.get("text")) for c in content if isinstance(c, dict) and c.get("text")]
+def _text_of(content: JsonValue) -> str:
+    texts = [str(c.get("text")) for c in as_list(content) if isinstance(c, dict) and c.get("text")]
     return bounded(" ".join(texts) or json.dumps(content)[:200])
 
 

@@ -21,12 +21,13 @@ from typing import Any
 
 import trio
 
+from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import ProviderError
 from agentctl.mailbox.messages import Execute, FragmentKind
 from agentctl.workers.executors import ExecOutcome
 from agentctl.workers.stream import current_sink
 
-USAGE = {
+USAGE: JsonObject = {
     "inputTokens": 1,
     "outputTokens": 1,
     "reasoningTokens": 0,
@@ -50,7 +51,12 @@ async def execute_fake(msg: Execute) -> ExecOutcome:
         call = {"id": "fake-call-1", "name": tools[0], "arguments": options["toolInput"]}
         if req.get("stream"):
             await _stream("tool_arguments", [json.dumps(options["toolInput"], sort_keys=True)])
-        response = {"finish": "tool_calls", "toolCalls": [call], "text": "", "usage": USAGE}
+        response: JsonObject = {
+            "finish": "tool_calls",
+            "toolCalls": [call],
+            "text": "",
+            "usage": USAGE,
+        }
         return ExecOutcome(response, usage=_usage())
     latest = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
     text = options.get("finalText")

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
 
 import trio
 
+from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import PolicyDeniedError, RunFailedError
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import PreflightRequest, ShellRequest
@@ -137,7 +137,7 @@ def exited_report(
     """What a process that exited says it did — ``{status, changed, exitCode, stdout,
     stderr}``, the output redacted of ``secrets`` (already within the limits it ran under) —
     and the bytes it printed, as its usage."""
-    output: dict[str, Any] = {
+    output: JsonObject = {
         "status": status,
         "changed": changed,
         "exitCode": result.exit_code,
