@@ -64,16 +64,15 @@ def _warnings(cli: Cli) -> list[tuple[str, int, int]]:
     return [(d["path"], d["line"], d["column"]) for d in found]
 
 
-def test_policy_providers_must_name_a_declared_provider(cli: Cli, tmp_path: Path) -> None:
+def test_a_policy_provider_nothing_declares_is_a_warning(cli: Cli, tmp_path: Path) -> None:
     body = """\
   policy: { providers: [sim, ghost] }
   providers: { sim: { kind: fake } }
   actions: { put: { kind: builtin.assign } }
   tasks: [ { id: a, uses: "action:put" } ]
 """
-    found = _check(cli, tmp_path, body)
-    assert _at(found) == [("missing_reference", "spec.policy.providers.1", 5, 30)]
-    assert "ghost" in found["diagnostics"][0]["message"]
+    assert _check(cli, tmp_path, body, rc=0)["valid"] is True  # a shared policy may list more
+    assert _warnings(cli) == [("spec.policy.providers.1", 5, 30)]
 
 
 def test_a_bad_template_in_action_defaults_points_at_the_action(cli: Cli, tmp_path: Path) -> None:

@@ -346,19 +346,22 @@ def _located(doc: dict[str, Any]) -> list[tuple[str, str | None, str]]:
     return [(d.code, d.path, d.message) for d in info.value.diagnostics]
 
 
-def test_policy_providers_name_declared_providers() -> None:
-    # A name no provider has could never allow a model call: a missing reference at the entry.
+def test_a_policy_provider_no_provider_declares_is_found_for_a_warning() -> None:
+    # A name no provider has allows no model call (a misspelt one leaves the provider meant
+    # denied); a workflow written for the original may list more than it declares: it still
+    # compiles, and the name is found for a warning at its entry.
     doc = _agent_doc({})
     doc["spec"]["policy"] = {"approval": "never", "providers": ["p", "ghost"]}
-    assert _located(doc) == [
-        (
-            "missing_reference",
-            "spec.policy.providers.1",
-            "policy.providers names unknown provider `ghost`",
-        )
-    ]
-    doc["spec"]["policy"]["providers"] = ["p"]
     compile_ok(doc)
+    [found] = unused_key_findings(doc)
+    assert (found.code, found.path) == ("missing_reference", "spec.policy.providers.1")
+    assert "`ghost`" in found.message and found.help == "check the spelling (declared: p)"
+    doc["spec"]["policy"]["providers"] = ["p"]
+    assert unused_key_findings(doc) == []
+    # A pack may declare it: a workflow that loads packs is not judged here.
+    doc["spec"]["policy"]["providers"] = ["ghost"]
+    doc["spec"]["packs"] = [{"name": "x", "version": "1.0.0", "path": "packs/x"}]
+    assert unused_key_findings(doc) == []
 
 
 def test_a_bad_template_in_action_defaults_is_reported_at_the_action() -> None:

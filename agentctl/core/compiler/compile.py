@@ -35,7 +35,6 @@ from agentctl.core.compiler.references import (
     check_agent_references,
     check_mcp_references,
     check_needs,
-    check_policy_providers,
     check_run_outputs,
     resolve_nodes,
 )
@@ -186,7 +185,6 @@ def _check_document(
     check_needs(graph, diags)
     check_run_outputs(env.spec.get("outputs"), graph, diags)
     check_agent_references(env, diags)
-    check_policy_providers(env, diags)
     check_mcp_references(env, graph, diags)
     check_a2a_references(env, graph, diags)
     check_agents(env, diags)

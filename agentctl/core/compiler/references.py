@@ -238,21 +238,6 @@ def check_agent_references(env: Env, diags: Collector) -> None:
                 )
 
 
-def check_policy_providers(env: Env, diags: Collector) -> None:
-    """``policy.providers`` names spec.providers keys: a name no provider has could never allow
-    a model call (a misspelt one would silently deny every call to the provider meant)."""
-    policy = env.spec.get("policy") or {}
-    for index, name in enumerate(policy.get("providers") or []):
-        if name not in env.providers:
-            declared = ", ".join(sorted(env.providers)) or "none"
-            diags.add(
-                "missing_reference",
-                f"policy.providers names unknown provider `{name}`",
-                f"spec.policy.providers.{index}",
-                help=f"name a spec.providers entry (declared: {declared})",
-            )
-
-
 def check_compensation_reference(node: Node, env: Env, diags: Collector) -> dict[str, Any] | None:
     """The compensating action's definition, or None (reported) when it does not resolve."""
     compensate = node.task.get("compensate")

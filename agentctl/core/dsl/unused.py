@@ -1,15 +1,19 @@
-"""Task keys the language accepts where they can have no effect, found for warnings.
+"""Keys the language accepts where they can have no effect, found for warnings.
 
 A router's ``retry``, ``timeoutSeconds`` and ``outputSchema`` (it is evaluated in place and its
-output is fixed, spec/dsl.md §4.11, §4.13) and a ``timeoutSeconds`` on a task of a pure kind
-(assign, assert, memory.read: nothing runs that a timeout could bound) are valid task keys in the
-spec's schema, and a workflow written for the original may carry them, so they are not refused.
+output is fixed, spec/dsl.md §4.11, §4.13), a ``timeoutSeconds`` on a task of a pure kind
+(assign, assert, memory.read: nothing runs that a timeout could bound) and a ``policy.providers``
+name no provider is declared under (it can allow no model call; a misspelt one leaves the
+provider meant denied) are valid in the spec's schema, and a workflow written for the original
+may carry them (a policy shared between workflows lists more providers than one declares), so
+they are not refused.
 They are never silently ignored either: every command that loads the workflow reports each as a
 ``warning`` diagnostic at its key.
 
 Invariants: pure — reads the document as written, never changes it, its digests or the exit
 code; a default-valued ``retry`` (``maxAttempts: 1``, no backoff) says nothing and is not
-reported; pack actions are not resolved here (a task using one is not judged).
+reported; pack actions and providers are not resolved here (a task using a pack action is not
+judged, and a workflow that loads packs gets no provider warning).
 """
 
 from __future__ import annotations
@@ -34,7 +38,27 @@ def unused_key_findings(raw: Mapping[str, object]) -> list[Finding]:
     found: list[Finding] = []
     for path, task in _tasks(spec):
         found += _task_findings(path, task, kinds)
-    return found
+    return found + _policy_provider_findings(spec)
+
+
+def _policy_provider_findings(spec: Mapping[str, object]) -> list[Finding]:
+    policy, declared = spec.get("policy"), spec.get("providers")
+    if spec.get("packs") or not isinstance(policy, Mapping):
+        return []  # a pack may declare the provider
+    names = policy.get("providers")
+    known = set(declared) if isinstance(declared, Mapping) else set()
+    listed = sorted(known) if known else ["none"]
+    return [
+        Finding(
+            "missing_reference",
+            f"spec.policy.providers.{index}",
+            f"policy.providers names `{name}`, which no spec.providers entry declares: "
+            "it allows no model call",
+            help=f"check the spelling (declared: {', '.join(listed)})",
+        )
+        for index, name in enumerate(names if isinstance(names, list) else [])
+        if isinstance(name, str) and name not in known
+    ]
 
 
 def _action_kinds(actions: Mapping[str, object]) -> dict[str, str]:
