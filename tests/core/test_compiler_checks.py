@@ -124,14 +124,18 @@ def test_router_rules() -> None:
     assert codes(workflow([task("r", route={"select": "x", "cases": []})])) == {"schema_violation"}
 
 
-def test_a_router_takes_no_with() -> None:
-    # Nothing reads a router's `with` (its output is fixed): a key there is refused, never
-    # silently dropped; variables stay allowed, since `select` may read them.
+def test_a_routers_with_is_found_for_a_warning() -> None:
+    # Nothing reads a router's `with` (its output is fixed): the workflow compiles, as the
+    # original's would, and the key is found for a warning, never silently dropped; variables
+    # stay plain, since `select` may read them.
     router = {**_router(), "with": {"verdict": "${{ tasks.src.output.v }}"}}
-    assert diagnostics(_routed(router=router)) == [
-        ("schema_violation", "router `pick` takes no `with`: nothing reads it")
-    ]
-    compile_ok(_routed(router={**_router(select="${{ vars.v }}"), "vars": {"v": 1}}))
+    doc = _routed(router=router)
+    compile_ok(doc)
+    [found] = unused_key_findings(doc)
+    assert found.path.endswith(".with") and "router" in found.message
+    plain = _routed(router={**_router(select="${{ vars.v }}"), "vars": {"v": 1}})
+    compile_ok(plain)
+    assert unused_key_findings(plain) == []
 
 
 @pytest.mark.parametrize(

@@ -32,14 +32,6 @@ def compile_route(node: Node, graph: dict[str, Node], diags: Collector) -> Route
             f"{node.path}.route.select",
             help='e.g. select: "${{ tasks.scan.output.verdict }}"',
         )
-    if node.task.get("with"):
-        diags.add(
-            "schema_violation",
-            f"router `{node.id}` takes no `with`: nothing reads it",
-            f"{node.path}.with",
-            help="a router's output is {selected, matched, destinations}; "
-            "put data on a task the destinations need",
-        )
     cases = _check_cases(node, route, diags)
     default = tuple(str(task) for task in route.get("default") or [])
     _check_destinations(node, [*(t for c in cases for t in c.tasks), *default], graph, diags)

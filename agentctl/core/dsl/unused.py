@@ -1,19 +1,20 @@
 """Keys the language accepts where they can have no effect, found for warnings.
 
-A router's ``retry``, ``timeoutSeconds`` and ``outputSchema`` (it is evaluated in place and its
-output is fixed, spec/dsl.md §4.11, §4.13), a ``timeoutSeconds`` on a task of a pure kind
-(assign, assert, memory.read: nothing runs that a timeout could bound) and a ``policy.providers``
-name no provider is declared under (it can allow no model call; a misspelt one leaves the
-provider meant denied) are valid in the spec's schema, and a workflow written for the original
-may carry them (a policy shared between workflows lists more providers than one declares), so
-they are not refused.
-They are never silently ignored either: every command that loads the workflow reports each as a
-``warning`` diagnostic at its key.
+These are valid in the spec's schema, and a workflow written for the original may carry them,
+so they are not refused; they are never silently ignored either: every command that loads the
+workflow reports each as a ``warning`` diagnostic at its key.
+- a router's ``with``, ``retry``, ``timeoutSeconds`` and ``outputSchema``: it is evaluated in
+  place and its output is fixed (spec/dsl.md §4.11, §4.13);
+- ``timeoutSeconds`` on a task of a pure kind (assign, assert, memory.read): nothing runs that
+  a timeout could bound;
+- a ``policy.providers`` name no provider is declared under: it allows no model call, and a
+  misspelt one leaves the provider meant denied (a policy shared between workflows may list
+  more providers than one declares).
 
 Invariants: pure — reads the document as written, never changes it, its digests or the exit
-code; a default-valued ``retry`` (``maxAttempts: 1``, no backoff) says nothing and is not
-reported; pack actions and providers are not resolved here (a task using a pack action is not
-judged, and a workflow that loads packs gets no provider warning).
+code; an empty ``with`` and a default-valued ``retry`` (``maxAttempts: 1``, no backoff) say
+nothing and are not reported; pack actions and providers are not resolved here (a task using a
+pack action is not judged, and a workflow that loads packs gets no provider warning).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from agentctl.core import registry
 from agentctl.core.dsl.diagnostics import Finding
 
-_ROUTER_KEYS = ("retry", "timeoutSeconds", "outputSchema")
+_ROUTER_KEYS = ("with", "retry", "timeoutSeconds", "outputSchema")
 _TIMEOUT = "timeoutSeconds"
 _DEFAULT_RETRY = ({"maxAttempts": 1}, {"maxAttempts": 1, "backoffMs": 0})
 
@@ -88,9 +89,8 @@ def _task_findings(
 ) -> list[Finding]:
     uses = task.get("uses")
     if uses == "router":
-        keys = [k for k in _ROUTER_KEYS if task.get(k) is not None]
-        keys = [k for k in keys if not (k == "retry" and task.get(k) in _DEFAULT_RETRY)]
-        why = "a router is evaluated in place and its output is fixed"
+        keys = [k for k in _ROUTER_KEYS if task.get(k) not in (None, {}, *_DEFAULT_RETRY)]
+        why = "a router is evaluated in place and its output is fixed (nothing reads a `with`)"
         return [_finding(path, key, why) for key in keys]
     named = isinstance(uses, str) and uses.startswith("action:")
     kind = kinds.get(uses.removeprefix("action:")) if named and isinstance(uses, str) else None
