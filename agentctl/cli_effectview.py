@@ -15,6 +15,7 @@ from collections.abc import Callable
 from agentctl.cli_runview import (
     Painter,
     command,
+    cut_line,
     fmt_duration,
     short_ts,
     span_seconds,
@@ -33,14 +34,9 @@ def _text(obj: JsonObject, key: str) -> str:
     return "-" if value is None else str(value)
 
 
-def _cut(text: str, width: int) -> str:
-    one_line = " ".join(text.split())
-    return one_line if len(one_line) <= width else one_line[: max(width - 1, 0)] + "…"
-
-
 def _reconciliation_line(rec: JsonObject, width: int) -> str:
     who = f"{_text(rec, 'status')} by {_text(rec, 'actor')}"
-    return "    " + _cut(f"reconciled {who}: {_text(rec, 'reason')}", width - 4)
+    return "    " + cut_line(f"reconciled {who}: {_text(rec, 'reason')}", width - 4)
 
 
 def _effect_block(
@@ -52,11 +48,11 @@ def _effect_block(
     kind = f"{_text(effect, 'effectClass')}, risk {_text(effect, 'risk')}"
     what = f"{_text(effect, 'operation')} ({kind})"
     lines = [f"  {_text(effect, 'effectId')}"]
-    lines.append("    " + _cut(f"{where}  {what}", width - 4))
+    lines.append("    " + cut_line(f"{where}  {what}", width - 4))
     confirmed = "confirmed" if effect.get("confirmed") else "not confirmed"
     lines.append(f"    {painter.state(status)}  {confirmed}  took {took}")
     if effect.get("error"):
-        lines.append("    " + _cut(f"error: {_text(effect, 'error')}", width - 4))
+        lines.append("    " + cut_line(f"error: {_text(effect, 'error')}", width - 4))
     lines += [_reconciliation_line(r, width) for r in recs]
     return lines
 
@@ -78,7 +74,11 @@ def _next_steps(effect: JsonObject, recs: list[JsonObject], db: str, width: int)
     """How to settle an effect nobody has concluded about yet (none for a settled one)."""
     if _text(effect, "status") not in _UNRESOLVED or recs:
         return []
-    lines = ["", f"  to settle {_text(effect, 'effectId')[:12]}… say what happened:"]
+    short = _text(effect, "effectId")[:12]
+    # A started effect may still be running under a live coordinator: only after a crash is
+    # there something to settle (``inspect`` tells the two apart).
+    when = " once nothing drives its run (a crash)," if effect.get("status") == "started" else ""
+    lines = ["", f"  to settle {short}…{when} say what happened:"]
     for status in ("applied", "not-applied"):
         words = ("effects", "reconcile", _text(effect, "effectId"), "--status", status)
         lines += command(*words, "--reason", "<why>", db=db, width=width)
@@ -119,7 +119,7 @@ def effect_inspection_view(data: JsonObject, db: str) -> Callable[[Settings], st
             at = _str(effect, key)
             lines.append(f"    {key[:-2]:<10} {short_ts(at) if at else '-'}")
         if effect.get("result") is not None:
-            shown = _cut(canonical_json(effect["result"]), min(RESULT_CHARS, width * 4))
+            shown = cut_line(canonical_json(effect["result"]), min(RESULT_CHARS, width * 4))
             lines.append("    result: " + shown)
         effective = as_object(data.get("effectiveReconciliation"))
         if effective:
@@ -137,7 +137,9 @@ def reconciliation_view(data: JsonObject, db: str) -> Callable[[Settings], str]:
         width = view_width()
         head = f"effect {_text(data, 'effectId')}"
         lines = [head, f"  reconciled {_text(data, 'status')}  ({_text(data, 'reconciliationId')})"]
-        lines.append("  " + _cut(f"by {_text(data, 'actor')}: {_text(data, 'reason')}", width - 2))
+        lines.append(
+            "  " + cut_line(f"by {_text(data, 'actor')}: {_text(data, 'reason')}", width - 2)
+        )
         if data.get("supersedesId"):
             lines.append(f"  supersedes {_text(data, 'supersedesId')}")
         if data.get("compensationEffectId"):

@@ -83,7 +83,8 @@ class Painter:
         return f"\x1b[{code}m{word}\x1b[0m" + text[len(word) :]
 
 
-def _cut(text: str, width: int) -> str:
+def cut_line(text: str, width: int) -> str:
+    """``text`` on one line, cut to ``width`` with ``…`` when longer."""
     one_line = " ".join(text.split())
     return one_line if len(one_line) <= width else one_line[: max(width - 1, 0)] + "…"
 
@@ -117,7 +118,7 @@ def text_table(
     painter = Painter(settings)
     lines = ["  " + GAP.join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
     for row in rows:
-        cells = [_cut(c, w).ljust(w) for c, w in zip(row, widths, strict=True)]
+        cells = [cut_line(c, w).ljust(w) for c, w in zip(row, widths, strict=True)]
         if state_col is not None:
             cells[state_col] = painter.state(row[state_col].strip(), widths[state_col])
         lines.append("  " + GAP.join(cells).rstrip())
@@ -296,7 +297,7 @@ def attention(report: RunReport, db: str, width: int) -> list[str]:
     lines: list[str] = []
     for a in report.inspection.approvals:
         what = f"  approval {a.approval_id}  task {a.task_id}"
-        why = _cut(f"{a.capability or a.tool or '-'} ({a.risk}): {a.reason or ''}", width - 4)
+        why = cut_line(f"{a.capability or a.tool or '-'} ({a.risk}): {a.reason or ''}", width - 4)
         lines += ["", what, "    " + why]
         for verb in ("approve", "reject"):
             lines += command(
