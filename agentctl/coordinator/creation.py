@@ -17,6 +17,7 @@ import functools
 import json
 import os
 
+from agentctl.coordinator.clock import Clock
 from agentctl.core.compiler import compile_workflow
 from agentctl.core.compiler.stored import (
     plan_from_stored,
@@ -28,6 +29,14 @@ from agentctl.ledger import PlanText
 from agentctl.ledger.model import Owner
 from agentctl.ledger.owners import process_start_time
 from agentctl.ledger.runs import RunRecord
+
+
+def new_run_ids(clock: Clock, trace_id: str | None = None) -> tuple[str, str]:
+    """A created run's id and its trace id (``trace_id``, the one the invocation minted
+    already, else a new one). Every created run is a ``run-`` — repair, retry and compensation
+    runs too: spec/cli.md §2's id kinds have no other for them (their mode says what they are);
+    only replay and fork runs have kinds of their own (``lineage``)."""
+    return clock.new_id("run"), trace_id or clock.new_id("trace")
 
 
 def owner_identity() -> Owner:

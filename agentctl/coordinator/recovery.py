@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from agentctl.coordinator.clock import Clock
-from agentctl.coordinator.creation import load_plan, owner_identity, stored_plan
+from agentctl.coordinator.creation import load_plan, new_run_ids, owner_identity, stored_plan
 from agentctl.core import recovery as rc
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.plan import Plan
@@ -158,9 +158,7 @@ def create_derived_run(
 ) -> tuple[str, str]:
     """One transaction: the run, its reused tasks, rebuilt memory, audit and lease."""
     mode = recovery.kind
-    # A `run-` like every created run: spec/cli.md §2's id kinds have no repair-/retry-; the
-    # mode and source id say what the run is.
-    run_id, trace_id = clock.new_id("run"), clock.new_id("trace")
+    run_id, trace_id = new_run_ids(clock)
     reused = {tid: source.tasks[tid] for tid in recovery.reuse}
     memory = rc.rebuild_memory(dict(target.plan.run.working_memory), target.plan, reused)
     new = NewRun(

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from agentctl.coordinator.clock import Clock
-from agentctl.coordinator.creation import owner_identity, stored_plan
+from agentctl.coordinator.creation import new_run_ids, owner_identity, stored_plan
 from agentctl.coordinator.driver import Driver
 from agentctl.coordinator.events import current_sink
 from agentctl.coordinator.live import Live, live_from
@@ -124,7 +124,7 @@ def create_run(
     """Create the run (document and compiled plan stored) and take its lease in one txn;
     ``queued``: submit it instead, with no lease, for a ``serve`` to claim. ``document`` is the
     object ``plan`` was compiled from, unchanged since: the compile's text of it is stored."""
-    run_id, trace_id = _new_ids(clock, trace_id)
+    run_id, trace_id = new_run_ids(clock, trace_id)
     new = NewRun(
         run_id=run_id,
         mode=mode,
@@ -156,13 +156,6 @@ def _record(
         ledger.submit_run(new, order, now)
     else:
         ledger.create_run(new, order, owner_identity(), now)
-
-
-def _new_ids(clock: Clock, trace_id: str | None) -> tuple[str, str]:
-    """A new run's id and its trace id: ``trace_id``, the one the invocation minted already,
-    else a new one. Every created run is a ``run-`` — repair, retry and compensation runs
-    too: spec/cli.md §2's id kinds have no other for them (their mode says what they are)."""
-    return clock.new_id("run"), trace_id or clock.new_id("trace")
 
 
 async def drive_run(req: DriveRequest) -> RunOutcome:

@@ -16,6 +16,7 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -55,21 +56,25 @@ def salvaged_findings(raw: Any, failed: list[Finding]) -> list[Finding]:
     )
 
 
+def raw_tasks(spec: Mapping[str, object]) -> Iterator[tuple[str, Mapping[str, object]]]:
+    """The task mappings of the workflow and of each sub-workflow as written, by dotted path
+    (``spec.tasks.0``, ``spec.subworkflows.NAME.tasks.0``); anything not a mapping skipped."""
+    lists: list[tuple[str, object]] = [("spec.tasks", spec.get("tasks"))]
+    subworkflows = spec.get("subworkflows")
+    if isinstance(subworkflows, Mapping):
+        for name, sub in subworkflows.items():
+            if isinstance(sub, Mapping):
+                lists.append((f"spec.subworkflows.{name}.tasks", sub.get("tasks")))
+    for base, tasks in lists:
+        for index, task in enumerate(tasks if isinstance(tasks, list) else []):
+            if isinstance(task, Mapping):
+                yield f"{base}.{index}", task
+
+
 def _tasks(spec: dict[str, Any]) -> dict[str, Task]:
     """The valid tasks of the workflow and of each sub-workflow, by dotted path."""
-    lists = [("spec.tasks", spec.get("tasks"))]
-    subworkflows = spec.get("subworkflows")
-    if isinstance(subworkflows, dict):
-        for name, sub in subworkflows.items():
-            if isinstance(sub, dict):
-                lists.append((f"spec.subworkflows.{name}.tasks", sub.get("tasks")))
-    found: dict[str, Task] = {}
-    for base, tasks in lists:
-        for index, raw in enumerate(tasks if isinstance(tasks, list) else []):
-            task = _valid(Task, raw)
-            if task is not None:
-                found[f"{base}.{index}"] = task
-    return found
+    found = {path: _valid(Task, raw) for path, raw in raw_tasks(spec)}
+    return {path: task for path, task in found.items() if task is not None}
 
 
 def _valid_map(model: type[M], value: Any) -> dict[str, M]:

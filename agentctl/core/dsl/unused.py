@@ -19,10 +19,11 @@ pack action is not judged, and a workflow that loads packs gets no provider warn
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 from agentctl.core import registry
 from agentctl.core.dsl.diagnostics import Finding
+from agentctl.core.dsl.partial import raw_tasks
 
 _ROUTER_KEYS = ("with", "retry", "timeoutSeconds", "outputSchema")
 _TIMEOUT = "timeoutSeconds"
@@ -37,7 +38,7 @@ def unused_key_findings(raw: Mapping[str, object]) -> list[Finding]:
     actions = spec.get("actions")
     kinds = _action_kinds(actions if isinstance(actions, Mapping) else {})
     found: list[Finding] = []
-    for path, task in _tasks(spec):
+    for path, task in raw_tasks(spec):
         found += _task_findings(path, task, kinds)
     return found + _policy_provider_findings(spec)
 
@@ -68,20 +69,6 @@ def _action_kinds(actions: Mapping[str, object]) -> dict[str, str]:
         for name, action in actions.items()
         if isinstance(action, Mapping)
     }
-
-
-def _tasks(spec: Mapping[str, object]) -> Iterator[tuple[str, Mapping[str, object]]]:
-    lists: list[tuple[str, object]] = [("spec.tasks", spec.get("tasks"))]
-    subworkflows = spec.get("subworkflows")
-    if isinstance(subworkflows, Mapping):
-        for name, sub in subworkflows.items():
-            if isinstance(sub, Mapping):
-                lists.append((f"spec.subworkflows.{name}.tasks", sub.get("tasks")))
-    for prefix, tasks in lists:
-        if isinstance(tasks, list):
-            for index, task in enumerate(tasks):
-                if isinstance(task, Mapping):
-                    yield f"{prefix}.{index}", task
 
 
 def _task_findings(
