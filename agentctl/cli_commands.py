@@ -139,7 +139,11 @@ def prepare_run(request: RunRequest, *, collect: bool = True) -> PreparedRun:
         file_text = read_cli_file(request.inputs_file, "inputs file").decode("utf-8", "replace")
     document, warnings = loaded.document, tuple(loaded.warnings)
     resolved = api.resolve_inputs(
-        document["spec"].get("inputs") or {}, request.inputs, file_text, request.input_pairs or []
+        document["spec"].get("inputs") or {},
+        request.inputs,
+        file_text,
+        request.input_pairs or [],
+        read_names=lambda: inputs_read(document, plan),
     )
     api.check_executable(plan, file=str(file), locate=loaded.locate)
     # The position tables are no longer needed: freed (by reference counting) before the run.
@@ -148,6 +152,15 @@ def prepare_run(request: RunRequest, *, collect: bool = True) -> PreparedRun:
     # after compiling 1,000 or 10,000 tasks and took 1.5 and 26 ms of their runs.
     del loaded
     return PreparedRun(document, plan, resolved, warnings)
+
+
+def inputs_read(document: dict[str, Any], plan: Plan) -> set[str]:
+    """The input names the workflow's templates read: its document's, and its variables'
+    (the var files' are in the compiled tasks only). A sub-workflow's own ``inputs.`` count
+    too — a name it reads is no typo."""
+    from agentctl.core.templates import referenced_input_names
+
+    return referenced_input_names([document, [task.vars for task in plan.tasks]])
 
 
 @dataclass(frozen=True)

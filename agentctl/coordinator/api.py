@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from agentctl.coordinator.clock import Clock
@@ -59,11 +59,14 @@ def resolve_inputs(
     inputs_json: str | None,
     inputs_file_text: str | None,
     pairs: Sequence[str],
+    read_names: Callable[[], Collection[str]] = frozenset,
 ) -> JsonObject:
     """spec.inputs ← --inputs / --inputs-file object ← each --input KEY=VALUE (JSON else text).
 
-    All JSON is strict (no NaN/Infinity, bounded nesting); ``--input`` names only a declared
-    input (``spec.inputs``) — a typo would otherwise be silently ignored by the workflow.
+    All JSON is strict (no NaN/Infinity, bounded nesting). ``--input`` names an input the
+    workflow declares (``spec.inputs``) or reads (``${{ inputs.NAME }}``, asked of
+    ``read_names`` only for an undeclared name): a name neither declared nor read is a typo
+    the workflow would otherwise silently ignore.
     """
     merged = dict(defaults)
     if inputs_json is not None and inputs_file_text is not None:
@@ -75,23 +78,34 @@ def resolve_inputs(
         if not isinstance(given, dict):
             raise ValidationError("run inputs must be a JSON object")
         merged.update(given)
+    read: Collection[str] | None = None
     for pair in pairs:
         key, value = _input_pair(pair, defaults)
+        if key not in defaults:
+            read = read_names() if read is None else read
+            if key not in read:
+                raise ValidationError(
+                    f"--input {key!r} is neither a declared input (spec.inputs) nor read by "
+                    f"the workflow (${{{{ inputs.{key} }}}}); inputs: {_declared(defaults)}"
+                )
         merged[key] = value
     return merged
 
 
+def _declared(declared: Mapping[str, JsonValue]) -> str:
+    return ", ".join(sorted(declared)) or "none (the workflow declares no spec.inputs)"
+
+
 def _input_pair(pair: str, declared: Mapping[str, JsonValue]) -> tuple[str, JsonValue]:
-    """One ``--input KEY=VALUE``: a declared input's name, and VALUE as JSON, else as text."""
+    """One ``--input KEY=VALUE``: an input's name, and VALUE as JSON, else as text."""
     key, eq, raw = pair.partition("=")
     if not eq or not key:
         raise ValidationError(f"--input expects KEY=VALUE, got {pair!r}")
-    allowed = ", ".join(sorted(declared)) or "none (the workflow declares no spec.inputs)"
     # A declared name is settable whatever its spelling: template paths allow `my-key`, `9x`.
     if key not in declared and not key.isidentifier():
-        raise ValidationError(f"--input {key!r} is not a valid input name; inputs: {allowed}")
-    if key not in declared:
-        raise ValidationError(f"--input {key!r} is not a declared input; inputs: {allowed}")
+        raise ValidationError(
+            f"--input {key!r} is not a valid input name; inputs: {_declared(declared)}"
+        )
     try:
         return key, parse_strict(raw, f"--input {key}")
     except RefusedJsonError:

@@ -42,6 +42,7 @@ __all__ = [
     "find_references",
     "is_exact_expression",
     "parse_template",
+    "referenced_input_names",
     "referenced_task_ids",
     "render",
     "render_text",
@@ -132,6 +133,25 @@ def find_references(value: object) -> list[Reference]:
     for text in _walk_strings(value):
         found.extend(expr.reference for expr in parse_template(text).expressions)
     return found
+
+
+def referenced_input_names(value: object) -> set[str]:
+    """The run input names (``inputs.NAME…``) the templates inside ``value`` read. Text that
+    is not a well-formed template is skipped: this only answers "is NAME read anywhere"."""
+    names: set[str] = set()
+    for text in _walk_strings(value):
+        if _OPEN not in text:
+            continue
+        try:
+            expressions = parse_template(text).expressions
+        except TemplateError:
+            continue
+        names.update(
+            e.reference.segments[0]
+            for e in expressions
+            if e.reference.root == "inputs" and e.reference.segments
+        )
+    return names
 
 
 def referenced_task_ids(value: object) -> list[str]:

@@ -3,8 +3,8 @@ and the working directory is byte-for-byte what it was before.
 
 Covered: special files as file arguments (never opened, so nothing hangs), strict JSON
 (``NaN``/``Infinity`` and overflowing numbers), impossible ``--db`` paths, over-deep inputs,
-a ``--limit`` beyond 64 bits, a ``--workspace`` that is not a directory, undeclared or
-malformed ``--input`` names, and a stdout closed by its reader.
+a ``--limit`` beyond 64 bits, a ``--workspace`` that is not a directory, ``--input`` names
+neither declared nor read, malformed ones, and a stdout closed by its reader.
 """
 
 from __future__ import annotations
@@ -254,7 +254,7 @@ def test_workspace_checked_before_any_state(
 @pytest.mark.parametrize(
     ("pair", "needle"),
     [
-        ("whom=x", "'whom' is not a declared input"),
+        ("whom=x", "'whom' is neither a declared input (spec.inputs) nor read by the workflow"),
         ("1st=x", "'1st' is not a valid input name"),
         ("a-b=x", "'a-b' is not a valid input name"),
     ],
@@ -265,6 +265,23 @@ def test_input_names_must_be_declared_identifiers(
     refused(cli, ws, "run", "wf.yaml", "--input", pair, needle=needle)
     result = cli("--output", "json", "run", "wf.yaml", "--input", pair)
     assert "inputs: count, who" in result.error["error"]["message"]
+
+
+def test_an_input_read_but_not_declared_can_be_set_as_with_inputs(cli: Cli, ws: Path) -> None:
+    # spec.inputs holds defaults: a workflow may read an input it gives no default, and
+    # `--input` reaches it as `--inputs` does; so does one read only in a var file.
+    (ws / "vars.yaml").write_text('tag: "${{ inputs.tag }}"\n', encoding="utf-8")
+    (ws / "read.yaml").write_text(
+        WF.replace('with: { who: "${{ inputs.who }}" }', 'with: { n: "${{ inputs.extra.n }}" }'),
+        encoding="utf-8",
+    )
+    result = cli("--output", "json", "run", "read.yaml", "--input", 'extra={"n": 7}')
+    assert result.rc == 0, result.stderr
+    assert result.data["output"]["a"]["output"] == {"n": 7}
+    args = ("run", "wf.yaml", "--vars-file", "vars.yaml", "--input", "tag=v1")
+    assert cli("--output", "json", *args).rc == 0
+    # Read nowhere: still a typo, refused before anything is created.
+    refused(cli, ws, "run", "read.yaml", "--input", "tag=v1", needle="nor read by the workflow")
 
 
 def test_a_declared_input_of_any_template_spelling_can_be_set(cli: Cli, ws: Path) -> None:
