@@ -280,7 +280,24 @@ def find_run_head(conn: Db, prefix: str) -> RunHead:
     return RunHead(row["run_id"], row["state"], row["mode"])
 
 
+# A prefix names its id's kind and at least this many characters after it (``run-01a229``):
+# shorter ones — an empty string from an unset shell variable, ``r`` — would pick whichever
+# run happens to be alone in the ledger, and ``cancel`` would then stop it; they match only a
+# whole id.
+MIN_RUN_PREFIX_TAIL = 6
+
+
 def _find_row(conn: Db, prefix: str, select: str) -> Row:
+    _, dash, tail = prefix.partition("-")
+    if not dash or len(tail) < MIN_RUN_PREFIX_TAIL:
+        rows = fetch_all(conn, f"{select} WHERE runs.run_id = ?", (prefix,), "run")
+        if rows:
+            return rows[0]
+        # Not found, whatever it would have matched as a prefix (exit 5, as for any unknown id).
+        raise RunNotFoundError(
+            f"run {prefix!r} not found (a prefix names the id's kind and at least "
+            f"{MIN_RUN_PREFIX_TAIL} characters after it: run-01a229…)"
+        )
     escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     rows = fetch_all(
         conn,

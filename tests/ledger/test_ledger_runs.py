@@ -92,20 +92,29 @@ def test_cancel_only_for_running_or_paused(ledger: Database) -> None:
 
 
 def test_find_by_prefix_and_list_newest_first(ledger: Database) -> None:
-    make_run(ledger, "run-abc1", now=ts(1))
-    make_run(ledger, "run-abc2", now=ts(2))
-    make_run(ledger, "run-xyz", now=ts(3))
+    make_run(ledger, "run-abcdef01", now=ts(1))
+    make_run(ledger, "run-abcdef02", now=ts(2))
+    make_run(ledger, "run-xyzxyz00", now=ts(3))
     with ledger.transaction() as conn:
-        set_run_state_txn(conn, "run-xyz", "failed", ts(4))
+        set_run_state_txn(conn, "run-xyzxyz00", "failed", ts(4))
     with ledger.read() as conn:
-        assert find_run(conn, "run-x").run_id == "run-xyz"
-        assert find_run(conn, "run-abc1").run_id == "run-abc1"
+        assert find_run(conn, "run-xyzxyz").run_id == "run-xyzxyz00"
+        assert find_run(conn, "run-abcdef01").run_id == "run-abcdef01"
         with pytest.raises(ValidationError):
-            find_run(conn, "run-abc")
+            find_run(conn, "run-abcdef")
         with pytest.raises(NotFoundError):
-            find_run(conn, "run-q")
-        assert [r.run_id for r in list_runs(conn)] == ["run-xyz", "run-abc2", "run-abc1"]
-        assert [r.run_id for r in list_runs(conn, state="running", limit=1)] == ["run-abc2"]
+            find_run(conn, "run-qqqqqq")
+        # Shorter than the kind and 6 characters, a prefix matches nothing — not even the one
+        # run it would name: an unset `$RUN` must never cancel whatever run is alone.
+        for short in ("", " ", "r", "run", "run-", "run-xyzxy"):
+            with pytest.raises(NotFoundError):
+                find_run(conn, short)
+        assert [r.run_id for r in list_runs(conn)] == [
+            "run-xyzxyz00",
+            "run-abcdef02",
+            "run-abcdef01",
+        ]
+        assert [r.run_id for r in list_runs(conn, state="running", limit=1)] == ["run-abcdef02"]
         assert set(list_runs(conn)[0].summary_json()) == {
             "runId",
             "state",
