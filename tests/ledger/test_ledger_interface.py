@@ -173,7 +173,7 @@ def test_live_state_after_a_crash_blocks_until_reconciled(ledger: SqliteLedger) 
     eff = _effect("a")
     _request(ledger, RequestRow("a", "pending", 1, eff, {}))
     # The coordinator dies here: `started` committed, no outcome. A new one claims the run.
-    run = ledger.claim_for_resume("run", _owner(), ts(5))
+    run = ledger.claim_for_resume("run-1", _owner(), ts(5))
     assert run.run_id == "run-1"
     (found,) = ledger.load_live("run-1").inflight
     assert found.task_id == "a" and found.effect.status == "uncertain"

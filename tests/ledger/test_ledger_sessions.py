@@ -97,7 +97,7 @@ def test_recovery_and_reconciliation_settle_the_session(ledger: SqliteLedger) ->
     call = _model_call(0)
     ledger.record_and_start_call(CallRecord(call, {}, ts(1), turn=TURN))
     # The coordinator dies with the call started; a new one claims the run.
-    ledger.claim_for_resume("run", _owner(), ts(5))
+    ledger.claim_for_resume("run-1", _owner(), ts(5))
     (lost,) = ledger.inspect_run("run-1").provider_sessions
     assert (lost.status, lost.calls, lost.usage) == ("uncertain", 1, {})
     answer = _answer("tool_calls", 5)
