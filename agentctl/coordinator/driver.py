@@ -30,9 +30,8 @@ import trio
 
 from agentctl.coordinator.calls import AgentAwaitingApproval, AgentUncertain, CallGateway
 from agentctl.coordinator.clock import Clock
-from agentctl.coordinator.execute import EffectRunner
+from agentctl.coordinator.execute import EffectRunner, settle_recorded
 from agentctl.coordinator.live import Inflight, Live, Retention, settle_output
-from agentctl.coordinator.local import recorded_delta
 from agentctl.coordinator.poolref import workers
 from agentctl.coordinator.prepare import (
     RunSettings,
@@ -249,10 +248,7 @@ class Driver:
             return prep
         if eff.status == "succeeded" or found.reconciliation == "applied":
             result = eff.result if eff.status == "succeeded" else found.result
-            delta = recorded_delta(eff.operation, eff.request)
-            return Settled(
-                task, attempt, "succeeded", result, memory_delta=delta, effect_id=eff.effect_id
-            )
+            return settle_recorded(task, attempt, eff, result)
         if eff.status in ("failed", "cancelled"):  # result: what a failed one still produced
             error = eff.error if eff.status == "failed" else "approval rejected"
             return Settled(task, attempt, "failed", eff.result, error)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentctl.coordinator.clock import Clock
-from agentctl.coordinator.local import LOCAL_OPERATIONS, LocalResult
+from agentctl.coordinator.local import LOCAL_OPERATIONS, LocalResult, recorded_delta
 from agentctl.coordinator.poolref import workers
 from agentctl.coordinator.steps import Settled, StartedEffect
 from agentctl.coordinator.store import GroupCommitter, Store
@@ -37,11 +37,13 @@ from agentctl.core import evaluate as ev
 from agentctl.core import registry
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate
+from agentctl.core.plan import PlannedTask
 from agentctl.core.redact import Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import TaskDiskFullError
 from agentctl.ledger.artifacts.refs import ArtifactRef
 from agentctl.ledger.budget import BudgetRefusedError
+from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.model import EffectOutcome, IngestRequest, MemoryEntry, MemoryPut
 from agentctl.ledger.remote import RemoteHandleRecord
 
@@ -276,6 +278,23 @@ def settle(step: StartedEffect, done: Execution, outcome: EffectOutcome | None) 
         effect_id=step.effect.effect_id,
         outcome=outcome,
         stops_run=done.stops_run,
+    )
+
+
+def settle_recorded(
+    task: PlannedTask, attempt: int, effect: EffectRecord, result: JsonValue
+) -> Settled:
+    """A task found mid-flight on resume whose effect's outcome is on record: the effect's own
+    result, or an operator's ``applied`` one. Either is held to the task's output contract as a
+    live outcome is (``_judged``): what an operator vouched for is what the effect did, and the
+    task delivers it only if the contract holds."""
+    try:
+        ev.check_contract(task, result)
+    except ev.TaskFailure as exc:
+        return Settled(task, attempt, "failed", None, exc.message, effect_id=effect.effect_id)
+    delta = recorded_delta(effect.operation, effect.request)
+    return Settled(
+        task, attempt, "succeeded", result, memory_delta=delta, effect_id=effect.effect_id
     )
 
 

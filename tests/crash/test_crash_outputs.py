@@ -11,6 +11,7 @@ write the file exactly once with the right content and report the run output fro
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -89,3 +90,49 @@ def test_resume_reads_far_outputs_back(point: str, cli, tmp_path: Path) -> None:
     assert (tmp_path / "out" / "x.txt").read_text() == f"n={CHAIN - 1}"
     assert _succeeded_effects(db) == 1  # the confirmed write ran once, never again
     assert _integrity(db) == "ok"
+
+
+CONTRACT = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: vouched }
+spec:
+  policy: { approval: never, writableRoots: [out] }
+  actions:
+    save: { kind: builtin.write }
+  tasks:
+    - id: save
+      uses: "action:save"
+      with: { path: out/x.txt, content: hi }
+      outputSchema: { type: object, required: [path], properties: { path: { type: string } } }
+"""
+
+
+@pytest.mark.parametrize(
+    ("result", "state"), [({"foo": 1}, "failed"), ({"path": "out/x.txt"}, "succeeded")]
+)
+def test_an_applied_result_is_held_to_the_tasks_output_contract(  # type: ignore[no-untyped-def]
+    result: dict[str, object], state: str, cli, tmp_path: Path
+) -> None:
+    # An operator's `applied` result stands for what the effect did; the task delivers it only
+    # if its output contract holds, exactly as for a live outcome.
+    (tmp_path / "wf.yaml").write_text(CONTRACT)
+    (tmp_path / "result.json").write_text(json.dumps(result))
+    db = ["--db", str(tmp_path / "r.db")]
+    crash = {"AGENTCTL_CRASH_AT": CrashPoint.AFTER_STARTED.value}
+    assert cli("--output", "json", "run", "wf.yaml", *db, env=crash).rc == -9
+    run_id = cli("--output", "json", "runs", "list", *db).data["runs"][0]["runId"]
+    (eff,) = cli("--output", "json", "effects", "list", run_id, *db).data["effects"]
+    args = ["effects", "reconcile", eff["effectId"], "--status", "applied", "--reason", "done"]
+    assert cli(*args, "--result-file", "result.json", *db).rc == 0
+    resumed = cli("--output", "json", "resume", run_id, *db)
+    task = cli("--output", "json", "inspect", run_id, *db).data["tasks"][0]
+    assert task["state"] == state
+    if state == "failed":
+        assert resumed.rc == 4
+        assert "output does not match its output contract" in task["error"]
+        assert task["output"] is None
+    else:
+        assert resumed.rc == 0, resumed.stderr
+        assert task["output"] == result
+    assert not (tmp_path / "out" / "x.txt").exists()  # vouched for, never run again
