@@ -280,10 +280,13 @@ def compensation_links(ledger: RunLedger, run: RunRecord) -> dict[str, tuple[str
     """For a compensation run being resumed: the source effects each of its inverses
     compensates, planned again from its source run, so that an inverse confirmed after a
     pause (an approval) records ``compensated`` on them as one confirmed in the first drive
-    does. Effects already compensated are no longer planned; their inverses have finished."""
+    does. Effects already compensated are no longer planned; their inverses have finished.
+    The open compensation runs are left out of the source: ``run`` is one of them, and its own
+    inverses must not block their links."""
     if run.mode != "compensation" or run.source_run_id is None:
         return {}
     source_run, source = recovery.load_source(ledger, run.source_run_id)
+    source = dataclasses.replace(source, open_inverses=())
     planned = rc.plan_compensation(source, load_plan(source_run))
     return {s.compensation_task_id: s.source_effect_ids for s in planned.steps}
 

@@ -11,12 +11,15 @@ Invariants:
   those), takes the lease and turns every ``started`` effect (whose outcome died with the
   previous coordinator) into ``uncertain`` —
   except one whose remote work has a durable handle (``ledger.remote``): it is observed again;
-- stopping or settling a run releases only a lease its own process holds.
+- stopping or settling a run releases only a lease its own process holds;
+- a compensation run is never created (nor queued) while an open compensation run of the same
+  source holds one of its inverses unfinished: an inverse never runs in two runs at once.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import agentctl.ledger.approvals as approvals
 import agentctl.ledger.audit as audit
@@ -28,8 +31,8 @@ import agentctl.ledger.runs as runs
 import agentctl.ledger.streams as streams
 import agentctl.ledger.tasks as tasks
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.core.states import CANCELLABLE_TASK_STATES
-from agentctl.errors import InvalidOperationError, NotFoundError
+from agentctl.core.states import CANCELLABLE_TASK_STATES, TERMINAL_TASK_STATES
+from agentctl.errors import BlockedError, InvalidOperationError, NotFoundError
 from agentctl.ledger.artifacts.refs import list_refs
 from agentctl.ledger.budget import WALL_TIME, record_exceeded_txn
 from agentctl.ledger.budget_known import read_known
@@ -40,6 +43,7 @@ from agentctl.ledger.model import (
     InflightEffect,
     LiveState,
     MemoryEntry,
+    OpenCompensationTask,
     Owner,
     SettleRun,
     SourceSnapshot,
@@ -70,6 +74,7 @@ def create_run_txn(
     conn: Db, run: runs.NewRun, order: tuple[str, ...], owner: Owner, now: str
 ) -> None:
     """The run (tasks, budget, audit, checkpoint) and its lease."""
+    refuse_held_inverses_txn(conn, run, order)
     runs.create_run_txn(conn, run, order, now)
     runs.acquire_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now)
 
@@ -337,7 +342,40 @@ def read_source(conn: Db, run_ref: str) -> SourceSnapshot:
         reconciliations=tuple(reconcile.list_reconciliations(conn, run_id=run.run_id)),
         artifacts=tuple(list_refs(conn, run_id=run.run_id)),
         driven=runs.has_live_owner(conn, run.run_id),
+        open_compensations=_open_compensations(conn, run.run_id),
     )
+
+
+def refuse_held_inverses_txn(conn: Db, run: runs.NewRun, order: Sequence[str]) -> None:
+    """Refuse a compensation run one of whose inverses an open compensation run of the same
+    source still holds (a task of it that has not ended). The planner blocks that case
+    (``compensation_in_progress``); two ``compensate`` invocations that planned at the same
+    time both passed it, so the creating transaction checks again: only one runs the inverse."""
+    if run.mode != "compensation" or run.source_run_id is None:
+        return
+    wanted = set(order)
+    for held in _open_compensations(conn, run.source_run_id):
+        if held.task_id in wanted and held.state not in TERMINAL_TASK_STATES:
+            raise BlockedError(
+                f"compensation run {held.run_id} of run {run.source_run_id} has not finished "
+                f"{held.task_id} ({held.state}); resume or cancel it first",
+                run_id=run.source_run_id,
+                trace_id=run.trace_id,
+            )
+
+
+def _open_compensations(conn: Db, run_id: str) -> tuple[OpenCompensationTask, ...]:
+    """The tasks of the compensation runs sourced from ``run_id`` that have not ended: an
+    ended run (failed, cancelled) holds nothing, whatever its tasks were left as."""
+    rows = conn.execute(
+        "SELECT t.run_id, t.task_id, t.state FROM runs r"
+        " JOIN task_states t ON t.run_id = r.run_id"
+        " WHERE r.source_run_id = ? AND r.mode = 'compensation'"
+        " AND r.state IN ('queued', 'running', 'paused')"
+        " ORDER BY r.created_at, r.run_id, t.position",
+        (run_id,),
+    ).fetchall()
+    return tuple(OpenCompensationTask(row[0], row[1], row[2]) for row in rows)
 
 
 def read_recorded_result(conn: Db, effect_id: str) -> JsonValue:

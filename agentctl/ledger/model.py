@@ -125,6 +125,16 @@ class LiveState:
 
 
 @dataclass(frozen=True)
+class OpenCompensationTask:
+    """A task of a compensation run sourced from a snapshot's run that has not ended yet
+    (queued, running or paused): its inverse may still run."""
+
+    run_id: str  # the compensation run
+    task_id: str  # a compensation task id (``<source task>--compensate``)
+    state: str  # that task's state
+
+
+@dataclass(frozen=True)
 class SourceSnapshot:
     """A run as recovery, replay and fork read it: one consistent snapshot."""
 
@@ -136,6 +146,9 @@ class SourceSnapshot:
     # A live process holds the run's lease at the snapshot (``runs.has_live_owner``): a run
     # being driven is no recovery source, whatever its tasks look like.
     driven: bool
+    # The tasks of its compensation runs that have not ended, oldest run first: the planner
+    # must not plan again an inverse one of them still holds.
+    open_compensations: tuple[OpenCompensationTask, ...] = ()
 
 
 # ------------------------------------------------------------------------- protocol steps

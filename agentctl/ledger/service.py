@@ -157,6 +157,7 @@ class LedgerService(ABC):
         import agentctl.ledger.queue as queue
 
         def body(conn: Db) -> None:
+            lifecycle.refuse_held_inverses_txn(conn, run, task_order)
             runs.create_run_txn(conn, run, tuple(task_order), now)
             queue.mark_queued_txn(conn, run.run_id, now)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 
 import pytest
@@ -12,6 +13,7 @@ from agentctl.core.compiler import compile_workflow
 from agentctl.core.compiler.stored import plan_from_stored, plan_to_stored_text
 from agentctl.core.recovery import (
     COMPENSATION_PLAN_API,
+    OpenInverse,
     SourceRun,
     compensation_document,
     plan_compensation,
@@ -113,6 +115,33 @@ def test_unresolved_effect_blocks() -> None:
         assert not plan.executable and not plan.complete
         assert [(b.task_id, b.rule) for b in plan.blocked] == [("b", "unreconciled_effect")]
         assert [s.source_task_id for s in plan.steps] == ["m", "a"]
+
+
+def test_an_inverse_an_open_compensation_run_holds_blocks_its_task() -> None:
+    # An inverse that has not ended may still run (after its approval, a resume, a claim):
+    # planning it again would undo the same effects twice. One that ended holds nothing.
+    for state in ("pending", "waiting_for_approval", "running", "retry_scheduled"):
+        held = OpenInverse("run-comp", "b--compensate", state)
+        run = dataclasses.replace(source(), open_inverses=(held,))
+        plan = plan_compensation(run, COMPILED.plan)
+        assert not plan.executable and not plan.complete
+        assert [(b.task_id, b.rule) for b in plan.blocked] == [("b", "compensation_in_progress")]
+        assert "run-comp" in plan.blocked[0].message
+        assert [s.source_task_id for s in plan.steps] == ["m", "a"]
+        others = plan_compensation(run, COMPILED.plan, tasks=["a"])
+        assert others.executable and [s.source_task_id for s in others.steps] == ["a"]
+    for state in ("failed", "cancelled", "skipped", "succeeded"):
+        ended = OpenInverse("run-comp", "b--compensate", state)
+        run = dataclasses.replace(source(), open_inverses=(ended,))
+        assert plan_compensation(run, COMPILED.plan).executable
+
+
+def test_a_held_task_with_nothing_left_to_undo_is_not_blocked() -> None:
+    done = effect("b", reconciliation="compensated")
+    run = with_task(source(), "b", effects=(done,))
+    held = OpenInverse("run-comp", "b--compensate", "waiting_for_approval")
+    plan = plan_compensation(dataclasses.replace(run, open_inverses=(held,)), COMPILED.plan)
+    assert plan.executable and plan.already_compensated == (done.effect_id,)
 
 
 def test_tasks_without_compensate_are_never_planned() -> None:

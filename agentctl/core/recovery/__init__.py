@@ -19,6 +19,7 @@ from agentctl.core.recovery.compensation import (
 )
 from agentctl.core.recovery.model import (
     Block,
+    OpenInverse,
     SourceEffect,
     SourceRun,
     SourceTask,
@@ -35,6 +36,7 @@ __all__ = [
     "Block",
     "CompensationPlan",
     "CompensationStep",
+    "OpenInverse",
     "RecoveryPlan",
     "SourceEffect",
     "SourceRun",

@@ -5,7 +5,9 @@ Eligible (spec/cli.md §5, spec/dsl.md §4.10): a task of the source plan that d
 or reconciled ``applied``. An effect already reconciled ``compensated`` is listed in
 ``already_compensated`` and never planned again, so re-running the planner after a partial
 compensation plans only the remainder. A started or uncertain effect without reconciliation
-blocks its task: nobody knows what there is to undo.
+blocks its task: nobody knows what there is to undo. So does an inverse of the task that a
+compensation run sourced from the same run holds and has not ended (``compensation_in_progress``):
+it may still run, and compensated effects are never undone twice.
 
 Invariants: steps run in reverse compiled order of the source plan; one step per task, naming
 every eligible effect of it; ``executable`` = no blocks and at least one step; ``complete`` =
@@ -26,10 +28,13 @@ from agentctl.core.plan import compensates_automatically as compensates_automati
 from agentctl.core.recovery.model import (
     TERMINAL_RUN_STATES,
     Block,
+    OpenInverse,
     SourceEffect,
     SourceRun,
+    SourceTask,
     effective_outcome,
 )
+from agentctl.core.states import TERMINAL_TASK_STATES
 
 COMPENSATION_PLAN_API = "agentctl.dev/compensation-plan/v1"
 COMPENSATION_SUFFIX = "--compensate"
@@ -124,32 +129,72 @@ def plan_compensation(
         )
         return CompensationPlan(False, False, (), (block,), (), source.run_id)
     blocks, selected = _selection(source_plan, tasks)
-    steps: list[CompensationStep] = []
-    already: list[str] = []
-    warnings: list[str] = []
+    found = _Found(blocks)
     for task in reversed(source_plan.tasks):
         src = source.tasks.get(task.id)
-        if task.compensate is None or task.id not in selected or src is None:
-            continue
-        eligible, done, unresolved = _classify(src.effects)
-        already.extend(done)
-        blocks.extend(_unresolved_block(task.id, effect) for effect in unresolved)
-        if eligible and not unresolved:
-            steps.append(_step(task, eligible, source))
-        elif src.disposition in ("reused", "recorded") and src.state == "succeeded":
-            warnings.append(
-                f"task {task.id} was {src.disposition} by run {source.run_id}; its effects "
-                "belong to an earlier run — compensate that run"
-            )
-    executable = not blocks and bool(steps)
+        if task.compensate is not None and task.id in selected and src is not None:
+            _plan_task(task, src, source, found)
+    executable = not found.blocks and bool(found.steps)
     return CompensationPlan(
         executable=executable,
-        complete=executable or (not steps and not blocks),
-        steps=tuple(steps),
-        blocked=tuple(blocks),
-        already_compensated=tuple(already),
+        complete=executable or (not found.steps and not found.blocks),
+        steps=tuple(found.steps),
+        blocked=tuple(found.blocks),
+        already_compensated=tuple(found.already),
         source_run_id=source.run_id,
-        warnings=tuple(warnings),
+        warnings=tuple(found.warnings),
+    )
+
+
+@dataclass
+class _Found:
+    """What planning has found so far, task by task (steps in reverse compiled order)."""
+
+    blocks: list[Block]
+    steps: list[CompensationStep] = field(default_factory=list)
+    already: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _plan_task(task: PlannedTask, src: SourceTask, source: SourceRun, found: _Found) -> None:
+    """Add ``task``'s step, blocks, compensated effects or warning to ``found``."""
+    eligible, done, unresolved = _classify(src.effects)
+    found.already.extend(done)
+    found.blocks.extend(_unresolved_block(task.id, effect) for effect in unresolved)
+    holder = _holder(source, task.id) if eligible else None
+    if holder is not None:
+        found.blocks.append(_pending_block(task.id, holder, eligible))
+    elif eligible and not unresolved:
+        found.steps.append(_step(task, eligible, source))
+    elif src.disposition in ("reused", "recorded") and src.state == "succeeded":
+        found.warnings.append(
+            f"task {task.id} was {src.disposition} by run {source.run_id}; its effects "
+            "belong to an earlier run — compensate that run"
+        )
+
+
+def _holder(source: SourceRun, task_id: str) -> OpenInverse | None:
+    """The task of a compensation run still open whose inverse of ``task_id`` has not ended:
+    it may still run (after an approval, a resume, a claim), so planning it again would undo
+    the same effects twice. An ended inverse holds nothing: a succeeded one recorded
+    ``compensated`` on its effects in its completion's transaction, a failed, cancelled or
+    skipped one undid nothing the ledger knows of."""
+    wanted = compensation_task_id(task_id)
+    for inverse in source.open_inverses:
+        if inverse.task_id == wanted and inverse.state not in TERMINAL_TASK_STATES:
+            return inverse
+    return None
+
+
+def _pending_block(task_id: str, holder: OpenInverse, effect_ids: list[str]) -> Block:
+    return Block(
+        task_id,
+        "compensation_in_progress",
+        f"compensation run {holder.run_id} has not finished compensating task {task_id} "
+        f"({holder.task_id} is {holder.state}); planning it again would undo effect(s) "
+        f"{', '.join(effect_ids)} twice: resume that run (after `agentctl approvals "
+        f"approve|reject` if it waits for an approval) or cancel it (agentctl cancel "
+        f"{holder.run_id}) first",
     )
 
 

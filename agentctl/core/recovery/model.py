@@ -67,6 +67,15 @@ class SourceTask:
 
 
 @dataclass(frozen=True)
+class OpenInverse:
+    """A task of a compensation run sourced from the source run that has not ended yet."""
+
+    run_id: str  # the compensation run (queued, running or paused)
+    task_id: str  # its task: a compensation task id
+    state: str  # that task's state
+
+
+@dataclass(frozen=True)
 class SourceRun:
     """A source run as recovery planning sees it: its identity and its tasks.
 
@@ -85,6 +94,9 @@ class SourceRun:
     inputs: Mapping[str, JsonValue] = field(default_factory=dict)
     # The working memory the source run started from (its plan's), or None when unknown.
     initial_memory: Mapping[str, JsonValue] | None = None
+    # The tasks of compensation runs sourced from this run that have not ended (compensation
+    # planning: an inverse one of them still holds is not planned again).
+    open_inverses: tuple[OpenInverse, ...] = ()
 
 
 @dataclass(frozen=True)
