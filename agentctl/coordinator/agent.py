@@ -24,8 +24,12 @@ Invariants:
   tool's, its kind's or the agent's), cut to what is left of the task's own ``timeoutSeconds``
   when it gives one; past that deadline no call starts and the task fails (``agent_timeouts``);
 - a pure tool's call (``builtin.echo``) is answered here, without an effect; its tool-call row
-  rides the attempt's next call (``AgentCall.answered``) or, when none follows, the task's
-  completion (``unrecorded``): it never costs a commit of its own.
+  and its budget unit (one ``toolCalls``, reserved and settled with the row) ride the
+  attempt's next call (``AgentCall.answered``) or, when none follows, the task's completion
+  (``unrecorded``): it never costs a commit of its own, and its answer reaches no model before
+  the budget granted it (the call carrying it is refused with it);
+- a pure tool's call that needs an approval is the exception: it has an effect, held like any
+  other (``AgentCall.pure``), and the gateway answers it once approved.
 """
 
 from __future__ import annotations
@@ -380,16 +384,8 @@ class AgentRunner:
         entry = registry.lookup(str(tool["kind"]))
         decision = decided.decision
         approval = decision.reason if decision.needs_approval else None
-        if entry.is_pure:
-            if decided.unattended_denial is not None:
-                raise PolicyDeniedError(f"tool {name} denied: {decided.unattended_denial}")
-            if approval is not None:  # no effect to hold: nothing durable could wait
-                raise PolicyDeniedError(f"tool {name} needs approval ({approval}) but is pure")
-            key = self._call_key(call_id)
-            self.answered.append(
-                AnsweredToolCall(key, self.task.id, self.attempt, call_id, name, args, args)
-            )
-            return args
+        if entry.is_pure and approval is None:
+            return self._answer(entry, name, args, call_id)
         limit = self._limit(entry, name, tool, f"call of tool {name}")
         built = self._build(entry, name, tool, args, limit)
         call_ref = self._call_key(call_id)
@@ -409,7 +405,19 @@ class AgentRunner:
             )
         if entry.shape is not None:
             call = dataclasses.replace(call, shape=functools.partial(entry.shape, args))
+        # Pure and held: an effect to hold it, which the gateway answers once approved.
+        call = dataclasses.replace(call, pure=entry.is_pure)
         return call.shaped(await self._perform(call, limit))
+
+    def _answer(self, entry: Operation, name: str, args: JsonValue, call_id: str) -> JsonValue:
+        """A pure tool call answered here, its row and budget unit left to the next write."""
+        units = entry.estimate(as_object(args)) if entry.estimate is not None else {}
+        key = self._call_key(call_id)
+        answered = AnsweredToolCall(
+            key, self.task.id, self.attempt, call_id, name, args, args, units
+        )
+        self.answered.append(answered)
+        return args
 
 
 def _with_listing(name: str, tool: JsonObject, listing: JsonValue) -> JsonObject:

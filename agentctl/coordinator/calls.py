@@ -21,6 +21,11 @@ Invariants:
   when nobody can be asked and ``nonInteractive`` denies — denied, with nothing recorded;
 - a call already recorded is never judged by ``nonInteractive`` again (it was decided when
   recorded): its recorded result, hold or approval stands;
+- a pure tool's call reaches the gateway only when it needs an approval (otherwise the loop
+  answers it without an effect): held like any call, and once approved and started it is
+  answered here (``AgentCall.pure``: its arguments, as ``builtin.echo`` answers), its outcome
+  committed with its tool-call row and budget settlement — no worker, nothing sent;
+- a refused reservation names what it refused: the call, or a pure tool call it carried.
 - a streaming model call (``stream: true``) dispatches with a ``FragmentKeeper``: each delta is
   a durable stream event before the worker reads on; the call's outcome is unchanged by it.
 """
@@ -98,6 +103,8 @@ class AgentCall:
     turn: ProviderTurn | None = None  # a model call's provider (its attempt's session)
     # A tool call's executor result → the output the model is given (the registry's shape).
     shape: Callable[[Mapping[str, JsonValue]], JsonValue] | None = None
+    # A pure tool's call held for an approval: once started, answered here with its arguments.
+    pure: bool = False
 
     @property
     def is_model_call(self) -> bool:
@@ -167,8 +174,28 @@ class CallGateway:
             if refused is not None:
                 raise _over_budget(call, refused)
         crash_point(CrashPoint.AFTER_STARTED)
+        if call.pure:
+            return await self._answer(new, call)
         keeper = self._keeper(new, call) if call.request.get("stream") is True else None
         return await self._dispatch(new, call, keeper)
+
+    async def _answer(self, new: NewEffect, call: AgentCall) -> JsonValue:
+        """A started pure tool call's answer, its arguments, committed as its outcome (with its
+        tool-call row and budget settlement) before the loop goes on with it."""
+        outcome = EffectOutcome(
+            self.run_id,
+            new.effect_id,
+            "succeeded",
+            self.clock.now(),
+            call.arguments,
+            spent=_tool_spent(call),
+            trace_id=self.trace_id,
+            tool_call_id=call.tool_call_id,
+            tool_output=call.arguments,
+        )
+        await self.store.finish_effects([outcome])
+        crash_point(CrashPoint.AFTER_OUTCOME)
+        return call.arguments
 
     def _keeper(self, new: NewEffect, call: AgentCall) -> FragmentKeeper:
         return FragmentKeeper(
@@ -288,8 +315,11 @@ def _redacted(call: AgentCall, reply: Result | Failure) -> Result | Failure:
 
 
 def _over_budget(call: AgentCall, refused: JsonObject) -> RunFailedError:
+    """The refusal of ``call``'s reservation, or of a pure tool call it carried (``tool``)."""
+    tool = refused.get("tool")
+    what = call.operation if tool is None else f"call {refused.get('toolCallId')} of tool {tool}"
     return RunFailedError(
-        f"budget {refused.get('dimension')} exceeded before {call.operation} "
+        f"budget {refused.get('dimension')} exceeded before {what} "
         f"(limit {refused.get('limit')}, would reach {refused.get('attempted')}); "
         "nothing was dispatched"
     )
@@ -301,4 +331,8 @@ def _spent(call: AgentCall, reply: Result | Failure) -> dict[str, int]:
     if call.is_model_call:
         usage = reply.usage if reply.type == "result" else {}
         return model_spent(usage, call.rates)
+    return _tool_spent(call)
+
+
+def _tool_spent(call: AgentCall) -> dict[str, int]:
     return {"toolCalls": 1} if call.tool is not None else {}  # an MCP listing is no tool call

@@ -273,6 +273,12 @@ def build_tool_write(b: BuildInput) -> Built:
     return Built({"tool": b.name, "arguments": b.args}, request)
 
 
+def build_tool_echo(b: BuildInput) -> Built:
+    """A pure tool's call, recorded only when it is held for an approval: nothing is sent,
+    the coordinator answers it with its arguments once approved."""
+    return Built({"tool": b.name, "arguments": b.args}, {"arguments": b.args})
+
+
 def tool_call_estimate(request: Mapping[str, JsonValue]) -> dict[str, int]:
     return {"toolCalls": 1}
 

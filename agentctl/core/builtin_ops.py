@@ -296,6 +296,10 @@ TOOLS: tuple[Operation, ...] = (
         _FULL,
         "pure",
         idempotency_choices=(I.PURE,),
+        # Answered in the coordinator; built and recorded only when held for an approval,
+        # and counted like any tool call (spec/cli.md §7: one toolCalls unit).
+        builder=b.build_tool_echo,
+        estimate=b.tool_call_estimate,
         capability="internal",
     ),
     # A tool of an MCP server; its declared idempotency is the workflow's word, never the

@@ -13,7 +13,8 @@ Invariants:
   waiting → held; approved (``requested``) → ``started`` with its tool-call row, in this
   transaction, so the caller dispatches it exactly once; rejected (``cancelled``) → rejected,
   with the resolution (its tool-call row already ended ``rejected`` with the approval);
-- a budget refusal records the overrun and no effect;
+- a budget refusal (of the call, or of a pure tool call it carries) records the overrun and
+  no effect;
 - ``nonInteractive``'s denial (``GatedCall.unattended_denial``) refuses only a call with no
   effect yet, writing nothing: a call already held was decided when it was held (someone
   could be asked then), so its approval, given since, still starts it.
@@ -87,12 +88,9 @@ def _hold_txn(conn: Db, gated: GatedCall) -> CallGate:
     call, now = gated.call, gated.call.now
     new = dataclasses.replace(call.effect, waiting_for_approval=True)
     run_id, task_id = new.run_id, new.task_id
-    tool_calls.insert_answered_txn(conn, run_id, call.answered, now)
-    reserved = budget.reserve_budget_txn(
-        conn, run_id, new.effect_id, call.reserve, now, trace_id=gated.trace_id
-    )
-    if not reserved.granted:
-        return CallGate("refused", reserved.exceeded or {})
+    refused = _refusal_txn(conn, gated)
+    if refused is not None:
+        return CallGate("refused", refused)
     effects.insert_effect_txn(conn, new, now)
     call_id = call.tool_call_id or new.effect_id
     tool_calls.insert_tool_call_txn(
@@ -122,6 +120,20 @@ def _hold_txn(conn: Db, gated: GatedCall) -> CallGate:
     state = {"runId": run_id, "event": "tool_call.held", "tasks": [{"taskId": task_id}]}
     audit.write_checkpoint_txn(conn, run_id, state, now)
     return CallGate("held")
+
+
+def _refusal_txn(conn: Db, gated: GatedCall) -> JsonObject | None:
+    """Reserve the pure tool calls the call carries, then the call; the overrun of the first
+    the budget refuses (None: all reserved)."""
+    call, trace_id = gated.call, gated.trace_id
+    run_id = call.effect.run_id
+    refused = tool_calls.insert_answered_txn(conn, run_id, call.answered, call.now, trace_id)
+    if refused is not None:
+        return refused
+    reserved = budget.reserve_budget_txn(
+        conn, run_id, call.effect.effect_id, call.reserve, call.now, trace_id=trace_id
+    )
+    return None if reserved.granted else (reserved.exceeded or {})
 
 
 def _approval(gated: GatedCall, call_id: str) -> approvals.NewApproval:

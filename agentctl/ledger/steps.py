@@ -250,12 +250,16 @@ def start_effects_txn(conn: Db, batch: EffectStartBatch) -> None:
 
 
 def record_and_start_call_txn(conn: Db, call: CallRecord) -> JsonObject | None:
-    """Reserve, record and start one agent call; returns the overrun when the budget refuses.
+    """Reserve, record and start one agent call; returns the overrun when the budget refuses
+    it or a pure tool call it carries (then naming that call's ``tool`` and ``toolCallId``).
 
-    A refusal still commits (the ``budget.exceeded`` record is durable) but records no effect.
+    A refusal still commits (the ``budget.exceeded`` record is durable) but records no effect;
+    the carried calls granted before it keep their rows.
     """
     new, now = call.effect, call.now
-    tool_calls.insert_answered_txn(conn, new.run_id, call.answered, now)  # a refusal keeps them
+    refused = tool_calls.insert_answered_txn(conn, new.run_id, call.answered, now, new.trace_id)
+    if refused is not None:
+        return refused
     outcome = budget.reserve_budget_txn(
         conn, new.run_id, new.effect_id, call.reserve, now, trace_id=new.trace_id
     )

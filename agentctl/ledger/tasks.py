@@ -6,7 +6,11 @@ Invariants:
 - every transition writes its audit event(s) and a checkpoint in the same transaction;
 - ``commit_tasks_txn`` applies a parallel batch in the given (compiled) order, then replaces
   working memory and writes ONE checkpoint — the whole batch is one transaction, and it is
-  kept to a handful of statements because it sits on the hot path (benchmarks/bench_ledger).
+  kept to a handful of statements because it sits on the hot path (benchmarks/bench_ledger);
+- an agent attempt's pure tool calls that no call of it carried (only a failing attempt
+  leaves any: an answer always goes to a next model call) get their rows and budget units
+  with its completion; one the budget refuses there gets no row, its overrun recorded, and
+  the task fails for its own reason.
 """
 
 from __future__ import annotations
@@ -246,7 +250,6 @@ def _complete_one(
         _refuse(conn, run_id, c.task_id, c.state)
     if c.agent:
         sessions.end_attempt_txn(conn, run_id, c.task_id, c.state, now, c.attempt)
-        insert_answered_txn(conn, run_id, c.answered, now)
     if c.artifacts or c.ingest_lease_ids:
         commit_artifact_refs_txn(
             conn, run_id, c.task_id, c.attempt, c.artifacts, c.ingest_lease_ids, now
@@ -296,8 +299,9 @@ def commit_tasks_txn(
     buffer = AuditBuffer() if w.buffer is None else w.buffer
     summary: list[JsonValue] = []
     for c in completions:
-        if c.artifacts or c.ingest_lease_ids:
-            flush_audits_txn(conn, run_id, buffer, now)  # artifact rows may audit: keep order
+        if c.artifacts or c.ingest_lease_ids or c.answered:  # rows that may audit: keep order
+            flush_audits_txn(conn, run_id, buffer, now)
+            insert_answered_txn(conn, run_id, c.answered, now, trace_id)  # a failed attempt's
         _complete_one(conn, run_id, c, now, w.known_texts)
         _add_completion_events(buffer, c, w, trace_id)
         summary.append({"taskId": c.task_id, "state": c.state, "attempt": c.attempt})

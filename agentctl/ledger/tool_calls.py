@@ -6,15 +6,19 @@ and ``call_id`` keys it within the run while ``provider_call_id`` keeps the mode
 A call answered without an effect (a pure tool: ``builtin.echo``) has no transaction of its
 own: its whole row (``succeeded``, no effect) rides the attempt's next write — its next call's
 record, or the task's completion — and is written once, however often a resume repeats it.
+Its budget units (one ``toolCalls``) are reserved and settled with its row, before anything
+of that write is recorded or dispatched, keyed by the call (``tool-call:<call_id>``): a call
+the budget refuses gets no row, and the write it rode stops there (spec/cli.md §7).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError
+from agentctl.ledger import budget
 from agentctl.ledger.artifacts.values import dumps_value, dumps_value_opt, loads_value
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all
 from agentctl.ledger.sql import Db
@@ -68,16 +72,30 @@ class AnsweredToolCall:
     tool: str
     input: JsonValue  # the arguments the model sent
     output: JsonValue  # what the model received
+    units: Mapping[str, int]  # its budget units (its kind's estimate): reserved, then spent
 
 
-def insert_answered_txn(conn: Db, run_id: str, calls: Sequence[AnsweredToolCall], now: str) -> None:
-    """Rows for calls answered without an effect; one already written (a resumed attempt
-    answering it again) is kept as it is."""
+def insert_answered_txn(
+    conn: Db,
+    run_id: str,
+    calls: Sequence[AnsweredToolCall],
+    now: str,
+    trace_id: str | None = None,
+) -> JsonObject | None:
+    """Rows for calls answered without an effect, each with its budget units; one already
+    written (a resumed attempt answering it again) is kept as it is and counts nothing again.
+
+    Returns the overrun (``{dimension, limit, attempted}`` + the refused call's ``tool`` and
+    ``toolCallId``) when the budget refuses a call: recorded as exceeded, that call and those
+    after it get no row."""
     for c in calls:
         if conn.execute(
             "SELECT 1 FROM tool_calls WHERE run_id = ? AND call_id = ?", (run_id, c.call_id)
         ).fetchone():
             continue
+        refused = _spend_txn(conn, run_id, c, now, trace_id)
+        if refused is not None:
+            return refused
         conn.execute(
             "INSERT INTO tool_calls (run_id, call_id, format_version, task_id, tool, status,"
             " input_json, output_json, created_at, completed_at, attempt, provider_call_id)"
@@ -96,6 +114,23 @@ def insert_answered_txn(conn: Db, run_id: str, calls: Sequence[AnsweredToolCall]
                 c.provider_call_id,
             ),
         )
+    return None
+
+
+def _spend_txn(
+    conn: Db, run_id: str, c: AnsweredToolCall, now: str, trace_id: str | None
+) -> JsonObject | None:
+    """Reserve the call's units, then settle them as spent (a pure call's use is known: it
+    was answered); the overrun when refused. Keyed by the call, so a repeat is a no-op."""
+    reservation = f"tool-call:{c.call_id}"
+    got = budget.reserve_budget_txn(conn, run_id, reservation, c.units, now, trace_id=trace_id)
+    if not got.granted:
+        return {**(got.exceeded or {}), "tool": c.tool, "toolCallId": c.call_id}
+    if not got.already_recorded:
+        budget.settle_budget_txn(
+            conn, run_id, reservation, c.units, now, trace_id=trace_id, held=c.units
+        )
+    return None
 
 
 def move_held_tool_call_txn(
