@@ -27,7 +27,11 @@ Invariants:
   committed with its tool-call row and budget settlement — no worker, nothing sent;
 - a refused reservation names what it refused: the call, or a pure tool call it carried.
 - a streaming model call (``stream: true``) dispatches with a ``FragmentKeeper``: each delta is
-  a durable stream event before the worker reads on; the call's outcome is unchanged by it.
+  a durable stream event before the worker reads on; the call's outcome is unchanged by it;
+- the files a succeeded tool call wrote are ingested (``ingest.Ingester``, the path actions
+  take) before its outcome commits, and kept per attempt until the driver takes them for the
+  task's completion (``take_ingested``); one over ``maxArtifactBytes`` fails the task once the
+  call's outcome (succeeded: the write happened) committed.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.ingest import Ingested, Ingester
 from agentctl.coordinator.modelcalls import model_spent
 from agentctl.coordinator.poolref import workers
 from agentctl.coordinator.store import Store
@@ -49,6 +54,7 @@ from agentctl.core.redact import Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import PolicyDeniedError, RunFailedError
 from agentctl.ledger.audit import PolicyVerdict
+from agentctl.ledger.budget import BudgetRefusedError
 from agentctl.ledger.effects import NewEffect
 from agentctl.ledger.held_calls import GatedCall
 from agentctl.ledger.model import CallRecord, EffectOutcome
@@ -132,10 +138,13 @@ class CallGateway:
     run_id: str
     trace_id: str
     context: RunContext
+    ingester: Ingester  # stores what tool calls write, as it does for actions
     # A provider's call counter is shared by every task using it (the fake provider's
     # scripted failures count per provider instance, spec/dsl.md §5).
     counters: dict[str, int] = field(default_factory=dict)
     on_stream: StreamListener | None = None  # shown each persisted stream event, live
+    # What each running attempt's tool calls stored so far, by (task, attempt).
+    ingested: dict[tuple[str, int], Ingested] = field(default_factory=dict)
 
     def next_call_number(self, provider: str) -> int:
         self.counters[provider] = self.counters.get(provider, 0) + 1
@@ -270,8 +279,11 @@ class CallGateway:
         )
         reply = _redacted(call, await workers(self.pool).execute(msg, on_fragment=keeper))
         crash_point(CrashPoint.AFTER_RESULT)
+        refused = await self._ingest(call, reply)
         await self.store.finish_effects([self._outcome(new, call, reply)])
         crash_point(CrashPoint.AFTER_OUTCOME)
+        if refused is not None:
+            raise refused
         if reply.type == "result":
             return reply.output
         if reply.uncertain:
@@ -279,6 +291,25 @@ class CallGateway:
         raise RunFailedError(
             f"{call.operation}: {reply.error.message}", retryable=reply.error.retryable
         )
+
+    async def _ingest(self, call: AgentCall, reply: Result | Failure) -> BudgetRefusedError | None:
+        """Store the files a succeeded call wrote, as an action's effect would (before its
+        outcome commits, so the leases hold the blobs until the completion names them); a
+        refusal over ``maxArtifactBytes`` is returned, raised once the outcome committed."""
+        if reply.type != "result" or not reply.artifacts:
+            return None
+        try:
+            files = await self.ingester.ingest(call.task_id, reply.artifacts)
+        except BudgetRefusedError as exc:
+            return exc
+        key = (call.task_id, call.attempt)
+        self.ingested[key] = self.ingested.get(key, Ingested()).plus(files)
+        return None
+
+    def take_ingested(self, task_id: str, attempt: int) -> Ingested:
+        """What the attempt's tool calls stored in this drive, handed over (and forgotten
+        here) for its completion to reference on success and release the leases of."""
+        return self.ingested.pop((task_id, attempt), Ingested())
 
     def _outcome(self, new: NewEffect, call: AgentCall, reply: Result | Failure) -> EffectOutcome:
         if reply.type == "result":

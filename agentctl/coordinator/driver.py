@@ -31,6 +31,7 @@ import trio
 from agentctl.coordinator.calls import AgentAwaitingApproval, AgentUncertain, CallGateway
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.execute import EffectRunner, settle_recorded
+from agentctl.coordinator.ingest import Ingester
 from agentctl.coordinator.live import Inflight, Live, Retention, settle_output
 from agentctl.coordinator.poolref import workers
 from agentctl.coordinator.prepare import (
@@ -94,11 +95,11 @@ class Driver:
         self.schedule = Scheduler(rs.plan, live.states)
         self.retention = Retention(rs.plan, live.states, keep_all=rs.check_mode)
         self.staged = Staged()  # results applied to ``live``, not yet committed
-        self.effects = EffectRunner(
-            store, pool, clock, rs.run_id, trace_id, rs.workspace, ingest=artifacts
-        )
+        # One ingestion path for an action's files and an agent's tool calls' files.
+        ingester = Ingester(store, clock, rs.run_id, trace_id, rs.workspace, enabled=artifacts)
+        self.effects = EffectRunner(store, pool, clock, rs.run_id, trace_id, ingester)
         self.gateway = CallGateway(
-            store, pool, clock, rs.run_id, trace_id, rs.context, on_stream=on_stream
+            store, pool, clock, rs.run_id, trace_id, rs.context, ingester, on_stream=on_stream
         )
         self.on_progress = on_progress or (lambda _task, _state: None)
         self._view: ev.RuntimeView | None = None  # the last view made (``view``)
@@ -399,7 +400,9 @@ class Driver:
         done: dict[int, Step],
     ) -> None:
         if isinstance(step, RunningAgent):
-            done[id(step)] = await self._run_agent(step)
+            got = await self._run_agent(step)
+            # Its tool calls' files: referenced if it succeeded, their leases released anyway.
+            done[id(step)] = self.gateway.take_ingested(step.task.id, step.attempt).settle(got)
         else:
             done[id(step)] = await self.effects.run(step, view.memory, committer)
 

@@ -3,7 +3,8 @@
 The driver hands this module a ``StartedEffect`` (its ``started`` row is durable) and gets back
 a ``Settled`` task result. Worker effects go to the pool; effects on state the coordinator owns
 run through ``local.LOCAL_OPERATIONS``. A confirmed mutation's files are ingested into the
-artifact store before the task can complete.
+artifact store (``ingest.Ingester``, shared with agents' tool calls) before the task can
+complete.
 
 Invariants:
 - each outcome becomes durable exactly once: either at once through the group committer (so a
@@ -23,12 +24,12 @@ Invariants:
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.ingest import Ingester
 from agentctl.coordinator.local import LOCAL_OPERATIONS, LocalResult, recorded_delta
 from agentctl.coordinator.poolref import workers
 from agentctl.coordinator.steps import Settled, StartedEffect
@@ -44,15 +45,13 @@ from agentctl.errors import TaskDiskFullError
 from agentctl.ledger.artifacts.refs import ArtifactRef
 from agentctl.ledger.budget import BudgetRefusedError
 from agentctl.ledger.effects import EffectRecord
-from agentctl.ledger.model import EffectOutcome, IngestRequest, MemoryEntry, MemoryPut
+from agentctl.ledger.model import EffectOutcome, MemoryEntry, MemoryPut
 from agentctl.ledger.remote import RemoteHandleRecord
 
 if TYPE_CHECKING:  # a pure run imports neither the pool nor its wire (``poolref``)
     from agentctl.coordinator.workerpool import HandleSink, WorkerPool
     from agentctl.core.protocols import ProtocolEvidence
     from agentctl.mailbox.messages import Failure, RemoteHandle
-
-MAX_ARTIFACT_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -99,8 +98,7 @@ class EffectRunner:
     clock: Clock
     run_id: str
     trace_id: str
-    workspace: str
-    ingest: bool  # whether confirmed mutations' files go into the artifact store
+    ingester: Ingester  # where confirmed mutations' files go (the run's artifact store)
 
     async def run(
         self, step: StartedEffect, memory: Mapping[str, JsonValue], committer: GroupCommitter | None
@@ -181,15 +179,20 @@ class EffectRunner:
         if not isinstance(reply, Result):
             return _failed(reply)
         output: JsonObject = dict(reply.output)
-        if not reply.artifacts or not self.ingest:  # a shell step's usual reply: no files
+        if not reply.artifacts:  # a shell step's usual reply: no files
             return Execution("succeeded", output, usage=reply.usage, protocol=wire)
         try:
-            refs, leases = await self._ingest(step.task.id, reply.artifacts)
+            files = await self.ingester.ingest(step.task.id, reply.artifacts)
         except BudgetRefusedError as exc:
             used = reply.usage
             return Execution("succeeded", output, usage=used, task_error=exc.message, protocol=wire)
         return Execution(
-            "succeeded", output, usage=reply.usage, artifacts=refs, lease_ids=leases, protocol=wire
+            "succeeded",
+            output,
+            usage=reply.usage,
+            artifacts=files.refs,
+            lease_ids=files.lease_ids,
+            protocol=wire,
         )
 
     def _handle_sink(self) -> HandleSink:
@@ -208,27 +211,6 @@ class EffectRunner:
             await self.store.record_remote_handle(record, handle.protocol_evidence)
 
         return persist
-
-    async def _ingest(
-        self, task_id: str, paths: list[str]
-    ) -> tuple[tuple[ArtifactRef, ...], tuple[str, ...]]:
-        """Ingest the files a confirmed mutation wrote (each ≤ 16 MiB) into the artifact store."""
-        refs: list[ArtifactRef] = []
-        leases: list[str] = []
-        for rel in paths:
-            path = os.path.join(self.workspace, rel)
-            try:
-                size = os.stat(path).st_size
-            except OSError:
-                continue  # gone again: nothing to keep
-            if size > MAX_ARTIFACT_BYTES or not os.path.isfile(path):
-                continue
-            got = await self.store.ingest_artifact(
-                IngestRequest(path, self.clock.now(), self.run_id, task_id, self.trace_id)
-            )
-            refs.append(got.ref(rel))
-            leases.append(got.lease_id)
-        return tuple(refs), tuple(leases)
 
 
 def _failed(reply: Failure) -> Execution:
