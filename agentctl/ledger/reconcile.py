@@ -9,6 +9,10 @@ Invariants (spec/cli.md §4):
   applied) effect of the same run or of a compensation run sourced from it;
 - an ``effect.reconciled`` audit event and a checkpoint commit with the record; the event
   also carries the operator's ``Grounds`` (policy authorization, result schema) when given;
+- a ``started`` effect of a run a live process drives (its lease: ``runs.has_live_owner``) is
+  not reconciled: that coordinator is executing it and will record its outcome, which an
+  operator's conclusion would contradict (``OwnershipError``, exit 5) — only an effect whose
+  driver is gone (a crash) has an outcome nobody else will learn;
 - an ``applied`` or ``not_applied`` record settles the effect's budget reservation in the same
   transaction when it is still active (``budget_release.settle_reconciled_txn``): the first
   such record does, a later one finds it settled and counts nothing again.
@@ -22,8 +26,8 @@ from dataclasses import dataclass
 
 from agentctl.core.effects import check_reconciliation
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.errors import InvalidOperationError
-from agentctl.ledger import sessions, tool_calls
+from agentctl.errors import InvalidOperationError, OwnershipError
+from agentctl.ledger import runs, sessions, tool_calls
 from agentctl.ledger.artifacts.values import dumps_value, dumps_value_opt, loads_value
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.budget_release import settle_reconciled_txn
@@ -162,6 +166,18 @@ def _check_rules(
         _check_compensation(conn, effect, r.compensation_effect_id)
 
 
+def _refuse_live(conn: Db, effect: EffectRecord, now: str) -> None:
+    """Refuse an effect still executing under the live process that drives its run."""
+    if effect.status == "started" and runs.has_live_owner(conn, effect.run_id, now):
+        raise OwnershipError(
+            f"effect {effect.effect_id} is still being executed by the live coordinator of "
+            f"run {effect.run_id}, which will record its outcome; nothing was recorded "
+            "(wait for the run to end; an effect only a crashed coordinator started is "
+            "reconciled after it)",
+            run_id=effect.run_id,
+        )
+
+
 @dataclass(frozen=True)
 class Grounds:
     """What an operator's reconciliation rests on beyond its evidence: the policy's
@@ -197,6 +213,7 @@ def reconcile_effect_txn(
     agent tool call's row is finished with ``tool_output`` (None: the result); an applied model
     call's usage is priced at ``rates`` (None: its price is unknown)."""
     effect = get_effect(conn, effect_id)
+    _refuse_live(conn, effect, now)
     history = list_reconciliations(conn, effect_id=effect_id)
     record = ReconciliationRecord(
         reconciliation_id=reconciliation_id or f"reconciliation-{uuid.uuid4()}",

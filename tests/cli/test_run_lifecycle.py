@@ -153,6 +153,29 @@ def test_second_driver_of_a_live_run_is_refused(
     assert proc.returncode == 130
 
 
+def test_an_effect_a_live_coordinator_executes_is_not_reconciled(
+    cli, start_cli, write_workflow, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    wf = write_workflow(SLOW)
+    db = tmp_path / "r.db"
+    proc = _start(start_cli, wf, db)
+    run_id = _wait_for_running(cli, db)
+    [effect] = cli("--output", "json", "effects", "list", run_id, "--db", str(db)).data["effects"]
+    assert effect["status"] == "started"
+    settle = ("effects", "reconcile", effect["effectId"], "--db", str(db))
+    early = cli("--output", "json", *settle, "--status", "not-applied", "--reason", "too soon")
+    assert early.rc == 5  # its coordinator will record the outcome itself
+    assert "live coordinator" in early.error["error"]["message"]
+    shown = cli("--output", "json", "effects", "inspect", effect["effectId"], "--db", str(db))
+    assert shown.data["reconciliations"] == []  # nothing was recorded
+    proc.kill()  # now nothing drives the run: its started effect is the operator's to settle
+    proc.communicate(timeout=10)
+    late = cli("--output", "json", *settle, "--status", "not-applied", "--reason", "it crashed")
+    assert late.rc == 0, late.stderr
+    for sleeper in _sleepers():  # the orphaned worker's child, if it outlived the kill
+        sleeper.kill()
+
+
 HELLO = """\
 apiVersion: agentctl.dev/v1alpha1
 kind: Workflow
