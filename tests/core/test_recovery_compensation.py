@@ -227,6 +227,16 @@ def test_a_childs_engine_bindings_reach_its_step_as_bindings_not_vars() -> None:
     assert stored.task(child.compensation_task_id).vars == task.vars
 
 
+def test_naming_an_aggregate_selects_its_children() -> None:
+    compiled = compile_yaml(FANNED)
+    plan = plan_compensation(succeeded_run(compiled), compiled.plan, tasks=["fan"])
+    children = compiled.plan.task("fan").children
+    assert plan.executable and plan.blocked == ()
+    assert sorted(s.source_task_id for s in plan.steps) == sorted(children)
+    one = plan_compensation(succeeded_run(compiled), compiled.plan, tasks=[children[1]])
+    assert [s.source_task_id for s in one.steps] == [children[1]]
+
+
 def test_bindings_for_a_task_the_document_lacks_are_the_callers_bug() -> None:
     compiled = compile_yaml(FANNED)
     with pytest.raises(ValueError, match="nope"):

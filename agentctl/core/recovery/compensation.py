@@ -199,6 +199,9 @@ def _pending_block(task_id: str, holder: OpenInverse, effect_ids: list[str]) -> 
 
 
 def _selection(plan: Plan, tasks: Sequence[str] | None) -> tuple[list[Block], set[str]]:
+    """The tasks whose effects are undone: every one that declares ``compensate``, or those
+    ``--task`` names — an aggregate (foreach, matrix, loop) standing for its expanded children,
+    which carry the declaration — and the blocks of names that select nothing."""
     if tasks is None:
         return [], {t.id for t in plan.tasks if t.compensate is not None}
     blocks: list[Block] = []
@@ -212,18 +215,31 @@ def _selection(plan: Plan, tasks: Sequence[str] | None) -> tuple[list[Block], se
                     f"task {task_id} is not a task of the source run's plan",
                 )
             )
-        elif plan.task(task_id).compensate is None:
-            blocks.append(
-                Block(
-                    task_id,
-                    "compensation_not_declared",
-                    f"task {task_id} declares no `compensate` action",
-                    plan.task(task_id).definition_fingerprint or None,
-                )
+            continue
+        declaring = _declaring(plan, task_id)
+        if declaring:
+            selected.update(declaring)
+            continue
+        task = plan.task(task_id)
+        scope = " nor do its expanded children" if task.children else ""
+        blocks.append(
+            Block(
+                task_id,
+                "compensation_not_declared",
+                f"task {task_id} declares no `compensate` action{scope}",
+                task.definition_fingerprint or None,
             )
-        else:
-            selected.add(task_id)
+        )
     return blocks, selected
+
+
+def _declaring(plan: Plan, task_id: str) -> list[str]:
+    """``task_id`` if it declares ``compensate``, else those of its expanded descendants that
+    do (an aggregate's children, theirs in turn)."""
+    task = plan.task(task_id)
+    if task.compensate is not None:
+        return [task_id]
+    return [found for child in task.children for found in _declaring(plan, child)]
 
 
 def _classify(
