@@ -131,6 +131,12 @@ class Driver:
                 await trio.sleep(0.01)
                 continue
             await self._run_batch(ready)
+        if self.stopped and self.live.halted is None:
+            # A failure stopped the drive; a task whose approval was rejected still fails now
+            # (no work to do): left waiting, it would keep the run paused (spec/cli.md §5).
+            settle = self.schedule.ready_tasks(self._rejected, len(self.live.states))
+            if settle:
+                await self._run_batch(settle)
 
     def _eligible(self, task: PlannedTask) -> bool:
         state = self.live.states[task.id]
@@ -141,14 +147,14 @@ class Driver:
             return False
         return state not in WAITING or self._resolved(task.id)
 
+    def _rejected(self, task: PlannedTask) -> bool:
+        return self.live.decision(task.id) == "cancelled"
+
     def _resolved(self, task_id: str) -> bool:
         """A waiting task can move once an operator resolved its effect or approval."""
-        found = self.live.inflight.get(task_id)
-        if found is None:
-            return False
         if self.live.states[task_id] == "waiting_for_approval":
-            return found.effect.status in ("requested", "cancelled")
-        return True
+            return self.live.decision(task_id) is not None
+        return task_id in self.live.inflight
 
     def _final_state(self) -> str:
         states = set(self.live.states.values())
@@ -156,7 +162,7 @@ class Driver:
             return "blocked"
         if self.live.halted is not None:
             return "halted"
-        if "waiting_for_approval" in states:
+        if self.live.awaits_operator():
             return "paused"
         if self.stopped or "failed" in states:
             return "failed"

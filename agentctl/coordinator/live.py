@@ -48,6 +48,22 @@ class Live:
     not_before: dict[str, float] = field(default_factory=dict)
     halted: str | None = None  # why the drive stopped early, the run left resumable
 
+    def decision(self, task_id: str) -> str | None:
+        """An operator's decision on a task found waiting for its approval: its effect
+        ``requested`` (approved) or ``cancelled`` (rejected); None while nobody decided, or
+        when the task was held in this drive (it is not among those found mid-flight)."""
+        found = self.inflight.get(task_id)
+        if found is None or self.states[task_id] != "waiting_for_approval":
+            return None
+        status = found.effect.status
+        return status if status in ("requested", "cancelled") else None
+
+    def awaits_operator(self) -> bool:
+        """Whether an approval is still undecided: only that keeps a stopped drive's run
+        ``paused`` (a decided one leaves an operator nothing to do)."""
+        waiting = (t for t, s in self.states.items() if s == "waiting_for_approval")
+        return any(self.decision(t) is None for t in waiting)
+
 
 def live_from(state: LiveState) -> Live:
     """The mirror of a run, built from the ledger's snapshot (no outputs: read on demand)."""

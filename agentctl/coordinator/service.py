@@ -373,12 +373,16 @@ async def _finish(
                 final, output = "failed", None
                 errors = {**live.errors, "outputs": exc.message}
     state = {"blocked": "running", "halted": "running"}.get(final, final)
+    # An approved task a failure stopped before it started is as never started as a pending one.
     never_started = tuple(
-        t for t, st in live.states.items() if st == "pending" and final == "failed"
+        t for t, st in live.states.items() if st in _NOT_STARTED and final == "failed"
     )
     pid, trace = os.getpid(), req.trace_id
     await store.settle_run(SettleRun(req.run_id, state, output, now, pid, never_started, trace))
     return RunOutcome(req.run_id, req.trace_id, final, output, errors)
+
+
+_NOT_STARTED = frozenset({"pending", "waiting_for_approval"})
 
 
 def _stop(req: DriveRequest, live: Live, now: str, state: str, reason: str | None) -> CancelRun:

@@ -1,0 +1,79 @@
+"""One ``resume`` settles every decided approval (spec/cli.md §5, §9; docs/operations.md §5).
+
+A run paused at two held writes: once both are decided and at least one was rejected, the
+``resume`` fails the rejected task ("approval rejected") and ends the run ``failed`` (exit 4,
+its ``RunOutcome`` printed). It used to pause again (exit 3) with nothing pending: the
+rejected task's failure stopped the drive before the other decided task was reached, and a
+task still ``waiting_for_approval`` kept the run ``paused`` though nobody had anything left to
+decide — it took a second ``resume`` to finish the run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import Cli
+
+WF = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: { name: decided }
+spec:
+  policy: { writableRoots: [out] }
+  actions: { save: { kind: builtin.write } }
+  tasks:
+    - { id: a, uses: "action:save", with: { path: out/a.txt, content: a } }
+    - { id: b, uses: "action:save", with: { path: out/b.txt, content: b } }
+"""
+
+
+def _json(cli: Cli, *args: str) -> Any:
+    return cli("--output", "json", *args, "--db", "r.db")
+
+
+def _paused_with_two(cli: Cli, tmp_path: Path) -> tuple[str, list[str]]:
+    (tmp_path / "wf.yaml").write_text(WF)
+    paused = _json(cli, "run", "wf.yaml")
+    assert paused.rc == 3, paused.stderr
+    run_id = str(paused.data["runId"])
+    approvals = _json(cli, "approvals", "list", run_id).data["approvals"]
+    assert [a["taskId"] for a in approvals] == ["a", "b"]
+    return run_id, [str(a["approvalId"]) for a in approvals]
+
+
+def _tasks(cli: Cli, run_id: str) -> dict[str, tuple[str, str | None]]:
+    data = _json(cli, "inspect", run_id).data
+    assert data["approvals"] == []  # nothing left pending in the finished run
+    return {t["taskId"]: (t["state"], t["error"]) for t in data["tasks"]}
+
+
+def test_two_rejections_fail_the_run_in_one_resume(cli: Cli, tmp_path: Path) -> None:
+    run_id, (first, second) = _paused_with_two(cli, tmp_path)
+    for approval in (first, second):
+        assert _json(cli, "approvals", "reject", approval, "--reason", "no").rc == 0
+    resumed = _json(cli, "resume", run_id)
+    assert resumed.rc == 4, resumed.stdout + resumed.stderr
+    assert resumed.data["state"] == "failed"
+    rejected = ("failed", "approval rejected")
+    assert _tasks(cli, run_id) == {"a": rejected, "b": rejected}
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_rejection_beside_an_approval_fails_the_run_in_one_resume(
+    cli: Cli, tmp_path: Path
+) -> None:
+    run_id, (first, second) = _paused_with_two(cli, tmp_path)
+    assert _json(cli, "approvals", "reject", first, "--reason", "no").rc == 0
+    assert _json(cli, "approvals", "approve", second, "--reason", "ok").rc == 0
+    resumed = _json(cli, "resume", run_id)
+    assert resumed.rc == 4, resumed.stdout + resumed.stderr
+    assert resumed.data["state"] == "failed"
+    states = _tasks(cli, run_id)
+    assert states["a"] == ("failed", "approval rejected")
+    # The failure stopped the run before the approved write started: it never will, and
+    # its reservation is settled with nothing, as for any task a failed run did not start.
+    assert states["b"][0] == "cancelled"
+    assert not (tmp_path / "out" / "b.txt").exists()
+    budget = _json(cli, "inspect", run_id).data["budget"]
+    assert all(v == 0 for v in budget["reserved"].values())
