@@ -130,7 +130,8 @@ def prepare_recorded(
 def _not_recreated(recorded: EffectRecord, approved: bool) -> str:
     """Why a recorded effect was not re-created, and what the operator can do. Its identity
     covers its operation and input, so its input changed: memory or an output it reads was
-    written since (by a sibling task, while it waited for its approval)."""
+    written since (by a sibling task, while it waited for its approval), or a secret it uses
+    resolves to another value in this invocation (its digest is part of the input)."""
     effect, run = recorded.effect_id, recorded.run_id
     if recorded.status != "requested":  # it started: what it did is unknown until reconciled
         return (
@@ -141,8 +142,9 @@ def _not_recreated(recorded: EffectRecord, approved: bool) -> str:
     if approved:
         return (
             f"effect {effect} was approved, but its input has changed since (another task "
-            "wrote what it reads) and the approval does not cover the new input; it never "
-            f"started: {retry} and asks for a new approval"
+            "wrote what it reads, or a secret it uses now resolves to another value) and the "
+            f"approval does not cover the new input; it never started: {retry} and asks for "
+            "a new approval"
         )
     return f"effect {effect} never started and its input has changed since it was recorded: {retry}"
 

@@ -59,3 +59,39 @@ def test_an_approved_effect_whose_input_changed_names_the_retry_that_asks_again(
     done = cli("--output", "json", "resume", retry_id, *DB)
     assert done.rc == 0, done.stderr
     assert done.data["output"]["s"]["stdout"] == "b"
+
+
+SECRET_ENV = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: { name: secret-drift }
+spec:
+  policy: { processAllowlist: [sh], environmentAllowlist: [DRIFT_TOKEN] }
+  actions:
+    show:
+      kind: builtin.shell.exec
+      command: /bin/sh
+      args: ["-c", "echo ok"]
+      env: { T: { env: DRIFT_TOKEN } }
+      timeoutSeconds: 5
+  tasks: [ { id: s, uses: "action:show" } ]
+"""
+
+
+def test_a_secret_that_changed_since_the_approval_is_named_as_a_cause(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The approved effect's input holds the secret's digest: resumed where the variable has
+    # another value, the effect is not the one approved, and the message must not blame a
+    # sibling task (there is none) but name the secret as a possible cause.
+    (tmp_path / "wf.yaml").write_text(SECRET_ENV, encoding="utf-8")
+    paused = cli("--output", "json", "run", "wf.yaml", *DB, env={"DRIFT_TOKEN": "tok-first-77"})
+    assert paused.rc == 3, paused.stderr
+    run_id = paused.data["runId"]
+    _approve_only(cli, run_id)
+    resumed = cli("resume", run_id, *DB, env={"DRIFT_TOKEN": "tok-second-88"})
+    assert resumed.rc == 4, resumed.stderr
+    message = " ".join(resumed.stderr.split())
+    assert "was approved, but its input has changed since" in message
+    assert "a secret it uses now resolves to another value" in message
+    assert "tok-second-88" not in resumed.stderr and "tok-first-77" not in resumed.stderr
