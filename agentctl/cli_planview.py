@@ -36,6 +36,14 @@ def _blocks(items: JsonValue, task_key: str) -> list[str]:
     return ["", "blocked:", *lines] if lines else []
 
 
+def _warnings(items: JsonValue) -> list[str]:
+    """The plan's warnings, each on its own line: they name work the plan leaves out (a task's
+    effects that belong to an earlier run, a result not carried over), which no other line
+    shows — a plan with nothing to run must not read as nothing to do."""
+    lines = [f"warning: {w}" for w in as_list(items)]
+    return ["", *lines] if lines else []
+
+
 def _effects(data: JsonObject) -> str:
     fresh = as_object(data.get("freshEffectSummary"))
     by_class = as_object(fresh.get("byClass"))
@@ -64,6 +72,7 @@ def recovery_plan_view(kind: str, data: JsonObject) -> View:
         if data.get("reason"):
             lines.append(_row("reason", str(data.get("reason"))))
         lines += _blocks(data.get("blockedReuse"), "taskId")
+        lines += _warnings(data.get("warnings"))
         return "\n".join(lines) + "\n"
 
     return human
@@ -85,6 +94,7 @@ def compensation_plan_view(data: JsonObject) -> View:
         if done:
             lines.append(f"  already compensated: {len(done)} effect(s)")
         lines += _blocks(data.get("blocked"), "taskId")
+        lines += _warnings(data.get("warnings"))
         return "\n".join(lines) + "\n"
 
     return human

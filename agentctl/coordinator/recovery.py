@@ -25,7 +25,7 @@ from agentctl.core import recovery as rc
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.plan import Plan
 from agentctl.core.states import RunState, TaskState
-from agentctl.errors import AgentctlError
+from agentctl.errors import AgentctlError, NotFoundError
 from agentctl.ledger.artifacts.refs import ArtifactRef, ArtifactRefRecord
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import DerivedRun, SourceSnapshot
@@ -37,28 +37,13 @@ def load_source(ledger: RunLedger, run_ref: str) -> tuple[RunRecord, rc.SourceRu
     """The source run record and its planner view."""
     snap = ledger.load_source(run_ref)
     run = snap.run
-    latest = {r.effect_id: r.status for r in snap.reconciliations}
-    by_task: dict[str, list[rc.SourceEffect]] = {}
-    for e in snap.effects:
-        by_task.setdefault(e.task_id, []).append(
-            rc.SourceEffect(
-                effect_id=e.effect_id,
-                task_id=e.task_id,
-                attempt=e.attempt,
-                operation=e.operation,
-                effect_class=e.effect_class,
-                idempotency=e.idempotency,
-                status=e.status,
-                confirmed=e.confirmed,
-                reconciliation=latest.get(e.effect_id),
-            )
-        )
     arts: dict[str, list[JsonObject]] = {}
     for ref in snap.artifacts:
         arts.setdefault(ref.task_id, []).append(
             {"path": ref.logical_path, "digest": ref.digest, "sizeBytes": ref.size_bytes}
         )
-    context = _SourceContext(by_task, arts, _needs(run.plan))
+    lineage = _Lineage(ledger, {run.run_id: snap})
+    context = _SourceContext(_effects_by_task(snap), arts, _needs(run.plan), lineage)
     source_tasks = {t.task_id: context.task(t) for t in snap.tasks}
     view = rc.SourceRun(
         run_id=run.run_id,
@@ -108,6 +93,59 @@ def _needs(plan: JsonValue) -> dict[str, tuple[str, ...]]:
     return found
 
 
+def _effects_by_task(snap: SourceSnapshot) -> dict[str, list[rc.SourceEffect]]:
+    """A run's effects as the planner sees them, by task, each with its latest reconciliation."""
+    latest = {r.effect_id: r.status for r in snap.reconciliations}
+    by_task: dict[str, list[rc.SourceEffect]] = {}
+    for e in snap.effects:
+        by_task.setdefault(e.task_id, []).append(
+            rc.SourceEffect(
+                effect_id=e.effect_id,
+                task_id=e.task_id,
+                attempt=e.attempt,
+                operation=e.operation,
+                effect_class=e.effect_class,
+                idempotency=e.idempotency,
+                status=e.status,
+                confirmed=e.confirmed,
+                reconciliation=latest.get(e.effect_id),
+            )
+        )
+    return by_task
+
+
+@dataclass(frozen=True)
+class _Lineage:
+    """The runs a source's reused tasks came from, each read once (``inherited``)."""
+
+    ledger: RunLedger
+    snaps: dict[str, SourceSnapshot]
+
+    def inherited(self, task: TaskRecord) -> tuple[rc.SourceEffect, ...] | None:
+        """The effects of the run that executed ``task`` (a reused task: its provenance is
+        followed back through every retry or repair that reused it again; reconciliations as
+        they are now); () for a task its own run executed; None when a run on the way is gone.
+        Provenance always names an older run, so the walk ends."""
+        while task.disposition == "reused":
+            run_id, name = task.source_run_id, task.source_task_id or task.task_id
+            snap = None if run_id is None else self._snapshot(run_id)
+            found = [t for t in snap.tasks if t.task_id == name] if snap is not None else []
+            if snap is None or not found:
+                return None
+            if found[0].disposition != "reused":
+                return tuple(_effects_by_task(snap).get(name, ()))
+            task = found[0]
+        return ()
+
+    def _snapshot(self, run_id: str) -> SourceSnapshot | None:
+        if run_id not in self.snaps:
+            try:
+                self.snaps[run_id] = self.ledger.load_source(run_id)
+            except NotFoundError:
+                return None
+        return self.snaps[run_id]
+
+
 @dataclass(frozen=True)
 class _SourceContext:
     """A source run's effects, artifacts and needs by task, read once for its recovery records."""
@@ -115,6 +153,7 @@ class _SourceContext:
     by_task: Mapping[str, list[rc.SourceEffect]]
     arts: Mapping[str, list[JsonObject]]
     needs: Mapping[str, tuple[str, ...]]
+    lineage: _Lineage
 
     def task(self, t: TaskRecord) -> rc.SourceTask:
         return rc.SourceTask(
@@ -131,6 +170,7 @@ class _SourceContext:
             artifacts=tuple(self.arts.get(t.task_id, ())),
             effects=tuple(self.by_task.get(t.task_id, ())),
             needs=self.needs.get(t.task_id, ()),
+            inherited_effects=self.lineage.inherited(t),
         )
 
 

@@ -108,3 +108,26 @@ def test_only_the_failed_child_and_descendants_run_again(
     reused = set(done.data["reusedTasks"])
     assert reused and not (reused & again)
     assert (tmp_path / "tail.txt").read_text() == "tail\n"
+
+
+NAMED = {"foreach": "fan", "matrix": "grid", "loop": "poll", "subworkflow": "call"}
+
+
+@pytest.mark.parametrize("feature", sorted(FEATURES))
+def test_naming_the_written_task_as_a_root_runs_its_children_again(
+    feature: str, cli, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    # The expanded children do the work of the task the user wrote; its aggregate only
+    # collects their outputs. `--from fan` must execute the children, not the aggregate alone
+    # (which would leave the changed children blocked, or a retry re-running nothing).
+    wf, db, source, _child = _source(cli, tmp_path, feature)
+    wf.write_text(wf.read_text().replace("content: x", "content: y"))
+    name = NAMED[feature]
+    done = cli(
+        "--output", "json", "repair", str(wf), source, "--from", name, "--restart-successful",
+        "--db", str(db),
+    )  # fmt: skip
+    assert done.rc == 0, done.stdout + done.stderr
+    files = sorted((tmp_path / "out").iterdir())
+    assert len(files) == 3 and {f.read_text() for f in files} == {"y"}
+    assert done.data["reusedTasks"] == []

@@ -81,3 +81,30 @@ def test_a_compensation_plan_lists_each_inverse_and_the_outcome_what_it_undid(
         f"compensation plan for run {source}: nothing to run",
         "  already compensated: 1 effect(s)",
     ]
+
+
+def test_plan_views_print_the_plans_warnings(cli: Cli, tmp_path: Path) -> None:
+    # A warning is the only hint a plan gives of work it leaves out: compensating a retry whose
+    # mutation was reused from its source is "nothing to run" — the effect is the source's.
+    shutil.copy(EXAMPLES / "e7-compensation.yaml", tmp_path / "wf.yaml")
+    source = cli("--output", "json", "run", "wf.yaml", "--db", "r.db").error["error"]["runId"]
+    retried = cli("--output", "json", "retry", "wf.yaml", source, "--failed", "--db", "r.db")
+    retry = retried.error["error"]["runId"]
+    plan = cli("compensate", retry, "--plan", "--db", "r.db")
+    assert plan.rc == 0, plan.stderr
+    assert plan.stdout.splitlines() == [
+        f"compensation plan for run {retry}: nothing to run",
+        "",
+        f"warning: task make was reused by run {retry}; its effects belong to an earlier run "
+        "— compensate that run",
+    ]
+    # A repair that drops a task says its result is not carried over.
+    text = (tmp_path / "wf.yaml").read_text()
+    (tmp_path / "wf.yaml").write_text(text[: text.index("    - id: verify")])
+    args = ("repair", "wf.yaml", source, "--from", "make", "--restart-successful", "--plan")
+    repair = cli(*args, "--db", "r.db")
+    assert repair.rc == 0, repair.stdout + repair.stderr
+    assert repair.stdout.splitlines()[-1] == (
+        f"warning: task verify of run {source} is not in the target workflow; its result is "
+        "not carried over"
+    )

@@ -406,3 +406,20 @@ def test_closure_effects_of_dependants_are_checked_too() -> None:
     source = with_task(succeeded_run(base()), "e", effects=(effect("e", status="uncertain"),))
     plan = repair(source, base(), "d")
     assert rules(plan) == ["unreconciled_effect"] and plan.blocked[0].task_id == "e"
+
+
+def test_a_reused_closure_task_is_judged_by_the_effects_it_inherited() -> None:
+    # A task the source reused has no effects of its own; executing it again repeats the
+    # effects of the run that executed it, so those block as the source's own would.
+    shell = effect("c", "builtin.shell.exec", "process_execution", "unknown")
+    reused = with_task(succeeded_run(base()), "c", disposition="reused", effects=())
+    safe = repair(with_task(reused, "c", inherited_effects=()), base(), "b")
+    assert safe.compatible and "c" in safe.execute
+    unsafe = repair(with_task(reused, "c", inherited_effects=(shell,)), base(), "b")
+    assert rules(unsafe) == ["unreconciled_effect"] and unsafe.blocked[0].task_id == "c"
+    lost = repair(with_task(reused, "c", inherited_effects=None), base(), "b")
+    assert rules(lost) == ["indirect_effect_history"] and lost.blocked[0].full_fork_required
+    undone = with_task(
+        reused, "c", inherited_effects=(dataclasses.replace(shell, reconciliation="compensated"),)
+    )
+    assert rules(repair(undone, base(), "d")) == ["reuse_effect_provenance"]

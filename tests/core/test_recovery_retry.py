@@ -189,3 +189,28 @@ def test_reason_is_recorded() -> None:
         reason="flaky disk",
     )
     assert plan.to_json()["reason"] == "flaky disk"
+
+
+FANNED = """
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: fanned }
+spec:
+  policy: { approval: never }
+  actions: { put: { kind: builtin.assign } }
+  tasks:
+    - { id: fan, uses: action:put, foreach: { items: [ada, lin], maxItems: 2 }, with: { n: "${{ vars.item }}" } }
+    - { id: after, uses: action:put, needs: [fan], with: { n: 0 } }
+"""
+
+
+def test_a_named_aggregate_brings_its_children_a_failed_one_does_not() -> None:
+    compiled = compile_yaml(FANNED)
+    ada, lin = compiled.plan.task("fan").children
+    named = retry(succeeded_run(compiled), compiled, "fan", restart_successful=True)
+    assert named.compatible and named.roots == (ada, lin, "fan")
+    assert named.execute == (ada, lin, "fan", "after") and named.reuse == ()
+    # `--failed`: the aggregate failed because one child did; the other child stays reused.
+    broken = with_task(failed(succeeded_run(compiled), lin, "after"), "fan", state="failed")
+    again = retry(broken, compiled, failed_only=True)
+    assert again.compatible and again.reuse == (ada,)

@@ -144,7 +144,7 @@ def _definition(ctx: ReuseContext) -> Finding:
 
 
 def _effects_resolved(ctx: ReuseContext) -> Finding:
-    for effect in ctx.source.effects:
+    for effect in ctx.source.history():
         outcome = effective_outcome(effect)
         if outcome == "unresolved":
             return (
@@ -266,8 +266,18 @@ def is_unsafe_to_repeat(effect: SourceEffect) -> bool:
 
 
 def closure_effect_blocks(task_id: str, source: SourceTask) -> Iterator[Block]:
-    """One ``unreconciled_effect`` block per source effect that executing again would repeat."""
-    for effect in source.effects:
+    """One ``unreconciled_effect`` block per source effect that executing again would repeat,
+    a reused task's inherited ones included; ``indirect_effect_history`` when those are lost."""
+    if source.inherited_effects is None:
+        yield Block(
+            task_id,
+            "indirect_effect_history",
+            f"task {task_id} was reused from a run that no longer exists, so the effects that "
+            "produced its result cannot be checked; recover an earlier run instead, or fork",
+            source.definition_fingerprint,
+            full_fork_required=True,
+        )
+    for effect in source.history():
         outcome = effective_outcome(effect)
         if outcome == "unresolved":
             yield Block(

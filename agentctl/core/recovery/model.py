@@ -64,6 +64,14 @@ class SourceTask:
     artifacts: tuple[JsonObject, ...]  # [{path, digest, sizeBytes}]
     effects: tuple[SourceEffect, ...]  # this task's effects, all attempts, in order
     needs: tuple[str, ...]  # the task's needs in the SOURCE plan
+    # A reused task has no effects of its own: these are the effects of the run that executed
+    # it, found by following the reuse provenance back (a retry of a retry); executing it again
+    # repeats them as much as its own. None when that run is gone and nothing can be judged.
+    inherited_effects: tuple[SourceEffect, ...] | None = ()
+
+    def history(self) -> tuple[SourceEffect, ...]:
+        """Every effect that produced this task's result: its own and its inherited ones."""
+        return (*self.effects, *(self.inherited_effects or ()))
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ def plan_retry(
     refused = _run_blocks(source, "retried")
     if refused:
         return _refused("retry", source, target, tuple(roots), refused, failed_only, reason)
-    chosen = list(roots)
+    chosen = _with_children(target, roots)
     if failed_only:
         chosen += [t.id for t in target.tasks if _state(source, t.id) == "failed"]
     request = _Request("retry", source, target, chosen, restart_successful, artifact_ok)
@@ -105,7 +105,8 @@ def plan_repair(
         )
     if refused:
         return _refused("repair", source, target, tuple(roots), refused, False, reason)
-    request = _Request("repair", source, target, list(roots), restart_successful, artifact_ok)
+    chosen = _with_children(target, roots)
+    request = _Request("repair", source, target, chosen, restart_successful, artifact_ok)
     return _assemble(request, reason)
 
 
@@ -207,7 +208,7 @@ def _retry_forced(source: SourceRun, target: Plan) -> tuple[dict[str, str], set[
             forced[task.id] = f"source task {src.state}"
             if src.state == "skipped":
                 quiet.add(task.id)
-        elif any(effective_outcome(e) == "compensated" for e in src.effects):
+        elif any(effective_outcome(e) == "compensated" for e in src.history()):
             forced[task.id] = (
                 "a source effect was compensated; compensated effects are never reused"
             )
@@ -307,6 +308,20 @@ def _removed(outcome: _Outcome, request: _Request) -> tuple[str, ...]:
             "its result is not carried over"
         )
     return removed
+
+
+def _with_children(target: Plan, roots: Sequence[str]) -> list[str]:
+    """The roots as named, each aggregate (foreach, matrix, loop, sub-workflow) followed by
+    its expanded descendants: they do the work of the task the user wrote, which its pure
+    aggregate only collects, so re-running the aggregate alone would repeat none of it. Only
+    named roots expand: a failed aggregate found by ``--failed`` keeps its succeeded children
+    reusable (its failed ones are roots of their own)."""
+    chosen: list[str] = []
+    for root in roots:
+        chosen.append(root)
+        if root in target.index:
+            chosen += _with_children(target, target.task(root).children)
+    return chosen
 
 
 def _check_roots(request: _Request) -> tuple[tuple[str, ...], list[Block]]:
