@@ -47,7 +47,7 @@ from agentctl.cli_options import (
     VarsFileOpt,
     WorkspaceOpt,
 )
-from agentctl.clikit import DEFAULT_DB, Delivered, collect_from_now, deliver
+from agentctl.clikit import DEFAULT_DB, Delivered, collect_from_now, deliver, path_parser
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings, stream_event_printer
 
@@ -92,7 +92,10 @@ def version_cmd() -> None:
 
 @app.command("check")
 def check_cmd(
-    file: Annotated[Path, typer.Argument(help="Workflow YAML file to validate.")],
+    file: Annotated[
+        Path,
+        typer.Argument(parser=path_parser("workflow file"), help="Workflow YAML file to validate."),
+    ],
     var_pairs: VarOpt = None,
     vars_files: VarsFileOpt = None,
 ) -> None:
@@ -102,7 +105,10 @@ def check_cmd(
 
 @app.command("plan")
 def plan_cmd(
-    file: Annotated[Path, typer.Argument(help="Workflow YAML file to plan.")],
+    file: Annotated[
+        Path,
+        typer.Argument(parser=path_parser("workflow file"), help="Workflow YAML file to plan."),
+    ],
     var_pairs: VarOpt = None,
     vars_files: VarsFileOpt = None,
 ) -> None:
@@ -150,7 +156,9 @@ def _plan_human(data: dict[str, Any]) -> Any:
 
 @app.command("run")
 def run_cmd(
-    file: Annotated[Path, typer.Argument(help="Workflow YAML file to run.")],
+    file: Annotated[
+        Path, typer.Argument(parser=path_parser("workflow file"), help="Workflow YAML file to run.")
+    ],
     db: DbOpt = DEFAULT_DB,
     inputs: InputsOpt = None,
     inputs_file: InputsFileOpt = None,

@@ -8,6 +8,8 @@ Invariants:
   it is opened, so nothing blocks — and at most 1 MiB), ``--db`` through ``check_db_path``
   and ``--workspace`` through ``check_workspace`` (run while the command line is parsed: as
   typer callbacks, or by ``cli_fast``); each refusal is a ``ValidationError`` (exit 2);
+- every other path argument or option is parsed by ``path_parser`` from the text as written,
+  so an empty value or a URL is refused (exit 2) instead of becoming a local path;
 - nothing here imports typer: the hand-parsed hot commands (``cli_fast``) use this module,
   and importing typer was a fifth of their start-up (typer's option types: ``cli_options``);
 - ``collect_from_now`` ends start-up for the garbage collector (see ``entry``): called once
@@ -24,7 +26,7 @@ import os
 import re
 import signal
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -103,6 +105,34 @@ def check_db_path(value: str) -> str:
     if blocker is not None:
         raise ValidationError(f"--db {value}: {blocker} is a file, not a directory")
     return value
+
+
+def checked_path(value: str, what: str) -> Path:
+    """A file path the user named (``what`` says which), from the text as written.
+
+    ``Path`` rewrites what it is given: ``Path("")`` is the current directory and
+    ``Path("https://h/x")`` the relative path ``https:/h/x``. So an empty value would be read as
+    ``.`` and a URL read, or written (creating a directory ``https:``), as a local file; both
+    are refused here instead: nothing the CLI names is ever fetched.
+    """
+    if not value.strip():
+        raise ValidationError(f"{what} is empty; give a path")
+    url = _URL.match(value)
+    if url:
+        # Only the scheme is echoed, as for --db: the rest of a URL may carry a password.
+        raise ValidationError(
+            f"{what} {url.group(0)}… is a URL; give a local file path (URLs are not fetched)"
+        )
+    return Path(value)
+
+
+def path_parser(what: str) -> Callable[[str], Path]:
+    """``checked_path`` as a typer ``parser``: it gets the raw text, before ``Path`` sees it."""
+
+    def parse(value: str) -> Path:
+        return checked_path(value, what)
+
+    return parse
 
 
 def is_server_db(db: str) -> bool:
