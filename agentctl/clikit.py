@@ -94,6 +94,12 @@ def check_db_path(value: str) -> str:
             f"--db {url.group(0)}… is not a supported database URL: give a {supported} URL "
             "or the path of a SQLite database file"
         )
+    if value.endswith(("/", os.sep)):
+        # Path() drops the separator: "state/" would become a database *file* named "state".
+        raise ValidationError(
+            f"--db {value} ends with a path separator, so it names a directory; "
+            "give a database file path"
+        )
     path = Path(value)
     try:
         mode = path.stat().st_mode
