@@ -70,7 +70,9 @@ class FastCommand:
         var_pairs = self.lists.get("--var")
         if self.command == "check":
             return check_outcome(file, vars_files, var_pairs)
-        workspace = check_workspace(_path(self.values.get("--workspace"), "--workspace"))
+        workspace = check_workspace(
+            _path(self.values.get("--workspace"), "--workspace", file=False)
+        )
         db = check_db_path(self.values.get("--db", DEFAULT_DB))
         request = RunRequest(
             file=file,
@@ -88,8 +90,8 @@ class FastCommand:
         return run_outcome(request, settings)
 
 
-def _path(value: str | None, what: str) -> Path | None:
-    return None if value is None else checked_path(value, what)
+def _path(value: str | None, what: str, *, file: bool = True) -> Path | None:
+    return None if value is None else checked_path(value, what, file=file)
 
 
 def _seconds(value: str | None) -> float | None:

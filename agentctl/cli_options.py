@@ -41,7 +41,7 @@ WorkspaceOpt = Annotated[
     Path | None,
     typer.Option(
         "--workspace",
-        parser=path_parser("--workspace"),
+        parser=path_parser("--workspace", file=False),
         help="Workspace root (default: the run's own).",
         callback=check_workspace,
     ),
@@ -74,7 +74,7 @@ RunWorkspaceOpt = Annotated[
     Path | None,
     typer.Option(
         "--workspace",
-        parser=path_parser("--workspace"),
+        parser=path_parser("--workspace", file=False),
         help="Workspace root (default: the file's dir).",
         callback=check_workspace,
     ),

@@ -34,7 +34,8 @@ packs_app = typer.Typer(
 PackArg = Annotated[
     Path,
     typer.Argument(
-        parser=path_parser("pack"), help="Pack manifest file, directory or .tar.gz archive."
+        parser=path_parser("pack", file=False),
+        help="Pack manifest file, directory or .tar.gz archive.",
     ),
 ]
 WorkflowArg = Annotated[

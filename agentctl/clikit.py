@@ -113,13 +113,14 @@ def check_db_path(value: str) -> str:
     return value
 
 
-def checked_path(value: str, what: str) -> Path:
-    """A file path the user named (``what`` says which), from the text as written.
+def checked_path(value: str, what: str, *, file: bool = True) -> Path:
+    """A path the user named (``what`` says which), from the text as written.
 
-    ``Path`` rewrites what it is given: ``Path("")`` is the current directory and
-    ``Path("https://h/x")`` the relative path ``https:/h/x``. So an empty value would be read as
-    ``.`` and a URL read, or written (creating a directory ``https:``), as a local file; both
-    are refused here instead: nothing the CLI names is ever fetched.
+    ``Path`` rewrites what it is given: ``Path("")`` is the current directory,
+    ``Path("https://h/x")`` the relative path ``https:/h/x`` and ``Path("out/")`` the file
+    ``out``. So an empty value would be read as ``.``, a URL read or written (creating a
+    directory ``https:``) as a local file, and a ``file`` argument ending in a separator (which
+    names a directory) written as a file: all are refused here. Nothing named is ever fetched.
     """
     if not value.strip():
         raise ValidationError(f"{what} is empty; give a path")
@@ -129,14 +130,19 @@ def checked_path(value: str, what: str) -> Path:
         raise ValidationError(
             f"{what} {url.group(0)}… is a URL; give a local file path (URLs are not fetched)"
         )
+    if file and value.endswith(("/", os.sep)):
+        raise ValidationError(
+            f"{what} {value} ends with a path separator, so it names a directory; give a file"
+        )
     return Path(value)
 
 
-def path_parser(what: str) -> Callable[[str], Path]:
-    """``checked_path`` as a typer ``parser``: it gets the raw text, before ``Path`` sees it."""
+def path_parser(what: str, *, file: bool = True) -> Callable[[str], Path]:
+    """``checked_path`` as a typer ``parser``: it gets the raw text, before ``Path`` sees it.
+    ``file=False`` for an argument that may name a directory (``--workspace``, a pack)."""
 
     def parse(value: str) -> Path:
-        return checked_path(value, what)
+        return checked_path(value, what, file=file)
 
     return parse
 

@@ -176,9 +176,10 @@ def test_workflow_path_that_is_not_a_file(cli: Cli, tmp_path: Path, what: str, m
     assert _listing(tmp_path) == before
 
 
-# A URL or an empty string where a path is expected: ``Path`` would make ``https://h/x`` the
-# relative ``https:/h/x`` (``--write`` then created a directory ``https:``) and ``""`` the
-# current directory (``--workspace ""`` ran in it); both must be refused before anything runs.
+# A URL, an empty string or a file path ending in "/" where a path is expected: ``Path`` would
+# make ``https://h/x`` the relative ``https:/h/x`` (``--write`` then created a directory
+# ``https:``), ``""`` the current directory (``--workspace ""`` ran in it) and ``out/`` the
+# file ``out``; all must be refused before anything runs.
 _DIGEST = "sha256:" + "0" * 64
 NOT_A_PATH: dict[str, tuple[list[str], str]] = {
     "check-url": (["check", "https://example.com/wf.yaml"], "URL"),
@@ -190,6 +191,9 @@ NOT_A_PATH: dict[str, tuple[list[str], str]] = {
     "run-workspace-empty": (["run", "wf.yaml", "--workspace", ""], "empty"),
     "run-inputs-file-url": (["run", "wf.yaml", "--inputs-file", "https://h/i.json"], "URL"),
     "export-dest-url": (["artifacts", "export", _DIGEST, "https://example.com/a"], "URL"),
+    # A trailing separator names a directory: Path("out/") would write a file named "out".
+    "schema-write-dir": (["schema", "--write", "out/"], "ends with a path separator"),
+    "migrate-write-dir": (["migrate", "wf.yaml", "--write", "out/"], "ends with a path separator"),
 }
 
 
