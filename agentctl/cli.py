@@ -47,7 +47,7 @@ from agentctl.cli_options import (
     VarsFileOpt,
     WorkspaceOpt,
 )
-from agentctl.clikit import DEFAULT_DB, Delivered, collect_from_now, deliver
+from agentctl.clikit import DEFAULT_DB, Delivered, collect_from_now, deliver, path_parser
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings, stream_event_printer
 
@@ -92,7 +92,10 @@ def version_cmd() -> None:
 
 @app.command("check")
 def check_cmd(
-    file: Annotated[Path, typer.Argument(help="Workflow YAML file to validate.")],
+    file: Annotated[
+        Path,
+        typer.Argument(parser=path_parser("workflow file"), help="Workflow YAML file to validate."),
+    ],
     var_pairs: VarOpt = None,
     vars_files: VarsFileOpt = None,
 ) -> None:
@@ -102,7 +105,10 @@ def check_cmd(
 
 @app.command("plan")
 def plan_cmd(
-    file: Annotated[Path, typer.Argument(help="Workflow YAML file to plan.")],
+    file: Annotated[
+        Path,
+        typer.Argument(parser=path_parser("workflow file"), help="Workflow YAML file to plan."),
+    ],
     var_pairs: VarOpt = None,
     vars_files: VarsFileOpt = None,
 ) -> None:
@@ -150,7 +156,9 @@ def _plan_human(data: dict[str, Any]) -> Any:
 
 @app.command("run")
 def run_cmd(
-    file: Annotated[Path, typer.Argument(help="Workflow YAML file to run.")],
+    file: Annotated[
+        Path, typer.Argument(parser=path_parser("workflow file"), help="Workflow YAML file to run.")
+    ],
     db: DbOpt = DEFAULT_DB,
     inputs: InputsOpt = None,
     inputs_file: InputsFileOpt = None,
@@ -329,7 +337,9 @@ def run_app(args: list[str], settings: Settings) -> Outcome | int:
     if args[:1] not in (["check"], ["plan"], ["run"], ["resume"], ["fork"]):
         collect_from_now()  # those do it once their own imports are done
     try:
-        result = app(args=args, prog_name="agentctl", standalone_mode=False)
+        command = typer.main.get_command(app)
+        _guard_option_values(command)
+        result = command.main(args=args, prog_name="agentctl", standalone_mode=False)
     except Delivered as done:
         return done.outcome
     except click_exc.NoArgsIsHelpError as exc:
@@ -345,6 +355,50 @@ def run_app(args: list[str], settings: Settings) -> Outcome | int:
     if result == 130:  # typer swallows KeyboardInterrupt into a silent 130; our commands
         raise KeyboardInterrupt  # never return a code, so say that it was an interrupt
     return result if isinstance(result, int) else 0
+
+
+def _guard_option_values(command: Any) -> None:
+    """Make ``command`` and its subcommands refuse an option of theirs as another's value.
+
+    click gives an option that needs a value whatever token follows it, even one of the
+    command's own options: ``approvals approve ID --reason --actor`` recorded the reason
+    "--actor" and the default actor, exit 0. The ``--reason=--actor`` form still means it."""
+    for sub in getattr(command, "commands", {}).values():
+        _guard_option_values(sub)
+    params = command.params
+    needs_value = {o for p in params if _takes_value(p) for o in p.opts}
+    names = {o for p in params for o in (*p.opts, *p.secondary_opts)} | {"-h", "--help"}
+    parse, group = command.parse_args, hasattr(command, "commands")
+
+    def parse_args(ctx: Any, args: list[str]) -> Any:
+        if not ctx.resilient_parsing:  # shell completion parses half-typed lines
+            _refuse_option_as_value(args, needs_value, names, group)
+        return parse(ctx, args)
+
+    command.parse_args = parse_args
+
+
+def _takes_value(param: Any) -> bool:
+    return param.param_type_name == "option" and not param.is_flag and not param.count
+
+
+def _refuse_option_as_value(
+    args: list[str], needs_value: set[str], names: set[str], group: bool
+) -> None:
+    """Scan ``args`` as click will (up to ``--``; a group's, up to its subcommand's name): a
+    value-taking option followed by an option name of the same command is refused, exit 2."""
+    i = 0
+    while i < len(args) and args[i] != "--":
+        if group and not args[i].startswith("-"):
+            return  # the subcommand: what follows is its own to check
+        if args[i] in needs_value and i + 1 < len(args):
+            if args[i + 1] in names:
+                raise ValidationError(
+                    f"option {args[i]} requires a value, but is followed by the option "
+                    f"{args[i + 1]} (write {args[i]}={args[i + 1]} to mean that text)"
+                )
+            i += 1  # the value: whatever it is, click takes it as the option's
+        i += 1
 
 
 def _missing_command(ctx: Any, settings: Settings) -> ValidationError:

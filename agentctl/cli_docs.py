@@ -20,11 +20,14 @@ from typing import Annotated, Any
 import typer
 
 from agentctl.cli_options import DbOpt
-from agentctl.clikit import DEFAULT_DB, deliver, read_cli_file
+from agentctl.clikit import DEFAULT_DB, deliver, path_parser, read_cli_file
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings
 
-WriteOpt = Annotated[Path | None, typer.Option("--write", help="Write the result to this file.")]
+WriteOpt = Annotated[
+    Path | None,
+    typer.Option("--write", parser=path_parser("--write"), help="Write the result to this file."),
+]
 
 
 def _write(path: Path, text: str) -> None:
@@ -116,7 +119,9 @@ def _same_tasks(before: Any, after: Any) -> bool:
 
 
 def migrate_cmd(
-    file: Annotated[Path, typer.Argument(help="Workflow file to migrate.")],
+    file: Annotated[
+        Path, typer.Argument(parser=path_parser("workflow file"), help="Workflow file to migrate.")
+    ],
     write: WriteOpt = None,
 ) -> None:
     """Rewrite a workflow for apiVersion agentctl.dev/v1 (v1alpha1 or legacy playbook in)."""

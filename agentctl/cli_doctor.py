@@ -13,21 +13,26 @@ from typing import Annotated, Any
 import typer
 
 from agentctl.cli_options import DbOpt, RunWorkspaceOpt
-from agentctl.clikit import DEFAULT_DB, deliver
+from agentctl.clikit import DEFAULT_DB, deliver, path_parser
 from agentctl.render import Outcome, Settings
 
 NOT_READY_EXIT = 6  # spec/cli.md §2: "doctor not ready" is a provider/remote code
 
 
 def doctor_cmd(
-    file: Annotated[Path, typer.Argument(help="Workflow YAML file.")],
+    file: Annotated[
+        Path, typer.Argument(parser=path_parser("workflow file"), help="Workflow YAML file.")
+    ],
     db: DbOpt = DEFAULT_DB,
     workspace: RunWorkspaceOpt = None,
     var_pairs: Annotated[
         list[str] | None, typer.Option("--var", help="Variable NAME=JSON; repeatable.")
     ] = None,
     vars_files: Annotated[
-        list[Path] | None, typer.Option("--vars-file", help="YAML/JSON variables file.")
+        list[Path] | None,
+        typer.Option(
+            "--vars-file", parser=path_parser("--vars-file"), help="YAML/JSON variables file."
+        ),
     ] = None,
 ) -> None:
     """What this workflow needs here (engine, images, credentials, roots, programs, database);

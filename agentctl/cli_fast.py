@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentctl.cli_commands import RunRequest, check_outcome, run_outcome
-from agentctl.clikit import DEFAULT_DB, check_db_path, check_workspace
+from agentctl.clikit import DEFAULT_DB, check_db_path, check_workspace, checked_path
 from agentctl.render import Outcome, Settings
 
 
@@ -64,18 +64,21 @@ class FastCommand:
     def invoke(self, settings: Settings) -> Outcome:
         """Run the command (its path checks first, as typer's callbacks would)."""
         assert self.file is not None
+        file = checked_path(self.file, "workflow file")
         files = self.lists.get("--vars-file")
-        vars_files = None if files is None else [Path(p) for p in files]
+        vars_files = None if files is None else [checked_path(p, "--vars-file") for p in files]
         var_pairs = self.lists.get("--var")
         if self.command == "check":
-            return check_outcome(Path(self.file), vars_files, var_pairs)
-        workspace = check_workspace(_path(self.values.get("--workspace")))
+            return check_outcome(file, vars_files, var_pairs)
+        workspace = check_workspace(
+            _path(self.values.get("--workspace"), "--workspace", file=False)
+        )
         db = check_db_path(self.values.get("--db", DEFAULT_DB))
         request = RunRequest(
-            file=Path(self.file),
+            file=file,
             db=db,
             inputs=self.values.get("--inputs"),
-            inputs_file=_path(self.values.get("--inputs-file")),
+            inputs_file=_path(self.values.get("--inputs-file"), "--inputs-file"),
             input_pairs=self.lists.get("--input"),
             workspace=workspace,
             timeout_seconds=_seconds(self.values.get("--timeout-seconds")),
@@ -87,8 +90,8 @@ class FastCommand:
         return run_outcome(request, settings)
 
 
-def _path(value: str | None) -> Path | None:
-    return None if value is None else Path(value)
+def _path(value: str | None, what: str, *, file: bool = True) -> Path | None:
+    return None if value is None else checked_path(value, what, file=file)
 
 
 def _seconds(value: str | None) -> float | None:

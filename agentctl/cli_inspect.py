@@ -19,7 +19,7 @@ from agentctl.cli_effectview import (
     reconciliation_view,
 )
 from agentctl.cli_options import DbOpt
-from agentctl.clikit import DEFAULT_DB, deliver, json_file
+from agentctl.clikit import DEFAULT_DB, deliver, json_file, path_parser
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.states import RunState
 from agentctl.errors import NotFoundError, RunNotFoundError, ValidationError
@@ -53,7 +53,10 @@ def inspect_cmd(
     run: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
     db: DbOpt = DEFAULT_DB,
     html: Annotated[
-        Path | None, typer.Option("--html", help="Also write a self-contained HTML report.")
+        Path | None,
+        typer.Option(
+            "--html", parser=path_parser("--html"), help="Also write a self-contained HTML report."
+        ),
     ] = None,
 ) -> None:
     """Show a run: tasks, effects, reconciliations, approvals, checkpoints and audit."""
@@ -152,12 +155,17 @@ def _list(data: JsonObject, db: str) -> NoReturn:
 
 
 _ResultOpt = Annotated[
-    Path | None, typer.Option("--result-file", help="The effect's result (JSON).")
+    Path | None,
+    typer.Option(
+        "--result-file", parser=path_parser("--result-file"), help="The effect's result (JSON)."
+    ),
 ]
 _ResultSchemaOpt = Annotated[
     Path | None,
     typer.Option(
-        "--result-schema-file", help="A JSON Schema the --result-file result must satisfy."
+        "--result-schema-file",
+        parser=path_parser("--result-schema-file"),
+        help="A JSON Schema the --result-file result must satisfy.",
     ),
 ]
 _ApprovedOpt = Annotated[
@@ -179,7 +187,9 @@ def effects_reconcile_cmd(
     reason: Annotated[str, typer.Option("--reason", help="Why (required).")],
     db: DbOpt = DEFAULT_DB,
     actor: Annotated[str, typer.Option("--actor")] = "cli-user",
-    evidence_file: Annotated[Path | None, typer.Option("--evidence-file")] = None,
+    evidence_file: Annotated[
+        Path | None, typer.Option("--evidence-file", parser=path_parser("--evidence-file"))
+    ] = None,
     result_file: _ResultOpt = None,
     result_schema_file: _ResultSchemaOpt = None,
     compensation_effect: Annotated[str | None, typer.Option("--compensation-effect")] = None,

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from agentctl.clikit import check_db_path, check_workspace
+from agentctl.clikit import check_db_path, check_workspace, path_parser
 
 DbOpt = Annotated[
     str,
@@ -40,7 +40,10 @@ TimeoutOpt = Annotated[
 WorkspaceOpt = Annotated[
     Path | None,
     typer.Option(
-        "--workspace", help="Workspace root (default: the run's own).", callback=check_workspace
+        "--workspace",
+        parser=path_parser("--workspace", file=False),
+        help="Workspace root (default: the run's own).",
+        callback=check_workspace,
     ),
 ]
 
@@ -49,11 +52,20 @@ VarOpt = Annotated[
 ]
 VarsFileOpt = Annotated[
     list[Path] | None,
-    typer.Option("--vars-file", help="YAML/JSON file of variables; repeatable."),
+    typer.Option(
+        "--vars-file",
+        parser=path_parser("--vars-file"),
+        help="YAML/JSON file of variables; repeatable.",
+    ),
 ]
 InputsOpt = Annotated[str | None, typer.Option("--inputs", help="Run inputs as a JSON object.")]
 InputsFileOpt = Annotated[
-    Path | None, typer.Option("--inputs-file", help="File holding the inputs JSON object.")
+    Path | None,
+    typer.Option(
+        "--inputs-file",
+        parser=path_parser("--inputs-file"),
+        help="File holding the inputs JSON object.",
+    ),
 ]
 InputPairsOpt = Annotated[
     list[str] | None, typer.Option("--input", help="KEY=VALUE (JSON, else text); repeatable.")
@@ -61,7 +73,10 @@ InputPairsOpt = Annotated[
 RunWorkspaceOpt = Annotated[
     Path | None,
     typer.Option(
-        "--workspace", help="Workspace root (default: the file's dir).", callback=check_workspace
+        "--workspace",
+        parser=path_parser("--workspace", file=False),
+        help="Workspace root (default: the file's dir).",
+        callback=check_workspace,
     ),
 ]
 CheckOpt = Annotated[

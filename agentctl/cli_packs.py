@@ -22,7 +22,7 @@ from typing import Annotated, Any
 import typer
 
 from agentctl.cli_docs import _write as write_atomically
-from agentctl.clikit import deliver, read_cli_file
+from agentctl.clikit import deliver, path_parser, read_cli_file
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings
 
@@ -31,8 +31,16 @@ packs_app = typer.Typer(
     no_args_is_help=True,
 )
 
-PackArg = Annotated[Path, typer.Argument(help="Pack manifest file, directory or .tar.gz archive.")]
-WorkflowArg = Annotated[Path, typer.Argument(help="Workflow YAML file.")]
+PackArg = Annotated[
+    Path,
+    typer.Argument(
+        parser=path_parser("pack", file=False),
+        help="Pack manifest file, directory or .tar.gz archive.",
+    ),
+]
+WorkflowArg = Annotated[
+    Path, typer.Argument(parser=path_parser("workflow file"), help="Workflow YAML file.")
+]
 
 
 def _standalone(path: Path) -> Any:

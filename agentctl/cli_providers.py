@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentctl.clikit import deliver
+from agentctl.clikit import deliver, path_parser
 from agentctl.render import Outcome, Settings, table
 
 providers_app = typer.Typer(
@@ -27,7 +27,9 @@ auth_app = typer.Typer(
     help="Check a workflow's secret references without revealing values.",
     no_args_is_help=True,
 )
-FileArg = Annotated[Path, typer.Argument(help="Workflow YAML file.")]
+FileArg = Annotated[
+    Path, typer.Argument(parser=path_parser("workflow file"), help="Workflow YAML file.")
+]
 
 
 @providers_app.command("inspect")

@@ -23,7 +23,7 @@ from agentctl.cli_options import (
     VarOpt,
     VarsFileOpt,
 )
-from agentctl.clikit import DEFAULT_DB, deliver
+from agentctl.clikit import DEFAULT_DB, deliver, path_parser
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings
 
@@ -34,7 +34,10 @@ def register(app: typer.Typer) -> None:
 
 
 def submit_cmd(
-    file: Annotated[Path, typer.Argument(help="Workflow YAML file to queue.")],
+    file: Annotated[
+        Path,
+        typer.Argument(parser=path_parser("workflow file"), help="Workflow YAML file to queue."),
+    ],
     db: DbOpt = DEFAULT_DB,
     inputs: InputsOpt = None,
     inputs_file: InputsFileOpt = None,

@@ -22,7 +22,7 @@ from agentctl.cli_options import (
     WorkspaceOpt,
 )
 from agentctl.cli_planview import recovery_view
-from agentctl.clikit import DEFAULT_DB, deliver, warning_errors
+from agentctl.clikit import DEFAULT_DB, deliver, path_parser, warning_errors
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings
@@ -30,7 +30,9 @@ from agentctl.render import Outcome, Settings
 if TYPE_CHECKING:
     from agentctl.coordinator.remedy import Envelope
 
-FileArg = Annotated[Path, typer.Argument(help="The target workflow file.")]
+FileArg = Annotated[
+    Path, typer.Argument(parser=path_parser("workflow file"), help="The target workflow file.")
+]
 SourceArg = Annotated[str, typer.Argument(help="The source run id (or a unique prefix).")]
 FromOpt = Annotated[
     list[str] | None, typer.Option("--from", help="A repair/retry root task; repeatable.")

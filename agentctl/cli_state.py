@@ -21,7 +21,7 @@ from agentctl.cli_stateview import (
     db_migration_view,
     db_stats_view,
 )
-from agentctl.clikit import DEFAULT_DB, deliver, is_server_db
+from agentctl.clikit import DEFAULT_DB, deliver, is_server_db, path_parser
 from agentctl.errors import NotFoundError, ValidationError
 from agentctl.render import Outcome, Settings
 
@@ -132,7 +132,7 @@ def artifacts_verify_cmd(
 @artifacts_app.command("export")
 def artifacts_export_cmd(
     digest: Annotated[str, typer.Argument(help="sha256:<64 hex>")],
-    dest: Annotated[Path, typer.Argument(help="Destination file.")],
+    dest: Annotated[Path, typer.Argument(parser=path_parser("DEST"), help="Destination file.")],
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace an existing file.")
     ] = False,

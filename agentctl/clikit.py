@@ -8,6 +8,8 @@ Invariants:
   it is opened, so nothing blocks — and at most 1 MiB), ``--db`` through ``check_db_path``
   and ``--workspace`` through ``check_workspace`` (run while the command line is parsed: as
   typer callbacks, or by ``cli_fast``); each refusal is a ``ValidationError`` (exit 2);
+- every other path argument or option is parsed by ``path_parser`` from the text as written,
+  so an empty value or a URL is refused (exit 2) instead of becoming a local path;
 - nothing here imports typer: the hand-parsed hot commands (``cli_fast``) use this module,
   and importing typer was a fifth of their start-up (typer's option types: ``cli_options``);
 - ``collect_from_now`` ends start-up for the garbage collector (see ``entry``): called once
@@ -24,7 +26,7 @@ import os
 import re
 import signal
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -92,6 +94,12 @@ def check_db_path(value: str) -> str:
             f"--db {url.group(0)}… is not a supported database URL: give a {supported} URL "
             "or the path of a SQLite database file"
         )
+    if value.endswith(("/", os.sep)):
+        # Path() drops the separator: "state/" would become a database *file* named "state".
+        raise ValidationError(
+            f"--db {value} ends with a path separator, so it names a directory; "
+            "give a database file path"
+        )
     path = Path(value)
     try:
         mode = path.stat().st_mode
@@ -103,6 +111,40 @@ def check_db_path(value: str) -> str:
     if blocker is not None:
         raise ValidationError(f"--db {value}: {blocker} is a file, not a directory")
     return value
+
+
+def checked_path(value: str, what: str, *, file: bool = True) -> Path:
+    """A path the user named (``what`` says which), from the text as written.
+
+    ``Path`` rewrites what it is given: ``Path("")`` is the current directory,
+    ``Path("https://h/x")`` the relative path ``https:/h/x`` and ``Path("out/")`` the file
+    ``out``. So an empty value would be read as ``.``, a URL read or written (creating a
+    directory ``https:``) as a local file, and a ``file`` argument ending in a separator (which
+    names a directory) written as a file: all are refused here. Nothing named is ever fetched.
+    """
+    if not value.strip():
+        raise ValidationError(f"{what} is empty; give a path")
+    url = _URL.match(value)
+    if url:
+        # Only the scheme is echoed, as for --db: the rest of a URL may carry a password.
+        raise ValidationError(
+            f"{what} {url.group(0)}… is a URL; give a local file path (URLs are not fetched)"
+        )
+    if file and value.endswith(("/", os.sep)):
+        raise ValidationError(
+            f"{what} {value} ends with a path separator, so it names a directory; give a file"
+        )
+    return Path(value)
+
+
+def path_parser(what: str, *, file: bool = True) -> Callable[[str], Path]:
+    """``checked_path`` as a typer ``parser``: it gets the raw text, before ``Path`` sees it.
+    ``file=False`` for an argument that may name a directory (``--workspace``, a pack)."""
+
+    def parse(value: str) -> Path:
+        return checked_path(value, what, file=file)
+
+    return parse
 
 
 def is_server_db(db: str) -> bool:

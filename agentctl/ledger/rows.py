@@ -4,6 +4,8 @@ Invariants:
 - JSON columns hold canonical JSON (sorted keys, compact), so equal values store equal text;
 - every row read back passes :func:`check_format`: a ``format_version`` above what this build
   writes raises ``FutureVersionError`` naming both versions, before the row is interpreted;
+- a JSON column that does not parse is corrupt state (``PersistenceError``, exit 5), never a
+  foreign ``JSONDecodeError`` escaping as an internal error;
 - timestamps are RFC 3339 UTC strings with milliseconds (``2024-05-01T12:00:00.000Z``),
   supplied by the caller's injected clock; only this module parses them.
 """
@@ -16,7 +18,7 @@ from typing import NewType
 
 from agentctl.core.canonical import canonical_json
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
-from agentctl.errors import FutureVersionError, NotFoundError
+from agentctl.errors import FutureVersionError, NotFoundError, PersistenceError
 from agentctl.ledger.sql import Db, Row, SqlParam
 
 RunId = NewType("RunId", str)
@@ -42,7 +44,14 @@ def loads_opt(text: str | None) -> JsonValue:
     """A JSON column's value (None for SQL NULL)."""
     if text is None:
         return None
-    value: JsonValue = json.loads(text)
+    try:
+        value: JsonValue = json.loads(text)
+    except ValueError as exc:  # JSONDecodeError; also a number too long to convert
+        # Only what we wrote is here (canonical JSON): anything else was damaged or edited.
+        raise PersistenceError(
+            f"corrupt state: a stored JSON value does not parse ({exc}); "
+            "restore the database from a backup"
+        ) from exc
     return value
 
 

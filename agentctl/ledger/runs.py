@@ -10,7 +10,6 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from agentctl.ledger.rows import (
     dumps_opt,
     fetch_all,
     fetch_one,
+    loads_object,
     loads_opt,
     parse_ts,
 )
@@ -111,7 +111,7 @@ class RunRecord:
         from agentctl.core.compiler import plan_to_json
         from agentctl.core.compiler.stored import plan_from_stored
 
-        return plan_to_json(plan_from_stored(json.loads(self.compiled_plan_json)))
+        return plan_to_json(plan_from_stored(loads_object(self.compiled_plan_json)))
 
     def to_json(self) -> JsonObject:
         return {

@@ -432,7 +432,8 @@ class LedgerService(ABC):
         import agentctl.ledger.stats as stats
 
         def body(conn: Db) -> stats.ArtifactList:
-            run_id = runs.find_run(conn, run_ref).run_id if run_ref else None
+            # "" is a run id that matches nothing (not found), never "no --run filter"
+            run_id = None if run_ref is None else runs.find_run(conn, run_ref).run_id
             return stats.artifact_list(conn, run_id, task_id)
 
         return self._tx.run_read(body)

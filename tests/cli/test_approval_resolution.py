@@ -37,3 +37,29 @@ def test_an_approval_needs_a_named_resolver(cli, write_workflow, tmp_path: Path)
     audit = cli("--output", "json", "inspect", run_id, *db).data["audit"]
     approved = [a["payload"] for a in audit if a["eventType"] == "approval.approved"]
     assert [p["actor"] for p in approved] == ["alice"]
+
+
+def test_an_option_is_never_taken_as_the_value_of_the_one_before(  # type: ignore[no-untyped-def]
+    cli, write_workflow, tmp_path: Path
+) -> None:
+    """``--reason --actor alice``: click gave --reason the text "--actor" and the approval was
+    resolved (exit 0) with that reason and the default actor; it is a usage error (exit 2)
+    that leaves the approval pending. ``--reason=--actor`` still says that text on purpose."""
+    wf = write_workflow(WF)
+    db = ("--db", str(tmp_path / "r.db"))
+    run_id = cli("--output", "json", "run", str(wf), *db).data["runId"]
+    listed = cli("--output", "json", "approvals", "list", run_id, *db)
+    approval_id = listed.data["approvals"][0]["approvalId"]
+    approve = ("--output", "json", "approvals", "approve", approval_id)
+    for argv in (("--reason", "--actor", "alice"), ("--actor", "--reason", "ok")):
+        refused = cli(*approve, *argv, *db)
+        assert refused.rc == 2, (refused.stdout, refused.stderr)
+        message = refused.error["error"]["message"]
+        assert f"option {argv[0]} requires a value" in message, message
+    still = cli("--output", "json", "approvals", "list", run_id, *db)
+    assert [a["status"] for a in still.data["approvals"]] == ["pending"]
+    meant = cli(*approve, "--reason=--actor", "--actor", "alice", *db)
+    assert meant.rc == 0, meant.stderr
+    audit = cli("--output", "json", "inspect", run_id, *db).data["audit"]
+    approved = [a["payload"] for a in audit if a["eventType"] == "approval.approved"]
+    assert [(p["actor"], p["reason"]) for p in approved] == [("alice", "--actor")]

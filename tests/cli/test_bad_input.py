@@ -176,6 +176,40 @@ def test_workflow_path_that_is_not_a_file(cli: Cli, tmp_path: Path, what: str, m
     assert _listing(tmp_path) == before
 
 
+# A URL, an empty string or a file path ending in "/" where a path is expected: ``Path`` would
+# make ``https://h/x`` the relative ``https:/h/x`` (``--write`` then created a directory
+# ``https:``), ``""`` the current directory (``--workspace ""`` ran in it) and ``out/`` the
+# file ``out``; all must be refused before anything runs.
+_DIGEST = "sha256:" + "0" * 64
+NOT_A_PATH: dict[str, tuple[list[str], str]] = {
+    "check-url": (["check", "https://example.com/wf.yaml"], "URL"),
+    "run-url": (["run", "https://example.com/wf.yaml"], "URL"),
+    "plan-empty": (["plan", ""], "empty"),
+    "migrate-write-url": (["migrate", "wf.yaml", "--write", "https://example.com/x.yaml"], "URL"),
+    "migrate-write-empty": (["migrate", "wf.yaml", "--write", ""], "empty"),
+    "schema-write-url": (["schema", "--write", "file:///tmp/schema.json"], "URL"),
+    "run-workspace-empty": (["run", "wf.yaml", "--workspace", ""], "empty"),
+    "run-inputs-file-url": (["run", "wf.yaml", "--inputs-file", "https://h/i.json"], "URL"),
+    "export-dest-url": (["artifacts", "export", _DIGEST, "https://example.com/a"], "URL"),
+    # A trailing separator names a directory: Path("out/") would write a file named "out".
+    "schema-write-dir": (["schema", "--write", "out/"], "ends with a path separator"),
+    "migrate-write-dir": (["migrate", "wf.yaml", "--write", "out/"], "ends with a path separator"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_A_PATH))
+def test_url_or_empty_string_is_not_a_path(cli: Cli, tmp_path: Path, case: str) -> None:
+    (tmp_path / "wf.yaml").write_text(GOOD)
+    argv, mentioned = NOT_A_PATH[case]
+    before = _listing(tmp_path)
+    done = cli("--output", "json", *argv)
+    _assert_clean_failure(done, "json")
+    message = done.error["error"]["message"]
+    assert mentioned in message
+    assert "example.com" not in message  # only a URL's scheme is echoed, as for --db
+    assert _listing(tmp_path) == before
+
+
 # --------------------------------------------------------------------------- usage errors
 
 USAGE: dict[str, tuple[list[str], str]] = {

@@ -152,6 +152,13 @@ def test_db_that_is_a_directory(cli: Cli, ws: Path) -> None:
 
 
 @pytest.mark.sqlite_only(reason="--db path checks")
+def test_db_with_a_trailing_separator_names_a_directory(cli: Cli, ws: Path) -> None:
+    """``--db state/`` made ``run`` create a database *file* named ``state`` (``Path`` drops the
+    separator); it names a directory, refused before anything exists."""
+    refused(cli, ws, "run", "wf.yaml", "--db", "state/", needle="ends with a path separator")
+
+
+@pytest.mark.sqlite_only(reason="--db path checks")
 def test_db_under_a_regular_file(cli: Cli, ws: Path) -> None:
     refused(cli, ws, "run", "wf.yaml", "--db", "plain.txt/r.db", needle="is a file, not a dir")
 

@@ -118,3 +118,33 @@ def test_corrupt_ledger_is_noticed_and_never_written(
     message = result.error["error"]["message"]
     assert "s/r.db" in message and "corrupt" in message, message
     assert db.read_bytes() == before
+
+
+# A damaged JSON column -> the read commands that decode it (RUN / EFFECT filled in).
+DAMAGED_JSON = {
+    "runs.output_json": [["inspect", "RUN"], ["runs", "list"], ["effects", "list", "RUN"]],
+    "effects.request_json": [["inspect", "RUN"], ["effects", "inspect", "EFFECT"]],
+    "task_states.output_json": [["inspect", "RUN"]],
+    "audit_events.payload_json": [["inspect", "RUN"]],
+}
+
+
+@pytest.mark.sqlite_only(reason="edits the SQLite file with raw SQL")
+@pytest.mark.parametrize("column", sorted(DAMAGED_JSON))
+def test_damaged_json_column_is_corrupt_state_not_an_internal_error(
+    cli: Cli, tmp_path: Path, column: str
+) -> None:
+    """spec/cli.md §2: corrupt state is exit 5 (a JSONDecodeError escaped as exit 4)."""
+    run_id, _ = _paused_run(cli, tmp_path)  # a run with an effect, its approval pending
+    (effect,) = cli("--output", "json", "effects", "list", run_id, "--db", "s/r.db").data["effects"]
+    table, name = column.split(".")
+    raw = sqlite3.connect(tmp_path / "s" / "r.db")
+    with raw:
+        raw.execute(f"UPDATE {table} SET {name} = '{{damaged' WHERE run_id = ?", (run_id,))
+    raw.close()
+    for command in DAMAGED_JSON[column]:
+        ids = {"RUN": run_id, "EFFECT": effect["effectId"]}
+        result = cli("--output", "json", *[ids.get(a, a) for a in command], "--db", "s/r.db")
+        assert result.rc == 5, (command, result.rc, result.stdout, result.stderr)
+        message = result.error["error"]["message"]
+        assert "corrupt" in message and "internal error" not in message, message

@@ -51,6 +51,16 @@ def test_written_files_become_verified_artifacts(cli, backend, hello_run, tmp_pa
     assert [a["digest"] for a in inspected["artifacts"]] == [ref["digest"]]
 
 
+def test_an_empty_run_filter_is_a_run_not_found_not_every_run(cli, hello_run) -> None:  # type: ignore[no-untyped-def]
+    """``artifacts list --run ""`` listed every run's artifacts (the empty id was taken as no
+    filter); it is a run id like any other, and no run has it: exit 5, as ``inspect ""``."""
+    db, _ = hello_run
+    for argv in (["artifacts", "list", "--run", ""], ["inspect", ""]):
+        done = cli("--output", "json", *argv, "--db", str(db))
+        assert done.rc == 5, (argv, done.stdout, done.stderr)
+        assert "run '' not found" in done.error["error"]["message"]
+
+
 def test_corrupted_blob_fails_verify_and_export(cli, hello_run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     db, _run_id = hello_run
     ref = cli("--output", "json", "artifacts", "list", "--db", str(db)).data["references"][0]

@@ -36,6 +36,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.errors import PersistenceError, from_os_error
 from agentctl.ledger.artifacts.refs import pin_value_blob_txn
 from agentctl.ledger.artifacts.store import LARGE_BLOB_BYTES, blob_file, blob_problem, fsync_dir
+from agentctl.ledger.rows import loads_opt
 from agentctl.ledger.sql import Db
 
 SPILL_MIN_CHARS = LARGE_BLOB_BYTES
@@ -180,10 +181,8 @@ def _write_blob(root: Path, digest: str, data: bytes) -> None:
 
 def loads_value(conn: Db, text: str | None) -> JsonValue:
     """A content column's value with every blob reference resolved (None for SQL NULL)."""
-    if text is None:
-        return None
-    value: JsonValue = json.loads(text)
-    if _QUOTED_MARKER not in text:
+    value = loads_opt(text)  # corrupt JSON is a PersistenceError there, as in every column
+    if text is None or _QUOTED_MARKER not in text:
         return value
     return _decode(value, _Reader(_store_root(conn)))
 
