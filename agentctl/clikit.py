@@ -81,8 +81,6 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 def check_db_path(value: str) -> str:
     """``--db`` (or ``$AGENTCTL_DB``): a PostgreSQL URL, or a regular file or a path that can
     become one; never a directory or device, and never a URL of another scheme."""
-    if not value.strip():
-        raise ValidationError("--db is empty; give the path of a database file")
     if is_postgres_url(value):
         return value
     url = _URL.match(value)
@@ -94,13 +92,7 @@ def check_db_path(value: str) -> str:
             f"--db {url.group(0)}… is not a supported database URL: give a {supported} URL "
             "or the path of a SQLite database file"
         )
-    if value.endswith(("/", os.sep)):
-        # Path() drops the separator: "state/" would become a database *file* named "state".
-        raise ValidationError(
-            f"--db {value} ends with a path separator, so it names a directory; "
-            "give a database file path"
-        )
-    path = Path(value)
+    path = checked_path(value, "--db")  # not empty, not ending in a separator (a directory)
     try:
         mode = path.stat().st_mode
     except (FileNotFoundError, NotADirectoryError):

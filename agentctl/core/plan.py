@@ -199,6 +199,15 @@ class Plan:
     def task(self, task_id: str) -> PlannedTask:
         return self.tasks[self.index[task_id]]
 
+    def expanded(self, task_id: str) -> tuple[str, ...]:
+        """``task_id`` and, for an aggregate (foreach, matrix, loop, sub-workflow), every task
+        its expansion made — children, theirs in turn — depth first in expansion order: what
+        the task the user wrote stands for when an operator names it."""
+        found = [task_id]
+        for child in self.task(task_id).children:
+            found += self.expanded(child)
+        return tuple(found)
+
     @cached_property
     def index(self) -> dict[str, int]:
         return {t.id: t.position for t in self.tasks}

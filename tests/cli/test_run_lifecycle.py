@@ -33,8 +33,12 @@ spec:
 """.replace("NAP", NAP)
 
 
-def _start(start_cli: StartCli, wf: Path, db: Path) -> subprocess.Popen[str]:
-    return start_cli("--output", "json", "run", str(wf), "--db", str(db))
+def _slow_run(
+    cli, start_cli: StartCli, write_workflow, db: Path
+) -> tuple[subprocess.Popen[str], str]:  # type: ignore[no-untyped-def]
+    """``agentctl run`` of SLOW in the background, once its sleep runs: the process, the run id."""
+    proc = start_cli("--output", "json", "run", str(write_workflow(SLOW)), "--db", str(db))
+    return proc, _wait_for_running(cli, db)
 
 
 def _wait_for_running(cli, db: Path) -> str:  # type: ignore[no-untyped-def]
@@ -68,10 +72,8 @@ def _state(cli, db: Path, run_id: str) -> dict:  # type: ignore[no-untyped-def,t
 
 
 def test_cancel_from_another_shell(cli, start_cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    wf = write_workflow(SLOW)
     db = tmp_path / "r.db"
-    proc = _start(start_cli, wf, db)
-    run_id = _wait_for_running(cli, db)
+    proc, run_id = _slow_run(cli, start_cli, write_workflow, db)
     asked = cli("--output", "json", "cancel", run_id, "--db", str(db))
     assert asked.rc == 0 and asked.data == {"runId": run_id, "requested": True}
     out, _err = proc.communicate(timeout=10)
@@ -90,10 +92,8 @@ def test_cancel_from_another_shell(cli, start_cli, write_workflow, tmp_path: Pat
 def test_cancel_of_a_run_whose_coordinator_was_killed_ends_it_at_once(
     cli, start_cli, write_workflow, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    wf = write_workflow(SLOW)
     db = tmp_path / "r.db"
-    proc = _start(start_cli, wf, db)
-    run_id = _wait_for_running(cli, db)
+    proc, run_id = _slow_run(cli, start_cli, write_workflow, db)
     proc.kill()  # kill -9: no chance to release its lease or mark anything
     proc.communicate(timeout=10)
     assert _state(cli, db, run_id)["run"] == "running"
@@ -117,10 +117,8 @@ def test_cancel_of_a_run_whose_coordinator_was_killed_ends_it_at_once(
 def test_sigterm_cancels_like_agentctl_cancel(
     cli, start_cli, write_workflow, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    wf = write_workflow(SLOW)
     db = tmp_path / "r.db"
-    proc = _start(start_cli, wf, db)
-    run_id = _wait_for_running(cli, db)
+    proc, run_id = _slow_run(cli, start_cli, write_workflow, db)
     proc.send_signal(signal.SIGTERM)
     out, _err = proc.communicate(timeout=10)
     assert proc.returncode == 130
@@ -141,10 +139,8 @@ def test_timeout_seconds_cancels_the_run(cli, write_workflow, tmp_path: Path) ->
 def test_second_driver_of_a_live_run_is_refused(
     cli, start_cli, write_workflow, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    wf = write_workflow(SLOW)
     db = tmp_path / "r.db"
-    proc = _start(start_cli, wf, db)
-    run_id = _wait_for_running(cli, db)
+    proc, run_id = _slow_run(cli, start_cli, write_workflow, db)
     second = cli("--output", "json", "resume", run_id, "--db", str(db))
     assert second.rc == 5
     assert "live coordinator" in second.error["error"]["message"]
@@ -156,10 +152,8 @@ def test_second_driver_of_a_live_run_is_refused(
 def test_an_effect_a_live_coordinator_executes_is_not_reconciled(
     cli, start_cli, write_workflow, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    wf = write_workflow(SLOW)
     db = tmp_path / "r.db"
-    proc = _start(start_cli, wf, db)
-    run_id = _wait_for_running(cli, db)
+    proc, run_id = _slow_run(cli, start_cli, write_workflow, db)
     [effect] = cli("--output", "json", "effects", "list", run_id, "--db", str(db)).data["effects"]
     assert effect["status"] == "started"
     settle = ("effects", "reconcile", effect["effectId"], "--db", str(db))
@@ -209,10 +203,8 @@ def test_two_runs_share_one_database(start_cli: StartCli, write_workflow, tmp_pa
 def test_killed_coordinator_leaves_no_worker_tree_and_an_uncertain_effect(
     cli, start_cli, write_workflow, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    wf = write_workflow(SLOW)
     db = tmp_path / "r.db"
-    proc = _start(start_cli, wf, db)
-    run_id = _wait_for_running(cli, db)
+    proc, run_id = _slow_run(cli, start_cli, write_workflow, db)
     proc.kill()
     proc.communicate(timeout=10)
     deadline = time.monotonic() + 10

@@ -234,12 +234,9 @@ def _selection(plan: Plan, tasks: Sequence[str] | None) -> tuple[list[Block], se
 
 
 def _declaring(plan: Plan, task_id: str) -> list[str]:
-    """``task_id`` if it declares ``compensate``, else those of its expanded descendants that
-    do (an aggregate's children, theirs in turn)."""
-    task = plan.task(task_id)
-    if task.compensate is not None:
-        return [task_id]
-    return [found for child in task.children for found in _declaring(plan, child)]
+    """Those of ``task_id`` and its expanded tasks (``Plan.expanded``) that declare
+    ``compensate``: the task itself, or an aggregate's children."""
+    return [t for t in plan.expanded(task_id) if plan.task(t).compensate is not None]
 
 
 def _classify(

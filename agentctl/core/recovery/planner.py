@@ -312,16 +312,12 @@ def _removed(outcome: _Outcome, request: _Request) -> tuple[str, ...]:
 
 def _with_children(target: Plan, roots: Sequence[str]) -> list[str]:
     """The roots as named, each aggregate (foreach, matrix, loop, sub-workflow) followed by
-    its expanded descendants: they do the work of the task the user wrote, which its pure
-    aggregate only collects, so re-running the aggregate alone would repeat none of it. Only
-    named roots expand: a failed aggregate found by ``--failed`` keeps its succeeded children
-    reusable (its failed ones are roots of their own)."""
-    chosen: list[str] = []
-    for root in roots:
-        chosen.append(root)
-        if root in target.index:
-            chosen += _with_children(target, target.task(root).children)
-    return chosen
+    its expanded tasks (``Plan.expanded``): they do the work of the task the user wrote, which
+    its pure aggregate only collects, so re-running the aggregate alone would repeat none of
+    it. Only named roots expand: a failed aggregate found by ``--failed`` keeps its succeeded
+    children reusable (its failed ones are roots of their own). An unknown root stays as given,
+    for ``_check_roots`` to block."""
+    return [t for r in roots for t in (target.expanded(r) if r in target.index else (r,))]
 
 
 def _check_roots(request: _Request) -> tuple[tuple[str, ...], list[Block]]:
