@@ -17,7 +17,7 @@ from agentctl.core.jsonvalue import JsonObject
 from agentctl.ledger.approvals import ApprovalRecord, list_approvals
 from agentctl.ledger.audit import AuditEvent
 from agentctl.ledger.rows import parse_ts
-from agentctl.ledger.runs import has_live_owner
+from agentctl.ledger.runs import has_live_owner, run_mode_of, run_state_of
 from agentctl.ledger.sql import Db, Row
 from agentctl.ledger.stats import RunInspection, run_inspection
 
@@ -134,8 +134,8 @@ def attempt_spans(audit: tuple[AuditEvent, ...]) -> tuple[AttemptSpan, ...]:
 def _lineage_row(row: Row, relation: str) -> LineageRun:
     return LineageRun(
         run_id=row["run_id"],
-        state=row["state"],
-        mode=row["mode"],
+        state=run_state_of(row),
+        mode=run_mode_of(row),
         workflow=row["workflow_name"],
         parent_run_id=row["parent_run_id"],
         source_run_id=row["source_run_id"],

@@ -75,6 +75,18 @@ def check_format(row: Row, kind: str) -> Row:
     return row
 
 
+def checked_name(value: object, allowed: frozenset[str], what: str) -> str:
+    """A stored enumerated value (a run's state or mode, a task's state), refused unless it
+    is one this build knows: a ``weird`` state was edited in or written by something else,
+    and acting on it (resuming, cancelling, listing it as a state) would guess."""
+    if value in allowed:
+        return str(value)
+    raise PersistenceError(
+        f"corrupt state: {what} {value!r} is not one of {', '.join(sorted(allowed))}; "
+        "restore the database from a backup"
+    )
+
+
 def fetch_one(conn: Db, sql: str, params: tuple[SqlParam, ...], kind: str) -> Row:
     """The single row ``sql`` selects, format-checked; ``NotFoundError`` if there is none."""
     row = conn.execute(sql, params).fetchone()

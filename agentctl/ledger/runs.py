@@ -30,6 +30,7 @@ from agentctl.ledger.owners import owner_alive
 from agentctl.ledger.plans import PlanText, read_plan_text, write_plan_txn
 from agentctl.ledger.rows import (
     ROW_FORMAT_VERSION,
+    checked_name,
     dumps_opt,
     fetch_all,
     fetch_one,
@@ -38,7 +39,12 @@ from agentctl.ledger.rows import (
     parse_ts,
 )
 from agentctl.ledger.sql import Db, Row, SqlParam
-from agentctl.ledger.transitions import RUN_PREDECESSORS, check_run_transition
+from agentctl.ledger.transitions import (
+    RUN_MODE_NAMES,
+    RUN_PREDECESSORS,
+    RUN_STATE_NAMES,
+    check_run_transition,
+)
 
 
 @dataclass(frozen=True)
@@ -146,11 +152,20 @@ def _roots(text: str | None) -> list[str] | None:
     return [str(r) for r in value] if isinstance(value, list) else None
 
 
+def run_state_of(row: Row) -> str:
+    """A run row's ``state``, refused unless it is a run state (spec/cli.md §3)."""
+    return checked_name(row["state"], RUN_STATE_NAMES, f"run {row['run_id']}'s stored state")
+
+
+def run_mode_of(row: Row) -> str:
+    return checked_name(row["mode"], RUN_MODE_NAMES, f"run {row['run_id']}'s stored mode")
+
+
 def _run(conn: Db, row: Row) -> RunRecord:
     return RunRecord(
         run_id=row["run_id"],
-        state=row["state"],
-        mode=row["mode"],
+        state=run_state_of(row),
+        mode=run_mode_of(row),
         workflow_name=row["workflow_name"],
         workflow_digest=row["workflow_digest"],
         plan_digest=row["plan_digest"],
@@ -277,7 +292,7 @@ class RunHead:
 def find_run_head(conn: Db, prefix: str) -> RunHead:
     """``find_run`` without parsing the stored workflow and plans (resume reads those once)."""
     row = _find_row(conn, prefix, "SELECT run_id, state, mode, format_version FROM runs")
-    return RunHead(row["run_id"], row["state"], row["mode"])
+    return RunHead(row["run_id"], run_state_of(row), run_mode_of(row))
 
 
 # A prefix names its id's kind and at least this many characters after it (``run-01a229``):
@@ -336,10 +351,10 @@ def list_runs(
 
 
 def _current_state(conn: Db, run_id: str) -> str:
-    row = conn.execute("SELECT state FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    row = conn.execute("SELECT run_id, state FROM runs WHERE run_id = ?", (run_id,)).fetchone()
     if row is None:
         raise RunNotFoundError(f"run {run_id} not found")
-    return str(row["state"])
+    return run_state_of(row)
 
 
 def set_run_state_txn(

@@ -34,10 +34,21 @@ from agentctl.ledger.audit import (
     flush_audits_txn,
     write_checkpoint_txn,
 )
-from agentctl.ledger.rows import dumps_opt, fetch_all, fetch_one, loads_object, loads_opt
+from agentctl.ledger.rows import (
+    checked_name,
+    dumps_opt,
+    fetch_all,
+    fetch_one,
+    loads_object,
+    loads_opt,
+)
 from agentctl.ledger.sql import Db, Row
 from agentctl.ledger.tool_calls import AnsweredToolCall, insert_answered_txn
-from agentctl.ledger.transitions import TASK_PREDECESSORS, check_task_transition
+from agentctl.ledger.transitions import (
+    TASK_PREDECESSORS,
+    TASK_STATE_NAMES,
+    check_task_transition,
+)
 
 
 @dataclass(frozen=True)
@@ -145,7 +156,7 @@ def _task(conn: Db, row: Row) -> TaskRecord:
         run_id=row["run_id"],
         task_id=row["task_id"],
         position=row["position"],
-        state=row["state"],
+        state=task_state_of(row),
         attempt=row["attempt"],
         disposition=row["disposition"],
         output=loads_value(conn, row["output_json"]),
@@ -420,7 +431,12 @@ def list_live_tasks(conn: Db, run_id: str) -> list[LiveTask]:
         (run_id,),
         "task",
     )
-    return [LiveTask(r["task_id"], r["state"], r["attempt"], r["error"]) for r in rows]
+    return [LiveTask(r["task_id"], task_state_of(r), r["attempt"], r["error"]) for r in rows]
+
+
+def task_state_of(row: Row) -> str:
+    """A task row's ``state``, refused unless it is a task state (spec/cli.md §3)."""
+    return checked_name(row["state"], TASK_STATE_NAMES, f"task {row['task_id']}'s stored state")
 
 
 def read_outputs(conn: Db, run_id: str, task_ids: Sequence[str] | None) -> dict[str, JsonValue]:

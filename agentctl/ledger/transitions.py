@@ -13,6 +13,7 @@ from enum import StrEnum
 from agentctl.core.states import (
     RUN_TRANSITIONS,
     TASK_TRANSITIONS,
+    RunMode,
     check_run_transition,
     check_task_transition,
 )
@@ -27,10 +28,17 @@ def _predecessors(table: Mapping[StrEnum, frozenset[StrEnum]]) -> dict[str, tupl
 
 TASK_PREDECESSORS = _predecessors(TASK_TRANSITIONS)  # type: ignore[arg-type]
 RUN_PREDECESSORS = _predecessors(RUN_TRANSITIONS)  # type: ignore[arg-type]
+# What a stored row may hold; anything else is refused on read (``rows.checked_name``).
+TASK_STATE_NAMES = frozenset(TASK_PREDECESSORS)
+RUN_STATE_NAMES = frozenset(RUN_PREDECESSORS)
+RUN_MODE_NAMES = frozenset(str(mode) for mode in RunMode)
 
 __all__ = [
+    "RUN_MODE_NAMES",
     "RUN_PREDECESSORS",
+    "RUN_STATE_NAMES",
     "TASK_PREDECESSORS",
+    "TASK_STATE_NAMES",
     "check_run_transition",
     "check_task_transition",
 ]

@@ -148,3 +148,31 @@ def test_damaged_json_column_is_corrupt_state_not_an_internal_error(
         assert result.rc == 5, (command, result.rc, result.stdout, result.stderr)
         message = result.error["error"]["message"]
         assert "corrupt" in message and "internal error" not in message, message
+
+
+# A stored state or mode that is none of ours -> the commands that would act on it.
+UNKNOWN_NAMES = {
+    "runs.state": [["inspect", "RUN"], ["runs", "list"], ["resume", "RUN"], ["cancel", "RUN"]],
+    "runs.mode": [["inspect", "RUN"], ["runs", "list"], ["resume", "RUN"]],
+    "task_states.state": [["inspect", "RUN"], ["resume", "RUN"]],
+}
+
+
+@pytest.mark.sqlite_only(reason="edits the SQLite file with raw SQL")
+@pytest.mark.parametrize("column", sorted(UNKNOWN_NAMES))
+def test_an_unknown_stored_state_is_corrupt_state(cli: Cli, tmp_path: Path, column: str) -> None:
+    """spec/cli.md §3: rows are checked on read. A hand-edited ``weird`` state was shown as a
+    state by ``runs list`` and ``inspect``, and made ``resume`` an internal error (exit 4)."""
+    run_id, _ = _paused_run(cli, tmp_path)
+    table, name = column.split(".")
+    raw = sqlite3.connect(tmp_path / "s" / "r.db")
+    with raw:
+        raw.execute(f"UPDATE {table} SET {name} = 'weird' WHERE run_id = ?", (run_id,))
+    raw.close()
+    for command in UNKNOWN_NAMES[column]:
+        argv = [run_id if a == "RUN" else a for a in command]
+        result = cli("--output", "json", *argv, "--db", "s/r.db")
+        assert result.rc == 5, (command, result.rc, result.stdout, result.stderr)
+        message = result.error["error"]["message"]
+        assert "corrupt state" in message and "'weird'" in message, message
+    assert not (tmp_path / "out").exists()
