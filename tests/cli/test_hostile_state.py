@@ -137,17 +137,29 @@ def test_damaged_json_column_is_corrupt_state_not_an_internal_error(
     """spec/cli.md §2: corrupt state is exit 5 (a JSONDecodeError escaped as exit 4)."""
     run_id, _ = _paused_run(cli, tmp_path)  # a run with an effect, its approval pending
     (effect,) = cli("--output", "json", "effects", "list", run_id, "--db", "s/r.db").data["effects"]
+    _overwrite(tmp_path, column, run_id, "{damaged")
+    ids = {"RUN": run_id, "EFFECT": effect["effectId"]}
+    for message in _refusals(cli, DAMAGED_JSON[column], ids):
+        assert "corrupt" in message and "internal error" not in message, message
+
+
+def _overwrite(root: Path, column: str, run_id: str, value: str) -> None:
+    """Set ``table.column`` of the run's rows to ``value``, as a hand edit would."""
     table, name = column.split(".")
-    raw = sqlite3.connect(tmp_path / "s" / "r.db")
+    raw = sqlite3.connect(root / "s" / "r.db")
     with raw:
-        raw.execute(f"UPDATE {table} SET {name} = '{{damaged' WHERE run_id = ?", (run_id,))
+        raw.execute(f"UPDATE {table} SET {name} = ? WHERE run_id = ?", (value, run_id))
     raw.close()
-    for command in DAMAGED_JSON[column]:
-        ids = {"RUN": run_id, "EFFECT": effect["effectId"]}
+
+
+def _refusals(cli: Cli, commands: list[list[str]], ids: dict[str, str]) -> list[str]:
+    """Each command's error message, each having exited 5 (placeholders in ``ids`` filled)."""
+    messages = []
+    for command in commands:
         result = cli("--output", "json", *[ids.get(a, a) for a in command], "--db", "s/r.db")
         assert result.rc == 5, (command, result.rc, result.stdout, result.stderr)
-        message = result.error["error"]["message"]
-        assert "corrupt" in message and "internal error" not in message, message
+        messages.append(str(result.error["error"]["message"]))
+    return messages
 
 
 # A stored state or mode that is none of ours -> the commands that would act on it.
@@ -164,15 +176,7 @@ def test_an_unknown_stored_state_is_corrupt_state(cli: Cli, tmp_path: Path, colu
     """spec/cli.md §3: rows are checked on read. A hand-edited ``weird`` state was shown as a
     state by ``runs list`` and ``inspect``, and made ``resume`` an internal error (exit 4)."""
     run_id, _ = _paused_run(cli, tmp_path)
-    table, name = column.split(".")
-    raw = sqlite3.connect(tmp_path / "s" / "r.db")
-    with raw:
-        raw.execute(f"UPDATE {table} SET {name} = 'weird' WHERE run_id = ?", (run_id,))
-    raw.close()
-    for command in UNKNOWN_NAMES[column]:
-        argv = [run_id if a == "RUN" else a for a in command]
-        result = cli("--output", "json", *argv, "--db", "s/r.db")
-        assert result.rc == 5, (command, result.rc, result.stdout, result.stderr)
-        message = result.error["error"]["message"]
+    _overwrite(tmp_path, column, run_id, "weird")
+    for message in _refusals(cli, UNKNOWN_NAMES[column], {"RUN": run_id}):
         assert "corrupt state" in message and "'weird'" in message, message
     assert not (tmp_path / "out").exists()
