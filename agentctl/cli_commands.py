@@ -24,6 +24,7 @@ from agentctl.render import Outcome, Settings, dump_json, stream_event_printer
 if TYPE_CHECKING:
     from agentctl.cli_interactive import Interactive
     from agentctl.coordinator.workerstart import Prestarted
+    from agentctl.core.jsonvalue import JsonObject
     from agentctl.core.plan import Plan
 
 
@@ -134,17 +135,9 @@ def prepare_run(request: RunRequest, *, collect: bool = True) -> PreparedRun:
 
     file = request.file
     loaded, plan = compile_with_vars(file, request.vars_files, request.var_pairs, collect=collect)
-    file_text = None
-    if request.inputs_file is not None:
-        file_text = read_cli_file(request.inputs_file, "inputs file").decode("utf-8", "replace")
     document, warnings = loaded.document, tuple(loaded.warnings)
-    resolved = api.resolve_inputs(
-        document["spec"].get("inputs") or {},
-        request.inputs,
-        file_text,
-        request.input_pairs or [],
-        read_names=lambda: inputs_read(document, plan),
-    )
+    given = InputFlags(request.inputs, request.inputs_file, request.input_pairs)
+    resolved = given.resolve(document, plan)
     api.check_executable(plan, file=str(file), locate=loaded.locate)
     # The position tables are no longer needed: freed (by reference counting) before the run.
     # No full collection here: the parsed models are let go before the compile
@@ -152,6 +145,39 @@ def prepare_run(request: RunRequest, *, collect: bool = True) -> PreparedRun:
     # after compiling 1,000 or 10,000 tasks and took 1.5 and 26 ms of their runs.
     del loaded
     return PreparedRun(document, plan, resolved, warnings)
+
+
+@dataclass(frozen=True)
+class InputFlags:
+    """``--inputs`` / ``--inputs-file`` / ``--input``, as given (of ``run``, ``retry``,
+    ``repair``): one parse, one validation and one set of errors for all of them."""
+
+    inputs: str | None = None
+    inputs_file: Path | None = None
+    pairs: list[str] | None = None
+
+    @property
+    def given(self) -> bool:
+        return self.inputs is not None or self.inputs_file is not None or bool(self.pairs)
+
+    def resolve(
+        self, document: dict[str, Any], plan: Plan, base: JsonObject | None = None
+    ) -> JsonObject:
+        """The flags laid over ``base`` (default: the workflow's ``spec.inputs``), checked
+        against the workflow's declared and read input names (``api.resolve_inputs``)."""
+        from agentctl.coordinator import api
+
+        file_text = None
+        if self.inputs_file is not None:
+            file_text = read_cli_file(self.inputs_file, "inputs file").decode("utf-8", "replace")
+        return api.resolve_inputs(
+            document["spec"].get("inputs") or {},
+            self.inputs,
+            file_text,
+            self.pairs or [],
+            read_names=lambda: inputs_read(document, plan),
+            base=base,
+        )
 
 
 def inputs_read(document: dict[str, Any], plan: Plan) -> set[str]:

@@ -6,16 +6,19 @@ printed (with exit 3) even without ``--plan`` — no run is created for it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from agentctl.cli_commands import Continuation, carry_on, interactive_for
+from agentctl.cli_commands import Continuation, InputFlags, carry_on, interactive_for
 from agentctl.cli_options import (
     DbOpt,
     DiffOpt,
+    InputPairsOpt,
+    InputsFileOpt,
+    InputsOpt,
     InteractiveOpt,
     RunWorkspaceOpt,
     TimeoutOpt,
@@ -72,6 +75,7 @@ class _Recovery:
     timeout: float | None
     interactive: bool = False
     diff: bool = False
+    given: InputFlags = field(default_factory=InputFlags)
 
 
 def _recover(req: _Recovery) -> None:
@@ -83,14 +87,19 @@ def _recover(req: _Recovery) -> None:
     asking = _asking(req.interactive, req.kind, Continuation(req.db, where, req.timeout, req.diff))
     loaded, target = compile_with_vars(req.file)  # the target's own var files, read now
     with warning_errors(loaded.warnings):
-        name, data, code = _recovered(req, loaded.document, target, where)
+        # Checked as ``run`` checks them, against the target, before the ledger is opened:
+        # bad input flags create nothing. Laid over the source's inputs in ``recover``.
+        given = req.given.resolve(loaded.document, target, base={}) if req.given.given else None
+        name, data, code = _recovered(req, loaded.document, target, where, given)
         if asking is not None and data.get("state") == "paused":
             data, code = _carried_on(asking, data, req.db)
     human = recovery_view(name, data)
     deliver(Outcome(name, data, exit_code=code, diagnostics=list(loaded.warnings), human=human))
 
 
-def _recovered(req: _Recovery, document: dict[str, Any], target: Any, where: str) -> Envelope:
+def _recovered(
+    req: _Recovery, document: dict[str, Any], target: Any, where: str, given: JsonObject | None
+) -> Envelope:
     from agentctl.coordinator.remedy import recover
     from agentctl.core.compiler import plan_to_json
 
@@ -110,6 +119,7 @@ def _recovered(req: _Recovery, document: dict[str, Any], target: Any, where: str
         timeout_s=req.timeout,
         interactive=req.interactive,
         diff=req.diff,
+        inputs=given,
     )
 
 
@@ -140,8 +150,13 @@ def retry_cmd(
     timeout_seconds: TimeoutOpt = None,
     interactive: InteractiveOpt = False,
     diff: DiffOpt = False,
+    inputs: InputsOpt = None,
+    inputs_file: InputsFileOpt = None,
+    input_pairs: InputPairsOpt = None,
 ) -> None:
-    """Re-run failed (or chosen) tasks and their dependants for an identical workflow."""
+    """Re-run failed (or chosen) tasks and their dependants for an identical workflow.
+
+    Inputs: the source run's, with --inputs/--inputs-file/--input laid over them."""
     if failed == bool(roots):
         raise ValidationError("retry needs exactly one of --failed or --from TASK")
     _recover(
@@ -159,6 +174,7 @@ def retry_cmd(
             timeout=timeout_seconds,
             interactive=interactive,
             diff=diff,
+            given=InputFlags(inputs, inputs_file, input_pairs),
         )
     )
 
@@ -175,8 +191,13 @@ def repair_cmd(
     timeout_seconds: TimeoutOpt = None,
     interactive: InteractiveOpt = False,
     diff: DiffOpt = False,
+    inputs: InputsOpt = None,
+    inputs_file: InputsFileOpt = None,
+    input_pairs: InputPairsOpt = None,
 ) -> None:
-    """Run a corrected workflow from chosen roots, reusing every compatible earlier result."""
+    """Run a corrected workflow from chosen roots, reusing every compatible earlier result.
+
+    Inputs: the source run's, with --inputs/--inputs-file/--input laid over them."""
     if not roots:
         raise ValidationError("repair needs at least one --from TASK")
     _recover(
@@ -194,6 +215,7 @@ def repair_cmd(
             timeout=timeout_seconds,
             interactive=interactive,
             diff=diff,
+            given=InputFlags(inputs, inputs_file, input_pairs),
         )
     )
 

@@ -60,15 +60,19 @@ def resolve_inputs(
     inputs_file_text: str | None,
     pairs: Sequence[str],
     read_names: Callable[[], Collection[str]] = frozenset,
+    base: Mapping[str, JsonValue] | None = None,
 ) -> JsonObject:
     """spec.inputs ← --inputs / --inputs-file object ← each --input KEY=VALUE (JSON else text).
+
+    ``base``: what the flags are laid over instead of ``defaults`` (retry and repair lay them
+    over the source run's inputs); ``defaults`` still says which names are declared.
 
     All JSON is strict (no NaN/Infinity, bounded nesting). ``--input`` names an input the
     workflow declares (``spec.inputs``) or reads (``${{ inputs.NAME }}``, asked of
     ``read_names`` only for an undeclared name): a name neither declared nor read is a typo
     the workflow would otherwise silently ignore.
     """
-    merged = dict(defaults)
+    merged = dict(defaults if base is None else base)
     if inputs_json is not None and inputs_file_text is not None:
         raise ValidationError("--inputs and --inputs-file are mutually exclusive")
     what = "--inputs" if inputs_json is not None else "--inputs-file"

@@ -87,27 +87,28 @@ def recover(
     progress: Progress | None = None,
     interactive: bool = False,
     diff: bool = False,
+    inputs: JsonObject | None = None,
 ) -> Envelope:
     """Plan a retry or repair of ``source_ref``; run it unless planning only or blocked.
+    ``inputs``: the input flags' values, laid over the source run's (None: no flag given).
     Returns (envelope kind, data, exit code): a blocked plan is exit 3 and creates nothing."""
     ask = RecoveryRequest(kind, roots, failed_only, restart_successful, reason)
-    title = "Retry" if kind == "retry" else "Repair"
     with open_existing(db) as ledger:
         source_run, source = recovery.load_source(ledger, source_ref)
-        planned = _plan(ledger, ask, source, target)
+        run_inputs = {**(source_run.inputs or {}), **(inputs or {})}
+        planned = _plan(ledger, ask, source, target, run_inputs)
         if plan_only or not planned.compatible:
-            return f"{title}Plan", planned.to_json(), 0 if planned.compatible else 3
+            return f"{kind.capitalize()}Plan", planned.to_json(), 0 if planned.compatible else 3
         check_executable(target)
         preflight_containers(target)
         preflight_egress(target)
         base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
-        inputs = source_run.inputs or {}
-        derived = recovery.DerivedTarget(target, document, plan_json, inputs, base, reason)
+        derived = recovery.DerivedTarget(target, document, plan_json, run_inputs, base, reason)
         driving = Driving(timeout_s, progress, interactive, diff)
         run_id, outcome = _run_derived(ledger, source, planned, derived, Clock(), driving)
         refs = ledger.list_artifacts(run_id).to_json()["references"]
     data = _recovered(_settled(outcome, derived, db, timeout_s), planned, source.run_id, refs)
-    return f"{title}Outcome", data, _RECOVERY_EXIT.get(outcome.state, 4)
+    return f"{kind.capitalize()}Outcome", data, _RECOVERY_EXIT.get(outcome.state, 4)
 
 
 def _run_derived(
@@ -159,7 +160,11 @@ def compensate_after_failure(
 
 
 def _plan(
-    ledger: RunLedger, ask: RecoveryRequest, source: rc.SourceRun, target: Plan
+    ledger: RunLedger,
+    ask: RecoveryRequest,
+    source: rc.SourceRun,
+    target: Plan,
+    inputs: Mapping[str, JsonValue],
 ) -> rc.RecoveryPlan:
     ok = recovery.artifact_checker(ledger)
     if ask.kind == "retry":
@@ -171,6 +176,7 @@ def _plan(
             restart_successful=ask.restart_successful,
             artifact_ok=ok,
             reason=ask.reason,
+            inputs=inputs,
         )
     return rc.plan_repair(
         source,
@@ -179,6 +185,7 @@ def _plan(
         restart_successful=ask.restart_successful,
         artifact_ok=ok,
         reason=ask.reason,
+        inputs=inputs,
     )
 
 

@@ -11,8 +11,9 @@ block ``workflow_digest_mismatch`` sends the user to repair); every source task 
 succeed executes, with its dependants unless it was merely skipped (``_retry_forced``); and a
 task whose effect was compensated executes with its dependants (repair blocks its reuse
 instead). ``resolved_input_digest_mismatch`` is checked last, over the tasks found reusable
-(``inputs.input_blocks``): a reused task's input can change only through the target's initial
-working memory, since inputs and reused upstream outputs are the source's.
+(``inputs.input_blocks``): a reused task's input can change only through the new run's inputs
+(``--inputs``/``--input``: a task reading a changed one blocks) or the target's initial working
+memory, since reused upstream outputs are the source's.
 
 Invariants: the planners read their arguments only (no I/O; ``artifact_ok`` is the caller's
 read-only CAS probe), never mutate them, and return equal plans for equal inputs.
@@ -54,8 +55,10 @@ def plan_retry(
     restart_successful: bool,
     artifact_ok: ArtifactCheck,
     reason: str | None = None,
+    inputs: Mapping[str, JsonValue] | None = None,
 ) -> RecoveryPlan:
-    """Plan ``agentctl retry``: same workflow, failed or chosen roots re-executed."""
+    """Plan ``agentctl retry``: same workflow, failed or chosen roots re-executed.
+    ``inputs``: the new run's run inputs (None: the source's, unchanged)."""
     if source.workflow_digest != target.workflow_digest:
         block = Block(
             "",
@@ -74,7 +77,7 @@ def plan_retry(
     if failed_only:
         chosen += [t.id for t in target.tasks if _state(source, t.id) == "failed"]
     request = _Request("retry", source, target, chosen, restart_successful, artifact_ok)
-    request.failed_only = failed_only
+    request.failed_only, request.inputs = failed_only, inputs
     request.forced, request.quiet = _retry_forced(source, target)
     return _assemble(request, reason)
 
@@ -87,8 +90,10 @@ def plan_repair(
     restart_successful: bool,
     artifact_ok: ArtifactCheck,
     reason: str | None = None,
+    inputs: Mapping[str, JsonValue] | None = None,
 ) -> RecoveryPlan:
-    """Plan ``agentctl repair``: a target workflow, roots + dependants fresh, the rest reused."""
+    """Plan ``agentctl repair``: a target workflow, roots + dependants fresh, the rest reused.
+    ``inputs``: as ``plan_retry``'s."""
     refused = _run_blocks(source, "repaired")
     if source.workflow_name != target.name:
         refused.append(
@@ -107,6 +112,7 @@ def plan_repair(
         return _refused("repair", source, target, tuple(roots), refused, False, reason)
     chosen = _with_children(target, roots)
     request = _Request("repair", source, target, chosen, restart_successful, artifact_ok)
+    request.inputs = inputs
     return _assemble(request, reason)
 
 
@@ -143,6 +149,11 @@ class _Request:
     quiet: set[str] = field(default_factory=set)  # forced tasks whose dependants may be reused
     failed_only: bool = False
     warnings: list[str] = field(default_factory=list)
+    inputs: Mapping[str, JsonValue] | None = None  # the new run's; None: the source's
+
+    @property
+    def new_inputs(self) -> Mapping[str, JsonValue]:
+        return self.source.inputs if self.inputs is None else self.inputs
 
 
 @dataclass
@@ -284,14 +295,22 @@ def _assemble(request: _Request, reason: str | None) -> RecoveryPlan:
 
 
 def _check_inputs(outcome: _Outcome, request: _Request) -> None:
-    """``resolved_input_digest_mismatch``: a reused task whose input the target's initial
-    memory changes is blocked instead (``inputs.input_blocks``)."""
-    source = request.source
-    if source.initial_memory is None:
-        return
+    """``resolved_input_digest_mismatch``: a reused task whose input the new run's inputs or
+    the target's initial memory change is blocked instead (``inputs.input_blocks``); a source
+    whose initial memory is unknown is judged on its inputs alone."""
+    source, target = request.source, request.target
     reused = {task_id: source.tasks[task_id] for task_id in outcome.reuse}
-    initial = (source.initial_memory, request.target.run.working_memory)
-    for block in inputs.input_blocks(request.target, reused, source.inputs, initial):
+    initial = target.run.working_memory
+    reads = inputs.Reads(
+        (source.inputs, request.new_inputs),
+        (initial if source.initial_memory is None else source.initial_memory, initial),
+    )
+    if reads.changed_inputs:
+        request.warnings.append(
+            f"the new run's inputs differ from run {source.run_id}'s in "
+            f"{', '.join(reads.changed_inputs)}; a task reading one of them is not reused"
+        )
+    for block in inputs.input_blocks(target, reused, reads):
         outcome.reuse.remove(block.task_id)
         outcome.blocked.append(block)
         for row in outcome.rows:
