@@ -274,7 +274,7 @@ ActorOpt = Annotated[str, typer.Option("--actor", help="Who decides (recorded)."
 
 @approvals_app.command("approve")
 def approve_cmd(
-    approval: Annotated[str, typer.Argument(help="Approval id.")],
+    approval: Annotated[str, typer.Argument(help="Approval id (or a unique prefix).")],
     reason: ReasonOpt,
     actor: ActorOpt = "cli-user",
     db: DbOpt = DEFAULT_DB,
@@ -285,7 +285,7 @@ def approve_cmd(
 
 @approvals_app.command("reject")
 def reject_cmd(
-    approval: Annotated[str, typer.Argument(help="Approval id.")],
+    approval: Annotated[str, typer.Argument(help="Approval id (or a unique prefix).")],
     reason: ReasonOpt,
     actor: ActorOpt = "cli-user",
     db: DbOpt = DEFAULT_DB,

@@ -1,0 +1,56 @@
+"""A value that names something — a task, a memory namespace or key, an approval — names
+something that exists, or the command says so; it is never silently taken as "nothing".
+
+- ``approvals approve|reject``: an approval is named by its id or a unique prefix of it, by
+  the rule run ids follow (the kind and at least 6 characters after it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import Cli
+
+FAN_OUT = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: { name: lookups }
+spec:
+  policy: { writableRoots: [out], approval: APPROVAL }
+  actions: { save: { kind: builtin.write }, note: { kind: builtin.assign } }
+  tasks:
+    - { id: save, uses: "action:save", foreach: { items: [x, y] }, with: { path: "out/${{ vars.item }}.txt", content: a } }
+    - { id: after, uses: "action:note", needs: [save], with: { done: true } }
+"""
+DB = ("--db", "r.db")
+
+
+def _run(cli: Cli, tmp_path: Path, approval: str) -> tuple[str, list[str]]:
+    """A run of FAN_OUT: its id and the foreach's expanded children, from ``inspect``."""
+    (tmp_path / "wf.yaml").write_text(FAN_OUT.replace("APPROVAL", approval), encoding="utf-8")
+    ran = cli("--output", "json", "run", "wf.yaml", *DB)
+    assert ran.rc == (0 if approval == "never" else 3), ran.stderr
+    run_id = ran.data["runId"]
+    tasks = cli("--output", "json", "inspect", run_id, *DB).data["tasks"]
+    children = [t["taskId"] for t in tasks if t["taskId"].startswith("save--")]
+    assert len(children) == 2, tasks
+    return run_id, children
+
+
+def test_an_approval_is_named_by_a_unique_prefix(cli: Cli, tmp_path: Path) -> None:
+    run_id, _ = _run(cli, tmp_path, "mutations")
+    listed = cli("--output", "json", "approvals", "list", run_id, *DB).data["approvals"]
+    first, second = (a["approvalId"] for a in listed)
+    why = ("--reason", "checked", *DB)
+    for short in ("approval-", first[: len("approval-") + 5], ""):
+        refused = cli("--output", "json", "approvals", "approve", short, *why)
+        assert refused.rc == 5, (short, refused.stdout)
+    still = cli("--output", "json", "approvals", "list", run_id, *DB).data["approvals"]
+    assert [a["status"] for a in still] == ["pending", "pending"]
+    # The kind and 8 hex digits: unique for two random ids but for a 1-in-4-billion draw.
+    approved = cli("--output", "json", "approvals", "approve", first[:17], *why)
+    assert approved.rc == 0, approved.stderr
+    assert (approved.data["approvalId"], approved.data["status"]) == (first, "approved")
+    rejected = cli("--output", "json", "approvals", "reject", second[:17], *why)
+    assert rejected.rc == 0, rejected.stderr
+    assert (rejected.data["approvalId"], rejected.data["status"]) == (second, "rejected")
