@@ -112,7 +112,14 @@ effects_app = typer.Typer(
 def effects_list_cmd(
     run: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
     db: DbOpt = DEFAULT_DB,
-    task: Annotated[str | None, typer.Option("--task")] = None,
+    task: Annotated[
+        str | None,
+        typer.Option(
+            "--task",
+            help="Only this task's effects (an expanded child's id too); a task the run "
+            "does not have is exit 5.",
+        ),
+    ] = None,
 ) -> None:
     """The effects of a run (optionally of one task) and their reconciliations."""
     from agentctl.coordinator import api

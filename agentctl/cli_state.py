@@ -74,7 +74,10 @@ def artifacts_list_cmd(
     db: DbOpt = DEFAULT_DB,
     run: Annotated[str | None, typer.Option("--run", help="Only this run's references.")] = None,
     task: Annotated[
-        str | None, typer.Option("--task", help="Only this task (needs --run).")
+        str | None,
+        typer.Option(
+            "--task", help="Only this task (needs --run); a task the run lacks is exit 5."
+        ),
     ] = None,
 ) -> None:
     """Artifact references and the blobs they name."""

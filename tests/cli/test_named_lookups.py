@@ -1,6 +1,10 @@
 """A value that names something — a task, a memory namespace or key, an approval — names
 something that exists, or the command says so; it is never silently taken as "nothing".
 
+- ``effects list RUN --task T`` and ``artifacts list --run R --task T``: a ``T`` that is not a
+  task of the run (a typo, an empty string) is not found, exit 5, naming the task and the
+  run; a task that exists without effects or artifacts is an empty list, exit 0; a foreach's
+  expanded children are tasks of the run;
 - ``approvals approve|reject``: an approval is named by its id or a unique prefix of it, by
   the rule run ids follow (the kind and at least 6 characters after it).
 """
@@ -35,6 +39,30 @@ def _run(cli: Cli, tmp_path: Path, approval: str) -> tuple[str, list[str]]:
     children = [t["taskId"] for t in tasks if t["taskId"].startswith("save--")]
     assert len(children) == 2, tasks
     return run_id, children
+
+
+def test_a_task_filter_names_a_task_of_the_run(cli: Cli, tmp_path: Path) -> None:
+    run_id, children = _run(cli, tmp_path, "never")
+    effects = ("--output", "json", "effects", "list", run_id, *DB, "--task")
+    artifacts = ("--output", "json", "artifacts", "list", "--run", run_id, *DB, "--task")
+    for child in children:  # an expanded child is a task of the run
+        listed = cli(*effects, child)
+        assert listed.rc == 0, listed.stderr
+        assert [e["taskId"] for e in listed.data["effects"]] == [child]
+        refs = cli(*artifacts, child)
+        assert refs.rc == 0, refs.stderr
+        assert [r["taskId"] for r in refs.data["references"]] == [child]
+    for command in (effects, artifacts):  # a task without any: an empty list, exit 0
+        none = cli(*command, "after")
+        assert none.rc == 0, none.stderr
+        assert none.data.get("effects", none.data.get("references")) == []
+    older = ("--output", "json", "effects", "inspect", run_id, *DB, "--task")
+    for typo in ("typo", "", "save--9"):
+        for command in (effects, artifacts, older):
+            refused = cli(*command, typo)
+            assert refused.rc == 5, (command, typo, refused.stdout)
+            message = refused.error["error"]["message"]
+            assert f"task {typo!r} not found in run {run_id}" in message, message
 
 
 def test_an_approval_is_named_by_a_unique_prefix(cli: Cli, tmp_path: Path) -> None:
