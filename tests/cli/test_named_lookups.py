@@ -5,6 +5,8 @@ something that exists, or the command says so; it is never silently taken as "no
   task of the run (a typo, an empty string) is not found, exit 5, naming the task and the
   run; a task that exists without effects or artifacts is an empty list, exit 0; a foreach's
   expanded children are tasks of the run;
+- ``memory get|put|search|reindex``: an empty namespace or key is bad input, exit 2, and
+  nothing is written;
 - ``approvals approve|reject``: an approval is named by its id or a unique prefix of it, by
   the rule run ids follow (the kind and at least 6 characters after it).
 """
@@ -63,6 +65,25 @@ def test_a_task_filter_names_a_task_of_the_run(cli: Cli, tmp_path: Path) -> None
             assert refused.rc == 5, (command, typo, refused.stdout)
             message = refused.error["error"]["message"]
             assert f"task {typo!r} not found in run {run_id}" in message, message
+
+
+def test_memory_names_an_entry_with_a_namespace_and_a_key(cli: Cli) -> None:
+    db = ("--db", "m.db")
+    for argv in (
+        ("put", "", "k", "1"),
+        ("put", "ns", "", "1"),
+        ("get", "", "k"),
+        ("get", "ns", ""),
+        ("search", "", "q"),
+        ("reindex", ""),
+    ):
+        refused = cli("--output", "json", "memory", *argv, *db)
+        assert refused.rc == 2, (argv, refused.stdout)
+        message = refused.error["error"]["message"]
+        assert "must not be empty" in message, message
+    assert cli("--output", "json", "memory", "put", "ns", "k", "1", *db).rc == 0
+    counts = cli("--output", "json", "db", "stats", *db).data["counts"]
+    assert counts["long_term_memory"] == 1  # the one written, none of the refused
 
 
 def test_an_approval_is_named_by_a_unique_prefix(cli: Cli, tmp_path: Path) -> None:
