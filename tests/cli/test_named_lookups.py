@@ -5,6 +5,7 @@ something that exists, or the command says so; it is never silently taken as "no
   task of the run (a typo, an empty string) is not found, exit 5, naming the task and the
   run; a task that exists without effects or artifacts is an empty list, exit 0; a foreach's
   expanded children are tasks of the run;
+- ``runs list --workflow ""`` names no workflow (a name is never empty): exit 2;
 - ``memory get|put|search|reindex``: an empty namespace or key is bad input, exit 2, and
   nothing is written;
 - ``approvals approve|reject``: an approval is named by its id or a unique prefix of it, by
@@ -65,6 +66,14 @@ def test_a_task_filter_names_a_task_of_the_run(cli: Cli, tmp_path: Path) -> None
             assert refused.rc == 5, (command, typo, refused.stdout)
             message = refused.error["error"]["message"]
             assert f"task {typo!r} not found in run {run_id}" in message, message
+
+
+def test_an_empty_workflow_filter_is_bad_input(cli: Cli) -> None:
+    assert cli("db", "migrate", *DB).rc == 0
+    refused = cli("--output", "json", "runs", "list", "--workflow", "", *DB)
+    assert refused.rc == 2, refused.stdout
+    assert "--workflow must not be empty" in refused.error["error"]["message"]
+    assert cli("--output", "json", "runs", "list", "--workflow", "w", *DB).data["runs"] == []
 
 
 def test_memory_names_an_entry_with_a_namespace_and_a_key(cli: Cli) -> None:
