@@ -79,6 +79,15 @@ def check_run_state(value: str | None) -> str | None:
     return value
 
 
+def check_workflow_name(value: str | None) -> str | None:
+    """``--workflow ""`` (an unset shell variable) can name no workflow — ``metadata.name``
+    is never empty — so it is bad input, not "no runs"; a name no run has is an honest empty
+    list (workflows are known only by their runs)."""
+    if value == "":
+        raise ValidationError("--workflow must not be empty: a workflow's metadata.name never is")
+    return value
+
+
 @runs_app.command("list")
 def runs_list_cmd(
     db: DbOpt = DEFAULT_DB,
@@ -91,7 +100,12 @@ def runs_list_cmd(
         ),
     ] = None,
     workflow: Annotated[
-        str | None, typer.Option("--workflow", help="Only runs of this workflow (its name).")
+        str | None,
+        typer.Option(
+            "--workflow",
+            help="Only runs of this workflow (its metadata.name; not empty).",
+            callback=check_workflow_name,
+        ),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=MAX_LIMIT)] = 50,
 ) -> None:
@@ -112,7 +126,14 @@ effects_app = typer.Typer(
 def effects_list_cmd(
     run: Annotated[str, typer.Argument(help="Run id (or a unique prefix).")],
     db: DbOpt = DEFAULT_DB,
-    task: Annotated[str | None, typer.Option("--task")] = None,
+    task: Annotated[
+        str | None,
+        typer.Option(
+            "--task",
+            help="Only this task's effects (an expanded child's id too); a task the run "
+            "does not have is exit 5.",
+        ),
+    ] = None,
 ) -> None:
     """The effects of a run (optionally of one task) and their reconciliations."""
     from agentctl.coordinator import api

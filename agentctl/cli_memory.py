@@ -9,7 +9,7 @@ Invariants: ``put`` creates the database when it does not exist yet; ``get``, ``
 ``reindex`` refuse a missing database (exit 5) and never create one; ``get`` of an absent or
 expired key is a ``MemoryValue`` with ``value: null`` and ``createdAt: null``, exit 0 (as the
 original's: spec/cli.md §2 keeps exit 5 for a missing run, effect or approval, not a key);
-bad arguments are exit 2 before the database is opened.
+bad arguments — an empty NS or KEY among them — are exit 2 before the database is opened.
 """
 
 from __future__ import annotations
@@ -52,6 +52,20 @@ DimensionsOpt = Annotated[
 ModelOpt = Annotated[str, typer.Option("--model", help="local_hash model name (salts the hashes).")]
 
 
+def _named(param: typer.CallbackParam, value: str) -> str:
+    """NS and KEY name an entry: an empty one (an unset shell variable) names none, so it is
+    bad input — refused before the database is opened, as a workflow's memory actions
+    refuse it — never a namespace of its own that reads back empty."""
+    if not value:
+        what = (param.name or "argument").upper()
+        raise ValidationError(f"{what} must not be empty: an empty string names no memory entry")
+    return value
+
+
+NamespaceArg = Annotated[str, typer.Argument(help="Namespace (not empty).", callback=_named)]
+KeyArg = Annotated[str, typer.Argument(help="Key (not empty).", callback=_named)]
+
+
 def _identity(dimensions: int, model: str) -> EmbeddingIdentity:
     return EmbeddingIdentity(dimensions=dimensions, model=model)
 
@@ -62,8 +76,8 @@ def _json(text: str, what: str) -> JsonValue:
 
 @memory_app.command("get")
 def memory_get_cmd(
-    namespace: Annotated[str, typer.Argument(help="Namespace.")],
-    key: Annotated[str, typer.Argument(help="Key.")],
+    namespace: NamespaceArg,
+    key: KeyArg,
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """One entry: value, searchable text, metadata, expiry and how it is indexed (an absent
@@ -81,8 +95,8 @@ def memory_get_cmd(
 
 @memory_app.command("put")
 def memory_put_cmd(
-    namespace: Annotated[str, typer.Argument(help="Namespace.")],
-    key: Annotated[str, typer.Argument(help="Key.")],
+    namespace: NamespaceArg,
+    key: KeyArg,
     value: Annotated[str, typer.Argument(help="The value, as JSON ('\"text\"' for a string).")],
     text: Annotated[str | None, typer.Option("--text", help="Searchable text.")] = None,
     metadata: Annotated[
@@ -122,7 +136,7 @@ def _filter_pair(text: str) -> tuple[str, JsonValue]:
 
 @memory_app.command("search")
 def memory_search_cmd(
-    namespace: Annotated[str, typer.Argument(help="Namespace.")],
+    namespace: NamespaceArg,
     query: Annotated[str, typer.Argument(help="What to look for.")],
     mode: Annotated[str, typer.Option("--mode", help="text, vector or hybrid.")] = "text",
     limit: Annotated[int, typer.Option("--limit", help="At most this many results.")] = 10,
@@ -162,7 +176,7 @@ def _search_human(data: JsonObject) -> Any:
 
 @memory_app.command("reindex")
 def memory_reindex_cmd(
-    namespace: Annotated[str, typer.Argument(help="Namespace.")],
+    namespace: NamespaceArg,
     dimensions: DimensionsOpt = DEFAULT_DIMENSIONS,
     model: ModelOpt = DEFAULT_MODEL,
     db: DbOpt = DEFAULT_DB,

@@ -74,7 +74,10 @@ def artifacts_list_cmd(
     db: DbOpt = DEFAULT_DB,
     run: Annotated[str | None, typer.Option("--run", help="Only this run's references.")] = None,
     task: Annotated[
-        str | None, typer.Option("--task", help="Only this task (needs --run).")
+        str | None,
+        typer.Option(
+            "--task", help="Only this task (needs --run); a task the run lacks is exit 5."
+        ),
     ] = None,
 ) -> None:
     """Artifact references and the blobs they name."""
@@ -274,7 +277,7 @@ ActorOpt = Annotated[str, typer.Option("--actor", help="Who decides (recorded)."
 
 @approvals_app.command("approve")
 def approve_cmd(
-    approval: Annotated[str, typer.Argument(help="Approval id.")],
+    approval: Annotated[str, typer.Argument(help="Approval id (or a unique prefix).")],
     reason: ReasonOpt,
     actor: ActorOpt = "cli-user",
     db: DbOpt = DEFAULT_DB,
@@ -285,7 +288,7 @@ def approve_cmd(
 
 @approvals_app.command("reject")
 def reject_cmd(
-    approval: Annotated[str, typer.Argument(help="Approval id.")],
+    approval: Annotated[str, typer.Argument(help="Approval id (or a unique prefix).")],
     reason: ReasonOpt,
     actor: ActorOpt = "cli-user",
     db: DbOpt = DEFAULT_DB,

@@ -20,6 +20,7 @@ from agentctl.ledger.artifacts.values import dumps_value_opt, loads_value
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.budget_release import release_effect_txn
 from agentctl.ledger.effects import resolve_waiting_effect_txn
+from agentctl.ledger.idprefix import IdKind, find_row
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all, fetch_one
 from agentctl.ledger.sql import Db, Row
 from agentctl.ledger.tool_calls import move_held_tool_call_txn
@@ -147,6 +148,15 @@ def get_approval(conn: Db, approval_id: str) -> ApprovalRecord:
     return _approval(conn, row)
 
 
+# An approval's id or a unique prefix of it, by the rule run ids follow (``idprefix``).
+APPROVAL_ID = IdKind("approval", "approval_id")
+
+
+def find_approval(conn: Db, ref: str) -> ApprovalRecord:
+    """The approval whose id is ``ref`` or uniquely starts with it (``approval-7e7f45``)."""
+    return _approval(conn, find_row(conn, ref, "SELECT * FROM approvals", APPROVAL_ID))
+
+
 def list_approvals(conn: Db, run_id: str, status: str | None = "pending") -> list[ApprovalRecord]:
     """Approvals of a run (pending ones by default), oldest first."""
     sql = "SELECT * FROM approvals WHERE run_id = ?"
@@ -167,8 +177,10 @@ def resolve_approval_txn(
     *,
     trace_id: str | None = None,
 ) -> ApprovalRecord:
-    """Approve or reject a pending approval and move its effect accordingly."""
-    current = get_approval(conn, approval_id)
+    """Approve or reject a pending approval (``approval_id``: its id or a unique prefix)
+    and move its effect accordingly."""
+    current = find_approval(conn, approval_id)
+    approval_id = current.approval_id
     if current.status != "pending":
         raise PersistenceError(f"approval {approval_id} is already {current.status}")
     if not reason.strip():

@@ -253,7 +253,8 @@ class RunLedger(Protocol):
     def get_approval(self, approval_id: str) -> ApprovalRecord: ...
 
     def resolve_approval(self, decision: ApprovalDecision) -> ApprovalRecord:
-        """Approve or reject a pending approval; its effect moves with it."""
+        """Approve or reject a pending approval (named by its id or a unique prefix, as a
+        run is); its effect moves with it."""
         ...
 
     def reconcile_effect(self, request: ReconcileRequest) -> ReconciliationRecord:

@@ -379,7 +379,7 @@ class MemoryEntry:
 class ApprovalDecision:
     """An operator's decision on one pending approval."""
 
-    approval_id: str
+    approval_id: str  # or a unique prefix of it (``approval-7e7f45``), as a run's id
     approve: bool
     actor: str
     reason: str

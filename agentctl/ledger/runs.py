@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.errors import NotFoundError, OwnershipError, RunNotFoundError, ValidationError
+from agentctl.errors import NotFoundError, OwnershipError, RunNotFoundError
 from agentctl.ledger.artifacts.values import (
     dumps_value,
     dumps_value_opt,
@@ -26,6 +26,7 @@ from agentctl.ledger.artifacts.values import (
 )
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.budget import init_budget_txn
+from agentctl.ledger.idprefix import IdKind, find_row
 from agentctl.ledger.owners import owner_alive
 from agentctl.ledger.plans import PlanText, read_plan_text, write_plan_txn
 from agentctl.ledger.rows import (
@@ -275,9 +276,13 @@ def get_run_state(conn: Db, run_id: str) -> tuple[JsonObject, JsonObject]:
     return inputs, loads_value_object(conn, row["working_memory_json"])
 
 
+# A run's id or a unique prefix of it (``idprefix``: the rule runs and approvals share).
+RUN_ID = IdKind("run", "runs.run_id", RunNotFoundError)
+
+
 def find_run(conn: Db, prefix: str) -> RunRecord:
     """The run whose id is ``prefix`` or uniquely starts with it."""
-    return _run(conn, _find_row(conn, prefix, _SELECT_RUN))
+    return _run(conn, find_row(conn, prefix, _SELECT_RUN, RUN_ID))
 
 
 @dataclass(frozen=True)
@@ -291,43 +296,8 @@ class RunHead:
 
 def find_run_head(conn: Db, prefix: str) -> RunHead:
     """``find_run`` without parsing the stored workflow and plans (resume reads those once)."""
-    row = _find_row(conn, prefix, "SELECT run_id, state, mode, format_version FROM runs")
+    row = find_row(conn, prefix, "SELECT run_id, state, mode, format_version FROM runs", RUN_ID)
     return RunHead(row["run_id"], run_state_of(row), run_mode_of(row))
-
-
-# A prefix names its id's kind and at least this many characters after it (``run-01a229``):
-# shorter ones — an empty string from an unset shell variable, ``r`` — would pick whichever
-# run happens to be alone in the ledger, and ``cancel`` would then stop it; they match only a
-# whole id.
-MIN_RUN_PREFIX_TAIL = 6
-
-
-def _find_row(conn: Db, prefix: str, select: str) -> Row:
-    _, dash, tail = prefix.partition("-")
-    if not dash or len(tail) < MIN_RUN_PREFIX_TAIL:
-        rows = fetch_all(conn, f"{select} WHERE runs.run_id = ?", (prefix,), "run")
-        if rows:
-            return rows[0]
-        # Not found, whatever it would have matched as a prefix (exit 5, as for any unknown id).
-        raise RunNotFoundError(
-            f"run {prefix!r} not found (a prefix names the id's kind and at least "
-            f"{MIN_RUN_PREFIX_TAIL} characters after it: run-01a229…)"
-        )
-    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    rows = fetch_all(
-        conn,
-        f"{select} WHERE runs.run_id = ? OR runs.run_id LIKE ? ESCAPE '\\' LIMIT 3",
-        (prefix, escaped + "%"),
-        "run",
-    )
-    exact = [r for r in rows if r["run_id"] == prefix]
-    if exact:
-        return exact[0]
-    if not rows:
-        raise RunNotFoundError(f"run {prefix} not found")
-    if len(rows) > 1:
-        raise ValidationError(f"run id prefix {prefix!r} is ambiguous")
-    return rows[0]
 
 
 def list_runs(

@@ -40,7 +40,7 @@ from agentctl.ledger.runs import RunRecord, get_run
 from agentctl.ledger.sessions import ProviderSessionRecord, list_provider_sessions
 from agentctl.ledger.sql import Db
 from agentctl.ledger.streams import StreamEventRecord, list_stream_events
-from agentctl.ledger.tasks import TaskRecord, list_tasks
+from agentctl.ledger.tasks import TaskRecord, check_task, list_tasks
 from agentctl.ledger.tool_calls import ToolCallRecord, list_tool_calls
 
 
@@ -137,6 +137,8 @@ class EffectList:
 
 def effect_list(conn: Db, run_id: str, task_id: str | None = None) -> EffectList:
     get_run(conn, run_id)  # NotFoundError for an unknown run
+    if task_id is not None:
+        check_task(conn, run_id, task_id)  # and for a task the run does not have
     effects = tuple(list_effects(conn, run_id, task_id))
     ids = {e.effect_id for e in effects}
     recs = tuple(
@@ -324,8 +326,10 @@ class ArtifactList:
 
 def artifact_list(conn: Db, run_id: str | None = None, task_id: str | None = None) -> ArtifactList:
     """References (filtered) and the blobs they name (all blobs unfiltered)."""
-    if task_id is not None and run_id is None:
-        raise ValidationError("artifacts list --task needs --run")
+    if task_id is not None:
+        if run_id is None:
+            raise ValidationError("artifacts list --task needs --run")
+        check_task(conn, run_id, task_id)  # a typo is not found, not "no artifacts"
     refs = tuple(list_refs(conn, run_id=run_id, task_id=task_id))
     digests = None if run_id is None else sorted({r.digest for r in refs})
     return ArtifactList(refs, tuple(list_blobs(conn, digests)))

@@ -418,6 +418,17 @@ def get_task(conn: Db, run_id: str, task_id: str) -> TaskRecord:
     return _task(conn, row)
 
 
+def check_task(conn: Db, run_id: str, task_id: str) -> None:
+    """``NotFoundError`` naming both unless ``task_id`` is a task of the run: a filter that
+    names nothing (a typo, an empty string) must not read as "no rows". Every task the plan
+    holds has its row — expanded children (``save--0000-…``) and aggregates included."""
+    found = conn.execute(
+        "SELECT 1 FROM task_states WHERE run_id = ? AND task_id = ?", (run_id, task_id)
+    ).fetchone()
+    if found is None:
+        raise NotFoundError(f"task {task_id!r} not found in run {run_id}")
+
+
 # Finished outputs are read back by id in chunks under SQLite's bound-parameter limit.
 _READ_CHUNK = 500
 

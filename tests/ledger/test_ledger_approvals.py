@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from ledger_helpers import make_run, ts
 
-from agentctl.errors import NotFoundError, PersistenceError
+from agentctl.errors import NotFoundError, PersistenceError, ValidationError
 from agentctl.ledger import NewApproval, NewEffect
 from agentctl.ledger.approvals import (
     insert_approval_txn,
@@ -17,7 +17,9 @@ from agentctl.ledger.connection import Database
 from agentctl.ledger.effects import get_effect, insert_effect_txn
 
 
-def _pause_for_approval(ledger: Database, task: str) -> tuple[str, str]:
+def _pause_for_approval(
+    ledger: Database, task: str, approval_id: str | None = None
+) -> tuple[str, str]:
     effect = NewEffect(
         run_id="run-1",
         task_id=task,
@@ -33,7 +35,9 @@ def _pause_for_approval(ledger: Database, task: str) -> tuple[str, str]:
     with ledger.transaction() as conn:
         eid = insert_effect_txn(conn, effect, ts(1))
         aid = insert_approval_txn(
-            conn, NewApproval("run-1", task, eid, "mutations need approval", tool="shell"), ts(1)
+            conn,
+            NewApproval("run-1", task, eid, "mutations need approval", approval_id, tool="shell"),
+            ts(1),
         )
     return eid, aid
 
@@ -71,3 +75,34 @@ def test_reject_cancels_effect(ledger: Database) -> None:
         assert [a.status for a in list_approvals(conn, "run-1", status=None)] == ["rejected"]
     with pytest.raises(NotFoundError), ledger.transaction() as conn:
         resolve_approval_txn(conn, "approval-missing", True, "a", "r", ts(3))
+
+
+def test_an_approval_is_resolved_by_a_unique_prefix_of_its_id(ledger: Database) -> None:
+    """As a run's id: the kind and at least 6 characters after it name the one approval
+    that starts so; shorter is not found (an unset ``$APPROVAL`` must never approve whatever
+    is alone), a shared prefix is ambiguous (exit 2); neither resolves anything."""
+    make_run(ledger)
+    _pause_for_approval(ledger, "a", "approval-abcdef01-0000-4000-8000-000000000001")
+    _pause_for_approval(ledger, "b", "approval-abcdef02-0000-4000-8000-000000000002")
+    _pause_for_approval(ledger, "c", "approval-xyzxyz00-0000-4000-8000-000000000003")
+    refused = [
+        (ValidationError, "approval-abcdef"),  # both a and b
+        (NotFoundError, "approval-xyzxy"),  # unique, but 5 characters after the kind
+        (NotFoundError, "approval-"),
+        (NotFoundError, ""),
+        (NotFoundError, "approval-qqqqqq"),
+        (NotFoundError, "run-1"),  # another kind's id names no approval
+    ]
+    for error, ref in refused:
+        with pytest.raises(error), ledger.transaction() as conn:
+            resolve_approval_txn(conn, ref, True, "alice", "ok", ts(2))
+    with ledger.read() as conn:
+        assert [a.status for a in list_approvals(conn, "run-1")] == ["pending"] * 3
+    with ledger.transaction() as conn:
+        approved = resolve_approval_txn(conn, "approval-abcdef02", True, "alice", "ok", ts(2))
+        rejected = resolve_approval_txn(conn, "approval-xyzxyz", False, "bob", "no", ts(2))
+    assert approved.approval_id.startswith("approval-abcdef02-") and approved.task_id == "b"
+    assert (rejected.task_id, rejected.status) == ("c", "rejected")
+    with ledger.read() as conn:
+        assert [a.task_id for a in list_approvals(conn, "run-1")] == ["a"]
+        assert list_audit(conn, "run-1")[-1].payload["approvalId"] == rejected.approval_id

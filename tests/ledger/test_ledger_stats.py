@@ -54,6 +54,10 @@ def test_run_inspection_and_effect_lists(ledger: Database) -> None:
         assert RunList(tuple(list_runs(conn))).to_json()["runs"][0]["runId"] == "run-1"
         with pytest.raises(NotFoundError):
             effect_list(conn, "run-missing")
+        assert effect_list(conn, "run-1", "b").effects == ()  # a task with no effects
+        for typo in ("z", ""):  # not a task of the run: not found, never "no effects"
+            with pytest.raises(NotFoundError, match=f"task {typo!r} not found in run run-1"):
+                effect_list(conn, "run-1", typo)
 
 
 def test_artifact_list_and_inspection(ledger: Database, tmp_path: Path) -> None:
@@ -75,6 +79,8 @@ def test_artifact_list_and_inspection(ledger: Database, tmp_path: Path) -> None:
         assert inspected["references"][0]["mediaType"] == "text/markdown"
         with pytest.raises(ValidationError):
             artifact_list(conn, None, "a")
+        with pytest.raises(NotFoundError, match="task 'z' not found in run run-1"):
+            artifact_list(conn, "run-1", "z")
         with pytest.raises(NotFoundError):
             artifact_inspection(conn, "sha256:" + "1" * 64)
 

@@ -1,0 +1,60 @@
+"""Finding a row by its whole id or a unique prefix of it: runs and approvals alike.
+
+Invariants:
+- a prefix names its id's kind and at least ``MIN_PREFIX_TAIL`` characters after it
+  (``run-01a229``, ``approval-7e7f45``): shorter ones — an empty string from an unset shell
+  variable, ``r`` — would pick whichever row happens to be alone in the ledger, and ``cancel``
+  or ``approvals approve`` would then act on it; they match only a whole id;
+- a whole id always wins over the ids it is a prefix of; no match is the kind's
+  ``NotFoundError`` (exit 5), two or more an ambiguity (``ValidationError``, exit 2);
+- the same SQL on every backend (``LIKE … ESCAPE``, with the prefix's wildcards escaped).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agentctl.errors import NotFoundError, ValidationError
+from agentctl.ledger.rows import fetch_all
+from agentctl.ledger.sql import Db, Row
+
+MIN_PREFIX_TAIL = 6
+
+
+@dataclass(frozen=True)
+class IdKind:
+    """One kind of id that takes a prefix: its name (as ids start and messages say), its
+    column as the ``select`` names it, the error a missing one raises."""
+
+    name: str
+    column: str
+    missing: type[NotFoundError] = NotFoundError
+
+
+def find_row(conn: Db, ref: str, select: str, kind: IdKind) -> Row:
+    """The row of ``select`` whose id is ``ref`` or uniquely starts with it."""
+    _, dash, tail = ref.partition("-")
+    if not dash or len(tail) < MIN_PREFIX_TAIL:
+        rows = fetch_all(conn, f"{select} WHERE {kind.column} = ?", (ref,), kind.name)
+        if rows:
+            return rows[0]
+        # Not found, whatever it would have matched as a prefix (exit 5, as for any unknown id).
+        raise kind.missing(
+            f"{kind.name} {ref!r} not found (a prefix names the id's kind and at least "
+            f"{MIN_PREFIX_TAIL} characters after it: {kind.name}-01a229…)"
+        )
+    escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    rows = fetch_all(
+        conn,
+        f"{select} WHERE {kind.column} = ? OR {kind.column} LIKE ? ESCAPE '\\' LIMIT 3",
+        (ref, escaped + "%"),
+        kind.name,
+    )
+    exact = [r for r in rows if r[kind.column.rpartition(".")[2]] == ref]
+    if exact:
+        return exact[0]
+    if not rows:
+        raise kind.missing(f"{kind.name} {ref} not found")
+    if len(rows) > 1:
+        raise ValidationError(f"{kind.name} id prefix {ref!r} is ambiguous")
+    return rows[0]
