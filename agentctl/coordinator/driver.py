@@ -30,6 +30,7 @@ import trio
 
 from agentctl.coordinator.calls import AgentAwaitingApproval, AgentUncertain, CallGateway
 from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.ending import failure_stops, final_state
 from agentctl.coordinator.execute import EffectRunner, settle_recorded
 from agentctl.coordinator.ingest import Ingester
 from agentctl.coordinator.live import Inflight, Live, Retention, settle_output
@@ -91,7 +92,8 @@ class Driver:
         self.pool = pool
         self.clock = clock
         self.trace_id = trace_id
-        self.stopped = False
+        # Resumed after a task failed under ``failure: stop``: the run is failed, start nothing.
+        self.stopped = failure_stops(rs.plan, live.states)
         self.schedule = Scheduler(rs.plan, live.states)
         self.retention = Retention(rs.plan, live.states, keep_all=rs.check_mode)
         self.staged = Staged()  # results applied to ``live``, not yet committed
@@ -118,7 +120,7 @@ class Driver:
                 await self._flush()
             raise
         await self._flush()
-        return self._final_state()
+        return final_state(self.live, self.stopped)
 
     async def _drive_batches(self) -> None:
         limit = self.rs.plan.max_concurrency
@@ -155,18 +157,6 @@ class Driver:
         if self.live.states[task_id] == "waiting_for_approval":
             return self.live.decision(task_id) is not None
         return task_id in self.live.inflight
-
-    def _final_state(self) -> str:
-        states = set(self.live.states.values())
-        if "waiting_for_effect" in states:
-            return "blocked"
-        if self.live.halted is not None:
-            return "halted"
-        if self.live.awaits_operator():
-            return "paused"
-        if self.stopped or "failed" in states:
-            return "failed"
-        return "succeeded"
 
     def view(self) -> ev.RuntimeView:
         # No copies: live mappings change only after a batch is prepared and executed, and

@@ -294,8 +294,15 @@ def settle_run_txn(conn: Db, settle: SettleRun) -> None:
     and, like a cancelled one, settles the reservations of effects that never started with
     nothing (``budget_release``): it is terminal, so nothing can run them any more (an effect
     approved, or still waiting for its approval, among them). A run that stays ``running``
-    or ``paused`` keeps them for the drive that continues it."""
+    or ``paused`` keeps them for the drive that continues it. A failed run's pending approvals
+    are closed first (``cancelled``, their effects ``cancelled``; a later approve is refused),
+    as a cancelled run's are: a task's failure ended the run while a sibling still waited."""
     run_id, now, trace = settle.run_id, settle.now, settle.trace_id
+    if settle.state == "failed":
+        resolver = "agentctl failure"
+        approvals.close_pending_txn(
+            conn, run_id, now, TASK_FAILED, resolver=resolver, trace_id=trace
+        )
     for task_id in settle.never_started:
         tasks.transition_task_txn(
             conn,

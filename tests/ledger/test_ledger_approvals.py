@@ -15,6 +15,8 @@ from agentctl.ledger.approvals import (
 from agentctl.ledger.audit import list_audit
 from agentctl.ledger.connection import Database
 from agentctl.ledger.effects import get_effect, insert_effect_txn
+from agentctl.ledger.lifecycle import settle_run_txn
+from agentctl.ledger.model import SettleRun
 
 
 def _pause_for_approval(
@@ -106,3 +108,29 @@ def test_an_approval_is_resolved_by_a_unique_prefix_of_its_id(ledger: Database) 
     with ledger.read() as conn:
         assert [a.task_id for a in list_approvals(conn, "run-1")] == ["a"]
         assert list_audit(conn, "run-1")[-1].payload["approvalId"] == rejected.approval_id
+
+
+@pytest.mark.parametrize("state", ["failed", "paused"])
+def test_a_failed_settle_closes_pending_approvals(ledger: Database, state: str) -> None:
+    """A run a task's failure ended keeps no approval an operator could still approve; a
+    paused one keeps it pending for the resume after the decision."""
+    make_run(ledger)
+    eid, aid = _pause_for_approval(ledger, "a")
+    with ledger.transaction() as conn:
+        settle_run_txn(conn, SettleRun("run-1", state, None, ts(2), 0))
+    with ledger.read() as conn:
+        (approval,) = list_approvals(conn, "run-1", status=None)
+        events = [e.event_type for e in list_audit(conn, "run-1")]
+        effect = get_effect(conn, eid).status
+    if state == "paused":
+        assert (approval.status, effect) == ("pending", "waiting_for_approval")
+        return
+    assert (approval.status, approval.resolved_by, effect) == (
+        "cancelled",
+        "agentctl failure",
+        "cancelled",
+    )
+    assert "approval.cancelled" in events
+    with pytest.raises(PersistenceError) as info, ledger.transaction() as conn:
+        resolve_approval_txn(conn, aid, True, "alice", "late", ts(3))
+    assert info.value.exit_code == 5
