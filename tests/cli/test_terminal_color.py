@@ -1,9 +1,12 @@
-"""``--color never`` at a real terminal: not one ANSI byte (spec/cli.md §2).
+"""What a person at a real terminal sees while a run is driven.
 
-A person at a terminal gets a live progress view on stderr while a run is driven; it redraws
-with cursor movement and styles, which are ANSI bytes whatever the colour setting. The CLI
-runs here as a subprocess whose stdout and stderr are the slave side of a pseudo-terminal, so
-``isatty()`` is true as it is for that person.
+- ``--color never``: not one ANSI byte (spec/cli.md §2). The live progress view on stderr
+  redraws with cursor movement and styles, which are ANSI bytes whatever the colour setting.
+- the first line names the run's whole id and this invocation's trace (``resume`` too: it
+  mints a new trace, spec/cli.md §5).
+
+The CLI runs here as a subprocess whose stdout and stderr are the slave side of a
+pseudo-terminal, so ``isatty()`` is true as it is for that person.
 """
 
 from __future__ import annotations
@@ -28,6 +31,18 @@ spec:
   tasks:
     - { id: first, uses: "action:put", with: { v: 1 } }
     - { id: second, uses: "action:put", needs: [first], with: { v: 2 } }
+"""
+
+PAUSING = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: tty-pause }
+spec:
+  policy: { writableRoots: [out] }
+  actions:
+    save: { kind: builtin.write }
+  tasks:
+    - { id: save, uses: "action:save", with: { path: out/a.txt, content: hello } }
 """
 
 
@@ -79,3 +94,18 @@ def test_the_live_view_is_shown_at_a_terminal_by_default(
     rc, seen = _at_terminal(ledger_target, tmp_path, ("run", "wf.yaml", "--db", "r.db"))
     assert rc == 0, seen
     assert b"\x1b[" in seen
+
+
+def test_resume_at_a_terminal_names_the_whole_run_id_and_its_new_trace(
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    (tmp_path / "wf.yaml").write_text(PAUSING, encoding="utf-8")
+    paused = cli("--output", "json", "run", "wf.yaml", "--db", "r.db")
+    assert paused.rc == 3, paused.stderr
+    run_id, first_trace = paused.data["runId"], paused.data["traceId"]
+    args = ("--color", "never", "resume", run_id[:14], "--db", "r.db")  # by a prefix
+    rc, seen = _at_terminal(ledger_target, tmp_path, args)
+    assert rc == 3, seen
+    title = seen.decode().splitlines()[0]
+    assert title.startswith(f"run {run_id}  (trace trace-"), title
+    assert first_trace not in title and "resumed" not in title
