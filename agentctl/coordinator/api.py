@@ -22,6 +22,7 @@ from agentctl.coordinator.launch import (
     naming_run,
     open_existing,
     refuse_before_state,
+    require_workspace,
     run_trio,
 )
 from agentctl.coordinator.reconcile import reconcile
@@ -269,9 +270,10 @@ def resume(
 
 
 def _preflight_resume(ledger: RunLedger, found: RunRecord, plan: Plan, base: str) -> None:
-    """Before the lease is taken: a missing key or a refused endpoint leaves the run as it
-    was. A finished run needs neither: the claim refuses it for what it is."""
+    """Before the lease is taken: a workspace gone, a missing key or a refused endpoint leaves
+    the run as it was. A finished run needs none: the claim refuses it for what it is."""
     if not is_terminal_run(found.state):
+        require_workspace(base)
         remaining = _unfinished(ledger, found.run_id) if may_need_secrets(plan) else None
         preflight_credentials(plan, base, preview=found.mode == "check", task_ids=remaining)
         preflight_egress(plan, resolve=found.mode != "check")

@@ -12,13 +12,14 @@ pseudo-terminal, so ``isatty()`` is true as it is for that person.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.clibackend import LedgerTarget
-from tests.conftest import Cli
+from tests.conftest import EXAMPLES, Cli
 
 WORKFLOW = """\
 apiVersion: agentctl.dev/v1alpha1
@@ -31,18 +32,6 @@ spec:
   tasks:
     - { id: first, uses: "action:put", with: { v: 1 } }
     - { id: second, uses: "action:put", needs: [first], with: { v: 2 } }
-"""
-
-PAUSING = """\
-apiVersion: agentctl.dev/v1alpha1
-kind: Workflow
-metadata: { name: tty-pause }
-spec:
-  policy: { writableRoots: [out] }
-  actions:
-    save: { kind: builtin.write }
-  tasks:
-    - { id: save, uses: "action:save", with: { path: out/a.txt, content: hello } }
 """
 
 
@@ -99,7 +88,7 @@ def test_the_live_view_is_shown_at_a_terminal_by_default(
 def test_resume_at_a_terminal_names_the_whole_run_id_and_its_new_trace(
     cli: Cli, ledger_target: LedgerTarget, tmp_path: Path
 ) -> None:
-    (tmp_path / "wf.yaml").write_text(PAUSING, encoding="utf-8")
+    shutil.copy(EXAMPLES / "e6-approval.yaml", tmp_path / "wf.yaml")  # pauses for approval
     paused = cli("--output", "json", "run", "wf.yaml", "--db", "r.db")
     assert paused.rc == 3, paused.stderr
     run_id, first_trace = paused.data["runId"], paused.data["traceId"]
