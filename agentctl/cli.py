@@ -205,7 +205,7 @@ def resume_cmd(
     asking = _asking(interactive, "resume", Continuation(db, where, timeout_seconds, diff))
     outcome = drive(
         SETTINGS,
-        lambda progress, _created: api.resume(
+        lambda progress, created: api.resume(
             run,
             db=db,
             workspace=where,
@@ -214,8 +214,8 @@ def resume_cmd(
             diff=diff,
             on_stream=stream_event_printer(SETTINGS),
             interactive=interactive,
+            on_created=created,
         ),
-        announce=run,
         interactive=asking,
     )
     deliver(outcome)

@@ -207,7 +207,7 @@ def interactive_for(how: Continuation, settings: Settings, command: str = "run")
 
     require_terminal(command)
 
-    def resume(run_id: str, progress: Any) -> Any:
+    def resume(run_id: str, progress: Any, created: Any) -> Any:
         from agentctl.coordinator import api
 
         return api.resume(
@@ -219,6 +219,7 @@ def interactive_for(how: Continuation, settings: Settings, command: str = "run")
             diff=how.diff,
             on_stream=stream_event_printer(settings),
             interactive=True,
+            on_created=created,
         )
 
     return Interactive(db=how.db, resume=resume)
@@ -227,13 +228,12 @@ def interactive_for(how: Continuation, settings: Settings, command: str = "run")
 def drive(
     settings: Settings,
     call: Callable[[Any, Any], Any],
-    announce: str | None = None,
     interactive: Interactive | None = None,
 ) -> Outcome:
     """Run ``call(progress, on_created)`` under a live view (for a human at a terminal); with
     ``interactive``, a run that pauses for approvals is asked about and carried on."""
     collect_from_now()
-    outcome = _watched(settings, call, announce)
+    outcome = _watched(settings, call)
     if interactive is not None:
         outcome = carry_on(settings, interactive, outcome)
     return outcome_of(outcome)
@@ -246,7 +246,7 @@ def carry_on(settings: Settings, interactive: Interactive, outcome: Any) -> Any:
         run_id = outcome.run_id
         if not _settled_at_prompt(interactive, run_id):
             break
-        outcome = _watched(settings, functools.partial(_resumed, interactive, run_id), run_id)
+        outcome = _watched(settings, functools.partial(_resumed, interactive, run_id))
     return outcome
 
 
@@ -265,18 +265,18 @@ def _settled_at_prompt(interactive: Interactive, run_id: str) -> bool:
         ) from None
 
 
-def _resumed(interactive: Interactive, run_id: str, progress: Any, _created: Any) -> Any:
-    return interactive.resume(run_id, progress)
+def _resumed(interactive: Interactive, run_id: str, progress: Any, created: Any) -> Any:
+    return interactive.resume(run_id, progress, created)
 
 
-def _watched(settings: Settings, call: Callable[[Any, Any], Any], announce: str | None) -> Any:
+def _watched(settings: Settings, call: Callable[[Any, Any], Any]) -> Any:
+    """``call(progress, on_created)``; the view starts when the run is created or claimed, with
+    the run's whole id and this invocation's trace."""
     view = None
     if settings.output == "human" and sys.stderr.isatty():
         from agentctl.render import LiveProgress
 
         view = LiveProgress(color=settings.color != "never")
-        if announce is not None:
-            view.start(announce, "resumed")
     try:
         return call(view.update if view else None, view.start if view else None)
     finally:

@@ -49,7 +49,8 @@ class Interactive:
     """How to ask about a paused run's approvals and carry the run on after the answers."""
 
     db: str
-    resume: Callable[[str, Any], Any]  # (run id, progress) -> the resumed run's RunOutcome
+    # (run id, progress, on_created) -> the resumed run's RunOutcome
+    resume: Callable[[str, Any, Any], Any]
     ask: Callable[[str], str | None] = lambda prompt: _read_answer(prompt, sys.stdin, sys.stderr)
 
     def settle(self, run_id: str) -> bool:

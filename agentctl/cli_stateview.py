@@ -93,10 +93,13 @@ def artifact_export_view(data: JsonObject) -> View:
 def _gc_lines(report: JsonObject, dry_run: bool) -> list[str]:
     verb = "would remove" if dry_run else "removed"
     blobs = [str(as_object(b).get("digest")) for b in as_list(report.get("blobs"))]
-    stray = [str(f) for k in ("untrackedFiles", "tmpFiles") for f in as_list(report.get(k))]
-    what = f"{_count(len(blobs), 'blob')} and {_count(len(stray), 'stray file')}"
+    # Both named as paths under the artifact store, so an operator can find them.
+    untracked = [f"  {f} (not a stored blob)" for f in as_list(report.get("untrackedFiles"))]
+    leftover = [f"  tmp/{f} (temporary leftover)" for f in as_list(report.get("tmpFiles"))]
+    stray = len(untracked) + len(leftover)
+    what = f"{_count(len(blobs), 'blob')} and {_count(stray, 'stray file')}"
     lines = [f"artifacts: {verb} {what}, {_size(report.get('bytes'))}"]
-    return lines + [f"  {d}" for d in blobs] + [f"  {f} (not a stored blob)" for f in stray]
+    return lines + [f"  {d}" for d in blobs] + untracked + leftover
 
 
 def artifact_gc_view(data: JsonObject) -> View:

@@ -256,7 +256,13 @@ class LiveProgress:
         from rich.live import Live
 
         self._title = f"run {run_id}  (trace {trace_id})"
-        console = Console(stderr=True, no_color=not self._color)
+        if not self._color:
+            # ``--color never`` promises no ANSI bytes at all (spec/cli.md §2): a live view
+            # redraws with cursor movement and styles, so only the plain title is written.
+            sys.stderr.write(self._title + "\n")
+            sys.stderr.flush()
+            return
+        console = Console(stderr=True)
         console.print(self._title)
         self._live = Live(self._view(), console=console, auto_refresh=False, transient=True)
         self._live.start()

@@ -22,6 +22,7 @@ from agentctl.coordinator.launch import (
     naming_run,
     open_existing,
     refuse_before_state,
+    require_workspace,
     run_trio,
 )
 from agentctl.coordinator.reconcile import reconcile
@@ -49,7 +50,7 @@ from agentctl.ledger.model import ReconcileRequest
 
 if TYPE_CHECKING:  # a run never reports: the report's read models load with ``run_report``
     from agentctl.ledger.report import RunReport
-    from agentctl.ledger.runs import RunHead
+    from agentctl.ledger.runs import RunHead, RunRecord
 
 DEFAULT_DB = ".agentctl/runtime.db"
 
@@ -238,8 +239,10 @@ def resume(
     diff: bool = False,
     on_stream: StreamListener | None = None,
     interactive: bool = False,
+    on_created: Callable[[str, str], object] | None = None,
 ) -> RunOutcome:
-    """Continue a run with the plan it was created with (loaded, not compiled again)."""
+    """Continue a run with the plan it was created with (loaded, not compiled again);
+    ``on_created(run id, trace id)`` once the run is claimed, as ``fork`` announces its run."""
     clock = Clock()
     with open_ledger(existing(db)) as ledger:
         found = ledger.find_run(run_ref)
@@ -249,24 +252,31 @@ def resume(
         with naming_run(found.run_id, trace_id):
             plan = load_plan(found)
             base = os.path.abspath(workspace or found.base_path or os.getcwd())
-            # Before the lease is taken: a missing key or a refused endpoint leaves the run as
-            # it was. A finished run needs neither: the claim below refuses it for what it is.
-            if not is_terminal_run(found.state):
-                remaining = _unfinished(ledger, found.run_id) if may_need_secrets(plan) else None
-                preflight_credentials(plan, base, preview=found.mode == "check", task_ids=remaining)
-                preflight_egress(plan, resolve=found.mode != "check")
+            _preflight_resume(ledger, found, plan, base)
             run = check_resumable(ledger, run_ref, clock, trace_id)
+            if on_created is not None:
+                on_created(run.run_id, trace_id)
             req = DriveRequest(ledger, run.run_id, trace_id, plan, base, timeout_s, progress, clock)
             req = dataclasses.replace(
                 req, check_mode=run.mode == "check", diff=diff, on_stream=on_stream
             )
-            req = dataclasses.replace(req, interactive=interactive)
-            req = dataclasses.replace(req, compensates=_compensation_links(ledger, run))
+            links = _compensation_links(ledger, run)
+            req = dataclasses.replace(req, interactive=interactive, compensates=links)
             outcome = run_trio(drive_run, req)
             rejected = _failed_by_rejection(ledger, outcome)
     # After the ledger is closed, as ``run`` does: the compensation run opens its own.
     outcome = auto_compensated(outcome, plan, db, base, timeout_s, found.mode)
     return outcome if rejected else outcome_or_raise(outcome)
+
+
+def _preflight_resume(ledger: RunLedger, found: RunRecord, plan: Plan, base: str) -> None:
+    """Before the lease is taken: a workspace gone, a missing key or a refused endpoint leaves
+    the run as it was. A finished run needs none: the claim refuses it for what it is."""
+    if not is_terminal_run(found.state):
+        require_workspace(base)
+        remaining = _unfinished(ledger, found.run_id) if may_need_secrets(plan) else None
+        preflight_credentials(plan, base, preview=found.mode == "check", task_ids=remaining)
+        preflight_egress(plan, resolve=found.mode != "check")
 
 
 def _compensation_links(ledger: RunLedger, run: RunHead) -> dict[str, tuple[str, ...]]:

@@ -157,10 +157,23 @@ def refuse_before_state(
     container engines and images, provider credentials (a preview needs none), then egress (a
     preview resolves no name). Credentials come first, as in the original: a missing key is
     exit 6 even when the endpoint it is for would also be refused by the network policy."""
+    require_workspace(workspace)
     check_executable(plan, file=file, locate=locate)
     preflight_containers(plan)
     preflight_credentials(plan, workspace, preview=preview)
     preflight_egress(plan, resolve=not preview)
+
+
+def require_workspace(workspace: str) -> None:
+    """Refuse a workspace that is not a directory before any state changes. ``--workspace`` is
+    checked as it is parsed; this catches the one a run stored (``resume``, ``fork``,
+    ``compensate`` reuse it) once its checkout was moved or deleted: driven there, every task
+    that touches a file would fail for good, when ``--workspace`` can name where it went."""
+    if not Path(workspace).is_dir():
+        raise ValidationError(
+            f"workspace {workspace} does not exist or is not a directory (moved or deleted?); "
+            "pass --workspace DIR to use the directory it is in now"
+        )
 
 
 def existing(db: str) -> str:

@@ -22,6 +22,7 @@ from agentctl.coordinator.launch import (
     check_executable,
     open_existing,
     preflight_containers,
+    require_workspace,
     run_trio,
 )
 from agentctl.coordinator.service import (
@@ -242,6 +243,7 @@ def compensate(
         if plan_only or not planned.executable:
             return "CompensationPlan", data, 0 if planned.complete else 3
         base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
+        require_workspace(base)
         driving = Driving(timeout_s, progress, diff=diff)
         created = _create_compensation(ledger, source_run, planned, base, clock, trace_id=trace_id)
         outcome = _run_compensation(ledger, created, planned, base, driving, clock)

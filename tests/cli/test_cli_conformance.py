@@ -140,11 +140,14 @@ def test_overwrite_replaces_only_a_regular_file(cli: Cli, tmp_path: Path, kind: 
     else:
         target.mkdir()
     before = target.lstat()
-    rc, refused = _json(
-        cli, "artifacts", "--db", "r.db", "export", blob["digest"], "target", "--overwrite"
-    )
-    assert rc == 5, refused
-    assert "not a regular file" in refused["error"]["message"]
+    # Without --overwrite the refusal must not advise it: --overwrite would be refused too.
+    for flags in ((), ("--overwrite",)):
+        rc, refused = _json(
+            cli, "artifacts", "--db", "r.db", "export", blob["digest"], "target", *flags
+        )
+        assert rc == 5, refused
+        assert "not a regular file" in refused["error"]["message"]
+        assert "pass --overwrite" not in refused["error"]["message"]
     after = target.lstat()
     assert (after.st_mode, after.st_ino, after.st_rdev) == (
         before.st_mode,

@@ -42,6 +42,12 @@ def test_artifact_views_name_the_blob_its_references_and_what_was_done(
     assert (tmp_path / "copy.txt").read_text() == "hello, world"
     collected = _view(cli, "artifacts", "gc", "--dry-run")
     assert "would remove 0 blobs and 0 stray files" in collected
+    # A temporary leftover is named by its path under the store, not as a blob.
+    [store] = {p.parent for p in tmp_path.rglob("sha256") if (p.parent / "tmp").is_dir()}
+    (store / "tmp" / "leftover").write_text("x")
+    collected = _view(cli, "artifacts", "gc", "--dry-run")
+    assert "would remove 0 blobs and 1 stray file" in collected
+    assert "  tmp/leftover (temporary leftover)\n" in collected
 
 
 def test_memory_views_show_the_value_and_where_it_lives(cli: Cli, tmp_path: Path) -> None:

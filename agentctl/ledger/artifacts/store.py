@@ -344,9 +344,10 @@ class ArtifactStore:
                 raise PersistenceError(f"artifact {digest} failed verification: {problem}")
             if dest.is_symlink():
                 raise PersistenceError(f"refusing to export onto the symlink {dest}")
+            # Before the --overwrite advice: a directory or device is refused with it too.
+            _refuse_special(dest)
             if dest.exists() and not overwrite:
                 raise PersistenceError(f"{dest} exists; pass --overwrite to replace it")
-            _refuse_special(dest)
             try:
                 self._copy_atomically(src, dest)
             except OSError as exc:
