@@ -252,16 +252,17 @@ class LiveProgress:
         self._last = 0.0
 
     def start(self, run_id: str, trace_id: str) -> None:
-        from rich.console import Console
-        from rich.live import Live
-
         self._title = f"run {run_id}  (trace {trace_id})"
         if not self._color:
             # ``--color never`` promises no ANSI bytes at all (spec/cli.md §2): a live view
-            # redraws with cursor movement and styles, so only the plain title is written.
+            # redraws with cursor movement and styles, so only the plain title is written —
+            # and rich is not even imported.
             sys.stderr.write(self._title + "\n")
             sys.stderr.flush()
             return
+        from rich.console import Console
+        from rich.live import Live
+
         console = Console(stderr=True)
         console.print(self._title)
         self._live = Live(self._view(), console=console, auto_refresh=False, transient=True)
@@ -270,10 +271,12 @@ class LiveProgress:
     def update(self, task_id: str, state: str) -> None:
         import time
 
+        if self._live is None:  # not started, or ``--color never``: nothing is drawn
+            return
         self._states[task_id] = state
         self._recent = [*self._recent[-(self.RECENT - 1) :], (task_id, state)]
         now = time.monotonic()
-        if self._live is not None and now - self._last >= 0.1:
+        if now - self._last >= 0.1:
             self._last = now
             self._live.update(self._view(), refresh=True)
 

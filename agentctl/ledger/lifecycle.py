@@ -299,9 +299,8 @@ def settle_run_txn(conn: Db, settle: SettleRun) -> None:
     as a cancelled run's are: a task's failure ended the run while a sibling still waited."""
     run_id, now, trace = settle.run_id, settle.now, settle.trace_id
     if settle.state == "failed":
-        resolver = "agentctl failure"
         approvals.close_pending_txn(
-            conn, run_id, now, TASK_FAILED, resolver=resolver, trace_id=trace
+            conn, run_id, now, TASK_FAILED, resolver="agentctl failure", trace_id=trace
         )
     for task_id in settle.never_started:
         tasks.transition_task_txn(
