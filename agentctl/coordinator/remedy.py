@@ -92,11 +92,14 @@ def recover(
 ) -> Envelope:
     """Plan a retry or repair of ``source_ref``; run it unless planning only or blocked.
     ``inputs``: the input flags' values, laid over the source run's (None: no flag given).
+    The source run's inputs lie over the target's ``spec.inputs``: an input the target adds
+    has its default, one both declare keeps the value the source ran with.
     Returns (envelope kind, data, exit code): a blocked plan is exit 3 and creates nothing."""
     ask = RecoveryRequest(kind, roots, failed_only, restart_successful, reason)
     with open_existing(db) as ledger:
         source_run, source = recovery.load_source(ledger, source_ref)
-        run_inputs = {**(source_run.inputs or {}), **(inputs or {})}
+        target_defaults = document["spec"].get("inputs") or {}
+        run_inputs = {**target_defaults, **(source_run.inputs or {}), **(inputs or {})}
         planned = _plan(ledger, ask, source, target, run_inputs)
         if plan_only or not planned.compatible:
             return f"{kind.capitalize()}Plan", planned.to_json(), 0 if planned.compatible else 3

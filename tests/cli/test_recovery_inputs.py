@@ -156,3 +156,30 @@ def test_the_plan_shows_which_inputs_changed_and_what_that_blocks(cli: Cli, tmp_
     assert same.rc == 0 and same.data["reusedTasks"] == ["say"], same.stderr
     assert same.data["warnings"] == []
     assert _runs(cli) == before
+
+
+def test_an_input_the_target_adds_has_its_default_and_the_sources_values_stay(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """The new run's inputs are the target's ``spec.inputs``, the source run's inputs over
+    them, the flags over both: a repair whose workflow adds an input (and a task reading it)
+    runs with that input's default, while an input both declare keeps the source's value
+    even where the target changed its default."""
+    source = _source(cli, tmp_path, FLOW.replace("> 3", "> 1"), 0)
+    added = FLOW.replace("> 3", "> 1").replace("{ n: 2, word: hi }", "{ n: 9, word: hi, extra: 7 }")
+    added = added.replace(
+        "    - { id: gate,",
+        '    - { id: more, uses: "action:put", with: { e: "${{ inputs.extra }}" } }\n    - { id: gate,',
+    )
+    (tmp_path / "wf.yaml").write_text(added)
+    args = ("repair", "wf.yaml", source, "--from", "more", "--db", "r.db")
+    done = cli("--output", "json", *args)
+    assert done.rc == 0, done.stderr
+    assert done.data["executedTasks"] == ["more"]
+    tasks = _tasks(cli, done.data["runId"])
+    assert tasks["more"]["output"]["output"] == {"e": 7}  # type: ignore[index]
+    assert tasks["count"]["disposition"] == "reused"  # n stays 2, the source's value
+    assert done.data["output"]["n"] == 2
+    flagged = cli("--output", "json", *args, "--input", "extra=8")
+    assert flagged.rc == 0, flagged.stderr
+    assert _tasks(cli, flagged.data["runId"])["more"]["output"]["output"] == {"e": 8}  # type: ignore[index]
