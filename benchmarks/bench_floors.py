@@ -16,7 +16,10 @@
   answers faster);
 - spawning ``/bin/true`` and waiting for it (the floor under a trivial shell effect);
 - the worker's part of a shell effect (``shell_effect_worker``): ``WorkerPool.execute`` of a
-  ``builtin.shell.exec`` of ``/bin/true``, no ledger — to compare with round trip + spawn.
+  ``builtin.shell.exec`` of ``/bin/true``, no ledger — to compare with round trip + spawn;
+- the bare shell chain (``shell_chain_bare``): one commit, one byte to a trio peer that spawns
+  ``/bin/true`` and waits for it by pidfd, one byte back — the shell chain's step with none of
+  our code, its parts composed with the wake-ups they really cost.
 
 Run: ``python benchmarks/bench_floors.py [--runs 7] [--reps 300] [--json]``.
 """
@@ -208,29 +211,40 @@ trio.run(echo)
 """
 
 
-def wire_ping_pong(runs: int, reps: int) -> benchkit.Figure:
-    """ms per one-byte round trip between this trio process and an echoing one."""
+def _with_trio_peer(
+    peer_code: str, before: Callable[[int], None], warm: int, runs: int, reps: int
+) -> list[float]:
+    """ms per step against a trio peer process (``peer_code``, given its socket's descriptor):
+    a step is ``before(serial)``, one byte sent, the peer's one-byte answer awaited."""
     import socket
 
     import trio
 
     ours, theirs = socket.socketpair()
     peer = subprocess.Popen(
-        [sys.executable, "-c", _ECHO, str(theirs.fileno())], pass_fds=(theirs.fileno(),)
+        [sys.executable, "-c", peer_code, str(theirs.fileno())], pass_fds=(theirs.fileno(),)
     )
     theirs.close()
     samples: list[float] = []
 
     async def main() -> None:
         sock = trio.socket.from_stdlib_socket(ours)
-        for _ in range(200):  # warm-up: the peer's imports
+        serial = 0
+
+        async def step() -> None:
+            nonlocal serial
+            serial += 1
+            before(serial)
             await sock.send(b"x")
-            await sock.recv(64)
+            if not await sock.recv(64):
+                raise RuntimeError("the peer process went away")
+
+        for _ in range(warm):  # warm-up: the peer's imports
+            await step()
         for _ in range(runs):
             t0 = time.perf_counter()
             for _ in range(reps):
-                await sock.send(b"x")
-                await sock.recv(64)
+                await step()
             samples.append((time.perf_counter() - t0) * 1000 / reps)
 
     try:
@@ -238,7 +252,42 @@ def wire_ping_pong(runs: int, reps: int) -> benchkit.Figure:
     finally:
         ours.close()
         peer.wait(timeout=30)
+    return samples
+
+
+def wire_ping_pong(runs: int, reps: int) -> benchkit.Figure:
+    """ms per one-byte round trip between this trio process and an echoing one."""
+    samples = _with_trio_peer(_ECHO, lambda _serial: None, 200, runs, reps)
     return benchkit.figure("wire_ping_pong", "ms/round trip", samples, note="bare trio")
+
+
+# The bare shell chain's worker: on each byte, spawn ``/bin/true``, wait for it by pidfd (as
+# ``sandbox/spawn.py`` does), reap it and answer — nothing else.
+_SPAWNING_PEER = """
+import os, socket, subprocess, sys, trio
+async def serve():
+    sock = trio.socket.from_stdlib_socket(socket.socket(fileno=int(sys.argv[1])))
+    while await sock.recv(64):
+        child = subprocess.Popen(["/bin/true"], stdin=subprocess.DEVNULL)
+        fd = os.pidfd_open(child.pid)
+        await trio.lowlevel.wait_readable(fd)
+        child.wait()
+        trio.lowlevel.notify_closing(fd)
+        os.close(fd)
+        await sock.send(b"k")
+trio.run(serve)
+"""
+
+
+def shell_chain_bare(workdir: Path, runs: int, reps: int) -> benchkit.Figure:
+    """ms per step of the smallest durable shell chain this machine can run: a trio process
+    commits one row (WAL, ``synchronous=FULL``), sends a byte to a trio peer, which spawns
+    ``/bin/true``, waits for it by pidfd and answers. One commit, one round trip and one
+    spawn composed with their real wake-ups (each side parks while the other works), and no
+    code of ours: what the shell chain would cost if agentctl's own work took no time."""
+    commit = bench_ledger._bare(workdir / "bare-shell.db")
+    samples = _with_trio_peer(_SPAWNING_PEER, commit, 20, runs, reps)
+    return benchkit.figure("shell_chain_bare", "ms/step", samples, note="no agentctl code")
 
 
 def spawn_floor(runs: int, reps: int) -> benchkit.Figure:
@@ -261,6 +310,7 @@ def main(runs: int = 7, reps: int = 300, workdir: Path | None = None) -> dict[st
         figures.append(wire_ping_pong(runs, reps))
         figures.append(spawn_floor(runs, max(1, reps // 5)))
         figures.append(shell_effect_worker(Path(tmp), runs, max(1, reps // 5)))
+        figures.append(shell_chain_bare(Path(tmp), runs, max(1, reps // 5)))
     return {"benchmark": "floors", "figures": [f.to_json() for f in figures]}
 
 

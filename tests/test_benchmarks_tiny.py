@@ -28,6 +28,7 @@ EXPECTED_FIGURES = [
     "frame_round_trip",
     "frame_round_trip_parked",
     "spawn_true",
+    "shell_chain_bare",
     "pure_chain_5_inprocess",
     "pure_chain_5_cli",
     "coordinator_peak_rss_5",
