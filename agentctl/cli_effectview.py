@@ -17,6 +17,7 @@ from agentctl.cli_runview import (
     command,
     cut_line,
     fmt_duration,
+    reconcile_commands,
     short_ts,
     span_seconds,
     view_width,
@@ -79,10 +80,7 @@ def _next_steps(effect: JsonObject, recs: list[JsonObject], db: str, width: int)
     # there something to settle (``inspect`` tells the two apart).
     when = " once nothing drives its run (a crash)," if effect.get("status") == "started" else ""
     lines = ["", f"  to settle {short}…{when} say what happened:"]
-    for status in ("applied", "not-applied"):
-        words = ("effects", "reconcile", _text(effect, "effectId"), "--status", status)
-        lines += command(*words, "--reason", "<why>", db=db, width=width)
-    return lines
+    return lines + reconcile_commands(_text(effect, "effectId"), db, width)
 
 
 def effect_list_view(data: JsonObject, db: str) -> Callable[[Settings], str]:

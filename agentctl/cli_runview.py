@@ -12,15 +12,13 @@ mid-word and draws boxes around them), and plain text costs no import at start-u
 
 from __future__ import annotations
 
-import os
 import shlex
 import shutil
 import sys
 import textwrap
 from collections.abc import Iterable, Sequence
 
-from agentctl.clikit import DEFAULT_DB
-from agentctl.core.dburl import redact
+from agentctl.clikit import db_words
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.report import RunReport
@@ -129,11 +127,8 @@ def command(*words: str, db: str, width: int = WIDTH) -> list[str]:
     """A shell-ready command (``--db`` only when this invocation named another database),
     continued with `` \\`` across lines so that it fits ``width`` and still pastes as is.
     An option stays on the line of its value."""
-    # $AGENTCTL_DB needs no repeating; a URL given with --db is shown without its password.
-    implied = db in (DEFAULT_DB, os.environ.get("AGENTCTL_DB"))
-    tail = () if implied else ("--db", redact(db))
     chunks: list[str] = []
-    for word in ("agentctl", *words, *tail):
+    for word in ("agentctl", *words, *db_words(db)):
         quoted = shlex.quote(word)
         if chunks and chunks[-1].startswith("--") and " " not in chunks[-1]:
             chunks[-1] += " " + quoted  # every option here takes a value
@@ -147,6 +142,17 @@ def command(*words: str, db: str, width: int = WIDTH) -> list[str]:
         else:
             lines[-1] += " " + chunk
     return lines
+
+
+def reconcile_commands(effect_id: str, db: str, width: int) -> list[str]:
+    """The two ways to settle an unresolved effect. ``applied`` names the result the task
+    carries on with (the ledger refuses it without one), so the printed command runs once its
+    placeholders are filled in."""
+    verb = ("effects", "reconcile", effect_id, "--status")
+    applied = command(
+        *verb, "applied", "--reason", "<why>", "--result-file", "<result.json>", db=db, width=width
+    )
+    return applied + command(*verb, "not-applied", "--reason", "<why>", db=db, width=width)
 
 
 def _lineage_lines(report: RunReport, width: int) -> list[str]:
@@ -308,9 +314,7 @@ def attention(report: RunReport, db: str, width: int) -> list[str]:
         lines += ["", f"  {e.status} effect {e.effect_id}", f"    task {e.task_id}  {e.operation}"]
         if e.effect_id in remote:
             lines += command("effects", "continue-remote", e.effect_id, db=db, width=width)
-        for status in ("applied", "not-applied"):
-            words = ("effects", "reconcile", e.effect_id, "--status", status, "--reason", "<why>")
-            lines += command(*words, db=db, width=width)
+        lines += reconcile_commands(e.effect_id, db, width)
     if not lines:
         return []
     if run.state == "paused" or (run.state == "running" and not report.driven):

@@ -21,7 +21,7 @@ from agentctl.cli_stateview import (
     db_migration_view,
     db_stats_view,
 )
-from agentctl.clikit import DEFAULT_DB, deliver, is_server_db, path_parser
+from agentctl.clikit import DEFAULT_DB, command_line, deliver, is_server_db, path_parser
 from agentctl.errors import NotFoundError, ValidationError
 from agentctl.render import Outcome, Settings
 
@@ -265,7 +265,7 @@ def _resolve(approval: str, approve: bool, reason: str, actor: str, db: str) -> 
             data,
             human=lambda _s: (
                 f"{record.approval_id} {record.status}; "
-                f"continue with: agentctl resume {record.run_id}"
+                f"continue with: {command_line('resume', record.run_id, db=db)}"
             ),
         )
     )

@@ -24,13 +24,14 @@ import contextlib
 import gc
 import os
 import re
+import shlex
 import signal
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from agentctl.core.dburl import POSTGRES_SCHEMES, is_postgres_url
+from agentctl.core.dburl import POSTGRES_SCHEMES, is_postgres_url, redact
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.strictjson import parse_strict
 from agentctl.errors import AgentctlError, Diagnostic, ValidationError
@@ -142,6 +143,19 @@ def path_parser(what: str, *, file: bool = True) -> Callable[[str], Path]:
 def is_server_db(db: str) -> bool:
     """Whether ``--db`` names a database server (a PostgreSQL URL), not a SQLite file."""
     return is_postgres_url(db)
+
+
+def db_words(db: str) -> tuple[str, ...]:
+    """``--db DB`` for a command the CLI tells the operator to run next, or nothing when that
+    command finds the same database without it (the default, or ``$AGENTCTL_DB``); a URL is
+    shown without its password."""
+    implied = db in (DEFAULT_DB, os.environ.get("AGENTCTL_DB"))
+    return () if implied else ("--db", redact(db))
+
+
+def command_line(*words: str, db: str) -> str:
+    """``agentctl WORDS`` on one line, quoted for a shell, on the database ``db``."""
+    return " ".join(shlex.quote(word) for word in ("agentctl", *words, *db_words(db)))
 
 
 def check_workspace(value: Path | None) -> Path | None:

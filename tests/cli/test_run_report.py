@@ -324,9 +324,11 @@ def test_human_inspect_of_an_uncertain_effect_prints_commands_that_resolve_it(
     assert effect["status"] == "uncertain" and f"uncertain effect {effect['effectId']}" in view
     commands = _printed_commands(view)
     verb = ["agentctl", "effects", "reconcile", effect["effectId"], "--status"]
-    assert [[*verb, s, "--reason", "<why>", *db] for s in ("applied", "not-applied")] == [
-        c for c in commands if c[:3] == verb[:3]
-    ]
+    result = ["--result-file", "<result.json>"]  # applied names the result the task goes on with
+    assert [
+        [*verb, "applied", "--reason", "<why>", *result, *db],
+        [*verb, "not-applied", "--reason", "<why>", *db],
+    ] == [c for c in commands if c[:3] == verb[:3]]
     assert commands[-1] == ["agentctl", "resume", run_id, *db]
     (tmp_path / "go").write_text("")
     not_applied = next(c for c in commands if "not-applied" in c)

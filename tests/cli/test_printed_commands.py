@@ -1,0 +1,75 @@
+"""A command a human view tells the operator to run next runs as printed, its placeholders
+(``<why>``, ``<result.json>``) filled in: against the database this invocation named, with
+every option the command needs.
+
+- ``effects list|inspect`` and ``inspect`` print, for an unresolved effect, an ``applied`` and
+  a ``not-applied`` reconciliation; ``applied`` needs the result the task carries on with, so
+  its command names ``--result-file`` (without it the ledger refuses, exit 4);
+- ``approvals approve|reject`` says which ``resume`` continues the run: with ``--db`` when
+  the approval was resolved in a database other than the default.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_audit_traces import ECHO  # one shell task, `echo hi`
+from tests.conftest import EXAMPLES, Cli
+
+pytestmark = pytest.mark.sqlite_only(reason="printed commands quote the --db path")
+DB = ("--db", "state/r.db")
+
+
+def _commands(text: str) -> list[list[str]]:
+    """The commands a view prints (``$ agentctl …``, continued with `` \\``), as argv."""
+    joined = text.replace(" \\\n", " ")
+    return [shlex.split(line.split("$ ", 1)[1]) for line in joined.splitlines() if "$ " in line]
+
+
+def _filled(command: list[str], result: Path) -> list[str]:
+    """``command`` without ``agentctl``, its placeholders replaced by real values."""
+    values = {"<why>": "checked by hand", "<result.json>": str(result)}
+    return [values.get(word, word) for word in command[1:]]
+
+
+def test_the_printed_applied_reconciliation_is_accepted(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "wf.yaml").write_text(ECHO, encoding="utf-8")
+    crash = {"AGENTCTL_CRASH_AT": "coordinator.after_started", "AGENTCTL_CRASH_HIT": "1"}
+    assert cli("--output", "json", "run", "wf.yaml", *DB, env=crash).rc == -9
+    run_id = cli("--output", "json", "runs", "list", *DB).data["runs"][0]["runId"]
+    effect = cli("--output", "json", "effects", "list", run_id, *DB).data["effects"][0]
+    result = tmp_path / "result.json"
+    result.write_text('{"exitCode": 0, "stdout": "hi\\n", "stderr": ""}', encoding="utf-8")
+    views = [("effects", "list", run_id), ("effects", "inspect", effect["effectId"])]
+    for view in [*views, ("inspect", run_id)]:
+        shown = cli(*view, *DB)
+        assert shown.rc == 0, shown.stderr
+        applied = [c for c in _commands(shown.stdout) if "applied" in c]
+        assert len(applied) == 1, shown.stdout
+        assert applied[0][-2:] == list(DB) and "--result-file" in applied[0], applied
+    recorded = cli(*_filled(applied[0], result))
+    assert recorded.rc == 0, recorded.stderr
+    assert cli("resume", run_id, *DB).rc == 0  # the recorded result is used, nothing reruns
+
+
+@pytest.mark.parametrize("verb", ["approve", "reject"])
+def test_the_resume_an_approval_prints_names_its_database(
+    cli: Cli, tmp_path: Path, verb: str
+) -> None:
+    (tmp_path / "e6.yaml").write_text((EXAMPLES / "e6-approval.yaml").read_text())
+    paused = cli("--output", "json", "run", "e6.yaml", *DB)
+    assert paused.rc == 3, paused.stderr
+    run_id = paused.data["runId"]
+    pending = cli("--output", "json", "approvals", "list", run_id, *DB).data["approvals"]
+    decided = cli("approvals", verb, pending[0]["approvalId"], "--reason", "r", *DB)
+    assert decided.rc == 0, decided.stderr
+    printed = decided.stdout.strip().split("continue with: ", 1)[1]
+    assert shlex.split(printed) == ["agentctl", "resume", run_id, *DB]
+    resumed = cli(*shlex.split(printed)[1:])
+    assert resumed.rc == (0 if verb == "approve" else 4), resumed.stderr
+    # The default database needs no --db, as every printed command.
+    default = cli("approvals", verb, pending[0]["approvalId"][:15], "--reason", "r")
+    assert default.rc == 5  # no default database here: nothing else is named
