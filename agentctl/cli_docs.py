@@ -209,11 +209,14 @@ def runs_upgrade_cmd(
 
 def _runs_human(data: dict[str, Any]) -> Any:
     def human(_s: Settings) -> str:
-        lines = [f"run {data['runId']}  plan proven: {data['planProven']}"]
+        proven = "yes" if data["planProven"] else "no"
+        lines = [f"run {data['runId']}  plan proven: {proven}"]
         lines.append(f"upgradeable: {', '.join(data['upgradeableTasks']) or '-'}")
         missing = [t["taskId"] for t in data["unavailableTasks"]]
         lines.append(f"unavailable: {', '.join(missing) or '-'}")
-        if "upgradedTasks" in data:
+        if data.get("dryRun"):  # nothing is written: say what the upgrade would persist
+            lines.append(f"would upgrade: {', '.join(data['upgradeableTasks']) or '-'}")
+        elif "upgradedTasks" in data:
             lines.append(f"upgraded: {', '.join(data['upgradedTasks']) or '-'}")
         if data.get("upgradeId"):
             lines.append(f"upgrade: {data['upgradeId']}")

@@ -176,3 +176,23 @@ def test_an_unprovable_plan_leaves_fields_unavailable(
     assert done.rc == 0 and done.data["planProven"] is False and done.data["upgradedTasks"] == []
     assert [t["taskId"] for t in done.data["unavailableTasks"]] == ["stash", "gate"]
     assert done.data["recommendedRepairRoots"] == ["stash", "gate"]
+
+
+def test_runs_analyze_and_upgrade_read_as_words(
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    """The human views: yes/no rather than a language's booleans, and a dry run says what it
+    would upgrade rather than that nothing was upgraded."""
+    run = cli("--output", "json", "run", str(EXAMPLES / "e5-subworkflow.yaml"), "--db", "db.sqlite")
+    _forget_reuse_metadata(ledger_target, tmp_path / "db.sqlite")
+    args = ("runs", "upgrade", run.data["runId"], "--db", "db.sqlite")
+    tasks = "wrap--inputs-a160ebeb, wrap--echo, wrap"
+    analysis = cli("runs", "analyze", *args[2:])
+    assert analysis.rc == 0 and "plan proven: yes" in analysis.stdout, analysis.stdout
+    assert f"upgradeable: {tasks}" in analysis.stdout
+    dry = cli(*args, "--dry-run")
+    assert dry.rc == 0 and f"would upgrade: {tasks}" in dry.stdout, dry.stdout
+    assert "upgraded:" not in dry.stdout and "True" not in dry.stdout
+    done = cli(*args)
+    assert done.rc == 0 and f"upgraded: {tasks}" in done.stdout, done.stdout
+    assert "plan proven: yes" in done.stdout
