@@ -110,6 +110,8 @@ def auth_check_cmd(file: FileArg) -> None:
             for s in secrets:
                 place = s.place
                 rows.append([auth.provider, place, f"{s.kind} {s.reference}", s.availability])
+        if not rows:  # no provider, or none that takes a credential or header (fake)
+            return "no provider credential or header to check\n"
         head = "some credentials are missing\n" if missing else "all credentials are present\n"
         return head + table(
             "auth", ["provider", "secret", "reference", "availability"], rows, settings

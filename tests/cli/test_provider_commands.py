@@ -101,3 +101,15 @@ def test_providers_inspect_reports_capabilities_offline(cli: Cli, tmp_path: Path
     assert "store" in providers["o"]["providerOptions"] and providers["o"]["runnable"]
     assert not (tmp_path / "ran.marker").exists()
     assert not (tmp_path / ".agentctl").exists()
+
+
+def test_auth_check_of_a_workflow_without_secrets_says_there_is_nothing_to_check(
+    cli: Cli,
+) -> None:
+    """No provider (hello) or only providers that need no credential (the fake one of e2): the
+    human report says so instead of claiming every credential present over an empty table."""
+    for name in ("hello.yaml", "e2-agent-router.yaml"):
+        done = cli("--color", "never", "auth", "check", str(EXAMPLES / name))
+        assert done.rc == 0, done.stderr
+        assert done.stdout.startswith("no provider credential or header to check"), done.stdout
+        assert "present" not in done.stdout and "┃" not in done.stdout, done.stdout
