@@ -58,15 +58,27 @@ def gc_cmd(
     def human(_settings: object) -> str:
         verb = "would remove" if data["dryRun"] else "removed"
         runs = data["runs"] if isinstance(data["runs"], list) else []
-        lines = [
-            f"{verb} {len(runs)} terminal runs last updated before {data['before']}",
-            f"{verb} {data['memoryEntries']} expired long-term memory entries",
-            f"{verb} the pins of {data['valueBlobsUnpinned']} stored values no row names any more",
-            f"{verb} {_blob_count(data['artifacts'])} unreferenced artifact blobs",
-        ]
-        return "\n".join(lines + [f"  {r}" for r in runs])
+        # Each removed run right under the count it belongs to, not after the artifacts line.
+        return "\n".join(
+            [
+                f"{verb} {_count(len(runs), 'terminal run')} last updated before {data['before']}",
+                *[f"  {r}" for r in runs],
+                f"{verb} {_count(data['memoryEntries'], 'expired long-term memory entry')}",
+                f"{verb} the pins of {_count(data['valueBlobsUnpinned'], 'stored value')} no row "
+                "names any more",
+                f"{verb} {_count(_blob_count(data['artifacts']), 'unreferenced artifact blob')}",
+            ]
+        )
 
     deliver(Outcome("GarbageCollection", data, human=human))
+
+
+def _count(n: object, noun: str) -> str:
+    """``1 run``, ``2 runs``, ``3 entries``."""
+    if n == 1:
+        return f"1 {noun}"
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{n} {plural}"
 
 
 def _blob_count(report: JsonValue) -> int:

@@ -127,6 +127,9 @@ def test_gc_keeps_everything_younger_than_the_cutoff(cli: Cli, tmp_path: Path) -
     assert cli("inspect", run, "--db", str(db)).rc == 0
     human = cli("gc", "--older-than-days", "0", "--db", str(db))
     assert human.rc == 0 and run in human.stdout
+    lines = human.stdout.splitlines()  # the removed runs are listed under the runs line
+    assert lines[0].startswith("removed 1 terminal run last updated before "), lines
+    assert lines[1] == f"  {run}", lines
     assert cli("inspect", run, "--db", str(db)).rc == 5
 
 
