@@ -116,6 +116,8 @@ def load_key(key_id: str, env: str, *, new: bool = False) -> ColumnKey:
     being introduced (``enable``/``rotate``), not the one the database is sealed under."""
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+    if new and not env:
+        raise ValidationError("--key-env must name the environment variable holding the key")
     text = os.environ.get(env)
     if not text and new:
         raise ValidationError(f"the new key {key_id!r} is read from {env}, which is not set")
@@ -129,7 +131,10 @@ def load_key(key_id: str, env: str, *, new: bool = False) -> ColumnKey:
     except (binascii.Error, ValueError):
         raw = b""
     if len(raw) != 32:
-        raise PersistenceError(f"{env} (key {key_id!r}) is not base64 of 32 bytes")
+        # A key being introduced is the operator's input (exit 2); the key a database is
+        # sealed under that cannot be used means the database cannot be opened (exit 5).
+        problem = ValidationError if new else PersistenceError
+        raise problem(f"{env} (key {key_id!r}) is not base64 of 32 bytes")
     return ColumnKey(key_id, env, AESGCM(raw))
 
 

@@ -180,3 +180,26 @@ def test_enable_and_rotate_refuse_what_does_not_apply(ledger: Ledger) -> None:
     _ok(ledger("db", "encryption", "enable", "--key-id", "k1", "--key-env", "K1"))
     again = ledger("db", "encryption", "enable", "--key-id", "k2", "--key-env", "K2")
     assert again.rc == 2 and "rotate" in again.error["error"]["message"]
+
+
+def test_a_malformed_new_key_is_bad_input_and_changes_nothing(ledger: Ledger) -> None:
+    """The key ``enable``/``rotate`` introduce is the operator's input, as its variable's name
+    is: not base64 of 32 bytes is exit 2 (an unset variable already was), never the exit 5 of
+    a database that cannot be opened; an empty ``--key-env`` names no variable."""
+    run, _ = _enabled(ledger)
+    ledger.checkpoint()
+    digest = ledger.digest()
+    bad = {**ledger.keys, "SHORT": base64.b64encode(b"short").decode(), "JUNK": "not base64!"}
+    for env in ("SHORT", "JUNK", ""):
+        refused = ledger("db", "encryption", "rotate", "--key-id", "k2", "--key-env", env, env=bad)
+        assert refused.rc == 2, refused.stderr
+        message = refused.error["error"]["message"]
+        assert ("base64 of 32 bytes" if env else "--key-env") in message, message
+    assert ledger.digest() == digest  # nothing was written
+    assert _ok(ledger("inspect", run)).data["run"]["runId"] == run  # still under k1
+    (ledger.tmp / "fresh").mkdir()
+    fresh = Ledger(ledger.cli, ledger.tmp / "fresh")
+    _ok(fresh("db", "migrate"))
+    refused = fresh("db", "encryption", "enable", "--key-id", "k1", "--key-env", "SHORT", env=bad)
+    assert refused.rc == 2, refused.stderr
+    assert _ok(fresh("db", "encryption", "inventory")).data["encrypted"] is False
