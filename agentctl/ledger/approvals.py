@@ -149,7 +149,7 @@ def get_approval(conn: Db, approval_id: str) -> ApprovalRecord:
 
 
 # An approval's id or a unique prefix of it, by the rule run ids follow (``idprefix``).
-APPROVAL_ID = IdKind("approval", "approval_id")
+APPROVAL_ID = IdKind("approval", "approval_id", example="7e7f45")  # approval ids are uuid4
 
 
 def find_approval(conn: Db, ref: str) -> ApprovalRecord:

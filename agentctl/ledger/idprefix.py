@@ -24,11 +24,13 @@ MIN_PREFIX_TAIL = 6
 @dataclass(frozen=True)
 class IdKind:
     """One kind of id that takes a prefix: its name (as ids start and messages say), its
-    column as the ``select`` names it, the error a missing one raises."""
+    column as the ``select`` names it, the error a missing one raises, how a prefix's tail
+    looks in the advice of that error."""
 
     name: str
     column: str
     missing: type[NotFoundError] = NotFoundError
+    example: str = "01a229"  # a prefix's tail as this kind's ids start (runs: UUIDv7)
 
 
 def find_row(conn: Db, ref: str, select: str, kind: IdKind) -> Row:
@@ -41,7 +43,7 @@ def find_row(conn: Db, ref: str, select: str, kind: IdKind) -> Row:
         # Not found, whatever it would have matched as a prefix (exit 5, as for any unknown id).
         raise kind.missing(
             f"{kind.name} {ref!r} not found (a prefix names the id's kind and at least "
-            f"{MIN_PREFIX_TAIL} characters after it: {kind.name}-01a229…)"
+            f"{MIN_PREFIX_TAIL} characters after it, e.g. {kind.name}-{kind.example}…)"
         )
     escaped = ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     rows = fetch_all(

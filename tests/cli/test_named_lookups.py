@@ -103,6 +103,10 @@ def test_an_approval_is_named_by_a_unique_prefix(cli: Cli, tmp_path: Path) -> No
     for short in ("approval-", first[: len("approval-") + 5], ""):
         refused = cli("--output", "json", "approvals", "approve", short, *why)
         assert refused.rc == 5, (short, refused.stdout)
+        # The example prefix looks like an approval id (uuid4), not like a run's (uuid7).
+        assert "e.g. approval-7e7f45…" in refused.error["error"]["message"], refused.stderr
+    too_short = cli("--output", "json", "cancel", "run-01", *DB).error["error"]["message"]
+    assert "e.g. run-01a229…" in too_short, too_short
     still = cli("--output", "json", "approvals", "list", run_id, *DB).data["approvals"]
     assert [a["status"] for a in still] == ["pending", "pending"]
     # The kind and 8 hex digits: unique for two random ids but for a 1-in-4-billion draw.
