@@ -238,6 +238,22 @@ def test_urls_are_not_taken_as_local_paths(cli: Cli, tmp_path: Path) -> None:
         assert diag["path"] == path
 
 
+def test_a_workspace_root_other_than_the_workspace_is_refused(cli: Cli, tmp_path: Path) -> None:
+    # policy.workspaceRoot used to be parsed and ignored: `sub` confined nothing to `sub`.
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "f.txt").write_text("outside sub\n", encoding="utf-8")
+    body = '  actions: { rd: { kind: builtin.read } }\n  tasks: [ { id: a, uses: "action:rd", with: { path: f.txt } } ]\n'
+    for root in ("sub", "/tmp", "sub/.."):
+        policy = f'  policy: {{ workspaceRoot: "{root}" }}\n'
+        if root == "sub/..":  # the workspace itself, spelt otherwise
+            assert cli("check", _write(tmp_path, HEAD + policy + body)).rc == 0
+            continue
+        diag = _refused(cli, tmp_path, _write(tmp_path, HEAD + policy + body))
+        assert diag["code"] == "unsupported_capability", diag
+        assert diag["path"] == "spec.policy.workspaceRoot" and diag["line"] == 5, diag
+    assert not (tmp_path / ".agentctl").exists()
+
+
 def test_compensating_a_run_whose_agent_reads_an_instruction_file(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "rev.md").write_text("Be careful.\n", encoding="utf-8")
     text = (

@@ -11,6 +11,7 @@ Invariants:
 
 from __future__ import annotations
 
+import posixpath
 import re
 from typing import Literal, Self
 
@@ -105,6 +106,20 @@ class Policy(StrictModel):
                         at=f"{key}.{index}",
                     )
         return self
+
+    @field_validator("workspace_root")
+    @classmethod
+    def _workspace_root(cls, value: str) -> str:
+        # The workspace is the workflow file's directory or `run --workspace`; a policy that
+        # names another one would be ignored, leaving reads and writes confined to a
+        # different directory than it says, so it is refused until it can be honoured.
+        if posixpath.normpath(value) != ".":
+            raise rule_error(
+                "unsupported_capability",
+                f"policy.workspaceRoot {value!r} is not supported yet; only '.' (the workspace)",
+                help="remove workspaceRoot and pass the directory with `run --workspace DIR`",
+            )
+        return value
 
 
 class Budgets(StrictModel):
