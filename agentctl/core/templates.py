@@ -39,6 +39,7 @@ __all__ = [
     "Reference",
     "Template",
     "TemplateError",
+    "as_text",
     "find_references",
     "is_exact_expression",
     "parse_template",
@@ -160,7 +161,8 @@ def referenced_task_ids(value: object) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def _as_text(expr: Expression, value: JsonValue) -> str:
+def as_text(expr: Expression, value: JsonValue) -> str:
+    """``value`` as an expression inside a longer text renders it (module docstring)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -183,7 +185,7 @@ def _render_parsed(template: Template, context: ReadContext) -> JsonValue:
     cursor = 0
     for expr in template.expressions:
         pieces.append(template.source[cursor : expr.start])
-        pieces.append(_as_text(expr, resolve(expr.reference, context)))
+        pieces.append(as_text(expr, resolve(expr.reference, context)))
         cursor = expr.end
     pieces.append(template.source[cursor:])
     return "".join(pieces)

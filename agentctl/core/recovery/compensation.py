@@ -34,7 +34,9 @@ from agentctl.core.recovery.model import (
     SourceTask,
     effective_outcome,
 )
+from agentctl.core.recovery.source_reads import source_context, with_source_reads
 from agentctl.core.states import TERMINAL_TASK_STATES
+from agentctl.core.templates import TemplateError
 
 COMPENSATION_PLAN_API = "agentctl.dev/compensation-plan/v1"
 COMPENSATION_SUFFIX = "--compensate"
@@ -165,7 +167,10 @@ def _plan_task(task: PlannedTask, src: SourceTask, source: SourceRun, found: _Fo
     if holder is not None:
         found.blocks.append(_pending_block(task.id, holder, eligible))
     elif eligible and not unresolved:
-        found.steps.append(_step(task, eligible, source))
+        try:
+            found.steps.append(_step(task, eligible, source))
+        except TemplateError as exc:  # a task output the source run cannot answer
+            found.blocks.append(_unreadable_block(task.id, exc))
     elif src.disposition in ("reused", "recorded") and src.state == "succeeded":
         found.warnings.append(
             f"task {task.id} was {src.disposition} by run {source.run_id}; its effects "
@@ -268,22 +273,34 @@ def _unresolved_block(task_id: str, effect: SourceEffect) -> Block:
 
 
 def _step(task: PlannedTask, effect_ids: list[str], source: SourceRun) -> CompensationStep:
+    """The inverse of ``task`` as a step; the task outputs it reads (in its ``with`` or its
+    variables) are the source run's (``source_reads``), or ``TemplateError``."""
     assert task.compensate is not None
     inverse = task.compensate
+    context = source_context(source.tasks)
     return CompensationStep(
         source_task_id=task.id,
         compensation_task_id=compensation_task_id(task.id),
         action=inverse.action,
-        with_=copy.deepcopy(inverse.with_),
+        with_=as_object(with_source_reads(copy.deepcopy(inverse.with_), context)),
         retry=inverse.retry,
         timeout_seconds=inverse.timeout_seconds,
         source_effect_ids=tuple(effect_ids),
         vars={
-            k: copy.deepcopy(v)
+            k: with_source_reads(copy.deepcopy(v), context)
             for k, v in task.vars.items()
             if k not in RESERVED_VARS and k not in task.bindings
         },
         bindings=_resolved_bindings(task, source),
+    )
+
+
+def _unreadable_block(task_id: str, exc: TemplateError) -> Block:
+    return Block(
+        task_id,
+        "compensation_input_unavailable",
+        f"the compensation of task {task_id} reads a task output of the source run that it "
+        f"cannot answer: {exc}",
     )
 
 
