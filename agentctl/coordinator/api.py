@@ -273,7 +273,7 @@ def _preflight_resume(ledger: RunLedger, found: RunRecord, plan: Plan, base: str
     """Before the lease is taken: a workspace gone, a missing key or a refused endpoint leaves
     the run as it was. A finished run needs none: the claim refuses it for what it is."""
     if not is_terminal_run(found.state):
-        require_workspace(base)
+        require_workspace(base, plan.run.policy)
         remaining = _unfinished(ledger, found.run_id) if may_need_secrets(plan) else None
         preflight_credentials(plan, base, preview=found.mode == "check", task_ids=remaining)
         preflight_egress(plan, resolve=found.mode != "check")

@@ -24,6 +24,7 @@ from agentctl.core.egress_reach import named_owners
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.mcp import SERVER_OWNER
 from agentctl.core.plan import Plan
+from agentctl.core.policy import policy_workspace
 from agentctl.core.providerinfo import REFERENCE_KIND_NAMES, secret_reference
 from agentctl.errors import CredentialMissingError
 
@@ -120,8 +121,9 @@ def run_secrets(
 ) -> list[SecretOwner]:
     """Every secret reference the tasks ``task_ids`` (None: all) of ``plan`` are sure to need:
     their providers' credentials and headers, then the headers of the MCP servers and A2A
-    peers their tasks and tools name."""
+    peers their tasks and tools name. Secret files resolve under the policy's workspace root."""
     policy = plan.run.policy
+    workspace = policy_workspace(workspace, policy)
     found = [
         SecretOwner(a.provider, f"provider {a.provider}", tuple(a.references()))
         for a in provider_auth(used_providers(plan, task_ids), policy, workspace)

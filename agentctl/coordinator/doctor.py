@@ -28,7 +28,7 @@ from agentctl.core.dburl import redact
 from agentctl.core.egress_reach import plan_endpoints
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list
 from agentctl.core.plan import Plan
-from agentctl.core.policy import process_basename, resolve_root
+from agentctl.core.policy import policy_workspace, process_basename, resolve_root
 from agentctl.errors import AgentctlError
 from agentctl.ledger.probe import probe_database
 
@@ -97,7 +97,9 @@ class DoctorReport:
 
 
 def diagnose(plan: Plan, meta: tuple[str, str], workspace: str, db: str) -> DoctorReport:
-    """Every check of ``plan`` on this machine; ``meta`` is (workflow name, plan digest)."""
+    """Every check of ``plan`` on this machine; ``meta`` is (workflow name, plan digest).
+    Roots resolve under the policy's workspace root (``policy_workspace``)."""
+    workspace = policy_workspace(workspace, plan.run.policy)
     found, helpers = credential_checks(plan, workspace)
     checks = (
         container_checks(plan)

@@ -8,7 +8,7 @@ nothing).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TypeVar, TypeVarTuple
 
@@ -19,7 +19,9 @@ from agentctl.coordinator.egress_preflight import preflight_egress
 from agentctl.core import registry
 from agentctl.core.compiler.diagnostics import Locator
 from agentctl.core.dburl import is_postgres_url
+from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.plan import Plan, PlannedTask
+from agentctl.core.policy import policy_workspace
 from agentctl.errors import AgentctlError, Diagnostic, ValidationError, was_interrupted
 from agentctl.ledger import open_ledger
 from agentctl.ledger.interface import RunLedger
@@ -157,22 +159,29 @@ def refuse_before_state(
     container engines and images, provider credentials (a preview needs none), then egress (a
     preview resolves no name). Credentials come first, as in the original: a missing key is
     exit 6 even when the endpoint it is for would also be refused by the network policy."""
-    require_workspace(workspace)
+    require_workspace(workspace, plan.run.policy)
     check_executable(plan, file=file, locate=locate)
     preflight_containers(plan)
     preflight_credentials(plan, workspace, preview=preview)
     preflight_egress(plan, resolve=not preview)
 
 
-def require_workspace(workspace: str) -> None:
+def require_workspace(workspace: str, policy: Mapping[str, JsonValue] | None = None) -> None:
     """Refuse a workspace that is not a directory before any state changes. ``--workspace`` is
     checked as it is parsed; this catches the one a run stored (``resume``, ``fork``,
     ``compensate`` reuse it) once its checkout was moved or deleted: driven there, every task
-    that touches a file would fail for good, when ``--workspace`` can name where it went."""
+    that touches a file would fail for good, when ``--workspace`` can name where it went.
+    With ``policy``, its ``workspaceRoot`` (the directory paths are confined to) as well."""
     if not Path(workspace).is_dir():
         raise ValidationError(
             f"workspace {workspace} does not exist or is not a directory (moved or deleted?); "
             "pass --workspace DIR to use the directory it is in now"
+        )
+    rooted = workspace if policy is None else policy_workspace(workspace, policy)
+    if not Path(rooted).is_dir():
+        raise ValidationError(
+            f"policy.workspaceRoot names {rooted}, which does not exist or is not a "
+            "directory; create it, or pass another --workspace"
         )
 
 

@@ -107,6 +107,7 @@ def recover(
         preflight_containers(target)
         preflight_egress(target)
         base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
+        require_workspace(base, target.run.policy)
         derived = recovery.DerivedTarget(target, document, plan_json, run_inputs, base, reason)
         driving = Driving(timeout_s, progress, interactive, diff)
         run_id, outcome = _run_derived(ledger, source, planned, derived, Clock(), driving)
@@ -241,12 +242,13 @@ def compensate(
                 run_id=source_run.run_id,
                 trace_id=trace_id,
             )
-        planned = rc.plan_compensation(source, load_plan(source_run), tasks=tasks_filter)
+        source_plan = load_plan(source_run)
+        planned = rc.plan_compensation(source, source_plan, tasks=tasks_filter)
         data = planned.to_json()
         if plan_only or not planned.executable:
             return "CompensationPlan", data, 0 if planned.complete else 3
         base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
-        require_workspace(base)
+        require_workspace(base, source_plan.run.policy)
         driving = Driving(timeout_s, progress, diff=diff)
         created = _create_compensation(ledger, source_run, planned, base, clock, trace_id=trace_id)
         outcome = _run_compensation(ledger, created, planned, base, driving, clock)

@@ -283,6 +283,18 @@ def resolve_root(workspace_root: str, root: str) -> str:
     return root if root.startswith("/") else join(workspace_root, root)
 
 
+def policy_workspace(workspace: str, policy: Mapping[str, JsonValue]) -> str:
+    """The directory a run's paths are confined to (spec/dsl.md §7 ``workspaceRoot``): the
+    run's workspace (the workflow's directory or ``--workspace``), or the policy's root in it —
+    relative to it and inside it (the compiler refuses a `..` out) — or an absolute root as
+    it is. Reads, writes, writable and secret-file roots and process directories all resolve
+    against it."""
+    root = policy.get("workspaceRoot")
+    if not isinstance(root, str) or not _segments(root):
+        return workspace
+    return "/" + "/".join(_segments(resolve_root(workspace, root)))
+
+
 def writable(path: str, workspace_root: str, writable_roots: Iterable[str]) -> bool:
     """True when canonical ``path`` lies inside one of the writable roots (none ⇒ False)."""
     return any(is_within(resolve_root(workspace_root, r), path) for r in writable_roots)

@@ -238,20 +238,39 @@ def test_urls_are_not_taken_as_local_paths(cli: Cli, tmp_path: Path) -> None:
         assert diag["path"] == path
 
 
-def test_a_workspace_root_other_than_the_workspace_is_refused(cli: Cli, tmp_path: Path) -> None:
-    # policy.workspaceRoot used to be parsed and ignored: `sub` confined nothing to `sub`.
+def test_the_workspace_root_confines_reads_writes_and_processes(cli: Cli, tmp_path: Path) -> None:
+    """policy.workspaceRoot (spec/dsl.md §7) is the directory the run's paths resolve in: it
+    used to be parsed and ignored, so `sub` confined nothing to `sub`."""
     (tmp_path / "sub").mkdir()
-    (tmp_path / "f.txt").write_text("outside sub\n", encoding="utf-8")
-    body = '  actions: { rd: { kind: builtin.read } }\n  tasks: [ { id: a, uses: "action:rd", with: { path: f.txt } } ]\n'
-    for root in ("sub", "/tmp", "sub/.."):
-        policy = f'  policy: {{ workspaceRoot: "{root}" }}\n'
-        if root == "sub/..":  # the workspace itself, spelt otherwise
-            assert cli("check", _write(tmp_path, HEAD + policy + body)).rc == 0
-            continue
-        diag = _refused(cli, tmp_path, _write(tmp_path, HEAD + policy + body))
-        assert diag["code"] == "unsupported_capability", diag
-        assert diag["path"] == "spec.policy.workspaceRoot" and diag["line"] == 5, diag
-    assert not (tmp_path / ".agentctl").exists()
+    (tmp_path / "sub" / "f.txt").write_text("inside\n", encoding="utf-8")
+    (tmp_path / "f.txt").write_text("outside\n", encoding="utf-8")
+    body = (
+        "  actions: { rd: { kind: builtin.read }, wr: { kind: builtin.write },"
+        " sh: { kind: builtin.shell.exec, command: pwd } }\n"
+        '  tasks: [ { id: a, uses: "action:rd", with: { path: f.txt } },'
+        ' { id: b, uses: "action:wr", needs: [a], with: { path: o/x, content: "${{ tasks.a.output.content }}" } },'
+        ' { id: c, uses: "action:sh" } ]\n'
+    )
+    policy = "  policy: { approval: never, workspaceRoot: ROOT, writableRoots: [o], processAllowlist: [pwd] }\n"
+    ran = cli(
+        "--output", "json", "run", _write(tmp_path, HEAD + policy.replace("ROOT", "sub") + body)
+    )
+    assert ran.rc == 0, ran.stderr
+    assert ran.data["output"]["a"]["content"] == "inside\n"
+    assert (tmp_path / "sub" / "o" / "x").read_text() == "inside\n"
+    assert not (tmp_path / "o").exists()
+    assert ran.data["output"]["c"]["stdout"] == f"{(tmp_path / 'sub').resolve()}\n"
+    # Out of the workspace with `..`: refused at its line; absolute: taken as it is.
+    diag = _refused(cli, tmp_path, _write(tmp_path, HEAD + policy.replace("ROOT", "../up") + body))
+    assert diag["code"] == "schema_violation" and diag["path"] == "spec.policy.workspaceRoot"
+    assert diag["line"] == 5, diag
+    assert cli("check", _write(tmp_path, HEAD + policy.replace("ROOT", "/tmp") + body)).rc == 0
+    # A root that is not there: refused before the database exists.
+    missing = cli(
+        "run", _write(tmp_path, HEAD + policy.replace("ROOT", "gone") + body), "--db", "m.db"
+    )
+    assert missing.rc == 2 and "policy.workspaceRoot names" in missing.stderr, missing.stderr
+    assert not (tmp_path / "m.db").exists()
 
 
 def test_compensating_a_run_whose_agent_reads_an_instruction_file(cli: Cli, tmp_path: Path) -> None:

@@ -110,14 +110,15 @@ class Policy(StrictModel):
     @field_validator("workspace_root")
     @classmethod
     def _workspace_root(cls, value: str) -> str:
-        # The workspace is the workflow file's directory or `run --workspace`; a policy that
-        # names another one would be ignored, leaving reads and writes confined to a
-        # different directory than it says, so it is refused until it can be honoured.
-        if posixpath.normpath(value) != ".":
+        # The directory every path of the run is confined to (``core.policy.policy_workspace``):
+        # relative to the workspace and inside it, or absolute; a `..` out of the workspace
+        # would widen the confinement the operator chose with the workflow's place or
+        # `--workspace`, so it is refused as `writableRoots` entries are.
+        if not value.startswith("/") and ".." in posixpath.normpath(value).split("/"):
             raise rule_error(
-                "unsupported_capability",
-                f"policy.workspaceRoot {value!r} is not supported yet; only '.' (the workspace)",
-                help="remove workspaceRoot and pass the directory with `run --workspace DIR`",
+                "schema_violation",
+                f"policy.workspaceRoot {value!r} leaves the workspace with `..`",
+                help="name a directory inside the workspace, or an absolute path",
             )
         return value
 
