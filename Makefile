@@ -29,8 +29,12 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy --strict agentctl
 
+# pytest-xdist workers: more than the CI machine's 2 CPUs, because most tests spend their time
+# waiting on the agentctl subprocesses they start. PYTEST_WORKERS=0 runs the suite serially.
+PYTEST_WORKERS ?= 4
+
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS)
 
 test: system $(STAMP) lint types pytest
 

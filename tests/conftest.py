@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.clibackend import LedgerTarget, PgLedgerTarget, agentctl_argv, cli_env
 from tests.pgserver import PgServer, pg_database, pg_server
@@ -21,6 +22,13 @@ from tests.pgserver import PgServer, pg_database, pg_server
 __all__ = ["agentctl_argv", "cli_env", "pg_database", "pg_server"]
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
+
+# Hypothesis checks what a property holds, never how fast: its default 200 ms deadline per
+# example and its too-slow health check measure the machine, and under pytest-xdist (more
+# workers than CPUs, CLI subprocesses beside them) a descheduled example would fail a
+# property that holds. Both off for every test; the examples and their checks are unchanged.
+settings.register_profile("agentctl", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("agentctl")
 
 
 @dataclass

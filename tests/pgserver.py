@@ -6,8 +6,10 @@ Where the server comes from, in order:
 2. otherwise, if Debian's server binaries are installed (``/usr/lib/postgresql/*/bin``), a
    private server is started for the session: ``initdb`` + ``pg_ctl`` in a fresh directory
    under ``/tmp`` (PostgreSQL refuses a data directory it cannot reach, and pytest's
-   ``tmp_path`` lies in a 0700 tree), listening on 127.0.0.1 on a free port, trust auth,
-   fsync on, and stopped at the end of the session;
+   ``tmp_path`` lies in a 0700 tree), listening on 127.0.0.1 on a free port (another one if
+   that port is taken before the server binds it), trust auth, fsync on, and stopped at the
+   end of the session. Under pytest-xdist the session is a worker's: each worker process
+   starts its own server, in its own directory on its own port, so workers share no server;
 3. otherwise the PostgreSQL variants skip, saying why — except under ``CI=true``, where they
    fail: CI must really test PostgreSQL.
 
@@ -42,6 +44,8 @@ URL_ENV = "AGENTCTL_TEST_PG_URL"
 BIN_GLOB = "/usr/lib/postgresql/*/bin"
 # Every CLI process opens its own connections; concurrent tests start several at once.
 MAX_CONNECTIONS = 200
+# Tries at starting the private server, each on a fresh free port (see _start_on_a_free_port).
+START_ATTEMPTS = 5
 
 
 @dataclass(frozen=True)
@@ -142,12 +146,7 @@ def open_private_server(bindir: Path) -> Iterator[PgServer]:
     try:
         initdb = [str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust"]
         _run([*initdb, "-E", "UTF8", "--no-locale"], "initdb")
-        port = _free_port()
-        options = (
-            f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={root} "
-            f"-c fsync=on -c max_connections={MAX_CONNECTIONS}"
-        )
-        _run([*pg_ctl, "-w", "-t", "60", "-o", options, "start"], "pg_ctl start")
+        port = _start_on_a_free_port(pg_ctl, root)
         try:
             yield PgServer(f"postgresql://postgres@127.0.0.1:{port}/postgres")
         finally:
@@ -156,6 +155,41 @@ def open_private_server(bindir: Path) -> Iterator[PgServer]:
         shutil.rmtree(root, ignore_errors=True)
         watchdog.kill()
         watchdog.wait()
+
+
+def _start_on_a_free_port(pg_ctl: list[str], root: Path) -> int:
+    """Start the server on a port that was free a moment ago; its port.
+
+    Another process (a parallel test worker starting its own server, say) may take the port
+    between the probe and the bind: the start is then tried again on a new one.
+    """
+    log = root / "server.log"
+    for attempt in range(1, START_ATTEMPTS + 1):
+        seen = log.stat().st_size if log.exists() else 0
+        port = _free_port()
+        options = (
+            f"-c listen_addresses=127.0.0.1 -c port={port} -c unix_socket_directories={root} "
+            f"-c fsync=on -c max_connections={MAX_CONNECTIONS}"
+        )
+        try:
+            _run([*pg_ctl, "-w", "-t", "100", "-o", options, "start"], "pg_ctl start")
+        except RuntimeError:
+            if attempt == START_ATTEMPTS or not _port_was_taken(log, seen):
+                raise
+            continue
+        return port
+    raise AssertionError("unreachable")
+
+
+def _port_was_taken(log: Path, seen: int) -> bool:
+    """Whether the server's log, past its first ``seen`` bytes, says the port was in use."""
+    try:
+        with log.open("rb") as f:
+            f.seek(seen)
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return False
+    return "Address already in use" in text
 
 
 def unavailable(reason: str) -> None:

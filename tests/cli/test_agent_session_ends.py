@@ -99,9 +99,15 @@ def test_a_crashed_run_is_cancelled_at_once_and_ends_its_session_cancelled(
 def test_a_cancel_mid_call_ends_the_session_and_a_late_reconcile_keeps_it_ended(
     cli: Cli, tmp_path: Path
 ) -> None:
-    # The run's wall-clock limit cancels it while the first model call is in flight.
-    _setup(tmp_path, GUIDE.replace("finalText: VERIFIED", "finalText: VERIFIED, delayMs: 5000"))
-    stopped = cli("--output", "json", "run", "wf.yaml", "--db", "r.db", "--timeout-seconds", "1")
+    # The run's wall-clock limit cancels it while the first model call is in flight. The limit
+    # counts from the run's start, so it leaves room for the start and the dispatch on a loaded
+    # machine (parallel test workers); the call's delay and the agent's own limit outlast it.
+    slow = GUIDE.replace("finalText: VERIFIED", "finalText: VERIFIED, delayMs: 30000")
+    _setup(
+        tmp_path,
+        slow.replace("maxToolCalls: 1, timeoutSeconds: 5", "maxToolCalls: 1, timeoutSeconds: 60"),
+    )
+    stopped = cli("--output", "json", "run", "wf.yaml", "--db", "r.db", "--timeout-seconds", "10")
     assert stopped.rc == 130, stopped.stderr
     seen = _inspect(cli, stopped.data["runId"])
     [session] = seen["providerSessions"]

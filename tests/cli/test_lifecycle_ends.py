@@ -41,9 +41,16 @@ def _inspect(cli, db: Path, run_id: str):  # type: ignore[no-untyped-def]
     return got.data
 
 
-def _running_run(cli, db: Path) -> str:  # type: ignore[no-untyped-def]
-    """The run's id once ``slow``'s effect has started (its process runs)."""
-    for _ in range(600):
+def _running_run(cli, db: Path, proc: subprocess.Popen[str]) -> str:  # type: ignore[no-untyped-def]
+    """The run's id once ``slow``'s effect has started (its process runs).
+
+    Bounded in time (each poll is two CLI processes, slow on a loaded machine), and it stops
+    at once, with the run's output, if the run process ended first."""
+    deadline = time.monotonic() + 180  # a bound on waiting, not a speed assertion
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            raise AssertionError(f"the run ended before its first effect started: {out}{err}")
         listed = cli("--output", "json", "runs", "list", "--db", str(db))
         if listed.rc == 0 and listed.data["runs"]:
             run_id: str = listed.data["runs"][0]["runId"]
@@ -55,12 +62,15 @@ def _running_run(cli, db: Path) -> str:  # type: ignore[no-untyped-def]
 
 def _stopped(how: str, cli, start_cli, wf: Path, db: Path) -> str:  # type: ignore[no-untyped-def]
     """Start ``wf``, stop it mid-effect ``how``; the cancelled run's id (exit 130 checked)."""
-    extra = ["--timeout-seconds", "2"] if how == "timeout" else []
+    # The deadline counts from the run's start: it must leave room for the start and the
+    # dispatch of ``slow`` on a loaded machine (parallel test workers), and still fall inside
+    # its 30 s sleep.
+    extra = ["--timeout-seconds", "15"] if how == "timeout" else []
     proc: subprocess.Popen[str] = start_cli(
         "--output", "json", "run", str(wf), "--db", str(db), *extra
     )
     try:
-        run_id = _running_run(cli, db)
+        run_id = _running_run(cli, db, proc)
         if how == "sigint":
             proc.send_signal(signal.SIGINT)
         elif how == "cancel":

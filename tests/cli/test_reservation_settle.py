@@ -171,10 +171,12 @@ def test_a_stopped_runs_started_effect_stays_reserved_until_reconciled(
     cli: Cli, tmp_path: Path
 ) -> None:
     # --timeout-seconds stops the run with the process running: it may have written output.
+    # The deadline counts from the run's start, so it leaves room for the start and the
+    # dispatch on a loaded machine (parallel test workers), and falls inside the 30 s sleep.
     (tmp_path / "wf.yaml").write_text(
         SHELL.format(approval="never", script="sleep 30"), encoding="utf-8"
     )
-    stopped = cli("--output", "json", "run", "wf.yaml", "--timeout-seconds", "1", *DB)
+    stopped = cli("--output", "json", "run", "wf.yaml", "--timeout-seconds", "15", *DB)
     assert stopped.rc == 130, stopped.stderr
     run_id = stopped.data["runId"]
     assert _budget(cli, run_id)["reserved"] == {"processOutputBytes": 1000}
