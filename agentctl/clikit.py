@@ -24,7 +24,6 @@ import contextlib
 import gc
 import os
 import re
-import shlex
 import signal
 import stat
 from collections.abc import Callable, Iterator, Sequence
@@ -155,6 +154,8 @@ def db_words(db: str) -> tuple[str, ...]:
 
 def command_line(*words: str, db: str) -> str:
     """``agentctl WORDS`` on one line, quoted for a shell, on the database ``db``."""
+    import shlex  # only a reply that suggests a command needs it: not on run's start-up
+
     return " ".join(shlex.quote(word) for word in ("agentctl", *words, *db_words(db)))
 
 
