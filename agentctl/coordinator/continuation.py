@@ -35,7 +35,6 @@ from agentctl.core import registry
 from agentctl.core.effects import input_digest
 from agentctl.core.jsonvalue import JsonObject, as_object
 from agentctl.core.operations import BuildInput
-from agentctl.core.policy import policy_workspace
 from agentctl.core.redact import Redactor
 from agentctl.errors import BlockedError, InvalidOperationError, ProviderError
 from agentctl.ledger.effects import EffectRecord
@@ -128,8 +127,7 @@ def _message(
         raise InvalidOperationError(f"effect {effect.effect_id}: {effect.operation} cannot run")
     workspace = os.path.abspath(run.base_path or os.getcwd())
     run_config = plan.run
-    rooted = policy_workspace(workspace, plan.run.policy)
-    context = RunSettings(run.run_id, plan, rooted).context  # as the run built it
+    context = RunSettings(run.run_id, plan, workspace).context  # as the run built it
     built = entry.builder(
         BuildInput(task.id, task.action or "", task.config(), as_object(effect.request), context)
     )

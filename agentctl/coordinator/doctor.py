@@ -97,9 +97,7 @@ class DoctorReport:
 
 
 def diagnose(plan: Plan, meta: tuple[str, str], workspace: str, db: str) -> DoctorReport:
-    """Every check of ``plan`` on this machine; ``meta`` is (workflow name, plan digest).
-    Roots resolve under the policy's workspace root (``policy_workspace``)."""
-    workspace = policy_workspace(workspace, plan.run.policy)
+    """Every check of ``plan`` on this machine; ``meta`` is (workflow name, plan digest)."""
     found, helpers = credential_checks(plan, workspace)
     checks = (
         container_checks(plan)
@@ -156,9 +154,11 @@ def credential_checks(
 
 
 def writable_root_checks(plan: Plan, workspace: str) -> tuple[DoctorCheck, ...]:
-    """Each ``policy.writableRoots`` entry: a writable directory, or one that can be made."""
+    """Each ``policy.writableRoots`` entry: a writable directory, or one that can be made —
+    resolved, as a run resolves it, under the policy's ``workspaceRoot``."""
     roots = [str(r) for r in as_list(plan.run.policy.get("writableRoots"))]
-    return tuple(_writable(root, resolve_root(workspace, root)) for root in roots)
+    rooted = policy_workspace(workspace, plan.run.policy)
+    return tuple(_writable(root, resolve_root(rooted, root)) for root in roots)
 
 
 def _writable(root: str, path: str) -> DoctorCheck:

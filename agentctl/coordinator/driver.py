@@ -98,7 +98,7 @@ class Driver:
         self.retention = Retention(rs.plan, live.states, keep_all=rs.check_mode)
         self.staged = Staged()  # results applied to ``live``, not yet committed
         # One ingestion path for an action's files and an agent's tool calls' files.
-        ingester = Ingester(store, clock, rs.run_id, trace_id, rs.workspace, enabled=artifacts)
+        ingester = Ingester(store, clock, rs.run_id, trace_id, rs.root, enabled=artifacts)
         self.effects = EffectRunner(store, pool, clock, rs.run_id, trace_id, ingester)
         self.gateway = CallGateway(
             store, pool, clock, rs.run_id, trace_id, rs.context, ingester, on_stream=on_stream

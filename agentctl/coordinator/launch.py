@@ -177,8 +177,8 @@ def require_workspace(workspace: str, policy: Mapping[str, JsonValue] | None = N
             f"workspace {workspace} does not exist or is not a directory (moved or deleted?); "
             "pass --workspace DIR to use the directory it is in now"
         )
-    rooted = workspace if policy is None else policy_workspace(workspace, policy)
-    if not Path(rooted).is_dir():
+    rooted = policy_workspace(workspace, policy) if policy is not None else workspace
+    if rooted != workspace and not Path(rooted).is_dir():
         raise ValidationError(
             f"policy.workspaceRoot names {rooted}, which does not exist or is not a "
             "directory; create it, or pass another --workspace"

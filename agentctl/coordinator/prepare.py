@@ -37,7 +37,7 @@ from agentctl.core.inputdigest import resolved_input_digest as resolved_input_di
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.operations import BuildInput, Built, Operation, RunContext
 from agentctl.core.plan import Plan, PlannedTask
-from agentctl.core.policy import Decision, decide
+from agentctl.core.policy import Decision, decide, policy_workspace
 from agentctl.errors import PolicyDeniedError, RunFailedError
 from agentctl.ledger.effects import EffectRecord
 
@@ -61,11 +61,17 @@ class RunSettings:
     )  # not carried by ``dataclasses.replace``: a changed copy decides afresh
 
     @cached_property
+    def root(self) -> str:
+        """The directory the run's paths resolve in: ``workspace``, or the policy's
+        ``workspaceRoot`` in it (``core.policy.policy_workspace``)."""
+        return policy_workspace(self.workspace, self.plan.run.policy)
+
+    @cached_property
     def context(self) -> RunContext:
         """What request builders may know about the run."""
         run = self.plan.run
         return RunContext(
-            self.workspace,
+            self.root,
             run.policy,
             run.long_term_namespace,
             long_term=run.long_term or {},
@@ -290,7 +296,7 @@ def _with_secrets(rs: RunSettings, task: PlannedTask, built: Built) -> _Resolved
     headers): values to the worker, source + SHA-256 recorded."""
     if not built.secret_refs and not built.secret_env:
         return _Resolved(built.recorded, built.request, ())  # most effects: nothing to resolve
-    context = (rs.plan.run.policy, rs.workspace, f"task {task.id}")
+    context = (rs.plan.run.policy, rs.root, f"task {task.id}")
     pointed = secrets.resolve_pointers(built.recorded, built.request, built.secret_refs, context)
     recorded, request = pointed.recorded, pointed.request
     if not built.secret_env:
@@ -317,7 +323,7 @@ def _preview_write(
     given = request.get("writableRoots")
     roots = [str(root) for root in given] if isinstance(given, list) else []
     path, content = str(request["path"]), str(request["content"])
-    before = preview.current_content(rs.workspace, roots, path)
+    before = preview.current_content(rs.root, roots, path)
     unchanged = before == content and not rs.compensates
     if not (rs.check_mode or unchanged):
         return None

@@ -41,7 +41,6 @@ from agentctl.core.compiler.reads import run_output_reads
 from agentctl.core.evaluate import RuntimeView, TaskFailure, render_run_outputs
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan
-from agentctl.core.policy import policy_workspace
 from agentctl.core.states import cancellable
 from agentctl.core.workload import Workload, workload
 from agentctl.errors import (
@@ -266,7 +265,7 @@ def _settings(req: DriveRequest) -> RunSettings:
     return RunSettings(
         req.run_id,
         req.plan,
-        policy_workspace(req.workspace, req.plan.run.policy),
+        req.workspace,
         interactive=req.interactive,
         check_mode=req.check_mode,
         diff=req.diff,

@@ -22,6 +22,7 @@ Invariants:
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -292,7 +293,7 @@ def policy_workspace(workspace: str, policy: Mapping[str, JsonValue]) -> str:
     root = policy.get("workspaceRoot")
     if not isinstance(root, str) or not _segments(root):
         return workspace
-    return "/" + "/".join(_segments(resolve_root(workspace, root)))
+    return posixpath.normpath(resolve_root(workspace, root))
 
 
 def writable(path: str, workspace_root: str, writable_roots: Iterable[str]) -> bool:

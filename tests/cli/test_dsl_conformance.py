@@ -273,6 +273,26 @@ def test_the_workspace_root_confines_reads_writes_and_processes(cli: Cli, tmp_pa
     assert not (tmp_path / "m.db").exists()
 
 
+def test_doctor_resolves_secret_files_and_writable_roots_under_the_workspace_root(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """doctor answers as a run resolves: a secret file and a writable root under
+    `workspaceRoot`, taken once (it used to be joined twice for secret files: sub/sub/keys)."""
+    (tmp_path / "sub" / "keys").mkdir(parents=True)
+    (tmp_path / "sub" / "keys" / "k").write_text("sk-test\n", encoding="utf-8")
+    text = HEAD + (
+        "  policy: { workspaceRoot: sub, secretFileRoots: [keys], writableRoots: [o] }\n"
+        "  providers: { main: { kind: openai, credential: { file: keys/k } } }\n"
+        "  agents: { w: { provider: main, model: m, instructions: hi } }\n"
+        '  tasks: [ { id: t, uses: "agent:w" } ]\n'
+    )
+    done = cli("--output", "json", "doctor", _write(tmp_path, text))
+    assert done.rc == 0, (done.stdout, done.stderr)
+    checks = {c["check"]: c for c in done.data["checks"]}
+    assert checks["credential main"]["status"] == "present", checks
+    assert str(tmp_path / "sub" / "o") in str(checks["writable root o"]["detail"]), checks
+
+
 def test_compensating_a_run_whose_agent_reads_an_instruction_file(cli: Cli, tmp_path: Path) -> None:
     (tmp_path / "rev.md").write_text("Be careful.\n", encoding="utf-8")
     text = (

@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from agentctl.core.conditions import ReadContext
 from agentctl.core.dsl.tasks import RESERVED_VARS
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.plan import Plan, PlannedTask, RetryPolicy
@@ -132,10 +133,11 @@ def plan_compensation(
         return CompensationPlan(False, False, (), (block,), (), source.run_id)
     blocks, selected = _selection(source_plan, tasks)
     found = _Found(blocks)
+    reads = source_context(source.tasks)  # what the inverses' task-output reads resolve to
     for task in reversed(source_plan.tasks):
         src = source.tasks.get(task.id)
         if task.compensate is not None and task.id in selected and src is not None:
-            _plan_task(task, src, source, found)
+            _plan_task(task, src, (source, reads), found)
     executable = not found.blocks and bool(found.steps)
     return CompensationPlan(
         executable=executable,
@@ -158,8 +160,12 @@ class _Found:
     warnings: list[str] = field(default_factory=list)
 
 
-def _plan_task(task: PlannedTask, src: SourceTask, source: SourceRun, found: _Found) -> None:
-    """Add ``task``'s step, blocks, compensated effects or warning to ``found``."""
+def _plan_task(
+    task: PlannedTask, src: SourceTask, of: tuple[SourceRun, ReadContext], found: _Found
+) -> None:
+    """Add ``task``'s step, blocks, compensated effects or warning to ``found``; ``of``: the
+    source run and the context its task outputs are read in (``source_context``)."""
+    source, reads = of
     eligible, done, unresolved = _classify(src.effects)
     found.already.extend(done)
     found.blocks.extend(_unresolved_block(task.id, effect) for effect in unresolved)
@@ -168,7 +174,7 @@ def _plan_task(task: PlannedTask, src: SourceTask, source: SourceRun, found: _Fo
         found.blocks.append(_pending_block(task.id, holder, eligible))
     elif eligible and not unresolved:
         try:
-            found.steps.append(_step(task, eligible, source))
+            found.steps.append(_step(task, eligible, source, reads))
         except TemplateError as exc:  # a task output the source run cannot answer
             found.blocks.append(_unreadable_block(task.id, exc))
     elif src.disposition in ("reused", "recorded") and src.state == "succeeded":
@@ -272,12 +278,13 @@ def _unresolved_block(task_id: str, effect: SourceEffect) -> Block:
     )
 
 
-def _step(task: PlannedTask, effect_ids: list[str], source: SourceRun) -> CompensationStep:
+def _step(
+    task: PlannedTask, effect_ids: list[str], source: SourceRun, context: ReadContext
+) -> CompensationStep:
     """The inverse of ``task`` as a step; the task outputs it reads (in its ``with`` or its
-    variables) are the source run's (``source_reads``), or ``TemplateError``."""
+    variables) are the source run's, from ``context`` (``source_reads``), or ``TemplateError``."""
     assert task.compensate is not None
     inverse = task.compensate
-    context = source_context(source.tasks)
     return CompensationStep(
         source_task_id=task.id,
         compensation_task_id=compensation_task_id(task.id),
