@@ -2,9 +2,9 @@
 installation left alone.
 
 Invariants:
-- ``gc`` never creates a database (a missing one is exit 5) and never touches a running or
-  paused run; ``--dry-run`` reports exactly what a real collection would remove and changes
-  nothing (``ledger/housekeeping.py`` holds the rules);
+- ``gc`` opens the database as other state commands do (a missing one is created, empty) and
+  never touches a running or paused run; ``--dry-run`` reports exactly what a real collection
+  would remove and changes nothing (``ledger/housekeeping.py`` holds the rules);
 - ``completion`` prints a script for the original's shells — bash, elvish, fish, powershell,
   zsh; any other shell is exit 2 naming them. The script calls ``agentctl`` back with
   ``_AGENTCTL_COMPLETE`` set, and ``prepare_completion`` (called by ``cli`` when it sees that

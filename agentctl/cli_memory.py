@@ -5,8 +5,8 @@ The CLI path stores and searches with the ``local_hash`` embedding, 64 dimension
 an operator index a namespace for a workflow that configures another size). Searches rank
 exactly as the workflow action does (``core.longterm.rank``).
 
-Invariants: ``put`` creates the database when it does not exist yet; ``get``, ``search`` and
-``reindex`` refuse a missing database (exit 5) and never create one; ``get`` of an absent or
+Invariants: every subcommand opens the database as other state commands do, creating it (and
+its parent directories) when it does not exist yet; ``get`` of an absent or
 expired key is a ``MemoryValue`` with ``value: null`` and ``createdAt: null``, exit 0 (as the
 original's: spec/cli.md §2 keeps exit 5 for a missing run, effect or approval, not a key);
 bad arguments — an empty NS or KEY among them — are exit 2 before the database is opened.
@@ -119,7 +119,7 @@ def memory_put_cmd(
     days = retention_days_of(retention_days, "--retention-days")
     identity = _identity(dimensions, model)
     put = MemoryPut(namespace, key, entry, identity, local_hash(entry.text, identity), days)
-    with _ledger(db, create=True) as ledger:
+    with _ledger(db) as ledger:
         ledger.long_term_put(put, _now())
         written = ledger.long_term_get(namespace, key, _now())
     # ``written`` is the original's acknowledgement key; scripts written for it test it.

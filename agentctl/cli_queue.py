@@ -95,7 +95,7 @@ def serve_cmd(
     exit_when_idle: IdleOpt = False,
 ) -> None:
     """Claim queued or orphaned runs and drive them; SIGINT/SIGTERM hand them back and stop."""
-    from agentctl.coordinator.launch import existing, run_trio
+    from agentctl.coordinator.launch import run_trio
     from agentctl.coordinator.serve import ServeOptions, serve_queue
 
     if max_runs < 1:
@@ -104,7 +104,7 @@ def serve_cmd(
         # nan and inf would reach the clock's arithmetic (an internal error) or never wake
         if not (math.isfinite(seconds) and 0 < seconds <= MAX_SECONDS):
             raise ValidationError(f"{flag} must be a number > 0 and ≤ {MAX_SECONDS:g}")
-    opts = ServeOptions(existing(db), max_runs, lease_seconds, poll_seconds, once, exit_when_idle)
+    opts = ServeOptions(db, max_runs, lease_seconds, poll_seconds, once, exit_when_idle)
     report = run_trio(serve_queue, opts)
     data = report.to_json()
     tally = report.counts()

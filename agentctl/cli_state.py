@@ -21,8 +21,8 @@ from agentctl.cli_stateview import (
     db_migration_view,
     db_stats_view,
 )
-from agentctl.clikit import DEFAULT_DB, command_line, deliver, is_server_db, path_parser
-from agentctl.errors import NotFoundError, ValidationError
+from agentctl.clikit import DEFAULT_DB, command_line, deliver, path_parser
+from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings
 
 if TYPE_CHECKING:
@@ -57,15 +57,12 @@ def _trace_id() -> str:
     return Clock().new_id("trace")
 
 
-def _ledger(
-    db: str, *, create: bool = False, verify: bool = True
-) -> AbstractContextManager[RunLedger]:
-    """The ledger at ``db`` (created only by ``db migrate``), closed when the block ends;
-    ``verify=False`` for plain reads (no quick_check of a possibly large file)."""
+def _ledger(db: str, *, verify: bool = True) -> AbstractContextManager[RunLedger]:
+    """The ledger at ``db``, closed when the block ends; opening a missing one creates it and
+    its parent directories (spec/cli.md: state commands' ``--db``, "parents created";
+    opening migrates). ``verify=False`` for plain reads (no quick_check of a large file)."""
     from agentctl.ledger import open_ledger
 
-    if not create and not is_server_db(db) and not Path(db).exists():
-        raise NotFoundError(f"database {db} does not exist")
     return open_ledger(db, verify=verify)
 
 
@@ -214,7 +211,7 @@ def db_stats_cmd(db: DbOpt = DEFAULT_DB) -> None:
 @db_app.command("migrate")
 def db_migrate_cmd(db: DbOpt = DEFAULT_DB) -> None:
     """Create or migrate the database to the supported schema."""
-    with _ledger(db, create=True) as ledger:
+    with _ledger(db) as ledger:
         data = ledger.migration().to_json()
     # The original reports {schemaVersion, migrated: true}; scripts read those two keys.
     data = {**data, "schemaVersion": data["to"], "migrated": True}

@@ -18,9 +18,7 @@ from agentctl.coordinator.credentials import may_need_secrets, preflight_credent
 from agentctl.coordinator.egress_preflight import preflight_egress
 from agentctl.coordinator.launch import check_executable as check_executable
 from agentctl.coordinator.launch import (
-    existing,
     naming_run,
-    open_existing,
     refuse_before_state,
     require_workspace,
     run_trio,
@@ -244,7 +242,7 @@ def resume(
     """Continue a run with the plan it was created with (loaded, not compiled again);
     ``on_created(run id, trace id)`` once the run is claimed, as ``fork`` announces its run."""
     clock = Clock()
-    with open_ledger(existing(db)) as ledger:
+    with open_ledger(db) as ledger:
         found = ledger.find_run(run_ref)
         # Every invocation has its own trace: a refusal (unresolved effect, finished run,
         # missing key) names it too, so a script can correlate the attempt it made.
@@ -317,7 +315,7 @@ def replay(run_ref: str, *, db: str) -> RunOutcome:
     """A recorded replay of a terminal run: nothing executes."""
     from agentctl.coordinator import lineage
 
-    with open_existing(db) as ledger:
+    with open_ledger(db) as ledger:
         # A replay prints its outcome with the source's exit code, even when it failed.
         return lineage.replay(ledger, run_ref, Clock())
 
@@ -337,7 +335,7 @@ def fork(
     from agentctl.coordinator import lineage
 
     clock = Clock()
-    with open_existing(db) as ledger:
+    with open_ledger(db) as ledger:
         source = ledger.find_run(run_ref)
         plan = load_plan(source)
         base = os.path.abspath(workspace or source.base_path or os.getcwd())
@@ -357,29 +355,29 @@ def cancel(run_ref: str, *, db: str) -> tuple[JsonObject, str]:
     after it (``cancelled`` at once for a run nothing drives, or one whose driver already
     honoured the flag; else still ``running``)."""
     clock = Clock()
-    with open_existing(db) as ledger:  # the request's own trace names what it writes
+    with open_ledger(db) as ledger:  # the request's own trace names what it writes
         run = ledger.request_cancel(run_ref, clock.now(), trace_id=clock.new_id("trace"))
     return {"runId": run.run_id, "requested": True}, run.state
 
 
 def list_runs(*, db: str, state: str | None, limit: int, workflow: str | None = None) -> JsonObject:
-    with open_existing(db, verify=False) as ledger:
+    with open_ledger(db, verify=False) as ledger:
         return ledger.list_runs(state=state, limit=limit, workflow=workflow).to_json()
 
 
 def run_report(run_ref: str, *, db: str) -> RunReport:
     """What the human ``inspect`` and its HTML report show (one read snapshot)."""
-    with open_existing(db, verify=False) as ledger:
+    with open_ledger(db, verify=False) as ledger:
         return ledger.run_report(run_ref)
 
 
 def effects_list(run_ref: str, *, db: str, task: str | None) -> JsonObject:
-    with open_existing(db, verify=False) as ledger:
+    with open_ledger(db, verify=False) as ledger:
         return ledger.list_effects(run_ref, task).to_json()
 
 
 def effects_inspect(effect_id: str, *, db: str) -> JsonObject:
-    with open_existing(db, verify=False) as ledger:
+    with open_ledger(db, verify=False) as ledger:
         return ledger.inspect_effect(ledger.find_effect_id(effect_id)).to_json()
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from agentctl.coordinator import secrets
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import load_plan, owner_identity
-from agentctl.coordinator.launch import open_existing, run_trio
+from agentctl.coordinator.launch import run_trio
 from agentctl.coordinator.prepare import RunSettings
 from agentctl.coordinator.reconcile import authorize
 from agentctl.coordinator.workerpool import open_worker_pool
@@ -37,6 +37,7 @@ from agentctl.core.jsonvalue import JsonObject, as_object
 from agentctl.core.operations import BuildInput
 from agentctl.core.redact import Redactor
 from agentctl.errors import BlockedError, InvalidOperationError, ProviderError
+from agentctl.ledger import open_ledger
 from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import ProtocolReport, ReconcileRequest
@@ -62,7 +63,7 @@ def continue_remote(
     """Observe the effect's remote task; its ``EffectReconciliation`` (``applied``), once the
     run's policy allows reconciling it (``approved``: the operator's ``--approved``)."""
     clock = Clock()
-    with open_existing(db) as ledger:
+    with open_ledger(db) as ledger:
         effect_id = ledger.find_effect_id(effect_id)
         found = _continuable(ledger, effect_id)
         authorization = authorize(ledger, ledger.inspect_effect(effect_id), actor, approved)

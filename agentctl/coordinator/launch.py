@@ -1,5 +1,5 @@
-"""What every CLI operation that drives a run shares: refusing what cannot run, opening an
-existing ledger, and running trio with the user-facing error unwrapped.
+"""What every CLI operation that drives a run shares: refusing what cannot run and running
+trio with the user-facing error unwrapped.
 
 Invariant: every check here runs before any state is created (a refused workflow writes
 nothing).
@@ -18,13 +18,10 @@ from agentctl.coordinator.credentials import preflight_credentials
 from agentctl.coordinator.egress_preflight import preflight_egress
 from agentctl.core import registry
 from agentctl.core.compiler.diagnostics import Locator
-from agentctl.core.dburl import is_postgres_url
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.policy import policy_workspace
 from agentctl.errors import AgentctlError, Diagnostic, ValidationError, was_interrupted
-from agentctl.ledger import open_ledger
-from agentctl.ledger.interface import RunLedger
 from agentctl.sigint import trio_handles_interrupts
 
 T = TypeVar("T")
@@ -183,18 +180,3 @@ def require_workspace(workspace: str, policy: Mapping[str, JsonValue] | None = N
             f"policy.workspaceRoot names {rooted}, which does not exist or is not a "
             "directory; create it, or pass another --workspace"
         )
-
-
-def existing(db: str) -> str:
-    from agentctl.errors import NotFoundError
-
-    # A server's database is checked by connecting (its ledger is created on first use).
-    if not is_postgres_url(db) and not Path(db).exists():
-        raise NotFoundError(f"database {db} does not exist")
-    return db
-
-
-def open_existing(db: str, *, verify: bool = True) -> contextlib.AbstractContextManager[RunLedger]:
-    """The existing ledger at ``db`` (``NotFoundError`` if there is none), closed on exit;
-    ``verify=False`` skips the corruption check, for plain reads of possibly large files."""
-    return open_ledger(existing(db), verify=verify)

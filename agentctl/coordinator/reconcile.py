@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 
 from agentctl.coordinator.creation import load_plan
-from agentctl.coordinator.launch import open_existing
 from agentctl.core import jsonschema, registry
 from agentctl.core.extension import applied_result_problems
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
@@ -37,6 +36,7 @@ from agentctl.core.policy import (
 from agentctl.core.pricing import price_for
 from agentctl.core.tool_result import output_problems, shaped_output
 from agentctl.errors import InvalidOperationError, ValidationError
+from agentctl.ledger import open_ledger
 from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import ReconcileRequest
@@ -48,7 +48,7 @@ def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObje
     the authorization policy gave and the result schema (null when none was given). ``approved``:
     the operator's ``--approved``."""
     _check_request(request)
-    with open_existing(db) as ledger:
+    with open_ledger(db) as ledger:
         request = _resolved(ledger, request)
         seen = ledger.inspect_effect(request.effect_id)
         plan = load_plan(ledger.get_run(seen.effect.run_id))

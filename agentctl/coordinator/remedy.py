@@ -20,7 +20,6 @@ from agentctl.coordinator.creation import load_plan
 from agentctl.coordinator.egress_preflight import preflight_egress
 from agentctl.coordinator.launch import (
     check_executable,
-    open_existing,
     preflight_containers,
     require_workspace,
     run_trio,
@@ -37,6 +36,7 @@ from agentctl.core import recovery as rc
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.plan import Plan
 from agentctl.errors import InvalidOperationError
+from agentctl.ledger import open_ledger
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.runs import RunRecord
 
@@ -96,7 +96,7 @@ def recover(
     has its default, one both declare keeps the value the source ran with.
     Returns (envelope kind, data, exit code): a blocked plan is exit 3 and creates nothing."""
     ask = RecoveryRequest(kind, roots, failed_only, restart_successful, reason)
-    with open_existing(db) as ledger:
+    with open_ledger(db) as ledger:
         source_run, source = recovery.load_source(ledger, source_ref)
         target_defaults = document["spec"].get("inputs") or {}
         run_inputs = {**target_defaults, **(source_run.inputs or {}), **(inputs or {})}
@@ -197,7 +197,7 @@ def _plan(
 def continued(data: JsonObject, outcome: RunOutcome, db: str) -> tuple[JsonObject, int]:
     """A retry/repair outcome whose paused run was carried on (``--interactive``): the run's
     state and output now, and its artifacts as they are now; and the exit code they mean."""
-    with open_existing(db, verify=False) as ledger:
+    with open_ledger(db, verify=False) as ledger:
         refs = ledger.list_artifacts(outcome.run_id).to_json()["references"]
     merged: JsonObject = {**data, "state": outcome.state, "output": outcome.output}
     merged["artifacts"] = refs
@@ -231,7 +231,7 @@ def compensate(
     """Plan (and run) the declared inverse actions of a terminal run's confirmed mutations;
     a compensation run ending failed raises unless not ``raising`` (``_compensation_outcome``)."""
     clock = Clock()
-    with open_existing(db) as ledger:
+    with open_ledger(db) as ledger:
         source_run, source = recovery.load_source(ledger, source_ref)
         # Every invocation has its own trace (spec/cli.md §1): the refusal names it, as
         # resume's do; the compensation run, when one is created, carries it.
@@ -277,7 +277,7 @@ def compensation_continued(
 ) -> tuple[JsonObject, int]:
     """A compensation outcome whose paused run was carried on (``--interactive``): the run's
     state and output now, the source tasks compensated by now, and the exit code they mean."""
-    with open_existing(db, verify=False) as ledger:
+    with open_ledger(db, verify=False) as ledger:
         states = {t.task_id: t.state for t in ledger.inspect_run(outcome.run_id).tasks}
     steps = as_object(data.get("plan")).get("tasks")
     done: list[JsonValue] = [

@@ -23,12 +23,12 @@ from dataclasses import dataclass
 
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import load_plan, stored_plan_text
-from agentctl.coordinator.launch import open_existing
 from agentctl.coordinator.staging import contract_fingerprint
 from agentctl.core.canonical import json_digest
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.errors import AgentctlError
+from agentctl.ledger import open_ledger
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.runs import RunRecord
 from agentctl.ledger.tasks import TaskRecord
@@ -157,13 +157,13 @@ def _load(ledger: RunLedger, run_ref: str) -> tuple[RunRecord, list[TaskRecord],
 
 
 def analyze(run_ref: str, *, db: str) -> JsonObject:
-    with open_existing(db) as ledger:
+    with open_ledger(db) as ledger:
         return _analysis(*_load(ledger, run_ref)).to_json()
 
 
 def upgrade(run_ref: str, *, db: str, dry_run: bool) -> JsonObject:
     """Write what ``analyze`` derives (unless ``dry_run``); the analysis after the upgrade."""
-    with open_existing(db) as ledger:
+    with open_ledger(db) as ledger:
         run, records, plan = _load(ledger, run_ref)
         before = _analysis(run, records, plan)
         store_plan = plan is not None and run.compiled_plan_json is None

@@ -73,10 +73,13 @@ def test_effects_inspect_of_an_unknown_id_says_effect(cli: Cli, tmp_path: Path) 
 
 
 @pytest.mark.sqlite_only(reason="a missing database file")
-def test_effects_inspect_without_a_database_says_so(cli: Cli) -> None:
+def test_effects_inspect_without_a_database_creates_it(cli: Cli, tmp_path: Path) -> None:
+    # A state command's --db is opened as the spec says ("parents created", "opening
+    # migrates"): the new, empty ledger has no such effect, which is exit 5.
     gone = cli("--output", "json", "effects", "inspect", "effect-nope", "--db", "no/such.db")
     assert gone.rc == 5, (gone.stdout, gone.stderr)
-    assert gone.error["error"]["message"] == "database no/such.db does not exist"
+    assert gone.error["error"]["message"].startswith("effect effect-nope not found")
+    assert (tmp_path / "no" / "such.db").is_file()
 
 
 # A process that outlives its timeout: the effect ends `uncertain`, to reconcile.

@@ -77,9 +77,11 @@ def test_every_command_group_is_still_listed_and_reachable(tmp_path: Path) -> No
         capture_output=True,
         text=True,
     )
-    # Dispatched to the command (no ledger here: exit 5), not refused as unknown (exit 2).
-    assert listed.returncode == 5, listed.stderr
-    assert "runtime.db does not exist" in listed.stderr
+    # Dispatched to the command (which makes the default ledger, as the spec says), not
+    # refused as unknown (exit 2).
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout)["data"] == {"runs": []}
+    assert (tmp_path / ".agentctl" / "runtime.db").is_file()
 
 
 def test_a_pure_run_starts_no_worker_and_an_effect_run_does(tmp_path: Path) -> None:
