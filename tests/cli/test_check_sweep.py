@@ -49,12 +49,39 @@ def test_keys_a_pure_task_or_a_router_cannot_use_are_warnings(cli: Cli, tmp_path
     - id: pick
       uses: router
       needs: [a]
+      retry: { maxAttempts: 2 }
       outputSchema: { type: object }
       route: { select: "${{ tasks.a.output.status }}", cases: [ { equals: x, tasks: [b] } ] }
     - { id: b, uses: "action:put", needs: [pick] }
 """
     _check(cli, tmp_path, router, rc=0)
-    assert _warnings(cli) == [("spec.tasks.1.outputSchema", 11, 7)]
+    # Its outputSchema is no such key: it replaces the router's fixed contract (spec §4.13).
+    assert _warnings(cli) == [("spec.tasks.1.retry", 11, 7)]
+
+
+def test_a_routers_output_schema_is_its_contract(cli: Cli, tmp_path: Path) -> None:
+    # spec §4.13: outputSchema replaces a task's default contract, a router's fixed one
+    # included, and a violation fails the task. `check` must not call it ignored.
+    router = """\
+  actions: { put: { kind: builtin.assign } }
+  tasks:
+    - { id: a, uses: "action:put", with: { v: go } }
+    - id: pick
+      uses: router
+      needs: [a]
+      outputSchema: { type: object, required: [verdict] }
+      route: { select: "${{ tasks.a.output.output.v }}", cases: [ { equals: go, tasks: [b] } ] }
+    - { id: b, uses: "action:put", needs: [pick] }
+"""
+    _check(cli, tmp_path, router, rc=0)
+    assert _warnings(cli) == []
+    done = cli("--output", "json", "run", "wf.yaml")
+    assert done.rc == 4, (done.stdout, done.stderr)
+    message = done.error["error"]["message"]
+    assert "pick" in message and "output contract" in message and "verdict" in message
+    fits = router.replace("required: [verdict]", "required: [selected, matched]")
+    (tmp_path / "wf.yaml").write_text(HEAD + fits, encoding="utf-8")
+    assert cli("--output", "json", "run", "wf.yaml").data["state"] == "succeeded"
 
 
 def _warnings(cli: Cli) -> list[tuple[str, int, int]]:

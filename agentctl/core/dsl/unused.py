@@ -3,8 +3,9 @@
 These are valid in the spec's schema, and a workflow written for the original may carry them,
 so they are not refused; they are never silently ignored either: every command that loads the
 workflow reports each as a ``warning`` diagnostic at its key.
-- a router's ``with``, ``retry``, ``timeoutSeconds`` and ``outputSchema``: it is evaluated in
-  place and its output is fixed (spec/dsl.md §4.11, §4.13);
+- a router's ``with``, ``retry`` and ``timeoutSeconds``: it is evaluated in place, nothing
+  reads a ``with`` (spec/dsl.md §4.11). Its ``outputSchema`` is not among them: it replaces the
+  router's fixed contract and a violation fails the task (§4.13), as on any task;
 - ``timeoutSeconds`` on a task of a pure kind (assign, assert, memory.read): nothing runs that
   a timeout could bound;
 - a ``policy.providers`` name no provider is declared under: it allows no model call, and a
@@ -25,7 +26,7 @@ from agentctl.core import registry
 from agentctl.core.dsl.diagnostics import Finding
 from agentctl.core.dsl.partial import raw_tasks
 
-_ROUTER_KEYS = ("with", "retry", "timeoutSeconds", "outputSchema")
+_ROUTER_KEYS = ("with", "retry", "timeoutSeconds")
 _TIMEOUT = "timeoutSeconds"
 _DEFAULT_RETRY = ({"maxAttempts": 1}, {"maxAttempts": 1, "backoffMs": 0})
 
@@ -77,7 +78,7 @@ def _task_findings(
     uses = task.get("uses")
     if uses == "router":
         keys = [k for k in _ROUTER_KEYS if task.get(k) not in (None, {}, *_DEFAULT_RETRY)]
-        why = "a router is evaluated in place and its output is fixed (nothing reads a `with`)"
+        why = "a router is evaluated in place: nothing to retry or time out, no `with` read"
         return [_finding(path, key, why) for key in keys]
     named = isinstance(uses, str) and uses.startswith("action:")
     kind = kinds.get(uses.removeprefix("action:")) if named and isinstance(uses, str) else None
