@@ -19,7 +19,7 @@ from agentctl.cli_effectview import (
     reconciliation_view,
 )
 from agentctl.cli_options import DbOpt
-from agentctl.clikit import DEFAULT_DB, deliver, json_file, path_parser
+from agentctl.clikit import DEFAULT_DB, deliver, json_file, path_parser, statement
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.states import RunState
 from agentctl.errors import NotFoundError, RunNotFoundError, ValidationError
@@ -220,14 +220,15 @@ def effects_reconcile_cmd(
     from agentctl.coordinator import api
 
     status = _status(status)
-    statement: JsonValue = {"kind": "operator_statement", "statement": reason}
+    reason, actor = statement(reason, "--reason"), statement(actor, "--actor")
+    said: JsonValue = {"kind": "operator_statement", "statement": reason}
     data = api.effects_reconcile(
         effect,
         db=db,
         status=status,
         reason=reason,
         actor=actor,
-        evidence=json_file(evidence_file, "evidence file") if evidence_file else statement,
+        evidence=json_file(evidence_file, "evidence file") if evidence_file else said,
         result=json_file(result_file, "result file") if result_file else None,
         compensation_effect_id=compensation_effect,
         result_schema=(

@@ -21,7 +21,7 @@ from agentctl.cli_stateview import (
     db_migration_view,
     db_stats_view,
 )
-from agentctl.clikit import DEFAULT_DB, command_line, deliver, path_parser
+from agentctl.clikit import DEFAULT_DB, command_line, deliver, path_parser, statement
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings
 
@@ -252,6 +252,7 @@ def _approvals_human(data: dict[str, Any]) -> Any:
 def _resolve(approval: str, approve: bool, reason: str, actor: str, db: str) -> None:
     from agentctl.ledger import ApprovalDecision
 
+    reason, actor = statement(reason, "--reason"), statement(actor, "--actor")
     decision = ApprovalDecision(approval, approve, actor, reason, _now(), _trace_id())
     with _ledger(db) as ledger:
         record = ledger.resolve_approval(decision)

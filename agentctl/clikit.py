@@ -159,6 +159,14 @@ def command_line(*words: str, db: str) -> str:
     return " ".join(shlex.quote(word) for word in ("agentctl", *words, *db_words(db)))
 
 
+def statement(value: str, flag: str) -> str:
+    """An operator's recorded words (``--reason``, ``--actor``): blank is bad input, refused
+    (exit 2) before any database is opened, since the record would say nothing."""
+    if not value.strip():
+        raise ValidationError(f"{flag} must not be empty: it is recorded with the decision")
+    return value
+
+
 def check_workspace(value: Path | None) -> Path | None:
     """``--workspace``: an existing directory, checked before any database or run exists."""
     if value is None:

@@ -1,6 +1,7 @@
 """Who resolves an approval is part of its record (spec/cli.md §9: approve/reject "records
-resolver/time/reason"): an empty ``--actor`` is refused like an empty ``--reason`` (exit 4) and
-leaves the approval pending; a named actor is what the audit row records."""
+resolver/time/reason"): an empty ``--actor`` or ``--reason`` is bad input (exit 2, spec/cli.md
+§2), refused before the database is opened, and leaves the approval pending; a named actor is
+what the audit row records."""
 
 from __future__ import annotations
 
@@ -28,8 +29,12 @@ def test_an_approval_needs_a_named_resolver(cli, write_workflow, tmp_path: Path)
     approve = ("--output", "json", "approvals", "approve", approval_id, "--reason", "ok", *db)
     for actor in ("", "   "):
         refused = cli(*approve, "--actor", actor)
-        assert refused.rc == 4, refused.stdout
-        assert "actor" in refused.error["error"]["message"]
+        assert refused.rc == 2, refused.stdout
+        assert "--actor must not be empty" in refused.error["error"]["message"]
+    for verb in ("approve", "reject"):
+        blank = cli("--output", "json", "approvals", verb, approval_id, "--reason", " ", *db)
+        assert blank.rc == 2, blank.stdout
+        assert "--reason must not be empty" in blank.error["error"]["message"]
     still = cli("--output", "json", "approvals", "list", run_id, *db)
     assert [a["status"] for a in still.data["approvals"]] == ["pending"]
     named = cli(*approve, "--actor", "alice")

@@ -92,7 +92,13 @@ def test_a_reconciliation_policy_requires_approval_for_needs_approved(
 
 
 def test_what_policy_allows_is_reconciled_without_approved(cli: Cli, tmp_path: Path) -> None:
-    _, effect = _park(cli, tmp_path, "never")
+    run_id, effect = _park(cli, tmp_path, "never")
+    # A blank reason or actor is bad input (exit 2), refused before anything is recorded.
+    for flag in ("--reason", "--actor"):
+        blank = _reconcile(cli, effect, "not-applied", flag, "  ")
+        assert blank.rc == 2, blank.stderr
+        assert f"{flag} must not be empty" in blank.error["error"]["message"]
+    assert _history(cli, effect) == [] and _audited(cli, run_id) == []
     done = _reconcile(cli, effect, "not-applied")
     assert done.rc == 0, done.stderr
     assert done.data["authorization"]["kind"] == "policy_allow"
