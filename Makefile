@@ -29,9 +29,10 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy --strict agentctl
 
-# pytest-xdist workers: more than the CI machine's 2 CPUs, because most tests spend their time
-# waiting on the agentctl subprocesses they start. PYTEST_WORKERS=0 runs the suite serially.
-PYTEST_WORKERS ?= 4
+# pytest-xdist workers: twice the CPUs, at least 4 and at most 12 (each worker starts its own
+# PostgreSQL server), because most tests spend their time waiting on the agentctl subprocesses
+# they start. PYTEST_WORKERS=0 runs the suite serially.
+PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); n=$$((2 * n)); echo $$(( n < 4 ? 4 : n > 12 ? 12 : n )))
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS)
