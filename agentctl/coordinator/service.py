@@ -438,10 +438,10 @@ def check_resumable(ledger: RunLedger, run_id: str, clock: Clock, trace_id: str)
     """Refuse terminal runs and unresolved effects; take the lease; returns the run record.
     What it writes is the resume's: audited with its ``trace_id``."""
     owner = owner_identity()
-    run = ledger.claim_for_resume(run_id, owner, clock.now(), trace_id=trace_id)
-    unresolved = ledger.unresolved_effects(run.run_id)
+    # Judged in the claim's transaction: a refused resume takes no lease and leaves the run
+    # row (its updatedAt, its lease) as it was; only the crash's started effects are settled.
+    run, unresolved = ledger.claim_for_resume(run_id, owner, clock.now(), trace_id=trace_id)
     if unresolved:
-        ledger.release_lease(run.run_id, owner.pid, clock.now())
         ids = ", ".join(f"{e.effect_id} (task {e.task_id}, {e.status})" for e in unresolved)
         raise BlockedError(
             f"run {run.run_id} has unresolved effects: {ids}",

@@ -386,8 +386,11 @@ def find_effect_id(conn: Db, ref: str) -> str:
     if any(c not in "0123456789abcdef" for c in ref):
         raise NotFoundError(f"effect {ref} not found (an effect id is {EFFECT_ID_CHARS} hex)")
     if len(ref) < MIN_EFFECT_PREFIX:
-        raise ValidationError(
-            f"effect id prefix {ref!r} is too short: give at least {MIN_EFFECT_PREFIX} hex digits"
+        # Not found, whatever it would have matched as a prefix: an unknown id is exit 5
+        # (spec/cli.md §2), as a run id too short to be a prefix is (ledger.idprefix).
+        raise NotFoundError(
+            f"effect {ref!r} not found (a prefix of an effect id needs at least "
+            f"{MIN_EFFECT_PREFIX} hex digits)"
         )
     rows = fetch_all(
         conn,

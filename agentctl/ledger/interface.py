@@ -98,9 +98,10 @@ class RunLedger(Protocol):
 
     def claim_for_resume(
         self, run_ref: str, owner: Owner, now: str, *, trace_id: str | None = None
-    ) -> RunHead:
-        """Refuse terminal runs, take the lease, turn started effects uncertain (audited with
-        ``trace_id``, the resuming invocation's)."""
+    ) -> tuple[RunHead, tuple[EffectRecord, ...]]:
+        """Refuse terminal runs, turn started effects uncertain (audited with ``trace_id``,
+        the resuming invocation's), and take the lease unless unresolved effects remain;
+        returns the run and those effects (a refused resume leaves the run row unchanged)."""
         ...
 
     def acquire_lease(self, run_id: str, owner: Owner, now: str) -> None:

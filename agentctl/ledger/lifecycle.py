@@ -127,9 +127,10 @@ def _walk_recorded_txn(
 
 def claim_for_resume_txn(
     conn: Db, run_ref: str, owner: Owner, now: str, trace_id: str | None = None
-) -> runs.RunHead:
-    """Refuse terminal runs; take the lease; started effects become uncertain (their events
-    name ``trace_id``, the resume's)."""
+) -> tuple[runs.RunHead, tuple[effects.EffectRecord, ...]]:
+    """Refuse terminal runs; started effects become uncertain (their events name
+    ``trace_id``, the resume's); take the lease unless unresolved effects block the resume.
+    Returns the run and those effects: a blocked resume leaves the run row as it was."""
     run = runs.find_run_head(conn, run_ref)
     if run.state in TERMINAL_RUN:
         raise InvalidOperationError(
@@ -144,11 +145,15 @@ def claim_for_resume_txn(
             run_id=run.run_id,
         )
     _refuse_superseded(conn, run.run_id)
-    runs.acquire_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now)
+    # A live other owner refuses the resume before any effect is judged abandoned.
+    runs.acquire_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now, take=False)
     # A started effect with a durable remote handle lost only its observer: it stays started
     # and the resumed drive observes the same remote work (ledger.remote).
     effects.mark_uncertain_txn(conn, run.run_id, now, keep=remote.CONTINUABLE, trace_id=trace_id)
-    return run
+    blocked = tuple(reconcile.unresolved_effects(conn, run.run_id))
+    if not blocked:
+        runs.acquire_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now)
+    return run, blocked
 
 
 def _refuse_superseded(conn: Db, run_id: str) -> None:

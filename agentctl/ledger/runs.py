@@ -412,11 +412,8 @@ def _local_owner_alive(row: Row) -> bool:
 
 
 def _lease_row(conn: Db, run_id: str) -> Row | None:
-    row: Row | None = conn.execute(
-        "SELECT owner_pid, owner_create_time, lease_expires_at, lease_holder"
-        " FROM runs WHERE run_id = ?",
-        (run_id,),
-    ).fetchone()
+    sql = "SELECT owner_pid, owner_create_time, lease_expires_at, lease_holder FROM runs"
+    row: Row | None = conn.execute(sql + " WHERE run_id = ?", (run_id,)).fetchone()
     return row
 
 
@@ -444,10 +441,12 @@ def has_dead_local_owner(conn: Db, run_id: str) -> bool:
     return not _local_owner_alive(row)
 
 
-def acquire_run_lease_txn(conn: Db, run_id: str, pid: int, create_time: float, now: str) -> None:
+def acquire_run_lease_txn(
+    conn: Db, run_id: str, pid: int, create_time: float, now: str, *, take: bool = True
+) -> None:
     """Make (pid, create_time) the local owner of ``run_id`` unless a live other owner holds
-    it; the fencing token goes up, so a ``serve`` whose expired lease this takes commits
-    nothing more for the run."""
+    it (``take=False``: only that check); the fencing token goes up, so a ``serve`` whose
+    expired lease this takes commits nothing more for the run."""
     row = _lease_row(conn, run_id)
     if row is None:
         raise RunNotFoundError(f"run {run_id} not found")
@@ -462,12 +461,13 @@ def acquire_run_lease_txn(conn: Db, run_id: str, pid: int, create_time: float, n
     same = owner == pid and owner_time is not None and abs(owner_time - create_time) < 0.01
     if expires is None and owner is not None and not same and _local_owner_alive(row):
         raise _held_locally(run_id, owner, _elsewhere(row["lease_holder"]))
-    conn.execute(
-        "UPDATE runs SET owner_pid = ?, owner_create_time = ?, updated_at = ?,"
-        " lease_token = lease_token + 1, lease_expires_at = NULL, lease_holder = ?"
-        " WHERE run_id = ?",
-        (pid, create_time, now, local_holder(pid), run_id),
-    )
+    if take:
+        conn.execute(
+            "UPDATE runs SET owner_pid = ?, owner_create_time = ?, updated_at = ?,"
+            " lease_token = lease_token + 1, lease_expires_at = NULL, lease_holder = ?"
+            " WHERE run_id = ?",
+            (pid, create_time, now, local_holder(pid), run_id),
+        )
 
 
 def _held_locally(run_id: str, pid: int, host: str | None) -> OwnershipError:

@@ -138,7 +138,7 @@ class LedgerService(ABC):
 
     def claim_for_resume(
         self, run_ref: str, owner: Owner, now: str, *, trace_id: str | None = None
-    ) -> RunHead:
+    ) -> tuple[RunHead, tuple[effects.EffectRecord, ...]]:
         return self._tx.run_write(
             lambda conn: lifecycle.claim_for_resume_txn(conn, run_ref, owner, now, trace_id)
         )

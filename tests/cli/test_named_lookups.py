@@ -9,7 +9,9 @@ something that exists, or the command says so; it is never silently taken as "no
 - ``memory get|put|search|reindex``: an empty namespace or key is bad input, exit 2, and
   nothing is written;
 - ``approvals approve|reject``: an approval is named by its id or a unique prefix of it, by
-  the rule run ids follow (the kind and at least 6 characters after it).
+  the rule run ids follow (the kind and at least 6 characters after it);
+- ``effects inspect|reconcile``: an effect id shorter than a prefix (6 hex digits) names no
+  effect: not found, exit 5, as any unknown id (spec/cli.md §2), and nothing is recorded.
 """
 
 from __future__ import annotations
@@ -116,3 +118,19 @@ def test_an_approval_is_named_by_a_unique_prefix(cli: Cli, tmp_path: Path) -> No
     rejected = cli("--output", "json", "approvals", "reject", second[:17], *why)
     assert rejected.rc == 0, rejected.stderr
     assert (rejected.data["approvalId"], rejected.data["status"]) == (second, "rejected")
+
+
+def test_an_effect_id_too_short_for_a_prefix_is_not_found(cli: Cli, tmp_path: Path) -> None:
+    run_id, _ = _run(cli, tmp_path, "never")
+    listed = cli("--output", "json", "effects", "list", run_id, *DB).data["effects"]
+    effect_id = listed[0]["effectId"]
+    why = ("--status", "not-applied", "--reason", "r", *DB)
+    for short in ("", "abc", effect_id[:5]):
+        for command in (("effects", "inspect", short, *DB), ("effects", "reconcile", short, *why)):
+            refused = cli("--output", "json", *command)
+            assert refused.rc == 5, (command, refused.stderr)
+            assert "not found" in refused.error["error"]["message"], refused.stderr
+    shown = cli("--output", "json", "effects", "inspect", effect_id[:6], *DB)
+    assert shown.rc == 0 and shown.data["effect"]["effectId"] == effect_id, shown.stderr
+    after = cli("--output", "json", "effects", "list", run_id, *DB).data["reconciliations"]
+    assert after == []

@@ -49,3 +49,18 @@ def test_a_finished_run_refuses_resume_with_a_trace(cli, write_workflow, tmp_pat
     assert again.rc == 4
     assert again.error["error"]["runId"] == run_id
     assert str(again.error["error"]["traceId"]).startswith("trace-")
+
+
+def test_a_refused_resume_changes_nothing(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Refused for an unresolved effect, a resume takes no lease: the run, its updatedAt, its
+    audit trail are as they were, however often it is tried (a crash's started effects
+    becoming uncertain is the one change, made by the first)."""
+    db = tmp_path / "r.db"
+    timed_out = cli("--output", "json", "run", str(write_workflow(SLOW)), "--db", str(db))
+    run_id = timed_out.error["error"]["runId"]
+    before = cli("--output", "json", "inspect", run_id, "--db", str(db)).data
+    for _ in range(2):
+        assert cli("--output", "json", "resume", run_id, "--db", str(db)).rc == 3
+        after = cli("--output", "json", "inspect", run_id, "--db", str(db)).data
+        assert after["run"] == before["run"]  # updatedAt included
+        assert after == before

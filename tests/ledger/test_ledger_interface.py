@@ -173,8 +173,11 @@ def test_live_state_after_a_crash_blocks_until_reconciled(ledger: SqliteLedger) 
     eff = _effect("a")
     _request(ledger, RequestRow("a", "pending", 1, eff, {}))
     # The coordinator dies here: `started` committed, no outcome. A new one claims the run.
-    run = ledger.claim_for_resume("run-1", _owner(), ts(5))
-    assert run.run_id == "run-1"
+    before = ledger.get_run("run-1")
+    run, blocked = ledger.claim_for_resume("run-1", _owner(), ts(5))
+    assert run.run_id == "run-1" and [e.effect_id for e in blocked] == [eff.effect_id]
+    after = ledger.get_run("run-1")  # refused: the run row is as it was, no lease taken
+    assert (after.updated_at, after.owner_pid) == (before.updated_at, before.owner_pid)
     (found,) = ledger.load_live("run-1").inflight
     assert found.task_id == "a" and found.effect.status == "uncertain"
     assert found.reconciliation is None

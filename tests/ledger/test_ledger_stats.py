@@ -103,8 +103,8 @@ def test_an_effect_is_found_by_a_unique_prefix_of_its_id(ledger: Database) -> No
         assert find_effect_id(conn, shared[0][:12]) == shared[0]  # enough to tell them apart
         with pytest.raises(ValidationError, match="ambiguous"):
             find_effect_id(conn, "abcdef01")
-        with pytest.raises(ValidationError, match="too short"):
-            find_effect_id(conn, first[:5])
+        with pytest.raises(NotFoundError, match="at least 6 hex digits"):
+            find_effect_id(conn, first[:5])  # too short to be a prefix: an unknown id
         with pytest.raises(NotFoundError, match="not found"):
             find_effect_id(conn, "0000000000")
         with pytest.raises(NotFoundError, match="not found"):
