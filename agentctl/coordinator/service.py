@@ -440,7 +440,8 @@ def check_resumable(ledger: RunLedger, run_id: str, clock: Clock, trace_id: str)
     owner = owner_identity()
     # Judged in the claim's transaction: a refused resume takes no lease and leaves the run
     # row (its updatedAt, its lease) as it was; only the crash's started effects are settled.
-    run, unresolved = ledger.claim_for_resume(run_id, owner, clock.now(), trace_id=trace_id)
+    claim = ledger.claim_for_resume(run_id, owner, clock.now(), trace_id=trace_id)
+    run, unresolved = claim.run, claim.unresolved
     if unresolved:
         ids = ", ".join(f"{e.effect_id} (task {e.task_id}, {e.status})" for e in unresolved)
         raise BlockedError(

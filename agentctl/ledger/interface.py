@@ -53,6 +53,7 @@ if TYPE_CHECKING:
         ProtocolReport,
         ReconcileRequest,
         RequestBatch,
+        ResumeClaim,
         SettleRun,
         SourceSnapshot,
         TaskStartBatch,
@@ -61,7 +62,7 @@ if TYPE_CHECKING:
     from agentctl.ledger.reconcile import ReconciliationRecord
     from agentctl.ledger.remote import RemoteHandleRecord
     from agentctl.ledger.report import RunReport
-    from agentctl.ledger.runs import NewRun, RunHead, RunRecord
+    from agentctl.ledger.runs import NewRun, RunRecord
     from agentctl.ledger.stats import (
         ApprovalList,
         ArtifactInspection,
@@ -98,10 +99,10 @@ class RunLedger(Protocol):
 
     def claim_for_resume(
         self, run_ref: str, owner: Owner, now: str, *, trace_id: str | None = None
-    ) -> tuple[RunHead, tuple[EffectRecord, ...]]:
+    ) -> ResumeClaim:
         """Refuse terminal runs, turn started effects uncertain (audited with ``trace_id``,
-        the resuming invocation's), and take the lease unless unresolved effects remain;
-        returns the run and those effects (a refused resume leaves the run row unchanged)."""
+        the resuming invocation's), and take the lease unless unresolved effects remain
+        (a refused resume leaves the run row unchanged)."""
         ...
 
     def acquire_lease(self, run_id: str, owner: Owner, now: str) -> None:

@@ -45,6 +45,7 @@ from agentctl.ledger.model import (
     MemoryEntry,
     OpenCompensationTask,
     Owner,
+    ResumeClaim,
     SettleRun,
     SourceSnapshot,
 )
@@ -127,10 +128,10 @@ def _walk_recorded_txn(
 
 def claim_for_resume_txn(
     conn: Db, run_ref: str, owner: Owner, now: str, trace_id: str | None = None
-) -> tuple[runs.RunHead, tuple[effects.EffectRecord, ...]]:
+) -> ResumeClaim:
     """Refuse terminal runs; started effects become uncertain (their events name
     ``trace_id``, the resume's); take the lease unless unresolved effects block the resume.
-    Returns the run and those effects: a blocked resume leaves the run row as it was."""
+    A blocked resume leaves the run row as it was."""
     run = runs.find_run_head(conn, run_ref)
     if run.state in TERMINAL_RUN:
         raise InvalidOperationError(
@@ -153,7 +154,7 @@ def claim_for_resume_txn(
     blocked = tuple(reconcile.unresolved_effects(conn, run.run_id))
     if not blocked:
         runs.acquire_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now)
-    return run, blocked
+    return ResumeClaim(run, blocked)
 
 
 def _refuse_superseded(conn: Db, run_id: str) -> None:

@@ -24,7 +24,7 @@ from agentctl.ledger.artifacts.refs import ArtifactRefRecord
 from agentctl.ledger.effects import EffectRecord, NewEffect
 from agentctl.ledger.reconcile import ReconciliationRecord
 from agentctl.ledger.remote import RemoteHandleRecord
-from agentctl.ledger.runs import NewRun, RunRecord
+from agentctl.ledger.runs import NewRun, RunHead, RunRecord
 from agentctl.ledger.sessions import ProviderTurn
 from agentctl.ledger.tasks import AuditSpec, LiveTask, TaskCompletion, TaskRecord
 from agentctl.ledger.tool_calls import AnsweredToolCall
@@ -454,6 +454,7 @@ __all__ = [
     "ReconcileRequest",
     "RequestBatch",
     "RequestRow",
+    "ResumeClaim",
     "SettleRun",
     "SourceSnapshot",
     "TaskStart",
@@ -468,3 +469,12 @@ class ProtocolReport:
     effect_id: str
     evidence: ProtocolEvidence
     now: str
+
+
+@dataclass(frozen=True)
+class ResumeClaim:
+    """What a resume's claim found: the run and the unresolved effects that refuse it (when
+    there are any, the lease was not taken and the run row is as it was)."""
+
+    run: RunHead
+    unresolved: tuple[EffectRecord, ...]

@@ -58,13 +58,14 @@ from agentctl.ledger.model import (
     ProtocolReport,
     ReconcileRequest,
     RequestBatch,
+    ResumeClaim,
     SettleRun,
     SourceSnapshot,
     TaskStartBatch,
 )
 from agentctl.ledger.reconcile import ReconciliationRecord
 from agentctl.ledger.runner import Transactions
-from agentctl.ledger.runs import NewRun, RunHead, RunRecord
+from agentctl.ledger.runs import NewRun, RunRecord
 from agentctl.ledger.sql import Db
 
 if TYPE_CHECKING:  # loaded by the methods that use them: a run needs none of these
@@ -138,7 +139,7 @@ class LedgerService(ABC):
 
     def claim_for_resume(
         self, run_ref: str, owner: Owner, now: str, *, trace_id: str | None = None
-    ) -> tuple[RunHead, tuple[effects.EffectRecord, ...]]:
+    ) -> ResumeClaim:
         return self._tx.run_write(
             lambda conn: lifecycle.claim_for_resume_txn(conn, run_ref, owner, now, trace_id)
         )

@@ -174,8 +174,9 @@ def test_live_state_after_a_crash_blocks_until_reconciled(ledger: SqliteLedger) 
     _request(ledger, RequestRow("a", "pending", 1, eff, {}))
     # The coordinator dies here: `started` committed, no outcome. A new one claims the run.
     before = ledger.get_run("run-1")
-    run, blocked = ledger.claim_for_resume("run-1", _owner(), ts(5))
-    assert run.run_id == "run-1" and [e.effect_id for e in blocked] == [eff.effect_id]
+    claim = ledger.claim_for_resume("run-1", _owner(), ts(5))
+    assert claim.run.run_id == "run-1"
+    assert [e.effect_id for e in claim.unresolved] == [eff.effect_id]
     after = ledger.get_run("run-1")  # refused: the run row is as it was, no lease taken
     assert (after.updated_at, after.owner_pid) == (before.updated_at, before.owner_pid)
     (found,) = ledger.load_live("run-1").inflight
