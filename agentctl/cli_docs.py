@@ -15,7 +15,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -23,6 +23,10 @@ from agentctl.cli_options import DbOpt
 from agentctl.clikit import DEFAULT_DB, deliver, path_parser, read_cli_file
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings
+
+if TYPE_CHECKING:  # the command imports these lazily, to keep the other commands' start light
+    from agentctl.core.dsl.migrate import Migration
+    from agentctl.core.plan import Plan
 
 WriteOpt = Annotated[
     Path | None,
@@ -142,6 +146,22 @@ def migrate_cmd(
         raise ValidationError(f"migrating {file} would change its tasks; nothing was written")
     if write is not None:
         _write(write, migration.text)
+    data = _migration_data(file, write, migration, (before, after), migrated.document)
+    # The source's warnings (a legacy document's migration_required among them), as `check`
+    # shows them: in human mode on stderr, so a printed document stays clean on stdout.
+    human = _migrate_human(data, migration.text)
+    deliver(Outcome("Migration", data, diagnostics=list(loaded.warnings), human=human))
+
+
+def _migration_data(
+    file: Path,
+    write: Path | None,
+    migration: Migration,
+    plans: tuple[Plan, Plan],
+    document: dict[str, Any],
+) -> dict[str, Any]:
+    """The ``Migration`` data: ours, then the keys the original's carries."""
+    before, after = plans
     data = {
         "file": str(file),
         "sourceVersion": migration.source_version,
@@ -153,8 +173,7 @@ def migrate_cmd(
         "planDigest": after.plan_digest,
         "sameTasks": True,
     }
-    data |= _original_migration_keys(file, write, migration.source_version, migrated.document)
-    deliver(Outcome("Migration", data, human=_migrate_human(data, migration.text)))
+    return data | _original_migration_keys(file, write, migration.source_version, document)
 
 
 def _original_migration_keys(

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.conftest import EXAMPLES, Cli
 
@@ -306,10 +307,15 @@ def test_commands_compiling_a_file_carry_the_warnings_check_shows(cli: Cli, tmp_
         ("repair", *retry[1:], "--plan"),
         ("providers", "inspect", "legacy.yaml"),
         ("auth", "check", "legacy.yaml"),
+        ("migrate", "legacy.yaml"),
     ):
         done = cli("--output", "json", *argv)
         assert done.rc == 0, done.stderr
         assert json.loads(done.stdout)["diagnostics"] == warned, argv
+    # migrate in human mode: the translated document alone on stdout, the warning on stderr.
+    printed = cli("migrate", "legacy.yaml")
+    assert printed.rc == 0 and "migration_required" in printed.stderr
+    assert yaml.safe_load(printed.stdout)["metadata"]["name"] == "legacy"
 
 
 def test_a_run_failing_mid_drive_carries_the_warnings_on_its_error(
