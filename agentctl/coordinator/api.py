@@ -251,6 +251,12 @@ def resume(
             plan = load_plan(found)
             base = os.path.abspath(workspace or found.base_path or os.getcwd())
             _preflight_resume(ledger, found, plan, base)
+            if (
+                found.state == "paused"
+                and not interactive
+                and _awaits_approval(ledger, found.run_id, plan)
+            ):
+                return RunOutcome(found.run_id, trace_id, "paused", None)
             run = check_resumable(ledger, run_ref, clock, trace_id)
             if on_created is not None:
                 on_created(run.run_id, trace_id)
@@ -275,6 +281,34 @@ def _preflight_resume(ledger: RunLedger, found: RunRecord, plan: Plan, base: str
         remaining = _unfinished(ledger, found.run_id) if may_need_secrets(plan) else None
         preflight_credentials(plan, base, preview=found.mode == "check", task_ids=remaining)
         preflight_egress(plan, resolve=found.mode != "check")
+
+
+def _awaits_approval(ledger: RunLedger, run_id: str, plan: Plan) -> bool:
+    """Whether a paused run is still waiting for an operator: the first of its approval tasks
+    (in compiled order) that is not approved has a pending approval, not a rejected one.
+
+    Then ``resume`` returns ``paused`` (exit 3) at once and changes nothing — no lease, no
+    state, no audit — and runs nothing, not even an approved effect beside the undecided one
+    (spec/cli.md §5: for each waiting task, "still waiting ⇒ return paused"). An unresolved
+    effect is judged first, by the claim, whose refusal comes before this answer."""
+    pending = {a.task_id for a in ledger.list_approvals(run_id).approvals}
+    if not pending or ledger.unresolved_effects(run_id):
+        return False
+    waiting = {t.task_id for t in ledger.load_live(run_id).tasks if t.state == _WAITING}
+    rejected = {
+        e.task_id
+        for e in ledger.list_effects(run_id).effects
+        if e.task_id in waiting and e.task_id not in pending and e.status == "cancelled"
+    }
+    for task_id in plan.order:
+        if task_id in pending:
+            return True
+        if task_id in rejected:
+            return False  # the drive fails it first: the run fails (exit 4)
+    return False
+
+
+_WAITING = "waiting_for_approval"
 
 
 def _compensation_links(ledger: RunLedger, run: RunHead) -> dict[str, tuple[str, ...]]:

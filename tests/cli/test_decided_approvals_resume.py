@@ -77,3 +77,26 @@ def test_a_rejection_beside_an_approval_fails_the_run_in_one_resume(
     assert not (tmp_path / "out" / "b.txt").exists()
     budget = _json(cli, "inspect", run_id).data["budget"]
     assert all(v == 0 for v in budget["reserved"].values())
+
+
+def test_resume_returns_paused_and_runs_nothing_while_an_approval_is_pending(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # spec/cli.md §5: for each task waiting for its approval, "still waiting ⇒ return paused
+    # (3)" — before the run turns running, so nothing runs, not even a write approved beside
+    # the undecided one, and the run is left as it was.
+    run_id, (first, second) = _paused_with_two(cli, tmp_path)
+    assert _json(cli, "approvals", "approve", second, "--reason", "ok").rc == 0
+    before = _json(cli, "inspect", run_id).data
+    assert [a["approvalId"] for a in before["approvals"]] == [first]
+    resumed = _json(cli, "resume", run_id)
+    assert resumed.rc == 3, resumed.stdout + resumed.stderr
+    assert resumed.data["state"] == "paused" and resumed.data["output"] is None
+    assert not (tmp_path / "out").exists()
+    assert _json(cli, "inspect", run_id).data == before  # no lease, state or audit written
+    assert _json(cli, "approvals", "approve", first, "--reason", "ok").rc == 0
+    done = _json(cli, "resume", run_id)
+    assert done.rc == 0, done.stdout + done.stderr
+    assert _tasks(cli, run_id) == {"a": ("succeeded", None), "b": ("succeeded", None)}
+    assert (tmp_path / "out" / "a.txt").read_text() == "a"
+    assert (tmp_path / "out" / "b.txt").read_text() == "b"

@@ -130,12 +130,19 @@ def test_wall_time_expiring_during_a_pause(cli, write_workflow, tmp_path: Path) 
     listed = cli("--output", "json", "approvals", "list", run_id, "--db", str(db))
     approval_id = listed.data["approvals"][0]["approvalId"]
     time.sleep(2)  # past the 1 s budget, counted from the run's creation
+    # Still waiting for its approval: resume returns paused and dispatches nothing, so no
+    # budget is judged yet (spec/cli.md §5, §7).
+    waiting = cli("--output", "json", "resume", run_id, "--db", str(db))
+    assert waiting.rc == 3 and waiting.data["state"] == "paused", waiting.stderr
+    approve = ("approvals", "approve", approval_id, "--reason", "ok", "--db", str(db))
+    assert cli("--output", "json", *approve).rc == 0
     resumed = cli("--output", "json", "resume", run_id, "--db", str(db))
     assert resumed.rc == 4, resumed.stderr
     assert "maxWallTimeSeconds" in resumed.error["error"]["message"]
     data = _inspect(cli, db, run_id)
     assert data["run"]["state"] == "failed"
-    # A failed run ends with every task terminal: the one that never started is cancelled.
+    # A failed run ends with every task terminal: none of them started, nothing was written.
+    assert _states(data) == {"w": "cancelled", "after": "cancelled"}, data["tasks"]
     after = next(t for t in data["tasks"] if t["taskId"] == "after")
-    assert after["state"] == "cancelled" and after["error"].startswith("not started: "), after
-    _assert_closed(cli, db, run_id, approval_id)
+    assert after["error"].startswith("not started: "), after
+    assert not (tmp_path / "out").exists()
