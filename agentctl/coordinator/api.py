@@ -251,11 +251,7 @@ def resume(
             plan = load_plan(found)
             base = os.path.abspath(workspace or found.base_path or os.getcwd())
             _preflight_resume(ledger, found, plan, base)
-            if (
-                found.state == "paused"
-                and not interactive
-                and _awaits_approval(ledger, found.run_id, plan)
-            ):
+            if not interactive and _awaits_approval(ledger, found, plan):
                 return RunOutcome(found.run_id, trace_id, "paused", None)
             run = check_resumable(ledger, run_ref, clock, trace_id)
             if on_created is not None:
@@ -283,14 +279,18 @@ def _preflight_resume(ledger: RunLedger, found: RunRecord, plan: Plan, base: str
         preflight_egress(plan, resolve=found.mode != "check")
 
 
-def _awaits_approval(ledger: RunLedger, run_id: str, plan: Plan) -> bool:
+def _awaits_approval(ledger: RunLedger, found: RunRecord, plan: Plan) -> bool:
     """Whether a paused run is still waiting for an operator: the first of its approval tasks
     (in compiled order) that is not approved has a pending approval, not a rejected one.
 
     Then ``resume`` returns ``paused`` (exit 3) at once and changes nothing — no lease, no
     state, no audit — and runs nothing, not even an approved effect beside the undecided one
     (spec/cli.md §5: for each waiting task, "still waiting ⇒ return paused"). An unresolved
-    effect is judged first, by the claim, whose refusal comes before this answer."""
+    effect is judged first, by the claim, whose refusal comes before this answer. (With
+    ``--interactive`` the drive asks instead: not called then.)"""
+    if found.state != "paused":
+        return False
+    run_id = found.run_id
     pending = {a.task_id for a in ledger.list_approvals(run_id).approvals}
     if not pending or ledger.unresolved_effects(run_id):
         return False
