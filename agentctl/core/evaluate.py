@@ -191,7 +191,7 @@ def evaluate_pure(
     elif task.kind == "aggregate":
         output = {"items": _items(task, view)}
     elif task.kind == "loop_aggregate":
-        output = _loop_aggregate(task, ctx, view)
+        output = _loop_aggregate(task, ctx, plan, view)
     elif task.kind in ("subworkflow_input", "subworkflow_output"):
         output = render_input(task, ctx)
     elif action_kind in PURE_ACTIONS:
@@ -278,20 +278,33 @@ def _items(task: PlannedTask, view: RuntimeView) -> JsonArray:
     ]
 
 
-def _loop_aggregate(task: PlannedTask, ctx: ReadContext, view: RuntimeView) -> JsonObject:
+def _loop_aggregate(
+    task: PlannedTask, ctx: ReadContext, plan: Plan, view: RuntimeView
+) -> JsonObject:
     # The items' states and last output, read where ``_items`` reads them.
     states = [view.states.get(child) for child in task.children]
     ran = [state for state in states if state != "skipped"]
     last = task.children[-1] if task.children else None
     if last is not None and states[-1] == SUCCEEDED and task.guard:
         guard_ctx = dict(ctx)
-        guard_ctx["vars"] = {"loopIndex": len(states), "loopPrevious": view.outputs.get(last)}
+        guard_ctx["vars"] = _next_iteration_vars(plan.task(last), len(states), view)
         if decision(task.guard, guard_ctx)["result"]:
             raise TaskFailure(
                 f"task {task.id}: loop guard is still true after maxIterations "
                 f"({task.max_iterations}); failing closed"
             )
     return {"iterations": len(ran), "items": _items(task, view)}
+
+
+def _next_iteration_vars(last: PlannedTask, index: int, view: RuntimeView) -> JsonObject:
+    """The vars an iteration after ``last`` would see: the same workflow and task variables
+    (rendered now, as its guard would render them), ``loopIndex`` = ``index`` and
+    ``loopPrevious`` = ``last``'s output — so the fail-closed check reads what every
+    iteration's guard reads."""
+    engine = ("loopIndex", "loopPrevious")
+    own = {name: value for name, value in last.vars.items() if name not in engine}
+    rendered = dict(_guard(lambda: render(own, base_context(view)), last)) if own else {}
+    return {**rendered, "loopIndex": index, "loopPrevious": view.outputs.get(last.id)}
 
 
 def check_contract(task: PlannedTask, output: JsonValue) -> None:
