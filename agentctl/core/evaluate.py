@@ -327,5 +327,5 @@ def render_run_outputs(outputs_spec: Mapping[str, JsonValue], view: RuntimeView)
     try:
         rendered = render(dict(outputs_spec), ctx)
     except RunFailedError as exc:
-        raise TaskFailure(f"run outputs: {exc.message}") from exc
+        raise TaskFailure(exc.message) from exc  # the caller names it: "outputs: …"
     return dict(rendered)

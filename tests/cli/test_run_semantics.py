@@ -346,3 +346,18 @@ def test_a_chain_of_shell_effects_settles_every_reservation(  # type: ignore[no-
     budget = _inspect(cli, db, done.data["runId"])["budget"]
     assert budget["usage"]["processOutputBytes"] == 5
     assert budget["reserved"]["processOutputBytes"] == 0
+
+
+def test_an_output_that_cannot_render_fails_the_run_saying_so_once(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # The run's outputs are rendered after every task succeeded; a read of a path the task's
+    # record lacks fails the run (exit 4), named once: "run failed: outputs: …".
+    (tmp_path / "wf.yaml").write_text(
+        "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: { name: outs }\nspec:\n"
+        "  actions: { g: { kind: builtin.assign } }\n"
+        '  outputs: { x: "${{ tasks.a.output.output.nope }}" }\n'
+        '  tasks: [ { id: a, uses: "action:g", with: { v: 1 } } ]\n'
+    )
+    ran = cli("--output", "json", "run", "wf.yaml", "--db", str(tmp_path / "r.db"))
+    assert ran.rc == 4, ran.stdout
+    message = ran.error["error"]["message"]
+    assert message == "run failed: outputs: undefined value `tasks.a.output.output.nope`"
