@@ -244,18 +244,17 @@ def resume(
     clock = Clock()
     with open_ledger(db) as ledger:
         found = ledger.find_run(run_ref)
-        # Every invocation has its own trace: a refusal (unresolved effect, finished run,
-        # missing key) names it too, so a script can correlate the attempt it made.
-        trace_id = clock.new_id("trace")
+        trace_id = clock.new_id("trace")  # each invocation's own, named by its refusals too
         with naming_run(found.run_id, trace_id):
             plan = load_plan(found)
             base = os.path.abspath(workspace or found.base_path or os.getcwd())
             _preflight_resume(ledger, found, plan, base)
-            if not interactive and _awaits_approval(ledger, found, plan):
-                return RunOutcome(found.run_id, trace_id, "paused", None)
-            run = check_resumable(ledger, run_ref, clock, trace_id)
+            waiting = not interactive and _awaits_approval(ledger, found, plan)
+            run = None if waiting else check_resumable(ledger, run_ref, clock, trace_id)
             if on_created is not None:
-                on_created(run.run_id, trace_id)
+                on_created(found.run_id, trace_id)
+            if run is None:  # still waiting: nothing claimed, nothing driven
+                return RunOutcome(found.run_id, trace_id, "paused", None)
             req = DriveRequest(ledger, run.run_id, trace_id, plan, base, timeout_s, progress, clock)
             req = dataclasses.replace(
                 req, check_mode=run.mode == "check", diff=diff, on_stream=on_stream
