@@ -4,7 +4,8 @@ Invariants (spec/cli.md §12):
 - a resolved value is never stored: the ledger gets only its source description and SHA-256;
 - every anomaly fails closed with a message that names the reference, never the value;
 - ``{env}`` names must be in ``policy.environmentAllowlist``; ``{file}`` paths must lie under a
-  ``policy.secretFileRoots`` entry (UTF-8, ≤ 64 KiB, one trailing newline stripped);
+  ``policy.secretFileRoots`` entry (a regular file, opened without blocking; UTF-8, ≤ 64 KiB,
+  one trailing newline stripped);
   ``{process}`` commands run argv-only with a cleared environment, their basename in
   ``policy.secretProcessAllowlist``, under a timeout and an output limit that bound what is
   read (``sandbox.helper``: the helper's process group is killed when it ends).
@@ -22,6 +23,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list
 from agentctl.core.operations import has_pointer, replace_at
 from agentctl.errors import PolicyDeniedError, RunFailedError
 from agentctl.sandbox.helper import run_helper
+from agentctl.sandbox.paths import open_regular
 
 MAX_FILE_SECRET_BYTES = 64 * 1024
 
@@ -95,8 +97,10 @@ def _from_file(path: str, policy: Mapping[str, JsonValue], workspace: str, what:
     if full is None:
         raise PolicyDeniedError(f"{what}: secret file {path} is not under policy.secretFileRoots")
     try:
-        with open(full, "rb") as handle:
+        with open_regular(full, path, "read") as handle:
             raw = handle.read(MAX_FILE_SECRET_BYTES + 1)
+    except RunFailedError as exc:  # a FIFO, device or socket: never waited on
+        raise RunFailedError(f"{what}: secret file {path} is not a regular file") from exc
     except OSError as exc:
         raise RunFailedError(f"{what}: cannot read secret file {path}: {exc.strerror}") from exc
     if len(raw) > MAX_FILE_SECRET_BYTES:

@@ -47,3 +47,27 @@ def test_a_fifo_is_refused_at_once(case: str, cli, write_workflow, tmp_path: Pat
     shown = cli("--output", "json", "inspect", done.error["error"]["runId"], "--db", db)
     assert shown.data["run"]["state"] == "failed"
     assert [e["status"] for e in shown.data["effects"]] in ([], ["failed"])
+
+
+SECRET_WORKFLOW = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: fifo-secret }
+spec:
+  policy: { approval: never, processAllowlist: [true], secretFileRoots: [secrets] }
+  actions:
+    use: { kind: builtin.shell.exec, command: /bin/true, env: { T: { file: secrets/pipe } } }
+  tasks: [ { id: use, uses: "action:use" } ]
+"""
+
+
+def test_a_fifo_as_a_file_secret_fails_closed_at_once(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "secrets").mkdir()
+    os.mkfifo(tmp_path / "secrets" / "pipe")
+    wf = write_workflow(SECRET_WORKFLOW)
+    started = time.monotonic()
+    done = cli("--output", "json", "run", str(wf), "--db", str(tmp_path / "r.db"), timeout=60)
+    assert time.monotonic() - started < 20, "the run waited on the FIFO"
+    assert done.rc == 4, done.stderr
+    message = done.error["error"]["message"]
+    assert "secret file secrets/pipe is not a regular file" in message
