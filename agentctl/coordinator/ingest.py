@@ -7,7 +7,9 @@ leases (``Settled.artifacts`` / ``lease_ids``).
 
 Invariants:
 - only files a succeeded effect reported are stored, each a regular file of at most 16 MiB
-  (spec/cli.md §8); one gone or replaced by something else since is skipped, not an error;
+  (spec/cli.md §8); one gone or replaced by something else since is skipped, not an error,
+  and so is a path that names a symlink (a write through a link inside a writable root
+  changed the link's target; the store never follows links), judged without following it;
 - ingestion (blob row, ``artifactBytes`` metering, a 60-minute lease) commits before the
   effect's outcome does, so a confirmed result's blob is leased until the completion
   transaction names it; a crash in between leaves the lease to expire and the blob to GC —
@@ -22,16 +24,27 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.steps import AgentHeld, Settled
 from agentctl.coordinator.store import Store
+from agentctl.errors import InvalidOperationError
 from agentctl.ledger.artifacts.refs import ArtifactRef
 from agentctl.ledger.model import IngestRequest
 
 MAX_ARTIFACT_BYTES = 16 * 1024 * 1024
+
+
+def _storable(path: str) -> bool:
+    """Whether ``path`` itself (a symlink is not followed) is a regular file the store takes."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False  # gone again: nothing to keep
+    return stat.S_ISREG(st.st_mode) and st.st_size <= MAX_ARTIFACT_BYTES
 
 
 @dataclass(frozen=True)
@@ -76,15 +89,14 @@ class Ingester:
         leases: list[str] = []
         for rel in paths:
             path = os.path.join(self.workspace, rel)
-            try:
-                size = os.stat(path).st_size
-            except OSError:
-                continue  # gone again: nothing to keep
-            if size > MAX_ARTIFACT_BYTES or not os.path.isfile(path):
+            if not _storable(path):
                 continue
-            got = await self.store.ingest_artifact(
-                IngestRequest(path, self.clock.now(), self.run_id, task_id, self.trace_id)
-            )
+            try:
+                got = await self.store.ingest_artifact(
+                    IngestRequest(path, self.clock.now(), self.run_id, task_id, self.trace_id)
+                )
+            except InvalidOperationError:
+                continue  # replaced by a link or grew since it was judged: as if gone
             refs.append(got.ref(rel))
             leases.append(got.lease_id)
         return Ingested(tuple(refs), tuple(leases))

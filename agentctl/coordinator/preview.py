@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.textdiff import unified_diff
-from agentctl.sandbox.paths import resolve_write
+from agentctl.sandbox.paths import open_regular, resolve_write
 
 MAX_PREVIEW_BYTES = 1024 * 1024
 
@@ -20,7 +20,7 @@ def current_content(workspace: str, roots: list[str], path: str) -> str | None:
     """The text now at a write target (None when absent or unreadable as UTF-8)."""
     target = resolve_write(workspace, roots, path)
     try:
-        with open(target, "rb") as handle:
+        with open_regular(target, path, "write") as handle:
             raw = handle.read(MAX_PREVIEW_BYTES + 1)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None

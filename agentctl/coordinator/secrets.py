@@ -4,15 +4,16 @@ Invariants (spec/cli.md §12):
 - a resolved value is never stored: the ledger gets only its source description and SHA-256;
 - every anomaly fails closed with a message that names the reference, never the value;
 - ``{env}`` names must be in ``policy.environmentAllowlist``; ``{file}`` paths must lie under a
-  ``policy.secretFileRoots`` entry (UTF-8, ≤ 64 KiB, one trailing newline stripped);
+  ``policy.secretFileRoots`` entry (a regular file, opened without blocking; UTF-8, ≤ 64 KiB,
+  one trailing newline stripped);
   ``{process}`` commands run argv-only with a cleared environment, their basename in
-  ``policy.secretProcessAllowlist``, under a timeout and an output limit.
+  ``policy.secretProcessAllowlist``, under a timeout and an output limit that bound what is
+  read (``sandbox.helper``: the helper's process group is killed when it ends).
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -21,6 +22,8 @@ from agentctl.core.canonical import sha256_hex
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list
 from agentctl.core.operations import has_pointer, replace_at
 from agentctl.errors import PolicyDeniedError, RunFailedError
+from agentctl.sandbox.helper import run_helper
+from agentctl.sandbox.paths import open_regular
 
 MAX_FILE_SECRET_BYTES = 64 * 1024
 
@@ -94,8 +97,10 @@ def _from_file(path: str, policy: Mapping[str, JsonValue], workspace: str, what:
     if full is None:
         raise PolicyDeniedError(f"{what}: secret file {path} is not under policy.secretFileRoots")
     try:
-        with open(full, "rb") as handle:
+        with open_regular(full, path, "read") as handle:
             raw = handle.read(MAX_FILE_SECRET_BYTES + 1)
+    except RunFailedError as exc:  # a FIFO, device or socket: never waited on
+        raise RunFailedError(f"{what}: secret file {path} is not a regular file") from exc
     except OSError as exc:
         raise RunFailedError(f"{what}: cannot read secret file {path}: {exc.strerror}") from exc
     if len(raw) > MAX_FILE_SECRET_BYTES:
@@ -117,23 +122,20 @@ def _from_process(
             "policy.secretProcessAllowlist"
         )
     limit = int(_setting(spec, "outputLimitBytes", what) or 16384)
+    timeout = float(_setting(spec, "timeoutSeconds", what) or 5)
+    argv = [command, *[str(a) for a in as_list(spec.get("args"))]]
     try:
-        done = subprocess.run(
-            [command, *[str(a) for a in as_list(spec.get("args"))]],
-            env={},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=float(_setting(spec, "timeoutSeconds", what) or 5),
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
+        done = run_helper(argv, timeout=timeout, limit=limit)
+    except OSError as exc:
         raise RunFailedError(
             f"{what}: secret helper {command} failed: {type(exc).__name__}"
         ) from exc
+    if done.ended == "timeout":
+        raise RunFailedError(f"{what}: secret helper {command} timed out after {timeout:g} s")
+    if done.ended == "overflow":
+        raise RunFailedError(f"{what}: secret helper {command} printed more than {limit} bytes")
     if done.returncode != 0:
         raise RunFailedError(f"{what}: secret helper {command} exited {done.returncode}")
-    if len(done.stdout) > limit:
-        raise RunFailedError(f"{what}: secret helper {command} printed more than {limit} bytes")
     text = done.stdout.decode("utf-8", "replace")
     return Resolved(text[:-1] if text.endswith("\n") else text, f"process:{command}")
 

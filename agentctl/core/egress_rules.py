@@ -117,7 +117,8 @@ def url_target(
     if not host_allowed(host, allowlist):
         raise refused(f"egress host {host!r} is not in policy.networkAllowlist")
     try:
-        port = parts.port or DEFAULT_PORTS[scheme]
+        given = parts.port  # an explicit 0 is port 0, which no rule admits, not the default
+        port = DEFAULT_PORTS[scheme] if given is None else given
     except ValueError as exc:
         raise refused(f"egress URL {url!r} has an invalid port") from exc
     allowed = ports or (DEFAULT_PORTS[scheme],)

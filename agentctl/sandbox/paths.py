@@ -8,16 +8,20 @@ Invariants:
 - a read target must lie inside the canonical workspace; a write target must lie inside the
   canonical workspace *and* a canonical writable root, judged from its nearest existing
   parent (the missing tail cannot contain links); no writable roots ⇒ every write denied;
-- the functions return the canonical path, and callers act on that path, not the lexical one.
+- the functions return the canonical path, and callers act on that path, not the lexical one;
+- ``open_regular`` opens a target without blocking (a FIFO with no writer would stall its
+  caller past every timeout) and hands out regular files only.
 Every denial raises ``PolicyDeniedError`` (exit 4) naming the path, never its content.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import PurePosixPath
+from typing import BinaryIO
 
-from agentctl.errors import PolicyDeniedError
+from agentctl.errors import PolicyDeniedError, RunFailedError
 
 
 def _check_lexical(rel: str) -> tuple[str, ...]:
@@ -92,3 +96,17 @@ def resolve_write(workspace: str, writable_roots: list[str], rel: str) -> str:
     if target in roots:
         raise PolicyDeniedError(f"path denied: {rel!r} names a writable root itself")
     return target
+
+
+def open_regular(target: str, rel: str, action: str) -> BinaryIO:
+    """``target`` open for reading when it is a regular file; anything else (a FIFO, a device,
+    a socket) is refused with ``RunFailedError`` naming ``rel``, a directory with
+    ``IsADirectoryError``; other ``OSError``s propagate."""
+    fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", target)
+        raise RunFailedError(f"cannot {action} {rel!r}: not a regular file")
+    return os.fdopen(fd, "rb")

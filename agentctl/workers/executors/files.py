@@ -24,7 +24,7 @@ from agentctl.core.textdiff import unified_diff
 from agentctl.errors import AgentctlError, PolicyDeniedError, RunFailedError, from_task_os_error
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ReadRequest, WriteRequest
-from agentctl.sandbox.paths import resolve_read, resolve_write
+from agentctl.sandbox.paths import open_regular, resolve_read, resolve_write
 from agentctl.workers.executors import ExecOutcome, parse_request
 
 
@@ -34,9 +34,7 @@ def _io_error(action: str, rel: str, exc: OSError) -> AgentctlError:
 
 def _read_text(target: str, rel: str, max_bytes: int) -> str:
     try:
-        with open(target, "rb") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                raise RunFailedError(f"cannot read {rel!r}: not a regular file")
+        with open_regular(target, rel, "read") as fh:
             data = fh.read(max_bytes + 1)
     except OSError as exc:
         raise _io_error("read", rel, exc) from exc
@@ -55,9 +53,9 @@ async def execute_read(msg: Execute) -> ExecOutcome:
     return ExecOutcome({"status": "unchanged", "changed": False, "content": content})
 
 
-def _current(target: str) -> str | None:
+def _current(target: str, rel: str) -> str | None:
     try:
-        with open(target, "rb") as fh:
+        with open_regular(target, rel, "write") as fh:
             return fh.read().decode("utf-8", errors="replace")
     except FileNotFoundError:
         return None
@@ -103,7 +101,7 @@ def _make_parents(req: WriteRequest, target: str) -> str:
 
 def _write(req: WriteRequest, target: str) -> JsonObject:
     try:
-        before = _current(target)
+        before = _current(target, req.path)
         if before == req.content:
             return _write_output(req, before, changed=False)
         target = _make_parents(req, target)

@@ -1,0 +1,64 @@
+"""A ``{process}`` secret helper stays inside its limits (spec/cli.md §12, spec/dsl.md §2).
+
+``outputLimitBytes`` bounds what is read, not what is kept: a helper that floods its stdout is
+stopped at the limit, not buffered until its timeout. A helper that outlives its
+``timeoutSeconds`` is killed with every process it started, like an action's process group
+(§10). Either way the task fails closed (exit 4) and no helper process is left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+HEAD = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: helper }
+spec:
+  policy: { approval: never, processAllowlist: [true], secretProcessAllowlist: [sh] }
+  actions:
+    use: { kind: builtin.shell.exec, command: /bin/true, env: { T: { process: %s } } }
+  tasks: [ { id: use, uses: "action:use" } ]
+"""
+
+
+def _helpers_of(marker: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if marker in " ".join(proc.info["cmdline"] or []):
+            found.append(proc)
+    return found
+
+
+def test_a_flooding_helper_is_stopped_at_its_output_limit(  # type: ignore[no-untyped-def]
+    cli, write_workflow, tmp_path: Path
+) -> None:
+    flood = '{ command: /bin/sh, args: [-c, "while :; do echo xxxxxxxxxxxxxxxx; done"], timeoutSeconds: 30, outputLimitBytes: 64 }'
+    wf = write_workflow(HEAD % flood)
+    started = time.monotonic()
+    done = cli("--output", "json", "run", str(wf), "--db", str(tmp_path / "r.db"))
+    assert done.rc == 4, done.stderr
+    assert time.monotonic() - started < 20, "the helper ran until its timeout"
+    assert "more than 64 bytes" in done.error["error"]["message"]
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.sqlite_only(reason="the helper's processes, not the ledger, are what is checked")
+def test_a_helper_past_its_timeout_is_killed_with_its_children(  # type: ignore[no-untyped-def]
+    cli, write_workflow, tmp_path: Path
+) -> None:
+    marker = f"sleep 60.{os.getpid()}{time.monotonic_ns() % 10_000}"
+    slow = f'{{ command: /bin/sh, args: [-c, "{marker} & {marker}"], timeoutSeconds: 1 }}'
+    wf = write_workflow(HEAD % slow)
+    done = cli("--output", "json", "run", str(wf), "--db", str(tmp_path / "r.db"))
+    left = _helpers_of(marker)
+    for proc in left:
+        proc.kill()
+    assert left == [], "helper processes outlived the run"
+    assert done.rc == 4, done.stderr
+    assert "timed out after 1 s" in done.error["error"]["message"]
