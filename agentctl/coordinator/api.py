@@ -23,6 +23,7 @@ from agentctl.coordinator.launch import (
     require_workspace,
     run_trio,
 )
+from agentctl.coordinator.live import live_from
 from agentctl.coordinator.reconcile import reconcile
 from agentctl.coordinator.service import (
     DriveRequest,
@@ -293,21 +294,14 @@ def _awaits_approval(ledger: RunLedger, found: RunRecord, plan: Plan) -> bool:
     pending = {a.task_id for a in ledger.list_approvals(run_id).approvals}
     if not pending or ledger.unresolved_effects(run_id):
         return False
-    waiting = {t.task_id for t in ledger.load_live(run_id).tasks if t.state == _WAITING}
-    rejected = {
-        e.task_id
-        for e in ledger.list_effects(run_id).effects
-        if e.task_id in waiting and e.task_id not in pending and e.status == "cancelled"
-    }
+    # The operator's decisions as the drive reads them (``Live.decision``): cancelled = rejected.
+    live = live_from(ledger.load_live(run_id))
     for task_id in plan.order:
         if task_id in pending:
             return True
-        if task_id in rejected:
+        if live.decision(task_id) == "cancelled":
             return False  # the drive fails it first: the run fails (exit 4)
     return False
-
-
-_WAITING = "waiting_for_approval"
 
 
 def _compensation_links(ledger: RunLedger, run: RunHead) -> dict[str, tuple[str, ...]]:

@@ -100,3 +100,17 @@ def test_resume_returns_paused_and_runs_nothing_while_an_approval_is_pending(
     assert _tasks(cli, run_id) == {"a": ("succeeded", None), "b": ("succeeded", None)}
     assert (tmp_path / "out" / "a.txt").read_text() == "a"
     assert (tmp_path / "out" / "b.txt").read_text() == "b"
+
+
+def test_a_rejection_listed_before_an_undecided_approval_fails_the_run(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Walking the waiting tasks in compiled order (spec/cli.md §5), the rejected one comes
+    # first: "cancelled ⇒ task failed, run failed (4)", whatever waits after it.
+    run_id, (first, _second) = _paused_with_two(cli, tmp_path)
+    assert _json(cli, "approvals", "reject", first, "--reason", "no").rc == 0
+    resumed = _json(cli, "resume", run_id)
+    assert resumed.rc == 4, resumed.stdout + resumed.stderr
+    assert resumed.data["state"] == "failed"
+    assert _tasks(cli, run_id)["a"] == ("failed", "approval rejected")
+    assert not (tmp_path / "out").exists()
