@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import OwnershipError, PersistenceError, ValidationError
-from agentctl.ledger import crypto, runs
+from agentctl.ledger import crypto, leases
 from agentctl.ledger.connection import Database
 from agentctl.ledger.crypto import PREFIX, SENSITIVE, ColumnCodec, ColumnKey
 
@@ -180,7 +180,7 @@ def _refuse_driven_runs(conn: sqlite3.Connection, change: EncryptionChange) -> N
     rows = conn.execute(
         "SELECT run_id FROM runs WHERE owner_pid IS NOT NULL AND state IN ('running', 'paused')"
     ).fetchall()
-    live = [str(r[0]) for r in rows if runs.has_live_owner(conn, str(r[0]), change.now)]
+    live = [str(r[0]) for r in rows if leases.has_live_owner(conn, str(r[0]), change.now)]
     if live:
         raise OwnershipError(
             f"run {live[0]} is being driven by a live agentctl process"

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import agentctl.ledger.approvals as approvals
 import agentctl.ledger.audit as audit
 import agentctl.ledger.effects as effects
+import agentctl.ledger.leases as leases
 import agentctl.ledger.longterm as longterm
 import agentctl.ledger.reconcile as reconcile
 import agentctl.ledger.remote as remote
@@ -77,7 +78,7 @@ def create_run_txn(
     """The run (tasks, budget, audit, checkpoint) and its lease."""
     refuse_held_inverses_txn(conn, run, order)
     runs.create_run_txn(conn, run, order, now)
-    runs.acquire_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now)
+    leases.acquire_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now)
 
 
 def create_derived_run_txn(conn: Db, d: DerivedRun) -> None:
@@ -98,7 +99,7 @@ def create_derived_run_txn(conn: Db, d: DerivedRun) -> None:
     if d.stream_source is not None:
         streams.copy_stream_events_txn(conn, d.stream_source, run_id)
     if d.owner is not None:
-        runs.acquire_run_lease_txn(conn, run_id, d.owner.pid, d.owner.create_time, now)
+        leases.acquire_run_lease_txn(conn, run_id, d.owner.pid, d.owner.create_time, now)
 
 
 # A recorded task walks ready → running → its recorded state, as it once ran (spec/cli.md §5
@@ -147,13 +148,13 @@ def claim_for_resume_txn(
         )
     _refuse_superseded(conn, run.run_id)
     # A live other owner refuses the resume before any effect is judged abandoned.
-    runs.acquire_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now, take=False)
+    leases.refuse_other_owner_txn(conn, run.run_id, owner.pid, owner.create_time, now)
     # A started effect with a durable remote handle lost only its observer: it stays started
     # and the resumed drive observes the same remote work (ledger.remote).
     effects.mark_uncertain_txn(conn, run.run_id, now, keep=remote.CONTINUABLE, trace_id=trace_id)
     blocked = tuple(reconcile.unresolved_effects(conn, run.run_id))
     if not blocked:
-        runs.acquire_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now)
+        leases.take_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now)
     return ResumeClaim(run, blocked)
 
 
@@ -203,16 +204,16 @@ def request_cancel_txn(
         return run
     runs.record_cancel_request_txn(conn, run.run_id, now, trace_id=trace_id)
     if run.state == "running" and (
-        run.owner_pid is None or runs.has_dead_local_owner(conn, run.run_id)
+        run.owner_pid is None or leases.has_dead_local_owner(conn, run.run_id)
     ):
         # (a hand-back made them uncertain already)
         effects.mark_uncertain_txn(conn, run.run_id, now, trace_id=trace_id)
         open_states = _OPEN_WHEN_PAUSED | CANCELLABLE_TASK_STATES
         _cancel_unowned_txn(conn, run.run_id, now, open_states, trace_id)
         if run.owner_pid is not None:  # the dead owner's lease goes with its run
-            runs.release_run_lease_txn(conn, run.run_id, run.owner_pid, now)
+            leases.release_run_lease_txn(conn, run.run_id, run.owner_pid, now)
     elif run.state == "queued" or (
-        run.state == "paused" and not runs.has_live_owner(conn, run.run_id, now)
+        run.state == "paused" and not leases.has_live_owner(conn, run.run_id, now)
     ):
         _cancel_unowned_txn(conn, run.run_id, now, _OPEN_WHEN_PAUSED, trace_id)
     return runs.get_run(conn, run.run_id)
@@ -254,7 +255,7 @@ def cancel_run_txn(conn: Db, stop: CancelRun) -> None:
         release_unstarted_txn(conn, run_id, now, trace_id)
         error = stop.reason
         runs.set_run_state_txn(conn, run_id, stop.state, now, error=error, trace_id=trace_id)
-    runs.release_run_lease_txn(conn, run_id, stop.pid, now)
+    leases.release_run_lease_txn(conn, run_id, stop.pid, now)
 
 
 def _close_parked_txn(conn: Db, stop: CancelRun) -> None:
@@ -324,7 +325,7 @@ def settle_run_txn(conn: Db, settle: SettleRun) -> None:
         runs.set_run_state_txn(
             conn, run_id, settle.state, now, output=settle.output, trace_id=trace
         )
-    runs.release_run_lease_txn(conn, run_id, settle.pid, now)
+    leases.release_run_lease_txn(conn, run_id, settle.pid, now)
 
 
 def read_live(conn: Db, run_id: str) -> LiveState:
@@ -353,7 +354,7 @@ def read_source(conn: Db, run_ref: str) -> SourceSnapshot:
         effects=tuple(effects.list_effects(conn, run.run_id)),
         reconciliations=tuple(reconcile.list_reconciliations(conn, run_id=run.run_id)),
         artifacts=tuple(list_refs(conn, run_id=run.run_id)),
-        driven=runs.has_live_owner(conn, run.run_id),
+        driven=leases.has_live_owner(conn, run.run_id),
         open_compensations=_open_compensations(conn, run.run_id),
     )
 

@@ -143,7 +143,7 @@ class SourceSnapshot:
     effects: tuple[EffectRecord, ...]
     reconciliations: tuple[ReconciliationRecord, ...]
     artifacts: tuple[ArtifactRefRecord, ...]
-    # A live process holds the run's lease at the snapshot (``runs.has_live_owner``): a run
+    # A live process holds the run's lease at the snapshot (``leases.has_live_owner``): a run
     # being driven is no recovery source, whatever its tasks look like.
     driven: bool
     # The tasks of its compensation runs that have not ended, oldest run first: the planner

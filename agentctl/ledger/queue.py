@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import agentctl.ledger.effects as effects
+import agentctl.ledger.leases as leases
 import agentctl.ledger.reconcile as reconcile
 import agentctl.ledger.remote as remote
 import agentctl.ledger.runs as runs
@@ -134,7 +135,7 @@ def _claim_one_txn(
     # A takeover: what the previous holder started, it may have done (resume's rule).
     effects.mark_uncertain_txn(conn, run_id, now, keep=remote.CONTINUABLE, trace_id=trace_id)
     if reconcile.unresolved_effects(conn, run_id):
-        runs.release_run_lease_txn(conn, run_id, claim.owner.pid, now)
+        leases.release_run_lease_txn(conn, run_id, claim.owner.pid, now)
         blocked = {"token": token}
         append_audit_txn(conn, run_id, "run.blocked", blocked, now, trace_id=trace_id)
         return None

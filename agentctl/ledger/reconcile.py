@@ -9,7 +9,7 @@ Invariants (spec/cli.md §4):
   applied) effect of the same run or of a compensation run sourced from it;
 - an ``effect.reconciled`` audit event and a checkpoint commit with the record; the event
   also carries the operator's ``Grounds`` (policy authorization, result schema) when given;
-- a ``started`` effect of a run a live process drives (its lease: ``runs.has_live_owner``) is
+- a ``started`` effect of a run a live process drives (its lease: ``leases.has_live_owner``) is
   not reconciled: that coordinator is executing it and will record its outcome, which an
   operator's conclusion would contradict (``OwnershipError``, exit 5) — only an effect whose
   driver is gone (a crash) has an outcome nobody else will learn;
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from agentctl.core.effects import check_reconciliation
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import InvalidOperationError, OwnershipError
-from agentctl.ledger import runs, sessions, tool_calls
+from agentctl.ledger import leases, sessions, tool_calls
 from agentctl.ledger.artifacts.values import dumps_value, dumps_value_opt, loads_value
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
 from agentctl.ledger.budget_release import settle_reconciled_txn
@@ -168,7 +168,7 @@ def _check_rules(
 
 def _refuse_live(conn: Db, effect: EffectRecord, now: str) -> None:
     """Refuse an effect still executing under the live process that drives its run."""
-    if effect.status == "started" and runs.has_live_owner(conn, effect.run_id, now):
+    if effect.status == "started" and leases.has_live_owner(conn, effect.run_id, now):
         raise OwnershipError(
             f"effect {effect.effect_id} is still being executed by the live coordinator of "
             f"run {effect.run_id}, which will record its outcome; nothing was recorded "

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.ledger.approvals import ApprovalRecord, list_approvals
 from agentctl.ledger.audit import AuditEvent
+from agentctl.ledger.leases import has_live_owner
 from agentctl.ledger.rows import parse_ts
-from agentctl.ledger.runs import has_live_owner, run_mode_of, run_state_of
+from agentctl.ledger.runs import run_mode_of, run_state_of
 from agentctl.ledger.sql import Db, Row
 from agentctl.ledger.stats import RunInspection, run_inspection
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Self
 import agentctl.ledger.budget as budget
 import agentctl.ledger.effects as effects
 import agentctl.ledger.held_calls as held_calls
+import agentctl.ledger.leases as leases
 import agentctl.ledger.lifecycle as lifecycle
 import agentctl.ledger.longterm as longterm
 import agentctl.ledger.protocols as protocols
@@ -146,11 +147,13 @@ class LedgerService(ABC):
 
     def acquire_lease(self, run_id: str, owner: Owner, now: str) -> None:
         self._tx.run_write(
-            lambda conn: runs.acquire_run_lease_txn(conn, run_id, owner.pid, owner.create_time, now)
+            lambda conn: leases.acquire_run_lease_txn(
+                conn, run_id, owner.pid, owner.create_time, now
+            )
         )
 
     def release_lease(self, run_id: str, pid: int, now: str) -> None:
-        self._tx.run_write(lambda conn: runs.release_run_lease_txn(conn, run_id, pid, now))
+        self._tx.run_write(lambda conn: leases.release_run_lease_txn(conn, run_id, pid, now))
 
     # ---------------------------------------------------------------- the run queue
 

@@ -15,18 +15,20 @@ from agentctl.errors import InvalidOperationError, NotFoundError, OwnershipError
 from agentctl.ledger.audit import list_audit, list_checkpoints
 from agentctl.ledger.budget import budget_snapshot
 from agentctl.ledger.connection import Database
+from agentctl.ledger.leases import (
+    acquire_run_lease_txn,
+    has_live_owner,
+    local_holder,
+    release_run_lease_txn,
+)
 from agentctl.ledger.owners import process_start_time
 from agentctl.ledger.runs import (
-    acquire_run_lease_txn,
     find_run,
     get_run,
-    has_live_owner,
     is_cancel_requested,
     list_runs,
-    local_holder,
     raise_cancel_flag_txn,
     record_cancel_request_txn,
-    release_run_lease_txn,
     set_run_state_txn,
     wall_time_exceeded,
 )
