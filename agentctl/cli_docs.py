@@ -146,7 +146,7 @@ def migrate_cmd(
         raise ValidationError(f"migrating {file} would change its tasks; nothing was written")
     if write is not None:
         _write(write, migration.text)
-    data = _migration_data(file, write, migration, (before, after), migrated.document)
+    data = _migration_data(file, write, migration, before, after, migrated.document)
     # The source's warnings (a legacy document's migration_required among them), as `check`
     # shows them: in human mode on stderr, so a printed document stays clean on stdout.
     human = _migrate_human(data, migration.text)
@@ -157,11 +157,12 @@ def _migration_data(
     file: Path,
     write: Path | None,
     migration: Migration,
-    plans: tuple[Plan, Plan],
+    before: Plan,
+    after: Plan,
     document: dict[str, Any],
 ) -> dict[str, Any]:
-    """The ``Migration`` data: ours, then the keys the original's carries."""
-    before, after = plans
+    """The ``Migration`` data (``before``/``after``: the source's and the result's plans):
+    ours, then the keys the original's carries."""
     data = {
         "file": str(file),
         "sourceVersion": migration.source_version,

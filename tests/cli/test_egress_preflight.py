@@ -87,6 +87,23 @@ def test_a_denied_provider_endpoint_exits_3_before_any_state(
     assert server.seen == []
 
 
+@pytest.mark.parametrize("scheme", ["http", "https"])
+@pytest.mark.parametrize("listed", [True, False])
+def test_an_explicit_port_0_is_port_0_not_the_default(
+    cli: Cli, tmp_path: Path, server: AgentServer, scheme: str, listed: bool
+) -> None:
+    # `allowedPorts` holds no 0 and an empty list admits the scheme's default port only
+    # (spec/dsl.md §7, spec/cli.md §12): port 0 was falsy and judged as 80/443, so with no
+    # `allowedPorts` such an endpoint passed the pre-flight and a run was created.
+    edits = {f"http://127.0.0.1:{server.port}/": f"{scheme}://127.0.0.1:0/"}
+    if not listed:
+        edits[f"allowedPorts: [{server.port}], "] = ""
+    wf = _openai(tmp_path, server, **edits)
+    done = cli("--output", "json", "run", str(wf), env=KEY)
+    _refused_before_state(done, tmp_path, 3, "egress port 0 ")
+    assert server.seen == []
+
+
 def test_submit_refuses_a_denied_endpoint_before_queueing_anything(
     cli: Cli, tmp_path: Path, server: AgentServer
 ) -> None:

@@ -348,16 +348,62 @@ def test_a_chain_of_shell_effects_settles_every_reservation(  # type: ignore[no-
     assert budget["reserved"]["processOutputBytes"] == 0
 
 
-def test_an_output_that_cannot_render_fails_the_run_saying_so_once(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_an_output_that_cannot_render_fails_the_run_saying_so_once(  # type: ignore[no-untyped-def]
+    cli, write_workflow, tmp_path: Path
+) -> None:
     # The run's outputs are rendered after every task succeeded; a read of a path the task's
     # record lacks fails the run (exit 4), named once: "run failed: outputs: …".
-    (tmp_path / "wf.yaml").write_text(
-        "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: { name: outs }\nspec:\n"
-        "  actions: { g: { kind: builtin.assign } }\n"
-        '  outputs: { x: "${{ tasks.a.output.output.nope }}" }\n'
-        '  tasks: [ { id: a, uses: "action:g", with: { v: 1 } } ]\n'
+    wf = write_workflow(
+        HEAD
+        + """\
+  actions: { g: { kind: builtin.assign } }
+  outputs: { x: "${{ tasks.a.output.output.nope }}" }
+  tasks: [ { id: a, uses: "action:g", with: { v: 1 } } ]
+"""
     )
-    ran = cli("--output", "json", "run", "wf.yaml", "--db", str(tmp_path / "r.db"))
+    ran = cli("--output", "json", "run", str(wf), "--db", str(tmp_path / "r.db"))
     assert ran.rc == 4, ran.stdout
     message = ran.error["error"]["message"]
     assert message == "run failed: outputs: undefined value `tasks.a.output.output.nope`"
+
+
+def _run(cli, write_workflow, tmp_path: Path, body: str):  # type: ignore[no-untyped-def]
+    """Run ``HEAD + body`` in a new database: (the CLI's result, that database)."""
+    db = tmp_path / "r.db"
+    return cli("--output", "json", "run", str(write_workflow(HEAD + body)), "--db", str(db)), db
+
+
+def test_the_loop_guard_after_the_last_iteration_sees_the_task_vars(  # type: ignore[no-untyped-def]
+    cli, write_workflow, tmp_path: Path
+) -> None:
+    # The guard is re-checked with loopIndex = maxIterations; like every iteration's guard
+    # it reads the task's variables, here one rendered from memory that the iteration turned
+    # off: the loop converged, so its aggregate succeeds.
+    body = """\
+  policy: { approval: never }
+  memory: { working: { go: true } }
+  actions: { remember: { kind: builtin.memory.write } }
+  outputs: { runs: "${{ tasks.poll.output.iterations }}" }
+  tasks:
+    - { id: poll, uses: "action:remember", vars: { flag: "${{ memory.go }}" },
+        loop: { maxIterations: 1, while: "${{ vars.flag }}" }, with: { key: go, value: false } }
+"""
+    done, _ = _run(cli, write_workflow, tmp_path, body)
+    assert done.rc == 0, done.stderr
+    assert done.data["output"] == {"runs": 1}
+
+
+def test_a_loop_whose_guard_stays_true_on_a_var_fails_as_not_converged(  # type: ignore[no-untyped-def]
+    cli, write_workflow, tmp_path: Path
+) -> None:
+    body = """\
+  vars: { keep: true }
+  actions: { step: { kind: builtin.assign } }
+  tasks:
+    - { id: poll, uses: "action:step", loop: { maxIterations: 2, while: "${{ vars.keep }}" } }
+"""
+    done, db = _run(cli, write_workflow, tmp_path, body)
+    assert done.rc == 4, done.stdout
+    poll = _tasks(_inspect(cli, db, done.error["error"]["runId"]))["poll"]
+    assert poll["state"] == "failed"
+    assert "loop guard is still true after maxIterations (2)" in poll["error"]
