@@ -7,12 +7,16 @@ left to it, so diagnostics keep their exact wording and positions — computed o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from agentctl.core.dsl import load_workflow
-from agentctl.core.dsl.yamlevents import parse_fast
+from agentctl.core.dsl.yamlevents import _by_patterns, _plain_scalar, _Unusual, parse_fast
 from agentctl.core.dsl.yamlload import _parse_exact, parse_yaml
 from agentctl.errors import ValidationError
 
@@ -89,10 +93,25 @@ def test_scalar_typing_matches_the_exact_path() -> None:
         "a: [1, 2\n",  # a libyaml error
         "[" * 70 + "]" * 70 + "\n",  # deeper than the limit
         "? [1]\n: x\n",  # a collection as a key
+        "a: 1\n'a': 2\n",  # a duplicate key, quoted the second time
+        "~: 1\n",  # a null key
     ],
 )
 def test_what_the_exact_path_decides_is_left_to_it(text: str) -> None:
     assert parse_fast(text) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '"true": 1\n\'1\': [a, {"null": x}]\n',  # quoted keys are strings, whatever they say
+        "a: {b: [1, {c: 2.5}], d: [[], {}]}\ne: [x, [y, [z: 3]]]\n",  # nesting, both ways
+        "- a\n- {k: v}\n- [1, true]\n",  # a sequence at the root
+        "t0: x\nnull0: y\ntrue1: z\n",  # plain keys that only start like null or a boolean
+    ],
+)
+def test_keys_and_nesting_match_the_exact_path(text: str) -> None:
+    _both(text)
 
 
 def test_positions_are_computed_only_when_asked_and_match() -> None:
@@ -109,3 +128,24 @@ def test_a_schema_problem_in_a_fast_parsed_document_is_located() -> None:
         load_workflow(text, file="wf.yaml")
     located = {(d.path, d.line, d.column) for d in caught.value.diagnostics}
     assert ("spec.tasks.0.uses", 20, 22) in located
+
+
+# Pieces of the texts the patterns type: the words, numbers' prefixes, the specials.
+_PIECES = ["true", "True", "FALSE", "null", "Null", "NULL", "0x", "0o", ".inf", ".nan", "1e3"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from([*"tTfFnN0123456789+-.eExoab_~ \n:é٣", *_PIECES])).map("".join))
+@example("true\n")  # the patterns' ``$`` takes a final newline
+@example("NULL\n")
+def test_the_plain_scalar_shortcuts_type_as_the_patterns_do(text: str) -> None:
+    """The fast path types ids and counts without the patterns, to the same value."""
+
+    def typed(how: Callable[[str], tuple[Any, bool]]) -> object:
+        try:
+            value, is_typed = how(text)
+        except _Unusual:
+            return "unusual"
+        return type(value), value, is_typed
+
+    assert typed(_plain_scalar) == typed(_by_patterns)

@@ -59,16 +59,22 @@ def salvaged_findings(raw: Any, failed: list[Finding]) -> list[Finding]:
 def raw_tasks(spec: Mapping[str, object]) -> Iterator[tuple[str, Mapping[str, object]]]:
     """The task mappings of the workflow and of each sub-workflow as written, by dotted path
     (``spec.tasks.0``, ``spec.subworkflows.NAME.tasks.0``); anything not a mapping skipped."""
+    for base, tasks in task_lists(spec):
+        for index, task in enumerate(tasks):
+            if isinstance(task, Mapping):
+                yield f"{base}.{index}", task
+
+
+def task_lists(spec: Mapping[str, object]) -> list[tuple[str, list[object]]]:
+    """The task lists of the workflow and of each sub-workflow as written, by dotted path
+    (``spec.tasks``, ``spec.subworkflows.NAME.tasks``); a ``tasks`` not a list is empty."""
     lists: list[tuple[str, object]] = [("spec.tasks", spec.get("tasks"))]
     subworkflows = spec.get("subworkflows")
     if isinstance(subworkflows, Mapping):
         for name, sub in subworkflows.items():
             if isinstance(sub, Mapping):
                 lists.append((f"spec.subworkflows.{name}.tasks", sub.get("tasks")))
-    for base, tasks in lists:
-        for index, task in enumerate(tasks if isinstance(tasks, list) else []):
-            if isinstance(task, Mapping):
-                yield f"{base}.{index}", task
+    return [(base, tasks if isinstance(tasks, list) else []) for base, tasks in lists]
 
 
 def _tasks(spec: dict[str, Any]) -> dict[str, Task]:
