@@ -16,7 +16,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from agentctl.core.canonical import canonical_json, sha256_hex
 from agentctl.core.jsonvalue import JsonObject, JsonValue
@@ -95,6 +95,9 @@ class TaskCompletion:
     agent: bool = False
     # Its tool calls answered without an effect that no call of the attempt recorded yet.
     answered: Sequence[AnsweredToolCall] = ()
+    # ``output``'s canonical JSON when the caller encoded it already (the driver does, for an
+    # output a later task's input digest reads): stored as it is, not encoded again.
+    output_text: str | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -232,7 +235,9 @@ def _complete_one(
 ) -> None:
     sql = _COMPLETE_SQL.get(c.state)
     delta, delta_digest = _stored_and_digest(conn, c.state_delta, now)
-    text = None if known is None or c.output is None else known.get(id(c.output))
+    text = c.output_text
+    if text is None and known is not None and c.output is not None:
+        text = known.get(id(c.output))
     output, output_digest = _stored_and_digest(conn, c.output, now, text)
     output_digest = c.output_digest or output_digest
     manifest = [r.to_json() for r in c.artifacts] if c.artifacts else None
