@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from typing import TYPE_CHECKING
 
 import trio
@@ -193,11 +194,11 @@ class Driver:
             await self._read_back(missing)
         view = self.view()
         steps: list[Step] = [self._prepare(task, view) for task in batch]
-        if all(isinstance(s, Settled) for s in steps):
+        if all(map(isinstance, steps, repeat(Settled))):  # no generator frame per batch
             self._stage(steps)
             # Pure work is re-derivable, so consecutive pure batches share one commit; an
             # effect outcome staged by the batch before waits for this one batch, no longer.
-            if self.staged.outcomes or len(self.staged) >= FUSE_LIMIT:
+            if self.staged.outcomes or len(self.staged.finished) >= FUSE_LIMIT:
                 await self._flush()
             return
         # The previous batch's staged results ride in the transaction that records this
