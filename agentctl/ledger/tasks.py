@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from agentctl.core.canonical import canonical_json, sha256_hex
+from agentctl.core.frozen import direct_init
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import NotFoundError
 from agentctl.ledger import sessions
@@ -56,6 +57,7 @@ class AuditSpec:
     payload: JsonValue = None
 
 
+@direct_init  # one per task row when a drive starts: no frozen-setattr per field
 @dataclass(frozen=True)
 class LiveTask:
     """What driving a run needs of a task row: no output, no digests (read on demand)."""
