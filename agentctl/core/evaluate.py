@@ -59,8 +59,8 @@ class RuntimeView:
     outputs: Mapping[str, JsonValue] = field(default_factory=dict)
     states: Mapping[str, str] = field(default_factory=dict)
     errors: Mapping[str, str | None] = field(default_factory=dict)
-    # Outputs' canonical JSON encoded already, by task: (the output, its text); a text is used
-    # only for the very value ``outputs`` holds (``core.inputdigest``).
+    # Outputs' canonical JSON encoded already, by task; a text is used only for the very value
+    # ``outputs`` holds (``core.inputdigest``).
     output_texts: Mapping[str, Encoded] = field(default_factory=dict)
 
     # A view is one snapshot (its inputs and memory are replaced, never mutated, while it is
