@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from typing import TYPE_CHECKING
 
 import trio
@@ -171,6 +172,7 @@ class Driver:
             or last.outputs is not live.outputs
             or last.states is not live.states
             or last.errors is not live.errors
+            or last.output_texts is not live.output_texts
         ):
             last = self._view = ev.RuntimeView(
                 inputs=live.inputs,
@@ -178,6 +180,7 @@ class Driver:
                 outputs=live.outputs,
                 states=live.states,
                 errors=live.errors,
+                output_texts=live.output_texts,
             )
         return last
 
@@ -191,11 +194,11 @@ class Driver:
             await self._read_back(missing)
         view = self.view()
         steps: list[Step] = [self._prepare(task, view) for task in batch]
-        if all(isinstance(s, Settled) for s in steps):
+        if all(map(isinstance, steps, repeat(Settled))):  # no generator frame per batch
             self._stage(steps)
             # Pure work is re-derivable, so consecutive pure batches share one commit; an
             # effect outcome staged by the batch before waits for this one batch, no longer.
-            if self.staged.outcomes or len(self.staged) >= FUSE_LIMIT:
+            if self.staged.outcomes or len(self.staged.finished) >= FUSE_LIMIT:
                 await self._flush()
             return
         # The previous batch's staged results ride in the transaction that records this
@@ -439,8 +442,10 @@ class Driver:
                 self.live.memory = {**self.live.memory, **step.memory_delta}
                 self.staged.memory_changed = True
             links = self.rs.compensates.get(step.task.id, ()) if target == "succeeded" else ()
-            self.staged.add(step, self.live.states[step.task.id], target, links)
-            self._apply(step, target)
+            from_state = self.live.states[step.task.id]
+            # Mirrored first: an output a later task reads is encoded there, once for both.
+            text = self._apply(step, target)
+            self.staged.add(step, from_state, target, links, text)
 
     def _staged_commit(self, now: str) -> model.BatchCommit | None:
         """The staged results as one commit in compiled order (None when nothing is staged)."""
@@ -461,13 +466,15 @@ class Driver:
         if commit.outcomes:
             crash_point(CrashPoint.AFTER_OUTCOME)
 
-    def _apply(self, step: Settled, state: str) -> None:
+    def _apply(self, step: Settled, state: str) -> str | None:
+        """Mirror ``step`` into the live state; returns its output's canonical JSON when that
+        was encoded (``settle_output``)."""
         task_id = step.task.id
         self.live.states[task_id] = state
         self.schedule.settle(task_id, state)
         self.live.attempts[task_id] = max(step.attempt, 1)
         self.on_progress(task_id, state)
-        settle_output(self.live, self.retention, task_id, step.output)
+        text = settle_output(self.live, self.retention, task_id, step.output)
         self.live.errors[task_id] = step.error
         if state == "retry_scheduled":
             backoff = step.task.retry.backoff_ms / 1000
@@ -477,6 +484,7 @@ class Driver:
         if step.stops_run:
             self.live.halted = f"task {task_id}: {step.error}"
             self.stopped = True
+        return text
 
 
 def _started_step(step: Step) -> Step:

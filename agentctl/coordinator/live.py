@@ -16,7 +16,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from agentctl.coordinator.schedule import TERMINAL
+from agentctl.core.canonical import canonical_json
 from agentctl.core.compiler.reads import SharedReads, task_reads
+from agentctl.core.evaluate import Encoded
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.ledger.effects import EffectRecord
@@ -43,6 +45,9 @@ class Live:
     states: dict[str, str]
     attempts: dict[str, int]
     outputs: dict[str, JsonValue] = field(default_factory=dict)
+    # The canonical JSON of outputs kept in ``outputs`` that this drive produced (dropped with
+    # them): a dependant's input digest and the output's row share one encoding.
+    output_texts: dict[str, Encoded] = field(default_factory=dict)
     errors: dict[str, str | None] = field(default_factory=dict)
     inflight: dict[str, Inflight] = field(default_factory=dict)
     not_before: dict[str, float] = field(default_factory=dict)
@@ -141,12 +146,32 @@ class Retention:
         return list(dict.fromkeys(out))
 
 
-def settle_output(live: Live, retention: Retention, task_id: str, output: JsonValue) -> None:
+def settle_output(live: Live, retention: Retention, task_id: str, output: JsonValue) -> str | None:
     """Mirror a task's new state's output: kept only while an unfinished task reads it, and
-    every output its finishing leaves unread dropped."""
+    every output its finishing leaves unread dropped. A kept output is encoded here, once
+    (``live.output_texts``); returns its text, for its row (None: not encoded)."""
     state = live.states[task_id]
+    text = None
     if state in FINISHED and retention.keeps(task_id):
         live.outputs[task_id] = output
+        text = _encoded(output)
+        if text is None:
+            live.output_texts.pop(task_id, None)
+        else:
+            live.output_texts[task_id] = Encoded(output, text)
     if state in TERMINAL:
         for read in retention.release(task_id):
             live.outputs.pop(read, None)
+            live.output_texts.pop(read, None)
+    return text
+
+
+def _encoded(output: JsonValue) -> str | None:
+    """``output``'s canonical JSON; None for a value it cannot encode, left to fail where it
+    always did (its row's encoding), with the same error."""
+    if output is None:
+        return None
+    try:
+        return canonical_json(output)
+    except (TypeError, ValueError, RecursionError):
+        return None

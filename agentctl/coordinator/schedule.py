@@ -26,6 +26,9 @@ class Scheduler:
         self.plan = plan
         self.states = states  # the driver's live mapping; read, never written here
         self.dependants: dict[str, list[str]] = {t.id: [] for t in plan.tasks}
+        # Each task's position by id (the plan's map): ``settle`` looks up every task and its
+        # dependants, one dict read each instead of a ``plan.task`` call.
+        self.positions = plan.index
         self.unfinished: dict[str, int] = {}
         self.ready: set[int] = set()
         for task in plan.tasks:
@@ -51,17 +54,17 @@ class Scheduler:
 
     def settle(self, task_id: str, state: str) -> None:
         """Record a task's new state: release its dependants once it is terminal."""
-        task = self.plan.task(task_id)
+        position = self.positions[task_id]
         if state in TERMINAL:
-            self.ready.discard(task.position)
+            self.ready.discard(position)
             for dependant in self.dependants[task_id]:
                 self.unfinished[dependant] -= 1
                 if self.unfinished[dependant] == 0 and self.states[dependant] in SCHEDULABLE:
-                    self.ready.add(self.plan.task(dependant).position)
+                    self.ready.add(self.positions[dependant])
         elif state == "retry_scheduled":
-            self.ready.add(task.position)
+            self.ready.add(position)
         elif state in WAITING:
-            self.ready.discard(task.position)
+            self.ready.discard(position)
 
     def has_retry(self) -> bool:
         return any(self.states[self.plan.tasks[p].id] == "retry_scheduled" for p in self.ready)

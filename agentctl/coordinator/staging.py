@@ -44,10 +44,18 @@ class Staged:
     def __len__(self) -> int:
         return len(self.finished)
 
-    def add(self, step: Settled, from_state: str, target: str, links: Sequence[str]) -> None:
+    def add(
+        self,
+        step: Settled,
+        from_state: str,
+        target: str,
+        links: Sequence[str],
+        output_text: str | None = None,
+    ) -> None:
         """Stage ``step`` moving from ``from_state`` to ``target``; ``links`` are the source
-        effects its (succeeded) inverse compensates."""
-        self.finished.append(finished(step, from_state, target))
+        effects its (succeeded) inverse compensates; ``output_text``: its output's canonical
+        JSON, when encoded already."""
+        self.finished.append(finished(step, from_state, target, output_text))
         if step.outcome is not None:
             self.outcomes.append(step.outcome)
         if step.effect_id is not None:
@@ -61,8 +69,10 @@ class Staged:
         )
 
 
-def finished(step: Settled, from_state: str, target: str) -> model.Finished:
-    """The completion record of a settled task."""
+def finished(
+    step: Settled, from_state: str, target: str, output_text: str | None = None
+) -> model.Finished:
+    """The completion record of a settled task (``output_text``: see ``Staged.add``)."""
     ok = step.state == "succeeded"
     return model.Finished(
         task_id=step.task.id,
@@ -80,6 +90,7 @@ def finished(step: Settled, from_state: str, target: str) -> model.Finished:
         ingest_lease_ids=step.lease_ids,
         agent=step.task.agent_config is not None,
         answered=step.answered,
+        output_text=output_text,
     )
 
 

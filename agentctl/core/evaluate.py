@@ -14,11 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TypeVar
 
 from agentctl.core import jsonschema
 from agentctl.core.actionconfig import render_config
+from agentctl.core.canonical import canonical_json
 from agentctl.core.conditions import ReadContext, decision, json_identical
+from agentctl.core.frozen import direct_init
 from agentctl.core.jsonvalue import JsonArray, JsonObject, JsonValue, as_list, as_object
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.templates import render
@@ -38,6 +41,15 @@ class TaskFailure(RunFailedError):
     """A task failed deterministically (assertion, template, contract, loop guard)."""
 
 
+@direct_init
+@dataclass(frozen=True)
+class Encoded:
+    """A JSON value and its canonical JSON text (``core.canonical.canonical_json``)."""
+
+    value: JsonValue
+    text: str
+
+
 @dataclass(frozen=True)
 class RuntimeView:
     """What a task may read: run inputs, a memory snapshot, finished tasks' states and outputs."""
@@ -47,6 +59,19 @@ class RuntimeView:
     outputs: Mapping[str, JsonValue] = field(default_factory=dict)
     states: Mapping[str, str] = field(default_factory=dict)
     errors: Mapping[str, str | None] = field(default_factory=dict)
+    # Outputs' canonical JSON encoded already, by task; a text is used only for the very value
+    # ``outputs`` holds (``core.inputdigest``).
+    output_texts: Mapping[str, Encoded] = field(default_factory=dict)
+
+    # A view is one snapshot (its inputs and memory are replaced, never mutated, while it is
+    # used), so their texts are encoded once for every task it serves (``core.inputdigest``).
+    @cached_property
+    def inputs_text(self) -> str:
+        return canonical_json(self.inputs)
+
+    @cached_property
+    def memory_text(self) -> str:
+        return canonical_json(self.memory)
 
 
 class TaskOutputs(Mapping[str, JsonObject]):

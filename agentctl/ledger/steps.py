@@ -386,17 +386,20 @@ def _final_payload(attempt: int, error: str | None) -> JsonObject:
 
 def _finish_outcomes_txn(
     conn: Db,
-    outcomes: Sequence[EffectOutcome],
+    batch: BatchCommit,
     buffer: AuditBuffer,
     later: budget.SettleLater | None,
 ) -> dict[int, str]:
     """The batch's effect outcomes, their events into ``buffer``; returns each result's
-    canonical JSON by the result's id (a task's output is most often that very value)."""
-    known: dict[int, str] = {}
-    for o in outcomes:
+    canonical JSON by the result's id (a task's output is most often that very value), and
+    the outputs' the driver encoded already (``output_text``), which a result reuses."""
+    known = {id(i.output): i.output_text for i in batch.items if i.output_text is not None}
+    for o in batch.outcomes:
         text = None
         if o.result is not None:
-            text = known[id(o.result)] = canonical_json(o.result)
+            text = known.get(id(o.result))
+            if text is None:
+                text = known[id(o.result)] = canonical_json(o.result)
         _finish_one_txn(conn, o, buffer, text, later)
     return known
 
@@ -415,7 +418,7 @@ def commit_batch_txn(
     budget settlements' counters into ``later`` when given (the caller writes them)."""
     run_id, now, trace_id = batch.run_id, batch.now, batch.trace_id
     events = AuditBuffer() if buffer is None else buffer
-    known = _finish_outcomes_txn(conn, batch.outcomes, events, later)
+    known = _finish_outcomes_txn(conn, batch, events, later) if batch.outcomes else None
     for item in batch.items:
         if not transition_path(item.from_state, item.state)[:-1]:
             continue  # already one step from its committed state: nothing to walk

@@ -12,7 +12,7 @@ from it would fail that task's template at run time, so when in doubt a source i
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from agentctl.core.conditions import TemplateError, parse_condition
@@ -23,12 +23,18 @@ from agentctl.core.templates import referenced_task_ids
 def task_reads(task: PlannedTask, shared: SharedReads | None = None) -> tuple[str, ...]:
     """The distinct tasks whose outputs preparing ``task`` may read (needs first); ``shared``
     remembers the reads of the definitions tasks share, for a pass over a whole plan."""
-    found = dict.fromkeys(task.needs)
-    sources = [task.children, _named(task.with_), _named(task.vars)]
+    # Only the sources a task has are scanned (most have no vars, route, condition or
+    # children): a run's first pass over a plan calls this once per task.
+    sources: list[Sequence[str]] = [task.children] if task.children else []
+    for value in (task.with_, task.vars):
+        if value:
+            sources.append(_named(value))
     if task.route is not None:
         sources.append(_named(task.route.select))
-    sources += [_named(v) if shared is None else shared.of(v) for v in _definitions(task)]
+    for definition in _definitions(task):
+        sources.append(_named(definition) if shared is None else shared.of(definition))
     sources += [_condition_reads(c) for c in (task.when, task.guard) if c]
+    found = dict.fromkeys(task.needs)
     for names in sources:
         if names:  # most are empty: no dict made for them
             found.update(dict.fromkeys(names))

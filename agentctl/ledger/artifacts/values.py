@@ -94,7 +94,10 @@ def spill_text(conn: Db, text: str, now: str) -> str:
 def unchanged_by_spilling(text: str) -> bool:
     """Whether ``spill_text`` surely gives ``text`` back as it is (a false no is possible, never
     a false yes). ``text`` may also be a stretch of canonical JSON cut between whole tokens."""
-    return _QUOTED_MARKER not in text and not _may_hold_long_string(text)
+    # "$" first: a one-character search runs at memchr speed (a plan without templates has
+    # none), the marker's own does not (~0.3 ms of a 1,000-task plan's 0.6 MB).
+    marked = "$" in text and _QUOTED_MARKER in text
+    return not marked and not _may_hold_long_string(text)
 
 
 def _may_hold_long_string(text: str) -> bool:
@@ -109,7 +112,9 @@ def _may_hold_long_string(text: str) -> bool:
     """
     if len(text) < SPILL_MIN_CHARS:
         return False
-    masked = text.replace("\\\\", "__").replace('\\"', "__")
+    # Only a text with a backslash has escape pairs to mask: a one-character search runs at
+    # memchr speed, a two-character one does not (~1 ms of a 1,000-task plan's 0.6 MB).
+    masked = text.replace("\\\\", "__").replace('\\"', "__") if "\\" in text else text
     half = SPILL_MIN_CHARS // 2
     for start in range(0, len(masked), half):
         if masked.find('"', start, start + half) >= 0:
