@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from json.encoder import encode_basestring
 from typing import Any
 
 from agentctl.core.canonical import Items, canonical_json, sha256_hex, streamed_json_digest
 from agentctl.core.compiler.ir import Env, Source
-from agentctl.core.compiler.serialize import definition_json
+from agentctl.core.compiler.serialize import compensation_json, route_json
 from agentctl.core.plan import PlannedTask
 
 # ``definition_json``'s keys in canonical (sorted) order, cut where ``task_json`` adds its two
@@ -38,7 +39,6 @@ _BEFORE_OPERATION = ("failure", "guard", "id", "kind", "maxIterations", "memoryW
 _BEFORE_POSITION = ("outputSchema", "parent")
 _AFTER_POSITION = ("retry", "route", "timeoutSeconds", "uses", "vars", "when", "with")
 DEFINITION_KEYS = (*_BEFORE_FINGERPRINT, *_BEFORE_OPERATION, *_BEFORE_POSITION, *_AFTER_POSITION)
-_KEYSET = frozenset(DEFINITION_KEYS)
 
 
 def workflow_digest(doc: dict[str, Any], sources: list[Source]) -> str:
@@ -147,13 +147,7 @@ class TaskTexts:
         once it has ``position`` and that fingerprint (the task's own ``position`` is not
         read); for a sub-workflow boundary or an agent task with its own timeout (their stored
         forms have a key more, ``stored._stored_task``), that text and no span."""
-        definition = definition_json(task)
-        if definition.keys() != _KEYSET:  # a key added or renamed there must be cut in here
-            raise AssertionError(f"definition_json has keys {sorted(definition)}")
-        head, early, late, tail = (
-            _members(definition, keys)
-            for keys in (_BEFORE_FINGERPRINT, _BEFORE_OPERATION, _BEFORE_POSITION, _AFTER_POSITION)
-        )
+        head, early, late, tail = _definition_runs(task)
         # = v1_digest({"task": definition_json(task), "uses": resolved_definition(task, env)})
         text = f'{{"task":{{{head},{early},{late},{tail}}},"uses":{self._uses_text(task)}}}'
         fingerprint = "sha256:v1:" + sha256_hex(text)
@@ -179,9 +173,52 @@ class TaskTexts:
         return known
 
 
-def _members(definition: dict[str, Any], keys: tuple[str, ...]) -> str:
-    """The canonical JSON members of ``keys`` (no braces), in the order given (sorted)."""
-    return canonical_json({key: definition[key] for key in keys})[1:-1]
+def _definition_runs(task: PlannedTask) -> tuple[str, str, str, str]:
+    """The canonical JSON members of ``definition_json(task)`` (no braces), in the four runs
+    cut at ``_BEFORE_FINGERPRINT``, ``_BEFORE_OPERATION``, ``_BEFORE_POSITION`` and
+    ``_AFTER_POSITION``: spelled member by member from the task's fields (the same keys and
+    values as ``definition_json``, which the tests hold them to), not by encoding four dicts
+    built from it: 3.1 µs a task against 9.7 µs (1,000-task chain, min of 30)."""
+    r = task.retry
+    head = (
+        f'"action":{_json(task.action)},"agent":{_json(task.agent)},'
+        f'"bindings":{_json(task.bindings)},"children":{_json(task.children)},'
+        f'"compensate":{_json(compensation_json(task.compensate))}'
+    )
+    early = (
+        f'"failure":{_json(task.failure)},"guard":{_json(task.guard)},"id":{_json(task.id)},'
+        f'"kind":{_json(task.kind)},"maxIterations":{_json(task.max_iterations)},'
+        f'"memoryWrites":{_json(task.memory_writes)},"needs":{_json(task.needs)}'
+    )
+    late = f'"outputSchema":{_json(task.output_schema)},"parent":{_json(task.parent)}'
+    tail = (
+        f'"retry":{{"backoffMs":{_json(r.backoff_ms)},"maxAttempts":{_json(r.max_attempts)}}},'
+        f'"route":{_json(route_json(task.route))},"timeoutSeconds":{_json(task.timeout_seconds)},'
+        f'"uses":{_json(task.uses)},"vars":{_json(task.vars)},"when":{_json(task.when)},'
+        f'"with":{_json(task.with_)}'
+    )
+    return head, early, late, tail
+
+
+def _json(value: object) -> str:
+    """``canonical_json(value)``, the values most members hold spelled here as the encoder
+    spells them (a str by the encoder's own ``encode_basestring``, an int by ``int.__repr__``,
+    an empty array or object, a one-string array; a bool, a float or a subclass is left to
+    it): no encoder call for most members."""
+    if value is None:
+        return "null"
+    if type(value) is str:
+        return encode_basestring(value)
+    if type(value) is int:
+        return int.__repr__(value)
+    if type(value) is tuple or type(value) is list:
+        if not value:
+            return "[]"
+        if len(value) == 1 and type(value[0]) is str:
+            return f"[{encode_basestring(value[0])}]"
+    elif type(value) is dict and not value:
+        return "{}"
+    return canonical_json(value)
 
 
 def plan_digest(
