@@ -47,22 +47,34 @@ def _paths(holder: Any) -> list[str]:
     return [str(p) for p in found] if isinstance(found, list) else []
 
 
-def merged_vars(
-    spec: Mapping[str, Any], agent: Any, task: Mapping[str, Any], captured: CapturedVars
-) -> dict[str, Any]:
-    """The task's variable layers merged in precedence order (bindings not included): per
-    holder (spec, agent, task) its var files in declared order, then its ``vars``; then the
-    CLI variables. Merged as they are found (once per task: no list of the layers)."""
+def base_vars(spec: Mapping[str, Any], agent: Any, captured: CapturedVars) -> dict[str, Any]:
+    """The layers every task of one agent (or of none) shares, merged in precedence order:
+    per holder (spec, then agent) its var files in declared order, then its ``vars``."""
     merged: dict[str, Any] = {}
-    for holder in (spec, agent, task):
-        if not isinstance(holder, dict):
-            continue
-        if holder.get("varsFiles"):
-            for path in _paths(holder):
-                _merge(merged, captured.files.get(path))
-        _merge(merged, holder.get("vars"))
+    _merge_holder(merged, spec, captured)
+    _merge_holder(merged, agent, captured)
+    return merged
+
+
+def task_vars(
+    base: dict[str, Any], task: Mapping[str, Any], captured: CapturedVars
+) -> dict[str, Any]:
+    """The task's variable layers merged (bindings not included): a new dict, ``base``
+    (``base_vars`` of its agent) under the task's var files and ``vars``, under the CLI
+    variables. Once per task: no list of the layers."""
+    merged = dict(base)
+    _merge_holder(merged, task, captured)
     _merge(merged, captured.cli)
     return merged
+
+
+def _merge_holder(merged: dict[str, Any], holder: Any, captured: CapturedVars) -> None:
+    if not isinstance(holder, dict):
+        return
+    if holder.get("varsFiles"):
+        for path in _paths(holder):
+            _merge(merged, captured.files.get(path))
+    _merge(merged, holder.get("vars"))
 
 
 def _merge(merged: dict[str, Any], layer: Any) -> None:
