@@ -1,9 +1,10 @@
 """Builds each ``PlannedTask`` from a resolved node: merges, checks and compiled sub-parts.
 
 Merges (spec/dsl.md §3, §6.4): ``with_`` = action ``with`` defaults shallow-merged under the
-task ``with``; ``vars`` = the layers of ``variables.base_vars`` and ``task_vars`` (var files, vars, CLI
-variables; whole-key replacement) with the engine bindings last; ``timeout_seconds`` = task
-timeout, else action timeout, else ``runtime.defaultTimeoutSeconds``. Aggregates are pure:
+task ``with``; ``vars`` = the layers of ``variables.base_vars`` and ``task_vars`` (var files,
+vars, CLI variables; whole-key replacement) with the engine bindings last;
+``timeout_seconds`` = task timeout, else action timeout, else
+``runtime.defaultTimeoutSeconds``. Aggregates are pure:
 no ``with``, vars, retry or schema.
 
 Carried (outside every digest): an action task's normalized action definition and its kind as
