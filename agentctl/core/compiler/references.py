@@ -313,6 +313,9 @@ def _unknown(name: Any, declared: Any) -> bool:
 def _check_remote_calls(
     call: _RemoteCall, env: Env, graph: dict[str, Node], diags: Collector
 ) -> None:
+    kinds = (action.get("kind") for action in env.actions.values() if isinstance(action, dict))
+    if call.kind not in kinds:
+        return  # (no action of the kind: no task to look at)
     declared = env.spec.get(call.section) or {}
     for node in graph.values():
         action = env.action_of(node)

@@ -90,17 +90,19 @@ def declared_files(doc: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     for name, agent in (spec.get("agents") or {}).items():
         for index, path in enumerate(_paths(agent)):
             yield f"spec.agents.{name}.varsFiles.{index}", path
-    for where, task in _tasks(spec):
+    for prefix, at, task in _tasks(spec):
         for index, path in enumerate(_paths(task)):
-            yield f"{where}.varsFiles.{index}", path
+            yield f"{prefix}.{at}.varsFiles.{index}", path
 
 
-def _tasks(spec: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+def _tasks(spec: Mapping[str, Any]) -> Iterator[tuple[str, int, Any]]:
+    """``(prefix, index, task)``: every task is at dotted path ``f"{prefix}.{index}"``, made
+    only where one is reported (not three times a task for every compile)."""
     for index, task in enumerate(spec.get("tasks") or []):
-        yield f"spec.tasks.{index}", task
+        yield "spec.tasks", index, task
     for name, sub in (spec.get("subworkflows") or {}).items():
         for index, task in enumerate((sub or {}).get("tasks") or []):
-            yield f"spec.subworkflows.{name}.tasks.{index}", task
+            yield f"spec.subworkflows.{name}.tasks", index, task
 
 
 def check_captured(doc: Mapping[str, Any], captured: CapturedVars, diags: Collector) -> None:
@@ -116,20 +118,19 @@ def check_captured(doc: Mapping[str, Any], captured: CapturedVars, diags: Collec
 def check_var_reads(doc: Mapping[str, Any], captured: CapturedVars, diags: Collector) -> None:
     """No variable of any layer reads another variable (see the module docstring)."""
     spec = doc.get("spec") or {}
-    agents = spec.get("agents") or {}
-    for where, layer in (
-        ("spec.vars", spec.get("vars")),
-        *((f"spec.agents.{name}.vars", agent.get("vars")) for name, agent in agents.items()),
-        *((f"{where}.vars", task.get("vars")) for where, task in _tasks(spec)),
-    ):
-        _var_reads(layer, "", where, diags)
+    _var_reads(spec.get("vars"), "", "spec.vars", diags)
+    for name, agent in (spec.get("agents") or {}).items():
+        _var_reads(agent.get("vars"), "", f"spec.agents.{name}.vars", diags)
+    for prefix, index, task in _tasks(spec):
+        if task.get("vars"):  # (most tasks have none: no path made for them)
+            _var_reads(task.get("vars"), "", f"{prefix}.{index}.vars", diags)
     for where, path in declared_files(doc):
         _var_reads(captured.files.get(path), f"variable file {path!r}: ", where, diags)
     _var_reads(captured.cli, "the command line: ", None, diags)
 
 
 def _var_reads(layer: Any, what: str, where: str | None, diags: Collector) -> None:
-    if not isinstance(layer, Mapping):
+    if not layer or not isinstance(layer, Mapping):
         return
     for name, value in layer.items():
         try:
