@@ -87,7 +87,8 @@ class Drafter:
     def draft(self, node: Node) -> PlannedTask:
         kind, task, diags = str(node.kind), node.task, self.diags
         uses = str(task.get("uses", ""))
-        action, agent = self.env.action_of(node), self.env.agent_of(node)
+        action = self.env.action_of(node) if kind == "action" else None
+        agent = self.env.agent_of(node) if kind == "agent" else None
         facts = None if action is None else self._facts(uses.removeprefix("action:"), action)
         agent_name = None if agent is None else uses.removeprefix("agent:")
         # Own copies: children of one expansion share their parent's definition dicts.
