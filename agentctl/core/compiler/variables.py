@@ -91,8 +91,9 @@ def declared_files(doc: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
         for index, path in enumerate(_paths(agent)):
             yield f"spec.agents.{name}.varsFiles.{index}", path
     for prefix, at, task in _tasks(spec):
-        for index, path in enumerate(_paths(task)):
-            yield f"{prefix}.{at}.varsFiles.{index}", path
+        if isinstance(task, dict) and task.get("varsFiles"):  # (most tasks declare none)
+            for index, path in enumerate(_paths(task)):
+                yield f"{prefix}.{at}.varsFiles.{index}", path
 
 
 def _tasks(spec: Mapping[str, Any]) -> Iterator[tuple[str, int, Any]]:
