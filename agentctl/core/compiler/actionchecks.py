@@ -16,16 +16,22 @@ Invariants:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from agentctl.core import registry
 from agentctl.core.actionconfig import templated_strings
 from agentctl.core.compiler.diagnostics import Collector
 from agentctl.core.compiler.ir import Node
-from agentctl.core.compiler.templating import OPEN, task_references, template_problem
+from agentctl.core.compiler.templating import (
+    OPEN,
+    iter_strings,
+    task_references,
+    template_problem,
+)
 from agentctl.core.dburl import url_scheme
-from agentctl.core.operations import WithInput
+from agentctl.core.operations import Operation, WithInput
 
 
 def check_with_keys(kind: str, given: Any, where: str, task_id: str, diags: Collector) -> None:
@@ -110,29 +116,100 @@ def _no_with_help(kind: str) -> str:
     return f"remove `with`: {kind} takes none"
 
 
-def check_action(
-    node: Node, name: str, action: Mapping[str, Any], graph: Mapping[str, Node], diags: Collector
-) -> None:
-    """The ``with`` keys of the task and the action, and the action configuration's templates."""
-    kind = str(action.get("kind"))
-    task_id = str(node.task.get("id"))
-    check_with_keys(kind, node.task.get("with"), f"{node.path}.with", task_id, diags)
-    check_with_keys(kind, action.get("with"), f"spec.actions.{name}.with", task_id, diags)
-    layers = [
-        (f"spec.actions.{name}.with", action.get("with")),
-        (f"{node.path}.with", node.task.get("with")),
-    ]
-    check_required_with(kind, layers, task_id, diags)
+@dataclass(frozen=True)
+class ConfigTemplate:
+    """A templated string of an action's configuration: its dotted path, its syntax problem
+    (None when it parses) and the task ids it reads."""
+
+    where: str
+    problem: str | None
+    reads: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ActionFacts:
+    """What checking and drafting a task of action ``name`` need of the action alone, found
+    once per action in a compile (``of``; the document does not change during one) instead of
+    once per task: its kind and registry entry, whether its ``with`` defaults pass
+    ``check_with_keys`` (whose findings name the task, so only a clean result is shared) and
+    hold a template, its configuration's templates parsed, and its own ``timeoutSeconds``."""
+
+    name: str
+    kind: str
+    entry: Operation | None
+    defaults_clean: bool
+    defaults_templated: bool
+    templates: tuple[ConfigTemplate, ...]
+    timeout_seconds: int | None
+
+    @classmethod
+    def of(cls, name: str, action: Mapping[str, Any]) -> ActionFacts:
+        kind = str(action.get("kind"))
+        entry = registry.find(kind)
+        defaults = action.get("with")
+        timeout = action.get("timeoutSeconds")
+        return cls(
+            name=name,
+            kind=kind,
+            entry=entry,
+            defaults_clean=_keys_clean(entry, defaults),
+            defaults_templated=any(OPEN in t or "}}" in t for t in iter_strings(defaults)),
+            templates=tuple(_config_templates(name, action)),
+            timeout_seconds=whole_number(timeout),
+        )
+
+
+def whole_number(value: Any) -> int | None:
+    """``value`` if it is an int (never a bool), else None: a usable ``timeoutSeconds``."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _keys_clean(entry: Operation | None, given: Any) -> bool:
+    """Whether ``check_with_keys`` finds nothing in ``given`` (for any task)."""
+    if entry is None or entry.with_keys is None or not isinstance(given, Mapping):
+        return True
+    if any(key not in entry.with_keys for key in given):
+        return False
+    return entry.with_check is None or not list(entry.with_check(given))
+
+
+def _config_templates(name: str, action: Mapping[str, Any]) -> Iterator[ConfigTemplate]:
     for sub, text in templated_strings(action):
         if OPEN not in text and "}}" not in text:
             continue
-        where = f"spec.actions.{name}.{sub}"
         problem = template_problem(text)
-        if problem is not None:
-            diags.add("invalid_template", problem, where)
+        reads = () if problem is not None else tuple(task_references(text))
+        yield ConfigTemplate(f"spec.actions.{name}.{sub}", problem, reads)
+
+
+def check_action(
+    node: Node,
+    facts: ActionFacts,
+    action: Mapping[str, Any],
+    graph: Mapping[str, Node],
+    diags: Collector,
+) -> None:
+    """The ``with`` keys of the task and the action, and the action configuration's templates
+    (``facts``: the action's, ``ActionFacts.of(name, action)``)."""
+    kind, name, entry = facts.kind, facts.name, facts.entry
+    task_id = str(node.task.get("id"))
+    if entry is not None and entry.with_keys is not None:
+        check_with_keys(kind, node.task.get("with"), f"{node.path}.with", task_id, diags)
+        if not facts.defaults_clean:
+            where = f"spec.actions.{name}.with"
+            check_with_keys(kind, action.get("with"), where, task_id, diags)
+    if entry is not None and entry.with_required:
+        layers = [
+            (f"spec.actions.{name}.with", action.get("with")),
+            (f"{node.path}.with", node.task.get("with")),
+        ]
+        check_required_with(kind, layers, task_id, diags)
+    for template in facts.templates:
+        if template.problem is not None:
+            diags.add("invalid_template", template.problem, template.where)
             continue
-        for read in task_references(text):
-            _check_read(node, read, where, graph, diags)
+        for read in template.reads:
+            _check_read(node, read, template.where, graph, diags)
 
 
 def _check_read(

@@ -1,9 +1,10 @@
 """Builds each ``PlannedTask`` from a resolved node: merges, checks and compiled sub-parts.
 
 Merges (spec/dsl.md §3, §6.4): ``with_`` = action ``with`` defaults shallow-merged under the
-task ``with``; ``vars`` = the layers of ``variables.merged_vars`` (var files, vars, CLI
-variables; whole-key replacement) with the engine bindings last; ``timeout_seconds`` = task
-timeout, else action timeout, else ``runtime.defaultTimeoutSeconds``. Aggregates are pure:
+task ``with``; ``vars`` = the layers of ``variables.base_vars`` and ``task_vars`` (var files,
+vars, CLI variables; whole-key replacement) with the engine bindings last;
+``timeout_seconds`` = task timeout, else action timeout, else
+``runtime.defaultTimeoutSeconds``. Aggregates are pure:
 no ``with``, vars, retry or schema.
 
 Carried (outside every digest): an action task's normalized action definition and its kind as
@@ -23,9 +24,15 @@ both once the order is known.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, get_args
 
-from agentctl.core.compiler.actionchecks import check_action, check_required_with, check_with_keys
+from agentctl.core.compiler.actionchecks import (
+    ActionFacts,
+    check_action,
+    check_required_with,
+    check_with_keys,
+    whole_number,
+)
 from agentctl.core.compiler.capabilities import check_compensation
 from agentctl.core.compiler.diagnostics import Collector
 from agentctl.core.compiler.instructions import check_instructions
@@ -39,7 +46,7 @@ from agentctl.core.compiler.references import (
     check_when,
 )
 from agentctl.core.compiler.routes import compile_route
-from agentctl.core.compiler.variables import merged_vars
+from agentctl.core.compiler.variables import base_vars, task_vars
 from agentctl.core.jsonschema import schema_problems
 from agentctl.core.plan import AgentConfig, Compensation, PlannedTask, RetryPolicy, TaskKind
 from agentctl.core.registry import MODEL_PREFIX
@@ -56,47 +63,154 @@ def retry_of(raw: Any) -> RetryPolicy:
     )
 
 
-def draft_task(node: Node, env: Env, graph: dict[str, Node], diags: Collector) -> PlannedTask:
-    kind = str(node.kind)
-    task = node.task
-    action = env.action_of(node)
-    agent = env.agent_of(node)
-    # Own copies: children of one expansion share their parent's definition dicts.
-    with_ = _own_copy(_merged_with(node, action))
-    vars_ = _own_copy(_merged_vars(node, env, agent))
-    _check_task(node, (action, agent), vars_, graph, diags)
-    output_schema = None if kind in _AGGREGATES else _own_copy(task.get("outputSchema"))
-    _check_output_schema(node, output_schema, diags)
-    authored = kind in _AUTHORED
-    return PlannedTask(
-        id=node.id,
-        position=-1,
-        kind=_task_kind(kind),
-        uses=str(task.get("uses", "")),
-        action=str(task["uses"]).removeprefix("action:") if action is not None else None,
-        agent=str(task["uses"]).removeprefix("agent:") if agent is not None else None,
-        needs=tuple(dict.fromkeys(node.needs)),
-        with_=with_,
-        vars=vars_,
-        bindings=dict(node.bindings),
-        when=node.when,
-        retry=retry_of(task.get("retry")) if authored else RetryPolicy(),
-        timeout_seconds=_timeout(node, env, action),
-        failure="continue" if task.get("failure") == "continue" else "stop",
-        memory_writes=(
-            memory_writes(node, action, with_, diags, env.memory_writers) if authored else ()
-        ),
-        output_schema=output_schema,
-        compensate=_compensation(node, env, graph, diags) if authored else None,
-        route=compile_route(node, graph, diags) if kind == "router" else None,
-        children=node.children,
-        parent=node.parent,
-        guard=node.guard,
-        max_iterations=node.max_iterations,
-        subworkflow=_subworkflow(node, env),
-        agent_timeout_seconds=_explicit_timeout(node) if agent is not None else None,
-        **_carried(env, action, agent),
-    )
+class Drafter:
+    """One compile's maker of drafts (``draft``). What every task of one action or agent
+    needs of it is found once per compile, not once per task (the document does not change
+    during a compile): the action's ``ActionFacts``, the agent's carried configuration, the
+    variable layers of the workflow and the agent merged, and one ``RetryPolicy`` per value.
+
+    Invariant: a draft's ``position`` is -1 and it has no fingerprint; ``compile`` fixes
+    both once the order is known."""
+
+    def __init__(self, env: Env, graph: dict[str, Node], diags: Collector) -> None:
+        self.env = env
+        self.graph = graph
+        self.diags = diags
+        self._actions: dict[str, ActionFacts] = {}
+        self._agents: dict[str, dict[str, Any]] = {}
+        self._base_vars: dict[str | None, dict[str, Any]] = {}
+        self._retries: dict[tuple[int, int], RetryPolicy] = {}
+        runtime = env.spec.get("runtime") or {}
+        default = whole_number(runtime.get("defaultTimeoutSeconds"))
+        self._default_timeout = TASK_TIMEOUT_SECONDS if default is None else default
+
+    def draft(self, node: Node) -> PlannedTask:
+        kind, task, diags = str(node.kind), node.task, self.diags
+        uses = str(task.get("uses", ""))
+        action = self.env.action_of(node) if kind == "action" else None
+        agent = self.env.agent_of(node) if kind == "agent" else None
+        facts = None if action is None else self._facts(uses.removeprefix("action:"), action)
+        agent_name = None if agent is None else uses.removeprefix("agent:")
+        # Own copies: children of one expansion share their parent's definition dicts.
+        with_ = _merged_with(node, action)
+        vars_ = self._merged_vars(node, agent_name, agent)
+        self._check_task(node, (facts, action), (agent_name, agent), vars_)
+        output_schema = None if kind in _AGGREGATES else _own_copy(task.get("outputSchema"))
+        _check_output_schema(node, output_schema, diags)
+        authored = kind in _AUTHORED
+        return PlannedTask(
+            id=node.id,
+            position=-1,
+            kind=_TASK_KINDS[kind],
+            uses=uses,
+            action=None if facts is None else facts.name,
+            agent=agent_name,
+            needs=tuple(dict.fromkeys(node.needs)),
+            with_=with_,
+            vars=vars_,
+            bindings=dict(node.bindings),
+            when=node.when,
+            retry=self._retry(task.get("retry")) if authored else RetryPolicy(),
+            timeout_seconds=self._timeout(node, facts),
+            failure="continue" if task.get("failure") == "continue" else "stop",
+            memory_writes=self._writes(node, action, with_) if authored else (),
+            output_schema=output_schema,
+            compensate=_compensation(node, self.env, self.graph, diags) if authored else None,
+            route=compile_route(node, self.graph, diags) if kind == "router" else None,
+            children=node.children,
+            parent=node.parent,
+            guard=node.guard,
+            max_iterations=node.max_iterations,
+            subworkflow=_subworkflow(node, self.env),
+            agent_timeout_seconds=_explicit_timeout(node) if agent is not None else None,
+            **self._carried(facts, action, agent_name, agent),
+        )
+
+    def _writes(self, node: Node, action: dict[str, Any] | None, with_: Any) -> tuple[str, ...]:
+        return memory_writes(node, action, with_, self.diags, self.env.memory_writers)
+
+    def _facts(self, name: str, action: dict[str, Any]) -> ActionFacts:
+        known = self._actions.get(name)
+        if known is None:
+            known = self._actions[name] = ActionFacts.of(name, action)
+        return known
+
+    def _check_task(
+        self,
+        node: Node,
+        action: tuple[ActionFacts | None, dict[str, Any] | None],
+        agent: tuple[str | None, dict[str, Any] | None],
+        vars_: dict[str, Any],
+    ) -> None:
+        """Template reads of the task's ``with``, its action's ``with`` defaults (at the
+        action) and the merged vars, ``when``, the action's own checks and the agent's
+        instructions (``action``: its facts and definition; ``agent``: its name and
+        definition; either pair None)."""
+        graph, diags = self.graph, self.diags
+        facts, definition = action
+        if node.kind not in _AGGREGATES:
+            # The task's own `with` at the task; its action's defaults at the action's keys.
+            check_reads(node, node.task.get("with"), "with", graph, diags)
+        check_reads(node, vars_, "vars", graph, diags)
+        check_when(node, graph, diags)
+        if facts is not None and definition is not None:
+            if facts.defaults_templated:  # (else no default can read anything)
+                check_default_reads(node, facts.name, definition, graph, diags)
+            check_action(node, facts, definition, graph, diags)
+        name, agent_definition = agent
+        if name is not None and agent_definition is not None:
+            check_instructions(node, (name, agent_definition), graph, diags)
+
+    def _merged_vars(
+        self, node: Node, agent_name: str | None, agent: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        """The task's variable layers and bindings (``variables``), its own copy."""
+        if node.kind not in _AUTHORED:
+            return {}
+        base = self._base_vars.get(agent_name)
+        if base is None:
+            base = self._base_vars[agent_name] = base_vars(self.env.spec, agent, self.env.variables)
+        merged = task_vars(base, node.task, self.env.variables)
+        merged.update(node.bindings)
+        return _own_values(merged)
+
+    def _retry(self, raw: Any) -> RetryPolicy:
+        """``retry_of(raw)``: one policy for every task giving the same int values."""
+        if type(raw) is not dict:
+            return retry_of(raw)
+        attempts, backoff = raw.get("maxAttempts"), raw.get("backoffMs")
+        if type(attempts) is not int or type(backoff) is not int:
+            return retry_of(raw)
+        known = self._retries.get((attempts, backoff))
+        if known is None:
+            known = self._retries[(attempts, backoff)] = retry_of(raw)
+        return known
+
+    def _timeout(self, node: Node, facts: ActionFacts | None) -> int:
+        """The task's ``timeoutSeconds``, else its action's, else the runtime default."""
+        own = whole_number(node.task.get("timeoutSeconds")) if node.kind in _AUTHORED else None
+        if own is not None:
+            return own
+        if facts is not None and facts.timeout_seconds is not None:
+            return facts.timeout_seconds
+        return self._default_timeout
+
+    def _carried(
+        self,
+        facts: ActionFacts | None,
+        action: dict[str, Any] | None,
+        agent_name: str | None,
+        agent: dict[str, Any] | None,
+    ) -> dict[str, Any]:
+        """What the run needs of the task's action or agent (shared, never copied per task)."""
+        if facts is not None:
+            return {"operation": facts.kind, "action_config": action}
+        if agent_name is None or agent is None:
+            return {}
+        known = self._agents.get(agent_name)
+        if known is None:
+            known = self._agents[agent_name] = _agent_carried(self.env, agent)
+        return known
 
 
 _IMMUTABLE = (str, int, float, bool, type(None))
@@ -112,6 +226,38 @@ def _own_copy(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
+def _own_values(fresh: dict[str, Any]) -> dict[str, Any]:
+    """``_own_copy`` of a dict this compile just made: the dict itself when its values are
+    scalars (no second one-level copy), else a deep copy."""
+    for value in fresh.values():
+        if not isinstance(value, _IMMUTABLE):
+            return copy.deepcopy(fresh)
+    return fresh
+
+
+def _merged_with(node: Node, action: dict[str, Any] | None) -> Any:
+    """The task's ``with`` over its action's defaults, its own copy (``_own_copy``)."""
+    if node.kind in _AGGREGATES:
+        return {}
+    given = node.task.get("with")
+    defaults = action.get("with") if action is not None else None
+    if isinstance(defaults, dict) and isinstance(given, dict):
+        return _own_values({**defaults, **given})
+    return _own_copy(given if given is not None else (defaults or {}))
+
+
+def _agent_carried(env: Env, agent: dict[str, Any]) -> dict[str, Any]:
+    name = str(agent.get("provider"))
+    provider = env.providers.get(name) or {}
+    tools = {tool: env.tools.get(tool) or {} for tool in agent.get("tools") or []}
+    config = AgentConfig(agent=agent, provider_name=name, provider=provider, tools=tools)
+    return {"operation": f"{MODEL_PREFIX}{provider.get('kind')}", "agent_config": config}
+
+
+# Each compiled task kind by its name (a KeyError for any other name).
+_TASK_KINDS: dict[str, TaskKind] = {kind: kind for kind in get_args(TaskKind)}
+
+
 def _subworkflow(node: Node, env: Env) -> str | None:
     """``NAME@VERSION`` of the definition a sub-workflow boundary or aggregate invokes."""
     if node.kind not in ("subworkflow_input", "subworkflow_output"):
@@ -119,46 +265,6 @@ def _subworkflow(node: Node, env: Env) -> str | None:
     name = str(node.task.get("uses", "")).removeprefix("workflow:")
     definition = (env.spec.get("subworkflows") or {}).get(name) or {}
     return f"{name}@{definition.get('version')}"
-
-
-def _check_task(
-    node: Node,
-    definitions: tuple[dict[str, Any] | None, dict[str, Any] | None],
-    vars_: dict[str, Any],
-    graph: dict[str, Node],
-    diags: Collector,
-) -> None:
-    """Template reads of the task's ``with``, its action's ``with`` defaults (at the action)
-    and the merged vars, ``when``, the action's own checks and the agent's instructions
-    (``definitions``: the task's action and agent, either None)."""
-    action, agent = definitions
-    if node.kind not in _AGGREGATES:
-        # The task's own `with` at the task; its action's defaults at the action's keys.
-        check_reads(node, node.task.get("with"), "with", graph, diags)
-    check_reads(node, vars_, "vars", graph, diags)
-    check_when(node, graph, diags)
-    if action is not None:
-        name = str(node.task["uses"]).removeprefix("action:")
-        check_default_reads(node, name, action, graph, diags)
-        check_action(node, name, action, graph, diags)
-    if agent is not None:
-        name = str(node.task["uses"]).removeprefix("agent:")
-        check_instructions(node, (name, agent), graph, diags)
-
-
-def _carried(
-    env: Env, action: dict[str, Any] | None, agent: dict[str, Any] | None
-) -> dict[str, Any]:
-    """What the run needs of the task's action or agent (shared, never copied per task)."""
-    if action is not None:
-        return {"operation": str(action.get("kind")), "action_config": action}
-    if agent is None:
-        return {}
-    name = str(agent.get("provider"))
-    provider = env.providers.get(name) or {}
-    tools = {tool: env.tools.get(tool) or {} for tool in agent.get("tools") or []}
-    config = AgentConfig(agent=agent, provider_name=name, provider=provider, tools=tools)
-    return {"operation": f"{MODEL_PREFIX}{provider.get('kind')}", "agent_config": config}
 
 
 def _check_output_schema(node: Node, schema: Any, diags: Collector) -> None:
@@ -174,54 +280,10 @@ def _check_output_schema(node: Node, schema: Any, diags: Collector) -> None:
         )
 
 
-def _task_kind(kind: str) -> TaskKind:
-    kinds: dict[str, TaskKind] = {
-        "action": "action",
-        "agent": "agent",
-        "router": "router",
-        "aggregate": "aggregate",
-        "loop_aggregate": "loop_aggregate",
-        "subworkflow_input": "subworkflow_input",
-        "subworkflow_output": "subworkflow_output",
-    }
-    return kinds[kind]
-
-
-def _merged_with(node: Node, action: dict[str, Any] | None) -> Any:
-    if node.kind in _AGGREGATES:
-        return {}
-    given = node.task.get("with")
-    defaults = action.get("with") if action is not None else None
-    if isinstance(defaults, dict) and isinstance(given, dict):
-        return {**defaults, **given}
-    return given if given is not None else (defaults or {})
-
-
-def _merged_vars(node: Node, env: Env, agent: dict[str, Any] | None) -> dict[str, Any]:
-    if node.kind not in _AUTHORED:
-        return {}
-    merged = merged_vars(env.spec, agent, node.task, env.variables)
-    merged.update(node.bindings)
-    return merged
-
-
-def _timeout(node: Node, env: Env, action: dict[str, Any] | None) -> int:
-    runtime = env.spec.get("runtime") or {}
-    for candidate in (
-        node.task.get("timeoutSeconds") if node.kind in _AUTHORED else None,
-        action.get("timeoutSeconds") if action is not None else None,
-        runtime.get("defaultTimeoutSeconds"),
-    ):
-        if isinstance(candidate, int) and not isinstance(candidate, bool):
-            return candidate
-    return TASK_TIMEOUT_SECONDS
-
-
 def _explicit_timeout(node: Node) -> int | None:
     """The task's own ``timeoutSeconds``, None when it gives none (an agent task bounds its
     whole attempt by it, never by a default it did not ask for)."""
-    given = node.task.get("timeoutSeconds")
-    return given if isinstance(given, int) and not isinstance(given, bool) else None
+    return whole_number(node.task.get("timeoutSeconds"))
 
 
 def _compensation(

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from agentctl.core.collector import collector_paused
-from agentctl.core.compiler.build import draft_task
+from agentctl.core.compiler.build import Drafter
 from agentctl.core.compiler.capabilities import check_agents
 from agentctl.core.compiler.diagnostics import Collector, Locator
 from agentctl.core.compiler.digests import (
@@ -60,7 +60,8 @@ def compile_workflow(
     sources = flatten_tasks(doc, diags)
     graph = resolve_nodes(_bound(expand_sources(sources, diags), bindings), env, diags)
     _check_document(doc, env, graph, diags)
-    drafts = {task_id: draft_task(node, env, graph, diags) for task_id, node in graph.items()}
+    drafter = Drafter(env, graph, diags)
+    drafts = {task_id: drafter.draft(node) for task_id, node in graph.items()}
     order = _order(graph, diags)
     runtime = env.spec.get("runtime") or {}
     max_concurrency = int(runtime.get("maxConcurrency") or 1)

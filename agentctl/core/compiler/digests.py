@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from json.encoder import encode_basestring
 from typing import Any
 
 from agentctl.core.canonical import Items, canonical_json, sha256_hex, streamed_json_digest
 from agentctl.core.compiler.ir import Env, Source
-from agentctl.core.compiler.serialize import definition_json
+from agentctl.core.compiler.serialize import compensation_json, route_json
 from agentctl.core.plan import PlannedTask
 
 # ``definition_json``'s keys in canonical (sorted) order, cut where ``task_json`` adds its two
@@ -38,7 +39,6 @@ _BEFORE_OPERATION = ("failure", "guard", "id", "kind", "maxIterations", "memoryW
 _BEFORE_POSITION = ("outputSchema", "parent")
 _AFTER_POSITION = ("retry", "route", "timeoutSeconds", "uses", "vars", "when", "with")
 DEFINITION_KEYS = (*_BEFORE_FINGERPRINT, *_BEFORE_OPERATION, *_BEFORE_POSITION, *_AFTER_POSITION)
-_KEYSET = frozenset(DEFINITION_KEYS)
 
 
 def workflow_digest(doc: dict[str, Any], sources: list[Source]) -> str:
@@ -139,6 +139,9 @@ class TaskTexts:
         self.env = env
         self._uses: dict[tuple[str | None, str | None], str] = {}
         self._operations: dict[str | None, str] = {}
+        # Runs of members most tasks of one action share (``_head``, ``_settings``).
+        self._heads: dict[tuple[str | None, str | None], str] = {}
+        self._settings: dict[tuple[int, int, int, str], str] = {}
 
     def fingerprint_and_text(self, task: PlannedTask, position: int) -> tuple[str, str, Span]:
         """``task``'s definition fingerprint, and a text: the canonical JSON of its stored
@@ -147,13 +150,7 @@ class TaskTexts:
         once it has ``position`` and that fingerprint (the task's own ``position`` is not
         read); for a sub-workflow boundary or an agent task with its own timeout (their stored
         forms have a key more, ``stored._stored_task``), that text and no span."""
-        definition = definition_json(task)
-        if definition.keys() != _KEYSET:  # a key added or renamed there must be cut in here
-            raise AssertionError(f"definition_json has keys {sorted(definition)}")
-        head, early, late, tail = (
-            _members(definition, keys)
-            for keys in (_BEFORE_FINGERPRINT, _BEFORE_OPERATION, _BEFORE_POSITION, _AFTER_POSITION)
-        )
+        head, early, late, tail = self._runs(task)
         # = v1_digest({"task": definition_json(task), "uses": resolved_definition(task, env)})
         text = f'{{"task":{{{head},{early},{late},{tail}}},"uses":{self._uses_text(task)}}}'
         fingerprint = "sha256:v1:" + sha256_hex(text)
@@ -164,6 +161,49 @@ class TaskTexts:
             return fingerprint, before + after, None
         member = f'"operation":{self._operation_text(task.operation)},'
         return fingerprint, before + member + after, (len(before), len(before) + len(member))
+
+    def _runs(self, task: PlannedTask) -> tuple[str, str, str, str]:
+        """The canonical JSON members of ``definition_json(task)`` (no braces), in the four
+        runs cut at ``_BEFORE_FINGERPRINT``, ``_BEFORE_OPERATION``, ``_BEFORE_POSITION`` and
+        ``_AFTER_POSITION``: spelled member by member from the task's fields (the same keys
+        and values as ``definition_json``, which the tests hold them to), not by encoding
+        four dicts built from it (3.1 us a task against 9.7 us, 1,000-task chain)."""
+        early = (
+            f'"failure":{_json(task.failure)},"guard":{_json(task.guard)},"id":{_json(task.id)},'
+            f'"kind":{_json(task.kind)},"maxIterations":{_json(task.max_iterations)},'
+            f'"memoryWrites":{_json(task.memory_writes)},"needs":{_json(task.needs)}'
+        )
+        late = f'"outputSchema":{_json(task.output_schema)},"parent":{_json(task.parent)}'
+        tail = (
+            f'{self._settings_run(task)},"vars":{_json(task.vars)},"when":{_json(task.when)},'
+            f'"with":{_json(task.with_)}'
+        )
+        return self._head(task), early, late, tail
+
+    def _head(self, task: PlannedTask) -> str:
+        """The ``action`` … ``compensate`` members; for a task with no bindings, children or
+        compensation, made once per action or agent (~0.5 us a task less)."""
+        if task.bindings == {} and task.children == () and task.compensate is None:
+            key = (task.action, task.agent)
+            known = self._heads.get(key)
+            if known is None:
+                known = self._heads[key] = _head(task)
+            return known
+        return _head(task)
+
+    def _settings_run(self, task: PlannedTask) -> str:
+        """The ``retry`` … ``uses`` members; made once per retry, timeout and uses where
+        there is no route and every number is an int (an equal bool or float, spelled
+        otherwise, never shares one)."""
+        r, timeout = task.retry, task.timeout_seconds
+        attempts, backoff = r.max_attempts, r.backoff_ms
+        if task.route is None and type(attempts) is type(backoff) is type(timeout) is int:
+            key = (attempts, backoff, timeout, task.uses)
+            known = self._settings.get(key)
+            if known is None:
+                known = self._settings[key] = _settings(task)
+            return known
+        return _settings(task)
 
     def _operation_text(self, operation: str | None) -> str:
         known = self._operations.get(operation)
@@ -179,9 +219,42 @@ class TaskTexts:
         return known
 
 
-def _members(definition: dict[str, Any], keys: tuple[str, ...]) -> str:
-    """The canonical JSON members of ``keys`` (no braces), in the order given (sorted)."""
-    return canonical_json({key: definition[key] for key in keys})[1:-1]
+def _head(task: PlannedTask) -> str:
+    return (
+        f'"action":{_json(task.action)},"agent":{_json(task.agent)},'
+        f'"bindings":{_json(task.bindings)},"children":{_json(task.children)},'
+        f'"compensate":{_json(compensation_json(task.compensate))}'
+    )
+
+
+def _settings(task: PlannedTask) -> str:
+    r = task.retry
+    return (
+        f'"retry":{{"backoffMs":{_json(r.backoff_ms)},"maxAttempts":{_json(r.max_attempts)}}},'
+        f'"route":{_json(route_json(task.route))},"timeoutSeconds":{_json(task.timeout_seconds)},'
+        f'"uses":{_json(task.uses)}'
+    )
+
+
+def _json(value: object) -> str:
+    """``canonical_json(value)``, the values most members hold spelled here as the encoder
+    spells them (a str by the encoder's own ``encode_basestring``, an int by ``int.__repr__``,
+    an empty array or object, a one-string array; a bool, a float or a subclass is left to
+    it): no encoder call for most members."""
+    if value is None:
+        return "null"
+    if type(value) is str:
+        return encode_basestring(value)
+    if type(value) is int:
+        return int.__repr__(value)
+    if type(value) is tuple or type(value) is list:
+        if not value:
+            return "[]"
+        if len(value) == 1 and type(value[0]) is str:
+            return f"[{encode_basestring(value[0])}]"
+    elif type(value) is dict and not value:
+        return "{}"
+    return canonical_json(value)
 
 
 def plan_digest(

@@ -76,6 +76,8 @@ def _plain(
 
 def _check_reserved_vars(source: Source, diags: Collector) -> None:
     task = source.task
+    if not task.get("vars"):
+        return  # (most tasks: no vars, nothing reserved to find)
     reserved = list(RESERVED_VARS)
     foreach = task.get("foreach")
     if isinstance(foreach, dict):

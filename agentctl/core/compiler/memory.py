@@ -31,7 +31,10 @@ def memory_writes(
 ) -> tuple[str, ...]:
     """The write set of one task (empty for anything but a memory write); ``writers``: the
     registry's working-memory writer kinds."""
-    declared = [str(key) for key in node.task.get("memoryWrites") or []]
+    written = node.task.get("memoryWrites")
+    if not written and (action is None or action.get("kind") not in writers):
+        return ()  # (most tasks: nothing declared, nothing written, nothing to report)
+    declared = [str(key) for key in written or []]
     path = f"{node.path}.memoryWrites"
     writes = _declared_set(node, declared, path, diags)
     if action is None or action.get("kind") not in writers:

@@ -17,6 +17,11 @@ def stable_order(
 ) -> tuple[list[str], list[str]]:
     """The topological order, and the tasks left unplaced because of a cycle."""
     position = {task_id: index for index, task_id in enumerate(ids)}
+    if _declared_in_order(ids, needs, position):
+        # Each task's earliest unplaced successor in declaration order is always ready and
+        # the earliest of the ready: the order is the declaration order (no heap: ~0.5 us a
+        # task less on a 1,000-task chain).
+        return list(ids), []
     waiting = {task_id: 0 for task_id in ids}
     dependants: dict[str, list[str]] = {task_id: [] for task_id in ids}
     for task_id in ids:
@@ -38,6 +43,19 @@ def stable_order(
                 heapq.heappush(ready, position[dependant])
     placed = set(order)
     return order, [task_id for task_id in ids if task_id not in placed]
+
+
+def _declared_in_order(
+    ids: Sequence[str], needs: Mapping[str, Sequence[str]], position: Mapping[str, int]
+) -> bool:
+    """Whether every known need of every task is declared before it (no self-need either)."""
+    if len(position) != len(ids):
+        return False  # (a repeated id: left to the general case)
+    for index, task_id in enumerate(ids):
+        for need in needs.get(task_id, ()):
+            if position.get(need, -1) >= index:
+                return False
+    return True
 
 
 def find_cycle(unplaced: Sequence[str], needs: Mapping[str, Sequence[str]]) -> list[str]:

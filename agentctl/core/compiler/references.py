@@ -86,7 +86,11 @@ def check_reads(
     node: Node, value: Any, where: str, graph: dict[str, Node], diags: Collector
 ) -> None:
     """Template syntax of every string in ``value`` and its task reads against ``needs``."""
-    _check_texts(node, value, f"{node.path}.{where}", "", graph, diags)
+    if not value:  # (most vars, and many a with: nothing to walk)
+        return
+    for text in iter_strings(value):
+        if OPEN in text or "}}" in text:
+            _check_text(node, text, (f"{node.path}.{where}", ""), graph, diags)
 
 
 def check_default_reads(
@@ -109,14 +113,20 @@ def _check_texts(
     node: Node, value: Any, where: str, context: str, graph: dict[str, Node], diags: Collector
 ) -> None:
     for text in iter_strings(value):
-        if OPEN not in text and "}}" not in text:
-            continue
-        problem = template_problem(text)
-        if problem is not None:
-            diags.add("invalid_template", problem, where)
-            continue
-        for task_id in task_references(text):
-            _check_read(node, task_id, (where, context), graph, diags)
+        if OPEN in text or "}}" in text:
+            _check_text(node, text, (where, context), graph, diags)
+
+
+def _check_text(
+    node: Node, text: str, at: tuple[str, str], graph: dict[str, Node], diags: Collector
+) -> None:
+    """One templated string's syntax and task reads (``at``: as ``_check_read``'s)."""
+    problem = template_problem(text)
+    if problem is not None:
+        diags.add("invalid_template", problem, at[0])
+        return
+    for task_id in task_references(text):
+        _check_read(node, task_id, at, graph, diags)
 
 
 def _check_read(
@@ -303,6 +313,9 @@ def _unknown(name: Any, declared: Any) -> bool:
 def _check_remote_calls(
     call: _RemoteCall, env: Env, graph: dict[str, Node], diags: Collector
 ) -> None:
+    kinds = (action.get("kind") for action in env.actions.values() if isinstance(action, dict))
+    if call.kind not in kinds:
+        return  # (no action of the kind: no task to look at)
     declared = env.spec.get(call.section) or {}
     for node in graph.values():
         action = env.action_of(node)

@@ -44,7 +44,7 @@ def plan_requirements(tasks: list[PlannedTask], env: Env) -> dict[str, Any]:
     return {
         "providers": _providers(agents, env),
         "tools": [_tool(name, env.tools.get(name) or {}) for name in tool_names],
-        "effects": [entry for task in tasks for entry in _effects(task, env)],
+        "effects": _all_effects(tasks, env),
         "processes": [
             _process(name, env.actions[name]) for name in actions if _is_process(name, env)
         ],
@@ -77,29 +77,45 @@ def _tool(name: str, tool: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _effects(task: PlannedTask, env: Env) -> list[dict[str, Any]]:
-    if task.action is not None:
-        kind = str(env.actions[task.action].get("kind"))
-        op = registry.find(kind)
-        effect_class, risk = (str(op.effect_class), str(op.risk)) if op else _UNKNOWN_KIND
-        entry = _effect(task.id, f"action:{task.action}", effect_class, risk, "policy", env)
-        return [{**entry, "predictability": action_predictability(kind)}]
-    if task.agent is None:
-        return []
-    entries = [_effect(task.id, f"agent:{task.agent}", "model", "medium", "policy", env)]
-    for name in env.agents[task.agent].get("tools") or []:
+def _all_effects(tasks: list[PlannedTask], env: Env) -> list[dict[str, Any]]:
+    """Every task's effect entries, in plan order. An action's entry but its ``task`` is the
+    same for every task using it: made once per action (~1 us a task less)."""
+    actions: dict[str, dict[str, Any]] = {}
+    effects: list[dict[str, Any]] = []
+    for task in tasks:
+        if task.action is not None:
+            shared = actions.get(task.action)
+            if shared is None:
+                shared = actions[task.action] = _action_effect(task.action, env)
+            effects.append({"task": task.id, **shared})
+        elif task.agent is not None:
+            effects.extend(_agent_effects(task.id, task.agent, env))
+    return effects
+
+
+def _action_effect(name: str, env: Env) -> dict[str, Any]:
+    kind = str(env.actions[name].get("kind"))
+    op = registry.find(kind)
+    effect_class, risk = (str(op.effect_class), str(op.risk)) if op else _UNKNOWN_KIND
+    entry = _effect(f"action:{name}", effect_class, risk, "policy", env)
+    return {**entry, "predictability": action_predictability(kind)}
+
+
+def _agent_effects(task: str, agent: str, env: Env) -> list[dict[str, Any]]:
+    entries = [_effect(f"agent:{agent}", "model", "medium", "policy", env)]
+    for name in env.agents[agent].get("tools") or []:
         tool = env.tools.get(name) or {}
         approval = str(tool.get("approval", "policy"))
         risk = str(tool.get("risk", "low"))
-        entries.append(_effect(task.id, f"tool:{name}", tool_class(tool), risk, approval, env))
-    return [{**entry, "predictability": "requires_execution"} for entry in entries]
+        entries.append(_effect(f"tool:{name}", tool_class(tool), risk, approval, env))
+    return [{"task": task, **entry, "predictability": "requires_execution"} for entry in entries]
 
 
 def _effect(
-    task: str, operation: str, effect_class: str, risk: str, approval: str, env: Env
+    operation: str, effect_class: str, risk: str, approval: str, env: Env
 ) -> dict[str, Any]:
+    """An effect entry but its ``task`` (which comes first)."""
     return {
-        "task": task,
         "operation": operation,
         "effectClass": effect_class,
         "risk": risk,

@@ -47,22 +47,34 @@ def _paths(holder: Any) -> list[str]:
     return [str(p) for p in found] if isinstance(found, list) else []
 
 
-def merged_vars(
-    spec: Mapping[str, Any], agent: Any, task: Mapping[str, Any], captured: CapturedVars
-) -> dict[str, Any]:
-    """The task's variable layers merged in precedence order (bindings not included): per
-    holder (spec, agent, task) its var files in declared order, then its ``vars``; then the
-    CLI variables. Merged as they are found (once per task: no list of the layers)."""
+def base_vars(spec: Mapping[str, Any], agent: Any, captured: CapturedVars) -> dict[str, Any]:
+    """The layers every task of one agent (or of none) shares, merged in precedence order:
+    per holder (spec, then agent) its var files in declared order, then its ``vars``."""
     merged: dict[str, Any] = {}
-    for holder in (spec, agent, task):
-        if not isinstance(holder, dict):
-            continue
-        if holder.get("varsFiles"):
-            for path in _paths(holder):
-                _merge(merged, captured.files.get(path))
-        _merge(merged, holder.get("vars"))
+    _merge_holder(merged, spec, captured)
+    _merge_holder(merged, agent, captured)
+    return merged
+
+
+def task_vars(
+    base: dict[str, Any], task: Mapping[str, Any], captured: CapturedVars
+) -> dict[str, Any]:
+    """The task's variable layers merged (bindings not included): a new dict, ``base``
+    (``base_vars`` of its agent) under the task's var files and ``vars``, under the CLI
+    variables. Once per task: no list of the layers."""
+    merged = dict(base)
+    _merge_holder(merged, task, captured)
     _merge(merged, captured.cli)
     return merged
+
+
+def _merge_holder(merged: dict[str, Any], holder: Any, captured: CapturedVars) -> None:
+    if not isinstance(holder, dict):
+        return
+    if holder.get("varsFiles"):
+        for path in _paths(holder):
+            _merge(merged, captured.files.get(path))
+    _merge(merged, holder.get("vars"))
 
 
 def _merge(merged: dict[str, Any], layer: Any) -> None:
@@ -78,17 +90,20 @@ def declared_files(doc: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     for name, agent in (spec.get("agents") or {}).items():
         for index, path in enumerate(_paths(agent)):
             yield f"spec.agents.{name}.varsFiles.{index}", path
-    for where, task in _tasks(spec):
-        for index, path in enumerate(_paths(task)):
-            yield f"{where}.varsFiles.{index}", path
+    for prefix, at, task in _tasks(spec):
+        if isinstance(task, dict) and task.get("varsFiles"):  # (most tasks declare none)
+            for index, path in enumerate(_paths(task)):
+                yield f"{prefix}.{at}.varsFiles.{index}", path
 
 
-def _tasks(spec: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+def _tasks(spec: Mapping[str, Any]) -> Iterator[tuple[str, int, Any]]:
+    """``(prefix, index, task)``: every task is at dotted path ``f"{prefix}.{index}"``, made
+    only where one is reported (not three times a task for every compile)."""
     for index, task in enumerate(spec.get("tasks") or []):
-        yield f"spec.tasks.{index}", task
+        yield "spec.tasks", index, task
     for name, sub in (spec.get("subworkflows") or {}).items():
         for index, task in enumerate((sub or {}).get("tasks") or []):
-            yield f"spec.subworkflows.{name}.tasks.{index}", task
+            yield f"spec.subworkflows.{name}.tasks", index, task
 
 
 def check_captured(doc: Mapping[str, Any], captured: CapturedVars, diags: Collector) -> None:
@@ -104,20 +119,19 @@ def check_captured(doc: Mapping[str, Any], captured: CapturedVars, diags: Collec
 def check_var_reads(doc: Mapping[str, Any], captured: CapturedVars, diags: Collector) -> None:
     """No variable of any layer reads another variable (see the module docstring)."""
     spec = doc.get("spec") or {}
-    agents = spec.get("agents") or {}
-    for where, layer in (
-        ("spec.vars", spec.get("vars")),
-        *((f"spec.agents.{name}.vars", agent.get("vars")) for name, agent in agents.items()),
-        *((f"{where}.vars", task.get("vars")) for where, task in _tasks(spec)),
-    ):
-        _var_reads(layer, "", where, diags)
+    _var_reads(spec.get("vars"), "", "spec.vars", diags)
+    for name, agent in (spec.get("agents") or {}).items():
+        _var_reads(agent.get("vars"), "", f"spec.agents.{name}.vars", diags)
+    for prefix, index, task in _tasks(spec):
+        if task.get("vars"):  # (most tasks have none: no path made for them)
+            _var_reads(task.get("vars"), "", f"{prefix}.{index}.vars", diags)
     for where, path in declared_files(doc):
         _var_reads(captured.files.get(path), f"variable file {path!r}: ", where, diags)
     _var_reads(captured.cli, "the command line: ", None, diags)
 
 
 def _var_reads(layer: Any, what: str, where: str | None, diags: Collector) -> None:
-    if not isinstance(layer, Mapping):
+    if not layer or not isinstance(layer, Mapping):
         return
     for name, value in layer.items():
         try:
