@@ -95,8 +95,7 @@ class Drafter:
         with_ = _merged_with(node, action)
         vars_ = self._merged_vars(node, agent_name, agent)
         self._check_task(node, (facts, action), (agent_name, agent), vars_)
-        output_schema = None if kind in _AGGREGATES else _own_copy(task.get("outputSchema"))
-        _check_output_schema(node, output_schema, diags)
+        output_schema = _output_schema(node, diags)
         authored = kind in _AUTHORED
         return PlannedTask(
             id=node.id,
@@ -265,6 +264,13 @@ def _subworkflow(node: Node, env: Env) -> str | None:
     name = str(node.task.get("uses", "")).removeprefix("workflow:")
     definition = (env.spec.get("subworkflows") or {}).get(name) or {}
     return f"{name}@{definition.get('version')}"
+
+
+def _output_schema(node: Node, diags: Collector) -> Any:
+    """The task's own copy of its ``outputSchema`` (none for an aggregate), checked."""
+    schema = None if node.kind in _AGGREGATES else _own_copy(node.task.get("outputSchema"))
+    _check_output_schema(node, schema, diags)
+    return schema
 
 
 def _check_output_schema(node: Node, schema: Any, diags: Collector) -> None:
