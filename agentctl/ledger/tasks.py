@@ -15,7 +15,6 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -25,7 +24,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.errors import NotFoundError
 from agentctl.ledger import sessions
 from agentctl.ledger.artifacts.refs import ArtifactRef, commit_artifact_refs_txn
-from agentctl.ledger.artifacts.values import MARKER, loads_value, loads_value_object, spill_text
+from agentctl.ledger.artifacts.values import loads_value, loads_value_object, spill_text
 from agentctl.ledger.audit import (
     AuditBuffer,
     append_audit_txn,
@@ -474,21 +473,4 @@ def read_outputs(conn: Db, run_id: str, task_ids: Sequence[str] | None) -> dict[
             marks = ", ".join("?" * len(chunk))
             sql = f"{base} AND task_id IN ({marks}) ORDER BY position"
             rows += fetch_all(conn, sql, (run_id, *chunk), "task")
-    return {r["task_id"]: _output_value(conn, r["output_json"]) for r in rows}
-
-
-# The C scanner of ``json.loads`` (default options), which typeshed leaves out.
-_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-
-
-def _output_value(conn: Db, text: str | None) -> JsonValue:
-    """``loads_value(conn, text)``, without ``json.loads``' Python wrappers for an output that
-    scans whole as one value with no blob reference (~1.5 us a row less); anything else
-    (NULL, a reference, space around it, a text that does not scan) is ``loads_value``'s."""
-    if not text or text[0] in " \t\n\r" or MARKER in text:
-        return loads_value(conn, text)
-    try:
-        value, end = _SCAN(text, 0)
-    except (ValueError, StopIteration):
-        return loads_value(conn, text)
-    return loads_value(conn, text) if end != len(text) else value
+    return {r["task_id"]: loads_value(conn, r["output_json"]) for r in rows}

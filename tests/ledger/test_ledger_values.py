@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
+import math
 import os
 import sqlite3
 import subprocess
@@ -31,6 +33,7 @@ from agentctl.ledger.artifacts.store import blob_file, open_artifact_store
 from agentctl.ledger.artifacts.values import SPILL_MIN_CHARS
 from agentctl.ledger.connection import Database, open_database
 from agentctl.ledger.effects import finish_effect_txn, get_effect, insert_effect_txn
+from agentctl.ledger.rows import loads_opt
 from agentctl.ledger.runs import create_run_txn, get_run, set_run_state_txn
 from agentctl.ledger.tasks import commit_tasks_txn, get_task, transition_task_txn
 
@@ -280,3 +283,42 @@ def test_the_long_string_screen_finds_every_long_quote_free_stretch(
         masked = text.replace("\\\\", "__").replace('\\"', "__")
         expected = len(text) >= threshold and max(map(len, masked.split('"'))) >= threshold
         assert values._may_hold_long_string(text) == expected, text
+
+
+# Canonical texts, texts with space around them, and damaged ones.
+_STORED_TEXTS = [
+    '{"a":[1,2.5,null,true],"b":"\\u00e9\u2028"}',
+    '"x"',
+    "-0",
+    "1e400",
+    "NaN",
+    "Infinity",
+    '" "',
+    ' {"a":1}',
+    '{"a":1}\n',
+    '{"a":1}x',
+    "",
+    "  ",
+    '"\\x"',
+    "9" * 5000,
+    '{"a":}',
+    "[1,2",
+]
+
+
+@pytest.mark.parametrize("text", _STORED_TEXTS)
+def test_a_json_column_reads_as_json_loads_does(text: str) -> None:
+    """``loads_opt`` reads a stored text by the C scanner when it holds one whole value and by
+    ``json.loads`` otherwise: the same value, and the same failure as corrupt state."""
+    try:
+        expected: object = json.loads(text)
+    except ValueError as exc:
+        with pytest.raises(PersistenceError, match="corrupt state") as caught:
+            loads_opt(text)
+        assert str(exc) in str(caught.value)
+        return
+    got = loads_opt(text)
+    if isinstance(expected, float) and math.isnan(expected):
+        assert isinstance(got, float) and math.isnan(got)
+    else:
+        assert got == expected and type(got) is type(expected)
