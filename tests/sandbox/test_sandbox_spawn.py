@@ -16,6 +16,11 @@ from agentctl.sandbox.spawn import spawn_child
 
 
 def _open_fds() -> set[str]:
+    """The descriptors open now, after one child has started: the first child without piped
+    stdin opens the /dev/null descriptor kept for the process's life, which is no leak."""
+    child = spawn_child(["/bin/true"], env={}, cwd=None, piped_stdin=False)
+    child.close_pipes()
+    trio.run(child.wait)
     return set(os.listdir("/proc/self/fd"))
 
 
