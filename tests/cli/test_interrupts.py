@@ -46,12 +46,13 @@ COMMANDS = {
 FINISHED = {"check": 0, "run": 0, "inspect": 5}
 
 
-# The byte is written once SIGINT is deferred the way ``entry.main`` defers it first thing:
-# a signal between the write and ``main``'s first line would otherwise land in this harness
-# line (a KeyboardInterrupt in ``<string>``), which is not agentctl's code.
+# The byte is written once SIGINT is deferred and SIGTERM forwarded the way ``entry.main`` sets
+# them first thing: a signal between the write and ``main``'s first line would otherwise land
+# in this harness line (a KeyboardInterrupt in ``<string>``, or a SIGTERM's default kill when
+# a loaded machine holds the child there past the delay), which is not agentctl's code.
 BOOT = (
     "import os, sys, signal; import agentctl.entry as e, agentctl.sigint as s; "
-    "signal.signal(signal.SIGINT, s.defer); "
+    "signal.signal(signal.SIGINT, s.defer); signal.signal(signal.SIGTERM, s.forward_term); "
     "fd = int(sys.argv.pop(1)); os.write(fd, b'!'); os.close(fd); e.main()"
 )
 
@@ -89,12 +90,8 @@ def _interrupt(
 
 
 # SIGTERM (what `kill`, systemd and container engines send) is handled as SIGINT is, from the
-# moment ``entry.main`` runs. Not at delay 0: the harness only defers SIGINT before ``main``,
-# so a SIGTERM landing between its byte and ``main``'s first line would be the harness's.
-SIGNALS = [
-    *[(signal.SIGINT, delay) for delay in DELAYS_S],
-    *[(signal.SIGTERM, delay) for delay in DELAYS_S if delay > 0],
-]
+# moment ``entry.main`` runs (and from the harness's byte on, BOOT setting the same handler).
+SIGNALS = [(sig, delay) for sig in (signal.SIGINT, signal.SIGTERM) for delay in DELAYS_S]
 
 
 @pytest.mark.parametrize(("sig", "delay"), SIGNALS, ids=lambda v: getattr(v, "name", v))
