@@ -19,6 +19,8 @@ Invariants:
 
 from __future__ import annotations
 
+import os
+import select
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -99,11 +101,35 @@ def describe(approval: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# The longest a pending SIGINT waits for its handler while the prompt waits for a line.
+_WAKE_EVERY_S = 0.25
+
+
 def _read_answer(prompt: str, stdin: TextIO, stderr: TextIO) -> str | None:
     stderr.write(prompt)
     stderr.flush()
-    line = stdin.readline()
+    line = _read_line(stdin.fileno(), stdin.encoding or "utf-8")
     return line if line else None
+
+
+def _read_line(fd: int, encoding: str) -> str:
+    """One line from ``fd`` (with its newline; shorter at the end of input, empty there).
+
+    Not ``readline``: a SIGINT that lands after the prompt is written but before a blocking
+    read starts (or on another thread) only sets the interpreter's flag, and its handler would
+    wait for the read to return — for the operator's next line. Here the wait wakes every
+    ``_WAKE_EVERY_S`` so the handler runs, and the interrupt ends the command (exit 130).
+    One byte at a time: nothing past the line is taken from the terminal.
+    """
+    data = bytearray()
+    while True:
+        ready, _, _ = select.select([fd], [], [], _WAKE_EVERY_S)
+        if not ready:
+            continue
+        byte = os.read(fd, 1)
+        data += byte
+        if byte in (b"", b"\n"):
+            return data.decode(encoding, errors="replace")
 
 
 def _record(db: str, approval_id: str, approve: bool) -> None:

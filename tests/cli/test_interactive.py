@@ -8,11 +8,13 @@ result stays separate from the questions); the test answers each question it rea
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from agentctl.cli_interactive import _read_answer
 from tests.clibackend import LedgerTarget
 from tests.conftest import Cli
 from tests.providers.fixtures import SAVE_TOOL
@@ -292,6 +295,68 @@ def test_an_interrupt_at_the_prompt_names_the_paused_run(
     [run] = cli("--output", "json", "runs", "list", "--db", "st/r.db", cwd=workspace).data["runs"]
     assert run["state"] == "paused"
     assert envelope["error"]["runId"] == run["runId"]  # the script can find it to resume
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def _raise_interrupted(_signum: int, _frame: object) -> None:
+    raise _Interrupted
+
+
+def _blocked_in_a_call(native_id: int) -> bool:
+    """Whether the thread sits in a system call (``/proc``: its number, not ``running``)."""
+    with open(f"/proc/self/task/{native_id}/syscall", encoding="ascii") as status:
+        return status.read().split(" ", 1)[0].isdigit()
+
+
+def test_an_interrupt_pending_while_the_prompt_waits_ends_the_wait() -> None:
+    """The race of the interrupt test above, made certain: a SIGINT taken on another thread
+    interrupts no read of the main thread; only the interpreter's flag is set, exactly as for
+    a SIGINT landing between the prompt's write and the read's start. The wait must still end
+    with the handler's exception, not only when the operator's next line arrives."""
+    main = threading.main_thread().native_id
+    assert main is not None
+    read_end, write_end = os.pipe()
+    answered, gave_a_line = threading.Event(), []
+
+    def interrupt_once_waiting() -> None:
+        while not _blocked_in_a_call(main):
+            time.sleep(0.01)
+        signal.pthread_kill(threading.get_ident(), signal.SIGINT)  # taken on this thread
+        if not answered.wait(30):  # the prompt did not end: unblock it, and fail below
+            gave_a_line.append(True)
+            os.write(write_end, b"y\n")
+
+    previous = signal.signal(signal.SIGINT, _raise_interrupted)
+    poker = threading.Thread(target=interrupt_once_waiting)
+    poker.start()
+    try:
+        with (
+            open(read_end, encoding="utf-8", closefd=False) as stdin,
+            pytest.raises(_Interrupted),
+        ):
+            _read_answer("approve? ", stdin, io.StringIO())
+    finally:
+        answered.set()
+        poker.join()
+        signal.signal(signal.SIGINT, previous)
+        os.close(read_end)
+        os.close(write_end)
+    assert not gave_a_line, "the interrupt waited for the next line"
+
+
+def test_the_prompt_reads_one_line_and_nothing_past_it() -> None:
+    read_end, write_end = os.pipe()
+    os.write(write_end, "yes\nnö\n".encode())
+    os.close(write_end)
+    with open(read_end, encoding="utf-8") as stdin:
+        shown = io.StringIO()
+        assert _read_answer("approve? ", stdin, shown) == "yes\n"
+        assert shown.getvalue() == "approve? "
+        assert _read_answer("again? ", stdin, shown) == "nö\n"
+        assert _read_answer("again? ", stdin, shown) is None  # the end of input
 
 
 AGENT_TOOL = """\
