@@ -8,6 +8,8 @@ Invariants:
 - exactly one live coordinator drives a run (the lease); a second one is refused;
 - SIGINT, SIGTERM, ``agentctl cancel`` and ``--timeout-seconds`` converge on one path: in-flight
   work is cancelled, started-unconfirmed effects become uncertain, the run is cancelled (130);
+  a drive of its own holds SIGINT and SIGTERM from its start to its end, so a further signal
+  while the run stops changes nothing (never a KeyboardInterrupt inside the teardown);
 - ``maxWallTimeSeconds`` counts from the durable ``created_at``, so resuming cannot reset it.
 """
 
@@ -160,6 +162,24 @@ def _record(
 
 async def drive_run(req: DriveRequest) -> RunOutcome:
     """Drive a created or resumed run to a resting state under the one cancellation path."""
+    stop = trio.CancelScope()  # entered around the driver; cancelling it first is allowed
+    if req.stop is not None:  # a serve's drive: the serve owns the process's signals
+        return await _drive_run(req, stop)
+    # One receiver for the whole drive, the pool's shutdown and the final commit included:
+    # the first SIGINT or SIGTERM stops the run; a later one, while it stops, is taken and
+    # dropped. Outside a receiver trio raises it as KeyboardInterrupt wherever the code is,
+    # e.g. between the pool's ``__aexit__`` being called and awaited: a torn-down exit.
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_watch_signals, signals, stop)
+            try:
+                outcome = await _drive_run(req, stop)
+            finally:
+                nursery.cancel_scope.cancel()
+    return outcome
+
+
+async def _drive_run(req: DriveRequest, stop: trio.CancelScope) -> RunOutcome:
     sink = current_sink()
     if sink is not None:  # --output jsonl: show what this drive commits, as it commits
         req = replace(req, on_stream=sink.stream)
@@ -168,7 +188,7 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
     # A serve's shared pool keeps its own registry (and must not be reaped as stale here).
     registry = worker_registry(req.ledger.location) if req.pool is None else ""
     try:
-        final, cancelled, wall_expired = await _drive_with_workers(store, req, live, registry)
+        final, cancelled, wall_expired = await _drive_with_workers(store, req, live, registry, stop)
     finally:
         # Also when the drive failed (a full disk): every worker is dead, nothing to record.
         with contextlib.suppress(OSError):
@@ -185,10 +205,11 @@ async def drive_run(req: DriveRequest) -> RunOutcome:
 
 
 async def _drive_with_workers(
-    store: Store, req: DriveRequest, live: Live, registry: str
+    store: Store, req: DriveRequest, live: Live, registry: str, scope: trio.CancelScope
 ) -> tuple[str, bool, bool]:
-    """Run the driver inside the worker pool and the cancellation scopes; returns the final
-    state, whether the run was cancelled, and whether its wall time ran out."""
+    """Run the driver inside the worker pool and the cancellation scopes (``scope``: the
+    drive's own, which a stop cancels); returns the final state, whether the run was
+    cancelled, and whether its wall time ran out."""
     needs = workload(req.plan)  # once: it walks every task
     size = pool_size(req.plan, needs)
     wall_deadline = await _wall_deadline(store, req)
@@ -207,7 +228,7 @@ async def _drive_with_workers(
             artifacts=True,
             on_stream=req.on_stream,
         )
-        with trio.CancelScope() as scope, trio.CancelScope(deadline=wall_deadline) as wall:
+        with scope, trio.CancelScope(deadline=wall_deadline) as wall:
             # A serve's claimed run may have been cancelled before the claim: start nothing.
             if req.stop is not None and await store.is_cancel_requested(req.run_id):
                 scope.cancel()
@@ -230,9 +251,9 @@ def _start_watchers(
     pool: WorkerPool | None,
     size: int,
 ) -> None:
-    """What runs beside the driver: signals or a serve's stop, the cancel flag, warm-up."""
+    """What runs beside the driver: a serve's stop (``drive_run`` watches the signals of a
+    drive of its own), the cancel flag, warm-up."""
     if req.stop is None:
-        nursery.start_soon(_watch_signals, scope)
         # Worker start-up (~0.1-0.3 s) overlaps the run's first transactions.
         nursery.start_soon(_warm, pool, _warm_count(req, size))
     else:
@@ -321,11 +342,9 @@ def _ts(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
-async def _watch_signals(scope: trio.CancelScope) -> None:
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for _ in signals:
-            scope.cancel()
-            return
+async def _watch_signals(signals: AsyncIterator[int], scope: trio.CancelScope) -> None:
+    async for _ in signals:
+        scope.cancel()  # once stopping (or stopped), a further signal changes nothing
 
 
 async def _watch_stop(stop: trio.Event, scope: trio.CancelScope) -> None:

@@ -11,6 +11,7 @@ in the start-up imports (typer, pydantic, the compiler, the ledger).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.clibackend import LedgerTarget
@@ -312,3 +314,44 @@ def test_a_second_sigint_while_the_run_stops_leaves_no_half_torn_down_trio_run(
     assert proc.returncode == 130, (proc.returncode, out, err)
     for sign in ("Traceback", "Exception ignored", "abandoned", "internal error"):
         assert sign not in err, err
+
+
+def test_a_second_sigint_while_the_pool_waits_out_its_grace_changes_nothing(
+    ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    """The second Ctrl-C made certain to land in the teardown: the worker is stopped, so the
+    pool waits out its graces (seconds) before killing it. The run is still recorded
+    cancelled and reported so (130); nothing is raised in the middle of the teardown."""
+    (tmp_path / "wf.yaml").write_text(NAPPING, encoding="utf-8")
+    db = tmp_path / "s" / "r.db"
+    how = ledger_target.invocation(
+        ["--output", "json", "run", "wf.yaml", "--db", "s/r.db"], tmp_path
+    )
+    proc = _popen(["-m", "agentctl", *how.args], tmp_path, how.env)
+    deadline = time.monotonic() + 60
+    while _count(ledger_target, db, "effects WHERE status = 'started'") < 1:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    workers = [p for p in psutil.Process(proc.pid).children() if "agentctl.workers" in p.cmdline()]
+    assert workers
+    while not any(w.children() for w in workers):  # the effect's `sleep` runs: no reply due
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    try:
+        for worker in workers:
+            worker.send_signal(signal.SIGSTOP)
+        os.kill(proc.pid, signal.SIGINT)
+        time.sleep(0.5)
+        assert proc.poll() is None  # held by the stopped worker's graces
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        for worker in workers:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                worker.kill()
+    assert proc.returncode == 130, (proc.returncode, out, err)
+    assert json.loads(out)["data"]["state"] == "cancelled", (out, err)
+    for sign in ("Traceback", "Exception ignored", "abandoned", "internal error"):
+        assert sign not in err, err
+    [state] = ledger_target.sql(db, "SELECT state FROM runs")
+    assert state[0] == "cancelled"
