@@ -289,22 +289,27 @@ spec:
 """
 
 
+def _start_napping(target: LedgerTarget, root: Path) -> tuple[subprocess.Popen[str], Path, float]:
+    """`agentctl run` of NAPPING, returned once its effect is started (with its database and
+    the deadline of the waits that follow)."""
+    (root / "wf.yaml").write_text(NAPPING, encoding="utf-8")
+    db = root / "s" / "r.db"
+    how = target.invocation(["--output", "json", "run", "wf.yaml", "--db", "s/r.db"], root)
+    proc = _popen(["-m", "agentctl", *how.args], root, how.env)
+    deadline = time.monotonic() + 60
+    while _count(target, db, "effects WHERE status = 'started'") < 1:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    return proc, db, deadline
+
+
 def test_a_second_sigint_while_the_run_stops_leaves_no_half_torn_down_trio_run(
     ledger_target: LedgerTarget, tmp_path: Path
 ) -> None:
     """Ctrl-C twice: the first stops the run, the second lands while it is stopping (the
     worker pool's shutdown). Inside ``trio.run`` trio must own SIGINT — a KeyboardInterrupt
     raised in its scheduler abandons the run with its cleanup unrun and a warning on stderr."""
-    (tmp_path / "wf.yaml").write_text(NAPPING, encoding="utf-8")
-    db = tmp_path / "s" / "r.db"
-    how = ledger_target.invocation(
-        ["--output", "json", "run", "wf.yaml", "--db", "s/r.db"], tmp_path
-    )
-    proc = _popen(["-m", "agentctl", *how.args], tmp_path, how.env)
-    deadline = time.monotonic() + 60
-    while _count(ledger_target, db, "effects WHERE status = 'started'") < 1:
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.01)
+    proc, _db, _deadline = _start_napping(ledger_target, tmp_path)
     time.sleep(0.5)  # the drive parked on the worker's reply, its signal receiver open
     os.kill(proc.pid, signal.SIGINT)
     time.sleep(0.005)
@@ -322,16 +327,7 @@ def test_a_second_sigint_while_the_pool_waits_out_its_grace_changes_nothing(
     """The second Ctrl-C made certain to land in the teardown: the worker is stopped, so the
     pool waits out its graces (seconds) before killing it. The run is still recorded
     cancelled and reported so (130); nothing is raised in the middle of the teardown."""
-    (tmp_path / "wf.yaml").write_text(NAPPING, encoding="utf-8")
-    db = tmp_path / "s" / "r.db"
-    how = ledger_target.invocation(
-        ["--output", "json", "run", "wf.yaml", "--db", "s/r.db"], tmp_path
-    )
-    proc = _popen(["-m", "agentctl", *how.args], tmp_path, how.env)
-    deadline = time.monotonic() + 60
-    while _count(ledger_target, db, "effects WHERE status = 'started'") < 1:
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.01)
+    proc, db, deadline = _start_napping(ledger_target, tmp_path)
     workers = [p for p in psutil.Process(proc.pid).children() if "agentctl.workers" in p.cmdline()]
     assert workers
     while not any(w.children() for w in workers):  # the effect's `sleep` runs: no reply due
