@@ -4,7 +4,7 @@ Invariants:
 - workers start lazily, on the first ``execute`` that finds no idle worker (or on ``warm``),
   up to ``size``, adopting prestarted ones first (``workerproc``); each gets one AF_UNIX
   socketpair (the child end inherited as ``--fd N``) and must say ``Hello`` before it is
-  used; effects go to the least-loaded live worker;
+  used (else, or if cancelled first, it is killed); effects go to the least-loaded live one;
 - a worker's mid-effect ``RemoteHandle`` is persisted through the effect's ``on_handle`` and
   acknowledged (``RemoteHandleAck``) only after it returned, so the worker goes on only once
   the handle is durable;
@@ -52,7 +52,12 @@ from agentctl.coordinator.poolwait import (
     unsent_failure,
 )
 from agentctl.coordinator.poolwait import HandleSink as HandleSink  # part of the pool's API
-from agentctl.coordinator.workerproc import ChildProcess, signal_tree, write_worker_registry
+from agentctl.coordinator.workerproc import (
+    ChildProcess,
+    signal_tree,
+    wait_all,
+    write_worker_registry,
+)
 from agentctl.coordinator.workerstart import Prestarted, worker_argv
 from agentctl.core import registry
 from agentctl.envknobs import answer_grace_s
@@ -351,20 +356,21 @@ class WorkerPool:
         return proc, parent_sock
 
     async def _handshake(self, worker: _Worker) -> None:
-        reason = "no Hello before the start-up timeout"
-        with trio.move_on_after(HELLO_TIMEOUT_S):
-            try:
-                hello = await worker.channel.receive()
-                if isinstance(hello, Hello):
-                    return
-                reason = "it exited before its Hello" if hello is None else "no Hello first"
-            except ProtocolError as exc:
-                reason = exc.message
-        signal_tree(worker.pid, signal.SIGKILL)
-        with trio.CancelScope(shield=True):
-            await worker.proc.wait()
-            await worker.channel.aclose()
-        raise AgentctlError(f"worker process {worker.pid} failed to start: {reason}")
+        reason, greeted = "no Hello before the start-up timeout", False
+        try:
+            with trio.move_on_after(HELLO_TIMEOUT_S):
+                try:
+                    hello = await worker.channel.receive()
+                    greeted = isinstance(hello, Hello)
+                    reason = "it exited before its Hello" if hello is None else "no Hello first"
+                except ProtocolError as exc:
+                    reason = exc.message
+        finally:
+            if not greeted:  # cancelled too: a worker in no list yet is nobody else's to end
+                signal_tree(worker.pid, signal.SIGKILL)
+                await self._reap(worker)
+        if not greeted:
+            raise AgentctlError(f"worker process {worker.pid} failed to start: {reason}")
 
     async def _deliver_other(self, worker: _Worker, msg: Message | None) -> None:
         """Act on a frame of ``worker``'s that is not a reply (``_await_reply`` delivers those);
@@ -449,11 +455,11 @@ class WorkerPool:
         for worker in workers:
             with trio.move_on_after(TERM_GRACE_S):
                 await self._send_or_lose(worker, Shutdown())
-        await _wait_all(workers, SHUTDOWN_GRACE_S)
+        await wait_all([w.proc for w in workers], SHUTDOWN_GRACE_S)
         for sig, grace in ((signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, None)):
             for worker in workers:
                 signal_tree(worker.pid, sig, session=True)
-            await _wait_all(workers, grace)
+            await wait_all([w.proc for w in workers], grace)
         for worker in workers:
             self._lose(worker, "worker pool closed")
         # Best effort: every worker is dead now, and a stale entry is harmless (matched by pid
@@ -465,12 +471,6 @@ class WorkerPool:
         if self._registry_path is not None:
             live = [(w.pid, w.create_time) for w in self._workers if not w.lost]
             write_worker_registry(self._registry_path, live)
-
-
-async def _wait_all(workers: list[_Worker], grace: float | None) -> None:
-    with trio.move_on_after(grace if grace is not None else float("inf")):
-        for worker in workers:
-            await worker.proc.wait()
 
 
 @contextlib.asynccontextmanager

@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
+
+import trio
 
 from agentctl.coordinator.workerstart import Prestarted
 from agentctl.core.jsonvalue import JsonValue, as_list, as_object
@@ -47,6 +50,14 @@ class ChildProcess(Protocol):
     def pid(self) -> int: ...
 
     async def wait(self) -> int: ...
+
+
+async def wait_all(procs: Sequence[ChildProcess], grace: float | None) -> None:
+    """Wait for each of ``procs`` to exit, for at most ``grace`` seconds in all (None: no
+    limit)."""
+    with trio.move_on_after(grace if grace is not None else math.inf):
+        for proc in procs:
+            await proc.wait()
 
 
 def pool_size(plan: Plan, needs: Workload | None = None) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -458,3 +459,32 @@ async def test_only_a_reply_lone_in_the_whole_pool_is_awaited(
         flags.clear()
         await pool.execute(_shell(tmp_path, "true"))
         assert flags == [True]
+
+
+async def test_a_worker_cancelled_before_its_hello_is_killed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A drive cancelled (Ctrl-C) while a worker is still starting: the worker is nobody's
+    yet — not in the pool, so not in its shutdown — and must not be left running."""
+    from agentctl.coordinator import workerpool
+
+    marker = "agentctl-test-worker-that-never-says-hello"
+    silent = [sys.executable, "-c", f"import time; time.sleep(60)  # {marker}"]
+    monkeypatch.setattr(workerpool, "worker_argv", lambda _fd, _preload: silent)
+    me = psutil.Process()
+
+    async def started() -> int:
+        while True:
+            for child in me.children():
+                with contextlib.suppress(psutil.Error):
+                    if any(marker in part for part in child.cmdline()):
+                        return child.pid
+            await trio.sleep(0.02)
+
+    async with open_worker_pool(1) as pool:
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(pool.warm, 1)
+                pid = await started()
+                scope.cancel()
+    assert _gone(pid)
