@@ -18,11 +18,12 @@ ALLOWED: dict[str, set[str]] = {
     "core": {"errors"},
     "ledger": {"core", "errors"},
     # envknobs: operators' tuning knobs in the environment, one parser each (a leaf like errors).
-    "mailbox": {"core", "errors", "envknobs"},
+    # usercache: the wire models' stored schemas, used by workers and the coordinator's pool
+    # (ADR 0013 item 8).
+    "mailbox": {"core", "errors", "envknobs", "usercache"},
     "sandbox": {"core", "errors"},
     # dataclass_codes: the worker process starts as the CLI does (ADR 0013 item 6).
-    # usercache: the wire models' stored schemas (ADR 0013 item 8).
-    "workers": {"core", "mailbox", "sandbox", "errors", "dataclass_codes", "usercache"},
+    "workers": {"core", "mailbox", "sandbox", "errors", "dataclass_codes"},
     "coordinator": {"core", "ledger", "mailbox", "sandbox", "errors", "sigint", "envknobs"},
     "errors": set(),
     "envknobs": {"errors"},

@@ -63,7 +63,7 @@ from agentctl.core import registry
 from agentctl.envknobs import answer_grace_s
 from agentctl.errors import AgentctlError, InvalidOperationError, PersistenceError
 from agentctl.ledger.owners import start_time_for_record
-from agentctl.mailbox import frames
+from agentctl.mailbox import frames, wirecache
 from agentctl.mailbox.frames import FrameChannel, FrameUnsentError, ProtocolError
 from agentctl.mailbox.messages import (
     Cancel,
@@ -198,9 +198,7 @@ class WorkerPool:
                     reply.resolve(unsent_failure(msg.effect_id, exc.message))  # never ran
                     return worker
                 self._lose(worker, exc.message)
-            except (
-                frames.FrameTooLargeError
-            ) as exc:  # nothing left: the worker stays, the call fails
+            except frames.FrameTooLargeError as exc:  # nothing left: the worker stays
                 worker.pending.pop(msg.effect_id, None)
                 reply.resolve(oversized_failure(msg.effect_id, exc.message))  # never ran
             except ProtocolError as exc:
@@ -484,6 +482,7 @@ async def open_worker_pool(
 ) -> AsyncIterator[WorkerPool]:
     """A worker pool of at most ``size`` processes, shut down and reaped on exit. Its workers
     import the ``preload`` modules as they start; ``prestarted`` ones are used first."""
+    wirecache.prepare_wire_models()  # stored schemas before the first frame (ADR 0013 item 8)
     body_error: BaseException | None = None
     async with trio.open_nursery() as nursery:
         pool = WorkerPool(size, nursery, registry_path, env, preload, prestarted)

@@ -5,7 +5,7 @@ union (every message model), of its request model and of ``Result``: generating 
 pydantic schemas (and pydantic's first look for plugins, which scans every installed
 distribution's metadata) is ~15 ms of CPU of a ~150 ms start; building the validators from the
 schemas takes ~1 ms. The schemas are data: a worker stores them once
-(``workers/wirecache.py``) and hands them back here in later processes.
+(``mailbox/wirecache.py``) and hands them back here in later processes.
 
 Invariants:
 - pure: no I/O; the caller decides where schemas come from and whether they may be trusted;

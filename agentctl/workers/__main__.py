@@ -11,7 +11,7 @@ Invariants (start-up, as the CLI's ``entry``: docs/adr/0013-start-up-caches.md):
   trio and the worker, then freezes that heap and turns the collector back on before serving
   (importing creates ~10^5 long-lived objects that collecting over and over never frees);
 - before the first frame it installs the wire models' validators from the schemas stored in
-  the user cache (``workers.wirecache``, ADR 0013 item 8), or builds and stores them;
+  the user cache (``mailbox.wirecache``, ADR 0013 item 8), or builds and stores them;
 - the worker inherits the coordinator's environment (effects get their own, cleared one), so
   it reads and writes the same user cache as the CLI; since it leaves with ``os._exit``,
   which runs no ``atexit`` handler, it saves the store itself before leaving, and only when
@@ -67,8 +67,8 @@ def main(argv: list[str] | None = None, store: _Store | None = None) -> None:
     fd, preload = _parse(sys.argv[1:] if argv is None else argv)
     import trio
 
+    from agentctl.mailbox.wirecache import prepare_wire_models
     from agentctl.workers.serve import run_worker
-    from agentctl.workers.wirecache import prepare_wire_models
 
     prepare_wire_models()  # the wire models' stored schemas, before the first frame
     if store is not None:  # the start-up's methods are in: saved, and let go

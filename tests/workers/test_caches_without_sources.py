@@ -12,7 +12,7 @@ from pathlib import Path
 
 WORKER_SIDE = """
 from pathlib import Path
-from agentctl.workers import wirecache
+from agentctl.mailbox import wirecache
 from agentctl.mailbox.messages import Hello
 wirecache._PACKAGE = Path("/nonexistent/agentctl")
 wirecache.prepare_wire_models()

@@ -1,4 +1,4 @@
-"""The wire models' core schemas kept between worker processes (``agentctl/workers/wirecache.py``).
+"""The wire models' core schemas kept between worker processes (``agentctl/mailbox/wirecache.py``).
 
 A worker that finds a trusted stored set of schemas validates and encodes with validators
 built from it instead of building the models; it must answer every frame exactly as a worker
@@ -22,8 +22,7 @@ from typing import Any
 
 import pytest
 
-from agentctl.mailbox import prebuilt
-from agentctl.workers import wirecache
+from agentctl.mailbox import prebuilt, wirecache
 from tests.cli import untrusted
 
 SHELL = {"command": "/bin/true", "processAllowlist": ["true"]}

@@ -1,11 +1,13 @@
-"""The wire models' core schemas, kept between worker processes (ADR 0013 item 8).
+"""The wire models' core schemas, kept between processes (ADR 0013 item 8).
 
-A worker's start is on the path of a run's first effect, and building the pydantic schemas of
-the messages and requests it uses is ~10% of that start (callgrind, exec to the first
-``Result``); loading them back and building the validators takes ~1 ms
-(``mailbox/prebuilt.py``). The schemas are stored as a pickle (it names our classes) in the
-user's cache directory, trusted only as the user's own file (``usercache``), as the CLI keeps
-the workflow models' schema (``cli_schemacache``).
+Both ends of the mailbox decode and encode frames with these models: a worker's start is on
+the path of a run's first effect, and so is the coordinator's first frame (the worker's
+``Hello``, then its first ``Execute``), and building the pydantic schemas of the messages
+and requests is ~10% of a worker's start (callgrind, exec to the first ``Result``) and
+20-40 ms of the coordinator's first worker effect; loading them back and building the
+validators takes a few ms (``prebuilt``). The schemas are stored as a pickle (it names our
+classes) in the user's cache directory, trusted only as the user's own file (``usercache``),
+as the CLI keeps the workflow models' schema (``cli_schemacache``).
 
 Invariants:
 - the file's key is a fingerprint of everything the schemas are made from — this Python,
@@ -14,7 +16,8 @@ Invariants:
   only by the code that made it; otherwise the models are built and the file replaced;
 - without a cache directory (no home) nothing changes: the models build on first use;
 - the cache only ever saves time: any failure to read or write it (a read-only disk, a
-  partial file, a schema that cannot be pickled) falls back to building.
+  partial file, a schema that cannot be pickled) falls back to building;
+- one preparation a process: later calls (a coordinator opens a pool per run) return at once.
 """
 
 from __future__ import annotations
@@ -40,8 +43,14 @@ FILE_NAME = "wire-schemas.pickle"
 _PACKAGE = Path(agentctl.errors.__file__).resolve().parent
 
 
+_prepared: list[bool] = []  # non-empty once this process has prepared the models
+
+
 def prepare_wire_models() -> None:
     """Before the first frame: install the stored schemas, or build them all and store."""
+    if _prepared:
+        return
+    _prepared.append(True)
     if cache_dir() is None:
         return  # nowhere to keep them: each model builds when first used, as without a cache
     try:
