@@ -320,10 +320,12 @@ class Finished(TaskCompletion):
 
 @dataclass(frozen=True)
 class CompensatedPair:
-    """A source effect whose inverse effect (in a compensation run) just confirmed."""
+    """A source effect whose inverse effect (in a compensation run) just confirmed, and the id
+    of the ``compensated`` reconciliation that records it (minted by the coordinator)."""
 
     source_effect_id: str
     inverse_effect_id: str
+    reconciliation_id: str
 
 
 @dataclass(frozen=True)
@@ -399,7 +401,7 @@ class ReconcileRequest:
     result: JsonValue
     compensation_effect_id: str | None
     now: str
-    reconciliation_id: str | None = None
+    reconciliation_id: str  # ``reconciliation-`` + UUIDv7, minted by the coordinator's clock
     trace_id: str | None = None
     # Why policy let it through (``core.policy.ReconcileAuthorization.to_json``) and the JSON
     # Schema the result was checked against: carried by the ``effect.reconciled`` audit event.

@@ -20,7 +20,6 @@ Invariants (spec/cli.md §4):
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -203,7 +202,7 @@ def reconcile_effect_txn(
     compensation_effect_id: str | None,
     now: str,
     *,
-    reconciliation_id: str | None = None,
+    reconciliation_id: str,
     trace_id: str | None = None,
     grounds: Grounds = Grounds(),
     tool_output: JsonValue = None,
@@ -216,7 +215,7 @@ def reconcile_effect_txn(
     _refuse_live(conn, effect, now)
     history = list_reconciliations(conn, effect_id=effect_id)
     record = ReconciliationRecord(
-        reconciliation_id=reconciliation_id or f"reconciliation-{uuid.uuid4()}",
+        reconciliation_id=reconciliation_id,
         effect_id=effect_id,
         run_id=effect.run_id,
         status=status,

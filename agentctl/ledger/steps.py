@@ -469,5 +469,6 @@ def compensated_txn(
             None,
             pair.inverse_effect_id,
             now,
+            reconciliation_id=pair.reconciliation_id,
             trace_id=trace_id,
         )

@@ -170,6 +170,10 @@ def test_fork_executes_everything_again(cli, tmp_path: Path) -> None:  # type: i
     assert {t["disposition"] for t in data["tasks"]} == {"executed"}
 
 
+_UUID7 = r"[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
+TRACE_V7 = re.compile(f"trace-{_UUID7}")
+RECONCILIATION_V7 = re.compile(f"reconciliation-{_UUID7}")
+
 COMPENSATED = (
     HEAD
     + """\
@@ -211,6 +215,9 @@ def test_compensation_resumes_only_the_remainder(cli, tmp_path: Path) -> None:  
     effects = cli("--output", "json", "effects", "list", source, "--db", str(db)).data
     assert {r["status"] for r in effects["reconciliations"]} == {"compensated"}
     assert len(effects["reconciliations"]) == 2
+    # Their ids are `reconciliation-` + UUIDv7 (spec/cli.md §1), as an operator's are.
+    for record in effects["reconciliations"]:
+        assert RECONCILIATION_V7.fullmatch(record["reconciliationId"]), record
 
 
 def _automatic(tmp_path: Path) -> tuple[Path, Path, Path]:
@@ -544,9 +551,6 @@ def test_compensating_a_paused_run_is_refused_naming_the_run(cli, tmp_path: Path
     for command in (("compensate", run_id), ("replay", run_id)):
         refused = cli("--output", "json", *command, "--db", str(db))
         assert refused.rc == 4 and refused.error["error"]["runId"] == run_id, refused.stderr
-
-
-TRACE_V7 = re.compile(r"trace-[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 
 
 def test_replay_and_compensate_refusals_carry_this_invocations_trace(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

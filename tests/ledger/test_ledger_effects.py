@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 from typing import Any
 
@@ -167,6 +168,7 @@ def _reconcile(ledger: Database, eid: str, status: str, **kw: Any) -> Any:
             args["result"],
             args["compensation_effect_id"],
             ts(9),
+            reconciliation_id=f"reconciliation-{uuid.uuid4()}",
         )
 
 

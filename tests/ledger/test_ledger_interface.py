@@ -185,7 +185,7 @@ def test_live_state_after_a_crash_blocks_until_reconciled(ledger: SqliteLedger) 
     assert [e.effect_id for e in ledger.unresolved_effects("run-1")] == [eff.effect_id]
     evidence, result = {"kind": "note"}, {"ok": True}
     request = ReconcileRequest(
-        eff.effect_id, "applied", "op", "hand", evidence, result, None, ts(6)
+        eff.effect_id, "applied", "op", "hand", evidence, result, None, ts(6), "reconciliation-1"
     )
     assert ledger.reconcile_effect(request).status == "applied"
     assert ledger.unresolved_effects("run-1") == ()
@@ -193,7 +193,8 @@ def test_live_state_after_a_crash_blocks_until_reconciled(ledger: SqliteLedger) 
     assert found.reconciliation is not None and found.reconciliation.status == "applied"
     assert ledger.recorded_result(eff.effect_id) == {"ok": True}
     with pytest.raises(InvalidOperationError):  # not_applied contradicts applied
-        ledger.reconcile_effect(replace(request, status="not_applied", result=None))
+        contrary = replace(request, status="not_applied", result=None)
+        ledger.reconcile_effect(replace(contrary, reconciliation_id="reconciliation-2"))
 
 
 def test_approval_pause_then_approve_then_start(ledger: SqliteLedger) -> None:

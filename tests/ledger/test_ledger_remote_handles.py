@@ -117,6 +117,7 @@ def test_a_cancelled_run_leaves_it_uncertain_for_continue_remote(
         observed,
         None,
         ts(6),
+        "reconciliation-1",
     )
     assert ledger.reconcile_effect(request).status == "applied"
     assert ledger.recorded_result(a.effect_id) == observed

@@ -4,6 +4,7 @@ run's never-started reservations settle with nothing (``ledger.budget_release``)
 from __future__ import annotations
 
 import os
+import uuid
 from dataclasses import replace
 from typing import Any
 
@@ -75,6 +76,7 @@ def _reconcile(ledger: Database, eid: str, status: str, result: Any = None, **kw
             result,
             kw.get("comp"),
             ts(3),
+            reconciliation_id=f"reconciliation-{uuid.uuid4()}",
             rates=kw.get("rates"),
         )
 

@@ -101,7 +101,9 @@ def test_recovery_and_reconciliation_settle_the_session(ledger: SqliteLedger) ->
     (lost,) = ledger.inspect_run("run-1").provider_sessions
     assert (lost.status, lost.calls, lost.usage) == ("uncertain", 1, {})
     answer = _answer("tool_calls", 5)
-    request = ReconcileRequest(call.effect_id, "applied", "op", "log", {}, answer, None, ts(6))
+    request = ReconcileRequest(
+        call.effect_id, "applied", "op", "log", {}, answer, None, ts(6), "reconciliation-1"
+    )
     ledger.reconcile_effect(request)
     (settled,) = ledger.inspect_run("run-1").provider_sessions
     assert (settled.status, settled.finish, settled.usage["inputTokens"]) == (
