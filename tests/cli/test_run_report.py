@@ -221,6 +221,20 @@ def test_json_inspect_envelope_is_the_same_with_html(cli: Cli, lineage: Lineage)
     assert set(plain.data) >= {"run", "tasks", "effects", "approvals", "audit", "budget"}
 
 
+def test_html_report_creates_missing_directories_and_refuses_unwritable_paths(
+    cli: Cli, lineage: Lineage
+) -> None:
+    """As docs/cli.md says: missing parent directories are created (as ``schema --write``
+    does); a directory, or a file standing where a directory must be, is exit 2."""
+    db = ["--db", str(lineage.db)]
+    out = lineage.ws.parent / "reports" / "deeper" / "r.html"
+    made = cli("--output", "json", "inspect", lineage.retry, "--html", str(out), *db)
+    assert made.rc == 0 and out.read_text().startswith("<!DOCTYPE html>"), made.stderr
+    for target in (out.parent, out / "under-a-file.html"):
+        refused = cli("--output", "json", "inspect", lineage.retry, "--html", str(target), *db)
+        assert refused.rc == 2 and "cannot write" in refused.error["error"]["message"]
+
+
 def test_html_report_opens_offline_in_chromium_with_graph_and_lineage(
     cli: Cli, lineage: Lineage, leak_server: str
 ) -> None:
