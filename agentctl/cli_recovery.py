@@ -25,7 +25,7 @@ from agentctl.cli_options import (
     WorkspaceOpt,
 )
 from agentctl.cli_planview import recovery_view
-from agentctl.clikit import DEFAULT_DB, deliver, path_parser, warning_errors
+from agentctl.clikit import DEFAULT_DB, deliver, path_parser, statement, warning_errors
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings
@@ -80,6 +80,9 @@ class _Recovery:
 
 def _recover(req: _Recovery) -> None:
     from agentctl.cli_vars import compile_with_vars
+
+    if req.reason is not None:  # recorded on the new run: blank says nothing (exit 2)
+        statement(req.reason, "--reason")
 
     # spec/cli.md §1: the workspace of run, retry and repair defaults to the workflow file's
     # directory (resume, fork and compensate reuse the source run's own).

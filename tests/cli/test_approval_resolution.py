@@ -68,3 +68,33 @@ def test_an_option_is_never_taken_as_the_value_of_the_one_before(  # type: ignor
     audit = cli("--output", "json", "inspect", run_id, *db).data["audit"]
     approved = [a["payload"] for a in audit if a["eventType"] == "approval.approved"]
     assert [(p["actor"], p["reason"]) for p in approved] == [("alice", "--actor")]
+
+
+FAILING = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: { name: failing }
+spec:
+  actions: { check: { kind: builtin.assert } }
+  tasks: [ { id: a, uses: "action:check", with: { that: false, message: no } } ]
+"""
+
+
+def test_retry_and_repair_refuse_a_blank_reason(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``--reason`` is recorded on the new run, as an approval's is: blank is exit 2, and no
+    run is created."""
+    wf = write_workflow(FAILING)
+    db = ("--db", str(tmp_path / "r.db"))
+    failed = cli("--output", "json", "run", str(wf), *db)
+    assert failed.rc == 4, failed.stderr
+    source = failed.error["error"]["runId"]
+    for command in (
+        ("retry", str(wf), source, "--failed"),
+        ("repair", str(wf), source, "--from", "a"),
+    ):
+        for reason in ("", "  "):
+            refused = cli("--output", "json", *command, "--reason", reason, *db)
+            assert refused.rc == 2, (command, refused.stdout, refused.stderr)
+            assert "--reason must not be empty" in refused.error["error"]["message"]
+    runs = cli("--output", "json", "runs", "list", *db).data["runs"]
+    assert [r["runId"] for r in runs] == [source]
