@@ -262,6 +262,8 @@ def effects_continue_remote_cmd(
     completed, record its result as an applied reconciliation."""
     from agentctl.coordinator.continuation import continue_remote
 
+    actor = statement(actor, "--actor")  # recorded on the reconciliation, as `reconcile`'s
+    reason = None if reason is None else statement(reason, "--reason")
     data = continue_remote(effect, db=db, actor=actor, reason=reason, approved=approved)
     deliver(Outcome("EffectReconciliation", data, human=reconciliation_view(data, db)))
 

@@ -276,6 +276,11 @@ def test_continue_remote_records_the_observed_result(
     run_id, effect = _killed_mid_task(cli, start_cli, tmp_path, slow_peer)
     db = _db(tmp_path)
     slow_peer.let_tasks_finish()
+    # Recorded words, as `effects reconcile` takes them: blank is exit 2 and records nothing.
+    cont_args = ("--output", "json", "effects", "continue-remote", effect["effectId"], "--db", db)
+    for flag in ("--actor", "--reason"):
+        blank = cli(*cont_args, flag, " ")
+        assert blank.rc == 2 and f"{flag} must not be empty" in blank.error["error"]["message"]
     cont = cli(
         "--output",
         "json",
