@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentctl.clikit import collect_from_now, read_cli_file, warning_errors
-from agentctl.errors import Diagnostic
+from agentctl.errors import Diagnostic, ValidationError
 from agentctl.render import Outcome, Settings, dump_json, stream_event_printer
 
 if TYPE_CHECKING:
@@ -168,6 +168,8 @@ class InputFlags:
         from agentctl.coordinator import api
 
         file_text = None
+        if self.inputs is not None and self.inputs_file is not None:  # before reading the file
+            raise ValidationError("--inputs and --inputs-file are mutually exclusive")
         if self.inputs_file is not None:
             file_text = read_cli_file(self.inputs_file, "inputs file").decode("utf-8", "replace")
         return api.resolve_inputs(

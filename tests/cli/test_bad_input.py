@@ -223,6 +223,11 @@ USAGE: dict[str, tuple[list[str], str]] = {
     "inputs-not-json": (["run", "wf.yaml", "--inputs", "{oops"], "JSON"),
     "inputs-not-object": (["run", "wf.yaml", "--inputs", "[1]"], "object"),
     "input-without-equals": (["run", "wf.yaml", "--input", "novalue"], "KEY=VALUE"),
+    # Both given is the error, whatever the file: it is not even read.
+    "inputs-and-missing-file": (
+        ["run", "wf.yaml", "--inputs", "{}", "--inputs-file", "missing.json"],
+        "mutually exclusive",
+    ),
 }
 
 
