@@ -119,6 +119,15 @@ def test_hello_runs(runner: Runner) -> None:
     assert (runner.dir / "out" / "hello.txt").read_text() == "hello, world"
 
 
+def test_hello_previewed_says_its_output_is_unavailable(runner: Runner) -> None:
+    """Its outputs read the subprocess's stdout, which a preview does not run: the output says
+    so (docs/cli.md, `--check`), the preview still succeeds, and nothing is written."""
+    data = _succeeded(runner.run("hello.yaml", "--check"))
+    (reason,) = data["output"].values()
+    assert list(data["output"]) == ["unavailableInCheckMode"] and "tasks.say" in reason
+    assert not (runner.dir / "out").exists()
+
+
 def test_e10_extension_counts_words(runner: Runner) -> None:
     data = _succeeded(runner.run("e10-extension.yaml"))
     words = len((runner.dir / "notes.txt").read_text().split())
