@@ -4,7 +4,7 @@ A worker builds, before its first effect, the validator of ``Hello``, of the ``M
 union (every message model), of its request model and of ``Result``: generating those
 pydantic schemas (and pydantic's first look for plugins, which scans every installed
 distribution's metadata) is ~15 ms of CPU of a ~150 ms start; building the validators from the
-schemas takes ~1 ms. The schemas are data: a worker stores them once
+schemas takes ~1 ms. The schemas are data: a worker or a coordinator's pool stores them once
 (``mailbox/wirecache.py``) and hands them back here in later processes.
 
 Invariants:
