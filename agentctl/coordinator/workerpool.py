@@ -13,8 +13,8 @@ Invariants:
   ``Failure`` of type ``WorkerLost`` (the effect may have happened); that worker's tree is
   SIGKILLed and the next ``execute`` starts a fresh one;
 - on exit: ``Shutdown`` to every worker, a short grace, then SIGTERM → grace → SIGKILL of each
-  worker tree (psutil), so no worker or grandchild outlives the pool; a worker that closes its
-  socket after ``Shutdown`` with nothing pending is exiting, not lost (it is not killed);
+  worker tree and session, so no worker or grandchild outlives the pool (a reaped worker's own
+  pid is never signalled: only its session); one closing after ``Shutdown`` is not lost;
 - no task reads a worker's socket for the pool: the callers waiting on a worker take turns,
   one reading at a time (``_await_reply``), so a lone effect's reply reaches its caller in
   the pass that read it; while any effect is pending exactly one caller reads or has been
@@ -55,6 +55,7 @@ from agentctl.coordinator.poolwait import HandleSink as HandleSink  # part of th
 from agentctl.coordinator.workerproc import (
     ChildProcess,
     signal_tree,
+    signal_worker,
     wait_all,
     write_worker_registry,
 )
@@ -431,7 +432,7 @@ class WorkerPool:
         pending, worker.pending = worker.pending, {}
         for effect_id, reply in pending.items():
             reply.resolve(lost_failure(effect_id, worker.pid, reason))
-        signal_tree(worker.pid, signal.SIGKILL, session=True)
+        signal_worker(worker.proc, signal.SIGKILL)
         worker.channel.abandon()  # a caller reading or sending now returns at once
         self._workers = [w for w in self._workers if w is not worker]
         # Best effort, as at close: the hang timer loses workers too, and an error there would
@@ -456,7 +457,7 @@ class WorkerPool:
         await wait_all([w.proc for w in workers], SHUTDOWN_GRACE_S)
         for sig, grace in ((signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, None)):
             for worker in workers:
-                signal_tree(worker.pid, sig, session=True)
+                signal_worker(worker.proc, sig)
             await wait_all([w.proc for w in workers], grace)
         for worker in workers:
             self._lose(worker, "worker pool closed")

@@ -50,6 +50,10 @@ class AdoptedProcess:
     def pid(self) -> int:
         return self._popen.pid
 
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.returncode
+
     async def wait(self) -> int:
         import trio  # loaded long before a pool waits: not on the early start's path
 

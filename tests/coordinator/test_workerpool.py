@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -18,7 +19,7 @@ import pytest
 import trio
 
 from agentctl.coordinator.workerpool import open_worker_pool
-from agentctl.coordinator.workerproc import kill_stale_workers
+from agentctl.coordinator.workerproc import kill_stale_workers, signal_tree
 from agentctl.envknobs import ANSWER_GRACE_SECONDS
 from agentctl.ledger.owners import process_start_time
 from agentctl.mailbox import Execute, Failure, FrameChannel, Result
@@ -332,6 +333,47 @@ async def test_pool_exit_kills_workers_and_their_children(tmp_path: Path) -> Non
             scope.cancel()
     assert _gone(worker) and _gone(child)
     assert json.loads(registry.read_text())["workers"] == []
+
+
+ESCAPE_GROUP = (
+    "import os, sys, time; os.setpgid(0, 0); "
+    "open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(60)"
+)
+
+
+async def test_a_gracefully_closed_pool_still_kills_its_workers_session(tmp_path: Path) -> None:
+    """An effect leaves a process that left its process group (so the worker's own kill of
+    the effect's group misses it) but not the worker's session. The worker exits at
+    ``Shutdown`` and is reaped; the close then finds that orphan by its session and kills it."""
+    pid_file = tmp_path / "orphan"
+    # Its output elsewhere: the effect ends when its pipes close, not when the orphan does;
+    # and the effect waits for the orphan to have left its group (the worker kills the group
+    # as the effect ends).
+    orphan_argv = f"{shlex.quote(sys.executable)} -c {shlex.quote(ESCAPE_GROUP)} {pid_file}"
+    script = f"{orphan_argv} >/dev/null 2>&1 & while [ ! -s {pid_file} ]; do sleep 0.01; done"
+    async with open_worker_pool(1) as pool:
+        reply = await pool.execute(_shell(tmp_path, script))
+        assert isinstance(reply, Result), reply
+        orphan = await _pid_from(pid_file)
+        [worker] = pool.worker_pids()
+        assert os.getsid(orphan) == worker and os.getpgid(orphan) == orphan
+    assert _gone(worker) and _gone(orphan)
+
+
+def test_a_reaped_pid_is_never_signalled_only_its_session(tmp_path: Path) -> None:
+    """Once a worker is reaped its pid may name another process: ``signal_tree`` with
+    ``reaped`` signals only the processes of the session it led, never the pid itself."""
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        time.sleep(0.2)  # started (a bound, not a speed assertion: it only has to exist)
+        signal_tree(bystander.pid, signal.SIGKILL, session=True, reaped=True)
+        time.sleep(0.2)
+        assert bystander.poll() is None  # the number was left alone: it leads no session
+        signal_tree(bystander.pid, signal.SIGKILL, session=True)
+        assert bystander.wait(timeout=10) == -signal.SIGKILL  # the control: unreaped, it is hit
+    finally:
+        bystander.kill()
+        bystander.wait()
 
 
 def _dead_pid() -> int:
