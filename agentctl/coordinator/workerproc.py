@@ -77,15 +77,25 @@ def _signal_session(sid: int, sig: signal.Signals) -> None:
     pid that ended and was reused in between is never hit; the session id itself cannot be
     reused while a process of the session lives."""
     for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == sid:
-            continue
-        with contextlib.suppress(OSError):
-            fd = os.pidfd_open(int(name))
-            try:
-                if os.getsid(int(name)) == sid:
-                    signal.pidfd_send_signal(fd, sig)
-            finally:
-                os.close(fd)
+        if name.isdigit() and int(name) != sid:
+            with contextlib.suppress(OSError):  # gone meanwhile, or not ours to signal
+                _signal_member(int(name), sid, sig)
+
+
+def _signal_member(pid: int, sid: int, sig: signal.Signals) -> None:
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    except OSError:  # no pidfds (a kernel before 5.3): checked and signalled by number
+        if os.getsid(pid) == sid:
+            os.kill(pid, sig)
+        return
+    try:
+        if os.getsid(pid) == sid:
+            signal.pidfd_send_signal(fd, sig)
+    finally:
+        os.close(fd)
 
 
 def signal_tree(

@@ -376,6 +376,36 @@ def test_a_reaped_pid_is_never_signalled_only_its_session(tmp_path: Path) -> Non
         bystander.wait()
 
 
+def test_a_session_is_signalled_without_pidfds_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a kernel without ``pidfd_open`` (before 5.3) the members are still found and
+    signalled, by number: the scan must not fail closed into signalling nobody."""
+    import errno
+
+    from agentctl.coordinator import workerproc
+
+    def no_pidfds(pid: int) -> int:
+        raise OSError(errno.ENOSYS, "pidfd_open")
+
+    monkeypatch.setattr(workerproc.os, "pidfd_open", no_pidfds)
+    pid_file = tmp_path / "member"
+    leader = subprocess.Popen(
+        ["/bin/sh", "-c", f"sleep 60 & echo $! > {pid_file}; wait"], start_new_session=True
+    )
+    try:
+        while not pid_file.exists() or not pid_file.read_text().strip():
+            time.sleep(0.01)
+        member = int(pid_file.read_text())
+        workerproc.signal_tree(leader.pid, signal.SIGKILL, session=True, reaped=True)
+        assert _gone(member)
+        # The member only: the leader, taken as reaped, ends by itself (`wait` returns 0).
+        assert leader.wait(timeout=10) == 0
+    finally:
+        leader.kill()
+        leader.wait()
+
+
 def _dead_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
