@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from agentctl.core.conditions import json_identical
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.longterm import (
     Candidate,
@@ -74,7 +75,8 @@ def memory_write_output(memory: Mapping[str, JsonValue], request: JsonObject) ->
     key = str(request["key"])
     before = memory.get(key)
     after = request.get("value")
-    changed = key not in memory or before != after
+    # Exact JSON (spec/dsl.md §6.3): replacing ``true`` by ``1``, or ``1`` by ``1.0``, changes it.
+    changed = key not in memory or not json_identical(before, after)
     return {
         "status": "changed" if changed else "unchanged",
         "changed": changed,

@@ -128,6 +128,31 @@ def test_memory_write_then_read(cli, write_workflow, tmp_path: Path) -> None:  #
     assert _tasks(data)["remember"]["stateDelta"] == {"colour": "blue"}
 
 
+def test_memory_write_reports_a_change_by_exact_json(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """spec/dsl.md §6.3: equality is exact JSON — ``true`` is not ``1``, ``1`` is not ``1.0``,
+    ``0`` is not ``false`` — so replacing one by the other is a change; the same value is not."""
+    wf = write_workflow(
+        HEAD
+        + """\
+  policy: { approval: never }
+  memory: { working: { t: true, f: 1, z: 0, same: 1 } }
+  actions: { w: { kind: builtin.memory.write } }
+  tasks:
+    - { id: t, uses: "action:w", with: { key: t, value: 1 } }
+    - { id: f, uses: "action:w", with: { key: f, value: 1.0 } }
+    - { id: z, uses: "action:w", with: { key: z, value: false } }
+    - { id: same, uses: "action:w", with: { key: same, value: 1 } }
+"""
+    )
+    db = tmp_path / "r.db"
+    done = cli("--output", "json", "run", str(wf), "--db", str(db))
+    assert done.rc == 0, done.stderr
+    outputs = {k: t["output"] for k, t in _tasks(_inspect(cli, db, done.data["runId"])).items()}
+    for key in ("t", "f", "z"):
+        assert (outputs[key]["status"], outputs[key]["changed"]) == ("changed", True), outputs
+    assert (outputs["same"]["status"], outputs["same"]["changed"]) == ("unchanged", False)
+
+
 def test_router_skips_unselected_destinations(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     wf = write_workflow(
         HEAD
