@@ -257,7 +257,9 @@ def _assert(task: PlannedTask, given: JsonValue, ctx: ReadContext) -> JsonObject
     args = as_object(given)
     that = args.get("that")
     if not isinstance(that, bool):
-        raise TaskFailure(f"task {task.id}: assert `that` must be a boolean, got {that!r}")
+        # Named as JSON (null, 1, "yes"), not as Python would print it (None, 'yes').
+        got = canonical_json(that)
+        raise TaskFailure(f"task {task.id}: assert `that` must be a boolean, got {got}")
     if not that:
         raise TaskFailure(f"task {task.id}: {args.get('message') or 'assertion failed'}")
     return {"status": "unchanged", "changed": False, "passed": True}

@@ -153,6 +153,24 @@ def test_memory_write_reports_a_change_by_exact_json(cli, write_workflow, tmp_pa
     assert (outputs["same"]["status"], outputs["same"]["changed"]) == ("unchanged", False)
 
 
+@pytest.mark.parametrize(("value", "named"), [("null", "got null"), ('"yes"', 'got "yes"')])
+def test_an_assert_on_a_non_boolean_names_the_value_as_json(  # type: ignore[no-untyped-def]
+    cli, write_workflow, tmp_path: Path, value: str, named: str
+) -> None:
+    wf = write_workflow(
+        HEAD
+        + f"""\
+  inputs: {{ n: {value} }}
+  actions: {{ check: {{ kind: builtin.assert }} }}
+  tasks: [ {{ id: a, uses: "action:check", with: {{ that: "${{{{ inputs.n }}}}" }} }} ]
+"""
+    )
+    done = cli("--output", "json", "run", str(wf), "--db", str(tmp_path / "r.db"))
+    assert done.rc == 4, done.stdout
+    message = done.error["error"]["message"]
+    assert f"must be a boolean, {named}" in message and "None" not in message, message
+
+
 def test_router_skips_unselected_destinations(cli, write_workflow, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     wf = write_workflow(
         HEAD
