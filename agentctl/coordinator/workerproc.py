@@ -73,9 +73,9 @@ def pool_size(plan: Plan, needs: Workload | None = None) -> int:
 def _signal_session(sid: int, sig: signal.Signals) -> None:
     """Signal every process of session ``sid`` (read from ``/proc``: a pool's close scans
     once a worker, and building a ``psutil.Process`` for every process on the machine took
-    ~10 ms). Each is signalled through a pidfd opened before its session is checked, so a
-    pid that ended and was reused in between is never hit; the session id itself cannot be
-    reused while a process of the session lives."""
+    ~10 ms). A member is signalled through a pidfd, its session checked again once the pidfd
+    is open, so a pid that ended and was reused in between is never hit; the session id
+    itself cannot be reused while a process of the session lives."""
     for name in os.listdir("/proc"):
         if name.isdigit() and int(name) != sid:
             with contextlib.suppress(OSError):  # gone meanwhile, or not ours to signal
@@ -83,6 +83,8 @@ def _signal_session(sid: int, sig: signal.Signals) -> None:
 
 
 def _signal_member(pid: int, sid: int, sig: signal.Signals) -> None:
+    if os.getsid(pid) != sid:  # most processes: one system call, no descriptor
+        return
     try:
         fd = os.pidfd_open(pid)
     except ProcessLookupError:
