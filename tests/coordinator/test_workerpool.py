@@ -394,7 +394,9 @@ def test_a_session_is_signalled_without_pidfds_too(
         ["/bin/sh", "-c", f"sleep 60 & echo $! > {pid_file}; wait"], start_new_session=True
     )
     try:
+        deadline = time.monotonic() + 30  # a bound on waiting, not a speed assertion
         while not pid_file.exists() or not pid_file.read_text().strip():
+            assert time.monotonic() < deadline and leader.poll() is None
             time.sleep(0.01)
         member = int(pid_file.read_text())
         workerproc.signal_tree(leader.pid, signal.SIGKILL, session=True, reaped=True)
