@@ -152,6 +152,16 @@ def test_python_field_names_are_not_accepted_as_keys() -> None:
     check(only(with_), "schema_violation", "spec.tasks.0.with_", position(with_, "with_"))
 
 
+def test_an_unknown_key_holding_dots_is_named_as_written() -> None:
+    """An unquoted comma in a flow mapping makes the rest of a value a key of its own, dots and
+    all: the message names that key and the mapping it is in, not a path split at its dots."""
+    source = MINIMAL.replace("{ name: m }", "{ name: m, description: A nap, then a write. }")
+    found = only(source)
+    check(found, "schema_violation", "metadata.then a write.", position(source, "then a write."))
+    assert found.message == "unknown key `then a write.` in `metadata`"
+    assert "allowed keys here: name, description, labels" in (found.help or "")
+
+
 def test_unknown_key_suggests_the_closest_known_key() -> None:
     source = MINIMAL.replace("spec:\n", "spec:\n  runtime: { maxConcurency: 2 }\n")
     assert "did you mean `maxConcurrency`" in (only(source).help or "")

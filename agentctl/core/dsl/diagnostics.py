@@ -150,7 +150,7 @@ def findings_from_pydantic(
             message = str(ctx.get("msg", error["msg"]))
             findings.append(Finding(kind, path, message, ctx.get("help"), point))
         elif kind == "extra_forbidden":
-            findings.append(_unknown_key(path, root))
+            findings.append(_unknown_key(path, parts, root))
         elif kind == "missing":
             findings.append(_missing_key(path))
         else:
@@ -163,9 +163,10 @@ def _where(path: str) -> str:
     return f"`{parent}`" if parent else "the document root"
 
 
-def _unknown_key(path: str, root: type[BaseModel]) -> Finding:
-    key = path.rpartition(".")[2]
-    allowed = allowed_keys(root, parent_path(path))
+def _unknown_key(path: str, parts: list[str], root: type[BaseModel]) -> Finding:
+    # The key as written (``parts``' last), which may itself hold dots: ``path`` joins with them.
+    key, parent = (parts[-1], ".".join(parts[:-1])) if parts else ("", "")
+    allowed = allowed_keys(root, parent)
     help_text = None
     if allowed:
         import difflib  # here, not at the top: only a document with an unknown key needs it
@@ -173,9 +174,8 @@ def _unknown_key(path: str, root: type[BaseModel]) -> Finding:
         close = difflib.get_close_matches(key, allowed, n=1)
         hint = f"did you mean `{close[0]}`? " if close else ""
         help_text = f"{hint}allowed keys here: {', '.join(allowed)}"
-    return Finding(
-        "schema_violation", path, f"unknown key `{key}` in {_where(path)}", help_text, "key"
-    )
+    where = f"`{parent}`" if parent else "the document root"
+    return Finding("schema_violation", path, f"unknown key `{key}` in {where}", help_text, "key")
 
 
 def _missing_key(path: str) -> Finding:
