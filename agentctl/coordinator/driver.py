@@ -445,7 +445,7 @@ class Driver:
             from_state = self.live.states[step.task.id]
             # Mirrored first: an output a later task reads is encoded there, once for both.
             text = self._apply(step, target)
-            self.staged.add(step, from_state, target, links, text, self.clock.new_id)
+            self.staged.add(step, from_state, target, links, text, new_id=self.clock.new_id)
 
     def _staged_commit(self, now: str) -> model.BatchCommit | None:
         """The staged results as one commit in compiled order (None when nothing is staged)."""

@@ -51,17 +51,17 @@ class Staged:
         target: str,
         links: Sequence[str],
         output_text: str | None = None,
-        new_id: Callable[[str], str] | None = None,
+        *,
+        new_id: Callable[[str], str],
     ) -> None:
         """Stage ``step`` moving from ``from_state`` to ``target``; ``links`` are the source
         effects its (succeeded) inverse compensates, each recorded by a reconciliation whose id
-        ``new_id`` mints (the coordinator's clock; needed only with links); ``output_text``:
-        its output's canonical JSON, when encoded already."""
+        ``new_id`` mints (the coordinator's clock); ``output_text``: its output's canonical
+        JSON, when encoded already."""
         self.finished.append(finished(step, from_state, target, output_text))
         if step.outcome is not None:
             self.outcomes.append(step.outcome)
         if step.effect_id is not None and links:
-            assert new_id is not None, "an inverse effect's links need reconciliation ids"
             inverse = step.effect_id
             self.compensated.extend(
                 model.CompensatedPair(src, inverse, new_id("reconciliation")) for src in links

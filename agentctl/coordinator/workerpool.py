@@ -447,7 +447,7 @@ class WorkerPool:
             await worker.channel.aclose()
 
     async def aclose(self) -> None:
-        """Shutdown, grace, then SIGTERM → grace → SIGKILL every worker tree."""
+        """Shutdown, grace, then SIGTERM → grace → SIGKILL (``_lose``) every worker tree."""
         async with self._lock:
             self._closed = True
         workers = [w for w in self._workers if not w.lost]
@@ -455,12 +455,12 @@ class WorkerPool:
             with trio.move_on_after(TERM_GRACE_S):
                 await self._send_or_lose(worker, Shutdown())
         await wait_all([w.proc for w in workers], SHUTDOWN_GRACE_S)
-        for sig, grace in ((signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, None)):
-            for worker in workers:
-                signal_worker(worker.proc, sig)
-            await wait_all([w.proc for w in workers], grace)
         for worker in workers:
+            signal_worker(worker.proc, signal.SIGTERM)
+        await wait_all([w.proc for w in workers], TERM_GRACE_S)
+        for worker in workers:  # its SIGKILL: what is left of the worker's tree and session
             self._lose(worker, "worker pool closed")
+        await wait_all([w.proc for w in workers], None)  # beside ``_reap``: waits serialise
         # Best effort: every worker is dead now, and a stale entry is harmless (matched by pid
         # and start time); failing here (a full disk) must not mask why the pool closed.
         with contextlib.suppress(PersistenceError):

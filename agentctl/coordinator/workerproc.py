@@ -89,9 +89,8 @@ def _signal_member(pid: int, sid: int, sig: signal.Signals) -> None:
         fd = os.pidfd_open(pid)
     except ProcessLookupError:
         return
-    except OSError:  # no pidfds (a kernel before 5.3): checked and signalled by number
-        if os.getsid(pid) == sid:
-            os.kill(pid, sig)
+    except OSError:  # no pidfds (a kernel before 5.3): signalled by number, as just checked
+        os.kill(pid, sig)
         return
     try:
         if os.getsid(pid) == sid:
