@@ -569,6 +569,22 @@ def test_e5_subworkflow_version_must_be_semver() -> None:
     )
 
 
+@pytest.mark.parametrize("key", ["inputSchema", "outputSchema"])
+def test_a_subworkflow_boundary_schema_is_checked_at_its_definition(key: str) -> None:
+    # No task invokes `s`: its definition is held to the rules all the same, and the error
+    # names the definition's key, not a task that invokes it.
+    source = MINIMAL + (
+        f"  subworkflows:\n    s: {{ version: 1.0.0, {key}: {{ type: bogus }}, "
+        "tasks: [ { id: e, uses: action:x } ] }\n"
+    )
+    check(
+        only(source),
+        "schema_violation",
+        f"spec.subworkflows.s.{key}.type",
+        position(source, "bogus"),
+    )
+
+
 def test_shape_exclusivity_rules() -> None:
     both = EXAMPLES["e3"].replace(
         "foreach: { items: [dev, prod], as: env, maxItems: 2 }",

@@ -26,6 +26,7 @@ from agentctl.core.dsl.base import (
     Seconds,
     StrictModel,
     VarsFiles,
+    check_json_schema,
     given_keys,
     rule_error,
 )
@@ -262,3 +263,11 @@ class Subworkflow(StrictModel):
                 help="write MAJOR.MINOR.PATCH, e.g. 0.1.0",
             )
         return value
+
+    @model_validator(mode="after")
+    def _schemas(self) -> Self:
+        """Both boundary schemas are usable, located at the definition's own key — checked
+        here, so a definition no task invokes (yet) is held to it too."""
+        check_json_schema(self.input_schema, "inputSchema")
+        check_json_schema(self.output_schema, "outputSchema")
+        return self
