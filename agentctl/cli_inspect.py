@@ -43,6 +43,11 @@ def cancel_cmd(
     def human(_s: Settings) -> str:
         if state == "cancelled":  # nothing was driving it, or its driver has already stopped
             return f"run {data['runId']} cancelled (open approvals, if any, are closed)"
+        if state == "paused":  # the next resume honours it before any work (exit 130)
+            return (
+                f"cancellation requested for {data['runId']}; the run stays paused until "
+                f"`agentctl resume {data['runId']}`, which ends it cancelled"
+            )
         return f"cancellation requested for {data['runId']}"
 
     deliver(Outcome("Cancellation", data, human=human))

@@ -250,7 +250,9 @@ def resume(
             plan = load_plan(found)
             base = os.path.abspath(workspace or found.base_path or os.getcwd())
             _preflight_resume(ledger, found, plan, base)
-            waiting = not interactive and _awaits_approval(ledger, found, plan)
+            # A requested cancellation is honoured by the drive, not answered with "paused".
+            asks = not interactive and not found.cancellation_requested
+            waiting = asks and _awaits_approval(ledger, found, plan)
             run = None if waiting else check_resumable(ledger, run_ref, clock, trace_id)
             if on_created is not None:
                 on_created(found.run_id, trace_id)
@@ -379,8 +381,9 @@ def fork(
 
 def cancel(run_ref: str, *, db: str) -> tuple[JsonObject, str]:
     """Request cancellation: the ``Cancellation`` data of spec/cli.md and the run's state
-    after it (``cancelled`` at once for a run nothing drives, or one whose driver already
-    honoured the flag; else still ``running``)."""
+    after it (``cancelled`` at once for a queued or crashed run nothing can drive, or one
+    whose driver already honoured the flag; else still ``running`` or ``paused``, the flag
+    left for its driver or the next ``resume``)."""
     clock = Clock()
     with open_ledger(db) as ledger:  # the request's own trace names what it writes
         run = ledger.request_cancel(run_ref, clock.now(), trace_id=clock.new_id("trace"))

@@ -229,8 +229,9 @@ async def _drive_with_workers(
             on_stream=req.on_stream,
         )
         with scope, trio.CancelScope(deadline=wall_deadline) as wall:
-            # A serve's claimed run may have been cancelled before the claim: start nothing.
-            if req.stop is not None and await store.is_cancel_requested(req.run_id):
+            # A run whose cancellation was requested before this drive claimed it (a paused
+            # run cancelled, then resumed; a serve's claim): the first boundary, start nothing.
+            if await store.is_cancel_requested(req.run_id):
                 scope.cancel()
                 await trio.lowlevel.checkpoint()  # raises Cancelled (caught by ``scope``)
             async with trio.open_nursery() as nursery:

@@ -142,8 +142,9 @@ class RunLedger(Protocol):
         ...
 
     def request_cancel(self, run_ref: str, now: str, *, trace_id: str | None = None) -> RunRecord:
-        """Set the durable cancellation flag of a running or paused run; a paused run that no
-        live coordinator drives is cancelled at once (approvals closed). Returns the run.
+        """Set the durable cancellation flag of a queued, running or paused run (a paused
+        run's next drive honours it before any work); a queued run, or a running one nothing
+        can drive any more, is cancelled at once. Returns the run.
         What it writes is audited with ``trace_id``, the cancelling invocation's."""
         ...
 

@@ -189,15 +189,16 @@ def request_cancel_txn(
     undriven run cancelled at once; returns the run after it. Every event written here names
     ``trace_id``, the cancelling invocation's.
 
-    A queued run, a paused run that no live coordinator owns, a running run a ``serve``
-    handed back (no owner) and a running run whose ``run``/``resume`` died (its local owner's
-    process is gone) are cancelled here: nothing is driving
-    them that could honour the flag, and waiting for a ``resume`` or a claim would leave
-    approvals open (an approve would still be accepted) or start work — and a ``resume``
-    of a crashed run stops at its unresolved effects before it reaches the flag. Such a
-    run's started effects become uncertain, as a driven cancel leaves them. A run being
-    driven honours the flag itself — maybe before this transaction commits, in which case
-    the run is already over and the request is not audited after its end.
+    A paused run keeps its state, its approvals and its flag (spec/cli.md §6: the request is
+    for another process to observe): the next ``resume`` (or a ``serve``'s claim) honours it
+    at its first boundary, before any work, and ends the run ``cancelled`` (exit 130).
+    A queued run, a running run a ``serve`` handed back (no owner) and a running run whose
+    ``run``/``resume`` died (its local owner's process is gone) are cancelled here: nothing
+    is driving them that could honour the flag, and a ``resume`` of a crashed run stops at
+    its unresolved effects before it reaches the flag. Such a run's started effects become
+    uncertain, as a driven cancel leaves them. A run being driven honours the flag itself —
+    maybe before this transaction commits, in which case the run is already over and the
+    request is not audited after its end.
     """
     run = runs.get_run(conn, run_id)
     if run.state not in ("queued", "running", "paused"):
@@ -212,9 +213,7 @@ def request_cancel_txn(
         _cancel_unowned_txn(conn, run.run_id, now, open_states, trace_id)
         if run.owner_pid is not None:  # the dead owner's lease goes with its run
             leases.release_run_lease_txn(conn, run.run_id, run.owner_pid, now)
-    elif run.state == "queued" or (
-        run.state == "paused" and not leases.has_live_owner(conn, run.run_id, now)
-    ):
+    elif run.state == "queued":
         _cancel_unowned_txn(conn, run.run_id, now, _OPEN_WHEN_PAUSED, trace_id)
     return runs.get_run(conn, run.run_id)
 

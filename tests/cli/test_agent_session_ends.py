@@ -61,6 +61,9 @@ def test_cancelling_a_run_held_for_a_tool_approval_ends_the_session_cancelled(
     assert _session(cli, run_id)["status"] == "active"  # paused: the attempt goes on
     cancelled = cli("--output", "json", "cancel", run_id, "--db", "r.db")
     assert cancelled.rc == 0, cancelled.stderr
+    assert _session(cli, run_id)["status"] == "active"  # recorded for the next resume
+    resumed = cli("--output", "json", "resume", run_id, "--db", "r.db")
+    assert resumed.rc == 130, resumed.stderr
     assert _session(cli, run_id)["status"] == "cancelled"
 
 

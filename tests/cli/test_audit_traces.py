@@ -110,7 +110,10 @@ def test_a_cancel_audits_under_its_own_trace(cli: Cli, tmp_path: Path) -> None:
     log, _approval = _paused_e6(cli, tmp_path)
     cancelled = cli("--output", "json", "cancel", log.run_id, "--db", "r.db")
     assert cancelled.rc == 0, cancelled.stderr
-    kinds = log.written_under_one_new_trace()
+    assert log.written_under_one_new_trace() == ["run.cancellation_requested"]
+    resumed = cli("--output", "json", "resume", log.run_id, "--db", "r.db")
+    assert resumed.rc == 130, resumed.stderr
+    kinds = log.written_under_one_new_trace()  # the resume that honoured it: its own trace
     assert {"effect.cancelled", "approval.cancelled", "task.cancelled", "run.cancelled"} <= set(
         kinds
     )

@@ -1,7 +1,9 @@
 """Faults in stored state (issue 18), black-box through the CLI in a fresh directory.
 
-- cancelling a paused run takes effect at once: the run ends ``cancelled``, its approval is
-  closed (approving it afterwards is refused), and nothing runs — not even on ``resume``;
+- cancelling a paused run records the request and changes nothing else (spec/cli.md §6): the
+  next ``resume`` honours it before any work — the run ends ``cancelled`` (exit 130), its
+  undecided approval closed (approving it afterwards is refused), and nothing runs, not even
+  an effect approved after the request;
 - a ledger whose pages are corrupt is noticed (``PRAGMA quick_check``) by the commands that
   would write into it or drive a run from it, and by ``db stats``: exit 5 naming the file,
   and the file is never written into further (byte comparison).
@@ -38,30 +40,54 @@ def _paused_run(cli: Cli, root: Path) -> tuple[str, str]:
     return run_id, approval["approvalId"]
 
 
-def test_cancel_of_a_paused_run_takes_effect_at_once(cli: Cli, tmp_path: Path) -> None:
+def test_cancel_of_a_paused_run_is_honoured_by_the_next_resume(cli: Cli, tmp_path: Path) -> None:
     run_id, approval_id = _paused_run(cli, tmp_path)
 
     cancelled = cli("--output", "json", "cancel", run_id, "--db", "s/r.db")
     assert cancelled.rc == 0, cancelled.stderr
     assert cancelled.data == {"runId": run_id, "requested": True}
-    human = cli("cancel", run_id, "--db", "s/r.db")  # already cancelled: nothing to cancel
-    assert human.rc == 5 and "no running or paused run" in human.stderr
+    human = cli("cancel", run_id, "--db", "s/r.db")  # a second request: still paused
+    assert human.rc == 0 and "stays paused until `agentctl resume" in human.stdout
 
+    # The request is recorded for another process to observe: nothing else changed yet.
+    seen = cli("--output", "json", "inspect", run_id, "--db", "s/r.db").data
+    assert (seen["run"]["state"], seen["run"]["cancellationRequested"]) == ("paused", True)
+    assert [a["approvalId"] for a in seen["approvals"]] == [approval_id]
+    assert [(t["taskId"], t["state"]) for t in seen["tasks"]] == [("save", "waiting_for_approval")]
+
+    # Even approved, the effect never runs: the resume honours the flag before any work.
+    approve = cli(
+        "--output", "json", "approvals", "approve", approval_id, "--reason", "r", "--db", "s/r.db"
+    )
+    assert approve.rc == 0, approve.stderr
+    resumed = cli("--output", "json", "resume", run_id, "--db", "s/r.db")
+    assert resumed.rc == 130, resumed.stderr
+    assert (resumed.data["runId"], resumed.data["state"]) == (run_id, "cancelled")
+
+    seen = cli("--output", "json", "inspect", run_id, "--db", "s/r.db").data
+    assert seen["run"]["state"] == "cancelled"
+    assert [(t["taskId"], t["state"]) for t in seen["tasks"]] == [("save", "cancelled")]
+    assert [e["status"] for e in seen["effects"]] == ["requested"]  # never started
+    assert not (tmp_path / "out").exists()  # nothing ran
+    again = cli("--output", "json", "resume", run_id, "--db", "s/r.db")
+    assert again.rc == 4 and "is cancelled" in again.error["error"]["message"]
+
+
+def test_a_paused_run_cancelled_undecided_closes_its_approval(cli: Cli, tmp_path: Path) -> None:
+    run_id, approval_id = _paused_run(cli, tmp_path)
+    assert cli("cancel", run_id, "--db", "s/r.db").rc == 0
+
+    resumed = cli("resume", run_id, "--db", "s/r.db")
+    assert resumed.rc == 130, resumed.stderr
     approve = cli(
         "--output", "json", "approvals", "approve", approval_id, "--reason", "r", "--db", "s/r.db"
     )
     assert approve.rc == 5
     assert f"approval {approval_id} is already cancelled" in approve.error["error"]["message"]
-
-    resumed = cli("--output", "json", "resume", run_id, "--db", "s/r.db")
-    assert resumed.rc == 4 and "is cancelled" in resumed.error["error"]["message"]
-
     seen = cli("--output", "json", "inspect", run_id, "--db", "s/r.db").data
-    assert seen["run"]["state"] == "cancelled"
-    assert [(t["taskId"], t["state"]) for t in seen["tasks"]] == [("save", "cancelled")]
     assert [e["status"] for e in seen["effects"]] == ["cancelled"]
     assert seen["approvals"] == []  # none pending any more
-    assert not (tmp_path / "out").exists()  # nothing ran
+    assert not (tmp_path / "out").exists()
 
 
 # ----------------------------------------------------------------- 10. corruption noticed

@@ -160,7 +160,9 @@ def test_cancelling_a_paused_run_settles_its_never_started_reservation(
     assert paused.rc == 3, paused.stderr
     run_id = paused.data["runId"]
     assert _budget(cli, run_id)["reserved"] == {"processOutputBytes": 1000}
-    assert cli("cancel", run_id, *DB).rc == 0
+    assert cli("cancel", run_id, *DB).rc == 0  # recorded; the resume honours it
+    assert _budget(cli, run_id)["reserved"] == {"processOutputBytes": 1000}
+    assert cli("resume", run_id, *DB).rc == 130
     assert _json(cli, "inspect", run_id)["run"]["state"] == "cancelled"
     budget = _budget(cli, run_id)
     assert budget["reserved"] == {"processOutputBytes": 0}
