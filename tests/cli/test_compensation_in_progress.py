@@ -107,6 +107,11 @@ def test_a_compensation_run_that_ended_without_compensating_blocks_nothing(
     first = _paused_compensation(cli, db, source)
     cancelled = cli("--output", "json", "cancel", first, "--db", str(db))
     assert cancelled.rc == 0, cancelled.stderr
+    # Requested only: the paused compensation run is still in progress until it is driven.
+    plan = cli("--output", "json", "compensate", source, "--plan", "--db", str(db))
+    assert plan.rc == 3 and not plan.data["executable"], plan.stdout
+    ended = cli("--output", "json", "resume", first, "--db", str(db))
+    assert ended.rc == 130 and ended.data["state"] == "cancelled", ended.stderr
     plan = cli("--output", "json", "compensate", source, "--plan", "--db", str(db))
     assert plan.rc == 0 and plan.data["executable"], plan.stdout
     assert [t["sourceTaskId"] for t in plan.data["tasks"]] == ["make"]
