@@ -1,6 +1,9 @@
 """Approval requests and their resolution, plus long-term memory rows.
 
 Invariants:
+- an approval's ``redacted_input`` is what the operator is shown, stored with every
+  sensitive key's value replaced whole (``core.redact``, spec/cli.md §12); its effect keeps
+  the request it executes;
 - an approval is created ``pending`` and resolved at most once (approved | rejected, or
   ``cancelled`` when its run is cancelled while paused); resolving anything not pending raises
   a ``PersistenceError`` (exit 5) and writes nothing;
@@ -15,6 +18,7 @@ import uuid
 from dataclasses import dataclass
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.redact import redact
 from agentctl.errors import InvalidOperationError, PersistenceError
 from agentctl.ledger.artifacts.values import dumps_value_opt, loads_value
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
@@ -127,7 +131,7 @@ def insert_approval_txn(conn: Db, a: NewApproval, now: str) -> str:
             a.tool,
             a.capability,
             a.risk,
-            dumps_value_opt(conn, a.redacted_input, now),
+            dumps_value_opt(conn, redact(a.redacted_input), now),  # sensitive keys: §12
             a.expected_effect,
             a.reason,
             a.trace_id,

@@ -9,6 +9,9 @@ record, or the task's completion — and is written once, however often a resume
 Its budget units (one ``toolCalls``) are reserved and settled with its row, before anything
 of that write is recorded or dispatched, keyed by the call (``tool-call:<call_id>``): a call
 the budget refuses gets no row, and the write it rode stops there (spec/cli.md §7).
+The rows are a record to show, never read back to run anything: a call's input and output
+are stored with every sensitive key's value replaced whole (``core.redact``, spec/cli.md
+§12) — the effect keeps the request it executes.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.redact import redact
 from agentctl.errors import InvalidOperationError
 from agentctl.ledger import budget
 from agentctl.ledger.artifacts.values import dumps_value, dumps_value_opt, loads_value
@@ -53,7 +57,7 @@ def insert_tool_call_txn(
             effect_id,
             tool,
             status,
-            dumps_value(conn, tool_input, now),
+            dumps_value(conn, redact(tool_input), now),
             now,
             attempt,
             provider_call_id,
@@ -106,8 +110,8 @@ def insert_answered_txn(
                 ROW_FORMAT_VERSION,
                 c.task_id,
                 c.tool,
-                dumps_value(conn, c.input, now),
-                dumps_value(conn, c.output, now),
+                dumps_value(conn, redact(c.input), now),
+                dumps_value(conn, redact(c.output), now),
                 now,
                 now,
                 c.attempt,
@@ -161,7 +165,7 @@ def finish_tool_call_txn(
     cur = conn.execute(
         "UPDATE tool_calls SET status = ?, output_json = ?, error = ?, completed_at = ?"
         " WHERE run_id = ? AND call_id = ? AND status = 'started'",
-        (status, dumps_value_opt(conn, output, now), error, now, run_id, call_id),
+        (status, dumps_value_opt(conn, redact(output), now), error, now, run_id, call_id),
     )
     if cur.rowcount != 1:
         raise InvalidOperationError(f"tool call {call_id} of run {run_id} is not started")
@@ -175,7 +179,7 @@ def finish_applied_txn(conn: Db, run_id: str, effect_id: str, output: JsonValue,
         "UPDATE tool_calls SET status = 'succeeded', output_json = ?, error = NULL,"
         " completed_at = ? WHERE run_id = ? AND effect_id = ?"
         " AND status IN ('started', 'uncertain')",
-        (dumps_value_opt(conn, output, now), now, run_id, effect_id),
+        (dumps_value_opt(conn, redact(output), now), now, run_id, effect_id),
     )
 
 
