@@ -359,6 +359,35 @@ async def test_whatever_follows_the_final_event_is_not_read(
     assert reply.output["text"] == "Hello" and reply.output["finish"] == "complete"
 
 
+@pytest.mark.parametrize("kind", ["openai", "azure_openai"])
+async def test_a_whole_answer_to_a_streamed_call_is_taken_as_it_is(
+    kind: str, server: FixtureServer
+) -> None:
+    # A server that does not stream answers `stream: true` with the whole Response as JSON:
+    # nothing was cut off, so the call is not uncertain — it is that answer.
+    d = BY_KIND[kind]
+    server.script(Reply(body=d.text("whole")))
+    async with open_worker() as worker:
+        reply = await worker.call(execute(d, request_for(d, server, ASK, stream=True)))
+    assert isinstance(reply, Result), reply
+    assert reply.output["text"] == "whole" and reply.output["finish"] == "complete"
+    assert server.seen[0].body["stream"] is True and worker.fragments == []
+
+
+@pytest.mark.parametrize("kind", ["openai", "azure_openai"])
+async def test_a_streamed_call_answered_with_a_page_fails_definitively(
+    kind: str, server: FixtureServer
+) -> None:
+    d = BY_KIND[kind]
+    server.script(Reply(raw=b"<html>gateway says hi</html>", content_type="text/html"))
+    async with open_worker() as worker:
+        reply = await worker.call(execute(d, request_for(d, server, ASK, stream=True)))
+    assert isinstance(reply, Failure), reply
+    assert reply.error.type == "ProviderError" and not reply.uncertain
+    assert reply.error.message == "provider p: the answer is not JSON"
+    assert len(server.seen) == 1
+
+
 async def test_connection_refused_is_definitive(server: FixtureServer) -> None:
     d = BY_KIND["openai"]
     request = request_for(d, server, ASK)

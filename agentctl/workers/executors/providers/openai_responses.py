@@ -237,6 +237,11 @@ async def _streamed(
     request = http.stream("POST", endpoint.url, json=params, headers=headers, params=endpoint.query)
     async with request as answer:
         await check_status(answer, provider)
+        if not _is_event_stream(answer):
+            # A server that does not stream answered whole: that answer is definitive (nothing
+            # was cut off), taken as the non-streamed call's would be, or failed as one.
+            await answer.aread()
+            return normalize(answer_json(answer, provider))
         async for sse in read_events(answer.aiter_lines()):
             event = _event(sse.data, provider)
             kind = DELTA_KINDS.get(_text(event.get("type")))
@@ -257,6 +262,13 @@ async def _streamed(
     reply = normalize(final)
     reply.fragments = fragments
     return reply
+
+
+def _is_event_stream(answer: httpx2.Response) -> bool:
+    """Whether the answer says it is ``text/event-stream``; one with no content type is read
+    as a stream (the default of a server asked for one)."""
+    media = answer.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    return media in ("", "text/event-stream")
 
 
 def _event(data: str, provider: str) -> JsonObject:
