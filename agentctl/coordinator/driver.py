@@ -422,7 +422,8 @@ class Driver:
             return dataclasses.replace(base, state="waiting_for_effect", error=error)
         except RunFailedError as exc:
             base = dataclasses.replace(base, answered=runner.unrecorded())  # no call carried them
-            error = f"task {step.task.id}: {exc.message}"
+            own = f"task {step.task.id}: "  # a message naming its task already is not named twice
+            error = exc.message if exc.message.startswith(own) else own + exc.message
             return dataclasses.replace(base, state="failed", error=error, retryable=exc.retryable)
         try:
             ev.check_contract(step.task, output)

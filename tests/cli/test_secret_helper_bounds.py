@@ -62,3 +62,32 @@ def test_a_helper_past_its_timeout_is_killed_with_its_children(  # type: ignore[
     assert left == [], "helper processes outlived the run"
     assert done.rc == 4, done.stderr
     assert "timed out after 1 s" in done.error["error"]["message"]
+
+
+AGENT = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: helper }
+spec:
+  policy: { approval: never, secretProcessAllowlist: [sh], networkAllowlist: [127.0.0.1],
+    network: { allowPrivate: true, allowedPorts: [9] } }
+  providers:
+    p: { kind: openai, endpoint: "http://127.0.0.1:9/v1",
+      credential: { process: { command: /bin/sh, args: [-c, "exit 3"] } } }
+  agents: { a: { provider: p, model: m, instructions: hi } }
+  tasks: [ { id: ask, uses: "agent:a", with: { prompt: p } } ]
+"""
+
+
+def test_a_failing_credential_helper_names_its_task_once(  # type: ignore[no-untyped-def]
+    cli, write_workflow, tmp_path: Path
+) -> None:
+    # The helper runs when the call is dispatched (the pre-flight does not run helpers): the
+    # task fails closed before anything is sent, and its error says which task once.
+    done = cli(
+        "--output", "json", "run", str(write_workflow(AGENT)), "--db", str(tmp_path / "r.db")
+    )
+    assert done.rc == 4, done.stderr
+    message = done.error["error"]["message"]
+    assert message.endswith("ask: task ask: p: credential: secret helper /bin/sh exited 3")
+    assert message.count("task ask:") == 1
