@@ -30,6 +30,21 @@ def sniff_output(argv: list[str]) -> str:
     return "human"
 
 
+def check_text(argv: list[str]) -> None:
+    """Every argument is valid UTF-8 text. Python hands bytes that are not as lone surrogates
+    (``\\udcff``), which no database, JSON text or file name we write can hold: refused here
+    (exit 2) rather than failing half-way as an internal error."""
+    for position, arg in enumerate(argv, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = arg.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+            raise ValidationError(
+                f"argument {position} ({shown}) is not valid UTF-8 text; agentctl takes "
+                "arguments, names and paths as UTF-8"
+            ) from None
+
+
 def normalize_argv(argv: list[str]) -> tuple[Settings, list[str]]:
     """Pull the global flags out of ``argv`` wherever they stand; move ``--db`` to the end."""
     settings = Settings()

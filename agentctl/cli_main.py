@@ -19,7 +19,7 @@ import os
 import sys
 from typing import NoReturn
 
-from agentctl.cli_argv import normalize_argv, sniff_output
+from agentctl.cli_argv import check_text, normalize_argv, sniff_output
 from agentctl.cli_fast import parse as parse_fast
 from agentctl.clikit import ignore_interrupts, report_closed_stdout
 from agentctl.envknobs import check_all as check_env_knobs
@@ -47,6 +47,7 @@ def _execute(args: list[str]) -> Outcome | AgentctlError | int:
     """Parse and run the command; every failure becomes the error a user should see."""
     global SETTINGS
     try:
+        check_text(args)  # before anything is read, created or written
         SETTINGS, normalized = normalize_argv(args)
         check_env_knobs()  # a knob set to what it does not take: exit 2 before anything runs
         # Set on every call once loaded, so an earlier call in this process never leaks in.

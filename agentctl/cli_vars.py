@@ -24,7 +24,6 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from agentctl.core.dsl import load_workflow
 from agentctl.core.dsl.diagnostics import Locator
 from agentctl.core.dsl.yamlload import parse_yaml
 from agentctl.core.jsonvalue import JsonObject
+from agentctl.core.strictjson import RefusedJsonError, parse_strict
 from agentctl.errors import Diagnostic, ValidationError
 
 MAX_FILES = 256
@@ -166,16 +166,14 @@ def var_pair(text: str) -> tuple[str, Any]:
     name, sep, raw = text.partition("=")
     if not sep or not _NAME.match(name):
         raise ValidationError(f"--var {text!r}: expected NAME=JSON (NAME a variable name)")
-    try:
-        return name, json.loads(raw, parse_constant=_no_constant)
-    except ValueError as exc:
+    try:  # strict, as every JSON the command line takes: no NaN, 1e999 or lone surrogate
+        return name, parse_strict(raw, f"--var {name}")
+    except RefusedJsonError:
+        raise
+    except ValidationError as exc:
         raise ValidationError(
             f"--var {name}: {raw!r} is not JSON (quote text: '\"text\"')"
         ) from exc
-
-
-def _no_constant(word: str) -> Any:
-    raise ValueError(f"{word} is not JSON")
 
 
 def capture_vars(

@@ -8,6 +8,8 @@ Invariants:
 - nesting is bounded (``MAX_DEPTH``): deeper documents are refused with a clear message instead
   of exhausting the interpreter's recursion limit somewhere downstream (parser, canonical
   digests, template rendering);
+- strings are Unicode text: a lone surrogate escape (``"\\ud800"``), which Python's parser
+  takes, is refused too — no database, digest or output could hold it;
 - a refusal names what was being read, so the user knows which flag or file to fix.
 """
 
@@ -62,7 +64,37 @@ def parse_strict(text: str | bytes, what: str) -> JsonValue:
         raise ValidationError(f"{what} is not valid JSON: {exc}") from None
     if _depth_exceeds(value, MAX_DEPTH):
         raise RefusedJsonError(_too_deep(what))
+    _refuse_lone_surrogates(value, what)
     return value
+
+
+def _refuse_lone_surrogates(value: JsonValue, what: str) -> None:
+    """JSON may escape half of a surrogate pair alone (``"\\ud800"``); Python takes it, but
+    it is no Unicode text, so nothing could store, hash or print it: refused (exit 2)."""
+    if holds_lone_surrogate(value):
+        raise RefusedJsonError(
+            f"{what} contains a lone surrogate escape (\\ud800-\\udfff), which is "
+            "not Unicode text; escape whole pairs or write the character itself"
+        )
+
+
+def holds_lone_surrogate(value: object) -> bool:
+    """Whether a string anywhere in ``value`` (mapping keys included) holds half of a
+    surrogate pair, which no UTF-8 text can (iterative: no recursion to exhaust)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and not item.isascii():
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+    return False
 
 
 def _too_deep(what: str) -> str:

@@ -338,3 +338,55 @@ def test_foreign_sqlite_file_is_never_taken_over(
 @pytest.mark.sqlite_only(reason="a --db path that is not a SQLite file")
 def test_non_sqlite_file_is_never_taken_over(cli: Cli, ws: Path) -> None:
     refused(cli, ws, "db", "stats", "--db", "plain.txt", needle="not an SQLite database", code=5)
+
+
+# ----------------------------------------------------------------- 5b. text that is no Unicode
+
+LONE = '"\\ud800"'  # JSON's escape of half a surrogate pair: Python's parser takes it
+
+
+def _surrogate_args(where: str, root: Path) -> list[str]:
+    document = '{"who": ' + LONE + "}"
+    if where == "input":
+        return ["run", "wf.yaml", "--input", f"who={LONE}"]
+    if where == "inputs":
+        return ["run", "wf.yaml", "--inputs", document]
+    if where == "var":
+        return ["run", "wf.yaml", "--var", f"v={LONE}"]
+    if where == "memory":
+        return ["memory", "put", "ns", "key", LONE]
+    (root / "data.json").write_text(document, encoding="utf-8")
+    if where == "inputs-file":
+        return ["run", "wf.yaml", "--inputs-file", "data.json"]
+    return _reconcile("applied", "--result-file", Path("data.json"))
+
+
+@pytest.mark.parametrize(
+    "where", ["input", "inputs", "inputs-file", "result-file", "var", "memory"]
+)
+def test_a_lone_surrogate_escape_is_refused(cli: Cli, ws: Path, where: str) -> None:
+    refused(cli, ws, *_surrogate_args(where, ws), needle="lone surrogate escape")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["memory", "put", "ns", "k\udcff", "1"],  # the byte 0xff, as Python hands it over
+        ["memory", "search", "ns", "\udcff"],
+        ["run", "wf.yaml", "--input", "who=caf\udce9"],  # Latin-1 é
+    ],
+)
+def test_an_argument_that_is_not_utf8_is_refused(cli: Cli, ws: Path, args: list[str]) -> None:
+    refused(cli, ws, *args, needle="is not valid UTF-8 text")
+
+
+def test_a_yaml_escape_of_half_a_surrogate_pair_is_a_diagnostic(cli: Cli, ws: Path) -> None:
+    text = WF.replace('who: "${{ inputs.who }}"', 'who: "x\\ud800"')
+    (ws / "wf.yaml").write_text(text, encoding="utf-8")
+    refused(cli, ws, "check", "wf.yaml", needle="escapes half of a surrogate pair")
+    shown = cli("--output", "json", "check", "wf.yaml").error["diagnostics"]
+    line = text.splitlines().index(next(s for s in text.splitlines() if "ud800" in s)) + 1
+    assert [(d["code"], d["line"]) for d in shown] == [("yaml_syntax", line)]
+    # An escaped pair of a character beyond U+FFFF, written whole, is text.
+    (ws / "wf.yaml").write_text(WF.replace("world", '"\\U0001F600"'), encoding="utf-8")
+    assert cli("check", "wf.yaml").rc == 0

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,6 +56,7 @@ from agentctl.core.dsl.yamlscalars import (
     to_float,
     to_int,
 )
+from agentctl.core.strictjson import holds_lone_surrogate
 from agentctl.errors import Diagnostic, ValidationError
 
 MAX_SOURCE_BYTES = 1_048_576
@@ -422,9 +424,29 @@ def parse_yaml(source: str | bytes, file: str | None = None) -> ParsedYaml:
     """
     text = decode_source(source, file)
     fast = parse_fast(text)
-    if fast is not None:
-        return ParsedYaml(fast.value, fast.plain_texts, None, text, file)
-    return _parse_exact(text, file)
+    parsed = (
+        ParsedYaml(fast.value, fast.plain_texts, None, text, file)
+        if fast is not None
+        else _parse_exact(text, file)
+    )
+    if "\\u" in text or "\\U" in text:  # only an escape can make half a surrogate pair
+        _refuse_lone_surrogates(parsed.value, text, file)
+    return parsed
+
+
+# A double-quoted scalar's escape of half a surrogate pair (YAML never pairs them up).
+_SURROGATE_ESCAPE = re.compile(r"\\(?:u[dD][89a-fA-F]|U0000[dD][89a-fA-F])")
+
+
+def _refuse_lone_surrogates(value: Any, text: str, file: str | None) -> None:
+    """A string holding a lone surrogate is no Unicode text: nothing could store, hash or
+    print it, so it is a ``yaml_syntax`` problem, located at the first such escape."""
+    if holds_lone_surrogate(value):
+        found = _SURROGATE_ESCAPE.search(text)
+        pos = _offset_pos(text, found.start()) if found else (1, 1)
+        message = "a double-quoted scalar escapes half of a surrogate pair"
+        help = "write the character itself, or \\U0001F600 for one beyond U+FFFF"
+        raise _fail([_diag(message, file, pos, help)])
 
 
 def _parse_exact(text: str, file: str | None) -> ParsedYaml:
