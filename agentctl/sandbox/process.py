@@ -289,13 +289,27 @@ def _keep_chunk(fd: int, name: str, cap: _Capture, pid: int) -> bool:
 
 
 def _spawn(argv: Sequence[str], env: Mapping[str, str], cwd: str | None, *, piped: bool) -> Child:
+    name = os.path.basename(argv[0]) if argv else "<empty argv>"
+    _refuse_nul(name, argv, env)
     try:
         # Own process group, but the worker's session: a coordinator that loses the
         # worker can still find (by session id) and kill what that worker started.
         return spawn_child(argv, env=env, cwd=cwd, piped_stdin=piped)
     except OSError as exc:
-        name = os.path.basename(argv[0]) if argv else "<empty argv>"
         raise RunFailedError(f"cannot start process {name!r}: {exc.strerror}") from exc
+
+
+def _refuse_nul(name: str, argv: Sequence[str], env: Mapping[str, str]) -> None:
+    """No process argument or variable can hold a NUL byte: the spawn could never happen, so
+    this is a definitive failure before anything starts (not an internal error after
+    dispatch, which would leave the effect uncertain)."""
+    where = [f"argument {i}" for i, arg in enumerate(argv) if "\x00" in arg]
+    where += [f"variable {k}" for k, v in env.items() if "\x00" in k or "\x00" in v]
+    if where:
+        raise RunFailedError(
+            f"cannot start process {name!r}: {where[0]} contains a NUL byte, which no "
+            "process argument or environment variable can hold"
+        )
 
 
 async def run_process(

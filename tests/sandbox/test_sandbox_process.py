@@ -72,6 +72,22 @@ async def test_missing_binary_is_a_run_failure() -> None:
         await _run(["/nonexistent/tool"])
 
 
+@pytest.mark.parametrize(
+    ("argv", "env", "where"),
+    [
+        (["/bin/echo", "a\x00b"], {}, "argument 1"),
+        (["/bin/echo", "ok"], {"X": "a\x00b"}, "variable X"),
+    ],
+)
+async def test_a_nul_byte_is_a_run_failure_before_anything_starts(
+    argv: list[str], env: dict[str, str], where: str
+) -> None:
+    # No process could receive it: a definitive failure (the effect failed), not the
+    # ValueError of an internal error after dispatch (which leaves the effect uncertain).
+    with pytest.raises(RunFailedError, match=f"'echo': {where} contains a NUL byte"):
+        await _run(argv, env=env)
+
+
 async def test_huge_output_is_cut_off_and_memory_stays_bounded() -> None:
     script = "import sys\nb = b'x' * 65536\nfor _ in range(1600): sys.stdout.buffer.write(b)"
     # Growth, not the total: the test process's own size depends on what other tests imported.
