@@ -23,6 +23,7 @@ from agentctl.sandbox.process import run_process
 
 EngineKind = Literal["docker", "podman"]
 CONTAINER_USER = "65532:65532"
+WORKSPACE_MOUNT = "/workspace"  # where the workspace is mounted, read-only, in the container
 RUNC_PATH = "/usr/sbin/runc"
 # Variables the engine client itself needs; the workload gets only its declared names.
 ENGINE_ENV_NAMES = (
@@ -79,10 +80,12 @@ def container_argv(
     limits: ContainerLimits,
     *,
     interactive: bool = False,
+    workdir: str = WORKSPACE_MOUNT,
 ) -> list[str]:
     """The full engine command line running ``command args`` in ``image``.
 
-    ``interactive`` keeps the container's stdin open (``-i``) for a payload written to it.
+    ``interactive`` keeps the container's stdin open (``-i``) for a payload written to it;
+    ``workdir`` is where it starts: the workspace's mount or a directory under it.
     """
     is_docker = os.path.basename(engine).startswith("docker")
     # podman takes --runtime as a global option; docker only as an option of `run`.
@@ -90,7 +93,7 @@ def container_argv(
     argv += ["--runtime", runtime] if runtime and is_docker else []
     argv += ["--rm", "--pull=never", "--name", name, "--network=none", "--read-only"]
     argv += ["--user", CONTAINER_USER, "--cap-drop=ALL", "--security-opt", "no-new-privileges"]
-    argv += _confinement(workspace, limits)
+    argv += _confinement(workspace, limits, workdir)
     for env_name in env_names:
         argv += ["-e", env_name]
     argv += ["-i"] if interactive else []
@@ -98,7 +101,7 @@ def container_argv(
     return argv
 
 
-def _confinement(workspace: str, limits: ContainerLimits) -> list[str]:
+def _confinement(workspace: str, limits: ContainerLimits, workdir: str) -> list[str]:
     """Resource limits, a read-only workspace mount and a small no-exec /tmp."""
     return [
         f"--memory={limits.memory_bytes}b",
@@ -107,9 +110,9 @@ def _confinement(workspace: str, limits: ContainerLimits) -> list[str]:
         "--tmpfs",
         "/tmp:rw,size=16m,noexec,nosuid,nodev",
         "-v",
-        f"{workspace}:/workspace:ro",
+        f"{workspace}:{WORKSPACE_MOUNT}:ro",
         "--workdir",
-        "/workspace",
+        workdir,
         "--ulimit",
         "nofile=1024:1024",
         "--ulimit",

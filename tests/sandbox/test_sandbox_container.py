@@ -187,3 +187,43 @@ async def test_container_timeout_is_uncertain_and_removes_the_container(tmp_path
         check=True,
     )
     assert f"agentctl-{msg.effect_id[:40]}" not in listed.stdout.split()
+
+
+@pytest.mark.container
+async def test_container_cwd_is_checked_and_honoured_under_the_mount(tmp_path: Path) -> None:
+    # As on the host: a directory inside the workspace, where the process starts (its path
+    # under the read-only mount); anything else is refused before a container is started.
+    image = _test_image_digest()
+    if image is None:
+        pytest.skip(f"podman or the image {TEST_IMAGE} is not available")
+    tmp_path.chmod(0o755)
+    (tmp_path / "sub" / "deep").mkdir(parents=True)
+    (tmp_path / "sub").chmod(0o755)
+    (tmp_path / "sub" / "deep").chmod(0o755)
+
+    def with_cwd(cwd: str) -> Execute:
+        msg = _shell(tmp_path, image, "/bin/sh", ["-c", "pwd"])
+        return msg.model_copy(update={"request": {**msg.request, "cwd": cwd}})
+
+    assert (await execute_shell(with_cwd("sub/deep"))).output["stdout"] == "/workspace/sub/deep\n"
+    assert (await execute_shell(with_cwd("."))).output["stdout"] == "/workspace\n"
+    for bad, why in (("../..", "contains '..'"), ("/etc", "is absolute"), ("nosuch", "not a dir")):
+        with pytest.raises(PolicyDeniedError, match=why):
+            await execute_shell(with_cwd(bad))
+
+
+def test_the_container_starts_in_the_workdir_it_is_given() -> None:
+    argv = container_argv(
+        "/usr/bin/podman",
+        "runc",
+        "img@sha256:" + "0" * 64,
+        "n",
+        "/bin/sh",
+        [],
+        [],
+        "/ws",
+        ContainerLimits(1 << 26, 500, 64),
+        workdir="/workspace/sub",
+    )
+    assert argv[argv.index("--workdir") + 1] == "/workspace/sub"
+    assert argv[argv.index("-v") + 1] == "/ws:/workspace:ro"

@@ -28,6 +28,7 @@ from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import PreflightRequest, ShellRequest
 from agentctl.sandbox.container import (
     ENGINE_ENV_NAMES,
+    WORKSPACE_MOUNT,
     ContainerLimits,
     container_argv,
     engine_env,
@@ -90,6 +91,13 @@ async def _run(
     )
 
 
+def _container_cwd(req: ShellRequest) -> str:
+    """``cwd`` as the container sees it: checked as on the host (a directory inside the
+    workspace, no ``..``), then found under the workspace's mount."""
+    inside = os.path.relpath(_cwd(req), canonical_workspace(req.workspace))
+    return WORKSPACE_MOUNT if inside == "." else f"{WORKSPACE_MOUNT}/{inside}"
+
+
 async def _run_container(msg: Execute, req: ShellRequest, phase: Phase) -> ProcessResult:
     cfg = req.container
     if cfg is None:
@@ -111,6 +119,7 @@ async def _run_container(msg: Execute, req: ShellRequest, phase: Phase) -> Proce
         canonical_workspace(req.workspace),
         limits,
         interactive=phase.stdin is not None,
+        workdir=_container_cwd(req),
     )
     env = {**engine_env(os.environ), **req.env}
     finished = False
