@@ -11,6 +11,7 @@ Invariants:
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any
 
 import typer
@@ -18,6 +19,7 @@ import typer
 from agentctl.cli_options import DbOpt
 from agentctl.cli_state import _ledger, _now, db_app
 from agentctl.clikit import DEFAULT_DB, deliver
+from agentctl.errors import NotFoundError
 from agentctl.render import Outcome, Settings, table
 
 encryption_app = typer.Typer(
@@ -34,6 +36,7 @@ DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Report, change nothi
 @encryption_app.command("inventory")
 def inventory_cmd(db: DbOpt = DEFAULT_DB) -> None:
     """Per sensitive column: values in plaintext and encrypted under each key id."""
+    _existing(db)
     with _ledger(db, verify=False) as ledger:
         data = _with_original_keys(ledger.encryption_inventory().to_json())
     deliver(Outcome("EncryptionInventory", data, human=_human(data)))
@@ -58,12 +61,23 @@ def rotate_cmd(
 
 def _change(action: str, key_id: str, key_env: str, dry_run: bool, db: str) -> None:
     from agentctl.ledger import EncryptionChange
+    from agentctl.ledger.crypto import load_key
 
+    load_key(key_id, key_env, new=True)  # bad input (exit 2) before anything is opened
+    _existing(db)
     change = EncryptionChange(action, key_id, key_env, _now(), dry_run=dry_run)
     with _ledger(db) as ledger:
         data = _with_original_keys(ledger.change_encryption(change).to_json())
     kind = "EncryptionEnable" if action == "enable" else "EncryptionRotate"
     deliver(Outcome(kind, data, human=_human(data)))
+
+
+def _existing(db: str) -> None:
+    """These commands work on a ledger that exists: opening a missing one would create it."""
+    from agentctl.core.dburl import is_postgres_url
+
+    if not is_postgres_url(db) and not os.path.exists(db):
+        raise NotFoundError(f"no ledger at {db} (nothing was created)")
 
 
 def _with_original_keys(data: dict[str, Any]) -> dict[str, Any]:

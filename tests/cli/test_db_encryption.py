@@ -203,3 +203,20 @@ def test_a_malformed_new_key_is_bad_input_and_changes_nothing(ledger: Ledger) ->
     refused = fresh("db", "encryption", "enable", "--key-id", "k1", "--key-env", "SHORT", env=bad)
     assert refused.rc == 2, refused.stderr
     assert _ok(fresh("db", "encryption", "inventory")).data["encrypted"] is False
+
+
+@pytest.mark.sqlite_only(reason="a missing SQLite file; a PostgreSQL database is not a path")
+def test_no_encryption_command_creates_a_ledger(ledger: Ledger) -> None:
+    # Bad input first (exit 2), then a ledger that is not there (exit 5): in neither case is
+    # a database, its directory or its lock left behind.
+    unset = ledger("db", "encryption", "enable", "--key-id", "k1", "--key-env", "NOPE")
+    assert unset.rc == 2 and "NOPE, which is not set" in unset.error["error"]["message"]
+    for args in (
+        ["enable", "--key-id", "k1", "--key-env", "K1"],
+        ["rotate", "--key-id", "k2", "--key-env", "K2"],
+        ["inventory"],
+    ):
+        refused = ledger("db", "encryption", *args)
+        assert refused.rc == 5, refused.stderr
+        assert refused.error["error"]["message"].startswith("no ledger at ")
+    assert not ledger.db.parent.exists()
