@@ -191,6 +191,18 @@ def test_verify_checks_the_manifest_digest(cli: Cli, project: Path) -> None:
     assert bad.rc == 2 and "integrity mismatch" in bad.error["error"]["message"]
 
 
+def test_a_malformed_lock_is_refused_with_located_diagnostics(cli: Cli, project: Path) -> None:
+    assert cli("packs", "lock", "wf.yaml").rc == 0
+    lock = project / "agentctl.pack.lock"
+    lock.write_text(lock.read_text().replace("pack-lock/v1", "pack-lock/v9"))
+    refused = cli("--output", "json", "packs", "verify-lock", "wf.yaml")
+    assert refused.rc == 2, refused.stderr
+    message = refused.error["error"]["message"]
+    assert "is not a valid pack lock" in message and "`apiVersion`" in message
+    assert "pydantic" not in message and "validation error" not in message
+    assert [(d["path"], d["line"]) for d in refused.error["diagnostics"]] == [("apiVersion", 1)]
+
+
 def test_lock_verify_lock_and_update(cli: Cli, project: Path) -> None:
     locked = cli("--output", "json", "packs", "lock", "wf.yaml")
     assert locked.rc == 0, locked.stderr

@@ -18,15 +18,16 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import Field
-from pydantic import ValidationError as PydanticError
 
 from agentctl.core.dsl.base import NonEmptyStr, StrictModel
+from agentctl.core.dsl.diagnostics import Finding, Locator, findings_from_pydantic, to_diagnostic
 from agentctl.core.dsl.packs import PackSource
+from agentctl.core.dsl.scalars import validate_as_written
 from agentctl.core.dsl.yamlload import parse_yaml
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.core.packs.resolve import COMPAT_VERSION, ResolvedPack
 from agentctl.core.packs.trust import UNSIGNED
-from agentctl.errors import ValidationError
+from agentctl.errors import Diagnostic, ValidationError
 
 LOCK_API_VERSION = "agentctl.dev/pack-lock/v1"
 LOCK_FILE = "agentctl.pack.lock"
@@ -72,13 +73,24 @@ def build_lock(graph: list[ResolvedPack]) -> JsonObject:
 
 def parse_lock(data: bytes, file: str) -> PackLock:
     """A lock file's bytes → ``PackLock``; a malformed lock is a ``ValidationError``."""
-    raw = parse_yaml(data, file).value
-    try:
-        return PackLock.model_validate(raw, by_alias=True, by_name=False)
-    except PydanticError as exc:  # its text names the offending key
-        raise ValidationError(
-            f"{file} is not a valid pack lock ({LOCK_API_VERSION}): {exc}",
-        ) from None
+    parsed = parse_yaml(data, file)
+    locator = Locator.later(parsed.tables_later())
+    if not isinstance(parsed.value, dict):
+        finding = Finding("schema_violation", "", "a pack lock must be a mapping")
+        raise _invalid([to_diagnostic(finding, locator, file)], file)
+    found = validate_as_written(PackLock, parsed.value, parsed.plain_texts)
+    if found.model is None:
+        assert found.error is not None
+        findings = findings_from_pydantic(found.error, found.raw, PackLock)
+        raise _invalid([to_diagnostic(f, locator, file) for f in findings], file)
+    return found.model
+
+
+def _invalid(diagnostics: list[Diagnostic], file: str) -> ValidationError:
+    """A located refusal, worded as the workflow's and the manifest's are."""
+    first = diagnostics[0].message if diagnostics else "invalid"
+    message = f"{file} is not a valid pack lock ({LOCK_API_VERSION}): {first}"
+    return ValidationError(message, diagnostics=diagnostics)
 
 
 def _normalized(entry: LockEntry) -> JsonObject:
