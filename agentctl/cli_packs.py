@@ -225,7 +225,7 @@ def verify_lock_cmd(workflow: WorkflowArg) -> None:
     from agentctl.packsource import check_lock, lock_path
 
     _loaded, graph = _graph(workflow)
-    check_lock(workflow, graph, strict=True)  # verification is always strict
+    check_lock(workflow, graph, strict=True, asker="packs verify-lock")  # always strict
     data = {
         "valid": True,
         "lockfile": str(lock_path(workflow)),

@@ -242,14 +242,17 @@ def _locate(diag: Diagnostic, loaded: Any) -> Diagnostic:
     return dataclasses.replace(diag, file=loaded.file, line=line, column=column)
 
 
-def check_lock(workflow: Path, graph: list[ResolvedPack], *, strict: bool) -> None:
+def check_lock(
+    workflow: Path, graph: list[ResolvedPack], *, strict: bool, asker: str = "--locked"
+) -> None:
     """Verify ``graph`` against the lock beside ``workflow``; ``strict`` (``--locked``): the
-    lock must exist and may hold no entry the graph no longer reaches."""
+    lock must exist and may hold no entry the graph no longer reaches. ``asker`` names what
+    needs the lock in the refusal (``--locked``, or the command that verifies it)."""
     path = lock_path(workflow)
     if not path.exists():
         if strict:
             raise ValidationError(
-                f"--locked needs {LOCK_FILE} beside {workflow}; "
+                f"{asker} needs {LOCK_FILE} beside {workflow}; "
                 f"run `agentctl packs lock {workflow}` and commit it"
             )
         return

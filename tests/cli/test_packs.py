@@ -203,6 +203,15 @@ def test_a_malformed_lock_is_refused_with_located_diagnostics(cli: Cli, project:
     assert [(d["path"], d["line"]) for d in refused.error["diagnostics"]] == [("apiVersion", 1)]
 
 
+def test_verify_lock_without_a_lock_names_itself(cli: Cli, project: Path) -> None:
+    refused = cli("--output", "json", "packs", "verify-lock", "wf.yaml")
+    assert refused.rc == 2, refused.stderr
+    message = refused.error["error"]["message"]
+    assert message.startswith("packs verify-lock needs agentctl.pack.lock beside wf.yaml")
+    locked = cli("--output", "json", "--locked", "check", "wf.yaml")
+    assert locked.rc == 2 and locked.error["error"]["message"].startswith("--locked needs ")
+
+
 def test_lock_verify_lock_and_update(cli: Cli, project: Path) -> None:
     locked = cli("--output", "json", "packs", "lock", "wf.yaml")
     assert locked.rc == 0, locked.stderr
