@@ -9,7 +9,8 @@ Invariants:
   then are journal mode and other persistent settings touched. A refused file keeps its bytes.
 - a file that is not an agentctl ledger is never taken over: a non-SQLite file, an SQLite file
   with another ``application_id``, or one with ``user_version`` 0 that already has tables (or
-  a versioned one without our ``runs`` table) is refused with exit 5 before journal mode,
+  a versioned one without our ``runs`` table, or one at v5 or later without our
+  ``application_id``) is refused with exit 5 before journal mode,
   schema or mode are touched — first from the header bytes, then again over SQL (a WAL file
   may hold what the header does not show yet). Ledgers carry ``APPLICATION_ID`` from schema
   v5 on; older ledgers of ours are recognised by their ``runs`` table and get it on migration;
@@ -59,6 +60,7 @@ from agentctl.ledger.crypto import LedgerConnection, attach_if_encrypted
 from agentctl.ledger.fresh import create_current
 from agentctl.ledger.migrations import (
     APPLICATION_ID,
+    MARKED_FROM_VERSION,
     SUPPORTED_SCHEMA_VERSION,
     MigrationResult,
     migrate,
@@ -162,6 +164,8 @@ def _refuse_foreign(path: Path, app_id: int, version: int, has: Callable[[str], 
         raise _foreign(path, "it has tables of its own and no agentctl schema version")
     if app_id == 0 and version > 0 and not has("runs"):
         raise _foreign(path, f"schema version {version} but no agentctl runs table")
+    if app_id == 0 and version >= MARKED_FROM_VERSION:  # ours carry the id from then on
+        raise _foreign(path, f"schema version {version} without agentctl's application_id")
 
 
 def _refuse_foreign_header(path: Path, header: bytes) -> None:

@@ -256,6 +256,7 @@ _V4 = ("ALTER TABLE runs ADD COLUMN compiled_plan_json TEXT",)
 # v5: mark the file as an agentctl ledger (``PRAGMA application_id``, header bytes 68-71), so
 # opening can tell our ledgers from other SQLite files and refuse to take those over.
 APPLICATION_ID = 0x41474354  # "AGCT"
+MARKED_FROM_VERSION = 5  # every ledger of ours at this version or later carries the id
 _V5 = (f"PRAGMA application_id = {APPLICATION_ID}",)
 
 

@@ -335,6 +335,26 @@ def test_foreign_sqlite_file_is_never_taken_over(
     assert (ws / "other.db").stat().st_mode == mode
 
 
+@pytest.mark.sqlite_only(reason="another program's SQLite file")
+@pytest.mark.parametrize("command", [["db", "stats"], ["runs", "list"], ["run", "wf.yaml"]])
+def test_a_runs_table_at_a_late_version_without_our_id_is_not_taken_over(
+    cli: Cli, ws: Path, command: list[str]
+) -> None:
+    # Like a ledger of the original (or any program with a `runs` table) at schema 15: ours
+    # carry the application id from v5 on, so this one is not ours, and stays byte-identical
+    # (no WAL switch, no setup lock), instead of failing half-way on a missing table.
+    import sqlite3
+
+    raw = sqlite3.connect(ws / "other.db")
+    raw.execute("CREATE TABLE runs (run_id TEXT PRIMARY KEY, state TEXT)")
+    raw.execute("INSERT INTO runs VALUES ('run-x', 'succeeded')")
+    raw.execute("PRAGMA user_version = 15")
+    raw.commit()
+    raw.close()
+    needle = "other.db is not an agentctl ledger (schema version 15 without agentctl's"
+    refused(cli, ws, *command, "--db", "other.db", needle=needle, code=5)
+
+
 @pytest.mark.sqlite_only(reason="a --db path that is not a SQLite file")
 def test_non_sqlite_file_is_never_taken_over(cli: Cli, ws: Path) -> None:
     refused(cli, ws, "db", "stats", "--db", "plain.txt", needle="not an SQLite database", code=5)
