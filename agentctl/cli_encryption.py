@@ -18,7 +18,7 @@ import typer
 
 from agentctl.cli_options import DbOpt
 from agentctl.cli_state import _ledger, _now, db_app
-from agentctl.clikit import DEFAULT_DB, deliver
+from agentctl.clikit import DEFAULT_DB, deliver, is_server_db
 from agentctl.errors import NotFoundError
 from agentctl.render import Outcome, Settings, table
 
@@ -74,9 +74,7 @@ def _change(action: str, key_id: str, key_env: str, dry_run: bool, db: str) -> N
 
 def _existing(db: str) -> None:
     """These commands work on a ledger that exists: opening a missing one would create it."""
-    from agentctl.core.dburl import is_postgres_url
-
-    if not is_postgres_url(db) and not os.path.exists(db):
+    if not is_server_db(db) and not os.path.exists(db):
         raise NotFoundError(f"no ledger at {db} (nothing was created)")
 
 

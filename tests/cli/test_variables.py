@@ -118,7 +118,7 @@ def test_cli_variables_are_checked(cli: Cli, tmp_path: Path) -> None:
     for args, needle in (
         (("--var", "k8=bare-text"), "is not JSON"),
         (("--var", "k8"), "expected NAME=JSON"),
-        (("--var", "k8=NaN"), "is not JSON"),
+        (("--var", "k8=NaN"), "contains NaN, which is not valid JSON"),
         (("--var", "matrixIndex=1"), "reserved"),
         (("--var", "k8\n=1"), "expected NAME=JSON"),  # a trailing newline is not a name
         (("--vars-file", "missing.yaml"), "does not exist"),
