@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Literal
 
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.errors import ValidationError
 
 MAX_DEPTH = 64
+_Problem = Literal["deep", "surrogate"]
 
 
 class RefusedJsonError(ValidationError):
@@ -62,57 +64,47 @@ def parse_strict(text: str | bytes, what: str) -> JsonValue:
         raise RefusedJsonError(_too_deep(what)) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValidationError(f"{what} is not valid JSON: {exc}") from None
-    if _depth_exceeds(value, MAX_DEPTH):
+    problem = _first_problem(value)
+    if problem == "deep":
         raise RefusedJsonError(_too_deep(what))
-    _refuse_lone_surrogates(value, what)
-    return value
-
-
-def _refuse_lone_surrogates(value: JsonValue, what: str) -> None:
-    """JSON may escape half of a surrogate pair alone (``"\\ud800"``); Python takes it, but
-    it is no Unicode text, so nothing could store, hash or print it: refused (exit 2)."""
-    if holds_lone_surrogate(value):
+    if problem == "surrogate":
         raise RefusedJsonError(
             f"{what} contains a lone surrogate escape (\\ud800-\\udfff), which is "
             "not Unicode text; escape whole pairs or write the character itself"
         )
+    return value
 
 
 def holds_lone_surrogate(value: object) -> bool:
     """Whether a string anywhere in ``value`` (mapping keys included) holds half of a
-    surrogate pair, which no UTF-8 text can (iterative: no recursion to exhaust)."""
-    stack = [value]
+    surrogate pair, which no UTF-8 text can."""
+    return _first_problem(value, depth_limit=None) == "surrogate"
+
+
+def _first_problem(value: object, depth_limit: int | None = MAX_DEPTH) -> _Problem | None:
+    """One pass over ``value`` (iterative: no recursion to exhaust): ``"deep"`` when arrays
+    or objects nest deeper than ``depth_limit``, ``"surrogate"`` when a string (a key
+    included) is not Unicode text, else None."""
+    stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str) and not item.isascii():
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return True
-    return False
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth_limit is not None and depth > depth_limit:
+                return "deep"
+            children = [*item.keys(), *item.values()] if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+        elif isinstance(item, str) and not item.isascii() and not _is_text(item):
+            return "surrogate"
+    return None
+
+
+def _is_text(item: str) -> bool:
+    try:
+        item.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _too_deep(what: str) -> str:
     return f"{what} is nested more than {MAX_DEPTH} levels deep; flatten it"
-
-
-def _depth_exceeds(value: JsonValue, limit: int) -> bool:
-    """Whether arrays/objects nest deeper than ``limit`` (iterative: no recursion to exhaust)."""
-    stack: list[tuple[JsonValue, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: list[JsonValue] = list(item.values())
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False

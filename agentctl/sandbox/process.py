@@ -303,11 +303,12 @@ def _refuse_nul(name: str, argv: Sequence[str], env: Mapping[str, str]) -> None:
     """No process argument or variable can hold a NUL byte: the spawn could never happen, so
     this is a definitive failure before anything starts (not an internal error after
     dispatch, which would leave the effect uncertain)."""
-    where = [f"argument {i}" for i, arg in enumerate(argv) if "\x00" in arg]
-    where += [f"variable {k}" for k, v in env.items() if "\x00" in k or "\x00" in v]
-    if where:
+    args = (f"argument {i}" for i, arg in enumerate(argv) if "\x00" in arg)
+    names = (f"variable {k}" for k, v in env.items() if "\x00" in k or "\x00" in v)
+    where = next(args, None) or next(names, None)  # stops at the first: a spawn's hot path
+    if where is not None:
         raise RunFailedError(
-            f"cannot start process {name!r}: {where[0]} contains a NUL byte, which no "
+            f"cannot start process {name!r}: {where} contains a NUL byte, which no "
             "process argument or environment variable can hold"
         )
 

@@ -159,7 +159,10 @@ def findings_from_pydantic(
 
 
 def _where(path: str) -> str:
-    parent = parent_path(path)
+    return _named(parent_path(path))
+
+
+def _named(parent: str) -> str:
     return f"`{parent}`" if parent else "the document root"
 
 
@@ -174,8 +177,8 @@ def _unknown_key(path: str, parts: list[str], root: type[BaseModel]) -> Finding:
         close = difflib.get_close_matches(key, allowed, n=1)
         hint = f"did you mean `{close[0]}`? " if close else ""
         help_text = f"{hint}allowed keys here: {', '.join(allowed)}"
-    where = f"`{parent}`" if parent else "the document root"
-    return Finding("schema_violation", path, f"unknown key `{key}` in {where}", help_text, "key")
+    message = f"unknown key `{key}` in {_named(parent)}"
+    return Finding("schema_violation", path, message, help_text, "key")
 
 
 def _missing_key(path: str) -> Finding:
