@@ -88,7 +88,9 @@ def measure_size(
         # Beyond a one-task run (measured in the same minutes): parse + compile + run per task.
         marginal = [(s - one_s) * 1000 / (n - 1) for s in cli.seconds]
         figures.append(
-            benchkit.figure(f"pure_chain_{n}_cli_marginal", "ms/task", marginal, note=cli.note)
+            benchkit.figure(
+                f"pure_chain_{n}_cli_marginal", "ms/task", marginal, note=cli.note, difference=True
+            )
         )
     return figures
 

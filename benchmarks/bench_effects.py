@@ -83,7 +83,11 @@ def beyond_first_figure(
     samples = [(t - first) * 1000 / (n - 1) for t in inproc.seconds]
     note = f"a one-step chain's run: {first * 1000:.1f} ms (median of {len(one.seconds)})"
     return benchkit.figure(
-        f"effect_chain_{kind}_{n}_inprocess_beyond_first", "ms/task", samples, note=note
+        f"effect_chain_{kind}_{n}_inprocess_beyond_first",
+        "ms/task",
+        samples,
+        note=note,
+        difference=True,
     )
 
 

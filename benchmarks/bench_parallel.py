@@ -78,7 +78,11 @@ def main(
         benchkit.figure(f"{name}_cli", "s", s_cli, note=ideal),
         benchkit.figure(f"{name}_cli_one_task", "s", one_cli, note="one-task pure run"),
         benchkit.figure(
-            f"{name}_cli_beyond_one_task", "s", beyond, note="batch wall − one-task wall"
+            f"{name}_cli_beyond_one_task",
+            "s",
+            beyond,
+            note="batch wall − one-task wall",
+            difference=True,
         ),
         benchkit.rate_figure(f"foreach_{children}_inprocess", f_in, children, "children/s"),
         benchkit.per_item_figure(f"foreach_{children}_inprocess_per_child", f_in, children),

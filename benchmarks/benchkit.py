@@ -51,13 +51,19 @@ API_VERSION = "agentctl.dev/v1alpha1"
 
 @dataclass
 class Figure:
-    """One measured quantity: ``samples`` in ``unit``; lower is better unless ``higher``."""
+    """One measured quantity: ``samples`` in ``unit``; lower is better unless ``higher``.
+
+    ``difference`` marks a figure computed as one wall time less another (a marginal cost):
+    under load at toy sizes it can honestly come out at or below zero, so only its
+    finiteness is a sanity check, not its sign.
+    """
 
     name: str
     unit: str
     samples: list[float]
     higher: bool = False
     note: str = ""
+    difference: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -74,6 +80,7 @@ class Figure:
             "max": max(self.samples),
             "samples": self.samples,
             "higherIsBetter": self.higher,
+            "difference": self.difference,
             "note": self.note,
             "extra": self.extra,
         }

@@ -48,6 +48,10 @@ EXPECTED_FIGURES = [
     "check_cold_start",
 ]
 
+# Figures computed as one wall less another, at tiny sizes: only these may come out ≤ 0.
+# (The per-task marginals of the chains are not reported below ~100 tasks at all.)
+DIFFERENCE_FIGURES = ["sleep_batch_4_cli_beyond_one_task"]
+
 HEADINGS = (
     "## Goals",
     "## Floors",
@@ -105,8 +109,13 @@ def test_every_benchmark_runs_at_a_tiny_size(tmp_path: Path) -> None:
     figures = {f["name"]: f for r in report["results"] for f in r["figures"]}
     for fig in figures.values():
         values = [fig["min"], fig["median"], fig["max"]]
-        assert all(math.isfinite(v) and v > 0 for v in values), fig
+        assert all(math.isfinite(v) for v in values), fig
+        # A difference of two walls (a marginal cost) may honestly be ≤ 0 at toy sizes
+        # under load; every measured quantity must be positive.
+        assert fig["difference"] or all(v > 0 for v in values), fig
         assert fig["min"] <= fig["median"] <= fig["max"], fig
+    differences = sorted(name for name, fig in figures.items() if fig["difference"])
+    assert differences == DIFFERENCE_FIGURES
 
     assert [name for name in EXPECTED_FIGURES if name not in figures] == []
 
