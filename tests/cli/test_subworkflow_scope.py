@@ -49,3 +49,34 @@ def test_without_the_needs_the_leak_is_reported_once_and_not_as_a_missing_need(
     assert refused.rc == 2, refused.stderr
     [only] = refused.error["diagnostics"]
     assert (only["code"], only["path"]) == ("missing_reference", "spec.subworkflows.shout.tasks.0")
+
+
+VARS = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: { name: vars-in }
+spec:
+  vars: { greeting: hello }
+  actions: { put: { kind: builtin.assign } }
+  subworkflows:
+    shout:
+      version: 0.1.0
+      inputs: { word: hey }
+      outputs: { loud: "${{ inputs.word }}", seen: "${{ vars.greeting }}" }
+      tasks: [ { id: echo, uses: "action:put", with: { g: "${{ vars.greeting }}" } } ]
+  tasks:
+    - { id: wrap, uses: "workflow:shout", with: { word: "${{ vars.greeting }}!" } }
+"""
+
+
+def test_the_workflow_vars_reach_the_invocation_and_the_outputs(cli: Cli, tmp_path: Path) -> None:
+    # The invoking task's `with` and the definition's `outputs` read `vars` like any task
+    # (spec/dsl.md §6.4): `check` accepts them, so the run must render them too.
+    (tmp_path / "wf.yaml").write_text(VARS, encoding="utf-8")
+    plain = cli("--output", "json", "run", "wf.yaml", "--db", "a.db")
+    assert plain.rc == 0, plain.stderr
+    assert plain.data["output"]["wrap"] == {"loud": "hello!", "seen": "hello"}
+    overridden = cli("--output", "json", "run", "wf.yaml", "--db", "b.db", "--var", 'greeting="hi"')
+    assert overridden.rc == 0, overridden.stderr
+    assert overridden.data["output"]["wrap"] == {"loud": "hi!", "seen": "hi"}
+    assert overridden.data["output"]["wrap--echo"]["output"] == {"g": "hi"}

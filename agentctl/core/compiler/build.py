@@ -54,6 +54,9 @@ from agentctl.core.timeouts import TASK_TIMEOUT_SECONDS
 
 _AGGREGATES = frozenset({"aggregate", "loop_aggregate"})
 _AUTHORED = frozenset({"action", "agent", "router"})
+# Kinds that render templates without being authored tasks: a sub-workflow's boundary renders
+# the invoking task's ``with``, its aggregate the ``outputs``; both read the workflow's vars.
+_RENDERING = _AUTHORED | {"subworkflow_input", "subworkflow_output"}
 
 
 def retry_of(raw: Any) -> RetryPolicy:
@@ -164,7 +167,7 @@ class Drafter:
         self, node: Node, agent_name: str | None, agent: dict[str, Any] | None
     ) -> dict[str, Any]:
         """The task's variable layers and bindings (``variables``), its own copy."""
-        if node.kind not in _AUTHORED:
+        if node.kind not in _RENDERING:
             return {}
         base = self._base_vars.get(agent_name)
         if base is None:
