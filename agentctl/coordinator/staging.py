@@ -97,7 +97,30 @@ def finished(
         agent=step.task.agent_config is not None,
         answered=step.answered,
         output_text=output_text,
+        passed=_passed(step, from_state, target),
     )
+
+
+# A task decided in the coordinator leaves ``pending`` in its completion's one UPDATE; its
+# audit still shows it made ready and run (spec/cli.md §3: every transition is audited), and
+# a ``when`` or route skip made ready first (the decision is taken on a ready task). A
+# dependency skip is direct. A failure walks its rows (pending → failed is no edge).
+_PASSED_TO_SUCCESS = ("ready", "running")
+_PASSED_TO_DECIDED_SKIP = ("ready",)
+
+
+def _passed(step: Settled, from_state: str, target: str) -> tuple[str, ...]:
+    if from_state != "pending":
+        return ()
+    if target == "succeeded":
+        return _PASSED_TO_SUCCESS
+    if target == "skipped" and (step.decision is not None or _route_skip(step.output)):
+        return _PASSED_TO_DECIDED_SKIP
+    return ()
+
+
+def _route_skip(output: object) -> bool:
+    return isinstance(output, dict) and output.get("reason") == ev.ROUTE_NOT_SELECTED
 
 
 def target_state(step: Settled) -> str:

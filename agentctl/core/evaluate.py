@@ -35,6 +35,7 @@ DEFAULT_CONTRACT: JsonObject = {"type": "object"}
 SUCCEEDED = "succeeded"
 NOT_SUCCEEDED = frozenset({"failed", "skipped", "cancelled"})
 AGGREGATE_KINDS = frozenset({"aggregate", "loop_aggregate", "subworkflow_output"})
+ROUTE_NOT_SELECTED = "route not selected"  # a route skip record's reason
 
 
 class TaskFailure(RunFailedError):
@@ -176,7 +177,7 @@ def route_skip(task: PlannedTask, plan: Plan, view: RuntimeView) -> JsonObject |
         # A router's output is ``_route``'s: its destinations are always an array.
         if task.id in routed and task.id not in as_list(out.get("destinations")):
             return {
-                "reason": "route not selected",
+                "reason": ROUTE_NOT_SELECTED,
                 "route": {
                     "router": need,
                     "selected": out.get("selected"),

@@ -7,7 +7,9 @@ Invariants:
   succeeded, failed or cancelled run, are immutable.
 - Why the less obvious task edges exist:
   pending → skipped       a dependency did not succeed, or recorded replay copies a skip;
-  pending → succeeded     retry/repair materialise a reused task without running it;
+  pending → succeeded     retry/repair materialise a reused task without running it; and a
+                          pure task's completion is one UPDATE from pending, audited as the
+                          ready → running → succeeded it passes (``Finished.passed``);
   ready → skipped         the ``when`` condition was false, or the route was not selected;
   running → retry_scheduled → ready
                           a retryable failure, or a not_applied/compensated reconciliation

@@ -313,9 +313,16 @@ class Finished(TaskCompletion):
     """A task's final (or retry) state for this batch, ready to commit: the completion the
     task table takes as it is (no copy per step), plus the state it leaves (``from_state``,
     the walk's start). Its events are the step's (``steps.commit_batch_txn``), not
-    ``events``."""
+    ``events``.
+
+    ``passed``: states between ``from_state`` and ``state`` that are audited but not written
+    one by one — a pure task goes ``pending`` → ``succeeded`` in its one UPDATE and its events
+    still say ``ready`` and ``running`` (spec/cli.md §3: every transition is audited). Each
+    must be legal after the one before, and ``state`` legal after the last (the staging
+    builds them so); the UPDATE's guard is ``state``'s, which admits ``from_state``."""
 
     from_state: str = "running"
+    passed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from agentctl.ledger.model import (
     CompensatedPair,
     EffectOutcome,
     EffectStartBatch,
+    Finished,
     RequestBatch,
     RequestRow,
     TaskStartBatch,
@@ -368,11 +369,24 @@ def finish_effects_txn(conn: Db, outcomes: Sequence[EffectOutcome]) -> None:
 
 
 def _add_events(buffer: AuditBuffer, item: tasks.TaskCompletion, trace_id: str | None) -> None:
-    """Audit a task's state change; a condition or route decision is audited with it (first)."""
+    """Audit a task's state change, after the states it passed (``Finished.passed``); a
+    condition or route decision is audited with it (first)."""
     task_id = item.task_id
+    passed = item.passed if isinstance(item, Finished) else ()
+    if passed:
+        body = _passed_payload(item.attempt)
+        for state in passed:
+            buffer.add(f"task.{state}", body, task_id, trace_id)
     if item.decision is not None and "expression" in item.decision:
         buffer.add("task.condition_evaluated", dict(item.decision), task_id, trace_id)
     buffer.add(f"task.{item.state}", _final_payload(item.attempt, item.error), task_id, trace_id)
+
+
+@functools.lru_cache(maxsize=64, typed=True)
+def _passed_payload(attempt: int) -> JsonObject:
+    """A passed state's payload, as a walked transition's (``tasks.advance_task_txn``); shared
+    like ``_final_payload``'s (read, NEVER changed)."""
+    return {"attempt": attempt}
 
 
 @functools.lru_cache(maxsize=64, typed=True)  # typed: an attempt 1 is never a True or 1.0
