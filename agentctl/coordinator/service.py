@@ -48,6 +48,7 @@ from agentctl.core.workload import Workload, workload
 from agentctl.errors import (
     TASK_DISK_FULL_HINT,
     BlockedError,
+    CancelledRunError,
     RunFailedError,
     TaskDiskFullError,
 )
@@ -238,10 +239,24 @@ async def _drive_with_workers(
                 _start_watchers(nursery, store, req, scope, pool, size)
                 if req.timeout_s is not None:
                     scope.deadline = trio.current_time() + req.timeout_s
-                final = await driver.drive()
+                final, flagged = await _drive_until_flagged(driver)
                 nursery.cancel_scope.cancel()
-    cancelled = scope.cancelled_caught
+    cancelled = scope.cancelled_caught or flagged
     return final, cancelled, wall.cancelled_caught and not cancelled
+
+
+async def _drive_until_flagged(driver: Driver) -> tuple[str, bool]:
+    """The drive's final state, and whether it stopped because a transaction about to start
+    work found the cancel flag up (``runs.refuse_if_cancel_requested_txn``): then nothing of
+    that transaction started, and the run ends cancelled as if the watcher had seen it."""
+    try:
+        return await driver.drive(), False
+    except CancelledRunError:
+        return "failed", True
+    except BaseExceptionGroup as group:  # from parallel agents' calls: all of them, or raise
+        if group.split(CancelledRunError)[1] is not None:
+            raise
+        return "failed", True
 
 
 def _start_watchers(

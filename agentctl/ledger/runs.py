@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.errors import NotFoundError, RunNotFoundError
+from agentctl.errors import CancelledRunError, NotFoundError, RunNotFoundError
 from agentctl.ledger.artifacts.values import (
     dumps_value,
     dumps_value_opt,
@@ -374,6 +374,17 @@ def record_cancel_request_txn(
     write_checkpoint_txn(
         conn, run_id, {"runId": run_id, "event": "run.cancellation_requested"}, now
     )
+
+
+def refuse_if_cancel_requested_txn(conn: Db, run_id: str) -> None:
+    """Raise ``CancelledRunError`` when the run's cancel flag is up: the first statement of
+    every transaction that starts work (an effect, an agent, a call). The flag's own write
+    and this transaction are serialized by the database, so no effect starts after a
+    `cancel` that returned: the driver honours the request at this boundary, and the
+    rollback leaves the transaction's carried completions staged for the drive's last
+    commit."""
+    if is_cancel_requested(conn, run_id):
+        raise CancelledRunError(f"run {run_id}: cancellation requested; nothing more starts")
 
 
 def is_cancel_requested(conn: Db, run_id: str) -> bool:

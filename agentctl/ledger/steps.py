@@ -30,6 +30,7 @@ import agentctl.ledger.effects as effects
 import agentctl.ledger.longterm as longterm
 import agentctl.ledger.protocols as protocols
 import agentctl.ledger.reconcile as reconcile
+import agentctl.ledger.runs as runs
 import agentctl.ledger.sessions as sessions
 import agentctl.ledger.tasks as tasks
 import agentctl.ledger.tool_calls as tool_calls
@@ -125,6 +126,7 @@ def _to_running_txn(
 def record_requests_txn(conn: Db, batch: RequestBatch) -> tuple[BudgetDenial, ...]:
     """The previous batch's completions (``batch.after``) first, then tasks → running, effects
     → requested, budgets reserved, and one checkpoint; returns the budget's denials."""
+    runs.refuse_if_cancel_requested_txn(conn, batch.run_id)
     buffer = AuditBuffer()  # the transaction's events, written in one call before its end
     # The carried outcomes' budget settlements ride in the first reservation's counters write.
     later = budget.SettleLater()
@@ -230,6 +232,7 @@ def _pause_for_approval_txn(
 def start_tasks_txn(conn: Db, batch: TaskStartBatch) -> None:
     """Move tasks that record their own effects as they go (agents) to running, after the
     completions the batch carries; one checkpoint."""
+    runs.refuse_if_cancel_requested_txn(conn, batch.run_id)
     buffer = AuditBuffer()
     committed = _carried_txn(conn, batch.after, buffer)
     for s in batch.starts:
@@ -242,6 +245,7 @@ def start_tasks_txn(conn: Db, batch: TaskStartBatch) -> None:
 
 def start_effects_txn(conn: Db, batch: EffectStartBatch) -> None:
     """Commit ``started`` for a batch; approved tasks move back to running first."""
+    runs.refuse_if_cancel_requested_txn(conn, batch.run_id)
     for task_id in batch.approved_tasks:
         tasks.transition_task_txn(
             conn, batch.run_id, task_id, "running", batch.now, trace_id=batch.trace_id
@@ -258,6 +262,7 @@ def record_and_start_call_txn(conn: Db, call: CallRecord) -> JsonObject | None:
     the carried calls granted before it keep their rows.
     """
     new, now = call.effect, call.now
+    runs.refuse_if_cancel_requested_txn(conn, new.run_id)
     refused = tool_calls.insert_answered_txn(conn, new.run_id, call.answered, now, new.trace_id)
     if refused is not None:
         return refused
