@@ -62,6 +62,7 @@ from agentctl.coordinator.store import GroupCommitter, Store
 from agentctl.coordinator.streaming import StreamListener
 from agentctl.core import evaluate as ev
 from agentctl.core.plan import PlannedTask
+from agentctl.core.states import TERMINAL_TASK_STATES
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import AgentctlError, RunFailedError
 from agentctl.ledger import model
@@ -106,6 +107,19 @@ class Driver:
         )
         self.on_progress = on_progress or (lambda _task, _state: None)
         self._view: ev.RuntimeView | None = None  # the last view made (``view``)
+        self.stop_requested = False  # the cancel flag was seen (``request_stop``)
+
+    def request_stop(self) -> None:
+        """`agentctl cancel` was seen: start no further batch; what is in flight finishes
+        and commits (spec/cli.md §6: the flag is honoured at the next boundary)."""
+        self.stop_requested = True
+
+    def cut_short(self) -> bool:
+        """Whether a requested stop left work undone: with every task ended there was no
+        boundary left to honour it at, and the run ends as its tasks did."""
+        return self.stop_requested and not all(
+            s in TERMINAL_TASK_STATES for s in self.live.states.values()
+        )
 
     # ------------------------------------------------------------------ the loop
 
@@ -125,7 +139,7 @@ class Driver:
 
     async def _drive_batches(self) -> None:
         limit = self.rs.plan.max_concurrency
-        while not self.stopped:
+        while not self.stopped and not self.stop_requested:
             ready = self.schedule.ready_tasks(self._eligible, limit)
             if not ready:
                 if not self.schedule.has_retry():
@@ -134,7 +148,7 @@ class Driver:
                 await trio.sleep(0.01)
                 continue
             await self._run_batch(ready)
-        if self.stopped and self.live.halted is None:
+        if self.stopped and not self.stop_requested and self.live.halted is None:
             # A failure stopped the drive; a task whose approval was rejected still fails now
             # (no work to do): left waiting, it would keep the run paused (spec/cli.md §5).
             settle = self.schedule.ready_tasks(self._rejected, len(self.live.states))

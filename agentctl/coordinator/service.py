@@ -236,7 +236,7 @@ async def _drive_with_workers(
                 scope.cancel()
                 await trio.lowlevel.checkpoint()  # raises Cancelled (caught by ``scope``)
             async with trio.open_nursery() as nursery:
-                _start_watchers(nursery, store, req, scope, pool, size)
+                _start_watchers(nursery, store, req, (scope, driver), pool, size)
                 if req.timeout_s is not None:
                     scope.deadline = trio.current_time() + req.timeout_s
                 final, flagged = await _drive_until_flagged(driver)
@@ -246,35 +246,38 @@ async def _drive_with_workers(
 
 
 async def _drive_until_flagged(driver: Driver) -> tuple[str, bool]:
-    """The drive's final state, and whether it stopped because a transaction about to start
-    work found the cancel flag up (``runs.refuse_if_cancel_requested_txn``): then nothing of
-    that transaction started, and the run ends cancelled as if the watcher had seen it."""
+    """The drive's final state, and whether `agentctl cancel` stopped it: seen by the
+    watcher between batches with work left (``Driver.cut_short``), or by a transaction
+    about to start work (``runs.refuse_if_cancel_requested_txn``: nothing of it started)."""
     try:
-        return await driver.drive(), False
+        final = await driver.drive()
     except CancelledRunError:
         return "failed", True
     except BaseExceptionGroup as group:  # from parallel agents' calls: all of them, or raise
         if group.split(CancelledRunError)[1] is not None:
             raise
         return "failed", True
+    return final, driver.cut_short()
 
 
 def _start_watchers(
     nursery: trio.Nursery,
     store: Store,
     req: DriveRequest,
-    scope: trio.CancelScope,
+    stoppable: tuple[trio.CancelScope, Driver],
     pool: WorkerPool | None,
     size: int,
 ) -> None:
-    """What runs beside the driver: a serve's stop (``drive_run`` watches the signals of a
-    drive of its own), the cancel flag, warm-up."""
+    """What runs beside the driver: a serve's stop, which cuts the drive's scope
+    (``drive_run`` watches the signals of a drive of its own), the cancel flag, which asks
+    the driver to stop at its next boundary, warm-up."""
+    scope, driver = stoppable
     if req.stop is None:
         # Worker start-up (~0.1-0.3 s) overlaps the run's first transactions.
         nursery.start_soon(_warm, pool, _warm_count(req, size))
     else:
         nursery.start_soon(_watch_stop, req.stop, scope)
-    nursery.start_soon(_watch_cancel_flag, store, req, scope)
+    nursery.start_soon(_watch_cancel_flag, store, req, driver)
 
 
 @contextlib.asynccontextmanager
@@ -368,11 +371,15 @@ async def _watch_stop(stop: trio.Event, scope: trio.CancelScope) -> None:
     scope.cancel()
 
 
-async def _watch_cancel_flag(store: Store, req: DriveRequest, scope: trio.CancelScope) -> None:
+async def _watch_cancel_flag(store: Store, req: DriveRequest, driver: Driver) -> None:
+    """`agentctl cancel` from any shell: the driver starts no further batch, and what is in
+    flight finishes and commits (a signal or a deadline, by contrast, cuts it: its effects
+    become uncertain). A transaction about to start work checks the flag itself, so this
+    poll only spares the work between two effects."""
     while True:
         await trio.sleep(req.cancel_poll_s)
         if await store.is_cancel_requested(req.run_id):
-            scope.cancel()
+            driver.request_stop()
             return
 
 

@@ -73,8 +73,6 @@ def _stopped(how: str, cli, start_cli, wf: Path, db: Path) -> str:  # type: igno
         run_id = _running_run(cli, db, proc)
         if how == "sigint":
             proc.send_signal(signal.SIGINT)
-        elif how == "cancel":
-            assert cli("--output", "json", "cancel", run_id, "--db", str(db)).rc == 0
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
@@ -85,7 +83,9 @@ def _stopped(how: str, cli, start_cli, wf: Path, db: Path) -> str:  # type: igno
     return run_id
 
 
-@pytest.mark.parametrize("how", ["timeout", "sigint", "cancel"])
+# `agentctl cancel` lets the step in flight end (tests/cli/test_run_lifecycle.py): only what
+# cuts a step is here.
+@pytest.mark.parametrize("how", ["timeout", "sigint"])
 def test_a_cancelled_run_ends_with_every_task_terminal(  # type: ignore[no-untyped-def]
     cli, start_cli, tmp_path: Path, how: str
 ) -> None:

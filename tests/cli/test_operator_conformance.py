@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -217,7 +218,7 @@ def test_encryption_is_refused_while_a_run_is_being_driven(
         assert f"run {run} is being driven" in refused.error["error"]["message"]
         inventory = cli("--output", "json", "db", "encryption", "inventory", env=env)
         assert inventory.data["encrypted"] is False  # nothing changed
-        assert cli("cancel", run, env=env).rc == 0
+        driver.send_signal(signal.SIGTERM)  # cuts the step (a `cancel` would let it end)
         out, err = driver.communicate(timeout=60)
     finally:
         if driver.poll() is None:
