@@ -28,7 +28,8 @@ from agentctl.core.dburl import redact
 from agentctl.core.egress_reach import plan_endpoints
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list
 from agentctl.core.plan import Plan
-from agentctl.core.policy import policy_workspace, process_basename, resolve_root
+from agentctl.core.policy import policy_workspace, resolve_root
+from agentctl.core.process_allowlist import process_name
 from agentctl.errors import AgentctlError
 from agentctl.ledger.probe import probe_database
 
@@ -181,7 +182,7 @@ def process_checks(plan: Plan) -> tuple[DoctorCheck, ...]:
     checks = []
     for entry in sorted({str(e) for e in as_list(plan.run.policy.get("processAllowlist"))}):
         where = shutil.which(entry) or next(
-            (c for c in absolute if process_basename(c) == entry), None
+            (c for c in absolute if process_name(c) == entry), None
         )
         detail = where or f"{entry} is not on PATH nor a task's command"
         checks.append(DoctorCheck(f"process {entry}", where is not None, _found(where), detail))
