@@ -2,7 +2,7 @@
 
 Job: from the compiled plan alone, list each local prerequisite of a run as a check — the
 container engine and each image, every provider credential and MCP/A2A header, the writable
-roots, the programs the process allowlist names, the database — and the remote endpoints it
+roots, each program a process action starts, the database — and the remote endpoints it
 would call, which are listed as unverified. Ready means every check is available.
 
 Invariants:
@@ -12,25 +12,34 @@ Invariants:
   ``{process}`` helper runs — such a helper is reported unverified;
 - no network: provider, MCP and A2A endpoints are named in ``unverified``, never contacted,
   not even resolved;
+- a program is judged as the run judges it, with the run's own code: the policy's decision
+  on its action kind (``core.policy.decide``), ``processAllowlist`` (``core.process_allowlist``),
+  the directory it starts in and the file its spawn would execute (``sandbox.program``: the
+  child's PATH, never doctor's; a relative command from the workspace, never doctor's cwd);
+  nothing is started. An allowlist entry no task uses is reported ``unused`` and never makes
+  the workflow not ready;
 - every finding is a ``DoctorCheck`` value; a failing probe is a finding, not an error.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from agentctl.coordinator.credentials import run_secrets
 from agentctl.coordinator.launch import container_images, run_trio
+from agentctl.core import registry
 from agentctl.core.dburl import redact
+from agentctl.core.effects import EffectClass
 from agentctl.core.egress_reach import plan_endpoints
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list
 from agentctl.core.plan import Plan
-from agentctl.core.policy import policy_workspace, process_basename, resolve_root
-from agentctl.errors import AgentctlError
+from agentctl.core.policy import decide, policy_workspace, resolve_root
+from agentctl.core.process_allowlist import process_denial, process_name
+from agentctl.errors import AgentctlError, PolicyDeniedError
 from agentctl.ledger.probe import probe_database
+from agentctl.sandbox.program import find_program, process_cwd
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,7 @@ class DoctorReport:
             "network": "not contacted",
             "images": "inspected locally, never pulled",
             "credentials": "presence only",
+            "programs": "looked up as a run's process finds them, never started",
         }
         return {
             "ready": self.ready,
@@ -99,18 +109,19 @@ class DoctorReport:
 def diagnose(plan: Plan, meta: tuple[str, str], workspace: str, db: str) -> DoctorReport:
     """Every check of ``plan`` on this machine; ``meta`` is (workflow name, plan digest)."""
     found, helpers = credential_checks(plan, workspace)
+    programs, in_task = process_checks(plan, workspace)
     checks = (
         container_checks(plan)
         + found
         + writable_root_checks(plan, workspace)
-        + process_checks(plan)
+        + programs
         + (database_check(db),)
     )
     remote = tuple(
         Unverified("endpoint", f"{e.owner} {e.url}", "doctor makes no network request")
         for e in plan_endpoints(plan)
     )
-    return DoctorReport(meta[0], meta[1], checks, remote + helpers, workspace, redact(db))
+    return DoctorReport(meta[0], meta[1], checks, remote + helpers + in_task, workspace, redact(db))
 
 
 def container_checks(plan: Plan) -> tuple[DoctorCheck, ...]:
@@ -174,29 +185,113 @@ def _writable(root: str, path: str) -> DoctorCheck:
     return DoctorCheck(name, ok, "creatable" if ok else "not_writable", f"{path} does not exist")
 
 
-def process_checks(plan: Plan) -> tuple[DoctorCheck, ...]:
-    """Each ``policy.processAllowlist`` entry: found on PATH, or as a task's absolute command."""
-    commands = [_host_command(task.action_config) for task in plan.tasks]
-    absolute = [c for c in commands if c and "/" in c and os.access(c, os.X_OK)]
-    checks = []
-    for entry in sorted({str(e) for e in as_list(plan.run.policy.get("processAllowlist"))}):
-        where = shutil.which(entry) or next(
-            (c for c in absolute if process_basename(c) == entry), None
-        )
-        detail = where or f"{entry} is not on PATH nor a task's command"
-        checks.append(DoctorCheck(f"process {entry}", where is not None, _found(where), detail))
-    return tuple(checks)
+@dataclass(frozen=True)
+class ProcessUse:
+    """One program the plan's process actions start, in one setting: one check each."""
+
+    operation: str  # the registry entry (builtin.shell.exec, extension.process)
+    command: str  # as written in the action
+    cwd: str | None
+    # The action sets PATH (a template or a secret reference: the DSL takes no plain string),
+    # so its value is known only as the task runs; else the run's cleared environment has none.
+    own_path: bool
+    image: str | None  # isolation: container — the image the program runs in
+
+    @property
+    def check(self) -> str:
+        where = [f"in {self.cwd}"] if self.cwd not in (None, "", ".") else []
+        where += ["with its own PATH"] if self.own_path else []
+        where += [f"in image {self.image}"] if self.image is not None else []
+        return " ".join(["process", self.command, *where])
 
 
-def _found(where: str | None) -> str:
-    return "found" if where else "not_found"
+def process_uses(plan: Plan) -> dict[ProcessUse, list[str]]:
+    """Each program the tasks start (in compiled order) and the actions that start it."""
+    uses: dict[ProcessUse, list[str]] = {}
+    for task in plan.tasks:
+        entry, config = task.entry, task.action_config
+        if task.kind != "action" or entry is None or config is None:
+            continue
+        if entry.effect_class is not EffectClass.PROCESS_EXECUTION:
+            continue
+        actions = uses.setdefault(_process_use(entry.name, config), [])
+        if (task.action or task.id) not in actions:
+            actions.append(task.action or task.id)
+    return uses
 
 
-def _host_command(action: JsonObject | None) -> str | None:
-    if not action or action.get("isolation") == "container":
-        return None
-    command = action.get("command")
-    return command if isinstance(command, str) else None
+def _process_use(operation: str, config: JsonObject) -> ProcessUse:
+    env = config.get("env")
+    box = config.get("container") if config.get("isolation") == "container" else None
+    cwd = config.get("cwd")
+    return ProcessUse(
+        operation,
+        str(config.get("command") or ""),
+        cwd if isinstance(cwd, str) else None,
+        isinstance(env, dict) and "PATH" in env,
+        str(box.get("image")) if isinstance(box, dict) else None,
+    )
+
+
+def process_checks(
+    plan: Plan, workspace: str
+) -> tuple[tuple[DoctorCheck, ...], tuple[Unverified, ...]]:
+    """Each program the tasks start, judged as the run judges it — the policy's decision on
+    its kind, then ``processAllowlist`` — and looked up where the run's process would find
+    it; then each allowlist entry no task uses, which readiness does not depend on."""
+    root = policy_workspace(workspace, plan.run.policy)
+    uses = process_uses(plan)
+    checks: list[DoctorCheck] = []
+    unverified: list[Unverified] = []
+    for use, actions in uses.items():
+        check, unknown = _process_check(use, plan.run.policy, root)
+        by = f" ({'action' if len(actions) == 1 else 'actions'} {', '.join(actions)})"
+        checks.append(DoctorCheck(use.check, check.available, check.status, check.detail + by))
+        unverified += [unknown] if unknown is not None else []
+    used = {process_name(use.command) for use in uses}
+    entries = {str(e) for e in as_list(plan.run.policy.get("processAllowlist"))}
+    why = "no task starts a program of this name; the run does not need it"
+    checks += [
+        DoctorCheck(f"process allowlist entry {e}", True, "unused", why)
+        for e in sorted(entries - used)
+    ]
+    return tuple(checks), tuple(unverified)
+
+
+def _process_check(
+    use: ProcessUse, policy: JsonObject, root: str
+) -> tuple[DoctorCheck, Unverified | None]:
+    """The run's order: its policy decision, its allowlist, its cwd, then its program."""
+    entry = registry.lookup(use.operation)
+    # Judged as if someone could answer an approval: a required approval pauses a run (or,
+    # without one, is refused by ``nonInteractive``) — who is at the terminal, not this machine.
+    decision = decide(
+        policy,
+        name=entry.policy_name or entry.name,
+        effect_class=str(entry.effect_class),
+        risk=str(entry.risk),
+        interactive=True,
+    )
+    if decision.denied:
+        return DoctorCheck(use.check, False, "denied", decision.reason), None
+    denial = process_denial(use.command, as_list(policy.get("processAllowlist")))
+    if denial is not None:
+        return DoctorCheck(use.check, False, "not_allowed", denial), None
+    try:
+        cwd = process_cwd(root, use.cwd)
+    except PolicyDeniedError as exc:
+        return DoctorCheck(use.check, False, "bad_cwd", exc.message), None
+    if use.image is not None:
+        later = Unverified("program", use.check, "looked up inside the image when the task runs")
+        return DoctorCheck(use.check, True, "allowed", "runs in its container"), later
+    if use.own_path and "/" not in use.command:
+        later = Unverified("program", use.check, "looked up on the PATH its task sets as it runs")
+        return DoctorCheck(use.check, True, "allowed", "on the PATH its task sets"), later
+    found = find_program(use.command, cwd, None)
+    detail = found.detail
+    if found.status == "not_found" and "/" not in use.command:
+        detail += "; a run clears the environment: give command its full path, or set env.PATH"
+    return DoctorCheck(use.check, found.status == "found", found.status, detail), None
 
 
 def database_check(db: str) -> DoctorCheck:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from agentctl.core.canonical import canonical_json
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list, as_object
 from agentctl.core.operations import BuildInput, Built, Endpoint, ReachInput, pointer
+from agentctl.core.process_allowlist import process_denial
 from agentctl.core.timeouts import AGENT_CALL_TIMEOUT_SECONDS
 from agentctl.errors import PolicyDeniedError, RunFailedError
 
@@ -79,11 +80,9 @@ def build_shell(b: BuildInput) -> Built:
     command = str(b.config.get("command") or "")
     allowed = b.run.policy.get("processAllowlist")
     allow: list[JsonValue] = list(allowed) if isinstance(allowed, list) else []
-    name = command.rsplit("/", 1)[-1]  # os.path.basename on POSIX, without importing os
-    if name not in allow:
-        raise PolicyDeniedError(
-            f"task {b.task_id}: process {name!r} is not in policy.processAllowlist"
-        )
+    denial = process_denial(command, allow)  # doctor asks the same function
+    if denial is not None:
+        raise PolicyDeniedError(f"task {b.task_id}: {denial}")
     env = dict(sorted(as_object(b.config.get("env") or {}).items()))
     # String values are rendered templates (plain data); mappings are secret references.
     refs = {name: ref for name, ref in env.items() if not isinstance(ref, str)}

@@ -31,6 +31,8 @@ from typing import Literal
 from agentctl.core import registry
 from agentctl.core.effects import MUTATION_CLASSES, EffectClass, Risk
 from agentctl.core.jsonvalue import JsonArray, JsonObject, JsonValue
+from agentctl.core.process_allowlist import process_allowed as process_allowed
+from agentctl.core.process_allowlist import process_denial
 from agentctl.errors import PolicyDeniedError, ValidationError
 
 ToolApproval = Literal["policy", "never", "always"]
@@ -317,18 +319,11 @@ def check_writable(path: str, workspace_root: str, writable_roots: Iterable[str]
 # --- allowlists ----------------------------------------------------------------------------
 
 
-def process_basename(command: str) -> str:
-    return command.rstrip("/").rsplit("/", 1)[-1]
-
-
-def process_allowed(command: str, allowlist: Iterable[str]) -> bool:
-    base = process_basename(command)
-    return bool(base) and base in set(allowlist)
-
-
 def check_process(command: str, allowlist: Iterable[str]) -> None:
-    if not process_allowed(command, allowlist):
-        raise PolicyDeniedError(f"process {command!r} is not in policy.processAllowlist")
+    """``process_allowed`` (``core.process_allowlist``: the run's own rule), as a denial."""
+    denial = process_denial(command, allowlist)
+    if denial is not None:
+        raise PolicyDeniedError(denial)
 
 
 def environment_allowed(name: str, allowlist: Iterable[str]) -> bool:

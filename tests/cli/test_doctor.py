@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -75,8 +74,12 @@ def test_missing_credential_and_image_are_named_exit_6_and_nothing_is_created(
         "status": "missing",
         "detail": "env OPENAI_API_KEY",
     }
-    assert checks["process agentctl-no-such-program"]["available"] is False
-    assert checks["process sh"]["available"] is True
+    # The boxed /bin/sh is allowed; it is looked up in its image, when it runs (unverified).
+    boxed = checks[f"process /bin/sh in image {MISSING_IMAGE}"]
+    assert (boxed["available"], boxed["status"]) == (True, "allowed")
+    # An allowlist entry no task uses is named, and is not what makes this not ready.
+    unused = checks["process allowlist entry agentctl-no-such-program"]
+    assert (unused["available"], unused["status"]) == (True, "unused")
     assert checks["writable root out"]["status"] == "creatable"
     if os.geteuid() != 0:  # root may write anywhere
         assert checks["writable root locked/inner"]["available"] is False
@@ -85,8 +88,11 @@ def test_missing_credential_and_image_are_named_exit_6_and_nothing_is_created(
         assert database["check"] == "database .agentctl/runtime.db"
     # A missing file, or an empty server database: `run` would set it up, doctor does not.
     assert database["status"] == {"sqlite": "absent", "postgresql": "needs_migration"}[backend]
-    endpoints = [u["target"] for u in data["unverified"]]
+    endpoints = [u["target"] for u in data["unverified"] if u["what"] == "endpoint"]
     assert endpoints == ["provider main https://api.example.test/v1"]
+    assert {"what": "program", "target": f"process /bin/sh in image {MISSING_IMAGE}"} in [
+        {"what": u["what"], "target": u["target"]} for u in data["unverified"]
+    ]
     assert sorted(p.name for p in tmp_path.iterdir()) == before, "doctor created state"
     human = cli("doctor", str(wf))
     assert human.rc == 6
@@ -106,7 +112,7 @@ def test_ready_workflow_exits_0(cli: Cli, tmp_path: Path) -> None:
     done = cli("--output", "json", "doctor", str(EXAMPLES / "e9-process.yaml"))
     assert done.rc == 0, done.stdout + done.stderr
     assert done.data["ready"] is True
-    assert _by_check(done.data)["process echo"]["detail"] == shutil.which("echo")
+    assert _by_check(done.data)["process /bin/echo"]["detail"] == "/bin/echo (action hello)"
     assert not (tmp_path / ".agentctl").exists()
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import trio
 
 from agentctl.core.jsonvalue import JsonObject
+from agentctl.core.process_allowlist import process_denial
 from agentctl.errors import PolicyDeniedError, RunFailedError
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import PreflightRequest, ShellRequest
@@ -35,8 +36,9 @@ from agentctl.sandbox.container import (
     force_remove,
     preflight,
 )
-from agentctl.sandbox.paths import canonical_workspace, resolve_read
+from agentctl.sandbox.paths import canonical_workspace
 from agentctl.sandbox.process import ProcessResult, run_process
+from agentctl.sandbox.program import process_cwd
 from agentctl.workers.executors import (
     ExecOutcome,
     FailedEffect,
@@ -52,18 +54,13 @@ _REMOVE_GRACE_S = 30.0
 def check_allowlist(req: ShellRequest) -> None:
     if req.process_allowlist is None:
         return
-    name = os.path.basename(req.command)
-    if name not in req.process_allowlist:
-        raise PolicyDeniedError(f"process {name!r} is not in the process allowlist")
+    denial = process_denial(req.command, req.process_allowlist)
+    if denial is not None:
+        raise PolicyDeniedError(denial)
 
 
 def _cwd(req: ShellRequest) -> str:
-    if req.cwd is None or req.cwd in ("", "."):
-        return canonical_workspace(req.workspace)
-    target = resolve_read(req.workspace, req.cwd)
-    if not os.path.isdir(target):
-        raise PolicyDeniedError(f"process cwd {req.cwd!r} is not a directory in the workspace")
-    return target
+    return process_cwd(req.workspace, req.cwd)
 
 
 async def _run(
