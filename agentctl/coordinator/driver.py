@@ -322,8 +322,10 @@ class Driver:
             known_effect_id=eff.effect_id,
         )
         state = self.live.states[step.task.id]
+        entry = step.task.entry
+        capability = None if entry is None else entry.policy_name or entry.name
         return model.RequestRow(
-            step.task.id, state, step.attempt, new, eff.budget, eff.approval_reason
+            step.task.id, state, step.attempt, new, eff.budget, eff.approval_reason, capability
         )
 
     def _recorded(self, step: PendingEffect, denied: model.BudgetDenial | None) -> Step:

@@ -164,6 +164,9 @@ class RequestRow:
     effect: NewEffect
     budget: Mapping[str, int]
     approval_reason: str | None = None  # set when policy requires an approval first
+    # The name the policy judged (``filesystem.write``, ``process.exec``…), which its approval
+    # shows as its capability, as an agent's tool approval does; else the effect's operation.
+    capability: str | None = None
 
 
 @dataclass(frozen=True)

@@ -220,7 +220,7 @@ def _pause_for_approval_txn(
         task_id=row.task_id,
         effect_id=row.effect.effect_id,
         reason=row.approval_reason or "approval required",
-        capability=row.effect.operation,
+        capability=row.capability or row.effect.operation,
         risk=row.effect.risk,
         redacted_input=row.effect.request,
         expected_effect=row.effect.effect_class,
