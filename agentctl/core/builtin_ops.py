@@ -151,7 +151,7 @@ ACTIONS: tuple[Operation, ...] = (
         policy_name="memory.write",
         builder=lt.build_long_term_write,
         with_keys=_keys(
-            "key", "namespace", "value", "text", "metadata", "content", "retentionDays"
+            "key", "namespace", "value", "entry", "text", "metadata", "content", "retentionDays"
         ),
         with_check=literal_write_problems,
         with_required=(_KEY,),
@@ -180,8 +180,8 @@ ACTIONS: tuple[Operation, ...] = (
         _FULL,
         "coordinator",
         policy_name="memory.write",
-        builder=b.build_memory_write,
-        with_keys=_keys("key", "value"),
+        builder=lt.build_long_term_promote,
+        with_keys=_keys("key", "value", "entry"),
     ),
     Operation(
         "mcp.call",

@@ -316,3 +316,36 @@ def test_check_refuses_literal_arguments_the_actions_would_refuse(cli: Cli, tmp_
     refused = cli("--output", "json", "check", "w.yaml")
     assert refused.rc == 2
     assert refused.error["diagnostics"][0]["path"] == "spec.tasks.2.with.retentionDays"
+
+
+ENTRY = (
+    HEAD
+    + """\
+  memory: { longTerm: { namespace: support } }
+  actions:
+    remember: { kind: builtin.long_term_memory.write }
+    recall: { kind: builtin.long_term_memory.read }
+    promote: { kind: builtin.long_term_memory.promote }
+    look: { kind: builtin.memory.read }
+  tasks:
+    - { id: w, uses: "action:remember", with: { key: b, entry: { y: 2 }, text: "agents call tools" } }
+    - { id: r, uses: "action:recall", needs: [w], with: { key: b } }
+    - { id: p, uses: "action:promote", needs: [r], with: { key: got, entry: "${{ tasks.r.output.value }}" } }
+    - { id: m, uses: "action:look", needs: [p], with: { key: got } }
+"""
+)
+
+
+def test_entry_is_the_payload_of_a_write_and_of_a_promotion(cli: Cli, tmp_path: Path) -> None:
+    # spec/dsl.md §3: a write takes `value` (later `entry`/`content`); a promotion `entry`.
+    (tmp_path / "wf.yaml").write_text(ENTRY, encoding="utf-8")
+    ran = cli("--output", "json", "run", "wf.yaml", "--db", "r.db")
+    assert ran.rc == 0, ran.stderr
+    assert ran.data["output"]["r"]["value"] == {"y": 2}
+    assert ran.data["output"]["m"]["value"] == {"y": 2}
+    both = ENTRY.replace("entry: { y: 2 },", "entry: { y: 2 }, value: 1,")
+    (tmp_path / "both.yaml").write_text(both, encoding="utf-8")
+    refused = cli("--output", "json", "check", "both.yaml")
+    assert refused.rc == 2, refused.stdout
+    [problem] = refused.error["diagnostics"]
+    assert problem["path"] == "spec.tasks.0.with.entry"

@@ -14,6 +14,9 @@ Invariants:
 
 from __future__ import annotations
 
+import dataclasses
+
+from agentctl.core.builders import build_memory_write
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.longterm.embedding import EmbeddingIdentity
 from agentctl.core.longterm.entries import entry_from_args, retention_days_of
@@ -57,7 +60,26 @@ def build_long_term_read(b: BuildInput) -> Built:
     return Built(recorded, dict(recorded))
 
 
+def entry_as_value(b: BuildInput) -> BuildInput:
+    """``with.entry`` — the later spelling of a long-term write's or a promotion's payload
+    (spec/dsl.md §3) — taken as ``with.value``: one identity whichever was written."""
+    args = _args(b)
+    if "entry" not in args:
+        return b
+    if args.get("value") is not None or args.get("content") is not None:
+        raise RunFailedError(f"task {b.task_id}: give one of `value`, `entry` or `content`")
+    given = {k: v for k, v in args.items() if k != "entry"}
+    given["value"] = args["entry"]
+    return dataclasses.replace(b, args=given)
+
+
+def build_long_term_promote(b: BuildInput) -> Built:
+    """A promotion (``entry``/``value`` → a working-memory ``key``) is a working-memory write."""
+    return build_memory_write(entry_as_value(b))
+
+
 def build_long_term_write(b: BuildInput) -> Built:
+    b = entry_as_value(b)
     args = _args(b)
     try:
         entry = entry_from_args(args)

@@ -86,6 +86,8 @@ def _content(args: Mapping[str, JsonValue]) -> tuple[JsonValue, str | None]:
 def literal_write_problems(given: Mapping[str, JsonValue]) -> list[tuple[str, str]]:
     """What ``check`` can tell about a write's literal ``with`` values (templates render later)."""
     found: list[tuple[str, str]] = []
+    if "entry" in given and ("value" in given or "content" in given):
+        found.append(("entry", "is the payload `value` or `content` also give: give one"))
     for key in ("retentionDays", "metadata", "content", "text"):
         value = given.get(key)
         if key not in given or (isinstance(value, str) and "${{" in value):
