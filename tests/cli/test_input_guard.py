@@ -58,6 +58,16 @@ def test_a_bare_when_condition_reads_its_input(cli: Cli, ws: Path) -> None:
     assert states["gate"] == "succeeded"  # the value reached the condition: not skipped
 
 
+def test_repair_checks_its_inputs_against_the_same_reads(cli: Cli, ws: Path) -> None:
+    source = str(_run(cli, "--input", "flag=yes")["runId"])
+    repair = ("repair", "wf.yaml", source, "--from", "gate", "--restart-successful")
+    done = cli("--output", "json", *repair, "--input", "flag=no")
+    assert done.rc == 0, done.stderr
+    shown = cli("--output", "json", "inspect", done.data["runId"])
+    assert {t["taskId"]: t["state"] for t in shown.data["tasks"]}["gate"] == "skipped"
+    refused(cli, ws, *repair, "--input", "word=LOUD", needle="nor read by the workflow")
+
+
 def test_an_instructions_file_reads_its_input(cli: Cli, ws: Path) -> None:
     data = _run(cli, "--input", "topic=cats")
     effects = cli("--output", "json", "effects", "list", str(data["runId"])).data["effects"]
