@@ -164,10 +164,12 @@ class InputFlags:
         self, document: dict[str, Any], plan: Plan, base: JsonObject | None = None
     ) -> JsonObject:
         """The flags laid over ``base`` (default: the workflow's ``spec.inputs``), checked
-        against the workflow's declared and read input names (``api.resolve_inputs``)."""
+        against the workflow's declared and read input names (``api.resolve_inputs``; read:
+        ``core.inputreads``, a sub-workflow's own ``inputs.`` being its invocation's)."""
         from agentctl.coordinator import api
+        from agentctl.core.inputreads import plan_input_names, subworkflows_reading
 
-        file_text = None
+        file_text, subworkflows = None, document["spec"].get("subworkflows") or {}
         if self.inputs is not None and self.inputs_file is not None:  # before reading the file
             raise ValidationError("--inputs and --inputs-file are mutually exclusive")
         if self.inputs_file is not None:
@@ -177,18 +179,10 @@ class InputFlags:
             self.inputs,
             file_text,
             self.pairs or [],
-            read_names=lambda: inputs_read(document, plan),
+            read_names=lambda: plan_input_names(plan),
             base=base,
+            read_inside=lambda key: subworkflows_reading(subworkflows, key),
         )
-
-
-def inputs_read(document: dict[str, Any], plan: Plan) -> set[str]:
-    """The input names the workflow's templates read: its document's, and its variables'
-    (the var files' are in the compiled tasks only). A sub-workflow's own ``inputs.`` count
-    too — a name it reads is no typo."""
-    from agentctl.core.templates import referenced_input_names
-
-    return referenced_input_names([document, [task.vars for task in plan.tasks]])
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from agentctl.coordinator.streaming import StreamListener
 from agentctl.coordinator.workerproc import prestart_workers
 from agentctl.coordinator.workerstart import Prestarted
 from agentctl.core.compiler.diagnostics import Locator
+from agentctl.core.conditions import is_segment
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan, compensates_automatically
 from agentctl.core.states import is_terminal_run
@@ -61,6 +62,7 @@ def resolve_inputs(
     pairs: Sequence[str],
     read_names: Callable[[], Collection[str]] = frozenset,
     base: Mapping[str, JsonValue] | None = None,
+    read_inside: Callable[[str], Sequence[str]] = lambda _: (),
 ) -> JsonObject:
     """spec.inputs ← --inputs / --inputs-file object ← each --input KEY=VALUE (JSON else text).
 
@@ -68,9 +70,10 @@ def resolve_inputs(
     over the source run's inputs); ``defaults`` still says which names are declared.
 
     All JSON is strict (no NaN/Infinity, bounded nesting). ``--input`` names an input the
-    workflow declares (``spec.inputs``) or reads (``${{ inputs.NAME }}``, asked of
-    ``read_names`` only for an undeclared name): a name neither declared nor read is a typo
-    the workflow would otherwise silently ignore.
+    workflow declares (``spec.inputs``) or reads (``inputs.NAME`` in a template or condition
+    rendered with the run's inputs, asked of ``read_names`` only for an undeclared name): a
+    name neither declared nor read is a typo the workflow would otherwise silently ignore;
+    ``read_inside(NAME)``: the sub-workflows whose own ``inputs.NAME`` the message points at.
     """
     merged = dict(defaults if base is None else base)
     if inputs_json is not None and inputs_file_text is not None:
@@ -88,12 +91,23 @@ def resolve_inputs(
         if key not in defaults:
             read = read_names() if read is None else read
             if key not in read:
-                raise ValidationError(
-                    f"--input {key!r} is neither a declared input (spec.inputs) nor read by "
-                    f"the workflow (${{{{ inputs.{key} }}}}); inputs: {_declared(defaults)}"
-                )
+                raise _unread(key, defaults, read_inside(key))
         merged[key] = value
     return merged
+
+
+def _unread(key: str, declared: Mapping[str, JsonValue], inside: Sequence[str]) -> ValidationError:
+    message = (
+        f"--input {key!r} is neither a declared input (spec.inputs) nor read by the workflow "
+        f"(${{{{ inputs.{key} }}}}); inputs: {_declared(declared)}"
+    )
+    if inside:  # the likely mix-up: a sub-workflow's own input, which a run never sets
+        subs = ", ".join(f"`{name}`" for name in inside)
+        message += (
+            f"; inputs.{key} in spec.subworkflows ({subs}) is an input of the invocation, set "
+            "by the `with` of the task that invokes it"
+        )
+    return ValidationError(message)
 
 
 def _declared(declared: Mapping[str, JsonValue]) -> str:
@@ -105,10 +119,12 @@ def _input_pair(pair: str, declared: Mapping[str, JsonValue]) -> tuple[str, Json
     key, eq, raw = pair.partition("=")
     if not eq or not key:
         raise ValidationError(f"--input expects KEY=VALUE, got {pair!r}")
-    # A declared name is settable whatever its spelling: template paths allow `my-key`, `9x`.
-    if key not in declared and not key.isidentifier():
+    # A declared name is settable whatever its spelling; any other must be one a template can
+    # read (`my-key`, `9lives`: spec/dsl.md §6.1), or no template could ever reach it.
+    if key not in declared and not is_segment(key):
         raise ValidationError(
-            f"--input {key!r} is not a valid input name; inputs: {_declared(declared)}"
+            f"--input {key!r} is not a valid input name (letters, digits, `_` and `-`, as a "
+            f"template reads it); inputs: {_declared(declared)}"
         )
     try:
         return key, parse_strict(raw, f"--input {key}")

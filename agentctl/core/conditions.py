@@ -87,6 +87,12 @@ class Condition:
     literal: JsonValue = None
 
 
+def is_segment(name: str) -> bool:
+    """Whether ``name`` is one path segment (spec/dsl.md §6.1: ``[A-Za-z0-9_-]+``): the names
+    a template can read, so the only input names a run can use."""
+    return _SEGMENT.fullmatch(name) is not None
+
+
 def parse_reference(text: str, expression: str | None = None) -> Reference:
     """Parse a path; raises ``TemplateError`` for an unknown root or a malformed segment."""
     path = text.strip()

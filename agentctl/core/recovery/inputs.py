@@ -8,9 +8,9 @@ was. Its reused dependencies carry the source's outputs, which leaves two ways i
 - run inputs: the new run's inputs are the source's unless ``retry``/``repair`` was given
   ``--inputs``/``--inputs-file``/``--input``. The digest covers every input, so it cannot
   tell a task that reads a changed input from one that does not; the task's own definition can
-  (``task_input_names``: every ``inputs.NAME`` its templates, conditions and compensation
-  read). A reused task reading a changed input blocks, as a changed digest does, naming itself
-  as the root to pass; one reading none of them stays reusable.
+  (``core.inputreads.task_input_names``: every ``inputs.NAME`` its templates, conditions
+  and compensation read). A reused task reading a changed input blocks, as a changed digest
+  does, naming itself as the root to pass; one reading none of them stays reusable.
 - working memory, rebuilt from the TARGET's initial memory plus the reused tasks' deltas
   (``planner.rebuild_memory``). A target that changes the initial memory a reused task read
   must not reuse that task's old output.
@@ -28,17 +28,16 @@ Invariants: pure — reads its arguments only, mutates none.
 from __future__ import annotations
 
 import copy
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from agentctl.core import evaluate as ev
-from agentctl.core.conditions import TemplateError, json_identical, parse_condition
+from agentctl.core.conditions import json_identical
 from agentctl.core.inputdigest import resolved_input_digest
+from agentctl.core.inputreads import task_input_names
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.recovery.model import Block, SourceTask
-from agentctl.core.templates import referenced_input_names
 from agentctl.errors import AgentctlError
 
 RULE = "resolved_input_digest_mismatch"
@@ -93,24 +92,6 @@ def input_blocks(target: Plan, reused: Mapping[str, SourceTask], reads: Reads) -
             for memory in memories:
                 memory.update(copy.deepcopy(source.state_delta))
     return blocks
-
-
-def task_input_names(task: PlannedTask) -> set[str]:
-    """The run input names ``task`` reads, over-approximated: every ``inputs.NAME`` in its
-    definition's templates (``with``, vars, action and agent configuration, router selection,
-    compensation — an inverse renders with the new run's inputs) and in its bare conditions
-    (``when: inputs.flag`` evaluates without braces)."""
-    names = referenced_input_names(dataclasses.asdict(task))
-    for text in (task.when, task.guard):
-        if not text:
-            continue
-        try:
-            reference = parse_condition(text).reference
-        except TemplateError:
-            continue
-        if reference.root == "inputs" and reference.segments:
-            names.add(reference.segments[0])
-    return names
 
 
 def _digest(
