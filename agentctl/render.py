@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TextIO
 
+from agentctl.core.floattext import respell_json_floats
 from agentctl.errors import AgentctlError, Diagnostic
 
 API_VERSION = "agentctl.dev/cli/v1"
@@ -59,14 +60,16 @@ class Outcome:
 
 def dump_json(value: Any, indent: int | None = None) -> str:
     """Strict JSON text: a non-finite float (which inputs refuse, but a workflow's own YAML or
-    arithmetic could still produce) is written as ``null``, never as a bare ``NaN``."""
+    arithmetic could still produce) is written as ``null``, never as a bare ``NaN``; a float
+    is spelled as the original prints it (``0.00001``, ``1e16``: ``core.floattext``)."""
     separators = (",", ":") if indent is None else None
     try:
-        return json.dumps(
+        text = json.dumps(
             value, separators=separators, indent=indent, ensure_ascii=False, allow_nan=False
         )
     except ValueError:  # rare: pay for the walk only when there is something to replace
-        return json.dumps(_finite(value), separators=separators, indent=indent, ensure_ascii=False)
+        text = json.dumps(_finite(value), separators=separators, indent=indent, ensure_ascii=False)
+    return respell_json_floats(text)
 
 
 def _finite(value: Any) -> Any:

@@ -9,7 +9,8 @@ needed task outputs). ``path`` and ``content`` of file actions are ``with`` keys
 Invariants:
 - every rendered value is text and stays exactly one argv element or one variable value; it
   is never split or handed to a shell. An exact expression that yields a number, boolean or
-  null becomes its JSON text; an object or array fails the task (``TemplateError``);
+  null becomes the text it has inside a longer string (a number as the original's JSON
+  writes it); an object or array fails the task (``TemplateError``);
 - secret references in ``env`` (``{env|file|process: …}``) are never rendered: they resolve
   later, and only their source and SHA-256 are recorded;
 - the recorded effect input is built from the rendered configuration, so the effect identity
@@ -19,12 +20,11 @@ Invariants:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 
 from agentctl.core.conditions import ReadContext, TemplateError
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.core.templates import render_text
+from agentctl.core.templates import render_text, scalar_text
 
 _OPEN = "${{"
 
@@ -48,12 +48,10 @@ def is_templated(config: Mapping[str, JsonValue]) -> bool:
 
 
 def _text(where: str, text: str, ctx: ReadContext) -> str:
-    value = render_text(text, ctx)
-    if isinstance(value, str):
-        return value
-    if value is None or isinstance(value, bool | int | float):
-        # The text interpolation gives the same value inside a longer string.
-        return json.dumps(value)
+    # An exact expression's scalar reads as the interpolation inside a longer text writes it.
+    rendered = scalar_text(render_text(text, ctx))
+    if rendered is not None:
+        return rendered
     raise TemplateError(f"`{where}` must render to text, not an object or array")
 
 

@@ -1,7 +1,9 @@
 """Canonical JSON and the digests built on it.
 
 Invariant: the same JSON value always yields the same bytes, whatever the key order of the
-source; non-ASCII stays as UTF-8 (``ensure_ascii=False``) so identifiers match the original.
+source; non-ASCII stays as UTF-8 (``ensure_ascii=False``) and a float is spelled as serde_json
+spells it (``floattext``: ``0.00001``, ``1e16``, never ``1e-05``, ``1e+16``), so identifiers
+and digests match the original's.
 ``streamed_json_digest`` hashes exactly the bytes ``json_digest`` would, without holding the
 whole text (or the whole value) at once, and ``streamed_canonical_json`` is ``canonical_json``
 without the whole value: arrays given as ``Items`` are encoded one item at a time.
@@ -19,6 +21,7 @@ from json.encoder import (  # type: ignore[attr-defined]  # private names typesh
 )
 from typing import TypeAlias
 
+from agentctl.core.floattext import respell_json_floats
 from agentctl.core.jsonvalue import JsonValue
 
 # One encoder for every call: ``json.dumps`` with non-default options builds a new encoder
@@ -41,8 +44,10 @@ def canonical_json(value: object) -> str:
     """Compact, sorted-key JSON text of ``value``: anything the ``json`` encoder takes (the
     ledger hands it rows as ``object``; a value it cannot encode raises ``TypeError``)."""
     if _C_ENCODE is None:  # an interpreter without the _json accelerator
-        return _ENCODER.encode(value)
-    return "".join(_C_ENCODE(value, 0))
+        return respell_json_floats(_ENCODER.encode(value))
+    # The encoder writes a float as ``repr`` does, which differs from the original only in
+    # exponent form: one scan of the text, a rewrite only where such a number is.
+    return respell_json_floats("".join(_C_ENCODE(value, 0)))
 
 
 def sha256_hex(data: str | bytes) -> str:

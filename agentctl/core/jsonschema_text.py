@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from agentctl.core.floattext import number_text, respell_json_floats
 from agentctl.core.jsonvalue import JsonValue, as_object
 
 if TYPE_CHECKING:
@@ -103,7 +104,11 @@ def problem_text(error: SchemaError) -> list[str]:
     if keyword == "oneOf":
         return [_one_of_text(error)]
     text = _SIMPLE.get(str(keyword))
-    return [text.format(v=value, i=instance, j=_json(value)) if text else str(error.message)]
+    if text is None:
+        return [str(error.message)]
+    # Only the number keywords show the instance: never a repr of a large array or object.
+    shown = _shown(instance) if "{i}" in text else ""
+    return [text.format(v=_shown(value), i=shown, j=_json(value))]
 
 
 _SIMPLE = {
@@ -111,12 +116,12 @@ _SIMPLE = {
     "const": "value must equal the constant {j}",
     "minLength": "string shorter than {v} characters",
     "maxLength": "string longer than {v} characters",
-    "pattern": "string does not match pattern {v!r}",
-    "minimum": "{i!r} must be >= {v!r}",
-    "maximum": "{i!r} must be <= {v!r}",
-    "exclusiveMinimum": "{i!r} must be > {v!r}",
-    "exclusiveMaximum": "{i!r} must be < {v!r}",
-    "multipleOf": "{i!r} is not a multiple of {v!r}",
+    "pattern": "string does not match pattern {v}",
+    "minimum": "{i} must be >= {v}",
+    "maximum": "{i} must be <= {v}",
+    "exclusiveMinimum": "{i} must be > {v}",
+    "exclusiveMaximum": "{i} must be < {v}",
+    "multipleOf": "{i} is not a multiple of {v}",
     "minItems": "fewer than {v} items",
     "maxItems": "more than {v} items",
     "uniqueItems": "items are not unique",
@@ -144,4 +149,12 @@ def _extra_properties(instance: Mapping[str, object], schema: object) -> list[st
 
 
 def _json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return respell_json_floats(json.dumps(value, ensure_ascii=False, sort_keys=True))
+
+
+def _shown(value: object) -> str:
+    """A keyword's value or an instance in a message: a number as the workflow's JSON writes
+    it (``0.00001``, not ``1e-05``), anything else as its ``repr`` (``'b'``)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return number_text(value)
+    return repr(value)

@@ -6,8 +6,9 @@ Invariants:
 - A template string that is exactly one expression (no text around it, not even spaces)
   renders to the raw JSON value; a condition there (a comparison, or ``not …``) renders a bool.
 - Anywhere else an expression is interpolated as text: null → ``null``, booleans, numbers as
-  JSON, strings verbatim; objects and arrays are an error, and so is a condition (conditions
-  only make sense as a whole value).
+  the original's JSON writes them (``floattext``: ``0.00001``, ``1e16``), strings verbatim;
+  objects and arrays are an error, and so is a condition (conditions only make sense as a
+  whole value).
 - Rendering walks values recursively and never keys; rendered text is never scanned again, so a
   value containing ``${{`` is inert data.
 - The context is ``{"inputs": …, "vars": …, "memory": …, "tasks": {id: {"output": …}}}``.
@@ -16,7 +17,6 @@ Invariants:
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import overload
@@ -32,6 +32,7 @@ from agentctl.core.conditions import (
     parse_reference,
     resolve,
 )
+from agentctl.core.floattext import number_text
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "referenced_task_ids",
     "render",
     "render_text",
+    "scalar_text",
 ]
 
 _OPEN = "${{"
@@ -161,17 +163,26 @@ def referenced_task_ids(value: object) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def as_text(expr: Expression, value: JsonValue) -> str:
-    """``value`` as an expression inside a longer text renders it (module docstring)."""
+def scalar_text(value: JsonValue) -> str | None:
+    """A JSON scalar as an expression inside a longer text renders it (module docstring);
+    ``None`` for an object or array, which has no such text."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
-        return json.dumps(value)
+        return number_text(value)
     if isinstance(value, str):
         return value
-    raise TemplateError(f"embedded object or array `{expr.text}` cannot be rendered into text")
+    return None
+
+
+def as_text(expr: Expression, value: JsonValue) -> str:
+    """``value`` as ``expr`` inside a longer text renders it (module docstring)."""
+    text = scalar_text(value)
+    if text is None:
+        raise TemplateError(f"embedded object or array `{expr.text}` cannot be rendered into text")
+    return text
 
 
 def _render_parsed(template: Template, context: ReadContext) -> JsonValue:

@@ -1,11 +1,14 @@
 """Canonical JSON: the prebuilt C encoder gives exactly ``json.dumps``'s canonical text.
 
 Stored digests and effect identities depend on these bytes, so the faster path must not move
-a single one of them: sorted keys, compact separators, non-ASCII kept, floats as ``repr``.
+a single one of them: sorted keys, compact separators, non-ASCII kept, plain floats as
+``repr``; a float ``repr`` writes in exponent form is spelled as the original (serde_json)
+spells it instead (``1e-05`` → ``0.00001``, ``1e+16`` → ``1e16``), which ids depend on.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from typing import Any
@@ -21,8 +24,8 @@ VALUES: list[Any] = [
     -7,
     12345678901234567890123,
     1.0,
-    1e16,
-    1e-7,
+    1e15,
+    0.0001,
     -0.0,
     3.141592653589793,
     "",
@@ -38,6 +41,29 @@ VALUES: list[Any] = [
 def test_same_text_as_json_dumps(value: Any) -> None:
     expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert canonical_json(value) == expected
+
+
+def test_exponent_form_floats_are_spelled_as_the_original_spells_them() -> None:
+    value = {
+        "b": [1e-5, {"deep": [9.9e-6, -1e-7, 1e16]}, 1.5],
+        "a": {"big": 1.2345678901234568e20, "text": "1e-05 and 1e+16", "n": 7},
+        "s": ["1e-05", "x\\", 'q"1e+16,'],
+    }
+    assert canonical_json(value) == (
+        '{"a":{"big":1.2345678901234568e20,"n":7,"text":"1e-05 and 1e+16"},'
+        '"b":[0.00001,{"deep":[9.9e-6,-1e-7,1e16]},1.5],'
+        '"s":["1e-05","x\\\\","q\\"1e+16,"]}'
+    )
+    assert canonical_json(1e-5) == "0.00001"
+    assert canonical_json("1e-05") == '"1e-05"'
+
+
+def test_digest_of_a_small_float() -> None:
+    """spec/dsl.md §4.8: D = sha256 of the bindings' compact sorted-key JSON, as serde_json
+    writes it: ``{"foreachIndex":0,"item":0.00001}``, never ``…"item":1e-05}``."""
+    bindings = {"item": 0.00001, "foreachIndex": 0}
+    assert json_digest(bindings) == hashlib.sha256(b'{"foreachIndex":0,"item":0.00001}').hexdigest()
+    assert json_digest(bindings)[:12] == "264321243c1d"
 
 
 def test_key_order_of_the_source_does_not_matter() -> None:

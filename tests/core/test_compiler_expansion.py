@@ -20,6 +20,12 @@ def test_pinned_foreach_ids() -> None:
     assert aggregate.children == plan.order[:2] and aggregate.needs == plan.order[:2]
 
 
+def test_pinned_foreach_id_of_a_small_float() -> None:
+    """The digest is of the bindings as serde_json writes them: ``"item":0.00001``."""
+    doc = workflow([task("f", foreach={"items": [0.00001], "as": "item", "maxItems": 32})])
+    assert compile_ok(doc).order == ("f--0000-264321243c1d", "f")
+
+
 def test_pinned_matrix_ids_sorted_axes_first_slowest() -> None:
     axes = {"os": ["linux", "mac"], "arch": ["amd64", "arm64"]}
     plan = compile_ok(workflow([task("build", matrix={"axes": axes, "maxItems": 4})]))

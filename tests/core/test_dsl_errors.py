@@ -186,6 +186,12 @@ def test_wrong_types_are_not_coerced(fragment: str, path: str, needle: str, expe
     assert expected in diag.message and "got" in diag.message
 
 
+def test_a_number_in_a_message_is_spelled_as_written() -> None:
+    """Not as Python's repr (``1e-05``): as the workflow's JSON writes it (``0.00001``)."""
+    source = MINIMAL.replace("spec:\n", "spec:\n  runtime: { maxConcurrency: 0.00001 }\n")
+    assert only(source).message.endswith("must be an integer, got the number 0.00001")
+
+
 @pytest.mark.parametrize(
     ("fragment", "path", "needle"),
     [

@@ -211,6 +211,10 @@ def test_number_bounds() -> None:
     assert not is_valid(2, {"exclusiveMaximum": 2})
     assert is_valid(1.5, {"exclusiveMinimum": 1, "exclusiveMaximum": 2})
     assert is_valid("not a number", {"minimum": 100})  # bounds apply to numbers only
+    # Numbers in messages are spelled as the workflow's JSON writes them, not as repr.
+    assert validate(0.00001, {"minimum": 0.0001}) == ["/: 0.00001 must be >= 0.0001"]
+    assert validate(1e16, {"exclusiveMaximum": 1e16}) == ["/: 1e16 must be < 1e16"]
+    assert validate(1, {"const": 1e-7}) == ["/: value must equal the constant 1e-7"]
 
 
 def test_enum_and_const_keep_booleans_apart_from_numbers() -> None:

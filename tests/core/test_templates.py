@@ -140,6 +140,12 @@ def test_text_interpolation_formats_scalars_as_json() -> None:
     assert render("n=${{ inputs.n }}", context) == "n=3"
 
 
+def test_interpolated_floats_are_spelled_as_the_original_spells_them() -> None:
+    context = ctx(lr=0.00001, big=1.0e16, tiny=-1.5e-7, huge=1e15)
+    text = "--lr=${{ inputs.lr }} n=${{ inputs.big }} t=${{ inputs.tiny }} h=${{ inputs.huge }}"
+    assert render(text, context) == "--lr=0.00001 n=1e16 t=-1.5e-7 h=1000000000000000.0"
+
+
 @pytest.mark.parametrize("value", [{"a": 1}, [1, 2], []])
 def test_interpolating_an_object_or_array_is_an_error(value: Any) -> None:
     with pytest.raises(TemplateError, match="embedded object or array"):

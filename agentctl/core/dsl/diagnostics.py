@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, Protocol, Union, get_args, get_origi
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
+from agentctl.core.floattext import number_text
 from agentctl.errors import DIAGNOSTIC_CODES, Diagnostic
 
 Position = tuple[int, int]
@@ -227,7 +228,7 @@ def describe(value: Any) -> str:
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"
     if isinstance(value, (int, float)):
-        return f"the number {value}"
+        return f"the number {number_text(value)}"
     if isinstance(value, str):
         text = value if len(value) <= 40 else value[:37] + "..."
         return f"the string {text!r}"
