@@ -4,7 +4,8 @@ spec/dsl.md §6.4: CLI ``--vars-file`` then ``--var K=JSON`` are a task's top va
 The target workflow is compiled as ``run`` compiles it, so a run started with ``--var`` is
 retried with the same ``--var`` and its tasks are reused (bad variable flags are refused with
 ``run``'s message, exit 2, creating nothing: tests/cli/test_recovery_inputs.py checks them with
-the input flags).
+the input flags). Without them, the refusal of a task that the source compiled with other
+variable values says so, and what to pass.
 """
 
 from __future__ import annotations
@@ -82,3 +83,26 @@ def test_repair_takes_the_variable_flags_and_a_changed_value_reruns_its_task(
     assert changed.rc == 0, changed.stderr
     assert changed.data["executedTasks"] == ["make", "verify"]
     assert (tmp_path / "out" / "f.txt").read_text() == "bronze"
+
+
+def test_a_retry_without_the_sources_variables_says_what_to_pass(cli: Cli, tmp_path: Path) -> None:
+    source = _failed_source(cli, tmp_path)
+    args = ("retry", "wf.yaml", source, "--failed", "--input", "ok=true", "--db", "r.db")
+    refused = cli("--output", "json", *args)
+    assert refused.rc == 3, refused.stderr
+    [block] = refused.data["blockedReuse"]
+    assert (block["taskId"], block["rule"]) == ("make", "definition_fingerprint_mismatch")
+    assert block["message"] == (
+        f"the definition of task make changed since run {source}: the workflow is the same "
+        "but its variables differ in tier, so that run was compiled with other "
+        "--var/--vars-file values (or var files edited since); give the same "
+        "--var/--vars-file values as that run to reuse the task"
+    )
+    assert _runs(cli) == [source]
+    # A changed workflow may have changed the variables itself: nothing is said of the flags.
+    (tmp_path / "wf.yaml").write_text(FLOW.replace("message: boom", "message: bust"))
+    repair = ("repair", "wf.yaml", source, "--from", "verify", "--plan", "--db", "r.db")
+    changed = cli("--output", "json", *repair)
+    assert changed.rc == 3, changed.stderr
+    [block] = changed.data["blockedReuse"]
+    assert block["message"] == f"the definition of task make changed since run {source}"
