@@ -22,6 +22,8 @@ from agentctl.cli_options import (
     InteractiveOpt,
     RunWorkspaceOpt,
     TimeoutOpt,
+    VarOpt,
+    VarsFileOpt,
     WorkspaceOpt,
 )
 from agentctl.cli_planview import recovery_view
@@ -76,6 +78,8 @@ class _Recovery:
     interactive: bool = False
     diff: bool = False
     given: InputFlags = field(default_factory=InputFlags)
+    vars_files: list[Path] | None = None
+    var_pairs: list[str] | None = None
 
 
 def _recover(req: _Recovery) -> None:
@@ -88,7 +92,9 @@ def _recover(req: _Recovery) -> None:
     # directory (resume, fork and compensate reuse the source run's own).
     where = str(req.workspace or req.file.resolve().parent)
     asking = _asking(req.interactive, req.kind, Continuation(req.db, where, req.timeout, req.diff))
-    loaded, target = compile_with_vars(req.file)  # the target's own var files, read now
+    # The target is compiled as ``run`` compiles it — its var files and then the CLI layer
+    # (``--vars-file``, ``--var``) — so the same flags give the source's task definitions.
+    loaded, target = compile_with_vars(req.file, req.vars_files, req.var_pairs)
     with warning_errors(loaded.warnings):
         # Checked as ``run`` checks them, against the target, before the ledger is opened:
         # bad input flags create nothing. Laid over the source's inputs in ``recover``.
@@ -156,10 +162,13 @@ def retry_cmd(
     inputs: InputsOpt = None,
     inputs_file: InputsFileOpt = None,
     input_pairs: InputPairsOpt = None,
+    var_pairs: VarOpt = None,
+    vars_files: VarsFileOpt = None,
 ) -> None:
     """Re-run failed (or chosen) tasks and their dependants for an identical workflow.
 
-    Inputs: the source run's, with --inputs/--inputs-file/--input laid over them."""
+    Inputs: the source run's, with --inputs/--inputs-file/--input laid over them. Variables:
+    the workflow's, under --vars-file and --var, as on run (give the source run's)."""
     if failed == bool(roots):
         raise ValidationError("retry needs exactly one of --failed or --from TASK")
     _recover(
@@ -178,6 +187,8 @@ def retry_cmd(
             interactive=interactive,
             diff=diff,
             given=InputFlags(inputs, inputs_file, input_pairs),
+            vars_files=vars_files,
+            var_pairs=var_pairs,
         )
     )
 
@@ -197,10 +208,13 @@ def repair_cmd(
     inputs: InputsOpt = None,
     inputs_file: InputsFileOpt = None,
     input_pairs: InputPairsOpt = None,
+    var_pairs: VarOpt = None,
+    vars_files: VarsFileOpt = None,
 ) -> None:
     """Run a corrected workflow from chosen roots, reusing every compatible earlier result.
 
-    Inputs: the source run's, with --inputs/--inputs-file/--input laid over them."""
+    Inputs: the source run's, with --inputs/--inputs-file/--input laid over them. Variables:
+    the workflow's, under --vars-file and --var, as on run (give the source run's)."""
     if not roots:
         raise ValidationError("repair needs at least one --from TASK")
     _recover(
@@ -219,6 +233,8 @@ def repair_cmd(
             interactive=interactive,
             diff=diff,
             given=InputFlags(inputs, inputs_file, input_pairs),
+            vars_files=vars_files,
+            var_pairs=var_pairs,
         )
     )
 

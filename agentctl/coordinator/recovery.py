@@ -43,7 +43,10 @@ def load_source(ledger: RunLedger, run_ref: str) -> tuple[RunRecord, rc.SourceRu
             {"path": ref.logical_path, "digest": ref.digest, "sizeBytes": ref.size_bytes}
         )
     lineage = _Lineage(ledger, {run.run_id: snap})
-    context = _SourceContext(_effects_by_task(snap), arts, _needs(run.plan), lineage)
+    planned = _planned_tasks(run.plan)
+    context = _SourceContext(
+        _effects_by_task(snap), arts, _needs(planned), _task_vars(planned), lineage
+    )
     source_tasks = {t.task_id: context.task(t) for t in snap.tasks}
     view = rc.SourceRun(
         run_id=run.run_id,
@@ -78,18 +81,33 @@ def _parked(snap: SourceSnapshot) -> bool:
     return snap.run.state == RunState.RUNNING and not snap.driven and waiting
 
 
-def _needs(plan: JsonValue) -> dict[str, tuple[str, ...]]:
-    """Each task's needs in the source plan's printed form.
+def _planned_tasks(plan: JsonValue) -> list[JsonObject]:
+    """The task entries of a source plan's printed form.
 
     ``tasks`` is keyed by task id in runs created since issue 14, a list before: both are read.
     """
     tasks = as_object(plan).get("tasks")
     entries = list(tasks.values()) if isinstance(tasks, dict) else tasks
+    return [as_object(entry) for entry in entries] if isinstance(entries, list) else []
+
+
+def _needs(planned: list[JsonObject]) -> dict[str, tuple[str, ...]]:
+    """Each task's needs in the source plan."""
     found: dict[str, tuple[str, ...]] = {}
-    for entry in entries if isinstance(entries, list) else []:
-        task = as_object(entry)
+    for task in planned:
         needs = task.get("needs")
         found[str(task["id"])] = tuple(str(n) for n in needs) if isinstance(needs, list) else ()
+    return found
+
+
+def _task_vars(planned: list[JsonObject]) -> dict[str, JsonObject]:
+    """Each task's variables as the source run was compiled with them (every layer merged,
+    the command line's too); a task whose plan entry has none is left out."""
+    found: dict[str, JsonObject] = {}
+    for task in planned:
+        value = task.get("vars")
+        if isinstance(value, dict):
+            found[str(task["id"])] = value
     return found
 
 
@@ -153,6 +171,7 @@ class _SourceContext:
     by_task: Mapping[str, list[rc.SourceEffect]]
     arts: Mapping[str, list[JsonObject]]
     needs: Mapping[str, tuple[str, ...]]
+    vars: Mapping[str, JsonObject]
     lineage: _Lineage
 
     def task(self, t: TaskRecord) -> rc.SourceTask:
@@ -170,6 +189,7 @@ class _SourceContext:
             artifacts=tuple(self.arts.get(t.task_id, ())),
             effects=tuple(self.by_task.get(t.task_id, ())),
             needs=self.needs.get(t.task_id, ()),
+            vars=self.vars.get(t.task_id),
             inherited_effects=self.lineage.inherited(t),
         )
 

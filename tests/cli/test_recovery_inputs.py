@@ -3,7 +3,8 @@
 The new run's inputs are the source run's, with ``--inputs``/``--inputs-file`` and then each
 ``--input`` laid over them, checked as ``run`` checks them (same messages, exit 2, nothing
 created). A task that reads a changed input is not reused: it blocks the plan until it is a
-root, and then it executes; a task reading none of the changed inputs is still reused.
+root, and then it executes; a task reading none of the changed inputs is still reused. A bad
+``--var``/``--vars-file`` is refused here as a bad input flag is.
 """
 
 from __future__ import annotations
@@ -109,16 +110,23 @@ BAD = [
     pytest.param(("--inputs", "{}", "--inputs-file", "in.json"), id="inputs-and-file"),
     pytest.param(("--input", "n"), id="no-equals"),
     pytest.param(("--inputs", "[4]"), id="not-an-object"),
+    # The variable flags too (tests/cli/test_recovery_vars.py): compiled as run compiles them.
+    pytest.param(("--var", "tier"), id="var-no-equals"),
+    pytest.param(("--var", "tier=gold"), id="var-not-json"),
+    pytest.param(("--var", "tier=NaN"), id="var-refused-json"),
+    pytest.param(("--vars-file", "missing.yaml"), id="missing-vars-file"),
+    pytest.param(("--vars-file", "list.yaml"), id="vars-file-not-a-mapping"),
 ]
 
 
 @pytest.mark.parametrize("bad", BAD)
 @pytest.mark.parametrize("command", ["retry", "repair"])
-def test_bad_inputs_are_refused_as_run_refuses_them_and_create_nothing(
+def test_bad_input_and_variable_flags_are_refused_as_run_refuses_them_and_create_nothing(
     cli: Cli, tmp_path: Path, command: str, bad: tuple[str, ...]
 ) -> None:
     source = _source(cli, tmp_path, FLOW.replace("> 3", "> 1"), 0)
     (tmp_path / "in.json").write_text('{"n": 4}')
+    (tmp_path / "list.yaml").write_text("- n\n")
     before = _runs(cli)
     as_run = cli("--output", "json", "run", "wf.yaml", *bad, "--db", "r.db")
     assert as_run.rc == 2, as_run.stderr
@@ -128,6 +136,8 @@ def test_bad_inputs_are_refused_as_run_refuses_them_and_create_nothing(
         assert refused.rc == 2, refused.stderr
         assert refused.error["error"]["message"] == as_run.error["error"]["message"]
     assert _runs(cli) == before
+    fresh = cli("--output", "json", *args, "--db", "new.db")
+    assert fresh.rc == 2 and not (tmp_path / "new.db").exists()
 
 
 def test_the_plan_shows_which_inputs_changed_and_what_that_blocks(cli: Cli, tmp_path: Path) -> None:

@@ -50,6 +50,9 @@ class ReuseContext:
     source: SourceTask
     feeds_others: bool  # some target task needs this one
     artifact_ok: ArtifactCheck
+    # The target workflow's digest is the source run's: a changed definition then comes from
+    # what the compile read besides the document (CLI vars, var files' contents).
+    same_workflow: bool = False
 
 
 def digest_matches(stored: str, value: JsonValue) -> bool:
@@ -137,9 +140,24 @@ def _dependencies(ctx: ReuseContext) -> Finding:
 def _definition(ctx: ReuseContext) -> Finding:
     if ctx.source.definition_fingerprint == ctx.task.definition_fingerprint:
         return None
+    message = f"the definition of task {ctx.task.id} changed since run {ctx.run_id}"
+    return ("definition_fingerprint_mismatch", message + _vars_hint(ctx))
+
+
+def _vars_hint(ctx: ReuseContext) -> str:
+    """Why an unchanged workflow's task differs, when its stored variables tell: the source
+    run was compiled with other variable values. The ledger keeps each task's merged
+    variables, not which layer gave them, so a var file edited since is named too."""
+    before, after = ctx.source.vars, ctx.task.vars
+    if not ctx.same_workflow or before is None or before == after:
+        return ""
+    names = sorted(
+        k for k in {*before, *after} if (k in before, before.get(k)) != (k in after, after.get(k))
+    )
     return (
-        "definition_fingerprint_mismatch",
-        f"the definition of task {ctx.task.id} changed since run {ctx.run_id}",
+        f": the workflow is the same but its variables differ in {', '.join(names)}, so that "
+        "run was compiled with other --var/--vars-file values (or var files edited since); "
+        "give the same --var/--vars-file values as that run to reuse the task"
     )
 
 

@@ -68,6 +68,10 @@ class SourceTask:
     # it, found by following the reuse provenance back (a retry of a retry); executing it again
     # repeats them as much as its own. None when that run is gone and nothing can be judged.
     inherited_effects: tuple[SourceEffect, ...] | None = ()
+    # The task's variables in the SOURCE plan (every layer merged, the command line's too),
+    # None when its plan does not say: they tell why a fingerprint of an unchanged
+    # workflow's task differs (the run was compiled with other --var/--vars-file values).
+    vars: JsonObject | None = None
 
     def history(self) -> tuple[SourceEffect, ...]:
         """Every effect that produced this task's result: its own and its inherited ones."""

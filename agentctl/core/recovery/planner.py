@@ -438,7 +438,10 @@ def _place_other(outcome: _Outcome, request: _Request, task: PlannedTask, feeds:
     if source is None:
         block: Block | None = checks.new_task_block(task)
     else:
-        ctx = checks.ReuseContext(request.source.run_id, task, source, feeds, request.artifact_ok)
+        same = request.source.workflow_digest == request.target.workflow_digest
+        ctx = checks.ReuseContext(
+            request.source.run_id, task, source, feeds, request.artifact_ok, same
+        )
         block = checks.reuse_block(ctx)
     if block is None:
         outcome.reuse.append(task.id)
