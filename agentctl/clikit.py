@@ -6,8 +6,9 @@ Invariants:
 - every path the user names is checked here, before any state exists: files the CLI reads go
   through ``read_cli_file`` (regular files only — a FIFO, socket or device is refused before
   it is opened, so nothing blocks — and at most 1 MiB), ``--db`` through ``check_db_path``
-  and ``--workspace`` through ``check_workspace`` (run while the command line is parsed: as
-  typer callbacks, or by ``cli_fast``); each refusal is a ``ValidationError`` (exit 2);
+  and ``--workspace`` through ``check_workspace``, as ``--timeout-seconds`` through
+  ``check_timeout`` (all run while the command line is parsed: as typer callbacks, or by
+  ``cli_fast``); each refusal is a ``ValidationError`` (exit 2);
 - every other path argument or option is parsed by ``path_parser`` from the text as written,
   so an empty value or a URL is refused (exit 2) instead of becoming a local path;
 - nothing here imports typer: the hand-parsed hot commands (``cli_fast``) use this module,
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import os
 import re
 import signal
@@ -164,6 +166,17 @@ def statement(value: str, flag: str) -> str:
     (exit 2) before any database is opened, since the record would say nothing."""
     if not value.strip():
         raise ValidationError(f"{flag} must not be empty: it is recorded with the decision")
+    return value
+
+
+def check_timeout(value: float | None) -> float | None:
+    """``--timeout-seconds``: a finite number of seconds. ``inf``, ``Infinity`` and numbers
+    too large for a float (``1e400``, 400 nines) all read as infinity, which passes typer's
+    ``min`` and would mean no deadline at all: refused (exit 2) instead."""
+    if value is not None and not math.isfinite(value):
+        raise ValidationError(
+            "--timeout-seconds must be a finite number of seconds; this value reads as infinity"
+        )
     return value
 
 

@@ -255,6 +255,30 @@ def test_workspace_checked_before_any_state(
     )
 
 
+INFINITE = ["inf", "Infinity", "1e400", "9" * 400]  # the last two overflow a float
+TIMED = {  # every command that takes --timeout-seconds
+    "resume": ["resume", "run-x"],
+    "fork": ["fork", "run-x"],
+    "retry": ["retry", "wf.yaml", "run-x", "--failed"],
+    "repair": ["repair", "wf.yaml", "run-x", "--from", "a"],
+    "compensate": ["compensate", "run-x"],
+}
+
+
+@pytest.mark.parametrize("value", INFINITE)
+def test_a_run_timeout_that_reads_as_infinity_is_refused(cli: Cli, ws: Path, value: str) -> None:
+    # It used to pass the option's minimum and run with no deadline at all (exit 0); a plain
+    # run of digits goes through the fast parser (cli_fast), the others through typer.
+    for option in (["--timeout-seconds", value], [f"--timeout-seconds={value}"]):
+        refused(cli, ws, "run", "wf.yaml", *option, needle="must be a finite number of seconds")
+
+
+@pytest.mark.parametrize("command", sorted(TIMED))
+def test_every_timeout_option_refuses_infinity(cli: Cli, ws: Path, command: str) -> None:
+    args = [*TIMED[command], "--timeout-seconds", "inf"]
+    refused(cli, ws, *args, needle="must be a finite number of seconds")
+
+
 # ----------------------------------------------------------------- 9. input names
 
 
