@@ -237,9 +237,7 @@ def effects_reconcile_cmd(
         evidence=_evidence(evidence_file) if evidence_file else said,
         result=_result(result_file, status) if result_file else None,
         compensation_effect_id=compensation_effect,
-        result_schema=(
-            json_file(result_schema_file, "result schema file") if result_schema_file else None
-        ),
+        result_schema=_result_schema(result_schema_file) if result_schema_file else None,
         approved=approved,
     )
     deliver(Outcome("EffectReconciliation", data, human=reconciliation_view(data, db)))
@@ -271,6 +269,18 @@ def _result(path: Path, status: str) -> JsonValue:
             "it); nothing was recorded"
         )
     return result
+
+
+def _result_schema(path: Path) -> JsonValue:
+    """``--result-schema-file``'s schema; ``null`` is no schema (it would be recorded as none
+    given and check nothing), so it is refused as the unusable schema it is (exit 2)."""
+    schema = json_file(path, "result schema file")
+    if schema is None:
+        raise ValidationError(
+            f"--result-schema-file is not a usable JSON Schema: {path} holds null, and a "
+            "schema must be an object or a boolean; nothing was recorded"
+        )
+    return schema
 
 
 def _status(given: str) -> str:

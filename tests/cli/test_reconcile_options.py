@@ -113,6 +113,7 @@ def test_an_applied_result_is_checked_against_the_result_schema_file(
     cases = [  # (file text, exit code, what the message says)
         ('{"type": "objekt"}', 2, "not a usable JSON Schema"),
         ("{not json", 2, "is not valid JSON"),
+        ("null", 2, "bad.json holds null"),  # was taken as no schema at all: nothing checked
     ]
     result = ("--result-file", _file(tmp_path, "result.json", '{"stdout": "x"}'))
     for text, rc, says in cases:
