@@ -25,7 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentctl.cli_commands import RunRequest, check_outcome, run_outcome
-from agentctl.clikit import DEFAULT_DB, check_db_path, check_workspace, checked_path
+from agentctl.clikit import (
+    DEFAULT_DB,
+    check_db_path,
+    check_timeout,
+    check_workspace,
+    checked_path,
+)
 from agentctl.render import Outcome, Settings
 
 
@@ -95,7 +101,7 @@ def _path(value: str | None, what: str, *, file: bool = True) -> Path | None:
 
 
 def _seconds(value: str | None) -> float | None:
-    return None if value is None else float(value)
+    return check_timeout(None if value is None else float(value))
 
 
 def _plain_timeout(value: str) -> bool:

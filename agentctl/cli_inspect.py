@@ -20,6 +20,7 @@ from agentctl.cli_effectview import (
 )
 from agentctl.cli_options import DbOpt
 from agentctl.clikit import DEFAULT_DB, deliver, json_file, path_parser, statement
+from agentctl.core.jsonschema_text import type_article, type_of
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.states import RunState
 from agentctl.errors import NotFoundError, RunNotFoundError, ValidationError
@@ -233,15 +234,53 @@ def effects_reconcile_cmd(
         status=status,
         reason=reason,
         actor=actor,
-        evidence=json_file(evidence_file, "evidence file") if evidence_file else said,
-        result=json_file(result_file, "result file") if result_file else None,
+        evidence=_evidence(evidence_file) if evidence_file else said,
+        result=_result(result_file, status) if result_file else None,
         compensation_effect_id=compensation_effect,
-        result_schema=(
-            json_file(result_schema_file, "result schema file") if result_schema_file else None
-        ),
+        result_schema=_result_schema(result_schema_file) if result_schema_file else None,
         approved=approved,
     )
     deliver(Outcome("EffectReconciliation", data, human=reconciliation_view(data, db)))
+
+
+def _evidence(path: Path) -> JsonObject:
+    """``--evidence-file``'s evidence: a non-empty JSON object, refused (exit 2, nothing
+    recorded) otherwise. A reconciliation needs evidence (spec/cli.md §4): an empty object or
+    ``null`` would record none, and a bare string, number or array is not an evidence record."""
+    given = json_file(path, "evidence file")
+    if isinstance(given, dict) and given:
+        return given
+    found = "an empty object" if given == {} else type_article(type_of(given))
+    raise ValidationError(
+        f"evidence file {path} must hold a non-empty JSON object (such as "
+        f'{{"kind": "observation", "detail": "…"}}), not {found}; nothing was recorded'
+    )
+
+
+def _result(path: Path, status: str) -> JsonValue:
+    """``--result-file``'s result, any JSON value; but ``null`` is no result, so it cannot be
+    the result an ``applied`` effect carries on with (refused here, exit 2, rather than told
+    that the file is missing)."""
+    result = json_file(path, "result file")
+    if result is None and status == "applied":
+        raise ValidationError(
+            f"result file {path} holds null, which records no result: --status applied needs "
+            "the result the task carries on with (JSON, as the effect would have returned "
+            "it); nothing was recorded"
+        )
+    return result
+
+
+def _result_schema(path: Path) -> JsonValue:
+    """``--result-schema-file``'s schema; ``null`` is no schema (it would be recorded as none
+    given and check nothing), so it is refused as the unusable schema it is (exit 2)."""
+    schema = json_file(path, "result schema file")
+    if schema is None:
+        raise ValidationError(
+            f"--result-schema-file is not a usable JSON Schema: {path} holds null, and a "
+            "schema must be an object or a boolean; nothing was recorded"
+        )
+    return schema
 
 
 def _status(given: str) -> str:

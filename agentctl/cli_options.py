@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from agentctl.clikit import check_db_path, check_workspace, path_parser
+from agentctl.clikit import check_db_path, check_timeout, check_workspace, path_parser
 
 DbOpt = Annotated[
     str,
@@ -35,7 +35,12 @@ InteractiveOpt = Annotated[
 ]
 TimeoutOpt = Annotated[
     float | None,
-    typer.Option("--timeout-seconds", min=0.001, help="Overall deadline; on expiry exit 130."),
+    typer.Option(
+        "--timeout-seconds",
+        min=0.001,
+        help="Overall deadline; on expiry exit 130.",
+        callback=check_timeout,
+    ),
 ]
 WorkspaceOpt = Annotated[
     Path | None,

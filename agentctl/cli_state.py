@@ -37,8 +37,9 @@ db_app = typer.Typer(
 
 
 def _digest(value: str) -> str:
-    """A digest argument, checked before the ledger is opened: a malformed one is bad input
-    (exit 2), not an artifact that could not be found."""
+    """A digest argument, checked before the ledger is opened (opening a missing one would
+    create it): a malformed one is bad input (exit 2) that changes nothing, not an artifact
+    that could not be found."""
     from agentctl.ledger.artifacts.store import hex_of
 
     hex_of(value)
@@ -110,8 +111,9 @@ def artifacts_inspect_cmd(
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """One blob and every reference to it."""
+    digest = _digest(digest)
     with _ledger(db, verify=False) as ledger:
-        data = ledger.inspect_artifact(_digest(digest)).to_json()
+        data = ledger.inspect_artifact(digest).to_json()
     deliver(Outcome("ArtifactInspection", data, human=artifact_inspection_view(data)))
 
 
@@ -124,8 +126,9 @@ def artifacts_verify_cmd(
     """Re-hash stored blobs; any mismatch is exit 5."""
     if (digest is None) == (not all_):
         raise ValidationError("artifacts verify needs exactly one of DIGEST or --all")
+    digests = [_digest(digest)] if digest is not None else None
     with _ledger(db) as ledger:
-        data = ledger.verify_artifacts(_now(), [_digest(digest)] if digest is not None else None)
+        data = ledger.verify_artifacts(_now(), digests)
     deliver(Outcome("ArtifactVerification", data, human=artifact_verification_view(data)))
 
 
@@ -139,8 +142,9 @@ def artifacts_export_cmd(
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """Copy a verified blob to DEST atomically (never through a symlink)."""
+    digest = _digest(digest)
     with _ledger(db) as ledger:
-        data = ledger.export_artifact(_digest(digest), dest, overwrite)
+        data = ledger.export_artifact(digest, dest, overwrite)
     deliver(Outcome("ArtifactExport", data, human=artifact_export_view(data)))
 
 

@@ -6,8 +6,9 @@ Invariants:
 - every path the user names is checked here, before any state exists: files the CLI reads go
   through ``read_cli_file`` (regular files only — a FIFO, socket or device is refused before
   it is opened, so nothing blocks — and at most 1 MiB), ``--db`` through ``check_db_path``
-  and ``--workspace`` through ``check_workspace`` (run while the command line is parsed: as
-  typer callbacks, or by ``cli_fast``); each refusal is a ``ValidationError`` (exit 2);
+  and ``--workspace`` through ``check_workspace``, as ``--timeout-seconds`` through
+  ``check_timeout`` (all run while the command line is parsed: as typer callbacks, or by
+  ``cli_fast``); each refusal is a ``ValidationError`` (exit 2);
 - every other path argument or option is parsed by ``path_parser`` from the text as written,
   so an empty value or a URL is refused (exit 2) instead of becoming a local path;
 - nothing here imports typer: the hand-parsed hot commands (``cli_fast``) use this module,
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import os
 import re
 import signal
@@ -93,6 +95,7 @@ def check_db_path(value: str) -> str:
             "or the path of a SQLite database file"
         )
     path = checked_path(value, "--db")  # not empty, not ending in a separator (a directory)
+    _check_db_fits(path)
     try:
         mode = path.stat().st_mode
     except (FileNotFoundError, NotADirectoryError):
@@ -103,6 +106,72 @@ def check_db_path(value: str) -> str:
     if blocker is not None:
         raise ValidationError(f"--db {value}: {blocker} is a file, not a directory")
     return value
+
+
+# What the ledger adds to its database file's name for the files beside it: ``NAME.lock``,
+# ``NAME.workers``, ``NAME-wal``, ``NAME-journal`` (8 bytes at most); and, while it creates the
+# database, the file it builds aside, ``.NAME.new-PID`` (a Linux pid has at most 7 digits),
+# which has its ``-journal`` too.
+_BESIDE_DB = len("-journal")
+_ASIDE_DB = len(".") + len(".new-") + 7
+# SQLite's unix VFS opens no database whose absolute path is longer than its MAX_PATHNAME
+# (512, fixed when SQLite is built) less the 8 bytes it keeps for a "-journal": 504 opens,
+# 505 is "unable to open database file".
+_SQLITE_MAX_PATH = 512 - len("-journal")
+
+
+def _check_db_fits(path: Path) -> None:
+    """``--db``'s path, and the names the ledger derives from it, are ones the file system
+    and SQLite can take; checked as text (a name too long fails ``stat`` itself)."""
+    creating = not os.path.lexists(path)  # False for a path too long to look up: checked next
+    aside = _ASIDE_DB if creating else 0
+    check_path_fits(path, "--db", last_extra=_BESIDE_DB + aside)
+    size = len(os.fsencode(path.absolute())) + aside
+    if size > _SQLITE_MAX_PATH:
+        raise ValidationError(
+            f"--db: the database's absolute path is {size - aside} bytes; SQLite opens a "
+            f"database of at most {_SQLITE_MAX_PATH - aside} bytes here (its MAX_PATHNAME, "
+            "less the names the ledger derives from it)"
+        )
+
+
+def _name_limits(path: Path) -> tuple[int, int]:
+    """NAME_MAX and PATH_MAX of the file system ``path`` is (or would be) on: those of its
+    nearest ancestor that exists (the usual 255 and 4096 where the system cannot say)."""
+    for place in (path, *path.parents):
+        try:
+            return os.pathconf(place, "PC_NAME_MAX"), os.pathconf(place, "PC_PATH_MAX")
+        except OSError:  # not there yet, or itself a path too long to look up
+            continue
+        except ValueError:  # the system knows neither name
+            break
+    return 255, 4096
+
+
+def check_path_fits(path: Path, what: str, *, last_extra: int = 0) -> None:
+    """Refuse (exit 2) a path no system call can take, before anything is created (the OS
+    would refuse it only when the file is opened, after its parents were made): a name longer
+    than the file system's NAME_MAX (the last name ``last_extra`` bytes less, for the names
+    derived from it) or an absolute path of PATH_MAX bytes or more."""
+    absolute = path.absolute()
+    name_max, path_max = _name_limits(absolute)
+    size = len(os.fsencode(absolute))
+    if size >= path_max:
+        raise ValidationError(
+            f"{what}: the path is {size} bytes long (made absolute); a path may have at most "
+            f"{path_max - 1} bytes (PATH_MAX)"
+        )
+    names = path.parts
+    for index, name in enumerate(names):
+        limit = name_max - (last_extra if index == len(names) - 1 else 0)
+        length = len(os.fsencode(name))
+        if length > limit:
+            shown = name if length <= 40 else f"{name[:32]}…"
+            derived = " (NAME_MAX, less the suffixes of the files named after it)"
+            raise ValidationError(
+                f"{what}: the name {shown!r} is {length} bytes; a name here may have at most "
+                f"{limit} bytes{derived if limit < name_max else ' (NAME_MAX)'}"
+            )
 
 
 def checked_path(value: str, what: str, *, file: bool = True) -> Path:
@@ -167,10 +236,22 @@ def statement(value: str, flag: str) -> str:
     return value
 
 
+def check_timeout(value: float | None) -> float | None:
+    """``--timeout-seconds``: a finite number of seconds. ``inf``, ``Infinity`` and numbers
+    too large for a float (``1e400``, 400 nines) all read as infinity, which passes typer's
+    ``min`` and would mean no deadline at all: refused (exit 2) instead."""
+    if value is not None and not math.isfinite(value):
+        raise ValidationError(
+            "--timeout-seconds must be a finite number of seconds; this value reads as infinity"
+        )
+    return value
+
+
 def check_workspace(value: Path | None) -> Path | None:
     """``--workspace``: an existing directory, checked before any database or run exists."""
     if value is None:
         return None
+    check_path_fits(value, "--workspace")  # before ``exists``, which fails on a name too long
     if not value.exists():
         raise ValidationError(f"--workspace {value} does not exist")
     if not value.is_dir():

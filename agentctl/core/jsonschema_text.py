@@ -42,6 +42,11 @@ def type_of(value: object) -> str:
     return "object" if isinstance(value, dict) else type(value).__name__
 
 
+def type_article(name: str) -> str:
+    """A JSON type name as a message says it: ``array`` → ``an array``, ``null`` → ``null``."""
+    return _ARTICLE.get(name, name)
+
+
 # --- problems of a schema (metaschema errors) ---------------------------------------------
 
 
@@ -73,7 +78,7 @@ def _type_rule_text(expected: object, rule: Mapping[str, JsonValue]) -> str:
     items = rule.get("items")
     if expected == "array" and isinstance(items, dict) and items.get("type") == "string":
         return "must be an array of strings"
-    return "must be " + _ARTICLE.get(str(expected), str(expected))
+    return "must be " + type_article(str(expected))
 
 
 def _regex_problem(pattern: str) -> str:

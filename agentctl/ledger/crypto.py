@@ -113,9 +113,12 @@ def check_key_id(key_id: str) -> str:
 
 def load_key(key_id: str, env: str, *, new: bool = False) -> ColumnKey:
     """The key ``key_id`` from variable ``env``: base64 of exactly 32 bytes. ``new``: a key
-    being introduced (``enable``/``rotate``), not the one the database is sealed under."""
+    being introduced (``enable``/``rotate``), not the one the database is sealed under; it is
+    the operator's input, so its id is checked first, with the key (exit 2 for either)."""
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+    if new:
+        check_key_id(key_id)
     if new and not env:
         raise ValidationError("--key-env must name the environment variable holding the key")
     text = os.environ.get(env)

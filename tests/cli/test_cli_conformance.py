@@ -209,3 +209,18 @@ def test_a_malformed_digest_is_bad_input_not_a_missing_artifact(
     assert not (tmp_path / "out.txt").exists()
     missing = "sha256:" + "0" * 64  # well formed, stored nowhere: still not found (5)
     assert _json(cli, "artifacts", "--db", "r.db", command, missing, *extra)[0] == 5
+
+
+@pytest.mark.parametrize("command", ["inspect", "verify", "export"])
+@pytest.mark.parametrize("db", [(), ("--db", "state/ledger.db")])
+def test_a_malformed_digest_creates_no_database(
+    cli: Cli, tmp_path: Path, command: str, db: tuple[str, ...]
+) -> None:
+    # The digest used to be checked once the ledger was open: refused (2), but the database
+    # (and its lock) was left behind by a command that changed nothing.
+    extra = ["x"] if command == "export" else []
+    for output in (["--output", "json"], []):
+        refused = cli(*output, "artifacts", command, "sha256:abc", *extra, *db)
+        assert refused.rc == 2, refused.stderr
+        assert "not an artifact digest" in refused.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

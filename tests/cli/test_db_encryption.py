@@ -211,6 +211,12 @@ def test_no_encryption_command_creates_a_ledger(ledger: Ledger) -> None:
     # a database, its directory or its lock left behind.
     unset = ledger("db", "encryption", "enable", "--key-id", "k1", "--key-env", "NOPE")
     assert unset.rc == 2 and "NOPE, which is not set" in unset.error["error"]["message"]
+    for action in ("enable", "rotate"):  # a bad id with a good key: also input (it was 5 here)
+        for dry_run in ([], ["--dry-run"]):
+            args = ("db", "encryption", action, "--key-id", "bad id", "--key-env", "K1")
+            bad_id = ledger(*args, *dry_run)
+            assert bad_id.rc == 2, bad_id.stderr
+            assert "key id 'bad id' must be" in bad_id.error["error"]["message"]
     for args in (
         ["enable", "--key-id", "k1", "--key-env", "K1"],
         ["rotate", "--key-id", "k2", "--key-env", "K2"],

@@ -255,6 +255,60 @@ def test_workspace_checked_before_any_state(
     )
 
 
+LONG = "a" * 300  # beyond the 255 bytes a name may have on common file systems
+DEEP = "/".join(["b" * 200] * 25)  # every name fits, the whole path does not (PATH_MAX)
+TOO_LONG_DB = {  # --db → what the refusal names
+    f"{LONG}.db": "(NAME_MAX, less the suffixes",
+    "a" * 240 + ".db": "(NAME_MAX, less the suffixes",  # fits, but its .NAME.new-PID-journal not
+    f"d/{LONG}/x.db": "(NAME_MAX)",  # used to create d/ before failing
+    f"{DEEP}.db": "(PATH_MAX)",
+    "/".join(["c" * 100] * 5) + "/x.db": "SQLite opens a database of at most",
+}
+
+
+@pytest.mark.sqlite_only(reason="--db path checks")
+@pytest.mark.parametrize("db", sorted(TOO_LONG_DB))
+def test_a_db_path_no_file_system_takes_is_a_usage_error(cli: Cli, ws: Path, db: str) -> None:
+    # It was exit 5 (File name too long, unable to open database file) once opened, after
+    # the missing parent directories had been made.
+    for command in (["run", "wf.yaml"], ["runs", "list"]):  # the fast parser and typer
+        refused(cli, ws, *command, "--db", db, needle=TOO_LONG_DB[db])
+
+
+@pytest.mark.parametrize(
+    ("workspace", "needle"), [(LONG, "bytes (NAME_MAX)"), (DEEP, "bytes (PATH_MAX)")]
+)
+def test_a_workspace_path_no_file_system_takes_is_a_usage_error(
+    cli: Cli, ws: Path, workspace: str, needle: str
+) -> None:
+    for option in (["--workspace", workspace], [f"--workspace={workspace}"]):
+        refused(cli, ws, "run", "wf.yaml", *option, needle=needle)
+
+
+INFINITE = ["inf", "Infinity", "1e400", "9" * 400]  # the last two overflow a float
+TIMED = {  # every command that takes --timeout-seconds
+    "resume": ["resume", "run-x"],
+    "fork": ["fork", "run-x"],
+    "retry": ["retry", "wf.yaml", "run-x", "--failed"],
+    "repair": ["repair", "wf.yaml", "run-x", "--from", "a"],
+    "compensate": ["compensate", "run-x"],
+}
+
+
+@pytest.mark.parametrize("value", INFINITE)
+def test_a_run_timeout_that_reads_as_infinity_is_refused(cli: Cli, ws: Path, value: str) -> None:
+    # It used to pass the option's minimum and run with no deadline at all (exit 0); a plain
+    # run of digits goes through the fast parser (cli_fast), the others through typer.
+    for option in (["--timeout-seconds", value], [f"--timeout-seconds={value}"]):
+        refused(cli, ws, "run", "wf.yaml", *option, needle="must be a finite number of seconds")
+
+
+@pytest.mark.parametrize("command", sorted(TIMED))
+def test_every_timeout_option_refuses_infinity(cli: Cli, ws: Path, command: str) -> None:
+    args = [*TIMED[command], "--timeout-seconds", "inf"]
+    refused(cli, ws, *args, needle="must be a finite number of seconds")
+
+
 # ----------------------------------------------------------------- 9. input names
 
 

@@ -113,6 +113,7 @@ def test_an_applied_result_is_checked_against_the_result_schema_file(
     cases = [  # (file text, exit code, what the message says)
         ('{"type": "objekt"}', 2, "not a usable JSON Schema"),
         ("{not json", 2, "is not valid JSON"),
+        ("null", 2, "bad.json holds null"),  # was taken as no schema at all: nothing checked
     ]
     result = ("--result-file", _file(tmp_path, "result.json", '{"stdout": "x"}'))
     for text, rc, says in cases:
@@ -171,3 +172,45 @@ def test_an_agent_tool_call_is_judged_by_its_tool_name(cli: Cli, tmp_path: Path)
     assert done.data["authorization"]["kind"] == "policy_allow"
     resumed = cli("--output", "json", "resume", run["runId"], *DB)
     assert resumed.rc == 0 and resumed.data["state"] == "succeeded", resumed.stderr
+
+
+NOT_EVIDENCE = {  # file text → what the refusal says it holds instead of an object
+    '["not", "an", "object"]': "not an array",
+    '"just text"': "not a string",
+    "1": "not an integer",
+    "{}": "not an empty object",
+    "null": "not null",
+}
+
+
+def test_an_evidence_file_must_hold_a_non_empty_json_object(cli: Cli, tmp_path: Path) -> None:
+    # spec/cli.md §4: a reconciliation needs evidence. An empty object or null used to be
+    # replaced by the default statement and any other JSON value was recorded as evidence.
+    run_id, effect = _park(cli, tmp_path, "never")
+    for text, holds in NOT_EVIDENCE.items():
+        evidence = ("--evidence-file", _file(tmp_path, "ev.json", text))
+        refused = _reconcile(cli, effect, "not-applied", *evidence)
+        assert refused.rc == 2, refused.stderr
+        message = refused.error["error"]["message"]
+        assert "must hold a non-empty JSON object" in message and holds in message, message
+    args = ("effects", "reconcile", effect, "--status", "not-applied", "--reason", "checked")
+    human = cli(*args, "--evidence-file", "ev.json", *DB)
+    assert human.rc == 2 and human.stderr.startswith("error: evidence file ev.json must hold")
+    assert _history(cli, effect) == [] and _audited(cli, run_id) == []
+    seen = {"kind": "observation", "detail": "no process named sleep ran"}
+    evidence = ("--evidence-file", _file(tmp_path, "ev.json", json.dumps(seen)))
+    done = _reconcile(cli, effect, "not-applied", *evidence)
+    assert done.rc == 0, done.stderr
+    assert done.data["evidence"] == seen
+
+
+def test_an_applied_result_file_holding_null_is_bad_input(cli: Cli, tmp_path: Path) -> None:
+    # null is no result: it used to be refused as if --result-file had not been given.
+    _, effect = _park(cli, tmp_path, "never")
+    refused = _reconcile(cli, effect, "applied", "--result-file", _file(tmp_path, "r.json", "null"))
+    assert refused.rc == 2, refused.stderr
+    assert "r.json holds null" in refused.error["error"]["message"]
+    assert _history(cli, effect) == []
+    result = ("--result-file", _file(tmp_path, "r.json", '{"exitCode": 0}'))
+    done = _reconcile(cli, effect, "applied", *result)
+    assert done.rc == 0 and done.data["result"] == {"exitCode": 0}, done.stderr
