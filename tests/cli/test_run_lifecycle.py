@@ -16,7 +16,6 @@ from tests.conftest import StartCli
 # A sleep length unique to this test process, so the process scans below never see the sleeps
 # of another test suite running on the same machine.
 NAP = f"37.{os.getpid()}"
-SHORT_NAP = f"4.{os.getpid()}"
 SLOW = """\
 apiVersion: agentctl.dev/v1alpha1
 kind: Workflow
@@ -42,11 +41,11 @@ def _slow_run(
     return proc, _wait_for_running(cli, db)
 
 
-def _wait_for_running(cli, db: Path, nap: str = NAP) -> str:  # type: ignore[no-untyped-def]
+def _wait_for_running(cli, db: Path) -> str:  # type: ignore[no-untyped-def]
     """The run id once its effect has been dispatched (the sleep exists)."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        if _sleepers(nap):
+        if _sleepers():
             listed = cli("--output", "json", "runs", "list", "--db", str(db))
             if listed.rc == 0 and listed.data["runs"]:
                 return str(listed.data["runs"][0]["runId"])
@@ -54,11 +53,11 @@ def _wait_for_running(cli, db: Path, nap: str = NAP) -> str:  # type: ignore[no-
     raise AssertionError("the run never dispatched its effect")
 
 
-def _sleepers(nap: str = NAP) -> list[psutil.Process]:
+def _sleepers() -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["cmdline"]):
         cmd = proc.info.get("cmdline") or []
-        if cmd[:2] == ["sleep", nap]:
+        if cmd[:2] == ["sleep", NAP]:
             found.append(proc)
     return found
 
@@ -72,7 +71,8 @@ def _state(cli, db: Path, run_id: str) -> dict:  # type: ignore[no-untyped-def,t
     }
 
 
-# A step in flight when `agentctl cancel` lands, then one that must never start.
+# A step in flight when `agentctl cancel` lands (it waits for the test's `go` file, so the
+# cancel lands inside it however slow the machine), then one that must never start.
 STEPS = """\
 apiVersion: agentctl.dev/v1alpha1
 kind: Workflow
@@ -80,15 +80,15 @@ metadata: { name: steps }
 spec:
   policy: { approval: never, processAllowlist: [sh] }
   actions:
-    nap:
+    step:
       kind: builtin.shell.exec
       command: /bin/sh
-      args: ["-c", "sleep SHORT & wait"]
+      args: ["-c", "echo x >> started; while [ ! -e go ]; do sleep 0.05; done"]
       timeoutSeconds: 120
   tasks:
-    - { id: first, uses: "action:nap" }
-    - { id: second, uses: "action:nap", needs: [first] }
-""".replace("SHORT", SHORT_NAP)
+    - { id: first, uses: "action:step" }
+    - { id: second, uses: "action:step", needs: [first] }
+"""
 
 
 def test_cancel_from_another_shell_lets_the_step_in_flight_finish(
@@ -97,14 +97,20 @@ def test_cancel_from_another_shell_lets_the_step_in_flight_finish(
     # spec/cli.md §6: `cancel` sets the flag and the driver honours it at the next boundary:
     # the step in flight ends and is recorded (a signal, by contrast, kills it); the next one
     # never starts; the run ends cancelled.
-    db = tmp_path / "r.db"
+    db, started = tmp_path / "r.db", tmp_path / "started"
     proc = start_cli("--output", "json", "run", str(write_workflow(STEPS)), "--db", str(db))
-    run_id = _wait_for_running(cli, db, SHORT_NAP)
+    deadline = time.monotonic() + 60
+    while not started.exists():
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    run_id = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"][0]["runId"]
     asked = cli("--output", "json", "cancel", run_id, "--db", str(db))
     assert asked.rc == 0 and asked.data == {"runId": run_id, "requested": True}
+    (tmp_path / "go").touch()  # the step in flight may end now
     out, _err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert json.loads(out)["data"]["state"] == "cancelled"
+    assert started.read_text() == "x\n"  # the second step never started
     assert _state(cli, db, run_id) == {
         "run": "cancelled",
         "tasks": ["succeeded", "cancelled"],
