@@ -248,7 +248,7 @@ def _approvals_human(data: dict[str, Any]) -> Any:
         ]
         if not rows:
             return f"no pending approvals for {data['runId']}"
-        return table("pending approvals", ["approval", "task", "operation", "why"], rows, settings)
+        return table("pending approvals", ["approval", "task", "capability", "why"], rows, settings)
 
     return human
 

@@ -58,7 +58,7 @@ def test_task_read_requires_own_needs() -> None:
         compile_workflow(doc, file="wf.yaml")
     [diag] = info.value.diagnostics
     assert diag.code == "invalid_template" and diag.help == "add x to needs"
-    assert diag.path == "spec.tasks.1.with" and diag.file == "wf.yaml"
+    assert diag.path == "spec.tasks.1.with.v" and diag.file == "wf.yaml"  # at the value
     in_vars = workflow([task("x"), task("y", vars={"v": "${{ tasks.x.output }}"})])
     assert codes(in_vars) == {"invalid_template"}
 
@@ -415,3 +415,11 @@ def test_a_task_dropped_for_its_uses_is_not_reported_again() -> None:
         ("missing_reference", "spec.tasks.0.uses"),
         ("missing_reference", "spec.tasks.3.needs"),
     ]
+
+
+def test_a_with_template_problem_is_located_at_its_value() -> None:
+    nested = {"one": 1, "three": {"deep": ["ok", "${{ inputs.x"]}}
+    with pytest.raises(ValidationError) as info:
+        compile_workflow(workflow([task("t", with_=nested)]), file="wf.yaml")
+    [diag] = info.value.diagnostics
+    assert (diag.code, diag.path) == ("invalid_template", "spec.tasks.0.with.three.deep.1")

@@ -18,6 +18,7 @@ from agentctl.core.compiler.templating import (
     condition_problem,
     condition_tasks,
     iter_strings,
+    iter_strings_at,
     task_references,
     template_problem,
 )
@@ -85,12 +86,19 @@ def check_needs(graph: dict[str, Node], diags: Collector) -> None:
 def check_reads(
     node: Node, value: Any, where: str, graph: dict[str, Node], diags: Collector
 ) -> None:
-    """Template syntax of every string in ``value`` and its task reads against ``needs``."""
+    """Template syntax of every string in ``value`` and its task reads against ``needs``,
+    each reported at its own key (``where`` ``vars``: at the block, since the merged layers'
+    values come from the workflow, the agent and the expansion as well as the task)."""
     if not value:  # (most vars, and many a with: nothing to walk)
         return
-    for text in iter_strings(value):
+    if where == "vars":
+        for text in iter_strings(value):
+            if OPEN in text or "}}" in text:
+                _check_text(node, text, (f"{node.path}.{where}", ""), graph, diags)
+        return
+    for at, text in iter_strings_at(value, f"{node.path}.{where}"):
         if OPEN in text or "}}" in text:
-            _check_text(node, text, (f"{node.path}.{where}", ""), graph, diags)
+            _check_text(node, text, (at, ""), graph, diags)
 
 
 def check_default_reads(

@@ -69,6 +69,19 @@ def iter_strings(value: Any) -> Iterator[str]:
                 yield from iter_strings(item)
 
 
+def iter_strings_at(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    """``iter_strings`` with each string's dotted path below ``path`` (list items by index),
+    so a diagnostic points at the value itself, not at the block holding it."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from iter_strings_at(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from iter_strings_at(item, f"{path}.{index}")
+
+
 def map_strings(value: Any, change: Callable[[str], str]) -> Any:
     """A copy of a JSON value with ``change`` applied to every string value."""
     if isinstance(value, str):
