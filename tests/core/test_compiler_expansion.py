@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from compiler_docs import codes, compile_ok, diagnostics, task, workflow
 
-from agentctl.core.compiler import child_id
+from agentctl.core.compiler import child_id, compile_workflow
+from agentctl.errors import ValidationError
 
 
 def test_pinned_foreach_ids() -> None:
@@ -285,3 +289,25 @@ def test_a_nested_invocation_cannot_name_its_callers_task_either() -> None:
         )
     )
     assert _leak(found, "its task `inner` refers", "outer")
+
+
+def _only_diagnostic(doc: dict[str, Any]) -> tuple[str, str]:
+    with pytest.raises(ValidationError) as info:
+        compile_workflow(doc, file="wf.yaml")
+    [diag] = info.value.diagnostics
+    return diag.code, diag.path
+
+
+def test_a_subworkflow_output_problem_is_located_in_the_definition_once() -> None:
+    broken = dict(SHOUT, outputs={"loud": "${{ tasks.echo.output"})
+    doc = workflow([task("wrap", "workflow:shout")], subworkflows={"shout": broken})
+    assert _only_diagnostic(doc) == ("invalid_template", "spec.subworkflows.shout.outputs.loud")
+    # An unknown task is reported by the definition's scope check, not again by the reads one.
+    unknown = dict(SHOUT, outputs={"loud": "${{ tasks.nope.output }}"})
+    doc = workflow([task("wrap", "workflow:shout")], subworkflows={"shout": unknown})
+    assert _only_diagnostic(doc) == ("missing_reference", "spec.subworkflows.shout.outputs")
+
+
+def test_a_foreach_item_problem_is_located_at_the_item() -> None:
+    fan = task("fan", foreach={"items": ["ok", "${{ inputs.x"], "as": "item", "maxItems": 4})
+    assert _only_diagnostic(workflow([fan])) == ("invalid_template", "spec.tasks.0.foreach.items.1")

@@ -59,6 +59,38 @@ _AUTHORED = frozenset({"action", "agent", "router"})
 _RENDERING = _AUTHORED | {"subworkflow_input", "subworkflow_output"}
 
 
+def _check_vars(
+    node: Node, vars_: dict[str, Any], graph: dict[str, Node], diags: Collector
+) -> None:
+    """``check_reads`` of a task's merged vars; a foreach child's item is checked at its place
+    in ``foreach.items``, the other layers as the task's ``vars``."""
+    item = _foreach_item(node)
+    if item is None:
+        check_reads(node, vars_, "vars", graph, diags)
+        return
+    item_name, index = item
+    check_reads(node, {k: v for k, v in vars_.items() if k != item_name}, "vars", graph, diags)
+    at = f"{node.path}.foreach.items.{index}"
+    check_reads(node, vars_.get(item_name), "foreach", graph, diags, at)
+
+
+def _foreach_item(node: Node) -> tuple[str, int] | None:
+    """A foreach child's item binding: its variable name and its index in ``items``."""
+    index = node.bindings.get("foreachIndex") if node.expansion == "foreach" else None
+    if not isinstance(index, int):
+        return None
+    names = [k for k in node.bindings if k != "foreachIndex"]
+    return (names[0], index) if len(names) == 1 else None
+
+
+def _with_path(node: Node) -> str:
+    """Where a task's ``with`` was written: a sub-workflow's output boundary renders the
+    definition's ``outputs`` (its source path is the invoking task's)."""
+    if node.kind == "subworkflow_output" and node.source.subworkflow:
+        return f"spec.subworkflows.{node.source.subworkflow.partition('@')[0]}.outputs"
+    return f"{node.path}.with"
+
+
 def retry_of(raw: Any) -> RetryPolicy:
     raw = raw if isinstance(raw, dict) else {}
     return RetryPolicy(
@@ -152,8 +184,8 @@ class Drafter:
         facts, definition = action
         if node.kind not in _AGGREGATES:
             # The task's own `with` at the task; its action's defaults at the action's keys.
-            check_reads(node, node.task.get("with"), "with", graph, diags)
-        check_reads(node, vars_, "vars", graph, diags)
+            check_reads(node, node.task.get("with"), "with", graph, diags, _with_path(node))
+        _check_vars(node, vars_, graph, diags)
         check_when(node, graph, diags)
         if facts is not None and definition is not None:
             if facts.defaults_templated:  # (else no default can read anything)

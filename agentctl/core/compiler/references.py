@@ -84,11 +84,17 @@ def check_needs(graph: dict[str, Node], diags: Collector) -> None:
 
 
 def check_reads(
-    node: Node, value: Any, where: str, graph: dict[str, Node], diags: Collector
+    node: Node,
+    value: Any,
+    where: str,
+    graph: dict[str, Node],
+    diags: Collector,
+    at: str | None = None,
 ) -> None:
     """Template syntax of every string in ``value`` and its task reads against ``needs``,
-    each reported at its own key (``where`` ``vars``: at the block, since the merged layers'
-    values come from the workflow, the agent and the expansion as well as the task)."""
+    each reported at its own key below ``at`` (default: the task's ``where``); ``vars`` at the
+    block, since the merged layers' values come from the workflow, the agent and the
+    expansion as well as the task."""
     if not value:  # (most vars, and many a with: nothing to walk)
         return
     if where == "vars":
@@ -96,9 +102,9 @@ def check_reads(
             if OPEN in text or "}}" in text:
                 _check_text(node, text, (f"{node.path}.{where}", ""), graph, diags)
         return
-    for at, text in iter_strings_at(value, f"{node.path}.{where}"):
+    for path, text in iter_strings_at(value, at or f"{node.path}.{where}"):
         if OPEN in text or "}}" in text:
-            _check_text(node, text, (at, ""), graph, diags)
+            _check_text(node, text, (path, ""), graph, diags)
 
 
 def check_default_reads(

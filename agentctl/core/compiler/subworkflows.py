@@ -211,6 +211,7 @@ class _Flattener:
         members: tuple[str, ...],
     ) -> Source:
         outputs = map_strings(definition.get("outputs") or {}, scope.rewrite_template)
+        foreign = frozenset(scope.foreign)  # reported here once, not again by the reads check
         self._report_foreign(scope, "its outputs refer", f"spec.subworkflows.{scope.name}.outputs")
         spec = with_defaults(
             {
@@ -228,6 +229,7 @@ class _Flattener:
             role="subworkflow_output",
             subworkflow=workflow,
             children=members,
+            foreign=foreign,
         )
 
     def _namespace(self, source: Source, scope: _Scope, *, entry: bool) -> None:
