@@ -25,6 +25,7 @@ Invariants:
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -166,6 +167,10 @@ def parse_condition(text: str) -> Condition:
         if op in body:
             left, right = body.split(op, 1)
             literal = parse_literal(right)
+            if isinstance(literal, float) and not math.isfinite(literal):
+                # `1e400` parses as infinity: no JSON value compares as one, so refuse it
+                # as `--input` refuses the same number.
+                raise TemplateError(f"condition `{inner}`: `{right.strip()}` is out of range")
             if _looks_like_path(right):
                 raise TemplateError(
                     f"condition `{inner}`: comparing two paths is not supported "

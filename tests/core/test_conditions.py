@@ -117,6 +117,8 @@ def test_json_identical_is_deep_and_typed() -> None:
         "${{ }}",
         "not",
         "${{ inputs.a }} ${{ inputs.b }}",
+        "inputs.n < 1e400",  # a literal out of range is no number to compare with
+        "inputs.n == -1e999",
     ],
 )
 def test_rejected_condition_syntax(text: str) -> None:
