@@ -362,8 +362,8 @@ def raise_cancel_flag_txn(conn: Db, run_id: str, now: str) -> None:
         " WHERE run_id = ? AND state IN ('queued', 'running', 'paused')",
         (now, run_id),
     )
-    if cur.rowcount != 1:
-        raise NotFoundError(f"no running or paused run {run_id} to cancel")
+    if cur.rowcount != 1:  # the run exists (found by its reference): it has ended
+        raise NotFoundError(f"no running or paused run {run_id} to cancel", run_id=run_id)
 
 
 def record_cancel_request_txn(

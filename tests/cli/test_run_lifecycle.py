@@ -118,6 +118,7 @@ def test_cancel_from_another_shell_lets_the_step_in_flight_finish(
     }
     again = cli("--output", "json", "cancel", run_id, "--db", str(db))
     assert again.rc == 5  # only running or paused runs can be cancelled
+    assert again.error["error"]["runId"] == run_id  # the run it concerns, for a script
 
 
 def test_cancel_of_a_run_whose_coordinator_was_killed_ends_it_at_once(
