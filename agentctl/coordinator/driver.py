@@ -43,7 +43,7 @@ from agentctl.coordinator.prepare import (
     resolved_input_digest,
 )
 from agentctl.coordinator.schedule import SCHEDULABLE, WAITING, Scheduler
-from agentctl.coordinator.staging import Staged, target_state
+from agentctl.coordinator.staging import Staged, request_row, target_state
 from agentctl.coordinator.steps import (
     AgentHeld,
     Executable,
@@ -66,7 +66,6 @@ from agentctl.core.states import TERMINAL_TASK_STATES
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import AgentctlError, RunFailedError
 from agentctl.ledger import model
-from agentctl.ledger.effects import NewEffect
 
 if TYPE_CHECKING:  # a pure run imports neither the pool nor its wire (``poolref``)
     from agentctl.coordinator.workerpool import WorkerPool
@@ -284,7 +283,8 @@ class Driver:
         fresh = [s for s in steps if isinstance(s, PendingEffect) and not s.recorded]
         if not fresh:
             return steps
-        rows = [self._request_row(s) for s in fresh]
+        run, states = self.rs.run_id, self.live.states
+        rows = [request_row(s, run, self.trace_id, states[s.task.id]) for s in fresh]
         now = self.clock.now()
         after = self._staged_commit(now)
         batch = model.RequestBatch(self.rs.run_id, rows, now, self.trace_id, after)
@@ -299,34 +299,6 @@ class Driver:
         if len(steps) == 1:  # a chain step: nothing else to keep in order
             return list(moved.values())
         return [moved.get(id(s), s) for s in steps]
-
-    def _request_row(self, step: PendingEffect) -> model.RequestRow:
-        eff = step.effect
-        new = NewEffect(
-            run_id=self.rs.run_id,
-            task_id=step.task.id,
-            attempt=step.attempt,
-            ordinal=0,
-            operation=eff.operation,
-            request=eff.recorded_input,
-            effect_class=eff.effect_class,
-            risk=eff.risk,
-            idempotency=eff.idempotency,
-            trace_id=self.trace_id,
-            waiting_for_approval=eff.needs_approval,
-            policy=eff.policy,
-            known_input_digest=eff.input_digest,
-            known_request_text=eff.recorded_text,
-            # ``prepare`` derived it from exactly these fields (run, task, attempt, ordinal 0,
-            # operation, input digest): not hashed a second time.
-            known_effect_id=eff.effect_id,
-        )
-        state = self.live.states[step.task.id]
-        entry = step.task.entry
-        capability = None if entry is None else entry.policy_name or entry.name
-        return model.RequestRow(
-            step.task.id, state, step.attempt, new, eff.budget, eff.approval_reason, capability
-        )
 
     def _recorded(self, step: PendingEffect, denied: model.BudgetDenial | None) -> Step:
         """The step after its request committed, mirrored into the live state."""

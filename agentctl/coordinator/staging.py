@@ -1,4 +1,5 @@
-"""Task results applied to the live state but not yet committed, and the commit they make.
+"""Task results applied to the live state but not yet committed, the commit they make, and
+the request rows that record a batch's fresh effects.
 
 The driver stages each settled task here in compiled order; consecutive pure batches share
 one stage (pure work is re-derivable), and every stage becomes exactly one ``BatchCommit``.
@@ -15,12 +16,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from agentctl.coordinator.steps import Settled
+from agentctl.coordinator.steps import PendingEffect, Settled
 from agentctl.core import evaluate as ev
 from agentctl.core.canonical import v1_digest
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.core.plan import PlannedTask
 from agentctl.ledger import model
+from agentctl.ledger.effects import NewEffect
 
 _DEFAULT_CONTRACT_FINGERPRINT = v1_digest(ev.DEFAULT_CONTRACT)
 
@@ -132,3 +134,35 @@ def target_state(step: Settled) -> str:
     if step.state == "failed" and step.retryable and step.attempt < retry.max_attempts:
         return "retry_scheduled"
     return step.state
+
+
+def request_row(
+    step: PendingEffect, run_id: str, trace_id: str, from_state: str
+) -> model.RequestRow:
+    """The row that records a fresh effect's request (and its task's move from
+    ``from_state``), with the capability its approval, if any, names."""
+    eff = step.effect
+    new = NewEffect(
+        run_id=run_id,
+        task_id=step.task.id,
+        attempt=step.attempt,
+        ordinal=0,
+        operation=eff.operation,
+        request=eff.recorded_input,
+        effect_class=eff.effect_class,
+        risk=eff.risk,
+        idempotency=eff.idempotency,
+        trace_id=trace_id,
+        waiting_for_approval=eff.needs_approval,
+        policy=eff.policy,
+        known_input_digest=eff.input_digest,
+        known_request_text=eff.recorded_text,
+        # ``prepare`` derived it from exactly these fields (run, task, attempt, ordinal 0,
+        # operation, input digest): not hashed a second time.
+        known_effect_id=eff.effect_id,
+    )
+    entry = step.task.entry
+    capability = None if entry is None else entry.policy_name or entry.name
+    return model.RequestRow(
+        step.task.id, from_state, step.attempt, new, eff.budget, eff.approval_reason, capability
+    )
