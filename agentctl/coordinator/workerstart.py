@@ -10,6 +10,7 @@ This module imports only the stdlib at load (the registry when guessing, trio wh
 waits for an adopted worker), so starting the worker is the first thing a run does.
 
 Invariants:
+- a worker never imports from the directory it starts in (``-P``), only from the install;
 - a worker gets exactly one inherited fd (its socketpair end) and its own session; the
   coordinator keeps the other end, so a worker whose coordinator died reads EOF and exits;
 - a started worker is either adopted by a pool (which then owns its whole life) or killed
@@ -34,7 +35,10 @@ from pathlib import Path
 
 
 def worker_argv(fd: int, preload: Sequence[str]) -> list[str]:
-    argv = [sys.executable, "-m", "agentctl.workers", "--fd", str(fd)]
+    # -P: `-m` would put the current directory first on the worker's sys.path, so a
+    # `signal.py` or `mcp.py` in the directory a run starts from would be imported — code run
+    # by agentctl itself, before any policy. PYTHONPATH and the environment still apply.
+    argv = [sys.executable, "-P", "-m", "agentctl.workers", "--fd", str(fd)]
     for module in preload:
         argv += ["--preload", module]
     return argv
