@@ -214,7 +214,8 @@ async def _drive_with_workers(
     needs = workload(req.plan)  # once: it walks every task
     size = pool_size(req.plan, needs)
     wall_deadline = await _wall_deadline(store, req)
-    final = "failed"  # what a drive cut short by cancellation or the wall clock reports
+    # What a drive cut short by a signal, a deadline or the wall clock reports.
+    final, flagged = "failed", False
     async with _open_pool(req, size, registry, needs) as pool:
         if pool is not None:  # artifacts come only from workers: a pure drive stores none
             await store.open_artifacts()
