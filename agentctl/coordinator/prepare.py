@@ -130,6 +130,8 @@ def prepare_recorded(
     prep = prepare_task(rs.for_recorded, task, view, attempt)
     if isinstance(prep, PendingEffect) and prep.effect.effect_id == recorded.effect_id:
         return dataclasses.replace(prep, recorded=True)
+    if isinstance(prep, Settled) and prep.state == "failed" and prep.error:
+        return prep  # it cannot be prepared at all now (a path, a secret): that is the cause
     return Settled(task, attempt, "failed", error=_not_recreated(recorded, approved))
 
 
