@@ -59,7 +59,8 @@ def load_source(ledger: RunLedger, run_ref: str) -> tuple[RunRecord, rc.SourceRu
         inputs=run.inputs or {},
         initial_memory=_initial_memory(run),
         open_inverses=tuple(
-            rc.OpenInverse(t.run_id, t.task_id, t.state) for t in snap.open_compensations
+            rc.OpenInverse(t.run_id, t.task_id, t.state, t.effect_id, t.effect_status)
+            for t in snap.open_compensations
         ),
     )
     return run, view

@@ -354,7 +354,10 @@ def read_source(conn: Db, run_ref: str) -> SourceSnapshot:
         reconciliations=tuple(reconcile.list_reconciliations(conn, run_id=run.run_id)),
         artifacts=tuple(list_refs(conn, run_id=run.run_id)),
         driven=leases.has_live_owner(conn, run.run_id),
-        open_compensations=_open_compensations(conn, run.run_id),
+        open_compensations=(
+            *_open_compensations(conn, run.run_id),
+            *_unsettled_inverses(conn, run.run_id),
+        ),
     )
 
 
@@ -388,6 +391,31 @@ def _open_compensations(conn: Db, run_id: str) -> tuple[OpenCompensationTask, ..
         (run_id,),
     ).fetchall()
     return tuple(OpenCompensationTask(row[0], row[1], row[2]) for row in rows)
+
+
+def _unsettled_inverses(conn: Db, run_id: str) -> tuple[OpenCompensationTask, ...]:
+    """The inverses of ended compensation runs sourced from ``run_id`` that may have taken
+    effect without their source effects saying ``compensated``: an effect started or
+    uncertain (cut off by a cancel, a signal, a crash), unless reconciled ``not_applied``; or
+    reconciled ``applied``. Planning the inverse again could undo the same thing twice."""
+    rows = conn.execute(
+        "SELECT e.run_id, e.task_id, t.state, e.effect_id FROM runs r"
+        " JOIN effects e ON e.run_id = r.run_id"
+        " JOIN task_states t ON t.run_id = e.run_id AND t.task_id = e.task_id"
+        " WHERE r.source_run_id = ? AND r.mode = 'compensation'"
+        " AND r.state NOT IN ('queued', 'running', 'paused')"
+        " AND e.status IN ('started', 'uncertain')"
+        " ORDER BY r.created_at, r.run_id, t.position",
+        (run_id,),
+    ).fetchall()
+    found: list[OpenCompensationTask] = []
+    for run, task, state, effect_id in rows:
+        recs = reconcile.list_reconciliations(conn, effect_id=effect_id)
+        last = recs[-1].status if recs else None
+        if last in (None, "applied"):
+            status = "applied" if last else "uncertain"
+            found.append(OpenCompensationTask(run, task, state, effect_id, status))
+    return tuple(found)
 
 
 def read_recorded_result(conn: Db, effect_id: str) -> JsonValue:

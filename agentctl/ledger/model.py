@@ -126,12 +126,17 @@ class LiveState:
 
 @dataclass(frozen=True)
 class OpenCompensationTask:
-    """A task of a compensation run sourced from a snapshot's run that has not ended yet
-    (queued, running or paused): its inverse may still run."""
+    """A task of a compensation run sourced from a snapshot's run whose inverse is not
+    settled: the run has not ended (queued, running or paused: the inverse may still run),
+    or it ended with the inverse's effect possibly done (``effect_id``, ``effect_status``:
+    ``uncertain`` — started or uncertain, never reconciled — or ``applied``, reconciled so
+    while its source effects carry no ``compensated``)."""
 
     run_id: str  # the compensation run
     task_id: str  # a compensation task id (``<source task>--compensate``)
     state: str  # that task's state
+    effect_id: str | None = None
+    effect_status: str | None = None
 
 
 @dataclass(frozen=True)

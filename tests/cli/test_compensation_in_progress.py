@@ -118,3 +118,49 @@ def test_a_compensation_run_that_ended_without_compensating_blocks_nothing(
     second = _paused_compensation(cli, db, source)
     _approve_and_resume(cli, db, second)
     assert _undone(ws) == ["undo"]
+
+
+CUT_OFF = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: { name: cutoff }
+spec:
+  policy: { approval: never, writableRoots: [out], processAllowlist: [sh] }
+  actions:
+    save: { kind: builtin.write }
+    undo:
+      kind: builtin.shell.exec
+      command: /bin/sh
+      args: ["-c", "echo undo >> out/undo.log; sleep 5"]
+  tasks:
+    - { id: make, uses: action:save, with: { path: out/r.txt, content: made },
+        compensate: { uses: action:undo, timeoutSeconds: 1 } }
+"""
+
+
+def test_an_inverse_cut_off_in_an_ended_compensation_run_is_settled_before_planning_again(
+    cli: Cli, tmp_path: Path
+) -> None:
+    (tmp_path / "wf.yaml").write_text(CUT_OFF)
+    made = cli("--output", "json", "run", "wf.yaml", "--db", "r.db")
+    assert made.rc == 0, made.stderr
+    source = made.data["runId"]
+    # The inverse times out: it ran (the log says so), its outcome is unknown.
+    cut = cli("--output", "json", "compensate", source, "--db", "r.db")
+    assert cut.rc == 4, cut.stderr
+    first = str(cut.error["error"]["runId"])
+    assert cli("--output", "json", "cancel", first, "--db", "r.db").rc == 0  # as its hint says
+    plan = cli("--output", "json", "compensate", source, "--plan", "--db", "r.db")
+    assert plan.rc == 3 and not plan.data["executable"], plan.stdout
+    [block] = plan.data["blocked"]
+    assert (block["taskId"], block["rule"]) == ("make", "compensation_in_progress")
+    [inverse] = cli("--output", "json", "effects", "list", first, "--db", "r.db").data["effects"]
+    assert inverse["effectId"] in block["message"] and "reconcile it first" in block["message"]
+    again = cli("--output", "json", "compensate", source, "--db", "r.db")
+    assert again.rc == 3, again.stderr
+    assert (tmp_path / "out" / "undo.log").read_text().split() == ["undo"]  # never twice
+    # Reconciled not applied, it undid nothing: the inverse may be planned again.
+    settle = ("effects", "reconcile", inverse["effectId"], "--status", "not-applied")
+    assert cli(*settle, "--reason", "checked", "--db", "r.db").rc == 0
+    plan = cli("--output", "json", "compensate", source, "--plan", "--db", "r.db")
+    assert plan.rc == 0 and plan.data["executable"], plan.stdout

@@ -192,12 +192,16 @@ def _holder(source: SourceRun, task_id: str) -> OpenInverse | None:
     skipped one undid nothing the ledger knows of."""
     wanted = compensation_task_id(task_id)
     for inverse in source.open_inverses:
-        if inverse.task_id == wanted and inverse.state not in TERMINAL_TASK_STATES:
+        if inverse.task_id != wanted:
+            continue
+        if inverse.state not in TERMINAL_TASK_STATES or inverse.effect_status is not None:
             return inverse
     return None
 
 
 def _pending_block(task_id: str, holder: OpenInverse, effect_ids: list[str]) -> Block:
+    if holder.effect_status is not None:
+        return _unsettled_block(task_id, holder, effect_ids)
     return Block(
         task_id,
         "compensation_in_progress",
@@ -206,6 +210,30 @@ def _pending_block(task_id: str, holder: OpenInverse, effect_ids: list[str]) -> 
         f"{', '.join(effect_ids)} twice: resume that run (after `agentctl approvals "
         f"approve|reject` if it waits for an approval) or cancel it (agentctl cancel "
         f"{holder.run_id}) first",
+    )
+
+
+def _unsettled_block(task_id: str, holder: OpenInverse, effect_ids: list[str]) -> Block:
+    """An ended compensation run's inverse that may have undone ``effect_ids`` already (its
+    effect cut off, or reconciled ``applied``): what the operator settles before planning."""
+    sources = ", ".join(effect_ids)
+    if holder.effect_status == "applied":
+        settle = (
+            f"its effect {holder.effect_id} was reconciled applied: record each source effect "
+            f"undone with `agentctl effects reconcile SOURCE_EFFECT --status compensated "
+            f"--compensation-effect {holder.effect_id} --reason …`"
+        )
+    else:
+        settle = (
+            f"its effect {holder.effect_id} may have run (its outcome is unknown): reconcile "
+            f"it first (`agentctl effects reconcile {holder.effect_id} --status "
+            "applied|not-applied --reason …`)"
+        )
+    return Block(
+        task_id,
+        "compensation_in_progress",
+        f"compensation run {holder.run_id} ended with {holder.task_id} unsettled; planning "
+        f"it again could undo effect(s) {sources} twice: {settle}",
     )
 
 

@@ -80,11 +80,15 @@ class SourceTask:
 
 @dataclass(frozen=True)
 class OpenInverse:
-    """A task of a compensation run sourced from the source run that has not ended yet."""
+    """A task of a compensation run sourced from the source run whose inverse is not settled:
+    its run has not ended, or it ended with the inverse's effect ``effect_id`` possibly done
+    (``effect_status`` ``uncertain`` or ``applied``: ``OpenCompensationTask``)."""
 
-    run_id: str  # the compensation run (queued, running or paused)
+    run_id: str  # the compensation run
     task_id: str  # its task: a compensation task id
     state: str  # that task's state
+    effect_id: str | None = None
+    effect_status: str | None = None
 
 
 @dataclass(frozen=True)
