@@ -143,9 +143,10 @@ def reconciliation_view(data: JsonObject, db: str) -> Callable[[Settings], str]:
         if data.get("compensationEffectId"):
             lines.append(f"  compensated by effect {_text(data, 'compensationEffectId')}")
         if data.get("status") in ("applied", "not_applied"):
-            # Not for a terminal run, which `resume` refuses: its recovery is retry/repair.
+            # A run that has ended is not resumed: its recovery is a derived run.
             lines += ["", "  a paused or interrupted run carries on with it when resumed:"]
             lines += command("resume", _text(data, "runId"), db=db, width=width)
+            lines.append("  (a run that has ended: retry, repair or compensate it instead)")
         return "\n".join(lines) + "\n"
 
     return human

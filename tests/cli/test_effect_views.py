@@ -69,6 +69,8 @@ def test_a_reconciliation_is_shown_with_its_id_actor_and_the_resume_that_follows
     assert f"reconciled not_applied  ({record['reconciliationId']})" in done.stdout
     assert "by ops: the shell never ran" in done.stdout
     assert _commands(done.stdout) == [["agentctl", "resume", run_id, "--db", "r.db"]]
+    # `resume` refuses a run that has ended: the view says what recovers one instead.
+    assert "a run that has ended: retry, repair or compensate it instead" in done.stdout
     # Listed again, the effect carries its conclusion and no longer asks to be settled.
     listed = cli("effects", "list", run_id, "--db", "r.db").stdout
     assert "reconciled not_applied by ops: the shell never ran" in listed
