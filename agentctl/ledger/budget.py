@@ -195,13 +195,20 @@ def _first_overrun(
 
 
 def record_exceeded_txn(
-    conn: Db, run_id: str, exceeded: JsonObject, now: str, trace_id: str | None
+    conn: Db,
+    run_id: str,
+    exceeded: JsonObject,
+    now: str,
+    trace_id: str | None,
+    task_id: str | None = None,
 ) -> None:
-    conn.execute(
+    conn.execute(  # audited under ``task_id`` when a task's dispatch was refused
         "UPDATE run_budgets SET exceeded_json = ?, updated_at = ? WHERE run_id = ?",
         (dumps(exceeded), now, run_id),
     )
-    append_audit_txn(conn, run_id, "budget.exceeded", exceeded, now, trace_id=trace_id)
+    append_audit_txn(
+        conn, run_id, "budget.exceeded", exceeded, now, task_id=task_id, trace_id=trace_id
+    )
     write_checkpoint_txn(
         conn, run_id, {"runId": run_id, "event": "budget.exceeded", **exceeded}, now
     )
@@ -366,8 +373,9 @@ def reserve_budget_txn(
     trace_id: str | None = None,
     buffer: AuditBuffer | None = None,
     later: SettleLater | None = None,
+    task_id: str | None = None,
 ) -> ReservationOutcome:
-    """Reserve ``amounts`` before a dispatch, or record the overrun and deny it.
+    """Reserve ``amounts`` before ``task_id``'s dispatch, or record the overrun and deny it.
 
     ``buffer``: the transaction's pending audit events; ``budget.reserved`` joins them (a
     refusal writes them first, then its own record). Two statements when granted: the
@@ -386,13 +394,15 @@ def reserve_budget_txn(
             (run_id, reservation_id),
         )
         flush_audits_txn(conn, run_id, buffer, now)
-        record_exceeded_txn(conn, run_id, exceeded, now, trace_id)
+        record_exceeded_txn(conn, run_id, exceeded, now, trace_id, task_id)
         return ReservationOutcome(False, reservation_id, exceeded=exceeded)
     payload = {"reservationId": reservation_id, "amounts": wanted}
     if buffer is None:
-        append_audit_txn(conn, run_id, "budget.reserved", payload, now, trace_id=trace_id)
+        append_audit_txn(
+            conn, run_id, "budget.reserved", payload, now, task_id=task_id, trace_id=trace_id
+        )
     else:
-        buffer.add("budget.reserved", payload, None, trace_id)
+        buffer.add("budget.reserved", payload, task_id, trace_id)
     return ReservationOutcome(True, reservation_id)
 
 

@@ -130,8 +130,9 @@ def _refusal_txn(conn: Db, gated: GatedCall) -> JsonObject | None:
     refused = tool_calls.insert_answered_txn(conn, run_id, call.answered, call.now, trace_id)
     if refused is not None:
         return refused
+    new = call.effect
     reserved = budget.reserve_budget_txn(
-        conn, run_id, call.effect.effect_id, call.reserve, call.now, trace_id=trace_id
+        conn, run_id, new.effect_id, call.reserve, call.now, trace_id=trace_id, task_id=new.task_id
     )
     return None if reserved.granted else (reserved.exceeded or {})
 

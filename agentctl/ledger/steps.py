@@ -188,6 +188,7 @@ def _request_one_txn(
             trace_id=trace_id,
             buffer=buffer,
             later=later,
+            task_id=row.task_id,
         )
         if not outcome.granted:  # the overrun is recorded; no effect row is
             return BudgetDenial.of(row.task_id, outcome.exceeded)
@@ -267,7 +268,13 @@ def record_and_start_call_txn(conn: Db, call: CallRecord) -> JsonObject | None:
     if refused is not None:
         return refused
     outcome = budget.reserve_budget_txn(
-        conn, new.run_id, new.effect_id, call.reserve, now, trace_id=new.trace_id
+        conn,
+        new.run_id,
+        new.effect_id,
+        call.reserve,
+        now,
+        trace_id=new.trace_id,
+        task_id=new.task_id,
     )
     if not outcome.granted:
         return outcome.exceeded or {}

@@ -1,0 +1,33 @@
+"""A budget reservation and a refusal are audited under the task whose dispatch they are
+(spec/cli.md §3: audit events carry a task id), so a script reading the audit can tell
+which task a budget refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import Cli
+
+WORKFLOW = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: { name: metered }
+spec:
+  runtime: { maxConcurrency: 2, budgets: { maxProcessOutputBytes: 1000 } }
+  policy: { approval: never, processAllowlist: [echo] }
+  actions:
+    say: { kind: builtin.shell.exec, command: /bin/echo, args: [hi], combinedOutputLimitBytes: 600 }
+  tasks:
+    - { id: first, uses: "action:say" }
+    - { id: second, uses: "action:say" }
+"""
+
+
+def test_budget_events_name_their_task(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "wf.yaml").write_text(WORKFLOW, encoding="utf-8")
+    refused = cli("--output", "json", "run", "wf.yaml", "--db", "r.db")
+    assert refused.rc == 4, refused.stderr  # both reserve 600 of 1,000 bytes: one is refused
+    run_id = refused.error["error"]["runId"]
+    audit = cli("--output", "json", "inspect", run_id, "--db", "r.db").data["audit"]
+    budget = [(a["eventType"], a["taskId"]) for a in audit if a["eventType"].startswith("budget")]
+    assert budget == [("budget.reserved", "first"), ("budget.exceeded", "second")]
