@@ -10,7 +10,13 @@ from ledger_helpers import new_run, ts
 
 from agentctl.core.longterm import Entry
 from agentctl.core.protocols import ProtocolCall, ProtocolEvidence, ProtocolSession
-from agentctl.errors import AgentctlError, InvalidOperationError, NotFoundError, OwnershipError
+from agentctl.errors import (
+    AgentctlError,
+    CancelledRunError,
+    InvalidOperationError,
+    NotFoundError,
+    OwnershipError,
+)
 from agentctl.ledger import (
     ApprovalDecision,
     BatchCommit,
@@ -266,9 +272,13 @@ def test_protocol_evidence_is_stored_with_the_outcome_and_updated_in_place(
 
 
 def test_cancel_and_settle_release_the_lease(ledger: SqliteLedger) -> None:
+    _request(ledger, RequestRow("a", "pending", 1, _effect("a"), {}))
     assert ledger.request_cancel("run-1", ts(1)).run_id == "run-1"
     assert ledger.is_cancel_requested("run-1")
-    _request(ledger, RequestRow("a", "pending", 1, _effect("a"), {}))
+    # Once the flag is up nothing more starts: the request's transaction refuses, whole.
+    with pytest.raises(CancelledRunError):
+        _request(ledger, RequestRow("b", "pending", 1, _effect("b"), {}))
+    assert [e.task_id for e in ledger.inspect_run("run-1").effects] == ["a"]
     ledger.cancel_run(CancelRun("run-1", "cancelled", ts(2), os.getpid(), ("a",)))
     run = ledger.get_run("run-1")
     assert run.state == "cancelled" and run.owner_pid is None
