@@ -126,10 +126,9 @@ def _from_process(
     argv = [command, *[str(a) for a in as_list(spec.get("args"))]]
     try:
         done = run_helper(argv, timeout=timeout, limit=limit)
-    except OSError as exc:
-        raise RunFailedError(
-            f"{what}: secret helper {command} failed: {type(exc).__name__}"
-        ) from exc
+    except OSError as exc:  # said as the OS says it, as a process that cannot start is
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise RunFailedError(f"{what}: cannot start secret helper {command!r}: {reason}") from exc
     if done.ended == "timeout":
         raise RunFailedError(f"{what}: secret helper {command} timed out after {timeout:g} s")
     if done.ended == "overflow":

@@ -91,3 +91,16 @@ def test_a_failing_credential_helper_names_its_task_once(  # type: ignore[no-unt
     message = done.error["error"]["message"]
     assert message.endswith("ask: task ask: p: credential: secret helper /bin/sh exited 3")
     assert message.count("task ask:") == 1
+
+
+@pytest.mark.sqlite_only(reason="the helper's start, not the ledger, is what is checked")
+def test_a_helper_that_cannot_start_says_why_as_the_os_does(  # type: ignore[no-untyped-def]
+    cli, write_workflow, tmp_path: Path
+) -> None:
+    (tmp_path / "sh").write_text("#!/bin/sh\necho x\n")  # allowlisted name, not executable
+    wf = write_workflow(HEAD % "{ command: ./sh }")
+    done = cli("--output", "json", "run", str(wf), "--db", str(tmp_path / "r.db"))
+    assert done.rc == 4, done.stderr
+    message = done.error["error"]["message"]
+    assert "cannot start secret helper './sh': Permission denied" in message
+    assert "PermissionError" not in message
