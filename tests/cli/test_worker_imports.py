@@ -1,9 +1,11 @@
-"""A worker imports only from the install: Python files in the directory a run starts from
-(a cloned repository's `signal.py`, `selectors.py`, `mcp.py`) are never imported by it, so
-they cannot run as agentctl, before any policy (spec/cli.md §12)."""
+"""What a worker takes from where it runs: never the Python files of the directory a run
+starts from (a cloned repository's `signal.py`, `selectors.py`, `mcp.py`: they would run as
+agentctl, before any policy, spec/cli.md §12); the user's umask, for the files it creates."""
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +44,27 @@ def test_a_python_file_in_the_working_directory_is_not_imported_by_workers(
     assert ran.returncode == 0, ran.stderr
     assert (tmp_path / "out" / "a.txt").read_text(encoding="utf-8") == "hello"
     assert not (tmp_path / "PLANTED_CODE_RAN").exists()
+
+
+def _run_under_umask(root: Path, umask: int) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-P", "-m", "agentctl", "run", "wf.yaml", "--db", "r.db"]
+    return subprocess.run(
+        argv,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: os.umask(umask),  # the user's umask, inherited by the worker
+    )
+
+
+def test_a_new_workspace_file_is_created_under_the_users_umask(tmp_path: Path) -> None:
+    # A worker writes a new file as any program would, 0666 less the umask: a private 077
+    # keeps what a workflow writes private. (Not a fixed 0644.)
+    for umask, expected in ((0o077, 0o600), (0o022, 0o644)):
+        root = tmp_path / f"u{umask:o}"
+        root.mkdir()
+        (root / "wf.yaml").write_text(WORKFLOW, encoding="utf-8")
+        ran = _run_under_umask(root, umask)
+        assert ran.returncode == 0, ran.stderr
+        assert stat.S_IMODE((root / "out" / "a.txt").stat().st_mode) == expected

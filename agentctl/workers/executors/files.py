@@ -69,12 +69,30 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it (``/proc``), else set and restored at
+    once — at import, before the worker runs any thread that could create a file meanwhile."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
+# A new file is created as any program creates one, 0666 less the umask the user set (a
+# private 077 keeps what a workflow writes private); an existing one keeps its mode.
+_NEW_FILE_MODE = 0o666 & ~_umask()
+
+
 def _atomic_write(target: str, data: bytes) -> None:
     parent = os.path.dirname(target)
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)
     except FileNotFoundError:
-        mode = 0o644
+        mode = _NEW_FILE_MODE
     fd, tmp = tempfile.mkstemp(dir=parent, prefix=".agentctl-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
