@@ -152,7 +152,9 @@ class _PinnedBackend(httpcore2.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.AsyncNetworkStream:
-        addresses = (host,) if self._pins is None else self._pins.get((host.lower(), port))
+        # A name's trailing dot (an FQDN: ``localhost.``) is the same name the policy checked.
+        key = (host.lower().rstrip("."), port)
+        addresses = (host,) if self._pins is None else self._pins.get(key)
         if not addresses:
             raise NetworkPolicyError(f"egress to {host}:{port} was not checked by policy")
         failure: Exception | None = None
@@ -218,7 +220,7 @@ class EgressTransport(httpx2.AsyncHTTPTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         target = self._route.target
-        origin = (request.url.scheme, request.url.host.lower(), request.url.port)
+        origin = (request.url.scheme, request.url.host.lower().rstrip("."), request.url.port)
         if (
             origin[:2] != (target.scheme, target.host.lower())
             or (origin[2] or _default_port(target.scheme)) != target.port

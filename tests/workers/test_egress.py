@@ -147,6 +147,19 @@ async def test_connection_is_pinned_and_keeps_the_name(server: FixtureServer) ->
     assert len(server.seen) == 1 and route.tracker.sent
 
 
+async def test_a_name_with_its_trailing_dot_is_the_name_checked(server: FixtureServer) -> None:
+    # `api.fixture.test.` (an FQDN) is the name the policy allowed and pinned: the worker's
+    # connection takes it, as the pre-flight did, instead of "was not checked by policy".
+    server.script(Reply(body={"ok": True}))
+    resolve = _resolver({"api.fixture.test": ["127.0.0.1"]})
+    url = server.url("/v1/x", host="api.fixture.test.")
+    route = await check_route(url, _policy(server, "api.fixture.test"), resolve)
+    async with egress_client(route, read_timeout=10) as client:
+        response = await client.get(url)
+        assert response.json() == {"ok": True}
+    assert len(server.seen) == 1
+
+
 async def test_loopback_refused_without_allow_private(server: FixtureServer) -> None:
     policy = EgressPolicy(allowlist=("127.0.0.1",), ports=(server.port,))
     with pytest.raises(NetworkPolicyError, match="loopback"):
