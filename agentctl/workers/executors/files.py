@@ -72,11 +72,10 @@ def _fsync_dir(path: str) -> None:
 def _umask() -> int:
     """The process's umask, read without changing it (``/proc``), else set and restored at
     once — at import, before the worker runs any thread that could create a file meanwhile."""
-    with contextlib.suppress(OSError, ValueError):
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status", "rb") as status:
+        for line in status:
+            if line.startswith(b"Umask:"):
+                return int(line.split()[1], 8)
     current = os.umask(0o022)
     os.umask(current)
     return current
