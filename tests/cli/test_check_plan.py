@@ -25,7 +25,7 @@ VARIANTS: dict[str, tuple[str, list[Edit], str, str]] = {
         "e1-dataflow.yaml",
         [("      needs: [stash]", "      # needs removed:")],
         "invalid_template",
-        "with:",
+        "tasks.stash.output",  # the value that reads it, not its `with:` block
     ),
     "e2-reasoning-on-fake": (
         "e2-agent-router.yaml",
