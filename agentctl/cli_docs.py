@@ -22,6 +22,7 @@ import typer
 from agentctl.cli_options import DbOpt
 from agentctl.clikit import DEFAULT_DB, deliver, path_parser, read_cli_file
 from agentctl.errors import ValidationError
+from agentctl.filemode import plain_write_mode
 from agentctl.render import Outcome, Settings
 
 if TYPE_CHECKING:  # the command imports these lazily, to keep the other commands' start light
@@ -69,7 +70,7 @@ def _replace(path: Path, text: str) -> None:
     tmp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        mode = _plain_write_mode(path)
+        mode = plain_write_mode(path)
         fd, tmp = tempfile.mkstemp(dir=path.resolve().parent, prefix=f".{path.name}.")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
@@ -82,16 +83,6 @@ def _replace(path: Path, text: str) -> None:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-
-
-def _plain_write_mode(path: Path) -> int:
-    """The permission bits ``open(path, "w")`` would leave ``path`` with."""
-    try:
-        return stat.S_IMODE(path.stat().st_mode)
-    except FileNotFoundError:
-        umask = os.umask(0o022)  # reading the umask means setting it; put it straight back
-        os.umask(umask)
-        return 0o666 & ~umask
 
 
 EventsOpt = Annotated[

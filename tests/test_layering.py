@@ -23,11 +23,14 @@ ALLOWED: dict[str, set[str]] = {
     "mailbox": {"core", "errors", "envknobs", "usercache"},
     "sandbox": {"core", "errors"},
     # dataclass_codes: the worker process starts as the CLI does (ADR 0013 item 6).
-    "workers": {"core", "mailbox", "sandbox", "errors", "dataclass_codes"},
+    # filemode: the mode a plain write gives a file (a stdlib leaf like errors), shared by the
+    # workspace writes and the CLI's --write.
+    "workers": {"core", "mailbox", "sandbox", "errors", "dataclass_codes", "filemode"},
     "coordinator": {"core", "ledger", "mailbox", "sandbox", "errors", "sigint", "envknobs"},
     "errors": set(),
     "envknobs": {"errors"},
     "crashpoints": set(),
+    "filemode": set(),
     # core: only its pure number spelling (floattext), so output matches the original's.
     "render": {"errors", "core"},
     "cli": {
@@ -94,7 +97,7 @@ ALLOWED: dict[str, set[str]] = {
     "packsource": {"clikit", "errors", "core"},
     "cli_packs": {"clikit", "render", "errors", "core", "packsource", "cli_docs"},
     "cli_docs": {"clikit", "render", "errors", "core", "coordinator", "cli_vars", "packsource"}
-    | {"cli_options"},
+    | {"cli_options", "filemode"},
     "cli_providers": {"clikit", "render", "core", "coordinator", "cli_vars"},
     "cli_state": {"clikit", "render", "errors", "ledger", "coordinator"}
     | {"cli_options", "cli_stateview"},

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 import tempfile
 
 import trio
@@ -22,6 +21,7 @@ import trio
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.core.textdiff import unified_diff
 from agentctl.errors import AgentctlError, PolicyDeniedError, RunFailedError, from_task_os_error
+from agentctl.filemode import plain_write_mode
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ReadRequest, WriteRequest
 from agentctl.sandbox.paths import open_regular, resolve_read, resolve_write
@@ -69,29 +69,9 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def _umask() -> int:
-    """The process's umask, read without changing it (``/proc``), else set and restored at
-    once — at import, before the worker runs any thread that could create a file meanwhile."""
-    with contextlib.suppress(OSError, ValueError), open("/proc/self/status", "rb") as status:
-        for line in status:
-            if line.startswith(b"Umask:"):
-                return int(line.split()[1], 8)
-    current = os.umask(0o022)
-    os.umask(current)
-    return current
-
-
-# A new file is created as any program creates one, 0666 less the umask the user set (a
-# private 077 keeps what a workflow writes private); an existing one keeps its mode.
-_NEW_FILE_MODE = 0o666 & ~_umask()
-
-
 def _atomic_write(target: str, data: bytes) -> None:
     parent = os.path.dirname(target)
-    try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
-    except FileNotFoundError:
-        mode = _NEW_FILE_MODE
+    mode = plain_write_mode(target)  # a new file: 0666 less the user's umask, as any program
     fd, tmp = tempfile.mkstemp(dir=parent, prefix=".agentctl-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
