@@ -18,9 +18,9 @@ from agentctl.core.compiler.templating import (
     condition_problem,
     condition_tasks,
     iter_strings,
-    iter_strings_at,
     task_references,
     template_problem,
+    templated_strings_at,
 )
 from agentctl.core.templates import TemplateError, find_references
 
@@ -102,9 +102,8 @@ def check_reads(
             if OPEN in text or "}}" in text:
                 _check_text(node, text, (f"{node.path}.{where}", ""), graph, diags)
         return
-    for path, text in iter_strings_at(value, at or f"{node.path}.{where}"):
-        if OPEN in text or "}}" in text:
-            _check_text(node, text, (path, ""), graph, diags)
+    for path, text in templated_strings_at(value, at or f"{node.path}.{where}"):
+        _check_text(node, text, (path, ""), graph, diags)
 
 
 def check_default_reads(

@@ -69,17 +69,24 @@ def iter_strings(value: Any) -> Iterator[str]:
                 yield from iter_strings(item)
 
 
-def iter_strings_at(value: Any, path: str) -> Iterator[tuple[str, str]]:
-    """``iter_strings`` with each string's dotted path below ``path`` (list items by index),
-    so a diagnostic points at the value itself, not at the block holding it."""
+def templated_strings_at(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    """Every string *value* nested in a JSON value that holds template syntax (``${{`` or
+    ``}}``), with its dotted path below ``path`` (list items by index), so a diagnostic points
+    at the value itself. A path is spelled only for such a string and the containers on the
+    way to one (the compile walks every task's ``with``)."""
     if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from iter_strings_at(item, f"{path}.{key}")
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from iter_strings_at(item, f"{path}.{index}")
+        if OPEN in value or "}}" in value:
+            yield path, value
+        return
+    if not isinstance(value, list | dict):
+        return
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, item in items:
+        if isinstance(item, str):
+            if OPEN in item or "}}" in item:
+                yield f"{path}.{key}", item
+        elif isinstance(item, list | dict):
+            yield from templated_strings_at(item, f"{path}.{key}")
 
 
 def map_strings(value: Any, change: Callable[[str], str]) -> Any:
