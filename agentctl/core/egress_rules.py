@@ -77,11 +77,17 @@ class Target:
     port: int
 
 
+def host_name(host: str) -> str:
+    """The one spelling of a host name every rule and every connection compares: lower case,
+    without an FQDN's trailing dot (``Example.COM.`` is ``example.com``)."""
+    return host.lower().rstrip(".")
+
+
 def host_allowed(host: str, allowlist: tuple[str, ...]) -> bool:
     """Exact match, or ``*.suffix`` matching a strict subdomain (never the bare suffix)."""
-    name = host.lower().rstrip(".")
+    name = host_name(host)
     for pattern in allowlist:
-        entry = pattern.lower().rstrip(".")
+        entry = host_name(pattern)
         if entry.startswith("*."):
             if name.endswith(entry[1:]):  # ".suffix": the apex itself never ends with it
                 return True
@@ -111,7 +117,7 @@ def url_target(
         )
     if parts.username is not None or parts.password is not None:
         raise refused("egress URLs may not carry userinfo (user:password@)")
-    host = (parts.hostname or "").rstrip(".")
+    host = host_name(parts.hostname or "")
     if not host:
         raise refused(f"egress URL {url!r} has no host")
     if not host_allowed(host, allowlist):

@@ -31,7 +31,7 @@ from typing import Any
 import httpcore2
 import httpx2
 
-from agentctl.core.egress_rules import Target
+from agentctl.core.egress_rules import Target, host_name
 from agentctl.errors import NetworkPolicyError, ResponseTooLargeError
 from agentctl.workers.egress import EgressPolicy, Resolver, check_url, resolve_checked
 from agentctl.workers.tracecontext import current_traceparent
@@ -152,8 +152,8 @@ class _PinnedBackend(httpcore2.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.AsyncNetworkStream:
-        # A name's trailing dot (an FQDN: ``localhost.``) is the same name the policy checked.
-        key = (host.lower().rstrip("."), port)
+        # ``localhost.`` (an FQDN) is the name the policy checked and pinned as ``localhost``.
+        key = (host_name(host), port)
         addresses = (host,) if self._pins is None else self._pins.get(key)
         if not addresses:
             raise NetworkPolicyError(f"egress to {host}:{port} was not checked by policy")
@@ -207,7 +207,7 @@ class EgressTransport(httpx2.AsyncHTTPTransport):
         context = ssl_context(route.policy)
         super().__init__(verify=context, trust_env=False)
         self._route = route
-        pins = {(route.target.host.lower(), route.target.port): route.addresses}
+        pins = {(host_name(route.target.host), route.target.port): route.addresses}
         backend = _PinnedBackend(None if route.proxy else pins, route.tracker)
         # httpx2 has no network-backend parameter; its pool is the seam. Replacing the pool
         # keeps httpx2's own request mapping and exception translation, which the SDKs rely on.
@@ -220,9 +220,9 @@ class EgressTransport(httpx2.AsyncHTTPTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         target = self._route.target
-        origin = (request.url.scheme, request.url.host.lower().rstrip("."), request.url.port)
+        origin = (request.url.scheme, host_name(request.url.host), request.url.port)
         if (
-            origin[:2] != (target.scheme, target.host.lower())
+            origin[:2] != (target.scheme, host_name(target.host))
             or (origin[2] or _default_port(target.scheme)) != target.port
         ):
             raise NetworkPolicyError(f"egress to {request.url.host} was not checked by policy")
