@@ -127,7 +127,7 @@ def _from_process(
     try:
         done = run_helper(argv, timeout=timeout, limit=limit)
     except OSError as exc:  # said as the OS says it, as a process that cannot start is
-        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        reason = exc.strerror or exc
         raise RunFailedError(f"{what}: cannot start secret helper {command!r}: {reason}") from exc
     if done.ended == "timeout":
         raise RunFailedError(f"{what}: secret helper {command} timed out after {timeout:g} s")
