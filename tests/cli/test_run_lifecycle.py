@@ -83,7 +83,7 @@ spec:
     step:
       kind: builtin.shell.exec
       command: /bin/sh
-      args: ["-c", "echo x >> started; while [ ! -e go ]; do sleep 0.05; done"]
+      args: ["-c", "echo x >> started; while [ ! -e go ]; do sleep 0.05; done; echo done >> started"]
       timeoutSeconds: 120
   tasks:
     - { id: first, uses: "action:step" }
@@ -99,26 +99,55 @@ def test_cancel_from_another_shell_lets_the_step_in_flight_finish(
     # never starts; the run ends cancelled.
     db, started = tmp_path / "r.db", tmp_path / "started"
     proc = start_cli("--output", "json", "run", str(write_workflow(STEPS)), "--db", str(db))
-    deadline = time.monotonic() + 60
-    while not started.exists():
-        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
-        time.sleep(0.05)
+    _wait_for_line(started, "x", proc)
     run_id = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"][0]["runId"]
     asked = cli("--output", "json", "cancel", run_id, "--db", str(db))
     assert asked.rc == 0 and asked.data == {"runId": run_id, "requested": True}
     (tmp_path / "go").touch()  # the step in flight may end now
+    _assert_only_the_first_step_ran(cli, proc, db, run_id)
+    again = cli("--output", "json", "cancel", run_id, "--db", str(db))
+    assert again.rc == 5  # only running or paused runs can be cancelled
+    assert again.error["error"]["runId"] == run_id  # the run it concerns, for a script
+
+
+def test_no_step_starts_after_a_cancel_that_returned(
+    cli, start_cli, write_workflow, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    # The coordinator is stopped while the cancel lands and while the first step ends, so
+    # its poll of the flag comes late: the transaction that would start the second step
+    # reads the flag itself (serialized with the flag's write) and starts nothing.
+    db, started = tmp_path / "r.db", tmp_path / "started"
+    proc = start_cli("--output", "json", "run", str(write_workflow(STEPS)), "--db", str(db))
+    _wait_for_line(started, "x", proc)
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        run_id = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"][0]["runId"]
+        assert cli("--output", "json", "cancel", run_id, "--db", str(db)).rc == 0
+        (tmp_path / "go").touch()
+        _wait_for_line(started, "done", None)  # the first step ended after the cancel
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    _assert_only_the_first_step_ran(cli, proc, db, run_id)
+
+
+def _wait_for_line(path: Path, line: str, proc: subprocess.Popen[str] | None) -> None:
+    deadline = time.monotonic() + 60
+    while line not in (path.read_text().split() if path.exists() else []):
+        assert time.monotonic() < deadline, f"{line!r} never appeared in {path}"
+        assert proc is None or proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+
+
+def _assert_only_the_first_step_ran(cli, proc, db: Path, run_id: str) -> None:  # type: ignore[no-untyped-def]
     out, _err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     assert json.loads(out)["data"]["state"] == "cancelled"
-    assert started.read_text() == "x\n"  # the second step never started
+    assert (db.parent / "started").read_text() == "x\ndone\n"  # the second never started
     assert _state(cli, db, run_id) == {
         "run": "cancelled",
         "tasks": ["succeeded", "cancelled"],
         "effects": ["succeeded"],
     }
-    again = cli("--output", "json", "cancel", run_id, "--db", str(db))
-    assert again.rc == 5  # only running or paused runs can be cancelled
-    assert again.error["error"]["runId"] == run_id  # the run it concerns, for a script
 
 
 def test_cancel_of_a_run_whose_coordinator_was_killed_ends_it_at_once(
