@@ -34,6 +34,8 @@ from tests.conftest import Cli, StartCli
 
 LEASE = ("--lease-seconds", "2", "--poll-seconds", "0.2")
 SERVE = ("--output", "json", "serve", "--db", "db.sqlite", "--exit-when-idle", *LEASE)
+# Seconds a slow run's first effect sleeps: the kill below lands inside it, whatever the load.
+SLOW_PAUSE = "2"
 
 
 def _setup(tmp_path: Path, target: LedgerTarget) -> Query:
@@ -43,10 +45,15 @@ def _setup(tmp_path: Path, target: LedgerTarget) -> Query:
 
 
 def _submit_many(
-    tmp_path: Path, target: LedgerTarget, tags: list[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    target: LedgerTarget,
+    tags: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    slow: frozenset[str] = frozenset(),
 ) -> dict[str, str]:
     """Queue one run per tag through the same code path as ``agentctl submit`` (in this
-    process: 300 CLI start-ups would dominate the test); returns ``run id → tag``."""
+    process: 300 CLI start-ups would dominate the test); returns ``run id → tag``. The runs
+    of ``slow`` tags pause ``SLOW_PAUSE`` seconds in task a's effect."""
     from agentctl.cli_commands import RunRequest, prepare_run
     from agentctl.coordinator import api
 
@@ -62,7 +69,7 @@ def _submit_many(
         data = api.submit_run(
             document=document,
             plan=plan,
-            inputs={**inputs, "tag": tag},
+            inputs={**inputs, "tag": tag, "pause": SLOW_PAUSE if tag in slow else "0"},
             db=how.args[1],
             workspace=str(tmp_path),
         )
@@ -186,18 +193,22 @@ def test_serve_refuses_a_lease_or_poll_that_is_not_a_finite_sane_number(
     assert not markers(tmp_path)
 
 
-def _kill_mid_run(query: Query, victim: subprocess.Popen[str]) -> None:
-    """SIGKILL ``victim`` while it drives a run with an effect, once 30 runs succeeded."""
+def _kill_mid_run(query: Query, victim: subprocess.Popen[str], slow: set[str]) -> None:
+    """SIGKILL ``victim`` once 30 runs succeeded, while it drives one of the ``slow`` runs
+    whose first effect has started: that effect sleeps seconds, so the run is surely still
+    held when the signal lands (a fast run could end, and its serve idle until its next
+    claim, between this read and the kill — then nothing would be taken over)."""
 
     def victim_mid_run() -> bool:
         holder = f"%:{victim.pid}"
         rows = query(
-            "SELECT COUNT(*) FROM runs WHERE lease_holder LIKE ? AND state = 'running'"
-            " AND EXISTS (SELECT 1 FROM effects e WHERE e.run_id = runs.run_id)",
+            "SELECT run_id FROM runs WHERE lease_holder LIKE ? AND state = 'running'"
+            " AND EXISTS (SELECT 1 FROM effects e WHERE e.run_id = runs.run_id"
+            " AND e.task_id = 'a' AND e.status = 'started')",
             (holder,),
         )
         finished = _states(query)["succeeded"]
-        return rows[0][0] > 0 and finished >= 30
+        return bool({str(r[0]) for r in rows} & slow) and finished >= 30
 
     wait_for(victim_mid_run, what="the first serve to be mid-run")
     victim.send_signal(signal.SIGKILL)
@@ -232,10 +243,12 @@ def test_three_serves_share_300_runs_and_take_over_a_killed_ones(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     query = _setup(tmp_path, ledger_target)
-    tags = _submit_many(tmp_path, ledger_target, [f"r{i:03d}" for i in range(300)], monkeypatch)
+    names = [f"r{i:03d}" for i in range(300)]
+    slow_tags = frozenset(names[5::10])  # one run in ten: the victim surely drives some
+    tags = _submit_many(tmp_path, ledger_target, names, monkeypatch, slow_tags)
     serves = [start_cli(*SERVE, "--max-runs", "3") for _ in range(3)]
     victim = serves[0]
-    _kill_mid_run(query, victim)
+    _kill_mid_run(query, victim, {run_id for run_id, tag in tags.items() if tag in slow_tags})
     reports = [serve_report(s) for s in serves[1:]]
     # Runs the killed serve had started either continued elsewhere or wait, blocked by an
     # effect whose outcome died with it: reconciled from the marker files, then driven.
