@@ -423,3 +423,61 @@ def test_a_with_template_problem_is_located_at_its_value() -> None:
         compile_workflow(workflow([task("t", with_=nested)]), file="wf.yaml")
     [diag] = info.value.diagnostics
     assert (diag.code, diag.path) == ("invalid_template", "spec.tasks.0.with.three.deep.1")
+
+
+@pytest.mark.parametrize(
+    ("name", "binder"),
+    [
+        ("foreachIndex", "foreach"),
+        ("matrix", "matrix"),
+        ("matrixIndex", "matrix"),
+        ("loopIndex", "loop"),
+        ("loopPrevious", "loop"),
+    ],
+)
+def test_engine_variable_read_outside_its_expansion(name: str, binder: str) -> None:
+    read = "${{ vars." + name + " }}"
+    doc = workflow([task("a", with_={"x": read}), task("b", when=f"vars.{name} == 1")])
+    with pytest.raises(ValidationError) as info:
+        compile_workflow(doc)
+    found = {(d.code, d.path) for d in info.value.diagnostics}
+    assert found == {
+        ("invalid_template", "spec.tasks.0.with.x"),
+        ("invalid_template", "spec.tasks.1.when"),
+    }
+    assert all(f"only a {binder} expansion" in d.message for d in info.value.diagnostics)
+
+
+def test_engine_variables_read_by_the_children_that_bind_them() -> None:
+    loop = {"maxIterations": 2, "while": "${{ vars.loopIndex < 3 }}"}
+    compile_ok(
+        workflow(
+            [
+                task(
+                    "l",
+                    loop=loop,
+                    with_={"i": "${{ vars.loopIndex }}", "p": "${{ vars.loopPrevious }}"},
+                ),
+                task(
+                    "f", foreach={"items": [1], "as": "n"}, with_={"i": "${{ vars.foreachIndex }}"}
+                ),
+                task("m", matrix={"axes": {"os": ["l"]}}, with_={"m": "${{ vars.matrix.os }}"}),
+            ]
+        )
+    )
+    # A foreach child binds no loop variable; an action's args are rendered like `with`.
+    doc = workflow(
+        [task("f", "action:echo", foreach={"items": [1]})],
+        actions={
+            "echo": {
+                "kind": "builtin.shell.exec",
+                "command": "echo",
+                "args": ["${{ vars.loopIndex }}"],
+            }
+        },
+    )
+    with pytest.raises(ValidationError) as info:
+        compile_workflow(doc)
+    assert [(d.code, d.path) for d in info.value.diagnostics] == [
+        ("invalid_template", "spec.actions.echo.args.0")
+    ]

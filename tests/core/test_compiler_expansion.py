@@ -311,3 +311,47 @@ def test_a_subworkflow_output_problem_is_located_in_the_definition_once() -> Non
 def test_a_foreach_item_problem_is_located_at_the_item() -> None:
     fan = task("fan", foreach={"items": ["ok", "${{ inputs.x"], "as": "item", "maxItems": 4})
     assert _only_diagnostic(workflow([fan])) == ("invalid_template", "spec.tasks.0.foreach.items.1")
+
+
+def test_invocations_sharing_a_memory_prefix_are_refused() -> None:
+    sub = dict(SHOUT, tasks=[task("keep", "action:remember", with_={"key": "k", "value": 1})])
+    sub["outputs"] = {}
+    doc = workflow(
+        [task("x-y", "workflow:shout"), task("x_y", "workflow:shout")],
+        subworkflows={"shout": sub},
+        max_concurrency=1,
+    )
+    with pytest.raises(ValidationError) as info:
+        compile_workflow(doc)
+    [diag] = info.value.diagnostics
+    assert diag.code == "schema_violation" and diag.path == "spec.tasks.1.id"
+    assert "`x-y` and `x_y`" in diag.message and "`x_y__`" in diag.message
+    # A nested invocation's prefix is its flattened id's: `top--inner` → `top__inner__`.
+    outer = {"version": "1.0.0", "tasks": [task("inner", "workflow:shout")]}
+    nested = workflow(
+        [task("top", "workflow:outer"), task("top__inner", "workflow:shout")],
+        subworkflows={"shout": sub, "outer": outer},
+    )
+    assert codes(nested) == {"schema_violation"}
+
+
+def test_a_subworkflow_reading_an_undeclared_input_is_refused() -> None:
+    sub = {
+        "version": "1.0.0",
+        "inputs": {"a": 1},
+        "outputs": {"o": "${{ inputs.b }}"},
+        "tasks": [task("e", when="inputs.c == 1", with_={"x": "${{ inputs.a }}-${{ inputs.zz }}"})],
+    }
+    doc = workflow([task("w", "workflow:s", with_={"c": 1})], subworkflows={"s": sub})
+    with pytest.raises(ValidationError) as info:
+        compile_workflow(doc)
+    found = [(d.code, d.path, d.message.split("`")[5]) for d in info.value.diagnostics]
+    assert found == [
+        ("missing_reference", "spec.subworkflows.s.tasks.0.with.x", "inputs.zz"),
+        ("missing_reference", "spec.subworkflows.s.outputs.o", "inputs.b"),
+    ]
+    # Given by the invocation, or declared with a default: the same reads compile.
+    given = workflow(
+        [task("w", "workflow:s", with_={"b": 1, "c": 1, "zz": 2})], subworkflows={"s": sub}
+    )
+    compile_ok(given)

@@ -714,3 +714,40 @@ def test_secret_references_need_their_policy() -> None:
     )
     ca = MINIMAL.replace("spec:\n", "spec:\n  policy: { network: { customCa: { env: CA } } }\n")
     assert only(ca).code == "invalid_secret_reference"
+
+
+def test_an_env_secret_the_static_policy_does_not_list_is_refused_everywhere() -> None:
+    # The policy is in the document: a name it does not list is denied by every run.
+    action = (
+        "  policy: { processAllowlist: [printenv], environmentAllowlist: [X] }\n"
+        "  actions: { p: { kind: builtin.shell.exec, command: printenv, env: { A: { env: Y } } } }\n"
+    )
+    source = MINIMAL.replace("spec:\n", "spec:\n" + action).replace("action:x", "action:p")
+    diag = only(source)
+    check(diag, "invalid_secret_reference", "spec.actions.p.env.A", position(source, "{ env: Y"))
+    assert "$Y" in diag.message and "environmentAllowlist" in diag.message
+    assert load_workflow(source.replace("environmentAllowlist: [X]", "environmentAllowlist: [Y]"))
+    header = _with_provider("{ kind: openai, headers: { H: { env: TOKEN } } }")
+    assert only(header).path == "spec.providers.o.headers.H"
+    # A provider's own credential variable stays readable unlisted (docs/providers.md).
+    assert load_workflow(_with_provider("{ kind: openai, credential: { env: OPENAI_API_KEY } }"))
+    assert load_workflow(_with_provider("{ kind: openai }"))
+    renamed = _with_provider("{ kind: openai, credential: { env: MY_KEY } }")
+    assert only(renamed).path == "spec.providers.o.credential"
+
+
+# A policy entry that names no directory or no variable → where it is reported.
+BAD_POLICY_ENTRIES = {
+    'writableRoots: [out, ""]': "spec.policy.writableRoots.1",
+    'writableRoots: ["  "]': "spec.policy.writableRoots.0",
+    "environmentAllowlist: [OK_1, 1BAD]": "spec.policy.environmentAllowlist.1",
+    'environmentAllowlist: ["A-B"]': "spec.policy.environmentAllowlist.0",
+    'environmentAllowlist: [""]': "spec.policy.environmentAllowlist.0",
+}
+
+
+@pytest.mark.parametrize("policy", sorted(BAD_POLICY_ENTRIES))
+def test_policy_roots_and_variable_names_are_checked(policy: str) -> None:
+    source = MINIMAL.replace("spec:\n", f"spec:\n  policy: {{ {policy} }}\n")
+    diag = only(source)
+    assert (diag.code, diag.path) == ("schema_violation", BAD_POLICY_ENTRIES[policy]), diag

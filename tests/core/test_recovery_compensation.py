@@ -19,6 +19,7 @@ from agentctl.core.recovery import (
     plan_compensation,
     step_bindings,
 )
+from agentctl.errors import ValidationError
 
 WORKFLOW = """
 apiVersion: agentctl.dev/v1alpha1
@@ -218,11 +219,15 @@ def test_a_childs_engine_bindings_reach_its_step_as_bindings_not_vars() -> None:
     assert task.vars == {"note": "n", "name": "lin", "foreachIndex": 1}
     # The bindings count in the task's fingerprint and the plan digest, as a child's do, and
     # the stored plan (what a resumed compensation run runs) keeps them.
-    bare = compile_workflow(document)
+    other = {**step_bindings(plan), child.compensation_task_id: {"name": "lin", "foreachIndex": 7}}
+    moved = compile_workflow(document, bindings=other)
     assert (
-        bare.task(child.compensation_task_id).definition_fingerprint != task.definition_fingerprint
+        moved.task(child.compensation_task_id).definition_fingerprint != task.definition_fingerprint
     )
-    assert bare.plan_digest != bound.plan_digest
+    assert moved.plan_digest != bound.plan_digest
+    # Without them the inverse's read of `vars.foreachIndex` could never render: refused.
+    with pytest.raises(ValidationError, match=r"vars\.foreachIndex"):
+        compile_workflow(document)
     stored = plan_from_stored(json.loads(plan_to_stored_text(bound)))
     assert stored.task(child.compensation_task_id).vars == task.vars
 

@@ -35,6 +35,7 @@ from agentctl.core.compiler.actionchecks import (
 )
 from agentctl.core.compiler.capabilities import check_compensation
 from agentctl.core.compiler.diagnostics import Collector
+from agentctl.core.compiler.engine_reads import check_engine_reads
 from agentctl.core.compiler.instructions import check_instructions
 from agentctl.core.compiler.ir import Env, Node
 from agentctl.core.compiler.memory import memory_writes
@@ -81,6 +82,23 @@ def _foreach_item(node: Node) -> tuple[str, int] | None:
         return None
     names = [k for k in node.bindings if k != "foreachIndex"]
     return (names[0], index) if len(names) == 1 else None
+
+
+def _check_engine_reads(
+    node: Node,
+    action: tuple[ActionFacts | None, dict[str, Any] | None],
+    agent: tuple[str | None, dict[str, Any] | None],
+    diags: Collector,
+) -> None:
+    facts, definition = action
+    name, agent_definition = agent
+    check_engine_reads(
+        node,
+        None if facts is None or definition is None else (facts.name, definition),
+        None if name is None or agent_definition is None else (name, agent_definition),
+        _with_path(node),
+        diags,
+    )
 
 
 def _with_path(node: Node) -> str:
@@ -194,6 +212,8 @@ class Drafter:
         name, agent_definition = agent
         if name is not None and agent_definition is not None:
             check_instructions(node, (name, agent_definition), graph, diags)
+        if node.kind not in _AGGREGATES:
+            _check_engine_reads(node, action, agent, diags)
 
     def _merged_vars(
         self, node: Node, agent_name: str | None, agent: dict[str, Any] | None

@@ -13,10 +13,15 @@ Invariants:
   ``missing_reference`` — left as it is, it would read or wait for the caller's task of that
   id, whatever the invoking workflow happens to call its tasks;
 - literal working-memory keys / long-term namespaces get the prefix ``INV__`` (``-`` → ``_``);
-  a templated one cannot be isolated and is rejected (``unsupported_capability``);
+  a templated one cannot be isolated and is rejected (``unsupported_capability``); two
+  invocations whose prefixes are equal (``x-y`` and ``x_y``) are a ``schema_violation``, since
+  they would share every key;
 - nesting works by flattening the inner definition first and rewriting the result again, so
   every level adds its own namespace; a definition reached again on its own call stack is a
   ``dependency_cycle``;
+- every ``inputs.NAME`` a definition reads is a key of its invocation's boundary (the
+  ``inputs`` defaults and the invocation's ``with`` keys), else ``missing_reference`` at the
+  read in the definition;
 - inputs known at compile time (defaults ⊕ the invocation's ``with`` without a template) that
   fail the definition's ``inputSchema`` are a ``schema_violation`` at the invocation's ``with``:
   the boundary would fail the same way on every run.
@@ -26,13 +31,21 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from agentctl.core.canonical import sha256_hex
 from agentctl.core.compiler.diagnostics import Collector
 from agentctl.core.compiler.ir import DEFAULT_RETRY, Source, with_defaults
-from agentctl.core.compiler.templating import OPEN, iter_strings, map_expressions, map_strings
+from agentctl.core.compiler.templating import (
+    OPEN,
+    iter_strings,
+    map_expressions,
+    map_strings,
+    templated_strings_at,
+)
 from agentctl.core.jsonschema import validate
+from agentctl.core.templates import referenced_input_names
 from agentctl.errors import ValidationError
 
 _SEMVER = re.compile(
@@ -49,6 +62,8 @@ _NAMESPACED_MEMORY_KINDS = {
     "builtin.long_term_memory.write": "namespace",
     "builtin.long_term_memory.search": "namespace",
 }
+# The task keys whose templates flattening rewrites (``_Scope.rewrite_task``).
+_REWRITTEN = ("with", "vars", "when", "route", "loop", "foreach", "compensate")
 # Keys an invocation may not carry, with the value meaning "not written".
 _INVOCATION_FORBIDDEN: dict[str, Any] = {
     "when": None,
@@ -72,7 +87,47 @@ def flatten_tasks(doc: dict[str, Any], diags: Collector) -> list[Source]:
     out: list[Source] = []
     for index, task in enumerate(doc["spec"]["tasks"]):
         flattener.place(with_defaults(task), f"spec.tasks.{index}", [], out)
+    _check_prefixes(out, diags)
     return out
+
+
+def _input_reads(definition: Any, base: str) -> Iterator[tuple[str, str]]:
+    """``(dotted path, input name)`` of every ``inputs.NAME`` the definition's own tasks and
+    ``outputs`` read, in the places flattening rewrites (a bare ``when`` included)."""
+    for index, child in enumerate(definition.get("tasks") or []):
+        at = f"{base}.tasks.{index}"
+        rendered = {key: child.get(key) for key in _REWRITTEN if isinstance(child, dict)}
+        for where, text in templated_strings_at(rendered, at):
+            for name in sorted(referenced_input_names(text)):
+                yield where, name
+        when = child.get("when") if isinstance(child, dict) else None
+        if isinstance(when, str) and OPEN not in when:
+            for name in sorted(referenced_input_names("${{ " + when + " }}")):
+                yield f"{at}.when", name
+    for where, text in templated_strings_at(definition.get("outputs"), f"{base}.outputs"):
+        for name in sorted(referenced_input_names(text)):
+            yield where, name
+
+
+def _check_prefixes(sources: list[Source], diags: Collector) -> None:
+    """No two invocations share a memory prefix. ``INV__`` spells ``-`` as ``_``, so ``x-y``
+    and ``x_y`` would read and write each other's keys; a nested invocation's prefix is its
+    flattened id's (``OUTER--INNER`` → ``OUTER__INNER__``, the outer prefix then the inner)."""
+    seen: dict[str, str] = {}
+    for source in sources:
+        if source.role != "subworkflow_output":
+            continue
+        inv = str(source.task["id"])
+        prefix = inv.replace("-", "_") + "__"
+        other = seen.setdefault(prefix, inv)
+        if other != inv:
+            diags.add(
+                "schema_violation",
+                f"sub-workflow invocations `{other}` and `{inv}` share the memory prefix "
+                f"`{prefix}`: they would read and write each other's working-memory keys",
+                f"{source.path}.id",
+                help="rename one of them: the prefix spells `-` as `_`",
+            )
 
 
 class _Flattener:
@@ -102,7 +157,26 @@ class _Flattener:
             self.diags.add("dependency_cycle", f"sub-workflow cycle: {cycle}", f"{path}.uses")
             return
         self._check_invocation(task, path, name, definition)
+        self._check_input_reads(task, name, definition)
         out.extend(self._invoke(task, path, name, definition, stack))
+
+    def _check_input_reads(self, task: dict[str, Any], name: str, definition: Any) -> None:
+        """Every ``inputs.NAME`` the definition reads is a key of the invocation's boundary
+        (the definition's ``inputs`` defaults and the invocation's ``with``, both known
+        here): another would fail the reading task on every run, as an internal path."""
+        given = task.get("with")
+        known = {*(definition.get("inputs") or {}), *(given if isinstance(given, dict) else {})}
+        base = f"spec.subworkflows.{name}"
+        for where, missing in _input_reads(definition, base):
+            if missing not in known:
+                self.diags.add(
+                    "missing_reference",
+                    f"sub-workflow `{name}` (invoked as `{task['id']}`) reads `inputs.{missing}`"
+                    ", which is neither one of its declared inputs nor given by the invocation",
+                    where,
+                    help=f"declare `{missing}` under {base}.inputs with a default, or give it "
+                    "in the invocation's `with`",
+                )
 
     def _check_invocation(
         self, task: dict[str, Any], path: str, name: str, definition: dict[str, Any]

@@ -25,7 +25,7 @@ from agentctl.core.dsl.secrets import EnvSecret, FileSecret, ProcessSecret
 from agentctl.core.dsl.settings import A2aPeer, McpServer, Policy
 from agentctl.core.dsl.tasks import Task
 from agentctl.core.dsl.workflow import Spec, Workflow
-from agentctl.core.providerdefaults import PROVIDER_OPTIONS
+from agentctl.core.providerdefaults import CREDENTIAL_ENVS, PROVIDER_OPTIONS
 
 _INT_OPTION = "a non-negative integer"
 # provider kind -> option -> (check, expected description)
@@ -198,14 +198,24 @@ def _secret_rules(parts: RuleParts, policy: Policy) -> Iterator[Finding]:
                     f"secret process {program!r} is not in policy.secretProcessAllowlist",
                     f"add {program!r} to policy.secretProcessAllowlist",
                 )
-        elif (
-            isinstance(ref, EnvSecret)
-            and path == "spec.policy.network.customCa"
-            and ref.env not in policy.environment_allowlist
-        ):
+        elif isinstance(ref, EnvSecret) and not _env_readable(path, ref.env, policy):
+            what = "customCa" if path == "spec.policy.network.customCa" else path
             yield Finding(
                 "invalid_secret_reference",
                 path,
-                f"customCa reads ${ref.env}, which is not in policy.environmentAllowlist",
+                f"{what} reads ${ref.env}, which is not in policy.environmentAllowlist",
                 f"add {ref.env!r} to policy.environmentAllowlist",
             )
+
+
+def _env_readable(path: str, name: str, policy: Policy) -> bool:
+    """Whether the run may read ``{env: name}`` at ``path``: the policy is static, so a name
+    it does not list would be denied by every run. A provider's ``credential`` may read the
+    conventional variables (OPENAI_API_KEY, ...) unlisted, as the coordinator does."""
+    if name in policy.environment_allowlist:
+        return True
+    return (
+        path.startswith("spec.providers.")
+        and path.endswith(".credential")
+        and name in CREDENTIAL_ENVS.values()
+    )

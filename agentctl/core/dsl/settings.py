@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable
 from typing import Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
 from agentctl.core.dsl.base import (
+    ENV_NAME_RE,
     JsonObject,
     LocalDirectory,
     NonEmptyStr,
@@ -87,13 +89,7 @@ class Policy(StrictModel):
 
     @model_validator(mode="after")
     def _shapes(self) -> Self:
-        for index, host in enumerate(self.network_allowlist):
-            if not _HOST_PATTERN_RE.match(host):
-                raise rule_error(
-                    "schema_violation",
-                    f"network allowlist entry {host!r} is not a host or *.suffix pattern",
-                    at=f"networkAllowlist.{index}",
-                )
+        _check_entries(self)
         for key, names in (
             ("processAllowlist", self.process_allowlist),
             ("secretProcessAllowlist", self.secret_process_allowlist),
@@ -121,6 +117,44 @@ class Policy(StrictModel):
                 help="name a directory inside the workspace, or an absolute path",
             )
         return value
+
+
+# Per-entry rules of the policy's lists: (key, field, holds, message, help). An empty
+# ``writableRoots`` entry names no directory (every write would be denied); an
+# ``environmentAllowlist`` entry that is not a variable name (``ENV_NAME_RE``, the rule of an
+# ``{env: NAME}`` reference) could never be read.
+_ENTRY_RULES: tuple[tuple[str, str, Callable[[str], bool], str, str | None], ...] = (
+    (
+        "networkAllowlist",
+        "network_allowlist",
+        lambda v: bool(_HOST_PATTERN_RE.match(v)),
+        "network allowlist entry {!r} is not a host or *.suffix pattern",
+        None,
+    ),
+    (
+        "writableRoots",
+        "writable_roots",
+        lambda v: bool(v.strip()),
+        "writableRoots entries name directories; {!r} is empty",
+        'write "." for the whole workspace, or a directory under it',
+    ),
+    (
+        "environmentAllowlist",
+        "environment_allowlist",
+        lambda v: bool(ENV_NAME_RE.match(v)),
+        "environmentAllowlist entry {!r} is not an environment variable name",
+        "use letters, digits and underscores, not starting with a digit",
+    ),
+)
+
+
+def _check_entries(policy: Policy) -> None:
+    for key, field, holds, message, help in _ENTRY_RULES:
+        for index, value in enumerate(getattr(policy, field)):
+            if not holds(value):
+                raise rule_error(
+                    "schema_violation", message.format(value), at=f"{key}.{index}", help=help
+                )
 
 
 class Budgets(StrictModel):
