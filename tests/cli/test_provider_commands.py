@@ -22,7 +22,7 @@ spec:
       credential: { file: secrets/gemini.key }
       headers:
         X-Org: { env: ORG_ID }
-        X-Team: { file: elsewhere/team.key }  # outside secretFileRoots: denied
+        X-Team: { env: TEAM_ID }
     o:
       kind: openai
       credential: { process: { command: ./helper.sh } }
@@ -48,7 +48,7 @@ def test_auth_check_reports_presence_without_reading_or_running_anything(
     cli: Cli, tmp_path: Path
 ) -> None:
     wf = _setup(tmp_path)
-    env = {"ANTHROPIC_API_KEY": "sk-ant-VALUE-1", "ORG_ID": "org-VALUE-2"}
+    env = {"ANTHROPIC_API_KEY": "sk-ant-VALUE-1", "ORG_ID": "org-VALUE-2", "TEAM_ID": "t"}
     done = cli("--output", "json", "auth", "check", str(wf), env=env)
     # The gemini key file is missing: the report says so, and is still exit 0 (as the
     # original's; run and doctor are the commands that exit 6).
@@ -72,7 +72,7 @@ def test_auth_check_reports_presence_without_reading_or_running_anything(
     (tmp_path / "secrets" / "gemini.key").write_text("g-key\n")
     again = cli("--output", "json", "auth", "check", str(wf), env=env)
     assert {p["provider"]: p for p in again.data}["g"]["credential"]["availability"] == "present"
-    assert again.rc == 0  # X-Team is still outside the secret roots: reported, not an error
+    assert again.rc == 0  # X-Team is still not allowlisted: reported, not an error
     human = cli("auth", "check", str(wf), env=env)
     assert human.rc == 0 and human.stdout.startswith("some credentials are missing")
     assert not (tmp_path / ".agentctl").exists()

@@ -716,8 +716,11 @@ def test_secret_references_need_their_policy() -> None:
     assert only(ca).code == "invalid_secret_reference"
 
 
-def test_an_env_secret_the_static_policy_does_not_list_is_refused_everywhere() -> None:
-    # The policy is in the document: a name it does not list is denied by every run.
+def test_an_env_secret_the_static_policy_does_not_list_is_refused_where_nothing_preflights_it() -> (
+    None
+):
+    # The policy is in the document: an action's env naming an unlisted variable is denied by
+    # every run, so check refuses it.
     action = (
         "  policy: { processAllowlist: [printenv], environmentAllowlist: [X] }\n"
         "  actions: { p: { kind: builtin.shell.exec, command: printenv, env: { A: { env: Y } } } }\n"
@@ -727,13 +730,11 @@ def test_an_env_secret_the_static_policy_does_not_list_is_refused_everywhere() -
     check(diag, "invalid_secret_reference", "spec.actions.p.env.A", position(source, "{ env: Y"))
     assert "$Y" in diag.message and "environmentAllowlist" in diag.message
     assert load_workflow(source.replace("environmentAllowlist: [X]", "environmentAllowlist: [Y]"))
-    header = _with_provider("{ kind: openai, headers: { H: { env: TOKEN } } }")
-    assert only(header).path == "spec.providers.o.headers.H"
-    # A provider's own credential variable stays readable unlisted (docs/providers.md).
-    assert load_workflow(_with_provider("{ kind: openai, credential: { env: OPENAI_API_KEY } }"))
-    assert load_workflow(_with_provider("{ kind: openai }"))
-    renamed = _with_provider("{ kind: openai, credential: { env: MY_KEY } }")
-    assert only(renamed).path == "spec.providers.o.credential"
+    # A provider's credential and headers are pre-flighted instead (spec/cli.md §1, §12): an
+    # unlisted one is `missing_or_denied` to `auth check` and exit 6 to `run`, and only when a
+    # task reaches the provider — so the document itself loads.
+    assert load_workflow(_with_provider("{ kind: openai, headers: { H: { env: TOKEN } } }"))
+    assert load_workflow(_with_provider("{ kind: openai, credential: { env: MY_KEY } }"))
 
 
 # A policy entry that names no directory or no variable → where it is reported.

@@ -25,7 +25,7 @@ from agentctl.core.dsl.secrets import EnvSecret, FileSecret, ProcessSecret
 from agentctl.core.dsl.settings import A2aPeer, McpServer, Policy
 from agentctl.core.dsl.tasks import Task
 from agentctl.core.dsl.workflow import Spec, Workflow
-from agentctl.core.providerdefaults import CREDENTIAL_ENVS, PROVIDER_OPTIONS
+from agentctl.core.providerdefaults import PROVIDER_OPTIONS
 
 _INT_OPTION = "a non-negative integer"
 # provider kind -> option -> (check, expected description)
@@ -209,13 +209,14 @@ def _secret_rules(parts: RuleParts, policy: Policy) -> Iterator[Finding]:
 
 
 def _env_readable(path: str, name: str, policy: Policy) -> bool:
-    """Whether the run may read ``{env: name}`` at ``path``: the policy is static, so a name
-    it does not list would be denied by every run. A provider's ``credential`` may read the
-    conventional variables (OPENAI_API_KEY, ...) unlisted, as the coordinator does."""
-    if name in policy.environment_allowlist:
-        return True
-    return (
-        path.startswith("spec.providers.")
-        and path.endswith(".credential")
-        and name in CREDENTIAL_ENVS.values()
-    )
+    """Whether ``{env: name}`` at ``path`` may pass ``check``: the policy is static, so an
+    action's ``env``, a tool's ``secrets`` or ``customCa`` naming an unlisted variable would be
+    denied by every run. The references ``run`` pre-flights — a provider's credential and
+    headers, an MCP server's or A2A peer's headers — are not judged here: an unlisted one is
+    ``missing_or_denied`` to ``auth check`` and exit 6 to ``run`` (spec/cli.md §1, §12), and
+    only when a task reaches it."""
+    return name in policy.environment_allowlist or path.startswith(_PREFLIGHTED)
+
+
+# The owners whose secret references the credential pre-flight checks (coordinator/credentials).
+_PREFLIGHTED = ("spec.providers.", "spec.mcpServers.", "spec.a2aPeers.")
