@@ -261,3 +261,37 @@ def test_output_xml_is_rejected(cli: Cli, tmp_path: Path, where: str) -> None:
 def test_json_flag_after_the_command_also_governs_usage_errors(cli: Cli) -> None:
     done = cli("check", "--frobnicate", "wf.yaml", "--output", "json")
     _assert_clean_failure(done, "json")
+
+
+# spec/cli.md §1: ``--db`` is taken on the group and after the subcommand. Given in both places
+# with different values, the later one silently won (and was created: a typo made an empty
+# ledger and an empty listing, exit 0). One database named twice is fine.
+DB_TWICE: dict[str, list[str]] = {
+    "effects": ["effects", "--db", "st/r.db", "list", "RUN", "--db", "typo/r.db"],
+    "approvals": ["approvals", "--db", "st/r.db", "list", "RUN", "--db", "typo/r.db"],
+    "artifacts": ["artifacts", "--db", "st/r.db", "list", "--db", "typo/r.db"],
+    "db": ["db", "--db", "st/r.db", "stats", "--db", "typo/r.db"],
+    "memory": ["memory", "--db", "st/r.db", "get", "ns", "k", "--db", "typo/r.db"],
+    "runs": ["runs", "--db", "st/r.db", "list", "--db=typo/r.db"],
+    "global": ["--db", "st/r.db", "runs", "list", "--db", "typo/r.db"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(DB_TWICE))
+def test_two_different_db_values_are_refused(
+    cli: Cli, tmp_path: Path, backend: str, case: str
+) -> None:
+    before = _listing(tmp_path)
+    done = cli("--output", "json", *DB_TWICE[case])
+    _assert_clean_failure(done, "json")
+    message = done.error["error"]["message"]
+    assert "different values" in message
+    if backend == "sqlite":  # on PostgreSQL the test's paths become two server URLs
+        assert "'st/r.db'" in message and "'typo/r.db'" in message
+    assert _listing(tmp_path) == before  # neither database was created
+
+
+def test_one_db_named_twice_is_one_database(cli: Cli, tmp_path: Path) -> None:
+    done = cli("--output", "json", "runs", "--db", "st/r.db", "list", "--db", "./st/r.db")
+    assert done.rc == 0, done.stderr
+    assert done.data["runs"] == []
