@@ -3,9 +3,11 @@
 Invariants: ``--output``, ``--color``, ``--verbose``, ``--offline``, ``--locked`` and
 ``--artifacts DIR`` may appear anywhere before ``--``; a value outside its choices is a
 ``ValidationError`` (exit 2), never silently taken; ``--db`` moves to the end so each
-subcommand reads it as its own option. ``--artifacts`` (the artifact directory of a PostgreSQL
-ledger, shared by every host) is handed to the ledger opener as ``$AGENTCTL_ARTIFACTS`` of
-this process, so it wins over the inherited variable.
+subcommand reads it as its own option, and given twice it must name one database (the same
+value, or the same file spelled twice), else exit 2 naming both (a URL by its scheme only).
+``--artifacts`` (the artifact directory of a PostgreSQL ledger, shared by every host) is
+handed to the ledger opener as ``$AGENTCTL_ARTIFACTS`` of this process, so it wins over the
+inherited variable.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def normalize_argv(argv: list[str]) -> tuple[Settings, list[str]]:
             else:
                 raise ValidationError(f"option {name} requires a value")
             if name == "--db":
-                db = ["--db", value]
+                db = ["--db", _one_db(db[1] if db else None, value)]
             elif name == "--artifacts":
                 _set_artifacts(value)
             else:
@@ -82,6 +84,33 @@ def normalize_argv(argv: list[str]) -> tuple[Settings, list[str]]:
         cut = rest.index("--")
         return settings, rest[:cut] + db + rest[cut:]
     return settings, rest + db
+
+
+def _one_db(earlier: str | None, value: str) -> str:
+    """``--db`` may stand on the group and after the subcommand (spec/cli.md §1), so a script
+    may give it twice; two different databases are a mistake (the later one used to win
+    silently, creating a mistyped file), refused before anything is opened. The same file
+    spelled twice (``st/r.db``, ``./st/r.db``) is one database."""
+    if earlier is None or _db_key(earlier) == _db_key(value):
+        return value
+    raise ValidationError(
+        f"--db is given twice with different values ({_shown(earlier)} and {_shown(value)}); "
+        "give the database once, or the same value in both places"
+    )
+
+
+def _shown(value: str) -> str:
+    """A ``--db`` value to echo: a URL only up to its ``://`` (the rest may hold a password),
+    as ``clikit`` echoes one."""
+    scheme, sep, _ = value.partition("://")
+    return f"{scheme}://…" if sep and "/" not in scheme else repr(value)
+
+
+def _db_key(value: str) -> str:
+    """What ``--db`` names: a file's absolute path; a URL (any ``scheme:``) as written."""
+    if ":" in value.split("/", 1)[0] or not value.strip():
+        return value
+    return os.path.abspath(value)
 
 
 def _set_artifacts(value: str) -> None:

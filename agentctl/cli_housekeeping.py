@@ -54,23 +54,28 @@ def gc_cmd(
     request = GcRequest(_now(), older_than_days=older_than_days, dry_run=dry_run)
     with _ledger(db) as ledger:
         data = ledger.collect_garbage(request).to_json()
+    deliver(Outcome("GarbageCollection", data, human=lambda _s: _gc_text(data)))
 
-    def human(_settings: object) -> str:
-        verb = "would remove" if data["dryRun"] else "removed"
-        runs = data["runs"] if isinstance(data["runs"], list) else []
-        # Each removed run right under the count it belongs to, not after the artifacts line.
-        return "\n".join(
-            [
-                f"{verb} {_count(len(runs), 'terminal run')} last updated before {data['before']}",
-                *[f"  {r}" for r in runs],
-                f"{verb} {_count(data['memoryEntries'], 'expired long-term memory entry')}",
-                f"{verb} the pins of {_count(data['valueBlobsUnpinned'], 'stored value')} no row "
-                "names any more",
-                f"{verb} {_count(_blob_count(data['artifacts']), 'unreferenced artifact blob')}",
-            ]
-        )
 
-    deliver(Outcome("GarbageCollection", data, human=human))
+def _gc_text(data: dict[str, JsonValue]) -> str:
+    """The human report: each count ``data`` (the JSON) has, each removed run right under the
+    count it belongs to. Untracked blob files and temporary leftovers are counted too: the
+    JSON lists them and a real collection removes them, so the text must not hide them."""
+    verb = "would remove" if data["dryRun"] else "removed"
+    runs = data["runs"] if isinstance(data["runs"], list) else []
+    store = data["artifacts"]
+    return "\n".join(
+        [
+            f"{verb} {_count(len(runs), 'terminal run')} last updated before {data['before']}",
+            *[f"  {r}" for r in runs],
+            f"{verb} {_count(data['memoryEntries'], 'expired long-term memory entry')}",
+            f"{verb} the pins of {_count(data['valueBlobsUnpinned'], 'stored value')} no row "
+            "names any more",
+            f"{verb} {_count(_listed(store, 'blobs'), 'unreferenced artifact blob')}, "
+            f"{_count(_listed(store, 'untrackedFiles'), 'untracked file')} in the artifact store "
+            f"and {_count(_listed(store, 'tmpFiles'), 'temporary leftover')}",
+        ]
+    )
 
 
 def _count(n: object, noun: str) -> str:
@@ -81,9 +86,10 @@ def _count(n: object, noun: str) -> str:
     return f"{n} {plural}"
 
 
-def _blob_count(report: JsonValue) -> int:
-    blobs = report.get("blobs") if isinstance(report, dict) else None
-    return len(blobs) if isinstance(blobs, list) else 0
+def _listed(report: JsonValue, key: str) -> int:
+    """How many entries the artifact report's list ``key`` has (0 when there is none)."""
+    entries = report.get(key) if isinstance(report, dict) else None
+    return len(entries) if isinstance(entries, list) else 0
 
 
 def completion_cmd(

@@ -10,7 +10,8 @@ Invariants:
   ``check_timeout`` (all run while the command line is parsed: as typer callbacks, or by
   ``cli_fast``); each refusal is a ``ValidationError`` (exit 2);
 - every other path argument or option is parsed by ``path_parser`` from the text as written,
-  so an empty value or a URL is refused (exit 2) instead of becoming a local path;
+  so an empty value or a URL (``scheme://``, or ``http:…``-like: ``url_prefix``) is refused
+  (exit 2) instead of becoming a local path;
 - nothing here imports typer: the hand-parsed hot commands (``cli_fast``) use this module,
   and importing typer was a fifth of their start-up (typer's option types: ``cli_options``);
 - ``collect_from_now`` ends start-up for the garbage collector (see ``entry``): called once
@@ -78,6 +79,32 @@ def _blocking_ancestor(path: Path) -> Path | None:
 
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+# ``http:/h/x``, ``file:x.txt``, ``data:text/plain,hi``: a URL without ``//`` is still a URL
+# (``Path`` would make the first a directory ``http:``). A name whose ``NAME:`` prefix is one
+# of these well-known URL schemes (any case) and has something after it is refused as one; any
+# other ``a:b.txt`` stays a local file name (a colon is legal in one), as does a one-letter
+# prefix (``C:x``), which is no URL scheme.
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):(?=.)", re.DOTALL)
+URL_SCHEMES = frozenset(
+    {"http", "https", "file", "data", "ftp", "ftps", "sftp", "ssh", "scp", "git", "git+ssh"}
+    | {"git+https", "s3", "gs", "gcs", "az", "abfs", "abfss", "wasb", "wasbs", "hdfs"}
+    | {"ws", "wss", "mailto", "javascript", "blob", "about", "urn", "tel", "ldap", "ldaps"}
+    | {"smb", "nfs", "webdav", "dav", "davs", "rsync", "magnet", "irc", "news", "nntp"}
+    | {"postgres", "postgresql", "mysql", "sqlite", "redis", "mongodb", "jdbc", "odbc"}
+)
+
+
+def url_prefix(value: str) -> str | None:
+    """What makes ``value`` a URL, to echo instead of it (the rest may carry a password):
+    ``scheme://`` for any scheme, ``scheme:`` for a well-known one (``URL_SCHEMES``); None
+    for a local path."""
+    url = _URL.match(value)
+    if url:
+        return url.group(0)
+    scheme = _SCHEME.match(value)
+    if scheme and scheme.group(1).lower() in URL_SCHEMES:
+        return f"{scheme.group(1)}:"
+    return None
 
 
 def check_db_path(value: str) -> str:
@@ -85,13 +112,13 @@ def check_db_path(value: str) -> str:
     become one; never a directory or device, and never a URL of another scheme."""
     if is_postgres_url(value):
         return value
-    url = _URL.match(value)
+    url = url_prefix(value)
     if url:
         # A URL is never taken as a file name (it would create a directory "postgresql:"),
         # and only its scheme is echoed: the rest may carry a password.
         supported = ", ".join(f"{s}://" for s in POSTGRES_SCHEMES)
         raise ValidationError(
-            f"--db {url.group(0)}… is not a supported database URL: give a {supported} URL "
+            f"--db {url}… is not a supported database URL: give a {supported} URL "
             "or the path of a SQLite database file"
         )
     path = checked_path(value, "--db")  # not empty, not ending in a separator (a directory)
@@ -179,17 +206,19 @@ def checked_path(value: str, what: str, *, file: bool = True) -> Path:
 
     ``Path`` rewrites what it is given: ``Path("")`` is the current directory,
     ``Path("https://h/x")`` the relative path ``https:/h/x`` and ``Path("out/")`` the file
-    ``out``. So an empty value would be read as ``.``, a URL read or written (creating a
-    directory ``https:``) as a local file, and a ``file`` argument ending in a separator (which
+    ``out``. So an empty value would be read as ``.``, a URL (``scheme://…``, or a
+    well-known scheme without ``//``: ``url_prefix``) read or written (creating a directory
+    ``https:``) as a local file, and a ``file`` argument ending in a separator (which
     names a directory) written as a file: all are refused here. Nothing named is ever fetched.
     """
     if not value.strip():
         raise ValidationError(f"{what} is empty; give a path")
-    url = _URL.match(value)
+    url = url_prefix(value)
     if url:
         # Only the scheme is echoed, as for --db: the rest of a URL may carry a password.
         raise ValidationError(
-            f"{what} {url.group(0)}… is a URL; give a local file path (URLs are not fetched)"
+            f"{what} {url}… is a URL ({url.rstrip(':/')} is a URL scheme); give a local file "
+            "path (URLs are not fetched; write ./NAME for a local file of that name)"
         )
     if file and value.endswith(("/", os.sep)):
         raise ValidationError(

@@ -191,6 +191,12 @@ NOT_A_PATH: dict[str, tuple[list[str], str]] = {
     "run-workspace-empty": (["run", "wf.yaml", "--workspace", ""], "empty"),
     "run-inputs-file-url": (["run", "wf.yaml", "--inputs-file", "https://h/i.json"], "URL"),
     "export-dest-url": (["artifacts", "export", _DIGEST, "https://example.com/a"], "URL"),
+    # A well-known scheme without "//" is a URL too: "http:/h/x" made a directory "http:".
+    "export-dest-url-one-slash": (["artifacts", "export", _DIGEST, "http:/example.com/x"], "URL"),
+    "export-dest-file-scheme": (["artifacts", "export", _DIGEST, "file:example.com.txt"], "URL"),
+    "export-dest-data-url": (["artifacts", "export", _DIGEST, "data:text/plain,hi"], "URL"),
+    "schema-write-upper-scheme": (["schema", "--write", "HTTPS:example.com/s.json"], "URL"),
+    "run-inputs-file-s3": (["run", "wf.yaml", "--inputs-file", "s3:example.com/i.json"], "URL"),
     # A trailing separator names a directory: Path("out/") would write a file named "out".
     "schema-write-dir": (["schema", "--write", "out/"], "ends with a path separator"),
     "migrate-write-dir": (["migrate", "wf.yaml", "--write", "out/"], "ends with a path separator"),
@@ -261,3 +267,54 @@ def test_output_xml_is_rejected(cli: Cli, tmp_path: Path, where: str) -> None:
 def test_json_flag_after_the_command_also_governs_usage_errors(cli: Cli) -> None:
     done = cli("check", "--frobnicate", "wf.yaml", "--output", "json")
     _assert_clean_failure(done, "json")
+
+
+# spec/cli.md §1: ``--db`` is taken on the group and after the subcommand. Given in both places
+# with different values, the later one silently won (and was created: a typo made an empty
+# ledger and an empty listing, exit 0). One database named twice is fine.
+DB_TWICE: dict[str, list[str]] = {
+    "effects": ["effects", "--db", "st/r.db", "list", "RUN", "--db", "typo/r.db"],
+    "approvals": ["approvals", "--db", "st/r.db", "list", "RUN", "--db", "typo/r.db"],
+    "artifacts": ["artifacts", "--db", "st/r.db", "list", "--db", "typo/r.db"],
+    "db": ["db", "--db", "st/r.db", "stats", "--db", "typo/r.db"],
+    "memory": ["memory", "--db", "st/r.db", "get", "ns", "k", "--db", "typo/r.db"],
+    "runs": ["runs", "--db", "st/r.db", "list", "--db=typo/r.db"],
+    "global": ["--db", "st/r.db", "runs", "list", "--db", "typo/r.db"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(DB_TWICE))
+def test_two_different_db_values_are_refused(
+    cli: Cli, tmp_path: Path, backend: str, case: str
+) -> None:
+    before = _listing(tmp_path)
+    done = cli("--output", "json", *DB_TWICE[case])
+    _assert_clean_failure(done, "json")
+    message = done.error["error"]["message"]
+    assert "different values" in message
+    if backend == "sqlite":  # on PostgreSQL the test's paths become two server URLs
+        assert "'st/r.db'" in message and "'typo/r.db'" in message
+    assert _listing(tmp_path) == before  # neither database was created
+
+
+def test_one_db_named_twice_is_one_database(cli: Cli, tmp_path: Path) -> None:
+    done = cli("--output", "json", "runs", "--db", "st/r.db", "list", "--db", "./st/r.db")
+    assert done.rc == 0, done.stderr
+    assert done.data["runs"] == []
+
+
+@pytest.mark.sqlite_only(reason="the PostgreSQL target rewrites a --db path that is no URL")
+def test_db_with_a_url_scheme_and_no_slashes_is_a_url(cli: Cli, tmp_path: Path) -> None:
+    before = _listing(tmp_path)
+    done = cli("--output", "json", "runs", "list", "--db", "http:example.com/r.db")
+    _assert_clean_failure(done, "json")
+    assert "not a supported database URL" in done.error["error"]["message"]
+    assert _listing(tmp_path) == before
+
+
+def test_a_colon_name_with_no_url_scheme_is_a_local_file(cli: Cli, tmp_path: Path) -> None:
+    # Only well-known URL schemes are refused: "a:b.json" (or "./http:x.json") is a file name.
+    for name in ("a:b.json", "./http:x.json"):
+        done = cli("--output", "json", "schema", "--write", name)
+        assert done.rc == 0, (name, done.stderr)
+        assert (tmp_path / name).is_file()

@@ -3,6 +3,7 @@ blobs and artifacts only they used; running, paused and still-referenced runs st
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -165,3 +166,28 @@ def test_gc_dry_run_reports_a_stale_tmp_file_and_keeps_it(
     report = done.data["report"] if command == ("artifacts", "gc") else done.data["artifacts"]
     assert report["tmpFiles"] == ["left.part"]  # the real run reports what it removed
     assert not stale.exists()
+
+
+def test_gc_human_text_counts_untracked_and_temporary_files(cli: Cli, tmp_path: Path) -> None:
+    # The human report counted only unreferenced blobs, though gc also removes (and --dry-run
+    # lists in JSON) untracked files in the store and temporary leftovers: both are counted.
+    db = tmp_path / "r.db"
+    _run(cli, "run", str(EXAMPLES / "hello.yaml"), "--db", str(db), "--workspace", str(tmp_path))
+    store = tmp_path / "artifacts"
+    stray = store / "sha256" / "ab" / ("ab" + "0" * 62)
+    stray.parent.mkdir(exist_ok=True)
+    stray.write_bytes(b"not a blob")
+    (store / "tmp" / "left.part").write_bytes(b"partial")
+    for path in (stray, store / "tmp" / "left.part"):
+        os.utime(path, (946684800, 946684800))  # 2000: older than any grace period
+    dry = cli("gc", "--dry-run", "--db", str(db))
+    assert dry.rc == 0, dry.stderr
+    assert (
+        "would remove 0 unreferenced artifact blobs, 1 untracked file in the artifact "
+        in dry.stdout
+    )
+    assert "and 1 temporary leftover" in dry.stdout
+    done = cli("gc", "--db", str(db))
+    assert done.rc == 0, done.stderr
+    assert "removed 0 unreferenced artifact blobs, 1 untracked file in the artifact store and 1 temporary leftover" in done.stdout  # fmt: skip
+    assert not stray.exists() and not (store / "tmp" / "left.part").exists()

@@ -141,3 +141,45 @@ def test_future_schema_is_refused_and_untouched(
     message = got.error["error"]["message"]
     assert str(version + 1) in message and str(version) in message
     assert _everything(ledger_target, db) == before
+
+
+@pytest.mark.sqlite_only(reason="the ledger's own database file exists only on SQLite")
+def test_export_never_overwrites_the_ledger_database(cli, hello_run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """``artifacts export D st/r.db --db st/r.db --overwrite`` replaced the open ledger with the
+    blob's bytes (every run lost); the database and the files beside it, however spelled, are
+    refused (exit 2) and left as they were."""
+    db, run_id = hello_run
+    [ref] = cli("--output", "json", "artifacts", "list", "--db", str(db)).data["references"]
+    (tmp_path / "link").symlink_to(db.parent)
+    before = db.read_bytes()
+    spellings = [
+        str(db),
+        f"./{db.parent.name}/../{db.parent.name}/{db.name}",
+        f"link/{db.name}",
+        f"{db}-wal",
+        f"{db}-journal",
+        f"{db}.lock",
+    ]
+    for dest in spellings:
+        done = cli("--output", "json", "artifacts", "export", ref["digest"], dest, "--db", str(db), "--overwrite")  # fmt: skip
+        assert done.rc == 2, (dest, done.stderr)
+        assert "ledger's" in done.error["error"]["message"], dest
+    assert db.read_bytes() == before and not Path(f"{db}-journal").exists()
+    runs = cli("--output", "json", "runs", "list", "--db", str(db))
+    assert runs.rc == 0 and run_id in runs.stdout
+
+
+def test_export_never_writes_into_the_artifact_store(cli, hello_run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A destination inside the ledger's ``artifacts/`` (its own blob file included) was written:
+    the store's files are the ledger's alone. Refused (exit 2), nothing written."""
+    db, _ = hello_run
+    [ref] = cli("--output", "json", "artifacts", "list", "--db", str(db)).data["references"]
+    store = db.parent / "artifacts"
+    blob = store / "sha256" / ref["digest"][7:9] / ref["digest"][7:]
+    for dest in (blob, store / "new.txt", store / "sha256" / ".." / "tmp" / "x"):
+        done = cli("--output", "json", "artifacts", "export", ref["digest"], str(dest), "--db", str(db), "--overwrite")  # fmt: skip
+        assert done.rc == 2, (dest, done.stderr)
+        assert "artifact store" in done.error["error"]["message"]
+    assert not (store / "new.txt").exists() and not list((store / "tmp").iterdir())
+    ok = cli("--output", "json", "artifacts", "verify", "--all", "--db", str(db))
+    assert ok.rc == 0, ok.stderr

@@ -38,6 +38,7 @@ from agentctl.errors import (
     PersistenceError,
     ValidationError,
 )
+from agentctl.ledger.artifacts.destination import refuse_ledger_state
 from agentctl.ledger.artifacts.refs import ArtifactRef, get_blob, list_blobs, record_ingest_txn
 from agentctl.ledger.artifacts.siblings import SiblingBlobs, sibling_blobs
 from agentctl.ledger.rows import shift_ts
@@ -331,8 +332,10 @@ class ArtifactStore:
     def export(
         self, digest: str, destination: str | os.PathLike[str], *, overwrite: bool = False
     ) -> JsonObject:
-        """Write a verified blob's bytes to ``destination`` atomically."""
+        """Write a verified blob's bytes to ``destination`` atomically; never onto the
+        ledger's own database or into this store (``destination.py``)."""
         dest = Path(destination)
+        refuse_ledger_state(dest, self.ledger.database_file, self.root)
         with self.locked():
             with self.ledger.read() as conn:
                 blob = get_blob(conn, digest)

@@ -1,0 +1,57 @@
+"""Where ``artifacts export`` may write its bytes: never onto the ledger's own state.
+
+An export replaces its destination (``--overwrite``), so a destination that is the ledger's
+database would turn every run's history into one blob's bytes, and one inside the artifact
+store would replace or add files the store alone manages. Both are refused as bad input
+(``ValidationError``, exit 2) before anything is written.
+
+Invariants:
+- the ledger's state is its database file, the files SQLite and the ledger keep beside it
+  (``NAME-wal``, ``NAME-shm``, ``NAME-journal``, ``NAME.lock``, the ``NAME.workers``
+  directory and what is in it), and the whole artifact store directory (``artifacts/``);
+- paths are compared as real paths (symlinked parents, ``..``, ``./`` all resolved), and a
+  destination that exists is also compared by identity (``samefile``), so no spelling of the
+  same file gets through, on a case-insensitive file system included;
+- on a server ledger (no database file) only the artifact store is guarded.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from agentctl.errors import ValidationError
+
+# The names the ledger and SQLite give the files beside a database ``NAME``.
+_BESIDE = ("-wal", "-shm", "-journal", ".lock", ".workers")
+
+
+def refuse_ledger_state(dest: Path, database: Path | None, store_root: Path) -> None:
+    """Refuse (exit 2) an export ``dest`` that is the ledger's own state (module docstring)."""
+    real = Path(os.path.realpath(dest))
+    root = Path(os.path.realpath(store_root))
+    if real == root or real.is_relative_to(root) or _same(dest, store_root):
+        raise ValidationError(
+            f"refusing to export to {dest}: it is inside the ledger's artifact store "
+            f"{store_root}, which only the ledger writes; choose a path outside it"
+        )
+    if database is None:
+        return
+    own = Path(os.path.realpath(database))
+    for suffix in ("", *_BESIDE):
+        state = own.with_name(own.name + suffix)
+        if real == state or real.is_relative_to(state) or _same(dest, state):
+            what = "database file" if not suffix else f"{state.name}, kept beside its database"
+            where = "is" if real == state else "is inside"
+            raise ValidationError(
+                f"refusing to export to {dest}: it {where} the ledger's {what} ({database}); "
+                "writing there would destroy the ledger, so nothing was written"
+            )
+
+
+def _same(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` both exist and are one file (however either is spelled)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
