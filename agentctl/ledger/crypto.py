@@ -123,7 +123,8 @@ def load_key(key_id: str, env: str, *, new: bool = False) -> ColumnKey:
         raise ValidationError("--key-env must name the environment variable holding the key")
     text = os.environ.get(env)
     if not text and new:
-        raise ValidationError(f"the new key {key_id!r} is read from {env}, which is not set")
+        state = "is not set" if text is None else "is set but empty"
+        raise ValidationError(f"the new key {key_id!r} is read from {env}, which {state}")
     if not text:
         raise PersistenceError(
             f"the database is encrypted under key {key_id!r}; set {env} to that key "

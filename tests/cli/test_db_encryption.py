@@ -211,6 +211,10 @@ def test_no_encryption_command_creates_a_ledger(ledger: Ledger) -> None:
     # a database, its directory or its lock left behind.
     unset = ledger("db", "encryption", "enable", "--key-id", "k1", "--key-env", "NOPE")
     assert unset.rc == 2 and "NOPE, which is not set" in unset.error["error"]["message"]
+    empty = ledger(
+        "db", "encryption", "enable", "--key-id", "k1", "--key-env", "NOPE", env={"NOPE": ""}
+    )
+    assert empty.rc == 2 and "NOPE, which is set but empty" in empty.error["error"]["message"]
     for action in ("enable", "rotate"):  # a bad id with a good key: also input (it was 5 here)
         for dry_run in ([], ["--dry-run"]):
             args = ("db", "encryption", action, "--key-id", "bad id", "--key-env", "K1")
