@@ -342,13 +342,10 @@ def _reserve_counters(conn: Db, run_id: str, wanted: dict[str, int], now: str) -
         if write_counters(conn, known, known.usage, reserved, now, cas=True):
             return None
     known, recorded = read_known(conn, run_id)
-    exceeded = _first_overrun(known.limits, known.usage, known.reserved, wanted)
-    if exceeded is None and recorded is not None:
-        # Over already (a settled overshoot): refused on its dimension, with the total this
-        # reservation would reach (spec/cli.md §7: usage + reserved + requested), not the usage.
-        dim = str(recorded["dimension"])
-        held = known.usage.get(dim, 0) + known.reserved.get(dim, 0) + wanted.get(dim, 0)
-        exceeded = {**recorded, "attempted": held}
+    # The refusal names what this reservation would reach (spec/cli.md §7: usage + reserved +
+    # requested), also after a settled overshoot; one that would fit is refused all the same
+    # once the budget is exceeded, with the record that exceeded it.
+    exceeded = _first_overrun(known.limits, known.usage, known.reserved, wanted) or recorded
     if exceeded is None:
         write_counters(conn, known, known.usage, _add(known.reserved, wanted), now, cas=False)
     else:
