@@ -19,6 +19,9 @@ Invariants:
   ``AgentAwaitingApproval``; the task and run pause), started once approved (then dispatched
   like any call, exactly once), or rejected (the task fails, saying so), or — a new call
   when nobody can be asked and ``nonInteractive`` denies — denied, with nothing recorded;
+- a call whose ordinal the attempt already recorded under another identity (on resume, a secret
+  it sends resolves to another value) is refused with ``RecordedCallChanged``: nothing is sent
+  or recorded (one effect per ordinal), and the driver leaves the run paused;
 - a call already recorded is never judged by ``nonInteractive`` again (it was decided when
   recorded): its recorded result, hold or approval stands;
 - a pure tool's call reaches the gateway only when it needs an approval (otherwise the loop
@@ -55,7 +58,7 @@ from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import PolicyDeniedError, RunFailedError
 from agentctl.ledger.audit import PolicyVerdict
 from agentctl.ledger.budget import BudgetRefusedError
-from agentctl.ledger.effects import NewEffect
+from agentctl.ledger.effects import EffectRecord, NewEffect
 from agentctl.ledger.held_calls import GatedCall
 from agentctl.ledger.model import CallRecord, EffectOutcome
 from agentctl.ledger.sessions import ProviderTurn
@@ -72,6 +75,12 @@ class AgentUncertain(Exception):
 
 class AgentAwaitingApproval(Exception):
     """A tool call is held for an approval (durably); the driver leaves the task paused."""
+
+
+class RecordedCallChanged(Exception):
+    """A call this attempt already recorded comes out with another identity on resume (a
+    secret it sends resolves to another value); nothing was sent, and the driver stops the
+    drive and leaves the run paused: resumed as recorded, the call is reused."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +154,8 @@ class CallGateway:
     on_stream: StreamListener | None = None  # shown each persisted stream event, live
     # What each running attempt's tool calls stored so far, by (task, attempt).
     ingested: dict[tuple[str, int], Ingested] = field(default_factory=dict)
+    # Attempts with no recorded call past those reused: their next calls are new (one look).
+    unrecorded: set[tuple[str, int]] = field(default_factory=set)
 
     def next_call_number(self, provider: str) -> int:
         self.counters[provider] = self.counters.get(provider, 0) + 1
@@ -159,6 +170,7 @@ class CallGateway:
         reused = await self.store.recorded_result(eid)
         if reused is not None:
             return reused
+        await self._refuse_changed(call, eid)
         if call.unattended_denial is not None and call.approval_reason is None:
             # A model call is never held, so nobody being asked refuses it here, once no
             # recorded result answers it (recorded and started in one transaction, it has
@@ -187,6 +199,20 @@ class CallGateway:
             return await self._answer(new, call)
         keeper = self._keeper(new, call) if call.request.get("stream") is True else None
         return await self._dispatch(new, call, keeper)
+
+    async def _refuse_changed(self, call: AgentCall, eid: str) -> None:
+        """Raise ``RecordedCallChanged`` when the attempt already recorded a call at this
+        ordinal under another identity: the recorded call cannot answer this one, and a
+        second effect at its place would contradict the record (nothing is sent)."""
+        key = (call.task_id, call.attempt)
+        if key in self.unrecorded:
+            return
+        found = await self.store.call_at(self.run_id, call.task_id, call.attempt, call.ordinal)
+        if found is None:
+            self.unrecorded.add(key)  # the calls after it are new too: no look for them
+        if found is None or found.effect_id == eid:
+            return
+        raise RecordedCallChanged(changed_call_message(found, call.recorded))
 
     async def _answer(self, new: NewEffect, call: AgentCall) -> JsonValue:
         """A started pure tool call's answer, its arguments, committed as its outcome (with its
@@ -332,6 +358,37 @@ class CallGateway:
             model_call=call.turn is not None,
             protocol=reply.protocol,
         )
+
+
+# What a model call's recorded input keeps of what it sends besides the conversation.
+_SENT_SECRETS = frozenset({"credential", "headers"})
+
+
+def changed_call_message(found: EffectRecord, now: JsonObject) -> str:
+    """Why the call recorded as ``found`` is not the call made now (``now``: its recorded
+    input as resolved in this invocation), and what the operator can do."""
+    before = found.request if isinstance(found.request, dict) else {}
+    changed = sorted(k for k in {*before, *now} if before.get(k) != now.get(k))
+    what, run = f"its call {found.ordinal} (effect {found.effect_id})", found.run_id
+    if changed and set(changed) <= _SENT_SECRETS:
+        sources = _sources(before.get("credential"))
+        cause = (
+            "the credential or headers resolved now differ from the ones it was recorded "
+            f"with{sources}"
+        )
+    else:
+        cause = "its request now differs from the recorded one in " + ", ".join(changed)
+    return (
+        f"{what} was recorded with another identity: {cause}; nothing was sent and the run "
+        "stays paused. Resume with the same credential (its recorded result is reused), or "
+        f"go on with the new one: `agentctl cancel {run}`, `agentctl resume {run}` (ends it "
+        f"cancelled), then `agentctl retry FILE {run} --from {found.task_id}`"
+    )
+
+
+def _sources(credential: JsonValue) -> str:
+    source = credential.get("source") if isinstance(credential, dict) else None
+    return f" ({source} resolves to another value)" if isinstance(source, str) else ""
 
 
 def _redacted(call: AgentCall, reply: Result | Failure) -> Result | Failure:

@@ -29,7 +29,12 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from agentctl.coordinator.calls import AgentAwaitingApproval, AgentUncertain, CallGateway
+from agentctl.coordinator.calls import (
+    AgentAwaitingApproval,
+    AgentUncertain,
+    CallGateway,
+    RecordedCallChanged,
+)
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.ending import failure_stops, final_state
 from agentctl.coordinator.execute import EffectRunner, settle_recorded
@@ -404,6 +409,12 @@ class Driver:
             output = await runner.run()
         except AgentAwaitingApproval:
             self._mirror(step.task.id, "waiting_for_approval", step.attempt)
+            return AgentHeld(step.task, step.attempt)
+        except RecordedCallChanged as exc:
+            # Nothing sent, nothing recorded: the task stays as it is, the drive stops and
+            # the run is left paused (``ending.final_state``) for a resume that matches.
+            self.live.refused = f"task {step.task.id}: {exc}"
+            self.stopped = True
             return AgentHeld(step.task, step.attempt)
         except AgentUncertain as exc:
             error = f"effect outcome uncertain: {exc}"

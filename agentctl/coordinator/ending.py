@@ -25,11 +25,13 @@ def failure_stops(plan: Plan, states: Mapping[str, str]) -> bool:
 
 
 def final_state(live: Live, stopped: bool) -> str:
-    """succeeded | failed | paused | blocked | halted, once nothing more is ready
+    """succeeded | failed | paused | blocked | halted | refused, once nothing more is ready
     (``stopped``: a task's failure, or a halt, stopped the drive)."""
     states = set(live.states.values())
     if "waiting_for_effect" in states:
         return "blocked"
+    if live.refused is not None and "failed" not in states:
+        return "refused"  # a failure, in a sibling of the same batch, fails the run instead
     if live.halted is not None:
         return "halted"
     if stopped:  # a failure stopped the run: an undecided approval cannot make it succeed

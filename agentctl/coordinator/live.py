@@ -52,6 +52,8 @@ class Live:
     inflight: dict[str, Inflight] = field(default_factory=dict)
     not_before: dict[str, float] = field(default_factory=dict)
     halted: str | None = None  # why the drive stopped early, the run left resumable
+    # Why a resumed drive refused to go on (a recorded call changed): the run is left paused.
+    refused: str | None = None
 
     def decision(self, task_id: str) -> str | None:
         """An operator's decision on a task found waiting for its approval: its effect

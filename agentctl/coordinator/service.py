@@ -402,7 +402,8 @@ async def _finish(
         await store.cancel_run(_stop(req, live, now, "failed", reason))
         return RunOutcome(req.run_id, req.trace_id, "failed", None, {"run": reason})
     output: JsonValue = None
-    errors = dict(live.errors) if live.halted is None else {"run": live.halted}
+    stop = live.halted if live.refused is None else live.refused
+    errors = dict(live.errors) if stop is None else {"run": stop}
     if final == "succeeded":
         # Finished outputs live in the ledger; read back only those the run's output reads.
         outputs = await store.read_outputs(req.run_id, run_output_reads(req.plan))
@@ -415,7 +416,7 @@ async def _finish(
             else:
                 final, output = "failed", None
                 errors = {**live.errors, "outputs": exc.message}
-    state = {"blocked": "running", "halted": "running"}.get(final, final)
+    state = {"blocked": "running", "halted": "running", "refused": "paused"}.get(final, final)
     # An approved task a failure stopped before it started is as never started as a pending one.
     never_started = tuple(
         t for t, st in live.states.items() if st in _NOT_STARTED and final == "failed"
@@ -466,6 +467,10 @@ def outcome_or_raise(outcome: RunOutcome, details: JsonObject | None = None) -> 
             run_id=outcome.run_id,
             trace_id=outcome.trace_id,
             data={"hint": TASK_DISK_FULL_HINT.replace("RUN", outcome.run_id)},
+        )
+    if outcome.state == "refused":
+        raise BlockedError(
+            str(outcome.errors.get("run")), run_id=outcome.run_id, trace_id=outcome.trace_id
         )
     if outcome.state == "blocked":
         raise RunFailedError(

@@ -31,6 +31,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import Candidate
 from agentctl.ledger.artifacts.store import IngestResult
 from agentctl.ledger.audit import AuditEvent
+from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.held_calls import CallGate, GatedCall
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import (
@@ -168,6 +169,14 @@ class Store:
 
     async def recorded_result(self, effect_id: str) -> JsonValue:
         return await self._run(lambda: self.ledger.recorded_result(effect_id))
+
+    async def call_at(
+        self, run_id: str, task_id: str, attempt: int, ordinal: int
+    ) -> EffectRecord | None:
+        """The effect an attempt recorded at ``ordinal``, if any (whatever its identity)."""
+        listed = await self._run(lambda: self.ledger.list_effects(run_id, task_id))
+        found = (e for e in listed.effects if (e.attempt, e.ordinal) == (attempt, ordinal))
+        return next(found, None)
 
     async def long_term_get(self, namespace: str, key: str, now: str) -> MemoryEntry:
         return await self._run(lambda: self.ledger.long_term_get(namespace, key, now))

@@ -54,12 +54,18 @@ def token_spend(usage: Mapping[str, JsonValue]) -> dict[str, int]:
     return spent
 
 
+def pricing_keys(provider: str, kind: str, model: str) -> tuple[str, str]:
+    """The ``runtime.pricing.models`` keys that price ``model`` of ``provider``, first found
+    first: its name under ``spec.providers``, then its kind (``check`` uses the same)."""
+    return f"{provider}/{model}", f"{kind}/{model}"
+
+
 def price_for(
     pricing: Mapping[str, JsonValue] | None, provider: str, kind: str, model: str
 ) -> dict[str, int] | None:
     """The rates of ``provider/model`` (else ``kind/model``), every rate filled; None: unpriced."""
     models = as_object((pricing or {}).get("models") or {})
-    raw = models.get(f"{provider}/{model}") or models.get(f"{kind}/{model}")
+    raw = next((models[k] for k in pricing_keys(provider, kind, model) if k in models), None)
     if not isinstance(raw, dict):
         return None
     given = as_object(raw)

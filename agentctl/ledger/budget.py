@@ -341,8 +341,11 @@ def _reserve_counters(conn: Db, run_id: str, wanted: dict[str, int], now: str) -
         reserved = _add(known.reserved, wanted)
         if write_counters(conn, known, known.usage, reserved, now, cas=True):
             return None
-    known, exceeded = read_known(conn, run_id)
-    exceeded = exceeded or _first_overrun(known.limits, known.usage, known.reserved, wanted)
+    known, recorded = read_known(conn, run_id)
+    # The refusal names what this reservation would reach (spec/cli.md §7: usage + reserved +
+    # requested), also after a settled overshoot; one that would fit is refused all the same
+    # once the budget is exceeded, with the record that exceeded it.
+    exceeded = _first_overrun(known.limits, known.usage, known.reserved, wanted) or recorded
     if exceeded is None:
         write_counters(conn, known, known.usage, _add(known.reserved, wanted), now, cas=False)
     else:

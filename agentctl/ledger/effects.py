@@ -351,21 +351,38 @@ def resolve_waiting_effect_txn(
     )
 
 
+# Why an effect found ``started`` became ``uncertain`` (its ``error``, shown by inspect).
+LOST_BY_CRASH = (
+    "the coordinator that started it stopped (crashed or was killed) before its outcome was "
+    "recorded: it may have run; reconcile it"
+)
+STOPPED_IN_FLIGHT = (
+    "the run was stopped while it was in flight (--timeout-seconds, a signal, or a serve "
+    "shutting down): its outcome is unknown; reconcile it"
+)
+
+
 def mark_uncertain_txn(
-    conn: Db, run_id: str, now: str, *, keep: str | None = None, trace_id: str | None = None
+    conn: Db,
+    run_id: str,
+    now: str,
+    *,
+    why: str,
+    keep: str | None = None,
+    trace_id: str | None = None,
 ) -> list[str]:
     """Every ``started`` effect of the run becomes ``uncertain`` (after a crash or cancel),
-    except those the SQL condition ``keep`` (over ``effects e``) selects; the events name
-    ``trace_id``, the invocation that found them so (a resume, a cancel, a claim)."""
+    saying ``why``, except those the SQL condition ``keep`` (over ``effects e``) selects; the
+    events name ``trace_id``, the invocation that found them so (a resume, a cancel, a claim)."""
     where = "e.run_id = ? AND e.status = 'started'" + (f" AND NOT {keep}" if keep else "")
     ids = [
         str(r[0])
         for r in conn.execute(f"SELECT e.effect_id FROM effects e WHERE {where}", (run_id,))
     ]
     conn.executemany(
-        "UPDATE effects SET status = 'uncertain', completed_at = ?"
+        "UPDATE effects SET status = 'uncertain', completed_at = ?, error = ?"
         " WHERE effect_id = ? AND status = 'started'",
-        [(now, effect_id) for effect_id in ids],
+        [(now, why, effect_id) for effect_id in ids],
     )
     for effect_id in ids:
         audit_effect_txn(conn, effect_id, now, trace_id=trace_id)

@@ -151,7 +151,10 @@ def claim_for_resume_txn(
     leases.refuse_other_owner_txn(conn, run.run_id, owner.pid, owner.create_time, now)
     # A started effect with a durable remote handle lost only its observer: it stays started
     # and the resumed drive observes the same remote work (ledger.remote).
-    effects.mark_uncertain_txn(conn, run.run_id, now, keep=remote.CONTINUABLE, trace_id=trace_id)
+    lost = effects.LOST_BY_CRASH
+    effects.mark_uncertain_txn(
+        conn, run.run_id, now, why=lost, keep=remote.CONTINUABLE, trace_id=trace_id
+    )
     blocked = tuple(reconcile.unresolved_effects(conn, run.run_id))
     if not blocked:
         leases.take_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now)
@@ -208,7 +211,8 @@ def request_cancel_txn(
         run.owner_pid is None or leases.has_dead_local_owner(conn, run.run_id)
     ):
         # (a hand-back made them uncertain already)
-        effects.mark_uncertain_txn(conn, run.run_id, now, trace_id=trace_id)
+        lost = effects.LOST_BY_CRASH
+        effects.mark_uncertain_txn(conn, run.run_id, now, why=lost, trace_id=trace_id)
         open_states = _OPEN_WHEN_PAUSED | CANCELLABLE_TASK_STATES
         _cancel_unowned_txn(conn, run.run_id, now, open_states, trace_id)
         if run.owner_pid is not None:  # the dead owner's lease goes with its run
@@ -240,7 +244,8 @@ def cancel_run_txn(conn: Db, stop: CancelRun) -> None:
     the reservations of effects that never started with nothing (``budget_release``) and
     ends with every task terminal (``_close_parked_txn``), in this one transaction."""
     run_id, now, trace_id = stop.run_id, stop.now, stop.trace_id
-    effects.mark_uncertain_txn(conn, run_id, now, trace_id=trace_id)
+    stopped = effects.STOPPED_IN_FLIGHT if stop.reason is None else stop.reason
+    effects.mark_uncertain_txn(conn, run_id, now, why=stopped, trace_id=trace_id)
     why = stop.reason or RUN_CANCELLED
     for task_id in stop.cancel_tasks:  # in flight (or ready): they started, or were about to
         tasks.transition_task_txn(

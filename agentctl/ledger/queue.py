@@ -133,7 +133,10 @@ def _claim_one_txn(
         runs.set_run_state_txn(conn, run_id, "running", now, trace_id=trace_id)
         return ClaimedRun(run_id, token, takeover=False, trace_id=trace_id)
     # A takeover: what the previous holder started, it may have done (resume's rule).
-    effects.mark_uncertain_txn(conn, run_id, now, keep=remote.CONTINUABLE, trace_id=trace_id)
+    lost = effects.LOST_BY_CRASH
+    effects.mark_uncertain_txn(
+        conn, run_id, now, why=lost, keep=remote.CONTINUABLE, trace_id=trace_id
+    )
     if reconcile.unresolved_effects(conn, run_id):
         leases.release_run_lease_txn(conn, run_id, claim.owner.pid, now)
         blocked = {"token": token}

@@ -123,12 +123,15 @@ def test_a_row_spent_behind_this_process_is_read_afresh_and_its_overshoot_record
         settle_budget_txn(conn, "run-1", "r1", {"toolCalls": 2}, ts(2), later=later)
         got = reserve_budget_txn(conn, "run-1", "r2", {"toolCalls": 1}, ts(3), later=later)
         write_settled_txn(conn, later, ts(3))
-    over = {"dimension": "toolCalls", "limit": 2, "attempted": 3}
+    # The refusal after the overshoot (usage 3) names what r2 would reach: 3 + 1.
+    over = {"dimension": "toolCalls", "limit": 2, "attempted": 4}
     assert not got.granted and got.exceeded == over
     snap, events = _state(ledger, "run-1")
     assert snap.usage == {"toolCalls": 3} and snap.reserved == {"toolCalls": 0}
     assert snap.exceeded == over
-    assert [e for e in events if e[0] == "budget.exceeded"] == [("budget.exceeded", over)] * 2
+    overshoot = {**over, "attempted": 3}  # recorded by the settle, then the refusal's
+    exceeded = [("budget.exceeded", overshoot), ("budget.exceeded", over)]
+    assert [e for e in events if e[0] == "budget.exceeded"] == exceeded
 
 
 def _settle_over_a_stale_row(
@@ -209,7 +212,8 @@ def test_a_deferred_settlement_records_its_overshoot_after_the_events_before_it(
     (once, once_events), (late, late_events) = _state(ledger, "at-once"), _state(ledger, "later")
     kinds = [kind for kind, _ in late_events if not kind.startswith("run.")]
     assert kinds[-4:] == ["task.succeeded", "budget.exceeded", "task.running", "budget.exceeded"]
-    assert late.exceeded == once.exceeded == {"dimension": "toolCalls", "limit": 2, "attempted": 3}
+    # The last record: the reservation refused after the overshoot (usage 3), reaching 3 + 1.
+    assert late.exceeded == once.exceeded == {"dimension": "toolCalls", "limit": 2, "attempted": 4}
     assert late_events == once_events
 
 

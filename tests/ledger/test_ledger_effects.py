@@ -112,9 +112,10 @@ def test_crash_marks_started_uncertain_and_they_are_unresolved(ledger: Database)
     started = _started(ledger, _effect("a", 0))
     with ledger.transaction() as conn:
         requested = insert_effect_txn(conn, _effect("b", 0), ts(3))
-        assert mark_uncertain_txn(conn, "run-1", ts(4)) == [started]
+        assert mark_uncertain_txn(conn, "run-1", ts(4), why="lost") == [started]
     with ledger.read() as conn:
         assert get_effect(conn, started).status == "uncertain"
+        assert get_effect(conn, started).error == "lost"  # why, for inspect to show
         assert get_effect(conn, requested).status == "requested"
         assert [e.effect_id for e in unresolved_effects(conn, "run-1")] == [started]
 

@@ -60,7 +60,7 @@ def _reserved(ledger: Database, effect: NewEffect, amounts: dict[str, int], **kw
 def _uncertain(ledger: Database, effect: NewEffect, amounts: dict[str, int]) -> str:
     eid = _reserved(ledger, effect, amounts)
     with ledger.transaction() as conn:
-        mark_uncertain_txn(conn, "run-1", ts(2))
+        mark_uncertain_txn(conn, "run-1", ts(2), why="lost")
     return eid
 
 

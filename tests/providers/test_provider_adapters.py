@@ -388,10 +388,12 @@ async def test_a_streamed_call_answered_with_a_page_fails_definitively(
     assert len(server.seen) == 1
 
 
-async def test_connection_refused_is_definitive(server: FixtureServer) -> None:
+async def test_connection_refused_is_retryable_nothing_was_sent(server: FixtureServer) -> None:
     d = BY_KIND["openai"]
     request = request_for(d, server, ASK)
     server.close()  # the port no longer listens: nothing can be sent
+    # Not uncertain, and retryable (docs/providers.md's table): no byte left, so a new
+    # attempt cannot repeat anything the first one did.
     async with open_worker() as worker:
         reply = await worker.call(execute(d, request))
     assert isinstance(reply, Failure) and not reply.uncertain and reply.error.retryable

@@ -26,7 +26,7 @@ from agentctl.core.dsl.actions import Action
 from agentctl.core.dsl.agents import Agent, Provider, Tool
 from agentctl.core.dsl.diagnostics import Finding
 from agentctl.core.dsl.rules import RuleParts, part_findings
-from agentctl.core.dsl.settings import A2aPeer, McpServer, Policy
+from agentctl.core.dsl.settings import A2aPeer, McpServer, Policy, Runtime
 from agentctl.core.dsl.tasks import Task
 
 M = TypeVar("M", bound=BaseModel)
@@ -52,6 +52,7 @@ def salvaged_findings(raw: Any, failed: list[Finding]) -> list[Finding]:
             mcp_servers=_valid_map(McpServer, spec.get("mcpServers")),
             a2a_peers=_valid_map(A2aPeer, spec.get("a2aPeers")),
             policy=policy,
+            runtime=_valid(Runtime, spec["runtime"]) if "runtime" in spec else None,
         )
     )
 

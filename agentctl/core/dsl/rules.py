@@ -22,9 +22,10 @@ from agentctl.core.dsl.actions import Action
 from agentctl.core.dsl.agents import Agent, Provider, Tool
 from agentctl.core.dsl.diagnostics import Finding
 from agentctl.core.dsl.secrets import EnvSecret, FileSecret, ProcessSecret
-from agentctl.core.dsl.settings import A2aPeer, McpServer, Policy
+from agentctl.core.dsl.settings import A2aPeer, McpServer, Policy, Runtime
 from agentctl.core.dsl.tasks import Task
 from agentctl.core.dsl.workflow import Spec, Workflow
+from agentctl.core.pricing import pricing_keys
 from agentctl.core.providerdefaults import PROVIDER_OPTIONS
 
 _INT_OPTION = "a non-negative integer"
@@ -65,6 +66,7 @@ class RuleParts:
     mcp_servers: dict[str, McpServer]
     a2a_peers: dict[str, A2aPeer]
     policy: Policy | None
+    runtime: Runtime | None = None  # None: invalid (or, salvaged, absent)
 
 
 def parts_of(spec: Spec) -> RuleParts:
@@ -80,6 +82,7 @@ def parts_of(spec: Spec) -> RuleParts:
         mcp_servers=spec.mcp_servers,
         a2a_peers=spec.a2a_peers,
         policy=spec.policy,
+        runtime=spec.runtime,
     )
 
 
@@ -97,7 +100,43 @@ def part_findings(parts: RuleParts) -> list[Finding]:
             findings.extend(_agent_provider(agent, provider, f"spec.agents.{name}"))
     if parts.policy is not None:
         findings.extend(_secret_rules(parts, parts.policy))
+    if parts.runtime is not None and parts.runtime.pricing is not None:
+        findings.extend(_pricing(parts, parts.runtime))
     return findings
+
+
+def _pricing(parts: RuleParts, runtime: Runtime) -> Iterator[Finding]:
+    """A pricing key names a declared provider (by name or kind); under ``maxCostMicrousd``
+    every agent's provider/model has a price: an unpriced call costs nothing, so the cap
+    would silently not hold."""
+    assert runtime.pricing is not None
+    models = runtime.pricing.models
+    known = {*parts.providers, *(p.kind for p in parts.providers.values())}
+    for key in models:
+        named = key.partition("/")[0]
+        if named not in known:
+            yield Finding(
+                "missing_reference",
+                f"spec.runtime.pricing.models.{key}",
+                f"pricing key {key!r} names no provider of spec.providers ({named!r})",
+                "write PROVIDER/MODEL with a spec.providers name (or its kind)",
+                "key",
+            )
+    if runtime.budgets.max_cost_microusd is None:
+        return
+    for name, agent in parts.agents.items():
+        provider = parts.providers.get(agent.provider)
+        if provider is None:
+            continue  # the compiler reports the missing provider
+        keys = pricing_keys(agent.provider, provider.kind, agent.model)
+        if not any(k in models for k in keys):
+            yield Finding(
+                "schema_violation",
+                f"spec.agents.{name}.model",
+                f"agent {name} calls {keys[0]}, which runtime.pricing does not price, and "
+                "budgets.maxCostMicrousd is set: its calls would cost nothing against the cap",
+                f"add runtime.pricing.models.{keys[0]} (or {keys[1]})",
+            )
 
 
 def _memory_writes(parts: RuleParts) -> Iterator[Finding]:
