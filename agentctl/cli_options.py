@@ -63,13 +63,18 @@ VarsFileOpt = Annotated[
         help="YAML/JSON file of variables; repeatable.",
     ),
 ]
-InputsOpt = Annotated[str | None, typer.Option("--inputs", help="Run inputs as a JSON object.")]
+InputsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--inputs", help="Run inputs as a JSON object; each key declared or read by the workflow."
+    ),
+]
 InputsFileOpt = Annotated[
     Path | None,
     typer.Option(
         "--inputs-file",
         parser=path_parser("--inputs-file"),
-        help="File holding the inputs JSON object.",
+        help="File holding the inputs JSON object (its keys checked as --inputs' are).",
     ),
 ]
 InputPairsOpt = Annotated[

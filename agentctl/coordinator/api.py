@@ -69,36 +69,49 @@ def resolve_inputs(
     ``base``: what the flags are laid over instead of ``defaults`` (retry and repair lay them
     over the source run's inputs); ``defaults`` still says which names are declared.
 
-    All JSON is strict (no NaN/Infinity, bounded nesting). ``--input`` names an input the
-    workflow declares (``spec.inputs``) or reads (``inputs.NAME`` in a template or condition
-    rendered with the run's inputs, asked of ``read_names`` only for an undeclared name): a
-    name neither declared nor read is a typo the workflow would otherwise silently ignore;
+    All JSON is strict (no NaN/Infinity, bounded nesting). Every name given — a key of the
+    ``--inputs`` / ``--inputs-file`` object or an ``--input`` — is an input the workflow declares
+    (``spec.inputs``) or reads (``inputs.NAME`` in a template or condition rendered with the
+    run's inputs, asked of ``read_names`` only for an undeclared name): a name neither declared
+    nor read is a typo the workflow would otherwise silently ignore;
     ``read_inside(NAME)``: the sub-workflows whose own ``inputs.NAME`` the message points at.
     """
     merged = dict(defaults if base is None else base)
+    what, given = _inputs_object(inputs_json, inputs_file_text)
+    pairs_given = [_input_pair(pair, defaults) for pair in pairs]
+    named = [(key, what) for key in given] + [(key, "--input") for key, _ in pairs_given]
+    undeclared = [(key, flag) for key, flag in named if key not in defaults]
+    if undeclared:  # one rule for every layer: the object's keys are checked as --input's
+        read = read_names()
+        for key, flag in undeclared:
+            if key not in read:
+                raise _unread(flag, key, defaults, read_inside(key))
+    merged.update(given)
+    merged.update(pairs_given)
+    return merged
+
+
+def _inputs_object(
+    inputs_json: str | None, inputs_file_text: str | None
+) -> tuple[str, dict[str, JsonValue]]:
+    """The flag that gave the run-inputs object, and the object (empty when none was)."""
     if inputs_json is not None and inputs_file_text is not None:
         raise ValidationError("--inputs and --inputs-file are mutually exclusive")
     what = "--inputs" if inputs_json is not None else "--inputs-file"
     text = inputs_json if inputs_json is not None else inputs_file_text
-    if text is not None:
-        given = parse_strict(text, f"run inputs ({what})")
-        if not isinstance(given, dict):
-            raise ValidationError("run inputs must be a JSON object")
-        merged.update(given)
-    read: Collection[str] | None = None
-    for pair in pairs:
-        key, value = _input_pair(pair, defaults)
-        if key not in defaults:
-            read = read_names() if read is None else read
-            if key not in read:
-                raise _unread(key, defaults, read_inside(key))
-        merged[key] = value
-    return merged
+    if text is None:
+        return what, {}
+    given = parse_strict(text, f"run inputs ({what})")
+    if not isinstance(given, dict):
+        raise ValidationError("run inputs must be a JSON object")
+    return what, given
 
 
-def _unread(key: str, declared: Mapping[str, JsonValue], inside: Sequence[str]) -> ValidationError:
+def _unread(
+    flag: str, key: str, declared: Mapping[str, JsonValue], inside: Sequence[str]
+) -> ValidationError:
     message = (
-        f"--input {key!r} is neither a declared input (spec.inputs) nor read by the workflow "
+        f"{flag} {key!r} is neither a declared input (spec.inputs) nor read by the workflow "
         f"(${{{{ inputs.{key} }}}}); inputs: {_declared(declared)}"
     )
     if inside:  # the likely mix-up: a sub-workflow's own input, which a run never sets

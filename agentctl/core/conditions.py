@@ -16,6 +16,9 @@ Invariants:
   original compares serde_json values, whose integer and float numbers never compare equal).
 - An unquoted literal that is itself a valid path is refused (no path-vs-path comparison);
   ``"inputs.b"`` in JSON quotes stays an ordinary string literal.
+- ``and``/``or``/``&&``/``||`` (words any case) outside a quoted or JSON literal are refused:
+  the split at the first operator would take ``1 or inputs.b == 2`` as one string literal.
+  ``"rock and roll"`` (JSON) and ``'rock and roll'`` (one pair of quotes) stay literals.
 - Ordering needs a numeric literal (checked at parse time) and a numeric, non-boolean value
   (checked at evaluation time).
 - A condition decision's ``contextDigest`` covers exactly the value the condition read, as
@@ -42,6 +45,7 @@ OPERATORS: tuple[Operator, ...] = ("==", "!=", "<=", ">=", "<", ">")
 ORDERING: frozenset[str] = frozenset({"<=", ">=", "<", ">"})
 _SEGMENT = re.compile(r"[A-Za-z0-9_-]+")
 _NOT = "not "
+_AND_OR = re.compile(r"&&|\|\||(?:^|\s)(?:and|or)(?:\s|$)", re.IGNORECASE)
 
 # What expressions read: each root (inputs, vars, memory, tasks) a mapping of JSON values.
 ReadContext: TypeAlias = Mapping[str, Mapping[str, JsonValue]]
@@ -167,6 +171,7 @@ def parse_condition(text: str) -> Condition:
         if op in body:
             left, right = body.split(op, 1)
             literal = parse_literal(right)
+            _refuse_and_or(inner, left if _is_literal_text(right) else body)
             if isinstance(literal, float) and not math.isfinite(literal):
                 # `1e400` parses as infinity: no JSON value compares as one, so refuse it
                 # as `--input` refuses the same number.
@@ -180,7 +185,27 @@ def parse_condition(text: str) -> Condition:
                 raise TemplateError(f"condition `{inner}`: `{op}` needs a numeric literal")
             ref = parse_reference(left, inner)
             return Condition(inner, negated, ref, op, literal)
+    _refuse_and_or(inner, body)
     return Condition(inner, negated, parse_reference(body, inner))
+
+
+def _refuse_and_or(inner: str, text: str) -> None:
+    if _AND_OR.search(text):
+        raise TemplateError(
+            f"condition `{inner}`: `and`, `or`, `&&` and `||` are not supported: a condition "
+            "is one path or one path compared with one literal (quote a literal that holds them)"
+        )
+
+
+def _is_literal_text(text: str) -> bool:
+    """Whether ``text`` is one literal as written: JSON, or one pair of quotes around text."""
+    raw = text.strip()
+    try:
+        json.loads(raw, parse_constant=_reject_constant)
+    except ValueError:
+        quote = raw[:1]
+        return len(raw) >= 2 and quote in "'\"" and raw.endswith(quote) and raw.count(quote) == 2
+    return True
 
 
 def _looks_like_path(text: str) -> bool:

@@ -271,6 +271,52 @@ def test_check_and_plan_create_nothing(cli: Cli, tmp_path: Path) -> None:
     assert _listing(tmp_path) == before
 
 
+AND_OR = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: {name: t}
+spec:
+  tasks:
+    - {id: a, uses: "action:p", with: {x: "${{ inputs.a == 1 and inputs.b == 2 }}"}}
+    - {id: c, uses: "action:p", when: "${{ inputs.a == 1 or inputs.b == 2 }}"}
+    - {id: d, uses: "action:p", when: "inputs.a != 1 AND inputs.b != 2"}
+    - id: r
+      uses: router
+      needs: [a]
+      route:
+        select: "${{ tasks.a.output.x == true or inputs.b }}"
+        cases: [{equals: true, tasks: [e]}]
+    - {id: e, uses: "action:p", needs: [r]}
+    - {id: l, uses: "action:p", loop: {maxIterations: 3, while: "${{ vars.loopIndex < 2 || inputs.a }}"}}
+    - {id: ok, uses: "action:p", when: "inputs.a == 'rock and roll'", with: {y: "${{ inputs.b == \\"x or y\\" }}"}}
+  inputs: {a: 1, b: 2}
+  actions: {p: {kind: builtin.assign}}
+  outputs: {o: "${{ inputs.a == 1 || inputs.b == 2 }}"}
+"""
+
+
+def test_and_or_in_a_condition_are_refused_where_they_are_written(cli: Cli, tmp_path: Path) -> None:
+    # spec/dsl.md §6.3: no and/or. They were split into one string literal after the first
+    # operator: `inputs.a == 1 or inputs.b == 2` compared inputs.a with "1 or inputs.b == 2".
+    (tmp_path / "wf.yaml").write_text(AND_OR, encoding="utf-8")
+    lines = AND_OR.splitlines()
+    for args in (("check",), ("run", "--db", "db.sqlite")):
+        refused = cli("--output", "json", *args, "wf.yaml")
+        assert refused.rc == 2, refused.stdout
+        found = {d["path"]: d for d in refused.error["diagnostics"]}
+        assert sorted(found) == [
+            "spec.outputs.o",
+            *(f"spec.tasks.{i}.{key}" for i, key in ((0, "with.x"), (1, "when"), (2, "when"))),
+            "spec.tasks.3.route.select",
+            "spec.tasks.5.loop.while",
+        ]
+        for diagnostic in found.values():
+            assert diagnostic["code"] == "invalid_template"
+            assert "`and`, `or`, `&&` and `||` are not supported" in diagnostic["message"]
+            assert lines[diagnostic["line"] - 1][diagnostic["column"] - 1] == '"'
+    assert _listing(tmp_path) == ["wf.yaml"]
+
+
 # --------------------------------------------------------------------------- warnings
 
 LEGACY = """\

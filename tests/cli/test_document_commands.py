@@ -108,6 +108,34 @@ def test_migrate_a_legacy_playbook_and_refuse_bad_input(cli: Cli, tmp_path: Path
     assert refused.rc == 2 and not (tmp_path / "out.yaml").exists()
 
 
+LEGACY_CLASHES = {
+    # The legacy key beside its new name: translating kept one and dropped the other.
+    "spec.policy.approvalMode": (
+        "playbook: old\nmodules: {save: {kind: builtin.write}}\n"
+        "policy: {approval: always, approvalMode: never, writableRoots: [out]}\n"
+        'tasks: [{id: a, uses: "module:save", with: {path: out/a.txt, content: hi}}]\n'
+    ),
+    "spec.modules": (
+        "playbook: old\nmodules: {put: {kind: builtin.assign}}\n"
+        'actions: {put2: {kind: builtin.assign}}\ntasks: [{id: a, uses: "module:put"}]\n'
+    ),
+}
+
+
+@pytest.mark.parametrize("path", sorted(LEGACY_CLASHES))
+def test_a_legacy_key_beside_its_new_name_is_refused(cli: Cli, tmp_path: Path, path: str) -> None:
+    (tmp_path / "old.yaml").write_text(LEGACY_CLASHES[path], encoding="utf-8")
+    for args in (("check",), ("migrate", "--write", "new.yaml"), ("run", "--db", "db.sqlite")):
+        refused = cli("--output", "json", args[0], "old.yaml", *args[1:])
+        assert refused.rc == 2, (args, refused.stdout)
+        (diagnostic,) = refused.error["diagnostics"]
+        assert diagnostic["path"] == path and "both are present" in diagnostic["message"]
+        assert (diagnostic["line"], diagnostic["column"]) == (
+            (3, 28) if "policy" in path else (2, 1)
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.yaml"]
+
+
 def _forget_reuse_metadata(target: LedgerTarget, db: Path) -> None:
     """Make a run look like one recorded before these fields existed (schema v1)."""
     target.sql(

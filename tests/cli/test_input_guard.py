@@ -92,6 +92,27 @@ def test_any_template_name_is_an_input_name(cli: Cli, ws: Path, name: str) -> No
         assert by_json.data["output"]["key"] == 2
 
 
+def test_a_typo_in_the_inputs_object_is_refused_as_an_input_is(cli: Cli, ws: Path) -> None:
+    # One rule for every layer: `--inputs '{"zz": 1}'` was silently dropped where
+    # `--input zz=1` was refused. run, submit, retry and repair; nothing is created.
+    source = str(_run(cli)["runId"])
+    typo = BASE.replace('"flag"', '"flgg"')
+    (ws / "in.json").write_text(typo, encoding="utf-8")
+    commands = (
+        ("run", "wf.yaml"),
+        ("submit", "wf.yaml"),
+        ("retry", "wf.yaml", source, "--from", "gate"),
+        ("repair", "wf.yaml", source, "--from", "gate"),
+    )
+    for command in commands:
+        for flag, value in (("--inputs", typo), ("--inputs-file", "in.json")):
+            needle = f"{flag} 'flgg' is neither a declared input (spec.inputs) nor read by"
+            refused(cli, ws, *command, flag, value, needle=needle)
+    (ws / "in.json").write_text('{"word": "LOUD"}', encoding="utf-8")
+    needle = "inputs.word in spec.subworkflows (`shout`) is an input of the invocation"
+    refused(cli, ws, "run", "wf.yaml", "--inputs-file", "in.json", needle=needle)
+
+
 @pytest.mark.parametrize("pair", ["a.b=1", "a b=1", "é=1", "a/b=1"])
 def test_a_name_no_template_can_read_is_refused(cli: Cli, ws: Path, pair: str) -> None:
     refused(cli, ws, "run", "wf.yaml", "--input", pair, needle="is not a valid input name")

@@ -126,6 +126,40 @@ def test_rejected_condition_syntax(text: str) -> None:
         parse_condition(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "inputs.a == 1 or inputs.b == 2",  # once: literal `1 or inputs.b == 2`, always false
+        "inputs.a != 1 and inputs.b != 2",  # once: always true
+        "${{ inputs.a == 1 && inputs.b == 2 }}",
+        'inputs.a == "x" || inputs.b == "y"',
+        "inputs.a == 'x' OR inputs.b == 'y'",
+        "not inputs.a or inputs.b",
+        "inputs.a or inputs.b == 2",
+        "inputs.n < 2 and inputs.n > 0",
+    ],
+)
+def test_and_or_are_refused_not_taken_into_a_literal(text: str) -> None:
+    with pytest.raises(TemplateError, match="`and`, `or`, `&&` and `\\|\\|` are not supported"):
+        parse_condition(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "literal"),
+    [
+        ('inputs.a == "rock and roll"', "rock and roll"),  # JSON
+        ("inputs.a == 'rock or roll'", "rock or roll"),  # one pair of quotes, stripped
+        ('inputs.a == {"k": "x && y"}', {"k": "x && y"}),
+        ('inputs.a == ["a || b"]', ["a || b"]),
+        ("inputs.a != order", "order"),  # the words only as words
+        ("inputs.a == android", "android"),
+        ("inputs.and == 1", 1),
+    ],
+)
+def test_and_or_inside_one_literal_stay_literal_text(text: str, literal: Any) -> None:
+    assert parse_condition(text).literal == literal
+
+
 def test_digit_segments_never_index_arrays() -> None:
     # Digits are legal segment characters, but only objects are traversed.
     with pytest.raises(TemplateError, match="undefined value"):

@@ -144,6 +144,48 @@ def test_unknown_keys_point_at_the_key(old: str, new: str, path: str, needle: st
     assert needle in diag.message and diag.help and "allowed keys" in diag.help
 
 
+@pytest.mark.parametrize(
+    ("fragment", "path"),
+    [
+        (
+            "providers:\n    o: { kind: openai, credential: { env: OPENAI_API_KEY, envv: y } }",
+            "spec.providers.o.credential.envv",
+        ),
+        (
+            "providers:\n    o: { kind: openai, credential: { file: x, note: y } }",
+            "spec.providers.o.credential.note",
+        ),
+        (
+            "providers:\n    o: { kind: fake, headers: { X-K: { process: { command: x }, note: y } } }",
+            "spec.providers.o.headers.X-K.note",
+        ),
+        (
+            "actions:\n    x: { kind: builtin.shell.exec, command: echo, env: { A: { env: A, envv: y } } }",
+            "spec.actions.x.env.A.envv",
+        ),
+        (
+            "tools:\n    t: { kind: builtin.echo, inputSchema: {}, secrets: [{ file: x, note: y }] }",
+            "spec.tools.t.secrets.0.note",
+        ),
+        (
+            "policy:\n    network: { customCa: { env: A, envv: y } }",
+            "spec.policy.network.customCa.envv",
+        ),
+    ],
+)
+def test_an_unknown_key_in_a_secret_reference_is_named_where_it_is(
+    fragment: str, path: str
+) -> None:
+    """The union tag ``env``/``file``/``process`` is also a real key of the reference: the walk
+    from pydantic's location back to the source once followed it into the key's value."""
+    source = MINIMAL.replace("spec:\n", f"spec:\n  {fragment}\n", 1)
+    key = path.rpartition(".")[2]
+    diag = next(d for d in diagnostics(source) if d.path and d.path.endswith(f".{key}"))
+    check(diag, "schema_violation", path, position(source, f"{key}: y"))
+    assert diag.message == f"unknown key `{key}` in `{path.rpartition('.')[0]}`"
+    assert "allowed keys here: env, file, process" in (diag.help or "")
+
+
 def test_python_field_names_are_not_accepted_as_keys() -> None:
     for fragment, needle in (("runtime: { max_concurrency: 2 }", "max_concurrency"),):
         source = MINIMAL.replace("spec:\n", f"spec:\n  {fragment}\n")

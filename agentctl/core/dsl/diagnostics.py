@@ -118,19 +118,41 @@ def to_diagnostic(finding: Finding, locator: Locator, file: str | None) -> Diagn
 
 
 def source_path(loc: tuple[int | str, ...], raw: Any, keep_last: bool) -> list[str]:
-    """The parts of ``loc`` that exist in ``raw`` (plus the last one when ``keep_last``)."""
-    parts: list[str] = []
-    current = raw
-    for index, part in enumerate(loc):
-        if isinstance(current, dict) and isinstance(part, str) and part in current:
-            current = current[part]
-            parts.append(part)
-        elif isinstance(current, list) and isinstance(part, int) and 0 <= part < len(current):
-            current = current[part]
-            parts.append(str(part))
-        elif keep_last and index == len(loc) - 1:
-            parts.append(str(part))
+    """The parts of ``loc`` that exist in ``raw`` (plus the last one when ``keep_last``).
+
+    A synthetic part can coincide with a real key: the union tag ``env`` of ``{env: X, envv: y}``
+    names the reference's own ``env`` key. When following it loses the last part (an unknown
+    key, which does exist in ``raw``), the walk is redone skipping it, latest such part first.
+    """
+    parts, found_last = _walk(loc, raw, None)
+    if keep_last and not found_last:
+        for skipped in reversed(range(len(loc) - 1)):
+            retry, retry_found = _walk(loc, raw, skipped)
+            if retry_found and len(retry) == len(parts):
+                return retry
+        parts.append(str(loc[-1]))
     return parts
+
+
+def _walk(loc: tuple[int | str, ...], raw: Any, skipped: int | None) -> tuple[list[str], bool]:
+    """The parts of ``loc`` found in ``raw`` (never ``loc[skipped]``), and whether the last was."""
+    parts: list[str] = []
+    current, found = raw, False
+    for index, part in enumerate(loc):
+        if index == skipped:
+            found = False
+            continue
+        found = _holds(current, part)
+        if found:
+            current = current[part]
+            parts.append(str(part))
+    return parts, found
+
+
+def _holds(node: Any, part: int | str) -> bool:
+    if isinstance(node, dict):
+        return isinstance(part, str) and part in node
+    return isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
 
 
 def findings_from_pydantic(
@@ -259,6 +281,10 @@ def allowed_keys(root: type[BaseModel], path: str) -> list[str]:
     annotation = _unwrap(annotation)
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [f.alias or n for n, f in annotation.model_fields.items()]
+    if get_origin(annotation) in (Union, types.UnionType):  # a secret reference: any shape's keys
+        shapes = [_unwrap(a) for a in get_args(annotation)]
+        models = [a for a in shapes if isinstance(a, type) and issubclass(a, BaseModel)]
+        return [f.alias or n for m in models for n, f in m.model_fields.items()]
     return []
 
 

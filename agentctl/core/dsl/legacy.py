@@ -15,7 +15,9 @@ Invariants:
   agent does not have in v1alpha1 (vendor-specific ones) are dropped. Without ``providers`` the
   document gets ``fake`` and ``openai`` (credential ``{env: OPENAI_API_KEY}``); a provider chosen
   by the heuristic above is added when the document's own providers lack it.
-- Tool-level ``compensation`` and ``uses: team:NAME`` are refused (``schema_violation``).
+- Tool-level ``compensation`` and ``uses: team:NAME`` are refused (``schema_violation``), and so
+  is a document holding a legacy key beside its new name (``modules`` with ``actions``,
+  ``policy.approvalMode`` with ``policy.approval``): translating would drop one of them.
 - The position table is remapped so diagnostics still point into the legacy source.
 """
 
@@ -27,6 +29,8 @@ from typing import Any
 from agentctl.core.dsl.agents import Agent
 from agentctl.core.dsl.diagnostics import Finding, Locator
 
+# (mapping holding the pair, legacy key, its v1alpha1 name): renames a translation could collide.
+_RENAMED = (("", "modules", "actions"), ("policy", "approvalMode", "approval"))
 _DROPPED = ("defaults", "promptCache", "mcpServers", "a2aAgents", "packs")
 _AGENT_KEYS = frozenset(f.alias or n for n, f in Agent.model_fields.items())
 _DEFAULT_PROVIDERS: dict[str, Any] = {
@@ -47,9 +51,9 @@ def translate_legacy(raw: dict[str, Any]) -> tuple[dict[str, Any], list[Finding]
     for key in ("description", "labels"):
         if key in body:
             metadata[key] = body.pop(key)
-    if "modules" in body:
+    rejected = _clashes(body) + _rejections(body)
+    if "modules" in body and not rejected:
         body["actions"] = body.pop("modules")
-    rejected = _rejections(body)
     _translate_tasks(body.get("tasks"))
     for sub in (body.get("subworkflows") or {}).values():
         if isinstance(sub, dict):
@@ -74,6 +78,8 @@ def legacy_locator(locator: Locator) -> Locator:
             target[_new_path(path)] = pos
     root = locator.positions.get("", (1, 1))
     result.positions.update({"": root, "spec": root})
+    if "modules" in locator.key_positions:
+        result.key_positions["spec.modules"] = locator.key_positions["modules"]
     if "playbook" in locator.key_positions:
         result.positions["metadata"] = locator.key_positions["playbook"]
     return result
@@ -86,10 +92,30 @@ def _new_path(path: str) -> str:
     if head in ("description", "labels"):
         return f"metadata.{path}"
     if head == "modules":
-        head = "actions"
+        head = "actions"  # a clash with ``actions`` is located at ``spec.modules`` (_clashes)
     if not path:
         return ""
     return f"spec.{head}.{rest}" if rest else f"spec.{head}"
+
+
+def _clashes(body: dict[str, Any]) -> list[Finding]:
+    # Both spellings present: the translation would keep one and silently drop the other
+    # (an `approval: always` lost to `approvalMode: never`, a whole `actions` map replaced).
+    found: list[Finding] = []
+    for parent, old, new in _RENAMED:
+        holder = body.get(parent) if parent else body
+        if isinstance(holder, dict) and old in holder and new in holder:
+            where = f"{parent}." if parent else ""
+            found.append(
+                Finding(
+                    "schema_violation",
+                    f"spec.{where}{old}",
+                    f"`{where}{old}` is the legacy name of `{where}{new}` and both are present",
+                    f"keep only one of `{where}{old}` and `{where}{new}`",
+                    "key",
+                )
+            )
+    return found
 
 
 def _rejections(body: dict[str, Any]) -> list[Finding]:
