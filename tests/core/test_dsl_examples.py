@@ -297,6 +297,9 @@ def test_legacy_playbook_is_translated_with_a_warning() -> None:
     loaded = load_workflow(LEGACY, "old.yaml")
     assert [w.code for w in loaded.warnings] == ["migration_required"]
     assert loaded.warnings[0].severity == "warning"
+    # It names the version `migrate` writes, not another one (the two are the same shape).
+    assert "v1alpha1" not in loaded.warnings[0].message
+    assert "agentctl.dev/v1 document" in (loaded.warnings[0].help or "")
     doc = loaded.document
     assert doc["metadata"]["name"] == "old" and doc["metadata"]["description"] == "legacy form"
     spec = doc["spec"]

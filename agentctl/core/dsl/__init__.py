@@ -130,11 +130,13 @@ def _migration_warning(file: str | None) -> Diagnostic:
     return Diagnostic(
         code="migration_required",
         severity="warning",
-        message="legacy `playbook:` document translated to apiVersion agentctl.dev/v1alpha1",
+        # Read in memory as the shape both current versions share; `migrate` writes the
+        # newer apiVersion (core/dsl/migrate.py), so the message names no version it won't write.
+        message="legacy `playbook:` document translated to the current workflow format",
         file=file,
         line=1,
         column=1,
-        help="run `agentctl migrate FILE --write OUT` to convert it permanently",
+        help="run `agentctl migrate FILE --write OUT` to write it as an agentctl.dev/v1 document",
     )
 
 
