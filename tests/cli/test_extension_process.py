@@ -150,6 +150,16 @@ def test_sigkill_mid_invocation_leaves_it_uncertain(
             },
             "no capabilities",
         ),
+        (
+            {
+                "protocolVersion": PROTOCOL,
+                "inputSchema": INPUT,
+                "outputSchema": OUTPUT,
+                "capabilities": ["report"],
+                "extraKey": 1,
+            },
+            "its handshake has the unknown key 'extraKey'",
+        ),
     ],
 )
 def test_bad_handshakes_fail_clearly_and_invoke_nothing(  # type: ignore[no-untyped-def]
@@ -170,6 +180,7 @@ def test_bad_handshakes_fail_clearly_and_invoke_nothing(  # type: ignore[no-unty
         ('{"effectId": "someone-else"}', "json.dumps(reply)", "for effect 'someone-else'"),
         ('{"output": {"lines": "three"}}', "json.dumps(reply)", "breaks outputSchema"),
         ("{}", "'not json at all'", "not one JSON object"),
+        ('{"extraKey": 2}', "json.dumps(reply)", "its reply has the unknown key 'extraKey'"),
         ("{}", "'x' * 3_000_000", "was stopped"),
     ],
 )
