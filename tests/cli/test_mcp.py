@@ -408,6 +408,17 @@ spec:
         ),
         (("arguments: {} }", "arguments: {}, extra: 1 }"), "schema_violation", "with.extra"),
         (("tool: word_count, arguments", "arguments"), "schema_violation", "needs `with.tool`"),
+        # Literal values the task would be refused for when it runs are refused by check.
+        (
+            ("arguments: {} }", "arguments: [1] }"),
+            "schema_violation",
+            "`with.arguments` must be an object, got [1]",
+        ),
+        (
+            ("tool: word_count, arguments", 'tool: "", arguments'),
+            "schema_violation",
+            "`with.tool` must be a non-empty string",
+        ),
         (
             ('mcp" }', 'mcp", protocolVersion: "2024-11-05" }'),
             "unsupported_capability",
