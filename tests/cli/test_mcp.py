@@ -388,6 +388,14 @@ spec:
             "schema_violation",
             "inputSchema from the server",
         ),
+        (  # a non-strict schema: the kind rule, not the strictness rule, is the reason
+            (
+                "tool: word_count }\n  agents",
+                "tool: word_count, inputSchema: { type: object } }\n  agents",
+            ),
+            "schema_violation",
+            "a mcp.tool tool takes its inputSchema from the server",
+        ),
         (
             (
                 "remote: { kind: mcp.tool, server: notes,",
