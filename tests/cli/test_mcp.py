@@ -326,6 +326,13 @@ def test_headers_come_from_allowlisted_env_and_are_never_recorded(
         refused = cli("--output", "json", "run", "wf.yaml", env={"NOTES_TOKEN": "wrong"})
         assert refused.rc == 4, refused.stderr
         assert "HTTP 401" in refused.error["error"]["message"]
+        # A failed initialize still records its session (one per effect), as docs say.
+        wire = _inspect(cli, refused.error["error"]["runId"])
+        [session] = wire["protocolSessions"]
+        assert session["protocol"] == "mcp" and session["protocolVersion"] is None, session
+        assert [(c["method"], c["status"], c["sessionId"]) for c in wire["protocolCalls"]] == [
+            ("initialize", "failed", session["sessionId"])
+        ]
         done = cli("--output", "json", "run", "wf.yaml", env={"NOTES_TOKEN": TOKEN})
         assert done.rc == 0, done.stderr
         assert guarded.calls() == ["word_count"]
