@@ -16,6 +16,8 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from agentctl.core.builders import egress_settings, str_arg
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.operations import (
@@ -60,6 +62,22 @@ def _message_id(b: BuildInput) -> str | None:
     if not given.strip():
         raise RunFailedError(f"task {b.task_id}: `with.messageId` must not be empty")
     return given
+
+
+def literal_delegate_problems(given: Mapping[str, JsonValue]) -> list[tuple[str, str]]:
+    """What ``check`` can tell of an ``a2a.delegate``'s literal ``with`` values: the ones the
+    builder would refuse when the task runs (a template is judged once rendered)."""
+    literal = {k: v for k, v in given.items() if not (isinstance(v, str) and "${{" in v)}
+    found: list[tuple[str, str]] = []
+    if "peer" in literal and not isinstance(literal["peer"], str):
+        found.append(("peer", f"must be a string, got {literal['peer']!r}"))
+    message_id = literal.get("messageId")
+    if message_id is not None and not (isinstance(message_id, str) and message_id.strip()):
+        found.append(("messageId", f"must be a non-empty string, got {message_id!r}"))
+    message = literal.get("message", "-")
+    if message is None or message == "" or isinstance(message, bool | int | float):
+        found.append(("message", f"must be text or a JSON object or list, got {message!r}"))
+    return found
 
 
 def build_delegate(b: BuildInput) -> Built:

@@ -86,6 +86,20 @@ def listing_timeout(name: str, _config: Mapping[str, JsonValue], run: RunContext
     return _server_timeout(run, name)
 
 
+def literal_call_problems(given: Mapping[str, JsonValue]) -> list[tuple[str, str]]:
+    """What ``check`` can tell of an ``mcp.call``'s literal ``with`` values: the ones the
+    builder would refuse when the task runs (a template is judged once rendered)."""
+    literal = {k: v for k, v in given.items() if not (isinstance(v, str) and "${{" in v)}
+    found: list[tuple[str, str]] = [
+        (key, f"must be a non-empty string, got {literal[key]!r}")
+        for key in ("server", "tool")
+        if key in literal and not (isinstance(literal[key], str) and literal[key])
+    ]
+    if "arguments" in literal and not isinstance(literal["arguments"], dict):
+        found.append(("arguments", f"must be an object, got {literal['arguments']!r}"))
+    return found
+
+
 def build_mcp_call(b: BuildInput) -> Built:
     """``mcp.call``: ``with`` = ``{server, tool, arguments}``; a tool error fails the task."""
     arguments = as_object(b.args).get("arguments", {})

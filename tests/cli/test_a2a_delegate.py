@@ -390,6 +390,11 @@ def test_polling_that_gives_up_records_its_polls_as_evidence(
         (("peer: reviewer,", "peer: nowhere,"), "missing_reference", "unknown A2A peer `nowhere`"),
         ((", message: check the release notes", ""), "schema_violation", "needs `with.message`"),
         (
+            ("messageId: msg-1", "messageId: 5"),
+            "schema_violation",
+            "`with.messageId` must be a non-empty string, got 5",
+        ),
+        (
             ("pollIntervalMs: 50", 'pollIntervalMs: 50\n      protocolVersion: "0.3"'),
             "unsupported_capability",
             "A2A protocol '0.3'",

@@ -150,6 +150,16 @@ def test_sigkill_mid_invocation_leaves_it_uncertain(
             },
             "no capabilities",
         ),
+        (
+            {
+                "protocolVersion": PROTOCOL,
+                "inputSchema": INPUT,
+                "outputSchema": OUTPUT,
+                "capabilities": ["report"],
+                "extraKey": 1,
+            },
+            "its handshake has the unknown key 'extraKey'",
+        ),
     ],
 )
 def test_bad_handshakes_fail_clearly_and_invoke_nothing(  # type: ignore[no-untyped-def]
@@ -170,6 +180,7 @@ def test_bad_handshakes_fail_clearly_and_invoke_nothing(  # type: ignore[no-unty
         ('{"effectId": "someone-else"}', "json.dumps(reply)", "for effect 'someone-else'"),
         ('{"output": {"lines": "three"}}', "json.dumps(reply)", "breaks outputSchema"),
         ("{}", "'not json at all'", "not one JSON object"),
+        ('{"extraKey": 2}', "json.dumps(reply)", "its reply has the unknown key 'extraKey'"),
         ("{}", "'x' * 3_000_000", "was stopped"),
     ],
 )
@@ -191,10 +202,38 @@ def test_bad_replies_leave_the_invocation_uncertain(  # type: ignore[no-untyped-
     assert _marker(tmp_path) == [effect["effectId"]]  # invoked once, never again
 
 
-def test_input_breaking_the_schema_fails_before_any_effect(cli: Cli, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("given", "path"),
+    [
+        ("{}", "spec.tasks.0.with"),
+        ("{ file: fixture.txt, bogus: 1 }", "spec.tasks.0.with.bogus"),
+        ("{ file: 3 }", "spec.tasks.0.with.file"),
+    ],
+)
+def test_a_literal_input_breaking_the_schema_fails_check(  # type: ignore[no-untyped-def]
+    cli: Cli, tmp_path: Path, given, path
+) -> None:
+    """A wholly literal `with` is the extension's input already: check refuses it (exit 2,
+    at the offending value) instead of a run that fails on it."""
     _setup(tmp_path)
-    text = (tmp_path / "wf.yaml").read_text().replace("with: { file: fixture.txt }", "with: {}")
+    text = (tmp_path / "wf.yaml").read_text().replace("{ file: fixture.txt }", given)
+    closed = '"required": ["file"], "additionalProperties": false}'
+    (tmp_path / "wf.yaml").write_text(text.replace('"required": ["file"]}', closed, 1))
+    done = cli("--output", "json", "check", "wf.yaml")
+    assert done.rc == 2, (done.stdout, done.stderr)
+    [diag] = done.error["diagnostics"]
+    assert diag["path"] == path and "inputSchema" in diag["message"], diag
+    assert cli("--output", "json", "runs", "list").data["runs"] == []
+
+
+def test_input_breaking_the_schema_fails_before_any_effect(cli: Cli, tmp_path: Path) -> None:
+    # Templated: the input is known once rendered, so the run (not check) refuses it.
+    _setup(tmp_path)
+    text = (tmp_path / "wf.yaml").read_text()
+    text = text.replace("with: { file: fixture.txt }", 'with: { file: "${{ inputs.file }}" }')
+    text = text.replace("  actions:\n", "  inputs: { file: 3 }\n  actions:\n")
     (tmp_path / "wf.yaml").write_text(text)
+    assert cli("check", "wf.yaml").rc == 0
     done = cli("--output", "json", "run", "wf.yaml")
     assert done.rc == 4, (done.stdout, done.stderr)
     assert "inputSchema" in done.error["error"]["message"]

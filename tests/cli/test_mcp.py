@@ -326,6 +326,13 @@ def test_headers_come_from_allowlisted_env_and_are_never_recorded(
         refused = cli("--output", "json", "run", "wf.yaml", env={"NOTES_TOKEN": "wrong"})
         assert refused.rc == 4, refused.stderr
         assert "HTTP 401" in refused.error["error"]["message"]
+        # A failed initialize still records its session (one per effect), as docs say.
+        wire = _inspect(cli, refused.error["error"]["runId"])
+        [session] = wire["protocolSessions"]
+        assert session["protocol"] == "mcp" and session["protocolVersion"] is None, session
+        assert [(c["method"], c["status"], c["sessionId"]) for c in wire["protocolCalls"]] == [
+            ("initialize", "failed", session["sessionId"])
+        ]
         done = cli("--output", "json", "run", "wf.yaml", env={"NOTES_TOKEN": TOKEN})
         assert done.rc == 0, done.stderr
         assert guarded.calls() == ["word_count"]
@@ -388,6 +395,14 @@ spec:
             "schema_violation",
             "inputSchema from the server",
         ),
+        (  # a non-strict schema: the kind rule, not the strictness rule, is the reason
+            (
+                "tool: word_count }\n  agents",
+                "tool: word_count, inputSchema: { type: object } }\n  agents",
+            ),
+            "schema_violation",
+            "a mcp.tool tool takes its inputSchema from the server",
+        ),
         (
             (
                 "remote: { kind: mcp.tool, server: notes,",
@@ -408,6 +423,17 @@ spec:
         ),
         (("arguments: {} }", "arguments: {}, extra: 1 }"), "schema_violation", "with.extra"),
         (("tool: word_count, arguments", "arguments"), "schema_violation", "needs `with.tool`"),
+        # Literal values the task would be refused for when it runs are refused by check.
+        (
+            ("arguments: {} }", "arguments: [1] }"),
+            "schema_violation",
+            "`with.arguments` must be an object, got [1]",
+        ),
+        (
+            ("tool: word_count, arguments", 'tool: "", arguments'),
+            "schema_violation",
+            "`with.tool` must be a non-empty string",
+        ),
         (
             ('mcp" }', 'mcp", protocolVersion: "2024-11-05" }'),
             "unsupported_capability",

@@ -9,6 +9,9 @@ Invariants:
 - a key the kind needs (``Operation.with_required``) is missing from the merged ``with``
   (action defaults under the task's or compensation's own) ⇒ ``schema_violation`` at the
   task's ``with``; a literal of the wrong JSON kind ⇒ one at the layer that gave it;
+- an ``extension.process`` task's wholly literal merged ``with`` is its input: one that breaks
+  the action's ``inputSchema`` ⇒ ``schema_violation`` at the offending key's layer (the task's
+  ``with`` for a problem of the whole); a templated one is judged when rendered;
 - a template in an action's ``args`` / ``env`` is checked like one in ``with``: its syntax once
   per action, and for every task using the action, each ``tasks.X.output`` it reads must be in
   that task's own ``needs``.
@@ -20,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentctl.core import registry
+from agentctl.core import jsonschema, registry
 from agentctl.core.actionconfig import templated_strings
 from agentctl.core.compiler.diagnostics import Collector
 from agentctl.core.compiler.ir import Node
@@ -31,7 +34,9 @@ from agentctl.core.compiler.templating import (
     template_problem,
 )
 from agentctl.core.dburl import url_scheme
+from agentctl.core.extension import OPERATION as EXTENSION_OPERATION
 from agentctl.core.operations import Operation, WithInput
+from agentctl.errors import ValidationError
 
 
 def check_with_keys(kind: str, given: Any, where: str, task_id: str, diags: Collector) -> None:
@@ -204,12 +209,58 @@ def check_action(
             (f"{node.path}.with", node.task.get("with")),
         ]
         check_required_with(kind, layers, task_id, diags)
+    if kind == EXTENSION_OPERATION:
+        _check_extension_input(node, name, action, diags)
     for template in facts.templates:
         if template.problem is not None:
             diags.add("invalid_template", template.problem, template.where)
             continue
         for read in template.reads:
             _check_read(node, read, template.where, graph, diags)
+
+
+def _check_extension_input(
+    node: Node, name: str, action: Mapping[str, Any], diags: Collector
+) -> None:
+    """A wholly literal ``with`` (the action's defaults under the task's own) meets the
+    extension's ``inputSchema`` — as the task would find when it runs. A templated one is
+    judged once rendered: what a template renders to may change what any part must be."""
+    layers = [
+        (f"spec.actions.{name}.with", action.get("with")),
+        (f"{node.path}.with", node.task.get("with")),
+    ]
+    given: dict[str, Any] = {}
+    where: dict[str, str] = {}
+    for path, layer in layers:
+        if isinstance(layer, Mapping):
+            given.update(layer)
+            where.update(dict.fromkeys(layer, path))
+    schema = action.get("inputSchema")
+    if not isinstance(schema, dict) or any(OPEN in t for t in iter_strings(given)):
+        return
+    try:
+        problems = jsonschema.validate(given, schema)
+    except ValidationError:
+        return  # a malformed schema is reported on its own
+    for problem in problems:
+        diags.add(
+            "schema_violation",
+            f"task `{node.task.get('id')}`: `with` breaks the {EXTENSION_OPERATION} action "
+            f"`{name}`'s inputSchema: {problem}",
+            _problem_path(problem, where, layers[-1][0]),
+            help=f"give a `with` that spec.actions.{name}.inputSchema admits",
+        )
+
+
+def _problem_path(problem: str, where: Mapping[str, str], task_with: str) -> str:
+    """The dotted path of the top-level ``with`` key a schema problem (``/key…: text``) is
+    about, in the layer that gave it — a key the schema does not allow is named only in the
+    text of a problem of the whole — else the task's ``with``."""
+    pointer, _, text = problem.partition(": ")
+    first = pointer.strip("/").split("/", 1)[0]
+    if not first:
+        first = next((k for k in where if text == f"property {k!r} is not allowed"), "")
+    return f"{where[first]}.{first}" if first in where else task_with
 
 
 def _check_read(

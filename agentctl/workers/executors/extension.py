@@ -8,6 +8,8 @@ environment, process allowlist, output limits, kill and reap, optional container
 2. ``CMD ARGS --agentctl-invoke`` reads ``{protocolVersion, effectId, input}`` on stdin and
    prints ``{protocolVersion, effectId, output}``; ``output`` must match ``outputSchema``.
 
+Both printed objects are closed: a key the protocol does not define is a protocol error.
+
 Invariants:
 - nothing is invoked unless the handshake matched: a bad handshake is a definitive failure,
   and one that ran to its exit keeps what it printed as the failed effect's result, in the
@@ -36,6 +38,10 @@ from agentctl.workers.executors.shell import Phase, exited_report, redact, run_c
 
 HANDSHAKE_FLAG = "--agentctl-handshake"
 INVOKE_FLAG = "--agentctl-invoke"
+# The protocol's messages are closed: a key the protocol does not define is a protocol
+# error (the program speaks some other version of it), never silently dropped.
+_HANDSHAKE_KEYS = ("protocolVersion", "inputSchema", "outputSchema", "capabilities")
+_REPLY_KEYS = ("protocolVersion", "effectId", "output")
 _QUOTE = 200  # characters of a bad reply quoted in the error
 
 
@@ -79,6 +85,13 @@ class _Said:
             raise self.fail("its reply is not a JSON object")
         return value
 
+    def closed(self, reply: JsonObject, what: str, keys: tuple[str, ...]) -> None:
+        """``reply`` holds none but ``keys``; else the error names the first unknown key."""
+        unknown = sorted(key for key in reply if key not in keys)
+        if unknown:
+            allowed = ", ".join(keys)
+            raise self.fail(f"its {what} has the unknown key {unknown[0]!r} (it takes {allowed})")
+
 
 def _check_handshake(req: ExtensionRequest, said: _Said) -> None:
     reply = said.reply()
@@ -97,12 +110,15 @@ def _check_handshake(req: ExtensionRequest, said: _Said) -> None:
         raise said.fail("its handshake lists a capability twice")
     if sorted(map(str, capabilities)) != sorted(req.capabilities):
         raise said.fail("its handshake capabilities differ from the workflow's declaration")
+    # Last: another protocol version's handshake is reported as that, not as its extra keys.
+    said.closed(reply, "handshake", _HANDSHAKE_KEYS)
 
 
 def _check_reply(req: ExtensionRequest, msg: Execute, said: _Said) -> JsonObject:
     reply = said.reply()
     if reply.get("protocolVersion") != req.protocol_version:
         raise said.fail(f"it answered protocol {reply.get('protocolVersion')!r}")
+    said.closed(reply, "reply", _REPLY_KEYS)
     if reply.get("effectId") != msg.effect_id:
         raise said.fail(f"it answered for effect {reply.get('effectId')!r}, not this one")
     if "output" not in reply:

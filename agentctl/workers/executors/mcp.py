@@ -38,7 +38,7 @@ from agentctl.mailbox.requests import McpRequest
 from agentctl.workers.egress import EgressPolicy
 from agentctl.workers.egress_http import check_route, egress_client
 from agentctl.workers.executors import ExecOutcome, FailedEffect, UncertainEffect, parse_request
-from agentctl.workers.executors.mcp_wire import Wire, innermost, own_error
+from agentctl.workers.executors.mcp_wire import SESSION_KEY, Wire, innermost, own_error
 
 if TYPE_CHECKING:  # the SDK is an optional dependency, imported when a call needs it
     from mcp import Client
@@ -110,7 +110,7 @@ def _session_evidence(req: McpRequest, mcp_client: Client, wire: Wire) -> Protoc
     if info is not None:
         peer = {"name": bounded(str(info.name)), "version": bounded(str(info.version or ""))}
     return ProtocolSession(
-        key="s1",
+        key=SESSION_KEY,
         protocol="mcp",
         peer=req.server,
         endpoint=req.url,

@@ -7,7 +7,8 @@ before any of its bytes leave.
 
 Invariants: hooks only observe (they never change a request or answer); a body that is not
 a JSON-RPC request is ignored; evidence is bounded and carries no header values (a detail
-quoting one, even from the server, is redacted).
+quoting one, even from the server, is redacted); once a request was sent, the evidence holds
+the session, negotiated or not.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from agentctl.mailbox.requests import McpRequest
 from agentctl.workers.egress_http import SendTracker
 
 SESSION_HEADER = "mcp-session-id"
+SESSION_KEY = "s1"  # an effect opens one session
 
 
 @dataclass
@@ -50,6 +52,7 @@ class Wire:
         self.redactor = Redactor(list(req.headers.values()))
         self.server = req.server
         self.tool = req.tool
+        self.url = req.url
         self.tracker = tracker
         self.session: ProtocolSession | None = None
         self.remote_session_id: str | None = None
@@ -88,7 +91,15 @@ class Wire:
         return self.session is not None or bool(self.sent)
 
     def evidence(self) -> ProtocolEvidence:
-        key = self.session.key if self.session is not None else None
+        session = self.session
+        if session is None and self.sent:
+            # A request left but no session was negotiated (refused, failed initialize): the
+            # session is still on record, one per effect, with nothing negotiated in it.
+            found = self.remote_session_id
+            session = ProtocolSession(
+                key=SESSION_KEY, protocol="mcp", peer=self.server, endpoint=self.url
+            ).model_copy(update={"remote_session_id": found})
+        key = session.key if session is not None else None
         calls = [
             ProtocolCall(
                 session_key=key,
@@ -102,7 +113,7 @@ class Wire:
             )
             for sent in self.sent
         ]
-        sessions = [self.session] if self.session is not None else []
+        sessions = [session] if session is not None else []
         return ProtocolEvidence(sessions=sessions, calls=calls)
 
     def describe(self, exc: BaseException) -> str:
