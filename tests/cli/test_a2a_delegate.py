@@ -381,6 +381,12 @@ def test_polling_that_gives_up_records_its_polls_as_evidence(
     cont = cli("--output", "json", "effects", "continue-remote", effect["effectId"], "--db", db)
     assert cont.rc == 0, cont.stderr
     _assert_observed_apart(_wire(cli, run_id, db), task_id)
+    # The run was left resumable (blocked on the effect): it resumes with the observed result,
+    # and the peer still received the message once (docs/protocols.md).
+    done = cli("--output", "json", "resume", run_id, "--db", db)
+    assert done.rc == 0 and done.data["state"] == "succeeded", done.stderr
+    assert done.data["output"] == {"review": "reviewed: check the release notes"}
+    assert slow_peer.lines(slow_peer.received) == [{"messageId": "msg-1"}]
 
 
 @pytest.mark.parametrize(
