@@ -35,13 +35,19 @@ class Peer:
 
 @contextmanager
 def running_peer(
-    folder: Path, delay: float, script: Path = PEER_SCRIPT, *, hold: bool = False
+    folder: Path,
+    delay: float,
+    script: Path = PEER_SCRIPT,
+    *,
+    hold: bool = False,
+    port: int = 0,
 ) -> Iterator[Peer]:
-    """The peer on a free port; each task it starts completes after ``delay`` seconds — and,
-    with ``hold``, not before ``Peer.let_tasks_finish``."""
+    """The peer on a free port (or ``port``: a peer restarted where the last one listened,
+    its in-memory tasks forgotten); each task it starts completes after ``delay`` seconds —
+    and, with ``hold``, not before ``Peer.let_tasks_finish``."""
     received, requests = folder / "received.jsonl", folder / "requests.jsonl"
     release = folder / "release-tasks"
-    argv = [sys.executable, str(script), "--port", "0", "--delay", str(delay)]
+    argv = [sys.executable, str(script), "--port", str(port), "--delay", str(delay)]
     argv += ["--received", str(received), "--requests", str(requests)]
     argv += ["--release", str(release)] if hold else []
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

@@ -15,10 +15,12 @@ Invariants:
   a call that needs an approval is handed to the gateway with its reason, which holds it
   durably and pauses the task (the loop re-runs on ``resume``, reusing every confirmed call);
 - an agent with MCP tools first lists each of their servers' tools (``tools/list``, one
-  recorded effect per server): the model sees, and inputs are checked against, the schemas the
-  server listed then; a resumed attempt reuses the recorded listing, so its model calls keep
-  their identity. Descriptions and annotations are the server's claims, never trusted for
-  policy or idempotency (those come from the workflow's tool declaration);
+  recorded effect per server), each listing decided by policy before anything reaches the
+  server (``decide_listing``: denied, allowed, or held for an approval like a tool call): the
+  model sees, and inputs are checked against, the schemas the server listed then; a resumed
+  attempt reuses the recorded listing, so its model calls keep their identity. Descriptions
+  and annotations are the server's claims, never trusted for policy or idempotency (those
+  come from the workflow's tool declaration);
 - turns and tool calls are bounded by ``maxTurns`` / ``maxToolCalls``; exhausting them fails;
 - each call's timeout is its own (a model call the agent's ``timeoutSeconds``, a tool call the
   tool's, its kind's or the agent's), cut to what is left of the task's own ``timeoutSeconds``
@@ -51,7 +53,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list, as_object
 from agentctl.core.mcp import LIST_OPERATION, listed_tool
 from agentctl.core.operations import BuildInput, Operation, RunContext
 from agentctl.core.plan import AgentConfig
-from agentctl.core.policy import Decision, decide, tool_approval
+from agentctl.core.policy import Decision, decide, decide_listing, tool_approval
 from agentctl.core.pricing import COST_KEY, add_token_counts, price_for
 from agentctl.core.timeouts import AGENT_CALL_TIMEOUT_SECONDS
 from agentctl.core.tool_result import output_problems
@@ -229,13 +231,56 @@ class AgentRunner:
                 servers.setdefault(str(tool["server"]), []).append(str(tool["tool"]))
         entry = registry.lookup(LIST_OPERATION)
         for server, remote in servers.items():
+            decided = self._decide_listing(entry, server)  # before anything reaches it
             config: JsonObject = {"tools": list[JsonValue](remote)}
             limit = self._limit(entry, server, config, f"tools/list of MCP server {server}")
             built = self._build(entry, server, config, None, limit)
-            listing = await self._perform(self._call(entry, built, limit), limit)
+            call = self._listing_call(self._call(entry, built, limit), server, decided)
+            listing = await self._perform(call, limit)
             for name, tool in self.tools.items():
                 if tool.get("kind") == "mcp.tool" and tool.get("server") == server:
                     self.tools[name] = _with_listing(name, tool, listing)
+
+    def _decide_listing(self, entry: Operation, server: str) -> CallDecision:
+        """The listing judged as its own effect: denied by its name in ``toolsDeny`` or when
+        every tool of ``server`` this agent has is denied; held where approval is needed."""
+        names = [
+            name
+            for name, tool in self.tools.items()
+            if tool.get("kind") == "mcp.tool" and tool.get("server") == server
+        ]
+
+        def judged(asked: bool) -> Decision:
+            return decide_listing(
+                self.policy,
+                name=LIST_OPERATION,
+                tools=names,
+                effect_class=str(entry.effect_class),
+                risk=str(entry.risk),
+                interactive=asked,
+            )
+
+        what = f"tools/list of MCP server {server} denied"
+        return _decided(judged, self.gateway.context.interactive, what)
+
+    def _listing_call(self, call: AgentCall, server: str, decided: CallDecision) -> AgentCall:
+        """The listing with its decision; one needing an approval is held as a tool call is
+        (its tool-call row keyed ``TASK:ATTEMPT:tools/list:SERVER``, named ``mcp.list_tools``)."""
+        decision = decided.decision
+        call = dataclasses.replace(
+            call, policy=verdict(decision), unattended_denial=decided.unattended_denial
+        )
+        if not decision.needs_approval:
+            return call
+        return dataclasses.replace(
+            call,
+            approval_reason=decision.reason,
+            tool=LIST_OPERATION,
+            tool_call_id=f"{self.task.id}:{self.attempt}:tools/list:{server}",
+            arguments={"server": server},
+            agent=self.task.agent,
+            capability=LIST_OPERATION,
+        )
 
     # ---------------------------------------------------------------- model calls
 

@@ -14,8 +14,10 @@ Invariants:
 - An operator's reconciliation (capability ``effect_reconciliation``) is judged by the same
   rules against the run's policy; ``--approved`` answers a required approval in advance (so
   ``nonInteractive`` never applies) but never overrides a deny or allow list
-  (``authorize_reconciliation``). An internal operation (an agent's MCP ``tools/list``) was
-  never judged by name, so the name lists do not apply to it; approval by class and risk does.
+  (``authorize_reconciliation``). An internal operation (an agent's MCP ``tools/list``) is
+  judged in a run by ``decide_listing`` — its own name in ``toolsDeny``, or every tool it
+  serves denied, denies it — so reconciling it applies no name list; approval by class and
+  risk does.
 - Allowlists are exact: processes by basename, environment variables by name, hosts by exact
   name or ``*.suffix`` (which excludes the bare apex).
 """
@@ -143,6 +145,32 @@ def decide(
         )
     return Decision(
         DecisionKind.DENY, f"{source} requires approval and policy.nonInteractive is {mode}"
+    )
+
+
+def decide_listing(
+    policy: Mapping[str, JsonValue],
+    *,
+    name: str,
+    tools: Iterable[str],
+    effect_class: str,
+    risk: str,
+    interactive: bool = False,
+) -> Decision:
+    """An internal read made for some of an agent's tools (its MCP ``tools/list`` of one
+    server, operation ``name``): ``name`` in ``toolsDeny`` denies it; so does every tool it
+    serves being denied by the name lists — the listing could serve no call the policy allows,
+    so nothing may reach the server. Otherwise it is judged by its own class and risk (under
+    ``approval: always`` it needs an approval, as every effect does)."""
+    if name in _name_list(policy, "toolsDeny"):
+        return Decision(DecisionKind.DENY, f"{name!r} is in policy.toolsDeny")
+    denials = {tool: _deny_reason(policy, tool, False, None) for tool in tools}
+    allowed = [tool for tool, denial in denials.items() if denial is None]
+    if not allowed:
+        reasons = "; ".join(str(denial) for denial in denials.values())
+        return Decision(DecisionKind.DENY, f"every tool it lists for is denied ({reasons})")
+    return decide(
+        policy, name=allowed[0], effect_class=effect_class, risk=risk, interactive=interactive
     )
 
 

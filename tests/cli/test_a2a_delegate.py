@@ -360,6 +360,34 @@ def test_a_cancelled_delegation_is_settled_by_continue_remote(
     assert slow_peer.lines(slow_peer.received) == [{"messageId": "msg-1"}]
 
 
+def test_a_task_the_peer_forgot_is_uncertain_and_never_sent_again(
+    cli: Cli, start_cli: StartCli, tmp_path: Path
+) -> None:
+    # The peer accepted the message (its task id is durable), then restarted with an empty
+    # in-memory store: "Task not found" says nothing about whether the task ran, so the effect
+    # is uncertain — `failed` would let `retry --failed` send the message a second time.
+    (tmp_path / "first").mkdir()
+    with running_peer(tmp_path / "first", delay=0.0, hold=True) as first:
+        run_id, effect = _killed_mid_task(cli, start_cli, tmp_path, first)
+    (tmp_path / "again").mkdir()
+    with running_peer(tmp_path / "again", delay=0.0, port=first.port) as again:
+        db, wf = _db(tmp_path), str(tmp_path / "wf.yaml")
+        done = cli("--output", "json", "resume", run_id, "--db", db)
+        assert done.rc == 4 and "uncertain" in done.error["error"]["message"]
+        (after,) = cli("--output", "json", "effects", "list", run_id, "--db", db).data["effects"]
+        assert after["status"] == "uncertain", after["error"]
+        assert effect["remoteTaskId"] in after["error"] and "Task not found" in after["error"]
+        retried = cli("--output", "json", "retry", wf, run_id, "--failed", "--db", db)
+        assert retried.rc != 0  # blocked until reconciled
+        assert again.lines(again.received) == []  # never sent again
+        reconciled = cli(
+            "effects", "reconcile", effect["effectId"], "--status", "not-applied",
+            "--reason", "the peer lost it", "--db", db,
+        )  # fmt: skip
+        assert reconciled.rc == 0, reconciled.stderr
+    assert first.lines(first.received) == [{"messageId": "msg-1"}]
+
+
 def test_polling_that_gives_up_records_its_polls_as_evidence(
     cli: Cli, tmp_path: Path, slow_peer: Peer
 ) -> None:

@@ -479,9 +479,9 @@ def test_a_resumed_agent_reuses_its_recorded_tool_listing(
 def test_an_uncertain_tool_listing_is_reconciled_under_a_tools_allow_list(
     cli: Cli, tmp_path: Path, server: NotesServer
 ) -> None:
-    # The run lists the agent's MCP tools without a policy decision of its own (toolsAllow
-    # names the agent's tool, not the listing), so reconciling the listing is not judged by
-    # the name lists either: otherwise the run could never be resumed.
+    # toolsAllow names the agent's tool, not the listing, which the run admits because it
+    # serves that allowed tool; reconciling the listing is not judged by the name lists
+    # either: otherwise the run could never be resumed.
     text = AGENT.format(port=server.port, url=server.url, tool_input='{ text: "a b c" }')
     allowed = "    approval: never\n    toolsAllow: [count_words]\n"
     (tmp_path / "wf.yaml").write_text(text.replace("    approval: never\n", allowed, 1))

@@ -8,6 +8,11 @@ Invariants:
 - a failure before any byte of the message left is a definitive failure; a lost or ambiguous
   ``SendMessage`` is uncertain; polling is bounded by ``maxPolls`` × ``pollIntervalMs`` and
   ending it on a task still working is uncertain too (the task goes on remotely);
+- once a remote task id is known (``SendMessage`` answered with a task, or ``continueTaskId``)
+  the message was accepted, so nothing but the task's own end is definitive: a card that cannot
+  be read, a ``GetTask`` the peer refuses (a peer that forgot the task: "Task not found") or a
+  lost poll makes the effect uncertain, naming the task — never failed, which ``retry
+  --failed`` would send again;
 - ``completed`` is the only success; ``failed``, ``rejected``, ``canceled`` and the interrupted
   states (input or auth required) fail the task with the peer's own words;
 - every execution reports its protocol evidence (``workers.a2a_wire``): with the task id (the
@@ -37,8 +42,13 @@ _WORKING = frozenset({"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_
 async def execute_delegate(msg: Execute) -> ExecOutcome:
     req = parse_request(A2aDelegateRequest, msg)
     policy = EgressPolicy.from_json(req.egress.model_dump(by_alias=True))
-    route = await check_route(req.card_url, policy)  # every denial happens here, unrecorded
     wire = A2aWire(req)
+    try:
+        route = await check_route(req.card_url, policy)  # every denial happens here, unrecorded
+    except AgentctlError as exc:
+        if req.continue_task_id is None:
+            raise  # nothing was sent: a definitive failure
+        raise UncertainEffect(_unobserved(wire, req.continue_task_id, exc).error) from exc
     try:
         async with peer.open_peer(req, route, wire) as session:
             if req.continue_task_id is not None:
@@ -52,6 +62,8 @@ async def execute_delegate(msg: Execute) -> ExecOutcome:
         wire.unanswered("uncertain", exc.error.message)
         raise UncertainEffect(exc.error, wire.evidence()) from exc
     except AgentctlError as exc:
+        if req.continue_task_id is not None:  # the known task could not be reached again
+            raise _unobserved(wire, req.continue_task_id, exc) from exc
         wire.unanswered("failed", exc.message)
         raise FailedEffect(exc, wire.evidence()) from exc
     return ExecOutcome(task, protocol=wire.evidence())
@@ -98,7 +110,21 @@ async def _delegate(session: peer.PeerSession, wire: A2aWire, effect_id: str) ->
 async def _observe(
     session: peer.PeerSession, wire: A2aWire, task_id: str, latest: pb.Task | None
 ) -> JsonObject:
-    """Poll ``GetTask`` until the task ends, at most ``maxPolls`` times."""
+    """Poll ``GetTask`` until the task ends, at most ``maxPolls`` times; the peer's refusal
+    of a poll (the task forgotten, say) leaves the accepted message's outcome unknown."""
+    try:
+        latest = await _poll_to_end(session, wire, task_id, latest)
+    except peer.PeerRefusedError as exc:
+        raise _unobserved(wire, task_id, exc) from exc
+    try:
+        return _task_output(wire.request, latest)
+    except ProviderError as exc:  # the peer's own word that the task ended otherwise
+        raise FailedEffect(exc, wire.evidence()) from exc
+
+
+async def _poll_to_end(
+    session: peer.PeerSession, wire: A2aWire, task_id: str, latest: pb.Task | None
+) -> pb.Task:
     req = wire.request
     polls = 0
     while latest is None or _state(latest) in _WORKING:
@@ -120,7 +146,7 @@ async def _observe(
             # A read of a known task: safe to try again on the next poll, within the bound.
             if polls >= req.max_polls:
                 raise UncertainEffect(_lost(req, "GetTask", exc)) from exc
-    return _task_output(req, latest)
+    return latest
 
 
 async def _poll(session: peer.PeerSession, wire: A2aWire, task_id: str) -> pb.Task:
@@ -188,6 +214,18 @@ def _reply_output(req: A2aDelegateRequest, message: pb.Message) -> JsonObject:
         "artifacts": [],
         "message": peer.as_json(message),
     }
+
+
+def _unobserved(wire: A2aWire, task_id: str, exc: AgentctlError) -> UncertainEffect:
+    """The peer accepted the message (its task id is known) but the task cannot be observed:
+    it may have run, may still run — uncertain, for a reconciliation to settle, never resent."""
+    wire.unanswered("uncertain", exc.message)
+    error = AgentctlError(
+        f"A2A peer {wire.peer}: remote task {task_id} was accepted but can no longer be "
+        f"observed ({exc.message}); it may have run — reconcile it (`agentctl effects "
+        "continue-remote EFFECT` or `agentctl effects reconcile`)"
+    )
+    return UncertainEffect(error, wire.evidence())
 
 
 def _lost(req: A2aDelegateRequest, call: str, exc: AgentctlError) -> AgentctlError:
