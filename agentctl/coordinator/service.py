@@ -402,8 +402,7 @@ async def _finish(
         await store.cancel_run(_stop(req, live, now, "failed", reason))
         return RunOutcome(req.run_id, req.trace_id, "failed", None, {"run": reason})
     output: JsonValue = None
-    stop = live.halted if live.refused is None else live.refused
-    errors = dict(live.errors) if stop is None else {"run": stop}
+    errors = dict(live.errors) if (stop := live.refused or live.halted) is None else {"run": stop}
     if final == "succeeded":
         # Finished outputs live in the ledger; read back only those the run's output reads.
         outputs = await store.read_outputs(req.run_id, run_output_reads(req.plan))
@@ -450,9 +449,9 @@ _UNRESOLVED_HINT = (
 
 
 def outcome_or_raise(outcome: RunOutcome, details: JsonObject | None = None) -> RunOutcome:
-    """Paused/cancelled/succeeded outcomes are returned; failed, halted and blocked ones raise
-    (``details``: what the command adds to a failed run's error, e.g. a compensation's
-    source run and the tasks it did compensate)."""
+    """Paused/cancelled/succeeded outcomes are returned; failed, halted, refused and blocked
+    ones raise (``details``: what the command adds to a failed run's error, e.g. a
+    compensation's source run and the tasks it did compensate)."""
     if outcome.state == "failed":
         failed = [f"{t}: {e}" for t, e in outcome.errors.items() if e]
         raise RunFailedError(
@@ -468,10 +467,9 @@ def outcome_or_raise(outcome: RunOutcome, details: JsonObject | None = None) -> 
             trace_id=outcome.trace_id,
             data={"hint": TASK_DISK_FULL_HINT.replace("RUN", outcome.run_id)},
         )
-    if outcome.state == "refused":
-        raise BlockedError(
-            str(outcome.errors.get("run")), run_id=outcome.run_id, trace_id=outcome.trace_id
-        )
+    if outcome.state == "refused":  # a resumed call's identity changed: the run left paused
+        why = str(outcome.errors["run"])
+        raise BlockedError(why, run_id=outcome.run_id, trace_id=outcome.trace_id)
     if outcome.state == "blocked":
         raise RunFailedError(
             "an effect's outcome is uncertain; the run stays resumable after reconciliation",

@@ -2,9 +2,8 @@
 
 Dimensions are the camelCase counter names (``providerRequests``, ``turns``, ``toolCalls``,
 ``inputTokens``, ``outputTokens``, ``totalTokens``, ``processOutputBytes``, ``artifactBytes``,
-``costMicrousd``, …); limits may be given with the DSL's ``max`` prefix
-(``maxToolCalls``) and are normalised. Wall time is not reserved: it is derived from the
-durable ``runs.created_at`` (see ``runs.wall_time_exceeded``).
+``costMicrousd``, …); limits may carry the DSL's ``max`` prefix (``maxToolCalls``). Wall
+time is not reserved: it derives from ``runs.created_at`` (``runs.wall_time_exceeded``).
 
 Invariants:
 - reserve and settle run inside the caller's ``BEGIN IMMEDIATE`` transaction, so the
@@ -342,9 +341,7 @@ def _reserve_counters(conn: Db, run_id: str, wanted: dict[str, int], now: str) -
         if write_counters(conn, known, known.usage, reserved, now, cas=True):
             return None
     known, recorded = read_known(conn, run_id)
-    # The refusal names what this reservation would reach (spec/cli.md §7: usage + reserved +
-    # requested), also after a settled overshoot; one that would fit is refused all the same
-    # once the budget is exceeded, with the record that exceeded it.
+    # Named: what it would reach (spec/cli.md §7), or the record that exceeded the budget.
     exceeded = _first_overrun(known.limits, known.usage, known.reserved, wanted) or recorded
     if exceeded is None:
         write_counters(conn, known, known.usage, _add(known.reserved, wanted), now, cas=False)
