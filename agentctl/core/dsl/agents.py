@@ -2,9 +2,7 @@
 
 Invariants:
 - A non-fake provider gets its spec default endpoint (Azure must name one) and, when no
-  ``credential`` is written, the conventional environment variable of its kind; an endpoint
-  written must end with its kind's API path (``providerdefaults.endpoint_problem``, the rule
-  its worker adapter applies).
+  ``credential`` is written, the conventional environment variable of its kind.
 - An agent has exactly one of ``instructions`` / ``instructionsFile``.
 - Provider and tool kinds are those of ``agentctl.core.registry``; a tool's registry entry
   fixes its capability, effect class and idempotency (absent ones are filled in, written ones
@@ -40,7 +38,7 @@ from agentctl.core.dsl.base import (
 )
 from agentctl.core.dsl.secrets import EnvSecret, SecretRef
 from agentctl.core.dsl.tasks import RESERVED_VARS
-from agentctl.core.providerdefaults import CREDENTIAL_ENVS, DEFAULT_ENDPOINTS, endpoint_problem
+from agentctl.core.providerdefaults import CREDENTIAL_ENVS, DEFAULT_ENDPOINTS
 from agentctl.core.timeouts import AGENT_CALL_TIMEOUT_SECONDS
 
 TOOL_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*\Z")
@@ -84,7 +82,7 @@ class Provider(StrictModel):
             self._nothing_to_reach()
             return self
         if self.endpoint is not None:
-            _check_endpoint(self.kind, self.endpoint)
+            _check_endpoint(self.endpoint)
         if self.endpoint is None:
             self.endpoint = DEFAULT_ENDPOINTS[self.kind]
         if self.credential is None:
@@ -105,14 +103,10 @@ class Provider(StrictModel):
             )
 
 
-def _check_endpoint(kind: str, endpoint: str) -> None:
+def _check_endpoint(endpoint: str) -> None:
     check_http_url(
         endpoint, "provider endpoint", "https://api.openai.com/v1/responses", at="endpoint"
     )
-    problem = endpoint_problem(kind, endpoint)  # the adapter's own rule, checked before a run
-    if problem is not None:
-        example = DEFAULT_ENDPOINTS.get(kind, "")
-        raise rule_error("schema_violation", problem, at="endpoint", help=f"e.g. {example}")
 
 
 class Reasoning(StrictModel):

@@ -19,7 +19,6 @@ from typing import Any
 import httpx2
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.core.providerdefaults import ENDPOINT_SUFFIXES, endpoint_problem
 from agentctl.errors import ProviderError, ValidationError
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ModelRequest
@@ -31,7 +30,7 @@ from agentctl.workers.executors.providers.common import (
     system_text,
 )
 
-SUFFIX = ENDPOINT_SUFFIXES["google"]
+SUFFIX = "/models"
 LEVELS = {"low": "LOW", "medium": "MEDIUM", "high": "HIGH", "xhigh": "HIGH", "max": "HIGH"}
 FINISHED = frozenset({None, "STOP", "FINISH_REASON_UNSPECIFIED"})  # a complete answer
 REFUSALS = frozenset(
@@ -45,10 +44,12 @@ async def execute_google(msg: Execute) -> ExecOutcome:
 
 def split_endpoint(endpoint: str) -> tuple[str, str]:
     """(SDK base URL, API version) of ``https://host/…/v1beta/models``."""
-    problem = endpoint_problem("google", endpoint)  # ``check``'s rule, for old records
-    if problem is not None:
-        raise ValidationError(problem)
-    base, _, version = endpoint.rstrip("/").removesuffix(SUFFIX).rpartition("/")
+    path = endpoint.rstrip("/")
+    if not path.endswith(SUFFIX):
+        raise ValidationError(f"a google endpoint ends with /{{apiVersion}}{SUFFIX}: {endpoint}")
+    base, _, version = path.removesuffix(SUFFIX).rpartition("/")
+    if not version or "://" not in base:
+        raise ValidationError(f"a google endpoint ends with /{{apiVersion}}{SUFFIX}: {endpoint}")
     return base, version
 
 
