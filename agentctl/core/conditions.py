@@ -170,8 +170,8 @@ def parse_condition(text: str) -> Condition:
     for op in OPERATORS:
         if op in body:
             left, right = body.split(op, 1)
-            literal = parse_literal(right)
-            _refuse_and_or(inner, left if _is_literal_text(right) else body)
+            literal, whole = _literal(right)
+            _refuse_and_or(inner, left if whole else body)
             if isinstance(literal, float) and not math.isfinite(literal):
                 # `1e400` parses as infinity: no JSON value compares as one, so refuse it
                 # as `--input` refuses the same number.
@@ -197,17 +197,6 @@ def _refuse_and_or(inner: str, text: str) -> None:
         )
 
 
-def _is_literal_text(text: str) -> bool:
-    """Whether ``text`` is one literal as written: JSON, or one pair of quotes around text."""
-    raw = text.strip()
-    try:
-        json.loads(raw, parse_constant=_reject_constant)
-    except ValueError:
-        quote = raw[:1]
-        return len(raw) >= 2 and quote in "'\"" and raw.endswith(quote) and raw.count(quote) == 2
-    return True
-
-
 def _looks_like_path(text: str) -> bool:
     # An unquoted literal that parses as a path is almost surely a path-vs-path comparison,
     # which the original silently compared against the literal string; we refuse it instead.
@@ -225,12 +214,20 @@ def check_condition(text: str) -> list[Reference]:
 
 def parse_literal(text: str) -> JsonValue:
     """A literal is JSON when it parses as JSON, else the trimmed, quote-stripped string."""
+    return _literal(text)[0]
+
+
+def _literal(text: str) -> tuple[JsonValue, bool]:
+    """``parse_literal``'s value, and whether ``text`` is one literal as written: JSON, or one
+    pair of quotes around text (an ``and``/``or`` inside it is the literal's own)."""
     raw = text.strip()
     try:
         literal: JsonValue = json.loads(raw, parse_constant=_reject_constant)
-        return literal
+        return literal, True
     except ValueError:
-        return raw.strip("'\"")
+        quote = raw[:1]
+        whole = len(raw) >= 2 and quote in "'\"" and raw.endswith(quote) and raw.count(quote) == 2
+        return raw.strip("'\""), whole
 
 
 def _reject_constant(name: str) -> NoReturn:

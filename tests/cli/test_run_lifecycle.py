@@ -97,10 +97,8 @@ def test_cancel_from_another_shell_lets_the_step_in_flight_finish(
     # spec/cli.md §6: `cancel` sets the flag and the driver honours it at the next boundary:
     # the step in flight ends and is recorded (a signal, by contrast, kills it); the next one
     # never starts; the run ends cancelled.
-    db, started = tmp_path / "r.db", tmp_path / "started"
-    proc = start_cli("--output", "json", "run", str(write_workflow(STEPS)), "--db", str(db))
-    _wait_for_line(started, "x", proc)
-    run_id = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"][0]["runId"]
+    db = tmp_path / "r.db"
+    proc, run_id = _start_steps_mid_first(cli, start_cli, write_workflow, db)
     asked = cli("--output", "json", "cancel", run_id, "--db", str(db))
     assert asked.rc == 0 and asked.data == {"runId": run_id, "requested": True}
     (tmp_path / "go").touch()  # the step in flight may end now
@@ -117,17 +115,24 @@ def test_no_step_starts_after_a_cancel_that_returned(
     # its poll of the flag comes late: the transaction that would start the second step
     # reads the flag itself (serialized with the flag's write) and starts nothing.
     db, started = tmp_path / "r.db", tmp_path / "started"
-    proc = start_cli("--output", "json", "run", str(write_workflow(STEPS)), "--db", str(db))
-    _wait_for_line(started, "x", proc)
+    proc, run_id = _start_steps_mid_first(cli, start_cli, write_workflow, db)
     os.kill(proc.pid, signal.SIGSTOP)
     try:
-        run_id = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"][0]["runId"]
         assert cli("--output", "json", "cancel", run_id, "--db", str(db)).rc == 0
         (tmp_path / "go").touch()
         _wait_for_line(started, "done", None)  # the first step ended after the cancel
     finally:
         os.kill(proc.pid, signal.SIGCONT)
     _assert_only_the_first_step_ran(cli, proc, db, run_id)
+
+
+def _start_steps_mid_first(cli, start_cli, write_workflow, db: Path):  # type: ignore[no-untyped-def]
+    """``agentctl run`` of STEPS in the background, returned once its first step runs (it
+    waits for the file ``go`` beside ``db``): the process and the run's id."""
+    proc = start_cli("--output", "json", "run", str(write_workflow(STEPS)), "--db", str(db))
+    _wait_for_line(db.parent / "started", "x", proc)
+    run_id = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"][0]["runId"]
+    return proc, str(run_id)
 
 
 def _wait_for_line(path: Path, line: str, proc: subprocess.Popen[str] | None) -> None:
