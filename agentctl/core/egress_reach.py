@@ -11,7 +11,7 @@ Invariants:
 - a templated server or peer name reaches every declared one, since it may render to any;
   ``named_owners`` (what a run is sure to need secrets for) leaves those out;
 - the answer is de-duplicated and sorted by owner then URL, so the first refusal a user
-  sees does not depend on task order.
+  sees does not depend on task order; ``provider_endpoint_problems`` is sorted by provider.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from agentctl.core import registry
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.operations import Endpoint, Operation, ReachInput
 from agentctl.core.plan import Plan, PlannedTask, RunConfig
+from agentctl.core.providerdefaults import endpoint_problem
 
 
 def plan_endpoints(plan: Plan) -> tuple[Endpoint, ...]:
@@ -35,6 +36,21 @@ def named_owners(plan: Plan, task_ids: Collection[str] | None = None) -> set[str
     x``): endpoints a template may or may not select are left out (``Endpoint.named``)."""
     tasks = plan.tasks if task_ids is None else (t for t in plan.tasks if t.id in task_ids)
     return {e.owner for task in tasks for e in _task_endpoints(task, plan.run) if e.named}
+
+
+def provider_endpoint_problems(plan: Plan) -> dict[str, str]:
+    """Provider name -> why its adapter would refuse its endpoint, for the providers the agent
+    tasks of ``plan`` call whose endpoint is not of its kind's form (sorted by name)."""
+    providers = {t.agent_config.provider_name: t.agent_config for t in plan.tasks if t.agent_config}
+    found: dict[str, str] = {}
+    for name in sorted(providers):
+        config = providers[name]
+        endpoint = config.provider.get("endpoint")
+        if isinstance(endpoint, str):
+            problem = endpoint_problem(config.provider_kind, endpoint)
+            if problem is not None:
+                found[name] = problem
+    return found
 
 
 def _task_endpoints(task: PlannedTask, run: RunConfig) -> Iterator[Endpoint]:

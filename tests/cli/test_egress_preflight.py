@@ -115,6 +115,25 @@ def test_submit_refuses_a_denied_endpoint_before_queueing_anything(
     assert server.seen == []
 
 
+@pytest.mark.parametrize("command", ["run", "submit"])
+def test_an_endpoint_its_adapter_cannot_call_exits_2_before_any_state(
+    cli: Cli, tmp_path: Path, server: AgentServer, command: str
+) -> None:
+    # `…/v1` where an openai endpoint ends with `/responses`: the worker refuses every call to
+    # it, so the run was created and charged a providerRequests unit before its task failed.
+    wf = _openai(tmp_path, server, **{"/v1/responses": "/v1"})
+    done = cli("--output", "json", command, str(wf), env=KEY)
+    _refused_before_state(done, tmp_path, 2, "provider main", "ends with /responses")
+    (found,) = done.error["diagnostics"]
+    assert (found["code"], found["path"]) == (
+        "unsupported_capability",
+        "spec.providers.main.endpoint",
+    )
+    assert found["line"] is not None
+    assert server.seen == []
+    assert cli("check", str(wf)).rc == 0  # doctor and auth check still report on it
+
+
 def test_a_provider_name_that_does_not_resolve_exits_6_before_any_state(
     cli: Cli, tmp_path: Path, server: AgentServer
 ) -> None:

@@ -72,7 +72,7 @@ spec:
   policy: { approval: never, secretProcessAllowlist: [sh], networkAllowlist: [127.0.0.1],
     network: { allowPrivate: true, allowedPorts: [9] } }
   providers:
-    p: { kind: openai, endpoint: "http://127.0.0.1:9/v1",
+    p: { kind: openai, endpoint: "http://127.0.0.1:9/v1/responses",
       credential: { process: { command: /bin/sh, args: [-c, "exit 3"] } } }
   agents: { a: { provider: p, model: m, instructions: hi } }
   tasks: [ { id: ask, uses: "agent:a", with: { prompt: p } } ]

@@ -16,6 +16,7 @@ from typing import Any
 import httpx2
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.providerdefaults import ENDPOINT_SUFFIXES, endpoint_problem
 from agentctl.errors import ProviderError, ValidationError
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ModelRequest
@@ -28,7 +29,7 @@ from agentctl.workers.executors.providers.common import (
     tool_output_text,
 )
 
-SUFFIX = "/v1/messages"
+SUFFIX = ENDPOINT_SUFFIXES["anthropic"]
 FINISH = {
     None: "complete",
     "end_turn": "complete",
@@ -51,8 +52,9 @@ async def _call(req: ModelRequest, http: httpx2.AsyncClient) -> Reply:
 
     if req.stream:
         raise ValidationError("anthropic providers do not stream (spec/dsl.md §5)")
-    if not req.endpoint.rstrip("/").endswith(SUFFIX):
-        raise ValidationError(f"an anthropic endpoint ends with {SUFFIX}: {req.endpoint}")
+    problem = endpoint_problem("anthropic", req.endpoint)
+    if problem is not None:
+        raise ValidationError(problem)
     # The Messages API's documented key header is x-api-key; this SDK would send the key as
     # a bearer token instead, so the header is set here and Authorization left out per call.
     client: Any = AsyncAnthropic(

@@ -19,6 +19,7 @@ from typing import Any
 import httpx2
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.providerdefaults import ENDPOINT_SUFFIXES, endpoint_problem
 from agentctl.errors import ProviderError, ValidationError
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ModelRequest
@@ -30,7 +31,7 @@ from agentctl.workers.executors.providers.common import (
     system_text,
 )
 
-SUFFIX = "/models"
+SUFFIX = ENDPOINT_SUFFIXES["google"]
 LEVELS = {"low": "LOW", "medium": "MEDIUM", "high": "HIGH", "xhigh": "HIGH", "max": "HIGH"}
 FINISHED = frozenset({None, "STOP", "FINISH_REASON_UNSPECIFIED"})  # a complete answer
 REFUSALS = frozenset(
@@ -44,12 +45,10 @@ async def execute_google(msg: Execute) -> ExecOutcome:
 
 def split_endpoint(endpoint: str) -> tuple[str, str]:
     """(SDK base URL, API version) of ``https://host/…/v1beta/models``."""
-    path = endpoint.rstrip("/")
-    if not path.endswith(SUFFIX):
-        raise ValidationError(f"a google endpoint ends with /{{apiVersion}}{SUFFIX}: {endpoint}")
-    base, _, version = path.removesuffix(SUFFIX).rpartition("/")
-    if not version or "://" not in base:
-        raise ValidationError(f"a google endpoint ends with /{{apiVersion}}{SUFFIX}: {endpoint}")
+    problem = endpoint_problem("google", endpoint)
+    if problem is not None:
+        raise ValidationError(problem)
+    base, _, version = endpoint.rstrip("/").removesuffix(SUFFIX).rpartition("/")
     return base, version
 
 

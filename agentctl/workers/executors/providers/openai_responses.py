@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import httpx2
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list, as_object
+from agentctl.core.providerdefaults import endpoint_problem
 from agentctl.errors import ProviderError, ValidationError
 from agentctl.mailbox.messages import Execute, FragmentKind
 from agentctl.mailbox.requests import ModelRequest
@@ -44,7 +45,6 @@ from agentctl.workers.executors.providers.common import (
 )
 from agentctl.workers.executors.providers.sse import read_events
 
-SUFFIX = "/responses"
 # Stream event type → fragment kind.
 DELTA_KINDS: dict[str, FragmentKind] = {
     "response.output_text.delta": "text",
@@ -68,8 +68,9 @@ async def execute_openai(msg: Execute) -> ExecOutcome:
 
 
 async def _call(req: ModelRequest, http: httpx2.AsyncClient) -> Reply:
-    if not req.endpoint.rstrip("/").endswith(SUFFIX):
-        raise ValidationError(f"an openai endpoint ends with {SUFFIX}: {req.endpoint}")
+    problem = endpoint_problem("openai", req.endpoint)
+    if problem is not None:
+        raise ValidationError(problem)
     headers = {"Authorization": f"Bearer {req.credential}", **req.headers}
     return await respond(http, Endpoint(req.endpoint.rstrip("/"), headers), req)
 
