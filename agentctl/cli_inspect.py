@@ -184,7 +184,12 @@ def _list(data: JsonObject, db: str) -> NoReturn:
 _ResultOpt = Annotated[
     Path | None,
     typer.Option(
-        "--result-file", parser=path_parser("--result-file"), help="The effect's result (JSON)."
+        "--result-file",
+        parser=path_parser("--result-file"),
+        help=(
+            "The effect's result (JSON); with applied it must meet the task's output "
+            "contract (default: a JSON object)."
+        ),
     ),
 ]
 _ResultSchemaOpt = Annotated[
@@ -260,7 +265,8 @@ def _evidence(path: Path) -> JsonObject:
 def _result(path: Path, status: str) -> JsonValue:
     """``--result-file``'s result, any JSON value; but ``null`` is no result, so it cannot be
     the result an ``applied`` effect carries on with (refused here, exit 2, rather than told
-    that the file is missing)."""
+    that the file is missing). Whether the task can deliver it (its output contract) is
+    ``coordinator.reconcile``'s check, against the run's plan."""
     result = json_file(path, "result file")
     if result is None and status == "applied":
         raise ValidationError(

@@ -4,8 +4,10 @@ the checks the ledger cannot make, then one guarded write.
 Invariants:
 - nothing is recorded unless every check passes, in this order: the result schema itself
   (exit 2), the result against it (whatever the status, as in the original), for an applied
-  result an extension's ``outputSchema``, a model call's answer shape and an agent tool's
-  ``outputSchema`` (judging the result as the agent shapes it for the model:
+  result an extension's ``outputSchema``, a model call's answer shape, the output contract of
+  a task that is not an agent (judged by ``execute.settle_recorded``, the very function
+  ``resume`` delivers it through: what it would fail there is refused here) and an agent
+  tool's ``outputSchema`` (judging the result as the agent shapes it for the model:
   ``core.tool_result``), then the run's policy for capability ``effect_reconciliation``
   (``core.policy.authorize_reconciliation``; exit 4 on each);
 - policy is the run's compiled policy as stored with the run, never a workflow file on disk,
@@ -22,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 
 from agentctl.coordinator.creation import load_plan
+from agentctl.coordinator.execute import settle_recorded
 from agentctl.core import jsonschema, registry
 from agentctl.core.extension import applied_result_problems
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
@@ -53,6 +56,7 @@ def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObje
         seen = ledger.inspect_effect(request.effect_id)
         plan = load_plan(ledger.get_run(seen.effect.run_id))
         _check_result(seen.effect, request)
+        _check_task_output(plan, seen.effect, request)
         output = _tool_output(plan, seen, request)
         authorization = _authorize(plan, seen, request.actor, approved)
         granted = dataclasses.replace(
@@ -145,6 +149,24 @@ def _check_result(effect: EffectRecord, r: ReconcileRequest) -> None:
                 f"the result is not a model answer {{finish, text, toolCalls, usage}} "
                 f"({effect.operation}): {'; '.join(problems[:3])}; nothing was recorded"
             )
+
+
+def _check_task_output(plan: Plan, effect: EffectRecord, r: ReconcileRequest) -> None:
+    """Refuse an applied result the resumed task would fail on: ``resume`` delivers it as the
+    task's output through ``settle_recorded``, held to the task's output contract (its
+    ``outputSchema``; without one, a JSON object). Recorded, it could not be taken back (records
+    are append-only) and the next ``resume`` would fail the run for good. An agent's effects are
+    its calls, not its output (its loop checks what it delivers; its calls are judged above)."""
+    task = plan.tasks[plan.index[effect.task_id]] if effect.task_id in plan.index else None
+    if r.status != "applied" or r.result is None or task is None or task.kind == "agent":
+        return
+    settled = settle_recorded(task, effect.attempt, effect, r.result)
+    if settled.state == "failed":
+        raise InvalidOperationError(
+            f"the result breaks what task {task.id} delivers (effect {effect.effect_id}, "
+            f"{effect.operation}), so resume would fail the run: {settled.error}; "
+            "nothing was recorded"
+        )
 
 
 def _tool_output(plan: Plan, seen: EffectInspection, r: ReconcileRequest) -> JsonValue:

@@ -109,13 +109,15 @@ spec:
 
 
 @pytest.mark.parametrize(
-    ("result", "state"), [({"foo": 1}, "failed"), ({"path": "out/x.txt"}, "succeeded")]
+    ("result", "state"), [({"foo": 1}, "refused"), ({"path": "out/x.txt"}, "succeeded")]
 )
 def test_an_applied_result_is_held_to_the_tasks_output_contract(  # type: ignore[no-untyped-def]
     result: dict[str, object], state: str, cli, tmp_path: Path
 ) -> None:
     # An operator's `applied` result stands for what the effect did; the task delivers it only
-    # if its output contract holds, exactly as for a live outcome.
+    # if its output contract holds, exactly as for a live outcome. One that breaks it is
+    # refused when it is given (a record cannot be taken back; resume would fail the run for
+    # good), so the effect stays unresolved and the run waits for a result that holds.
     (tmp_path / "wf.yaml").write_text(CONTRACT)
     (tmp_path / "result.json").write_text(json.dumps(result))
     db = ["--db", str(tmp_path / "r.db")]
@@ -124,15 +126,16 @@ def test_an_applied_result_is_held_to_the_tasks_output_contract(  # type: ignore
     run_id = cli("--output", "json", "runs", "list", *db).data["runs"][0]["runId"]
     (eff,) = cli("--output", "json", "effects", "list", run_id, *db).data["effects"]
     args = ["effects", "reconcile", eff["effectId"], "--status", "applied", "--reason", "done"]
-    assert cli(*args, "--result-file", "result.json", *db).rc == 0
+    given = cli("--output", "json", *args, "--result-file", "result.json", *db)
     resumed = cli("--output", "json", "resume", run_id, *db)
+    effect = cli("--output", "json", "effects", "inspect", eff["effectId"], *db).data
     task = cli("--output", "json", "inspect", run_id, *db).data["tasks"][0]
-    assert task["state"] == state
-    if state == "failed":
-        assert resumed.rc == 4
-        assert "output does not match its output contract" in task["error"]
-        assert task["output"] is None
+    if state == "refused":
+        assert given.rc == 4
+        assert "output does not match its output contract" in given.error["error"]["message"]
+        assert effect["reconciliations"] == [] and effect["effect"]["status"] == "uncertain"
+        assert resumed.rc == 3 and task["output"] is None
     else:
-        assert resumed.rc == 0, resumed.stderr
-        assert task["output"] == result
+        assert given.rc == 0 and resumed.rc == 0, resumed.stderr
+        assert task["state"] == state and task["output"] == result
     assert not (tmp_path / "out" / "x.txt").exists()  # vouched for, never run again
