@@ -94,10 +94,11 @@ def test_a_reconciliation_policy_requires_approval_for_needs_approved(
 def test_what_policy_allows_is_reconciled_without_approved(cli: Cli, tmp_path: Path) -> None:
     run_id, effect = _park(cli, tmp_path, "never")
     # A blank reason or actor is bad input (exit 2), refused before anything is recorded.
-    for flag in ("--reason", "--actor"):
-        blank = _reconcile(cli, effect, "not-applied", flag, "  ")
+    for flags in (("--reason", "  "), ("--reason", "checked", "--actor", "  ")):
+        args = ("effects", "reconcile", effect, "--status", "not-applied", *flags)
+        blank = cli("--output", "json", *args, *DB)
         assert blank.rc == 2, blank.stderr
-        assert f"{flag} must not be empty" in blank.error["error"]["message"]
+        assert f"{flags[-2]} must not be empty" in blank.error["error"]["message"]
     assert _history(cli, effect) == [] and _audited(cli, run_id) == []
     done = _reconcile(cli, effect, "not-applied")
     assert done.rc == 0, done.stderr
