@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agentctl import __version__
+from agentctl.cli_argv import twice_error
 from agentctl.cli_commands import (
     Continuation,
     RunRequest,
@@ -358,47 +360,84 @@ def run_app(args: list[str], settings: Settings) -> Outcome | int:
 
 
 def _guard_option_values(command: Any) -> None:
-    """Make ``command`` and its subcommands refuse an option of theirs as another's value.
+    """Make ``command`` and its subcommands check their own options before click parses them.
 
     click gives an option that needs a value whatever token follows it, even one of the
     command's own options: ``approvals approve ID --reason --actor`` recorded the reason
-    "--actor" and the default actor, exit 0. The ``--reason=--actor`` form still means it."""
+    "--actor" and the default actor, exit 0. The ``--reason=--actor`` form still means it.
+    click also lets the last of a repeated one-value option win: ``effects reconcile E
+    --status applied … --outcome not-applied`` recorded ``not_applied``. Every command line
+    passes through here, so both are refused (exit 2) before any command body runs."""
     for sub in getattr(command, "commands", {}).values():
         _guard_option_values(sub)
-    params = command.params
-    needs_value = {o for p in params if _takes_value(p) for o in p.opts}
-    names = {o for p in params for o in (*p.opts, *p.secondary_opts)} | {"-h", "--help"}
+    spec = _OptionSpec.of(command.params)
     parse, group = command.parse_args, hasattr(command, "commands")
 
     def parse_args(ctx: Any, args: list[str]) -> Any:
         if not ctx.resilient_parsing:  # shell completion parses half-typed lines
-            _refuse_option_as_value(args, needs_value, names, group)
+            _check_options(args, spec, group)
         return parse(ctx, args)
 
     command.parse_args = parse_args
+
+
+@dataclass(frozen=True)
+class _OptionSpec:
+    """A command's option names: those taking a value, all, and the one-value ones (each
+    spelling → the parameter's first name, so an alias such as ``--outcome`` is ``--status``)."""
+
+    needs_value: frozenset[str]
+    names: frozenset[str]
+    single: dict[str, str]
+
+    @classmethod
+    def of(cls, params: list[Any]) -> _OptionSpec:
+        takes = [p for p in params if p.param_type_name == "option" and _takes_value(p)]
+        return cls(
+            needs_value=frozenset(o for p in takes for o in p.opts),
+            names=frozenset(o for p in params for o in (*p.opts, *p.secondary_opts))
+            | {"-h", "--help"},
+            single={o: p.opts[0] for p in takes if not p.multiple for o in p.opts},
+        )
 
 
 def _takes_value(param: Any) -> bool:
     return param.param_type_name == "option" and not param.is_flag and not param.count
 
 
-def _refuse_option_as_value(
-    args: list[str], needs_value: set[str], names: set[str], group: bool
-) -> None:
+def _check_options(args: list[str], spec: _OptionSpec, group: bool) -> None:
     """Scan ``args`` as click will (up to ``--``; a group's, up to its subcommand's name): a
-    value-taking option followed by an option name of the same command is refused, exit 2."""
+    value-taking option followed by an option name of the same command is refused, and so is
+    a one-value option given two different values (the same value twice is harmless)."""
+    seen: dict[str, tuple[str, str]] = {}  # parameter → (spelling, value) first given
     i = 0
     while i < len(args) and args[i] != "--":
         if group and not args[i].startswith("-"):
             return  # the subcommand: what follows is its own to check
-        if args[i] in needs_value and i + 1 < len(args):
-            if args[i + 1] in names:
-                raise ValidationError(
-                    f"option {args[i]} requires a value, but is followed by the option "
-                    f"{args[i + 1]} (write {args[i]}={args[i + 1]} to mean that text)"
-                )
+        name, eq, inline = args[i].partition("=")
+        if eq and name in spec.single:
+            _once(seen, spec.single[name], name, inline)
+        elif args[i] in spec.needs_value and i + 1 < len(args):
+            _refuse_option_as_value(args[i], args[i + 1], spec.names)
+            if args[i] in spec.single:
+                _once(seen, spec.single[args[i]], args[i], args[i + 1])
             i += 1  # the value: whatever it is, click takes it as the option's
         i += 1
+
+
+def _refuse_option_as_value(option: str, value: str, names: frozenset[str]) -> None:
+    if value in names:
+        raise ValidationError(
+            f"option {option} requires a value, but is followed by the option "
+            f"{value} (write {option}={value} to mean that text)"
+        )
+
+
+def _once(seen: dict[str, tuple[str, str]], param: str, spelled: str, value: str) -> None:
+    earlier, first = seen.setdefault(param, (spelled, value))
+    if first != value:
+        alias = spelled if spelled != earlier else None
+        raise twice_error(earlier, first, value, alias)
 
 
 def _missing_command(ctx: Any, settings: Settings) -> ValidationError:

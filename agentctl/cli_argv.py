@@ -4,7 +4,10 @@ Invariants: ``--output``, ``--color``, ``--verbose``, ``--offline``, ``--locked`
 ``--artifacts DIR`` may appear anywhere before ``--``; a value outside its choices is a
 ``ValidationError`` (exit 2), never silently taken; ``--db`` moves to the end so each
 subcommand reads it as its own option, and given twice it must name one database (the same
-value, or the same file spelled twice), else exit 2 naming both (a URL by its scheme only).
+value, or the same file spelled twice), else exit 2 naming both (a URL by its scheme only);
+``--output``, ``--color`` and ``--artifacts`` likewise take one value, so two different ones
+are exit 2 naming both (``twice_error``, the message ``cli`` gives every one-value option);
+an error found here is printed in the machine format if any ``--output`` asked for one.
 ``--artifacts`` (the artifact directory of a PostgreSQL ledger, shared by every host) is
 handed to the ledger opener as ``$AGENTCTL_ARTIFACTS`` of this process, so it wins over the
 inherited variable.
@@ -19,17 +22,24 @@ from agentctl.render import Settings
 
 _VALUE_FLAGS = {"--output": ("human", "json", "jsonl"), "--color": ("auto", "always", "never")}
 _PACK_FLAGS = ("--offline", "--locked")  # pack resolution modes, global like --verbose
+_SHOWN_CHARS = 60  # of a value echoed in an error (an --inputs JSON may be long)
 
 
 def sniff_output(argv: list[str]) -> str:
+    """The format to print a usage error in: the first ``--output`` value, but a machine
+    format (``json``, ``jsonl``) if any ``--output`` asks for one. ``--output json --output
+    human`` is itself an error; a script that asked for JSON anywhere must be able to parse
+    it, while a person can still read a JSON envelope."""
+    given: list[str] = []
     for i, arg in enumerate(argv):
         if arg == "--":
             break
         if arg == "--output" and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith("--output="):
-            return arg.split("=", 1)[1]
-    return "human"
+            given.append(argv[i + 1])
+        elif arg.startswith("--output="):
+            given.append(arg.split("=", 1)[1])
+    machine = [value for value in given if value in ("json", "jsonl")]
+    return (machine or given or ["human"])[0]
 
 
 def check_text(argv: list[str]) -> None:
@@ -52,6 +62,7 @@ def normalize_argv(argv: list[str]) -> tuple[Settings, list[str]]:
     settings = Settings()
     rest: list[str] = []
     db: list[str] = []
+    seen: dict[str, str] = {}  # --output/--color/--artifacts as first given
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -69,10 +80,8 @@ def normalize_argv(argv: list[str]) -> tuple[Settings, list[str]]:
                 raise ValidationError(f"option {name} requires a value")
             if name == "--db":
                 db = ["--db", _one_db(db[1] if db else None, value)]
-            elif name == "--artifacts":
-                _set_artifacts(value)
             else:
-                _apply_flag(settings, name, value)
+                _global_value(settings, seen, name, value)
         elif arg == "--verbose":
             settings.verbose = True
         elif arg in _PACK_FLAGS:
@@ -93,17 +102,45 @@ def _one_db(earlier: str | None, value: str) -> str:
     spelled twice (``st/r.db``, ``./st/r.db``) is one database."""
     if earlier is None or _db_key(earlier) == _db_key(value):
         return value
-    raise ValidationError(
-        f"--db is given twice with different values ({_shown(earlier)} and {_shown(value)}); "
-        "give the database once, or the same value in both places"
+    raise twice_error("--db", earlier, value)
+
+
+def _global_value(settings: Settings, seen: dict[str, str], name: str, value: str) -> None:
+    """Take ``--output``, ``--color`` or ``--artifacts``; ``seen`` holds the first values."""
+    _once(name, seen.setdefault(name, value), value)
+    if name == "--artifacts":
+        _set_artifacts(value)
+    else:
+        _apply_flag(settings, name, value)
+
+
+def _once(name: str, earlier: str, value: str) -> None:
+    """A global one-value flag given again: the same value is harmless, another one is a
+    mistake (the later one used to win silently: ``--output json … --output human`` printed
+    human text to a script), refused before anything runs. ``--artifacts`` compares the
+    directory it names, as ``--db`` its file."""
+    same = _db_key(earlier) == _db_key(value) if name == "--artifacts" else earlier == value
+    if not same:
+        raise twice_error(name, earlier, value)
+
+
+def twice_error(name: str, earlier: str, value: str, alias: str | None = None) -> ValidationError:
+    """The usage error (exit 2) for an option that takes one value given two different ones,
+    naming the option and both values; ``alias`` is the other spelling used, if one was."""
+    also = f" ({alias} is another name for {name})" if alias else ""
+    return ValidationError(
+        f"option {name} is given twice with different values ({_shown(earlier)} and "
+        f"{_shown(value)}){also}; give it once, or the same value each time"
     )
 
 
 def _shown(value: str) -> str:
-    """A ``--db`` value to echo: a URL only up to its ``://`` (the rest may hold a password),
-    as ``clikit`` echoes one."""
+    """An option's value to echo: a URL only up to its ``://`` (the rest may hold a
+    password), as ``clikit`` echoes a ``--db`` URL; a long text cut, the message stays a line."""
     scheme, sep, _ = value.partition("://")
-    return f"{scheme}://…" if sep and "/" not in scheme else repr(value)
+    if sep and "/" not in scheme:
+        return f"{scheme}://…"
+    return repr(value) if len(value) <= _SHOWN_CHARS else repr(value[:_SHOWN_CHARS]) + "…"
 
 
 def _db_key(value: str) -> str:

@@ -308,8 +308,8 @@ def effects_continue_remote_cmd(
     ] = None,
     approved: _ApprovedOpt = False,
 ) -> None:
-    """Observe the persisted remote task of an unresolved effect (never resubmits); when it
-    completed, record its result as an applied reconciliation."""
+    """Observe the persisted remote task of an unresolved a2a.delegate effect (never
+    resubmits); when it completed, record its result as an applied reconciliation."""
     from agentctl.coordinator.continuation import continue_remote
 
     actor = statement(actor, "--actor")  # recorded on the reconciliation, as `reconcile`'s

@@ -7,6 +7,7 @@ again); when the task completed, the result is appended as an ``applied`` reconc
 the observation as its evidence, so ``resume``, ``retry`` and ``repair`` reuse it.
 
 Invariants:
+- only an ``a2a.delegate`` effect is continued: any other is refused as such (exit 4);
 - only an unresolved (started or uncertain, not yet reconciled) effect with a handle is
   continued; without a handle the submission was ambiguous and an operator must decide;
 - the request is the one the task's registry entry builds from the effect's recorded input and
@@ -45,6 +46,7 @@ from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.mailbox.messages import Execute, Failure, Result
 
 _UNRESOLVED = ("started", "uncertain")
+_REMOTE_OPERATION = "a2a.delegate"  # the one operation that persists a remote task handle
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,16 @@ def continue_remote(
 def _continuable(ledger: RunLedger, effect_id: str) -> Observation:
     seen = ledger.inspect_effect(effect_id)
     effect, handle = seen.effect, seen.remote
+    if effect.operation != _REMOTE_OPERATION:
+        # The effect exists but the command does not apply to it: exit 4, as resuming a
+        # finished run (spec/cli.md §2), not "no persisted remote task", which reads as an
+        # ambiguous submission of a remote effect.
+        raise InvalidOperationError(
+            f"effect {effect.effect_id} is a {effect.operation} effect; continue-remote takes "
+            f"an A2A ({_REMOTE_OPERATION}) effect, whose remote task it observes; nothing was "
+            "changed (settle other effects with `agentctl effects reconcile`)",
+            run_id=effect.run_id,
+        )
     if effect.status not in _UNRESOLVED or seen.reconciliations:
         raise InvalidOperationError(
             f"effect {effect.effect_id} is {effect.status}"

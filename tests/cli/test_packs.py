@@ -227,6 +227,9 @@ def test_lock_verify_lock_and_update(cli: Cli, project: Path) -> None:
     drift = cli("--output", "json", "packs", "verify-lock", "wf.yaml")
     assert drift.rc == 2
     assert "pack acme.base: version is 2.2.0" in drift.error["error"]["message"]
+    assert any(
+        d.startswith("pack acme.base: version") for d in drift.error["error"]["details"]["drift"]
+    )
     assert cli("--output", "json", "check", "wf.yaml").rc == 2  # the lock binds every run
     updated = cli("--output", "json", "packs", "update", "wf.yaml", "--pack", "acme.tools")
     assert updated.rc == 0, updated.stderr

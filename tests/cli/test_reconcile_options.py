@@ -1,4 +1,5 @@
-"""``effects reconcile --result-schema-file`` and ``--approved`` (spec/cli.md §1 table, §4).
+"""``effects reconcile --result-schema-file`` and ``--approved`` (spec/cli.md §1 table, §4),
+and ``effects continue-remote`` refusing such an effect, which is not a remote one.
 
 A shell step past its ``timeoutSeconds`` leaves its effect uncertain (the run parks, exit 4):
 the effect an operator then reconciles. What each test checks is what the user sees (exit
@@ -94,10 +95,11 @@ def test_a_reconciliation_policy_requires_approval_for_needs_approved(
 def test_what_policy_allows_is_reconciled_without_approved(cli: Cli, tmp_path: Path) -> None:
     run_id, effect = _park(cli, tmp_path, "never")
     # A blank reason or actor is bad input (exit 2), refused before anything is recorded.
-    for flag in ("--reason", "--actor"):
-        blank = _reconcile(cli, effect, "not-applied", flag, "  ")
+    for flags in (("--reason", "  "), ("--reason", "checked", "--actor", "  ")):
+        args = ("effects", "reconcile", effect, "--status", "not-applied", *flags)
+        blank = cli("--output", "json", *args, *DB)
         assert blank.rc == 2, blank.stderr
-        assert f"{flag} must not be empty" in blank.error["error"]["message"]
+        assert f"{flags[-2]} must not be empty" in blank.error["error"]["message"]
     assert _history(cli, effect) == [] and _audited(cli, run_id) == []
     done = _reconcile(cli, effect, "not-applied")
     assert done.rc == 0, done.stderr
@@ -214,3 +216,18 @@ def test_an_applied_result_file_holding_null_is_bad_input(cli: Cli, tmp_path: Pa
     result = ("--result-file", _file(tmp_path, "r.json", '{"exitCode": 0}'))
     done = _reconcile(cli, effect, "applied", *result)
     assert done.rc == 0 and done.data["result"] == {"exitCode": 0}, done.stderr
+
+
+def test_continue_remote_refuses_an_effect_that_is_not_remote(cli: Cli, tmp_path: Path) -> None:
+    # It said "has no persisted remote task: the submission was ambiguous" (exit 3), as for
+    # an a2a.delegate effect whose message may or may not have reached its peer.
+    run_id, effect = _park(cli, tmp_path, "never")
+    done = cli("--output", "json", "effects", "continue-remote", effect, *DB)
+    assert done.rc == 4, done.stderr
+    message = done.error["error"]["message"]
+    assert f"effect {effect} is a builtin.shell.exec effect" in message
+    assert "continue-remote takes an A2A (a2a.delegate) effect" in message
+    assert "ambiguous" not in message and done.error["error"]["runId"] == run_id
+    assert _history(cli, effect) == [] and _audited(cli, run_id) == []
+    [listed] = _json(cli, "effects", "list", run_id)["effects"]
+    assert listed["status"] == "uncertain"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.clibackend import LedgerTarget
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, REPO
 
 
 @pytest.fixture
@@ -75,6 +75,27 @@ def test_corrupted_blob_fails_verify_and_export(cli, hello_run, tmp_path: Path) 
         "--output", "json", "artifacts", "export", ref["digest"], str(target), "--db", str(db)
     )
     assert refused.rc == 5 and not target.exists()
+    assert "details" not in refused.error["error"]  # docs/cli.md: export's error has none
+
+
+def test_a_failed_verification_details_every_blob_as_the_docs_say(cli, hello_run) -> None:  # type: ignore[no-untyped-def]
+    # `replay` of a run whose blob was altered, and `artifacts verify --all`, carry the
+    # ArtifactVerification report as error.details; docs/cli.md said no such error had any.
+    db, run_id = hello_run
+    ref = cli("--output", "json", "artifacts", "list", "--db", str(db)).data["references"][0]
+    blob = db.parent / "artifacts" / "sha256" / ref["digest"][7:9] / ref["digest"][7:]
+    os.chmod(blob, 0o600)
+    blob.write_bytes(b"tampered")
+    failed = {"digest": ref["digest"], "sizeBytes": ref["sizeBytes"], "valid": False}
+    for args in (("replay", run_id), ("artifacts", "verify", "--all")):
+        bad = cli("--output", "json", *args, "--db", str(db))
+        assert bad.rc == 5, bad.stderr
+        details = bad.error["error"]["details"]
+        assert set(details) == {"valid", "artifacts"} and details["valid"] is False
+        [entry] = details["artifacts"]
+        assert {k: entry[k] for k in failed} == failed and "differs" in entry["detail"]
+    envelope = (REPO / "docs" / "cli.md").read_text(encoding="utf-8").split("### JSON")[1]
+    assert "`details: {valid, artifacts}`" in envelope.split("- `data` keys")[0]
 
 
 def test_db_stats_and_migrate(cli, backend, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -302,7 +302,9 @@ class ArtifactStore:
     # --- verify and export -------------------------------------------------------------
 
     def verify(self, now: str, digests: Sequence[str] | None = None) -> JsonObject:
-        """Check blobs (all when ``digests`` is None); any failure raises PersistenceError."""
+        """Check blobs (all when ``digests`` is None); any failure raises PersistenceError
+        carrying the whole report as its ``data`` (the envelope's ``error.details``, as
+        docs/cli.md says): every failed blob, not only the one its message names."""
         with self.locked():
             with self.ledger.read() as conn:
                 blobs = list_blobs(conn, digests)
