@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -411,16 +412,19 @@ def test_agentctl_cancel_during_a_call_lets_it_finish_and_sends_nothing_more(
     cli: Cli, start_cli: StartCli, tmp_path: Path, server: AgentServer
 ) -> None:
     # `agentctl cancel` is honoured at the next boundary (spec/cli.md §6): the call in flight
-    # is answered and recorded, and the agent's next step (its tool call) never starts.
+    # is answered and recorded, and the agent's next step (its tool call) never starts. The
+    # answer waits until `cancel` returned: a fixed delay raced the two CLI processes below,
+    # and an answer sent first let the run finish before the cancel landed.
     wf, db = OPENAI.workflow(server, tmp_path / "ws"), tmp_path / "state" / "r.db"
-    ask = fx.openai_tool_call("read_file", {"path": "notes.txt"})
-    server.script(Reply(body=ask, delay=3), Reply(body=fx.openai_text("{}")))
+    ask, cancelled = fx.openai_tool_call("read_file", {"path": "notes.txt"}), threading.Event()
+    server.script(Reply(body=ask, release=cancelled), Reply(body=fx.openai_text("{}")))
     run = ("--output", "json", "run", str(wf), "--db", str(db))
     proc = start_cli(*run, env={"OPENAI_API_KEY": KEY})
     _wait_for_requests(server, 1, proc)
     run_id = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"][0]["runId"]
     asked = cli("--output", "json", "cancel", run_id, "--db", str(db))
     assert asked.rc == 0, asked.stderr
+    cancelled.set()
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert json.loads(out)["data"]["state"] == "cancelled"

@@ -2,11 +2,11 @@
 
 One ``FixtureServer`` listens on 127.0.0.1 (a threaded ``http.server``) and answers every
 request with the next scripted ``Reply`` — a JSON body, an SSE stream, an error status, a
-redirect, a slow or a huge answer — recording what it received (method, path, query,
-headers, JSON body). The builders below produce each API's documented shapes: OpenAI
-Responses (also Azure OpenAI), Anthropic Messages and Gemini ``generateContent``.
-``test_fixture_wire_formats.py`` parses every builder's output with the official SDK models,
-so these shapes cannot drift from the real APIs unnoticed.
+redirect, a slow, a held (until the test releases it) or a huge answer — recording what it
+received (method, path, query, headers, JSON body). The builders below produce each API's
+documented shapes: OpenAI Responses (also Azure OpenAI), Anthropic Messages and Gemini
+``generateContent``. ``test_fixture_wire_formats.py`` parses every builder's output with the
+official SDK models, so these shapes cannot drift from the real APIs unnoticed.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ Json = dict[str, Any]
 @dataclass
 class Reply:
     """One scripted answer. ``events`` makes it an SSE stream (a ``str`` event is sent as its
-    ``data`` line as is: an event that is not JSON); ``delay`` a slow answer."""
+    ``data`` line as is: an event that is not JSON); ``delay`` a slow answer; ``release`` one
+    held until the test sets it (what the test did meanwhile happened before the answer)."""
 
     status: int = 200
     body: Json | None = None
@@ -38,6 +39,7 @@ class Reply:
     delay: float = 0.0
     raw: bytes | None = None  # sent as is (the huge answer, a body that is not JSON)
     content_type: str = "application/json"
+    release: threading.Event | None = None
 
 
 @dataclass(frozen=True)
@@ -114,11 +116,21 @@ def _handler_for(server: FixtureServer) -> type[BaseHTTPRequestHandler]:
             reply = server.next_reply(Seen(self.command, parts.path, parts.query, headers, body))
             if reply.delay and server.stopping.wait(reply.delay):
                 return  # the server is closing: the client gave up long ago
+            if reply.release is not None and not _released(server, reply.release):
+                return
             # The client may have gone away (a timeout or a refused answer).
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 _send(self, reply)
 
     return Handler
+
+
+def _released(server: FixtureServer, release: threading.Event) -> bool:
+    """Wait for ``release``; False when the server closes first (the test is over)."""
+    while not release.wait(0.05):
+        if server.stopping.is_set():
+            return False
+    return True
 
 
 def _send(handler: BaseHTTPRequestHandler, reply: Reply) -> None:
