@@ -9,8 +9,9 @@ Invariants:
   and lease — it never exists half-materialised;
 - claiming a run for resume refuses terminal runs and queued ones (only a ``serve`` drives
   those), takes the lease and turns every ``started`` effect (whose outcome died with the
-  previous coordinator) into ``uncertain`` —
-  except one whose remote work has a durable handle (``ledger.remote``): it is observed again;
+  previous coordinator) into ``uncertain`` and parks its task ``waiting_for_effect``
+  (``ledger.lost``) — except one whose remote work has a durable handle (``ledger.remote``):
+  it is observed again;
 - stopping or settling a run releases only a lease its own process holds;
 - a compensation run is never created (nor queued) while an open compensation run of the same
   source holds one of its inverses unfinished: an inverse never runs in two runs at once.
@@ -38,6 +39,7 @@ from agentctl.ledger.artifacts.refs import list_refs
 from agentctl.ledger.budget import WALL_TIME, record_exceeded_txn
 from agentctl.ledger.budget_known import read_known
 from agentctl.ledger.budget_release import release_unstarted_txn
+from agentctl.ledger.lost import judge_lost_txn
 from agentctl.ledger.model import (
     CancelRun,
     DerivedRun,
@@ -130,9 +132,9 @@ def _walk_recorded_txn(
 def claim_for_resume_txn(
     conn: Db, run_ref: str, owner: Owner, now: str, trace_id: str | None = None
 ) -> ResumeClaim:
-    """Refuse terminal runs; started effects become uncertain (their events name
-    ``trace_id``, the resume's); take the lease unless unresolved effects block the resume.
-    A blocked resume leaves the run row as it was."""
+    """Refuse terminal runs; started effects become uncertain and their tasks wait for the
+    operator (``ledger.lost``; the events name ``trace_id``, the resume's); take the lease
+    unless unresolved effects block the resume. A blocked resume leaves the run row as it was."""
     run = runs.find_run_head(conn, run_ref)
     if run.state in TERMINAL_RUN:
         raise InvalidOperationError(
@@ -151,11 +153,7 @@ def claim_for_resume_txn(
     leases.refuse_other_owner_txn(conn, run.run_id, owner.pid, owner.create_time, now)
     # A started effect with a durable remote handle lost only its observer: it stays started
     # and the resumed drive observes the same remote work (ledger.remote).
-    lost = effects.LOST_BY_CRASH
-    effects.mark_uncertain_txn(
-        conn, run.run_id, now, why=lost, keep=remote.CONTINUABLE, trace_id=trace_id
-    )
-    blocked = tuple(reconcile.unresolved_effects(conn, run.run_id))
+    blocked = tuple(judge_lost_txn(conn, run.run_id, now, trace_id))
     if not blocked:
         leases.take_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now)
     return ResumeClaim(run, blocked)
