@@ -32,6 +32,7 @@ import agentctl.ledger.remote as remote
 import agentctl.ledger.runs as runs
 import agentctl.ledger.streams as streams
 import agentctl.ledger.tasks as tasks
+import agentctl.ledger.tool_calls as tool_calls
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.states import CANCELLABLE_TASK_STATES, TERMINAL_TASK_STATES
 from agentctl.errors import BlockedError, InvalidOperationError, NotFoundError
@@ -226,7 +227,7 @@ def _cancel_unowned_txn(
     """Pending approvals closed (their effects cancelled), open tasks cancelled, run cancelled;
     the reservations of effects that never started settled with nothing."""
     approvals.close_pending_txn(conn, run_id, now, RUN_CANCELLED, trace_id=trace_id)
-    release_unstarted_txn(conn, run_id, now, trace_id)
+    _end_unstarted_txn(conn, run_id, now, RUN_CANCELLED, trace_id)
     for task in tasks.list_tasks(conn, run_id):
         if task.state in open_states:
             why = cancelled_task_error(task.state, RUN_CANCELLED)
@@ -254,7 +255,7 @@ def cancel_run_txn(conn: Db, stop: CancelRun) -> None:
     if stop.state != "running":  # "running": a stopping ``serve`` hands the run back, and
         # its requested effects still run when another ``serve`` continues it
         _close_parked_txn(conn, stop)
-        release_unstarted_txn(conn, run_id, now, trace_id)
+        _end_unstarted_txn(conn, run_id, now, stop.reason or RUN_CANCELLED, trace_id)
         error = stop.reason
         runs.set_run_state_txn(conn, run_id, stop.state, now, error=error, trace_id=trace_id)
     leases.release_run_lease_txn(conn, run_id, stop.pid, now)
@@ -278,6 +279,16 @@ def _close_parked_txn(conn: Db, stop: CancelRun) -> None:
             tasks.transition_task_txn(
                 conn, run_id, task.task_id, "cancelled", now, error=error, trace_id=trace_id
             )
+
+
+def _end_unstarted_txn(conn: Db, run_id: str, now: str, why: str, trace_id: str | None) -> None:
+    """A run stopped for good: what never started never will — each ``requested`` effect
+    (approved, or recorded before a worker took it) ends ``cancelled``, its held tool call with
+    it, as a closed approval's effect does; then every reservation of such an effect settles
+    with nothing (``budget_release``). A terminal run keeps no effect a drive could still run."""
+    for effect_id in effects.cancel_requested_txn(conn, run_id, now, why=why, trace_id=trace_id):
+        tool_calls.move_held_tool_call_txn(conn, effect_id, "cancelled", now, error=why)
+    release_unstarted_txn(conn, run_id, now, trace_id)
 
 
 def _record_wall_time_txn(conn: Db, run_id: str, now: str, trace_id: str | None) -> None:
@@ -322,7 +333,7 @@ def settle_run_txn(conn: Db, settle: SettleRun) -> None:
             trace_id=trace,
         )
     if settle.state == "failed":
-        release_unstarted_txn(conn, run_id, now, trace)
+        _end_unstarted_txn(conn, run_id, now, TASK_FAILED, trace)
     if settle.state != "running":
         runs.set_run_state_txn(
             conn, run_id, settle.state, now, output=settle.output, trace_id=trace
