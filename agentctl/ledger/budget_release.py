@@ -18,7 +18,8 @@ happened:
 - ``release_unstarted_txn`` (when a run is stopped for good, in the transaction that ends it:
   cancelled, or ended failed — a failed drive or its wall time): a reservation whose effect
   never started — no effect row, or one ``requested``, ``waiting_for_approval`` or
-  ``cancelled`` (a closed approval) that will not run — settles with nothing. A started (now
+  ``cancelled`` (a closed approval, or a ``requested`` one the stop cancelled first:
+  ``lifecycle._end_unstarted_txn``) that will not run — settles with nothing. A started (now
   ``uncertain``) effect's stays active until it is reconciled: a spend may have happened. A
   run that stays resumable (paused, blocked, handed back by a ``serve``) keeps them all.
 """

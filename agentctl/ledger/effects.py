@@ -5,7 +5,8 @@ Invariants (spec/cli.md §4, DESIGN.md §3):
   run, task, attempt, ordinal, operation and input digest; ``idempotency_key`` = identity;
 - status moves are guarded single statements: start only from ``requested``, finish only
   from ``started``; ``succeeded`` sets ``confirmed = 1``; ``waiting_for_approval`` moves to
-  ``requested`` (approved) or ``cancelled`` (rejected) only;
+  ``requested`` (approved) or ``cancelled`` (rejected) only; a ``requested`` one ends
+  ``cancelled`` when its run is stopped for good (``cancel_requested_txn``);
 - a tool effect and its tool-call row finish in the same transaction (the caller's).
 """
 
@@ -374,19 +375,50 @@ def mark_uncertain_txn(
     """Every ``started`` effect of the run becomes ``uncertain`` (after a crash or cancel),
     saying ``why``, except those the SQL condition ``keep`` (over ``effects e``) selects; the
     events name ``trace_id``, the invocation that found them so (a resume, a cancel, a claim)."""
-    where = "e.run_id = ? AND e.status = 'started'" + (f" AND NOT {keep}" if keep else "")
-    ids = [
-        str(r[0])
-        for r in conn.execute(f"SELECT e.effect_id FROM effects e WHERE {where}", (run_id,))
-    ]
+    moved = _EndAll(run_id, "started", "uncertain", now, why, trace_id)
+    ids = _end_all_txn(conn, moved, f" AND NOT {keep}" if keep else "")
+    sessions.settle_many_txn(conn, ids, "uncertain", now)  # a model call's session says so
+    return ids
+
+
+def cancel_requested_txn(
+    conn: Db, run_id: str, now: str, *, why: str, trace_id: str | None = None
+) -> list[str]:
+    """Every ``requested`` effect of a run stopped for good becomes ``cancelled`` saying
+    ``why``: it never started (approved, or recorded before a worker took it) and a terminal
+    run never will start it; returns their ids. Audited under ``trace_id``, the stopping
+    invocation's."""
+    return _end_all_txn(conn, _EndAll(run_id, "requested", "cancelled", now, why, trace_id))
+
+
+@dataclass(frozen=True)
+class _EndAll:
+    """One status move of every effect of a run in status ``old``, saying ``why``."""
+
+    run_id: str
+    old: str
+    new: str
+    now: str
+    why: str
+    trace_id: str | None
+
+
+def _end_all_txn(conn: Db, move: _EndAll, extra: str = "") -> list[str]:
+    """Apply ``move`` (``extra``: a further SQL condition over ``effects e``), each guarded
+    and audited, in request order; returns the ids moved."""
+    where = f"e.run_id = ? AND e.status = ?{extra}"
+    rows = conn.execute(
+        f"SELECT e.effect_id FROM effects e WHERE {where} ORDER BY e.requested_at, e.effect_id",
+        (move.run_id, move.old),
+    )
+    ids = [str(r[0]) for r in rows]
     conn.executemany(
-        "UPDATE effects SET status = 'uncertain', completed_at = ?, error = ?"
-        " WHERE effect_id = ? AND status = 'started'",
-        [(now, why, effect_id) for effect_id in ids],
+        "UPDATE effects SET status = ?, completed_at = ?, error = ?"
+        " WHERE effect_id = ? AND status = ?",
+        [(move.new, move.now, move.why, effect_id, move.old) for effect_id in ids],
     )
     for effect_id in ids:
-        audit_effect_txn(conn, effect_id, now, trace_id=trace_id)
-    sessions.settle_many_txn(conn, ids, "uncertain", now)  # a model call's session says so
+        audit_effect_txn(conn, effect_id, move.now, trace_id=move.trace_id)
     return ids
 
 

@@ -9,8 +9,9 @@ Invariants:
   and lease — it never exists half-materialised;
 - claiming a run for resume refuses terminal runs and queued ones (only a ``serve`` drives
   those), takes the lease and turns every ``started`` effect (whose outcome died with the
-  previous coordinator) into ``uncertain`` —
-  except one whose remote work has a durable handle (``ledger.remote``): it is observed again;
+  previous coordinator) into ``uncertain`` and parks its task ``waiting_for_effect``
+  (``ledger.lost``) — except one whose remote work has a durable handle (``ledger.remote``):
+  it is observed again;
 - stopping or settling a run releases only a lease its own process holds;
 - a compensation run is never created (nor queued) while an open compensation run of the same
   source holds one of its inverses unfinished: an inverse never runs in two runs at once.
@@ -31,6 +32,7 @@ import agentctl.ledger.remote as remote
 import agentctl.ledger.runs as runs
 import agentctl.ledger.streams as streams
 import agentctl.ledger.tasks as tasks
+import agentctl.ledger.tool_calls as tool_calls
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.states import CANCELLABLE_TASK_STATES, TERMINAL_TASK_STATES
 from agentctl.errors import BlockedError, InvalidOperationError, NotFoundError
@@ -38,6 +40,7 @@ from agentctl.ledger.artifacts.refs import list_refs
 from agentctl.ledger.budget import WALL_TIME, record_exceeded_txn
 from agentctl.ledger.budget_known import read_known
 from agentctl.ledger.budget_release import release_unstarted_txn
+from agentctl.ledger.lost import judge_lost_txn
 from agentctl.ledger.model import (
     CancelRun,
     DerivedRun,
@@ -130,9 +133,9 @@ def _walk_recorded_txn(
 def claim_for_resume_txn(
     conn: Db, run_ref: str, owner: Owner, now: str, trace_id: str | None = None
 ) -> ResumeClaim:
-    """Refuse terminal runs; started effects become uncertain (their events name
-    ``trace_id``, the resume's); take the lease unless unresolved effects block the resume.
-    A blocked resume leaves the run row as it was."""
+    """Refuse terminal runs; started effects become uncertain and their tasks wait for the
+    operator (``ledger.lost``; the events name ``trace_id``, the resume's); take the lease
+    unless unresolved effects block the resume. A blocked resume leaves the run row as it was."""
     run = runs.find_run_head(conn, run_ref)
     if run.state in TERMINAL_RUN:
         raise InvalidOperationError(
@@ -151,11 +154,7 @@ def claim_for_resume_txn(
     leases.refuse_other_owner_txn(conn, run.run_id, owner.pid, owner.create_time, now)
     # A started effect with a durable remote handle lost only its observer: it stays started
     # and the resumed drive observes the same remote work (ledger.remote).
-    lost = effects.LOST_BY_CRASH
-    effects.mark_uncertain_txn(
-        conn, run.run_id, now, why=lost, keep=remote.CONTINUABLE, trace_id=trace_id
-    )
-    blocked = tuple(reconcile.unresolved_effects(conn, run.run_id))
+    blocked = tuple(judge_lost_txn(conn, run.run_id, now, trace_id))
     if not blocked:
         leases.take_run_lease_txn(conn, run.run_id, owner.pid, owner.create_time, now)
     return ResumeClaim(run, blocked)
@@ -228,7 +227,7 @@ def _cancel_unowned_txn(
     """Pending approvals closed (their effects cancelled), open tasks cancelled, run cancelled;
     the reservations of effects that never started settled with nothing."""
     approvals.close_pending_txn(conn, run_id, now, RUN_CANCELLED, trace_id=trace_id)
-    release_unstarted_txn(conn, run_id, now, trace_id)
+    _end_unstarted_txn(conn, run_id, now, RUN_CANCELLED, trace_id)
     for task in tasks.list_tasks(conn, run_id):
         if task.state in open_states:
             why = cancelled_task_error(task.state, RUN_CANCELLED)
@@ -256,7 +255,7 @@ def cancel_run_txn(conn: Db, stop: CancelRun) -> None:
     if stop.state != "running":  # "running": a stopping ``serve`` hands the run back, and
         # its requested effects still run when another ``serve`` continues it
         _close_parked_txn(conn, stop)
-        release_unstarted_txn(conn, run_id, now, trace_id)
+        _end_unstarted_txn(conn, run_id, now, stop.reason or RUN_CANCELLED, trace_id)
         error = stop.reason
         runs.set_run_state_txn(conn, run_id, stop.state, now, error=error, trace_id=trace_id)
     leases.release_run_lease_txn(conn, run_id, stop.pid, now)
@@ -280,6 +279,16 @@ def _close_parked_txn(conn: Db, stop: CancelRun) -> None:
             tasks.transition_task_txn(
                 conn, run_id, task.task_id, "cancelled", now, error=error, trace_id=trace_id
             )
+
+
+def _end_unstarted_txn(conn: Db, run_id: str, now: str, why: str, trace_id: str | None) -> None:
+    """A run stopped for good: what never started never will — each ``requested`` effect
+    (approved, or recorded before a worker took it) ends ``cancelled``, its held tool call with
+    it, as a closed approval's effect does; then every reservation of such an effect settles
+    with nothing (``budget_release``). A terminal run keeps no effect a drive could still run."""
+    for effect_id in effects.cancel_requested_txn(conn, run_id, now, why=why, trace_id=trace_id):
+        tool_calls.move_held_tool_call_txn(conn, effect_id, "cancelled", now, error=why)
+    release_unstarted_txn(conn, run_id, now, trace_id)
 
 
 def _record_wall_time_txn(conn: Db, run_id: str, now: str, trace_id: str | None) -> None:
@@ -324,7 +333,7 @@ def settle_run_txn(conn: Db, settle: SettleRun) -> None:
             trace_id=trace,
         )
     if settle.state == "failed":
-        release_unstarted_txn(conn, run_id, now, trace)
+        _end_unstarted_txn(conn, run_id, now, TASK_FAILED, trace)
     if settle.state != "running":
         runs.set_run_state_txn(
             conn, run_id, settle.state, now, output=settle.output, trace_id=trace

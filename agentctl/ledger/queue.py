@@ -6,9 +6,10 @@ Invariants:
 - a claim is one transaction: it picks claimable runs (below) with ``FOR UPDATE SKIP LOCKED``
   on PostgreSQL (SQLite's single writer serialises claims the same way), raises each one's
   fencing token, gives its lease an expiry, moves a queued run to ``running``, turns its
-  ``started`` effects ``uncertain`` (a takeover follows the ordinary resume rules: nothing is
-  silently repeated) and audits ``run.claimed`` with the holder and the token — every event
-  a claim writes names the trace of the drive that claims the run (``ClaimRequest.trace_ids``);
+  ``started`` effects ``uncertain`` and parks their tasks (``ledger.lost``: a takeover follows
+  the ordinary resume rules, nothing is silently repeated) and audits ``run.claimed`` with the
+  holder and the token — every event a claim writes names the trace of the drive that claims
+  the run (``ClaimRequest.trace_ids``);
 - claimable: a queued run no process holds; a submitted run whose ``serve`` lease expired
   (always claimed, if only to fence its old holder out); a submitted running or paused run
   whose lease was released, once no approval of it is pending and no effect of it awaits
@@ -26,13 +27,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import agentctl.ledger.effects as effects
 import agentctl.ledger.leases as leases
-import agentctl.ledger.reconcile as reconcile
-import agentctl.ledger.remote as remote
 import agentctl.ledger.runs as runs
 from agentctl.errors import LeaseLostError
 from agentctl.ledger.audit import append_audit_txn
+from agentctl.ledger.lost import judge_lost_txn
 from agentctl.ledger.model import Owner
 from agentctl.ledger.sql import Db, dialect_of
 
@@ -133,11 +132,7 @@ def _claim_one_txn(
         runs.set_run_state_txn(conn, run_id, "running", now, trace_id=trace_id)
         return ClaimedRun(run_id, token, takeover=False, trace_id=trace_id)
     # A takeover: what the previous holder started, it may have done (resume's rule).
-    lost = effects.LOST_BY_CRASH
-    effects.mark_uncertain_txn(
-        conn, run_id, now, why=lost, keep=remote.CONTINUABLE, trace_id=trace_id
-    )
-    if reconcile.unresolved_effects(conn, run_id):
+    if judge_lost_txn(conn, run_id, now, trace_id):
         leases.release_run_lease_txn(conn, run_id, claim.owner.pid, now)
         blocked = {"token": token}
         append_audit_txn(conn, run_id, "run.blocked", blocked, now, trace_id=trace_id)

@@ -5,7 +5,8 @@ A run paused at two held writes: once both are decided and at least one was reje
 its ``RunOutcome`` printed). It used to pause again (exit 3) with nothing pending: the
 rejected task's failure stopped the drive before the other decided task was reached, and a
 task still ``waiting_for_approval`` kept the run ``paused`` though nobody had anything left to
-decide — it took a second ``resume`` to finish the run.
+decide — it took a second ``resume`` to finish the run. A write approved but never started
+ends with its effect ``cancelled`` when the run fails or is cancelled, never ``requested``.
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ def _tasks(cli: Cli, run_id: str) -> dict[str, tuple[str, str | None]]:
     return {t["taskId"]: (t["state"], t["error"]) for t in data["tasks"]}
 
 
+def _effects(cli: Cli, run_id: str) -> dict[str, str]:
+    return {e["taskId"]: e["status"] for e in _json(cli, "effects", "list", run_id).data["effects"]}
+
+
 def test_two_rejections_fail_the_run_in_one_resume(cli: Cli, tmp_path: Path) -> None:
     run_id, (first, second) = _paused_with_two(cli, tmp_path)
     for approval in (first, second):
@@ -74,6 +79,7 @@ def test_a_rejection_beside_an_approval_fails_the_run_in_one_resume(
     # The failure stopped the run before the approved write started: it never will, and
     # its reservation is settled with nothing, as for any task a failed run did not start.
     assert states["b"][0] == "cancelled"
+    assert _effects(cli, run_id)["b"] == "cancelled"  # not left ``requested`` in a failed run
     assert not (tmp_path / "out" / "b.txt").exists()
     budget = _json(cli, "inspect", run_id).data["budget"]
     assert all(v == 0 for v in budget["reserved"].values())
@@ -114,3 +120,20 @@ def test_a_rejection_listed_before_an_undecided_approval_fails_the_run(
     assert resumed.data["state"] == "failed"
     assert _tasks(cli, run_id)["a"] == ("failed", "approval rejected")
     assert not (tmp_path / "out").exists()
+
+
+def test_approved_effects_end_cancelled_when_the_run_is_cancelled(cli: Cli, tmp_path: Path) -> None:
+    # spec/cli.md §3, §6: a terminal run is immutable. ``cancel`` of the paused run is honoured
+    # by the resume before any work: the approved writes never start, so their effects end
+    # ``cancelled`` as an undecided approval's does — not ``requested`` for ever.
+    run_id, approvals = _paused_with_two(cli, tmp_path)
+    for approval in approvals:
+        assert _json(cli, "approvals", "approve", approval, "--reason", "ok").rc == 0
+    assert _json(cli, "cancel", run_id).rc == 0
+    resumed = _json(cli, "resume", run_id)
+    assert resumed.rc == 130, resumed.stdout + resumed.stderr
+    assert _effects(cli, run_id) == {"a": "cancelled", "b": "cancelled"}
+    assert {state for state, _ in _tasks(cli, run_id).values()} == {"cancelled"}
+    assert not (tmp_path / "out").exists()
+    budget = _json(cli, "inspect", run_id).data["budget"]
+    assert all(v == 0 for v in budget["reserved"].values())

@@ -170,3 +170,35 @@ def test_a_paused_run_is_refused(cli, tmp_path: Path) -> None:  # type: ignore[n
         plan = cli("--output", "json", verb, str(wf), source, *flags, "--plan")
         assert plan.rc == 3, plan.stderr
         assert _rules(plan) == [("", "source_not_terminal")]
+
+
+@pytest.mark.parametrize("how", [("repair", "--from", "a"), ("retry", "--failed")])
+def test_a_crashed_run_is_parked_by_resume(cli, tmp_path: Path, how) -> None:  # type: ignore[no-untyped-def]
+    """A coordinator killed mid-effect: the resume that finds the effect uncertain parks its
+    task ``waiting_for_effect``, as a timeout does, so the run is then a source like one."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    wf, db = ws / "wf.yaml", tmp_path / "state" / "r.db"
+    wf.write_text(FLOW)
+    (ws / "fast.flag").write_text("")
+    crash = {"AGENTCTL_CRASH_AT": "coordinator.after_started"}  # dies with a's effect started
+    died = cli("--output", "json", "run", str(wf), "--db", str(db), cwd=ws, env=crash)
+    assert died.rc != 0
+    [run] = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"]
+    source = str(run["runId"])
+    blocked = cli("--output", "json", "resume", source, "--db", str(db), cwd=ws)
+    assert blocked.rc == 3, blocked.stderr
+    data = _inspect(cli, db, source)
+    task = {t["taskId"]: t for t in data["tasks"]}["a"]
+    assert task["state"] == "waiting_for_effect"
+    assert str(task["error"]).startswith("effect outcome uncertain: ")
+    [effect] = [e for e in data["effects"] if e["taskId"] == "a"]
+    assert effect["status"] == "uncertain"
+    _reconcile_not_applied(cli, db, str(effect["effectId"]))
+    verb, *flags = how
+    derive = (verb, str(wf), source, *flags, "--db", str(db))
+    plan = cli("--output", "json", *derive, "--plan", cwd=ws)
+    assert plan.rc == 0 and plan.data["compatible"] is True, plan.stdout
+    done = cli("--output", "json", *derive, cwd=ws)
+    assert done.rc == 0, done.stderr
+    assert done.data["state"] == "succeeded" and done.data["executedTasks"] == ["a", "s", "c"]

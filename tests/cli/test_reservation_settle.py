@@ -277,7 +277,7 @@ def test_a_run_that_ends_failed_settles_its_never_started_reservation(
         assert _served(start_cli, run_id) == "failed"
     assert _json(cli, "inspect", run_id)["run"]["state"] == "failed"
     effects = {e["taskId"]: e["status"] for e in _json(cli, "effects", "list", run_id)["effects"]}
-    assert effects["s"] == "requested"  # approved, never started: it never will be now
+    assert effects["s"] == "cancelled"  # approved, never started: it never will be now
     budget = _budget(cli, run_id)
     assert budget["reserved"] == {"processOutputBytes": 0}
     assert budget["usage"] == {"processOutputBytes": 0}
