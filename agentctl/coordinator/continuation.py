@@ -7,7 +7,8 @@ again); when the task completed, the result is appended as an ``applied`` reconc
 the observation as its evidence, so ``resume``, ``retry`` and ``repair`` reuse it.
 
 Invariants:
-- only an ``a2a.delegate`` effect is continued: any other is refused as such (exit 4);
+- only the effect of a remote agent (the registry's ``remote_agent`` effect class:
+  ``a2a.delegate``) is continued: any other is refused as such (exit 4);
 - only an unresolved (started or uncertain, not yet reconciled) effect with a handle is
   continued; without a handle the submission was ambiguous and an operator must decide;
 - the request is the one the task's registry entry builds from the effect's recorded input and
@@ -33,7 +34,7 @@ from agentctl.coordinator.prepare import RunSettings
 from agentctl.coordinator.reconcile import authorize
 from agentctl.coordinator.workerpool import open_worker_pool
 from agentctl.core import registry
-from agentctl.core.effects import input_digest
+from agentctl.core.effects import EffectClass, input_digest
 from agentctl.core.jsonvalue import JsonObject, as_object
 from agentctl.core.operations import BuildInput
 from agentctl.core.redact import Redactor
@@ -46,7 +47,6 @@ from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.mailbox.messages import Execute, Failure, Result
 
 _UNRESOLVED = ("started", "uncertain")
-_REMOTE_OPERATION = "a2a.delegate"  # the one operation that persists a remote task handle
 
 
 @dataclass(frozen=True)
@@ -101,14 +101,15 @@ def continue_remote(
 def _continuable(ledger: RunLedger, effect_id: str) -> Observation:
     seen = ledger.inspect_effect(effect_id)
     effect, handle = seen.effect, seen.remote
-    if effect.operation != _REMOTE_OPERATION:
+    remote = [e.name for e in registry.entries() if e.effect_class == EffectClass.REMOTE_AGENT]
+    if effect.operation not in remote:
         # The effect exists but the command does not apply to it: exit 4, as resuming a
         # finished run (spec/cli.md §2), not "no persisted remote task", which reads as an
         # ambiguous submission of a remote effect.
         raise InvalidOperationError(
             f"effect {effect.effect_id} is a {effect.operation} effect; continue-remote takes "
-            f"an A2A ({_REMOTE_OPERATION}) effect, whose remote task it observes; nothing was "
-            "changed (settle other effects with `agentctl effects reconcile`)",
+            f"a remote agent's effect ({', '.join(remote)}), whose remote task it observes; "
+            "nothing was changed (settle other effects with `agentctl effects reconcile`)",
             run_id=effect.run_id,
         )
     if effect.status not in _UNRESOLVED or seen.reconciliations:

@@ -226,7 +226,7 @@ def test_continue_remote_refuses_an_effect_that_is_not_remote(cli: Cli, tmp_path
     assert done.rc == 4, done.stderr
     message = done.error["error"]["message"]
     assert f"effect {effect} is a builtin.shell.exec effect" in message
-    assert "continue-remote takes an A2A (a2a.delegate) effect" in message
+    assert "continue-remote takes a remote agent's effect (a2a.delegate)" in message
     assert "ambiguous" not in message and done.error["error"]["runId"] == run_id
     assert _history(cli, effect) == [] and _audited(cli, run_id) == []
     [listed] = _json(cli, "effects", "list", run_id)["effects"]
