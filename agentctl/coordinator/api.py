@@ -365,7 +365,9 @@ def _failed_by_rejection(ledger: RunLedger, outcome: RunOutcome) -> bool:
         return False
     failed = {task for task, error in outcome.errors.items() if error}
     effects = ledger.list_effects(outcome.run_id).effects
-    rejected = {e.task_id for e in effects if e.status == "cancelled"}
+    # A rejection cancels its effect with no error; the failed run's end cancels the effects
+    # that never started saying why (``ledger.effects.cancel_requested_txn``): not rejections.
+    rejected = {e.task_id for e in effects if e.status == "cancelled" and e.error is None}
     return bool(failed) and failed <= rejected
 
 

@@ -67,7 +67,10 @@ def test_cancel_of_a_paused_run_is_honoured_by_the_next_resume(cli: Cli, tmp_pat
     seen = cli("--output", "json", "inspect", run_id, "--db", "s/r.db").data
     assert seen["run"]["state"] == "cancelled"
     assert [(t["taskId"], t["state"]) for t in seen["tasks"]] == [("save", "cancelled")]
-    assert [e["status"] for e in seen["effects"]] == ["requested"]  # never started
+    # Never started, and in a terminal run never will: cancelled, saying why.
+    assert [(e["status"], e["error"]) for e in seen["effects"]] == [
+        ("cancelled", "the run was cancelled")
+    ]
     assert not (tmp_path / "out").exists()  # nothing ran
     again = cli("--output", "json", "resume", run_id, "--db", "s/r.db")
     assert again.rc == 4 and "is cancelled" in again.error["error"]["message"]
