@@ -355,19 +355,16 @@ _FINISHED = frozenset({"succeeded", "skipped"})
 
 
 def _failed_by_rejection(ledger: RunLedger, outcome: RunOutcome) -> bool:
-    """Whether the run failed only because approvals were rejected (their effects cancelled).
+    """Whether the run failed only because approvals were rejected (their tasks fail).
 
     Such a resume prints the failed ``RunOutcome`` (exit 4) rather than an error, as the
     original does: resolving a rejection is the resume's own step, not a failure mid-drive
     (spec/cli.md §5; its acceptance reads ``data.state == "failed"`` from that resume). The
-    effects are read only for a failed run, so a successful resume pays nothing."""
+    approvals are read only for a failed run, so a successful resume pays nothing."""
     if outcome.state != "failed":
         return False
     failed = {task for task, error in outcome.errors.items() if error}
-    effects = ledger.list_effects(outcome.run_id).effects
-    # A rejection cancels its effect with no error; the failed run's end cancels the effects
-    # that never started saying why (``ledger.effects.cancel_requested_txn``): not rejections.
-    rejected = {e.task_id for e in effects if e.status == "cancelled" and e.error is None}
+    rejected = {a.task_id for a in ledger.list_approvals(outcome.run_id, "rejected").approvals}
     return bool(failed) and failed <= rejected
 
 

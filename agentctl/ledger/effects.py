@@ -5,9 +5,9 @@ Invariants (spec/cli.md §4, DESIGN.md §3):
   run, task, attempt, ordinal, operation and input digest; ``idempotency_key`` = identity;
 - status moves are guarded single statements: start only from ``requested``, finish only
   from ``started``; ``succeeded`` sets ``confirmed = 1``; ``waiting_for_approval`` moves to
-  ``requested`` (approved) or ``cancelled`` (rejected, with no ``error``) only; a
-  ``requested`` one ends ``cancelled`` when its run is stopped for good, its ``error`` saying
-  why (``cancel_requested_txn``): the two are told apart by that error;
+  ``requested`` (approved) or ``cancelled`` (rejected) only; a ``requested`` one ends
+  ``cancelled`` when its run is stopped for good, its ``error`` saying why
+  (``cancel_requested_txn``);
 - a tool effect and its tool-call row finish in the same transaction (the caller's).
 """
 

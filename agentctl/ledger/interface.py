@@ -249,8 +249,8 @@ class RunLedger(Protocol):
 
     # ---------------------------------------------------------------- operators
 
-    def list_approvals(self, run_ref: str) -> ApprovalList:
-        """The pending approvals of the run ``run_ref`` names."""
+    def list_approvals(self, run_ref: str, status: str | None = "pending") -> ApprovalList:
+        """The approvals of the run ``run_ref`` names in ``status`` (None: all), oldest first."""
         ...
 
     def get_approval(self, approval_id: str) -> ApprovalRecord: ...

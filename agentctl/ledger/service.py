@@ -287,11 +287,11 @@ class LedgerService(ABC):
 
     # ---------------------------------------------------------------- operators
 
-    def list_approvals(self, run_ref: str) -> stats.ApprovalList:
+    def list_approvals(self, run_ref: str, status: str | None = "pending") -> stats.ApprovalList:
         import agentctl.ledger.stats as stats
 
         return self._tx.run_read(
-            lambda conn: stats.approval_list(conn, runs.find_run(conn, run_ref).run_id)
+            lambda conn: stats.approval_list(conn, runs.find_run(conn, run_ref).run_id, status)
         )
 
     def get_approval(self, approval_id: str) -> ApprovalRecord:

@@ -194,9 +194,9 @@ class ApprovalList:
         return {"runId": self.run_id, "approvals": _all(self.approvals)}
 
 
-def approval_list(conn: Db, run_id: str) -> ApprovalList:
+def approval_list(conn: Db, run_id: str, status: str | None = "pending") -> ApprovalList:
     get_run(conn, run_id)
-    return ApprovalList(run_id, tuple(list_approvals(conn, run_id)))
+    return ApprovalList(run_id, tuple(list_approvals(conn, run_id, status)))
 
 
 @dataclass(frozen=True)
