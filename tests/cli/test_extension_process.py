@@ -116,6 +116,41 @@ def test_runs_checks_output_and_replay_invokes_nothing(cli: Cli, tmp_path: Path)
     assert _marker(tmp_path) == [effect_id]  # replay invoked nothing
 
 
+def test_a_handshake_may_name_the_program(cli: Cli, tmp_path: Path) -> None:
+    """The protocol's handshake carries the program's ``name`` (the original's published
+    extensions all send one): it is accepted, and the invocation runs."""
+    shake = {
+        "protocolVersion": PROTOCOL,
+        "name": "line-counter",
+        "inputSchema": INPUT,
+        "outputSchema": OUTPUT,
+        "capabilities": ["report"],
+    }
+    _setup(tmp_path, handshake=shake)
+    done = cli("--output", "json", "run", "wf.yaml")
+    assert done.rc == 0, done.stderr
+    assert done.data["output"] == {"lines": 3}
+    assert len(_marker(tmp_path)) == 1
+
+
+def test_capabilities_must_come_in_the_declared_order(cli: Cli, tmp_path: Path) -> None:
+    """ "The ordered capability list must exactly match": the same capabilities in another
+    order are another program's, refused before anything is invoked."""
+    shake = {
+        "protocolVersion": PROTOCOL,
+        "inputSchema": INPUT,
+        "outputSchema": OUTPUT,
+        "capabilities": ["summary", "report"],
+    }
+    wf = _setup(tmp_path, handshake=shake)
+    text = wf.read_text()
+    wf.write_text(text.replace("capabilities: [report]", "capabilities: [report, summary]"))
+    done = cli("--output", "json", "run", "wf.yaml")
+    assert done.rc == 4, (done.stdout, done.stderr)
+    assert "capabilities differ" in done.error["error"]["message"]
+    assert _marker(tmp_path) == []
+
+
 def test_sigkill_mid_invocation_leaves_it_uncertain(
     cli: Cli, start_cli: StartCli, tmp_path: Path
 ) -> None:
@@ -159,6 +194,16 @@ def test_sigkill_mid_invocation_leaves_it_uncertain(
                 "extraKey": 1,
             },
             "its handshake has the unknown key 'extraKey'",
+        ),
+        (
+            {
+                "protocolVersion": PROTOCOL,
+                "name": 7,
+                "inputSchema": INPUT,
+                "outputSchema": OUTPUT,
+                "capabilities": ["report"],
+            },
+            "its handshake name is not text",
         ),
     ],
 )

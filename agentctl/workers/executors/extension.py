@@ -3,8 +3,9 @@
 Two runs of the configured process (same sandbox as ``builtin.shell.exec``: argv only, cleared
 environment, process allowlist, output limits, kill and reap, optional container):
 
-1. ``CMD ARGS --agentctl-handshake`` prints one JSON object ``{protocolVersion, inputSchema,
-   outputSchema, capabilities}``, which must equal what the workflow declared;
+1. ``CMD ARGS --agentctl-handshake`` prints one JSON object ``{protocolVersion, name?,
+   inputSchema, outputSchema, capabilities}``, which must equal what the workflow declared
+   (capabilities in the declared order; ``name``, the program's own name, is optional text);
 2. ``CMD ARGS --agentctl-invoke`` reads ``{protocolVersion, effectId, input}`` on stdin and
    prints ``{protocolVersion, effectId, output}``; ``output`` must match ``outputSchema``.
 
@@ -40,7 +41,9 @@ HANDSHAKE_FLAG = "--agentctl-handshake"
 INVOKE_FLAG = "--agentctl-invoke"
 # The protocol's messages are closed: a key the protocol does not define is a protocol
 # error (the program speaks some other version of it), never silently dropped.
-_HANDSHAKE_KEYS = ("protocolVersion", "inputSchema", "outputSchema", "capabilities")
+# ``name`` is the program naming itself (the original's published extensions all send it):
+# it is checked to be text and otherwise only described, never compared with the workflow.
+_HANDSHAKE_KEYS = ("protocolVersion", "name", "inputSchema", "outputSchema", "capabilities")
 _REPLY_KEYS = ("protocolVersion", "effectId", "output")
 _QUOTE = 200  # characters of a bad reply quoted in the error
 
@@ -108,8 +111,13 @@ def _check_handshake(req: ExtensionRequest, said: _Said) -> None:
         raise said.fail("its handshake declares no capabilities")
     if len(set(map(str, capabilities))) != len(capabilities):
         raise said.fail("its handshake lists a capability twice")
-    if sorted(map(str, capabilities)) != sorted(req.capabilities):
+    # The list is compared in order, as the protocol says ("the ordered capability list must
+    # exactly match the action"): a program that reorders them is not the one declared.
+    if capabilities != req.capabilities:
         raise said.fail("its handshake capabilities differ from the workflow's declaration")
+    name = reply.get("name", "")
+    if not isinstance(name, str):
+        raise said.fail("its handshake name is not text")
     # Last: another protocol version's handshake is reported as that, not as its extra keys.
     said.closed(reply, "handshake", _HANDSHAKE_KEYS)
 
