@@ -284,6 +284,7 @@ def _register_state_groups() -> None:
         cli_docs,
         cli_doctor,
         cli_encryption,
+        cli_explain,
         cli_housekeeping,
         cli_inspect,
         cli_packs,
@@ -301,6 +302,7 @@ def _register_state_groups() -> None:
     cli_packs.register(app)
     cli_providers.register(app)
     cli_doctor.register(app)
+    cli_explain.register(app)
     cli_housekeeping.register(app)
     cli_encryption.register()
 

@@ -19,7 +19,8 @@ Invariants:
   and symlink escapes"): a ``..`` segment, an absolute path elsewhere or a symlink out is a
   ``policy_denied`` diagnostic before the file is opened. ``--vars-file`` is the operator's
   own choice on the command line and is not confined;
-- the CLI layer is every ``--vars-file`` object in order, then every ``--var``, last wins.
+- the CLI layer is every ``--vars-file`` object in order, then every ``--var``, last wins
+  (``CapturedVars.from_cli_layers`` merges them and keeps each one's source).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import Any
 from agentctl.cli_schemacache import prepare_workflow_model
 from agentctl.clikit import collect_from_now, read_cli_file
 from agentctl.core.compiler import CapturedVars, compile_workflow
+from agentctl.core.compiler.variables import CLI_VARS
 from agentctl.core.dsl import load_workflow
 from agentctl.core.dsl.diagnostics import Locator
 from agentctl.core.dsl.yamlload import parse_yaml
@@ -184,11 +186,11 @@ def capture_vars(
     base = path.resolve().parent
     _declared(loaded, base, capture)
     _instructions(loaded, base, capture)
-    cli: JsonObject = {}
-    for file in vars_files or []:
-        cli.update(_read(file, capture))
-    cli.update(var_pair(text) for text in var_pairs or [])
-    return CapturedVars(files=dict(capture.files), cli=cli, instructions=capture.instructions)
+    # One layer per --vars-file, then every --var as one: `explain` names each source.
+    layers = [("cliVarsFiles", str(file), _read(file, capture)) for file in vars_files or []]
+    if var_pairs:
+        layers.append(("cliVars", CLI_VARS, dict(var_pair(text) for text in var_pairs)))
+    return CapturedVars.from_cli_layers(dict(capture.files), layers, capture.instructions)
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ ALLOWED: dict[str, set[str]] = {
         "cli_providers",
         "cli_argv",
         "cli_doctor",
+        "cli_explain",
         "cli_housekeeping",
         "cli_encryption",
         "cli_commands",
@@ -107,6 +108,8 @@ ALLOWED: dict[str, set[str]] = {
     "cli_stateview": {"render", "core"},
     # doctor (ready to run here?), gc and completion: operator tools over a workflow or a ledger.
     "cli_doctor": {"clikit", "render", "coordinator", "core", "cli_vars"} | {"cli_options"},
+    # explain: the variable origins of a compiled workflow (pure core), no state.
+    "cli_explain": {"clikit", "render", "core", "cli_vars", "cli_options"},
     "cli_housekeeping": {"clikit", "render", "errors", "ledger", "core", "cli_state", "__init__"}
     | {"cli_options"},
     # db encryption inventory|enable|rotate: the ledger's column encryption (ADR 0010).

@@ -16,12 +16,15 @@ Invariants:
   task when it runs; ``check`` reports it as ``invalid_template`` at the variable (a var file's
   or CLI variable's at the ``varsFiles`` entry, or without a path);
 - captured contents count in the plan (merged ``vars`` are part of each task's definition),
-  never in the workflow digest, which covers the document as written.
+  never in the workflow digest, which covers the document as written;
+- one precedence, one merge: every layer is named by ``holder_layers``/``cli_layers`` and
+  folded by ``_fold``, which yields the merged values (``base_vars``, ``task_vars``) and, for
+  ``explain`` (``task_origins``), which layer each winning key came from — never its value.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,14 +35,50 @@ from agentctl.core.templates import TemplateError, find_references
 RESERVED = ("foreachIndex", "matrix", "matrixIndex", "loopIndex", "loopPrevious")
 
 
+LAYERS = (
+    "workflowVarsFiles",
+    "workflowVars",
+    "agentVarsFiles",
+    "agentVars",
+    "taskVarsFiles",
+    "taskVars",
+    "cliVarsFiles",
+    "cliVars",
+)
+CLI_VARS = "--var"  # the source of the ``--var`` layer (a ``--vars-file`` layer's is its path)
+
+# (layer name of ``LAYERS``, source, values): the source is a var file's path as written, the
+# dotted document path of an inline ``vars``, or ``CLI_VARS``.
+VarLayer = tuple[str, str, Any]
+
+
 @dataclass(frozen=True)
 class CapturedVars:
     """What the caller read before compiling: var files by declared path, CLI vars, and the
-    text of each agent's ``instructionsFile`` by declared path (``instructions.py``)."""
+    text of each agent's ``instructionsFile`` by declared path (``instructions.py``).
+
+    ``cli`` is the whole CLI layer merged (what a compile reads); ``cli_layers`` says how it
+    came about, in command-line precedence: a ``cliVarsFiles`` layer per ``--vars-file`` (its
+    path as given), then one ``cliVars`` layer (source ``CLI_VARS``) for every ``--var`` —
+    build both with ``from_cli_layers``. Empty when a caller gave ``cli`` alone: it is then
+    one ``--var`` layer."""
 
     files: Mapping[str, JsonObject] = field(default_factory=dict)
     cli: JsonObject = field(default_factory=dict)
     instructions: Mapping[str, str] = field(default_factory=dict)
+    cli_layers: tuple[VarLayer, ...] = ()
+
+    @classmethod
+    def from_cli_layers(
+        cls,
+        files: Mapping[str, JsonObject],
+        layers: list[VarLayer],
+        instructions: Mapping[str, str],
+    ) -> CapturedVars:
+        """``cli`` merged from ``layers`` by the one fold every layer goes through."""
+        merged: dict[str, Any] = {}
+        _fold(merged, layers)
+        return cls(files=files, cli=merged, instructions=instructions, cli_layers=tuple(layers))
 
 
 def _paths(holder: Any) -> list[str]:
@@ -50,9 +89,9 @@ def _paths(holder: Any) -> list[str]:
 def base_vars(spec: Mapping[str, Any], agent: Any, captured: CapturedVars) -> dict[str, Any]:
     """The layers every task of one agent (or of none) shares, merged in precedence order:
     per holder (spec, then agent) its var files in declared order, then its ``vars``."""
-    merged: dict[str, Any] = {}
-    _merge_holder(merged, spec, captured)
-    _merge_holder(merged, agent, captured)
+    merged: dict[str, Any] = {}  # (sources unused here: "" for the agent's path)
+    _fold(merged, holder_layers(spec, "workflow", "spec", captured))
+    _fold(merged, holder_layers(agent, "agent", "", captured))
     return merged
 
 
@@ -61,25 +100,72 @@ def task_vars(
 ) -> dict[str, Any]:
     """The task's variable layers merged (bindings not included): a new dict, ``base``
     (``base_vars`` of its agent) under the task's var files and ``vars``, under the CLI
-    variables. Once per task: no list of the layers."""
+    variables (``captured.cli``, merged once by ``from_cli_layers``)."""
     merged = dict(base)
-    _merge_holder(merged, task, captured)
-    _merge(merged, captured.cli)
+    # (Sources are not kept here: "" stands for the paths ``task_origins`` is given.)
+    _fold(merged, holder_layers(task, "task", "", captured))
+    if captured.cli:
+        merged.update(captured.cli)
     return merged
 
 
-def _merge_holder(merged: dict[str, Any], holder: Any, captured: CapturedVars) -> None:
+def task_origins(
+    spec: Mapping[str, Any],
+    agent: tuple[str, Any] | None,
+    task: tuple[str, Mapping[str, Any]],
+    captured: CapturedVars,
+) -> dict[str, tuple[str, str]]:
+    """Which layer won each of a task's variables: name → (layer, source), the same layers
+    and fold as ``base_vars`` + ``task_vars`` (bindings not included). ``agent``: its name
+    and definition; ``task``: its dotted document path and definition."""
+    origins: dict[str, tuple[str, str]] = {}
+    merged: dict[str, Any] = {}
+    _fold(merged, holder_layers(spec, "workflow", "spec", captured), origins)
+    if agent is not None:
+        _fold(
+            merged, holder_layers(agent[1], "agent", f"spec.agents.{agent[0]}", captured), origins
+        )
+    _fold(merged, holder_layers(task[1], "task", task[0], captured), origins)
+    _fold(merged, cli_layers(captured), origins)
+    return origins
+
+
+def holder_layers(
+    holder: Any, scope: str, where: str, captured: CapturedVars
+) -> Iterator[VarLayer]:
+    """The layers of one holder (the spec, an agent, a task; ``scope`` names it in
+    ``LAYERS``, ``where`` is its dotted path), low → high: its var files in declared order,
+    then its ``vars``. A file that was not captured holds None (reported elsewhere)."""
     if not isinstance(holder, dict):
         return
     if holder.get("varsFiles"):
         for path in _paths(holder):
-            _merge(merged, captured.files.get(path))
-    _merge(merged, holder.get("vars"))
+            yield f"{scope}VarsFiles", path, captured.files.get(path)
+    if holder.get("vars"):
+        yield f"{scope}Vars", f"{where}.vars", holder["vars"]
 
 
-def _merge(merged: dict[str, Any], layer: Any) -> None:
-    if layer and isinstance(layer, dict):
-        merged.update(layer)
+def cli_layers(captured: CapturedVars) -> Iterator[VarLayer]:
+    """The command line's layers in precedence order (see ``CapturedVars``)."""
+    if captured.cli_layers:
+        yield from captured.cli_layers
+    elif captured.cli:
+        yield "cliVars", CLI_VARS, captured.cli
+
+
+def _fold(
+    merged: dict[str, Any],
+    layers: Iterable[VarLayer],
+    origins: dict[str, tuple[str, str]] | None = None,
+) -> None:
+    """Whole-key replacement, later layers winning; ``origins`` (when given) gets the layer
+    and source of each key set."""
+    for name, source, values in layers:
+        if not values or not isinstance(values, dict):
+            continue
+        merged.update(values)
+        if origins is not None:
+            origins.update(dict.fromkeys(values, (name, source)))
 
 
 def declared_files(doc: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
@@ -90,13 +176,13 @@ def declared_files(doc: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     for name, agent in (spec.get("agents") or {}).items():
         for index, path in enumerate(_paths(agent)):
             yield f"spec.agents.{name}.varsFiles.{index}", path
-    for prefix, at, task in _tasks(spec):
+    for prefix, at, task in authored_tasks(spec):
         if isinstance(task, dict) and task.get("varsFiles"):  # (most tasks declare none)
             for index, path in enumerate(_paths(task)):
                 yield f"{prefix}.{at}.varsFiles.{index}", path
 
 
-def _tasks(spec: Mapping[str, Any]) -> Iterator[tuple[str, int, Any]]:
+def authored_tasks(spec: Mapping[str, Any]) -> Iterator[tuple[str, int, Any]]:
     """``(prefix, index, task)``: every task is at dotted path ``f"{prefix}.{index}"``, made
     only where one is reported (not three times a task for every compile)."""
     for index, task in enumerate(spec.get("tasks") or []):
@@ -122,7 +208,7 @@ def check_var_reads(doc: Mapping[str, Any], captured: CapturedVars, diags: Colle
     _var_reads(spec.get("vars"), "", "spec.vars", diags)
     for name, agent in (spec.get("agents") or {}).items():
         _var_reads(agent.get("vars"), "", f"spec.agents.{name}.vars", diags)
-    for prefix, index, task in _tasks(spec):
+    for prefix, index, task in authored_tasks(spec):
         if task.get("vars"):  # (most tasks have none: no path made for them)
             _var_reads(task.get("vars"), "", f"{prefix}.{index}.vars", diags)
     for where, path in declared_files(doc):
