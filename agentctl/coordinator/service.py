@@ -408,7 +408,7 @@ async def _finish(
         outputs = await store.read_outputs(req.run_id, run_output_reads(req.plan))
         view = RuntimeView(live.inputs, live.memory, outputs, live.states, live.errors)
         try:
-            output = render_run_outputs(req.plan.run.outputs, view)
+            output = render_run_outputs(req.plan.run.outputs, req.plan.run.vars, view)
         except TaskFailure as exc:
             if req.check_mode:  # a preview cannot know what unexecuted work would return
                 output = {"unavailableInCheckMode": exc.message}

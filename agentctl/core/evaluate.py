@@ -347,12 +347,18 @@ def check_contract(task: PlannedTask, output: JsonValue) -> None:
         )
 
 
-def render_run_outputs(outputs_spec: Mapping[str, JsonValue], view: RuntimeView) -> JsonObject:
-    """The run output: rendered ``spec.outputs``, or a map task id → output when empty."""
+def render_run_outputs(
+    outputs_spec: Mapping[str, JsonValue], variables: JsonObject, view: RuntimeView
+) -> JsonObject:
+    """The run output: rendered ``spec.outputs``, or a map task id → output when empty.
+    ``variables`` are the run-level ones (``RunConfig.vars``), rendered first against inputs,
+    memory and task outputs as a task's are (spec/dsl.md §6.4)."""
     if not outputs_spec:
         return dict(view.outputs)
     ctx = base_context(view)
     try:
+        if variables:
+            ctx["vars"] = render(variables, ctx)
         rendered = render(dict(outputs_spec), ctx)
     except RunFailedError as exc:
         raise TaskFailure(exc.message) from exc  # the caller names it: "outputs: …"

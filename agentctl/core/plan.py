@@ -102,6 +102,9 @@ class RunConfig:
     long_term: JsonObject | None = None  # spec.memory.longTerm
     budgets: JsonObject = field(default_factory=dict)  # spec.runtime.budgets
     outputs: JsonObject = field(default_factory=dict)  # spec.outputs (templates)
+    # The run-level variables ``outputs`` reads (``variables.run_vars``), kept only when they
+    # read some: values a template never reads are not carried in every stored plan.
+    vars: JsonObject = field(default_factory=dict)
     compensation: JsonObject = field(default_factory=dict)  # spec.compensation
     mcp_servers: JsonObject = field(default_factory=dict)  # spec.mcpServers
     pricing: JsonObject | None = None  # spec.runtime.pricing (core.pricing reads it)

@@ -125,3 +125,58 @@ def test_cli_variables_are_checked(cli: Cli, tmp_path: Path) -> None:
     ):
         error = _refused(cli, tmp_path, *args)
         assert needle in json.dumps(error), (args, error)
+
+
+OUTPUTS_WORKFLOW = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: { name: outputs-vars }
+spec:
+  inputs: { build: fixture-001 }
+  varsFiles: [defaults.yaml]
+  vars: { replicas: 3, label: "${{ inputs.build }}" }
+  actions: { report: { kind: builtin.assign } }
+  tasks:
+    - id: report
+      uses: action:report
+      vars: { environment: qa }
+      with: { environment: "${{ vars.environment }}" }
+  outputs:
+    environment: "${{ vars.environment }}"
+    replicas: "${{ vars.replicas }}"
+    label: "${{ vars.label }}"
+    task: "${{ tasks.report.output.output.environment }}"
+"""
+
+
+def test_run_outputs_read_the_workflow_level_variables(cli: Cli, tmp_path: Path) -> None:
+    """``spec.outputs`` selects "from inputs, memory, variables, or task outputs": it sees the
+    workflow's var files and ``vars`` under ``--vars-file``/``--var``, rendered against the
+    inputs as a task's are, and the recorded run keeps them for replay."""
+    (tmp_path / "defaults.yaml").write_text("environment: staging\nreplicas: 2\n")
+    (tmp_path / "wf.yaml").write_text(OUTPUTS_WORKFLOW)
+    done = cli("--output", "json", "run", "wf.yaml", "--db", "db.sqlite")
+    assert done.rc == 0, done.stderr
+    # the task's own ``environment: qa`` is the task's; the run sees the workflow's layers
+    expected = {"environment": "staging", "replicas": 3, "label": "fixture-001", "task": "qa"}
+    assert done.data["output"] == expected
+    replayed = cli("--output", "json", "replay", done.data["runId"], "--db", "db.sqlite")
+    assert replayed.rc == 0, replayed.stderr
+    assert replayed.data["output"] == expected
+    args = ("--var", "replicas=5", "--input", "build=fixture-002")
+    again = cli("--output", "json", "run", "wf.yaml", "--db", "db.sqlite", *args)
+    assert again.rc == 0, again.stderr
+    assert again.data["output"]["replicas"] == 5
+    assert again.data["output"]["label"] == "fixture-002"
+
+
+def test_run_outputs_cannot_read_a_task_s_own_variable(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "defaults.yaml").write_text("replicas: 2\n")
+    text = OUTPUTS_WORKFLOW.replace("varsFiles: [defaults.yaml]", "varsFiles: []")
+    (tmp_path / "wf.yaml").write_text(text)
+    done = cli("--output", "json", "check", "wf.yaml")
+    assert done.rc == 2, done.stdout
+    message = json.dumps(done.error)
+    assert "spec.outputs.environment reads `vars.environment`" in message
+    assert "no workflow-level variable defines" in message
+    assert not (tmp_path / ".agentctl").exists()

@@ -36,11 +36,17 @@ from agentctl.core.compiler.references import (
     check_mcp_references,
     check_needs,
     check_run_outputs,
+    reads_vars,
     resolve_nodes,
 )
 from agentctl.core.compiler.requirements import plan_requirements
 from agentctl.core.compiler.subworkflows import flatten_tasks
-from agentctl.core.compiler.variables import CapturedVars, check_captured, check_var_reads
+from agentctl.core.compiler.variables import (
+    CapturedVars,
+    check_captured,
+    check_var_reads,
+    run_vars,
+)
 from agentctl.core.plan import Plan, PlannedTask, RunConfig
 
 
@@ -81,7 +87,7 @@ def compile_workflow(
         order=tuple(order),
         tasks=tasks,
         requirements=requirements,
-        run=run_config(env.spec),
+        run=run_config(env.spec, env.variables),
     )
     return plan.carrying_document_text(doc, text).carrying_stored_tasks(stored)
 
@@ -117,15 +123,17 @@ def _finish(
     return tuple(drafts[task_id] for task_id in order), texts, stored
 
 
-def run_config(spec: dict[str, Any]) -> RunConfig:
+def run_config(spec: dict[str, Any], captured: CapturedVars) -> RunConfig:
     """The run-level settings the plan carries for the coordinator (outside every digest)."""
     memory = spec.get("memory") or {}
+    outputs = spec.get("outputs") or {}
     return RunConfig(
         policy=spec.get("policy") or {},
         working_memory=memory.get("working") or {},
         long_term=memory.get("longTerm"),
         budgets=(spec.get("runtime") or {}).get("budgets") or {},
-        outputs=spec.get("outputs") or {},
+        outputs=outputs,
+        vars=run_vars(spec, captured) if reads_vars(outputs) else {},
         compensation=spec.get("compensation") or {},
         mcp_servers=spec.get("mcpServers") or {},
         pricing=(spec.get("runtime") or {}).get("pricing"),
@@ -184,7 +192,7 @@ def _check_document(
     check_var_reads(doc, env.variables, diags)
     check_instruction_files(doc, env.variables, diags)
     check_needs(graph, diags)
-    check_run_outputs(env.spec.get("outputs"), graph, diags)
+    check_run_outputs(env.spec.get("outputs"), graph, run_vars(env.spec, env.variables), diags)
     check_agent_references(env, diags)
     check_mcp_references(env, graph, diags)
     check_a2a_references(env, graph, diags)

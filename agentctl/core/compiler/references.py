@@ -8,6 +8,7 @@ the reader's own ``needs`` (``when`` is exempt, as in the original).
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,31 +207,55 @@ def check_templates(
         _unknown_reads(node, task_references(text), f"{where} template", where, graph, diags)
 
 
-def check_run_outputs(outputs: Any, graph: dict[str, Node], diags: Collector) -> None:
+def _output_texts(outputs: Any) -> Iterator[tuple[str, str]]:
+    """Each template text of ``spec.outputs`` with the key it sits under."""
+    if isinstance(outputs, dict):
+        for key, value in outputs.items():
+            for text in iter_strings(value):
+                if OPEN in text or "}}" in text:
+                    yield f"spec.outputs.{key}", text
+
+
+def reads_vars(outputs: Any) -> bool:
+    """Whether ``spec.outputs`` reads any ``vars.*`` (a bad template reads none: it is
+    reported by ``check_run_outputs``)."""
+    for _where, text in _output_texts(outputs):
+        try:
+            if any(ref.root == "vars" for ref in find_references(text)):
+                return True
+        except TemplateError:
+            continue
+    return False
+
+
+def check_run_outputs(
+    outputs: Any, graph: dict[str, Node], run_vars: Mapping[str, Any], diags: Collector
+) -> None:
     """``spec.outputs``: template syntax; every task read names a task of the plan (no needs
-    rule: the outputs render once every task is done); no ``vars`` read (variables are each
-    task's own, so the run's outputs have none)."""
-    if not isinstance(outputs, dict):
-        return
-    for key, value in outputs.items():
-        for text in iter_strings(value):
-            if OPEN in text or "}}" in text:
-                _check_output_text(text, f"spec.outputs.{key}", graph, diags)
+    rule: the outputs render once every task is done); every ``vars`` read names a variable
+    of the run as a whole (``variables.run_vars``: an agent's or a task's variables are its
+    own, so the outputs cannot see them)."""
+    for where, text in _output_texts(outputs):
+        _check_output_text(text, where, graph, run_vars, diags)
 
 
-def _check_output_text(text: str, where: str, graph: dict[str, Node], diags: Collector) -> None:
+def _check_output_text(
+    text: str, where: str, graph: dict[str, Node], run_vars: Mapping[str, Any], diags: Collector
+) -> None:
     try:
         references = find_references(text)
     except TemplateError as exc:
         diags.add("invalid_template", f"spec.outputs: {exc}", where)
         return
     for ref in references:
-        if ref.root == "vars":
+        if ref.root == "vars" and (not ref.segments or ref.segments[0] not in run_vars):
             diags.add(
                 "invalid_template",
-                f"{where} reads `{ref.path}`, but the run's outputs have no variables",
+                f"{where} reads `{ref.path}`, which no workflow-level variable defines",
                 where,
-                help="variables belong to tasks: pass the value through a task's output",
+                help="the outputs see spec.vars, spec.varsFiles and --var/--vars-file; an "
+                "agent's or a task's variables are its own: pass such a value through a "
+                "task's output",
             )
         elif ref.task_id is not None and diags.unknown(ref.task_id, graph):
             diags.add(

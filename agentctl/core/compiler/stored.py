@@ -138,6 +138,7 @@ def _run_json(run: RunConfig) -> JsonObject:
         "longTerm": run.long_term,
         "budgets": run.budgets,
         "outputs": run.outputs,
+        "vars": run.vars,
         "compensation": run.compensation,
         "mcpServers": run.mcp_servers,
         "pricing": run.pricing,
@@ -152,6 +153,7 @@ def _run(raw: Any) -> RunConfig:
         long_term=raw["longTerm"],
         budgets=raw["budgets"],
         outputs=raw["outputs"],
+        vars=raw.get("vars") or {},  # absent from plans stored before outputs read vars
         compensation=raw["compensation"],
         mcp_servers=raw.get("mcpServers") or {},  # absent in plans stored before MCP ran
         pricing=raw.get("pricing"),  # absent in plans stored before pricing was carried

@@ -109,6 +109,16 @@ def task_vars(
     return merged
 
 
+def run_vars(spec: Mapping[str, Any], captured: CapturedVars) -> dict[str, Any]:
+    """The variables of the run as a whole, which ``spec.outputs`` reads: the workflow's layers
+    (var files, then ``vars``) under the CLI variables — no agent's or task's, which are
+    theirs alone."""
+    merged = base_vars(spec, None, captured)
+    if captured.cli:
+        merged.update(captured.cli)
+    return merged
+
+
 def task_origins(
     spec: Mapping[str, Any],
     agent: tuple[str, Any] | None,
