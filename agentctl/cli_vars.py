@@ -34,7 +34,7 @@ from typing import Any
 from agentctl.cli_schemacache import prepare_workflow_model
 from agentctl.clikit import collect_from_now, read_cli_file
 from agentctl.core.compiler import CapturedVars, compile_workflow
-from agentctl.core.compiler.variables import CLI_VARS
+from agentctl.core.compiler.variables import CLI_VARS, VarLayer
 from agentctl.core.dsl import load_workflow
 from agentctl.core.dsl.diagnostics import Locator
 from agentctl.core.dsl.yamlload import parse_yaml
@@ -187,9 +187,11 @@ def capture_vars(
     _declared(loaded, base, capture)
     _instructions(loaded, base, capture)
     # One layer per --vars-file, then every --var as one: `explain` names each source.
-    layers = [("cliVarsFiles", str(file), _read(file, capture)) for file in vars_files or []]
+    layers = [
+        VarLayer("cliVarsFiles", str(file), _read(file, capture)) for file in vars_files or []
+    ]
     if var_pairs:
-        layers.append(("cliVars", CLI_VARS, dict(var_pair(text) for text in var_pairs)))
+        layers.append(VarLayer("cliVars", CLI_VARS, dict(var_pair(text) for text in var_pairs)))
     return CapturedVars.from_cli_layers(dict(capture.files), layers, capture.instructions)
 
 

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from agentctl.core.compiler import CapturedVars, compile_workflow
-from agentctl.core.compiler.variables import LAYERS
+from agentctl.core.compiler.variables import LAYERS, VarLayer
 from agentctl.core.compiler.varorigins import ENGINE, explain_variables
 from agentctl.core.dsl import load_workflow
 from agentctl.core.plan import Plan
@@ -44,8 +44,8 @@ def _compiled() -> tuple[dict[str, Any], CapturedVars, Plan]:
     document = load_workflow(DOC.encode(), file="wf.yaml").document
     files: dict[str, Any] = {"w.yaml": {"a": 0, "w": VALUE}, "t.yaml": {"a": 2, "t": VALUE}}
     layers = [
-        ("cliVarsFiles", "over.yaml", {"c": VALUE, "f": 1}),
-        ("cliVars", "--var", {"f": VALUE}),
+        VarLayer("cliVarsFiles", "over.yaml", {"c": VALUE, "f": 1}),
+        VarLayer("cliVars", "--var", {"f": VALUE}),
     ]
     captured = CapturedVars.from_cli_layers(files, layers, {})
     return document, captured, compile_workflow(document, variables=captured)

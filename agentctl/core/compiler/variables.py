@@ -47,9 +47,16 @@ LAYERS = (
 )
 CLI_VARS = "--var"  # the source of the ``--var`` layer (a ``--vars-file`` layer's is its path)
 
-# (layer name of ``LAYERS``, source, values): the source is a var file's path as written, the
-# dotted document path of an inline ``vars``, or ``CLI_VARS``.
-VarLayer = tuple[str, str, Any]
+
+@dataclass(frozen=True)
+class VarLayer:
+    """One layer of variables: ``layer`` names it (one of ``LAYERS``); ``source`` is a var
+    file's path as written, the dotted document path of an inline ``vars``, or ``CLI_VARS``;
+    ``values`` is what it sets (None for a declared file that was not captured)."""
+
+    layer: str
+    source: str
+    values: Any
 
 
 @dataclass(frozen=True)
@@ -121,21 +128,22 @@ def run_vars(spec: Mapping[str, Any], captured: CapturedVars) -> dict[str, Any]:
 
 def task_origins(
     spec: Mapping[str, Any],
-    agent: tuple[str, Any] | None,
-    task: tuple[str, Mapping[str, Any]],
+    agent_name: str | None,
+    task_path: str,
+    task: Mapping[str, Any],
     captured: CapturedVars,
-) -> dict[str, tuple[str, str]]:
-    """Which layer won each of a task's variables: name → (layer, source), the same layers
-    and fold as ``base_vars`` + ``task_vars`` (bindings not included). ``agent``: its name
-    and definition; ``task``: its dotted document path and definition."""
-    origins: dict[str, tuple[str, str]] = {}
+) -> dict[str, VarLayer]:
+    """Which layer won each of a task's variables (name → that layer), the same layers and
+    fold as ``base_vars`` + ``task_vars`` (bindings not included). ``agent_name``: the task's
+    agent, if any; ``task_path``: the task's dotted document path."""
+    origins: dict[str, VarLayer] = {}
     merged: dict[str, Any] = {}
     _fold(merged, holder_layers(spec, "workflow", "spec", captured), origins)
-    if agent is not None:
-        _fold(
-            merged, holder_layers(agent[1], "agent", f"spec.agents.{agent[0]}", captured), origins
-        )
-    _fold(merged, holder_layers(task[1], "task", task[0], captured), origins)
+    if agent_name is not None:
+        agent = (spec.get("agents") or {}).get(agent_name)
+        where = f"spec.agents.{agent_name}"
+        _fold(merged, holder_layers(agent, "agent", where, captured), origins)
+    _fold(merged, holder_layers(task, "task", task_path, captured), origins)
     _fold(merged, cli_layers(captured), origins)
     return origins
 
@@ -150,9 +158,9 @@ def holder_layers(
         return
     if holder.get("varsFiles"):
         for path in _paths(holder):
-            yield f"{scope}VarsFiles", path, captured.files.get(path)
+            yield VarLayer(f"{scope}VarsFiles", path, captured.files.get(path))
     if holder.get("vars"):
-        yield f"{scope}Vars", f"{where}.vars", holder["vars"]
+        yield VarLayer(f"{scope}Vars", f"{where}.vars", holder["vars"])
 
 
 def cli_layers(captured: CapturedVars) -> Iterator[VarLayer]:
@@ -160,22 +168,22 @@ def cli_layers(captured: CapturedVars) -> Iterator[VarLayer]:
     if captured.cli_layers:
         yield from captured.cli_layers
     elif captured.cli:
-        yield "cliVars", CLI_VARS, captured.cli
+        yield VarLayer("cliVars", CLI_VARS, captured.cli)
 
 
 def _fold(
     merged: dict[str, Any],
     layers: Iterable[VarLayer],
-    origins: dict[str, tuple[str, str]] | None = None,
+    origins: dict[str, VarLayer] | None = None,
 ) -> None:
     """Whole-key replacement, later layers winning; ``origins`` (when given) gets the layer
     and source of each key set."""
-    for name, source, values in layers:
-        if not values or not isinstance(values, dict):
+    for layer in layers:
+        if not layer.values or not isinstance(layer.values, dict):
             continue
-        merged.update(values)
+        merged.update(layer.values)
         if origins is not None:
-            origins.update(dict.fromkeys(values, (name, source)))
+            origins.update(dict.fromkeys(layer.values, layer))
 
 
 def declared_files(doc: Mapping[str, Any]) -> Iterator[tuple[str, str]]:

@@ -143,11 +143,8 @@ def _task(
     """A task that renders nothing has no variables in the plan, and none here."""
     if not planned.vars:
         return TaskOrigins(planned.id, planned.agent, {})
-    agent = None
-    if planned.agent is not None:
-        agent = (planned.agent, (spec.get("agents") or {}).get(planned.agent))
-    won = task_origins(spec, agent, (node.path, node.task), captured)
-    origins = {name: Origin(*layer_source) for name, layer_source in won.items()}
+    won = task_origins(spec, planned.agent, node.path, node.task, captured)
+    origins = {name: Origin(layer.layer, layer.source) for name, layer in won.items()}
     origins.update(dict.fromkeys(node.bindings, Origin(ENGINE, node.expansion or "engine")))
     return TaskOrigins(planned.id, planned.agent, origins)
 
@@ -165,9 +162,10 @@ def _declared(spec: Mapping[str, Any], captured: CapturedVars) -> Iterator[Decla
 
 
 def _listed(layers: Iterator[VarLayer], at: str | None) -> Iterator[DeclaredLayer]:
-    for layer, source, values in layers:
+    for layer in layers:
+        values = layer.values
         names = tuple(sorted(values)) if isinstance(values, dict) else ()
-        yield DeclaredLayer(layer, source, at, names)
+        yield DeclaredLayer(layer.layer, layer.source, at, names)
 
 
 def _instructions(agents: Mapping[str, Any], captured: CapturedVars) -> Iterator[InstructionSource]:
