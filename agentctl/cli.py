@@ -44,6 +44,7 @@ from agentctl.cli_options import (
     InputsOpt,
     InteractiveOpt,
     RunWorkspaceOpt,
+    SourceWorkspaceOpt,
     TimeoutOpt,
     VarOpt,
     VarsFileOpt,
@@ -98,11 +99,12 @@ def check_cmd(
         Path,
         typer.Argument(parser=path_parser("workflow file"), help="Workflow YAML file to validate."),
     ],
+    workspace: SourceWorkspaceOpt = None,
     var_pairs: VarOpt = None,
     vars_files: VarsFileOpt = None,
 ) -> None:
     """Validate and compile a workflow without creating any state."""
-    deliver(check_outcome(file, vars_files, var_pairs))
+    deliver(check_outcome(file, vars_files, var_pairs, workspace))
 
 
 @app.command("plan")
@@ -111,6 +113,7 @@ def plan_cmd(
         Path,
         typer.Argument(parser=path_parser("workflow file"), help="Workflow YAML file to plan."),
     ],
+    workspace: SourceWorkspaceOpt = None,
     var_pairs: VarOpt = None,
     vars_files: VarsFileOpt = None,
 ) -> None:
@@ -118,7 +121,7 @@ def plan_cmd(
     from agentctl.cli_vars import compile_with_vars
     from agentctl.core.compiler import plan_to_json
 
-    loaded, plan = compile_with_vars(file, vars_files, var_pairs)
+    loaded, plan = compile_with_vars(file, vars_files, var_pairs, workspace=workspace)
     data = plan_to_json(plan)
     deliver(Outcome("Plan", data, diagnostics=list(loaded.warnings), human=_plan_human(data)))
 

@@ -29,13 +29,16 @@ if TYPE_CHECKING:
 
 
 def check_outcome(
-    file: Path, vars_files: list[Path] | None, var_pairs: list[str] | None
+    file: Path,
+    vars_files: list[Path] | None,
+    var_pairs: list[str] | None,
+    workspace: Path | None = None,
 ) -> Outcome:
     """``agentctl check FILE``: validate and compile; creates no state."""
     from agentctl.cli_vars import compile_with_vars
     from agentctl.core.compiler import check_result_json
 
-    loaded, plan = compile_with_vars(file, vars_files, var_pairs)
+    loaded, plan = compile_with_vars(file, vars_files, var_pairs, workspace=workspace)
     data = check_result_json(plan)
 
     def human(_s: Settings) -> str:
@@ -134,7 +137,9 @@ def prepare_run(request: RunRequest, *, collect: bool = True) -> PreparedRun:
     from agentctl.coordinator import api
 
     file = request.file
-    loaded, plan = compile_with_vars(file, request.vars_files, request.var_pairs, collect=collect)
+    loaded, plan = compile_with_vars(
+        file, request.vars_files, request.var_pairs, workspace=request.workspace, collect=collect
+    )
     document, warnings = loaded.document, tuple(loaded.warnings)
     given = InputFlags(request.inputs, request.inputs_file, request.input_pairs)
     resolved = given.resolve(document, plan)

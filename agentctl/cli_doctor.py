@@ -42,7 +42,7 @@ def doctor_cmd(
     from agentctl.coordinator.doctor import diagnose
     from agentctl.core.compiler import check_result_json
 
-    loaded, plan = compile_with_vars(file, vars_files, var_pairs)
+    loaded, plan = compile_with_vars(file, vars_files, var_pairs, workspace=workspace)
     summary = check_result_json(plan)
     meta = (str(summary["workflow"]), str(summary["planDigest"]))
     where = str((workspace or file.resolve().parent).resolve())

@@ -33,12 +33,12 @@ def explain_cmd(
     from agentctl.core.compiler import compile_workflow
     from agentctl.core.compiler.varorigins import explain_variables
 
-    del workspace  # validated only: which workspace a run would use changes no origin
-    source, _plan = compile_with_vars(file, vars_files, var_pairs)
+    # The workspace decides which declared files may be read, as for check and run.
+    source, _plan = compile_with_vars(file, vars_files, var_pairs, workspace=workspace)
     # The origins need the captured layers themselves, which the compile does not return:
     # read them again and compile with them, so the plan digest shown is of exactly the
     # sources the origins describe (a file edited in between changes both together).
-    captured = capture_vars(source, file, vars_files, var_pairs)
+    captured = capture_vars(source, file, vars_files, var_pairs, workspace=workspace)
     plan = compile_workflow(
         source.document, file=str(file), locate=source.locate, variables=captured
     )

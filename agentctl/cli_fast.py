@@ -13,8 +13,8 @@ Invariants:
   usage error and rarely used option stays exactly typer's; a plain ``--timeout-seconds``
   gives the ``float`` click would (benchmarks and scripts pass one on every run);
 - an accepted command runs the same body as its typer command (``cli_commands``), after the
-  same path checks in the same order (``--workspace`` then ``--db``, as click runs them:
-  options in the order given, ``--db`` last since ``cli_argv`` moves it to the end).
+  same path checks in the same order, as click runs them: the options in the order given
+  (``--db`` last since ``cli_argv`` moves it to the end), then FILE, then a default ``--db``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any
 
 from agentctl.cli_commands import RunRequest, check_outcome, run_outcome
 from agentctl.clikit import (
@@ -48,7 +48,7 @@ _VARS = frozenset({"--var", "--vars-file"})
 _PLAIN_SECONDS = re.compile(r"[0-9]+(\.[0-9]+)?")  # what float() reads exactly as click does
 _MIN_TIMEOUT_S = 0.001  # ``cli_options.TimeoutOpt``'s min: below it typer's usage error
 _GRAMMARS = {
-    "check": _Grammar(single=frozenset(), repeated=_VARS),
+    "check": _Grammar(single=frozenset({"--workspace"}), repeated=_VARS),
     "run": _Grammar(
         single=frozenset({"--db", "--inputs", "--inputs-file", "--timeout-seconds", "--workspace"}),
         repeated=_VARS | {"--input"},
@@ -66,25 +66,22 @@ class FastCommand:
     values: dict[str, str] = field(default_factory=dict)
     lists: dict[str, list[str]] = field(default_factory=dict)
     flags: set[str] = field(default_factory=set)
+    order: list[str] = field(default_factory=list)  # each option's name, as first given
 
     def invoke(self, settings: Settings) -> Outcome:
         """Run the command (its path checks first, as typer's callbacks would)."""
         assert self.file is not None
-        file = checked_path(self.file, "workflow file")
-        files = self.lists.get("--vars-file")
-        vars_files = None if files is None else [checked_path(p, "--vars-file") for p in files]
+        paths = self._checked_paths()
+        vars_files = paths.get("--vars-file")
         var_pairs = self.lists.get("--var")
+        workspace, file = paths.get("--workspace"), paths["FILE"]
         if self.command == "check":
-            return check_outcome(file, vars_files, var_pairs)
-        workspace = check_workspace(
-            _path(self.values.get("--workspace"), "--workspace", file=False)
-        )
-        db = check_db_path(self.values.get("--db", DEFAULT_DB))
+            return check_outcome(file, vars_files, var_pairs, workspace)
         request = RunRequest(
             file=file,
-            db=db,
+            db=paths["--db"],
             inputs=self.values.get("--inputs"),
-            inputs_file=_path(self.values.get("--inputs-file"), "--inputs-file"),
+            inputs_file=paths.get("--inputs-file"),
             input_pairs=self.lists.get("--input"),
             workspace=workspace,
             timeout_seconds=_seconds(self.values.get("--timeout-seconds")),
@@ -95,9 +92,28 @@ class FastCommand:
         )
         return run_outcome(request, settings)
 
+    def _checked_paths(self) -> dict[str, Any]:
+        """The path options and FILE, checked in click's order: the options in the order given
+        (``--db`` last, moved there by ``cli_argv``), then FILE, then ``run``'s default
+        ``--db``. So a bad ``--workspace`` beside a bad FILE is reported as typer reports it."""
+        paths = {name: self._checked(name) for name in self.order}
+        assert self.file is not None
+        paths["FILE"] = checked_path(self.file, "workflow file")
+        if self.command == "run" and "--db" not in paths:
+            paths["--db"] = check_db_path(DEFAULT_DB)
+        return paths
 
-def _path(value: str | None, what: str, *, file: bool = True) -> Path | None:
-    return None if value is None else checked_path(value, what, file=file)
+    def _checked(self, name: str) -> Any:
+        """Option ``name``'s value as its typer parser and callback give it."""
+        if name == "--vars-file":
+            return [checked_path(p, name) for p in self.lists[name]]
+        if name == "--workspace":
+            return check_workspace(checked_path(self.values[name], name, file=False))
+        if name == "--inputs-file":
+            return checked_path(self.values[name], name)
+        if name == "--db":
+            return check_db_path(self.values[name])
+        return None  # not a path: nothing to check
 
 
 def _seconds(value: str | None) -> float | None:
@@ -134,6 +150,8 @@ def parse(args: list[str]) -> FastCommand | None:
             return None
         if name == "--timeout-seconds" and not _plain_timeout(value):
             return None  # typer's range check and float syntax, with its own messages
+        if name not in parsed.order:
+            parsed.order.append(name)
         if name in grammar.single:
             parsed.values[name] = value
         else:

@@ -1,5 +1,5 @@
 """The typer option types shared by several commands (``--db``, ``--diff``, ``--timeout-seconds``,
-``--workspace``; and the run options ``run`` and ``submit`` share).
+``--workspace``, ``--var``/``--vars-file``; and the run options ``run`` and ``submit`` share).
 
 Invariant: their checks are ``clikit``'s, so a value is refused with the same error whether
 typer parsed the command line or ``cli_fast`` did.
@@ -8,7 +8,7 @@ typer parsed the command line or ``cli_fast`` did.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -42,15 +42,19 @@ TimeoutOpt = Annotated[
         callback=check_timeout,
     ),
 ]
-WorkspaceOpt = Annotated[
-    Path | None,
-    typer.Option(
+
+
+def _workspace_option(help: str) -> Any:
+    """``--workspace``: one parse and one check (an existing directory) on every command."""
+    return typer.Option(
         "--workspace",
         parser=path_parser("--workspace", file=False),
-        help="Workspace root (default: the run's own).",
+        help=help,
         callback=check_workspace,
-    ),
-]
+    )
+
+
+WorkspaceOpt = Annotated[Path | None, _workspace_option("Workspace root (default: the run's own).")]
 
 VarOpt = Annotated[
     list[str] | None, typer.Option("--var", help="Variable NAME=JSON (highest layer); repeatable.")
@@ -82,11 +86,17 @@ InputPairsOpt = Annotated[
 ]
 RunWorkspaceOpt = Annotated[
     Path | None,
-    typer.Option(
-        "--workspace",
-        parser=path_parser("--workspace", file=False),
-        help="Workspace root (default: the file's dir).",
-        callback=check_workspace,
+    _workspace_option(
+        "Workspace root; the workflow's var and instruction files must lie in it "
+        "(default: the file's dir)."
+    ),
+]
+# ``check``, ``plan``, ``providers inspect``: they run nothing, so the workspace only bounds
+# the files the compile reads (the plan never holds it).
+SourceWorkspaceOpt = Annotated[
+    Path | None,
+    _workspace_option(
+        "Workspace the workflow's var and instruction files must lie in (default: the file's dir)."
     ),
 ]
 CheckOpt = Annotated[

@@ -3,7 +3,8 @@
 
 Invariants: none of them creates state. Only ``smoke-openai`` calls a service — one bounded
 request, and only with ``--live`` (``coordinator.smoke``). ``providers inspect`` reports
-what each declared provider offers from the document alone. ``auth check`` judges each
+what each declared provider offers from the document alone, once the workflow compiles as
+``check`` compiles it (``--workspace``, ``--var``, ``--vars-file``). ``auth check`` judges each
 secret reference by presence only — it never reads a value and never runs a ``{process}``
 helper — and exits 0 whatever it finds, as the original's: it is a report (each reference's
 ``availability`` says what is missing); ``run`` and ``doctor`` are the gates that exit 6.
@@ -16,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from agentctl.cli_options import SourceWorkspaceOpt, VarOpt, VarsFileOpt
 from agentctl.clikit import deliver, path_parser
 from agentctl.render import Outcome, Settings, table
 
@@ -33,12 +35,19 @@ FileArg = Annotated[
 
 
 @providers_app.command("inspect")
-def providers_inspect_cmd(file: FileArg) -> None:
+def providers_inspect_cmd(
+    file: FileArg,
+    workspace: SourceWorkspaceOpt = None,
+    var_pairs: VarOpt = None,
+    vars_files: VarsFileOpt = None,
+) -> None:
     """Each provider's kind, endpoint, credential reference, capabilities and options."""
     from agentctl.cli_vars import compile_with_vars
     from agentctl.core.providerinfo import provider_capabilities
 
-    loaded, _plan = compile_with_vars(file)
+    # Compiled as ``check`` compiles it (same variables, same workspace), so a workflow that
+    # needs a ``--var`` to compile, or reads var files elsewhere in its workspace, is inspectable.
+    loaded, _plan = compile_with_vars(file, vars_files, var_pairs, workspace=workspace)
     data: Any = provider_capabilities(loaded.document["spec"])
 
     def human(settings: Settings) -> str:

@@ -94,7 +94,9 @@ def _recover(req: _Recovery) -> None:
     asking = _asking(req.interactive, req.kind, Continuation(req.db, where, req.timeout, req.diff))
     # The target is compiled as ``run`` compiles it — its var files and then the CLI layer
     # (``--vars-file``, ``--var``) — so the same flags give the source's task definitions.
-    loaded, target = compile_with_vars(req.file, req.vars_files, req.var_pairs)
+    loaded, target = compile_with_vars(
+        req.file, req.vars_files, req.var_pairs, workspace=req.workspace
+    )
     with warning_errors(loaded.warnings):
         # Checked as ``run`` checks them, against the target, before the ledger is opened:
         # bad input flags create nothing. Laid over the source's inputs in ``recover``.

@@ -14,11 +14,14 @@ Invariants:
 - a problem with a declared file is a ``ValidationError`` (exit 2) located at its
   ``varsFiles`` entry or ``instructionsFile``; nothing is read once compiling has started,
   and no state is created;
-- a declared file stays inside the workflow file's directory, as the original's source reads
+- a declared file is named relative to the workflow file's directory and stays inside the
+  workspace (``--workspace``, by default that same directory), as the original's source reads
   do (its docs/VARIABLES.md: "reject `..` traversal, canonical paths outside the workspace,
-  and symlink escapes"): a ``..`` segment, an absolute path elsewhere or a symlink out is a
-  ``policy_denied`` diagnostic before the file is opened. ``--vars-file`` is the operator's
-  own choice on the command line and is not confined;
+  and symlink escapes"): a ``..`` segment, or a path that resolves (symlinks followed) outside
+  the workspace, is a ``policy_denied`` diagnostic before the file is opened. The workspace
+  decides only which files may be read, never what the plan holds: the same files give the
+  same plan digest whatever workspace admitted them. ``--vars-file`` is the operator's own
+  choice on the command line and is not confined;
 - the CLI layer is every ``--vars-file`` object in order, then every ``--var``, last wins
   (``CapturedVars.from_cli_layers`` merges them and keeps each one's source).
 """
@@ -79,28 +82,37 @@ def _located(
     return ValidationError(exc.message, diagnostics=[found])
 
 
-def _confined(base: Path, written: str, where: str, loaded: Any) -> Path:
-    """``base / written`` if it stays in ``base`` (the workflow's directory), else a located
-    ``policy_denied`` refusal: a document must not read files beside the ones it ships with."""
-    path = base / written
-    if ".." in Path(written).parts:
-        reason = f"{written!r} has a `..` segment"
-    elif not path.resolve().is_relative_to(base):
-        reason = f"{written!r} resolves to {path.resolve()}, outside {base}"
-    else:
-        return path
-    line, column = loaded.locate(where) or (None, None)
-    message = f"source file {reason}; declared files must lie in the workflow's directory"
-    found = Diagnostic(
-        code="policy_denied",
-        message=message,
-        file=loaded.file,
-        line=line,
-        column=column,
-        path=where,
-        help="move the file next to the workflow (or below it) and name it relative to it",
-    )
-    raise ValidationError(message, diagnostics=[found])
+@dataclass(frozen=True)
+class _Origin:
+    """Where a workflow's declared files are named from (``base``, the workflow file's
+    directory) and the workspace they must resolve inside (``root``); both resolved."""
+
+    base: Path
+    root: Path
+
+    def confined(self, written: str, where: str, loaded: Any) -> Path:
+        """``base / written`` if it stays in the workspace, else a located ``policy_denied``
+        refusal: a document must not read files its workspace does not hold."""
+        path = self.base / written
+        if ".." in Path(written).parts:  # refused even when it would land inside: the guide's
+            reason = f"{written!r} has a `..` segment"  # "reject `..` traversal"
+        elif not path.resolve().is_relative_to(self.root):
+            reason = f"{written!r} resolves to {path.resolve()}, outside the workspace {self.root}"
+        else:
+            return path
+        line, column = loaded.locate(where) or (None, None)
+        message = f"source file {reason}; declared files must lie in the workspace"
+        found = Diagnostic(
+            code="policy_denied",
+            message=message,
+            file=loaded.file,
+            line=line,
+            column=column,
+            path=where,
+            help="name a file inside the workspace (the workflow file's directory unless "
+            "--workspace names another), relative to the workflow file, without `..`",
+        )
+        raise ValidationError(message, diagnostics=[found])
 
 
 def _counted(path: Path, capture: _Capture, what: str) -> bytes:
@@ -126,27 +138,27 @@ def _read(path: Path, capture: _Capture) -> JsonObject:
     return value
 
 
-def _declared(loaded: Any, base: Path, capture: _Capture) -> None:
+def _declared(loaded: Any, origin: _Origin, capture: _Capture) -> None:
     from agentctl.core.compiler.variables import declared_files
 
     for where, written in declared_files(loaded.document):
         if written in capture.files:
             continue
-        path = _confined(base, written, where, loaded)
+        path = origin.confined(written, where, loaded)
         try:
             capture.files[written] = _read(path, capture)
         except ValidationError as exc:
             raise _located(exc, where, loaded) from exc
 
 
-def _instructions(loaded: Any, base: Path, capture: _Capture) -> None:
+def _instructions(loaded: Any, origin: _Origin, capture: _Capture) -> None:
     """The text of every agent's ``instructionsFile`` (UTF-8, relative to the workflow)."""
     from agentctl.core.compiler.instructions import declared_instruction_files
 
     for where, written in declared_instruction_files(loaded.document):
         if written in capture.instructions:
             continue
-        path = _confined(base, written, where, loaded)
+        path = origin.confined(written, where, loaded)
         try:
             data = _counted(path, capture, "instruction file")
             capture.instructions[written] = _utf8(data, path)
@@ -179,13 +191,20 @@ def var_pair(text: str) -> tuple[str, Any]:
 
 
 def capture_vars(
-    loaded: Any, path: Path, vars_files: list[Path] | None, var_pairs: list[str] | None
+    loaded: Any,
+    path: Path,
+    vars_files: list[Path] | None,
+    var_pairs: list[str] | None,
+    *,
+    workspace: Path | None = None,
 ) -> CapturedVars:
-    """Read the var files ``loaded`` (the workflow at ``path``) declares, and the CLI layer."""
+    """Read the var files ``loaded`` (the workflow at ``path``) declares, and the CLI layer.
+    ``workspace``: what the declared files must lie in (None: the workflow's directory)."""
     capture = _Capture()
     base = path.resolve().parent
-    _declared(loaded, base, capture)
-    _instructions(loaded, base, capture)
+    origin = _Origin(base, workspace.resolve() if workspace is not None else base)
+    _declared(loaded, origin, capture)
+    _instructions(loaded, origin, capture)
     # One layer per --vars-file, then every --var as one: `explain` names each source.
     layers = [
         VarLayer("cliVarsFiles", str(file), _read(file, capture)) for file in vars_files or []
@@ -217,10 +236,14 @@ def compile_with_vars(
     vars_files: list[Path] | None = None,
     var_pairs: list[str] | None = None,
     *,
+    workspace: Path | None = None,
     collect: bool = True,
 ) -> tuple[CompiledSource, Any]:
     """Load ``path``, resolve its packs, capture its var files and the CLI variables,
     compile; (source, plan). ``source.document`` is the document with its packs merged.
+
+    ``workspace``: the command's ``--workspace`` (None: the workflow file's directory), which
+    the workflow's declared var and instruction files must lie in (``capture_vars``).
 
     ``collect``: turn the collector on (``collect_from_now``) before loading; False leaves it
     as start-up left it, for a caller that turns it on itself once the compile is done."""
@@ -234,7 +257,7 @@ def compile_with_vars(
         from agentctl.packsource import with_packs
 
         loaded = with_packs(loaded, path)
-    captured = capture_vars(loaded, path, vars_files, var_pairs)
+    captured = capture_vars(loaded, path, vars_files, var_pairs, workspace=workspace)
     source = CompiledSource(loaded.document, loaded.file, loaded.warnings, loaded.locator)
     del loaded
     plan = compile_workflow(

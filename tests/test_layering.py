@@ -99,7 +99,7 @@ ALLOWED: dict[str, set[str]] = {
     "cli_packs": {"clikit", "render", "errors", "core", "packsource", "cli_docs"},
     "cli_docs": {"clikit", "render", "errors", "core", "coordinator", "cli_vars", "packsource"}
     | {"cli_options", "filemode"},
-    "cli_providers": {"clikit", "render", "core", "coordinator", "cli_vars"},
+    "cli_providers": {"clikit", "render", "core", "coordinator", "cli_vars"} | {"cli_options"},
     "cli_state": {"clikit", "render", "errors", "ledger", "coordinator"}
     | {"cli_options", "cli_stateview"},
     "cli_memory": {"clikit", "render", "errors", "ledger", "core", "cli_state"}

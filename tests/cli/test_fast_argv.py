@@ -120,6 +120,26 @@ def work(tmp_path: Path) -> Path:
             ["check", "one.yaml", "--vars-file", "vars.yaml", "--vars-file=nope.yaml"],
             ["check", "--vars-file", "vars.yaml", "--vars-file=nope.yaml", "--", "one.yaml"],
         ),
+        (
+            ["check", "one.yaml", "--workspace", "."],
+            ["check", "--workspace", ".", "--", "one.yaml"],
+        ),
+        (
+            ["check", "one.yaml", "--workspace=nowhere"],
+            ["check", "--workspace=nowhere", "--", "one.yaml"],
+        ),
+        (  # click checks the options before FILE: the bad workspace is the error
+            ["check", "http://x.yaml", "--workspace", "nowhere"],
+            ["check", "--workspace", "nowhere", "--", "http://x.yaml"],
+        ),
+        (  # ... and the options in the order given
+            ["check", "one.yaml", "--vars-file", "http://v", "--workspace", "nowhere"],
+            ["check", "--vars-file", "http://v", "--workspace", "nowhere", "--", "one.yaml"],
+        ),
+        (
+            ["check", "one.yaml", "--workspace", "nowhere", "--vars-file", "http://v"],
+            ["check", "--workspace", "nowhere", "--vars-file", "http://v", "--", "one.yaml"],
+        ),
     ],
 )
 def test_check_gives_what_typer_gives(work: Path, fast: list[str], typer_form: list[str]) -> None:
@@ -148,6 +168,10 @@ def test_check_gives_what_typer_gives(work: Path, fast: list[str], typer_form: l
             ["run", "--workspace", "nowhere", "--db", "sub", "--", "one.yaml"],
         ),
         (["run", "one.yaml", "--db", "."], ["run", "--db", ".", "--", "one.yaml"]),
+        (
+            ["run", "http://x.yaml", "--workspace", "nowhere", "--db", "sub"],
+            ["run", "--workspace", "nowhere", "--db", "sub", "--", "http://x.yaml"],
+        ),
         (["run", "broken.yaml"], ["run", "--", "broken.yaml"]),
         (
             ["run", "one.yaml", "--timeout-seconds", "30"],
@@ -162,6 +186,18 @@ def test_check_gives_what_typer_gives(work: Path, fast: list[str], typer_form: l
 def test_run_gives_what_typer_gives(work: Path, fast: list[str], typer_form: list[str]) -> None:
     (work / "sub").mkdir()
     _same(work, fast, typer_form)
+
+
+@pytest.mark.parametrize("workspace", [[], ["--workspace", "."], ["--workspace", "flows"]])
+def test_a_fast_check_reads_var_files_from_its_workspace(work: Path, workspace: list[str]) -> None:
+    """flows/wf.yaml reads flows/link.yaml → ../vars.yaml: outside flows/, inside ``.``."""
+    (work / "flows").mkdir()
+    (work / "flows" / "link.yaml").symlink_to(work / "vars.yaml")
+    text = ONE_TASK.replace("spec:\n", "spec:\n  varsFiles: [link.yaml]\n")
+    (work / "flows" / "wf.yaml").write_text(text, encoding="utf-8")
+    fast = ["--output", "json", "check", "flows/wf.yaml", *workspace]
+    done = _same(work, fast, ["--output", "json", "check", *workspace, "--", "flows/wf.yaml"])
+    assert done.returncode == (0 if workspace[1:] == ["."] else 2), done.stderr
 
 
 def test_a_fast_run_and_check_do_their_work(work: Path) -> None:
@@ -189,6 +225,8 @@ def test_a_fast_run_and_check_do_their_work(work: Path) -> None:
         ["run", "one.yaml", "--timeout-seconds", "soon"],
         ["run", "one.yaml", "--workspace", "--check"],
         ["run", "one.yaml", "--workspace", "a", "--workspace", "b"],
+        ["check", "one.yaml", "--workspace", "a", "--workspace", "b"],
+        ["check", "one.yaml", "--workspace"],
         ["run", "one.yaml", "--inputs"],
         ["run", "one.yaml", "--check=yes"],
     ],
