@@ -21,6 +21,7 @@ from agentctl.core import evaluate as ev
 from agentctl.core.canonical import v1_digest
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.core.plan import PlannedTask
+from agentctl.core.recovery.model import output_contract_fingerprint
 from agentctl.ledger import model
 from agentctl.ledger.effects import NewEffect
 
@@ -28,10 +29,11 @@ _DEFAULT_CONTRACT_FINGERPRINT = v1_digest(ev.DEFAULT_CONTRACT)
 
 
 def contract_fingerprint(task: PlannedTask) -> str:
-    """The fingerprint of a task's output contract (the default contract when none is set)."""
-    if task.output_schema is None:
+    """The fingerprint of a task's output contract (``recovery.output_contract_fingerprint``:
+    its outputSchema, an agent's structuredOutput, else the default contract)."""
+    if task.output_schema is None and task.agent_config is None:
         return _DEFAULT_CONTRACT_FINGERPRINT  # most tasks: computed once, not per task
-    return v1_digest(task.output_schema)
+    return output_contract_fingerprint(task)
 
 
 @dataclass

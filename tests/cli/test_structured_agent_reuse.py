@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.clibackend import LedgerTarget
 from tests.conftest import Cli
 
 FLOW = """\
@@ -87,3 +88,48 @@ def test_an_agent_without_structured_output_is_still_refused(cli: Cli, tmp_path:
     assert got.rc == 3
     (block,) = got.data["blockedReuse"]
     assert block["taskId"] == "scan" and block["rule"] == "missing_output_contract"
+
+
+def _fingerprint(cli: Cli, run_id: str, task_id: str) -> str:
+    got = cli("--output", "json", "inspect", run_id, "--db", "s.db")
+    (task,) = [t for t in got.data["tasks"] if t["taskId"] == task_id]
+    return str(task["outputContractFingerprint"])
+
+
+def test_a_changed_structured_output_is_an_output_contract_mismatch(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """``structuredOutput`` is the agent's output contract (spec/dsl.md §4.13): changing it
+    blocks reuse under the rule that says so, which spec/cli.md §5 checks before the
+    definition fingerprint; the recorded contract is the schema's, not the default's."""
+    wf, source = _run(cli, tmp_path, FLOW)
+    assert _fingerprint(cli, source, "scan") != _fingerprint(cli, source, "gate")
+    wider = FLOW.replace(
+        "properties: { verdict: { type: string } }",
+        "properties: { verdict: { type: string }, why: { type: string } }",
+    )
+    wf.write_text(wider.replace("MESSAGE", "first"), encoding="utf-8")
+    args = ("repair", str(wf), source, "--from", "gate", "--restart-successful", "--db", "s.db")
+    plan = cli("--output", "json", *args, "--plan")
+    assert plan.rc == 3, plan.stdout + plan.stderr
+    (block,) = plan.data["blockedReuse"]
+    assert block["taskId"] == "scan" and block["rule"] == "output_contract_mismatch"
+
+
+def test_a_run_recorded_with_the_default_contract_is_still_reused(
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    """Runs recorded before the agent's schema counted as its contract stored the default
+    contract's fingerprint; with the agent unchanged (its definition fingerprint, which
+    covers the schema, still matches) they are reused as before."""
+    wf, source = _run(cli, tmp_path, FLOW)
+    default = _fingerprint(cli, source, "gate")  # an action task: the default contract
+    ledger_target.sql(
+        tmp_path / "s.db",
+        "UPDATE task_states SET output_contract_fingerprint = ? WHERE run_id = ? AND task_id = ?",
+        (default, source, "scan"),
+    )
+    args = ("retry", str(wf), source, "--from", "gate", "--restart-successful", "--db", "s.db")
+    plan = cli("--output", "json", *args, "--plan")
+    assert plan.rc == 0, plan.stdout + plan.stderr
+    assert plan.data["reusedTasks"] == ["scan"]

@@ -31,6 +31,7 @@ from agentctl.core.recovery.model import (
     SourceTask,
     contract_of,
     effective_outcome,
+    legacy_contract_fingerprint,
     output_contract_fingerprint,
     structured_output_of,
 )
@@ -119,7 +120,8 @@ def _metadata(ctx: ReuseContext) -> Finding:
 
 
 def _contract(ctx: ReuseContext) -> Finding:
-    if ctx.source.output_contract_fingerprint == output_contract_fingerprint(ctx.task):
+    recorded = ctx.source.output_contract_fingerprint
+    if recorded in (output_contract_fingerprint(ctx.task), legacy_contract_fingerprint(ctx.task)):
         return None
     return (
         "output_contract_mismatch",
@@ -207,7 +209,10 @@ def _output_digest(ctx: ReuseContext) -> Finding:
 
 
 def _output_valid(ctx: ReuseContext) -> Finding:
-    schemas = [contract_of(ctx.task), structured_output_of(ctx.task)]
+    schemas = [contract_of(ctx.task)]
+    structured = structured_output_of(ctx.task)
+    if structured is not None and structured is not schemas[0]:
+        schemas.append(structured)
     try:
         problems = [
             p for s in schemas if s is not None for p in jsonschema.validate(ctx.source.output, s)

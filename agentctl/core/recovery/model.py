@@ -148,7 +148,22 @@ def output_contract_fingerprint(task: PlannedTask) -> str:
 
 
 def contract_of(task: PlannedTask) -> JsonObject:
-    return DEFAULT_OUTPUT_CONTRACT if task.output_schema is None else task.output_schema
+    """A task's output contract (spec/dsl.md §4.13): its ``outputSchema``, else an agent's
+    ``structuredOutput``, else the default contract."""
+    if task.output_schema is not None:
+        return task.output_schema
+    structured = structured_output_of(task)
+    return DEFAULT_OUTPUT_CONTRACT if structured is None else structured
+
+
+def legacy_contract_fingerprint(task: PlannedTask) -> str | None:
+    """The fingerprint runs recorded for ``task`` before an agent's ``structuredOutput`` was
+    counted as its contract (the default contract's), when that differs from today's; else
+    None. Such a record says nothing about the schema, which the definition fingerprint
+    (covering the agent's configuration) still compares."""
+    if task.output_schema is None and structured_output_of(task) is not None:
+        return v1_digest(DEFAULT_OUTPUT_CONTRACT)
+    return None
 
 
 def structured_output_of(task: PlannedTask) -> JsonObject | None:
