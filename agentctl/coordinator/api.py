@@ -43,7 +43,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan, compensates_automatically
 from agentctl.core.states import is_terminal_run
 from agentctl.core.strictjson import RefusedJsonError, parse_strict
-from agentctl.errors import ValidationError
+from agentctl.errors import AgentctlError, ValidationError
 from agentctl.ledger import open_ledger
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import ReconcileRequest
@@ -413,8 +413,16 @@ def cancel(run_ref: str, *, db: str) -> tuple[JsonObject, str]:
     whose driver already honoured the flag; else still ``running`` or ``paused``, the flag
     left for its driver or the next ``resume``)."""
     clock = Clock()
-    with open_ledger(db) as ledger:  # the request's own trace names what it writes
-        run = ledger.request_cancel(run_ref, clock.now(), trace_id=clock.new_id("trace"))
+    trace_id = clock.new_id("trace")  # the request's own trace names what it writes
+    try:
+        with open_ledger(db) as ledger:
+            run = ledger.request_cancel(run_ref, clock.now(), trace_id=trace_id)
+    except AgentctlError as exc:
+        # A refusal about a run that exists (one already ended) names this invocation's
+        # trace beside the run, as resume's and replay's do; an unknown run names neither.
+        if exc.run_id is not None and exc.trace_id is None:
+            exc.trace_id = trace_id
+        raise
     return {"runId": run.run_id, "requested": True}, run.state
 
 

@@ -119,6 +119,22 @@ def test_a_cancel_audits_under_its_own_trace(cli: Cli, tmp_path: Path) -> None:
     )
 
 
+def test_a_refused_cancel_names_the_run_and_its_own_trace(cli: Cli, tmp_path: Path) -> None:
+    """An ended run cannot be cancelled (exit 5); the error correlates as resume's do: the
+    run's id and the invocation's trace. An unknown run names neither."""
+    (tmp_path / "wf.yaml").write_text(ECHO, encoding="utf-8")
+    done = cli("--output", "json", "run", "wf.yaml", "--db", "r.db")
+    assert done.rc == 0, done.stderr
+    refused = cli("--output", "json", "cancel", done.data["runId"], "--db", "r.db")
+    assert refused.rc == 5, refused.stderr
+    error = refused.error["error"]
+    assert error["runId"] == done.data["runId"]
+    assert str(error["traceId"]).startswith("trace-") and error["traceId"] != done.data["traceId"]
+    unknown = cli("--output", "json", "cancel", "run-nosuch", "--db", "r.db")
+    assert unknown.rc == 5, unknown.stderr
+    assert unknown.error["error"]["runId"] is None and unknown.error["error"]["traceId"] is None
+
+
 def test_resume_and_reconcile_of_an_uncertain_effect_audit_under_their_own_traces(
     cli: Cli, tmp_path: Path
 ) -> None:
