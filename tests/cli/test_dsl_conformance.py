@@ -156,12 +156,15 @@ def test_run_outputs_are_checked_before_anything_runs(cli: Cli, tmp_path: Path) 
         ('"${{ env.HOME }}"', "invalid_template", "roots are"),
         ('{ deep: ["${{ tasks.zz.output }}"] }', "missing_reference", "unknown task `zz`"),
         ('"${{ tasks.a.status }}"', "invalid_template", "tasks.ID.output"),
-        ('"${{ vars.v }}"', "invalid_template", "no variables"),
+        ('"${{ vars.w }}"', "invalid_template", "no workflow-level variable defines"),
     )
     for diag, code, needle in _each_refused(cli, tmp_path, OUTPUTS_WF, cases):
         assert (diag["code"], diag["path"], diag["line"]) == (code, "spec.outputs.r", 7), diag
         assert needle in diag["message"], diag
     wf = _write(tmp_path, OUTPUTS_WF.replace("@@", '"n=${{ tasks.a.output.output }}"'))
+    assert cli("--output", "json", "check", wf).rc == 0
+    # the workflow's own variables are the run's: the outputs may read them
+    wf = _write(tmp_path, OUTPUTS_WF.replace("@@", '"${{ vars.v }}"'))
     assert cli("--output", "json", "check", wf).rc == 0
 
 
