@@ -166,7 +166,9 @@ def credential_checks(
 
 def writable_root_checks(plan: Plan, workspace: str) -> tuple[DoctorCheck, ...]:
     """Each ``policy.writableRoots`` entry: a writable directory, or one that can be made —
-    resolved, as a run resolves it, under the policy's ``workspaceRoot``."""
+    resolved, as a run resolves it, under the policy's ``workspaceRoot``. An absolute entry is
+    a mount a run uses as it is and never makes, so a missing one is ``missing``, as ``run``
+    refuses it."""
     roots = [str(r) for r in as_list(plan.run.policy.get("writableRoots"))]
     rooted = policy_workspace(workspace, plan.run.policy)
     return tuple(_writable(root, resolve_root(rooted, root)) for root in roots)
@@ -180,6 +182,9 @@ def _writable(root: str, path: str) -> DoctorCheck:
         return DoctorCheck(name, ok, "writable" if ok else "not_writable", path)
     if target.exists():
         return DoctorCheck(name, False, "not_a_directory", f"{path} is not a directory")
+    if root.startswith("/"):
+        why = f"{path} does not exist; an absolute root is never created: create or mount it"
+        return DoctorCheck(name, False, "missing", why)
     parent = next((p for p in target.parents if p.exists()), None)
     ok = parent is not None and os.access(parent, os.W_OK | os.X_OK)
     return DoctorCheck(name, ok, "creatable" if ok else "not_writable", f"{path} does not exist")

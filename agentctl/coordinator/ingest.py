@@ -1,8 +1,9 @@
 """Ingesting the files a confirmed workspace mutation wrote: the one path for every effect.
 
 An action's effect (``execute.EffectRunner``) and an agent's tool call (``calls.CallGateway``)
-both hand the workspace-relative paths a worker's ``Result`` reported (``Result.artifacts``)
-to ``Ingester.ingest``; the task's completion then commits the references and releases the
+both hand the paths a worker's ``Result`` reported (``Result.artifacts``: workspace-relative,
+or absolute for a write into an absolute writable root, kept as written for the reference) to
+``Ingester.ingest``; the task's completion then commits the references and releases the
 leases (``Settled.artifacts`` / ``lease_ids``).
 
 Invariants:
@@ -82,7 +83,8 @@ class Ingester:
     enabled: bool
 
     async def ingest(self, task_id: str, paths: Sequence[str]) -> Ingested:
-        """Store the files at ``paths`` (workspace-relative) for ``task_id``, in order."""
+        """Store the files at ``paths`` (workspace-relative, or absolute: ``os.path.join``
+        keeps one) for ``task_id``, in order."""
         if not paths or not self.enabled:  # a shell step's usual reply: no files
             return Ingested()
         refs: list[ArtifactRef] = []

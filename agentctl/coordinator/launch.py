@@ -23,6 +23,7 @@ from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.policy import policy_workspace
 from agentctl.errors import AgentctlError, Diagnostic, ValidationError, was_interrupted
+from agentctl.sandbox.paths import absolute_roots
 from agentctl.sigint import trio_handles_interrupts
 
 T = TypeVar("T")
@@ -180,7 +181,8 @@ def require_workspace(workspace: str, policy: Mapping[str, JsonValue] | None = N
     checked as it is parsed; this catches the one a run stored (``resume``, ``fork``,
     ``compensate`` reuse it) once its checkout was moved or deleted: driven there, every task
     that touches a file would fail for good, when ``--workspace`` can name where it went.
-    With ``policy``, its ``workspaceRoot`` (the directory paths are confined to) as well."""
+    With ``policy``, its ``workspaceRoot`` (the directory paths are confined to) as well, and
+    each absolute ``writableRoots`` entry (a mount: writes never create it)."""
     if not Path(workspace).is_dir():
         raise ValidationError(
             f"workspace {workspace} does not exist or is not a directory (moved or deleted?); "
@@ -192,3 +194,20 @@ def require_workspace(workspace: str, policy: Mapping[str, JsonValue] | None = N
             f"policy.workspaceRoot names {rooted}, which does not exist or is not a "
             "directory; create it, or pass another --workspace"
         )
+    if policy is not None:
+        _require_absolute_roots(policy)
+
+
+def _require_absolute_roots(policy: Mapping[str, JsonValue]) -> None:
+    """An absolute writable root is used as it is, symlinks resolved (``sandbox.paths``): one
+    that is not an existing directory would deny every write into it, so the run is refused
+    before it starts rather than failing at its first write there."""
+    given = policy.get("writableRoots")
+    entries = [str(e) for e in given] if isinstance(given, list) else []
+    for entry, canonical in absolute_roots(entries).items():
+        if not Path(canonical).is_dir():
+            raise ValidationError(
+                f"policy.writableRoots entry {entry} does not exist or is not a directory; "
+                "an absolute writable root is used as it is (a mount), never created: "
+                "create or mount it"
+            )

@@ -1,13 +1,17 @@
 """Canonical path confinement for workspace reads and writes.
 
 Invariants:
-- a user path is relative, non-empty, NUL-free and has no ``..`` component — rejected
-  lexically before the filesystem is consulted;
+- a user path is non-empty, NUL-free and has no ``..`` component — rejected lexically before
+  the filesystem is consulted; it is workspace-relative, except that a *write* may name an
+  absolute path, which only an absolute ``writableRoots`` entry can grant;
 - the decision is made on canonical paths (``os.path.realpath``: every symlink of the target
   and of every parent resolved), so a symlinked file or directory pointing outside is denied;
-- a read target must lie inside the canonical workspace; a write target must lie inside the
-  canonical workspace *and* a canonical writable root, judged from its nearest existing
-  parent (the missing tail cannot contain links); no writable roots ⇒ every write denied;
+- a read target must lie inside the canonical workspace; a relative write target must lie
+  inside the canonical workspace *and* a canonical writable root, judged from its nearest
+  existing parent (the missing tail cannot contain links); an absolute write target must lie,
+  judged the same way, inside the canonical form of an absolute writable root that is an
+  existing directory (a mount: it is used as it is, never created, and a relative root never
+  grants an absolute path); no writable roots ⇒ every write denied;
 - the functions return the canonical path, and callers act on that path, not the lexical one;
 - ``open_regular`` opens a target without blocking (a FIFO with no writer would stall its
   caller past every timeout) and hands out regular files only.
@@ -31,11 +35,17 @@ def _check_lexical(rel: str) -> tuple[str, ...]:
         raise PolicyDeniedError("path denied: path contains a NUL byte")
     if os.path.isabs(rel) or rel.startswith("/"):
         raise PolicyDeniedError(f"path denied: {rel!r} is absolute; paths are workspace-relative")
-    parts = tuple(p for p in PurePosixPath(rel).parts if p not in ("", "."))
-    if ".." in parts:
-        raise PolicyDeniedError(f"path denied: {rel!r} contains '..'")
+    parts = _parts(rel)
     if not parts:
         raise PolicyDeniedError(f"path denied: {rel!r} names the workspace itself")
+    return parts
+
+
+def _parts(path: str) -> tuple[str, ...]:
+    """The components of ``path`` (its leading ``/`` and ``.`` dropped); ``..`` is refused."""
+    parts = tuple(p for p in PurePosixPath(path).parts if p not in ("", ".", "/"))
+    if ".." in parts:
+        raise PolicyDeniedError(f"path denied: {path!r} contains '..'")
     return parts
 
 
@@ -79,8 +89,47 @@ def _canonical_roots(root: str, writable_roots: list[str]) -> list[str]:
     return result
 
 
+def absolute_roots(writable_roots: list[str]) -> dict[str, str]:
+    """Each absolute ``writableRoots`` entry and its canonical directory (symlinks resolved)."""
+    return {
+        entry: os.path.realpath(entry)
+        for entry in writable_roots
+        if entry.startswith("/") and "\x00" not in entry
+    }
+
+
+def _resolve_absolute_write(writable_roots: list[str], path: str) -> str:
+    """The canonical target of a write to absolute ``path``: inside an absolute root only."""
+    if "\x00" in path:
+        raise PolicyDeniedError("path denied: path contains a NUL byte")
+    parts = _parts(path)
+    roots = list(absolute_roots(writable_roots).values())
+    if not roots:
+        raise PolicyDeniedError(
+            f"path denied: {path!r} is absolute and no writableRoots entry is; paths are "
+            "workspace-relative, or inside an absolute writable root"
+        )
+    existing, tail = _nearest_existing("/", parts)
+    target = os.path.join(os.path.realpath(existing), *tail)  # links followed, as below
+    holding = [r for r in roots if _inside(target, r)]
+    if not holding:
+        raise PolicyDeniedError(f"path denied: {path!r} is outside every writable root")
+    if target in roots:
+        raise PolicyDeniedError(f"path denied: {path!r} names a writable root itself")
+    # An absolute root is a mount the operator provides: a missing one is never created (the
+    # write's parents would make it), so the write is refused rather than landing elsewhere.
+    if not any(os.path.isdir(r) for r in holding):
+        raise PolicyDeniedError(
+            f"path denied: {path!r}: writable root {holding[0]} is not an existing directory"
+        )
+    return target
+
+
 def resolve_write(workspace: str, writable_roots: list[str], rel: str) -> str:
-    """The canonical target path of a write to ``rel``; it must fall inside a writable root."""
+    """The canonical target path of a write to ``rel``; it must fall inside a writable root
+    (an absolute ``rel`` inside an absolute one)."""
+    if isinstance(rel, str) and rel.startswith("/"):
+        return _resolve_absolute_write(writable_roots, rel)
     parts = _check_lexical(rel)
     root = canonical_workspace(workspace)
     roots = _canonical_roots(root, writable_roots)

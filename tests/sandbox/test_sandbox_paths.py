@@ -92,3 +92,48 @@ def test_not_yet_existing_writable_root_allows_writes_below_it(tmp_path: Path) -
     ws.mkdir()
     target = resolve_write(str(ws), ["build"], "build/a/b.txt")
     assert target == os.path.join(os.path.realpath(ws), "build", "a", "b.txt")
+
+
+# An absolute root (``/artifacts``, a mount) grants absolute paths: given as (path, root), each
+# relative to tmp_path, where ``outside`` is the fixture's outside dir holding the links' targets.
+ABSOLUTE_ESCAPES = [
+    ("outside/new.txt", "mount"),  # outside every root
+    ("mount/link_dir/new.txt", "mount"),  # a symlinked parent pointing out
+    ("mount/link_file", "mount"),  # a symlink file pointing out
+    ("mount/../outside/new.txt", "mount"),  # `..` is refused lexically
+    ("mount", "mount"),  # the root itself
+    ("gone/new.txt", "gone"),  # a root that does not exist is never created
+    ("ws/out/new.txt", None),  # no absolute root: the relative `out` grants no absolute path
+]
+
+
+@pytest.mark.parametrize(("path", "root"), ABSOLUTE_ESCAPES)
+def test_absolute_write_escapes_are_denied(
+    layout: tuple[Path, Path], path: str, root: str | None
+) -> None:
+    ws, outside = layout
+    base = ws.parent
+    (base / "mount").mkdir()
+    (base / "mount" / "link_dir").symlink_to(outside, target_is_directory=True)
+    (base / "mount" / "link_file").symlink_to(outside / "secret.txt")
+    roots = ["out"] + ([str(base / root)] if root else [])
+    before = sorted(p.name for p in outside.rglob("*"))
+    with pytest.raises(PolicyDeniedError):
+        resolve_write(str(ws), roots, str(base / path))
+    assert sorted(p.name for p in outside.rglob("*")) == before
+    assert not (base / "gone").exists()
+
+
+def test_absolute_paths_inside_an_absolute_root_resolve_canonically(tmp_path: Path) -> None:
+    ws, mount = tmp_path / "ws", tmp_path / "mount"
+    ws.mkdir()
+    (mount / "sub").mkdir(parents=True)
+    (tmp_path / "alias").symlink_to(mount, target_is_directory=True)
+    real = os.path.realpath(mount)
+    # The root named through a link resolves to its target; so does a path through one.
+    assert resolve_write(str(ws), [str(tmp_path / "alias")], f"{mount}/sub/a.txt") == (
+        os.path.join(real, "sub", "a.txt")
+    )
+    assert resolve_write(str(ws), [str(mount)], f"{tmp_path}/alias/new/b.txt") == (
+        os.path.join(real, "new", "b.txt")
+    )

@@ -2,7 +2,8 @@
 
 Invariants:
 - every path goes through ``sandbox.paths`` and the executor acts on the canonical path it
-  returns, never on the lexical one;
+  returns, never on the lexical one (a write's path may be absolute inside an absolute
+  writable root; it is reported, and ingested, as written);
 - a write is atomic: temp file in the target directory, fsync, rename, fsync of the directory;
   readers see the old or the new content, never a mix; identical content writes nothing;
 - blocking I/O runs in a thread so other effects of this worker keep going;
