@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from agentctl.coordinator.steps import PendingEffect, Settled
 from agentctl.core import evaluate as ev
 from agentctl.core.canonical import v1_digest
+from agentctl.core.contracts import output_contract_fingerprint
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.core.plan import PlannedTask
-from agentctl.core.recovery.model import output_contract_fingerprint
 from agentctl.ledger import model
 from agentctl.ledger.effects import NewEffect
 
@@ -29,7 +29,7 @@ _DEFAULT_CONTRACT_FINGERPRINT = v1_digest(ev.DEFAULT_CONTRACT)
 
 
 def contract_fingerprint(task: PlannedTask) -> str:
-    """The fingerprint of a task's output contract (``recovery.output_contract_fingerprint``:
+    """The fingerprint of a task's output contract (``core.contracts.output_contract_fingerprint``:
     its outputSchema, an agent's structuredOutput, else the default contract)."""
     if task.output_schema is None and task.agent_config is None:
         return _DEFAULT_CONTRACT_FINGERPRINT  # most tasks: computed once, not per task

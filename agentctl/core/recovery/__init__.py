@@ -7,6 +7,7 @@ performs I/O: artifact integrity is asked through the caller's ``artifact_ok`` p
 
 from __future__ import annotations
 
+from agentctl.core.contracts import output_contract_fingerprint
 from agentctl.core.recovery.compensation import (
     COMPENSATION_PLAN_API,
     CompensationPlan,
@@ -24,7 +25,6 @@ from agentctl.core.recovery.model import (
     SourceRun,
     SourceTask,
     effective_outcome,
-    output_contract_fingerprint,
 )
 from agentctl.core.recovery.planner import plan_repair, plan_retry, rebuild_memory
 from agentctl.core.recovery.plans import REPAIR_PLAN_API, RETRY_PLAN_API, RecoveryPlan

@@ -22,6 +22,12 @@ from dataclasses import dataclass
 
 from agentctl.core import jsonschema
 from agentctl.core.canonical import json_digest, v1_digest
+from agentctl.core.contracts import (
+    contract_of,
+    legacy_contract_fingerprint,
+    output_contract_fingerprint,
+    structured_output_of,
+)
 from agentctl.core.effects import MUTATION_CLASSES
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.plan import PlannedTask
@@ -29,11 +35,7 @@ from agentctl.core.recovery.model import (
     Block,
     SourceEffect,
     SourceTask,
-    contract_of,
     effective_outcome,
-    legacy_contract_fingerprint,
-    output_contract_fingerprint,
-    structured_output_of,
 )
 from agentctl.errors import ValidationError
 
