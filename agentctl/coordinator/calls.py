@@ -22,6 +22,11 @@ Invariants:
 - a call whose ordinal the attempt already recorded under another identity (on resume, a secret
   it sends resolves to another value) is refused with ``RecordedCallChanged``: nothing is sent
   or recorded (one effect per ordinal), and the driver leaves the run paused;
+- except a call recorded under a legacy name of its operation (a model call's ``model.<kind>``
+  from a ledger written before model calls were named by the kind alone; the registry says
+  which names are one operation's) whose identity under that name is the recorded one: it is
+  that effect, and goes on under its recorded name (reused, approved, reconciled; never sent
+  again because its name changed); the attempt's new calls take the current name;
 - a call already recorded is never judged by ``nonInteractive`` again (it was decided when
   recorded): its recorded result, hold or approval stands;
 - a pure tool's call reaches the gateway only when it needs an approval (otherwise the loop
@@ -40,7 +45,7 @@ Invariants:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from agentctl.coordinator.clock import Clock
@@ -123,7 +128,14 @@ class AgentCall:
 
     @property
     def is_model_call(self) -> bool:
-        return self.operation.startswith(registry.MODEL_PREFIX)
+        return registry.is_model(self.operation)
+
+    @property
+    def named(self) -> str:
+        """The call as messages name it: a model call by its provider kind, said to be one
+        (a bare ``fake: HTTP 503`` reads as nothing), any other by its operation."""
+        kind = registry.provider_kind(self.operation)
+        return self.operation if kind is None else f"model call {kind}"
 
     def unattended_error(self) -> PolicyDeniedError:
         """``nonInteractive``'s denial of this call, worded as the policy's own denials."""
@@ -161,16 +173,21 @@ class CallGateway:
         self.counters[provider] = self.counters.get(provider, 0) + 1
         return self.counters[provider]
 
-    async def perform(self, call: AgentCall) -> JsonValue:
-        """The call's result: reused when already confirmed, else executed exactly once."""
+    def _identity(self, call: AgentCall) -> str:
         digest = input_digest(call.recorded)
-        eid = effect_id(
+        return effect_id(
             self.run_id, call.task_id, call.attempt, call.ordinal, call.operation, digest
         )
+
+    async def perform(self, call: AgentCall) -> JsonValue:
+        """The call's result: reused when already confirmed, else executed exactly once."""
+        eid = self._identity(call)
         reused = await self.store.recorded_result(eid)
         if reused is not None:
             return reused
-        await self._refuse_changed(call, eid)
+        recorded = await self._refuse_changed(call, eid)
+        if recorded is not None:  # recorded under a legacy name: that effect is this call
+            return await self.perform(recorded)
         if call.unattended_denial is not None and call.approval_reason is None:
             # A model call is never held, so nobody being asked refuses it here, once no
             # recorded result answers it (recorded and started in one transaction, it has
@@ -200,19 +217,34 @@ class CallGateway:
         keeper = self._keeper(new, call) if call.request.get("stream") is True else None
         return await self._dispatch(new, call, keeper)
 
-    async def _refuse_changed(self, call: AgentCall, eid: str) -> None:
+    async def _refuse_changed(self, call: AgentCall, eid: str) -> AgentCall | None:
         """Raise ``RecordedCallChanged`` when the attempt already recorded a call at this
         ordinal under another identity: the recorded call cannot answer this one, and a
-        second effect at its place would contradict the record (nothing is sent)."""
+        second effect at its place would contradict the record (nothing is sent). ``call``
+        under its recorded name when that identity is a legacy name's (``_as_recorded``)."""
         key = (call.task_id, call.attempt)
         if key in self.unrecorded:
-            return
+            return None
         found = await self.store.call_at(self.run_id, call.task_id, call.attempt, call.ordinal)
         if found is None:
             self.unrecorded.add(key)  # the calls after it are new too: no look for them
         if found is None or found.effect_id == eid:
-            return
+            return None
+        renamed = self._as_recorded(call, found)
+        if renamed is not None:
+            return renamed
         raise RecordedCallChanged(changed_call_message(found, call.recorded))
+
+    def _as_recorded(self, call: AgentCall, found: EffectRecord) -> AgentCall | None:
+        """``call`` named as ``found`` was, when that is another name of its operation (a
+        legacy ``model.<kind>``) and gives ``found``'s identity: an effect's identity hashes
+        its operation (spec/cli.md §4), so only its recorded name finds it again."""
+        if found.operation == call.operation:
+            return None
+        if not registry.same_operation(found.operation, call.operation):
+            return None
+        renamed = replace(call, operation=found.operation)
+        return renamed if self._identity(renamed) == found.effect_id else None
 
     async def _answer(self, new: NewEffect, call: AgentCall) -> JsonValue:
         """A started pure tool call's answer, its arguments, committed as its outcome (with its
@@ -315,7 +347,7 @@ class CallGateway:
         if reply.uncertain:
             raise AgentUncertain(reply.error.message or "lost")
         raise RunFailedError(
-            f"{call.operation}: {reply.error.message}", retryable=reply.error.retryable
+            f"{call.named}: {reply.error.message}", retryable=reply.error.retryable
         )
 
     async def _ingest(self, call: AgentCall, reply: Result | Failure) -> BudgetRefusedError | None:
@@ -405,7 +437,7 @@ def _redacted(call: AgentCall, reply: Result | Failure) -> Result | Failure:
 def _over_budget(call: AgentCall, refused: JsonObject) -> RunFailedError:
     """The refusal of ``call``'s reservation, or of a pure tool call it carried (``tool``)."""
     tool = refused.get("tool")
-    what = call.operation if tool is None else f"call {refused.get('toolCallId')} of tool {tool}"
+    what = call.named if tool is None else f"call {refused.get('toolCallId')} of tool {tool}"
     return RunFailedError(
         f"budget {refused.get('dimension')} exceeded before {what} "
         f"(limit {refused.get('limit')}, would reach {refused.get('attempted')}); "

@@ -124,7 +124,7 @@ def _capability_gap(task: PlannedTask) -> tuple[str, str] | None:
         if entry is None or not entry.runnable:
             name, kind = task.agent_config.provider_name, task.agent_config.provider_kind
             runnable = [op.name for op in registry.entries("model") if op.runnable]
-            only = ", ".join(name.removeprefix(registry.MODEL_PREFIX) for name in runnable)
+            only = ", ".join(runnable)
             what = f"{kind} providers (task {task.id}); only {only} runs"
             return what, f"spec.providers.{name}.kind"
     elif task.kind == "action" and (entry is None or not entry.runnable):

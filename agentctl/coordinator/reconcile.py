@@ -107,10 +107,10 @@ def _resolved(ledger: RunLedger, request: ReconcileRequest) -> ReconcileRequest:
 def _model_rates(plan: Plan, effect: EffectRecord) -> dict[str, int] | None:
     """The price of a model call's ``provider/model`` (its recorded input names both, its
     operation the provider's kind); None: not a model call, or the model has no price."""
-    if not effect.operation.startswith(registry.MODEL_PREFIX):
+    kind = registry.provider_kind(effect.operation)  # legacy ``model.<kind>`` names too
+    if kind is None:
         return None
     recorded = as_object(effect.request) if isinstance(effect.request, dict) else {}
-    kind = effect.operation.removeprefix(registry.MODEL_PREFIX)
     provider, model = str(recorded.get("provider")), str(recorded.get("model"))
     return price_for(plan.run.pricing, provider, kind, model)
 

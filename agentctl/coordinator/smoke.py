@@ -1,9 +1,9 @@
 """``agentctl providers smoke-openai --live``: one bounded live request to the OpenAI
 Responses API, outside any workflow, to tell whether a key, a model and the network work.
 
-The request is the runtime's own ``model.openai`` call (same request shape, same egress-bound
-HTTP client, same error mapping), run on one worker process as every provider call is; no
-database is opened and nothing is recorded.
+The request is the runtime's own model call (operation ``openai``; same request shape, same
+egress-bound HTTP client, same error mapping), run on one worker process as every provider call
+is; no database is opened and nothing is recorded.
 
 Invariants:
 - nothing leaves the machine unless the caller acknowledged it (``live``): without it the
@@ -120,10 +120,10 @@ def _message(request: ModelRequest) -> Execute:
         run_id="smoke-openai",
         task_id="smoke",
         attempt=1,
-        operation="model.openai",
+        operation="openai",
         request=request.model_dump(by_alias=True),
         timeout_seconds=TIMEOUT_SECONDS,
-        executor=registry.lookup("model.openai").executor,
+        executor=registry.lookup("openai").executor,
     )
 
 

@@ -224,10 +224,13 @@ ACTIONS: tuple[Operation, ...] = (
 def _model(provider_kind: str, executor: str) -> Operation:
     """A model call: at-most-once after start, so a lost answer leaves it uncertain.
 
-    Policy judges model calls by provider name (``policy.providers``), not by a policy name.
+    Named by the provider kind alone (``fake``): the original's name for a model call's
+    effect, which scripts poll for; ledgers from before hold ``model.<kind>``, an alias the
+    registry resolves. Policy judges model calls by provider name (``policy.providers``),
+    not by a policy name.
     """
     return Operation(
-        f"model.{provider_kind}",
+        provider_kind,
         "model",
         C.MODEL,
         R.MEDIUM,

@@ -7,12 +7,13 @@ so a result of another shape is refused before anything is recorded.
 Invariants: the shape is the executors' ``{finish, text, toolCalls, usage}`` with
 ``finish`` one of complete | tool_calls | max_tokens | refusal and each usage counter given
 a non-negative integer (a counter left out counts 0, as an API that does not report it);
-only ``model.*`` operations are judged here.
+only model calls are judged here (the registry says which operations are: their effect class
+``model``, under the provider kind's name or a legacy ``model.<kind>``).
 """
 
 from __future__ import annotations
 
-from agentctl.core import jsonschema
+from agentctl.core import jsonschema, registry
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.pricing import TOKEN_COUNTERS
 
@@ -36,6 +37,6 @@ REPLY_SCHEMA: JsonObject = {
 
 def applied_reply_problems(operation: str, result: JsonValue) -> list[str]:
     """Why ``result`` cannot stand for a model call's answer (none for other operations)."""
-    if not operation.startswith("model."):
+    if not registry.is_model(operation):
         return []
     return jsonschema.validate(result, REPLY_SCHEMA)

@@ -1,10 +1,10 @@
 """What one operation is: the registry entry type and the inputs and outputs of its builder.
 
 An *operation* is anything a task can ask for: an action kind (``builtin.write``), a model call
-of one provider kind (``model.fake``), an agent tool kind (``builtin.workspace.read``) or an
-internal worker operation (``container.preflight``). ``agentctl.core.registry`` holds one
-``Operation`` per name; this module only defines the shapes, so the builders and the registry
-can both import it without a cycle.
+of one provider kind (named as the kind: ``fake``), an agent tool kind
+(``builtin.workspace.read``) or an internal worker operation (``container.preflight``).
+``agentctl.core.registry`` holds one ``Operation`` per name; this module only defines the
+shapes, so the builders and the registry can both import it without a cycle.
 
 Invariants:
 - an ``Operation`` is frozen, pure data plus pure functions: a builder never reads a clock,

@@ -153,8 +153,9 @@ class PlannedTask:
     guard: str | None = None  # loop aggregate: the guard, checked once more after the chain
     max_iterations: int | None = None  # loop aggregate
     definition_fingerprint: str = ""  # sha256:v1:... of the task's static definition
-    # Carried for the run, outside every digest: the registry operation name (action kind,
-    # or "model.<provider kind>" for agents) and the resolved definitions it runs.
+    # Carried for the run, outside every digest: the registry operation name (action kind, or
+    # for agents the provider kind: its model call's name; plans stored before hold the legacy
+    # "model.<kind>", which the registry resolves) and the resolved definitions it runs.
     operation: str | None = field(default=None, repr=False)
     action_config: JsonObject | None = field(default=None, repr=False)
     agent_config: AgentConfig | None = field(default=None, repr=False)

@@ -7,7 +7,7 @@ credentials, without either importing the other (importing ``core.dsl`` builds e
 workflow model, which a command on existing state must not pay for).
 
 Invariants:
-- a kind named here is a provider kind of ``core.registry`` (``model.<kind>``);
+- a kind named here is a provider kind of ``core.registry`` (a model entry named as the kind);
 - ``endpoint_problem`` is the one rule for an endpoint's path: the worker's adapter refuses a
   call with its answer, and a run's pre-flight refuses the plan before any run exists.
 """

@@ -49,7 +49,7 @@ def provider_capabilities(spec: Mapping[str, JsonValue]) -> JsonObject:
     for name, raw in sorted(as_object(spec.get("providers")).items()):
         provider = as_object(raw)
         kind = str(provider.get("kind"))
-        entry = registry.find(f"{registry.MODEL_PREFIX}{kind}")
+        entry = registry.find_model(kind)
         used_by = sorted(
             a for a, agent in agents.items() if as_object(agent).get("provider") == name
         )

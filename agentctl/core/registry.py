@@ -1,14 +1,22 @@
 """The operation registry: one ``Operation`` entry for everything a task can ask for.
 
-Every built-in action kind (spec/dsl.md §3), the model call of each provider kind, each agent
-tool kind (§5) and the internal worker operations have one entry (``core.builtin_ops``). The
+Every built-in action kind (spec/dsl.md §3), the model call of each provider kind (named by the
+kind alone: ``fake``, ``openai``, as the original names a model call's effect), each agent tool
+kind (§5) and the internal worker operations have one entry (``core.builtin_ops``). The
 DSL (which kinds, which keys), the compiler (effect classes, predictability, compensation),
 policy names, the check-mode preview, the coordinator (builders, placement, budgets, what
 runs) and the workers (executors) all read it; a new kind is one ``register`` call plus, for
 worker placement, one executor function.
 
 Invariants:
-- names are unique: ``register`` refuses to replace an entry (tests ``unregister`` theirs);
+- names are unique: ``register`` refuses to replace an entry (tests ``unregister`` theirs), so
+  no other operation is named as a provider kind;
+- a model call recorded before model entries took the provider kind's name holds the legacy
+  name ``model.<kind>``: ``find``, ``lookup``, ``is_model``, ``provider_kind``,
+  ``same_operation`` and ``executor_for_operation`` resolve it to the same entry (recorded
+  data keeps its name, and with it its effect identity); nothing new is ever given it;
+- what kind an operation is (a model call, a remote agent) is asked here by its effect class,
+  never read from its name;
 - registration order is the order the DSL lists kinds in its diagnostics;
 - entries that share an effect operation (a tool kind and the action it performs) share its
   executor, so ``executor_for_operation`` is well defined;
@@ -25,7 +33,9 @@ from agentctl.core.operations import Family, Operation
 from agentctl.errors import InvalidOperationError
 
 _ENTRIES: dict[str, Operation] = {op.name: op for op in BUILTIN_OPERATIONS}
-MODEL_PREFIX = "model."
+# Ledgers (effects, stored plans) written before model entries were named by the provider
+# kind alone hold ``model.<kind>``: an alias of the model entry, for recorded data only.
+LEGACY_MODEL_PREFIX = "model."
 
 
 def _executors() -> dict[str, str]:
@@ -57,13 +67,41 @@ def unregister(name: str) -> None:
         _EXECUTORS.update(_executors())
 
 
+def _resolved(name: str) -> str:
+    """``name``, or the model entry's own name when ``name`` is its legacy ``model.<kind>``."""
+    if name in _ENTRIES or not name.startswith(LEGACY_MODEL_PREFIX):
+        return name
+    kind = name.removeprefix(LEGACY_MODEL_PREFIX)
+    entry = _ENTRIES.get(kind)
+    return kind if entry is not None and entry.family == "model" else name
+
+
 def find(name: str) -> Operation | None:
-    return _ENTRIES.get(name)
+    """The entry called ``name`` (a legacy model-call name finds its model entry), if any."""
+    return _ENTRIES.get(_resolved(name))
 
 
 def lookup(name: str) -> Operation:
     """The entry called ``name``; an unknown name is a ``KeyError`` (a caller's bug)."""
-    return _ENTRIES[name]
+    return _ENTRIES[_resolved(name)]
+
+
+def is_model(operation: str) -> bool:
+    """Whether an effect operation (as recorded, legacy names too) is a model call."""
+    entry = find(operation)
+    return entry is not None and entry.effect_class is EffectClass.MODEL
+
+
+def provider_kind(operation: str) -> str | None:
+    """The provider kind a model call's effect operation calls (``fake`` for ``fake`` and for
+    a legacy ``model.fake``); None for any other operation."""
+    return _resolved(operation) if is_model(operation) else None
+
+
+def same_operation(first: str, second: str) -> bool:
+    """Whether two effect operation names are one entry's (a legacy model-call name and the
+    kind's own name are)."""
+    return _resolved(first) == _resolved(second)
 
 
 def entries(family: Family | None = None) -> tuple[Operation, ...]:
@@ -73,8 +111,6 @@ def entries(family: Family | None = None) -> tuple[Operation, ...]:
 
 def names(family: Family) -> tuple[str, ...]:
     """The names of one family in registration order (the DSL's list of kinds)."""
-    if family == "model":
-        return tuple(op.name.removeprefix(MODEL_PREFIX) for op in entries("model"))
     return tuple(op.name for op in entries(family))
 
 
@@ -88,11 +124,22 @@ def working_memory_writers() -> frozenset[str]:
     )
 
 
-def model_operation(provider_kind: str) -> Operation:
-    """The model-call entry of a provider kind (``fake`` → ``model.fake``)."""
-    return lookup(MODEL_PREFIX + provider_kind)
+def find_model(kind: str) -> Operation | None:
+    """The model-call entry of a provider kind (named as the kind: ``fake``), if registered."""
+    entry = _ENTRIES.get(kind)
+    return entry if entry is not None and entry.family == "model" else None
+
+
+def model_operation(kind: str) -> Operation:
+    """``find_model``; a kind without a model-call entry is a ``KeyError`` (a caller's bug:
+    the DSL admits only registered provider kinds)."""
+    entry = find_model(kind)
+    if entry is None:
+        raise KeyError(kind)
+    return entry
 
 
 def executor_for_operation(operation: str) -> str | None:
-    """The executor of an effect operation (as recorded on the effect row), if any."""
-    return _EXECUTORS.get(operation)
+    """The executor of an effect operation (as recorded on the effect row, legacy model-call
+    names too), if any."""
+    return _EXECUTORS.get(_resolved(operation))

@@ -132,7 +132,7 @@ class Reasoning(WireModel):
 
 
 class ModelRequest(WireModel):
-    """``model.<kind>`` for a real provider: one call of the provider's API.
+    """A real provider's model call (its operation: the provider kind): one call of its API.
 
     ``credential`` and ``headers`` hold resolved values (the coordinator fills them from the
     secret references the builder named); ``messages`` is the conversation in the shape the

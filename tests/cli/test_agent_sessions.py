@@ -98,7 +98,7 @@ def reconcile_applied(cli: Cli, tmp_path: Path, effect_id: str, answer: dict[str
 
 
 def _model_effects(seen: dict[str, Any]) -> list[dict[str, Any]]:
-    return [e for e in seen["effects"] if e["operation"] == "model.fake"]
+    return [e for e in seen["effects"] if e["operation"] == "fake"]
 
 
 def test_the_guide_run_shows_its_provider_session_usage_and_tool_call(
@@ -278,7 +278,7 @@ def test_a_pure_tool_call_is_recorded_without_an_effect(cli: Cli, tmp_path: Path
     done = cli("--output", "json", "run", "wf.yaml", "--db", "r.db")
     assert done.rc == 0, done.stderr
     seen = _inspect(cli, done.data["runId"])
-    assert [e["operation"] for e in seen["effects"]] == ["model.fake", "model.fake"]
+    assert [e["operation"] for e in seen["effects"]] == ["fake", "fake"]
     [call] = seen["toolCalls"]
     assert (call["callId"], call["attempt"], call["effectId"], call["status"]) == (
         "fake-call-1",

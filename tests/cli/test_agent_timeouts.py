@@ -41,7 +41,7 @@ def test_a_model_call_is_cut_at_the_tasks_deadline_and_left_uncertain(
     seen = cli("--output", "json", "inspect", run_id)
     assert seen.rc == 0, seen.stderr
     [effect] = seen.data["effects"]
-    assert (effect["operation"], effect["status"]) == ("model.fake", "uncertain")
+    assert (effect["operation"], effect["status"]) == ("fake", "uncertain")
     timed_out = re.fullmatch(r"effect timed out after (\d+(?:\.\d+)?) s", effect["error"])
     assert timed_out is not None, effect["error"]
     assert float(timed_out.group(1)) <= 1.0  # what was left of the task's 1 s, not the 60 s

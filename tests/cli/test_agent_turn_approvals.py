@@ -84,7 +84,7 @@ def test_fake_agent_pauses_at_the_tool_call_then_runs_it_once(cli: Cli, tmp_path
     assert not (tmp_path / "out.txt").exists()
     held = _effects(cli, run_id)
     assert [(e["operation"], e["status"]) for e in held] == [
-        ("model.fake", "succeeded"),
+        ("fake", "succeeded"),
         ("builtin.write", "waiting_for_approval"),
     ]
     # Resuming before anyone decided stays paused and records nothing new.
@@ -101,9 +101,9 @@ def test_fake_agent_pauses_at_the_tool_call_then_runs_it_once(cli: Cli, tmp_path
     assert (tmp_path / "out.txt").read_text() == "hello"
     after = _effects(cli, run_id)
     assert [(e["operation"], e["status"]) for e in after] == [
-        ("model.fake", "succeeded"),
+        ("fake", "succeeded"),
         ("builtin.write", "succeeded"),
-        ("model.fake", "succeeded"),
+        ("fake", "succeeded"),
     ]
     assert after[0]["startedAt"] == held[0]["startedAt"]  # the first model call was reused
     [call] = _json(cli, "inspect", run_id).data["toolCalls"]
@@ -130,7 +130,7 @@ def test_rejected_tool_call_fails_the_task_saying_so(cli: Cli, tmp_path: Path) -
     assert task["state"] == "failed"
     assert "w:1:fake-call-1" in message and "rejected" in message and "not today" in message
     statuses = [(e["operation"], e["status"]) for e in _effects(cli, run_id)]
-    assert statuses == [("model.fake", "succeeded"), ("builtin.write", "cancelled")]
+    assert statuses == [("fake", "succeeded"), ("builtin.write", "cancelled")]
 
 
 def test_openai_server_sees_the_approved_tool_result(
@@ -221,7 +221,7 @@ def test_a_pure_tool_call_is_recorded_when_the_next_call_is_denied(
     assert "nonInteractive is fail" in failed.stderr
     shown = _json(cli, "inspect", failed.error["error"]["runId"]).data
     assert [(c["callId"], c["status"]) for c in shown["toolCalls"]] == [("call_echo", "succeeded")]
-    assert [e["operation"] for e in shown["effects"]] == ["model.openai"]
+    assert [e["operation"] for e in shown["effects"]] == ["openai"]
     assert shown["approvals"] == [] and not (tmp_path / "o.txt").exists()
 
 

@@ -186,9 +186,9 @@ def test_e2_agent_tool_handoff_router(runner: Runner) -> None:
     effects = runner.inspect(data["runId"])["effects"]
     # model call → tool call (workspace read of notes.txt) → model call, each its own effect
     assert [(e["ordinal"], e["operation"]) for e in effects] == [
-        (0, "model.fake"),
+        (0, "fake"),
         (1, "builtin.read"),
-        (2, "model.fake"),
+        (2, "fake"),
     ]
     [call] = runner.inspect(data["runId"])["toolCalls"]
     assert call["tool"] == "peek" and call["status"] == "succeeded"

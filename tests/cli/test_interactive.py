@@ -410,7 +410,7 @@ def test_an_agent_tool_call_held_at_a_terminal_runs_once_approved_on_a_plain_res
     assert states["a"][0] == "succeeded"
     assert states["b"][0] == "failed" and "nonInteractive is fail" in states["b"][1]
     # The denied call left no effect and no approval; the approved one ran exactly once.
-    writes = [e for e in shown["effects"] if not e["operation"].startswith("model.")]
+    writes = [e for e in shown["effects"] if e["operation"] != "fake"]
     assert [(e["taskId"], e["status"]) for e in writes] == [("a", "succeeded")]
 
 
@@ -424,7 +424,7 @@ def test_an_agent_tool_call_needing_approval_is_denied_when_nobody_can_be_asked(
     [run] = cli("--output", "json", "runs", "list", "--db", "st/r.db", cwd=workspace).data["runs"]
     shown = _inspect(cli, workspace, run_id or str(run["runId"]))
     assert shown["approvals"] == []
-    assert [e["operation"] for e in shown["effects"]] == ["model.fake"]
+    assert [e["operation"] for e in shown["effects"]] == ["fake"]
     [task_a] = [t for t in shown["tasks"] if t["taskId"] == "a"]
     assert task_a["state"] == "failed" and "nonInteractive is fail" in task_a["error"]
     assert not (workspace / "one.txt").exists()
@@ -449,7 +449,7 @@ def test_under_approval_always_the_recorded_model_calls_are_reused_on_a_plain_re
     assert task_a["state"] == "failed"
     assert "model call denied" in task_a["error"] and "nonInteractive is fail" in task_a["error"]
     ops = [(e["operation"], e["status"]) for e in shown["effects"]]
-    assert ops == [("model.fake", "succeeded"), ("builtin.write", "succeeded")]
+    assert ops == [("fake", "succeeded"), ("builtin.write", "succeeded")]
 
 
 def test_a_compensation_held_for_approval_is_carried_on(

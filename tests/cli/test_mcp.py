@@ -156,9 +156,9 @@ def test_an_agent_uses_an_mcp_tool_in_a_turn(cli: Cli, tmp_path: Path, server: N
     operations = [(e["operation"], e["status"]) for e in seen["effects"]]
     assert operations == [
         ("mcp.list_tools", "succeeded"),
-        ("model.fake", "succeeded"),
+        ("fake", "succeeded"),
         ("mcp.call", "succeeded"),
-        ("model.fake", "succeeded"),
+        ("fake", "succeeded"),
     ]
     tool_effect = seen["effects"][2]
     assert tool_effect["idempotency"] == "idempotent"  # declared by the workflow
@@ -470,7 +470,7 @@ def test_a_resumed_agent_reuses_its_recorded_tool_listing(
     assert resumed.rc == 0, resumed.stderr
     seen = _inspect(cli, run_id)
     operations = [e["operation"] for e in seen["effects"]]
-    assert operations == ["mcp.list_tools", "model.fake", "mcp.call", "model.fake"]
+    assert operations == ["mcp.list_tools", "fake", "mcp.call", "fake"]
     assert seen["effects"][0]["effectId"] == listed[0]["effectId"]  # reused, not listed again
     assert len(seen["protocolSessions"]) == 2  # the listing's session and the call's
     assert server.calls() == ["word_count"]
@@ -552,7 +552,7 @@ def test_an_agent_tool_call_is_bounded_by_the_tools_own_timeout(
     operations = [(e["operation"], e["status"]) for e in seen["effects"]]
     assert operations == [
         ("mcp.list_tools", "succeeded"),
-        ("model.fake", "succeeded"),
+        ("fake", "succeeded"),
         ("mcp.call", "uncertain"),
     ]
     assert seen["effects"][2]["error"] == "effect timed out after 1.0 s"

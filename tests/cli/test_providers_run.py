@@ -95,7 +95,7 @@ def test_the_example_runs_with_the_same_output_and_the_key_stays_out_of_state(
     for text in (done.stdout, done.stderr, seen.stdout, seen.stderr):
         assert KEY not in text
     assert _files_containing(tmp_path, KEY.encode()) == []
-    models = [e for e in seen.data["effects"] if e["operation"] == f"model.{p.kind}"]
+    models = [e for e in seen.data["effects"] if e["operation"] == p.kind]
     assert [e["status"] for e in models] == ["succeeded", "succeeded"]
     # replay answers from the records: not one request more, and no key needed.
     before = len(server.seen)
@@ -114,7 +114,7 @@ def test_the_recorded_input_keeps_the_key_as_source_and_digest(
     done = _run(cli, OPENAI, wf, db)
     assert done.rc == 0, done.stderr
     listed = cli("--output", "json", "effects", "list", done.data["runId"], "--db", str(db))
-    model = next(e for e in listed.data["effects"] if e["operation"] == "model.openai")
+    model = next(e for e in listed.data["effects"] if e["operation"] == "openai")
     shown = cli("--output", "json", "effects", "inspect", model["effectId"], "--db", str(db))
     assert shown.rc == 0, shown.stderr
     recorded = json.dumps(shown.data)
@@ -309,7 +309,7 @@ def test_sigkill_during_a_slow_call_leaves_it_uncertain_until_reconciled(
     runs = cli("--output", "json", "runs", "list", "--db", str(db))
     run_id = runs.data["runs"][0]["runId"]
     listed = cli("--output", "json", "effects", "list", run_id, "--db", str(db)).data["effects"]
-    (model,) = [e for e in listed if e["operation"] == "model.openai"]
+    (model,) = [e for e in listed if e["operation"] == "openai"]
     env = {"OPENAI_API_KEY": KEY}
     blocked = cli("--output", "json", "resume", run_id, "--db", str(db), env=env)
     assert blocked.rc == 3, blocked.stderr
@@ -352,7 +352,7 @@ def test_a_call_that_times_out_after_dispatch_is_uncertain_and_never_resent(
     assert len(server.seen) == 1  # the retry policy does not resend an uncertain call
     run_id = done.error["error"]["runId"]
     listed = cli("--output", "json", "effects", "list", run_id, "--db", str(db)).data["effects"]
-    assert [e["status"] for e in listed if e["operation"] == "model.openai"] == ["uncertain"]
+    assert [e["status"] for e in listed if e["operation"] == "openai"] == ["uncertain"]
 
 
 def test_a_header_secret_reaches_the_server_and_is_recorded_as_its_digest(
@@ -429,5 +429,5 @@ def test_agentctl_cancel_during_a_call_lets_it_finish_and_sends_nothing_more(
     assert proc.returncode == 130, err
     assert json.loads(out)["data"]["state"] == "cancelled"
     listed = cli("--output", "json", "effects", "list", run_id, "--db", str(db)).data["effects"]
-    assert [(e["operation"], e["status"]) for e in listed] == [("model.openai", "succeeded")]
+    assert [(e["operation"], e["status"]) for e in listed] == [("openai", "succeeded")]
     assert len(server.seen) == 1

@@ -78,9 +78,9 @@ def test_a_pure_tool_call_over_max_tool_calls_is_refused(cli: Cli, tmp_path: Pat
     # was not dispatched.
     assert [(c["taskId"], c["status"]) for c in shown["toolCalls"]] == [("t1", "succeeded")]
     assert _effects(shown) == [
-        ("t1", "model.fake", "succeeded"),
-        ("t1", "model.fake", "succeeded"),
-        ("t2", "model.fake", "succeeded"),
+        ("t1", "fake", "succeeded"),
+        ("t1", "fake", "succeeded"),
+        ("t2", "fake", "succeeded"),
     ]
     states = [(t["taskId"], t["state"]) for t in shown["tasks"]]
     assert states == [("t1", "succeeded"), ("t2", "failed"), ("t3", "cancelled")]
@@ -125,7 +125,7 @@ def test_a_pure_tool_that_needs_approval_pauses_then_runs_once(cli: Cli, tmp_pat
     assert approval["redactedInput"]["input"] == {"tool": "echo", "arguments": {"msg": "hello"}}
     held = _inspect(cli, run_id)
     assert _effects(held) == [
-        ("t1", "model.fake", "succeeded"),
+        ("t1", "fake", "succeeded"),
         ("t1", "builtin.echo", "waiting_for_approval"),
     ]
     assert [c["status"] for c in held["toolCalls"]] == ["waiting_for_approval"]
@@ -138,9 +138,9 @@ def test_a_pure_tool_that_needs_approval_pauses_then_runs_once(cli: Cli, tmp_pat
     assert done.data["output"]["t1"]["text"] == "fake: one"
     shown = _inspect(cli, run_id)
     assert _effects(shown) == [
-        ("t1", "model.fake", "succeeded"),
+        ("t1", "fake", "succeeded"),
         ("t1", "builtin.echo", "succeeded"),
-        ("t1", "model.fake", "succeeded"),
+        ("t1", "fake", "succeeded"),
     ]
     [call] = shown["toolCalls"]
     assert call["status"] == "succeeded" and call["output"] == {"msg": "hello"}

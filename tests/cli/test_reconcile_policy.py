@@ -151,7 +151,7 @@ def test_a_model_call_whose_provider_policy_lists_is_reconciled(cli: Cli, tmp_pa
     _write(tmp_path, POLICY, "policy: { workspaceRoot: ., approval: never, providers: [fake] }")
     _crash(cli, 1, "run", "wf.yaml")  # the agent's first model call started
     run_id = _run_id(cli)
-    effect = _uncertain(cli, run_id, "model.fake")
+    effect = _uncertain(cli, run_id, "fake")
     done = _reconcile(cli, effect)
     assert done.rc == 0, done.stderr
     assert done.data["authorization"]["kind"] == "policy_allow"
@@ -168,7 +168,7 @@ def test_a_model_call_whose_provider_policy_does_not_list_is_refused(
     _write(tmp_path, POLICY, "policy: { workspaceRoot: ., approval: never, providers: [fake] }")
     _crash(cli, 1, "run", "wf.yaml")
     run_id = _run_id(cli)
-    effect = _uncertain(cli, run_id, "model.fake")
+    effect = _uncertain(cli, run_id, "fake")
     _narrow(ledger_target, tmp_path / "r.db", '"providers":["fake"]', '"providers":["other"]')
     says = "provider 'fake' is not in policy.providers"
     _assert_refused_and_unchanged(cli, run_id, effect, says)

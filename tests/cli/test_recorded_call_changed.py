@@ -83,7 +83,7 @@ def test_a_changed_key_after_a_crash_reconciled_applied_is_refused(
     assert killed.rc == -9, killed.stderr
     run_id = _json(cli, db, "runs", "list")["runs"][0]["runId"]
     [_, last] = [
-        e for e in _json(cli, db, "inspect", run_id)["effects"] if e["operation"] == "model.openai"
+        e for e in _json(cli, db, "inspect", run_id)["effects"] if e["operation"] == "openai"
     ]
     answer = {"path": "notes.txt", "bytes": 1, "firstLine": "from the operator"}
     result = {"finish": "complete", "text": json.dumps(answer), "toolCalls": [], "usage": {}}

@@ -154,7 +154,7 @@ def test_killed_mid_stream_keeps_fragments_and_leaves_the_call_uncertain(
     assert resumed.rc == 3
     after = _inspect(cli, run_id)
     [effect] = after["effects"]
-    assert effect["operation"] == "model.openai" and effect["status"] == "uncertain"
+    assert effect["operation"] == "openai" and effect["status"] == "uncertain"
     assert effect["effectId"] in resumed.error["error"]["message"]
     assert after["streamEvents"] == kept
     assert len(server.seen) == 1  # never resent

@@ -45,7 +45,7 @@ def _run(cli: Cli, tmp_path: Path, text: str) -> tuple[Path, str]:
 def _model_effects(cli: Cli, run_id: str) -> list[Any]:
     got = cli("--output", "json", "inspect", run_id, "--db", "s.db")
     assert got.rc == 0, got.stderr
-    return [e for e in got.data["effects"] if e["operation"] == "model.fake"]
+    return [e for e in got.data["effects"] if e["operation"] == "fake"]
 
 
 def test_retry_from_a_successful_task_reuses_the_structured_agent(cli: Cli, tmp_path: Path) -> None:

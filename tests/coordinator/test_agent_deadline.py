@@ -60,7 +60,7 @@ def test_a_deadline_passed_between_calls_fails_the_task_with_nothing_in_flight(
     )
     # The tool call finished (its file is written); the second model call never started.
     assert (tmp_path / "out.txt").read_text(encoding="utf-8") == "hello"
-    assert _effects(tmp_path) == [("model.fake", "succeeded"), ("builtin.write", "succeeded")]
+    assert _effects(tmp_path) == [("fake", "succeeded"), ("builtin.write", "succeeded")]
 
 
 def test_a_passed_deadline_is_not_repeated_by_the_tasks_retry(tmp_path: Path) -> None:
@@ -72,7 +72,7 @@ def test_a_passed_deadline_is_not_repeated_by_the_tasks_retry(tmp_path: Path) ->
     outcome = _drive(tmp_path, bounded)
     assert outcome.state == "failed"
     assert "passed before the agent's next model call" in outcome.errors["w"]
-    assert _effects(tmp_path) == [("model.fake", "succeeded"), ("builtin.write", "succeeded")]
+    assert _effects(tmp_path) == [("fake", "succeeded"), ("builtin.write", "succeeded")]
 
 
 def test_the_runtime_default_timeout_does_not_bound_an_agent_task(tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ def test_the_runtime_default_timeout_does_not_bound_an_agent_task(tmp_path: Path
     outcome = _drive(tmp_path, text)
     assert outcome.state == "succeeded", outcome.errors
     assert _effects(tmp_path) == [
-        ("model.fake", "succeeded"),
+        ("fake", "succeeded"),
         ("builtin.write", "succeeded"),
-        ("model.fake", "succeeded"),
+        ("fake", "succeeded"),
     ]

@@ -123,7 +123,7 @@ WRITE: dict[str, Any] = {
     "request": {"path": "out.txt"},
 }
 MODEL: dict[str, Any] = {
-    "operation": "model.fake",  # judged by the provider its request names
+    "operation": "fake",  # judged by the provider its request names
     "effect_class": "model",
     "risk": "medium",
     "request": {"provider": "main"},

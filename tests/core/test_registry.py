@@ -136,9 +136,7 @@ def test_policy_names_where_the_spec_gives_them(op: Operation) -> None:
 def test_only_what_this_version_executes_is_runnable() -> None:
     runnable = {op.name for op in registry.entries() if op.runnable}
     refused = set(LATE)  # every kind this version accepts, it runs
-    assert {
-        f"model.{kind}" for kind in ("openai", "azure_openai", "anthropic", "google")
-    } <= runnable
+    assert {kind for kind in ("openai", "azure_openai", "anthropic", "google")} <= runnable
     assert runnable.isdisjoint(refused)
     assert {op.name for op in registry.entries() if not op.runnable} == refused
 
@@ -224,3 +222,31 @@ def test_the_executor_index_follows_register_and_unregister() -> None:
         registry.unregister(alone.name)
     assert registry.executor_for_operation("test.index_only") is None
     assert registry.executor_for_operation(shell.effect_operation) == shell.executor
+
+
+def test_a_model_call_is_named_as_its_provider_kind_and_no_other_entry_is() -> None:
+    """The original names a model call's effect by the provider kind (``fake``): the model
+    entries are named so, and no other operation takes a provider kind's name."""
+    kinds = set(SPEC_PROVIDER_KINDS)
+    assert {op.name for op in registry.entries() if registry.is_model(op.name)} == kinds
+    assert all(registry.provider_kind(kind) == kind for kind in kinds)
+    assert {op.name for op in registry.entries() if op.family != "model"}.isdisjoint(kinds)
+    clash = dataclasses.replace(registry.lookup("builtin.echo"), name="fake")
+    with pytest.raises(InvalidOperationError):
+        registry.register(clash)
+    assert registry.find_model("builtin.write") is None  # only model entries answer a kind
+
+
+def test_a_legacy_model_operation_name_resolves_to_its_entry_for_recorded_data() -> None:
+    """Ledgers written before hold ``model.<kind>``: recorded effects are read through it."""
+    for kind in SPEC_PROVIDER_KINDS:
+        legacy = f"model.{kind}"
+        assert registry.find(legacy) is registry.lookup(kind) is registry.model_operation(kind)
+        assert registry.is_model(legacy) and registry.provider_kind(legacy) == kind
+        assert registry.same_operation(legacy, kind)
+        assert registry.executor_for_operation(legacy) == registry.lookup(kind).executor
+    # Only a model entry has the alias: nothing else is found under the prefix.
+    assert registry.find("model.builtin.write") is None
+    assert registry.find("model.mistral") is None
+    assert not registry.is_model("builtin.write") and registry.provider_kind("mcp.call") is None
+    assert not registry.same_operation("model.fake", "openai")

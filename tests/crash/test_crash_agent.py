@@ -33,9 +33,9 @@ def test_agent_resumes_reusing_confirmed_calls(point: str, hit: int, cli, tmp_pa
     assert resumed.rc == 0, resumed.stderr
     after = cli("--output", "json", "effects", "list", run_id, "--db", str(db)).data["effects"]
     assert [(e["ordinal"], e["operation"]) for e in after] == [
-        (0, "model.fake"),
+        (0, "fake"),
         (1, "builtin.read"),
-        (2, "model.fake"),
+        (2, "fake"),
     ]
     assert [e["effectId"] for e in after[:hit]] == [e["effectId"] for e in before]
     assert [e["startedAt"] for e in after[:hit]] == [e["startedAt"] for e in before]
@@ -52,5 +52,5 @@ def test_agent_call_lost_mid_flight_is_uncertain(cli, tmp_path: Path) -> None:  
     resumed = cli("--output", "json", "resume", run_id, "--db", str(db))
     assert resumed.rc == 3
     [effect] = cli("--output", "json", "effects", "list", run_id, "--db", str(db)).data["effects"]
-    assert effect["operation"] == "model.fake" and effect["status"] == "uncertain"
+    assert effect["operation"] == "fake" and effect["status"] == "uncertain"
     assert effect["effectId"] in resumed.error["error"]["message"]

@@ -138,7 +138,7 @@ def test_applied_without_the_actual_settles_the_reservation(ledger: Database) ->
 
 def test_an_applied_model_call_settles_the_usage_its_answer_gives(ledger: Database) -> None:
     make_run(ledger)
-    priced = _uncertain(ledger, _effect("a", "model.fake"), MODEL_HELD)
+    priced = _uncertain(ledger, _effect("a", "fake"), MODEL_HELD)
     answer = {"finish": "complete", "text": "hi", "usage": {"inputTokens": 5, "outputTokens": 3}}
     _reconcile(ledger, priced, "applied", answer)
     snap = _budget(ledger)
@@ -169,7 +169,7 @@ RATES = {
 
 def test_an_applied_model_calls_usage_is_priced_at_its_rates(ledger: Database) -> None:
     make_run(ledger)
-    priced = _uncertain(ledger, _effect("a", "model.fake"), {**MODEL_HELD, "costMicrousd": 900})
+    priced = _uncertain(ledger, _effect("a", "fake"), {**MODEL_HELD, "costMicrousd": 900})
     usage = {"inputTokens": 20, "cacheReadTokens": 8, "cacheWriteTokens": 2}
     usage |= {"outputTokens": 10, "reasoningTokens": 4}
     answer = {"finish": "complete", "text": "hi", "usage": usage}
@@ -177,11 +177,11 @@ def test_an_applied_model_calls_usage_is_priced_at_its_rates(ledger: Database) -
     # 10 plain input, 8 read, 2 written; 6 plain output, 4 reasoning — each token once.
     assert _budget(ledger).usage["costMicrousd"] == 10 * 4 + 8 * 1 + 2 * 2 + 6 * 6 + 4 * 9
     # A cost the usage gives is the one counted; no usage leaves the reserved upper bound.
-    told = _uncertain(ledger, _effect("b", "model.fake", 1), MODEL_HELD)
+    told = _uncertain(ledger, _effect("b", "fake", 1), MODEL_HELD)
     _reconcile(
         ledger, told, "applied", {**answer, "usage": {**usage, "costMicrousd": 7}}, rates=RATES
     )
-    blind = _uncertain(ledger, _effect("c", "model.fake", 2), MODEL_HELD)
+    blind = _uncertain(ledger, _effect("c", "fake", 2), MODEL_HELD)
     _reconcile(ledger, blind, "applied", {"finish": "complete", "text": "hi"}, rates=RATES)
     assert _budget(ledger).usage["costMicrousd"] == 124 + 7 + 30
 
@@ -189,7 +189,7 @@ def test_an_applied_model_calls_usage_is_priced_at_its_rates(ledger: Database) -
 def test_an_unpriced_model_call_without_usage_settles_what_it_reserved(ledger: Database) -> None:
     make_run(ledger)
     held = {k: v for k, v in MODEL_HELD.items() if k != "costMicrousd"}
-    eid = _uncertain(ledger, _effect("a", "model.fake"), held)
+    eid = _uncertain(ledger, _effect("a", "fake"), held)
     _reconcile(ledger, eid, "applied", {"finish": "complete", "text": "hi"})
     assert _budget(ledger).usage == {**held, "unpricedProviderRequests": 1}
 

@@ -30,7 +30,7 @@ def _owner() -> Owner:
 
 def _model_call(ordinal: int, *, attempt: int = 1, messages: int = 2) -> NewEffect:
     request = {"messages": [{"role": "user", "content": str(i)} for i in range(messages)]}
-    effect = NewEffect("run-1", "a", attempt, ordinal, "model.fake", request, "model", "medium", "")
+    effect = NewEffect("run-1", "a", attempt, ordinal, "fake", request, "model", "medium", "")
     return replace(effect, idempotency="at_most_once", trace_id="trace-1")
 
 

@@ -26,7 +26,7 @@ def _fake_stream(effect_id: str, text: str) -> Execute:
         run_id="run-1",
         task_id="t",
         attempt=1,
-        operation="model.fake",
+        operation="fake",
         request=request,
         timeout_seconds=30,
         executor="agentctl.workers.executors.models:execute_fake",

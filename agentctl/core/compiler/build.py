@@ -8,9 +8,10 @@ vars, CLI variables; whole-key replacement) with the engine bindings last;
 no ``with``, vars, retry or schema.
 
 Carried (outside every digest): an action task's normalized action definition and its kind as
-registry operation; an agent task's agent, provider and tool definitions, ``model.<kind>``, and
-its own ``timeoutSeconds`` when it gives one (``agent_timeout_seconds``: the bound of its whole
-attempt; the resolved ``timeout_seconds`` cannot tell it from the runtime default).
+registry operation; an agent task's agent, provider and tool definitions, its provider's kind
+(the name of its model call's registry operation), and its own ``timeoutSeconds`` when it gives
+one (``agent_timeout_seconds``: the bound of its whole attempt; the resolved
+``timeout_seconds`` cannot tell it from the runtime default).
 
 Checked here per task: template reads against ``needs`` (the task's ``with`` at the task, the
 action's ``with`` defaults it does not replace at the action's keys), the ``with`` keys its
@@ -50,7 +51,6 @@ from agentctl.core.compiler.routes import compile_route
 from agentctl.core.compiler.variables import base_vars, task_vars
 from agentctl.core.jsonschema import schema_problems
 from agentctl.core.plan import AgentConfig, Compensation, PlannedTask, RetryPolicy, TaskKind
-from agentctl.core.registry import MODEL_PREFIX
 from agentctl.core.timeouts import TASK_TIMEOUT_SECONDS
 
 _AGGREGATES = frozenset({"aggregate", "loop_aggregate"})
@@ -305,7 +305,8 @@ def _agent_carried(env: Env, agent: dict[str, Any]) -> dict[str, Any]:
     provider = env.providers.get(name) or {}
     tools = {tool: env.tools.get(tool) or {} for tool in agent.get("tools") or []}
     config = AgentConfig(agent=agent, provider_name=name, provider=provider, tools=tools)
-    return {"operation": f"{MODEL_PREFIX}{provider.get('kind')}", "agent_config": config}
+    # The model entry is named as its provider kind (``core.registry``).
+    return {"operation": str(provider.get("kind")), "agent_config": config}
 
 
 # Each compiled task kind by its name (a KeyError for any other name).

@@ -46,7 +46,7 @@ MCP_TOOL_KIND = "mcp.tool"
 
 
 class Provider(StrictModel):
-    kind: str  # a provider kind with a model-call entry in the registry (``model.<kind>``)
+    kind: str  # a provider kind with a model-call entry in the registry (named as the kind)
     endpoint: str | None = None
     credential: SecretRef | None = None
     api_version: str | None = Field(None, alias="apiVersion")

@@ -1,4 +1,4 @@
-"""``model.anthropic``: the Anthropic Messages API (``POST {endpoint}``, default
+"""``anthropic`` (model call): the Anthropic Messages API (``POST {endpoint}``, default
 ``https://api.anthropic.com/v1/messages``) through the official ``anthropic`` SDK.
 
 Invariants: the SDK gets our egress-bound ``httpx2`` client and ``max_retries=0`` and is

@@ -1,4 +1,4 @@
-"""``model.azure_openai``: the Responses API of an Azure OpenAI resource.
+"""``azure_openai`` (model call): the Responses API of an Azure OpenAI resource.
 
 The provider names its resource ``endpoint`` explicitly (``https://NAME.openai.azure.com``)
 and its ``apiVersion``; the call goes to ``{endpoint}/openai/responses?api-version=…`` with

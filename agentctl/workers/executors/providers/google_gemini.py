@@ -1,6 +1,7 @@
-"""``model.google``: Gemini ``generateContent`` (``POST {endpoint}/{model}:generateContent``,
-default endpoint ``https://generativelanguage.googleapis.com/v1beta/models``) through the
-official ``google-genai`` SDK.
+"""``google`` (model call): Gemini ``generateContent``
+(``POST {endpoint}/{model}:generateContent``, default endpoint
+``https://generativelanguage.googleapis.com/v1beta/models``) through the official
+``google-genai`` SDK.
 
 Invariants: the SDK gets our egress-bound ``httpx2`` client, one attempt
 (``HttpRetryOptions(attempts=1)``, which also turns its implicit retries off), no automatic

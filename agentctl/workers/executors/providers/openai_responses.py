@@ -1,4 +1,4 @@
-"""``model.openai``: the OpenAI Responses API (``POST {endpoint}``, default
+"""``openai`` (model call): the OpenAI Responses API (``POST {endpoint}``, default
 ``https://api.openai.com/v1/responses``), spoken over our egress-bound ``httpx2`` client.
 
 The wire format is the published one — request parameters, the ``Response`` object, the
