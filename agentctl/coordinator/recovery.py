@@ -21,9 +21,10 @@ from dataclasses import dataclass
 
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import load_plan, new_run_ids, owner_identity, stored_plan
+from agentctl.coordinator.local import recorded_delta
 from agentctl.core import recovery as rc
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
-from agentctl.core.plan import Plan
+from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.states import RunState, TaskState
 from agentctl.errors import AgentctlError, NotFoundError
 from agentctl.ledger.artifacts.refs import ArtifactRef, ArtifactRefRecord
@@ -34,7 +35,8 @@ from agentctl.ledger.tasks import AuditSpec, TaskCompletion, TaskRecord
 
 
 def load_source(ledger: RunLedger, run_ref: str) -> tuple[RunRecord, rc.SourceRun]:
-    """The source run record and its planner view."""
+    """The source run record and its planner view. A task an applied reconciliation completed
+    after the run ended is seen as the succeeded boundary it makes (``rc.settle_applied``)."""
     snap = ledger.load_source(run_ref)
     run = snap.run
     arts: dict[str, list[JsonObject]] = {}
@@ -47,7 +49,11 @@ def load_source(ledger: RunLedger, run_ref: str) -> tuple[RunRecord, rc.SourceRu
     context = _SourceContext(
         _effects_by_task(snap), arts, _needs(planned), _task_vars(planned), lineage
     )
-    source_tasks = {t.task_id: context.task(t) for t in snap.tasks}
+    plan = _source_plan(run)
+    source_tasks = {
+        t.task_id: rc.settle_applied(context.task(t), _planned_task(plan, t.task_id))
+        for t in snap.tasks
+    }
     view = rc.SourceRun(
         run_id=run.run_id,
         mode=run.mode,
@@ -57,7 +63,9 @@ def load_source(ledger: RunLedger, run_ref: str) -> tuple[RunRecord, rc.SourceRu
         tasks=source_tasks,
         parked=_parked(snap),
         inputs=run.inputs or {},
-        initial_memory=_initial_memory(run),
+        # The working memory the run started from (None when its plan cannot be loaded: the
+        # input rule of retry and repair then has nothing to compare).
+        initial_memory=None if plan is None else dict(plan.run.working_memory),
         open_inverses=tuple(
             rc.OpenInverse(t.run_id, t.task_id, t.state, t.effect_id, t.effect_status)
             for t in snap.open_compensations
@@ -66,13 +74,16 @@ def load_source(ledger: RunLedger, run_ref: str) -> tuple[RunRecord, rc.SourceRu
     return run, view
 
 
-def _initial_memory(run: RunRecord) -> Mapping[str, JsonValue] | None:
-    """The working memory the run started from: its own plan's (None when the plan cannot be
-    loaded; the input rule of retry and repair then has nothing to compare)."""
+def _source_plan(run: RunRecord) -> Plan | None:
+    """The source run's own compiled plan, None when it cannot be loaded."""
     try:
-        return dict(load_plan(run).run.working_memory)
+        return load_plan(run)
     except AgentctlError:
         return None
+
+
+def _planned_task(plan: Plan | None, task_id: str) -> PlannedTask | None:
+    return plan.task(task_id) if plan is not None and task_id in plan.index else None
 
 
 def _parked(snap: SourceSnapshot) -> bool:
@@ -113,10 +124,15 @@ def _task_vars(planned: list[JsonObject]) -> dict[str, JsonObject]:
 
 
 def _effects_by_task(snap: SourceSnapshot) -> dict[str, list[rc.SourceEffect]]:
-    """A run's effects as the planner sees them, by task, each with its latest reconciliation."""
-    latest = {r.effect_id: r.status for r in snap.reconciliations}
+    """A run's effects as the planner sees them, by task, each with its latest reconciliation
+    (an applied one with its recorded result and the memory delta resume commits with it)."""
+    latest = {r.effect_id: r for r in snap.reconciliations}  # oldest first: the last wins
     by_task: dict[str, list[rc.SourceEffect]] = {}
     for e in snap.effects:
+        found = latest.get(e.effect_id)
+        applied = None
+        if found is not None and found.status == "applied" and found.result is not None:
+            applied = rc.AppliedResult(found.result, recorded_delta(e.operation, e.request))
         by_task.setdefault(e.task_id, []).append(
             rc.SourceEffect(
                 effect_id=e.effect_id,
@@ -127,7 +143,8 @@ def _effects_by_task(snap: SourceSnapshot) -> dict[str, list[rc.SourceEffect]]:
                 idempotency=e.idempotency,
                 status=e.status,
                 confirmed=e.confirmed,
-                reconciliation=latest.get(e.effect_id),
+                reconciliation=None if found is None else found.status,
+                applied=applied,
             )
         )
     return by_task
@@ -294,6 +311,8 @@ def _reuse_completion(
     t: rc.SourceTask, refs: Mapping[str, list[ArtifactRef]], source_run_id: str, mode: str
 ) -> TaskCompletion:
     provenance: JsonObject = {"sourceRunId": source_run_id, "sourceAttempt": t.attempt}
+    if t.settled_by is not None:  # its output is that effect's applied reconciliation result
+        provenance["settledByEffect"] = t.settled_by
     return TaskCompletion(
         task_id=t.task_id,
         state="succeeded",

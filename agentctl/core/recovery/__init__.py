@@ -1,7 +1,9 @@
 """Effect-free recovery planning: retry, repair and compensation (spec/cli.md §5).
 
 The coordinator snapshots a terminal source run into ``SourceRun`` values and asks these pure
-planners what a new run would reuse, execute or refuse; it executes the answer. Nothing here
+planners what a new run would reuse, execute or refuse; it executes the answer. A task that
+an applied reconciliation completed after its run ended enters the snapshot as the succeeded
+boundary it makes (``settle_applied``). Nothing here
 performs I/O: artifact integrity is asked through the caller's ``artifact_ok`` probe.
 """
 
@@ -19,6 +21,7 @@ from agentctl.core.recovery.compensation import (
     step_bindings,
 )
 from agentctl.core.recovery.model import (
+    AppliedResult,
     Block,
     OpenInverse,
     SourceEffect,
@@ -28,11 +31,13 @@ from agentctl.core.recovery.model import (
 )
 from agentctl.core.recovery.planner import plan_repair, plan_retry, rebuild_memory
 from agentctl.core.recovery.plans import REPAIR_PLAN_API, RETRY_PLAN_API, RecoveryPlan
+from agentctl.core.recovery.settled import settle_applied
 
 __all__ = [
     "COMPENSATION_PLAN_API",
     "REPAIR_PLAN_API",
     "RETRY_PLAN_API",
+    "AppliedResult",
     "Block",
     "CompensationPlan",
     "CompensationStep",
@@ -50,5 +55,6 @@ __all__ = [
     "plan_repair",
     "plan_retry",
     "rebuild_memory",
+    "settle_applied",
     "step_bindings",
 ]

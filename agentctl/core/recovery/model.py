@@ -30,6 +30,16 @@ _RECONCILED: dict[str, Outcome] = {
 
 
 @dataclass(frozen=True)
+class AppliedResult:
+    """What an ``applied`` reconciliation recorded for an effect (``effects reconcile
+    --result-file``, or ``effects continue-remote``'s observed result), and the working-memory
+    delta ``resume`` commits with it for that operation (None: the operation writes none)."""
+
+    result: JsonValue
+    state_delta: JsonObject | None = None
+
+
+@dataclass(frozen=True)
 class SourceEffect:
     """A source run's effect as recovery planning sees it."""
 
@@ -42,6 +52,7 @@ class SourceEffect:
     status: str
     confirmed: bool
     reconciliation: str | None  # latest reconciliation: applied|not_applied|compensated|None
+    applied: AppliedResult | None = None  # set when ``reconciliation`` is applied
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,9 @@ class SourceTask:
     # None when its plan does not say: they tell why a fingerprint of an unchanged
     # workflow's task differs (the run was compiled with other --var/--vars-file values).
     vars: JsonObject | None = None
+    # The effect whose applied reconciliation completed this task (``settled.settle_applied``):
+    # the run ended without it, its output is that reconciliation's result. None otherwise.
+    settled_by: str | None = None
 
     def history(self) -> tuple[SourceEffect, ...]:
         """Every effect that produced this task's result: its own and its inherited ones."""

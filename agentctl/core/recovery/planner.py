@@ -445,10 +445,19 @@ def _place_other(outcome: _Outcome, request: _Request, task: PlannedTask, feeds:
         block = checks.reuse_block(ctx)
     if block is None:
         outcome.reuse.append(task.id)
-        outcome.row(task.id, "reuse", "compatible successful source task")
+        outcome.row(task.id, "reuse", _reuse_reason(source))
     else:
         outcome.blocked.append(block)
         outcome.row(task.id, "blocked", f"{block.rule}: {block.message}")
+
+
+def _reuse_reason(source: SourceTask | None) -> str:
+    if source is None or source.settled_by is None:
+        return "compatible successful source task"
+    return (
+        f"completed by the applied reconciliation of effect {source.settled_by} after the "
+        "source run ended; its recorded result is reused, the effect is not repeated"
+    )
 
 
 def _changed(source: SourceRun, tasks: Iterable[PlannedTask]) -> tuple[str, ...]:
