@@ -13,7 +13,11 @@ Invariants:
   deadline does; an agent's call (a tool or a listing) is given its whole timeout already
   resolved (``BuildInput.timeout_seconds``: the tool's own ``timeoutSeconds``, else the
   server's — ``tool_call_timeout``, ``listing_timeout`` — else the agent's, cut to what is
-  left of its task's deadline), which is then the read timeout as it is.
+  left of its task's deadline), which is then the read timeout as it is;
+- a ``tools/call`` whose declared idempotency is ``keyed`` (the action's or the tool's
+  ``idempotency``) says so in the request only (``keyed``), never in the recorded input: the
+  worker then sends the effect id as ``params._meta["agentctl.dev/idempotency-key"]`` — the
+  identity is the effect's own, and declaring ``keyed`` changes no effect identity.
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from agentctl.core.builders import egress_settings, str_arg
+from agentctl.core.effects import Idempotency
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list, as_object
 from agentctl.core.operations import (
+    IDEMPOTENCY_KEY,
     BuildInput,
     Built,
     Endpoint,
@@ -68,6 +74,8 @@ def _request(
     timeout = float(limit) if isinstance(limit, int | float) else float(MCP_TIMEOUT_SECONDS)
     request: JsonObject = {**recorded, "headers": dict(headers), "egress": egress}
     request["timeoutSeconds"] = b.timeout_seconds if resolved else min(timeout, b.timeout_seconds)
+    if method == "tools/call" and b.config.get(IDEMPOTENCY_KEY) == Idempotency.KEYED:
+        request["keyed"] = True
     return Built(recorded, request, secret_refs=refs)
 
 

@@ -178,6 +178,9 @@ class McpRequest(WireModel):
     # tools/call: an answer with ``isError`` fails the effect (an action) or is handed to the
     # model as the tool's result (an agent's tool).
     fail_on_tool_error: bool = True
+    # tools/call: the call's declared idempotency is ``keyed``, so the worker sends the effect
+    # id as ``params._meta["agentctl.dev/idempotency-key"]`` (docs/protocols.md).
+    keyed: bool = False
 
 
 class A2aDelegateRequest(WireModel):

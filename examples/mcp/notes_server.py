@@ -2,7 +2,7 @@
 """A small MCP server (Streamable HTTP) built with the official ``mcp`` package.
 
     python3 examples/mcp/notes_server.py [--port N] [--port-file FILE] [--calls FILE]
-                                         [--token-env NAME]
+                                         [--meta FILE] [--token-env NAME]
 
 Tools:
   word_count(text)  → {"words": N}           (structured content, read-only)
@@ -11,7 +11,10 @@ Tools:
 
 It listens on 127.0.0.1 (``--port 0``, the default, picks a free port) and writes the port it
 got to ``--port-file`` once it accepts connections. Every ``tools/call`` it receives appends
-one line (the tool's name) to ``--calls``, so a test can count what reached the server.
+one line (the tool's name) to ``--calls``, so a test can count what reached the server;
+``--meta`` appends one JSON line per ``word_count``/``append_note`` call, ``{"tool", "meta"}``,
+the request's ``params._meta`` as the server received it (``{}`` without one): where a keyed
+call's idempotency key shows (``agentctl.dev/idempotency-key``).
 With ``--token-env NAME`` it answers 401 to any request whose ``X-Notes-Token`` header is not
 the value of the environment variable NAME.
 """
@@ -19,6 +22,7 @@ the value of the environment variable NAME.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
 from pathlib import Path
@@ -26,31 +30,35 @@ from typing import Any
 
 import anyio
 import uvicorn
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
 from starlette.responses import PlainTextResponse
 
 NOTES: list[str] = []
 
 
-def build(calls: Path | None) -> MCPServer:
+def build(calls: Path | None, metas: Path | None = None) -> MCPServer:
     server = MCPServer("notes")
 
-    def count(tool: str) -> None:
+    def count(tool: str, ctx: Context | None = None) -> None:
         if calls is not None:
             with calls.open("a", encoding="utf-8") as handle:
                 handle.write(tool + "\n")
+        if metas is not None and ctx is not None:
+            meta = dict(ctx.request_context.meta or {})
+            with metas.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps({"tool": tool, "meta": meta}, default=str) + "\n")
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
-    def word_count(text: str) -> dict[str, int]:
+    def word_count(text: str, ctx: Context) -> dict[str, int]:
         """Count the words of a text."""
-        count("word_count")
+        count("word_count", ctx)
         return {"words": len(text.split())}
 
     @server.tool()
-    def append_note(text: str) -> dict[str, int]:
+    def append_note(text: str, ctx: Context) -> dict[str, int]:
         """Append a note; answers how many notes there are now."""
-        count("append_note")
+        count("append_note", ctx)
         NOTES.append(text)
         return {"notes": len(NOTES)}
 
@@ -77,8 +85,10 @@ def guarded(app: Any, token: str) -> Any:
     return check
 
 
-async def serve(port: int, port_file: Path | None, calls: Path | None, token: str | None) -> None:
-    app = build(calls).streamable_http_app()
+async def serve(
+    port: int, port_file: Path | None, calls: Path | None, metas: Path | None, token: str | None
+) -> None:
+    app = build(calls, metas).streamable_http_app()
     if token is not None:
         app = guarded(app, token)
     listener = socket.create_server(("127.0.0.1", port))
@@ -99,10 +109,11 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--port-file", type=Path)
     parser.add_argument("--calls", type=Path)
+    parser.add_argument("--meta", type=Path)
     parser.add_argument("--token-env")
     args = parser.parse_args()
     token = os.environ[args.token_env] if args.token_env else None
-    anyio.run(serve, args.port, args.port_file, args.calls, token)
+    anyio.run(serve, args.port, args.port_file, args.calls, args.meta, token)
 
 
 if __name__ == "__main__":

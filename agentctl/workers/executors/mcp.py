@@ -10,6 +10,9 @@ Invariants:
   checked addresses that follows no redirect and ignores environment proxies;
 - a negotiated protocol version other than the server's configured ``protocolVersion`` fails
   the effect before any tool is called;
+- a ``keyed`` call (``McpRequest.keyed``) carries the effect id as
+  ``params._meta["agentctl.dev/idempotency-key"]`` (``IDEMPOTENCY_META_KEY``), for a server
+  whose contract honours the key; any other call sends no ``_meta``;
 - once the ``tools/call`` request was handed to the transport, a timeout, a lost connection or
   a cancellation leaves the effect uncertain: nothing here reconnects or sends it again;
 - tool annotations and descriptions are the server's claims: reported, never acted on;
@@ -29,6 +32,7 @@ from typing import TYPE_CHECKING
 import httpx2
 import trio
 
+from agentctl.core.effects import EffectId, idempotency_key
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list
 from agentctl.core.protocols import ProtocolSession, bounded
 from agentctl.core.redact import Redactor
@@ -45,6 +49,7 @@ if TYPE_CHECKING:  # the SDK is an optional dependency, imported when a call nee
     from mcp.client import Transport
     from mcp_types import Tool
 
+IDEMPOTENCY_META_KEY = "agentctl.dev/idempotency-key"  # the original's name for it
 MAX_LIST_PAGES = 16  # a tools/list longer than this many pages is cut (and says so)
 # A handler of its own keeps the SDK's records from Python's last-resort stderr handler.
 logging.getLogger("mcp").addHandler(logging.NullHandler())
@@ -64,7 +69,8 @@ async def execute_mcp(msg: Execute) -> ExecOutcome:
     client.headers.update(req.headers)
     client.event_hooks = {"request": [wire.on_request], "response": [wire.on_response]}
     try:
-        output = await _session(req, client, wire)
+        key = idempotency_key(EffectId(msg.effect_id)) if req.keyed else None
+        output = await _session(req, client, wire, key)
     except Exception as exc:
         raise _translate(exc, wire) from None
     finally:
@@ -85,7 +91,11 @@ def _sdk() -> tuple[type[Client], Callable[..., Transport]]:
     return Client, streamable_http_client
 
 
-async def _session(req: McpRequest, client: httpx2.AsyncClient, wire: Wire) -> JsonObject:
+async def _session(
+    req: McpRequest, client: httpx2.AsyncClient, wire: Wire, key: str | None
+) -> JsonObject:
+    """One session: initialize, then the listing or the call (``key``: a keyed call's
+    idempotency key)."""
     client_class, transport_for = _sdk()
     transport = transport_for(req.url, http_client=client)
     # "legacy" is the initialize handshake; no response cache: every call reaches the server.
@@ -101,7 +111,7 @@ async def _session(req: McpRequest, client: httpx2.AsyncClient, wire: Wire) -> J
             )
         if req.method == "tools/list":
             return await _list_tools(req, mcp_client, wire)
-        return await _call_tool(req, mcp_client, wire)
+        return await _call_tool(req, mcp_client, wire, key)
 
 
 def _session_evidence(req: McpRequest, mcp_client: Client, wire: Wire) -> ProtocolSession:
@@ -149,13 +159,17 @@ def _tool_json(tool: Tool) -> JsonObject:
     return kept
 
 
-async def _call_tool(req: McpRequest, mcp_client: Client, wire: Wire) -> JsonObject:
+async def _call_tool(
+    req: McpRequest, mcp_client: Client, wire: Wire, key: str | None
+) -> JsonObject:
     from mcp_types import CallToolRequest, CallToolRequestParams, CallToolResult
 
     assert req.tool is not None, "a tools/call request names its tool"
     # One raw request: Client.call_tool may send it again (input rounds, re-listing) and
     # re-lists tools to check the answer; the workflow's own schemas check it instead.
-    params = CallToolRequestParams(name=req.tool, arguments=req.arguments)
+    # ``_meta`` is the request params' own field (what Client.call_tool's ``meta`` fills).
+    meta = None if key is None else {IDEMPOTENCY_META_KEY: key}
+    params = CallToolRequestParams(name=req.tool, arguments=req.arguments, _meta=meta)
     result = await mcp_client.session.send_request(
         CallToolRequest(params=params),
         CallToolResult,
