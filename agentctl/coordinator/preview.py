@@ -11,9 +11,12 @@ from collections.abc import Mapping
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.textdiff import unified_diff
-from agentctl.sandbox.paths import open_regular, resolve_write
-
-MAX_PREVIEW_BYTES = 1024 * 1024
+from agentctl.sandbox.paths import (
+    MAX_EXISTING_TARGET_BYTES,
+    open_regular,
+    resolve_write,
+    too_large_target,
+)
 
 
 def current_content(workspace: str, roots: list[str], path: str) -> str | None:
@@ -21,9 +24,11 @@ def current_content(workspace: str, roots: list[str], path: str) -> str | None:
     target = resolve_write(workspace, roots, path)
     try:
         with open_regular(target, path, "write") as handle:
-            raw = handle.read(MAX_PREVIEW_BYTES + 1)
+            raw = handle.read(MAX_EXISTING_TARGET_BYTES + 1)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
+    if len(raw) > MAX_EXISTING_TARGET_BYTES:
+        raise too_large_target(path)  # the write itself would be refused: so is its preview
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -27,6 +27,17 @@ from typing import BinaryIO
 
 from agentctl.errors import PolicyDeniedError, RunFailedError
 
+# An existing write target is read (its old content is the output's ``before``, and the diff):
+# it is capped as a direct read is, and a write over a larger one is refused before anything.
+MAX_EXISTING_TARGET_BYTES = 1024 * 1024
+
+
+def too_large_target(rel: str) -> RunFailedError:
+    return RunFailedError(
+        f"cannot write {rel!r}: the existing file is larger than {MAX_EXISTING_TARGET_BYTES} "
+        "bytes, the most a write target may hold; nothing was written"
+    )
+
 
 def _check_lexical(rel: str) -> tuple[str, ...]:
     if not isinstance(rel, str) or rel == "":

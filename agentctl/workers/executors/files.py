@@ -25,7 +25,13 @@ from agentctl.errors import AgentctlError, PolicyDeniedError, RunFailedError, fr
 from agentctl.filemode import plain_write_mode
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ReadRequest, WriteRequest
-from agentctl.sandbox.paths import open_regular, resolve_read, resolve_write
+from agentctl.sandbox.paths import (
+    MAX_EXISTING_TARGET_BYTES,
+    open_regular,
+    resolve_read,
+    resolve_write,
+    too_large_target,
+)
 from agentctl.workers.executors import ExecOutcome, parse_request
 
 
@@ -55,11 +61,17 @@ async def execute_read(msg: Execute) -> ExecOutcome:
 
 
 def _current(target: str, rel: str) -> str | None:
+    """The text a write would replace; an existing target is capped as a read is (spec: an
+    existing write target is one of the files capped at 1 MiB): its whole old content would
+    otherwise be read and recorded as the output's ``before``."""
     try:
         with open_regular(target, rel, "write") as fh:
-            return fh.read().decode("utf-8", errors="replace")
+            data = fh.read(MAX_EXISTING_TARGET_BYTES + 1)
     except FileNotFoundError:
         return None
+    if len(data) > MAX_EXISTING_TARGET_BYTES:
+        raise too_large_target(rel)
+    return data.decode("utf-8", errors="replace")
 
 
 def _fsync_dir(path: str) -> None:
