@@ -386,3 +386,17 @@ def test_a_run_failing_mid_drive_carries_the_warnings_on_its_error(
         assert redone.rc == 4, redone.stderr
         codes = [d["code"] for d in json.loads(redone.stderr)["diagnostics"]]
         assert codes == ["migration_required"], argv
+
+
+def test_human_check_prints_the_original_s_one_line(cli: Cli, tmp_path: Path) -> None:
+    """The original's getting-started guide shows `check`'s whole human output as
+    ``valid: hello (1 tasks)``; scripts match that line."""
+    (tmp_path / "wf.yaml").write_text(
+        "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: { name: hello }\nspec:\n"
+        "  actions: { assign: { kind: builtin.assign } }\n"
+        "  tasks: [ { id: greet, uses: action:assign, with: { message: hi } } ]\n",
+        encoding="utf-8",
+    )
+    done = cli("check", "wf.yaml", "--color", "never")
+    assert done.rc == 0, done.stderr
+    assert done.stdout == "valid: hello (1 tasks)\n"
