@@ -37,8 +37,15 @@ def check_outcome(
     """``agentctl check FILE``: validate and compile; creates no state."""
     from agentctl.cli_vars import compile_with_vars
     from agentctl.core.compiler import check_result_json
+    from agentctl.core.egress_reach import provider_endpoint_diagnostics
 
     loaded, plan = compile_with_vars(file, vars_files, var_pairs, workspace=workspace)
+    # An endpoint no call can reach is a refusal run would make before anything exists: check
+    # says so now (provider capabilities are part of what it validates).
+    refused = provider_endpoint_diagnostics(plan, file=str(file), locate=loaded.locate)
+    if refused:
+        message = refused[0].message if len(refused) == 1 else "provider endpoints refused"
+        raise ValidationError(message, diagnostics=refused)
     data = check_result_json(plan)
 
     def human(_s: Settings) -> str:

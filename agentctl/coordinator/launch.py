@@ -18,7 +18,7 @@ from agentctl.coordinator.credentials import preflight_credentials
 from agentctl.coordinator.egress_preflight import preflight_egress
 from agentctl.core import registry
 from agentctl.core.compiler.diagnostics import Locator
-from agentctl.core.egress_reach import provider_endpoint_problems
+from agentctl.core.egress_reach import provider_endpoint_diagnostics
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.policy import policy_workspace
@@ -84,15 +84,13 @@ def check_executable(plan: Plan, *, file: str | None = None, locate: Locator | N
     """Refuse, before any state exists, a workflow using what this version cannot execute:
     an operation that does not run yet, or a provider endpoint its adapter cannot call (every
     call to it would fail, after the run had been created and its budget charged). ``check``
-    takes both, so ``doctor`` and ``auth check`` still report on such a workflow."""
+    refuses the endpoint too; ``plan``, ``doctor`` and ``auth check`` take both, so they still
+    report on such a workflow."""
     later = "`agentctl check` and `plan` accept it; run does not"
     gaps = [
         (f"this version of agentctl cannot run {what} yet", path, later)
         for what, path in filter(None, map(_capability_gap, plan.tasks))
     ]
-    for name, problem in provider_endpoint_problems(plan).items():
-        where = "an endpoint is the full URL of the API operation (docs/providers.md)"
-        gaps.append((f"provider {name}: {problem}", f"spec.providers.{name}.endpoint", where))
     found: list[Diagnostic] = []
     for message, path, help_text in gaps:
         line, column = (locate(path) if locate else None) or (None, None)
@@ -107,6 +105,7 @@ def check_executable(plan: Plan, *, file: str | None = None, locate: Locator | N
                 help=help_text,
             )
         )
+    found += provider_endpoint_diagnostics(plan, file=file, locate=locate)
     if found:
         # One refusal is said as itself; its diagnostic gives the place and the help.
         message = (

@@ -19,10 +19,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Mapping
 
 from agentctl.core import registry
+from agentctl.core.compiler.diagnostics import Locator
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.operations import Endpoint, Operation, ReachInput
 from agentctl.core.plan import Plan, PlannedTask, RunConfig
 from agentctl.core.providerdefaults import endpoint_problem
+from agentctl.errors import Diagnostic
 
 
 def plan_endpoints(plan: Plan) -> tuple[Endpoint, ...]:
@@ -50,6 +52,29 @@ def provider_endpoint_problems(plan: Plan) -> dict[str, str]:
             problem = endpoint_problem(config.provider_kind, endpoint)
             if problem is not None:
                 found[name] = problem
+    return found
+
+
+def provider_endpoint_diagnostics(
+    plan: Plan, *, file: str | None = None, locate: Locator | None = None
+) -> list[Diagnostic]:
+    """``provider_endpoint_problems`` as located ``unsupported_capability`` diagnostics (at
+    each provider's ``endpoint``): what ``check`` and ``run`` refuse such a workflow with."""
+    found = []
+    for name, problem in provider_endpoint_problems(plan).items():
+        path = f"spec.providers.{name}.endpoint"
+        line, column = (locate(path) if locate else None) or (None, None)
+        found.append(
+            Diagnostic(
+                "unsupported_capability",
+                f"provider {name}: {problem}",
+                file=file,
+                line=line,
+                column=column,
+                path=path,
+                help="an endpoint is the full URL of the API operation (docs/providers.md)",
+            )
+        )
     return found
 
 

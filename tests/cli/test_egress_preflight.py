@@ -131,7 +131,15 @@ def test_an_endpoint_its_adapter_cannot_call_exits_2_before_any_state(
     )
     assert found["line"] is not None
     assert server.seen == []
-    assert cli("check", str(wf)).rc == 0  # doctor and auth check still report on it
+    # check refuses it the same way (it validates provider capabilities); plan, doctor and
+    # auth check still report on it
+    checked = cli("--output", "json", "check", str(wf))
+    assert checked.rc == 2, checked.stdout
+    (found,) = checked.error["diagnostics"]
+    assert found["code"] == "unsupported_capability"
+    assert found["path"] == "spec.providers.main.endpoint" and found["line"] is not None
+    assert cli("plan", str(wf)).rc == 0
+    assert cli("auth", "check", str(wf)).rc == 0
 
 
 def test_a_provider_name_that_does_not_resolve_exits_6_before_any_state(
