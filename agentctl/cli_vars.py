@@ -22,6 +22,11 @@ Invariants:
   decides only which files may be read, never what the plan holds: the same files give the
   same plan digest whatever workspace admitted them. ``--vars-file`` is the operator's own
   choice on the command line and is not confined;
+- a pack's agents and sub-workflow tasks name their files relative to the pack manifest's
+  directory, declared in its ``files``; merged, they read ``pack://P/path``
+  (``core.packs.merge.pack_file_key``) and their bytes are the ones pack resolution verified
+  against the declared digests (``LoadedWorkflow.pack_files``), never read from disk again:
+  the same parsing and limits apply, and the 256-file / 16 MiB totals count them too;
 - the CLI layer is every ``--vars-file`` object in order, then every ``--var``, last wins
   (``CapturedVars.from_cli_layers`` merges them and keeps each one's source).
 """
@@ -30,12 +35,13 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agentctl.cli_schemacache import prepare_workflow_model
-from agentctl.clikit import collect_from_now, read_cli_file
+from agentctl.clikit import MAX_CLI_FILE_BYTES, collect_from_now, read_cli_file
 from agentctl.core.compiler import CapturedVars, compile_workflow
 from agentctl.core.compiler.variables import CLI_VARS, VarLayer
 from agentctl.core.dsl import load_workflow
@@ -64,12 +70,18 @@ class _Capture:
 
 
 def _located(
-    exc: ValidationError, where: str | None, loaded: Any, help: str = _VARS_HELP
+    exc: ValidationError,
+    where: str | None,
+    loaded: Any,
+    help: str = _VARS_HELP,
+    *,
+    packed: bool = False,
 ) -> ValidationError:
-    """``exc`` pointing at the ``varsFiles`` entry or ``instructionsFile`` that named the file."""
+    """``exc`` pointing at the ``varsFiles`` entry or ``instructionsFile`` that named the file;
+    ``packed``: a pack's entry, merged into the document, so no line of the workflow's."""
     if where is None or exc.diagnostics:
         return exc
-    line, column = loaded.locate(where) or (None, None)
+    line, column = (None, None) if packed else loaded.locate(where) or (None, None)
     found = Diagnostic(
         code="schema_violation",
         message=exc.message,
@@ -117,24 +129,52 @@ class _Origin:
 
 def _counted(path: Path, capture: _Capture, what: str) -> bytes:
     """The bytes of ``path``, counted against the capture's file and byte limits."""
+    _count_file(capture)
+    return _count_bytes(read_cli_file(path, what), capture)
+
+
+def _count_file(capture: _Capture) -> None:
     capture.count += 1
     if capture.count > MAX_FILES:
         raise ValidationError(f"more than {MAX_FILES} var and instruction files in one run")
-    data = read_cli_file(path, what)
+
+
+def _count_bytes(data: bytes, capture: _Capture) -> bytes:
     capture.total += len(data)
     if capture.total > MAX_TOTAL_BYTES:
         raise ValidationError(f"var and instruction files total more than {MAX_TOTAL_BYTES} bytes")
     return data
 
 
+def _source(
+    written: str, where: str, loaded: Any, origin: _Origin, capture: _Capture, what: str
+) -> tuple[bytes, str]:
+    """A declared file's bytes, counted, and the name its refusals give it. A pack's file
+    (``pack://P/path``) is the asset resolution verified against the manifest's digest, never
+    read again; any other is read relative to the workflow, inside the workspace."""
+    packed = loaded.pack_files.get(written)
+    if packed is None:
+        path = origin.confined(written, where, loaded)
+        return _counted(path, capture, what), str(path)
+    _count_file(capture)
+    if len(packed) > MAX_CLI_FILE_BYTES:  # an archive member is not bounded by its reader
+        raise ValidationError(f"{what} {written} is larger than {MAX_CLI_FILE_BYTES} bytes")
+    return _count_bytes(packed, capture), written
+
+
 def _read(path: Path, capture: _Capture) -> JsonObject:
-    data = _counted(path, capture, "var file")
-    value = parse_yaml(data, file=str(path)).value
+    return _parsed(_counted(path, capture, "var file"), str(path))
+
+
+def _parsed(data: bytes, label: str) -> JsonObject:
+    value = parse_yaml(data, file=label).value
     if not isinstance(value, dict):
-        raise ValidationError(f"var file {path} must hold a mapping of variable names")
+        raise ValidationError(f"var file {label} must hold a mapping of variable names")
     chained = [key for key in FORBIDDEN_KEYS if key in value]
     if chained:
-        raise ValidationError(f"var file {path} may not hold `{chained[0]}`: var files never chain")
+        raise ValidationError(
+            f"var file {label} may not hold `{chained[0]}`: var files never chain"
+        )
     return value
 
 
@@ -144,29 +184,30 @@ def _declared(loaded: Any, origin: _Origin, capture: _Capture) -> None:
     for where, written in declared_files(loaded.document):
         if written in capture.files:
             continue
-        path = origin.confined(written, where, loaded)
         try:
-            capture.files[written] = _read(path, capture)
+            data, label = _source(written, where, loaded, origin, capture, "var file")
+            capture.files[written] = _parsed(data, label)
         except ValidationError as exc:
-            raise _located(exc, where, loaded) from exc
+            raise _located(exc, where, loaded, packed=written in loaded.pack_files) from exc
 
 
 def _instructions(loaded: Any, origin: _Origin, capture: _Capture) -> None:
-    """The text of every agent's ``instructionsFile`` (UTF-8, relative to the workflow)."""
+    """The text of every agent's ``instructionsFile`` (UTF-8, relative to the workflow, or a
+    pack's declared file)."""
     from agentctl.core.compiler.instructions import declared_instruction_files
 
     for where, written in declared_instruction_files(loaded.document):
         if written in capture.instructions:
             continue
-        path = origin.confined(written, where, loaded)
         try:
-            data = _counted(path, capture, "instruction file")
-            capture.instructions[written] = _utf8(data, path)
+            data, label = _source(written, where, loaded, origin, capture, "instruction file")
+            capture.instructions[written] = _utf8(data, label)
         except ValidationError as exc:
-            raise _located(exc, where, loaded, _INSTRUCTIONS_HELP) from exc
+            packed = written in loaded.pack_files
+            raise _located(exc, where, loaded, _INSTRUCTIONS_HELP, packed=packed) from exc
 
 
-def _utf8(data: bytes, path: Path) -> str:
+def _utf8(data: bytes, path: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -226,6 +267,7 @@ class CompiledSource:
     file: str | None
     warnings: list[Diagnostic]
     locator: Locator
+    pack_files: Mapping[str, bytes]  # ``LoadedWorkflow.pack_files``: capture reads them again
 
     def locate(self, path: str) -> tuple[int, int] | None:
         return self.locator.locate(path)
@@ -258,7 +300,9 @@ def compile_with_vars(
 
         loaded = with_packs(loaded, path)
     captured = capture_vars(loaded, path, vars_files, var_pairs, workspace=workspace)
-    source = CompiledSource(loaded.document, loaded.file, loaded.warnings, loaded.locator)
+    source = CompiledSource(
+        loaded.document, loaded.file, loaded.warnings, loaded.locator, loaded.pack_files
+    )
     del loaded
     plan = compile_workflow(
         source.document, file=str(path), locate=source.locate, variables=captured

@@ -297,7 +297,8 @@ def _legacy_warnings(loaded: Any) -> list[Diagnostic]:
 
 
 def with_packs(loaded: Any, workflow: Path) -> Any:
-    """``loaded`` with its packs resolved, verified, trusted and merged into the document."""
+    """``loaded`` with its packs resolved, verified, trusted and merged into the document;
+    ``pack_files``: the verified bytes of the pack files the merged document reads."""
     spec = loaded.workflow.spec
     if not spec.packs:
         if MODE.locked and lock_path(workflow).exists():
@@ -307,9 +308,11 @@ def with_packs(loaded: Any, workflow: Path) -> Any:
     check_lock(workflow, graph, strict=MODE.locked)
     trusted = _located(lambda: apply_trust(graph, spec.pack_trust, loaded.file), loaded)
     trusted = [_locate(d, loaded) for d in trusted]
-    document = _located(lambda: merge_packs(loaded.document, graph), loaded)
+    merged = _located(lambda: merge_packs(loaded.document, graph), loaded)
     warnings = [*loaded.warnings, *_legacy_warnings(loaded), *trusted]
-    return dataclasses.replace(loaded, document=document, warnings=warnings)
+    return dataclasses.replace(
+        loaded, document=merged.document, warnings=warnings, pack_files=merged.files
+    )
 
 
 def lock_text(graph: list[ResolvedPack]) -> str:

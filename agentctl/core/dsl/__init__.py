@@ -22,6 +22,7 @@ Documents without ``apiVersion`` that use the old ``playbook:`` form are transla
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -72,6 +73,9 @@ class LoadedWorkflow:
     file: str | None
     warnings: list[Diagnostic] = field(default_factory=list)
     locator: Locator = field(default_factory=Locator, repr=False)
+    # Once its packs are merged (``agentctl.packsource``): the verified bytes of each pack file
+    # the document's ``instructionsFile``/``varsFiles`` name, by ``pack://P/path`` key.
+    pack_files: Mapping[str, bytes] = field(default_factory=dict, repr=False)
 
     def locate(self, path: str) -> tuple[int, int] | None:
         """(line, column) of the deepest known prefix of the dotted ``path``."""

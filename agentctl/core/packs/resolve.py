@@ -4,7 +4,8 @@ Job: walk ``spec.packs`` and, transitively, each manifest's ``dependencies``; fo
 requirement ask the injected ``Fetch`` (the only I/O, done outside core) for the manifest its
 source holds, then check it: the name matches, the version satisfies the constraint, the
 pack is compatible with this agentctl, the integrity (when written) matches, every declared
-asset file matches its digest. The result is the graph sorted by pack name.
+asset file matches its digest. The result is the graph sorted by pack name; each pack keeps
+its verified asset bytes (``ResolvedPack.assets``), the only copy a compile reads.
 
 Invariants:
 - deterministic: every requirement names one immutable candidate; there is no search order,
@@ -71,6 +72,9 @@ class ResolvedPack:
     dependencies: dict[str, str]
     loaded: LoadedManifest
     roots: tuple[str, ...]  # the workflow entries that name it directly (may be empty)
+    # The declared asset files' bytes by manifest path, each checked against its digest:
+    # what a pack agent's or task's instructionsFile/varsFiles read (never the disk again).
+    assets: Mapping[str, bytes] = field(default_factory=dict, repr=False)
 
     @property
     def process_capable(self) -> bool:
@@ -208,6 +212,7 @@ def _resolved(name: str, got: Fetched, roots: tuple[str, ...]) -> ResolvedPack:
         dependencies={},  # set once every dependency's concrete version is known
         loaded=got.loaded,
         roots=roots,
+        assets={path: data for path, data in got.assets.items() if data is not None},
     )
 
 
