@@ -8,8 +8,8 @@ Invariants:
 - ``playbook`` → ``metadata.name``; ``modules`` → ``actions``; ``uses: module:X`` →
   ``action:X`` (tasks, sub-workflow tasks, compensations); ``memory.working.initial`` →
   ``memory.working``; ``policy.approvalMode`` → ``policy.approval`` (never/always kept, anything
-  else becomes mutations); ``defaults``, ``promptCache``, ``mcpServers``, ``a2aAgents`` and
-  ``packs`` are dropped.
+  else becomes mutations); ``version`` (the playbook's own version: v1 metadata has none),
+  ``defaults``, ``promptCache``, ``mcpServers``, ``a2aAgents`` and ``packs`` are dropped.
 - Agents: a heuristic agent (``heuristic: true`` or ``kind``/``type: heuristic``) uses provider
   ``fake``, else its own provider, else ``openai``; ``model`` defaults to ``scripted``; keys an
   agent does not have in v1alpha1 (vendor-specific ones) are dropped. Without ``providers`` the
@@ -31,7 +31,7 @@ from agentctl.core.dsl.diagnostics import Finding, Locator
 
 # (mapping holding the pair, legacy key, its v1alpha1 name): renames a translation could collide.
 _RENAMED = (("", "modules", "actions"), ("policy", "approvalMode", "approval"))
-_DROPPED = ("defaults", "promptCache", "mcpServers", "a2aAgents", "packs")
+_DROPPED = ("version", "defaults", "promptCache", "mcpServers", "a2aAgents", "packs")
 _AGENT_KEYS = frozenset(f.alias or n for n, f in Agent.model_fields.items())
 _DEFAULT_PROVIDERS: dict[str, Any] = {
     "fake": {"kind": "fake"},
