@@ -1,7 +1,9 @@
 """Legacy ``playbook:`` documents the original's compatibility pages promise to translate.
 
 spec/dsl.md §1 "Legacy": the original's minimum preserved contract (its v0 ``assign`` fixture,
-which carries a top-level ``version``) loads, migrates and runs.
+which carries a top-level ``version``) loads, migrates and runs; legacy provider keys a v1
+provider does not have (``cache``, ``profile``) and the legacy base-URL ``endpoint`` are
+dropped with a ``migration_required`` warning each, while a v1 document keeps refusing them.
 """
 
 from __future__ import annotations
@@ -52,3 +54,87 @@ def test_the_originals_v0_assign_fixture_checks_migrates_and_runs(cli: Cli, tmp_
     assert ran.data["output"]["copy"]["output"] == {"message": "hello"}
     warned = json.loads(ran.stdout)["diagnostics"]
     assert [d["code"] for d in warned] == ["migration_required"]
+
+
+PROVIDERS = """\
+playbook: legacy-providers
+providers:
+  openai:
+    kind: openai
+    endpoint: https://api.openai.com/v1
+    cache: true
+    profile: default
+agents:
+  helper: { heuristic: true, instructions: summarize }
+modules:
+  copy: { kind: builtin.assign }
+tasks:
+  - { id: copy, uses: "module:copy", with: { topic: x } }
+  - { id: think, uses: "agent:helper", needs: [copy], with: { prompt: x } }
+"""
+
+
+def test_legacy_provider_keys_v1_lacks_are_dropped_with_a_warning_each(
+    cli: Cli, tmp_path: Path
+) -> None:
+    (tmp_path / "old.yaml").write_text(PROVIDERS, encoding="utf-8")
+    checked = cli("--output", "json", "check", "old.yaml")
+    assert checked.rc == 0, checked.stderr
+    warned = json.loads(checked.stdout)["diagnostics"]
+    assert [d["code"] for d in warned] == ["migration_required"] * 4
+    dropped = [(d["path"], d["line"], d["column"], d["severity"]) for d in warned[1:]]
+    assert dropped == [
+        ("spec.providers.openai.endpoint", 5, 5, "warning"),
+        ("spec.providers.openai.cache", 6, 5, "warning"),
+        ("spec.providers.openai.profile", 7, 5, "warning"),
+    ]
+    for diagnostic, key in zip(warned[1:], ("endpoint", "cache", "profile"), strict=True):
+        assert f"legacy provider `openai`: `{key}` dropped" in diagnostic["message"]
+    migrated = cli("--output", "json", "migrate", "old.yaml", "--write", "new.yaml")
+    assert migrated.rc == 0, migrated.stderr
+    assert json.loads(migrated.stdout)["diagnostics"] == warned
+    document = yaml.safe_load((tmp_path / "new.yaml").read_text(encoding="utf-8"))
+    assert document["spec"]["providers"]["openai"] == {"kind": "openai"}
+    again = cli("--output", "json", "check", "new.yaml")
+    assert again.rc == 0 and json.loads(again.stdout)["diagnostics"] == []
+    ran = cli("--output", "json", "run", "old.yaml", "--db", "r.db")
+    assert ran.rc == 0, ran.stderr
+    assert ran.data["state"] == "succeeded"
+
+
+def test_a_dropped_endpoint_is_named_beside_the_error_it_causes(cli: Cli, tmp_path: Path) -> None:
+    # azure_openai has no default endpoint: the load fails, and the warning says why the
+    # endpoint the legacy source does have is not there (it is not counted as a problem).
+    legacy = PROVIDERS.replace("kind: openai", "kind: azure_openai\n    apiVersion: v")
+    (tmp_path / "old.yaml").write_text(legacy, encoding="utf-8")
+    refused = cli("--output", "json", "migrate", "old.yaml", "--write", "new.yaml")
+    assert refused.rc == 2
+    assert "(1 problem)" in refused.error["error"]["message"]
+    first, *notes = refused.error["diagnostics"]
+    assert "needs an explicit `endpoint`" in first["message"]
+    assert [(n["severity"], n["path"]) for n in notes] == [
+        ("warning", f"spec.providers.openai.{key}") for key in ("endpoint", "cache", "profile")
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.yaml"]
+
+
+def test_a_v1_document_keeps_refusing_legacy_provider_keys(cli: Cli, tmp_path: Path) -> None:
+    v1 = (
+        "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: { name: v }\nspec:\n"
+        "  providers:\n    openai: { kind: openai, cache: true }\n"
+        "  actions: { copy: { kind: builtin.assign } }\n"
+        '  tasks: [{ id: copy, uses: "action:copy" }]\n'
+    )
+    (tmp_path / "v1.yaml").write_text(v1, encoding="utf-8")
+    refused = cli("--output", "json", "check", "v1.yaml")
+    assert refused.rc == 2
+    (diagnostic,) = refused.error["diagnostics"]
+    assert diagnostic["path"] == "spec.providers.openai.cache"
+    assert "unknown key `cache`" in diagnostic["message"]
+    # Nor is a v1 endpoint dropped: the document is kept as written, with no warning.
+    with_endpoint = v1.replace("cache: true", "endpoint: https://api.openai.com/v1")
+    (tmp_path / "v1.yaml").write_text(with_endpoint, encoding="utf-8")
+    kept = cli("--output", "json", "migrate", "v1.yaml")
+    assert kept.rc == 0, kept.stderr
+    assert kept.data["document"] == with_endpoint
+    assert json.loads(kept.stdout)["diagnostics"] == []

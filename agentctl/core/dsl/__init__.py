@@ -17,7 +17,8 @@ on their own (``partial.py``): their findings follow the schema's diagnostics, s
 reports every independent problem of the stage.
 
 Documents without ``apiVersion`` that use the old ``playbook:`` form are translated first
-(``legacy.py``) and carry a ``migration_required`` warning.
+(``legacy.py``) and carry a ``migration_required`` warning, plus one per legacy provider key
+the translation dropped (at that key in the legacy source).
 """
 
 from __future__ import annotations
@@ -92,23 +93,25 @@ def load_workflow(source: str | bytes, file: str | None = None) -> LoadedWorkflo
         finding = Finding("schema_violation", "", "a workflow document must be a mapping")
         raise _invalid([to_diagnostic(finding, locator, file)])
     warnings: list[Diagnostic] = []
+    notes: list[Diagnostic] = []  # the translation's dropped keys: they may explain an error
     texts = parsed.plain_texts
     if is_legacy(raw):
         texts = {}  # the translation moves paths; legacy documents keep the strict typing
-        raw, rejected = translate_legacy(raw)
-        locator = legacy_locator(locator)
-        if rejected:
-            raise _invalid([to_diagnostic(f, locator, file) for f in rejected])
-        warnings.append(_migration_warning(file))
+        translation = translate_legacy(raw)
+        raw, locator = translation.document, legacy_locator(locator)
+        if translation.rejected:
+            raise _invalid([to_diagnostic(f, locator, file) for f in translation.rejected])
+        notes = [_as_warning(f, locator, file) for f in translation.dropped]
+        warnings += [_migration_warning(file), *notes]
     workflow, raw, findings = _validate(raw, texts)
     if workflow is None:  # the rules' findings on the valid parts follow the schema's
         salvaged = [to_diagnostic(f, locator, file) for f in salvaged_findings(raw, findings)]
-        raise _invalid([to_diagnostic(f, locator, file) for f in findings], salvaged)
+        raise _invalid([to_diagnostic(f, locator, file) for f in findings], salvaged, notes)
     diagnostics = [to_diagnostic(f, locator, file) for f in findings]
     if diagnostics:
-        raise _invalid(diagnostics)
+        raise _invalid(diagnostics, notes=notes)
     unused = unused_key_findings(raw)
-    warnings += [replace(to_diagnostic(f, locator, file), severity="warning") for f in unused]
+    warnings += [_as_warning(f, locator, file) for f in unused]
     document = workflow.model_dump(mode="json", by_alias=True)
     return LoadedWorkflow(workflow, document, raw, file, warnings, locator)
 
@@ -124,6 +127,10 @@ def _validate(
         findings = findings_from_pydantic(found.error, found.raw, Workflow)
         return None, found.raw, [_version_help(f) for f in findings]
     return found.model, found.raw, document_findings(found.model)
+
+
+def _as_warning(finding: Finding, locator: Locator, file: str | None) -> Diagnostic:
+    return replace(to_diagnostic(finding, locator, file), severity="warning")
 
 
 def _position(diagnostic: Diagnostic) -> tuple[int, int]:
@@ -157,13 +164,18 @@ def _version_help(finding: Finding) -> Finding:
 
 
 def _invalid(
-    diagnostics: list[Diagnostic], later: list[Diagnostic] | None = None
+    diagnostics: list[Diagnostic],
+    later: list[Diagnostic] | None = None,
+    notes: list[Diagnostic] | None = None,
 ) -> ValidationError:
     """The error carrying ``diagnostics`` in document order, then ``later`` (the document
     rules' findings on the valid parts of a document the schema refused) in document order:
-    the first diagnostic stays the schema's first, as before any were salvaged."""
+    the first diagnostic stays the schema's first, as before any were salvaged. ``notes``
+    (warnings, e.g. a legacy provider's dropped ``endpoint`` behind "needs an explicit
+    endpoint") come last and are not counted as problems."""
     ordered = sorted(diagnostics, key=_position) + sorted(later or [], key=_position)
     count = len(ordered)
     first = ordered[0].message if ordered else "invalid workflow"
+    ordered += notes or []
     plural = "problem" if count == 1 else "problems"
     return ValidationError(f"invalid workflow ({count} {plural}): {first}", diagnostics=ordered)

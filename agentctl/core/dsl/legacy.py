@@ -2,7 +2,8 @@
 
 The legacy form has no ``apiVersion``; its top level holds ``playbook: NAME`` and the spec
 keys directly. Translation is pure and total on any mapping; the result is then validated as
-strictly as any v1alpha1 document, and the caller adds a ``migration_required`` warning.
+strictly as any v1alpha1 document, and the caller adds a ``migration_required`` warning (and
+one per dropped provider key, ``Translation.dropped``).
 
 Invariants:
 - ``playbook`` → ``metadata.name``; ``modules`` → ``actions``; ``uses: module:X`` →
@@ -15,6 +16,10 @@ Invariants:
   agent does not have in v1alpha1 (vendor-specific ones) are dropped. Without ``providers`` the
   document gets ``fake`` and ``openai`` (credential ``{env: OPENAI_API_KEY}``); a provider chosen
   by the heuristic above is added when the document's own providers lack it.
+- A legacy provider keeps only the keys a v1alpha1 provider has, less ``endpoint`` (a legacy
+  base URL is not a v1 request URL: the kind's default endpoint applies); every key it loses
+  comes back as a ``migration_required`` finding naming the provider and the key, which the
+  loader reports as a warning. Providers of an ``apiVersion`` document are never touched.
 - Tool-level ``compensation`` and ``uses: team:NAME`` are refused (``schema_violation``), and so
   is a document holding a legacy key beside its new name (``modules`` with ``actions``,
   ``policy.approvalMode`` with ``policy.approval``): translating would drop one of them.
@@ -24,15 +29,19 @@ Invariants:
 from __future__ import annotations
 
 import copy
+from dataclasses import dataclass
 from typing import Any
 
-from agentctl.core.dsl.agents import Agent
+from agentctl.core.dsl.agents import Agent, Provider
 from agentctl.core.dsl.diagnostics import Finding, Locator
 
 # (mapping holding the pair, legacy key, its v1alpha1 name): renames a translation could collide.
 _RENAMED = (("", "modules", "actions"), ("policy", "approvalMode", "approval"))
 _DROPPED = ("version", "defaults", "promptCache", "mcpServers", "a2aAgents", "packs")
 _AGENT_KEYS = frozenset(f.alias or n for n, f in Agent.model_fields.items())
+# A legacy ``endpoint`` was a base URL (``https://api.openai.com/v1``) the old runtime appended
+# paths to; a v1 endpoint is the full request URL, so keeping it would fail every call.
+_PROVIDER_KEYS = frozenset(f.alias or n for n, f in Provider.model_fields.items()) - {"endpoint"}
 _DEFAULT_PROVIDERS: dict[str, Any] = {
     "fake": {"kind": "fake"},
     "openai": {"kind": "openai", "credential": {"env": "OPENAI_API_KEY"}},
@@ -43,8 +52,18 @@ def is_legacy(raw: dict[str, Any]) -> bool:
     return "apiVersion" not in raw and "playbook" in raw
 
 
-def translate_legacy(raw: dict[str, Any]) -> tuple[dict[str, Any], list[Finding]]:
-    """The v1alpha1 form of a legacy document, and the legacy forms that cannot be translated."""
+@dataclass(frozen=True)
+class Translation:
+    """A legacy document in the v1alpha1 shape, with what translating it refused or dropped."""
+
+    document: dict[str, Any]
+    rejected: list[Finding]  # legacy forms that cannot be translated: the load fails
+    dropped: list[Finding]  # legacy keys left out (``migration_required``): warnings
+
+
+def translate_legacy(raw: dict[str, Any]) -> Translation:
+    """The v1alpha1 form of a legacy document, the legacy forms that cannot be translated,
+    and the legacy provider keys left out."""
     body = {k: copy.deepcopy(v) for k, v in raw.items() if k not in _DROPPED}
     name = body.pop("playbook")
     metadata: dict[str, Any] = {"name": name}
@@ -60,10 +79,11 @@ def translate_legacy(raw: dict[str, Any]) -> tuple[dict[str, Any], list[Finding]
             _translate_tasks(sub.get("tasks"))
     _translate_memory(body)
     _translate_policy(body)
+    dropped = _translate_providers(body)
     _translate_agents(body)
     doc = {"apiVersion": "agentctl.dev/v1alpha1", "kind": "Workflow", "metadata": metadata}
     doc["spec"] = body
-    return doc, rejected
+    return Translation(doc, rejected, dropped)
 
 
 def legacy_locator(locator: Locator) -> Locator:
@@ -173,6 +193,39 @@ def _translate_policy(body: dict[str, Any]) -> None:
     if isinstance(policy, dict) and "approvalMode" in policy:
         mode = policy.pop("approvalMode")
         policy["approval"] = mode if mode in ("never", "always") else "mutations"
+
+
+def _translate_providers(body: dict[str, Any]) -> list[Finding]:
+    # Legacy providers carried runtime knobs (``cache``, ``profile``) and base URLs that v1
+    # removed; dropping them with a warning keeps the document loadable without guessing.
+    providers = body.get("providers")
+    dropped: list[Finding] = []
+    for name, provider in (providers if isinstance(providers, dict) else {}).items():
+        if not isinstance(provider, dict):
+            continue  # left for the strict validation to refuse
+        for key in [k for k in provider if k not in _PROVIDER_KEYS]:
+            del provider[key]
+            dropped.append(_dropped_provider_key(str(name), str(key)))
+    return dropped
+
+
+def _dropped_provider_key(name: str, key: str) -> Finding:
+    if key == "endpoint":
+        why = "a legacy base URL is not a v1 request URL"
+        help_text = (  # azure_openai has no default, so its load then fails on this
+            "the kind's default endpoint applies (azure_openai has none): where it is wrong,"
+            " set a v1 `endpoint`, the full request URL"
+        )
+    else:
+        why = "the current workflow format has no such provider setting"
+        help_text = "`agentctl migrate` writes the provider without it"
+    return Finding(
+        "migration_required",
+        f"spec.providers.{name}.{key}",
+        f"legacy provider `{name}`: `{key}` dropped ({why})",
+        help_text,
+        "key",
+    )
 
 
 def _translate_agents(body: dict[str, Any]) -> None:
