@@ -127,8 +127,10 @@ def url_target(
         port = DEFAULT_PORTS[scheme] if given is None else given
     except ValueError as exc:
         raise refused(f"egress URL {url!r} has an invalid port") from exc
-    allowed = ports or (DEFAULT_PORTS[scheme],)
-    if port not in allowed:
+    # An empty list permits the scheme's known port or the one the URL names (the original's
+    # YAML reference: "Empty permits the scheme's known or explicit port"); a listed set is
+    # the only ports allowed. Port 0 is never a port anything listens on: always refused.
+    if port == 0 or (ports and port not in ports):
         raise refused(f"egress port {port} of {host!r} is not in policy.network.allowedPorts")
     return Target(scheme, host, port)
 

@@ -92,9 +92,9 @@ def test_a_denied_provider_endpoint_exits_3_before_any_state(
 def test_an_explicit_port_0_is_port_0_not_the_default(
     cli: Cli, tmp_path: Path, server: AgentServer, scheme: str, listed: bool
 ) -> None:
-    # `allowedPorts` holds no 0 and an empty list admits the scheme's default port only
-    # (spec/dsl.md §7, spec/cli.md §12): port 0 was falsy and judged as 80/443, so with no
-    # `allowedPorts` such an endpoint passed the pre-flight and a run was created.
+    # `allowedPorts` holds no 0 (spec/dsl.md §7), and an empty list admits the scheme's known
+    # port or the URL's explicit one, never port 0: port 0 was falsy and judged as 80/443, so
+    # with no `allowedPorts` such an endpoint passed the pre-flight and a run was created.
     edits = {f"http://127.0.0.1:{server.port}/": f"{scheme}://127.0.0.1:0/"}
     if not listed:
         edits[f"allowedPorts: [{server.port}], "] = ""

@@ -144,6 +144,21 @@ def test_mcp_call_returns_the_tool_result_and_replay_calls_nothing(
     assert server.calls() == ["word_count"]  # the replay called nothing
 
 
+def test_an_empty_allowed_ports_list_permits_the_url_s_own_port(
+    cli: Cli, tmp_path: Path, server: NotesServer
+) -> None:
+    """The original's reference: an empty ``allowedPorts`` "permits the scheme's known or
+    explicit port" — its own MCP example names 127.0.0.1:8765 with no ``allowedPorts``."""
+    wf = _workflow(tmp_path, server)
+    text = wf.read_text(encoding="utf-8")
+    wf.write_text(text.replace(f", allowedPorts: [{server.port}]", ""), encoding="utf-8")
+    assert "allowedPorts" not in wf.read_text(encoding="utf-8")
+    done = cli("--output", "json", "run", "wf.yaml")
+    assert done.rc == 0, done.stderr
+    assert done.data["output"]["count"]["structuredContent"] == {"words": 4}
+    assert server.calls() == ["word_count"]
+
+
 def test_an_agent_uses_an_mcp_tool_in_a_turn(cli: Cli, tmp_path: Path, server: NotesServer) -> None:
     text = AGENT.format(port=server.port, url=server.url, tool_input='{ text: "a b c" }')
     (tmp_path / "wf.yaml").write_text(text, encoding="utf-8")

@@ -87,10 +87,12 @@ def test_check_url_schemes_userinfo_and_ports() -> None:
         ("ftp://api.example.com/", "allowedSchemes"),
         ("https://user:pw@api.example.com/", "userinfo"),
         ("https://other.example.com/", "networkAllowlist"),
-        ("https://api.example.com:8443/", "allowedPorts"),
+        ("https://api.example.com:0/", "allowedPorts"),
     ]:
         with pytest.raises(NetworkPolicyError, match=words):
             check_url(url, policy)
+    # empty allowedPorts: the URL's explicit port is permitted (the original's rule)
+    assert check_url("https://api.example.com:8443/", policy).port == 8443
     ported = EgressPolicy(allowlist=("api.example.com",), ports=(8443,))
     assert check_url("https://api.example.com:8443/", ported).port == 8443
     with pytest.raises(NetworkPolicyError, match="allowedPorts"):
