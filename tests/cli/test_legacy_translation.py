@@ -138,3 +138,44 @@ def test_a_v1_document_keeps_refusing_legacy_provider_keys(cli: Cli, tmp_path: P
     assert kept.rc == 0, kept.stderr
     assert kept.data["document"] == with_endpoint
     assert json.loads(kept.stdout)["diagnostics"] == []
+
+
+LEGACY_KINDS = """\
+playbook: legacy-kinds
+memory:
+  longTerm: { dbPath: .agentctl/memory.db }
+agents:
+  reviewer: { kind: builtin.heuristic, instructions: Review it. }
+tasks:
+  - id: init
+    uses: module:builtin.assign
+    with: { framework: agentctl }
+  - id: review
+    uses: agent:reviewer
+    needs: [init]
+    with: { prompt: review }
+"""
+
+
+def test_legacy_builtin_modules_heuristic_agents_and_db_paths_translate(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """The legacy playbooks named built-in kinds directly (``module:builtin.assign``), spelled
+    the heuristic agent ``builtin.heuristic`` and gave long-term memory a ``dbPath``: the kind
+    becomes an action of that name, the agent a fake-provider one (no credential needed), and
+    the path is dropped with a warning (the run database holds long-term memory)."""
+    (tmp_path / "legacy.yaml").write_text(LEGACY_KINDS, encoding="utf-8")
+    checked = cli("--output", "json", "check", "legacy.yaml")
+    assert checked.rc == 0, checked.stderr
+    diagnostics = json.loads(checked.stdout)["diagnostics"]
+    warned = [d for d in diagnostics if d["code"] == "migration_required"]
+    assert any(d["path"] == "spec.memory.longTerm.dbPath" for d in warned), warned
+    migrated = cli("--output", "json", "migrate", "legacy.yaml", "--write", "wf.yaml")
+    assert migrated.rc == 0, migrated.stderr
+    doc = yaml.safe_load((tmp_path / "wf.yaml").read_text(encoding="utf-8"))
+    assert doc["spec"]["actions"]["builtin.assign"] == {"kind": "builtin.assign"}
+    assert doc["spec"]["agents"]["reviewer"]["provider"] == "fake"
+    assert "dbPath" not in doc["spec"]["memory"]["longTerm"]
+    done = cli("--output", "json", "run", "legacy.yaml", "--db", "s.db")
+    assert done.rc == 0, done.stderr
+    assert done.data["output"]["init"]["output"] == {"framework": "agentctl"}

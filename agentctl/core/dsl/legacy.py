@@ -7,11 +7,14 @@ one per dropped provider key, ``Translation.dropped``).
 
 Invariants:
 - ``playbook`` → ``metadata.name``; ``modules`` → ``actions``; ``uses: module:X`` →
-  ``action:X`` (tasks, sub-workflow tasks, compensations); ``memory.working.initial`` →
-  ``memory.working``; ``policy.approvalMode`` → ``policy.approval`` (never/always kept, anything
+  ``action:X`` (tasks, sub-workflow tasks, compensations), and a ``module:builtin.K`` no module
+  declares gets an action ``builtin.K`` of kind ``builtin.K``; ``memory.working.initial`` →
+  ``memory.working``, ``memory.longTerm.dbPath`` is dropped with a ``migration_required``
+  finding (long-term memory lives in the run database); ``policy.approvalMode`` → ``policy.approval`` (never/always kept, anything
   else becomes mutations); ``version`` (the playbook's own version: v1 metadata has none),
   ``defaults``, ``promptCache``, ``mcpServers``, ``a2aAgents`` and ``packs`` are dropped.
-- Agents: a heuristic agent (``heuristic: true`` or ``kind``/``type: heuristic``) uses provider
+- Agents: a heuristic agent (``heuristic: true`` or ``kind``/``type`` ``heuristic`` or
+  ``builtin.heuristic``) uses provider
   ``fake``, else its own provider, else ``openai``; ``model`` defaults to ``scripted``; keys an
   agent does not have in v1alpha1 (vendor-specific ones) are dropped. Without ``providers`` the
   document gets ``fake`` and ``openai`` (credential ``{env: OPENAI_API_KEY}``); a provider chosen
@@ -77,9 +80,11 @@ def translate_legacy(raw: dict[str, Any]) -> Translation:
     for sub in (body.get("subworkflows") or {}).values():
         if isinstance(sub, dict):
             _translate_tasks(sub.get("tasks"))
-    _translate_memory(body)
+    if not rejected:
+        _builtin_actions(body)
+    dropped = _translate_memory(body)
     _translate_policy(body)
-    dropped = _translate_providers(body)
+    dropped += _translate_providers(body)
     _translate_agents(body)
     doc = {"apiVersion": "agentctl.dev/v1alpha1", "kind": "Workflow", "metadata": metadata}
     doc["spec"] = body
@@ -180,12 +185,55 @@ def _translate_tasks(tasks: Any) -> None:
                 _module_to_action(task["compensate"])
 
 
-def _translate_memory(body: dict[str, Any]) -> None:
+def _builtin_actions(body: dict[str, Any]) -> None:
+    """A legacy task could name a built-in kind directly (``module:builtin.assign``, now
+    ``action:builtin.assign``) with no module declared for it: declare the action, of that
+    kind, under that name. An unknown kind is then refused by the strict validation."""
+    actions = body.get("actions")
+    if actions is None:
+        actions = body["actions"] = {}
+    if not isinstance(actions, dict):
+        return
+    for task in _all_tasks(body):
+        uses = task.get("uses")
+        name = uses.removeprefix("action:") if isinstance(uses, str) else ""
+        if name.startswith("builtin.") and name not in actions:
+            actions[name] = {"kind": name}
+    if not actions:
+        del body["actions"]
+
+
+def _all_tasks(body: dict[str, Any]) -> list[dict[str, Any]]:
+    tasks = [t for t in body.get("tasks") or [] if isinstance(t, dict)]
+    for sub in (body.get("subworkflows") or {}).values():
+        if isinstance(sub, dict):
+            tasks += [t for t in sub.get("tasks") or [] if isinstance(t, dict)]
+    return tasks
+
+
+def _translate_memory(body: dict[str, Any]) -> list[Finding]:
     memory = body.get("memory")
-    if isinstance(memory, dict) and isinstance(memory.get("working"), dict):
+    if not isinstance(memory, dict):
+        return []
+    if isinstance(memory.get("working"), dict):
         working = memory["working"]
         if set(working) == {"initial"}:
             memory["working"] = working["initial"]
+    long_term = memory.get("longTerm")
+    if isinstance(long_term, dict) and "dbPath" in long_term:
+        # The legacy store was a file of its own; long-term memory now lives in the ledger.
+        del long_term["dbPath"]
+        return [
+            Finding(
+                "migration_required",
+                "spec.memory.longTerm.dbPath",
+                "legacy `memory.longTerm.dbPath` dropped (long-term memory is kept in the run "
+                "database, `--db`)",
+                "`agentctl migrate` writes the memory settings without it",
+                "key",
+            )
+        ]
+    return []
 
 
 def _translate_policy(body: dict[str, Any]) -> None:
@@ -237,9 +285,10 @@ def _translate_agents(body: dict[str, Any]) -> None:
     for name, agent in list(agents.items()):
         if not isinstance(agent, dict):
             continue
-        heuristic = agent.get("heuristic") is True or "heuristic" in (
-            agent.get("kind"),
-            agent.get("type"),
+        # ``builtin.heuristic`` is how the legacy packs and playbooks spelled the kind.
+        spelled = {agent.get("kind"), agent.get("type")}
+        heuristic = agent.get("heuristic") is True or bool(
+            spelled & {"heuristic", "builtin.heuristic"}
         )
         provider = "fake" if heuristic else agent.get("provider", "openai")
         kept = {k: v for k, v in agent.items() if k in _AGENT_KEYS}
