@@ -9,16 +9,17 @@ Invariants:
 - ``playbook`` → ``metadata.name``; ``modules`` → ``actions``; ``uses: module:X`` →
   ``action:X`` (tasks, sub-workflow tasks, compensations), and a ``module:builtin.K`` no module
   declares gets an action ``builtin.K`` of kind ``builtin.K``; ``memory.working.initial`` →
-  ``memory.working``, ``memory.longTerm.dbPath`` is dropped with a ``migration_required``
-  finding (long-term memory lives in the run database); ``policy.approvalMode`` → ``policy.approval`` (never/always kept, anything
-  else becomes mutations); ``version`` (the playbook's own version: v1 metadata has none),
-  ``defaults``, ``promptCache``, ``mcpServers``, ``a2aAgents`` and ``packs`` are dropped.
-- Agents: a heuristic agent (``heuristic: true`` or ``kind``/``type`` ``heuristic`` or
-  ``builtin.heuristic``) uses provider
-  ``fake``, else its own provider, else ``openai``; ``model`` defaults to ``scripted``; keys an
-  agent does not have in v1alpha1 (vendor-specific ones) are dropped. Without ``providers`` the
-  document gets ``fake`` and ``openai`` (credential ``{env: OPENAI_API_KEY}``); a provider chosen
-  by the heuristic above is added when the document's own providers lack it.
+  ``memory.working``; ``memory.longTerm.dbPath`` is dropped with a ``migration_required``
+  finding (long-term memory lives in the run database); ``policy.approvalMode`` →
+  ``policy.approval`` (never/always kept, anything else becomes mutations); ``version`` (the
+  playbook's own version: v1 metadata has none), ``defaults``, ``promptCache``,
+  ``mcpServers``, ``a2aAgents`` and ``packs`` are dropped.
+- Agents: a heuristic agent (``heuristic: true``, or ``kind``/``type`` ``heuristic`` or
+  ``builtin.heuristic``) uses provider ``fake``, else its own provider, else ``openai``;
+  ``model`` defaults to ``scripted``; keys an agent does not have in v1alpha1 (vendor-specific
+  ones) are dropped. Without ``providers`` the document gets ``fake`` and ``openai``
+  (credential ``{env: OPENAI_API_KEY}``); a provider chosen by the heuristic above is added
+  when the document's own providers lack it.
 - A legacy provider keeps only the keys a v1alpha1 provider has, less ``endpoint`` (a legacy
   base URL is not a v1 request URL: the kind's default endpoint applies); every key it loses
   comes back as a ``migration_required`` finding naming the provider and the key, which the
