@@ -129,7 +129,10 @@ def migrate_cmd(
     source = read_cli_file(file, "workflow file", diagnosed=True)
     loaded = with_packs(load_workflow(source, file=str(file)), file)
     captured = capture_vars(loaded, file, None, None)
-    before = compile_workflow(loaded.document, file=str(file), variables=captured)
+    # Located as `check` locates them: a refusal names the line in the source being migrated.
+    before = compile_workflow(
+        loaded.document, file=str(file), locate=loaded.locate, variables=captured
+    )
     migration = migrate_source(source, file=str(file))
     migrated = with_packs(load_workflow(migration.text, file=str(file)), file)
     after = compile_workflow(migrated.document, variables=captured)

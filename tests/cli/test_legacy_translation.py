@@ -179,3 +179,17 @@ def test_legacy_builtin_modules_heuristic_agents_and_db_paths_translate(
     done = cli("--output", "json", "run", "legacy.yaml", "--db", "s.db")
     assert done.rc == 0, done.stderr
     assert done.data["output"]["init"]["output"] == {"framework": "agentctl"}
+
+
+def test_a_refused_migration_locates_its_diagnostics_as_check_does(
+    cli: Cli, tmp_path: Path
+) -> None:
+    (tmp_path / "bad.yaml").write_text(
+        "playbook: mini\ntasks:\n  - id: a\n    uses: module:nosuch\n", encoding="utf-8"
+    )
+    checked = cli("--output", "json", "check", "bad.yaml")
+    migrated = cli("--output", "json", "migrate", "bad.yaml")
+    assert checked.rc == migrated.rc == 2
+    located = [(d["path"], d["line"], d["column"]) for d in checked.error["diagnostics"]]
+    assert located == [("spec.tasks.0.uses", 4, 11)]
+    assert [(d["path"], d["line"], d["column"]) for d in migrated.error["diagnostics"]] == located
