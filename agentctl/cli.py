@@ -126,6 +126,15 @@ def plan_cmd(
     deliver(Outcome("Plan", data, diagnostics=list(loaded.warnings), human=_plan_human(data)))
 
 
+def _plan_summary(data: dict[str, Any]) -> str:
+    """The order, the effect count and the plan's predictability in the original's words
+    (its getting-started guide: "task order `greet`, one effect, and `FullyPredictable`")."""
+    effects = (data.get("requirements") or {}).get("effects") or []
+    words = str(data.get("predictability", "")).split("_")
+    camel = "".join(word.capitalize() for word in words)
+    return f"order {', '.join(data.get('order') or [])}  effects {len(effects)}  {camel}"
+
+
 def _plan_human(data: dict[str, Any]) -> Any:
     from agentctl.render import table
 
@@ -148,6 +157,7 @@ def _plan_human(data: dict[str, Any]) -> Any:
             )
         head = (
             f"workflow {data.get('name')}  maxConcurrency {data.get('maxConcurrency')}\n"
+            f"{_plan_summary(data)}\n"
             f"planDigest {data.get('planDigest')}\n"
         )
         cols = ["#", "task", "kind", "uses", "needs", "predictability"]

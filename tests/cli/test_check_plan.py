@@ -400,3 +400,17 @@ def test_human_check_prints_the_original_s_one_line(cli: Cli, tmp_path: Path) ->
     done = cli("check", "wf.yaml", "--color", "never")
     assert done.rc == 0, done.stderr
     assert done.stdout == "valid: hello (1 tasks)\n"
+
+
+def test_human_plan_names_order_effects_and_predictability(cli: Cli, tmp_path: Path) -> None:
+    """The original's getting-started guide: the plan "reports task order `greet`, one
+    effect, and `FullyPredictable`"."""
+    (tmp_path / "wf.yaml").write_text(
+        "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: { name: hello }\nspec:\n"
+        "  actions: { assign: { kind: builtin.assign } }\n"
+        "  tasks: [ { id: greet, uses: action:assign, with: { message: hi } } ]\n",
+        encoding="utf-8",
+    )
+    done = cli("plan", "wf.yaml", "--color", "never")
+    assert done.rc == 0, done.stderr
+    assert "order greet  effects 1  FullyPredictable\n" in done.stdout
