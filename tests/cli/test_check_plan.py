@@ -388,15 +388,18 @@ def test_a_run_failing_mid_drive_carries_the_warnings_on_its_error(
         assert codes == ["migration_required"], argv
 
 
+# The original's getting-started workflow: one assign task named greet.
+GETTING_STARTED_HELLO = (
+    "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: { name: hello }\nspec:\n"
+    "  actions: { assign: { kind: builtin.assign } }\n"
+    "  tasks: [ { id: greet, uses: action:assign, with: { message: hi } } ]\n"
+)
+
+
 def test_human_check_prints_the_original_s_one_line(cli: Cli, tmp_path: Path) -> None:
     """The original's getting-started guide shows `check`'s whole human output as
     ``valid: hello (1 tasks)``; scripts match that line."""
-    (tmp_path / "wf.yaml").write_text(
-        "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: { name: hello }\nspec:\n"
-        "  actions: { assign: { kind: builtin.assign } }\n"
-        "  tasks: [ { id: greet, uses: action:assign, with: { message: hi } } ]\n",
-        encoding="utf-8",
-    )
+    (tmp_path / "wf.yaml").write_text(GETTING_STARTED_HELLO, encoding="utf-8")
     done = cli("check", "wf.yaml", "--color", "never")
     assert done.rc == 0, done.stderr
     assert done.stdout == "valid: hello (1 tasks)\n"
@@ -405,12 +408,7 @@ def test_human_check_prints_the_original_s_one_line(cli: Cli, tmp_path: Path) ->
 def test_human_plan_names_order_effects_and_predictability(cli: Cli, tmp_path: Path) -> None:
     """The original's getting-started guide: the plan "reports task order `greet`, one
     effect, and `FullyPredictable`"."""
-    (tmp_path / "wf.yaml").write_text(
-        "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: { name: hello }\nspec:\n"
-        "  actions: { assign: { kind: builtin.assign } }\n"
-        "  tasks: [ { id: greet, uses: action:assign, with: { message: hi } } ]\n",
-        encoding="utf-8",
-    )
+    (tmp_path / "wf.yaml").write_text(GETTING_STARTED_HELLO, encoding="utf-8")
     done = cli("plan", "wf.yaml", "--color", "never")
     assert done.rc == 0, done.stderr
     assert "order greet  effects 1  FullyPredictable\n" in done.stdout
