@@ -29,20 +29,13 @@ def explain_cmd(
     """Which layer and source won each task's variables, without their values; the
     workflow's variable layers and instruction sources. Creates no state."""
     # Compiling imports the workflow models: only this command pays for them.
-    from agentctl.cli_vars import capture_vars, compile_with_vars
-    from agentctl.core.compiler import compile_workflow
+    from agentctl.cli_vars import compile_with_vars
     from agentctl.core.compiler.varorigins import explain_variables
 
-    # The workspace decides which declared files may be read, as for check and run.
-    source, _plan = compile_with_vars(file, vars_files, var_pairs, workspace=workspace)
-    # The origins need the captured layers themselves, which the compile does not return:
-    # read them again and compile with them, so the plan digest shown is of exactly the
-    # sources the origins describe (a file edited in between changes both together).
-    captured = capture_vars(source, file, vars_files, var_pairs, workspace=workspace)
-    plan = compile_workflow(
-        source.document, file=str(file), locate=source.locate, variables=captured
-    )
-    data = explain_variables(source.document, plan, captured).to_json()
+    # The workspace decides which declared files may be read, as for check and run. The
+    # origins come from the very sources the plan was compiled from (read once).
+    source, plan = compile_with_vars(file, vars_files, var_pairs, workspace=workspace)
+    data = explain_variables(source.document, plan, source.variables).to_json()
     human = _human(data)
     deliver(Outcome("VariableExplanation", data, diagnostics=list(source.warnings), human=human))
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -267,7 +266,7 @@ class CompiledSource:
     file: str | None
     warnings: list[Diagnostic]
     locator: Locator
-    pack_files: Mapping[str, bytes]  # ``LoadedWorkflow.pack_files``: capture reads them again
+    variables: CapturedVars  # what the compile read: var files, instructions, CLI layers
 
     def locate(self, path: str) -> tuple[int, int] | None:
         return self.locator.locate(path)
@@ -300,9 +299,7 @@ def compile_with_vars(
 
         loaded = with_packs(loaded, path)
     captured = capture_vars(loaded, path, vars_files, var_pairs, workspace=workspace)
-    source = CompiledSource(
-        loaded.document, loaded.file, loaded.warnings, loaded.locator, loaded.pack_files
-    )
+    source = CompiledSource(loaded.document, loaded.file, loaded.warnings, loaded.locator, captured)
     del loaded
     plan = compile_workflow(
         source.document, file=str(path), locate=source.locate, variables=captured
