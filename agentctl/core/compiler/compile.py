@@ -36,7 +36,6 @@ from agentctl.core.compiler.references import (
     check_mcp_references,
     check_needs,
     check_run_outputs,
-    reads_vars,
     resolve_nodes,
 )
 from agentctl.core.compiler.requirements import plan_requirements
@@ -65,7 +64,10 @@ def compile_workflow(
     env = Env.of(doc, variables)
     sources = flatten_tasks(doc, diags)
     graph = resolve_nodes(_bound(expand_sources(sources, diags), bindings), env, diags)
-    _check_document(doc, env, graph, diags)
+    # The run's own variables, which its outputs may read (the plan keeps them only then).
+    run_level = run_vars(env.spec, env.variables)
+    if not _check_document(doc, env, graph, run_level, diags):
+        run_level = {}
     drafter = Drafter(env, graph, diags)
     drafts = {task_id: drafter.draft(node) for task_id, node in graph.items()}
     order = _order(graph, diags)
@@ -87,7 +89,7 @@ def compile_workflow(
         order=tuple(order),
         tasks=tasks,
         requirements=requirements,
-        run=run_config(env.spec, env.variables),
+        run=run_config(env.spec, run_level),
     )
     return plan.carrying_document_text(doc, text).carrying_stored_tasks(stored)
 
@@ -123,8 +125,9 @@ def _finish(
     return tuple(drafts[task_id] for task_id in order), texts, stored
 
 
-def run_config(spec: dict[str, Any], captured: CapturedVars) -> RunConfig:
-    """The run-level settings the plan carries for the coordinator (outside every digest)."""
+def run_config(spec: dict[str, Any], run_level: dict[str, Any]) -> RunConfig:
+    """The run-level settings the plan carries for the coordinator (outside every digest);
+    ``run_level``: the run's variables its outputs read (``{}`` when they read none)."""
     memory = spec.get("memory") or {}
     outputs = spec.get("outputs") or {}
     return RunConfig(
@@ -133,7 +136,7 @@ def run_config(spec: dict[str, Any], captured: CapturedVars) -> RunConfig:
         long_term=memory.get("longTerm"),
         budgets=(spec.get("runtime") or {}).get("budgets") or {},
         outputs=outputs,
-        vars=run_vars(spec, captured) if reads_vars(outputs) else {},
+        vars=run_level,
         compensation=spec.get("compensation") or {},
         mcp_servers=spec.get("mcpServers") or {},
         pricing=(spec.get("runtime") or {}).get("pricing"),
@@ -184,20 +187,25 @@ def _check_graph(
 
 
 def _check_document(
-    doc: dict[str, Any], env: Env, graph: dict[str, Node], diags: Collector
-) -> None:
+    doc: dict[str, Any],
+    env: Env,
+    graph: dict[str, Node],
+    run_level: dict[str, Any],
+    diags: Collector,
+) -> bool:
     """Checks of the document as a whole: captured variables and instruction files, needs, the
-    run's outputs, agents, reserved names."""
+    run's outputs, agents, reserved names. Whether the outputs read the run's variables."""
     check_captured(doc, env.variables, diags)
     check_var_reads(doc, env.variables, diags)
     check_instruction_files(doc, env.variables, diags)
     check_needs(graph, diags)
-    check_run_outputs(env.spec.get("outputs"), graph, run_vars(env.spec, env.variables), diags)
+    reads_vars = check_run_outputs(env.spec.get("outputs"), graph, run_level, diags)
     check_agent_references(env, diags)
     check_mcp_references(env, graph, diags)
     check_a2a_references(env, graph, diags)
     check_agents(env, diags)
     _check_reserved_layers(env, diags)
+    return reads_vars
 
 
 def _check_reserved_layers(env: Env, diags: Collector) -> None:

@@ -216,37 +216,28 @@ def _output_texts(outputs: Any) -> Iterator[tuple[str, str]]:
                     yield f"spec.outputs.{key}", text
 
 
-def reads_vars(outputs: Any) -> bool:
-    """Whether ``spec.outputs`` reads any ``vars.*`` (a bad template reads none: it is
-    reported by ``check_run_outputs``)."""
-    for _where, text in _output_texts(outputs):
-        try:
-            if any(ref.root == "vars" for ref in find_references(text)):
-                return True
-        except TemplateError:
-            continue
-    return False
-
-
 def check_run_outputs(
     outputs: Any, graph: dict[str, Node], run_vars: Mapping[str, Any], diags: Collector
-) -> None:
+) -> bool:
     """``spec.outputs``: template syntax; every task read names a task of the plan (no needs
     rule: the outputs render once every task is done); every ``vars`` read names a variable
     of the run as a whole (``variables.run_vars``: an agent's or a task's variables are its
-    own, so the outputs cannot see them)."""
+    own, so the outputs cannot see them). Whether they read any variable (the plan then
+    carries the run's)."""
+    reads = False
     for where, text in _output_texts(outputs):
-        _check_output_text(text, where, graph, run_vars, diags)
+        reads |= _check_output_text(text, where, graph, run_vars, diags)
+    return reads
 
 
 def _check_output_text(
     text: str, where: str, graph: dict[str, Node], run_vars: Mapping[str, Any], diags: Collector
-) -> None:
+) -> bool:
     try:
         references = find_references(text)
     except TemplateError as exc:
         diags.add("invalid_template", f"spec.outputs: {exc}", where)
-        return
+        return False
     for ref in references:
         if ref.root == "vars" and (not ref.segments or ref.segments[0] not in run_vars):
             diags.add(
@@ -264,6 +255,7 @@ def _check_output_text(
                 where,
                 help="name a task of spec.tasks (an expanded task by its parent id)",
             )
+    return any(ref.root == "vars" for ref in references)
 
 
 def check_agent_references(env: Env, diags: Collector) -> None:
