@@ -64,10 +64,7 @@ def compile_workflow(
     env = Env.of(doc, variables)
     sources = flatten_tasks(doc, diags)
     graph = resolve_nodes(_bound(expand_sources(sources, diags), bindings), env, diags)
-    # The run's own variables, which its outputs may read (the plan keeps them only then).
-    run_level = run_vars(env.spec, env.variables)
-    if not _check_document(doc, env, graph, run_level, diags):
-        run_level = {}
+    run_level = _check_document(doc, env, graph, diags)
     drafter = Drafter(env, graph, diags)
     drafts = {task_id: drafter.draft(node) for task_id, node in graph.items()}
     order = _order(graph, diags)
@@ -187,14 +184,12 @@ def _check_graph(
 
 
 def _check_document(
-    doc: dict[str, Any],
-    env: Env,
-    graph: dict[str, Node],
-    run_level: dict[str, Any],
-    diags: Collector,
-) -> bool:
+    doc: dict[str, Any], env: Env, graph: dict[str, Node], diags: Collector
+) -> dict[str, Any]:
     """Checks of the document as a whole: captured variables and instruction files, needs, the
-    run's outputs, agents, reserved names. Whether the outputs read the run's variables."""
+    run's outputs, agents, reserved names. The run's own variables when its outputs read
+    them (the plan carries them then), else ``{}``."""
+    run_level = run_vars(env.spec, env.variables)
     check_captured(doc, env.variables, diags)
     check_var_reads(doc, env.variables, diags)
     check_instruction_files(doc, env.variables, diags)
@@ -205,7 +200,7 @@ def _check_document(
     check_a2a_references(env, graph, diags)
     check_agents(env, diags)
     _check_reserved_layers(env, diags)
-    return reads_vars
+    return run_level if reads_vars else {}
 
 
 def _check_reserved_layers(env: Env, diags: Collector) -> None:
