@@ -17,7 +17,11 @@ Invariants:
   import system's module locks use them), a ``__del__``, a finalizer — is handed to
   ``sys.unraisablehook``, which would print it with a traceback and carry on as if no Ctrl-C
   came. ``deliver_again`` (that hook) sends the signal to the main thread once more instead,
-  so the handler in place raises it in the code that runs next, where it can end the command.
+  so the handler in place raises it in the code that runs next, where it can end the command;
+- a signal sent again is sent until our handler has raised it where it can be seen: one sent
+  while the main thread is still inside the hook is held (raised there, it would be lost
+  again), and one that lands just before a blocking call (``time.sleep`` does not look for a
+  signal already received before it blocks) would otherwise wait for that call to end.
 """
 
 from __future__ import annotations
@@ -29,10 +33,13 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import TracebackType
-    from typing import NoReturn
 
 _received = False
 _main_thread: int | None = None  # set by ``install_unraisable_hook``
+_in_hook = False  # the main thread is inside ``deliver_again``: an interrupt raised there is lost
+_raised = 0  # interrupts ``raise_interrupt`` raised where the running code could see them
+_RESEND_EVERY_S = 0.01
+_RESEND_FOR_S = 10.0  # a main thread that stays deaf that long is in native code that retries
 
 
 def defer(_signum: int, _frame: object) -> None:
@@ -49,10 +56,15 @@ def forward_term(_signum: int, _frame: object) -> None:
     signal.raise_signal(signal.SIGINT)
 
 
-def raise_interrupt(_signum: int, _frame: object) -> NoReturn:
-    """SIGINT once the CLI is imported: remember it, then interrupt what is running."""
-    global _received
+def raise_interrupt(_signum: int, _frame: object) -> None:
+    """SIGINT once the CLI is imported: remember it, then interrupt what is running — unless
+    the main thread is inside the unraisable hook, where the interrupt would be swallowed
+    again: the hook's thread sends it once more until it is raised past the hook."""
+    global _received, _raised
     _received = True
+    if _in_hook:
+        return
+    _raised += 1
     raise KeyboardInterrupt
 
 
@@ -67,25 +79,41 @@ def install_unraisable_hook() -> None:
 
 def deliver_again(unraisable: sys.UnraisableHookArgs) -> None:
     """``sys.unraisablehook``: an interrupt that could not be raised is sent again."""
-    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _main_thread is not None:
-        import _thread
-        import contextlib
+    global _in_hook
+    import _thread
+    import contextlib
 
-        # From another thread: sent from here, the handler would run at once, still inside
-        # this hook, and be swallowed again. A real signal (not ``interrupt_main``, which
-        # only marks it pending) also ends a blocking call the main thread is in. A raw
-        # thread: nothing waits for it at exit.
-        with contextlib.suppress(RuntimeError):  # no thread to be had: lost, quietly
-            _thread.start_new_thread(_send_sigint, (_main_thread,))
+    main = _main_thread
+    if not isinstance(unraisable.exc_value, KeyboardInterrupt) or main is None:
+        sys.__unraisablehook__(unraisable)
         return
-    sys.__unraisablehook__(unraisable)
+    _in_hook = _thread.get_ident() == main
+    try:
+        # From another thread: sent from here, the handler would run at once, still inside
+        # this hook. A real signal (not ``interrupt_main``, which only marks it pending) also
+        # ends a blocking call the main thread is in. A raw thread: nothing waits for it at
+        # exit.
+        with contextlib.suppress(RuntimeError):  # no thread to be had: lost, quietly
+            _thread.start_new_thread(_send_until_raised, (main, _raised))
+    finally:
+        # The last statement before returning: no handler can run between it and the return.
+        _in_hook = False
 
 
-def _send_sigint(thread_id: int) -> None:
-    # Only to a handler of ours or trio's: at SIG_DFL the signal would kill the process
-    # without its exit report, at SIG_IGN (a decided outcome) it changes nothing anyway.
-    if signal.getsignal(signal.SIGINT) not in (signal.SIG_DFL, signal.SIG_IGN):
+def _send_until_raised(thread_id: int, raised_before: int) -> None:
+    import time
+
+    deadline = time.monotonic() + _RESEND_FOR_S
+    while _raised == raised_before and time.monotonic() < deadline:
+        handler = signal.getsignal(signal.SIGINT)
+        # At SIG_DFL the signal would kill the process without its exit report, at SIG_IGN
+        # (a decided outcome) it changes nothing anyway.
+        if handler in (signal.SIG_DFL, signal.SIG_IGN, None):
+            return
         signal.pthread_kill(thread_id, signal.SIGINT)
+        if handler is not raise_interrupt:  # trio's (or Python's) own: it takes one and wakes
+            return
+        time.sleep(_RESEND_EVERY_S)
 
 
 def received() -> bool:

@@ -198,6 +198,36 @@ def test_an_interrupt_raised_inside_a_weakref_callback_still_ends_the_command(
     assert reported["exitCode"] == 130 and "interrupt" in reported["message"]
 
 
+# A second SIGINT that lands while the unraisable hook itself runs (its handler would raise in
+# the hook, where the interrupt is swallowed once more). The one point inside the hook a test
+# can reach is the start of its sending thread: the stand-in sends the signal right there.
+IN_HOOK = IN_CALLBACK.replace(
+    "    del held\n",
+    "    import _thread\n"
+    "    start = _thread.start_new_thread\n"
+    "    def start_then_signal(*args):\n"
+    "        ident = start(*args)\n"
+    "        os.kill(os.getpid(), signal.SIGINT)\n"
+    "        return ident\n"
+    "    _thread.start_new_thread = start_then_signal\n"
+    "    del held\n"
+    "    _thread.start_new_thread = start\n",
+)
+
+
+def test_an_interrupt_landing_inside_the_unraisable_hook_still_ends_the_command(
+    tmp_path: Path,
+) -> None:
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    args = ["-c", IN_HOOK, "--output", "json", "check", "wf.yaml"]
+    proc = _popen(args, tmp_path, env)
+    _out, err = proc.communicate(timeout=60)
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert proc.returncode == 130, err
+    reported = json.loads(err.strip().splitlines()[-1])["error"]
+    assert reported["exitCode"] == 130 and "interrupt" in reported["message"]
+
+
 CHAIN_STEPS = 3000
 
 
