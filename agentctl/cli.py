@@ -50,7 +50,14 @@ from agentctl.cli_options import (
     VarsFileOpt,
     WorkspaceOpt,
 )
-from agentctl.clikit import DEFAULT_DB, Delivered, collect_from_now, deliver, path_parser
+from agentctl.clikit import (
+    DEFAULT_DB,
+    PATH_OPTIONS,
+    Delivered,
+    collect_from_now,
+    deliver,
+    path_parser,
+)
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings, stream_event_printer
 
@@ -404,6 +411,7 @@ class _OptionSpec:
     needs_value: frozenset[str]
     names: frozenset[str]
     single: dict[str, str]
+    paths: frozenset[str]  # the one-value parameters naming a file or directory
 
     @classmethod
     def of(cls, params: list[Any]) -> _OptionSpec:
@@ -413,6 +421,7 @@ class _OptionSpec:
             names=frozenset(o for p in params for o in (*p.opts, *p.secondary_opts))
             | {"-h", "--help"},
             single={o: p.opts[0] for p in takes if not p.multiple for o in p.opts},
+            paths=frozenset(p.opts[0] for p in takes if p.opts[0] in PATH_OPTIONS),
         )
 
 
@@ -431,11 +440,11 @@ def _check_options(args: list[str], spec: _OptionSpec, group: bool) -> None:
             return  # the subcommand: what follows is its own to check
         name, eq, inline = args[i].partition("=")
         if eq and name in spec.single:
-            _once(seen, spec.single[name], name, inline)
+            _once(seen, spec, spec.single[name], name, inline)
         elif args[i] in spec.needs_value and i + 1 < len(args):
             _refuse_option_as_value(args[i], args[i + 1], spec.names)
             if args[i] in spec.single:
-                _once(seen, spec.single[args[i]], args[i], args[i + 1])
+                _once(seen, spec, spec.single[args[i]], args[i], args[i + 1])
             i += 1  # the value: whatever it is, click takes it as the option's
         i += 1
 
@@ -448,9 +457,12 @@ def _refuse_option_as_value(option: str, value: str, names: frozenset[str]) -> N
         )
 
 
-def _once(seen: dict[str, tuple[str, str]], param: str, spelled: str, value: str) -> None:
+def _once(
+    seen: dict[str, tuple[str, str]], spec: _OptionSpec, param: str, spelled: str, value: str
+) -> None:
     earlier, first = seen.setdefault(param, (spelled, value))
-    if first != value:
+    same = os.path.abspath if param in spec.paths else str  # `.` and `./`: one directory
+    if same(first) != same(value):
         alias = spelled if spelled != earlier else None
         raise twice_error(earlier, first, value, alias)
 

@@ -227,9 +227,17 @@ def checked_path(value: str, what: str, *, file: bool = True) -> Path:
     return Path(value)
 
 
+# Each option parsed by ``path_parser``, added as the command modules define their options: its
+# value names a file or directory, so the same one spelled twice (`.` and `./`) is one value.
+PATH_OPTIONS: set[str] = set()
+
+
 def path_parser(what: str, *, file: bool = True) -> Callable[[str], Path]:
     """``checked_path`` as a typer ``parser``: it gets the raw text, before ``Path`` sees it.
-    ``file=False`` for an argument that may name a directory (``--workspace``, a pack)."""
+    ``file=False`` for an argument that may name a directory (``--workspace``, a pack).
+    An option's name (``what`` starting with ``--``) joins ``PATH_OPTIONS``."""
+    if what.startswith("--"):
+        PATH_OPTIONS.add(what)
 
     def parse(value: str) -> Path:
         return checked_path(value, what, file=file)

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli.test_hostile_state import SIMPLE_WF
 from tests.cli.test_reconcile_options import DB, FLOW, _history, _json, _park
 from tests.conftest import Cli, CliResult
 
@@ -101,3 +102,22 @@ def test_repeatable_options_still_repeat(cli: Cli, tmp_path: Path) -> None:
     assert done.rc == 0, done.stderr
     listed: Any = cli("--output", "json", "--output=json", "runs", "list", *DB)
     assert listed.rc == 0 and listed.data["runs"] == []
+
+
+def test_one_directory_spelled_twice_is_one_value_and_two_are_refused(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A path option compares the path it names, as ``--db`` does: ``.`` and ``./`` (and the
+    absolute spelling) are one workspace; another directory is a mistake, refused before the
+    run is created."""
+    (tmp_path / "wf.yaml").write_text(SIMPLE_WF, encoding="utf-8")
+    (tmp_path / "other").mkdir()
+    same = ("--workspace", ".", "--workspace=./", "--workspace", str(tmp_path))
+    for command in ("check", "plan"):
+        done = cli("--output", "json", command, "wf.yaml", *same)
+        assert done.rc == 0, done.stderr
+    ran = cli("--output", "json", "run", "wf.yaml", *same, *DB)
+    assert ran.rc == 0 and ran.data["state"] == "succeeded", ran.stderr
+    args = ("run", "wf.yaml", "--workspace", ".", "--workspace", "other")
+    _refused(cli("--output", "json", *args, "--db", "s2/r.db"), "--workspace", "'.'", "'other'")
+    assert not (tmp_path / "s2").exists()
