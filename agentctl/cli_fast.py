@@ -19,10 +19,11 @@ Invariants:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
 
 from agentctl.cli_commands import RunRequest, check_outcome, run_outcome
 from agentctl.clikit import (
@@ -70,50 +71,63 @@ class FastCommand:
 
     def invoke(self, settings: Settings) -> Outcome:
         """Run the command (its path checks first, as typer's callbacks would)."""
-        assert self.file is not None
         paths = self._checked_paths()
-        vars_files = paths.get("--vars-file")
         var_pairs = self.lists.get("--var")
-        workspace, file = paths.get("--workspace"), paths["FILE"]
         if self.command == "check":
-            return check_outcome(file, vars_files, var_pairs, workspace)
+            return check_outcome(paths.file, paths.vars_files, var_pairs, paths.workspace)
+        assert paths.db is not None  # ``run`` always has one: given, or the default
         request = RunRequest(
-            file=file,
-            db=paths["--db"],
+            file=paths.file,
+            db=paths.db,
             inputs=self.values.get("--inputs"),
-            inputs_file=paths.get("--inputs-file"),
+            inputs_file=paths.inputs_file,
             input_pairs=self.lists.get("--input"),
-            workspace=workspace,
+            workspace=paths.workspace,
             timeout_seconds=_seconds(self.values.get("--timeout-seconds")),
             check="--check" in self.flags,
             diff="--diff" in self.flags,
             var_pairs=var_pairs,
-            vars_files=vars_files,
+            vars_files=paths.vars_files,
         )
         return run_outcome(request, settings)
 
-    def _checked_paths(self) -> dict[str, Any]:
+    def _checked_paths(self) -> CheckedPaths:
         """The path options and FILE, checked in click's order: the options in the order given
         (``--db`` last, moved there by ``cli_argv``), then FILE, then ``run``'s default
         ``--db``. So a bad ``--workspace`` beside a bad FILE is reported as typer reports it."""
-        paths = {name: self._checked(name) for name in self.order}
+        found = CheckedPaths(Path())
+        for name in self.order:
+            found = self._checked(name, found)
         assert self.file is not None
-        paths["FILE"] = checked_path(self.file, "workflow file")
-        if self.command == "run" and "--db" not in paths:
-            paths["--db"] = check_db_path(DEFAULT_DB)
-        return paths
+        found = dataclasses.replace(found, file=checked_path(self.file, "workflow file"))
+        if self.command == "run" and found.db is None:
+            found = dataclasses.replace(found, db=check_db_path(DEFAULT_DB))
+        return found
 
-    def _checked(self, name: str) -> Any:
-        """Option ``name``'s value as its typer parser and callback give it."""
+    def _checked(self, name: str, found: CheckedPaths) -> CheckedPaths:
+        """``found`` with option ``name``'s value as its typer parser and callback give it."""
         if name == "--vars-file":
-            return [checked_path(p, name) for p in self.lists[name]]
+            files = [checked_path(p, name) for p in self.lists[name]]
+            return dataclasses.replace(found, vars_files=files)
         if name == "--workspace":
-            return check_workspace(checked_path(self.values[name], name, file=False))
+            where = check_workspace(checked_path(self.values[name], name, file=False))
+            return dataclasses.replace(found, workspace=where)
         if name == "--inputs-file":
-            return checked_path(self.values[name], name)
+            return dataclasses.replace(found, inputs_file=checked_path(self.values[name], name))
         if name == "--db":
-            return check_db_path(self.values[name])
-        return None  # not a path: nothing to check
+            return dataclasses.replace(found, db=check_db_path(self.values[name]))
+        return found  # not a path: nothing to check
+
+
+@dataclass(frozen=True)
+class CheckedPaths:
+    """What a fast command's path options and FILE name, once checked as typer would."""
+
+    file: Path
+    workspace: Path | None = None
+    vars_files: list[Path] | None = None
+    inputs_file: Path | None = None
+    db: str | None = None
 
 
 def _seconds(value: str | None) -> float | None:
