@@ -445,13 +445,16 @@ def commit_batch_txn(
     run_id, now, trace_id = batch.run_id, batch.now, batch.trace_id
     events = AuditBuffer() if buffer is None else buffer
     known = _finish_outcomes_txn(conn, batch, events, later) if batch.outcomes else None
-    for item in batch.items:
-        if not transition_path(item.from_state, item.state)[:-1]:
-            continue  # already one step from its committed state: nothing to walk
+
+    def walk(item: tasks.TaskCompletion) -> None:
+        """Just before ``item``'s completion, after the tasks before it in compiled order."""
+        if not isinstance(item, Finished) or not transition_path(item.from_state, item.state)[:-1]:
+            return  # already one step from its committed state: nothing to walk
         flush_audits_txn(conn, run_id, events, now)  # the walk audits directly: in order
         steps = (item.from_state, item.state, item.attempt)
         walk_txn(conn, run_id, item.task_id, steps, now, trace_id)
-    writing = tasks.CompletionWriting(events, known, _add_events)
+
+    writing = tasks.CompletionWriting(events, known, _add_events, before=walk)
     state = tasks.commit_tasks_txn(
         conn,
         run_id,

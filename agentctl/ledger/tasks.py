@@ -287,11 +287,14 @@ def _add_completion_events(
 class CompletionWriting:
     """How ``commit_tasks_txn`` writes: ``buffer`` collects its audit events for the caller
     to write; ``known_texts`` are outputs' canonical JSON encoded already; ``add_events`` adds
-    a completion's events to the buffer (default: its ``events``)."""
+    a completion's events to the buffer (default: its ``events``); ``before`` runs before each
+    completion is applied (a batch's walk of that task through its intermediate states, so
+    the audit keeps compiled order task by task)."""
 
     buffer: AuditBuffer | None = None
     known_texts: KnownTexts | None = None
     add_events: Callable[[AuditBuffer, TaskCompletion, str | None], None] | None = None
+    before: Callable[[TaskCompletion], None] | None = None
 
 
 def commit_tasks_txn(
@@ -313,6 +316,8 @@ def commit_tasks_txn(
     buffer = AuditBuffer() if w.buffer is None else w.buffer
     summary: list[JsonValue] = []
     for c in completions:
+        if w.before is not None:
+            w.before(c)
         if c.artifacts or c.ingest_lease_ids or c.answered:  # rows that may audit: keep order
             flush_audits_txn(conn, run_id, buffer, now)
             insert_answered_txn(conn, run_id, c.answered, now, trace_id)  # a failed attempt's

@@ -108,6 +108,49 @@ def test_policy_decisions(
     assert (tmp_path / "out" / "a.txt").exists() == (expected_rc == 0)
 
 
+@pytest.mark.parametrize(
+    ("policy", "refused"),
+    [
+        ("{ approval: never, processAllowlist: [echo], toolsDeny: [process.exec] }", "say"),
+        ("{ approval: never, writableRoots: [out] }", "escape"),
+    ],
+)
+def test_a_task_refused_before_dispatch_is_audited_after_the_task_it_needs(  # type: ignore[no-untyped-def]
+    policy: str, refused: str, cli, write_workflow, tmp_path: Path
+) -> None:
+    # The pure task's completion and the refusal commit in one batch: its events come first.
+    wf = write_workflow(
+        HEAD
+        + f"""\
+  policy: {policy}
+  actions:
+    put: {{ kind: builtin.assign }}
+    say: {{ kind: builtin.shell.exec, command: /bin/echo, args: [hi] }}
+    escape: {{ kind: builtin.write }}
+  tasks:
+    - {{ id: a, uses: "action:put", with: {{ x: 1 }} }}
+    - {{ id: {refused}, uses: "action:{refused}", needs: [a], with: {{ path: ../e.txt, content: x }} }}
+"""
+    )
+    if refused == "say":  # a process action takes no `with`
+        wf.write_text(wf.read_text().replace(", with: { path: ../e.txt, content: x }", ""))
+    done = cli("--output", "json", "run", str(wf), "--db", str(tmp_path / "r.db"))
+    assert done.rc == 4, done.stderr
+    run_id = done.error["error"]["runId"]
+    shown = cli("--output", "json", "inspect", run_id, "--db", str(tmp_path / "r.db"))
+    events = [(e["eventType"], e["taskId"]) for e in shown.data["audit"]]
+    tasks = [e for e in events if e[0].startswith("task.")]
+    assert tasks == [
+        ("task.ready", "a"),
+        ("task.running", "a"),
+        ("task.succeeded", "a"),
+        ("task.ready", refused),
+        ("task.running", refused),
+        ("task.failed", refused),
+    ]
+    assert not (tmp_path / "e.txt").exists()
+
+
 def test_unchanged_content_is_no_effect_and_needs_no_approval(
     cli, write_workflow, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
