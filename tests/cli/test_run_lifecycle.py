@@ -126,10 +126,32 @@ def test_no_step_starts_after_a_cancel_that_returned(
     _assert_only_the_first_step_ran(cli, proc, db, run_id)
 
 
-def _start_steps_mid_first(cli, start_cli, write_workflow, db: Path):  # type: ignore[no-untyped-def]
-    """``agentctl run`` of STEPS in the background, returned once its first step runs (it
-    waits for the file ``go`` beside ``db``): the process and the run's id."""
-    proc = start_cli("--output", "json", "run", str(write_workflow(STEPS)), "--db", str(db))
+def test_a_cancel_during_the_last_step_leaves_no_boundary_and_the_run_ends_as_it_decides(
+    cli, start_cli, write_workflow, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    # docs/cli.md, `cancel RUN`: with nothing left to start, the in-flight step's outcome ends
+    # the run; the request stays in its audit.
+    db = tmp_path / "r.db"
+    proc, run_id = _start_steps_mid_first(cli, start_cli, write_workflow, db, last=True)
+    assert cli("--output", "json", "cancel", run_id, "--db", str(db)).rc == 0
+    (tmp_path / "go").touch()
+    out, _err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and json.loads(out)["data"]["state"] == "succeeded"
+    assert _state(cli, db, run_id) == {
+        "run": "succeeded",
+        "tasks": ["succeeded"],
+        "effects": ["succeeded"],
+    }
+    audit = cli("--output", "json", "inspect", run_id, "--db", str(db)).data["audit"]
+    assert "run.cancellation_requested" in [e["eventType"] for e in audit]
+
+
+def _start_steps_mid_first(cli, start_cli, write_workflow, db: Path, *, last: bool = False):  # type: ignore[no-untyped-def]
+    """``agentctl run`` of STEPS (``last``: its first step alone) in the background, returned
+    once its first step runs (it waits for the file ``go`` beside ``db``): the process and
+    the run's id."""
+    text = STEPS.split("    - { id: second")[0] if last else STEPS
+    proc = start_cli("--output", "json", "run", str(write_workflow(text)), "--db", str(db))
     _wait_for_line(db.parent / "started", "x", proc)
     run_id = cli("--output", "json", "runs", "list", "--db", str(db)).data["runs"][0]["runId"]
     return proc, str(run_id)
