@@ -255,6 +255,8 @@ def test_merges_and_timeouts() -> None:
             task("b", "action:save", with_=write, timeoutSeconds=9),
             task("c"),
             task("d", "action:slow", with_=write),
+            task("e", "action:slow", with_=write, timeoutSeconds=5),
+            task("f", "action:slow", with_=write, timeoutSeconds=60),
         ],
         vars={"v": "wf", "w": "wf"},
         actions={
@@ -270,6 +272,8 @@ def test_merges_and_timeouts() -> None:
     assert first.vars == {"v": "task", "w": "wf"}
     assert first.action == "tuned" and plan.task("d").timeout_seconds == 30
     assert plan.task("b").timeout_seconds == 9 and plan.task("c").timeout_seconds == 120
+    # The task's own replaces its action's, shorter or longer (docs/workflow-language.md).
+    assert plan.task("e").timeout_seconds == 5 and plan.task("f").timeout_seconds == 60
 
 
 def test_a_pure_tasks_timeout_is_found_as_having_no_effect() -> None:
