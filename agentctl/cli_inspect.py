@@ -149,7 +149,9 @@ def effects_list_cmd(
 
 @effects_app.command("inspect")
 def effects_inspect_cmd(
-    effect: Annotated[str, typer.Argument(help="Effect id (64 hex).")],
+    effect: Annotated[
+        str, typer.Argument(help="Effect id (64 hex) or a unique prefix of it (6+ hex).")
+    ],
     db: DbOpt = DEFAULT_DB,
     task: Annotated[
         str | None, typer.Option("--task", help="Older form: EFFECT is a run; as effects list.")
@@ -212,7 +214,9 @@ _ApprovedOpt = Annotated[
 
 @effects_app.command("reconcile")
 def effects_reconcile_cmd(
-    effect: Annotated[str, typer.Argument(help="Effect id (64 hex).")],
+    effect: Annotated[
+        str, typer.Argument(help="Effect id (64 hex) or a unique prefix of it (6+ hex).")
+    ],
     status: Annotated[
         str, typer.Option("--status", "--outcome", help="applied | not-applied | compensated")
     ],
@@ -300,7 +304,9 @@ def _status(given: str) -> str:
 
 @effects_app.command("continue-remote")
 def effects_continue_remote_cmd(
-    effect: Annotated[str, typer.Argument(help="Effect id (64 hex).")],
+    effect: Annotated[
+        str, typer.Argument(help="Effect id (64 hex) or a unique prefix of it (6+ hex).")
+    ],
     db: DbOpt = DEFAULT_DB,
     actor: Annotated[str, typer.Option("--actor")] = "cli-user",
     reason: Annotated[

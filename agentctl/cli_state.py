@@ -37,13 +37,12 @@ db_app = typer.Typer(
 
 
 def _digest(value: str) -> str:
-    """A digest argument, checked before the ledger is opened (opening a missing one would
-    create it): a malformed one is bad input (exit 2) that changes nothing, not an artifact
-    that could not be found."""
-    from agentctl.ledger.artifacts.store import hex_of
+    """A digest argument (whole, or a prefix as ``artifacts list`` shows it), checked before
+    the ledger is opened (opening a missing one would create it): a malformed one is bad input
+    (exit 2) that changes nothing, not an artifact that could not be found."""
+    from agentctl.ledger.artifacts.store import digest_ref_of
 
-    hex_of(value)
-    return value
+    return digest_ref_of(value)
 
 
 def _now() -> str:
@@ -107,34 +106,38 @@ def _list_human(data: dict[str, Any]) -> Any:
 
 @artifacts_app.command("inspect")
 def artifacts_inspect_cmd(
-    digest: Annotated[str, typer.Argument(help="sha256:<64 hex>")],
+    digest: Annotated[str, typer.Argument(help="sha256:<64 hex> or a unique prefix (12+ hex)")],
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """One blob and every reference to it."""
     digest = _digest(digest)
     with _ledger(db, verify=False) as ledger:
-        data = ledger.inspect_artifact(digest).to_json()
+        data = ledger.inspect_artifact(ledger.find_artifact_digest(digest)).to_json()
     deliver(Outcome("ArtifactInspection", data, human=artifact_inspection_view(data)))
 
 
 @artifacts_app.command("verify")
 def artifacts_verify_cmd(
-    digest: Annotated[str | None, typer.Argument(help="sha256:<64 hex>; omit with --all")] = None,
+    digest: Annotated[
+        str | None,
+        typer.Argument(help="sha256:<64 hex> or a unique prefix (12+ hex); omit with --all"),
+    ] = None,
     all_: Annotated[bool, typer.Option("--all", help="Verify every blob.")] = False,
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """Re-hash stored blobs; any mismatch is exit 5."""
     if (digest is None) == (not all_):
         raise ValidationError("artifacts verify needs exactly one of DIGEST or --all")
-    digests = [_digest(digest)] if digest is not None else None
+    ref = _digest(digest) if digest is not None else None
     with _ledger(db) as ledger:
+        digests = None if ref is None else [ledger.find_artifact_digest(ref)]
         data = ledger.verify_artifacts(_now(), digests)
     deliver(Outcome("ArtifactVerification", data, human=artifact_verification_view(data)))
 
 
 @artifacts_app.command("export")
 def artifacts_export_cmd(
-    digest: Annotated[str, typer.Argument(help="sha256:<64 hex>")],
+    digest: Annotated[str, typer.Argument(help="sha256:<64 hex> or a unique prefix (12+ hex)")],
     dest: Annotated[Path, typer.Argument(parser=path_parser("DEST"), help="Destination file.")],
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace an existing file.")
@@ -144,7 +147,7 @@ def artifacts_export_cmd(
     """Copy a verified blob to DEST atomically (never through a symlink)."""
     digest = _digest(digest)
     with _ledger(db) as ledger:
-        data = ledger.export_artifact(digest, dest, overwrite)
+        data = ledger.export_artifact(ledger.find_artifact_digest(digest), dest, overwrite)
     deliver(Outcome("ArtifactExport", data, human=artifact_export_view(data)))
 
 

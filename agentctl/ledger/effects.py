@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from agentctl.core.effects import effect_id as core_effect_id
 from agentctl.core.effects import input_digest as core_input_digest
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.errors import InvalidOperationError, NotFoundError, ValidationError
+from agentctl.errors import InvalidOperationError, NotFoundError
 from agentctl.ledger import sessions
 from agentctl.ledger.artifacts.values import (
     dumps_value,
@@ -35,6 +35,7 @@ from agentctl.ledger.audit import (
     audit_effect_txn,
     effect_payload,
 )
+from agentctl.ledger.idprefix import find_hex_prefix
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all, fetch_one
 from agentctl.ledger.sql import Db, Row, SqlParam
 
@@ -442,19 +443,7 @@ def find_effect_id(conn: Db, ref: str) -> str:
             f"effect {ref!r} not found (a prefix of an effect id needs at least "
             f"{MIN_EFFECT_PREFIX} hex digits)"
         )
-    rows = fetch_all(
-        conn,
-        # Hex has no LIKE wildcards; the range keeps the index usable on both backends.
-        "SELECT effect_id, format_version FROM effects"
-        " WHERE effect_id >= ? AND effect_id < ? ORDER BY effect_id LIMIT 2",
-        (ref, ref + "g"),
-        "effect",
-    )
-    if not rows:
-        raise NotFoundError(f"effect {ref} not found")
-    if len(rows) > 1:
-        raise ValidationError(f"effect id prefix {ref!r} is ambiguous; give more of it")
-    return str(rows[0]["effect_id"])
+    return find_hex_prefix(conn, ref, "effects", "effect_id", "effect")
 
 
 def get_effect(conn: Db, effect_id: str) -> EffectRecord:

@@ -7,7 +7,8 @@ Invariants:
   or ``approvals approve`` would then act on it; they match only a whole id;
 - a whole id always wins over the ids it is a prefix of; no match is the kind's
   ``NotFoundError`` (exit 5), two or more an ambiguity (``ValidationError``, exit 2);
-- the same SQL on every backend (``LIKE … ESCAPE``, with the prefix's wildcards escaped).
+- the same SQL on every backend (``LIKE … ESCAPE``, with the prefix's wildcards escaped);
+  hex keys (effect ids, artifact digests) are found by a range instead (``find_hex_prefix``).
 """
 
 from __future__ import annotations
@@ -60,3 +61,22 @@ def find_row(conn: Db, ref: str, select: str, kind: IdKind) -> Row:
     if len(rows) > 1:
         raise ValidationError(f"{kind.name} id prefix {ref!r} is ambiguous")
     return rows[0]
+
+
+def find_hex_prefix(conn: Db, ref: str, table: str, column: str, kind: str) -> str:
+    """The one ``column`` value of ``table`` that starts with ``ref`` (checked: hex after any
+    fixed head, so no LIKE wildcard can appear); none is ``NotFoundError`` (exit 5), several
+    an ambiguity (``ValidationError``, exit 2)."""
+    rows = fetch_all(
+        conn,
+        # The range keeps the key's index usable on both backends ("g" sorts after any hex).
+        f"SELECT {column}, format_version FROM {table}"
+        f" WHERE {column} >= ? AND {column} < ? ORDER BY {column} LIMIT 2",
+        (ref, ref + "g"),
+        kind,
+    )
+    if not rows:
+        raise NotFoundError(f"{kind} {ref} not found")
+    if len(rows) > 1:
+        raise ValidationError(f"{kind} prefix {ref!r} is ambiguous; give more of it")
+    return str(rows[0][column])

@@ -336,6 +336,10 @@ class RunLedger(Protocol):
 
     def inspect_artifact(self, digest: str) -> ArtifactInspection: ...
 
+    def find_artifact_digest(self, digest_ref: str) -> str:
+        """The digest of the blob whose digest is ``digest_ref`` or uniquely starts with it."""
+        ...
+
     def verify_artifacts(self, now: str, digests: Sequence[str] | None = None) -> JsonObject:
         """Re-hash blobs (all when None); the ``ArtifactVerification`` report."""
         ...

@@ -447,6 +447,11 @@ class LedgerService(ABC):
 
         return self._tx.run_read(lambda conn: stats.artifact_inspection(conn, digest))
 
+    def find_artifact_digest(self, digest_ref: str) -> str:
+        from agentctl.ledger.artifacts.refs import find_blob_digest
+
+        return self._tx.run_read(lambda conn: find_blob_digest(conn, digest_ref))
+
     def verify_artifacts(self, now: str, digests: Sequence[str] | None = None) -> JsonObject:
         return self._store().verify(now, digests)
 

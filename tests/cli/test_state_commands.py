@@ -51,6 +51,37 @@ def test_written_files_become_verified_artifacts(cli, backend, hello_run, tmp_pa
     assert [a["digest"] for a in inspected["artifacts"]] == [ref["digest"]]
 
 
+def test_a_digest_as_the_human_list_shows_it_names_its_blob(
+    cli, backend, hello_run, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    db, _ = hello_run
+    shown = cli("artifacts", "list", "--db", str(db))
+    [digest] = cli("--output", "json", "artifacts", "list", "--db", str(db)).data["blobs"]
+    whole = digest["digest"]
+    short = whole[:19]  # sha256: and 12 hex, as the table prints it
+    assert short in shown.stdout and whole not in shown.stdout
+    inspected = cli("--output", "json", "artifacts", "inspect", short, "--db", str(db))
+    assert inspected.rc == 0 and inspected.data["blob"]["digest"] == whole, inspected.stderr
+    verified = cli("--output", "json", "artifacts", "verify", short, "--db", str(db))
+    assert verified.rc == 0 and [a["digest"] for a in verified.data["artifacts"]] == [whole]
+    out = tmp_path / "copy.txt"
+    exported = cli("--output", "json", "artifacts", "export", short, str(out), "--db", str(db))
+    assert exported.rc == 0 and out.read_bytes() == (tmp_path / "out" / "hello.txt").read_bytes()
+    other = "sha256:" + ("0" if whole[7] != "0" else "1") * 12
+    assert cli("artifacts", "inspect", other, "--db", str(db)).rc == 5  # no such blob
+    assert cli("artifacts", "export", whole[:18], str(tmp_path / "x"), "--db", str(db)).rc == 2
+    assert not (tmp_path / "x").exists()
+    if backend == "sqlite":  # a second blob sharing the prefix: which one is meant is unknown
+        with sqlite3.connect(db) as conn:
+            twin = short + "f" * 52 if whole[19:] != "f" * 52 else short + "e" * 52
+            conn.execute(
+                "INSERT INTO artifact_blobs (digest, size_bytes, created_at) VALUES (?, 1, ?)",
+                (twin, "2026-01-01T00:00:00.000Z"),
+            )
+        both = cli("--output", "json", "artifacts", "inspect", short, "--db", str(db))
+        assert both.rc == 2 and "ambiguous" in both.error["error"]["message"]
+
+
 def test_an_empty_run_filter_is_a_run_not_found_not_every_run(cli, hello_run) -> None:  # type: ignore[no-untyped-def]
     """``artifacts list --run ""`` listed every run's artifacts (the empty id was taken as no
     filter); it is a run id like any other, and no run has it: exit 5, as ``inspect ""``."""

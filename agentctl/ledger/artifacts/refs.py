@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import PersistenceError
+from agentctl.ledger.idprefix import find_hex_prefix
 from agentctl.ledger.rows import ROW_FORMAT_VERSION, fetch_all
 from agentctl.ledger.sql import Db, Row, dialect_of
 
@@ -202,6 +203,15 @@ def list_blobs(conn: Db, digests: Sequence[str] | None = None) -> list[BlobRecor
         sql = f"{_SELECT_BLOBS} WHERE b.digest IN ({', '.join('?' * len(chunk))}) ORDER BY b.digest"
         found += fetch_all(conn, sql, tuple(chunk), "artifact blob")
     return [_blob(r) for r in found]
+
+
+def find_blob_digest(conn: Db, ref: str) -> str:
+    """The digest ``ref`` names: itself when whole (``sha256:`` and 64 hex), else the one blob
+    whose digest starts with it — none is ``NotFoundError`` (exit 5), several an ambiguity
+    (``ValidationError``, exit 2). ``ref`` is checked already (``store.digest_ref_of``)."""
+    if len(ref) == len("sha256:") + 64:
+        return ref
+    return find_hex_prefix(conn, ref, "artifact_blobs", "digest", "artifact")
 
 
 def get_blob(conn: Db, digest: str) -> BlobRecord | None:

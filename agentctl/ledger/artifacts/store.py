@@ -87,6 +87,26 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+# The shortest digest prefix taken for a whole one: what ``artifacts list`` shows.
+MIN_DIGEST_PREFIX = 12
+
+
+def digest_ref_of(ref: str) -> str:
+    """``ref`` checked as a whole digest or as ``sha256:`` and a prefix of at least
+    ``MIN_DIGEST_PREFIX`` of its hex digits; anything else is bad input (exit 2)."""
+    prefix, _, hexd = ref.partition(":")
+    if (
+        prefix != "sha256"
+        or not MIN_DIGEST_PREFIX <= len(hexd) <= 64
+        or any(c not in "0123456789abcdef" for c in hexd)
+    ):
+        raise ValidationError(
+            f"not an artifact digest: {ref!r} (want sha256:<64 lowercase hex>, or a unique"
+            f" prefix of at least {MIN_DIGEST_PREFIX} of them)"
+        )
+    return ref
+
+
 def hex_of(digest: str) -> str:
     """The hex part of an artifact digest; anything not ``sha256:<64 lowercase hex>`` is bad
     input (exit 2), never a blob that could not be found."""
