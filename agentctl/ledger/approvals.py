@@ -197,10 +197,8 @@ def resolve_approval_txn(
         " WHERE approval_id = ? AND status = 'pending'",
         (status, now, actor, reason, approval_id),
     )
-    if current.effect_id is not None:
-        why = f"rejected by {actor}: {reason}"
-        _release_effect_txn(conn, current, approve, why, now, trace_id)
     payload = {"approvalId": approval_id, "status": status, "actor": actor, "reason": reason}
+    # The decision is audited before what it moves (its effect, budget and tool call).
     append_audit_txn(
         conn,
         current.run_id,
@@ -210,6 +208,9 @@ def resolve_approval_txn(
         task_id=current.task_id,
         trace_id=trace_id,
     )
+    if current.effect_id is not None:
+        why = f"rejected by {actor}: {reason}"
+        _release_effect_txn(conn, current, approve, why, now, trace_id)
     write_checkpoint_txn(
         conn, current.run_id, {"runId": current.run_id, "event": f"approval.{status}"}, now
     )
@@ -248,11 +249,11 @@ def close_pending_txn(
             " resolution_reason = ? WHERE approval_id = ? AND status = 'pending'",
             (now, resolver, reason, current.approval_id),
         )
+        payload = {"approvalId": current.approval_id, "status": "cancelled", "reason": reason}
+        task_id = current.task_id
+        append_audit_txn(  # before what it moves, as a decision is
+            conn, run_id, "approval.cancelled", payload, now, task_id=task_id, trace_id=trace_id
+        )
         if current.effect_id is not None:
             resolve_waiting_effect_txn(conn, current.effect_id, False, now, trace_id=trace_id)
             move_held_tool_call_txn(conn, current.effect_id, "cancelled", now, error=reason)
-        payload = {"approvalId": current.approval_id, "status": "cancelled", "reason": reason}
-        task_id = current.task_id
-        append_audit_txn(
-            conn, run_id, "approval.cancelled", payload, now, task_id=task_id, trace_id=trace_id
-        )

@@ -44,6 +44,21 @@ def test_an_approval_needs_a_named_resolver(cli, write_workflow, tmp_path: Path)
     assert [p["actor"] for p in approved] == ["alice"]
 
 
+def test_a_decision_is_audited_before_the_effect_it_moves(
+    cli, write_workflow, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    decisions = (("approve", "approval.approved", "effect.requested"),)
+    decisions += (("reject", "approval.rejected", "effect.cancelled"),)
+    for verb, decided, moved in decisions:
+        db = ("--db", str(tmp_path / f"{verb}.db"))
+        run_id = cli("--output", "json", "run", str(write_workflow(WF)), *db).data["runId"]
+        listed = cli("--output", "json", "approvals", "list", run_id, *db)
+        approval_id = listed.data["approvals"][0]["approvalId"]
+        assert cli("approvals", verb, approval_id, "--reason", "r", *db).rc == 0
+        audit = cli("--output", "json", "inspect", run_id, *db).data["audit"]
+        assert [a["eventType"] for a in audit][-2:] == [decided, moved]
+
+
 def test_an_option_is_never_taken_as_the_value_of_the_one_before(  # type: ignore[no-untyped-def]
     cli, write_workflow, tmp_path: Path
 ) -> None:

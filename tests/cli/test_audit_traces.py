@@ -86,7 +86,7 @@ def test_run_approve_resume_each_audit_under_their_own_trace(cli: Cli, tmp_path:
     )
     assert approved.rc == 0, approved.stderr
     kinds = log.written_under_one_new_trace()
-    assert kinds == ["effect.requested", "approval.approved"]
+    assert kinds == ["approval.approved", "effect.requested"]  # the decision, then its effect
     resumed = cli("--output", "json", "resume", log.run_id, "--db", "r.db")
     assert resumed.rc == 0, resumed.stderr
     log.written_by(resumed.data["traceId"])  # run.running, effect.started, budget.reserved, …

@@ -83,8 +83,11 @@ def _assert_closed(cli, db: Path, run_id: str, approval_id: str) -> None:  # typ
     assert _states(data).get("after", "cancelled") == "cancelled", data["tasks"]
     assert [e["status"] for e in data["effects"] if e["taskId"] == "w"] == ["cancelled"]
     assert data["approvals"] == []
-    events = [a["eventType"] for a in data["audit"]]
-    assert "approval.cancelled" in events, events
+    events = [(a["eventType"], a["taskId"]) for a in data["audit"]]
+    closed = events.index(("approval.cancelled", "w"))
+    # The closing is audited before what it moves: the effect it held, then its task.
+    assert events.index(("effect.cancelled", "w")) > closed, events
+    assert events.index(("task.cancelled", "w")) > closed, events
     late = cli(
         "--output", "json", "approvals", "approve", approval_id, "--reason", "late", "--db", str(db)
     )

@@ -61,7 +61,8 @@ def test_approve_moves_effect_to_requested(ledger: Database) -> None:
     with ledger.read() as conn:
         assert get_effect(conn, eid).status == "requested"
         assert list_approvals(conn, "run-1") == []
-        assert list_audit(conn, "run-1")[-1].event_type == "approval.approved"
+        events = [e.event_type for e in list_audit(conn, "run-1")]
+        assert events[-2:] == ["approval.approved", "effect.requested"]  # the decision first
     with pytest.raises(PersistenceError) as info, ledger.transaction() as conn:
         resolve_approval_txn(conn, aid, False, "bob", "changed my mind", ts(3))
     assert info.value.exit_code == 5
@@ -107,7 +108,8 @@ def test_an_approval_is_resolved_by_a_unique_prefix_of_its_id(ledger: Database) 
     assert (rejected.task_id, rejected.status) == ("c", "rejected")
     with ledger.read() as conn:
         assert [a.task_id for a in list_approvals(conn, "run-1")] == ["a"]
-        assert list_audit(conn, "run-1")[-1].payload["approvalId"] == rejected.approval_id
+        decided = [e for e in list_audit(conn, "run-1") if e.event_type.startswith("approval.")]
+        assert decided[-1].payload["approvalId"] == rejected.approval_id
 
 
 @pytest.mark.parametrize("state", ["failed", "paused"])

@@ -77,7 +77,7 @@ def test_an_agents_call_and_its_held_call_audit_under_their_drives_traces(
     assert _all_named(audit.since(), "trace-first")
     (pending,) = ledger.list_approvals("run-1").approvals
     ledger.resolve_approval(ApprovalDecision(pending.approval_id, True, "op", "ok", ts(3), "t-ok"))
-    assert audit.since() == [("effect.requested", "t-ok"), ("approval.approved", "t-ok")]
+    assert audit.since() == [("approval.approved", "t-ok"), ("effect.requested", "t-ok")]
     # A later drive starts the approved call: its event names that drive, not the requester.
     again = GatedCall(replace(held, now=ts(4)), "risky", "helper", "write", "trace-later")
     assert ledger.gate_call(again).status == "started"
