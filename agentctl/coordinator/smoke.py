@@ -10,7 +10,7 @@ Invariants:
   command is a usage error (exit 2), checked before the key is even looked at;
 - the key comes from ``OPENAI_API_KEY`` (the openai provider's default credential); a missing
   or empty one is exit 6 before any worker starts, and the key never appears in the output or
-  in an error (the worker redacts it);
+  in an error (the worker redacts errors, ``_data`` the reply's text);
 - exactly one HTTP request, never retried, with at most ``MAX_OUTPUT_TOKENS`` output tokens;
 - egress is limited to the endpoint's own host and port; a private or loopback address is
   admitted only for an endpoint the operator named (``--endpoint``), never for the default.
@@ -28,6 +28,7 @@ from agentctl.coordinator.workerpool import open_worker_pool
 from agentctl.core import registry
 from agentctl.core.jsonvalue import JsonObject, as_object
 from agentctl.core.providerdefaults import CREDENTIAL_ENVS, DEFAULT_ENDPOINTS
+from agentctl.core.redact import Redactor
 from agentctl.errors import (
     CredentialMissingError,
     NetworkPolicyError,
@@ -72,7 +73,7 @@ def smoke_openai(ask: SmokeRequest) -> JsonObject:
     started = time.monotonic()
     reply = run_trio(_send, message)
     elapsed_ms = round((time.monotonic() - started) * 1000)
-    return _data(ask, endpoint, reply, elapsed_ms)
+    return _data(ask, endpoint, reply, elapsed_ms, Redactor([key]))
 
 
 def _endpoint(given: str | None) -> str:
@@ -132,7 +133,11 @@ async def _send(message: Execute) -> Result | Failure:
         return await pool.execute(message)
 
 
-def _data(ask: SmokeRequest, endpoint: str, reply: Result | Failure, ms: int) -> JsonObject:
+def _data(
+    ask: SmokeRequest, endpoint: str, reply: Result | Failure, ms: int, redactor: Redactor
+) -> JsonObject:
+    """The report of ``reply``; the reply's text carries no key either (as a run's model answer
+    does not: the key redacted wherever it appears)."""
     if isinstance(reply, Failure):
         error = reply.error
         if error.type == NetworkPolicyError.__name__:
@@ -146,7 +151,7 @@ def _data(ask: SmokeRequest, endpoint: str, reply: Result | Failure, ms: int) ->
         "endpoint": endpoint,
         "ok": True,
         "finish": output.get("finish"),
-        "text": output.get("text"),
+        "text": redactor.redact(output.get("text")),
         "usage": as_object(output.get("usage")),
         "latencyMs": ms,
     }

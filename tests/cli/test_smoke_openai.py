@@ -57,6 +57,16 @@ def test_one_request_is_sent_and_its_answer_reported(
     assert not (tmp_path / ".agentctl").exists()
 
 
+def test_a_reply_that_repeats_the_key_shows_it_redacted(cli: Cli, server: FixtureServer) -> None:
+    server.script(Reply(body=openai_text(f"your key is {KEY}.")))
+    for json_output in (True, False):
+        done = _smoke(cli, "--live", endpoint=_endpoint(server), json_output=json_output)
+        assert done.rc == 0, done.stderr
+        assert KEY not in done.stdout + done.stderr
+        assert "your key is [REDACTED]." in done.stdout
+        server.script(Reply(body=openai_text(f"your key is {KEY}.")))
+
+
 def test_human_output_names_the_model_and_the_reply(cli: Cli, server: FixtureServer) -> None:
     server.script(Reply(body=openai_text("ok")))
     done = _smoke(cli, "--live", endpoint=_endpoint(server), json_output=False)
