@@ -20,6 +20,7 @@ from typing import Protocol
 
 import trio
 
+from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import ProviderError
 from agentctl.mailbox.frames import FrameChannel, ProtocolError
 from agentctl.mailbox.messages import (
@@ -97,3 +98,32 @@ def current_sink() -> StreamSink | None:
     """The sink of the effect running in this task, if the worker bound one."""
     source = CURRENT_SINK_SOURCE.get()
     return None if source is None else source.sink()
+
+
+MAX_FRAGMENTS = 1024  # a stream longer than this keeps its text, not every delta
+
+
+class Fragments:
+    """The deltas of one streamed answer, in order, bounded to ``limit`` entries.
+
+    Each delta first goes through the effect's stream sink (when the worker bound one), which
+    returns only once the coordinator persisted it: call ``add`` before reading further.
+    """
+
+    def __init__(self, limit: int = MAX_FRAGMENTS) -> None:
+        self.limit = limit
+        self.items: list[JsonObject] = []
+        self.dropped = 0
+        self.sink = current_sink()
+
+    async def add(
+        self, kind: FragmentKind, text: str, provider_sequence: int | None = None
+    ) -> None:
+        if not text:
+            return
+        if self.sink is not None:
+            await self.sink.emit(kind, text, provider_sequence)
+        if len(self.items) >= self.limit:
+            self.dropped += 1  # the final text still carries it; only the event is dropped
+            return
+        self.items.append({"index": len(self.items), "kind": kind, "text": text})

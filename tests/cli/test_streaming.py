@@ -178,7 +178,18 @@ def test_resume_streams_too_and_an_approval_pause_keeps_the_order(cli: Cli, tmp_
     assert [line["kind"] for line in second] == ["StreamEvent"] * 3 + ["RunOutcome"]
     assert [line["data"]["payload"]["text"] for line in second[:-1]] == ["all ", "three ", "words"]
     assert [line["data"]["sequence"] for line in second[:-1]] == [2, 3, 4]
-    assert len(_inspect(cli, run_id)["streamEvents"]) == 4
+    shown = _inspect(cli, run_id)
+    assert len(shown["streamEvents"]) == 4
+    # The fake answers in every adapter's streamed shape: its deltas beside the whole answer.
+    calls = [e["result"] for e in shown["effects"] if e["result"] and "finish" in e["result"]]
+    assert [c["fragments"] for c in calls] == [
+        [{"index": 0, "kind": "tool_arguments", "text": '{"content": "hi", "path": "out.txt"}'}],
+        [
+            {"index": i, "kind": "text", "text": t}
+            for i, t in enumerate(["all ", "three ", "words"])
+        ],
+    ]
+    assert [c["droppedFragments"] for c in calls] == [0, 0]
 
 
 @pytest.mark.parametrize("kind", ["anthropic", "google"])

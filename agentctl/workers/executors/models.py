@@ -10,7 +10,8 @@ always one input and one output token; a tool call names the agent's first tool,
 ``fake-call-1``, only while no tool result exists yet. With ``stream`` the answer is also sent
 as fragments through the effect's awaited sink, deterministically: one ``text`` fragment per
 word of the final text (each word with the blanks after it), or one ``tool_arguments``
-fragment with the tool call's JSON arguments.
+fragment with the tool call's JSON arguments; the answer then carries them as ``fragments``
+(with ``droppedFragments``), as every adapter's streamed answer does.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import ProviderError
 from agentctl.mailbox.messages import Execute, FragmentKind
 from agentctl.workers.executors import ExecOutcome
-from agentctl.workers.stream import current_sink
+from agentctl.workers.stream import Fragments
 
 USAGE: JsonObject = {
     "inputTokens": 1,
@@ -49,31 +50,33 @@ async def execute_fake(msg: Execute) -> ExecOutcome:
     has_result = any(m.get("role") == "tool" for m in messages)
     if options.get("toolInput") is not None and tools and not has_result:
         call = {"id": "fake-call-1", "name": tools[0], "arguments": options["toolInput"]}
-        if req.get("stream"):
-            await _stream("tool_arguments", [json.dumps(options["toolInput"], sort_keys=True)])
         response: JsonObject = {
             "finish": "tool_calls",
             "toolCalls": [call],
             "text": "",
             "usage": USAGE,
         }
+        if req.get("stream"):
+            pieces = [json.dumps(options["toolInput"], sort_keys=True)]
+            response.update(await _stream("tool_arguments", pieces))
         return ExecOutcome(response, usage=_usage())
     latest = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
     text = options.get("finalText")
     if not isinstance(text, str):
         text = f"fake: {latest}"
-    if req.get("stream"):
-        await _stream("text", re.findall(r"\S+\s*", text))
     response = {"finish": "complete", "toolCalls": [], "text": text, "usage": USAGE}
+    if req.get("stream"):
+        response.update(await _stream("text", re.findall(r"\S+\s*", text)))
     return ExecOutcome(response, usage=_usage())
 
 
-async def _stream(kind: FragmentKind, pieces: list[str]) -> None:
-    sink = current_sink()
-    if sink is None:
-        return
+async def _stream(kind: FragmentKind, pieces: list[str]) -> JsonObject:
+    """Send ``pieces`` as the answer's fragments, each persisted before the next; the
+    ``fragments`` and ``droppedFragments`` a streamed answer carries, as every adapter's."""
+    fragments = Fragments()
     for number, piece in enumerate(pieces):
-        await sink.emit(kind, piece, number)
+        await fragments.add(kind, piece, number)
+    return {"fragments": list(fragments.items), "droppedFragments": fragments.dropped}
 
 
 def _usage() -> dict[str, int]:

@@ -32,7 +32,7 @@ import trio
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.redact import Redactor
 from agentctl.errors import AgentctlError, ProviderError
-from agentctl.mailbox.messages import Execute, FragmentKind
+from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ModelRequest
 from agentctl.workers.egress import EgressPolicy
 from agentctl.workers.egress_http import EgressRoute, check_route, egress_client
@@ -42,9 +42,8 @@ from agentctl.workers.executors import (
     parse_request,
     watch_dispatch,
 )
-from agentctl.workers.stream import current_sink
+from agentctl.workers.stream import Fragments
 
-MAX_FRAGMENTS = 1024  # a stream longer than this keeps its text, not every delta
 # The normalized usage every adapter reports, whatever its API counts (core/pricing.py):
 # ``inputTokens`` all the input the call processed, cache reads and writes included;
 # ``outputTokens`` all it generated, reasoning included; the cache counters are parts of the
@@ -57,32 +56,6 @@ USAGE_KEYS = (
     "cacheWriteTokens",
 )
 StatusOf = Callable[[BaseException], tuple[int, str] | None]
-
-
-class Fragments:
-    """The deltas of one streamed answer, in order, bounded to ``limit`` entries.
-
-    Each delta first goes through the effect's stream sink (when the worker bound one), which
-    returns only once the coordinator persisted it: call ``add`` before reading further.
-    """
-
-    def __init__(self, limit: int = MAX_FRAGMENTS) -> None:
-        self.limit = limit
-        self.items: list[JsonObject] = []
-        self.dropped = 0
-        self.sink = current_sink()
-
-    async def add(
-        self, kind: FragmentKind, text: str, provider_sequence: int | None = None
-    ) -> None:
-        if not text:
-            return
-        if self.sink is not None:
-            await self.sink.emit(kind, text, provider_sequence)
-        if len(self.items) >= self.limit:
-            self.dropped += 1  # the final text still carries it; only the event is dropped
-            return
-        self.items.append({"index": len(self.items), "kind": kind, "text": text})
 
 
 @dataclass

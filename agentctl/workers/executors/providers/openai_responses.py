@@ -34,7 +34,6 @@ from agentctl.mailbox.messages import Execute, FragmentKind
 from agentctl.mailbox.requests import ModelRequest
 from agentctl.workers.executors import ExecOutcome, UncertainEffect
 from agentctl.workers.executors.providers.common import (
-    Fragments,
     Reply,
     answer_json,
     check_status,
@@ -44,6 +43,7 @@ from agentctl.workers.executors.providers.common import (
     tool_output_text,
 )
 from agentctl.workers.executors.providers.sse import read_events
+from agentctl.workers.stream import Fragments
 
 # Stream event type → fragment kind.
 DELTA_KINDS: dict[str, FragmentKind] = {
