@@ -3,7 +3,9 @@
 ``serve.py`` binds a ``SinkSource`` per running effect (a context variable, so an executor
 finds its own with ``current_sink()``, made on that first call: an effect that streams nothing
 costs no sink); ``emit`` sends a ``StreamFragment`` to the coordinator
-and returns only when the coordinator's ``StreamAck`` says it is persisted.
+and returns only when the coordinator's ``StreamAck`` says it is persisted. ``Fragments`` is
+what a streaming executor (the fake provider, the HTTP adapters) keeps of its deltas for the
+answer itself: each emitted first, at most ``MAX_FRAGMENTS`` kept, the rest counted.
 
 Invariants:
 - an executor calls ``emit`` before it reads more of the provider's answer, so a fragment is
