@@ -74,6 +74,9 @@ def submit_cmd(
 
 
 MAX_SECONDS = 86400.0  # a day: --lease-seconds and --poll-seconds beyond it are typos
+# Drives one process holds at once, each with its own worker slot: far beyond a host's
+# processes, a larger number is a typo (it would also mint that many traces every round).
+MAX_RUNS = 1024
 
 MaxRunsOpt = Annotated[int, typer.Option("--max-runs", help="Runs driven at once.")]
 LeaseOpt = Annotated[
@@ -98,8 +101,8 @@ def serve_cmd(
     from agentctl.coordinator.launch import run_trio
     from agentctl.coordinator.serve import ServeOptions, serve_queue
 
-    if max_runs < 1:
-        raise ValidationError("--max-runs must be ≥ 1")
+    if not 1 <= max_runs <= MAX_RUNS:
+        raise ValidationError(f"--max-runs must be 1..{MAX_RUNS}")
     for flag, seconds in (("--lease-seconds", lease_seconds), ("--poll-seconds", poll_seconds)):
         # nan and inf would reach the clock's arithmetic (an internal error) or never wake
         if not (math.isfinite(seconds) and 0 < seconds <= MAX_SECONDS):

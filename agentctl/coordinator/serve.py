@@ -138,6 +138,7 @@ async def serve_queue(opts: ServeOptions) -> ServeReport:
     holder = f"{socket.gethostname()}:{owner.pid}"
     control = await trio.to_thread.run_sync(lambda: open_ledger(opts.db, verify=False))
     serve: _Serve | None = None
+    registry = ""
     try:
         registry = worker_registry(control.location)
         async with open_worker_pool(opts.max_runs, registry_path=registry) as pool:
@@ -149,6 +150,9 @@ async def serve_queue(opts: ServeOptions) -> ServeReport:
                 nursery.cancel_scope.cancel()
         return ServeReport(holder, serve.stopped_by, tuple(serve.driven))
     finally:
+        with contextlib.suppress(OSError):  # its workers are gone with the pool: as `run` does
+            if registry:
+                os.unlink(registry)
         last = control if serve is None else serve.control  # a reconnect replaces it
         with contextlib.suppress(AgentctlError):
             await trio.to_thread.run_sync(last.close)
@@ -170,6 +174,9 @@ async def _claim_loop(serve: _Serve) -> None:
         while not serve.stop.is_set():
             claimed = await _claim(serve, opts.max_runs - len(serve.held))
             for run in claimed:
+                if run.ended is not None:  # the claim itself ended or handed it back
+                    serve.driven.append(_ended_by_claim(run))
+                    continue
                 scope = trio.CancelScope()
                 hold(serve.held, run, scope)
                 drives.start_soon(_drive_one, serve, run, scope)
@@ -181,6 +188,18 @@ async def _claim_loop(serve: _Serve) -> None:
             serve.wake = trio.Event()
             with trio.move_on_after(opts.poll_s):
                 await serve.wake.wait()
+
+
+_ENDED_BY_CLAIM = {
+    "blocked": "an effect the previous holder started awaits reconciliation (effects reconcile)",
+    "cancelled": "its cancellation was requested while no serve drove it",
+}
+
+
+def _ended_by_claim(run: ClaimedRun) -> Driven:
+    """The report's entry of a run this serve claimed and did not drive."""
+    assert run.ended is not None
+    return Driven(run.run_id, run.token, run.takeover, run.ended, _ENDED_BY_CLAIM[run.ended])
 
 
 def hold(held: Held, run: ClaimedRun, scope: trio.CancelScope) -> None:

@@ -221,6 +221,13 @@ def request_cancel_txn(
     return runs.get_run(conn, run.run_id)
 
 
+def cancel_claimed_txn(conn: Db, run_id: str, now: str, trace_id: str | None) -> None:
+    """A run a ``serve`` took over with its cancel flag set (its previous holder died before
+    honouring it): cancelled before anything of it starts, as ``cancel`` ends a run nothing
+    drives — its lost effects were judged by the claim (uncertain, to reconcile as usual)."""
+    _cancel_unowned_txn(conn, run_id, now, _OPEN_WHEN_PAUSED | CANCELLABLE_TASK_STATES, trace_id)
+
+
 def _cancel_unowned_txn(
     conn: Db, run_id: str, now: str, open_states: frozenset[str], trace_id: str | None
 ) -> None:

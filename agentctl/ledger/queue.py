@@ -14,8 +14,13 @@ Invariants:
   (always claimed, if only to fence its old holder out); a submitted running or paused run
   whose lease was released, once no approval of it is pending and no effect of it awaits
   reconciliation;
+- a run taken over with its cancel flag set (its holder died before honouring it) is
+  cancelled in the claim's transaction, before anything of it starts (its lost effects
+  uncertain first, as ``cancel`` ends a run nothing drives);
 - a claimed run that an unreconciled effect blocks is handed back in the same transaction
   (lease released, token raised, ``run.blocked`` audited): it waits for ``effects reconcile``;
+- every claim is returned, the ones not to drive with why (``ClaimedRun.ended``), so the
+  ``serve`` that made it can report it;
 - a heartbeat extends exactly the leases still under the ``serve``'s tokens; the others are
   reported lost, and their drives stop;
 - ``check_fence`` is the one check a fenced ledger's every write transaction makes first: the
@@ -28,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import agentctl.ledger.leases as leases
+import agentctl.ledger.lifecycle as lifecycle
 import agentctl.ledger.runs as runs
 from agentctl.errors import LeaseLostError
 from agentctl.ledger.audit import append_audit_txn
@@ -61,12 +67,16 @@ class ClaimRequest:
 
 @dataclass(frozen=True)
 class ClaimedRun:
-    """A queued run this server now holds the lease of, and its fencing token."""
+    """A run this server claimed, and its fencing token; held until its drive ends, unless
+    the claim itself ended it (``ended``)."""
 
     run_id: str
     token: int
     takeover: bool  # the run had been driven before (an expired or released lease)
     trace_id: str | None = None  # its drive's trace, named by what the claim wrote
+    # Not to drive: "blocked" (handed back: an effect awaits reconciliation) or "cancelled"
+    # (its cancel flag was set); None: the claimant drives it.
+    ended: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,19 +115,16 @@ def _claimable_ids(conn: Db, limit: int, now: str) -> list[str]:
 
 
 def claim_runs_txn(conn: Db, claim: ClaimRequest) -> tuple[ClaimedRun, ...]:
-    """Claim up to ``claim.limit`` runs; returns those the holder may drive now."""
+    """Claim up to ``claim.limit`` runs; every claim, the ones to drive with ``ended`` None."""
     ids = _claimable_ids(conn, claim.limit, claim.now)
     traces = claim.trace_ids
-    claimed = (
+    return tuple(
         _claim_one_txn(conn, run_id, claim, traces[n] if n < len(traces) else None)
         for n, run_id in enumerate(ids)
     )
-    return tuple(c for c in claimed if c is not None)
 
 
-def _claim_one_txn(
-    conn: Db, run_id: str, claim: ClaimRequest, trace_id: str | None
-) -> ClaimedRun | None:
+def _claim_one_txn(conn: Db, run_id: str, claim: ClaimRequest, trace_id: str | None) -> ClaimedRun:
     now = claim.now
     conn.execute(
         "UPDATE runs SET owner_pid = ?, owner_create_time = ?, lease_holder = ?,"
@@ -132,11 +139,16 @@ def _claim_one_txn(
         runs.set_run_state_txn(conn, run_id, "running", now, trace_id=trace_id)
         return ClaimedRun(run_id, token, takeover=False, trace_id=trace_id)
     # A takeover: what the previous holder started, it may have done (resume's rule).
-    if judge_lost_txn(conn, run_id, now, trace_id):
+    lost = judge_lost_txn(conn, run_id, now, trace_id)
+    if runs.is_cancel_requested(conn, run_id):
+        lifecycle.cancel_claimed_txn(conn, run_id, now, trace_id)
+        leases.release_run_lease_txn(conn, run_id, claim.owner.pid, now)
+        return ClaimedRun(run_id, token, takeover=True, trace_id=trace_id, ended="cancelled")
+    if lost:
         leases.release_run_lease_txn(conn, run_id, claim.owner.pid, now)
         blocked = {"token": token}
         append_audit_txn(conn, run_id, "run.blocked", blocked, now, trace_id=trace_id)
-        return None
+        return ClaimedRun(run_id, token, takeover=True, trace_id=trace_id, ended="blocked")
     if state == "paused":
         runs.set_run_state_txn(conn, run_id, "running", now, trace_id=trace_id)
     return ClaimedRun(run_id, token, takeover=True, trace_id=trace_id)

@@ -125,6 +125,8 @@ def test_submit_queues_a_run_that_serve_drives(
     report = serve_report(start_cli(*SERVE))
     assert [(r["runId"], r["state"]) for r in report["runs"]] == [(run_id, "succeeded")]
     assert markers(tmp_path) == {"q1": ["q1 a", "q1 b", "q1 c"]}
+    registries = list(tmp_path.rglob("*.workers/*.json"))
+    assert registries == []  # the serve's worker registry went with its workers, as run's does
     shown = cli("--output", "json", "inspect", run_id, "--db", "db.sqlite")
     assert shown.rc == 0 and shown.data["run"]["state"] == "succeeded", shown.stdout
 
@@ -174,6 +176,25 @@ def test_a_run_cancelled_while_its_dead_serve_held_it_is_claimed_and_starts_noth
     assert not markers(tmp_path)
 
 
+def test_a_cancelled_run_whose_dead_serve_left_an_effect_started_is_cancelled_by_the_claim(
+    cli: Cli, start_cli: StartCli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    query = _setup(tmp_path, ledger_target)
+    argv = ("--output", "json", "submit", "wf.yaml", "--db", "db.sqlite")
+    run_id = cli(*argv, "--input", "tag=k", "--input", "pause=1.5").data["runId"]
+    holder = start_cli(*SERVE)
+    _stop_while_effect_a_executes(query, holder, ledger_target, tmp_path / "db.sqlite")
+    assert cli("--output", "json", "cancel", run_id, "--db", "db.sqlite").rc == 0  # flag only
+    os.kill(holder.pid, signal.SIGKILL)  # it dies holding the run, its effect started
+    holder.wait()
+    report = serve_report(start_cli(*SERVE))  # claimed once the lease expires
+    [claimed] = report["runs"]
+    assert (claimed["runId"], claimed["state"], claimed["takeover"]) == (run_id, "cancelled", True)
+    assert _states(query) == {"cancelled": 1}
+    assert query("SELECT task_id, status FROM effects", ()) == [("a", "uncertain")]
+    assert query("SELECT state FROM task_states WHERE task_id = 'b'", ()) == [("cancelled",)]
+
+
 @pytest.mark.parametrize(
     ("flag", "value"),
     [
@@ -181,9 +202,11 @@ def test_a_run_cancelled_while_its_dead_serve_held_it_is_claimed_and_starts_noth
         ("--lease-seconds", "inf"),
         ("--poll-seconds", "nan"),
         ("--poll-seconds", "1e9"),
+        ("--max-runs", "0"),
+        ("--max-runs", "1025"),
     ],
 )
-def test_serve_refuses_a_lease_or_poll_that_is_not_a_finite_sane_number(
+def test_serve_refuses_a_lease_poll_or_run_count_that_is_not_sane(
     cli: Cli, ledger_target: LedgerTarget, tmp_path: Path, flag: str, value: str
 ) -> None:
     _setup(tmp_path, ledger_target)
@@ -343,8 +366,12 @@ def test_a_stopped_serve_whose_lease_was_taken_over_commits_nothing(
     _stop_while_effect_a_executes(query, stopped, ledger_target, tmp_path / "db.sqlite")
     taker = serve_report(start_cli(*SERVE))
     # The taker claimed the run (token 2): the started effect became uncertain, so the run
-    # waits for reconciliation, released.
-    assert taker["runs"] == [] and query("SELECT lease_token FROM runs", ()) == [(2,)]
+    # waits for reconciliation, released — and the taker's report says so.
+    [blocked] = taker["runs"]
+    assert (blocked["runId"], blocked["token"], blocked["takeover"]) == (run_id, 2, True)
+    assert blocked["state"] == "blocked" and "reconcil" in blocked["error"]
+    assert taker["counts"] == {"blocked": 1}
+    assert query("SELECT lease_token FROM runs", ()) == [(2,)]
     wait_for(lambda: markers(tmp_path) == {"s": ["s a"]}, what="the worker's effect")
     before = query("SELECT COUNT(*) FROM audit_events", ())
     os.kill(stopped.pid, signal.SIGCONT)
