@@ -88,13 +88,15 @@ def create_derived_run_txn(conn: Db, d: DerivedRun) -> None:
     """A run materialised from another one; see ``model.DerivedRun`` for the order."""
     run_id, trace_id, now = d.run.run_id, d.run.trace_id, d.now
     runs.create_run_txn(conn, d.run, d.task_order, now)
+    # The run-level decision (``retry.created``: its roots, what it reuses) before what follows
+    # from it (each ``task_reused``, a replay's walks).
+    for ev in d.events:
+        audit.append_audit_txn(conn, run_id, ev.event_type, ev.payload, now, trace_id=trace_id)
     if d.walk:
         _walk_recorded_txn(conn, run_id, d.completions, d.working_memory, now, trace_id)
     else:
         memory = d.working_memory
         tasks.commit_tasks_txn(conn, run_id, d.completions, memory, now, trace_id=trace_id)
-    for ev in d.events:
-        audit.append_audit_txn(conn, run_id, ev.event_type, ev.payload, now, trace_id=trace_id)
     if d.final_state is not None:
         runs.set_run_state_txn(
             conn, run_id, d.final_state, now, output=d.final_output, trace_id=trace_id

@@ -49,11 +49,11 @@ class Owner:
 class DerivedRun:
     """A run materialised from another one (retry, repair, replay) in one transaction.
 
-    Order: create the run; for each completion, walk the task through its legal intermediate
-    states when ``walk`` is set (each step audited and checkpointed, as a replay shows them);
-    commit the completions with ``working_memory``; append ``events`` (run-level audit); move
-    the run to ``final_state`` if given; copy ``stream_source``'s stream events; take the
-    lease if ``owner`` is given.
+    Order: create the run; append ``events`` (run-level audit: the decision the rest follows
+    from); for each completion, walk the task through its legal intermediate states when
+    ``walk`` is set (each step audited and checkpointed, as a replay shows them); commit the
+    completions with ``working_memory``; move the run to ``final_state`` if given; copy
+    ``stream_source``'s stream events; take the lease if ``owner`` is given.
     """
 
     run: NewRun

@@ -113,6 +113,11 @@ def test_retry_failed_runs_only_the_failed_task_and_descendants(cli, tmp_path: P
     tasks = {t["taskId"]: t for t in data["tasks"]}
     assert tasks["a"]["disposition"] == "reused" and tasks["a"]["sourceRunId"] == source
     assert tasks["b"]["disposition"] == "executed" and tasks["c"]["state"] == "succeeded"
+    # The decision is audited before what follows from it: the reuses, then the new work.
+    kinds = [(e["eventType"], e["taskId"]) for e in data["audit"]]
+    decided = kinds.index(("retry.created", None))
+    assert kinds.index(("retry.task_reused", "a")) > decided
+    assert kinds.index(("retry.task_reused", "w")) > decided
     # The new run owns copies of what it reused: the source workspace can go away.
     shutil.rmtree(ws)
     assert cli("--output", "json", "inspect", run_id, "--db", str(db)).rc == 0
