@@ -34,7 +34,13 @@ import trio
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import load_plan, owner_identity
 from agentctl.coordinator.launch import user_error
-from agentctl.coordinator.service import DriveRequest, RunOutcome, drive_run, worker_registry
+from agentctl.coordinator.service import (
+    DriveRequest,
+    RunOutcome,
+    drive_run,
+    drop_worker_registry,
+    worker_registry,
+)
 from agentctl.coordinator.workerpool import WorkerPool, open_worker_pool
 from agentctl.core.dburl import is_postgres_url
 from agentctl.core.jsonvalue import JsonObject, JsonValue
@@ -150,9 +156,7 @@ async def serve_queue(opts: ServeOptions) -> ServeReport:
                 nursery.cancel_scope.cancel()
         return ServeReport(holder, serve.stopped_by, tuple(serve.driven))
     finally:
-        with contextlib.suppress(OSError):  # its workers are gone with the pool: as `run` does
-            if registry:
-                os.unlink(registry)
+        drop_worker_registry(registry)  # its workers are gone with the pool, as `run`'s
         last = control if serve is None else serve.control  # a reconnect replaces it
         with contextlib.suppress(AgentctlError):
             await trio.to_thread.run_sync(last.close)

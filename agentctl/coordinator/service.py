@@ -192,9 +192,7 @@ async def _drive_run(req: DriveRequest, stop: trio.CancelScope) -> RunOutcome:
         final, cancelled, wall_expired = await _drive_with_workers(store, req, live, registry, stop)
     finally:
         # Also when the drive failed (a full disk): every worker is dead, nothing to record.
-        with contextlib.suppress(OSError):
-            if registry:
-                os.unlink(registry)
+        drop_worker_registry(registry)
     if wall_expired:
         final = "wall_time_exceeded"
     outcome: RunOutcome | None = None
@@ -337,6 +335,14 @@ def _wide_effects(plan: Plan) -> bool:
         if remote > 1:
             return True
     return False
+
+
+def drop_worker_registry(registry: str) -> None:
+    """Remove a coordinator's registry once its pool closed (every worker is dead): "" is
+    none; a file already gone is fine."""
+    with contextlib.suppress(OSError):
+        if registry:
+            os.unlink(registry)
 
 
 def worker_registry(location: Path) -> str:

@@ -214,8 +214,7 @@ def request_cancel_txn(
         # (a hand-back made them uncertain already)
         lost = effects.LOST_BY_CRASH
         effects.mark_uncertain_txn(conn, run.run_id, now, why=lost, trace_id=trace_id)
-        open_states = _OPEN_WHEN_PAUSED | CANCELLABLE_TASK_STATES
-        _cancel_unowned_txn(conn, run.run_id, now, open_states, trace_id)
+        cancel_undriven_txn(conn, run.run_id, now, trace_id)
         if run.owner_pid is not None:  # the dead owner's lease goes with its run
             leases.release_run_lease_txn(conn, run.run_id, run.owner_pid, now)
     elif run.state == "queued":
@@ -223,10 +222,10 @@ def request_cancel_txn(
     return runs.get_run(conn, run.run_id)
 
 
-def cancel_claimed_txn(conn: Db, run_id: str, now: str, trace_id: str | None) -> None:
-    """A run a ``serve`` took over with its cancel flag set (its previous holder died before
-    honouring it): cancelled before anything of it starts, as ``cancel`` ends a run nothing
-    drives — its lost effects were judged by the claim (uncertain, to reconcile as usual)."""
+def cancel_undriven_txn(conn: Db, run_id: str, now: str, trace_id: str | None) -> None:
+    """Cancel a started run nothing drives, its started effects judged uncertain already: by
+    ``cancel`` of a run whose driver died, or by a ``serve`` that took one over with its cancel
+    flag set (its previous holder died before honouring it)."""
     _cancel_unowned_txn(conn, run_id, now, _OPEN_WHEN_PAUSED | CANCELLABLE_TASK_STATES, trace_id)
 
 

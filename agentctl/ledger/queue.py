@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import agentctl.ledger.leases as leases
 import agentctl.ledger.lifecycle as lifecycle
@@ -76,7 +77,7 @@ class ClaimedRun:
     trace_id: str | None = None  # its drive's trace, named by what the claim wrote
     # Not to drive: "blocked" (handed back: an effect awaits reconciliation) or "cancelled"
     # (its cancel flag was set); None: the claimant drives it.
-    ended: str | None = None
+    ended: Literal["blocked", "cancelled"] | None = None
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,7 @@ def _claim_one_txn(conn: Db, run_id: str, claim: ClaimRequest, trace_id: str | N
     # A takeover: what the previous holder started, it may have done (resume's rule).
     lost = judge_lost_txn(conn, run_id, now, trace_id)
     if runs.is_cancel_requested(conn, run_id):
-        lifecycle.cancel_claimed_txn(conn, run_id, now, trace_id)
+        lifecycle.cancel_undriven_txn(conn, run_id, now, trace_id)
         leases.release_run_lease_txn(conn, run_id, claim.owner.pid, now)
         return ClaimedRun(run_id, token, takeover=True, trace_id=trace_id, ended="cancelled")
     if lost:

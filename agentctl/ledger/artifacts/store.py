@@ -94,26 +94,28 @@ MIN_DIGEST_PREFIX = 12
 def digest_ref_of(ref: str) -> str:
     """``ref`` checked as a whole digest or as ``sha256:`` and a prefix of at least
     ``MIN_DIGEST_PREFIX`` of its hex digits; anything else is bad input (exit 2)."""
-    prefix, _, hexd = ref.partition(":")
-    if (
-        prefix != "sha256"
-        or not MIN_DIGEST_PREFIX <= len(hexd) <= 64
-        or any(c not in "0123456789abcdef" for c in hexd)
-    ):
-        raise ValidationError(
-            f"not an artifact digest: {ref!r} (want sha256:<64 lowercase hex>, or a unique"
-            f" prefix of at least {MIN_DIGEST_PREFIX} of them)"
-        )
+    _checked_hex(
+        ref, MIN_DIGEST_PREFIX, f", or a unique prefix of at least {MIN_DIGEST_PREFIX} of them"
+    )
     return ref
 
 
 def hex_of(digest: str) -> str:
     """The hex part of an artifact digest; anything not ``sha256:<64 lowercase hex>`` is bad
     input (exit 2), never a blob that could not be found."""
-    prefix, _, hexd = digest.partition(":")
-    if prefix != "sha256" or len(hexd) != 64 or any(c not in "0123456789abcdef" for c in hexd):
+    return _checked_hex(digest, 64, "")
+
+
+def _checked_hex(ref: str, shortest: int, also: str) -> str:
+    """``ref``'s hex after ``sha256:``, ``shortest``..64 lowercase digits, else bad input."""
+    prefix, _, hexd = ref.partition(":")
+    if (
+        prefix != "sha256"
+        or not shortest <= len(hexd) <= 64
+        or any(c not in "0123456789abcdef" for c in hexd)
+    ):
         raise ValidationError(
-            f"not an artifact digest: {digest!r} (want sha256:<64 lowercase hex>)"
+            f"not an artifact digest: {ref!r} (want sha256:<64 lowercase hex>{also})"
         )
     return hexd
 
