@@ -263,7 +263,7 @@ def deliver_inspection(run_ref: str, db: str, html: Path | None) -> NoReturn:
     from agentctl.cli_runview import inspect_text
     from agentctl.coordinator import api
 
-    report = api.run_report(run_ref, db=db)
+    report = api.run_report(run_ref, db=db, html=html)
     data = report.inspection.to_json()
     if html is None:
         deliver(Outcome("RunInspection", data, human=lambda s: inspect_text(report, db, s)))

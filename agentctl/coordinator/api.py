@@ -49,6 +49,8 @@ from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import ReconcileRequest
 
 if TYPE_CHECKING:  # a run never reports: the report's read models load with ``run_report``
+    from pathlib import Path
+
     from agentctl.ledger.report import RunReport
     from agentctl.ledger.runs import RunHead, RunRecord
 
@@ -431,9 +433,12 @@ def list_runs(*, db: str, state: str | None, limit: int, workflow: str | None = 
         return ledger.list_runs(state=state, limit=limit, workflow=workflow).to_json()
 
 
-def run_report(run_ref: str, *, db: str) -> RunReport:
-    """What the human ``inspect`` and its HTML report show (one read snapshot)."""
+def run_report(run_ref: str, *, db: str, html: Path | None = None) -> RunReport:
+    """What the human ``inspect`` and its HTML report show (one read snapshot); ``html``, the
+    report file to be written, is refused first when it is the ledger's own state."""
     with open_ledger(db, verify=False) as ledger:
+        if html is not None:
+            ledger.refuse_own_state(html, "write the report")
         return ledger.run_report(run_ref)
 
 

@@ -348,6 +348,11 @@ class RunLedger(Protocol):
         """Copy a verified blob to ``destination`` atomically; the ``ArtifactExport`` report."""
         ...
 
+    def refuse_own_state(self, destination: Path, doing: str) -> None:
+        """Refuse (exit 2) a file a command is about to write (``doing``: "write the report")
+        that is this ledger's database, a file beside it or inside its artifact store."""
+        ...
+
     def collect_artifacts(self, request: GcRequest) -> JsonObject:
         """Garbage-collect unreachable blobs; the ``ArtifactGarbageCollection`` report."""
         ...

@@ -458,6 +458,12 @@ class LedgerService(ABC):
     def export_artifact(self, digest: str, destination: Path, overwrite: bool) -> JsonObject:
         return self._store().export(digest, destination, overwrite=overwrite)
 
+    def refuse_own_state(self, destination: Path, doing: str) -> None:
+        from agentctl.ledger.artifacts.destination import refuse_ledger_state
+
+        tx = self._tx
+        refuse_ledger_state(destination, tx.database_file, tx.artifacts_root, doing=doing)
+
     def collect_artifacts(self, request: GcRequest) -> JsonObject:
         from agentctl.ledger.artifacts.gc import run_gc
 

@@ -235,6 +235,25 @@ def test_html_report_creates_missing_directories_and_refuses_unwritable_paths(
         assert refused.rc == 2 and "cannot write" in refused.error["error"]["message"]
 
 
+def test_html_report_never_overwrites_the_ledgers_own_state(cli: Cli, lineage: Lineage) -> None:
+    """The report replaces its file, so the database, a file SQLite keeps beside it, a link to
+    either, or a path inside the artifact store is refused (exit 2) before anything is
+    written, as ``artifacts export`` refuses them; the ledger reads as before."""
+    db = ["--db", str(lineage.db)]
+    before = lineage.db.read_bytes()
+    link = lineage.ws.parent / "looks-like-a-report.html"
+    link.unlink(missing_ok=True)
+    link.symlink_to(lineage.db)
+    blobs = lineage.db.parent / "artifacts"
+    for target in (lineage.db, Path(f"{lineage.db}-wal"), link, blobs / "r.html"):
+        refused = cli("--output", "json", "inspect", lineage.retry, "--html", str(target), *db)
+        assert refused.rc == 2, (target, refused.stderr)
+        assert "refusing to write the report" in refused.error["error"]["message"]
+    assert not (blobs / "r.html").exists() and link.is_symlink()
+    assert lineage.db.read_bytes() == before
+    assert cli("--output", "json", "inspect", lineage.retry, *db).rc == 0
+
+
 def test_html_report_opens_offline_in_chromium_with_graph_and_lineage(
     cli: Cli, lineage: Lineage, leak_server: str
 ) -> None:

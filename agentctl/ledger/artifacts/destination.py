@@ -1,8 +1,8 @@
-"""Where ``artifacts export`` may write its bytes: never onto the ledger's own state.
+"""Where ``artifacts export`` and ``inspect --html`` may write: never onto the ledger's state.
 
-An export replaces its destination (``--overwrite``), so a destination that is the ledger's
-database would turn every run's history into one blob's bytes, and one inside the artifact
-store would replace or add files the store alone manages. Both are refused as bad input
+An export replaces its destination (``--overwrite``), as a report does, so a destination that
+is the ledger's database would turn every run's history into one blob's bytes, and one inside
+the artifact store would replace or add files the store alone manages. Both are refused as bad input
 (``ValidationError``, exit 2) before anything is written.
 
 Invariants:
@@ -26,13 +26,16 @@ from agentctl.errors import ValidationError
 _BESIDE = ("-wal", "-shm", "-journal", ".lock", ".workers")
 
 
-def refuse_ledger_state(dest: Path, database: Path | None, store_root: Path) -> None:
-    """Refuse (exit 2) an export ``dest`` that is the ledger's own state (module docstring)."""
+def refuse_ledger_state(
+    dest: Path, database: Path | None, store_root: Path, *, doing: str = "export"
+) -> None:
+    """Refuse (exit 2) a ``dest`` that is the ledger's own state (module docstring); ``doing``
+    names the write in the message ("export", "write the report")."""
     real = Path(os.path.realpath(dest))
     root = Path(os.path.realpath(store_root))
     if real == root or real.is_relative_to(root) or _same(dest, store_root):
         raise ValidationError(
-            f"refusing to export to {dest}: it is inside the ledger's artifact store "
+            f"refusing to {doing} to {dest}: it is inside the ledger's artifact store "
             f"{store_root}, which only the ledger writes; choose a path outside it"
         )
     if database is None:
@@ -44,7 +47,7 @@ def refuse_ledger_state(dest: Path, database: Path | None, store_root: Path) -> 
             what = "database file" if not suffix else f"{state.name}, kept beside its database"
             where = "is" if real == state else "is inside"
             raise ValidationError(
-                f"refusing to export to {dest}: it {where} the ledger's {what} ({database}); "
+                f"refusing to {doing} to {dest}: it {where} the ledger's {what} ({database}); "
                 "writing there would destroy the ledger, so nothing was written"
             )
 
