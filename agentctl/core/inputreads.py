@@ -1,8 +1,8 @@
 """Which run inputs a compiled plan reads: the names ``inputs.NAME`` its templates and
-conditions resolve against the run's inputs.
+conditions resolve against the run's inputs; and which working-memory keys a task reads.
 
 Two callers need one answer: the ``--input`` typo guard (a name neither declared nor read is
-refused) and the repair rule that blocks reusing a task whose read inputs changed
+refused) and the repair rule that blocks reusing a task whose read inputs or memory changed
 (``core.recovery.inputs``).
 
 Invariants:
@@ -15,7 +15,9 @@ Invariants:
 - the plan is the compiled one, so a sub-workflow definition's own ``inputs.X`` no longer
   appears: flattening rewrote it to its input boundary's output (its inputs are the
   invocation's, never the run's);
-- a text that does not parse reads nothing (the compiler has reported it already); pure.
+- a text that does not parse reads nothing (the compiler has reported it already); pure;
+- memory is read the same ways (``memory.KEY``), and by a ``builtin.memory.read`` task's
+  ``key``: when that key is itself a template, which key is read is known only at run time.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from agentctl.core.actionconfig import templated_strings
 from agentctl.core.conditions import TemplateError, parse_condition
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.plan import Plan, PlannedTask
-from agentctl.core.templates import referenced_input_names
+from agentctl.core.templates import referenced_input_names, referenced_keys
 
 
 def plan_input_names(plan: Plan) -> set[str]:
@@ -40,20 +42,42 @@ def plan_input_names(plan: Plan) -> set[str]:
 def task_input_names(task: PlannedTask) -> set[str]:
     """The run input names ``task`` reads (module docstring): its templates, and its
     conditions, which evaluate without braces too (``when: inputs.flag``)."""
-    names = referenced_input_names(list(_templates(task)))
+    return _task_keys(task, "inputs")
+
+
+def task_memory_keys(task: PlannedTask) -> set[str] | None:
+    """The working-memory keys ``task`` reads, as ``task_input_names`` finds input names, and
+    a ``builtin.memory.read``'s ``key``; None when that key is a template (any key may be
+    read)."""
+    keys = _task_keys(task, "memory")
+    if task.operation == "builtin.memory.read":
+        key = task.with_.get("key") if isinstance(task.with_, Mapping) else None
+        if not isinstance(key, str) or "${{" in key:
+            return None
+        keys.add(key)
+    return keys
+
+
+def _task_keys(task: PlannedTask, root: str) -> set[str]:
+    names = referenced_keys(list(_templates(task)), root)
     for text in (task.when, task.guard):
         if text:
-            names |= _condition_input(text)
+            names |= _condition_key(text, root)
     return names
 
 
 def _condition_input(text: str) -> set[str]:
     """The run input a condition reads, bare or braced (one path at most)."""
+    return _condition_key(text, "inputs")
+
+
+def _condition_key(text: str, root: str) -> set[str]:
+    """The key of ``root`` a condition reads, bare or braced (one path at most)."""
     try:
         reference = parse_condition(text).reference
     except TemplateError:
         return set()
-    return {reference.segments[0]} if reference.root == "inputs" and reference.segments else set()
+    return {reference.segments[0]} if reference.root == root and reference.segments else set()
 
 
 def _templates(task: PlannedTask) -> Iterator[JsonValue]:

@@ -141,6 +141,12 @@ def find_references(value: object) -> list[Reference]:
 def referenced_input_names(value: object) -> set[str]:
     """The run input names (``inputs.NAME…``) the templates inside ``value`` read. Text that
     is not a well-formed template is skipped: this only answers "is NAME read anywhere"."""
+    return referenced_keys(value, "inputs")
+
+
+def referenced_keys(value: object, root: str) -> set[str]:
+    """The keys of ``root`` (``inputs``, ``memory``: ``root.KEY…``) the templates inside
+    ``value`` read; malformed text is skipped, as in ``referenced_input_names``."""
     names: set[str] = set()
     for text in _walk_strings(value):
         if _OPEN not in text:
@@ -152,7 +158,7 @@ def referenced_input_names(value: object) -> set[str]:
         names.update(
             e.reference.segments[0]
             for e in expressions
-            if e.reference.root == "inputs" and e.reference.segments
+            if e.reference.root == root and e.reference.segments
         )
     return names
 

@@ -193,3 +193,60 @@ def test_an_input_the_target_adds_has_its_default_and_the_sources_values_stay(
     flagged = cli("--output", "json", *args, "--input", "extra=8")
     assert flagged.rc == 0, flagged.stderr
     assert _tasks(cli, flagged.data["runId"])["more"]["output"]["output"] == {"e": 8}  # type: ignore[index]
+
+
+MEMORY_FLOW = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: mem }
+spec:
+  inputs: { v: 1 }
+  memory: { working: { a: 0, b: 5 } }
+  actions:
+    remember: { kind: builtin.memory.write }
+    read: { kind: builtin.memory.read }
+    put: { kind: builtin.assign }
+  tasks:
+    - { id: w, uses: "action:remember", with: { key: a, value: "${{ inputs.v }}" } }
+    - { id: seen, uses: "action:put", with: { a: "${{ memory.a }}" } }
+    - { id: got, uses: "action:read", with: { key: a } }
+    - { id: other, uses: "action:put", with: { b: "${{ memory.b }}" } }
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "flags"),
+    [("input", ("--input", "v=7")), ("definition", ())],
+    ids=["changed-input", "changed-writer"],
+)
+def test_a_task_reading_memory_an_executed_task_wrote_is_not_reused(
+    cli: Cli, tmp_path: Path, change: str, flags: tuple[str, ...]
+) -> None:
+    """``seen`` and ``got`` read key ``a`` after ``w`` wrote it, with no ``needs`` on ``w``:
+    re-executing ``w`` (new input, or a new value in the target) may change what they read,
+    so their recorded outputs block (``resolved_input_digest_mismatch``, naming ``w``) until
+    they are roots too; ``other`` reads a key nothing executed wrote and stays reused."""
+    source = _source(cli, tmp_path, MEMORY_FLOW, 0)
+    if change == "definition":
+        (tmp_path / "wf.yaml").write_text(MEMORY_FLOW.replace('"${{ inputs.v }}"', "7"))
+    runs = _runs(cli)
+    base = ("wf.yaml", source, "--from", "w", "--restart-successful", *flags, "--db", "r.db")
+    modes = [("repair", base)] + ([("retry", base)] if change == "input" else [])
+    for mode, args in modes:
+        plan = cli("--output", "json", mode, *args)
+        assert plan.rc == 3, plan.stderr
+        blocked = {b["taskId"]: b for b in plan.data["blockedReuse"]}
+        assert sorted(blocked) == ["got", "seen"]
+        for task_id, block in blocked.items():
+            assert block["rule"] == "resolved_input_digest_mismatch"
+            assert block["suggestedRepairRoots"] == [task_id]
+            assert "working memory a as task(s) w wrote it" in block["message"]
+        assert plan.data["reusedTasks"] == ["other"]
+    assert _runs(cli) == runs  # a blocked plan creates nothing
+    roots = ("--from", "seen", "--from", "got")
+    done = cli("--output", "json", "repair", *base[:-2], *roots, "--db", "r.db")
+    assert done.rc == 0, done.stderr
+    assert done.data["reusedTasks"] == ["other"]
+    tasks = _tasks(cli, done.data["runId"])
+    assert tasks["seen"]["output"]["output"] == {"a": 7}  # type: ignore[index]
+    assert tasks["got"]["output"]["value"] == 7  # type: ignore[index]

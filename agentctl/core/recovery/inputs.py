@@ -12,15 +12,18 @@ was. Its reused dependencies carry the source's outputs, which leaves two ways i
   and compensation read). A reused task reading a changed input blocks, as a changed digest
   does, naming itself as the root to pass; one reading none of them stays reusable.
 - working memory, rebuilt from the TARGET's initial memory plus the reused tasks' deltas
-  (``planner.rebuild_memory``). A target that changes the initial memory a reused task read
-  must not reuse that task's old output.
+  (``planner.rebuild_memory``): the executed tasks write theirs only as they run. A reused
+  task that read a key the target's initial memory changes, or a key an executed task wrote
+  before it in the source run, would read something else now (what an executed task will
+  write is not known until it runs), so its old output must not be reused. Like inputs, only
+  the keys the task reads count (``core.inputreads.task_memory_keys``).
 
-The memory check is conservative: each reused task's input is recomputed twice over the same
-deltas (and the source's inputs), once from the source's initial memory and once from the
-target's. Only when the first reproduces the recorded digest (so the recomputation is faithful
-for that task) and the second differs does the task block; a recorded digest the
-recomputation cannot reproduce (a memory snapshot shaped by tasks that now execute, or by a
-parallel batch) is never a reason to block.
+The memory check is conservative: a reused task's input is recomputed from the source's
+inputs and the memory as the source run built it (its initial memory and every source task's
+delta, in the target's order). Only when that reproduces the recorded digest (so the
+recomputation is faithful for that task) and a key it reads differs in the rebuilt memory
+does the task block; a recorded digest the recomputation cannot reproduce (a memory snapshot
+shaped by a parallel batch, by a task the target removed) is never a reason to block.
 
 Invariants: pure — reads its arguments only, mutates none.
 """
@@ -28,13 +31,13 @@ Invariants: pure — reads its arguments only, mutates none.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 
 from agentctl.core import evaluate as ev
 from agentctl.core.conditions import json_identical
 from agentctl.core.inputdigest import resolved_input_digest
-from agentctl.core.inputreads import task_input_names
+from agentctl.core.inputreads import task_input_names, task_memory_keys
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.recovery.model import Block, SourceTask
@@ -66,32 +69,88 @@ class Reads:
         )
 
 
-def input_blocks(target: Plan, reused: Mapping[str, SourceTask], reads: Reads) -> list[Block]:
+@dataclass
+class _Memories:
+    """Working memory as the tasks before the current one (target order) leave it: ``recorded``
+    as the source run built it (its initial memory, every source task's delta), ``rebuilt`` as
+    the new run gives it before any executed task writes (the target's initial memory and the
+    reused tasks' deltas); ``writers``: the executed task whose delta last set each key of
+    ``recorded`` alone; ``diverged``: whether the two may differ at all."""
+
+    recorded: dict[str, JsonValue]
+    rebuilt: dict[str, JsonValue]
+    writers: dict[str, str] = field(default_factory=dict)
+    diverged: bool = False
+
+    @classmethod
+    def of(cls, reads: Reads) -> _Memories:
+        source, target = (copy.deepcopy(dict(m)) for m in reads.memory)
+        return cls(source, target, diverged=not json_identical(source, target))
+
+    def apply(self, task_id: str, delta: Mapping[str, JsonValue], reused: bool) -> None:
+        self.recorded.update(copy.deepcopy(dict(delta)))
+        if reused:
+            self.rebuilt.update(copy.deepcopy(dict(delta)))
+            for key in delta:
+                self.writers.pop(key, None)
+        elif delta:
+            self.writers.update(dict.fromkeys(delta, task_id))
+            self.diverged = True
+
+    def differing(self, keys: set[str] | None) -> list[str]:
+        """Those of ``keys`` (None: every key) whose value differs between the two."""
+        if not self.diverged:
+            return []
+        a, b = self.recorded, self.rebuilt
+        names = a.keys() | b.keys() if keys is None else keys
+        return sorted(
+            k for k in names if (k in a) != (k in b) or (k in a and not json_identical(a[k], b[k]))
+        )
+
+
+def input_blocks(
+    target: Plan, source: Mapping[str, SourceTask], reused: Collection[str], reads: Reads
+) -> list[Block]:
     """The reused tasks (target order) whose input the new run changes: through a changed run
-    input they read, or through the target's initial memory."""
+    input they read, a key of the target's initial memory they read, or a key an executed
+    task wrote before them in the source run."""
     changed = set(reads.changed_inputs)
-    if reads.memory[0] == reads.memory[1] and not changed:
-        return []
-    memories = [copy.deepcopy(dict(m)) for m in reads.memory]
-    outputs = {task_id: task.output for task_id, task in reused.items()}
+    memory = _Memories.of(reads)
+    outputs = {task_id: source[task_id].output for task_id in reused}
     blocks = []
     for task in target.tasks:
-        source = reused.get(task.id)
-        if source is None:
+        recorded = source.get(task.id)
+        if recorded is None:
             continue
-        read = sorted(changed & task_input_names(task))
-        if read:
-            now = _digest(task, reads.inputs[1], memories[1], outputs)
-            blocks.append(_input_block(task.id, read, source.input_digest, now))
-        elif reads.memory[0] != reads.memory[1]:
-            source_inputs = reads.inputs[0]
-            before, after = (_digest(task, source_inputs, m, outputs) for m in memories)
-            if source.input_digest is not None and before == source.input_digest != after:
-                blocks.append(_block(task.id, source.input_digest, after))
-        if isinstance(source.state_delta, dict):
-            for memory in memories:
-                memory.update(copy.deepcopy(source.state_delta))
+        if task.id in reused:
+            block = _reuse_block(task, recorded, changed, memory, reads, outputs)
+            if block is not None:
+                blocks.append(block)
+        if isinstance(recorded.state_delta, dict):
+            memory.apply(task.id, recorded.state_delta, task.id in reused)
     return blocks
+
+
+def _reuse_block(
+    task: PlannedTask,
+    recorded: SourceTask,
+    changed: set[str],
+    memory: _Memories,
+    reads: Reads,
+    outputs: Mapping[str, JsonValue],
+) -> Block | None:
+    read = sorted(changed & task_input_names(task))
+    if read:
+        now = _digest(task, reads.inputs[1], memory.rebuilt, outputs)
+        return _input_block(task.id, read, recorded.input_digest, now)
+    keys = memory.differing(task_memory_keys(task)) if memory.diverged else []
+    if not keys or recorded.input_digest is None:
+        return None
+    if _digest(task, reads.inputs[0], memory.recorded, outputs) != recorded.input_digest:
+        return None  # not reproducible from what is recorded: never a reason to block
+    now = _digest(task, reads.inputs[1], memory.rebuilt, outputs)
+    writers = sorted({memory.writers[k] for k in keys if k in memory.writers})
+    return _memory_block(task.id, keys, writers, recorded.input_digest, now)
 
 
 def _digest(
@@ -120,12 +179,26 @@ def _input_block(task_id: str, read: list[str], recorded: str | None, now: str |
     )
 
 
-def _block(task_id: str, recorded: str, now: str | None) -> Block:
+def _memory_block(
+    task_id: str, keys: list[str], writers: list[str], recorded: str, now: str | None
+) -> Block:
+    what = ", ".join(keys)
+    if writers:
+        who = ", ".join(writers)
+        why = (
+            f"task {task_id} read working memory {what} as task(s) {who} wrote it in the "
+            f"source run; {who} execute(s) again in the new run, so what {task_id} would "
+            "read is not known and its recorded output cannot be reused"
+        )
+    else:
+        why = (
+            f"task {task_id} read working memory {what}, which the target workflow's initial "
+            "memory changes; its recorded output cannot be reused"
+        )
     return Block(
         task_id,
         RULE,
-        f"task {task_id} read a different working memory in the source run than the target "
-        "workflow's initial memory gives it; its recorded output cannot be reused",
+        f"{why} — run it again with `--from {task_id} --restart-successful`",
         recorded,
         now,
         suggested_repair_roots=(task_id,),

@@ -299,7 +299,6 @@ def _check_inputs(outcome: _Outcome, request: _Request) -> None:
     the target's initial memory change is blocked instead (``inputs.input_blocks``); a source
     whose initial memory is unknown is judged on its inputs alone."""
     source, target = request.source, request.target
-    reused = {task_id: source.tasks[task_id] for task_id in outcome.reuse}
     initial = target.run.working_memory
     reads = inputs.Reads(
         (source.inputs, request.new_inputs),
@@ -310,7 +309,7 @@ def _check_inputs(outcome: _Outcome, request: _Request) -> None:
             f"the new run's inputs differ from run {source.run_id}'s in "
             f"{', '.join(reads.changed_inputs)}; a task reading one of them is not reused"
         )
-    for block in inputs.input_blocks(target, reused, reads):
+    for block in inputs.input_blocks(target, source.tasks, set(outcome.reuse), reads):
         outcome.reuse.remove(block.task_id)
         outcome.blocked.append(block)
         for row in outcome.rows:
