@@ -151,17 +151,27 @@ def _effects_by_task(snap: SourceSnapshot) -> dict[str, list[rc.SourceEffect]]:
 
 
 @dataclass(frozen=True)
+class _Inherited:
+    """A reused task's effects in the run that executed it, and the attempt that ended it
+    there (None for a task its own run executed)."""
+
+    effects: tuple[rc.SourceEffect, ...]
+    attempt: int | None
+
+
+@dataclass(frozen=True)
 class _Lineage:
     """The runs a source's reused tasks came from, each read once (``inherited``)."""
 
     ledger: RunLedger
     snaps: dict[str, SourceSnapshot]
 
-    def inherited(self, task: TaskRecord) -> tuple[rc.SourceEffect, ...] | None:
+    def inherited(self, task: TaskRecord) -> _Inherited | None:
         """The effects of the run that executed ``task`` (a reused task: its provenance is
         followed back through every retry or repair that reused it again; reconciliations as
-        they are now); () for a task its own run executed; None when a run on the way is gone.
-        Provenance always names an older run, so the walk ends."""
+        they are now) and the attempt that ended it there; no effects for a task its own run
+        executed; None when a run on the way is gone. Provenance always names an older run,
+        so the walk ends."""
         while task.disposition == "reused":
             run_id, name = task.source_run_id, task.source_task_id or task.task_id
             snap = None if run_id is None else self._snapshot(run_id)
@@ -169,9 +179,9 @@ class _Lineage:
             if snap is None or not found:
                 return None
             if found[0].disposition != "reused":
-                return tuple(_effects_by_task(snap).get(name, ()))
+                return _Inherited(tuple(_effects_by_task(snap).get(name, ())), found[0].attempt)
             task = found[0]
-        return ()
+        return _Inherited((), None)
 
     def _snapshot(self, run_id: str) -> SourceSnapshot | None:
         if run_id not in self.snaps:
@@ -193,6 +203,7 @@ class _SourceContext:
     lineage: _Lineage
 
     def task(self, t: TaskRecord) -> rc.SourceTask:
+        found = self.lineage.inherited(t)
         return rc.SourceTask(
             task_id=t.task_id,
             state=t.state,
@@ -208,7 +219,8 @@ class _SourceContext:
             effects=tuple(self.by_task.get(t.task_id, ())),
             needs=self.needs.get(t.task_id, ()),
             vars=self.vars.get(t.task_id),
-            inherited_effects=self.lineage.inherited(t),
+            inherited_effects=None if found is None else found.effects,
+            inherited_attempt=None if found is None else found.attempt,
         )
 
 

@@ -121,3 +121,55 @@ def test_a_retry_of_a_retry_never_reuses_a_result_compensated_since(cli, tmp_pat
     again = cli("--output", "json", "retry", str(wf), retry, "--failed", "--db", str(db))
     assert again.rc == 4, again.stderr
     assert (tmp_path / "out" / "r.txt").read_text() == "made"
+
+
+ATTEMPTS = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: attempts }
+spec:
+  inputs: { ok: false }
+  policy: { approval: never, processAllowlist: [sh] }
+  actions:
+    pre: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "echo pre >> marker.txt"] }
+    nap: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "echo nap >> marker.txt; if test -f slow.flag; then sleep 30; fi"] }
+    check: { kind: builtin.assert }
+  tasks:
+    - { id: pre, uses: "action:pre" }
+    - { id: nap, uses: "action:nap", needs: [pre], timeoutSeconds: 1 }
+    - { id: fin, uses: "action:check", needs: [nap], with: { that: "${{ inputs.ok }}", message: nope } }
+"""
+
+
+def test_a_compensated_earlier_attempt_does_not_stop_reuse_of_the_attempt_that_succeeded(
+    cli,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    """`nap` timed out (uncertain), was reconciled applied then compensated, and ran again
+    on resume (attempt 2) before `fin` failed. Its result is attempt 2's: a retry reuses it
+    without running it a third time, and so does a retry of that retry (inherited)."""
+    (tmp_path / "wf.yaml").write_text(ATTEMPTS)
+    (tmp_path / "slow.flag").write_text("")
+    db = ("--db", "r.db")
+    first = cli("--output", "json", "run", "wf.yaml", *db)
+    assert first.rc == 4, first.stderr
+    source = str(first.error["error"]["runId"])
+    (tmp_path / "slow.flag").unlink()
+    listed = cli("--output", "json", "effects", "list", source, *db).data["effects"]
+    effect_of = {e["taskId"]: e["effectId"] for e in listed}
+    (tmp_path / "res.json").write_text('{"status": "changed", "changed": true, "exitCode": 0}')
+    settle = ("effects", "reconcile", effect_of["nap"], "--reason", "r", *db)
+    assert cli(*settle, "--status", "applied", "--result-file", "res.json").rc == 0
+    undo = ("--status", "compensated", "--compensation-effect", effect_of["pre"])
+    assert cli(*settle, *undo).rc == 0
+    assert cli("resume", source, *db).rc == 4  # nap attempt 2 succeeds, fin fails
+    assert _marker(tmp_path) == ["pre", "nap", "nap"]
+    again = cli("--output", "json", "retry", "wf.yaml", source, "--failed", *db)
+    assert again.rc == 4 and _marker(tmp_path) == ["pre", "nap", "nap"], again.stderr
+    retry_run = str(again.error["error"]["runId"])
+    done = cli(
+        "--output", "json", "retry", "wf.yaml", retry_run, "--failed", "--input", "ok=true", *db
+    )
+    assert done.rc == 0, done.stderr
+    assert (done.data["reusedTasks"], done.data["executedTasks"]) == (["pre", "nap"], ["fin"])
+    assert _marker(tmp_path) == ["pre", "nap", "nap"]

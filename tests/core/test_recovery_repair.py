@@ -231,6 +231,21 @@ def test_dependency_set_mismatch() -> None:
     assert rules(plan) == ["dependency_set_mismatch"] and plan.blocked[0].task_id == "b"
 
 
+def test_a_compensated_effect_of_an_earlier_attempt_does_not_block_reuse() -> None:
+    """Only the effects of the attempt that ended a task produced its result: its own, or
+    those it inherited from the run that executed it (``inherited_attempt``)."""
+    undone = effect("b", status="uncertain", reconciliation="compensated", attempt=1)
+    again = effect("b", attempt=2)
+    own = with_task(succeeded_run(base()), "b", attempt=2, effects=(undone, again))
+    assert repair(own, base(), "d").compatible
+    reused = with_task(own, "b", disposition="reused", attempt=0, effects=())
+    for ended, compatible in ((2, True), (1, False)):
+        source = with_task(reused, "b", inherited_effects=(undone, again), inherited_attempt=ended)
+        plan = repair(source, base(), "d")
+        assert plan.compatible is compatible
+        assert compatible or rules(plan) == ["reuse_effect_provenance"]
+
+
 def test_definition_fingerprint_mismatch() -> None:
     target = base(**{"with: { n: 1 }": "with: { n: 100 }"})
     plan = repair(succeeded_run(base()), target, "d")

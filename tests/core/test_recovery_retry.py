@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from test_recovery_helpers import (
@@ -105,6 +106,21 @@ def test_compensated_effects_are_never_reused() -> None:
     assert plan.execute == ("b", "c", "d", "e") and plan.reuse == ("a",)
     reasons = {row["taskId"]: row["reason"] for row in plan.tasks}
     assert "compensated" in reasons["b"]
+
+
+def test_a_compensated_effect_of_an_earlier_attempt_leaves_the_later_result_reusable() -> None:
+    """Attempt 1's effect was compensated, attempt 2 ran again and succeeded: the recorded
+    output is attempt 2's, so the retry reuses the task (executing it would repeat attempt 2's
+    confirmed effect); a compensated effect of the attempt that ended it still forces it."""
+    undone = effect("b", status="uncertain", reconciliation="compensated", attempt=1)
+    again = effect("b", attempt=2)
+    source = with_task(succeeded_run(base()), "b", attempt=2, effects=(undone, again))
+    source = with_task(source, "d", state="failed")
+    plan = retry(source, failed_only=True)
+    assert plan.compatible and plan.reuse == ("a", "b", "c")
+    latest = dataclasses.replace(again, reconciliation="compensated")
+    forced = retry(with_task(source, "b", effects=(undone, latest)), failed_only=True)
+    assert forced.compatible and "b" in forced.execute
 
 
 def test_unresolved_effect_of_a_failed_task_is_not_retried() -> None:

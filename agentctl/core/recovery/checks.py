@@ -166,7 +166,7 @@ def _vars_hint(ctx: ReuseContext) -> str:
 
 
 def _effects_resolved(ctx: ReuseContext) -> Finding:
-    for effect in ctx.source.history():
+    for effect in ctx.source.producing():
         outcome = effective_outcome(effect)
         if outcome == "unresolved":
             return (

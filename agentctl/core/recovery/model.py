@@ -76,6 +76,9 @@ class SourceTask:
     # it, found by following the reuse provenance back (a retry of a retry); executing it again
     # repeats them as much as its own. None when that run is gone and nothing can be judged.
     inherited_effects: tuple[SourceEffect, ...] | None = ()
+    # The attempt that ended the task in the run that executed it (None: its own run did, or
+    # it is not known: every inherited effect then counts as producing its result).
+    inherited_attempt: int | None = None
     # The task's variables in the SOURCE plan (every layer merged, the command line's too),
     # None when its plan does not say: they tell why a fingerprint of an unchanged
     # workflow's task differs (the run was compiled with other --var/--vars-file values).
@@ -85,8 +88,21 @@ class SourceTask:
     settled_by: str | None = None
 
     def history(self) -> tuple[SourceEffect, ...]:
-        """Every effect that produced this task's result: its own and its inherited ones."""
+        """Every effect of this task, every attempt: its own and its inherited ones — what
+        executing it again may repeat."""
         return (*self.effects, *(self.inherited_effects or ()))
+
+    def producing(self) -> tuple[SourceEffect, ...]:
+        """The effects its recorded result came from: those of the attempt that ended it, its
+        own or (a reused task) in the run that executed it. An earlier attempt ended before
+        this one began, so a verdict on one of its effects (``compensated``, say) says
+        nothing about this result."""
+        own = (e for e in self.effects if e.attempt == self.attempt)
+        ended = self.inherited_attempt
+        inherited = (
+            e for e in self.inherited_effects or () if ended is None or e.attempt == ended
+        )
+        return (*own, *inherited)
 
 
 @dataclass(frozen=True)

@@ -219,7 +219,7 @@ def _retry_forced(source: SourceRun, target: Plan) -> tuple[dict[str, str], set[
             forced[task.id] = f"source task {src.state}"
             if src.state == "skipped":
                 quiet.add(task.id)
-        elif any(effective_outcome(e) == "compensated" for e in src.history()):
+        elif any(effective_outcome(e) == "compensated" for e in src.producing()):
             forced[task.id] = (
                 "a source effect was compensated; compensated effects are never reused"
             )
