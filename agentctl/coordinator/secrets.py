@@ -135,7 +135,10 @@ def _from_process(
         raise RunFailedError(f"{what}: secret helper {command} printed more than {limit} bytes")
     if done.returncode != 0:
         raise RunFailedError(f"{what}: secret helper {command} exited {done.returncode}")
-    text = done.stdout.decode("utf-8", "replace")
+    try:
+        text = done.stdout.decode("utf-8")
+    except UnicodeDecodeError as exc:  # never a silently altered value: as a file's is
+        raise RunFailedError(f"{what}: secret helper {command} did not print UTF-8") from exc
     return Resolved(text[:-1] if text.endswith("\n") else text, f"process:{command}")
 
 
@@ -193,12 +196,26 @@ def resolve_pointers(
     values: list[str] = []
     for where, ref in sorted(refs.items()):
         defaults = credential_envs if where == "/credential" else ()
-        got = resolve(ref, policy, workspace, f"{what}: {where.lstrip('/')}", default_envs=defaults)
+        place = f"{what}: {where.lstrip('/')}"
+        got = resolve(ref, policy, workspace, place, default_envs=defaults)
+        if where == "/credential" or where.startswith("/headers/"):
+            _require_header_value(got, place)
         request = replace_at(request, where, got.value)
         if has_pointer(recorded, where):
             recorded = replace_at(recorded, where, got.recorded())
         values.append(got.value)
     return ResolvedRefs(recorded, request, tuple(values))
+
+
+def _require_header_value(got: Resolved, place: str) -> None:
+    """Refuse a credential or header value an HTTP header cannot carry: the HTTP stack would
+    refuse it anyway, quoting the whole header (escaped, so redaction would miss it)."""
+    if any(c < " " and c != "\t" or c == "\x7f" for c in got.value):
+        raise RunFailedError(
+            f"{place}: the value from {got.source} holds a control character (a line break, "
+            "or a carriage return as in a file saved with CRLF line endings), which an HTTP "
+            "header cannot carry; correct it at its source"
+        )
 
 
 Availability = Literal["present", "missing", "missing_or_denied", "unchecked"]

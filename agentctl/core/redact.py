@@ -5,7 +5,9 @@ Invariants:
   ``[REDACTED]``. Longer secrets are matched first, so a secret that contains another one is
   hidden whole. Secrets of any non-zero length are redacted, even one to three characters: a
   short secret may over-redact ordinary text, which is the safe failure (leaking is not).
-  The empty string is ignored (it would match between every character).
+  The empty string is ignored (it would match between every character). A secret is also
+  matched as an error message may quote it escaped (``_spellings``): a value with a line
+  break, quoted by an HTTP library that refuses it, is still hidden.
 - The whole value of a sensitive key is replaced. A key is sensitive when its name, lowercased
   with ``_`` and ``-`` removed, *ends with* authorization, apikey, token, secret or password
   (``Authorization``, ``x-api-key``, ``accessToken``, ``client_secret``). A suffix, not a
@@ -17,6 +19,7 @@ Invariants:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import overload
@@ -36,7 +39,7 @@ class Redactor:
     """Redacts a fixed set of resolved secret values (and sensitive keys) from values."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        distinct = {s for s in secrets if s}
+        distinct = {form for s in secrets if s for form in _spellings(s)}
         ordered = sorted(distinct, key=lambda s: (-len(s), s))
         self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
 
@@ -68,6 +71,16 @@ class Redactor:
         if isinstance(value, list | tuple):
             return [self.redact(item) for item in value]
         return value
+
+
+def _spellings(secret: str) -> set[str]:
+    """``secret`` and the escaped forms an error message may quote it in: Python's ``repr``
+    of the text or of its UTF-8 bytes (an HTTP library naming a header it refuses) and JSON's
+    escapes (``\\r``, ``\\n``, ``\\u00e9``) — the same for a plain ASCII secret."""
+    forms = {secret, secret.encode("unicode_escape").decode("ascii")}
+    forms.add(repr(secret.encode("utf-8"))[2:-1])
+    forms.add(json.dumps(secret)[1:-1])
+    return forms
 
 
 @overload

@@ -199,3 +199,31 @@ def test_a_peer_a_template_selects_is_not_pre_flighted(
     named = _peer_workflow(tmp_path, peer, "other")
     refused = cli("--output", "json", "run", str(named), "--db", str(tmp_path / "n" / "r.db"))
     _refused_before_any_state(refused, tmp_path / "n", "A2A peer other: headers.X-Peer-Token")
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        (MCP.replace("HEADER", ENV_HEADER), "headers/X-Notes-Token"),
+        (A2A.replace("PEER_TOKEN", "NOTES_TOKEN"), "headers/X-Peer-Token"),
+    ],
+    ids=["mcp", "a2a"],
+)
+@pytest.mark.parametrize("value", ["tok-4815162342\r", "tok-4815162342\nX-Injected: 1"])
+def test_a_header_value_with_a_line_break_fails_closed_and_is_never_shown(  # type: ignore[no-untyped-def]
+    cli: Cli, tmp_path: Path, text, where, value
+) -> None:
+    """An HTTP header cannot carry a CR or LF: the value is refused where it is resolved
+    (exit 4, naming its source, not its value), never quoted back by the HTTP stack, so it
+    reaches neither the error, the ledger nor ``inspect``."""
+    (tmp_path / "wf.yaml").write_text(text, encoding="utf-8")
+    env = {"NOTES_TOKEN": value}
+    done = cli("--output", "json", "run", "wf.yaml", "--db", "r.db", env=env)
+    assert done.rc == 4, (done.stdout, done.stderr)
+    message = done.error["error"]["message"]
+    assert where in message and "env:NOTES_TOKEN" in message and "control character" in message
+    seen = cli("--output", "json", "inspect", done.error["error"]["runId"], "--db", "r.db")
+    assert seen.rc == 0, seen.stderr
+    files = [p.read_bytes().decode("latin-1") for p in tmp_path.glob("r.db*") if p.is_file()]
+    for shown in (done.stderr, seen.stdout, *files):
+        assert "4815162342" not in shown

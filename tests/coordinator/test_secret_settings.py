@@ -8,6 +8,7 @@ still means the default.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -34,3 +35,35 @@ def test_an_empty_setting_means_the_default(empty: JsonValue, tmp_path: Path) ->
     spec: JsonValue = {"command": ECHO, "args": ["s3cret"], "timeoutSeconds": empty}
     got = secrets.resolve({"process": spec}, POLICY, str(tmp_path), "env TOKEN")
     assert (got.value, got.source) == ("s3cret", f"process:{ECHO}")
+
+
+def test_a_helper_printing_bytes_that_are_not_utf8_fails_closed(tmp_path: Path) -> None:
+    """As a file secret's: never a value silently altered by a replacement character."""
+    printf = shutil.which("printf") or "/usr/bin/printf"
+    ref: JsonValue = {"process": {"command": printf, "args": ["ab\\377cd"]}}
+    policy: dict[str, JsonValue] = {"secretProcessAllowlist": ["printf"]}
+    with pytest.raises(RunFailedError, match="did not print UTF-8"):
+        secrets.resolve(ref, policy, str(tmp_path), "env TOKEN")
+
+
+@pytest.mark.parametrize("where", ["/credential", "/headers/X-Org"])
+def test_a_header_value_with_a_control_character_is_refused_naming_its_source(
+    where: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("ORG_TOKEN", "t0k\r")
+    ref: JsonValue = {"env": "ORG_TOKEN"}
+    policy: dict[str, JsonValue] = {"environmentAllowlist": ["ORG_TOKEN"]}
+    with pytest.raises(RunFailedError, match="env:ORG_TOKEN holds a control character") as got:
+        secrets.resolve_pointers({}, {}, {where: ref}, (policy, str(tmp_path), "p"))
+    assert "t0k" not in str(got.value)
+
+
+def test_a_custom_ca_keeps_its_line_breaks(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A PEM bundle is lines of text, not a header: only headers are refused."""
+    monkeypatch.setenv("CA_PEM", "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")
+    policy: dict[str, JsonValue] = {"environmentAllowlist": ["CA_PEM"]}
+    request: dict[str, JsonValue] = {"egress": {"customCa": None}}
+    got = secrets.resolve_pointers(
+        {}, request, {"/egress/customCa": {"env": "CA_PEM"}}, (policy, str(tmp_path), "p")
+    )
+    assert got.request["egress"] == {"customCa": os.environ["CA_PEM"]}

@@ -128,3 +128,13 @@ def test_no_secret_survives_redaction(secret: str, value: Any) -> None:
 
     for text in strings(redact(embed(value), [secret])):
         assert secret not in text
+
+
+def test_a_secret_is_hidden_in_the_escaped_forms_an_error_may_quote() -> None:
+    """An HTTP library refusing a header quotes it as bytes (``\\r`` escaped); JSON text
+    escapes line breaks and non-ASCII: each spelling of the secret is hidden."""
+    r = Redactor(["sk-abc\r", "pé\n"])
+    quoted = "Illegal header value b'Bearer sk-abc\\r'; p\\xc3\\xa9\\n, \"p\\u00e9\\n\", pé\n"
+    assert r.redact_text(quoted) == (
+        "Illegal header value b'Bearer [REDACTED]'; [REDACTED], \"[REDACTED]\", [REDACTED]"
+    )
