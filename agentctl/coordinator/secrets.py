@@ -210,7 +210,7 @@ def resolve_pointers(
 def _require_header_value(got: Resolved, place: str) -> None:
     """Refuse a credential or header value an HTTP header cannot carry: the HTTP stack would
     refuse it anyway, quoting the whole header (escaped, so redaction would miss it)."""
-    if any(c < " " and c != "\t" or c == "\x7f" for c in got.value):
+    if any((c < " " and c != "\t") or c == "\x7f" for c in got.value):
         raise RunFailedError(
             f"{place}: the value from {got.source} holds a control character (a line break, "
             "or a carriage return as in a file saved with CRLF line endings), which an HTTP "

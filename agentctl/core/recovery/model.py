@@ -99,9 +99,7 @@ class SourceTask:
         nothing about this result."""
         own = (e for e in self.effects if e.attempt == self.attempt)
         ended = self.inherited_attempt
-        inherited = (
-            e for e in self.inherited_effects or () if ended is None or e.attempt == ended
-        )
+        inherited = (e for e in self.inherited_effects or () if ended is None or e.attempt == ended)
         return (*own, *inherited)
 
 
