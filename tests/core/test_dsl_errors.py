@@ -783,6 +783,9 @@ def test_an_env_secret_the_static_policy_does_not_list_is_refused_where_nothing_
 BAD_POLICY_ENTRIES = {
     'writableRoots: [out, ""]': "spec.policy.writableRoots.1",
     'writableRoots: ["  "]': "spec.policy.writableRoots.0",
+    'writableRoots: [out, ".."]': "spec.policy.writableRoots.1",
+    'writableRoots: ["out/../../x"]': "spec.policy.writableRoots.0",
+    'writableRoots: ["out/../y"]': "spec.policy.writableRoots.0",
     "environmentAllowlist: [OK_1, 1BAD]": "spec.policy.environmentAllowlist.1",
     'environmentAllowlist: ["A-B"]': "spec.policy.environmentAllowlist.0",
     'environmentAllowlist: [""]': "spec.policy.environmentAllowlist.0",
@@ -794,3 +797,9 @@ def test_policy_roots_and_variable_names_are_checked(policy: str) -> None:
     source = MINIMAL.replace("spec:\n", f"spec:\n  policy: {{ {policy} }}\n")
     diag = only(source)
     assert (diag.code, diag.path) == ("schema_violation", BAD_POLICY_ENTRIES[policy]), diag
+
+
+def test_an_absolute_writable_root_may_name_any_directory() -> None:
+    """`..` is refused in a workspace-relative entry only: an absolute one is a mount."""
+    source = MINIMAL.replace("spec:\n", 'spec:\n  policy: { writableRoots: ["/srv/a/../b"] }\n')
+    assert load_workflow(source)

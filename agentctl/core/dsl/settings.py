@@ -120,7 +120,8 @@ class Policy(StrictModel):
 
 
 # Per-entry rules of the policy's lists: (key, field, holds, message, help). An empty
-# ``writableRoots`` entry names no directory (every write would be denied); an
+# ``writableRoots`` entry names no directory (every write would be denied), nor does one with
+# a `..` segment (``core.policy.check_relative_path`` refuses it, so every write is denied); an
 # ``environmentAllowlist`` entry that is not a variable name (``ENV_NAME_RE``, the rule of an
 # ``{env: NAME}`` reference) could never be read.
 _ENTRY_RULES: tuple[tuple[str, str, Callable[[str], bool], str, str | None], ...] = (
@@ -137,6 +138,13 @@ _ENTRY_RULES: tuple[tuple[str, str, Callable[[str], bool], str, str | None], ...
         lambda v: bool(v.strip()),
         "writableRoots entries name directories; {!r} is empty",
         'write "." for the whole workspace, or a directory under it',
+    ),
+    (
+        "writableRoots",
+        "writable_roots",
+        lambda v: v.startswith("/") or ".." not in v.split("/"),
+        "writableRoots entry {!r} contains `..`, which every write's path check refuses",
+        "name a directory inside the workspace without `..`, or an absolute path",
     ),
     (
         "environmentAllowlist",
