@@ -25,6 +25,7 @@ from agentctl.cli_stateview import (
     memory_write_view,
 )
 from agentctl.clikit import DEFAULT_DB, deliver
+from agentctl.core.conditions import json_identical
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.longterm import (
     DEFAULT_DIMENSIONS,
@@ -134,6 +135,21 @@ def _filter_pair(text: str) -> tuple[str, JsonValue]:
     return name, _json(raw, f"--filter {name}")
 
 
+def _filters(given: list[str]) -> JsonObject:
+    """``--filter KEY=JSON`` flags as one object; a key given twice must mean one value (two
+    would be a contradiction the later one silently settled)."""
+    wanted: JsonObject = {}
+    for text in given:
+        name, value = _filter_pair(text)
+        if name in wanted and not json_identical(wanted[name], value):
+            raise ValidationError(
+                f"--filter {name} is given twice with different values; an entry matches "
+                "one value of a key, so give it once"
+            )
+        wanted[name] = value
+    return wanted
+
+
 @memory_app.command("search")
 def memory_search_cmd(
     namespace: NamespaceArg,
@@ -149,7 +165,7 @@ def memory_search_cmd(
     db: DbOpt = DEFAULT_DB,
 ) -> None:
     """Ranked entries of a namespace, as the search action ranks them."""
-    wanted = dict(_filter_pair(f) for f in filters or [])
+    wanted = _filters(filters or [])
     args: JsonObject = {"query": query, "mode": mode, "limit": limit, "filters": wanted}
     search = search_query_of(args, namespace)
     with _ledger(db, verify=False) as ledger:

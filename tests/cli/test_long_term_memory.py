@@ -242,6 +242,12 @@ def test_cli_put_get_search_and_reindex(cli: Cli, tmp_path: Path) -> None:
     )
     assert found.rc == 0, found.stderr
     assert _keys(found.data["results"]) == ["style"] and found.data["limit"] == 5
+    query = ("memory", "search", "support", "brief notes", "--db", "m.db")
+    same = cli("--output", "json", *query, "--filter", 'team="docs"', "--filter", 'team="docs"')
+    assert same.rc == 0 and _keys(same.data["results"]) == ["style"], same.stderr
+    # Two values of one key contradict each other: refused, not the later one kept.
+    both = cli("--output", "json", *query, "--filter", 'team="a"', "--filter", 'team="docs"')
+    assert both.rc == 2 and "--filter team is given twice" in both.error["error"]["message"]
 
 
 def test_reindex_serves_a_workflow_with_another_embedding(cli: Cli, tmp_path: Path) -> None:
