@@ -67,6 +67,7 @@ def compile_workflow(
     run_level = _check_document(doc, env, graph, diags)
     drafter = Drafter(env, graph, diags)
     drafts = {task_id: drafter.draft(node) for task_id, node in graph.items()}
+    drafter.var_reads.report_shared()
     order = _order(graph, diags)
     runtime = env.spec.get("runtime") or {}
     max_concurrency = int(runtime.get("maxConcurrency") or 1)

@@ -241,7 +241,7 @@ def _var_reads(layer: Any, what: str, where: str | None, diags: Collector) -> No
         try:
             references = find_references(value)
         except TemplateError:
-            continue  # a syntax error is reported where the task's templates are checked
+            continue  # a syntax error is reported at the variable by ``varreads``
         for ref in references:
             if ref.root != "vars":
                 continue
