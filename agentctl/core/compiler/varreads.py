@@ -37,7 +37,7 @@ from agentctl.core.compiler.templating import (
     template_problem,
     templated_strings_at,
 )
-from agentctl.core.compiler.variables import VarLayer, cli_layers, holder_layers
+from agentctl.core.compiler.variables import VarLayer, cli_layers, holder_layers, value_label
 
 Scope = Literal["workflow", "agent", "task", "cli"]
 
@@ -157,31 +157,30 @@ class VarReads:
                 if is_file:
                     made.append(self._file_layer(layer, holder, files))
                 else:
-                    made.append(self._inline_layer(layer.values, holder))
+                    made.append(self._inline_layer(layer, holder))
             files += is_file
         return tuple(made)
 
     def _file_layer(self, layer: VarLayer, holder: _Holder, index: int) -> Layer:
         where = None if holder.base is None else f"{holder.base}.varsFiles.{index}"
-        what = "--vars-file" if holder.scope == "cli" else "variable file"
         reads: dict[str, VarRead] = {}
         for name, value in layer.values.items():
-            label = f"vars.{name} of {what} {layer.source!r}"
             texts = (text for text in iter_strings(value) if OPEN in text or "}}" in text)
+            label = value_label(layer, name)
             self._read(reads, name, ((where, text) for text in texts), label, holder)
         return Layer(tuple(layer.values), reads)
 
-    def _inline_layer(self, values: dict[str, Any], holder: _Holder) -> Layer:
+    def _inline_layer(self, layer: VarLayer, holder: _Holder) -> Layer:
+        values: dict[str, Any] = layer.values
         reads: dict[str, VarRead] = {}
         for name, value in values.items():
+            label = value_label(layer, name, holder.owner)
             if holder.base is None:  # (``--var``: no document path)
                 texts = (text for text in iter_strings(value) if OPEN in text or "}}" in text)
-                self._read(reads, name, ((None, t) for t in texts), f"--var {name}", holder)
-                continue
-            where = f"{holder.base}.vars.{name}"
-            self._read(
-                reads, name, templated_strings_at(value, where), _label(holder, name), holder
-            )
+                self._read(reads, name, ((None, t) for t in texts), label, holder)
+            else:
+                at = templated_strings_at(value, f"{holder.base}.vars.{name}")
+                self._read(reads, name, at, label, holder)
         return Layer(tuple(values), reads)
 
     def _read(
@@ -256,14 +255,6 @@ def _reader(node: Node) -> str:
     if node.source.role == "subworkflow_input" and node.source.parent:
         return node.source.parent
     return str(node.task["id"])
-
-
-def _label(holder: _Holder, name: str) -> str:
-    if holder.scope == "workflow":
-        return f"workflow variable `{name}`"
-    if holder.scope == "agent":
-        return f"variable `{name}` of agent `{holder.owner}`"
-    return ""  # a task's own `vars.NAME`: the path names it
 
 
 def _unknown_message(holder: _Holder, label: str, task_id: str) -> str:
