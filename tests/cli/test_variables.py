@@ -180,3 +180,31 @@ def test_run_outputs_cannot_read_a_task_s_own_variable(cli: Cli, tmp_path: Path)
     assert "spec.outputs.environment reads `vars.environment`" in message
     assert "no workflow-level variable defines" in message
     assert not (tmp_path / ".agentctl").exists()
+
+
+SHARED_VARS = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: {name: x}
+spec:
+  vars:
+    q: "VALUE"
+  actions: {a: {kind: builtin.assign}}
+  tasks:
+  - {id: a, uses: "action:a"}
+  - {id: b, uses: "action:a"}
+"""
+
+
+def test_a_workflow_variable_template_error_is_reported_once_at_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """Not once per task at a ``spec.tasks.N.vars`` the tasks do not have."""
+    for value, help_has in (("${{ inputs.a", None), ("${{ tasks.a.output }}", "need itself")):
+        (tmp_path / "wf.yaml").write_text(SHARED_VARS.replace("VALUE", value), encoding="utf-8")
+        done = cli("--output", "json", "check", "wf.yaml")
+        assert done.rc == 2, done.stdout
+        (diag,) = done.error["diagnostics"]
+        assert (diag["code"], diag["path"], diag["line"]) == ("invalid_template", "spec.vars.q", 6)
+        assert diag["column"] == 8
+        assert help_has is None or help_has in diag["help"]
