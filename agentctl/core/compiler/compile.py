@@ -39,6 +39,7 @@ from agentctl.core.compiler.references import (
     resolve_nodes,
 )
 from agentctl.core.compiler.requirements import plan_requirements
+from agentctl.core.compiler.shadowing import check_foreach_var_files
 from agentctl.core.compiler.subworkflows import flatten_tasks
 from agentctl.core.compiler.variables import (
     CapturedVars,
@@ -192,6 +193,7 @@ def _check_document(
     them (the plan carries them then), else ``{}``."""
     run_level = run_vars(env.spec, env.variables)
     check_captured(doc, env.variables, diags)
+    check_foreach_var_files(doc, env.variables, diags)
     check_var_reads(doc, env.variables, diags)
     check_instruction_files(doc, env.variables, diags)
     check_needs(graph, diags)
