@@ -35,13 +35,13 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from agentctl.cli_schemacache import prepare_workflow_model
 from agentctl.clikit import MAX_CLI_FILE_BYTES, collect_from_now, read_cli_file
-from agentctl.core.compiler import CapturedVars, compile_workflow
+from agentctl.core.compiler import CapturedVars, compile_workflow, foreach_shadow_warnings
 from agentctl.core.compiler.variables import CLI_VARS, VarLayer
 from agentctl.core.dsl import load_workflow
 from agentctl.core.dsl.diagnostics import Locator
@@ -304,4 +304,10 @@ def compile_with_vars(
     plan = compile_workflow(
         source.document, file=str(path), locate=source.locate, variables=captured
     )
+    # The compile's own warnings (a document that compiles): after the loader's, as found.
+    shadowed = foreach_shadow_warnings(
+        source.document, captured, file=str(path), locate=source.locate
+    )
+    if shadowed:
+        source = replace(source, warnings=[*source.warnings, *shadowed])
     return source, plan

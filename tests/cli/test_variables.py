@@ -180,3 +180,70 @@ def test_run_outputs_cannot_read_a_task_s_own_variable(cli: Cli, tmp_path: Path)
     assert "spec.outputs.environment reads `vars.environment`" in message
     assert "no workflow-level variable defines" in message
     assert not (tmp_path / ".agentctl").exists()
+
+
+SHARED_VARS = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: {name: x}
+spec:
+  vars:
+    q: "VALUE"
+  actions: {a: {kind: builtin.assign}}
+  tasks:
+  - {id: a, uses: "action:a"}
+  - {id: b, uses: "action:a"}
+"""
+
+
+def test_a_workflow_variable_template_error_is_reported_once_at_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """Not once per task at a ``spec.tasks.N.vars`` the tasks do not have."""
+    for value, help_has in (("${{ inputs.a", None), ("${{ tasks.a.output }}", "need itself")):
+        (tmp_path / "wf.yaml").write_text(SHARED_VARS.replace("VALUE", value), encoding="utf-8")
+        done = cli("--output", "json", "check", "wf.yaml")
+        assert done.rc == 2, done.stdout
+        (diag,) = done.error["diagnostics"]
+        assert (diag["code"], diag["path"], diag["line"]) == ("invalid_template", "spec.vars.q", 6)
+        assert diag["column"] == 8
+        assert help_has is None or help_has in diag["help"]
+
+
+FOREACH_AS = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: {name: x}
+spec:
+  vars: {x: 99}
+  actions: {a: {kind: builtin.assign}}
+  tasks: [{id: t, uses: "action:a", foreach: {items: [7], as: x}, with: {v: "${{ vars.x }}"}}]
+"""
+
+
+def test_a_foreach_as_name_set_by_another_layer(cli: Cli, tmp_path: Path) -> None:
+    """spec/dsl.md §4.8 reserves the ``as`` name in the task's own vars: a workflow-level or
+    command-line value of that name is hidden in the children with a warning, never silently;
+    the task's own var file setting it is refused as its inline ``vars`` are."""
+    (tmp_path / "wf.yaml").write_text(FOREACH_AS, encoding="utf-8")
+    done = cli("--output", "json", "run", "wf.yaml", "--db", "db.sqlite")
+    assert done.rc == 0, done.stderr
+    assert done.data["output"]["t"]["items"][0]["output"]["output"] == {"v": 7}
+    (warning,) = json.loads(done.stdout)["diagnostics"]
+    assert (warning["severity"], warning["path"], warning["line"]) == ("warning", "spec.vars.x", 5)
+    assert "hidden in the children of task `t`" in warning["message"]
+    checked = cli("--output", "json", "check", "wf.yaml", "--var", "x=5")
+    assert checked.rc == 0, checked.stderr
+    (warning,) = json.loads(checked.stdout)["diagnostics"]
+    assert (warning["severity"], warning["path"]) == ("warning", None)
+    assert warning["message"].startswith("--var x is hidden")
+    (tmp_path / "t.yaml").write_text("x: 99\n", encoding="utf-8")
+    own = FOREACH_AS.replace("vars: {x: 99}", "vars: {}").replace(
+        "as: x}", "as: x}, varsFiles: [t.yaml]"
+    )
+    (tmp_path / "wf.yaml").write_text(own, encoding="utf-8")
+    refused = cli("--output", "json", "check", "wf.yaml")
+    assert refused.rc == 2, refused.stdout
+    (diag,) = refused.error["diagnostics"]
+    assert (diag["severity"], diag["code"]) == ("error", "schema_violation")
+    assert diag["path"] == "spec.tasks.0.varsFiles.0" and "reserved" in diag["message"]

@@ -7,7 +7,12 @@ from typing import Any
 import pytest
 from compiler_docs import codes, compile_ok, diagnostics, task, workflow
 
-from agentctl.core.compiler import child_id, compile_workflow
+from agentctl.core.compiler import (
+    CapturedVars,
+    child_id,
+    compile_workflow,
+    foreach_shadow_warnings,
+)
 from agentctl.errors import ValidationError
 
 
@@ -104,6 +109,55 @@ def test_reserved_binding_names_rejected_in_vars() -> None:
     assert codes(doc) == {"schema_violation"}
     assert codes(workflow([task("a", vars={"loopIndex": 1})])) == {"schema_violation"}
     assert codes(workflow([task("a")], vars={"matrix": 1})) == {"schema_violation"}
+
+
+def test_a_foreach_as_name_set_by_the_task_s_own_var_file_is_refused() -> None:
+    # The task's own layers may not set its `as` name (spec §4.8): a var file as inline vars.
+    fan = {**task("fan", foreach={"items": [1], "as": "x"}), "varsFiles": ["t.yaml"]}
+    captured = CapturedVars(files={"t.yaml": {"x": 99}})
+    with pytest.raises(ValidationError) as info:
+        compile_workflow(workflow([fan]), variables=captured)
+    [diag] = info.value.diagnostics
+    assert (diag.code, diag.path, diag.severity) == (
+        "schema_violation",
+        "spec.tasks.0.varsFiles.0",
+        "error",
+    )
+    assert "vars.x" in diag.message and "`fan`" in diag.message
+    compile_workflow(workflow([fan]), variables=CapturedVars(files={"t.yaml": {"y": 1}}))
+
+
+def test_a_foreach_item_hiding_a_shared_variable_is_a_warning() -> None:
+    # Workflow, agent and command-line layers are shared with other tasks: the item may hide
+    # their value in the children, but never silently (the value given is not what they see).
+    agent = {"provider": "p", "model": "m", "instructions": "i", "tools": [], "vars": {"a": 1}}
+    doc = workflow(
+        [
+            task("t", foreach={"items": [7], "as": "x"}),
+            task("u", foreach={"items": [7], "as": "x"}),
+            task("g", "agent:w", foreach={"items": [7], "as": "a"}, with_={"prompt": "p"}),
+            task("i", foreach={"items": [7]}),
+            task("plain", with_={"v": "${{ vars.x }}"}),
+        ],
+        vars={"x": 99},
+        varsFiles=["w.yaml"],
+        providers={"p": {"kind": "fake"}},
+        agents={"w": agent},
+    )
+    captured = CapturedVars(files={"w.yaml": {"x": 1, "item": 2}}, cli={"c": 3})
+    plan = compile_workflow(doc, variables=captured)
+    assert plan.task("plain").vars["x"] == 99  # the other tasks keep the variable
+    found = foreach_shadow_warnings(doc, captured, file="wf.yaml")
+    assert [(d.severity, d.code, d.path) for d in found] == [
+        ("warning", "schema_violation", "spec.vars.x"),  # (the value that wins, not w.yaml's)
+        ("warning", "schema_violation", "spec.agents.w.vars.a"),
+        ("warning", "schema_violation", "spec.varsFiles.0"),  # `item`, the default `as`
+    ]
+    assert found[0].message.startswith("workflow variable `x` is hidden in the children of ")
+    assert "tasks `t`, `u`" in found[0].message and found[0].file == "wf.yaml"
+    on_cli = foreach_shadow_warnings(doc, CapturedVars(cli={"x": 5}))
+    assert (on_cli[0].path, on_cli[0].message.split(" is ")[0]) == (None, "--var x")
+    assert foreach_shadow_warnings(workflow([task("t", foreach={"items": [1]})]), captured) == []
 
 
 def _loop(**loop: object) -> dict[str, object]:

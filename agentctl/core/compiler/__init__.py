@@ -1,8 +1,9 @@
 """The workflow compiler: normalized document → deterministic, fully expanded ``Plan``.
 
 Public API: ``compile_workflow``, ``plan_to_json``, ``check_result_json``, ``child_id``
-(the pinned expanded-child id rule) and ``CapturedVars`` (var files and CLI variables read
-by the caller before compiling). Pure: no I/O, clock or randomness.
+(the pinned expanded-child id rule), ``CapturedVars`` (var files and CLI variables read
+by the caller before compiling) and ``foreach_shadow_warnings`` (the warnings of a document
+that compiles: a shared variable a foreach item hides). Pure: no I/O, clock or randomness.
 """
 
 from __future__ import annotations
@@ -10,6 +11,14 @@ from __future__ import annotations
 from agentctl.core.compiler.compile import compile_workflow
 from agentctl.core.compiler.expand import child_id
 from agentctl.core.compiler.render_plan import check_result_json, plan_to_json
+from agentctl.core.compiler.shadowing import foreach_shadow_warnings
 from agentctl.core.compiler.variables import CapturedVars
 
-__all__ = ["CapturedVars", "check_result_json", "child_id", "compile_workflow", "plan_to_json"]
+__all__ = [
+    "CapturedVars",
+    "check_result_json",
+    "child_id",
+    "compile_workflow",
+    "foreach_shadow_warnings",
+    "plan_to_json",
+]

@@ -14,9 +14,10 @@ one (``agent_timeout_seconds``: the bound of its whole attempt; the resolved
 ``timeout_seconds`` cannot tell it from the runtime default).
 
 Checked here per task: template reads against ``needs`` (the task's ``with`` at the task, the
-action's ``with`` defaults it does not replace at the action's keys), the ``with`` keys its
-action kind reads, the templates of its action's configuration (``actionchecks``) and of its
-agent's instructions (``instructions``).
+action's ``with`` defaults it does not replace at the action's keys, its variables at the layer
+and key that writes each — ``varreads`` —, its engine bindings where the expansion writes
+them), the ``with`` keys its action kind reads, the templates of its action's configuration
+(``actionchecks``) and of its agent's instructions (``instructions``).
 
 Invariant: the returned task is a draft (``position`` -1, no fingerprint); ``compile`` fixes
 both once the order is known.
@@ -49,6 +50,7 @@ from agentctl.core.compiler.references import (
 )
 from agentctl.core.compiler.routes import compile_route
 from agentctl.core.compiler.variables import base_vars, task_vars
+from agentctl.core.compiler.varreads import VarReads
 from agentctl.core.jsonschema import schema_problems
 from agentctl.core.plan import AgentConfig, Compensation, PlannedTask, RetryPolicy, TaskKind
 from agentctl.core.timeouts import TASK_TIMEOUT_SECONDS
@@ -60,28 +62,30 @@ _AUTHORED = frozenset({"action", "agent", "router"})
 _RENDERING = _AUTHORED | {"subworkflow_input", "subworkflow_output"}
 
 
-def _check_vars(
-    node: Node, vars_: dict[str, Any], graph: dict[str, Node], diags: Collector
-) -> None:
-    """``check_reads`` of a task's merged vars; a foreach child's item is checked at its place
-    in ``foreach.items``, the other layers as the task's ``vars``."""
-    item = _foreach_item(node)
-    if item is None:
-        check_reads(node, vars_, "vars", graph, diags)
-        return
-    item_name, index = item
-    check_reads(node, {k: v for k, v in vars_.items() if k != item_name}, "vars", graph, diags)
-    at = f"{node.path}.foreach.items.{index}"
-    check_reads(node, vars_.get(item_name), "foreach", graph, diags, at)
+def _check_bindings(node: Node, graph: dict[str, Node], diags: Collector) -> None:
+    """``check_reads`` of the engine bindings, each where it is written: a foreach child's
+    item at its place in ``foreach.items``, a matrix child's values at their axes, the first
+    loop child's ``loopPrevious`` at ``loop.initial`` (a later child's is the engine's read of
+    the child before, which it needs), those a caller gave (``compile._bound``) at the task.
+    Variables of the layers are ``VarReads``' to check."""
+    for name, value in node.bindings.items():
+        at = _binding_path(node, name)
+        if at is not None and not isinstance(value, int):
+            check_reads(node, value, name, graph, diags, at)
 
 
-def _foreach_item(node: Node) -> tuple[str, int] | None:
-    """A foreach child's item binding: its variable name and its index in ``items``."""
-    index = node.bindings.get("foreachIndex") if node.expansion == "foreach" else None
-    if not isinstance(index, int):
-        return None
-    names = [k for k in node.bindings if k != "foreachIndex"]
-    return (names[0], index) if len(names) == 1 else None
+def _binding_path(node: Node, name: str) -> str | None:
+    """Where the value of binding ``name`` is written; None for one the engine makes."""
+    bindings, path = node.bindings, node.path
+    if node.expansion == "foreach":
+        index = bindings.get("foreachIndex")
+        return None if name == "foreachIndex" else f"{path}.foreach.items.{index}"
+    if node.expansion == "matrix":
+        return f"{path}.matrix.axes" if name == "matrix" else None
+    if node.expansion == "loop":
+        first = name == "loopPrevious" and bindings.get("loopIndex") == 0
+        return f"{path}.loop.initial" if first else None
+    return path
 
 
 def _check_engine_reads(
@@ -133,6 +137,8 @@ class Drafter:
         self._agents: dict[str, dict[str, Any]] = {}
         self._base_vars: dict[str | None, dict[str, Any]] = {}
         self._retries: dict[tuple[int, int], RetryPolicy] = {}
+        # Shared variable layers are checked once, here; ``compile`` ends with ``report_shared``.
+        self.var_reads = VarReads(env, graph, diags)
         runtime = env.spec.get("runtime") or {}
         default = whole_number(runtime.get("defaultTimeoutSeconds"))
         self._default_timeout = TASK_TIMEOUT_SECONDS if default is None else default
@@ -147,7 +153,7 @@ class Drafter:
         # Own copies: children of one expansion share their parent's definition dicts.
         with_ = _merged_with(node, action)
         vars_ = self._merged_vars(node, agent_name, agent)
-        self._check_task(node, (facts, action), (agent_name, agent), vars_)
+        self._check_task(node, (facts, action), (agent_name, agent))
         output_schema = _output_schema(node, diags)
         authored = kind in _AUTHORED
         return PlannedTask(
@@ -192,18 +198,19 @@ class Drafter:
         node: Node,
         action: tuple[ActionFacts | None, dict[str, Any] | None],
         agent: tuple[str | None, dict[str, Any] | None],
-        vars_: dict[str, Any],
     ) -> None:
         """Template reads of the task's ``with``, its action's ``with`` defaults (at the
-        action) and the merged vars, ``when``, the action's own checks and the agent's
-        instructions (``action``: its facts and definition; ``agent``: its name and
-        definition; either pair None)."""
+        action), its variables (each at its layer's key: ``VarReads``) and engine bindings,
+        ``when``, the action's own checks and the agent's instructions (``action``: its facts
+        and definition; ``agent``: its name and definition; either pair None)."""
         graph, diags = self.graph, self.diags
         facts, definition = action
         if node.kind not in _AGGREGATES:
             # The task's own `with` at the task; its action's defaults at the action's keys.
             check_reads(node, node.task.get("with"), "with", graph, diags, _with_path(node))
-        _check_vars(node, vars_, graph, diags)
+        if node.kind in _RENDERING:  # (an aggregate renders no variables)
+            self.var_reads.check(node, agent[0])
+            _check_bindings(node, graph, diags)
         check_when(node, graph, diags)
         if facts is not None and definition is not None:
             if facts.defaults_templated:  # (else no default can read anything)

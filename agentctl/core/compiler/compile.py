@@ -39,6 +39,7 @@ from agentctl.core.compiler.references import (
     resolve_nodes,
 )
 from agentctl.core.compiler.requirements import plan_requirements
+from agentctl.core.compiler.shadowing import check_foreach_var_files
 from agentctl.core.compiler.subworkflows import flatten_tasks
 from agentctl.core.compiler.variables import (
     CapturedVars,
@@ -67,6 +68,7 @@ def compile_workflow(
     run_level = _check_document(doc, env, graph, diags)
     drafter = Drafter(env, graph, diags)
     drafts = {task_id: drafter.draft(node) for task_id, node in graph.items()}
+    drafter.var_reads.report_shared()
     order = _order(graph, diags)
     runtime = env.spec.get("runtime") or {}
     max_concurrency = int(runtime.get("maxConcurrency") or 1)
@@ -191,6 +193,7 @@ def _check_document(
     them (the plan carries them then), else ``{}``."""
     run_level = run_vars(env.spec, env.variables)
     check_captured(doc, env.variables, diags)
+    check_foreach_var_files(doc, env.variables, diags)
     check_var_reads(doc, env.variables, diags)
     check_instruction_files(doc, env.variables, diags)
     check_needs(graph, diags)

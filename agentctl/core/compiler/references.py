@@ -93,15 +93,9 @@ def check_reads(
     at: str | None = None,
 ) -> None:
     """Template syntax of every string in ``value`` and its task reads against ``needs``,
-    each reported at its own key below ``at`` (default: the task's ``where``); ``vars`` at the
-    block, since the merged layers' values come from the workflow, the agent and the
-    expansion as well as the task."""
-    if not value:  # (most vars, and many a with: nothing to walk)
-        return
-    if where == "vars":
-        for text in iter_strings(value):
-            if OPEN in text or "}}" in text:
-                _check_text(node, text, (f"{node.path}.{where}", ""), graph, diags)
+    each reported at its own key below ``at`` (default: the task's ``where``). Variables are
+    checked at the layer that writes them (``varreads``), not here."""
+    if not value:  # (many a with: nothing to walk)
         return
     for path, text in templated_strings_at(value, at or f"{node.path}.{where}"):
         _check_text(node, text, (path, ""), graph, diags)
@@ -160,10 +154,16 @@ def _check_read(
             "invalid_template",
             f"task `{reader}` reads tasks.{task_id}.output{context} without needing `{task_id}`",
             where,
-            help=f"add {task_id} to the needs of {reader}"
-            if context
-            else f"add {task_id} to needs",
+            help=needs_help(reader, task_id, context),
         )
+
+
+def needs_help(reader: str, task_id: str, context: str) -> str:
+    """What fixes task ``reader``'s read of a task it does not need (``context``: where the
+    read is, "" when it is in the task's own ``with`` or ``vars``)."""
+    if task_id == reader:  # "add it to needs" would make a cycle of one
+        return f"a task cannot need itself: read tasks.{task_id}.output in the tasks that need it"
+    return f"add {task_id} to the needs of {reader}" if context else f"add {task_id} to needs"
 
 
 def check_when(node: Node, graph: dict[str, Node], diags: Collector) -> None:

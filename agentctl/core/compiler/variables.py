@@ -163,6 +163,19 @@ def holder_layers(
         yield VarLayer(f"{scope}Vars", f"{where}.vars", holder["vars"])
 
 
+def value_label(layer: VarLayer, name: str, owner: str | None = None) -> str:
+    """How messages name variable ``name`` as ``layer`` sets it (``owner``: the agent of an
+    agent layer); "" for a task's own ``vars``, whose dotted path names it."""
+    if layer.layer.endswith("VarsFiles"):
+        what = "--vars-file" if layer.layer == "cliVarsFiles" else "variable file"
+        return f"vars.{name} of {what} {layer.source!r}"
+    if layer.layer == "workflowVars":
+        return f"workflow variable `{name}`"
+    if layer.layer == "agentVars":
+        return f"variable `{name}` of agent `{owner}`"
+    return f"--var {name}" if layer.layer == "cliVars" else ""
+
+
 def cli_layers(captured: CapturedVars) -> Iterator[VarLayer]:
     """The command line's layers in precedence order (see ``CapturedVars``)."""
     if captured.cli_layers:
@@ -241,7 +254,7 @@ def _var_reads(layer: Any, what: str, where: str | None, diags: Collector) -> No
         try:
             references = find_references(value)
         except TemplateError:
-            continue  # a syntax error is reported where the task's templates are checked
+            continue  # a syntax error is reported at the variable by ``varreads``
         for ref in references:
             if ref.root != "vars":
                 continue
