@@ -163,7 +163,17 @@ def effects_inspect_cmd(
     # The original's older `effects inspect RUN [--task T]` listed a run's effects; scripts
     # written for it still run.
     if task is not None:
-        _list(api.effects_list(effect, db=db, task=task), db)
+        try:
+            listed = api.effects_list(effect, db=db, task=task)
+        except RunNotFoundError:
+            # With --task the argument is a run (the older form); an effect id given there is
+            # the likeliest slip, so the error says which form was read.
+            raise NotFoundError(
+                f"run {effect!r} not found: with --task, `effects inspect` takes a run id "
+                "(the older form, as `effects list RUN --task T`); drop --task to inspect an "
+                "effect"
+            ) from None
+        _list(listed, db)
     if not _HEX.fullmatch(effect):
         try:
             listed = api.effects_list(effect, db=db, task=None)
@@ -171,7 +181,7 @@ def effects_inspect_cmd(
             # Asked for an effect: say so, not only that no run has this id. (A missing
             # database or an ambiguous prefix keeps its own error.)
             raise NotFoundError(
-                f"effect {effect} not found (nor a run of that id, for the older "
+                f"effect {effect!r} not found (nor a run of that id, for the older "
                 "`effects inspect RUN` form)"
             ) from None
         _list(listed, db)

@@ -54,6 +54,13 @@ def test_effects_list_and_inspect_show_the_unresolved_effect_and_how_to_settle_i
     assert by_prefix.rc == 0 and by_prefix.data["effect"]["effectId"] == effect_id
     verbose = cli("effects", "inspect", effect_id, "--db", "r.db", "--verbose")
     assert '"effectId"' in verbose.stdout  # --verbose adds the data as JSON
+    # The older form reads its argument as a run: an effect id there is told so, exit 5.
+    older = cli(
+        "--output", "json", "effects", "inspect", effect_id, "--task", "step", "--db", "r.db"
+    )
+    assert older.rc == 5 and "with --task, `effects inspect` takes a run id" in older.stderr
+    listed = cli("--output", "json", "effects", "inspect", run_id, "--task", "step", "--db", "r.db")
+    assert listed.rc == 0 and listed.data["effects"][0]["effectId"] == effect_id
 
 
 def test_a_reconciliation_is_shown_with_its_id_actor_and_the_resume_that_follows(
