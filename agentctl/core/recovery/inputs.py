@@ -139,7 +139,7 @@ def _reuse_block(
     reads: Reads,
     outputs: Mapping[str, JsonValue],
 ) -> Block | None:
-    read = sorted(changed & task_input_names(task))
+    read = sorted(changed & task_input_names(task)) if changed else []
     if read:
         now = _digest(task, reads.inputs[1], memory.rebuilt, outputs)
         return _input_block(task.id, read, recorded.input_digest, now)
