@@ -103,6 +103,12 @@ def test_unsupported_yaml_constructs(fragment: str, message: str) -> None:
     assert diag.line == position(source, fragment.splitlines()[0])[0] == 8
 
 
+@pytest.mark.parametrize("fragment", ["x: .inf", "x: -.Inf", "x: .nan", "x: " + "9" * 50])
+def test_a_number_json_cannot_hold_is_located_by_path_too(fragment: str) -> None:
+    source = MINIMAL.replace("      uses:", f"      with: {{ {fragment} }}\n      uses:")
+    check(only(source), "yaml_syntax", "spec.tasks.0.with.x", position(source, fragment[3:]))
+
+
 def test_plain_keys_typed_as_numbers_booleans_or_null_are_their_text() -> None:
     """The original reads maps into string keys, so ``{1: a}`` has the key "1": the text as
     written, never a re-spelt number (``0x10`` stays "0x10", ``1.50`` stays "1.50")."""

@@ -18,8 +18,8 @@ Invariants:
   custom tag, and a quoted key tagged other than ``!!str`` (``!!int "1"``) are refused.
 - Duplicate mapping keys (after that: ``1`` and ``"1"`` are the same key), collection keys,
   undefined aliases, explicit tags other than the standard str/int/float/bool/null/map/seq
-  ones, multiple documents and non-finite numbers are all rejected as ``yaml_syntax`` (a bad
-  key with the dotted path of the mapping holding it).
+  ones, multiple documents and non-finite numbers are all rejected as ``yaml_syntax``, each
+  with the dotted path where it was met (the enclosing mapping's, for a key).
 - ``ParsedYaml.plain_texts`` keeps the source text of every plain (unquoted) scalar that
   resolved to a boolean or a number, so a caller whose schema wants a string there can take
   the text as written (``true`` the program name, ``1.10`` the version). Keys follow the same
@@ -324,7 +324,7 @@ class _Builder:
 
     def build(self, node: Node, path: str, depth: int) -> Any:
         if depth > MAX_DEPTH:
-            self.problem(f"the document is nested deeper than {MAX_DEPTH} levels", node)
+            self.problem(f"the document is nested deeper than {MAX_DEPTH} levels", node, path=path)
             return None
         self._count(node)
         if isinstance(node, MappingNode):
@@ -359,7 +359,7 @@ class _Builder:
 
     def _mapping(self, node: MappingNode, path: str, depth: int) -> dict[str, Any]:
         if node.tag != TAG + "map":
-            self.problem(f"unsupported tag {node.tag!r} on a mapping", node)
+            self.problem(f"unsupported tag {node.tag!r} on a mapping", node, path=path)
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
             key = self._key(key_node, path)
@@ -392,7 +392,7 @@ class _Builder:
 
     def _sequence(self, node: SequenceNode, path: str, depth: int) -> list[Any]:
         if node.tag != TAG + "seq":
-            self.problem(f"unsupported tag {node.tag!r} on a sequence", node)
+            self.problem(f"unsupported tag {node.tag!r} on a sequence", node, path=path)
         items: list[Any] = []
         for index, item in enumerate(node.value):
             child = f"{path}.{index}" if path else str(index)
@@ -414,16 +414,17 @@ class _Builder:
             return text.lower() == "true"
         if tag == TAG + "int" and INT_RE.match(text):
             if len(text) > MAX_INT_CHARS:
-                self.problem(f"integer {text[:20]}... is too large", node)
+                self.problem(f"integer {text[:20]}... is too large", node, path=path)
                 return None
             return to_int(text)
         if tag == TAG + "float" and FLOAT_RE.match(text):
             number = to_float(text)
             if math.isfinite(number):
                 return number
-            self.problem(f"{text!r} is not a finite number; JSON cannot represent it", node)
+            message = f"{text!r} is not a finite number; JSON cannot represent it"
+            self.problem(message, node, path=path)
             return None
-        self.problem(f"unsupported tag {tag!r} for scalar {text!r}", node, "remove the tag")
+        self.problem(f"unsupported tag {tag!r} for scalar {text!r}", node, "remove the tag", path)
         return None
 
 
