@@ -102,6 +102,23 @@ def test_a_policy_provider_nothing_declares_is_a_warning(cli: Cli, tmp_path: Pat
     assert _warnings(cli) == [("spec.policy.providers.1", 5, 30)]
 
 
+def test_an_agents_retry_is_a_warning_pointing_to_the_task(cli: Cli, tmp_path: Path) -> None:
+    # spec/dsl.md §5: parsed, but only task retry applies; `maxAttempts: 3` there used to do
+    # nothing without a word.
+    body = """\
+  providers: { sim: { kind: fake } }
+  agents:
+    a: { provider: sim, model: m, instructions: hi, retry: { maxAttempts: 3 } }
+  tasks:
+    - { id: t, uses: "agent:a", with: { prompt: hi } }
+"""
+    assert _check(cli, tmp_path, body, rc=0)["valid"] is True
+    assert _warnings(cli) == [("spec.agents.a.retry", 7, 53)]
+    human = cli("check", "wf.yaml")
+    assert human.rc == 0
+    assert "put `retry` on the tasks that use `agent:a` instead (`t`)" in human.stderr
+
+
 def test_a_bad_template_in_action_defaults_points_at_the_action(cli: Cli, tmp_path: Path) -> None:
     body = """\
   actions:

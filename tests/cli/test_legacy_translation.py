@@ -3,7 +3,9 @@
 spec/dsl.md §1 "Legacy": the original's minimum preserved contract (its v0 ``assign`` fixture,
 which carries a top-level ``version``) loads, migrates and runs; legacy provider keys a v1
 provider does not have (``cache``, ``profile``) and the legacy base-URL ``endpoint`` are
-dropped with a ``migration_required`` warning each, while a v1 document keeps refusing them.
+dropped with a ``migration_required`` warning each, while a v1 document keeps refusing them;
+so are agent keys a v1 agent does not have (vendor settings, misspellings) and the top-level
+keys with no v1 place (``defaults``, ``promptCache``, ``mcpServers``, ``a2aAgents``, ``packs``).
 """
 
 from __future__ import annotations
@@ -193,3 +195,77 @@ def test_a_refused_migration_locates_its_diagnostics_as_check_does(
     located = [(d["path"], d["line"], d["column"]) for d in checked.error["diagnostics"]]
     assert located == [("spec.tasks.0.uses", 4, 11)]
     assert [(d["path"], d["line"], d["column"]) for d in migrated.error["diagnostics"]] == located
+
+
+AGENT_KEYS = """\
+playbook: p
+agents:
+  a: {provider: fake, model: x, instructions: hi, maxturns: 1, temperature: 0.2}
+providers: {fake: {kind: fake}}
+tasks:
+  - {id: t, uses: "agent:a", with: {prompt: hi}}
+"""
+
+
+def test_legacy_agent_keys_v1_lacks_are_dropped_with_a_warning_each(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A misspelt ``maxturns`` used to vanish without a word, leaving the default 8 turns."""
+    (tmp_path / "old.yaml").write_text(AGENT_KEYS, encoding="utf-8")
+    checked = cli("--output", "json", "check", "old.yaml")
+    assert checked.rc == 0, checked.stderr
+    warned = json.loads(checked.stdout)["diagnostics"]
+    dropped = [(d["code"], d["path"], d["line"], d["column"]) for d in warned[1:]]
+    assert dropped == [
+        ("migration_required", "spec.agents.a.maxturns", 3, 51),
+        ("migration_required", "spec.agents.a.temperature", 3, 64),
+    ]
+    assert "legacy agent `a`: `maxturns` dropped" in warned[1]["message"]
+    assert warned[1]["help"].startswith("did you mean `maxTurns`?")
+    migrated = cli("--output", "json", "migrate", "old.yaml")
+    assert migrated.rc == 0, migrated.stderr
+    assert json.loads(migrated.stdout)["diagnostics"] == warned
+    agent = yaml.safe_load(migrated.data["document"])["spec"]["agents"]["a"]
+    assert agent == {"provider": "fake", "model": "x", "instructions": "hi"}
+    human = cli("migrate", "old.yaml")
+    assert human.rc == 0
+    assert "legacy agent `a`: `temperature` dropped" in human.stderr
+
+
+TOP_LEVEL = """\
+playbook: p
+version: 1.0.0
+defaults: { agentProfile: inspect }
+promptCache: { enabled: true }
+mcpServers:
+  docs: { url: "https://mcp.example.com/mcp", bearerTokenEnv: DOCS_TOKEN }
+a2aAgents: {}
+modules: { put: { kind: builtin.assign } }
+tasks:
+  - { id: t, uses: "module:put", with: { x: 1 } }
+"""
+
+
+def test_legacy_top_level_keys_with_no_v1_place_are_dropped_with_a_warning_each(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A legacy workflow's MCP servers are not carried over (the original's migration guide
+    leaves them to the user: credentials are not guessed), but they are no longer lost
+    silently. ``version`` only labelled the playbook, and an empty key drops nothing."""
+    (tmp_path / "old.yaml").write_text(TOP_LEVEL, encoding="utf-8")
+    checked = cli("--output", "json", "check", "old.yaml")
+    assert checked.rc == 0, checked.stderr
+    warned = json.loads(checked.stdout)["diagnostics"]
+    located = [(d["code"], d["path"], d["line"], d["column"]) for d in warned[1:]]
+    assert located == [
+        ("migration_required", "spec.defaults", 3, 1),
+        ("migration_required", "spec.promptCache", 4, 1),
+        ("migration_required", "spec.mcpServers", 5, 1),
+    ]
+    assert "legacy `mcpServers` (`docs`) dropped" in warned[3]["message"]
+    assert "spec.mcpServers" in warned[3]["help"]
+    migrated = cli("--output", "json", "migrate", "old.yaml")
+    assert migrated.rc == 0, migrated.stderr
+    assert json.loads(migrated.stdout)["diagnostics"] == warned
+    spec = yaml.safe_load(migrated.data["document"])["spec"]
+    assert not {"defaults", "promptCache", "mcpServers", "a2aAgents"} & set(spec)

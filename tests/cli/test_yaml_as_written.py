@@ -2,7 +2,8 @@
 
 Anchors and aliases expand; alias expansion is bounded so a "billion laughs" document is
 refused (exit 2, ``yaml_syntax``, no state); a plain scalar where the schema wants a string is
-taken as its text, while keys that take any JSON value keep the typed value.
+taken as its text, while keys that take any JSON value keep the typed value; a plain mapping key
+that looks like a number, boolean or null is its text as written, as the original reads it.
 """
 
 from __future__ import annotations
@@ -131,3 +132,28 @@ def test_plain_scalars_are_text_as_written_without_anchors_too(cli: Cli, tmp_pat
     assert done.data["output"]["keep"]["output"] == {"n": 1.1, "b": True, "list": [1, 2]}
     plan = cli("--output", "json", "plan", "wf.yaml")
     assert plan.rc == 0 and plan.data["name"] == "1.10"
+
+
+PLAIN_KEYS = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: { name: keys, labels: { 2024: x } }
+spec:
+  actions: { put: { kind: builtin.assign } }
+  tasks:
+    - { id: t, uses: "action:put", with: { 1: a, true: b, 0x10: c } }
+"""
+
+
+def test_plain_mapping_keys_are_their_text(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "wf.yaml").write_text(PLAIN_KEYS, encoding="utf-8")
+    done = cli("--output", "json", "run", "wf.yaml", "--db", "db.sqlite")
+    assert done.rc == 0, done.stderr
+    assert done.data["output"]["t"]["output"] == {"1": "a", "true": "b", "0x10": "c"}
+    twice = PLAIN_KEYS.replace("0x10: c", "'1': c")
+    (tmp_path / "twice.yaml").write_text(twice, encoding="utf-8")
+    got = cli("--output", "json", "check", "twice.yaml")
+    assert got.rc == 2
+    (diag,) = got.error["diagnostics"]
+    assert (diag["code"], diag["path"], diag["line"]) == ("yaml_syntax", "spec.tasks.0.with.1", 7)
+    assert "duplicate key '1'" in diag["message"]

@@ -372,6 +372,31 @@ def test_a_policy_provider_no_provider_declares_is_found_for_a_warning() -> None
     assert unused_key_findings(doc) == []
 
 
+def test_an_agents_retry_is_found_for_a_warning_naming_the_tasks_using_it() -> None:
+    # spec/dsl.md §5: an agent's `retry` is parsed, but only the task's retry applies; the
+    # workflow compiles (the original accepts it) and the key is found, never silently ignored.
+    doc = _agent_doc({"retry": {"maxAttempts": 3}})
+    doc["spec"]["tasks"].append(task("again", "agent:w", with_={"prompt": "more"}))
+    plan = compile_ok(doc)
+    assert plan.task("ask").retry.max_attempts == 1  # the agent's is not applied
+    [found] = unused_key_findings(doc)
+    assert (found.code, found.path, found.point) == (
+        "schema_violation",
+        "spec.agents.w.retry",
+        "key",
+    )
+    assert "has no effect" in found.message
+    assert found.help == "put `retry` on the tasks that use `agent:w` instead (`ask`, `again`)"
+    # A default-valued retry says nothing, and an agent no task uses still gets the warning.
+    for quiet in ({}, {"maxAttempts": 1}, {"maxAttempts": 1, "backoffMs": 0}):
+        assert unused_key_findings(_agent_doc({"retry": quiet})) == []
+    unused = _agent_doc({})
+    unused["spec"]["agents"]["idle"] = {**unused["spec"]["agents"]["w"], "retry": {"backoffMs": 5}}
+    [found] = unused_key_findings(unused)
+    assert found.path == "spec.agents.idle.retry"
+    assert found.help == "put `retry` on the tasks that use `agent:idle` instead"
+
+
 def test_a_bad_template_in_action_defaults_is_reported_at_the_action() -> None:
     # Syntax: once, at the action's key, however many tasks use the action.
     broken = {"kind": "builtin.assign", "with": {"x": "${{ inputs.nope", "y": 1}}

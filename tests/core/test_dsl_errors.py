@@ -90,8 +90,9 @@ def test_duplicate_keys_are_reported_at_the_second_key() -> None:
         ("x: !!binary aGk=", "unsupported tag"),
         ("x: !custom 1", "unsupported tag"),
         ("x: .inf", "finite"),
-        ("1: one", "not a string"),
-        ("? [a, b]\n        : one", "plain strings"),
+        ("!custom 1: one", "unsupported tag '!custom' on mapping key"),
+        ("? [a, b]\n        : one", "a mapping key must be a scalar, not a sequence"),
+        ("? {a: b}\n        : one", "a mapping key must be a scalar, not a mapping"),
     ],
 )
 def test_unsupported_yaml_constructs(fragment: str, message: str) -> None:
@@ -100,6 +101,36 @@ def test_unsupported_yaml_constructs(fragment: str, message: str) -> None:
     assert diag.code == "yaml_syntax" and message in diag.message
     # Each problem is reported on the fragment's first line (line 8).
     assert diag.line == position(source, fragment.splitlines()[0])[0] == 8
+
+
+@pytest.mark.parametrize("fragment", ["x: .inf", "x: -.Inf", "x: .nan", "x: " + "9" * 50])
+def test_a_number_json_cannot_hold_is_located_by_path_too(fragment: str) -> None:
+    source = MINIMAL.replace("      uses:", f"      with: {{ {fragment} }}\n      uses:")
+    check(only(source), "yaml_syntax", "spec.tasks.0.with.x", position(source, fragment[3:]))
+
+
+def test_plain_keys_typed_as_numbers_booleans_or_null_are_their_text() -> None:
+    """The original reads maps into string keys, so ``{1: a}`` has the key "1": the text as
+    written, never a re-spelt number (``0x10`` stays "0x10", ``1.50`` stays "1.50")."""
+    keys = "{ 1: a, true: b, 0x10: c, 1.50: d, ~: e, False: f }"
+    source = MINIMAL.replace("{ name: m }", "{ name: m, labels: { 2024: x } }").replace(
+        "      uses:", f"      with: {keys}\n      uses:"
+    )
+    loaded = load_workflow(source, "wf.yaml")
+    assert loaded.document["metadata"]["labels"] == {"2024": "x"}
+    with_ = loaded.document["spec"]["tasks"][0]["with"]
+    assert with_ == {"1": "a", "true": "b", "0x10": "c", "1.50": "d", "~": "e", "False": "f"}
+    assert loaded.locate("spec.tasks.0.with.0x10") == position(source, "c,")
+
+
+@pytest.mark.parametrize(("plain", "quoted"), [("1", "'1'"), ("true", '"true"'), ("~", "'~'")])
+def test_a_plain_key_and_its_quoted_text_are_one_key_twice(plain: str, quoted: str) -> None:
+    source = MINIMAL.replace(
+        "      uses:", f"      with: {{ {plain}: a, {quoted}: b }}\n      uses:"
+    )
+    diag = only(source)
+    check(diag, "yaml_syntax", f"spec.tasks.0.with.{plain}", position(source, f"{quoted}:"))
+    assert f"duplicate key {plain!r}" in diag.message
 
 
 def test_multiple_documents_and_empty_or_non_mapping_documents() -> None:

@@ -295,8 +295,13 @@ tasks:
 
 def test_legacy_playbook_is_translated_with_a_warning() -> None:
     loaded = load_workflow(LEGACY, "old.yaml")
-    assert [w.code for w in loaded.warnings] == ["migration_required"]
-    assert loaded.warnings[0].severity == "warning"
+    # One for the document, then one per key it loses, in source order (at that key).
+    assert [(w.code, w.severity, w.path, w.line) for w in loaded.warnings] == [
+        ("migration_required", "warning", None, 1),
+        ("migration_required", "warning", "spec.defaults", 4),
+        ("migration_required", "warning", "spec.promptCache", 5),
+        ("migration_required", "warning", "spec.agents.h.vendorTemperature", 9),
+    ]
     # It names the version `migrate` writes, not another one (the two are the same shape).
     assert "v1alpha1" not in loaded.warnings[0].message
     assert "agentctl.dev/v1 document" in (loaded.warnings[0].help or "")
@@ -312,6 +317,26 @@ def test_legacy_playbook_is_translated_with_a_warning() -> None:
     assert spec["agents"]["w"]["provider"] == "openai"
     assert spec["providers"]["openai"]["credential"] == {"env": "OPENAI_API_KEY"}
     assert spec["providers"]["fake"]["kind"] == "fake"
+
+
+def test_legacy_keys_dropped_say_where_their_setting_went() -> None:
+    source = (
+        "playbook: old\npacks: [review, { odd: 1 }]\na2aAgents: { helper: { cardUrl: x } }\n"
+        "agents:\n  w: { kind: openai.responses, instructions: hi, baseUrl: x, maxTurn: 2 }\n"
+        'tasks: [{ id: b, uses: "agent:w" }]\n'
+    )
+    warned = {w.path: w for w in load_workflow(source).warnings}
+    assert set(warned) == {
+        None,
+        "spec.packs",
+        "spec.a2aAgents",
+        "spec.agents.w.baseUrl",
+        "spec.agents.w.maxTurn",
+    }  # `kind` is read (it picks the provider), not dropped
+    assert warned["spec.packs"].message.startswith("legacy `packs` (`review`) dropped")
+    assert "spec.a2aPeers" in (warned["spec.a2aAgents"].help or "")
+    assert "spec.providers" in (warned["spec.agents.w.baseUrl"].help or "")
+    assert (warned["spec.agents.w.maxTurn"].help or "").startswith("did you mean `maxTurns`?")
 
 
 def test_legacy_keeps_never_and_always_approval() -> None:
@@ -330,7 +355,9 @@ def test_legacy_rejected_forms_point_into_the_legacy_source() -> None:
     unknown = LEGACY.replace("tasks:\n", "bogus: 1\ntasks:\n")
     with pytest.raises(ValidationError) as info:
         load_workflow(unknown)
-    (diag,) = info.value.diagnostics
+    # The keys the translation dropped follow the error as warnings (they may explain it).
+    diag, *notes = info.value.diagnostics
+    assert [n.severity for n in notes] == ["warning"] * 3
     assert (diag.code, diag.path, diag.line, diag.column) == (
         "schema_violation",
         "spec.bogus",

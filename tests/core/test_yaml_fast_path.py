@@ -81,8 +81,7 @@ def test_scalar_typing_matches_the_exact_path() -> None:
     "text",
     [
         "a: 1\na: 2\n",  # duplicate key
-        "true: 1\n",  # a key that is not a string
-        "1: x\n",
+        "1: x\n'1': y\n",  # a duplicate key once a plain number is taken as its text
         "a: !!str 5\n",  # an explicit tag
         "a: &x 1\nb: *x\n",  # anchors and aliases
         "a: .inf\n",  # not finite
@@ -94,7 +93,7 @@ def test_scalar_typing_matches_the_exact_path() -> None:
         "[" * 70 + "]" * 70 + "\n",  # deeper than the limit
         "? [1]\n: x\n",  # a collection as a key
         "a: 1\n'a': 2\n",  # a duplicate key, quoted the second time
-        "~: 1\n",  # a null key
+        "!!int 1: x\n",  # a tagged key
     ],
 )
 def test_what_the_exact_path_decides_is_left_to_it(text: str) -> None:
@@ -108,6 +107,9 @@ def test_what_the_exact_path_decides_is_left_to_it(text: str) -> None:
         "a: {b: [1, {c: 2.5}], d: [[], {}]}\ne: [x, [y, [z: 3]]]\n",  # nesting, both ways
         "- a\n- {k: v}\n- [1, true]\n",  # a sequence at the root
         "t0: x\nnull0: y\ntrue1: z\n",  # plain keys that only start like null or a boolean
+        # plain keys typed as numbers, booleans or null: their text, as written
+        "1: a\ntrue: b\n0x10: c\n~: d\n1.50: e\nnull: f\n.inf: g\n2024: {TRUE: [h]}\n",
+        "a: [{? : e}]\n",  # an empty key: the empty text
     ],
 )
 def test_keys_and_nesting_match_the_exact_path(text: str) -> None:

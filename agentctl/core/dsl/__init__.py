@@ -17,8 +17,9 @@ on their own (``partial.py``): their findings follow the schema's diagnostics, s
 reports every independent problem of the stage.
 
 Documents without ``apiVersion`` that use the old ``playbook:`` form are translated first
-(``legacy.py``) and carry a ``migration_required`` warning, plus one per legacy provider key
-the translation dropped (at that key in the legacy source).
+(``legacy.py``) and carry a ``migration_required`` warning, plus one per legacy key the
+translation dropped (top-level, memory, provider and agent keys; at that key in the legacy
+source, in source order).
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def load_workflow(source: str | bytes, file: str | None = None) -> LoadedWorkflo
         raw, locator = translation.document, legacy_locator(locator)
         if translation.rejected:
             raise _invalid([to_diagnostic(f, locator, file) for f in translation.rejected])
-        notes = [_as_warning(f, locator, file) for f in translation.dropped]
+        notes = sorted((_as_warning(f, locator, file) for f in translation.dropped), key=_position)
         warnings += [_migration_warning(file), *notes]
     workflow, raw, findings = _validate(raw, texts)
     if workflow is None:  # the rules' findings on the valid parts follow the schema's

@@ -3,7 +3,7 @@
 The legacy form has no ``apiVersion``; its top level holds ``playbook: NAME`` and the spec
 keys directly. Translation is pure and total on any mapping; the result is then validated as
 strictly as any v1alpha1 document, and the caller adds a ``migration_required`` warning (and
-one per dropped provider key, ``Translation.dropped``).
+one per key the translation dropped, ``Translation.dropped``).
 
 Invariants:
 - ``playbook`` → ``metadata.name``; ``modules`` → ``actions``; ``uses: module:X`` →
@@ -12,12 +12,18 @@ Invariants:
   ``memory.working``; ``memory.longTerm.dbPath`` is dropped with a ``migration_required``
   finding (long-term memory lives in the run database); ``policy.approvalMode`` →
   ``policy.approval`` (never/always kept, anything else becomes mutations); ``version`` (the
-  playbook's own version: v1 metadata has none), ``defaults``, ``promptCache``,
-  ``mcpServers``, ``a2aAgents`` and ``packs`` are dropped.
+  playbook's own version, which nothing read: v1 metadata has none) is dropped quietly, and
+  ``defaults``, ``promptCache``, ``mcpServers``, ``a2aAgents`` and ``packs`` are dropped with a
+  ``migration_required`` finding each (none has a v1 form the translation could fill in
+  without guessing: a legacy MCP server or A2A agent carried plain header values and a
+  ``bearerTokenEnv``, where v1 takes secret references; the original's migration guide leaves
+  them to the user).
 - Agents: a heuristic agent (``heuristic: true``, or ``kind``/``type`` ``heuristic`` or
   ``builtin.heuristic``) uses provider ``fake``, else its own provider, else ``openai``;
-  ``model`` defaults to ``scripted``; keys an agent does not have in v1alpha1 (vendor-specific
-  ones) are dropped. Without ``providers`` the document gets ``fake`` and ``openai``
+  ``model`` defaults to ``scripted``; every other key an agent does not have in v1alpha1
+  (vendor-specific ones such as ``temperature``, and misspelt ones) is dropped with a
+  ``migration_required`` finding naming the agent and the key. Without ``providers`` the
+  document gets ``fake`` and ``openai``
   (credential ``{env: OPENAI_API_KEY}``); a provider chosen by the heuristic above is added
   when the document's own providers lack it.
 - A legacy provider keeps only the keys a v1alpha1 provider has, less ``endpoint`` (a legacy
@@ -41,8 +47,51 @@ from agentctl.core.dsl.diagnostics import Finding, Locator
 
 # (mapping holding the pair, legacy key, its v1alpha1 name): renames a translation could collide.
 _RENAMED = (("", "modules", "actions"), ("policy", "approvalMode", "approval"))
-_DROPPED = ("version", "defaults", "promptCache", "mcpServers", "a2aAgents", "packs")
+# Top-level legacy keys with no v1 place: (why, where the setting goes now). ``version`` is
+# left out quietly: it only labelled the playbook, so nothing it did is lost.
+_DROPPED_TOP: dict[str, tuple[str, str]] = {
+    "defaults": (
+        "workflow-wide agent defaults and tool profiles are gone",
+        "give each agent its own `tools` and limits (`maxTurns`, `maxToolCalls`)",
+    ),
+    "promptCache": (
+        "prompt caching is a provider option now",
+        "set `providerOptions.promptCacheMode`/`promptCacheTtl` on an openai or azure_openai agent",
+    ),
+    "mcpServers": (
+        "a legacy MCP server, with plain header values and `bearerTokenEnv`, is not a v1 one,"
+        " and the translation does not guess credentials",
+        "declare each under `spec.mcpServers` (`url`, `headers` as secret references such as"
+        " `{env: NAME}`) and use it from `mcp.call` actions or `mcp.tool` tools",
+    ),
+    "a2aAgents": (
+        "a legacy A2A agent, with plain header values and `bearerTokenEnv`, is not a v1 peer,"
+        " and the translation does not guess credentials",
+        "declare each under `spec.a2aPeers` (`cardUrl`, `headers` as secret references) and"
+        " delegate to it with `a2a.delegate` actions",
+    ),
+    "packs": (
+        "a legacy pack was named only; a v1 pack reference says where it is and its digest",
+        "list each pack under `spec.packs` as `{name, version, path, integrity}`",
+    ),
+}
+_DROPPED = ("version", *_DROPPED_TOP)
+# Dropped keys that hold named things, named in the warning (a server lost is then findable).
+_NAMED = frozenset({"mcpServers", "a2aAgents", "packs"})
 _AGENT_KEYS = frozenset(f.alias or n for n, f in Agent.model_fields.items())
+# Legacy agent keys the translation reads (they choose the provider) instead of dropping.
+_AGENT_READ = frozenset({"kind", "type", "heuristic"})
+_TO_PROVIDER = "connection settings belong to the agent's provider (`spec.providers`)"
+# Where a known legacy agent setting lives now; any other key gets a spelling hint.
+_AGENT_KEY_HELP = {
+    "profile": "tool profiles are gone: list the tools the agent may call in `tools`",
+    "promptCache": "prompt caching is `providerOptions.promptCacheMode`/`promptCacheTtl`",
+    "reasoningEffort": "the current form is `reasoning: {effort: ...}`",
+    **dict.fromkeys(
+        ("baseUrl", "endpoint", "apiVersion", "deployment", "organization", "project"),
+        _TO_PROVIDER,
+    ),
+}
 # A legacy ``endpoint`` was a base URL (``https://api.openai.com/v1``) the old runtime appended
 # paths to; a v1 endpoint is the full request URL, so keeping it would fail every call.
 _PROVIDER_KEYS = frozenset(f.alias or n for n, f in Provider.model_fields.items()) - {"endpoint"}
@@ -67,7 +116,7 @@ class Translation:
 
 def translate_legacy(raw: dict[str, Any]) -> Translation:
     """The v1alpha1 form of a legacy document, the legacy forms that cannot be translated,
-    and the legacy provider keys left out."""
+    and the legacy keys left out (top-level, memory, provider and agent keys)."""
     body = {k: copy.deepcopy(v) for k, v in raw.items() if k not in _DROPPED}
     name = body.pop("playbook")
     metadata: dict[str, Any] = {"name": name}
@@ -83,10 +132,10 @@ def translate_legacy(raw: dict[str, Any]) -> Translation:
             _translate_tasks(sub.get("tasks"))
     if not rejected:
         _builtin_actions(body)
-    dropped = _translate_memory(body)
+    dropped = _dropped_top(raw) + _translate_memory(body)
     _translate_policy(body)
     dropped += _translate_providers(body)
-    _translate_agents(body)
+    dropped += _translate_agents(body)
     doc = {"apiVersion": "agentctl.dev/v1alpha1", "kind": "Workflow", "metadata": metadata}
     doc["spec"] = body
     return Translation(doc, rejected, dropped)
@@ -277,12 +326,34 @@ def _dropped_provider_key(name: str, key: str) -> Finding:
     )
 
 
-def _translate_agents(body: dict[str, Any]) -> None:
+def _dropped_top(raw: dict[str, Any]) -> list[Finding]:
+    """A finding for each top-level legacy key that held something and has no v1 place."""
+    found: list[Finding] = []
+    for key, value in raw.items():
+        if key not in _DROPPED_TOP or value in (None, {}, []):
+            continue  # an empty one drops nothing
+        why, help_text = _DROPPED_TOP[key]
+        names = _names(value) if key in _NAMED else []
+        named = f" ({', '.join(f'`{n}`' for n in names)})" if names else ""
+        message = f"legacy `{key}`{named} dropped ({why})"
+        found.append(Finding("migration_required", f"spec.{key}", message, help_text, "key"))
+    return found
+
+
+def _names(value: Any) -> list[str]:
+    """The names a dropped collection held: a mapping's keys, a list's texts (legacy packs)."""
+    if isinstance(value, dict):
+        return [str(name) for name in value]
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+
+
+def _translate_agents(body: dict[str, Any]) -> list[Finding]:
     agents = body.get("agents")
     if "providers" not in body:
         body["providers"] = copy.deepcopy(_DEFAULT_PROVIDERS)
     if not isinstance(agents, dict):
-        return
+        return []
+    dropped: list[Finding] = []
     for name, agent in list(agents.items()):
         if not isinstance(agent, dict):
             continue
@@ -296,7 +367,30 @@ def _translate_agents(body: dict[str, Any]) -> None:
         kept["provider"] = provider
         kept.setdefault("model", "scripted")
         agents[name] = kept
+        lost = [k for k in agent if k not in _AGENT_KEYS and k not in _AGENT_READ]
+        dropped += [_dropped_agent_key(str(name), str(key)) for key in lost]
         providers = body["providers"]
         chosen = heuristic or "provider" not in agent
         if chosen and isinstance(providers, dict):
             providers.setdefault(provider, copy.deepcopy(_DEFAULT_PROVIDERS[provider]))
+    return dropped
+
+
+def _dropped_agent_key(name: str, key: str) -> Finding:
+    # A key the legacy format had says where its setting went; any other is likely misspelt
+    # (``maxturns``), and a silently lost limit is what this warning exists to prevent.
+    help_text = _AGENT_KEY_HELP.get(key)
+    if help_text is None:
+        import difflib  # here, not at the top: only a legacy agent with a stray key needs it
+
+        close = difflib.get_close_matches(key, sorted(_AGENT_KEYS), n=1)
+        hint = f"did you mean `{close[0]}`? " if close else ""
+        help_text = f"{hint}`agentctl migrate` writes the agent without it"
+    return Finding(
+        "migration_required",
+        f"spec.agents.{name}.{key}",
+        f"legacy agent `{name}`: `{key}` dropped (the current workflow format has no such"
+        " agent setting)",
+        help_text,
+        "key",
+    )

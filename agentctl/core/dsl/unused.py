@@ -8,14 +8,18 @@ workflow reports each as a ``warning`` diagnostic at its key.
   router's fixed contract and a violation fails the task (§4.13), as on any task;
 - ``timeoutSeconds`` on a task of a pure kind (assign, assert, memory.read): nothing runs that
   a timeout could bound;
+- an agent's ``retry``: the spec parses it but applies only the retry of the task that runs
+  the agent (spec/dsl.md §5; the original's provider page: retry is limited to task bounds),
+  so the warning names those tasks, where it belongs;
 - a ``policy.providers`` name no provider is declared under: it allows no model call, and a
   misspelt one leaves the provider meant denied (a policy shared between workflows may list
   more providers than one declares).
 
 Invariants: pure — reads the document as written, never changes it, its digests or the exit
 code; an empty ``with`` and a default-valued ``retry`` (``maxAttempts: 1``, no backoff) say
-nothing and are not reported; pack actions and providers are not resolved here (a task using a
-pack action is not judged, and a workflow that loads packs gets no provider warning).
+nothing and are not reported; pack actions, agents and providers are not resolved here (a task
+using a pack action is not judged, a pack's agents are not looked at, and a workflow that loads
+packs gets no provider warning).
 """
 
 from __future__ import annotations
@@ -47,7 +51,42 @@ def unused_key_findings(raw: Mapping[str, object]) -> list[Finding]:
                 task.get("uses") == "router" or task.get(_TIMEOUT) is not None
             ):
                 found += _task_findings(f"{base}.{index}", task, pure)
-    return found + _policy_provider_findings(spec)
+    return found + _agent_retry_findings(spec) + _policy_provider_findings(spec)
+
+
+def _agent_retry_findings(spec: Mapping[str, object]) -> list[Finding]:
+    agents = spec.get("agents")
+    named = agents.items() if isinstance(agents, Mapping) else ()
+    with_retry = [
+        str(name)
+        for name, agent in named
+        if isinstance(agent, Mapping) and agent.get("retry") not in (None, {}, *_DEFAULT_RETRY)
+    ]
+    if not with_retry:
+        return []  # nearly every workflow: its tasks are not walked
+    users = _agent_users(spec)
+    why = "only the `retry` of a task that uses the agent repeats its transient failures"
+    found: list[Finding] = []
+    for name in with_retry:
+        ids = ", ".join(f"`{t}`" for t in users.get(name, []))
+        where = f"put `retry` on the tasks that use `agent:{name}` instead"
+        found.append(
+            _finding(f"spec.agents.{name}", "retry", why, f"{where} ({ids})" if ids else where)
+        )
+    return found
+
+
+def _agent_users(spec: Mapping[str, object]) -> dict[str, list[str]]:
+    """The ids of the tasks (sub-workflows' included) that use each agent, by agent name."""
+    users: dict[str, list[str]] = {}
+    for _, tasks in task_lists(spec):
+        for task in tasks:
+            if not isinstance(task, Mapping):
+                continue
+            uses = task.get("uses")
+            if isinstance(uses, str) and uses.startswith("agent:"):
+                users.setdefault(uses.removeprefix("agent:"), []).append(str(task.get("id")))
+    return users
 
 
 def _policy_provider_findings(spec: Mapping[str, object]) -> list[Finding]:
@@ -95,11 +134,11 @@ def _task_findings(path: str, task: Mapping[str, object], pure: Mapping[str, str
     return []
 
 
-def _finding(path: str, key: str, why: str) -> Finding:
+def _finding(path: str, key: str, why: str, help_text: str | None = None) -> Finding:
     return Finding(
         "schema_violation",
         f"{path}.{key}",
         f"`{key}` has no effect here: {why}",
-        help=f"remove `{key}`; it is accepted and ignored",
+        help=help_text or f"remove `{key}`; it is accepted and ignored",
         point="key",
     )

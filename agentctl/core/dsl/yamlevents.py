@@ -11,10 +11,12 @@ Invariants:
 - a document this path returns is one the exact path (``yamlload``) accepts, with an equal
   value and equal ``plain_texts``; scalars are typed by ``yamlscalars``, the rules the exact
   path's resolver uses;
-- anything unusual — an anchor, alias or explicit tag, a duplicate or non-string key, a
-  non-finite or overlong number, nesting near ``MAX_DEPTH``, several documents, an empty
-  document, a root that is not a collection, or any libyaml error — returns None, and the
-  exact path decides (with its diagnostics and positions); so this path reports nothing.
+- a key is its text whatever it looks like (``1``, ``true``, ``~``), as on the exact path;
+- anything unusual — an anchor, alias or explicit tag, a duplicate key (``1`` and ``"1"``
+  included), a collection as a key, a non-finite or overlong number, nesting near
+  ``MAX_DEPTH``, several documents, an empty document, a root that is not a collection, or
+  any libyaml error — returns None, and the exact path decides (with its diagnostics and
+  positions); so this path reports nothing.
 """
 
 from __future__ import annotations
@@ -122,8 +124,6 @@ class _Events:
         # repeats most of its texts (every task's keys, ``uses``, ``needs``), and typing one
         # is up to four regular expressions; the values are immutable, so sharing is safe.
         self.typed: dict[str, tuple[Any, bool]] = {}
-        # Texts already accepted as keys: a plain one types as a string, so any style may.
-        self.names: set[str] = set()
 
     def expect(self, kind: type) -> None:
         if type(self.get()) is not kind:
@@ -144,7 +144,7 @@ class _Events:
         a mapping, the key awaiting its value) and the enclosing ones on ``outer``; a key or a
         scalar value costs no call once its text was seen (parse_yaml of the 1,000-task
         chain: 16.6 -> 12.4 ms with ``_plain_scalar``'s shortcuts, min of 30 interleaved)."""
-        get, texts, typed, names = self.get, self.texts, self.typed, self.names
+        get, texts, typed = self.get, self.texts, self.typed
         outer: list[tuple[Any, str, bool]] = []
         top, path, is_map, name = root, "", type(root) is dict, None
         while True:
@@ -154,9 +154,9 @@ class _Events:
                 if event.tag is not None:  # and no anchor: parse_fast saw no "&"
                     raise _Unusual
                 text: str = event.value
-                if is_map and name is None:
-                    if text in top or (text not in names and not self.name(text, event.style)):
-                        raise _Unusual
+                if is_map and name is None:  # a key: its text, typed or not (yamlload._key)
+                    if text in top:
+                        raise _Unusual  # a duplicate: the exact path reports it
                     name = text
                     continue
                 value: Any = text
@@ -178,16 +178,6 @@ class _Events:
                 outer.append((top, path, is_map))
                 top, path, is_map = _nested(event, top, path, name, len(outer))
                 name = None
-
-    def name(self, text: str, style: str) -> bool:
-        """Whether ``text`` may be a key: not a plain scalar typed as null, bool or number."""
-        if style:
-            return True
-        made, is_typed = self.typed.get(text) or self.plain(text)
-        if is_typed or made is None:
-            return False
-        self.names.add(text)
-        return True
 
     def plain(self, text: str) -> tuple[Any, bool]:
         """``_plain_scalar(text)``, remembered for the rest of the document."""

@@ -12,12 +12,18 @@ Invariants:
   as it passes the bound, before it costs memory or time. A repeated anchor name redefines
   the anchor (YAML 1.2). Merge keys (``<<``) are YAML 1.1
   only and stay ordinary keys (which the schema then rejects as unknown).
-- Duplicate mapping keys, non-string keys, undefined aliases, explicit tags other
-  than the standard str/int/float/bool/null/map/seq ones, multiple documents and non-finite
-  numbers are all rejected as ``yaml_syntax``.
+- Every mapping key is a string: a plain (unquoted) key the resolver types as a number, a
+  boolean or null is its source text exactly as written (``1``, ``true``, ``0x10``, ``~``), as
+  the original's string-keyed maps take it. A mapping or a sequence as a key, a key with a
+  custom tag, and a quoted key tagged other than ``!!str`` (``!!int "1"``) are refused.
+- Duplicate mapping keys (after that: ``1`` and ``"1"`` are the same key), collection keys,
+  undefined aliases, explicit tags other than the standard str/int/float/bool/null/map/seq
+  ones, multiple documents and non-finite numbers are all rejected as ``yaml_syntax``, each
+  with the dotted path where it was met (the enclosing mapping's, for a key).
 - ``ParsedYaml.plain_texts`` keeps the source text of every plain (unquoted) scalar that
   resolved to a boolean or a number, so a caller whose schema wants a string there can take
-  the text as written (``true`` the program name, ``1.10`` the version).
+  the text as written (``true`` the program name, ``1.10`` the version). Keys follow the same
+  rule (``_written_text``) at once, since a key is always wanted as a string.
 - Every failure is a ``Diagnostic`` (1-based line and column); no other exception escapes
   ``parse_yaml`` besides ``agentctl.errors.ValidationError``.
 - Positions are keyed by dotted path (list indices as decimal numbers; the root is ``""``).
@@ -72,6 +78,9 @@ Position = tuple[int, int]
 
 # Implicitly typed plain scalars whose text a string-typed key takes as written.
 _PLAIN_TYPED = frozenset({TAG + "bool", TAG + "int", TAG + "float"})
+# A mapping key is always wanted as a string, so a plain null (``~``, ``null``) is its text too;
+# a null value is not (it stays JSON null where the schema allows one).
+_PLAIN_KEY_TYPED = _PLAIN_TYPED | {TAG + "null"}
 
 
 class _Resolver(BaseResolver):
@@ -315,7 +324,7 @@ class _Builder:
 
     def build(self, node: Node, path: str, depth: int) -> Any:
         if depth > MAX_DEPTH:
-            self.problem(f"the document is nested deeper than {MAX_DEPTH} levels", node)
+            self.problem(f"the document is nested deeper than {MAX_DEPTH} levels", node, path=path)
             return None
         self._count(node)
         if isinstance(node, MappingNode):
@@ -350,10 +359,10 @@ class _Builder:
 
     def _mapping(self, node: MappingNode, path: str, depth: int) -> dict[str, Any]:
         if node.tag != TAG + "map":
-            self.problem(f"unsupported tag {node.tag!r} on a mapping", node)
+            self.problem(f"unsupported tag {node.tag!r} on a mapping", node, path=path)
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            key = self._key(key_node)
+            key = self._key(key_node, path)
             if key is None:
                 continue
             child = f"{path}.{key}" if path else key
@@ -366,23 +375,24 @@ class _Builder:
             result[key] = self.build(value_node, child, depth + 1)
         return result
 
-    def _key(self, key_node: Node) -> str | None:
+    def _key(self, key_node: Node, path: str) -> str | None:
+        """The text of a mapping key, or None (a problem recorded at the mapping's ``path``)."""
         if not isinstance(key_node, ScalarNode):
-            self.problem("mapping keys must be plain strings, not collections", key_node)
+            kind = "mapping" if isinstance(key_node, MappingNode) else "sequence"
+            message = f"a mapping key must be a scalar, not a {kind}"
+            self.problem(message, key_node, "write the key as text, e.g. `name: value`", path)
             return None
-        if key_node.tag != TAG + "str":
-            shown = key_node.value
-            self.problem(
-                f"mapping key {shown!r} is not a string",
-                key_node,
-                f'quote it to use it as a string key: "{shown}"',
-            )
-            return None
-        return str(key_node.value)
+        if key_node.tag == TAG + "str":
+            return str(key_node.value)
+        written = _written_text(key_node, _PLAIN_KEY_TYPED)
+        if written is None:  # an explicit tag: a custom one, or a standard one on a quoted key
+            message = f"unsupported tag {key_node.tag!r} on mapping key {key_node.value!r}"
+            self.problem(message, key_node, "remove the tag", path)
+        return written
 
     def _sequence(self, node: SequenceNode, path: str, depth: int) -> list[Any]:
         if node.tag != TAG + "seq":
-            self.problem(f"unsupported tag {node.tag!r} on a sequence", node)
+            self.problem(f"unsupported tag {node.tag!r} on a sequence", node, path=path)
         items: list[Any] = []
         for index, item in enumerate(node.value):
             child = f"{path}.{index}" if path else str(index)
@@ -395,25 +405,35 @@ class _Builder:
         tag = node.tag
         if tag == TAG + "str":
             return text
-        if not node.style and tag in _PLAIN_TYPED:  # plain: None (PyYAML) or '' (libyaml)
-            self.out.plain_texts[path] = text
+        written = _written_text(node, _PLAIN_TYPED)
+        if written is not None:
+            self.out.plain_texts[path] = written
         if tag == TAG + "null" and NULL_RE.match(text):
             return None
         if tag == TAG + "bool" and BOOL_RE.match(text):
             return text.lower() == "true"
         if tag == TAG + "int" and INT_RE.match(text):
             if len(text) > MAX_INT_CHARS:
-                self.problem(f"integer {text[:20]}... is too large", node)
+                self.problem(f"integer {text[:20]}... is too large", node, path=path)
                 return None
             return to_int(text)
         if tag == TAG + "float" and FLOAT_RE.match(text):
             number = to_float(text)
             if math.isfinite(number):
                 return number
-            self.problem(f"{text!r} is not a finite number; JSON cannot represent it", node)
+            message = f"{text!r} is not a finite number; JSON cannot represent it"
+            self.problem(message, node, path=path)
             return None
-        self.problem(f"unsupported tag {tag!r} for scalar {text!r}", node, "remove the tag")
+        self.problem(f"unsupported tag {tag!r} for scalar {text!r}", node, "remove the tag", path)
         return None
+
+
+def _written_text(node: ScalarNode, typed: frozenset[str]) -> str | None:
+    """The source text of a plain (unquoted) scalar the resolver typed as one of ``typed``,
+    else None: the text a user meant where a string is wanted (a key, a name)."""
+    if node.style or node.tag not in typed:  # plain: style None (PyYAML) or '' (libyaml)
+        return None
+    return str(node.value)
 
 
 def parse_yaml(source: str | bytes, file: str | None = None) -> ParsedYaml:
