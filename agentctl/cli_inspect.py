@@ -163,30 +163,37 @@ def effects_inspect_cmd(
     # The original's older `effects inspect RUN [--task T]` listed a run's effects; scripts
     # written for it still run.
     if task is not None:
-        try:
-            listed = api.effects_list(effect, db=db, task=task)
-        except RunNotFoundError:
-            # With --task the argument is a run (the older form); an effect id given there is
-            # the likeliest slip, so the error says which form was read.
-            raise NotFoundError(
-                f"run {effect!r} not found: with --task, `effects inspect` takes a run id "
-                "(the older form, as `effects list RUN --task T`); drop --task to inspect an "
-                "effect"
-            ) from None
-        _list(listed, db)
+        # With --task the argument is a run; an effect id there is the likeliest slip.
+        _older_form(
+            effect,
+            db,
+            task,
+            f"run {effect!r} not found: with --task, `effects inspect` takes a run id (the "
+            "older form, as `effects list RUN --task T`); drop --task to inspect an effect",
+        )
     if not _HEX.fullmatch(effect):
-        try:
-            listed = api.effects_list(effect, db=db, task=None)
-        except RunNotFoundError:
-            # Asked for an effect: say so, not only that no run has this id. (A missing
-            # database or an ambiguous prefix keeps its own error.)
-            raise NotFoundError(
-                f"effect {effect!r} not found (nor a run of that id, for the older "
-                "`effects inspect RUN` form)"
-            ) from None
-        _list(listed, db)
+        # Asked for an effect: say so, not only that no run has this id. (A missing database
+        # or an ambiguous prefix keeps its own error.)
+        _older_form(
+            effect,
+            db,
+            None,
+            f"effect {effect} not found (nor a run of that id, for the older "
+            "`effects inspect RUN` form)",
+        )
     data = api.effects_inspect(effect, db=db)
     deliver(Outcome("EffectInspection", data, human=effect_inspection_view(data, db)))
+
+
+def _older_form(run_ref: str, db: str, task: str | None, missing: str) -> NoReturn:
+    """``effects inspect RUN [--task T]``: the run's effects, or ``missing`` (exit 5)."""
+    from agentctl.coordinator import api
+
+    try:
+        listed = api.effects_list(run_ref, db=db, task=task)
+    except RunNotFoundError:
+        raise NotFoundError(missing) from None
+    _list(listed, db)
 
 
 def _list(data: JsonObject, db: str) -> NoReturn:
