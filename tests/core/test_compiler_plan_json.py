@@ -88,6 +88,19 @@ def test_requirements() -> None:
     assert effects[("ask", "tool:t")]["approvalPossible"] is True  # tool approval: always
 
 
+def test_a_pure_action_is_never_held_for_approval_even_under_always() -> None:
+    """Pure kinds are computed, never put to the policy (dsl §3): under `approval: always`
+    the plan says so, as the run does; an effectful action and a tool whose contract says
+    `approval: always` may still be held."""
+    doc = _doc()
+    doc["spec"]["policy"] = {**doc["spec"].get("policy", {}), "approval": "always"}
+    effects = plan_to_json(compile_ok(doc))["requirements"]["effects"]
+    possible = {(e["task"], e["operation"]): e["approvalPossible"] for e in effects}
+    assert possible[("calc", "action:put")] is False
+    assert possible[("save", "action:save")] is True
+    assert possible[("ask", "tool:t")] is True
+
+
 def test_check_result() -> None:
     plan = compile_ok(_doc())
     assert check_result_json(plan) == {

@@ -29,8 +29,12 @@ def action_predictability(kind: str) -> str:
 
 
 def _approval_possible(env: Env, effect_class: str, risk: str, tool_approval: str) -> bool:
+    if tool_approval == "always":  # a tool's contract holds even a pure call (spec §9)
+        return True
+    if effect_class == "pure":  # a pure action is computed, never put to the policy (dsl §3)
+        return False
     mode = str((env.spec.get("policy") or {}).get("approval", "mutations"))
-    if tool_approval == "always" or mode == "always":
+    if mode == "always":
         return True
     if mode == "mutations":
         return effect_class in _MUTATION_CLASSES
