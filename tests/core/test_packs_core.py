@@ -105,6 +105,16 @@ def test_a_reference_is_exactly_one_of_source_or_legacy_path() -> None:
             PackRef.model_validate(bad)
 
 
+def test_a_legacy_path_reference_pins_an_exact_version() -> None:
+    """A range in the legacy form was read as `=RANGE` and failed as an internal error."""
+    digest = "sha256:" + "0" * 64
+    legacy = {"name": "ex.a", "path": "a", "integrity": digest}
+    assert PackRef.model_validate({**legacy, "version": "1.2.3"}).version == "1.2.3"
+    for version in ("*", "^1.0", "1.2", ">=1.0.0"):
+        with pytest.raises(ValueError, match="takes an exact version"):
+            PackRef.model_validate({**legacy, "version": version})
+
+
 def test_a_version_is_exact_text() -> None:
     # Like a sub-workflow's version: a trailing newline (a YAML block scalar) is not a version.
     for bad in ("1.0.0\n", " 1.0.0", "1.0.0 "):

@@ -30,7 +30,7 @@ from pydantic import Field, field_validator, model_validator
 
 from agentctl.core.dsl.base import NonEmptyStr, StrictModel, rule_error, unsupported
 from agentctl.core.packs.integrity import FORMS, normalize_integrity
-from agentctl.core.packs.semver import parse_constraint
+from agentctl.core.packs.semver import parse_constraint, parse_version
 
 PACK_NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*(?:\.[A-Za-z][A-Za-z0-9_-]*)+\Z")
 _SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
@@ -56,6 +56,21 @@ def check_constraint(value: str) -> str:
             "schema_violation", str(exc), help="write a constraint such as ^1.0 or =1.2.0"
         ) from None
     return value
+
+
+def _check_exact(version: str) -> None:
+    """The legacy ``path`` form pins one version (docs/packs.md): a range there would be
+    taken as ``=RANGE`` and fail to parse while the packs are read."""
+    try:
+        parse_version(version)
+    except ValueError:
+        raise rule_error(
+            "schema_violation",
+            f"a legacy `path` pack reference takes an exact version, not {version!r}",
+            at="version",
+            help="write the pack's version, such as 1.2.0, or use source: { path: … } "
+            "with a constraint",
+        ) from None
 
 
 def check_integrity(value: str | None) -> str | None:
@@ -176,6 +191,8 @@ class PackRef(StrictModel):
             # Refused here, not when ``effective_source`` builds the source while the packs
             # are read (a validation error there would escape as an internal error).
             _check_local(self.path, "write source: { archive: URL, integrity: … }")
+        if self.path is not None:
+            _check_exact(self.version)
         if self.path is not None and self.integrity is None:
             raise rule_error(
                 "schema_violation",
