@@ -23,6 +23,7 @@ import typer
 
 from agentctl.cli_docs import _write as write_atomically
 from agentctl.clikit import deliver, path_parser, read_cli_file
+from agentctl.core.jsonvalue import JsonObject, as_list
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings
 
@@ -152,11 +153,11 @@ def _entries(graph: list[Any]) -> list[Any]:
     return packs
 
 
-def _write_lock(workflow: Path, graph: list[Any]) -> Path:
+def _write_lock(workflow: Path, graph: list[Any], document: JsonObject | None = None) -> Path:
     from agentctl.packsource import lock_path, lock_text
 
     path = lock_path(workflow)
-    write_atomically(path, lock_text(graph))
+    write_atomically(path, lock_text(graph, document))
     return path
 
 
@@ -198,8 +199,9 @@ def update_cmd(
         str | None, typer.Option("--pack", help="A pack the workflow lists (a root).")
     ] = None,
 ) -> None:
-    """Resolve the pack graph again and rewrite agentctl.pack.lock; reports what changed."""
-    from agentctl.core.packs.lock import parse_lock
+    """Resolve the pack graph again and rewrite agentctl.pack.lock; reports what changed.
+    With ``--pack``, only that pack and what it depends on are taken as resolved now."""
+    from agentctl.core.packs.lock import lock_entries, parse_lock, scoped_lock
     from agentctl.packsource import MODE, lock_path
 
     if MODE.locked:
@@ -209,13 +211,13 @@ def update_cmd(
     if pack is not None and pack not in roots:
         raise ValidationError(f"--pack {pack}: the workflow lists no such pack ({roots})")
     path = lock_path(workflow)
-    old: dict[str, Any] = {}
+    kept: dict[str, JsonObject] = {}
     if path.exists():
-        lock = parse_lock(read_cli_file(path, "pack lock"), str(path))
-        old = {e.name: {"version": e.version, "integrity": e.integrity} for e in lock.packs}
-    entries = _entries(graph)
-    _write_lock(workflow, graph)
-    data = {"lockfile": str(path), "pack": pack, "packs": entries, **_changes(old, entries)}
+        kept = lock_entries(parse_lock(read_cli_file(path, "pack lock"), str(path)))
+    document = None if pack is None else scoped_lock(graph, kept, pack)
+    entries = _entries(graph) if document is None else list(as_list(document["packs"]))
+    _write_lock(workflow, graph, document)
+    data = {"lockfile": str(path), "pack": pack, "packs": entries, **_changes(kept, entries)}
     deliver(Outcome("PackUpdate", data, human=lambda _s: f"updated {path}"))
 
 

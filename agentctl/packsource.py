@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from agentctl.clikit import read_cli_file
 from agentctl.core.dsl.packs import DEFAULT_MANIFEST, PackSource
+from agentctl.core.jsonvalue import JsonObject
 from agentctl.core.packs.integrity import digest_of, normalize_integrity
 from agentctl.core.packs.lock import LOCK_FILE, build_lock, lock_drift, parse_lock
 from agentctl.core.packs.manifest import check_asset_path, load_manifest
@@ -315,8 +316,10 @@ def with_packs(loaded: Any, workflow: Path) -> Any:
     )
 
 
-def lock_text(graph: list[ResolvedPack]) -> str:
-    """The YAML text of ``agentctl.pack.lock`` for ``graph``."""
+def lock_text(graph: list[ResolvedPack], document: JsonObject | None = None) -> str:
+    """The YAML text of ``agentctl.pack.lock`` for ``graph`` (or of a lock ``document`` made
+    from it already: ``scoped_lock``)."""
     import yaml
 
-    return str(yaml.safe_dump(build_lock(graph), sort_keys=False, allow_unicode=True))
+    made = build_lock(graph) if document is None else document
+    return str(yaml.safe_dump(made, sort_keys=False, allow_unicode=True))

@@ -241,6 +241,42 @@ def test_lock_verify_lock_and_update(cli: Cli, project: Path) -> None:
     assert unknown.rc == 2
 
 
+OTHER = """\
+apiVersion: agentctl.dev/pack/v1alpha1
+name: acme.other
+version: 1.0.0
+agentctl: ">=0.2.0"
+actions:
+  put: { kind: builtin.assign }
+"""
+
+
+def test_update_of_one_pack_takes_no_change_of_a_pack_it_does_not_depend_on(
+    cli: Cli, project: Path
+) -> None:
+    """`--pack acme.other` reviews acme.other (and what it depends on) only: a change of
+    acme.base, which only acme.tools depends on, stays unlocked drift until acme.tools is
+    updated."""
+    (project / "packs" / "other").mkdir()
+    (project / "packs" / "other" / "agentctl.pack.yaml").write_text(OTHER)
+    wf = project / "wf.yaml"
+    other = '    - { name: acme.other, version: "^1.0", source: { path: packs/other } }\n'
+    wf.write_text(wf.read_text().replace("  outputs:", other + "  outputs:", 1))
+    assert cli("packs", "lock", "wf.yaml").rc == 0
+    (project / "packs" / "base" / "agentctl.pack.yaml").write_text(BASE.replace("2.1.0", "2.2.0"))
+    (project / "packs" / "other" / "agentctl.pack.yaml").write_text(OTHER.replace("1.0.0", "1.1.0"))
+    one = cli("--output", "json", "packs", "update", "wf.yaml", "--pack", "acme.other")
+    assert one.rc == 0, one.stderr
+    assert [c["name"] for c in one.data["changed"]] == ["acme.other"]
+    versions = {e["name"]: e["version"] for e in one.data["packs"]}
+    assert versions == {"acme.base": "2.1.0", "acme.other": "1.1.0", "acme.tools": "1.4.0"}
+    drift = cli("--output", "json", "packs", "verify-lock", "wf.yaml")
+    assert drift.rc == 2 and "pack acme.base: version is 2.2.0" in drift.stderr
+    both = cli("--output", "json", "packs", "update", "wf.yaml", "--pack", "acme.tools")
+    assert [c["name"] for c in both.data["changed"]] == ["acme.base"]
+    assert cli("--output", "json", "packs", "verify-lock", "wf.yaml").rc == 0
+
+
 def test_locked_requires_the_lock_and_rejects_unreachable_entries(cli: Cli, project: Path) -> None:
     missing = cli("--output", "json", "check", "wf.yaml", "--locked")
     assert (

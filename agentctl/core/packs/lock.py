@@ -15,6 +15,7 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import Field
@@ -69,6 +70,30 @@ def build_lock(graph: list[ResolvedPack]) -> JsonObject:
     """The lock document of ``graph`` (entries sorted by pack name)."""
     entries: list[Any] = [_entry(p) for p in sorted(graph, key=lambda p: p.name)]
     return {"apiVersion": LOCK_API_VERSION, "agentctl": COMPAT_VERSION, "packs": entries}
+
+
+def scoped_lock(graph: list[ResolvedPack], kept: Mapping[str, JsonObject], pack: str) -> JsonObject:
+    """The lock document of ``graph`` where only ``pack`` and the packs it depends on (however
+    deep) are taken as resolved now; every other pack the old lock had keeps its old entry
+    (``kept``, by name), so ``packs update --pack`` accepts no change nobody named. A pack
+    the old lock lacks is added as resolved; one the graph lost is dropped."""
+    by_name = {p.name: p for p in graph}
+    scope, todo = set(), [pack]
+    while todo:
+        name = todo.pop()
+        if name in by_name and name not in scope:
+            scope.add(name)
+            todo.extend(by_name[name].dependencies)
+    entries: list[Any] = [
+        _entry(p) if p.name in scope or p.name not in kept else dict(kept[p.name])
+        for p in sorted(graph, key=lambda p: p.name)
+    ]
+    return {"apiVersion": LOCK_API_VERSION, "agentctl": COMPAT_VERSION, "packs": entries}
+
+
+def lock_entries(lock: PackLock) -> dict[str, JsonObject]:
+    """A parsed lock's entries by pack name, as documents (``scoped_lock`` keeps them)."""
+    return {e.name: e.model_dump(mode="json", by_alias=True, exclude_none=True) for e in lock.packs}
 
 
 def parse_lock(data: bytes, file: str) -> PackLock:
