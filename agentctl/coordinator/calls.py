@@ -58,7 +58,7 @@ from agentctl.core import registry
 from agentctl.core.effects import effect_id, input_digest
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.operations import RunContext
-from agentctl.core.redact import Redactor
+from agentctl.core.redact import PieceRedaction, Redactor
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import PolicyDeniedError, RunFailedError
 from agentctl.ledger.audit import PolicyVerdict
@@ -272,7 +272,7 @@ class CallGateway:
             call.task_id,
             call.attempt,
             new.effect_id,
-            Redactor(call.secrets),
+            PieceRedaction(Redactor(call.secrets)),
             self.on_stream,
         )
 
@@ -335,7 +335,10 @@ class CallGateway:
             request=call.request,
             timeout_seconds=call.timeout_s,
         )
-        reply = _redacted(call, await workers(self.pool).execute(msg, on_fragment=keeper))
+        answered = await workers(self.pool).execute(msg, on_fragment=keeper)
+        if keeper is not None:
+            await keeper.flush()
+        reply = _redacted(call, answered)
         crash_point(CrashPoint.AFTER_RESULT)
         refused = await self._ingest(call, reply)
         await self.store.finish_effects([self._outcome(new, call, reply)])

@@ -8,7 +8,9 @@ the fragment acknowledged and the worker reads more of the answer.
 Invariants:
 - a fragment is persisted before it is acknowledged and before anyone is shown it, so what a
   user saw live is always in ``inspect``'s ``streamEvents``;
-- resolved secret values never reach the ledger or the listener (they are redacted first);
+- resolved secret values never reach the ledger or the listener (they are redacted first),
+  even one split across fragments: a fragment's tail that may begin a secret is held back
+  and kept with the next fragment of its kind, or by ``flush`` when the answer has ended;
 - the listener is called in order, once per persisted event; events past the attempt's cap
   are acknowledged but neither stored nor shown.
 """
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.store import Store
-from agentctl.core.redact import Redactor
+from agentctl.core.redact import PieceRedaction
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.ledger.streams import NewStreamEvent, StreamEventRecord
 
@@ -41,18 +43,28 @@ class FragmentKeeper:
     task_id: str
     attempt: int
     effect_id: str
-    redactor: Redactor
+    redaction: PieceRedaction
     listener: StreamListener | None = None
 
     async def __call__(self, fragment: StreamFragment) -> None:
+        text = self.redaction.piece(fragment.kind, fragment.text)
+        await self._keep(fragment.kind, text, fragment.provider_sequence)
+
+    async def flush(self) -> None:
+        """Keep what redaction held back at the stream's end (the start of no whole secret):
+        one more event of each kind that has some."""
+        for kind, text in self.redaction.flush().items():
+            await self._keep(kind, text, None)
+
+    async def _keep(self, kind: str, text: str, sequence: int | None) -> None:
         event = NewStreamEvent(
             run_id=self.run_id,
             task_id=self.task_id,
             attempt=self.attempt,
             effect_id=self.effect_id,
-            event_type=f"{fragment.kind}.delta",
-            text=self.redactor.redact_text(fragment.text),
-            provider_sequence=fragment.provider_sequence,
+            event_type=f"{kind}.delta",
+            text=text,
+            provider_sequence=sequence,
             now=self.clock.now(),
         )
         record = await self.store.append_stream_event(event)

@@ -41,7 +41,20 @@ class Redactor:
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         distinct = {form for s in secrets if s for form in _spellings(s)}
         ordered = sorted(distinct, key=lambda s: (-len(s), s))
+        self._spelled = tuple(ordered)
         self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+    def held_back(self, text: str) -> int:
+        """How many characters at the end of ``text`` may be the start of a secret (the
+        longest suffix that is a proper prefix of one): what a text arriving in pieces must
+        keep back until the next piece says whether a secret follows."""
+        longest = 0
+        for secret in self._spelled:
+            for size in range(min(len(secret) - 1, len(text)), longest, -1):
+                if text.endswith(secret[:size]):
+                    longest = size
+                    break
+        return longest
 
     def redact_text(self, text: str) -> str:
         """``text`` with every secret occurrence replaced."""
@@ -81,6 +94,30 @@ def _spellings(secret: str) -> set[str]:
     forms.add(repr(secret.encode("utf-8"))[2:-1])
     forms.add(json.dumps(secret)[1:-1])
     return forms
+
+
+class PieceRedaction:
+    """Redaction of texts that arrive in pieces (a model's streamed deltas), one text per
+    ``key``: a secret split across pieces is hidden whole. Each piece gives its redacted text
+    less the tail that may begin a secret (``Redactor.held_back``), which goes in front of
+    the next piece of that key; ``flush`` gives what is still held when the pieces end."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redactor = redactor
+        self._held: dict[str, str] = {}
+
+    def piece(self, key: str, text: str) -> str:
+        shown = self._redactor.redact_text(self._held.pop(key, "") + text)
+        keep = self._redactor.held_back(shown)
+        if keep:
+            self._held[key] = shown[-keep:]
+            shown = shown[:-keep]
+        return shown
+
+    def flush(self) -> dict[str, str]:
+        """What is held, by key (no secret: a whole one was redacted), and forget it."""
+        held, self._held = self._held, {}
+        return held
 
 
 @overload

@@ -213,6 +213,22 @@ def test_a_fragment_carrying_the_credential_is_redacted_before_it_is_kept(
     assert [e["payload"]["text"] for e in stored] == ["the key is ", "[REDACTED]"]
 
 
+def test_a_credential_split_across_fragments_is_redacted_whole(
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path, server: FixtureServer
+) -> None:
+    """A tail that may begin the key is held back until the next fragment says whether it
+    does; what is still held when the answer ends is kept as one more event."""
+    chunks = ["the key is s", "k-stream-", "fixture-31", " and sk-str"]
+    done = _stream_run(cli, tmp_path, server, "jsonl", chunks)
+    assert done.rc == 0, done.stderr
+    shown = [line["data"] for line in _lines(done.stdout) if line["kind"] == "StreamEvent"]
+    texts = [e["payload"]["text"] for e in shown]
+    assert texts == ["the key is ", "", "[REDACTED]", " and ", "sk-str"]
+    stored = _inspect(cli, shown[0]["runId"])["streamEvents"]
+    assert [e["payload"]["text"] for e in stored] == texts
+    assert KEY not in ledger_target.contents(tmp_path / "r.db") and KEY not in done.stdout
+
+
 def test_human_output_writes_the_fragments_to_stderr(cli: Cli, tmp_path: Path) -> None:
     text = FAKE_WITH_APPROVAL.replace("approval: mutations", "approval: never")
     (tmp_path / "wf.yaml").write_text(text)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
+import itertools
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentctl.core.redact import REDACTED, Redactor, is_sensitive_key, redact
+from agentctl.core.redact import REDACTED, PieceRedaction, Redactor, is_sensitive_key, redact
 
 
 def test_secret_values_are_redacted_everywhere() -> None:
@@ -138,3 +139,24 @@ def test_a_secret_is_hidden_in_the_escaped_forms_an_error_may_quote() -> None:
     assert r.redact_text(quoted) == (
         "Illegal header value b'Bearer [REDACTED]'; [REDACTED], \"[REDACTED]\", [REDACTED]"
     )
+
+
+@given(st.lists(st.integers(min_value=0, max_value=40), max_size=6))
+def test_a_secret_split_into_any_pieces_is_redacted_whole(cuts: list[int]) -> None:
+    secret = "sk-live-0123456789abcdef"
+    text = f"before {secret} between {secret}after"
+    bounds = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
+    pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
+    redaction = PieceRedaction(Redactor([secret]))
+    shown = [redaction.piece("text", p) for p in pieces]
+    shown += list(redaction.flush().values())
+    assert "".join(shown) == f"before {REDACTED} between {REDACTED}after"
+    assert all("sk-live-0" not in s for s in shown)
+
+
+def test_pieces_of_different_kinds_are_held_apart() -> None:
+    redaction = PieceRedaction(Redactor(["tok-12345"]))
+    assert redaction.piece("text", "a tok-") == "a "
+    assert redaction.piece("reasoning", "tok-12") == ""
+    assert redaction.piece("text", "12345!") == f"{REDACTED}!"
+    assert redaction.flush() == {"reasoning": "tok-12"}
