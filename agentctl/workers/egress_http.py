@@ -41,9 +41,12 @@ Pins = Mapping[tuple[str, int], tuple[str, ...]]
 
 @dataclass
 class SendTracker:
-    """Whether any request byte may have left this process (the uncertainty boundary)."""
+    """Whether any request byte may have left this process (the uncertainty boundary), and
+    why an answer was refused (``refused``: a library reading it may report only that it
+    ended, as the MCP SDK does with an SSE stream cut at the cap)."""
 
     sent: bool = False
+    refused: str | None = None
 
 
 @dataclass(frozen=True)
@@ -177,27 +180,31 @@ class _PinnedBackend(httpcore2.AsyncNetworkBackend):
 class _CappedStream(httpx2.AsyncByteStream):
     """The response body, refused once it grows past the cap (checked per chunk read)."""
 
-    def __init__(self, inner: httpx2.AsyncByteStream, cap: int, host: str) -> None:
+    def __init__(
+        self, inner: httpx2.AsyncByteStream, cap: int, host: str, tracker: SendTracker
+    ) -> None:
         self._inner = inner
         self._cap = cap
         self._host = host
+        self._tracker = tracker
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         seen = 0
         async for chunk in self._inner:
             seen += len(chunk)
             if seen > self._cap:
-                raise _too_large(self._host, self._cap)
+                raise _too_large(self._host, self._cap, self._tracker)
             yield chunk
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
-def _too_large(host: str, cap: int) -> ResponseTooLargeError:
-    return ResponseTooLargeError(
+def _too_large(host: str, cap: int, tracker: SendTracker) -> ResponseTooLargeError:
+    tracker.refused = (
         f"the answer from {host} exceeds policy.network.maxResponseBytes ({cap} bytes)"
     )
+    return ResponseTooLargeError(tracker.refused)
 
 
 class EgressTransport(httpx2.AsyncHTTPTransport):
@@ -245,12 +252,12 @@ class EgressTransport(httpx2.AsyncHTTPTransport):
         length = response.headers.get("content-length", "")
         if length.isdigit() and int(length) > cap:
             await response.aclose()
-            raise _too_large(host, cap)
+            raise _too_large(host, cap, self._route.tracker)
         assert isinstance(response.stream, httpx2.AsyncByteStream)
         return httpx2.Response(
             status_code=response.status_code,
             headers=response.headers,
-            stream=_CappedStream(response.stream, cap, host),
+            stream=_CappedStream(response.stream, cap, host, self._route.tracker),
             extensions=response.extensions,
         )
 

@@ -8,6 +8,7 @@ Tools:
   word_count(text)  → {"words": N}           (structured content, read-only)
   append_note(text) → {"notes": N}           (keeps notes in memory: a mutation)
   slow(seconds)     → {"slept": seconds}     (for timeouts and kills mid-call)
+  repeat(text, times) → {"text": text × times} (a large answer from a small call, read-only)
 
 It listens on 127.0.0.1 (``--port 0``, the default, picks a free port) and writes the port it
 got to ``--port-file`` once it accepts connections. Every ``tools/call`` it receives appends
@@ -68,6 +69,12 @@ def build(calls: Path | None, metas: Path | None = None) -> MCPServer:
         count("slow")
         await anyio.sleep(seconds)
         return {"slept": seconds}
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
+    def repeat(text: str, times: int) -> dict[str, str]:
+        """The text repeated: an answer as large as asked for."""
+        count("repeat")
+        return {"text": text * max(0, min(times, 64 * 1024 * 1024))}
 
     return server
 

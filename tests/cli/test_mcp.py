@@ -144,6 +144,30 @@ def test_mcp_call_returns_the_tool_result_and_replay_calls_nothing(
     assert server.calls() == ["word_count"]  # the replay called nothing
 
 
+def test_an_answer_over_one_mib_is_taken_up_to_max_response_bytes(
+    cli: Cli, tmp_path: Path, server: NotesServer
+) -> None:
+    """The SDK's own 1 MiB cap on one SSE event does not apply: the answer is bounded by
+    policy.network.maxResponseBytes (8 MiB by default) as every peer's is; above it the call
+    fails (the tool ran: uncertain)."""
+    _workflow(tmp_path, server, tool="repeat", arguments="{ text: abcd, times: 400000 }")
+    done = cli("--output", "json", "run", "wf.yaml")
+    assert done.rc == 0, done.stderr
+    assert len(json.dumps(done.data["output"])) > 1_600_000
+    assert server.calls() == ["repeat"]
+    tight = (
+        (tmp_path / "wf.yaml")
+        .read_text()
+        .replace("allowPrivate: true", "allowPrivate: true, maxResponseBytes: 1048576")
+    )
+    (tmp_path / "wf.yaml").write_text(tight)
+    capped = cli("--output", "json", "run", "wf.yaml")
+    assert capped.rc == 4, capped.stderr
+    seen = _inspect(cli, capped.error["error"]["runId"])
+    assert [e["status"] for e in seen["effects"]] == ["uncertain"]
+    assert "maxResponseBytes" in json.dumps(seen["tasks"]) + json.dumps(seen["effects"])
+
+
 def test_an_empty_allowed_ports_list_permits_the_url_s_own_port(
     cli: Cli, tmp_path: Path, server: NotesServer
 ) -> None:

@@ -97,7 +97,10 @@ async def _session(
     """One session: initialize, then the listing or the call (``key``: a keyed call's
     idempotency key)."""
     client_class, transport_for = _sdk()
-    transport = transport_for(req.url, http_client=client)
+    # No per-event cap of the SDK's own (1 MiB): ``client`` caps the whole answer at
+    # policy.network.maxResponseBytes, as for every other peer, and a bigger tool result
+    # refused after the tool ran would leave the call uncertain for nothing.
+    transport = transport_for(req.url, http_client=client, max_sse_event_size=None)
     # "legacy" is the initialize handshake; no response cache: every call reaches the server.
     async with client_class(
         transport, mode="legacy", cache=None, read_timeout_seconds=req.timeout_seconds
@@ -208,7 +211,9 @@ def _translate(exc: BaseException, wire: Wire) -> Exception:
     if isinstance(leaf, FailedEffect | UncertainEffect):
         return leaf
     own = own_error(exc)
-    what = wire.redactor.redact_text(own.message if own is not None else wire.describe(exc))
+    said = own.message if own is not None else wire.describe(exc)
+    # An answer refused at the cap: the SDK reports only that its stream ended.
+    what = wire.redactor.redact_text(wire.tracker.refused or said)
     if wire.call_sent:
         wire.settle("*", "uncertain", what)
         text = f"MCP server {wire.server}: tools/call was sent, then {what}; it may have run"
