@@ -25,6 +25,7 @@ import dataclasses
 
 from agentctl.coordinator.creation import load_plan
 from agentctl.coordinator.execute import settle_recorded
+from agentctl.coordinator.workerproc import reap_stale_workers
 from agentctl.core import jsonschema, registry
 from agentctl.core.extension import applied_result_problems
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
@@ -65,6 +66,9 @@ def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObje
             tool_output=output,
             model_rates=_model_rates(plan, seen.effect),
         )
+        # A worker its dead coordinator left may still be executing the effect: killed
+        # first, so nothing happens after the verdict that the verdict did not see.
+        reap_stale_workers(ledger.location)
         data = ledger.reconcile_effect(granted).to_json()
     data["authorization"] = authorization.to_json()
     return data

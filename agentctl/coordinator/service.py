@@ -36,7 +36,7 @@ from agentctl.coordinator.otel import export_run
 from agentctl.coordinator.prepare import RunSettings
 from agentctl.coordinator.store import Store
 from agentctl.coordinator.streaming import StreamListener
-from agentctl.coordinator.workerproc import kill_stale_workers, pool_size
+from agentctl.coordinator.workerproc import pool_size, reap_stale_workers
 from agentctl.coordinator.workerstart import Prestarted
 from agentctl.core.collector import collector_paused
 from agentctl.core.compiler.reads import run_output_reads
@@ -349,8 +349,7 @@ def worker_registry(location: Path) -> str:
     """This coordinator's worker registry; kills the workers left by dead coordinators."""
     folder = Path(f"{location}.workers")
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # a server's: under .agentctl/
-    for stale in folder.glob("*.json"):
-        kill_stale_workers(str(stale))
+    reap_stale_workers(location)
     return str(folder / f"{os.getpid()}.json")
 
 
@@ -490,6 +489,7 @@ def check_resumable(ledger: RunLedger, run_id: str, clock: Clock, trace_id: str)
     """Refuse terminal runs and unresolved effects; take the lease; returns the run record.
     What it writes is the resume's: audited with its ``trace_id``."""
     owner = owner_identity()
+    reap_stale_workers(ledger.location)  # none may still run an effect the claim judges
     # Judged in the claim's transaction: a refused resume takes no lease and leaves the run
     # row (its updatedAt, its lease) as it was; only the crash's started effects are settled.
     claim = ledger.claim_for_resume(run_id, owner, clock.now(), trace_id=trace_id)

@@ -26,6 +26,7 @@ import math
 import os
 import signal
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import trio
@@ -201,6 +202,20 @@ def kill_stale_workers(registry_path: str) -> list[int]:
     with contextlib.suppress(FileNotFoundError):
         os.remove(registry_path)
     return [p.pid for p in killed]
+
+
+def reap_stale_workers(location: Path) -> None:
+    """Kill the workers that dead coordinators of the ledger at ``location`` left
+    (``kill_stale_workers`` of each registry in ``LOCATION.workers``), creating nothing.
+
+    Before a drive, and before a verdict on what a crash left (a resume that stops at an
+    unresolved effect, an operator's reconciliation): a worker its dead coordinator could
+    not take down with it (stopped, hung) may still be executing the very effect judged, and
+    would finish it after an operator said it never ran."""
+    folder = Path(f"{location}.workers")
+    if folder.is_dir():
+        for stale in sorted(folder.glob("*.json")):
+            kill_stale_workers(str(stale))
 
 
 def write_worker_registry(registry_path: str, workers: list[tuple[int, float]]) -> None:

@@ -381,3 +381,43 @@ def test_a_second_sigint_while_the_pool_waits_out_its_grace_changes_nothing(
         assert sign not in err, err
     [state] = ledger_target.sql(db, "SELECT state FROM runs")
     assert state[0] == "cancelled"
+
+
+@pytest.mark.parametrize("verdict", ["resume", "reconcile"])
+def test_a_worker_its_dead_coordinator_left_is_killed_before_any_verdict(
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path, verdict: str
+) -> None:
+    """The coordinator is killed while its worker is stopped (it cannot see its socket
+    close): the worker and the effect's process would live on and finish the effect after an
+    operator judged it. The next `resume` (which stops at the unresolved effect) or
+    `effects reconcile` kills them first, so no verdict is overtaken by the process judged."""
+    proc, _db, deadline = _start_napping(ledger_target, tmp_path)
+    [worker] = [p for p in psutil.Process(proc.pid).children() if "agentctl.workers" in p.cmdline()]
+    while not worker.children(recursive=True):  # the effect's `sleep` runs
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    left = [worker, *worker.children(recursive=True)]
+    worker.send_signal(signal.SIGSTOP)
+    proc.kill()
+    proc.wait(timeout=60)  # (not its pipes: the stopped worker holds them open)
+    try:
+        assert all(p.is_running() for p in left)
+        run_id = cli("--output", "json", "runs", "list", "--db", "s/r.db").data["runs"][0]["runId"]
+        if verdict == "resume":
+            assert cli("--output", "json", "resume", run_id, "--db", "s/r.db").rc == 3
+        else:
+            [effect] = cli("--output", "json", "effects", "list", run_id, "--db", "s/r.db").data[
+                "effects"
+            ]
+            why = ("--status", "not-applied", "--reason", "it never ran")
+            done = cli("effects", "reconcile", effect["effectId"], *why, "--db", "s/r.db")
+            assert done.rc == 0, done.stderr
+        gone = psutil.wait_procs(left, timeout=10)[0]
+        assert sorted(p.pid for p in gone) == sorted(p.pid for p in left)
+    finally:
+        for p in left:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
