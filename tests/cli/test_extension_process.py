@@ -215,6 +215,8 @@ def test_bad_handshakes_fail_clearly_and_invoke_nothing(  # type: ignore[no-unty
     assert done.rc == 4, (done.stdout, done.stderr)
     message = done.error["error"]["message"]
     assert "extension" in message and needle in message, message
+    # Named as the workflow runs it: the interpreter and its script, not `python3` alone.
+    assert f"extension '{Path(sys.executable).name} ext.py' (handshake)" in message, message
     assert "Traceback" not in done.stderr
     assert _marker(tmp_path) == []
 

@@ -52,7 +52,9 @@ class _Said:
     """What one run of the extension printed, and how to name it in errors."""
 
     def __init__(self, req: ExtensionRequest, phase: str, result: ProcessResult) -> None:
-        self.name = f"extension {os.path.basename(req.command)!r} ({phase})"
+        # The program as the workflow runs it: an interpreter alone names no extension.
+        program = " ".join([os.path.basename(req.command), *req.args[:1]])
+        self.name = f"extension {program!r} ({phase})"
         self.result = result
         self.secrets = [v for v in req.env.values() if v]
 
