@@ -178,8 +178,9 @@ def _observed(found: Observation, reply: Result | Failure) -> JsonObject:
         return as_object(redactor.redact(dict(reply.output)))
     raise ProviderError(
         f"remote task {found.handle.remote_task_id} of effect {found.effect.effect_id} was not "
-        f"observed to completion: {redactor.redact_text(reply.error.message)}; "
-        "nothing was recorded"
+        f"observed to completion: {redactor.redact_text(reply.error.message)}; no "
+        "reconciliation was recorded (the observation's calls are kept: `agentctl inspect`)",
+        run_id=found.effect.run_id,
     )
 
 

@@ -210,10 +210,11 @@ def _killed_mid_task(
     tmp_path: Path,
     peer: Peer,
     sig: signal.Signals = signal.SIGKILL,
+    max_polls: int = 1000,
 ) -> tuple[str, dict[str, str]]:
     """Start a run, signal its coordinator once the remote task id is durable; returns the
     run id and the effect as ``inspect`` shows it then."""
-    wf, db = _workflow(peer, tmp_path), _db(tmp_path)
+    wf, db = _workflow(peer, tmp_path, max_polls=max_polls), _db(tmp_path)
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     proc = start_cli("--output", "json", "run", str(wf), "--db", db, **quiet)
     try:
@@ -268,6 +269,26 @@ def _assert_observed_apart(wire: dict[str, list[dict[str, Any]]], task_id: str) 
     assert _polls(observation[1:], task_id)[-1] == "completed"
     sent = [c for c in first + observation if c["method"] == "SendMessage"]
     assert len(sent) == 1  # the observation never sent the message again
+
+
+def test_continue_remote_of_a_task_still_working_names_the_run_and_keeps_its_calls(
+    cli: Cli, start_cli: StartCli, tmp_path: Path, slow_peer: Peer
+) -> None:
+    """The peer's task is still working when the observation's polls run out: exit 6 naming
+    the run, no reconciliation recorded — but the observation's own calls are (docs)."""
+    run_id, effect = _killed_mid_task(cli, start_cli, tmp_path, slow_peer, max_polls=100)
+    db = _db(tmp_path)
+    why = ("--actor", "ops", "--reason", "look again")
+    cont = cli(
+        "--output", "json", "effects", "continue-remote", effect["effectId"], "--db", db, *why
+    )
+    assert cont.rc == 6, cont.stderr
+    error = cont.error["error"]
+    assert error["runId"] == run_id and "no reconciliation was recorded" in error["message"]
+    seen = cli("--output", "json", "effects", "inspect", effect["effectId"], "--db", db).data
+    assert seen["reconciliations"] == []
+    sessions = cli("--output", "json", "inspect", run_id, "--db", db).data["protocolSessions"]
+    assert any("/observe-" in str(s.get("sessionId")) for s in sessions), sessions
 
 
 def test_continue_remote_records_the_observed_result(
