@@ -389,6 +389,7 @@ def test_resolution_errors_exit_2(cli: Cli, project: Path) -> None:
     base.write_text(BASE + cycle)
     looped = cli("--output", "json", "check", "wf.yaml")
     assert looped.rc == 2 and "pack dependency cycle" in looped.error["error"]["message"]
+    assert [d["code"] for d in looped.error["diagnostics"]] == ["dependency_cycle"]
 
 
 def _legacy_reference(project: Path, path: str, integrity: str) -> None:

@@ -86,9 +86,13 @@ class ResolvedPack:
 
 
 def fail(
-    message: str, origin: str | None, file: str | None = None, help: str | None = None
+    message: str,
+    origin: str | None,
+    file: str | None = None,
+    help: str | None = None,
+    code: str = "schema_violation",
 ) -> ValidationError:
-    diag = Diagnostic(code="schema_violation", message=message, file=file, path=origin, help=help)
+    diag = Diagnostic(code=code, message=message, file=file, path=origin, help=help)
     return ValidationError(message, diagnostics=[diag])
 
 
@@ -229,7 +233,7 @@ def _check_acyclic(graph: list[ResolvedPack]) -> None:
             return
         if state.get(name) == 1:
             cycle = " -> ".join([*trail[trail.index(name) :], name])
-            raise fail(f"pack dependency cycle: {cycle}", f"pack {name}")
+            raise fail(f"pack dependency cycle: {cycle}", f"pack {name}", code="dependency_cycle")
         state[name] = 1
         for dep in sorted(by_name[name].dependencies):
             visit(dep, [*trail, name])
