@@ -94,6 +94,7 @@ def emit_outcome(outcome: Outcome, settings: Settings) -> None:
         sys.stdout.write(dump_json(envelope) + "\n")
         sys.stdout.flush()
         return
+    end_shown_text()
     text = outcome.human(settings) if outcome.human else default_human(outcome)
     if text:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -154,12 +155,33 @@ class LiveLines:
             silence_stdout()
 
 
+class _ShownText:
+    """Where the fragments shown on stderr left off: an answer that does not end its line is
+    ended before the next answer's text and before anything else this command writes to
+    stderr (``end_shown_text``), so an ``error:`` line always starts a line."""
+
+    effect: object = None
+    open = False
+
+
 def _show_text(record: JsonRecord) -> None:
-    payload = record.to_json().get("payload")
+    data = record.to_json()
+    payload = data.get("payload")
     text = payload.get("text") if isinstance(payload, dict) else None
-    if isinstance(text, str):
+    if isinstance(text, str) and text:
+        if _ShownText.open and data.get("effectId") != _ShownText.effect:
+            sys.stderr.write("\n")  # another answer starts
         sys.stderr.write(text)
         sys.stderr.flush()
+        _ShownText.effect, _ShownText.open = data.get("effectId"), not text.endswith("\n")
+
+
+def end_shown_text() -> None:
+    """End the line the fragments shown last left open (if any)."""
+    if _ShownText.open:
+        sys.stderr.write("\n")
+        sys.stderr.flush()
+        _ShownText.open = False
 
 
 def default_human(outcome: Outcome) -> str:
@@ -184,6 +206,7 @@ def emit_error(error: AgentctlError, settings: Settings) -> None:
         sys.stderr.write(dump_json(envelope) + "\n")
         sys.stderr.flush()
         return
+    end_shown_text()
     lines = [f"error: {error.message}"]
     lines.extend(format_diagnostic(d) for d in error.diagnostics)
     if error.run_id:

@@ -234,5 +234,16 @@ def test_human_output_writes_the_fragments_to_stderr(cli: Cli, tmp_path: Path) -
     (tmp_path / "wf.yaml").write_text(text)
     done = cli("run", "wf.yaml", "--db", "r.db")
     assert done.rc == 0, done.stderr
-    assert '{"content": "hi", "path": "out.txt"}all three words' in done.stderr
+    # Each model call's answer on its own line: the tool call's arguments, then the text.
+    assert done.stderr.endswith('{"content": "hi", "path": "out.txt"}\nall three words\n')
     assert done.stdout.startswith("run ") and "succeeded" in done.stdout.splitlines()[0]
+    # A failure after a streamed answer starts its own line, as scripts look for `error:`.
+    check = (
+        '    - { id: v, uses: "action:check", needs: [w], with: { that: false, message: nope } }\n'
+    )
+    asserting = "  actions: { check: { kind: builtin.assert } }\n  tools:\n"
+    failing = (text + check).replace("  tools:\n", asserting, 1)
+    (tmp_path / "wf.yaml").write_text(failing)
+    failed = cli("run", "wf.yaml", "--db", "r.db")
+    assert failed.rc == 4, failed.stderr
+    assert "\nerror: run failed: v: task v: nope" in failed.stderr
