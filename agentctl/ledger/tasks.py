@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 from agentctl.core.canonical import canonical_json, sha256_hex
 from agentctl.core.frozen import direct_init
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.errors import NotFoundError
+from agentctl.errors import InvalidOperationError, NotFoundError
 from agentctl.ledger import sessions
 from agentctl.ledger.artifacts.refs import ArtifactRef, commit_artifact_refs_txn
 from agentctl.ledger.artifacts.values import loads_value, loads_value_object, spill_text
@@ -198,9 +199,13 @@ _TRANSITION_SQL = {
         WHERE run_id = ? AND task_id = ? AND {_guard(state)}"""
     for state in TASK_PREDECESSORS
 }
+# The same moves, answering the row's attempt (``transition_task_txn`` audits it).
+_TRANSITION_RETURNING = {
+    state: sql + " RETURNING attempt" for state, sql in _TRANSITION_SQL.items()
+}
 
 
-def _refuse(conn: Db, run_id: str, task_id: str, state: str) -> None:
+def _refuse(conn: Db, run_id: str, task_id: str, state: str) -> NoReturn:
     """Explain why a guarded update matched no row: unknown task or illegal transition."""
     row = conn.execute(
         "SELECT state FROM task_states WHERE run_id = ? AND task_id = ?", (run_id, task_id)
@@ -208,6 +213,7 @@ def _refuse(conn: Db, run_id: str, task_id: str, state: str) -> None:
     if row is None:
         raise NotFoundError(f"task {task_id} of run {run_id} not found")
     check_task_transition(row["state"], state)
+    raise InvalidOperationError(f"task {task_id} could not move from {row['state']} to {state}")
 
 
 def _stored_and_digest(
@@ -359,12 +365,14 @@ def transition_task_txn(
     ``checkpoint=False`` is for a caller that moves several tasks in one transaction and
     writes one checkpoint itself before committing.
     """
-    sql = _TRANSITION_SQL.get(state)
+    sql = _TRANSITION_RETURNING.get(state)
     params = (state, attempt, error, now, run_id, task_id)
-    if sql is None or conn.execute(sql, params).rowcount != 1:
+    moved = None if sql is None else conn.execute(sql, params).fetchone()
+    if moved is None:
         _refuse(conn, run_id, task_id, state)
     sessions.end_attempt_txn(conn, run_id, task_id, state, now)  # a cancel, a fresh attempt
-    body = payload if payload is not None else ({"attempt": attempt} if attempt else {})
+    # Every task event names its attempt (docs/events.md), the row's when the caller gave none.
+    body = payload if payload is not None else {"attempt": int(moved["attempt"])}
     append_audit_txn(conn, run_id, f"task.{state}", body, now, task_id=task_id, trace_id=trace_id)
     if not checkpoint:
         return

@@ -125,6 +125,8 @@ def test_a_run_with_a_retry_and_an_approval_streams_its_durable_events(
     printed = _transitions(first) + _transitions(second)
     assert printed == _transitions(_durable(_audit(cli, run_id)))
     assert len(set(printed)) == len(printed)
+    # Each names its attempt (docs/events.md), the resumed task's `task.running` included.
+    assert all(isinstance(attempt, int) and attempt >= 1 for *_, attempt in printed), printed
 
 
 def _durable(audit: list[dict[str, Any]]) -> list[dict[str, Any]]:
