@@ -197,7 +197,13 @@ def resolve_approval_txn(
         " WHERE approval_id = ? AND status = 'pending'",
         (status, now, actor, reason, approval_id),
     )
-    payload = {"approvalId": approval_id, "status": status, "actor": actor, "reason": reason}
+    payload = {
+        "approvalId": approval_id,
+        "effectId": current.effect_id,  # as `approval.requested` names it
+        "status": status,
+        "actor": actor,
+        "reason": reason,
+    }
     # The decision is audited before what it moves (its effect, budget and tool call).
     append_audit_txn(
         conn,
@@ -249,7 +255,12 @@ def close_pending_txn(
             " resolution_reason = ? WHERE approval_id = ? AND status = 'pending'",
             (now, resolver, reason, current.approval_id),
         )
-        payload = {"approvalId": current.approval_id, "status": "cancelled", "reason": reason}
+        payload = {
+            "approvalId": current.approval_id,
+            "effectId": current.effect_id,
+            "status": "cancelled",
+            "reason": reason,
+        }
         task_id = current.task_id
         append_audit_txn(  # before what it moves, as a decision is
             conn, run_id, "approval.cancelled", payload, now, task_id=task_id, trace_id=trace_id

@@ -110,6 +110,8 @@ def test_a_run_with_a_retry_and_an_approval_streams_its_durable_events(
     approve = ("approvals", "approve", approval["approvalId"], "--reason", "ok")
     approved = cli("--output", "json", *approve, "--db", "r.db")
     assert approved.rc == 0, approved.stderr
+    [decided] = [e for e in _audit(cli, run_id) if e["eventType"] == "approval.approved"]
+    assert decided["payload"]["effectId"] == approval["effectId"]  # as `requested` names it
     resumed = cli("--output", "jsonl", "resume", run_id, "--db", "r.db")
     assert resumed.rc == 0, resumed.stderr
     second_lines = _lines(resumed)
