@@ -16,6 +16,7 @@ from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import load_plan
 from agentctl.coordinator.credentials import may_need_secrets, preflight_credentials
 from agentctl.coordinator.egress_preflight import preflight_egress
+from agentctl.coordinator.events import current_sink
 from agentctl.coordinator.launch import check_executable as check_executable
 from agentctl.coordinator.launch import (
     naming_run,
@@ -43,7 +44,7 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.plan import Plan, compensates_automatically
 from agentctl.core.states import is_terminal_run
 from agentctl.core.strictjson import RefusedJsonError, parse_strict
-from agentctl.errors import AgentctlError, ValidationError
+from agentctl.errors import AgentctlError, BlockedError, ValidationError
 from agentctl.ledger import open_ledger
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import ReconcileRequest
@@ -259,6 +260,21 @@ def auto_compensated(
     return outcome
 
 
+def _claim(ledger: RunLedger, run_id: str, clock: Clock, trace_id: str) -> RunHead:
+    """``check_resumable``; a refusal first shows, on the event stream (``--output jsonl``),
+    what it committed — the effects a dead coordinator left ``started`` are ``uncertain`` now,
+    their tasks waiting — as a drive shows its events."""
+    try:
+        return check_resumable(ledger, run_id, clock, trace_id)
+    except BlockedError:
+        sink = current_sink()
+        if sink is not None:
+            tap = sink.tap(run_id, trace_id)
+            tap.collect(ledger)
+            tap.flush()
+        raise
+
+
 def resume(
     run_ref: str,
     *,
@@ -284,7 +300,7 @@ def resume(
             # A requested cancellation is honoured by the drive, not answered with "paused".
             asks = not interactive and not found.cancellation_requested
             waiting = asks and _awaits_approval(ledger, found, plan)
-            run = None if waiting else check_resumable(ledger, run_ref, clock, trace_id)
+            run = None if waiting else _claim(ledger, found.run_id, clock, trace_id)
             if on_created is not None:
                 on_created(found.run_id, trace_id)
             if run is None:  # still waiting: nothing claimed, nothing driven

@@ -421,3 +421,25 @@ def test_a_worker_its_dead_coordinator_left_is_killed_before_any_verdict(
         for pipe in (proc.stdout, proc.stderr):
             if pipe is not None:
                 pipe.close()
+
+
+def test_a_refused_resume_shows_on_the_event_stream_what_it_committed(
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    """The resume after a kill -9 settles the crash (the started effect is uncertain, its
+    task waits) and refuses, exit 3; under `--output jsonl` those events are lines, as a
+    drive's are, before the error on stderr."""
+    proc, _db, _deadline = _start_napping(ledger_target, tmp_path)
+    proc.kill()
+    proc.wait(timeout=60)
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+    run_id = cli("--output", "json", "runs", "list", "--db", "s/r.db").data["runs"][0]["runId"]
+    refused = cli("--output", "jsonl", "resume", run_id, "--db", "s/r.db")
+    assert refused.rc == 3, refused.stderr
+    lines = [json.loads(line) for line in refused.stdout.splitlines()]
+    shown = [(e["data"]["type"], e["data"]["taskId"]) for e in lines if e["kind"] == "RunEvent"]
+    assert ("effect.uncertain", "a") in shown and ("task.waiting_for_effect", "a") in shown
+    trace = refused.error["error"]["traceId"]
+    assert {e["data"]["traceId"] for e in lines} == {trace}
