@@ -171,6 +171,18 @@ def list_approvals(conn: Db, run_id: str, status: str | None = "pending") -> lis
     return [_approval(conn, r) for r in rows]
 
 
+def _decidable(conn: Db, approval_id: str, actor: str, reason: str) -> ApprovalRecord:
+    """The pending approval a decision by ``actor`` for ``reason`` may resolve."""
+    current = find_approval(conn, approval_id)
+    if current.status != "pending":
+        raise PersistenceError(f"approval {current.approval_id} is already {current.status}")
+    if not reason.strip():
+        raise InvalidOperationError("resolving an approval needs a reason")
+    if not actor.strip():  # the record says who decided, as a reconciliation's does
+        raise InvalidOperationError("resolving an approval needs a non-empty --actor")
+    return current
+
+
 def resolve_approval_txn(
     conn: Db,
     approval_id: str,
@@ -183,14 +195,8 @@ def resolve_approval_txn(
 ) -> ApprovalRecord:
     """Approve or reject a pending approval (``approval_id``: its id or a unique prefix)
     and move its effect accordingly."""
-    current = find_approval(conn, approval_id)
+    current = _decidable(conn, approval_id, actor, reason)
     approval_id = current.approval_id
-    if current.status != "pending":
-        raise PersistenceError(f"approval {approval_id} is already {current.status}")
-    if not reason.strip():
-        raise InvalidOperationError("resolving an approval needs a reason")
-    if not actor.strip():  # the record says who decided, as a reconciliation's does
-        raise InvalidOperationError("resolving an approval needs a non-empty --actor")
     status = "approved" if approve else "rejected"
     conn.execute(
         "UPDATE approvals SET status = ?, resolved_at = ?, resolved_by = ?, resolution_reason = ?"
