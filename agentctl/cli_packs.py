@@ -23,7 +23,7 @@ import typer
 
 from agentctl.cli_docs import _write as write_atomically
 from agentctl.clikit import deliver, path_parser, read_cli_file
-from agentctl.core.jsonvalue import JsonObject, as_list
+from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings
 
@@ -145,32 +145,26 @@ def _graph(workflow: Path, *, trust: bool = True) -> tuple[Any, list[Any]]:
     return loaded, graph
 
 
-def _entries(graph: list[Any]) -> list[Any]:
-    from agentctl.core.packs.lock import build_lock
-
-    packs = build_lock(graph)["packs"]
-    assert isinstance(packs, list)
-    return packs
-
-
-def _write_lock(workflow: Path, graph: list[Any], document: JsonObject | None = None) -> Path:
+def _write_lock(workflow: Path, document: JsonObject) -> tuple[Path, list[JsonValue]]:
+    """Write the lock ``document`` beside ``workflow``: its path and entries."""
     from agentctl.packsource import lock_path, lock_text
 
     path = lock_path(workflow)
-    write_atomically(path, lock_text(graph, document))
-    return path
+    write_atomically(path, lock_text(document))
+    return path, list(as_list(document["packs"]))
 
 
 @packs_app.command("lock")
 def lock_cmd(workflow: WorkflowArg) -> None:
     """Resolve the complete pack graph and write agentctl.pack.lock beside the workflow."""
+    from agentctl.core.packs.lock import build_lock
     from agentctl.packsource import MODE, check_lock
 
     _loaded, graph = _graph(workflow)
     if MODE.locked:  # --locked: the existing lock must already say exactly this
         check_lock(workflow, graph, strict=True)
-    path = _write_lock(workflow, graph)
-    data = {"lockfile": str(path), "packs": _entries(graph)}
+    path, entries = _write_lock(workflow, build_lock(graph))
+    data = {"lockfile": str(path), "packs": entries}
     deliver(Outcome("PackLock", data, human=lambda _s: f"wrote {path} ({len(graph)} packs)"))
 
 
@@ -201,7 +195,7 @@ def update_cmd(
 ) -> None:
     """Resolve the pack graph again and rewrite agentctl.pack.lock; reports what changed.
     With ``--pack``, only that pack and what it depends on are taken as resolved now."""
-    from agentctl.core.packs.lock import lock_entries, parse_lock, scoped_lock
+    from agentctl.core.packs.lock import build_lock, lock_entries, parse_lock, scoped_lock
     from agentctl.packsource import MODE, lock_path
 
     if MODE.locked:
@@ -214,9 +208,8 @@ def update_cmd(
     kept: dict[str, JsonObject] = {}
     if path.exists():
         kept = lock_entries(parse_lock(read_cli_file(path, "pack lock"), str(path)))
-    document = None if pack is None else scoped_lock(graph, kept, pack)
-    entries = _entries(graph) if document is None else list(as_list(document["packs"]))
-    _write_lock(workflow, graph, document)
+    document = build_lock(graph) if pack is None else scoped_lock(graph, kept, pack)
+    _, entries = _write_lock(workflow, document)
     data = {"lockfile": str(path), "pack": pack, "packs": entries, **_changes(kept, entries)}
     deliver(Outcome("PackUpdate", data, human=lambda _s: f"updated {path}"))
 

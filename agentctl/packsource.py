@@ -35,7 +35,7 @@ from agentctl.clikit import read_cli_file
 from agentctl.core.dsl.packs import DEFAULT_MANIFEST, PackSource
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.core.packs.integrity import digest_of, normalize_integrity
-from agentctl.core.packs.lock import LOCK_FILE, build_lock, lock_drift, parse_lock
+from agentctl.core.packs.lock import LOCK_FILE, lock_drift, parse_lock
 from agentctl.core.packs.manifest import check_asset_path, load_manifest
 from agentctl.core.packs.merge import merge_packs
 from agentctl.core.packs.resolve import Fetched, ResolvedPack, fail, resolve_graph, roots_of
@@ -316,10 +316,9 @@ def with_packs(loaded: Any, workflow: Path) -> Any:
     )
 
 
-def lock_text(graph: list[ResolvedPack], document: JsonObject | None = None) -> str:
-    """The YAML text of ``agentctl.pack.lock`` for ``graph`` (or of a lock ``document`` made
-    from it already: ``scoped_lock``)."""
+def lock_text(document: JsonObject) -> str:
+    """The YAML text of ``agentctl.pack.lock`` holding a lock ``document`` (``build_lock``,
+    ``scoped_lock``)."""
     import yaml
 
-    made = build_lock(graph) if document is None else document
-    return str(yaml.safe_dump(made, sort_keys=False, allow_unicode=True))
+    return str(yaml.safe_dump(document, sort_keys=False, allow_unicode=True))

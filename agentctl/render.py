@@ -155,13 +155,16 @@ class LiveLines:
             silence_stdout()
 
 
+@dataclass
 class _ShownText:
-    """Where the fragments shown on stderr left off: an answer that does not end its line is
-    ended before the next answer's text and before anything else this command writes to
-    stderr (``end_shown_text``), so an ``error:`` line always starts a line."""
+    """Where the fragments shown on stderr left off: the effect whose answer left its line
+    open, if one did. That line is ended before the next answer's text and before anything
+    else this command writes to stderr (``end_shown_text``), so ``error:`` starts a line."""
 
-    effect: object = None
-    open = False
+    open_by: object = None  # an effect id; None: the last line shown is ended
+
+
+_SHOWN = _ShownText()
 
 
 def _show_text(record: JsonRecord) -> None:
@@ -169,19 +172,19 @@ def _show_text(record: JsonRecord) -> None:
     payload = data.get("payload")
     text = payload.get("text") if isinstance(payload, dict) else None
     if isinstance(text, str) and text:
-        if _ShownText.open and data.get("effectId") != _ShownText.effect:
+        if _SHOWN.open_by not in (None, data.get("effectId")):
             sys.stderr.write("\n")  # another answer starts
         sys.stderr.write(text)
         sys.stderr.flush()
-        _ShownText.effect, _ShownText.open = data.get("effectId"), not text.endswith("\n")
+        _SHOWN.open_by = None if text.endswith("\n") else data.get("effectId")
 
 
 def end_shown_text() -> None:
     """End the line the fragments shown last left open (if any)."""
-    if _ShownText.open:
+    if _SHOWN.open_by is not None:
         sys.stderr.write("\n")
         sys.stderr.flush()
-        _ShownText.open = False
+        _SHOWN.open_by = None
 
 
 def default_human(outcome: Outcome) -> str:

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from tests.conftest import Cli
+from tests.core.compiler_docs import SHARED_VARS
 
 LAYERS = ["wf-file", "wf-vars", "agent-file", "agent-vars", "task-file", "task-vars"]
 LAYERS += ["cli-file", "cli-var"]
@@ -180,20 +181,6 @@ def test_run_outputs_cannot_read_a_task_s_own_variable(cli: Cli, tmp_path: Path)
     assert "spec.outputs.environment reads `vars.environment`" in message
     assert "no workflow-level variable defines" in message
     assert not (tmp_path / ".agentctl").exists()
-
-
-SHARED_VARS = """\
-apiVersion: agentctl.dev/v1alpha1
-kind: Workflow
-metadata: {name: x}
-spec:
-  vars:
-    q: "VALUE"
-  actions: {a: {kind: builtin.assign}}
-  tasks:
-  - {id: a, uses: "action:a"}
-  - {id: b, uses: "action:a"}
-"""
 
 
 def test_a_workflow_variable_template_error_is_reported_once_at_it(

@@ -13,6 +13,21 @@ from agentctl.core.compiler import compile_workflow
 from agentctl.core.plan import Plan
 from agentctl.errors import ValidationError
 
+# Two tasks sharing a workflow variable whose template is VALUE (a template error there is
+# reported once, at `spec.vars.q`): read by the compiler and the CLI tests of it.
+SHARED_VARS = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: {name: x}
+spec:
+  vars:
+    q: "VALUE"
+  actions: {a: {kind: builtin.assign}}
+  tasks:
+  - {id: a, uses: "action:a"}
+  - {id: b, uses: "action:a"}
+"""
+
 TASK_DEFAULTS: dict[str, Any] = {
     "needs": [],
     "foreach": None,

@@ -7,24 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from compiler_docs import compile_ok, task, workflow
+from compiler_docs import SHARED_VARS, compile_ok, task, workflow
 
 from agentctl.core.compiler import CapturedVars, compile_workflow
 from agentctl.core.dsl import load_workflow
 from agentctl.errors import Diagnostic, ValidationError
-
-REPRO = """\
-apiVersion: agentctl.dev/v1alpha1
-kind: Workflow
-metadata: {name: x}
-spec:
-  vars:
-    q: "VALUE"
-  actions: {a: {kind: builtin.assign}}
-  tasks:
-  - {id: a, uses: "action:a"}
-  - {id: b, uses: "action:a"}
-"""
 
 
 def _rejected(doc: dict[str, Any], captured: CapturedVars | None = None) -> list[Diagnostic]:
@@ -38,7 +25,7 @@ def _found(doc: dict[str, Any], captured: CapturedVars | None = None) -> list[tu
 
 
 def _repro(value: str) -> list[Diagnostic]:
-    loaded = load_workflow(REPRO.replace("VALUE", value), file="wf.yaml")
+    loaded = load_workflow(SHARED_VARS.replace("VALUE", value), file="wf.yaml")
     with pytest.raises(ValidationError) as info:
         compile_workflow(loaded.document, file="wf.yaml", locate=loaded.locate)
     return info.value.diagnostics

@@ -68,7 +68,10 @@ def _entry(pack: ResolvedPack) -> JsonObject:
 
 def build_lock(graph: list[ResolvedPack]) -> JsonObject:
     """The lock document of ``graph`` (entries sorted by pack name)."""
-    entries: list[Any] = [_entry(p) for p in sorted(graph, key=lambda p: p.name)]
+    return _document([_entry(p) for p in sorted(graph, key=lambda p: p.name)])
+
+
+def _document(entries: list[Any]) -> JsonObject:
     return {"apiVersion": LOCK_API_VERSION, "agentctl": COMPAT_VERSION, "packs": entries}
 
 
@@ -84,11 +87,12 @@ def scoped_lock(graph: list[ResolvedPack], kept: Mapping[str, JsonObject], pack:
         if name in by_name and name not in scope:
             scope.add(name)
             todo.extend(by_name[name].dependencies)
-    entries: list[Any] = [
-        _entry(p) if p.name in scope or p.name not in kept else dict(kept[p.name])
-        for p in sorted(graph, key=lambda p: p.name)
-    ]
-    return {"apiVersion": LOCK_API_VERSION, "agentctl": COMPAT_VERSION, "packs": entries}
+    return _document(
+        [
+            _entry(p) if p.name in scope or p.name not in kept else dict(kept[p.name])
+            for p in sorted(graph, key=lambda p: p.name)
+        ]
+    )
 
 
 def lock_entries(lock: PackLock) -> dict[str, JsonObject]:
