@@ -27,7 +27,14 @@ from agentctl.cli_options import (
     WorkspaceOpt,
 )
 from agentctl.cli_planview import recovery_view
-from agentctl.clikit import DEFAULT_DB, deliver, path_parser, statement, warning_errors
+from agentctl.clikit import (
+    DEFAULT_DB,
+    deliver,
+    path_parser,
+    statement,
+    task_names,
+    warning_errors,
+)
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.errors import ValidationError
 from agentctl.render import Outcome, Settings
@@ -87,6 +94,7 @@ def _recover(req: _Recovery) -> None:
 
     if req.reason is not None:  # recorded on the new run: blank says nothing (exit 2)
         statement(req.reason, "--reason")
+    task_names(req.roots, "--from")
 
     # spec/cli.md §1: the workspace of run, retry and repair defaults to the workflow file's
     # directory (resume, fork and compensate reuse the source run's own).
@@ -256,6 +264,7 @@ def compensate_cmd(
     """Run the declared inverse actions of a run's confirmed mutations, newest first."""
     from agentctl.coordinator.remedy import compensate
 
+    task_names(task, "--task")
     # ``--interactive`` is refused without a terminal; with one, a compensation run held for
     # approval (spec.compensation.approval) is asked about and carried on, as retry/repair.
     asking = _asking(interactive, "compensate", Continuation(db, None, timeout_seconds, diff))

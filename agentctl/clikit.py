@@ -273,6 +273,16 @@ def statement(value: str, flag: str) -> str:
     return value
 
 
+def task_names(values: list[str] | None, flag: str) -> list[str] | None:
+    """Task ids given on the command line (``--from``, ``--task``): an empty one (an unset
+    shell variable, say) is bad input (exit 2) before any database is opened, not a task that
+    a plan then reports missing."""
+    for value in values or []:
+        if not value.strip():
+            raise ValidationError(f"{flag} needs a task id; it was given an empty value")
+    return values
+
+
 def check_timeout(value: float | None) -> float | None:
     """``--timeout-seconds``: a finite number of seconds. ``inf``, ``Infinity`` and numbers
     too large for a float (``1e400``, 400 nines) all read as infinity, which passes typer's

@@ -74,6 +74,11 @@ def test_replay_cannot_be_retried() -> None:
     assert rules(retry(source, failed_only=True)) == ["replay_source"]
 
 
+def test_a_preview_cannot_be_retried() -> None:
+    source = failed(succeeded_run(base(), mode="check"), "c", "e")
+    assert rules(retry(source, failed_only=True)) == ["check_source"]
+
+
 def test_running_source_cannot_be_retried() -> None:
     source = succeeded_run(base(), state="running")
     assert rules(retry(source, None, "d", restart_successful=True)) == ["source_not_terminal"]

@@ -185,6 +185,17 @@ def _run_blocks(source: SourceRun, verb: str) -> list[Block]:
                 "it replayed as the source",
             )
         )
+    if source.mode == "check":
+        # A preview ran no effect: its effect tasks hold what they *would* do, so reusing them
+        # would report writes, processes and calls that never happened.
+        blocks.append(
+            Block(
+                "",
+                "check_source",
+                f"run {source.run_id} is a preview (run --check) that executed no effect and "
+                f"cannot be {verb}; run the workflow (or fork the preview) instead",
+            )
+        )
     # A parked run counts as settled: its uncertain effect then blocks as
     # ``unreconciled_effect`` through the closure rules, like a terminal run's would.
     if source.state not in TERMINAL_RUN_STATES and not source.parked:
