@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from agentctl.errors import BlockedError
-from agentctl.render import dump_json
+from agentctl.render import dump_json, printable
 
 ACTOR = "cli-user"  # as `approvals approve` records by default
 _ANSWERS = {"y": True, "yes": True, "a": True, "approve": True}
@@ -72,7 +72,7 @@ class Interactive:
         return decided
 
     def _answer(self, approval: Any) -> bool | None:
-        sys.stderr.write(describe(approval.to_json()))
+        sys.stderr.write(printable(describe(approval.to_json())))
         while True:
             line = self.ask("approve? [y]es / [n]o (reject) / [s]kip (leave pending): ")
             if line is None:

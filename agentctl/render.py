@@ -6,7 +6,10 @@ Invariants:
   except that commands driving a run first print one ``RunEvent`` or ``StreamEvent`` envelope
   per durable event, live, each on its own line (``write_jsonl_line``, docs/events.md).
 - Human mode never writes ANSI escapes unless colour is on (``--color always``, or ``auto``
-  with a terminal on stdout).
+  with a terminal on stdout), and never writes a control character that came from stored
+  text (a process's stderr, an operator's reason, a model's answer): each is shown as its
+  escape (``\x1b``), so recorded bytes cannot clear or rewrite the operator's screen. With
+  colour on, only our own SGR colour sequences pass.
 - ``rich`` is imported only when a human table is actually drawn, to keep start-up fast.
 """
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -58,6 +62,24 @@ class Outcome:
     human: Callable[[Settings], str] | None = None
 
 
+# C0 controls but tab and newline, DEL and the C1 controls (a lone \x9b is a CSI on some
+# terminals). ``_WITH_SGR`` also matches a whole colour sequence, to let it pass.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_WITH_SGR = re.compile(r"\x1b\[[0-9;]*m|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str, *, keep_colour: bool = False) -> str:
+    """``text`` safe for a terminal: every control character (but tab and newline) shown as
+    its escape; with ``keep_colour``, SGR colour sequences (ours, when colour is on) kept."""
+    pattern = _WITH_SGR if keep_colour else _CONTROL
+    return pattern.sub(_escaped, text)
+
+
+def _escaped(match: re.Match[str]) -> str:
+    seen = match.group()
+    return seen if len(seen) > 1 else f"\\x{ord(seen):02x}"
+
+
 def dump_json(value: Any, indent: int | None = None) -> str:
     """Strict JSON text: a non-finite float (which inputs refuse, but a workflow's own YAML or
     arithmetic could still produce) is written as ``null``, never as a bare ``NaN``; a float
@@ -97,9 +119,10 @@ def emit_outcome(outcome: Outcome, settings: Settings) -> None:
     end_shown_text()
     text = outcome.human(settings) if outcome.human else default_human(outcome)
     if text:
+        text = printable(text, keep_colour=settings.use_color(sys.stdout))
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     for diag in outcome.diagnostics:
-        sys.stderr.write(format_diagnostic(diag) + "\n")
+        sys.stderr.write(printable(format_diagnostic(diag)) + "\n")
     if settings.verbose and outcome.human is not None:
         sys.stdout.write(dump_json(outcome.data, indent=2) + "\n")
     sys.stdout.flush()
@@ -174,7 +197,7 @@ def _show_text(record: JsonRecord) -> None:
     if isinstance(text, str) and text:
         if _SHOWN.open_by not in (None, data.get("effectId")):
             sys.stderr.write("\n")  # another answer starts
-        sys.stderr.write(text)
+        sys.stderr.write(printable(text))
         sys.stderr.flush()
         _SHOWN.open_by = None if text.endswith("\n") else data.get("effectId")
 
@@ -219,7 +242,7 @@ def emit_error(error: AgentctlError, settings: Settings) -> None:
     hint = error.data.get("hint") if error.data else None
     if isinstance(hint, str):
         lines.append(f"  hint: {hint}")
-    sys.stderr.write("\n".join(lines) + "\n")
+    sys.stderr.write(printable("\n".join(lines)) + "\n")
     sys.stderr.flush()
 
 

@@ -98,3 +98,43 @@ def test_resume_at_a_terminal_names_the_whole_run_id_and_its_new_trace(
     title = seen.decode().splitlines()[0]
     assert title.startswith(f"run {run_id}  (trace trace-"), title
     assert first_trace not in title and "resumed" not in title
+
+
+ESCAPING = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: esc }
+spec:
+  policy: { approval: never, processAllowlist: [sh] }
+  actions:
+    f:
+      kind: builtin.shell.exec
+      command: /bin/sh
+      args: ["-c", "printf 'bad \\\\033[2Jcleared\\\\r\\\\033[31mred' >&2; exit 3"]
+  tasks:
+    - { id: f, uses: "action:f" }
+"""
+
+
+def test_stored_control_bytes_are_shown_escaped_never_sent_to_the_terminal(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A process's stderr (kept in the error) and an operator's reason are stored text: human
+    output shows their control bytes as escapes, so they cannot clear or rewrite the screen;
+    with colour on, only agentctl's own colour sequences are written."""
+    (tmp_path / "wf.yaml").write_text(ESCAPING)
+    ran = cli("--color", "never", "run", "wf.yaml", cwd=tmp_path)
+    assert ran.rc == 4
+    assert "\x1b" not in ran.stderr and "\r" not in ran.stderr
+    assert "bad \\x1b[2Jcleared\\x0d\\x1b[31mred" in ran.stderr
+    run_id = cli("--output", "json", "runs", "list", cwd=tmp_path).data["runs"][0]["runId"]
+    for view in (["inspect", run_id], ["effects", "list", run_id]):
+        plain = cli("--color", "never", *view, cwd=tmp_path)
+        assert plain.rc == 0 and "\\x1b[2Jcleared" in plain.stdout
+        assert "\x1b" not in plain.stdout and "\r" not in plain.stdout
+        coloured = cli("--color", "always", *view, cwd=tmp_path)
+        assert "\x1b[31mfailed\x1b[0m" in coloured.stdout  # our own colour still there
+        assert "\x1b[2J" not in coloured.stdout and "\\x1b[2Jcleared" in coloured.stdout
+    # The JSON keeps the bytes as they were recorded (escaped by JSON itself).
+    effects = cli("--output", "json", "effects", "list", run_id, cwd=tmp_path).data["effects"]
+    assert "\x1b[2Jcleared\r" in str(effects[0]["error"])
