@@ -301,4 +301,4 @@ def _process_check(
 
 def database_check(db: str) -> DoctorCheck:
     probe = probe_database(db)
-    return DoctorCheck(f"database {probe.path}", probe.openable, probe.status, probe.detail)
+    return DoctorCheck(f"database {probe.path}", probe.available, probe.status, probe.detail)

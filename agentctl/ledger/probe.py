@@ -1,7 +1,8 @@
 """A look at a ledger file that changes nothing: ``agentctl doctor``'s database check.
 
 Job: say whether the database at a path exists, is an agentctl ledger this version can open,
-and which schema version it has — without creating, migrating or locking anything.
+which schema version it has, and whether ``run`` could create or write it — without
+creating, migrating or locking anything.
 
 Invariants:
 - a missing file stays missing: no parent directory, no file, no ``.lock`` is created;
@@ -9,14 +10,20 @@ Invariants:
   file holds every committed change, so it is opened ``immutable`` — SQLite then creates no
   ``-wal`` / ``-shm`` either; when a ``-wal`` exists (another process has the ledger open,
   or one died) read-only mode reads it through the companions that are already there;
+- writability is judged with ``os.access`` alone (permissions, ``chattr +i``, a read-only
+  mount), as ``run`` would meet it: an existing file must be readable and writable and its
+  directory writable (``run`` keeps ``-wal``, ``-shm`` and ``.lock`` beside it); a missing
+  file needs its nearest existing ancestor to be a writable directory (``run`` makes the
+  missing parents, then the file). No test file is written to find out;
 - the answer is data (``DatabaseProbe``), never an exception: a file that cannot be read is
-  reported as not openable with the reason.
+  reported as not openable with the reason, one ``run`` cannot write as not writable.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from agentctl.core.dburl import is_postgres_url, redact
@@ -37,9 +44,17 @@ class DatabaseProbe:
     schema_version: int | None
     supported_version: int
     detail: str
+    writable: bool = True  # `run` can create it (a missing file) or write it where it is
+
+    @property
+    def available(self) -> bool:
+        """``run`` can use it: an openable ledger (or none yet) it can create or write."""
+        return self.openable and self.writable
 
     @property
     def status(self) -> str:
+        if not self.writable:
+            return "not_writable"
         if not self.exists:
             return "absent"
         if not self.openable:
@@ -55,6 +70,7 @@ class DatabaseProbe:
             "openable": self.openable,
             "schemaVersion": self.schema_version,
             "supportedVersion": self.supported_version,
+            "writable": self.writable,
             "status": self.status,
             "detail": self.detail,
         }
@@ -65,8 +81,22 @@ def probe_database(path: str) -> DatabaseProbe:
     if is_postgres_url(path):
         return _probe_server(path)
     file = Path(path)
-    if not file.exists():
+    if not _exists(file):
+        obstacle = _create_obstacle(file)
+        if obstacle is not None:
+            why = f"does not exist, and `run` cannot create it: {obstacle}"
+            return replace(_probe(path, False, True, None, why), writable=False)
         return _probe(path, False, True, None, "does not exist yet; `run` creates it")
+    found = _look(path, file)
+    obstacle = _write_obstacle(file) if found.openable else None
+    if obstacle is None:
+        return found
+    why = f"{found.detail}; `run` cannot write it: {obstacle}"
+    return replace(found, writable=False, detail=why)
+
+
+def _look(path: str, file: Path) -> DatabaseProbe:
+    """What the existing file at ``path`` holds, read without writing."""
     try:
         with file.open("rb") as fh:
             header = fh.read(100)
@@ -79,6 +109,46 @@ def probe_database(path: str) -> DatabaseProbe:
     except sqlite3.Error as exc:
         return _probe(path, True, False, None, f"cannot be opened read-only: {exc}")
     return _judge(path, version, app_id, has_runs)
+
+
+def _exists(file: Path) -> bool:
+    """Whether ``file`` is there (through a link, as ``run`` opens it). A path this user may
+    not even look at counts as there: reading it then says why it cannot be used."""
+    try:
+        file.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _can_write_in(directory: Path) -> bool:
+    """New entries (files, companions, subdirectories) can be made in ``directory``."""
+    return os.access(directory, os.W_OK | os.X_OK)
+
+
+def _create_obstacle(file: Path) -> str | None:
+    """Why ``run`` could not create the missing ``file`` and its missing parents, or None."""
+    # os.path answers False where it may not look: the search goes on up to a directory it can.
+    ancestor = next((p for p in file.absolute().parents if os.path.exists(p)), None)
+    if ancestor is None or not os.path.isdir(ancestor):
+        return f"{ancestor or file.parent} is not a directory"
+    if not _can_write_in(ancestor):
+        return f"directory {ancestor} is not writable by this user"
+    return None
+
+
+def _write_obstacle(file: Path) -> str | None:
+    """Why ``run`` could not write the existing ``file``, or the companions it keeps beside
+    it (those of the path as given, and of the file a symbolic link names), or None."""
+    if not os.access(file, os.R_OK | os.W_OK):
+        return "the file is not writable by this user"
+    for directory in dict.fromkeys((file.absolute().parent, file.resolve().parent)):
+        if not _can_write_in(directory):
+            why = "(`run` keeps -wal, -shm, .lock there)"
+            return f"directory {directory} is not writable by this user {why}"
+    return None
 
 
 def _probe_server(url: str) -> DatabaseProbe:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -37,6 +39,32 @@ spec:
     - { id: boxed, uses: "action:boxed" }
     - { id: write, uses: "agent:writer" }
 """
+
+
+Lock = Callable[[Path], None]
+
+
+@pytest.fixture
+def unwritable() -> Iterator[Lock]:
+    """``unwritable(path)``: this user can no longer write ``path``, undone afterwards. Root
+    writes through permission bits, not through ``chattr +i``; another user loses them."""
+    locked: list[Path] = []
+
+    def lock(path: Path) -> None:
+        if os.geteuid() == 0:
+            done = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True)
+            if done.returncode != 0:
+                pytest.skip(f"chattr +i is not supported here: {done.stderr.strip()}")
+        else:
+            path.chmod(path.stat().st_mode & ~0o222)
+        locked.append(path)
+
+    yield lock
+    for path in reversed(locked):
+        if os.geteuid() == 0:
+            subprocess.run(["chattr", "-i", str(path)], check=True)
+        else:
+            path.chmod(path.stat().st_mode | 0o200)
 
 
 def _by_check(data: dict[str, object]) -> dict[str, dict[str, object]]:
@@ -134,6 +162,47 @@ def test_existing_database_is_read_only_and_a_newer_one_is_not_ready(
     newer = cli("--output", "json", "doctor", str(wf), "--db", str(db))
     assert newer.rc == 6
     assert "newer than supported" in str(_by_check(newer.data)[f"database {db}"]["detail"])
+
+
+@pytest.mark.sqlite_only(reason="a database file and its directory's permissions")
+def test_a_database_run_cannot_create_is_not_ready_and_nothing_is_created(
+    cli: Cli, tmp_path: Path, unwritable: Lock
+) -> None:
+    # doctor said "absent … `run` creates it", ready, exit 0; `run` then failed with exit 5.
+    state = tmp_path / "state"
+    state.mkdir()
+    unwritable(state)
+    wf = str(EXAMPLES / "hello.yaml")
+    for db in ("state/r.db", "state/sub/r.db"):  # the file, or the parent `run` would make
+        done = cli("--output", "json", "doctor", wf, "--db", db)
+        assert done.rc == 6, done.stdout + done.stderr
+        found = _by_check(done.data)[f"database {db}"]
+        assert (found["available"], found["status"]) == (False, "not_writable")
+        assert f"cannot create it: directory {state} is not writable" in str(found["detail"])
+        assert "MISSING  not_writable     database" in cli("doctor", wf, "--db", db).stdout
+    assert list(state.iterdir()) == [], "doctor created state"
+    assert cli("--output", "json", "run", wf, "--db", "state/r.db").rc == 5  # as doctor said
+
+
+@pytest.mark.sqlite_only(reason="a database file and its directory's permissions")
+@pytest.mark.parametrize("locked", ["file", "directory"])
+def test_an_existing_database_run_cannot_write_is_not_ready(
+    cli: Cli, tmp_path: Path, unwritable: Lock, locked: str
+) -> None:
+    # A readable ledger was "ok, schema N, current"; `run` cannot write it (or the -wal, -shm
+    # and .lock files beside it) and exits 5.
+    db = tmp_path / "state" / "r.db"
+    assert cli("db", "migrate", "--db", str(db)).rc == 0
+    unwritable(db if locked == "file" else db.parent)
+    wf = str(EXAMPLES / "hello.yaml")
+    done = cli("--output", "json", "doctor", wf, "--db", str(db))
+    assert done.rc == 6, done.stdout + done.stderr
+    found = _by_check(done.data)[f"database {db}"]
+    assert (found["available"], found["status"]) == (False, "not_writable")
+    detail = str(found["detail"])
+    assert detail.startswith("schema ") and "`run` cannot write it: " in detail
+    assert {"file": "the file is", "directory": f"directory {db.parent} is"}[locked] in detail
+    assert cli("--output", "json", "run", wf, "--db", str(db)).rc == 5  # as doctor said
 
 
 @pytest.mark.container
