@@ -36,7 +36,12 @@ from agentctl.core.jsonvalue import JsonValue, as_list, as_object
 from agentctl.core.plan import Plan
 from agentctl.core.workload import Workload, workload
 from agentctl.errors import from_os_error
-from agentctl.ledger.owners import is_process, process_start_time
+from agentctl.ledger.owners import (
+    TOLERANCE_S,
+    is_process,
+    process_start_time,
+    start_time_for_record,
+)
 
 # psutil (~5 ms to import) is imported by the functions that signal or find processes: a
 # run with no workers and no stale registry to clean never calls them.
@@ -172,6 +177,38 @@ def _recorded(entry: JsonValue) -> psutil.Process | None:
     return _matches(int(pid), float(created))
 
 
+def _kill_orphaned_session(entry: JsonValue) -> list[psutil.Process]:
+    """SIGKILL what is left of the session of a recorded worker that is itself gone (killed
+    with its coordinator, say): an effect's process it started lives on in that session and
+    would finish the effect after an operator judged it. Returns those processes.
+
+    Only while no process has the worker's pid: a number still used as a live session's id is
+    never handed out again, so the pid being free and the members' session being that number
+    means they are the worker's (a member is also born after the worker, checked as well)."""
+    import psutil  # see the top
+
+    record = as_object(entry)
+    pid, created = record.get("pid"), record.get("createTime")
+    if not isinstance(pid, int) or not isinstance(created, int | float) or pid <= 1:
+        return []
+    if psutil.pid_exists(pid):
+        return []  # another process has the number: the worker's session has no one left
+    members = []
+    for name in os.listdir("/proc"):
+        with contextlib.suppress(OSError, psutil.Error):
+            # Start times compared on the registry's own clock (``process_start_time``'s).
+            if (
+                name.isdigit()
+                and os.getsid(int(name)) == pid
+                and start_time_for_record(int(name)) >= float(created) - TOLERANCE_S
+            ):
+                members.append(psutil.Process(int(name)))
+    for member in members:
+        with contextlib.suppress(psutil.Error):
+            member.kill()  # psutil checks the pid still names this very process
+    return members
+
+
 def kill_stale_workers(registry_path: str) -> list[int]:
     """Kill the workers recorded in ``registry_path`` if their coordinator is dead.
 
@@ -198,6 +235,8 @@ def kill_stale_workers(registry_path: str) -> list[int]:
         if proc is not None:
             signal_tree(proc.pid, signal.SIGKILL, session=True)
             killed.append(proc)
+        else:
+            killed.extend(_kill_orphaned_session(entry))
     psutil.wait_procs(killed, timeout=5)
     with contextlib.suppress(FileNotFoundError):
         os.remove(registry_path)

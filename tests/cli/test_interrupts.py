@@ -319,10 +319,12 @@ spec:
 """
 
 
-def _start_napping(target: LedgerTarget, root: Path) -> tuple[subprocess.Popen[str], Path, float]:
-    """`agentctl run` of NAPPING, returned once its effect is started (with its database and
-    the deadline of the waits that follow)."""
-    (root / "wf.yaml").write_text(NAPPING, encoding="utf-8")
+def _start_napping(
+    target: LedgerTarget, root: Path, text: str = NAPPING
+) -> tuple[subprocess.Popen[str], Path, float]:
+    """`agentctl run` of NAPPING (or ``text``), returned once its effect is started (with its
+    database and the deadline of the waits that follow)."""
+    (root / "wf.yaml").write_text(text, encoding="utf-8")
     db = root / "s" / "r.db"
     how = target.invocation(["--output", "json", "run", "wf.yaml", "--db", "s/r.db"], root)
     proc = _popen(["-m", "agentctl", *how.args], root, how.env)
@@ -383,23 +385,33 @@ def test_a_second_sigint_while_the_pool_waits_out_its_grace_changes_nothing(
     assert state[0] == "cancelled"
 
 
+@pytest.mark.parametrize("worker_fate", ["stopped", "killed"])
 @pytest.mark.parametrize("verdict", ["resume", "reconcile"])
 def test_a_worker_its_dead_coordinator_left_is_killed_before_any_verdict(
-    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path, verdict: str
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path, verdict: str, worker_fate: str
 ) -> None:
     """The coordinator is killed while its worker is stopped (it cannot see its socket
-    close): the worker and the effect's process would live on and finish the effect after an
-    operator judged it. The next `resume` (which stops at the unresolved effect) or
-    `effects reconcile` kills them first, so no verdict is overtaken by the process judged."""
-    proc, _db, deadline = _start_napping(ledger_target, tmp_path)
+    close), or both are killed at once (an OOM or cgroup kill): the worker or at least the
+    effect's process would live on and finish the effect after an operator judged it. The
+    next `resume` (which stops at the unresolved effect) or `effects reconcile` kills them
+    first, so no verdict is overtaken by the process judged."""
+    # A nap far longer than the waits below: only a kill ends it before they do.
+    long_nap = NAPPING.replace('args: ["5"]', 'args: ["300"]').replace("30 }", "600 }")
+    proc, _db, deadline = _start_napping(ledger_target, tmp_path, long_nap)
     [worker] = [p for p in psutil.Process(proc.pid).children() if "agentctl.workers" in p.cmdline()]
     while not worker.children(recursive=True):  # the effect's `sleep` runs
         assert time.monotonic() < deadline
         time.sleep(0.01)
     left = [worker, *worker.children(recursive=True)]
-    worker.send_signal(signal.SIGSTOP)
+    if worker_fate == "stopped":
+        worker.send_signal(signal.SIGSTOP)
+    else:  # the coordinator held still, so that it cannot clean up after its worker
+        os.kill(proc.pid, signal.SIGSTOP)
+        worker.kill()
+        left.remove(worker)  # its effect's processes stay, orphaned in its session
     proc.kill()
     proc.wait(timeout=60)  # (not its pipes: the stopped worker holds them open)
+    psutil.wait_procs([worker] if worker_fate == "killed" else [], timeout=10)  # init reaps it
     try:
         assert all(p.is_running() for p in left)
         run_id = cli("--output", "json", "runs", "list", "--db", "s/r.db").data["runs"][0]["runId"]
