@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agentctl import __version__
-from agentctl.cli_argv import twice_error
 from agentctl.cli_commands import (
     Continuation,
     RunRequest,
@@ -35,6 +33,7 @@ from agentctl.cli_commands import (
     outcome_of,
     run_outcome,
 )
+from agentctl.cli_guard import guard
 from agentctl.cli_options import (
     CheckOpt,
     DbOpt,
@@ -52,7 +51,6 @@ from agentctl.cli_options import (
 )
 from agentctl.clikit import (
     DEFAULT_DB,
-    PATH_OPTIONS,
     Delivered,
     collect_from_now,
     deliver,
@@ -362,7 +360,7 @@ def run_app(args: list[str], settings: Settings) -> Outcome | int:
         collect_from_now()  # those do it once their own imports are done
     try:
         command = typer.main.get_command(app)
-        _guard_option_values(command)
+        guard(command)  # cli_guard: the raw option tokens checked before click reads them
         result = command.main(args=args, prog_name="agentctl", standalone_mode=False)
     except Delivered as done:
         return done.outcome
@@ -379,92 +377,6 @@ def run_app(args: list[str], settings: Settings) -> Outcome | int:
     if result == 130:  # typer swallows KeyboardInterrupt into a silent 130; our commands
         raise KeyboardInterrupt  # never return a code, so say that it was an interrupt
     return result if isinstance(result, int) else 0
-
-
-def _guard_option_values(command: Any) -> None:
-    """Make ``command`` and its subcommands check their own options before click parses them.
-
-    click gives an option that needs a value whatever token follows it, even one of the
-    command's own options: ``approvals approve ID --reason --actor`` recorded the reason
-    "--actor" and the default actor, exit 0. The ``--reason=--actor`` form still means it.
-    click also lets the last of a repeated one-value option win: ``effects reconcile E
-    --status applied … --outcome not-applied`` recorded ``not_applied``. Every command line
-    passes through here, so both are refused (exit 2) before any command body runs."""
-    for sub in getattr(command, "commands", {}).values():
-        _guard_option_values(sub)
-    spec = _OptionSpec.of(command.params)
-    parse, group = command.parse_args, hasattr(command, "commands")
-
-    def parse_args(ctx: Any, args: list[str]) -> Any:
-        if not ctx.resilient_parsing:  # shell completion parses half-typed lines
-            _check_options(args, spec, group)
-        return parse(ctx, args)
-
-    command.parse_args = parse_args
-
-
-@dataclass(frozen=True)
-class _OptionSpec:
-    """A command's option names: those taking a value, all, and the one-value ones (each
-    spelling → the parameter's first name, so an alias such as ``--outcome`` is ``--status``)."""
-
-    needs_value: frozenset[str]
-    names: frozenset[str]
-    single: dict[str, str]
-    paths: frozenset[str]  # the one-value parameters naming a file or directory
-
-    @classmethod
-    def of(cls, params: list[Any]) -> _OptionSpec:
-        takes = [p for p in params if p.param_type_name == "option" and _takes_value(p)]
-        return cls(
-            needs_value=frozenset(o for p in takes for o in p.opts),
-            names=frozenset(o for p in params for o in (*p.opts, *p.secondary_opts))
-            | {"-h", "--help"},
-            single={o: p.opts[0] for p in takes if not p.multiple for o in p.opts},
-            paths=frozenset(p.opts[0] for p in takes if p.opts[0] in PATH_OPTIONS),
-        )
-
-
-def _takes_value(param: Any) -> bool:
-    return param.param_type_name == "option" and not param.is_flag and not param.count
-
-
-def _check_options(args: list[str], spec: _OptionSpec, group: bool) -> None:
-    """Scan ``args`` as click will (up to ``--``; a group's, up to its subcommand's name): a
-    value-taking option followed by an option name of the same command is refused, and so is
-    a one-value option given two different values (the same value twice is harmless)."""
-    seen: dict[str, tuple[str, str]] = {}  # parameter → (spelling, value) first given
-    i = 0
-    while i < len(args) and args[i] != "--":
-        if group and not args[i].startswith("-"):
-            return  # the subcommand: what follows is its own to check
-        name, eq, inline = args[i].partition("=")
-        if eq and name in spec.single:
-            _once(seen, spec, spec.single[name], name, inline)
-        elif args[i] in spec.needs_value and i + 1 < len(args):
-            _refuse_option_as_value(args[i], args[i + 1], spec.names)
-            if args[i] in spec.single:
-                _once(seen, spec, spec.single[args[i]], args[i], args[i + 1])
-            i += 1  # the value: whatever it is, click takes it as the option's
-        i += 1
-
-
-def _refuse_option_as_value(option: str, value: str, names: frozenset[str]) -> None:
-    if value in names:
-        raise ValidationError(
-            f"option {option} requires a value, but is followed by the option "
-            f"{value} (write {option}={value} to mean that text)"
-        )
-
-
-def _once(
-    seen: dict[str, tuple[str, str]], spec: _OptionSpec, param: str, spelled: str, value: str
-) -> None:
-    earlier, first = seen.setdefault(param, (spelled, value))
-    same = os.path.abspath if param in spec.paths else str  # `.` and `./`: one directory
-    if same(first) != same(value):
-        alias = spelled if spelled != earlier else None
-        raise twice_error(earlier, first, value, alias)
 
 
 def _missing_command(ctx: Any, settings: Settings) -> ValidationError:

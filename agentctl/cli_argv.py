@@ -95,6 +95,21 @@ def normalize_argv(argv: list[str]) -> tuple[Settings, list[str]]:
     return settings, rest + db
 
 
+def top_level_flag(args: list[str]) -> list[str]:
+    """``args`` (global flags taken out) as typer should parse them when they start with a
+    top-level ``-h``/``--help`` (the top-level help) or ``-V``/``--version`` (the ``version``
+    command). The original's (clap's) flags act when met: the first one wins and the rest of
+    the line is ignored, so ``-h -V`` is help and ``-V runs list`` the version. Handed to
+    typer as they stand, ``-V`` was a version only as the first word with nothing after it
+    (``-V runs list`` named ``agentctl version`` in its error), and ``-h -V`` an unknown
+    option. A top-level ``--db`` never stands before them: ``normalize_argv`` moved it last."""
+    if args[:1] in (["-h"], ["--help"]):
+        return ["--help"]
+    if args[:1] in (["-V"], ["--version"]):
+        return ["version"]
+    return args
+
+
 def _one_db(earlier: str | None, value: str) -> str:
     """``--db`` may stand on the group and after the subcommand (spec/cli.md §1), so a script
     may give it twice; two different databases are a mistake (the later one used to win

@@ -311,10 +311,15 @@ def _result_schema(path: Path) -> JsonValue:
 
 
 def _status(given: str) -> str:
-    """The stored form of ``--status`` (``not-applied`` → ``not_applied``)."""
-    if given not in ("applied", "not-applied", "not_applied", "compensated"):
+    """The stored form of ``--status`` (``not-applied`` → ``not_applied``). Only the three
+    documented spellings (spec/cli.md §1, the original's): the stored ``not_applied`` was
+    once taken too, so ``--status not-applied --outcome not_applied`` was refused as two
+    different values of what this accepted as one."""
+    if given not in ("applied", "not-applied", "compensated"):
+        stored = given == "not_applied"
+        hint = " (write not-applied; not_applied is how it is stored)" if stored else ""
         raise ValidationError(
-            f"--status must be applied, not-applied or compensated, not {given!r}"
+            f"--status must be applied, not-applied or compensated, not {given!r}{hint}"
         )
     return given.replace("-", "_")
 

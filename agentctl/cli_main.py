@@ -19,7 +19,7 @@ import os
 import sys
 from typing import NoReturn
 
-from agentctl.cli_argv import check_text, normalize_argv, sniff_output
+from agentctl.cli_argv import check_text, normalize_argv, sniff_output, top_level_flag
 from agentctl.cli_fast import parse as parse_fast
 from agentctl.clikit import ignore_interrupts, report_closed_stdout
 from agentctl.envknobs import check_all as check_env_knobs
@@ -55,8 +55,7 @@ def _execute(args: list[str]) -> Outcome | AgentctlError | int:
             from agentctl import packsource
 
             packsource.MODE = packsource.PackMode(SETTINGS.offline, SETTINGS.locked)
-        if normalized[:1] in (["-V"], ["--version"]):
-            normalized = ["version", *normalized[1:]]
+        normalized = top_level_flag(normalized)
         if SETTINGS.output != "jsonl":
             return _dispatch(normalized, SETTINGS)
         from agentctl.coordinator.events import open_event_stream

@@ -51,6 +51,7 @@ ALLOWED: dict[str, set[str]] = {
         "cli_memory",
         "cli_providers",
         "cli_argv",
+        "cli_guard",
         "cli_doctor",
         "cli_explain",
         "cli_housekeeping",
@@ -73,6 +74,8 @@ ALLOWED: dict[str, set[str]] = {
     "cli_options": {"clikit"},  # typer's option types shared by several commands
     # The global flags, taken out of argv before typer parses the rest.
     "cli_argv": {"render", "errors"},
+    # Each typer command's raw option tokens, checked before click parses them.
+    "cli_guard": {"cli_argv", "clikit", "errors"},
     "clikit": {"render", "errors", "core"},
     "cli_inspect": {"clikit", "render", "errors", "coordinator", "core", "cli_report"}
     | {"cli_options"}
