@@ -247,14 +247,17 @@ def emit_error(error: AgentctlError, settings: Settings) -> None:
 
 
 def format_diagnostic(diag: Diagnostic) -> str:
-    where = diag.file or "<input>"
-    if diag.line is not None:
-        where += f":{diag.line}"
-        if diag.column is not None:
-            where += f":{diag.column}"
-    text = f"{diag.severity}[{diag.code}]: {diag.message}\n  --> {where}"
-    if diag.path:
-        text += f" ({diag.path})"
+    text = f"{diag.severity}[{diag.code}]: {diag.message}"
+    if diag.file is not None or diag.line is not None or diag.path:
+        # One with no place at all (about the command line, e.g. a `--var`) has no `-->` line.
+        where = diag.file or "<input>"
+        if diag.line is not None:
+            where += f":{diag.line}"
+            if diag.column is not None:
+                where += f":{diag.column}"
+        text += f"\n  --> {where}"
+        if diag.path:
+            text += f" ({diag.path})"
     if diag.help:
         text += f"\n  help: {diag.help}"
     return text

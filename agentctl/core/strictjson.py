@@ -22,7 +22,7 @@ from typing import Literal
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.errors import ValidationError
 
-MAX_DEPTH = 64
+MAX_DEPTH = 128  # as a workflow document (``dsl.yamlload.MAX_DEPTH``): what one holds, one takes
 _Problem = Literal["deep", "surrogate"]
 
 

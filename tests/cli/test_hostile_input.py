@@ -170,7 +170,7 @@ def test_db_that_is_empty(cli: Cli, ws: Path) -> None:
 
 def test_deeply_nested_inputs(cli: Cli, ws: Path) -> None:
     deep = '{"who": ' + "[" * 5000 + "]" * 5000 + "}"
-    refused(cli, ws, "run", "wf.yaml", "--inputs", deep, needle="nested more than 64 levels")
+    refused(cli, ws, "run", "wf.yaml", "--inputs", deep, needle="nested more than 128 levels")
 
 
 def test_limit_beyond_64_bits(cli: Cli, ws: Path) -> None:

@@ -90,7 +90,7 @@ def test_scalar_typing_matches_the_exact_path() -> None:
         "",  # empty
         "just text\n",  # a root that is not a collection
         "a: [1, 2\n",  # a libyaml error
-        "[" * 70 + "]" * 70 + "\n",  # deeper than the limit
+        "[" * 130 + "]" * 130 + "\n",  # deeper than the limit
         "? [1]\n: x\n",  # a collection as a key
         "a: 1\n'a': 2\n",  # a duplicate key, quoted the second time
         "!!int 1: x\n",  # a tagged key

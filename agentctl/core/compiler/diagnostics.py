@@ -3,7 +3,9 @@
 Invariants: diagnostics keep the order they were found in; identical findings (same code,
 message and path, e.g. from the children of one foreach) are kept once; each carries the
 dotted document path it is about and, when a locator is given, the line/column of the
-nearest located ancestor of that path (expanded children point at their source); a task
+nearest located ancestor of that path (expanded children point at their source); a finding
+about the command line (``argv``: a ``--var``) names no file, path or position — it did not
+come from the document; a task
 reported and left out of the graph (``dropped``) is not reported again as an unknown task
 by every need or read naming it — those follow from the first report (no cascades).
 """
@@ -32,7 +34,16 @@ class Collector:
         already reported and dropped from it."""
         return task_id not in graph and task_id not in self.dropped
 
-    def add(self, code: str, message: str, path: str | None, help: str | None = None) -> None:
+    def add(
+        self,
+        code: str,
+        message: str,
+        path: str | None,
+        help: str | None = None,
+        *,
+        argv: bool = False,
+    ) -> None:
+        """``argv``: the finding is about the command line, not the document (no file)."""
         # Expanded children share their parent's definition: report each finding once.
         key = (code, message, path)
         if key in self._seen:
@@ -43,7 +54,7 @@ class Collector:
             Diagnostic(
                 code=code,
                 message=message,
-                file=self.file,
+                file=None if argv else self.file,
                 line=line,
                 column=column,
                 path=path,

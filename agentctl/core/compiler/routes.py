@@ -5,6 +5,9 @@ router's needs; there is at least one case and each has a destination; no two ca
 same ``equals`` under JSON identity (``1`` ≠ ``"1"``, ``true`` ≠ ``1``, ``1`` ≠ ``1.0``); every
 destination is listed once across cases and default, exists, and needs the router; a router
 has no ``with`` (nothing would read it: its output is fixed), so a non-empty one is refused.
+An ``equals`` value is literal JSON, never rendered: a ``${{`` anywhere in it (a string value
+at any depth) is refused, since it would be compared as text with the selected value and the
+router would silently take another branch.
 """
 
 from __future__ import annotations
@@ -15,7 +18,12 @@ from agentctl.core.canonical import canonical_json
 from agentctl.core.compiler.diagnostics import Collector
 from agentctl.core.compiler.ir import Node
 from agentctl.core.compiler.references import check_reads
-from agentctl.core.compiler.templating import is_exact_template, template_problem
+from agentctl.core.compiler.templating import (
+    OPEN,
+    is_exact_template,
+    template_problem,
+    templated_strings_at,
+)
 from agentctl.core.plan import Route, RouteCase
 
 _EXPANDED = frozenset({"aggregate", "loop_aggregate", "subworkflow_output"})
@@ -55,6 +63,7 @@ def _check_cases(node: Node, route: dict[str, Any], diags: Collector) -> list[Ro
             diags.add(
                 "schema_violation", f"router `{node.id}` case {index} has no tasks", f"{path}.tasks"
             )
+        _literal_equals(node, case.get("equals"), f"{path}.equals", diags)
         identity = canonical_json(case.get("equals"))
         if identity in seen:
             diags.add(
@@ -65,6 +74,19 @@ def _check_cases(node: Node, route: dict[str, Any], diags: Collector) -> list[Ro
         seen.add(identity)
         cases.append(RouteCase(equals=case.get("equals"), tasks=tasks))
     return cases
+
+
+def _literal_equals(node: Node, equals: Any, path: str, diags: Collector) -> None:
+    """``equals`` holds no template: it is compared as written (spec/dsl.md §4.11)."""
+    for where, text in templated_strings_at(equals, path):
+        if OPEN in text:
+            diags.add(
+                "schema_violation",
+                f"router `{node.id}` case value {text!r} holds a template; `equals` is a "
+                "literal JSON value, compared as written with the selected value",
+                where,
+                help="write the literal value the select template gives, e.g. equals: approve",
+            )
 
 
 def _check_destinations(

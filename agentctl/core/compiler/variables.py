@@ -264,6 +264,7 @@ def _var_reads(layer: Any, what: str, where: str | None, diags: Collector) -> No
                 f"{where}.{name}" if where is not None and not what else where,
                 help="variables are rendered against inputs, memory and task outputs: "
                 "write the value itself, or read it from an input",
+                argv=where is None,  # only the command line's layer has no place in a file
             )
 
 
@@ -284,4 +285,5 @@ def _reserved(layer: Mapping[str, Any], what: str, where: str | None, diags: Col
                 "schema_violation",
                 f"{what} sets vars.{name}, which is reserved for engine bindings",
                 where,
+                argv=where is None,  # only the command line's layer has no place in a file
             )

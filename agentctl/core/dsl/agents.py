@@ -24,9 +24,11 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from agentctl.core import registry
 from agentctl.core.dsl.base import (
+    U32_MAX,
     InstructionsFile,
     JsonObject,
     NonEmptyStr,
+    PositiveU64,
     Seconds,
     StrictModel,
     VarsFiles,
@@ -115,8 +117,8 @@ class Reasoning(StrictModel):
 
 
 class UsageLimit(StrictModel):
-    max_input_tokens: int | None = Field(None, alias="maxInputTokens", ge=1)
-    max_output_tokens: int | None = Field(None, alias="maxOutputTokens", ge=1)
+    max_input_tokens: PositiveU64 | None = Field(None, alias="maxInputTokens")
+    max_output_tokens: PositiveU64 | None = Field(None, alias="maxOutputTokens")
     max_cost_usd: float | None = Field(None, alias="maxCostUsd", gt=0)
 
 
@@ -136,7 +138,7 @@ class Agent(StrictModel):
     tools: list[str] = Field(default_factory=list)
     max_turns: int = Field(8, alias="maxTurns", ge=1, le=64)
     max_tool_calls: int = Field(16, alias="maxToolCalls", ge=0, le=256)
-    max_output_tokens: int = Field(2048, alias="maxOutputTokens", ge=1)
+    max_output_tokens: int = Field(2048, alias="maxOutputTokens", ge=1, le=U32_MAX)
     timeout_seconds: Seconds = Field(AGENT_CALL_TIMEOUT_SECONDS, alias="timeoutSeconds")
     retry: AgentRetry | None = None
     reasoning: Reasoning | None = None

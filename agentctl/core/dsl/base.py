@@ -26,6 +26,10 @@ from agentctl.core.dburl import url_scheme
 IDENTIFIER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 MIB = 1024 * 1024
+# The widest integers the original takes (Rust u64 / u32 fields): a larger limit is refused
+# rather than stored as a number no other implementation of the format could read.
+U64_MAX = 2**64 - 1
+U32_MAX = 2**32 - 1
 
 
 class StrictModel(BaseModel):
@@ -224,11 +228,34 @@ _PROGRAM_HELP = "write the program's name (found on PATH) or its path; nothing i
 
 
 def _working_directory(value: str) -> str:
-    return _not_a_url(
-        value,
-        "a process runs in a local directory",
-        "write a directory inside the workspace, relative to it or absolute",
-    )
+    """A process's directory: a literal one must be one a run can start in — relative to the
+    workspace, non-empty and without ``..`` (``sandbox.program.process_cwd`` denies anything
+    else, so it would fail every run); a templated one is judged when the run renders it."""
+    _not_a_url(value, "a process runs in a local directory", _CWD_HELP)
+    if "${{" in value:
+        return value
+    problem = _cwd_problem(value)
+    if problem is not None:
+        raise rule_error("schema_violation", f"cwd {value!r} {problem}", help=_CWD_HELP)
+    return value
+
+
+def _cwd_problem(value: str) -> str | None:
+    if not value.strip():
+        return 'is empty; write "." for the workspace itself'
+    if "\0" in value:
+        return "contains a NUL byte"
+    if value.startswith("/"):
+        return "is absolute; a process runs inside the workspace, named relative to it"
+    segments = value.split("/")
+    if ".." in segments:
+        return "contains `..`, which a run refuses in a process directory"
+    if value != "." and not set(segments) - {"", "."}:  # `./`: a run takes only "." for it
+        return 'names the workspace itself; write "." for it'
+    return None
+
+
+_CWD_HELP = 'write a directory inside the workspace, relative to it ("." for the workspace)'
 
 
 # A policy root (workspaceRoot, writableRoots, secretFileRoots): a local directory path.
@@ -245,4 +272,8 @@ InstructionsFile = Annotated[str, Field(min_length=1), AfterValidator(_instructi
 NonEmptyStr = Annotated[str, Field(min_length=1)]
 Seconds = Annotated[int, Field(ge=1, le=86_400)]
 OutputLimit = Annotated[int, Field(ge=1, le=16 * MIB)]
+# Counts and rates the original reads as u64 (budgets, usage limits, prices), the spec giving
+# them no upper bound: positive, or (a price that may be 0) non-negative.
+PositiveU64 = Annotated[int, Field(ge=1, le=U64_MAX)]
+U64 = Annotated[int, Field(ge=0, le=U64_MAX)]
 JsonObject = dict[str, Any]

@@ -20,9 +20,11 @@ from pydantic import Field, field_validator, model_validator
 
 from agentctl.core.dsl.base import (
     ENV_NAME_RE,
+    U64,
     JsonObject,
     LocalDirectory,
     NonEmptyStr,
+    PositiveU64,
     Seconds,
     StrictModel,
     check_http_url,
@@ -109,7 +111,14 @@ class Policy(StrictModel):
         # The directory every path of the run is confined to (``core.policy.policy_workspace``):
         # relative to the workspace and inside it, or absolute; a `..` out of the workspace
         # would widen the confinement the operator chose with the workflow's place or
-        # `--workspace`, so it is refused as `writableRoots` entries are.
+        # `--workspace`, so it is refused as `writableRoots` entries are; so is an empty one,
+        # which names no directory (it was taken as the workspace, silently).
+        if not value.strip():
+            raise rule_error(
+                "schema_violation",
+                f"policy.workspaceRoot {value!r} is empty",
+                help='write "." for the workspace itself, or name a directory',
+            )
         if not value.startswith("/") and ".." in posixpath.normpath(value).split("/"):
             raise rule_error(
                 "schema_violation",
@@ -166,27 +175,27 @@ def _check_entries(policy: Policy) -> None:
 
 
 class Budgets(StrictModel):
-    max_provider_requests: int | None = Field(None, alias="maxProviderRequests", ge=1)
-    max_turns: int | None = Field(None, alias="maxTurns", ge=1)
-    max_tool_calls: int | None = Field(None, alias="maxToolCalls", ge=1)
-    max_input_tokens: int | None = Field(None, alias="maxInputTokens", ge=1)
-    max_output_tokens: int | None = Field(None, alias="maxOutputTokens", ge=1)
-    max_total_tokens: int | None = Field(None, alias="maxTotalTokens", ge=1)
-    max_wall_time_seconds: int | None = Field(None, alias="maxWallTimeSeconds", ge=1)
-    max_process_output_bytes: int | None = Field(None, alias="maxProcessOutputBytes", ge=1)
-    max_artifact_bytes: int | None = Field(None, alias="maxArtifactBytes", ge=1)
-    max_tasks: int | None = Field(None, alias="maxTasks", ge=1)
-    max_expansion_items: int | None = Field(None, alias="maxExpansionItems", ge=1)
-    max_loop_iterations: int | None = Field(None, alias="maxLoopIterations", ge=1)
-    max_cost_microusd: int | None = Field(None, alias="maxCostMicrousd", ge=1)
+    max_provider_requests: PositiveU64 | None = Field(None, alias="maxProviderRequests")
+    max_turns: PositiveU64 | None = Field(None, alias="maxTurns")
+    max_tool_calls: PositiveU64 | None = Field(None, alias="maxToolCalls")
+    max_input_tokens: PositiveU64 | None = Field(None, alias="maxInputTokens")
+    max_output_tokens: PositiveU64 | None = Field(None, alias="maxOutputTokens")
+    max_total_tokens: PositiveU64 | None = Field(None, alias="maxTotalTokens")
+    max_wall_time_seconds: PositiveU64 | None = Field(None, alias="maxWallTimeSeconds")
+    max_process_output_bytes: PositiveU64 | None = Field(None, alias="maxProcessOutputBytes")
+    max_artifact_bytes: PositiveU64 | None = Field(None, alias="maxArtifactBytes")
+    max_tasks: PositiveU64 | None = Field(None, alias="maxTasks")
+    max_expansion_items: PositiveU64 | None = Field(None, alias="maxExpansionItems")
+    max_loop_iterations: PositiveU64 | None = Field(None, alias="maxLoopIterations")
+    max_cost_microusd: PositiveU64 | None = Field(None, alias="maxCostMicrousd")
 
 
 class ModelPrice(StrictModel):
-    input_rate: int = Field(alias="inputMicrousdPerMillionTokens", ge=1)
-    output_rate: int = Field(alias="outputMicrousdPerMillionTokens", ge=1)
-    reasoning_rate: int | None = Field(None, alias="reasoningMicrousdPerMillionTokens", ge=0)
-    cache_read_rate: int | None = Field(None, alias="cacheReadMicrousdPerMillionTokens", ge=0)
-    cache_write_rate: int | None = Field(None, alias="cacheWriteMicrousdPerMillionTokens", ge=0)
+    input_rate: PositiveU64 = Field(alias="inputMicrousdPerMillionTokens")
+    output_rate: PositiveU64 = Field(alias="outputMicrousdPerMillionTokens")
+    reasoning_rate: U64 | None = Field(None, alias="reasoningMicrousdPerMillionTokens")
+    cache_read_rate: U64 | None = Field(None, alias="cacheReadMicrousdPerMillionTokens")
+    cache_write_rate: U64 | None = Field(None, alias="cacheWriteMicrousdPerMillionTokens")
 
     @model_validator(mode="after")
     def _defaults(self) -> Self:

@@ -7,10 +7,15 @@ workflow reports each as a ``warning`` diagnostic at its key.
   reads a ``with`` (spec/dsl.md §4.11). Its ``outputSchema`` is not among them: it replaces the
   router's fixed contract and a violation fails the task (§4.13), as on any task;
 - ``timeoutSeconds`` on a task of a pure kind (assign, assert, memory.read): nothing runs that
-  a timeout could bound;
+  a timeout could bound; and its ``retry``: a pure kind's failure (a false assertion, a
+  template, a missing memory key) is deterministic and never retried (spec/dsl.md §4.5;
+  ``core.evaluate.TaskFailure`` is never retryable);
 - an agent's ``retry``: the spec parses it but applies only the retry of the task that runs
   the agent (spec/dsl.md §5; the original's provider page: retry is limited to task bounds),
   so the warning names those tasks, where it belongs;
+- ``output.showDiff: true`` and ``output.verbose: true``: parsed with the original's defaults
+  but never read; diffs and detail follow the ``--diff`` and ``--verbose`` flags of the
+  command instead (a ``false`` value asks for what happens anyway and is not reported);
 - a ``policy.providers`` name no provider is declared under: it allows no model call, and a
   misspelt one leaves the provider meant denied (a policy shared between workflows may list
   more providers than one declares).
@@ -32,6 +37,7 @@ from agentctl.core.dsl.partial import task_lists
 
 _ROUTER_KEYS = ("with", "retry", "timeoutSeconds")
 _TIMEOUT = "timeoutSeconds"
+_RETRY = "retry"
 _DEFAULT_RETRY = ({"maxAttempts": 1}, {"maxAttempts": 1, "backoffMs": 0})
 
 
@@ -45,13 +51,35 @@ def unused_key_findings(raw: Mapping[str, object]) -> list[Finding]:
     found: list[Finding] = []
     for base, tasks in task_lists(spec):
         for index, task in enumerate(tasks):
-            # Only a router or a task with a timeout can be reported: every other task (nearly
-            # all) is passed over without a call or its path spelt (0.85 -> 0.2 ms, 1,000 tasks).
+            # Only a router or a task with a timeout or retry can be reported: every other task
+            # (nearly all) is passed over without a call or its path spelt (0.85 -> 0.2 ms,
+            # 1,000 tasks).
             if isinstance(task, Mapping) and (
-                task.get("uses") == "router" or task.get(_TIMEOUT) is not None
+                task.get("uses") == "router"
+                or task.get(_TIMEOUT) is not None
+                or task.get(_RETRY) is not None
             ):
                 found += _task_findings(f"{base}.{index}", task, pure)
+    found += _output_findings(spec)
     return found + _agent_retry_findings(spec) + _policy_provider_findings(spec)
+
+
+# ``spec.output`` keys this implementation never reads: (key, the flag doing its job, what).
+_OUTPUT_FLAGS = (
+    ("showDiff", "--diff", "diffs of file writes are included only with the `--diff` flag"),
+    ("verbose", "--verbose", "the full result is printed only with the global `--verbose` flag"),
+)
+
+
+def _output_findings(spec: Mapping[str, object]) -> list[Finding]:
+    output = spec.get("output")
+    if not isinstance(output, Mapping):
+        return []
+    return [
+        _finding("spec.output", key, why, help_text=f"remove `{key}` and pass `{flag}` instead")
+        for key, flag, why in _OUTPUT_FLAGS
+        if output.get(key) is True
+    ]
 
 
 def _agent_retry_findings(spec: Mapping[str, object]) -> list[Finding]:
@@ -127,11 +155,17 @@ def _task_findings(path: str, task: Mapping[str, object], pure: Mapping[str, str
         why = "a router is evaluated in place: nothing to retry or time out, no `with` read"
         return [_finding(path, key, why) for key in keys]
     kind = pure.get(uses) if isinstance(uses, str) else None
-    if kind is not None and task.get(_TIMEOUT) is not None:
-        return [
+    if kind is None:
+        return []
+    found: list[Finding] = []
+    if task.get(_RETRY) not in (None, {}, *_DEFAULT_RETRY):
+        why = f"{kind} is pure: its failures are deterministic and never retried"
+        found.append(_finding(path, _RETRY, why))
+    if task.get(_TIMEOUT) is not None:
+        found.append(
             _finding(path, _TIMEOUT, f"{kind} is pure: evaluated in place, nothing to time out")
-        ]
-    return []
+        )
+    return found
 
 
 def _finding(path: str, key: str, why: str, help_text: str | None = None) -> Finding:

@@ -50,7 +50,7 @@ except ImportError:  # PyYAML built without libyaml: the exact path serves alone
 _WORDS = frozenset({"true", "True", "TRUE", "false", "False", "FALSE", "null", "Null", "NULL"})
 
 # Stricter than the exact path's depth limit, so a document near it goes there.
-MAX_FAST_DEPTH = 60
+MAX_FAST_DEPTH = 124
 
 
 class _Unusual(Exception):

@@ -67,8 +67,9 @@ from agentctl.errors import Diagnostic, ValidationError
 
 MAX_SOURCE_BYTES = 1_048_576
 # Deeper documents are refused: they only ever come from garbage or attacks, and both the
-# recursive composer and our validators would otherwise hit Python's recursion limit.
-MAX_DEPTH = 64
+# recursive composer and our validators would otherwise hit Python's recursion limit. 128 is
+# the original's (serde_yaml's) limit, so a document it reads is read here too.
+MAX_DEPTH = 128
 
 # Nodes that alias expansion may add to a document. Real workflows reuse a few blocks; an
 # exponential "billion laughs" document passes this bound within a few levels.
