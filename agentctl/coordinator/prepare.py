@@ -54,6 +54,8 @@ class RunSettings:
     diff: bool = False  # `--diff`: write outputs carry a unified diff
     # compensation runs: compensation task id → the source effects its inverse compensates
     compensates: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # The real paths of the ledger's own state: file effects refuse them (``sandbox.paths``).
+    protected_paths: tuple[str, ...] = ()
     # The policy's decision per operation kind: it depends only on the plan's policy, the
     # registry entry and ``interactive``, all fixed for the run, so it is decided once.
     decisions: dict[tuple[str, str, str], Decision] = field(
@@ -79,6 +81,7 @@ class RunSettings:
             pricing=run.pricing,
             a2a_peers=run.a2a_peers,
             interactive=self.interactive,
+            protected_paths=self.protected_paths,
         )
 
     @cached_property
@@ -325,7 +328,7 @@ def _preview_write(
     given = request.get("writableRoots")
     roots = [str(root) for root in given] if isinstance(given, list) else []
     path, content = str(request["path"]), str(request["content"])
-    before = preview.current_content(rs.root, roots, path)
+    before = preview.current_content(rs.root, roots, path, rs.protected_paths)
     unchanged = before == content and not rs.compensates
     if not (rs.check_mode or unchanged):
         return None

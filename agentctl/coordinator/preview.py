@@ -7,21 +7,25 @@ the only observation, and it happens before any effect row exists.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.textdiff import unified_diff
 from agentctl.sandbox.paths import (
     MAX_EXISTING_TARGET_BYTES,
+    not_text_target,
     open_regular,
     resolve_write,
     too_large_target,
 )
 
 
-def current_content(workspace: str, roots: list[str], path: str) -> str | None:
-    """The text now at a write target (None when absent or unreadable as UTF-8)."""
-    target = resolve_write(workspace, roots, path)
+def current_content(
+    workspace: str, roots: list[str], path: str, protected: Sequence[str] = ()
+) -> str | None:
+    """The text now at a write target (None when absent); a target that is not UTF-8 text
+    fails as the write itself would (``not_text_target``), and so does a ``protected`` one."""
+    target = resolve_write(workspace, roots, path, protected)
     try:
         with open_regular(target, path, "write") as handle:
             raw = handle.read(MAX_EXISTING_TARGET_BYTES + 1)
@@ -31,8 +35,8 @@ def current_content(workspace: str, roots: list[str], path: str) -> str | None:
         raise too_large_target(path)  # the write itself would be refused: so is its preview
     try:
         return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+    except UnicodeDecodeError as exc:
+        raise not_text_target(path) from exc
 
 
 def write_output(path: str, before: str | None, after: str, *, diff: bool) -> JsonObject:

@@ -309,6 +309,7 @@ def _settings(req: DriveRequest) -> RunSettings:
         check_mode=req.check_mode,
         diff=req.diff,
         compensates=req.compensates,
+        protected_paths=req.ledger.own_state_paths(),
     )
 
 

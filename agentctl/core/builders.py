@@ -44,12 +44,22 @@ def _roots(b: BuildInput) -> list[JsonValue]:
     return list(roots) if isinstance(roots, list) else []
 
 
+def _protected(b: BuildInput) -> list[JsonValue]:
+    """The ledger's own paths, which a file effect refuses (``sandbox.paths``)."""
+    return list(b.run.protected_paths)
+
+
 # ----------------------------------------------------------------------------- actions
 
 
 def build_read(b: BuildInput) -> Built:
     path = str_arg(b, "path")
-    return Built({"path": path}, {"workspace": b.run.workspace, "path": path})
+    request: JsonObject = {
+        "workspace": b.run.workspace,
+        "path": path,
+        "protectedPaths": _protected(b),
+    }
+    return Built({"path": path}, request)
 
 
 def build_write(b: BuildInput) -> Built:
@@ -60,6 +70,7 @@ def build_write(b: BuildInput) -> Built:
         "writableRoots": _roots(b),
         "path": path,
         "content": content,
+        "protectedPaths": _protected(b),
     }
     return Built({"path": path, "content": content}, request)
 
@@ -257,7 +268,11 @@ def model_estimate(request: Mapping[str, JsonValue]) -> dict[str, int]:
 
 def build_tool_read(b: BuildInput) -> Built:
     args = _args(b)
-    request: JsonObject = {"workspace": b.run.workspace, "path": args.get("path")}
+    request: JsonObject = {
+        "workspace": b.run.workspace,
+        "path": args.get("path"),
+        "protectedPaths": _protected(b),
+    }
     return Built({"tool": b.name, "arguments": b.args}, request)
 
 
@@ -268,6 +283,7 @@ def build_tool_write(b: BuildInput) -> Built:
         "writableRoots": _roots(b),
         "path": args.get("path"),
         "content": args.get("content"),
+        "protectedPaths": _protected(b),
     }
     return Built({"tool": b.name, "arguments": b.args}, request)
 

@@ -90,6 +90,9 @@ class RunContext:
     pricing: Mapping[str, JsonValue] | None = None  # ``runtime.pricing`` (``core.pricing``)
     a2a_peers: Mapping[str, JsonValue] = field(default_factory=dict)  # spec.a2aPeers
     interactive: bool = False  # `--interactive`: approvals are asked for, never denied instead
+    # The real paths of the ledger's own state (database, files beside it, artifact store):
+    # file effects are sent them, and refuse to read or write there.
+    protected_paths: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

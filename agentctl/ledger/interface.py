@@ -353,6 +353,11 @@ class RunLedger(Protocol):
         that is this ledger's database, a file beside it or inside its artifact store."""
         ...
 
+    def own_state_paths(self) -> tuple[str, ...]:
+        """The real paths of this ledger's own state — its database and the files beside it,
+        its artifact store, its local companions — which a run's file effects refuse."""
+        ...
+
     def collect_artifacts(self, request: GcRequest) -> JsonObject:
         """Garbage-collect unreachable blobs; the ``ArtifactGarbageCollection`` report."""
         ...

@@ -464,6 +464,12 @@ class LedgerService(ABC):
         tx = self._tx
         refuse_ledger_state(destination, tx.database_file, tx.artifacts_root, doing=doing)
 
+    def own_state_paths(self) -> tuple[str, ...]:
+        from agentctl.ledger.artifacts.destination import ledger_state_paths
+
+        tx = self._tx
+        return ledger_state_paths(tx.database_file, tx.artifacts_root, self.location)
+
     def collect_artifacts(self, request: GcRequest) -> JsonObject:
         from agentctl.ledger.artifacts.gc import run_gc
 

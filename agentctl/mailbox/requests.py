@@ -4,7 +4,9 @@ The coordinator builds these (after policy, approvals and secret resolution) and
 ``model_dump(by_alias=True)``; the worker validates the dict back into the same model before
 acting. Invariants: paths are workspace-relative strings (the worker confines them again);
 ``env`` holds only names the coordinator's policy allowed, already resolved to values;
-defaults match spec/dsl.md §3.
+defaults match spec/dsl.md §3; ``protected_paths`` (file effects) are the real paths of the
+ledger's own state, which the worker refuses to read or write (it never opens the ledger, so
+the coordinator tells it where the ledger lives).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class ReadRequest(WireModel):
     workspace: str
     path: str
     max_bytes: int = Field(default=MIB, ge=1)
+    protected_paths: list[str] = Field(default_factory=list)
 
 
 class WriteRequest(WireModel):
@@ -40,6 +43,7 @@ class WriteRequest(WireModel):
     path: str
     content: str
     diff: bool = False
+    protected_paths: list[str] = Field(default_factory=list)
 
 
 class ProcessLimits(WireModel):

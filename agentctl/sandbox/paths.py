@@ -13,6 +13,13 @@ Invariants:
   existing directory (a mount: it is used as it is, never created, and a relative root never
   grants an absolute path); no writable roots ⇒ every write denied;
 - the functions return the canonical path, and callers act on that path, not the lexical one;
+- a target that is, or lies inside, one of the ``protected`` paths the coordinator sends (the
+  ledger's own state: its database, the files beside it, its artifact store — real paths) is
+  denied, for reading and writing alike; an existing target is also compared by identity
+  (``samefile``), so another spelling of the same file (a hard link, a case-insensitive file
+  system) is denied as well. A hard link to a file *inside* a protected directory is not found
+  (that would need a walk of the directory); a write replaces its target by rename, so it
+  cannot reach such a file's bytes anyway, a read could;
 - ``open_regular`` opens a target without blocking (a FIFO with no writer would stall its
   caller past every timeout) and hands out regular files only.
 Every denial raises ``PolicyDeniedError`` (exit 4) naming the path, never its content.
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import BinaryIO
 
@@ -30,6 +38,16 @@ from agentctl.errors import PolicyDeniedError, RunFailedError
 # An existing write target is read (its old content is the output's ``before``, and the diff):
 # it is capped as a direct read is, and a write over a larger one is refused before anything.
 MAX_EXISTING_TARGET_BYTES = 1024 * 1024
+
+
+def not_text_target(rel: str) -> RunFailedError:
+    """A write over an existing file that is not UTF-8 text: its old content cannot be
+    recorded as the output's ``before`` (a diff, a compensation restores it), so the write is
+    refused, as a read of the file is."""
+    return RunFailedError(
+        f"cannot write {rel!r}: the existing file is not valid UTF-8 text, so its content "
+        "cannot be recorded as the write's `before`; nothing was written"
+    )
 
 
 def too_large_target(rel: str) -> RunFailedError:
@@ -71,13 +89,34 @@ def canonical_workspace(workspace: str) -> str:
     return root
 
 
-def resolve_read(workspace: str, rel: str) -> str:
-    """The canonical path of ``rel`` for reading; it must resolve inside the workspace."""
+def _refuse_protected(target: str, rel: str, protected: Sequence[str]) -> None:
+    """Deny a canonical ``target`` that is, or lies inside, a ``protected`` path."""
+    for own in protected:
+        if _inside(target, own) or _same_file(target, own):
+            raise PolicyDeniedError(
+                f"path denied: {rel!r} is agentctl's own ledger state ({own}): the run's "
+                "database, the files beside it and its artifact store are never read or "
+                "written by a workflow"
+            )
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` both exist and are one file (however either is spelled)."""
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def resolve_read(workspace: str, rel: str, protected: Sequence[str] = ()) -> str:
+    """The canonical path of ``rel`` for reading; it must resolve inside the workspace and
+    outside every ``protected`` path."""
     parts = _check_lexical(rel)
     root = canonical_workspace(workspace)
     target = os.path.realpath(os.path.join(root, *parts))
     if not _inside(target, root):
         raise PolicyDeniedError(f"path denied: {rel!r} resolves outside the workspace")
+    _refuse_protected(target, rel, protected)
     return target
 
 
@@ -109,7 +148,7 @@ def absolute_roots(writable_roots: list[str]) -> dict[str, str]:
     }
 
 
-def _resolve_absolute_write(writable_roots: list[str], path: str) -> str:
+def _resolve_absolute_write(writable_roots: list[str], path: str, protected: Sequence[str]) -> str:
     """The canonical target of a write to absolute ``path``: inside an absolute root only."""
     if "\x00" in path:
         raise PolicyDeniedError("path denied: path contains a NUL byte")
@@ -133,14 +172,17 @@ def _resolve_absolute_write(writable_roots: list[str], path: str) -> str:
         raise PolicyDeniedError(
             f"path denied: {path!r}: writable root {holding[0]} is not an existing directory"
         )
+    _refuse_protected(target, path, protected)
     return target
 
 
-def resolve_write(workspace: str, writable_roots: list[str], rel: str) -> str:
+def resolve_write(
+    workspace: str, writable_roots: list[str], rel: str, protected: Sequence[str] = ()
+) -> str:
     """The canonical target path of a write to ``rel``; it must fall inside a writable root
-    (an absolute ``rel`` inside an absolute one)."""
+    (an absolute ``rel`` inside an absolute one) and outside every ``protected`` path."""
     if isinstance(rel, str) and rel.startswith("/"):
-        return _resolve_absolute_write(writable_roots, rel)
+        return _resolve_absolute_write(writable_roots, rel, protected)
     parts = _check_lexical(rel)
     root = canonical_workspace(workspace)
     roots = _canonical_roots(root, writable_roots)
@@ -155,6 +197,7 @@ def resolve_write(workspace: str, writable_roots: list[str], rel: str) -> str:
         raise PolicyDeniedError(f"path denied: {rel!r} is outside every writable root")
     if target in roots:
         raise PolicyDeniedError(f"path denied: {rel!r} names a writable root itself")
+    _refuse_protected(target, rel, protected)
     return target
 
 

@@ -137,3 +137,25 @@ def test_absolute_paths_inside_an_absolute_root_resolve_canonically(tmp_path: Pa
     assert resolve_write(str(ws), [str(mount)], f"{tmp_path}/alias/new/b.txt") == (
         os.path.join(real, "new", "b.txt")
     )
+
+
+def test_protected_paths_are_denied_however_they_are_named(tmp_path: Path) -> None:
+    """The ledger's own state: the path itself, inside a protected directory, a symlink to
+    it, a hard link to it, and an absolute path inside an absolute writable root."""
+    ws = tmp_path / "ws"
+    state = ws / ".agentctl"
+    (state / "artifacts").mkdir(parents=True)
+    database = state / "runtime.db"
+    database.write_bytes(b"db")
+    (ws / "sym.db").symlink_to(database)
+    (ws / "hard.db").hardlink_to(database)
+    protected = [os.path.realpath(database), os.path.realpath(state / "artifacts")]
+    names = [".agentctl/runtime.db", "sym.db", "hard.db", ".agentctl/artifacts/blobs/x"]
+    for rel in names:
+        with pytest.raises(PolicyDeniedError, match="own ledger state"):
+            resolve_write(str(ws), ["."], rel, protected)
+        with pytest.raises(PolicyDeniedError, match="own ledger state"):
+            resolve_read(str(ws), rel, protected)
+    with pytest.raises(PolicyDeniedError, match="own ledger state"):
+        resolve_write(str(ws), [str(state)], str(database), protected)
+    assert resolve_write(str(ws), ["."], ".agentctl/notes.txt", protected).endswith("notes.txt")

@@ -12,7 +12,10 @@ Invariants:
 - paths are compared as real paths (symlinked parents, ``..``, ``./`` all resolved), and a
   destination that exists is also compared by identity (``samefile``), so no spelling of the
   same file gets through, on a case-insensitive file system included;
-- on a server ledger (no database file) only the artifact store is guarded.
+- on a server ledger (no database file) only the artifact store is guarded;
+- ``ledger_state_paths`` lists the same state (and a server ledger's local companions, the
+  ``.workers`` registry beside its ``location``) as real paths, for a run's file effects to
+  refuse (``sandbox.paths``): workers never open the ledger, so they are told where it is.
 """
 
 from __future__ import annotations
@@ -50,6 +53,18 @@ def refuse_ledger_state(
                 f"refusing to {doing} to {dest}: it {where} the ledger's {what} ({database}); "
                 "writing there would destroy the ledger, so nothing was written"
             )
+
+
+def ledger_state_paths(database: Path | None, store_root: Path, location: Path) -> tuple[str, ...]:
+    """The real paths of the ledger's own state (module docstring): the artifact store, and
+    each of ``database`` and ``location`` with the names kept beside it; no duplicates."""
+    found = [os.path.realpath(store_root)]
+    for base in (database, location):
+        if base is None:
+            continue
+        own = os.path.realpath(base)
+        found.extend(own + suffix for suffix in ("", *_BESIDE))
+    return tuple(dict.fromkeys(found))
 
 
 def _same(a: Path, b: Path) -> bool:

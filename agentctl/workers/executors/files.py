@@ -3,7 +3,10 @@
 Invariants:
 - every path goes through ``sandbox.paths`` and the executor acts on the canonical path it
   returns, never on the lexical one (a write's path may be absolute inside an absolute
-  writable root; it is reported, and ingested, as written);
+  writable root; it is reported, and ingested, as written); the ledger's own files, named by
+  the request's ``protected_paths``, are denied for reading and writing;
+- a write over an existing file that is not UTF-8 text fails before anything is written: its
+  ``before`` (the diff, what a compensation restores) could not be recorded as it is;
 - a write is atomic: temp file in the target directory, fsync, rename, fsync of the directory;
   readers see the old or the new content, never a mix; identical content writes nothing;
 - blocking I/O runs in a thread so other effects of this worker keep going;
@@ -27,6 +30,7 @@ from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ReadRequest, WriteRequest
 from agentctl.sandbox.paths import (
     MAX_EXISTING_TARGET_BYTES,
+    not_text_target,
     open_regular,
     resolve_read,
     resolve_write,
@@ -55,7 +59,7 @@ def _read_text(target: str, rel: str, max_bytes: int) -> str:
 
 async def execute_read(msg: Execute) -> ExecOutcome:
     req = parse_request(ReadRequest, msg)
-    target = resolve_read(req.workspace, req.path)
+    target = resolve_read(req.workspace, req.path, req.protected_paths)
     content = await trio.to_thread.run_sync(_read_text, target, req.path, req.max_bytes)
     return ExecOutcome({"status": "unchanged", "changed": False, "content": content})
 
@@ -71,7 +75,10 @@ def _current(target: str, rel: str) -> str | None:
         return None
     if len(data) > MAX_EXISTING_TARGET_BYTES:
         raise too_large_target(rel)
-    return data.decode("utf-8", errors="replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise not_text_target(rel) from exc
 
 
 def _fsync_dir(path: str) -> None:
@@ -103,7 +110,7 @@ def _atomic_write(target: str, data: bytes) -> None:
 def _make_parents(req: WriteRequest, target: str) -> str:
     """Create the target's parents, then confine again: a link may have appeared meanwhile."""
     os.makedirs(os.path.dirname(target), exist_ok=True)
-    again = resolve_write(req.workspace, req.writable_roots, req.path)
+    again = resolve_write(req.workspace, req.writable_roots, req.path, req.protected_paths)
     if again != target:
         raise PolicyDeniedError(f"path denied: {req.path!r} changed while it was being written")
     return again
@@ -136,6 +143,6 @@ def _write_output(req: WriteRequest, before: str | None, *, changed: bool) -> Js
 
 async def execute_write(msg: Execute) -> ExecOutcome:
     req = parse_request(WriteRequest, msg)
-    target = resolve_write(req.workspace, req.writable_roots, req.path)
+    target = resolve_write(req.workspace, req.writable_roots, req.path, req.protected_paths)
     output = await trio.to_thread.run_sync(_write, req, target)
     return ExecOutcome(output, artifacts=[req.path] if output["changed"] else [])
