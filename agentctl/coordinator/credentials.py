@@ -1,9 +1,11 @@
 """Credential presence: ``agentctl auth check`` and the credential pre-flight of ``run``.
 
 Invariants:
-- presence only: a value is never read (an ``{env}`` variable is looked up by name, a
-  ``{file}`` is checked for existence and readability) and a ``{process}`` helper never runs
-  (it is reported ``unchecked`` and resolved at dispatch time);
+- presence only: a value is never read (an ``{env}`` variable is looked up by name and an
+  empty one is missing, a ``{file}`` is checked for existence, readability and a non-zero
+  size) and a ``{process}`` helper never runs (it is reported ``unchecked`` and resolved at
+  dispatch time); a value present but unfit for a header (whitespace around it, non-ASCII)
+  is refused when it is resolved (``secrets``);
 - ``run`` pre-flights only what its tasks reach — the providers its agent tasks use, the
   header references of the MCP servers and A2A peers its tasks and tools name — before any
   database exists, so a missing key exits 6 and creates no state (spec/cli.md §1, order of

@@ -8,12 +8,16 @@ Invariants (spec/cli.md §12):
   one trailing newline stripped);
   ``{process}`` commands run argv-only with a cleared environment, their basename in
   ``policy.secretProcessAllowlist``, under a timeout and an output limit that bound what is
-  read (``sandbox.helper``: the helper's process group is killed when it ends).
+  read (``sandbox.helper``: the helper's process group is killed when it ends);
+- a credential or header value (``/credential``, ``/headers/…``) must be one an HTTP header
+  carries — ASCII, not empty, no control character, no leading or trailing whitespace — or
+  it is refused where it is resolved (``RunFailedError``), before anything is sent.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -208,14 +212,34 @@ def resolve_pointers(
 
 
 def _require_header_value(got: Resolved, place: str) -> None:
-    """Refuse a credential or header value an HTTP header cannot carry: the HTTP stack would
-    refuse it anyway, quoting the whole header (escaped, so redaction would miss it)."""
-    if any((c < " " and c != "\t") or c == "\x7f" for c in got.value):
+    """Refuse a credential or header value an HTTP header cannot carry, naming its source and
+    never the value: the HTTP stack would refuse it only at dispatch (``LocalProtocolError``,
+    ``UnicodeEncodeError``), quoting the header (escaped, so redaction would miss it), and the
+    refusal would be taken for a transport failure and retried. A header value (h11, as httpx
+    sends it) is ASCII text (httpx encodes it so), with no control character and no leading or
+    trailing space or tab; it cannot be empty either, as no credential or header is."""
+    why = _header_defect(got.value)
+    if why:
         raise RunFailedError(
-            f"{place}: the value from {got.source} holds a control character (a line break, "
-            "or a carriage return as in a file saved with CRLF line endings), which an HTTP "
-            "header cannot carry; correct it at its source"
+            f"{place}: the value from {got.source} {why}, which an HTTP header cannot carry; "
+            "correct it at its source"
         )
+
+
+def _header_defect(value: str) -> str | None:
+    """What keeps ``value`` out of an HTTP header, said without quoting it; None: nothing."""
+    if any((c < " " and c != "\t") or c == "\x7f" for c in value):
+        return (
+            "holds a control character (a line break, or a carriage return as in a file "
+            "saved with CRLF line endings)"
+        )
+    if not value.strip(" \t"):
+        return "is empty or only whitespace"
+    if value != value.strip(" \t"):
+        return "begins or ends with whitespace (a space or a tab)"
+    if not value.isascii():
+        return "holds a character outside ASCII"
+    return None
 
 
 Availability = Literal["present", "missing", "missing_or_denied", "unchecked"]
@@ -231,8 +255,9 @@ def availability(
     """Whether a reference could resolve, judged by presence only.
 
     Never reads a value and never runs a helper: an ``{env}`` variable is set and not empty
-    (and readable under policy), a ``{file}`` exists under a secret root and is readable; a
-    ``{process}`` helper is ``unchecked``. A reference policy refuses is ``missing_or_denied``.
+    (and readable under policy), a ``{file}`` exists under a secret root, is readable and is
+    not empty (its size, from ``stat``); a ``{process}`` helper is ``unchecked``. A reference
+    policy refuses is ``missing_or_denied``.
     """
     if not isinstance(ref, Mapping):
         return "unchecked"
@@ -247,5 +272,15 @@ def availability(
         full = _under_roots(file, policy, workspace)
         if full is None:
             return "missing_or_denied"
-        return "present" if os.path.isfile(full) and os.access(full, os.R_OK) else "missing"
+        return "present" if _readable_and_not_empty(full) else "missing"
     return "unchecked"
+
+
+def _readable_and_not_empty(path: str) -> bool:
+    """Whether ``path`` is a readable file of at least one byte: an empty file is missing, as
+    an empty variable is (only its size is looked at, never its content)."""
+    try:
+        info = os.stat(path)
+    except OSError:  # gone, or a path that cannot be looked at: not available either way
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_size > 0 and os.access(path, os.R_OK)

@@ -1,20 +1,29 @@
 """Secret redaction for everything persisted, audited, traced or shown (spec/cli.md §12).
 
 Invariants:
-- Every occurrence of every resolved secret string, in any string value at any depth, becomes
-  ``[REDACTED]``. Longer secrets are matched first, so a secret that contains another one is
-  hidden whole. Secrets of any non-zero length are redacted, even one to three characters: a
-  short secret may over-redact ordinary text, which is the safe failure (leaking is not).
-  The empty string is ignored (it would match between every character). A secret is also
-  matched as an error message may quote it escaped (``_spellings``): a value with a line
-  break, quoted by an HTTP library that refuses it, is still hidden.
+- Every occurrence of every resolved secret string, in any string at any depth — a value or
+  an object's key — becomes ``[REDACTED]``. Longer secrets are matched first, so a secret that
+  contains another one is hidden whole. Secrets of any non-zero length are redacted, even one
+  to three characters: a short secret may over-redact ordinary text, which is the safe failure
+  (leaking is not). A secret that is empty or only whitespace is ignored: it would match
+  between every character, or every space of every message, and garble all of them (no such
+  value is a usable credential or header: ``coordinator.secrets`` refuses it before use). A
+  secret is also matched as an error message may quote it escaped (``_spellings``): a value
+  with a line break, quoted by an HTTP library that refuses it, is still hidden.
 - The whole value of a sensitive key is replaced. A key is sensitive when its name, lowercased
   with ``_`` and ``-`` removed, *ends with* authorization, apikey, token, secret or password
   (``Authorization``, ``x-api-key``, ``accessToken``, ``client_secret``). A suffix, not a
   substring: usage and budget fields such as ``inputTokens`` or ``maxOutputTokens`` and policy
-  keys such as ``secretFileRoots`` must survive redaction.
-- Keys are kept as they are; redaction never changes a value's shape except for the sensitive
-  keys' values. The input is never mutated.
+  keys such as ``secretFileRoots`` must survive redaction. Sensitivity is judged on the key as
+  given, before its own redaction.
+- A key is redacted as a value is; a key no secret occurs in is kept as it is. When a redacted
+  key comes out equal to another key of the same object (``{"a-<s1>": 1, "a-<s2>": 2}``, or
+  ``{"<s>": 1, "[REDACTED]": 2}``), no value is dropped: the keys no secret occurred in keep
+  their names, and each redacted key, in the object's order, takes the first free name of
+  ``K``, ``K#2``, ``K#3``, … (``a-[REDACTED]``, ``a-[REDACTED]#2``). Deterministic: the same
+  object with the same secrets always gives the same keys.
+- Redaction never changes a value's shape except for the sensitive keys' values and the
+  redacted keys. The input is never mutated.
 """
 
 from __future__ import annotations
@@ -39,7 +48,7 @@ class Redactor:
     """Redacts a fixed set of resolved secret values (and sensitive keys) from values."""
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
-        distinct = {form for s in secrets if s for form in _spellings(s)}
+        distinct = {form for s in secrets if s.strip() for form in _spellings(s)}
         ordered = sorted(distinct, key=lambda s: (-len(s), s))
         self._spelled = tuple(ordered)
         self._pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
@@ -75,15 +84,34 @@ class Redactor:
         if isinstance(value, str):
             return self.redact_text(value)
         if isinstance(value, Mapping):
-            return {
-                key: REDACTED
-                if isinstance(key, str) and is_sensitive_key(key)
-                else self.redact(item)
-                for key, item in value.items()
-            }
+            return self._redact_object(value)
         if isinstance(value, list | tuple):
             return [self.redact(item) for item in value]
         return value
+
+    def _redact_object(self, value: Mapping[str, JsonValue]) -> JsonObject:
+        """``value`` with its keys and values redacted; equal redacted keys disambiguated
+        (module invariants), so no member is lost."""
+        # A non-text key (a mapping built in code, not JSON) is kept, as ever.
+        renamed = [(key, self.redact_text(key) if isinstance(key, str) else key) for key in value]
+        taken = {new for key, new in renamed if new == key}  # kept keys keep their names
+        redacted: JsonObject = {}
+        for key, new in renamed:
+            if new != key:
+                new = _free_name(new, taken)
+                taken.add(new)
+            sensitive = isinstance(key, str) and is_sensitive_key(key)
+            redacted[new] = REDACTED if sensitive else self.redact(value[key])
+        return redacted
+
+
+def _free_name(name: str, taken: set[str]) -> str:
+    """``name``, or the first of ``name#2``, ``name#3``, … no other key has."""
+    found, count = name, 1
+    while found in taken:
+        count += 1
+        found = f"{name}#{count}"
+    return found
 
 
 def _spellings(secret: str) -> set[str]:

@@ -227,3 +227,37 @@ def test_a_header_value_with_a_line_break_fails_closed_and_is_never_shown(  # ty
     files = [p.read_bytes().decode("latin-1") for p in tmp_path.glob("r.db*") if p.is_file()]
     for shown in (done.stderr, seen.stdout, *files):
         assert "4815162342" not in shown
+
+
+@pytest.mark.parametrize(
+    ("text", "where"),
+    [
+        (MCP.replace("HEADER", ENV_HEADER), "headers/X-Notes-Token"),
+        (A2A.replace("PEER_TOKEN", "NOTES_TOKEN"), "headers/X-Peer-Token"),
+    ],
+    ids=["mcp", "a2a"],
+)
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("tok-4815162342 ", "begins or ends with whitespace"),
+        ("tok-é-4815162342", "holds a character outside ASCII"),
+        ("  ", "is empty or only whitespace"),
+    ],
+    ids=["trailing-space", "non-ascii", "spaces"],
+)
+def test_a_header_value_no_header_can_carry_fails_closed_and_is_never_shown(  # type: ignore[no-untyped-def]
+    cli: Cli, tmp_path: Path, text, where, value, why
+) -> None:
+    """Refused where it is resolved (exit 4, naming its source), as a line break is — never
+    sent for the HTTP stack to refuse as a transport failure — and the message is whole (a
+    whitespace value is never redacted from it)."""
+    (tmp_path / "wf.yaml").write_text(text, encoding="utf-8")
+    done = cli("--output", "json", "run", "wf.yaml", "--db", "r.db", env={"NOTES_TOKEN": value})
+    assert done.rc == 4, (done.stdout, done.stderr)
+    message = done.error["error"]["message"]
+    assert where in message and "env:NOTES_TOKEN" in message and why in message, message
+    assert "[REDACTED]" not in message and "Error" not in message, message
+    files = [p.read_bytes().decode("latin-1") for p in tmp_path.glob("r.db*") if p.is_file()]
+    for shown in (done.stderr, *files):
+        assert "4815162342" not in shown

@@ -339,6 +339,21 @@ def test_a_key_the_model_echoes_is_redacted_from_output_and_state(
     assert _files_containing(tmp_path, KEY.encode()) == []
 
 
+def test_a_key_the_model_answers_with_as_an_object_key_is_redacted_from_output_and_state(
+    cli: Cli, tmp_path: Path, server: AgentServer
+) -> None:
+    open_schema = {**ONE_CALL, "additionalProperties: false\n  tasks:": "\n  tasks:"}
+    wf, db = OPENAI.workflow(server, tmp_path / "ws", **open_schema), tmp_path / "state" / "r.db"
+    echoed = {"path": "p", "bytes": 1, "firstLine": "x", KEY: "as a key", f"{KEY}-2": 2}
+    server.script(Reply(body=fx.openai_text(json.dumps(echoed))))
+    done = _run(cli, OPENAI, wf, db)
+    assert done.rc == 0, done.stderr
+    described = done.data["output"]["describe"]
+    assert described["[REDACTED]"] == "as a key" and described["[REDACTED]-2"] == 2
+    assert KEY not in done.stdout + done.stderr
+    assert _files_containing(tmp_path, KEY.encode()) == []
+
+
 def test_a_call_that_times_out_after_dispatch_is_uncertain_and_never_resent(
     cli: Cli, tmp_path: Path, server: AgentServer
 ) -> None:

@@ -67,3 +67,64 @@ def test_a_custom_ca_keeps_its_line_breaks(monkeypatch: pytest.MonkeyPatch, tmp_
         {}, request, {"/egress/customCa": {"env": "CA_PEM"}}, (policy, str(tmp_path), "p")
     )
     assert got.request["egress"] == {"customCa": os.environ["CA_PEM"]}
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("", "is empty or only whitespace"),
+        (" \t ", "is empty or only whitespace"),
+        (" t0k-4815", "begins or ends with whitespace"),
+        ("t0k-4815 ", "begins or ends with whitespace"),
+        ("t0k-4815\t", "begins or ends with whitespace"),
+        ("t0k-é-4815", "holds a character outside ASCII"),
+        ("t0k-\u2603-4815", "holds a character outside ASCII"),
+    ],
+)
+@pytest.mark.parametrize("where", ["/credential", "/headers/X-Org"])
+def test_a_value_no_header_can_carry_is_refused_naming_its_source_not_the_value(
+    where: str, value: str, why: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """httpx sends a header's text as ASCII and h11 refuses one empty around its ends: such a
+    value is refused where it is resolved, not at dispatch as a transport failure."""
+    (tmp_path / "k.txt").write_text(value + "\n", encoding="utf-8")
+    ref: JsonValue = {"file": "k.txt"}
+    policy: dict[str, JsonValue] = {"secretFileRoots": ["."]}
+    with pytest.raises(RunFailedError, match=f"the value from file:k.txt {why}") as got:
+        secrets.resolve_pointers({}, {}, {where: ref}, (policy, str(tmp_path), "p"))
+    assert "4815" not in str(got.value) and "which an HTTP header cannot carry" in str(got.value)
+
+
+@pytest.mark.parametrize("value", ["sk-a b", "sk-a\tb", "x"])
+def test_a_header_value_with_inner_whitespace_is_sent_as_it_is(
+    value: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Space or tab between visible characters is a valid header value (h11's field-content)."""
+    monkeypatch.setenv("ORG_TOKEN", value)
+    policy: dict[str, JsonValue] = {"environmentAllowlist": ["ORG_TOKEN"]}
+    got = secrets.resolve_pointers(
+        {}, {}, {"/credential": {"env": "ORG_TOKEN"}}, (policy, str(tmp_path), "p")
+    )
+    assert got.request == {"credential": value} and got.values == (value,)
+
+
+def test_an_action_env_value_is_not_held_to_header_rules(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A process's environment may carry any text: only headers are refused."""
+    monkeypatch.setenv("PAD", " padded é ")
+    policy: dict[str, JsonValue] = {"environmentAllowlist": ["PAD"]}
+    values, _ = secrets.resolve_named({"PAD": {"env": "PAD"}}, policy, str(tmp_path), "t")
+    assert values == {"PAD": " padded é "}
+
+
+@pytest.mark.parametrize(("content", "found"), [(b"", "missing"), (b"\n", "present")])
+def test_an_empty_secret_file_is_missing_as_an_empty_variable_is(
+    content: bytes, found: str, tmp_path: Path
+) -> None:
+    """Judged by its size alone (no value is read): a file of one line break is present, and
+    refused when it is resolved."""
+    (tmp_path / "k.txt").write_bytes(content)
+    policy: dict[str, JsonValue] = {"secretFileRoots": ["."]}
+    assert secrets.availability({"file": "k.txt"}, policy, str(tmp_path)) == found
+    assert secrets.availability({"file": "gone.txt"}, policy, str(tmp_path)) == "missing"

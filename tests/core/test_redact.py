@@ -86,11 +86,61 @@ def test_regex_characters_in_secrets_are_literal() -> None:
     assert Redactor(["a.c"]).redact_text("abc a.c") == f"abc {REDACTED}"
 
 
-def test_input_is_not_mutated_and_keys_are_kept() -> None:
-    value = {"s3cr3t-key": ["s3cr3t"], "token": "x"}
+def test_input_is_not_mutated_and_keys_without_a_secret_are_kept() -> None:
+    value = {"s3cr3t-key": ["s3cr3t"], "token": "x", "plain": {"inner": 1}}
     before = copy.deepcopy(value)
-    assert redact(value, ["s3cr3t"]) == {"s3cr3t-key": [REDACTED], "token": REDACTED}
+    assert redact(value, ["s3cr3t"]) == {
+        f"{REDACTED}-key": [REDACTED],
+        "token": REDACTED,
+        "plain": {"inner": 1},
+    }
     assert value == before
+
+
+def test_a_secret_used_as_a_key_is_redacted_at_any_depth() -> None:
+    """An extension or a model may answer with the secret as a key: it is hidden there as in
+    a value (the audit's ``{"value": tok, tok: "key"}``)."""
+    tok = "hunter2-secret-value"
+    value = {"value": tok, tok: "key", "deep": [{f"x-{tok}-y": {tok: tok}}]}
+    assert redact(value, [tok]) == {
+        "value": REDACTED,
+        REDACTED: "key",
+        "deep": [{f"x-{REDACTED}-y": {REDACTED: REDACTED}}],
+    }
+
+
+def test_keys_equal_once_redacted_keep_every_value_in_order() -> None:
+    """No member is dropped: a key no secret occurred in keeps its name; each redacted key, in
+    the object's order, takes the first free one of ``K``, ``K#2``, ``K#3``."""
+    redactor = Redactor(["s1-hidden", "s2-hidden"])
+    assert list(redactor.redact({"a-s1-hidden": 1, "a-s2-hidden": 2}).items()) == [
+        (f"a-{REDACTED}", 1),
+        (f"a-{REDACTED}#2", 2),
+    ]
+    # A key already spelled as a redacted one is the author's: it keeps its name.
+    clash = {"s1-hidden": 1, REDACTED: 2, f"{REDACTED}#2": 3, "s2-hidden": 4}
+    assert list(redactor.redact(clash).items()) == [
+        (f"{REDACTED}#3", 1),
+        (REDACTED, 2),
+        (f"{REDACTED}#2", 3),
+        (f"{REDACTED}#4", 4),
+    ]
+
+
+def test_a_sensitive_key_is_judged_as_given_and_redacted_too() -> None:
+    assert redact({"s3cr3t_token": {"a": 1}}, ["s3cr3t"]) == {f"{REDACTED}_token": REDACTED}
+
+
+@pytest.mark.parametrize("blank", ["", " ", "  ", "\t", " \n ", "\u00a0"])
+def test_an_empty_or_whitespace_secret_is_never_redacted(blank: str) -> None:
+    """It would garble every message (``provider[REDACTED]main``); no such value is used as a
+    credential or header (``coordinator.secrets`` refuses it)."""
+    redactor = Redactor([blank, "sk-1"])
+    assert redactor.redact_text("provider main: sk-1 was\trefused") == (
+        f"provider main: {REDACTED} was\trefused"
+    )
+    assert redactor.redact({"a b": " "}) == {"a b": " "}
+    assert redactor.held_back("ends with a space ") == 0
 
 
 ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789 "
@@ -124,11 +174,29 @@ def test_no_secret_survives_redaction(secret: str, value: Any) -> None:
         if isinstance(v, list):
             return [s for i in v for s in strings(i)]
         if isinstance(v, dict):
-            return [s for i in v.values() for s in strings(i)]
+            return [*v, *(s for i in v.values() for s in strings(i))]
         return []
 
-    for text in strings(redact(embed(value), [secret])):
+    def members(v: Any) -> int:
+        if isinstance(v, list):
+            return sum(members(i) for i in v)
+        if isinstance(v, dict):
+            return len(v) + sum(members(i) for i in v.values())
+        return 0
+
+    def with_keys(v: Any) -> Any:  # the secret in every key too, and a key made of it
+        if isinstance(v, list):
+            return [with_keys(i) for i in v]
+        if isinstance(v, dict):
+            keyed = {k + secret: with_keys(i) for k, i in v.items()}
+            return {**keyed, secret: 0} if v else keyed
+        return v
+
+    embedded = with_keys(embed(value))
+    redacted = redact(embedded, [secret])
+    for text in strings(redacted):
         assert secret not in text
+    assert members(redacted) == members(embedded)  # no member lost to a key collision
 
 
 def test_a_secret_is_hidden_in_the_escaped_forms_an_error_may_quote() -> None:

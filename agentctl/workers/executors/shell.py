@@ -24,6 +24,7 @@ import trio
 
 from agentctl.core.jsonvalue import JsonObject
 from agentctl.core.process_allowlist import process_denial
+from agentctl.core.redact import Redactor
 from agentctl.errors import PolicyDeniedError, RunFailedError
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import PreflightRequest, ShellRequest
@@ -47,7 +48,6 @@ from agentctl.workers.executors import (
     parse_request,
 )
 
-REDACTED = "[REDACTED]"
 _REMOVE_GRACE_S = 30.0
 
 
@@ -131,10 +131,9 @@ async def _run_container(msg: Execute, req: ShellRequest, phase: Phase) -> Proce
 
 
 def redact(data: bytes, secrets: list[str]) -> str:
-    text = data.decode("utf-8", errors="replace")
-    for secret in sorted(secrets, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    return text
+    """``data`` as text with ``secrets`` redacted by the one redactor (``core.redact``): its
+    rules, such as a whitespace-only value never redacted, hold for process output too."""
+    return Redactor(secrets).redact_text(data.decode("utf-8", errors="replace"))
 
 
 def exited_report(
