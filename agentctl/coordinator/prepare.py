@@ -356,7 +356,7 @@ def _effect_plan(
         idempotency=str(idempotency),
         recorded_input=built.recorded,
         request=built.request,
-        timeout_s=float(task.timeout_seconds),
+        timeout_s=entry.effect_seconds(float(task.timeout_seconds)),
         approval_reason=(decision.reason or "approval required")
         if decision.needs_approval
         else None,

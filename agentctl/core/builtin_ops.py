@@ -112,6 +112,7 @@ ACTIONS: tuple[Operation, ...] = (
         config_keys=frozenset((*PROCESS_KEYS, *EXTENSION_KEYS, IDEMPOTENCY_KEY)),
         builder=ext.build_extension,
         estimate=ext.extension_estimate,
+        effect_timeout=ext.effect_timeout,
         executor="agentctl.workers.executors.extension:execute_extension",
         preview="stand_in",
     ),

@@ -10,6 +10,9 @@ Invariants:
 - the recorded input carries the input and the declared protocol (so the effect identity
   changes with either), never a secret value (env references resolve in the coordinator);
 - the budget reserves the combined output limit twice: handshake and invocation;
+- ``timeoutSeconds`` bounds each call (the process limits carry it); the worker's bound of
+  the whole effect (``effect_timeout``) allows for both calls and their start and reaping, so
+  a call that overruns is stopped, and reported, by the executor that knows which call it was;
 - an operator's ``applied`` result stands for the extension's output, so it must meet the
   ``outputSchema`` the effect was invoked under, as a reply would.
 """
@@ -26,6 +29,10 @@ from agentctl.errors import RunFailedError
 
 PROTOCOL_VERSION = "agentctl.dev/process-extension/v1"
 OPERATION = "extension.process"
+# Beyond its two calls' own bounds, what one effect may spend starting, killing and reaping
+# them (and asking a container engine whether it is there): the worker's bound covers this
+# too, so that it never cuts a call short of its own timeout.
+CALLS_MARGIN_SECONDS = 10.0
 
 
 def build_extension(b: BuildInput) -> Built:
@@ -46,6 +53,12 @@ def build_extension(b: BuildInput) -> Built:
     return Built(
         {**shell.recorded, **protocol}, {**shell.request, **protocol}, secret_env=shell.secret_env
     )
+
+
+def effect_timeout(call_seconds: float) -> float:
+    """The worker's bound of one extension effect: its two calls, each bounded by the task's
+    ``timeoutSeconds`` (``call_seconds``), and the margin around them."""
+    return 2 * call_seconds + CALLS_MARGIN_SECONDS
 
 
 def extension_estimate(request: Mapping[str, JsonValue]) -> dict[str, int]:

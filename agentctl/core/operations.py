@@ -24,7 +24,11 @@ Invariants:
   escape the pre-flight (the worker's own check still holds);
 - ``call_timeout`` (tools, and internal operations an agent makes) is the kind's own timeout
   for one call, read from the run's settings (an MCP server's ``timeoutSeconds``): an agent's
-  call uses the tool's declared ``timeoutSeconds`` first, then this, then the agent's own.
+  call uses the tool's declared ``timeoutSeconds`` first, then this, then the agent's own;
+- ``effect_timeout`` is the worker's bound of a whole effect, from its task's
+  ``timeoutSeconds``, for a kind whose executor bounds each of several calls by it (an
+  extension's handshake and invocation): it allows for all of them, so the executor's own
+  per-call timeouts are what fire, and say which call timed out.
 """
 
 from __future__ import annotations
@@ -225,6 +229,8 @@ Reach = Callable[[ReachInput], tuple[Endpoint, ...]]
 # (name, config, run) as in ``BuildInput`` → the kind's own timeout of one call, in seconds
 # (None: the kind has none for it).
 CallTimeout = Callable[[str, Mapping[str, JsonValue], "RunContext"], float | None]
+# The task's ``timeoutSeconds`` → the worker's bound of one whole effect, in seconds.
+EffectTimeout = Callable[[float], float]
 
 
 @dataclass(frozen=True)
@@ -264,6 +270,11 @@ class Operation:
     shape: Shape | None = None  # tools: (arguments, worker output) → the tool's output
     reach: Reach | None = None  # network kinds: the URLs a task can call (egress pre-flight)
     call_timeout: CallTimeout | None = None  # an agent's calls of the kind: its own timeout
+    effect_timeout: EffectTimeout | None = None  # None: the task's timeout bounds the effect
+
+    def effect_seconds(self, task_seconds: float) -> float:
+        """The worker's bound of one effect of this kind, from its task's timeout."""
+        return task_seconds if self.effect_timeout is None else self.effect_timeout(task_seconds)
 
     @property
     def is_pure(self) -> bool:

@@ -33,6 +33,7 @@ from typing import Literal
 
 import trio
 
+from agentctl.core.timeouts import seconds_text
 from agentctl.errors import RunFailedError
 from agentctl.sandbox.spawn import Child, spawn_child
 
@@ -339,7 +340,7 @@ async def run_process(
         with trio.move_on_after(timeout_s):
             await _supervise(proc, cap, stdin, defer)
         if proc.returncode is None:
-            cap.stop("timed_out", f"timed out after {timeout_s} s")
+            cap.stop("timed_out", f"timed out after {seconds_text(timeout_s)} s")
         settled = True
     finally:
         if proc.returncode is None:

@@ -14,7 +14,10 @@ Invariants:
 - a JSON-RPC error answer is the peer's definitive word (``PeerRefusedError``); any other
   failure of a call is ``PeerUnreachableError``, and whether the message may have arrived is
   the executor's judgement (``SendTracker``);
-- the card fetch is written to the execution's ``A2aWire`` (the executor records the rest).
+- the card fetch is written to the execution's ``A2aWire`` (the executor records the rest);
+  a fetch that fails is one line with the HTTP status when the peer answered, retryable when
+  a new attempt may find the card (no answer; HTTP 408, 429, 5xx): it sends no message, so
+  trying again repeats nothing; an answer that is not a card, or another 4xx, is not.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any
 import httpx
 import httpx2
 from a2a.client.card_resolver import A2ACardResolver
-from a2a.client.errors import A2AClientError
+from a2a.client.errors import A2AClientError, AgentCardResolutionError
 from a2a.client.transports.jsonrpc import JsonRpcTransport
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import A2AError
@@ -86,13 +89,35 @@ async def _fetch_card(
     try:
         card = await A2ACardResolver(http, req.card_url, "").get_agent_card()
     except (A2AError, httpx2.HTTPError, httpx.HTTPError) as exc:
+        what, retryable = _card_failure(exc)
         error = ProviderError(
-            f"A2A peer {req.peer}: cannot read its Agent Card at {req.card_url}: {exc}"
+            f"A2A peer {req.peer}: cannot read its Agent Card at {req.card_url}: {what}",
+            retryable=retryable,
         )
         wire.settle(fetch, "failed", error.message)
         raise error from exc
     wire.settle(fetch, "succeeded")
     return card
+
+
+def _card_failure(exc: Exception) -> tuple[str, bool]:
+    """Why the card could not be read, in one line, and whether a new attempt may find it.
+
+    The SDK wraps the card's HTTP status and its own transport's failures (ours, on
+    ``httpx2``, reach here bare); its texts run over lines (httpx's "For more information
+    check: …"), so only the status, or the failure's name and first line, is kept."""
+    code = exc.status_code if isinstance(exc, AgentCardResolutionError) else None
+    if code is not None:
+        return f"HTTP {code}", code in (408, 429) or code >= 500
+    cause = exc.__cause__ if isinstance(exc, AgentCardResolutionError) else exc
+    if isinstance(cause, httpx2.HTTPError | httpx.HTTPError):  # no answer: refused, lost, late
+        return _one_line(cause), True
+    return _one_line(exc), False  # an answer, but not an Agent Card
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
 def _same_origin(url: str, route: EgressRoute) -> bool:

@@ -14,7 +14,8 @@ Invariants:
 - an executor bug never kills the worker: it becomes an uncertain ``Failure``;
 - an effect's ``timeout_seconds`` starts once its executor is loaded; when it expires the
   effect is uncertain, unless its executor reported that its request never left
-  (``executors.watch_dispatch``): then it failed, retryably;
+  (``executors.watch_dispatch``): then it failed, retryably; the error names the owner the
+  executor reported, if any, and says the seconds as every error does (``seconds_text``);
 - each effect has its own stream sink (``stream.py``): a ``StreamAck`` wakes the effect whose
   fragment it answers, and only that one.
 """
@@ -31,6 +32,7 @@ from typing import Any, TypeVar
 
 import trio
 
+from agentctl.core.timeouts import seconds_text
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import AgentctlError, CancelledRunError, RunFailedError
 from agentctl.mailbox.frames import FrameChannel, FrameTooLargeError, ProtocolError
@@ -67,6 +69,7 @@ class _Effect(Dispatch):
 
     def __init__(self, msg: Execute, worker: _Worker):
         self._sent = None  # ``Dispatch``'s fields, set here: no ``super()`` call per effect
+        self.owner = None
         self.closers = None
         self.msg = msg
         self.clock = worker.clock
@@ -122,7 +125,8 @@ def _interrupted(effect: _Effect) -> Failure:
     if trio.current_time() < effect.deadline:
         cancelled = CancelledRunError("effect cancelled after it started")
         return failure_from_error(effect_id, cancelled.to_wire(), uncertain=True)
-    expired = f"effect timed out after {effect.msg.timeout_seconds} s"
+    owner = f"{effect.owner}: " if effect.owner else ""
+    expired = f"{owner}effect timed out after {seconds_text(effect.msg.timeout_seconds)} s"
     if effect.known_unsent:
         # Nothing left this process: the effect did not happen, so trying again is safe.
         err = RunFailedError(f"{expired}, before its request was sent", retryable=True)

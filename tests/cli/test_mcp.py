@@ -594,5 +594,5 @@ def test_an_agent_tool_call_is_bounded_by_the_tools_own_timeout(
         ("fake", "succeeded"),
         ("mcp.call", "uncertain"),
     ]
-    assert seen["effects"][2]["error"] == "effect timed out after 1.0 s"
+    assert seen["effects"][2]["error"] == "MCP server notes: effect timed out after 1 s"
     assert server.calls() == ["slow"]

@@ -370,6 +370,25 @@ def test_a_call_that_times_out_after_dispatch_is_uncertain_and_never_resent(
     assert [e["status"] for e in listed if e["operation"] == "openai"] == ["uncertain"]
 
 
+def test_a_call_cut_at_the_tasks_deadline_names_its_provider_in_whole_seconds(
+    cli: Cli, tmp_path: Path, server: AgentServer
+) -> None:
+    # The call gets what is left of the task's 2 s (1.99998… s): its error used to say that
+    # float, and not which provider it was waiting for.
+    task = 'with: { prompt: "answer" }\n      timeoutSeconds: 2'
+    edits = {**ONE_CALL, "with: { path: notes.txt }": task}
+    wf, db = OPENAI.workflow(server, tmp_path / "ws", **edits), tmp_path / "state" / "r.db"
+    server.script(Reply(body=fx.openai_text("{}"), delay=120))
+    done = _run(cli, OPENAI, wf, db)
+    assert done.rc == 4, done.stderr
+    listed = cli(
+        "--output", "json", "effects", "list", done.error["error"]["runId"], "--db", str(db)
+    )
+    [effect] = listed.data["effects"]
+    assert effect["status"] == "uncertain"
+    assert effect["error"] == "provider main: effect timed out after 2 s", effect["error"]
+
+
 def test_a_header_secret_reaches_the_server_and_is_recorded_as_its_digest(
     cli: Cli, tmp_path: Path, server: AgentServer
 ) -> None:

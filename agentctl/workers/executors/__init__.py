@@ -15,8 +15,10 @@ Invariants:
 - modules are imported on first use, so a worker that only writes files never imports the
   container code;
 - an executor that can tell whether its request left (a network call through a
-  ``SendTracker``) says so with ``watch_dispatch``; the worker's timeout then fails an effect
-  whose request never left definitively (retryable), and leaves every other one uncertain;
+  ``SendTracker``, an extension before its invocation) says so with ``watch_dispatch``; the
+  worker's timeout then fails an effect whose request never left definitively (retryable),
+  and leaves every other one uncertain; its error names whom the effect was talking to (the
+  ``owner`` given there: a provider, an MCP server, an extension), as the executor's own do;
 - what an executor closes only once the effect's reply is sent (``closing_after_reply``: a
   finished child's descriptors) the worker closes then, whatever became of the reply.
 """
@@ -99,10 +101,12 @@ class Dispatch:
 
     def __init__(self) -> None:
         self._sent: Callable[[], bool] | None = None
+        self.owner: str | None = None
         self.closers: list[Callable[[], None]] | None = None
 
-    def watch(self, sent: Callable[[], bool]) -> None:
+    def watch(self, sent: Callable[[], bool] | None, owner: str) -> None:
         self._sent = sent
+        self.owner = owner
 
     def close_after_reply(self, closer: Callable[[], None]) -> None:
         """Have ``closer`` called once the effect's reply is sent (``run_closers``)."""
@@ -128,12 +132,13 @@ class Dispatch:
 CURRENT_DISPATCH: ContextVar[Dispatch | None] = ContextVar("agentctl_dispatch", default=None)
 
 
-def watch_dispatch(sent: Callable[[], bool]) -> None:
+def watch_dispatch(sent: Callable[[], bool] | None, owner: str) -> None:
     """Report how to tell whether the running effect's request left (``sent()`` true once a
-    request byte may have been written)."""
+    request byte may have been written; None: it cannot tell) and whom it is talking to
+    (``owner``, as its errors name it: ``provider openai``, ``MCP server notes``)."""
     dispatch = CURRENT_DISPATCH.get()
     if dispatch is not None:
-        dispatch.watch(sent)
+        dispatch.watch(sent, owner)
 
 
 def closing_after_reply() -> Defer | None:

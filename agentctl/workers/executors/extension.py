@@ -15,6 +15,10 @@ Invariants:
 - nothing is invoked unless the handshake matched: a bad handshake is a definitive failure,
   and one that ran to its exit keeps what it printed as the failed effect's result, in the
   shape of a failed ``builtin.shell.exec`` (``changed: false``: nothing was invoked);
+- each call is bounded by ``timeoutSeconds`` on its own (``ProcessLimits``); a handshake that
+  timed out failed retryably (nothing was invoked, so a new attempt repeats nothing), and
+  so does an effect the worker's own timeout stops before the invocation started: the
+  executor tells the worker (``watch_dispatch``) when the invocation starts;
 - once the invocation started, anything short of a valid reply leaves the effect uncertain
   (the extension may have acted before it timed out, crashed, overflowed its output limits or
   answered badly): never a plain failure, which ``retry --failed`` would invoke again;
@@ -34,7 +38,13 @@ from agentctl.errors import RunFailedError
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ExtensionRequest
 from agentctl.sandbox.process import ProcessResult
-from agentctl.workers.executors import ExecOutcome, FailedEffect, UncertainEffect, parse_request
+from agentctl.workers.executors import (
+    ExecOutcome,
+    FailedEffect,
+    UncertainEffect,
+    parse_request,
+    watch_dispatch,
+)
 from agentctl.workers.executors.shell import Phase, exited_report, redact, run_configured
 
 HANDSHAKE_FLAG = "--agentctl-handshake"
@@ -52,9 +62,7 @@ class _Said:
     """What one run of the extension printed, and how to name it in errors."""
 
     def __init__(self, req: ExtensionRequest, phase: str, result: ProcessResult) -> None:
-        # The program as the workflow runs it: an interpreter alone names no extension.
-        program = " ".join([os.path.basename(req.command), *req.args[:1]])
-        self.name = f"extension {program!r} ({phase})"
+        self.name = f"{_extension(req)} ({phase})"
         self.result = result
         self.secrets = [v for v in req.env.values() if v]
 
@@ -68,6 +76,9 @@ class _Said:
         (redacted; within its limits) when it ran to its exit — the same report as a shell
         step's that exits non-zero, for the operator to see why. A process stopped by a
         limit reports none of its bytes, as a shell step does."""
+        if self.result.outcome == "timed_out":
+            # Nothing was invoked: trying again cannot act twice.
+            return FailedEffect(RunFailedError(error.message, retryable=True))
         if self.result.outcome != "exited":
             return FailedEffect(error)
         # The handshake only describes the extension, and the invocation never ran.
@@ -96,6 +107,13 @@ class _Said:
         if unknown:
             allowed = ", ".join(keys)
             raise self.fail(f"its {what} has the unknown key {unknown[0]!r} (it takes {allowed})")
+
+
+def _extension(req: ExtensionRequest) -> str:
+    """The extension as errors name it: the program as the workflow runs it (an interpreter
+    alone names no extension)."""
+    program = " ".join([os.path.basename(req.command), *req.args[:1]])
+    return f"extension {program!r}"
 
 
 def _check_handshake(req: ExtensionRequest, said: _Said) -> None:
@@ -144,6 +162,8 @@ def _check_reply(req: ExtensionRequest, msg: Execute, said: _Said) -> JsonObject
 
 async def execute_extension(msg: Execute) -> ExecOutcome:
     req = parse_request(ExtensionRequest, msg)
+    invoked = False
+    watch_dispatch(lambda: invoked, _extension(req))
     shake = await run_configured(msg, req, Phase((HANDSHAKE_FLAG,), suffix="-handshake"))
     said = _Said(req, "handshake", shake)
     try:
@@ -152,11 +172,13 @@ async def execute_extension(msg: Execute) -> ExecOutcome:
         raise said.refused(exc) from None
     payload = {"protocolVersion": req.protocol_version, "effectId": msg.effect_id}
     stdin = json.dumps({**payload, "input": req.input}).encode("utf-8")
+    invoked = True  # from here on, the extension may have acted
     ran = await run_configured(msg, req, Phase((INVOKE_FLAG,), stdin=stdin))
+    said = _Said(req, "invoke", ran)
     if ran.outcome == "timed_out":
-        raise UncertainEffect(RunFailedError(f"extension invocation {ran.detail}"))
+        raise UncertainEffect(RunFailedError(f"{said.name} {ran.detail}"))
     try:
-        output = _check_reply(req, msg, _Said(req, "invoke", ran))
+        output = _check_reply(req, msg, said)
     except RunFailedError as exc:
         # The process ran with the request in hand: whatever it printed, it may have acted.
         raise UncertainEffect(exc) from None

@@ -41,7 +41,13 @@ from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import McpRequest
 from agentctl.workers.egress import EgressPolicy
 from agentctl.workers.egress_http import check_route, egress_client
-from agentctl.workers.executors import ExecOutcome, FailedEffect, UncertainEffect, parse_request
+from agentctl.workers.executors import (
+    ExecOutcome,
+    FailedEffect,
+    UncertainEffect,
+    parse_request,
+    watch_dispatch,
+)
 from agentctl.workers.executors.mcp_wire import SESSION_KEY, Wire, innermost, own_error
 
 if TYPE_CHECKING:  # the SDK is an optional dependency, imported when a call needs it
@@ -65,6 +71,12 @@ async def execute_mcp(msg: Execute) -> ExecOutcome:
         redact = Redactor(list(req.headers.values())).redact_text
         raise type(exc)(redact(exc.message), retryable=exc.retryable) from None
     wire = Wire(req, route.tracker)
+    # The worker's timeout, too, fails a call definitively until tools/call left (nothing
+    # ran), and a listing until its first byte left.
+    calls = req.method == "tools/call"
+    watch_dispatch(
+        lambda: wire.call_sent if calls else route.tracker.sent, f"MCP server {req.server}"
+    )
     client = egress_client(route, read_timeout=req.timeout_seconds)
     client.headers.update(req.headers)
     client.event_hooks = {"request": [wire.on_request], "response": [wire.on_response]}

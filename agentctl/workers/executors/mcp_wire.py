@@ -8,7 +8,9 @@ before any of its bytes leave.
 Invariants: hooks only observe (they never change a request or answer); a body that is not
 a JSON-RPC request is ignored; evidence is bounded and carries no header values (a detail
 quoting one, even from the server, is redacted); once a request was sent, the evidence holds
-the session, negotiated or not.
+the session, negotiated or not; the HTTP status an error reports is the one of the POST that
+carried the latest request, never another exchange's (the SDK's GET stream, which a server
+may refuse with 405, or a notification's).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class _Sent:
     remote_id: str
     status: CallStatus = "started"
     detail: str | None = None
+    http_status: int | None = None  # of the POST that carried it, once answered
 
 
 class Wire:
@@ -58,7 +61,6 @@ class Wire:
         self.remote_session_id: str | None = None
         self.sent: list[_Sent] = []
         self.call_sent = False
-        self.refusal: str | None = None  # the last HTTP error status, which the SDK hides
 
     async def on_request(self, request: httpx2.Request) -> None:
         message = _json_rpc(request)
@@ -73,8 +75,19 @@ class Wire:
         given = response.headers.get(SESSION_HEADER)
         if given and self.remote_session_id is None:
             self.remote_session_id = bounded(given)
-        if response.status_code >= 400:
-            self.refusal = f"HTTP {response.status_code}"
+        message = _json_rpc(response.request)
+        if message is None or "id" not in message:
+            return  # the GET stream, a notification, the closing DELETE
+        for sent in reversed(self.sent):
+            if sent.remote_id == str(message["id"]):
+                sent.http_status = response.status_code
+                return
+
+    @property
+    def refusal(self) -> str | None:
+        """The HTTP error status of the latest request's POST, which the SDK hides."""
+        code = self.sent[-1].http_status if self.sent else None
+        return f"HTTP {code}" if code is not None and code >= 400 else None
 
     def opened(self, session: ProtocolSession) -> None:
         self.session = session

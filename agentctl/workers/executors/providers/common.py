@@ -17,7 +17,9 @@ Invariants:
   a failure after the first request byte left (timeout, cancellation, lost connection) is
   ``UncertainEffect`` — the call may have happened and is never resent; a failure before that
   is definitive;
-- no credential or header value appears in any error message or output (they are redacted).
+- no credential or header value appears in any error message or output (they are redacted);
+- every error names its provider (``provider NAME: …``), whoever raised it: the adapter, its
+  SDK, or the egress transport (a redirect, an oversized answer).
 """
 
 from __future__ import annotations
@@ -161,7 +163,7 @@ async def run_model_call(
         route = await check_route(req.endpoint, policy)
     except AgentctlError as exc:
         raise type(exc)(redactor.redact_text(exc.message), retryable=exc.retryable) from None
-    watch_dispatch(lambda: route.tracker.sent)
+    watch_dispatch(lambda: route.tracker.sent, f"provider {req.provider}")
     client = egress_client(route, read_timeout=req.timeout_seconds)
     try:
         reply = await call(req, client)
@@ -183,6 +185,12 @@ def _own_error(exc: BaseException) -> AgentctlError | None:
     return None
 
 
+def _named(message: str, provider: str) -> str:
+    """``message`` prefixed with its provider, unless its raiser already named it."""
+    prefix = f"provider {provider}: "
+    return message if message.startswith(prefix) else prefix + message
+
+
 def translate(
     exc: Exception,
     route: EgressRoute,
@@ -192,11 +200,12 @@ def translate(
 ) -> Exception:
     """Our error for an SDK failure: ``AgentctlError`` if definitive, else ``UncertainEffect``."""
     if isinstance(exc, UncertainEffect):
-        exc.error.message = redactor.redact_text(exc.error.message)
+        exc.error.message = redactor.redact_text(_named(exc.error.message, provider))
         return exc
     own = _own_error(exc)
     if own is not None:
-        return type(own)(redactor.redact_text(own.message), retryable=own.retryable)
+        text = redactor.redact_text(_named(own.message, provider))
+        return type(own)(text, retryable=own.retryable)
     status = None if status_of is None else status_of(exc)
     if status is not None:
         code, detail = status

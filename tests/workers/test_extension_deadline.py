@@ -1,0 +1,80 @@
+"""The worker's own timeout of an ``extension.process`` effect, in a real worker process.
+
+The effect's bound (``Execute.timeout_seconds``) is set here below each call's own
+``timeoutSeconds``, so it is the worker's deadline that stops the effect: before the
+invocation started nothing was invoked (failed, retryably); after, the extension may have
+acted (uncertain). Either error names the extension, as the executor's own errors do.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from agentctl.mailbox import Execute, Failure
+from tests.worker_process import open_worker
+
+PROTOCOL = "agentctl.dev/process-extension/v1"
+# Sleeps argv[1] seconds in its handshake, argv[2] in its invocation (which it marks first).
+SCRIPT = """\
+import json, sys, time
+P = "agentctl.dev/process-extension/v1"
+if sys.argv[-1] == "--agentctl-handshake":
+    time.sleep(float(sys.argv[1]))
+    shake = {"protocolVersion": P, "inputSchema": {"type": "object"},
+             "outputSchema": {"type": "object"}, "capabilities": ["c"]}
+    print(json.dumps(shake))
+else:
+    req = json.load(sys.stdin)
+    open("invoked.txt", "a").write(req["effectId"] + "\\n")
+    time.sleep(float(sys.argv[2]))
+    print(json.dumps({"protocolVersion": P, "effectId": req["effectId"], "output": {}}))
+"""
+
+
+def _execute(ws: Path, handshake_s: str, invoke_s: str) -> Execute:
+    (ws / "ext.py").write_text(SCRIPT)
+    request = {
+        "workspace": str(ws),
+        "command": sys.executable,
+        "args": [str(ws / "ext.py"), handshake_s, invoke_s],
+        "limits": {"timeoutSeconds": 60},  # each call's own bound: not what stops them here
+        "protocolVersion": PROTOCOL,
+        "inputSchema": {"type": "object"},
+        "outputSchema": {"type": "object"},
+        "capabilities": ["c"],
+        "input": {},
+    }
+    return Execute(
+        effect_id=f"effect-{handshake_s}-{invoke_s}",
+        run_id="run-1",
+        task_id="t",
+        attempt=1,
+        operation="extension.process",
+        request=request,
+        timeout_seconds=1.5,
+        executor="agentctl.workers.executors.extension:execute_extension",
+    )
+
+
+@pytest.mark.parametrize(
+    ("handshake_s", "invoke_s", "invoked"), [("60", "0", False), ("0", "60", True)]
+)
+async def test_the_workers_timeout_tells_a_handshake_from_an_invocation(
+    tmp_path: Path, handshake_s: str, invoke_s: str, invoked: bool
+) -> None:
+    msg = _execute(tmp_path, handshake_s, invoke_s)
+    async with open_worker() as worker:
+        reply = await worker.call(msg)
+    assert isinstance(reply, Failure), reply
+    program = f"{os.path.basename(sys.executable)} {tmp_path / 'ext.py'}"
+    expired = f"extension {program!r}: effect timed out after 1.5 s"
+    assert (tmp_path / "invoked.txt").exists() is invoked
+    if invoked:  # the extension had the request: it may have acted
+        assert reply.uncertain and reply.error.message == expired
+    else:  # nothing was invoked: a definitive failure that a new attempt may retry
+        assert not reply.uncertain and reply.error.retryable
+        assert reply.error.message == f"{expired}, before its request was sent"
