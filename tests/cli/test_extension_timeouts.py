@@ -1,7 +1,7 @@
 """``extension.process`` under its ``timeoutSeconds``, through the CLI: the bound is per call.
 
 The extension sleeps as its arguments say (handshake, then invocation) and marks each
-invocation in ``marker.txt``, so the tests can tell whether anything was invoked.
+invocation in ``invoked.txt``, so the tests can tell whether anything was invoked.
 """
 
 from __future__ import annotations
@@ -12,21 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import Cli
-
-SCRIPT = """\
-import json, sys, time
-P = "agentctl.dev/process-extension/v1"
-if sys.argv[-1] == "--agentctl-handshake":
-    time.sleep(float(sys.argv[1]))
-    shake = {"protocolVersion": P, "inputSchema": {"type": "object"},
-             "outputSchema": {"type": "object"}, "capabilities": ["c"]}
-    print(json.dumps(shake))
-else:
-    req = json.load(sys.stdin)
-    open("marker.txt", "a").write(req["effectId"] + "\\n")
-    time.sleep(float(sys.argv[2]))
-    print(json.dumps({"protocolVersion": P, "effectId": req["effectId"], "output": {"ok": 1}}))
-"""
+from tests.sleepy_extension import MARKER, SCRIPT
 
 WORKFLOW = """\
 apiVersion: agentctl.dev/v1
@@ -67,7 +53,7 @@ def _effects(cli: Cli, run_id: str) -> list[dict[str, Any]]:
 
 
 def _marker(tmp_path: Path) -> list[str]:
-    path = tmp_path / "marker.txt"
+    path = tmp_path / MARKER
     return path.read_text().split() if path.exists() else []
 
 

@@ -15,24 +15,8 @@ from pathlib import Path
 import pytest
 
 from agentctl.mailbox import Execute, Failure
+from tests.sleepy_extension import MARKER, PROTOCOL, SCRIPT
 from tests.worker_process import open_worker
-
-PROTOCOL = "agentctl.dev/process-extension/v1"
-# Sleeps argv[1] seconds in its handshake, argv[2] in its invocation (which it marks first).
-SCRIPT = """\
-import json, sys, time
-P = "agentctl.dev/process-extension/v1"
-if sys.argv[-1] == "--agentctl-handshake":
-    time.sleep(float(sys.argv[1]))
-    shake = {"protocolVersion": P, "inputSchema": {"type": "object"},
-             "outputSchema": {"type": "object"}, "capabilities": ["c"]}
-    print(json.dumps(shake))
-else:
-    req = json.load(sys.stdin)
-    open("invoked.txt", "a").write(req["effectId"] + "\\n")
-    time.sleep(float(sys.argv[2]))
-    print(json.dumps({"protocolVersion": P, "effectId": req["effectId"], "output": {}}))
-"""
 
 
 def _execute(ws: Path, handshake_s: str, invoke_s: str) -> Execute:
@@ -72,7 +56,7 @@ async def test_the_workers_timeout_tells_a_handshake_from_an_invocation(
     assert isinstance(reply, Failure), reply
     program = f"{os.path.basename(sys.executable)} {tmp_path / 'ext.py'}"
     expired = f"extension {program!r}: effect timed out after 1.5 s"
-    assert (tmp_path / "invoked.txt").exists() is invoked
+    assert (tmp_path / MARKER).exists() is invoked
     if invoked:  # the extension had the request: it may have acted
         assert reply.uncertain and reply.error.message == expired
     else:  # nothing was invoked: a definitive failure that a new attempt may retry
