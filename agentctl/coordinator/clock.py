@@ -25,6 +25,11 @@ def uuid7(ms: int | None = None) -> uuid.UUID:
     return uuid.UUID(int=value)
 
 
+def parse_stamp(text: str) -> datetime:
+    """A timestamp ``Clock.now`` wrote (RFC 3339 UTC, ``Z``), as an aware datetime."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
 # The last second ``Clock.now`` formatted, and its text (``%Y-%m-%dT%H:%M:%S``, UTC).
 _second_text: tuple[int, str] = (-1, "")
 
@@ -44,7 +49,7 @@ class Clock:
 
     def later(self, seconds: float) -> str:
         """``now()`` plus ``seconds``, in the same sortable text (a lease's expiry)."""
-        at = datetime.fromisoformat(self.now().replace("Z", "+00:00")) + timedelta(seconds=seconds)
+        at = parse_stamp(self.now()) + timedelta(seconds=seconds)
         return at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
     def monotonic(self) -> float:

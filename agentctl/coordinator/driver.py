@@ -35,7 +35,7 @@ from agentctl.coordinator.calls import (
     CallGateway,
     RecordedCallChanged,
 )
-from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.clock import Clock, parse_stamp
 from agentctl.coordinator.ending import failure_stops, final_state
 from agentctl.coordinator.execute import EffectRunner, settle_recorded
 from agentctl.coordinator.ingest import Ingester
@@ -112,6 +112,18 @@ class Driver:
         self.on_progress = on_progress or (lambda _task, _state: None)
         self._view: ev.RuntimeView | None = None  # the last view made (``view``)
         self.stop_requested = False  # the cancel flag was seen (``request_stop``)
+        self._restore_backoffs()
+
+    def _restore_backoffs(self) -> None:
+        """A retry found scheduled by a resume still waits what is left of its backoff
+        (spec/dsl.md §4.5: ``retry_scheduled`` → sleep ``backoffMs`` → ``ready``), counted
+        from when it was recorded; a wall-clock step never makes it wait longer than it."""
+        now = parse_stamp(self.clock.now())
+        for task_id, at in self.live.scheduled_at.items():
+            backoff = self.rs.plan.task(task_id).retry.backoff_ms / 1000
+            elapsed = max(0.0, (now - parse_stamp(at)).total_seconds())
+            if elapsed < backoff:
+                self.live.not_before[task_id] = self.clock.monotonic() + backoff - elapsed
 
     def request_stop(self) -> None:
         """`agentctl cancel` was seen: start no further batch; what is in flight finishes

@@ -51,6 +51,9 @@ class Live:
     errors: dict[str, str | None] = field(default_factory=dict)
     inflight: dict[str, Inflight] = field(default_factory=dict)
     not_before: dict[str, float] = field(default_factory=dict)
+    # Found ``retry_scheduled`` by a resume: when that was recorded (wall clock), so the
+    # driver waits out what is left of the backoff rather than none of it.
+    scheduled_at: dict[str, str] = field(default_factory=dict)
     halted: str | None = None  # why the drive stopped early, the run left resumable
     # Why a resumed drive refused to go on (a recorded call changed): the run is left paused.
     refused: str | None = None
@@ -82,6 +85,8 @@ def live_from(state: LiveState) -> Live:
     )
     for t in state.tasks:
         live.errors[t.task_id] = t.error
+        if t.state == "retry_scheduled" and t.updated_at is not None:
+            live.scheduled_at[t.task_id] = t.updated_at
     for found in state.inflight:
         last = found.reconciliation
         status, result = (last.status, last.result) if last else (None, None)

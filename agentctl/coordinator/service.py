@@ -21,13 +21,12 @@ import os
 import signal
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agentctl.coordinator.clock import Clock
+from agentctl.coordinator.clock import Clock, parse_stamp
 from agentctl.coordinator.creation import new_run_ids, owner_identity, stored_plan
 from agentctl.coordinator.driver import Driver
 from agentctl.coordinator.events import current_sink
@@ -360,12 +359,8 @@ async def _wall_deadline(store: Store, req: DriveRequest) -> float:
     if limit is None:
         return math.inf
     run = await store.get_run(req.run_id)
-    elapsed = (_ts(req.clock.now()) - _ts(run.created_at)).total_seconds()
+    elapsed = (parse_stamp(req.clock.now()) - parse_stamp(run.created_at)).total_seconds()
     return trio.current_time() + max(0.0, limit - elapsed)
-
-
-def _ts(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 async def _watch_signals(signals: AsyncIterator[int], scope: trio.CancelScope) -> None:
@@ -407,20 +402,10 @@ async def _finish(
         reason = "budget maxWallTimeSeconds exceeded (counted from run creation)"
         await store.cancel_run(_stop(req, live, now, "failed", reason))
         return RunOutcome(req.run_id, req.trace_id, "failed", None, {"run": reason})
-    output: JsonValue = None
-    errors = dict(live.errors) if (stop := live.refused or live.halted) is None else {"run": stop}
-    if final == "succeeded":
-        # Finished outputs live in the ledger; read back only those the run's output reads.
-        outputs = await store.read_outputs(req.run_id, run_output_reads(req.plan))
-        view = RuntimeView(live.inputs, live.memory, outputs, live.states, live.errors)
-        try:
-            output = render_run_outputs(req.plan.run.outputs, req.plan.run.vars, view)
-        except TaskFailure as exc:
-            if req.check_mode:  # a preview cannot know what unexecuted work would return
-                output = {"unavailableInCheckMode": exc.message}
-            else:
-                final, output = "failed", None
-                errors = {**live.errors, "outputs": exc.message}
+    errors: dict[str, str | None] = (
+        dict(live.errors) if (stop := live.refused or live.halted) is None else {"run": stop}
+    )
+    final, output, errors = await _run_output(store, req, live, final, errors)
     state = {"blocked": "running", "halted": "running", "refused": "paused"}.get(final, final)
     # An approved task a failure stopped before it started is as never started as a pending one.
     never_started = tuple(
@@ -432,6 +417,30 @@ async def _finish(
 
 
 _NOT_STARTED = frozenset({"pending", "waiting_for_approval"})
+_RAN_TO_ITS_END = frozenset({"succeeded", "failed", "skipped"})
+
+
+async def _run_output(
+    store: Store, req: DriveRequest, live: Live, final: str, errors: dict[str, str | None]
+) -> tuple[str, JsonValue, dict[str, str | None]]:
+    """The run's state, output and errors once its ``outputs`` are rendered (spec/dsl.md §2:
+    at run end). A run that succeeded renders them, and fails if they cannot be; so does one
+    that failed but ran to its end (``failure: continue``: every task succeeded, failed or was
+    skipped) — its output is what can be rendered, else null, its failure unchanged."""
+    ran_out = final == "failed" and all(st in _RAN_TO_ITS_END for st in live.states.values())
+    if final != "succeeded" and not ran_out:
+        return final, None, errors
+    # Finished outputs live in the ledger; read back only those the run's output reads.
+    outputs = await store.read_outputs(req.run_id, run_output_reads(req.plan))
+    view = RuntimeView(live.inputs, live.memory, outputs, live.states, live.errors)
+    try:
+        return final, render_run_outputs(req.plan.run.outputs, req.plan.run.vars, view), errors
+    except TaskFailure as exc:
+        if req.check_mode:  # a preview cannot know what unexecuted work would return
+            return final, {"unavailableInCheckMode": exc.message}, errors
+        if final == "failed":
+            return final, None, errors
+        return "failed", None, {**live.errors, "outputs": exc.message}
 
 
 def _stop(req: DriveRequest, live: Live, now: str, state: str, reason: str | None) -> CancelRun:

@@ -209,8 +209,6 @@ def evaluate_pure(
     view: RuntimeView,
 ) -> JsonValue:
     """Compute a pure task's output; raises TaskFailure on a deterministic failure."""
-    if task.kind in AGGREGATE_KINDS:
-        _check_children(task, view)
     output: JsonValue
     if task.kind == "router":
         output = _route(task, ctx)
@@ -218,7 +216,9 @@ def evaluate_pure(
         output = {"items": _items(task, view)}
     elif task.kind == "loop_aggregate":
         output = _loop_aggregate(task, ctx, plan, view)
-    elif task.kind in ("subworkflow_input", "subworkflow_output"):
+    elif task.kind == "subworkflow_output":
+        output = _subworkflow_outputs(task, ctx, view)
+    elif task.kind == "subworkflow_input":
         output = render_input(task, ctx)
     elif action_kind in PURE_ACTIONS:
         output = PURE_ACTIONS[action_kind](task, render_input(task, ctx), ctx)
@@ -228,18 +228,19 @@ def evaluate_pure(
     return output
 
 
-def _check_children(task: PlannedTask, view: RuntimeView) -> None:
-    """An aggregate runs even when a child did not succeed, but fails if one failed.
-
-    Skipped children are normal (a false guard ends a loop early); failed or cancelled ones
-    fail the aggregate, so its dependants do not proceed on partial results.
-    """
-    members = task.children or task.needs
-    broken = [c for c in members if view.states.get(c) in ("failed", "cancelled")]
-    if broken:
+def _subworkflow_outputs(task: PlannedTask, ctx: ReadContext, view: RuntimeView) -> JsonValue:
+    """A sub-workflow's ``outputs``, rendered (as every aggregate, it runs whatever its tasks
+    ended as: spec/dsl.md §4.3). One that reads a task that did not succeed fails, saying so."""
+    try:
+        return render_input(task, ctx)
+    except TaskFailure as exc:
+        members = task.children or task.needs
+        broken = [c for c in members if view.states.get(c) in ("failed", "cancelled")]
+        if not broken:
+            raise
         raise TaskFailure(
-            f"task {task.id}: {len(broken)} of its tasks did not succeed: {', '.join(broken[:5])}"
-        )
+            f"{exc.message} ({len(broken)} of its tasks did not succeed: {', '.join(broken[:5])})"
+        ) from exc
 
 
 def _assign(task: PlannedTask, given: JsonValue, ctx: ReadContext) -> JsonObject:

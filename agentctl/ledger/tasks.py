@@ -66,6 +66,7 @@ class LiveTask:
     state: str
     attempt: int
     error: str | None
+    updated_at: str | None = None  # when it entered ``state`` (a retry's backoff counts from it)
 
 
 @dataclass(frozen=True)
@@ -453,12 +454,15 @@ def list_live_tasks(conn: Db, run_id: str) -> list[LiveTask]:
     """The run's tasks in compiled order, only the columns a coordinator drives with."""
     rows = fetch_all(
         conn,
-        "SELECT task_id, state, attempt, error, format_version FROM task_states"
+        "SELECT task_id, state, attempt, error, updated_at, format_version FROM task_states"
         " WHERE run_id = ? ORDER BY position",
         (run_id,),
         "task",
     )
-    return [LiveTask(r["task_id"], task_state_of(r), r["attempt"], r["error"]) for r in rows]
+    return [
+        LiveTask(r["task_id"], task_state_of(r), r["attempt"], r["error"], r["updated_at"])
+        for r in rows
+    ]
 
 
 def task_state_of(row: Row) -> str:

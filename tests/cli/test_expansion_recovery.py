@@ -1,6 +1,7 @@
 """Retry and repair from one failed expanded child re-execute only that child and its descendants.
 
-Every child writes one file; the child whose target path is blocked by a directory fails.
+Every child writes one file; the child whose target path is blocked by a directory fails
+(under ``failure: continue``, so the aggregate records it and the task after it still runs).
 After the directory is removed, ``retry --failed`` (identical workflow) and ``repair --from
 CHILD`` must execute exactly that child, the aggregate and what depends on it — every other
 child is reused from the source run.
@@ -18,10 +19,10 @@ apiVersion: agentctl.dev/v1alpha1
 kind: Workflow
 metadata: { name: children }
 spec:
-  policy: { approval: never, processAllowlist: [sh], writableRoots: [out] }
+  policy: { approval: never, processAllowlist: [sh], writableRoots: [out, log] }
   actions:
     save: { kind: builtin.write }
-    tail: { kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "echo tail >> tail.txt"] }
+    tail: { kind: builtin.write, with: { path: log/tail.txt, content: tail } }
 """
 
 FEATURES = {
@@ -97,17 +98,20 @@ def test_only_the_failed_child_and_descendants_run_again(
         done = cli("--output", "json", "repair", str(wf), source, "--from", child, "--db", str(db))
     assert done.rc == 0, done.stderr
     again = _executed(cli, db, done.data["runId"])
-    # The failed child's write and the descendant's process ran again; nothing else did.
-    # In a loop the later iterations depend on the failed one, so they are descendants too.
+    # The failed child's write ran again; nothing else's effect did. In a loop the later
+    # iterations depend on the failed one, so they are descendants too.
     ids = [
         t["taskId"]
         for t in cli("--output", "json", "inspect", source, "--db", str(db)).data["tasks"]
     ]
     later = {t for t in ids if feature == "loop" and t.startswith("poll--") and t > child}
-    assert again == {child, "after"} | later, (again, child)
+    assert again == {child} | later, (again, child)
+    # The aggregate recorded the failed child in the source run, so the task after it ran
+    # there; executed again here (a write, idempotent), it finds its file as it left it.
+    assert {child, "after"} | later <= set(done.data["executedTasks"])
     reused = set(done.data["reusedTasks"])
     assert reused and not (reused & again)
-    assert (tmp_path / "tail.txt").read_text() == "tail\n"
+    assert (tmp_path / "log" / "tail.txt").read_text() == "tail"
 
 
 NAMED = {"foreach": "fan", "matrix": "grid", "loop": "poll", "subworkflow": "call"}
