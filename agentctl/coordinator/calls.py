@@ -49,7 +49,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from agentctl.coordinator.clock import Clock
-from agentctl.coordinator.ingest import Ingested, Ingester
+from agentctl.coordinator.ingest import Ingested, Ingester, written_file
 from agentctl.coordinator.modelcalls import model_spent
 from agentctl.coordinator.poolref import workers
 from agentctl.coordinator.store import Store
@@ -184,6 +184,7 @@ class CallGateway:
         eid = self._identity(call)
         reused = await self.store.recorded_result(eid)
         if reused is not None:
+            await self._recover(call, eid, reused)
             return reused
         recorded = await self._refuse_changed(call, eid)
         if recorded is not None:  # recorded under a legacy name: that effect is this call
@@ -340,7 +341,7 @@ class CallGateway:
             await keeper.flush()
         reply = _redacted(call, answered)
         crash_point(CrashPoint.AFTER_RESULT)
-        refused = await self._ingest(call, reply)
+        refused = await self._ingest(call, reply, new.effect_id)
         await self.store.finish_effects([self._outcome(new, call, reply)])
         crash_point(CrashPoint.AFTER_OUTCOME)
         if refused is not None:
@@ -353,19 +354,31 @@ class CallGateway:
             f"{call.named}: {reply.error.message}", retryable=reply.error.retryable
         )
 
-    async def _ingest(self, call: AgentCall, reply: Result | Failure) -> BudgetRefusedError | None:
+    async def _ingest(
+        self, call: AgentCall, reply: Result | Failure, eid: str
+    ) -> BudgetRefusedError | None:
         """Store the files a succeeded call wrote, as an action's effect would (before its
         outcome commits, so the leases hold the blobs until the completion names them); a
         refusal over ``maxArtifactBytes`` is returned, raised once the outcome committed."""
         if reply.type != "result" or not reply.artifacts:
             return None
         try:
-            files = await self.ingester.ingest(call.task_id, reply.artifacts)
+            files = await self.ingester.ingest(call.task_id, reply.artifacts, eid)
         except BudgetRefusedError as exc:
             return exc
         key = (call.task_id, call.attempt)
         self.ingested[key] = self.ingested.get(key, Ingested()).plus(files)
         return None
+
+    async def _recover(self, call: AgentCall, eid: str, reused: JsonValue) -> None:
+        """A reused write's file, as its call stored it before the drive that made the call
+        ended without the task's completion (kept per attempt like a live call's)."""
+        written = written_file(call.operation, reused)
+        if written is None:
+            return
+        files = await self.ingester.recover(call.task_id, eid, written)
+        key = (call.task_id, call.attempt)
+        self.ingested[key] = self.ingested.get(key, Ingested()).plus(files)
 
     def take_ingested(self, task_id: str, attempt: int) -> Ingested:
         """What the attempt's tool calls stored in this drive, handed over (and forgotten

@@ -10,7 +10,8 @@ task moves through the states of ``steps.py``; every phase below turns steps int
 
 Invariants:
 - nothing is dispatched before its ``started`` row commits;
-- a confirmed outcome is never executed again: on resume it is reused from the ledger;
+- a confirmed outcome is never executed again: on resume it is reused from the ledger, a
+  write's file referenced by its task's completion as without the crash (``ingest``);
 - a started effect without an outcome is never repeated: it is uncertain and blocks — unless
   its remote work has a durable handle, which the resumed effect observes instead;
 - task outputs, memory, audit and the checkpoint of a batch commit in one transaction, in
@@ -105,6 +106,7 @@ class Driver:
         self.staged = Staged()  # results applied to ``live``, not yet committed
         # One ingestion path for an action's files and an agent's tool calls' files.
         ingester = Ingester(store, clock, rs.run_id, trace_id, rs.root, enabled=artifacts)
+        self.recovering = False  # a batch's prepare resumed a confirmed write (``_resume``)
         self.effects = EffectRunner(store, pool, clock, rs.run_id, trace_id, ingester)
         self.gateway = CallGateway(
             store, pool, clock, rs.run_id, trace_id, rs.context, ingester, on_stream=on_stream
@@ -224,6 +226,9 @@ class Driver:
             await self._read_back(missing)
         view = self.view()
         steps: list[Step] = [self._prepare(task, view) for task in batch]
+        if self.recovering:  # its file referenced as the live run's completion would have
+            self.recovering = False
+            steps = [await self._recovered(s) for s in steps]
         if all(map(isinstance, steps, repeat(Settled))):  # no generator frame per batch
             self._stage(steps)
             # Pure work is re-derivable, so consecutive pure batches share one commit; an
@@ -278,7 +283,9 @@ class Driver:
             return prep
         if eff.status == "succeeded" or found.reconciliation == "applied":
             result = eff.result if eff.status == "succeeded" else found.result
-            return settle_recorded(task, attempt, eff, result)
+            settled = settle_recorded(task, attempt, eff, result)
+            self.recovering = self.recovering or settled.written is not None
+            return settled
         if eff.status in ("failed", "cancelled"):  # result: what a failed one still produced
             error = eff.error if eff.status == "failed" else "approval rejected"
             return Settled(task, attempt, "failed", eff.result, error)
@@ -292,6 +299,9 @@ class Driver:
                 dataclasses.replace(prep, effect=dataclasses.replace(prep.effect, request=observe))
             )
         return prep
+
+    async def _recovered(self, step: Step) -> Step:
+        return await self.effects.ingester.recovered(step) if isinstance(step, Settled) else step
 
     # ------------------------------------------------------------------ record and start
 

@@ -9,7 +9,9 @@ complete.
 Invariants:
 - each outcome becomes durable exactly once: either at once through the group committer (so a
   confirmed result survives a crash of the rest of the batch), or — for a batch of one effect —
-  deferred into ``Settled.outcome`` and committed with the task's completion;
+  deferred into ``Settled.outcome`` and committed with the task's completion; a crash between
+  the two leaves a confirmed outcome whose task ``resume`` completes (``settle_recorded``),
+  a write's file referenced as it would have been (``ingest``'s invariants);
 - resolved secret values are redacted from the output and error before anything is recorded;
 - a remote handle a worker reports mid-effect (an A2A task id) is committed before the worker
   is told to go on (``_handle_sink``), so what was started remotely is never forgotten;
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from agentctl.coordinator.clock import Clock
-from agentctl.coordinator.ingest import Ingester
+from agentctl.coordinator.ingest import Ingester, written_file
 from agentctl.coordinator.local import LOCAL_OPERATIONS, LocalResult, recorded_delta
 from agentctl.coordinator.poolref import workers
 from agentctl.coordinator.steps import Settled, StartedEffect
@@ -182,7 +184,7 @@ class EffectRunner:
         if not reply.artifacts:  # a shell step's usual reply: no files
             return Execution("succeeded", output, usage=reply.usage, protocol=wire)
         try:
-            files = await self.ingester.ingest(step.task.id, reply.artifacts)
+            files = await self.ingester.ingest(step.task.id, reply.artifacts, step.effect.effect_id)
         except BudgetRefusedError as exc:
             used = reply.usage
             return Execution("succeeded", output, usage=used, task_error=exc.message, protocol=wire)
@@ -269,14 +271,16 @@ def settle_recorded(
     """A task found mid-flight on resume whose effect's outcome is on record: the effect's own
     result, or an operator's ``applied`` one. Either is held to the task's output contract as a
     live outcome is (``_judged``): what an operator vouched for is what the effect did, and the
-    task delivers it only if the contract holds."""
+    task delivers it only if the contract holds. A write's file (``written``) is referenced by
+    the completion as the live run's would have been (``Ingester.recovered``)."""
     try:
         ev.check_contract(task, result)
     except ev.TaskFailure as exc:
         return Settled(task, attempt, "failed", None, exc.message, effect_id=effect.effect_id)
     delta = recorded_delta(effect.operation, effect.request)
+    eid, written = effect.effect_id, written_file(effect.operation, result)
     return Settled(
-        task, attempt, "succeeded", result, memory_delta=delta, effect_id=effect.effect_id
+        task, attempt, "succeeded", result, memory_delta=delta, effect_id=eid, written=written
     )
 
 

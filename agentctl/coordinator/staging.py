@@ -102,6 +102,7 @@ def finished(
         answered=step.answered,
         output_text=output_text,
         passed=_passed(step, from_state, target),
+        events=step.events,
     )
 
 

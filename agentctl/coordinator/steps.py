@@ -33,6 +33,7 @@ from agentctl.core.policy import Decision
 from agentctl.ledger.artifacts.refs import ArtifactRef
 from agentctl.ledger.audit import PolicyVerdict
 from agentctl.ledger.model import EffectOutcome
+from agentctl.ledger.tasks import AuditSpec
 from agentctl.ledger.tool_calls import AnsweredToolCall
 
 
@@ -66,6 +67,15 @@ class EffectPlan:
         return self.approval_reason is not None
 
 
+@dataclass(frozen=True)
+class WrittenFile:
+    """The file a confirmed ``builtin.write`` wrote, as its recorded outcome says: found on
+    resume, its reference is recovered for the task's completion (``ingest.Ingester``)."""
+
+    path: str
+    content: str
+
+
 @direct_init
 @dataclass(frozen=True)
 class Settled:
@@ -87,6 +97,9 @@ class Settled:
     stops_run: bool = False  # failed for want of disk space: retry after resume, stop now
     # An agent's tool calls answered without an effect that none of its calls recorded.
     answered: tuple[AnsweredToolCall, ...] = ()
+    # A resumed task's confirmed write: its file's reference is recovered before staging.
+    written: WrittenFile | None = None
+    events: tuple[AuditSpec, ...] = ()  # audited after its completion's own transition
 
 
 @dataclass(frozen=True)

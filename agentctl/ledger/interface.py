@@ -323,7 +323,10 @@ class RunLedger(Protocol):
         ...
 
     def ingest_artifact(self, request: IngestRequest) -> IngestResult:
-        """Store a file's bytes and lease the blob until its task's completion commits."""
+        """Store a file's bytes and lease the blob until its task's completion commits;
+        ``BudgetRefusedError`` over ``maxArtifactBytes``, ``InvalidOperationError`` for a file
+        the store does not take (or, ``written`` given, one that no longer holds those bytes
+        while no intact blob does)."""
         ...
 
     def blob_intact(self, digest: str, size_bytes: int) -> bool:

@@ -320,8 +320,8 @@ class EffectOutcome:
 class Finished(TaskCompletion):
     """A task's final (or retry) state for this batch, ready to commit: the completion the
     task table takes as it is (no copy per step), plus the state it leaves (``from_state``,
-    the walk's start). Its events are the step's (``steps.commit_batch_txn``), not
-    ``events``.
+    the walk's start). Its events are the step's (``steps.commit_batch_txn``), followed by
+    ``events`` (an ``artifact.not_recovered`` of a resumed write).
 
     ``passed``: states between ``from_state`` and ``state`` that are audited but not written
     one by one — a pure task goes ``pending`` → ``succeeded`` in its one UPDATE and its events
@@ -433,13 +433,18 @@ class ReconcileRequest:
 @dataclass(frozen=True)
 class IngestRequest:
     """A file a confirmed mutation wrote, to be stored and leased until its task commits;
-    ``trace_id``: the drive's, named by the budget events its metering writes."""
+    ``trace_id``: the drive's, named by the budget events its metering writes; ``lease_id``:
+    the lease and ``artifactBytes`` reservation (one per effect and file: metered once however
+    often it is asked); ``written``: the digest of the bytes a resumed write's recorded outcome
+    wrote — its blob, still stored, is leased instead, else only those bytes are taken."""
 
     path: str
     now: str
     run_id: str
     task_id: str
     trace_id: str | None = None
+    lease_id: str | None = None
+    written: str | None = None
 
 
 @dataclass(frozen=True)

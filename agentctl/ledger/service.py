@@ -404,13 +404,15 @@ class LedgerService(ABC):
         self._store()
 
     def ingest_artifact(self, request: IngestRequest) -> IngestResult:
-        """Meter the file's bytes as ``artifactBytes`` (refused over the limit), then store it."""
+        """Meter the file's bytes as ``artifactBytes`` (refused over the limit), then store it
+        (``written``: the still stored blob of those bytes is leased instead)."""
         r = request
-        lease = f"ingest-{uuid.uuid4()}"
+        lease = r.lease_id or f"ingest-{uuid.uuid4()}"
         refused: list[JsonObject] = []
 
         def meter(conn: Db, size: int) -> bool:
             # Reserved and settled with the blob row: one transaction per file, not three.
+            # A reservation id recorded before (this file's first ingestion) counts nothing.
             amounts = {"artifactBytes": size}
             refused.clear()  # a retried transaction decides afresh
             trace = r.trace_id
@@ -422,7 +424,10 @@ class LedgerService(ABC):
             return True
 
         owner = IngestOwner(r.run_id, r.task_id, lease)
-        stored = self._store().ingest_metered(r.path, r.now, owner, meter)
+        store = self._store()
+        stored = None if r.written is None else store.lease_stored(r.written, r.now, owner, meter)
+        if stored is None and not refused:
+            stored = store.ingest_metered(r.path, r.now, owner, meter, r.written)
         if stored is None:
             raise budget.BudgetRefusedError(refused[0])
         return stored

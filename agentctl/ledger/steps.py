@@ -392,6 +392,8 @@ def _add_events(buffer: AuditBuffer, item: tasks.TaskCompletion, trace_id: str |
     if item.decision is not None and "expression" in item.decision:
         buffer.add("task.condition_evaluated", dict(item.decision), task_id, trace_id)
     buffer.add(f"task.{item.state}", _final_payload(item.attempt, item.error), task_id, trace_id)
+    for extra in item.events:  # a ``Finished``'s own: what its completion adds (rare)
+        buffer.add(extra.event_type, extra.payload, task_id, trace_id)
 
 
 @functools.lru_cache(maxsize=64, typed=True)

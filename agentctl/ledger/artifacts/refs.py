@@ -230,11 +230,13 @@ def record_ingest_txn(
     run_id: str | None = None,
     task_id: str | None = None,
 ) -> None:
-    """Insert the blob row (an existing row must agree) and a durable ingestion lease."""
+    """Insert the blob row (an existing row must agree) and a durable ingestion lease; a
+    lease of that id already there (an effect's file ingested again on resume) is renewed."""
     _blob_row_txn(conn, digest, size_bytes, now)
     conn.execute(
         "INSERT INTO artifact_ingests (lease_id, format_version, digest, run_id, task_id,"
-        " created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        " created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (lease_id)"
+        " DO UPDATE SET digest = excluded.digest, expires_at = excluded.expires_at",
         (lease_id, ROW_FORMAT_VERSION, digest, run_id, task_id, now, expires_at),
     )
 

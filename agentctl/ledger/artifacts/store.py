@@ -13,7 +13,8 @@ Invariants:
   meter (the run's ``artifactBytes`` budget) decides in that same transaction, and bytes it
   refused that no row names are removed again;
   an ingestion lease (60 min) protects the blob from GC until the task's completion commits
-  its references (``refs.commit_artifact_refs_txn``);
+  its references (``refs.commit_artifact_refs_txn``); a blob still stored is leased again
+  (``lease_stored``) under the lock GC holds, so it cannot go between the check and the lease;
 - ingest, verify, export, GC and recovery all hold the exclusive ``.lock``, so under the lock
   anything in ``tmp/`` or ``trash/`` is left over from a crashed process.
 """
@@ -212,40 +213,79 @@ class ArtifactStore:
         return got
 
     def ingest_metered(
-        self, source: str | os.PathLike[str], now: str, owner: IngestOwner, meter: Meter | None
+        self,
+        source: str | os.PathLike[str],
+        now: str,
+        owner: IngestOwner,
+        meter: Meter | None,
+        expect: str | None = None,
     ) -> IngestResult | None:
         """``ingest``, with ``meter`` (e.g. the run's ``artifactBytes`` budget) deciding in the
         same transaction as the blob row; None when it refused (what it wrote still commits,
-        and bytes no row names are dropped again)."""
+        and bytes no row names are dropped again). ``expect``: the digest the file must hold,
+        else ``InvalidOperationError`` before anything is stored."""
         src = Path(source)
         with self.locked():
             known = self._already_stored(src)
             if known is not None:
                 digest, size = known
+                _refuse_other(src, digest, expect)
             else:
                 tmp, digest, size = self._write_tmp(src)
                 crash_point(CrashPoint.ARTIFACT_AFTER_TMP_WRITE)
+                if expect not in (None, digest):
+                    tmp.unlink(missing_ok=True)
+                    _refuse_other(src, digest, expect)
                 self._publish(tmp, digest, size)
                 crash_point(CrashPoint.ARTIFACT_AFTER_RENAME)
-            expires = shift_ts(now, LEASE_SECONDS)
+            return self._lease(digest, size, now, owner, meter, copied=known is None)
 
-            def txn(conn: Db) -> tuple[bool, bool]:  # may run again: a backend's retry
-                granted = meter is None or meter(conn, size)
-                if granted:
-                    run, task = owner.run_id, owner.task_id
-                    record_ingest_txn(
-                        conn, digest, size, owner.lease_id, expires, now, run_id=run, task_id=task
-                    )
-                return granted, not granted and get_blob(conn, digest) is None
-
-            granted, unnamed = self.ledger.run_write(txn)
-            # Only bytes this ingest put there, and no other ledger names: a file found in
-            # place may be another ledger's, committed or about to be.
-            if unnamed and known is None and not self.siblings().names(digest):
-                self.blob_path(digest).unlink(missing_ok=True)
-            if not granted:
+    def lease_stored(
+        self, digest: str, now: str, owner: IngestOwner, meter: Meter | None
+    ) -> IngestResult | None:
+        """The blob ``digest``, when the store still holds it intact, leased (and metered) as
+        an ingestion of its bytes is; None when it holds no such blob or ``meter`` refused."""
+        path = self.blob_path(digest)
+        with self.locked():
+            try:
+                size = os.lstat(path).st_size
+            except FileNotFoundError:
                 return None
-            crash_point(CrashPoint.ARTIFACT_AFTER_BLOB_ROW)
+            if blob_problem(path, digest, size) is not None:
+                return None
+            return self._lease(digest, size, now, owner, meter, copied=False)
+
+    def _lease(
+        self,
+        digest: str,
+        size: int,
+        now: str,
+        owner: IngestOwner,
+        meter: Meter | None,
+        *,
+        copied: bool,
+    ) -> IngestResult | None:
+        """The blob row and ``owner``'s lease (the lock held, the file in place), ``meter``
+        deciding in the same transaction; ``copied``: this ingestion put the file there."""
+        expires = shift_ts(now, LEASE_SECONDS)
+
+        def txn(conn: Db) -> tuple[bool, bool]:  # may run again: a backend's retry
+            granted = meter is None or meter(conn, size)
+            if granted:
+                run, task = owner.run_id, owner.task_id
+                record_ingest_txn(
+                    conn, digest, size, owner.lease_id, expires, now, run_id=run, task_id=task
+                )
+            return granted, not granted and get_blob(conn, digest) is None
+
+        granted, unnamed = self.ledger.run_write(txn)
+        # Only bytes this ingest put there, and no other ledger names: a file found in
+        # place may be another ledger's, committed or about to be.
+        if unnamed and copied and not self.siblings().names(digest):
+            self.blob_path(digest).unlink(missing_ok=True)
+        if not granted:
+            return None
+        crash_point(CrashPoint.ARTIFACT_AFTER_BLOB_ROW)
         return IngestResult(digest, size, owner.lease_id)
 
     def _open_source(self, src: Path) -> int:
@@ -422,6 +462,12 @@ class ArtifactStore:
             stale = clear_dir(self.tmp_dir) if clear_tmp else 0
             fsync_dir(self.trash_dir)
         return {"restored": restored, "dropped": dropped, "staleTmp": stale}
+
+
+def _refuse_other(src: Path, digest: str, expect: str | None) -> None:
+    """Refuse a file that no longer holds the bytes ``expect`` names (None: any bytes)."""
+    if expect not in (None, digest):
+        raise InvalidOperationError(f"{src} no longer holds the bytes written there")
 
 
 def _refuse_special(dest: Path) -> None:
