@@ -65,6 +65,18 @@ def has_live_owner(conn: Db, run_id: str, now: str | None = None) -> bool:
     return _local_owner_alive(row)
 
 
+def fence_out_expired_txn(conn: Db, run_id: str, now: str) -> None:
+    """Raise the fencing token of ``run_id`` if a ``serve`` lease on it has expired: its holder
+    may be stalled rather than dead, and once an operator has judged the run's work (an
+    effect reconciled) it must commit nothing more for it — its next write is refused and it
+    reports the run lost; a live lease is refused before this (``has_live_owner``)."""
+    conn.execute(
+        "UPDATE runs SET lease_token = lease_token + 1 WHERE run_id = ?"
+        " AND owner_pid IS NOT NULL AND lease_expires_at IS NOT NULL AND lease_expires_at <= ?",
+        (run_id, now),
+    )
+
+
 def has_dead_local_owner(conn: Db, run_id: str) -> bool:
     """Whether the run's lease is a local one (``run``/``resume``) whose process of this host
     is gone: a coordinator killed before it could release it. A ``serve`` lease is not

@@ -213,6 +213,7 @@ def reconcile_effect_txn(
     call's usage is priced at ``rates`` (None: its price is unknown)."""
     effect = get_effect(conn, effect_id)
     _refuse_live(conn, effect, now)
+    leases.fence_out_expired_txn(conn, effect.run_id, now)
     history = list_reconciliations(conn, effect_id=effect_id)
     record = ReconciliationRecord(
         reconciliation_id=reconciliation_id,

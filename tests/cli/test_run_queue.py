@@ -19,6 +19,7 @@ from typing import Any
 import psutil
 import pytest
 
+from agentctl.coordinator.clock import Clock
 from tests.cli.queue_helpers import (
     MARKER_WORKFLOW,
     TASKS,
@@ -386,6 +387,32 @@ def test_a_stopped_serve_whose_lease_was_taken_over_commits_nothing(
     serve_report(start_cli(*SERVE))
     assert _states(query) == {"succeeded": 1}
     assert markers(tmp_path) == {"s": ["s a", "s b", "s c"]}
+
+
+def test_reconciling_an_effect_of_a_stalled_serve_fences_it_out(
+    cli: Cli, start_cli: StartCli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    """An operator judges the effect of a serve that is stalled, not dead (its lease
+    expired): the reconciliation raises the fencing token, so the serve, woken, commits
+    nothing — it used to record the effect succeeded beside the verdict not_applied."""
+    query = _setup(tmp_path, ledger_target)
+    args = ("--db", "db.sqlite", "--input", "tag=s", "--input", "pause=1.5")
+    run_id = cli("--output", "json", "submit", "wf.yaml", *args).data["runId"]
+    stopped = start_cli(*SERVE)
+    _stop_while_effect_a_executes(query, stopped, ledger_target, tmp_path / "db.sqlite")
+    expired = "SELECT COUNT(*) FROM runs WHERE lease_expires_at < ?"
+    wait_for(lambda: query(expired, (Clock().now(),)) == [(1,)], what="the lease to expire")
+    [(effect_id,)] = query("SELECT effect_id FROM effects WHERE task_id = 'a'", ())
+    why = ("--status", "not-applied", "--reason", "its serve looks dead")
+    judged = cli("effects", "reconcile", effect_id, *why, "--db", "db.sqlite")
+    assert judged.rc == 0, judged.stderr
+    os.kill(stopped.pid, signal.SIGCONT)
+    report = serve_report(stopped)
+    # Fenced out, it recorded nothing of its drive: the effect judged not applied never
+    # became succeeded. (Idle again, it may claim the run anew and carry it on: a new attempt.)
+    assert (report["runs"][0]["runId"], report["runs"][0]["state"]) == (run_id, "lost")
+    status = "SELECT status FROM effects WHERE effect_id = ?"
+    assert query(status, (effect_id,)) != [("succeeded",)]
 
 
 def test_sigterm_hands_the_runs_back_and_another_serve_finishes_them(
