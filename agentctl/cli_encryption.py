@@ -19,7 +19,8 @@ import typer
 from agentctl.cli_options import DbOpt
 from agentctl.cli_state import _ledger, _now, db_app
 from agentctl.clikit import DEFAULT_DB, deliver, is_server_db
-from agentctl.errors import NotFoundError
+from agentctl.core.dburl import ENCRYPTION_UNSUPPORTED
+from agentctl.errors import NotFoundError, ValidationError
 from agentctl.render import Outcome, Settings, table
 
 encryption_app = typer.Typer(
@@ -73,8 +74,12 @@ def _change(action: str, key_id: str, key_env: str, dry_run: bool, db: str) -> N
 
 
 def _existing(db: str) -> None:
-    """These commands work on a ledger that exists: opening a missing one would create it."""
-    if not is_server_db(db) and not os.path.exists(db):
+    """These commands work on an existing SQLite ledger: opening a missing one would create
+    it, and opening a PostgreSQL database would create (or migrate) its tables, only to refuse
+    then — so both are refused first."""
+    if is_server_db(db):
+        raise ValidationError(ENCRYPTION_UNSUPPORTED)
+    if not os.path.exists(db):
         raise NotFoundError(f"no ledger at {db} (nothing was created)")
 
 

@@ -107,6 +107,8 @@ def serve_cmd(
         # nan and inf would reach the clock's arithmetic (an internal error) or never wake
         if not (math.isfinite(seconds) and 0 < seconds <= MAX_SECONDS):
             raise ValidationError(f"{flag} must be a number > 0 and ≤ {MAX_SECONDS:g}")
+    if once and exit_when_idle:  # two different ends: taking one silently is a guess
+        raise ValidationError("--once and --exit-when-idle are mutually exclusive")
     opts = ServeOptions(db, max_runs, lease_seconds, poll_seconds, once, exit_when_idle)
     report = run_trio(serve_queue, opts)
     data = report.to_json()

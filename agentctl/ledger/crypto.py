@@ -28,7 +28,7 @@ import os
 import re
 import sqlite3
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from agentctl.errors import PersistenceError, ValidationError
@@ -177,8 +177,18 @@ def key_check(key: ColumnKey) -> str:
     return seal(key, *_CHECK_AT, _CHECK_TEXT)
 
 
+def opens(key: ColumnKey, state: KeyState) -> bool:
+    """Whether ``key`` is the key that encrypts the database ``state`` describes."""
+    return try_open(key, *_CHECK_AT, state.key_check) == _CHECK_TEXT
+
+
+def same_secret(key: ColumnKey, state: KeyState) -> bool:
+    """Whether ``key``'s bytes, whatever id it is given, are those of the database's key."""
+    return opens(replace(key, key_id=state.key_id), state)
+
+
 def verify_key(key: ColumnKey, state: KeyState) -> None:
-    if try_open(key, *_CHECK_AT, state.key_check) != _CHECK_TEXT:
+    if not opens(key, state):
         raise PersistenceError(
             f"the key in {key.env} is not key {state.key_id!r} that encrypts this database "
             f"(wrong key); set {key.env} to key {state.key_id!r}"

@@ -220,6 +220,12 @@ def change_encryption(db: Database, change: EncryptionChange) -> EncryptionRepor
         before = inventory(conn, change.action)
     _foreign_envelopes(before)
     key = crypto.load_key(change.key_id, change.key_env, new=True)
+    if state is not None and crypto.same_secret(key, state):
+        # A new id for the same bytes would leave the database open to the "old" key.
+        raise ValidationError(
+            f"the key in {change.key_env} is the current key {state.key_id!r}; rotate needs "
+            "a new key (nothing was changed)"
+        )
     # Every value not already under the new key changes (plaintext and old envelopes).
     changed = sum(c.plaintext + sum(c.encrypted.values()) for c in before.columns)
     if change.dry_run:

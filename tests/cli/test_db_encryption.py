@@ -180,6 +180,11 @@ def test_enable_and_rotate_refuse_what_does_not_apply(ledger: Ledger) -> None:
     _ok(ledger("db", "encryption", "enable", "--key-id", "k1", "--key-env", "K1"))
     again = ledger("db", "encryption", "enable", "--key-id", "k2", "--key-env", "K2")
     assert again.rc == 2 and "rotate" in again.error["error"]["message"]
+    # A new id for the current key's bytes: the "old" key would still open the database.
+    same = {**ledger.keys, "K3": ledger.keys["K1"]}
+    reused = ledger("db", "encryption", "rotate", "--key-id", "k3", "--key-env", "K3", env=same)
+    assert reused.rc == 2 and "is the current key 'k1'" in reused.error["error"]["message"]
+    assert _ok(ledger("db", "encryption", "inventory")).data["keyId"] == "k1"
 
 
 def test_a_malformed_new_key_is_bad_input_and_changes_nothing(ledger: Ledger) -> None:

@@ -54,3 +54,22 @@ def test_db_stats_and_encryption_on_postgresql(cli: Cli, pg_url: str) -> None:
     assert stats.data["counts"]["runs"] == 0 and stats.data["sizeBytes"] > 0
     refused = cli("--output", "json", "db", "encryption", "inventory", env=env)
     assert refused.rc == 2 and "not supported on a PostgreSQL ledger" in refused.stderr
+
+
+def test_db_encryption_on_postgresql_is_refused_before_anything_is_created(
+    cli: Cli, pg_url: str, tmp_path: Path
+) -> None:
+    """Refused as bad input (exit 2) before the database is opened: opening it would have
+    created agentctl's tables (or migrated older ones) and a local artifact directory."""
+    import psycopg
+
+    key = {"K1": "A" * 43 + "="}
+    for args in (["inventory"], ["enable", "--key-id", "k1", "--key-env", "K1"]):
+        refused = cli(
+            "--output", "json", "db", "encryption", *args, "--db", pg_url, cwd=tmp_path, env=key
+        )
+        assert refused.rc == 2 and "not supported on a PostgreSQL ledger" in refused.stderr
+    with psycopg.connect(pg_url) as conn:
+        tables = conn.execute("SELECT COUNT(*) FROM pg_tables WHERE schemaname = 'public'")
+        assert tables.fetchone() == (0,)
+    assert list(tmp_path.iterdir()) == []

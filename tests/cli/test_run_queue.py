@@ -511,3 +511,13 @@ def test_a_failed_queued_run_is_compensated_once_through_the_queue(
     # Once: another serve finds nothing more to do, and nothing is compensated again.
     assert serve_report(start_cli(*SERVE))["runs"] == []
     assert len(query("SELECT run_id FROM runs", ())) == 2
+
+
+def test_serve_refuses_once_together_with_exit_when_idle(
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    _setup(tmp_path, ledger_target)
+    cli("submit", "wf.yaml", "--db", "db.sqlite", "--input", "tag=n")
+    got = cli("serve", "--db", "db.sqlite", "--once", "--exit-when-idle", *LEASE)
+    assert got.rc == 2 and "mutually exclusive" in got.stderr, got.stderr
+    assert not markers(tmp_path)

@@ -31,7 +31,7 @@ from psycopg import IsolationLevel, sql
 
 import agentctl.ledger.encryption as encryption
 import agentctl.ledger.stats as stats
-from agentctl.core.dburl import normalized, redact
+from agentctl.core.dburl import ENCRYPTION_UNSUPPORTED, normalized, redact
 from agentctl.errors import NotFoundError, ValidationError, from_os_error
 from agentctl.ledger.migrations import MigrationResult
 from agentctl.ledger.pg.adapter import (
@@ -52,11 +52,6 @@ CONNECT_TIMEOUT_S = 10
 LOCAL_DIR = Path(".agentctl")  # host-local companions (worker registry), under the cwd
 DEFAULT_ARTIFACTS = LOCAL_DIR / "artifacts"
 _COUNT = sql.SQL("SELECT COUNT(*) FROM {}")
-ENCRYPTION_UNSUPPORTED = (
-    "db encryption is not supported on a PostgreSQL ledger: agentctl's column encryption is "
-    "built on SQLite triggers; use the server's encryption at rest (docs/operations.md, "
-    "PostgreSQL)"
-)
 
 
 def _backoff(attempt: int) -> None:
