@@ -19,6 +19,7 @@ Invariants:
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -168,15 +169,40 @@ def export_spans(trace: str, plans: Sequence[SpanPlan], exporter: SpanExporter) 
     return exporter.export(spans) == SpanExportResult.SUCCESS
 
 
+class _SdkLog(logging.Handler):
+    """What the OpenTelemetry SDK logs while it exports: the only place it says why an export
+    failed. Kept for our one warning instead of reaching stderr as the SDK's own lines."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+    def reason(self) -> str:
+        """The first thing it said (the cause; what follows are its consequences), on one
+        bounded line; empty when it said nothing."""
+        first = self.lines[0].strip().splitlines()[0] if self.lines else ""
+        return f": {first[:200]}" if first else ""
+
+
 def _export_otlp(trace: str, plans: Sequence[SpanPlan]) -> None:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    exporter = OTLPSpanExporter()  # endpoint, headers and timeout from the OTEL_* variables
+    sdk, said = logging.getLogger("opentelemetry"), _SdkLog()
+    sdk.addHandler(said)
+    sdk.propagate, propagated = False, sdk.propagate
     try:
-        if not export_spans(trace, plans, exporter):
-            raise OSError("the OTLP endpoint did not accept the spans")
+        exporter = OTLPSpanExporter()  # endpoint, headers and timeout from the OTEL_* variables
+        try:
+            if not export_spans(trace, plans, exporter):
+                raise OSError(f"the OTLP endpoint did not accept the spans{said.reason()}")
+        finally:
+            exporter.shutdown()  # type: ignore[no-untyped-call]  # the SDK leaves it unannotated
     finally:
-        exporter.shutdown()  # type: ignore[no-untyped-call]  # the SDK leaves it unannotated
+        sdk.removeHandler(said)
+        sdk.propagate = propagated
 
 
 async def export_run(store: Store, run_id: str, state: str) -> None:

@@ -139,3 +139,23 @@ def test_the_cli_exports_a_finished_run_over_otlp_http(
         a.value.string_value for s in spans for a in s.attributes if a.key == "agentctl.effect_id"
     }
     assert effect_ids == {e["effectId"] for e in record["effects"]}
+
+
+def test_a_failed_export_is_one_warning_naming_its_cause(cli: Cli, tmp_path: Path) -> None:
+    """A collector nobody listens on: the run's outcome stands (exit 0, its JSON intact) and
+    stderr holds our one warning, with the SDK's reason in it — not the SDK's own lines."""
+    import socket
+
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}",
+        "OTEL_EXPORTER_OTLP_TIMEOUT": "2",
+    }
+    (tmp_path / "wf.yaml").write_text(WORKFLOW)
+    done = cli("--output", "json", "run", "wf.yaml", "--db", "r.db", env=env)
+    assert done.rc == 0 and done.data["state"] == "succeeded"
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"warning: OpenTelemetry export of {done.data['runId']} failed: ")
+    assert "127.0.0.1" in line  # the SDK's cause, on our line
