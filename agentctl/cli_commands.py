@@ -301,8 +301,11 @@ def outcome_of(outcome: Any) -> Outcome:
 
     def human(_s: Settings) -> str:
         text = f"run {data['runId']}: {data['state']}"
-        if data.get("output") is not None:
-            text += "\n" + dump_json(data["output"], indent=2)
+        shown = data.get("output")
+        # A failed run that ran to its end has what its outputs could render (docs/workflow-
+        # language.md): shown when there is some; an empty one would only sit before the why.
+        if shown is not None and (shown or data["state"] != "failed"):
+            text += "\n" + dump_json(shown, indent=2)
         if data["state"] == "failed" and failures:
             text += "\n" + "\n".join(failures)
         return text
