@@ -19,7 +19,6 @@ import typer
 from agentctl.cli_options import DbOpt
 from agentctl.cli_state import _ledger, _now, db_app
 from agentctl.clikit import DEFAULT_DB, deliver, is_server_db
-from agentctl.core.dburl import ENCRYPTION_UNSUPPORTED
 from agentctl.errors import NotFoundError, ValidationError
 from agentctl.render import Outcome, Settings, table
 
@@ -78,6 +77,8 @@ def _existing(db: str) -> None:
     it, and opening a PostgreSQL database would create (or migrate) its tables, only to refuse
     then — so both are refused first."""
     if is_server_db(db):
+        from agentctl.ledger.encryption import ENCRYPTION_UNSUPPORTED
+
         raise ValidationError(ENCRYPTION_UNSUPPORTED)
     if not os.path.exists(db):
         raise NotFoundError(f"no ledger at {db} (nothing was created)")

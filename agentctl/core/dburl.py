@@ -86,12 +86,3 @@ def scrub(message: str, url: str) -> str:
     for secret in passwords(url):
         message = message.replace(secret, HIDDEN)
     return _KEYWORD_PASSWORD.sub(rf"\1{HIDDEN}", message)
-
-
-# ``db encryption`` on a server database: refused before it is opened (``cli_encryption``)
-# and by the PostgreSQL ledger itself.
-ENCRYPTION_UNSUPPORTED = (
-    "db encryption is not supported on a PostgreSQL ledger: agentctl's column encryption is "
-    "built on SQLite triggers; use the server's encryption at rest (docs/operations.md, "
-    "PostgreSQL)"
-)

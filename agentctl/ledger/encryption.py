@@ -152,6 +152,15 @@ def _foreign_envelopes(before: EncryptionReport) -> None:
             )
 
 
+# ``db encryption`` on a server database: refused before it is opened (``cli_encryption``)
+# and by the PostgreSQL ledger itself.
+ENCRYPTION_UNSUPPORTED = (
+    "db encryption is not supported on a PostgreSQL ledger: agentctl's column encryption is "
+    "built on SQLite triggers; use the server's encryption at rest (docs/operations.md, "
+    "PostgreSQL)"
+)
+
+
 def _check_change(change: EncryptionChange, state: crypto.KeyState | None) -> None:
     crypto.check_key_id(change.key_id)
     if change.action == "enable" and state is not None:

@@ -31,7 +31,7 @@ from psycopg import IsolationLevel, sql
 
 import agentctl.ledger.encryption as encryption
 import agentctl.ledger.stats as stats
-from agentctl.core.dburl import ENCRYPTION_UNSUPPORTED, normalized, redact
+from agentctl.core.dburl import normalized, redact
 from agentctl.errors import NotFoundError, ValidationError, from_os_error
 from agentctl.ledger.migrations import MigrationResult
 from agentctl.ledger.pg.adapter import (
@@ -150,10 +150,10 @@ class PgLedger(LedgerService):
         return self._migration
 
     def encryption_inventory(self) -> encryption.EncryptionReport:
-        raise ValidationError(ENCRYPTION_UNSUPPORTED)
+        raise ValidationError(encryption.ENCRYPTION_UNSUPPORTED)
 
     def change_encryption(self, change: encryption.EncryptionChange) -> encryption.EncryptionReport:
-        raise ValidationError(ENCRYPTION_UNSUPPORTED)
+        raise ValidationError(encryption.ENCRYPTION_UNSUPPORTED)
 
 
 def _database_stats(conn: Db, shown: str) -> stats.DatabaseStats:
