@@ -92,17 +92,29 @@ class Redactor:
     def _redact_object(self, value: Mapping[str, JsonValue]) -> JsonObject:
         """``value`` with its keys and values redacted; equal redacted keys disambiguated
         (module invariants), so no member is lost."""
-        # A non-text key (a mapping built in code, not JSON) is kept, as ever.
-        renamed = [(key, self.redact_text(key) if isinstance(key, str) else key) for key in value]
-        taken = {new for key, new in renamed if new == key}  # kept keys keep their names
-        redacted: JsonObject = {}
-        for key, new in renamed:
-            if new != key:
-                new = _free_name(new, taken)
-                taken.add(new)
-            sensitive = isinstance(key, str) and is_sensitive_key(key)
-            redacted[new] = REDACTED if sensitive else self.redact(value[key])
-        return redacted
+        if self._pattern is None:  # no secret (most runs): no key can change
+            renamed = [(key, key) for key in value]
+        else:  # a non-text key (a mapping built in code, not JSON) is kept, as ever
+            renamed = [(k, self.redact_text(k) if isinstance(k, str) else k) for k in value]
+            if any(new != key for key, new in renamed):
+                renamed = _apart(renamed)
+        return {
+            new: REDACTED if isinstance(key, str) and is_sensitive_key(key) else self.redact(item)
+            for (key, new), item in zip(renamed, value.values(), strict=True)
+        }
+
+
+def _apart(renamed: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``renamed`` (key, redacted key) with each redacted key made distinct from every other
+    key: those no secret occurred in keep their names (module invariants)."""
+    taken = {new for key, new in renamed if new == key}
+    kept = []
+    for key, new in renamed:
+        if new != key:
+            new = _free_name(new, taken)
+            taken.add(new)
+        kept.append((key, new))
+    return kept
 
 
 def _free_name(name: str, taken: set[str]) -> str:
