@@ -169,7 +169,5 @@ class Ingester:
         except BudgetRefusedError as exc:
             error = f"task {step.task.id}: {exc.message}"
             return dataclasses.replace(step, state="failed", output=None, error=error)
-        events = step.events + files.events
-        return dataclasses.replace(
-            step, artifacts=files.refs, lease_ids=files.lease_ids, events=events
-        )
+        settled = files.settle(step)  # as a live completion carries its files
+        return settled if isinstance(settled, Settled) else step
