@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.cli.tool_writer import tool_writer
 from tests.clibackend import LedgerTarget
 
 WRITES = """\
@@ -84,35 +85,13 @@ def test_resume_ingests_the_file_again_or_says_it_cannot(  # type: ignore[no-unt
     assert shown["budget"]["usage"]["artifactBytes"] == len("hello") + len("world")
 
 
-AGENT = """\
-apiVersion: agentctl.dev/v1alpha1
-kind: Workflow
-metadata: { name: toolcrash }
-spec:
-  policy: { approval: never, writableRoots: [out] }
-  providers: { sim: { kind: fake } }
-  tools:
-    wr:
-      kind: builtin.workspace.write
-      capability: filesystem.write
-      effectClass: workspace_mutate
-      idempotency: idempotent
-      risk: medium
-      inputSchema:
-        type: object
-        additionalProperties: false
-        required: [path, content]
-        properties: { path: { type: string }, content: { type: string } }
-  agents:
-    w:
-      provider: sim
-      model: m
-      instructions: hi
-      tools: [wr]
-      providerOptions: { toolInput: { path: out/t.txt, content: tooled } }
+AGENT = tool_writer(
+    "toolcrash",
+    """\
   tasks:
     - { id: viaTool, uses: "agent:w", with: { prompt: go } }
-"""
+""",
+)
 
 
 def test_resume_commits_the_reference_of_a_tool_write_made_before_the_crash(  # type: ignore[no-untyped-def]

@@ -14,40 +14,19 @@ import os
 from pathlib import Path
 from typing import Any
 
+from tests.cli.tool_writer import tool_writer
 from tests.conftest import Cli
 
-FLOW = """\
-apiVersion: agentctl.dev/v1alpha1
-kind: Workflow
-metadata: { name: toolart }
-spec:
-  policy: { approval: never, writableRoots: [out] }
-  providers: { sim: { kind: fake } }
-  tools:
-    wr:
-      kind: builtin.workspace.write
-      capability: filesystem.write
-      effectClass: workspace_mutate
-      idempotency: idempotent
-      risk: medium
-      inputSchema:
-        type: object
-        additionalProperties: false
-        required: [path, content]
-        properties: { path: { type: string }, content: { type: string } }
-  agents:
-    w:
-      provider: sim
-      model: m
-      instructions: hi
-      tools: [wr]
-      providerOptions: { toolInput: { path: out/t.txt, content: tooled } }
+FLOW = tool_writer(
+    "toolart",
+    """\
   actions:
     save: { kind: builtin.write }
   tasks:
     - { id: viaTool, uses: "agent:w", with: { prompt: go } }
     - { id: viaAction, uses: "action:save", with: { path: out/a.txt, content: direct } }
-"""
+""",
+)
 TOOLED = "sha256:" + hashlib.sha256(b"tooled").hexdigest()
 
 
