@@ -33,8 +33,14 @@ def floor_of(name: str, figs: Figures) -> tuple[float | None, str]:
         ("_rate", "_wall", "_load", "_compile")
     ):
         return commit, "1 commit"
+    replay = figs.median("memory_step_sql_replay")
+    if name.startswith("effect_chain_memory") and replay is not None:
+        return replay, "the step's own SQL replayed, no agentctl code, measured"
     if name.startswith("effect_chain_memory"):
         return commit, "1 commit"
+    bare_write = figs.median("write_chain_bare")
+    if name.startswith("effect_chain_write") and bare_write is not None:
+        return bare_write, "bare write chain: 2 commits + 1 round trip + 2 durable files, measured"
     new_file = figs.median("durable_new_file")
     if name.startswith("effect_chain_write") and rtt is not None and new_file is not None:
         return 2 * commit + rtt + 2 * new_file, "2 commits + 1 round trip + 2 durable files"
@@ -187,7 +193,7 @@ def profile_section(report: dict[str, Any]) -> list[str]:
 FLOORS = (
     r"(sqlite_commit|ledger_task_commit|fsync|durable_new_file|frame_round_trip(_parked)?"
     r"|wire_ping_pong"
-    r"|shell_effect_worker|shell_chain_bare|spawn_true"
+    r"|shell_effect_worker|shell_chain_bare|spawn_true|memory_step_sql_replay|write_chain_bare"
     r"|python_pass|check_cold_start|run_one_task_cold)"
 )
 RSS = r"(coordinator_peak_rss|crash_run)_.*"

@@ -32,6 +32,7 @@ import results_md  # noqa: E402
 # module → (full-size arguments, tiny arguments, timeout in seconds at full size)
 PLAN: dict[str, tuple[list[str], list[str], float]] = {
     "bench_floors": (["--runs", "15", "--reps", "100"], ["--runs", "2", "--reps", "5"], 300),
+    "bench_bare_steps": (["--n", "1000", "--runs", "7"], ["--n", "3", "--runs", "1"], 300),
     "bench_chain": (
         ["--sizes", "1000,10000", "--runs", "5"],
         ["--sizes", "5", "--compile-sizes", "5", "--runs", "1"],

@@ -29,6 +29,8 @@ EXPECTED_FIGURES = [
     "frame_round_trip_parked",
     "spawn_true",
     "shell_chain_bare",
+    "memory_step_sql_replay",
+    "write_chain_bare",
     "pure_chain_5_inprocess",
     "pure_chain_5_cli",
     "coordinator_peak_rss_5",
@@ -50,7 +52,7 @@ EXPECTED_FIGURES = [
 
 # Figures computed as one wall less another, at tiny sizes: only these may come out ≤ 0.
 # (The per-task marginals of the chains are not reported below ~100 tasks at all.)
-DIFFERENCE_FIGURES = ["sleep_batch_4_cli_beyond_one_task"]
+DIFFERENCE_FIGURES = ["memory_step_sql_replay", "sleep_batch_4_cli_beyond_one_task"]
 
 HEADINGS = (
     "## Goals",
