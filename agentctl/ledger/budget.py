@@ -469,13 +469,15 @@ def settle_budget_txn(
     later: SettleLater | None = None,
     buffer: AuditBuffer | None = None,
     held: Mapping[str, int] | None = None,
+    task_id: str | None = None,
 ) -> BudgetSnapshot:
     """Replace a reservation by the actual usage; an overshoot records ``exceeded``. With
     ``later`` the counters are left to the transaction's next reserve or its end.
     ``buffer``: the transaction's pending events, written before anything this settle audits
     (a deferred settle audits nothing: they stay for the transaction's one write).
     ``held``: the amounts the caller reserved under this id, when it knows them (else they
-    are read back from the row)."""
+    are read back from the row). ``task_id``: the task whose effect or file the reservation
+    was for, the overshoot's audit event is filed under it."""
     spent = _amounts(actual)
     reserved = _reconcile_txn(conn, run_id, reservation_id, spent, now, held)
     if (
@@ -496,5 +498,5 @@ def settle_budget_txn(
         # What was just written, not read back (each worker effect reserves its output).
         return snap
     REMEMBERED.pop(run_id, None)
-    record_exceeded_txn(conn, run_id, over, now, trace_id)
+    record_exceeded_txn(conn, run_id, over, now, trace_id, task_id)
     return replace(snap, exceeded=over)

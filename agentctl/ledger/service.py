@@ -415,12 +415,16 @@ class LedgerService(ABC):
             # A reservation id recorded before (this file's first ingestion) counts nothing.
             amounts = {"artifactBytes": size}
             refused.clear()  # a retried transaction decides afresh
-            trace = r.trace_id
-            got = budget.reserve_budget_txn(conn, r.run_id, lease, amounts, r.now, trace_id=trace)
+            trace, task = r.trace_id, r.task_id  # audited under the task whose file it is
+            got = budget.reserve_budget_txn(
+                conn, r.run_id, lease, amounts, r.now, trace_id=trace, task_id=task
+            )
             if not got.granted:  # the overrun commits; the bytes are not kept
                 refused.append(got.exceeded or {"dimension": "artifactBytes"})
                 return False
-            budget.settle_budget_txn(conn, r.run_id, lease, amounts, r.now, trace_id=trace)
+            budget.settle_budget_txn(
+                conn, r.run_id, lease, amounts, r.now, trace_id=trace, task_id=task
+            )
             return True
 
         owner = IngestOwner(r.run_id, r.task_id, lease)

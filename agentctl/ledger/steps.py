@@ -371,6 +371,7 @@ def _settle_txn(
         later=later,
         buffer=buffer,
         held=o.held,
+        task_id=o.task_id,
     )
 
 

@@ -127,12 +127,21 @@ def _spend_txn(
     """Reserve the call's units, then settle them as spent (a pure call's use is known: it
     was answered); the overrun when refused. Keyed by the call, so a repeat is a no-op."""
     reservation = f"tool-call:{c.call_id}"
-    got = budget.reserve_budget_txn(conn, run_id, reservation, c.units, now, trace_id=trace_id)
+    got = budget.reserve_budget_txn(
+        conn, run_id, reservation, c.units, now, trace_id=trace_id, task_id=c.task_id
+    )
     if not got.granted:
         return {**(got.exceeded or {}), "tool": c.tool, "toolCallId": c.call_id}
     if not got.already_recorded:
         budget.settle_budget_txn(
-            conn, run_id, reservation, c.units, now, trace_id=trace_id, held=c.units
+            conn,
+            run_id,
+            reservation,
+            c.units,
+            now,
+            trace_id=trace_id,
+            held=c.units,
+            task_id=c.task_id,
         )
     return None
 

@@ -31,3 +31,28 @@ def test_budget_events_name_their_task(cli: Cli, tmp_path: Path) -> None:
     audit = cli("--output", "json", "inspect", run_id, "--db", "r.db").data["audit"]
     budget = [(a["eventType"], a["taskId"]) for a in audit if a["eventType"].startswith("budget")]
     assert budget == [("budget.reserved", "first"), ("budget.exceeded", "second")]
+
+
+WRITES = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: { name: metered-files }
+spec:
+  runtime: { budgets: { maxArtifactBytes: 8 } }
+  policy: { approval: never, writableRoots: [out] }
+  actions:
+    put: { kind: builtin.write }
+  tasks:
+    - { id: small, uses: "action:put", with: { path: out/a.txt, content: "12345" } }
+    - { id: large, uses: "action:put", needs: [small], with: { path: out/b.txt, content: "6789" } }
+"""
+
+
+def test_artifact_budget_events_name_the_task_whose_file_it_is(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "wf.yaml").write_text(WRITES, encoding="utf-8")
+    refused = cli("--output", "json", "run", "wf.yaml", "--db", "r.db")
+    assert refused.rc == 4, refused.stderr  # 5 of 8 bytes stored, then 4 more refused
+    run_id = refused.error["error"]["runId"]
+    audit = cli("--output", "json", "inspect", run_id, "--db", "r.db").data["audit"]
+    budget = [(a["eventType"], a["taskId"]) for a in audit if a["eventType"].startswith("budget")]
+    assert budget == [("budget.reserved", "small"), ("budget.exceeded", "large")]
