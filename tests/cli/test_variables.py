@@ -222,8 +222,13 @@ def test_a_foreach_as_name_set_by_another_layer(cli: Cli, tmp_path: Path) -> Non
     checked = cli("--output", "json", "check", "wf.yaml", "--var", "x=5")
     assert checked.rc == 0, checked.stderr
     (warning,) = json.loads(checked.stdout)["diagnostics"]
-    assert (warning["severity"], warning["path"]) == ("warning", None)
+    assert (warning["severity"], warning["path"], warning["file"]) == ("warning", None, None)
     assert warning["message"].startswith("--var x is hidden")
+    (tmp_path / "cli.yaml").write_text("x: 3\n", encoding="utf-8")
+    from_file = cli("--output", "json", "check", "wf.yaml", "--vars-file", "cli.yaml")
+    (warning,) = json.loads(from_file.stdout)["diagnostics"]  # at the file that set it
+    assert (warning["file"], warning["path"], warning["line"]) == ("cli.yaml", None, None)
+    assert "--vars-file 'cli.yaml' is hidden" in warning["message"]
     (tmp_path / "t.yaml").write_text("x: 99\n", encoding="utf-8")
     own = FOREACH_AS.replace("vars: {x: 99}", "vars: {}").replace(
         "as: x}", "as: x}, varsFiles: [t.yaml]"

@@ -21,7 +21,7 @@ is hidden from.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agentctl.core.compiler.diagnostics import Collector, Locator
@@ -69,38 +69,58 @@ def foreach_shadow_warnings(
     locate: Locator | None = None,
 ) -> list[Diagnostic]:
     """A ``warning`` for every value of a shared layer that a foreach item hides, at the value
-    (a var file's entry; no path on the command line), naming the tasks it is hidden in."""
+    (a var file's entry; no path on the command line, where a ``--vars-file`` is the file
+    named and a ``--var`` names none), naming the tasks it is hidden in."""
     spec = doc.get("spec") or {}
     # (where, how messages name the value, the variable) → the tasks it is hidden in
-    hidden: dict[tuple[str | None, str, str], dict[str, None]] = {}
+    hidden: dict[_Shared, dict[str, None]] = {}
     for _path, task, name in _foreach_tasks(spec):
         found = _winning_shared(spec, task, name, captured)
         if found is not None:
-            hidden.setdefault((*found, name), {})[str(task.get("id"))] = None
-    diags = Collector(file, locate)  # (it locates each path; its findings become warnings)
-    for (where, label, name), tasks in hidden.items():
+            hidden.setdefault(found, {})[str(task.get("id"))] = None
+    warnings = []
+    for found, tasks in hidden.items():
+        diags = Collector(file, locate)  # (it locates each path; its findings become warnings)
         listed = ", ".join(f"`{task_id}`" for task_id in tasks)
         noun = "task" if len(tasks) == 1 else "tasks"
         diags.add(
             "schema_violation",
-            f"{label} is hidden in the children of {noun} {listed}, whose foreach binds "
-            f"vars.{name} to each item",
-            where,
+            f"{found.label} is hidden in the children of {noun} {listed}, whose foreach binds "
+            f"vars.{found.name} to each item",
+            found.where,
             help="rename the foreach `as` (or the variable) if the children need both values",
+            argv=found.cli_file is not None,
         )
-    return [replace(diagnostic, severity="warning") for diagnostic in diags.items]
+        at = found.cli_file or None
+        warnings += [replace(d, severity="warning", file=at or d.file) for d in diags.items]
+    return warnings
+
+
+@dataclass(frozen=True)
+class _Shared:
+    """The shared layer value that would win a foreach's ``as`` name: ``where`` in the
+    document (None on the command line); ``cli_file``: None for a document layer, the file
+    of a ``--vars-file``, or "" for ``--var``."""
+
+    where: str | None
+    label: str
+    name: str
+    cli_file: str | None
 
 
 def _winning_shared(
     spec: Mapping[str, Any], task: Mapping[str, Any], name: str, captured: CapturedVars
-) -> tuple[str | None, str] | None:
-    """``(where, label)`` of the shared layer value that would win ``name`` in ``task`` had
-    the foreach not bound it, or None. A task layer setting it is refused elsewhere."""
-    found: tuple[str | None, str] | None = None
+) -> _Shared | None:
+    """The shared layer value that would win ``name`` in ``task`` had the foreach not bound
+    it, or None. A task layer setting it is refused elsewhere."""
+    found: _Shared | None = None
     for where, layer, owner in _shared_layers(spec, task, captured):
         if isinstance(layer.values, dict) and name in layer.values:
             at = where if layer.layer.endswith("VarsFiles") or where is None else f"{where}.{name}"
-            found = (at, value_label(layer, name, owner))
+            cli_file = None
+            if where is None:
+                cli_file = layer.source if layer.layer == "cliVarsFiles" else ""
+            found = _Shared(at, value_label(layer, name, owner), name, cli_file)
     return found
 
 
