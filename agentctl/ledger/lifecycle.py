@@ -40,7 +40,7 @@ from agentctl.ledger.artifacts.refs import list_refs
 from agentctl.ledger.budget import WALL_TIME, record_exceeded_txn
 from agentctl.ledger.budget_known import read_known
 from agentctl.ledger.budget_release import release_unstarted_txn
-from agentctl.ledger.lost import judge_lost_txn
+from agentctl.ledger.lost import judge_lost_txn, park_uncertain_txn
 from agentctl.ledger.model import (
     CancelRun,
     DerivedRun,
@@ -249,7 +249,10 @@ def cancel_run_txn(conn: Db, stop: CancelRun) -> None:
     """Stop in-flight work durably: started effects → uncertain (their reservations stay
     active until reconciled), tasks → cancelled saying why; a run stopped for good settles
     the reservations of effects that never started with nothing (``budget_release``) and
-    ends with every task terminal (``_close_parked_txn``), in this one transaction."""
+    ends with every task terminal (``_close_parked_txn``), in this one transaction. A
+    stopping ``serve`` hands its run back instead (``running``): no task is cancelled, and
+    each task on an effect made uncertain here is parked ``waiting_for_effect``, as a claim
+    of the run would park it (``ledger.lost``)."""
     run_id, now, trace_id = stop.run_id, stop.now, stop.trace_id
     stopped = effects.STOPPED_IN_FLIGHT if stop.reason is None else stop.reason
     effects.mark_uncertain_txn(conn, run_id, now, why=stopped, trace_id=trace_id)
@@ -260,8 +263,11 @@ def cancel_run_txn(conn: Db, stop: CancelRun) -> None:
         )
     if stop.reason is not None:
         _record_wall_time_txn(conn, run_id, now, trace_id)
-    if stop.state != "running":  # "running": a stopping ``serve`` hands the run back, and
-        # its requested effects still run when another ``serve`` continues it
+    if stop.state == "running":  # a stopping ``serve`` hands the run back: its requested
+        # effects still run when another ``serve`` continues it, and the tasks its cut
+        # effects leave undecided wait for their reconciliation, as a claim would park them
+        park_uncertain_txn(conn, run_id, now, trace_id)
+    else:
         _close_parked_txn(conn, stop)
         _end_unstarted_txn(conn, run_id, now, stop.reason or RUN_CANCELLED, trace_id)
         error = stop.reason

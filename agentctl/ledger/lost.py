@@ -7,7 +7,10 @@ Invariants (spec/cli.md §4, docs/operations.md §7):
   ``waiting_for_effect``, as the driver parks a task whose step timed out: however its effect
   became uncertain, the run tells one story (inspect, retry/repair's parked source) and waits
   for the operator's reconciliation;
-- the unresolved effects are returned: any of them blocks the claim.
+- the unresolved effects are returned: any of them blocks the claim;
+- a stopping ``serve`` that hands its run back (``park_uncertain_txn``) parks the tasks its
+  cut effects leave undecided the same way, in its own transaction: the run it leaves is the
+  run a claim would find, not one whose tasks still say ``running`` with nobody driving them.
 """
 
 from __future__ import annotations
@@ -26,6 +29,12 @@ def judge_lost_txn(conn: Db, run_id: str, now: str, trace_id: str | None) -> lis
     blocked = reconcile.unresolved_effects(conn, run_id)
     _park_txn(conn, run_id, blocked, now, trace_id)
     return blocked
+
+
+def park_uncertain_txn(conn: Db, run_id: str, now: str, trace_id: str | None) -> None:
+    """A hand-back: each task running on an uncertain effect nobody reconciled → parked, as
+    ``judge_lost_txn`` parks it (the effects were made uncertain just before, in this txn)."""
+    _park_txn(conn, run_id, reconcile.unresolved_effects(conn, run_id), now, trace_id)
 
 
 def _park_txn(
