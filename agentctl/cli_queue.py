@@ -74,13 +74,27 @@ def submit_cmd(
 
 
 MAX_SECONDS = 86400.0  # a day: --lease-seconds and --poll-seconds beyond it are typos
+# The shortest lease a serve keeps. Its heartbeat (``coordinator.serve._heartbeat``) renews
+# each held lease every third of the lease, so a renewal has two thirds of it to get through:
+# a thread hop behind the control connection's one-call limiter (a claim may hold it), a write
+# transaction queued for the one write lock behind the drives' commits (an fsync each on
+# SQLite, a round trip on PostgreSQL), and a trio loop a drive's pure work may be holding.
+# Expiries are stored to the millisecond, so under 1 ms a lease expires as it is written; at
+# 0.01 s a serve of 8 drives on a 2-core host lost 5 of 16 runs to its own next claim (its
+# expired lease taken over: the drive fenced out, its effect left uncertain). One second
+# leaves a renewal 0.67 s, thousands of commits long, for 3 heartbeat commits a second.
+MIN_LEASE_SECONDS = 1.0
 # Drives one process holds at once, each with its own worker slot: far beyond a host's
 # processes, a larger number is a typo (it would also mint that many traces every round).
 MAX_RUNS = 1024
 
 MaxRunsOpt = Annotated[int, typer.Option("--max-runs", help="Runs driven at once.")]
 LeaseOpt = Annotated[
-    float, typer.Option("--lease-seconds", help="Lease length; a heartbeat renews it.")
+    float,
+    typer.Option(
+        "--lease-seconds",
+        help=f"Lease length, at least {MIN_LEASE_SECONDS:g} s; a heartbeat renews it every third.",
+    ),
 ]
 PollOpt = Annotated[float, typer.Option("--poll-seconds", help="Wait between claims when idle.")]
 OnceOpt = Annotated[bool, typer.Option("--once", help="Claim once, drive those runs, exit.")]
@@ -101,12 +115,7 @@ def serve_cmd(
     from agentctl.coordinator.launch import run_trio
     from agentctl.coordinator.serve import ServeOptions, serve_queue
 
-    if not 1 <= max_runs <= MAX_RUNS:
-        raise ValidationError(f"--max-runs must be 1..{MAX_RUNS}")
-    for flag, seconds in (("--lease-seconds", lease_seconds), ("--poll-seconds", poll_seconds)):
-        # nan and inf would reach the clock's arithmetic (an internal error) or never wake
-        if not (math.isfinite(seconds) and 0 < seconds <= MAX_SECONDS):
-            raise ValidationError(f"{flag} must be a number > 0 and ≤ {MAX_SECONDS:g}")
+    _check_serve_options(max_runs, lease_seconds, poll_seconds)
     if once and exit_when_idle:  # two different ends: taking one silently is a guess
         raise ValidationError("--once and --exit-when-idle are mutually exclusive")
     opts = ServeOptions(db, max_runs, lease_seconds, poll_seconds, once, exit_when_idle)
@@ -119,3 +128,17 @@ def serve_cmd(
         return f"serve {data['holder']} stopped ({data['stoppedBy']}): {counts or 'no runs'}"
 
     deliver(Outcome("ServeReport", data, human=human))
+
+
+def _check_serve_options(max_runs: int, lease_seconds: float, poll_seconds: float) -> None:
+    if not 1 <= max_runs <= MAX_RUNS:
+        raise ValidationError(f"--max-runs must be 1..{MAX_RUNS}")
+    # nan and inf would reach the clock's arithmetic (an internal error) or never wake
+    if not (math.isfinite(lease_seconds) and MIN_LEASE_SECONDS <= lease_seconds <= MAX_SECONDS):
+        raise ValidationError(
+            f"--lease-seconds must be a number ≥ {MIN_LEASE_SECONDS:g} and ≤ {MAX_SECONDS:g}: "
+            "a heartbeat renews the lease every third of it, and a shorter lease can expire "
+            "before its renewal commits"
+        )
+    if not (math.isfinite(poll_seconds) and 0 < poll_seconds <= MAX_SECONDS):
+        raise ValidationError(f"--poll-seconds must be a number > 0 and ≤ {MAX_SECONDS:g}")

@@ -39,7 +39,7 @@ from agentctl.core.policy import decide, policy_workspace, resolve_root
 from agentctl.core.process_allowlist import process_denial, process_name
 from agentctl.errors import AgentctlError, PolicyDeniedError
 from agentctl.ledger.probe import probe_database
-from agentctl.sandbox.program import find_program, process_cwd
+from agentctl.sandbox.program import find_program, names_workspace, process_cwd
 
 
 @dataclass(frozen=True)
@@ -204,7 +204,7 @@ class ProcessUse:
 
     @property
     def check(self) -> str:
-        where = [f"in {self.cwd}"] if self.cwd not in (None, "", ".") else []
+        where = [f"in {self.cwd}"] if self.cwd and not names_workspace(self.cwd) else []
         where += ["with its own PATH"] if self.own_path else []
         where += [f"in image {self.image}"] if self.image is not None else []
         return " ".join(["process", self.command, *where])

@@ -5,8 +5,9 @@ every spawn) and the program its spawn would execute (``find_program``, which ``
 uses to answer the same question ahead of a run).
 
 Invariants:
-- ``process_cwd`` is the canonical workspace, or the action's ``cwd`` inside it (relative, no
-  ``..``, an existing directory); anything else is a ``PolicyDeniedError``, as in a run;
+- ``process_cwd`` is the canonical workspace (no ``cwd``, or one made of ``.`` and ``/`` only:
+  ``.``, ``./``), or the action's ``cwd`` inside it (relative, no ``..``, an existing directory
+  once symlinks are resolved); anything else is a ``PolicyDeniedError``, as in a run;
 - ``find_program`` follows ``subprocess.Popen`` (``sandbox.spawn``) exactly: a command with a
   ``/`` names one file, relative to the child's cwd (the child changes directory before it
   execs); a bare name is looked up in ``os.get_exec_path`` of the child's environment — the
@@ -30,12 +31,18 @@ ProgramStatus = Literal["found", "not_found", "not_executable"]
 
 def process_cwd(workspace: str, cwd: str | None) -> str:
     """The canonical directory a host process of ``workspace`` starts in."""
-    if cwd is None or cwd in ("", "."):
+    if cwd is None or names_workspace(cwd):
         return canonical_workspace(workspace)
     target = resolve_read(workspace, cwd)
     if not os.path.isdir(target):
         raise PolicyDeniedError(f"process cwd {cwd!r} is not a directory in the workspace")
     return target
+
+
+def names_workspace(cwd: str) -> bool:
+    """Whether ``cwd`` spells the workspace itself: relative, every segment empty or ``.``
+    (``""``, ``.``, ``./``, ``.//.``). ``/`` is absolute, not the workspace: it stays denied."""
+    return not cwd.startswith("/") and set(cwd.split("/")) <= {"", "."}
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """What ``check`` now judges, seen from the command line: a literal ``cwd`` every run would deny
-and a template in a router case are refused before a run is created (exit 2); a document
+and a template in a router case are refused before a run is created (exit 2), while ``./``
+(like ``.``) is the workspace itself; a document
 nested 128 levels deep runs, is stored and is shown without a traceback; and a command-line
 variable's problem names no workflow file.
 """
@@ -63,6 +64,32 @@ def test_a_cwd_every_run_would_deny_is_refused_before_a_run(
     [diag] = result.error["diagnostics"]
     assert (diag["code"], diag["path"]) == ("schema_violation", "spec.actions.hi.cwd")
     assert _runs(cli) == []
+
+
+PWD = SHELL.replace("[echo]", "[pwd]").replace("/bin/echo, args: [hi]", "/bin/pwd")
+
+
+@pytest.mark.parametrize("cwd", [".", "./", '"./"', ".//."])
+def test_a_cwd_spelling_the_workspace_runs_the_process_in_the_workspace(
+    cli: Cli, tmp_path: Path, cwd: str
+) -> None:
+    (tmp_path / "wf.yaml").write_text(PWD.replace("CWD", cwd))
+    assert cli("check", "wf.yaml").rc == 0
+    result = cli("--output", "json", "run", "wf.yaml", "--db", "r.db")
+    assert result.rc == 0, result.stderr
+    assert result.data["output"]["t"]["stdout"] == f"{tmp_path.resolve()}\n"
+
+
+@pytest.mark.parametrize("cwd", ["out", "./out/"])
+def test_a_cwd_through_a_symlink_out_of_the_workspace_is_still_denied(
+    cli: Cli, tmp_path: Path, cwd: str
+) -> None:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "out").symlink_to(tmp_path)
+    (tmp_path / "ws" / "wf.yaml").write_text(PWD.replace("CWD", cwd))
+    result = cli("--output", "json", "run", "wf.yaml", "--db", "r.db", cwd=tmp_path / "ws")
+    assert result.rc == 4, result.stderr
+    assert "resolves outside the workspace" in result.error["error"]["message"]
 
 
 def _nested(levels: int) -> Any:

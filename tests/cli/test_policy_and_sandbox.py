@@ -481,3 +481,31 @@ def test_secret_file_outside_its_roots_is_denied(cli, write_workflow, tmp_path: 
     done = cli("--output", "json", "run", str(wf), "--db", str(tmp_path / "r.db"))
     assert done.rc == 4
     assert "secretFileRoots" in done.error["error"]["message"]
+
+
+@pytest.mark.parametrize("roots", ['[""]', '["  "]', '[secrets, "\\t"]'])
+def test_an_empty_secret_file_root_is_refused_by_check(  # type: ignore[no-untyped-def]
+    cli, write_workflow, tmp_path: Path, roots: str
+) -> None:
+    """An empty or blank ``secretFileRoots`` entry names no directory: a run joined it to the
+    workspace and read a ``{file}`` secret from anywhere in it. ``check`` refuses it at the
+    entry (exit 2), and ``run`` creates nothing."""
+    (tmp_path / "token").write_text("s3cret")
+    wf = write_workflow(
+        HEAD
+        + f"""\
+  policy: {{ approval: never, processAllowlist: [sh], secretFileRoots: {roots} }}
+  actions:
+    use: {{ kind: builtin.shell.exec, command: /bin/sh, args: ["-c", "true"], env: {{ T: {{ file: token }} }} }}
+  tasks: [ {{ id: use, uses: "action:use" }} ]
+"""
+    )
+    checked = cli("--output", "json", "check", str(wf))
+    assert checked.rc == 2, checked.stdout
+    [diag] = checked.error["diagnostics"]
+    assert diag["code"] == "schema_violation"
+    assert diag["path"].startswith("spec.policy.secretFileRoots.")
+    assert "secretFileRoots" in diag["message"] and "empty" in diag["message"]
+    ran = cli("--output", "json", "run", str(wf), "--db", str(tmp_path / "r.db"))
+    assert ran.rc == 2 and "secretFileRoots" in ran.error["error"]["message"]
+    assert not (tmp_path / "r.db").exists()

@@ -820,6 +820,8 @@ BAD_POLICY_ENTRIES = {
     "environmentAllowlist: [OK_1, 1BAD]": "spec.policy.environmentAllowlist.1",
     'environmentAllowlist: ["A-B"]': "spec.policy.environmentAllowlist.0",
     'environmentAllowlist: [""]': "spec.policy.environmentAllowlist.0",
+    'secretFileRoots: [""]': "spec.policy.secretFileRoots.0",
+    'secretFileRoots: [keys, " "]': "spec.policy.secretFileRoots.1",
 }
 
 

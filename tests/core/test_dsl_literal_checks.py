@@ -117,7 +117,8 @@ def test_output_keys_asking_for_something_are_warnings() -> None:
         ("/", "absolute"),
         ("/tmp", "absolute"),
         ("''", "empty"),
-        ("./", "workspace itself"),
+        ("' '", "empty"),
+        ("./..", "`..`"),
     ],
 )
 def test_a_literal_cwd_every_run_would_deny_is_refused(cwd: str, needle: str) -> None:
@@ -127,7 +128,10 @@ def test_a_literal_cwd_every_run_would_deny_is_refused(cwd: str, needle: str) ->
     assert needle in diag.message
 
 
-@pytest.mark.parametrize("cwd", [".", "sub", "sub/dir", "'${{ inputs.dir }}'"])
+# `./` and the other spellings made of `.` and `/` name the workspace itself, as `.` does.
+@pytest.mark.parametrize(
+    "cwd", [".", "./", "'./'", ".//.", "sub", "./sub/", "sub/dir", "'${{ inputs.dir }}'"]
+)
 def test_a_cwd_inside_the_workspace_or_templated_is_accepted(cwd: str) -> None:
     source = EXAMPLES["e9"].replace("timeoutSeconds: 5,", f"timeoutSeconds: 5, cwd: {cwd},")
     load_workflow(source.replace("spec:\n", "spec:\n  inputs: { dir: sub }\n", 1), "wf.yaml")

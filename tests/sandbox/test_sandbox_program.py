@@ -82,3 +82,16 @@ def test_process_cwd_is_a_directory_inside_the_workspace(tmp_path: Path) -> None
     for bad in ("missing", "../", "/etc"):
         with pytest.raises(PolicyDeniedError):
             process_cwd(str(tmp_path), bad)
+
+
+def test_process_cwd_spelled_with_dots_and_slashes_is_the_workspace(tmp_path: Path) -> None:
+    """``./`` (and ``.//.``) is the workspace, as ``.`` and no cwd are; ``/`` and ``./..``
+    are not, and a symlink out of the workspace stays denied however it is spelled."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "out").symlink_to(tmp_path)
+    for root in ("", ".", "./", ".//."):
+        assert process_cwd(str(workspace), root) == str(workspace.resolve())
+    for bad in ("/", "./..", "./../ws", "out", "./out/"):
+        with pytest.raises(PolicyDeniedError):
+            process_cwd(str(workspace), bad)

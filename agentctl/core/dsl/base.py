@@ -230,7 +230,8 @@ _PROGRAM_HELP = "write the program's name (found on PATH) or its path; nothing i
 def _working_directory(value: str) -> str:
     """A process's directory: a literal one must be one a run can start in — relative to the
     workspace, non-empty and without ``..`` (``sandbox.program.process_cwd`` denies anything
-    else, so it would fail every run); a templated one is judged when the run renders it."""
+    else, so it would fail every run); ``.``, ``./`` and any other spelling made of ``.`` and
+    ``/`` only is the workspace itself. A templated one is judged when the run renders it."""
     _not_a_url(value, "a process runs in a local directory", _CWD_HELP)
     if "${{" in value:
         return value
@@ -250,8 +251,6 @@ def _cwd_problem(value: str) -> str | None:
     segments = value.split("/")
     if ".." in segments:
         return "contains `..`, which a run refuses in a process directory"
-    if value != "." and not set(segments) - {"", "."}:  # `./`: a run takes only "." for it
-        return 'names the workspace itself; write "." for it'
     return None
 
 

@@ -131,8 +131,10 @@ class Policy(StrictModel):
 # Per-entry rules of the policy's lists: (key, field, holds, message, help). An empty
 # ``writableRoots`` entry names no directory (every write would be denied), nor does one with
 # a `..` segment (``core.policy.check_relative_path`` refuses it, so every write is denied); an
-# ``environmentAllowlist`` entry that is not a variable name (``ENV_NAME_RE``, the rule of an
-# ``{env: NAME}`` reference) could never be read.
+# empty (or blank) ``secretFileRoots`` entry names no directory either, yet a run joined it to
+# the workspace and took the whole workspace as a secret root (and it counted as the root a
+# ``{file}`` secret needs); an ``environmentAllowlist`` entry that is not a variable name
+# (``ENV_NAME_RE``, the rule of an ``{env: NAME}`` reference) could never be read.
 _ENTRY_RULES: tuple[tuple[str, str, Callable[[str], bool], str, str | None], ...] = (
     (
         "networkAllowlist",
@@ -154,6 +156,13 @@ _ENTRY_RULES: tuple[tuple[str, str, Callable[[str], bool], str, str | None], ...
         lambda v: v.startswith("/") or ".." not in v.split("/"),
         "writableRoots entry {!r} contains `..`, which every write's path check refuses",
         "name a directory inside the workspace without `..`, or an absolute path",
+    ),
+    (
+        "secretFileRoots",
+        "secret_file_roots",
+        lambda v: bool(v.strip()),
+        "secretFileRoots entries name directories; {!r} is empty",
+        "name the directory that holds the secret files, relative to the workspace or absolute",
     ),
     (
         "environmentAllowlist",
