@@ -282,6 +282,9 @@ def _process_check(
     denial = process_denial(use.command, as_list(policy.get("processAllowlist")))
     if denial is not None:
         return DoctorCheck(use.check, False, "not_allowed", denial), None
+    if use.cwd is not None and "${{" in use.cwd:
+        later = Unverified("program", use.check, "looked up in the directory its task renders")
+        return DoctorCheck(use.check, True, "allowed", "in the directory its task renders"), later
     try:
         cwd = process_cwd(root, use.cwd)
     except PolicyDeniedError as exc:

@@ -1,8 +1,8 @@
-"""Templates in an action's own configuration (our extension): ``args`` and ``env`` values.
+"""Templates in an action's own configuration (our extension): ``args``, ``cwd``, ``env``.
 
 Job: a foreach / matrix / loop child of a process action can differ from its siblings — each
-``${{ … }}`` in the action's ``args`` items and in its ``env`` values that are strings renders
-per task, against the same context as the task's ``with`` (inputs, memory, rendered vars,
+``${{ … }}`` in the action's ``args`` items, its ``cwd`` and its ``env`` values that are strings
+renders per task, against the same context as the task's ``with`` (inputs, memory, rendered vars,
 needed task outputs). ``path`` and ``content`` of file actions are ``with`` keys, so action
 ``with`` defaults already render per task the same way.
 
@@ -11,6 +11,8 @@ Invariants:
   is never split or handed to a shell. An exact expression that yields a number, boolean or
   null becomes the text it has inside a longer string (a number as the original's JSON
   writes it); an object or array fails the task (``TemplateError``);
+- a rendered ``cwd`` is judged as a literal one is, when the process starts
+  (``sandbox.program.process_cwd``: inside the workspace, no ``..``);
 - secret references in ``env`` (``{env|file|process: …}``) are never rendered: they resolve
   later, and only their source and SHA-256 are recorded;
 - the recorded effect input is built from the rendered configuration, so the effect identity
@@ -36,6 +38,9 @@ def templated_strings(config: Mapping[str, JsonValue]) -> Iterator[tuple[str, st
         for index, item in enumerate(args):
             if isinstance(item, str):
                 yield f"args.{index}", item
+    cwd = config.get("cwd")
+    if isinstance(cwd, str):
+        yield "cwd", cwd
     env = config.get("env")
     if isinstance(env, dict):
         for name, value in env.items():
@@ -56,7 +61,7 @@ def _text(where: str, text: str, ctx: ReadContext) -> str:
 
 
 def render_config(config: Mapping[str, JsonValue], ctx: ReadContext) -> JsonObject:
-    """A copy of ``config`` with its ``args`` items and string ``env`` values rendered."""
+    """A copy of ``config`` with its ``args`` items, ``cwd`` and string ``env`` values rendered."""
     rendered: JsonObject = dict(config)
     if not is_templated(config):
         return rendered
@@ -66,6 +71,9 @@ def render_config(config: Mapping[str, JsonValue], ctx: ReadContext) -> JsonObje
             _text(f"args.{i}", item, ctx) if isinstance(item, str) else item
             for i, item in enumerate(args)
         ]
+    cwd = config.get("cwd")
+    if isinstance(cwd, str) and _OPEN in cwd:
+        rendered["cwd"] = _text("cwd", cwd, ctx)
     env = config.get("env")
     if isinstance(env, dict):
         rendered["env"] = {

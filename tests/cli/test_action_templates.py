@@ -162,3 +162,46 @@ def test_an_object_in_an_argument_fails_the_task(cli: Cli, tmp_path: Path) -> No
     done = cli("--output", "json", "run", "wf.yaml", "--db", "db.sqlite")
     assert done.rc == 4
     assert "`args.0` must render to text" in done.error["error"]["message"]
+
+
+IN_DIRS = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: in-dirs }
+spec:
+  policy: { approval: never, processAllowlist: [pwd] }
+  actions:
+    where: { kind: builtin.shell.exec, command: /bin/pwd, cwd: "${{ vars.item }}", timeoutSeconds: 5 }
+  tasks:
+    - { id: here, uses: "action:where", foreach: { items: [a, b/c, "."] } }
+"""
+
+
+def test_a_templated_cwd_renders_per_task(cli: Cli, tmp_path: Path) -> None:
+    """A ``cwd`` renders per task like ``args`` (it was taken as the literal text and every
+    run denied it); the rendered directory is judged as a literal one: ``..`` is denied."""
+    (tmp_path / "b" / "c").mkdir(parents=True)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "wf.yaml").write_text(IN_DIRS, encoding="utf-8")
+    done = cli("--output", "json", "run", "wf.yaml", "--db", "db.sqlite")
+    assert done.rc == 0, done.stderr
+    root = tmp_path.resolve()
+    assert [c["stdout"] for c in _children(done.data["output"], "here")] == [
+        f"{root / 'a'}\n",
+        f"{root / 'b' / 'c'}\n",
+        f"{root}\n",
+    ]
+    effects = cli("--output", "json", "effects", "list", done.data["runId"], "--db", "db.sqlite")
+    assert sorted(e["request"]["input"]["cwd"] for e in effects.data["effects"]) == [
+        ".",
+        "a",
+        "b/c",
+    ]
+    (tmp_path / "up.yaml").write_text(IN_DIRS.replace("b/c", "../"), encoding="utf-8")
+    denied = cli("--output", "json", "run", "up.yaml", "--db", "db.sqlite")
+    assert denied.rc == 4 and "contains '..'" in denied.error["error"]["message"]
+    (tmp_path / "reads.yaml").write_text(IN_DIRS.replace("vars.item", "tasks.x.output"))
+    refused = cli("--output", "json", "check", "reads.yaml")  # checked as args are
+    assert refused.rc == 2, refused.stdout
+    codes = {(d["code"], d["path"]) for d in refused.error["diagnostics"]}
+    assert codes == {("missing_reference", "spec.actions.where.cwd")}

@@ -151,6 +151,20 @@ def test_a_bare_name_is_looked_up_on_the_processes_path_not_doctors(
     assert _run(cli, wf, tmp_path, env=theirs)[0] == 4
 
 
+def _allowed_unverified_and_runs(
+    cli: Cli, data: dict[str, object], name: str, wf: Path, cwd: Path
+) -> None:
+    """Doctor allows ``name`` and lists its program as not verified; the run starts it."""
+    unverified = data["unverified"]
+    assert isinstance(unverified, list)
+    assert (data["ready"], _checks(data)[name]["status"]) == (True, "allowed")
+    assert {"what": "program", "target": name} in [
+        {"what": u["what"], "target": u["target"]} for u in unverified
+    ]
+    rc, said = _run(cli, wf, cwd)
+    assert rc == 0 and "from-script" in said
+
+
 def test_a_bare_name_on_the_path_its_action_sets_is_named_unverified(
     cli: Cli, tmp_path: Path
 ) -> None:
@@ -162,12 +176,19 @@ def test_a_bare_name_on_the_path_its_action_sets_is_named_unverified(
     wf.write_text(wf.read_text().replace("spec:\n", f"spec:\n  vars: {{ bin: {bin_dir} }}\n"))
     data = _doctor(cli, wf, tmp_path)
     name = "process agentctl-doctor-tool with its own PATH"
-    assert (data["ready"], _checks(data)[name]["status"]) == (True, "allowed")
-    assert {"what": "program", "target": name} in [
-        {"what": u["what"], "target": u["target"]} for u in data["unverified"]
-    ]
-    rc, said = _run(cli, wf, tmp_path)
-    assert rc == 0 and "from-script" in said
+    _allowed_unverified_and_runs(cli, data, name, wf, tmp_path)
+
+
+def test_a_program_in_a_cwd_its_task_renders_is_named_unverified(cli: Cli, tmp_path: Path) -> None:
+    # The directory is a template: known only as the task runs (it was judged as the literal
+    # text, a directory that does not exist: "bad_cwd", though the run starts the program).
+    _script(tmp_path / "wf" / "tools" / "tool.sh")
+    action = '{ kind: builtin.shell.exec, command: ./tool.sh, cwd: "${{ vars.dir }}" }'
+    wf = _workflow(tmp_path / "wf", ["tool.sh"], action)
+    wf.write_text(wf.read_text().replace("spec:\n", "spec:\n  vars: { dir: tools }\n"))
+    data = _doctor(cli, wf, tmp_path)
+    name = "process ./tool.sh in ${{ vars.dir }}"
+    _allowed_unverified_and_runs(cli, data, name, wf, tmp_path)
 
 
 def test_an_allowlist_entry_no_task_uses_does_not_make_it_not_ready(
