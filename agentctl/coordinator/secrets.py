@@ -90,7 +90,10 @@ def _under_roots(path: str, policy: Mapping[str, JsonValue], workspace: str) -> 
     """The real path of a ``{file}`` secret, or None when it is not under a secret root."""
     full = os.path.realpath(os.path.join(workspace, path))
     given = as_list(policy.get("secretFileRoots"))  # paths (the schema): others root nothing
-    roots = [os.path.realpath(os.path.join(workspace, r)) for r in given if isinstance(r, str)]
+    # A blank entry names no directory (``check`` refuses it; a run stored before that rule
+    # still holds it): joined to the workspace it would make the whole workspace a root.
+    named = [r for r in given if isinstance(r, str) and r.strip()]
+    roots = [os.path.realpath(os.path.join(workspace, r)) for r in named]
     if not any(full == r or full.startswith(r.rstrip("/") + "/") for r in roots):
         return None
     return full

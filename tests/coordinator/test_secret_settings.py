@@ -16,7 +16,7 @@ import pytest
 
 from agentctl.coordinator import secrets
 from agentctl.core.jsonvalue import JsonValue
-from agentctl.errors import RunFailedError
+from agentctl.errors import PolicyDeniedError, RunFailedError
 
 ECHO = shutil.which("echo") or "/bin/echo"
 POLICY: dict[str, JsonValue] = {"secretProcessAllowlist": ["echo"]}
@@ -128,3 +128,17 @@ def test_an_empty_secret_file_is_missing_as_an_empty_variable_is(
     policy: dict[str, JsonValue] = {"secretFileRoots": ["."]}
     assert secrets.availability({"file": "k.txt"}, policy, str(tmp_path)) == found
     assert secrets.availability({"file": "gone.txt"}, policy, str(tmp_path)) == "missing"
+
+
+@pytest.mark.parametrize("blank", ["", " "])
+def test_a_blank_secret_root_stored_before_check_refused_it_roots_nothing(
+    blank: str, tmp_path: Path
+) -> None:
+    """A run stored with ``secretFileRoots: [""]`` (accepted before ``check`` refused it) and
+    resumed: the entry names no directory, so it does not make the workspace a root."""
+    (tmp_path / "k.txt").write_text("s3cret\n", encoding="utf-8")
+    policy: dict[str, JsonValue] = {"secretFileRoots": [blank]}
+    with pytest.raises(PolicyDeniedError, match=r"not under policy\.secretFileRoots"):
+        secrets.resolve({"file": "k.txt"}, policy, str(tmp_path), "env TOKEN")
+    policy = {"secretFileRoots": [blank, "."]}
+    assert secrets.resolve({"file": "k.txt"}, policy, str(tmp_path), "env TOKEN").value == "s3cret"
