@@ -107,7 +107,7 @@ class Driver:
         # One ingestion path for an action's files and an agent's tool calls' files.
         ingester = Ingester(store, clock, rs.run_id, trace_id, rs.root, enabled=artifacts)
         self.recovering = False  # a batch's prepare resumed a confirmed write (``_resume``)
-        self.effects = EffectRunner(store, pool, clock, rs.run_id, trace_id, ingester)
+        self.effects = EffectRunner(store, pool, clock, rs.run_id, trace_id, ingester, live.unsent)
         self.gateway = CallGateway(
             store, pool, clock, rs.run_id, trace_id, rs.context, ingester, on_stream=on_stream
         )

@@ -53,7 +53,7 @@ from agentctl.ledger.remote import RemoteHandleRecord
 if TYPE_CHECKING:  # a pure run imports neither the pool nor its wire (``poolref``)
     from agentctl.coordinator.workerpool import HandleSink, WorkerPool
     from agentctl.core.protocols import ProtocolEvidence
-    from agentctl.mailbox.messages import Failure, RemoteHandle
+    from agentctl.mailbox.messages import Execute, Failure, RemoteHandle, Result
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,9 @@ class EffectRunner:
     run_id: str
     trace_id: str
     ingester: Ingester  # where confirmed mutations' files go (the run's artifact store)
+    # Started effects a stop cut short before their request left the worker (the worker said
+    # so), each with its error: the stop ends them ``cancelled``, not ``uncertain``.
+    unsent: dict[str, str] = dataclasses.field(default_factory=dict)
 
     async def run(
         self, step: StartedEffect, memory: Mapping[str, JsonValue], committer: GroupCommitter | None
@@ -175,7 +178,7 @@ class EffectRunner:
             executor=registry.executor_for_operation(step.effect.operation),
             trace_id=self.trace_id,
         )
-        reply = await workers(self.pool).execute(msg, on_handle=self._handle_sink())
+        reply = await self._dispatch(step, msg)
         crash_point(CrashPoint.AFTER_RESULT)
         wire = reply.protocol
         if not isinstance(reply, Result):
@@ -196,6 +199,23 @@ class EffectRunner:
             lease_ids=files.lease_ids,
             protocol=wire,
         )
+
+    async def _dispatch(self, step: StartedEffect, msg: Execute) -> Result | Failure:
+        """The worker's reply to ``msg``. A stop that cuts it short (the drive is cancelled)
+        passes through; if the worker answered that its request never left, the effect is
+        noted in ``unsent`` first, for the stop to record it as not done."""
+        cut: list[Result | Failure] = []
+        try:
+            pool = workers(self.pool)
+            return await pool.execute(msg, on_handle=self._handle_sink(), on_cut=cut.append)
+        except BaseException:
+            from agentctl.mailbox.messages import is_cancelled_unsent
+
+            answer = cut[0] if cut else None
+            if answer is not None and is_cancelled_unsent(answer):
+                secrets, error = step.effect.secrets, answer.error.message
+                self.unsent[msg.effect_id] = Redactor(secrets).redact(error) if secrets else error
+            raise
 
     def _handle_sink(self) -> HandleSink:
         """Commits the remote handles an effect reports before its worker goes on."""

@@ -57,6 +57,11 @@ class Live:
     halted: str | None = None  # why the drive stopped early, the run left resumable
     # Why a resumed drive refused to go on (a recorded call changed): the run is left paused.
     refused: str | None = None
+    # Started effects a stop cut short before their request left the worker, each with its
+    # error (``EffectRunner`` notes them as their worker answers): the stop that ends the run
+    # records them ``cancelled``, not ``uncertain`` (nothing is mirrored here: nothing of
+    # them is committed until that stop).
+    unsent: dict[str, str] = field(default_factory=dict)
 
     def decision(self, task_id: str) -> str | None:
         """An operator's decision on a task found waiting for its approval: its effect

@@ -35,6 +35,8 @@ WORKER_LOST = "WorkerLost"
 FragmentSink = Callable[[StreamFragment], Awaitable[None]]
 # Persists a worker's mid-effect ``RemoteHandle`` durably; raises AgentctlError if it cannot.
 HandleSink = Callable[[RemoteHandle], Awaitable[None]]
+# Takes a worker's answer to a cancelled call (``WorkerPool.execute``'s ``on_cut``).
+CutSink = Callable[[Result | Failure], None]
 
 
 def lost_failure(effect_id: str, pid: int, reason: str) -> Failure:

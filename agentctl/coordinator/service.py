@@ -444,9 +444,11 @@ async def _run_output(
 
 
 def _stop(req: DriveRequest, live: Live, now: str, state: str, reason: str | None) -> CancelRun:
-    """Stop in-flight work durably: started effects → uncertain, tasks → cancelled."""
-    tasks, trace = cancellable(live.states), req.trace_id
-    return CancelRun(req.run_id, state, now, os.getpid(), tasks, reason, trace_id=trace)
+    """Stop in-flight work durably: started effects → uncertain (cancelled: those never
+    sent), tasks → cancelled."""
+    tasks, trace, unsent = cancellable(live.states), req.trace_id, tuple(live.unsent.items())
+    pid = os.getpid()
+    return CancelRun(req.run_id, state, now, pid, tasks, reason, trace_id=trace, unsent=unsent)
 
 
 # ------------------------------------------------------------------------- outcomes → errors

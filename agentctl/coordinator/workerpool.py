@@ -19,8 +19,9 @@ Invariants:
   one reading at a time (``_await_reply``), so a lone effect's reply reaches its caller in
   the pass that read it; while any effect is pending exactly one caller reads or has been
   woken to, replies for other callers resolve them, and a reply nobody waits for (its caller
-  was cancelled) is dropped; a worker that died idle is found at the first write of an
-  ``Execute`` (``FrameUnsentError``: no byte left): it is lost, the effect goes to another;
+  was cancelled; one given ``on_cut`` waits a grace for it) is dropped; a worker that died
+  idle is found at the first write of an ``Execute`` (``FrameUnsentError``: no byte left):
+  it is lost, the effect goes to another;
 - ``execute`` picks an idle worker without the pool lock (no await between choosing and
   recording the effect); the lock serialises starting workers;
 - a ``StreamFragment`` from a worker goes to the sink its effect's ``execute`` was given, and
@@ -36,14 +37,13 @@ from __future__ import annotations
 import contextlib
 import math
 import signal
-import socket
-import subprocess
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import trio
 
 from agentctl.coordinator.poolwait import (
+    CutSink,
     FragmentSink,
     HangWatch,
     PendingReply,
@@ -54,12 +54,13 @@ from agentctl.coordinator.poolwait import (
 from agentctl.coordinator.poolwait import HandleSink as HandleSink  # part of the pool's API
 from agentctl.coordinator.workerproc import (
     ChildProcess,
+    launch_worker,
     signal_tree,
     signal_worker,
     wait_all,
     write_worker_registry,
 )
-from agentctl.coordinator.workerstart import Prestarted, worker_argv
+from agentctl.coordinator.workerstart import Prestarted
 from agentctl.core import registry
 from agentctl.envknobs import answer_grace_s
 from agentctl.errors import AgentctlError, InvalidOperationError, PersistenceError
@@ -83,6 +84,9 @@ from agentctl.mailbox.messages import (
 HELLO_TIMEOUT_S = 60.0
 SHUTDOWN_GRACE_S = 2.0
 TERM_GRACE_S = 1.0
+# How long a cancelled call waits for its worker to answer the ``Cancel`` (stopping the
+# effect: killing its process tree) before it counts as unanswered (the effect uncertain).
+CUT_ANSWER_GRACE_S = 2.0
 
 
 @dataclass
@@ -150,6 +154,7 @@ class WorkerPool:
         *,
         on_fragment: FragmentSink | None = None,
         on_handle: HandleSink | None = None,
+        on_cut: CutSink | None = None,
     ) -> Result | Failure:
         """Run one effect on a worker and return its reply (WorkerLost if the worker died).
 
@@ -158,6 +163,7 @@ class WorkerPool:
         ``on_fragment`` receives the effect's stream fragments, one at a time, in order.
         ``on_handle`` persists the remote handles the effect reports on its way; the worker is
         acknowledged once it returns (a refusal tells the worker the handle is not durable).
+        ``on_cut`` receives the worker's answer to a cancelled call (``_cut``).
         """
         if msg.executor is None or (msg.trace_id is None and self.trace_id is not None):
             msg = self._addressed(msg)  # (the coordinator's own messages need no copy)
@@ -167,12 +173,27 @@ class WorkerPool:
             # The deadline is the pool's one timer's (``_expire_hung``): no scope per call.
             await self._await_reply(worker, reply)
         except BaseException:
-            worker.pending.pop(msg.effect_id, None)
-            with trio.CancelScope(shield=True), trio.move_on_after(TERM_GRACE_S):
-                await self._send_or_lose(worker, Cancel(effect_id=msg.effect_id))
+            await self._cut(worker, msg.effect_id, reply, on_cut)
             raise
         assert reply.value is not None
         return reply.value
+
+    async def _cut(
+        self, worker: _Worker, effect_id: str, reply: PendingReply, on_cut: CutSink | None
+    ) -> None:
+        """``execute`` of ``effect_id`` was cancelled: have the worker stop it. With ``on_cut``,
+        wait for the worker's answer (shielded, ``CUT_ANSWER_GRACE_S`` at most) and hand it
+        over: one saying the request never left (``is_cancelled_unsent``) tells the caller
+        the effect did not happen; without an answer, it may have."""
+        with trio.CancelScope(shield=True):
+            with trio.move_on_after(CUT_ANSWER_GRACE_S if on_cut else TERM_GRACE_S):
+                if reply.value is None:
+                    await self._send_or_lose(worker, Cancel(effect_id=effect_id))
+                if on_cut is not None:
+                    await self._await_reply(worker, reply)
+            worker.pending.pop(effect_id, None)  # a later answer is dropped
+        if on_cut is not None and reply.value is not None:
+            on_cut(reply.value)
 
     async def _send_execute(self, msg: Execute, reply: PendingReply) -> _Worker:
         """Record ``msg``'s call on a worker and send it; the worker it went to. One found closed
@@ -326,33 +347,16 @@ class WorkerPool:
     async def _spawn(self) -> _Worker:
         # A worker started before the run (same environment, same preload) is adopted first.
         taken = self._prestarted.take() if self._prestarted is not None else None
-        proc, parent_sock = taken if taken is not None else await self._launch()
+        if taken is None:
+            proc, parent_sock = await launch_worker(self._preload, self._env)
+        else:
+            proc, parent_sock = taken
         channel = FrameChannel(trio.SocketStream(trio.socket.from_stdlib_socket(parent_sock)))
         worker = _Worker(proc, channel, start_time_for_record(proc.pid))
         await self._handshake(worker)
         self._workers.append(worker)
         self._write_registry()
         return worker
-
-    async def _launch(self) -> tuple[ChildProcess, socket.socket]:
-        parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        fd = child_sock.fileno()
-        try:
-            proc = await trio.lowlevel.open_process(
-                worker_argv(fd, self._preload),
-                pass_fds=(fd,),
-                stdin=subprocess.DEVNULL,
-                # Its own session: the terminal's SIGINT goes to the coordinator only, and
-                # the session id finds the worker's orphaned children if the worker dies.
-                start_new_session=True,
-                env=self._env,
-            )
-        except OSError as exc:
-            parent_sock.close()
-            raise AgentctlError(f"cannot start a worker process: {exc}") from exc
-        finally:
-            child_sock.close()
-        return proc, parent_sock
 
     async def _handshake(self, worker: _Worker) -> None:
         reason, greeted = "no Hello before the start-up timeout", False

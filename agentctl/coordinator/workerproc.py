@@ -25,17 +25,19 @@ import json
 import math
 import os
 import signal
-from collections.abc import Iterator, Sequence
+import socket
+import subprocess
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 import trio
 
-from agentctl.coordinator.workerstart import Prestarted
+from agentctl.coordinator.workerstart import Prestarted, worker_argv
 from agentctl.core.jsonvalue import JsonValue, as_list, as_object
 from agentctl.core.plan import Plan
 from agentctl.core.workload import Workload, workload
-from agentctl.errors import from_os_error
+from agentctl.errors import AgentctlError, from_os_error
 from agentctl.ledger.owners import (
     TOLERANCE_S,
     is_process,
@@ -67,6 +69,31 @@ async def wait_all(procs: Sequence[ChildProcess], grace: float | None) -> None:
     with trio.move_on_after(grace if grace is not None else math.inf):
         for proc in procs:
             await proc.wait()
+
+
+async def launch_worker(
+    preload: Sequence[str], env: Mapping[str, str] | None
+) -> tuple[ChildProcess, socket.socket]:
+    """Start a worker (``env``: its whole environment, None: ours) on a new socketpair; the
+    process and the coordinator's end of the pair."""
+    parent_sock, child_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    fd = child_sock.fileno()
+    try:
+        proc = await trio.lowlevel.open_process(
+            worker_argv(fd, preload),
+            pass_fds=(fd,),
+            stdin=subprocess.DEVNULL,
+            # Its own session: the terminal's SIGINT goes to the coordinator only, and
+            # the session id finds the worker's orphaned children if the worker dies.
+            start_new_session=True,
+            env=env,
+        )
+    except OSError as exc:
+        parent_sock.close()
+        raise AgentctlError(f"cannot start a worker process: {exc}") from exc
+    finally:
+        child_sock.close()
+    return proc, parent_sock
 
 
 def pool_size(plan: Plan, needs: Workload | None = None) -> int:

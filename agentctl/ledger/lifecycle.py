@@ -247,13 +247,17 @@ def _cancel_unowned_txn(
 
 def cancel_run_txn(conn: Db, stop: CancelRun) -> None:
     """Stop in-flight work durably: started effects → uncertain (their reservations stay
-    active until reconciled), tasks → cancelled saying why; a run stopped for good settles
-    the reservations of effects that never started with nothing (``budget_release``) and
-    ends with every task terminal (``_close_parked_txn``), in this one transaction. A
-    stopping ``serve`` hands its run back instead (``running``): no task is cancelled, and
-    each task on an effect made uncertain here is parked ``waiting_for_effect``, as a claim
-    of the run would park it (``ledger.lost``)."""
+    active until reconciled), tasks → cancelled saying why; a run stopped for good ends the
+    started effects its workers said were never sent (``stop.unsent``) cancelled, settles
+    the reservations of effects that never started or were never sent with nothing
+    (``budget_release``) and ends with every task terminal (``_close_parked_txn``), in this
+    one transaction. A stopping ``serve`` hands its run back instead (``running``): no task
+    is cancelled, and each task on an effect made uncertain here is parked
+    ``waiting_for_effect``, as a claim of the run would park it (``ledger.lost``)."""
     run_id, now, trace_id = stop.run_id, stop.now, stop.trace_id
+    if stop.state != "running":  # (a run handed back keeps them started: see ``unsent``)
+        for effect_id, said in stop.unsent:  # never sent: first, or they would be uncertain
+            effects.cancel_unsent_txn(conn, effect_id, now, why=said, trace_id=trace_id)
     stopped = effects.STOPPED_IN_FLIGHT if stop.reason is None else stop.reason
     effects.mark_uncertain_txn(conn, run_id, now, why=stopped, trace_id=trace_id)
     why = stop.reason or RUN_CANCELLED

@@ -77,7 +77,9 @@ class CancelRun:
     ``reason`` (wall time exceeded) is audited as ``budget.exceeded`` before the run moves to
     ``state``; the lease held by ``pid`` is released in the same transaction. ``state``
     ``running`` keeps the run's state (a stopping ``serve`` hands the run back to the queue).
-    ``trace_id``: the stopping drive's, named by every event written here.
+    ``trace_id``: the stopping drive's, named by every event written here. ``unsent``: the
+    started effects (id, error) whose worker said the stop cut them before their request left
+    it: a run stopped for good ends them ``cancelled`` (nothing happened), not uncertain.
     """
 
     run_id: str
@@ -87,6 +89,7 @@ class CancelRun:
     cancel_tasks: tuple[str, ...]
     reason: str | None = None
     trace_id: str | None = None
+    unsent: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from pydantic.alias_generators import to_camel
@@ -103,6 +103,10 @@ class Failure(WireModel):
 
 
 class Cancel(WireModel):
+    """Stop one running effect. The worker answers its ``Execute`` with an uncertain
+    ``Failure`` (the effect had started), or with ``cancelled_unsent``'s when the effect's
+    executor knew its request had not left the worker: then nothing happened."""
+
     type: Literal["cancel"] = "cancel"
     v: Literal[1] = 1
     effect_id: str
@@ -238,3 +242,21 @@ def _failure_validator() -> Callable[[object], Failure]:
     # decoder's: ``model_validate`` only wraps it in a Python call passing its defaults on.
     validate: Callable[[object], Failure] = TypeAdapter(Failure).validator.validate_python
     return validate
+
+
+# The error type of a definitive answer to a ``Cancel``: the effect's request never left.
+CANCELLED_UNSENT = "CancelledRunError"
+
+
+def cancelled_unsent(effect_id: str, message: str) -> Failure:
+    """A cancelled effect's answer when its request never left the worker: it did not happen
+    (a definitive failure; trying again repeats nothing)."""
+    error: dict[str, JsonValue] = {"type": CANCELLED_UNSENT, "message": message, "retryable": True}
+    return failure_from_error(effect_id, error)
+
+
+def is_cancelled_unsent(reply: Result | Failure) -> TypeGuard[Failure]:
+    """Whether ``reply`` says its effect was cancelled before its request left the worker."""
+    return (
+        isinstance(reply, Failure) and not reply.uncertain and reply.error.type == CANCELLED_UNSENT
+    )

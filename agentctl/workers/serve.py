@@ -7,8 +7,10 @@ Invariants:
   preceded by any ``RemoteHandle`` frames the effect sent mid-way (``workers.remote``);
 - effects run concurrently in the worker's nursery; an effect that blocks runs under its
   own cancel scope (its reader task's, taken over when it blocks), so ``Cancel`` stops
-  exactly one effect (reported uncertain: it had started); effects answered at once share
-  their reader's scope, which nothing can cancel while they run (no frame is read then);
+  exactly one effect (reported uncertain: it had started — unless its executor reported that
+  its request never left, ``watch_dispatch``: then ``cancelled_unsent``, a definitive
+  failure); effects answered at once share their reader's scope, which nothing can cancel
+  while they run (no frame is read then);
 - socket EOF or a protocol error cancels every effect — killing their process trees — and the
   worker exits; ``Shutdown`` stops reading, lets running effects finish, then exits;
 - an executor bug never kills the worker: it becomes an uncertain ``Failure``;
@@ -46,6 +48,7 @@ from agentctl.mailbox.messages import (
     Result,
     Shutdown,
     StreamAck,
+    cancelled_unsent,
     failure_from_error,
 )
 from agentctl.workers.executors import (
@@ -122,10 +125,13 @@ async def _attempt(effect: _Effect) -> Result | Failure:
 def _interrupted(effect: _Effect) -> Failure:
     """The reply of an effect its scope stopped: a ``Cancel``, or its timeout."""
     effect_id = effect.msg.effect_id
+    owner = f"{effect.owner}: " if effect.owner else ""
     if trio.current_time() < effect.deadline:
+        if effect.known_unsent:  # nothing left this process: the effect did not happen
+            why = f"{owner}effect cancelled before its request was sent"
+            return cancelled_unsent(effect_id, why)
         cancelled = CancelledRunError("effect cancelled after it started")
         return failure_from_error(effect_id, cancelled.to_wire(), uncertain=True)
-    owner = f"{effect.owner}: " if effect.owner else ""
     expired = f"{owner}effect timed out after {seconds_text(effect.msg.timeout_seconds)} s"
     if effect.known_unsent:
         # Nothing left this process: the effect did not happen, so trying again is safe.

@@ -540,11 +540,11 @@ async def test_a_worker_cancelled_before_its_hello_is_killed(
 ) -> None:
     """A drive cancelled (Ctrl-C) while a worker is still starting: the worker is nobody's
     yet — not in the pool, so not in its shutdown — and must not be left running."""
-    from agentctl.coordinator import workerpool
+    from agentctl.coordinator import workerproc  # where the pool launches its workers
 
     marker = "agentctl-test-worker-that-never-says-hello"
     silent = [sys.executable, "-c", f"import time; time.sleep(60)  # {marker}"]
-    monkeypatch.setattr(workerpool, "worker_argv", lambda _fd, _preload: silent)
+    monkeypatch.setattr(workerproc, "worker_argv", lambda _fd, _preload: silent)
     me = psutil.Process()
 
     async def started() -> int:

@@ -17,8 +17,10 @@ Invariants:
 - an executor that can tell whether its request left (a network call through a
   ``SendTracker``, an extension before its invocation) says so with ``watch_dispatch``; the
   worker's timeout then fails an effect whose request never left definitively (retryable),
-  and leaves every other one uncertain; its error names whom the effect was talking to (the
-  ``owner`` given there: a provider, an MCP server, an extension), as the executor's own do;
+  and a ``Cancel`` of one answers that it never left (``cancelled_unsent``: a stopped run's
+  action ends ``cancelled``), leaving every other one uncertain; its error names whom the
+  effect was talking to (the ``owner`` given there: a provider, an MCP server, an
+  extension), as the executor's own do;
 - what an executor closes only once the effect's reply is sent (``closing_after_reply``: a
   finished child's descriptors) the worker closes then, whatever became of the reply.
 """

@@ -17,8 +17,9 @@ Invariants:
   shape of a failed ``builtin.shell.exec`` (``changed: false``: nothing was invoked);
 - each call is bounded by ``timeoutSeconds`` on its own (``ProcessLimits``); a handshake that
   timed out failed retryably (nothing was invoked, so a new attempt repeats nothing), and
-  so does an effect the worker's own timeout stops before the invocation started: the
-  executor tells the worker (``watch_dispatch``) when the invocation starts;
+  so does an effect the worker's own timeout stops before the invocation started, and a
+  ``Cancel`` then (a run cut short) answers that nothing was sent: the executor tells the
+  worker (``watch_dispatch``) when the invocation starts;
 - once the invocation started, anything short of a valid reply leaves the effect uncertain
   (the extension may have acted before it timed out, crashed, overflowed its output limits or
   answered badly): never a plain failure, which ``retry --failed`` would invoke again;
