@@ -52,7 +52,7 @@ from agentctl.errors import (
     TaskDiskFullError,
 )
 from agentctl.ledger.interface import RunLedger
-from agentctl.ledger.model import CancelRun, SettleRun
+from agentctl.ledger.model import CancelRun, SettleRun, UnsentEffect
 from agentctl.ledger.runs import NewRun, RunHead
 
 if TYPE_CHECKING:  # a pure run imports neither the pool nor its wire (``poolref``)
@@ -446,8 +446,8 @@ async def _run_output(
 def _stop(req: DriveRequest, live: Live, now: str, state: str, reason: str | None) -> CancelRun:
     """Stop in-flight work durably: started effects → uncertain (cancelled: those never
     sent), tasks → cancelled."""
-    tasks, trace, unsent = cancellable(live.states), req.trace_id, tuple(live.unsent.items())
-    pid = os.getpid()
+    unsent = tuple(UnsentEffect(effect_id, error) for effect_id, error in live.unsent.items())
+    tasks, trace, pid = cancellable(live.states), req.trace_id, os.getpid()
     return CancelRun(req.run_id, state, now, pid, tasks, reason, trace_id=trace, unsent=unsent)
 
 

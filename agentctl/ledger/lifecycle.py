@@ -256,8 +256,8 @@ def cancel_run_txn(conn: Db, stop: CancelRun) -> None:
     ``waiting_for_effect``, as a claim of the run would park it (``ledger.lost``)."""
     run_id, now, trace_id = stop.run_id, stop.now, stop.trace_id
     if stop.state != "running":  # (a run handed back keeps them started: see ``unsent``)
-        for effect_id, said in stop.unsent:  # never sent: first, or they would be uncertain
-            effects.cancel_unsent_txn(conn, effect_id, now, why=said, trace_id=trace_id)
+        for cut in stop.unsent:  # never sent: first, or they would be uncertain
+            effects.cancel_unsent_txn(conn, cut.effect_id, now, why=cut.error, trace_id=trace_id)
     stopped = effects.STOPPED_IN_FLIGHT if stop.reason is None else stop.reason
     effects.mark_uncertain_txn(conn, run_id, now, why=stopped, trace_id=trace_id)
     why = stop.reason or RUN_CANCELLED

@@ -71,6 +71,15 @@ class DerivedRun:
 
 
 @dataclass(frozen=True)
+class UnsentEffect:
+    """A started effect a stop cut before its request left its worker (the worker said so),
+    with that answer's error: it did not happen."""
+
+    effect_id: str
+    error: str
+
+
+@dataclass(frozen=True)
 class CancelRun:
     """Stop a run durably: started effects → uncertain, ``cancel_tasks`` → cancelled.
 
@@ -78,7 +87,7 @@ class CancelRun:
     ``state``; the lease held by ``pid`` is released in the same transaction. ``state``
     ``running`` keeps the run's state (a stopping ``serve`` hands the run back to the queue).
     ``trace_id``: the stopping drive's, named by every event written here. ``unsent``: the
-    started effects (id, error) whose worker said the stop cut them before their request left
+    started effects whose worker said the stop cut them before their request left
     it: a run stopped for good ends them ``cancelled`` (nothing happened), not uncertain.
     """
 
@@ -89,7 +98,7 @@ class CancelRun:
     cancel_tasks: tuple[str, ...]
     reason: str | None = None
     trace_id: str | None = None
-    unsent: tuple[tuple[str, str], ...] = ()
+    unsent: tuple[UnsentEffect, ...] = ()
 
 
 @dataclass(frozen=True)
