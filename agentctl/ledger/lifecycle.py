@@ -12,7 +12,9 @@ Invariants:
   previous coordinator) into ``uncertain`` and parks its task ``waiting_for_effect``
   (``ledger.lost``) — except one whose remote work has a durable handle (``ledger.remote``):
   it is observed again;
-- stopping or settling a run releases only a lease its own process holds;
+- stopping or settling a run releases only a lease its own process holds; a ``serve`` that
+  hands its run back leaves a started effect with a durable remote handle started, as a
+  crash would, for the claim that continues the run to observe;
 - a compensation run is never created (nor queued) while an open compensation run of the same
   source holds one of its inverses unfinished: an inverse never runs in two runs at once.
 """
@@ -211,7 +213,7 @@ def request_cancel_txn(
     if run.state == "running" and (
         run.owner_pid is None or leases.has_dead_local_owner(conn, run.run_id)
     ):
-        # (a hand-back made them uncertain already)
+        # (a hand-back made them uncertain already, but for those with a remote handle)
         lost = effects.LOST_BY_CRASH
         effects.mark_uncertain_txn(conn, run.run_id, now, why=lost, trace_id=trace_id)
         cancel_undriven_txn(conn, run.run_id, now, trace_id)
@@ -252,14 +254,21 @@ def cancel_run_txn(conn: Db, stop: CancelRun) -> None:
     the reservations of effects that never started or were never sent with nothing
     (``budget_release``) and ends with every task terminal (``_close_parked_txn``), in this
     one transaction. A stopping ``serve`` hands its run back instead (``running``): no task
-    is cancelled, and each task on an effect made uncertain here is parked
-    ``waiting_for_effect``, as a claim of the run would park it (``ledger.lost``)."""
+    is cancelled, an effect whose remote work has a durable handle stays ``started`` (its
+    task ``running``: the serve that continues the run observes it again, ``ledger.remote``),
+    and each task on an effect made uncertain here is parked ``waiting_for_effect``, as a
+    claim of the run would park it (``ledger.lost``)."""
     run_id, now, trace_id = stop.run_id, stop.now, stop.trace_id
-    if stop.state != "running":  # (a run handed back keeps them started: see ``unsent``)
+    # A run handed back leaves them to the uncertain below: in a run that goes on, a cancelled
+    # effect would read as its approval rejected when the next drive meets it.
+    if stop.state != "running":
         for cut in stop.unsent:  # never sent: first, or they would be uncertain
             effects.cancel_unsent_txn(conn, cut.effect_id, now, why=cut.error, trace_id=trace_id)
     stopped = effects.STOPPED_IN_FLIGHT if stop.reason is None else stop.reason
-    effects.mark_uncertain_txn(conn, run_id, now, why=stopped, trace_id=trace_id)
+    # A hand-back cut only the observer of remote work with a durable handle: it stays
+    # started, and the serve that continues the run observes it again (``ledger.remote``).
+    keep = remote.CONTINUABLE if stop.state == "running" else None
+    effects.mark_uncertain_txn(conn, run_id, now, why=stopped, keep=keep, trace_id=trace_id)
     why = stop.reason or RUN_CANCELLED
     for task_id in stop.cancel_tasks:  # in flight (or ready): they started, or were about to
         tasks.transition_task_txn(

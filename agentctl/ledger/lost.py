@@ -11,6 +11,8 @@ Invariants (spec/cli.md §4, docs/operations.md §7):
 - a stopping ``serve`` that hands its run back (``park_uncertain_txn``) parks the tasks its
   cut effects leave undecided the same way, in its own transaction: the run it leaves is the
   run a claim would find, not one whose tasks still say ``running`` with nobody driving them.
+  A continuable effect it leaves ``started`` (its task ``running``), as a crash leaves it:
+  the claim that continues the run observes it again.
 """
 
 from __future__ import annotations

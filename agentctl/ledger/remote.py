@@ -10,7 +10,8 @@ Invariants:
 - a handle is recorded only for an effect that is ``started`` (the only state a worker can be
   running it in);
 - a ``started`` effect with a handle is *continuable*: claiming its run for resume leaves it
-  started (it will be observed, not repeated) and it does not block resume.
+  started (it will be observed, not repeated) and it does not block resume; a stopping
+  ``serve`` that hands its run back leaves it started too (``lifecycle.cancel_run_txn``).
 """
 
 from __future__ import annotations

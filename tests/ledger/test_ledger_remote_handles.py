@@ -123,6 +123,21 @@ def test_a_cancelled_run_leaves_it_uncertain_for_continue_remote(
     assert ledger.recorded_result(a.effect_id) == observed
 
 
+def test_a_hand_back_keeps_a_continuable_effect_started_and_its_task_running(
+    ledger: SqliteLedger, started: tuple[NewEffect, NewEffect]
+) -> None:
+    """A stopping ``serve`` hands the run back (``running``): the delegation with a handle
+    lost only its observer, as after a crash; the one without is cut (uncertain, parked)."""
+    a, b = started
+    ledger.cancel_run(CancelRun("run-1", "running", ts(5), os.getpid(), ()))
+    statuses = {e.task_id: e.status for e in ledger.list_effects("run-1").effects}
+    assert statuses == {"a": "started", "b": "uncertain"}
+    states = {t.task_id: t.state for t in ledger.inspect_run("run-1").tasks}
+    assert states == {"a": "running", "b": "waiting_for_effect"}
+    assert [e.effect_id for e in ledger.unresolved_effects("run-1")] == [b.effect_id]
+    assert ledger.remote_handle(a.effect_id) is not None
+
+
 def _wire(key: str, *methods_and_status: tuple[str, CallStatus]) -> ProtocolEvidence:
     session = ProtocolSession(key=key, protocol="a2a", peer="reviewer", endpoint="http://p/a2a")
     calls = [
