@@ -9,7 +9,8 @@ step really does it (``shell_chain_bare`` in ``bench_floors`` does the same for 
   parameters from a real in-process run and replayed in the same order, on the same
   connections, by Python's ``sqlite3`` alone into a fresh ledger file: SQLite's share of a
   step (its statement cache as the ledger's, every row fetched) and the commit's fsync.
-  Per step: (T(2N) − T(N)) ÷ N, so the run's creation and end cancel out.
+  Per step: the middle half of the chain (from one step's commit to another's; a step
+  commits once) timed, so the run's creation and end are left out.
 - ``write_chain_bare``: a ``builtin.write`` step's durable I/O in its order, in two trio
   processes: a one-row commit (the effect started), one byte to a peer that writes the
   workspace file as the worker does (temporary file, write, fsync, rename, directory fsync)
@@ -91,12 +92,21 @@ def _recording(n: int, workdir: Path) -> list[Statement]:
     return statements
 
 
-def _replay(statements: list[Statement], fresh: Path, target: Path) -> float:
-    """Seconds to run ``statements`` against a copy of ``fresh``, one connection each."""
+def _commits(statements: list[Statement]) -> list[int]:
+    """The index of every ``COMMIT`` statement (a memory.write step commits once)."""
+    return [i for i, (_n, _how, sql, _p) in enumerate(statements) if sql.strip() == "COMMIT"]
+
+
+def _replay(statements: list[Statement], fresh: Path, target: Path, lo: int, hi: int) -> float:
+    """Seconds the statements ``[lo, hi)`` take, replayed in order (all of them, each on its
+    recorded connection) against a copy of ``fresh``: the run's creation before ``lo`` and
+    its end after ``hi`` are replayed untimed."""
     shutil.copy(fresh, target)
     conns: dict[int, sqlite3.Connection] = {}
-    t0 = time.perf_counter()
-    for number, how, sql, params in statements:
+    elapsed = 0.0
+    for index, (number, how, sql, params) in enumerate(statements):
+        if index == lo:
+            t0 = time.perf_counter()
         conn = conns.get(number)
         if conn is None:
             conn = conns[number] = sqlite3.connect(target, isolation_level=None)
@@ -108,21 +118,28 @@ def _replay(statements: list[Statement], fresh: Path, target: Path) -> float:
                 conn.executemany(sql, params)
         except sqlite3.Error:
             pass  # a statement the run expected to fail (a guard) fails here too
-    elapsed = time.perf_counter() - t0
+        if index == hi - 1:
+            elapsed = time.perf_counter() - t0
     for conn in conns.values():
         conn.close()
     return elapsed
 
 
 def memory_step_sql_replay(workdir: Path, n: int, runs: int) -> benchkit.Figure:
-    short, long = _recording(n, workdir), _recording(2 * n, workdir)
-    samples = []
-    for rep in range(runs):  # interleaved, so disk drift hits both alike
-        t_short = _replay(short, workdir / f"fresh{n}.db", workdir / f"replay-a{rep}.db")
-        t_long = _replay(long, workdir / f"fresh{2 * n}.db", workdir / f"replay-b{rep}.db")
-        samples.append((t_long - t_short) * 1000 / n)
-    note = f"the step's own SQL, no agentctl code; {len(long) - len(short)} statements / {n}"
-    return benchkit.figure("memory_step_sql_replay", "ms/step", samples, note=note, difference=True)
+    """ms per step of the middle half of an ``n``-step chain's statements, replayed: from the
+    commit of step n/4 to that of step 3n/4, so the run's start and end are left out."""
+    statements = _recording(n, workdir)
+    commits = _commits(statements)
+    first, last = len(commits) // 4, 3 * len(commits) // 4
+    lo, hi, steps = commits[first] + 1, commits[last] + 1, last - first
+    samples = [
+        _replay(statements, workdir / f"fresh{n}.db", workdir / f"replay{rep}.db", lo, hi)
+        * 1000
+        / steps
+        for rep in range(runs)
+    ]
+    note = f"the step's own SQL, no agentctl code: {(hi - lo) / steps:.1f} statement calls a step"
+    return benchkit.figure("memory_step_sql_replay", "ms/step", samples, note=note)
 
 
 # The bare write chain's worker: on each byte, write the next workspace file as

@@ -52,7 +52,7 @@ EXPECTED_FIGURES = [
 
 # Figures computed as one wall less another, at tiny sizes: only these may come out ≤ 0.
 # (The per-task marginals of the chains are not reported below ~100 tasks at all.)
-DIFFERENCE_FIGURES = ["memory_step_sql_replay", "sleep_batch_4_cli_beyond_one_task"]
+DIFFERENCE_FIGURES = ["sleep_batch_4_cli_beyond_one_task"]
 
 HEADINGS = (
     "## Goals",
