@@ -106,7 +106,6 @@ class Driver:
         self.staged = Staged()  # results applied to ``live``, not yet committed
         # One ingestion path for an action's files and an agent's tool calls' files.
         ingester = Ingester(store, clock, rs.run_id, trace_id, rs.root, enabled=artifacts)
-        self.recovering = False  # a batch's prepare resumed a confirmed write (``_resume``)
         self.effects = EffectRunner(store, pool, clock, rs.run_id, trace_id, ingester, live.unsent)
         self.gateway = CallGateway(
             store, pool, clock, rs.run_id, trace_id, rs.context, ingester, on_stream=on_stream
@@ -226,8 +225,9 @@ class Driver:
             await self._read_back(missing)
         view = self.view()
         steps: list[Step] = [self._prepare(task, view) for task in batch]
-        if self.recovering:  # its file referenced as the live run's completion would have
-            self.recovering = False
+        if any(isinstance(s, Settled) and s.written is not None for s in steps):
+            # A resumed confirmed write (``_resume``): its file referenced as the live run's
+            # completion would have.
             steps = [await self._recovered(s) for s in steps]
         if all(map(isinstance, steps, repeat(Settled))):  # no generator frame per batch
             self._stage(steps)
@@ -283,9 +283,7 @@ class Driver:
             return prep
         if eff.status == "succeeded" or found.reconciliation == "applied":
             result = eff.result if eff.status == "succeeded" else found.result
-            settled = settle_recorded(task, attempt, eff, result)
-            self.recovering = self.recovering or settled.written is not None
-            return settled
+            return settle_recorded(task, attempt, eff, result)
         if eff.status in ("failed", "cancelled"):  # result: what a failed one still produced
             error = eff.error if eff.status == "failed" else "approval rejected"
             return Settled(task, attempt, "failed", eff.result, error)
