@@ -90,9 +90,16 @@ def canonical_workspace(workspace: str) -> str:
 
 
 def _refuse_protected(target: str, rel: str, protected: Sequence[str]) -> None:
-    """Deny a canonical ``target`` that is, or lies inside, a ``protected`` path."""
+    """Deny a canonical ``target`` that is, or lies inside, a ``protected`` path; an existing
+    target is also compared by identity (a new one, a write's usual target, costs one stat)."""
+    if not protected:
+        return
+    try:
+        found: os.stat_result | None = os.stat(target)
+    except (OSError, ValueError):
+        found = None
     for own in protected:
-        if _inside(target, own) or _same_file(target, own):
+        if _inside(target, own) or (found is not None and _is_file(found, own)):
             raise PolicyDeniedError(
                 f"path denied: {rel!r} is agentctl's own ledger state ({own}): the run's "
                 "database, the files beside it and its artifact store are never read or "
@@ -100,10 +107,10 @@ def _refuse_protected(target: str, rel: str, protected: Sequence[str]) -> None:
             )
 
 
-def _same_file(a: str, b: str) -> bool:
-    """Whether ``a`` and ``b`` both exist and are one file (however either is spelled)."""
+def _is_file(found: os.stat_result, path: str) -> bool:
+    """Whether ``path`` exists and is the file ``found`` describes (however it is spelled)."""
     try:
-        return os.path.samefile(a, b)
+        return os.path.samestat(found, os.stat(path))
     except (OSError, ValueError):
         return False
 
