@@ -35,19 +35,16 @@ def refuse_ledger_state(
     """Refuse (exit 2) a ``dest`` that is the ledger's own state (module docstring); ``doing``
     names the write in the message ("export", "write the report")."""
     real = Path(os.path.realpath(dest))
-    root = Path(os.path.realpath(store_root))
-    if real == root or real.is_relative_to(root) or _same(dest, store_root):
+    store, *beside = ledger_state_paths(database, store_root, None)
+    if _covers(real, dest, Path(store)):
         raise ValidationError(
             f"refusing to {doing} to {dest}: it is inside the ledger's artifact store "
             f"{store_root}, which only the ledger writes; choose a path outside it"
         )
-    if database is None:
-        return
-    own = Path(os.path.realpath(database))
-    for suffix in ("", *_BESIDE):
-        state = own.with_name(own.name + suffix)
-        if real == state or real.is_relative_to(state) or _same(dest, state):
-            what = "database file" if not suffix else f"{state.name}, kept beside its database"
+    for state in map(Path, beside):  # the database (first), then the names beside it
+        if _covers(real, dest, state):
+            own = state == Path(os.path.realpath(str(database)))
+            what = "database file" if own else f"{state.name}, kept beside its database"
             where = "is" if real == state else "is inside"
             raise ValidationError(
                 f"refusing to {doing} to {dest}: it {where} the ledger's {what} ({database}); "
@@ -55,9 +52,16 @@ def refuse_ledger_state(
             )
 
 
-def ledger_state_paths(database: Path | None, store_root: Path, location: Path) -> tuple[str, ...]:
-    """The real paths of the ledger's own state (module docstring): the artifact store, and
-    each of ``database`` and ``location`` with the names kept beside it; no duplicates."""
+def _covers(real: Path, dest: Path, state: Path) -> bool:
+    """Whether ``dest`` (real path ``real``) is ``state``, lies inside it, or is its file."""
+    return real == state or real.is_relative_to(state) or _same(dest, state)
+
+
+def ledger_state_paths(
+    database: Path | None, store_root: Path, location: Path | None
+) -> tuple[str, ...]:
+    """The real paths of the ledger's own state (module docstring): the artifact store first,
+    then each of ``database`` and ``location`` with the names kept beside it; no duplicates."""
     found = [os.path.realpath(store_root)]
     for base in (database, location):
         if base is None:
