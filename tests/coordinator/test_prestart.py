@@ -14,7 +14,8 @@ from agentctl.coordinator.workerpool import open_worker_pool
 from agentctl.coordinator.workerproc import prestart_workers
 from agentctl.coordinator.workerstart import Prestarted, early_workers
 from agentctl.mailbox import Result
-from tests.coordinator.test_workerpool import _exec, _gone, _shell
+from tests.coordinator.test_workerpool import _gone, _shell
+from tests.wire_messages import execute_msg
 
 
 def test_unadopted_workers_are_killed_and_reaped() -> None:
@@ -49,7 +50,7 @@ async def test_a_preload_that_fails_leaves_the_worker_working(tmp_path: Path) ->
     async with open_worker_pool(1, preload=preload) as pool:
         (tmp_path / "a.txt").write_text("hi")
         reply = await pool.execute(
-            _exec("builtin.read", {"workspace": str(tmp_path), "path": "a.txt"})
+            execute_msg("builtin.read", {"workspace": str(tmp_path), "path": "a.txt"})
         )
     assert isinstance(reply, Result), reply
 

@@ -23,24 +23,11 @@ from agentctl.coordinator.workerproc import kill_stale_workers, signal_tree
 from agentctl.envknobs import ANSWER_GRACE_SECONDS
 from agentctl.ledger.owners import process_start_time
 from agentctl.mailbox import Execute, Failure, FrameChannel, Result
-
-_counter = iter(range(1_000_000))
-
-
-def _exec(operation: str, request: dict[str, Any]) -> Execute:
-    return Execute(
-        effect_id=f"effect-{next(_counter)}",
-        run_id="run-1",
-        task_id="t",
-        attempt=1,
-        operation=operation,
-        request=request,
-        timeout_seconds=120,
-    )
+from tests.wire_messages import execute_msg
 
 
 def _shell(ws: Path, script: str) -> Execute:
-    return _exec(
+    return execute_msg(
         "builtin.shell.exec", {"workspace": str(ws), "command": "/bin/sh", "args": ["-c", script]}
     )
 
@@ -66,7 +53,7 @@ async def _pid_from(path: Path) -> int:
 async def test_lazy_start_and_real_file_effects(tmp_path: Path) -> None:
     async with open_worker_pool(2) as pool:
         assert pool.worker_pids() == []
-        write = _exec(
+        write = execute_msg(
             "builtin.write",
             {
                 "workspace": str(tmp_path),
@@ -79,7 +66,7 @@ async def test_lazy_start_and_real_file_effects(tmp_path: Path) -> None:
         assert isinstance(reply, Result) and reply.effect_id == write.effect_id
         assert len(pool.worker_pids()) == 1  # one idle worker is reused, not a second spawned
         read = await pool.execute(
-            _exec("builtin.read", {"workspace": str(tmp_path), "path": "out/a.txt"})
+            execute_msg("builtin.read", {"workspace": str(tmp_path), "path": "out/a.txt"})
         )
         assert isinstance(read, Result) and read.output["content"] == "hi"
         assert len(pool.worker_pids()) == 1
@@ -207,7 +194,7 @@ async def test_malformed_frame_from_a_worker_keeps_the_pool_usable(tmp_path: Pat
         assert "malformed" in reply.error.message
         # Failure frames are intact: the replacement worker still answers definitively.
         denied = await pool.execute(
-            _exec("builtin.read", {"workspace": str(tmp_path), "path": "../x"})
+            execute_msg("builtin.read", {"workspace": str(tmp_path), "path": "../x"})
         )
         assert isinstance(denied, Failure) and denied.error.type == "PolicyDeniedError"
 
@@ -249,7 +236,7 @@ async def test_one_worker_many_effects_replies_in_any_order(tmp_path: Path) -> N
 async def test_an_execute_above_the_frame_limit_fails_alone_and_keeps_its_worker(
     tmp_path: Path,
 ) -> None:
-    big = _exec(
+    big = execute_msg(
         "builtin.write",
         {"workspace": str(tmp_path), "path": "big.txt", "content": "x" * (17 * 1024 * 1024)},
     )
@@ -496,13 +483,13 @@ async def test_an_execute_cancelled_before_its_frame_left_leaves_its_worker_idle
     call whose deadline would later get it killed as hung. With room for a second worker, the
     next effect goes to the same one."""
     async with open_worker_pool(2) as pool:
-        assert isinstance(await pool.execute(_exec("bench.noop", {})), Failure)  # warm
+        assert isinstance(await pool.execute(execute_msg("bench.noop", {})), Failure)  # warm
         assert len(pool.worker_pids()) == 1
         with trio.CancelScope() as scope:
             scope.cancel()
-            await pool.execute(_exec("bench.noop", {}))
+            await pool.execute(execute_msg("bench.noop", {}))
         assert scope.cancelled_caught
-        assert isinstance(await pool.execute(_exec("bench.noop", {})), Failure)
+        assert isinstance(await pool.execute(execute_msg("bench.noop", {})), Failure)
         assert len(pool.worker_pids()) == 1
 
 

@@ -21,6 +21,7 @@ import trio
 from agentctl.mailbox import Cancel, Execute, Failure
 from agentctl.mailbox.messages import is_cancelled_unsent
 from tests.sleepy_extension import HANDSHAKE_MARKER, MARKER, PROTOCOL, SCRIPT
+from tests.wire_messages import execute_msg
 from tests.worker_process import open_worker
 
 
@@ -37,14 +38,11 @@ def _execute(ws: Path, handshake_s: str, invoke_s: str, timeout_s: float = 1.5) 
         "capabilities": ["c"],
         "input": {},
     }
-    return Execute(
+    return execute_msg(
+        "extension.process",
+        request,
         effect_id=f"effect-{handshake_s}-{invoke_s}",
-        run_id="run-1",
-        task_id="t",
-        attempt=1,
-        operation="extension.process",
-        request=request,
-        timeout_seconds=timeout_s,
+        timeout=timeout_s,
         executor="agentctl.workers.executors.extension:execute_extension",
     )
 

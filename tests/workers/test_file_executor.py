@@ -13,20 +13,8 @@ import pytest
 import trio
 
 from agentctl.errors import PolicyDeniedError, RunFailedError
-from agentctl.mailbox.messages import Execute
 from agentctl.workers.executors.files import execute_read, execute_write
-
-
-def _message(operation: str, request: dict[str, object]) -> Execute:
-    return Execute(
-        effect_id="e",
-        run_id="r",
-        task_id="t",
-        attempt=1,
-        operation=operation,
-        request=request,
-        timeout_seconds=30,
-    )
+from tests.wire_messages import execute_msg
 
 
 def test_a_write_over_a_non_utf8_file_is_refused(tmp_path: Path) -> None:
@@ -34,7 +22,7 @@ def test_a_write_over_a_non_utf8_file_is_refused(tmp_path: Path) -> None:
     target.parent.mkdir()
     target.write_bytes(b"ab\xffcd")
     request = {"workspace": str(tmp_path), "writableRoots": ["out"], "path": "out/b.txt"}
-    msg = _message("builtin.write", {**request, "content": "ab\ufffdcd"})
+    msg = execute_msg("builtin.write", {**request, "content": "ab\ufffdcd"})
     with pytest.raises(RunFailedError, match=r"'out/b\.txt': the existing file is not valid UTF-8"):
         trio.run(execute_write, msg)
     assert target.read_bytes() == b"ab\xffcd"
@@ -51,9 +39,9 @@ def test_protected_paths_are_refused_for_reading_and_writing(tmp_path: Path) -> 
     for path in (".agentctl/runtime.db", "alias.db", ".agentctl/artifacts/x"):
         write = {**base, "writableRoots": ["."], "path": path, "content": "x"}
         with pytest.raises(PolicyDeniedError, match="agentctl's own ledger state"):
-            trio.run(execute_write, _message("builtin.write", write))
+            trio.run(execute_write, execute_msg("builtin.write", write))
         if path != ".agentctl/artifacts/x":
             with pytest.raises(PolicyDeniedError, match="agentctl's own ledger state"):
-                trio.run(execute_read, _message("builtin.read", {**base, "path": path}))
+                trio.run(execute_read, execute_msg("builtin.read", {**base, "path": path}))
     assert database.read_bytes() == b"SQLite format 3\x00"
     assert not (state / "artifacts" / "x").exists()

@@ -16,6 +16,7 @@ import pytest
 import trio
 
 from agentctl.mailbox import Cancel, Execute, Failure, FrameChannel, Hello, Result, Shutdown
+from tests.wire_messages import execute_msg
 from tests.worker_process import Worker as WorkerUnderTest
 from tests.worker_process import open_worker
 
@@ -26,27 +27,9 @@ async def worker() -> AsyncIterator[WorkerUnderTest]:
         yield started
 
 
-_ids = iter(range(1_000_000))
-
-
-def _exec(
-    operation: str, request: dict[str, Any], effect: str = "", timeout: float = 60
-) -> Execute:
-    effect = effect or f"effect-{next(_ids)}"
-    return Execute(
-        effect_id=effect,
-        run_id="run-1",
-        task_id="t",
-        attempt=1,
-        operation=operation,
-        request=request,
-        timeout_seconds=timeout,
-    )
-
-
 def _write(ws: Path, path: str, content: str, **extra: Any) -> Execute:
     req = {"workspace": str(ws), "writableRoots": ["out"], "path": path, "content": content}
-    return _exec("builtin.write", {**req, **extra})
+    return execute_msg("builtin.write", {**req, **extra})
 
 
 async def test_write_then_read_then_unchanged_write(
@@ -63,7 +46,7 @@ async def test_write_then_read_then_unchanged_write(
     assert not [p for p in (tmp_path / "out" / "sub").iterdir() if p.name.endswith(".tmp")]
 
     read = await worker.call(
-        _exec("builtin.read", {"workspace": str(tmp_path), "path": "out/sub/a.txt"})
+        execute_msg("builtin.read", {"workspace": str(tmp_path), "path": "out/sub/a.txt"})
     )
     assert isinstance(read, Result)
     assert read.output == {"status": "unchanged", "changed": False, "content": "hello\n"}
@@ -92,7 +75,7 @@ async def test_read_of_missing_file_is_a_retryable_io_failure(
     worker: WorkerUnderTest, tmp_path: Path
 ) -> None:
     reply = await worker.call(
-        _exec("builtin.read", {"workspace": str(tmp_path), "path": "nope.txt"})
+        execute_msg("builtin.read", {"workspace": str(tmp_path), "path": "nope.txt"})
     )
     assert isinstance(reply, Failure)
     assert reply.error.retryable and not reply.uncertain
@@ -103,7 +86,7 @@ async def test_shell_exec_success_failure_and_allowlist(
 ) -> None:
     base = {"workspace": str(tmp_path), "env": {"TOKEN": "s3cr3t"}, "processAllowlist": ["sh"]}
     ok = await worker.call(
-        _exec(
+        execute_msg(
             "builtin.shell.exec",
             {**base, "command": "/bin/sh", "args": ["-c", "echo hi $TOKEN; pwd"]},
         )
@@ -113,17 +96,17 @@ async def test_shell_exec_success_failure_and_allowlist(
     assert ok.output["stdout"] == f"hi [REDACTED]\n{os.path.realpath(tmp_path)}\n"
 
     bad = await worker.call(
-        _exec(
+        execute_msg(
             "builtin.shell.exec",
             {**base, "command": "/bin/sh", "args": ["-c", "exit 7"]},
-            effect="e2",
+            effect_id="e2",
         )
     )
     assert isinstance(bad, Failure) and not bad.uncertain and not bad.error.retryable
     assert "7" in bad.error.message
 
     denied = await worker.call(
-        _exec("builtin.shell.exec", {**base, "command": "/bin/echo"}, effect="e3")
+        execute_msg("builtin.shell.exec", {**base, "command": "/bin/echo"}, effect_id="e3")
     )
     assert isinstance(denied, Failure) and denied.error.type == "PolicyDeniedError"
 
@@ -136,16 +119,16 @@ async def test_shell_effects_leave_no_descriptor_open_in_the_worker(
     # at once or after a wait.
     def shell(command: str, *args: str) -> Execute:
         req = {"workspace": str(tmp_path), "command": command, "args": list(args)}
-        return _exec("builtin.shell.exec", req)
+        return execute_msg("builtin.shell.exec", req)
 
     # (the worker's own descriptors are all open after one: its children's /dev/null)
     assert isinstance(await worker.call(shell("/bin/true")), Result)
-    await worker.call(_exec("bench.noop", {}))  # read once the last effect's task is done
+    await worker.call(execute_msg("bench.noop", {}))  # read once the last effect's task is done
     before = psutil.Process(worker.proc.pid).num_fds()
     for _ in range(5):
         assert isinstance(await worker.call(shell("/bin/true")), Result)
         assert isinstance(await worker.call(shell("/bin/sleep", "0.05")), Result)
-    await worker.call(_exec("bench.noop", {}))
+    await worker.call(execute_msg("bench.noop", {}))
     assert psutil.Process(worker.proc.pid).num_fds() == before
 
 
@@ -158,27 +141,29 @@ async def test_a_reply_larger_than_the_socket_buffer_arrives_whole(
     req = {"workspace": str(tmp_path), "command": "/bin/sh", "args": ["-c", script]}
     req["env"] = {"PATH": "/usr/bin:/bin"}
     with trio.fail_after(60):  # (a frame cut short would leave the reader waiting for ever)
-        big = await worker.call(_exec("builtin.shell.exec", req))
+        big = await worker.call(execute_msg("builtin.shell.exec", req))
         assert isinstance(big, Result) and big.output["stdout"] == "x" * 900000
-        after = await worker.call(_exec("builtin.shell.exec", {**req, "args": ["-c", "echo ok"]}))
+        after = await worker.call(
+            execute_msg("builtin.shell.exec", {**req, "args": ["-c", "echo ok"]})
+        )
     assert isinstance(after, Result) and after.output["stdout"] == "ok\n"
 
 
 async def test_shell_timeout_and_overflow(worker: WorkerUnderTest, tmp_path: Path) -> None:
     base = {"workspace": str(tmp_path), "command": "/bin/sh"}
     slow = {**base, "args": ["-c", "sleep 30"], "limits": {"timeoutSeconds": 1}}
-    timed_out = await worker.call(_exec("builtin.shell.exec", slow))
+    timed_out = await worker.call(execute_msg("builtin.shell.exec", slow))
     assert isinstance(timed_out, Failure) and timed_out.uncertain
     loud = {**base, "args": ["-c", "yes"], "limits": {"stdoutLimitBytes": 1000}}
-    overflow = await worker.call(_exec("builtin.shell.exec", loud, effect="e2"))
+    overflow = await worker.call(execute_msg("builtin.shell.exec", loud, effect_id="e2"))
     assert isinstance(overflow, Failure) and not overflow.uncertain
     assert "limit" in overflow.error.message
 
 
 async def test_unknown_operation_and_bad_request_fail_cleanly(worker: WorkerUnderTest) -> None:
-    unknown = await worker.call(_exec("test.sleep", {}))
+    unknown = await worker.call(execute_msg("test.sleep", {}))
     assert isinstance(unknown, Failure) and unknown.error.type == "ValidationError"
-    bad = await worker.call(_exec("builtin.read", {"path": 3}, effect="e2"))
+    bad = await worker.call(execute_msg("builtin.read", {"path": 3}, effect_id="e2"))
     assert isinstance(bad, Failure) and bad.error.type == "ValidationError" and not bad.uncertain
 
 
@@ -202,14 +187,14 @@ def _gone(pid: int) -> bool:
 
 def _sleeper(ws: Path, effect: str) -> Execute:
     pidfile = ws / f"{effect}.pid"
-    return _exec(
+    return execute_msg(
         "builtin.shell.exec",
         {
             "workspace": str(ws),
             "command": "/bin/sh",
             "args": ["-c", f"echo $$ > {pidfile}; exec sleep 60"],
         },
-        effect=effect,
+        effect_id=effect,
     )
 
 
@@ -218,7 +203,9 @@ async def test_cancel_stops_one_effect_and_reports_uncertain(
 ) -> None:
     await worker.channel.send(_sleeper(tmp_path, "slow"))
     pid = await _pid_from(tmp_path / "slow.pid")
-    quick = _exec("builtin.read", {"workspace": str(tmp_path), "path": "slow.pid"}, effect="quick")
+    quick = execute_msg(
+        "builtin.read", {"workspace": str(tmp_path), "path": "slow.pid"}, effect_id="quick"
+    )
     assert isinstance(await worker.call(quick), Result)  # still serving while one effect runs
     await worker.channel.send(Cancel(effect_id="slow"))
     reply = await worker.channel.receive()
@@ -234,15 +221,15 @@ async def test_effects_answered_at_once_leave_the_next_ones_timeout_and_cancel_i
     (tmp_path / "a.txt").write_text("a")
     read = {"workspace": str(tmp_path), "path": "a.txt"}
     for _ in range(3):  # refused before they start: answered at once, in the reader's scope
-        assert isinstance(await worker.call(_exec("test.unknown", {})), Failure)
+        assert isinstance(await worker.call(execute_msg("test.unknown", {})), Failure)
     slow = _sleeper(tmp_path, "slow").model_copy(update={"timeout_seconds": 1})
     timed_out = await worker.call(slow)
     assert isinstance(timed_out, Failure) and timed_out.uncertain
     assert "timed out after 1" in timed_out.error.message
     assert _gone(int((tmp_path / "slow.pid").read_text()))
     for _ in range(3):
-        assert isinstance(await worker.call(_exec("test.unknown", {})), Failure)
-        assert isinstance(await worker.call(_exec("builtin.read", read)), Result)
+        assert isinstance(await worker.call(execute_msg("test.unknown", {})), Failure)
+        assert isinstance(await worker.call(execute_msg("builtin.read", read)), Result)
     await worker.channel.send(_sleeper(tmp_path, "kept"))
     await worker.channel.send(_sleeper(tmp_path, "cancelled"))
     kept, pid = await _pid_from(tmp_path / "kept.pid"), await _pid_from(tmp_path / "cancelled.pid")
@@ -251,7 +238,7 @@ async def test_effects_answered_at_once_leave_the_next_ones_timeout_and_cancel_i
     assert isinstance(reply, Failure) and reply.effect_id == "cancelled" and reply.uncertain
     assert "cancelled" in reply.error.message and _gone(pid)
     assert psutil.Process(kept).status() != psutil.STATUS_ZOMBIE
-    assert isinstance(await worker.call(_exec("builtin.read", read)), Result)
+    assert isinstance(await worker.call(execute_msg("builtin.read", read)), Result)
 
 
 async def test_eof_kills_running_children_and_the_worker_exits(
@@ -267,7 +254,7 @@ async def test_eof_kills_running_children_and_the_worker_exits(
 async def test_shutdown_finishes_running_effects_first(
     worker: WorkerUnderTest, tmp_path: Path
 ) -> None:
-    msg = _exec(
+    msg = execute_msg(
         "builtin.shell.exec",
         {"workspace": str(tmp_path), "command": "/bin/sh", "args": ["-c", "sleep 1; echo done"]},
     )
