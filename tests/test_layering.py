@@ -138,7 +138,6 @@ CORE_FORBIDDEN = {
     "sqlite_utils",
     "httpx",
     "psutil",
-    "filelock",
     "cloudpickle",
     "typer",
     "rich",

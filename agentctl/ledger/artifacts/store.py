@@ -15,8 +15,11 @@ Invariants:
   an ingestion lease (60 min) protects the blob from GC until the task's completion commits
   its references (``refs.commit_artifact_refs_txn``); a blob still stored is leased again
   (``lease_stored``) under the lock GC holds, so it cannot go between the check and the lease;
-- ingest, verify, export, GC and recovery all hold the exclusive ``.lock``, so under the lock
-  anything in ``tmp/`` or ``trash/`` is left over from a crashed process.
+- ingest, verify, export, GC and recovery all hold the ``.lock``, exclusive between processes
+  (``flock.ProcessLock``); the threads of one process share it, and only ingestions run side by
+  side in one (unique ``tmp/`` names, no-clobber links): recovery runs when the store opens,
+  before its first ingestion, and GC in its own command. So under the lock anything in
+  ``tmp/`` or ``trash/`` is left over from a crashed process.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import hashlib
 import os
 import stat
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +37,6 @@ from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.crashpoints import CrashPoint, crash_point
 from agentctl.errors import (
     InvalidOperationError,
-    LockTimeoutError,
     NotFoundError,
     PersistenceError,
     ValidationError,
@@ -42,6 +44,7 @@ from agentctl.errors import (
 from agentctl.ledger.artifacts.destination import refuse_ledger_state
 from agentctl.ledger.artifacts.refs import ArtifactRef, get_blob, list_blobs, record_ingest_txn
 from agentctl.ledger.artifacts.siblings import SiblingBlobs, sibling_blobs
+from agentctl.ledger.flock import ProcessLock
 from agentctl.ledger.rows import shift_ts
 from agentctl.ledger.runner import Transactions
 from agentctl.ledger.sql import Db
@@ -159,33 +162,17 @@ class ArtifactStore:
             d.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(d, 0o700)
         lock_path = self.root / ".lock"
-        # Imported here, not with the module: a pure run imports this module (ledger values
-        # may become blobs) without storing anything, and filelock's import (logging,
-        # secrets, decimal, ~20 modules of its own) was a tenth of that run's start-up.
-        import filelock
+        self._lock = ProcessLock(lock_path, LOCK_TIMEOUT_S, self._lock_busy)
+        with self.locked():  # creates the lock file (0600) before anything needs it
+            pass
 
-        self._lock = filelock.FileLock(
-            lock_path,
-            timeout=LOCK_TIMEOUT_S,
-            mode=0o600,
-            thread_local=False,
-            preserve_lock_file=True,
-        )
-        with self.locked():
-            os.chmod(lock_path, 0o600)
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the store's cross-process lock for the block (``flock.ProcessLock``: this
+        process's threads share the hold; ingestions need no order among themselves)."""
+        return self._lock.held()
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        import filelock  # loaded by __init__ already
-
-        try:
-            with self._lock:
-                yield
-        except filelock.Timeout as exc:
-            raise LockTimeoutError(
-                f"the artifact store lock {self.root / '.lock'} stayed busy for "
-                f"{LOCK_TIMEOUT_S:g} s"
-            ) from exc
+    def _lock_busy(self) -> str:
+        return f"the artifact store lock {self.root / '.lock'} stayed busy for {LOCK_TIMEOUT_S:g} s"
 
     def blob_path(self, digest: str) -> Path:
         return blob_file(self.root, digest)
