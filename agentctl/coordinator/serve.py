@@ -12,8 +12,10 @@ Invariants:
   what it had in flight is left to the new owner's resume rules;
 - the claim and heartbeat share one control connection, one call at a time (a limiter);
 - SIGINT/SIGTERM: no more claims; every drive hands its run back (in-flight effects become
-  uncertain, as on cancellation; the run stays ``running`` with its lease released, so
-  another ``serve`` continues it once they are reconciled); then the process exits;
+  uncertain, as on cancellation — those whose worker said their request never left end
+  cancelled, their tasks ``retry_scheduled`` for a new attempt; the run stays ``running``
+  with its lease released, so another ``serve`` continues it once they are reconciled); then
+  the process exits;
 - a paused run (approval) is released by its drive; it is claimed again once no approval of
   it is pending (``ledger.queue``), so an approval given on any host continues it.
 """

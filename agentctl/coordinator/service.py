@@ -390,10 +390,9 @@ async def _finish(
 ) -> RunOutcome:
     now = req.clock.now()
     if cancelled and req.stop is not None and req.stop.is_set():
-        # A stopping ``serve``: in-flight effects become uncertain as on cancellation, but the
-        # run stays running, its lease released: another ``serve`` continues it.
-        handed = CancelRun(req.run_id, "running", now, os.getpid(), (), trace_id=req.trace_id)
-        await store.cancel_run(handed)
+        # A stopping ``serve``: in-flight effects end as on cancellation, but the run stays
+        # running (no task cancelled), its lease released: another ``serve`` continues it.
+        await store.cancel_run(_stop(req, live, now, "running", None))
         return RunOutcome(req.run_id, req.trace_id, "released", None, live.errors)
     if cancelled:
         await store.cancel_run(_stop(req, live, now, "cancelled", None))
@@ -445,9 +444,10 @@ async def _run_output(
 
 def _stop(req: DriveRequest, live: Live, now: str, state: str, reason: str | None) -> CancelRun:
     """Stop in-flight work durably: started effects → uncertain (cancelled: those never
-    sent), tasks → cancelled."""
+    sent), tasks → cancelled (none when a ``serve`` hands the run back: ``running``)."""
     unsent = tuple(UnsentEffect(effect_id, error) for effect_id, error in live.unsent.items())
-    tasks, trace, pid = cancellable(live.states), req.trace_id, os.getpid()
+    tasks = cancellable(live.states) if state != "running" else ()
+    trace, pid = req.trace_id, os.getpid()
     return CancelRun(req.run_id, state, now, pid, tasks, reason, trace_id=trace, unsent=unsent)
 
 

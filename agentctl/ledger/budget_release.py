@@ -13,15 +13,19 @@ happened:
   one). Only an ``active`` reservation is settled: an earlier record's is never counted
   again (an uncertain outcome — a timeout, a lost worker or connection — settles nothing, so
   its reservation is still active here);
-- ``release_effect_txn``: an effect whose approval is rejected never runs; its reservation
-  settles with nothing in the rejection's transaction;
+- ``release_effect_txn``: an effect whose approval is rejected never runs, nor one a
+  ``serve``'s hand-back cut before its request left; its reservation settles with nothing in
+  the rejection's (the hand-back's) transaction;
 - ``release_unstarted_txn`` (when a run is stopped for good, in the transaction that ends it:
   cancelled, or ended failed — a failed drive or its wall time): a reservation whose effect
   never started — no effect row, or one ``requested``, ``waiting_for_approval`` or
   ``cancelled`` (a closed approval, or a ``requested`` one the stop cancelled first:
   ``lifecycle._end_unstarted_txn``) that will not run — settles with nothing. A started (now
   ``uncertain``) effect's stays active until it is reconciled: a spend may have happened. A
-  run that stays resumable (paused, blocked, handed back by a ``serve``) keeps them all.
+  run that stays resumable (paused, blocked, handed back by a ``serve``) keeps them all,
+  but for an effect a ``serve``'s hand-back cut before its request left its worker: ended
+  ``cancelled``, it never runs, so ``release_effect_txn`` gives its reservation back there
+  (``ledger.lost.requeue_unsent_txn``; its task's next attempt reserves its own).
 """
 
 from __future__ import annotations
@@ -79,7 +83,8 @@ def release_effect_txn(
     conn: Db, run_id: str, effect_id: str, now: str, trace_id: str | None
 ) -> None:
     """Settle with nothing the active reservation of an effect that will never run (its
-    approval was rejected, by the invocation of ``trace_id``); none active: nothing changes."""
+    approval was rejected, or a hand-back cut it unsent, by the invocation of ``trace_id``);
+    none active: nothing changes."""
     held = _active_held(conn, run_id, effect_id)
     if held is not None:
         settle_budget_txn(conn, run_id, effect_id, {}, now, trace_id=trace_id, held=held)

@@ -337,17 +337,19 @@ def finish_effect_txn(
 
 def cancel_unsent_txn(
     conn: Db, effect_id: str, now: str, *, why: str, trace_id: str | None = None
-) -> None:
+) -> bool:
     """``started`` → ``cancelled``: a stop cut the effect before its request left its worker
     (the worker said so), so it did not happen, saying ``why``; by the stopping invocation,
-    whose trace is ``trace_id``. An effect no longer ``started`` is left as it is."""
+    whose trace is ``trace_id``. An effect no longer ``started`` is left as it is (False)."""
     moved = conn.execute(
         "UPDATE effects SET status = 'cancelled', completed_at = ?, error = ?"
         " WHERE effect_id = ? AND status = 'started'",
         (now, why, effect_id),
     )
-    if moved.rowcount == 1:
-        audit_effect_txn(conn, effect_id, now, trace_id=trace_id)
+    if moved.rowcount != 1:
+        return False
+    audit_effect_txn(conn, effect_id, now, trace_id=trace_id)
+    return True
 
 
 def resolve_waiting_effect_txn(

@@ -14,7 +14,8 @@ Invariants:
   it is observed again;
 - stopping or settling a run releases only a lease its own process holds; a ``serve`` that
   hands its run back leaves a started effect with a durable remote handle started, as a
-  crash would, for the claim that continues the run to observe;
+  crash would, for the claim that continues the run to observe; any stop ends a started
+  effect its worker said was never sent ``cancelled``, never ``uncertain``;
 - a compensation run is never created (nor queued) while an open compensation run of the same
   source holds one of its inverses unfinished: an inverse never runs in two runs at once.
 """
@@ -42,7 +43,7 @@ from agentctl.ledger.artifacts.refs import list_refs
 from agentctl.ledger.budget import WALL_TIME, record_exceeded_txn
 from agentctl.ledger.budget_known import read_known
 from agentctl.ledger.budget_release import release_unstarted_txn
-from agentctl.ledger.lost import judge_lost_txn, park_uncertain_txn
+from agentctl.ledger.lost import judge_lost_txn, park_uncertain_txn, requeue_unsent_txn
 from agentctl.ledger.model import (
     CancelRun,
     DerivedRun,
@@ -248,22 +249,23 @@ def _cancel_unowned_txn(
 
 
 def cancel_run_txn(conn: Db, stop: CancelRun) -> None:
-    """Stop in-flight work durably: started effects → uncertain (their reservations stay
-    active until reconciled), tasks → cancelled saying why; a run stopped for good ends the
-    started effects its workers said were never sent (``stop.unsent``) cancelled, settles
-    the reservations of effects that never started or were never sent with nothing
-    (``budget_release``) and ends with every task terminal (``_close_parked_txn``), in this
-    one transaction. A stopping ``serve`` hands its run back instead (``running``): no task
-    is cancelled, an effect whose remote work has a durable handle stays ``started`` (its
+    """Stop in-flight work durably, in this one transaction: the started effects its workers
+    said were never sent (``stop.unsent``) → cancelled, the other started effects → uncertain
+    (their reservations stay active until reconciled), tasks → cancelled saying why; a run
+    stopped for good settles the reservations of effects that never started or were never
+    sent with nothing (``budget_release``) and ends with every task terminal
+    (``_close_parked_txn``). A stopping ``serve`` hands its run back instead (``running``): no
+    task is cancelled, an effect whose remote work has a durable handle stays ``started`` (its
     task ``running``: the serve that continues the run observes it again, ``ledger.remote``),
-    and each task on an effect made uncertain here is parked ``waiting_for_effect``, as a
-    claim of the run would park it (``ledger.lost``)."""
+    each task on an effect made uncertain here is parked ``waiting_for_effect``, as a claim of
+    the run would park it, and each one never sent gives its reservation back, its task
+    waiting ``retry_scheduled`` for its next attempt (``ledger.lost``)."""
     run_id, now, trace_id = stop.run_id, stop.now, stop.trace_id
-    # A run handed back leaves them to the uncertain below: in a run that goes on, a cancelled
-    # effect would read as its approval rejected when the next drive meets it.
-    if stop.state != "running":
-        for cut in stop.unsent:  # never sent: first, or they would be uncertain
-            effects.cancel_unsent_txn(conn, cut.effect_id, now, why=cut.error, trace_id=trace_id)
+    cancelled = [  # never sent: first, or they would be uncertain
+        cut.effect_id
+        for cut in stop.unsent
+        if effects.cancel_unsent_txn(conn, cut.effect_id, now, why=cut.error, trace_id=trace_id)
+    ]
     stopped = effects.STOPPED_IN_FLIGHT if stop.reason is None else stop.reason
     # A hand-back cut only the observer of remote work with a durable handle: it stays
     # started, and the serve that continues the run observes it again (``ledger.remote``).
@@ -280,6 +282,8 @@ def cancel_run_txn(conn: Db, stop: CancelRun) -> None:
         # effects still run when another ``serve`` continues it, and the tasks its cut
         # effects leave undecided wait for their reconciliation, as a claim would park them
         park_uncertain_txn(conn, run_id, now, trace_id)
+        # (a cancelled effect in a task still running would read as its approval rejected)
+        requeue_unsent_txn(conn, run_id, cancelled, now, trace_id)
     else:
         _close_parked_txn(conn, stop)
         _end_unstarted_txn(conn, run_id, now, stop.reason or RUN_CANCELLED, trace_id)

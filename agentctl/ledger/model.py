@@ -87,8 +87,9 @@ class CancelRun:
     ``state``; the lease held by ``pid`` is released in the same transaction. ``state``
     ``running`` keeps the run's state (a stopping ``serve`` hands the run back to the queue).
     ``trace_id``: the stopping drive's, named by every event written here. ``unsent``: the
-    started effects whose worker said the stop cut them before their request left
-    it: a run stopped for good ends them ``cancelled`` (nothing happened), not uncertain.
+    started effects whose worker said the stop cut them before their request left it: they
+    end ``cancelled`` (nothing happened), not uncertain — in a run handed back, their
+    reservations given back and their tasks ``retry_scheduled`` (``ledger.lost``).
     """
 
     run_id: str
