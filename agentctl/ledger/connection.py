@@ -335,7 +335,9 @@ def connect(
     """A raw connection with the session pragmas; checks the file (foreign, future version,
     and with ``verify`` corrupt pages) before anything could write to it."""
     conn = sqlite3.connect(
-        path,
+        # Absolute: SQLite reads the bare name ":memory:" as a private in-memory database,
+        # not the file of that name this ledger was created as (its writes would vanish).
+        os.path.abspath(path),
         timeout=busy_timeout_ms / 1000,
         isolation_level=None,
         check_same_thread=False,

@@ -89,3 +89,19 @@ def test_no_form_of_url_password_is_ever_printed(
     assert "Traceback" not in shown and "127.0.0.1" in shown, done
     for secret in secrets:
         assert secret not in shown, done
+
+
+@pytest.mark.parametrize("name", [":memory:", "./:memory:"])
+def test_a_db_file_named_like_sqlite_memory_keeps_what_is_written(
+    cli: Cli, tmp_path: Path, name: str
+) -> None:
+    # SQLite opens the name ":memory:" as a private in-memory database. The ledger creates the
+    # file of that name, so every connection must open that file: else a write is reported
+    # done and lost with the process, and a read finds no tables (exit 5).
+    wrote = cli("--output", "json", "memory", "put", "ns", "k", "7", "--db", name)
+    assert wrote.rc == 0, wrote
+    read = cli("--output", "json", "memory", "get", "ns", "k", "--db", name)
+    assert read.rc == 0 and read.data["value"] == 7, read
+    listed = cli("--output", "json", "runs", "list", "--db", name)
+    assert listed.rc == 0 and listed.data == {"runs": []}, listed
+    assert (tmp_path / ":memory:").is_file()
