@@ -16,12 +16,14 @@ inherited variable.
 from __future__ import annotations
 
 import os
+import re
 
 from agentctl.errors import ValidationError
 from agentctl.render import Settings
 
 _VALUE_FLAGS = {"--output": ("human", "json", "jsonl"), "--color": ("auto", "always", "never")}
 _PACK_FLAGS = ("--offline", "--locked")  # pack resolution modes, global like --verbose
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")  # as clikit and core.dburl tell a URL
 _SHOWN_CHARS = 60  # of a value echoed in an error (an --inputs JSON may be long)
 
 
@@ -166,8 +168,17 @@ def _db_key(value: str) -> str:
 
 
 def _set_artifacts(value: str) -> None:
+    """``--artifacts DIR``: a local (shared) directory. A URL is refused, as for ``--db`` and
+    every path argument: ``abspath`` would make ``https://h/a`` the directory ``./https:/h/a``."""
     if not value.strip():
         raise ValidationError("--artifacts is empty; give the shared artifact directory")
+    url = _URL.match(value)
+    if url:
+        scheme = url.group(1)
+        raise ValidationError(
+            f"--artifacts {scheme}://… is a URL ({scheme} is a URL scheme); give a local "
+            "directory (URLs are not fetched; write ./NAME for a local directory of that name)"
+        )
     os.environ["AGENTCTL_ARTIFACTS"] = os.path.abspath(value)
 
 

@@ -73,3 +73,21 @@ def test_db_encryption_on_postgresql_is_refused_before_anything_is_created(
         tables = conn.execute("SELECT COUNT(*) FROM pg_tables WHERE schemaname = 'public'")
         assert tables.fetchone() == (0,)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_url_for_artifacts_exits_2_and_creates_nothing(
+    cli: Cli, tmp_path: Path, pg_url: str
+) -> None:
+    # --artifacts names a shared directory; a URL there (an object store a script meant) was
+    # taken as the relative path "https:/…": the run kept its blobs in a directory "https:"
+    # under the cwd, which no other host sees.
+    shutil.copy(REPO / "examples" / "hello.yaml", tmp_path / "hello.yaml")
+    env = {"AGENTCTL_DB": pg_url}
+    for where in (
+        ["--artifacts", "https://share.example/a", "run"],
+        ["run", "--artifacts=s3://b/a"],
+    ):
+        done = cli("--output", "json", *where, "hello.yaml", env=env)
+        assert done.rc == 2, done
+        assert "is a URL" in done.error["error"]["message"], done
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["hello.yaml"], done
