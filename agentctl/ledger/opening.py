@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 
-from agentctl.core.dburl import is_postgres_url
+from agentctl.core.dburl import is_postgres_url, url_scheme
+from agentctl.errors import ValidationError
 from agentctl.ledger.connection import DEFAULT_BUSY_TIMEOUT_MS
 from agentctl.ledger.service import LedgerService
 from agentctl.ledger.sqlite_ledger import open_sqlite_ledger
@@ -34,8 +35,21 @@ def open_ledger(
     if isinstance(db, str) and is_postgres_url(db):
         from agentctl.ledger.pg.ledger import open_pg_ledger
 
-        root = artifacts or os.environ.get(ARTIFACTS_ENV) or None
+        root = artifacts or _artifacts_env()
         return open_pg_ledger(db, artifacts=root, target_version=target_version)
     return open_sqlite_ledger(
         db, busy_timeout_ms=busy_timeout_ms, target_version=target_version, verify=verify
     )
+
+
+def _artifacts_env() -> str | None:
+    """``$AGENTCTL_ARTIFACTS``, a local directory: a URL is refused (exit 2), as the CLI
+    refuses one for ``--artifacts``, rather than opened as the relative directory ``https:``."""
+    value = os.environ.get(ARTIFACTS_ENV) or None
+    scheme = url_scheme(value) if value else None
+    if scheme:
+        raise ValidationError(
+            f"{ARTIFACTS_ENV} {scheme}://… is a URL ({scheme} is a URL scheme); give a local "
+            "directory (URLs are not fetched; write ./NAME for a local directory of that name)"
+        )
+    return value

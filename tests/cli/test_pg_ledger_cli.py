@@ -91,3 +91,16 @@ def test_a_url_for_artifacts_exits_2_and_creates_nothing(
         assert done.rc == 2, done
         assert "is a URL" in done.error["error"]["message"], done
         assert sorted(p.name for p in tmp_path.iterdir()) == ["hello.yaml"], done
+
+
+def test_a_url_in_agentctl_artifacts_exits_2_and_creates_nothing(
+    cli: Cli, tmp_path: Path, pg_url: str
+) -> None:
+    # The variable is the flag's fallback on PostgreSQL: a URL there was the directory "https:".
+    shutil.copy(REPO / "examples" / "hello.yaml", tmp_path / "hello.yaml")
+    env = {"AGENTCTL_DB": pg_url, "AGENTCTL_ARTIFACTS": "https://share.example/a"}
+    done = cli("--output", "json", "run", "hello.yaml", env=env)
+    assert done.rc == 2, done
+    assert "AGENTCTL_ARTIFACTS" in done.error["error"]["message"], done
+    assert "is a URL" in done.error["error"]["message"], done
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hello.yaml"], done
