@@ -2,9 +2,9 @@
 
 Invariants: ``schema`` and ``migrate`` create no state; ``--write P`` replaces P atomically
 (temporary file + rename, parents created, the mode of a plain write) and never writes
-anything else; ``migrate`` refuses to write a
-document that does not compile to the same tasks (order and definition fingerprints) as its
-source. ``runs analyze`` and ``runs upgrade --dry-run`` only read the database.
+anything else, nor over a SQLite database (a ledger) or its write-ahead log; ``migrate``
+refuses to write a document that does not compile to the same tasks (order and definition
+fingerprints) as its source. ``runs analyze`` and ``runs upgrade --dry-run`` only read the database.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ def _write(path: Path, text: str) -> None:
     An existing device or FIFO (``--write /dev/null``) is written to, never replaced: renaming
     over it would replace the node itself (a FIFO with no reader blocks, as a plain write
     does). A symbolic link is followed: the file it names is replaced, the link stays. A
-    directory is refused. Otherwise ``_replace``."""
+    directory is refused, and so is a SQLite database (``_refuse_database``). Otherwise
+    ``_replace``."""
     try:
         found = path.stat()
     except FileNotFoundError:
@@ -50,6 +51,8 @@ def _write(path: Path, text: str) -> None:
         raise ValidationError(f"cannot write {path}: {exc.strerror or exc}") from exc
     if found is not None and stat.S_ISDIR(found.st_mode):
         raise ValidationError(f"cannot write {path}: it is a directory")
+    if found is not None and stat.S_ISREG(found.st_mode):
+        _refuse_database(path)
     if found is not None and not stat.S_ISREG(found.st_mode):
         try:
             with path.open("w", encoding="utf-8") as handle:
@@ -58,6 +61,26 @@ def _write(path: Path, text: str) -> None:
             raise ValidationError(f"cannot write {path}: {exc.strerror or exc}") from exc
         return
     _replace(path.resolve() if path.is_symlink() else path, text)
+
+
+# The first bytes of a SQLite database file and of its write-ahead log (both byte orders).
+_SQLITE_MAGIC = (b"SQLite format 3\x00", b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83")
+
+
+def _refuse_database(path: Path) -> None:
+    """A SQLite database (a ledger: the default ``.agentctl/runtime.db`` or any ``--db``) or
+    its WAL is never a document to replace: replacing it would erase every run it records.
+    ``schema`` and ``migrate`` take no ``--db``, so the file's own first bytes tell."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(16)
+    except OSError:
+        return  # unreadable here (mode -w-): replacing needs no read, as before; not ours
+    if head.startswith(_SQLITE_MAGIC):
+        raise ValidationError(
+            f"refusing to write to {path}: it is a SQLite database (an agentctl ledger, or its "
+            "write-ahead log); replacing it would destroy what it records, so nothing was written"
+        )
 
 
 def _replace(path: Path, text: str) -> None:

@@ -75,6 +75,28 @@ def test_write_goes_through_a_device_and_a_link_never_replacing_them(
     assert refused.rc == 2 and "is a directory" in refused.stderr
 
 
+@pytest.mark.sqlite_only(reason="the ledger file overwritten here is a SQLite database")
+@pytest.mark.parametrize("command", [["schema"], ["migrate", "hello.yaml"]])
+def test_write_never_replaces_a_ledger(cli: Cli, tmp_path: Path, command: list[str]) -> None:
+    # `--write .agentctl/runtime.db` (a mistyped destination in a script) replaced the ledger
+    # with the document: every run's history gone, exit 0. A SQLite database, or its WAL, is
+    # never a document to replace: exit 2, the ledger unchanged.
+    (tmp_path / "hello.yaml").write_bytes((EXAMPLES / "hello.yaml").read_bytes())
+    ran = cli("--output", "json", "run", "hello.yaml")
+    assert ran.rc == 0, ran.stderr
+    ledger = tmp_path / ".agentctl" / "runtime.db"
+    for target in (ledger, tmp_path / "copy.db"):
+        if target != ledger:
+            target.write_bytes(ledger.read_bytes())
+        before = target.read_bytes()
+        refused = cli("--output", "json", *command, "--write", str(target))
+        assert refused.rc == 2, refused
+        assert "SQLite database" in refused.error["error"]["message"], refused
+        assert target.read_bytes() == before
+    listed = cli("--output", "json", "runs", "list")
+    assert [r["runId"] for r in listed.data["runs"]] == [ran.data["runId"]], listed
+
+
 @pytest.mark.parametrize("name", V1ALPHA1)
 def test_migrate_every_example_to_v1(cli: Cli, tmp_path: Path, name: str) -> None:
     source = (EXAMPLES / name).read_text(encoding="utf-8")
