@@ -15,8 +15,8 @@ Invariants:
   excludes other processes (and other ``ProcessLock`` objects on the same file, whose
   descriptors are their own); it does not order this process's threads against each other;
 - the standard library only (``fcntl``): the filelock package's import (logging, secrets,
-  decimal and ~20 modules of its own) cost more than the setup the first lock guards, and its
-  acquire and release ~0.1 ms a time, about 2% of a ``builtin.write`` step (ADR 0016).
+  decimal and ~20 modules of its own) cost more than the setup the first lock guards, and each
+  take of its lock ~0.5 ms of coordinator CPU in a ``builtin.write`` step (ADR 0016).
 """
 
 from __future__ import annotations
