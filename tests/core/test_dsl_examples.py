@@ -263,7 +263,8 @@ def test_yaml_1_1_scalars_stay_strings() -> None:
     assert gate_with["d"] == "2024-01-01"
     assert gate_with["y"] == "yes" and gate_with["o"] == "off"
     assert gate_with["t"] == "12:30"
-    assert gate_with["n"] == 10 and gate_with["z"] is None
+    # Not YAML 1.1's octal 8, nor the core schema's 10: the original's reader keeps the text.
+    assert gate_with["n"] == "010" and gate_with["z"] is None
 
 
 def test_locate_returns_deepest_known_prefix() -> None:

@@ -69,12 +69,47 @@ def test_scalar_typing_matches_the_exact_path() -> None:
     value = parse_fast(TRICKY)
     assert value is not None
     vars_ = value.value["spec"]["vars"]
-    assert vars_["ints"] == [0, -3, 4, 15, 31, 7]
+    assert vars_["ints"] == [0, -3, 4, 15, 31, "007"]  # a leading zero keeps it text
     assert vars_["bools"] == [True, True, True, False, False, False]
     assert vars_["nulls"] == [None, None, None, None]  # a trailing comma adds nothing
     assert vars_["quoted"] == ["true", "1", "null", ""]
     assert value.value["metadata"]["labels"] == {"a": "1", "b": "yes", "c": "on", "d": "2024-01-01"}
     assert value.plain_texts["metadata.name"] == "1.10"
+
+
+@pytest.mark.parametrize(
+    ("plain", "value"),
+    [
+        # digits with a redundant leading zero are text, as serde_yaml (the original) reads them
+        ("007", "007"),
+        ("-01", "-01"),
+        ("+01", "+01"),
+        ("00", "00"),
+        ("0", 0),
+        ("-0", 0),
+        ("00.5", 0.5),
+        ("01e3", 1000.0),
+        # binary, and the radix forms with a sign, are integers there too
+        ("0b101", 5),
+        ("-0b101", -5),
+        ("-0x1F", -31),
+        ("+0x1F", 31),
+        ("-0o17", -15),
+        ("+0o17", 15),
+        # an upper-case prefix or a bare one stays text
+        ("0X1F", "0X1F"),
+        ("0B1", "0B1"),
+        ("0x", "0x"),
+        ("0b", "0b"),
+    ],
+)
+def test_numbers_read_as_the_original_reads_them(plain: str, value: object) -> None:
+    text = f"v: {plain}\nl: [{plain}]\n"
+    _both(text)
+    fast = parse_fast(text)
+    assert fast is not None
+    assert fast.value == {"v": value, "l": [value]}
+    assert type(fast.value["v"]) is type(value)
 
 
 @pytest.mark.parametrize(

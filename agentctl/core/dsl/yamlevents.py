@@ -90,7 +90,7 @@ def _plain_scalar(text: str) -> tuple[Any, bool]:
     first = text[:1]
     if first.isascii() and first.isalpha() and text not in _WORDS and "\n" not in text:
         return text, False
-    if text.isdigit() and text.isascii() and len(text) <= MAX_INT_CHARS:
+    if text.isdigit() and text.isascii() and len(text) <= MAX_INT_CHARS and text[0] != "0":
         return int(text), True
     return _by_patterns(text)
 

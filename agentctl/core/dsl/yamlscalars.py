@@ -5,6 +5,11 @@ or floats — a YAML 1.2 "core"-like schema: ``2024-01-01`` and ``yes``/``no``/`
 stay strings, only ``true``/``false`` (and their ``True``/``TRUE``/``False``/``FALSE``
 spellings) are booleans. ``yamlload`` registers these patterns with PyYAML's resolver (the
 exact path); ``yamlevents`` applies them itself (the fast path). Pure: no I/O.
+
+Numbers are read as the original's YAML reader (serde_yaml) reads them, where it departs
+from the core schema: digits with a redundant leading zero (``007``, ``-01``, ``00``) are
+text, not the integer 7 — a zip code or an id keeps its zeros; ``0b101`` is binary, and the
+radix forms take a sign (``-0x1F``, ``+0o17``).
 """
 
 from __future__ import annotations
@@ -14,9 +19,10 @@ import re
 TAG = "tag:yaml.org,2002:"
 NULL_RE = re.compile(r"^(?:~|null|Null|NULL|)$")
 BOOL_RE = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
-INT_RE = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+# ``[-+]?0[0-9]+`` (a redundant leading zero) is no number at all: see the module docstring.
+INT_RE = re.compile(r"^[-+]?(?:0|[1-9][0-9]*|0o[0-7]+|0x[0-9a-fA-F]+|0b[01]+)$")
 FLOAT_RE = re.compile(
-    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"^(?![-+]?0[0-9]+$)(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
     r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
 )
 # PyYAML keys implicit resolvers by first character (None: any first character).
@@ -30,13 +36,13 @@ MAX_INT_CHARS = 40
 
 
 def to_int(text: str) -> int:
-    """The value of an ``INT_RE`` text (decimal, ``0o`` octal or ``0x`` hexadecimal)."""
+    """The value of an ``INT_RE`` text (decimal, ``0o`` octal, ``0x`` hex or ``0b`` binary,
+    each with an optional sign)."""
     sign = -1 if text.startswith("-") else 1
     body = text.lstrip("+-")
-    if body.startswith("0x"):
-        return int(body[2:], 16)
-    if body.startswith("0o"):
-        return int(body[2:], 8)
+    radix = {"0x": 16, "0o": 8, "0b": 2}.get(body[:2])
+    if radix is not None:
+        return sign * int(body[2:], radix)
     return sign * int(body, 10)
 
 

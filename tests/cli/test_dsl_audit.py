@@ -1,0 +1,48 @@
+"""Workflows written for the original agentctl, run through the CLI as a user runs them.
+
+Found by an audit of spec/dsl.md against ``check``/``plan``/``run``: each test is a document
+the original reads one way and an earlier build of ours read another.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Cli
+
+pytestmark = pytest.mark.sqlite_only(reason="the workflow language, not the ledger backend")
+
+HEAD = "apiVersion: agentctl.dev/v1alpha1\nkind: Workflow\nmetadata: { name: audit }\nspec:\n"
+
+
+def _write(tmp_path: Path, text: str) -> str:
+    (tmp_path / "wf.yaml").write_text(HEAD + text, encoding="utf-8")
+    return "wf.yaml"
+
+
+def test_plain_numbers_are_read_as_the_original_reads_them(cli: Cli, tmp_path: Path) -> None:
+    # serde_yaml, the original's reader: a leading zero makes digits text (a zip code, an
+    # id), `0b` is binary and the radix forms take a sign.
+    wf = _write(
+        tmp_path,
+        """\
+  actions: { put: { kind: builtin.assign } }
+  tasks:
+    - id: a
+      uses: action:put
+      with: { zip: 01234, agent: 007, zero: 0, mask: 0b101, neg: -0x1F, pos: +0o17, n: 10 }
+""",
+    )
+    run = cli("--output", "json", "run", wf, "--db", "db.sqlite")
+    assert run.rc == 0, run.stderr
+    assert run.data["output"]["a"]["output"] == {
+        "zip": "01234",
+        "agent": "007",
+        "zero": 0,
+        "mask": 5,
+        "neg": -31,
+        "pos": 15,
+        "n": 10,
+    }
