@@ -41,7 +41,12 @@ from typing import Any
 
 from agentctl.cli_schemacache import prepare_workflow_model
 from agentctl.clikit import MAX_CLI_FILE_BYTES, collect_from_now, read_cli_file
-from agentctl.core.compiler import CapturedVars, compile_workflow, foreach_shadow_warnings
+from agentctl.core.compiler import (
+    CapturedVars,
+    compile_workflow,
+    condition_read_warnings,
+    foreach_shadow_warnings,
+)
 from agentctl.core.compiler.variables import CLI_VARS, VarLayer
 from agentctl.core.dsl import load_workflow
 from agentctl.core.dsl.diagnostics import Locator
@@ -307,7 +312,7 @@ def compile_with_vars(
     # The compile's own warnings (a document that compiles): after the loader's, as found.
     shadowed = foreach_shadow_warnings(
         source.document, captured, file=str(path), locate=source.locate
-    )
+    ) + condition_read_warnings(source.document, file=str(path), locate=source.locate)
     if shadowed:
         source = replace(source, warnings=[*source.warnings, *shadowed])
     return source, plan

@@ -6,6 +6,7 @@ the original reads one way and an earlier build of ours read another.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,44 @@ def test_plain_numbers_are_read_as_the_original_reads_them(cli: Cli, tmp_path: P
         "pos": 15,
         "n": 10,
     }
+
+
+CONDITION_WF = """\
+  runtime: { maxConcurrency: 2 }
+  actions: { put: { kind: builtin.assign } }
+  tasks:
+    - { id: b, uses: action:put, with: { x: 1 } }
+    - { id: c, uses: action:put, needs: [b] }
+    - id: a
+      uses: action:put
+      NEEDS
+      when: "${{ tasks.b.output.output.x }}"
+"""
+
+
+def test_a_condition_reading_a_task_it_does_not_need_is_warned(cli: Cli, tmp_path: Path) -> None:
+    # Accepted, as the original accepts it, but whether `b` has finished when `a`'s condition
+    # is evaluated depends on order and concurrency: here they run side by side and `a` fails.
+    wf = _write(tmp_path, CONDITION_WF.replace("NEEDS", "needs: []"))
+    check = cli("--output", "json", "check", wf)
+    assert check.rc == 0, check.stderr
+    (warning,) = json.loads(check.stdout)["diagnostics"]
+    assert warning["severity"] == "warning"
+    assert warning["path"] == "spec.tasks.2.when"
+    assert (warning["line"], warning["column"]) == (13, 13)
+    assert "without needing `b`" in warning["message"]
+    assert warning["help"] == "add b to the needs of a"
+    run = cli("--output", "json", "run", wf, "--db", "db.sqlite")
+    assert run.rc == 4
+    assert "undefined value `tasks.b.output.output.x`" in run.error["error"]["message"]
+
+
+def test_a_condition_reading_a_transitive_dependency_is_not_warned(
+    cli: Cli, tmp_path: Path
+) -> None:
+    wf = _write(tmp_path, CONDITION_WF.replace("NEEDS", "needs: [c]"))
+    check = cli("--output", "json", "check", wf)
+    assert check.rc == 0, check.stderr
+    assert json.loads(check.stdout)["diagnostics"] == []
+    run = cli("--output", "json", "run", wf, "--db", "db.sqlite")
+    assert run.rc == 0, run.stderr

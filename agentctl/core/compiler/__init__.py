@@ -2,13 +2,15 @@
 
 Public API: ``compile_workflow``, ``plan_to_json``, ``check_result_json``, ``child_id``
 (the pinned expanded-child id rule), ``CapturedVars`` (var files and CLI variables read
-by the caller before compiling) and ``foreach_shadow_warnings`` (the warnings of a document
-that compiles: a shared variable a foreach item hides). Pure: no I/O, clock or randomness.
+by the caller before compiling), ``foreach_shadow_warnings`` and ``condition_read_warnings``
+(the warnings of a document that compiles: a shared variable a foreach item hides; a
+condition reading a task it does not depend on). Pure: no I/O, clock or randomness.
 """
 
 from __future__ import annotations
 
 from agentctl.core.compiler.compile import compile_workflow
+from agentctl.core.compiler.condreads import condition_read_warnings
 from agentctl.core.compiler.expand import child_id
 from agentctl.core.compiler.render_plan import check_result_json, plan_to_json
 from agentctl.core.compiler.shadowing import foreach_shadow_warnings
@@ -19,6 +21,7 @@ __all__ = [
     "check_result_json",
     "child_id",
     "compile_workflow",
+    "condition_read_warnings",
     "foreach_shadow_warnings",
     "plan_to_json",
 ]
