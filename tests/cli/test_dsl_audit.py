@@ -88,3 +88,22 @@ def test_a_condition_reading_a_transitive_dependency_is_not_warned(
     assert json.loads(check.stdout)["diagnostics"] == []
     run = cli("--output", "json", "run", wf, "--db", "db.sqlite")
     assert run.rc == 0, run.stderr
+
+
+def test_migrate_quotes_strings_the_reader_would_take_as_numbers(cli: Cli, tmp_path: Path) -> None:
+    # YAML 1.1 (the writer's rules) has no `0o` octal; our reader has: written plain, "0o17"
+    # would come back as 15 and migrate refused the document ("would change its tasks").
+    (tmp_path / "old.yaml").write_text(
+        """\
+playbook: legacy
+modules: { put: { kind: builtin.assign } }
+tasks:
+  - { id: a, uses: "module:put", with: { o: "0o17", p: "+0o17", q: "007", n: 15 } }
+""",
+        encoding="utf-8",
+    )
+    migrated = cli("--output", "json", "migrate", "old.yaml", "--write", "new.yaml")
+    assert migrated.rc == 0, migrated.stderr
+    run = cli("--output", "json", "run", "new.yaml", "--db", "db.sqlite")
+    assert run.rc == 0, run.stderr
+    assert run.data["output"]["a"]["output"] == {"o": "0o17", "p": "+0o17", "q": "007", "n": 15}

@@ -9,6 +9,9 @@ Invariants:
 - the source must load (``load_workflow``) and so must the result; a migration never produces
   a document ``check`` would reject;
 - a document already at the target version comes back byte for byte, with no changes listed;
+- a string of a translated document is written plain only where both YAML 1.1 (PyYAML's
+  ``safe_dump`` rules) and our reader (``yamlscalars``) read the plain text back as that
+  string: ``"0o17"`` or ``"+0o17"`` is quoted, never re-read as the number 15;
 - pure: text in, text out.
 """
 
@@ -21,9 +24,30 @@ import yaml
 from agentctl.core.dsl import load_workflow
 from agentctl.core.dsl.legacy import is_legacy
 from agentctl.core.dsl.yamlload import decode_source, parse_yaml
+from agentctl.core.dsl.yamlscalars import (
+    BOOL_FIRST,
+    BOOL_RE,
+    FLOAT_FIRST,
+    FLOAT_RE,
+    INT_FIRST,
+    INT_RE,
+    NULL_RE,
+    TAG,
+)
 
 TARGET = "agentctl.dev/v1"
 _OLD = "agentctl.dev/v1alpha1"
+
+
+class _Dumper(yaml.SafeDumper):
+    """``safe_dump``'s writer, also quoting a string our reader would type (module docstring)."""
+
+
+# Added after SafeDumper's own resolvers: a plain text either set types is quoted.
+_Dumper.add_implicit_resolver(TAG + "null", NULL_RE, None)
+_Dumper.add_implicit_resolver(TAG + "bool", BOOL_RE, list(BOOL_FIRST))
+_Dumper.add_implicit_resolver(TAG + "int", INT_RE, list(INT_FIRST))
+_Dumper.add_implicit_resolver(TAG + "float", FLOAT_RE, list(FLOAT_FIRST))
 
 
 @dataclass(frozen=True)
@@ -42,7 +66,9 @@ def migrate_source(source: str | bytes, file: str | None = None) -> Migration:
     text = decode_source(source, file)
     if is_legacy(parse_yaml(text, file).value):
         document = {**loaded.raw, "apiVersion": TARGET}  # the translation, defaults left out
-        migrated = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=100)
+        migrated = yaml.dump(
+            document, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100
+        )
         changes = ("translated the legacy playbook document", f"apiVersion set to {TARGET}")
         result = Migration(migrated, "legacy", TARGET, changes)
     elif loaded.document["apiVersion"] == _OLD:
