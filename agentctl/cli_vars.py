@@ -46,6 +46,7 @@ from agentctl.core.compiler import (
     compile_workflow,
     condition_read_warnings,
     foreach_shadow_warnings,
+    unused_invocation_input_warnings,
 )
 from agentctl.core.compiler.variables import CLI_VARS, VarLayer
 from agentctl.core.dsl import load_workflow
@@ -312,7 +313,9 @@ def compile_with_vars(
     # The compile's own warnings (a document that compiles): after the loader's, as found.
     shadowed = foreach_shadow_warnings(
         source.document, captured, file=str(path), locate=source.locate
-    ) + condition_read_warnings(source.document, file=str(path), locate=source.locate)
+    )
+    for warnings in (condition_read_warnings, unused_invocation_input_warnings):
+        shadowed += warnings(source.document, file=str(path), locate=source.locate)
     if shadowed:
         source = replace(source, warnings=[*source.warnings, *shadowed])
     return source, plan

@@ -107,3 +107,37 @@ tasks:
     run = cli("--output", "json", "run", "new.yaml", "--db", "db.sqlite")
     assert run.rc == 0, run.stderr
     assert run.data["output"]["a"]["output"] == {"o": "0o17", "p": "+0o17", "q": "007", "n": 15}
+
+
+def test_a_sub_workflow_input_nothing_takes_is_warned(cli: Cli, tmp_path: Path) -> None:
+    # `wrd` for `word`: accepted (the boundary takes any key, as in the original), but the
+    # default is used in silence; a key declared by `inputs` or `inputSchema`, or read, is fine.
+    wf = _write(
+        tmp_path,
+        """\
+  actions: { put: { kind: builtin.assign } }
+  subworkflows:
+    shout:
+      version: 0.1.0
+      inputs: { word: hey }
+      inputSchema: { type: object, properties: { tone: { type: string } } }
+      outputs: { loud: "${{ inputs.word }}${{ inputs.mark }}" }
+      tasks: [ { id: echo, uses: action:put } ]
+  outputs: { loud: "${{ tasks.wrap.output.loud }}" }
+  tasks:
+    - id: wrap
+      uses: workflow:shout
+      with: { wrd: hi, tone: calm, mark: "!" }
+""",
+    )
+    check = cli("--output", "json", "check", wf)
+    assert check.rc == 0, check.stderr
+    (warning,) = json.loads(check.stdout)["diagnostics"]
+    assert warning["severity"] == "warning"
+    assert warning["path"] == "spec.tasks.0.with.wrd"
+    assert (warning["line"], warning["column"]) == (17, 20)
+    assert "neither declares nor reads input `wrd`" in warning["message"]
+    assert warning["help"] == "did you mean `word`?"
+    run = cli("--output", "json", "run", wf, "--db", "db.sqlite")
+    assert run.rc == 0, run.stderr
+    assert run.data["output"] == {"loud": "hey!"}

@@ -91,7 +91,7 @@ def flatten_tasks(doc: dict[str, Any], diags: Collector) -> list[Source]:
     return out
 
 
-def _input_reads(definition: Any, base: str) -> Iterator[tuple[str, str]]:
+def input_reads(definition: Any, base: str) -> Iterator[tuple[str, str]]:
     """``(dotted path, input name)`` of every ``inputs.NAME`` the definition's own tasks and
     ``outputs`` read, in the places flattening rewrites (a bare ``when`` included)."""
     for index, child in enumerate(definition.get("tasks") or []):
@@ -167,7 +167,7 @@ class _Flattener:
         given = task.get("with")
         known = {*(definition.get("inputs") or {}), *(given if isinstance(given, dict) else {})}
         base = f"spec.subworkflows.{name}"
-        for where, missing in _input_reads(definition, base):
+        for where, missing in input_reads(definition, base):
             if missing not in known:
                 self.diags.add(
                     "missing_reference",
