@@ -44,16 +44,41 @@ def _conditions(task: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
         yield "loop.while", loop["while"]
 
 
-def _ancestors(task_id: str, needs: Mapping[str, list[str]]) -> set[str]:
-    """Every task ``task_id`` transitively needs (cycle-safe)."""
-    seen: set[str] = set()
-    stack = list(needs.get(task_id, []))
-    while stack:
-        current = stack.pop()
-        if current not in seen:
-            seen.add(current)
-            stack.extend(needs.get(current, []))
-    return seen
+class _Ancestry:
+    """Each task's transitive needs as a bit set over its scope's tasks, built on demand and
+    memoized: one pass over the graph however many conditions ask (a chain of n conditional
+    tasks costs n unions of machine words, not n walks of the chain); cycle-safe."""
+
+    def __init__(self, needs: Mapping[str, list[str]]) -> None:
+        self._needs = needs
+        self._bit = {task: 1 << i for i, task in enumerate(needs)}
+        self._memo: dict[str, int] = {}
+
+    def needs(self, task: str, other: str) -> bool:
+        """Whether ``task`` transitively needs ``other`` (a task of the scope)."""
+        return bool(self._of(task) & self._bit[other])
+
+    def _of(self, task: str) -> int:
+        memo, bit, visiting = self._memo, self._bit, set[str]()
+        stack = [task]
+        while stack:  # iterative post-order: a 10,000-task chain is deeper than the stack
+            current = stack[-1]
+            if current in memo:
+                stack.pop()
+                continue
+            parents = [n for n in self._needs.get(current, ()) if n in bit]
+            todo = [n for n in parents if n not in memo and n not in visiting]
+            if todo and current not in visiting:
+                visiting.add(current)
+                stack.extend(todo)
+                continue
+            bits = 0
+            for parent in parents:  # a parent still being visited is a cycle: left out
+                bits |= bit[parent] | memo.get(parent, 0)
+            memo[current] = bits
+            visiting.discard(current)
+            stack.pop()
+        return memo[task]
 
 
 def condition_read_warnings(
@@ -68,13 +93,14 @@ def condition_read_warnings(
             for t in tasks
             if isinstance(t, dict)
         }
+        ancestry = _Ancestry(needs)
         for index, task in enumerate(tasks):
             if not isinstance(task, dict):
                 continue
             reader = str(task.get("id"))
             for where, text in _conditions(task):
                 for read in condition_tasks(text):
-                    if read in needs and read not in _ancestors(reader, needs):
+                    if read in needs and not ancestry.needs(reader, read):
                         diags.add(
                             "invalid_template",
                             f"task `{reader}` condition reads tasks.{read}.output without "

@@ -45,6 +45,7 @@ def unused_invocation_input_warnings(
     spec = doc.get("spec") or {}
     definitions = spec.get("subworkflows") or {}
     diags = Collector(file, locate)  # (it locates each path; its findings become warnings)
+    taken_by: dict[str, set[str]] = {}  # per definition, however often it is invoked
     for prefix, index, task in authored_tasks(spec):
         uses = str(task.get("uses", "")) if isinstance(task, dict) else ""
         name = uses.removeprefix("workflow:")
@@ -52,7 +53,7 @@ def unused_invocation_input_warnings(
         given = task.get("with") if isinstance(definition, dict) else None
         if not isinstance(given, dict) or not isinstance(definition, dict):
             continue
-        taken = _taken(name, definition)
+        taken = taken_by.get(name) or taken_by.setdefault(name, _taken(name, definition))
         for key in given:
             if key not in taken:
                 close = difflib.get_close_matches(key, sorted(taken), n=1)
