@@ -53,7 +53,9 @@ def unused_invocation_input_warnings(
         given = task.get("with") if isinstance(definition, dict) else None
         if not isinstance(given, dict) or not isinstance(definition, dict):
             continue
-        taken = taken_by.get(name) or taken_by.setdefault(name, _taken(name, definition))
+        if name not in taken_by:
+            taken_by[name] = _taken(name, definition)
+        taken = taken_by[name]
         for key in given:
             if key not in taken:
                 close = difflib.get_close_matches(key, sorted(taken), n=1)

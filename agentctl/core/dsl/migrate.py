@@ -24,16 +24,7 @@ import yaml
 from agentctl.core.dsl import load_workflow
 from agentctl.core.dsl.legacy import is_legacy
 from agentctl.core.dsl.yamlload import decode_source, parse_yaml
-from agentctl.core.dsl.yamlscalars import (
-    BOOL_FIRST,
-    BOOL_RE,
-    FLOAT_FIRST,
-    FLOAT_RE,
-    INT_FIRST,
-    INT_RE,
-    NULL_RE,
-    TAG,
-)
+from agentctl.core.dsl.yamlscalars import add_implicit_resolvers
 
 TARGET = "agentctl.dev/v1"
 _OLD = "agentctl.dev/v1alpha1"
@@ -44,10 +35,7 @@ class _Dumper(yaml.SafeDumper):
 
 
 # Added after SafeDumper's own resolvers: a plain text either set types is quoted.
-_Dumper.add_implicit_resolver(TAG + "null", NULL_RE, None)
-_Dumper.add_implicit_resolver(TAG + "bool", BOOL_RE, list(BOOL_FIRST))
-_Dumper.add_implicit_resolver(TAG + "int", INT_RE, list(INT_FIRST))
-_Dumper.add_implicit_resolver(TAG + "float", FLOAT_RE, list(FLOAT_FIRST))
+add_implicit_resolvers(_Dumper)
 
 
 @dataclass(frozen=True)

@@ -50,15 +50,13 @@ from yaml.scanner import Scanner
 
 from agentctl.core.dsl.yamlevents import parse_fast
 from agentctl.core.dsl.yamlscalars import (
-    BOOL_FIRST,
     BOOL_RE,
-    FLOAT_FIRST,
     FLOAT_RE,
-    INT_FIRST,
     INT_RE,
     MAX_INT_CHARS,
     NULL_RE,
     TAG,
+    add_implicit_resolvers,
     to_float,
     to_int,
 )
@@ -88,11 +86,7 @@ class _Resolver(BaseResolver):
     """Implicit typing of plain scalars: null, bool, int, float; everything else is a string."""
 
 
-# PyYAML keys implicit resolvers by first character; None means "any first character".
-_Resolver.add_implicit_resolver(TAG + "null", NULL_RE, None)
-_Resolver.add_implicit_resolver(TAG + "bool", BOOL_RE, list(BOOL_FIRST))
-_Resolver.add_implicit_resolver(TAG + "int", INT_RE, list(INT_FIRST))
-_Resolver.add_implicit_resolver(TAG + "float", FLOAT_RE, list(FLOAT_FIRST))
+add_implicit_resolvers(_Resolver)
 
 
 class _AliasBoundError(Exception):

@@ -15,6 +15,7 @@ radix forms take a sign (``-0x1F``, ``+0o17``).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 TAG = "tag:yaml.org,2002:"
 NULL_RE = re.compile(r"^(?:~|null|Null|NULL|)$")
@@ -33,6 +34,15 @@ FLOAT_FIRST = "-+0123456789."
 # Longer integer literals are refused: Python refuses to convert enormous digit strings, and
 # no key of the language takes a number anywhere near this size.
 MAX_INT_CHARS = 40
+
+
+def add_implicit_resolvers(resolver: Any) -> None:
+    """Register these patterns on a PyYAML resolver class (a loader's or a dumper's), after its
+    own: the loader types plain scalars by them, the dumper quotes a string they would type."""
+    resolver.add_implicit_resolver(TAG + "null", NULL_RE, None)
+    resolver.add_implicit_resolver(TAG + "bool", BOOL_RE, list(BOOL_FIRST))
+    resolver.add_implicit_resolver(TAG + "int", INT_RE, list(INT_FIRST))
+    resolver.add_implicit_resolver(TAG + "float", FLOAT_RE, list(FLOAT_FIRST))
 
 
 def to_int(text: str) -> int:
