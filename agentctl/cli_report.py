@@ -21,7 +21,14 @@ from typing import NoReturn
 
 from agentctl import __version__
 from agentctl.cli_report_svg import task_graph_svg, timeline_svg
-from agentctl.cli_runview import WIDTH, attention, fmt_duration, short_ts, span_seconds
+from agentctl.cli_runview import (
+    WIDTH,
+    attention,
+    fmt_duration,
+    run_took,
+    short_ts,
+    span_seconds,
+)
 from agentctl.clikit import deliver
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.ledger.report import LineageRun, RunReport
@@ -89,7 +96,7 @@ def _run_link(run_id: str | None) -> str:
 
 def _header(report: RunReport) -> str:
     run = report.inspection.run
-    took = fmt_duration(span_seconds(run.created_at, run.updated_at))
+    took = run_took(run.state, run.created_at, run.updated_at)
     children = " ".join(_run_link(c.run_id) for c in report.children()) or "-"
     facts = [
         ("mode", _text(run.mode)),

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 
 from agentctl.clikit import db_words
 from agentctl.core.jsonvalue import JsonObject
+from agentctl.core.states import TERMINAL_RUN_STATES
 from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.report import RunReport
 from agentctl.ledger.rows import parse_ts
@@ -33,6 +34,7 @@ MIN_CELL = 6  # a shrinkable cell keeps at least this many characters
 ERROR_LINES = 4  # a longer task error is cut (JSON output and the HTML report have it all)
 _COLORS = {"succeeded": "32", "failed": "31", "cancelled": "35", "paused": "33"}
 _WAITING = "33"  # waiting_for_*, retry_scheduled, running, uncertain
+_ENDED = frozenset(str(s) for s in TERMINAL_RUN_STATES)
 
 
 def view_width() -> int:
@@ -58,6 +60,15 @@ def span_seconds(start: str | None, end: str | None) -> float | None:
     if not start or not end:
         return None
     return (parse_ts(end) - parse_ts(start)).total_seconds()
+
+
+def run_took(state: str, created: str | None, updated: str | None) -> str:
+    """How long a run took, creation to its last update, once it has ended. A queued, running
+    or paused run has not taken anything yet: its last update is only its latest transition
+    (a running run's is its start, so the span read "0.0s" while it ran), so it reads "-"."""
+    if state not in _ENDED:
+        return "-"
+    return fmt_duration(span_seconds(created, updated))
 
 
 def short_ts(text: str) -> str:
@@ -214,7 +225,7 @@ def _budget_lines(report: RunReport, width: int) -> list[str]:
 
 def _header(report: RunReport, painter: Painter, width: int) -> list[str]:
     run = report.inspection.run
-    took = fmt_duration(span_seconds(run.created_at, run.updated_at))
+    took = run_took(run.state, run.created_at, run.updated_at)
     rows: list[tuple[str, list[str]]] = [
         ("run", [f"{run.run_id}  {painter.state(run.state)}"]),
         ("mode", [f"{run.mode}   workflow {run.workflow_name}"]),
@@ -338,8 +349,9 @@ def inspect_text(report: RunReport, db: str, settings: Settings) -> str:
 
 
 def runs_text(data: JsonObject, settings: Settings) -> str:
-    """``runs list``: one line per run with how long it ran (created → last update); the
-    creation time only when the terminal is wide enough (JSON output always has it)."""
+    """``runs list``: one line per run with how long it ran (created → last update, once it
+    ended); the creation time only when the terminal is wide enough (JSON output always has
+    it)."""
     runs = data.get("runs")
     entries = [r for r in runs if isinstance(r, dict)] if isinstance(runs, list) else []
     wide = view_width() >= WIDE
@@ -347,7 +359,7 @@ def runs_text(data: JsonObject, settings: Settings) -> str:
     for r in entries:
         created, updated = str(r.get("createdAt") or ""), str(r.get("updatedAt") or "")
         row = [str(r.get(k)) for k in ("runId", "state", "mode", "workflow")]
-        row.append(fmt_duration(span_seconds(created, updated)))
+        row.append(run_took(str(r.get("state")), created, updated))
         rows.append([*row, short_ts(created)] if wide else row)
     if not rows:
         return "no runs\n"
