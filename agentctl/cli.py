@@ -74,7 +74,8 @@ app = typer.Typer(
         "Global options, accepted before or after the command: --output human|json|jsonl, "
         "--color auto|always|never, --verbose, --offline (no network pack sources), "
         "--locked (require agentctl.pack.lock, reject drift). State commands take --db PATH "
-        "(default .agentctl/runtime.db). -V/--version prints the version."
+        "(default .agentctl/runtime.db). -V/--version prints the version; "
+        "'agentctl help COMMAND…' is 'agentctl COMMAND… --help'."
     ),
 )
 
@@ -360,6 +361,7 @@ def run_app(args: list[str], settings: Settings) -> Outcome | int:
         collect_from_now()  # those do it once their own imports are done
     try:
         command = typer.main.get_command(app)
+        args = _help_word(command, args)
         guard(command)  # cli_guard: the raw option tokens checked before click reads them
         result = command.main(args=args, prog_name="agentctl", standalone_mode=False)
     except Delivered as done:
@@ -377,6 +379,45 @@ def run_app(args: list[str], settings: Settings) -> Outcome | int:
     if result == 130:  # typer swallows KeyboardInterrupt into a silent 130; our commands
         raise KeyboardInterrupt  # never return a code, so say that it was an interrupt
     return result if isinstance(result, int) else 0
+
+
+def _help_word(command: Any, args: list[str]) -> list[str]:
+    """The original's (clap's) ``help`` subcommand, which every command group has:
+    ``agentctl help runs list`` and ``agentctl runs help list`` are ``agentctl runs list
+    --help`` (exit 0). The words after ``help`` must name commands: an unknown one is left for
+    click to refuse with its suggestion, a word after a command that has no subcommands is
+    refused here (exit 2) rather than shown the help of the command before it."""
+    path: list[str] = []
+    for i, word in enumerate(args):
+        subcommands = getattr(command, "commands", None)
+        if not subcommands:
+            return args  # a command's own words (``memory put help x``: the key "help")
+        if word == "help" and "help" not in subcommands:
+            return [*path, *_help_target(command, path, args[i + 1 :]), "--help"]
+        command = subcommands.get(word)
+        if command is None:
+            return args
+        path.append(word)
+    return args
+
+
+def _help_target(command: Any, path: list[str], rest: list[str]) -> list[str]:
+    """``rest``, the words after ``help``, checked: each a subcommand of the one before."""
+    for word in rest:
+        if word.startswith("-"):
+            break  # an option (``--db`` moved last by ``normalize_argv``): click reads it
+        subcommands = getattr(command, "commands", None)
+        if not subcommands:
+            where = " ".join(["agentctl", *path])
+            raise ValidationError(
+                f"unrecognized subcommand '{word}': '{where}' has no subcommands"
+                f" (see '{where} --help')"
+            )
+        command = subcommands.get(word)
+        if command is None:
+            break  # click refuses it, suggesting the closest name
+        path = [*path, word]
+    return rest
 
 
 def _missing_command(ctx: Any, settings: Settings) -> ValidationError:

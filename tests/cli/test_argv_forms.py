@@ -107,6 +107,52 @@ def test_a_top_level_flag_after_an_unknown_option_is_still_a_usage_error(cli: Cl
     assert done.rc == 2 and "No such option: --bogus" in done.stderr
 
 
+# ------------------------------------------------------------------ the help subcommand
+
+
+@pytest.mark.parametrize(
+    ("args", "page"),
+    [
+        (("help",), "agentctl [OPTIONS] COMMAND"),
+        (("help", "run"), "agentctl run [OPTIONS]"),
+        (("help", "runs", "list"), "agentctl runs list [OPTIONS]"),
+        (("runs", "help", "list"), "agentctl runs list [OPTIONS]"),
+        (("effects", "help"), "agentctl effects [OPTIONS] COMMAND"),
+        (("help", "db", "encryption", "--db", "s/x.db"), "agentctl db encryption [OPTIONS]"),
+    ],
+)
+def test_help_names_the_page_as_the_original_does(
+    cli: Cli, tmp_path: Path, args: tuple[str, ...], page: str
+) -> None:
+    """clap gives every group a ``help`` subcommand; scripts and users call it."""
+    done = cli(*args)
+    assert done.rc == 0 and done.stderr == "", done.stderr
+    assert done.stdout.startswith(f"Usage: {page}"), done.stdout
+    _nothing_created(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (("help", "nosuch"), ("No such command 'nosuch'",)),
+        (("help", "runs", "nosuch"), ("No such command 'nosuch'", "agentctl runs --help")),
+        (("help", "run", "extra"), ("unrecognized subcommand 'extra'", "'agentctl run'")),
+    ],
+)
+def test_help_of_what_is_no_command_is_a_usage_error(
+    cli: Cli, tmp_path: Path, args: tuple[str, ...], named: tuple[str, ...]
+) -> None:
+    _usage_error(cli("--output", "json", *args), *named)
+    _nothing_created(tmp_path)
+
+
+def test_help_as_a_command_argument_is_only_an_argument(cli: Cli, tmp_path: Path) -> None:
+    put = cli("--output", "json", "memory", "put", "ns", "help", '"v"', "--db", "m.db")
+    assert put.rc == 0, put.stderr
+    got = cli("--output", "json", "memory", "get", "ns", "help", "--db", "m.db")
+    assert got.rc == 0 and got.data["value"] == "v", got.stdout
+
+
 # ------------------------------------------------------------------ number options
 
 PUT = ("memory", "put", "ns", "k", '"v"')
