@@ -352,7 +352,7 @@ def run_app(args: list[str], settings: Settings) -> Outcome | int:
     SETTINGS = settings
     completing = "_AGENTCTL_COMPLETE" in os.environ  # a shell asks (`completion SHELL`)
     if completing:
-        from agentctl.cli_housekeeping import prepare_completion
+        from agentctl.cli_completion import prepare_completion
 
         prepare_completion()
     if completing or _needs_groups(args):

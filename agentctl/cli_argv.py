@@ -21,8 +21,9 @@ import re
 from agentctl.errors import ValidationError
 from agentctl.render import Settings
 
-_VALUE_FLAGS = {"--output": ("human", "json", "jsonl"), "--color": ("auto", "always", "never")}
+VALUE_CHOICES = {"--output": ("human", "json", "jsonl"), "--color": ("auto", "always", "never")}
 _PACK_FLAGS = ("--offline", "--locked")  # pack resolution modes, global like --verbose
+FLAG_OPTIONS = ("--verbose", *_PACK_FLAGS)  # the global options that take no value
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")  # as clikit and core.dburl tell a URL
 _SHOWN_CHARS = 60  # of a value echoed in an error (an --inputs JSON may be long)
 
@@ -72,7 +73,7 @@ def normalize_argv(argv: list[str]) -> tuple[Settings, list[str]]:
             rest.extend(argv[i:])
             break
         name, eq, inline = arg.partition("=")
-        if name in _VALUE_FLAGS or name in ("--db", "--artifacts"):
+        if name in VALUE_CHOICES or name in ("--db", "--artifacts"):
             if eq:
                 value = inline
             elif i + 1 < len(argv):
@@ -183,7 +184,7 @@ def _set_artifacts(value: str) -> None:
 
 
 def _apply_flag(settings: Settings, name: str, value: str) -> None:
-    allowed = _VALUE_FLAGS[name]
+    allowed = VALUE_CHOICES[name]
     if value not in allowed:
         raise ValidationError(
             f"invalid value {value!r} for {name}; expected one of: {', '.join(allowed)}"

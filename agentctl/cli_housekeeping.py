@@ -7,8 +7,9 @@ Invariants:
   would remove and changes nothing (``ledger/housekeeping.py`` holds the rules);
 - ``completion`` prints a script for the original's shells — bash, elvish, fish, powershell,
   zsh; any other shell is exit 2 naming them. The script calls ``agentctl`` back with
-  ``_AGENTCTL_COMPLETE`` set, and ``prepare_completion`` (called by ``cli`` when it sees that
-  variable) lets typer answer; elvish, which typer has no script for, asks in bash's form;
+  ``_AGENTCTL_COMPLETE`` set, and ``cli_completion.prepare_completion`` (called by ``cli``
+  when it sees that variable) lets typer answer, with the global options added; elvish,
+  which typer has no script for, asks in bash's form;
 - ``update`` never modifies the installation and never contacts a network: it prints the
   installed version and how to upgrade from a reviewed release (spec/cli.md §1 ``UpdateInfo``).
 """
@@ -108,13 +109,6 @@ def completion_cmd(
         script = get_completion_script(prog_name="agentctl", complete_var=COMPLETE_VAR, shell=shell)
     data = {"shell": shell, "script": script}
     deliver(Outcome("CompletionScript", data, human=lambda _s: script))
-
-
-def prepare_completion() -> None:
-    """A shell is asking for completions: register typer's completion classes first."""
-    from typer._completion_classes import completion_init
-
-    completion_init()
 
 
 UPGRADE_COMMAND = "python -m pip install --upgrade agentctl"

@@ -55,6 +55,7 @@ ALLOWED: dict[str, set[str]] = {
         "cli_doctor",
         "cli_explain",
         "cli_housekeeping",
+        "cli_completion",
         "cli_encryption",
         "cli_commands",
         "cli_options",
@@ -76,6 +77,8 @@ ALLOWED: dict[str, set[str]] = {
     "cli_argv": {"render", "errors"},
     # Each typer command's raw option tokens, checked before click parses them.
     "cli_guard": {"cli_argv", "clikit", "errors"},
+    # Shell completion: typer's, with the global options cli_argv takes out of argv.
+    "cli_completion": {"cli_argv"},
     "clikit": {"render", "errors", "core"},
     "cli_inspect": {"clikit", "render", "errors", "coordinator", "core", "cli_report"}
     | {"cli_options"}

@@ -51,6 +51,44 @@ def test_bash_script_completes_commands_subcommands_and_options(cli: Cli, tmp_pa
     assert "--older-than-days" in _bash_complete(tmp_path, script, "gc", "--")
 
 
+GLOBALS = {"--output", "--color", "--verbose", "--offline", "--locked", "--db", "--artifacts"}
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+def test_bash_script_completes_the_global_options_and_their_values(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """They stand anywhere on a command line (cli_argv takes them out before typer parses),
+    so they complete anywhere, with their values, and a command after them still does."""
+    script = cli("completion", "bash").stdout
+    assert GLOBALS | {"--version"} <= set(_bash_complete(tmp_path, script, "--"))
+    after = set(_bash_complete(tmp_path, script, "runs", "list", "--"))
+    assert GLOBALS | {"--state", "--limit"} <= after and "--version" not in after
+    assert _bash_complete(tmp_path, script, "--output", "") == ["human", "json", "jsonl"]
+    assert _bash_complete(tmp_path, script, "inspect", "--color", "a") == ["auto", "always"]
+    assert _bash_complete(tmp_path, script, "--output", "=", "js") == ["json", "jsonl"]
+    assert _bash_complete(tmp_path, script, "--output", "json", "--verbose", "ru") == [
+        "run",
+        "runs",
+    ]
+    assert _bash_complete(tmp_path, script, "--db", "s.db", "runs", "l") == ["list"]
+    # A path's value is the shell's file names (the script's `-o default`), none of ours.
+    assert _bash_complete(tmp_path, script, "runs", "list", "--db", "") == []
+    assert _bash_complete(tmp_path, script, "run", "--", "--o") == []
+
+
+def test_zsh_and_fish_get_the_global_options_values(tmp_path: Path) -> None:
+    zsh = {"_AGENTCTL_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": "agentctl --output=j"}
+    answer = "\n".join(_called_back(tmp_path, zsh))
+    assert answer == """_arguments '*: :(("--output=json"\n"--output=jsonl"))'"""
+    fish = {
+        "_AGENTCTL_COMPLETE": "complete_fish",
+        "_TYPER_COMPLETE_FISH_ACTION": "get-args",
+        "_TYPER_COMPLETE_ARGS": "agentctl runs list --color ",
+    }
+    assert _called_back(tmp_path, fish) == ["auto", "always", "never"]
+
+
 @pytest.mark.parametrize("shell", ["zsh", "fish"])
 def test_other_shells_get_a_script_calling_agentctl_back(cli: Cli, shell: str) -> None:
     done = cli("--output", "json", "completion", shell)
