@@ -18,7 +18,7 @@ from agentctl.cli_effectview import (
     effect_list_view,
     reconciliation_view,
 )
-from agentctl.cli_options import DbOpt
+from agentctl.cli_options import DbOpt, completes_to
 from agentctl.clikit import DEFAULT_DB, deliver, json_file, path_parser, statement
 from agentctl.core.jsonschema_text import type_article, type_of
 from agentctl.core.jsonvalue import JsonObject, JsonValue
@@ -103,6 +103,7 @@ def runs_list_cmd(
             "--state",
             help=f"Only runs in this state: {', '.join(RUN_STATES)}.",
             callback=check_run_state,
+            autocompletion=completes_to(*RUN_STATES),
         ),
     ] = None,
     workflow: Annotated[
@@ -235,7 +236,13 @@ def effects_reconcile_cmd(
         str, typer.Argument(help="Effect id (64 hex) or a unique prefix of it (6+ hex).")
     ],
     status: Annotated[
-        str, typer.Option("--status", "--outcome", help="applied | not-applied | compensated")
+        str,
+        typer.Option(
+            "--status",
+            "--outcome",
+            help="applied | not-applied | compensated",
+            autocompletion=completes_to("applied", "not-applied", "compensated"),
+        ),
     ],
     reason: Annotated[str, typer.Option("--reason", help="Why (required).")],
     db: DbOpt = DEFAULT_DB,

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from agentctl.cli_options import DbOpt
+from agentctl.cli_options import DbOpt, completes_to
 from agentctl.cli_state import _ledger, _now
 from agentctl.cli_stateview import (
     memory_value_view,
@@ -154,7 +154,14 @@ def _filters(given: list[str]) -> JsonObject:
 def memory_search_cmd(
     namespace: NamespaceArg,
     query: Annotated[str, typer.Argument(help="What to look for.")],
-    mode: Annotated[str, typer.Option("--mode", help="text, vector or hybrid.")] = "text",
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode",
+            help="text, vector or hybrid.",
+            autocompletion=completes_to("text", "vector", "hybrid"),
+        ),
+    ] = "text",
     limit: Annotated[int, typer.Option("--limit", help="At most this many results.")] = 10,
     filters: Annotated[
         list[str] | None,

@@ -7,12 +7,24 @@ typer parsed the command line or ``cli_fast`` did.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from agentctl.clikit import check_db_path, check_timeout, check_workspace, path_parser
+
+
+def completes_to(*choices: str) -> Callable[[str], list[str]]:
+    """A shell's completion of an option that takes one of ``choices`` (its own check still
+    refuses anything else)."""
+
+    def complete(incomplete: str) -> list[str]:
+        return [choice for choice in choices if choice.startswith(incomplete)]
+
+    return complete
+
 
 DbOpt = Annotated[
     str,

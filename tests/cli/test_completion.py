@@ -77,6 +77,27 @@ def test_bash_script_completes_the_global_options_and_their_values(
     assert _bash_complete(tmp_path, script, "run", "--", "--o") == []
 
 
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+def test_bash_script_completes_the_values_of_options_with_fixed_choices(
+    cli: Cli, tmp_path: Path
+) -> None:
+    script = cli("completion", "bash").stdout
+    states = _bash_complete(tmp_path, script, "runs", "list", "--state", "")
+    assert states == ["queued", "running", "paused", "succeeded", "failed", "cancelled"]
+    assert _bash_complete(tmp_path, script, "runs", "list", "--state", "p") == ["paused"]
+    reconcile = ("effects", "reconcile", "abcdef12", "--status")
+    assert _bash_complete(tmp_path, script, *reconcile, "") == [
+        "applied",
+        "not-applied",
+        "compensated",
+    ]
+    assert _bash_complete(tmp_path, script, "memory", "search", "--mode", "") == [
+        "text",
+        "vector",
+        "hybrid",
+    ]
+
+
 def test_zsh_and_fish_get_the_global_options_values(tmp_path: Path) -> None:
     zsh = {"_AGENTCTL_COMPLETE": "complete_zsh", "_TYPER_COMPLETE_ARGS": "agentctl --output=j"}
     answer = "\n".join(_called_back(tmp_path, zsh))
