@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentctl.clikit import collect_from_now, read_cli_file, warning_errors
 from agentctl.errors import Diagnostic, ValidationError
-from agentctl.render import Outcome, Settings, dump_json, stream_event_printer
+from agentctl.render import Outcome, Settings, dump_json, paint_state, stream_event_printer
 
 if TYPE_CHECKING:
     from agentctl.cli_interactive import Interactive
@@ -299,8 +299,9 @@ def outcome_of(outcome: Any) -> Outcome:
     # A failed outcome (a resume that met a rejected approval) says why, as an error would.
     failures = [f"  {task}: {error}" for task, error in outcome.errors.items() if error]
 
-    def human(_s: Settings) -> str:
-        text = f"run {data['runId']}: {data['state']}"
+    def human(settings: Settings) -> str:
+        state = paint_state(data["state"], settings.use_color(sys.stdout))
+        text = f"run {data['runId']}: {state}"
         shown = data.get("output")
         # A failed run that ran to its end has what its outputs could render (docs/workflow-
         # language.md): shown when there is some; an empty one would only sit before the why.

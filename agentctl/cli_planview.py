@@ -10,10 +10,11 @@ Invariants: run and task ids are printed whole; nothing is shown that the data d
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list, as_object
-from agentctl.render import Settings, dump_json
+from agentctl.render import Settings, dump_json, paint_state
 
 View = Callable[[Settings], str]
 LABEL = 10  # width of a plan line's label
@@ -100,8 +101,9 @@ def compensation_plan_view(data: JsonObject) -> View:
     return human
 
 
-def _outcome_lines(data: JsonObject) -> list[str]:
-    lines = [f"run {data.get('runId')}: {data.get('state')}  (from {data.get('sourceRunId')})"]
+def _outcome_lines(data: JsonObject, color: bool) -> list[str]:
+    state = paint_state(str(data.get("state")), color)
+    lines = [f"run {data.get('runId')}: {state}  (from {data.get('sourceRunId')})"]
     for label, key in (
         ("reused", "reusedTasks"),
         ("executed", "executedTasks"),
@@ -116,8 +118,7 @@ def _outcome_lines(data: JsonObject) -> list[str]:
 
 def recovery_outcome_view(data: JsonObject) -> View:
     """A repair, retry or compensation run that ended (or paused): what it did, its output."""
-    text = "\n".join(_outcome_lines(data))
-    return lambda _settings: text
+    return lambda settings: "\n".join(_outcome_lines(data, settings.use_color(sys.stdout)))
 
 
 def recovery_view(kind: str, data: JsonObject) -> View:

@@ -24,7 +24,7 @@ from agentctl.core.states import TERMINAL_RUN_STATES
 from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.report import RunReport
 from agentctl.ledger.rows import parse_ts
-from agentctl.render import Settings
+from agentctl.render import Settings, paint_state
 
 WIDTH = 80
 WIDE = 110  # from this width on, ``runs list`` also shows when each run was created
@@ -32,8 +32,6 @@ GAP = "  "
 LABEL = 9  # width of the header's label column
 MIN_CELL = 6  # a shrinkable cell keeps at least this many characters
 ERROR_LINES = 4  # a longer task error is cut (JSON output and the HTML report have it all)
-_COLORS = {"succeeded": "32", "failed": "31", "cancelled": "35", "paused": "33"}
-_WAITING = "33"  # waiting_for_*, retry_scheduled, running, uncertain
 _ENDED = frozenset(str(s) for s in TERMINAL_RUN_STATES)
 
 
@@ -83,13 +81,7 @@ class Painter:
         self.on = settings.use_color(sys.stdout)
 
     def state(self, word: str, pad: int = 0) -> str:
-        text = word.ljust(pad)
-        code = _COLORS.get(word)
-        if code is None and (word.startswith("waiting") or word in ("running", "uncertain")):
-            code = _WAITING
-        if not self.on or code is None:
-            return text
-        return f"\x1b[{code}m{word}\x1b[0m" + text[len(word) :]
+        return paint_state(word, self.on, pad)
 
 
 def cut_line(text: str, width: int) -> str:

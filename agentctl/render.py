@@ -51,6 +51,22 @@ class Settings:
         return bool(getattr(stream, "isatty", lambda: False)())
 
 
+_STATE_COLORS = {"succeeded": "32", "failed": "31", "cancelled": "35", "paused": "33"}
+_WAITING_COLOR = "33"  # waiting_for_*, retry_scheduled, running, uncertain
+
+
+def paint_state(word: str, on: bool, pad: int = 0) -> str:
+    """A run, task or effect state word, ``pad``-ed, coloured when ``on``. The padding goes
+    outside the colour codes, so columns of coloured words stay aligned."""
+    text = word.ljust(pad)
+    code = _STATE_COLORS.get(word)
+    if code is None and (word.startswith("waiting") or word in ("running", "uncertain")):
+        code = _WAITING_COLOR
+    if not on or code is None:
+        return text
+    return f"\x1b[{code}m{word}\x1b[0m" + text[len(word) :]
+
+
 @dataclass
 class Outcome:
     """What a command produced: the envelope ``kind`` and ``data``, and its exit code."""
