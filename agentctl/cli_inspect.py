@@ -19,7 +19,14 @@ from agentctl.cli_effectview import (
     reconciliation_view,
 )
 from agentctl.cli_options import DbOpt, completes_to
-from agentctl.clikit import DEFAULT_DB, deliver, json_file, path_parser, statement
+from agentctl.clikit import (
+    DEFAULT_DB,
+    command_line,
+    deliver,
+    json_file,
+    path_parser,
+    statement,
+)
 from agentctl.core.jsonschema_text import type_article, type_of
 from agentctl.core.jsonvalue import JsonObject, JsonValue
 from agentctl.core.states import RunState
@@ -47,7 +54,7 @@ def cancel_cmd(
         if state == "paused":  # the next resume honours it before any work (exit 130)
             return (
                 f"cancellation requested for {data['runId']}; the run stays paused until "
-                f"`agentctl resume {data['runId']}`, which ends it cancelled"
+                f"`{command_line('resume', str(data['runId']), db=db)}`, which ends it cancelled"
             )
         return f"cancellation requested for {data['runId']}"
 

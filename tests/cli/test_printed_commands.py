@@ -6,7 +6,8 @@ every option the command needs.
   a ``not-applied`` reconciliation; ``applied`` needs the result the task carries on with, so
   its command names ``--result-file`` (without it the ledger refuses, exit 4);
 - ``approvals approve|reject`` says which ``resume`` continues the run: with ``--db`` when
-  the approval was resolved in a database other than the default.
+  the approval was resolved in a database other than the default; so does ``cancel`` of a
+  paused run, whose next ``resume`` ends it.
 """
 
 from __future__ import annotations
@@ -73,3 +74,16 @@ def test_the_resume_an_approval_prints_names_its_database(
     # The default database needs no --db, as every printed command.
     default = cli("approvals", verb, pending[0]["approvalId"][:15], "--reason", "r")
     assert default.rc == 5  # no default database here: nothing else is named
+
+
+def test_the_resume_a_paused_cancel_prints_names_its_database(cli: Cli, tmp_path: Path) -> None:
+    """`cancel` of a paused run says which `resume` ends it: with this invocation's --db."""
+    (tmp_path / "e6.yaml").write_text((EXAMPLES / "e6-approval.yaml").read_text())
+    paused = cli("--output", "json", "run", "e6.yaml", *DB)
+    assert paused.rc == 3, paused.stderr
+    run_id = paused.data["runId"]
+    asked = cli("cancel", run_id, *DB)
+    assert asked.rc == 0, asked.stderr
+    printed = asked.stdout.split("`")[1]
+    assert shlex.split(printed) == ["agentctl", "resume", run_id, *DB]
+    assert cli(*shlex.split(printed)[1:]).rc == 130  # it runs as printed and ends the run
