@@ -25,7 +25,7 @@ from agentctl.cli_docs import _write as write_atomically
 from agentctl.clikit import deliver, path_parser, read_cli_file
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list
 from agentctl.errors import ValidationError
-from agentctl.render import Outcome, Settings
+from agentctl.render import Outcome
 
 packs_app = typer.Typer(
     help="Inspect and verify reusable packs; lock a workflow's pack graph.",
@@ -91,13 +91,21 @@ def inspect_cmd(pack: PackArg) -> None:
         "policyDefaults": document["policyDefaults"],
     }
 
-    def human(_s: Settings) -> str:
-        lines = [f"pack {data['name']} {data['version']} (agentctl {data['agentctl']})"]
-        lines.append(f"integrity {data['integrity']}")
-        lines += [f"{k}: {', '.join(v)}" for k, v in data["exports"].items() if v]
-        return "\n".join(lines)
+    deliver(Outcome("PackInspection", data, human=lambda _s: _inspection_text(data)))
 
-    deliver(Outcome("PackInspection", data, human=human))
+
+def _inspection_text(data: dict[str, Any]) -> str:
+    """The human ``packs inspect``: identity, integrity, exports, what it depends on (each
+    with its constraint and source) and the files its digest binds."""
+    lines = [f"pack {data['name']} {data['version']} (agentctl {data['agentctl']})"]
+    lines.append(f"integrity {data['integrity']}")
+    lines += [f"{k}: {', '.join(v)}" for k, v in data["exports"].items() if v]
+    for name, dep in sorted(data["dependencies"].items()):
+        source = ", ".join(f"{k} {v}" for k, v in dep["source"].items() if v is not None)
+        lines.append(f"depends on {name} {dep['version']} ({source})")
+    if data["files"]:
+        lines.append(f"files: {', '.join(sorted(data['files']))}")
+    return "\n".join(lines)
 
 
 @packs_app.command("verify")
@@ -211,7 +219,22 @@ def update_cmd(
     document = build_lock(graph) if pack is None else scoped_lock(graph, kept, pack)
     _, entries = _write_lock(workflow, document)
     data = {"lockfile": str(path), "pack": pack, "packs": entries, **_changes(kept, entries)}
-    deliver(Outcome("PackUpdate", data, human=lambda _s: f"updated {path}"))
+    deliver(Outcome("PackUpdate", data, human=lambda _s: _update_text(data)))
+
+
+def _update_text(data: dict[str, Any]) -> str:
+    """The human ``packs update``: the lock it rewrote and what changed in it."""
+    lines = [f"updated {data['lockfile']}"]
+    for c in data["changed"]:
+        old, new = c["from"], c["to"]
+        lines.append(f"  changed  {c['name']} {old['version']} -> {new['version']}")
+        if old["version"] == new["version"]:  # same version, other content: say so
+            lines[-1] += f" (integrity {old['integrity']} -> {new['integrity']})"
+    lines += [f"  added    {name}" for name in data["added"]]
+    lines += [f"  removed  {name}" for name in data["removed"]]
+    if len(lines) == 1:
+        lines.append("  no change")
+    return "\n".join(lines)
 
 
 @packs_app.command("verify-lock")

@@ -524,3 +524,20 @@ def test_repair_reuses_pack_tasks_of_the_source_run(cli: Cli, project: Path) -> 
     assert repaired.rc == 0, repaired.stderr
     assert "both--second" in repaired.data["reusedTasks"]
     assert repaired.data["executedTasks"] == ["gate"]
+
+
+def test_human_inspect_and_update_show_dependencies_and_changes(cli: Cli, project: Path) -> None:
+    """The human views say what docs/packs.md promises: `inspect` the dependencies (with
+    constraint and source) and declared files, `update` what changed in the lock."""
+    shown = cli("packs", "inspect", "packs/tools")
+    assert shown.rc == 0, shown.stderr
+    assert "depends on acme.base ^2.0 (path ../base)" in shown.stdout
+    assert "files: NOTICE.txt" in shown.stdout
+    assert cli("packs", "lock", "wf.yaml").rc == 0
+    same = cli("packs", "update", "wf.yaml")
+    assert same.rc == 0 and same.stdout.splitlines()[1:] == ["  no change"], same.stdout
+    base = project / "packs" / "base" / "agentctl.pack.yaml"
+    base.write_text(BASE.replace("2.1.0", "2.2.0"))
+    updated = cli("packs", "update", "wf.yaml")
+    assert updated.rc == 0, updated.stderr
+    assert updated.stdout.splitlines()[1:] == ["  changed  acme.base 2.1.0 -> 2.2.0"]
