@@ -52,6 +52,8 @@ def _effect_block(
     lines.append("    " + cut_line(f"{where}  {what}", width - 4))
     confirmed = "confirmed" if effect.get("confirmed") else "not confirmed"
     lines.append(f"    {painter.state(status)}  {confirmed}  took {took}")
+    if effect.get("remoteTaskId"):  # an A2A delegation's task: what continue-remote observes
+        lines.append("    " + cut_line(f"remote task {_text(effect, 'remoteTaskId')}", width - 4))
     if effect.get("error"):
         lines.append("    " + cut_line(f"error: {_text(effect, 'error')}", width - 4))
     lines += [_reconciliation_line(r, width) for r in recs]
@@ -80,6 +82,10 @@ def _next_steps(effect: JsonObject, recs: list[JsonObject], db: str, width: int)
     # there something to settle (``inspect`` tells the two apart).
     when = " once nothing drives its run (a crash)," if effect.get("status") == "started" else ""
     lines = ["", f"  to settle {short}…{when} say what happened:"]
+    if effect.get("remoteTaskId"):  # as ``inspect`` says: observe the remote task again first
+        lines += command(
+            "effects", "continue-remote", _text(effect, "effectId"), db=db, width=width
+        )
     return lines + reconcile_commands(_text(effect, "effectId"), db, width)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 from pathlib import Path
@@ -95,3 +96,33 @@ def test_retry_reuses_a_delegation_settled_applied_after_its_run_ended(
         ("after", "executed"),
     ]
     assert all(e["taskId"] != "ask" for e in seen["effects"])  # the delegation was not redone
+
+
+@pytest.mark.sqlite_only(reason="printed commands quote the --db path")
+def test_effect_views_name_the_remote_task_and_continue_remote(
+    cli: Cli, start_cli: StartCli, tmp_path: Path
+) -> None:
+    """`effects list` and `effects inspect` show an uncertain delegation's remote task and
+    print, as `inspect` does, the `continue-remote` that observes it again; it runs as printed."""
+    with running_peer(tmp_path, delay=0.0, hold=True) as peer:
+        wf, db = _workflow(peer, tmp_path), _db(tmp_path)
+        effect = _cancelled_mid_task(cli, start_cli, wf, db)
+        views = [("effects", "list", effect["runId"]), ("effects", "inspect", effect["effectId"])]
+        printed: list[list[str]] = []
+        for view in views:
+            shown = cli(*view, "--db", db)
+            assert shown.rc == 0, shown.stderr
+            assert f"remote task {effect['remoteTaskId']}" in shown.stdout, shown.stdout
+            joined = shown.stdout.replace(" \\\n", " ")
+            printed = [
+                shlex.split(line.split("$ ", 1)[1])
+                for line in joined.splitlines()
+                if "$ " in line and "continue-remote" in line
+            ]
+            assert printed == [
+                ["agentctl", "effects", "continue-remote", effect["effectId"], "--db", db]
+            ], shown.stdout
+        peer.let_tasks_finish()
+        done = cli(*printed[0][1:])
+        assert done.rc == 0, done.stderr
+        assert peer.lines(peer.received) == [{"messageId": "msg-1"}]  # observed, not resent
