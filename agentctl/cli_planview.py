@@ -32,7 +32,8 @@ def _row(label: str, value: str) -> str:
 def _blocks(items: JsonValue, task_key: str) -> list[str]:
     lines = []
     for item in (as_object(b) for b in as_list(items)):
-        lines.append(f"  {item.get(task_key)}  {item.get('rule')}")
+        task = item.get(task_key) or "-"  # a block of the whole plan names no task
+        lines.append(f"  {task}  {item.get('rule')}")
         lines.append(f"    {item.get('message')}")
     return ["", "blocked:", *lines] if lines else []
 

@@ -108,3 +108,16 @@ def test_plan_views_print_the_plans_warnings(cli: Cli, tmp_path: Path) -> None:
         f"warning: task verify of run {source} is not in the target workflow; its result is "
         "not carried over"
     )
+
+
+def test_a_block_of_the_whole_plan_reads_as_one(cli: Cli, tmp_path: Path) -> None:
+    """A block that names no task (a changed workflow under `retry`) is not printed as an
+    indented message line: its rule sits where a task's would, after `-`."""
+    run_id = _source(cli, tmp_path)
+    wf = tmp_path / "wf.yaml"
+    wf.write_text(wf.read_text().replace("count: 3", "count: 4", 1))
+    plan = cli("retry", "wf.yaml", run_id, "--failed", "--plan", "--db", "r.db")
+    assert plan.rc == 3, plan.stderr
+    after = plan.stdout.split("blocked:\n", 1)[1].splitlines()
+    assert after[0] == "  -  workflow_digest_mismatch", plan.stdout
+    assert after[1].startswith("    the workflow differs from the one run"), plan.stdout
