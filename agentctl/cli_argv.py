@@ -98,6 +98,15 @@ def normalize_argv(argv: list[str]) -> tuple[Settings, list[str]]:
     return settings, rest + db
 
 
+def named_db(normalized: list[str]) -> str | None:
+    """The ``--db`` a command line named, from ``normalize_argv``'s result (which moved it
+    last, before any ``--``), or None."""
+    cut = normalized.index("--") if "--" in normalized else len(normalized)
+    if cut >= 2 and normalized[cut - 2] == "--db":
+        return normalized[cut - 1]
+    return None
+
+
 def top_level_flag(args: list[str]) -> list[str]:
     """``args`` (global flags taken out) as typer should parse them when they start with a
     top-level ``-h``/``--help`` (the top-level help) or ``-V``/``--version`` (the ``version``

@@ -19,15 +19,16 @@ import os
 import sys
 from typing import NoReturn
 
-from agentctl.cli_argv import check_text, normalize_argv, sniff_output, top_level_flag
+from agentctl.cli_argv import check_text, named_db, normalize_argv, sniff_output, top_level_flag
 from agentctl.cli_fast import parse as parse_fast
-from agentctl.clikit import ignore_interrupts, report_closed_stdout
+from agentctl.clikit import ignore_interrupts, name_db_in_error, report_closed_stdout
 from agentctl.envknobs import check_all as check_env_knobs
 from agentctl.errors import AgentctlError, CancelledRunError, from_os_error, was_interrupted
 from agentctl.render import LiveLines, Outcome, Settings, emit_error, emit_outcome
 from agentctl.sigint import received as interrupt_received
 
 SETTINGS = Settings()
+NAMED_DB: str | None = None  # the --db this command line named (its suggestions name it too)
 
 # SIGTERM reaches the same handlers as SIGINT (``sigint.forward_term``).
 INTERRUPTED = "interrupted (SIGINT or SIGTERM) before the command finished"
@@ -45,10 +46,11 @@ def _dispatch(args: list[str], settings: Settings) -> Outcome | int:
 
 def _execute(args: list[str]) -> Outcome | AgentctlError | int:
     """Parse and run the command; every failure becomes the error a user should see."""
-    global SETTINGS
+    global SETTINGS, NAMED_DB
     try:
         check_text(args)  # before anything is read, created or written
         SETTINGS, normalized = normalize_argv(args)
+        NAMED_DB = named_db(normalized)
         check_env_knobs()  # a knob set to what it does not take: exit 2 before anything runs
         # Set on every call once loaded, so an earlier call in this process never leaks in.
         if SETTINGS.offline or SETTINGS.locked or "agentctl.packsource" in sys.modules:
@@ -98,6 +100,8 @@ def _render(result: Outcome | AgentctlError | int) -> int:
     if isinstance(result, Outcome):
         emit_outcome(result, SETTINGS)
         return result.exit_code
+    if NAMED_DB is not None:
+        name_db_in_error(result, NAMED_DB)
     emit_error(result, SETTINGS)
     return result.exit_code
 

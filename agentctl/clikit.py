@@ -265,6 +265,30 @@ def command_line(*words: str, db: str) -> str:
     return " ".join(shlex.quote(word) for word in ("agentctl", *words, *db_words(db)))
 
 
+_SUGGESTED = re.compile(r"`(agentctl [^`]*)`")
+
+
+def name_db_in_error(error: AgentctlError, db: str) -> None:
+    """Add this invocation's ``--db`` to every command ``error`` suggests (each written
+    `` `agentctl …` ``, in its message or hint), as the views do (``db_words``): the layer
+    that raised it does not know the database, and a command pasted without it looks in the
+    default ledger (run not found, exit 5), creating that ledger on the way."""
+    words = db_words(db)
+    if not words:
+        return
+    import shlex
+
+    tail = " ".join(shlex.quote(word) for word in words)
+
+    def named(found: re.Match[str]) -> str:
+        return found[0] if " --db" in found[1] else f"`{found[1]} {tail}`"
+
+    error.message = _SUGGESTED.sub(named, error.message)
+    hint = error.data.get("hint")
+    if isinstance(hint, str):
+        error.data["hint"] = _SUGGESTED.sub(named, hint)
+
+
 def statement(value: str, flag: str) -> str:
     """An operator's recorded words (``--reason``, ``--actor``): blank is bad input, refused
     (exit 2) before any database is opened, since the record would say nothing."""

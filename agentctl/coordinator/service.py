@@ -453,14 +453,15 @@ def _stop(req: DriveRequest, live: Live, now: str, state: str, reason: str | Non
 
 # ------------------------------------------------------------------------- outcomes → errors
 
+# Each suggested command in backticks: the CLI adds this invocation's --db to each.
 _BLOCKED_HINT = (
-    "agentctl effects list {run}, then agentctl effects "
-    "reconcile EFFECT --status applied|not-applied --reason … (--approved where the "
-    "policy asks approval for the effect), then resume"
+    "`agentctl effects list {run}`, then `agentctl effects "
+    "reconcile EFFECT --status applied|not-applied --reason …` (--approved where the "
+    "policy asks approval for the effect), then `agentctl resume {run}`"
 )
 _UNRESOLVED_HINT = (
-    "agentctl effects reconcile EFFECT --status applied|not-applied "
-    "--reason … (append-only; --approved where the policy asks approval for the effect), "
+    "`agentctl effects reconcile EFFECT --status applied|not-applied "
+    "--reason …` (append-only; --approved where the policy asks approval for the effect), "
     "then resume again"
 )
 

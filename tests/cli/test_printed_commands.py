@@ -87,3 +87,27 @@ def test_the_resume_a_paused_cancel_prints_names_its_database(cli: Cli, tmp_path
     printed = asked.stdout.split("`")[1]
     assert shlex.split(printed) == ["agentctl", "resume", run_id, *DB]
     assert cli(*shlex.split(printed)[1:]).rc == 130  # it runs as printed and ends the run
+
+
+def test_the_commands_an_error_suggests_name_its_database(cli: Cli, tmp_path: Path) -> None:
+    """An error's message and hint come from layers that do not know the database; the CLI
+    adds the named ``--db`` to each command they suggest, so each runs as printed."""
+    (tmp_path / "wf.yaml").write_text(ECHO, encoding="utf-8")
+    crash = {"AGENTCTL_CRASH_AT": "coordinator.after_started", "AGENTCTL_CRASH_HIT": "1"}
+    assert cli("--output", "json", "run", "wf.yaml", *DB, env=crash).rc == -9
+    run_id = cli("--output", "json", "runs", "list", *DB).data["runs"][0]["runId"]
+    blocked = cli("--output", "json", "resume", run_id, *DB)
+    assert blocked.rc == 3, blocked.stderr
+    hint = str(blocked.error["error"]["details"]["hint"])
+    suggested = [shlex.split(span) for span in hint.split("`")[1::2]]
+    assert [c[:3] for c in suggested] == [["agentctl", "effects", "reconcile"]], hint
+    assert suggested[0][-2:] == list(DB), hint
+    effect = cli("--output", "json", "effects", "list", run_id, *DB).data["effects"][0]
+    result = tmp_path / "result.json"
+    result.write_text('{"exitCode": 0, "stdout": "hi\\n", "stderr": ""}', encoding="utf-8")
+    filled = {"EFFECT": effect["effectId"], "applied|not-applied": "applied", "…": "by hand"}
+    command = [filled.get(word, word) for word in suggested[0][1:]]
+    recorded = cli(*command, "--result-file", str(result))
+    assert recorded.rc == 0, recorded.stderr
+    assert cli("resume", run_id, *DB).rc == 0
+    assert not (tmp_path / ".agentctl").exists()  # nothing looked in the default ledger

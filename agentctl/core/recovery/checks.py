@@ -173,7 +173,7 @@ def _effects_resolved(ctx: ReuseContext) -> Finding:
                 "unresolved_reused_effect",
                 f"effect {effect.effect_id} ({effect.operation}) of task {ctx.task.id} is "
                 f"{effect.status} with no reconciliation; reconcile it "
-                f"(agentctl effects reconcile {effect.effect_id}) or execute the task again",
+                f"(`agentctl effects reconcile {effect.effect_id}`) or execute the task again",
             )
         if outcome == "compensated":
             return (
@@ -310,7 +310,7 @@ def closure_effect_blocks(task_id: str, source: SourceTask) -> Iterator[Block]:
                 "unreconciled_effect",
                 f"effect {effect.effect_id} ({effect.operation}) of task {task_id} is "
                 f"{effect.status} with no reconciliation; reconcile it first "
-                f"(agentctl effects reconcile {effect.effect_id})",
+                f"(`agentctl effects reconcile {effect.effect_id}`)",
                 source.definition_fingerprint,
             )
         elif outcome == "applied" and is_unsafe_to_repeat(effect):

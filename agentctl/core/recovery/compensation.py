@@ -208,8 +208,8 @@ def _pending_block(task_id: str, holder: OpenInverse, effect_ids: list[str]) -> 
         f"compensation run {holder.run_id} has not finished compensating task {task_id} "
         f"({holder.task_id} is {holder.state}); planning it again would undo effect(s) "
         f"{', '.join(effect_ids)} twice: resume that run (after `agentctl approvals "
-        f"approve|reject` if it waits for an approval) or cancel it (agentctl cancel "
-        f"{holder.run_id}) first",
+        f"approve|reject` if it waits for an approval) or cancel it (`agentctl cancel "
+        f"{holder.run_id}`) first",
     )
 
 
@@ -301,8 +301,8 @@ def _unresolved_block(task_id: str, effect: SourceEffect) -> Block:
         task_id,
         "unreconciled_effect",
         f"effect {effect.effect_id} ({effect.operation}) of task {task_id} is {effect.status} "
-        f"with no reconciliation; reconcile it first (agentctl effects reconcile "
-        f"{effect.effect_id})",
+        f"with no reconciliation; reconcile it first (`agentctl effects reconcile "
+        f"{effect.effect_id}`)",
     )
 
 
