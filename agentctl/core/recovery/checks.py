@@ -36,6 +36,7 @@ from agentctl.core.recovery.model import (
     SourceEffect,
     SourceTask,
     effective_outcome,
+    unresolved_message,
 )
 from agentctl.errors import ValidationError
 
@@ -173,7 +174,8 @@ def _effects_resolved(ctx: ReuseContext) -> Finding:
                 "unresolved_reused_effect",
                 f"effect {effect.effect_id} ({effect.operation}) of task {ctx.task.id} is "
                 f"{effect.status} with no reconciliation; reconcile it "
-                f"(`agentctl effects reconcile {effect.effect_id}`) or execute the task again",
+                f"(`agentctl effects reconcile {effect.effect_id} --status applied|not-applied "
+                "--reason …`) or execute the task again",
             )
         if outcome == "compensated":
             return (
@@ -308,9 +310,7 @@ def closure_effect_blocks(task_id: str, source: SourceTask) -> Iterator[Block]:
             yield Block(
                 task_id,
                 "unreconciled_effect",
-                f"effect {effect.effect_id} ({effect.operation}) of task {task_id} is "
-                f"{effect.status} with no reconciliation; reconcile it first "
-                f"(`agentctl effects reconcile {effect.effect_id}`)",
+                unresolved_message(task_id, effect),
                 source.definition_fingerprint,
             )
         elif outcome == "applied" and is_unsafe_to_repeat(effect):

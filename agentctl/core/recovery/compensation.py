@@ -34,6 +34,7 @@ from agentctl.core.recovery.model import (
     SourceRun,
     SourceTask,
     effective_outcome,
+    unresolved_message,
 )
 from agentctl.core.recovery.source_reads import source_context, with_source_reads
 from agentctl.core.states import TERMINAL_TASK_STATES
@@ -300,9 +301,7 @@ def _unresolved_block(task_id: str, effect: SourceEffect) -> Block:
     return Block(
         task_id,
         "unreconciled_effect",
-        f"effect {effect.effect_id} ({effect.operation}) of task {task_id} is {effect.status} "
-        f"with no reconciliation; reconcile it first (`agentctl effects reconcile "
-        f"{effect.effect_id}`)",
+        unresolved_message(task_id, effect),
     )
 
 

@@ -164,6 +164,18 @@ class Block:
         }
 
 
+def unresolved_message(task_id: str, effect: SourceEffect) -> str:
+    """Why an unresolved effect blocks a plan, with the whole command that settles it: the
+    bare ``effects reconcile EFFECT`` it used to name is refused (``--status`` and
+    ``--reason`` are required), the same words the refused ``resume`` uses."""
+    return (
+        f"effect {effect.effect_id} ({effect.operation}) of task {task_id} is {effect.status} "
+        f"with no reconciliation; reconcile it first (`agentctl effects reconcile "
+        f"{effect.effect_id} --status applied|not-applied --reason …`; --approved where the "
+        "policy asks approval for the effect)"
+    )
+
+
 def effective_outcome(effect: SourceEffect) -> Outcome:
     """What is known about an effect's consequence once its reconciliation is applied.
 
