@@ -32,6 +32,7 @@ from agentctl.core.collector import collector_paused
 from agentctl.core.dsl.diagnostics import (
     Finding,
     Locator,
+    describe,
     findings_from_pydantic,
     to_diagnostic,
 )
@@ -91,7 +92,8 @@ def load_workflow(source: str | bytes, file: str | None = None) -> LoadedWorkflo
     locator = Locator.later(parsed.tables_later())
     raw = parsed.value
     if not isinstance(raw, dict):
-        finding = Finding("schema_violation", "", "a workflow document must be a mapping")
+        message = f"a workflow document must be a mapping, got {describe(raw)}"
+        finding = Finding("schema_violation", "", message)
         raise _invalid([to_diagnostic(finding, locator, file)])
     warnings: list[Diagnostic] = []
     notes: list[Diagnostic] = []  # the translation's dropped keys: they may explain an error

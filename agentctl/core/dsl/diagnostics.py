@@ -227,10 +227,49 @@ def _plain(kind: str, path: str, error: Any) -> Finding:
             f"{shown}: {error['msg'].replace('Input should be', 'expected')}, got {describe(value)}"
         )
         return Finding("schema_violation", path, message)
+    bound = _bound_message(kind, dict(error.get("ctx") or {}), value)
+    if bound is not None:
+        return Finding("schema_violation", path, f"{shown} {bound}")
     message = f"{shown}: {error['msg']}"
     if not isinstance(value, (dict, list)):
         message += f" (got {describe(value)})"
     return Finding("schema_violation", path, message)
+
+
+# Range and size errors, said plainly ("must be at least 1") rather than in pydantic's words
+# ("Input should be greater than or equal to 1"): (context key, wording).
+_BOUNDS = {
+    "greater_than_equal": ("ge", "must be at least {}"),
+    "less_than_equal": ("le", "must be at most {}"),
+    "greater_than": ("gt", "must be greater than {}"),
+    "less_than": ("lt", "must be less than {}"),
+}
+
+
+def _bound_message(kind: str, ctx: dict[str, Any], value: Any) -> str | None:
+    if kind in _BOUNDS:
+        key, wording = _BOUNDS[kind]
+        if not isinstance(ctx.get(key), (int, float)):
+            return None
+        return f"{wording.format(number_text(ctx[key]))}, got {describe(value)}"
+    if kind in {"too_short", "too_long"} and isinstance(value, (list, dict)):
+        noun = "entry" if isinstance(value, dict) else "item"
+        if kind == "too_short":
+            limit, side = ctx.get("min_length"), "at least"
+        else:
+            limit, side = ctx.get("max_length"), "at most"
+        if not isinstance(limit, int):
+            return None
+        count = len(value)
+        return f"must hold {side} {_count(limit, noun)}, got {count or 'none'}"
+    if kind == "string_too_short" and ctx.get("min_length") == 1:
+        return "must not be empty"
+    return None
+
+
+def _count(number: int, noun: str) -> str:
+    plural = noun if number == 1 else ("entries" if noun == "entry" else f"{noun}s")
+    return f"{number} {plural}"
 
 
 def _type_help(kind: str, value: Any) -> str | None:

@@ -49,6 +49,7 @@ from yaml.resolver import BaseResolver
 from yaml.scanner import Scanner
 
 from agentctl.core.dsl.yamlevents import parse_fast
+from agentctl.core.dsl.yamlproblems import plain_words
 from agentctl.core.dsl.yamlscalars import (
     BOOL_RE,
     FLOAT_RE,
@@ -267,9 +268,16 @@ def _compose_fast(text: str) -> Node | None:
 
 def compose_yaml(text: str, file: str | None) -> Node:
     """Compose exactly one YAML document into a node tree (the one PyYAML boundary)."""
-    fast = _compose_fast(text)
-    if fast is not None:
-        return fast
+    node = _compose_fast(text)
+    if node is None:
+        node = _compose_exact(text, file)
+    if node is None or _is_empty(node):
+        raise _fail([_diag("the document is empty; expected a workflow mapping", file, (1, 1))])
+    return node
+
+
+def _compose_exact(text: str, file: str | None) -> Node | None:
+    """The pure-Python composer: exact positions for every problem it meets."""
     try:
         loader = _Loader(text)
         try:
@@ -277,11 +285,7 @@ def compose_yaml(text: str, file: str | None) -> Node:
         finally:
             loader.dispose()
     except yaml.MarkedYAMLError as exc:
-        problem = exc.problem or exc.context or "malformed YAML"
-        if exc.problem and exc.context:
-            problem = f"{exc.problem} ({exc.context})"
-        where = exc.problem_mark or exc.context_mark
-        raise _fail([_diag(str(problem), file, _mark_pos(where))]) from exc
+        raise _fail([_marked_diag(exc, file)]) from exc
     except yaml.reader.ReaderError as exc:
         # Control characters and other code points YAML does not allow in a stream.
         char: Any = exc.character
@@ -294,9 +298,23 @@ def compose_yaml(text: str, file: str | None) -> Node:
         raise _fail([_diag(f"unreadable YAML: {exc}", file, (1, 1))]) from exc
     except RecursionError as exc:
         raise _fail([_diag("document is nested too deeply", file, (1, 1))]) from exc
-    if node is None:
-        raise _fail([_diag("the document is empty; expected a workflow mapping", file, (1, 1))])
     return node
+
+
+def _is_empty(node: Node) -> bool:
+    """A document that is only a ``---`` marker (comments aside) has no content at all, like
+    an empty file. An explicit ``null`` or ``~`` is content, and fails later as "not a mapping"."""
+    return isinstance(node, ScalarNode) and node.tag == TAG + "null" and node.value == ""
+
+
+def _marked_diag(exc: yaml.MarkedYAMLError, file: str | None) -> Diagnostic:
+    problem = exc.problem or exc.context or "malformed YAML"
+    if exc.problem and exc.context:
+        problem = f"{exc.problem} ({exc.context})"
+    message, help = plain_words(exc.problem)
+    return _diag(
+        message or str(problem), file, _mark_pos(exc.problem_mark or exc.context_mark), help
+    )
 
 
 class _Builder:
