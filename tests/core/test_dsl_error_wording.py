@@ -72,3 +72,29 @@ def test_ranges_and_sizes_are_said_plainly(
     diag = only(source)
     check(diag, "schema_violation", path, position(source, needle))
     assert diag.message == f"`{path}` {words}"
+
+
+def test_a_port_out_of_range_is_located_at_the_port_itself() -> None:
+    source = MINIMAL.replace(
+        "spec:\n", "spec:\n  policy: { network: { allowedPorts: [443, 0] } }\n"
+    )
+    diag = only(source)
+    check(diag, "schema_violation", "spec.policy.network.allowedPorts.1", position(source, "0]"))
+
+
+def test_a_bad_matrix_axis_name_points_at_that_axis() -> None:
+    source = MINIMAL.replace(
+        "      uses:", "      matrix: { axes: { os: [l], a-b: [1] } }\n      uses:"
+    )
+    diag = only(source)
+    check(diag, "schema_violation", "spec.tasks.0.matrix.axes.a-b", position(source, "a-b"))
+    assert diag.help
+
+
+def test_a_template_where_a_literal_list_belongs_says_it_is_not_expanded() -> None:
+    source = MINIMAL.replace(
+        "      uses:", '      foreach: { items: "${{ inputs.l }}" }\n      uses:'
+    )
+    diag = only(source)
+    check(diag, "schema_violation", "spec.tasks.0.foreach.items", position(source, '"${{'))
+    assert diag.help and "template is not expanded" in diag.help

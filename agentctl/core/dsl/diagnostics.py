@@ -279,6 +279,8 @@ def _type_help(kind: str, value: Any) -> str | None:
         return "write true or false (yes/no/on/off and numbers are not booleans)"
     if kind == "string_type" and value is not None:
         return "quote the value to make it a string"
+    if kind == "list_type" and isinstance(value, str) and "${{" in value:
+        return "write the list itself: a template is not expanded here"
     return None
 
 

@@ -60,9 +60,10 @@ class NetworkPolicy(StrictModel):
     @field_validator("allowed_ports")
     @classmethod
     def _ports(cls, ports: list[int]) -> list[int]:
-        for port in ports:
+        for index, port in enumerate(ports):
             if not 1 <= port <= 65_535:
-                raise rule_error("schema_violation", f"port {port} is not in 1..65535")
+                message = f"port {port} is not in 1..65535"
+                raise rule_error("schema_violation", message, at=str(index))
         return ports
 
 

@@ -92,7 +92,11 @@ class Matrix(StrictModel):
         for name, values in self.axes.items():
             if not IDENTIFIER_RE.match(name):
                 raise rule_error(
-                    "schema_violation", f"matrix axis name {name!r} is not an identifier", at="axes"
+                    "schema_violation",
+                    f"matrix axis name {name!r} is not an identifier",
+                    at=f"axes.{name}",
+                    help="name an axis with letters, digits and '_', starting with a letter or '_'",
+                    key=True,
                 )
             product *= len(values)
         if product > self.max_items:
