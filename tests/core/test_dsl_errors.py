@@ -339,7 +339,7 @@ _DIGEST = "sha256:" + "a" * 64
             "      uses: action:x\n",
             '      uses: action:x\n      matrix: { axes: { "os\\n": [linux] } }\n',
             "schema_violation",
-            "spec.tasks.0.matrix.axes",
+            "spec.tasks.0.matrix.axes.os\n",
         ),
         (
             "spec:\n",
