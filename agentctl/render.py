@@ -21,7 +21,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TextIO
 
 from agentctl.core.floattext import respell_json_floats
@@ -249,7 +249,9 @@ def emit_error(error: AgentctlError, settings: Settings) -> None:
         sys.stderr.flush()
         return
     end_shown_text()
-    lines = [f"error: {error.message}"]
+    # A validation error's message repeats its first diagnostic's, which may quote a key.
+    summary = one_line(error.message) if error.diagnostics else error.message
+    lines = [f"error: {summary}"]
     lines.extend(format_diagnostic(d) for d in error.diagnostics)
     if error.run_id:
         lines.append(f"  run: {error.run_id}")
@@ -262,7 +264,21 @@ def emit_error(error: AgentctlError, settings: Settings) -> None:
     sys.stderr.flush()
 
 
+def one_line(text: str) -> str:
+    """``text`` with its line breaks shown as escapes: a key or value quoted from a document
+    (``"x\\ny": 1``) must not break a diagnostic's layout or fake a line of its own."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def format_diagnostic(diag: Diagnostic) -> str:
+    """The human form of ``diag``: a header line, then its place and help, one line each."""
+    diag = replace(
+        diag,
+        message=one_line(diag.message),
+        file=None if diag.file is None else one_line(diag.file),
+        path=None if diag.path is None else one_line(diag.path),
+        help=None if diag.help is None else one_line(diag.help),
+    )
     text = f"{diag.severity}[{diag.code}]: {diag.message}"
     if diag.file is not None or diag.line is not None or diag.path:
         # One with no place at all (about the command line, e.g. a `--var`) has no `-->` line.
