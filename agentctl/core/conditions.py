@@ -98,6 +98,15 @@ def is_segment(name: str) -> bool:
     return _SEGMENT.fullmatch(name) is not None
 
 
+def _bad_segment(part: str) -> str:
+    """Why ``part`` is no path segment, in the words of the mistake that usually made it."""
+    if not part:
+        return "empty path segment (a leading, trailing or doubled `.`)"
+    if "[" in part:
+        return f"bad path segment {part!r}: indexing is not supported, only `.NAME` segments"
+    return f"bad path segment {part!r}: a segment holds letters, digits, `_` and `-`"
+
+
 def parse_reference(text: str, expression: str | None = None) -> Reference:
     """Parse a path; raises ``TemplateError`` for an unknown root or a malformed segment."""
     path = text.strip()
@@ -105,7 +114,7 @@ def parse_reference(text: str, expression: str | None = None) -> Reference:
     parts = path.split(".")
     for part in parts:
         if not _SEGMENT.fullmatch(part):
-            raise TemplateError(f"unsupported expression `{source}`: bad path segment {part!r}")
+            raise TemplateError(f"unsupported expression `{source}`: {_bad_segment(part)}")
     root, rest = parts[0], tuple(parts[1:])
     if root in ("inputs", "vars", "memory"):
         if not rest:

@@ -235,3 +235,18 @@ def test_numeric_comparisons_match_python(value: int, literal: int) -> None:
 def test_not_negates(text: str, value: Any) -> None:
     context = ctx(v=value)
     assert evaluate("not " + text, context) is (not evaluate(text, context))
+
+
+@pytest.mark.parametrize(
+    ("path", "words"),
+    [
+        ("inputs.a.", "empty path segment (a leading, trailing or doubled `.`)"),
+        ("inputs..a", "empty path segment"),
+        ("inputs.l[0]", "bad path segment 'l[0]': indexing is not supported"),
+        ("inputs.a b", "bad path segment 'a b': a segment holds letters, digits"),
+    ],
+)
+def test_a_bad_path_segment_says_what_is_wrong_with_it(path: str, words: str) -> None:
+    with pytest.raises(TemplateError) as info:
+        parse_condition(path)
+    assert f"unsupported expression `{path}`: {words}" in str(info.value)
