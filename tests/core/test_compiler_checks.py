@@ -510,3 +510,14 @@ def test_engine_variables_read_by_the_children_that_bind_them() -> None:
     assert [(d.code, d.path) for d in info.value.diagnostics] == [
         ("invalid_template", "spec.actions.echo.args.0")
     ]
+
+
+def test_a_nested_output_text_is_reported_at_its_own_path() -> None:
+    outputs = {"x": {"y": ["fine", "${{ tasks.ghost.output }}"]}, "z": "${{ tasks.a.output. }}"}
+    with pytest.raises(ValidationError) as info:
+        compile_workflow(workflow([task("a")], outputs=outputs))
+    found = sorted((d.code, d.path) for d in info.value.diagnostics)
+    assert found == [
+        ("invalid_template", "spec.outputs.z"),
+        ("missing_reference", "spec.outputs.x.y.1"),
+    ]

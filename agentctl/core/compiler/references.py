@@ -208,12 +208,11 @@ def check_templates(
 
 
 def _output_texts(outputs: Any) -> Iterator[tuple[str, str]]:
-    """Each template text of ``spec.outputs`` with the key it sits under."""
+    """Each template text of ``spec.outputs`` with its own path (``spec.outputs.x.y.0`` for a
+    text nested in an output's value), so a diagnostic points at the text itself."""
     if isinstance(outputs, dict):
         for key, value in outputs.items():
-            for text in iter_strings(value):
-                if OPEN in text or "}}" in text:
-                    yield f"spec.outputs.{key}", text
+            yield from templated_strings_at(value, f"spec.outputs.{key}")
 
 
 def check_run_outputs(
