@@ -97,4 +97,11 @@ def test_a_template_where_a_literal_list_belongs_says_it_is_not_expanded() -> No
     )
     diag = only(source)
     check(diag, "schema_violation", "spec.tasks.0.foreach.items", position(source, '"${{'))
-    assert diag.help and "template is not expanded" in diag.help
+    assert diag.help == "write the value itself: a template is not expanded here"
+
+
+def test_a_template_where_a_number_belongs_is_not_told_to_drop_its_quotes() -> None:
+    source = MINIMAL.replace("      uses:", '      timeoutSeconds: "${{ inputs.t }}"\n      uses:')
+    diag = only(source)
+    check(diag, "schema_violation", "spec.tasks.0.timeoutSeconds", position(source, '"${{'))
+    assert diag.help == "write the value itself: a template is not expanded here"

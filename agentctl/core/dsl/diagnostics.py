@@ -273,14 +273,14 @@ def _count(number: int, noun: str) -> str:
 
 
 def _type_help(kind: str, value: Any) -> str | None:
+    if isinstance(value, str) and "${{" in value:
+        return "write the value itself: a template is not expanded here"
     if kind in {"int_type", "float_type"} and isinstance(value, str):
         return "write the number without quotes"
     if kind == "bool_type":
         return "write true or false (yes/no/on/off and numbers are not booleans)"
     if kind == "string_type" and value is not None:
         return "quote the value to make it a string"
-    if kind == "list_type" and isinstance(value, str) and "${{" in value:
-        return "write the list itself: a template is not expanded here"
     return None
 
 
