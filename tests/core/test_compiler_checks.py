@@ -442,7 +442,7 @@ def test_a_task_dropped_for_its_uses_is_not_reported_again() -> None:
     )
     assert [(code, path) for code, path, _ in _located(doc)] == [
         ("missing_reference", "spec.tasks.0.uses"),
-        ("missing_reference", "spec.tasks.3.needs"),
+        ("missing_reference", "spec.tasks.3.needs.0"),
     ]
 
 
@@ -521,3 +521,12 @@ def test_a_nested_output_text_is_reported_at_its_own_path() -> None:
         ("invalid_template", "spec.outputs.z"),
         ("missing_reference", "spec.outputs.x.y.1"),
     ]
+
+
+def test_an_unknown_need_points_at_its_entry_and_suggests_the_near_id() -> None:
+    doc = workflow([task("stash"), task("b", needs=["stash", "stahs"])])
+    with pytest.raises(ValidationError) as info:
+        compile_workflow(doc)
+    [diag] = info.value.diagnostics
+    assert (diag.code, diag.path) == ("missing_reference", "spec.tasks.1.needs.1")
+    assert diag.help is not None and diag.help.startswith("did you mean `stash`?")

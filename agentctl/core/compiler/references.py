@@ -77,11 +77,25 @@ def check_needs(graph: dict[str, Node], diags: Collector) -> None:
     for node in graph.values():
         for need in node.needs:
             if diags.unknown(need, graph):
+                declared = node.task.get("needs") or []
+                # At the entry as written when it is there (a sub-workflow's are rewritten).
+                at = f".{declared.index(need)}" if need in declared else ""
                 diags.add(
                     "missing_reference",
                     f"task `{node.task['id']}` needs unknown task `{need}`",
-                    f"{node.path}.needs",
+                    f"{node.path}.needs{at}",
+                    help=_needs_help(need, graph),
                 )
+
+
+def _needs_help(need: str, graph: dict[str, Node]) -> str:
+    import difflib  # here, not at the top: only a document with an unknown need needs it
+
+    # Suggest the ids a user writes: an expanded child (``fan--0000-…``) is named by its parent.
+    written = [task_id for task_id in graph if "--" not in task_id]
+    close = difflib.get_close_matches(need, written, n=1)
+    hint = f"did you mean `{close[0]}`? " if close else ""
+    return f"{hint}name a task of the same `tasks` list (an expanded task by its parent id)"
 
 
 def check_reads(
