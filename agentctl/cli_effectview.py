@@ -73,8 +73,11 @@ def _by_effect(reconciliations: JsonValue) -> dict[str, list[JsonObject]]:
     return found
 
 
-def _next_steps(effect: JsonObject, recs: list[JsonObject], db: str, width: int) -> list[str]:
-    """How to settle an effect nobody has concluded about yet (none for a settled one)."""
+def _next_steps(
+    effect: JsonObject, recs: list[JsonObject], db: str, width: int, needs: frozenset[str]
+) -> list[str]:
+    """How to settle an effect nobody has concluded about yet (none for a settled one);
+    ``needs``: the effects whose reconciliation takes ``--approved``."""
     if _text(effect, "status") not in _UNRESOLVED or recs:
         return []
     short = _text(effect, "effectId")[:12]
@@ -86,11 +89,15 @@ def _next_steps(effect: JsonObject, recs: list[JsonObject], db: str, width: int)
         lines += command(
             "effects", "continue-remote", _text(effect, "effectId"), db=db, width=width
         )
-    return lines + reconcile_commands(_text(effect, "effectId"), db, width)
+    effect_id = _text(effect, "effectId")
+    return lines + reconcile_commands(effect_id, db, width, approved=effect_id in needs)
 
 
-def effect_list_view(data: JsonObject, db: str) -> Callable[[Settings], str]:
-    """``effects list RUN``: one block per effect, its reconciliations under it."""
+def effect_list_view(
+    data: JsonObject, db: str, needs: frozenset[str] = frozenset()
+) -> Callable[[Settings], str]:
+    """``effects list RUN``: one block per effect, its reconciliations under it; ``needs``:
+    the effects whose reconciliation takes ``--approved``."""
 
     def human(settings: Settings) -> str:
         width, painter = view_width(), Painter(settings)
@@ -104,14 +111,18 @@ def effect_list_view(data: JsonObject, db: str) -> Callable[[Settings], str]:
                 *_effect_block(effect, recs.get(_text(effect, "effectId"), []), painter, width),
             ]
         for effect in effects:
-            lines += _next_steps(effect, recs.get(_text(effect, "effectId"), []), db, width)
+            found = recs.get(_text(effect, "effectId"), [])
+            lines += _next_steps(effect, found, db, width, needs)
         return "\n".join(lines) + "\n"
 
     return human
 
 
-def effect_inspection_view(data: JsonObject, db: str) -> Callable[[Settings], str]:
-    """``effects inspect EFFECT``: the effect, its result, its reconciliation history."""
+def effect_inspection_view(
+    data: JsonObject, db: str, needs: frozenset[str] = frozenset()
+) -> Callable[[Settings], str]:
+    """``effects inspect EFFECT``: the effect, its result, its reconciliation history;
+    ``needs`` as for ``effect_list_view``."""
 
     def human(settings: Settings) -> str:
         width = view_width()
@@ -128,7 +139,7 @@ def effect_inspection_view(data: JsonObject, db: str) -> Callable[[Settings], st
         effective = as_object(data.get("effectiveReconciliation"))
         if effective:
             lines.append(f"    in effect: {_text(effective, 'reconciliationId')}")
-        lines += _next_steps(effect, recs, db, width)
+        lines += _next_steps(effect, recs, db, width, needs)
         return "\n".join(lines) + "\n"
 
     return human

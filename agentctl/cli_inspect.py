@@ -28,7 +28,7 @@ from agentctl.clikit import (
     statement,
 )
 from agentctl.core.jsonschema_text import type_article, type_of
-from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list, as_object
 from agentctl.core.states import RunState
 from agentctl.errors import NotFoundError, RunNotFoundError, ValidationError
 from agentctl.render import Outcome, Settings
@@ -190,7 +190,8 @@ def effects_inspect_cmd(
             "`effects inspect RUN` form)",
         )
     data = api.effects_inspect(effect, db=db)
-    deliver(Outcome("EffectInspection", data, human=effect_inspection_view(data, db)))
+    needs = _approvals_needed([as_object(data.get("effect"))], db)
+    deliver(Outcome("EffectInspection", data, human=effect_inspection_view(data, db, needs)))
 
 
 def _older_form(run_ref: str, db: str, task: str | None, missing: str) -> NoReturn:
@@ -205,7 +206,17 @@ def _older_form(run_ref: str, db: str, task: str | None, missing: str) -> NoRetu
 
 
 def _list(data: JsonObject, db: str) -> NoReturn:
-    deliver(Outcome("EffectList", data, human=effect_list_view(data, db)))
+    needs = _approvals_needed([as_object(e) for e in as_list(data.get("effects"))], db)
+    deliver(Outcome("EffectList", data, human=effect_list_view(data, db, needs)))
+
+
+def _approvals_needed(effects: list[JsonObject], db: str) -> frozenset[str]:
+    """Of the unresolved ``effects``, those the policy lets be reconciled only with
+    ``--approved`` (the human views print it in the commands they suggest)."""
+    from agentctl.coordinator.reconcile import UNRESOLVED, read_approvals_to_reconcile
+
+    ids = [str(e.get("effectId")) for e in effects if e.get("status") in UNRESOLVED]
+    return read_approvals_to_reconcile(ids, db=db)
 
 
 _ResultOpt = Annotated[

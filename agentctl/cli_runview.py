@@ -147,15 +147,16 @@ def command(*words: str, db: str, width: int = WIDTH) -> list[str]:
     return lines
 
 
-def reconcile_commands(effect_id: str, db: str, width: int) -> list[str]:
+def reconcile_commands(effect_id: str, db: str, width: int, *, approved: bool) -> list[str]:
     """The two ways to settle an unresolved effect. ``applied`` names the result the task
-    carries on with (the ledger refuses it without one), so the printed command runs once its
-    placeholders are filled in."""
+    carries on with (the ledger refuses it without one), and both carry ``--approved`` when
+    the run's policy gives the reconciliation only with it (``approved``), so the printed
+    command runs once its placeholders are filled in."""
     verb = ("effects", "reconcile", effect_id, "--status")
-    applied = command(
-        *verb, "applied", "--reason", "<why>", "--result-file", "<result.json>", db=db, width=width
-    )
-    return applied + command(*verb, "not-applied", "--reason", "<why>", db=db, width=width)
+    flag = ("--approved",) if approved else ()
+    result = ("--result-file", "<result.json>")
+    applied = command(*verb, "applied", "--reason", "<why>", *result, *flag, db=db, width=width)
+    return applied + command(*verb, "not-applied", "--reason", "<why>", *flag, db=db, width=width)
 
 
 def _lineage_lines(report: RunReport, width: int) -> list[str]:
@@ -317,7 +318,8 @@ def attention(report: RunReport, db: str, width: int) -> list[str]:
         lines += ["", f"  {e.status} effect {e.effect_id}", f"    task {e.task_id}  {e.operation}"]
         if e.effect_id in remote:
             lines += command("effects", "continue-remote", e.effect_id, db=db, width=width)
-        lines += reconcile_commands(e.effect_id, db, width)
+        approved = e.effect_id in report.approvals_to_reconcile
+        lines += reconcile_commands(e.effect_id, db, width, approved=approved)
     if not lines:
         return []
     if run.state == "paused" or (run.state == "running" and not report.driven):

@@ -25,7 +25,7 @@ from agentctl.coordinator.launch import (
     run_trio,
 )
 from agentctl.coordinator.live import live_from
-from agentctl.coordinator.reconcile import reconcile
+from agentctl.coordinator.reconcile import reconcile, with_reconcile_approvals
 from agentctl.coordinator.service import (
     DriveRequest,
     Progress,
@@ -455,7 +455,7 @@ def run_report(run_ref: str, *, db: str, html: Path | None = None) -> RunReport:
     with open_ledger(db, verify=False) as ledger:
         if html is not None:
             ledger.refuse_own_state(html, "write the report")
-        return ledger.run_report(run_ref)
+        return with_reconcile_approvals(ledger, ledger.run_report(run_ref))
 
 
 def effects_list(run_ref: str, *, db: str, task: str | None) -> JsonObject:

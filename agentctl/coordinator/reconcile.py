@@ -22,6 +22,7 @@ Invariants:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Collection, Iterable
 
 from agentctl.coordinator.creation import load_plan
 from agentctl.coordinator.execute import settle_recorded
@@ -35,6 +36,7 @@ from agentctl.core.policy import (
     ReconcileAuthorization,
     ToolApproval,
     authorize_reconciliation,
+    reconciliation_needs_approval,
     tool_approval,
 )
 from agentctl.core.pricing import price_for
@@ -44,6 +46,7 @@ from agentctl.ledger import open_ledger
 from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import ReconcileRequest
+from agentctl.ledger.report import RunReport
 from agentctl.ledger.stats import EffectInspection
 
 
@@ -214,6 +217,51 @@ def _authorize(
         actor=actor,
         approved=approved,
     )
+
+
+UNRESOLVED = ("started", "uncertain")  # the statuses an operator may have to settle
+
+
+def approvals_to_reconcile(ledger: RunLedger, effect_ids: Iterable[str]) -> frozenset[str]:
+    """Of ``effect_ids``, those whose run's policy lets an operator reconcile them only with
+    ``--approved`` (as ``authorize`` judges them): the views add the flag to the commands they
+    suggest for those, so each runs as printed. Reads only."""
+    plans: dict[str, Plan] = {}
+    needed: set[str] = set()
+    for effect_id in effect_ids:
+        seen = ledger.inspect_effect(effect_id)
+        effect = seen.effect
+        if effect.run_id not in plans:
+            plans[effect.run_id] = load_plan(ledger.get_run(effect.run_id))
+        plan = plans[effect.run_id]
+        if reconciliation_needs_approval(
+            plan.run.policy,
+            operation=effect.operation,
+            effect_class=effect.effect_class,
+            risk=effect.risk,
+            request=effect.request,
+            tool=seen.tool,
+            tool_approval=_tool_approval(plan, effect.task_id, seen.tool),
+        ):
+            needed.add(effect_id)
+    return frozenset(needed)
+
+
+def with_reconcile_approvals(ledger: RunLedger, report: RunReport) -> RunReport:
+    """``report`` with its unresolved effects' ``approvals_to_reconcile`` judged."""
+    effects = report.inspection.effects
+    needed = approvals_to_reconcile(
+        ledger, [e.effect_id for e in effects if e.status in UNRESOLVED]
+    )
+    return dataclasses.replace(report, approvals_to_reconcile=needed)
+
+
+def read_approvals_to_reconcile(effect_ids: Collection[str], *, db: str) -> frozenset[str]:
+    """``approvals_to_reconcile`` on the database ``db`` (nothing opened for no effect)."""
+    if not effect_ids:
+        return frozenset()
+    with open_ledger(db, verify=False) as ledger:
+        return approvals_to_reconcile(ledger, effect_ids)
 
 
 def _tool_approval(plan: Plan, task_id: str, tool: str | None) -> ToolApproval:

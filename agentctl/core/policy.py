@@ -229,6 +229,48 @@ def _judging_policy(
     return {k: v for k, v in policy.items() if k not in ("toolsAllow", "toolsDeny")}
 
 
+def _reconcile_decision(
+    policy: Mapping[str, JsonValue],
+    operation: str,
+    effect_class: str,
+    risk: str,
+    request: JsonValue,
+    tool: str | None,
+    tool_approval: ToolApproval,
+) -> Decision:
+    name, provider = _judged_as(operation, effect_class, request, tool)
+    # Interactive: the operator is present and ``--approved`` answers in advance.
+    return decide(
+        _judging_policy(policy, operation, tool),
+        name=name,
+        effect_class=effect_class,
+        risk=risk,
+        is_model=provider is not None,
+        provider=provider,
+        tool_approval=tool_approval,
+        interactive=True,
+    )
+
+
+def reconciliation_needs_approval(
+    policy: Mapping[str, JsonValue],
+    *,
+    operation: str,
+    effect_class: str,
+    risk: str,
+    request: JsonValue,
+    tool: str | None = None,
+    tool_approval: ToolApproval = "policy",
+) -> bool:
+    """Whether ``authorize_reconciliation`` gives its leave only with ``--approved``: the
+    policy neither allows the reconciliation outright nor denies it (no flag overrides a
+    denial). The views add the flag to the commands they suggest when it is needed."""
+    decision = _reconcile_decision(
+        policy, operation, effect_class, risk, request, tool, tool_approval
+    )
+    return not decision.allowed and not decision.denied
+
+
 def authorize_reconciliation(
     policy: Mapping[str, JsonValue],
     *,
@@ -244,17 +286,8 @@ def authorize_reconciliation(
     """The authorization to record with a reconciliation (``tool``, ``tool_approval``: an
     agent tool call's declared name and ``approval``), or ``PolicyDeniedError``: a denial is
     never overridden; a required approval is given only by ``--approved``."""
-    name, provider = _judged_as(operation, effect_class, request, tool)
-    # Interactive: the operator is present and ``--approved`` answers in advance.
-    decision = decide(
-        _judging_policy(policy, operation, tool),
-        name=name,
-        effect_class=effect_class,
-        risk=risk,
-        is_model=provider is not None,
-        provider=provider,
-        tool_approval=tool_approval,
-        interactive=True,
+    decision = _reconcile_decision(
+        policy, operation, effect_class, risk, request, tool, tool_approval
     )
     if decision.denied:
         raise PolicyDeniedError(

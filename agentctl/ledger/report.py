@@ -77,6 +77,9 @@ class RunReport:
     lineage: tuple[LineageRun, ...]  # ancestors oldest first, the run, then descendants
     approval_history: tuple[ApprovalRecord, ...]
     driven: bool = False  # a live coordinator holds the run's lease right now
+    # The unresolved effects whose reconciliation the run's policy gives only with --approved
+    # (the coordinator judges it: policy is not the ledger's).
+    approvals_to_reconcile: frozenset[str] = frozenset()
 
     def attempts(self) -> tuple[AttemptSpan, ...]:
         return attempt_spans(self.inspection.audit)

@@ -51,6 +51,7 @@ def test_the_printed_applied_reconciliation_is_accepted(cli: Cli, tmp_path: Path
         applied = [c for c in _commands(shown.stdout) if "applied" in c]
         assert len(applied) == 1, shown.stdout
         assert applied[0][-2:] == list(DB) and "--result-file" in applied[0], applied
+        assert "--approved" not in applied[0]  # approval: never gives the leave itself
     recorded = cli(*_filled(applied[0], result))
     assert recorded.rc == 0, recorded.stderr
     assert cli("resume", run_id, *DB).rc == 0  # the recorded result is used, nothing reruns
@@ -111,3 +112,29 @@ def test_the_commands_an_error_suggests_name_its_database(cli: Cli, tmp_path: Pa
     assert recorded.rc == 0, recorded.stderr
     assert cli("resume", run_id, *DB).rc == 0
     assert not (tmp_path / ".agentctl").exists()  # nothing looked in the default ledger
+
+
+def test_the_printed_reconciliation_carries_approved_where_the_policy_asks_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """Under the default policy (``approval: mutations``) reconciling a process effect takes
+    ``--approved`` (without it the ledger refuses, exit 4): the printed commands carry it."""
+    asking = ECHO.replace("approval: never, ", "")
+    (tmp_path / "wf.yaml").write_text(asking, encoding="utf-8")
+    paused = cli("--output", "json", "run", "wf.yaml", *DB)
+    assert paused.rc == 3, paused.stderr
+    run_id = paused.data["runId"]
+    pending = cli("--output", "json", "approvals", "list", run_id, *DB).data["approvals"]
+    assert cli("approvals", "approve", pending[0]["approvalId"], "--reason", "ok", *DB).rc == 0
+    crash = {"AGENTCTL_CRASH_AT": "coordinator.after_started", "AGENTCTL_CRASH_HIT": "1"}
+    assert cli("resume", run_id, *DB, env=crash).rc == -9
+    effect = cli("--output", "json", "effects", "list", run_id, *DB).data["effects"][0]
+    views = [("effects", "list", run_id), ("effects", "inspect", effect["effectId"])]
+    for view in [*views, ("inspect", run_id)]:
+        shown = cli(*view, *DB)
+        assert shown.rc == 0, shown.stderr
+        printed = [c for c in _commands(shown.stdout) if "reconcile" in c]
+        assert len(printed) == 2 and all("--approved" in c for c in printed), shown.stdout
+    not_applied = next(c for c in printed if "not-applied" in c)
+    recorded = cli(*_filled(not_applied, tmp_path / "unused.json"))
+    assert recorded.rc == 0, recorded.stderr  # runs as printed
