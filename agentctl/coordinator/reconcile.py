@@ -34,6 +34,7 @@ from agentctl.core.model_reply import applied_reply_problems
 from agentctl.core.plan import Plan
 from agentctl.core.policy import (
     ReconcileAuthorization,
+    ReconcileSubject,
     ToolApproval,
     authorize_reconciliation,
     reconciliation_needs_approval,
@@ -205,17 +206,19 @@ def authorize(
 def _authorize(
     plan: Plan, seen: EffectInspection, actor: str, approved: bool
 ) -> ReconcileAuthorization:
+    subject = _subject(plan, seen)
+    return authorize_reconciliation(plan.run.policy, subject, actor=actor, approved=approved)
+
+
+def _subject(plan: Plan, seen: EffectInspection) -> ReconcileSubject:
     effect = seen.effect
-    return authorize_reconciliation(
-        plan.run.policy,
+    return ReconcileSubject(
         operation=effect.operation,
         effect_class=effect.effect_class,
         risk=effect.risk,
         request=effect.request,
         tool=seen.tool,
         tool_approval=_tool_approval(plan, effect.task_id, seen.tool),
-        actor=actor,
-        approved=approved,
     )
 
 
@@ -234,15 +237,7 @@ def approvals_to_reconcile(ledger: RunLedger, effect_ids: Iterable[str]) -> froz
         if effect.run_id not in plans:
             plans[effect.run_id] = load_plan(ledger.get_run(effect.run_id))
         plan = plans[effect.run_id]
-        if reconciliation_needs_approval(
-            plan.run.policy,
-            operation=effect.operation,
-            effect_class=effect.effect_class,
-            risk=effect.risk,
-            request=effect.request,
-            tool=seen.tool,
-            tool_approval=_tool_approval(plan, effect.task_id, seen.tool),
-        ):
+        if reconciliation_needs_approval(plan.run.policy, _subject(plan, seen)):
             needed.add(effect_id)
     return frozenset(needed)
 

@@ -229,66 +229,52 @@ def _judging_policy(
     return {k: v for k, v in policy.items() if k not in ("toolsAllow", "toolsDeny")}
 
 
-def _reconcile_decision(
-    policy: Mapping[str, JsonValue],
-    operation: str,
-    effect_class: str,
-    risk: str,
-    request: JsonValue,
-    tool: str | None,
-    tool_approval: ToolApproval,
-) -> Decision:
-    name, provider = _judged_as(operation, effect_class, request, tool)
+@dataclass(frozen=True)
+class ReconcileSubject:
+    """What a reconciliation of an effect is judged on: the effect as recorded and, for an
+    agent's tool call, the tool's declared name and ``approval``."""
+
+    operation: str
+    effect_class: str
+    risk: str
+    request: JsonValue
+    tool: str | None = None
+    tool_approval: ToolApproval = "policy"
+
+
+def _reconcile_decision(policy: Mapping[str, JsonValue], subject: ReconcileSubject) -> Decision:
+    name, provider = _judged_as(
+        subject.operation, subject.effect_class, subject.request, subject.tool
+    )
     # Interactive: the operator is present and ``--approved`` answers in advance.
     return decide(
-        _judging_policy(policy, operation, tool),
+        _judging_policy(policy, subject.operation, subject.tool),
         name=name,
-        effect_class=effect_class,
-        risk=risk,
+        effect_class=subject.effect_class,
+        risk=subject.risk,
         is_model=provider is not None,
         provider=provider,
-        tool_approval=tool_approval,
+        tool_approval=subject.tool_approval,
         interactive=True,
     )
 
 
 def reconciliation_needs_approval(
-    policy: Mapping[str, JsonValue],
-    *,
-    operation: str,
-    effect_class: str,
-    risk: str,
-    request: JsonValue,
-    tool: str | None = None,
-    tool_approval: ToolApproval = "policy",
+    policy: Mapping[str, JsonValue], subject: ReconcileSubject
 ) -> bool:
     """Whether ``authorize_reconciliation`` gives its leave only with ``--approved``: the
     policy neither allows the reconciliation outright nor denies it (no flag overrides a
     denial). The views add the flag to the commands they suggest when it is needed."""
-    decision = _reconcile_decision(
-        policy, operation, effect_class, risk, request, tool, tool_approval
-    )
+    decision = _reconcile_decision(policy, subject)
     return not decision.allowed and not decision.denied
 
 
 def authorize_reconciliation(
-    policy: Mapping[str, JsonValue],
-    *,
-    operation: str,
-    effect_class: str,
-    risk: str,
-    request: JsonValue,
-    actor: str,
-    approved: bool,
-    tool: str | None = None,
-    tool_approval: ToolApproval = "policy",
+    policy: Mapping[str, JsonValue], subject: ReconcileSubject, *, actor: str, approved: bool
 ) -> ReconcileAuthorization:
-    """The authorization to record with a reconciliation (``tool``, ``tool_approval``: an
-    agent tool call's declared name and ``approval``), or ``PolicyDeniedError``: a denial is
-    never overridden; a required approval is given only by ``--approved``."""
-    decision = _reconcile_decision(
-        policy, operation, effect_class, risk, request, tool, tool_approval
-    )
+    """The authorization to record with a reconciliation, or ``PolicyDeniedError``: a denial
+    is never overridden; a required approval is given only by ``--approved``."""
+    decision = _reconcile_decision(policy, subject)
     if decision.denied:
         raise PolicyDeniedError(
             f"policy denies reconciling this effect ({RECONCILIATION_CAPABILITY}): "
@@ -299,7 +285,7 @@ def authorize_reconciliation(
     if approved:
         return ReconcileAuthorization("explicit_operator_approval", decision.reason, actor, True)
     raise PolicyDeniedError(
-        f"reconciling this {effect_class} effect needs approval ({decision.reason}): "
+        f"reconciling this {subject.effect_class} effect needs approval ({decision.reason}): "
         "add --approved to give it; nothing was recorded"
     )
 

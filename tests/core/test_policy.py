@@ -12,6 +12,7 @@ from agentctl.core.policy import (
     Decision,
     DecisionKind,
     ReconcileAuthorization,
+    ReconcileSubject,
     authorize_reconciliation,
     check_environment,
     check_process,
@@ -131,7 +132,8 @@ MODEL: dict[str, Any] = {
 
 
 def reconcile(policy: dict[str, Any], effect: dict[str, Any], approved: bool) -> Any:
-    return authorize_reconciliation(policy, **effect, actor="ops", approved=approved)
+    subject = ReconcileSubject(**effect)
+    return authorize_reconciliation(policy, subject, actor="ops", approved=approved)
 
 
 @pytest.mark.parametrize("mode", ["pause", "deny_approval", "fail"])
