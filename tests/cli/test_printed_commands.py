@@ -136,5 +136,9 @@ def test_the_printed_reconciliation_carries_approved_where_the_policy_asks_it(
         printed = [c for c in _commands(shown.stdout) if "reconcile" in c]
         assert len(printed) == 2 and all("--approved" in c for c in printed), shown.stdout
     not_applied = next(c for c in printed if "not-applied" in c)
+    without = [w for w in _filled(not_applied, tmp_path / "unused.json") if w != "--approved"]
+    refused = cli("--output", "json", *without)
+    assert refused.rc == 4 and "add --approved" in refused.error["error"]["message"]
+    assert refused.error["error"]["runId"] == run_id  # the refusal names the effect's run
     recorded = cli(*_filled(not_applied, tmp_path / "unused.json"))
     assert recorded.rc == 0, recorded.stderr  # runs as printed
