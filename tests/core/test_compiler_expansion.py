@@ -333,6 +333,17 @@ def test_a_subworkflow_cannot_name_a_caller_task() -> None:
     assert _leak(found, "its outputs refer")
 
 
+def test_an_unknown_need_in_a_subworkflow_is_reported_once() -> None:
+    # Its scope reports it; the expanded graph's needs check used to report it again, by
+    # the expanded id (`wrap--echo`) the user never wrote.
+    needs = task("echo", needs=["nope"], with_={"w": "${{ inputs.word }}"})
+    doc = workflow(
+        [task("wrap", "workflow:shout")], subworkflows={"shout": dict(SHOUT, tasks=[needs])}
+    )
+    [found] = diagnostics(doc)
+    assert found[0] == "missing_reference" and "its task `echo` refers to task `nope`" in found[1]
+
+
 def test_a_nested_invocation_cannot_name_its_callers_task_either() -> None:
     inner_call = task("inner", "workflow:shout", needs=["pre"], with_={"word": "w"})
     outer = dict(SHOUT, tasks=[inner_call], outputs={})

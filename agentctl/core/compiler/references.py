@@ -76,7 +76,8 @@ def _kind_of(node: Node, env: Env, diags: Collector) -> str | None:
 def check_needs(graph: dict[str, Node], diags: Collector) -> None:
     for node in graph.values():
         for need in node.needs:
-            if diags.unknown(need, graph):
+            # A sub-workflow's task naming a task outside it was reported by its scope.
+            if need not in node.source.foreign and diags.unknown(need, graph):
                 declared = node.task.get("needs") or []
                 # At the entry as written when it is there (a sub-workflow's are rewritten).
                 at = f".{declared.index(need)}" if need in declared else ""
