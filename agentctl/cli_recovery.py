@@ -6,6 +6,7 @@ printed (with exit 3) even without ``--plan`` — no run is created for it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -30,6 +31,7 @@ from agentctl.cli_planview import recovery_view
 from agentctl.clikit import (
     DEFAULT_DB,
     deliver,
+    name_db_in_text,
     path_parser,
     statement,
     task_names,
@@ -112,7 +114,7 @@ def _recover(req: _Recovery) -> None:
         name, data, code = _recovered(req, loaded.document, target, where, given)
         if asking is not None and data.get("state") == "paused":
             data, code = _carried_on(asking, data, req.db)
-    human = recovery_view(name, data)
+    human = _named_db(recovery_view(name, data), req.db)
     deliver(Outcome(name, data, exit_code=code, diagnostics=list(loaded.warnings), human=human))
 
 
@@ -279,7 +281,13 @@ def compensate_cmd(
     )
     if asking is not None and name == "CompensationOutcome" and data.get("state") == "paused":
         data, code = _compensation_carried_on(asking, data, db)
-    deliver(Outcome(name, data, exit_code=code, human=recovery_view(name, data)))
+    deliver(Outcome(name, data, exit_code=code, human=_named_db(recovery_view(name, data), db)))
+
+
+def _named_db(view: Callable[[Settings], str], db: str) -> Callable[[Settings], str]:
+    """``view`` with ``--db`` in the commands a plan's blocks suggest (their reasons come from
+    the core, which does not know the database), so each runs as printed."""
+    return lambda settings: name_db_in_text(view(settings), db)
 
 
 def _compensation_carried_on(asking: Any, data: JsonObject, db: str) -> tuple[JsonObject, int]:

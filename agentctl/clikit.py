@@ -268,14 +268,14 @@ def command_line(*words: str, db: str) -> str:
 _SUGGESTED = re.compile(r"`(agentctl [^`]*)`")
 
 
-def name_db_in_error(error: AgentctlError, db: str) -> None:
-    """Add this invocation's ``--db`` to every command ``error`` suggests (each written
-    `` `agentctl …` ``, in its message or hint), as the views do (``db_words``): the layer
-    that raised it does not know the database, and a command pasted without it looks in the
+def name_db_in_text(text: str, db: str) -> str:
+    """``text`` with ``--db DB`` added to every command it suggests (each written
+    `` `agentctl …` ``) that does not name one, as the views do (``db_words``): the layer that
+    wrote the text does not know the database, and a command pasted without it looks in the
     default ledger (run not found, exit 5), creating that ledger on the way."""
     words = db_words(db)
-    if not words:
-        return
+    if not words or "`agentctl " not in text:
+        return text
     import shlex
 
     tail = " ".join(shlex.quote(word) for word in words)
@@ -283,10 +283,15 @@ def name_db_in_error(error: AgentctlError, db: str) -> None:
     def named(found: re.Match[str]) -> str:
         return found[0] if " --db" in found[1] else f"`{found[1]} {tail}`"
 
-    error.message = _SUGGESTED.sub(named, error.message)
+    return _SUGGESTED.sub(named, text)
+
+
+def name_db_in_error(error: AgentctlError, db: str) -> None:
+    """``name_db_in_text`` on ``error``'s message and hint."""
+    error.message = name_db_in_text(error.message, db)
     hint = error.data.get("hint")
     if isinstance(hint, str):
-        error.data["hint"] = _SUGGESTED.sub(named, hint)
+        error.data["hint"] = name_db_in_text(hint, db)
 
 
 def statement(value: str, flag: str) -> str:

@@ -52,3 +52,16 @@ def test_the_reconcile_a_blocked_retry_plan_names_is_accepted_as_printed(
         "--output", "json", "retry", "wf.yaml", run_id, "--failed", "--plan", "--db", "r.db"
     )
     assert again.rc == 0, again.stderr  # the block is gone: the hint settled what it named
+
+
+def test_the_human_plan_names_this_invocations_database_in_that_command(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """The block's reason comes from the core, which does not know the database; the human
+    view adds the named ``--db``, so the command runs as printed (JSON keeps the reason)."""
+    run_id, effect_id = _parked(cli, tmp_path)
+    plan = cli("retry", "wf.yaml", run_id, "--failed", "--plan", "--db", "r.db")
+    assert plan.rc == 3, plan.stderr
+    argv = _hinted(plan.stdout.replace("\n      ", " "))
+    assert argv[:3] == ["effects", "reconcile", effect_id] and argv[-2] == "--db"
+    assert cli(*argv).rc == 0
