@@ -59,10 +59,11 @@ def providers_inspect_cmd(
                 _reference(p["credential"]),
                 ", ".join(p["usedBy"]) or "-",
                 ", ".join(p["capabilities"]),
+                ", ".join(p["providerOptions"]) or "-",
             ]
             for p in data["providers"]
         ]
-        cols = ["provider", "kind", "endpoint", "credential", "used by", "capabilities"]
+        cols = ["provider", "kind", "endpoint", "credential", "used by", "capabilities", "options"]
         return table("providers", cols, rows, settings)
 
     deliver(Outcome("ProviderCapabilities", data, diagnostics=list(loaded.warnings), human=human))

@@ -303,7 +303,7 @@ def table(title: str, columns: list[str], rows: list[list[str]], settings: Setti
     tbl = Table(title=title, show_lines=False)
     for i, col in enumerate(columns):
         # Identifiers must stay on one line so they can be copied; prose may wrap.
-        ident = i == 0 or col in ("run", "task", "effect", "approval", "digest")
+        ident = i == 0 or col in ("run", "task", "effect", "approval", "digest", "endpoint")
         tbl.add_column(col, overflow="fold", no_wrap=ident)
     for row in rows:
         tbl.add_row(*row)

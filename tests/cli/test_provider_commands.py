@@ -113,3 +113,19 @@ def test_auth_check_of_a_workflow_without_secrets_says_there_is_nothing_to_check
         assert done.rc == 0, done.stderr
         assert done.stdout.startswith("no provider credential or header to check"), done.stdout
         assert "present" not in done.stdout and "┃" not in done.stdout, done.stdout
+
+
+def test_providers_inspect_human_table_lists_each_providers_options(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # docs/providers.md and the command's help promise the options too, not only --output json.
+    done = cli("providers", "inspect", str(EXAMPLES / "e8-retry-budget.yaml"))
+    assert done.rc == 0, done.stderr
+    assert "options" in done.stdout
+    for option in ("toolInput", "finalText", "delayMs", "failFirst"):
+        assert option in done.stdout, done.stdout
+    # The wider table must not fold an endpoint across lines: it is copied as it is printed.
+    openai = cli("providers", "inspect", str(EXAMPLES / "providers" / "openai.yaml"))
+    assert openai.rc == 0, openai.stderr
+    assert "http://127.0.0.1:8765/v1/responses" in openai.stdout
+    assert "parallelToolCalls" in openai.stdout
