@@ -19,6 +19,7 @@ from agentctl.coordinator.egress_preflight import preflight_egress
 from agentctl.coordinator.events import current_sink
 from agentctl.coordinator.launch import check_executable as check_executable
 from agentctl.coordinator.launch import (
+    driving_run,
     naming_run,
     refuse_before_state,
     require_workspace,
@@ -175,12 +176,12 @@ def start_run(
     prestarting = prestart_workers(plan, preview=check_mode, early=early)  # overlaps the open
     with prestarting as prestarted, open_ledger(db) as ledger:
         run_id, trace_id = _created(ledger, plan, document, inputs, root, clock, check_mode)
-        if on_created is not None:
-            on_created(run_id, trace_id)
         req = DriveRequest(ledger, run_id, trace_id, plan, root, timeout_s, progress, clock)
         req = dataclasses.replace(req, check_mode=check_mode, diff=diff, on_stream=on_stream)
         req = dataclasses.replace(req, prestarted=prestarted, interactive=interactive)
-        with naming_run(run_id):
+        with driving_run(run_id, trace_id), naming_run(run_id):
+            if on_created is not None:
+                on_created(run_id, trace_id)
             outcome = run_trio(drive_run, req)
     return _settled(outcome, plan, db, root, timeout_s)
 
@@ -293,7 +294,7 @@ def resume(
     with open_ledger(db) as ledger:
         found = ledger.find_run(run_ref)
         trace_id = clock.new_id("trace")  # each invocation's own, named by its refusals too
-        with naming_run(found.run_id, trace_id):
+        with driving_run(found.run_id, trace_id), naming_run(found.run_id, trace_id):
             plan = load_plan(found)
             base = os.path.abspath(workspace or found.base_path or os.getcwd())
             _preflight_resume(ledger, found, plan, base)
@@ -416,11 +417,11 @@ def fork(
         base = os.path.abspath(workspace or source.base_path or os.getcwd())
         refuse_before_state(plan, base, preview=False)
         run_id, trace_id = lineage.new_fork(ledger, source, plan, clock)
-        if on_created is not None:
-            on_created(run_id, trace_id)
         req = DriveRequest(ledger, run_id, trace_id, plan, base, timeout_s, progress, clock)
-        with naming_run(run_id):
-            req = dataclasses.replace(req, diff=diff, interactive=interactive)
+        req = dataclasses.replace(req, diff=diff, interactive=interactive)
+        with driving_run(run_id, trace_id), naming_run(run_id):
+            if on_created is not None:
+                on_created(run_id, trace_id)
             outcome = run_trio(drive_run, req)
     return outcome_or_raise(auto_compensated(outcome, plan, db, base, timeout_s))
 

@@ -22,7 +22,13 @@ from agentctl.core.egress_reach import provider_endpoint_diagnostics
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.policy import policy_workspace
-from agentctl.errors import AgentctlError, Diagnostic, ValidationError, was_interrupted
+from agentctl.errors import (
+    AgentctlError,
+    CancelledRunError,
+    Diagnostic,
+    ValidationError,
+    was_interrupted,
+)
 from agentctl.sandbox.paths import absolute_roots
 from agentctl.sigint import trio_handles_interrupts
 
@@ -78,6 +84,30 @@ def naming_run(run_id: str, trace_id: str | None = None) -> Iterator[None]:
         if exc.trace_id is None:
             exc.trace_id = trace_id
         raise
+
+
+@contextlib.contextmanager
+def driving_run(run_id: str, trace_id: str | None = None) -> Iterator[None]:
+    """Around a run's drive, from its creation (or, for ``resume``, from before its claim):
+    an interrupt that lands before the drive takes the signals (``on_created``, ``trio.run``
+    starting) or once the drive has handed them back leaves the run as it is — ``running``,
+    with nothing driving it, when its drive never began — so the exit-130 error names the
+    run and what to do about it (``naming_run`` names it in every other error)."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        hint = (
+            f"`agentctl inspect {run_id}` shows the state it was left in; left running (its "
+            f"drive never began), it is ended at once by `agentctl cancel {run_id}` or "
+            f"continued by `agentctl resume {run_id}`"
+        )
+        raise CancelledRunError(
+            f"interrupted (SIGINT or SIGTERM) before the command finished, outside the drive "
+            f"of run {run_id}",
+            run_id=run_id,
+            trace_id=trace_id,
+            data={"hint": hint},
+        ) from None
 
 
 def check_executable(plan: Plan, *, file: str | None = None, locate: Locator | None = None) -> None:
