@@ -37,12 +37,34 @@ Args = TypeVarTuple("Args")
 
 
 def run_trio(fn: Callable[[*Args], Awaitable[T]], *args: *Args) -> T:
-    """``trio.run``, with a nursery's exception group unwrapped to the error a user should see."""
+    """``trio.run``, with a nursery's exception group unwrapped to the error a user should see.
+
+    An interrupt that arrives once ``fn`` has returned does not take its result away: trio
+    raises an interrupt still pending when its main task finishes in place of that task's
+    result, so a run that had ended ``succeeded`` — durably — was reported interrupted (exit
+    130). Its outcome was decided; an interrupt from then on changes nothing (cli_main). Only
+    the few statements after ``fn`` are protected; ``fn`` itself is interrupted as before."""
+    finished: list[T] = []
+
+    @trio.lowlevel.enable_ki_protection
+    async def main() -> T:
+        finished.append(await _unprotected(fn, *args))
+        return finished[0]
+
     try:
         with trio_handles_interrupts():
-            return trio.run(fn, *args)
+            return trio.run(main)
+    except KeyboardInterrupt:
+        if finished:
+            return finished[0]
+        raise
     except BaseExceptionGroup as group:
         raise _first_leaf(group) from group
+
+
+@trio.lowlevel.disable_ki_protection
+async def _unprotected(fn: Callable[[*Args], Awaitable[T]], *args: *Args) -> T:
+    return await fn(*args)
 
 
 def user_error(exc: BaseException) -> AgentctlError | None:

@@ -160,8 +160,13 @@ def _record(
         ledger.create_run(new, order, owner_identity(), now)
 
 
+@trio.lowlevel.enable_ki_protection
 async def drive_run(req: DriveRequest) -> RunOutcome:
-    """Drive a created or resumed run to a resting state under the one cancellation path."""
+    """Drive a created or resumed run to a resting state under the one cancellation path.
+
+    Protected from trio's KeyboardInterrupt: inside, the drive's signal receiver (or a
+    serve's) takes every SIGINT and SIGTERM; one landing after the receiver has closed, when
+    the run is settled, is left pending for ``run_trio``, which keeps the decided outcome."""
     stop = trio.CancelScope()  # entered around the driver; cancelling it first is allowed
     if req.stop is not None:  # a serve's drive: the serve owns the process's signals
         return await _drive_run(req, stop)
