@@ -11,25 +11,13 @@ its start: as the drive's signal receiver closes, the run settled.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli.test_interrupt_before_drive import run_signalled
 from tests.clibackend import LedgerTarget
 from tests.conftest import Cli
-
-WF = """apiVersion: agentctl.dev/v1alpha1
-kind: Workflow
-metadata: { name: decided }
-spec:
-  policy: { approval: never }
-  actions:
-    put: { kind: builtin.assign }
-  tasks:
-    - { id: a, uses: action:put, with: { x: 1 } }
-"""
 
 # ``python -m agentctl`` with a signal sent to itself as the drive's signal receiver closes.
 SIGNALLED_AFTER_DRIVE = (
@@ -50,19 +38,7 @@ SIGNALLED_AFTER_DRIVE = (
 def test_an_interrupt_after_the_drive_keeps_the_decided_outcome(
     cli: Cli, ledger_target: LedgerTarget, tmp_path: Path, signame: str
 ) -> None:
-    (tmp_path / "wf.yaml").write_text(WF, encoding="utf-8")
-    how = ledger_target.invocation(
-        ["--output", "json", "run", "wf.yaml", "--db", "s/r.db"], tmp_path
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", SIGNALLED_AFTER_DRIVE, signame, *how.args],
-        cwd=tmp_path,
-        env=how.env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run_signalled(SIGNALLED_AFTER_DRIVE, ledger_target, tmp_path, signame)
     assert proc.returncode == 0, (proc.stdout, proc.stderr)
     outcome = json.loads(proc.stdout)
     assert outcome["kind"] == "RunOutcome" and outcome["data"]["state"] == "succeeded"

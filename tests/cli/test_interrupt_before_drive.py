@@ -39,15 +39,17 @@ SIGNALLED_BEFORE_DRIVE = (
 )
 
 
-def test_an_interrupt_before_the_drive_names_the_run_it_leaves_running(
-    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path
-) -> None:
+def run_signalled(
+    script: str, ledger_target: LedgerTarget, tmp_path: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    """``agentctl --output json run`` of ``WF`` on ``s/r.db``, through the stand-in
+    ``script`` (``python -c``; ``extra``: its own arguments, before agentctl's)."""
     (tmp_path / "wf.yaml").write_text(WF, encoding="utf-8")
     how = ledger_target.invocation(
         ["--output", "json", "run", "wf.yaml", "--db", "s/r.db"], tmp_path
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", SIGNALLED_BEFORE_DRIVE, *how.args],
+    return subprocess.run(
+        [sys.executable, "-c", script, *extra, *how.args],
         cwd=tmp_path,
         env=how.env,
         stdin=subprocess.DEVNULL,
@@ -55,6 +57,12 @@ def test_an_interrupt_before_the_drive_names_the_run_it_leaves_running(
         text=True,
         timeout=120,
     )
+
+
+def test_an_interrupt_before_the_drive_names_the_run_it_leaves_running(
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    proc = run_signalled(SIGNALLED_BEFORE_DRIVE, ledger_target, tmp_path)
     assert proc.returncode == 130, (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr
     error = json.loads(proc.stderr.strip().splitlines()[-1])["error"]
