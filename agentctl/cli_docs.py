@@ -143,7 +143,7 @@ def migrate_cmd(
     write: WriteOpt = None,
 ) -> None:
     """Rewrite a workflow for apiVersion agentctl.dev/v1 (v1alpha1 or legacy playbook in)."""
-    from agentctl.cli_vars import capture_vars
+    from agentctl.cli_vars import capture_vars, legacy_notes_on_refusal
     from agentctl.core.compiler import compile_workflow
     from agentctl.core.dsl import load_workflow
     from agentctl.core.dsl.migrate import migrate_source
@@ -151,11 +151,12 @@ def migrate_cmd(
 
     source = read_cli_file(file, "workflow file", diagnosed=True)
     loaded = with_packs(load_workflow(source, file=str(file)), file)
-    captured = capture_vars(loaded, file, None, None)
-    # Located as `check` locates them: a refusal names the line in the source being migrated.
-    before = compile_workflow(
-        loaded.document, file=str(file), locate=loaded.locate, variables=captured
-    )
+    with legacy_notes_on_refusal(loaded.warnings):
+        captured = capture_vars(loaded, file, None, None)
+        # Located as `check` locates them: a refusal names the line in the source migrated.
+        before = compile_workflow(
+            loaded.document, file=str(file), locate=loaded.locate, variables=captured
+        )
     migration = migrate_source(source, file=str(file))
     migrated = with_packs(load_workflow(migration.text, file=str(file)), file)
     after = compile_workflow(migrated.document, variables=captured)

@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -304,12 +306,15 @@ def compile_with_vars(
         from agentctl.packsource import with_packs
 
         loaded = with_packs(loaded, path)
-    captured = capture_vars(loaded, path, vars_files, var_pairs, workspace=workspace)
-    source = CompiledSource(loaded.document, loaded.file, loaded.warnings, loaded.locator, captured)
-    del loaded
-    plan = compile_workflow(
-        source.document, file=str(path), locate=source.locate, variables=captured
-    )
+    with legacy_notes_on_refusal(loaded.warnings):
+        captured = capture_vars(loaded, path, vars_files, var_pairs, workspace=workspace)
+        source = CompiledSource(
+            loaded.document, loaded.file, loaded.warnings, loaded.locator, captured
+        )
+        del loaded
+        plan = compile_workflow(
+            source.document, file=str(path), locate=source.locate, variables=captured
+        )
     # The compile's own warnings (a document that compiles): after the loader's, as found.
     shadowed = foreach_shadow_warnings(
         source.document, captured, file=str(path), locate=source.locate
@@ -319,3 +324,16 @@ def compile_with_vars(
     if shadowed:
         source = replace(source, warnings=[*source.warnings, *shadowed])
     return source, plan
+
+
+@contextmanager
+def legacy_notes_on_refusal(warnings: Sequence[Diagnostic]) -> Iterator[None]:
+    """A legacy document the compile refuses still shows the translation's dropped-key
+    warnings after its errors (a dropped key may be why it is refused), as a refusal by the
+    loader does; they are notes, not counted as problems."""
+    try:
+        yield
+    except ValidationError as exc:
+        notes = [w for w in warnings if w.code == "migration_required" and w.path]
+        exc.diagnostics = [*exc.diagnostics, *notes]
+        raise

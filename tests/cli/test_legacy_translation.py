@@ -120,6 +120,25 @@ def test_a_dropped_endpoint_is_named_beside_the_error_it_causes(cli: Cli, tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["old.yaml"]
 
 
+def test_a_compile_refusal_of_a_legacy_document_keeps_its_dropped_key_warnings(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The loader accepts the translation; the compiler refuses it (an unknown module). The
+    # dropped keys still follow the error, as they do a refusal by the loader, on every
+    # command that compiles it; nothing is written or created.
+    legacy = PROVIDERS.replace('uses: "module:copy"', 'uses: "module:nope"')
+    (tmp_path / "old.yaml").write_text(legacy, encoding="utf-8")
+    for args in (("check",), ("migrate", "--write", "new.yaml"), ("run", "--db", "r.db")):
+        refused = cli("--output", "json", args[0], "old.yaml", *args[1:])
+        assert refused.rc == 2, refused.stderr
+        first, *notes = refused.error["diagnostics"]
+        assert (first["code"], first["path"]) == ("missing_reference", "spec.tasks.0.uses")
+        assert [(n["severity"], n["path"]) for n in notes] == [
+            ("warning", f"spec.providers.openai.{key}") for key in ("endpoint", "cache", "profile")
+        ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.yaml"]
+
+
 def test_a_v1_document_keeps_refusing_legacy_provider_keys(cli: Cli, tmp_path: Path) -> None:
     v1 = (
         "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: { name: v }\nspec:\n"
