@@ -45,7 +45,8 @@ def test_an_approved_effect_whose_input_changed_names_the_retry_that_asks_again(
     message = " ".join(resumed.stderr.split())  # as printed, wrapped or not
     assert "was approved, but its input has changed since" in message
     assert "it never started" in message
-    assert f"`agentctl retry FILE {run_id} --failed`" in message
+    # The suggested retry names this invocation's database (the CLI adds --db to it).
+    assert f"`agentctl retry FILE {run_id} --failed --db " in message
     assert "reconcile" not in message  # nothing ran: there is nothing to reconcile
     [task] = [t for t in _json(cli, "inspect", run_id)["tasks"] if t["taskId"] == "s"]
     assert task["state"] == "failed" and "never started" in task["error"]

@@ -152,7 +152,9 @@ def test_resume_of_a_queued_run_is_refused_and_serve_drives_it(
     _setup(tmp_path, ledger_target)
     run_id = _submit_one(cli, "r")
     refused = cli("resume", run_id, "--db", "db.sqlite")
-    assert refused.rc == 4 and "waits for an `agentctl serve`" in refused.stderr, refused.stderr
+    # The suggested serve names the queue's database (the CLI adds this invocation's --db).
+    waits = "waits for an `agentctl serve --db "
+    assert refused.rc == 4 and waits in refused.stderr, refused.stderr
     assert not markers(tmp_path)  # resume drove nothing
     report = serve_report(start_cli(*SERVE))
     assert [(r["runId"], r["state"]) for r in report["runs"]] == [(run_id, "succeeded")]
