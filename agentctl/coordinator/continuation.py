@@ -31,7 +31,7 @@ from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import load_plan, owner_identity
 from agentctl.coordinator.launch import run_trio
 from agentctl.coordinator.prepare import RunSettings
-from agentctl.coordinator.reconcile import authorize
+from agentctl.coordinator.reconcile import UNRESOLVED, authorize
 from agentctl.coordinator.workerpool import open_worker_pool
 from agentctl.core import registry
 from agentctl.core.effects import EffectClass, input_digest
@@ -45,8 +45,6 @@ from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import ProtocolReport, ReconcileRequest
 from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.mailbox.messages import Execute, Failure, Result
-
-_UNRESOLVED = ("started", "uncertain")
 
 
 @dataclass(frozen=True)
@@ -112,7 +110,7 @@ def _continuable(ledger: RunLedger, effect_id: str) -> Observation:
             "nothing was changed (settle other effects with `agentctl effects reconcile`)",
             run_id=effect.run_id,
         )
-    if effect.status not in _UNRESOLVED or seen.reconciliations:
+    if effect.status not in UNRESOLVED or seen.reconciliations:
         raise InvalidOperationError(
             f"effect {effect.effect_id} is {effect.status}"
             + (" and already reconciled" if seen.reconciliations else "")

@@ -21,12 +21,12 @@ Invariants:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable
 
 from agentctl.coordinator.creation import load_plan
 from agentctl.coordinator.execute import settle_recorded
+from agentctl.coordinator.launch import naming_run
 from agentctl.coordinator.workerproc import reap_stale_workers
 from agentctl.core import jsonschema, registry
 from agentctl.core.extension import applied_result_problems
@@ -43,7 +43,7 @@ from agentctl.core.policy import (
 )
 from agentctl.core.pricing import price_for
 from agentctl.core.tool_result import output_problems, shaped_output
-from agentctl.errors import AgentctlError, InvalidOperationError, ValidationError
+from agentctl.errors import InvalidOperationError, ValidationError
 from agentctl.ledger import open_ledger
 from agentctl.ledger.effects import EffectRecord
 from agentctl.ledger.interface import RunLedger
@@ -61,7 +61,7 @@ def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObje
         request = _resolved(ledger, request)
         seen = ledger.inspect_effect(request.effect_id)
         plan = load_plan(ledger.get_run(seen.effect.run_id))
-        with _naming_run(seen.effect.run_id):
+        with naming_run(seen.effect.run_id):  # a refusal names the effect's run
             _check_result(seen.effect, request)
             _check_task_output(plan, seen.effect, request)
             output = _tool_output(plan, seen, request)
@@ -78,18 +78,6 @@ def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObje
         data = ledger.reconcile_effect(granted).to_json()
     data["authorization"] = authorization.to_json()
     return data
-
-
-@contextlib.contextmanager
-def _naming_run(run_id: str) -> Iterator[None]:
-    """A refusal of the reconciliation names the effect's run (``error.runId``), as every
-    error about a run does (spec/cli.md §2)."""
-    try:
-        yield
-    except AgentctlError as exc:
-        if exc.run_id is None:
-            exc.run_id = run_id
-        raise
 
 
 def _check_request(request: ReconcileRequest) -> None:

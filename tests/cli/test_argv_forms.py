@@ -147,6 +147,9 @@ def test_help_of_what_is_no_command_is_a_usage_error(
 
 
 def test_help_as_a_command_argument_is_only_an_argument(cli: Cli, tmp_path: Path) -> None:
+    """``help`` in a group's command position is the help page; after a command, its word."""
+    page = cli("help", "memory", "put")
+    assert page.rc == 0 and page.stdout.startswith("Usage: agentctl memory put [OPTIONS]")
     put = cli("--output", "json", "memory", "put", "ns", "help", '"v"', "--db", "m.db")
     assert put.rc == 0, put.stderr
     got = cli("--output", "json", "memory", "get", "ns", "help", "--db", "m.db")
