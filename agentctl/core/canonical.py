@@ -50,6 +50,17 @@ def canonical_json(value: object) -> str:
     return respell_json_floats("".join(_C_ENCODE(value, 0)))
 
 
+def in_canonical_order(value: JsonValue) -> JsonValue:
+    """``value`` with every object's members in canonical (sorted-key) order, as a value read
+    back from its canonical text has them: what a caller shows live then matches what any later
+    reader of the stored text shows."""
+    if isinstance(value, dict):
+        return {key: in_canonical_order(value[key]) for key in sorted(value)}
+    if isinstance(value, list):
+        return [in_canonical_order(item) for item in value]
+    return value
+
+
 def sha256_hex(data: str | bytes) -> str:
     raw = data.encode("utf-8") if isinstance(data, str) else data
     return hashlib.sha256(raw).hexdigest()

@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from agentctl.core import jsonschema
 from agentctl.core.actionconfig import render_config
-from agentctl.core.canonical import canonical_json
+from agentctl.core.canonical import canonical_json, in_canonical_order
 from agentctl.core.conditions import ReadContext, decision, json_identical
 from agentctl.core.frozen import direct_init
 from agentctl.core.jsonvalue import JsonArray, JsonObject, JsonValue, as_list, as_object
@@ -353,9 +353,12 @@ def render_run_outputs(
 ) -> JsonObject:
     """The run output: rendered ``spec.outputs``, or a map task id → output when empty.
     ``variables`` are the run-level ones (``RunConfig.vars``), rendered first against inputs,
-    memory and task outputs as a task's are (spec/dsl.md §6.4)."""
+    memory and task outputs as a task's are (spec/dsl.md §6.4).
+    Members come in canonical order, as the stored output (canonical JSON) gives them back to
+    ``inspect``, replay and fork: the order of a fresh plan's mappings is the document's, a
+    stored plan's is sorted, and the run's own outcome must not depend on which it had."""
     if not outputs_spec:
-        return dict(view.outputs)
+        return {task: view.outputs[task] for task in sorted(view.outputs)}
     ctx = base_context(view)
     try:
         if variables:
@@ -363,4 +366,4 @@ def render_run_outputs(
         rendered = render(dict(outputs_spec), ctx)
     except RunFailedError as exc:
         raise TaskFailure(exc.message) from exc  # the caller names it: "outputs: …"
-    return dict(rendered)
+    return as_object(in_canonical_order(rendered))
