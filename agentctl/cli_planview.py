@@ -46,6 +46,20 @@ def _warnings(items: JsonValue) -> list[str]:
     return ["", *lines] if lines else []
 
 
+def _executing(data: JsonObject) -> JsonValue:
+    """The tasks the plan runs, in plan order: ``rerunTasks`` names only those the source also
+    had (a closure task an unreconciled effect blocks among them), so a new task that executes
+    — a root, or a dependant of one — is found by its ``execute`` disposition."""
+    rerun = [str(t) for t in as_list(data.get("rerunTasks"))]
+    rows = [as_object(t) for t in as_list(data.get("tasks"))]
+    picked: list[JsonValue] = [
+        str(row.get("taskId"))
+        for row in rows
+        if row.get("taskId") in rerun or row.get("disposition") == "execute"
+    ]
+    return picked + [t for t in rerun if t not in picked]
+
+
 def _effects(data: JsonObject) -> str:
     fresh = as_object(data.get("freshEffectSummary"))
     by_class = as_object(fresh.get("byClass"))
@@ -64,7 +78,7 @@ def recovery_plan_view(kind: str, data: JsonObject) -> View:
         roots_key = "repairRoots" if kind == "repair" else "retryRoots"
         lines.append(_row("roots", _names(data.get(roots_key))))
         lines.append(_row("reuse", _names(data.get("reusedTasks"))))
-        lines.append(_row("execute", _names(data.get("rerunTasks"))))
+        lines.append(_row("execute", _names(_executing(data))))
         for label, key in (("new", "newTasks"), ("removed", "removedTasks")):
             if as_list(data.get(key)):
                 lines.append(_row(label, _names(data.get(key))))

@@ -121,3 +121,25 @@ def test_a_block_of_the_whole_plan_reads_as_one(cli: Cli, tmp_path: Path) -> Non
     after = plan.stdout.split("blocked:\n", 1)[1].splitlines()
     assert after[0] == "  -  workflow_digest_mismatch", plan.stdout
     assert after[1].startswith("    the workflow differs from the one run"), plan.stdout
+
+
+def test_a_new_task_a_repair_runs_is_on_the_execute_line(cli: Cli, tmp_path: Path) -> None:
+    """`rerunTasks` holds only executed tasks the source also had; a task new in the target
+    that the repair runs must still read as executing, not `execute  -`."""
+    run_id = _source(cli, tmp_path)
+    wf = tmp_path / "wf.yaml"
+    extra = "    - id: extra\n      uses: action:check\n      with: { that: true }\n"
+    extra += "    - id: more\n      uses: action:check\n      needs: [extra]\n"
+    extra += "      with: { that: true }\n"
+    wf.write_text(wf.read_text() + extra)
+    args = ("repair", "wf.yaml", run_id, "--from", "extra", "--plan", "--db", "r.db")
+    plan = cli(*args)
+    assert plan.rc == 0, plan.stdout + plan.stderr
+    rows = _rows(plan.stdout)
+    assert (rows["reuse"], rows["execute"], rows["new"]) == (
+        "stash, gate",
+        "extra, more",
+        "extra, more",
+    )
+    data = cli("--output", "json", *args).data
+    assert data["rerunTasks"] == [] and data["newTasks"] == ["extra", "more"]
