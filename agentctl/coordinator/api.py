@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from agentctl.coordinator.clock import Clock
-from agentctl.coordinator.creation import load_plan
+from agentctl.coordinator.creation import load_plan, new_run_ids
 from agentctl.coordinator.credentials import may_need_secrets, preflight_credentials
 from agentctl.coordinator.egress_preflight import preflight_egress
 from agentctl.coordinator.events import current_sink
@@ -23,6 +23,7 @@ from agentctl.coordinator.launch import (
     naming_run,
     refuse_before_state,
     require_workspace,
+    run_exists,
     run_trio,
 )
 from agentctl.coordinator.live import live_from
@@ -175,14 +176,18 @@ def start_run(
     refuse_before_state(plan, root, preview=check_mode, file=file, locate=locate)
     prestarting = prestart_workers(plan, preview=check_mode, early=early)  # overlaps the open
     with prestarting as prestarted, open_ledger(db) as ledger:
-        run_id, trace_id = _created(ledger, plan, document, inputs, root, clock, check_mode)
-        req = DriveRequest(ledger, run_id, trace_id, plan, root, timeout_s, progress, clock)
-        req = dataclasses.replace(req, check_mode=check_mode, diff=diff, on_stream=on_stream)
-        req = dataclasses.replace(req, prestarted=prestarted, interactive=interactive)
-        with driving_run(run_id, trace_id), naming_run(run_id):
-            if on_created is not None:
-                on_created(run_id, trace_id)
-            outcome = run_trio(drive_run, req)
+        run_id, trace_id = new_run_ids(clock)  # first: an interrupt at the write names it
+        with driving_run(run_id, trace_id, exists=run_exists(ledger, run_id)):
+            _created(
+                ledger, plan, document, inputs, root, clock, check_mode, ids=(run_id, trace_id)
+            )
+            req = DriveRequest(ledger, run_id, trace_id, plan, root, timeout_s, progress, clock)
+            req = dataclasses.replace(req, check_mode=check_mode, diff=diff, on_stream=on_stream)
+            req = dataclasses.replace(req, prestarted=prestarted, interactive=interactive)
+            with naming_run(run_id):
+                if on_created is not None:
+                    on_created(run_id, trace_id)
+                outcome = run_trio(drive_run, req)
     return _settled(outcome, plan, db, root, timeout_s)
 
 
@@ -195,12 +200,14 @@ def _created(
     clock: Clock,
     check_mode: bool = False,
     queued: bool = False,
+    ids: tuple[str, str] | None = None,
 ) -> tuple[str, str]:
-    """Create the run (``create_run``): a ``run --check`` preview, queued for a ``serve``, or
-    to be driven now."""
+    """Create the run (``create_run``; ``ids``: its run and trace ids, minted already): a
+    ``run --check`` preview, queued for a ``serve``, or to be driven now."""
     mode = "check" if check_mode else "execute"
     return create_run(
         ledger,
+        ids=ids,
         plan=plan,
         document=document,
         inputs=inputs,
@@ -416,13 +423,15 @@ def fork(
         plan = load_plan(source)
         base = os.path.abspath(workspace or source.base_path or os.getcwd())
         refuse_before_state(plan, base, preview=False)
-        run_id, trace_id = lineage.new_fork(ledger, source, plan, clock)
-        req = DriveRequest(ledger, run_id, trace_id, plan, base, timeout_s, progress, clock)
-        req = dataclasses.replace(req, diff=diff, interactive=interactive)
-        with driving_run(run_id, trace_id), naming_run(run_id):
-            if on_created is not None:
-                on_created(run_id, trace_id)
-            outcome = run_trio(drive_run, req)
+        run_id, trace_id = clock.new_id("fork"), clock.new_id("trace")  # as ``start_run``
+        with driving_run(run_id, trace_id, exists=run_exists(ledger, run_id)):
+            lineage.new_fork(ledger, source, plan, clock, (run_id, trace_id))
+            req = DriveRequest(ledger, run_id, trace_id, plan, base, timeout_s, progress, clock)
+            req = dataclasses.replace(req, diff=diff, interactive=interactive)
+            with naming_run(run_id):
+                if on_created is not None:
+                    on_created(run_id, trace_id)
+                outcome = run_trio(drive_run, req)
     return outcome_or_raise(auto_compensated(outcome, plan, db, base, timeout_s))
 
 

@@ -26,9 +26,11 @@ from agentctl.errors import (
     AgentctlError,
     CancelledRunError,
     Diagnostic,
+    NotFoundError,
     ValidationError,
     was_interrupted,
 )
+from agentctl.ledger.interface import RunLedger
 from agentctl.sandbox.paths import absolute_roots
 from agentctl.sigint import trio_handles_interrupts
 
@@ -108,16 +110,40 @@ def naming_run(run_id: str, trace_id: str | None = None) -> Iterator[None]:
         raise
 
 
+def run_exists(ledger: RunLedger, run_id: str) -> Callable[[], bool]:
+    """Whether the run ``run_id`` is in ``ledger`` (``driving_run``'s ``exists``), asked
+    after an interrupt: a creating write it cut short was rolled back, so a read is safe."""
+
+    def found() -> bool:
+        try:
+            ledger.get_run(run_id)
+        except NotFoundError:
+            return False
+        except AgentctlError:  # cannot tell: name it, as if the write had committed
+            return True
+        return True
+
+    return found
+
+
 @contextlib.contextmanager
-def driving_run(run_id: str, trace_id: str | None = None) -> Iterator[None]:
+def driving_run(
+    run_id: str, trace_id: str | None = None, *, exists: Callable[[], bool] | None = None
+) -> Iterator[None]:
     """Around a run's drive, from its creation (or, for ``resume``, from before its claim):
     an interrupt that lands before the drive takes the signals (``on_created``, ``trio.run``
     starting) or once the drive has handed them back leaves the run as it is — ``running``,
     with nothing driving it, when its drive never began — so the exit-130 error names the
-    run and what to do about it (``naming_run`` names it in every other error)."""
+    run and what to do about it (``naming_run`` names it in every other error).
+
+    Entered before the creating write (the ids minted first), with ``exists`` saying whether
+    that write committed: an interrupt landing in it, or just after its commit, names the run
+    only if it exists; before the commit nothing was created and the plain interrupt stands."""
     try:
         yield
     except KeyboardInterrupt:
+        if exists is not None and not exists():
+            raise
         hint = (
             f"`agentctl inspect {run_id}` shows the state it was left in; left running (its "
             f"drive never began), it is ended at once by `agentctl cancel {run_id}` or "

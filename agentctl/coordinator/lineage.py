@@ -126,14 +126,21 @@ def _recorded(
     )
 
 
-def new_fork(ledger: RunLedger, source: RunRecord, plan: Plan, clock: Clock) -> tuple[str, str]:
-    """Create a fork of a run: same workflow, plan and inputs, initial memory, fresh effects."""
-    run_id, trace_id = clock.new_id("fork"), clock.new_id("trace")
+def new_fork(
+    ledger: RunLedger, source: RunRecord, plan: Plan, clock: Clock, ids: tuple[str, str]
+) -> None:
+    """Create a fork of a run: same workflow, plan and inputs, initial memory, fresh effects;
+    ``ids``: its ``fork-`` run id and trace id, minted by the caller before this write."""
+    run_id, trace_id = ids
     new = dataclasses.replace(
         _derived(source, run_id, trace_id, "fork"),
         working_memory=dict(plan.run.working_memory),
         budget_limits=plan.run.budget_limits(),
         compiled_plan_json=stored_plan(plan),
     )
-    ledger.create_run(new, plan.order, owner_identity(), clock.now())
-    return run_id, trace_id
+    record_fork(ledger, new, plan.order, clock.now())
+
+
+def record_fork(ledger: RunLedger, new: NewRun, order: Sequence[str], now: str) -> None:
+    """Store the fork under this process's lease, in one write."""
+    ledger.create_run(new, order, owner_identity(), now)

@@ -122,11 +122,13 @@ def create_run(
     source_run_id: str | None = None,
     queued: bool = False,
     trace_id: str | None = None,
+    ids: tuple[str, str] | None = None,
 ) -> tuple[str, str]:
     """Create the run (document and compiled plan stored) and take its lease in one txn;
     ``queued``: submit it instead, with no lease, for a ``serve`` to claim. ``document`` is the
-    object ``plan`` was compiled from, unchanged since: the compile's text of it is stored."""
-    run_id, trace_id = new_run_ids(clock, trace_id)
+    object ``plan`` was compiled from, unchanged since: the compile's text of it is stored.
+    ``ids``: the run and trace ids the caller minted (``new_run_ids``) before this write."""
+    run_id, trace_id = ids or new_run_ids(clock, trace_id)
     new = NewRun(
         run_id=run_id,
         mode=mode,
