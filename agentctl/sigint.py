@@ -117,8 +117,16 @@ def _send_until_raised(thread_id: int, raised_before: int) -> None:
 
 
 def received() -> bool:
-    """Whether a SIGINT reached one of the handlers above."""
+    """Whether a SIGINT reached one of the handlers above (or ``note_received`` recorded one)."""
     return _received
+
+
+def note_received() -> None:
+    """Record an interrupt that trio's handler took and its caller set aside because the drive
+    had already decided the run's outcome (``launch.run_trio``): the outcome stands, but no new
+    work may start after it — an automatic compensation, say."""
+    global _received
+    _received = True
 
 
 class trio_handles_interrupts:

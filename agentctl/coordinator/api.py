@@ -49,6 +49,7 @@ from agentctl.errors import AgentctlError, BlockedError
 from agentctl.ledger import open_ledger
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.model import ReconcileRequest
+from agentctl.sigint import note_received
 
 if TYPE_CHECKING:  # a run never reports: the report's read models load with ``run_report``
     from pathlib import Path
@@ -169,7 +170,11 @@ def auto_compensated(
     in turn."""
     if compensates_automatically(plan, outcome.state, mode):
         # Imported here: repair, retry and compensation are not on a run's start-up path.
-        from agentctl.coordinator.remedy import compensate_after_failure
+        try:
+            from agentctl.coordinator.remedy import compensate_after_failure
+        except KeyboardInterrupt:  # the user's stop: the failed run stands, nothing starts
+            note_received()
+            from agentctl.coordinator.remedy import compensate_after_failure
 
         return compensate_after_failure(outcome, db, root, timeout_s)
     return outcome

@@ -32,7 +32,7 @@ from agentctl.errors import (
 )
 from agentctl.ledger.interface import RunLedger
 from agentctl.sandbox.paths import absolute_roots
-from agentctl.sigint import trio_handles_interrupts
+from agentctl.sigint import note_received, trio_handles_interrupts
 
 T = TypeVar("T")
 Args = TypeVarTuple("Args")
@@ -58,6 +58,7 @@ def run_trio(fn: Callable[[*Args], Awaitable[T]], *args: *Args) -> T:
             return trio.run(main)
     except KeyboardInterrupt:
         if finished:
+            note_received()  # the outcome stands; nothing new starts after it
             return finished[0]
         raise
     except BaseExceptionGroup as group:

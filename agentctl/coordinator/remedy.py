@@ -20,6 +20,7 @@ from agentctl.coordinator.creation import load_plan
 from agentctl.coordinator.egress_preflight import preflight_egress
 from agentctl.coordinator.launch import (
     check_executable,
+    driving_run,
     preflight_containers,
     require_workspace,
     run_trio,
@@ -35,10 +36,11 @@ from agentctl.coordinator.service import (
 from agentctl.core import recovery as rc
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
 from agentctl.core.plan import Plan
-from agentctl.errors import InvalidOperationError
+from agentctl.errors import CancelledRunError, InvalidOperationError
 from agentctl.ledger import open_ledger
 from agentctl.ledger.interface import RunLedger
 from agentctl.ledger.runs import RunRecord
+from agentctl.sigint import received as interrupt_received
 
 Envelope = tuple[str, JsonObject, int]
 _RECOVERY_EXIT = {"succeeded": 0, "paused": 3, "cancelled": 130}
@@ -146,21 +148,51 @@ def compensate_after_failure(
     outcome: RunOutcome, db: str, workspace: str, timeout_s: float | None
 ) -> RunOutcome:
     """``compensation.onFailure: automatic``: run the inverse actions of a failed run; the
-    outcome's errors name the compensation run and how it ended."""
-    name, data, _code = compensate(
-        outcome.run_id,
-        db=db,
-        tasks_filter=None,
-        plan_only=False,
-        workspace=workspace,
-        timeout_s=timeout_s,
-        raising=False,
-    )
+    outcome's errors name the compensation run and how it ended.
+
+    A SIGINT/SIGTERM is the user's stop, as during the compensation's own drive (which it
+    cancels): one that came once the failed run was settled starts no compensation, and one
+    landing outside the compensation's drive ends it there. Either way the failed run stays
+    the command's outcome (exit 4, naming the run), never a bare "interrupted"."""
+    try:
+        return _compensated_after_failure(outcome, db, workspace, timeout_s)
+    except KeyboardInterrupt:
+        left = f"`agentctl compensate {outcome.run_id} --plan` shows what is left"
+        return _with_note(
+            outcome, f"automatic compensation interrupted (SIGINT or SIGTERM); {left}"
+        )
+
+
+def _compensated_after_failure(
+    outcome: RunOutcome, db: str, workspace: str, timeout_s: float | None
+) -> RunOutcome:
+    later = f"`agentctl compensate {outcome.run_id}` runs what is left"
+    if interrupt_received():
+        note = f"automatic compensation not started: interrupted (SIGINT or SIGTERM); {later}"
+        return _with_note(outcome, note)
+    try:
+        name, data, _code = compensate(
+            outcome.run_id,
+            db=db,
+            tasks_filter=None,
+            plan_only=False,
+            workspace=workspace,
+            timeout_s=timeout_s,
+            raising=False,
+        )
+    except CancelledRunError as exc:  # ``driving_run``: it names the compensation run it left
+        later = f"`agentctl inspect {exc.run_id}` shows where compensation run {exc.run_id} stopped"
+        note = f"automatic compensation interrupted (SIGINT or SIGTERM); {later}"
+        return _with_note(outcome, note)
     note = (
         f"automatic compensation {data.get('runId')} ended {data.get('state')}"
         if name == "CompensationOutcome"
         else "automatic compensation had nothing executable to run"
     )
+    return _with_note(outcome, note)
+
+
+def _with_note(outcome: RunOutcome, note: str) -> RunOutcome:
     return dataclasses.replace(outcome, errors={**outcome.errors, "compensation": note})
 
 
@@ -251,8 +283,10 @@ def compensate(
         require_workspace(base, source_plan.run.policy)
         driving = Driving(timeout_s, progress, diff=diff)
         created = _create_compensation(ledger, source_run, planned, base, clock, trace_id=trace_id)
-        outcome = _run_compensation(ledger, created, planned, base, driving, clock)
-        done = _compensated_tasks(ledger, outcome.run_id, planned)
+        # An interrupt outside the drive names the compensation run it left (exit 130).
+        with driving_run(created.run_id, created.trace_id):
+            outcome = _run_compensation(ledger, created, planned, base, driving, clock)
+            done = _compensated_tasks(ledger, outcome.run_id, planned)
     return _compensation_outcome(outcome, source_run.run_id, data, done, raising)
 
 
