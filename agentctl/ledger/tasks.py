@@ -443,7 +443,7 @@ def check_task(conn: Db, run_id: str, task_id: str) -> None:
         "SELECT 1 FROM task_states WHERE run_id = ? AND task_id = ?", (run_id, task_id)
     ).fetchone()
     if found is None:
-        raise NotFoundError(f"task {task_id!r} not found in run {run_id}")
+        raise NotFoundError(f"task {task_id!r} not found in run {run_id}", run_id=run_id)
 
 
 # Finished outputs are read back by id in chunks under SQLite's bound-parameter limit.

@@ -68,6 +68,7 @@ def test_a_task_filter_names_a_task_of_the_run(cli: Cli, tmp_path: Path) -> None
             assert refused.rc == 5, (command, typo, refused.stdout)
             message = refused.error["error"]["message"]
             assert f"task {typo!r} not found in run {run_id}" in message, message
+            assert refused.error["error"]["runId"] == run_id  # the run is known: named
 
 
 def test_an_empty_workflow_filter_is_bad_input(cli: Cli) -> None:
