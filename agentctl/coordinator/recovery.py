@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from agentctl.coordinator.clock import Clock
-from agentctl.coordinator.creation import load_plan, new_run_ids, owner_identity, stored_plan
+from agentctl.coordinator.creation import load_plan, owner_identity, stored_plan
 from agentctl.coordinator.local import recorded_delta
 from agentctl.core import recovery as rc
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_object
@@ -248,10 +248,12 @@ def create_derived_run(
     recovery: rc.RecoveryPlan,
     target: DerivedTarget,
     clock: Clock,
-) -> tuple[str, str]:
-    """One transaction: the run, its reused tasks, rebuilt memory, audit and lease."""
+    ids: tuple[str, str],
+) -> None:
+    """One transaction: the run, its reused tasks, rebuilt memory, audit and lease; ``ids``:
+    its run and trace ids, minted by the caller (``new_run_ids``) before this write."""
     mode = recovery.kind
-    run_id, trace_id = new_run_ids(clock)
+    run_id, trace_id = ids
     reused = {tid: source.tasks[tid] for tid in recovery.reuse}
     memory = rc.rebuild_memory(dict(target.plan.run.working_memory), target.plan, reused)
     new = NewRun(
@@ -274,7 +276,6 @@ def create_derived_run(
         compiled_plan_json=stored_plan(target.plan),
     )
     ledger.create_derived_run(_derived(ledger, new, source, recovery, target.plan, clock))
-    return run_id, trace_id
 
 
 def _derived(

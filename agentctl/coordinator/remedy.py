@@ -16,13 +16,15 @@ from typing import Any
 
 from agentctl.coordinator import recovery
 from agentctl.coordinator.clock import Clock
-from agentctl.coordinator.creation import load_plan
+from agentctl.coordinator.creation import load_plan, new_run_ids
 from agentctl.coordinator.egress_preflight import preflight_egress
 from agentctl.coordinator.launch import (
     check_executable,
     driving_run,
+    naming_run,
     preflight_containers,
     require_workspace,
+    run_exists,
     run_trio,
 )
 from agentctl.coordinator.service import (
@@ -126,11 +128,16 @@ def _run_derived(
     clock: Clock,
     driving: Driving,
 ) -> tuple[str, RunOutcome]:
-    """Create the derived run and drive it; returns its id and outcome (see ``_settled``)."""
-    run_id, trace_id = recovery.create_derived_run(ledger, source, planned, derived, clock)
-    req = DriveRequest(ledger, run_id, trace_id, derived.plan, derived.workspace)
-    req = driving.applied(dataclasses.replace(req, timeout_s=driving.timeout_s, clock=clock))
-    return run_id, run_trio(drive_run, req)
+    """Create the derived run and drive it; returns its id and outcome (see ``_settled``).
+    The ids come first, as for ``run``: an interrupt at or after the creating write names the
+    run it leaves (``driving_run``), one before its commit names none."""
+    run_id, trace_id = new_run_ids(clock)
+    with driving_run(run_id, trace_id, exists=run_exists(ledger, run_id)):
+        recovery.create_derived_run(ledger, source, planned, derived, clock, (run_id, trace_id))
+        req = DriveRequest(ledger, run_id, trace_id, derived.plan, derived.workspace)
+        req = driving.applied(dataclasses.replace(req, timeout_s=driving.timeout_s, clock=clock))
+        with naming_run(run_id):
+            return run_id, run_trio(drive_run, req)
 
 
 def _settled(
@@ -282,9 +289,11 @@ def compensate(
         base = os.path.abspath(workspace or source_run.base_path or os.getcwd())
         require_workspace(base, source_plan.run.policy)
         driving = Driving(timeout_s, progress, diff=diff)
-        created = _create_compensation(ledger, source_run, planned, base, clock, trace_id=trace_id)
-        # An interrupt outside the drive names the compensation run it left (exit 130).
-        with driving_run(created.run_id, created.trace_id):
+        # An interrupt outside the drive names the compensation run it left (exit 130), from
+        # its creating write on (the ids minted first, as for ``run``).
+        ids = new_run_ids(clock, trace_id)
+        with driving_run(*ids, exists=run_exists(ledger, ids[0])):
+            created = _create_compensation(ledger, source_run, planned, base, clock, ids=ids)
             outcome = _run_compensation(ledger, created, planned, base, driving, clock)
             done = _compensated_tasks(ledger, outcome.run_id, planned)
     return _compensation_outcome(outcome, source_run.run_id, data, done, raising)
@@ -379,10 +388,10 @@ def _create_compensation(
     clock: Clock,
     *,
     queued: bool = False,
-    trace_id: str | None = None,
+    ids: tuple[str, str] | None = None,
 ) -> _Created:
-    """Create the compensation run of ``planned``: its plan, run id and trace id (``trace_id``:
-    the one this invocation minted already, else a new one)."""
+    """Create the compensation run of ``planned``: its plan, run id and trace id (``ids``: the
+    ones this invocation minted already, else new ones)."""
     from agentctl.core.compiler import compile_workflow
 
     document = rc.compensation_document(source_run.workflow, planned)
@@ -397,7 +406,7 @@ def _create_compensation(
         mode="compensation",
         source_run_id=source_run.run_id,
         queued=queued,
-        trace_id=trace_id,
+        ids=ids,
     )
     return _Created(plan, run_id, trace)
 

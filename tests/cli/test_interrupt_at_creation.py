@@ -1,4 +1,4 @@
-"""SIGTERM (or SIGINT) landing while ``run`` or ``fork`` creates its run: once the creating
+"""SIGTERM (or SIGINT) landing while ``run``, ``fork``, ``retry`` or ``repair`` creates its run: once the creating
 write has committed, the run exists (``running``, nothing of it started) and the exit-130 error
 names it (``error.runId``), as one landing just before the drive does
 (test_interrupt_before_drive.py); one landing before the write created nothing and names none.
@@ -11,11 +11,13 @@ stand-in command sends the signal to itself right after (or right before) the cr
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from tests.cli.test_interrupt_before_drive import WF
+from tests.cli.test_startup import EXAMPLES
 from tests.clibackend import LedgerTarget
 from tests.conftest import Cli
 
@@ -32,8 +34,9 @@ SIGNALLED_AT_CREATION = (
     "        signal.raise_signal(signal.SIGTERM)\n"
     "    return signalled\n"
     "service._record = signalling(service._record)\n"
-    "if hasattr(lineage, 'record_fork'):\n"
-    "    lineage.record_fork = signalling(lineage.record_fork)\n"
+    "import agentctl.coordinator.recovery as recovery\n"
+    "lineage.record_fork = signalling(lineage.record_fork)\n"
+    "recovery.create_derived_run = signalling(recovery.create_derived_run)\n"
     "import agentctl.entry as e; e.main()"
 )
 
@@ -97,3 +100,34 @@ def test_an_interrupt_before_the_creating_write_names_no_run(
     error = _error(signalled("before", args, ledger_target, tmp_path))
     assert error["runId"] is None and "interrupt" in str(error["message"])
     assert cli("runs", "list", "--db", "s/r.db", "--output", "json").data["runs"] == []
+
+
+def test_an_interrupt_right_after_a_retry_or_repair_is_created_names_it(
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    (tmp_path / "wf.yaml").write_text(WF, encoding="utf-8")
+    source = cli("run", "wf.yaml", "--db", "s/r.db", "--output", "json").data["runId"]
+    runs = [source]
+    for kind in ("retry", "repair"):
+        args = [kind, "wf.yaml", source, "--from", "a", "--restart-successful"]
+        error = _error(
+            signalled(
+                "after", [*args, "--db", "s/r.db", "--output", "json"], ledger_target, tmp_path
+            )
+        )
+        _named_and_left_running(cli, error, runs)
+        runs.append(str(error["runId"]))
+
+
+def test_an_interrupt_right_after_a_compensation_run_is_created_names_it(
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path
+) -> None:
+    shutil.copy(EXAMPLES / "e7-compensation.yaml", tmp_path / "wf.yaml")  # fails after a write
+    failed = cli("run", "wf.yaml", "--db", "s/r.db", "--output", "json")
+    assert failed.rc == 4, failed.stdout
+    source = failed.error["error"]["runId"]
+    args = ["compensate", source, "--db", "s/r.db", "--output", "json"]
+    _named_and_left_running(
+        cli, _error(signalled("after", args, ledger_target, tmp_path)), [source]
+    )
+    assert (tmp_path / "out" / "r.txt").read_text(encoding="utf-8") == "made"  # nothing undone
