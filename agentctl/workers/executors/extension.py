@@ -46,7 +46,13 @@ from agentctl.workers.executors import (
     parse_request,
     watch_dispatch,
 )
-from agentctl.workers.executors.shell import Phase, exited_report, redact, run_configured
+from agentctl.workers.executors.shell import (
+    Phase,
+    exited_report,
+    redacted_head,
+    redacted_tail,
+    run_configured,
+)
 
 HANDSHAKE_FLAG = "--agentctl-handshake"
 INVOKE_FLAG = "--agentctl-invoke"
@@ -68,7 +74,7 @@ class _Said:
         self.secrets = [v for v in req.env.values() if v]
 
     def fail(self, problem: str) -> RunFailedError:
-        shown = redact(self.result.stdout[:_QUOTE], self.secrets).strip()
+        shown = redacted_head(self.result.stdout, self.secrets, _QUOTE)
         said = f"; it said: {shown!r}" if shown else ""
         return RunFailedError(f"{self.name}: {problem}{said}")
 
@@ -91,7 +97,7 @@ class _Said:
         if self.result.outcome != "exited":
             raise RunFailedError(f"{self.name} was stopped: {self.result.detail}")
         if self.result.exit_code != 0:
-            tail = redact(self.result.stderr[-400:], self.secrets).strip()
+            tail = redacted_tail(self.result.stderr, self.secrets)
             where = f"; stderr ends: {tail}" if tail else ""
             raise RunFailedError(f"{self.name} exited with code {self.result.exit_code}{where}")
         try:

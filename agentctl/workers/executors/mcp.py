@@ -200,7 +200,7 @@ async def _call_tool(
     if "structuredContent" in raw:
         output["structuredContent"] = raw["structuredContent"]
     if output["isError"] and req.fail_on_tool_error:
-        detail = wire.redactor.redact_text(_text_of(output["content"]))
+        detail = text_of(output["content"], wire.redactor)
         wire.settle("tools/call", "failed", detail)
         error = RunFailedError(f"MCP tool {req.server}/{req.tool} reported an error: {detail}")
         raise FailedEffect(error, wire.evidence())
@@ -208,9 +208,14 @@ async def _call_tool(
     return output
 
 
-def _text_of(content: JsonValue) -> str:
+def text_of(content: JsonValue, redactor: Redactor) -> str:
+    """A tool error's content as bounded, redacted text: redacted before it is cut, so a
+    header value the cut splits is never shown in part."""
     texts = [str(c.get("text")) for c in as_list(content) if isinstance(c, dict) and c.get("text")]
-    return bounded(" ".join(texts) or json.dumps(content)[:200])
+    joined = " ".join(texts)
+    if joined:
+        return bounded(redactor.redact_text(joined))
+    return redactor.redact_text(json.dumps(content))[:200]
 
 
 def _usage(req: McpRequest) -> dict[str, int]:

@@ -136,6 +136,18 @@ def redact(data: bytes, secrets: list[str]) -> str:
     return Redactor(secrets).redact_text(data.decode("utf-8", errors="replace"))
 
 
+def redacted_tail(data: bytes, secrets: list[str], chars: int = 400) -> str:
+    """The last ``chars`` characters of ``data`` as redacted text, for an error to quote.
+    Redacted before it is cut: a secret the cut splits would otherwise show its unmatched
+    end."""
+    return redact(data, secrets)[-chars:].strip()
+
+
+def redacted_head(data: bytes, secrets: list[str], chars: int) -> str:
+    """The first ``chars`` characters of ``data`` as redacted text (see ``redacted_tail``)."""
+    return redact(data, secrets)[:chars].strip()
+
+
 def exited_report(
     result: ProcessResult, secrets: list[str], *, status: str, changed: bool
 ) -> ExecOutcome:
@@ -165,7 +177,7 @@ def _outcome(req: ShellRequest, result: ProcessResult) -> ExecOutcome:
     # step reads as "changed" too, never as "nothing happened" (docs/parity.md).
     done = exited_report(result, secrets, status="changed" if ok else "failed", changed=True)
     if not ok:
-        tail = redact(result.stderr[-400:], secrets).strip()
+        tail = redacted_tail(result.stderr, secrets)
         where = f"; stderr ends: {tail}" if tail else ""
         error = RunFailedError(f"process exited with code {result.exit_code}{where}")
         raise FailedEffect(error, outcome=done)

@@ -114,21 +114,28 @@ def system_text(messages: list[JsonObject]) -> str:
 Call = Callable[[ModelRequest, httpx2.AsyncClient], Awaitable[Reply]]
 
 
-async def check_status(answer: httpx2.Response, provider: str) -> None:
+def redactor_of(req: ModelRequest) -> Redactor:
+    """What a model call's errors are redacted of: its credential and header values."""
+    return Redactor([req.credential, *req.headers.values()])
+
+
+async def check_status(answer: httpx2.Response, provider: str, redactor: Redactor) -> None:
     """For adapters on ``httpx2`` directly: an HTTP error answer as our ``ProviderError`` —
-    retryable for 429 and 5xx — with the API's own error message when it sent one."""
+    retryable for 429 and 5xx — with the API's own error message when it sent one. An
+    answer may echo the key: it is redacted before it is cut, so a key the cut splits is
+    never shown in part."""
     code = answer.status_code
     if code < 400:
         return
     await answer.aread()
-    detail = answer.text[:500]
+    detail = redactor.redact_text(answer.text)[:500]
     try:
         body: JsonValue = json.loads(answer.text)
     except json.JSONDecodeError:
         body = None
     error = as_object(as_object(body).get("error"))
     if isinstance(error.get("message"), str):
-        detail = str(error["message"])
+        detail = redactor.redact_text(str(error["message"]))
     text = f"provider {provider}: HTTP {code}: {detail}"
     raise ProviderError(text[:2000], retryable=code == 429 or code >= 500)
 
@@ -157,7 +164,7 @@ async def run_model_call(
     """Check egress, run ``call`` on an egress-bound client and translate its failures
     (``status_of`` reads the HTTP status out of an SDK's exception)."""
     req = parse_request(ModelRequest, msg)
-    redactor = Redactor([req.credential, *req.headers.values()])
+    redactor = redactor_of(req)
     policy = EgressPolicy.from_json(req.egress.model_dump(by_alias=True))
     try:
         route = await check_route(req.endpoint, policy)
@@ -211,7 +218,7 @@ def translate(
         code, detail = status
         retryable = code == 429 or code >= 500
         text = f"provider {provider}: HTTP {code}: {detail}"
-        return ProviderError(redactor.redact_text(text[:2000]), retryable=retryable)
+        return ProviderError(redactor.redact_text(text)[:2000], retryable=retryable)
     what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     if route.tracker.sent:
         text = f"provider {provider}: the request was sent, then {what}; it may have run"

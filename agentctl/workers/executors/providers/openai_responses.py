@@ -38,6 +38,7 @@ from agentctl.workers.executors.providers.common import (
     answer_json,
     check_status,
     parse_arguments,
+    redactor_of,
     run_model_call,
     system_text,
     tool_output_text,
@@ -88,10 +89,10 @@ async def respond(http: httpx2.AsyncClient, endpoint: Endpoint, req: ModelReques
     """One Responses call of ``req`` to ``endpoint`` on the egress-bound ``http``."""
     params = request_params(req)
     if req.stream:
-        return await _streamed(http, endpoint, {**params, "stream": True}, req.provider)
+        return await _streamed(http, endpoint, {**params, "stream": True}, req)
     headers = {"Accept": "application/json", **endpoint.headers}
     answer = await http.post(endpoint.url, json=params, headers=headers, params=endpoint.query)
-    await check_status(answer, req.provider)
+    await check_status(answer, req.provider, redactor_of(req))
     return normalize(answer_json(answer, req.provider))
 
 
@@ -230,14 +231,15 @@ def _usage(usage: JsonObject) -> dict[str, int]:
 
 
 async def _streamed(
-    http: httpx2.AsyncClient, endpoint: Endpoint, params: JsonObject, provider: str
+    http: httpx2.AsyncClient, endpoint: Endpoint, params: JsonObject, req: ModelRequest
 ) -> Reply:
+    provider = req.provider
     fragments = Fragments()
     final: JsonObject | None = None
     headers = {**endpoint.headers, "Accept": "text/event-stream"}
     request = http.stream("POST", endpoint.url, json=params, headers=headers, params=endpoint.query)
     async with request as answer:
-        await check_status(answer, provider)
+        await check_status(answer, provider, redactor_of(req))
         if not _is_event_stream(answer):
             # A server that does not stream answered whole: that answer is definitive (nothing
             # was cut off), taken as the non-streamed call's would be, or failed as one.
