@@ -10,7 +10,9 @@ Invariants:
   every psutil descendant, which may have left the group) is SIGKILLed and the child reaped
   before we return or re-raise — nothing we started outlives the call;
 - after a normal exit, leftovers in the process group are killed too, so a background
-  grandchild holding our pipes cannot stall the effect;
+  grandchild holding our pipes cannot stall the effect; after a limit is hit and the leader
+  is gone, the pipes are no longer read (one held open by a process that left the group
+  cannot turn the overflow into a timeout);
 - stdin is empty unless the caller passes bytes, which are written concurrently with the
   draining (a child that never reads them cannot deadlock us) and then closed;
 - our descriptors for the child (pipe ends, pidfd, the epoll set watching them) are closed
@@ -237,6 +239,11 @@ async def _pump(proc: Child, cap: _Capture, exit_fd: int, defer: Defer | None) -
             ended = _handle(events, names, proc, cap, exit_fd, defer is not None)
             if finished := proc.returncode is not None and not names:
                 return  # the set is closed below: no member needs unregistering
+            if proc.returncode is not None and cap.stopped is not None:
+                # A limit was hit and the tree killed: stop reading. A process that left
+                # the group (``setsid``) may hold the pipes open; waiting for their EOF
+                # would turn a definitive overflow into a timeout.
+                return
             for fd in ended:  # an ended pipe stays readable (EOF): keep it out of the wait
                 ready.unregister(fd)
             events = ready.poll(_EXIT_GRACE_S) if ended else []
