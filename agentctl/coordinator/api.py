@@ -250,7 +250,8 @@ def _preflight_resume(ledger: RunLedger, found: RunRecord, plan: Plan, base: str
 
 def _awaits_approval(ledger: RunLedger, found: RunRecord, plan: Plan) -> bool:
     """Whether a paused run is still waiting for an operator: the first of its approval tasks
-    (in compiled order) that is not approved has a pending approval, not a rejected one.
+    (in compiled order) that is not approved has a pending approval, not a rejection that
+    ends the run (a rejected task under ``failure: continue`` does not).
 
     Then ``resume`` returns ``paused`` (exit 3) at once and changes nothing — no lease, no
     state, no audit — and runs nothing, not even an approved effect beside the undecided one
@@ -268,8 +269,10 @@ def _awaits_approval(ledger: RunLedger, found: RunRecord, plan: Plan) -> bool:
     for task_id in plan.order:
         if task_id in pending:
             return True
-        if live.decision(task_id) == "cancelled":
-            return False  # the drive fails it first: the run fails (exit 4)
+        # The drive fails a rejected task first; under `failure: stop` that ends the run
+        # (exit 4), under `continue` it does not, so the undecided approval still holds it.
+        if live.decision(task_id) == "cancelled" and plan.task(task_id).failure == "stop":
+            return False
     return False
 
 

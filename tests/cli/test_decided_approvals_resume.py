@@ -137,3 +137,54 @@ def test_approved_effects_end_cancelled_when_the_run_is_cancelled(cli: Cli, tmp_
     assert not (tmp_path / "out").exists()
     budget = _json(cli, "inspect", run_id).data["budget"]
     assert all(v == 0 for v in budget["reserved"].values())
+
+
+FAN = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: { name: fan }
+spec:
+  runtime: { maxConcurrency: 3 }
+  policy: { writableRoots: [out] }
+  actions: { save: { kind: builtin.write }, put: { kind: builtin.assign } }
+  tasks:
+    - { id: fan, uses: "action:save", failure: continue, foreach: { items: [a, b, c] },
+        with: { path: "out/${{ vars.item }}.txt", content: "${{ vars.item }}" } }
+    - { id: after, uses: "action:put", needs: [fan], with: { seen: "${{ tasks.fan.output.items }}" } }
+"""
+
+
+def test_a_rejection_under_failure_continue_waits_for_the_undecided_approval(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Under `failure: continue` a rejected task does not end the run, so the exception for a
+    # rejection listed first does not apply: while a sibling's approval is undecided the
+    # resume returns paused and runs nothing — it had settled the rejection and written the
+    # child approved after the undecided one, then paused again.
+    (tmp_path / "wf.yaml").write_text(FAN)
+    paused = _json(cli, "run", "wf.yaml")
+    assert paused.rc == 3, paused.stderr
+    run_id = str(paused.data["runId"])
+    approvals = _json(cli, "approvals", "list", run_id).data["approvals"]
+    first, second, third = (str(a["approvalId"]) for a in approvals)
+    assert _json(cli, "approvals", "reject", first, "--reason", "no").rc == 0
+    assert _json(cli, "approvals", "approve", third, "--reason", "ok").rc == 0
+    before = _json(cli, "inspect", run_id).data
+    resumed = _json(cli, "resume", run_id)
+    assert resumed.rc == 3, resumed.stdout + resumed.stderr
+    assert resumed.data["state"] == "paused"
+    assert not (tmp_path / "out").exists()
+    assert _json(cli, "inspect", run_id).data == before
+    assert _json(cli, "approvals", "approve", second, "--reason", "ok").rc == 0
+    done = _json(cli, "resume", run_id)
+    assert done.rc == 4, done.stdout + done.stderr
+    assert done.data["state"] == "failed"
+    states = _tasks(cli, run_id)
+    children = sorted(t for t in states if t.startswith("fan--"))
+    assert [states[t] for t in children] == [
+        ("failed", "approval rejected"),
+        ("succeeded", None),
+        ("succeeded", None),
+    ]
+    assert states["fan"] == ("succeeded", None) and states["after"] == ("succeeded", None)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["b.txt", "c.txt"]
