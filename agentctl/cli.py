@@ -371,7 +371,7 @@ def run_app(args: list[str], settings: Settings) -> Outcome | int:
     except click_exc.NoSuchOption as exc:
         if _group_db_only(exc):
             raise _missing_command(exc.ctx, settings) from exc
-        raise ValidationError(_usage_message(exc)) from exc
+        raise ValidationError(_usage_message(exc, _dash_value_tip(exc, args))) from exc
     except click_exc.UsageError as exc:
         raise ValidationError(_usage_message(exc)) from exc
     except typer.Abort as exc:
@@ -442,9 +442,32 @@ def _group_db_only(exc: Any) -> bool:
     return any("--db" in getattr(p, "opts", ()) for c in subcommands.values() for p in c.params)
 
 
-def _usage_message(exc: Any) -> str:
-    message = str(exc.format_message())
+def _usage_message(exc: Any, tip: str = "") -> str:
+    message = str(exc.format_message()) + tip
     ctx = getattr(exc, "ctx", None)
     if ctx is not None:
         message += f" (see '{ctx.command_path} --help')"
     return message
+
+
+def _dash_value_tip(exc: Any, args: list[str]) -> str:
+    """How to pass a value that starts with ``-`` (``memory put NS KEY -5``: a JSON number)
+    where click read an option it does not know: after ``--``, as the original (clap) tips.
+    Only for a command that takes positional values and when click has no similar option
+    name to suggest (``--retention-day`` is a typo, not a value). Click names the first
+    short option of a cluster (``-1`` of ``-1.5``), so the tip names the whole word."""
+    command = getattr(getattr(exc, "ctx", None), "command", None)
+    if exc.possibilities or not any(
+        getattr(p, "param_type_name", "") == "argument" for p in getattr(command, "params", ())
+    ):
+        return ""
+    name = str(exc.option_name)
+    words = args[: args.index("--")] if "--" in args else args
+    for word in words:
+        if (
+            word == name
+            or word.startswith(name + "=")
+            or (not name.startswith("--") and word.startswith(name) and not word.startswith("--"))
+        ):
+            return f"; to pass '{word}' as a value, use '-- {word}'"
+    return ""

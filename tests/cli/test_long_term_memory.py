@@ -355,3 +355,23 @@ def test_entry_is_the_payload_of_a_write_and_of_a_promotion(cli: Cli, tmp_path: 
     assert refused.rc == 2, refused.stdout
     [problem] = refused.error["diagnostics"]
     assert problem["path"] == "spec.tasks.0.with.entry"
+
+
+def test_a_value_starting_with_a_dash_is_refused_with_how_to_pass_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # A negative JSON number reads as an unknown option (as in the original, whose parser
+    # tips `-- VALUE`): the refusal says how to pass it, changes nothing, and the tip works.
+    for value in ("-5", "-1.5"):
+        done = cli("--output", "json", "memory", "put", "support", "k", value, "--db", "m.db")
+        message = done.error["error"]["message"]
+        assert done.rc == 2 and f"to pass '{value}' as a value, use '-- {value}'" in message
+    assert not (tmp_path / "m.db").exists()
+    human = cli("memory", "search", "support", "-Infinity", "--db", "m.db")
+    assert human.rc == 2 and "use '-- -Infinity'" in human.stderr
+    # A misspelt option is a typo, not a value: no tip, click's suggestion instead.
+    typo = cli("memory", "put", "support", "k", "1", "--retention-day", "2", "--db", "m.db")
+    assert typo.rc == 2 and "--retention-days" in typo.stderr and "as a value" not in typo.stderr
+    put = cli("--output", "json", "memory", "put", "support", "k", "--db", "m.db", "--", "-1.5")
+    assert put.rc == 0 and put.data["value"] == -1.5, put.stderr
+    assert _get(cli, "k").data["value"] == -1.5
