@@ -170,7 +170,10 @@ def lock_cmd(workflow: WorkflowArg) -> None:
 
     _loaded, graph = _graph(workflow)
     if MODE.locked:  # --locked: the existing lock must already say exactly this
-        check_lock(workflow, graph, strict=True)
+        # Under --locked, `packs lock` only checks: the remedy for a missing lock is to write
+        # one, i.e. this very command without --locked.
+        write = f"`agentctl packs lock {workflow}` without --locked writes it"
+        check_lock(workflow, graph, strict=True, remedy=write)
     path, entries = _write_lock(workflow, build_lock(graph))
     data = {"lockfile": str(path), "packs": entries}
     deliver(Outcome("PackLock", data, human=lambda _s: f"wrote {path} ({len(graph)} packs)"))

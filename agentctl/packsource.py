@@ -244,18 +244,22 @@ def _locate(diag: Diagnostic, loaded: Any) -> Diagnostic:
 
 
 def check_lock(
-    workflow: Path, graph: list[ResolvedPack], *, strict: bool, asker: str = "--locked"
+    workflow: Path,
+    graph: list[ResolvedPack],
+    *,
+    strict: bool,
+    asker: str = "--locked",
+    remedy: str = "",
 ) -> None:
     """Verify ``graph`` against the lock beside ``workflow``; ``strict`` (``--locked``): the
     lock must exist and may hold no entry the graph no longer reaches. ``asker`` names what
-    needs the lock in the refusal (``--locked``, or the command that verifies it)."""
+    needs the lock in the refusal (``--locked``, or the command that verifies it), ``remedy``
+    what makes one (default: ``packs lock``, then commit it)."""
     path = lock_path(workflow)
     if not path.exists():
         if strict:
-            raise ValidationError(
-                f"{asker} needs {LOCK_FILE} beside {workflow}; "
-                f"run `agentctl packs lock {workflow}` and commit it"
-            )
+            how = remedy or f"run `agentctl packs lock {workflow}` and commit it"
+            raise ValidationError(f"{asker} needs {LOCK_FILE} beside {workflow}; {how}")
         return
     lock = parse_lock(read_cli_file(path, "pack lock"), str(path))
     drift = lock_drift(lock, graph, strict=strict)

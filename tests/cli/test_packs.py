@@ -283,6 +283,10 @@ def test_locked_requires_the_lock_and_rejects_unreachable_entries(cli: Cli, proj
         missing.rc == 2 and "--locked needs agentctl.pack.lock" in missing.error["error"]["message"]
     )
     assert cli("--output", "json", "packs", "verify-lock", "wf.yaml").rc == 2
+    # `packs lock` under --locked only checks: it points at itself without the flag.
+    checking = cli("--output", "json", "--locked", "packs", "lock", "wf.yaml")
+    assert checking.rc == 2, checking.stdout
+    assert "`agentctl packs lock wf.yaml` without --locked writes it" in checking.stderr
     assert cli("packs", "lock", "wf.yaml").rc == 0
     lock = project / "agentctl.pack.lock"
     lock.write_text(lock.read_text() + UNREACHABLE)
