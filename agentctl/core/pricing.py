@@ -85,12 +85,15 @@ COST_KEY = "costMicrousd"
 def add_token_counts(
     total: dict[str, int], usage: Mapping[str, JsonValue], *, sign: int = 1
 ) -> None:
-    """Add one answer's token counters (its integer entries but the cost) to ``total``: the
-    one rule an agent attempt's output usage and its provider session both sum by. ``sign``
-    -1 takes a superseded answer's counters back out (a repeated reconciliation)."""
-    for key, value in usage.items():
-        if isinstance(value, int) and not isinstance(value, bool) and key != COST_KEY:
-            total[key] = total.get(key, 0) + sign * value
+    """Add one answer's token counters to ``total``: the one rule an agent attempt's output
+    usage and its provider session both sum by. Every counter of ``TOKEN_COUNTERS`` is
+    added, one the answer leaves out as 0 (as ``token_spend`` counts it), so the sum always
+    has the documented shape; any other key of the answer's usage (an operator's
+    ``totalTokens``, the cost) is no token count and is never summed. ``sign`` -1 takes a
+    superseded answer's counters back out (a repeated reconciliation)."""
+    spent = token_spend(usage)
+    for key in TOKEN_COUNTERS:
+        total[key] = total.get(key, 0) + sign * spent[key]
 
 
 def _ceil_div(numerator: int, denominator: int) -> int:

@@ -244,7 +244,14 @@ def test_a_repeated_applied_reconciliation_counts_the_call_once(cli: Cli, tmp_pa
     }
     reconcile_applied(cli, tmp_path, first["effectId"], final_answer)
     [settled] = _inspect(cli, run_id)["providerSessions"]
-    assert settled["usage"] == {"inputTokens": 3}
+    # Every counter, the ones the answer left out as 0 (the documented shape).
+    assert settled["usage"] == {
+        "inputTokens": 3,
+        "outputTokens": 0,
+        "reasoningTokens": 0,
+        "cacheReadTokens": 0,
+        "cacheWriteTokens": 0,
+    }
     # The later answer's finish and the status it means, together (not the earlier status).
     assert (settled["finish"], settled["status"]) == ("complete", "completed")
     reconcile_applied(cli, tmp_path, first["effectId"], {**answer, "usage": {"inputTokens": 3}})

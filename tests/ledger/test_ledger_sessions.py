@@ -71,7 +71,13 @@ def test_one_session_per_attempt_counts_calls_and_sums_usage(ledger: SqliteLedge
     (done,) = ledger.inspect_run("run-1").provider_sessions
     assert done.session_id == "run-1:a:1"
     assert (done.status, done.finish, done.calls) == ("completed", "complete", 2)
-    assert done.usage == {"inputTokens": 7, "outputTokens": 2, "reasoningTokens": 0}
+    assert done.usage == {
+        "inputTokens": 7,
+        "outputTokens": 2,
+        "reasoningTokens": 0,
+        "cacheReadTokens": 0,
+        "cacheWriteTokens": 0,
+    }
     assert done.continuation == {
         "kind": "conversation",
         "effectId": second.effect_id,
