@@ -12,7 +12,8 @@ Invariants:
 - only an unresolved (started or uncertain, not yet reconciled) effect with a handle is
   continued; without a handle the submission was ambiguous and an operator must decide;
 - the request is the one the task's registry entry builds from the effect's recorded input and
-  the run's stored plan; it must come out with the recorded input digest, or nothing is sent;
+  the run's stored plan; with its secret references resolved (headers recorded by source and
+  SHA-256) it must come out with the recorded input digest, or nothing is sent;
 - the run's lease is held while observing, so no coordinator drives the run meanwhile;
 - the run's policy must allow reconciling the effect (``coordinator.reconcile.authorize``,
   with ``--approved`` where it requires approval) before anything is observed;
@@ -143,13 +144,17 @@ def _message(
     built = entry.builder(
         BuildInput(task.id, task.action or "", task.config(), as_object(effect.request), context)
     )
-    if input_digest(built.recorded) != effect.input_digest:
+    where = (run_config.policy, workspace, f"effect {effect.effect_id}")
+    # Compared once resolved: the recorded input keeps each header's source and SHA-256,
+    # which the built one (references only) cannot match before resolution.
+    got = secrets.resolve_pointers(built.recorded, built.request, built.secret_refs, where)
+    if input_digest(got.recorded) != effect.input_digest:
         raise InvalidOperationError(
             f"effect {effect.effect_id}: the run's plan no longer builds the recorded request "
-            "(its peer changed); nothing was observed"
+            "(its peer changed, or a header secret now resolves to another value than the "
+            "effect was sent with); nothing was observed",
+            run_id=effect.run_id,
         )
-    where = (run_config.policy, workspace, f"effect {effect.effect_id}")
-    got = secrets.resolve_pointers(built.recorded, built.request, built.secret_refs, where)
     request, values = dict(got.request), got.values
     request["continueTaskId"] = handle.remote_task_id
     message = Execute(
