@@ -35,6 +35,10 @@ Invariants:
   journal-mode switch and each migration step each flushed). A creator killed before the
   rename leaves only its aside files, which the next creator removes under the setup lock;
   an empty file at ``path`` (or a symlink) is set up in place as before.
+- a ``path`` that is (or passes through) a symlink names the file it resolves to, as SQLite
+  reads it (its ``-wal`` and ``-shm`` sit beside the real file): the ledger's own companions
+  — the setup lock, the artifact store, the worker registry — sit beside that real file too,
+  so every spelling of one database shares them and a backup of its directory holds them.
 """
 
 from __future__ import annotations
@@ -275,7 +279,8 @@ class Database:
         busy_timeout_ms: int,
         migration: MigrationResult,
     ) -> None:
-        self.path = path
+        self.path = path  # as the user spelled it: what messages name
+        self.real_path = Path(os.path.realpath(path))  # where SQLite keeps it (docstring)
         self.conn = conn
         self.busy_timeout_ms = busy_timeout_ms
         self.migration = migration  # what opening did: ``db migrate`` reports it
@@ -297,8 +302,8 @@ class Database:
 
     @property
     def artifacts_root(self) -> Path:
-        """The artifact store beside the database file."""
-        return self.path.parent / "artifacts"
+        """The artifact store beside the (real) database file."""
+        return self.real_path.parent / "artifacts"
 
     @property
     def database_file(self) -> Path | None:
@@ -481,8 +486,9 @@ def open_database(
             if _already_set_up(header, goal):
                 conn, migration = _connect_and_migrate(db, busy_timeout_ms, target_version, verify)
             else:
-                db.parent.mkdir(parents=True, exist_ok=True)
-                with setup_lock(db):
+                real = Path(os.path.realpath(db))  # one lock for every spelling of the file
+                real.parent.mkdir(parents=True, exist_ok=True)
+                with setup_lock(real):
                     conn, migration = _connect_and_migrate(
                         db, busy_timeout_ms, target_version, verify
                     )

@@ -42,7 +42,7 @@ class SqliteLedger(LedgerService):
 
     @property
     def location(self) -> Path:
-        return self._db.path
+        return self._db.real_path  # the worker registry sits beside the real file
 
     def database_stats(self) -> stats.DatabaseStats:
         import agentctl.ledger.stats as stats
