@@ -26,6 +26,14 @@ def completes_to(*choices: str) -> Callable[[str], list[str]]:
     return complete
 
 
+def _db_from(ctx: typer.Context, param: typer.CallbackParam, value: str) -> str:
+    """``--db``'s check, naming where a refused value came from: the option, or
+    ``$AGENTCTL_DB`` when the command line gave none (the refusal must point at what to fix)."""
+    source = ctx.get_parameter_source(param.name or "")
+    from_env = getattr(source, "name", None) == "ENVIRONMENT"  # typer's own click's enum
+    return check_db_path(value, "$AGENTCTL_DB" if from_env else "--db")
+
+
 DbOpt = Annotated[
     str,
     typer.Option(
@@ -33,7 +41,7 @@ DbOpt = Annotated[
         help="SQLite database file or postgresql:// URL (default .agentctl/runtime.db).",
         envvar="AGENTCTL_DB",
         show_envvar=True,
-        callback=check_db_path,
+        callback=_db_from,
     ),
 ]
 DiffOpt = Annotated[bool, typer.Option("--diff", help="Include unified diffs of file writes.")]

@@ -107,9 +107,10 @@ def url_prefix(value: str) -> str | None:
     return None
 
 
-def check_db_path(value: str) -> str:
-    """``--db`` (or ``$AGENTCTL_DB``): a PostgreSQL URL, or a regular file or a path that can
-    become one; never a directory or device, and never a URL of another scheme."""
+def check_db_path(value: str, what: str = "--db") -> str:
+    """``--db`` (or ``$AGENTCTL_DB``, named by ``what`` in a refusal): a PostgreSQL URL, or a
+    regular file or a path that can become one; never a directory or device, and never a URL
+    of another scheme."""
     if is_postgres_url(value):
         return value
     url = url_prefix(value)
@@ -118,20 +119,20 @@ def check_db_path(value: str) -> str:
         # and only its scheme is echoed: the rest may carry a password.
         supported = ", ".join(f"{s}://" for s in POSTGRES_SCHEMES)
         raise ValidationError(
-            f"--db {url}… is not a supported database URL: give a {supported} URL "
+            f"{what} {url}… is not a supported database URL: give a {supported} URL "
             "or the path of a SQLite database file"
         )
-    path = checked_path(value, "--db")  # not empty, not ending in a separator (a directory)
-    _check_db_fits(path)
+    path = checked_path(value, what)  # not empty, not ending in a separator (a directory)
+    _check_db_fits(path, what)
     try:
         mode = path.stat().st_mode
     except (FileNotFoundError, NotADirectoryError):
         mode = None
     if mode is not None and not stat.S_ISREG(mode):
-        raise ValidationError(f"--db {value} is {_file_kind(mode)}; give a database file path")
+        raise ValidationError(f"{what} {value} is {_file_kind(mode)}; give a database file path")
     blocker = _blocking_ancestor(path)
     if blocker is not None:
-        raise ValidationError(f"--db {value}: {blocker} is a file, not a directory")
+        raise ValidationError(f"{what} {value}: {blocker} is a file, not a directory")
     return value
 
 
@@ -147,16 +148,16 @@ _ASIDE_DB = len(".") + len(".new-") + 7
 _SQLITE_MAX_PATH = 512 - len("-journal")
 
 
-def _check_db_fits(path: Path) -> None:
+def _check_db_fits(path: Path, what: str) -> None:
     """``--db``'s path, and the names the ledger derives from it, are ones the file system
     and SQLite can take; checked as text (a name too long fails ``stat`` itself)."""
     creating = not os.path.lexists(path)  # False for a path too long to look up: checked next
     aside = _ASIDE_DB if creating else 0
-    check_path_fits(path, "--db", last_extra=_BESIDE_DB + aside)
+    check_path_fits(path, what, last_extra=_BESIDE_DB + aside)
     size = len(os.fsencode(path.absolute())) + aside
     if size > _SQLITE_MAX_PATH:
         raise ValidationError(
-            f"--db: the database's absolute path is {size - aside} bytes; SQLite opens a "
+            f"{what}: the database's absolute path is {size - aside} bytes; SQLite opens a "
             f"database of at most {_SQLITE_MAX_PATH - aside} bytes here (its MAX_PATHNAME, "
             "less the names the ledger derives from it)"
         )

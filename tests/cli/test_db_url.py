@@ -38,6 +38,14 @@ def test_an_unsupported_url_for_db_exits_2_and_creates_nothing(
 def test_agentctl_db_is_checked_like_db_and_db_wins(cli: Cli, tmp_path: Path) -> None:
     refused = cli("--output", "json", "runs", "list", env={"AGENTCTL_DB": "mysql://h/db"})
     assert refused.rc == 2 and "not a supported database URL" in json.dumps(refused.error)
+    # The refusal names the variable the value came from: no --db was given to fix.
+    assert refused.error["error"]["message"].startswith("$AGENTCTL_DB mysql://… is not"), refused
+    (tmp_path / "dir").mkdir()
+    for command in (("runs", "list"), ("run", "hello.yaml")):
+        env_dir = cli(*command, env={"AGENTCTL_DB": "dir"})
+        assert env_dir.rc == 2 and "error: $AGENTCTL_DB dir is a directory" in env_dir.stderr
+        given = cli(*command, "--db", "dir", env={"AGENTCTL_DB": "x.db"})
+        assert given.rc == 2 and "error: --db dir is a directory" in given.stderr
     # An explicit --db wins over the variable: the file is opened (made, being missing), the
     # URL never used.
     env = {"AGENTCTL_DB": "mysql://h/db"}
