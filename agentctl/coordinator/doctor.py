@@ -39,6 +39,7 @@ from agentctl.core.policy import decide, policy_workspace, resolve_root
 from agentctl.core.process_allowlist import process_denial, process_name
 from agentctl.errors import AgentctlError, PolicyDeniedError
 from agentctl.ledger.probe import probe_database
+from agentctl.sandbox.paths import resolve_read
 from agentctl.sandbox.program import find_program, names_workspace, process_cwd
 
 
@@ -288,7 +289,11 @@ def _process_check(
     try:
         cwd = process_cwd(root, use.cwd)
     except PolicyDeniedError as exc:
-        return DoctorCheck(use.check, False, "bad_cwd", exc.message), None
+        if use.cwd is None or not _made_by_run(root, use.cwd, policy):
+            return DoctorCheck(use.check, False, "bad_cwd", exc.message), None
+        why = f"cwd {use.cwd!r} does not exist yet; a write of the run under its writable root "
+        why += "may make it"
+        return DoctorCheck(use.check, True, "allowed", why), Unverified("cwd", use.check, why)
     if use.image is not None:
         later = Unverified("program", use.check, "looked up inside the image when the task runs")
         return DoctorCheck(use.check, True, "allowed", "runs in its container"), later
@@ -300,6 +305,23 @@ def _process_check(
     if found.status == "not_found" and "/" not in use.command:
         detail += "; a run clears the environment: give command its full path, or set env.PATH"
     return DoctorCheck(use.check, found.status == "found", found.status, detail), None
+
+
+def _made_by_run(root: str, cwd: str, policy: JsonObject) -> bool:
+    """Whether a process ``cwd`` that is no directory yet may be one when its task runs: it
+    resolves inside the workspace, nothing is there, and it lies under a ``writableRoots``
+    entry, where an earlier write of the run creates directories as it writes a file."""
+    try:
+        target = resolve_read(root, cwd)
+    except PolicyDeniedError:
+        return False
+    if os.path.lexists(target):
+        return False  # a file, not a directory that is still to come
+    rooted = policy_workspace(root, policy)
+    roots = [resolve_root(rooted, str(r)) for r in as_list(policy.get("writableRoots"))]
+    return any(
+        os.path.commonpath([target, os.path.realpath(r)]) == os.path.realpath(r) for r in roots
+    )
 
 
 def database_check(db: str) -> DoctorCheck:

@@ -8,6 +8,7 @@ on the program), whatever directory doctor is called from and whatever its own P
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -214,3 +215,31 @@ def test_a_kind_the_policy_denies_by_name_is_not_ready(cli: Cli, tmp_path: Path)
     assert (data["ready"], check["status"]) == (False, "denied")
     rc, said = _run(cli, wf, tmp_path)
     assert rc == 4 and "policy.toolsDeny" in said
+
+
+def test_a_cwd_an_earlier_write_makes_under_a_writable_root_is_unverified(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The run's write makes out/sub before the process starts there: doctor said bad_cwd
+    # (not ready, exit 6) for a workflow that runs. Outside a writable root nothing makes it.
+    action = "{ kind: builtin.shell.exec, command: /bin/true, cwd: out/sub }"
+    wf = _workflow(tmp_path / "wf", ["true"], action)
+    writes = (
+        '    - { id: w, uses: "action:save", with: { path: out/sub/f.txt, content: x } }\n'
+        '    - { id: step, uses: "action:step", needs: [w] }\n'
+    )
+    text = wf.read_text().replace('    - { id: step, uses: "action:step" }\n', writes)
+    text = text.replace("  actions:\n", "  actions:\n    save: { kind: builtin.write }\n")
+    wf.write_text(text.replace("approval: never,", "approval: never, writableRoots: [out],"))
+    data = _doctor(cli, wf, tmp_path)
+    name = "process /bin/true in out/sub"
+    assert (data["ready"], _checks(data)[name]["status"]) == (True, "allowed"), data
+    assert {"what": "cwd", "target": name} in [
+        {"what": u["what"], "target": u["target"]}
+        for u in data["unverified"]  # type: ignore[attr-defined]
+    ]
+    assert _run(cli, wf, tmp_path)[0] == 0
+    shutil.rmtree(tmp_path / "wf" / "out")
+    wf.write_text(text)  # no writable root: nothing can make the directory
+    refused = cli("--output", "json", "doctor", str(wf), cwd=tmp_path)
+    assert refused.rc in (2, 6), refused.stdout
