@@ -23,6 +23,8 @@ Invariants:
 from __future__ import annotations
 
 import contextlib
+import json
+import re
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +45,7 @@ from agentctl.mailbox.requests import A2aDelegateRequest
 from agentctl.workers.a2a_wire import A2aWire
 from agentctl.workers.egress_http import EgressRoute
 from agentctl.workers.egress_httpx import egress_httpx_client
+from agentctl.workers.foreign import foreign_text, one_line
 
 VERSION_HEADER = "A2A-Version"
 CARD_METHOD = "GetAgentCard"  # as evidence: the HTTP GET of the card has no A2A method name
@@ -104,20 +107,31 @@ def _card_failure(exc: Exception) -> tuple[str, bool]:
     """Why the card could not be read, in one line, and whether a new attempt may find it.
 
     The SDK wraps the card's HTTP status and its own transport's failures (ours, on
-    ``httpx2``, reach here bare); its texts run over lines (httpx's "For more information
-    check: …"), so only the status, or the failure's name and first line, is kept."""
+    ``httpx2``, reach here bare) in texts that run over lines (httpx's "For more information
+    check: …") and name its classes: only the status, or what went wrong in our words, is
+    kept."""
     code = exc.status_code if isinstance(exc, AgentCardResolutionError) else None
     if code is not None:
         return f"HTTP {code}", code in (408, 429) or code >= 500
     cause = exc.__cause__ if isinstance(exc, AgentCardResolutionError) else exc
     if isinstance(cause, httpx2.HTTPError | httpx.HTTPError):  # no answer: refused, lost, late
-        return _one_line(cause), True
-    return _one_line(exc), False  # an answer, but not an Agent Card
+        return foreign_text(cause), True
+    if isinstance(cause, json.JSONDecodeError):  # an answer, but not an Agent Card
+        return "the answer is not JSON", False
+    if isinstance(cause, json_format.ParseError):
+        return f"the answer is not a valid Agent Card: {_parse_problem(cause)}", False
+    return one_line(str(exc)) or "the answer is not a valid Agent Card", False
 
 
-def _one_line(exc: BaseException) -> str:
-    lines = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+def _parse_problem(exc: Exception) -> str:
+    """protobuf's account of a JSON value it could not read, said as ``field X: …``."""
+    said = one_line(str(exc)).removesuffix(".")
+    if said.startswith("Failed to load JSON"):
+        return "the result is not a JSON object"
+    field = re.match(r"Failed to parse (\S+) field: (.*)", said)
+    if field is not None:
+        return f"field {field.group(1)}: {field.group(2)}"
+    return said or "it does not have the expected shape"
 
 
 def _same_origin(url: str, route: EgressRoute) -> bool:
@@ -169,7 +183,7 @@ async def send_message(session: PeerSession, request: pb.SendMessageRequest) -> 
     with _translated(session.name, "SendMessage"):
         answer = await session.transport.send_message(request)
     if answer.HasField("task"):
-        return answer.task
+        return _known_state(session.name, "SendMessage", answer.task)
     if answer.HasField("message"):
         return answer.message
     raise PeerRefusedError(f"A2A peer {session.name}: SendMessage answered neither task nor reply")
@@ -177,7 +191,8 @@ async def send_message(session: PeerSession, request: pb.SendMessageRequest) -> 
 
 async def get_task(session: PeerSession, task_id: str) -> pb.Task:
     with _translated(session.name, "GetTask"):
-        return await session.transport.get_task(pb.GetTaskRequest(id=task_id))
+        task = await session.transport.get_task(pb.GetTaskRequest(id=task_id))
+    return _known_state(session.name, "GetTask", task)
 
 
 @contextlib.contextmanager
@@ -187,11 +202,28 @@ def _translated(peer: str, call: str) -> Iterator[None]:
     except AgentctlError:
         raise
     except A2AClientError as exc:
-        raise PeerUnreachableError(f"A2A peer {peer}: {call} failed: {exc}") from exc
+        raise PeerUnreachableError(
+            f"A2A peer {peer}: {call} failed: {_client_failure(exc)}"
+        ) from exc
     except A2AError as exc:
-        raise PeerRefusedError(f"A2A peer {peer}: {call} refused: {exc}") from exc
+        raise PeerRefusedError(f"A2A peer {peer}: {call} refused: {one_line(str(exc))}") from exc
+    except json_format.ParseError as exc:  # JSON, but not the A2A object the call answers
+        said = _parse_problem(exc)
+        raise PeerUnreachableError(f"A2A peer {peer}: {call} answered malformed: {said}") from exc
     except (httpx2.HTTPError, httpx.HTTPError, OSError) as exc:
-        raise PeerUnreachableError(f"A2A peer {peer}: {call} failed: {exc!r}") from exc
+        raise PeerUnreachableError(f"A2A peer {peer}: {call} failed: {foreign_text(exc)}") from exc
+
+
+def _client_failure(exc: A2AClientError) -> str:
+    """The SDK's client failure in our words: it keeps what it wraps as the cause."""
+    cause = exc.__cause__
+    if isinstance(cause, httpx.HTTPStatusError):
+        return f"HTTP {cause.response.status_code}"
+    if isinstance(cause, json.JSONDecodeError):
+        return "the answer is not JSON"
+    if isinstance(cause, httpx2.HTTPError | httpx.HTTPError):
+        return foreign_text(cause)
+    return one_line(str(exc)) or "the answer was not a JSON-RPC response"
 
 
 def as_json(message: ProtoMessage) -> JsonObject:
@@ -202,6 +234,15 @@ def as_json(message: ProtoMessage) -> JsonObject:
 def task_state(task: pb.Task) -> str:
     """The task's state name (``TASK_STATE_WORKING``, …); empty when it has no status."""
     return str(pb.TaskState.Name(task.status.state)) if task.HasField("status") else ""
+
+
+def _known_state(peer: str, call: str, task: pb.Task) -> pb.Task:
+    """``task``, once its state is one A2A 1.0 names (protobuf keeps any number it read)."""
+    if task.HasField("status") and task.status.state not in pb.TaskState.values():
+        raise PeerUnreachableError(
+            f"A2A peer {peer}: {call} answered malformed: unknown task state {task.status.state}"
+        )
+    return task
 
 
 def is_task(answer: object) -> bool:

@@ -113,6 +113,6 @@ def test_an_error_reports_the_status_of_its_own_request(
     assert bare.gets.is_set()  # the GET was refused before the call failed
     assert "HTTP 405" not in effect["error"], effect["error"]
     if bare.mode == "http500":
-        assert "(HTTP 500)" in effect["error"], effect["error"]
+        assert "answered HTTP 500" in effect["error"], effect["error"]
     else:  # answered at HTTP 200: no status to report, only the server's words
         assert "Unknown tool: t" in effect["error"] and "HTTP" not in effect["error"]

@@ -61,3 +61,47 @@ async def test_the_workers_timeout_names_the_provider_and_its_seconds(
         reply = await worker.call(execute(d, request_for(d, server, ASK), timeout=1.5))
     assert isinstance(reply, Failure) and reply.uncertain, reply
     assert reply.error.message == f"{PREFIX}effect timed out after 1.5 s"
+
+
+@each_provider
+async def test_an_api_error_over_several_lines_is_one_line_in_the_api_s_words(
+    d: Dialect, server: FixtureServer
+) -> None:
+    """The API's own message, whatever lines it runs over, and nothing the SDK adds (the
+    anthropic SDK repeats the status and appends the request path and error type)."""
+    server.script(d.error(400, "bad model\n  try another"))
+    async with open_worker() as worker:
+        reply = await worker.call(execute(d, request_for(d, server, ASK)))
+    assert isinstance(reply, Failure) and not reply.uncertain, reply
+    assert reply.error.message == f"{PREFIX}HTTP 400: bad model try another"
+
+
+async def test_an_answer_the_google_sdk_refuses_names_the_field(server: FixtureServer) -> None:
+    """The SDK validates the answer with pydantic: the error says which field and what it
+    should be, not pydantic's layout, its error count or its documentation link."""
+    d = BY_KIND["google"]
+    part = {"functionCall": {"name": "read_file", "args": "not an object"}}
+    server.script(Reply(body={"candidates": [{"content": {"parts": [part]}}]}))
+    async with open_worker() as worker:
+        reply = await worker.call(execute(d, request_for(d, server, ASK)))
+    assert isinstance(reply, Failure) and reply.uncertain, reply  # as before: after the send
+    assert reply.error.message == (
+        f"{PREFIX}the request was sent, then the answer is malformed: "
+        "candidates.0.content.parts.0.functionCall.args: should be an object; it may have run"
+    )
+
+
+async def test_an_anthropic_block_of_the_wrong_type_is_said_in_our_words(
+    server: FixtureServer,
+) -> None:
+    """The SDK builds its models unvalidated: a text block without text used to reach the
+    user as Python's own TypeError text."""
+    d = BY_KIND["anthropic"]
+    server.script(Reply(body=fx.anthropic_message([{"type": "text"}])))
+    async with open_worker() as worker:
+        reply = await worker.call(execute(d, request_for(d, server, ASK)))
+    assert isinstance(reply, Failure) and reply.uncertain, reply  # as before: after the send
+    assert reply.error.message == (
+        f"{PREFIX}the request was sent, then its answer could not be read: a content block "
+        "or a usage count has the wrong type; it may have run"
+    )

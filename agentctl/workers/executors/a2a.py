@@ -230,6 +230,6 @@ def _unobserved(wire: A2aWire, task_id: str, exc: AgentctlError) -> UncertainEff
 
 def _lost(req: A2aDelegateRequest, call: str, exc: AgentctlError) -> AgentctlError:
     return AgentctlError(
-        f"A2A peer {req.peer}: {call} was sent but its answer was lost ({exc.message}); "
-        "the peer may have acted on it"
+        f"A2A peer {req.peer}: {call} was sent but its answer was lost or unreadable "
+        f"({exc.message}); the peer may have acted on it"
     )

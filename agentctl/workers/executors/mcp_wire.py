@@ -19,6 +19,7 @@ import json
 from dataclasses import dataclass
 
 import httpx2
+from pydantic_core import ValidationError
 
 from agentctl.core.jsonvalue import JsonValue
 from agentctl.core.protocols import (
@@ -32,6 +33,14 @@ from agentctl.core.redact import Redactor
 from agentctl.errors import AgentctlError
 from agentctl.mailbox.requests import McpRequest
 from agentctl.workers.egress_http import SendTracker
+from agentctl.workers.foreign import (
+    Problem,
+    foreign_text,
+    one_line,
+    problems_in_text,
+    problems_of,
+    problems_text,
+)
 
 SESSION_HEADER = "mcp-session-id"
 SESSION_KEY = "s1"  # an effect opens one session
@@ -130,11 +139,62 @@ class Wire:
         return ProtocolEvidence(sessions=sessions, calls=calls)
 
     def describe(self, exc: BaseException) -> str:
-        """A one-line account of a foreign failure (exception groups unwrapped)."""
+        """A one-line account of a foreign failure (exception groups unwrapped), in our
+        words: no SDK class name, no pydantic layout."""
         leaf = innermost(exc)
-        text = str(leaf)
-        said = f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
-        return bounded(f"{said} ({self.refusal})" if self.refusal else said)
+        method = self.sent[-1].method if self.sent else "the"
+        if isinstance(leaf, ValidationError):
+            said = f"the {method} answer is malformed: {problems_text(problems_of(leaf))}"
+        else:
+            said = _sdk_said(leaf, method) or foreign_text(leaf)
+        refusal = self.refusal
+        if refusal is not None and said == _ERROR_STATUS:
+            return f"the server answered {refusal}"
+        # Redacted before the cut: a header value the cut splits is never shown in part.
+        return bounded(self.redactor.redact_text(f"{said} ({refusal})" if refusal else said))
+
+
+def _sdk_said(exc: BaseException, method: str) -> str | None:
+    """What the ``mcp`` client's own error (``MCPError``) means, or ``None`` for another
+    exception. Its transport reports an unparsable answer as text that embeds pydantic's."""
+    error = getattr(exc, "error", None)
+    message = getattr(error, "message", None)
+    if not type(exc).__module__.startswith("mcp.") or not isinstance(message, str):
+        return None
+    if message.startswith(_PARSE_FAILED):
+        if "[type=json_invalid" in message:
+            return f"the {method} answer is not JSON"
+        return f"the {method} answer is not a JSON-RPC response: {_rpc_problem(message)}"
+    if message.startswith(_CONTENT_TYPE):
+        kind = message.removeprefix(_CONTENT_TYPE).strip()
+        return f"the {method} answer has content type {kind}, not JSON or an event stream"
+    if message == _ERROR_STATUS_SDK:
+        return _ERROR_STATUS
+    if message == f"Request {method!r} timed out":
+        return f"the {method} request timed out without an answer"
+    if message == "Connection closed":
+        return "the connection closed"
+    return f"the server answered error {getattr(error, 'code', '?')}: {one_line(message)}"
+
+
+_PARSE_FAILED = "Failed to parse JSON response:"
+_CONTENT_TYPE = "Unexpected content type:"
+_ERROR_STATUS_SDK = "Server returned an error response"
+_ERROR_STATUS = "the server answered with an HTTP error"
+
+
+def _rpc_problem(message: str) -> str:
+    """An answer that is JSON but no JSON-RPC message: the problems of the reading that fits
+    it best (a response or an error: the one with the fewest fields missing)."""
+    by_shape: dict[str, list[Problem]] = {}
+    for problem in problems_in_text(message):
+        shape = str(problem.loc[0]) if problem.loc else ""
+        by_shape.setdefault(shape, []).append(Problem(problem.loc[1:], problem.kind, problem.said))
+    answers = [by_shape[s] for s in ("JSONRPCResponse", "JSONRPCError") if s in by_shape]
+    if not answers:
+        return problems_text([])
+    best = min(answers, key=lambda found: sum(p.kind == "missing" for p in found))
+    return problems_text(best)
 
 
 def _json_rpc(request: httpx2.Request) -> dict[str, JsonValue] | None:

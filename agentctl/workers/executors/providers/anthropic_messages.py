@@ -20,7 +20,7 @@ from agentctl.core.providerdefaults import ENDPOINT_SUFFIXES, endpoint_problem
 from agentctl.errors import ProviderError, ValidationError
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ModelRequest
-from agentctl.workers.executors import ExecOutcome
+from agentctl.workers.executors import ExecOutcome, UncertainEffect
 from agentctl.workers.executors.providers.common import (
     Reply,
     not_json,
@@ -72,14 +72,27 @@ async def _call(req: ModelRequest, http: httpx2.AsyncClient) -> Reply:
         raise not_json(req.provider) from None
     if isinstance(message, str):  # another content type: the SDK hands back the text
         raise not_json(req.provider)
-    return normalize(message)
+    try:
+        return normalize(message)
+    except (TypeError, AttributeError, ValueError):
+        # A block or a usage count of the wrong type (the SDK does not validate them): said in
+        # our words, and still uncertain, as any failure after the request left.
+        text = (
+            "the request was sent, then its answer could not be read: a content block or a "
+            "usage count has the wrong type; it may have run"
+        )
+        raise UncertainEffect(ProviderError(text)) from None
 
 
 def status_of(exc: BaseException) -> tuple[int, str] | None:
     import anthropic
 
     if isinstance(exc, anthropic.APIStatusError):
-        return exc.status_code, exc.message
+        # The API's own words, as for the other providers: the SDK's message repeats the
+        # status and appends the request path. Cut only after redaction (``translate``).
+        error = exc.body.get("error") if isinstance(exc.body, dict) else None
+        said = error.get("message") if isinstance(error, dict) else None
+        return exc.status_code, said if isinstance(said, str) else exc.response.text
     return None
 
 

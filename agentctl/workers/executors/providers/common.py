@@ -44,6 +44,7 @@ from agentctl.workers.executors import (
     parse_request,
     watch_dispatch,
 )
+from agentctl.workers.foreign import foreign_text, one_line
 from agentctl.workers.stream import Fragments
 
 # The normalized usage every adapter reports, whatever its API counts (core/pricing.py):
@@ -136,7 +137,7 @@ async def check_status(answer: httpx2.Response, provider: str, redactor: Redacto
     error = as_object(as_object(body).get("error"))
     if isinstance(error.get("message"), str):
         detail = redactor.redact_text(str(error["message"]))
-    text = f"provider {provider}: HTTP {code}: {detail}"
+    text = f"provider {provider}: HTTP {code}: {one_line(detail)}"
     raise ProviderError(text[:2000], retryable=code == 429 or code >= 500)
 
 
@@ -217,9 +218,9 @@ def translate(
     if status is not None:
         code, detail = status
         retryable = code == 429 or code >= 500
-        text = f"provider {provider}: HTTP {code}: {detail}"
+        text = f"provider {provider}: HTTP {code}: {one_line(detail)}"
         return ProviderError(redactor.redact_text(text)[:2000], retryable=retryable)
-    what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    what = foreign_text(exc)
     if route.tracker.sent:
         text = f"provider {provider}: the request was sent, then {what}; it may have run"
         return UncertainEffect(ProviderError(redactor.redact_text(text)))
