@@ -337,8 +337,9 @@ def test_commit_order_is_compiled_order_under_random_timing(
         order = [t["taskId"] for t in data["tasks"]]
         committed = [a["taskId"] for a in data["audit"] if a["eventType"] == "task.succeeded"]
         assert committed == order, (run, sleeps, committed)
-        outcome_order = list(done.data["output"].keys())
-        assert outcome_order == order
+        # The run output map has every task, in canonical (sorted) order, as inspect and
+        # replay give the stored output back (test_output_order.py); commits keep compiled order.
+        assert list(done.data["output"].keys()) == sorted(order)
         batch = [c for c in data["checkpoints"] if len(c["state"].get("tasks", [])) == 8]
         assert [t["taskId"] for t in batch[0]["state"]["tasks"]] == order[:8]
 
