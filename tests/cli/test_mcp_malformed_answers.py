@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cli.localhttp import ModeServer, assert_plain, failed_run, serving
 from tests.cli.test_mcp_http_errors import WORKFLOW
 from tests.conftest import Cli
 
@@ -73,7 +74,7 @@ EXPECTED = {
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: _Server
+    server: ModeServer
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -109,40 +110,24 @@ class _Handler(BaseHTTPRequestHandler):
         return self._answer(200, json.dumps(body).encode())
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, mode: str) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.mode = mode
-
-
 @pytest.fixture(params=sorted(MODES))
-def bad(request: pytest.FixtureRequest) -> Iterator[_Server]:
-    server = _Server(request.param)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+def bad(request: pytest.FixtureRequest) -> Iterator[ModeServer]:
+    server = ModeServer(_Handler, request.param)
+    with serving(server):
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
-def test_a_malformed_answer_is_one_line_in_our_words(cli: Cli, tmp_path: Any, bad: _Server) -> None:
-    (tmp_path / "wf.yaml").write_text(WORKFLOW.format(port=bad.server_address[1]))
-    done = cli("--output", "json", "run", "wf.yaml")
-    assert done.rc == 4, (done.stdout, done.stderr)
-    seen = cli("--output", "json", "inspect", done.error["error"]["runId"])
-    [effect] = seen.data["effects"]
+def test_a_malformed_answer_is_one_line_in_our_words(
+    cli: Cli, tmp_path: Path, bad: ModeServer
+) -> None:
+    done, seen = failed_run(cli, tmp_path, WORKFLOW.format(port=bad.port))
+    [effect] = seen["effects"]
     status, message = EXPECTED[bad.mode]
     assert (effect["status"], effect["error"]) == (status, message)
-    details = [c["detail"] or "" for c in seen.data["protocolCalls"]]
+    details = [c["detail"] or "" for c in seen["protocolCalls"]]
     shown = [
         done.error["error"]["message"],
         *details,
-        *(t["error"] or "" for t in seen.data["tasks"]),
+        *(t["error"] or "" for t in seen["tasks"]),
     ]
-    for text in shown:
-        assert "\n" not in text, text
-        for internal in ("MCPError", "ValidationError", "validation error", "pydantic", "[type="):
-            assert internal not in text, text
+    assert_plain(shown, ("MCPError", "ValidationError", "validation error", "pydantic", "[type="))
