@@ -6,7 +6,6 @@ not when the peer said it has none (another 4xx); the error is one line with the
 from __future__ import annotations
 
 import socket
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli.localhttp import serving
 from tests.conftest import Cli
 
 WORKFLOW = """\
@@ -64,12 +64,8 @@ class _CardServer(ThreadingHTTPServer):
 @pytest.fixture
 def card_server(request: pytest.FixtureRequest) -> Iterator[_CardServer]:
     server = _CardServer(request.param)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with serving(server):
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def _run(cli: Cli, tmp_path: Path, port: int) -> list[dict[str, Any]]:
