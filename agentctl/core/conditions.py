@@ -182,8 +182,8 @@ def parse_condition(text: str) -> Condition:
             literal, whole = _literal(right)
             _refuse_and_or(inner, left if whole else body)
             if isinstance(literal, float) and not math.isfinite(literal):
-                # `1e400` parses as infinity: no JSON value compares as one, so refuse it
-                # as `--input` refuses the same number.
+                # `1e400` parses as infinity: no JSON value compares as one, and a reader
+                # who wrote a number would not expect a text comparison, so refuse it.
                 raise TemplateError(f"condition `{inner}`: `{right.strip()}` is out of range")
             if _looks_like_path(right):
                 raise TemplateError(

@@ -1,7 +1,8 @@
 """Run inputs from the command line: ``spec.inputs`` with the ``--inputs`` / ``--inputs-file``
 object and each ``--input KEY=VALUE`` laid over them.
 
-Invariant: every name given is one the workflow declares or reads; all JSON is strict. Pure:
+Invariant: every name given is one the workflow declares or reads; the ``--inputs`` /
+``--inputs-file`` object is strict JSON, an ``--input`` value is strict JSON or else text. Pure:
 the caller reads the files and hands the texts in.
 """
 
@@ -11,7 +12,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 
 from agentctl.core.conditions import is_segment
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.core.strictjson import RefusedJsonError, parse_strict
+from agentctl.core.strictjson import parse_strict
 from agentctl.errors import ValidationError
 
 
@@ -29,7 +30,8 @@ def resolve_inputs(
     ``base``: what the flags are laid over instead of ``defaults`` (retry and repair lay them
     over the source run's inputs); ``defaults`` still says which names are declared.
 
-    All JSON is strict (no NaN/Infinity, bounded nesting). Every name given — a key of the
+    The object is strict JSON (no NaN/Infinity, bounded nesting); an ``--input`` VALUE that is
+    not strict JSON is its text. Every name given — a key of the
     ``--inputs`` / ``--inputs-file`` object or an ``--input`` — is an input the workflow declares
     (``spec.inputs``) or reads (``inputs.NAME`` in a template or condition rendered with the
     run's inputs, asked of ``read_names`` only for an undeclared name): a name neither declared
@@ -101,7 +103,8 @@ def _input_pair(pair: str, declared: Mapping[str, JsonValue]) -> tuple[str, Json
         )
     try:
         return key, parse_strict(raw, f"--input {key}")
-    except RefusedJsonError:
-        raise
-    except ValidationError:  # not JSON at all: the value is plain text
+    except ValidationError:
+        # Not strict JSON — `NaN`, `Infinity`, `1e400`, over-deep nesting included — is plain
+        # text (spec/cli.md §1: "V as JSON else string"), as the original's JSON reader, which
+        # refuses those too, leaves them: `--input label=NaN` is the string "NaN".
         return key, raw

@@ -29,8 +29,8 @@ _Problem = Literal["deep", "surrogate"]
 class RefusedJsonError(ValidationError):
     """Text Python's parser would take but we refuse: a non-finite number, too deep nesting.
 
-    Distinct from a plain syntax error so ``--input K=V`` (JSON, else text) can refuse these
-    instead of quietly treating them as text.
+    Distinct from a plain syntax error so ``--var K=JSON`` can say why such text is refused
+    (``--input K=V``, JSON else text, takes it as text like any other non-JSON value).
     """
 
 

@@ -2,7 +2,8 @@
 and the working directory is byte-for-byte what it was before.
 
 Covered: special files as file arguments (never opened, so nothing hangs), strict JSON
-(``NaN``/``Infinity`` and overflowing numbers), impossible ``--db`` paths, over-deep inputs,
+(``NaN``/``Infinity`` and overflowing numbers in JSON documents; an ``--input`` value that is
+not strict JSON is text), impossible ``--db`` paths, over-deep inputs,
 a ``--limit`` beyond 64 bits, a ``--workspace`` that is not a directory, ``--input`` names
 neither declared nor read, malformed ones, and a stdout closed by its reader.
 """
@@ -113,8 +114,6 @@ LITERALS = ["NaN", "Infinity", "-Infinity", "1e999"]
 
 def _json_args(where: str, literal: str, root: Path) -> list[str]:
     document = '{"who": [' + literal + "]}"
-    if where == "input":
-        return ["run", "wf.yaml", "--input", f"who={literal}"]
     if where == "inputs":
         return ["run", "wf.yaml", "--inputs", document]
     (root / "data.json").write_text(document, encoding="utf-8")
@@ -124,10 +123,24 @@ def _json_args(where: str, literal: str, root: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("literal", LITERALS)
-@pytest.mark.parametrize("where", ["input", "inputs", "inputs-file", "result-file"])
+@pytest.mark.parametrize("where", ["inputs", "inputs-file", "result-file"])
 def test_non_finite_numbers_are_refused(cli: Cli, ws: Path, where: str, literal: str) -> None:
     args = _json_args(where, literal, ws)
     refused(cli, ws, *args, needle=f"contains {literal}")
+
+
+NOT_STRICT_JSON = [*LITERALS, "1e400", '"\\ud800"', "[" * 200 + "]" * 200]
+
+
+@pytest.mark.parametrize("value", NOT_STRICT_JSON)
+def test_an_input_value_that_is_not_strict_json_is_text(cli: Cli, ws: Path, value: str) -> None:
+    """spec/cli.md §1: ``--input K=V`` takes V "as JSON else string". Text strict JSON refuses
+    (what Python's parser alone would take) is such a string, kept as typed, not exit 2."""
+    done = cli("--output", "json", "run", "wf.yaml", "--input", f"who={value}")
+    assert done.rc == 0, done.stderr
+    shown = cli("--output", "json", "inspect", done.data["runId"]).data
+    [a] = [task for task in shown["tasks"] if task["taskId"] == "a"]
+    assert a["output"]["output"] == {"who": value}
 
 
 def test_rendering_never_writes_a_bare_nan() -> None:
@@ -422,8 +435,6 @@ LONE = '"\\ud800"'  # JSON's escape of half a surrogate pair: Python's parser ta
 
 def _surrogate_args(where: str, root: Path) -> list[str]:
     document = '{"who": ' + LONE + "}"
-    if where == "input":
-        return ["run", "wf.yaml", "--input", f"who={LONE}"]
     if where == "inputs":
         return ["run", "wf.yaml", "--inputs", document]
     if where == "var":
@@ -436,9 +447,7 @@ def _surrogate_args(where: str, root: Path) -> list[str]:
     return _reconcile("applied", "--result-file", Path("data.json"))
 
 
-@pytest.mark.parametrize(
-    "where", ["input", "inputs", "inputs-file", "result-file", "var", "memory"]
-)
+@pytest.mark.parametrize("where", ["inputs", "inputs-file", "result-file", "var", "memory"])
 def test_a_lone_surrogate_escape_is_refused(cli: Cli, ws: Path, where: str) -> None:
     refused(cli, ws, *_surrogate_args(where, ws), needle="lone surrogate escape")
 
