@@ -473,14 +473,20 @@ _UNRESOLVED_HINT = (
 )
 
 
+_NAMED_FAILURES = 5  # a failed run's error names this many task errors, then counts the rest
+
+
 def outcome_or_raise(outcome: RunOutcome, details: JsonObject | None = None) -> RunOutcome:
     """Paused/cancelled/succeeded outcomes are returned; failed, halted, refused and blocked
     ones raise (``details``: what the command adds to a failed run's error, e.g. a
     compensation's source run and the tasks it did compensate)."""
     if outcome.state == "failed":
         failed = [f"{t}: {e}" for t, e in outcome.errors.items() if e]
+        if len(failed) > _NAMED_FAILURES:  # say the list is cut, or it reads as complete
+            more = len(failed) - _NAMED_FAILURES
+            failed = [*failed[:_NAMED_FAILURES], f"and {more} more: inspect the run"]
         raise RunFailedError(
-            "run failed" + (": " + "; ".join(failed[:5]) if failed else ""),
+            "run failed" + (": " + "; ".join(failed) if failed else ""),
             run_id=outcome.run_id,
             trace_id=outcome.trace_id,
             data=details,

@@ -81,3 +81,18 @@ def test_sub_workflow_outputs_reading_a_failed_task_name_it(cli, tmp_path: Path)
     tasks = {t["taskId"]: t for t in _inspect(cli, tmp_path, done.error["error"]["runId"])["tasks"]}
     assert tasks["call"]["state"] == "failed"
     assert "1 of its tasks did not succeed: call--bad" in tasks["call"]["error"]
+
+
+def test_a_run_error_naming_some_failed_tasks_says_how_many_more_failed(
+    cli, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """Seven independent `continue` failures: the error names five and counts the other two,
+    so a reader never takes a cut list for the whole story."""
+    fail = '{{ id: f{0}, uses: "action:check", failure: continue, with: {{ that: false }} }}'
+    tasks = "\n".join(f"    - {fail.format(i)}" for i in range(7))
+    (tmp_path / "wf.yaml").write_text(SUB.split("  subworkflows:")[0] + "  tasks:\n" + tasks)
+    done = cli("--output", "json", "run", "wf.yaml", "--db", "r.db", cwd=tmp_path)
+    assert done.rc == 4
+    message = done.error["error"]["message"]
+    assert [f"f{i}:" in message for i in range(7)] == [True] * 5 + [False] * 2
+    assert message.endswith("; and 2 more: inspect the run"), message
