@@ -141,3 +141,37 @@ def test_a_sub_workflow_input_nothing_takes_is_warned(cli: Cli, tmp_path: Path) 
     run = cli("--output", "json", "run", wf, "--db", "db.sqlite")
     assert run.rc == 0, run.stderr
     assert run.data["output"] == {"loud": "hey!"}
+
+
+def test_a_compensation_that_is_not_an_action_is_refused_in_plain_words(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # The inverse of a mutation is an action; naming an agent is a schema error at the key,
+    # told in the workflow's words, not in the validation library's ("String should match
+    # pattern '^action:...'").
+    wf = _write(
+        tmp_path,
+        """\
+  policy: { writableRoots: [out] }
+  actions: { save: { kind: builtin.write } }
+  tasks:
+    - id: make
+      uses: action:save
+      with: { path: out/r.txt, content: made }
+      compensate: { uses: "agent:undo" }
+""",
+    )
+    for command in ("check", "plan"):
+        result = cli("--output", "json", command, wf)
+        assert result.rc == 2, result.stdout
+        (diagnostic,) = result.error["diagnostics"]
+        assert diagnostic["code"] == "schema_violation"
+        assert diagnostic["path"] == "spec.tasks.0.compensate.uses"
+        assert (diagnostic["line"], diagnostic["column"]) == (11, 27)
+        assert diagnostic["message"] == (
+            "compensate `uses` 'agent:undo' is not valid: an inverse is an action"
+        )
+        assert diagnostic["help"] == "write action:NAME, naming a spec.actions entry"
+    schema = cli("--output", "json", "schema").data["schema"]
+    uses = schema["$defs"]["Compensate"]["properties"]["uses"]
+    assert uses["pattern"] == "^action:[A-Za-z_][A-Za-z0-9_.-]*$"

@@ -34,6 +34,7 @@ from agentctl.core.packs.semver import PRE_RELEASE_ID
 
 TASK_ID_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*\Z")
 USES_RE = re.compile(r"^(?:(?:action|agent|workflow):[A-Za-z_][A-Za-z0-9_.-]*|router)\Z")
+COMPENSATE_USES_RE = re.compile(r"^action:[A-Za-z_][A-Za-z0-9_.-]*\Z")
 SEMVER_RE = re.compile(
     r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
     rf"(?:-{PRE_RELEASE_ID}(?:\.{PRE_RELEASE_ID})*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?\Z"
@@ -127,10 +128,24 @@ class Route(StrictModel):
 
 
 class Compensate(StrictModel):
-    uses: str = Field(pattern=r"^action:[A-Za-z_][A-Za-z0-9_.-]*$")
+    # The pattern is stated for ``agentctl schema`` only; ``_uses`` enforces it.
+    uses: str = Field(json_schema_extra={"pattern": r"^action:[A-Za-z_][A-Za-z0-9_.-]*$"})
     with_: JsonObject = Field(default_factory=dict, alias="with")
     retry: Retry = Field(default_factory=default_retry)
     timeout_seconds: Seconds | None = Field(None, alias="timeoutSeconds")
+
+    @field_validator("uses")
+    @classmethod
+    def _uses(cls, value: str) -> str:
+        # A rule of our own rather than ``Field(pattern=...)``: pydantic's wording ("String
+        # should match pattern '^action:...'") is no message for a workflow author.
+        if not COMPENSATE_USES_RE.match(value):
+            raise rule_error(
+                "schema_violation",
+                f"compensate `uses` {value!r} is not valid: an inverse is an action",
+                help="write action:NAME, naming a spec.actions entry",
+            )
+        return value
 
 
 class Task(StrictModel):
