@@ -53,11 +53,20 @@ def check_text(argv: list[str]) -> None:
         try:
             arg.encode("utf-8")
         except UnicodeEncodeError:
-            shown = arg.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+            shown = _as_bytes_written(arg)
             raise ValidationError(
                 f"argument {position} ({shown}) is not valid UTF-8 text; agentctl takes "
                 "arguments, names and paths as UTF-8"
             ) from None
+
+
+def _as_bytes_written(arg: str) -> str:
+    """``arg`` with each byte that is not UTF-8 shown as the user wrote it (``caf\\xe9``),
+    not as the surrogate Python holds it in (``caf\\udce9``)."""
+    try:
+        return arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no byte decodes to: only escaping shows it
+        return arg.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def normalize_argv(argv: list[str]) -> tuple[Settings, list[str]]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentctl.clikit import collect_from_now, read_cli_file, warning_errors
+from agentctl.clikit import collect_from_now, read_cli_text, warning_errors
 from agentctl.errors import Diagnostic, ValidationError
 from agentctl.render import Outcome, Settings, dump_json, paint_state, stream_event_printer
 
@@ -184,7 +184,7 @@ class InputFlags:
         if self.inputs is not None and self.inputs_file is not None:  # before reading the file
             raise ValidationError("--inputs and --inputs-file are mutually exclusive")
         if self.inputs_file is not None:
-            file_text = read_cli_file(self.inputs_file, "inputs file").decode("utf-8", "replace")
+            file_text = read_cli_text(self.inputs_file, "inputs file")
         return api.resolve_inputs(
             document["spec"].get("inputs") or {},
             self.inputs,

@@ -416,6 +416,19 @@ def read_cli_file(path: Path, what: str = "file", *, diagnosed: bool = False) ->
     return data
 
 
+def read_cli_text(path: Path, what: str = "file") -> str:
+    """A user-named file (as ``read_cli_file``) as UTF-8 text, a leading BOM dropped. Bytes
+    that are not UTF-8 are refused (exit 2) rather than replaced: a replaced byte would be
+    stored, digested and handed on as if the user had written U+FFFD."""
+    data = read_cli_file(path, what)
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(
+            f"{what} {path} is not valid UTF-8 text (byte offset {exc.start}); save it as UTF-8"
+        ) from None
+
+
 def json_file(path: Path, what: str) -> JsonValue:
     """A user-named file holding strict JSON (no NaN/Infinity, bounded nesting)."""
     return parse_strict(read_cli_file(path, what), f"{what} {path}")

@@ -62,7 +62,11 @@ def parse_strict(text: str | bytes, what: str) -> JsonValue:
         ) from None
     except RecursionError:
         raise RefusedJsonError(_too_deep(what)) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:  # bytes: say where, not the codec's own words
+        raise ValidationError(
+            f"{what} is not valid UTF-8 text (byte offset {exc.start}); save it as UTF-8"
+        ) from None
+    except json.JSONDecodeError as exc:
         raise ValidationError(f"{what} is not valid JSON: {exc}") from None
     problem = _first_problem(value)
     if problem == "deep":

@@ -209,7 +209,8 @@ def decode_source(source: str | bytes, file: str | None) -> str:
         try:
             text = source.decode("utf-8")
         except UnicodeDecodeError as exc:
-            msg = f"workflow source is not valid UTF-8 (byte offset {exc.start})"
+            # The same loader reads workflows, var files, pack manifests and locks: name none.
+            msg = f"the file is not valid UTF-8 (byte offset {exc.start})"
             prefix = source[: exc.start].decode("utf-8", "replace")
             pos = _offset_pos(prefix, len(prefix))
             raise _fail([_diag(msg, file, pos, "save the file as UTF-8")]) from exc
@@ -272,7 +273,7 @@ def compose_yaml(text: str, file: str | None) -> Node:
     if node is None:
         node = _compose_exact(text, file)
     if node is None or _is_empty(node):
-        raise _fail([_diag("the document is empty; expected a workflow mapping", file, (1, 1))])
+        raise _fail([_diag("the document is empty; expected a mapping", file, (1, 1))])
     return node
 
 
