@@ -192,7 +192,8 @@ def _search_human(data: JsonObject) -> Any:
             for r in found
             if isinstance(r, dict)
         ]
-        return table("results", ["key", "score", "text"], rows, settings)
+        nothing = f"no entry of {data['namespace']} matches"
+        return table("results", ["key", "score", "text"], rows, settings, nothing)
 
     return human
 

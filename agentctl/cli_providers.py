@@ -64,7 +64,7 @@ def providers_inspect_cmd(
             for p in data["providers"]
         ]
         cols = ["provider", "kind", "endpoint", "credential", "used by", "capabilities", "options"]
-        return table("providers", cols, rows, settings)
+        return table("providers", cols, rows, settings, "the workflow declares no providers")
 
     deliver(Outcome("ProviderCapabilities", data, diagnostics=list(loaded.warnings), human=human))
 

@@ -95,12 +95,14 @@ def fit_widths(
 ) -> list[int]:
     """Natural column widths, the widest shrinkable one cut a character at a time until the
     row fits ``width``. ``fixed`` columns hold identifiers and are never cut (an id that does
-    not fit makes the line run long rather than become uncopyable)."""
+    not fit makes the line run long rather than become uncopyable), and no column is cut
+    narrower than its header, which is printed whole: the cells stay under their header."""
     widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    least = [max(MIN_CELL, len(h)) for h in headers]
     budget = width - len(GAP) * (len(headers) - 1) - 2
     keep = set(fixed)
     while sum(widths) > budget:
-        free = [i for i in range(len(widths)) if i not in keep and widths[i] > MIN_CELL]
+        free = [i for i in range(len(widths)) if i not in keep and widths[i] > least[i]]
         if not free:
             break
         widths[max(free, key=lambda i: widths[i])] -= 1

@@ -51,8 +51,10 @@ def db_stats_view(data: JsonObject) -> View:
     lines = [f"{data.get('path')}  {schema}  {_size(data.get('sizeBytes'))}"]
     lines += [f"  {t.ljust(width)}  {n}" for t, n in held]
     empty = len(counts) - len(held)
-    if empty:
+    if empty and held:
         lines.append(f"  ({_count(empty, 'other table')} empty)")
+    elif empty:  # a new database: no "other" tables beside none listed
+        lines.append(f"  (all {_count(empty, 'table')} empty)")
     return _lines(*lines)
 
 

@@ -295,8 +295,13 @@ def format_diagnostic(diag: Diagnostic) -> str:
     return text
 
 
-def table(title: str, columns: list[str], rows: list[list[str]], settings: Settings) -> str:
-    """A rich table rendered to text; plain (no ANSI) unless colour is on."""
+def table(
+    title: str, columns: list[str], rows: list[list[str]], settings: Settings, empty: str = ""
+) -> str:
+    """A rich table rendered to text; plain (no ANSI) unless colour is on. No rows is one line
+    saying so (``empty``, by default ``no TITLE``), not a frame of headers around nothing."""
+    if not rows:
+        return (empty or f"no {title}") + "\n"
     from rich.console import Console
     from rich.table import Table
 

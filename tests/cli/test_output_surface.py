@@ -2,7 +2,9 @@
 
 Covered: bytes that are not UTF-8 in a file the CLI reads as JSON are refused (exit 2) and
 named by their offset, never replaced; an argument that is not UTF-8 is shown as the bytes
-written; the YAML reader does not call a var file a workflow.
+written; an empty list prints one line instead of a frame of headers around nothing; the
+`runs list` cells stay under their headers when a column is cut; the YAML reader does not call
+a var file a workflow; `db stats` of a new database does not speak of "other" tables.
 """
 
 from __future__ import annotations
@@ -76,6 +78,40 @@ def test_an_argument_that_is_not_utf8_is_shown_as_the_bytes_written(cli: Cli, ws
     assert "udce9" not in message
 
 
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["artifacts", "list"], "no artifacts"),
+        (["memory", "search", "ns", "anything"], "no entry of ns matches"),
+        (["providers", "inspect", "wf.yaml"], "the workflow declares no providers"),
+    ],
+)
+def test_an_empty_list_is_one_line_not_an_empty_table(
+    cli: Cli, ws: Path, argv: list[str], line: str
+) -> None:
+    done = cli(*argv)
+    assert done.rc == 0, done.stderr
+    assert done.stdout == line + "\n"
+
+
+def _starts(line: str) -> list[int]:
+    return [i for i, c in enumerate(line) if c != " " and (i == 0 or line[i - 1] == " ")]
+
+
+def test_runs_list_cells_stay_under_their_headers_when_a_column_is_cut(cli: Cli, ws: Path) -> None:
+    # A replay's id is the longest; beside it the workflow column is cut to fit 80 columns,
+    # and it used to be cut narrower than its header, shifting every cell after it.
+    run_id = cli("--output", "json", "run", "wf.yaml").data["runId"]
+    assert cli("replay", run_id).rc == 0
+    listed = cli("runs", "list")
+    assert listed.rc == 0, listed.stderr
+    head, *rows = listed.stdout.splitlines()
+    assert len(rows) == 2
+    for row in rows:
+        assert _starts(row) == _starts(head), (head, row)
+        assert "surface…" in row  # cut, but to no less than its header's width
+
+
 def test_an_empty_var_file_is_not_called_a_workflow(cli: Cli, ws: Path) -> None:
     (ws / "vars.yaml").write_text("", encoding="utf-8")
     (ws / "bad-vars.yaml").write_bytes(b"who: caf\xe9\n")
@@ -89,3 +125,11 @@ def test_an_empty_var_file_is_not_called_a_workflow(cli: Cli, ws: Path) -> None:
         diagnostics = done.error["diagnostics"]
         assert [d["message"] for d in diagnostics] == [said]
         assert "workflow" not in json.dumps(done.error)
+
+
+@pytest.mark.sqlite_only(reason="a new PostgreSQL ledger holds rows of its own (agentctl_meta)")
+def test_db_stats_of_a_new_database_says_all_tables_are_empty(cli: Cli, ws: Path) -> None:
+    done = cli("db", "stats", "--db", "fresh.db")
+    assert done.rc == 0, done.stderr
+    last = done.stdout.splitlines()[-1]
+    assert last.startswith("  (all ") and last.endswith(" tables empty)"), done.stdout
