@@ -226,6 +226,7 @@ def resume_cmd(
     asking = _asking(interactive, "resume", Continuation(db, where, timeout_seconds, diff))
     outcome = drive(
         SETTINGS,
+        db,
         lambda progress, created: api.resume(
             run,
             db=db,
@@ -250,7 +251,7 @@ def replay_cmd(
     """Recorded replay: a new linked run built from stored outputs; executes nothing."""
     from agentctl.coordinator import api
 
-    deliver(outcome_of(api.replay(run, db=db)))
+    deliver(outcome_of(api.replay(run, db=db), db))
 
 
 @app.command("fork")
@@ -269,6 +270,7 @@ def fork_cmd(
     asking = _asking(interactive, "fork", Continuation(db, where, timeout_seconds, diff))
     outcome = drive(
         SETTINGS,
+        db,
         lambda progress, created: api.fork(
             run,
             db=db,

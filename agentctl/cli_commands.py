@@ -17,9 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentctl.clikit import collect_from_now, read_cli_text, warning_errors
+from agentctl.clikit import collect_from_now, name_db_in_text, read_cli_text, warning_errors
 from agentctl.errors import Diagnostic, ValidationError
-from agentctl.render import Outcome, Settings, dump_json, paint_state, stream_event_printer
+from agentctl.render import (
+    Outcome,
+    Settings,
+    dump_json,
+    paint_state,
+    paused_line,
+    stream_event_printer,
+)
 
 if TYPE_CHECKING:
     from agentctl.cli_interactive import Interactive
@@ -107,6 +114,7 @@ def _drive_new_run(
 
     return drive(
         settings,
+        request.db,
         lambda progress, created: api.start_run(
             document=prepared.document,
             plan=prepared.plan,
@@ -234,16 +242,18 @@ def interactive_for(how: Continuation, settings: Settings, command: str = "run")
 
 def drive(
     settings: Settings,
+    db: str,
     call: Callable[[Any, Any], Any],
     interactive: Interactive | None = None,
 ) -> Outcome:
-    """Run ``call(progress, on_created)`` under a live view (for a human at a terminal); with
-    ``interactive``, a run that pauses for approvals is asked about and carried on."""
+    """Run ``call(progress, on_created)`` on the database ``db`` under a live view (for a human
+    at a terminal); with ``interactive``, a run that pauses for approvals is asked about and
+    carried on."""
     collect_from_now()
     outcome = _watched(settings, call)
     if interactive is not None:
         outcome = carry_on(settings, interactive, outcome)
-    return outcome_of(outcome)
+    return outcome_of(outcome, db)
 
 
 def carry_on(settings: Settings, interactive: Interactive, outcome: Any) -> Any:
@@ -291,8 +301,9 @@ def _watched(settings: Settings, call: Callable[[Any, Any], Any]) -> Any:
             view.stop()
 
 
-def outcome_of(outcome: Any) -> Outcome:
-    """A finished run's ``RunOutcome`` envelope and its exit code (spec/cli.md §2)."""
+def outcome_of(outcome: Any, db: str) -> Outcome:
+    """A finished run's ``RunOutcome`` envelope and its exit code (spec/cli.md §2); the human
+    view of a paused run names what to run next on ``db``."""
     codes = {"succeeded": 0, "paused": 3, "cancelled": 130}
     data = outcome.to_json()
 
@@ -309,6 +320,8 @@ def outcome_of(outcome: Any) -> Outcome:
             text += "\n" + dump_json(shown, indent=2)
         if data["state"] == "failed" and failures:
             text += "\n" + "\n".join(failures)
+        if data["state"] == "paused":
+            text += "\n" + name_db_in_text(paused_line(str(data["runId"])), db)
         return text
 
     return Outcome("RunOutcome", data, exit_code=codes.get(outcome.state, 4), human=human)

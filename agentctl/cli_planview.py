@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 
 from agentctl.core.jsonvalue import JsonObject, JsonValue, as_list, as_object
-from agentctl.render import Settings, dump_json, paint_state
+from agentctl.render import Settings, dump_json, paint_state, paused_line
 
 View = Callable[[Settings], str]
 LABEL = 10  # width of a plan line's label
@@ -128,6 +128,8 @@ def _outcome_lines(data: JsonObject, color: bool) -> list[str]:
             lines.append(_row(label, _names(data.get(key))))
     if data.get("output") is not None:
         lines.append(dump_json(data.get("output"), indent=2))
+    if data.get("state") == "paused":
+        lines.append(paused_line(str(data.get("runId"))))
     return lines
 
 

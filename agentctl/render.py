@@ -67,6 +67,15 @@ def paint_state(word: str, on: bool, pad: int = 0) -> str:
     return f"\x1b[{code}m{word}\x1b[0m" + text[len(word) :]
 
 
+def paused_line(run_id: str) -> str:
+    """What a human does next with a run paused for approvals, as commands to paste (the CLI
+    adds the ``--db`` it was given: ``clikit.name_db_in_text``)."""
+    return (
+        f"  waiting for approval: see `agentctl approvals list {run_id}`, approve or reject,"
+        f" then `agentctl resume {run_id}`"
+    )
+
+
 @dataclass
 class Outcome:
     """What a command produced: the envelope ``kind`` and ``data``, and its exit code."""

@@ -142,3 +142,24 @@ def test_the_printed_reconciliation_carries_approved_where_the_policy_asks_it(
     assert refused.error["error"]["runId"] == run_id  # the refusal names the effect's run
     recorded = cli(*_filled(not_applied, tmp_path / "unused.json"))
     assert recorded.rc == 0, recorded.stderr  # runs as printed
+
+
+def test_a_paused_run_says_how_to_go_on_against_its_database(cli: Cli, tmp_path: Path) -> None:
+    """The human view of a paused run names the commands that list its approvals and resume
+    it — with this invocation's --db — and each runs as printed."""
+    (tmp_path / "e6.yaml").write_text((EXAMPLES / "e6-approval.yaml").read_text())
+    paused = cli("run", "e6.yaml", *DB)
+    assert paused.rc == 3, paused.stderr
+    listing, resume = _quoted(paused.stdout)
+    assert listing[:3] == ["agentctl", "approvals", "list"] and listing[-2:] == list(DB)
+    listed = cli("--output", "json", *listing[1:])
+    assert listed.rc == 0, listed.stderr
+    approval = listed.data["approvals"][0]["approvalId"]
+    assert cli("approvals", "approve", approval, "--reason", "ok", *DB).rc == 0
+    assert resume == ["agentctl", "resume", listed.data["runId"], *DB]
+    assert cli(*resume[1:]).rc == 0
+
+
+def _quoted(text: str) -> list[list[str]]:
+    """The `` `agentctl …` `` commands a line of a view names, as argv."""
+    return [shlex.split(part) for part in text.split("`")[1::2] if part.startswith("agentctl ")]
