@@ -31,12 +31,18 @@ ProgramStatus = Literal["found", "not_found", "not_executable"]
 
 def process_cwd(workspace: str, cwd: str | None) -> str:
     """The canonical directory a host process of ``workspace`` starts in."""
-    if cwd is None or names_workspace(cwd):
-        return canonical_workspace(workspace)
-    target = resolve_read(workspace, cwd)
+    target = confined_cwd(workspace, cwd)
     if not os.path.isdir(target):
         raise PolicyDeniedError(f"process cwd {cwd!r} is not a directory in the workspace")
     return target
+
+
+def confined_cwd(workspace: str, cwd: str | None) -> str:
+    """``cwd`` as a canonical path inside the workspace, whether or not it exists yet: the
+    policy half of ``process_cwd`` (no ``..``, not absolute, no symlink out)."""
+    if cwd is None or names_workspace(cwd):
+        return canonical_workspace(workspace)
+    return resolve_read(workspace, cwd)
 
 
 def names_workspace(cwd: str) -> bool:
