@@ -60,6 +60,7 @@ from agentctl.core.tool_result import output_problems
 from agentctl.errors import PolicyDeniedError, RunFailedError
 from agentctl.ledger.sessions import ProviderTurn
 from agentctl.ledger.tool_calls import AnsweredToolCall
+from agentctl.sandbox.confine import confine
 
 Message = JsonObject
 # Finishes that end a turn without a usable answer (spec/dsl.md §5: they fail the task).
@@ -433,6 +434,10 @@ class AgentRunner:
             return self._answer(entry, name, args, call_id)
         limit = self._limit(entry, name, tool, f"call of tool {name}")
         built = self._build(entry, name, tool, args, limit)
+        try:
+            confine(entry.effect_operation, built.request)  # a path denial is never held
+        except PolicyDeniedError as exc:
+            raise PolicyDeniedError(f"tool {name} denied: {exc.message}") from exc
         call_ref = self._call_key(call_id)
         declared = {**tool, "name": name}
         call = self._call(entry, built, limit, declared=declared, tool_call_id=call_ref)

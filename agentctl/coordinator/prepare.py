@@ -40,6 +40,7 @@ from agentctl.core.plan import Plan, PlannedTask
 from agentctl.core.policy import Decision, decide, policy_workspace
 from agentctl.errors import PolicyDeniedError, RunFailedError
 from agentctl.ledger.effects import EffectRecord
+from agentctl.sandbox.confine import confine
 
 
 @dataclass(frozen=True)
@@ -231,13 +232,16 @@ def _prepare_effect(
     ``attempt_digest``: the attempt and the task's resolved input digest."""
     attempt, digest = attempt_digest
     decision = _decide(rs, task, entry)
+    unresolved = _built(rs, task, entry, *rendered)
+    # A path the policy denies is denied now, before any secret resolves and before an
+    # approval could be asked for an effect that could only be denied afterwards.
+    confine(entry.effect_operation, unresolved.request)
     if rs.check_mode and entry.preview == "stand_in":
         # Built for its checks only: a preview sends nothing, so it resolves no secret (an
         # unset variable is no error here, and a {process} helper must not run).
-        _built(rs, task, entry, *rendered)
         output = preview.requires_execution(kind=entry.name)
         return Settled(task, attempt, "succeeded", output, decision=record)
-    built = _with_secrets(rs, task, _built(rs, task, entry, *rendered))
+    built = _with_secrets(rs, task, unresolved)
     if entry.preview == "file_write":
         previewed = _preview_write(rs, task, built.request, attempt, record)
         if previewed is not None:
