@@ -67,6 +67,7 @@ ACTIONS: tuple[Operation, ...] = (
         with_keys=_keys("path"),
         with_required=(_PATH,),
         executor=READ_EXECUTOR,
+        confines="read",
     ),
     Operation(
         "builtin.write",
@@ -82,6 +83,7 @@ ACTIONS: tuple[Operation, ...] = (
         with_required=(_PATH, WithInput("content")),
         executor=WRITE_EXECUTOR,
         preview="file_write",
+        confines="write",
     ),
     Operation(
         "builtin.shell.exec",
@@ -98,6 +100,7 @@ ACTIONS: tuple[Operation, ...] = (
         estimate=b.shell_estimate,
         executor=f"{_X}.shell:execute_shell",
         preview="stand_in",
+        confines="cwd",
     ),
     Operation(
         "extension.process",
@@ -115,6 +118,7 @@ ACTIONS: tuple[Operation, ...] = (
         effect_timeout=ext.effect_timeout,
         executor="agentctl.workers.executors.extension:execute_extension",
         preview="stand_in",
+        confines="cwd",
     ),
     _pure("builtin.memory.read", "key", required=(_KEY,)),
     Operation(

@@ -47,6 +47,10 @@ Placement = Literal["pure", "coordinator", "worker"]
 # mode (internal and observe work), ``stand_in`` answers ``requires_execution`` in check mode,
 # ``file_write`` previews a diff in check mode and is no effect at all when nothing changes.
 Preview = Literal["execute", "stand_in", "file_write"]
+# Which path of its request the policy confines (spec/dsl.md §7), judged before the effect is
+# requested or held for approval (``sandbox.confine``): a file read inside the workspace, a
+# file write inside a writable root, a process ``cwd`` inside the workspace.
+Confinement = Literal["read", "write", "cwd"]
 
 # Action-config keys beyond the common ones (kind, description, with); an operation accepts a
 # subset, and the DSL's misplaced-key rules derive from it. ``timeoutSeconds`` is common to
@@ -265,6 +269,7 @@ class Operation:
     estimate: Estimate | None = None
     executor: str | None = None  # "module:function", for worker placement
     preview: Preview = "execute"
+    confines: Confinement | None = None  # entries sharing an effect operation read the action's
     capability: str | None = None  # tools: the capability the kind implies
     required_inputs: tuple[str, ...] = ()  # tools: inputSchema properties the kind needs
     shape: Shape | None = None  # tools: (arguments, worker output) → the tool's output

@@ -7,7 +7,9 @@ the effect or asks anyone to approve it, so a denial is exit 4 with no effect an
 as a denial by ``toolsDeny`` or ``processAllowlist`` is — never a pause for an approval that
 could only end in the same denial.
 
-Invariants: the same functions as the worker's (``sandbox.paths``, ``sandbox.program``), so
+Invariants: which path an operation confines is the registry's word (``Operation.confines`` of
+the action whose effect operation it is — a tool performing that action shares it); the same
+functions as the worker's (``sandbox.paths``, ``sandbox.program``), so
 the judgement cannot differ; the worker judges again when it executes (the filesystem may
 change while an approval is pending); only confinement is judged here, never existence (a
 directory may appear before the process starts); a value of the wrong type is left to the
@@ -19,12 +21,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from agentctl.core.jsonvalue import JsonValue
+from agentctl.core.registry import find
 from agentctl.sandbox.paths import resolve_read, resolve_write
 from agentctl.sandbox.program import confined_cwd
-
-_READS = frozenset({"builtin.read"})
-_WRITES = frozenset({"builtin.write"})
-_PROCESSES = frozenset({"builtin.shell.exec", "extension.process"})
 
 
 def _strings(value: JsonValue) -> list[str]:
@@ -34,16 +33,18 @@ def _strings(value: JsonValue) -> list[str]:
 def confine(operation: str, request: Mapping[str, JsonValue]) -> None:
     """Raise ``PolicyDeniedError`` when ``request`` (of effect ``operation``) names a path
     its policy denies; anything else passes."""
+    entry = find(operation)
+    confines = entry.confines if entry is not None else None
     workspace = request.get("workspace")
-    if not isinstance(workspace, str):
+    if confines is None or not isinstance(workspace, str):
         return
     path = request.get("path")
     protected = _strings(request.get("protectedPaths"))
-    if operation in _READS and isinstance(path, str):
+    if confines == "read" and isinstance(path, str):
         resolve_read(workspace, path, protected)
-    elif operation in _WRITES and isinstance(path, str):
+    elif confines == "write" and isinstance(path, str):
         resolve_write(workspace, _strings(request.get("writableRoots")), path, protected)
-    elif operation in _PROCESSES:
+    elif confines == "cwd":
         cwd = request.get("cwd")
         if cwd is None or isinstance(cwd, str):
             confined_cwd(workspace, cwd)
