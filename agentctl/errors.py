@@ -14,7 +14,7 @@ Errors cross process boundaries as data (``type``, ``message``, ``retryable``), 
     │   ├── PolicyDeniedError         4  an effect denied by policy (path escape, tool deny, ...)
     │   └── TaskDiskFullError         4  ENOSPC / EDQUOT on a task's own file: the run stops,
     │                                        resumable once space is freed
-    ├── InvalidOperationError         4  resume of a terminal run, contradictory reconciliation
+    ├── InvalidOperationError         4  resume of a terminal run, a reconciliation's runtime checks
     ├── PersistenceError              5  corrupt, foreign or incompatible state, artifact integrity,
     │   │                                  an OS error on state files (``from_os_error``)
     │   ├── DiskFullError             5  ENOSPC / EDQUOT / SQLITE_FULL while writing state
@@ -160,6 +160,13 @@ class FutureVersionError(PersistenceError):
 
 class LockTimeoutError(PersistenceError):
     pass
+
+
+class ReconciliationConflictError(PersistenceError):
+    """A reconciliation the store's rules refuse (spec/cli.md §4: "Rejections exit 4 (runtime
+    checks) or 5 (store rules)"): the effect's status or its recorded history forbids it
+    (contradictory), or the named compensation effect does not qualify. Refused like an
+    approval that is no longer pending (§9, exit 5)."""
 
 
 class OwnershipError(PersistenceError):

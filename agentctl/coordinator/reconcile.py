@@ -60,22 +60,24 @@ def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObje
     with open_ledger(db) as ledger:
         request = _resolved(ledger, request)
         seen = ledger.inspect_effect(request.effect_id)
-        plan = load_plan(ledger.get_run(seen.effect.run_id))
-        with naming_run(seen.effect.run_id):  # a refusal names the effect's run
+        # A refusal, the runtime's checks' or the store's, names the effect's run and this
+        # invocation's trace, as every error of a command about an existing run does.
+        with naming_run(seen.effect.run_id, request.trace_id):
+            plan = load_plan(ledger.get_run(seen.effect.run_id))
             _check_result(seen.effect, request)
             _check_task_output(plan, seen.effect, request)
             output = _tool_output(plan, seen, request)
             authorization = _authorize(plan, seen, request.actor, approved)
-        granted = dataclasses.replace(
-            request,
-            authorization=authorization.to_json(),
-            tool_output=output,
-            model_rates=_model_rates(plan, seen.effect),
-        )
-        # A worker its dead coordinator left may still be executing the effect: killed
-        # first, so nothing happens after the verdict that the verdict did not see.
-        reap_stale_workers(ledger.location)
-        data = ledger.reconcile_effect(granted).to_json()
+            granted = dataclasses.replace(
+                request,
+                authorization=authorization.to_json(),
+                tool_output=output,
+                model_rates=_model_rates(plan, seen.effect),
+            )
+            # A worker its dead coordinator left may still be executing the effect: killed
+            # first, so nothing happens after the verdict that the verdict did not see.
+            reap_stale_workers(ledger.location)
+            data = ledger.reconcile_effect(granted).to_json()
     data["authorization"] = authorization.to_json()
     return data
 

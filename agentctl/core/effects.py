@@ -33,7 +33,7 @@ from enum import StrEnum
 from typing import NewType
 
 from agentctl.core.canonical import canonical_json, json_digest, sha256_hex
-from agentctl.errors import InvalidOperationError
+from agentctl.errors import InvalidOperationError, ReconciliationConflictError
 
 EffectId = NewType("EffectId", str)
 
@@ -165,7 +165,8 @@ def check_reconciliation(
 
     First record: applied / not_applied only for a started or uncertain effect; compensated only
     for a succeeded, confirmed one. Later records: the latest status again, or applied →
-    compensated; anything else contradicts the history.
+    compensated; anything else contradicts the history. These are store rules (exit 5, as an
+    approval no longer pending), not a runtime check of the request (exit 4).
     """
     new = ReconciliationStatus(new_status)
     if previous_statuses:
@@ -175,17 +176,17 @@ def check_reconciliation(
             ReconciliationStatus.COMPENSATED,
         ):
             return
-        raise InvalidOperationError(
+        raise ReconciliationConflictError(
             f"contradictory reconciliation: effect already reconciled as {latest}, not {new}"
         )
     status = EffectStatus(effect_status)
     if new is ReconciliationStatus.COMPENSATED:
         if status is not EffectStatus.SUCCEEDED or not confirmed:
-            raise InvalidOperationError(
+            raise ReconciliationConflictError(
                 f"only a succeeded, confirmed effect can be compensated (status {status})"
             )
     elif status not in (EffectStatus.STARTED, EffectStatus.UNCERTAIN):
-        raise InvalidOperationError(
+        raise ReconciliationConflictError(
             f"only a started or uncertain effect can be reconciled as {new} (status {status})"
         )
 

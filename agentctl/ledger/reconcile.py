@@ -3,8 +3,10 @@
 Invariants (spec/cli.md §4):
 - rows are only ever inserted; each new record's ``supersedes_id`` is the previous latest
   record of the same effect, so the history is a chain and the last row is effective;
-- the status rules are ``agentctl.core.effects.check_reconciliation``; contradictions raise
-  ``InvalidOperationError`` (exit 4), an unknown effect ``NotFoundError`` (exit 5);
+- the status rules are ``agentctl.core.effects.check_reconciliation``; they and the rules of a
+  compensation effect are store rules: refused with ``ReconciliationConflictError`` (exit 5,
+  spec/cli.md §4 "5 (store rules)"), an unknown effect with ``NotFoundError`` (exit 5); a
+  request missing what its status needs (a result, a compensation effect) stays exit 4;
 - ``applied`` carries a result; ``compensated`` names a different, confirmed (or reconciled
   applied) effect of the same run or of a compensation run sourced from it;
 - an ``effect.reconciled`` audit event and a checkpoint commit with the record; the event
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 
 from agentctl.core.effects import check_reconciliation
 from agentctl.core.jsonvalue import JsonObject, JsonValue
-from agentctl.errors import InvalidOperationError, OwnershipError
+from agentctl.errors import InvalidOperationError, OwnershipError, ReconciliationConflictError
 from agentctl.ledger import leases, sessions, tool_calls
 from agentctl.ledger.artifacts.values import dumps_value, dumps_value_opt, loads_value
 from agentctl.ledger.audit import append_audit_txn, write_checkpoint_txn
@@ -132,21 +134,23 @@ def _check_compensation(conn: Db, effect: EffectRecord, compensation_effect_id: 
     if not compensation_effect_id:
         raise InvalidOperationError("compensated needs a compensation effect; none was given")
     if compensation_effect_id == effect.effect_id:
-        raise InvalidOperationError("compensated needs a compensation effect other than itself")
+        raise ReconciliationConflictError(
+            "compensated needs a compensation effect other than itself"
+        )
     comp = get_effect(conn, compensation_effect_id)
     if comp.run_id != effect.run_id:
         row = conn.execute(
             "SELECT mode, source_run_id FROM runs WHERE run_id = ?", (comp.run_id,)
         ).fetchone()
         if row is None or row["mode"] != "compensation" or row["source_run_id"] != effect.run_id:
-            raise InvalidOperationError(
+            raise ReconciliationConflictError(
                 f"compensation effect {comp.effect_id} is not in run {effect.run_id} "
                 "or a compensation run sourced from it"
             )
     history = list_reconciliations(conn, effect_id=comp.effect_id)
     applied = bool(history) and history[-1].status == "applied"
     if not ((comp.status == "succeeded" and comp.confirmed) or applied):
-        raise InvalidOperationError(
+        raise ReconciliationConflictError(
             f"compensation effect {comp.effect_id} is neither confirmed nor reconciled applied"
         )
 

@@ -27,7 +27,7 @@ from agentctl.core.effects import (
     is_unresolved,
 )
 from agentctl.core.registry import entries, lookup, model_operation, names
-from agentctl.errors import InvalidOperationError
+from agentctl.errors import InvalidOperationError, ReconciliationConflictError
 
 # Computed once and pinned; the same table is in the module docstring of agentctl.core.effects.
 VECTORS: list[tuple[str, str, int, int, str, Any, str]] = [
@@ -334,12 +334,12 @@ def test_accepted_reconciliations(
 def test_refused_reconciliations(
     status: str, confirmed: bool, previous: list[str], new: str
 ) -> None:
-    with pytest.raises(InvalidOperationError):
+    with pytest.raises(ReconciliationConflictError):  # a store rule: exit 5
         check_reconciliation(status, confirmed, previous, new)
 
 
 def test_contradiction_message_names_the_history() -> None:
-    with pytest.raises(InvalidOperationError, match="contradictory reconciliation"):
+    with pytest.raises(ReconciliationConflictError, match="contradictory reconciliation"):
         check_reconciliation("uncertain", False, ["applied"], "not_applied")
 
 

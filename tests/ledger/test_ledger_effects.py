@@ -10,7 +10,7 @@ import pytest
 from ledger_helpers import make_run, ts
 
 from agentctl.core.effects import effect_id, input_digest
-from agentctl.errors import InvalidOperationError, NotFoundError
+from agentctl.errors import InvalidOperationError, NotFoundError, ReconciliationConflictError
 from agentctl.ledger import NewEffect
 from agentctl.ledger.audit import list_audit
 from agentctl.ledger.connection import Database
@@ -182,7 +182,7 @@ def test_reconciliation_is_an_append_only_chain(ledger: Database) -> None:
     assert first.evidence == {"kind": "operator_statement", "statement": "checked by hand"}
     second = _reconcile(ledger, eid, "applied", result={"ok": True})
     assert second.supersedes_id == first.reconciliation_id
-    with pytest.raises(InvalidOperationError, match="contradictory"):
+    with pytest.raises(ReconciliationConflictError, match="contradictory"):
         _reconcile(ledger, eid, "not_applied")
     with ledger.read() as conn:
         chain = list_reconciliations(conn, effect_id=eid)
@@ -200,10 +200,10 @@ def test_first_record_rules(ledger: Database) -> None:
     make_run(ledger)
     with ledger.transaction() as conn:
         requested = insert_effect_txn(conn, _effect("a", 0), ts(1))
-    with pytest.raises(InvalidOperationError):
+    with pytest.raises(ReconciliationConflictError):
         _reconcile(ledger, requested, "not_applied")  # nothing to reconcile yet
     started = _started(ledger, _effect("b", 0))
-    with pytest.raises(InvalidOperationError):
+    with pytest.raises(ReconciliationConflictError):
         _reconcile(ledger, started, "compensated", compensation_effect_id=requested)
 
 
@@ -213,9 +213,9 @@ def test_compensation_needs_a_confirmed_other_effect(ledger: Database) -> None:
     undo = _started(ledger, _effect("b", 0))
     with ledger.transaction() as conn:
         finish_effect_txn(conn, done, "succeeded", ts(3), result={})
-    with pytest.raises(InvalidOperationError):
+    with pytest.raises(ReconciliationConflictError):
         _reconcile(ledger, done, "compensated", compensation_effect_id=done)
-    with pytest.raises(InvalidOperationError, match="neither confirmed"):
+    with pytest.raises(ReconciliationConflictError, match="neither confirmed"):
         _reconcile(ledger, done, "compensated", compensation_effect_id=undo)
     with ledger.transaction() as conn:
         finish_effect_txn(conn, undo, "succeeded", ts(4), result={})
@@ -233,7 +233,7 @@ def test_compensation_from_an_unrelated_run_is_refused(ledger: Database) -> None
     with ledger.transaction() as conn:
         for eid in (done, foreign, inverse):
             finish_effect_txn(conn, eid, "succeeded", ts(3), result={})
-    with pytest.raises(InvalidOperationError, match="not in run"):
+    with pytest.raises(ReconciliationConflictError, match="not in run"):
         _reconcile(ledger, done, "compensated", compensation_effect_id=foreign)
     assert _reconcile(ledger, done, "compensated", compensation_effect_id=inverse)
 

@@ -16,6 +16,7 @@ from agentctl.errors import (
     InvalidOperationError,
     NotFoundError,
     OwnershipError,
+    ReconciliationConflictError,
 )
 from agentctl.ledger import (
     ApprovalDecision,
@@ -198,7 +199,7 @@ def test_live_state_after_a_crash_blocks_until_reconciled(ledger: SqliteLedger) 
     (found,) = ledger.load_live("run-1").inflight
     assert found.reconciliation is not None and found.reconciliation.status == "applied"
     assert ledger.recorded_result(eff.effect_id) == {"ok": True}
-    with pytest.raises(InvalidOperationError):  # not_applied contradicts applied
+    with pytest.raises(ReconciliationConflictError):  # not_applied contradicts applied
         contrary = replace(request, status="not_applied", result=None)
         ledger.reconcile_effect(replace(contrary, reconciliation_id="reconciliation-2"))
 
