@@ -2,7 +2,8 @@
 ``https://api.anthropic.com/v1/messages``) through the official ``anthropic`` SDK.
 
 Invariants: the SDK gets our egress-bound ``httpx2`` client and ``max_retries=0`` and is
-imported only when a call runs; the endpoint is the full ``…/v1/messages`` URL; consecutive
+imported with this module, in the worker only (``common.import_sdk``: never inside a call's
+timeout); the endpoint is the full ``…/v1/messages`` URL; consecutive
 messages of one role are merged (the API wants user and assistant turns to alternate, and
 several tool results answer one assistant turn); streaming is refused, as the capability
 table of spec/dsl.md §5 says (``check`` refuses it first).
@@ -23,12 +24,14 @@ from agentctl.mailbox.requests import ModelRequest
 from agentctl.workers.executors import ExecOutcome, UncertainEffect
 from agentctl.workers.executors.providers.common import (
     Reply,
+    import_sdk,
     not_json,
     run_model_call,
     system_text,
     tool_output_text,
 )
 
+import_sdk("anthropic")
 SUFFIX = ENDPOINT_SUFFIXES["anthropic"]
 FINISH = {
     None: "complete",

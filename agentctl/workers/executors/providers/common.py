@@ -19,11 +19,15 @@ Invariants:
   is definitive;
 - no credential or header value appears in any error message or output (they are redacted);
 - every error names its provider (``provider NAME: …``), whoever raised it: the adapter, its
-  SDK, or the egress transport (a redirect, an oversized answer).
+  SDK, or the egress transport (a redirect, an oversized answer);
+- an SDK-based adapter imports its SDK when its module is imported (``import_sdk``), never
+  inside the call: a call's ``timeoutSeconds`` bounds the call, not a cold SDK import.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -59,6 +63,20 @@ USAGE_KEYS = (
     "cacheWriteTokens",
 )
 StatusOf = Callable[[BaseException], tuple[int, str] | None]
+
+
+def import_sdk(*modules: str) -> None:
+    """Import an adapter's SDK ``modules`` now, with the adapter's own module.
+
+    The worker imports the adapter before it starts the call's timeout (its ``--preload``, or
+    loading the executor for the first call: ``workers/serve.py``), so a cold SDK import —
+    about a second for ``anthropic`` — is not charged to the call: a short ``timeoutSeconds``
+    failed a call that never left ("timed out …, before its request was sent"). A missing
+    optional extra is left for the call to report, as before.
+    """
+    for module in modules:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
 
 
 @dataclass

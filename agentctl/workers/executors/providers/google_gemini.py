@@ -5,7 +5,8 @@
 
 Invariants: the SDK gets our egress-bound ``httpx2`` client, one attempt
 (``HttpRetryOptions(attempts=1)``, which also turns its implicit retries off), no automatic
-function calling, and is imported only when a call runs; the endpoint ends with
+function calling, and is imported with this module, in the worker only
+(``common.import_sdk``: never inside a call's timeout); the endpoint ends with
 ``/{apiVersion}/models``, from which the SDK's base URL and API version are taken; a function
 call without an id gets ``call-N`` (its position), echoed back with its result; streaming is
 refused, as the capability table of spec/dsl.md §5 says.
@@ -27,11 +28,13 @@ from agentctl.mailbox.requests import ModelRequest
 from agentctl.workers.executors import ExecOutcome
 from agentctl.workers.executors.providers.common import (
     Reply,
+    import_sdk,
     not_json,
     run_model_call,
     system_text,
 )
 
+import_sdk("google.genai", "google.genai.errors", "google.genai.types")
 SUFFIX = ENDPOINT_SUFFIXES["google"]
 LEVELS = {"low": "LOW", "medium": "MEDIUM", "high": "HIGH", "xhigh": "HIGH", "max": "HIGH"}
 FINISHED = frozenset({None, "STOP", "FINISH_REASON_UNSPECIFIED"})  # a complete answer
