@@ -463,10 +463,10 @@ def _over_budget(call: AgentCall, refused: JsonObject) -> RunFailedError:
 
 def _spent(call: AgentCall, reply: Result | Failure) -> dict[str, int]:
     """What one call consumed, to settle its reservation; an uncertain call settles nothing
-    (its spend is unknown: the reservation stays active until it is reconciled)."""
+    (its spend is unknown: the reservation stays active until it is reconciled). A failed
+    model call settles the usage its answer reported (none when no answer came back)."""
     if call.is_model_call:
-        usage = reply.usage if reply.type == "result" else {}
-        return model_spent(usage, call.rates)
+        return model_spent(reply.usage, call.rates)
     return _tool_spent(call)
 
 

@@ -465,3 +465,34 @@ def test_agentctl_cancel_during_a_call_lets_it_finish_and_sends_nothing_more(
     listed = cli("--output", "json", "effects", "list", run_id, "--db", str(db)).data["effects"]
     assert [(e["operation"], e["status"]) for e in listed] == [("openai", "succeeded")]
     assert len(server.seen) == 1
+
+
+# An answer that came back — so the provider billed it — but that no task can take.
+UNUSABLE = {
+    "openai": fx.openai_response(
+        [], status="failed", error={"code": "invalid_prompt", "message": "refused"}
+    ),
+    "anthropic": fx.anthropic_message([], "pause_turn"),
+    "google": fx.gemini_response([], "MALFORMED_FUNCTION_CALL"),
+}
+
+
+@pytest.mark.parametrize("p", [x for x in PROVIDERS if x.kind in UNUSABLE], ids=lambda p: p.kind)
+def test_an_answer_that_fails_the_call_still_counts_what_it_used(
+    cli: Cli, tmp_path: Path, server: AgentServer, p: Provider
+) -> None:
+    """The tokens of an answer that fails its call definitively are spent all the same: the
+    budget counts them (they used to settle as none), and its limits see them."""
+    wf = p.workflow(server, tmp_path / "ws")
+    db = tmp_path / "state" / "r.db"
+    server.script(Reply(body=UNUSABLE[p.kind]))
+    done = _run(cli, p, wf, db)
+    assert done.rc == 4, done.stderr
+    said = {"openai": "refused", "anthropic": "pause_turn", "google": "MALFORMED_FUNCTION_CALL"}
+    assert said[p.kind] in done.error["error"]["message"]
+    seen = cli("--output", "json", "inspect", done.error["error"]["runId"], "--db", str(db)).data
+    spent = seen["budget"]["usage"]
+    inp, _read, _written, out, _reasoning = ANSWER_TOKENS[p.kind]
+    assert spent["providerRequests"] == 1 and len(server.seen) == 1
+    assert (spent["inputTokens"], spent["outputTokens"]) == (inp, out)
+    assert spent["totalTokens"] == inp + out

@@ -502,4 +502,5 @@ async def test_a_model_that_stopped_without_an_answer_fails_the_call(server: Fix
     ):
         assert isinstance(reply, Failure) and not reply.uncertain, reply
         assert reason in reply.error.message and not reply.error.retryable
+        assert reply.usage["providerRequests"] == 1 and reply.usage["inputTokens"] > 0  # billed
     assert isinstance(replies[3], Result) and replies[3].output["finish"] == "max_tokens"

@@ -23,6 +23,7 @@ from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ModelRequest
 from agentctl.workers.executors import ExecOutcome, UncertainEffect
 from agentctl.workers.executors.providers.common import (
+    BilledFailure,
     Reply,
     import_sdk,
     not_json,
@@ -175,9 +176,11 @@ def normalize(message: Any) -> Reply:
     if not isinstance(content, list):
         raise ProviderError("the answer is not a Messages object: it has no content list")
     stop = getattr(message, "stop_reason", None)
-    if stop not in FINISH:  # pause_turn, or a reason this version does not know
-        raise ProviderError(f"the model stopped without an answer (stop_reason {stop})")
-    reply = Reply(finish=FINISH[stop])
+    usage = _usage(getattr(message, "usage", None))
+    if stop not in FINISH:  # pause_turn, or a reason this version does not know: billed
+        text = f"the model stopped without an answer (stop_reason {stop})"
+        raise BilledFailure(ProviderError(text), usage)
+    reply = Reply(finish=FINISH[stop], usage=usage)
     texts: list[str] = []
     for block in content:
         if block.type == "text":
@@ -185,7 +188,6 @@ def normalize(message: Any) -> Reply:
         elif block.type == "tool_use":
             reply.tool_calls.append({"id": block.id, "name": block.name, "arguments": block.input})
     reply.text = "".join(texts)
-    reply.usage = _usage(getattr(message, "usage", None))
     return reply
 
 

@@ -18,6 +18,9 @@ Invariants:
   ``UncertainEffect`` — the call may have happened and is never resent; a failure before that
   is definitive;
 - no credential or header value appears in any error message or output (they are redacted);
+- an answer that came back but is no usable answer (``BilledFailure``: the model stopped for
+  a reason a task cannot take) is a definitive failure that still reports the answer's usage,
+  so the budget counts what the provider billed;
 - every error names its provider (``provider NAME: …``), whoever raised it: the adapter, its
   SDK, or the egress transport (a redirect, an oversized answer);
 - an SDK-based adapter imports its SDK when its module is imported (``import_sdk``), never
@@ -44,6 +47,7 @@ from agentctl.workers.egress import EgressPolicy
 from agentctl.workers.egress_http import EgressRoute, check_route, egress_client
 from agentctl.workers.executors import (
     ExecOutcome,
+    FailedEffect,
     UncertainEffect,
     parse_request,
     watch_dispatch,
@@ -77,6 +81,17 @@ def import_sdk(*modules: str) -> None:
     for module in modules:
         with contextlib.suppress(ImportError):
             importlib.import_module(module)
+
+
+class BilledFailure(Exception):
+    """Internal to the adapters: the provider answered — and billed ``usage`` (normalized, as
+    ``Reply.usage``) — but the answer is none a task can take. ``run_model_call`` reports it
+    as a definitive failure carrying that usage."""
+
+    def __init__(self, error: ProviderError, usage: dict[str, int]) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.usage = usage
 
 
 @dataclass
@@ -193,6 +208,11 @@ async def run_model_call(
     client = egress_client(route, read_timeout=req.timeout_seconds)
     try:
         reply = await call(req, client)
+    except BilledFailure as exc:
+        text = redactor.redact_text(_named(exc.error.message, req.provider))
+        error = ProviderError(text, retryable=exc.error.retryable)
+        spent = ExecOutcome({}, usage=Reply(usage=exc.usage).budget_usage())
+        raise FailedEffect(error, outcome=spent) from None
     except Exception as exc:
         raise translate(exc, route, redactor, req.provider, status_of) from None
     finally:

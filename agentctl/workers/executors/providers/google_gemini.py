@@ -27,6 +27,7 @@ from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import ModelRequest
 from agentctl.workers.executors import ExecOutcome
 from agentctl.workers.executors.providers.common import (
+    BilledFailure,
     Reply,
     import_sdk,
     not_json,
@@ -184,8 +185,10 @@ def normalize(response: Any) -> Reply:
     elif reason in REFUSALS:
         reply.finish = "refusal"
     elif reason not in FINISHED:
-        # MALFORMED_FUNCTION_CALL, OTHER, …: the model stopped without an answer to take.
-        raise ProviderError(f"the model stopped without an answer (finishReason {reason})")
+        # MALFORMED_FUNCTION_CALL, OTHER, …: the model stopped without an answer to take, and
+        # the tokens it used are billed.
+        text = f"the model stopped without an answer (finishReason {reason})"
+        raise BilledFailure(ProviderError(text), reply.usage)
     return reply
 
 

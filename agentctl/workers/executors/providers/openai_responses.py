@@ -34,6 +34,7 @@ from agentctl.mailbox.messages import Execute, FragmentKind
 from agentctl.mailbox.requests import ModelRequest
 from agentctl.workers.executors import ExecOutcome, UncertainEffect
 from agentctl.workers.executors.providers.common import (
+    BilledFailure,
     Reply,
     answer_json,
     check_status,
@@ -168,8 +169,11 @@ def normalize(response: JsonObject) -> Reply:
     list is no Response at all — a definitive failure, never an empty success."""
     if not isinstance(response.get("output"), list):
         raise ProviderError("the answer is not a Responses object: it has no output list")
-    _check_finished(response)
     reply = Reply(usage=_usage(as_object(response.get("usage"))))
+    try:
+        _check_finished(response)
+    except ProviderError as exc:  # a failed Response may still report what it used: billed
+        raise BilledFailure(exc, reply.usage) from None
     texts: list[str] = []
     for item in _objects(response.get("output")):
         if item.get("type") == "message":
