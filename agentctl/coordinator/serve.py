@@ -15,7 +15,7 @@ Invariants:
   uncertain, as on cancellation — those whose worker said their request never left end
   cancelled, their tasks ``retry_scheduled`` for a new attempt; the run stays ``running``
   with its lease released, so another ``serve`` continues it once they are reconciled); then
-  the process exits;
+  the process exits; a signal sent again meanwhile is dropped, never cutting the hand-back;
 - a paused run (approval) is released by its drive; it is claimed again once no approval of
   it is pending (``ledger.queue``), so an approval given on any host continues it.
 """
@@ -26,7 +26,7 @@ import contextlib
 import os
 import signal
 import socket
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TypeVar
@@ -140,8 +140,14 @@ class ServeReport:
         }
 
 
+@trio.lowlevel.enable_ki_protection
 async def serve_queue(opts: ServeOptions) -> ServeReport:
-    """Claim and drive runs until stopped (signal), idle (``exit_when_idle``) or ``once``."""
+    """Claim and drive runs until stopped (signal), idle (``exit_when_idle``) or ``once``.
+
+    One signal receiver spans the whole serve, its worker pool's shutdown included: the first
+    SIGINT or SIGTERM stops it, a later one is taken and dropped (as in ``run``'s drive).
+    Outside a receiver trio would raise it as KeyboardInterrupt wherever the hand-back was —
+    the process died with exit 130, the cut effect left ``started`` under a live lease."""
     owner = owner_identity()
     holder = f"{socket.gethostname()}:{owner.pid}"
     control = await trio.to_thread.run_sync(lambda: open_ledger(opts.db, verify=False))
@@ -149,13 +155,17 @@ async def serve_queue(opts: ServeOptions) -> ServeReport:
     registry = ""
     try:
         registry = worker_registry(control.location)
-        async with open_worker_pool(opts.max_runs, registry_path=registry) as pool:
-            serve = _Serve(opts, control, owner, holder, pool)
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_watch_signals, serve)
-                nursery.start_soon(_heartbeat, serve)
-                await _claim_loop(serve)
-                nursery.cancel_scope.cancel()
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as guard:  # outlives the pool: its shutdown too
+                async with open_worker_pool(opts.max_runs, registry_path=registry) as pool:
+                    serve = _Serve(opts, control, owner, holder, pool)
+                    guard.start_soon(_watch_signals, serve, signals)
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(_heartbeat, serve)
+                        await _claim_loop(serve)
+                        serve.stop.set()  # ended: a signal from now on changes nothing
+                        nursery.cancel_scope.cancel()
+                guard.cancel_scope.cancel()
         return ServeReport(holder, serve.stopped_by, tuple(serve.driven))
     finally:
         drop_worker_registry(registry)  # its workers are gone with the pool, as `run`'s
@@ -164,13 +174,14 @@ async def serve_queue(opts: ServeOptions) -> ServeReport:
             await trio.to_thread.run_sync(last.close)
 
 
-async def _watch_signals(serve: _Serve) -> None:
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for signum in signals:
+async def _watch_signals(serve: _Serve, signals: AsyncIterator[int]) -> None:
+    """The first signal stops the serve (unless it already ended by itself: ``once`` or
+    idle, whose reason stands); every later one is dropped until the serve has ended."""
+    async for signum in signals:
+        if not serve.stop.is_set():
             serve.stopped_by = signal.Signals(signum).name
             serve.stop.set()
             serve.wake.set()
-            return
 
 
 async def _claim_loop(serve: _Serve) -> None:
