@@ -27,6 +27,7 @@ from agentctl.coordinator.launch import (
     run_trio,
 )
 from agentctl.coordinator.live import live_from
+from agentctl.coordinator.orphans import reap_run_containers
 from agentctl.coordinator.reconcile import reconcile, with_reconcile_approvals
 from agentctl.coordinator.service import (
     DriveRequest,
@@ -180,19 +181,24 @@ def auto_compensated(
     return outcome
 
 
-def _claim(ledger: RunLedger, run_id: str, clock: Clock, trace_id: str) -> RunHead:
+def _claim(ledger: RunLedger, plan: Plan, run_id: str, clock: Clock, trace_id: str) -> RunHead:
     """``check_resumable``; a refusal first shows, on the event stream (``--output jsonl``),
     what it committed — the effects a dead coordinator left ``started`` are ``uncertain`` now,
-    their tasks waiting — as a drive shows its events."""
+    their tasks waiting — as a drive shows its events. Claimed or refused for what a crash
+    left, the run has no live driver: the containers its dead one left running are removed
+    (``orphans``) before anyone reconciles their effects or the drive starts again."""
     try:
-        return check_resumable(ledger, run_id, clock, trace_id)
+        run = check_resumable(ledger, run_id, clock, trace_id)
     except BlockedError:
+        reap_run_containers(plan, run_id)
         sink = current_sink()
         if sink is not None:
             tap = sink.tap(run_id, trace_id)
             tap.collect(ledger)
             tap.flush()
         raise
+    reap_run_containers(plan, run.run_id)
+    return run
 
 
 def resume(
@@ -220,7 +226,7 @@ def resume(
             # A requested cancellation is honoured by the drive, not answered with "paused".
             asks = not interactive and not found.cancellation_requested
             waiting = asks and _awaits_approval(ledger, found, plan)
-            run = None if waiting else _claim(ledger, found.run_id, clock, trace_id)
+            run = None if waiting else _claim(ledger, plan, found.run_id, clock, trace_id)
             if on_created is not None:
                 on_created(found.run_id, trace_id)
             if run is None:  # still waiting: nothing claimed, nothing driven
@@ -360,6 +366,8 @@ def cancel(run_ref: str, *, db: str) -> tuple[JsonObject, str]:
     try:
         with open_ledger(db) as ledger:
             run = ledger.request_cancel(run_ref, clock.now(), trace_id=trace_id)
+            if run.state == "cancelled":  # over: none of its containers may run on
+                reap_run_containers(load_plan(run), run.run_id)
     except AgentctlError as exc:
         # A refusal about a run that exists (one already ended) names this invocation's
         # trace beside the run, as resume's and replay's do; an unknown run names neither.

@@ -27,6 +27,7 @@ from collections.abc import Collection, Iterable
 from agentctl.coordinator.creation import load_plan
 from agentctl.coordinator.execute import settle_recorded
 from agentctl.coordinator.launch import naming_run
+from agentctl.coordinator.orphans import reap_effect_containers
 from agentctl.coordinator.workerproc import reap_stale_workers
 from agentctl.core import jsonschema, registry
 from agentctl.core.extension import applied_result_problems
@@ -77,9 +78,19 @@ def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObje
             # A worker its dead coordinator left may still be executing the effect: killed
             # first, so nothing happens after the verdict that the verdict did not see.
             reap_stale_workers(ledger.location)
+            if _abandoned(ledger, seen.effect):  # nor a container it left
+                reap_effect_containers(plan, seen.effect.effect_id)
             data = ledger.reconcile_effect(granted).to_json()
     data["authorization"] = authorization.to_json()
     return data
+
+
+def _abandoned(ledger: RunLedger, effect: EffectRecord) -> bool:
+    """Whether nothing may be executing ``effect`` any more: judged uncertain, or started
+    under a driver that is gone (the ledger refuses to reconcile a live driver's)."""
+    if effect.status == "started":
+        return not ledger.has_live_driver(effect.run_id)
+    return effect.status == "uncertain"
 
 
 def _check_request(request: ReconcileRequest) -> None:

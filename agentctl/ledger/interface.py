@@ -268,6 +268,11 @@ class RunLedger(Protocol):
         """Started or uncertain effects with no reconciliation: they block resume."""
         ...
 
+    def has_live_driver(self, run_id: str) -> bool:
+        """Whether a live process holds the run's lease (a ``serve`` lease counts as live
+        until it is released): its started effects may be executing right now."""
+        ...
+
     # ---------------------------------------------------------------- reads
 
     def get_run(self, run_id: str) -> RunRecord: ...

@@ -29,10 +29,13 @@ from agentctl.errors import PolicyDeniedError, RunFailedError
 from agentctl.mailbox.messages import Execute
 from agentctl.mailbox.requests import PreflightRequest, ShellRequest
 from agentctl.sandbox.container import (
+    EFFECT_LABEL,
     ENGINE_ENV_NAMES,
+    RUN_LABEL,
     WORKSPACE_MOUNT,
     ContainerLimits,
     container_argv,
+    container_name,
     engine_env,
     force_remove,
     preflight,
@@ -103,7 +106,7 @@ async def _run_container(msg: Execute, req: ShellRequest, phase: Phase) -> Proce
     if clash:
         raise PolicyDeniedError(f"container env may not name engine variables: {clash}")
     engine = await preflight(cfg.runtime, cfg.image)
-    name = f"agentctl-{msg.effect_id[:40]}{phase.suffix}"
+    name = container_name(msg.effect_id, phase.suffix)
     limits = ContainerLimits(cfg.memory_limit_bytes, cfg.cpu_limit_millis, cfg.pids_limit)
     argv = container_argv(
         engine.binary,
@@ -117,6 +120,7 @@ async def _run_container(msg: Execute, req: ShellRequest, phase: Phase) -> Proce
         limits,
         interactive=phase.stdin is not None,
         workdir=_container_cwd(req),
+        labels={RUN_LABEL: msg.run_id, EFFECT_LABEL: msg.effect_id},
     )
     env = {**engine_env(os.environ), **req.env}
     finished = False

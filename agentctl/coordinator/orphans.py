@@ -1,0 +1,40 @@
+"""Containers a run's dead driver left running, removed before anything is judged or driven.
+
+A worker killed with its coordinator takes its engine client down with it, but not its
+container: the engine keeps that running, and it would go on acting after a ``resume`` judged
+its effect uncertain, after an operator reconciled it ``not_applied``, or for ever (a
+``while true`` loop, a server). So once nothing may be driving a run any more — ``resume``
+claimed it or found it blocked by what a crash left, ``cancel`` ended it — every container
+labelled with the run is force-removed first, and so is the container of an ``uncertain``
+effect an operator is about to reconcile. A plan without container actions never calls an
+engine; an engine that cannot remove a container it lists is an error (the caller stops
+rather than judge what may still run).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from agentctl.coordinator.launch import container_images, run_trio
+from agentctl.core.plan import Plan
+
+
+def reap_run_containers(plan: Plan, run_id: str) -> None:
+    """Remove every container left running for run ``run_id``, none of whose effects a live
+    process can still be executing."""
+    _reap(plan, "run", run_id)
+
+
+def reap_effect_containers(plan: Plan, effect_id: str) -> None:
+    """Remove the container(s) of effect ``effect_id``, already judged uncertain."""
+    _reap(plan, "effect", effect_id)
+
+
+def _reap(plan: Plan, of: Literal["run", "effect"], ident: str) -> None:
+    engines = {runtime for runtime, _image in container_images(plan)}
+    if not engines:
+        return  # the engine module is not even imported by a run without containers
+    from agentctl.sandbox.container import EFFECT_LABEL, RUN_LABEL, remove_labelled
+
+    key = RUN_LABEL if of == "run" else EFFECT_LABEL
+    run_trio(remove_labelled, engines, f"{key}={ident}")
