@@ -234,8 +234,10 @@ def _prepare_effect(
     decision = _decide(rs, task, entry)
     unresolved = _built(rs, task, entry, *rendered)
     # A path the policy denies is denied now, before any secret resolves and before an
-    # approval could be asked for an effect that could only be denied afterwards.
-    confine(entry.effect_operation, unresolved.request)
+    # approval could be asked for an effect that could only be denied afterwards. A file
+    # write's preview below resolves its target by the same rule: not walked twice.
+    if entry.preview != "file_write":
+        confine(entry.effect_operation, unresolved.request)
     if rs.check_mode and entry.preview == "stand_in":
         # Built for its checks only: a preview sends nothing, so it resolves no secret (an
         # unset variable is no error here, and a {process} helper must not run).

@@ -46,5 +46,5 @@ def confine(operation: str, request: Mapping[str, JsonValue]) -> None:
         resolve_write(workspace, _strings(request.get("writableRoots")), path, protected)
     elif confines == "cwd":
         cwd = request.get("cwd")
-        if cwd is None or isinstance(cwd, str):
+        if isinstance(cwd, str):  # none: the workspace itself, in bounds by definition
             confined_cwd(workspace, cwd)
