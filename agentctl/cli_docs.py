@@ -126,7 +126,7 @@ def schema_cmd(write: WriteOpt = None, events: EventsOpt = False) -> None:
         _write(write, text)
     data = {"schema": schema, "written": str(write) if write else None}
     human = (lambda _s: f"wrote {write}") if write else (lambda _s: text.rstrip("\n"))
-    deliver(Outcome("WorkflowSchema", data, human=human))
+    deliver(Outcome("WorkflowSchema", data, human=human, document=write is None))
 
 
 def _same_tasks(before: Any, after: Any) -> bool:
@@ -168,7 +168,8 @@ def migrate_cmd(
     # The source's warnings (a legacy document's migration_required among them), as `check`
     # shows them: in human mode on stderr, so a printed document stays clean on stdout.
     human = _migrate_human(data, migration.text)
-    deliver(Outcome("Migration", data, diagnostics=list(loaded.warnings), human=human))
+    warnings = list(loaded.warnings)
+    deliver(Outcome("Migration", data, diagnostics=warnings, human=human, document=write is None))
 
 
 def _migration_data(

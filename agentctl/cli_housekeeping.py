@@ -108,7 +108,7 @@ def completion_cmd(
     else:
         script = get_completion_script(prog_name="agentctl", complete_var=COMPLETE_VAR, shell=shell)
     data = {"shell": shell, "script": script}
-    deliver(Outcome("CompletionScript", data, human=lambda _s: script))
+    deliver(Outcome("CompletionScript", data, human=lambda _s: script, document=True))
 
 
 UPGRADE_COMMAND = "python -m pip install --upgrade agentctl"

@@ -10,6 +10,8 @@ Invariants:
   text (a process's stderr, an operator's reason, a model's answer): each is shown as its
   escape (``\x1b``), so recorded bytes cannot clear or rewrite the operator's screen. With
   colour on, only our own SGR colour sequences pass.
+- ``--verbose`` adds the indented ``data`` after a human view, but never after one that is a
+  document for another program (``Outcome.document``: a completion script, a printed schema);
 - ``rich`` is imported only when a human table is actually drawn, to keep start-up fast.
 """
 
@@ -85,6 +87,11 @@ class Outcome:
     exit_code: int = 0
     diagnostics: list[Diagnostic] = field(default_factory=list)
     human: Callable[[Settings], str] | None = None
+    # The human view is itself a document another program reads (a completion script to
+    # ``source``, a schema or migrated workflow to redirect to a file): ``--verbose`` must
+    # not append the JSON record to it, or ``source <(agentctl --verbose completion bash)``
+    # breaks. JSON mode is unchanged: the envelope carries the document in ``data``.
+    document: bool = False
 
 
 # C0 controls but tab and newline, DEL and the C1 controls (a lone \x9b is a CSI on some
@@ -148,7 +155,7 @@ def emit_outcome(outcome: Outcome, settings: Settings) -> None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     for diag in outcome.diagnostics:
         sys.stderr.write(printable(format_diagnostic(diag)) + "\n")
-    if settings.verbose and outcome.human is not None:
+    if settings.verbose and outcome.human is not None and not outcome.document:
         sys.stdout.write(dump_json(outcome.data, indent=2) + "\n")
     sys.stdout.flush()
 

@@ -217,3 +217,36 @@ def test_unknown_shell_is_a_usage_error_naming_the_supported_ones(cli: Cli) -> N
     assert done.rc == 2
     message = done.error["error"]["message"]
     assert "tcsh" in message and "bash, elvish, fish, powershell, zsh" in message
+
+
+@pytest.mark.parametrize("shell", ["bash", "elvish", "fish", "powershell", "zsh"])
+def test_verbose_prints_the_script_alone(cli: Cli, shell: str) -> None:
+    """For `completion` the human view is the script: `--verbose` (before or after the
+    command) must not append the JSON record a shell would then run as commands."""
+    plain = cli("completion", shell)
+    assert plain.rc == 0, plain.stderr
+    for args in (("--verbose", "completion", shell), ("completion", shell, "--verbose")):
+        verbose = cli(*args)
+        assert (verbose.rc, verbose.stdout, verbose.stderr) == (0, plain.stdout, ""), args
+    # JSON mode keeps its envelope, --verbose or not.
+    enveloped = cli("--verbose", "--output", "json", "completion", shell)
+    assert enveloped.data["shell"] == shell
+    assert enveloped.data["script"].rstrip("\n") == plain.stdout.rstrip("\n")
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash is not installed")
+def test_verbose_script_sources_cleanly_in_bash(tmp_path: Path) -> None:
+    """`source <(agentctl --verbose completion bash)`, as a user puts it in ~/.bashrc: no
+    error, and the completion function is registered."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    shim = bindir / "agentctl"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m agentctl "$@"\n')
+    shim.chmod(0o755)
+    program = "source <(agentctl --verbose completion bash) && complete -p agentctl"
+    env = cli_env({"PATH": f"{bindir}:{cli_env()['PATH']}"})
+    done = subprocess.run(
+        ["bash", "-c", program], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert done.stdout.startswith("complete ") and done.stdout.rstrip().endswith(" agentctl")

@@ -246,3 +246,22 @@ def test_runs_analyze_and_upgrade_read_as_words(
     done = cli(*args)
     assert done.rc == 0 and f"upgraded: {tasks}" in done.stdout, done.stdout
     assert "plan proven: yes" in done.stdout
+
+
+@pytest.mark.parametrize("command", [["schema"], ["schema", "--events"], ["migrate", "hello.yaml"]])
+def test_verbose_prints_a_printed_document_alone(
+    cli: Cli, tmp_path: Path, command: list[str]
+) -> None:
+    """A schema or migrated workflow printed to stdout is a document to redirect to a file:
+    `--verbose` must not append the JSON record after it (it does after `wrote P`)."""
+    (tmp_path / "hello.yaml").write_text((EXAMPLES / "hello.yaml").read_text(encoding="utf-8"))
+    plain = cli(*command)
+    assert plain.rc == 0, plain.stderr
+    verbose = cli("--verbose", *command)
+    assert (verbose.rc, verbose.stdout) == (0, plain.stdout), verbose.stderr
+    if command[0] == "schema":
+        json.loads(verbose.stdout)
+    written = cli("--verbose", *command, "--write", "out.txt")
+    assert written.rc == 0, written.stderr
+    record = json.loads(written.stdout.split("\n", 1)[1])
+    assert record["written"] == "out.txt"
