@@ -11,6 +11,9 @@ Invariants:
   database exists, so a missing key exits 6 and creates no state (spec/cli.md §1, order of
   ``run``); a server or peer a template selects is checked when the call is made, since the
   run may never need it; ``resume`` pre-flights only the tasks still to finish (§5);
+- an action's ``env`` and ``policy.network.customCa`` are resolved only as a task starts:
+  ``run`` does not pre-flight them (its documented pre-flight is the providers', MCP
+  servers' and A2A peers'); ``doctor`` reports them (``task_time_secrets``);
 - reports name references (``env OPENAI_API_KEY``), never values.
 """
 
@@ -75,11 +78,16 @@ class ProviderAuth:
 
 
 def _status(
-    place: str, ref: JsonValue, policy: Mapping[str, JsonValue], workspace: str
+    place: str,
+    ref: JsonValue,
+    policy: Mapping[str, JsonValue],
+    workspace: str,
+    *,
+    empty_ok: bool = False,
 ) -> SecretStatus:
     defaults = DEFAULT_CREDENTIAL_ENVS if place == "credential" else frozenset()
     shown = as_object(secret_reference(ref))
-    found = secrets.availability(ref, policy, workspace, default_envs=defaults)
+    found = secrets.availability(ref, policy, workspace, default_envs=defaults, empty_ok=empty_ok)
     return SecretStatus(place, str(shown.get("kind")), str(shown.get("reference")), found)
 
 
@@ -138,6 +146,32 @@ def run_secrets(
                 headers = sorted(as_object(as_object(raw).get("headers")).items())
                 refs = (_status(f"headers.{h}", ref, policy, workspace) for h, ref in headers)
                 found.append(SecretOwner(owner, owner, tuple(refs)))
+    return found
+
+
+def task_time_secrets(plan: Plan, workspace: str) -> list[SecretOwner]:
+    """The secret references a run resolves only as a task starts, never pre-flighted, so
+    that ``doctor`` names them ahead of it: the ``env`` of each action the plan's tasks run
+    (an empty value counts, as the task passes it on), then ``policy.network.customCa`` when
+    a task is sure to call a provider, MCP server or A2A peer endpoint (its TLS needs it)."""
+    policy = plan.run.policy
+    workspace = policy_workspace(workspace, policy)
+    owners: dict[str, dict[tuple[str, str, str], SecretStatus]] = {}
+    for task in plan.tasks:
+        env = as_object(task.config().get("env")) if task.kind == "action" else {}
+        for var, ref in sorted(env.items()):
+            if isinstance(ref, str):
+                continue  # a rendered template: plain data, not a reference
+            status = _status(f"env.{var}", ref, policy, workspace, empty_ok=True)
+            # An action run by several tasks is one owner; a sub-workflow's action of the
+            # same name with other references adds them.
+            owner = owners.setdefault(f"action {task.action or task.id}", {})
+            owner.setdefault((status.place, status.kind, status.reference), status)
+    found = [SecretOwner(name, name, tuple(refs.values())) for name, refs in owners.items()]
+    ca = as_object(policy.get("network")).get("customCa")
+    if ca is not None and named_owners(plan):  # a fake provider makes no TLS connection
+        tls = _status("customCa", ca, policy, workspace)
+        found.append(SecretOwner("policy.network", "policy.network", (tls,)))
     return found
 
 

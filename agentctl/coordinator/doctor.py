@@ -1,14 +1,16 @@
 """``agentctl doctor FILE``: what a workflow needs on this machine, and whether it is here.
 
 Job: from the compiled plan alone, list each local prerequisite of a run as a check — the
-container engine and each image, every provider credential and MCP/A2A header, the writable
-roots, each program a process action starts, the database — and the remote endpoints it
-would call, which are listed as unverified. Ready means every check is available.
+container engine and each image, every provider credential and MCP/A2A header, each secret
+reference of an action's ``env`` and ``policy.network.customCa``, the writable roots, each
+program a process action starts, the database — and the remote endpoints it would call,
+which are listed as unverified. Ready means every check is available.
 
 Invariants:
 - creates no state: no database, no directory, no lock file (the database is looked at through
   ``ledger.probe``, read-only); images are inspected, never pulled;
-- credentials by presence only (``credentials.run_secrets``): no value is read and no
+- credentials by presence only (``credentials.run_secrets`` and ``task_time_secrets``,
+  which a run resolves only as a task starts): no value is read and no
   ``{process}`` helper runs — such a helper is reported unverified;
 - no network: provider, MCP and A2A endpoints are named in ``unverified``, never contacted,
   not even resolved;
@@ -27,7 +29,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentctl.coordinator.credentials import run_secrets
+from agentctl.coordinator.credentials import run_secrets, task_time_secrets
 from agentctl.coordinator.launch import container_images, run_trio
 from agentctl.core import registry
 from agentctl.core.dburl import redact
@@ -148,10 +150,10 @@ def credential_checks(
     plan: Plan, workspace: str
 ) -> tuple[tuple[DoctorCheck, ...], tuple[Unverified, ...]]:
     """Each secret reference the plan reaches (its providers', its MCP servers' and A2A
-    peers' headers), by presence."""
+    peers' headers, its actions' ``env``, ``customCa``), by presence."""
     checks: list[DoctorCheck] = []
     helpers: list[Unverified] = []
-    for owner in run_secrets(plan, workspace):
+    for owner in run_secrets(plan, workspace) + task_time_secrets(plan, workspace):
         for secret in owner.secrets:
             reference = f"{secret.kind} {secret.reference}"
             if secret.availability == "unchecked":

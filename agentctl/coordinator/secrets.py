@@ -254,13 +254,15 @@ def availability(
     workspace: str,
     *,
     default_envs: Collection[str] = (),
+    empty_ok: bool = False,
 ) -> Availability:
     """Whether a reference could resolve, judged by presence only.
 
     Never reads a value and never runs a helper: an ``{env}`` variable is set and not empty
     (and readable under policy), a ``{file}`` exists under a secret root, is readable and is
     not empty (its size, from ``stat``); a ``{process}`` helper is ``unchecked``. A reference
-    policy refuses is ``missing_or_denied``.
+    policy refuses is ``missing_or_denied``. ``empty_ok``: an empty value is present (an
+    action's ``env`` passes it on as it is; a credential or header refuses it).
     """
     if not isinstance(ref, Mapping):
         return "unchecked"
@@ -270,20 +272,23 @@ def availability(
             return "missing_or_denied"
         # Empty is missing: no credential or header is the empty text, and an empty one
         # would fail only once a run and its effects exist (only the length is looked at).
-        return "present" if os.environ.get(name) else "missing"
+        value = os.environ.get(name)
+        return "present" if value or (empty_ok and value is not None) else "missing"
     if isinstance(file, str):
         full = _under_roots(file, policy, workspace)
         if full is None:
             return "missing_or_denied"
-        return "present" if _readable_and_not_empty(full) else "missing"
+        return "present" if _readable_file(full, empty_ok) else "missing"
     return "unchecked"
 
 
-def _readable_and_not_empty(path: str) -> bool:
-    """Whether ``path`` is a readable file of at least one byte: an empty file is missing, as
-    an empty variable is (only its size is looked at, never its content)."""
+def _readable_file(path: str, empty_ok: bool) -> bool:
+    """Whether ``path`` is a readable file of at least one byte (any size with ``empty_ok``):
+    an empty file is missing, as an empty variable is (only its size is looked at, never its
+    content)."""
     try:
         info = os.stat(path)
     except OSError:  # gone, or a path that cannot be looked at: not available either way
         return False
-    return stat.S_ISREG(info.st_mode) and info.st_size > 0 and os.access(path, os.R_OK)
+    sized = empty_ok or info.st_size > 0
+    return stat.S_ISREG(info.st_mode) and sized and os.access(path, os.R_OK)
