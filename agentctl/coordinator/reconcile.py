@@ -78,18 +78,19 @@ def reconcile(request: ReconcileRequest, *, approved: bool, db: str) -> JsonObje
             # A worker its dead coordinator left may still be executing the effect: killed
             # first, so nothing happens after the verdict that the verdict did not see.
             reap_stale_workers(ledger.location)
-            if _abandoned(ledger, seen.effect):  # nor a container it left
+            if _abandoned(ledger, seen.effect, granted.now):  # nor a container it left
                 reap_effect_containers(plan, seen.effect.effect_id)
             data = ledger.reconcile_effect(granted).to_json()
     data["authorization"] = authorization.to_json()
     return data
 
 
-def _abandoned(ledger: RunLedger, effect: EffectRecord) -> bool:
+def _abandoned(ledger: RunLedger, effect: EffectRecord, now: str) -> bool:
     """Whether nothing may be executing ``effect`` any more: judged uncertain, or started
-    under a driver that is gone (the ledger refuses to reconcile a live driver's)."""
+    under a driver that is gone at ``now`` — a dead local process, or a ``serve`` whose lease
+    expired — as the ledger judges it at the same instant (it refuses a live driver's)."""
     if effect.status == "started":
-        return not ledger.has_live_driver(effect.run_id)
+        return not ledger.has_live_driver(effect.run_id, now)
     return effect.status == "uncertain"
 
 

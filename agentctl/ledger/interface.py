@@ -268,9 +268,10 @@ class RunLedger(Protocol):
         """Started or uncertain effects with no reconciliation: they block resume."""
         ...
 
-    def has_live_driver(self, run_id: str) -> bool:
-        """Whether a live process holds the run's lease (a ``serve`` lease counts as live
-        until it is released): its started effects may be executing right now."""
+    def has_live_driver(self, run_id: str, now: str) -> bool:
+        """Whether a live process holds the run's lease at ``now``: its started effects may
+        be executing right now. A ``serve`` lease is live until it expires (its holder stopped
+        renewing it: dead, or stalled and fenced out), a local one while its process is."""
         ...
 
     # ---------------------------------------------------------------- reads

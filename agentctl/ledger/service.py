@@ -337,8 +337,8 @@ class LedgerService(ABC):
     def unresolved_effects(self, run_id: str) -> tuple[effects.EffectRecord, ...]:
         return self._tx.run_read(lambda conn: tuple(reconcile.unresolved_effects(conn, run_id)))
 
-    def has_live_driver(self, run_id: str) -> bool:
-        return self._tx.run_read(lambda conn: leases.has_live_owner(conn, run_id))
+    def has_live_driver(self, run_id: str, now: str) -> bool:
+        return self._tx.run_read(lambda conn: leases.has_live_owner(conn, run_id, now))
 
     # ---------------------------------------------------------------- reads
 

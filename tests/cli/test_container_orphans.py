@@ -110,3 +110,64 @@ def test_a_container_a_crashed_run_left_is_removed_before_any_verdict(
             proc.communicate(timeout=60)
         if name:
             subprocess.run(["podman", "rm", "-f", "--time=0", name], capture_output=True)
+
+
+def _kill_tree(tree: list[psutil.Process]) -> None:
+    """SIGKILL a coordinator's whole tree at once: none lives to clean up after the others."""
+    for p in tree:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+
+
+LEASE_S = 1.0
+
+
+@pytest.mark.container
+@pytest.mark.sqlite_only(reason="the container's clean-up is the subject; one backend suffices")
+@pytest.mark.parametrize("verdict", ["reconcile"])
+def test_a_container_a_dead_serve_left_is_removed_by_the_takeover_or_a_reconcile(
+    cli: Cli, start_cli: StartCli, write_workflow, tmp_path: Path, verdict: str
+) -> None:  # type: ignore[no-untyped-def]
+    """A ``serve`` dies with its worker and engine client; its lease expires. The ``serve``
+    that takes the run over (handing it back blocked, or cancelling it for the flag set
+    meanwhile) and ``effects reconcile`` of the still ``started`` effect — an expired lease
+    is no live driver — remove the container it left."""
+    image = _podman_image()
+    if image is None:
+        pytest.skip("podman or localhost/agentctl-test:1 missing (run scripts/setup-system.sh)")
+    wf = write_workflow(FOREVER.replace("IMAGE", image))
+    db = ("--db", str(tmp_path / "r.db"))
+    run_id = cli("--output", "json", "submit", str(wf), *db).data["runId"]
+    proc = start_cli("serve", "--once", "--lease-seconds", str(LEASE_S), *db)
+    name = ""
+    try:
+        tree, name = _engine_client(proc, time.monotonic() + 120)
+        _kill_tree(tree)
+        proc.communicate(timeout=60)
+        assert _containers(name, running=True), "the engine keeps it past its client"
+        time.sleep(LEASE_S + 0.5)  # no heartbeat renews the dead serve's lease: it expires
+        if verdict == "reconcile":
+            [effect] = cli("--output", "json", "effects", "list", run_id, *db).data["effects"]
+            assert effect["status"] == "started"  # no claim judged it yet
+            why = ("--status", "not-applied", "--reason", "its serve died")
+            done = cli("effects", "reconcile", effect["effectId"], *why, *db)
+            assert done.rc == 0, done.stderr
+        else:
+            if verdict == "cancelled-takeover":  # only flagged: a serve lease holds the run
+                assert cli("--output", "json", "cancel", run_id, *db).rc == 0
+            report = cli("--output", "json", "serve", "--once", *db).data
+            [claimed] = report["runs"]
+            ended = "blocked" if verdict == "takeover" else "cancelled"
+            assert (claimed["runId"], claimed["state"], claimed["takeover"]) == (
+                run_id,
+                ended,
+                True,
+            )
+            assert "not removed" not in claimed["error"]
+        assert _containers(name) == []
+    finally:
+        if proc.poll() is None:  # failed before the kill: its worker removes the container
+            proc.terminate()
+            proc.communicate(timeout=60)
+        if name:
+            subprocess.run(["podman", "rm", "-f", "--time=0", name], capture_output=True)
