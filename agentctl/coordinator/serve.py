@@ -17,7 +17,11 @@ Invariants:
   with its lease released, so another ``serve`` continues it once they are reconciled); then
   the process exits; a signal sent again meanwhile is dropped, never cutting the hand-back;
 - a paused run (approval) is released by its drive; it is claimed again once no approval of
-  it is pending (``ledger.queue``), so an approval given on any host continues it.
+  it is pending (``ledger.queue``), so an approval given on any host continues it;
+- a takeover (the previous holder's lease expired or was released) removes the containers
+  labelled with the run before the run is driven or reported (``orphans``), also when the
+  claim handed it back blocked or cancelled it: their holder is gone, and a container it left
+  would go on acting while an operator reconciles its effect, or for ever.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import trio
 from agentctl.coordinator.clock import Clock
 from agentctl.coordinator.creation import load_plan, owner_identity
 from agentctl.coordinator.launch import user_error
+from agentctl.coordinator.orphans import remove_run_containers
 from agentctl.coordinator.service import (
     DriveRequest,
     RunOutcome,
@@ -192,7 +197,7 @@ async def _claim_loop(serve: _Serve) -> None:
             claimed = await _claim(serve, opts.max_runs - len(serve.held))
             for run in claimed:
                 if run.ended is not None:  # the claim itself ended or handed it back
-                    serve.driven.append(_ended_by_claim(run))
+                    drives.start_soon(_settle_ended, serve, run)
                     continue
                 scope = trio.CancelScope()
                 hold(serve.held, run, scope)
@@ -213,10 +218,20 @@ _ENDED_BY_CLAIM = {
 }
 
 
-def _ended_by_claim(run: ClaimedRun) -> Driven:
-    """The report's entry of a run this serve claimed and did not drive."""
+async def _settle_ended(serve: _Serve, run: ClaimedRun) -> None:
+    """Report a run the claim ended, once the containers its dead holder left are removed:
+    nothing drives it now (``resume`` and ``cancel`` remove them alike). A removal that fails
+    is reported with it; the run stays as the claim left it."""
     assert run.ended is not None
-    return Driven(run.run_id, run.token, run.takeover, run.ended, _ENDED_BY_CLAIM[run.ended])
+    why = _ENDED_BY_CLAIM[run.ended]
+    try:
+        found = await serve.call(lambda: serve.control.get_run(run.run_id))
+        plan = await trio.to_thread.run_sync(lambda: load_plan(found))
+        await remove_run_containers(plan, run.run_id)
+    except Exception as exc:  # reported as a failed drive's is: the serve goes on
+        _state, error = drive_failure(exc)
+        why += f"; the containers its previous holder left were not removed: {error}"
+    serve.driven.append(Driven(run.run_id, run.token, run.takeover, run.ended, why))
 
 
 def hold(held: Held, run: ClaimedRun, scope: trio.CancelScope) -> None:
@@ -339,6 +354,8 @@ async def _drive_claimed(serve: _Serve, run: ClaimedRun) -> RunOutcome:
     try:
         found = await trio.to_thread.run_sync(lambda: ledger.get_run(run.run_id))
         plan = await trio.to_thread.run_sync(lambda: load_plan(found))
+        if run.takeover:  # its previous holder is gone: so must be what it left running
+            await remove_run_containers(plan, run.run_id)
         base = found.base_path or os.getcwd()
         trace_id = run.trace_id or serve.clock.new_id("trace")
         req = DriveRequest(ledger, run.run_id, trace_id, plan, base, clock=serve.clock)

@@ -124,7 +124,7 @@ LEASE_S = 1.0
 
 @pytest.mark.container
 @pytest.mark.sqlite_only(reason="the container's clean-up is the subject; one backend suffices")
-@pytest.mark.parametrize("verdict", ["reconcile"])
+@pytest.mark.parametrize("verdict", ["takeover", "cancelled-takeover", "reconcile"])
 def test_a_container_a_dead_serve_left_is_removed_by_the_takeover_or_a_reconcile(
     cli: Cli, start_cli: StartCli, write_workflow, tmp_path: Path, verdict: str
 ) -> None:  # type: ignore[no-untyped-def]
