@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -79,20 +80,10 @@ def _engine_client(
 def test_a_container_a_crashed_run_left_is_removed_before_any_verdict(
     cli: Cli, start_cli: StartCli, write_workflow, tmp_path: Path, verdict: str
 ) -> None:  # type: ignore[no-untyped-def]
-    image = _podman_image()
-    if image is None:
-        pytest.skip("podman or localhost/agentctl-test:1 missing (run scripts/setup-system.sh)")
-    wf = write_workflow(FOREVER.replace("IMAGE", image))
+    wf = _forever(write_workflow)
     db = ("--db", str(tmp_path / "r.db"))
     proc = start_cli("--output", "json", "run", str(wf), *db)
-    name = ""
-    try:
-        tree, name = _engine_client(proc, time.monotonic() + 120)
-        for p in tree:  # all at once: none of them lives to clean up after the others
-            with contextlib.suppress(psutil.Error):
-                p.kill()
-        proc.communicate(timeout=60)
-        assert _containers(name, running=True), "the engine keeps it past its client"
+    with _crashed(proc) as name:
         run_id = cli("--output", "json", "runs", "list", *db).data["runs"][0]["runId"]
         if verdict == "resume":
             assert cli("--output", "json", "resume", run_id, *db).rc == 3
@@ -104,12 +95,6 @@ def test_a_container_a_crashed_run_left_is_removed_before_any_verdict(
         else:
             assert cli("--output", "json", "cancel", run_id, *db).rc == 0
         assert _containers(name) == []
-    finally:
-        if proc.poll() is None:  # failed before the kill: its worker removes the container
-            proc.terminate()
-            proc.communicate(timeout=60)
-        if name:
-            subprocess.run(["podman", "rm", "-f", "--time=0", name], capture_output=True)
 
 
 def _kill_tree(tree: list[psutil.Process]) -> None:
@@ -117,6 +102,34 @@ def _kill_tree(tree: list[psutil.Process]) -> None:
     for p in tree:
         with contextlib.suppress(psutil.Error):
             p.kill()
+
+
+def _forever(write_workflow) -> Path:  # type: ignore[no-untyped-def]
+    """The workflow whose one container runs for ever (skip where podman cannot run it)."""
+    image = _podman_image()
+    if image is None:
+        pytest.skip("podman or localhost/agentctl-test:1 missing (run scripts/setup-system.sh)")
+    wf: Path = write_workflow(FOREVER.replace("IMAGE", image))
+    return wf
+
+
+@contextlib.contextmanager
+def _crashed(proc: subprocess.Popen[str]) -> Iterator[str]:
+    """Once ``proc``'s container runs, SIGKILL its whole tree and yield the container's name,
+    still running; afterwards, pass or fail, the coordinator is stopped and the container gone."""
+    name = ""
+    try:
+        tree, name = _engine_client(proc, time.monotonic() + 120)
+        _kill_tree(tree)
+        proc.communicate(timeout=60)
+        assert _containers(name, running=True), "the engine keeps it past its client"
+        yield name
+    finally:
+        if proc.poll() is None:  # failed before the kill: its worker removes the container
+            proc.terminate()
+            proc.communicate(timeout=60)
+        if name:
+            subprocess.run(["podman", "rm", "-f", "--time=0", name], capture_output=True)
 
 
 LEASE_S = 1.0
@@ -132,19 +145,11 @@ def test_a_container_a_dead_serve_left_is_removed_by_the_takeover_or_a_reconcile
     that takes the run over (handing it back blocked, or cancelling it for the flag set
     meanwhile) and ``effects reconcile`` of the still ``started`` effect — an expired lease
     is no live driver — remove the container it left."""
-    image = _podman_image()
-    if image is None:
-        pytest.skip("podman or localhost/agentctl-test:1 missing (run scripts/setup-system.sh)")
-    wf = write_workflow(FOREVER.replace("IMAGE", image))
+    wf = _forever(write_workflow)
     db = ("--db", str(tmp_path / "r.db"))
     run_id = cli("--output", "json", "submit", str(wf), *db).data["runId"]
     proc = start_cli("serve", "--once", "--lease-seconds", str(LEASE_S), *db)
-    name = ""
-    try:
-        tree, name = _engine_client(proc, time.monotonic() + 120)
-        _kill_tree(tree)
-        proc.communicate(timeout=60)
-        assert _containers(name, running=True), "the engine keeps it past its client"
+    with _crashed(proc) as name:
         time.sleep(LEASE_S + 0.5)  # no heartbeat renews the dead serve's lease: it expires
         if verdict == "reconcile":
             [effect] = cli("--output", "json", "effects", "list", run_id, *db).data["effects"]
@@ -165,9 +170,3 @@ def test_a_container_a_dead_serve_left_is_removed_by_the_takeover_or_a_reconcile
             )
             assert "not removed" not in claimed["error"]
         assert _containers(name) == []
-    finally:
-        if proc.poll() is None:  # failed before the kill: its worker removes the container
-            proc.terminate()
-            proc.communicate(timeout=60)
-        if name:
-            subprocess.run(["podman", "rm", "-f", "--time=0", name], capture_output=True)
