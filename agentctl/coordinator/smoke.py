@@ -27,6 +27,7 @@ from agentctl.coordinator.launch import run_trio
 from agentctl.coordinator.workerpool import open_worker_pool
 from agentctl.core import registry
 from agentctl.core.jsonvalue import JsonObject, as_object
+from agentctl.core.pricing import TOKEN_COUNTERS, token_spend
 from agentctl.core.providerdefaults import CREDENTIAL_ENVS, DEFAULT_ENDPOINTS
 from agentctl.core.redact import Redactor
 from agentctl.errors import (
@@ -141,7 +142,7 @@ def _data(
     if isinstance(reply, Failure):
         error = reply.error
         if error.type == NetworkPolicyError.__name__:
-            raise NetworkPolicyError(f"provider openai: {error.message}")
+            raise NetworkPolicyError(_named(error.message))
         may = "; the request may have reached OpenAI" if reply.uncertain else ""
         raise ProviderError(f"{error.message}{may}")
     output = reply.output
@@ -152,6 +153,20 @@ def _data(
         "ok": True,
         "finish": output.get("finish"),
         "text": redactor.redact(output.get("text")),
-        "usage": as_object(output.get("usage")),
+        "usage": _usage(as_object(output.get("usage"))),
         "latencyMs": ms,
     }
+
+
+def _named(message: str) -> str:
+    """``message`` naming the provider once: the provider executor's refusals already start
+    with ``provider openai:``, the egress layer's own ones do not."""
+    prefix = "provider openai: "
+    return message if message.startswith(prefix) else prefix + message
+
+
+def _usage(usage: JsonObject) -> JsonObject:
+    """The answer's token counters as a run settles them (``pricing.token_spend``: a negative
+    or malformed counter counts 0), so the smoke reports no usage a run would not record."""
+    spent = token_spend(usage)
+    return {counter: spent[counter] for counter in TOKEN_COUNTERS}

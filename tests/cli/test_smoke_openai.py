@@ -116,3 +116,36 @@ def test_a_bad_endpoint_is_a_usage_error(cli: Cli, endpoint: str) -> None:
     done = _smoke(cli, "--live", endpoint=endpoint, json_output=False)
     assert done.rc == 2, done.stderr
     assert "--endpoint" in done.stderr
+
+
+def test_a_refused_redirect_names_the_provider_once(cli: Cli, server: FixtureServer) -> None:
+    """The egress layer's refusal already says which provider it was; the command adds no
+    second ``provider openai:`` in front of it."""
+    server.script(Reply(status=302, headers={"Location": "http://example.com/"}))
+    done = _smoke(cli, "--live", endpoint=_endpoint(server))
+    assert done.rc == 3, done.stderr
+    message = done.error["error"]["message"]
+    assert "redirects are never followed" in message
+    assert message.count("provider openai:") == 1, message
+
+
+def test_usage_is_reported_as_a_run_settles_it(cli: Cli, server: FixtureServer) -> None:
+    """A negative or non-integer counter in the answer counts 0, as the budget ledger of a run
+    settles the same answer: the smoke never reports a usage a run would not record."""
+    body = openai_text("ok")
+    assert isinstance(body, dict)
+    body["usage"] = {
+        "input_tokens": -3,
+        "output_tokens": "7",
+        "output_tokens_details": {"reasoning_tokens": 2},
+    }
+    server.script(Reply(body=body))
+    done = _smoke(cli, "--live", endpoint=_endpoint(server))
+    assert done.rc == 0, done.stderr
+    assert done.data["usage"] == {
+        "inputTokens": 0,
+        "outputTokens": 0,
+        "reasoningTokens": 2,
+        "cacheReadTokens": 0,
+        "cacheWriteTokens": 0,
+    }
