@@ -40,9 +40,9 @@ def _write(path: Path, text: str) -> None:
 
     An existing device or FIFO (``--write /dev/null``) is written to, never replaced: renaming
     over it would replace the node itself (a FIFO with no reader blocks, as a plain write
-    does). A symbolic link is followed: the file it names is replaced, the link stays. A
-    directory is refused, and so is a SQLite database (``_refuse_database``). Otherwise
-    ``_replace``."""
+    does). A symbolic link is followed: the file it names is replaced, the link stays (that
+    file's directory must exist, ``_link_target``). A directory is refused, and so is a
+    SQLite database (``_refuse_database``). Otherwise ``_replace``."""
     try:
         found = path.stat()
     except FileNotFoundError:
@@ -60,7 +60,19 @@ def _write(path: Path, text: str) -> None:
         except OSError as exc:
             raise ValidationError(f"cannot write {path}: {exc.strerror or exc}") from exc
         return
-    _replace(path.resolve() if path.is_symlink() else path, text)
+    _replace(_link_target(path) if path.is_symlink() else path, text)
+
+
+def _link_target(link: Path) -> Path:
+    """The file a symbolic link names, replaced in the link's stead. Its directory must
+    exist, as a plain write needs: ``_replace`` makes the parents of the path as written,
+    never along where a link points (a stale link would make directories anywhere)."""
+    target = link.resolve()
+    if not target.parent.is_dir():
+        raise ValidationError(
+            f"cannot write {link}: it is a link to {target}, whose directory does not exist"
+        )
+    return target
 
 
 # The first bytes of a SQLite database file and of its write-ahead log (both byte orders).

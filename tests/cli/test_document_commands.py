@@ -75,6 +75,24 @@ def test_write_goes_through_a_device_and_a_link_never_replacing_them(
     assert refused.rc == 2 and "is a directory" in refused.stderr
 
 
+@pytest.mark.parametrize("command", [["schema"], ["migrate", "hello.yaml"]])
+def test_write_through_a_dangling_link_makes_no_directory_where_it_points(
+    cli: Cli, tmp_path: Path, command: list[str]
+) -> None:
+    # `--write stale.json`, a link left pointing at a directory that is gone, created that
+    # whole directory chain wherever the link pointed (`/nonexistent/…` as root). Parents
+    # are made for the path as written; a link's target must have its directory, as a plain
+    # write needs: exit 2, nothing created.
+    (tmp_path / "hello.yaml").write_bytes((EXAMPLES / "hello.yaml").read_bytes())
+    gone = tmp_path / "gone"
+    (tmp_path / "stale.json").symlink_to(gone / "deeper" / "out.json")
+    refused = cli("--output", "json", *command, "--write", "stale.json")
+    assert refused.rc == 2, refused
+    assert "stale.json" in refused.error["error"]["message"], refused
+    assert not gone.exists()
+    assert (tmp_path / "stale.json").is_symlink()
+
+
 @pytest.mark.sqlite_only(reason="the ledger file overwritten here is a SQLite database")
 @pytest.mark.parametrize("command", [["schema"], ["migrate", "hello.yaml"]])
 def test_write_never_replaces_a_ledger(cli: Cli, tmp_path: Path, command: list[str]) -> None:
