@@ -265,6 +265,9 @@ def _runs_human(data: dict[str, Any]) -> Any:
         lines.append(f"upgradeable: {', '.join(data['upgradeableTasks']) or '-'}")
         missing = [t["taskId"] for t in data["unavailableTasks"]]
         lines.append(f"unavailable: {', '.join(missing) or '-'}")
+        if data["recommendedRepairRoots"]:  # what the unprovable tasks leave to do
+            roots = ", ".join(data["recommendedRepairRoots"])
+            lines.append(f"repair from: {roots} (`repair --from` each)")
         if data.get("dryRun"):  # nothing is written: say what the upgrade would persist
             lines.append(f"would upgrade: {', '.join(data['upgradeableTasks']) or '-'}")
         elif "upgradedTasks" in data:

@@ -244,6 +244,10 @@ def test_an_unprovable_plan_leaves_fields_unavailable(
     assert done.rc == 0 and done.data["planProven"] is False and done.data["upgradedTasks"] == []
     assert [t["taskId"] for t in done.data["unavailableTasks"]] == ["stash", "gate"]
     assert done.data["recommendedRepairRoots"] == ["stash", "gate"]
+    # The human views name them too: what to pass to `repair --from`, not only what is missing.
+    for words in (cli("runs", "analyze", *args[2:]), cli(*args, "--dry-run"), cli(*args)):
+        assert words.rc == 0, words.stderr
+        assert "repair from: stash, gate (`repair --from` each)" in words.stdout, words.stdout
 
 
 def test_runs_analyze_and_upgrade_read_as_words(
@@ -264,6 +268,7 @@ def test_runs_analyze_and_upgrade_read_as_words(
     done = cli(*args)
     assert done.rc == 0 and f"upgraded: {tasks}" in done.stdout, done.stdout
     assert "plan proven: yes" in done.stdout
+    assert "repair from" not in analysis.stdout + done.stdout  # every task provable: none
 
 
 @pytest.mark.parametrize("command", [["schema"], ["schema", "--events"], ["migrate", "hello.yaml"]])
