@@ -93,7 +93,7 @@ def describe(approval: dict[str, Any]) -> str:
     lines = [
         "",
         f"approval {approval['approvalId']} — run {approval['runId']}, task {approval['taskId']}",
-        f"  operation {approval.get('capability')}  risk {approval.get('risk')}"
+        f"  operation {approval.get('capability') or '-'}  risk {approval.get('risk')}"
         f"  effect {approval.get('expectedEffect')}",
         f"  why: {approval.get('reason')}",
         f"  input: {shown}",

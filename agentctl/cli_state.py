@@ -241,12 +241,18 @@ def approvals_list_cmd(
     deliver(Outcome("ApprovalList", data, human=_approvals_human(data)))
 
 
+def _capability(approval: dict[str, Any]) -> str:
+    """What an approval's effect may do, as the run views show it: a model call has no
+    capability (its reason names the provider)."""
+    return str(approval.get("capability") or approval.get("tool") or "-")
+
+
 def _approvals_human(data: dict[str, Any]) -> Any:
     from agentctl.render import table
 
     def human(settings: Settings) -> str:
         rows = [
-            [a["approvalId"], a["taskId"], str(a.get("capability")), str(a.get("reason"))]
+            [a["approvalId"], a["taskId"], _capability(a), str(a.get("reason"))]
             for a in data["approvals"]
         ]
         if not rows:

@@ -335,9 +335,14 @@ class AgentRunner:
         called = modelcalls.ResolvedCall(built.recorded, request, built.secrets)
         turn = ProviderTurn(name, self.config.provider_kind, model)
         call = self._call(entry, called, limit, rates=self.rates)
-        policy = verdict(decided.decision)
+        decision = decided.decision
         return dataclasses.replace(
-            call, policy=policy, turn=turn, unattended_denial=decided.unattended_denial
+            call,
+            policy=verdict(decision),
+            turn=turn,
+            agent=self.task.agent,
+            approval_reason=decision.reason if decision.needs_approval else None,
+            unattended_denial=decided.unattended_denial,
         )
 
     def _add_usage(self, usage: JsonObject) -> None:

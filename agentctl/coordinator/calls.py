@@ -137,6 +137,13 @@ class AgentCall:
         kind = registry.provider_kind(self.operation)
         return self.operation if kind is None else f"model call {kind}"
 
+    @property
+    def asked(self) -> str:
+        """The call as its approval names it: ``tool call ID (TOOL)`` or ``model call KIND``."""
+        if self.is_model_call:
+            return self.named
+        return f"tool call {self.tool_call_id} ({self.tool})"
+
     def unattended_error(self) -> PolicyDeniedError:
         """``nonInteractive``'s denial of this call, worded as the policy's own denials."""
         what = "model call" if self.is_model_call else f"tool {self.tool}"
@@ -189,11 +196,6 @@ class CallGateway:
         recorded = await self._refuse_changed(call, eid)
         if recorded is not None:  # recorded under a legacy name: that effect is this call
             return await self.perform(recorded)
-        if call.unattended_denial is not None and call.approval_reason is None:
-            # A model call is never held, so nobody being asked refuses it here, once no
-            # recorded result answers it (recorded and started in one transaction, it has
-            # none only when new or failed, and a failed one ends its attempt).
-            raise call.unattended_error()
         new = self._new_effect(call)
         record = CallRecord(
             new,
@@ -292,16 +294,16 @@ class CallGateway:
             return
         if gate.status == "held":
             crash_point(CrashPoint.AFTER_REQUESTED)
-            raise AgentAwaitingApproval(f"tool call {call.tool_call_id} awaits approval")
+            raise AgentAwaitingApproval(f"{call.asked} awaits approval")
         detail = gate.detail or {}
         if gate.status == "denied":
             raise call.unattended_error()
         if gate.status == "refused":
             raise _over_budget(call, detail)
+        undone = "the model was not called" if call.is_model_call else "the tool did not run"
         raise RunFailedError(
-            f"tool call {call.tool_call_id} ({call.tool}) was rejected: approval "
-            f"{detail.get('approvalId')} rejected by {detail.get('resolvedBy')} "
-            f"({detail.get('reason')}); the tool did not run"
+            f"{call.asked} was rejected: approval {detail.get('approvalId')} rejected by "
+            f"{detail.get('resolvedBy')} ({detail.get('reason')}); {undone}"
         )
 
     def _new_effect(self, call: AgentCall) -> NewEffect:

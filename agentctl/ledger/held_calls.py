@@ -1,16 +1,20 @@
-"""Tool calls of an agent turn that policy holds for an approval: hold, then start or refuse.
+"""Calls of an agent turn that policy holds for an approval: hold, then start or refuse.
 
-An agent's tool call whose policy decision needs an approval is recorded like a task-level
+An agent's tool call or model call whose policy decision needs an approval (a model call
+only under ``policy.approval: always``) is recorded like a task-level
 effect held for approval (spec/cli.md §9), but from inside the turn loop: ``gate_call_txn`` is
 the one transaction the coordinator's call gateway runs each time the loop reaches the call —
 on the first run, and again on every ``resume`` that re-enters the loop.
 
 Invariants:
-- the hold commits together: budget reservation, the effect ``waiting_for_approval``, the
-  tool-call row ``waiting_for_approval``, the task ``waiting_for_approval``, a pending approval
-  naming the agent, the tool and the tool call, audit and one checkpoint; nothing executes;
+- the hold commits together: budget reservation, the effect ``waiting_for_approval``, a tool
+  call's row ``waiting_for_approval``, the task ``waiting_for_approval``, a pending approval
+  naming the agent and the tool call (or the model call), audit and one checkpoint; nothing
+  executes; a model call has no tool-call row, and its provider session counts it only once
+  it starts;
 - the same call reached again finds its effect by identity and never records it twice: still
-  waiting → held; approved (``requested``) → ``started`` with its tool-call row, in this
+  waiting → held; approved (``requested``) → ``started`` with its tool-call row (a model
+  call: counted by its provider session), in this
   transaction, so the caller dispatches it exactly once; rejected (``cancelled``) → rejected,
   with the resolution (its tool-call row already ended ``rejected`` with the approval);
 - a budget refusal (of the call, or of a pure tool call it carries) records the overrun and
@@ -30,6 +34,7 @@ import agentctl.ledger.approvals as approvals
 import agentctl.ledger.audit as audit
 import agentctl.ledger.budget as budget
 import agentctl.ledger.effects as effects
+import agentctl.ledger.sessions as sessions
 import agentctl.ledger.tasks as tasks
 import agentctl.ledger.tool_calls as tool_calls
 from agentctl.core.jsonvalue import JsonObject
@@ -42,7 +47,7 @@ GateStatus = Literal["held", "started", "rejected", "refused", "denied"]
 
 @dataclass(frozen=True)
 class GatedCall:
-    """A tool call that needs an approval before it may start."""
+    """A tool call or model call that needs an approval before it may start."""
 
     call: CallRecord
     reason: str  # the policy's reason, shown with the approval
@@ -76,6 +81,12 @@ def gate_call_txn(conn: Db, gated: GatedCall) -> CallGate:
     if status == "requested":
         effects.start_effect_txn(conn, new.effect_id, now, trace_id=gated.trace_id)
         tool_calls.move_held_tool_call_txn(conn, new.effect_id, "started", now)
+        turn = gated.call.turn
+        if turn is not None:  # a model call: its provider session counts it from its start
+            start = sessions.ModelCallStart(
+                new.run_id, new.task_id, new.attempt, new.effect_id, new.request, turn
+            )
+            sessions.open_call_txn(conn, start, now)
         return CallGate("started")
     if status == "cancelled":
         return CallGate("rejected", _resolution(conn, new.run_id, new.effect_id))
@@ -92,20 +103,20 @@ def _hold_txn(conn: Db, gated: GatedCall) -> CallGate:
     if refused is not None:
         return CallGate("refused", refused)
     effects.insert_effect_txn(conn, new, now)
-    call_id = call.tool_call_id or new.effect_id
-    tool_calls.insert_tool_call_txn(
-        conn,
-        run_id,
-        call_id,
-        task_id,
-        call.tool or "",
-        call.tool_input,
-        now,
-        effect_id=new.effect_id,
-        status="waiting_for_approval",
-        attempt=new.attempt,
-        provider_call_id=call.provider_call_id,
-    )
+    if call.turn is None:  # a tool call's row; a model call is no tool call
+        tool_calls.insert_tool_call_txn(
+            conn,
+            run_id,
+            call.tool_call_id or new.effect_id,
+            task_id,
+            call.tool or "",
+            call.tool_input,
+            now,
+            effect_id=new.effect_id,
+            status="waiting_for_approval",
+            attempt=new.attempt,
+            provider_call_id=call.provider_call_id,
+        )
     tasks.transition_task_txn(
         conn,
         run_id,
@@ -116,8 +127,9 @@ def _hold_txn(conn: Db, gated: GatedCall) -> CallGate:
         trace_id=gated.trace_id,
         checkpoint=False,
     )
-    approvals.insert_approval_txn(conn, _approval(gated, call_id), now)
-    state = {"runId": run_id, "event": "tool_call.held", "tasks": [{"taskId": task_id}]}
+    approvals.insert_approval_txn(conn, _approval(gated), now)
+    event = "tool_call.held" if call.turn is None else "model_call.held"
+    state = {"runId": run_id, "event": event, "tasks": [{"taskId": task_id}]}
     audit.write_checkpoint_txn(conn, run_id, state, now)
     return CallGate("held")
 
@@ -137,19 +149,28 @@ def _refusal_txn(conn: Db, gated: GatedCall) -> JsonObject | None:
     return None if reserved.granted else (reserved.exceeded or {})
 
 
-def _approval(gated: GatedCall, call_id: str) -> approvals.NewApproval:
-    new = gated.call.effect
-    tool = gated.call.tool or ""
+def _approval(gated: GatedCall) -> approvals.NewApproval:
+    call = gated.call
+    new = call.effect
+    if call.turn is not None:  # a model call: no tool, its provider named instead
+        what = f"model call {call.turn.provider} ({call.turn.kind} model {call.turn.model})"
+        shown: JsonObject = {"provider": call.turn.provider, "input": new.request}
+        tool = None
+    else:
+        call_id = call.tool_call_id or new.effect_id
+        tool = call.tool or ""
+        what = f"tool call {call_id} ({tool})"
+        shown = {"toolCallId": call_id, "tool": tool, "input": new.request}
     return approvals.NewApproval(
         run_id=new.run_id,
         task_id=new.task_id,
         effect_id=new.effect_id,
-        reason=f"tool call {call_id} ({tool}) of agent {gated.agent}: {gated.reason}",
+        reason=f"{what} of agent {gated.agent}: {gated.reason}",
         agent=gated.agent,
         tool=tool,
         capability=gated.capability,
         risk=new.risk,
-        redacted_input={"toolCallId": call_id, "tool": tool, "input": new.request},
+        redacted_input=shown,
         expected_effect=new.effect_class,
         trace_id=gated.trace_id,
     )

@@ -433,14 +433,18 @@ def test_an_agent_tool_call_needing_approval_is_denied_when_nobody_can_be_asked(
 def test_under_approval_always_the_recorded_model_calls_are_reused_on_a_plain_resume(
     cli: Cli, ledger_target: LedgerTarget, workspace: Path
 ) -> None:
-    # approval: always also asks for the model calls, which are never held: a plain resume
-    # re-enters the loop and must reuse the model call recorded under --interactive (not
-    # deny it as needing an approval nobody can give), so the approved tool call runs; the
-    # loop's next model call is new, and that one nonInteractive: fail denies.
+    # approval: always asks for the model calls too: the first is approved at the terminal,
+    # the tool call's question skipped. A plain resume re-enters the loop and must reuse the
+    # model call recorded under --interactive (not deny it as needing an approval nobody can
+    # give), so the approved tool call runs; the loop's next model call is new, and that one
+    # nonInteractive: fail denies.
     (workspace / "wf.yaml").write_text(
         AGENT_TOOL.replace("approval: mutations", "approval: always")
     )
-    run_id = _skipped_at_terminal(ledger_target, workspace)
+    args = ("run", "wf.yaml", "--db", "st/r.db", "--interactive")
+    got = _at_terminal(ledger_target, workspace, args, [b"y\n", b"s\n"])
+    assert (got.rc, got.asked) == (3, 2), got.terminal
+    run_id = str(got.data["runId"])
     resumed = _approved_then_resumed(cli, workspace, run_id)
     assert resumed.rc == 4, resumed.stderr
     assert (workspace / "one.txt").read_text() == "first"

@@ -71,15 +71,20 @@ def test_approval_always_holds_the_listing_before_it_is_sent(
     [pending] = cli("--output", "json", "approvals", "list", run_id).data["approvals"]
     assert pending["capability"] == "mcp.list_tools"
     assert cli("approvals", "approve", pending["approvalId"], "--reason", "ok").rc == 0
-    # Listed once approved; the tool call itself is then held as every call is.
+    # Listed once approved; the model call, the tool call and the answering model call are
+    # then held in turn, as every call is under `always`.
     held = cli("--output", "json", "resume", run_id)
     assert held.rc == 3, held.stderr
     methods = [c["method"] for c in _seen(cli, run_id)["protocolCalls"]]
     assert methods.count("tools/list") == 1 and "tools/call" not in methods
-    [tool] = cli("--output", "json", "approvals", "list", run_id).data["approvals"]
-    assert tool["capability"] != "mcp.list_tools"
-    assert cli("approvals", "approve", tool["approvalId"], "--reason", "ok").rc == 0
-    done = cli("--output", "json", "resume", run_id)
+    asked = []
+    while held.rc == 3:
+        [call] = cli("--output", "json", "approvals", "list", run_id).data["approvals"]
+        asked.append(call["tool"] or "model")
+        assert cli("approvals", "approve", call["approvalId"], "--reason", "ok").rc == 0
+        held = cli("--output", "json", "resume", run_id)
+    assert asked == ["model", "count_words", "model"]
+    done = held
     assert done.rc == 0, done.stderr
     assert server.calls() == ["word_count"]
     methods = [c["method"] for c in _seen(cli, run_id)["protocolCalls"]]
