@@ -428,12 +428,22 @@ def changed_call_message(found: EffectRecord, now: JsonObject) -> str:
         )
     else:
         cause = "its request now differs from the recorded one in " + ", ".join(changed)
+    kept = _KEPT_WITH_SAME_KEY.get(found.status, "its recorded result is reused")
     return (
         f"{what} was recorded with another identity: {cause}; nothing was sent and the run "
-        "stays paused. Resume with the same credential (its recorded result is reused), or "
+        f"stays paused. Resume with the same credential ({kept}), or "
         f"go on with the new one: `agentctl cancel {run}`, `agentctl resume {run}` (ends it "
         f"cancelled), then `agentctl retry FILE {run} --from {found.task_id}`"
     )
+
+
+# What resuming with the same credential does for a call held for approval, which was never
+# sent and so has no recorded result to reuse.
+_KEPT_WITH_SAME_KEY = {
+    "waiting_for_approval": "it still waits for its approval, and is sent once approved",
+    "requested": "it is sent once, as approved",
+    "cancelled": "its rejected approval fails the task",
+}
 
 
 def _sources(credential: JsonValue) -> str:

@@ -9,7 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.clibackend import LedgerTarget
 from tests.conftest import Cli
+from tests.providers import fixtures as fx
+from tests.providers.fixtures import FixtureServer, Reply
 
 WORKFLOW = """\
 apiVersion: agentctl.dev/v1alpha1
@@ -145,3 +148,43 @@ def test_nobody_to_ask_denies_the_model_call_and_records_nothing(cli: Cli, tmp_p
     [run] = cli("--output", "json", "runs", "list", *DB).data["runs"]
     shown = _inspect(cli, str(run["runId"]))
     assert shown["effects"] == [] and shown["approvals"] == []
+
+
+KEY = "sk-held-model-call-fixture-4242"
+
+OPENAI_AGENT = """  agents:
+    talker:
+      provider: main
+      model: gpt-fixture
+      instructions: Talk.
+  tasks:
+    - { id: t, uses: "agent:talker", with: { prompt: go } }
+"""
+
+
+def test_a_held_model_call_whose_key_changed_is_not_sent_and_is_told_as_held(
+    cli: Cli, ledger_target: LedgerTarget, tmp_path: Path, server: FixtureServer
+) -> None:
+    # The approval shows the credential as its reference, never the value; a key rotated
+    # before the approved call is sent refuses the resume (nothing sent), and the message
+    # says what the same key does for a call that was held: no recorded result exists.
+    spec = fx.local_openai_spec(server.port, "held-key", "    approval: always\n")
+    (tmp_path / "wf.yaml").write_text(spec + OPENAI_AGENT, encoding="utf-8")
+    server.script(Reply(body=fx.openai_text("hello")))
+    paused = cli("--output", "json", "run", "wf.yaml", *DB, env={"FIXTURE_KEY": KEY})
+    assert paused.rc == 3, paused.stderr
+    run_id = str(paused.data["runId"])
+    approval = _pending(cli, run_id)
+    credential = approval["redactedInput"]["input"]["credential"]
+    assert credential["source"] == "env:FIXTURE_KEY" and len(credential["sha256"]) == 64
+    assert KEY not in ledger_target.contents(tmp_path / "r.db")
+    _decide(cli, "approve", approval)
+    rotated = cli("--output", "json", "resume", run_id, *DB, env={"FIXTURE_KEY": KEY + "-new"})
+    assert rotated.rc == 3, rotated.stderr
+    message = rotated.error["error"]["message"]
+    assert "env:FIXTURE_KEY resolves to another value" in message
+    assert "recorded result" not in message and "approved" in message
+    assert server.seen == []
+    done = cli("--output", "json", "resume", run_id, *DB, env={"FIXTURE_KEY": KEY})
+    assert done.rc == 0, done.stderr
+    assert len(server.seen) == 1 and KEY not in ledger_target.contents(tmp_path / "r.db")
