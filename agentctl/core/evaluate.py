@@ -235,7 +235,9 @@ def _subworkflow_outputs(task: PlannedTask, ctx: ReadContext, view: RuntimeView)
         return render_input(task, ctx)
     except TaskFailure as exc:
         members = task.children or task.needs
-        broken = [c for c in members if view.states.get(c) in ("failed", "cancelled")]
+        # Skipped counts: a child skipped behind a failure (or by its `when`) carries only
+        # its skip record, so a read of its output is what broke the render.
+        broken = [c for c in members if view.states.get(c) in NOT_SUCCEEDED]
         if not broken:
             raise
         raise TaskFailure(

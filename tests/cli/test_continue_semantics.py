@@ -83,6 +83,23 @@ def test_sub_workflow_outputs_reading_a_failed_task_name_it(cli, tmp_path: Path)
     assert "1 of its tasks did not succeed: call--bad" in tasks["call"]["error"]
 
 
+def test_sub_workflow_outputs_reading_a_skipped_task_name_it(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A child skipped behind a failed one did not succeed either: outputs reading it fail
+    naming it (docs/workflow-language.md, `failure`), not with a bare undefined value."""
+    wf = SUB.replace("tasks.bad.output", "tasks.after.output.output.v").replace(
+        "with: { that: false, message: nope } }\n",
+        "with: { that: false, message: nope } }\n"
+        '        - { id: after, uses: "action:put", needs: [bad], with: { v: 1 } }\n',
+    )
+    (tmp_path / "wf.yaml").write_text(wf)
+    done = cli("--output", "json", "run", "wf.yaml", "--db", "r.db", cwd=tmp_path)
+    assert done.rc == 4
+    tasks = {t["taskId"]: t for t in _inspect(cli, tmp_path, done.error["error"]["runId"])["tasks"]}
+    assert tasks["call--after"]["state"] == "skipped"
+    assert tasks["call"]["state"] == "failed"
+    assert "2 of its tasks did not succeed: call--bad, call--after" in tasks["call"]["error"]
+
+
 def test_a_run_error_naming_some_failed_tasks_says_how_many_more_failed(
     cli, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
