@@ -345,9 +345,18 @@ def check_contract(task: PlannedTask, output: JsonValue) -> None:
     schema = task.output_schema if task.output_schema is not None else DEFAULT_CONTRACT
     problems = jsonschema.validate(output, schema)
     if problems:
-        raise TaskFailure(
-            f"task {task.id}: output does not match its output contract: {'; '.join(problems[:3])}"
-        )
+        raise TaskFailure(f"task {task.id}: {_contract_name(task)}: {'; '.join(problems[:3])}")
+
+
+def _contract_name(task: PlannedTask) -> str:
+    """What the output broke, as the author wrote it: a sub-workflow boundary's contract is
+    the definition's ``inputSchema`` / ``outputSchema``, not an "output contract"."""
+    workflow = task.subworkflow or "the sub-workflow"  # plans stored before carry no name
+    if task.kind == "subworkflow_input":
+        return f"the inputs of {workflow} do not match its inputSchema"
+    if task.kind == "subworkflow_output":
+        return f"the outputs of {workflow} do not match its outputSchema"
+    return "output does not match its output contract"
 
 
 def render_run_outputs(

@@ -1,0 +1,51 @@
+"""Sub-workflows at run time, seen from the CLI (spec/dsl.md §4.9): what a failing boundary
+says, and how recovery commands name the tasks an invocation expanded into."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import Cli
+
+SCHEMAS = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: bounds }
+spec:
+  actions: { put: { kind: builtin.assign } }
+  subworkflows:
+    inner:
+      version: 1.0.0
+      inputs: { x: 1 }
+      inputSchema: { type: object, properties: { x: { type: integer } } }
+      outputSchema: { type: object, properties: { y: { type: string } }, required: [y] }
+      outputs: { y: "${{ tasks.p.output.output.v }}" }
+      tasks:
+        - { id: p, uses: action:put, with: { v: 2 } }
+  tasks:
+    - { id: pre, uses: action:put, with: { v: seven } }
+    - { id: early, uses: workflow:inner, needs: [pre], failure: continue,
+        with: { x: "${{ tasks.pre.output.output.v }}" } }
+    - { id: late, uses: workflow:inner, failure: continue }
+"""
+
+
+def _tasks(cli: Cli, run_id: str) -> dict[str, dict[str, object]]:
+    got = cli("--output", "json", "inspect", run_id, "--db", "r.db")
+    assert got.rc == 0, got.stderr
+    return {t["taskId"]: t for t in got.data["tasks"]}
+
+
+def test_a_boundary_that_fails_names_the_schema_it_broke(cli: Cli, tmp_path: Path) -> None:
+    """The input boundary checks `inputSchema`, the aggregate `outputSchema`: the error says
+    which (and of which sub-workflow), as `check` does for a literal `with`, rather than an
+    "output contract" the author never wrote."""
+    (tmp_path / "wf.yaml").write_text(SCHEMAS, encoding="utf-8")
+    done = cli("--output", "json", "run", "wf.yaml", "--db", "r.db")
+    assert done.rc == 4, done.stderr
+    tasks = _tasks(cli, done.error["error"]["runId"])
+    inputs = str(tasks["early--inputs-3a1bd4df"]["error"])
+    assert "the inputs of inner@1.0.0 do not match its inputSchema: /x:" in inputs, inputs
+    outputs = str(tasks["late"]["error"])
+    assert "the outputs of inner@1.0.0 do not match its outputSchema: /y:" in outputs, outputs
+    assert "output contract" not in inputs + outputs
