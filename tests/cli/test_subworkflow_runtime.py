@@ -49,3 +49,49 @@ def test_a_boundary_that_fails_names_the_schema_it_broke(cli: Cli, tmp_path: Pat
     outputs = str(tasks["late"]["error"])
     assert "the outputs of inner@1.0.0 do not match its outputSchema: /y:" in outputs, outputs
     assert "output contract" not in inputs + outputs
+
+
+GATED = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: gated }
+spec:
+  policy: { approval: never, processAllowlist: [sh] }
+  actions:
+    put: { kind: builtin.assign }
+    gate: { kind: builtin.shell.exec, command: sh, args: ["-c", "test -f ok"] }
+  subworkflows:
+    inner:
+      version: 1.0.0
+      tasks:
+        - { id: g, uses: action:gate }
+  tasks:
+    - { id: top, uses: workflow:inner }
+    - { id: other, uses: workflow:inner }
+"""
+
+
+def test_a_recovery_root_named_by_its_local_id_suggests_the_namespaced_ones(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """`--from g` names the definition's task, which the run knows only as `top--g` (and
+    `other--g`): the plan stays blocked, but says which ids to give instead."""
+    (tmp_path / "wf.yaml").write_text(GATED, encoding="utf-8")
+    done = cli("--output", "json", "run", "wf.yaml", "--db", "r.db")
+    assert done.rc == 4, done.stderr
+    source = done.error["error"]["runId"]
+    (tmp_path / "ok").write_text("", encoding="utf-8")
+    for command in ("retry", "repair"):
+        planned = cli(
+            "--output", "json", command, "wf.yaml", source, "--from", "g", "--plan", "--db", "r.db"
+        )
+        assert planned.rc == 3, planned.stderr
+        [block] = [b for b in planned.data["blockedReuse"] if b["taskId"] == "g"]
+        assert block["rule"] == "repair_root_missing"
+        assert block["suggestedRepairRoots"] == ["top--g", "other--g"]
+        assert "did you mean top--g or other--g?" in block["message"], block["message"]
+    ghost = cli(
+        "--output", "json", "retry", "wf.yaml", source, "--from", "ghost", "--plan", "--db", "r.db"
+    )
+    [block] = [b for b in ghost.data["blockedReuse"] if b["taskId"] == "ghost"]
+    assert block["suggestedRepairRoots"] == [] and "did you mean" not in block["message"]
