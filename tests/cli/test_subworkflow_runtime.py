@@ -95,3 +95,38 @@ def test_a_recovery_root_named_by_its_local_id_suggests_the_namespaced_ones(
     )
     [block] = [b for b in ghost.data["blockedReuse"] if b["taskId"] == "ghost"]
     assert block["suggestedRepairRoots"] == [] and "did you mean" not in block["message"]
+
+
+SCOPES = """\
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: { name: scopes }
+spec:
+  actions: { put: { kind: builtin.assign }, check: { kind: builtin.assert } }
+  subworkflows:
+    inner:
+      version: 1.0.0
+      tasks:
+        - { id: bad, uses: action:check, with: { that: false, message: boom } }
+  tasks:
+    - { id: call, uses: workflow:inner, failure: continue }
+    - { id: later, uses: action:put }
+"""
+
+
+def test_the_invocations_failure_is_its_boundaries_and_a_child_keeps_its_own(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """As docs/workflow-language.md says: `failure: continue` on the invocation does not
+    reach a child, whose default `stop` stops the run; on the child it keeps the run going."""
+    (tmp_path / "wf.yaml").write_text(SCOPES, encoding="utf-8")
+    done = cli("--output", "json", "run", "wf.yaml", "--db", "r.db")
+    assert done.rc == 4, done.stderr
+    tasks = _tasks(cli, done.error["error"]["runId"])
+    assert tasks["call--bad"]["state"] == "failed" and tasks["later"]["state"] == "cancelled"
+    kept = SCOPES.replace("message: boom } }", "message: boom }, failure: continue }")
+    (tmp_path / "wf.yaml").write_text(kept, encoding="utf-8")
+    done = cli("--output", "json", "run", "wf.yaml", "--db", "r.db")
+    assert done.rc == 4, done.stderr
+    tasks = _tasks(cli, done.error["error"]["runId"])
+    assert tasks["call"]["state"] == "succeeded" and tasks["later"]["state"] == "succeeded"
