@@ -443,7 +443,18 @@ def check_task(conn: Db, run_id: str, task_id: str) -> None:
         "SELECT 1 FROM task_states WHERE run_id = ? AND task_id = ?", (run_id, task_id)
     ).fetchone()
     if found is None:
-        raise NotFoundError(f"task {task_id!r} not found in run {run_id}", run_id=run_id)
+        hint = _namesakes(conn, run_id, task_id)
+        raise NotFoundError(f"task {task_id!r} not found in run {run_id}{hint}", run_id=run_id)
+
+
+def _namesakes(conn: Db, run_id: str, task_id: str) -> str:
+    """A sub-workflow's task runs as ``INVOCATION--LOCAL``: naming it by its local id is the
+    likely slip, so the hint names the run's tasks ending in ``--LOCAL`` (in plan order)."""
+    rows = conn.execute(
+        "SELECT task_id FROM task_states WHERE run_id = ? ORDER BY position", (run_id,)
+    ).fetchall()
+    matches = [str(r[0]) for r in rows if str(r[0]).endswith(f"--{task_id}")]
+    return f"; did you mean {' or '.join(matches[:5])}?" if task_id and matches else ""
 
 
 # Finished outputs are read back by id in chunks under SQLite's bound-parameter limit.

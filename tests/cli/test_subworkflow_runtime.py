@@ -130,3 +130,19 @@ def test_the_invocations_failure_is_its_boundaries_and_a_child_keeps_its_own(
     assert done.rc == 4, done.stderr
     tasks = _tasks(cli, done.error["error"]["runId"])
     assert tasks["call"]["state"] == "succeeded" and tasks["later"]["state"] == "succeeded"
+
+
+def test_a_task_filter_named_by_its_local_id_suggests_the_namespaced_ones(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """`effects list --task p` where the task runs as `early--p`/`late--p`: still not found
+    (exit 5), but the error names the ids to use; an id nothing ends in gets no hint."""
+    (tmp_path / "wf.yaml").write_text(SCHEMAS, encoding="utf-8")
+    cli("--output", "json", "run", "wf.yaml", "--db", "r.db")
+    [run] = cli("--output", "json", "runs", "list", "--db", "r.db").data["runs"]
+    run_id = str(run["runId"])
+    local = cli("effects", "list", run_id, "--task", "p", "--db", "r.db")
+    assert local.rc == 5
+    assert "did you mean early--p or late--p?" in local.stderr, local.stderr
+    unknown = cli("effects", "list", run_id, "--task", "zz", "--db", "r.db")
+    assert unknown.rc == 5 and "did you mean" not in unknown.stderr
