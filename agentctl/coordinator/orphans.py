@@ -30,9 +30,7 @@ async def remove_run_containers(plan: Plan, run_id: str) -> None:
     """``reap_run_containers`` from within a trio loop (a ``serve``'s takeover of the run)."""
     engines = _engines(plan)
     if engines:
-        from agentctl.sandbox.container import RUN_LABEL, remove_labelled
-
-        await remove_labelled(engines, f"{RUN_LABEL}={run_id}")
+        await _remove(engines, "run", run_id)
 
 
 def reap_effect_containers(plan: Plan, effect_id: str) -> None:
@@ -47,9 +45,12 @@ def _engines(plan: Plan) -> set[str]:
 
 def _reap(plan: Plan, of: Literal["run", "effect"], ident: str) -> None:
     engines = _engines(plan)
-    if not engines:
-        return  # the engine module is not even imported by a run without containers
+    if engines:  # a run without containers starts no event loop and imports no engine code
+        run_trio(_remove, engines, of, ident)
+
+
+async def _remove(engines: set[str], of: Literal["run", "effect"], ident: str) -> None:
     from agentctl.sandbox.container import EFFECT_LABEL, RUN_LABEL, remove_labelled
 
     key = RUN_LABEL if of == "run" else EFFECT_LABEL
-    run_trio(remove_labelled, engines, f"{key}={ident}")
+    await remove_labelled(engines, f"{key}={ident}")

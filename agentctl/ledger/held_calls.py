@@ -81,11 +81,8 @@ def gate_call_txn(conn: Db, gated: GatedCall) -> CallGate:
     if status == "requested":
         effects.start_effect_txn(conn, new.effect_id, now, trace_id=gated.trace_id)
         tool_calls.move_held_tool_call_txn(conn, new.effect_id, "started", now)
-        turn = gated.call.turn
-        if turn is not None:  # a model call: its provider session counts it from its start
-            start = sessions.ModelCallStart(
-                new.run_id, new.task_id, new.attempt, new.effect_id, new.request, turn
-            )
+        start = gated.call.model_call_start()
+        if start is not None:  # a model call: its provider session counts it from its start
             sessions.open_call_txn(conn, start, now)
         return CallGate("started")
     if status == "cancelled":

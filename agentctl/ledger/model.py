@@ -25,7 +25,7 @@ from agentctl.ledger.effects import EffectRecord, NewEffect
 from agentctl.ledger.reconcile import ReconciliationRecord
 from agentctl.ledger.remote import RemoteHandleRecord
 from agentctl.ledger.runs import NewRun, RunHead, RunRecord
-from agentctl.ledger.sessions import ProviderTurn
+from agentctl.ledger.sessions import ModelCallStart, ProviderTurn
 from agentctl.ledger.tasks import AuditSpec, LiveTask, TaskCompletion, TaskRecord
 from agentctl.ledger.tool_calls import AnsweredToolCall
 
@@ -276,6 +276,15 @@ class CallRecord:
     tool_input: JsonValue = None  # ... and the arguments it sent (the tool-call row's input)
     # The attempt's tool calls answered without an effect since its previous record.
     answered: tuple[AnsweredToolCall, ...] = ()
+
+    def model_call_start(self) -> ModelCallStart | None:
+        """What its provider session counts as the call starts; None for a tool call."""
+        if self.turn is None:
+            return None
+        new = self.effect
+        return ModelCallStart(
+            new.run_id, new.task_id, new.attempt, new.effect_id, new.request, self.turn
+        )
 
 
 @dataclass(frozen=True)

@@ -292,10 +292,8 @@ def record_and_start_call_txn(conn: Db, call: CallRecord) -> JsonObject | None:
             attempt=new.attempt,
             provider_call_id=call.provider_call_id,
         )
-    if call.turn is not None:
-        start = sessions.ModelCallStart(
-            new.run_id, new.task_id, new.attempt, new.effect_id, new.request, call.turn
-        )
+    start = call.model_call_start()
+    if start is not None:
         sessions.open_call_txn(conn, start, now)
     return None
 
