@@ -173,7 +173,7 @@ def prestart_workers(
     prestarted.preload = needs.modules()
     try:
         for _ in range(count - prestarted.started):
-            prestarted.start()
+            prestarted.start(may_fork=True)  # the coordinator's imports are done: ADR 0017
         yield prestarted
     finally:
         prestarted.close()

@@ -6,13 +6,17 @@ worker as soon as ``agentctl run`` has its file's text — before the coordinato
 imports, the compile and the database open — when that text names a worker-placed operation
 kind; ``workerproc.prestart_workers`` then tops the workers up to what the compiled plan
 needs (or kills them all if it needs none) and the pool adopts them (``Prestarted.take``).
+Those top-ups are forked from the coordinator when ``workerfork.can_fork`` allows (ADR 0017:
+it has trio and the wire models already), the early one never (nothing to share yet).
 This module imports only the stdlib at load (the registry when guessing, trio when a pool
 waits for an adopted worker), so starting the worker is the first thing a run does.
 
 Invariants:
-- a worker never imports from the directory it starts in (``-P``), only from the install;
-- a worker gets exactly one inherited fd (its socketpair end) and its own session; the
-  coordinator keeps the other end, so a worker whose coordinator died reads EOF and exits;
+- a worker never imports from the directory it starts in (``-P``, or its entry dropped from a
+  forked worker's ``sys.path``), only from the install;
+- a worker gets exactly one inherited fd (its socketpair end) besides the standard three, and
+  its own session, however it was started; the coordinator keeps the other end, so a worker
+  whose coordinator died reads EOF and exits;
 - a started worker is either adopted by a pool (which then owns its whole life) or killed
   and reaped when its ``Prestarted`` closes — never left running;
 - the guess from the text is an optimisation only: a kind named in a comment starts a worker
@@ -32,6 +36,7 @@ import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Protocol
 
 
 def worker_argv(fd: int, preload: Sequence[str]) -> list[str]:
@@ -45,9 +50,9 @@ def worker_argv(fd: int, preload: Sequence[str]) -> list[str]:
 
 
 class AdoptedProcess:
-    """A worker started with ``subprocess`` before trio ran, as the pool's ``ChildProcess``."""
+    """A worker started before trio ran (exec'd or forked), as the pool's ``ChildProcess``."""
 
-    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+    def __init__(self, popen: StartedProcess) -> None:
         self._popen = popen
 
     @property
@@ -65,30 +70,62 @@ class AdoptedProcess:
         return await trio.to_thread.run_sync(self._popen.wait, abandon_on_cancel=True)
 
 
+class StartedProcess(Protocol):
+    """What a prestarted worker is to its owner: ``subprocess.Popen`` or ``ForkedProcess``."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def wait(self) -> int: ...
+
+
+def _forked(
+    parent: socket.socket, child: socket.socket, preload: Sequence[str]
+) -> StartedProcess | None:
+    """A worker forked from this process, when that is safe and saves its imports
+    (``workerfork``, ADR 0017); ``None`` otherwise."""
+    from agentctl.coordinator import workerfork
+
+    return workerfork.fork_worker(parent, child, preload) if workerfork.can_fork() else None
+
+
+def _execed(child: socket.socket, preload: Sequence[str]) -> StartedProcess | None:
+    fd = child.fileno()
+    try:
+        return subprocess.Popen(
+            worker_argv(fd, preload),
+            pass_fds=(fd,),
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        return None
+
+
 class Prestarted:
     """Workers started ahead of a run; the pool takes them one at a time."""
 
     def __init__(self, preload: Sequence[str]) -> None:
         self.preload = tuple(preload)
         self.started = 0  # workers started and not killed (taken or waiting)
-        self._waiting: list[tuple[subprocess.Popen[bytes], socket.socket]] = []
+        self._waiting: list[tuple[StartedProcess, socket.socket]] = []
 
-    def start(self) -> None:
+    def start(self, *, may_fork: bool = False) -> None:
+        """Start one more worker: forked when ``may_fork`` and ``workerfork.can_fork``,
+        exec'd otherwise."""
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        fd = child.fileno()
         try:
-            popen = subprocess.Popen(
-                worker_argv(fd, self.preload),
-                pass_fds=(fd,),
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
-        except OSError:
-            parent.close()
-            return  # the pool will start one itself, and report why if it cannot
+            forked = _forked(parent, child, self.preload) if may_fork else None
+            proc = forked or _execed(child, self.preload)
         finally:
             child.close()
-        self._waiting.append((popen, parent))
+        if proc is None:
+            parent.close()
+            return  # the pool will start one itself, and report why if it cannot
+        self._waiting.append((proc, parent))
         self.started += 1
 
     def pids(self) -> list[int]:

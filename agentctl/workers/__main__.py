@@ -1,4 +1,5 @@
-"""Entry point of a worker process: ``python -m agentctl.workers --fd N``.
+"""Entry point of a worker process: ``python -m agentctl.workers --fd N``, or ``run_forked``
+in a child forked from the coordinator (ADR 0017).
 
 The arguments are the inherited socket fd and, optionally, executor modules to import once
 the handshake is done (``--preload``, repeatable: the executors the run's plan names, so the
@@ -65,6 +66,11 @@ def _parse_with_argparse(argv: list[str]) -> tuple[int, tuple[str, ...]]:
 
 def main(argv: list[str] | None = None, store: _Store | None = None) -> None:
     fd, preload = _parse(sys.argv[1:] if argv is None else argv)
+    serve(fd, preload, store)
+
+
+def serve(fd: int, preload: tuple[str, ...], store: _Store | None = None) -> None:
+    """Serve the coordinator on the inherited socket ``fd`` until it is done with us."""
     import trio
 
     from agentctl.mailbox.wirecache import prepare_wire_models
@@ -96,6 +102,24 @@ def run_and_exit() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def run_forked(fd: int, preload: tuple[str, ...]) -> int:
+    """``serve`` in a child forked from a coordinator (``coordinator.workerfork``, ADR 0017),
+    which already has trio and the wire models in memory; returns the exit code to leave
+    with (the caller leaves by ``os._exit``). The inherited heap is frozen first, so the
+    collector does not walk — and copy — the parent's objects."""
+    gc.freeze()
+    gc.enable()
+    try:
+        serve(fd, preload)
+    except Exception as exc:  # one line, as ``run_and_exit``
+        print(f"agentctl worker {os.getpid()}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    return 0
 
 
 if __name__ == "__main__":
