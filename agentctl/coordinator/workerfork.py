@@ -7,14 +7,14 @@ Python (``api.start_run``, its workers topped up by ``prestart_workers``) has th
 in memory already, so a forked child is ready at once. The child does what ``Popen`` does
 for an exec'd worker — its own session, stdin from ``/dev/null``, no descriptor but the
 standard three and its socket — then resets what a fresh interpreter would not have (Python
-signal handlers, the wake-up fd, redirected ``sys`` streams, the current directory on
-``sys.path``) and enters the worker by module name, as ``python -m agentctl.workers`` does:
-this package never imports worker code, the child runs it.
+signal handlers, the wake-up fd, logging handlers, redirected ``sys`` streams, the start-up
+directory first on ``sys.path``) and enters the worker by module name, as ``python -m
+agentctl.workers`` does: this package never imports worker code, the child runs it.
 
 Invariants:
-- a fork happens only on Linux, from a process with one thread (``/proc/self/task``) in which
-  trio and the wire models are imported and no trio run is active; otherwise the caller
-  starts the worker by ``exec`` — a fork is an optimisation, never a requirement;
+- a fork happens only on Linux, from a process in which trio is imported, no trio run is
+  active and no thread runs but trio's idle cached ones (``/proc/self/task``); otherwise
+  the caller starts the worker by ``exec`` — a fork is an optimisation, never a requirement;
 - the child never returns into the caller's frames: whatever happens it leaves by
   ``os._exit``, so no ``finally``, ``atexit`` handler or buffered stream of the parent runs
   twice;
@@ -36,6 +36,7 @@ from typing import NoReturn
 
 WORKER_MODULE = "agentctl.workers"  # the module ``python -m`` runs; its ``__main__`` enters
 _NEEDED = ("trio",)  # without it a fork saves little: trio is most of a worker's imports
+_INHERITED: list[object] = []  # in a forked child: the parent's ``sys`` streams (see below)
 
 
 class ForkedProcess:
@@ -135,6 +136,10 @@ def _become_a_fresh_process(fd: int) -> None:
     os.closerange(3, fd)  # the parent's files, databases and locks are not the worker's
     os.closerange(fd + 1, os.sysconf("SC_OPEN_MAX"))
     _reset_signals()
+    _forget_log_handlers()
+    # The parent's stream objects are kept, never finalized: one whose last reference went
+    # would flush its buffer — the parent's output — into a descriptor just closed or reused.
+    _INHERITED.extend((sys.stdin, sys.stdout, sys.stderr))
     sys.stdin, sys.stdout, sys.stderr = (
         open(n, mode, encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
         for n, mode in ((0, "r"), (1, "w"), (2, "w"))
@@ -143,8 +148,32 @@ def _become_a_fresh_process(fd: int) -> None:
 
     if faulthandler.is_enabled():  # its file may have been one of the descriptors closed
         faulthandler.enable(file=sys.stderr)
-    cwd = os.getcwd()
-    sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != cwd]  # as ``-P``
+    _drop_start_path()
+
+
+def _drop_start_path() -> None:
+    """What ``-P`` keeps out of an exec'd worker: the entry Python put first on ``sys.path``
+    at start-up — the current directory (``-c``, ``-m``) or the main script's — and only it
+    (a ``PYTHONPATH`` entry naming the same directory stays, as it would there)."""
+    if sys.flags.safe_path or not sys.path:
+        return
+    main = getattr(sys.modules.get("__main__"), "__file__", None)
+    starts = {os.getcwd()} | ({os.path.dirname(os.path.abspath(main))} if main else set())
+    if os.path.abspath(sys.path[0] or ".") in starts:
+        del sys.path[0]
+
+
+def _forget_log_handlers() -> None:
+    """A fresh interpreter's logging: no handler anywhere. The parent's handlers write to
+    files whose descriptors were just closed — and whose numbers the worker's own sockets may
+    take next, so a log record (httpx logs each request) could land in a connection."""
+    logging = sys.modules.get("logging")
+    if logging is None:
+        return
+    loggers = [logging.getLogger(), *logging.Logger.manager.loggerDict.values()]
+    for logger in loggers:
+        if isinstance(logger, logging.Logger):
+            logger.handlers.clear()
 
 
 def _reset_signals() -> None:

@@ -2,8 +2,9 @@
 
 ``python fork_driver.py WORKDIR MODE``: MODE ``plain`` (nothing else runs in this process),
 ``thread`` (a thread of ours is alive, so the worker must be exec'd), ``twice`` (a second run
-in the same process, after the first left trio's idle worker threads) or ``hang`` (the run
-sleeps; the test kills this process). Before the run it opens a file it keeps open and
+in the same process, after the first left trio's idle worker threads), ``hang`` (the run
+sleeps; the test kills this process) or ``logging`` (this process logs to a file, and the
+one task is ``fork_probe_ext``'s, which reports the worker's logging handlers). Before the run it opens a file it keeps open and
 installs a SIGTERM handler, as an application embedding agentctl might. The workflow's one
 task reports, from the worker it ran in (its parent process), the worker's command line,
 session, open descriptors and caught signals; the script prints the run's output as JSON.
@@ -12,6 +13,7 @@ session, open descriptors and caught signals; the script prints the run's output
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import sys
@@ -43,9 +45,34 @@ spec:
 """
 
 
+STATE_FLOW = """
+apiVersion: agentctl.dev/v1alpha1
+kind: Workflow
+metadata: {name: forked-state}
+spec:
+  policy: {approval: never}
+  actions:
+    state: {kind: test.worker_state}
+  outputs:
+    state: "${{ tasks.state.output }}"
+  tasks:
+    - {id: state, uses: action:state}
+"""
+
+
+def _flow(workdir: Path, mode: str) -> str:
+    if mode == "logging":
+        from agentctl.core import registry
+        from tests.coordinator.fork_probe_ext import STATE
+
+        registry.register(STATE)
+        logging.basicConfig(filename=workdir / "app.log", level=logging.INFO)
+        return STATE_FLOW
+    return FLOW % json.dumps("exec sleep 60" if mode == "hang" else PROBE)
+
+
 def main(workdir: Path, mode: str) -> None:
-    script = "exec sleep 60" if mode == "hang" else PROBE
-    loaded = load_workflow((FLOW % json.dumps(script)).encode(), file="wf.yaml")
+    loaded = load_workflow(_flow(workdir, mode).encode(), file="wf.yaml")
     plan = compile_workflow(loaded.document, file="wf.yaml")
     kept = open(workdir / "kept-open.txt", "w")  # noqa: SIM115 — must stay open during the run
     signal.signal(signal.SIGTERM, lambda *_: None)

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -15,6 +16,7 @@ from pathlib import Path
 import psutil
 
 DRIVER = Path(__file__).with_name("fork_driver.py")
+REPO = Path(__file__).resolve().parents[2]
 SIGTERM_BIT = 1 << (signal.SIGTERM - 1)
 
 
@@ -94,3 +96,28 @@ def _wait_for_sleep(driver: psutil.Process) -> psutil.Process:
                 return child
         time.sleep(0.05)
     raise AssertionError("the run's sleep never started")
+
+
+def test_a_forked_worker_has_none_of_the_coordinators_logging_handlers(tmp_path: Path) -> None:
+    # The driver logs to app.log; its handler's descriptor is closed in the worker, whose own
+    # sockets may take that number next — so the worker must not write through it.
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *_pythonpath()])}
+    done = subprocess.run(
+        [sys.executable, str(DRIVER), str(tmp_path), "logging"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env=env,
+    )
+    result = json.loads(done.stdout.splitlines()[1])
+    assert result["state"] == "succeeded", result
+    state = result["output"]["state"]
+    assert str(DRIVER) in state["argv"]  # forked: the driver's command line
+    assert state["handlers"] == []
+    assert "logged in the worker" not in (tmp_path / "app.log").read_text()
+    assert "logged in the worker" in done.stderr  # a fresh interpreter's last-resort handler
+
+
+def _pythonpath() -> list[str]:
+    return [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
