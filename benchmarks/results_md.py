@@ -199,6 +199,7 @@ FLOORS = (
 RSS = r"(coordinator_peak_rss|crash_run)_.*"
 
 
+NOT_MEASURED = "No figure in this run: the module that measures it was skipped (see the top)."
 SECTIONS = [
     ("Floors of this machine", FLOORS),
     ("Pure chain (sequential builtin.assign)", r"pure_chain_.*"),
@@ -212,7 +213,7 @@ SECTIONS = [
 
 
 def _header(report: dict[str, Any]) -> list[str]:
-    """Where and how the figures were taken, then any module that failed."""
+    """Where and how the figures were taken, then any module that failed or was skipped."""
     meta = report["meta"]
     m = meta["machine"]
     out = [
@@ -235,7 +236,10 @@ def _header(report: dict[str, Any]) -> list[str]:
     errors = [r for r in report["results"] if r.get("error")]
     for r in errors:
         out.append(f"- **{r['benchmark']} failed**: {r['error']}")
-    return out
+    for r in report["results"]:
+        if r.get("skipped"):  # e.g. no PostgreSQL to measure against: say so, once, here
+            out.append(f"- **{r['benchmark']} not measured in this run**: {r['skipped']}")
+    return out if out[-1] == "" else [*out, ""]
 
 
 def render(report: dict[str, Any]) -> str:
@@ -244,7 +248,8 @@ def render(report: dict[str, Any]) -> str:
     out += [*targets_section(figs), ""]
     for title, pattern in SECTIONS:
         names = [n for n in figs.by_name if re.fullmatch(pattern, n)]
-        out += [f"## {title}", "", *table(figs, names), ""]
+        rows = table(figs, names) if names else [NOT_MEASURED]
+        out += [f"## {title}", "", *rows, ""]
         out += SECTION_NOTES.get(title, [])
     out += [*peers_section(report, figs), ""]
     out += [*_fragment("commits_per_effect.md"), ""]
@@ -323,9 +328,9 @@ SECTION_NOTES = {
         "`agentctl serve --exit-when-idle --max-runs 4` processes on this machine (start-up "
         "included) against the PostgreSQL server named by `$AGENTCTL_BENCH_PG_URL`; "
         "`pg_commit_floor` is one single-row INSERT + COMMIT (`synchronous_commit = on`) on "
-        "one connection. With no server reachable the benchmark skips itself and this table "
-        "is empty. This machine has 2 cores shared by the server and every `serve`, so more "
-        "processes add contention, not capacity.",
+        "one connection. With no server reachable the benchmark skips itself, and the top of "
+        "this file says why. This machine has 2 cores shared by the server and every `serve`, "
+        "so more processes add contention, not capacity.",
         "",
     ],
     "Pure chain (sequential builtin.assign)": [
