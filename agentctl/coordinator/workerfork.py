@@ -96,11 +96,10 @@ def fork_worker(
     """Fork a worker serving ``child`` (its end, which the caller still closes in the
     parent); ``None`` when the fork itself failed (the caller execs instead).
 
-    The wire models are imported and their validators installed here first: the pool needs
-    them in this process anyway before its first frame, and the child then has them too."""
-    from agentctl.mailbox import messages, wirecache
+    The wire models' validators are installed here first (importing the models): the pool
+    needs them in this process anyway before its first frame, and the child then has them."""
+    from agentctl.mailbox import wirecache
 
-    del messages  # imported for the child's sake, and the pool's
     wirecache.prepare_wire_models()
     try:
         pid = os.fork()
@@ -158,7 +157,9 @@ def _drop_start_path() -> None:
     if sys.flags.safe_path or not sys.path:
         return
     main = getattr(sys.modules.get("__main__"), "__file__", None)
-    starts = {os.getcwd()} | ({os.path.dirname(os.path.abspath(main))} if main else set())
+    starts = {os.path.dirname(os.path.abspath(main))} if main else set()
+    with contextlib.suppress(OSError):  # a directory since removed is nobody's start
+        starts.add(os.getcwd())
     if os.path.abspath(sys.path[0] or ".") in starts:
         del sys.path[0]
 

@@ -22,6 +22,7 @@ from typing import NoReturn
 from agentctl.core.canonical import canonical_json, sha256_hex
 from agentctl.core.frozen import direct_init
 from agentctl.core.jsonvalue import JsonObject, JsonValue
+from agentctl.core.taskids import local_namesakes, namesake_hint
 from agentctl.errors import InvalidOperationError, NotFoundError
 from agentctl.ledger import sessions
 from agentctl.ledger.artifacts.refs import ArtifactRef, commit_artifact_refs_txn
@@ -443,18 +444,11 @@ def check_task(conn: Db, run_id: str, task_id: str) -> None:
         "SELECT 1 FROM task_states WHERE run_id = ? AND task_id = ?", (run_id, task_id)
     ).fetchone()
     if found is None:
-        hint = _namesakes(conn, run_id, task_id)
+        rows = conn.execute(  # only on this error path: the hint's candidates, in plan order
+            "SELECT task_id FROM task_states WHERE run_id = ? ORDER BY position", (run_id,)
+        ).fetchall()
+        hint = namesake_hint(local_namesakes((str(r[0]) for r in rows), task_id))
         raise NotFoundError(f"task {task_id!r} not found in run {run_id}{hint}", run_id=run_id)
-
-
-def _namesakes(conn: Db, run_id: str, task_id: str) -> str:
-    """A sub-workflow's task runs as ``INVOCATION--LOCAL``: naming it by its local id is the
-    likely slip, so the hint names the run's tasks ending in ``--LOCAL`` (in plan order)."""
-    rows = conn.execute(
-        "SELECT task_id FROM task_states WHERE run_id = ? ORDER BY position", (run_id,)
-    ).fetchall()
-    matches = [str(r[0]) for r in rows if str(r[0]).endswith(f"--{task_id}")]
-    return f"; did you mean {' or '.join(matches[:5])}?" if task_id and matches else ""
 
 
 # Finished outputs are read back by id in chunks under SQLite's bound-parameter limit.

@@ -28,6 +28,8 @@ import sys
 
 TYPE_CHECKING = False  # not typing's: this module imports only the standard library early
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agentctl.dataclass_codes import _Store
 
 
@@ -93,15 +95,7 @@ def run_and_exit() -> None:
     from agentctl.dataclass_codes import install
 
     store = install()  # before the first dataclass or attrs class is defined
-    code = 0
-    try:
-        main(store=store)
-    except Exception as exc:  # one line, not a traceback on the user's terminal
-        print(f"agentctl worker {os.getpid()}: {type(exc).__name__}: {exc}", file=sys.stderr)
-        code = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    os._exit(_reporting(lambda: main(store=store)))
 
 
 def run_forked(fd: int, preload: tuple[str, ...]) -> int:
@@ -111,9 +105,15 @@ def run_forked(fd: int, preload: tuple[str, ...]) -> int:
     collector does not walk — and copy — the parent's objects."""
     gc.freeze()
     gc.enable()
+    return _reporting(lambda: serve(fd, preload))
+
+
+def _reporting(work: Callable[[], None]) -> int:
+    """Run ``work``; its exit code, a failure reported as one line, not a traceback on the
+    user's terminal; the streams flushed, since the caller leaves by ``os._exit``."""
     try:
-        serve(fd, preload)
-    except Exception as exc:  # one line, as ``run_and_exit``
+        work()
+    except Exception as exc:
         print(f"agentctl worker {os.getpid()}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     finally:

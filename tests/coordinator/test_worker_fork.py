@@ -20,15 +20,25 @@ REPO = Path(__file__).resolve().parents[2]
 SIGTERM_BIT = 1 << (signal.SIGTERM - 1)
 
 
-def _drive(tmp_path: Path, mode: str) -> list[dict[str, str]]:
-    done = subprocess.run(
+def _run_driver(tmp_path: Path, mode: str) -> subprocess.CompletedProcess[str]:
+    """``fork_driver.py`` in a fresh interpreter that can import this repository's tests (a
+    registered test kind's executor lives there)."""
+    path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *path])}
+    return subprocess.run(
         [sys.executable, str(DRIVER), str(tmp_path), mode],
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
+        env=env,
     )
-    lines = [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def _drive(tmp_path: Path, mode: str) -> list[dict[str, str]]:
+    """The probe task's report of each run: the worker's command line, session, descriptors,
+    caught signals and pid."""
+    lines = [json.loads(line) for line in _run_driver(tmp_path, mode).stdout.splitlines()]
     reports = []
     for line in lines[1:]:
         assert line["state"] == "succeeded", line
@@ -101,15 +111,7 @@ def _wait_for_sleep(driver: psutil.Process) -> psutil.Process:
 def test_a_forked_worker_has_none_of_the_coordinators_logging_handlers(tmp_path: Path) -> None:
     # The driver logs to app.log; its handler's descriptor is closed in the worker, whose own
     # sockets may take that number next — so the worker must not write through it.
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), *_pythonpath()])}
-    done = subprocess.run(
-        [sys.executable, str(DRIVER), str(tmp_path), "logging"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-        env=env,
-    )
+    done = _run_driver(tmp_path, "logging")
     result = json.loads(done.stdout.splitlines()[1])
     assert result["state"] == "succeeded", result
     state = result["output"]["state"]
@@ -117,7 +119,3 @@ def test_a_forked_worker_has_none_of_the_coordinators_logging_handlers(tmp_path:
     assert state["handlers"] == []
     assert "logged in the worker" not in (tmp_path / "app.log").read_text()
     assert "logged in the worker" in done.stderr  # a fresh interpreter's last-resort handler
-
-
-def _pythonpath() -> list[str]:
-    return [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]

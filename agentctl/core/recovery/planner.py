@@ -42,6 +42,7 @@ from agentctl.core.recovery.plans import (
     estimated_provider_tasks,
     fresh_effect_summary,
 )
+from agentctl.core.taskids import local_namesakes, namesake_hint
 
 ArtifactCheck = Callable[[str, int], bool]
 
@@ -373,14 +374,12 @@ def _no_root_message(request: _Request) -> str:
 
 
 def _missing_root(root: str, request: _Request) -> Block:
-    # A sub-workflow's task runs as INVOCATION--LOCAL: naming it by its local id is the
-    # likely slip, so point at the ids the plan gives it (in plan order).
-    namesakes = tuple(t for t in request.target.index if t.endswith(f"--{root}"))
-    hint = f"; did you mean {' or '.join(namesakes[:5])}?" if namesakes else ""
+    namesakes = local_namesakes(request.target.index, root)  # in plan order
     return Block(
         root,
         "repair_root_missing",
-        f"root {root} is not a task of the target workflow {request.target.name!r}{hint}",
+        f"root {root} is not a task of the target workflow {request.target.name!r}"
+        f"{namesake_hint(namesakes)}",
         suggested_repair_roots=namesakes,
     )
 
